@@ -1,0 +1,61 @@
+/**
+ * The Claws port: which tools exist, and running one.
+ * Implementations: shell scripts in a directory, an external process over
+ * FIFOs, an in-memory table for tests and embedding.
+ */
+import { Context, Data, type Effect, Schema } from "effect"
+
+export const ToolName = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, {
+    message: () => "tool name must match ^[A-Za-z0-9_-]{1,64}$"
+  })
+)
+
+const DefaultInputSchema = { type: "object", properties: {} } as const
+
+/**
+ * A tool declaration as a claw writes it. The original shell claws sometimes
+ * omit `input_schema` or `description`; both get safe defaults.
+ */
+export const ToolDefinition = Schema.Struct({
+  name: ToolName,
+  description: Schema.optionalWith(Schema.String, { default: () => "" }),
+  input_schema: Schema.optionalWith(
+    Schema.Struct({ type: Schema.Literal("object") }, { key: Schema.String, value: Schema.Unknown }),
+    { default: () => DefaultInputSchema }
+  )
+})
+export type ToolDefinition = typeof ToolDefinition.Type
+
+/** A declaration that was rejected, with where it came from and why. */
+export interface ToolProblem {
+  /** e.g. `claws/dice.sh:3` */
+  readonly source: string
+  readonly reason: string
+}
+
+export interface ToolCatalog {
+  readonly tools: ReadonlyArray<ToolDefinition>
+  readonly problems: ReadonlyArray<ToolProblem>
+}
+
+/** What a tool produced; `isError` becomes `is_error` in the tool_result block. */
+export interface ToolResult {
+  readonly content: string
+  readonly isError: boolean
+}
+
+/** The claw transport itself failed (not the tool: a failing tool is a ToolResult). */
+export class ClawsError extends Data.TaggedError("ClawsError")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+export interface ClawsService {
+  readonly list: Effect.Effect<ToolCatalog, ClawsError>
+  readonly call: (name: string, input: unknown) => Effect.Effect<ToolResult, ClawsError>
+}
+
+export class Claws extends Context.Tag("planckclaw/Claws")<Claws, ClawsService>() {}
+
+export const unknownTool = (name: string): ToolResult => ({ content: `Unknown tool: ${name}`, isError: true })

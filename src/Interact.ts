@@ -1,0 +1,35 @@
+/**
+ * The Interact port: where messages come from and where replies go.
+ * A bridge (terminal, Discord, a FIFO pair, an in-memory queue) implements it.
+ */
+import { Context, Data, type Effect, type Stream } from "effect"
+
+/** A message from a user, tagged with the channel the reply must go back to. */
+export interface InboundMessage {
+  readonly channel: string
+  readonly text: string
+}
+
+/** A reply for a channel. */
+export interface OutboundMessage {
+  readonly channel: string
+  readonly text: string
+}
+
+export class InteractError extends Data.TaggedError("InteractError")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+export interface InteractService {
+  /**
+   * Inbound messages in arrival order. The agent consumes it once; the bridge
+   * buffers while a turn runs, so nothing is dropped. The stream ends when the
+   * bridge has no more input (for example stdin closed).
+   */
+  readonly messages: Stream.Stream<InboundMessage, InteractError>
+  /** Delivers one reply; fails only when it finally cannot be delivered. */
+  readonly send: (message: OutboundMessage) => Effect.Effect<void, InteractError>
+}
+
+export class Interact extends Context.Tag("planckclaw/Interact")<Interact, InteractService>() {}

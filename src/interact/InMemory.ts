@@ -1,0 +1,36 @@
+/**
+ * An in-memory Interact for tests and for embedding: the host offers
+ * messages and takes replies from a queue.
+ */
+import { Effect, Layer, Option, Queue, Stream } from "effect"
+import { type InboundMessage, Interact, type InteractService, type OutboundMessage } from "../Interact.js"
+
+export interface InMemoryInteract {
+  readonly service: InteractService
+  /** Queue a user message for the agent. */
+  readonly offer: (message: InboundMessage) => Effect.Effect<void>
+  /** Signal that no more messages will come: the agent's stream ends. */
+  readonly end: Effect.Effect<void>
+  /** Replies the agent sent, in order. */
+  readonly replies: Queue.Dequeue<OutboundMessage>
+}
+
+export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
+  const inbound = yield* Queue.unbounded<Option.Option<InboundMessage>>()
+  const replies = yield* Queue.unbounded<OutboundMessage>()
+  const service: InteractService = {
+    messages: Stream.fromQueue(inbound).pipe(
+      Stream.takeWhile(Option.isSome),
+      Stream.map((message) => message.value)
+    ),
+    send: (message) => Queue.offer(replies, message)
+  }
+  return {
+    service,
+    offer: (message) => Queue.offer(inbound, Option.some(message)),
+    end: Queue.offer(inbound, Option.none()),
+    replies
+  }
+})
+
+export const layer = (handle: InMemoryInteract): Layer.Layer<Interact> => Layer.succeed(Interact, handle.service)
