@@ -1,0 +1,248 @@
+/**
+ * The agent: one turn per message, in arrival order. A turn reads memory,
+ * discovers tools, asks the brain, runs every tool call of every round,
+ * remembers the exchange and answers. It depends only on the ports.
+ */
+import { Context, Effect, Layer, Option, Stream } from "effect"
+import { AgentConfig } from "./AgentConfig.js"
+import {
+  Brain,
+  type BrainError,
+  type Message,
+  type MessagesResponse,
+  type TextBlock,
+  type ToolResultBlock,
+  type ToolUseBlock
+} from "./Brain.js"
+import { Claws, type ToolDefinition } from "./Claws.js"
+import { Compactor } from "./Compaction.js"
+import { type InboundMessage, Interact } from "./Interact.js"
+import { Memory } from "./Memory.js"
+import { conversation, systemPrompt, turnRequest } from "./Prompt.js"
+
+/** The original's words, for any turn the brain could not complete. */
+export const APOLOGY = "I'm temporarily unavailable. Please try again shortly."
+
+export interface AgentService {
+  /** Runs one turn and returns the reply. Never fails: failures become replies. */
+  readonly turn: (message: InboundMessage) => Effect.Effect<string>
+  /** Validates, answers and remembers one inbound message, then compacts if due. */
+  readonly handle: (message: InboundMessage) => Effect.Effect<void, never, Interact>
+}
+
+export class Agent extends Context.Tag("planckclaw/Agent")<Agent, AgentService>() {}
+
+type TurnOutcome =
+  | { readonly _tag: "Answered"; readonly reply: string }
+  | { readonly _tag: "Unanswered"; readonly reply: string }
+
+const textOf = (response: MessagesResponse): string =>
+  response.content.flatMap((block) => block.type === "text" && "text" in block ? [block.text] : []).join("")
+
+const toolUsesOf = (response: MessagesResponse): Array<ToolUseBlock> =>
+  response.content.filter((block): block is ToolUseBlock => block.type === "tool_use" && "id" in block)
+
+/** What the assistant said, as it must be echoed back in the next round. */
+const assistantTurn = (response: MessagesResponse): Message => ({
+  role: "assistant",
+  content: response.content.flatMap((block): Array<TextBlock | ToolUseBlock> =>
+    block.type === "tool_use" && "id" in block
+      ? [block as ToolUseBlock]
+      : block.type === "text" && "text" in block
+      ? [{ type: "text" as const, text: block.text }]
+      : []
+  )
+})
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const describe = (value: unknown): string => Array.isArray(value) ? "an array" : value === null ? "null" : `a ${typeof value}`
+
+// C0 and C1 controls except tab and newline: terminals and bridges choke on them.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g
+
+/** Cleans inbound text; `none` means there is nothing to answer. */
+export const sanitize = (text: string): Option.Option<string> => {
+  const clean = text.replace(/\r\n?/g, "\n").replace(CONTROL, "")
+  return clean.trim().length === 0 ? Option.none() : Option.some(clean)
+}
+
+export const make = Effect.gen(function*() {
+  const config = yield* AgentConfig
+  const brain = yield* Brain
+  const claws = yield* Claws
+  const memory = yield* Memory
+  const compactor = yield* Compactor
+
+  const discoverTools = claws.list.pipe(
+    Effect.map((catalog) => catalog.tools),
+    Effect.catchAll((error) =>
+      Effect.logWarning(`tool discovery failed, answering without tools: ${error.message}`).pipe(
+        Effect.as<ReadonlyArray<ToolDefinition>>([])
+      )
+    )
+  )
+
+  const runTool = (call: ToolUseBlock): Effect.Effect<ToolResultBlock> => {
+    if (!isObject(call.input)) {
+      return Effect.succeed({
+        type: "tool_result",
+        tool_use_id: call.id,
+        content: `Tool input must be a JSON object, got ${describe(call.input)}`,
+        is_error: true
+      })
+    }
+    return claws.call(call.name, call.input).pipe(
+      Effect.map((result): ToolResultBlock => ({
+        type: "tool_result",
+        tool_use_id: call.id,
+        content: result.content,
+        ...(result.isError ? { is_error: true } : {})
+      })),
+      Effect.catchAll((error) =>
+        Effect.succeed<ToolResultBlock>({
+          type: "tool_result",
+          tool_use_id: call.id,
+          content: `Tool ${call.name} could not run: ${error.message}`,
+          is_error: true
+        })
+      )
+    )
+  }
+
+  const unavailable = (error: BrainError) =>
+    Effect.logWarning(`brain gave up (${error.reason}): ${error.detail}`).pipe(
+      Effect.as<TurnOutcome>({ _tag: "Unanswered", reply: APOLOGY })
+    )
+
+  const converse = (text: string) =>
+    Effect.gen(function*() {
+      const snapshot = yield* memory.snapshot(config.historyKeep)
+      const tools = yield* discoverTools
+      const messages = conversation(snapshot.history, text)
+      const request = (current: ReadonlyArray<Message>) =>
+        turnRequest({
+          model: config.model,
+          maxTokens: config.maxTokens,
+          system: systemPrompt(snapshot.soul, snapshot.summary),
+          messages: current,
+          tools
+        })
+
+      for (let round = 0;; round++) {
+        const response = yield* brain.complete(request(messages))
+        const calls = toolUsesOf(response)
+        if (response.stop_reason !== "tool_use" || calls.length === 0) return finalReply(response)
+        if (round >= config.maxToolRounds) {
+          return {
+            _tag: "Unanswered",
+            reply: `I stopped after ${config.maxToolRounds} rounds of tool calls without reaching an answer. ` +
+              "Please try again, perhaps with a narrower question."
+          } satisfies TurnOutcome
+        }
+        // Every call of the round, in order, answered in one user message.
+        const results = yield* Effect.forEach(calls, runTool)
+        messages.push(assistantTurn(response), { role: "user", content: results })
+      }
+    }).pipe(Effect.catchTag("BrainError", unavailable))
+
+  const finalReply = (response: MessagesResponse): TurnOutcome => {
+    const text = textOf(response).trim()
+    const cut = response.stop_reason === "max_tokens"
+    if (text.length === 0) {
+      return {
+        _tag: "Unanswered",
+        reply: cut
+          ? "My answer was cut off before I could write anything (the model hit its token limit)."
+          : "I have no answer to that (the model returned an empty reply). Please try rephrasing."
+      }
+    }
+    return { _tag: "Answered", reply: cut ? `${text}\n\n[answer cut short: the model hit its token limit]` : text }
+  }
+
+  const turn = (message: InboundMessage) =>
+    converse(message.text).pipe(
+      Effect.tap((outcome) =>
+        outcome._tag === "Answered"
+          ? memory.append([{ role: "user", content: message.text }, { role: "assistant", content: outcome.reply }]).pipe(
+            Effect.catchAll((error) =>
+              // Loud, but the user still gets the answer they were given.
+              Effect.logError(`could not remember this exchange: ${error.message}`)
+            )
+          )
+          : Effect.void
+      ),
+      Effect.map((outcome) => outcome.reply),
+      Effect.catchAll((error) =>
+        Effect.logError(`turn failed: ${error.message}`).pipe(Effect.as(APOLOGY))
+      ),
+      Effect.catchAllDefect((defect) =>
+        Effect.logError("turn failed on an internal error; answered with an apology", defect).pipe(Effect.as(APOLOGY))
+      ),
+      Effect.withSpan("Agent.turn")
+    )
+
+  const handle = (inbound: InboundMessage) =>
+    Effect.gen(function*() {
+      const interact = yield* Interact
+      const size = Buffer.byteLength(inbound.text, "utf8")
+      if (size > config.maxMessageBytes) {
+        yield* Effect.logWarning(`rejected a ${size}-byte message from ${inbound.channel}`)
+        return yield* deliver(interact, {
+          channel: inbound.channel,
+          text: `Your message is ${size} bytes; the limit is ${config.maxMessageBytes} bytes ` +
+            "(PLANCKCLAW_MAX_MESSAGE_BYTES). Nothing was processed: please send it in smaller parts."
+        })
+      }
+      const text = sanitize(inbound.text)
+      if (Option.isNone(text)) return
+      const reply = yield* turn({ channel: inbound.channel, text: text.value })
+      yield* deliver(interact, { channel: inbound.channel, text: reply })
+      yield* compactor.compactIfNeeded.pipe(
+        Effect.catchAll((error) =>
+          error._tag === "CompactionBusy"
+            ? Effect.void
+            : Effect.logWarning(`compaction did not run: ${error.message}; history is intact and it will be tried again`)
+        )
+      )
+    })
+
+  const deliver = (interact: Interact["Type"], message: InboundMessage) =>
+    interact.send(message).pipe(
+      Effect.catchAll((error) =>
+        Effect.logError(`could not deliver a reply to channel ${message.channel}: ${error.message}`)
+      )
+    )
+
+  return { turn, handle } satisfies AgentService
+})
+
+export const layer: Layer.Layer<
+  Agent,
+  import("effect/ConfigError").ConfigError,
+  Brain | Claws | Memory | Compactor
+> = Layer.effect(Agent, make)
+
+/**
+ * Answers the bridge's messages one at a time, in order, until its stream
+ * ends. A defect in one turn is logged and answered; the loop goes on.
+ */
+export const serve: Effect.Effect<void, never, Agent | Interact> = Effect.gen(function*() {
+  const agent = yield* Agent
+  const interact = yield* Interact
+  yield* interact.messages.pipe(
+    Stream.runForEach((message) =>
+      agent.handle(message).pipe(
+        Effect.catchAllDefect((defect) =>
+          Effect.logError("the agent loop hit an internal error and goes on", defect).pipe(
+            Effect.zipRight(interact.send({ channel: message.channel, text: APOLOGY })),
+            Effect.ignore
+          )
+        )
+      )
+    ),
+    Effect.catchAll((error) => Effect.logError(`the interact bridge stopped: ${error.message}`))
+  )
+})

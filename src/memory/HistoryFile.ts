@@ -1,0 +1,128 @@
+/**
+ * Low-level reads of history.jsonl that cost the same whatever the file's
+ * size: the tail is read backwards in blocks, never the whole file.
+ */
+import * as fs from "node:fs"
+import { StringDecoder } from "node:string_decoder"
+import { Chunk, Effect, Either, Option, Schema, Stream } from "effect"
+
+const BLOCK = 64 * 1024
+
+export const HistoryEntry = Schema.Struct({
+  role: Schema.Literal("user", "assistant"),
+  content: Schema.String
+})
+export type HistoryEntry = typeof HistoryEntry.Type
+
+const decodeEntry = Schema.decodeUnknownEither(Schema.parseJson(HistoryEntry))
+
+/** A history line as the original agent writes it: exactly role and content. */
+export const encodeEntry = (entry: HistoryEntry): string =>
+  JSON.stringify({ role: entry.role, content: entry.content })
+
+export const parseLine = (line: string): Option.Option<HistoryEntry> => Option.getRight(decodeEntry(line))
+
+const sizeOf = (fd: number): number => fs.fstatSync(fd).size
+
+export interface Tail {
+  /** Where the tail begins. */
+  readonly offset: number
+  /** How many lines it holds: `lines`, or fewer when the file has fewer. */
+  readonly count: number
+}
+
+/**
+ * Finds where the last `lines` lines begin by scanning back from the end in
+ * blocks. A final line without its newline counts as a line.
+ */
+export const scanTail = (fd: number, lines: number): Tail => {
+  const size = sizeOf(fd)
+  if (size === 0 || lines <= 0) return { offset: size, count: 0 }
+  const buffer = Buffer.allocUnsafe(BLOCK)
+  let count = 0
+  let position = size
+  while (position > 0) {
+    const start = Math.max(0, position - BLOCK)
+    const length = position - start
+    fs.readSync(fd, buffer, 0, length, start)
+    for (let i = length - 1; i >= 0; i--) {
+      // The newline ending the file terminates the last line; it starts none.
+      if (buffer[i] !== 0x0a || start + i === size - 1) continue
+      count++
+      if (count === lines) return { offset: start + i + 1, count }
+    }
+    position = start
+  }
+  return { offset: 0, count: count + 1 }
+}
+
+export const readRange = (fd: number, start: number, end: number): string => {
+  const length = end - start
+  if (length <= 0) return ""
+  const buffer = Buffer.allocUnsafe(length)
+  let read = 0
+  while (read < length) {
+    const n = fs.readSync(fd, buffer, read, length - read, start + read)
+    if (n === 0) break
+    read += n
+  }
+  return buffer.toString("utf8", 0, read)
+}
+
+/** Splits text into lines; a trailing newline does not make an empty last line. */
+export const splitLines = (text: string): Array<string> => {
+  if (text.length === 0) return []
+  const lines = text.split("\n")
+  if (lines[lines.length - 1] === "") lines.pop()
+  return lines
+}
+
+/** Whether the file is empty or ends with a newline (else an append must add one first). */
+export const endsWithNewline = (fd: number): boolean => {
+  const size = sizeOf(fd)
+  if (size === 0) return true
+  const last = Buffer.allocUnsafe(1)
+  fs.readSync(fd, last, 0, 1, size - 1)
+  return last[0] === 0x0a
+}
+
+/**
+ * The lines of [0, end) as a stream, read forward in blocks, for folding a
+ * large backlog without holding it in memory.
+ */
+export const streamLines = (path: string, end: number): Stream.Stream<string, Error> =>
+  Stream.acquireRelease(
+    Effect.try({ try: () => fs.openSync(path, "r"), catch: (e) => e as Error }),
+    (fd) => Effect.sync(() => fs.closeSync(fd))
+  ).pipe(
+    Stream.flatMap((fd) => {
+      const buffer = Buffer.allocUnsafe(1024 * 1024)
+      // Keeps a multi-byte character split across two blocks whole.
+      const decoder = new StringDecoder("utf8")
+      return Stream.paginateChunkEffect({ position: 0, carry: "" }, (state) =>
+        Effect.try({
+          try: () => {
+            const length = Math.min(buffer.length, end - state.position)
+            const n = length > 0 ? fs.readSync(fd, buffer, 0, length, state.position) : 0
+            if (n === 0) {
+              const rest = state.carry + decoder.end()
+              const last = rest.length > 0 ? [rest] : []
+              return [Chunk.unsafeFromArray(last), Option.none()] as const
+            }
+            const text = state.carry + decoder.write(buffer.subarray(0, n))
+            const cut = text.lastIndexOf("\n")
+            const complete = cut === -1 ? "" : text.slice(0, cut)
+            const carry = cut === -1 ? text : text.slice(cut + 1)
+            const lines = cut === -1 ? [] : complete.split("\n")
+            return [Chunk.unsafeFromArray(lines), Option.some({ position: state.position + n, carry })] as const
+          },
+          catch: (e) => e as Error
+        }))
+    })
+  )
+
+export const errnoCode = (error: unknown): string | undefined =>
+  typeof error === "object" && error !== null && "code" in error ? String((error as { code: unknown }).code) : undefined
+
+export const describeFsError = (error: unknown): string =>
+  Either.getOrElse(Either.try(() => (error as Error).message), () => String(error))

@@ -1,0 +1,231 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, Option, TestClock } from "effect"
+import { APOLOGY, sanitize } from "../src/Agent.js"
+import { BrainError } from "../src/Brain.js"
+import { text, toolUse } from "../src/brain/Scripted.js"
+import type { InMemoryTool } from "../src/claws/InMemory.js"
+import { harness, line } from "./support/Harness.js"
+
+const timeTool: InMemoryTool = {
+  definition: { name: "get_time", description: "Current time", input_schema: { type: "object", properties: {} } },
+  run: () => Effect.succeed({ content: "1700000000", isError: false })
+}
+
+const diceTool: InMemoryTool = {
+  definition: {
+    name: "roll_dice",
+    description: "Roll dice",
+    input_schema: { type: "object", properties: { sides: { type: "integer" } } }
+  },
+  run: (input) => Effect.succeed({ content: `rolled d${(input as { sides: number }).sides}: 4`, isError: false })
+}
+
+const toolSpecs = [
+  { name: "get_time", description: "Current time", input_schema: { type: "object", properties: {} } },
+  {
+    name: "roll_dice",
+    description: "Roll dice",
+    input_schema: { type: "object", properties: { sides: { type: "integer" } } }
+  }
+]
+
+describe("Agent", () => {
+  it.scoped("runs two tools of one response, then a second round, and sends the exact requests", () =>
+    Effect.gen(function*() {
+      const h = yield* harness({
+        soul: "You are Planck.",
+        script: [
+          toolUse([
+            { id: "tu_1", name: "get_time", input: {} },
+            { id: "tu_2", name: "roll_dice", input: { sides: 20 } }
+          ], "Let me check."),
+          toolUse([{ id: "tu_3", name: "get_time", input: {} }]),
+          text("It is 1700000000 and you rolled 4.")
+        ],
+        tools: [timeTool, diceTool]
+      })
+      const reply = yield* h.say("time and a d20?")
+      expect(reply).toEqual({ channel: "cli", text: "It is 1700000000 and you rolled 4." })
+
+      const requests = yield* h.requests
+      expect(requests).toHaveLength(3)
+      const base = { model: "test-model", max_tokens: 1024, system: "You are Planck.", tools: toolSpecs }
+      const firstRound = [
+        { role: "user", content: "time and a d20?" },
+        {
+          role: "assistant",
+          content: [
+            { type: "text", text: "Let me check." },
+            { type: "tool_use", id: "tu_1", name: "get_time", input: {} },
+            { type: "tool_use", id: "tu_2", name: "roll_dice", input: { sides: 20 } }
+          ]
+        },
+        {
+          role: "user",
+          content: [
+            { type: "tool_result", tool_use_id: "tu_1", content: "1700000000" },
+            { type: "tool_result", tool_use_id: "tu_2", content: "rolled d20: 4" }
+          ]
+        }
+      ]
+      expect(requests[0]).toEqual({ ...base, messages: [{ role: "user", content: "time and a d20?" }] })
+      expect(requests[1]).toEqual({ ...base, messages: firstRound })
+      expect(requests[2]).toEqual({
+        ...base,
+        messages: [
+          ...firstRound,
+          { role: "assistant", content: [{ type: "tool_use", id: "tu_3", name: "get_time", input: {} }] },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: "tu_3", content: "1700000000" }] }
+        ]
+      })
+      // Tool calls are not stored: only the user text and the final answer.
+      expect(h.read("history.jsonl")).toBe(
+        line("user", "time and a d20?") + line("assistant", "It is 1700000000 and you rolled 4.")
+      )
+    }))
+
+  it.scoped("builds the prompt from soul, summary and the history tail, dropping a leading assistant line", () =>
+    Effect.gen(function*() {
+      const h = yield* harness({
+        soul: "Soul text.\n",
+        summary: "The user is Marc.\n",
+        history: line("user", "u1") + line("assistant", "a1") + line("user", "u2") + line("assistant", "a2"),
+        settings: { HISTORY_KEEP: "3" },
+        script: [text("hello")]
+      })
+      yield* h.say("u3")
+      const [request] = yield* h.requests
+      expect(request).toEqual({
+        model: "test-model",
+        max_tokens: 1024,
+        system: "Soul text.\n---\nCONVERSATION SUMMARY:\nThe user is Marc.",
+        messages: [
+          { role: "user", content: "u2" },
+          { role: "assistant", content: "a2" },
+          { role: "user", content: "u3" }
+        ]
+      })
+    }))
+
+  it.scoped("reads soul.md fresh for every turn and falls back to the default persona", () =>
+    Effect.gen(function*() {
+      const h = yield* harness({ script: [text("one"), text("two")] })
+      yield* h.say("first")
+      yield* h.write("soul.md", "You are a pirate.")
+      yield* h.say("second")
+      const requests = yield* h.requests
+      expect(requests.map((r) => r.system)).toEqual(["You are a helpful personal assistant.", "You are a pirate."])
+    }))
+
+  it.scoped("answers with the apology and stores nothing when the brain gives up", () =>
+    Effect.gen(function*() {
+      const h = yield* harness({
+        script: [new BrainError({ reason: "timeout", detail: "test" }), text("back again")]
+      })
+      expect((yield* h.say("hello")).text).toBe(APOLOGY)
+      expect(h.read("history.jsonl")).toBeUndefined()
+      expect((yield* h.say("hello?")).text).toBe("back again")
+      expect(h.read("history.jsonl")).toBe(line("user", "hello?") + line("assistant", "back again"))
+    }))
+
+  it.scoped("stops a model that keeps calling tools after the round limit", () =>
+    Effect.gen(function*() {
+      const loop = toolUse([{ id: "x", name: "get_time", input: {} }])
+      const h = yield* harness({
+        settings: { PLANCKCLAW_MAX_TOOL_ROUNDS: "2" },
+        script: [loop, loop, loop, text("never reached")],
+        tools: [timeTool]
+      })
+      const reply = yield* h.say("loop forever")
+      expect(reply.text).toContain("I stopped after 2 rounds of tool calls")
+      expect(yield* h.requests).toHaveLength(3)
+      expect(h.read("history.jsonl")).toBeUndefined()
+    }))
+
+  it.scoped("answers unknown tools and non-object input with error results", () =>
+    Effect.gen(function*() {
+      const h = yield* harness({
+        script: [
+          toolUse([{ id: "a", name: "no_such_tool", input: {} }, { id: "b", name: "get_time", input: "now" }]),
+          text("sorry")
+        ],
+        tools: [timeTool]
+      })
+      yield* h.say("try")
+      const requests = yield* h.requests
+      expect(requests[1]!.messages[2]).toEqual({
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: "a", content: "Unknown tool: no_such_tool", is_error: true },
+          { type: "tool_result", tool_use_id: "b", content: "Tool input must be a JSON object, got a string", is_error: true }
+        ]
+      })
+    }))
+
+  it.scoped("answers empty content and max_tokens sensibly", () =>
+    Effect.gen(function*() {
+      const h = yield* harness({
+        script: [
+          { content: [], stop_reason: "end_turn" },
+          { content: [{ type: "text", text: "Half an ans" }], stop_reason: "max_tokens" }
+        ]
+      })
+      expect((yield* h.say("a")).text).toContain("empty reply")
+      expect((yield* h.say("b")).text).toBe("Half an ans\n\n[answer cut short: the model hit its token limit]")
+      expect(h.read("history.jsonl")).toBe(
+        line("user", "b") + line("assistant", "Half an ans\n\n[answer cut short: the model hit its token limit]")
+      )
+    }))
+
+  it.scoped("rejects an oversized message with a clear reply, ignores empty ones, keeps order", () =>
+    Effect.gen(function*() {
+      const h = yield* harness({ settings: { PLANCKCLAW_MAX_MESSAGE_BYTES: "10" }, script: [text("ok")] })
+      yield* h.offer("x".repeat(11), "c1")
+      yield* h.offer("   ", "c2")
+      yield* h.offer("short", "c3")
+      const first = yield* h.reply
+      const second = yield* h.reply
+      expect(first.channel).toBe("c1")
+      expect(first.text).toContain("Your message is 11 bytes; the limit is 10 bytes")
+      expect(second).toEqual({ channel: "c3", text: "ok" })
+      expect((yield* h.requests).length).toBe(1)
+    }))
+
+  it.scoped("queues messages that arrive during a turn and answers them in order", () =>
+    Effect.gen(function*() {
+      const h = yield* harness({
+        script: [
+          () => Effect.sleep("10 seconds").pipe(Effect.as(text("first answer"))),
+          text("second answer")
+        ]
+      })
+      yield* h.offer("one", "a")
+      yield* h.offer("two", "b")
+      const replies = yield* Effect.fork(Effect.all([h.reply, h.reply]))
+      yield* TestClock.adjust("10 seconds")
+      expect(yield* Fiber.join(replies)).toEqual([
+        { channel: "a", text: "first answer" },
+        { channel: "b", text: "second answer" }
+      ])
+    }))
+
+  it.scoped("survives a defect inside a tool: the message gets the apology, the loop goes on", () =>
+    Effect.gen(function*() {
+      const broken: InMemoryTool = { definition: timeTool.definition, run: () => Effect.die(new Error("boom")) }
+      const h = yield* harness({
+        script: [toolUse([{ id: "a", name: "get_time", input: {} }]), text("fine now")],
+        tools: [broken]
+      })
+      expect((yield* h.say("crash please")).text).toBe(APOLOGY)
+      expect((yield* h.say("and now?")).text).toBe("fine now")
+    }))
+})
+
+describe("sanitize", () => {
+  it("removes control characters, normalises CR, keeps tabs and newlines", () => {
+    expect(sanitize("a\u0000b\u0007c\r\nd\te\u001b[31m")).toEqual(Option.some("abc\nd\te[31m"))
+  })
+  it("treats whitespace-only text as nothing to answer", () => {
+    expect(sanitize(" \n\t ")._tag).toBe("None")
+  })
+})

@@ -1,0 +1,72 @@
+/**
+ * Runs the real agent over in-memory transports: a scripted brain, a table
+ * of tools, a queue for the user, and a real memory directory in a temp dir,
+ * so tests can assert the exact requests and the exact files.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { ConfigProvider, Effect, Layer, Queue, type Scope } from "effect"
+import * as Agent from "../../src/Agent.js"
+import * as ScriptedBrain from "../../src/brain/Scripted.js"
+import * as InMemoryClaws from "../../src/claws/InMemory.js"
+import * as Compaction from "../../src/Compaction.js"
+import type { OutboundMessage } from "../../src/Interact.js"
+import * as InMemoryInteract from "../../src/interact/InMemory.js"
+import * as Memory from "../../src/Memory.js"
+
+export const tempDir = (prefix = "planckclaw-test-"): Effect.Effect<string, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), prefix))),
+    (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+  )
+
+export interface HarnessOptions {
+  readonly script: ReadonlyArray<ScriptedBrain.ScriptStep>
+  readonly tools?: ReadonlyArray<InMemoryClaws.InMemoryTool>
+  readonly settings?: Record<string, string>
+  readonly soul?: string
+  readonly summary?: string
+  readonly history?: string
+}
+
+export const harness = (options: HarnessOptions) =>
+  Effect.gen(function*() {
+    const directory = yield* tempDir()
+    if (options.soul !== undefined) fs.writeFileSync(path.join(directory, "soul.md"), options.soul)
+    if (options.summary !== undefined) fs.writeFileSync(path.join(directory, "summary.md"), options.summary)
+    if (options.history !== undefined) fs.writeFileSync(path.join(directory, "history.jsonl"), options.history)
+    const brain = yield* ScriptedBrain.make(options.script)
+    const interact = yield* InMemoryInteract.make
+    const provider = ConfigProvider.fromMap(
+      new Map(Object.entries({ PLANCKCLAW_DIR: directory, PLANCKCLAW_MODEL: "test-model", ...options.settings }))
+    )
+    const layer = Agent.layer.pipe(
+      Layer.provideMerge(Compaction.layer),
+      Layer.provideMerge(Memory.layer),
+      Layer.provide(Layer.merge(ScriptedBrain.layer(brain), InMemoryClaws.layer(options.tools ?? []))),
+      Layer.provideMerge(InMemoryInteract.layer(interact)),
+      Layer.provide(Layer.setConfigProvider(provider))
+    )
+    const context = yield* Layer.build(layer)
+    yield* Agent.serve.pipe(Effect.provide(context), Effect.forkScoped)
+
+    const read = (name: string) => {
+      const file = path.join(directory, name)
+      return fs.existsSync(file) ? fs.readFileSync(file, "utf8") : undefined
+    }
+    return {
+      directory,
+      requests: brain.requests,
+      /** Sends a message and waits for its reply. */
+      say: (text: string, channel = "cli") =>
+        interact.offer({ channel, text }).pipe(Effect.zipRight(Queue.take(interact.replies))),
+      offer: (text: string, channel = "cli") => interact.offer({ channel, text }),
+      reply: Queue.take(interact.replies) as Effect.Effect<OutboundMessage>,
+      end: interact.end,
+      read,
+      write: (name: string, content: string) => Effect.sync(() => fs.writeFileSync(path.join(directory, name), content))
+    }
+  })
+
+export const line = (role: "user" | "assistant", content: string) => `${JSON.stringify({ role, content })}\n`
