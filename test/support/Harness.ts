@@ -6,7 +6,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { ConfigProvider, Effect, Layer, Queue, type Scope } from "effect"
+import { ConfigProvider, Effect, Fiber, Layer, Queue, type Scope } from "effect"
 import * as Agent from "../../src/Agent.js"
 import * as ScriptedBrain from "../../src/brain/Scripted.js"
 import * as InMemoryClaws from "../../src/claws/InMemory.js"
@@ -49,7 +49,7 @@ export const harness = (options: HarnessOptions) =>
       Layer.provide(Layer.setConfigProvider(provider))
     )
     const context = yield* Layer.build(layer)
-    yield* Agent.serve.pipe(Effect.provide(context), Effect.forkScoped)
+    const serving = yield* Agent.serve.pipe(Effect.provide(context), Effect.forkScoped)
 
     const read = (name: string) => {
       const file = path.join(directory, name)
@@ -64,6 +64,8 @@ export const harness = (options: HarnessOptions) =>
       offer: (text: string, channel = "cli") => interact.offer({ channel, text }),
       reply: Queue.take(interact.replies) as Effect.Effect<OutboundMessage>,
       end: interact.end,
+      /** Ends the input and waits until the agent has finished everything, compaction included. */
+      finish: interact.end.pipe(Effect.zipRight(Fiber.join(serving))),
       read,
       write: (name: string, content: string) => Effect.sync(() => fs.writeFileSync(path.join(directory, name), content))
     }
