@@ -1,15 +1,26 @@
 /** Turns a ConfigError tree into lines a user can act on: which key, what was expected. */
 import { ConfigError } from "effect"
 
-const leaves = (error: ConfigError.ConfigError): Array<string> =>
+interface Problem {
+  readonly missing: boolean
+  readonly text: string
+}
+
+const problems = (error: ConfigError.ConfigError): Array<Problem> =>
   ConfigError.reduceWithContext(error, undefined, {
-    andCase: (_, left: Array<string>, right: Array<string>) => [...left, ...right],
-    orCase: (_, left: Array<string>, right: Array<string>) => [...left, ...right],
-    invalidDataCase: (_, path, message) => [`${path.join(".") || "setting"}: ${message}`],
-    missingDataCase: (_, path) => [`${path.join(".")} is not set`],
-    sourceUnavailableCase: (_, path, message) => [`${path.join(".")}: ${message}`],
-    unsupportedCase: (_, path, message) => [`${path.join(".")}: ${message}`]
+    andCase: (_, left: Array<Problem>, right: Array<Problem>) => [...left, ...right],
+    // Fallback sources (flags, environment, config.env) each add "not set":
+    // a value found but invalid in one of them is the real story.
+    orCase: (_, left: Array<Problem>, right: Array<Problem>) => {
+      const both = [...left, ...right]
+      const invalid = both.filter((problem) => !problem.missing)
+      return invalid.length > 0 ? invalid : both
+    },
+    invalidDataCase: (_, path, message) => [{ missing: false, text: `${path.join(".") || "setting"}: ${message}` }],
+    missingDataCase: (_, path) => [{ missing: true, text: `${path.join(".")} is not set` }],
+    sourceUnavailableCase: (_, path, message) => [{ missing: false, text: `${path.join(".")}: ${message}` }],
+    unsupportedCase: (_, path, message) => [{ missing: false, text: `${path.join(".")}: ${message}` }]
   })
 
 export const describe = (error: ConfigError.ConfigError): string =>
-  `configuration error: ${[...new Set(leaves(error))].join("; ")}`
+  `configuration error: ${[...new Set(problems(error).map((problem) => problem.text))].join("; ")}`
