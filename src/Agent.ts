@@ -15,8 +15,10 @@ import {
   type ToolUseBlock
 } from "./Brain.js"
 import { Claws, type ToolDefinition } from "./Claws.js"
+import * as Compaction from "./Compaction.js"
 import { Compactor } from "./Compaction.js"
 import { type InboundMessage, Interact } from "./Interact.js"
+import * as MemoryStore from "./Memory.js"
 import { Memory } from "./Memory.js"
 import { conversation, systemPrompt, turnRequest } from "./Prompt.js"
 
@@ -224,6 +226,16 @@ export const layer: Layer.Layer<
   import("effect/ConfigError").ConfigError,
   Brain | Claws | Memory | Compactor
 > = Layer.effect(Agent, make)
+
+/**
+ * The agent with its memory (PLANCKCLAW_DIR) and compaction: what a host
+ * needs to provide is a Brain and Claws, then run `serve` with an Interact.
+ */
+export const layerWithMemory: Layer.Layer<
+  Agent | Compactor | Memory,
+  import("effect/ConfigError").ConfigError | MemoryStore.MemoryError,
+  Brain | Claws
+> = layer.pipe(Layer.provideMerge(Compaction.layer), Layer.provideMerge(MemoryStore.layer))
 
 /**
  * Answers the bridge's messages one at a time, in order, until its stream

@@ -10,10 +10,8 @@ import { ConfigProvider, Effect, Fiber, Layer, Queue, type Scope } from "effect"
 import * as Agent from "../../src/Agent.js"
 import * as ScriptedBrain from "../../src/brain/Scripted.js"
 import * as InMemoryClaws from "../../src/claws/InMemory.js"
-import * as Compaction from "../../src/Compaction.js"
 import type { OutboundMessage } from "../../src/Interact.js"
 import * as InMemoryInteract from "../../src/interact/InMemory.js"
-import * as Memory from "../../src/Memory.js"
 
 export const tempDir = (prefix = "planckclaw-test-"): Effect.Effect<string, never, Scope.Scope> =>
   Effect.acquireRelease(
@@ -41,9 +39,7 @@ export const harness = (options: HarnessOptions) =>
     const provider = ConfigProvider.fromMap(
       new Map(Object.entries({ PLANCKCLAW_DIR: directory, PLANCKCLAW_MODEL: "test-model", ...options.settings }))
     )
-    const layer = Agent.layer.pipe(
-      Layer.provideMerge(Compaction.layer),
-      Layer.provideMerge(Memory.layer),
+    const layer = Agent.layerWithMemory.pipe(
       Layer.provide(Layer.merge(ScriptedBrain.layer(brain), InMemoryClaws.layer(options.tools ?? []))),
       Layer.provideMerge(InMemoryInteract.layer(interact)),
       Layer.provide(Layer.setConfigProvider(provider))
