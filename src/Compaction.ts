@@ -17,6 +17,7 @@ export interface CompactionReport {
   readonly skipped: number
   /** Lines left in history.jsonl. */
   readonly kept: number
+  /** Size of summary.md as written. */
   readonly summaryBytes: number
   /** Brain requests made (a large backlog is folded in several). */
   readonly requests: number
@@ -94,12 +95,12 @@ export const make = Effect.gen(function*() {
       yield* flush
       if (requests === 0 && fold.skipped === 0) return Option.none()
 
-      const { kept } = yield* memory.commitFold(plan.value, fold.summary)
+      const { kept, summaryBytes } = yield* memory.commitFold(plan.value, fold.summary)
       const report: CompactionReport = {
         summarised: fold.summarised,
         skipped: fold.skipped,
         kept,
-        summaryBytes: Buffer.byteLength(fold.summary, "utf8"),
+        summaryBytes,
         requests
       }
       yield* Effect.logInfo(

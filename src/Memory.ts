@@ -52,6 +52,8 @@ export interface FoldPlan {
 export interface FoldResult {
   /** Lines left in history after the commit (the kept tail plus any appended meanwhile). */
   readonly kept: number
+  /** Size of the summary.md written. */
+  readonly summaryBytes: number
 }
 
 export interface MemoryService {
@@ -261,7 +263,8 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
           return Either.right(buffer)
         })
         if (Either.isLeft(rest)) return Either.left(rest.left)
-        writeDurably(paths.nextSummary, summary.length === 0 || summary.endsWith("\n") ? summary : `${summary}\n`)
+        const summaryFile = summary.length === 0 || summary.endsWith("\n") ? summary : `${summary}\n`
+        writeDurably(paths.nextSummary, summaryFile)
         writeDurably(paths.nextHistory, rest.right)
         // The journal's appearance is the commit point: from here recovery
         // completes the swap instead of discarding it.
@@ -269,7 +272,10 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
         syncDirectory(directory)
         recover(paths)
         syncDirectory(directory)
-        return Either.right({ kept: splitLines(rest.right.toString("utf8")).length })
+        return Either.right({
+          kept: splitLines(rest.right.toString("utf8")).length,
+          summaryBytes: Buffer.byteLength(summaryFile, "utf8")
+        })
       }).pipe(
         Effect.flatMap(Either.match({
           onLeft: (message) => Effect.fail(new MemoryError({ message })),

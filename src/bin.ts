@@ -1,1 +1,51 @@
-console.log("hello from bin")
+/**
+ * Process entry: runs the command line under NodeRuntime.runMain, so SIGINT
+ * and SIGTERM interrupt the main fiber and every scope is closed.
+ */
+import * as fs from "node:fs"
+import { ValidationError } from "@effect/cli"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Cause, ConfigError, Console, Effect, Exit, Option } from "effect"
+import { cli } from "./Cli.js"
+import * as ConfigErrors from "./ConfigErrors.js"
+import * as Logging from "./Logging.js"
+
+const version = (JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string })
+  .version
+
+/** Expected failures print one line and pick the exit code; anything else is a bug and shows its cause. */
+const report = (cause: Cause.Cause<unknown>): Effect.Effect<number> => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    if (ValidationError.isValidationError(error)) return Effect.succeed(2)
+    if (ConfigError.isConfigError(error)) return Console.error(`planckclaw: ${ConfigErrors.describe(error)}`).pipe(Effect.as(2))
+    if (typeof error === "object" && error !== null && "_tag" in error && error._tag === "StartupError") {
+      const startup = error as unknown as { message: string; exitCode: number }
+      return Console.error(`planckclaw: ${startup.message}`).pipe(Effect.as(startup.exitCode))
+    }
+  }
+  if (Cause.isInterruptedOnly(cause)) return Effect.succeed(130)
+  return Console.error(`planckclaw: unexpected failure\n${Cause.pretty(cause)}`).pipe(Effect.as(1))
+}
+
+const main = cli(version)(process.argv).pipe(
+  Effect.provide(NodeContext.layer),
+  Effect.provide(Logging.layer(false)),
+  Effect.exit,
+  Effect.flatMap((exit) => Exit.isSuccess(exit) ? Effect.succeed(0) : report(exit.cause))
+)
+
+NodeRuntime.runMain(main, {
+  disableErrorReporting: true,
+  // Logs go to stderr through our own logger; the pretty one writes to stdout.
+  disablePrettyLogger: true,
+  // Exit explicitly: an idle keep-alive socket or stdin handle must not keep
+  // a finished run alive.
+  teardown: (exit: Exit.Exit<unknown, unknown>, onExit) => {
+    const code = Exit.isSuccess(exit) && typeof exit.value === "number" ? exit.value : 1
+    onExit(code)
+    process.exit(code)
+  }
+})

@@ -1,0 +1,220 @@
+/**
+ * End to end: the built command, as a child process, against an
+ * Anthropic-compatible server on loopback, with the shipped claws.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as AnthropicServer from "./support/AnthropicServer.js"
+import * as Cli from "./support/Cli.js"
+import { line, tempDir } from "./support/Harness.js"
+
+const toolUse = (calls: ReadonlyArray<{ id: string; name: string; input: unknown }>) =>
+  AnthropicServer.respond(200, {
+    id: "msg_tools",
+    type: "message",
+    role: "assistant",
+    content: [{ type: "text", text: "Checking." }, ...calls.map((call) => ({ type: "tool_use", ...call }))],
+    stop_reason: "tool_use"
+  })
+
+const setup = (handler: AnthropicServer.Handler, extra: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const server = yield* AnthropicServer.make(handler)
+    const cwd = yield* tempDir("planckclaw-e2e-")
+    const memory = path.join(cwd, "memory")
+    const env = Cli.baseEnv({
+      ANTHROPIC_API_KEY: "test-key-not-secret",
+      ANTHROPIC_BASE_URL: server.url,
+      PLANCKCLAW_DIR: memory,
+      CLAWS_DIR: path.join(Cli.REPO, "claws"),
+      PLANCKCLAW_BRAIN_RETRIES: "0",
+      ...extra
+    })
+    const read = (name: string) => {
+      const file = path.join(memory, name)
+      return fs.existsSync(file) ? fs.readFileSync(file, "utf8") : undefined
+    }
+    return { server, cwd, memory, env, read }
+  })
+
+describe("planckclaw run (built command)", () => {
+  it.scopedLive("answers piped messages in order, runs several shipped claws in one round, and exits 0", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.replies(
+        toolUse([
+          { id: "tu_1", name: "get_time", input: {} },
+          { id: "tu_2", name: "roll_dice", input: { sides: 20, count: 2 } }
+        ]),
+        AnthropicServer.text("It is noon and you rolled well."),
+        AnthropicServer.text("Hello again.")
+      ))
+      const result = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "what time is it? roll 2d20\nhi\n" })
+      expect(result.code).toBe(0)
+      expect(result.stdout).toBe("It is noon and you rolled well.\nHello again.\n")
+      expect(result.stderr).not.toContain("test-key-not-secret")
+
+      const requests = yield* t.server.awaitRequests(3)
+      expect(requests.map((r) => r.path)).toEqual(["/v1/messages", "/v1/messages", "/v1/messages"])
+      const first = requests[0]!.body as { tools: Array<{ name: string }>; messages: unknown }
+      expect(first.tools.map((tool) => tool.name).sort()).toEqual(["get_time", "roll_dice", "system_status"])
+      expect(first.messages).toEqual([{ role: "user", content: "what time is it? roll 2d20" }])
+      const second = requests[1]!.body as { messages: Array<{ role: string; content: unknown }> }
+      const results = second.messages[2]!.content as Array<{ tool_use_id: string; content: string }>
+      expect(results.map((r) => r.tool_use_id)).toEqual(["tu_1", "tu_2"])
+      expect(results[0]!.content).toMatch(/Unix timestamp: \d+/)
+      expect(results[1]!.content).toMatch(/^Rolled 2d20: \d+, \d+\nTotal: \d+$/)
+      const third = requests[2]!.body as { messages: unknown }
+      expect(third.messages).toEqual([
+        { role: "user", content: "what time is it? roll 2d20" },
+        { role: "assistant", content: "It is noon and you rolled well." },
+        { role: "user", content: "hi" }
+      ])
+      expect(t.read("history.jsonl")).toBe(
+        line("user", "what time is it? roll 2d20") + line("assistant", "It is noon and you rolled well.") +
+          line("user", "hi") + line("assistant", "Hello again.")
+      )
+    }))
+
+  it.scopedLive("apologises when the brain fails, stores nothing, and goes on", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.replies(
+        AnthropicServer.apiError(400, "invalid_request_error", "bad request"),
+        AnthropicServer.text("Recovered.")
+      ))
+      const result = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "one\ntwo\n" })
+      expect(result.code).toBe(0)
+      expect(result.stdout).toBe("I'm temporarily unavailable. Please try again shortly.\nRecovered.\n")
+      expect(result.stderr).toContain("bad request")
+      expect(t.read("history.jsonl")).toBe(line("user", "two") + line("assistant", "Recovered."))
+    }))
+
+  it.scopedLive("without ANTHROPIC_API_KEY prints one line on how to set it and exits 2", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("unused")))
+      const { ANTHROPIC_API_KEY: _, ...env } = t.env
+      const result = yield* Cli.run(["run"], { cwd: t.cwd, env, input: "hi\n" })
+      expect(result.code).toBe(2)
+      expect(result.stdout).toBe("")
+      expect(result.stderr.trim().split("\n")).toHaveLength(1)
+      expect(result.stderr).toContain("ANTHROPIC_API_KEY is not set")
+      expect(result.stderr).toContain("config.env")
+    }))
+
+  it.scopedLive("rejects a bad value from config.env, naming the key and what was expected", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("unused")))
+      fs.writeFileSync(path.join(t.cwd, "config.env"), "export HISTORY_MAX=\"lots\"\n")
+      const result = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "hi\n" })
+      expect(result.code).toBe(2)
+      expect(result.stderr.trim()).toBe(
+        "planckclaw: configuration error: HISTORY_MAX: Expected an integer value but received \"lots\""
+      )
+    }))
+
+  it.scopedLive("lets the environment override config.env, and refuses an unknown bridge", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("from the env server")))
+      fs.writeFileSync(path.join(t.cwd, "config.env"), "export ANTHROPIC_BASE_URL=\"http://127.0.0.1:9\"\n")
+      const ok = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "hi\n" })
+      expect(ok.stdout).toBe("from the env server\n")
+      const bad = yield* Cli.run(["run", "--bridge", "carrier-pigeon"], { cwd: t.cwd, env: t.env, input: "" })
+      expect(bad.code).toBe(2)
+      expect(bad.stderr).toContain("unknown bridge 'carrier-pigeon'")
+    }))
+
+  it.scopedLive("refuses a second run on the same memory directory", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("first")))
+      const first = yield* Cli.start(["run"], { cwd: t.cwd, env: t.env })
+      yield* first.write("hello\n")
+      yield* first.lines(1)
+      const second = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "hi\n" })
+      expect(second.code).toBe(1)
+      expect(second.stderr).toContain(`another planckclaw run (pid ${first.process.pid}) is using the memory directory`)
+      yield* first.closeInput
+      expect((yield* first.done).code).toBe(0)
+    })))
+})
+
+describe("planckclaw compact (built command)", () => {
+  const history = (count: number) =>
+    Array.from({ length: count }, (_, i) => line(i % 2 === 0 ? "user" : "assistant", `m${i}`)).join("")
+
+  it.scopedLive("compacts on demand outside a run and prints what it did", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("A tidy summary.")), { HISTORY_KEEP: "2" })
+      fs.mkdirSync(t.memory)
+      fs.writeFileSync(path.join(t.memory, "history.jsonl"), history(6))
+      const result = yield* Cli.run(["compact"], { cwd: t.cwd, env: t.env })
+      expect(result.code).toBe(0)
+      expect(result.stdout).toBe(
+        "Compacted: summarised 4 lines into summary.md (16 bytes, 1 request); kept 2 lines in history.jsonl.\n"
+      )
+      expect(t.read("summary.md")).toBe("A tidy summary.\n")
+      expect(t.read("history.jsonl")).toBe(line("user", "m4") + line("assistant", "m5"))
+      const again = yield* Cli.run(["compact"], { cwd: t.cwd, env: t.env })
+      expect(again.stdout).toBe("Nothing to compact: history holds no lines older than the last HISTORY_KEEP.\n")
+    }))
+
+  it.scopedLive("compacts while a run is active on the same directory, losing no line", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const t = yield* setup((request) => {
+        const body = request.body as { system?: string; messages: Array<{ content: string }> }
+        if (body.system?.startsWith("You are a memory compaction assistant")) return AnthropicServer.text("Summary.")
+        return AnthropicServer.text(`re: ${body.messages[body.messages.length - 1]!.content}`)
+      }, { HISTORY_KEEP: "2", HISTORY_MAX: "100" })
+      fs.mkdirSync(t.memory)
+      fs.writeFileSync(path.join(t.memory, "history.jsonl"), history(4))
+      const running = yield* Cli.start(["run"], { cwd: t.cwd, env: t.env })
+      yield* running.write("before\n")
+      yield* running.lines(1)
+      const compacted = yield* Cli.run(["compact"], { cwd: t.cwd, env: t.env })
+      expect(compacted.stderr).not.toMatch(/warn|error/)
+      expect(compacted.code).toBe(0)
+      expect(compacted.stdout).toContain("summarised 4 lines")
+      yield* running.write("after\n")
+      expect(yield* running.lines(2)).toEqual(["re: before", "re: after"])
+      yield* running.closeInput
+      expect((yield* running.done).code).toBe(0)
+      expect(t.read("summary.md")).toBe("Summary.\n")
+      expect(t.read("history.jsonl")).toBe(
+        line("user", "before") + line("assistant", "re: before") + line("user", "after") +
+          line("assistant", "re: after")
+      )
+    })))
+})
+
+describe("planckclaw tools / --version / --help", () => {
+  it.scopedLive("lists the shipped tools and every declaration it skipped, with why", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("unused")))
+      const claws = path.join(t.cwd, "claws")
+      fs.mkdirSync(claws)
+      for (const name of fs.readdirSync(path.join(Cli.REPO, "claws"))) {
+        fs.copyFileSync(path.join(Cli.REPO, "claws", name), path.join(claws, name))
+      }
+      fs.writeFileSync(path.join(claws, "broken.sh"), "#!/bin/sh\n#TOOLS:{\"name\":\"bad name!\"}\n#TOOLS:{oops\n")
+      const result = yield* Cli.run(["tools"], { cwd: t.cwd, env: { ...t.env, CLAWS_DIR: claws } })
+      expect(result.code).toBe(0)
+      expect(result.stdout).toMatch(/get_time/)
+      expect(result.stdout).toMatch(/roll_dice/)
+      expect(result.stdout).toMatch(/system_status/)
+      expect(result.stdout).toContain("broken.sh:2")
+      expect(result.stdout).toContain("broken.sh:3")
+    }))
+
+  it.scopedLive("prints its version and help", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("unused")))
+      const version = yield* Cli.run(["--version"], { cwd: t.cwd, env: t.env })
+      const pkg = JSON.parse(fs.readFileSync(path.join(Cli.REPO, "package.json"), "utf8")) as { version: string }
+      expect(version.stdout.trim()).toBe(pkg.version)
+      const help = yield* Cli.run(["run", "--help"], { cwd: t.cwd, env: t.env })
+      expect(help.code).toBe(0)
+      expect(help.stdout).toContain("--bridge")
+      expect(help.stdout).toContain("--brain")
+      expect(help.stdout).toContain("--claw")
+    }))
+})

@@ -1,0 +1,82 @@
+/**
+ * Runs the built `bin/planckclaw` as a real child process, the way a user
+ * does, with a clean environment and a temp working directory.
+ */
+import * as child from "node:child_process"
+import * as path from "node:path"
+import { Effect } from "effect"
+
+export const REPO = path.resolve(import.meta.dirname, "../..")
+export const BIN = path.join(REPO, "bin/planckclaw")
+
+export interface CliResult {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** The parent's environment without anything that could change the agent's settings. */
+export const baseEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^(ANTHROPIC_|DISCORD_|PLANCKCLAW_|HISTORY_|CLAWS_DIR)/.test(key)) continue
+    env[key] = value
+  }
+  return { ...env, ...extra }
+}
+
+export interface Running {
+  readonly process: child.ChildProcessWithoutNullStreams
+  readonly write: (text: string) => Effect.Effect<void>
+  readonly closeInput: Effect.Effect<void>
+  /** Resolves once stdout holds `count` lines. */
+  readonly lines: (count: number) => Effect.Effect<Array<string>>
+  readonly done: Effect.Effect<CliResult>
+}
+
+/** Starts the command; it is killed when the scope closes if still running. */
+export const start = (args: ReadonlyArray<string>, options: { cwd: string; env: NodeJS.ProcessEnv }) =>
+  Effect.gen(function*() {
+    const proc = yield* Effect.acquireRelease(
+      Effect.sync(() => child.spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: options.env })),
+      (proc) => Effect.sync(() => proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL"))
+    )
+    let stdout = ""
+    let stderr = ""
+    const waiters: Array<() => void> = []
+    proc.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk
+      for (const wake of waiters.splice(0)) wake()
+    })
+    proc.stderr.setEncoding("utf8").on("data", (chunk: string) => void (stderr += chunk))
+    const exited = new Promise<CliResult>((resolve) => {
+      proc.on("close", (code) => resolve({ code, stdout, stderr }))
+    })
+    const complete = () => stdout.split("\n").slice(0, -1)
+    const running: Running = {
+      process: proc,
+      write: (text) => Effect.async<void>((resume) => void proc.stdin.write(text, () => resume(Effect.void))),
+      closeInput: Effect.sync(() => void proc.stdin.end()),
+      lines: (count) =>
+        Effect.async<Array<string>>((resume) => {
+          const check = () => {
+            if (complete().length >= count) resume(Effect.succeed(complete()))
+            else waiters.push(check)
+          }
+          check()
+        }),
+      done: Effect.promise(() => exited)
+    }
+    return running
+  })
+
+/** Runs the command to completion with `input` on stdin. */
+export const run = (args: ReadonlyArray<string>, options: { cwd: string; env: NodeJS.ProcessEnv; input?: string }) =>
+  Effect.scoped(
+    Effect.gen(function*() {
+      const running = yield* start(args, options)
+      if (options.input !== undefined) yield* running.write(options.input)
+      yield* running.closeInput
+      return yield* running.done
+    })
+  )
