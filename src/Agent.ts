@@ -3,7 +3,7 @@
  * discovers tools, asks the brain, runs every tool call of every round,
  * remembers the exchange and answers. It depends only on the ports.
  */
-import { Context, Effect, Layer, Option, Stream } from "effect"
+import { Context, Effect, Layer, Option, Queue, Stream } from "effect"
 import { AgentConfig } from "./AgentConfig.js"
 import {
   Brain,
@@ -17,6 +17,8 @@ import {
 import { Claws, type ToolDefinition } from "./Claws.js"
 import * as Compaction from "./Compaction.js"
 import { Compactor } from "./Compaction.js"
+import * as InboxStore from "./Inbox.js"
+import { Inbox, type Pending } from "./Inbox.js"
 import { type InboundMessage, Interact } from "./Interact.js"
 import * as MemoryStore from "./Memory.js"
 import { Memory } from "./Memory.js"
@@ -25,18 +27,24 @@ import { conversation, systemPrompt, turnRequest } from "./Prompt.js"
 /** The original's words, for any turn the brain could not complete. */
 export const APOLOGY = "I'm temporarily unavailable. Please try again shortly."
 
+/** A turn's reply, and whether the exchange belongs in history (failed turns store nothing). */
+export interface TurnOutcome {
+  readonly reply: string
+  readonly stored: boolean
+}
+
 export interface AgentService {
-  /** Runs one turn and returns the reply. Never fails: failures become replies. */
-  readonly turn: (message: InboundMessage) => Effect.Effect<string>
-  /** Validates, answers and remembers one inbound message, then compacts if due. */
-  readonly handle: (message: InboundMessage) => Effect.Effect<void, never, Interact>
+  /** Runs one turn. Never fails: failures become replies that are not stored. */
+  readonly respond: (message: InboundMessage) => Effect.Effect<TurnOutcome>
+  /**
+   * Takes one accepted message to the end: validates it, answers it (or
+   * finishes a reply decided before a crash), remembers the exchange,
+   * delivers it, and compacts if due.
+   */
+  readonly handle: (message: Pending) => Effect.Effect<void, never, Interact>
 }
 
 export class Agent extends Context.Tag("planckclaw/Agent")<Agent, AgentService>() {}
-
-type TurnOutcome =
-  | { readonly _tag: "Answered"; readonly reply: string }
-  | { readonly _tag: "Unanswered"; readonly reply: string }
 
 const textOf = (response: MessagesResponse): string =>
   response.content.flatMap((block) => block.type === "text" && "text" in block ? [block.text] : []).join("")
@@ -77,6 +85,8 @@ export const make = Effect.gen(function*() {
   const claws = yield* Claws
   const memory = yield* Memory
   const compactor = yield* Compactor
+  const inbox = yield* Inbox
+  const failed: TurnOutcome = { reply: APOLOGY, stored: false }
 
   const discoverTools = claws.list.pipe(
     Effect.map((catalog) => catalog.tools),
@@ -116,7 +126,7 @@ export const make = Effect.gen(function*() {
 
   const unavailable = (error: BrainError) =>
     Effect.logWarning(`brain gave up (${error.reason}): ${error.detail}`).pipe(
-      Effect.as<TurnOutcome>({ _tag: "Unanswered", reply: APOLOGY })
+      Effect.as<TurnOutcome>({ reply: APOLOGY, stored: false })
     )
 
   const converse = (text: string) =>
@@ -139,7 +149,7 @@ export const make = Effect.gen(function*() {
         if (response.stop_reason !== "tool_use" || calls.length === 0) return finalReply(response)
         if (round >= config.maxToolRounds) {
           return {
-            _tag: "Unanswered",
+            stored: false,
             reply: `I stopped after ${config.maxToolRounds} rounds of tool calls without reaching an answer. ` +
               "Please try again, perhaps with a narrower question."
           } satisfies TurnOutcome
@@ -155,60 +165,80 @@ export const make = Effect.gen(function*() {
     const cut = response.stop_reason === "max_tokens"
     if (text.length === 0) {
       return {
-        _tag: "Unanswered",
+        stored: false,
         reply: cut
           ? "My answer was cut off before I could write anything (the model hit its token limit)."
           : "I have no answer to that (the model returned an empty reply). Please try rephrasing."
       }
     }
-    return { _tag: "Answered", reply: cut ? `${text}\n\n[answer cut short: the model hit its token limit]` : text }
+    return { stored: true, reply: cut ? `${text}\n\n[answer cut short: the model hit its token limit]` : text }
   }
 
-  const turn = (message: InboundMessage) =>
+  const respond = (message: InboundMessage) =>
     converse(message.text).pipe(
-      Effect.tap((outcome) =>
-        outcome._tag === "Answered"
-          ? memory.append([{ role: "user", content: message.text }, { role: "assistant", content: outcome.reply }]).pipe(
-            Effect.catchAll((error) =>
-              // Loud, but the user still gets the answer they were given.
-              Effect.logError(`could not remember this exchange: ${error.message}`)
-            )
-          )
-          : Effect.void
-      ),
-      Effect.map((outcome) => outcome.reply),
-      Effect.catchAll((error) =>
-        Effect.logError(`turn failed: ${error.message}`).pipe(Effect.as(APOLOGY))
-      ),
+      Effect.catchAll((error) => Effect.logError(`turn failed: ${error.message}`).pipe(Effect.as(failed))),
       Effect.catchAllDefect((defect) =>
-        Effect.logError("turn failed on an internal error; answered with an apology", defect).pipe(Effect.as(APOLOGY))
+        Effect.logError("turn failed on an internal error; answered with an apology", defect).pipe(Effect.as(failed))
       ),
-      Effect.withSpan("Agent.turn")
+      Effect.withSpan("Agent.respond")
     )
 
-  const handle = (inbound: InboundMessage) =>
+  const decide = (pending: Pending): Effect.Effect<Option.Option<TurnOutcome>> => {
+    if (Option.isSome(pending.reply)) {
+      const decided = pending.reply.value
+      return Effect.succeed(Option.some({ reply: decided.text, stored: decided.stored }))
+    }
+    const size = Buffer.byteLength(pending.text, "utf8")
+    if (size > config.maxMessageBytes) {
+      return Effect.logWarning(`rejected a ${size}-byte message from ${pending.channel}`).pipe(
+        Effect.as(Option.some({
+          stored: false,
+          reply: `Your message is ${size} bytes; the limit is ${config.maxMessageBytes} bytes ` +
+            "(PLANCKCLAW_MAX_MESSAGE_BYTES). Nothing was processed: please send it in smaller parts."
+        }))
+      )
+    }
+    return Option.match(sanitize(pending.text), {
+      onNone: () => Effect.succeed(Option.none()),
+      onSome: (text) =>
+        respond({ channel: pending.channel, text }).pipe(
+          Effect.tap((outcome) => inbox.answered(pending, outcome.reply, outcome.stored)),
+          Effect.map(Option.some)
+        )
+    })
+  }
+
+  const remember = (pending: Pending, outcome: TurnOutcome) => {
+    if (!outcome.stored) return Effect.void
+    const text = Option.getOrElse(sanitize(pending.text), () => pending.text)
+    return memory.append(
+      [{ role: "user", content: text }, { role: "assistant", content: outcome.reply }],
+      // A reply decided before a crash may already be in history.
+      { unlessLast: Option.isSome(pending.reply) }
+    ).pipe(
+      // Loud, but the user still gets the answer they were given.
+      Effect.catchAll((error) => Effect.logError(`could not remember this exchange: ${error.message}`))
+    )
+  }
+
+  const handle = (pending: Pending) =>
     Effect.gen(function*() {
       const interact = yield* Interact
-      const size = Buffer.byteLength(inbound.text, "utf8")
-      if (size > config.maxMessageBytes) {
-        yield* Effect.logWarning(`rejected a ${size}-byte message from ${inbound.channel}`)
-        return yield* deliver(interact, {
-          channel: inbound.channel,
-          text: `Your message is ${size} bytes; the limit is ${config.maxMessageBytes} bytes ` +
-            "(PLANCKCLAW_MAX_MESSAGE_BYTES). Nothing was processed: please send it in smaller parts."
-        })
+      const outcome = yield* decide(pending)
+      if (Option.isSome(outcome)) {
+        yield* remember(pending, outcome.value)
+        yield* deliver(interact, { channel: pending.channel, text: outcome.value.reply })
       }
-      const text = sanitize(inbound.text)
-      if (Option.isNone(text)) return
-      const reply = yield* turn({ channel: inbound.channel, text: text.value })
-      yield* deliver(interact, { channel: inbound.channel, text: reply })
-      yield* compactor.compactIfNeeded.pipe(
-        Effect.catchAll((error) =>
-          error._tag === "CompactionBusy"
-            ? Effect.void
-            : Effect.logWarning(`compaction did not run: ${error.message}; history is intact and it will be tried again`)
+      yield* inbox.delivered(pending)
+      if (Option.isSome(outcome) && outcome.value.stored) {
+        yield* compactor.compactIfNeeded.pipe(
+          Effect.catchAll((error) =>
+            error._tag === "CompactionBusy"
+              ? Effect.void
+              : Effect.logWarning(`compaction did not run: ${error.message}; history is intact and it will be tried again`)
+          )
         )
-      )
+      }
     })
 
   const deliver = (interact: Interact["Type"], message: InboundMessage) =>
@@ -218,13 +248,13 @@ export const make = Effect.gen(function*() {
       )
     )
 
-  return { turn, handle } satisfies AgentService
+  return { respond, handle } satisfies AgentService
 })
 
 export const layer: Layer.Layer<
   Agent,
   import("effect/ConfigError").ConfigError,
-  Brain | Claws | Memory | Compactor
+  Brain | Claws | Memory | Compactor | Inbox
 > = Layer.effect(Agent, make)
 
 /**
@@ -232,29 +262,47 @@ export const layer: Layer.Layer<
  * needs to provide is a Brain and Claws, then run `serve` with an Interact.
  */
 export const layerWithMemory: Layer.Layer<
-  Agent | Compactor | Memory,
+  Agent | Compactor | Memory | Inbox,
   import("effect/ConfigError").ConfigError | MemoryStore.MemoryError,
   Brain | Claws
-> = layer.pipe(Layer.provideMerge(Compaction.layer), Layer.provideMerge(MemoryStore.layer))
+> = layer.pipe(
+  Layer.provideMerge(Compaction.layer),
+  Layer.provideMerge(Layer.merge(MemoryStore.layer, InboxStore.layer))
+)
 
 /**
  * Answers the bridge's messages one at a time, in order, until its stream
- * ends. A defect in one turn is logged and answered; the loop goes on.
+ * ends. Messages are journaled as soon as they are read, so what arrives
+ * during a turn waits in order and survives a crash. A defect in one turn is
+ * logged and answered; the loop goes on.
  */
-export const serve: Effect.Effect<void, never, Agent | Interact> = Effect.gen(function*() {
+export const serve: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.scoped(Effect.gen(function*() {
   const agent = yield* Agent
   const interact = yield* Interact
+  const inbox = yield* Inbox
+  const queue = yield* Queue.unbounded<Option.Option<Pending>>()
+  if (inbox.recovered.length > 0) {
+    yield* Effect.logInfo(`answering ${inbox.recovered.length} message(s) left unanswered by the previous run`)
+  }
+  yield* Queue.offerAll(queue, inbox.recovered.map(Option.some))
   yield* interact.messages.pipe(
-    Stream.runForEach((message) =>
-      agent.handle(message).pipe(
-        Effect.catchAllDefect((defect) =>
-          Effect.logError("the agent loop hit an internal error and goes on", defect).pipe(
-            Effect.zipRight(interact.send({ channel: message.channel, text: APOLOGY })),
-            Effect.ignore
-          )
+    Stream.runForEach((message) => Effect.flatMap(inbox.accept(message), (pending) => Queue.offer(queue, Option.some(pending)))),
+    Effect.catchAll((error) => Effect.logError(`the interact bridge stopped: ${error.message}`)),
+    Effect.ensuring(Queue.offer(queue, Option.none())),
+    Effect.forkScoped
+  )
+  while (true) {
+    const next = yield* Queue.take(queue)
+    if (Option.isNone(next)) return
+    const pending = next.value
+    yield* agent.handle(pending).pipe(
+      Effect.catchAllDefect((defect) =>
+        Effect.logError("the agent loop hit an internal error and goes on", defect).pipe(
+          Effect.zipRight(interact.send({ channel: pending.channel, text: APOLOGY })),
+          Effect.zipRight(inbox.delivered(pending)),
+          Effect.ignore
         )
       )
-    ),
-    Effect.catchAll((error) => Effect.logError(`the interact bridge stopped: ${error.message}`))
-  )
-})
+    )
+  }
+}))

@@ -59,7 +59,14 @@ export interface FoldResult {
 export interface MemoryService {
   readonly directory: string
   readonly snapshot: (keep: number) => Effect.Effect<MemorySnapshot, MemoryError>
-  readonly append: (entries: ReadonlyArray<HistoryEntry>) => Effect.Effect<void, MemoryError>
+  /**
+   * Appends lines to history. With `unlessLast`, nothing is written when
+   * history already ends with exactly these lines (a replay after a crash).
+   */
+  readonly append: (
+    entries: ReadonlyArray<HistoryEntry>,
+    options?: { readonly unlessLast?: boolean }
+  ) => Effect.Effect<void, MemoryError>
   readonly hasMoreLinesThan: (limit: number) => Effect.Effect<boolean, MemoryError>
   /** Runs `effect` as the only compaction on this directory, across processes. */
   readonly exclusiveCompaction: <A, E, R>(
@@ -203,10 +210,15 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
         return { soul: read.soul.length > 0 ? read.soul : DEFAULT_SOUL, summary: read.summary, history }
       })
 
-    const append = (entries: ReadonlyArray<HistoryEntry>) =>
+    const append = (entries: ReadonlyArray<HistoryEntry>, options?: { readonly unlessLast?: boolean }) =>
       locked("appending to history.jsonl", () =>
         withFd(paths.history, "a+", (fd) => {
           const text = entries.map((entry) => `${encodeEntry(entry)}\n`).join("")
+          if (options?.unlessLast === true) {
+            const tail = scanTail(fd, entries.length)
+            const last = readRange(fd, tail.offset, fs.fstatSync(fd).size)
+            if (last === text || `${last}\n` === text) return
+          }
           // A file cut short by hand or by a crash must not glue two lines together.
           fs.writeSync(fd, endsWithNewline(fd) ? text : `\n${text}`)
         }))

@@ -26,6 +26,8 @@ export interface HarnessOptions {
   readonly soul?: string
   readonly summary?: string
   readonly history?: string
+  /** A leftover inbox journal, as a killed run leaves it. */
+  readonly inbox?: string
 }
 
 export const harness = (options: HarnessOptions) =>
@@ -34,6 +36,7 @@ export const harness = (options: HarnessOptions) =>
     if (options.soul !== undefined) fs.writeFileSync(path.join(directory, "soul.md"), options.soul)
     if (options.summary !== undefined) fs.writeFileSync(path.join(directory, "summary.md"), options.summary)
     if (options.history !== undefined) fs.writeFileSync(path.join(directory, "history.jsonl"), options.history)
+    if (options.inbox !== undefined) fs.writeFileSync(path.join(directory, ".inbox.jsonl"), options.inbox)
     const brain = yield* ScriptedBrain.make(options.script)
     const interact = yield* InMemoryInteract.make
     const provider = ConfigProvider.fromMap(
