@@ -26,7 +26,7 @@ const report = (cause: Cause.Cause<unknown>): Effect.Effect<number> => {
       return Console.error(`planckclaw: ${startup.message}`).pipe(Effect.as(startup.exitCode))
     }
   }
-  if (Cause.isInterruptedOnly(cause)) return Effect.succeed(130)
+  if (Cause.isInterruptedOnly(cause)) return Effect.succeed(0)
   return Console.error(`planckclaw: unexpected failure\n${Cause.pretty(cause)}`).pipe(Effect.as(1))
 }
 
@@ -44,7 +44,10 @@ NodeRuntime.runMain(main, {
   // Exit explicitly: an idle keep-alive socket or stdin handle must not keep
   // a finished run alive.
   teardown: (exit: Exit.Exit<unknown, unknown>, onExit) => {
-    const code = Exit.isSuccess(exit) && typeof exit.value === "number" ? exit.value : 1
+    // Ctrl-C or SIGTERM is the ordinary way to stop a run: a clean exit.
+    const code = Exit.isSuccess(exit)
+      ? typeof exit.value === "number" ? exit.value : 0
+      : Cause.isInterruptedOnly(exit.cause) ? 0 : 1
     onExit(code)
     process.exit(code)
   }
