@@ -1,0 +1,165 @@
+/**
+ * The bridge side of the FIFOs: serve an Interact, Brain or Claws service on
+ * the far ends of the pipes the agent speaks through. Each function opens its
+ * two FIFOs for as long as it runs; fork it (`Effect.forkScoped`) and
+ * interrupting the fiber closes them.
+ *
+ * Requests are answered one at a time, in order, and every request gets
+ * exactly one answer (an error answer when it cannot be served), so the
+ * requester's order-based matching never slips.
+ */
+import { Effect, Either, Ref, Stream, SubscriptionRef } from "effect"
+import type { BrainService } from "../Brain.js"
+import type { ClawsService, ToolResult } from "../Claws.js"
+import type { InteractError, InteractService } from "../Interact.js"
+import {
+  brainErrorFrame,
+  ClawRequest,
+  decodeBrainRequest,
+  decodeClawRequest,
+  decodeInteractLine,
+  defaultMaxBlockBytes,
+  defaultMaxLineBytes,
+  encodeBrainFrame,
+  encodeClawAnswer,
+  encodeInteractLine,
+  type Frame,
+  framed,
+  makeBlockFramer,
+  makeLineFramer
+} from "../Wire.js"
+import { type FifoError, type FifoPaths, openReader, openWriter } from "./Fifo.js"
+
+export interface ServeOptions {
+  /** Largest request accepted (a line for interact and claws, a block for the brain). */
+  readonly maxRequestBytes?: number
+}
+
+/**
+ * Reads brain_in frames, answers each on brain_out: the response JSON, or
+ * `{"error":"timeout"|"fatal"}` when the brain fails or the request is bad.
+ */
+export const serveBrain = (
+  brain: BrainService,
+  paths: Pick<FifoPaths, "brainIn" | "brainOut">,
+  options: ServeOptions = {}
+): Effect.Effect<never, FifoError> =>
+  Effect.scoped(Effect.gen(function*() {
+    const requests = yield* openReader(paths.brainIn)
+    const answers = yield* openWriter(paths.brainOut)
+    const answer = (frame: Frame): Effect.Effect<string> =>
+      Either.match(Either.flatMap(frame, decodeBrainRequest), {
+        onLeft: (error) => Effect.as(Effect.logWarning(`bad request on brain_in: ${error.message}`), brainErrorFrame("fatal")),
+        onRight: (request) =>
+          brain.complete(request).pipe(
+            Effect.map((response) =>
+              Either.getOrElse(encodeBrainFrame(response), () => brainErrorFrame("fatal"))
+            ),
+            Effect.catchTag("BrainError", (error) =>
+              Effect.as(Effect.logWarning(`brain failed (${error.reason}): ${error.detail}`), brainErrorFrame(error.reason))),
+            Effect.catchAllDefect((defect) =>
+              Effect.as(Effect.logError("brain crashed", defect), brainErrorFrame("fatal")))
+          )
+      })
+    return yield* requests.chunks.pipe(
+      framed(() => makeBlockFramer(options.maxRequestBytes ?? defaultMaxBlockBytes)),
+      Stream.runForEach((frame) => Effect.flatMap(answer(frame), answers.write)),
+      Effect.zipRight(Effect.never)
+    )
+  }))
+
+/** Text of a tool result as the agent must read it back: a failed tool's answer begins with `Error:`. */
+const resultText = (name: string, result: ToolResult): string =>
+  !result.isError || result.content.startsWith("Error:") || result.content.trim() === `Unknown tool: ${name}`
+    ? result.content
+    : `Error: ${result.content}`
+
+/**
+ * Reads claw_in lines, answers each on claw_out: the catalog as a JSON array
+ * (rejected declarations are logged), or the tool's result text. Empty lines
+ * are not requests and get no answer.
+ */
+export const serveClaws = (
+  claws: ClawsService,
+  paths: Pick<FifoPaths, "clawIn" | "clawOut">,
+  options: ServeOptions = {}
+): Effect.Effect<never, FifoError> =>
+  Effect.scoped(Effect.gen(function*() {
+    const requests = yield* openReader(paths.clawIn)
+    const answers = yield* openWriter(paths.clawOut)
+    const answer = (request: ClawRequest): Effect.Effect<string> =>
+      ClawRequest.$match(request, {
+        ListTools: () =>
+          claws.list.pipe(
+            Effect.tap((catalog) =>
+              Effect.forEach(catalog.problems, (problem) =>
+                Effect.logWarning(`tool declaration rejected: ${problem.source}: ${problem.reason}`))
+            ),
+            Effect.map((catalog) => JSON.stringify(catalog.tools))
+          ),
+        Call: ({ input, name }) => Effect.map(claws.call(name, input), (result) => resultText(name, result))
+      }).pipe(
+        Effect.catchTag("ClawsError", (error) =>
+          Effect.as(Effect.logWarning(`claws failed: ${error.message}`), `Error: ${error.message}`)),
+        Effect.catchAllDefect((defect) => Effect.as(Effect.logError("claws crashed", defect), "Error: tool crashed"))
+      )
+    return yield* requests.chunks.pipe(
+      framed(() => makeLineFramer(options.maxRequestBytes ?? defaultMaxLineBytes)),
+      Stream.filter((line) => Either.isLeft(line) || line.right.replace(/\r$/, "") !== ""),
+      Stream.runForEach((line) =>
+        Either.match(Either.flatMap(line, decodeClawRequest), {
+          onLeft: (error) =>
+            Effect.logWarning(`bad request on claw_in: ${error.message}`).pipe(Effect.as(`Error: ${error.message}`)),
+          onRight: answer
+        }).pipe(Effect.flatMap((text) => answers.write(encodeClawAnswer(text))))
+      ),
+      Effect.zipRight(Effect.never)
+    )
+  }))
+
+/**
+ * Forwards the service's messages to interact_in and delivers the lines of
+ * interact_out through `send`. Completes when the service's message stream
+ * has ended and as many replies have been delivered as messages were
+ * forwarded (the agent answers every message once), so a bridge whose input
+ * closed still shows the last answers; runs forever otherwise.
+ */
+export const serveInteract = (
+  interact: InteractService,
+  paths: Pick<FifoPaths, "interactIn" | "interactOut">,
+  options: ServeOptions = {}
+): Effect.Effect<void, FifoError | InteractError> =>
+  Effect.scoped(Effect.gen(function*() {
+    const toAgent = yield* openWriter(paths.interactIn)
+    const fromAgent = yield* openReader(paths.interactOut)
+    const forwarded = yield* Ref.make(0)
+    const delivered = yield* SubscriptionRef.make(0)
+
+    const deliverReplies = fromAgent.chunks.pipe(
+      framed(() => makeLineFramer(options.maxRequestBytes ?? defaultMaxLineBytes)),
+      Stream.runForEach((line) =>
+        Either.match(Either.flatMap(line, decodeInteractLine), {
+          onLeft: (error) => Effect.logWarning(`ignored a line on interact_out: ${error.message}`),
+          onRight: (reply) =>
+            interact.send(reply).pipe(
+              Effect.catchAll((error) => Effect.logWarning(`reply to ${reply.channel} not delivered: ${error.message}`)),
+              Effect.zipRight(SubscriptionRef.update(delivered, (n) => n + 1))
+            )
+        })),
+      Effect.zipRight(Effect.never)
+    )
+
+    const forwardMessages = interact.messages.pipe(
+      Stream.runForEach((message) =>
+        Either.match(encodeInteractLine(message), {
+          onLeft: (error) => Effect.logWarning(`message not forwarded: ${error.message}`),
+          onRight: (line) => Effect.zipRight(toAgent.write(line), Ref.update(forwarded, (n) => n + 1))
+        })),
+      Effect.zipRight(Ref.get(forwarded)),
+      Effect.flatMap((total) =>
+        delivered.changes.pipe(Stream.takeUntil((n) => n >= total), Stream.runDrain)
+      )
+    )
+
+    return yield* Effect.raceFirst(forwardMessages, deliverReplies)
+  }))

@@ -1,0 +1,56 @@
+/**
+ * The agent's side of the interact FIFOs: messages arrive on interact_in as
+ * `{channel}\t{escaped text}\n` lines, replies leave on interact_out the same
+ * way. Writers may open and close interact_in per message (`printf … >`),
+ * and a reader of interact_out may come and go: replies wait in the pipe.
+ */
+import { Deferred, Effect, Either, Layer, Queue, type Scope, Stream } from "effect"
+import { type FifoError, type FifoPaths, openReader, openWriter } from "../fifo/Fifo.js"
+import { type InboundMessage, Interact, InteractError, type InteractService } from "../Interact.js"
+import { decodeInteractLine, defaultMaxLineBytes, encodeInteractLine, framed, makeLineFramer } from "../Wire.js"
+
+export interface FifoInteractOptions {
+  readonly paths: Pick<FifoPaths, "interactIn" | "interactOut">
+  /** Longest inbound line accepted; default 1 MiB. */
+  readonly maxLineBytes?: number
+}
+
+export const make = (options: FifoInteractOptions): Effect.Effect<InteractService, FifoError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const inbound = yield* openReader(options.paths.interactIn)
+    const outbound = yield* openWriter(options.paths.interactOut)
+    const maxLineBytes = options.maxLineBytes ?? defaultMaxLineBytes
+
+    // One reader for the life of the scope, so a line is never half-read by a
+    // consumer that stops: every run of `messages` takes from the same inbox.
+    const inbox = yield* Queue.bounded<InboundMessage>(64)
+    const broken = yield* Deferred.make<never, InteractError>()
+    yield* inbound.chunks.pipe(
+      framed(() => makeLineFramer(maxLineBytes)),
+      Stream.runForEach((line) =>
+        Either.match(Either.flatMap(line, decodeInteractLine), {
+          onLeft: (error) => Effect.logWarning(`ignored a line on interact_in: ${error.message}`),
+          onRight: (message) => Queue.offer(inbox, message)
+        })),
+      Effect.catchAll((error) => Deferred.fail(broken, new InteractError({ message: error.message, cause: error }))),
+      Effect.forkScoped
+    )
+    // One element per pull: a consumer that stops after n messages takes exactly n.
+    const messages: InteractService["messages"] = Stream.fromQueue(inbox, { maxChunkSize: 1 }).pipe(
+      Stream.interruptWhen(Deferred.await(broken))
+    )
+
+    const send: InteractService["send"] = (message) =>
+      Either.match(encodeInteractLine(message), {
+        onLeft: (error) => new InteractError({ message: `cannot send reply: ${error.message}` }),
+        onRight: (line) =>
+          outbound.write(line).pipe(
+            Effect.mapError((error) => new InteractError({ message: error.message, cause: error }))
+          )
+      })
+
+    return { messages, send }
+  })
+
+export const layer = (options: FifoInteractOptions): Layer.Layer<Interact, FifoError> =>
+  Layer.scoped(Interact, make(options))
