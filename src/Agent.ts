@@ -19,7 +19,7 @@ import * as Compaction from "./Compaction.js"
 import { Compactor } from "./Compaction.js"
 import * as InboxStore from "./Inbox.js"
 import { Inbox, type Pending } from "./Inbox.js"
-import { type InboundMessage, Interact } from "./Interact.js"
+import { type InboundMessage, Interact, sanitize } from "./Interact.js"
 import * as MemoryStore from "./Memory.js"
 import { Memory } from "./Memory.js"
 import { conversation, systemPrompt, turnRequest } from "./Prompt.js"
@@ -68,16 +68,6 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 const describe = (value: unknown): string => Array.isArray(value) ? "an array" : value === null ? "null" : `a ${typeof value}`
-
-// C0 and C1 controls except tab and newline: terminals and bridges choke on them.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g
-
-/** Cleans inbound text; `none` means there is nothing to answer. */
-export const sanitize = (text: string): Option.Option<string> => {
-  const clean = text.replace(/\r\n?/g, "\n").replace(CONTROL, "")
-  return clean.trim().length === 0 ? Option.none() : Option.some(clean)
-}
 
 export const make = Effect.gen(function*() {
   const config = yield* AgentConfig

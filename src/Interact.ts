@@ -2,7 +2,7 @@
  * The Interact port: where messages come from and where replies go.
  * A bridge (terminal, Discord, a FIFO pair, an in-memory queue) implements it.
  */
-import { Context, Data, type Effect, type Stream } from "effect"
+import { Context, Data, type Effect, Option, type Stream } from "effect"
 
 /** A message from a user, tagged with the channel the reply must go back to. */
 export interface InboundMessage {
@@ -33,3 +33,16 @@ export interface InteractService {
 }
 
 export class Interact extends Context.Tag("planckclaw/Interact")<Interact, InteractService>() {}
+
+// C0 and C1 controls except tab and newline: terminals and bridges choke on them.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g
+
+/**
+ * Cleans inbound text: CR LF becomes LF, control characters go. `none`
+ * means there is nothing to answer, and the agent sends no reply.
+ */
+export const sanitize = (text: string): Option.Option<string> => {
+  const clean = text.replace(/\r\n?/g, "\n").replace(CONTROL, "")
+  return clean.trim().length === 0 ? Option.none() : Option.some(clean)
+}

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Option, TestClock } from "effect"
-import { APOLOGY, sanitize } from "../src/Agent.js"
+import { APOLOGY } from "../src/Agent.js"
+import { sanitize } from "../src/Interact.js"
 import { BrainError } from "../src/Brain.js"
 import { text, toolUse } from "../src/brain/Scripted.js"
 import type { InMemoryTool } from "../src/claws/InMemory.js"

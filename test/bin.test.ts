@@ -30,6 +30,7 @@ const setup = (handler: AnthropicServer.Handler, extra: Record<string, string> =
       PLANCKCLAW_DIR: memory,
       CLAWS_DIR: path.join(Cli.REPO, "claws"),
       PLANCKCLAW_BRAIN_RETRIES: "0",
+      PLANCKCLAW_RUN_DIR: path.join(cwd, "run"),
       ...extra
     })
     const read = (name: string) => {

@@ -19,7 +19,8 @@ export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
   const inbound = yield* Queue.unbounded<Option.Option<InboundMessage>>()
   const replies = yield* Queue.unbounded<OutboundMessage>()
   const service: InteractService = {
-    messages: Stream.fromQueue(inbound).pipe(
+    // One at a time: a consumer that stops early must not take buffered messages with it.
+    messages: Stream.fromQueue(inbound, { maxChunkSize: 1 }).pipe(
       Stream.takeWhile(Option.isSome),
       Stream.map((message) => message.value)
     ),

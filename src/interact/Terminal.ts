@@ -4,8 +4,8 @@
  * in order, and the stream ends with the input so a script can pipe into it.
  */
 import * as readline from "node:readline"
-import { Effect, Layer, Stream } from "effect"
-import { Interact, InteractError, type InteractService } from "../Interact.js"
+import { Effect, Layer, Option, Queue, Stream } from "effect"
+import { Interact, InteractError, type InteractService, sanitize } from "../Interact.js"
 
 export const CHANNEL = "cli"
 export const PROMPT = "planckclaw> "
@@ -44,16 +44,22 @@ export const make = (streams: TerminalStreams) =>
       if (streams.interactive) lines.prompt()
     })
 
-    const messages = Stream.async<string>((emit) => {
-      lines.on("line", (line) => void emit.single(line))
-      lines.on("close", () => void emit.end())
-      // In raw mode Ctrl-C reaches readline instead of the process: hand it
-      // back as the signal, so the runtime tears everything down as usual.
-      lines.on("SIGINT", () => process.kill(process.pid, "SIGINT"))
-      if (streams.interactive) lines.prompt()
-    }).pipe(
+    // Lines are queued from the moment the terminal is opened: piped input
+    // can be read before anyone pulls the stream, and must not be lost.
+    const lineQueue = yield* Queue.unbounded<Option.Option<string>>()
+    lines.on("line", (line) => void Queue.unsafeOffer(lineQueue, Option.some(line)))
+    lines.on("close", () => void Queue.unsafeOffer(lineQueue, Option.none()))
+    // In raw mode Ctrl-C reaches readline instead of the process: hand it
+    // back as the signal, so the runtime tears everything down as usual.
+    lines.on("SIGINT", () => process.kill(process.pid, "SIGINT"))
+    yield* prompt
+
+    const messages = Stream.fromQueue(lineQueue, { maxChunkSize: 1 }).pipe(
+      Stream.takeWhile(Option.isSome),
+      Stream.map((line) => line.value),
+      // The agent does not answer blank lines: do not send them and wait for a reply.
       Stream.filter((line) => {
-        if (line.trim().length > 0) return true
+        if (Option.isSome(sanitize(line))) return true
         if (streams.interactive) lines.prompt()
         return false
       }),
