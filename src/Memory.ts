@@ -308,13 +308,28 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
   })
 
 /**
+ * mkdir -p, one level at a time. Node's recursive mkdir spins forever where
+ * mkdir(2) answers ENOENT under an existing parent (procfs, sysfs).
+ */
+const makeDirectories = (directory: string) => {
+  const missing: Array<string> = []
+  for (let dir = directory; !fs.existsSync(dir); dir = path.dirname(dir)) missing.unshift(dir)
+  for (const dir of missing) fs.mkdirSync(dir, { mode: 0o700 })
+}
+
+/**
  * Makes sure the memory directory exists and is writable: a clear error at
  * start-up beats a failure on the first reply.
  */
 export const ensureWritable = (directory: string): Effect.Effect<void, MemoryError> =>
-  fsEffect(`memory directory ${directory} is not usable`, () => {
-    fs.mkdirSync(directory, { recursive: true, mode: 0o700 })
-    fs.accessSync(directory, fs.constants.W_OK | fs.constants.R_OK | fs.constants.X_OK)
+  fsEffect(`memory directory ${directory} is not writable`, () => {
+    makeDirectories(directory)
+    // access(2) says yes to root on a read-only or immutable directory: only a real write tells.
+    const probe = path.join(directory, `.planckclaw-probe-${process.pid}`)
+    fs.writeFileSync(probe, "", { mode: 0o600 })
+    fs.unlinkSync(probe)
+    const history = files(directory).history
+    if (fs.existsSync(history)) fs.accessSync(history, fs.constants.R_OK | fs.constants.W_OK)
   })
 
 export const layer: Layer.Layer<Memory, import("effect/ConfigError").ConfigError | MemoryError> = Layer.effect(
