@@ -1,0 +1,191 @@
+/**
+ * Splits a reply into Discord-sized messages.
+ *
+ * Discord rejects messages over 2000 characters. A reply is cut at the last
+ * paragraph break that keeps the chunk at least half full, else the last line
+ * break, else the last whitespace, else anywhere that does not split a
+ * surrogate pair or a ``` fence marker. The whitespace at a cut is dropped.
+ *
+ * Code fences stay balanced in every chunk: a chunk that ends inside a fenced
+ * block is closed with "\n```" and the next one reopens it with the same
+ * language. A fence is any ``` (Discord's own rule, counted left to right
+ * without overlap), so a reply whose fences are unbalanced gets its last
+ * block closed too.
+ */
+
+/** Discord's limit on the content of one message. */
+export const discordMessageLimit = 2000
+
+const fence = "```"
+const closingFence = "\n```"
+/** Longer info strings are reopened without a language so the reopener stays small. */
+const maxLanguageLength = 16
+const languagePattern = /^[A-Za-z0-9_+#.-]+$/
+
+interface FenceMarker {
+  /** Index of the first backtick in the text. */
+  readonly at: number
+  /** For a marker that opens a block: the language after it, or "". */
+  readonly language: string
+}
+
+const findFences = (text: string): ReadonlyArray<FenceMarker> => {
+  const markers: Array<FenceMarker> = []
+  let from = 0
+  for (;;) {
+    const at = text.indexOf(fence, from)
+    if (at === -1) return markers
+    const opens = markers.length % 2 === 0
+    markers.push({ at, language: opens ? languageAfter(text, at + fence.length) : "" })
+    from = at + fence.length
+  }
+}
+
+/** Discord reads "```ts\n" as a block in TypeScript: the word up to the line end. */
+const languageAfter = (text: string, from: number): string => {
+  const lineEnd = text.indexOf("\n", from)
+  if (lineEnd === -1) return ""
+  const info = text.slice(from, lineEnd).trimEnd()
+  return info.length <= maxLanguageLength && languagePattern.test(info) ? info : ""
+}
+
+const isWhitespace = (char: string | undefined): boolean => char !== undefined && /\s/.test(char)
+
+const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff
+
+/**
+ * Splits `text` into chunks of at most `limit` UTF-16 code units (Discord's
+ * count is never higher). Whitespace-only chunks are dropped, so an empty or
+ * blank reply gives no chunk at all.
+ */
+export const chunkReply = (text: string, limit: number = discordMessageLimit): ReadonlyArray<string> => {
+  // The reopener and closer must leave room for text.
+  const safeLimit = Math.max(limit, 64)
+  const markers = findFences(text)
+
+  /** The number of fence markers that end at or before `position`. */
+  const markersBefore = (position: number): number => {
+    let count = 0
+    while (count < markers.length && markers[count]!.at + fence.length <= position) count++
+    return count
+  }
+  const openLanguageAt = (position: number): string | undefined => {
+    const count = markersBefore(position)
+    return count % 2 === 1 ? markers[count - 1]!.language : undefined
+  }
+  /** A hard cut must not fall inside a fence marker. */
+  const markerContaining = (position: number): FenceMarker | undefined =>
+    markers.find((marker) => marker.at < position && position < marker.at + fence.length)
+
+  const chunks: Array<string> = []
+  const emit = (start: number, end: number) => {
+    const body = text.slice(start, end).trimEnd()
+    if (body.trim() === "") return
+    const language = openLanguageAt(start)
+    const reopen = language === undefined ? "" : `${fence}${language}\n`
+    const close = openLanguageAt(end) === undefined ? "" : closingFence
+    chunks.push(reopen + body + close)
+  }
+
+  let start = 0
+  while (start < text.length) {
+    const language = openLanguageAt(start)
+    const reopenLength = language === undefined ? 0 : fence.length + language.length + 1
+    const rest = text.slice(start).trimEnd()
+    const restClose = openLanguageAt(text.length) === undefined ? 0 : closingFence.length
+    if (reopenLength + rest.length + restClose <= safeLimit) {
+      emit(start, text.length)
+      break
+    }
+    const budget = safeLimit - reopenLength - closingFence.length
+    const cut = chooseCut(text, start, start + budget, markerContaining, openLanguageAt, markers)
+    emit(start, cut)
+    start = afterSeparator(text, cut)
+  }
+  return chunks
+}
+
+/**
+ * Where to end the chunk that starts at `start` and may run to `end`
+ * (exclusive). Returns the index of the first character not in the chunk.
+ */
+const chooseCut = (
+  text: string,
+  start: number,
+  end: number,
+  markerContaining: (position: number) => FenceMarker | undefined,
+  openLanguageAt: (position: number) => string | undefined,
+  markers: ReadonlyArray<FenceMarker>
+): number => {
+  const halfway = start + Math.floor((end - start) / 2)
+  const cut = naturalCut(text, start, end, halfway) ?? naturalCut(text, start, end, start + 1) ??
+    hardCut(text, start, end, markerContaining)
+  return avoidEmptyBlock(text, start, end, cut, openLanguageAt, markers)
+}
+
+/** The last paragraph, line or word boundary in (minimum, end], in that order of preference. */
+const naturalCut = (text: string, start: number, end: number, minimum: number): number | undefined => {
+  const paragraph = text.lastIndexOf("\n\n", end)
+  if (paragraph >= minimum && paragraph > start) return paragraph
+  const line = text.lastIndexOf("\n", end)
+  if (line >= minimum && line > start) return line
+  for (let index = Math.min(end, text.length - 1); index >= minimum && index > start; index--) {
+    if (isWhitespace(text[index])) return index
+  }
+  return undefined
+}
+
+const hardCut = (
+  text: string,
+  start: number,
+  end: number,
+  markerContaining: (position: number) => FenceMarker | undefined
+): number => {
+  let cut = end
+  if (isHighSurrogate(text.charCodeAt(cut - 1))) cut--
+  const marker = markerContaining(cut)
+  if (marker !== undefined) cut = marker.at > start ? marker.at : marker.at + fence.length
+  return cut
+}
+
+/**
+ * Two cuts leave an empty code block behind. Right after a fence opener, the
+ * block would be empty in this chunk: cut at the line before the opener
+ * instead. Right before a closer, it would be empty in the next chunk: take
+ * the closer into this chunk when it fits in the room kept for our own closer.
+ */
+const avoidEmptyBlock = (
+  text: string,
+  start: number,
+  end: number,
+  cut: number,
+  openLanguageAt: (position: number) => string | undefined,
+  markers: ReadonlyArray<FenceMarker>
+): number => {
+  if (openLanguageAt(cut) === undefined) return cut
+  const opener = markers.filter((marker) => marker.at < cut).at(-1)
+  if (opener !== undefined && opener.at >= start) {
+    const openerLineEnd = text.indexOf("\n", opener.at)
+    const lineBreak = text.lastIndexOf("\n", opener.at - 1)
+    const emptyBlock = openerLineEnd === -1 || openerLineEnd >= cut || text.slice(openerLineEnd, cut).trim() === ""
+    if (emptyBlock && lineBreak > start) return lineBreak
+  }
+  const closer = markers.find((marker) => marker.at >= cut)
+  const closerEnd = closer === undefined ? Infinity : closer.at + fence.length
+  const onlyWhitespaceBefore = closer !== undefined && text.slice(cut, closer.at).trim() === ""
+  return onlyWhitespaceBefore && closerEnd <= end + closingFence.length ? closerEnd : cut
+}
+
+/**
+ * Where the next chunk starts: past the whitespace at the cut, but keeping the
+ * indentation of the next line.
+ */
+const afterSeparator = (text: string, cut: number): number => {
+  let next = cut
+  let afterLastNewline = -1
+  while (next < text.length && isWhitespace(text[next])) {
+    if (text[next] === "\n") afterLastNewline = next + 1
+    next++
+  }
+  return afterLastNewline === -1 || next === text.length ? next : afterLastNewline
+}

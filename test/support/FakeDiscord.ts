@@ -1,0 +1,376 @@
+/**
+ * A Discord that lives on loopback: enough of the v10 REST API and gateway
+ * for discord.js to log in, receive messages and post replies, with knobs for
+ * the failures a bot meets in the wild. It records every request and every
+ * gateway frame so tests can assert on what the bot did.
+ *
+ * REST and gateway listen on separate ports so the gateway can go down (and
+ * refuse connections) while REST stays up.
+ */
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { Effect, type Scope } from "effect"
+import { type WebSocket, WebSocketServer } from "ws"
+
+export interface FakeDiscordOptions {
+  /** The only token accepted, on REST and in IDENTIFY. */
+  readonly token: string
+  readonly botUserId: string
+  readonly guildId: string
+  /** Text channels of the guild. */
+  readonly channelIds: ReadonlyArray<string>
+  /** Close code to answer every IDENTIFY with instead of READY (4004, 4014, …). */
+  readonly identifyCloseCode?: number
+}
+
+export interface RestRecord {
+  readonly method: string
+  readonly path: string
+  readonly authorization: string | undefined
+  readonly body: unknown
+  readonly status: number
+  /** Date.now() when the request arrived: real time, for rate-limit checks. */
+  readonly at: number
+}
+
+export type GatewayRecord =
+  | { readonly connection: number; readonly event: "opened" }
+  | { readonly connection: number; readonly event: "closed"; readonly code: number; readonly by: "server" | "client" }
+  | {
+    readonly connection: number
+    readonly event: "received" | "sent"
+    readonly op: number
+    readonly t?: string | null
+    readonly s?: number | null
+    readonly d: any
+  }
+
+export interface ScriptedResponse {
+  readonly status: number
+  readonly headers?: Record<string, string>
+  readonly body?: unknown
+}
+
+export interface MessageFields {
+  readonly channelId: string
+  readonly authorId: string
+  readonly content: string
+  readonly bot?: boolean
+  /** A direct message: no guild_id. */
+  readonly direct?: boolean
+  readonly webhook?: boolean
+}
+
+export interface FakeDiscord {
+  /** Value for DISCORD_API_URL. */
+  readonly apiUrl: string
+  readonly gatewayUrl: string
+  readonly rest: () => ReadonlyArray<RestRecord>
+  readonly gateway: () => ReadonlyArray<GatewayRecord>
+  /** Completes with the first defined value of `find`, checked now and after every new record. */
+  readonly waitFor: <A>(find: () => A | undefined) => Effect.Effect<A>
+  /** Sends a dispatch on the live session; while disconnected it is kept for the RESUME replay. */
+  readonly dispatch: (t: string, d: Record<string, unknown>) => Effect.Effect<void>
+  /** Dispatches a MESSAGE_CREATE and returns the message id. */
+  readonly messageCreate: (fields: MessageFields) => Effect.Effect<string>
+  /** Closes the live gateway connection from the server side. */
+  readonly closeGateway: (code: number) => Effect.Effect<void>
+  /** Sends op 9 INVALID_SESSION on the live connection. */
+  readonly invalidateSession: (resumable: boolean) => Effect.Effect<void>
+  /** Stops listening for gateway connections and drops the live one (no close frame). */
+  readonly gatewayDown: Effect.Effect<void>
+  readonly gatewayUp: Effect.Effect<void>
+  /** The next requests matching `method` and `path` get these responses, in order. */
+  readonly script: (method: string, path: RegExp, responses: ReadonlyArray<ScriptedResponse>) => Effect.Effect<void>
+}
+
+interface Session {
+  readonly id: string
+  seq: number
+  readonly events: Array<{ readonly t: string; readonly s: number; readonly d: unknown }>
+}
+
+interface Connection {
+  readonly id: number
+  readonly socket: WebSocket
+  session: Session | undefined
+}
+
+const listen = (server: Http.Server, port: number) =>
+  Effect.async<number>((resume) => {
+    server.listen(port, "127.0.0.1", () => resume(Effect.succeed((server.address() as AddressInfo).port)))
+  })
+
+const closeServer = (server: Http.Server) =>
+  Effect.async<void>((resume) => {
+    server.close(() => resume(Effect.void))
+    server.closeAllConnections()
+  })
+
+export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const restLog: Array<RestRecord> = []
+    const gatewayLog: Array<GatewayRecord> = []
+    const watchers = new Set<() => void>()
+    const notify = () => watchers.forEach((check) => check())
+    const recordGateway = (record: GatewayRecord) => {
+      gatewayLog.push(record)
+      notify()
+    }
+    const scripts: Array<{ method: string; path: RegExp; responses: Array<ScriptedResponse> }> = []
+    const sessions = new Map<string, Session>()
+    const connections = new Set<Connection>()
+    let live: Connection | undefined
+    let nextConnection = 1
+    let nextSnowflake = 900_000_000_000_000_000n
+
+    const botUser = { id: options.botUserId, username: "planckclaw", discriminator: "0", global_name: null, avatar: null, bot: true }
+    const channel = (id: string) => ({
+      id,
+      type: 0,
+      guild_id: options.guildId,
+      name: `channel-${id}`,
+      position: 0,
+      permission_overwrites: [],
+      nsfw: false,
+      parent_id: null
+    })
+
+    // ---- REST ----
+    const restServer = Http.createServer((request, response) => {
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk: Buffer) => chunks.push(chunk))
+      request.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8")
+        const body: unknown = text === "" ? undefined : JSON.parse(text)
+        const method = request.method ?? "GET"
+        const path = (request.url ?? "").replace(/\?.*$/, "")
+        const reply = (status: number, payload?: unknown, headers: Record<string, string> = {}) => {
+          restLog.push({ method, path, authorization: request.headers.authorization, body, status, at: Date.now() })
+          response.writeHead(status, { "content-type": "application/json", ...headers })
+          response.end(payload === undefined ? undefined : JSON.stringify(payload))
+          notify()
+        }
+        const scripted = scripts.find((script) =>
+          script.method === method && script.path.test(path) && script.responses.length > 0
+        )
+        const next = scripted?.responses.shift()
+        if (next !== undefined) return reply(next.status, next.body, next.headers)
+        if (request.headers.authorization !== `Bot ${options.token}`) {
+          return reply(401, { message: "401: Unauthorized", code: 0 })
+        }
+        if (method === "GET" && path === "/api/v10/gateway/bot") {
+          return reply(200, {
+            url: gatewayUrl,
+            shards: 1,
+            session_start_limit: { total: 1000, remaining: 999, reset_after: 86_400_000, max_concurrency: 1 }
+          })
+        }
+        if (method === "GET" && path === "/api/v10/users/@me") return reply(200, botUser)
+        const typing = /^\/api\/v10\/channels\/(\d+)\/typing$/.exec(path)
+        if (method === "POST" && typing !== null) return reply(204)
+        const messages = /^\/api\/v10\/channels\/(\d+)\/messages$/.exec(path)
+        if (method === "POST" && messages !== null) {
+          const content = (body as { content?: unknown } | undefined)?.content
+          return reply(200, {
+            id: String(nextSnowflake++),
+            channel_id: messages[1],
+            author: botUser,
+            content,
+            timestamp: new Date().toISOString(),
+            edited_timestamp: null,
+            tts: false,
+            mention_everyone: false,
+            mentions: [],
+            mention_roles: [],
+            attachments: [],
+            embeds: [],
+            pinned: false,
+            type: 0
+          })
+        }
+        return reply(404, { message: "404: Not Found", code: 0 })
+      })
+    })
+    const restPort = yield* Effect.acquireRelease(listen(restServer, 0), () => closeServer(restServer))
+
+    // ---- Gateway ----
+    const send = (connection: Connection, payload: { op: number; d: unknown; t?: string | null; s?: number | null }) => {
+      if (connection.socket.readyState !== connection.socket.OPEN) return
+      connection.socket.send(JSON.stringify({ t: null, s: null, ...payload }))
+      recordGateway({ connection: connection.id, event: "sent", ...payload })
+    }
+    const dispatchOn = (session: Session, t: string, d: unknown) => {
+      const s = ++session.seq
+      session.events.push({ t, s, d })
+      if (live?.session === session) send(live, { op: 0, t, s, d })
+    }
+    const guild = {
+      id: options.guildId,
+      name: "Fake guild",
+      icon: null,
+      owner_id: "1",
+      unavailable: false,
+      member_count: 2,
+      large: false,
+      features: [],
+      roles: [{ id: options.guildId, name: "@everyone", permissions: "3072", position: 0, color: 0, hoist: false, managed: false, mentionable: false }],
+      emojis: [],
+      stickers: [],
+      channels: options.channelIds.map(channel),
+      threads: [],
+      members: [],
+      presences: [],
+      voice_states: [],
+      stage_instances: [],
+      guild_scheduled_events: [],
+      joined_at: new Date(0).toISOString()
+    }
+
+    const onFrame = (connection: Connection, payload: { op: number; d: any }) => {
+      recordGateway({ connection: connection.id, event: "received", op: payload.op, d: payload.d })
+      switch (payload.op) {
+        case 1:
+          return send(connection, { op: 11, d: null })
+        case 2: {
+          if (payload.d?.token !== options.token) return closeFromServer(connection, 4004)
+          if (options.identifyCloseCode !== undefined) return closeFromServer(connection, options.identifyCloseCode)
+          const session: Session = { id: `session-${sessions.size + 1}`, seq: 0, events: [] }
+          sessions.set(session.id, session)
+          connection.session = session
+          live = connection
+          dispatchOn(session, "READY", {
+            v: 10,
+            user: botUser,
+            guilds: [{ id: options.guildId, unavailable: true }],
+            session_id: session.id,
+            resume_gateway_url: gatewayUrl,
+            shard: [0, 1],
+            application: { id: options.botUserId, flags: 0 }
+          })
+          return dispatchOn(session, "GUILD_CREATE", guild)
+        }
+        case 6: {
+          const session = sessions.get(payload.d?.session_id)
+          if (session === undefined || payload.d?.token !== options.token || payload.d?.seq > session.seq) {
+            return send(connection, { op: 9, d: false })
+          }
+          connection.session = session
+          live = connection
+          for (const event of session.events.filter((event) => event.s > payload.d.seq)) {
+            send(connection, { op: 0, t: event.t, s: event.s, d: event.d })
+          }
+          return dispatchOn(session, "RESUMED", {})
+        }
+      }
+    }
+
+    const closeFromServer = (connection: Connection, code: number) => {
+      recordGateway({ connection: connection.id, event: "closed", code, by: "server" })
+      if (live === connection) live = undefined
+      connection.socket.close(code)
+    }
+
+    const sockets = new WebSocketServer({ noServer: true })
+    const gatewayServer = Http.createServer((_, response) => {
+      response.writeHead(426)
+      response.end()
+    })
+    gatewayServer.on("upgrade", (request, socket, head) => {
+      sockets.handleUpgrade(request, socket, head, (socket) => {
+        const connection: Connection = { id: nextConnection++, socket, session: undefined }
+        connections.add(connection)
+        recordGateway({ connection: connection.id, event: "opened" })
+        socket.on("message", (data) => onFrame(connection, JSON.parse(String(data))))
+        socket.on("close", (code) => {
+          connections.delete(connection)
+          if (live === connection) live = undefined
+          if (!gatewayLog.some((r) => r.connection === connection.id && r.event === "closed")) {
+            recordGateway({ connection: connection.id, event: "closed", code, by: "client" })
+          }
+        })
+        socket.on("error", () => undefined)
+        send(connection, { op: 10, d: { heartbeat_interval: 41_250 } })
+      })
+    })
+    const gatewayPort = yield* Effect.acquireRelease(listen(gatewayServer, 0), () =>
+      Effect.sync(() => connections.forEach((connection) => connection.socket.terminate())).pipe(
+        Effect.zipRight(gatewayServer.listening ? closeServer(gatewayServer) : Effect.void)
+      ))
+    const gatewayUrl = `ws://127.0.0.1:${gatewayPort}`
+
+    const liveSession = () => live?.session ?? [...sessions.values()].at(-1)
+
+    return {
+      apiUrl: `http://127.0.0.1:${restPort}/api`,
+      gatewayUrl,
+      rest: () => [...restLog],
+      gateway: () => [...gatewayLog],
+      waitFor: <A>(find: () => A | undefined) =>
+        Effect.async<A>((resume) => {
+          const check = () => {
+            const found = find()
+            if (found === undefined) return
+            watchers.delete(check)
+            resume(Effect.succeed(found))
+          }
+          watchers.add(check)
+          check()
+          return Effect.sync(() => watchers.delete(check))
+        }),
+      dispatch: (t, d) =>
+        Effect.sync(() => {
+          const session = liveSession()
+          if (session !== undefined) dispatchOn(session, t, d)
+        }),
+      messageCreate: (fields) =>
+        Effect.sync(() => {
+          const id = String(nextSnowflake++)
+          const session = liveSession()
+          if (session === undefined) return id
+          dispatchOn(session, "MESSAGE_CREATE", {
+            id,
+            channel_id: fields.channelId,
+            ...(fields.direct === true ? {} : { guild_id: options.guildId }),
+            ...(fields.webhook === true ? { webhook_id: fields.authorId } : {}),
+            author: {
+              id: fields.authorId,
+              username: `user-${fields.authorId}`,
+              discriminator: "0",
+              global_name: null,
+              avatar: null,
+              ...(fields.bot === true ? { bot: true } : {})
+            },
+            content: fields.content,
+            timestamp: new Date().toISOString(),
+            edited_timestamp: null,
+            tts: false,
+            mention_everyone: false,
+            mentions: [],
+            mention_roles: [],
+            attachments: [],
+            embeds: [],
+            pinned: false,
+            type: 0
+          })
+          return id
+        }),
+      closeGateway: (code) =>
+        Effect.sync(() => {
+          if (live !== undefined) closeFromServer(live, code)
+        }),
+      invalidateSession: (resumable) =>
+        Effect.sync(() => {
+          if (live !== undefined) send(live, { op: 9, d: resumable })
+        }),
+      gatewayDown: Effect.suspend(() => {
+        connections.forEach((connection) => connection.socket.terminate())
+        live = undefined
+        return gatewayServer.listening ? closeServer(gatewayServer) : Effect.void
+      }),
+      gatewayUp: Effect.suspend(() => gatewayServer.listening ? Effect.void : listen(gatewayServer, gatewayPort)).pipe(
+        Effect.asVoid
+      ),
+      script: (method, path, responses) => Effect.sync(() => void scripts.push({ method, path, responses: [...responses] }))
+    }
+  })
