@@ -81,17 +81,14 @@ const run = Command.make(
 
 const compact = Command.make(
   "compact",
-  { brain: brainOption, debug: debugOption },
+  { debug: debugOption },
   (options) =>
     Effect.gen(function*() {
-      const brain = yield* Bridges.choose("brain", options.brain, ["anthropic"] as const)
-      const brainLayer = brain._tag === "Builtin"
-        ? Bridges.brainLayers[brain.name]
-        : yield* new StartupError({
-          exitCode: 2,
-          message: "compact needs the built-in brain: --brain anthropic (it runs on its own, without the pipes)"
-        })
-      const layer = Compaction.layer.pipe(Layer.provideMerge(Memory.layer), Layer.provide(brainLayer))
+      // Compaction runs on its own, without the pipes: it talks to the API directly.
+      const layer = Compaction.layer.pipe(
+        Layer.provideMerge(Memory.layer),
+        Layer.provide(Bridges.brainLayers.anthropic)
+      )
       // The compactor is used inside the layer's scope: its HTTP client lives as long as that.
       const report = yield* Effect.flatMap(Compaction.Compactor, (compactor) => compactor.compactNow).pipe(
         Effect.provide(layer),
