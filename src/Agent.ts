@@ -115,9 +115,7 @@ export const make = Effect.gen(function*() {
   }
 
   const unavailable = (error: BrainError) =>
-    Effect.logWarning(`brain gave up (${error.reason}): ${error.detail}`).pipe(
-      Effect.as<TurnOutcome>({ reply: APOLOGY, stored: false })
-    )
+    Effect.logWarning(`brain gave up (${error.reason}): ${error.detail}`).pipe(Effect.as(failed))
 
   const converse = (text: string) =>
     Effect.gen(function*() {
