@@ -8,6 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as AnthropicServer from "./support/AnthropicServer.js"
 import * as Cli from "./support/Cli.js"
+import * as FakeDiscord from "./support/FakeDiscord.js"
 import { line, tempDir } from "./support/Harness.js"
 
 const toolUse = (calls: ReadonlyArray<{ id: string; name: string; input: unknown }>) =>
@@ -217,5 +218,41 @@ describe("planckclaw tools / --version / --help", () => {
       expect(help.stdout).toContain("--bridge")
       expect(help.stdout).toContain("--brain")
       expect(help.stdout).toContain("--claw")
+    }))
+})
+
+describe("planckclaw run --bridge discord (built command)", () => {
+  const botUserId = "100000000000000001"
+  const channel = "200000000000000001"
+  const alice = "300000000000000001"
+  const token = "fake-discord-token-for-tests"
+
+  it.scopedLive("answers a Discord message in its channel through the pipes, and stops cleanly on SIGTERM", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId: "400000000000000001", channelIds: [channel] })
+      const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("Hello from the agent, Alice.")), {
+        DISCORD_BOT_TOKEN: token,
+        DISCORD_CHANNEL_ID: channel,
+        DISCORD_API_URL: fake.apiUrl,
+        PLANCKCLAW_DEBUG: "1"
+      })
+      const running = yield* Cli.start(["run", "--bridge", "discord"], { cwd: t.cwd, env: t.env })
+      yield* fake.waitFor(() => fake.gateway().find((record) => "op" in record && record.op === 2) ? true : undefined)
+      yield* fake.messageCreate({ channelId: channel, authorId: alice, content: `<@${botUserId}> hi there` })
+      const post = yield* fake.waitFor(() =>
+        fake.rest().find((record) => record.method === "POST" && record.path === `/api/v10/channels/${channel}/messages`)
+      )
+      expect(post.body).toMatchObject({ content: "Hello from the agent, Alice." })
+      const [request] = yield* t.server.awaitRequests(1)
+      expect((request!.body as { messages: unknown }).messages).toEqual([{ role: "user", content: "hi there" }])
+
+      running.process.kill("SIGTERM")
+      const result = yield* running.done
+      expect(result.code).toBe(0)
+      expect(fs.existsSync(path.join(t.cwd, "run"))).toBe(false)
+      // Debug mode prints payloads and statuses, never the secrets.
+      expect(result.stderr + result.stdout).not.toContain(token)
+      expect(result.stderr + result.stdout).not.toContain("test-key-not-secret")
+      expect(t.read("history.jsonl")).toBe(line("user", "hi there") + line("assistant", "Hello from the agent, Alice."))
     }))
 })
