@@ -8,7 +8,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import { Config, type ConfigError, Context, Effect, Layer, Option, type Redacted, type Scope } from "effect"
+import { Config, type ConfigError, Context, Effect, Either, Layer, Option, type Redacted, Schedule, type Scope } from "effect"
 import * as Agent from "./Agent.js"
 import { Brain } from "./Brain.js"
 import * as AnthropicBrain from "./brain/Anthropic.js"
@@ -17,11 +17,12 @@ import { Claws } from "./Claws.js"
 import * as FifoClaws from "./claws/Fifo.js"
 import * as ScriptClaws from "./claws/Scripts.js"
 import * as ExternalBridge from "./fifo/ExternalBridge.js"
-import { type FifoPaths, fifoPathsConfig, makeRuntimeDir } from "./fifo/Fifo.js"
+import { type FifoPaths, fifoPathsConfig, makeRuntimeDir, pidFileName } from "./fifo/Fifo.js"
 import * as Serve from "./fifo/Serve.js"
 import { Interact } from "./Interact.js"
 import * as FifoInteract from "./interact/Fifo.js"
 import * as TerminalInteract from "./interact/Terminal.js"
+import { isAlive } from "./memory/FileLock.js"
 import { StartupError } from "./StartupError.js"
 
 export type Choice<Name extends string> =
@@ -177,13 +178,44 @@ export const bridge = (name: "cli" | "discord" | "anthropic" | "scripts") =>
           "start `planckclaw run --bridge none` (or with the bridges you keep) first"
       })
     }
-    switch (name) {
-      case "cli":
-      case "discord":
-        return yield* Serve.serveInteract(yield* service(Interact, interactLayers[name]), paths)
-      case "anthropic":
-        return yield* Serve.serveBrain(yield* service(Brain, brainLayers.anthropic), paths)
-      case "scripts":
-        return yield* Serve.serveClaws(yield* service(Claws, clawsLayers.scripts), paths)
+    const pidFile = path.join(paths.runDir, pidFileName)
+    const owner = readOwner(pidFile)
+    if (owner === undefined || !isAlive(owner)) {
+      return yield* new StartupError({
+        exitCode: 1,
+        message: `no live planckclaw run owns ${paths.runDir}: start \`planckclaw run\` first`
+      })
     }
+    const serving = Effect.gen(function*() {
+      switch (name) {
+        case "cli":
+        case "discord":
+          return yield* Serve.serveInteract(yield* service(Interact, interactLayers[name]), paths)
+        case "anthropic":
+          return yield* Serve.serveBrain(yield* service(Brain, brainLayers.anthropic), paths)
+        case "scripts":
+          return yield* Serve.serveClaws(yield* service(Claws, clawsLayers.scripts), paths)
+      }
+    })
+    // The pipes stay open on our side, so the run's end shows no end-of-file:
+    // watch its pid instead, or this bridge would serve pipes nobody reads.
+    const runEnded = Effect.suspend(() => {
+      const current = readOwner(pidFile)
+      return current === owner && isAlive(owner) ? Effect.fail("running" as const) : Effect.void
+    }).pipe(
+      Effect.retry(Schedule.spaced("1 second")),
+      Effect.zipRight(
+        new StartupError({
+          exitCode: 1,
+          message: `the run this bridge served (pid ${owner}) has ended; start the bridge again for the next run`
+        })
+      )
+    )
+    return yield* Effect.raceFirst(serving, runEnded)
   })
+
+const readOwner = (pidFile: string): number | undefined => {
+  const text = Either.try(() => fs.readFileSync(pidFile, "utf8"))
+  const pid = Either.isRight(text) ? Number(text.right.trim()) : Number.NaN
+  return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
+}

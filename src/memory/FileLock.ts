@@ -16,7 +16,8 @@ export class LockFailed extends Data.TaggedError("LockFailed")<{
   readonly message: string
 }> {}
 
-const isAlive = (pid: number): boolean => {
+/** Whether a process with this pid exists (a live lock or pid-file owner). */
+export const isAlive = (pid: number): boolean => {
   if (!Number.isInteger(pid) || pid <= 0) return false
   const probe = Either.try(() => process.kill(pid, 0))
   // EPERM means the process exists but belongs to someone else: still alive.
