@@ -361,17 +361,14 @@ done
     }), timeout)
 })
 
-/** The README's "Write your own bridge" example, byte for byte. */
-const readmeBridge = String.raw`#!/bin/sh
-# my_bridge.sh: each line you type is a message; each reply is printed.
-while IFS= read -r text; do
-  case $text in *[![:space:]]*) ;; *) continue ;; esac  # blank: no reply comes
-  text=$(printf '%s' "$text" | sed 's/\\/\\\\/g')       # escape backslashes
-  printf 'cli\t%s\n' "$text" > "$PLANCKCLAW_INTERACT_IN"
-  IFS= read -r reply < "$PLANCKCLAW_INTERACT_OUT"
-  printf '%b\n' "$(printf '%s' "$reply" | cut -f2-)"    # drop channel, unescape
-done
-`
+/** The README's "Write your own bridge" example, read from the README so the two never drift. */
+const readmeBridge = (() => {
+  const readme = fs.readFileSync(new URL("../README.md", import.meta.url), "utf8")
+  const section = readme.slice(readme.indexOf("### Write your own bridge"))
+  const match = /```sh\n([\s\S]*?)```/.exec(section)
+  if (match === null) throw new Error("README.md has no shell block under 'Write your own bridge'")
+  return match[1]!
+})()
 
 describe("the README's shell bridge", () => {
   it.scopedLive("works as written: piped lines in, replies out (multi-line and backslashes intact), exit 0", () =>
