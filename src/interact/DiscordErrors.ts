@@ -1,0 +1,56 @@
+/**
+ * What Discord's refusals and failures mean: which are worth retrying, and
+ * what to tell the user about the ones that are not.
+ */
+import { DiscordAPIError, DiscordjsError, DiscordjsErrorCodes, HTTPError, RateLimitError } from "discord.js"
+import { Data } from "effect"
+
+/** A login that may succeed later (Discord unreachable, 5xx): retried on the reconnect backoff. */
+export class LoginFailed extends Data.TaggedError("LoginFailed")<{ readonly message: string }> {}
+
+export const invalidTokenHelp = "Discord rejected DISCORD_BOT_TOKEN. In the Discord developer portal " +
+  "(https://discord.com/developers/applications) open your application → Bot → Reset Token, " +
+  "and put the new token in DISCORD_BOT_TOKEN."
+
+/** Gateway close codes after which reconnecting cannot help, with what to do about each. */
+export const fatalCloseCodes: ReadonlyMap<number, string> = new Map([
+  [4004, `${invalidTokenHelp} (gateway close 4004)`],
+  [
+    4014,
+    "Discord refused the Message Content intent (gateway close 4014). In the Discord developer portal " +
+    "(https://discord.com/developers/applications) open your application → Bot → Privileged Gateway Intents, " +
+    "switch on Message Content Intent, save, and start again."
+  ],
+  [4013, "Discord rejected the gateway intents as invalid (gateway close 4013)."],
+  [4012, "Discord rejected the gateway API version (gateway close 4012); upgrade discord.js."],
+  [4011, "Discord requires sharding for this bot (gateway close 4011): it is in too many servers for one connection."],
+  [4010, "Discord rejected the shard settings (gateway close 4010)."]
+])
+
+export const isTokenRejected = (cause: unknown): boolean =>
+  (cause instanceof DiscordjsError && cause.code === DiscordjsErrorCodes.TokenInvalid) ||
+  (cause instanceof DiscordAPIError && cause.status === 401)
+
+/** Discord refused the request (4xx), or asked for a longer wait than we give a part: retrying cannot help. */
+export const isPermanent = (cause: unknown): boolean =>
+  cause instanceof DiscordAPIError || (cause instanceof RateLimitError && cause.retryAfter > 0)
+
+/** One line for the log, with a hint where the usual fix is known. */
+export const describeRestError = (cause: unknown): string => {
+  if (cause instanceof DiscordAPIError) {
+    const hint = cause.status === 403
+      ? " (the bot needs View Channel and Send Messages there)"
+      : cause.status === 401
+      ? " (the bot token was rejected)"
+      : ""
+    return `${cause.status} ${cause.message}${hint}`
+  }
+  if (cause instanceof HTTPError) return `${cause.status} ${cause.message}`
+  if (cause instanceof RateLimitError) {
+    return cause.retryAfter > 0
+      ? `rate limited by Discord for ${Math.ceil(cause.retryAfter / 1000)} s`
+      : "rate limited by Discord (429 without Retry-After)"
+  }
+  if (cause instanceof Error) return cause.message
+  return String(cause)
+}
