@@ -11,8 +11,14 @@ import { cli } from "./Cli.js"
 import * as ConfigErrors from "./ConfigErrors.js"
 import * as Logging from "./Logging.js"
 
-const version = (JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string })
-  .version
+/** The version in package.json, found from wherever this module was built to (dist/ or dist/cli/). */
+const version = (() => {
+  for (let dir = new URL(".", import.meta.url); dir.pathname !== "/"; dir = new URL("..", dir)) {
+    const file = new URL("package.json", dir)
+    if (fs.existsSync(file)) return (JSON.parse(fs.readFileSync(file, "utf8")) as { version: string }).version
+  }
+  return "unknown"
+})()
 
 /** Expected failures print one line and pick the exit code; anything else is a bug and shows its cause. */
 const report = (cause: Cause.Cause<unknown>): Effect.Effect<number> => {
