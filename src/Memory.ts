@@ -43,6 +43,34 @@ export interface MemorySnapshot {
   readonly history: ReadonlyArray<HistoryEntry>
 }
 
+/** History's line count at a given inode and size. */
+interface LineCount {
+  readonly inode: number
+  readonly size: number
+  readonly lines: number
+  readonly endsWithNewline: boolean
+}
+
+/** Counts the lines appended to a file since `count` was taken. */
+const extendCount = (fd: number, count: LineCount, size: number): LineCount => {
+  if (size === count.size) return count
+  const buffer = Buffer.allocUnsafe(Math.min(size - count.size, 1024 * 1024))
+  let newlines = 0
+  let lastByte = 0
+  for (let position = count.size; position < size;) {
+    const n = fs.readSync(fd, buffer, 0, Math.min(buffer.length, size - position), position)
+    if (n === 0) break
+    for (let i = 0; i < n; i++) if (buffer[i] === 0x0a) newlines++
+    lastByte = buffer[n - 1]!
+    position += n
+  }
+  // An unterminated last line was already counted; its newline does not add one.
+  const completed = count.endsWithNewline || count.size === 0 ? 0 : 1
+  const endsWithNewline = lastByte === 0x0a
+  const lines = count.lines - completed + newlines + (endsWithNewline ? 0 : 1)
+  return { inode: count.inode, size, lines, endsWithNewline }
+}
+
 /** What a compaction will fold: everything before `splitOffset`. */
 export interface FoldPlan {
   readonly splitOffset: number
@@ -223,9 +251,27 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
           fs.writeSync(fd, endsWithNewline(fd) ? text : `\n${text}`)
         }))
 
+    // The line count of history as last seen, so the per-turn "is it time to
+    // compact?" question costs the bytes appended since, not the file size.
+    let known: LineCount | undefined
+
     const hasMoreLinesThan = (limit: number) =>
-      locked("counting history lines", () =>
-        fs.existsSync(paths.history) && withFd(paths.history, "r", (fd) => scanTail(fd, limit + 1).count > limit))
+      locked("counting history lines", () => {
+        if (!fs.existsSync(paths.history)) return false
+        return withFd(paths.history, "r", (fd) => {
+          const stat = fs.fstatSync(fd)
+          if (known !== undefined && known.inode === stat.ino && known.size <= stat.size) {
+            known = extendCount(fd, known, stat.size)
+            return known.lines > limit
+          }
+          // Unknown or rewritten file: scan back at most limit + 1 lines; reaching
+          // the start means the count is exact and worth keeping.
+          const tail = scanTail(fd, limit + 1)
+          if (tail.count > limit) return true
+          known = { inode: stat.ino, size: stat.size, lines: tail.count, endsWithNewline: endsWithNewline(fd) }
+          return false
+        })
+      })
 
     const exclusiveCompaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       compactionMutex.withPermitsIfAvailable(1)(

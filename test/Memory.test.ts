@@ -58,6 +58,29 @@ describe("history tail", () => {
       expect(read("history.jsonl")).toBe(line("user", "u1") + "{\"role\":\"assistant\",\"content\":\"a \\\"quoted\\\"\\nline\"}\n")
     }))
 
+  it.scoped("keeps the line count right across its own appends, other writers and a replaced file", () =>
+    Effect.gen(function*() {
+      const { directory, memory } = yield* setup({ "history.jsonl": manyLines(3).trimEnd() })
+      const file = path.join(directory, "history.jsonl")
+      expect(yield* memory.hasMoreLinesThan(1_000_000)).toBe(false)
+      expect(yield* memory.hasMoreLinesThan(2)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(3)).toBe(false)
+      // Completes the unterminated third line and adds two.
+      yield* memory.append([{ role: "user", content: "u" }, { role: "assistant", content: "a" }])
+      expect(yield* memory.hasMoreLinesThan(1_000_000)).toBe(false)
+      expect(yield* memory.hasMoreLinesThan(4)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(5)).toBe(false)
+      // Another process appends, one line without its newline.
+      fs.appendFileSync(file, line("user", "x") + line("assistant", "y").trimEnd())
+      expect(yield* memory.hasMoreLinesThan(6)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(7)).toBe(false)
+      // The file is replaced (a new inode): counted afresh.
+      fs.rmSync(file)
+      fs.writeFileSync(file, line("user", "only"))
+      expect(yield* memory.hasMoreLinesThan(0)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(1)).toBe(false)
+    }))
+
   it.scoped("counts lines only as far as needed", () =>
     Effect.gen(function*() {
       const { memory } = yield* setup({ "history.jsonl": manyLines(10) })
