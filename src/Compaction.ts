@@ -46,9 +46,12 @@ export const make = Effect.gen(function*() {
   const memory = yield* Memory
   const brain = yield* Brain
 
+  const due = memory.hasMoreLinesThan(config.historyMax)
+
   const run = (force: boolean) =>
     memory.exclusiveCompaction(Effect.gen(function*() {
-      if (!force && !(yield* memory.hasMoreLinesThan(config.historyMax))) return Option.none()
+      // Asked again under the lock: another process may have compacted meanwhile.
+      if (!force && !(yield* due)) return Option.none()
       const plan = yield* memory.planFold(config.historyKeep)
       if (Option.isNone(plan)) return Option.none()
       const { summary: previous } = yield* memory.snapshot(0)
@@ -109,7 +112,11 @@ export const make = Effect.gen(function*() {
       return Option.some(report)
     }))
 
-  return { compactIfNeeded: run(false), compactNow: run(true) } satisfies CompactorService
+  return {
+    // Most turns end here, without taking the compaction lock.
+    compactIfNeeded: Effect.flatMap(due, (needed) => needed ? run(false) : Effect.succeedNone),
+    compactNow: run(true)
+  } satisfies CompactorService
 })
 
 export const layer: Layer.Layer<
