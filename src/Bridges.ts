@@ -7,7 +7,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { Config, type ConfigError, Context, Effect, Either, Layer, Option, type Redacted, Schedule, type Scope } from "effect"
 import * as Agent from "./Agent.js"
 import { Brain } from "./Brain.js"
@@ -67,7 +67,7 @@ export const interactLayers = {
 } satisfies Record<string, Layer.Layer<Interact, BridgeFailure>>
 
 export const brainLayers = {
-  anthropic: AnthropicBrain.layer.pipe(Layer.provide(NodeHttpClient.layerUndici))
+  anthropic: AnthropicBrain.layer.pipe(Layer.provide(FetchHttpClient.layer))
 } satisfies Record<string, Layer.Layer<Brain, BridgeFailure>>
 
 export const clawsLayers = {

@@ -189,7 +189,22 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
     const reported = new Set<string>()
 
     const locked = <A>(what: string, run: () => A): Effect.Effect<A, MemoryError> =>
-      writeMutex.withPermits(1)(
+      writeMutex.withPermits(1)(Effect.suspend(() => {
+        // The usual case, a free lock: take it, work and release in one synchronous step.
+        if (Either.isRight(FileLock.tryTakeSync(paths.writeLock))) {
+          return fsEffect(what, () => {
+            try {
+              recover(paths)
+              return run()
+            } finally {
+              FileLock.releaseSync(paths.writeLock)
+            }
+          })
+        }
+        return lockedWaiting(what, run)
+      }))
+
+    const lockedWaiting = <A>(what: string, run: () => A): Effect.Effect<A, MemoryError> =>
         Effect.scoped(
           FileLock.holdWaiting(paths.writeLock).pipe(
             Effect.mapError((error) =>
@@ -205,7 +220,6 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
             }))
           )
         )
-      )
 
     const reportSkipped = (lines: ReadonlyArray<string>) =>
       Effect.forEach(lines, (line) => {
@@ -249,13 +263,30 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
           }
           // A file cut short by hand or by a crash must not glue two lines together.
           fs.writeSync(fd, endsWithNewline(fd) ? text : `\n${text}`)
+          // Our own append keeps the count current: the next check needs no lock.
+          if (known !== undefined) {
+            const { ino, size } = fs.fstatSync(fd)
+            if (known.inode === ino && known.size <= size) known = extendCount(fd, known, size)
+          }
         }))
 
     // The line count of history as last seen, so the per-turn "is it time to
     // compact?" question costs the bytes appended since, not the file size.
     let known: LineCount | undefined
 
+    // Unchanged since the last count (our own appends keep it current): one
+    // stat and no lock. Anything else (another process appended, compacted or
+    // replaced the file) is counted under the lock.
     const hasMoreLinesThan = (limit: number) =>
+      Effect.suspend(() => {
+        const stat = Either.try(() => fs.statSync(paths.history, { throwIfNoEntry: false }))
+        return Either.isRight(stat) && stat.right !== undefined && known !== undefined &&
+            known.inode === stat.right.ino && known.size === stat.right.size
+          ? Effect.succeed(known.lines > limit)
+          : countLines(limit)
+      })
+
+    const countLines = (limit: number) =>
       locked("counting history lines", () => {
         if (!fs.existsSync(paths.history)) return false
         return withFd(paths.history, "r", (fd) => {

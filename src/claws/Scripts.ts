@@ -203,8 +203,30 @@ const makeDiscovery = (directory: string) => {
     return { tools, problems, files: paths }
   }
 
+  // The listing is read again only when the directory changed (adding,
+  // removing or renaming a claw changes its mtime), or changed too recently
+  // to trust its mtime, as for files.
+  let listed: { readonly ino: number; readonly mtimeMs: number; readonly names: ReadonlyArray<string> } | undefined
+
+  const claimNames = (): Either.Either<ReadonlyArray<string>, unknown> => {
+    const dirStat = Either.try(() => Fs.statSync(absoluteDir))
+    if (
+      Either.isRight(dirStat) && listed !== undefined && listed.ino === dirStat.right.ino &&
+      listed.mtimeMs === dirStat.right.mtimeMs && Date.now() - dirStat.right.mtimeMs > settleMillis
+    ) {
+      return Either.right(listed.names)
+    }
+    return Either.map(Either.try(() => Fs.readdirSync(absoluteDir)), (entries) => {
+      // Like the shell glob `*.sh` (no hidden files, no recursion), sorted by
+      // UTF-16 code units, which for ASCII names is the `LC_ALL=C` order.
+      const names = entries.filter((name) => name.endsWith(".sh") && !name.startsWith(".")).sort()
+      listed = Either.isRight(dirStat) ? { ino: dirStat.right.ino, mtimeMs: dirStat.right.mtimeMs, names } : undefined
+      return names
+    })
+  }
+
   const scan = (): Catalog => {
-    const entries = Either.try(() => Fs.readdirSync(absoluteDir))
+    const entries = claimNames()
     if (Either.isLeft(entries)) {
       cache = new Map()
       last = undefined
@@ -214,9 +236,7 @@ const makeDiscovery = (directory: string) => {
         files: new Map()
       }
     }
-    // Like the shell glob `*.sh` (no hidden files, no recursion), sorted by
-    // UTF-16 code units, which for ASCII names is the `LC_ALL=C` order.
-    const names = entries.right.filter((name) => name.endsWith(".sh") && !name.startsWith(".")).sort()
+    const names = entries.right
     const next = new Map<string, CachedFile>()
     let changed = last === undefined || names.length !== cache.size
     for (const name of names) {

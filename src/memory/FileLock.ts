@@ -29,41 +29,44 @@ const readOwner = (path: string): number => {
   return Either.isRight(content) ? Number.parseInt(content.right, 10) : Number.NaN
 }
 
-/** One attempt: take the lock, or say who holds it. */
-const tryTake = (path: string): Effect.Effect<void, LockHeld | LockFailed> =>
-  Effect.suspend((): Effect.Effect<void, LockHeld | LockFailed> => {
+/** One attempt: take the lock, or say who holds it. Synchronous. */
+export const tryTakeSync = (path: string): Either.Either<void, LockHeld | LockFailed> => {
     for (let attempt = 0; attempt < 3; attempt++) {
       const created = Either.try(() => {
         const fd = fs.openSync(path, "wx", 0o600)
         fs.writeSync(fd, `${process.pid}\n`)
         fs.closeSync(fd)
       })
-      if (Either.isRight(created)) return Effect.void
+      if (Either.isRight(created)) return Either.void
       const code = (created.left as NodeJS.ErrnoException).code
       if (code !== "EEXIST") {
-        return Effect.fail(new LockFailed({ path, message: (created.left as Error).message }))
+        return Either.left(new LockFailed({ path, message: (created.left as Error).message }))
       }
       const owner = readOwner(path)
       // Our own pid on a file we do not hold in this process: left by an
       // earlier process that had the same pid (containers reuse low pids).
-      if (isAlive(owner) && owner !== process.pid) return Effect.fail(new LockHeld({ path, ownerPid: owner }))
+      if (isAlive(owner) && owner !== process.pid) return Either.left(new LockHeld({ path, ownerPid: owner }))
       if (Number.isNaN(owner)) {
         // Being written right now by its creator, or truncated by a crash:
         // only a file older than a second is treated as stale.
         const stat = Either.try(() => fs.statSync(path))
         if (Either.isRight(stat) && Date.now() - stat.right.mtimeMs < 1000) {
-          return Effect.fail(new LockHeld({ path, ownerPid: owner }))
+          return Either.left(new LockHeld({ path, ownerPid: owner }))
         }
       }
       Either.try(() => fs.unlinkSync(path))
     }
-    return Effect.fail(new LockFailed({ path, message: "lock file keeps reappearing" }))
-  })
+    return Either.left(new LockFailed({ path, message: "lock file keeps reappearing" }))
+}
 
-const release = (path: string) =>
-  Effect.sync(() => {
-    if (readOwner(path) === process.pid) Either.try(() => fs.unlinkSync(path))
-  })
+const tryTake = (path: string): Effect.Effect<void, LockHeld | LockFailed> => Effect.suspend(() => tryTakeSync(path))
+
+/** Releases a lock this process holds. Synchronous. */
+export const releaseSync = (path: string): void => {
+  if (readOwner(path) === process.pid) Either.try(() => fs.unlinkSync(path))
+}
+
+const release = (path: string) => Effect.sync(() => releaseSync(path))
 
 /** Takes the lock for the scope, or fails at once if a live process holds it. */
 export const hold = (path: string): Effect.Effect<void, LockHeld | LockFailed, Scope.Scope> =>
