@@ -1,0 +1,43 @@
+/**
+ * Runs one compaction (Compaction.Compactor compactNow, the code behind
+ * `planckclaw compact`) on PLANCKCLAW_DIR with a brain that answers at once,
+ * in a process of its own so its peak resident memory is its own. Prints
+ * one JSON line: seconds, the report, and resident memory (MiB) before and
+ * at peak (getrusage maxrss).
+ */
+import { ConfigProvider, Effect, Layer, Option } from "effect"
+import { Brain } from "../dist/Brain.js"
+import * as Compaction from "../dist/Compaction.js"
+import * as Memory from "../dist/Memory.js"
+import * as A from "./lib/agent.mjs"
+
+const memoryDir = process.argv[2]
+const layer = Compaction.layer.pipe(
+  Layer.provideMerge(Memory.layer),
+  Layer.provide(Layer.succeed(Brain, A.summaryBrain)),
+  Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", memoryDir]]))))
+)
+
+const program = Effect.gen(function*() {
+  const compactor = yield* Compaction.Compactor
+  const rssBefore = process.memoryUsage().rss
+  const t0 = performance.now()
+  const report = yield* compactor.compactNow
+  const seconds = (performance.now() - t0) / 1000
+  return {
+    seconds,
+    report: Option.getOrNull(report),
+    rssBeforeMb: rssBefore / 1024 / 1024,
+    peakRssMb: process.resourceUsage().maxRSS / 1024
+  }
+})
+
+Effect.runPromise(program.pipe(Effect.provide(layer), Effect.provide(A.logging))).then(
+  (result) => {
+    process.stdout.write(`${JSON.stringify(result)}\n`)
+  },
+  (error) => {
+    console.error(error)
+    process.exitCode = 1
+  }
+)

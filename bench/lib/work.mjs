@@ -1,0 +1,50 @@
+/**
+ * The scratch directory of a bench run: bench/.work/<pid>/ (git-ignored),
+ * removed when the run ends, so no fixture is ever left behind or committed.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+export const benchDir = path.dirname(path.dirname(fileURLToPath(import.meta.url)))
+export const repoDir = path.dirname(benchDir)
+export const distDir = path.join(repoDir, "dist")
+export const clawsDir = path.join(repoDir, "claws")
+export const binPath = path.join(repoDir, "bin", "planckclaw")
+
+/** A fresh directory under bench/.work for one measurement; `remove` deletes it. */
+export const makeWorkDir = (name) => {
+  const root = path.join(benchDir, ".work")
+  fs.mkdirSync(root, { recursive: true })
+  const dir = fs.mkdtempSync(path.join(root, `${name}-`))
+  return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) }
+}
+
+/** Bytes free for an unprivileged user on the filesystem holding `dir`. */
+export const freeBytes = (dir) => {
+  const stat = fs.statfsSync(dir)
+  return stat.bavail * stat.bsize
+}
+
+/**
+ * An executable wrapper that runs one of the bench's node scripts, written
+ * at run time so a checkout that lost the execute bit still works.
+ */
+export const nodeExecutable = (dir, name, script) => {
+  const file = path.join(dir, name)
+  fs.writeFileSync(file, `#!/bin/sh\nexec "${process.execPath}" "${path.join(benchDir, script)}" "$@"\n`, { mode: 0o755 })
+  return file
+}
+
+/** Resident memory of a process, from /proc (MiB); VmHWM is its peak. */
+export const procMemoryMb = (pid) => {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8")
+  const field = (name) => {
+    const match = new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)
+    return match === null ? Number.NaN : Number(match[1]) / 1024
+  }
+  return { rss: field("VmRSS"), hwm: field("VmHWM") }
+}
+
+/** Whether this process may be measured: `/proc` is Linux only. */
+export const hasProc = fs.existsSync("/proc/self/status")

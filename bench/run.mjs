@@ -1,0 +1,157 @@
+/**
+ * `npm run bench`: runs every measurement in a fresh node process, prints a
+ * Markdown table (metric, value, target, result) and writes
+ * bench/results.json. Not part of `npm test`.
+ *
+ *   node --expose-gc bench/run.mjs                 all measurements
+ *   node --expose-gc bench/run.mjs history discovery   some (other keys of results.json are kept)
+ *
+ * Fixtures are generated under bench/.work/ (git-ignored) and removed.
+ * Exit status 1 when a measurement fails (a wrong reply, hot reload not
+ * honoured, a crash); a missed target is reported, not fatal.
+ */
+import { execFileSync, fork } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { benchDir, distDir, repoDir } from "./lib/work.mjs"
+
+const MEASUREMENTS = ["turn-memory", "turn-fifo", "discovery", "history", "compaction", "cold-start"]
+
+/** The issue's keys, in its order, with their targets. */
+const TABLE = [
+  { key: "turn_p50_ms_memory", label: "Turn p50, in memory (ms)", target: "≤ 1", pass: (v) => v <= 1 },
+  { key: "turn_p99_ms_memory", label: "Turn p99, in memory (ms)" },
+  { key: "turn_msgs_per_s_memory", label: "Turns per second, in memory" },
+  { key: "turn_tool_p50_ms_memory_in_process_claw", label: "Turn with one tool round p50, in memory, in-process claw (ms)" },
+  { key: "turn_tool_p50_ms_memory", label: "Turn with one tool round p50, in memory, claws/time.sh (ms)" },
+  { key: "turn_p50_ms_fifo", label: "Turn p50, six FIFOs + external brain (ms)", target: "≤ 2", pass: (v) => v <= 2 },
+  { key: "turn_p99_ms_fifo", label: "Turn p99, six FIFOs (ms)" },
+  { key: "turn_msgs_per_s_fifo", label: "Turns per second, six FIFOs" },
+  { key: "turn_tool_p50_ms_fifo", label: "Turn with one tool round p50, FIFOs, claws/time.sh (ms)" },
+  { key: "turn_tool_p99_ms_fifo", label: "Turn with one tool round p99, FIFOs, claws/time.sh (ms)" },
+  { key: "turn_tool_p50_ms_fifo_instant_claw", label: "Turn with one tool round p50, FIFOs, instant external claw (ms)" },
+  { key: "discovery_ms_1", label: "Claw discovery, 1 claw (ms)" },
+  { key: "discovery_ms_100", label: "Claw discovery, 100 claws (ms)" },
+  { key: "discovery_ms_1000", label: "Claw discovery, 1000 claws (ms)", target: "≤ 5", pass: (v) => v <= 5 },
+  { key: "discovery_cold_ms_1000", label: "Claw discovery, 1000 claws, first list (ms)" },
+  { key: "turn_p50_ms_memory_1000_claws", label: "Turn p50 with 1000 claws, in memory (ms)" },
+  { key: "history_p50_ms_1kb", label: "Turn p50, 1 KB history (ms)" },
+  { key: "history_p50_ms_100mb", label: "Turn p50, 100 MB history (ms)" },
+  {
+    key: "history_p50_ms_1gb",
+    label: "Turn p50, 1 GB history (ms)",
+    target: "≤ 1 KB + 10 %",
+    pass: (v, all) => typeof all.history_p50_ms_1kb === "number" && v <= all.history_p50_ms_1kb * 1.1
+  },
+  { key: "compaction_1m_s", label: "Compaction of 1M lines (s)" },
+  { key: "compaction_1m_peak_rss_mb", label: "Compaction of 1M lines, peak RSS (MiB)", target: "≤ 200", pass: (v) => v <= 200 },
+  { key: "cold_start_ms", label: "Cold start to prompt (ms)", target: "≤ 400", pass: (v) => v <= 400 },
+  { key: "cold_start_fifos_ms", label: "Cold start to FIFOs in place, --bridge none (ms)" },
+  { key: "cold_start_first_reply_ms", label: "Cold start to first reply (ms)" },
+  { key: "idle_rss_mb", label: "Idle RSS at the prompt (MiB)", target: "≤ 80", pass: (v) => v <= 80 },
+  { key: "idle_rss_mb_bridge_none", label: "Idle RSS, --bridge none (MiB)" }
+]
+
+const runMeasurement = (name) =>
+  new Promise((resolve, reject) => {
+    process.stderr.write(`${name}\n`)
+    const started = performance.now()
+    const child = fork(path.join(benchDir, `${name}.mjs`), [], {
+      execArgv: ["--expose-gc"],
+      stdio: ["ignore", "inherit", "inherit", "ipc"]
+    })
+    let result
+    child.on("message", (message) => {
+      result = message
+    })
+    child.once("error", reject)
+    child.once("exit", (code, signal) => {
+      const seconds = Math.round((performance.now() - started) / 100) / 10
+      process.stderr.write(`  (${seconds} s)\n`)
+      if (code === 0 && result !== undefined) resolve(result)
+      else reject(new Error(`bench ${name} failed (${code ?? signal})`))
+    })
+  })
+
+const machine = () => {
+  const cpus = os.cpus()
+  let commit = null
+  try {
+    commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: repoDir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()
+  } catch {
+    commit = null
+  }
+  return {
+    cpu: cpus[0]?.model.trim() ?? "unknown",
+    cores: cpus.length,
+    memoryGiB: Math.round(os.totalmem() / 1024 ** 3),
+    os: `${os.type()} ${os.release()}`,
+    node: process.version,
+    commit,
+    date: new Date().toISOString()
+  }
+}
+
+const format = (value) =>
+  value === null || value === undefined ? "skipped" : typeof value === "number" ? String(value) : String(value)
+
+const table = (metrics) => {
+  const rows = ["| Metric | Value | Target | Result |", "|---|---:|---|---|"]
+  for (const row of TABLE) {
+    if (!(row.key in metrics)) continue
+    const value = metrics[row.key]
+    const result = row.pass === undefined ? "" : typeof value !== "number" ? "skipped" : row.pass(value, metrics) ? "pass" : "**miss**"
+    rows.push(`| ${row.label} | ${format(value)} | ${row.target ?? ""} | ${result} |`)
+  }
+  return rows.join("\n")
+}
+
+const main = async () => {
+  if (!fs.existsSync(path.join(distDir, "bin.js"))) {
+    throw new Error("dist/ is missing: run `npm run bench` (it builds first) or `npm run build`")
+  }
+  const wanted = process.argv.slice(2)
+  const unknown = wanted.filter((name) => !MEASUREMENTS.includes(name))
+  if (unknown.length > 0) throw new Error(`unknown measurement(s) ${unknown.join(", ")}; choose from ${MEASUREMENTS.join(", ")}`)
+  const selected = wanted.length > 0 ? MEASUREMENTS.filter((name) => wanted.includes(name)) : MEASUREMENTS
+
+  const loadBefore = os.loadavg()[0]
+  const metrics = {}
+  const notes = []
+  for (const name of selected) {
+    const result = await runMeasurement(name)
+    Object.assign(metrics, result.metrics)
+    notes.push(...(result.notes ?? []))
+  }
+  const loadAfter = os.loadavg()[0]
+
+  const file = path.join(benchDir, "results.json")
+  const previous = wanted.length > 0 && fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) : {}
+  const info = { ...machine(), loadAverage1mBefore: loadBefore, loadAverage1mAfter: loadAfter }
+  if (loadBefore > info.cores / 2) {
+    notes.push(`the machine was busy (1-minute load average ${loadBefore.toFixed(2)} on ${info.cores} cores): figures are pessimistic`)
+  }
+  const { machine: _m, notes: _n, ...previousMetrics } = previous
+  const results = { ...previousMetrics, ...metrics, machine: info, notes }
+  fs.writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`)
+
+  const all = { ...previousMetrics, ...metrics }
+  console.log(`\n${table(all)}\n`)
+  console.log(`${info.cpu}, ${info.cores} cores, ${info.memoryGiB} GiB, ${info.os}, Node ${info.node}${info.commit ? `, commit ${info.commit}` : ""}`)
+  for (const note of notes) console.log(`Note: ${note}`)
+  console.log(`Wrote ${path.relative(process.cwd(), file)}`)
+}
+
+/** bench/.work holds only what a measurement is using: remove it once it is empty. */
+const tidy = () => {
+  const work = path.join(benchDir, ".work")
+  if (fs.existsSync(work) && fs.readdirSync(work).length === 0) fs.rmdirSync(work)
+}
+
+main()
+  .catch((error) => {
+    console.error(error instanceof Error ? error.message : error)
+    process.exitCode = 1
+  })
+  .finally(tidy)
