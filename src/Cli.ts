@@ -4,7 +4,7 @@
  */
 import * as path from "node:path"
 import { Args, Command, Options } from "@effect/cli"
-import { Config, Console, Effect, Layer, Option } from "effect"
+import { Console, Effect, Layer, Option } from "effect"
 import * as Bridges from "./Bridges.js"
 import * as ScriptClaws from "./claws/Scripts.js"
 import * as Compaction from "./Compaction.js"
@@ -37,10 +37,7 @@ const withSettings = (flags: Map<string, string>) => <A, E, R>(effect: Effect.Ef
   Effect.gen(function*() {
     const file = yield* ConfigFile.read(path.resolve("config.env"))
     const provider = ConfigFile.provider({ file, environment: process.env, flags })
-    const debug = yield* Config.boolean("PLANCKCLAW_DEBUG").pipe(
-      Config.withDefault(false),
-      Effect.withConfigProvider(provider)
-    )
+    const debug = yield* Logging.DebugConfig.pipe(Effect.withConfigProvider(provider))
     return yield* effect.pipe(Effect.withConfigProvider(provider), Effect.provide(Logging.layer(debug)))
   })
 

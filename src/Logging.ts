@@ -2,7 +2,13 @@
  * Logs go to stderr, one line each, so stdout carries only replies (the
  * terminal bridge and scripts piping `planckclaw run` rely on that).
  */
-import { Cause, HashMap, Layer, Logger, LogLevel } from "effect"
+import { Cause, Config, HashMap, Layer, Logger, LogLevel } from "effect"
+
+/** PLANCKCLAW_DEBUG: `1` or `true` (any case) turns it on; anything else is off, as in the brain. */
+export const DebugConfig = Config.string("PLANCKCLAW_DEBUG").pipe(
+  Config.withDefault("0"),
+  Config.map((value) => ["1", "true"].includes(value.trim().toLowerCase()))
+)
 
 const stderrLogger = Logger.make(({ annotations, cause, logLevel, message }) => {
   const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
