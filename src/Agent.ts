@@ -3,7 +3,7 @@
  * discovers tools, asks the brain, runs every tool call of every round,
  * remembers the exchange and answers. It depends only on the ports.
  */
-import { Context, Effect, Layer, Option, Queue, Stream } from "effect"
+import { Cause, Context, Effect, Layer, Option, Queue, Schedule, Stream } from "effect"
 import { AgentConfig } from "./AgentConfig.js"
 import {
   Brain,
@@ -233,6 +233,10 @@ export const make = Effect.gen(function*() {
     interact.send(message).pipe(
       Effect.catchAll((error) =>
         Effect.logError(`could not deliver a reply to channel ${message.channel}: ${error.message}`)
+      ),
+      // A bridge bug must not cost the next message: the exchange is already remembered.
+      Effect.catchAllDefect((defect) =>
+        Effect.logError(`could not deliver a reply to channel ${message.channel}: ${String(defect)}`)
       )
     )
 
@@ -258,6 +262,12 @@ export const layerWithMemory: Layer.Layer<
   Layer.provideMerge(Layer.merge(MemoryStore.layer, InboxStore.layer))
 )
 
+/** Restarts of a bridge's message stream after a defect: quick at first, then every 30 s at most. */
+const intakeRestarts = Schedule.exponential("100 millis").pipe(
+  Schedule.union(Schedule.spaced("30 seconds")),
+  Schedule.jittered
+)
+
 /**
  * Answers the bridge's messages one at a time, in order, until its stream
  * ends. Messages are journaled as soon as they are read, so what arrives
@@ -276,6 +286,14 @@ export const serve: Effect.Effect<void, never, Agent | Interact | Inbox> = Effec
   yield* interact.messages.pipe(
     Stream.runForEach((message) => Effect.flatMap(inbox.accept(message), (pending) => Queue.offer(queue, Option.some(pending)))),
     Effect.catchAll((error) => Effect.logError(`the interact bridge stopped: ${error.message}`)),
+    // A defect while reading is a bug, not the end of input: read again, after a pause that grows.
+    Effect.catchAllDefect((defect) =>
+      Effect.logError("reading from the interact bridge failed on an internal error; reading again", defect).pipe(
+        Effect.zipRight(Effect.fail(defect))
+      )
+    ),
+    Effect.retry(intakeRestarts),
+    Effect.ignore,
     Effect.ensuring(Queue.offer(queue, Option.none())),
     Effect.forkScoped
   )
@@ -288,7 +306,11 @@ export const serve: Effect.Effect<void, never, Agent | Interact | Inbox> = Effec
         Effect.logError("the agent loop hit an internal error and goes on", defect).pipe(
           Effect.zipRight(interact.send({ channel: pending.channel, text: APOLOGY })),
           Effect.zipRight(inbox.delivered(pending)),
-          Effect.ignore
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause)
+              ? Effect.interrupt
+              : Effect.logError("could not deliver the apology either", cause)
+          )
         )
       )
     )

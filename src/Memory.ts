@@ -16,6 +16,7 @@ import {
   endsWithNewline,
   type HistoryEntry,
   parseLine,
+  readLines,
   readRange,
   scanTail,
   splitLines,
@@ -190,8 +191,14 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
 
     const locked = <A>(what: string, run: () => A): Effect.Effect<A, MemoryError> =>
       writeMutex.withPermits(1)(Effect.suspend(() => {
+        let taken = FileLock.tryTakeSync(paths.writeLock)
+        if (Either.isLeft(taken) && taken.left._tag === "LockFailed" && !fs.existsSync(directory)) {
+          // Removed under a running agent (by hand): make it again rather than fail every turn.
+          Either.try(() => makeDirectories(directory))
+          taken = FileLock.tryTakeSync(paths.writeLock)
+        }
         // The usual case, a free lock: take it, work and release in one synchronous step.
-        if (Either.isRight(FileLock.tryTakeSync(paths.writeLock))) {
+        if (Either.isRight(taken)) {
           return fsEffect(what, () => {
             try {
               recover(paths)
@@ -228,18 +235,23 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
         return Effect.logWarning(`history.jsonl: skipped a line that is not {"role","content"}: ${line.slice(0, 120)}`)
       }, { discard: true })
 
+    const readable = (name: string, text: Either.Either<string, unknown>, instead: string) =>
+      Either.match(text, {
+        onLeft: (error) =>
+          Effect.as(Effect.logWarning(`cannot read ${name} (${describeFsError(error)}); answering with ${instead}`), ""),
+        onRight: Effect.succeed
+      })
+
     const snapshot = (keep: number) =>
       Effect.gen(function*() {
         const read = yield* locked("reading memory", () => {
-          const soul = readOptional(paths.soul).trim()
-          const summary = readOptional(paths.summary).trim()
-          const lines = fs.existsSync(paths.history)
-            ? withFd(paths.history, "r", (fd) => {
-              const tail = scanTail(fd, keep)
-              return splitLines(readRange(fd, tail.offset, fs.fstatSync(fd).size))
-            })
-            : []
-          return { soul, summary, lines }
+          // An unreadable soul or summary costs the persona or the summary, not the answer.
+          const soul = Either.try(() => readOptional(paths.soul).trim())
+          const summary = Either.try(() => readOptional(paths.summary).trim())
+          const tail = fs.existsSync(paths.history)
+            ? withFd(paths.history, "r", (fd) => readLines(fd, scanTail(fd, keep).offset, fs.fstatSync(fd).size))
+            : { lines: [], oversized: [] }
+          return { soul, summary, lines: tail.lines, oversized: tail.oversized }
         })
         const history: Array<HistoryEntry> = []
         const skipped: Array<string> = []
@@ -249,7 +261,12 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
           else skipped.push(line)
         }
         yield* reportSkipped(skipped)
-        return { soul: read.soul.length > 0 ? read.soul : DEFAULT_SOUL, summary: read.summary, history }
+        for (const size of read.oversized) {
+          yield* Effect.logWarning(`history.jsonl: skipped a ${size}-byte line, too long to be an exchange`)
+        }
+        const soul = yield* readable("soul.md", read.soul, "the default persona")
+        const summary = yield* readable("summary.md", read.summary, "no summary")
+        return { soul: soul.length > 0 ? soul : DEFAULT_SOUL, summary, history }
       })
 
     const append = (entries: ReadonlyArray<HistoryEntry>, options?: { readonly unlessLast?: boolean }) =>

@@ -24,6 +24,34 @@ export const isAlive = (pid: number): boolean => {
   return Either.isRight(probe) || (probe.left as NodeJS.ErrnoException).code === "EPERM"
 }
 
+// Clock ticks per second of /proc times (USER_HZ): 100 wherever Linux runs Node.
+const userHz = 100
+// A clock stepped back a little between a process's start and its write must
+// not make its own lock look stale.
+const clockSlackMillis = 10_000
+
+/** When `pid` started, in ms since the epoch, from /proc; undefined where there is no /proc. */
+const startedAtMillis = (pid: number): number | undefined => {
+  const stat = Either.getOrUndefined(Either.try(() => fs.readFileSync(`/proc/${pid}/stat`, "utf8")))
+  const boot = Either.getOrUndefined(Either.try(() => fs.readFileSync("/proc/stat", "utf8")))?.match(/^btime (\d+)$/m)?.[1]
+  // Field 22 of stat, counted after the parenthesised command (which may hold spaces).
+  const ticks = stat?.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
+  if (boot === undefined || ticks === undefined) return undefined
+  return Number(boot) * 1000 + (Number(ticks) * 1000) / userHz
+}
+
+/**
+ * Whether `pid`, named in `file`, still holds it. A live process that started
+ * after the file was written is not its writer but a newcomer with a reused
+ * pid (after a reboot pids start over): the file is stale.
+ */
+export const heldBy = (pid: number, file: string): boolean => {
+  if (!isAlive(pid)) return false
+  const started = startedAtMillis(pid)
+  const written = Either.getOrUndefined(Either.try(() => fs.statSync(file).mtimeMs))
+  return started === undefined || written === undefined || started <= written + clockSlackMillis
+}
+
 const readOwner = (path: string): number => {
   const content = Either.try(() => fs.readFileSync(path, "utf8"))
   return Either.isRight(content) ? Number.parseInt(content.right, 10) : Number.NaN
@@ -45,7 +73,7 @@ export const tryTakeSync = (path: string): Either.Either<void, LockHeld | LockFa
       const owner = readOwner(path)
       // Our own pid on a file we do not hold in this process: left by an
       // earlier process that had the same pid (containers reuse low pids).
-      if (isAlive(owner) && owner !== process.pid) return Either.left(new LockHeld({ path, ownerPid: owner }))
+      if (heldBy(owner, path) && owner !== process.pid) return Either.left(new LockHeld({ path, ownerPid: owner }))
       if (Number.isNaN(owner)) {
         // Being written right now by its creator, or truncated by a crash:
         // only a file older than a second is treated as stale.

@@ -85,6 +85,46 @@ export const readRange = (fd: number, start: number, end: number): string => {
   return buffer.toString("utf8", 0, read)
 }
 
+/** A history line longer than this is skipped unread: no real exchange is that long. */
+export const MAX_LINE_BYTES = 16 * 1024 * 1024
+
+export interface TailLines {
+  readonly lines: ReadonlyArray<string>
+  /** Sizes of the lines too long to read. */
+  readonly oversized: ReadonlyArray<number>
+}
+
+/**
+ * The lines of [offset, end), reading only those of at most `maxLineBytes`,
+ * so one giant line (a corrupted file) cannot exhaust memory.
+ */
+export const readLines = (fd: number, offset: number, end: number, maxLineBytes = MAX_LINE_BYTES): TailLines => {
+  if (end - offset <= maxLineBytes) return { lines: splitLines(readRange(fd, offset, end)), oversized: [] }
+  const lines: Array<string> = []
+  const oversized: Array<number> = []
+  const buffer = Buffer.allocUnsafe(BLOCK)
+  let start = offset
+  let position = offset
+  while (position < end) {
+    const n = fs.readSync(fd, buffer, 0, Math.min(BLOCK, end - position), position)
+    if (n === 0) break
+    const newline = buffer.subarray(0, n).indexOf(0x0a)
+    if (newline === -1) {
+      position += n
+      continue
+    }
+    const lineEnd = position + newline
+    if (lineEnd - start <= maxLineBytes) lines.push(readRange(fd, start, lineEnd))
+    else oversized.push(lineEnd - start)
+    start = position = lineEnd + 1
+  }
+  if (start < end) {
+    if (end - start <= maxLineBytes) lines.push(readRange(fd, start, end))
+    else oversized.push(end - start)
+  }
+  return { lines, oversized }
+}
+
 /** Splits text into lines; a trailing newline does not make an empty last line. */
 export const splitLines = (text: string): Array<string> => {
   if (text.length === 0) return []
@@ -128,8 +168,11 @@ export const streamLines = (path: string, end: number): Stream.Stream<string, Er
             const text = state.carry + decoder.write(buffer.subarray(0, n))
             const cut = text.lastIndexOf("\n")
             const complete = cut === -1 ? "" : text.slice(0, cut)
-            const carry = cut === -1 ? text : text.slice(cut + 1)
             const lines = cut === -1 ? [] : complete.split("\n")
+            let carry = cut === -1 ? text : text.slice(cut + 1)
+            // A giant line is not an exchange: keep only its head, enough to be
+            // reported as undecodable, instead of growing without bound.
+            if (carry.length > MAX_LINE_BYTES) carry = carry.slice(0, 1024)
             return [Chunk.unsafeFromArray(lines), Option.some({ position: state.position + n, carry })] as const
           },
           catch: (e) => e as Error
