@@ -28,7 +28,15 @@ export class MalformedMessage extends Data.TaggedError("MalformedMessage")<{
 export class FrameTooLarge extends Data.TaggedError("FrameTooLarge")<{
   readonly limit: number
   readonly message: string
+  /**
+   * The first bytes of a skipped line (up to `headBytes`, decoded), so a
+   * reader can still tell who sent it: an interact line's channel.
+   */
+  readonly head?: string
 }> {}
+
+/** How much of a skipped line `FrameTooLarge.head` keeps. */
+export const headBytes = 1024
 
 // ---------------------------------------------------------------------------
 // Interact lines
@@ -171,8 +179,25 @@ const concat = (parts: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
   return whole
 }
 
-const tooLarge = (what: string, limit: number) =>
-  new FrameTooLarge({ limit, message: `${what} longer than ${limit} bytes; skipped` })
+const tooLarge = (what: string, limit: number, head?: Uint8Array) =>
+  new FrameTooLarge({
+    limit,
+    message: `${what} longer than ${limit} bytes; skipped`,
+    ...(head === undefined ? {} : { head: utf8.decode(head) })
+  })
+
+/** The first `headBytes` of a line cut short: what was buffered, then the piece that overflowed. */
+const headOf = (parts: ReadonlyArray<Uint8Array>, piece: Uint8Array): Uint8Array => {
+  const head = new Uint8Array(headBytes)
+  let size = 0
+  for (const part of [...parts, piece]) {
+    if (size === headBytes) break
+    const taken = part.subarray(0, headBytes - size)
+    head.set(taken, size)
+    size += taken.length
+  }
+  return head.subarray(0, size)
+}
 
 const makeLineSplitter = (maxLineBytes: number) => {
   let parts: Array<Uint8Array> = []
@@ -186,7 +211,7 @@ const makeLineSplitter = (maxLineBytes: number) => {
       const piece = chunk.subarray(start, end === -1 ? chunk.length : end)
       if (!skipping) {
         if (size + piece.length > maxLineBytes) {
-          out.push(Either.left(tooLarge("line", maxLineBytes)))
+          out.push(Either.left(tooLarge("line", maxLineBytes, headOf(parts, piece))))
           skipping = true
           parts = []
           size = 0

@@ -9,9 +9,12 @@
  * and when the run is interrupted (a caller's timeout, agent shutdown): the
  * release waits until Node has reaped the main process, so no zombie is left
  * behind by us. Grandchildren are reparented to init, which reaps them.
+ * While it runs, the group is listed with the process's watchdog, which
+ * kills it should the agent die without closing its scopes (SIGKILL).
  */
 import * as NodeChildProcess from "node:child_process"
 import { Data, Deferred, Effect, Either, Exit } from "effect"
+import { spawnGuarded, untrackGroup } from "../fifo/Watchdog.js"
 
 export interface RunRequest {
   readonly command: string
@@ -94,12 +97,14 @@ const describe = (cause: unknown): string => (cause instanceof Error ? cause.mes
 const start = (request: RunRequest, done: Deferred.Deferred<RunOutcome, SpawnError>): Either.Either<Running, SpawnError> =>
   Either.try({
     try: (): Running => {
-      const child = NodeChildProcess.spawn(request.command, [...request.args], {
-        cwd: request.cwd,
-        env: request.env,
-        stdio: ["ignore", "pipe", "pipe"],
-        detached: true
-      })
+      const child = spawnGuarded(() =>
+        NodeChildProcess.spawn(request.command, [...request.args], {
+          cwd: request.cwd,
+          env: request.env,
+          stdio: ["ignore", "pipe", "pipe"],
+          detached: true
+        })
+      )
       const running: Running = { child, done, exited: false }
       const stdout = new CappedBytes(request.stdoutMax)
       const stderr = new CappedBytes(request.stderrMax)
@@ -115,7 +120,10 @@ const start = (request: RunRequest, done: Deferred.Deferred<RunOutcome, SpawnErr
       child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk))
       child.on("exit", () => {
         running.exited = true
-        if (child.pid !== undefined) killGroup(child.pid)
+        if (child.pid !== undefined) {
+          killGroup(child.pid)
+          untrackGroup(child.pid)
+        }
       })
       child.on("error", (cause) => {
         // Spawn failures (ENOENT, EACCES, E2BIG) arrive here, without `close`

@@ -8,7 +8,9 @@
  *   the Discord bridge the bot token, nothing else needs either).
  * - Own process group, so stopping it stops everything it started: SIGTERM to
  *   the group, SIGKILL after a grace period. A group it leaves behind when it
- *   exits on its own is SIGKILLed before the restart.
+ *   exits on its own is SIGKILLed before the restart. While it runs, the
+ *   group is listed with the process's watchdog, which stops it should we die
+ *   without closing our scopes (SIGKILL): no bridge outlives its agent.
  * - Restarted under an explicit backoff `Schedule` whenever it exits (or
  *   only when it fails); a run that lasted `healthyAfter` starts the backoff
  *   over.
@@ -20,6 +22,7 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { Clock, Data, Deferred, Duration, Effect, Either, Exit, Option, Redacted, Ref, Schedule, type Scope } from "effect"
 import { type FifoPaths, fifoEnvNames } from "./Fifo.js"
+import * as Watchdog from "./Watchdog.js"
 
 export class ExternalBridgeError extends Data.TaggedError("ExternalBridgeError")<{
   readonly message: string
@@ -143,12 +146,15 @@ export const make = (options: ExternalBridgeOptions): Effect.Effect<ExternalBrid
 
     const start = Effect.gen(function*() {
       const exited = yield* Deferred.make<BridgeExit>()
+      // Listed with the watchdog as it starts: a kill of this process a moment later must not leave it running.
       const spawned = Either.try(() =>
-        spawn(options.command, options.args ?? [], {
-          env,
-          detached: true,
-          stdio: [options.stdin ?? "ignore", "inherit", "inherit"]
-        })
+        Watchdog.spawnGuarded(() =>
+          spawn(options.command, options.args ?? [], {
+            env,
+            detached: true,
+            stdio: [options.stdin ?? "ignore", "inherit", "inherit"]
+          })
+        )
       )
       yield* Ref.update(starts, (n) => n + 1)
       if (Either.isLeft(spawned)) {
@@ -185,6 +191,7 @@ export const make = (options: ExternalBridgeOptions): Effect.Effect<ExternalBrid
         // Whatever the leader left behind in its group goes too.
         yield* signalGroup(child.pid, "SIGKILL")
         yield* Deferred.await(child.exited)
+        yield* Watchdog.untrack(child.pid)
       })
 
     const runOnce = Effect.acquireUseRelease(start, (child) => Deferred.await(child.exited), stop)

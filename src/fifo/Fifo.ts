@@ -17,7 +17,8 @@ import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
-import { Config, Data, Deferred, type Duration, Effect, Either, Option, Queue, Ref, type Scope, Stream } from "effect"
+import { Config, Data, Deferred, type Duration, Effect, Option, Queue, Ref, type Scope, Stream } from "effect"
+import { heldBy } from "../memory/FileLock.js"
 import { type Frame, type FrameTooLarge, framed, makeBlockFramer } from "../Wire.js"
 
 export class FifoError extends Data.TaggedError("FifoError")<{
@@ -159,11 +160,6 @@ const readPid = (pidFile: string): Effect.Effect<number | undefined, FifoError> 
     Effect.catchIf((error) => errnoCode(error.cause) === "ENOENT", () => Effect.succeed(undefined))
   )
 
-const isAlive = (pid: number): boolean => {
-  const probe = Either.try(() => process.kill(pid, 0))
-  return Either.isRight(probe) || errnoCode(probe.left) === "EPERM"
-}
-
 /** Writes our pid with O_EXCL; a pid file left by a dead run is removed first, a live one refuses. */
 const claimPidFile = (dir: string): Effect.Effect<string, FifoError> => {
   const pidFile = path.join(dir, pidFileName)
@@ -174,7 +170,8 @@ const claimPidFile = (dir: string): Effect.Effect<string, FifoError> => {
         Effect.catchIf((error) => errnoCode(error.cause) === "EEXIST" && attemptsLeft > 0, () =>
           Effect.gen(function*() {
             const owner = yield* readPid(pidFile)
-            if (owner !== undefined && isAlive(owner)) {
+            // A live pid that started after the file was written was reused (after a reboot, pids start over).
+            if (owner !== undefined && heldBy(owner, pidFile)) {
               return yield* new FifoError({
                 message: `runtime directory ${dir} is in use by a live run (pid ${owner}); ` +
                   `stop it, choose another PLANCKCLAW_RUN_DIR, or remove ${pidFile} if that process is not planckclaw`

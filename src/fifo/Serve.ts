@@ -75,9 +75,8 @@ const resultText = (name: string, result: ToolResult): string =>
     : `Error: ${result.content}`
 
 /**
- * Reads claw_in lines, answers each on claw_out: the catalog as a JSON array
- * (rejected declarations are logged), or the tool's result text. Empty lines
- * are not requests and get no answer.
+ * Reads claw_in lines, answers each on claw_out: the catalog as a JSON array,
+ * or the tool's result text. Empty lines are not requests and get no answer.
  */
 export const serveClaws = (
   claws: ClawsService,
@@ -89,14 +88,9 @@ export const serveClaws = (
     const answers = yield* openWriter(paths.clawOut)
     const answer = (request: ClawRequest): Effect.Effect<string> =>
       ClawRequest.$match(request, {
-        ListTools: () =>
-          claws.list.pipe(
-            Effect.tap((catalog) =>
-              Effect.forEach(catalog.problems, (problem) =>
-                Effect.logWarning(`tool declaration rejected: ${problem.source}: ${problem.reason}`))
-            ),
-            Effect.map((catalog) => JSON.stringify(catalog.tools))
-          ),
+        // Rejected declarations are the service's to report (script claws warn
+        // once per problem); logging them here too would repeat them per message.
+        ListTools: () => Effect.map(claws.list, (catalog) => JSON.stringify(catalog.tools)),
         Call: ({ input, name }) => Effect.map(claws.call(name, input), (result) => resultText(name, result))
       }).pipe(
         Effect.catchTag("ClawsError", (error) =>
