@@ -8,7 +8,19 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import { Config, type ConfigError, Context, Effect, Either, Layer, Option, type Redacted, Schedule, type Scope } from "effect"
+import {
+  Config,
+  type ConfigError,
+  Context,
+  Duration,
+  Effect,
+  Either,
+  Layer,
+  Option,
+  type Redacted,
+  Schedule,
+  type Scope
+} from "effect"
 import * as Agent from "./Agent.js"
 import { Brain } from "./Brain.js"
 import * as AnthropicBrain from "./brain/Anthropic.js"
@@ -118,6 +130,21 @@ const service = <I, S>(tag: Context.Tag<I, S>, layer: Layer.Layer<I, BridgeFailu
 
 const fifoFailure = (error: { readonly message: string }) => new StartupError({ exitCode: 1, message: error.message })
 
+// How long the agent waits on the pipes: longer than a built-in bridge's own
+// give-up time (every attempt timing out, plus the longest backoffs), so the
+// bridge's error answer, not the agent's timeout, ends a hopeless request.
+const brainPatience = Effect.map(
+  Config.all([
+    Config.integer("PLANCKCLAW_BRAIN_TIMEOUT").pipe(Config.withDefault(60)),
+    Config.integer("PLANCKCLAW_BRAIN_RETRIES").pipe(Config.withDefault(4))
+  ]),
+  ([timeout, retries]) => Duration.seconds((timeout + 60) * (retries + 1) + 60)
+)
+const clawPatience = Effect.map(
+  Config.integer("PLANCKCLAW_CLAW_TIMEOUT").pipe(Config.withDefault(30)),
+  (timeout) => Duration.seconds(timeout + 60)
+)
+
 export interface RunChoices {
   readonly bridge: Choice<"cli" | "discord">
   readonly brain: Choice<"anthropic">
@@ -157,8 +184,8 @@ export const run = (choices: RunChoices) =>
     // The near ends: the agent speaks only through the pipes.
     const agent = Agent.layerWithMemory.pipe(
       Layer.provide(Layer.mergeAll(
-        FifoBrain.layer({ paths, timeout: "10 minutes" }),
-        FifoClaws.layer({ paths })
+        FifoBrain.layer({ paths, timeout: yield* brainPatience }),
+        FifoClaws.layer({ paths, callTimeout: yield* clawPatience })
       )),
       Layer.merge(FifoInteract.layer({ paths }))
     )

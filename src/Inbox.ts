@@ -61,7 +61,12 @@ export const make = (directory: string): Effect.Effect<InboxService, MemoryError
   Effect.try({
     try: () => {
       const file = path.join(directory, ".inbox.jsonl")
-      const recovered = fs.existsSync(file) ? replay(fs.readFileSync(file, "utf8")) : []
+      // Only a regular file: a link to a device (say /dev/full) would read forever.
+      const present = fs.existsSync(file) && fs.lstatSync(file).isFile()
+      const journal = present ? fs.readFileSync(file, "utf8") : ""
+      // A torn last record (power loss, full disk) must not swallow the next one.
+      if (journal.length > 0 && !journal.endsWith("\n")) fs.appendFileSync(file, "\n")
+      const recovered = replay(journal)
       let nextId = recovered.reduce((max, entry) => Math.max(max, entry.id), 0) + 1
       const open = new Set(recovered.map((entry) => entry.id))
 
