@@ -3,7 +3,14 @@
  * discovers tools, asks the brain, runs every tool call of every round,
  * remembers the exchange and answers. It depends only on the ports.
  */
-import { Cause, Context, Effect, Layer, Option, Queue, Schedule, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
 import { AgentConfig } from "./AgentConfig.js"
 import {
   Brain,

@@ -2,7 +2,7 @@
  * The agent's own settings, read through the Config module so the entry
  * point decides where values come from (config.env, environment, flags).
  */
-import { Config } from "effect"
+import * as Config from "effect/Config"
 
 const positiveInteger = (name: string, fallback: number) =>
   Config.integer(name).pipe(

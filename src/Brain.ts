@@ -3,7 +3,11 @@
  * Implementations: the Anthropic HTTP API, an external process over FIFOs,
  * a scripted brain for tests.
  */
-import { Context, Effect, Either, ParseResult, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 
 export const TextBlock = Schema.Struct({
   type: Schema.Literal("text"),

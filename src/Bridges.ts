@@ -8,19 +8,17 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import {
-  Config,
-  type ConfigError,
-  Context,
-  Duration,
-  Effect,
-  Either,
-  Layer,
-  Option,
-  type Redacted,
-  Schedule,
-  type Scope
-} from "effect"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
 import * as Agent from "./Agent.js"
 import { Brain } from "./Brain.js"
 import * as AnthropicBrain from "./brain/Anthropic.js"

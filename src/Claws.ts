@@ -3,7 +3,10 @@
  * Implementations: shell scripts in a directory, an external process over
  * FIFOs, an in-memory table for tests and embedding.
  */
-import { Context, Data, type Effect, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 
 export const ToolName = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, {

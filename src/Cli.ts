@@ -3,8 +3,13 @@
  * here, at the edge, from the choices the flags make.
  */
 import * as path from "node:path"
-import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect, Layer, Option } from "effect"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Bridges from "./Bridges.js"
 import * as ScriptClaws from "./claws/Scripts.js"
 import * as Compaction from "./Compaction.js"

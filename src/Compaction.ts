@@ -3,7 +3,12 @@
  * without the write lock, so turns go on meanwhile; only the final swap is
  * locked, and it keeps every line appended since the plan was made.
  */
-import { Context, Data, Effect, Layer, Option, Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import { Brain, type BrainError, type MessagesResponse } from "./Brain.js"
 import { AgentConfig } from "./AgentConfig.js"
 import { type CompactionBusy, Memory, type MemoryError } from "./Memory.js"

@@ -1,5 +1,5 @@
 /** Turns a ConfigError tree into lines a user can act on: which key, what was expected. */
-import { ConfigError } from "effect"
+import * as ConfigError from "effect/ConfigError"
 
 interface Problem {
   readonly missing: boolean

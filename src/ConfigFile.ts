@@ -4,7 +4,9 @@
  * one before. Empty values count as unset, as in the original's shell.
  */
 import * as fs from "node:fs"
-import { ConfigProvider, Effect, Either } from "effect"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import { StartupError } from "./StartupError.js"
 
 const LINE = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/

@@ -6,7 +6,11 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import type { InboundMessage } from "./Interact.js"
 import { MemoryConfig, MemoryError } from "./Memory.js"
 import { describeFsError } from "./memory/HistoryFile.js"

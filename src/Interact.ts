@@ -2,7 +2,11 @@
  * The Interact port: where messages come from and where replies go.
  * A bridge (terminal, Discord, a FIFO pair, an in-memory queue) implements it.
  */
-import { Context, Data, type Effect, Option, type Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import type * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Stream from "effect/Stream"
 
 /** A message from a user, tagged with the channel the reply must go back to. */
 export interface InboundMessage {

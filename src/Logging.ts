@@ -2,7 +2,12 @@
  * Logs go to stderr, one line each, so stdout carries only replies (the
  * terminal bridge and scripts piping `planckclaw run` rely on that).
  */
-import { Cause, Config, HashMap, Layer, Logger, LogLevel } from "effect"
+import * as Cause from "effect/Cause"
+import * as Config from "effect/Config"
+import * as HashMap from "effect/HashMap"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 
 /** PLANCKCLAW_DEBUG: `1` or `true` (any case) turns it on; anything else is off, as in the brain. */
 export const DebugConfig = Config.string("PLANCKCLAW_DEBUG").pipe(

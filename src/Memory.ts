@@ -8,7 +8,14 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Config, Context, Data, Effect, Either, Layer, Option, Stream } from "effect"
+import * as Config from "effect/Config"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import * as FileLock from "./memory/FileLock.js"
 import {
   describeFsError,

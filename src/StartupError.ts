@@ -3,7 +3,7 @@
  * memory directory in use). The entry point prints `message` on one line,
  * without a stack trace, and exits with `exitCode`.
  */
-import { Data } from "effect"
+import * as Data from "effect/Data"
 
 export class StartupError extends Data.TaggedError("StartupError")<{
   readonly message: string

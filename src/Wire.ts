@@ -15,7 +15,11 @@
  * framer that does not care where the reads split them, and that rejects an
  * oversized frame with an error value instead of buffering it.
  */
-import { Data, Either, ParseResult, Schema, Stream } from "effect"
+import * as Data from "effect/Data"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import { type MessagesRequest, MessagesRequest as MessagesRequestSchema } from "./Brain.js"
 import type { InboundMessage, OutboundMessage } from "./Interact.js"
 

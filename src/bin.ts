@@ -3,10 +3,15 @@
  * and SIGTERM interrupt the main fiber and every scope is closed.
  */
 import * as fs from "node:fs"
-import { ValidationError } from "@effect/cli"
+import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, ConfigError, Console, Effect, Exit, Option } from "effect"
+import * as Cause from "effect/Cause"
+import * as ConfigError from "effect/ConfigError"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import { cli } from "./Cli.js"
 import * as ConfigErrors from "./ConfigErrors.js"
 import * as Logging from "./Logging.js"

@@ -6,22 +6,22 @@
  * (400, 401, a body that is not a Messages response) becomes
  * `BrainError("fatal")` at once.
  */
-import { HttpClient, type HttpClientError, HttpClientRequest } from "@effect/platform"
-import {
-  Clock,
-  Config,
-  type ConfigError,
-  Console,
-  Data,
-  Duration,
-  Effect,
-  Either,
-  Layer,
-  Option,
-  Redacted,
-  Ref,
-  Schedule
-} from "effect"
+import * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Console from "effect/Console"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
 import {
   Brain,
   BrainError,

@@ -4,7 +4,11 @@
  * (the built-in Anthropic bridge, an external executable) answers Messages
  * API JSON or `{"error":"timeout"|"fatal"}`.
  */
-import { Duration, Effect, Either, Layer, type Scope } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import { Brain, BrainError, type BrainService, decodeBrainAnswer } from "../Brain.js"
 import { type FifoError, type FifoPaths, makeExchange } from "../fifo/Fifo.js"
 import { defaultMaxBlockBytes, encodeBrainFrame } from "../Wire.js"

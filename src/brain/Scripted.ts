@@ -2,7 +2,9 @@
  * A brain that replays a script: each request takes the next step. Every
  * request is recorded so tests can assert the exact JSON the agent sent.
  */
-import { Effect, Layer, Ref } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Ref from "effect/Ref"
 import { Brain, BrainError, type BrainService, type MessagesRequest, type MessagesResponse } from "../Brain.js"
 
 export type ScriptStep =

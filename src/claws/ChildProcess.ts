@@ -13,7 +13,11 @@
  * kills it should the agent die without closing its scopes (SIGKILL).
  */
 import * as NodeChildProcess from "node:child_process"
-import { Data, Deferred, Effect, Either, Exit } from "effect"
+import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import { spawnGuarded, untrackGroup } from "../fifo/Watchdog.js"
 
 export interface RunRequest {

@@ -4,7 +4,13 @@
  * tool definitions; a call answers text, and `Unknown tool: NAME` or a text
  * beginning with `Error:` marks a failed tool.
  */
-import { Duration, Effect, Either, Layer, ParseResult, Schema, type Scope } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import {
   Claws,
   ClawsError,

@@ -2,7 +2,8 @@
  * Claws from a table of tool definitions and handlers, for tests and for
  * embedding an agent whose tools are plain Effect functions.
  */
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { Claws, type ClawsService, type ToolDefinition, type ToolResult, unknownTool } from "../Claws.js"
 
 export interface InMemoryTool {

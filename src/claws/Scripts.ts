@@ -15,19 +15,17 @@
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import {
-  Array as Arr,
-  Config,
-  type ConfigError,
-  Duration,
-  Effect,
-  Either,
-  Layer,
-  Option,
-  ParseResult,
-  Redacted,
-  Schema
-} from "effect"
+import * as Arr from "effect/Array"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import {
   Claws,
   type ClawsService,

@@ -8,7 +8,11 @@
  * exactly one answer (an error answer when it cannot be served), so the
  * requester's order-based matching never slips.
  */
-import { Effect, Either, Ref, Stream, SubscriptionRef } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Ref from "effect/Ref"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { BrainService } from "../Brain.js"
 import type { ClawsService, ToolResult } from "../Claws.js"
 import type { InteractError, InteractService } from "../Interact.js"

@@ -18,7 +18,8 @@
  * without a watchdog, a clean stop still kills every group.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { Effect, Either } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 
 /** Seconds between SIGTERM and SIGKILL for groups left behind. */
 export const graceSeconds = 2

@@ -21,7 +21,12 @@
  * - A rejected token or a refused privileged intent is reported once with
  *   what to do, and never retried (DiscordErrors).
  */
-import { type ConfigError, Effect, Layer, Option, type Scope, Stream } from "effect"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { Interact, type InteractService } from "../Interact.js"
 import type { StartupError } from "../StartupError.js"
 import { bareToken, DiscordConfig, type DiscordSettings, settingsFrom } from "./DiscordConfig.js"

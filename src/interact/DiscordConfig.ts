@@ -1,7 +1,12 @@
 /**
  * The Discord bridge's settings, and how they are read from configuration.
  */
-import { Config, ConfigError, Effect, Either, Option, Redacted } from "effect"
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import { StartupError } from "../StartupError.js"
 
 export interface DiscordSettings {

@@ -3,7 +3,7 @@
  * what to tell the user about the ones that are not.
  */
 import { DiscordAPIError, DiscordjsError, DiscordjsErrorCodes, HTTPError, RateLimitError } from "discord.js"
-import { Data } from "effect"
+import * as Data from "effect/Data"
 
 /** A login that may succeed later (Discord unreachable, 5xx): retried on the reconnect backoff. */
 export class LoginFailed extends Data.TaggedError("LoginFailed")<{ readonly message: string }> {}

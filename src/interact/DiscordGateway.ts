@@ -5,7 +5,14 @@
  * turns a fatal close after startup into the end of the message stream.
  */
 import type { GatewayDispatchPayload, IIdentifyThrottler } from "discord.js"
-import { Deferred, Effect, Exit, FiberSet, Option, Ref, Runtime, type Scope } from "effect"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberSet from "effect/FiberSet"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as Runtime from "effect/Runtime"
+import type * as Scope from "effect/Scope"
 import { InteractError } from "../Interact.js"
 import type { StartupError } from "../StartupError.js"
 import { fatalCloseCodes } from "./DiscordErrors.js"

@@ -4,7 +4,13 @@
  * and queued once each.
  */
 import type { GatewayDispatchPayload } from "discord.js"
-import { Effect, Either, Option, Queue, Ref, Schema, type Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Ref from "effect/Ref"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import type { InboundMessage } from "../Interact.js"
 import type { DiscordSettings } from "./DiscordConfig.js"
 import type { TypingIndicator } from "./Typing.js"

@@ -4,7 +4,12 @@
  * privileged intent is a StartupError with what to do, never retried.
  */
 import { Client, GatewayIntentBits, type IIdentifyThrottler } from "discord.js"
-import { Effect, ExecutionStrategy, Exit, Option, Schedule, Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Scope from "effect/Scope"
 import { StartupError } from "../StartupError.js"
 import { describeRestError, invalidTokenHelp, isTokenRejected, LoginFailed } from "./DiscordErrors.js"
 import { reconnectBackoff, seconds } from "./DiscordPacing.js"

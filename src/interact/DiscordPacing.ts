@@ -3,7 +3,12 @@
  * failed connection attempts (reset once a connection is healthy), and
  * Discord's limit of one IDENTIFY per five seconds.
  */
-import { Clock, Duration, Effect, Option, Ref, Schedule } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
 
 /** Gateway reconnects and logins after a failure: 5 s doubling to 60 s, with jitter. Outputs each delay. */
 export const reconnectBackoff: Schedule.Schedule<Duration.Duration> = Schedule.exponential("5 seconds").pipe(

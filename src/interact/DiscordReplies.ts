@@ -6,7 +6,10 @@
  */
 import { randomBytes } from "node:crypto"
 import { REST, Routes } from "discord.js"
-import { Duration, Effect, Schedule, type Scope } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
 import { InteractError, type OutboundMessage } from "../Interact.js"
 import { isDiscordId } from "./DiscordConfig.js"
 import { describeRestError, isPermanent } from "./DiscordErrors.js"

@@ -7,7 +7,13 @@
  * cut short: its sender (the channel at the start of the line) is told it
  * was refused.
  */
-import { Deferred, Effect, Either, Layer, Queue, type Scope, Stream } from "effect"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { type FifoError, type FifoPaths, openReader, openWriter } from "../fifo/Fifo.js"
 import { type InboundMessage, Interact, InteractError, type InteractService } from "../Interact.js"
 import {

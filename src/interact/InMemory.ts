@@ -2,7 +2,11 @@
  * An in-memory Interact for tests and for embedding: the host offers
  * messages and takes replies from a queue.
  */
-import { Effect, Layer, Option, Queue, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
 import { type InboundMessage, Interact, type InteractService, type OutboundMessage } from "../Interact.js"
 
 export interface InMemoryInteract {

@@ -4,7 +4,11 @@
  * in order, and the stream ends with the input so a script can pipe into it.
  */
 import * as readline from "node:readline"
-import { Effect, Layer, Option, Queue, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
 import { Interact, InteractError, type InteractService, sanitize } from "../Interact.js"
 
 export const CHANNEL = "cli"

@@ -12,7 +12,15 @@
  * One fiber owns the per-channel state and takes commands in order, so an
  * `end` can never overtake the `begin` of the same message.
  */
-import { Deferred, Duration, Effect, Equal, Fiber, type FiberId, Queue, Schedule, type Scope } from "effect"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Equal from "effect/Equal"
+import * as Fiber from "effect/Fiber"
+import type * as FiberId from "effect/FiberId"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
 
 export interface TypingOptions {
   /** How often to show the indicator again; below Discord's ten seconds. */

@@ -4,7 +4,12 @@
  * and taken over. Node has no flock(2); this is the portable equivalent.
  */
 import * as fs from "node:fs"
-import { Data, Duration, Effect, Either, Schedule, type Scope } from "effect"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
 
 export class LockHeld extends Data.TaggedError("LockHeld")<{
   readonly path: string

@@ -4,7 +4,12 @@
  */
 import * as fs from "node:fs"
 import { StringDecoder } from "node:string_decoder"
-import { Chunk, Effect, Either, Option, Schema, Stream } from "effect"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 
 const BLOCK = 64 * 1024
 
