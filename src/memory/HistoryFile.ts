@@ -157,7 +157,9 @@ export const streamLines = (path: string, end: number): Stream.Stream<string, Er
     (fd) => Effect.sync(() => fs.closeSync(fd))
   ).pipe(
     Stream.flatMap((fd) => {
-      const buffer = Buffer.allocUnsafe(1024 * 1024)
+      // Small blocks keep each block's strings short-lived: a million-line
+      // fold then stays within a small heap instead of piling up garbage.
+      const buffer = Buffer.allocUnsafe(128 * 1024)
       // Keeps a multi-byte character split across two blocks whole.
       const decoder = new StringDecoder("utf8")
       return Stream.paginateChunkEffect({ position: 0, carry: "" }, (state) =>
