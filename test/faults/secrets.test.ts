@@ -7,7 +7,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Either, Effect } from "effect"
 import {
   apiError,
   brainServer,
@@ -173,8 +173,9 @@ describe("faults: secrets", () => {
       const files = fs.readdirSync(box.memory)
       expect(files).toEqual(expect.arrayContaining(["history.jsonl", "summary.md", ".inbox.jsonl", ".planckclaw-run.lock"]))
       // Locks come and go; whatever is there when looked at must be owner-only.
-      for (const entry of files.filter((name) => fs.existsSync(path.join(box.memory, name)))) {
-        expect([entry, mode(path.join(box.memory, entry))]).toEqual([entry, "600"])
+      for (const entry of files) {
+        const stat = Either.try(() => fs.statSync(path.join(box.memory, entry)))
+        if (Either.isRight(stat)) expect([entry, (stat.right.mode & 0o777).toString(8)]).toEqual([entry, "600"])
       }
       yield* proc.signal("SIGTERM")
       expect((yield* proc.ended).code).toBe(0)

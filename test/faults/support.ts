@@ -9,6 +9,7 @@
  * wait that runs out fails the test naming what never happened. Nothing is
  * asserted about how long anything took.
  */
+import * as Pipes from "../support/Pipes.js"
 import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as Http from "node:http"
@@ -17,7 +18,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { expect } from "@effect/vitest"
-import { Data, Deferred, Duration, Effect, Either, Exit, FiberId, Queue, Schedule, type Scope, Stream } from "effect"
+import { Deferred, Duration, Effect, Either, Exit, FiberId, Queue, type Scope, Stream } from "effect"
 import { openReader } from "../../src/fifo/Fifo.js"
 import type { InboundMessage } from "../../src/Interact.js"
 import { decodeInteractLine, encodeInteractLine, framed, makeLineFramer } from "../../src/Wire.js"
@@ -32,42 +33,22 @@ export const FAKE_TOKEN = "test-token-not-secret-9b2e"
 // ---------------------------------------------------------------------------
 // Bounded waits
 
-export class WaitTimedOut extends Data.TaggedError("WaitTimedOut")<{ readonly message: string }> {}
-
 /** Generous: starting Node on a loaded two-core machine takes seconds. A bound, never a measurement. */
 export const BOUND = Duration.seconds(60)
 
-export const within = (what: string, bound: Duration.DurationInput = BOUND) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | WaitTimedOut, R> =>
-  Effect.timeoutFail(effect, {
-    duration: bound,
-    onTimeout: () => new WaitTimedOut({ message: `waited ${Duration.format(bound)} for ${what}` })
-  })
+export const WaitTimedOut = Pipes.WaitTimedOut
+export type WaitTimedOut = Pipes.WaitTimedOut
 
-class NotYet extends Data.TaggedError("NotYet") {}
+export const within = (what: string, bound: Duration.DurationInput = BOUND) => Pipes.within(what, bound)
 
 /** Polls `probe` (a throw counts as "not yet") until it returns a value other than undefined. */
-export const eventually = <A>(
-  what: string,
-  probe: () => A | undefined,
-  bound: Duration.DurationInput = BOUND
-): Effect.Effect<A, WaitTimedOut> =>
-  Effect.suspend(() => {
-    const value = Either.getOrUndefined(Either.try(probe))
-    return value === undefined ? Effect.fail(new NotYet()) : Effect.succeed(value)
-  }).pipe(
-    Effect.retry(Schedule.spaced("25 millis")),
-    Effect.catchTag("NotYet", () => Effect.never),
-    within(what, bound)
-  )
+export const eventually = <A>(what: string, probe: () => A | undefined, bound: Duration.DurationInput = BOUND) =>
+  Pipes.eventually(what, probe, bound)
 
 // ---------------------------------------------------------------------------
 // Processes
 
-const procState = (pid: number): string | undefined => {
-  const stat = Either.getOrUndefined(Either.try(() => fs.readFileSync(`/proc/${pid}/stat`, "utf8")))
-  return stat?.slice(stat.lastIndexOf(")") + 2).split(" ")[0]
-}
+const procState = Pipes.procState
 
 /** `process.kill(pid, 0)` says ESRCH: not even a zombie is left. */
 export const isGone = (pid: number): boolean => {

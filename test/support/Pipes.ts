@@ -52,7 +52,7 @@ export const eventually = <A>(
 // ---------------------------------------------------------------------------
 // Processes
 
-const procState = (pid: number): string | undefined => {
+export const procState = (pid: number): string | undefined => {
   const stat = Either.getOrUndefined(Either.try(() => fs.readFileSync(`/proc/${pid}/stat`, "utf8")))
   // The state follows the parenthesised command name, which may itself hold spaces or parentheses.
   return stat?.slice(stat.lastIndexOf(")") + 2).split(" ")[0]
