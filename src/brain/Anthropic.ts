@@ -32,6 +32,7 @@ import {
   preview
 } from "../Brain.js"
 import { StartupError } from "../StartupError.js"
+import { DebugConfig } from "../Logging.js"
 
 export const API_VERSION = "2023-06-01"
 export const DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -39,7 +40,6 @@ export const DEFAULT_BASE_URL = "https://api.anthropic.com"
 const isHttpUrl = (value: string): boolean =>
   URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol)
 
-const isOn = (value: string): boolean => ["1", "true"].includes(value.trim().toLowerCase())
 
 export const AnthropicConfig = Config.all({
   apiKey: Config.redacted(
@@ -66,7 +66,7 @@ export const AnthropicConfig = Config.all({
     Config.validate({ message: "Expected a whole number, 0 or more", validation: (n) => n >= 0 }),
     Config.withDefault(4)
   ),
-  debug: Config.string("PLANCKCLAW_DEBUG").pipe(Config.withDefault("0"), Config.map(isOn))
+  debug: DebugConfig
 })
 export type AnthropicConfig = Config.Config.Success<typeof AnthropicConfig>
 
