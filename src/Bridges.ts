@@ -27,6 +27,7 @@ import { Claws } from "./Claws.js"
 import * as FifoClaws from "./claws/Fifo.js"
 import * as ScriptClaws from "./claws/Scripts.js"
 import * as ExternalBridge from "./fifo/ExternalBridge.js"
+import * as Handover from "./fifo/Handover.js"
 import { type FifoPaths, fifoPathsConfig, makeRuntimeDir, pidFileName } from "./fifo/Fifo.js"
 import * as Serve from "./fifo/Serve.js"
 import { Interact } from "./Interact.js"
@@ -172,9 +173,13 @@ export const run = (choices: RunChoices) =>
     } else if (choices.claw._tag === "External") {
       yield* external("claw", choices.claw.path, paths)
     }
-    const interactDone: Effect.Effect<unknown, unknown, Scope.Scope> = choices.bridge._tag === "Builtin"
+    // A built-in interact bridge lives in this process: it and the agent agree
+    // on when a piped run is over (see Handover). An executable's exit ends the
+    // run; with none, the run goes on until stopped.
+    const handover = choices.bridge._tag === "Builtin" ? yield* Handover.make : undefined
+    const interactEnd: Effect.Effect<unknown, unknown, Scope.Scope> = choices.bridge._tag === "Builtin"
       ? Effect.flatMap(service(Interact, interactLayers[choices.bridge.name]), (interact) =>
-        Serve.serveInteract(interact, paths))
+        Serve.serveInteract(interact, paths, { ...(handover === undefined ? {} : { handover }) }))
       : choices.bridge._tag === "External"
       ? Effect.flatMap(external("interact", choices.bridge.path, paths), (bridge) => bridge.finished)
       : Effect.never
@@ -185,10 +190,16 @@ export const run = (choices: RunChoices) =>
         FifoBrain.layer({ paths, timeout: yield* brainPatience }),
         FifoClaws.layer({ paths, callTimeout: yield* clawPatience })
       )),
-      Layer.merge(FifoInteract.layer({ paths }))
+      Layer.merge(FifoInteract.layer({ paths, ...(handover === undefined ? {} : { handover }) }))
     )
-    const serving = Agent.serve.pipe(Effect.provide(agent))
-    yield* Effect.raceFirst(serving, interactDone)
+    // The agent's loop ends once every line of this run is read, answered, and
+    // the work it started (delivery, a due compaction) is done; then the last
+    // replies still in interact_out reach the user.
+    const serving = Agent.serve.pipe(
+      Effect.provide(agent),
+      Effect.zipRight(handover === undefined ? Effect.void : Handover.repliesDelivered(handover))
+    )
+    yield* Effect.raceFirst(serving, interactEnd)
   })
 
 /** `planckclaw bridge NAME`: one built-in bridge on the FIFOs of a running agent. */

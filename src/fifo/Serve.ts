@@ -8,6 +8,7 @@
  * exactly one answer (an error answer when it cannot be served), so the
  * requester's order-based matching never slips.
  */
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Ref from "effect/Ref"
@@ -33,6 +34,7 @@ import {
   makeLineFramer
 } from "../Wire.js"
 import { type FifoError, type FifoPaths, openReader, openWriter } from "./Fifo.js"
+import type * as Handover from "./Handover.js"
 
 export interface ServeOptions {
   /** Largest request accepted (a line for interact and claws, a block for the brain). */
@@ -117,21 +119,26 @@ export const serveClaws = (
 
 /**
  * Forwards the service's messages to interact_in and delivers the lines of
- * interact_out through `send`. Completes when the service's message stream
- * has ended and as many replies have been delivered as messages were
- * forwarded (the agent answers every message once), so a bridge whose input
- * closed still shows the last answers; runs forever otherwise.
+ * interact_out through `send`.
+ *
+ * With a `handover` (the agent runs in this process) it never completes on
+ * its own: when the service's input ends it reports how many lines it
+ * forwarded and keeps delivering, and the run decides when all is done.
+ * Without one (a bridge process of its own, which cannot see the agent) it
+ * completes once the input has ended and as many replies have been
+ * delivered as messages were forwarded, so a bridge whose input closed
+ * still shows the last answers.
  */
 export const serveInteract = (
   interact: InteractService,
   paths: Pick<FifoPaths, "interactIn" | "interactOut">,
-  options: ServeOptions = {}
+  options: ServeOptions & { readonly handover?: Handover.Handover } = {}
 ): Effect.Effect<void, FifoError | InteractError> =>
   Effect.scoped(Effect.gen(function*() {
     const toAgent = yield* openWriter(paths.interactIn)
     const fromAgent = yield* openReader(paths.interactOut)
     const forwarded = yield* Ref.make(0)
-    const delivered = yield* SubscriptionRef.make(0)
+    const delivered = options.handover?.delivered ?? (yield* SubscriptionRef.make(0))
 
     const deliverReplies = fromAgent.chunks.pipe(
       framed(() => makeLineFramer(options.maxRequestBytes ?? defaultMaxLineBytes)),
@@ -140,24 +147,26 @@ export const serveInteract = (
           onLeft: (error) => Effect.logWarning(`ignored a line on interact_out: ${error.message}`),
           onRight: (reply) =>
             interact.send(reply).pipe(
-              Effect.catchAll((error) => Effect.logWarning(`reply to ${reply.channel} not delivered: ${error.message}`)),
-              Effect.zipRight(SubscriptionRef.update(delivered, (n) => n + 1))
+              Effect.catchAll((error) => Effect.logWarning(`reply to ${reply.channel} not delivered: ${error.message}`))
             )
-        })),
+        }).pipe(Effect.zipRight(SubscriptionRef.update(delivered, (n) => n + 1)))),
       Effect.zipRight(Effect.never)
     )
 
-    const forwardMessages = interact.messages.pipe(
+    const inputEnded = interact.messages.pipe(
       Stream.runForEach((message) =>
         Either.match(encodeInteractLine(message), {
           onLeft: (error) => Effect.logWarning(`message not forwarded: ${error.message}`),
           onRight: (line) => Effect.zipRight(toAgent.write(line), Ref.update(forwarded, (n) => n + 1))
         })),
-      Effect.zipRight(Ref.get(forwarded)),
-      Effect.flatMap((total) =>
-        delivered.changes.pipe(Stream.takeUntil((n) => n >= total), Stream.runDrain)
-      )
+      Effect.zipRight(Ref.get(forwarded))
     )
+    const handover = options.handover
+    const forwardMessages = handover === undefined
+      ? Effect.flatMap(inputEnded, (total) => delivered.changes.pipe(Stream.takeUntil((n) => n >= total), Stream.runDrain))
+      : Effect.flatMap(inputEnded, (total) => Deferred.succeed(handover.forwarded, total)).pipe(
+        Effect.zipRight(Effect.never)
+      )
 
     return yield* Effect.raceFirst(forwardMessages, deliverReplies)
   }))

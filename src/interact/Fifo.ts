@@ -11,10 +11,14 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import { type FifoError, type FifoPaths, openReader, openWriter } from "../fifo/Fifo.js"
+import * as Handover from "../fifo/Handover.js"
 import { type InboundMessage, Interact, InteractError, type InteractService } from "../Interact.js"
 import {
   decodeInteractLine,
@@ -29,6 +33,12 @@ export interface FifoInteractOptions {
   readonly paths: Pick<FifoPaths, "interactIn" | "interactOut">
   /** Longest inbound line accepted; default 1 MiB. */
   readonly maxLineBytes?: number
+  /**
+   * Set when a built-in bridge of this process serves the far end: `messages`
+   * then ends once the bridge's input has ended and every line it forwarded
+   * has been read, and the counts let the run wait for the last replies.
+   */
+  readonly handover?: Handover.Handover
 }
 
 /** What the sender of a line longer than the pipe accepts is told. */
@@ -41,13 +51,15 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     const inbound = yield* openReader(options.paths.interactIn)
     const outbound = yield* openWriter(options.paths.interactOut)
     const maxLineBytes = options.maxLineBytes ?? defaultMaxLineBytes
+    const handover = options.handover
 
     const send: InteractService["send"] = (message) =>
       Either.match(encodeInteractLine(message), {
         onLeft: (error) => new InteractError({ message: `cannot send reply: ${error.message}` }),
         onRight: (line) =>
           outbound.write(line).pipe(
-            Effect.mapError((error) => new InteractError({ message: error.message, cause: error }))
+            Effect.mapError((error) => new InteractError({ message: error.message, cause: error })),
+            Effect.zipRight(handover === undefined ? Effect.void : Ref.update(handover.written, (n) => n + 1))
           )
       })
 
@@ -68,23 +80,37 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
 
     // One reader for the life of the scope, so a line is never half-read by a
     // consumer that stops: every run of `messages` takes from the same inbox.
-    const inbox = yield* Queue.bounded<InboundMessage>(64)
+    // It starts reading only when `messages` is first pulled: until the agent
+    // is ready to journal them, lines wait in the pipe instead of in memory.
+    const inbox = yield* Queue.bounded<Option.Option<InboundMessage>>(64)
     const broken = yield* Deferred.make<never, InteractError>()
-    yield* inbound.chunks.pipe(
-      framed(() => makeLineFramer(maxLineBytes)),
-      Stream.runForEach((line) =>
-        Either.match(Either.flatMap(line, decodeInteractLine), {
-          onLeft: (error) =>
-            error._tag === "FrameTooLarge"
-              ? refuseOversized(error)
-              : Effect.logWarning(`ignored a line on interact_in: ${error.message}`),
-          onRight: (message) => Queue.offer(inbox, message)
-        })),
+    const started = yield* Deferred.make<void>()
+    const countRead = handover === undefined ? Effect.void : SubscriptionRef.update(handover.read, (n) => n + 1)
+    yield* Deferred.await(started).pipe(
+      Effect.zipRight(inbound.chunks.pipe(
+        framed(() => makeLineFramer(maxLineBytes)),
+        Stream.runForEach((line) =>
+          Either.match(Either.flatMap(line, decodeInteractLine), {
+            onLeft: (error) =>
+              error._tag === "FrameTooLarge"
+                ? refuseOversized(error)
+                : Effect.logWarning(`ignored a line on interact_in: ${error.message}`),
+            onRight: (message) => Queue.offer(inbox, Option.some(message))
+          }).pipe(Effect.zipRight(countRead)))
+      )),
       Effect.catchAll((error) => Deferred.fail(broken, new InteractError({ message: error.message, cause: error }))),
       Effect.forkScoped
     )
+    // The end marker follows every message read before it, in the same queue.
+    if (handover !== undefined) {
+      yield* Handover.inputConsumed(handover).pipe(Effect.zipRight(Queue.offer(inbox, Option.none())), Effect.forkScoped)
+    }
     // One element per pull: a consumer that stops after n messages takes exactly n.
-    const messages: InteractService["messages"] = Stream.fromQueue(inbox, { maxChunkSize: 1 }).pipe(
+    const messages: InteractService["messages"] = Stream.unwrap(
+      Effect.as(Deferred.succeed(started, undefined), Stream.fromQueue(inbox, { maxChunkSize: 1 }))
+    ).pipe(
+      Stream.takeWhile(Option.isSome),
+      Stream.map((message) => message.value),
       Stream.interruptWhen(Deferred.await(broken))
     )
 
