@@ -110,8 +110,8 @@ describe("planckclaw run: the runtime directory", () => {
         Effect.gen(function*() {
           const box = yield* sandbox()
           if (preexisting) {
-            fs.mkdirSync(box.runDir)
-            fs.chmodSync(box.runDir, 0o755)
+            // Private already: an existing directory is used as it is, never chmod-ed.
+            fs.mkdirSync(box.runDir, { mode: 0o700 })
           }
           const run = yield* planckclaw(box, [
             "run",

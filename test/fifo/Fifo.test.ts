@@ -29,10 +29,16 @@ describe("makeRuntimeDir", () => {
       expect(yield* exists(runDir)).toBe(false)
     }))
 
-  it.scoped("closes an existing directory of ours to 0700 and leaves the directory itself after the run", () =>
+  it.scoped("uses an existing private directory of ours and leaves it; one open to others is refused, mode untouched", () =>
     Effect.gen(function*() {
       const runDir = yield* tempDir
       yield* Effect.promise(() => fs.promises.chmod(runDir, 0o755))
+      const refused = yield* Effect.flip(makeRuntimeDir(runDir))
+      expect(refused.message).toContain(`runtime directory ${runDir} is open to other users (mode 0755)`)
+      expect((yield* stat(runDir)).mode & 0o777).toBe(0o755)
+      expect(yield* Effect.promise(() => fs.promises.readdir(runDir))).toEqual([])
+
+      yield* Effect.promise(() => fs.promises.chmod(runDir, 0o700))
       const scope = yield* Scope.make()
       yield* makeRuntimeDir(runDir).pipe(Scope.extend(scope))
       expect((yield* stat(runDir)).mode & 0o777).toBe(0o700)
@@ -87,7 +93,6 @@ describe("makeRuntimeDir", () => {
       yield* Deferred.await(dead.exited)
       yield* Effect.promise(() => fs.promises.writeFile(path.join(runDir, pidFileName), `${dead.pid}\n`))
       yield* mkfifo(path.join(runDir, "brain_in"))
-      yield* Effect.promise(() => fs.promises.writeFile(path.join(runDir, "interact_in"), "not a pipe"))
       const paths = yield* makeRuntimeDir(runDir)
       expect((yield* stat(paths.interactIn)).isFIFO()).toBe(true)
       expect((yield* stat(paths.brainIn)).isFIFO()).toBe(true)
