@@ -1,0 +1,253 @@
+/**
+ * Pure translation between the agent's Messages-shaped requests and the
+ * OpenAI Chat Completions wire (OpenAI, OpenRouter, Ollama, llama.cpp's
+ * server, vLLM, LM Studio). No I/O here: OpenAiBrain posts and retries.
+ *
+ * Tool arguments that are not a JSON object. A tool_use block's `input` is
+ * always an object on the Messages API, so a call whose `arguments` do not
+ * parse to an object keeps the model's raw text as a *string* input. The
+ * agent answers any non-object input with an `is_error` tool_result ("Tool
+ * input must be a JSON object, ..."). On the next request the string is sent
+ * back verbatim as that call's `arguments`, and its error result is rewritten
+ * to name the bad arguments (`invalidArgumentsMessage`), so the model sees
+ * what it wrote and what to do instead.
+ */
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import type { Message, MessagesRequest, MessagesResponse, ResponseBlock, ToolResultBlock, ToolUseBlock } from "../Brain.js"
+import { preview } from "../Brain.js"
+
+// ---- the request ----
+
+export interface ChatToolCall {
+  readonly id: string
+  readonly type: "function"
+  readonly function: { readonly name: string; readonly arguments: string }
+}
+
+export type ChatMessage =
+  | { readonly role: "system"; readonly content: string }
+  | { readonly role: "user"; readonly content: string }
+  | {
+    readonly role: "assistant"
+    readonly content: string | null
+    readonly tool_calls?: ReadonlyArray<ChatToolCall>
+  }
+  | { readonly role: "tool"; readonly tool_call_id: string; readonly content: string }
+
+export interface ChatTool {
+  readonly type: "function"
+  readonly function: { readonly name: string; readonly description: string; readonly parameters: unknown }
+}
+
+export interface ChatRequest {
+  readonly model: string
+  readonly max_tokens: number
+  readonly messages: ReadonlyArray<ChatMessage>
+  readonly tools?: ReadonlyArray<ChatTool>
+}
+
+/** Prefix of a tool_result whose `is_error` the Chat Completions wire has no field for. */
+export const TOOL_ERROR_PREFIX = "Error: "
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const parseJson = (text: string): Either.Either<unknown, unknown> => Either.try(() => JSON.parse(text) as unknown)
+
+/** What the model is told when its arguments for `name` were not a JSON object. */
+export const invalidArgumentsMessage = (name: string, raw: string): string => {
+  const parsed = parseJson(raw)
+  const what = Either.isLeft(parsed)
+    ? "are not valid JSON"
+    : `are ${Array.isArray(parsed.right) ? "an array" : parsed.right === null ? "null" : `a ${typeof parsed.right}`}, not an object`
+  return `${TOOL_ERROR_PREFIX}the arguments of this ${name} call ${what}: ${preview(raw, 500)}. ` +
+    `Call ${name} again with its arguments as one JSON object matching its parameters schema.`
+}
+
+const argumentsOf = (input: unknown): string => typeof input === "string" ? input : JSON.stringify(input ?? {})
+
+const textOfBlocks = (blocks: ReadonlyArray<{ readonly type: string }>): Array<string> =>
+  blocks.flatMap((block) => block.type === "text" && "text" in block ? [String(block.text)] : [])
+
+const assistantMessage = (content: Message["content"]): ChatMessage => {
+  if (typeof content === "string") return { role: "assistant", content }
+  const text = textOfBlocks(content).join("\n\n")
+  const calls = content.filter((block): block is ToolUseBlock => block.type === "tool_use")
+  return calls.length === 0
+    ? { role: "assistant", content: text }
+    : {
+      role: "assistant",
+      content: text === "" ? null : text,
+      tool_calls: calls.map((call) => ({
+        id: call.id,
+        type: "function",
+        function: { name: call.name, arguments: argumentsOf(call.input) }
+      }))
+    }
+}
+
+/** Tool results first (they must follow the assistant's calls), then any text as one user message. */
+const userMessages = (
+  content: Message["content"],
+  malformed: ReadonlyMap<string, { readonly name: string; readonly raw: string }>
+): Array<ChatMessage> => {
+  if (typeof content === "string") return [{ role: "user", content }]
+  const results = content.filter((block): block is ToolResultBlock => block.type === "tool_result")
+  const text = textOfBlocks(content)
+  return [
+    ...results.map((result): ChatMessage => {
+      const bad = malformed.get(result.tool_use_id)
+      const answer = bad !== undefined && result.is_error === true
+        ? invalidArgumentsMessage(bad.name, bad.raw)
+        : result.is_error === true
+        ? `${TOOL_ERROR_PREFIX}${result.content}`
+        : result.content
+      return { role: "tool", tool_call_id: result.tool_use_id, content: answer }
+    }),
+    ...(text.length > 0 ? [{ role: "user" as const, content: text.join("\n\n") }] : [])
+  ]
+}
+
+export const toChatRequest = (request: MessagesRequest): ChatRequest => {
+  // Calls whose input is not an object: their results get the invalid-arguments message.
+  const malformed = new Map<string, { name: string; raw: string }>()
+  for (const message of request.messages) {
+    if (message.role !== "assistant" || typeof message.content === "string") continue
+    for (const block of message.content) {
+      if (block.type === "tool_use" && !isObject(block.input)) {
+        malformed.set(block.id, { name: block.name, raw: argumentsOf(block.input) })
+      }
+    }
+  }
+  const messages: Array<ChatMessage> = [
+    ...(request.system !== undefined ? [{ role: "system" as const, content: request.system }] : []),
+    ...request.messages.flatMap((message) =>
+      message.role === "assistant" ? [assistantMessage(message.content)] : userMessages(message.content, malformed)
+    )
+  ]
+  const tools = request.tools ?? []
+  return {
+    model: request.model,
+    max_tokens: request.max_tokens,
+    messages,
+    // An empty list is an invalid request for OpenAI: no tools means no key.
+    ...(tools.length > 0
+      ? {
+        tools: tools.map((tool): ChatTool => ({
+          type: "function",
+          function: { name: tool.name, description: tool.description, parameters: tool.input_schema }
+        }))
+      }
+      : {})
+  }
+}
+
+// ---- the response ----
+
+const Optional = <A, I, R>(schema: Schema.Schema<A, I, R>) => Schema.optional(Schema.NullOr(schema))
+
+/**
+ * What we read of a tool call. `arguments` is a JSON string on the wire, but
+ * some servers send an object; `id` is missing on some local servers.
+ */
+const ChatToolCallIn = Schema.Struct({
+  id: Optional(Schema.String),
+  function: Schema.Struct({ name: Schema.String, arguments: Schema.optional(Schema.Unknown) })
+})
+
+const ContentPart = Schema.Struct({ type: Schema.String, text: Schema.optional(Schema.String) })
+
+/**
+ * The parts of a response we act on. Struct decoding ignores the rest
+ * (system_fingerprint, logprobs, reasoning_content, timings, …), and every
+ * field a local server may leave out is optional.
+ */
+export const ChatResponse = Schema.Struct({
+  id: Optional(Schema.String),
+  model: Optional(Schema.String),
+  choices: Schema.Array(Schema.Struct({
+    message: Schema.Struct({
+      content: Optional(Schema.Union(Schema.String, Schema.Array(ContentPart))),
+      refusal: Optional(Schema.String),
+      tool_calls: Optional(Schema.Array(ChatToolCallIn))
+    }),
+    finish_reason: Optional(Schema.String)
+  })),
+  usage: Optional(Schema.Struct({
+    prompt_tokens: Optional(Schema.Number),
+    completion_tokens: Optional(Schema.Number),
+    prompt_tokens_details: Optional(Schema.Struct({ cached_tokens: Optional(Schema.Number) }))
+  }))
+})
+export type ChatResponse = typeof ChatResponse.Type
+
+export const decodeChatResponse = Schema.decodeUnknownEither(ChatResponse)
+
+/**
+ * `length` is a cut answer even with calls in it (their arguments may be
+ * cut too); otherwise any call means a tool round, whatever the reason says
+ * (some servers answer calls with `stop`).
+ */
+export const stopReasonOf = (finishReason: string | null | undefined, hasCalls: boolean): string =>
+  finishReason === "length" ? "max_tokens" : hasCalls ? "tool_use" : "end_turn"
+
+const inputOf = (raw: unknown): unknown => {
+  if (raw === undefined || raw === null) return {}
+  if (typeof raw !== "string") return raw
+  if (raw.trim() === "") return {} // a call without parameters, as some servers send it
+  const parsed = parseJson(raw)
+  return Either.isRight(parsed) && isObject(parsed.right) ? parsed.right : raw
+}
+
+/**
+ * The first choice as a Messages response. `fallbackId(i)` names the i-th
+ * call when the server gave it no id; it must be unique within a turn.
+ */
+export const fromChatResponse = (
+  response: ChatResponse,
+  fallbackId: (index: number) => string
+): Either.Either<MessagesResponse, string> => {
+  const choice = response.choices[0]
+  if (choice === undefined) return Either.left("answer has no choices")
+  const { content, refusal, tool_calls } = choice.message
+  const text = typeof content === "string"
+    ? content
+    : (content ?? []).flatMap((part) => part.type === "text" && part.text !== undefined ? [part.text] : []).join("")
+  const said = text !== "" ? text : refusal ?? ""
+  const calls = (tool_calls ?? []).map((call, index): ToolUseBlock => ({
+    type: "tool_use",
+    id: call.id ?? fallbackId(index),
+    name: call.function.name,
+    input: inputOf(call.function.arguments)
+  }))
+  const blocks: Array<ResponseBlock> = [...(said !== "" ? [{ type: "text" as const, text: said }] : []), ...calls]
+  return Either.right({
+    ...(response.id != null ? { id: response.id } : {}),
+    type: "message",
+    role: "assistant",
+    ...(response.model != null ? { model: response.model } : {}),
+    content: blocks,
+    stop_reason: stopReasonOf(choice.finish_reason, calls.length > 0)
+  })
+}
+
+/** Token counts in the Messages API's `usage` shape, for a ledger (MessagesResponse has no usage field yet). */
+export interface MessagesUsage {
+  readonly input_tokens: number
+  readonly output_tokens: number
+  readonly cache_read_input_tokens?: number
+}
+
+/** OpenAI counts cached tokens inside prompt_tokens; the Messages API counts them apart. */
+export const usageOf = (response: ChatResponse): MessagesUsage | undefined => {
+  const usage = response.usage
+  if (usage == null) return undefined
+  const cached = usage.prompt_tokens_details?.cached_tokens ?? undefined
+  const prompt = usage.prompt_tokens ?? 0
+  return {
+    input_tokens: cached === undefined ? prompt : Math.max(0, prompt - cached),
+    output_tokens: usage.completion_tokens ?? 0,
+    ...(cached !== undefined ? { cache_read_input_tokens: cached } : {})
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Driving a real HTTP exchange under the TestClock: the real undici client
+ * with jitter pinned to its midpoint (backoff exactly 1s, 2s, 4s, …), and a
+ * way to move the clock only once the client has gone to sleep. (The same
+ * helpers as test/brain/Anthropic.test.ts keeps inline.)
+ */
+import { NodeHttpClient } from "@effect/platform-node"
+import { Chunk, Clock, Duration, Effect, Random, TestClock, TestServices } from "effect"
+
+export const withRealHttp = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(Effect.withRandom(Random.fixed([0.5])), Effect.provide(NodeHttpClient.layerUndici))
+
+/** Yields to Node's event loop (no timer involved) so pending socket I/O can run. */
+const yieldToEventLoop = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
+/** Waits until something sleeps on the TestClock until `deadline`; real time only bounds a hang. */
+export const awaitPendingSleep = (deadline: number) =>
+  Effect.gen(function*() {
+    while (!Chunk.some(yield* TestClock.sleeps(), (at) => at === deadline)) {
+      yield* yieldToEventLoop
+    }
+  }).pipe(
+    Effect.raceFirst(
+      TestServices.provideLive(Effect.sleep("10 seconds")).pipe(
+        Effect.zipRight(TestClock.sleeps()),
+        Effect.flatMap((pending) =>
+          Effect.dieMessage(
+            `nothing went to sleep until ${deadline} ms; pending sleeps: ${Chunk.toReadonlyArray(pending).join(", ")}`
+          )
+        )
+      )
+    )
+  )
+
+/** Moves the TestClock to `deadline` once a sleep until then is pending. */
+export const advanceTo = (deadline: number) =>
+  Effect.gen(function*() {
+    yield* awaitPendingSleep(deadline)
+    const now = yield* Clock.currentTimeMillis
+    yield* TestClock.adjust(Duration.millis(deadline - now))
+  })
