@@ -5,7 +5,6 @@ import { stripControlSequences } from "../../src/interact/TerminalText.js"
 // Everything a terminal may act on rather than print: C0 and C1 except tab and newline, and DEL.
 // eslint-disable-next-line no-control-regex
 const ACTIVE = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/
-// eslint-disable-next-line no-control-regex
 const hasActive = (text: string) => ACTIVE.test(text.replace(/[\n\t]/g, ""))
 
 const ESC = "\u001b"
