@@ -119,7 +119,11 @@ export const make = Effect.gen(function*() {
 
   return {
     // Most turns end here, without taking the compaction lock.
-    compactIfNeeded: Effect.flatMap(due, (needed) => needed ? run(false) : Effect.succeedNone),
+    // Not while memory cannot be written (a full disk): the brain's summary could not be kept.
+    compactIfNeeded: Effect.flatMap(
+      memory.storageFailing,
+      (failing) => failing ? Effect.succeedNone : Effect.flatMap(due, (needed) => needed ? run(false) : Effect.succeedNone)
+    ),
     compactNow: run(true)
   } satisfies CompactorService
 })

@@ -18,6 +18,8 @@ export class LockHeld extends Data.TaggedError("LockHeld")<{
 
 export class LockFailed extends Data.TaggedError("LockFailed")<{
   readonly path: string
+  /** The errno code, when the system refused (ENOSPC on a full disk). */
+  readonly code: string | undefined
   readonly message: string
 }> {}
 
@@ -65,15 +67,23 @@ const readOwner = (path: string): number => {
 /** One attempt: take the lock, or say who holds it. Synchronous. */
 export const tryTakeSync = (path: string): Either.Either<void, LockHeld | LockFailed> => {
     for (let attempt = 0; attempt < 3; attempt++) {
-      const created = Either.try(() => {
-        const fd = fs.openSync(path, "wx", 0o600)
-        fs.writeSync(fd, `${process.pid}\n`)
-        fs.closeSync(fd)
-      })
-      if (Either.isRight(created)) return Either.void
+      const created = Either.try(() => fs.openSync(path, "wx", 0o600))
+      if (Either.isRight(created)) {
+        const fd = created.right
+        const content = Buffer.from(`${process.pid}\n`)
+        const written = Either.try(() => fs.writeSync(fd, content))
+        Either.try(() => fs.closeSync(fd))
+        if (Either.isRight(written) && written.right === content.length) return Either.void
+        // A full disk: an empty lock would look "being written" to others for a second; remove it.
+        Either.try(() => fs.unlinkSync(path))
+        const cause = Either.isLeft(written) ? written.left as NodeJS.ErrnoException : undefined
+        return Either.left(
+          new LockFailed({ path, code: cause?.code ?? "ENOSPC", message: cause?.message ?? "the lock file was written short" })
+        )
+      }
       const code = (created.left as NodeJS.ErrnoException).code
       if (code !== "EEXIST") {
-        return Either.left(new LockFailed({ path, message: (created.left as Error).message }))
+        return Either.left(new LockFailed({ path, code, message: (created.left as Error).message }))
       }
       const owner = readOwner(path)
       // Our own pid on a file we do not hold in this process: left by an
@@ -89,7 +99,7 @@ export const tryTakeSync = (path: string): Either.Either<void, LockHeld | LockFa
       }
       Either.try(() => fs.unlinkSync(path))
     }
-    return Either.left(new LockFailed({ path, message: "lock file keeps reappearing" }))
+    return Either.left(new LockFailed({ path, code: undefined, message: "lock file keeps reappearing" }))
 }
 
 const tryTake = (path: string): Effect.Effect<void, LockHeld | LockFailed> => Effect.suspend(() => tryTakeSync(path))
