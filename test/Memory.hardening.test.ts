@@ -165,7 +165,7 @@ describe("memory files must be regular files of this user", () => {
       const history = path.join(directory, "history.jsonl")
       const owner = fs.statSync(history).uid
       // Seen as another user: the files here are then someone else's.
-      const spy = vi.spyOn(process, "getuid").mockReturnValue(owner + 1)
+      const spy = vi.spyOn(process as { getuid: () => number }, "getuid").mockReturnValue(owner + 1)
       yield* Effect.addFinalizer(() => Effect.sync(() => spy.mockRestore()))
       const refused = yield* Effect.flip(Memory.ensureWritable(directory))
       expect(refused.message).toBe(
