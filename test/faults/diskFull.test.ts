@@ -193,4 +193,33 @@ describe("faults: a full disk under memory", () => {
       expect((yield* server.turns).length).toBe(3)
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
+  it.scopedLive("a run started on a full disk → answers, logs once, and stores once space returns", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox()
+      const disk = yield* smallMemory(box)
+      box.writeMemory("history.jsonl", answered(["before", "re: before"]))
+      // No process to limit yet: a tmpfs is filled now, a file size limit right after the start.
+      if (disk.kind === "tmpfs") disk.fill(0, 0)
+      const server = yield* brainServer(echo)
+      const proc = yield* planckclaw(box, ["run"], box.env({ ANTHROPIC_BASE_URL: server.url }))
+      if (disk.kind === "rlimit") disk.fill(proc.pid, 0)
+      yield* proc.write("first\n")
+      expect(yield* proc.awaitLines(1)).toEqual(["re: first"])
+      expect(occurrences(proc.stderr(), FAILURE), proc.stderr()).toBe(1)
+      expect((yield* server.turns)[0]!.body.messages).toEqual([
+        { role: "user", content: "before" },
+        { role: "assistant", content: "re: before" },
+        { role: "user", content: "first" }
+      ])
+      disk.free(proc.pid)
+      yield* proc.write("second\n")
+      yield* proc.awaitLines(2)
+      yield* proc.closeInput
+      expect((yield* proc.ended).code, proc.stderr()).toBe(0)
+      expect(box.memoryFile("history.jsonl")).toBe(
+        answered(["before", "re: before"], ["first", "re: first"], ["second", "re: second"])
+      )
+      expect(box.memoryFile(".inbox.jsonl")).toBe("")
+      expect(yield* strays(box)).toEqual([])
+    }), TIMEOUT)
 })
