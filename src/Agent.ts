@@ -6,6 +6,7 @@
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
@@ -203,18 +204,39 @@ export const make = Effect.gen(function*() {
     })
   }
 
-  const remember = (pending: Pending, outcome: TurnOutcome) => {
-    if (!outcome.stored) return Effect.void
+  /**
+   * Appends one exchange; true once history holds it. History knows it by
+   * its journal key, so a reply decided before a crash is never stored twice,
+   * and an identical later exchange still is.
+   */
+  const store = (pending: Pending, reply: string) => {
     const text = Option.getOrElse(sanitize(pending.text), () => pending.text)
     return memory.append(
-      [{ role: "user", content: text }, { role: "assistant", content: outcome.reply }],
-      // A reply decided before a crash may already be in history.
-      { unlessLast: Option.isSome(pending.reply) }
+      [{ role: "user", content: text }, { role: "assistant", content: reply }],
+      pending.key !== undefined ? { exchange: pending.key } : { unlessLast: Option.isSome(pending.reply) }
     ).pipe(
-      // Loud, but the user still gets the answer they were given.
-      Effect.catchAll((error) => Effect.logError(`could not remember this exchange: ${error.message}`))
+      // Memory logs a failure to write once; anything else is logged here.
+      Effect.tapError((error) =>
+        error.reported === true ? Effect.void : Effect.logError(`could not remember an exchange: ${error.message}`)
+      ),
+      Effect.either,
+      Effect.map(Either.isRight),
+      Effect.tap((stored) => stored ? inbox.stored(pending) : Effect.void)
     )
   }
+
+  /** Stores, oldest first, what earlier turns could not (a full disk); false while some still wait. */
+  const storeBacklog = Effect.flatMap(inbox.backlog, (waiting) =>
+    Effect.reduce(waiting, true, (clear, exchange) =>
+      clear ? store(exchange, Option.match(exchange.reply, { onNone: () => "", onSome: (reply) => reply.text })) : Effect.succeed(false)))
+
+  // The user gets the answer they were given either way; an exchange not
+  // stored waits in the journal, behind any older one, to keep history in order.
+  const remember = (pending: Pending, outcome: TurnOutcome) =>
+    !outcome.stored ? Effect.void : Effect.gen(function*() {
+      const stored = (yield* storeBacklog) && (yield* store(pending, outcome.reply))
+      if (!stored) yield* inbox.unstored(pending, outcome.reply)
+    })
 
   const handle = (pending: Pending) =>
     Effect.gen(function*() {
@@ -246,6 +268,10 @@ export const make = Effect.gen(function*() {
         Effect.logError(`could not deliver a reply to channel ${message.channel}: ${String(defect)}`)
       )
     )
+
+  // Exchanges a previous run answered but could not store are stored first.
+  const waiting = (yield* inbox.backlog).length
+  if (waiting > 0 && (yield* storeBacklog)) yield* Effect.logInfo(`stored ${waiting} exchange(s) a previous run could not store`)
 
   return { respond, handle } satisfies AgentService
 })

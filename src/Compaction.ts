@@ -12,8 +12,8 @@ import * as Stream from "effect/Stream"
 import { Brain, type BrainError, type MessagesResponse } from "./Brain.js"
 import { AgentConfig } from "./AgentConfig.js"
 import { type CompactionBusy, Memory, type MemoryError } from "./Memory.js"
-import { parseLine } from "./memory/HistoryFile.js"
-import { compactionRequest } from "./Prompt.js"
+import { encodeEntry, parseLine } from "./memory/HistoryFile.js"
+import { capText, compactionRequest } from "./Prompt.js"
 
 export interface CompactionReport {
   /** History lines folded into the summary. */
@@ -88,11 +88,15 @@ export const make = Effect.gen(function*() {
       yield* memory.linesToFold(plan.value).pipe(
         Stream.runForEachChunk((lines) =>
           Effect.gen(function*() {
-            for (const line of lines) {
-              if (Option.isNone(parseLine(line))) {
+            for (const raw of lines) {
+              const entry = parseLine(raw)
+              if (Option.isNone(entry)) {
                 fold.skipped++
                 continue
               }
+              // A giant line is folded cut, as a turn sends it; the usual line goes as it is.
+              const content = capText(entry.value.content)
+              const line = content === entry.value.content ? raw : encodeEntry({ role: entry.value.role, content })
               fold.batch.push(line)
               fold.batchChars += line.length
               if (fold.batchChars >= config.compactionChunkChars) yield* flush
@@ -119,7 +123,11 @@ export const make = Effect.gen(function*() {
 
   return {
     // Most turns end here, without taking the compaction lock.
-    compactIfNeeded: Effect.flatMap(due, (needed) => needed ? run(false) : Effect.succeedNone),
+    // Not while memory cannot be written (a full disk): the brain's summary could not be kept.
+    compactIfNeeded: Effect.flatMap(
+      memory.storageFailing,
+      (failing) => failing ? Effect.succeedNone : Effect.flatMap(due, (needed) => needed ? run(false) : Effect.succeedNone)
+    ),
     compactNow: run(true)
   } satisfies CompactorService
 })

@@ -1,10 +1,13 @@
 /**
  * The agent's memory on disk, in the original's format: soul.md (persona),
  * summary.md (written only by compaction) and history.jsonl (one
- * {"role","content"} per line). Every read and write of history happens
- * under a cross-process lock, so `planckclaw compact` in another process
- * never races a turn; a compaction commits both files through a journal so a
- * kill at any instant leaves either the old pair or the new pair.
+ * {"role","content"} per line). Every write of history happens under a
+ * cross-process lock, so `planckclaw compact` in another process never races
+ * a turn; a compaction commits its files through a journal so a kill at any
+ * instant leaves either the old files or the new. Memory files are opened
+ * without following links and only if they are regular files of this user.
+ * A write that cannot land whole (a full disk) is cut back and reported once;
+ * reading never needs a new file, so turns are answered on a full disk.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -21,7 +24,9 @@ import {
   describeFsError,
   encodeEntry,
   endsWithNewline,
+  extendCount,
   type HistoryEntry,
+  type LineCount,
   parseLine,
   readLines,
   readRange,
@@ -29,6 +34,9 @@ import {
   splitLines,
   streamLines
 } from "./memory/HistoryFile.js"
+import * as Layout from "./memory/Layout.js"
+import * as Ledger from "./memory/Ledger.js"
+import * as SafeFile from "./memory/SafeFile.js"
 
 export type { HistoryEntry } from "./memory/HistoryFile.js"
 
@@ -37,6 +45,8 @@ export const DEFAULT_SOUL = "You are a helpful personal assistant."
 export class MemoryError extends Data.TaggedError("MemoryError")<{
   readonly message: string
   readonly cause?: unknown
+  /** Already logged (a store failure is logged once, not once per turn). */
+  readonly reported?: boolean
 }> {}
 
 /** Another compaction holds the memory directory. */
@@ -49,34 +59,6 @@ export interface MemorySnapshot {
   readonly summary: string
   /** The last lines of history that decoded, oldest first. */
   readonly history: ReadonlyArray<HistoryEntry>
-}
-
-/** History's line count at a given inode and size. */
-interface LineCount {
-  readonly inode: number
-  readonly size: number
-  readonly lines: number
-  readonly endsWithNewline: boolean
-}
-
-/** Counts the lines appended to a file since `count` was taken. */
-const extendCount = (fd: number, count: LineCount, size: number): LineCount => {
-  if (size === count.size) return count
-  const buffer = Buffer.allocUnsafe(Math.min(size - count.size, 1024 * 1024))
-  let newlines = 0
-  let lastByte = 0
-  for (let position = count.size; position < size;) {
-    const n = fs.readSync(fd, buffer, 0, Math.min(buffer.length, size - position), position)
-    if (n === 0) break
-    for (let i = 0; i < n; i++) if (buffer[i] === 0x0a) newlines++
-    lastByte = buffer[n - 1]!
-    position += n
-  }
-  // An unterminated last line was already counted; its newline does not add one.
-  const completed = count.endsWithNewline || count.size === 0 ? 0 : 1
-  const endsWithNewline = lastByte === 0x0a
-  const lines = count.lines - completed + newlines + (endsWithNewline ? 0 : 1)
-  return { inode: count.inode, size, lines, endsWithNewline }
 }
 
 /** What a compaction will fold: everything before `splitOffset`. */
@@ -92,17 +74,24 @@ export interface FoldResult {
   readonly summaryBytes: number
 }
 
+export interface AppendOptions {
+  /**
+   * The journal's key of this exchange: nothing is written when history
+   * already holds this very exchange (a replay after a crash), however
+   * alike its text is to others.
+   */
+  readonly exchange?: string
+  /** For an exchange journaled without a key (an older journal): nothing is written when history ends with these lines. */
+  readonly unlessLast?: boolean
+}
+
 export interface MemoryService {
   readonly directory: string
   readonly snapshot: (keep: number) => Effect.Effect<MemorySnapshot, MemoryError>
-  /**
-   * Appends lines to history. With `unlessLast`, nothing is written when
-   * history already ends with exactly these lines (a replay after a crash).
-   */
-  readonly append: (
-    entries: ReadonlyArray<HistoryEntry>,
-    options?: { readonly unlessLast?: boolean }
-  ) => Effect.Effect<void, MemoryError>
+  /** Appends lines to history: all of them, or nothing. */
+  readonly append: (entries: ReadonlyArray<HistoryEntry>, options?: AppendOptions) => Effect.Effect<void, MemoryError>
+  /** Whether the last write to memory failed (a full disk): compaction waits until one succeeds. */
+  readonly storageFailing: Effect.Effect<boolean>
   readonly hasMoreLinesThan: (limit: number) => Effect.Effect<boolean, MemoryError>
   /** Runs `effect` as the only compaction on this directory, across processes. */
   readonly exclusiveCompaction: <A, E, R>(
@@ -121,119 +110,109 @@ export const MemoryConfig = Config.string("PLANCKCLAW_DIR").pipe(
   Config.map((dir) => path.resolve(dir))
 )
 
-const files = (directory: string) => ({
-  soul: path.join(directory, "soul.md"),
-  summary: path.join(directory, "summary.md"),
-  history: path.join(directory, "history.jsonl"),
-  writeLock: path.join(directory, ".planckclaw-write.lock"),
-  compactionLock: path.join(directory, ".planckclaw-compact.lock"),
-  journal: path.join(directory, ".compaction-commit"),
-  nextSummary: path.join(directory, ".summary.md.next"),
-  nextHistory: path.join(directory, ".history.jsonl.next")
-})
+const fsEffect = <A>(what: string, run: () => Either.Either<A, MemoryError>): Effect.Effect<A, MemoryError> =>
+  Effect.flatten(
+    Effect.try({ try: run, catch: (cause) => new MemoryError({ message: `${what}: ${describeFsError(cause)}`, cause }) })
+  )
 
-const fsEffect = <A>(what: string, run: () => A): Effect.Effect<A, MemoryError> =>
-  Effect.try({ try: run, catch: (cause) => new MemoryError({ message: `${what}: ${describeFsError(cause)}`, cause }) })
+const memoryError = (error: SafeFile.MemoryFileError) => new MemoryError({ message: error.message, cause: error })
 
-/** Reads a text file; a missing file is empty. */
-const readOptional = (file: string): string => fs.existsSync(file) ? fs.readFileSync(file, "utf8") : ""
-
-const writeDurably = (file: string, content: string | Buffer) => {
-  const fd = fs.openSync(file, "w", 0o600)
-  try {
-    fs.writeFileSync(fd, content)
-    fs.fsyncSync(fd)
-  } finally {
-    fs.closeSync(fd)
-  }
-}
-
-const syncDirectory = (directory: string) => {
-  const fd = fs.openSync(directory, "r")
-  try {
-    fs.fsyncSync(fd)
-  } finally {
-    fs.closeSync(fd)
-  }
-}
-
-const renameIfPresent = (from: string, to: string) => {
-  if (fs.existsSync(from)) fs.renameSync(from, to)
-}
-
-/**
- * Finishes or discards a compaction commit interrupted by a crash. With the
- * journal present the new files are complete and are moved into place;
- * without it they may be partial and are removed.
- */
-const recover = (paths: ReturnType<typeof files>) => {
-  if (fs.existsSync(paths.journal)) {
-    renameIfPresent(paths.nextSummary, paths.summary)
-    renameIfPresent(paths.nextHistory, paths.history)
-    fs.unlinkSync(paths.journal)
-  } else {
-    for (const leftover of [paths.nextSummary, paths.nextHistory]) {
-      if (fs.existsSync(leftover)) fs.unlinkSync(leftover)
-    }
-  }
-}
-
-const withFd = <A>(file: string, flags: string, use: (fd: number) => A): A => {
-  const fd = fs.openSync(file, flags, 0o600)
-  try {
-    return use(fd)
-  } finally {
-    fs.closeSync(fd)
-  }
+/** Runs `use` on the open history file; a missing file is `absent`. */
+const withHistory = <A>(
+  file: string,
+  how: number,
+  absent: A,
+  use: (fd: number) => Either.Either<A, MemoryError>
+): Either.Either<A, MemoryError> => {
+  const result = SafeFile.withFile(file, how, use)
+  if (Either.isRight(result)) return Either.right(result.right)
+  const error = result.left
+  if (error._tag === "MemoryFileFailed" && error.code === "ENOENT") return Either.right(absent)
+  return Either.left(error._tag === "MemoryError" ? error : memoryError(error))
 }
 
 export const make = (directory: string): Effect.Effect<MemoryService> =>
   Effect.gen(function*() {
-    const paths = files(directory)
+    const paths = Layout.files(directory)
     // File locks identify owners by pid, so fibers of this process must take
     // turns before touching them.
     const writeMutex = yield* Effect.makeSemaphore(1)
     const compactionMutex = yield* Effect.makeSemaphore(1)
     const reported = new Set<string>()
+    let storageFailing = false
 
-    const locked = <A>(what: string, run: () => A): Effect.Effect<A, MemoryError> =>
+    /**
+     * Runs `run` under the write lock (after finishing any interrupted
+     * commit). A lock that cannot be created (a full disk) fails, or, for a
+     * reader, runs `unlocked` instead.
+     */
+    const locked = <A>(
+      what: string,
+      run: () => Either.Either<A, MemoryError>,
+      unlocked?: () => Either.Either<A, MemoryError>
+    ): Effect.Effect<A, MemoryError> =>
       writeMutex.withPermits(1)(Effect.suspend(() => {
         let taken = FileLock.tryTakeSync(paths.writeLock)
         if (Either.isLeft(taken) && taken.left._tag === "LockFailed" && !fs.existsSync(directory)) {
           // Removed under a running agent (by hand): make it again rather than fail every turn.
-          Either.try(() => makeDirectories(directory))
+          Either.try(() => Layout.makeDirectories(directory))
           taken = FileLock.tryTakeSync(paths.writeLock)
         }
         // The usual case, a free lock: take it, work and release in one synchronous step.
         if (Either.isRight(taken)) {
           return fsEffect(what, () => {
             try {
-              recover(paths)
+              Layout.recover(paths)
               return run()
             } finally {
               FileLock.releaseSync(paths.writeLock)
             }
           })
         }
-        return lockedWaiting(what, run)
-      }))
-
-    const lockedWaiting = <A>(what: string, run: () => A): Effect.Effect<A, MemoryError> =>
-        Effect.scoped(
-          FileLock.holdWaiting(paths.writeLock).pipe(
-            Effect.mapError((error) =>
+        const failed = (error: FileLock.LockHeld | FileLock.LockFailed) =>
+          error._tag === "LockFailed" && unlocked !== undefined
+            ? fsEffect(what, unlocked)
+            : Effect.fail(
               new MemoryError({
                 message: error._tag === "LockHeld"
                   ? `${directory} stayed locked by process ${error.ownerPid}`
                   : `cannot lock ${directory}: ${error.message}`
               })
-            ),
-            Effect.zipRight(fsEffect(what, () => {
-              recover(paths)
-              return run()
-            }))
+            )
+        if (taken.left._tag === "LockFailed") return failed(taken.left)
+        return Effect.scoped(
+          FileLock.holdWaiting(paths.writeLock).pipe(
+            Effect.matchEffect({
+              onFailure: failed,
+              onSuccess: () =>
+                fsEffect(what, () => {
+                  Layout.recover(paths)
+                  return run()
+                })
+            })
           )
         )
+      }))
+
+    /** A write failure is logged once, with the free space, until a write succeeds again. */
+    const storeFailed = (error: MemoryError) =>
+      Effect.suspend(() => {
+        const again = new MemoryError({ message: error.message, cause: error.cause, reported: true })
+        if (storageFailing) return Effect.fail(again)
+        storageFailing = true
+        const free = SafeFile.freeBytes(directory)
+        return Effect.logError(
+          `cannot store exchanges: ${error.message}; ${free === undefined ? "free space unknown" : `${free} bytes free`} ` +
+            `on the filesystem of ${directory}. Replies are still sent; unstored exchanges wait in the inbox journal ` +
+            "and are stored once writing works again (logged once)"
+        ).pipe(Effect.zipRight(Effect.fail(again)))
+      })
+
+    const storeWorked = Effect.suspend(() => {
+      if (!storageFailing) return Effect.void
+      storageFailing = false
+      return Effect.logInfo(`memory in ${directory} is writable again`)
+    })
 
     const reportSkipped = (lines: ReadonlyArray<string>) =>
       Effect.forEach(lines, (line) => {
@@ -242,24 +221,24 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
         return Effect.logWarning(`history.jsonl: skipped a line that is not {"role","content"}: ${line.slice(0, 120)}`)
       }, { discard: true })
 
-    const readable = (name: string, text: Either.Either<string, unknown>, instead: string) =>
+    const readable = (name: string, text: Either.Either<string | undefined, SafeFile.MemoryFileError>, instead: string) =>
       Either.match(text, {
-        onLeft: (error) =>
-          Effect.as(Effect.logWarning(`cannot read ${name} (${describeFsError(error)}); answering with ${instead}`), ""),
-        onRight: Effect.succeed
+        onLeft: (error) => Effect.as(Effect.logWarning(`cannot read ${name} (${error.message}); answering with ${instead}`), ""),
+        onRight: (content) => Effect.succeed((content ?? "").trim())
       })
+
+    const readSnapshot = (keep: number, files: { readonly summary: string; readonly history: string }) => () => {
+      // An unreadable soul or summary costs the persona or the summary, not the answer.
+      const soul = SafeFile.read(paths.soul)
+      const summary = SafeFile.read(files.summary)
+      const tail = withHistory(files.history, SafeFile.flags.read, { lines: [] as ReadonlyArray<string>, oversized: [] as ReadonlyArray<number> }, (fd) =>
+        Either.right(readLines(fd, scanTail(fd, keep).offset, fs.fstatSync(fd).size)))
+      return Either.map(tail, (tail) => ({ soul, summary, lines: tail.lines, oversized: tail.oversized }))
+    }
 
     const snapshot = (keep: number) =>
       Effect.gen(function*() {
-        const read = yield* locked("reading memory", () => {
-          // An unreadable soul or summary costs the persona or the summary, not the answer.
-          const soul = Either.try(() => readOptional(paths.soul).trim())
-          const summary = Either.try(() => readOptional(paths.summary).trim())
-          const tail = fs.existsSync(paths.history)
-            ? withFd(paths.history, "r", (fd) => readLines(fd, scanTail(fd, keep).offset, fs.fstatSync(fd).size))
-            : { lines: [], oversized: [] }
-          return { soul, summary, lines: tail.lines, oversized: tail.oversized }
-        })
+        const read = yield* locked("reading memory", readSnapshot(keep, paths), () => readSnapshot(keep, Layout.readable(paths))())
         const history: Array<HistoryEntry> = []
         const skipped: Array<string> = []
         for (const line of read.lines) {
@@ -276,23 +255,42 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
         return { soul: soul.length > 0 ? soul : DEFAULT_SOUL, summary, history }
       })
 
-    const append = (entries: ReadonlyArray<HistoryEntry>, options?: { readonly unlessLast?: boolean }) =>
+    const writeLines = (entries: ReadonlyArray<HistoryEntry>, options: AppendOptions | undefined) => (fd: number) => {
+      const { ino, size } = fs.fstatSync(fd)
+      const text = entries.map((entry) => `${encodeEntry(entry)}\n`).join("")
+      const key = options?.exchange
+      const ledgerText = key === undefined ? Either.right(undefined) : SafeFile.read(paths.ledger)
+      if (Either.isLeft(ledgerText)) return Either.left(memoryError(ledgerText.left))
+      const ledger = Ledger.parse(ledgerText.right)
+      if (key !== undefined && Ledger.holds(ledger, fd, ino, size, key, text)) return Either.void
+      if (key === undefined && options?.unlessLast === true) {
+        const last = readRange(fd, scanTail(fd, entries.length).offset, size)
+        if (last === text || `${last}\n` === text) return Either.void
+      }
+      // A file cut short by hand or by a crash must not glue two lines together.
+      const prefix = endsWithNewline(fd) ? "" : "\n"
+      const bytes = Buffer.from(prefix + text, "utf8")
+      if (key !== undefined) {
+        // Written ahead: names the range before it is filled, so a crash in between is seen.
+        const entry = Ledger.record(ledger, ino, key, size + prefix.length, size + bytes.length)
+        const noted = SafeFile.replace(paths.ledger, Ledger.encode(entry))
+        if (Either.isLeft(noted)) return Either.left(memoryError(noted.left))
+      }
+      const written = SafeFile.appendAll(fd, paths.history, bytes, size)
+      if (Either.isLeft(written)) return Either.left(memoryError(written.left))
+      // Our own append keeps the count current: the next check needs no lock.
+      if (known !== undefined && known.inode === ino && known.size <= size) known = extendCount(fd, known, size + bytes.length)
+      return Either.void
+    }
+
+    const append = (entries: ReadonlyArray<HistoryEntry>, options?: AppendOptions) =>
       locked("appending to history.jsonl", () =>
-        withFd(paths.history, "a+", (fd) => {
-          const text = entries.map((entry) => `${encodeEntry(entry)}\n`).join("")
-          if (options?.unlessLast === true) {
-            const tail = scanTail(fd, entries.length)
-            const last = readRange(fd, tail.offset, fs.fstatSync(fd).size)
-            if (last === text || `${last}\n` === text) return
-          }
-          // A file cut short by hand or by a crash must not glue two lines together.
-          fs.writeSync(fd, endsWithNewline(fd) ? text : `\n${text}`)
-          // Our own append keeps the count current: the next check needs no lock.
-          if (known !== undefined) {
-            const { ino, size } = fs.fstatSync(fd)
-            if (known.inode === ino && known.size <= size) known = extendCount(fd, known, size)
-          }
-        }))
+        SafeFile.withFile(paths.history, SafeFile.flags.append, writeLines(entries, options)).pipe(
+          Either.mapLeft((error) => error._tag === "MemoryError" ? error : memoryError(error))
+        )).pipe(
+        Effect.tap(() => storeWorked),
+        Effect.catchAll(storeFailed)
+      )
 
     // The line count of history as last seen, so the per-turn "is it time to
     // compact?" question costs the bytes appended since, not the file size.
@@ -310,23 +308,23 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
           : countLines(limit)
       })
 
-    const countLines = (limit: number) =>
-      locked("counting history lines", () => {
-        if (!fs.existsSync(paths.history)) return false
-        return withFd(paths.history, "r", (fd) => {
-          const stat = fs.fstatSync(fd)
-          if (known !== undefined && known.inode === stat.ino && known.size <= stat.size) {
-            known = extendCount(fd, known, stat.size)
-            return known.lines > limit
-          }
-          // Unknown or rewritten file: scan back at most limit + 1 lines; reaching
-          // the start means the count is exact and worth keeping.
-          const tail = scanTail(fd, limit + 1)
-          if (tail.count > limit) return true
-          known = { inode: stat.ino, size: stat.size, lines: tail.count, endsWithNewline: endsWithNewline(fd) }
-          return false
-        })
+    const count = (limit: number, file: string) => () =>
+      withHistory(file, SafeFile.flags.read, false, (fd) => {
+        const stat = fs.fstatSync(fd)
+        if (known !== undefined && known.inode === stat.ino && known.size <= stat.size) {
+          known = extendCount(fd, known, stat.size)
+          return Either.right(known.lines > limit)
+        }
+        // Unknown or rewritten file: scan back at most limit + 1 lines; reaching
+        // the start means the count is exact and worth keeping.
+        const tail = scanTail(fd, limit + 1)
+        if (tail.count > limit) return Either.right(true)
+        known = { inode: stat.ino, size: stat.size, lines: tail.count, endsWithNewline: endsWithNewline(fd) }
+        return Either.right(false)
       })
+
+    const countLines = (limit: number) =>
+      locked("counting history lines", count(limit, paths.history), count(limit, Layout.readable(paths).history))
 
     const exclusiveCompaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       compactionMutex.withPermitsIfAvailable(1)(
@@ -347,59 +345,70 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
       )
 
     const planFold = (keep: number) =>
-      locked("planning compaction", () => {
-        if (!fs.existsSync(paths.history)) return Option.none<FoldPlan>()
-        return withFd(paths.history, "r", (fd) => {
+      locked("planning compaction", () =>
+        withHistory(paths.history, SafeFile.flags.read, Option.none<FoldPlan>(), (fd) => {
           const tail = scanTail(fd, keep)
           const inode = fs.fstatSync(fd).ino
           // keep = 0 folds everything; otherwise a short history has nothing older.
           const older = keep === 0 ? tail.offset > 0 : tail.count === keep && tail.offset > 0
-          return older ? Option.some({ splitOffset: tail.offset, inode }) : Option.none<FoldPlan>()
-        })
-      })
+          return Either.right(older ? Option.some({ splitOffset: tail.offset, inode }) : Option.none<FoldPlan>())
+        }))
 
     const linesToFold = (plan: FoldPlan) =>
       streamLines(paths.history, plan.splitOffset).pipe(
         Stream.mapError((cause) => new MemoryError({ message: `reading history.jsonl: ${cause.message}`, cause }))
       )
 
+    /** Writes the new summary, history and ledger beside the old ones, then commits them. */
+    const commit = (plan: FoldPlan, summaryFile: string, rest: Buffer, size: number) => {
+      const ledgerText = SafeFile.read(paths.ledger)
+      const steps = Either.flatMap(ledgerText, (text) =>
+        Either.flatMap(Layout.writeNew(paths.nextSummary, summaryFile), () =>
+          Either.flatMap(Layout.writeNew(paths.nextHistory, rest), (inode) =>
+            Layout.writeNew(
+              paths.nextLedger,
+              Ledger.encode(Ledger.afterFold(Ledger.parse(text), plan.inode, inode, plan.splitOffset, size))
+            ))))
+      // The journal's appearance is the commit point: from here recovery
+      // completes the swap instead of discarding it.
+      const committed = Either.flatMap(steps, () => Layout.writeNew(paths.journal, ""))
+      if (Either.isLeft(committed)) {
+        Layout.recover(paths)
+        return Either.left(memoryError(committed.left))
+      }
+      Layout.syncDirectory(directory)
+      Layout.recover(paths)
+      Layout.syncDirectory(directory)
+      return Either.void
+    }
+
     const commitFold = (plan: FoldPlan, summary: string) =>
-      locked("committing compaction", (): Either.Either<FoldResult, string> => {
-        const rest = withFd(paths.history, "r", (fd): Either.Either<Buffer, string> => {
+      locked("committing compaction", (): Either.Either<FoldResult, MemoryError> => {
+        const rest = withHistory(paths.history, SafeFile.flags.read, undefined, (fd) => {
           const stat = fs.fstatSync(fd)
-          if (stat.ino !== plan.inode || stat.size < plan.splitOffset) {
-            return Either.left("history.jsonl was replaced or shortened during compaction; nothing changed")
-          }
-          const length = stat.size - plan.splitOffset
-          const buffer = Buffer.allocUnsafe(length)
-          fs.readSync(fd, buffer, 0, length, plan.splitOffset)
-          return Either.right(buffer)
+          if (stat.ino !== plan.inode || stat.size < plan.splitOffset) return Either.right(undefined)
+          const buffer = Buffer.allocUnsafe(stat.size - plan.splitOffset)
+          fs.readSync(fd, buffer, 0, buffer.length, plan.splitOffset)
+          return Either.right({ buffer, size: stat.size })
         })
         if (Either.isLeft(rest)) return Either.left(rest.left)
+        if (rest.right === undefined) {
+          return Either.left(
+            new MemoryError({ message: "history.jsonl was replaced or shortened during compaction; nothing changed" })
+          )
+        }
         const summaryFile = summary.length === 0 || summary.endsWith("\n") ? summary : `${summary}\n`
-        writeDurably(paths.nextSummary, summaryFile)
-        writeDurably(paths.nextHistory, rest.right)
-        // The journal's appearance is the commit point: from here recovery
-        // completes the swap instead of discarding it.
-        writeDurably(paths.journal, "")
-        syncDirectory(directory)
-        recover(paths)
-        syncDirectory(directory)
-        return Either.right({
-          kept: splitLines(rest.right.toString("utf8")).length,
+        return Either.map(commit(plan, summaryFile, rest.right.buffer, rest.right.size), () => ({
+          kept: splitLines(rest.right!.buffer.toString("utf8")).length,
           summaryBytes: Buffer.byteLength(summaryFile, "utf8")
-        })
-      }).pipe(
-        Effect.flatMap(Either.match({
-          onLeft: (message) => Effect.fail(new MemoryError({ message })),
-          onRight: Effect.succeed
         }))
-      )
+      }).pipe(Effect.tap(() => storeWorked))
 
     return {
       directory,
       snapshot,
       append,
+      storageFailing: Effect.sync(() => storageFailing),
       hasMoreLinesThan,
       exclusiveCompaction,
       planFold,
@@ -408,29 +417,47 @@ export const make = (directory: string): Effect.Effect<MemoryService> =>
     }
   })
 
-/**
- * mkdir -p, one level at a time. Node's recursive mkdir spins forever where
- * mkdir(2) answers ENOENT under an existing parent (procfs, sysfs).
- */
-const makeDirectories = (directory: string) => {
-  const missing: Array<string> = []
-  for (let dir = directory; !fs.existsSync(dir); dir = path.dirname(dir)) missing.unshift(dir)
-  for (const dir of missing) fs.mkdirSync(dir, { mode: 0o700 })
-}
+const tolerated = new Set(["ENOSPC", "EDQUOT"])
 
 /**
- * Makes sure the memory directory exists and is writable: a clear error at
- * start-up beats a failure on the first reply.
+ * Makes sure the memory directory exists and is writable, and that no file
+ * the agent writes is a link, a non-regular file or someone else's: a clear
+ * error at start-up beats a failure on the first reply. A full disk is only
+ * a warning: turns are answered, and stored once space returns.
  */
 export const ensureWritable = (directory: string): Effect.Effect<void, MemoryError> =>
-  fsEffect(`memory directory ${directory} is not writable`, () => {
-    makeDirectories(directory)
-    // access(2) says yes to root on a read-only or immutable directory: only a real write tells.
-    const probe = path.join(directory, `.planckclaw-probe-${process.pid}`)
-    fs.writeFileSync(probe, "", { mode: 0o600 })
-    fs.unlinkSync(probe)
-    const history = files(directory).history
-    if (fs.existsSync(history)) fs.accessSync(history, fs.constants.R_OK | fs.constants.W_OK)
+  Effect.gen(function*() {
+    const probed = yield* fsEffect(`memory directory ${directory} is not writable`, () => {
+      Layout.makeDirectories(directory)
+      // access(2) says yes to root on a read-only or immutable directory: only a real write tells.
+      const probe = path.join(directory, `.planckclaw-probe-${process.pid}`)
+      Either.try(() => fs.unlinkSync(probe))
+      const created = Either.try(() => {
+        fs.writeFileSync(probe, "", { mode: 0o600, flag: "wx" })
+        fs.unlinkSync(probe)
+      })
+      if (Either.isLeft(created)) {
+        const code = (created.left as NodeJS.ErrnoException).code
+        if (code === undefined || !tolerated.has(code)) return Either.left(new MemoryError({
+          message: `memory directory ${directory} is not writable: ${describeFsError(created.left)}`,
+          cause: created.left
+        }))
+      }
+      const paths = Layout.files(directory)
+      for (const file of Layout.written(paths)) {
+        const checked = SafeFile.check(file)
+        if (Either.isLeft(checked)) return Either.left(memoryError(checked.left))
+      }
+      if (fs.existsSync(paths.history)) fs.accessSync(paths.history, fs.constants.R_OK | fs.constants.W_OK)
+      return Either.right(Either.isLeft(created))
+    })
+    if (probed) {
+      const free = SafeFile.freeBytes(directory)
+      yield* Effect.logWarning(
+        `memory directory ${directory} is full (${free ?? "unknown"} bytes free): replies are sent, ` +
+          "and exchanges are stored once space returns"
+      )
+    }
   })
 
 export const layer: Layer.Layer<Memory, import("effect/ConfigError").ConfigError | MemoryError> = Layer.effect(

@@ -1,7 +1,9 @@
 /**
  * Cross-process locks on the memory directory, as files created with O_EXCL
- * holding the owner's pid. A lock whose owner is dead (a killed run) is stale
- * and taken over. Node has no flock(2); this is the portable equivalent.
+ * holding the owner's pid (on a full disk, as symbolic links whose target is
+ * the pid: they need no data block). A lock whose owner is dead (a killed
+ * run) is stale and taken over. Node has no flock(2); this is the portable
+ * equivalent.
  */
 import * as fs from "node:fs"
 import * as Data from "effect/Data"
@@ -18,6 +20,8 @@ export class LockHeld extends Data.TaggedError("LockHeld")<{
 
 export class LockFailed extends Data.TaggedError("LockFailed")<{
   readonly path: string
+  /** The errno code, when the system refused (ENOSPC on a full disk). */
+  readonly code: string | undefined
   readonly message: string
 }> {}
 
@@ -53,27 +57,46 @@ const startedAtMillis = (pid: number): number | undefined => {
 export const heldBy = (pid: number, file: string): boolean => {
   if (!isAlive(pid)) return false
   const started = startedAtMillis(pid)
-  const written = Either.getOrUndefined(Either.try(() => fs.statSync(file).mtimeMs))
+  const written = Either.getOrUndefined(Either.try(() => fs.lstatSync(file).mtimeMs))
   return started === undefined || written === undefined || started <= written + clockSlackMillis
 }
 
+/** The pid in a lock: a file's content, or the target of a lock taken on a full disk (a link). */
 const readOwner = (path: string): number => {
-  const content = Either.try(() => fs.readFileSync(path, "utf8"))
+  const link = Either.try(() => fs.readlinkSync(path))
+  const content = Either.isRight(link) ? link : Either.try(() => fs.readFileSync(path, "utf8"))
   return Either.isRight(content) ? Number.parseInt(content.right, 10) : Number.NaN
 }
+
+/** Errors of a disk with no room for the pid: a link still fits, its target lives in the inode. */
+const noRoom = new Set(["ENOSPC", "EDQUOT", "EFBIG"])
 
 /** One attempt: take the lock, or say who holds it. Synchronous. */
 export const tryTakeSync = (path: string): Either.Either<void, LockHeld | LockFailed> => {
     for (let attempt = 0; attempt < 3; attempt++) {
-      const created = Either.try(() => {
-        const fd = fs.openSync(path, "wx", 0o600)
-        fs.writeSync(fd, `${process.pid}\n`)
-        fs.closeSync(fd)
-      })
-      if (Either.isRight(created)) return Either.void
+      const created = Either.try(() => fs.openSync(path, "wx", 0o600))
+      if (Either.isRight(created)) {
+        const fd = created.right
+        const content = Buffer.from(`${process.pid}\n`)
+        const written = Either.try(() => fs.writeSync(fd, content))
+        Either.try(() => fs.closeSync(fd))
+        if (Either.isRight(written) && written.right === content.length) return Either.void
+        // A full disk: an empty lock would look "being written" to others for a second; remove it.
+        Either.try(() => fs.unlinkSync(path))
+        const cause = Either.isLeft(written) ? written.left as NodeJS.ErrnoException : undefined
+        if (noRoom.has(cause?.code ?? "ENOSPC")) {
+          // Taking the lock must not need free space: the pid as a symbolic link's target does not.
+          const linked = Either.try(() => fs.symlinkSync(String(process.pid), path))
+          if (Either.isRight(linked)) return Either.void
+          if ((linked.left as NodeJS.ErrnoException).code === "EEXIST") continue
+        }
+        return Either.left(
+          new LockFailed({ path, code: cause?.code ?? "ENOSPC", message: cause?.message ?? "the lock file was written short" })
+        )
+      }
       const code = (created.left as NodeJS.ErrnoException).code
       if (code !== "EEXIST") {
-        return Either.left(new LockFailed({ path, message: (created.left as Error).message }))
+        return Either.left(new LockFailed({ path, code, message: (created.left as Error).message }))
       }
       const owner = readOwner(path)
       // Our own pid on a file we do not hold in this process: left by an
@@ -82,14 +105,14 @@ export const tryTakeSync = (path: string): Either.Either<void, LockHeld | LockFa
       if (Number.isNaN(owner)) {
         // Being written right now by its creator, or truncated by a crash:
         // only a file older than a second is treated as stale.
-        const stat = Either.try(() => fs.statSync(path))
+        const stat = Either.try(() => fs.lstatSync(path))
         if (Either.isRight(stat) && Date.now() - stat.right.mtimeMs < 1000) {
           return Either.left(new LockHeld({ path, ownerPid: owner }))
         }
       }
       Either.try(() => fs.unlinkSync(path))
     }
-    return Either.left(new LockFailed({ path, message: "lock file keeps reappearing" }))
+    return Either.left(new LockFailed({ path, code: undefined, message: "lock file keeps reappearing" }))
 }
 
 const tryTake = (path: string): Effect.Effect<void, LockHeld | LockFailed> => Effect.suspend(() => tryTakeSync(path))

@@ -147,13 +147,42 @@ export const endsWithNewline = (fd: number): boolean => {
   return last[0] === 0x0a
 }
 
+/** History's line count at a given inode and size. */
+export interface LineCount {
+  readonly inode: number
+  readonly size: number
+  readonly lines: number
+  readonly endsWithNewline: boolean
+}
+
+/** Counts the lines appended to a file since `count` was taken. */
+export const extendCount = (fd: number, count: LineCount, size: number): LineCount => {
+  if (size === count.size) return count
+  const buffer = Buffer.allocUnsafe(Math.min(size - count.size, 1024 * 1024))
+  let newlines = 0
+  let lastByte = 0
+  for (let position = count.size; position < size;) {
+    const n = fs.readSync(fd, buffer, 0, Math.min(buffer.length, size - position), position)
+    if (n === 0) break
+    for (let i = 0; i < n; i++) if (buffer[i] === 0x0a) newlines++
+    lastByte = buffer[n - 1]!
+    position += n
+  }
+  // An unterminated last line was already counted; its newline does not add one.
+  const completed = count.endsWithNewline || count.size === 0 ? 0 : 1
+  const endsWithNewline = lastByte === 0x0a
+  const lines = count.lines - completed + newlines + (endsWithNewline ? 0 : 1)
+  return { inode: count.inode, size, lines, endsWithNewline }
+}
+
 /**
  * The lines of [0, end) as a stream, read forward in blocks, for folding a
  * large backlog without holding it in memory.
  */
 export const streamLines = (path: string, end: number): Stream.Stream<string, Error> =>
   Stream.acquireRelease(
-    Effect.try({ try: () => fs.openSync(path, "r"), catch: (e) => e as Error }),
+    // Never through a link planted in place of history.jsonl.
+    Effect.try({ try: () => fs.openSync(path, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW), catch: (e) => e as Error }),
     (fd) => Effect.sync(() => fs.closeSync(fd))
   ).pipe(
     Stream.flatMap((fd) => {

@@ -250,16 +250,26 @@ describe("faults: memory", () => {
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("memory: disk full while appending (history.jsonl → /dev/full) → replies still sent, the failure loud", () =>
+  // A full disk, for real, is test/faults/diskFull.test.ts.
+  it.scopedLive("memory: history.jsonl a symlink (to /dev/full, to a login script) → refused at start-up naming it, nothing written through it", () =>
     Effect.gen(function*() {
-      const t = yield* session(echo, {}, ["first", "second"], (box) => {
+      for (const target of ["/dev/full", "bashrc"]) {
+        const box = yield* sandbox()
         fs.mkdirSync(box.memory, { mode: 0o700 })
-        fs.symlinkSync("/dev/full", path.join(box.memory, "history.jsonl"))
-      })
-      expect(t.replies).toEqual(["re: first", "re: second"])
-      expect(occurrences(t.result.stderr, "could not remember this exchange")).toBe(2)
-      expect(t.result.stderr).toMatch(/error.*could not remember this exchange.*ENOSPC/)
-      expect(fs.readlinkSync(path.join(t.box.memory, "history.jsonl"))).toBe("/dev/full")
+        const bait = box.file("bashrc")
+        fs.writeFileSync(bait, "# login script\n")
+        const history = path.join(box.memory, "history.jsonl")
+        fs.symlinkSync(target === "bashrc" ? bait : target, history)
+        const server = yield* brainServer(echo)
+        const result = yield* planckclawToEnd(box, ["run"], box.env({ ANTHROPIC_BASE_URL: server.url }), "first\n")
+        expect(result.code, target).toBe(1)
+        expect(result.stderr.trim()).toBe(
+          `planckclaw: ${history} is a symbolic link; refusing to follow it (make it a regular file)`
+        )
+        expect((yield* server.requests).length).toBe(0)
+        expect(fs.readFileSync(bait, "utf8")).toBe("# login script\n")
+        expect(yield* strays(box)).toEqual([])
+      }
     }), TIMEOUT)
 
   it.scopedLive("memory: the memory directory deleted under a running agent → recreated, the next message answered and stored", () =>

@@ -1,0 +1,101 @@
+/**
+ * The files of the memory directory and the compaction commit that swaps
+ * them: new files are written beside the old ones, the journal file's
+ * appearance is the commit point, and `recover` finishes or discards a
+ * commit a crash interrupted.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as Either from "effect/Either"
+import * as SafeFile from "./SafeFile.js"
+
+export const files = (directory: string) => ({
+  soul: path.join(directory, "soul.md"),
+  summary: path.join(directory, "summary.md"),
+  history: path.join(directory, "history.jsonl"),
+  ledger: path.join(directory, ".history-ledger.json"),
+  inbox: path.join(directory, ".inbox.jsonl"),
+  writeLock: path.join(directory, ".planckclaw-write.lock"),
+  compactionLock: path.join(directory, ".planckclaw-compact.lock"),
+  journal: path.join(directory, ".compaction-commit"),
+  nextSummary: path.join(directory, ".summary.md.next"),
+  nextHistory: path.join(directory, ".history.jsonl.next"),
+  nextLedger: path.join(directory, ".history-ledger.json.next")
+})
+
+export type Paths = ReturnType<typeof files>
+
+/** The files the agent writes: each must be a regular file of this user, never a link. */
+export const written = (paths: Paths): ReadonlyArray<string> => [paths.history, paths.summary, paths.ledger, paths.inbox]
+
+/** [next file, the file it replaces] for each file a compaction commit swaps. */
+const swaps = (paths: Paths) =>
+  [[paths.nextSummary, paths.summary], [paths.nextHistory, paths.history], [paths.nextLedger, paths.ledger]] as const
+
+const renameIfPresent = (from: string, to: string) => {
+  if (fs.existsSync(from)) fs.renameSync(from, to)
+}
+
+/**
+ * Finishes or discards a compaction commit interrupted by a crash. With the
+ * journal present the new files are complete and are moved into place
+ * (rename replaces a link, never follows it); without it they may be
+ * partial and are removed.
+ */
+export const recover = (paths: Paths) => {
+  if (fs.existsSync(paths.journal)) {
+    for (const [next, current] of swaps(paths)) renameIfPresent(next, current)
+    fs.unlinkSync(paths.journal)
+  } else {
+    for (const [next] of swaps(paths)) {
+      if (fs.existsSync(next)) fs.unlinkSync(next)
+    }
+  }
+}
+
+/**
+ * The files a reader that cannot take the lock (a full disk) should read:
+ * with a commit under way, the new ones, which are complete.
+ */
+export const readable = (paths: Paths) => {
+  const committing = fs.existsSync(paths.journal)
+  const pick = (next: string, current: string) => committing && fs.existsSync(next) ? next : current
+  return { summary: pick(paths.nextSummary, paths.summary), history: pick(paths.nextHistory, paths.history) }
+}
+
+/** Writes a new file whole and durably (a leftover of the same name goes first); returns its inode. */
+export const writeNew = (file: string, data: string | Buffer): Either.Either<number, SafeFile.MemoryFileError> => {
+  Either.try(() => fs.unlinkSync(file))
+  const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data
+  const result = SafeFile.withFile(file, SafeFile.flags.createNew, (fd) =>
+    Either.flatMap(SafeFile.appendAll(fd, file, bytes, 0), () =>
+      Either.try({
+        try: () => {
+          fs.fsyncSync(fd)
+          return fs.fstatSync(fd).ino
+        },
+        catch: (error) => SafeFile.failed(file, error)
+      })))
+  // A partial file must not hold the space a full disk needs back.
+  if (Either.isLeft(result)) Either.try(() => fs.unlinkSync(file))
+  return result
+}
+
+export const syncDirectory = (directory: string) => {
+  const fd = fs.openSync(directory, "r")
+  try {
+    fs.fsyncSync(fd)
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+/**
+ * mkdir -p, one level at a time. Node's recursive mkdir spins forever where
+ * mkdir(2) answers ENOENT under an existing parent (procfs, sysfs).
+ */
+export const makeDirectories = (directory: string) => {
+  const missing: Array<string> = []
+  for (let dir = directory; !fs.existsSync(dir); dir = path.dirname(dir)) missing.unshift(dir)
+  for (const dir of missing) fs.mkdirSync(dir, { mode: 0o700 })
+}

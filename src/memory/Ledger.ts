@@ -1,0 +1,72 @@
+/**
+ * Which journaled exchanges are in history.jsonl, by the journal's key of
+ * the exchange, not by its text: after a crash an exchange identical to the
+ * last one (same question, same answer) is still a different exchange.
+ *
+ * The ledger (`.history-ledger.json`) is written before each append, naming
+ * the key and the byte range the exchange will occupy. An exchange counts as
+ * stored when history (the same file, by inode) holds exactly its bytes in
+ * that range; a crash between the ledger and the append leaves a range past
+ * the end of the file, so the exchange is appended again, once. Compaction
+ * moves the ranges with the lines it keeps, in the same commit.
+ */
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { readRange } from "./HistoryFile.js"
+
+const Entry = Schema.Struct({
+  key: Schema.String,
+  start: Schema.Number,
+  end: Schema.Number,
+  /** Folded into the summary by a compaction: stored, no longer in history. */
+  folded: Schema.optional(Schema.Boolean)
+})
+type Entry = typeof Entry.Type
+
+const LedgerSchema = Schema.Struct({ inode: Schema.Number, exchanges: Schema.Array(Entry) })
+export type Ledger = typeof LedgerSchema.Type
+
+const decode = Schema.decodeUnknownOption(Schema.parseJson(LedgerSchema))
+
+/** Enough to cover every exchange a journal can hold pending across a crash. */
+const KEEP = 256
+
+export const empty: Ledger = { inode: -1, exchanges: [] }
+
+/** An unreadable ledger is an empty one: the exchanges it named are appended again rather than lost. */
+export const parse = (text: string | undefined): Ledger =>
+  text === undefined ? empty : Option.getOrElse(decode(text), () => empty)
+
+export const encode = (ledger: Ledger): string => `${JSON.stringify(ledger)}\n`
+
+/** Whether history (open as `fd`, with this inode and size) already holds the exchange `key` as `text`. */
+export const holds = (ledger: Ledger, fd: number, inode: number, size: number, key: string, text: string): boolean => {
+  if (ledger.inode !== inode) return false
+  const entry = ledger.exchanges.find((candidate) => candidate.key === key)
+  if (entry === undefined) return false
+  if (entry.folded === true) return true
+  return entry.end <= size && Either.getOrElse(Either.try(() => readRange(fd, entry.start, entry.end) === text), () => false)
+}
+
+/** The ledger with `key` about to be written at [start, end) of the history with this inode. */
+export const record = (ledger: Ledger, inode: number, key: string, start: number, end: number): Ledger => {
+  const kept = ledger.inode === inode ? ledger.exchanges.filter((entry) => entry.key !== key) : []
+  return { inode, exchanges: [...kept, { key, start, end }].slice(-KEEP) }
+}
+
+/**
+ * The ledger after a compaction that kept the bytes from `split` on of a
+ * history of `size` bytes, in a new file `inode`: kept exchanges move down,
+ * folded ones are marked stored, and ranges never written stay unwritten.
+ */
+export const afterFold = (ledger: Ledger, oldInode: number, inode: number, split: number, size: number): Ledger => {
+  if (ledger.inode !== oldInode) return { inode, exchanges: [] }
+  const exchanges = ledger.exchanges.flatMap((entry): Array<Entry> => {
+    if (entry.folded === true) return [entry]
+    if (entry.start >= split) return [{ key: entry.key, start: entry.start - split, end: entry.end - split }]
+    // Begun before the split: folded if it was written whole, else it never was.
+    return entry.end <= size ? [{ key: entry.key, start: 0, end: 0, folded: true }] : []
+  })
+  return { inode, exchanges }
+}

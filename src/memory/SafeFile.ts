@@ -1,0 +1,170 @@
+/**
+ * Opening and writing memory files safely. A memory file is opened with
+ * O_NOFOLLOW and checked on the same descriptor: a symbolic link, anything
+ * but a regular file, or a file of another user is refused, so the agent
+ * never writes through a link into, say, ~/.bashrc. A write either lands
+ * whole or is cut back to where it began: no partial line stays behind.
+ */
+import * as fs from "node:fs"
+import * as Data from "effect/Data"
+import * as Either from "effect/Either"
+
+/** The file is not one the agent may use: a link, not a regular file, or someone else's. */
+export class MemoryFileRefused extends Data.TaggedError("MemoryFileRefused")<{
+  readonly path: string
+  readonly message: string
+}> {}
+
+/** An operating-system failure on a memory file (ENOSPC, EACCES, ...). */
+export class MemoryFileFailed extends Data.TaggedError("MemoryFileFailed")<{
+  readonly path: string
+  readonly code: string | undefined
+  readonly message: string
+}> {}
+
+export type MemoryFileError = MemoryFileRefused | MemoryFileFailed
+
+const codeOf = (error: unknown): string | undefined =>
+  typeof error === "object" && error !== null && "code" in error ? String((error as { code: unknown }).code) : undefined
+
+const messageOf = (error: unknown): string =>
+  error instanceof Error ? error.message : String(error)
+
+export const failed = (path: string, error: unknown) => {
+  const message = messageOf(error)
+  // Node names the path for an open, not for a write or a sync.
+  return new MemoryFileFailed({ path, code: codeOf(error), message: message.includes(path) ? message : `${path}: ${message}` })
+}
+
+/** Why a file with this status may not be used as memory; undefined when it may. */
+const refusal = (path: string, stat: fs.Stats): MemoryFileRefused | undefined => {
+  if (stat.isSymbolicLink()) {
+    return new MemoryFileRefused({ path, message: `${path} is a symbolic link; refusing to follow it (make it a regular file)` })
+  }
+  if (!stat.isFile()) {
+    return new MemoryFileRefused({ path, message: `${path} is not a regular file; refusing to use it as memory` })
+  }
+  const uid = process.getuid?.()
+  if (uid !== undefined && stat.uid !== uid) {
+    return new MemoryFileRefused({
+      path,
+      message: `${path} is owned by uid ${stat.uid}, not by this user (uid ${uid}); refusing to use it as memory`
+    })
+  }
+  return undefined
+}
+
+/** Checks a memory file without opening it: absent is fine. For start-up, to fail early and clearly. */
+export const check = (path: string): Either.Either<void, MemoryFileError> => {
+  const stat = Either.try(() => fs.lstatSync(path, { throwIfNoEntry: false }))
+  if (Either.isLeft(stat)) return Either.left(failed(path, stat.left))
+  if (stat.right === undefined) return Either.void
+  const refused = refusal(path, stat.right)
+  return refused === undefined ? Either.void : Either.left(refused)
+}
+
+const { O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY } = fs.constants
+
+export const flags = {
+  read: O_RDONLY,
+  append: O_RDWR | O_APPEND | O_CREAT,
+  rewrite: O_WRONLY | O_CREAT | O_TRUNC,
+  createNew: O_WRONLY | O_CREAT | O_EXCL
+} as const
+
+/**
+ * Opens a memory file: never through a link (O_NOFOLLOW), never blocking on
+ * a FIFO (O_NONBLOCK), and only a regular file of this user.
+ */
+export const open = (path: string, how: number): Either.Either<number, MemoryFileError> => {
+  const opened = Either.try(() => fs.openSync(path, how | O_NOFOLLOW | O_NONBLOCK, 0o600))
+  if (Either.isLeft(opened)) {
+    return Either.left(
+      codeOf(opened.left) === "ELOOP"
+        ? new MemoryFileRefused({ path, message: `${path} is a symbolic link; refusing to follow it (make it a regular file)` })
+        : failed(path, opened.left)
+    )
+  }
+  const fd = opened.right
+  const stat = Either.try(() => fs.fstatSync(fd))
+  const refused = Either.isLeft(stat) ? failed(path, stat.left) : refusal(path, stat.right)
+  if (refused === undefined) return Either.right(fd)
+  Either.try(() => fs.closeSync(fd))
+  return Either.left(refused)
+}
+
+/** Opens, uses and closes a memory file. */
+export const withFile = <A, E>(
+  path: string,
+  how: number,
+  use: (fd: number) => Either.Either<A, E>
+): Either.Either<A, E | MemoryFileError> =>
+  Either.flatMap(open(path, how), (fd) => {
+    const result = Either.try({ try: () => use(fd), catch: (error) => failed(path, error) })
+    Either.try(() => fs.closeSync(fd))
+    return Either.flatMap(result, (inner): Either.Either<A, E | MemoryFileError> => inner)
+  })
+
+/** Reads a memory file whole; undefined when it does not exist. */
+export const read = (path: string): Either.Either<string | undefined, MemoryFileError> => {
+  const result = withFile(path, flags.read, (fd) => Either.right(fs.readFileSync(fd, "utf8")))
+  return Either.isLeft(result) && result.left._tag === "MemoryFileFailed" && result.left.code === "ENOENT"
+    ? Either.right(undefined)
+    : result
+}
+
+/**
+ * Writes all of `data` at the end of `fd` (opened for appending), checking
+ * every byte count. On a short or failed write the file is cut back to
+ * `sizeBefore`, so the partial bytes never stay.
+ */
+export const appendAll = (
+  fd: number,
+  path: string,
+  data: Buffer,
+  sizeBefore: number
+): Either.Either<void, MemoryFileFailed> => {
+  for (let offset = 0; offset < data.length;) {
+    const wrote = Either.try(() => fs.writeSync(fd, data, offset, data.length - offset))
+    if (Either.isLeft(wrote) || wrote.right <= 0) {
+      const cause = Either.isLeft(wrote) ? wrote.left : undefined
+      const cut = Either.try(() => fs.ftruncateSync(fd, sizeBefore))
+      return Either.left(
+        new MemoryFileFailed({
+          path,
+          code: codeOf(cause) ?? "ENOSPC",
+          message: `writing ${path}: ${cause === undefined ? "no bytes written" : messageOf(cause)} ` +
+            `(${offset} of ${data.length} bytes written, ` +
+            `${Either.isRight(cut) ? `cut back to ${sizeBefore} bytes` : `could not cut back: ${messageOf(cut.left)}`})`
+        })
+      )
+    }
+    offset += wrote.right
+  }
+  return Either.void
+}
+
+/**
+ * Replaces a memory file through a temporary file and a rename: a reader
+ * sees the old content or the new, never a part.
+ */
+export const replace = (path: string, data: string | Buffer, sync = false): Either.Either<void, MemoryFileError> => {
+  const temporary = `${path}.tmp`
+  // A leftover from a crash (or a link planted there) goes: unlink never follows.
+  Either.try(() => fs.unlinkSync(temporary))
+  const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data
+  const written = withFile(temporary, flags.createNew, (fd) =>
+    Either.flatMap(appendAll(fd, temporary, bytes, 0), () =>
+      sync ? Either.try({ try: () => fs.fsyncSync(fd), catch: (error) => failed(temporary, error) }) : Either.void))
+  const renamed = Either.flatMap(written, () =>
+    Either.try({ try: () => fs.renameSync(temporary, path), catch: (error) => failed(path, error) }))
+  if (Either.isLeft(renamed)) Either.try(() => fs.unlinkSync(temporary))
+  return renamed
+}
+
+/** Free bytes for this user on the filesystem holding `path`, when known. */
+export const freeBytes = (path: string): number | undefined =>
+  Either.getOrUndefined(Either.try(() => {
+    const stats = fs.statfsSync(path)
+    return stats.bavail * stats.bsize
+  }))
