@@ -68,14 +68,22 @@ export const headerSecret = (
 export interface Withdrawn {
   /** The secrets that were in the environment, by name. */
   readonly secrets: ReadonlyMap<SecretName, string>
-  /** Why the start-up environment block could not be wiped, when it could not (other systems than Linux have no /proc to wipe). */
+  /** Why the start-up environment block could not be wiped (without /proc there is none to wipe). */
   readonly notWiped: string | undefined
 }
 
 const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
-const entries = (block: Buffer): Array<{ readonly name: string; readonly value: string; readonly offset: number; readonly length: number }> => {
-  const found = []
+interface BlockEntry {
+  readonly name: string
+  readonly value: string
+  /** Where `NAME=value` starts in the block, and its length, in bytes. */
+  readonly offset: number
+  readonly length: number
+}
+
+const entries = (block: Buffer): Array<BlockEntry> => {
+  const found: Array<BlockEntry> = []
   for (let offset = 0; offset < block.length;) {
     const zero = block.indexOf(0, offset)
     const end = zero === -1 ? block.length : zero
