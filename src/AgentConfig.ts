@@ -1,26 +1,22 @@
 /**
  * The agent's own settings, read through the Config module so the entry
  * point decides where values come from (config.env, environment, flags).
+ * Each number's range is enforced at start-up (see ConfigRange).
  */
 import * as Config from "effect/Config"
-
-const positiveInteger = (name: string, fallback: number) =>
-  Config.integer(name).pipe(
-    Config.withDefault(fallback),
-    Config.validate({ message: `${name} must be a whole number greater than 0`, validation: (n) => n > 0 })
-  )
+import { integerIn } from "./ConfigRange.js"
 
 export const AgentConfig = Config.all({
   model: Config.nonEmptyString("PLANCKCLAW_MODEL").pipe(Config.withDefault("claude-haiku-4-5-20251001")),
-  maxTokens: positiveInteger("PLANCKCLAW_MAX_TOKENS", 1024),
-  historyMax: positiveInteger("HISTORY_MAX", 200),
-  historyKeep: Config.integer("HISTORY_KEEP").pipe(
-    Config.withDefault(40),
-    Config.validate({ message: "HISTORY_KEEP must be a whole number, 0 or more", validation: (n) => n >= 0 })
-  ),
-  maxToolRounds: positiveInteger("PLANCKCLAW_MAX_TOOL_ROUNDS", 8),
-  maxMessageBytes: positiveInteger("PLANCKCLAW_MAX_MESSAGE_BYTES", 64 * 1024),
-  compactionChunkChars: positiveInteger("PLANCKCLAW_COMPACTION_CHUNK", 200_000)
+  maxTokens: integerIn("PLANCKCLAW_MAX_TOKENS", { min: 1, max: 1_000_000 }, 1024),
+  // Only the compaction threshold: a large value lets history grow, nothing more is sent per turn.
+  historyMax: integerIn("HISTORY_MAX", { min: 1, max: 1_000_000_000 }, 200),
+  // The window sent with every turn.
+  historyKeep: integerIn("HISTORY_KEEP", { min: 0, max: 100_000 }, 40),
+  maxToolRounds: integerIn("PLANCKCLAW_MAX_TOOL_ROUNDS", { min: 1, max: 100 }, 8),
+  // An interact line is at most 1 MiB (Wire.defaultMaxLineBytes): a larger limit could never apply.
+  maxMessageBytes: integerIn("PLANCKCLAW_MAX_MESSAGE_BYTES", { min: 1, max: 1024 * 1024 }, 64 * 1024),
+  compactionChunkChars: integerIn("PLANCKCLAW_COMPACTION_CHUNK", { min: 1, max: 10_000_000 }, 200_000)
 }).pipe(
   Config.validate({
     message: "HISTORY_KEEP must be smaller than HISTORY_MAX",

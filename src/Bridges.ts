@@ -133,16 +133,10 @@ const fifoFailure = (error: { readonly message: string }) => new StartupError({ 
 // give-up time (every attempt timing out, plus the longest backoffs), so the
 // bridge's error answer, not the agent's timeout, ends a hopeless request.
 const brainPatience = Effect.map(
-  Config.all([
-    Config.integer("PLANCKCLAW_BRAIN_TIMEOUT").pipe(Config.withDefault(60)),
-    Config.integer("PLANCKCLAW_BRAIN_RETRIES").pipe(Config.withDefault(4))
-  ]),
+  Config.all([AnthropicBrain.BrainTimeoutConfig, AnthropicBrain.BrainRetriesConfig]),
   ([timeout, retries]) => Duration.seconds((timeout + 60) * (retries + 1) + 60)
 )
-const clawPatience = Effect.map(
-  Config.integer("PLANCKCLAW_CLAW_TIMEOUT").pipe(Config.withDefault(30)),
-  (timeout) => Duration.seconds(timeout + 60)
-)
+const clawPatience = Effect.map(ScriptClaws.ClawTimeoutConfig, (timeout) => Duration.seconds(timeout + 60))
 
 export interface RunChoices {
   readonly bridge: Choice<"cli" | "discord">

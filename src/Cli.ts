@@ -17,6 +17,7 @@ import * as ConfigFile from "./ConfigFile.js"
 import * as Logging from "./Logging.js"
 import * as Memory from "./Memory.js"
 import * as FileLock from "./memory/FileLock.js"
+import * as Secrets from "./Secrets.js"
 import { StartupError } from "./StartupError.js"
 
 const bridgeOption = Options.text("bridge").pipe(
@@ -37,13 +38,25 @@ const debugOption = Options.boolean("debug").pipe(
   Options.withDescription("print brain payloads and HTTP statuses to stderr (same as PLANCKCLAW_DEBUG=1)")
 )
 
-/** Reads config.env, the environment and flags into the ConfigProvider, and sets up logging. */
+/**
+ * Reads config.env, the environment and flags into the ConfigProvider, and
+ * sets up logging. The secrets leave the process's environment first (see
+ * Secrets.withdraw), before anything is started that could read it.
+ */
 const withSettings = (flags: Map<string, string>) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const file = yield* ConfigFile.read(path.resolve("config.env"))
-    const provider = ConfigFile.provider({ file, environment: process.env, flags })
+    const withdrawn = yield* Secrets.withdraw(Secrets.secretNames.flatMap((name) => file.get(name) ?? []))
+    const provider = ConfigFile.provider({ file, environment: process.env, withdrawnSecrets: withdrawn.secrets, flags })
     const debug = yield* Logging.DebugConfig.pipe(Effect.withConfigProvider(provider))
-    return yield* effect.pipe(Effect.withConfigProvider(provider), Effect.provide(Logging.layer(debug)))
+    const warning = withdrawn.notWiped === undefined ? Effect.void : Effect.logWarning(
+      `cannot wipe the secrets from this process's start-up environment (${withdrawn.notWiped}): processes of this ` +
+        "user, claws included, can read them in /proc; put them in config.env rather than the environment"
+    )
+    return yield* Effect.zipRight(warning, effect).pipe(
+      Effect.withConfigProvider(provider),
+      Effect.provide(Logging.layer(debug))
+    )
   })
 
 const debugFlags = (debug: boolean) => new Map(debug ? [["PLANCKCLAW_DEBUG", "1"]] : [])

@@ -16,7 +16,8 @@ const problems = (error: ConfigError.ConfigError): Array<Problem> =>
       const invalid = both.filter((problem) => !problem.missing)
       return invalid.length > 0 ? invalid : both
     },
-    invalidDataCase: (_, path, message) => [{ missing: false, text: `${path.join(".") || "setting"}: ${message}` }],
+    // An empty path is a check across keys, whose message names them.
+    invalidDataCase: (_, path, message) => [{ missing: false, text: path.length === 0 ? message : `${path.join(".")}: ${message}` }],
     missingDataCase: (_, path) => [{ missing: true, text: `${path.join(".")} is not set` }],
     sourceUnavailableCase: (_, path, message) => [{ missing: false, text: `${path.join(".")}: ${message}` }],
     unsupportedCase: (_, path, message) => [{ missing: false, text: `${path.join(".")}: ${message}` }]

@@ -9,7 +9,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { StartupError } from "./StartupError.js"
 
-const LINE = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/
+// `s`: a stray CR inside a value is kept, for the key's own check to name it.
+const LINE = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/s
 
 const unquote = (raw: string): Either.Either<string, string> => {
   if (raw.startsWith("\"")) {
@@ -24,7 +25,10 @@ const unquote = (raw: string): Either.Either<string, string> => {
   return Either.right(raw.replace(/\s+#.*$/, ""))
 }
 
-/** Parses config.env text; a line that is not `KEY=value` is an error naming its line. */
+/**
+ * Parses config.env text; a line that is not `KEY=value` is an error naming
+ * its line, without repeating it: it may be a secret pasted on its own.
+ */
 export const parse = (text: string, source = "config.env"): Either.Either<Map<string, string>, string> => {
   const values = new Map<string, string>()
   const lines = text.split(/\r?\n/)
@@ -33,7 +37,9 @@ export const parse = (text: string, source = "config.env"): Either.Either<Map<st
     if (/^\s*(#.*)?$/.test(line)) continue
     const match = LINE.exec(line)
     if (match === null) {
-      return Either.left(`${source}:${index + 1}: expected KEY="value" (optionally after export), got: ${line.trim()}`)
+      return Either.left(
+        `${source}:${index + 1}: expected KEY="value" (optionally after export); the line is not shown, as it may hold a secret`
+      )
     }
     const value = unquote(match[2]!)
     if (Either.isLeft(value)) return Either.left(`${source}:${index + 1}: ${value.left}`)
@@ -62,13 +68,23 @@ export const read = (file: string): Effect.Effect<Map<string, string>, StartupEr
     })
   })
 
-/** flags, then environment, then file: the first that has a key wins. */
+/**
+ * flags, then environment, then file: the first that has a key wins.
+ * `withdrawnSecrets` are the environment's secrets, taken out of
+ * `process.env` at start-up (see Secrets.withdraw): they rank as the
+ * environment does.
+ */
 export const provider = (options: {
   readonly file: Map<string, string>
   readonly environment: Record<string, string | undefined>
+  readonly withdrawnSecrets?: ReadonlyMap<string, string>
   readonly flags: Map<string, string>
 }): ConfigProvider.ConfigProvider =>
   ConfigProvider.fromMap(options.flags).pipe(
-    ConfigProvider.orElse(() => ConfigProvider.fromMap(nonEmpty(Object.entries(options.environment)))),
+    ConfigProvider.orElse(() =>
+      ConfigProvider.fromMap(
+        nonEmpty([...Object.entries(options.environment), ...(options.withdrawnSecrets ?? new Map())])
+      )
+    ),
     ConfigProvider.orElse(() => ConfigProvider.fromMap(options.file))
   )

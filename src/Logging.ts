@@ -3,17 +3,14 @@
  * terminal bridge and scripts piping `planckclaw run` rely on that).
  */
 import * as Cause from "effect/Cause"
-import * as Config from "effect/Config"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
+import { onOff } from "./ConfigRange.js"
 
-/** PLANCKCLAW_DEBUG: `1` or `true` (any case) turns it on; anything else is off, as in the brain. */
-export const DebugConfig = Config.string("PLANCKCLAW_DEBUG").pipe(
-  Config.withDefault("0"),
-  Config.map((value) => ["1", "true"].includes(value.trim().toLowerCase()))
-)
+/** PLANCKCLAW_DEBUG: `1` or `true` (any case) turns it on, `0` or `false` off; anything else is refused. */
+export const DebugConfig = onOff("PLANCKCLAW_DEBUG")
 
 const stderrLogger = Logger.make(({ annotations, cause, logLevel, message }) => {
   const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)

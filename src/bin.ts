@@ -1,6 +1,6 @@
 /**
- * Process entry: runs the command line under NodeRuntime.runMain, so SIGINT
- * and SIGTERM interrupt the main fiber and every scope is closed.
+ * Process entry: runs the command line under NodeRuntime.runMain, so SIGINT,
+ * SIGTERM and SIGHUP interrupt the main fiber and every scope is closed.
  */
 import * as fs from "node:fs"
 import * as ValidationError from "@effect/cli/ValidationError"
@@ -47,6 +47,10 @@ const main = cli(version)(process.argv).pipe(
   Effect.exit,
   Effect.flatMap((exit) => Exit.isSuccess(exit) ? Effect.succeed(0) : report(exit.cause))
 )
+
+// A closed terminal (SIGHUP) stops a run like Ctrl-C: the runtime interrupts
+// the main fiber on SIGINT and SIGTERM only, so HUP is passed on as TERM.
+process.on("SIGHUP", () => process.kill(process.pid, "SIGTERM"))
 
 NodeRuntime.runMain(main, {
   disableErrorReporting: true,

@@ -24,9 +24,9 @@ describe("config.env", () => {
     )
   })
 
-  it("names the line that is not KEY=value", () => {
-    expect(ConfigFile.parse("A=1\nthis is not a setting\n")).toEqual(
-      Either.left("config.env:2: expected KEY=\"value\" (optionally after export), got: this is not a setting")
+  it("names the line that is not KEY=value, without repeating it (it may be a pasted secret)", () => {
+    expect(ConfigFile.parse("A=1\nsk-ant-pasted-on-its-own\n")).toEqual(
+      Either.left("config.env:2: expected KEY=\"value\" (optionally after export); the line is not shown, as it may hold a secret")
     )
     expect(ConfigFile.parse("A=\"open")).toEqual(Either.left("config.env:1: unterminated double quote"))
   })
@@ -56,8 +56,10 @@ describe("config.env", () => {
           ),
           Effect.map((error) => ConfigErrors.describe(error as ConfigError.ConfigError))
         )
-      expect(yield* attempt({ HISTORY_MAX: "lots" })).toContain("configuration error: HISTORY_MAX: Expected an integer value but received \"lots\"")
-      expect(yield* attempt({ HISTORY_MAX: "0" })).toContain("HISTORY_MAX must be a whole number greater than 0")
+      expect(yield* attempt({ HISTORY_MAX: "lots" })).toContain(
+        "configuration error: HISTORY_MAX: expected an integer from 1 to 1000000000, got \"lots\""
+      )
+      expect(yield* attempt({ HISTORY_MAX: "0" })).toContain("HISTORY_MAX: expected an integer from 1 to 1000000000, got \"0\"")
       expect(yield* attempt({ HISTORY_MAX: "10", HISTORY_KEEP: "10" })).toContain(
         "HISTORY_KEEP must be smaller than HISTORY_MAX"
       )

@@ -111,7 +111,7 @@ describe("planckclaw run (built command)", () => {
       const result = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "hi\n" })
       expect(result.code).toBe(2)
       expect(result.stderr.trim()).toBe(
-        "planckclaw: configuration error: HISTORY_MAX: Expected an integer value but received \"lots\""
+        "planckclaw: configuration error: HISTORY_MAX: expected an integer from 1 to 1000000000, got \"lots\""
       )
     }))
 

@@ -32,7 +32,9 @@ import {
   preview
 } from "../Brain.js"
 import { StartupError } from "../StartupError.js"
+import { integerIn, secondsIn } from "../ConfigRange.js"
 import { DebugConfig } from "../Logging.js"
+import { headerSecret } from "../Secrets.js"
 
 export const API_VERSION = "2023-06-01"
 export const DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -41,12 +43,13 @@ const isHttpUrl = (value: string): boolean =>
   URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol)
 
 
+/** Seconds per HTTP attempt; also read by the agent's patience on the brain pipes (Bridges). */
+export const BrainTimeoutConfig = secondsIn("PLANCKCLAW_BRAIN_TIMEOUT", { min: 0.1, max: 3600 }, 60)
+/** Retries after the first attempt; also read by the agent's patience on the brain pipes (Bridges). */
+export const BrainRetriesConfig = integerIn("PLANCKCLAW_BRAIN_RETRIES", { min: 0, max: 100 }, 4)
+
 export const AnthropicConfig = Config.all({
-  apiKey: Config.redacted(
-    Config.string("ANTHROPIC_API_KEY").pipe(
-      Config.validate({ message: "Expected a non-empty API key", validation: (key) => key.trim() !== "" })
-    )
-  ),
+  apiKey: headerSecret("ANTHROPIC_API_KEY"),
   baseUrl: Config.string("ANTHROPIC_BASE_URL").pipe(
     Config.validate({
       message: `Expected an http(s) URL such as ${DEFAULT_BASE_URL}`,
@@ -54,18 +57,8 @@ export const AnthropicConfig = Config.all({
     }),
     Config.withDefault(DEFAULT_BASE_URL)
   ),
-  timeout: Config.number("PLANCKCLAW_BRAIN_TIMEOUT").pipe(
-    Config.validate({
-      message: "Expected a positive number of seconds",
-      validation: (seconds) => Number.isFinite(seconds) && seconds > 0
-    }),
-    Config.withDefault(60),
-    Config.map(Duration.seconds)
-  ),
-  retries: Config.integer("PLANCKCLAW_BRAIN_RETRIES").pipe(
-    Config.validate({ message: "Expected a whole number, 0 or more", validation: (n) => n >= 0 }),
-    Config.withDefault(4)
-  ),
+  timeout: BrainTimeoutConfig.pipe(Config.map(Duration.seconds)),
+  retries: BrainRetriesConfig,
   debug: DebugConfig
 })
 export type AnthropicConfig = Config.Config.Success<typeof AnthropicConfig>
@@ -228,13 +221,16 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
     return Brain.of({ complete })
   })
 
-const mentionsApiKey = (error: ConfigError.ConfigError): boolean => {
+/** The key is unset (or empty); a key that is set but unusable is reported as itself. */
+const missesApiKey = (error: ConfigError.ConfigError): boolean => {
   switch (error._op) {
     case "And":
     case "Or":
-      return mentionsApiKey(error.left) || mentionsApiKey(error.right)
-    default:
+      return missesApiKey(error.left) || missesApiKey(error.right)
+    case "MissingData":
       return error.path.includes("ANTHROPIC_API_KEY")
+    default:
+      return false
   }
 }
 
@@ -247,7 +243,7 @@ export const missingApiKey = new StartupError({
 export const layer: Layer.Layer<Brain, ConfigError.ConfigError | StartupError, HttpClient.HttpClient> = Layer.effect(
   Brain,
   AnthropicConfig.pipe(
-    Effect.mapError((error) => mentionsApiKey(error) ? missingApiKey : error),
+    Effect.mapError((error) => missesApiKey(error) ? missingApiKey : error),
     Effect.flatMap(make)
   )
 )

@@ -13,11 +13,15 @@
  * kills it should the agent die without closing its scopes (SIGKILL).
  */
 import * as NodeChildProcess from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import type * as Scope from "effect/Scope"
 import { spawnGuarded, untrackGroup } from "../fifo/Watchdog.js"
 
 export interface RunRequest {
@@ -169,6 +173,25 @@ const stop = (running: Running): Effect.Effect<void> =>
     child.once("exit", () => resume(Effect.void))
     killGroup(child.pid)
   })
+
+/**
+ * A fresh directory only this user can enter (mode 0700, under the system's
+ * temporary directory), removed with everything in it when the scope closes:
+ * a working directory that shares nothing with the agent's.
+ */
+export const privateDirectory = (prefix: string): Effect.Effect<string, SpawnError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.try({
+      try: () => fs.mkdtempSync(path.join(os.tmpdir(), prefix)),
+      catch: (cause) =>
+        new SpawnError({ message: `cannot create a working directory in ${os.tmpdir()}: ${describe(cause)}`, cause })
+    }),
+    (directory) =>
+      Either.match(Either.try(() => fs.rmSync(directory, { recursive: true, force: true })), {
+        onLeft: (cause) => Effect.logWarning(`cannot remove the working directory ${directory}: ${describe(cause)}`),
+        onRight: () => Effect.void
+      })
+  )
 
 /**
  * Runs the request to completion. Interrupting the returned effect kills the

@@ -6,10 +6,10 @@
  * only those whose identity (inode, size, mtime) changed since the last
  * `list`; adding, editing or removing a claw shows on the very next `list`.
  *
- * A call runs `CLAW NAME INPUT_JSON` with stdin on /dev/null, in the agent's
- * working directory (as the original launcher ran `claws/*.sh` from the
- * project root, so a claw sees the same relative paths as the agent), with
- * the agent's environment minus its secrets. The result never ends with
+ * A call runs `CLAW NAME INPUT_JSON` with stdin on /dev/null, in a fresh
+ * private directory removed after the call (not the agent's working
+ * directory, where config.env and its secrets live), with the agent's
+ * environment minus its secrets. The result never ends with
  * whitespace: trailing newlines are trimmed so a result cannot end in the
  * empty line that frames answers on the claw FIFO.
  */
@@ -35,31 +35,29 @@ import {
   type ToolResult,
   unknownTool
 } from "../Claws.js"
+import { integerIn, secondsIn } from "../ConfigRange.js"
+import { isSecretName, secretNames } from "../Secrets.js"
 import * as ChildProcess from "./ChildProcess.js"
 
-const positiveInteger = (key: string, fallback: number): Config.Config<number> =>
-  Config.integer(key).pipe(
-    Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
-    Config.withDefault(fallback)
-  )
+/** Seconds before a claw's whole process group is killed; also read by the agent's patience on the claw pipes (Bridges). */
+export const ClawTimeoutConfig = secondsIn("PLANCKCLAW_CLAW_TIMEOUT", { min: 0.1, max: 86_400 }, 30)
 
 export const ScriptsConfig = Config.all({
   directory: Config.string("CLAWS_DIR").pipe(
     Config.validate({ message: "must not be empty", validation: (dir) => dir.length > 0 }),
     Config.withDefault("./claws")
   ),
-  timeout: positiveInteger("PLANCKCLAW_CLAW_TIMEOUT", 30).pipe(Config.map(Duration.seconds)),
-  outputMax: positiveInteger("PLANCKCLAW_CLAW_OUTPUT_MAX", 16_384),
+  timeout: ClawTimeoutConfig.pipe(Config.map(Duration.seconds)),
+  // Past 1 MiB a result would crowd out the conversation anyway.
+  outputMax: integerIn("PLANCKCLAW_CLAW_OUTPUT_MAX", { min: 1, max: 1024 * 1024 }, 16_384),
   /** Values no child may inherit, whatever variable they hide in. */
-  withheldSecrets: Config.all([
-    Config.option(Config.redacted("ANTHROPIC_API_KEY")),
-    Config.option(Config.redacted("DISCORD_BOT_TOKEN"))
-  ]).pipe(Config.map(Arr.getSomes))
+  withheldSecrets: Config.all(secretNames.map((name) => Config.option(Config.redacted(name)))).pipe(
+    Config.map(Arr.getSomes)
+  )
 })
 export type ScriptsConfig = Config.Config.Success<typeof ScriptsConfig>
 
 const toolsPrefix = "#TOOLS:"
-const secretNames: ReadonlyArray<string> = ["ANTHROPIC_API_KEY", "DISCORD_BOT_TOKEN"]
 const stderrExcerptMax = 2048
 const floodAllowance = 1024 * 1024
 /**
@@ -262,7 +260,7 @@ const childEnvironment = (withheld: ReadonlyArray<Redacted.Redacted<string>>): R
   )
   const env: Record<string, string> = {}
   for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !secretNames.includes(key) && !secretValues.has(value)) env[key] = value
+    if (value !== undefined && !isSecretName(key) && !secretValues.has(value)) env[key] = value
   }
   return env
 }
@@ -332,17 +330,20 @@ export const make = (config: ScriptsConfig): Effect.Effect<ClawsService> =>
         // A claw without the execute bit is still a shell script: run it with sh,
         // as the README's "drop a file in claws/" promises.
         const executable = isExecutable(file)
-        const request: ChildProcess.RunRequest = {
+        const request = (cwd: string): ChildProcess.RunRequest => ({
           command: executable ? file : "/bin/sh",
           args: executable ? [name, inputJson] : [file, name, inputJson],
-          cwd: process.cwd(),
+          cwd,
           env: childEnvironment(config.withheldSecrets),
           stdoutMax: config.outputMax,
           stderrMax: stderrExcerptMax,
           floodAllowance
-        }
-        return ChildProcess.run(request).pipe(
-          Effect.timeoutOption(config.timeout),
+        })
+        // The directory outlives the process group: `run` returns (or is
+        // interrupted by the timeout) only once the group is killed and reaped.
+        return ChildProcess.privateDirectory("planckclaw-claw-").pipe(
+          Effect.flatMap((cwd) => ChildProcess.run(request(cwd)).pipe(Effect.timeoutOption(config.timeout))),
+          Effect.scoped,
           Effect.map(Option.match({
             onNone: (): ToolResult => ({
               content: `Tool ${name} timed out after ${Duration.format(config.timeout)}`,

@@ -32,6 +32,7 @@ import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import { isSecretName, type SecretName, secretNames } from "../Secrets.js"
 import { type FifoPaths, fifoEnvNames } from "./Fifo.js"
 import * as Watchdog from "./Watchdog.js"
 
@@ -40,8 +41,7 @@ export class ExternalBridgeError extends Data.TaggedError("ExternalBridgeError")
   readonly cause?: unknown
 }> {}
 
-export const secretNames = ["ANTHROPIC_API_KEY", "DISCORD_BOT_TOKEN"] as const
-export type SecretName = (typeof secretNames)[number]
+export { type SecretName, secretNames } from "../Secrets.js"
 
 /** How one run of the bridge ended. */
 export interface BridgeExit {
@@ -95,18 +95,16 @@ export const defaultRestartSchedule: Schedule.Schedule<unknown, BridgeExit> = Sc
   Schedule.union(Schedule.spaced("1 minute"))
 )
 
-const isSecret = (name: string): boolean => (secretNames as ReadonlyArray<string>).includes(name)
-
 /** The child's environment, as described in the module comment. */
 export const bridgeEnv = (
   options: Pick<ExternalBridgeOptions, "paths" | "secrets" | "extraEnv" | "baseEnv">
 ): Record<string, string> => {
   const env: Record<string, string> = {}
   for (const [key, value] of Object.entries(options.baseEnv ?? process.env)) {
-    if (value !== undefined && !isSecret(key)) env[key] = value
+    if (value !== undefined && !isSecretName(key)) env[key] = value
   }
   for (const [key, value] of Object.entries(options.extraEnv ?? {})) {
-    if (!isSecret(key)) env[key] = value
+    if (!isSecretName(key)) env[key] = value
   }
   for (const key of Object.keys(fifoEnvNames) as Array<keyof typeof fifoEnvNames>) {
     env[fifoEnvNames[key]] = options.paths[key]

@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import { headerSecret } from "../Secrets.js"
 import { StartupError } from "../StartupError.js"
 
 export interface DiscordSettings {
@@ -20,6 +21,8 @@ export interface DiscordSettings {
   /** REST base, without the version: discord.js adds /v10. */
   readonly apiUrl: string
 }
+
+const stripPrefix = (token: string): string => token.trim().replace(/^(Bot|Bearer) +/i, "")
 
 const snowflake = /^\d{1,20}$/
 
@@ -55,14 +58,16 @@ const parseApiUrl = (raw: string): Either.Either<string, ConfigError.ConfigError
 }
 
 /**
- * DISCORD_BOT_TOKEN (secret; checked by `settingsFrom`, which reports a
- * missing one as a StartupError), DISCORD_CHANNEL_ID (one id or a
- * comma-separated list), DISCORD_ALLOWED_USERS (optional list), DISCORD_DMS
+ * DISCORD_BOT_TOKEN (secret; its characters checked here, its presence by
+ * `settingsFrom`, which reports a missing one as a StartupError),
+ * DISCORD_CHANNEL_ID (one id or a comma-separated list),
+ * DISCORD_ALLOWED_USERS (optional list), DISCORD_DMS
  * (1/0, default 0), DISCORD_API_URL (default https://discord.com/api). An
  * empty value counts as unset, as config.env writes them.
  */
 export const DiscordConfig = Config.all({
-  token: Config.option(Config.redacted("DISCORD_BOT_TOKEN")),
+  // Checked without the "Bot " prefix `bareToken` drops: the space after it is no fault.
+  token: Config.option(headerSecret("DISCORD_BOT_TOKEN", stripPrefix)),
   channelIds: Config.string("DISCORD_CHANNEL_ID").pipe(
     Config.mapOrFail((raw) => parseIds("DISCORD_CHANNEL_ID", raw))
   ),
@@ -93,5 +98,4 @@ export const settingsFrom = (
   })
 
 /** The token as Discord expects it: tokens are often pasted with the "Bot " prefix of the Authorization header. */
-export const bareToken = (settings: DiscordSettings): string =>
-  Redacted.value(settings.token).trim().replace(/^(Bot|Bearer)\s+/i, "")
+export const bareToken = (settings: DiscordSettings): string => stripPrefix(Redacted.value(settings.token))

@@ -449,9 +449,9 @@ describe("Anthropic brain layer and config", () => {
       const cases = [
         ["ANTHROPIC_BASE_URL", "ftp://example.com", "Expected an http(s) URL"],
         ["ANTHROPIC_BASE_URL", "api.anthropic.com", "Expected an http(s) URL"],
-        ["PLANCKCLAW_BRAIN_TIMEOUT", "0", "Expected a positive number of seconds"],
-        ["PLANCKCLAW_BRAIN_TIMEOUT", "soon", "Expected a number"],
-        ["PLANCKCLAW_BRAIN_RETRIES", "-1", "Expected a whole number, 0 or more"]
+        ["PLANCKCLAW_BRAIN_TIMEOUT", "0", "expected a number of seconds from 0.1 to 3600"],
+        ["PLANCKCLAW_BRAIN_TIMEOUT", "soon", "expected a number of seconds from 0.1 to 3600"],
+        ["PLANCKCLAW_BRAIN_RETRIES", "-1", "expected an integer from 0 to 100"]
       ] as const
       for (const [key, value, expected] of cases) {
         const error = yield* Effect.flip(Anthropic.AnthropicConfig.pipe(withEnv({ ANTHROPIC_API_KEY: fakeKey, [key]: value })))

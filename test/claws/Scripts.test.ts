@@ -288,20 +288,25 @@ describe("Scripts claws: discovery", () => {
 })
 
 describe("Scripts claws: calls", () => {
-  it.scoped("passes the tool name and the compact input JSON, in the agent's cwd, with stdin closed", () =>
+  it.scoped("passes the tool name and the compact input JSON, in a private directory of its own, with stdin closed", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeClaw(
         dir,
         "echo.sh",
-        `#!/bin/sh\n${tool("echo_args")}\nprintf 'name=%s\\ninput=%s\\ncwd=%s\\n\\n\\n' "$1" "$2" "$(pwd)"\ncat\n`
+        `#!/bin/sh\n${tool("echo_args")}\nprintf 'name=%s\\ninput=%s\\ncwd=%s %s\\n\\n\\n' "$1" "$2" "$(pwd)" "$(stat -c %a .)"\ncat\n`
       )
       const claws = yield* Scripts.make(settings(dir))
-      const result = yield* claws.call("echo_args", { text: "hi there\n\"quoted\"", n: 1, nested: { ok: true } })
-      expect(result).toEqual({
-        content: `name=echo_args\ninput={"text":"hi there\\n\\"quoted\\"","n":1,"nested":{"ok":true}}\ncwd=${process.cwd()}`,
-        isError: false
-      })
+      const call = () => claws.call("echo_args", { text: "hi there\n\"quoted\"", n: 1, nested: { ok: true } })
+      const first = yield* call()
+      const [head, cwdLine] = [first.content.slice(0, first.content.lastIndexOf("\n")), first.content.split("\n").pop()!]
+      expect(head).toBe(`name=echo_args\ninput={"text":"hi there\\n\\"quoted\\"","n":1,"nested":{"ok":true}}`)
+      const [cwd, mode] = cwdLine.slice("cwd=".length).split(" ")
+      // Not the agent's directory (where config.env lives): a fresh one, owner-only, gone after the call.
+      expect(cwd).not.toBe(process.cwd())
+      expect(mode).toBe("700")
+      expect(Fs.existsSync(cwd!)).toBe(false)
+      expect((yield* call()).content).not.toContain(`cwd=${cwd} `)
     }))
 
   it.scoped("runs a claw without the execute bit through /bin/sh", () =>

@@ -1,0 +1,148 @@
+/**
+ * The secrets the agent knows of, how they are checked, and how they are
+ * kept out of reach of the processes it starts.
+ *
+ * A claw runs as the same user, so it can read `/proc/PID/environ` of the
+ * agent: the original environment block, which deleting from `process.env`
+ * does not change. `withdraw` therefore takes the secrets out of
+ * `process.env` and also overwrites them in that block, through
+ * `/proc/self/mem` (writing one's own memory needs no privilege). The values
+ * live on only in the ConfigProvider the entry point builds.
+ */
+import * as fs from "node:fs"
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Redacted from "effect/Redacted"
+
+export const secretNames = ["ANTHROPIC_API_KEY", "DISCORD_BOT_TOKEN"] as const
+export type SecretName = (typeof secretNames)[number]
+
+export const isSecretName = (name: string): name is SecretName => (secretNames as ReadonlyArray<string>).includes(name)
+
+/**
+ * What makes `value` unusable in an HTTP header, in words that never show
+ * it; `undefined` when it is fine. Leading and trailing spaces are ignored,
+ * as HTTP ignores them.
+ */
+export const problemWith = (value: string): string | undefined => {
+  const text = value.replace(/^ +| +$/g, "")
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index)
+    const where = `at character ${index + 1}`
+    if (code === 0x0a || code === 0x0d) return `holds a line break (CR or LF) ${where}`
+    if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) return `holds a control character ${where}`
+    if (code === 0x20 || code === 0xa0) return `holds a space ${where}`
+    if (code > 0xff) return `holds a character outside Latin-1 ${where}, which an HTTP header cannot carry`
+  }
+  return undefined
+}
+
+/**
+ * A secret used in a header: empty (or only spaces) counts as unset, a value
+ * with characters a header cannot carry is refused naming the key, never the
+ * value. `bare` strips what is allowed around the secret itself (a
+ * "Bot " prefix) before the check.
+ */
+export const headerSecret = (
+  name: SecretName,
+  bare: (value: string) => string = (value) => value
+): Config.Config<Redacted.Redacted<string>> =>
+  // Not Config.redacted(...) around the check: that replaces the check's
+  // message by "<redacted>"; the message never holds the value anyway.
+  Config.string(name).pipe(
+    Config.mapOrFail((value): Either.Either<string, ConfigError.ConfigError> => {
+      if (value.trim() === "") return Either.left(ConfigError.MissingData([], `${name} is empty`))
+      const problem = problemWith(bare(value))
+      return problem === undefined
+        ? Either.right(value)
+        : Either.left(ConfigError.InvalidData([], `${problem}; the value is not shown`))
+    }),
+    Config.map(Redacted.make)
+  )
+
+// ---------------------------------------------------------------------------
+// Withdrawing secrets from this process's environment
+
+export interface Withdrawn {
+  /** The secrets that were in the environment, by name. */
+  readonly secrets: ReadonlyMap<SecretName, string>
+  /** Why the start-up environment block could not be wiped (without /proc there is none to wipe). */
+  readonly notWiped: string | undefined
+}
+
+const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+interface BlockEntry {
+  readonly name: string
+  readonly value: string
+  /** Where `NAME=value` starts in the block, and its length, in bytes. */
+  readonly offset: number
+  readonly length: number
+}
+
+const entries = (block: Buffer): Array<BlockEntry> => {
+  const found: Array<BlockEntry> = []
+  for (let offset = 0; offset < block.length;) {
+    const zero = block.indexOf(0, offset)
+    const end = zero === -1 ? block.length : zero
+    const entry = block.subarray(offset, end).toString("utf8")
+    const equals = entry.indexOf("=")
+    if (equals > 0) found.push({ name: entry.slice(0, equals), value: entry.slice(equals + 1), offset, length: end - offset })
+    offset = end + 1
+  }
+  return found
+}
+
+/** Where the start-up environment block sits in memory: field 50 of /proc/self/stat. */
+const environBlockStart = (stat: string): Either.Either<number, string> => {
+  // Fields after the command name, which may hold spaces: field 3 is the first.
+  const start = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[50 - 3])
+  return Number.isSafeInteger(start) && start > 0 ? Either.right(start) : Either.left("no env_start in /proc/self/stat")
+}
+
+const attempt = <A>(what: () => A): Either.Either<A, string> => Either.mapLeft(Either.try(what), describe)
+
+/** Zeroes the entries of the start-up environment block that `hide` picks, and checks they are gone. */
+const wipeEnvironBlock = (hide: (name: string, value: string) => boolean): Either.Either<void, string> =>
+  Either.gen(function*() {
+    const block = yield* attempt(() => fs.readFileSync("/proc/self/environ"))
+    const hidden = entries(block).filter((entry) => hide(entry.name, entry.value))
+    if (hidden.length === 0) return
+    const start = yield* Either.flatMap(attempt(() => fs.readFileSync("/proc/self/stat", "utf8")), environBlockStart)
+    const fd = yield* attempt(() => fs.openSync("/proc/self/mem", "r+"))
+    const written = attempt(() => {
+      for (const entry of hidden) fs.writeSync(fd, Buffer.alloc(entry.length), 0, entry.length, start + entry.offset)
+    })
+    attempt(() => fs.closeSync(fd))
+    yield* written
+    // Trust only what the kernel now shows.
+    const after = yield* attempt(() => fs.readFileSync("/proc/self/environ"))
+    if (entries(after).some((entry) => hide(entry.name, entry.value))) {
+      return yield* Either.left("/proc/self/environ still shows them after the write")
+    }
+  })
+
+/**
+ * Takes every secret out of `process.env`, and any variable holding a
+ * secret's value (from the environment or from `alsoValues`, e.g. config.env)
+ * under another name; then wipes them all from the start-up environment
+ * block. Run it before any child process is started.
+ */
+export const withdraw = (alsoValues: Iterable<string> = []): Effect.Effect<Withdrawn> =>
+  Effect.sync(() => {
+    const secrets = new Map<SecretName, string>()
+    for (const name of secretNames) {
+      const value = process.env[name]
+      if (value !== undefined && value !== "") secrets.set(name, value)
+    }
+    const values = new Set([...secrets.values(), ...alsoValues].filter((value) => value.trim() !== ""))
+    const hide = (name: string, value: string) => isSecretName(name) || values.has(value)
+    for (const [name, value] of Object.entries(process.env)) {
+      if (value !== undefined && hide(name, value)) delete process.env[name]
+    }
+    if (!fs.existsSync("/proc/self/environ")) return { secrets, notWiped: undefined }
+    const wiped = wipeEnvironBlock(hide)
+    return { secrets, notWiped: Either.isLeft(wiped) ? wiped.left : undefined }
+  })
