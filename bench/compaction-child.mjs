@@ -7,8 +7,8 @@
  */
 import { ConfigProvider, Effect, Layer, Option } from "effect"
 import { Brain } from "../dist/Brain.js"
-import * as Compaction from "../dist/Compaction.js"
-import * as Memory from "../dist/Memory.js"
+import * as Compaction from "../dist/memory/Compactor.js"
+import * as Memory from "../dist/memory/Memory.js"
 import * as A from "./lib/agent.mjs"
 
 const memoryDir = process.argv[2]

@@ -9,7 +9,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Duration, Effect } from "effect"
-import * as ScriptClaws from "../dist/claws/Scripts.js"
+import * as ScriptClaws from "../dist/claws/ScriptClaws.js"
 import * as A from "./lib/agent.mjs"
 import { main, progress } from "./lib/child.mjs"
 import { median, percentile, round } from "./lib/stats.mjs"

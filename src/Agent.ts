@@ -23,13 +23,13 @@ import {
   type ToolUseBlock
 } from "./Brain.js"
 import { Claws, type ToolDefinition } from "./Claws.js"
-import * as Compaction from "./Compaction.js"
-import { Compactor } from "./Compaction.js"
-import * as InboxStore from "./Inbox.js"
-import { Inbox, type Pending } from "./Inbox.js"
+import * as Compaction from "./memory/Compactor.js"
+import { Compactor } from "./memory/Compactor.js"
+import * as InboxStore from "./memory/Inbox.js"
+import { Inbox, type Pending } from "./memory/Inbox.js"
 import { type InboundMessage, Interact, sanitize } from "./Interact.js"
-import * as MemoryStore from "./Memory.js"
-import { Memory } from "./Memory.js"
+import * as MemoryStore from "./memory/Memory.js"
+import { Memory } from "./memory/Memory.js"
 import { conversation, systemPrompt, turnRequest } from "./Prompt.js"
 
 /** The original's words, for any turn the brain could not complete. */

@@ -4,7 +4,7 @@
  * Each number's range is enforced at start-up (see ConfigRange).
  */
 import * as Config from "effect/Config"
-import { integerIn } from "./ConfigRange.js"
+import { integerIn } from "./config/ConfigRange.js"
 
 export const AgentConfig = Config.all({
   model: Config.nonEmptyString("PLANCKCLAW_MODEL").pipe(Config.withDefault("claude-haiku-4-5-20251001")),

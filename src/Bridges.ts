@@ -21,19 +21,19 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Agent from "./Agent.js"
 import { Brain } from "./Brain.js"
-import * as AnthropicBrain from "./brain/Anthropic.js"
-import * as FifoBrain from "./brain/Fifo.js"
+import * as AnthropicBrain from "./brain/AnthropicBrain.js"
+import * as FifoBrain from "./brain/FifoBrain.js"
 import { Claws } from "./Claws.js"
-import * as FifoClaws from "./claws/Fifo.js"
-import * as ScriptClaws from "./claws/Scripts.js"
+import * as FifoClaws from "./claws/FifoClaws.js"
+import * as ScriptClaws from "./claws/ScriptClaws.js"
 import * as ExternalBridge from "./fifo/ExternalBridge.js"
 import * as Handover from "./fifo/Handover.js"
-import { type FifoPaths, fifoPathsConfig, makeRuntimeDir, pidFileName } from "./fifo/Fifo.js"
+import { type FifoPaths, fifoPathsConfig, makeRuntimeDir, pidFileName } from "./fifo/RuntimeDir.js"
 import * as Serve from "./fifo/Serve.js"
 import { Interact } from "./Interact.js"
-import * as FifoInteract from "./interact/Fifo.js"
-import * as TerminalInteract from "./interact/Terminal.js"
-import { isAlive } from "./memory/FileLock.js"
+import * as FifoInteract from "./interact/FifoInteract.js"
+import * as TerminalInteract from "./interact/TerminalInteract.js"
+import { isAlive } from "./process/PidLiveness.js"
 import { StartupError } from "./StartupError.js"
 
 export type Choice<Name extends string> =
@@ -69,7 +69,7 @@ export type BridgeFailure = ConfigError.ConfigError | StartupError
 
 // discord.js is heavy to load: only a Discord bridge pays for it.
 const discordLayer: Layer.Layer<Interact, BridgeFailure> = Layer.unwrapEffect(
-  Effect.promise(() => import("./interact/Discord.js")).pipe(Effect.map((discord) => discord.layer))
+  Effect.promise(() => import("./interact/discord/DiscordInteract.js")).pipe(Effect.map((discord) => discord.layer))
 )
 
 export const interactLayers = {

@@ -7,7 +7,7 @@ import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
-import { onOff } from "./ConfigRange.js"
+import { onOff } from "./config/ConfigRange.js"
 
 /** PLANCKCLAW_DEBUG: `1` or `true` (any case) turns it on, `0` or `false` off; anything else is refused. */
 export const DebugConfig = onOff("PLANCKCLAW_DEBUG")

@@ -4,7 +4,7 @@
  */
 import type { Message, MessagesRequest, ToolSpec } from "./Brain.js"
 import type { ToolDefinition } from "./Claws.js"
-import type { HistoryEntry } from "./Memory.js"
+import type { HistoryEntry } from "./memory/Memory.js"
 
 export const systemPrompt = (soul: string, summary: string): string =>
   summary.length > 0 ? `${soul}\n---\nCONVERSATION SUMMARY:\n${summary}` : soul

@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import { cli } from "./Cli.js"
-import * as ConfigErrors from "./ConfigErrors.js"
+import * as ConfigErrors from "./config/ConfigErrors.js"
 import * as Logging from "./Logging.js"
 
 /** The version in package.json, found from wherever this module was built to (dist/ or dist/cli/). */

@@ -3,8 +3,8 @@ import { Effect, Fiber, Option, TestClock } from "effect"
 import { APOLOGY } from "../src/Agent.js"
 import { sanitize } from "../src/Interact.js"
 import { BrainError } from "../src/Brain.js"
-import { text, toolUse } from "../src/brain/Scripted.js"
-import type { InMemoryTool } from "../src/claws/InMemory.js"
+import { text, toolUse } from "../src/brain/ScriptedBrain.js"
+import type { InMemoryTool } from "../src/claws/InMemoryClaws.js"
 import { harness, line } from "./support/Harness.js"
 
 const timeTool: InMemoryTool = {

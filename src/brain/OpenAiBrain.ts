@@ -24,7 +24,7 @@ import * as Ref from "effect/Ref"
 import { Brain, BrainError, type BrainService, type MessagesRequest, type MessagesResponse, preview } from "../Brain.js"
 import { DebugConfig } from "../Logging.js"
 import { StartupError } from "../StartupError.js"
-import { type AttemptFailure, parseRetryAfter, RETRYABLE_STATUSES, RetryableFailure, retrySchedule } from "./Anthropic.js"
+import { type AttemptFailure, parseRetryAfter, RETRYABLE_STATUSES, RetryableFailure, retrySchedule } from "./AnthropicBrain.js"
 import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
 
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1"

@@ -32,16 +32,16 @@ import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import { isSecretName, type SecretName, secretNames } from "../Secrets.js"
-import { type FifoPaths, fifoEnvNames } from "./Fifo.js"
-import * as Watchdog from "./Watchdog.js"
+import { isSecretName, type SecretName, secretNames } from "../config/Secrets.js"
+import { type FifoPaths, fifoEnvNames } from "./RuntimeDir.js"
+import * as Watchdog from "../process/Watchdog.js"
 
 export class ExternalBridgeError extends Data.TaggedError("ExternalBridgeError")<{
   readonly message: string
   readonly cause?: unknown
 }> {}
 
-export { type SecretName, secretNames } from "../Secrets.js"
+export { type SecretName, secretNames } from "../config/Secrets.js"
 
 /** How one run of the bridge ended. */
 export interface BridgeExit {

@@ -17,23 +17,12 @@ import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { BrainService } from "../Brain.js"
 import type { ClawsService, ToolResult } from "../Claws.js"
 import type { InteractError, InteractService } from "../Interact.js"
-import {
-  brainErrorFrame,
-  ClawRequest,
-  decodeBrainRequest,
-  decodeClawRequest,
-  decodeInteractLine,
-  defaultMaxBlockBytes,
-  defaultMaxLineBytes,
-  encodeBrainFrame,
-  encodeClawAnswer,
-  encodeInteractLine,
-  type Frame,
-  framed,
-  makeBlockFramer,
-  makeLineFramer
-} from "../Wire.js"
-import { type FifoError, type FifoPaths, openReader, openWriter } from "./Fifo.js"
+import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame } from "./BrainFrame.js"
+import { ClawRequest, decodeClawRequest, encodeClawAnswer } from "./ClawFrame.js"
+import { defaultMaxBlockBytes, defaultMaxLineBytes, type Frame, framed, makeBlockFramer, makeLineFramer } from "./Framing.js"
+import { decodeInteractLine, encodeInteractLine } from "./InteractLine.js"
+import { openReader, openWriter } from "./PipeEnd.js"
+import { type FifoError, type FifoPaths } from "./RuntimeDir.js"
 import type * as Handover from "./Handover.js"
 
 export interface ServeOptions {

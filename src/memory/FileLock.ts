@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import { heldBy } from "../process/PidLiveness.js"
 
 export class LockHeld extends Data.TaggedError("LockHeld")<{
   readonly path: string
@@ -24,42 +25,6 @@ export class LockFailed extends Data.TaggedError("LockFailed")<{
   readonly code: string | undefined
   readonly message: string
 }> {}
-
-/** Whether a process with this pid exists (a live lock or pid-file owner). */
-export const isAlive = (pid: number): boolean => {
-  if (!Number.isInteger(pid) || pid <= 0) return false
-  const probe = Either.try(() => process.kill(pid, 0))
-  // EPERM means the process exists but belongs to someone else: still alive.
-  return Either.isRight(probe) || (probe.left as NodeJS.ErrnoException).code === "EPERM"
-}
-
-// Clock ticks per second of /proc times (USER_HZ): 100 wherever Linux runs Node.
-const userHz = 100
-// A clock stepped back a little between a process's start and its write must
-// not make its own lock look stale.
-const clockSlackMillis = 10_000
-
-/** When `pid` started, in ms since the epoch, from /proc; undefined where there is no /proc. */
-const startedAtMillis = (pid: number): number | undefined => {
-  const stat = Either.getOrUndefined(Either.try(() => fs.readFileSync(`/proc/${pid}/stat`, "utf8")))
-  const boot = Either.getOrUndefined(Either.try(() => fs.readFileSync("/proc/stat", "utf8")))?.match(/^btime (\d+)$/m)?.[1]
-  // Field 22 of stat, counted after the parenthesised command (which may hold spaces).
-  const ticks = stat?.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
-  if (boot === undefined || ticks === undefined) return undefined
-  return Number(boot) * 1000 + (Number(ticks) * 1000) / userHz
-}
-
-/**
- * Whether `pid`, named in `file`, still holds it. A live process that started
- * after the file was written is not its writer but a newcomer with a reused
- * pid (after a reboot pids start over): the file is stale.
- */
-export const heldBy = (pid: number, file: string): boolean => {
-  if (!isAlive(pid)) return false
-  const started = startedAtMillis(pid)
-  const written = Either.getOrUndefined(Either.try(() => fs.lstatSync(file).mtimeMs))
-  return started === undefined || written === undefined || started <= written + clockSlackMillis
-}
 
 /** The pid in a lock: a file's content, or the target of a lock taken on a full disk (a link). */
 const readOwner = (path: string): number => {

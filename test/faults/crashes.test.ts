@@ -11,7 +11,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Either, Option } from "effect"
-import { replay } from "../../src/Inbox.js"
+import { replay } from "../../src/memory/Inbox.js"
 import {
   brainServer,
   connectTo,

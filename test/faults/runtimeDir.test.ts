@@ -13,7 +13,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { mkfifo } from "../fifo/TestKit.js"
+import { mkfifo } from "../support/FifoKit.js"
 import {
   brainServer,
   connectTo,

@@ -19,9 +19,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { expect } from "@effect/vitest"
 import { Deferred, Duration, Effect, Either, Exit, FiberId, Queue, type Scope, Stream } from "effect"
-import { openReader } from "../../src/fifo/Fifo.js"
+import { openReader } from "../../src/fifo/PipeEnd.js"
 import type { InboundMessage } from "../../src/Interact.js"
-import { decodeInteractLine, encodeInteractLine, framed, makeLineFramer } from "../../src/Wire.js"
+import { framed, makeLineFramer } from "../../src/fifo/Framing.js"
+import { decodeInteractLine, encodeInteractLine } from "../../src/fifo/InteractLine.js"
 import * as Cli from "../support/Cli.js"
 
 const REPO = Cli.REPO

@@ -3,8 +3,9 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Exit, Fiber, Option, Queue, Redacted, Schedule, Scope, TestClock } from "effect"
 import { type BridgeExit, bridgeEnv, make } from "../../src/fifo/ExternalBridge.js"
-import { fifoPaths, makeRuntimeDir, openWriter } from "../../src/fifo/Fifo.js"
-import { awaitGone, awaitPendingSleep, isGone, linesFrom, mkfifo, tempDir, writeScript } from "./TestKit.js"
+import { openWriter } from "../../src/fifo/PipeEnd.js"
+import { fifoPaths, makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
+import { awaitGone, awaitPendingSleep, isGone, linesFrom, mkfifo, tempDir, writeScript } from "../support/FifoKit.js"
 
 const fakeSecrets = { ANTHROPIC_API_KEY: "test-key-not-secret", DISCORD_BOT_TOKEN: "test-token-not-secret" }
 

@@ -8,10 +8,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { ConfigProvider, Effect, Fiber, Layer, Queue, type Scope } from "effect"
 import * as Agent from "../../src/Agent.js"
-import * as ScriptedBrain from "../../src/brain/Scripted.js"
-import * as InMemoryClaws from "../../src/claws/InMemory.js"
+import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
+import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
 import type { OutboundMessage } from "../../src/Interact.js"
-import * as InMemoryInteract from "../../src/interact/InMemory.js"
+import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
 
 export const tempDir = (prefix = "planckclaw-test-"): Effect.Effect<string, never, Scope.Scope> =>
   Effect.acquireRelease(

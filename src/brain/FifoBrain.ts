@@ -1,0 +1,55 @@
+/**
+ * The agent's side of the brain FIFOs: a request frame goes to brain_in,
+ * one answer frame comes back on brain_out. Whatever serves the other end
+ * (the built-in Anthropic bridge, an external executable) answers Messages
+ * API JSON or `{"error":"timeout"|"fatal"}`.
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import { Brain, BrainError, type BrainService, decodeBrainAnswer } from "../Brain.js"
+import { makeExchange } from "../fifo/Exchange.js"
+import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
+import { encodeBrainFrame } from "../fifo/BrainFrame.js"
+import { defaultMaxBlockBytes } from "../fifo/Framing.js"
+
+export interface FifoBrainOptions {
+  readonly paths: Pick<FifoPaths, "brainIn" | "brainOut">
+  /** How long one request may wait for its answer; default 5 minutes. */
+  readonly timeout?: Duration.DurationInput
+  /** Largest answer accepted; default 16 MiB. */
+  readonly maxAnswerBytes?: number
+}
+
+export const defaultTimeout = Duration.minutes(5)
+
+export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, FifoError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const timeout = Duration.decode(options.timeout ?? defaultTimeout)
+    const exchange = yield* makeExchange({
+      requestPath: options.paths.brainIn,
+      answerPath: options.paths.brainOut,
+      maxAnswerBytes: options.maxAnswerBytes ?? defaultMaxBlockBytes
+    })
+    const complete: BrainService["complete"] = (request) =>
+      Effect.gen(function*() {
+        const frame = encodeBrainFrame(request)
+        if (Either.isLeft(frame)) {
+          return yield* new BrainError({ reason: "fatal", detail: frame.left.message })
+        }
+        const answer = yield* exchange.ask(frame.right, timeout).pipe(
+          Effect.catchTags({
+            ExchangeTimeout: () =>
+              new BrainError({ reason: "timeout", detail: `no answer on brain_out within ${Duration.format(timeout)}` }),
+            FrameTooLarge: (error) => new BrainError({ reason: "fatal", detail: `brain answer ${error.message}` }),
+            FifoError: (error) => new BrainError({ reason: "fatal", detail: error.message })
+          })
+        )
+        return yield* decodeBrainAnswer(answer)
+      })
+    return { complete }
+  })
+
+export const layer = (options: FifoBrainOptions): Layer.Layer<Brain, FifoError> => Layer.scoped(Brain, make(options))

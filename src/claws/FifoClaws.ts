@@ -1,0 +1,126 @@
+/**
+ * The agent's side of the claw FIFOs: `__list_tools__` or `{name}\t{input}`
+ * on claw_in, one answer block on claw_out. Discovery answers a JSON array of
+ * tool definitions; a call answers text, and `Unknown tool: NAME` or a text
+ * beginning with `Error:` marks a failed tool.
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import {
+  Claws,
+  ClawsError,
+  type ClawsService,
+  type ToolCatalog,
+  ToolDefinition,
+  type ToolProblem,
+  ToolName,
+  type ToolResult,
+  unknownTool
+} from "../Claws.js"
+import { makeExchange } from "../fifo/Exchange.js"
+import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
+import { decodeClawAnswer, encodeClawCall, listToolsRequest } from "../fifo/ClawFrame.js"
+import { defaultMaxBlockBytes } from "../fifo/Framing.js"
+
+export interface FifoClawsOptions {
+  readonly paths: Pick<FifoPaths, "clawIn" | "clawOut">
+  /** How long discovery may take; default 30 seconds. */
+  readonly listTimeout?: Duration.DurationInput
+  /** How long one tool call may take; default 2 minutes. */
+  readonly callTimeout?: Duration.DurationInput
+  /** Largest answer accepted; default 16 MiB. */
+  readonly maxAnswerBytes?: number
+}
+
+export const defaultListTimeout = Duration.seconds(30)
+export const defaultCallTimeout = Duration.minutes(2)
+
+const decodeTool = Schema.decodeUnknownEither(ToolDefinition)
+const isToolName = Schema.is(ToolName)
+
+/** Reads a discovery answer: each element is checked on its own, so one bad declaration costs only itself. */
+export const decodeCatalog = (answer: string): Either.Either<ToolCatalog, ClawsError> => {
+  if (answer.startsWith("Error:")) return Either.left(new ClawsError({ message: `claw bridge: ${answer}` }))
+  const parsed = Either.try(() => JSON.parse(answer) as unknown)
+  if (Either.isLeft(parsed) || !Array.isArray(parsed.right)) {
+    return Either.left(new ClawsError({ message: `claw bridge discovery answer is not a JSON array: ${answer.slice(0, 200)}` }))
+  }
+  const tools: Array<ToolDefinition> = []
+  const problems: Array<ToolProblem> = []
+  const seen = new Set<string>()
+  parsed.right.forEach((element: unknown, index) => {
+    const source = `claw bridge tool #${index + 1}`
+    const decoded = decodeTool(element)
+    if (Either.isLeft(decoded)) {
+      problems.push({ source, reason: ParseResult.TreeFormatter.formatErrorSync(decoded.left) })
+    } else if (seen.has(decoded.right.name)) {
+      problems.push({ source, reason: `duplicate tool name ${decoded.right.name}` })
+    } else {
+      seen.add(decoded.right.name)
+      tools.push(decoded.right)
+    }
+  })
+  return Either.right({ tools, problems })
+}
+
+/** Reads a call answer: `Unknown tool: NAME` and `Error: …` are failures. */
+export const toToolResult = (name: string, answer: string): ToolResult => {
+  const content = decodeClawAnswer(answer)
+  return { content, isError: content.trim() === `Unknown tool: ${name}` || content.startsWith("Error:") }
+}
+
+export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, FifoError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const listTimeout = Duration.decode(options.listTimeout ?? defaultListTimeout)
+    const callTimeout = Duration.decode(options.callTimeout ?? defaultCallTimeout)
+    const exchange = yield* makeExchange({
+      requestPath: options.paths.clawIn,
+      answerPath: options.paths.clawOut,
+      maxAnswerBytes: options.maxAnswerBytes ?? defaultMaxBlockBytes
+    })
+
+    const list: ClawsService["list"] = exchange.ask(listToolsRequest, listTimeout).pipe(
+      Effect.mapError((error) =>
+        new ClawsError({
+          message: error._tag === "ExchangeTimeout"
+            ? `claw bridge did not answer discovery within ${Duration.format(listTimeout)}`
+            : `claw bridge discovery failed: ${error.message}`,
+          cause: error
+        })
+      ),
+      Effect.flatMap(decodeCatalog)
+    )
+
+    const call: ClawsService["call"] = (name, input) =>
+      Effect.gen(function*() {
+        // A name that could not be a tool could also break the framing: never send it.
+        if (!isToolName(name)) return unknownTool(name)
+        const request = encodeClawCall(name, input)
+        if (Either.isLeft(request)) return yield* new ClawsError({ message: request.left.message })
+        return yield* exchange.ask(request.right, callTimeout).pipe(
+          Effect.map((answer) => toToolResult(name, answer)),
+          Effect.catchTags({
+            ExchangeTimeout: () =>
+              Effect.succeed<ToolResult>({
+                content: `Error: tool ${name} did not answer within ${Duration.format(callTimeout)}`,
+                isError: true
+              }),
+            FrameTooLarge: (error) =>
+              Effect.succeed<ToolResult>({
+                content: `Error: result of tool ${name} is longer than ${error.limit} bytes`,
+                isError: true
+              }),
+            FifoError: (error) => new ClawsError({ message: `claw bridge call failed: ${error.message}`, cause: error })
+          })
+        )
+      })
+
+    return { list, call }
+  })
+
+export const layer = (options: FifoClawsOptions): Layer.Layer<Claws, FifoError> => Layer.scoped(Claws, make(options))

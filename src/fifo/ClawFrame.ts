@@ -1,0 +1,58 @@
+/**
+ * claw_in: `__list_tools__\n` or `{name}\t{input_json}\n`. claw_out: the
+ * answer, then an empty line. An answer never holds an empty line on the
+ * wire: CR LF and lone CR become LF, trailing newlines are dropped, and every
+ * empty line (an empty answer included) is sent as a line holding a single
+ * space, which the reader turns back into an empty line. Pure codec.
+ */
+import * as Data from "effect/Data"
+import * as Either from "effect/Either"
+import { MalformedMessage, compactJson, excerpt } from "./Framing.js"
+
+export const listToolsCommand = "__list_tools__"
+export const listToolsRequest = `${listToolsCommand}\n`
+
+export type ClawRequest = Data.TaggedEnum<{
+  ListTools: {}
+  Call: { readonly name: string; readonly input: unknown }
+}>
+export const ClawRequest = Data.taggedEnum<ClawRequest>()
+
+/** `{name}\t{input_json}\n` with the input as compact one-line JSON. */
+export const encodeClawCall = (name: string, input: unknown): Either.Either<string, MalformedMessage> =>
+  name === "" || /[\t\r\n]/.test(name)
+    ? Either.left(new MalformedMessage({ message: `tool name ${JSON.stringify(name)} cannot be framed` }))
+    : Either.map(compactJson(input ?? {}), (json) => `${name}\t${json}\n`)
+
+/**
+ * Decodes one claw_in line (without its `\n`). A trailing CR is tolerated;
+ * an empty input stands for `{}`.
+ */
+export const decodeClawRequest = (rawLine: string): Either.Either<ClawRequest, MalformedMessage> => {
+  const line = rawLine.endsWith("\r") ? rawLine.slice(0, -1) : rawLine
+  if (line === listToolsCommand) return Either.right(ClawRequest.ListTools())
+  const tab = line.indexOf("\t")
+  if (tab <= 0) {
+    return Either.left(new MalformedMessage({ message: `claw request is neither ${listToolsCommand} nor name<TAB>input: ${excerpt(line)}` }))
+  }
+  const name = line.slice(0, tab)
+  const inputJson = line.slice(tab + 1).trim()
+  if (inputJson === "") return Either.right(ClawRequest.Call({ name, input: {} }))
+  return Either.map(
+    Either.try({
+      try: () => JSON.parse(inputJson) as unknown,
+      catch: () => new MalformedMessage({ message: `input of tool ${name} is not JSON: ${excerpt(inputJson)}` })
+    }),
+    (input) => ClawRequest.Call({ name, input })
+  )
+}
+
+/** The answer as it goes on claw_out, ending with the empty line. See the module comment. */
+export const encodeClawAnswer = (text: string): string => {
+  const normalized = text.replace(/\r\n?/g, "\n").replace(/\n+$/, "")
+  return `${normalized.split("\n").map((line) => (line === "" ? " " : line)).join("\n")}\n\n`
+}
+
+/** Reverses `encodeClawAnswer` for a block read off claw_out. */
+export const decodeClawAnswer = (block: string): string =>
+  block.split("\n").map((line) => (line === " " ? "" : line)).join("\n")

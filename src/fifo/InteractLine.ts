@@ -1,0 +1,31 @@
+/**
+ * interact_in / interact_out: `{channel}\t{text}\n`, text escaped (backslash
+ * `\\`, newline `\n`, tab `\t`, carriage return `\r`). Pure codec.
+ */
+import * as Either from "effect/Either"
+import type { InboundMessage, OutboundMessage } from "../Interact.js"
+import { MalformedMessage, excerpt } from "./Framing.js"
+
+const escapes: Record<string, string> = { "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r" }
+const unescapes: Record<string, string> = { "\\": "\\", n: "\n", t: "\t", r: "\r" }
+
+/** Escapes text so that it fits on one line with no tab. */
+export const escapeText = (text: string): string => text.replace(/[\\\n\t\r]/g, (c) => escapes[c] ?? c)
+
+/** Reverses exactly `escapeText`; any other backslash sequence stays as it is. */
+export const unescapeText = (escaped: string): string =>
+  escaped.replace(/\\([\\ntr])/g, (sequence, c: string) => unescapes[c] ?? sequence)
+
+/** `{channel}\t{escaped text}\n`; a channel holding a tab, CR or LF cannot be framed. */
+export const encodeInteractLine = (message: OutboundMessage): Either.Either<string, MalformedMessage> =>
+  /[\t\r\n]/.test(message.channel)
+    ? Either.left(new MalformedMessage({ message: `channel ${JSON.stringify(message.channel)} holds a tab or line break` }))
+    : Either.right(`${message.channel}\t${escapeText(message.text)}\n`)
+
+/** Decodes one interact line (without its `\n`): the channel runs up to the first tab. */
+export const decodeInteractLine = (line: string): Either.Either<InboundMessage, MalformedMessage> => {
+  const tab = line.indexOf("\t")
+  return tab === -1
+    ? Either.left(new MalformedMessage({ message: `interact line has no tab between channel and text: ${excerpt(line)}` }))
+    : Either.right({ channel: line.slice(0, tab), text: unescapeText(line.slice(tab + 1)) })
+}

@@ -1,0 +1,77 @@
+/**
+ * The Discord bridge: messages from chosen Discord channels (and, if allowed,
+ * direct messages) in, replies out. discord.js types stay in the Discord*
+ * modules beside this one.
+ *
+ * Who does what:
+ * - discord.js owns the gateway connection: IDENTIFY, heartbeats, RESUME and
+ *   reconnects. Its shards run under a sharding strategy of ours
+ *   (DiscordShardingStrategy), through which the bridge paces connection
+ *   attempts after a failed one (DiscordPacing: exponential backoff from 5 s
+ *   to 60 s with jitter, reset once a connection is healthy), throttles
+ *   IDENTIFY, sees close codes (DiscordGateway), and reads MESSAGE_CREATE
+ *   straight off the gateway, decoded with Schema (DiscordInbound). Only the
+ *   dispatches discord.js needs for its connection state reach it, so message
+ *   traffic never grows its caches and a malformed message cannot throw
+ *   inside it.
+ * - A failed login (Discord unreachable, 5xx) is retried on the same backoff
+ *   (DiscordLogin).
+ * - Replies go through a REST client of their own (DiscordReplies), so they
+ *   are delivered while the gateway reconnects.
+ * - A rejected token or a refused privileged intent is reported once with
+ *   what to do, and never retried (DiscordErrors).
+ */
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { Interact, type InteractService } from "../../Interact.js"
+import type { StartupError } from "../../StartupError.js"
+import { bareToken, DiscordConfig, type DiscordSettings, settingsFrom } from "./Settings.js"
+import { connectGateway } from "./Gateway.js"
+import { type BotUser, makeInbound } from "./Inbound.js"
+import { makeRestPost, makeSend, showTyping } from "./Replies.js"
+import * as Typing from "./Typing.js"
+
+export { DiscordConfig, type DiscordSettings } from "./Settings.js"
+export { reconnectBackoff } from "./Pacing.js"
+
+const announceConnected = (settings: DiscordSettings, user: Option.Option<BotUser>) =>
+  Effect.gen(function*() {
+    yield* Effect.logInfo(
+      `Discord bridge connected${Option.isNone(user) ? "" : ` as ${user.value.username}`}; answering in channel(s) ` +
+        settings.channelIds.join(", ") + (settings.directMessages ? " and in direct messages" : "")
+    )
+    if (settings.directMessages && Option.isNone(settings.allowedUsers)) {
+      yield* Effect.logWarning(
+        "DISCORD_DMS is on and DISCORD_ALLOWED_USERS is not set: anyone who can message the bot directly is answered"
+      )
+    }
+  })
+
+/**
+ * Logs in (retrying with backoff while Discord is unreachable) and returns
+ * once the gateway is READY. Fails with a StartupError when Discord rejects
+ * the token or the intents.
+ */
+export const make = (settings: DiscordSettings): Effect.Effect<InteractService, StartupError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const token = bareToken(settings)
+    const post = yield* makeRestPost(settings.apiUrl, token)
+    const typing = yield* Typing.make(showTyping(post))
+    const inbound = yield* makeInbound(settings, typing)
+    const gatewayClosedForGood = yield* connectGateway(settings.apiUrl, token, inbound.onDispatch)
+    yield* announceConnected(settings, yield* inbound.botUser)
+    return {
+      messages: Stream.fromQueue(inbound.messages).pipe(Stream.interruptWhen(gatewayClosedForGood)),
+      send: yield* makeSend(post, typing)
+    }
+  })
+
+/** The Discord bridge from configuration; see `DiscordConfig` and `make`. */
+export const layer: Layer.Layer<Interact, ConfigError.ConfigError | StartupError> = Layer.scoped(
+  Interact,
+  DiscordConfig.pipe(Effect.flatMap(settingsFrom), Effect.flatMap(make))
+)

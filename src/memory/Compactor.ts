@@ -1,0 +1,139 @@
+/**
+ * Folds old history into summary.md. The slow part (asking the brain) runs
+ * without the write lock, so turns go on meanwhile; only the final swap is
+ * locked, and it keeps every line appended since the plan was made.
+ */
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import { Brain, type BrainError, type MessagesResponse } from "../Brain.js"
+import { AgentConfig } from "../AgentConfig.js"
+import { type CompactionBusy, Memory, type MemoryError } from "./Memory.js"
+import { encodeEntry, parseLine } from "./HistoryFile.js"
+import { capText, compactionRequest } from "../Prompt.js"
+
+export interface CompactionReport {
+  /** History lines folded into the summary. */
+  readonly summarised: number
+  /** Lines before the kept tail that did not decode and were dropped. */
+  readonly skipped: number
+  /** Lines left in history.jsonl. */
+  readonly kept: number
+  /** Size of summary.md as written. */
+  readonly summaryBytes: number
+  /** Brain requests made (a large backlog is folded in several). */
+  readonly requests: number
+}
+
+export class CompactionFailed extends Data.TaggedError("CompactionFailed")<{
+  readonly message: string
+}> {}
+
+export type CompactionError = CompactionFailed | CompactionBusy | MemoryError
+
+export interface CompactorService {
+  /** Compacts when history holds more than HISTORY_MAX lines. */
+  readonly compactIfNeeded: Effect.Effect<Option.Option<CompactionReport>, CompactionError>
+  /** Compacts whatever is older than the last HISTORY_KEEP lines. */
+  readonly compactNow: Effect.Effect<Option.Option<CompactionReport>, CompactionError>
+}
+
+export class Compactor extends Context.Tag("planckclaw/Compactor")<Compactor, CompactorService>() {}
+
+const replyText = (response: MessagesResponse): string =>
+  response.content.flatMap((block) => block.type === "text" && "text" in block ? [block.text] : []).join("").trim()
+
+export const make = Effect.gen(function*() {
+  const config = yield* AgentConfig
+  const memory = yield* Memory
+  const brain = yield* Brain
+
+  const due = memory.hasMoreLinesThan(config.historyMax)
+
+  const run = (force: boolean) =>
+    memory.exclusiveCompaction(Effect.gen(function*() {
+      // Asked again under the lock: another process may have compacted meanwhile.
+      if (!force && !(yield* due)) return Option.none()
+      const plan = yield* memory.planFold(config.historyKeep)
+      if (Option.isNone(plan)) return Option.none()
+      const { summary: previous } = yield* memory.snapshot(0)
+
+      // Mutable on purpose: a million-line backlog must not be copied per line.
+      const fold = { summary: previous, batch: [] as Array<string>, batchChars: 0, summarised: 0, skipped: 0 }
+      let requests = 0
+      const flush = Effect.suspend(() => {
+        if (fold.batch.length === 0) return Effect.void
+        return brain.complete(compactionRequest(config.model, fold.summary, fold.batch)).pipe(
+          Effect.mapError((error: BrainError) =>
+            new CompactionFailed({ message: `the brain could not summarise (${error.reason}: ${error.detail})` })
+          ),
+          Effect.flatMap((response) => {
+            const summary = replyText(response)
+            if (summary.length === 0) {
+              return Effect.fail(new CompactionFailed({ message: "the brain answered an empty summary" }))
+            }
+            fold.summary = summary
+            fold.summarised += fold.batch.length
+            fold.batch = []
+            fold.batchChars = 0
+            requests++
+            return Effect.void
+          })
+        )
+      })
+
+      yield* memory.linesToFold(plan.value).pipe(
+        Stream.runForEachChunk((lines) =>
+          Effect.gen(function*() {
+            for (const raw of lines) {
+              const entry = parseLine(raw)
+              if (Option.isNone(entry)) {
+                fold.skipped++
+                continue
+              }
+              // A giant line is folded cut, as a turn sends it; the usual line goes as it is.
+              const content = capText(entry.value.content)
+              const line = content === entry.value.content ? raw : encodeEntry({ role: entry.value.role, content })
+              fold.batch.push(line)
+              fold.batchChars += line.length
+              if (fold.batchChars >= config.compactionChunkChars) yield* flush
+            }
+          })
+        )
+      )
+      yield* flush
+      if (requests === 0 && fold.skipped === 0) return Option.none()
+
+      const { kept, summaryBytes } = yield* memory.commitFold(plan.value, fold.summary)
+      const report: CompactionReport = {
+        summarised: fold.summarised,
+        skipped: fold.skipped,
+        kept,
+        summaryBytes,
+        requests
+      }
+      yield* Effect.logInfo(
+        `compaction: summarised ${report.summarised} lines, kept ${report.kept}, summary ${report.summaryBytes} bytes`
+      )
+      return Option.some(report)
+    }))
+
+  return {
+    // Most turns end here, without taking the compaction lock.
+    // Not while memory cannot be written (a full disk): the brain's summary could not be kept.
+    compactIfNeeded: Effect.flatMap(
+      memory.storageFailing,
+      (failing) => failing ? Effect.succeedNone : Effect.flatMap(due, (needed) => needed ? run(false) : Effect.succeedNone)
+    ),
+    compactNow: run(true)
+  } satisfies CompactorService
+})
+
+export const layer: Layer.Layer<
+  Compactor,
+  import("effect/ConfigError").ConfigError,
+  Memory | Brain
+> = Layer.effect(Compactor, make)

@@ -1,0 +1,231 @@
+/**
+ * A journal of messages accepted from a bridge and not yet finished, so a
+ * run killed mid-turn answers them after restart (the original loses them).
+ * Each message moves accepted → answered (reply decided) → delivered; one
+ * whose exchange could not be stored (a full disk) stays, as `unstored`,
+ * until it is (`stored`). The journal is emptied whenever nothing is left,
+ * so it stays tiny. Each message carries a random key: the identity under
+ * which history knows whether its exchange is stored (see memory/Ledger.ts).
+ */
+import * as crypto from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type { InboundMessage } from "../Interact.js"
+import { MemoryConfig, MemoryError } from "./Memory.js"
+import * as SafeFile from "./SafeFile.js"
+
+export interface Pending {
+  readonly id: number
+  /** Unique across runs (ids start over when the journal empties); absent in journals of older versions. */
+  readonly key?: string
+  readonly channel: string
+  readonly text: string
+  /** Set once the reply is decided; `stored` says whether the exchange goes to history. */
+  readonly reply: Option.Option<{ readonly text: string; readonly stored: boolean }>
+}
+
+const Record = Schema.Union(
+  Schema.Struct({ accepted: Schema.Number, key: Schema.optional(Schema.String), channel: Schema.String, text: Schema.String }),
+  Schema.Struct({ answered: Schema.Number, reply: Schema.String, stored: Schema.Boolean }),
+  Schema.Struct({ unstored: Schema.Number }),
+  Schema.Struct({ stored: Schema.Number }),
+  Schema.Struct({ delivered: Schema.Number })
+)
+const decodeRecord = Schema.decodeUnknownOption(Schema.parseJson(Record))
+
+export interface InboxService {
+  /** Messages a previous run accepted and did not finish, oldest first. */
+  readonly recovered: ReadonlyArray<Pending>
+  readonly accept: (message: InboundMessage) => Effect.Effect<Pending>
+  readonly answered: (pending: Pending, reply: string, stored: boolean) => Effect.Effect<void>
+  /** The exchange could not be stored: it is kept until `stored`, even once delivered. */
+  readonly unstored: (pending: Pending, reply: string) => Effect.Effect<void>
+  readonly stored: (pending: Pending) => Effect.Effect<void>
+  /** Exchanges delivered but not stored yet, oldest first, each with its reply. */
+  readonly backlog: Effect.Effect<ReadonlyArray<Pending>>
+  readonly delivered: (pending: Pending) => Effect.Effect<void>
+}
+
+export class Inbox extends Context.Tag("planckclaw/Inbox")<Inbox, InboxService>() {}
+
+interface Entry {
+  readonly pending: Pending
+  readonly unstored: boolean
+  readonly delivered: boolean
+  /** Its `accepted` record is in the journal (a full disk may have refused it). */
+  readonly journaled: boolean
+}
+
+/** Replays the journal: every message not finished, in acceptance order. */
+const replayEntries = (text: string): Map<number, Entry> => {
+  const entries = new Map<number, Entry>()
+  const update = (id: number, change: (entry: Entry) => Entry | undefined) => {
+    const entry = entries.get(id)
+    if (entry === undefined) return
+    const next = change(entry)
+    if (next === undefined) entries.delete(id)
+    else entries.set(id, next)
+  }
+  for (const line of text.split("\n")) {
+    const record = decodeRecord(line)
+    if (Option.isNone(record)) continue
+    const value = record.value
+    if ("accepted" in value) {
+      const pending: Pending = {
+        id: value.accepted,
+        ...(value.key === undefined ? {} : { key: value.key }),
+        channel: value.channel,
+        text: value.text,
+        reply: Option.none()
+      }
+      entries.set(value.accepted, { pending, unstored: false, delivered: false, journaled: true })
+    } else if ("answered" in value) {
+      update(value.answered, (entry) => ({
+        ...entry,
+        pending: { ...entry.pending, reply: Option.some({ text: value.reply, stored: value.stored }) }
+      }))
+    } else if ("unstored" in value) {
+      update(value.unstored, (entry) => ({ ...entry, unstored: true }))
+    } else if ("stored" in value) {
+      update(value.stored, (entry) => entry.delivered ? undefined : { ...entry, unstored: false })
+    } else {
+      update(value.delivered, (entry) => entry.unstored ? { ...entry, delivered: true } : undefined)
+    }
+  }
+  return entries
+}
+
+/** What is still to be answered, in acceptance order. */
+export const replay = (text: string): Array<Pending> =>
+  [...replayEntries(text).values()].filter((entry) => !entry.delivered).map((entry) => entry.pending)
+
+const newKey = () => crypto.randomBytes(12).toString("hex")
+
+export const make = (directory: string): Effect.Effect<InboxService, MemoryError> =>
+  Effect.suspend(() => {
+    const file = path.join(directory, ".inbox.jsonl")
+    const refused = (error: SafeFile.MemoryFileError) =>
+      new MemoryError({ message: `cannot read the inbox journal: ${error.message}`, cause: error })
+    // Only a regular file of this user, never through a link; a torn last
+    // record (power loss, full disk) is cut off: that needs no free space.
+    const opened = SafeFile.withFile(file, fs.constants.O_RDWR, (fd) => {
+      const bytes = fs.readFileSync(fd)
+      const end = bytes.lastIndexOf(0x0a) + 1
+      if (end < bytes.length) fs.ftruncateSync(fd, end)
+      return Either.right(bytes.toString("utf8", 0, end))
+    })
+    const absent = Either.isLeft(opened) && opened.left._tag === "MemoryFileFailed" && opened.left.code === "ENOENT"
+    if (Either.isLeft(opened) && !absent) return Effect.fail(refused(opened.left))
+    const entries = replayEntries(Either.getOrElse(opened, () => ""))
+    let nextId = [...entries.keys()].reduce((max, id) => Math.max(max, id), 0) + 1
+    let failing = false
+
+    // Journal failures (disk full, permissions) are loud, once, but never lose
+    // the message in this process: it is still answered, only not crash-safe.
+    const report = (error: SafeFile.MemoryFileError) =>
+      Effect.suspend(() => {
+        if (failing) return Effect.void
+        failing = true
+        const free = SafeFile.freeBytes(directory)
+        return Effect.logError(
+          `cannot write the inbox journal: ${error.message}; ${free ?? "unknown"} bytes free (logged once until it works again)`
+        )
+      })
+    const worked = Effect.suspend(() => {
+      if (!failing) return Effect.void
+      failing = false
+      return Effect.logInfo(`the inbox journal ${file} is writable again`)
+    })
+    const outcome = (result: Either.Either<void, SafeFile.MemoryFileError>) =>
+      Either.match(result, { onLeft: report, onRight: () => worked })
+
+    const append = (...records: ReadonlyArray<object>) =>
+      SafeFile.withFile(file, SafeFile.flags.append, (fd) => {
+        const text = records.map((record) => `${JSON.stringify(record)}\n`).join("")
+        return SafeFile.appendAll(fd, file, Buffer.from(text, "utf8"), fs.fstatSync(fd).size)
+      })
+    const write = (...records: ReadonlyArray<object>) => Effect.suspend(() => outcome(append(...records)))
+    const acceptedRecord = (pending: Pending) => ({
+      accepted: pending.id,
+      key: pending.key,
+      channel: pending.channel,
+      text: pending.text
+    })
+
+    // Nothing left: start the journal afresh instead of growing it (truncating needs no space).
+    const resetOr = (record: object) =>
+      Effect.suspend(() =>
+        entries.size === 0
+          ? outcome(SafeFile.withFile(file, SafeFile.flags.rewrite, () => Either.void))
+          : write(record)
+      )
+
+    const change = (id: number, next: (entry: Entry) => Entry | undefined) => {
+      const entry = entries.get(id)
+      if (entry === undefined) return
+      const changed = next(entry)
+      if (changed === undefined) entries.delete(id)
+      else entries.set(id, changed)
+    }
+
+    const service: InboxService = {
+      recovered: [...entries.values()].filter((entry) => !entry.delivered).map((entry) => entry.pending),
+      accept: (message) =>
+        Effect.suspend(() => {
+          const pending: Pending = { id: nextId++, key: newKey(), channel: message.channel, text: message.text, reply: Option.none() }
+          const written = append(acceptedRecord(pending))
+          entries.set(pending.id, { pending, unstored: false, delivered: false, journaled: Either.isRight(written) })
+          return outcome(written).pipe(Effect.as(pending))
+        }),
+      answered: (pending, reply, stored) =>
+        Effect.suspend(() => {
+          change(pending.id, (entry) => ({ ...entry, pending: { ...entry.pending, reply: Option.some({ text: reply, stored }) } }))
+          return write({ answered: pending.id, reply, stored })
+        }),
+      unstored: (pending, reply) =>
+        Effect.suspend(() => {
+          const entry = entries.get(pending.id)
+          if (entry?.unstored === true) return Effect.void
+          const journaled = entry?.journaled ?? false
+          // Not journaled when accepted (the disk was full then): the whole exchange now, in one write.
+          const records = journaled
+            ? [{ unstored: pending.id }]
+            : [acceptedRecord(pending), { answered: pending.id, reply, stored: true }, { unstored: pending.id }]
+          const written = append(...records)
+          entries.set(pending.id, {
+            pending: { ...pending, reply: Option.some({ text: reply, stored: true }) },
+            unstored: true,
+            delivered: entry?.delivered ?? false,
+            journaled: journaled || Either.isRight(written)
+          })
+          return outcome(written)
+        }),
+      stored: (pending) =>
+        Effect.suspend(() => {
+          // Most exchanges are stored on their first try: nothing to note.
+          if (entries.get(pending.id)?.unstored !== true) return Effect.void
+          change(pending.id, (entry) => entry.delivered ? undefined : { ...entry, unstored: false })
+          return resetOr({ stored: pending.id })
+        }),
+      backlog: Effect.sync(() =>
+        [...entries.values()].filter((entry) => entry.delivered && entry.unstored).map((entry) => entry.pending)
+      ),
+      delivered: (pending) =>
+        Effect.suspend(() => {
+          change(pending.id, (entry) => entry.unstored ? { ...entry, delivered: true } : undefined)
+          return resetOr({ delivered: pending.id })
+        })
+    }
+    return Effect.succeed(service)
+  })
+
+export const layer: Layer.Layer<Inbox, import("effect/ConfigError").ConfigError | MemoryError> = Layer.effect(
+  Inbox,
+  Effect.flatMap(MemoryConfig, make)
+)

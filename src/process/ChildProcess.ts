@@ -1,0 +1,207 @@
+/**
+ * Runs one short-lived child process in its own process group and collects
+ * its output under a byte cap.
+ *
+ * The child is spawned detached (setsid), so its pid is also its process
+ * group id and everything it forks can be killed at once. The group gets
+ * SIGKILL when the main process exits (so a forgotten `sleep 1000 &` that
+ * still holds stdout cannot keep the call waiting), when it floods stdout,
+ * and when the run is interrupted (a caller's timeout, agent shutdown): the
+ * release waits until Node has reaped the main process, so no zombie is left
+ * behind by us. Grandchildren are reparented to init, which reaps them.
+ * While it runs, the group is listed with the process's watchdog, which
+ * kills it should the agent die without closing its scopes (SIGKILL).
+ */
+import * as NodeChildProcess from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import type * as Scope from "effect/Scope"
+import { spawnGuarded, untrackGroup } from "./Watchdog.js"
+
+export interface RunRequest {
+  readonly command: string
+  readonly args: ReadonlyArray<string>
+  readonly cwd: string
+  readonly env: Readonly<Record<string, string>>
+  /** Stdout bytes kept; the rest is discarded and `stdoutTruncated` set. */
+  readonly stdoutMax: number
+  /** Stderr bytes kept, for an excerpt in error reports. */
+  readonly stderrMax: number
+  /**
+   * Stdout bytes tolerated past `stdoutMax` before the group is killed: a
+   * tool that prints a little too much still finishes and keeps its exit
+   * status, an endless writer is stopped.
+   */
+  readonly floodAllowance: number
+}
+
+export interface RunOutcome {
+  readonly stdout: Uint8Array
+  readonly stdoutTruncated: boolean
+  readonly stderr: Uint8Array
+  readonly stderrTruncated: boolean
+  /** `null` when the process ended by a signal. */
+  readonly exitCode: number | null
+  readonly signal: NodeJS.Signals | null
+  /** The group was killed because stdout went past `stdoutMax + floodAllowance`. */
+  readonly flooded: boolean
+}
+
+export class SpawnError extends Data.TaggedError("SpawnError")<{
+  readonly message: string
+  readonly cause: unknown
+}> {}
+
+/** Keeps the first `max` bytes of a stream and counts the rest. */
+class CappedBytes {
+  private readonly chunks: Array<Buffer> = []
+  private kept = 0
+  seen = 0
+
+  constructor(private readonly max: number) {}
+
+  push(chunk: Buffer): void {
+    this.seen += chunk.length
+    const room = this.max - this.kept
+    if (room <= 0) return
+    const taken = chunk.length <= room ? chunk : chunk.subarray(0, room)
+    this.chunks.push(taken)
+    this.kept += taken.length
+  }
+
+  get truncated(): boolean {
+    return this.seen > this.max
+  }
+
+  bytes(): Uint8Array {
+    return Buffer.concat(this.chunks)
+  }
+}
+
+interface Running {
+  readonly child: NodeChildProcess.ChildProcess
+  readonly done: Deferred.Deferred<RunOutcome, SpawnError>
+  /** Set once Node has seen the main process exit (and reaped it). */
+  exited: boolean
+}
+
+const killGroup = (pid: number): void => {
+  // ESRCH (group already gone) is the expected way for this to fail.
+  Either.try(() => process.kill(-pid, "SIGKILL"))
+}
+
+const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+/**
+ * Spawns and wires every listener in one synchronous step, so no event can
+ * fire between the spawn and the listener that must see it.
+ */
+const start = (request: RunRequest, done: Deferred.Deferred<RunOutcome, SpawnError>): Either.Either<Running, SpawnError> =>
+  Either.try({
+    try: (): Running => {
+      const child = spawnGuarded(() =>
+        NodeChildProcess.spawn(request.command, [...request.args], {
+          cwd: request.cwd,
+          env: request.env,
+          stdio: ["ignore", "pipe", "pipe"],
+          detached: true
+        })
+      )
+      const running: Running = { child, done, exited: false }
+      const stdout = new CappedBytes(request.stdoutMax)
+      const stderr = new CappedBytes(request.stderrMax)
+      let flooded = false
+
+      child.stdout?.on("data", (chunk: Buffer) => {
+        stdout.push(chunk)
+        if (!flooded && stdout.seen > request.stdoutMax + request.floodAllowance && child.pid !== undefined) {
+          flooded = true
+          killGroup(child.pid)
+        }
+      })
+      child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk))
+      child.on("exit", () => {
+        running.exited = true
+        if (child.pid !== undefined) {
+          killGroup(child.pid)
+          untrackGroup(child.pid)
+        }
+      })
+      child.on("error", (cause) => {
+        // Spawn failures (ENOENT, EACCES, E2BIG) arrive here, without `close`
+        // being guaranteed.
+        Deferred.unsafeDone(
+          done,
+          Exit.fail(new SpawnError({ message: `cannot start ${request.command}: ${describe(cause)}`, cause }))
+        )
+      })
+      child.on("close", (exitCode: number | null, signal: NodeJS.Signals | null) => {
+        Deferred.unsafeDone(
+          done,
+          Exit.succeed({
+            stdout: stdout.bytes(),
+            stdoutTruncated: stdout.truncated,
+            stderr: stderr.bytes(),
+            stderrTruncated: stderr.truncated,
+            exitCode,
+            signal,
+            flooded
+          })
+        )
+      })
+      return running
+    },
+    catch: (cause) => new SpawnError({ message: `cannot start ${request.command}: ${describe(cause)}`, cause })
+  })
+
+/** Kills the group unless the main process already exited, then waits for Node to reap it. */
+const stop = (running: Running): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    const { child } = running
+    child.stdout?.destroy()
+    child.stderr?.destroy()
+    if (running.exited || child.pid === undefined) {
+      resume(Effect.void)
+      return
+    }
+    child.once("exit", () => resume(Effect.void))
+    killGroup(child.pid)
+  })
+
+/**
+ * A fresh directory only this user can enter (mode 0700, under the system's
+ * temporary directory), removed with everything in it when the scope closes:
+ * a working directory that shares nothing with the agent's.
+ */
+export const privateDirectory = (prefix: string): Effect.Effect<string, SpawnError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.try({
+      try: () => fs.mkdtempSync(path.join(os.tmpdir(), prefix)),
+      catch: (cause) =>
+        new SpawnError({ message: `cannot create a working directory in ${os.tmpdir()}: ${describe(cause)}`, cause })
+    }),
+    (directory) =>
+      Either.match(Either.try(() => fs.rmSync(directory, { recursive: true, force: true })), {
+        onLeft: (cause) => Effect.logWarning(`cannot remove the working directory ${directory}: ${describe(cause)}`),
+        onRight: () => Effect.void
+      })
+  )
+
+/**
+ * Runs the request to completion. Interrupting the returned effect kills the
+ * whole process group; apply a timeout with `Effect.timeout*` on the result.
+ */
+export const run = (request: RunRequest): Effect.Effect<RunOutcome, SpawnError> =>
+  Effect.gen(function*() {
+    const done = yield* Deferred.make<RunOutcome, SpawnError>()
+    return yield* Effect.acquireRelease(Effect.suspend(() => start(request, done)), stop).pipe(
+      Effect.flatMap(() => Deferred.await(done)),
+      Effect.scoped
+    )
+  })

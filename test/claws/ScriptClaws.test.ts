@@ -1,0 +1,578 @@
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import { describe, expect, it } from "@effect/vitest"
+import {
+  ConfigError,
+  ConfigProvider,
+  Duration,
+  Effect,
+  Either,
+  Fiber,
+  Logger,
+  Redacted,
+  Schedule,
+  TestClock,
+  TestServices
+} from "effect"
+import { unknownTool } from "../../src/Claws.js"
+import * as ChildProcess from "../../src/process/ChildProcess.js"
+import * as Scripts from "../../src/claws/ScriptClaws.js"
+
+const shippedClaws = fileURLToPath(new URL("../../claws", import.meta.url))
+
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "planckclaw-claws-"))),
+  (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+const writeClaw = (dir: string, file: string, body: string, options: { readonly executable?: boolean } = {}) =>
+  Effect.sync(() => {
+    const path = Path.join(dir, file)
+    Fs.writeFileSync(path, body)
+    Fs.chmodSync(path, options.executable === false ? 0o644 : 0o755)
+  })
+
+const tool = (name: string, description = `${name} tool`) =>
+  `#TOOLS:${JSON.stringify({ name, description, input_schema: { type: "object", properties: {} } })}`
+
+const settings = (directory: string, overrides: Partial<Scripts.ScriptsConfig> = {}): Scripts.ScriptsConfig => ({
+  directory,
+  timeout: Duration.seconds(30),
+  outputMax: 16_384,
+  withheldSecrets: [],
+  ...overrides
+})
+
+const names = (catalog: { readonly tools: ReadonlyArray<{ readonly name: string }> }) =>
+  catalog.tools.map((t) => t.name)
+
+const groupGone = (pgid: number): boolean => {
+  const probe = Either.try({ try: () => process.kill(-pgid, 0), catch: (error) => (error as NodeJS.ErrnoException).code })
+  return Either.isLeft(probe) && probe.left === "ESRCH"
+}
+
+/** Real time on purpose: waiting for a file from a child, or for the OS to reap. */
+const eventually = (check: () => boolean) =>
+  Effect.sync(check).pipe(
+    Effect.repeat({ until: (ok) => ok, schedule: Schedule.spaced("20 millis").pipe(Schedule.upTo("15 seconds")) }),
+    Effect.zipRight(Effect.sync(check)),
+    TestServices.provideLive
+  )
+
+const readPid = (file: string) =>
+  eventually(() => Fs.existsSync(file) && Fs.readFileSync(file, "utf8").endsWith("\n")).pipe(
+    Effect.map(() => Number(Fs.readFileSync(file, "utf8").trim()))
+  )
+
+/** Sets environment variables for one test and restores them afterwards. */
+const withEnv = (vars: Record<string, string>) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const saved = Object.fromEntries(Object.keys(vars).map((key) => [key, process.env[key]]))
+      Object.assign(process.env, vars)
+      return saved
+    }),
+    (saved) =>
+      Effect.sync(() => {
+        for (const [key, value] of Object.entries(saved)) {
+          if (value === undefined) delete process.env[key]
+          else process.env[key] = value
+        }
+      })
+  )
+
+const dicePattern = /^Rolled (\d+)d(\d+): ([\d, ]+)\nTotal: (\d+)$/
+
+const parseRolls = (content: string) => {
+  const match = dicePattern.exec(content)
+  expect(match, content).not.toBeNull()
+  const [, count, sides, rolls, total] = match ?? []
+  return {
+    count: Number(count),
+    sides: Number(sides),
+    rolls: (rolls ?? "").split(", ").map(Number),
+    total: Number(total)
+  }
+}
+
+describe("Scripts claws: discovery", () => {
+  it.effect("discovers the shipped claws in file-name order", () =>
+    Effect.gen(function*() {
+      const claws = yield* Scripts.make(settings(shippedClaws))
+      const catalog = yield* claws.list
+      expect(catalog.problems).toEqual([])
+      expect(names(catalog)).toEqual(["roll_dice", "system_status", "get_time"])
+      const dice = catalog.tools[0]
+      expect(dice?.input_schema["properties"]).toMatchObject({
+        sides: { type: "integer", minimum: 2, maximum: 1000, default: 6 },
+        count: { type: "integer", minimum: 1, maximum: 100, default: 1 }
+      })
+    }))
+
+  it.effect("runs the shipped get_time and system_status claws", () =>
+    Effect.gen(function*() {
+      const claws = yield* Scripts.make(settings(shippedClaws))
+      const before = Math.floor(Date.now() / 1000)
+      const time = yield* claws.call("get_time", {})
+      expect(time.isError).toBe(false)
+      const match = /^Unix timestamp: (\d+)\nISO-8601 UTC: (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)$/.exec(time.content)
+      expect(match, time.content).not.toBeNull()
+      const seconds = Number(match?.[1])
+      expect(seconds).toBeGreaterThanOrEqual(before)
+      expect(new Date(match?.[2] ?? "").getTime() / 1000).toBe(seconds)
+
+      const status = yield* claws.call("system_status", {})
+      expect(status.isError).toBe(false)
+      expect(status.content).toMatch(/^Uptime: \d+d \d+h \d+m/)
+      expect(status.content).toMatch(/\nRAM: \d+ MiB total, \d+ MiB free/)
+      expect(status.content).toMatch(/\nLoad average \(1 min\): [\d.]+/)
+      expect(status.content).toMatch(/\nProcesses: \d+$/)
+    }))
+
+  it.scoped("skips malformed #TOOLS: lines with file:line and keeps every good tool", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeClaw(
+        dir,
+        "a.sh",
+        [
+          "#!/bin/sh",
+          "#TOOLS:{\"name\":\"alpha\"}",
+          "#TOOLS:{not json",
+          "#TOOLS:{\"name\":\"bad name!\"}",
+          "#TOOLS:{\"description\":\"no name\"}",
+          "#TOOLS:[{\"name\":\"beta\"},{\"name\":\"\"}]",
+          "#TOOLS:42",
+          "  #TOOLS:{\"name\":\"indented_is_not_a_declaration\"}",
+          "echo a"
+        ].join("\n")
+      )
+      yield* writeClaw(dir, "b.sh", `#!/bin/sh\n${tool("gamma")}\r\necho b\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      const catalog = yield* claws.list
+
+      expect(names(catalog)).toEqual(["alpha", "beta", "gamma"])
+      // Missing description and input_schema get the port's defaults.
+      expect(catalog.tools[0]).toEqual({ name: "alpha", description: "", input_schema: { type: "object", properties: {} } })
+      const a = Path.join(dir, "a.sh")
+      expect(catalog.problems.map((p) => p.source)).toEqual([`${a}:3`, `${a}:4`, `${a}:5`, `${a}:6`, `${a}:7`])
+      const [json, badName, missingName, badItem, notObject] = catalog.problems.map((p) => p.reason)
+      expect(json).toMatch(/^invalid JSON after #TOOLS:/)
+      expect(badName).toContain("tool name must match ^[A-Za-z0-9_-]{1,64}$")
+      expect(missingName).toMatch(/\["name"\][\s\S]*is missing/)
+      expect(badItem).toMatch(/^item 2: invalid tool definition:[\s\S]*tool name must match/)
+      expect(notObject).toMatch(/^invalid tool definition:[\s\S]*Expected/)
+    }))
+
+  it.scoped("keeps the first declaration of a duplicate tool and names both files", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeClaw(dir, "a.sh", `#!/bin/sh\n${tool("dup", "first")}\necho from-a\n`)
+      yield* writeClaw(dir, "b.sh", `#!/bin/sh\n${tool("dup", "second")}\n${tool("other")}\necho from-b\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      const catalog = yield* claws.list
+      expect(catalog.tools.map((t) => [t.name, t.description])).toEqual([["dup", "first"], ["other", "other tool"]])
+      expect(catalog.problems).toEqual([{
+        source: `${Path.join(dir, "b.sh")}:2`,
+        reason: `tool "dup" is already declared at ${Path.join(dir, "a.sh")}:2; the first declaration wins`
+      }])
+      expect(yield* claws.call("dup", {})).toEqual({ content: "from-a", isError: false })
+    }))
+
+  it.scoped("sees an added, an edited and a removed claw on the very next list", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeClaw(dir, "one.sh", `#!/bin/sh\n${tool("one")}\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      expect(names(yield* claws.list)).toEqual(["one"])
+
+      yield* writeClaw(dir, "two.sh", `#!/bin/sh\n${tool("two")}\n`)
+      expect(names(yield* claws.list)).toEqual(["one", "two"])
+
+      // Same size and inode: only the mtime tells this edit apart.
+      yield* Effect.sync(() => Fs.writeFileSync(Path.join(dir, "one.sh"), `#!/bin/sh\n${tool("uno")}\n`))
+      expect(names(yield* claws.list)).toEqual(["uno", "two"])
+
+      yield* Effect.sync(() => Fs.rmSync(Path.join(dir, "two.sh")))
+      expect(names(yield* claws.list)).toEqual(["uno"])
+    }))
+
+  it.scoped("does not re-read a claw whose inode, size and mtime are unchanged", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const file = Path.join(dir, "cached.sh")
+      const old = new Date("2020-01-01T00:00:00Z")
+      yield* writeClaw(dir, "cached.sh", `#!/bin/sh\n${tool("aaaa")}\n`)
+      yield* Effect.sync(() => Fs.utimesSync(file, old, old))
+      const claws = yield* Scripts.make(settings(dir))
+      expect(names(yield* claws.list)).toEqual(["aaaa"])
+
+      // Rewrite in place with the same size and put the old mtime back: the
+      // identity is unchanged, so the cached declarations are served.
+      yield* Effect.sync(() => {
+        Fs.writeFileSync(file, `#!/bin/sh\n${tool("bbbb")}\n`)
+        Fs.utimesSync(file, old, old)
+      })
+      expect(names(yield* claws.list)).toEqual(["aaaa"])
+
+      yield* Effect.sync(() => Fs.utimesSync(file, new Date(), new Date()))
+      expect(names(yield* claws.list)).toEqual(["bbbb"])
+    }))
+
+  it.scoped("re-reads a recently modified claw even when its identity is unchanged", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const file = Path.join(dir, "fresh.sh")
+      // Two edits within one coarse timestamp tick (1 s on some filesystems)
+      // leave the same mtime: simulate that by pinning a recent mtime.
+      const recent = new Date()
+      yield* writeClaw(dir, "fresh.sh", `#!/bin/sh\n${tool("aaaa")}\n`)
+      yield* Effect.sync(() => Fs.utimesSync(file, recent, recent))
+      const claws = yield* Scripts.make(settings(dir))
+      expect(names(yield* claws.list)).toEqual(["aaaa"])
+      yield* Effect.sync(() => {
+        Fs.writeFileSync(file, `#!/bin/sh\n${tool("bbbb")}\n`)
+        Fs.utimesSync(file, recent, recent)
+      })
+      expect(names(yield* claws.list)).toEqual(["bbbb"])
+    }))
+
+  it.scoped("reports an unreadable claw and a missing directory as problems, not failures", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeClaw(dir, "good.sh", `#!/bin/sh\n${tool("good")}\n`)
+      yield* Effect.sync(() => Fs.symlinkSync(Path.join(dir, "nowhere"), Path.join(dir, "dangling.sh")))
+      yield* writeClaw(dir, ".hidden.sh", `#!/bin/sh\n${tool("hidden")}\n`)
+      yield* writeClaw(dir, "notes.txt", `${tool("not_a_claw")}\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      const catalog = yield* claws.list
+      expect(names(catalog)).toEqual(["good"])
+      expect(catalog.problems).toHaveLength(1)
+      expect(catalog.problems[0]?.source).toBe(Path.join(dir, "dangling.sh"))
+      expect(catalog.problems[0]?.reason).toMatch(/^cannot read: ENOENT/)
+
+      const missing = yield* Scripts.make(settings(Path.join(dir, "missing")))
+      const empty = yield* missing.list
+      expect(empty.tools).toEqual([])
+      expect(empty.problems[0]?.reason).toMatch(/^cannot read the claws directory: ENOENT/)
+    }))
+
+  it.scoped("logs each problem once while it lasts", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const warnings: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => {
+          if (logLevel._tag === "Warning") warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
+        })
+      )
+      yield* writeClaw(dir, "a.sh", `#!/bin/sh\n${tool("fine")}\n#TOOLS:{oops\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      yield* Effect.gen(function*() {
+        yield* claws.list
+        yield* claws.list
+        yield* claws.call("fine", {})
+        expect(warnings).toHaveLength(1)
+        expect(warnings[0]).toContain(`${Path.join(dir, "a.sh")}:3`)
+
+        yield* writeClaw(dir, "a.sh", `#!/bin/sh\n${tool("fine")}\n`)
+        expect((yield* claws.list).problems).toEqual([])
+        yield* writeClaw(dir, "a.sh", `#!/bin/sh\n${tool("fine")}\n#TOOLS:{oops\n`)
+        yield* claws.list
+        expect(warnings).toHaveLength(2)
+      }).pipe(Effect.provide(capture))
+    }))
+})
+
+describe("Scripts claws: calls", () => {
+  it.scoped("passes the tool name and the compact input JSON, in a private directory of its own, with stdin closed", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeClaw(
+        dir,
+        "echo.sh",
+        `#!/bin/sh\n${tool("echo_args")}\nprintf 'name=%s\\ninput=%s\\ncwd=%s %s\\n\\n\\n' "$1" "$2" "$(pwd)" "$(stat -c %a .)"\ncat\n`
+      )
+      const claws = yield* Scripts.make(settings(dir))
+      const call = () => claws.call("echo_args", { text: "hi there\n\"quoted\"", n: 1, nested: { ok: true } })
+      const first = yield* call()
+      const [head, cwdLine] = [first.content.slice(0, first.content.lastIndexOf("\n")), first.content.split("\n").pop()!]
+      expect(head).toBe(`name=echo_args\ninput={"text":"hi there\\n\\"quoted\\"","n":1,"nested":{"ok":true}}`)
+      const [cwd, mode] = cwdLine.slice("cwd=".length).split(" ")
+      // Not the agent's directory (where config.env lives): a fresh one, owner-only, gone after the call.
+      expect(cwd).not.toBe(process.cwd())
+      expect(mode).toBe("700")
+      expect(Fs.existsSync(cwd!)).toBe(false)
+      expect((yield* call()).content).not.toContain(`cwd=${cwd} `)
+    }))
+
+  it.scoped("runs a claw without the execute bit through /bin/sh", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeClaw(dir, "plain.sh", `${tool("plain")}\necho "sh ran $1"\n`, { executable: false })
+      const claws = yield* Scripts.make(settings(dir))
+      expect(yield* claws.call("plain", {})).toEqual({ content: "sh ran plain", isError: false })
+    }))
+
+  it.scoped("gives an empty output a visible placeholder", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeClaw(dir, "quiet.sh", `#!/bin/sh\n${tool("quiet")}\nexit 0\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      expect(yield* claws.call("quiet", {})).toEqual({ content: "(no output)", isError: false })
+    }))
+
+  it.scoped("does not pass the API key or the bot token to a claw, under any variable name", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* withEnv({
+        ANTHROPIC_API_KEY: "test-key-not-secret",
+        DISCORD_BOT_TOKEN: "test-token-not-secret",
+        PLANCKCLAW_TEST_KEY_COPY: "test-key-not-secret",
+        PLANCKCLAW_TEST_TOKEN_COPY: "test-token-not-secret",
+        PLANCKCLAW_TEST_CONFIG_COPY: "test-config-secret-not-secret",
+        PLANCKCLAW_TEST_VISIBLE: "visible"
+      })
+      yield* writeClaw(dir, "env.sh", `#!/bin/sh\n${tool("print_env")}\nenv\n`)
+      const claws = yield* Scripts.make(
+        settings(dir, { withheldSecrets: [Redacted.make("test-config-secret-not-secret")] })
+      )
+      const result = yield* claws.call("print_env", {})
+      expect(result.isError).toBe(false)
+      expect(result.content).toContain("PLANCKCLAW_TEST_VISIBLE=visible")
+      expect(result.content).toContain(`PATH=${process.env["PATH"]}`)
+      for (const hidden of ["ANTHROPIC_API_KEY", "DISCORD_BOT_TOKEN", "PLANCKCLAW_TEST_KEY_COPY", "PLANCKCLAW_TEST_TOKEN_COPY"]) {
+        expect(result.content).not.toContain(hidden)
+      }
+      expect(result.content).not.toContain("PLANCKCLAW_TEST_CONFIG_COPY")
+      expect(result.content).not.toContain("not-secret")
+    }))
+
+  it.scoped("reports a non-zero exit with stdout, a stderr excerpt and the code", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeClaw(dir, "fail.sh", `#!/bin/sh\n${tool("fail")}\necho partial\necho boom >&2\nexit 3\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      expect(yield* claws.call("fail", {})).toEqual({
+        content: "partial\nstderr: boom\n[tool fail exited with code 3]",
+        isError: true
+      })
+    }))
+
+  it.scoped("truncates a flood with a marker and stops the writer", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const pidFile = Path.join(dir, "pid")
+      yield* writeClaw(dir, "flood.sh", `#!/bin/sh\n${tool("flood")}\necho $$ > ${pidFile}\nyes 0123456789\n`)
+      const claws = yield* Scripts.make(settings(dir, { outputMax: 1000 }))
+      const result = yield* claws.call("flood", {})
+      expect(result.isError).toBe(false)
+      expect(result.content.endsWith("\n[output truncated at 1000 bytes]")).toBe(true)
+      const kept = result.content.slice(0, -"\n[output truncated at 1000 bytes]".length)
+      expect(kept.length).toBeLessThanOrEqual(1000)
+      expect(kept.startsWith("0123456789\n0123456789\n")).toBe(true)
+      const pgid = Number(Fs.readFileSync(pidFile, "utf8").trim())
+      expect(yield* eventually(() => groupGone(pgid))).toBe(true)
+    }))
+
+  it.scoped("decodes invalid UTF-8 with replacement characters and never cuts a character in half", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeClaw(dir, "bytes.sh", `#!/bin/sh\n${tool("bytes")}\n${tool("accents")}\n` + [
+        "case \"$1\" in",
+        "  bytes) printf 'ok \\377\\376 end\\n' ;;",
+        "  accents) printf 'abcd\\303\\251fgh' ;;",
+        "esac"
+      ].join("\n"))
+      const claws = yield* Scripts.make(settings(dir, { outputMax: 5 }))
+      expect(yield* claws.call("bytes", {})).toEqual({
+        content: "ok \uFFFD\n[output truncated at 5 bytes]",
+        isError: false
+      })
+      const wide = yield* Scripts.make(settings(dir))
+      expect(yield* wide.call("bytes", {})).toEqual({ content: "ok \uFFFD\uFFFD end", isError: false })
+      // "é" is two bytes at offsets 4 and 5: the cap at 5 drops it whole.
+      expect(yield* claws.call("accents", {})).toEqual({
+        content: "abcd\n[output truncated at 5 bytes]",
+        isError: false
+      })
+    }))
+
+  it.scoped("times out a hanging claw on the clock and kills its whole process group", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const pidFile = Path.join(dir, "pid")
+      yield* writeClaw(dir, "hang.sh", `#!/bin/sh\n${tool("hang")}\necho $$ > ${pidFile}\nsleep 1000 & sleep 1000; wait\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      const fiber = yield* Effect.fork(claws.call("hang", {}))
+      const pgid = yield* readPid(pidFile)
+      expect(groupGone(pgid)).toBe(false)
+
+      yield* TestClock.adjust("29 seconds")
+      expect(groupGone(pgid)).toBe(false)
+      yield* TestClock.adjust("2 seconds")
+      expect(yield* Fiber.join(fiber)).toEqual({ content: "Tool hang timed out after 30s", isError: true })
+      // The main process is reaped by us; its orphaned `sleep` by init.
+      expect(yield* eventually(() => groupGone(pgid))).toBe(true)
+    }))
+
+  it.scoped("kills the process group when the agent stops mid-call", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const pidFile = Path.join(dir, "pid")
+      yield* writeClaw(dir, "hang.sh", `#!/bin/sh\n${tool("hang")}\necho $$ > ${pidFile}\nsleep 1000 & sleep 1000; wait\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      const fiber = yield* Effect.fork(claws.call("hang", {}))
+      const pgid = yield* readPid(pidFile)
+      yield* Fiber.interrupt(fiber)
+      expect(yield* eventually(() => groupGone(pgid))).toBe(true)
+    }))
+
+  it.scoped("answers an unknown tool without running anything", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeClaw(dir, "a.sh", `#!/bin/sh\n${tool("known")}\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      expect(yield* claws.call("nope", {})).toEqual(unknownTool("nope"))
+      expect(unknownTool("nope").content).toBe("Unknown tool: nope")
+    }))
+
+  it.scoped("answers an input too large for argv with an error result", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeClaw(dir, "a.sh", `#!/bin/sh\n${tool("big")}\necho ran\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      expect(yield* claws.call("big", { text: "x".repeat(200_000) })).toEqual({
+        content: "Tool big could not be started: its input is too large to pass as a command-line argument",
+        isError: true
+      })
+    }))
+
+  it.scoped("rejects input that is not a JSON object without spawning", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const ran = Path.join(dir, "ran")
+      yield* writeClaw(dir, "a.sh", `#!/bin/sh\n${tool("picky")}\ntouch ${ran}\necho ran\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      for (const [input, kind] of [["text", "a string"], [[1, 2], "an array"], [null, "null"], [7, "a number"]] as const) {
+        expect(yield* claws.call("picky", input)).toEqual({
+          content: `Tool picky: input must be a JSON object, got ${kind}`,
+          isError: true
+        })
+      }
+      expect(Fs.existsSync(ran)).toBe(false)
+      expect(yield* claws.call("picky", {})).toEqual({ content: "ran", isError: false })
+      expect(Fs.existsSync(ran)).toBe(true)
+    }))
+})
+
+describe("Scripts claws: dice.sh", () => {
+  it.effect("rejects sides and counts out of bounds with a clear message and exit 1", () =>
+    Effect.gen(function*() {
+      const claws = yield* Scripts.make(settings(shippedClaws))
+      const cases = [
+        [{ sides: 1 }, "sides must be an integer from 2 to 1000 (got 1)"],
+        [{ sides: 1001 }, "sides must be an integer from 2 to 1000 (got 1001)"],
+        [{ count: 0 }, "count must be an integer from 1 to 100 (got 0)"],
+        [{ count: 101 }, "count must be an integer from 1 to 100 (got 101)"],
+        [{ sides: "six" }, "sides must be an integer from 2 to 1000"],
+        [{ sides: 2.5 }, "sides must be an integer from 2 to 1000 (got 2.5)"]
+      ] as const
+      for (const [input, message] of cases) {
+        const result = yield* claws.call("roll_dice", input)
+        expect(result.isError).toBe(true)
+        expect(result.content).toContain(`stderr: roll_dice: ${message}`)
+        expect(result.content).toContain("[tool roll_dice exited with code 1]")
+      }
+    }))
+
+  it.effect("rolls within range and totals correctly, at the bounds and by default", () =>
+    Effect.gen(function*() {
+      const claws = yield* Scripts.make(settings(shippedClaws))
+      for (const [input, sides, count] of [[{ sides: 20, count: 3 }, 20, 3], [{}, 6, 1], [{ sides: 2, count: 100 }, 2, 100], [
+        { sides: 1000, count: 1 },
+        1000,
+        1
+      ]] as const) {
+        const result = yield* claws.call("roll_dice", input)
+        expect(result.isError).toBe(false)
+        const parsed = parseRolls(result.content)
+        expect(parsed.sides).toBe(sides)
+        expect(parsed.count).toBe(count)
+        expect(parsed.rolls).toHaveLength(count)
+        for (const roll of parsed.rolls) {
+          expect(roll).toBeGreaterThanOrEqual(1)
+          expect(roll).toBeLessThanOrEqual(sides)
+        }
+        expect(parsed.total).toBe(parsed.rolls.reduce((a, b) => a + b, 0))
+      }
+    }))
+
+  it.effect("parses its input with any spacing when run directly", () =>
+    Effect.gen(function*() {
+      const outcome = yield* ChildProcess.run({
+        command: Path.join(shippedClaws, "dice.sh"),
+        args: ["roll_dice", "{ \"sides\" :\t20 ,\n  \"count\":   3 }"],
+        cwd: process.cwd(),
+        env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+        stdoutMax: 4096,
+        stderrMax: 4096,
+        floodAllowance: 0
+      })
+      expect(outcome.exitCode).toBe(0)
+      const parsed = parseRolls(Buffer.from(outcome.stdout).toString("utf8").trimEnd())
+      expect([parsed.sides, parsed.count]).toEqual([20, 3])
+    }))
+})
+
+describe("ScriptsConfig", () => {
+  const load = (entries: ReadonlyArray<readonly [string, string]>) =>
+    Effect.either(Effect.withConfigProvider(Scripts.ScriptsConfig, ConfigProvider.fromMap(new Map(entries))))
+
+  it.effect("defaults to ./claws, 30 s and 16384 bytes", () =>
+    Effect.gen(function*() {
+      const config = yield* Effect.flatten(load([]))
+      expect(config.directory).toBe("./claws")
+      expect(Duration.toSeconds(config.timeout)).toBe(30)
+      expect(config.outputMax).toBe(16_384)
+      expect(config.withheldSecrets).toEqual([])
+    }))
+
+  it.effect("reads every key, secrets redacted", () =>
+    Effect.gen(function*() {
+      const config = yield* Effect.flatten(load([
+        ["CLAWS_DIR", "/opt/claws"],
+        ["PLANCKCLAW_CLAW_TIMEOUT", "5"],
+        ["PLANCKCLAW_CLAW_OUTPUT_MAX", "100"],
+        ["ANTHROPIC_API_KEY", "test-key-not-secret"]
+      ]))
+      expect(config.directory).toBe("/opt/claws")
+      expect(Duration.toSeconds(config.timeout)).toBe(5)
+      expect(config.outputMax).toBe(100)
+      expect(config.withheldSecrets.map(Redacted.value)).toEqual(["test-key-not-secret"])
+      expect(String(config.withheldSecrets[0])).not.toContain("test-key")
+    }))
+
+  it.effect("fails with a ConfigError naming the key for a bad value", () =>
+    Effect.gen(function*() {
+      for (
+        const [key, value] of [
+          ["PLANCKCLAW_CLAW_TIMEOUT", "0"],
+          ["PLANCKCLAW_CLAW_TIMEOUT", "soon"],
+          ["PLANCKCLAW_CLAW_OUTPUT_MAX", "-1"],
+          ["PLANCKCLAW_CLAW_OUTPUT_MAX", "1.5"]
+        ] as const
+      ) {
+        const result = yield* load([[key, value]])
+        expect(Either.isLeft(result)).toBe(true)
+        if (Either.isLeft(result)) {
+          expect(ConfigError.isConfigError(result.left)).toBe(true)
+          expect(result.left._op).toBe("InvalidData")
+          expect(String(result.left)).toContain(key)
+        }
+      }
+    }))
+})

@@ -1,0 +1,80 @@
+/**
+ * Secrets' characters are checked where a bridge declares the secret, with
+ * messages that name the key and never the value; the environment's
+ * secrets, withdrawn from process.env at start-up, still rank as the
+ * environment in the settings.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Config, ConfigProvider, Effect, Either, Option, Redacted } from "effect"
+import * as ConfigErrors from "../../src/config/ConfigErrors.js"
+import * as ConfigFile from "../../src/config/ConfigFile.js"
+import { DiscordConfig } from "../../src/interact/discord/Settings.js"
+import { headerSecret, problemWith } from "../../src/config/Secrets.js"
+
+const fromMap = (entries: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(entries)))
+
+describe("secret values", () => {
+  it("refuses what an HTTP header cannot carry, saying where, never what", () => {
+    expect(problemWith("sk-ant-api03-AbC_123")).toBeUndefined()
+    expect(problemWith("  sk-ant  ")).toBeUndefined()
+    expect(problemWith("caf\u00e9")).toBeUndefined()
+    const cases = [
+      ["ab\ncd", "holds a line break (CR or LF) at character 3"],
+      ["ab\rcd", "holds a line break (CR or LF) at character 3"],
+      ["ab\tcd", "holds a control character at character 3"],
+      ["ab\u0000cd", "holds a control character at character 3"],
+      ["ab\u007fcd", "holds a control character at character 3"],
+      ["ab\u0085cd", "holds a control character at character 3"],
+      ["ab cd", "holds a space at character 3"],
+      ["ab\u00a0cd", "holds a space at character 3"],
+      ["ab\u20accd", "holds a character outside Latin-1 at character 3, which an HTTP header cannot carry"],
+      ["ab\u{1f511}cd", "holds a character outside Latin-1 at character 3, which an HTTP header cannot carry"]
+    ] as const
+    for (const [value, problem] of cases) expect([value, problemWith(value)]).toEqual([value, problem])
+  })
+
+  it.effect("a declared secret: empty counts as unset, a bad one is refused naming the key only", () =>
+    Effect.gen(function*() {
+      const key = headerSecret("ANTHROPIC_API_KEY")
+      const ok = yield* Effect.withConfigProvider(key, fromMap({ ANTHROPIC_API_KEY: "sk-good" }))
+      expect(Redacted.value(ok)).toBe("sk-good")
+      const unset = yield* Effect.withConfigProvider(Config.option(key), fromMap({ ANTHROPIC_API_KEY: "   " }))
+      expect(unset).toEqual(Option.none())
+      const bad = yield* Effect.flip(Effect.withConfigProvider(key, fromMap({ ANTHROPIC_API_KEY: "sk-secret\nX: y" })))
+      const line = ConfigErrors.describe(bad)
+      expect(line).toBe(
+        "configuration error: ANTHROPIC_API_KEY: holds a line break (CR or LF) at character 10; the value is not shown"
+      )
+    }))
+
+  it.effect("the Discord token may carry a \"Bot \" prefix, but no space inside the token", () =>
+    Effect.gen(function*() {
+      const read = (token: string) =>
+        Effect.either(
+          Effect.withConfigProvider(DiscordConfig, fromMap({ DISCORD_BOT_TOKEN: token, DISCORD_CHANNEL_ID: "1" }))
+        )
+      expect(Either.isRight(yield* read("Bot MTIz.abc.def"))).toBe(true)
+      expect(Either.isRight(yield* read("MTIz.abc.def"))).toBe(true)
+      const bad = yield* read("Bot MTIz abc")
+      expect(Either.isLeft(bad) ? ConfigErrors.describe(bad.left) : "").toBe(
+        "configuration error: DISCORD_BOT_TOKEN: holds a space at character 5; the value is not shown"
+      )
+    }))
+
+  it.effect("withdrawn secrets rank as the environment: over config.env, under flags", () =>
+    Effect.gen(function*() {
+      const provider = (flags: Record<string, string>) =>
+        ConfigFile.provider({
+          file: new Map([["ANTHROPIC_API_KEY", "from-file"], ["DISCORD_BOT_TOKEN", "token-from-file"]]),
+          environment: {},
+          withdrawnSecrets: new Map([["ANTHROPIC_API_KEY", "from-env"]]),
+          flags: new Map(Object.entries(flags))
+        })
+      const both = Config.all([Config.string("ANTHROPIC_API_KEY"), Config.string("DISCORD_BOT_TOKEN")])
+      expect(yield* Effect.withConfigProvider(both, provider({}))).toEqual(["from-env", "token-from-file"])
+      expect(yield* Effect.withConfigProvider(both, provider({ ANTHROPIC_API_KEY: "from-flag" }))).toEqual([
+        "from-flag",
+        "token-from-file"
+      ])
+    }))
+})

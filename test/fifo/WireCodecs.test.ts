@@ -1,0 +1,212 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Effect, Either, Stream } from "effect"
+import fc from "fast-check"
+import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame } from "../../src/fifo/BrainFrame.js"
+import { decodeClawAnswer, decodeClawRequest, encodeClawAnswer, encodeClawCall } from "../../src/fifo/ClawFrame.js"
+import { type Frame, FrameTooLarge, framed, makeBlockFramer, makeLineFramer, MalformedMessage } from "../../src/fifo/Framing.js"
+import { decodeInteractLine, encodeInteractLine, escapeText, unescapeText } from "../../src/fifo/InteractLine.js"
+
+const bytes = (text: string) => new TextEncoder().encode(text)
+
+/** Cuts `data` at the given offsets (taken modulo its length). */
+const splitAt = (data: Uint8Array, cuts: ReadonlyArray<number>): Array<Uint8Array> => {
+  const points = [...new Set(cuts.map((cut) => (data.length === 0 ? 0 : cut % data.length)))].sort((a, b) => a - b)
+  const chunks: Array<Uint8Array> = []
+  let start = 0
+  for (const point of points) {
+    chunks.push(data.subarray(start, point))
+    start = point
+  }
+  chunks.push(data.subarray(start))
+  return chunks
+}
+
+const feed = (framer: { push: (chunk: Uint8Array) => ReadonlyArray<Frame> }, chunks: ReadonlyArray<Uint8Array>) =>
+  chunks.flatMap((chunk) => [...framer.push(chunk)])
+
+const rights = (frames: ReadonlyArray<Frame>) => frames.map((frame) => Either.getOrThrow(frame))
+
+// Text with a good share of the characters the escaping is about.
+const wireText = fc.stringOf(
+  fc.oneof(fc.constantFrom("\\", "\n", "\t", "\r", "n", "t", "r", " ", "é", "😀"), fc.fullUnicode()),
+  { maxLength: 60 }
+)
+const channel = fc.stringOf(fc.fullUnicode().filter((c) => !"\t\r\n".includes(c)), { maxLength: 20 })
+
+describe("interact escaping", () => {
+  it("escapes backslash, newline, tab and carriage return as two characters each", () => {
+    expect(escapeText("a\\b\nc\td\re")).toBe("a\\\\b\\nc\\td\\re")
+  })
+
+  it("reverses exactly those escapes and leaves any other backslash sequence alone", () => {
+    expect(unescapeText("x\\\\ny\\tz\\r")).toBe("x\\ny\tz\r")
+    expect(unescapeText("\\x\\u0041\\")).toBe("\\x\\u0041\\")
+  })
+
+  it("round-trips any text, and the escaped form has no line break or tab", () => {
+    fc.assert(fc.property(wireText, (text) => {
+      const escaped = escapeText(text)
+      expect(escaped).not.toMatch(/[\n\t\r]/)
+      expect(unescapeText(escaped)).toBe(text)
+    }))
+  })
+
+  it("round-trips messages through a line", () => {
+    fc.assert(fc.property(channel, wireText, (channelName, text) => {
+      const line = Either.getOrThrow(encodeInteractLine({ channel: channelName, text }))
+      expect(line.endsWith("\n")).toBe(true)
+      expect(line.slice(0, -1)).not.toMatch(/\n/)
+      expect(Either.getOrThrow(decodeInteractLine(line.slice(0, -1)))).toEqual({ channel: channelName, text })
+    }))
+  })
+
+  it("splits channel from text at the first tab", () => {
+    expect(Either.getOrThrow(decodeInteractLine("cli\tHello\\nWorld\tagain"))).toEqual({
+      channel: "cli",
+      text: "Hello\nWorld\tagain"
+    })
+  })
+
+  it("gives an error value for a line with no tab", () => {
+    const decoded = decodeInteractLine("no tab here")
+    expect(Either.isLeft(decoded) && decoded.left instanceof MalformedMessage).toBe(true)
+  })
+
+  it("refuses a channel that would break the line", () => {
+    expect(Either.isLeft(encodeInteractLine({ channel: "a\tb", text: "x" }))).toBe(true)
+    expect(Either.isLeft(encodeInteractLine({ channel: "a\nb", text: "x" }))).toBe(true)
+  })
+})
+
+describe("brain frames", () => {
+  it("are compact single-line JSON followed by an empty line", () => {
+    const frame = Either.getOrThrow(encodeBrainFrame({ text: "two\nlines", nested: { a: [1, 2] } }))
+    expect(frame).toBe("{\"text\":\"two\\nlines\",\"nested\":{\"a\":[1,2]}}\n\n")
+    expect(brainErrorFrame("timeout")).toBe("{\"error\":\"timeout\"}\n\n")
+  })
+
+  it("cannot be made from a value JSON cannot hold", () => {
+    expect(Either.isLeft(encodeBrainFrame(undefined))).toBe(true)
+    expect(Either.isLeft(encodeBrainFrame({ big: 1n }))).toBe(true)
+  })
+
+  it("decode a request keeping fields the schema does not list", () => {
+    const request = Either.getOrThrow(decodeBrainRequest(
+      "{\"model\":\"m\",\"max_tokens\":5,\"temperature\":0.2,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+    ))
+    expect(request).toEqual({ model: "m", max_tokens: 5, temperature: 0.2, messages: [{ role: "user", content: "hi" }] })
+  })
+
+  it("reject a request that is not JSON or not a Messages request", () => {
+    expect(Either.isLeft(decodeBrainRequest("{nope"))).toBe(true)
+    expect(Either.isLeft(decodeBrainRequest("{\"model\":\"m\"}"))).toBe(true)
+  })
+})
+
+describe("claw requests and answers", () => {
+  it("encode a call as name, tab, compact JSON", () => {
+    expect(Either.getOrThrow(encodeClawCall("echo", { text: "a\nb" }))).toBe("echo\t{\"text\":\"a\\nb\"}\n")
+    expect(Either.getOrThrow(encodeClawCall("get_time", undefined))).toBe("get_time\t{}\n")
+    expect(Either.isLeft(encodeClawCall("bad\tname", {}))).toBe(true)
+  })
+
+  it("decode discovery and calls, and reject anything else", () => {
+    expect(Either.getOrThrow(decodeClawRequest("__list_tools__"))._tag).toBe("ListTools")
+    expect(Either.getOrThrow(decodeClawRequest("__list_tools__\r"))._tag).toBe("ListTools")
+    expect(Either.getOrThrow(decodeClawRequest("echo\t{\"a\":1}"))).toMatchObject({ _tag: "Call", name: "echo", input: { a: 1 } })
+    expect(Either.getOrThrow(decodeClawRequest("get_time\t"))).toMatchObject({ _tag: "Call", name: "get_time", input: {} })
+    expect(Either.isLeft(decodeClawRequest("get_time"))).toBe(true)
+    expect(Either.isLeft(decodeClawRequest("\t{}"))).toBe(true)
+    expect(Either.isLeft(decodeClawRequest("echo\tnot json"))).toBe(true)
+  })
+
+  it("never put an empty line inside an answer", () => {
+    expect(encodeClawAnswer("a\n\nb\r\nc\rd\n\n")).toBe("a\n \nb\nc\nd\n\n")
+    expect(encodeClawAnswer("")).toBe(" \n\n")
+    expect(encodeClawAnswer("\n\nx")).toBe(" \n \nx\n\n")
+  })
+
+  it("come back as one block holding the normalised text, whatever the text", () => {
+    // Normalised: CR LF and CR become LF, trailing newlines go, a line of one space reads as empty.
+    const canonical = (text: string) =>
+      text.replace(/\r\n?/g, "\n").replace(/\n+$/, "").split("\n").map((line) => line === " " ? "" : line).join("\n")
+    fc.assert(fc.property(wireText, fc.array(fc.nat(), { maxLength: 8 }), (text, cuts) => {
+      const frames = feed(makeBlockFramer(1 << 20), splitAt(bytes(encodeClawAnswer(text)), cuts))
+      expect(frames).toHaveLength(1)
+      expect(decodeClawAnswer(Either.getOrThrow(frames[0]!))).toBe(canonical(text))
+    }))
+  })
+})
+
+describe("line framing", () => {
+  it("finds two messages in one write", () => {
+    expect(rights(makeLineFramer(100).push(bytes("cli\tone\ncli\ttwo\n")))).toEqual(["cli\tone", "cli\ttwo"])
+  })
+
+  it("assembles one message split over many writes, multi-byte characters included", () => {
+    const framer = makeLineFramer(100)
+    const message = bytes("cli\tgrüße 😀\n")
+    const frames = feed(framer, [...message].map((byte) => Uint8Array.of(byte)))
+    expect(rights(frames)).toEqual(["cli\tgrüße 😀"])
+  })
+
+  it("yields exactly the lines written, for any chunk boundaries", () => {
+    const line = fc.stringOf(fc.fullUnicode().filter((c) => c !== "\n"), { maxLength: 30 })
+    fc.assert(fc.property(fc.array(line, { maxLength: 10 }), fc.array(fc.nat(), { maxLength: 20 }), (lines, cuts) => {
+      const data = bytes(lines.map((l) => `${l}\n`).join(""))
+      expect(rights(feed(makeLineFramer(1 << 20), splitAt(data, cuts)))).toEqual(lines)
+    }))
+  })
+
+  it("keeps a partial line until its end arrives", () => {
+    const framer = makeLineFramer(100)
+    expect(framer.push(bytes("cli\tpart"))).toEqual([])
+    expect(rights(framer.push(bytes("ial\n")))).toEqual(["cli\tpartial"])
+  })
+
+  it("rejects a line past the limit once, skips its rest, and carries on", () => {
+    const framer = makeLineFramer(8)
+    const frames = feed(framer, [bytes("short\n0123456"), bytes("789abcdef"), bytes("ghij\nok\n")])
+    expect(frames).toHaveLength(3)
+    expect(Either.getOrThrow(frames[0]!)).toBe("short")
+    expect(Either.isLeft(frames[1]!) && frames[1].left instanceof FrameTooLarge).toBe(true)
+    expect(Either.getOrThrow(frames[2]!)).toBe("ok")
+  })
+})
+
+describe("block framing", () => {
+  it("finds two frames in one write and ignores extra empty lines", () => {
+    const frames = makeBlockFramer(100).push(bytes("{\"a\":1}\n\n\n{\"b\":2}\n\n"))
+    expect(rights(frames)).toEqual(["{\"a\":1}", "{\"b\":2}"])
+  })
+
+  it("joins multi-line blocks and accepts CR LF", () => {
+    expect(rights(makeBlockFramer(100).push(bytes("[\r\n 1,\r\n 2\r\n]\r\n\r\n")))).toEqual(["[\n 1,\n 2\n]"])
+  })
+
+  it("yields exactly the blocks written, for any chunk boundaries", () => {
+    const blockLine = fc.stringOf(fc.fullUnicode().filter((c) => c !== "\n" && c !== "\r"), { minLength: 1, maxLength: 20 })
+    const block = fc.array(blockLine, { minLength: 1, maxLength: 4 }).map((lines) => lines.join("\n"))
+    fc.assert(fc.property(fc.array(block, { maxLength: 6 }), fc.array(fc.nat(), { maxLength: 20 }), (blocks, cuts) => {
+      const data = bytes(blocks.map((b) => `${b}\n\n`).join(""))
+      expect(rights(feed(makeBlockFramer(1 << 20), splitAt(data, cuts)))).toEqual(blocks)
+    }))
+  })
+
+  it("reports an oversized block once, as soon as it overflows, then reads the next one", () => {
+    const framer = makeBlockFramer(10)
+    const first = framer.push(bytes("0123456\n789abc\n"))
+    expect(first).toHaveLength(1)
+    expect(Either.isLeft(first[0]!)).toBe(true)
+    expect(framer.push(bytes("more\n\n{}\n\n"))).toEqual([Either.right("{}")])
+  })
+})
+
+describe("framed", () => {
+  it.effect("frames a byte stream regardless of how it was chunked", () =>
+    Effect.gen(function*() {
+      const chunks = splitAt(bytes("cli\tone\ncli\ttwo\ncli\tthree\n"), [1, 5, 6, 13, 14, 20])
+      const frames = yield* Stream.fromIterable(chunks).pipe(framed(() => makeLineFramer(100)), Stream.runCollect)
+      expect(rights(Chunk.toReadonlyArray(frames))).toEqual(["cli\tone", "cli\ttwo", "cli\tthree"])
+    }))
+})

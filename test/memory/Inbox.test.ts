@@ -1,0 +1,96 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import { text } from "../../src/brain/ScriptedBrain.js"
+import * as Inbox from "../../src/memory/Inbox.js"
+import { harness, line, tempDir } from "../support/Harness.js"
+
+const journal = (...records: ReadonlyArray<object>) => records.map((record) => `${JSON.stringify(record)}\n`).join("")
+
+describe("Inbox journal", () => {
+  it("replays what is still pending, in order, ignoring torn lines", () => {
+    const pending = Inbox.replay(
+      journal(
+        { accepted: 1, channel: "a", text: "one" },
+        { accepted: 2, channel: "b", text: "two" },
+        { answered: 1, reply: "r1", stored: true },
+        { delivered: 1 },
+        { accepted: 3, channel: "c", text: "three" },
+        { answered: 3, reply: "r3", stored: false }
+      ) + "{\"accepted\":4,\"chan"
+    )
+    expect(pending).toEqual([
+      { id: 2, channel: "b", text: "two", reply: Option.none() },
+      { id: 3, channel: "c", text: "three", reply: Option.some({ text: "r3", stored: false }) }
+    ])
+  })
+
+  it.scoped("empties itself when nothing is pending, and numbers on after a restart", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const file = path.join(directory, ".inbox.jsonl")
+      const inbox = yield* Inbox.make(directory)
+      const first = yield* inbox.accept({ channel: "c", text: "hi" })
+      const second = yield* inbox.accept({ channel: "c", text: "there" })
+      yield* inbox.answered(first, "hello", true)
+      yield* inbox.delivered(first)
+      expect(fs.readFileSync(file, "utf8")).toContain("\"delivered\":1")
+      const restarted = yield* Inbox.make(directory)
+      expect(restarted.recovered.map((p) => p.id)).toEqual([second.id])
+      yield* inbox.delivered(second)
+      expect(fs.readFileSync(file, "utf8")).toBe("")
+      expect(fs.statSync(file).mode & 0o777).toBe(0o600)
+    }))
+})
+
+describe("after a crash", () => {
+  it.scoped("answers a message the previous run accepted but never answered, before new ones", () =>
+    Effect.gen(function*() {
+      const h = yield* harness({
+        inbox: journal({ accepted: 7, channel: "discord-1", text: "are you there?" }),
+        script: [text("yes, back now"), text("second")]
+      })
+      expect(yield* h.reply).toEqual({ channel: "discord-1", text: "yes, back now" })
+      expect(yield* h.say("new")).toEqual({ channel: "cli", text: "second" })
+      expect(h.read("history.jsonl")).toBe(
+        line("user", "are you there?") + line("assistant", "yes, back now") + line("user", "new") +
+          line("assistant", "second")
+      )
+      yield* h.finish
+      expect(h.read(".inbox.jsonl")).toBe("")
+    }))
+
+  it.scoped("delivers a reply decided before the crash without asking the brain again or storing it twice", () =>
+    Effect.gen(function*() {
+      const h = yield* harness({
+        history: line("user", "q") + line("assistant", "decided answer"),
+        inbox: journal(
+          { accepted: 1, channel: "c", text: "q" },
+          { answered: 1, reply: "decided answer", stored: true }
+        ),
+        script: []
+      })
+      expect(yield* h.reply).toEqual({ channel: "c", text: "decided answer" })
+      yield* h.finish
+      expect(yield* h.requests).toHaveLength(0)
+      expect(h.read("history.jsonl")).toBe(line("user", "q") + line("assistant", "decided answer"))
+    }))
+
+  it.scoped("stores a reply decided before the crash when history did not get it yet", () =>
+    Effect.gen(function*() {
+      const h = yield* harness({
+        history: line("user", "older") + line("assistant", "older answer"),
+        inbox: journal(
+          { accepted: 1, channel: "c", text: "q" },
+          { answered: 1, reply: "decided answer", stored: true }
+        ),
+        script: []
+      })
+      expect(yield* h.reply).toEqual({ channel: "c", text: "decided answer" })
+      yield* h.finish
+      expect(h.read("history.jsonl")).toBe(
+        line("user", "older") + line("assistant", "older answer") + line("user", "q") + line("assistant", "decided answer")
+      )
+    }))
+})

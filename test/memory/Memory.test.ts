@@ -1,0 +1,169 @@
+import * as child from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Effect, Exit, Option, Stream } from "effect"
+import * as Memory from "../../src/memory/Memory.js"
+import { scanTail } from "../../src/memory/HistoryFile.js"
+import { line, tempDir } from "../support/Harness.js"
+
+const setup = (files: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const directory = yield* tempDir()
+    for (const [name, content] of Object.entries(files)) fs.writeFileSync(path.join(directory, name), content)
+    const memory = yield* Memory.make(directory)
+    const read = (name: string) => {
+      const file = path.join(directory, name)
+      return fs.existsSync(file) ? fs.readFileSync(file, "utf8") : undefined
+    }
+    return { directory, memory, read }
+  })
+
+const manyLines = (count: number, width = 100) =>
+  Array.from({ length: count }, (_, i) => line(i % 2 === 0 ? "user" : "assistant", `${i}:${"x".repeat(width)}`)).join("")
+
+describe("history tail", () => {
+  it.scoped("finds the last lines across block boundaries, with or without a final newline", () =>
+    Effect.gen(function*() {
+      const { directory } = yield* setup({ "history.jsonl": manyLines(3000) })
+      const file = path.join(directory, "history.jsonl")
+      const fd = fs.openSync(file, "r")
+      const tail = scanTail(fd, 1500)
+      const text = fs.readFileSync(file, "utf8")
+      expect(tail.count).toBe(1500)
+      expect(text.slice(tail.offset).split("\n")[0]).toContain("\"1500:")
+      expect(scanTail(fd, 5000)).toEqual({ offset: 0, count: 3000 })
+      fs.closeSync(fd)
+      fs.writeFileSync(file, "a\nb\nc")
+      const fd2 = fs.openSync(file, "r")
+      expect(scanTail(fd2, 1)).toEqual({ offset: 4, count: 1 })
+      expect(scanTail(fd2, 3)).toEqual({ offset: 0, count: 3 })
+      fs.closeSync(fd2)
+    }))
+
+  it.scoped("skips lines that do not decode and never sends them", () =>
+    Effect.gen(function*() {
+      const { memory } = yield* setup({
+        "history.jsonl": line("user", "u1") + "{not json\n" + "{\"role\":\"system\",\"content\":\"x\"}\n" +
+          line("assistant", "a1")
+      })
+      const snapshot = yield* memory.snapshot(10)
+      expect(snapshot.history).toEqual([{ role: "user", content: "u1" }, { role: "assistant", content: "a1" }])
+    }))
+
+  it.scoped("appends on a new line when the file lacks its final newline, in the original's exact format", () =>
+    Effect.gen(function*() {
+      const { memory, read } = yield* setup({ "history.jsonl": line("user", "u1").trimEnd() })
+      yield* memory.append([{ role: "assistant", content: "a \"quoted\"\nline" }])
+      expect(read("history.jsonl")).toBe(line("user", "u1") + "{\"role\":\"assistant\",\"content\":\"a \\\"quoted\\\"\\nline\"}\n")
+    }))
+
+  it.scoped("keeps the line count right across its own appends, other writers and a replaced file", () =>
+    Effect.gen(function*() {
+      const { directory, memory } = yield* setup({ "history.jsonl": manyLines(3).trimEnd() })
+      const file = path.join(directory, "history.jsonl")
+      expect(yield* memory.hasMoreLinesThan(1_000_000)).toBe(false)
+      expect(yield* memory.hasMoreLinesThan(2)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(3)).toBe(false)
+      // Completes the unterminated third line and adds two.
+      yield* memory.append([{ role: "user", content: "u" }, { role: "assistant", content: "a" }])
+      expect(yield* memory.hasMoreLinesThan(1_000_000)).toBe(false)
+      expect(yield* memory.hasMoreLinesThan(4)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(5)).toBe(false)
+      // Another process appends, one line without its newline.
+      fs.appendFileSync(file, line("user", "x") + line("assistant", "y").trimEnd())
+      expect(yield* memory.hasMoreLinesThan(6)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(7)).toBe(false)
+      // The file is replaced (a new inode): counted afresh.
+      fs.rmSync(file)
+      fs.writeFileSync(file, line("user", "only"))
+      expect(yield* memory.hasMoreLinesThan(0)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(1)).toBe(false)
+    }))
+
+  it.scoped("counts lines only as far as needed", () =>
+    Effect.gen(function*() {
+      const { memory } = yield* setup({ "history.jsonl": manyLines(10) })
+      expect(yield* memory.hasMoreLinesThan(9)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(10)).toBe(false)
+    }))
+})
+
+describe("compaction commit", () => {
+  it.scoped("keeps the tail and every line appended after the plan", () =>
+    Effect.gen(function*() {
+      const history = line("user", "u1") + line("assistant", "a1") + line("user", "u2") + line("assistant", "a2")
+      const { memory, read } = yield* setup({ "history.jsonl": history })
+      const plan = Option.getOrThrow(yield* memory.planFold(2))
+      const folded = yield* memory.linesToFold(plan).pipe(Stream.runCollect)
+      expect(Chunk.toReadonlyArray(folded)).toEqual([line("user", "u1").trim(), line("assistant", "a1").trim()])
+      yield* memory.append([{ role: "user", content: "u3" }, { role: "assistant", content: "a3" }])
+      const result = yield* memory.commitFold(plan, "new summary")
+      expect(result.kept).toBe(4)
+      expect(read("summary.md")).toBe("new summary\n")
+      expect(read("history.jsonl")).toBe(
+        line("user", "u2") + line("assistant", "a2") + line("user", "u3") + line("assistant", "a3")
+      )
+    }))
+
+  it.scoped("completes a commit interrupted after its journal was written", () =>
+    Effect.gen(function*() {
+      const { memory, read } = yield* setup({
+        "history.jsonl": line("user", "old") + line("assistant", "old") + line("user", "kept") +
+          line("assistant", "kept"),
+        "summary.md": "old summary\n",
+        ".summary.md.next": "new summary\n",
+        ".history.jsonl.next": line("user", "kept") + line("assistant", "kept"),
+        ".compaction-commit": ""
+      })
+      const snapshot = yield* memory.snapshot(10)
+      expect(snapshot.summary).toBe("new summary")
+      expect(snapshot.history).toEqual([{ role: "user", content: "kept" }, { role: "assistant", content: "kept" }])
+      expect(read(".compaction-commit")).toBeUndefined()
+      expect(read(".history.jsonl.next")).toBeUndefined()
+    }))
+
+  it.scoped("discards a commit interrupted before its journal was written", () =>
+    Effect.gen(function*() {
+      const history = line("user", "u") + line("assistant", "a")
+      const { memory, read } = yield* setup({
+        "history.jsonl": history,
+        "summary.md": "old summary\n",
+        ".summary.md.next": "half-writ"
+      })
+      yield* memory.snapshot(10)
+      expect(read("summary.md")).toBe("old summary\n")
+      expect(read("history.jsonl")).toBe(history)
+      expect(read(".summary.md.next")).toBeUndefined()
+    }))
+
+  it.scoped("refuses to commit over a history replaced meanwhile", () =>
+    Effect.gen(function*() {
+      const history = line("user", "u1") + line("assistant", "a1") + line("user", "u2")
+      const { directory, memory, read } = yield* setup({ "history.jsonl": history })
+      const plan = Option.getOrThrow(yield* memory.planFold(1))
+      fs.rmSync(path.join(directory, "history.jsonl"))
+      fs.writeFileSync(path.join(directory, "history.jsonl"), line("user", "x"))
+      const exit = yield* Effect.exit(memory.commitFold(plan, "s"))
+      expect(Exit.isFailure(exit)).toBe(true)
+      expect(read("summary.md")).toBeUndefined()
+      expect(read("history.jsonl")).toBe(line("user", "x"))
+    }))
+
+  it.scoped("allows one compaction at a time, across processes", () =>
+    Effect.gen(function*() {
+      const { directory, memory } = yield* setup()
+      const sleeper = yield* Effect.acquireRelease(
+        Effect.sync(() => child.spawn("sleep", ["30"], { stdio: "ignore" })),
+        (process) => Effect.sync(() => process.kill("SIGKILL"))
+      )
+      fs.writeFileSync(path.join(directory, ".planckclaw-compact.lock"), `${sleeper.pid}\n`)
+      const busy = yield* Effect.flip(memory.exclusiveCompaction(Effect.succeed("ran")))
+      expect(busy).toMatchObject({ _tag: "CompactionBusy", ownerPid: sleeper.pid })
+      // A lock left by a dead process is taken over.
+      sleeper.kill("SIGKILL")
+      yield* Effect.async<void>((resume) => void sleeper.once("exit", () => resume(Effect.void)))
+      expect(yield* memory.exclusiveCompaction(Effect.succeed("ran"))).toBe("ran")
+      expect(fs.existsSync(path.join(directory, ".planckclaw-compact.lock"))).toBe(false)
+    }))
+})

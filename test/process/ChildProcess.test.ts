@@ -1,0 +1,120 @@
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, Fiber, Schedule, TestServices } from "effect"
+import * as ChildProcess from "../../src/process/ChildProcess.js"
+
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "planckclaw-child-"))),
+  (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+const shell = (script: string, overrides: Partial<ChildProcess.RunRequest> = {}): ChildProcess.RunRequest => ({
+  command: "/bin/sh",
+  args: ["-c", script],
+  cwd: process.cwd(),
+  env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+  stdoutMax: 1024,
+  stderrMax: 1024,
+  floodAllowance: 4096,
+  ...overrides
+})
+
+const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8")
+
+const groupGone = (pgid: number): boolean => {
+  const probe = Either.try({ try: () => process.kill(-pgid, 0), catch: (error) => (error as NodeJS.ErrnoException).code })
+  return Either.isLeft(probe) && probe.left === "ESRCH"
+}
+
+/** Real time on purpose: the OS needs a moment to reap reparented grandchildren. */
+const eventually = (check: () => boolean) =>
+  Effect.sync(check).pipe(
+    Effect.repeat({ until: (ok) => ok, schedule: Schedule.spaced("50 millis").pipe(Schedule.upTo("15 seconds")) }),
+    Effect.zipRight(Effect.sync(check)),
+    TestServices.provideLive
+  )
+
+const readPid = (file: string) =>
+  eventually(() => Fs.existsSync(file) && Fs.readFileSync(file, "utf8").trim() !== "").pipe(
+    Effect.map(() => Number(Fs.readFileSync(file, "utf8").trim()))
+  )
+
+describe("ChildProcess.run", () => {
+  it.effect("collects stdout, stderr and the exit code", () =>
+    Effect.gen(function*() {
+      const outcome = yield* ChildProcess.run(shell("printf out; printf err >&2; exit 7"))
+      expect(text(outcome.stdout)).toBe("out")
+      expect(text(outcome.stderr)).toBe("err")
+      expect(outcome.exitCode).toBe(7)
+      expect(outcome.signal).toBeNull()
+      expect(outcome.stdoutTruncated).toBe(false)
+      expect(outcome.flooded).toBe(false)
+    }))
+
+  it.effect("reports a signal death", () =>
+    Effect.gen(function*() {
+      const outcome = yield* ChildProcess.run(shell("kill -TERM $$"))
+      expect(outcome.exitCode).toBeNull()
+      expect(outcome.signal).toBe("SIGTERM")
+    }))
+
+  it.effect("gives the child /dev/null as stdin", () =>
+    Effect.gen(function*() {
+      const outcome = yield* ChildProcess.run(shell("cat; echo eof"))
+      expect(text(outcome.stdout)).toBe("eof\n")
+    }))
+
+  it.effect("keeps the first bytes of a slightly long output and the real exit status", () =>
+    Effect.gen(function*() {
+      const outcome = yield* ChildProcess.run(shell("head -c 1500 /dev/zero | tr '\\0' a; exit 2"))
+      expect(outcome.stdout.length).toBe(1024)
+      expect(outcome.stdoutTruncated).toBe(true)
+      expect(outcome.flooded).toBe(false)
+      expect(outcome.exitCode).toBe(2)
+    }))
+
+  it.scoped("kills the whole group of an endless writer", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const pidFile = Path.join(dir, "pid")
+      const outcome = yield* ChildProcess.run(shell(`echo $$ > ${pidFile}; yes flood & yes flood; wait`))
+      expect(outcome.flooded).toBe(true)
+      expect(outcome.stdout.length).toBe(1024)
+      expect(text(outcome.stdout).startsWith("flood\nflood\n")).toBe(true)
+      const pgid = Number(Fs.readFileSync(pidFile, "utf8").trim())
+      expect(yield* eventually(() => groupGone(pgid))).toBe(true)
+    }))
+
+  it.scoped("does not wait for a background child that still holds stdout, and kills it", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const pidFile = Path.join(dir, "pid")
+      const outcome = yield* ChildProcess.run(shell(`echo $$ > ${pidFile}; sleep 1000 & echo done`))
+      expect(text(outcome.stdout)).toBe("done\n")
+      expect(outcome.exitCode).toBe(0)
+      const pgid = Number(Fs.readFileSync(pidFile, "utf8").trim())
+      expect(yield* eventually(() => groupGone(pgid))).toBe(true)
+    }))
+
+  it.scoped("kills the whole group when interrupted", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const pidFile = Path.join(dir, "pid")
+      const fiber = yield* Effect.fork(ChildProcess.run(shell(`echo $$ > ${pidFile}; sleep 1000 & sleep 1000; wait`)))
+      const pgid = yield* readPid(pidFile)
+      expect(groupGone(pgid)).toBe(false)
+      yield* Fiber.interrupt(fiber)
+      expect(yield* eventually(() => groupGone(pgid))).toBe(true)
+    }))
+
+  it.effect("fails with SpawnError when the command does not exist", () =>
+    Effect.gen(function*() {
+      const error = yield* ChildProcess.run(shell("", { command: "/nonexistent/planckclaw-claw", args: [] })).pipe(
+        Effect.flip
+      )
+      expect(error._tag).toBe("SpawnError")
+      expect(error.message).toContain("ENOENT")
+    }))
+})

@@ -1,0 +1,108 @@
+/**
+ * Helpers for the FIFO tests: temp dirs, shell scripts that play the
+ * original bridges, scoped child processes, and line-level access to a pipe.
+ */
+import { execFile, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Chunk, Deferred, Effect, Either, Exit, Queue, type Scope, Stream, TestClock } from "effect"
+import { type FifoReader, openReader } from "../../src/fifo/PipeEnd.js"
+import { framed, makeBlockFramer, makeLineFramer } from "../../src/fifo/Framing.js"
+
+export const tempDir: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(
+  Effect.promise(() => fs.promises.mkdtemp(path.join(os.tmpdir(), "planckclaw-fifo-"))),
+  (dir) => Effect.promise(() => fs.promises.rm(dir, { recursive: true, force: true }))
+)
+
+export const mkfifo = (file: string): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    execFile("mkfifo", ["-m", "600", file], (error) => resume(error === null ? Effect.void : Effect.die(error)))
+  })
+
+/** Writes an executable `/bin/sh` script. */
+export const writeScript = (dir: string, name: string, body: string): Effect.Effect<string> =>
+  Effect.promise(async () => {
+    const file = path.join(dir, name)
+    await fs.promises.writeFile(file, `#!/bin/sh\n${body}`, { mode: 0o755 })
+    return file
+  })
+
+/** Runs a one-shot shell command to completion; its stdout. */
+export const sh = (script: string, env: Record<string, string> = {}): Effect.Effect<string> =>
+  Effect.async<string>((resume) => {
+    execFile("/bin/sh", ["-c", script], { env: { ...process.env, ...env } }, (error, stdout, stderr) =>
+      resume(error === null ? Effect.succeed(stdout) : Effect.die(new Error(`sh failed: ${stderr}`))))
+  })
+
+/** A long-running process in its own group, SIGKILLed with its group on scope close. */
+export const spawnScoped = (
+  command: string,
+  env: Record<string, string> = {},
+  args: ReadonlyArray<string> = []
+): Effect.Effect<{ readonly pid: number; readonly exited: Deferred.Deferred<number | null> }, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.gen(function*() {
+      const exited = yield* Deferred.make<number | null>()
+      const child = spawn(command, args, { env: { ...process.env, ...env }, detached: true, stdio: ["ignore", "inherit", "inherit"] })
+      child.once("exit", (code) => Deferred.unsafeDone(exited, Exit.succeed(code)))
+      return { pid: child.pid ?? -1, exited }
+    }),
+    ({ exited, pid }) =>
+      Effect.sync(() => Either.try(() => process.kill(-pid, "SIGKILL"))).pipe(Effect.zipRight(Deferred.await(exited)))
+  )
+
+/** Reads a pipe as lines (or blank-line blocks) into a queue, from a background fiber. */
+export const framesOf = (
+  reader: FifoReader,
+  framing: "lines" | "blocks" = "lines"
+): Effect.Effect<Queue.Dequeue<string>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const queue = yield* Queue.unbounded<string>()
+    yield* reader.chunks.pipe(
+      framed(() => framing === "lines" ? makeLineFramer(1 << 24) : makeBlockFramer(1 << 24)),
+      Stream.runForEach((frame) => Either.isRight(frame) ? Queue.offer(queue, frame.right) : Effect.die(frame.left)),
+      Effect.orDie,
+      Effect.forkScoped
+    )
+    return queue
+  })
+
+export const linesFrom = (file: string): Effect.Effect<Queue.Dequeue<string>, never, Scope.Scope> =>
+  Effect.flatMap(Effect.orDie(openReader(file)), (reader) => framesOf(reader, "lines"))
+
+export const blocksFrom = (file: string): Effect.Effect<Queue.Dequeue<string>, never, Scope.Scope> =>
+  Effect.flatMap(Effect.orDie(openReader(file)), (reader) => framesOf(reader, "blocks"))
+
+export const takeN = <A>(queue: Queue.Dequeue<A>, n: number): Effect.Effect<ReadonlyArray<A>> =>
+  Effect.map(Queue.takeBetween(queue, n, n), Chunk.toReadonlyArray)
+
+/**
+ * Lets other fibers run until one of them has registered a TestClock sleep,
+ * so a following `TestClock.adjust` is measured from a known point.
+ */
+export const awaitPendingSleep: Effect.Effect<void> = Effect.gen(function*() {
+  for (let turn = 0; turn < 100_000; turn++) {
+    if (Chunk.isNonEmpty(yield* TestClock.sleeps())) return
+    yield* Effect.yieldNow()
+  }
+  return yield* Effect.die(new Error("no fiber went to sleep"))
+})
+
+/** A process is gone when /proc no longer lists it or lists it as a zombie. */
+export const isGone = (pid: number): Effect.Effect<boolean> =>
+  Effect.promise(() =>
+    fs.promises.readFile(`/proc/${pid}/stat`, "utf8").then(
+      (stat) => /^\d+ \(.*\) [ZX]/.test(stat),
+      () => true
+    )
+  )
+
+/** Waits (on /proc reads, not on timers) for a process that was sent SIGKILL or SIGTERM to finish dying. */
+export const awaitGone = (pid: number): Effect.Effect<boolean> =>
+  Effect.gen(function*() {
+    for (let turn = 0; turn < 20_000; turn++) {
+      if (yield* isGone(pid)) return true
+    }
+    return false
+  })
