@@ -120,6 +120,10 @@ export const decodeBrainAnswer = (raw: string): Effect.Effect<MessagesResponse, 
 }
 
 /** Short, single-line excerpt of untrusted text for error messages. */
+/** Every text block of a response, joined: what the model said. */
+export const responseText = (response: MessagesResponse): string =>
+  response.content.flatMap((block) => block.type === "text" && "text" in block ? [block.text] : []).join("")
+
 export const preview = (text: string, max = 200): string => {
   const flat = text.replace(/\s+/g, " ").trim()
   return flat.length > max ? `${flat.slice(0, max)}…` : flat
