@@ -2,7 +2,7 @@ import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Exit, Option, Stream } from "effect"
+import { Chunk, Effect, Exit, Layer, Option, Stream } from "effect"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import { scanTail } from "../../src/memory/HistoryFile.js"
@@ -168,5 +168,15 @@ describe("compaction commit", () => {
       yield* Effect.async<void>((resume) => void sleeper.once("exit", () => resume(Effect.void)))
       expect(yield* folds.exclusiveCompaction(Effect.succeed("ran"))).toBe("ran")
       expect(fs.existsSync(path.join(directory, ".planckclaw-compact.lock"))).toBe(false)
+    }))
+
+  it.scoped("the fold store built on a Memory shares its directory: one compaction at a time in this process too", () =>
+    Effect.gen(function*() {
+      const { memory, folds } = yield* setup()
+      // As Compactor.layer builds it: from the Memory it is given, not a directory of its own.
+      const built = FoldStore.layer.pipe(Layer.provide(Layer.succeed(Memory.Memory, memory)))
+      const fromLayer = yield* Effect.provide(FoldStore.FoldStore, built)
+      const inner = yield* Effect.flip(folds.exclusiveCompaction(fromLayer.exclusiveCompaction(Effect.succeed("ran"))))
+      expect(inner).toMatchObject({ _tag: "CompactionBusy", ownerPid: process.pid })
     }))
 })
