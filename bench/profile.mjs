@@ -11,9 +11,8 @@
  * self time by function (top 40), self time by file, inclusive time by
  * project (dist/) function, the GC share and the bytes the young generation
  * freed per turn (about what a turn allocates). Then traces three more turns
- * with `strace -f -y` (every call but epoll waits) into
- * bench/.work/profile-trace.txt-like output on stdout, so each system call
- * can be tied to its file.
+ * with `strace -f -y` (leaving out epoll waits and the profiler's signals)
+ * and prints the trace, so each system call can be tied to its file.
  *
  * Writes bench/.work/profile-<pid>/ and leaves it (the .cpuprofile opens
  * in Chrome DevTools); remove it by hand.
