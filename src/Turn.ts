@@ -6,7 +6,9 @@
  *
  * Spans (`Turn.run`, `Brain.complete` per round, `Claws.call` per tool call)
  * are made without a stack trace: a turn must cost nothing extra when no
- * tracer is installed (the issue 11 profile).
+ * tracer is installed (the issue 11 profile). That is also why `run` is a
+ * plain function with `withSpan`, not `Effect.fn`: in effect 3.22 `Effect.fn`
+ * builds an Error on every call, whatever its span options say.
  */
 import * as Effect from "effect/Effect"
 import {
