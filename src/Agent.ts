@@ -11,6 +11,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { AgentConfig } from "./AgentConfig.js"
+import { Agent, type AgentService } from "./AgentService.js"
 import { Brain } from "./Brain.js"
 import { Claws } from "./Claws.js"
 import { type InboundMessage, type InteractService, sanitize } from "./Interact.js"
@@ -23,20 +24,8 @@ import * as MemoryStore from "./memory/Memory.js"
 import { Memory } from "./memory/Memory.js"
 import * as Turn from "./Turn.js"
 
+export { Agent, type AgentService } from "./AgentService.js"
 export { APOLOGY, type TurnOutcome } from "./Turn.js"
-
-export interface AgentService {
-  /** Runs one turn. Never fails: failures become replies that are not stored. */
-  readonly respond: (message: InboundMessage) => Effect.Effect<Turn.TurnOutcome>
-  /**
-   * Takes one accepted message to the end: validates it, answers it (or
-   * finishes a reply decided before a crash), remembers the exchange,
-   * delivers it through `interact`, and compacts if due.
-   */
-  readonly handle: (message: Pending, interact: InteractService) => Effect.Effect<void>
-}
-
-export class Agent extends Context.Tag("planckclaw/Agent")<Agent, AgentService>() {}
 
 export const make = Effect.gen(function*() {
   const config = yield* AgentConfig

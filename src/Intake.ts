@@ -3,8 +3,9 @@
  * journaled as soon as they are read, so what arrives during a turn waits in
  * order and survives a crash; the agent takes them one at a time, in order.
  *
- * Agent.ts re-exports `run` as `Agent.serve` for hosts that know that name;
- * that re-export is the only reason Agent.ts imports this file.
+ * Agent.ts re-exports `run` as `Agent.serve` for hosts that know that name.
+ * This file needs only the Agent tag (AgentService.ts), not its
+ * implementation, so the two do not import each other.
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -13,7 +14,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { Agent } from "./Agent.js"
+import { Agent } from "./AgentService.js"
 import { Interact } from "./Interact.js"
 import * as Logging from "./Logging.js"
 import { Inbox, type Pending } from "./memory/Inbox.js"
