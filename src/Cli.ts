@@ -198,8 +198,10 @@ const servedAlone = (name: BuiltinName): Bridges.RunChoices => ({
  */
 const bridge = Command.make("bridge", { name: Args.choice(builtinNames.map((name): [string, BuiltinName] => [name, name])) }, () =>
   Effect.gen(function*() {
-    const ends = [yield* Bridges.BrainEnd, yield* Bridges.ClawsEnd, yield* Bridges.InteractEnd]
-    yield* Effect.raceAll([...ends.map((end) => end.done), (yield* RunningAgent.RunningAgent).ended])
+    const [brain, claws, interact] = [yield* Bridges.BrainEnd, yield* Bridges.ClawsEnd, yield* Bridges.InteractEnd]
+    const running = yield* RunningAgent.RunningAgent
+    // The first to end, in success or failure (raceAll would wait for a success).
+    yield* Effect.raceFirst(running.ended, Effect.raceFirst(brain.done, Effect.raceFirst(claws.done, interact.done)))
   })).pipe(
     Command.provide(({ name }) =>
       Bridges.farEnds(servedAlone(name), { withAgent: false }).pipe(Layer.provideMerge(RunningAgent.layer))
