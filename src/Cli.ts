@@ -24,9 +24,10 @@ import type { FifoPaths } from "./fifo/FifoPaths.js"
 import * as Handover from "./fifo/Handover.js"
 import * as RunningAgent from "./fifo/RunningAgent.js"
 import * as RuntimeDir from "./fifo/RuntimeDir.js"
+import * as Intake from "./Intake.js"
 import * as FifoInteract from "./interact/FifoInteract.js"
 import * as Logging from "./Logging.js"
-import * as Compaction from "./memory/Compactor.js"
+import * as Compactor from "./memory/Compactor.js"
 import * as Memory from "./memory/Memory.js"
 import * as MemoryHold from "./MemoryHold.js"
 
@@ -117,7 +118,7 @@ const run = Command.make("run", runOptions, () =>
     // replies still in interact_out reach the user (see Handover). Without a
     // built-in interact bridge, an executable's exit ends the run, and with
     // none it goes on until stopped.
-    const serving = Agent.serve.pipe(
+    const serving = Intake.run.pipe(
       Effect.provide(nearEnds(paths, interact.handover)),
       Effect.zipRight(Option.match(interact.handover, { onNone: () => Effect.void, onSome: Handover.repliesDelivered }))
     )
@@ -141,12 +142,12 @@ const compact = Command.make(
   (options) =>
     Effect.gen(function*() {
       // Compaction runs on its own, without the pipes: it talks to the API directly.
-      const layer = Compaction.layer.pipe(
+      const layer = Compactor.layer.pipe(
         Layer.provideMerge(Memory.layer),
         Layer.provide(Bridges.brainAdapters.anthropic)
       )
       // The compactor is used inside the layer's scope: its HTTP client lives as long as that.
-      const report = yield* Effect.flatMap(Compaction.Compactor, (compactor) => compactor.compactNow).pipe(
+      const report = yield* Effect.flatMap(Compactor.Compactor, (compactor) => compactor.compactNow).pipe(
         Effect.provide(layer),
         // The entry point prints a MemoryError as it is; here it is a failed compaction.
         Effect.catchTag("MemoryError", (failure) =>

@@ -7,6 +7,9 @@
  */
 export * as Agent from "./Agent.js"
 export * as AgentConfig from "./AgentConfig.js"
+export * as AgentService from "./AgentService.js"
+export * as Intake from "./Intake.js"
+export * as Turn from "./Turn.js"
 export * as Brain from "./Brain.js"
 export * as Claws from "./Claws.js"
 export * as Interact from "./Interact.js"
@@ -16,6 +19,7 @@ export * as ConfigFile from "./config/ConfigFile.js"
 export * as MissingSetting from "./config/MissingSetting.js"
 
 export * as Compactor from "./memory/Compactor.js"
+export * as FoldStore from "./memory/FoldStore.js"
 export * as Inbox from "./memory/Inbox.js"
 export * as Memory from "./memory/Memory.js"
 export * as MemoryHold from "./MemoryHold.js"
