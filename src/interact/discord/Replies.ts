@@ -112,7 +112,7 @@ const postReply = (post: RestPost, message: OutboundMessage): Effect.Effect<void
   })
 
 /**
- * The bridge's `send`. One reply at a time, so the parts of two replies never
+ * The adapter's `send`. One reply at a time, so the parts of two replies never
  * interleave; the typing indicator for the channel ends however it went.
  */
 export const makeSend = (
