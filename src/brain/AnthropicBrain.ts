@@ -24,6 +24,7 @@ import { isJsonObject } from "../Json.js"
 import { DebugConfig } from "../Logging.js"
 import {
   attemptExchange,
+  baseUrlConfig,
   BrainRetryConfig,
   parseRetryAfter,
   postJson,
@@ -38,18 +39,9 @@ export { BrainRetriesConfig, BrainTimeoutConfig } from "./BrainRetry.js"
 export const API_VERSION = "2023-06-01"
 export const DEFAULT_BASE_URL = "https://api.anthropic.com"
 
-const isHttpUrl = (value: string): boolean =>
-  URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol)
-
 export const AnthropicConfig = Config.all({
   apiKey: headerSecret("ANTHROPIC_API_KEY"),
-  baseUrl: Config.string("ANTHROPIC_BASE_URL").pipe(
-    Config.validate({
-      message: `Expected an http(s) URL such as ${DEFAULT_BASE_URL}`,
-      validation: isHttpUrl
-    }),
-    Config.withDefault(DEFAULT_BASE_URL)
-  ),
+  baseUrl: baseUrlConfig("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL),
   retry: BrainRetryConfig,
   debug: DebugConfig
 }).pipe(Config.map(({ retry, ...own }) => ({ ...own, ...retry })))
@@ -117,7 +109,7 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
         yield* debug(`POST ${url} (x-api-key: <redacted>, anthropic-version: ${API_VERSION})`)
         yield* debug(`request ${body}`)
         return yield* withRetries("Anthropic API", config.retries, (number) => attempt(body, number))
-      })
+      }).pipe(Effect.withSpan("AnthropicBrain.complete", { attributes: { model: request.model } }))
 
     return Brain.of({ complete })
   })

@@ -1,6 +1,6 @@
 /**
  * What the HTTP brains (Anthropic, OpenAI-compatible) share: their two retry
- * settings, declared once here, and the attempt loop. Each attempt is one
+ * settings, declared once here, the base URL check, and the attempt loop. Each attempt is one
  * exchange bounded by the timeout; a failure worth repeating (no connection,
  * no answer in time, a transient status) is retried under `retrySchedule`
  * and, once the retries are spent, becomes `BrainError("timeout")`. A
@@ -26,6 +26,16 @@ import { integerIn, secondsIn } from "../config/ConfigRange.js"
 export const BrainTimeoutConfig = secondsIn("PLANCKCLAW_BRAIN_TIMEOUT", { min: 0.1, max: 3600 }, 60)
 /** Retries after the first attempt; also read by the agent's patience on the brain pipes (Bridges). */
 export const BrainRetriesConfig = integerIn("PLANCKCLAW_BRAIN_RETRIES", { min: 0, max: 100 }, 4)
+
+/** An API's base URL setting: http(s) only, `fallback` when unset. */
+export const baseUrlConfig = (name: string, fallback: string): Config.Config<string> =>
+  Config.string(name).pipe(
+    Config.validate({
+      message: `Expected an http(s) URL such as ${fallback}`,
+      validation: (value) => URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol)
+    }),
+    Config.withDefault(fallback)
+  )
 
 /** The retry settings of every HTTP brain. */
 export const BrainRetryConfig = Config.all({

@@ -26,6 +26,7 @@ import { isJsonObject } from "../Json.js"
 import { DebugConfig } from "../Logging.js"
 import {
   attemptExchange,
+  baseUrlConfig,
   BrainRetryConfig,
   parseRetryAfter,
   postJson,
@@ -37,9 +38,6 @@ import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompl
 
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-const isHttpUrl = (value: string): boolean =>
-  URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol)
-
 /** A blank key (as a config.env for a local server may have) counts as none. */
 const optionalKey = Config.option(Config.redacted("OPENAI_API_KEY")).pipe(
   Config.map(Option.filter((key) => Redacted.value(key).trim() !== ""))
@@ -47,10 +45,7 @@ const optionalKey = Config.option(Config.redacted("OPENAI_API_KEY")).pipe(
 
 export const OpenAiConfig = Config.all({
   apiKey: optionalKey,
-  baseUrl: Config.string("OPENAI_BASE_URL").pipe(
-    Config.validate({ message: `Expected an http(s) URL such as ${DEFAULT_BASE_URL}`, validation: isHttpUrl }),
-    Config.withDefault(DEFAULT_BASE_URL)
-  ),
+  baseUrl: baseUrlConfig("OPENAI_BASE_URL", DEFAULT_BASE_URL),
   retry: BrainRetryConfig,
   debug: DebugConfig
 }).pipe(Config.map(({ retry, ...own }) => ({ ...own, ...retry })))
@@ -189,7 +184,7 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
         yield* debug(`POST ${endpoint} (authorization: ${Option.isSome(apiKey) ? "Bearer <redacted>" : "none"})`)
         yield* debug(`request ${body}`)
         return yield* withRetries("OpenAI-compatible API", config.retries, (number) => attempt(body, request.model, number))
-      })
+      }).pipe(Effect.withSpan("OpenAiBrain.complete", { attributes: { model: request.model } }))
 
     return Brain.of({ complete })
   })

@@ -150,7 +150,7 @@ export const make = (config: ScriptsConfig): Effect.Effect<ClawsService> =>
           return { content: `Tool ${name}: input cannot be encoded as JSON (${describeError(inputJson.left)})`, isError: true }
         }
         return yield* run(name, file, inputJson.right)
-      })
+      }).pipe(Effect.withSpan("ScriptClaws.call", { attributes: { tool: name } }))
 
     const service: ClawsService = {
       list: Effect.map(list, ({ problems, tools }): ToolCatalog => ({ tools, problems })),

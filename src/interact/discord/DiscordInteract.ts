@@ -19,7 +19,7 @@
  * - Replies go through a REST client of their own (Replies), so they
  *   are delivered while the gateway reconnects.
  * - A rejected token or a refused privileged intent is reported once with
- *   what to do, and never retried (Errors, DiscordRefused).
+ *   what to do, and never retried (Refusals, DiscordRefused).
  */
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"

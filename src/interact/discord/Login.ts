@@ -11,7 +11,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import { DiscordRefused } from "./DiscordRefused.js"
-import { describeRestError, invalidTokenHelp, isTokenRejected, LoginFailed } from "./Errors.js"
+import { describeRestError, invalidTokenHelp, isTokenRejected, LoginFailed } from "./Refusals.js"
 import { reconnectBackoff, seconds } from "./Pacing.js"
 import { type GatewayHooks, PacedShardingStrategy } from "./ShardingStrategy.js"
 

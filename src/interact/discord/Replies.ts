@@ -12,7 +12,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { InteractError, type OutboundMessage } from "../../Interact.js"
 import { isDiscordId } from "./Settings.js"
-import { describeRestError, isPermanent } from "./Errors.js"
+import { describeRestError, isPermanent } from "./Refusals.js"
 import { chunkReply } from "./ReplyChunks.js"
 import type { TypingIndicator } from "./Typing.js"
 
