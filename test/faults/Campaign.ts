@@ -52,6 +52,16 @@ export const prng = (seed: number) => {
 // ---------------------------------------------------------------------------
 // One piped session
 
+/** A fault sandbox set up by `prepare`, and a Messages API stand-in answering with `handler`. */
+const prepared = (handler: Handler, prepare: (box: Sandbox) => void) =>
+  Effect.gen(function*() {
+    const box = yield* sandbox()
+    prepare(box)
+    // Failing to listen on loopback is a broken machine, not a result.
+    const server = yield* Effect.orDie(AnthropicServer.make(handler))
+    return { box, server }
+  })
+
 export interface Session {
   readonly box: Sandbox
   readonly result: { readonly code: number | null; readonly stdout: string; readonly stderr: string }
@@ -72,10 +82,7 @@ export const session = (
   prepare: (box: Sandbox) => void = () => undefined
 ): Effect.Effect<Session, WaitTimedOut, Scope.Scope> =>
   Effect.gen(function*() {
-    const box = yield* sandbox()
-    prepare(box)
-    // Failing to listen on loopback is a broken machine, not a result.
-    const server = yield* Effect.orDie(AnthropicServer.make(handler))
+    const { box, server } = yield* prepared(handler, prepare)
     const result = yield* planckclawToEnd(
       box,
       ["run"],
@@ -111,10 +118,7 @@ export const fifoAgent = (
   prepare: (box: Sandbox) => void = () => undefined
 ): Effect.Effect<FifoAgent, WaitTimedOut, Scope.Scope> =>
   Effect.gen(function*() {
-    const box = yield* sandbox()
-    prepare(box)
-    // Failing to listen on loopback is a broken machine, not a result.
-    const server = yield* Effect.orDie(AnthropicServer.make(handler))
+    const { box, server } = yield* prepared(handler, prepare)
     const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: server.url, ...settings }), {
       stdin: "ignore"
     })
