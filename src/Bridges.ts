@@ -33,7 +33,6 @@ import { Interact, type InteractError } from "./Interact.js"
 import type { DiscordRefused } from "./interact/discord/DiscordRefused.js"
 import * as TerminalInteract from "./interact/TerminalInteract.js"
 import * as Logging from "./Logging.js"
-import type { StartupError } from "./StartupError.js"
 
 export type Choice<Name extends string> =
   | { readonly _tag: "Builtin"; readonly name: Name }
@@ -69,11 +68,8 @@ export const choose = <Name extends string>(
   )
 }
 
-/**
- * What building an adapter can fail with. StartupError stays in the union
- * while an adapter still raises it; the domain errors replace it.
- */
-export type AdapterFailure = ConfigError.ConfigError | MissingSetting | DiscordRefused | StartupError
+/** What building an adapter can fail with: a setting, or a refusal it cannot get past. */
+export type AdapterFailure = ConfigError.ConfigError | MissingSetting | DiscordRefused
 
 // discord.js is heavy to load: only a Discord bridge pays for it.
 const discordAdapter: Layer.Layer<Interact, AdapterFailure> = Layer.unwrapEffect(

@@ -52,8 +52,6 @@ const main = cli(version)(process.argv).pipe(
     NoRunningAgent: (error) => refuse(1, error.message),
     CompactionBusy: (busy) => refuse(1, `another compaction is running (pid ${busy.ownerPid}); nothing done`),
     CompactionFailed: (failure) => refuse(1, `compaction failed, memory unchanged: ${failure.message}`),
-    // Until every adapter raises its domain error instead.
-    StartupError: (error) => refuse(error.exitCode, error.message)
   }),
   Effect.provide(NodeContext.layer),
   Effect.provide(Logging.layer(false)),

@@ -53,5 +53,3 @@ export * as RunningAgent from "./fifo/RunningAgent.js"
 export * as RuntimeDir from "./fifo/RuntimeDir.js"
 export * as Serve from "./fifo/Serve.js"
 
-// Until every adapter fails with its domain error (MissingSetting, DiscordRefused).
-export * as StartupError from "./StartupError.js"
