@@ -149,10 +149,38 @@ export const make = (directory: string): Effect.Effect<InboxService, MemoryError
     const outcome = (result: Either.Either<void, SafeFile.MemoryFileError>) =>
       Either.match(result, { onLeft: report, onRight: () => worked })
 
-    const append = (...records: ReadonlyArray<object>) =>
-      SafeFile.withFile(file, SafeFile.flags.append, (fd) => {
+    // One descriptor for the run (O_APPEND, checked once when opened): each
+    // record is one write(2), emptying is one ftruncate(2). The run lock
+    // (Cli.ts) makes this run the journal's only writer, so its size is
+    // known here, for cutting back a write that did not land whole.
+    let journal: { readonly fd: number; size: number } | undefined
+    const held = (): Either.Either<{ readonly fd: number; size: number }, SafeFile.MemoryFileError> => {
+      if (journal !== undefined) return Either.right(journal)
+      return Either.map(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => {
+        journal = { fd, size: stat.size }
+        return journal
+      })
+    }
+    /** After a failure the descriptor is dropped: the next record opens (and checks) the file again. */
+    const drop = () => {
+      if (journal !== undefined) Either.try(() => fs.closeSync(journal!.fd))
+      journal = undefined
+    }
+    const append = (...records: ReadonlyArray<object>): Either.Either<void, SafeFile.MemoryFileError> =>
+      Either.flatMap(held(), (target) => {
         const text = records.map((record) => `${JSON.stringify(record)}\n`).join("")
-        return SafeFile.appendAll(fd, file, Buffer.from(text, "utf8"), fs.fstatSync(fd).size)
+        const bytes = Buffer.from(text, "utf8")
+        const written = SafeFile.appendAll(target.fd, file, bytes, target.size)
+        if (Either.isRight(written)) target.size += bytes.length
+        else drop()
+        return written
+      })
+    const truncate = (): Either.Either<void, SafeFile.MemoryFileError> =>
+      Either.flatMap(held(), (target) => {
+        const cut = Either.try({ try: () => fs.ftruncateSync(target.fd, 0), catch: (error) => SafeFile.failed(file, error) })
+        if (Either.isRight(cut)) target.size = 0
+        else drop()
+        return cut
       })
     const write = (...records: ReadonlyArray<object>) => Effect.suspend(() => outcome(append(...records)))
     const acceptedRecord = (pending: Pending) => ({
@@ -166,7 +194,7 @@ export const make = (directory: string): Effect.Effect<InboxService, MemoryError
     const resetOr = (record: object) =>
       Effect.suspend(() =>
         entries.size === 0
-          ? outcome(SafeFile.withFile(file, SafeFile.flags.rewrite, () => Either.void))
+          ? outcome(truncate())
           : write(record)
       )
 
