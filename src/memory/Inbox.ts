@@ -105,7 +105,16 @@ const replayEntries = (text: string): Map<number, Entry> => {
 export const replay = (text: string): Array<Pending> =>
   [...replayEntries(text).values()].filter((entry) => !entry.delivered).map((entry) => entry.pending)
 
-const newKey = () => crypto.randomBytes(12).toString("hex")
+/**
+ * Keys unique across runs: a random prefix drawn once per run and a
+ * counter, rather than random bytes per message (OpenSSL's getpid(2) fork
+ * check and the CSPRNG on every message).
+ */
+const keyMaker = () => {
+  const run = crypto.randomBytes(12).toString("hex")
+  let counter = 0
+  return () => `${run}-${(counter++).toString(36)}`
+}
 
 export const make = (directory: string): Effect.Effect<InboxService, MemoryError> =>
   Effect.suspend(() => {
@@ -129,6 +138,7 @@ export const make = (directory: string): Effect.Effect<InboxService, MemoryError
     const entries = replayEntries(Either.getOrElse(opened, () => ""))
     let nextId = [...entries.keys()].reduce((max, id) => Math.max(max, id), 0) + 1
     let failing = false
+    const newKey = keyMaker()
 
     // Journal failures (disk full, permissions) are loud, once, but never lose
     // the message in this process: it is still answered, only not crash-safe.

@@ -98,9 +98,11 @@ const unchanged = (seen: Seen, stat: fs.Stats): boolean =>
 /**
  * A file modified this close to when it was read may be modified again
  * within the same timestamp tick without its status changing: its cached
- * content is not trusted until it is older (git's "racily clean").
+ * content is not trusted by status until it is older (git's "racily
+ * clean"). File times come from the kernel's coarse clock, at worst one
+ * tick (10 ms at HZ=100) behind the real-time clock; 100 ms is ten ticks.
  */
-const RACY_MS = 1000
+const RACY_MS = 100
 
 /** lstat(2) of a memory file: undefined when absent; a link, a non-regular file or someone else's is refused. */
 const look = (file: string): Either.Either<fs.Stats | undefined, SafeFile.MemoryFileError> => {
@@ -240,7 +242,16 @@ export const fromDir = (memoryDir: MemoryDir.MemoryDir): Effect.Effect<MemorySer
       if (tail === undefined || tail.keep !== keep || summaryCache === undefined) return Option.none()
       const summaryStat = look(paths.summary)
       if (Either.isLeft(summaryStat)) return Option.none()
-      const summary = cachedText(summaryCache, summaryStat.right)
+      let summary = cachedText(summaryCache, summaryStat.right)
+      if (Option.isNone(summary) && summaryCache.racy) {
+        // Written a moment ago (a compaction just committed it): unchanged
+        // if it reads the same, which costs a read, not the lock.
+        const again = readText(paths.summary)
+        if (Either.isRight(again) && again.right.text === summaryCache.text) {
+          summaryCache = again.right
+          summary = Option.some(again.right.text)
+        }
+      }
       if (Option.isNone(summary)) return Option.none()
       const historyStat = look(paths.history)
       if (Either.isLeft(historyStat)) return Option.none()
