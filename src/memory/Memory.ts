@@ -356,9 +356,8 @@ export const fromDir = (memoryDir: MemoryDir.MemoryDir): Effect.Effect<MemorySer
         closeHeld(ledgerFd)
         ledgerFd = undefined
         ledgerCache = undefined
-        const replaced = SafeFile.replace(paths.ledger, Ledger.encode(next))
-        if (Either.isRight(replaced)) ledgerCache = undefined
-        return replaced
+        // Read back (and held) at the next append: the rename gave it a new inode.
+        return SafeFile.replace(paths.ledger, Ledger.encode(next))
       }
       const held = heldFor(paths.ledger, ledgerFd, stat)
       if (Either.isLeft(held)) {
