@@ -38,60 +38,90 @@ const readOwner = (path: string): number => readPidFileSync(path) ?? Number.NaN
 /** Errors of a disk with no room for the pid: a link still fits, its target lives in the inode. */
 const noRoom = new Set(["ENOSPC", "EDQUOT", "EFBIG"])
 
-/** One attempt: take the lock, or say who holds it. Synchronous. */
-export const tryTakeSync = (path: string): Either.Either<void, LockHeld | LockFailed> => {
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const created = Either.try(() => fs.openSync(path, "wx", 0o600))
-      if (Either.isRight(created)) {
-        const fd = created.right
-        const content = Buffer.from(`${process.pid}\n`)
-        const written = Either.try(() => fs.writeSync(fd, content))
-        Either.try(() => fs.closeSync(fd))
-        if (Either.isRight(written) && written.right === content.length) return Either.void
-        // A full disk: an empty lock would look "being written" to others for a second; remove it.
-        Either.try(() => fs.unlinkSync(path))
-        const cause = Either.isLeft(written) ? written.left : undefined
-        const code = cause === undefined ? "ENOSPC" : errnoCode(cause) ?? "ENOSPC"
-        if (noRoom.has(code)) {
-          // Taking the lock must not need free space: the pid as a symbolic link's target does not.
-          const linked = Either.try(() => fs.symlinkSync(String(process.pid), path))
-          if (Either.isRight(linked)) return Either.void
-          if (errnoCode(linked.left) === "EEXIST") continue
-        }
-        return Either.left(
-          new LockFailed({
-            path,
-            code,
-            message: cause === undefined ? "the lock file was written short" : describeError(cause)
-          })
-        )
-      }
-      const code = errnoCode(created.left)
-      if (code !== "EEXIST") {
-        return Either.left(new LockFailed({ path, code, message: describeError(created.left) }))
-      }
-      const owner = readOwner(path)
-      // Our own pid on a file we do not hold in this process: left by an
-      // earlier process that had the same pid (containers reuse low pids).
-      if (heldBy(owner, path) && owner !== process.pid) return Either.left(new LockHeld({ path, ownerPid: owner }))
-      if (Number.isNaN(owner)) {
-        // Being written right now by its creator, or truncated by a crash:
-        // only a file older than a second is treated as stale.
-        const stat = Either.try(() => fs.lstatSync(path))
-        if (Either.isRight(stat) && Date.now() - stat.right.mtimeMs < 1000) {
-          return Either.left(new LockHeld({ path, ownerPid: owner }))
-        }
-      }
-      Either.try(() => fs.unlinkSync(path))
-    }
-    return Either.left(new LockFailed({ path, code: undefined, message: "lock file keeps reappearing" }))
+/** A lock just taken; `clean` when no lock file was there before (none was taken over from a dead owner). */
+export interface Taken {
+  readonly clean: boolean
 }
 
-const tryTake = (path: string): Effect.Effect<void, LockHeld | LockFailed> => Effect.suspend(() => tryTakeSync(path))
+export interface TakeOptions {
+  /**
+   * Take the lock as a symbolic link whose target is the pid: one
+   * symlink(2), atomic like O_EXCL, and never seen empty (a file lock is
+   * created, then written), instead of open, write and close. Falls back to
+   * a file where links are not supported.
+   */
+  readonly link?: boolean
+}
 
-/** Releases a lock this process holds. Synchronous. */
-export const releaseSync = (path: string): void => {
-  if (readOwner(path) === process.pid) Either.try(() => fs.unlinkSync(path))
+const createFile = (path: string): Either.Either<void, LockFailed | "exists"> => {
+  const created = Either.try(() => fs.openSync(path, "wx", 0o600))
+  if (Either.isLeft(created)) {
+    const code = errnoCode(created.left)
+    return code === "EEXIST" ? Either.left("exists") : Either.left(new LockFailed({ path, code, message: describeError(created.left) }))
+  }
+  const fd = created.right
+  const content = Buffer.from(`${process.pid}\n`)
+  const written = Either.try(() => fs.writeSync(fd, content))
+  Either.try(() => fs.closeSync(fd))
+  if (Either.isRight(written) && written.right === content.length) return Either.void
+  // A full disk: an empty lock would look "being written" to others for a second; remove it.
+  Either.try(() => fs.unlinkSync(path))
+  const cause = Either.isLeft(written) ? written.left : undefined
+  const code = cause === undefined ? "ENOSPC" : errnoCode(cause) ?? "ENOSPC"
+  if (noRoom.has(code)) {
+    // Taking the lock must not need free space: the pid as a symbolic link's target does not.
+    const linked = Either.try(() => fs.symlinkSync(String(process.pid), path))
+    if (Either.isRight(linked)) return Either.void
+    if (errnoCode(linked.left) === "EEXIST") return Either.left("exists")
+  }
+  return Either.left(
+    new LockFailed({ path, code, message: cause === undefined ? "the lock file was written short" : describeError(cause) })
+  )
+}
+
+const create = (path: string, options: TakeOptions | undefined): Either.Either<void, LockFailed | "exists"> => {
+  if (options?.link === true) {
+    const linked = Either.try(() => fs.symlinkSync(String(process.pid), path))
+    if (Either.isRight(linked)) return Either.void
+    if (errnoCode(linked.left) === "EEXIST") return Either.left("exists")
+  }
+  return createFile(path)
+}
+
+/** One attempt: take the lock, or say who holds it. Synchronous. */
+export const tryTakeSync = (path: string, options?: TakeOptions): Either.Either<Taken, LockHeld | LockFailed> => {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const created = create(path, options)
+    if (Either.isRight(created)) return Either.right({ clean: attempt === 0 })
+    if (created.left !== "exists") return Either.left(created.left)
+    const owner = readOwner(path)
+    // Our own pid on a file we do not hold in this process: left by an
+    // earlier process that had the same pid (containers reuse low pids).
+    if (heldBy(owner, path) && owner !== process.pid) return Either.left(new LockHeld({ path, ownerPid: owner }))
+    if (Number.isNaN(owner)) {
+      // Being written right now by its creator, or truncated by a crash:
+      // only a file older than a second is treated as stale.
+      const stat = Either.try(() => fs.lstatSync(path))
+      if (Either.isRight(stat) && Date.now() - stat.right.mtimeMs < 1000) {
+        return Either.left(new LockHeld({ path, ownerPid: owner }))
+      }
+    }
+    Either.try(() => fs.unlinkSync(path))
+  }
+  return Either.left(new LockFailed({ path, code: undefined, message: "lock file keeps reappearing" }))
+}
+
+const tryTake = (path: string): Effect.Effect<void, LockHeld | LockFailed> => Effect.asVoid(Effect.suspend(() => tryTakeSync(path)))
+
+/**
+ * Releases a lock this process holds. Synchronous. The owner is read back
+ * first, so a lock taken over meanwhile (this process looked dead to
+ * another) is not removed; `sameStep` skips that read for a lock taken in
+ * the same synchronous step, which nobody can have taken over: a live
+ * owner's lock is never stale, and no other fiber ran in between.
+ */
+export const releaseSync = (path: string, sameStep = false): void => {
+  if (sameStep || readOwner(path) === process.pid) Either.try(() => fs.unlinkSync(path))
 }
 
 const release = (path: string) => Effect.sync(() => releaseSync(path))

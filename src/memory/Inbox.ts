@@ -105,7 +105,16 @@ const replayEntries = (text: string): Map<number, Entry> => {
 export const replay = (text: string): Array<Pending> =>
   [...replayEntries(text).values()].filter((entry) => !entry.delivered).map((entry) => entry.pending)
 
-const newKey = () => crypto.randomBytes(12).toString("hex")
+/**
+ * Keys unique across runs: a random prefix drawn once per run and a
+ * counter, rather than random bytes per message (OpenSSL's getpid(2) fork
+ * check and the CSPRNG on every message).
+ */
+const keyMaker = () => {
+  const run = crypto.randomBytes(12).toString("hex")
+  let counter = 0
+  return () => `${run}-${(counter++).toString(36)}`
+}
 
 export const make = (directory: string): Effect.Effect<InboxService, MemoryError> =>
   Effect.suspend(() => {
@@ -129,6 +138,7 @@ export const make = (directory: string): Effect.Effect<InboxService, MemoryError
     const entries = replayEntries(Either.getOrElse(opened, () => ""))
     let nextId = [...entries.keys()].reduce((max, id) => Math.max(max, id), 0) + 1
     let failing = false
+    const newKey = keyMaker()
 
     // Journal failures (disk full, permissions) are loud, once, but never lose
     // the message in this process: it is still answered, only not crash-safe.
@@ -149,10 +159,38 @@ export const make = (directory: string): Effect.Effect<InboxService, MemoryError
     const outcome = (result: Either.Either<void, SafeFile.MemoryFileError>) =>
       Either.match(result, { onLeft: report, onRight: () => worked })
 
-    const append = (...records: ReadonlyArray<object>) =>
-      SafeFile.withFile(file, SafeFile.flags.append, (fd) => {
+    // One descriptor for the run (O_APPEND, checked once when opened): each
+    // record is one write(2), emptying is one ftruncate(2). The run lock
+    // (Cli.ts) makes this run the journal's only writer, so its size is
+    // known here, for cutting back a write that did not land whole.
+    let journal: { readonly fd: number; size: number } | undefined
+    const held = (): Either.Either<{ readonly fd: number; size: number }, SafeFile.MemoryFileError> => {
+      if (journal !== undefined) return Either.right(journal)
+      return Either.map(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => {
+        journal = { fd, size: stat.size }
+        return journal
+      })
+    }
+    /** After a failure the descriptor is dropped: the next record opens (and checks) the file again. */
+    const drop = () => {
+      if (journal !== undefined) Either.try(() => fs.closeSync(journal!.fd))
+      journal = undefined
+    }
+    const append = (...records: ReadonlyArray<object>): Either.Either<void, SafeFile.MemoryFileError> =>
+      Either.flatMap(held(), (target) => {
         const text = records.map((record) => `${JSON.stringify(record)}\n`).join("")
-        return SafeFile.appendAll(fd, file, Buffer.from(text, "utf8"), fs.fstatSync(fd).size)
+        const bytes = Buffer.from(text, "utf8")
+        const written = SafeFile.appendAll(target.fd, file, bytes, target.size)
+        if (Either.isRight(written)) target.size += bytes.length
+        else drop()
+        return written
+      })
+    const truncate = (): Either.Either<void, SafeFile.MemoryFileError> =>
+      Either.flatMap(held(), (target) => {
+        const cut = Either.try({ try: () => fs.ftruncateSync(target.fd, 0), catch: (error) => SafeFile.failed(file, error) })
+        if (Either.isRight(cut)) target.size = 0
+        else drop()
+        return cut
       })
     const write = (...records: ReadonlyArray<object>) => Effect.suspend(() => outcome(append(...records)))
     const acceptedRecord = (pending: Pending) => ({
@@ -166,7 +204,7 @@ export const make = (directory: string): Effect.Effect<InboxService, MemoryError
     const resetOr = (record: object) =>
       Effect.suspend(() =>
         entries.size === 0
-          ? outcome(SafeFile.withFile(file, SafeFile.flags.rewrite, () => Either.void))
+          ? outcome(truncate())
           : write(record)
       )
 

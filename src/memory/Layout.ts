@@ -28,7 +28,12 @@ export type Paths = ReturnType<typeof files>
 /** The files the agent writes: each must be a regular file of this user, never a link. */
 export const written = (paths: Paths): ReadonlyArray<string> => [paths.history, paths.summary, paths.ledger, paths.inbox]
 
-/** [next file, the file it replaces] for each file a compaction commit swaps. */
+/**
+ * [next file, the file it replaces] for each file a compaction commit swaps,
+ * in the order they are renamed: summary before history. The turn's
+ * snapshot cache (Memory.ts) relies on that order to trust an unchanged
+ * summary and history without the lock.
+ */
 const swaps = (paths: Paths) =>
   [[paths.nextSummary, paths.summary], [paths.nextHistory, paths.history], [paths.nextLedger, paths.ledger]] as const
 
@@ -51,6 +56,18 @@ export const recover = (paths: Paths) => {
       if (fs.existsSync(next)) fs.unlinkSync(next)
     }
   }
+}
+
+/**
+ * `recover` for the usual case, one access(2): only the journal (the commit
+ * point) says a commit must be finished. `.next` files without it are the
+ * leftovers of a compaction that died holding the write lock; they are
+ * harmless to readers (`readable` picks them only with the journal),
+ * `writeNew` replaces them, and they are cleared by the full `recover` that
+ * follows taking over a dead owner's lock (MemoryDir.ts).
+ */
+export const finishCommit = (paths: Paths) => {
+  if (fs.existsSync(paths.journal)) recover(paths)
 }
 
 /**

@@ -9,6 +9,13 @@
  * that range; a crash between the ledger and the append leaves a range past
  * the end of the file, so the exchange is appended again, once. Compaction
  * moves the ranges with the lines it keeps, in the same commit.
+ *
+ * The file is JSON lines: a whole ledger (`encode`; the only line of a
+ * ledger written by older versions, and of one written by a compaction)
+ * followed by one appended `{"inode","key","start","end"}` line per append
+ * (`encodeRecord`), so naming a range ahead costs one write(2), not a
+ * rewrite. Reading replays the lines; a torn last line (a crash mid-write)
+ * is skipped, which forgets only a range whose append never happened.
  */
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -29,16 +36,36 @@ export type Ledger = typeof LedgerSchema.Type
 
 const decode = Schema.decodeUnknownOption(Schema.parseJson(LedgerSchema))
 
+const RecordLine = Schema.Struct({ inode: Schema.Number, key: Schema.String, start: Schema.Number, end: Schema.Number })
+const decodeRecord = Schema.decodeUnknownOption(Schema.parseJson(RecordLine))
+
 /** Enough to cover every exchange a journal can hold pending across a crash. */
-const KEEP = 256
+export const KEEP = 256
 
 export const empty: Ledger = { inode: -1, exchanges: [] }
 
 /** An unreadable ledger is an empty one: the exchanges it named are appended again rather than lost. */
-export const parse = (text: string | undefined): Ledger =>
-  text === undefined ? empty : Option.getOrElse(decode(text), () => empty)
+export const parse = (text: string | undefined): Ledger => {
+  if (text === undefined) return empty
+  let ledger = empty
+  for (const line of text.split("\n")) {
+    if (line.trim().length === 0) continue
+    const whole = decode(line)
+    if (Option.isSome(whole)) {
+      ledger = whole.value
+      continue
+    }
+    const noted = decodeRecord(line)
+    if (Option.isSome(noted)) ledger = record(ledger, noted.value.inode, noted.value.key, noted.value.start, noted.value.end)
+  }
+  return ledger
+}
 
 export const encode = (ledger: Ledger): string => `${JSON.stringify(ledger)}\n`
+
+/** The line appended to the ledger for `record(ledger, inode, key, start, end)`. */
+export const encodeRecord = (inode: number, key: string, start: number, end: number): string =>
+  `${JSON.stringify({ inode, key, start, end })}\n`
 
 /** Whether history (open as `fd`, with this inode and size) already holds the exchange `key` as `text`. */
 export const holds = (ledger: Ledger, fd: number, inode: number, size: number, key: string, text: string): boolean => {

@@ -98,6 +98,16 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
     const writeMutex = yield* Effect.makeSemaphore(1)
     const compactionMutex = yield* Effect.makeSemaphore(1)
     let storageFailing = false
+    // The first locked section of this process clears every leftover of an
+    // interrupted compaction; later ones check only the commit journal,
+    // unless the lock was taken over from a dead owner (who may have died
+    // mid-compaction).
+    let leftoversCleared = false
+    const recover = (clean: boolean) => {
+      if (clean && leftoversCleared) return Layout.finishCommit(paths)
+      Layout.recover(paths)
+      leftoversCleared = true
+    }
 
     const locked = <A>(
       what: string,
@@ -105,20 +115,22 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       unlocked?: () => Either.Either<A, MemoryError>
     ): Effect.Effect<A, MemoryError> =>
       writeMutex.withPermits(1)(Effect.suspend(() => {
-        let taken = FileLock.tryTakeSync(paths.writeLock)
+        // A link holding the pid: one symlink(2) to take, one unlink(2) to release.
+        let taken = FileLock.tryTakeSync(paths.writeLock, { link: true })
         if (Either.isLeft(taken) && taken.left._tag === "LockFailed" && !fs.existsSync(directory)) {
           // Removed under a running agent (by hand): make it again rather than fail every turn.
           Either.try(() => Layout.makeDirectories(directory))
-          taken = FileLock.tryTakeSync(paths.writeLock)
+          taken = FileLock.tryTakeSync(paths.writeLock, { link: true })
         }
         // The usual case, a free lock: take it, work and release in one synchronous step.
         if (Either.isRight(taken)) {
+          const clean = taken.right.clean
           return fsEffect(what, () => {
             try {
-              Layout.recover(paths)
+              recover(clean)
               return run()
             } finally {
-              FileLock.releaseSync(paths.writeLock)
+              FileLock.releaseSync(paths.writeLock, true)
             }
           })
         }
@@ -140,7 +152,7 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
               onFailure: failed,
               onSuccess: () =>
                 fsEffect(what, () => {
-                  Layout.recover(paths)
+                  recover(false)
                   return run()
                 })
             })

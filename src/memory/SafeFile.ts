@@ -31,15 +31,27 @@ export const failed = (path: string, error: unknown) => {
   return new MemoryFileFailed({ path, code: errnoCode(error), message: message.includes(path) ? message : `${path}: ${message}` })
 }
 
+/**
+ * This process's uid, asked once per `process.getuid` function: the call is
+ * a system call each time and planckclaw never changes its uid; a replaced
+ * function (a test seeing the files as another user's) is asked again.
+ */
+let uidCache: { readonly of: (() => number) | undefined; readonly uid: number | undefined } | undefined
+const currentUid = (): number | undefined => {
+  const of = process.getuid
+  if (uidCache === undefined || uidCache.of !== of) uidCache = { of, uid: of?.call(process) }
+  return uidCache.uid
+}
+
 /** Why a file with this status may not be used as memory; undefined when it may. */
-const refusal = (path: string, stat: fs.Stats): MemoryFileRefused | undefined => {
+export const refusal = (path: string, stat: fs.Stats): MemoryFileRefused | undefined => {
   if (stat.isSymbolicLink()) {
     return new MemoryFileRefused({ path, message: `${path} is a symbolic link; refusing to follow it (make it a regular file)` })
   }
   if (!stat.isFile()) {
     return new MemoryFileRefused({ path, message: `${path} is not a regular file; refusing to use it as memory` })
   }
-  const uid = process.getuid?.()
+  const uid = currentUid()
   if (uid !== undefined && stat.uid !== uid) {
     return new MemoryFileRefused({
       path,
@@ -71,7 +83,14 @@ export const flags = {
  * Opens a memory file: never through a link (O_NOFOLLOW), never blocking on
  * a FIFO (O_NONBLOCK), and only a regular file of this user.
  */
-export const open = (path: string, how: number): Either.Either<number, MemoryFileError> => {
+export const open = (path: string, how: number): Either.Either<number, MemoryFileError> =>
+  Either.map(openWithStat(path, how), (opened) => opened.fd)
+
+/** `open`, with the status it checked the descriptor by (callers need not fstat again). */
+export const openWithStat = (
+  path: string,
+  how: number
+): Either.Either<{ readonly fd: number; readonly stat: fs.Stats }, MemoryFileError> => {
   const opened = Either.try(() => fs.openSync(path, how | O_NOFOLLOW | O_NONBLOCK, 0o600))
   if (Either.isLeft(opened)) {
     return Either.left(
@@ -83,9 +102,9 @@ export const open = (path: string, how: number): Either.Either<number, MemoryFil
   const fd = opened.right
   const stat = Either.try(() => fs.fstatSync(fd))
   const refused = Either.isLeft(stat) ? failed(path, stat.left) : refusal(path, stat.right)
-  if (refused === undefined) return Either.right(fd)
+  if (refused === undefined && Either.isRight(stat)) return Either.right({ fd, stat: stat.right })
   Either.try(() => fs.closeSync(fd))
-  return Either.left(refused)
+  return Either.left(refused ?? failed(path, new Error("no status")))
 }
 
 /** Opens, uses and closes a memory file. */

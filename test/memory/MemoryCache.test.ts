@@ -1,0 +1,138 @@
+/**
+ * The snapshot and ledger caches (issue 11): a turn reads soul.md,
+ * summary.md and the history tail again only when their status changed, so
+ * every change made outside this store must still be seen on the next
+ * message: hand edits, lines appended by another process, a compaction
+ * committed by another process.
+ */
+import * as child from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import * as FoldStore from "../../src/memory/FoldStore.js"
+import * as Memory from "../../src/memory/Memory.js"
+import { line, tempDir } from "../support/Harness.js"
+
+const setup = (files: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const directory = yield* tempDir()
+    for (const [name, content] of Object.entries(files)) fs.writeFileSync(path.join(directory, name), content)
+    const memory = yield* Memory.make(directory)
+    const file = (name: string) => path.join(directory, name)
+    return { directory, memory, file }
+  })
+
+const exchange = (user: string, assistant: string): ReadonlyArray<Memory.HistoryEntry> => [
+  { role: "user", content: user },
+  { role: "assistant", content: assistant }
+]
+
+/** Back-dates a file, so its cached content is trusted by status alone (not "racily clean"). */
+const age = (file: string, secondsAgo: number) => {
+  const when = new Date(Date.now() - secondsAgo * 1000)
+  fs.utimesSync(file, when, when)
+}
+
+describe("snapshot caches", () => {
+  it.scoped("a hand edit of soul.md or summary.md between two turns is seen, even one of the same size right away", () =>
+    Effect.gen(function*() {
+      const { file, memory } = yield* setup({ "soul.md": "persona A", "summary.md": "summary A" })
+      expect(yield* memory.snapshot(10)).toMatchObject({ soul: "persona A", summary: "summary A" })
+      fs.writeFileSync(file("soul.md"), "persona B")
+      fs.writeFileSync(file("summary.md"), "summary B")
+      expect(yield* memory.snapshot(10)).toMatchObject({ soul: "persona B", summary: "summary B" })
+      fs.rmSync(file("soul.md"))
+      expect((yield* memory.snapshot(10)).soul).toBe(Memory.DEFAULT_SOUL)
+      fs.writeFileSync(file("soul.md"), "persona C")
+      expect((yield* memory.snapshot(10)).soul).toBe("persona C")
+    }))
+
+  it.scoped("an edit of a file cached long ago is seen by its new time, whatever its size", () =>
+    Effect.gen(function*() {
+      const { file, memory } = yield* setup({ "soul.md": "persona A", "summary.md": "summary A" })
+      age(file("soul.md"), 3600)
+      age(file("summary.md"), 3600)
+      expect(yield* memory.snapshot(10)).toMatchObject({ soul: "persona A", summary: "summary A" })
+      expect(yield* memory.snapshot(10)).toMatchObject({ soul: "persona A", summary: "summary A" })
+      // Same size, in place (same inode), a different time: seen.
+      fs.writeFileSync(file("soul.md"), "persona Z")
+      age(file("soul.md"), 1800)
+      fs.writeFileSync(file("summary.md"), "summary Z")
+      age(file("summary.md"), 1800)
+      expect(yield* memory.snapshot(10)).toMatchObject({ soul: "persona Z", summary: "summary Z" })
+    }))
+
+  it.scoped("the history tail follows this store's own appends and keeps the last lines only", () =>
+    Effect.gen(function*() {
+      const { memory } = yield* setup({ "history.jsonl": line("user", "u0") + line("assistant", "a0") })
+      expect((yield* memory.snapshot(3)).history.map((entry) => entry.content)).toEqual(["u0", "a0"])
+      yield* memory.append(exchange("u1", "a1"), { exchange: "k1" })
+      expect((yield* memory.snapshot(3)).history.map((entry) => entry.content)).toEqual(["a0", "u1", "a1"])
+      yield* memory.append(exchange("u2", "a2"), { exchange: "k2" })
+      expect((yield* memory.snapshot(3)).history.map((entry) => entry.content)).toEqual(["a1", "u2", "a2"])
+      expect((yield* memory.snapshot(6)).history.map((entry) => entry.content)).toEqual(["u0", "a0", "u1", "a1", "u2", "a2"])
+    }))
+
+  it.scoped("a history line appended by another process is seen on the next snapshot and counted", () =>
+    Effect.gen(function*() {
+      const { file, memory } = yield* setup()
+      yield* memory.append(exchange("u1", "a1"), { exchange: "k1" })
+      expect((yield* memory.snapshot(10)).history).toHaveLength(2)
+      child.execFileSync(process.execPath, [
+        "-e",
+        `require("node:fs").appendFileSync(${JSON.stringify(file("history.jsonl"))}, ${JSON.stringify(line("user", "from elsewhere"))})`
+      ])
+      expect((yield* memory.snapshot(10)).history.map((entry) => entry.content)).toEqual(["u1", "a1", "from elsewhere"])
+      expect(yield* memory.hasMoreLinesThan(2)).toBe(true)
+      // Our next append goes after it, on its own line, and the tail follows.
+      yield* memory.append(exchange("u2", "a2"), { exchange: "k2" })
+      expect((yield* memory.snapshot(10)).history.map((entry) => entry.content)).toEqual(["u1", "a1", "from elsewhere", "u2", "a2"])
+      expect(fs.readFileSync(file("history.jsonl"), "utf8")).toBe(
+        [line("user", "u1"), line("assistant", "a1"), line("user", "from elsewhere"), line("user", "u2"), line("assistant", "a2")].join("")
+      )
+    }))
+
+  it.scoped("a compaction committed by another store (as `planckclaw compact` does) is seen: new summary, shorter history", () =>
+    Effect.gen(function*() {
+      const { directory, file, memory } = yield* setup()
+      yield* memory.append(exchange("u1", "a1"), { exchange: "k1" })
+      yield* memory.append(exchange("u2", "a2"), { exchange: "k2" })
+      expect(yield* memory.snapshot(10)).toMatchObject({ summary: "", history: exchange("u1", "a1").concat(exchange("u2", "a2")) })
+      // Another process's store on the same directory: its own caches, the same files and locks.
+      const other = yield* Memory.make(directory)
+      const folds = FoldStore.make(other.memoryDir)
+      const plan = yield* folds.planFold(2)
+      yield* folds.commitFold(Option.getOrThrow(plan), "folded u1")
+      expect(yield* memory.snapshot(10)).toMatchObject({ summary: "folded u1", history: exchange("u2", "a2") })
+      // A replay of k1 (folded) or k2 (kept) stores nothing; k3 goes after the kept tail.
+      yield* memory.append(exchange("u1", "a1"), { exchange: "k1" })
+      yield* memory.append(exchange("u2", "a2"), { exchange: "k2" })
+      yield* memory.append(exchange("u3", "a3"), { exchange: "k3" })
+      expect(fs.readFileSync(file("history.jsonl"), "utf8")).toBe(
+        [line("user", "u2"), line("assistant", "a2"), line("user", "u3"), line("assistant", "a3")].join("")
+      )
+      expect((yield* memory.snapshot(10)).history.map((entry) => entry.content)).toEqual(["u2", "a2", "u3", "a3"])
+      expect(yield* memory.hasMoreLinesThan(4)).toBe(false)
+      expect(yield* memory.hasMoreLinesThan(3)).toBe(true)
+    }))
+
+  it.scoped("the ledger is appended to, read back whole by a new store, and a torn last line is not glued to the next", () =>
+    Effect.gen(function*() {
+      const { directory, file, memory } = yield* setup()
+      for (let i = 0; i < 4; i++) yield* memory.append(exchange(`u${i}`, `a${i}`), { exchange: `k${i}` })
+      const ledger = fs.readFileSync(file(".history-ledger.json"), "utf8")
+      expect(ledger.trimEnd().split("\n").length).toBeGreaterThan(1)
+      // A crash in the middle of a ledger write leaves a torn line.
+      fs.appendFileSync(file(".history-ledger.json"), "{\"inode\":1,\"ke")
+      const next = yield* Memory.make(directory)
+      // Every key written is known to a new store: none is stored twice.
+      for (let i = 0; i < 4; i++) yield* next.append(exchange(`u${i}`, `a${i}`), { exchange: `k${i}` })
+      yield* next.append(exchange("u4", "a4"), { exchange: "k4" })
+      yield* next.append(exchange("u4", "a4"), { exchange: "k4" })
+      const again = yield* Memory.make(directory)
+      yield* again.append(exchange("u4", "a4"), { exchange: "k4" })
+      const history = fs.readFileSync(file("history.jsonl"), "utf8")
+      expect(history.split("\n").filter((raw) => raw !== "")).toHaveLength(10)
+    }))
+})
