@@ -13,6 +13,9 @@
  *   written as soon as the FIFOs exist, brain served at once from here; from
  *   spawn until the reply line arrives.
  * - idle RSS: VmRSS of the agent's process 1 s after it became ready.
+ * - `planckclaw --version` and `--help` against a bare `node -e 0`, spawn to
+ *   exit, interleaved (one of each per round, 2 × RUNS rounds), as medians
+ *   and as ratios to node.
  */
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -146,6 +149,44 @@ const firstReplyRun = async (work, i) => {
   }
 }
 
+/** Spawn to exit of `node ARGS`, ms. */
+const exitRun = (args) =>
+  new Promise((resolve, reject) => {
+    const started = performance.now()
+    const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] })
+    let stderr = ""
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk
+    })
+    child.once("error", reject)
+    child.once("exit", (code) => {
+      const ms = performance.now() - started
+      if (code === 0) resolve(ms)
+      else reject(new Error(`node ${args.join(" ")} exited ${code}: ${stderr}`))
+    })
+  })
+
+/** --version, --help and `node -e 0`, one of each per round. */
+const cliAgainstNode = async (rounds) => {
+  const kinds = { node: ["-e", "0"], version: [binPath, "--version"], help: [binPath, "--help"] }
+  const times = { node: [], version: [], help: [] }
+  for (const args of Object.values(kinds)) await exitRun(args) // page cache
+  for (let i = 0; i < rounds; i++) {
+    for (const [name, args] of Object.entries(kinds)) times[name].push(await exitRun(args))
+  }
+  const node = median(times.node)
+  const version = median(times.version)
+  const help = median(times.help)
+  progress(`node -e 0 ${round(node, 1)} ms, --version ${round(version, 1)} ms (×${round(version / node, 2)}), --help ${round(help, 1)} ms (×${round(help / node, 2)}) (${rounds} rounds)`)
+  return {
+    node_bare_ms: round(node, 1),
+    version_ms: round(version, 1),
+    help_ms: round(help, 1),
+    version_x_node: round(version / node, 2),
+    help_x_node: round(help / node, 2)
+  }
+}
+
 const series = async (name, runs, once) => {
   const results = []
   for (let i = 0; i < runs; i++) results.push(await once(i))
@@ -169,6 +210,7 @@ main(async () => {
     } else {
       notes.push("cold start: util-linux `script` not found, so no pseudo-terminal: cold_start_ms and idle_rss_mb are the --bridge none figures (FIFOs in place)")
     }
+    const cli = await cliAgainstNode(2 * RUNS)
     const headline = prompt ?? fifos
     return {
       metrics: {
@@ -176,7 +218,8 @@ main(async () => {
         idle_rss_mb: headline.rss,
         cold_start_fifos_ms: fifos.ms,
         idle_rss_mb_bridge_none: fifos.rss,
-        cold_start_first_reply_ms: reply.ms
+        cold_start_first_reply_ms: reply.ms,
+        ...cli
       },
       notes,
       detail: { prompt, fifos, reply }

@@ -1,6 +1,6 @@
 /**
  * 1a. Turn overhead in memory: the real agent (Agent.layerWithMemory +
- * Agent.serve from dist/) over the in-memory Interact, a brain that answers
+ * Intake.run from dist/) over the in-memory Interact, a brain that answers
  * at once, and a real memory directory, with shipped settings (HISTORY_MAX
  * 200, HISTORY_KEEP 40) and a history seeded with 40 lines: every turn sends
  * a full tail, and every 80th is followed by a compaction (which the next

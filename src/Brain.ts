@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { isJsonObject } from "./Json.js"
 
 export const TextBlock = Schema.Struct({
   type: Schema.Literal("text"),
@@ -103,8 +104,8 @@ export const decodeBrainAnswer = (raw: string): Effect.Effect<MessagesResponse, 
     return Effect.fail(new BrainError({ reason: "fatal", detail: `answer is not JSON: ${preview(raw)}` }))
   }
   const json = parsed.right
-  if (typeof json === "object" && json !== null && !Array.isArray(json) && "error" in json) {
-    const error = (json as { error: unknown }).error
+  if (isJsonObject(json) && "error" in json) {
+    const error = json.error
     const reason = error === "timeout" ? "timeout" : "fatal"
     return Effect.fail(new BrainError({ reason, detail: `brain answered error: ${preview(JSON.stringify(error))}` }))
   }
@@ -119,11 +120,11 @@ export const decodeBrainAnswer = (raw: string): Effect.Effect<MessagesResponse, 
     )
 }
 
-/** Short, single-line excerpt of untrusted text for error messages. */
 /** Every text block of a response, joined: what the model said. */
 export const responseText = (response: MessagesResponse): string =>
   response.content.flatMap((block) => block.type === "text" && "text" in block ? [block.text] : []).join("")
 
+/** Short, single-line excerpt of untrusted text for error messages. */
 export const preview = (text: string, max = 200): string => {
   const flat = text.replace(/\s+/g, " ").trim()
   return flat.length > max ? `${flat.slice(0, max)}…` : flat

@@ -1,9 +1,10 @@
 /**
- * Which bridge serves each pipe pair, and how `planckclaw run` and
- * `planckclaw bridge` put them together. The agent always speaks through
- * the six FIFOs; a built-in bridge serves the far end from a fiber of this
- * process, an executable serves it as a supervised child process, and
- * `none` leaves the pipes to whoever opens them.
+ * Which bridge serves each pipe pair. A bridge is the far end of one FIFO
+ * pair: built in (a Layer whose fiber serves a port implementation, an
+ * adapter, on the pipes) or an executable (a supervised child process);
+ * `none` leaves the pipes to whoever opens them. The agent, on the near ends,
+ * always speaks through the six FIFOs. Cli.ts composes these Layers from the
+ * flags.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -11,241 +12,256 @@ import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type * as Redacted from "effect/Redacted"
-import * as Schedule from "effect/Schedule"
-import type * as Scope from "effect/Scope"
-import * as Agent from "./Agent.js"
+import * as Redacted from "effect/Redacted"
 import { Brain } from "./Brain.js"
 import * as AnthropicBrain from "./brain/AnthropicBrain.js"
-import * as FifoBrain from "./brain/FifoBrain.js"
 import { Claws } from "./Claws.js"
-import * as FifoClaws from "./claws/FifoClaws.js"
 import * as ScriptClaws from "./claws/ScriptClaws.js"
+import type { MissingSetting } from "./config/MissingSetting.js"
+import * as Secrets from "./config/Secrets.js"
 import * as ExternalBridge from "./fifo/ExternalBridge.js"
+import type { FifoError, FifoPaths } from "./fifo/FifoPaths.js"
 import * as Handover from "./fifo/Handover.js"
-import { type FifoPaths, fifoPathsConfig, makeRuntimeDir, pidFileName } from "./fifo/RuntimeDir.js"
+import { RunPaths } from "./fifo/RuntimeDir.js"
 import * as Serve from "./fifo/Serve.js"
-import { Interact } from "./Interact.js"
-import * as FifoInteract from "./interact/FifoInteract.js"
+import { Interact, type InteractError } from "./Interact.js"
+import type { DiscordRefused } from "./interact/discord/DiscordRefused.js"
 import * as TerminalInteract from "./interact/TerminalInteract.js"
-import { isAlive } from "./process/PidLiveness.js"
-import { StartupError } from "./StartupError.js"
+import * as Logging from "./Logging.js"
 
 export type Choice<Name extends string> =
   | { readonly _tag: "Builtin"; readonly name: Name }
   | { readonly _tag: "External"; readonly path: string }
   | { readonly _tag: "None" }
 
+/** A bridge flag names no built-in bridge and no executable file. */
+export class BridgeChoiceError extends Data.TaggedError("BridgeChoiceError")<{
+  readonly reason: "unknown" | "not-executable"
+  readonly message: string
+}> {}
+
 /** Reads a bridge flag: a built-in name, `none`, or a path to an executable. */
 export const choose = <Name extends string>(
   role: string,
   value: string,
   builtins: ReadonlyArray<Name>
-): Effect.Effect<Choice<Name>, StartupError> => {
+): Effect.Effect<Choice<Name>, BridgeChoiceError> => {
   if (value === "none") return Effect.succeed({ _tag: "None" })
   if ((builtins as ReadonlyArray<string>).includes(value)) return Effect.succeed({ _tag: "Builtin", name: value as Name })
   if (value.includes("/") || fs.existsSync(value)) {
     const resolved = path.resolve(value)
     const usable = fs.existsSync(resolved) && fs.statSync(resolved).isFile()
     return usable ? Effect.succeed({ _tag: "External", path: resolved }) : Effect.fail(
-      new StartupError({ exitCode: 2, message: `--${role} ${value}: no such executable file` })
+      new BridgeChoiceError({ reason: "not-executable", message: `--${role} ${value}: no such executable file` })
     )
   }
   return Effect.fail(
-    new StartupError({
-      exitCode: 2,
+    new BridgeChoiceError({
+      reason: "unknown",
       message: `unknown ${role} '${value}': expected ${[...builtins, "none"].join(", ")} or a path to an executable`
     })
   )
 }
 
-/** What building a built-in bridge can fail with: a setting, or a start-up condition. */
-export type BridgeFailure = ConfigError.ConfigError | StartupError
+/** What building an adapter can fail with: a setting, or a refusal it cannot get past. */
+export type AdapterFailure = ConfigError.ConfigError | MissingSetting | DiscordRefused
 
 // discord.js is heavy to load: only a Discord bridge pays for it.
-const discordLayer: Layer.Layer<Interact, BridgeFailure> = Layer.unwrapEffect(
+const discordAdapter: Layer.Layer<Interact, AdapterFailure> = Layer.unwrapEffect(
   Effect.promise(() => import("./interact/discord/DiscordInteract.js")).pipe(Effect.map((discord) => discord.layer))
 )
 
-export const interactLayers = {
+/** The adapters a built-in bridge serves, by the name its flag gives. */
+export const interactAdapters = {
   cli: TerminalInteract.layer,
-  discord: discordLayer
-} satisfies Record<string, Layer.Layer<Interact, BridgeFailure>>
+  discord: discordAdapter
+} satisfies Record<string, Layer.Layer<Interact, AdapterFailure>>
 
-export const brainLayers = {
+export const brainAdapters = {
   anthropic: AnthropicBrain.layer.pipe(Layer.provide(FetchHttpClient.layer))
-} satisfies Record<string, Layer.Layer<Brain, BridgeFailure>>
+} satisfies Record<string, Layer.Layer<Brain, AdapterFailure>>
 
-export const clawsLayers = {
+export const clawsAdapters = {
   scripts: ScriptClaws.layer
-} satisfies Record<string, Layer.Layer<Claws, BridgeFailure>>
+} satisfies Record<string, Layer.Layer<Claws, AdapterFailure>>
 
-const secret = (name: string) => Config.option(Config.redacted(name))
+/** One far end, once started. */
+export interface FarEnd {
+  /**
+   * Completes when the bridge is done on its own (an executable that exited
+   * cleanly, a bridge process's interact input ended and answered); fails
+   * when serving the pipes fails. A built-in bridge in a run, and `none`,
+   * never complete: the run decides when it is over.
+   */
+  readonly done: Effect.Effect<void, FifoError | InteractError>
+}
 
-const secrets = (entries: Record<string, Option.Option<Redacted.Redacted<string>>>) =>
-  Object.fromEntries(Object.entries(entries).flatMap(([name, value]) => Option.isSome(value) ? [[name, value.value]] : []))
+export interface InteractFarEnd extends FarEnd {
+  /** Shared by a built-in interact bridge of a run with the agent (see Handover); none otherwise. */
+  readonly handover: Option.Option<Handover.Handover>
+}
 
-const settings = (names: ReadonlyArray<string>) =>
+export class BrainEnd extends Context.Tag("planckclaw/BrainEnd")<BrainEnd, FarEnd>() {}
+export class ClawsEnd extends Context.Tag("planckclaw/ClawsEnd")<ClawsEnd, FarEnd>() {}
+export class InteractEnd extends Context.Tag("planckclaw/InteractEnd")<InteractEnd, InteractFarEnd>() {}
+
+/** Serves in a fiber of the layer's scope, logging to stderr: stdout carries only replies. */
+const forkServing = <E>(serving: Effect.Effect<void, E>) =>
+  Effect.map(Effect.forkScoped(Logging.toStderr(serving)), (fiber) => Fiber.join(fiber))
+
+const builtinBrain = (adapter: Layer.Layer<Brain, AdapterFailure>): Layer.Layer<BrainEnd, AdapterFailure, RunPaths> =>
+  Layer.scoped(
+    BrainEnd,
+    Effect.gen(function*() {
+      const brain = yield* Brain
+      return { done: yield* forkServing(Serve.serveBrain(brain, yield* RunPaths)) }
+    })
+  ).pipe(Layer.provide(adapter))
+
+const builtinClaws = (adapter: Layer.Layer<Claws, AdapterFailure>): Layer.Layer<ClawsEnd, AdapterFailure, RunPaths> =>
+  Layer.scoped(
+    ClawsEnd,
+    Effect.gen(function*() {
+      const claws = yield* Claws
+      return { done: yield* forkServing(Serve.serveClaws(claws, yield* RunPaths)) }
+    })
+  ).pipe(Layer.provide(adapter))
+
+/**
+ * A built-in interact bridge. In a run (`withAgent`) it lives beside the
+ * agent and the two agree on when a piped run is over through a Handover;
+ * as a process of its own it is done once its input ended and was answered.
+ */
+const builtinInteract = (
+  adapter: Layer.Layer<Interact, AdapterFailure>,
+  withAgent: boolean
+): Layer.Layer<InteractEnd, AdapterFailure, RunPaths> =>
+  Layer.scoped(
+    InteractEnd,
+    Effect.gen(function*() {
+      const interact = yield* Interact
+      const paths = yield* RunPaths
+      const handover = withAgent ? Option.some(yield* Handover.make) : Option.none()
+      const done = yield* forkServing(
+        Serve.serveInteract(interact, paths, Option.match(handover, { onNone: () => ({}), onSome: (h) => ({ handover: h }) }))
+      )
+      return { done, handover }
+    })
+  ).pipe(Layer.provide(adapter))
+
+type Role = "interact" | "brain" | "claw"
+
+const flagOf = { interact: "bridge", brain: "brain", claw: "claw" } as const satisfies Record<Role, string>
+
+const presentSettings = (names: ReadonlyArray<string>) =>
   Effect.forEach(names, (name) => Effect.map(Config.option(Config.string(name)), (value) => [name, value] as const)).pipe(
     Effect.map((entries) =>
       Object.fromEntries(entries.flatMap(([name, value]) => Option.isSome(value) ? [[name, value.value]] : []))
     )
   )
 
-const external = (role: "interact" | "brain" | "claw", command: string, paths: FifoPaths) =>
+/** The one secret a role's executable receives, if it is set. */
+const secretFor = (name: Secrets.SecretName) =>
+  Effect.map(
+    Config.option(Config.redacted(name)),
+    (value): Partial<Record<Secrets.SecretName, Redacted.Redacted<string>>> =>
+      Option.isSome(value) ? { [name]: value.value } : {}
+  )
+
+/** What an executable bridge of each role is started with: settings it reads, and only the secret it needs. */
+const executableOptions = (
+  role: Role,
+  command: string,
+  paths: FifoPaths
+): Effect.Effect<ExternalBridge.ExternalBridgeOptions, ConfigError.ConfigError> =>
   Effect.gen(function*() {
-    const options: ExternalBridge.ExternalBridgeOptions = role === "interact"
-      ? {
-        name: role,
-        command,
-        paths,
-        secrets: secrets({ DISCORD_BOT_TOKEN: yield* secret("DISCORD_BOT_TOKEN") }),
-        extraEnv: yield* settings(["DISCORD_CHANNEL_ID", "DISCORD_ALLOWED_USERS", "DISCORD_DMS", "DISCORD_API_URL"]),
-        stdin: "inherit",
-        restart: "on-failure"
-      }
-      : role === "brain"
-      ? {
-        name: role,
-        command,
-        paths,
-        secrets: secrets({ ANTHROPIC_API_KEY: yield* secret("ANTHROPIC_API_KEY") }),
-        extraEnv: yield* settings(["ANTHROPIC_BASE_URL", "PLANCKCLAW_MODEL", "PLANCKCLAW_DEBUG"])
-      }
-      : { name: role, command, paths, extraEnv: yield* settings(["CLAWS_DIR"]) }
-    return yield* ExternalBridge.make(options).pipe(
-      Effect.mapError((error) => new StartupError({ exitCode: 2, message: `--${role === "claw" ? "claw" : role === "brain" ? "brain" : "bridge"} ${command}: ${error.message}` }))
-    )
+    switch (role) {
+      case "interact":
+        return {
+          name: role,
+          command,
+          paths,
+          secrets: yield* secretFor("DISCORD_BOT_TOKEN"),
+          extraEnv: yield* presentSettings(["DISCORD_CHANNEL_ID", "DISCORD_ALLOWED_USERS", "DISCORD_DMS", "DISCORD_API_URL"]),
+          // A terminal bridge reads our terminal, and its exit on end of input ends the run.
+          stdin: "inherit",
+          restart: "on-failure"
+        }
+      case "brain":
+        return {
+          name: role,
+          command,
+          paths,
+          secrets: yield* secretFor("ANTHROPIC_API_KEY"),
+          extraEnv: yield* presentSettings(["ANTHROPIC_BASE_URL", "PLANCKCLAW_MODEL", "PLANCKCLAW_DEBUG"])
+        }
+      case "claw":
+        return { name: role, command, paths, extraEnv: yield* presentSettings(["CLAWS_DIR"]) }
+    }
   })
 
-/** Builds a built-in bridge's service for this scope. */
-const service = <I, S>(tag: Context.Tag<I, S>, layer: Layer.Layer<I, BridgeFailure>) =>
-  Effect.map(Layer.build(layer), (context) => Context.get(context, tag))
+/** An executable bridge for the life of the layer; done when it will not be started again. */
+const executable = (role: Role, command: string) =>
+  Effect.gen(function*() {
+    const options = yield* executableOptions(role, command, yield* RunPaths)
+    const bridge = yield* ExternalBridge.make(options).pipe(
+      Effect.mapError((error) =>
+        new ExternalBridge.ExternalBridgeError({ message: `--${flagOf[role]} ${command}: ${error.message}`, cause: error })
+      )
+    )
+    return { done: Effect.asVoid(bridge.finished) } satisfies FarEnd
+  })
 
-const fifoFailure = (error: { readonly message: string }) => new StartupError({ exitCode: 1, message: error.message })
+const nobody: FarEnd = { done: Effect.never }
 
-// How long the agent waits on the pipes: longer than a built-in bridge's own
-// give-up time (every attempt timing out, plus the longest backoffs), so the
-// bridge's error answer, not the agent's timeout, ends a hopeless request.
-const brainPatience = Effect.map(
-  Config.all([AnthropicBrain.BrainTimeoutConfig, AnthropicBrain.BrainRetriesConfig]),
-  ([timeout, retries]) => Duration.seconds((timeout + 60) * (retries + 1) + 60)
-)
-const clawPatience = Effect.map(ScriptClaws.ClawTimeoutConfig, (timeout) => Duration.seconds(timeout + 60))
+export type FarEndFailure = AdapterFailure | ExternalBridge.ExternalBridgeError
+
+export const brainEnd = (choice: Choice<keyof typeof brainAdapters>): Layer.Layer<BrainEnd, FarEndFailure, RunPaths> =>
+  choice._tag === "Builtin"
+    ? builtinBrain(brainAdapters[choice.name])
+    : choice._tag === "External"
+    ? Layer.scoped(BrainEnd, executable("brain", choice.path))
+    : Layer.succeed(BrainEnd, nobody)
+
+export const clawsEnd = (choice: Choice<keyof typeof clawsAdapters>): Layer.Layer<ClawsEnd, FarEndFailure, RunPaths> =>
+  choice._tag === "Builtin"
+    ? builtinClaws(clawsAdapters[choice.name])
+    : choice._tag === "External"
+    ? Layer.scoped(ClawsEnd, executable("claw", choice.path))
+    : Layer.succeed(ClawsEnd, nobody)
+
+export const interactEnd = (
+  choice: Choice<keyof typeof interactAdapters>,
+  options: { readonly withAgent: boolean }
+): Layer.Layer<InteractEnd, FarEndFailure, RunPaths> =>
+  choice._tag === "Builtin"
+    ? builtinInteract(interactAdapters[choice.name], options.withAgent)
+    : choice._tag === "External"
+    ? Layer.scoped(InteractEnd, Effect.map(executable("interact", choice.path), (end) => ({ ...end, handover: Option.none() })))
+    : Layer.succeed(InteractEnd, { ...nobody, handover: Option.none() })
 
 export interface RunChoices {
-  readonly bridge: Choice<"cli" | "discord">
-  readonly brain: Choice<"anthropic">
-  readonly claw: Choice<"scripts">
+  readonly bridge: Choice<keyof typeof interactAdapters>
+  readonly brain: Choice<keyof typeof brainAdapters>
+  readonly claw: Choice<keyof typeof clawsAdapters>
 }
 
 /**
- * `planckclaw run`: lays the FIFOs, starts the bridges on their far ends and
- * the agent on the near ends. Ends when an interact bridge whose input ended
- * has delivered its last reply; with `--bridge none` it runs until stopped.
+ * The three far ends of a run, built in order: brain and claws first, so the
+ * first message finds them, then the interact bridge that brings it.
+ * `withAgent`: the agent runs in this process (`planckclaw run`), not in
+ * another one (`planckclaw bridge`).
  */
-export const run = (choices: RunChoices) =>
-  Effect.gen(function*() {
-    const { runDir } = yield* fifoPathsConfig
-    const paths = yield* makeRuntimeDir(runDir).pipe(Effect.mapError(fifoFailure))
-
-    // The far ends: brain and claws first, so the first message finds them.
-    if (choices.brain._tag === "Builtin") {
-      const brain = yield* service(Brain, brainLayers[choices.brain.name])
-      yield* Effect.forkScoped(Serve.serveBrain(brain, paths))
-    } else if (choices.brain._tag === "External") {
-      yield* external("brain", choices.brain.path, paths)
-    }
-    if (choices.claw._tag === "Builtin") {
-      const claws = yield* service(Claws, clawsLayers[choices.claw.name])
-      yield* Effect.forkScoped(Serve.serveClaws(claws, paths))
-    } else if (choices.claw._tag === "External") {
-      yield* external("claw", choices.claw.path, paths)
-    }
-    // A built-in interact bridge lives in this process: it and the agent agree
-    // on when a piped run is over (see Handover). An executable's exit ends the
-    // run; with none, the run goes on until stopped.
-    const handover = choices.bridge._tag === "Builtin" ? yield* Handover.make : undefined
-    const interactEnd: Effect.Effect<unknown, unknown, Scope.Scope> = choices.bridge._tag === "Builtin"
-      ? Effect.flatMap(service(Interact, interactLayers[choices.bridge.name]), (interact) =>
-        Serve.serveInteract(interact, paths, { ...(handover === undefined ? {} : { handover }) }))
-      : choices.bridge._tag === "External"
-      ? Effect.flatMap(external("interact", choices.bridge.path, paths), (bridge) => bridge.finished)
-      : Effect.never
-
-    // The near ends: the agent speaks only through the pipes.
-    const agent = Agent.layerWithMemory.pipe(
-      Layer.provide(Layer.mergeAll(
-        FifoBrain.layer({ paths, timeout: yield* brainPatience }),
-        FifoClaws.layer({ paths, callTimeout: yield* clawPatience })
-      )),
-      Layer.merge(FifoInteract.layer({ paths, ...(handover === undefined ? {} : { handover }) }))
-    )
-    // The agent's loop ends once every line of this run is read, answered, and
-    // the work it started (delivery, a due compaction) is done; then the last
-    // replies still in interact_out reach the user.
-    const serving = Agent.serve.pipe(
-      Effect.provide(agent),
-      Effect.zipRight(handover === undefined ? Effect.void : Handover.repliesDelivered(handover))
-    )
-    yield* Effect.raceFirst(serving, interactEnd)
-  })
-
-/** `planckclaw bridge NAME`: one built-in bridge on the FIFOs of a running agent. */
-export const bridge = (name: "cli" | "discord" | "anthropic" | "scripts") =>
-  Effect.gen(function*() {
-    const paths = yield* fifoPathsConfig
-    const missing = [paths.interactIn, paths.brainIn, paths.clawIn].filter((fifo) => !fs.existsSync(fifo))
-    if (missing.length > 0) {
-      return yield* new StartupError({
-        exitCode: 1,
-        message: `no runtime directory at ${paths.runDir} (missing ${missing.map((m) => path.basename(m)).join(", ")}): ` +
-          "start `planckclaw run --bridge none` (or with the bridges you keep) first"
-      })
-    }
-    const pidFile = path.join(paths.runDir, pidFileName)
-    const owner = readOwner(pidFile)
-    if (owner === undefined || !isAlive(owner)) {
-      return yield* new StartupError({
-        exitCode: 1,
-        message: `no live planckclaw run owns ${paths.runDir}: start \`planckclaw run\` first`
-      })
-    }
-    const serving = Effect.gen(function*() {
-      switch (name) {
-        case "cli":
-        case "discord":
-          return yield* Serve.serveInteract(yield* service(Interact, interactLayers[name]), paths)
-        case "anthropic":
-          return yield* Serve.serveBrain(yield* service(Brain, brainLayers.anthropic), paths)
-        case "scripts":
-          return yield* Serve.serveClaws(yield* service(Claws, clawsLayers.scripts), paths)
-      }
-    })
-    // The pipes stay open on our side, so the run's end shows no end-of-file:
-    // watch its pid instead, or this bridge would serve pipes nobody reads.
-    const runEnded = Effect.suspend(() => {
-      const current = readOwner(pidFile)
-      return current === owner && isAlive(owner) ? Effect.fail("running" as const) : Effect.void
-    }).pipe(
-      Effect.retry(Schedule.spaced("1 second")),
-      Effect.zipRight(
-        new StartupError({
-          exitCode: 1,
-          message: `the run this bridge served (pid ${owner}) has ended; start the bridge again for the next run`
-        })
-      )
-    )
-    return yield* Effect.raceFirst(serving, runEnded)
-  })
-
-const readOwner = (pidFile: string): number | undefined => {
-  const text = Either.try(() => fs.readFileSync(pidFile, "utf8"))
-  const pid = Either.isRight(text) ? Number(text.right.trim()) : Number.NaN
-  return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
-}
+export const farEnds = (
+  choices: RunChoices,
+  options: { readonly withAgent: boolean }
+): Layer.Layer<BrainEnd | ClawsEnd | InteractEnd, FarEndFailure, RunPaths> =>
+  interactEnd(choices.bridge, options).pipe(
+    Layer.provideMerge(clawsEnd(choices.claw)),
+    Layer.provideMerge(brainEnd(choices.brain))
+  )

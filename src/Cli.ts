@@ -10,15 +10,26 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Config from "effect/Config"
+import * as Duration from "effect/Duration"
+import * as Agent from "./Agent.js"
+import * as AnthropicBrain from "./brain/AnthropicBrain.js"
+import * as FifoBrain from "./brain/FifoBrain.js"
 import * as Bridges from "./Bridges.js"
+import * as FifoClaws from "./claws/FifoClaws.js"
 import * as ScriptClaws from "./claws/ScriptClaws.js"
-import * as Compaction from "./memory/Compactor.js"
 import * as ConfigFile from "./config/ConfigFile.js"
-import * as Logging from "./Logging.js"
-import * as Memory from "./memory/Memory.js"
-import * as FileLock from "./memory/FileLock.js"
 import * as Secrets from "./config/Secrets.js"
-import { StartupError } from "./StartupError.js"
+import type { FifoPaths } from "./fifo/FifoPaths.js"
+import * as Handover from "./fifo/Handover.js"
+import * as RunningAgent from "./fifo/RunningAgent.js"
+import * as RuntimeDir from "./fifo/RuntimeDir.js"
+import * as Intake from "./Intake.js"
+import * as FifoInteract from "./interact/FifoInteract.js"
+import * as Logging from "./Logging.js"
+import * as Compactor from "./memory/Compactor.js"
+import * as Memory from "./memory/Memory.js"
+import * as MemoryHold from "./MemoryHold.js"
 
 const bridgeOption = Options.text("bridge").pipe(
   Options.withDefault("cli"),
@@ -61,38 +72,69 @@ const withSettings = (flags: Map<string, string>) => <A, E, R>(effect: Effect.Ef
 
 const debugFlags = (debug: boolean) => new Map(debug ? [["PLANCKCLAW_DEBUG", "1"]] : [])
 
-/** The memory directory, checked and held by this run for its whole life. */
-const holdMemory = Effect.gen(function*() {
-  const directory = yield* Memory.MemoryConfig
-  yield* Memory.ensureWritable(directory).pipe(
-    Effect.mapError((error) => new StartupError({ exitCode: 1, message: error.message }))
-  )
-  yield* FileLock.hold(path.join(directory, ".planckclaw-run.lock")).pipe(
-    Effect.mapError((error) =>
-      new StartupError({
-        exitCode: 1,
-        message: error._tag === "LockHeld"
-          ? `another planckclaw run (pid ${error.ownerPid}) is using the memory directory ${directory}`
-          : `cannot use the memory directory ${directory}: ${error.message}`
-      })
+/**
+ * The agent on the near ends of the pipes: it speaks only through them. Its
+ * patience on each pipe is longer than a built-in bridge's own give-up time
+ * (every attempt timing out, plus the longest backoffs), so the bridge's
+ * error answer, not the agent's timeout, ends a hopeless request.
+ */
+const nearEnds = (paths: FifoPaths, handover: Option.Option<Handover.Handover>) =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const [brainTimeout, brainRetries] = yield* Config.all([AnthropicBrain.BrainTimeoutConfig, AnthropicBrain.BrainRetriesConfig])
+    const clawTimeout = yield* ScriptClaws.ClawTimeoutConfig
+    const shared = Option.match(handover, { onNone: () => ({}), onSome: (h) => ({ handover: h }) })
+    return Agent.layerWithMemory.pipe(
+      Layer.provide(Layer.mergeAll(
+        FifoBrain.layer({ paths, timeout: Duration.seconds((brainTimeout + 60) * (brainRetries + 1) + 60) }),
+        FifoClaws.layer({ paths, callTimeout: Duration.seconds(clawTimeout + 60) })
+      )),
+      Layer.merge(FifoInteract.layer({ paths, ...shared }))
     )
-  )
-})
+  }))
 
-const run = Command.make(
-  "run",
-  { bridge: bridgeOption, brain: brainOption, claw: clawOption, debug: debugOption },
-  (options) =>
-    Effect.gen(function*() {
-      const choices: Bridges.RunChoices = {
-        bridge: yield* Bridges.choose("bridge", options.bridge, ["cli", "discord"] as const),
-        brain: yield* Bridges.choose("brain", options.brain, ["anthropic"] as const),
-        claw: yield* Bridges.choose("claw", options.claw, ["scripts"] as const)
-      }
-      yield* holdMemory
-      yield* Bridges.run(choices)
-    }).pipe(Effect.scoped, withSettings(debugFlags(options.debug)))
-).pipe(Command.withDescription("Run the agent: answer messages from the chosen bridge until its input ends."))
+const runOptions = { bridge: bridgeOption, brain: brainOption, claw: clawOption, debug: debugOption }
+
+/** What the flags choose; an unknown name or a path that is no file is refused before anything starts. */
+const runChoices = (options: { readonly bridge: string; readonly brain: string; readonly claw: string }) =>
+  Effect.all({
+    bridge: Bridges.choose("bridge", options.bridge, ["cli", "discord"] as const),
+    brain: Bridges.choose("brain", options.brain, ["anthropic"] as const),
+    claw: Bridges.choose("claw", options.claw, ["scripts"] as const)
+  })
+
+/**
+ * `planckclaw run`: holds the memory directory, lays the FIFOs out, starts
+ * the bridges on their far ends (the Layer `Command.provide` builds, in that
+ * order) and the agent on the near ends. Ends when an interact bridge whose
+ * input ended has delivered its last reply; with `--bridge none` it runs
+ * until stopped.
+ */
+const run = Command.make("run", runOptions, () =>
+  Effect.gen(function*() {
+    const paths = yield* RuntimeDir.RunPaths
+    const interact = yield* Bridges.InteractEnd
+    // The agent's loop ends once every line of this run is read, answered, and
+    // the work it started (delivery, a due compaction) is done; then the last
+    // replies still in interact_out reach the user (see Handover). Without a
+    // built-in interact bridge, an executable's exit ends the run, and with
+    // none it goes on until stopped.
+    const serving = Intake.run.pipe(
+      Effect.provide(nearEnds(paths, interact.handover)),
+      Effect.zipRight(Option.match(interact.handover, { onNone: () => Effect.void, onSome: Handover.repliesDelivered }))
+    )
+    yield* Effect.raceFirst(serving, interact.done)
+  })).pipe(
+    Command.provide((options) =>
+      Layer.unwrapEffect(Effect.map(runChoices(options), (choices) =>
+        Bridges.farEnds(choices, { withAgent: true }).pipe(
+          Layer.provideMerge(RuntimeDir.layer),
+          Layer.provideMerge(MemoryHold.layer)
+        )))
+    ),
+    // Outermost: the settings (and the secrets' withdrawal) come before anything the layers start.
+    Command.transformHandler((effect, options) => withSettings(debugFlags(options.debug))(effect)),
+    Command.withDescription("Run the agent: answer messages from the chosen bridge until its input ends.")
+  )
 
 const compact = Command.make(
   "compact",
@@ -100,20 +142,16 @@ const compact = Command.make(
   (options) =>
     Effect.gen(function*() {
       // Compaction runs on its own, without the pipes: it talks to the API directly.
-      const layer = Compaction.layer.pipe(
+      const layer = Compactor.layer.pipe(
         Layer.provideMerge(Memory.layer),
-        Layer.provide(Bridges.brainLayers.anthropic)
+        Layer.provide(Bridges.brainAdapters.anthropic)
       )
       // The compactor is used inside the layer's scope: its HTTP client lives as long as that.
-      const report = yield* Effect.flatMap(Compaction.Compactor, (compactor) => compactor.compactNow).pipe(
+      const report = yield* Effect.flatMap(Compactor.Compactor, (compactor) => compactor.compactNow).pipe(
         Effect.provide(layer),
-        Effect.catchTags({
-          CompactionBusy: (busy) =>
-            new StartupError({ exitCode: 1, message: `another compaction is running (pid ${busy.ownerPid}); nothing done` }),
-          CompactionFailed: (failure) =>
-            new StartupError({ exitCode: 1, message: `compaction failed, memory unchanged: ${failure.message}` }),
-          MemoryError: (failure) => new StartupError({ exitCode: 1, message: `compaction failed: ${failure.message}` })
-        })
+        // The entry point prints a MemoryError as it is; here it is a failed compaction.
+        Effect.catchTag("MemoryError", (failure) =>
+          Effect.fail(new Memory.MemoryError({ ...failure, message: `compaction failed: ${failure.message}` })))
       )
       yield* Option.match(report, {
         onNone: () => Console.log("Nothing to compact: history holds no lines older than the last HISTORY_KEEP."),
@@ -144,15 +182,36 @@ const tools = Command.make("tools", {}, () =>
     Command.withDescription("List the tools the claws declare, and every declaration that failed to parse, with why.")
   )
 
-const bridge = Command.make(
-  "bridge",
-  { name: Args.choice([["cli", "cli"], ["discord", "discord"], ["anthropic", "anthropic"], ["scripts", "scripts"]] as const) },
-  ({ name }) => Bridges.bridge(name).pipe(Effect.scoped, withSettings(new Map()))
-).pipe(
-  Command.withDescription(
-    "Serve one built-in bridge on the FIFOs of a running agent (PLANCKCLAW_RUN_DIR), as its own process."
+const builtinNames = ["cli", "discord", "anthropic", "scripts"] as const
+type BuiltinName = (typeof builtinNames)[number]
+
+/** A bridge process serves one built-in bridge: the run's far ends with the other two left to the run. */
+const servedAlone = (name: BuiltinName): Bridges.RunChoices => ({
+  bridge: name === "cli" || name === "discord" ? { _tag: "Builtin", name } : { _tag: "None" },
+  brain: name === "anthropic" ? { _tag: "Builtin", name } : { _tag: "None" },
+  claw: name === "scripts" ? { _tag: "Builtin", name } : { _tag: "None" }
+})
+
+/**
+ * `planckclaw bridge NAME`: one built-in bridge on the FIFOs of a running
+ * agent. It ends when it is done (an interact bridge whose input ended and
+ * was answered), or fails when the run it serves ends.
+ */
+const bridge = Command.make("bridge", { name: Args.choice(builtinNames.map((name): [string, BuiltinName] => [name, name])) }, () =>
+  Effect.gen(function*() {
+    const [brain, claws, interact] = [yield* Bridges.BrainEnd, yield* Bridges.ClawsEnd, yield* Bridges.InteractEnd]
+    const running = yield* RunningAgent.RunningAgent
+    // The first to end, in success or failure (raceAll would wait for a success).
+    yield* Effect.raceFirst(running.ended, Effect.raceFirst(brain.done, Effect.raceFirst(claws.done, interact.done)))
+  })).pipe(
+    Command.provide(({ name }) =>
+      Bridges.farEnds(servedAlone(name), { withAgent: false }).pipe(Layer.provideMerge(RunningAgent.layer))
+    ),
+    Command.transformHandler((effect) => withSettings(new Map())(effect)),
+    Command.withDescription(
+      "Serve one built-in bridge on the FIFOs of a running agent (PLANCKCLAW_RUN_DIR), as its own process."
+    )
   )
-)
 
 export const command = Command.make("planckclaw").pipe(
   Command.withDescription("A personal AI agent: terminal or Discord, Claude, shell-script claws, self-compacting memory."),

@@ -1,6 +1,7 @@
 /**
  * The Interact port: where messages come from and where replies go.
- * A bridge (terminal, Discord, a FIFO pair, an in-memory queue) implements it.
+ * An interact adapter (terminal, Discord, a FIFO pair, an in-memory queue)
+ * implements it.
  */
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
@@ -27,9 +28,9 @@ export class InteractError extends Data.TaggedError("InteractError")<{
 
 export interface InteractService {
   /**
-   * Inbound messages in arrival order. The agent consumes it once; the bridge
-   * buffers while a turn runs, so nothing is dropped. The stream ends when the
-   * bridge has no more input (for example stdin closed).
+   * Inbound messages in arrival order. The agent consumes it once; the
+   * adapter buffers while a turn runs, so nothing is dropped. The stream ends
+   * when the adapter has no more input (for example stdin closed).
    */
   readonly messages: Stream.Stream<InboundMessage, InteractError>
   /** Delivers one reply; fails only when it finally cannot be delivered. */

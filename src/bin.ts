@@ -11,7 +11,6 @@ import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Option from "effect/Option"
 import { cli } from "./Cli.js"
 import * as ConfigErrors from "./config/ConfigErrors.js"
 import * as Logging from "./Logging.js"
@@ -25,27 +24,42 @@ const version = (() => {
   return "unknown"
 })()
 
-/** Expected failures print one line and pick the exit code; anything else is a bug and shows its cause. */
-const report = (cause: Cause.Cause<unknown>): Effect.Effect<number> => {
-  const failure = Cause.failureOption(cause)
-  if (Option.isSome(failure)) {
-    const error = failure.value
-    if (ValidationError.isValidationError(error)) return Effect.succeed(2)
-    if (ConfigError.isConfigError(error)) return Console.error(`planckclaw: ${ConfigErrors.describe(error)}`).pipe(Effect.as(2))
-    if (typeof error === "object" && error !== null && "_tag" in error && error._tag === "StartupError") {
-      const startup = error as unknown as { message: string; exitCode: number }
-      return Console.error(`planckclaw: ${startup.message}`).pipe(Effect.as(startup.exitCode))
-    }
-  }
-  if (Cause.isInterruptedOnly(cause)) return Effect.succeed(0)
-  return Console.error(`planckclaw: unexpected failure\n${Cause.pretty(cause)}`).pipe(Effect.as(1))
-}
+/** An expected failure: one line on stderr, and the exit code. */
+const refuse = (code: number, message: string): Effect.Effect<number> =>
+  Effect.as(Console.error(`planckclaw: ${message}`), code)
 
+/**
+ * Expected failures print one line and pick the exit code: 2 for what the
+ * settings or flags must change, 1 for the state of the machine (a directory
+ * in use, a run that is gone, a failed compaction). Anything else is a bug
+ * and shows its cause; an interruption (Ctrl-C, SIGTERM) is a clean stop.
+ */
 const main = cli(version)(process.argv).pipe(
+  Effect.as(0),
+  // @effect/cli has printed the usage problem already.
+  Effect.catchIf(ValidationError.isValidationError, () => Effect.succeed(2)),
+  Effect.catchIf(ConfigError.isConfigError, (error) => refuse(2, ConfigErrors.describe(error))),
+  Effect.catchTags({
+    MissingSetting: (error) => refuse(2, error.message),
+    ConfigFileError: (error) => refuse(2, error.message),
+    DiscordRefused: (error) => refuse(error.reason === "unreachable" ? 1 : 2, error.message),
+    BridgeChoiceError: (error) => refuse(2, error.message),
+    ExternalBridgeError: (error) => refuse(2, error.message),
+    RuntimeDirError: (error) => refuse(1, error.message),
+    MemoryInUse: (error) => refuse(1, error.message),
+    MemoryLockFailed: (error) => refuse(1, error.message),
+    MemoryError: (error) => refuse(1, error.message),
+    NoRunningAgent: (error) => refuse(1, error.message),
+    CompactionBusy: (busy) => refuse(1, `another compaction is running (pid ${busy.ownerPid}); nothing done`),
+    CompactionFailed: (failure) => refuse(1, `compaction failed, memory unchanged: ${failure.message}`),
+  }),
   Effect.provide(NodeContext.layer),
   Effect.provide(Logging.layer(false)),
-  Effect.exit,
-  Effect.flatMap((exit) => Exit.isSuccess(exit) ? Effect.succeed(0) : report(exit.cause))
+  Effect.catchAllCause((cause) =>
+    Cause.isInterruptedOnly(cause)
+      ? Effect.succeed(0)
+      : Effect.as(Console.error(`planckclaw: unexpected failure\n${Cause.pretty(cause)}`), 1)
+  )
 )
 
 // A closed terminal (SIGHUP) stops a run like Ctrl-C: the runtime interrupts

@@ -1,10 +1,19 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Option, TestClock } from "effect"
+import { ConfigProvider, Effect, Fiber, Layer, Logger, Option, Queue, TestClock } from "effect"
+import { vi } from "vitest"
+import * as Agent from "../src/Agent.js"
 import { APOLOGY } from "../src/Agent.js"
-import { sanitize } from "../src/Interact.js"
 import { BrainError } from "../src/Brain.js"
+import * as ScriptedBrain from "../src/brain/ScriptedBrain.js"
 import { text, toolUse } from "../src/brain/ScriptedBrain.js"
+import * as InMemoryClaws from "../src/claws/InMemoryClaws.js"
 import type { InMemoryTool } from "../src/claws/InMemoryClaws.js"
+import * as Intake from "../src/Intake.js"
+import { sanitize } from "../src/Interact.js"
+import * as InMemoryInteract from "../src/interact/InMemoryInteract.js"
 import { harness, line } from "./support/Harness.js"
 
 const timeTool: InMemoryTool = {
@@ -219,6 +228,44 @@ describe("Agent", () => {
       })
       expect((yield* h.say("crash please")).text).toBe(APOLOGY)
       expect((yield* h.say("and now?")).text).toBe("fine now")
+    }))
+})
+
+describe("Intake", () => {
+  it("is what Agent.serve names", () => {
+    expect(Agent.serve).toBe(Intake.run)
+  })
+
+  it.scoped("serves a bridge for the lifetime of its Layer", () =>
+    Effect.gen(function*() {
+      const directory = yield* Effect.acquireRelease(
+        Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-intake-"))),
+        (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+      )
+      const users = yield* InMemoryInteract.make
+      const brain = yield* ScriptedBrain.make([text("served")])
+      yield* Layer.build(Intake.layer.pipe(
+        Layer.provide(Agent.layerWithMemory),
+        Layer.provide(Layer.mergeAll(InMemoryInteract.layer(users), ScriptedBrain.layer(brain), InMemoryClaws.layer([]))),
+        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", directory]]))))
+      ))
+      yield* users.offer({ channel: "c", text: "hi" })
+      expect(yield* Queue.take(users.replies)).toEqual({ channel: "c", text: "served" })
+    }))
+
+  it.scoped("logs to stderr, never to stdout where a host's output goes", () =>
+    Effect.gen(function*() {
+      const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true)
+      const stdout = vi.spyOn(console, "log")
+      yield* Effect.addFinalizer(() => Effect.sync(() => (stderr.mockRestore(), stdout.mockRestore())))
+      // @effect/vitest removes Effect's default logger (the one that writes to stdout); a host has it.
+      const h = yield* harness({ settings: { PLANCKCLAW_MAX_MESSAGE_BYTES: "10" }, script: [] }).pipe(
+        Effect.provide(Logger.add(Logger.defaultLogger))
+      )
+      yield* h.say("x".repeat(11))
+      const written = stderr.mock.calls.map(([chunk]) => String(chunk)).join("")
+      expect(written).toContain("planckclaw warn: rejected a 11-byte message from cli")
+      expect(stdout.mock.calls.flat().join(" ")).not.toContain("rejected a 11-byte message")
     }))
 })
 

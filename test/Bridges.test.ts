@@ -197,6 +197,19 @@ describe("planckclaw run: the runtime directory", () => {
     }), timeout)
 })
 
+describe("planckclaw run: the patience of the agent on the pipes", () => {
+  // The agent's wait on brain_out is derived from the brain's own settings,
+  // read where the brain declares them: seconds, so a fraction is a value.
+  it.scopedLive("PLANCKCLAW_BRAIN_TIMEOUT=2.5 and PLANCKCLAW_CLAW_TIMEOUT=1.5 start a run that answers and exits 0", () =>
+    Effect.gen(function*() {
+      const { box, server } = yield* withServer(echo, { PLANCKCLAW_BRAIN_TIMEOUT: "2.5", PLANCKCLAW_CLAW_TIMEOUT: "1.5" })
+      const result = yield* planckclawToEnd(box, ["run"], { input: "hello\n" })
+      expect(result.code, result.stderr).toBe(0)
+      expect(result.stdout).toBe("re: hello\n")
+      expect((yield* server.requests).map((request) => lastContent(bodyOf(request)))).toEqual(["hello"])
+    }), timeout)
+})
+
 describe("--bridge none: anyone can talk through the pipes", () => {
   it.scopedLive("answers printf > interact_in on interact_out, unescaping what the brain sees and escaping replies", () =>
     Effect.gen(function*() {

@@ -1,7 +1,7 @@
 /**
- * A tiny host program embedding the agent through the package's public
- * entry point, with its own in-memory transports, exactly as the README
- * shows it.
+ * Host programs embedding the agent through the package's public entry
+ * point, with their own in-memory transports: the README's example, read
+ * from README.md and run as written, and a host that also runs a tool.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -9,6 +9,37 @@ import * as path from "node:path"
 import { expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Queue } from "effect"
 import { Agent, InMemoryClaws, InMemoryInteract, ScriptedBrain } from "../src/index.js"
+
+const tempDir = (prefix: string) =>
+  Effect.acquireRelease(
+    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), prefix))),
+    (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+  )
+
+/** The first ```ts block under "## Embedding" in README.md. */
+const readmeExample = (): string => {
+  const readme = fs.readFileSync(path.join(import.meta.dirname, "..", "README.md"), "utf8")
+  const section = readme.slice(readme.indexOf("\n## Embedding\n"))
+  const block = /```ts\n([\s\S]*?)```/.exec(section)
+  if (block === null) throw new Error("README.md has no ts block under ## Embedding")
+  return block[1]!
+}
+
+it.scoped("the README's embedding example runs as written", () =>
+  Effect.gen(function*() {
+    const source = readmeExample()
+    expect(source).toContain(`from "planckclaw"`)
+    // Written next to this test, so it is compiled like it; only the package name changes.
+    const file = path.join(import.meta.dirname, `.readme-embedding-${process.pid}.generated.ts`)
+    yield* Effect.acquireRelease(
+      Effect.sync(() => fs.writeFileSync(file, source.replaceAll(`from "planckclaw"`, `from "../src/index.js"`))),
+      () => Effect.sync(() => fs.rmSync(file, { force: true }))
+    )
+    const example = yield* Effect.promise(() => import(file) as Promise<{ program: (dir: string) => Effect.Effect<unknown, unknown, import("effect/Scope").Scope> }>)
+    const memoryDir = yield* tempDir("planckclaw-readme-")
+    const reply = yield* example.program(memoryDir)
+    expect(reply).toEqual({ channel: "me", text: "Hello from the agent" })
+  }))
 
 const hostProgram = (memoryDir: string) =>
   Effect.gen(function*() {
@@ -39,10 +70,7 @@ const hostProgram = (memoryDir: string) =>
 
 it.scoped("runs the agent inside a host Effect program with in-memory transports", () =>
   Effect.gen(function*() {
-    const memoryDir = yield* Effect.acquireRelease(
-      Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-embed-"))),
-      (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-    )
+    const memoryDir = yield* tempDir("planckclaw-embed-")
     const reply = yield* hostProgram(memoryDir)
     expect(reply).toEqual({ channel: "host-channel", text: "The tool said: hello, host" })
     expect(fs.readFileSync(path.join(memoryDir, "history.jsonl"), "utf8")).toBe(

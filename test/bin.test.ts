@@ -6,46 +6,31 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { APOLOGY } from "../src/Agent.js"
 import * as AnthropicServer from "./support/AnthropicServer.js"
 import * as Cli from "./support/Cli.js"
 import * as FakeDiscord from "./support/FakeDiscord.js"
-import { line, tempDir } from "./support/Harness.js"
+import { line } from "./support/Harness.js"
+import { sandbox } from "./support/Sandbox.js"
 
-const toolUse = (calls: ReadonlyArray<{ id: string; name: string; input: unknown }>) =>
-  AnthropicServer.respond(200, {
-    id: "msg_tools",
-    type: "message",
-    role: "assistant",
-    content: [{ type: "text", text: "Checking." }, ...calls.map((call) => ({ type: "tool_use", ...call }))],
-    stop_reason: "tool_use"
-  })
-
+/** A sandbox with the shipped claws whose brain is a fresh loopback server answering with `handler`. */
 const setup = (handler: AnthropicServer.Handler, extra: Record<string, string> = {}) =>
   Effect.gen(function*() {
     const server = yield* AnthropicServer.make(handler)
-    const cwd = yield* tempDir("planckclaw-e2e-")
-    const memory = path.join(cwd, "memory")
-    const env = Cli.baseEnv({
+    const box = yield* sandbox({
       ANTHROPIC_API_KEY: "test-key-not-secret",
       ANTHROPIC_BASE_URL: server.url,
-      PLANCKCLAW_DIR: memory,
       CLAWS_DIR: path.join(Cli.REPO, "claws"),
-      PLANCKCLAW_BRAIN_RETRIES: "0",
-      PLANCKCLAW_RUN_DIR: path.join(cwd, "run"),
       ...extra
-    })
-    const read = (name: string) => {
-      const file = path.join(memory, name)
-      return fs.existsSync(file) ? fs.readFileSync(file, "utf8") : undefined
-    }
-    return { server, cwd, memory, env, read }
+    }, "planckclaw-e2e-")
+    return { server, cwd: box.dir, memory: box.memory, claws: box.claws, env: box.env, read: box.memoryFile }
   })
 
 describe("planckclaw run (built command)", () => {
   it.scopedLive("answers piped messages in order, runs several shipped claws in one round, and exits 0", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(
-        toolUse([
+        AnthropicServer.toolUse([
           { id: "tu_1", name: "get_time", input: {} },
           { id: "tu_2", name: "roll_dice", input: { sides: 20, count: 2 } }
         ]),
@@ -59,15 +44,15 @@ describe("planckclaw run (built command)", () => {
 
       const requests = yield* t.server.awaitRequests(3)
       expect(requests.map((r) => r.path)).toEqual(["/v1/messages", "/v1/messages", "/v1/messages"])
-      const first = requests[0]!.body as { tools: Array<{ name: string }>; messages: unknown }
-      expect(first.tools.map((tool) => tool.name).sort()).toEqual(["get_time", "roll_dice", "system_status"])
+      const first = requests[0]!.body
+      expect((first.tools ?? []).map((tool) => tool.name).sort()).toEqual(["get_time", "roll_dice", "system_status"])
       expect(first.messages).toEqual([{ role: "user", content: "what time is it? roll 2d20" }])
-      const second = requests[1]!.body as { messages: Array<{ role: string; content: unknown }> }
+      const second = requests[1]!.body
       const results = second.messages[2]!.content as Array<{ tool_use_id: string; content: string }>
       expect(results.map((r) => r.tool_use_id)).toEqual(["tu_1", "tu_2"])
       expect(results[0]!.content).toMatch(/Unix timestamp: \d+/)
       expect(results[1]!.content).toMatch(/^Rolled 2d20: \d+, \d+\nTotal: \d+$/)
-      const third = requests[2]!.body as { messages: unknown }
+      const third = requests[2]!.body
       expect(third.messages).toEqual([
         { role: "user", content: "what time is it? roll 2d20" },
         { role: "assistant", content: "It is noon and you rolled well." },
@@ -87,7 +72,7 @@ describe("planckclaw run (built command)", () => {
       ))
       const result = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "one\ntwo\n" })
       expect(result.code).toBe(0)
-      expect(result.stdout).toBe("I'm temporarily unavailable. Please try again shortly.\nRecovered.\n")
+      expect(result.stdout).toBe(`${APOLOGY}\nRecovered.\n`)
       expect(result.stderr).toContain("bad request")
       expect(t.read("history.jsonl")).toBe(line("user", "two") + line("assistant", "Recovered."))
     }))
@@ -162,11 +147,10 @@ describe("planckclaw compact (built command)", () => {
 
   it.scopedLive("compacts while a run is active on the same directory, losing no line", () =>
     Effect.scoped(Effect.gen(function*() {
-      const t = yield* setup((request) => {
-        const body = request.body as { system?: string; messages: Array<{ content: string }> }
-        if (body.system?.startsWith("You are a memory compaction assistant")) return AnthropicServer.text("Summary.")
-        return AnthropicServer.text(`re: ${body.messages[body.messages.length - 1]!.content}`)
-      }, { HISTORY_KEEP: "2", HISTORY_MAX: "100" })
+      const t = yield* setup((request) =>
+        AnthropicServer.isCompaction(request)
+          ? AnthropicServer.text("Summary.")
+          : AnthropicServer.text(`re: ${AnthropicServer.lastUserText(request.body)}`), { HISTORY_KEEP: "2", HISTORY_MAX: "100" })
       fs.mkdirSync(t.memory)
       fs.writeFileSync(path.join(t.memory, "history.jsonl"), history(4))
       const running = yield* Cli.start(["run"], { cwd: t.cwd, env: t.env })
@@ -192,8 +176,7 @@ describe("planckclaw tools / --version / --help", () => {
   it.scopedLive("lists the shipped tools and every declaration it skipped, with why", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("unused")))
-      const claws = path.join(t.cwd, "claws")
-      fs.mkdirSync(claws)
+      const claws = t.claws
       for (const name of fs.readdirSync(path.join(Cli.REPO, "claws"))) {
         fs.copyFileSync(path.join(Cli.REPO, "claws", name), path.join(claws, name))
       }
@@ -244,7 +227,7 @@ describe("planckclaw run --bridge discord (built command)", () => {
       )
       expect(post.body).toMatchObject({ content: "Hello from the agent, Alice." })
       const [request] = yield* t.server.awaitRequests(1)
-      expect((request!.body as { messages: unknown }).messages).toEqual([{ role: "user", content: "hi there" }])
+      expect(request!.body.messages).toEqual([{ role: "user", content: "hi there" }])
 
       running.process.kill("SIGTERM")
       const result = yield* running.done

@@ -7,6 +7,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { ConfigProvider, Effect, Layer, Logger, LogLevel, Queue } from "effect"
 import * as Agent from "../../dist/Agent.js"
+import * as Intake from "../../dist/Intake.js"
 import { Brain } from "../../dist/Brain.js"
 import * as InMemoryClaws from "../../dist/claws/InMemoryClaws.js"
 import * as ScriptClaws from "../../dist/claws/ScriptClaws.js"
@@ -85,7 +86,7 @@ export const seedHistory = (pairs) => {
 export const logging = Layer.merge(Logging.layer(false), Logger.minimumLogLevel(LogLevel.Warning))
 
 /**
- * Starts the agent (Agent.layerWithMemory + Agent.serve) in the current
+ * Starts the agent (Agent.layerWithMemory + Intake.run) in the current
  * scope on `memoryDir`, with the given Brain service and Claws layer.
  */
 export const startAgent = ({ memoryDir, brain, claws, settings = {} }) =>
@@ -100,7 +101,7 @@ export const startAgent = ({ memoryDir, brain, claws, settings = {} }) =>
       Layer.provide(Layer.setConfigProvider(provider))
     )
     const context = yield* Layer.build(layer)
-    yield* Agent.serve.pipe(Effect.provide(context), Effect.forkScoped)
+    yield* Intake.run.pipe(Effect.provide(context), Effect.forkScoped)
     return {
       say: (message) =>
         interact.offer({ channel: "bench", text: message }).pipe(Effect.zipRight(Queue.take(interact.replies)))

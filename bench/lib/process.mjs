@@ -9,18 +9,44 @@ import * as path from "node:path"
 import { binPath } from "./work.mjs"
 import { fifoNames } from "./fifo.mjs"
 
+/** The first child of `pid` (Linux). */
+export const childOf = (pid) => {
+  const listed = `/proc/${pid}/task/${pid}/children`
+  const first = Number(fs.readFileSync(listed, "utf8").trim().split(/\s+/)[0])
+  if (!Number.isInteger(first) || first <= 0) throw new Error(`no child of pid ${pid}`)
+  return first
+}
+
 /**
- * Spawns `node [NODE_ARGS] bin/planckclaw run ARGS` in `cwd` (a scratch
+ * The do-nothing agent (bench/do-nothing.mjs) as a child process, with the
+ * same bridges and the same readiness and stop as planckclaw.
+ */
+export const startDoNothing = ({ runDir, cwd, brain = "none", claw = "none", wrapper = [], env = {} }) =>
+  startAgentProcess({
+    args: [runDir, brain, claw],
+    runDir,
+    memoryDir: runDir,
+    cwd,
+    env,
+    wrapper,
+    script: [path.join(path.dirname(binPath), "..", "bench", "do-nothing.mjs")]
+  })
+
+/**
+ * Spawns `[WRAPPER] node [NODE_ARGS] bin/planckclaw run ARGS` (or another
+ * `script`, e.g. the do-nothing agent) in `cwd` (a scratch
  * directory, so no config.env of the checkout is read). The runtime directory is created
  * here (0700, as the agent would) so it can be watched from the start.
  */
-export const startAgentProcess = ({ args, runDir, memoryDir, cwd, env = {}, stdio = "ignore", nodeArgs = [] }) => {
+export const startAgentProcess = ({ args, runDir, memoryDir, cwd, env = {}, stdio = "ignore", nodeArgs = [], script = [binPath, "run"], wrapper = [] }) => {
   fs.mkdirSync(runDir, { recursive: true, mode: 0o700 })
   fs.mkdirSync(memoryDir, { recursive: true })
   let stderr = ""
   let exited = null
   const spawnedAt = performance.now()
-  const child = spawn(process.execPath, [...nodeArgs, binPath, "run", ...args], {
+  const argv = [process.execPath, ...nodeArgs, ...script, ...args]
+  const command = [...wrapper, ...argv]
+  const child = spawn(command[0], command.slice(1), {
     cwd,
     env: { ...process.env, PLANCKCLAW_RUN_DIR: runDir, PLANCKCLAW_DIR: memoryDir, ...env },
     stdio: ["ignore", stdio, "pipe"]
@@ -60,6 +86,8 @@ export const startAgentProcess = ({ args, runDir, memoryDir, cwd, env = {}, stdi
     /** performance.now() when all six FIFOs existed. */
     fifosReady: () => fifosReady,
     stderr: () => stderr,
+    /** The node process itself (under a wrapper such as strace, its child). */
+    nodePid: () => (wrapper.length === 0 ? child.pid : childOf(child.pid)),
     /** SIGTERM, then SIGKILL after 5 s; resolves once it exited. */
     stop: () =>
       new Promise((resolve) => {

@@ -16,6 +16,7 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import type { Message, MessagesRequest, MessagesResponse, ResponseBlock, ToolResultBlock, ToolUseBlock } from "../Brain.js"
 import { preview } from "../Brain.js"
+import { isJsonObject } from "../Json.js"
 
 // ---- the request ----
 
@@ -49,9 +50,6 @@ export interface ChatRequest {
 
 /** Prefix of a tool_result whose `is_error` the Chat Completions wire has no field for. */
 export const TOOL_ERROR_PREFIX = "Error: "
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const parseJson = (text: string): Either.Either<unknown, unknown> => Either.try(() => JSON.parse(text) as unknown)
 
@@ -115,7 +113,7 @@ export const toChatRequest = (request: MessagesRequest): ChatRequest => {
   for (const message of request.messages) {
     if (message.role !== "assistant" || typeof message.content === "string") continue
     for (const block of message.content) {
-      if (block.type === "tool_use" && !isObject(block.input)) {
+      if (block.type === "tool_use" && !isJsonObject(block.input)) {
         malformed.set(block.id, { name: block.name, raw: argumentsOf(block.input) })
       }
     }
@@ -197,7 +195,7 @@ const inputOf = (raw: unknown): unknown => {
   if (typeof raw !== "string") return raw
   if (raw.trim() === "") return {} // a call without parameters, as some servers send it
   const parsed = parseJson(raw)
-  return Either.isRight(parsed) && isObject(parsed.right) ? parsed.right : raw
+  return Either.isRight(parsed) && isJsonObject(parsed.right) ? parsed.right : raw
 }
 
 /**

@@ -2,14 +2,12 @@
  * The Brain over an OpenAI-compatible Chat Completions API (OpenAI,
  * OpenRouter, Ollama, llama.cpp's server, vLLM, LM Studio): one
  * `POST {OPENAI_BASE_URL}/chat/completions` per request, translated by
- * ChatCompletions, with the Anthropic brain's timeout and retry schedule.
+ * ChatCompletions, with the HTTP brains' shared timeout and retries (BrainRetry).
  * Permanent answers (400, 401, 403, 404, …) fail at once with
  * `BrainError("fatal")` and a detail naming the setting to fix.
  */
 import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
@@ -22,15 +20,23 @@ import * as ParseResult from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import { Brain, BrainError, type BrainService, type MessagesRequest, type MessagesResponse, preview } from "../Brain.js"
+import { MissingSetting } from "../config/MissingSetting.js"
+import { errnoCode } from "../Errors.js"
+import { isJsonObject } from "../Json.js"
 import { DebugConfig } from "../Logging.js"
-import { StartupError } from "../StartupError.js"
-import { type AttemptFailure, parseRetryAfter, RETRYABLE_STATUSES, RetryableFailure, retrySchedule } from "./AnthropicBrain.js"
+import {
+  attemptExchange,
+  baseUrlConfig,
+  BrainRetryConfig,
+  parseRetryAfter,
+  postJson,
+  RETRYABLE_STATUSES,
+  RetryableFailure,
+  withRetries
+} from "./BrainRetry.js"
 import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
 
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
-const isHttpUrl = (value: string): boolean =>
-  URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol)
 
 /** A blank key (as a config.env for a local server may have) counts as none. */
 const optionalKey = Config.option(Config.redacted("OPENAI_API_KEY")).pipe(
@@ -39,25 +45,10 @@ const optionalKey = Config.option(Config.redacted("OPENAI_API_KEY")).pipe(
 
 export const OpenAiConfig = Config.all({
   apiKey: optionalKey,
-  baseUrl: Config.string("OPENAI_BASE_URL").pipe(
-    Config.validate({ message: `Expected an http(s) URL such as ${DEFAULT_BASE_URL}`, validation: isHttpUrl }),
-    Config.withDefault(DEFAULT_BASE_URL)
-  ),
-  // FIXME(shared brain module): the same two settings as AnthropicConfig declares; import them once exported.
-  timeout: Config.number("PLANCKCLAW_BRAIN_TIMEOUT").pipe(
-    Config.validate({
-      message: "Expected a positive number of seconds",
-      validation: (seconds) => Number.isFinite(seconds) && seconds > 0
-    }),
-    Config.withDefault(60),
-    Config.map(Duration.seconds)
-  ),
-  retries: Config.integer("PLANCKCLAW_BRAIN_RETRIES").pipe(
-    Config.validate({ message: "Expected a whole number, 0 or more", validation: (n) => n >= 0 }),
-    Config.withDefault(4)
-  ),
+  baseUrl: baseUrlConfig("OPENAI_BASE_URL", DEFAULT_BASE_URL),
+  retry: BrainRetryConfig,
   debug: DebugConfig
-})
+}).pipe(Config.map(({ retry, ...own }) => ({ ...own, ...retry })))
 export type OpenAiConfig = Config.Config.Success<typeof OpenAiConfig>
 
 /**
@@ -78,8 +69,8 @@ export const isLocalHost = (hostname: string): boolean => {
 const shown = (url: URL): string => `${url.origin}${url.pathname}`.replace(/\/+$/, "")
 
 export const missingApiKey = (baseUrl: string) =>
-  new StartupError({
-    exitCode: 2,
+  new MissingSetting({
+    key: "OPENAI_API_KEY",
     message: `OPENAI_API_KEY is not set: ${shown(new URL(baseUrl))} is not a loopback or private address, so it needs a key; ` +
       "add export OPENAI_API_KEY=\"...\" to config.env or set it in the environment."
   })
@@ -87,10 +78,10 @@ export const missingApiKey = (baseUrl: string) =>
 /** The API's own words from an OpenAI-style error body (`{"error":{"message","type","code"}}`), or an excerpt. */
 const apiMessage = (body: string): string => {
   const parsed = Either.getOrUndefined(Either.try(() => JSON.parse(body) as unknown))
-  const error = typeof parsed === "object" && parsed !== null ? (parsed as { error?: unknown }).error : undefined
+  const error = isJsonObject(parsed) ? parsed.error : undefined
   if (typeof error === "string") return preview(error)
-  if (typeof error === "object" && error !== null) {
-    const { code, message } = error as { code?: unknown; message?: unknown }
+  if (isJsonObject(error)) {
+    const { code, message } = error
     const words = [typeof code === "string" ? code : undefined, message].filter((w): w is string => typeof w === "string")
     if (words.length > 0) return preview(words.join(": "))
   }
@@ -102,8 +93,8 @@ const rootCause = (error: unknown): string => {
   let current: unknown = error
   for (let depth = 0; depth < 5 && current instanceof Error && current.cause instanceof Error; depth++) current = current.cause
   if (!(current instanceof Error)) return String(current)
-  const code = (current as { code?: unknown }).code
-  return typeof code === "string" && !current.message.includes(code) ? `${current.message} (${code})` : current.message
+  const code = errnoCode(current)
+  return code !== undefined && !current.message.includes(code) ? `${current.message} (${code})` : current.message
 }
 
 export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, HttpClient.HttpClient> =>
@@ -113,7 +104,6 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
     const url = `${config.baseUrl.replace(/\/+$/, "")}/chat/completions`
     const endpoint = `${shown(base)}/chat/completions`
     const apiKey = Option.map(config.apiKey, Redacted.value)
-    const timeoutSeconds = Duration.toSeconds(config.timeout)
     const scrub = (text: string): string =>
       Option.match(apiKey, { onNone: () => text, onSome: (key) => text.split(key).join("<redacted>") })
     const debug = (line: string): Effect.Effect<void> =>
@@ -139,28 +129,16 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
       }
     }
 
-    const exchange = (body: string) =>
-      HttpClientRequest.post(url).pipe(
-        HttpClientRequest.setHeaders(Option.match(apiKey, {
-          onNone: () => ({}),
-          onSome: (key) => ({ authorization: `Bearer ${key}` })
-        })),
-        HttpClientRequest.bodyText(body, "application/json"),
-        client.execute,
-        Effect.flatMap((response) =>
-          Effect.map(response.text, (text) => ({
-            status: response.status,
-            retryAfter: response.headers["retry-after"],
-            body: text
-          }))
-        )
-      )
+    const headers: Record<string, string> = Option.match(apiKey, {
+      onNone: () => ({}),
+      onSome: (key) => ({ authorization: `Bearer ${key}` })
+    })
 
     const decode = (answer: string): Effect.Effect<MessagesResponse, BrainError> => {
       const fatal = (detail: string) => Effect.fail(new BrainError({ reason: "fatal", detail: scrub(detail) }))
       const json = Either.try(() => JSON.parse(answer) as unknown)
       if (Either.isLeft(json)) return fatal(`answer is not JSON: ${preview(answer)}`)
-      if (typeof json.right === "object" && json.right !== null && "error" in json.right) {
+      if (isJsonObject(json.right) && "error" in json.right) {
         return fatal(`server answered error: ${apiMessage(answer)}`)
       }
       const decoded = decodeChatResponse(json.right)
@@ -176,69 +154,48 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
     const transportDetail = (error: HttpClientError.HttpClientError) =>
       `cannot reach ${base.host}: ${preview(rootCause(error.cause ?? error))}`
 
-    const attempt = (body: string, model: string, number: number): Effect.Effect<MessagesResponse, AttemptFailure> =>
-      Effect.gen(function*() {
-        const started = yield* Clock.currentTimeMillis
-        const outcome = yield* exchange(body).pipe(Effect.timeout(config.timeout), Effect.either)
-        const now = yield* Clock.currentTimeMillis
-        const after = `attempt ${number}, ${now - started} ms`
-        if (Either.isLeft(outcome)) {
-          const error = outcome.left
-          if (error._tag === "RequestError" && error.reason !== "Transport") {
-            yield* debug(`${after}: request not sent: ${error.message}`)
-            return yield* new BrainError({ reason: "fatal", detail: `request not sent: ${scrub(error.message)}` })
+    const report = {
+      noAnswer: `no answer from ${base.host} within ${Duration.toSeconds(config.timeout)}s`,
+      unreachable: transportDetail,
+      scrub,
+      debug
+    }
+
+    const attempt = (body: string, model: string, number: number) =>
+      attemptExchange(postJson(client, url, headers, body), config.timeout, number, report, (answer, now, after) =>
+        Effect.gen(function*() {
+          const { retryAfter, status } = answer
+          if (status >= 200 && status < 300) {
+            yield* debug(`${after}: HTTP ${status}`)
+            yield* debug(`response ${answer.body}`)
+            return yield* decode(answer.body)
           }
-          const detail = error._tag === "TimeoutException"
-            ? `no answer from ${base.host} within ${timeoutSeconds}s`
-            : scrub(transportDetail(error))
-          yield* debug(`${after}: ${detail}`)
-          return yield* new RetryableFailure({ detail, retryAfter: Option.none() })
-        }
-        const { body: answer, retryAfter, status } = outcome.right
-        if (status >= 200 && status < 300) {
-          yield* debug(`${after}: HTTP ${status}`)
-          yield* debug(`response ${answer}`)
-          return yield* decode(answer)
-        }
-        const said = `HTTP ${status}: ${scrub(apiMessage(answer))}`
-        yield* debug(`${after}: ${said}`)
-        if (RETRYABLE_STATUSES.has(status) || status >= 500) {
-          return yield* new RetryableFailure({ detail: said, retryAfter: parseRetryAfter(retryAfter, now) })
-        }
-        return yield* new BrainError({ reason: "fatal", detail: `${said} (${advice(status, model)})` })
-      }).pipe(
-        Effect.tapErrorTag("RetryableFailure", (failure) =>
-          Effect.logWarning(`OpenAI-compatible API attempt ${number} of ${config.retries + 1} failed: ${failure.detail}`))
-      )
+          const said = `HTTP ${status}: ${scrub(apiMessage(answer.body))}`
+          yield* debug(`${after}: ${said}`)
+          if (RETRYABLE_STATUSES.has(status) || status >= 500) {
+            return yield* new RetryableFailure({ detail: said, retryAfter: parseRetryAfter(retryAfter, now) })
+          }
+          return yield* new BrainError({ reason: "fatal", detail: `${said} (${advice(status, model)})` })
+        }))
 
     const complete = (request: MessagesRequest) =>
       Effect.gen(function*() {
         const body = JSON.stringify(toChatRequest(request))
         yield* debug(`POST ${endpoint} (authorization: ${Option.isSome(apiKey) ? "Bearer <redacted>" : "none"})`)
         yield* debug(`request ${body}`)
-        const attempts = yield* Ref.make(0)
-        return yield* Ref.updateAndGet(attempts, (n) => n + 1).pipe(
-          Effect.flatMap((number) => attempt(body, request.model, number)),
-          Effect.retry(retrySchedule(config.retries)),
-          Effect.catchTag("RetryableFailure", (failure) =>
-            Effect.flatMap(Ref.get(attempts), (count) =>
-              new BrainError({
-                reason: "timeout",
-                detail: `gave up after ${count} attempt${count === 1 ? "" : "s"}: ${failure.detail}`
-              })))
-        )
-      })
+        return yield* withRetries("OpenAI-compatible API", config.retries, (number) => attempt(body, request.model, number))
+      }).pipe(Effect.withSpan("OpenAiBrain.complete", { attributes: { model: request.model } }))
 
     return Brain.of({ complete })
   })
 
 /** The key is required only for a public base URL. */
-export const requireKey = (config: OpenAiConfig): Effect.Effect<OpenAiConfig, StartupError> =>
+export const requireKey = (config: OpenAiConfig): Effect.Effect<OpenAiConfig, MissingSetting> =>
   Option.isNone(config.apiKey) && !isLocalHost(new URL(config.baseUrl).hostname)
     ? Effect.fail(missingApiKey(config.baseUrl))
     : Effect.succeed(config)
 
-export const layer: Layer.Layer<Brain, ConfigError.ConfigError | StartupError, HttpClient.HttpClient> = Layer.effect(
+export const layer: Layer.Layer<Brain, ConfigError.ConfigError | MissingSetting, HttpClient.HttpClient> = Layer.effect(
   Brain,
   OpenAiConfig.pipe(Effect.flatMap(requireKey), Effect.flatMap(make))
 )

@@ -6,8 +6,16 @@
 import * as fs from "node:fs"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
+import * as Data from "effect/Data"
 import * as Either from "effect/Either"
-import { StartupError } from "../StartupError.js"
+import { describeError } from "../Errors.js"
+
+/** config.env cannot be read, or a line of it is not a setting; `message` names the file and line, never a value. */
+export class ConfigFileError extends Data.TaggedError("ConfigFileError")<{
+  readonly reason: "unreadable" | "syntax"
+  readonly file: string
+  readonly message: string
+}> {}
 
 // `s`: a stray CR inside a value is kept, for the key's own check to name it.
 const LINE = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/s
@@ -55,15 +63,17 @@ const nonEmpty = (entries: Iterable<readonly [string, string | undefined]>): Map
 }
 
 /** Reads config.env if present; a missing file is no settings. */
-export const read = (file: string): Effect.Effect<Map<string, string>, StartupError> =>
+export const read = (file: string): Effect.Effect<Map<string, string>, ConfigFileError> =>
   Effect.suspend(() => {
     if (!fs.existsSync(file)) return Effect.succeed(new Map())
     const text = Either.try(() => fs.readFileSync(file, "utf8"))
     if (Either.isLeft(text)) {
-      return Effect.fail(new StartupError({ exitCode: 2, message: `cannot read ${file}: ${String(text.left)}` }))
+      return Effect.fail(
+        new ConfigFileError({ reason: "unreadable", file, message: `cannot read ${file}: ${describeError(text.left)}` })
+      )
     }
     return Either.match(parse(text.right, file), {
-      onLeft: (message) => Effect.fail(new StartupError({ exitCode: 2, message })),
+      onLeft: (message) => Effect.fail(new ConfigFileError({ reason: "syntax", file, message })),
       onRight: (values) => Effect.succeed(nonEmpty(values))
     })
   })

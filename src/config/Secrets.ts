@@ -10,11 +10,13 @@
  * live on only in the ConfigProvider the entry point builds.
  */
 import * as fs from "node:fs"
+import * as Arr from "effect/Array"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
+import { describeError } from "../Errors.js"
 
 export const secretNames = ["ANTHROPIC_API_KEY", "DISCORD_BOT_TOKEN"] as const
 export type SecretName = (typeof secretNames)[number]
@@ -62,6 +64,25 @@ export const headerSecret = (
     Config.map(Redacted.make)
   )
 
+/** The values of the known secrets that are set: no child may inherit them, whatever variable they hide in. */
+export const SecretValuesConfig: Config.Config<Array<Redacted.Redacted<string>>> = Config.all(
+  secretNames.map((name) => Config.option(Config.redacted(name)))
+).pipe(Config.map(Arr.getSomes))
+
+/** This process's environment minus the secrets, by name and by value: what a child process gets. */
+export const childEnvironment = (withheld: ReadonlyArray<Redacted.Redacted<string>>): Record<string, string> => {
+  const values = new Set(
+    [...secretNames.map((name) => process.env[name]), ...withheld.map(Redacted.value)].filter(
+      (value): value is string => value !== undefined && value !== ""
+    )
+  )
+  const env: Record<string, string> = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !isSecretName(key) && !values.has(value)) env[key] = value
+  }
+  return env
+}
+
 // ---------------------------------------------------------------------------
 // Withdrawing secrets from this process's environment
 
@@ -71,8 +92,6 @@ export interface Withdrawn {
   /** Why the start-up environment block could not be wiped (without /proc there is none to wipe). */
   readonly notWiped: string | undefined
 }
-
-const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
 interface BlockEntry {
   readonly name: string
@@ -102,7 +121,7 @@ const environBlockStart = (stat: string): Either.Either<number, string> => {
   return Number.isSafeInteger(start) && start > 0 ? Either.right(start) : Either.left("no env_start in /proc/self/stat")
 }
 
-const attempt = <A>(what: () => A): Either.Either<A, string> => Either.mapLeft(Either.try(what), describe)
+const attempt = <A>(what: () => A): Either.Either<A, string> => Either.mapLeft(Either.try(what), describeError)
 
 /** Zeroes the entries of the start-up environment block that `hide` picks, and checks they are gone. */
 const wipeEnvironBlock = (hide: (name: string, value: string) => boolean): Either.Either<void, string> =>

@@ -12,7 +12,7 @@ import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { type Frame, type FrameTooLarge, framed, makeBlockFramer } from "./Framing.js"
-import { FifoError } from "./RuntimeDir.js"
+import { FifoError } from "./FifoPaths.js"
 import { openReader, openWriter } from "./PipeEnd.js"
 
 /** No answer came within the time given to one request. */

@@ -1,7 +1,7 @@
 /**
- * An external bridge executable (the original shell bridges, or anything that
- * speaks the FIFO protocol) run as a supervised child process for the life of
- * a scope.
+ * A bridge that is an executable (the original shell bridges, or anything
+ * that speaks the FIFO protocol on the far end of one pipe pair), run as a
+ * supervised child process for the life of a scope.
  *
  * - Environment: ours, minus the secrets, plus the FIFO paths; a secret is
  *   passed only when the caller names it (the brain bridge needs the API key,
@@ -33,15 +33,15 @@ import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { isSecretName, type SecretName, secretNames } from "../config/Secrets.js"
-import { type FifoPaths, fifoEnvNames } from "./RuntimeDir.js"
+import { type FifoPaths, fifoEnvNames } from "./FifoPaths.js"
+import * as ProcessGroup from "../process/ProcessGroup.js"
 import * as Watchdog from "../process/Watchdog.js"
 
+/** The executable cannot be started (not an executable file); the message names the flag that chose it. */
 export class ExternalBridgeError extends Data.TaggedError("ExternalBridgeError")<{
   readonly message: string
   readonly cause?: unknown
 }> {}
-
-export { type SecretName, secretNames } from "../config/Secrets.js"
 
 /** How one run of the bridge ended. */
 export interface BridgeExit {
@@ -123,11 +123,8 @@ const describeExit = (exit: BridgeExit): string =>
     ? `killed by ${exit.signal}`
     : `exited with code ${exit.code}`
 
-/** Signals a whole process group; a group that is already gone is fine. */
 const signalGroup = (pgid: number, signal: NodeJS.Signals): Effect.Effect<void> =>
-  Effect.sync(() => {
-    Either.try(() => process.kill(-pgid, signal))
-  })
+  Effect.sync(() => ProcessGroup.signalGroup(pgid, signal))
 
 interface RunningChild {
   readonly pid: number | undefined

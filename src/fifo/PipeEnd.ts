@@ -17,7 +17,8 @@ import * as net from "node:net"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { FifoError, describe } from "./RuntimeDir.js"
+import { describeError } from "../Errors.js"
+import { FifoError } from "./FifoPaths.js"
 
 /** Our reading end of a FIFO. */
 export interface FifoReader {
@@ -74,7 +75,7 @@ const openSocket = (file: string, direction: "read" | "write"): Effect.Effect<ne
           socket.on("error", () => undefined)
           return socket
         },
-        catch: (cause) => new FifoError({ message: `cannot watch FIFO ${file}: ${describe(cause)}`, cause })
+        catch: (cause) => new FifoError({ message: `cannot watch FIFO ${file}: ${describeError(cause)}`, cause })
       }).pipe(Effect.tapError(() => closeFd(fd)))
     }),
     (socket) =>
@@ -91,7 +92,7 @@ export const openReader = (file: string): Effect.Effect<FifoReader, FifoError, S
     path: file,
     chunks: NodeStream.fromReadable<FifoError, Uint8Array>(
       () => socket,
-      (cause) => new FifoError({ message: `reading ${file} failed: ${describe(cause)}`, cause }),
+      (cause) => new FifoError({ message: `reading ${file} failed: ${describeError(cause)}`, cause }),
       { closeOnDone: false }
     ).pipe(
       // We hold a write end too, so the stream only stops when the socket broke.
@@ -109,7 +110,7 @@ export const openWriter = (file: string): Effect.Effect<FifoWriter, FifoError, S
           resume(
             error === undefined || error === null
               ? Effect.void
-              : Effect.fail(new FifoError({ message: `writing ${file} failed: ${describe(error)}`, cause: error }))
+              : Effect.fail(new FifoError({ message: `writing ${file} failed: ${describeError(error)}`, cause: error }))
           ))
       })
   }))

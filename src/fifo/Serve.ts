@@ -22,7 +22,7 @@ import { ClawRequest, decodeClawRequest, encodeClawAnswer } from "./ClawFrame.js
 import { defaultMaxBlockBytes, defaultMaxLineBytes, type Frame, framed, makeBlockFramer, makeLineFramer } from "./Framing.js"
 import { decodeInteractLine, encodeInteractLine } from "./InteractLine.js"
 import { openReader, openWriter } from "./PipeEnd.js"
-import { type FifoError, type FifoPaths } from "./RuntimeDir.js"
+import { type FifoError, type FifoPaths } from "./FifoPaths.js"
 import type * as Handover from "./Handover.js"
 
 export interface ServeOptions {

@@ -1,5 +1,6 @@
 /**
- * The terminal bridge: channel `cli`. Interactive on a TTY (prompt
+ * The terminal interact adapter (the Interact port on stdin/stdout): channel
+ * `cli`. Replies go to stdout: that is its job, not logging. Interactive on a TTY (prompt
  * `planckclaw> `); otherwise one message per input line, every one answered
  * in order, and the stream ends with the input so a script can pipe into it.
  */

@@ -1,7 +1,9 @@
 /**
  * Folds old history into summary.md. The slow part (asking the brain) runs
  * without the write lock, so turns go on meanwhile; only the final swap is
- * locked, and it keeps every line appended since the plan was made.
+ * locked, and it keeps every line appended since the plan was made. Lines
+ * stay strings from the file to the request: a million-line backlog is
+ * folded in a small heap.
  */
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
@@ -9,11 +11,14 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { Brain, type BrainError, type MessagesResponse } from "../Brain.js"
+import { Brain, type BrainError, responseText } from "../Brain.js"
 import { AgentConfig } from "../AgentConfig.js"
-import { type CompactionBusy, Memory, type MemoryError } from "./Memory.js"
-import { encodeEntry, parseLine } from "./HistoryFile.js"
+import * as Logging from "../Logging.js"
 import { capText, compactionRequest } from "../Prompt.js"
+import * as FoldStore from "./FoldStore.js"
+import { type CompactionBusy, decodeLine, encodeLine, Memory, type MemoryError } from "./Memory.js"
+
+export { CompactionBusy } from "./Memory.js"
 
 export interface CompactionReport {
   /** History lines folded into the summary. */
@@ -43,21 +48,19 @@ export interface CompactorService {
 
 export class Compactor extends Context.Tag("planckclaw/Compactor")<Compactor, CompactorService>() {}
 
-const replyText = (response: MessagesResponse): string =>
-  response.content.flatMap((block) => block.type === "text" && "text" in block ? [block.text] : []).join("").trim()
-
 export const make = Effect.gen(function*() {
   const config = yield* AgentConfig
   const memory = yield* Memory
+  const folds = yield* FoldStore.FoldStore
   const brain = yield* Brain
 
   const due = memory.hasMoreLinesThan(config.historyMax)
 
   const run = (force: boolean) =>
-    memory.exclusiveCompaction(Effect.gen(function*() {
+    folds.exclusiveCompaction(Effect.gen(function*() {
       // Asked again under the lock: another process may have compacted meanwhile.
       if (!force && !(yield* due)) return Option.none()
-      const plan = yield* memory.planFold(config.historyKeep)
+      const plan = yield* folds.planFold(config.historyKeep)
       if (Option.isNone(plan)) return Option.none()
       const { summary: previous } = yield* memory.snapshot(0)
 
@@ -71,7 +74,7 @@ export const make = Effect.gen(function*() {
             new CompactionFailed({ message: `the brain could not summarise (${error.reason}: ${error.detail})` })
           ),
           Effect.flatMap((response) => {
-            const summary = replyText(response)
+            const summary = responseText(response).trim()
             if (summary.length === 0) {
               return Effect.fail(new CompactionFailed({ message: "the brain answered an empty summary" }))
             }
@@ -85,18 +88,18 @@ export const make = Effect.gen(function*() {
         )
       })
 
-      yield* memory.linesToFold(plan.value).pipe(
+      yield* folds.linesToFold(plan.value).pipe(
         Stream.runForEachChunk((lines) =>
           Effect.gen(function*() {
             for (const raw of lines) {
-              const entry = parseLine(raw)
+              const entry = decodeLine(raw)
               if (Option.isNone(entry)) {
                 fold.skipped++
                 continue
               }
               // A giant line is folded cut, as a turn sends it; the usual line goes as it is.
               const content = capText(entry.value.content)
-              const line = content === entry.value.content ? raw : encodeEntry({ role: entry.value.role, content })
+              const line = content === entry.value.content ? raw : encodeLine({ role: entry.value.role, content })
               fold.batch.push(line)
               fold.batchChars += line.length
               if (fold.batchChars >= config.compactionChunkChars) yield* flush
@@ -107,7 +110,7 @@ export const make = Effect.gen(function*() {
       yield* flush
       if (requests === 0 && fold.skipped === 0) return Option.none()
 
-      const { kept, summaryBytes } = yield* memory.commitFold(plan.value, fold.summary)
+      const { kept, summaryBytes } = yield* folds.commitFold(plan.value, fold.summary)
       const report: CompactionReport = {
         summarised: fold.summarised,
         skipped: fold.skipped,
@@ -119,7 +122,11 @@ export const make = Effect.gen(function*() {
         `compaction: summarised ${report.summarised} lines, kept ${report.kept}, summary ${report.summaryBytes} bytes`
       )
       return Option.some(report)
-    }))
+    })).pipe(
+      Effect.withSpan("Compactor.compact", { attributes: { force }, captureStackTrace: false }),
+      // A host embedding the agent keeps its stdout for its own output.
+      Logging.toStderr
+    )
 
   return {
     // Most turns end here, without taking the compaction lock.
@@ -132,8 +139,9 @@ export const make = Effect.gen(function*() {
   } satisfies CompactorService
 })
 
+/** The fold store is built inside, on the provided Memory's directory: both share one write mutex. */
 export const layer: Layer.Layer<
   Compactor,
   import("effect/ConfigError").ConfigError,
   Memory | Brain
-> = Layer.effect(Compactor, make)
+> = Layer.effect(Compactor, make).pipe(Layer.provide(FoldStore.layer))

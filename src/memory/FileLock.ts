@@ -12,6 +12,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import { describeError, errnoCode } from "../Errors.js"
+import { readPidFileSync } from "../process/PidFile.js"
 import { heldBy } from "../process/PidLiveness.js"
 
 export class LockHeld extends Data.TaggedError("LockHeld")<{
@@ -26,12 +28,12 @@ export class LockFailed extends Data.TaggedError("LockFailed")<{
   readonly message: string
 }> {}
 
-/** The pid in a lock: a file's content, or the target of a lock taken on a full disk (a link). */
-const readOwner = (path: string): number => {
-  const link = Either.try(() => fs.readlinkSync(path))
-  const content = Either.isRight(link) ? link : Either.try(() => fs.readFileSync(path, "utf8"))
-  return Either.isRight(content) ? Number.parseInt(content.right, 10) : Number.NaN
-}
+/**
+ * The pid in a lock: a file's content, or the target of a lock taken on a
+ * full disk (a link). NaN when there is none yet: an empty file is a lock
+ * being written, which `tryTakeSync` treats as held for its first second.
+ */
+const readOwner = (path: string): number => readPidFileSync(path) ?? Number.NaN
 
 /** Errors of a disk with no room for the pid: a link still fits, its target lives in the inode. */
 const noRoom = new Set(["ENOSPC", "EDQUOT", "EFBIG"])
@@ -48,20 +50,25 @@ export const tryTakeSync = (path: string): Either.Either<void, LockHeld | LockFa
         if (Either.isRight(written) && written.right === content.length) return Either.void
         // A full disk: an empty lock would look "being written" to others for a second; remove it.
         Either.try(() => fs.unlinkSync(path))
-        const cause = Either.isLeft(written) ? written.left as NodeJS.ErrnoException : undefined
-        if (noRoom.has(cause?.code ?? "ENOSPC")) {
+        const cause = Either.isLeft(written) ? written.left : undefined
+        const code = cause === undefined ? "ENOSPC" : errnoCode(cause) ?? "ENOSPC"
+        if (noRoom.has(code)) {
           // Taking the lock must not need free space: the pid as a symbolic link's target does not.
           const linked = Either.try(() => fs.symlinkSync(String(process.pid), path))
           if (Either.isRight(linked)) return Either.void
-          if ((linked.left as NodeJS.ErrnoException).code === "EEXIST") continue
+          if (errnoCode(linked.left) === "EEXIST") continue
         }
         return Either.left(
-          new LockFailed({ path, code: cause?.code ?? "ENOSPC", message: cause?.message ?? "the lock file was written short" })
+          new LockFailed({
+            path,
+            code,
+            message: cause === undefined ? "the lock file was written short" : describeError(cause)
+          })
         )
       }
-      const code = (created.left as NodeJS.ErrnoException).code
+      const code = errnoCode(created.left)
       if (code !== "EEXIST") {
-        return Either.left(new LockFailed({ path, code, message: (created.left as Error).message }))
+        return Either.left(new LockFailed({ path, code, message: describeError(created.left) }))
       }
       const owner = readOwner(path)
       // Our own pid on a file we do not hold in this process: left by an

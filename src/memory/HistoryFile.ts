@@ -215,9 +215,3 @@ export const streamLines = (path: string, end: number): Stream.Stream<string, Er
         }))
     })
   )
-
-export const errnoCode = (error: unknown): string | undefined =>
-  typeof error === "object" && error !== null && "code" in error ? String((error as { code: unknown }).code) : undefined
-
-export const describeFsError = (error: unknown): string =>
-  Either.getOrElse(Either.try(() => (error as Error).message), () => String(error))

@@ -111,7 +111,11 @@ export const make = (directory: string): Effect.Effect<InboxService, MemoryError
   Effect.suspend(() => {
     const file = path.join(directory, ".inbox.jsonl")
     const refused = (error: SafeFile.MemoryFileError) =>
-      new MemoryError({ message: `cannot read the inbox journal: ${error.message}`, cause: error })
+      new MemoryError({
+        reason: error._tag === "MemoryFileRefused" ? "unwritable" : "io",
+        message: `cannot read the inbox journal: ${error.message}`,
+        cause: error
+      })
     // Only a regular file of this user, never through a link; a torn last
     // record (power loss, full disk) is cut off: that needs no free space.
     const opened = SafeFile.withFile(file, fs.constants.O_RDWR, (fd) => {

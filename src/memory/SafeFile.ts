@@ -8,6 +8,7 @@
 import * as fs from "node:fs"
 import * as Data from "effect/Data"
 import * as Either from "effect/Either"
+import { describeError, errnoCode } from "../Errors.js"
 
 /** The file is not one the agent may use: a link, not a regular file, or someone else's. */
 export class MemoryFileRefused extends Data.TaggedError("MemoryFileRefused")<{
@@ -24,16 +25,10 @@ export class MemoryFileFailed extends Data.TaggedError("MemoryFileFailed")<{
 
 export type MemoryFileError = MemoryFileRefused | MemoryFileFailed
 
-const codeOf = (error: unknown): string | undefined =>
-  typeof error === "object" && error !== null && "code" in error ? String((error as { code: unknown }).code) : undefined
-
-const messageOf = (error: unknown): string =>
-  error instanceof Error ? error.message : String(error)
-
 export const failed = (path: string, error: unknown) => {
-  const message = messageOf(error)
+  const message = describeError(error)
   // Node names the path for an open, not for a write or a sync.
-  return new MemoryFileFailed({ path, code: codeOf(error), message: message.includes(path) ? message : `${path}: ${message}` })
+  return new MemoryFileFailed({ path, code: errnoCode(error), message: message.includes(path) ? message : `${path}: ${message}` })
 }
 
 /** Why a file with this status may not be used as memory; undefined when it may. */
@@ -80,7 +75,7 @@ export const open = (path: string, how: number): Either.Either<number, MemoryFil
   const opened = Either.try(() => fs.openSync(path, how | O_NOFOLLOW | O_NONBLOCK, 0o600))
   if (Either.isLeft(opened)) {
     return Either.left(
-      codeOf(opened.left) === "ELOOP"
+      errnoCode(opened.left) === "ELOOP"
         ? new MemoryFileRefused({ path, message: `${path} is a symbolic link; refusing to follow it (make it a regular file)` })
         : failed(path, opened.left)
     )
@@ -132,10 +127,10 @@ export const appendAll = (
       return Either.left(
         new MemoryFileFailed({
           path,
-          code: codeOf(cause) ?? "ENOSPC",
-          message: `writing ${path}: ${cause === undefined ? "no bytes written" : messageOf(cause)} ` +
+          code: errnoCode(cause) ?? "ENOSPC",
+          message: `writing ${path}: ${cause === undefined ? "no bytes written" : describeError(cause)} ` +
             `(${offset} of ${data.length} bytes written, ` +
-            `${Either.isRight(cut) ? `cut back to ${sizeBefore} bytes` : `could not cut back: ${messageOf(cut.left)}`})`
+            `${Either.isRight(cut) ? `cut back to ${sizeBefore} bytes` : `could not cut back: ${describeError(cut.left)}`})`
         })
       )
     }

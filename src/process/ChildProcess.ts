@@ -22,6 +22,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
+import { describeError } from "../Errors.js"
+import { signalGroup } from "./ProcessGroup.js"
 import { spawnGuarded, untrackGroup } from "./Watchdog.js"
 
 export interface RunRequest {
@@ -91,13 +93,6 @@ interface Running {
   exited: boolean
 }
 
-const killGroup = (pid: number): void => {
-  // ESRCH (group already gone) is the expected way for this to fail.
-  Either.try(() => process.kill(-pid, "SIGKILL"))
-}
-
-const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
-
 /**
  * Spawns and wires every listener in one synchronous step, so no event can
  * fire between the spawn and the listener that must see it.
@@ -122,14 +117,14 @@ const start = (request: RunRequest, done: Deferred.Deferred<RunOutcome, SpawnErr
         stdout.push(chunk)
         if (!flooded && stdout.seen > request.stdoutMax + request.floodAllowance && child.pid !== undefined) {
           flooded = true
-          killGroup(child.pid)
+          signalGroup(child.pid, "SIGKILL")
         }
       })
       child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk))
       child.on("exit", () => {
         running.exited = true
         if (child.pid !== undefined) {
-          killGroup(child.pid)
+          signalGroup(child.pid, "SIGKILL")
           untrackGroup(child.pid)
         }
       })
@@ -138,7 +133,7 @@ const start = (request: RunRequest, done: Deferred.Deferred<RunOutcome, SpawnErr
         // being guaranteed.
         Deferred.unsafeDone(
           done,
-          Exit.fail(new SpawnError({ message: `cannot start ${request.command}: ${describe(cause)}`, cause }))
+          Exit.fail(new SpawnError({ message: `cannot start ${request.command}: ${describeError(cause)}`, cause }))
         )
       })
       child.on("close", (exitCode: number | null, signal: NodeJS.Signals | null) => {
@@ -157,7 +152,7 @@ const start = (request: RunRequest, done: Deferred.Deferred<RunOutcome, SpawnErr
       })
       return running
     },
-    catch: (cause) => new SpawnError({ message: `cannot start ${request.command}: ${describe(cause)}`, cause })
+    catch: (cause) => new SpawnError({ message: `cannot start ${request.command}: ${describeError(cause)}`, cause })
   })
 
 /** Kills the group unless the main process already exited, then waits for Node to reap it. */
@@ -171,7 +166,7 @@ const stop = (running: Running): Effect.Effect<void> =>
       return
     }
     child.once("exit", () => resume(Effect.void))
-    killGroup(child.pid)
+    signalGroup(child.pid, "SIGKILL")
   })
 
 /**
@@ -184,11 +179,11 @@ export const privateDirectory = (prefix: string): Effect.Effect<string, SpawnErr
     Effect.try({
       try: () => fs.mkdtempSync(path.join(os.tmpdir(), prefix)),
       catch: (cause) =>
-        new SpawnError({ message: `cannot create a working directory in ${os.tmpdir()}: ${describe(cause)}`, cause })
+        new SpawnError({ message: `cannot create a working directory in ${os.tmpdir()}: ${describeError(cause)}`, cause })
     }),
     (directory) =>
       Either.match(Either.try(() => fs.rmSync(directory, { recursive: true, force: true })), {
-        onLeft: (cause) => Effect.logWarning(`cannot remove the working directory ${directory}: ${describe(cause)}`),
+        onLeft: (cause) => Effect.logWarning(`cannot remove the working directory ${directory}: ${describeError(cause)}`),
         onRight: () => Effect.void
       })
   )

@@ -4,13 +4,14 @@
  */
 import * as fs from "node:fs"
 import * as Either from "effect/Either"
+import { errnoCode } from "../Errors.js"
 
 /** Whether a process with this pid exists (a live lock or pid-file owner). */
 export const isAlive = (pid: number): boolean => {
   if (!Number.isInteger(pid) || pid <= 0) return false
   const probe = Either.try(() => process.kill(pid, 0))
   // EPERM means the process exists but belongs to someone else: still alive.
-  return Either.isRight(probe) || (probe.left as NodeJS.ErrnoException).code === "EPERM"
+  return Either.isRight(probe) || errnoCode(probe.left) === "EPERM"
 }
 
 // Clock ticks per second of /proc times (USER_HZ): 100 wherever Linux runs Node.

@@ -20,7 +20,8 @@ import {
 } from "effect"
 import { Brain, type BrainError, type MessagesRequest } from "../../src/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
-import { StartupError } from "../../src/StartupError.js"
+import * as BrainRetry from "../../src/brain/BrainRetry.js"
+import { MissingSetting } from "../../src/config/MissingSetting.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 
 const fakeKey = "test-key-not-secret"
@@ -460,15 +461,15 @@ describe("Anthropic brain layer and config", () => {
       }
     }))
 
-  it.scoped("the layer fails with StartupError (exit 2) when ANTHROPIC_API_KEY is missing or empty", () =>
+  it.scoped("the layer fails with MissingSetting naming ANTHROPIC_API_KEY when it is missing or empty", () =>
     Effect.gen(function*() {
       for (const env of [{}, { ANTHROPIC_API_KEY: "" }, { ANTHROPIC_API_KEY: "  ", PLANCKCLAW_BRAIN_RETRIES: "x" }]) {
         const error = yield* Effect.flip(buildBrainLayer(withEnv(env)))
-        expect(error).toBeInstanceOf(StartupError)
-        expect(error).toMatchObject({ exitCode: 2 })
-        expect((error as StartupError).message).toContain("ANTHROPIC_API_KEY is not set")
-        expect((error as StartupError).message).toContain("config.env")
-        expect((error as StartupError).message).not.toContain("\n")
+        expect(error).toBeInstanceOf(MissingSetting)
+        expect(error).toMatchObject({ key: "ANTHROPIC_API_KEY" })
+        expect((error as MissingSetting).message).toContain("ANTHROPIC_API_KEY is not set")
+        expect((error as MissingSetting).message).toContain("config.env")
+        expect((error as MissingSetting).message).not.toContain("\n")
       }
     }))
 
@@ -493,7 +494,7 @@ const buildBrainLayer = (configure: <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 
 describe("parseRetryAfter", () => {
   const now = Date.parse("2025-01-01T00:00:00Z")
-  const millis = (value: string) => Option.map(Anthropic.parseRetryAfter(value, now), Duration.toMillis)
+  const millis = (value: string) => Option.map(BrainRetry.parseRetryAfter(value, now), Duration.toMillis)
 
   it("reads seconds, HTTP dates, caps long waits and ignores nonsense", () => {
     expect(millis("7")).toEqual(Option.some(7_000))
@@ -502,6 +503,6 @@ describe("parseRetryAfter", () => {
     expect(millis("Tue, 31 Dec 2024 23:59:00 GMT")).toEqual(Option.some(0))
     expect(millis("3600")).toEqual(Option.some(60_000))
     expect(millis("soon")).toEqual(Option.none())
-    expect(Anthropic.parseRetryAfter(undefined, now)).toEqual(Option.none())
+    expect(BrainRetry.parseRetryAfter(undefined, now)).toEqual(Option.none())
   })
 })

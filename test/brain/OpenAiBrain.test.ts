@@ -4,7 +4,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Fiber, Option, Random, Redacted } from "effect"
 import { Brain, type BrainError, type MessagesRequest } from "../../src/Brain.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
-import { StartupError } from "../../src/StartupError.js"
+import { MissingSetting } from "../../src/config/MissingSetting.js"
 import * as Server from "../support/ChatCompletionsServer.js"
 import { advanceTo, awaitPendingSleep, withRealHttp } from "../support/TestClockHttp.js"
 
@@ -207,9 +207,9 @@ describe("OpenAI-compatible brain config", () => {
     Effect.gen(function*() {
       for (const env of [{}, { OPENAI_BASE_URL: "https://openrouter.ai/api/v1", OPENAI_API_KEY: "" }]) {
         const error = yield* Effect.flip(askThroughLayer(env))
-        expect(error).toBeInstanceOf(StartupError)
-        expect(error).toMatchObject({ exitCode: 2 })
-        expect((error as StartupError).message).toMatch(/^OPENAI_API_KEY is not set: https:\/\/(api\.openai\.com|openrouter\.ai\/api)\/v1 is not/)
+        expect(error).toBeInstanceOf(MissingSetting)
+        expect(error).toMatchObject({ key: "OPENAI_API_KEY" })
+        expect((error as MissingSetting).message).toMatch(/^OPENAI_API_KEY is not set: https:\/\/(api\.openai\.com|openrouter\.ai\/api)\/v1 is not/)
       }
       const config = yield* OpenAi.OpenAiConfig.pipe(withEnv({}))
       expect(config.baseUrl).toBe("https://api.openai.com/v1")

@@ -7,29 +7,26 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { APOLOGY } from "../../src/Agent.js"
 import {
-  answered,
-  APOLOGY,
   apiError,
-  brainServer,
+  cutShort,
+  make as brainServer,
   drop,
   echo,
-  fifosLeft,
   type Handler,
   hang,
   lastUserText,
   message,
-  planckclaw,
   replies,
   respond,
-  sandbox,
-  session,
-  SHIPPED_CLAWS,
-  strays,
   text,
   toolUse,
   unusedPort
-} from "./support.js"
+} from "../support/AnthropicServer.js"
+import { fifosLeft } from "../support/Pipes.js"
+import { answered, sandbox, session, SHIPPED_CLAWS } from "./Campaign.js"
+import { planckclaw, strays } from "./Processes.js"
 
 const TIMEOUT = 120_000
 
@@ -38,7 +35,7 @@ describe("faults: brain", () => {
     Effect.gen(function*() {
       const box = yield* sandbox()
       const port = yield* unusedPort
-      const proc = yield* planckclaw(box, ["run"], box.env({ ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` }))
+      const proc = yield* planckclaw(box, ["run"], box.envWith({ ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` }))
       yield* proc.write("first\n")
       expect(yield* proc.awaitLines(1)).toEqual([APOLOGY])
       expect(proc.stderr()).toMatch(/connection failed|ECONNREFUSED/)
@@ -166,7 +163,7 @@ describe("faults: brain", () => {
     Effect.gen(function*() {
       const body = JSON.stringify({ content: [{ type: "text", text: "never whole" }], stop_reason: "end_turn" })
       const t = yield* session(
-        replies({ _tag: "CutShort", body, sent: 20 }, text("after the cut"), text("B")),
+        replies(cutShort(body, 20), text("after the cut"), text("B")),
         { PLANCKCLAW_BRAIN_RETRIES: "1" },
         ["first", "second"]
       )

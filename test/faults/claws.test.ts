@@ -6,19 +6,10 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  answered,
-  gone,
-  type Handler,
-  lastUserText,
-  pidIn,
-  replies,
-  type RecordedRequest,
-  session,
-  text,
-  tool,
-  toolUse
-} from "./support.js"
+import { type Handler, lastUserText, type RecordedRequest, replies, text, toolUse } from "../support/AnthropicServer.js"
+import { tool } from "../support/Sandbox.js"
+import { gone, pidIn } from "./Bounds.js"
+import { answered, session } from "./Campaign.js"
 
 const TIMEOUT = 120_000
 
@@ -54,8 +45,8 @@ describe("faults: claws", () => {
         { type: "tool_result", tool_use_id: "tu_1", content: "Error: Tool hang timed out after 1s", is_error: true }
       ])
       // Both the claw and the child it forked are gone for good: not even a zombie.
-      yield* gone("the hanging claw", yield* pidIn(t.box.file("hang.pid")))
-      yield* gone("the claw's background child", yield* pidIn(t.box.file("hang-child.pid")))
+      yield* gone("the hanging claw", yield* pidIn(t.box.path("hang.pid")))
+      yield* gone("the claw's background child", yield* pidIn(t.box.path("hang-child.pid")))
       expect(t.box.memoryFile("history.jsonl")).toBe(
         answered(["first", "Here is what the tool said."], ["second", "B"])
       )
@@ -71,7 +62,7 @@ describe("faults: claws", () => {
       expect(result!.is_error).toBeUndefined()
       expect(result!.content).toMatch(/^(flooding\n)+[a-z]*\n\[output truncated at 1000 bytes\]$/)
       expect(result!.content.length).toBeLessThan(1100)
-      yield* gone("the flooding claw", yield* pidIn(t.box.file("flood.pid")))
+      yield* gone("the flooding claw", yield* pidIn(t.box.path("flood.pid")))
     }), TIMEOUT)
 
   it.scopedLive("claws: a claw that exits non-zero or dies by a signal → an error result with its stderr", () =>
@@ -182,7 +173,7 @@ describe("faults: claws", () => {
       })
       expect(t.replies).toEqual(["Here is what the tool said.", "B"])
       expect(resultsIn(t.requests, 1)[0]!.content).toBe("started")
-      yield* gone("the claw's background child", yield* pidIn(t.box.file("leaky-child.pid")))
+      yield* gone("the claw's background child", yield* pidIn(t.box.path("leaky-child.pid")))
     }), TIMEOUT)
 
   it.scopedLive("claws: CLAWS_DIR missing → answered without tools, with a warning", () =>

@@ -13,35 +13,26 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Either, Option } from "effect"
 import { replay } from "../../src/memory/Inbox.js"
 import {
-  brainServer,
-  connectTo,
+  make as brainServer,
+  delay,
   echo,
-  eventually,
-  fifosLeft,
   type Handler,
   hang,
   isCompaction,
-  isRunning,
-  isSentinel,
   lastUserText,
-  line,
-  listening,
   listingSummary,
-  planckclaw,
-  prng,
   type Reply,
-  type Sandbox,
-  sandbox,
-  sendRaw,
-  SHIPPED_CLAWS,
-  strays,
   summaryItems,
   text,
-  toolUse,
-  unparsableLines,
-  within,
-  writeSentinel
-} from "./support.js"
+  toolUse
+} from "../support/AnthropicServer.js"
+import { line } from "../support/Harness.js"
+import { fifosLeft } from "../support/Pipes.js"
+import { isRunning, type Sandbox } from "../support/Sandbox.js"
+import { eventually, within } from "./Bounds.js"
+import { prng, sandbox, SHIPPED_CLAWS, unparsableLines } from "./Campaign.js"
+import { connectTo, isSentinel, listening, sendRaw, writeSentinel } from "./FifoClient.js"
+import { planckclaw, strays } from "./Processes.js"
 
 const seedFromEnv = Number.parseInt(process.env["PLANCKCLAW_FAULT_SEED"] ?? "", 10)
 const SEED = Number.isSafeInteger(seedFromEnv) ? seedFromEnv : Math.floor(Math.random() * 2 ** 31)
@@ -131,7 +122,7 @@ interface Iteration {
  */
 const killedRun = (box: Sandbox, url: string, ledger: Ledger, label: string, iteration: Iteration, rand: () => number) =>
   Effect.scoped(Effect.gen(function*() {
-    const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.env({ ANTHROPIC_BASE_URL: url, ...iteration.settings }), {
+    const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: url, ...iteration.settings }), {
       stdin: "ignore"
     })
     const client = yield* connectTo(proc, box.runDir)
@@ -168,7 +159,7 @@ const killedRun = (box: Sandbox, url: string, ledger: Ledger, label: string, ite
 /** The last run: collects what is owed, answers one more message, stops gracefully. */
 const finalRun = (box: Sandbox, url: string, ledger: Ledger) =>
   Effect.scoped(Effect.gen(function*() {
-    const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.env({ ANTHROPIC_BASE_URL: url }), { stdin: "ignore" })
+    const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: url }), { stdin: "ignore" })
     const client = yield* connectTo(proc, box.runDir)
     while (ledger.owed.size > 0) record(ledger, yield* client.reply)
     ledger.sent.push("final")
@@ -206,14 +197,14 @@ describe("faults: crashes", () => {
     Effect.gen(function*() {
       const rand = prng(SEED)
       console.log(`crash campaign (turns): seed ${SEED}`)
-      const delay = (reply: Reply): Reply => ({ _tag: "Delay", millis: Math.floor(rand() * 80), reply })
+      const jittered = (reply: Reply): Reply => delay(Math.floor(rand() * 80), reply)
       // Some messages make the model call a shipped claw first, so turns have more steps to die in.
       const handler: Handler = (request) => {
-        if (isCompaction(request)) return delay(listingSummary(request))
+        if (isCompaction(request)) return jittered(listingSummary(request))
         const asked = lastUserText(request.body)
         const last = request.body.messages[request.body.messages.length - 1]
         const wantsTool = asked.endsWith("-1") || asked.endsWith("-3")
-        return delay(
+        return jittered(
           wantsTool && typeof last?.content === "string"
             ? toolUse([{ id: `tu_${asked}`, name: "get_time", input: {} }])
             : text(`re: ${asked}`)
@@ -247,7 +238,7 @@ describe("faults: crashes", () => {
       const handler: Handler = (request) => {
         if (isCompaction(request)) {
           compactionArrived?.()
-          return { _tag: "Delay", millis: Math.floor(rand() * 150), reply: listingSummary(request) }
+          return delay(Math.floor(rand() * 150), listingSummary(request))
         }
         return echo(request, 0)
       }
@@ -290,14 +281,14 @@ describe("faults: crashes", () => {
       box.writeMemory("history.jsonl", history)
       for (let run = 0; run < 6; run++) {
         yield* Effect.scoped(Effect.gen(function*() {
-          const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.env({ ANTHROPIC_BASE_URL: server.url }), { stdin: "ignore" })
+          const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: server.url }), { stdin: "ignore" })
           yield* Effect.sleep(Math.floor(rand() * 1500))
           yield* proc.signal("SIGKILL")
           yield* proc.ended
         }))
       }
       yield* Effect.scoped(Effect.gen(function*() {
-        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.env({ ANTHROPIC_BASE_URL: server.url }), { stdin: "ignore" })
+        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: server.url }), { stdin: "ignore" })
         const client = yield* connectTo(proc, box.runDir)
         yield* client.send("after", "crash")
         expect(yield* client.reply).toEqual({ channel: "crash", text: "re: after" })
@@ -317,17 +308,17 @@ describe("faults: crashes", () => {
       let answering = false
       const server = yield* brainServer((request) => (answering ? echo(request, 0) : hang))
       yield* Effect.scoped(Effect.gen(function*() {
-        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.env({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_BRAIN_TIMEOUT: "600" }), { stdin: "ignore" })
+        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_BRAIN_TIMEOUT: "600" }), { stdin: "ignore" })
         const client = yield* connectTo(proc, box.runDir)
         yield* client.send("are you there?", "crash")
-        yield* server.awaitRequests(1)
+        yield* within("1 request to the brain")(server.awaitRequests(1))
         yield* proc.signal("SIGKILL")
         yield* proc.ended
       }))
       expect(replay(memoryFile(box, ".inbox.jsonl")).map((entry) => entry.text)).toEqual(["are you there?"])
       answering = true
       yield* Effect.scoped(Effect.gen(function*() {
-        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.env({ ANTHROPIC_BASE_URL: server.url }), { stdin: "ignore" })
+        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: server.url }), { stdin: "ignore" })
         const client = yield* connectTo(proc, box.runDir)
         expect(yield* client.reply).toEqual({ channel: "crash", text: "re: are you there?" })
         yield* client.send("and now?", "crash")
@@ -348,7 +339,7 @@ describe("faults: crashes", () => {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
       yield* Effect.scoped(Effect.gen(function*() {
-        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.env({ ANTHROPIC_BASE_URL: server.url }), { stdin: "ignore" })
+        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: server.url }), { stdin: "ignore" })
         yield* listening(box.runDir)
         // A bridge that stopped reading: interact_out is full, so the reply cannot leave.
         // (Once the agent holds interact_out: before that, opening it for writing says ENXIO.)
@@ -364,7 +355,7 @@ describe("faults: crashes", () => {
         ["remember me", { text: "re: remember me", stored: true }]
       ])
       yield* Effect.scoped(Effect.gen(function*() {
-        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.env({ ANTHROPIC_BASE_URL: server.url }), { stdin: "ignore" })
+        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: server.url }), { stdin: "ignore" })
         const client = yield* connectTo(proc, box.runDir)
         expect(yield* client.reply).toEqual({ channel: "crash", text: "re: remember me" })
         yield* proc.signal("SIGTERM")
@@ -388,11 +379,11 @@ describe("faults: crashes", () => {
       const initial = [1, 2, 3].map((n) => line("user", `old ${n}`) + line("assistant", `re: old ${n}`)).join("")
       box.writeMemory("history.jsonl", initial)
       yield* Effect.scoped(Effect.gen(function*() {
-        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.env({ ANTHROPIC_BASE_URL: server.url, ...settings }), { stdin: "ignore" })
+        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: server.url, ...settings }), { stdin: "ignore" })
         const client = yield* connectTo(proc, box.runDir)
         yield* client.send("fourth", "crash")
         expect(yield* client.reply).toEqual({ channel: "crash", text: "re: fourth" })
-        yield* server.awaitRequests(2)
+        yield* within("2 requests to the brain")(server.awaitRequests(2))
         yield* proc.signal("SIGKILL")
         yield* proc.ended
       }))
@@ -400,7 +391,7 @@ describe("faults: crashes", () => {
       expect(memoryFile(box, "summary.md")).toBe("")
       summarising = true
       yield* Effect.scoped(Effect.gen(function*() {
-        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.env({ ANTHROPIC_BASE_URL: server.url, ...settings }), { stdin: "ignore" })
+        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: server.url, ...settings }), { stdin: "ignore" })
         const client = yield* connectTo(proc, box.runDir)
         yield* client.send("fifth", "crash")
         expect(yield* client.reply).toEqual({ channel: "crash", text: "re: fifth" })
@@ -433,7 +424,7 @@ describe("faults: crashes", () => {
           fs.writeFileSync(file, `${newcomer.pid}\n`, { mode: 0o600 })
           fs.utimesSync(file, hourAgo, hourAgo)
         }
-        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.env({ ANTHROPIC_BASE_URL: server.url }), {
+        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: server.url }), {
           stdin: "ignore"
         })
         const client = yield* connectTo(proc, box.runDir)
@@ -449,11 +440,11 @@ describe("faults: crashes", () => {
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
-      const first = yield* planckclaw(box, ["run", "--bridge", "none"], box.env({ ANTHROPIC_BASE_URL: server.url }), { stdin: "ignore" })
+      const first = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: server.url }), { stdin: "ignore" })
       const client = yield* connectTo(first, box.runDir)
-      const secondRun = box.file("run-2")
+      const secondRun = box.path("run-2")
       const second = yield* Effect.scoped(Effect.gen(function*() {
-        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.env({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_RUN_DIR: secondRun }), { stdin: "ignore" })
+        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_RUN_DIR: secondRun }), { stdin: "ignore" })
         return { end: yield* proc.ended, stderr: proc.stderr() }
       }))
       expect(second.end.code).toBe(1)
@@ -463,7 +454,7 @@ describe("faults: crashes", () => {
       expect(fs.existsSync(secondRun)).toBe(false)
       // The same runtime directory, another memory: refused as well.
       const third = yield* Effect.scoped(Effect.gen(function*() {
-        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.env({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_DIR: box.file("memory-2") }), { stdin: "ignore" })
+        const proc = yield* planckclaw(box, ["run", "--bridge", "none"], box.envWith({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_DIR: box.path("memory-2") }), { stdin: "ignore" })
         return { end: yield* proc.ended, stderr: proc.stderr() }
       }))
       expect(third.end.code).toBe(1)

@@ -13,17 +13,10 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, type Scope } from "effect"
-import {
-  answered,
-  brainServer,
-  echo,
-  occurrences,
-  planckclaw,
-  type Sandbox,
-  sandbox,
-  strays,
-  unparsableLines
-} from "./support.js"
+import { make as brainServer, echo } from "../support/AnthropicServer.js"
+import { type Sandbox } from "../support/Sandbox.js"
+import { answered, occurrences, sandbox, unparsableLines } from "./Campaign.js"
+import { planckclaw, strays } from "./Processes.js"
 
 const TIMEOUT = 120_000
 
@@ -90,7 +83,7 @@ const rlimitDisk = (box: Sandbox): SmallDisk => ({
  */
 const smallHistory = (box: Sandbox): Effect.Effect<SmallDisk, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const small = box.file("small")
+    const small = box.path("small")
     const mounted = yield* tmpfs(small, 256)
     if (!mounted) {
       box.writeMemory("history.jsonl", SEED)
@@ -125,7 +118,7 @@ describe("faults: a full disk under memory", () => {
       const box = yield* sandbox()
       const disk = yield* smallMemory(box)
       const server = yield* brainServer(echo)
-      const proc = yield* planckclaw(box, ["run"], box.env({ ANTHROPIC_BASE_URL: server.url }))
+      const proc = yield* planckclaw(box, ["run"], box.envWith({ ANTHROPIC_BASE_URL: server.url }))
       yield* proc.write("first\n")
       yield* proc.awaitLines(1)
       disk.fill(proc.pid, 4)
@@ -163,7 +156,7 @@ describe("faults: a full disk under memory", () => {
       const box = yield* sandbox()
       const disk = yield* smallHistory(box)
       const server = yield* brainServer(echo)
-      const env = box.env({ ANTHROPIC_BASE_URL: server.url, ...SETTINGS })
+      const env = box.envWith({ ANTHROPIC_BASE_URL: server.url, ...SETTINGS })
       const first = yield* planckclaw(box, ["run"], env)
       yield* first.write("first\n")
       yield* first.awaitLines(1)
@@ -201,7 +194,7 @@ describe("faults: a full disk under memory", () => {
       // No process to limit yet: a tmpfs is filled now, a file size limit right after the start.
       if (disk.kind === "tmpfs") disk.fill(0, 0)
       const server = yield* brainServer(echo)
-      const proc = yield* planckclaw(box, ["run"], box.env({ ANTHROPIC_BASE_URL: server.url }))
+      const proc = yield* planckclaw(box, ["run"], box.envWith({ ANTHROPIC_BASE_URL: server.url }))
       if (disk.kind === "rlimit") disk.fill(proc.pid, 0)
       yield* proc.write("first\n")
       expect(yield* proc.awaitLines(1)).toEqual(["re: first"])

@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { answered, echo, fifoAgent, session, summaryItems } from "./support.js"
+import { echo, summaryItems } from "../support/AnthropicServer.js"
+import { answered, fifoAgent, session } from "./Campaign.js"
 
 const TIMEOUT = 120_000
 

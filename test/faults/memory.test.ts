@@ -8,23 +8,11 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  answered,
-  APOLOGY,
-  brainServer,
-  echo,
-  type Handler,
-  isCompaction,
-  line,
-  occurrences,
-  planckclaw,
-  planckclawToEnd,
-  respond,
-  sandbox,
-  session,
-  strays,
-  unparsableLines
-} from "./support.js"
+import { APOLOGY } from "../../src/Agent.js"
+import { make as brainServer, echo, type Handler, isCompaction, respond } from "../support/AnthropicServer.js"
+import { line } from "../support/Harness.js"
+import { answered, occurrences, sandbox, session, unparsableLines } from "./Campaign.js"
+import { planckclaw, planckclawToEnd, strays } from "./Processes.js"
 
 const TIMEOUT = 120_000
 
@@ -105,7 +93,7 @@ describe("faults: memory", () => {
       for (let mib = 0; mib < 600; mib++) fs.writeSync(fd, junk)
       fs.closeSync(fd)
       const server = yield* brainServer(echo)
-      const result = yield* planckclawToEnd(box, ["run"], box.env({ ANTHROPIC_BASE_URL: server.url }), "first\n")
+      const result = yield* planckclawToEnd(box, ["run"], box.envWith({ ANTHROPIC_BASE_URL: server.url }), "first\n")
       expect(result.code, result.stderr).toBe(0)
       expect(result.stdout).toBe("re: first\n")
       const turns = yield* server.turns
@@ -145,7 +133,7 @@ describe("faults: memory", () => {
       const result = yield* planckclawToEnd(
         box,
         ["run"],
-        box.env({ ANTHROPIC_BASE_URL: server.url, HISTORY_KEEP: "4" }),
+        box.envWith({ ANTHROPIC_BASE_URL: server.url, HISTORY_KEEP: "4" }),
         "first\nsecond\n"
       )
       expect(result.code, result.stderr).toBe(0)
@@ -191,7 +179,7 @@ describe("faults: memory", () => {
       const box = yield* sandbox()
       box.writeMemory("soul.md", "  \n")
       const server = yield* brainServer(echo)
-      const proc = yield* planckclaw(box, ["run"], box.env({ ANTHROPIC_BASE_URL: server.url }))
+      const proc = yield* planckclaw(box, ["run"], box.envWith({ ANTHROPIC_BASE_URL: server.url }))
       yield* proc.write("first\n")
       yield* proc.awaitLines(1)
       fs.writeFileSync(path.join(box.memory, "soul.md"), "You are a pirate.")
@@ -212,13 +200,13 @@ describe("faults: memory", () => {
   it.scopedLive("memory: an unwritable memory directory (under a regular file) → a clear error at start-up, exit 1", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
-      fs.writeFileSync(box.file("not-a-dir"), "")
+      fs.writeFileSync(box.path("not-a-dir"), "")
       const server = yield* brainServer(echo)
-      const memory = path.join(box.file("not-a-dir"), "memory")
+      const memory = path.join(box.path("not-a-dir"), "memory")
       const result = yield* planckclawToEnd(
         box,
         ["run"],
-        box.env({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_DIR: memory }),
+        box.envWith({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_DIR: memory }),
         "first\n"
       )
       expect(result.code).toBe(1)
@@ -239,7 +227,7 @@ describe("faults: memory", () => {
         const result = yield* planckclawToEnd(
           box,
           ["run"],
-          box.env({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_DIR: memory }),
+          box.envWith({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_DIR: memory }),
           "first\n"
         )
         expect(result.code, memory).toBe(1)
@@ -256,12 +244,12 @@ describe("faults: memory", () => {
       for (const target of ["/dev/full", "bashrc"]) {
         const box = yield* sandbox()
         fs.mkdirSync(box.memory, { mode: 0o700 })
-        const bait = box.file("bashrc")
+        const bait = box.path("bashrc")
         fs.writeFileSync(bait, "# login script\n")
         const history = path.join(box.memory, "history.jsonl")
         fs.symlinkSync(target === "bashrc" ? bait : target, history)
         const server = yield* brainServer(echo)
-        const result = yield* planckclawToEnd(box, ["run"], box.env({ ANTHROPIC_BASE_URL: server.url }), "first\n")
+        const result = yield* planckclawToEnd(box, ["run"], box.envWith({ ANTHROPIC_BASE_URL: server.url }), "first\n")
         expect(result.code, target).toBe(1)
         expect(result.stderr.trim()).toBe(
           `planckclaw: ${history} is a symbolic link; refusing to follow it (make it a regular file)`
@@ -276,7 +264,7 @@ describe("faults: memory", () => {
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
-      const proc = yield* planckclaw(box, ["run"], box.env({ ANTHROPIC_BASE_URL: server.url }))
+      const proc = yield* planckclaw(box, ["run"], box.envWith({ ANTHROPIC_BASE_URL: server.url }))
       yield* proc.write("first\n")
       yield* proc.awaitLines(1)
       fs.rmSync(box.memory, { recursive: true, force: true })

@@ -6,18 +6,19 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import {
-  brainServer,
+  delay,
   echo,
   type Handler,
   isCompaction,
-  line,
   listingSummary,
-  planckclawToEnd,
-  sandbox
-} from "./support.js"
+  make as brainServer
+} from "../support/AnthropicServer.js"
+import { line } from "../support/Harness.js"
+import { sandbox } from "./Campaign.js"
+import { planckclawToEnd } from "./Processes.js"
 
 const slowSummaries: Handler = (request, index) =>
-  isCompaction(request) ? { _tag: "Delay", millis: 1500, reply: listingSummary(request) } : echo(request, index)
+  isCompaction(request) ? delay(1500, listingSummary(request)) : echo(request, index)
 
 const historyOf = (lines: ReadonlyArray<string>) =>
   lines.map((text) => line("user", text) + line("assistant", `re: ${text}`)).join("")
@@ -27,7 +28,7 @@ describe("faults: how a piped run ends", () => {
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
-      const env = box.env({ ANTHROPIC_BASE_URL: server.url })
+      const env = box.envWith({ ANTHROPIC_BASE_URL: server.url })
       const first = yield* planckclawToEnd(box, ["run"], env, "first\nsecond\nthird\n")
       expect(first.code).toBe(0)
       expect(box.memoryFile("history.jsonl")).toBe(historyOf(["first", "second", "third"]))
@@ -45,7 +46,7 @@ describe("faults: how a piped run ends", () => {
     Effect.gen(function*() {
       const box = yield* sandbox({ HISTORY_MAX: "4", HISTORY_KEEP: "2" })
       const server = yield* brainServer(slowSummaries)
-      const result = yield* planckclawToEnd(box, ["run"], box.env({ ANTHROPIC_BASE_URL: server.url }), "a\nb\nc\n")
+      const result = yield* planckclawToEnd(box, ["run"], box.envWith({ ANTHROPIC_BASE_URL: server.url }), "a\nb\nc\n")
       expect(result.code).toBe(0)
       expect(result.stdout).toBe("re: a\nre: b\nre: c\n")
       const compactions = (yield* server.requests).filter(isCompaction)
@@ -60,7 +61,7 @@ describe("faults: how a piped run ends", () => {
       const box = yield* sandbox()
       box.writeMemory(".inbox.jsonl", `${JSON.stringify({ accepted: 7, channel: "cli", text: "old" })}\n`)
       const server = yield* brainServer(echo)
-      const env = box.env({ ANTHROPIC_BASE_URL: server.url })
+      const env = box.envWith({ ANTHROPIC_BASE_URL: server.url })
       const result = yield* planckclawToEnd(box, ["run"], env, "one\ntwo\n")
       expect(result.code).toBe(0)
       expect(result.stdout).toBe("re: old\nre: one\nre: two\n")
@@ -78,7 +79,7 @@ describe("faults: how a piped run ends", () => {
       const box = yield* sandbox()
       box.writeMemory(".inbox.jsonl", `${JSON.stringify({ accepted: 3, channel: "cli", text: "left over" })}\n`)
       const server = yield* brainServer(echo)
-      const result = yield* planckclawToEnd(box, ["run"], box.env({ ANTHROPIC_BASE_URL: server.url }), "")
+      const result = yield* planckclawToEnd(box, ["run"], box.envWith({ ANTHROPIC_BASE_URL: server.url }), "")
       expect(result.code).toBe(0)
       expect(result.stdout).toBe("re: left over\n")
       expect(box.memoryFile("history.jsonl")).toBe(historyOf(["left over"]))
@@ -89,7 +90,7 @@ describe("faults: how a piped run ends", () => {
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
-      const result = yield* planckclawToEnd(box, ["run"], box.env({ ANTHROPIC_BASE_URL: server.url }), "")
+      const result = yield* planckclawToEnd(box, ["run"], box.envWith({ ANTHROPIC_BASE_URL: server.url }), "")
       expect(result.code).toBe(0)
       expect(result.stdout).toBe("")
       expect(yield* server.requests).toHaveLength(0)

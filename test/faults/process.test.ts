@@ -17,31 +17,24 @@ import * as Agent from "../../src/Agent.js"
 import { Brain, type BrainService, type MessagesRequest } from "../../src/Brain.js"
 import { Claws, type ClawsService } from "../../src/Claws.js"
 import { Interact, type InteractService, type OutboundMessage } from "../../src/Interact.js"
+import { APOLOGY } from "../../src/Agent.js"
 import {
-  APOLOGY,
-  brainServer,
-  connectTo,
-  diagnosed,
+  make as brainServer,
   echo,
-  eventually,
-  fifoAgent,
-  fifosLeft,
-  gone,
   type Handler,
   hang,
   lastUserText,
-  line,
-  pidIn,
-  planckclaw,
   replies,
-  sandbox,
-  strays,
   text,
-  tool,
-  toolUse,
-  watchdogOf,
-  within
-} from "./support.js"
+  toolUse
+} from "../support/AnthropicServer.js"
+import { line } from "../support/Harness.js"
+import { fifosLeft } from "../support/Pipes.js"
+import { tool } from "../support/Sandbox.js"
+import { eventually, gone, pidIn, within } from "./Bounds.js"
+import { fifoAgent, sandbox } from "./Campaign.js"
+import { connectTo } from "./FifoClient.js"
+import { diagnosed, planckclaw, strays, watchdogOf } from "./Processes.js"
 
 const TIMEOUT = 120_000
 /** A stop must finish within this: the claws' and bridges' grace plus start-up noise. A bound, not a measurement. */
@@ -63,8 +56,8 @@ describe("faults: process", () => {
       Effect.gen(function*() {
         const agent = yield* fifoAgent(slowToolHandler, { PLANCKCLAW_CLAW_TIMEOUT: "600" }, (box) => box.claw("slow.sh", slowClaw))
         yield* agent.client.send("work")
-        const claw = yield* pidIn(agent.box.file("slow.pid"))
-        const child = yield* pidIn(agent.box.file("slow-child.pid"))
+        const claw = yield* pidIn(agent.box.path("slow.pid"))
+        const child = yield* pidIn(agent.box.path("slow-child.pid"))
         const watchdog = yield* watchdogOf(agent.proc.pid)
         yield* agent.proc.signal(signal)
         expect(yield* within("a clean stop", GRACE)(agent.proc.ended)).toEqual({ code: 0, signal: null })
@@ -76,11 +69,11 @@ describe("faults: process", () => {
         expect(yield* strays(agent.box)).toEqual([])
 
         // The message was accepted: the next run answers it, without the tool this time.
-        fs.unlinkSync(agent.box.file("claws/slow.sh"))
+        fs.unlinkSync(agent.box.path("claws/slow.sh"))
         const again = yield* planckclaw(
           agent.box,
           ["run", "--bridge", "none"],
-          agent.box.env({ ANTHROPIC_BASE_URL: agent.server.url }),
+          agent.box.envWith({ ANTHROPIC_BASE_URL: agent.server.url }),
           { stdin: "ignore" }
         )
         const client = yield* connectTo(again, agent.box.runDir)
@@ -96,9 +89,9 @@ describe("faults: process", () => {
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(replies(hang))
-      const proc = yield* planckclaw(box, ["run"], box.env({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_BRAIN_TIMEOUT: "600" }))
+      const proc = yield* planckclaw(box, ["run"], box.envWith({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_BRAIN_TIMEOUT: "600" }))
       yield* proc.write("hello\n")
-      yield* server.awaitRequests(1)
+      yield* within("1 request to the brain")(server.awaitRequests(1))
       yield* proc.signal("SIGTERM")
       expect(yield* within("a clean stop", GRACE)(proc.ended)).toEqual({ code: 0, signal: null })
       expect(proc.stdout()).toBe("")
@@ -117,14 +110,14 @@ describe("faults: process", () => {
           `printf 'ext\\thello\\n' > "$PLANCKCLAW_INTERACT_IN"\n` +
           `while IFS= read -r reply; do printf '%s\\n' "$reply" >> "$D/replies"; done < "$PLANCKCLAW_INTERACT_OUT"\n`
       )
-      const proc = yield* planckclaw(box, ["run", "--bridge", bridge], box.env({ ANTHROPIC_BASE_URL: server.url }), {
+      const proc = yield* planckclaw(box, ["run", "--bridge", bridge], box.envWith({ ANTHROPIC_BASE_URL: server.url }), {
         stdin: "ignore"
       })
-      const leader = yield* pidIn(box.file("bridge.pid"))
-      const child = yield* pidIn(box.file("bridge-child.pid"))
+      const leader = yield* pidIn(box.path("bridge.pid"))
+      const child = yield* pidIn(box.path("bridge-child.pid"))
       yield* diagnosed(proc)(
         eventually("the bridge to get its reply", () =>
-          fs.readFileSync(box.file("replies"), "utf8") === "ext\tre: hello\n" ? true : undefined)
+          fs.readFileSync(box.path("replies"), "utf8") === "ext\tre: hello\n" ? true : undefined)
       )
       yield* proc.signal("SIGTERM")
       expect(yield* within("a clean stop", GRACE)(proc.ended)).toEqual({ code: 0, signal: null })
@@ -138,8 +131,8 @@ describe("faults: process", () => {
     Effect.gen(function*() {
       const agent = yield* fifoAgent(slowToolHandler, { PLANCKCLAW_CLAW_TIMEOUT: "600" }, (box) => box.claw("slow.sh", slowClaw))
       yield* agent.client.send("work")
-      const claw = yield* pidIn(agent.box.file("slow.pid"))
-      const child = yield* pidIn(agent.box.file("slow-child.pid"))
+      const claw = yield* pidIn(agent.box.path("slow.pid"))
+      const child = yield* pidIn(agent.box.path("slow-child.pid"))
       const watchdog = yield* watchdogOf(agent.proc.pid)
       yield* agent.proc.signal("SIGKILL")
       expect(yield* agent.proc.ended).toEqual({ code: null, signal: "SIGKILL" })
@@ -158,11 +151,11 @@ describe("faults: process", () => {
         `echo $$ > "$D/bridge.pid"\nsleep 1000 &\necho $! > "$D/bridge-child.pid"\n` +
           `trap '' TERM\nwhile IFS= read -r reply; do :; done < "$PLANCKCLAW_INTERACT_OUT"\n`
       )
-      const proc = yield* planckclaw(box, ["run", "--bridge", bridge], box.env({ ANTHROPIC_BASE_URL: server.url }), {
+      const proc = yield* planckclaw(box, ["run", "--bridge", bridge], box.envWith({ ANTHROPIC_BASE_URL: server.url }), {
         stdin: "ignore"
       })
-      const leader = yield* pidIn(box.file("bridge.pid"))
-      const child = yield* pidIn(box.file("bridge-child.pid"))
+      const leader = yield* pidIn(box.path("bridge.pid"))
+      const child = yield* pidIn(box.path("bridge-child.pid"))
       const watchdog = yield* watchdogOf(proc.pid)
       yield* proc.signal("SIGKILL")
       expect(yield* proc.ended).toEqual({ code: null, signal: "SIGKILL" })

@@ -14,17 +14,12 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { mkfifo } from "../support/FifoKit.js"
-import {
-  brainServer,
-  connectTo,
-  echo,
-  fifosLeft,
-  planckclaw,
-  planckclawToEnd,
-  type Sandbox,
-  sandbox,
-  strays
-} from "./support.js"
+import { make as brainServer, echo } from "../support/AnthropicServer.js"
+import { fifosLeft } from "../support/Pipes.js"
+import { type Sandbox } from "../support/Sandbox.js"
+import { sandbox } from "./Campaign.js"
+import { connectTo } from "./FifoClient.js"
+import { planckclaw, planckclawToEnd, strays } from "./Processes.js"
 
 const TIMEOUT = 120_000
 const PIPES = ["interact_in", "interact_out", "brain_in", "brain_out", "claw_in", "claw_out"]
@@ -35,7 +30,7 @@ const modeOf = (file: string) => (fs.lstatSync(file).mode & 0o7777).toString(8)
 const runOn = (box: Sandbox, runDir: string) =>
   Effect.gen(function*() {
     const server = yield* brainServer(echo)
-    return yield* planckclawToEnd(box, ["run"], box.env({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_RUN_DIR: runDir }))
+    return yield* planckclawToEnd(box, ["run"], box.envWith({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_RUN_DIR: runDir }))
   })
 
 /** A refusal: status 1, one line on stderr naming the directory and each of `words`. */
@@ -52,11 +47,11 @@ describe("faults: the runtime directory", () => {
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
-      const runDir = box.file("fresh/nested/run")
+      const runDir = box.path("fresh/nested/run")
       const proc = yield* planckclaw(
         box,
         ["run", "--bridge", "none"],
-        box.env({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_RUN_DIR: runDir }),
+        box.envWith({ ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_RUN_DIR: runDir }),
         { stdin: "ignore" }
       )
       const client = yield* connectTo(proc, runDir)
@@ -66,14 +61,14 @@ describe("faults: the runtime directory", () => {
       expect(yield* client.reply).toEqual({ channel: "cli", text: "re: hello" })
       yield* proc.signal("SIGTERM")
       expect((yield* proc.ended).code, proc.stderr()).toBe(0)
-      expect(fs.existsSync(box.file("fresh")), "the parents it made").toBe(false)
+      expect(fs.existsSync(box.path("fresh")), "the parents it made").toBe(false)
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
 
   it.scopedLive("an existing private directory (0700, ours) is used, kept, and left as it was", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
-      const runDir = box.file("private")
+      const runDir = box.path("private")
       fs.mkdirSync(runDir, { mode: 0o700 })
       fs.writeFileSync(path.join(runDir, "notes.txt"), "mine")
       const result = yield* runOn(box, runDir)
@@ -87,7 +82,7 @@ describe("faults: the runtime directory", () => {
     it.scopedLive(`an existing directory of mode ${mode.toString(8)} is refused and its mode left alone`, () =>
       Effect.gen(function*() {
         const box = yield* sandbox()
-        const runDir = box.file("shared")
+        const runDir = box.path("shared")
         fs.mkdirSync(runDir)
         fs.chmodSync(runDir, mode)
         const result = yield* runOn(box, runDir)
@@ -100,9 +95,9 @@ describe("faults: the runtime directory", () => {
   it.scopedLive("a symbolic link is refused, and nothing behind it is touched", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
-      const target = box.file("elsewhere")
+      const target = box.path("elsewhere")
       fs.mkdirSync(target, { mode: 0o700 })
-      const runDir = box.file("link")
+      const runDir = box.path("link")
       fs.symlinkSync(target, runDir)
       const result = yield* runOn(box, runDir)
       expectRefused(result, runDir, ["symbolic link"])
@@ -114,7 +109,7 @@ describe("faults: the runtime directory", () => {
   it.scopedLive("a regular file named interact_in is refused and left untouched, even beside a dead run's pid file", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
-      const runDir = box.file("private")
+      const runDir = box.path("private")
       fs.mkdirSync(runDir, { mode: 0o700 })
       const file = path.join(runDir, "interact_in")
       fs.writeFileSync(file, "precious", { mode: 0o640 })
@@ -135,9 +130,9 @@ describe("faults: the runtime directory", () => {
   it.scopedLive("a symlink named like a pipe is refused and left in place", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
-      const runDir = box.file("private")
+      const runDir = box.path("private")
       fs.mkdirSync(runDir, { mode: 0o700 })
-      const victim = box.file("victim")
+      const victim = box.path("victim")
       fs.writeFileSync(victim, "keep me")
       fs.symlinkSync(victim, path.join(runDir, "claw_out"))
       fs.writeFileSync(path.join(runDir, "planckclaw.pid"), "2147483646\n")
@@ -150,7 +145,7 @@ describe("faults: the runtime directory", () => {
   it.scopedLive("named pipes that no dead run's pid file claims are refused and kept", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
-      const runDir = box.file("private")
+      const runDir = box.path("private")
       fs.mkdirSync(runDir, { mode: 0o700 })
       const pipe = path.join(runDir, "brain_in")
       yield* mkfifo(pipe)

@@ -8,24 +8,21 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Either, Effect } from "effect"
+import { APOLOGY } from "../../src/Agent.js"
 import {
   apiError,
-  brainServer,
-  connectTo,
-  eventually,
-  FAKE_KEY,
-  FAKE_TOKEN,
+  make as brainServer,
   type Handler,
   isCompaction,
   lastUserText,
-  planckclaw,
-  planckclawToEnd,
-  sandbox,
-  strays,
   text,
-  tool,
   toolUse
-} from "./support.js"
+} from "../support/AnthropicServer.js"
+import { tool } from "../support/Sandbox.js"
+import { eventually } from "./Bounds.js"
+import { FAKE_KEY, FAKE_TOKEN, sandbox } from "./Campaign.js"
+import { connectTo } from "./FifoClient.js"
+import { planckclaw, planckclawToEnd, strays } from "./Processes.js"
 
 const TIMEOUT = 120_000
 
@@ -65,7 +62,7 @@ describe("faults: secrets", () => {
         }
       }
       const server = yield* brainServer(handler)
-      const env = box.env({
+      const env = box.envWith({
         ANTHROPIC_BASE_URL: server.url,
         DISCORD_BOT_TOKEN: FAKE_TOKEN,
         // The key under a name no one would think of: still withheld from claws.
@@ -76,7 +73,7 @@ describe("faults: secrets", () => {
       })
       const run = yield* planckclawToEnd(box, ["run", "--debug"], env, "first\nsecond\n")
       expect(run.code, run.stderr).toBe(0)
-      expect(run.stdout).toBe("re: first\nI'm temporarily unavailable. Please try again shortly.\n")
+      expect(run.stdout).toBe(`re: first\n${APOLOGY}\n`)
       // Debug output is really on, and the key it would show is redacted.
       expect(run.stderr).toContain("[planckclaw brain] request {")
       expect(run.stderr).toContain("x-api-key: <redacted>")
@@ -97,7 +94,7 @@ describe("faults: secrets", () => {
         expect(filesMentioning(box.dir, secret)).toEqual([])
       }
       // The claw ran, and its environment was scrubbed by name and by value.
-      const clawEnv = fs.readFileSync(box.file("claw-environ.txt"), "utf8")
+      const clawEnv = fs.readFileSync(box.path("claw-environ.txt"), "utf8")
       expect(clawEnv).toContain("PLANCKCLAW_DIR=")
       expect(clawEnv).not.toMatch(/ANTHROPIC_API_KEY|DISCORD_BOT_TOKEN|SOME_COPY_OF_THE_KEY/)
       expect(box.memoryFile("summary.md")).toBe("The user said hello twice.\n")
@@ -126,13 +123,13 @@ describe("faults: secrets", () => {
           `printf 'ext\\thello\\n' > "$PLANCKCLAW_INTERACT_IN"\nIFS= read -r reply < "$PLANCKCLAW_INTERACT_OUT"\n` +
           `printf '%s\\n' "$reply" > "$D/reply.txt"\n`
       )
-      const env = box.env({ DISCORD_BOT_TOKEN: FAKE_TOKEN, PLANCKCLAW_DEBUG: "1" })
+      const env = box.envWith({ DISCORD_BOT_TOKEN: FAKE_TOKEN, PLANCKCLAW_DEBUG: "1" })
       const result = yield* planckclawToEnd(box, ["run", "--bridge", interact, "--brain", brain, "--claw", claw], env)
       expect(result.code, result.stderr).toBe(0)
-      expect(fs.readFileSync(box.file("reply.txt"), "utf8")).toBe("ext\tfrom the external brain\n")
-      const brainEnv = fs.readFileSync(box.file("brain-env.txt"), "utf8")
-      const interactEnv = fs.readFileSync(box.file("interact-env.txt"), "utf8")
-      const clawEnv = fs.readFileSync(box.file("claw-bridge-env.txt"), "utf8")
+      expect(fs.readFileSync(box.path("reply.txt"), "utf8")).toBe("ext\tfrom the external brain\n")
+      const brainEnv = fs.readFileSync(box.path("brain-env.txt"), "utf8")
+      const interactEnv = fs.readFileSync(box.path("interact-env.txt"), "utf8")
+      const clawEnv = fs.readFileSync(box.path("claw-bridge-env.txt"), "utf8")
       expect(brainEnv).toContain(`ANTHROPIC_API_KEY=${FAKE_KEY}`)
       expect(brainEnv).not.toContain(FAKE_TOKEN)
       expect(interactEnv).toContain(`DISCORD_BOT_TOKEN=${FAKE_TOKEN}`)
@@ -141,7 +138,7 @@ describe("faults: secrets", () => {
       expect(clawEnv).not.toContain(FAKE_TOKEN)
       for (const secret of [FAKE_KEY, FAKE_TOKEN]) {
         expect(result.stdout + result.stderr).not.toContain(secret)
-        expect(filesMentioning(box.dir, secret, [box.file("brain-env.txt"), box.file("interact-env.txt")])).toEqual([])
+        expect(filesMentioning(box.dir, secret, [box.path("brain-env.txt"), box.path("interact-env.txt")])).toEqual([])
       }
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
@@ -155,7 +152,7 @@ describe("faults: secrets", () => {
       const proc = yield* planckclaw(
         box,
         ["run", "--bridge", "none"],
-        box.env({ ANTHROPIC_BASE_URL: server.url, HISTORY_MAX: "2", HISTORY_KEEP: "1" }),
+        box.envWith({ ANTHROPIC_BASE_URL: server.url, HISTORY_MAX: "2", HISTORY_KEEP: "1" }),
         { stdin: "ignore", umask: "000" }
       )
       const client = yield* connectTo(proc, box.runDir)

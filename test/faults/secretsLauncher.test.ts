@@ -10,28 +10,12 @@
 import * as fs from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  echo,
-  FAKE_KEY,
-  FAKE_TOKEN,
-  fifoAgent,
-  fifosLeft,
-  gone,
-  type Handler,
-  lastUserText,
-  pidIn,
-  planckclaw,
-  planckclawToEnd,
-  type Sandbox,
-  sandbox,
-  strays,
-  text,
-  tool,
-  toolUse,
-  watchdogOf,
-  within,
-  brainServer
-} from "./support.js"
+import { make as brainServer, echo, type Handler, lastUserText, text, toolUse } from "../support/AnthropicServer.js"
+import { fifosLeft } from "../support/Pipes.js"
+import { type Sandbox, tool } from "../support/Sandbox.js"
+import { gone, pidIn, within } from "./Bounds.js"
+import { FAKE_KEY, FAKE_TOKEN, fifoAgent, sandbox } from "./Campaign.js"
+import { planckclaw, planckclawToEnd, strays, watchdogOf } from "./Processes.js"
 
 const TIMEOUT = 120_000
 
@@ -63,7 +47,7 @@ const spyHandler: Handler = (request) =>
 
 const configEnv = (box: Sandbox, entries: Record<string, string>) =>
   fs.writeFileSync(
-    box.file("config.env"),
+    box.path("config.env"),
     Object.entries(entries).map(([key, value]) => `export ${key}="${value}"\n`).join("")
   )
 
@@ -74,7 +58,7 @@ const spyRun = (where: "environment" | "config.env" | "both") =>
     const server = yield* brainServer(spyHandler)
     const secrets = { ANTHROPIC_API_KEY: FAKE_KEY, DISCORD_BOT_TOKEN: FAKE_TOKEN }
     if (where !== "environment") configEnv(box, secrets)
-    const { ANTHROPIC_API_KEY: _, ...withoutKey } = box.env({ ANTHROPIC_BASE_URL: server.url })
+    const { ANTHROPIC_API_KEY: _, ...withoutKey } = box.envWith({ ANTHROPIC_BASE_URL: server.url })
     const env = where === "config.env"
       ? withoutKey
       : { ...withoutKey, ...secrets, SOME_COPY_OF_THE_KEY: FAKE_KEY }
@@ -86,15 +70,15 @@ const spyRun = (where: "environment" | "config.env" | "both") =>
     expect(requests.length).toBe(2)
     expect(requests.every((request) => request.headers["x-api-key"] === FAKE_KEY)).toBe(true)
 
-    const environs = fs.readFileSync(box.file("spy-environ.txt"), "utf8")
+    const environs = fs.readFileSync(box.path("spy-environ.txt"), "utf8")
     // The walk really read environments, and passed through the agent.
     expect(environs).toContain("PLANCKCLAW_RUN_DIR=")
-    expect(fs.existsSync(box.file("spy-reached-agent"))).toBe(true)
+    expect(fs.existsSync(box.path("spy-reached-agent"))).toBe(true)
     for (const secret of [FAKE_KEY, FAKE_TOKEN]) expect(environs).not.toContain(secret)
     expect(environs).not.toMatch(/ANTHROPIC_API_KEY=|DISCORD_BOT_TOKEN=|SOME_COPY_OF_THE_KEY=/)
     // Not the agent's working directory: no config.env there, and the directory is gone after the call.
-    expect(fs.readFileSync(box.file("spy-config.txt"), "utf8")).toMatch(/No such file/)
-    const clawDir = fs.readFileSync(box.file("spy-pwd.txt"), "utf8").trim()
+    expect(fs.readFileSync(box.path("spy-config.txt"), "utf8")).toMatch(/No such file/)
+    const clawDir = fs.readFileSync(box.path("spy-pwd.txt"), "utf8").trim()
     expect(clawDir).not.toBe(box.dir)
     expect(fs.existsSync(clawDir)).toBe(false)
     for (const secret of [FAKE_KEY, FAKE_TOKEN]) expect(run.stdout + run.stderr).not.toContain(secret)
@@ -105,7 +89,7 @@ const spyRun = (where: "environment" | "config.env" | "both") =>
 const refused = (args: ReadonlyArray<string>, secrets: Record<string, string>, key: string, what: RegExp) =>
   Effect.gen(function*() {
     const box = yield* sandbox()
-    const run = yield* planckclawToEnd(box, args, box.env({ DISCORD_CHANNEL_ID: "123", ...secrets }), "hi\n")
+    const run = yield* planckclawToEnd(box, args, box.envWith({ DISCORD_CHANNEL_ID: "123", ...secrets }), "hi\n")
     expect(run.code, run.stderr).toBe(2)
     expect(run.stdout).toBe("")
     const lines = run.stderr.trimEnd().split("\n")
@@ -138,7 +122,7 @@ describe("faults: secrets out of a claw's reach", () => {
         (box) => box.claw("slow.sh", `${tool("slow")}\necho $$ > "$D/slow.pid"\nsleep 1000\n`)
       )
       yield* agent.client.send("work")
-      const claw = yield* pidIn(agent.box.file("slow.pid"))
+      const claw = yield* pidIn(agent.box.path("slow.pid"))
       const watchdog = yield* watchdogOf(agent.proc.pid)
       yield* agent.proc.signal("SIGHUP")
       expect(yield* within("a clean stop", "20 seconds")(agent.proc.ended)).toEqual({ code: 0, signal: null })
@@ -153,7 +137,7 @@ describe("faults: secrets out of a claw's reach", () => {
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
-      const proc = yield* planckclaw(box, ["run"], box.env({ ANTHROPIC_BASE_URL: server.url }))
+      const proc = yield* planckclaw(box, ["run"], box.envWith({ ANTHROPIC_BASE_URL: server.url }))
       yield* proc.write("hello\n")
       expect(yield* proc.awaitLines(1)).toEqual(["re: hello"])
       yield* proc.signal("SIGHUP")
@@ -179,8 +163,8 @@ describe("faults: secrets out of a claw's reach", () => {
   it.scopedLive("a bad key from config.env is refused the same way", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
-      fs.writeFileSync(box.file("config.env"), "export ANTHROPIC_API_KEY=\"sk-ant-abcd\refgh\"\n")
-      const { ANTHROPIC_API_KEY: _, ...env } = box.env()
+      fs.writeFileSync(box.path("config.env"), "export ANTHROPIC_API_KEY=\"sk-ant-abcd\refgh\"\n")
+      const { ANTHROPIC_API_KEY: _, ...env } = box.env
       const run = yield* planckclawToEnd(box, ["run"], env, "hi\n")
       expect(run.code, run.stderr).toBe(2)
       expect(run.stderr.trimEnd().split("\n")).toHaveLength(1)
@@ -195,12 +179,12 @@ describe("faults: secrets out of a claw's reach", () => {
       const token = yield* planckclawToEnd(
         box,
         ["run"],
-        box.env({ ANTHROPIC_BASE_URL: server.url, DISCORD_BOT_TOKEN: "bad token\nhere" }),
+        box.envWith({ ANTHROPIC_BASE_URL: server.url, DISCORD_BOT_TOKEN: "bad token\nhere" }),
         "hi\n"
       )
       expect(token.code, token.stderr).toBe(0)
       expect(token.stdout).toBe("re: hi\n")
-      const key = yield* planckclawToEnd(box, ["run", "--brain", "none"], box.env({ ANTHROPIC_API_KEY: "bad key\n" }), "")
+      const key = yield* planckclawToEnd(box, ["run", "--brain", "none"], box.envWith({ ANTHROPIC_API_KEY: "bad key\n" }), "")
       expect(key.code, key.stderr).toBe(0)
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)

@@ -2,7 +2,8 @@ import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Exit, Option, Stream } from "effect"
+import { Chunk, Effect, Exit, Layer, Option, Stream } from "effect"
+import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import { scanTail } from "../../src/memory/HistoryFile.js"
 import { line, tempDir } from "../support/Harness.js"
@@ -12,11 +13,13 @@ const setup = (files: Record<string, string> = {}) =>
     const directory = yield* tempDir()
     for (const [name, content] of Object.entries(files)) fs.writeFileSync(path.join(directory, name), content)
     const memory = yield* Memory.make(directory)
+    // The compaction's side of the same store, sharing its lock.
+    const folds = FoldStore.make(memory.memoryDir)
     const read = (name: string) => {
       const file = path.join(directory, name)
       return fs.existsSync(file) ? fs.readFileSync(file, "utf8") : undefined
     }
-    return { directory, memory, read }
+    return { directory, memory, folds, read }
   })
 
 const manyLines = (count: number, width = 100) =>
@@ -93,12 +96,12 @@ describe("compaction commit", () => {
   it.scoped("keeps the tail and every line appended after the plan", () =>
     Effect.gen(function*() {
       const history = line("user", "u1") + line("assistant", "a1") + line("user", "u2") + line("assistant", "a2")
-      const { memory, read } = yield* setup({ "history.jsonl": history })
-      const plan = Option.getOrThrow(yield* memory.planFold(2))
-      const folded = yield* memory.linesToFold(plan).pipe(Stream.runCollect)
+      const { memory, folds, read } = yield* setup({ "history.jsonl": history })
+      const plan = Option.getOrThrow(yield* folds.planFold(2))
+      const folded = yield* folds.linesToFold(plan).pipe(Stream.runCollect)
       expect(Chunk.toReadonlyArray(folded)).toEqual([line("user", "u1").trim(), line("assistant", "a1").trim()])
       yield* memory.append([{ role: "user", content: "u3" }, { role: "assistant", content: "a3" }])
-      const result = yield* memory.commitFold(plan, "new summary")
+      const result = yield* folds.commitFold(plan, "new summary")
       expect(result.kept).toBe(4)
       expect(read("summary.md")).toBe("new summary\n")
       expect(read("history.jsonl")).toBe(
@@ -140,11 +143,11 @@ describe("compaction commit", () => {
   it.scoped("refuses to commit over a history replaced meanwhile", () =>
     Effect.gen(function*() {
       const history = line("user", "u1") + line("assistant", "a1") + line("user", "u2")
-      const { directory, memory, read } = yield* setup({ "history.jsonl": history })
-      const plan = Option.getOrThrow(yield* memory.planFold(1))
+      const { directory, folds, read } = yield* setup({ "history.jsonl": history })
+      const plan = Option.getOrThrow(yield* folds.planFold(1))
       fs.rmSync(path.join(directory, "history.jsonl"))
       fs.writeFileSync(path.join(directory, "history.jsonl"), line("user", "x"))
-      const exit = yield* Effect.exit(memory.commitFold(plan, "s"))
+      const exit = yield* Effect.exit(folds.commitFold(plan, "s"))
       expect(Exit.isFailure(exit)).toBe(true)
       expect(read("summary.md")).toBeUndefined()
       expect(read("history.jsonl")).toBe(line("user", "x"))
@@ -152,18 +155,28 @@ describe("compaction commit", () => {
 
   it.scoped("allows one compaction at a time, across processes", () =>
     Effect.gen(function*() {
-      const { directory, memory } = yield* setup()
+      const { directory, folds } = yield* setup()
       const sleeper = yield* Effect.acquireRelease(
         Effect.sync(() => child.spawn("sleep", ["30"], { stdio: "ignore" })),
         (process) => Effect.sync(() => process.kill("SIGKILL"))
       )
       fs.writeFileSync(path.join(directory, ".planckclaw-compact.lock"), `${sleeper.pid}\n`)
-      const busy = yield* Effect.flip(memory.exclusiveCompaction(Effect.succeed("ran")))
+      const busy = yield* Effect.flip(folds.exclusiveCompaction(Effect.succeed("ran")))
       expect(busy).toMatchObject({ _tag: "CompactionBusy", ownerPid: sleeper.pid })
       // A lock left by a dead process is taken over.
       sleeper.kill("SIGKILL")
       yield* Effect.async<void>((resume) => void sleeper.once("exit", () => resume(Effect.void)))
-      expect(yield* memory.exclusiveCompaction(Effect.succeed("ran"))).toBe("ran")
+      expect(yield* folds.exclusiveCompaction(Effect.succeed("ran"))).toBe("ran")
       expect(fs.existsSync(path.join(directory, ".planckclaw-compact.lock"))).toBe(false)
+    }))
+
+  it.scoped("the fold store built on a Memory shares its directory: one compaction at a time in this process too", () =>
+    Effect.gen(function*() {
+      const { memory, folds } = yield* setup()
+      // As Compactor.layer builds it: from the Memory it is given, not a directory of its own.
+      const built = FoldStore.layer.pipe(Layer.provide(Layer.succeed(Memory.Memory, memory)))
+      const fromLayer = yield* Effect.provide(FoldStore.FoldStore, built)
+      const inner = yield* Effect.flip(folds.exclusiveCompaction(fromLayer.exclusiveCompaction(Effect.succeed("ran"))))
+      expect(inner).toMatchObject({ _tag: "CompactionBusy", ownerPid: process.pid })
     }))
 })

@@ -10,6 +10,7 @@ import { describe, expect, it, vi } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { text } from "../../src/brain/ScriptedBrain.js"
 import * as Inbox from "../../src/memory/Inbox.js"
+import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import { capText, conversation, HISTORY_LINE_MAX_BYTES } from "../../src/Prompt.js"
 import { harness, line, tempDir } from "../support/Harness.js"
@@ -21,8 +22,10 @@ const setup = (files: Record<string, string> = {}) =>
     const directory = yield* tempDir()
     for (const [name, content] of Object.entries(files)) fs.writeFileSync(path.join(directory, name), content)
     const memory = yield* Memory.make(directory)
+    // The compaction's side of the same store, sharing its lock.
+    const folds = FoldStore.make(memory.memoryDir)
     const read = (name: string) => fs.readFileSync(path.join(directory, name), "utf8")
-    return { directory, memory, read }
+    return { directory, memory, folds, read }
   })
 
 const exchange = (question: string, answer: string) =>
@@ -73,16 +76,16 @@ describe("an exchange is known by its journal key, not its text", () => {
 
   it.scoped("a compaction moves the ledger with the lines it keeps: a replay after it stores nothing twice", () =>
     Effect.gen(function*() {
-      const { memory, read } = yield* setup({ "history.jsonl": line("user", "old") + line("assistant", "older") })
+      const { memory, folds, read } = yield* setup({ "history.jsonl": line("user", "old") + line("assistant", "older") })
       yield* memory.append(exchange("kept", "tail"), { exchange: "kept-key" })
-      const plan = yield* memory.planFold(2)
-      yield* memory.commitFold(Option.getOrThrow(plan), "summary")
+      const plan = yield* folds.planFold(2)
+      yield* folds.commitFold(Option.getOrThrow(plan), "summary")
       expect(read("history.jsonl")).toBe(line("user", "kept") + line("assistant", "tail"))
       yield* memory.append(exchange("kept", "tail"), { exchange: "kept-key" })
       expect(read("history.jsonl")).toBe(line("user", "kept") + line("assistant", "tail"))
       // Folded away entirely: still known as stored.
-      const all = yield* memory.planFold(0)
-      yield* memory.commitFold(Option.getOrThrow(all), "summary 2")
+      const all = yield* folds.planFold(0)
+      yield* folds.commitFold(Option.getOrThrow(all), "summary 2")
       yield* memory.append(exchange("kept", "tail"), { exchange: "kept-key" })
       expect(read("history.jsonl")).toBe("")
     }))
@@ -138,10 +141,11 @@ describe("memory files must be regular files of this user", () => {
           expect(inbox.message).toContain(`${path.join(directory, name)} is a symbolic link`)
         } else {
           const memory = yield* Memory.make(directory)
+          const folds = FoldStore.make(memory.memoryDir)
           yield* memory.append(exchange("a", "b"), { exchange: "k" }).pipe(Effect.ignore)
           yield* memory.append(exchange("c", "d"))
-          const plan = yield* memory.planFold(0)
-          yield* memory.commitFold(Option.getOrThrow(plan), "new summary").pipe(Effect.ignore)
+          const plan = yield* folds.planFold(0)
+          yield* folds.commitFold(Option.getOrThrow(plan), "new summary").pipe(Effect.ignore)
         }
         expect(fs.readFileSync(target, "utf8"), name).toBe("# login script\n")
       }

@@ -1,180 +1,131 @@
 /**
- * A small Anthropic Messages API stand-in on 127.0.0.1 (port 0), for tests.
- * Each request is recorded (method, path, headers, raw and parsed body) and
- * answered by a handler that chooses the reply for the n-th request: a status
- * with headers and body, a connection that hangs until the server closes, or
- * a dropped socket.
+ * The Anthropic Messages API stand-in on 127.0.0.1, for the unit, bin,
+ * bridge and fault suites: every request recorded (method, path, headers,
+ * raw and parsed body), each answered by the reply a handler picks for the
+ * n-th request (LoopbackHttp: a status, a hang, a drop, a body cut short,
+ * any of them delayed), plus the Messages shapes: text and tool-use answers,
+ * API errors, and an echo brain that also compacts.
  *
  *   const server = yield* AnthropicServer.make(AnthropicServer.replies(
  *     AnthropicServer.apiError(529, "overloaded_error", "Overloaded"),
- *     AnthropicServer.text("Hello!")
+ *     AnthropicServer.delay(200, AnthropicServer.text("Hello!"))
  *   ))
  *   // point ANTHROPIC_BASE_URL at server.url, then:
  *   const [first] = yield* server.awaitRequests(1)
  */
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
-import { Data, Deferred, Effect, Either, Exit, FiberId, type Scope } from "effect"
+import { Effect, Either, type Scope } from "effect"
+import * as LoopbackHttp from "./LoopbackHttp.js"
 
-export interface RecordedRequest {
-  readonly method: string
-  readonly path: string
-  /** Lower-case names, as Node reports them. */
-  readonly headers: Readonly<Record<string, string>>
-  readonly rawBody: string
-  /** The body parsed as JSON, or `undefined` when it is not JSON. */
-  readonly body: unknown
+export {
+  cutShort,
+  delay,
+  drop,
+  hang,
+  replies,
+  type Reply,
+  respond,
+  ServerError,
+  unusedPort,
+  unusedUrl
+} from "./LoopbackHttp.js"
+
+/** A Messages API request body, as far as the suites look into it. */
+export interface MessagesBody {
+  readonly system?: string
+  readonly tools?: ReadonlyArray<{ readonly name: string; readonly description: string }>
+  readonly messages: ReadonlyArray<{ readonly role: string; readonly content: unknown }>
 }
 
-export type Reply =
-  | {
-    readonly _tag: "Respond"
-    readonly status: number
-    readonly headers: Readonly<Record<string, string>>
-    readonly body: string
-  }
-  /** Never answer; the connection stays open until the client gives up or the server closes. */
-  | { readonly _tag: "Hang" }
-  /** Destroy the socket without answering. */
-  | { readonly _tag: "Drop" }
+/** `body` is the request parsed as JSON; a body that is not JSON reads as `{ messages: [] }`. */
+export type RecordedRequest = LoopbackHttp.RecordedRequest<MessagesBody>
+export type Handler = LoopbackHttp.Handler<MessagesBody>
 
-/** Chooses the reply to the request numbered `index` (0 for the first request). */
-export type Handler = (request: RecordedRequest, index: number) => Reply
-
-export interface AnthropicServer {
+export interface AnthropicServer extends LoopbackHttp.LoopbackServer<MessagesBody> {
   /** `http://127.0.0.1:{port}`, without a trailing slash: a value for ANTHROPIC_BASE_URL. */
   readonly url: string
-  /** Every request received so far, in arrival order. */
-  readonly requests: Effect.Effect<ReadonlyArray<RecordedRequest>>
-  /** Waits until at least `count` requests have arrived, then returns all of them. */
-  readonly awaitRequests: (count: number) => Effect.Effect<ReadonlyArray<RecordedRequest>>
+  /** Turn requests only (compaction requests left out). */
+  readonly turns: Effect.Effect<ReadonlyArray<RecordedRequest>>
 }
 
-export class AnthropicServerError extends Data.TaggedError("AnthropicServerError")<{
-  readonly message: string
-  readonly cause: unknown
-}> {}
+const parseBody = (raw: string): MessagesBody =>
+  Either.getOrElse(Either.try(() => JSON.parse(raw) as MessagesBody), () => ({ messages: [] }))
 
-export const respond = (
-  status: number,
-  body: string | object,
-  headers: Readonly<Record<string, string>> = {}
-): Reply => ({
-  _tag: "Respond",
-  status,
-  headers: typeof body === "string"
-    ? { "content-type": "text/plain; charset=utf-8", ...headers }
-    : { "content-type": "application/json", ...headers },
-  body: typeof body === "string" ? body : JSON.stringify(body)
-})
+/** Serves `handler` for the life of the scope; `port` 0 (the default) picks a free one. */
+export const make = (
+  handler: Handler,
+  port = 0
+): Effect.Effect<AnthropicServer, LoopbackHttp.ServerError, Scope.Scope> =>
+  Effect.map(LoopbackHttp.serve(handler, parseBody, port), (server) => ({
+    ...server,
+    url: `http://127.0.0.1:${server.port}`,
+    turns: Effect.map(server.requests, (all) => all.filter((request) => !isCompaction(request)))
+  }))
 
-/** A 200 Messages API answer whose content is one text block. */
-export const text = (reply: string): Reply =>
-  respond(200, {
+// ---------------------------------------------------------------------------
+// Answers
+
+/** A 200 Messages API answer with these content blocks. */
+export const message = (content: ReadonlyArray<unknown>, stopReason: string | null = "end_turn"): LoopbackHttp.Reply =>
+  LoopbackHttp.respond(200, {
     id: "msg_test",
     type: "message",
     role: "assistant",
     model: "claude-test",
-    content: [{ type: "text", text: reply }],
-    stop_reason: "end_turn",
+    content,
+    stop_reason: stopReason,
     stop_sequence: null,
     usage: { input_tokens: 1, output_tokens: 1 }
   })
+
+/** A 200 answer whose content is one text block. */
+export const text = (reply: string): LoopbackHttp.Reply => message([{ type: "text", text: reply }])
+
+/** A `tool_use` answer: a short text block, then one block per call. */
+export const toolUse = (calls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly input: unknown }>) =>
+  message([{ type: "text", text: "Let me check." }, ...calls.map((call) => ({ type: "tool_use", ...call }))], "tool_use")
 
 /** An error answer shaped like the real API's: `{"type":"error","error":{"type","message"}}`. */
 export const apiError = (
   status: number,
   type: string,
-  message: string,
+  detail: string,
   headers: Readonly<Record<string, string>> = {}
-): Reply => respond(status, { type: "error", error: { type, message } }, headers)
+): LoopbackHttp.Reply => LoopbackHttp.respond(status, { type: "error", error: { type, message: detail } }, headers)
 
-export const hang: Reply = { _tag: "Hang" }
-export const drop: Reply = { _tag: "Drop" }
+// ---------------------------------------------------------------------------
+// Reading requests, and an echo brain
 
-/** Answers the n-th request with the n-th reply; requests past the end get the last one. */
-export const replies = (first: Reply, ...rest: ReadonlyArray<Reply>): Handler => {
-  const all = [first, ...rest]
-  return (_, index) => all[Math.min(index, all.length - 1)] ?? first
+const COMPACTION_PREFIX = "You are a memory compaction assistant"
+export const isCompaction = (request: RecordedRequest) => request.body.system?.startsWith(COMPACTION_PREFIX) === true
+
+/** Text of the last user message that is plain text (not tool results). */
+export const lastUserText = (body: MessagesBody): string => {
+  for (let i = body.messages.length - 1; i >= 0; i--) {
+    const entry = body.messages[i]!
+    if (entry.role === "user" && typeof entry.content === "string") return entry.content
+  }
+  return ""
 }
 
-export const make = (handler: Handler): Effect.Effect<AnthropicServer, AnthropicServerError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const recorded: Array<RecordedRequest> = []
-    // arrivals[i] completes when request i has been recorded.
-    const arrivals: Array<Deferred.Deferred<void>> = []
-    const arrival = (index: number): Deferred.Deferred<void> => {
-      for (let i = arrivals.length; i <= index; i++) arrivals.push(Deferred.unsafeMake<void>(FiberId.none))
-      return arrivals[index]!
-    }
-
-    const server = Http.createServer((req, res) => {
-      const chunks: Array<Buffer> = []
-      req.on("data", (chunk: Buffer) => chunks.push(chunk))
-      req.on("end", () => {
-        const rawBody = Buffer.concat(chunks).toString("utf8")
-        const request: RecordedRequest = {
-          method: req.method ?? "",
-          path: req.url ?? "",
-          headers: Object.fromEntries(
-            Object.entries(req.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(", ") : value ?? ""])
-          ),
-          rawBody,
-          body: parseJson(rawBody)
-        }
-        const index = recorded.length
-        recorded.push(request)
-        const reply = handler(request, index)
-        switch (reply._tag) {
-          case "Respond":
-            res.writeHead(reply.status, reply.headers)
-            res.end(reply.body)
-            break
-          case "Drop":
-            req.socket.destroy()
-            break
-          case "Hang":
-            break
-        }
-        Deferred.unsafeDone(arrival(index), Exit.void)
-      })
-    })
-
-    yield* Effect.acquireRelease(
-      Effect.async<void, AnthropicServerError>((resume) => {
-        server.once("error", (cause) => resume(Effect.fail(new AnthropicServerError({ message: "listen failed", cause }))))
-        server.listen(0, "127.0.0.1", () => resume(Effect.void))
-      }),
-      () =>
-        Effect.async<void>((resume) => {
-          // Hanging requests keep their sockets open; close them or close() never returns.
-          server.closeAllConnections()
-          server.close(() => resume(Effect.void))
-        })
-    )
-
-    const { port } = server.address() as AddressInfo
-    return {
-      url: `http://127.0.0.1:${port}`,
-      requests: Effect.sync(() => [...recorded]),
-      awaitRequests: (count) =>
-        count <= 0
-          ? Effect.sync(() => [...recorded])
-          : Deferred.await(arrival(count - 1)).pipe(Effect.andThen(Effect.sync(() => [...recorded])))
-    }
-  })
+/** Summary items are `- user: TEXT` lines. */
+export const summaryItems = (summary: string): Array<string> =>
+  summary.split("\n").filter((item) => item.startsWith("- user: ")).map((item) => item.slice("- user: ".length))
 
 /**
- * A loopback URL on which nothing listens (a port bound and released), for
- * "connection refused".
+ * A summary that lists every user message it was given, after the items of
+ * the existing summary, duplicates kept: folding an exchange twice shows.
  */
-export const unusedUrl: Effect.Effect<string, AnthropicServerError> = Effect.async((resume) => {
-  const probe = Http.createServer()
-  probe.once("error", (cause) => resume(Effect.fail(new AnthropicServerError({ message: "listen failed", cause }))))
-  probe.listen(0, "127.0.0.1", () => {
-    const { port } = probe.address() as AddressInfo
-    probe.close(() => resume(Effect.succeed(`http://127.0.0.1:${port}`)))
+export const listingSummary = (request: RecordedRequest): LoopbackHttp.Reply => {
+  const content = String(request.body.messages[0]?.content ?? "")
+  const [existing = "", batch = ""] = content.split("\n\nCONVERSATION TO SUMMARIZE:\n")
+  const folded = batch.split("\n").flatMap((raw) => {
+    const entry = Either.getOrUndefined(Either.try(() => JSON.parse(raw) as { role?: unknown; content?: unknown }))
+    return entry?.role === "user" && typeof entry.content === "string" ? [entry.content] : []
   })
-})
+  const items = [...summaryItems(existing), ...folded]
+  return text(`Conversation so far:\n${items.map((item) => `- user: ${item}`).join("\n")}`)
+}
 
-const parseJson = (raw: string): unknown => Either.getOrUndefined(Either.try(() => JSON.parse(raw) as unknown))
+/** Answers turns with `re: TEXT` and compactions with `listingSummary`. */
+export const echo: Handler = (request) =>
+  isCompaction(request) ? listingSummary(request) : text(`re: ${lastUserText(request.body)}`)

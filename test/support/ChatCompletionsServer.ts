@@ -13,45 +13,20 @@
  *   // point OPENAI_BASE_URL at server.url (it ends in /v1), then:
  *   const [first] = yield* server.awaitRequests(1)
  */
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
-import { Deferred, Effect, Either, Exit, FiberId, type Scope } from "effect"
-import { AnthropicServerError as ServerError, type RecordedRequest } from "./AnthropicServer.js"
+import { Effect, Either, type Scope } from "effect"
+import * as LoopbackHttp from "./LoopbackHttp.js"
+import { respond } from "./LoopbackHttp.js"
 
-export { type RecordedRequest, unusedUrl } from "./AnthropicServer.js"
+export { delay, drop, hang, type RecordedRequest, replies, type Reply, respond, unusedUrl } from "./LoopbackHttp.js"
 
-export type Reply =
-  | {
-    readonly _tag: "Respond"
-    readonly status: number
-    readonly headers: Readonly<Record<string, string>>
-    readonly body: string
-  }
-  | { readonly _tag: "Hang" }
-  | { readonly _tag: "Drop" }
-  /** `reply`, after `millis` of real time. */
-  | { readonly _tag: "Delay"; readonly millis: number; readonly reply: Reply }
+/** `body` is the request parsed as JSON, `undefined` when it is not JSON. */
+export type Handler = LoopbackHttp.Handler
 
-export type Handler = (request: RecordedRequest, index: number) => Reply
-
-export interface ChatCompletionsServer {
+export interface ChatCompletionsServer extends LoopbackHttp.LoopbackServer<unknown> {
   /** `http://127.0.0.1:{port}/v1`: a value for OPENAI_BASE_URL. */
   readonly url: string
   readonly host: string
-  readonly requests: Effect.Effect<ReadonlyArray<RecordedRequest>>
-  readonly awaitRequests: (count: number) => Effect.Effect<ReadonlyArray<RecordedRequest>>
 }
-
-export const respond = (status: number, body: string | object, headers: Readonly<Record<string, string>> = {}): Reply => ({
-  _tag: "Respond",
-  status,
-  headers: { "content-type": typeof body === "string" ? "text/plain; charset=utf-8" : "application/json", ...headers },
-  body: typeof body === "string" ? body : JSON.stringify(body)
-})
-
-export const hang: Reply = { _tag: "Hang" }
-export const drop: Reply = { _tag: "Drop" }
-export const delay = (millis: number, reply: Reply): Reply => ({ _tag: "Delay", millis, reply })
 
 export interface WireCall {
   readonly id?: string
@@ -76,7 +51,7 @@ export interface Answer {
 }
 
 /** A 200 answer with every field the flavor's server documents, extra ones included. */
-export const completion = ({ content = null, finishReason = "stop", flavor = "openai", toolCalls }: Answer): Reply => {
+export const completion = ({ content = null, finishReason = "stop", flavor = "openai", toolCalls }: Answer): LoopbackHttp.Reply => {
   const message = {
     role: "assistant",
     content,
@@ -124,15 +99,15 @@ export const completion = ({ content = null, finishReason = "stop", flavor = "op
   }
 }
 
-export const text = (content: string, flavor: Flavor = "openai"): Reply => completion({ content, flavor })
+export const text = (content: string, flavor: Flavor = "openai"): LoopbackHttp.Reply => completion({ content, flavor })
 
 export const toolCalls = (
   calls: ReadonlyArray<WireCall>,
   options: Omit<Answer, "toolCalls"> = {}
-): Reply => completion({ finishReason: "tool_calls", ...options, toolCalls: calls })
+): LoopbackHttp.Reply => completion({ finishReason: "tool_calls", ...options, toolCalls: calls })
 
 /** An error in the shape each server documents. */
-export const apiError = (status: number, message: string, flavor: Flavor = "openai", code: string | null = null): Reply => {
+export const apiError = (status: number, message: string, flavor: Flavor = "openai", code: string | null = null): LoopbackHttp.Reply => {
   switch (flavor) {
     case "openai":
       return respond(status, { error: { message, type: "invalid_request_error", param: null, code } })
@@ -143,85 +118,8 @@ export const apiError = (status: number, message: string, flavor: Flavor = "open
   }
 }
 
-/** Answers the n-th request with the n-th reply; requests past the end get the last one. */
-export const replies = (first: Reply, ...rest: ReadonlyArray<Reply>): Handler => {
-  const all = [first, ...rest]
-  return (_, index) => all[Math.min(index, all.length - 1)] ?? first
-}
-
-const answer = (reply: Reply, req: Http.IncomingMessage, res: Http.ServerResponse, timers: Set<NodeJS.Timeout>): void => {
-  switch (reply._tag) {
-    case "Respond":
-      res.writeHead(reply.status, reply.headers)
-      res.end(reply.body)
-      return
-    case "Drop":
-      req.socket.destroy()
-      return
-    case "Hang":
-      return
-    case "Delay": {
-      const timer = setTimeout(() => {
-        timers.delete(timer)
-        answer(reply.reply, req, res, timers)
-      }, reply.millis)
-      timers.add(timer)
-    }
-  }
-}
-
-export const make = (handler: Handler): Effect.Effect<ChatCompletionsServer, ServerError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const recorded: Array<RecordedRequest> = []
-    const arrivals: Array<Deferred.Deferred<void>> = []
-    const arrival = (index: number): Deferred.Deferred<void> => {
-      for (let i = arrivals.length; i <= index; i++) arrivals.push(Deferred.unsafeMake<void>(FiberId.none))
-      return arrivals[index]!
-    }
-    const timers = new Set<NodeJS.Timeout>()
-
-    const server = Http.createServer((req, res) => {
-      const chunks: Array<Buffer> = []
-      req.on("data", (chunk: Buffer) => chunks.push(chunk))
-      req.on("end", () => {
-        const rawBody = Buffer.concat(chunks).toString("utf8")
-        const request: RecordedRequest = {
-          method: req.method ?? "",
-          path: req.url ?? "",
-          headers: Object.fromEntries(
-            Object.entries(req.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(", ") : value ?? ""])
-          ),
-          rawBody,
-          body: Either.getOrUndefined(Either.try(() => JSON.parse(rawBody) as unknown))
-        }
-        const index = recorded.length
-        recorded.push(request)
-        answer(handler(request, index), req, res, timers)
-        Deferred.unsafeDone(arrival(index), Exit.void)
-      })
-    })
-
-    yield* Effect.acquireRelease(
-      Effect.async<void, ServerError>((resume) => {
-        server.once("error", (cause) => resume(Effect.fail(new ServerError({ message: "listen failed", cause }))))
-        server.listen(0, "127.0.0.1", () => resume(Effect.void))
-      }),
-      () =>
-        Effect.async<void>((resume) => {
-          for (const timer of timers) clearTimeout(timer)
-          server.closeAllConnections()
-          server.close(() => resume(Effect.void))
-        })
-    )
-
-    const { port } = server.address() as AddressInfo
-    return {
-      url: `http://127.0.0.1:${port}/v1`,
-      host: `127.0.0.1:${port}`,
-      requests: Effect.sync(() => [...recorded]),
-      awaitRequests: (count) =>
-        count <= 0
-          ? Effect.sync(() => [...recorded])
-          : Deferred.await(arrival(count - 1)).pipe(Effect.andThen(Effect.sync(() => [...recorded])))
-    }
-  })
+export const make = (handler: Handler): Effect.Effect<ChatCompletionsServer, LoopbackHttp.ServerError, Scope.Scope> =>
+  Effect.map(
+    LoopbackHttp.serve(handler, (raw) => Either.getOrUndefined(Either.try(() => JSON.parse(raw) as unknown))),
+    (server) => ({ ...server, url: `http://127.0.0.1:${server.port}/v1`, host: `127.0.0.1:${server.port}` })
+  )

@@ -1,19 +1,16 @@
 /**
- * Helpers for the FIFO tests: temp dirs, shell scripts that play the
+ * Helpers for the FIFO tests: temp dirs (Sandbox.tempDir), shell scripts that play the
  * original bridges, scoped child processes, and line-level access to a pipe.
  */
 import { execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { Chunk, Deferred, Effect, Either, Exit, Queue, type Scope, Stream, TestClock } from "effect"
 import { type FifoReader, openReader } from "../../src/fifo/PipeEnd.js"
 import { framed, makeBlockFramer, makeLineFramer } from "../../src/fifo/Framing.js"
+import * as Sandbox from "./Sandbox.js"
 
-export const tempDir: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(
-  Effect.promise(() => fs.promises.mkdtemp(path.join(os.tmpdir(), "planckclaw-fifo-"))),
-  (dir) => Effect.promise(() => fs.promises.rm(dir, { recursive: true, force: true }))
-)
+export const tempDir: Effect.Effect<string, never, Scope.Scope> = Sandbox.tempDir("planckclaw-fifo-")
 
 export const mkfifo = (file: string): Effect.Effect<void> =>
   Effect.async<void>((resume) => {
@@ -89,13 +86,14 @@ export const awaitPendingSleep: Effect.Effect<void> = Effect.gen(function*() {
   return yield* Effect.die(new Error("no fiber went to sleep"))
 })
 
-/** A process is gone when /proc no longer lists it or lists it as a zombie. */
+/**
+ * Not running (Sandbox.isRunning: absent, or only a zombie left). The check
+ * follows an asynchronous stat of /proc/PID, so `awaitGone`'s polls give
+ * the event loop a turn each, as they did when this read /proc itself.
+ */
 export const isGone = (pid: number): Effect.Effect<boolean> =>
-  Effect.promise(() =>
-    fs.promises.readFile(`/proc/${pid}/stat`, "utf8").then(
-      (stat) => /^\d+ \(.*\) [ZX]/.test(stat),
-      () => true
-    )
+  Effect.promise(() => fs.promises.stat(`/proc/${pid}`).then(() => undefined, () => undefined)).pipe(
+    Effect.map(() => !Sandbox.isRunning(pid))
   )
 
 /** Waits (on /proc reads, not on timers) for a process that was sent SIGKILL or SIGTERM to finish dying. */

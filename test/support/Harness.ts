@@ -4,20 +4,17 @@
  * so tests can assert the exact requests and the exact files.
  */
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
-import { ConfigProvider, Effect, Fiber, Layer, Queue, type Scope } from "effect"
+import { ConfigProvider, Effect, Fiber, Layer, Queue } from "effect"
 import * as Agent from "../../src/Agent.js"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
 import type { OutboundMessage } from "../../src/Interact.js"
 import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
+import { tempDir } from "./Sandbox.js"
 
-export const tempDir = (prefix = "planckclaw-test-"): Effect.Effect<string, never, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), prefix))),
-    (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-  )
+// Kept for the suites that import it from here; its home is Sandbox.ts.
+export { tempDir } from "./Sandbox.js"
 
 export interface HarnessOptions {
   readonly script: ReadonlyArray<ScriptedBrain.ScriptStep>
@@ -70,4 +67,5 @@ export const harness = (options: HarnessOptions) =>
     }
   })
 
+/** A history line exactly as the agent writes it. */
 export const line = (role: "user" | "assistant", content: string) => `${JSON.stringify({ role, content })}\n`

@@ -1,9 +1,10 @@
 /**
- * End-to-end helpers for the named-pipe layer: a sandbox (working, memory
- * and runtime directories in one temp dir), the built command as a child
+ * End-to-end helpers for the named-pipe layer: the built command as a child
  * process that is stopped gracefully when the scope closes, `/bin/sh`
  * one-liners that talk to the FIFOs the way users and the original bridges
- * do, and liveness checks on processes.
+ * do, and what a run leaves in its runtime directory. The sandbox, the
+ * bounded waits and the process probes are in Sandbox.ts (re-exported here
+ * for the suites that import them from this file).
  *
  * Every wait is bounded: a test that would hang fails with a `WaitTimedOut`
  * naming what never happened.
@@ -11,144 +12,26 @@
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Data, Duration, Effect, Either, Schedule, type Scope } from "effect"
+import { Data, type Duration, Effect, Either, type Scope } from "effect"
+import * as RuntimeDir from "../../src/fifo/RuntimeDir.js"
 import * as Cli from "./Cli.js"
-import { tempDir } from "./Harness.js"
+import { defaultBound, eventually, exited, pidIn, type Sandbox, WaitTimedOut, within } from "./Sandbox.js"
 
-export const fifoNames = ["interact_in", "interact_out", "brain_in", "brain_out", "claw_in", "claw_out"] as const
+export {
+  defaultBound,
+  eventually,
+  exited,
+  isRunning,
+  pidIn,
+  procState,
+  type Sandbox,
+  sandbox,
+  WaitTimedOut,
+  within
+} from "./Sandbox.js"
 
-/** Something a test waited for did not happen within its bound. */
-export class WaitTimedOut extends Data.TaggedError("WaitTimedOut")<{ readonly message: string }> {}
-
-/** Generous: a loaded two-core machine takes seconds to start Node. Never an assertion on speed. */
-export const defaultBound = Duration.seconds(20)
-
-/** Bounds a wait; past `bound` the test fails naming `what`. */
-export const within = (what: string, bound: Duration.DurationInput = defaultBound) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | WaitTimedOut, R> =>
-  Effect.timeoutFail(effect, {
-    duration: bound,
-    onTimeout: () => new WaitTimedOut({ message: `waited ${Duration.format(bound)} for ${what}` })
-  })
-
-class NotYet extends Data.TaggedError("NotYet") {}
-
-/** Polls `probe` (a throw counts as "not yet") until it returns a value. */
-export const eventually = <A>(
-  what: string,
-  probe: () => A | undefined,
-  bound: Duration.DurationInput = defaultBound
-): Effect.Effect<A, WaitTimedOut> =>
-  Effect.suspend(() => {
-    const value = Either.getOrUndefined(Either.try(probe))
-    return value === undefined ? Effect.fail(new NotYet()) : Effect.succeed(value)
-  }).pipe(
-    // Retries until `within` gives up, so NotYet never escapes.
-    Effect.retry(Schedule.spaced("25 millis")),
-    Effect.catchTag("NotYet", () => Effect.never),
-    within(what, bound)
-  )
-
-// ---------------------------------------------------------------------------
-// Processes
-
-export const procState = (pid: number): string | undefined => {
-  const stat = Either.getOrUndefined(Either.try(() => fs.readFileSync(`/proc/${pid}/stat`, "utf8")))
-  // The state follows the parenthesised command name, which may itself hold spaces or parentheses.
-  return stat?.slice(stat.lastIndexOf(")") + 2).split(" ")[0]
-}
-
-/**
- * Whether `pid` is a live process. A zombie (`Z`) is dead: it only waits
- * for its parent (init, for an orphan) to collect its status.
- */
-export const isRunning = (pid: number): boolean => {
-  const probe = Either.try(() => process.kill(pid, 0))
-  if (Either.isLeft(probe)) return (probe.left as NodeJS.ErrnoException).code === "EPERM"
-  return procState(pid) !== "Z"
-}
-
-/** Waits until `pid` is gone (`process.kill(pid, 0)` says ESRCH, or only a zombie is left). */
-export const exited = (what: string, pid: number) =>
-  eventually(`${what} (pid ${pid}) to exit`, () => (isRunning(pid) ? undefined : true))
-
-/** The pid a script wrote into `file`, once it has. */
-export const pidIn = (file: string) =>
-  eventually(`a pid in ${path.basename(file)}`, () => {
-    const pid = Number.parseInt(fs.readFileSync(file, "utf8"), 10)
-    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
-  })
-
-/**
- * Processes whose command line or environment mentions `marker` (a sandbox
- * path): the commands and scripts a test started, and whatever those started
- * in turn (they inherit PLANCKCLAW_RUN_DIR).
- */
-const processesMentioning = (marker: string): Array<number> =>
-  fs.readdirSync("/proc").flatMap((entry) => {
-    const pid = Number(entry)
-    if (!Number.isSafeInteger(pid) || pid === process.pid) return []
-    const mentions = (file: string) =>
-      Either.getOrElse(Either.try(() => fs.readFileSync(`/proc/${pid}/${file}`, "utf8").includes(marker)), () => false)
-    return mentions("cmdline") || mentions("environ") ? [pid] : []
-  })
-
-// ---------------------------------------------------------------------------
-// Sandbox
-
-export interface Sandbox {
-  /** The working directory of every command (where config.env would be read). */
-  readonly dir: string
-  /** PLANCKCLAW_RUN_DIR: not created, `planckclaw run` lays it out. */
-  readonly runDir: string
-  /** PLANCKCLAW_DIR. */
-  readonly memory: string
-  /** CLAWS_DIR: empty unless a test adds claws, so the agent has no tools by default. */
-  readonly claws: string
-  /** A clean environment with the four directories above, plus the test's settings. */
-  readonly env: NodeJS.ProcessEnv
-  readonly path: (name: string) => string
-  /** Contents of a sandbox file, `undefined` when absent. */
-  readonly read: (name: string) => string | undefined
-  /** Writes an executable `/bin/sh` script (`D` holds the sandbox path) and returns its path. */
-  readonly script: (name: string, body: string) => string
-}
-
-export const sandbox = (settings: Record<string, string> = {}): Effect.Effect<Sandbox, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const dir = fs.realpathSync(yield* tempDir("planckclaw-pipes-"))
-    // Runs before the temp dir goes (finalizers run in reverse): a safety net for a failed
-    // test, killing whatever still runs a sandbox script. Passing tests leave nothing to kill.
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        for (const pid of processesMentioning(dir)) Either.try(() => process.kill(pid, "SIGKILL"))
-      })
-    )
-    const claws = path.join(dir, "claws")
-    fs.mkdirSync(claws)
-    const file = (name: string) => path.join(dir, name)
-    return {
-      dir,
-      runDir: file("run"),
-      memory: file("memory"),
-      claws,
-      env: Cli.baseEnv({
-        PLANCKCLAW_DIR: file("memory"),
-        PLANCKCLAW_RUN_DIR: file("run"),
-        CLAWS_DIR: claws,
-        PLANCKCLAW_BRAIN_RETRIES: "0",
-        ...settings
-      }),
-      path: file,
-      read: (name) => (fs.existsSync(file(name)) ? fs.readFileSync(file(name), "utf8") : undefined),
-      script: (name, body) => {
-        const target = file(name)
-        fs.mkdirSync(path.dirname(target), { recursive: true })
-        fs.writeFileSync(target, `#!/bin/sh\nD='${dir}'\n${body}`, { mode: 0o755 })
-        return target
-      }
-    }
-  })
+/** The six FIFO names, in the order the runtime directory lists them. */
+export const fifoNames = Object.values(RuntimeDir.fifoNames)
 
 // ---------------------------------------------------------------------------
 // The built command
@@ -212,12 +95,15 @@ export const fifosReady = (runDir: string) =>
  * open for writing fails (ENXIO) while nobody has the FIFO open for reading,
  * so a FIFO left by a killed run, or one not opened yet, does not count.
  */
-export const listening = (runDir: string) =>
+export const listening = (runDir: string, bound: Duration.DurationInput = defaultBound) =>
   eventually(`an agent reading ${runDir}/interact_in`, () => {
-    const fd = fs.openSync(path.join(runDir, "interact_in"), fs.constants.O_WRONLY | fs.constants.O_NONBLOCK)
-    fs.closeSync(fd)
+    fs.closeSync(openInteractIn(runDir))
     return true
-  })
+  }, bound)
+
+/** Opens interact_in for writing without blocking; fails with ENXIO while no agent reads it. */
+export const openInteractIn = (runDir: string): number =>
+  fs.openSync(path.join(runDir, "interact_in"), fs.constants.O_WRONLY | fs.constants.O_NONBLOCK)
 
 /** Names of the FIFOs still present in `runDir`. */
 export const fifosLeft = (runDir: string): Array<string> => fifoNames.filter((name) => fs.existsSync(path.join(runDir, name)))

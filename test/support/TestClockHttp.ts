@@ -2,7 +2,8 @@
  * Driving a real HTTP exchange under the TestClock: the real undici client
  * with jitter pinned to its midpoint (backoff exactly 1s, 2s, 4s, …), and a
  * way to move the clock only once the client has gone to sleep. (The same
- * helpers as test/brain/Anthropic.test.ts keeps inline.)
+ * helpers test/brain/AnthropicBrain.test.ts still keeps inline; it is to import
+ * these.)
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { Chunk, Clock, Duration, Effect, Random, TestClock, TestServices } from "effect"

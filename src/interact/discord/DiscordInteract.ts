@@ -1,25 +1,25 @@
 /**
- * The Discord bridge: messages from chosen Discord channels (and, if allowed,
- * direct messages) in, replies out. discord.js types stay in the Discord*
- * modules beside this one.
+ * The Discord interact adapter (the Interact port over Discord): messages
+ * from chosen Discord channels (and, if allowed, direct messages) in,
+ * replies out. discord.js types stay in the modules beside this one.
  *
  * Who does what:
  * - discord.js owns the gateway connection: IDENTIFY, heartbeats, RESUME and
  *   reconnects. Its shards run under a sharding strategy of ours
- *   (DiscordShardingStrategy), through which the bridge paces connection
- *   attempts after a failed one (DiscordPacing: exponential backoff from 5 s
+ *   (ShardingStrategy), through which the adapter paces connection
+ *   attempts after a failed one (Pacing: exponential backoff from 5 s
  *   to 60 s with jitter, reset once a connection is healthy), throttles
- *   IDENTIFY, sees close codes (DiscordGateway), and reads MESSAGE_CREATE
- *   straight off the gateway, decoded with Schema (DiscordInbound). Only the
+ *   IDENTIFY, sees close codes (Gateway), and reads MESSAGE_CREATE
+ *   straight off the gateway, decoded with Schema (Inbound). Only the
  *   dispatches discord.js needs for its connection state reach it, so message
  *   traffic never grows its caches and a malformed message cannot throw
  *   inside it.
  * - A failed login (Discord unreachable, 5xx) is retried on the same backoff
- *   (DiscordLogin).
- * - Replies go through a REST client of their own (DiscordReplies), so they
+ *   (Login).
+ * - Replies go through a REST client of their own (Replies), so they
  *   are delivered while the gateway reconnects.
  * - A rejected token or a refused privileged intent is reported once with
- *   what to do, and never retried (DiscordErrors).
+ *   what to do, and never retried (Refusals, DiscordRefused).
  */
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
@@ -28,7 +28,8 @@ import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Interact, type InteractService } from "../../Interact.js"
-import type { StartupError } from "../../StartupError.js"
+import type { MissingSetting } from "../../config/MissingSetting.js"
+import type { DiscordRefused } from "./DiscordRefused.js"
 import { bareToken, DiscordConfig, type DiscordSettings, settingsFrom } from "./Settings.js"
 import { connectGateway } from "./Gateway.js"
 import { type BotUser, makeInbound } from "./Inbound.js"
@@ -53,10 +54,10 @@ const announceConnected = (settings: DiscordSettings, user: Option.Option<BotUse
 
 /**
  * Logs in (retrying with backoff while Discord is unreachable) and returns
- * once the gateway is READY. Fails with a StartupError when Discord rejects
- * the token or the intents.
+ * once the gateway is READY. Fails with DiscordRefused when Discord rejects
+ * the token or the intents, or stays unreachable.
  */
-export const make = (settings: DiscordSettings): Effect.Effect<InteractService, StartupError, Scope.Scope> =>
+export const make = (settings: DiscordSettings): Effect.Effect<InteractService, DiscordRefused, Scope.Scope> =>
   Effect.gen(function*() {
     const token = bareToken(settings)
     const post = yield* makeRestPost(settings.apiUrl, token)
@@ -70,8 +71,8 @@ export const make = (settings: DiscordSettings): Effect.Effect<InteractService, 
     }
   })
 
-/** The Discord bridge from configuration; see `DiscordConfig` and `make`. */
-export const layer: Layer.Layer<Interact, ConfigError.ConfigError | StartupError> = Layer.scoped(
+/** The Discord interact adapter from configuration; see `DiscordConfig` and `make`. */
+export const layer: Layer.Layer<Interact, ConfigError.ConfigError | MissingSetting | DiscordRefused> = Layer.scoped(
   Interact,
   DiscordConfig.pipe(Effect.flatMap(settingsFrom), Effect.flatMap(make))
 )

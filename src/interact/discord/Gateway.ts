@@ -1,6 +1,6 @@
 /**
- * The gateway connection for the bridge's whole life. discord.js owns
- * IDENTIFY, heartbeats, RESUME and reconnects; this module runs the bridge's
+ * The gateway connection for the adapter's whole life. discord.js owns
+ * IDENTIFY, heartbeats, RESUME and reconnects; this module runs the adapter's
  * side of each gateway event (pacing, close codes, dispatches) for it, and
  * turns a fatal close after startup into the end of the message stream.
  */
@@ -14,13 +14,13 @@ import * as Ref from "effect/Ref"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { InteractError } from "../../Interact.js"
-import type { StartupError } from "../../StartupError.js"
-import { fatalCloseCodes } from "./Errors.js"
+import type { DiscordRefused } from "./DiscordRefused.js"
+import { fatalCloseCodes } from "./Refusals.js"
 import { type ClientCallbacks, login } from "./Login.js"
 import { makeGatewayPacing } from "./Pacing.js"
 import type { GatewayHooks } from "./ShardingStrategy.js"
 
-/** The bridge's side of each gateway event. */
+/** The adapter's side of each gateway event. */
 interface GatewayHandlers {
   readonly beforeConnect: Effect.Effect<void>
   readonly onHealthy: Effect.Effect<void>
@@ -34,24 +34,24 @@ const makeCloseWatch = Effect.gen(function*() {
   const fatal = yield* Deferred.make<never, InteractError>()
   const started = yield* Ref.make(false)
   const shuttingDown = yield* Ref.make(false)
-  const fatalCloseHelp = yield* Ref.make(Option.none<string>())
+  const fatalClose = yield* Ref.make(Option.none<DiscordRefused>())
 
   const onClosed = (code: number) =>
     Effect.gen(function*() {
       if (yield* Ref.get(shuttingDown)) return
-      const help = fatalCloseCodes.get(code)
-      if (help === undefined) return yield* Effect.logWarning(`Discord gateway closed (code ${code}); reconnecting`)
-      yield* Ref.set(fatalCloseHelp, Option.some(help))
+      const refused = fatalCloseCodes.get(code)
+      if (refused === undefined) return yield* Effect.logWarning(`Discord gateway closed (code ${code}); reconnecting`)
+      yield* Ref.set(fatalClose, Option.some(refused))
       // Before startup the login fails with this; afterwards the message stream does.
       if (yield* Ref.get(started)) {
-        yield* Effect.logError(help)
-        yield* Deferred.fail(fatal, new InteractError({ message: help }))
+        yield* Effect.logError(refused.message)
+        yield* Deferred.fail(fatal, new InteractError({ message: refused.message }))
       }
     })
 
   return {
     onClosed,
-    takeFatalCloseHelp: Ref.getAndSet(fatalCloseHelp, Option.none()),
+    takeFatalClose: Ref.getAndSet(fatalClose, Option.none()),
     markStarted: Ref.set(started, true),
     markShuttingDown: Ref.set(shuttingDown, true),
     fatal: Deferred.await(fatal)
@@ -123,7 +123,7 @@ export const connectGateway = (
   apiUrl: string,
   token: string,
   onDispatch: GatewayHandlers["onDispatch"]
-): Effect.Effect<Effect.Effect<never, InteractError>, StartupError, Scope.Scope> =>
+): Effect.Effect<Effect.Effect<never, InteractError>, DiscordRefused, Scope.Scope> =>
   Effect.gen(function*() {
     const pacing = yield* makeGatewayPacing
     const closes = yield* makeCloseWatch
@@ -139,7 +139,7 @@ export const connectGateway = (
       token,
       callbacks,
       onNewClient: pacing.onNewClient,
-      takeFatalCloseHelp: closes.takeFatalCloseHelp
+      takeFatalClose: closes.takeFatalClose
     })
     yield* closes.markStarted
     // Added after the client, so it runs first on release: our own close is not news.

@@ -1,6 +1,6 @@
 /**
  * Messages in: gateway dispatches decoded with Schema (a malformed one is
- * ignored, never thrown), filtered down to the messages the bridge answers,
+ * ignored, never thrown), filtered down to the messages the adapter answers,
  * and queued once each.
  */
 import type { GatewayDispatchPayload } from "discord.js"

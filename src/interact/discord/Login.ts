@@ -1,7 +1,7 @@
 /**
  * The discord.js client and its login. A failed login (Discord unreachable,
  * 5xx) is retried on the reconnect backoff; a rejected token or a refused
- * privileged intent is a StartupError with what to do, never retried.
+ * privileged intent is a DiscordRefused with what to do, never retried.
  */
 import { Client, GatewayIntentBits, type IIdentifyThrottler } from "discord.js"
 import * as Effect from "effect/Effect"
@@ -10,12 +10,12 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
-import { StartupError } from "../../StartupError.js"
-import { describeRestError, invalidTokenHelp, isTokenRejected, LoginFailed } from "./Errors.js"
+import { DiscordRefused } from "./DiscordRefused.js"
+import { describeRestError, invalidTokenHelp, isTokenRejected, LoginFailed } from "./Refusals.js"
 import { reconnectBackoff, seconds } from "./Pacing.js"
 import { type GatewayHooks, PacedShardingStrategy } from "./ShardingStrategy.js"
 
-/** How the client reaches back into the bridge. */
+/** How the client reaches back into the adapter. */
 export interface ClientCallbacks {
   readonly hooks: GatewayHooks
   readonly identifyThrottler: IIdentifyThrottler
@@ -29,8 +29,8 @@ export interface LoginOptions {
   readonly callbacks: ClientCallbacks
   /** Runs before each attempt makes its client. */
   readonly onNewClient: Effect.Effect<void>
-  /** The help for a fatal gateway close seen since the last call, if any. */
-  readonly takeFatalCloseHelp: Effect.Effect<Option.Option<string>>
+  /** The refusal a fatal gateway close since the last call stands for, if any. */
+  readonly takeFatalClose: Effect.Effect<Option.Option<DiscordRefused>>
 }
 
 const newClient = (apiUrl: string, callbacks: ClientCallbacks): Client => {
@@ -54,13 +54,13 @@ const newClient = (apiUrl: string, callbacks: ClientCallbacks): Client => {
 const destroyClient = (client: Client) =>
   Effect.tryPromise(() => client.destroy()).pipe(Effect.timeout("10 seconds"), Effect.ignore)
 
-/** Whether a failed login is worth retrying (LoginFailed) or needs the user (StartupError). */
+/** Whether a failed login is worth retrying (LoginFailed) or needs the user (DiscordRefused). */
 const classifyLoginFailure = (options: LoginOptions, cause: unknown) =>
   Effect.gen(function*() {
-    const help = yield* options.takeFatalCloseHelp
-    if (Option.isSome(help)) return yield* new StartupError({ exitCode: 2, message: help.value })
+    const refused = yield* options.takeFatalClose
+    if (Option.isSome(refused)) return yield* refused.value
     if (isTokenRejected(cause)) {
-      return yield* new StartupError({ exitCode: 2, message: `${invalidTokenHelp} (REST 401)` })
+      return yield* new DiscordRefused({ reason: "token", message: `${invalidTokenHelp} (REST 401)` })
     }
     return yield* new LoginFailed({ message: describeRestError(cause) })
   })
@@ -80,8 +80,12 @@ const loginOnce = (options: LoginOptions, scope: Scope.Scope) =>
     )
   })
 
-/** Logs in, retrying with backoff while Discord is unreachable; the client lives as long as the scope. */
-export const login = (options: LoginOptions): Effect.Effect<void, StartupError, Scope.Scope> =>
+/**
+ * Logs in, retrying with backoff while Discord is unreachable (and giving up
+ * as `unreachable` when the backoff runs out); the client lives as long as
+ * the scope.
+ */
+export const login = (options: LoginOptions): Effect.Effect<void, DiscordRefused, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     yield* loginOnce(options, scope).pipe(
@@ -94,6 +98,6 @@ export const login = (options: LoginOptions): Effect.Effect<void, StartupError, 
         ),
         while: (error) => error._tag === "LoginFailed"
       }),
-      Effect.catchTag("LoginFailed", (error) => new StartupError({ exitCode: 1, message: error.message }))
+      Effect.catchTag("LoginFailed", (error) => new DiscordRefused({ reason: "unreachable", message: error.message }))
     )
   })

@@ -12,7 +12,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { InteractError, type OutboundMessage } from "../../Interact.js"
 import { isDiscordId } from "./Settings.js"
-import { describeRestError, isPermanent } from "./Errors.js"
+import { describeRestError, isPermanent } from "./Refusals.js"
 import { chunkReply } from "./ReplyChunks.js"
 import type { TypingIndicator } from "./Typing.js"
 
@@ -112,7 +112,7 @@ const postReply = (post: RestPost, message: OutboundMessage): Effect.Effect<void
   })
 
 /**
- * The bridge's `send`. One reply at a time, so the parts of two replies never
+ * The adapter's `send`. One reply at a time, so the parts of two replies never
  * interleave; the typing indicator for the channel ends however it went.
  */
 export const makeSend = (

@@ -1,5 +1,6 @@
 /**
- * The Discord bridge's settings, and how they are read from configuration.
+ * The Discord interact adapter's settings, and how they are read from
+ * configuration.
  */
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
@@ -8,7 +9,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { headerSecret } from "../../config/Secrets.js"
-import { StartupError } from "../../StartupError.js"
+import { MissingSetting } from "../../config/MissingSetting.js"
 
 export interface DiscordSettings {
   readonly token: Redacted.Redacted<string>
@@ -59,7 +60,7 @@ const parseApiUrl = (raw: string): Either.Either<string, ConfigError.ConfigError
 
 /**
  * DISCORD_BOT_TOKEN (secret; its characters checked here, its presence by
- * `settingsFrom`, which reports a missing one as a StartupError),
+ * `settingsFrom`, which reports a missing one as a MissingSetting),
  * DISCORD_CHANNEL_ID (one id or a comma-separated list),
  * DISCORD_ALLOWED_USERS (optional list), DISCORD_DMS
  * (1/0, default 0), DISCORD_API_URL (default https://discord.com/api). An
@@ -81,15 +82,15 @@ export const DiscordConfig = Config.all({
   apiUrl: Config.string("DISCORD_API_URL").pipe(Config.withDefault(""), Config.mapOrFail(parseApiUrl))
 })
 
-/** The settings, once the configuration is known to hold a token: without one the bridge cannot start. */
+/** The settings, once the configuration is known to hold a token: without one the adapter cannot start. */
 export const settingsFrom = (
   config: Config.Config.Success<typeof DiscordConfig>
-): Effect.Effect<DiscordSettings, StartupError> =>
+): Effect.Effect<DiscordSettings, MissingSetting> =>
   Effect.gen(function*() {
     const token = Option.filter(config.token, (token) => Redacted.value(token).trim() !== "")
     if (Option.isNone(token)) {
-      return yield* new StartupError({
-        exitCode: 2,
+      return yield* new MissingSetting({
+        key: "DISCORD_BOT_TOKEN",
         message: "DISCORD_BOT_TOKEN is not set: create a bot at https://discord.com/developers/applications " +
           "(your application → Bot → Reset Token) and set DISCORD_BOT_TOKEN in config.env or the environment"
       })

@@ -1,6 +1,6 @@
 /**
  * The gateway hook: discord.js's own sharding strategy, seeing its manager
- * through a view of ours. Through it the bridge paces connection attempts,
+ * through a view of ours. Through it the adapter paces connection attempts,
  * sees close codes and reads every dispatch first; only the dispatches
  * discord.js needs for its connection state reach it, so message traffic
  * never grows its caches and a malformed message cannot throw inside it.
@@ -14,7 +14,7 @@ import {
   WebSocketShardStatus
 } from "discord.js"
 
-/** Dispatches discord.js needs to track its connection; everything else stays with the bridge. */
+/** Dispatches discord.js needs to track its connection; everything else stays with the adapter. */
 const dispatchesForDiscordJs = new Set(["READY", "RESUMED", "GUILD_CREATE", "GUILD_DELETE"])
 
 /** What the strategy calls as shards connect, become healthy, close and dispatch. */

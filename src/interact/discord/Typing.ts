@@ -10,14 +10,15 @@
  * afresh with its next message.
  *
  * One fiber owns the per-channel state and takes commands in order, so an
- * `end` can never overtake the `begin` of the same message.
+ * `end` can never overtake the `begin` of the same message. A channel's
+ * refresher lives in a FiberMap; a refresher that gave up has left the map,
+ * and then the channel's pending count is stale: the next command for that
+ * channel starts it afresh.
  */
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Equal from "effect/Equal"
-import * as Fiber from "effect/Fiber"
-import type * as FiberId from "effect/FiberId"
+import * as FiberMap from "effect/FiberMap"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
@@ -45,12 +46,6 @@ export interface TypingIndicator {
 type Command =
   | { readonly _tag: "Begin"; readonly channel: string }
   | { readonly _tag: "End"; readonly channel: string; readonly done: Deferred.Deferred<void> }
-  | { readonly _tag: "GaveUp"; readonly channel: string; readonly refresher: FiberId.FiberId }
-
-interface ChannelState {
-  readonly pending: number
-  readonly refresher: Fiber.RuntimeFiber<void>
-}
 
 /**
  * `show` sends the indicator once. Its failures are logged at debug level and
@@ -62,12 +57,13 @@ export const make = (
 ): Effect.Effect<TypingIndicator, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { giveUpAfter, refreshEvery } = { ...defaultTypingOptions, ...options }
-    const scope = yield* Effect.scope
     const refreshes = Math.floor(Duration.toMillis(giveUpAfter) / Duration.toMillis(refreshEvery))
     const commands = yield* Effect.acquireRelease(Queue.unbounded<Command>(), Queue.shutdown)
-    const channels = new Map<string, ChannelState>()
+    const refreshers = yield* FiberMap.make<string>()
+    // Replies still to come per channel; meaningful only while the channel's refresher runs.
+    const pending = new Map<string, number>()
 
-    const startRefresher = (channel: string) =>
+    const refresher = (channel: string) =>
       show(channel).pipe(
         Effect.timeout(refreshEvery),
         Effect.catchAllCause((cause) => Effect.logDebug(`Discord typing indicator for channel ${channel} failed`, cause)),
@@ -75,42 +71,30 @@ export const make = (
         Effect.fork,
         Effect.zipRight(Effect.sleep(refreshEvery)),
         Effect.repeat(Schedule.recurs(refreshes)),
-        Effect.zipRight(Effect.fiberId),
-        Effect.flatMap((refresher) => Queue.offer(commands, { _tag: "GaveUp", channel, refresher })),
-        Effect.asVoid,
-        Effect.forkIn(scope)
+        Effect.asVoid
       )
+
+    /** The channel's count, or 0 once its refresher gave up (the replies that never came no longer count). */
+    const pendingIn = (channel: string) =>
+      Effect.map(FiberMap.has(refreshers, channel), (running) => running ? pending.get(channel) ?? 0 : 0)
 
     const handle = (command: Command): Effect.Effect<void> =>
       Effect.gen(function*() {
-        const state = channels.get(command.channel)
+        const count = yield* pendingIn(command.channel)
         switch (command._tag) {
           case "Begin": {
-            // A refresher that gave up but whose notice is still queued is replaced.
-            const refresher = state === undefined || state.refresher.unsafePoll() !== null
-              ? yield* startRefresher(command.channel)
-              : state.refresher
-            channels.set(command.channel, { pending: (state?.pending ?? 0) + 1, refresher })
-            return
-          }
-          case "GaveUp": {
-            if (state !== undefined && Equal.equals(state.refresher.id(), command.refresher)) {
-              channels.delete(command.channel)
-            }
+            if (count === 0) yield* FiberMap.run(refreshers, command.channel, refresher(command.channel))
+            pending.set(command.channel, count + 1)
             return
           }
           case "End": {
-            if (state !== undefined) {
-              yield* Fiber.interrupt(state.refresher)
-              if (state.pending <= 1) {
-                channels.delete(command.channel)
-              } else {
-                // Discord hides the indicator when the bot posts; show it again for the next reply.
-                channels.set(command.channel, {
-                  pending: state.pending - 1,
-                  refresher: yield* startRefresher(command.channel)
-                })
-              }
+            yield* FiberMap.remove(refreshers, command.channel)
+            if (count <= 1) {
+              pending.delete(command.channel)
+            } else {
+              // Discord hides the indicator when the bot posts; show it again for the next reply.
+              pending.set(command.channel, count - 1)
+              yield* FiberMap.run(refreshers, command.channel, refresher(command.channel))
             }
             yield* Deferred.succeed(command.done, undefined)
           }

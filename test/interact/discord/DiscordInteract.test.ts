@@ -213,7 +213,8 @@ describe("Discord bridge: connection", () => {
     Effect.gen(function*() {
       const fake = yield* startFake({ token: "another-token-not-secret" })
       const failure = yield* Discord.make(settings(fake)).pipe(Effect.flip)
-      expect(failure.exitCode).toBe(2)
+      expect(failure._tag).toBe("DiscordRefused")
+      expect(failure.reason).toBe("token")
       expect(failure.message).toContain("Reset Token")
       expect(failure.message).not.toContain(token)
       yield* TestClock.adjust("10 minutes")
@@ -224,8 +225,8 @@ describe("Discord bridge: connection", () => {
     Effect.gen(function*() {
       const fake = yield* startFake({ identifyCloseCode: 4014 })
       const failure = yield* Discord.make(settings(fake)).pipe(Effect.flip)
-      expect(failure._tag).toBe("StartupError")
-      expect(failure.exitCode).toBe(2)
+      expect(failure._tag).toBe("DiscordRefused")
+      expect(failure.reason).toBe("intent")
       expect(failure.message).toContain("Privileged Gateway Intents")
       expect(failure.message).toContain("Message Content Intent")
       yield* TestClock.adjust("10 minutes")
@@ -532,12 +533,13 @@ describe("Discord bridge: configuration", () => {
       expect(restTo(fake, "POST", messagesPath(channelB))[0]!.authorization).toBe(`Bot ${token}`)
     }))
 
-  it.effect("fails the layer with a StartupError when the token is missing", () =>
+  it.effect("fails the layer with a MissingSetting naming DISCORD_BOT_TOKEN when the token is missing", () =>
     Effect.gen(function*() {
       const failure = yield* Effect.scoped(Layer.build(Discord.layer)).pipe(
         Effect.flip,
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["DISCORD_CHANNEL_ID", channelA]])))
       )
-      expect(failure._tag).toBe("StartupError")
+      expect(failure).toMatchObject({ _tag: "MissingSetting", key: "DISCORD_BOT_TOKEN" })
+      expect(failure.message).toMatch(/^DISCORD_BOT_TOKEN is not set: create a bot at /)
     }))
 })

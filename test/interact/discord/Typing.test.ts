@@ -101,6 +101,27 @@ describe("Typing", () => {
       expect((yield* Ref.get(shown)).length).toBe(9)
     }))
 
+  it.scoped("forgets every reply still counted when it gives up: an end after that changes nothing", () =>
+    Effect.gen(function*() {
+      const { show, shown } = yield* recorder
+      const typing = yield* Typing.make(show, { refreshEvery: "8 seconds", giveUpAfter: "16 seconds" })
+      yield* typing.begin("c1")
+      yield* typing.begin("c1")
+      yield* settle
+      yield* TestClock.adjust("1 minute")
+      expect(yield* Ref.get(shown)).toEqual(["c1@0", "c1@8", "c1@16"])
+      // Two replies were pending; neither came. A late end does not start it again.
+      yield* typing.end("c1")
+      yield* TestClock.adjust("1 minute")
+      expect((yield* Ref.get(shown)).length).toBe(3)
+      // A new message counts alone: its one end stops the indicator.
+      yield* typing.begin("c1")
+      yield* settle
+      yield* typing.end("c1")
+      yield* TestClock.adjust("1 minute")
+      expect(yield* Ref.get(shown)).toEqual(["c1@0", "c1@8", "c1@16", "c1@120"])
+    }))
+
   it.scoped("ignores an end without a begin", () =>
     Effect.gen(function*() {
       const { show, shown } = yield* recorder

@@ -4,6 +4,8 @@
  */
 import { DiscordAPIError, DiscordjsError, DiscordjsErrorCodes, HTTPError, RateLimitError } from "discord.js"
 import * as Data from "effect/Data"
+import { describeError } from "../../Errors.js"
+import { DiscordRefused } from "./DiscordRefused.js"
 
 /** A login that may succeed later (Discord unreachable, 5xx): retried on the reconnect backoff. */
 export class LoginFailed extends Data.TaggedError("LoginFailed")<{ readonly message: string }> {}
@@ -13,18 +15,33 @@ export const invalidTokenHelp = "Discord rejected DISCORD_BOT_TOKEN. In the Disc
   "and put the new token in DISCORD_BOT_TOKEN."
 
 /** Gateway close codes after which reconnecting cannot help, with what to do about each. */
-export const fatalCloseCodes: ReadonlyMap<number, string> = new Map([
-  [4004, `${invalidTokenHelp} (gateway close 4004)`],
+export const fatalCloseCodes: ReadonlyMap<number, DiscordRefused> = new Map([
+  [4004, new DiscordRefused({ reason: "token", message: `${invalidTokenHelp} (gateway close 4004)` })],
   [
     4014,
-    "Discord refused the Message Content intent (gateway close 4014). In the Discord developer portal " +
-    "(https://discord.com/developers/applications) open your application → Bot → Privileged Gateway Intents, " +
-    "switch on Message Content Intent, save, and start again."
+    new DiscordRefused({
+      reason: "intent",
+      message: "Discord refused the Message Content intent (gateway close 4014). In the Discord developer portal " +
+        "(https://discord.com/developers/applications) open your application → Bot → Privileged Gateway Intents, " +
+        "switch on Message Content Intent, save, and start again."
+    })
   ],
-  [4013, "Discord rejected the gateway intents as invalid (gateway close 4013)."],
-  [4012, "Discord rejected the gateway API version (gateway close 4012); upgrade discord.js."],
-  [4011, "Discord requires sharding for this bot (gateway close 4011): it is in too many servers for one connection."],
-  [4010, "Discord rejected the shard settings (gateway close 4010)."]
+  [4013, new DiscordRefused({ reason: "intent", message: "Discord rejected the gateway intents as invalid (gateway close 4013)." })],
+  [
+    4012,
+    new DiscordRefused({
+      reason: "gateway",
+      message: "Discord rejected the gateway API version (gateway close 4012); upgrade discord.js."
+    })
+  ],
+  [
+    4011,
+    new DiscordRefused({
+      reason: "gateway",
+      message: "Discord requires sharding for this bot (gateway close 4011): it is in too many servers for one connection."
+    })
+  ],
+  [4010, new DiscordRefused({ reason: "gateway", message: "Discord rejected the shard settings (gateway close 4010)." })]
 ])
 
 export const isTokenRejected = (cause: unknown): boolean =>
@@ -51,6 +68,5 @@ export const describeRestError = (cause: unknown): string => {
       ? `rate limited by Discord for ${Math.ceil(cause.retryAfter / 1000)} s`
       : "rate limited by Discord (429 without Retry-After)"
   }
-  if (cause instanceof Error) return cause.message
-  return String(cause)
+  return describeError(cause)
 }

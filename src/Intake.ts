@@ -1,0 +1,80 @@
+/**
+ * Intake: serves an interact adapter's messages to the agent. Messages are
+ * journaled as soon as they are read, so what arrives during a turn waits in
+ * order and survives a crash; the agent takes them one at a time, in order.
+ *
+ * Agent.ts re-exports `run` as `Agent.serve` for hosts that know that name.
+ * This file needs only the Agent tag (AgentService.ts), not its
+ * implementation, so the two do not import each other.
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import { Agent } from "./AgentService.js"
+import { Interact } from "./Interact.js"
+import * as Logging from "./Logging.js"
+import { Inbox, type Pending } from "./memory/Inbox.js"
+import { APOLOGY } from "./Turn.js"
+
+/** Restarts of a bridge's message stream after a defect: quick at first, then every 30 s at most. */
+const intakeRestarts = Schedule.exponential("100 millis").pipe(
+  Schedule.union(Schedule.spaced("30 seconds")),
+  Schedule.jittered
+)
+
+/**
+ * Answers the bridge's messages one at a time, in order, until its stream
+ * ends and every message read is handled (a piped run ends this way, after
+ * the last reply and any compaction it started). A defect in one turn is
+ * logged and answered; the loop goes on. Logs go to stderr, never to a
+ * host's stdout.
+ */
+export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.scoped(Effect.gen(function*() {
+  const agent = yield* Agent
+  const interact = yield* Interact
+  const inbox = yield* Inbox
+  const queue = yield* Queue.unbounded<Option.Option<Pending>>()
+  if (inbox.recovered.length > 0) {
+    yield* Effect.logInfo(`answering ${inbox.recovered.length} message(s) left unanswered by the previous run`)
+  }
+  yield* Queue.offerAll(queue, inbox.recovered.map(Option.some))
+  yield* interact.messages.pipe(
+    Stream.runForEach((message) => Effect.flatMap(inbox.accept(message), (pending) => Queue.offer(queue, Option.some(pending)))),
+    Effect.catchAll((error) => Effect.logError(`the interact bridge stopped: ${error.message}`)),
+    // A defect while reading is a bug, not the end of input: read again, after a pause that grows.
+    Effect.catchAllDefect((defect) =>
+      Effect.logError("reading from the interact bridge failed on an internal error; reading again", defect).pipe(
+        Effect.zipRight(Effect.fail(defect))
+      )
+    ),
+    Effect.retry(intakeRestarts),
+    Effect.ignore,
+    Effect.ensuring(Queue.offer(queue, Option.none())),
+    Effect.forkScoped
+  )
+  while (true) {
+    const next = yield* Queue.take(queue)
+    if (Option.isNone(next)) return
+    const pending = next.value
+    yield* agent.handle(pending, interact).pipe(
+      Effect.catchAllDefect((defect) =>
+        Effect.logError("the agent loop hit an internal error and goes on", defect).pipe(
+          Effect.zipRight(interact.send({ channel: pending.channel, text: APOLOGY })),
+          Effect.zipRight(inbox.delivered(pending)),
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause)
+              ? Effect.interrupt
+              : Effect.logError("could not deliver the apology either", cause)
+          )
+        )
+      )
+    )
+  }
+})).pipe(Logging.toStderr)
+
+/** Serving as a Layer: the loop runs for the Layer's lifetime. */
+export const layer: Layer.Layer<never, never, Agent | Interact | Inbox> = Layer.scopedDiscard(Effect.forkScoped(run))

@@ -1,0 +1,189 @@
+/**
+ * What the HTTP brains (Anthropic, OpenAI-compatible) share: their two retry
+ * settings, declared once here, the base URL check, and the attempt loop. Each attempt is one
+ * exchange bounded by the timeout; a failure worth repeating (no connection,
+ * no answer in time, a transient status) is retried under `retrySchedule`
+ * and, once the retries are spent, becomes `BrainError("timeout")`. A
+ * request that could not even be built is `BrainError("fatal")` at once.
+ */
+import type * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
+import { BrainError } from "../Brain.js"
+import { integerIn, secondsIn } from "../config/ConfigRange.js"
+
+/** Seconds per HTTP attempt; also read by the agent's patience on the brain pipes (Bridges). */
+export const BrainTimeoutConfig = secondsIn("PLANCKCLAW_BRAIN_TIMEOUT", { min: 0.1, max: 3600 }, 60)
+/** Retries after the first attempt; also read by the agent's patience on the brain pipes (Bridges). */
+export const BrainRetriesConfig = integerIn("PLANCKCLAW_BRAIN_RETRIES", { min: 0, max: 100 }, 4)
+
+/** An API's base URL setting: http(s) only, `fallback` when unset. */
+export const baseUrlConfig = (name: string, fallback: string): Config.Config<string> =>
+  Config.string(name).pipe(
+    Config.validate({
+      message: `Expected an http(s) URL such as ${fallback}`,
+      validation: (value) => URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol)
+    }),
+    Config.withDefault(fallback)
+  )
+
+/** The retry settings of every HTTP brain. */
+export const BrainRetryConfig = Config.all({
+  timeout: BrainTimeoutConfig.pipe(Config.map(Duration.seconds)),
+  retries: BrainRetriesConfig
+})
+export type BrainRetryConfig = Config.Config.Success<typeof BrainRetryConfig>
+
+/**
+ * A failed attempt worth repeating: no connection, no answer in time, or a
+ * status the API documents as transient. `retryAfter` is the server's
+ * `retry-after`, already capped.
+ */
+export class RetryableFailure extends Data.TaggedError("RetryableFailure")<{
+  readonly detail: string
+  readonly retryAfter: Option.Option<Duration.Duration>
+}> {}
+
+export type AttemptFailure = RetryableFailure | BrainError
+
+export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504, 529])
+export const BACKOFF_BASE = Duration.seconds(1)
+export const BACKOFF_CAP = Duration.seconds(30)
+export const RETRY_AFTER_CAP = Duration.seconds(60)
+
+/**
+ * The retry policy: while the failure is retryable and at most `retries`
+ * times, wait what the server asked for in `retry-after` (capped at
+ * RETRY_AFTER_CAP), otherwise 1s, 2s, 4s, … with ±20% jitter, capped at
+ * BACKOFF_CAP.
+ */
+export const retrySchedule = (retries: number): Schedule.Schedule<unknown, AttemptFailure> => {
+  const backoff = Schedule.exponential(BACKOFF_BASE, 2).pipe(
+    Schedule.jittered,
+    Schedule.modifyDelay((_, delay) => Duration.min(delay, BACKOFF_CAP))
+  )
+  return Schedule.identity<AttemptFailure>().pipe(
+    Schedule.intersect(backoff),
+    Schedule.modifyDelay(([failure], delay) =>
+      failure._tag === "RetryableFailure" ? Option.getOrElse(failure.retryAfter, () => delay) : delay
+    ),
+    Schedule.whileInput((failure: AttemptFailure) => failure._tag === "RetryableFailure"),
+    Schedule.intersect(Schedule.recurs(retries))
+  )
+}
+
+/** `retry-after` in seconds or as an HTTP date, capped; absent or unreadable gives none. */
+export const parseRetryAfter = (value: string | undefined, nowMillis: number): Option.Option<Duration.Duration> => {
+  if (value === undefined) return Option.none()
+  const trimmed = value.trim()
+  const millis = /^\d+(\.\d+)?$/.test(trimmed) ? Number(trimmed) * 1000 : Date.parse(trimmed) - nowMillis
+  return Number.isNaN(millis)
+    ? Option.none()
+    : Option.some(Duration.min(Duration.millis(Math.max(0, millis)), RETRY_AFTER_CAP))
+}
+
+/** An HTTP answer, whatever its status. */
+export interface HttpAnswer {
+  readonly status: number
+  readonly retryAfter: string | undefined
+  readonly body: string
+}
+
+/** POSTs a JSON `body` and reads the whole answer. */
+export const postJson = (
+  client: HttpClient.HttpClient,
+  url: string,
+  headers: Record<string, string>,
+  body: string
+): Effect.Effect<HttpAnswer, HttpClientError.HttpClientError> =>
+  HttpClientRequest.post(url).pipe(
+    HttpClientRequest.setHeaders(headers),
+    HttpClientRequest.bodyText(body, "application/json"),
+    client.execute,
+    Effect.flatMap((response) =>
+      Effect.map(response.text, (text) => ({
+        status: response.status,
+        retryAfter: response.headers["retry-after"],
+        body: text
+      }))
+    )
+  )
+
+/** How one brain words and reports what happens to an attempt. */
+export interface AttemptReport {
+  /** The detail when no answer came within the timeout. */
+  readonly noAnswer: string
+  /** The detail when the server could not be reached. */
+  readonly unreachable: (error: HttpClientError.HttpClientError) => string
+  /** Takes the key out of any text that may hold it. */
+  readonly scrub: (text: string) => string
+  readonly debug: (line: string) => Effect.Effect<void>
+}
+
+/**
+ * One exchange under `timeout`. An answer (any status) goes to `answered`,
+ * with the time it arrived and a debug prefix (`attempt N, M ms`); no
+ * answer is a RetryableFailure, a request that could not be built a fatal
+ * BrainError.
+ */
+export const attemptExchange = <A>(
+  exchange: Effect.Effect<HttpAnswer, HttpClientError.HttpClientError>,
+  timeout: Duration.Duration,
+  number: number,
+  report: AttemptReport,
+  answered: (answer: HttpAnswer, nowMillis: number, after: string) => Effect.Effect<A, AttemptFailure>
+): Effect.Effect<A, AttemptFailure> =>
+  Effect.gen(function*() {
+    const started = yield* Clock.currentTimeMillis
+    const outcome = yield* exchange.pipe(Effect.timeout(timeout), Effect.either)
+    const now = yield* Clock.currentTimeMillis
+    const after = `attempt ${number}, ${now - started} ms`
+    if (Either.isRight(outcome)) return yield* answered(outcome.right, now, after)
+    const error: HttpClientError.HttpClientError | Cause.TimeoutException = outcome.left
+    if (error._tag === "RequestError" && error.reason !== "Transport") {
+      yield* report.debug(`${after}: request not sent: ${error.message}`)
+      return yield* new BrainError({ reason: "fatal", detail: `request not sent: ${report.scrub(error.message)}` })
+    }
+    const detail = error._tag === "TimeoutException" ? report.noAnswer : report.scrub(report.unreachable(error))
+    yield* report.debug(`${after}: ${detail}`)
+    return yield* new RetryableFailure({ detail, retryAfter: Option.none() })
+  })
+
+/**
+ * Runs `attempt` (numbered from 1) until it succeeds, fails for good, or
+ * the retries are spent; each failed retryable attempt is logged as a
+ * warning naming `api`.
+ */
+export const withRetries = <A>(
+  api: string,
+  retries: number,
+  attempt: (number: number) => Effect.Effect<A, AttemptFailure>
+): Effect.Effect<A, BrainError> =>
+  Effect.gen(function*() {
+    const attempts = yield* Ref.make(0)
+    return yield* Ref.updateAndGet(attempts, (n) => n + 1).pipe(
+      Effect.flatMap((number) =>
+        attempt(number).pipe(
+          Effect.tapErrorTag("RetryableFailure", (failure) =>
+            Effect.logWarning(`${api} attempt ${number} of ${retries + 1} failed: ${failure.detail}`))
+        )
+      ),
+      Effect.retry(retrySchedule(retries)),
+      Effect.catchTag("RetryableFailure", (failure) =>
+        Effect.flatMap(Ref.get(attempts), (count) =>
+          new BrainError({
+            reason: "timeout",
+            detail: `gave up after ${count} attempt${count === 1 ? "" : "s"}: ${failure.detail}`
+          })))
+    )
+  })

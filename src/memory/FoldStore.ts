@@ -1,0 +1,150 @@
+/**
+ * The compaction's view of the memory store: plan a fold of the lines older
+ * than the kept tail, stream them, and commit the new summary with the rest
+ * of history. It is built on the same MemoryDir as the history store
+ * (Memory.ts), so a commit and a turn's append in one process take turns
+ * under one write mutex before the cross-process lock.
+ *
+ * The commit is a journal (Layout.ts): the next summary, history and ledger
+ * are written beside the old ones and synced, then the journal file appears
+ * (the commit point), the directory is synced, the files are renamed into
+ * place, and the directory is synced again. A kill at any instant leaves the
+ * old files or the new, never a mix.
+ */
+import * as fs from "node:fs"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as FileLock from "./FileLock.js"
+import { scanTail, splitLines, streamLines } from "./HistoryFile.js"
+import * as Layout from "./Layout.js"
+import * as Ledger from "./Ledger.js"
+import { Memory } from "./Memory.js"
+import { CompactionBusy, fromFileError, type MemoryDir, MemoryError, withHistory } from "./MemoryDir.js"
+import * as SafeFile from "./SafeFile.js"
+
+export { CompactionBusy } from "./MemoryDir.js"
+
+/** What a compaction will fold: everything before `splitOffset`. */
+export interface FoldPlan {
+  readonly splitOffset: number
+  readonly inode: number
+}
+
+export interface FoldResult {
+  /** Lines left in history after the commit (the kept tail plus any appended meanwhile). */
+  readonly kept: number
+  /** Size of the summary.md written. */
+  readonly summaryBytes: number
+}
+
+export interface FoldStoreService {
+  /** Runs `effect` as the only compaction on this directory, across processes. */
+  readonly exclusiveCompaction: <A, E, R>(
+    effect: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | MemoryError | CompactionBusy, R>
+  /** The fold for a history keeping its last `keep` lines; none when nothing is older. */
+  readonly planFold: (keep: number) => Effect.Effect<Option.Option<FoldPlan>, MemoryError>
+  /** The raw lines before the plan's split, read forward in blocks; decode them with Memory.decodeLine. */
+  readonly linesToFold: (plan: FoldPlan) => Stream.Stream<string, MemoryError>
+  readonly commitFold: (plan: FoldPlan, summary: string) => Effect.Effect<FoldResult, MemoryError>
+}
+
+export class FoldStore extends Context.Tag("planckclaw/FoldStore")<FoldStore, FoldStoreService>() {}
+
+/** The fold store on a memory directory: pass the history store's `memoryDir` so both share its lock. */
+export const make = (memoryDir: MemoryDir): FoldStoreService => {
+  const { compactionMutex, directory, locked, paths, storeWorked } = memoryDir
+
+  const exclusiveCompaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    compactionMutex.withPermitsIfAvailable(1)(
+      Effect.scoped(
+        FileLock.hold(paths.compactionLock).pipe(
+          Effect.catchTags({
+            LockHeld: (error) => new CompactionBusy({ ownerPid: error.ownerPid }),
+            LockFailed: (error) => new MemoryError({ reason: "locked", message: `cannot lock ${directory}: ${error.message}` })
+          }),
+          Effect.zipRight(effect)
+        )
+      )
+    ).pipe(
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.fail(new CompactionBusy({ ownerPid: process.pid })),
+        onSome: Effect.succeed
+      }))
+    )
+
+  const planFold = (keep: number) =>
+    locked("planning compaction", () =>
+      withHistory(paths.history, SafeFile.flags.read, Option.none<FoldPlan>(), (fd) => {
+        const tail = scanTail(fd, keep)
+        const inode = fs.fstatSync(fd).ino
+        // keep = 0 folds everything; otherwise a short history has nothing older.
+        const older = keep === 0 ? tail.offset > 0 : tail.count === keep && tail.offset > 0
+        return Either.right(older ? Option.some({ splitOffset: tail.offset, inode }) : Option.none<FoldPlan>())
+      }))
+
+  const linesToFold = (plan: FoldPlan) =>
+    streamLines(paths.history, plan.splitOffset).pipe(
+      Stream.mapError((cause) => new MemoryError({ reason: "io", message: `reading history.jsonl: ${cause.message}`, cause }))
+    )
+
+  /** Writes the new summary, history and ledger beside the old ones, then commits them. */
+  const commit = (plan: FoldPlan, summaryFile: string, rest: Buffer, size: number) => {
+    const ledgerText = SafeFile.read(paths.ledger)
+    const steps = Either.flatMap(ledgerText, (text) =>
+      Either.flatMap(Layout.writeNew(paths.nextSummary, summaryFile), () =>
+        Either.flatMap(Layout.writeNew(paths.nextHistory, rest), (inode) =>
+          Layout.writeNew(
+            paths.nextLedger,
+            Ledger.encode(Ledger.afterFold(Ledger.parse(text), plan.inode, inode, plan.splitOffset, size))
+          ))))
+    // The journal's appearance is the commit point: from here recovery
+    // completes the swap instead of discarding it.
+    const committed = Either.flatMap(steps, () => Layout.writeNew(paths.journal, ""))
+    if (Either.isLeft(committed)) {
+      Layout.recover(paths)
+      return Either.left(fromFileError(committed.left))
+    }
+    Layout.syncDirectory(directory)
+    Layout.recover(paths)
+    Layout.syncDirectory(directory)
+    return Either.void
+  }
+
+  const commitFold = (plan: FoldPlan, summary: string) =>
+    locked("committing compaction", (): Either.Either<FoldResult, MemoryError> => {
+      const rest = withHistory(paths.history, SafeFile.flags.read, undefined, (fd) => {
+        const stat = fs.fstatSync(fd)
+        if (stat.ino !== plan.inode || stat.size < plan.splitOffset) return Either.right(undefined)
+        const buffer = Buffer.allocUnsafe(stat.size - plan.splitOffset)
+        fs.readSync(fd, buffer, 0, buffer.length, plan.splitOffset)
+        return Either.right({ buffer, size: stat.size })
+      })
+      if (Either.isLeft(rest)) return Either.left(rest.left)
+      if (rest.right === undefined) {
+        return Either.left(
+          new MemoryError({
+            reason: "replaced",
+            message: "history.jsonl was replaced or shortened during compaction; nothing changed"
+          })
+        )
+      }
+      const summaryFile = summary.length === 0 || summary.endsWith("\n") ? summary : `${summary}\n`
+      return Either.map(commit(plan, summaryFile, rest.right.buffer, rest.right.size), () => ({
+        kept: splitLines(rest.right!.buffer.toString("utf8")).length,
+        summaryBytes: Buffer.byteLength(summaryFile, "utf8")
+      }))
+    }).pipe(Effect.tap(() => storeWorked))
+
+  return { exclusiveCompaction, planFold, linesToFold, commitFold }
+}
+
+/** Built on the history store's directory, so turn and compaction share one write mutex. */
+export const layer: Layer.Layer<FoldStore, never, Memory> = Layer.effect(
+  FoldStore,
+  Effect.map(Memory, (memory) => make(memory.memoryDir))
+)
