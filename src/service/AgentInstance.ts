@@ -21,7 +21,7 @@ import * as Stream from "effect/Stream"
 import * as Agent from "../Agent.js"
 import { Brain, type BrainService } from "../Brain.js"
 import { Claws, type ClawsService } from "../Claws.js"
-import { Interact, type InteractService } from "../Interact.js"
+import type { InteractService } from "../Interact.js"
 import * as Compactor from "../memory/Compactor.js"
 import * as Inbox from "../memory/Inbox.js"
 import * as Memory from "../memory/Memory.js"
@@ -86,7 +86,7 @@ const waiterKey = (pending: Inbox.Pending) => pending.key ?? `unkeyed-${pending.
  * The one place that knows how Agent.handle receives its Interact.
  */
 const handleWith = (agent: Agent.AgentService, pending: Inbox.Pending, interact: InteractService) =>
-  agent.handle(pending).pipe(Effect.provideService(Interact, interact))
+  agent.handle(pending, interact)
 
 export const make = (options: {
   readonly id: string
