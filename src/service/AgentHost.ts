@@ -1,0 +1,227 @@
+/**
+ * Many agents in one process. An agent is a directory under
+ * PLANCKCLAW_AGENTS_DIR named by its id; it is started on its first message
+ * and released after PLANCKCLAW_AGENT_IDLE without one (an RcMap keyed by
+ * id). Agents run concurrently; brain calls in flight across all of them are
+ * bounded by PLANCKCLAW_MAX_CONCURRENT_TURNS. Brain and Claws are shared.
+ * At start-up, agents that left messages unanswered are started to answer
+ * them.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as RcMap from "effect/RcMap"
+import { AgentConfig } from "../AgentConfig.js"
+import { Brain, type BrainService } from "../Brain.js"
+import { Claws } from "../Claws.js"
+import * as Logging from "../Logging.js"
+import { MemoryConfig } from "../memory/Memory.js"
+import * as AgentId from "./AgentId.js"
+import * as AgentInstance from "./AgentInstance.js"
+import * as AgentStatus from "./AgentStatus.js"
+import { HostError } from "./HostError.js"
+import * as IdempotencyStore from "./IdempotencyStore.js"
+import { integerIn, secondsIn } from "../config/ConfigRange.js"
+
+export type { AgentInfo } from "./AgentStatus.js"
+export type { Reply } from "./AgentInstance.js"
+export { HostError } from "./HostError.js"
+
+export const HostConfig = Config.all({
+  agentsDir: Config.string("PLANCKCLAW_AGENTS_DIR").pipe(Config.withDefault("./agents"), Config.map((dir) => path.resolve(dir))),
+  /** Seconds without a message before an agent is released. */
+  idleSeconds: secondsIn("PLANCKCLAW_AGENT_IDLE", { min: 0.001, max: 7 * 24 * 3600 }, 600),
+  maxConcurrentTurns: integerIn("PLANCKCLAW_MAX_CONCURRENT_TURNS", { min: 1, max: 10_000 }, 16),
+  idempotencyKeys: IdempotencyStore.IdempotencyConfig,
+  /** The host's limit; an agent's config.env may lower it for that agent (its reply then says so). */
+  maxMessageBytes: Config.map(AgentConfig, (config) => config.maxMessageBytes),
+  /** The host's memory directory: its soul.md is the soul of agents without one. */
+  defaultDir: MemoryConfig
+})
+export type HostConfig = Config.Config.Success<typeof HostConfig>
+
+export interface SendOptions {
+  readonly text: string
+  /** Where the message came from (a Discord channel, "http"); default "http". */
+  readonly channel?: string | undefined
+  /** The same key for the same agent gives the same reply without a second turn, also after a restart. */
+  readonly idempotencyKey?: string | undefined
+}
+
+export interface CompactResult {
+  readonly compacted: boolean
+  readonly summarised: number
+  readonly kept: number
+  readonly summaryBytes: number
+}
+
+export interface AgentHostService {
+  readonly directory: string
+  /** Sends a message to agent `id` (started if released, created if new) and waits for its reply. */
+  readonly send: (id: string, message: SendOptions) => Effect.Effect<AgentInstance.Reply, HostError>
+  readonly list: Effect.Effect<ReadonlyArray<AgentStatus.AgentInfo>, HostError>
+  readonly get: (id: string) => Effect.Effect<AgentStatus.AgentInfo, HostError>
+  /** Compacts agent `id` now, whatever the length of its history. */
+  readonly compact: (id: string) => Effect.Effect<CompactResult, HostError>
+}
+
+export class AgentHost extends Context.Tag("planckclaw/AgentHost")<AgentHost, AgentHostService>() {}
+
+// Visible characters, spaces and tabs only: the journal keeps a key after a control character.
+const validChannel = (channel: string) => channel.length > 0 && channel.length <= 256 && !/[\u0000-\u001f\u007f]/.test(channel)
+
+const refuse = (reason: HostError["reason"], message: string, id?: string) =>
+  Effect.fail(new HostError({ reason, message, ...(id === undefined ? {} : { id }) }))
+
+export const make = Effect.gen(function*() {
+  const config = yield* HostConfig
+  const hostProvider = yield* Effect.configProviderWith(Effect.succeed)
+  const brain = yield* Brain
+  const claws = yield* Claws
+  const permits = yield* Effect.makeSemaphore(config.maxConcurrentTurns)
+  const limited: BrainService = { complete: (request) => permits.withPermits(1)(brain.complete(request)) }
+  const made = Either.try(() => fs.mkdirSync(config.agentsDir, { recursive: true, mode: 0o700 }))
+  if (Either.isLeft(made) || !AgentStatus.isAgentDirectory(config.agentsDir)) {
+    return yield* refuse("unavailable", `PLANCKCLAW_AGENTS_DIR ${config.agentsDir} is not a directory this process can use`)
+  }
+  const shared: AgentInstance.Shared = {
+    brain: limited,
+    claws,
+    provider: hostProvider,
+    defaultSoulFile: path.join(config.defaultDir, "soul.md"),
+    idempotencyKeys: config.idempotencyKeys
+  }
+  const scope = yield* Effect.scope
+  const waiters = new Map<string, AgentInstance.Waiters>()
+  const running = new Set<string>()
+  const directoryOf = (id: AgentId.AgentId) => path.join(config.agentsDir, id)
+
+  const start = (id: AgentId.AgentId) =>
+    Effect.gen(function*() {
+      const directory = directoryOf(id)
+      if (fs.existsSync(directory) && !AgentStatus.isAgentDirectory(directory)) {
+        return yield* refuse("unavailable", `${directory} is not a directory (a link or a file); refusing to use it`, id)
+      }
+      let own = waiters.get(id)
+      if (own === undefined) waiters.set(id, own = AgentInstance.makeWaiters())
+      const kept = own
+      running.add(id)
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          running.delete(id)
+          if (kept.byMessage.size === 0 && waiters.get(id) === kept) waiters.delete(id)
+        })
+      )
+      return yield* AgentInstance.make({ id, directory, shared, waiters: kept, restart: restart(id) })
+    }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
+
+  const agents: RcMap.RcMap<AgentId.AgentId, AgentInstance.Instance, HostError> = yield* RcMap.make({
+    lookup: start,
+    idleTimeToLive: Duration.millis(Math.round(config.idleSeconds * 1000))
+  })
+
+  /** Holds agent `id` started until the messages it recovered are answered. */
+  const answerRecovered = (id: AgentId.AgentId) =>
+    Effect.scoped(
+      Effect.flatMap(RcMap.get(agents, id), (instance) => Effect.forEach(instance.recovered, Deferred.await, { discard: true }))
+    ).pipe(
+      Effect.catchAll((error) => Effect.logError(`agent ${id} could not answer what it left unanswered: ${error.message}`)),
+      Effect.forkIn(scope),
+      Effect.asVoid
+    )
+
+  // A defect escaped a message: a fresh instance reads the journal and answers what was queued.
+  function restart(id: AgentId.AgentId): Effect.Effect<void> {
+    return RcMap.invalidate(agents, id).pipe(Effect.zipRight(answerRecovered(id)))
+  }
+
+  const parseId = (raw: string) =>
+    Either.match(AgentId.parse(raw), {
+      onLeft: (refused) => refuse("bad-id", refused.message, raw),
+      onRight: Effect.succeed
+    })
+
+  const existing = (raw: string) =>
+    Effect.flatMap(parseId(raw), (id) =>
+      AgentStatus.isAgentDirectory(directoryOf(id)) ? Effect.succeed(id) : refuse("not-found", `no agent ${id}`, id))
+
+  /** Submits, retrying when it reached an instance stopping after a defect. */
+  const submit = (id: AgentId.AgentId, message: AgentInstance.Message) =>
+    Effect.gen(function*() {
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const instance = yield* RcMap.get(agents, id)
+        const submitted = yield* instance.submit(message)
+        if (Option.isSome(submitted)) return submitted.value
+      }
+      return yield* refuse("unavailable", `agent ${id} keeps restarting`, id)
+    })
+
+  const send = (raw: string, options: SendOptions) =>
+    Effect.gen(function*() {
+      const id = yield* parseId(raw)
+      const channel = options.channel ?? "http"
+      if (!validChannel(channel)) return yield* refuse("bad-input", "channel must be 1 to 256 characters without control characters", id)
+      const key = options.idempotencyKey
+      if (key !== undefined && !IdempotencyStore.validKey(key)) {
+        return yield* refuse("bad-input", `Idempotency-Key must be ${IdempotencyStore.KEY_RULE}`, id)
+      }
+      const size = Buffer.byteLength(options.text, "utf8")
+      if (size > config.maxMessageBytes) {
+        return yield* refuse("too-large", `the message is ${size} bytes; the limit is ${config.maxMessageBytes} (PLANCKCLAW_MAX_MESSAGE_BYTES)`, id)
+      }
+      // The caller holds the agent started until its reply comes.
+      return yield* Effect.scoped(
+        Effect.flatMap(submit(id, { text: options.text, channel, idempotencyKey: key }), Deferred.await)
+      )
+    })
+
+  const status = (id: AgentId.AgentId) => AgentStatus.read(id, directoryOf(id), running.has(id))
+
+  const list = Effect.suspend(() => {
+    const names = Either.try(() => fs.readdirSync(config.agentsDir))
+    if (Either.isLeft(names)) return refuse("unavailable", `cannot list ${config.agentsDir}: ${String(names.left)}`)
+    const ids = names.right.filter(AgentId.is).filter((id) => AgentStatus.isAgentDirectory(directoryOf(id))).sort()
+    return Effect.succeed(ids.map(status))
+  })
+
+  const compact = (raw: string) =>
+    Effect.gen(function*() {
+      const id = yield* existing(raw)
+      const report = yield* Effect.scoped(Effect.flatMap(RcMap.get(agents, id), (instance) => instance.compactNow)).pipe(
+        Effect.catchTags({
+          CompactionBusy: (busy) => refuse("busy", `agent ${id} is being compacted by process ${busy.ownerPid}`, id),
+          CompactionFailed: (failed) => refuse("failed", `agent ${id}: ${failed.message}`, id),
+          MemoryError: (failed) => refuse("failed", `agent ${id}: ${failed.message}`, id)
+        })
+      )
+      return Option.match(report, {
+        onNone: (): CompactResult => ({ compacted: false, summarised: 0, kept: status(id).historyLines, summaryBytes: status(id).summaryBytes }),
+        onSome: (done): CompactResult => ({ compacted: true, summarised: done.summarised, kept: done.kept, summaryBytes: done.summaryBytes })
+      })
+    })
+
+  // Messages a previous run accepted and did not answer are answered now, not at the agent's next message.
+  const left = Either.getOrElse(Either.try(() => fs.readdirSync(config.agentsDir)), () => [] as Array<string>)
+    .filter(AgentId.is).filter((id) => AgentStatus.hasUnanswered(directoryOf(id)))
+  if (left.length > 0) yield* Effect.logInfo(`${left.length} agent(s) left messages unanswered; answering them`)
+  yield* Effect.forEach(left, answerRecovered, { discard: true })
+
+  return {
+    directory: config.agentsDir,
+    send,
+    list,
+    get: (raw) => Effect.map(existing(raw), status),
+    compact
+  } satisfies AgentHostService
+})
+
+/** The host; Brain and Claws are provided once and shared by every agent. */
+export const layer: Layer.Layer<AgentHost, ConfigError.ConfigError | HostError, Brain | Claws> = Layer.scoped(AgentHost, Logging.toStderr(make))

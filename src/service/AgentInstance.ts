@@ -1,0 +1,240 @@
+/**
+ * One running agent in the host: its memory, inbox, compactor and agent,
+ * built from the usual layers under the agent's own settings, and one
+ * mailbox fiber answering its messages one at a time, in arrival order.
+ * Everything lives in the scope the host's RcMap gives it: closing it
+ * releases the fiber, the queue, the caches and the file handles.
+ *
+ * A caller waits on a Deferred kept by the host per agent (`Waiters`), keyed
+ * by the message's journal key, so a restarted instance (after a defect)
+ * answers the callers of the messages it recovers from the journal.
+ */
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as Agent from "../Agent.js"
+import { Brain, type BrainService } from "../Brain.js"
+import { Claws, type ClawsService } from "../Claws.js"
+import type { InteractService } from "../Interact.js"
+import * as Compactor from "../memory/Compactor.js"
+import * as Inbox from "../memory/Inbox.js"
+import * as Memory from "../memory/Memory.js"
+import * as AgentSettings from "./AgentSettings.js"
+import { HostError } from "./HostError.js"
+import * as IdempotencyStore from "./IdempotencyStore.js"
+
+export interface Reply {
+  readonly reply: string
+  readonly stored: boolean
+}
+
+export interface Message {
+  readonly text: string
+  readonly channel: string
+  readonly idempotencyKey?: string | undefined
+}
+
+/** The callers waiting on one agent's replies; kept by the host across restarts of the agent. */
+export interface Waiters {
+  /** By the message's journal key. */
+  readonly byMessage: Map<string, Deferred.Deferred<Reply>>
+  /** By Idempotency-Key, while the message is being answered. */
+  readonly byIdempotencyKey: Map<string, Deferred.Deferred<Reply>>
+}
+
+export const makeWaiters = (): Waiters => ({ byMessage: new Map(), byIdempotencyKey: new Map() })
+
+export interface Instance {
+  /**
+   * Journals the message and queues it; the Deferred completes with its
+   * reply. None once the instance stopped after a defect: ask the host again.
+   */
+  readonly submit: (message: Message) => Effect.Effect<Option.Option<Deferred.Deferred<Reply>>>
+  /** The messages a previous run left unanswered, being answered now. */
+  readonly recovered: ReadonlyArray<Deferred.Deferred<Reply>>
+  readonly compactNow: Effect.Effect<Option.Option<Compactor.CompactionReport>, Compactor.CompactionError>
+}
+
+export interface Shared {
+  readonly brain: BrainService
+  readonly claws: ClawsService
+  /** The host's settings, under the agent's own. */
+  readonly provider: ConfigProvider.ConfigProvider
+  readonly defaultSoulFile: string
+  readonly idempotencyKeys: number
+}
+
+// The journal keeps a message's Idempotency-Key with its channel, after a
+// separator a channel cannot hold (channels refuse control characters).
+const SEPARATOR = "\u001f"
+const journalChannel = (message: Message) =>
+  message.idempotencyKey === undefined ? message.channel : `${message.channel}${SEPARATOR}${message.idempotencyKey}`
+const idempotencyKeyOf = (pending: Inbox.Pending): string | undefined => {
+  const at = pending.channel.lastIndexOf(SEPARATOR)
+  return at < 0 ? undefined : pending.channel.slice(at + 1)
+}
+const waiterKey = (pending: Inbox.Pending) => pending.key ?? `unkeyed-${pending.id}`
+
+/**
+ * Runs one accepted message to the end with `interact` as its way out.
+ * The one place that knows how Agent.handle receives its Interact.
+ */
+const handleWith = (agent: Agent.AgentService, pending: Inbox.Pending, interact: InteractService) =>
+  agent.handle(pending, interact)
+
+export const make = (options: {
+  readonly id: string
+  readonly directory: string
+  readonly shared: Shared
+  readonly waiters: Waiters
+  /** Called after a defect escaped a message: the host replaces this instance. */
+  readonly restart: Effect.Effect<void>
+}): Effect.Effect<Instance, HostError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { directory, id, shared, waiters } = options
+    const unavailable = (message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
+    const provider = yield* AgentSettings.provider(id, directory, shared.provider)
+    const storage = yield* Layer.build(Layer.merge(Memory.layer, Inbox.layer)).pipe(
+      Effect.withConfigProvider(provider),
+      Effect.mapError((error) => unavailable(error._tag === "MemoryError" ? error.message : String(error)))
+    )
+    const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys).pipe(
+      Effect.mapError((error) => unavailable(error.message))
+    )
+    const memory = AgentSettings.withDefaultSoul(Context.get(storage, Memory.Memory), shared.defaultSoulFile)
+    const inbox = Context.get(storage, Inbox.Inbox)
+    // Whether each answered message's exchange goes to history: the agent tells the inbox.
+    const stored = new Map<number, boolean>()
+    const tracked: Inbox.InboxService = {
+      ...inbox,
+      answered: (pending, reply, isStored) =>
+        Effect.suspend(() => {
+          stored.set(pending.id, isStored)
+          return inbox.answered(pending, reply, isStored)
+        })
+    }
+    const built = yield* Layer.build(
+      Agent.layer.pipe(
+        Layer.provideMerge(Compactor.layer),
+        Layer.provide(Layer.succeedContext(
+          Context.make(Memory.Memory, memory).pipe(
+            Context.add(Inbox.Inbox, tracked),
+            Context.add(Brain, shared.brain),
+            Context.add(Claws, shared.claws)
+          )
+        ))
+      )
+    ).pipe(
+      Effect.withConfigProvider(provider),
+      Effect.mapError((error) => unavailable(String(error)))
+    )
+    const agent = Context.get(built, Agent.Agent)
+    const compactor = Context.get(built, Compactor.Compactor)
+
+    const waiterFor = (pending: Inbox.Pending) =>
+      Effect.gen(function*() {
+        const existing = waiters.byMessage.get(waiterKey(pending))
+        if (existing !== undefined) return existing
+        const deferred = yield* Deferred.make<Reply>()
+        waiters.byMessage.set(waiterKey(pending), deferred)
+        const key = idempotencyKeyOf(pending)
+        if (key !== undefined && !waiters.byIdempotencyKey.has(key)) waiters.byIdempotencyKey.set(key, deferred)
+        return deferred
+      })
+
+    /** Gives the caller its reply, after recording it under its Idempotency-Key. */
+    const finish = (pending: Inbox.Pending, reply: Reply) =>
+      Effect.gen(function*() {
+        const deferred = waiters.byMessage.get(waiterKey(pending))
+        if (deferred === undefined) return
+        const key = idempotencyKeyOf(pending)
+        if (key !== undefined) {
+          yield* idempotency.remember(key, reply)
+          if (waiters.byIdempotencyKey.get(key) === deferred) waiters.byIdempotencyKey.delete(key)
+        }
+        waiters.byMessage.delete(waiterKey(pending))
+        yield* Deferred.succeed(deferred, reply)
+      })
+
+    let current: Inbox.Pending | undefined
+    const interact: InteractService = {
+      messages: Stream.empty,
+      send: (message) =>
+        Effect.suspend(() => {
+          if (current === undefined) return Effect.void
+          const pending = current
+          const isStored = stored.get(pending.id) ?? Option.match(pending.reply, { onNone: () => false, onSome: (r) => r.stored })
+          return finish(pending, { reply: message.text, stored: isStored })
+        })
+    }
+
+    const queue = yield* Queue.unbounded<Inbox.Pending>()
+    yield* Effect.addFinalizer(() => Queue.shutdown(queue))
+    const recovered = yield* Effect.forEach(inbox.recovered, waiterFor)
+    yield* Queue.offerAll(queue, inbox.recovered)
+    if (recovered.length > 0) {
+      yield* Effect.logInfo(`agent ${id}: answering ${recovered.length} message(s) left unanswered by the previous run`)
+    }
+
+    const answerOne = (pending: Inbox.Pending) =>
+      Effect.gen(function*() {
+        current = pending
+        yield* handleWith(agent, pending, interact)
+        current = undefined
+        stored.delete(pending.id)
+        // Nothing to answer (a blank message): the caller still hears back.
+        yield* finish(pending, { reply: "", stored: false })
+        return true
+      }).pipe(
+        Effect.catchAllDefect((defect) =>
+          Effect.gen(function*() {
+            current = undefined
+            yield* Effect.logError(`agent ${id} hit an internal error; it answers with an apology and restarts`, defect)
+            yield* finish(pending, { reply: Agent.APOLOGY, stored: false })
+            yield* inbox.delivered(pending)
+            return false
+          })
+        )
+      )
+
+    let stopped = false
+    yield* Effect.gen(function*() {
+      while (true) {
+        const pending = yield* Queue.take(queue)
+        if (!(yield* answerOne(pending))) {
+          stopped = true
+          return yield* options.restart
+        }
+      }
+    }).pipe(Effect.annotateLogs("agent", id), Effect.forkScoped)
+
+    // One submission at a time: the key checks, the journal and the queue agree on the order.
+    const door = yield* Effect.makeSemaphore(1)
+    const submit = (message: Message) =>
+      Effect.gen(function*() {
+        if (stopped) return Option.none()
+        if (message.idempotencyKey !== undefined) {
+          const done = idempotency.lookup(message.idempotencyKey)
+          if (Option.isSome(done)) {
+            const deferred = yield* Deferred.make<Reply>()
+            yield* Deferred.succeed(deferred, done.value)
+            return Option.some(deferred)
+          }
+          const waiting = waiters.byIdempotencyKey.get(message.idempotencyKey)
+          if (waiting !== undefined) return Option.some(waiting)
+        }
+        // Journaled before anything else: from here a crash does not lose it.
+        const pending = yield* inbox.accept({ channel: journalChannel(message), text: message.text })
+        const deferred = yield* waiterFor(pending)
+        yield* Queue.offer(queue, pending)
+        return Option.some(deferred)
+      }).pipe(door.withPermits(1), Effect.uninterruptible)
+
+    return { submit, recovered, compactNow: compactor.compactNow } satisfies Instance
+  })

@@ -1,0 +1,53 @@
+/** What the host tells about an agent, read from its directory without starting it. */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as Either from "effect/Either"
+
+export interface AgentInfo {
+  readonly id: string
+  /** Lines in history.jsonl. */
+  readonly historyLines: number
+  /** Size of summary.md. */
+  readonly summaryBytes: number
+  /** When the agent last took or stored a message (ISO 8601), null when never. */
+  readonly lastMessageAt: string | null
+  readonly state: "running" | "released"
+}
+
+/** Counts newlines in chunks, plus a last line without one: memory stays flat with a large history. */
+const countLines = (file: string): number => {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
+  try {
+    const buffer = Buffer.allocUnsafe(64 * 1024)
+    let lines = 0
+    let last = 0x0a
+    for (let read = fs.readSync(fd, buffer); read > 0; read = fs.readSync(fd, buffer)) {
+      for (let index = 0; index < read; index++) if (buffer[index] === 0x0a) lines++
+      last = buffer[read - 1]!
+    }
+    return last === 0x0a ? lines : lines + 1
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+const stat = (file: string) => Either.getOrUndefined(Either.try(() => fs.lstatSync(file, { throwIfNoEntry: false })))
+
+export const read = (id: string, directory: string, running: boolean): AgentInfo => {
+  const history = path.join(directory, "history.jsonl")
+  const historyStat = stat(history)
+  const times = [historyStat, stat(path.join(directory, ".inbox.jsonl"))].flatMap((s) => s?.isFile() === true ? [s.mtimeMs] : [])
+  return {
+    id,
+    historyLines: historyStat?.isFile() === true ? Either.getOrElse(Either.try(() => countLines(history)), () => 0) : 0,
+    summaryBytes: stat(path.join(directory, "summary.md"))?.size ?? 0,
+    lastMessageAt: times.length === 0 ? null : new Date(Math.max(...times)).toISOString(),
+    state: running ? "running" : "released"
+  }
+}
+
+/** Whether `directory` is a real directory (not a link), and so may be an agent. */
+export const isAgentDirectory = (directory: string): boolean => stat(directory)?.isDirectory() === true
+
+/** Whether the agent left messages unanswered (its inbox journal is not empty). */
+export const hasUnanswered = (directory: string): boolean => (stat(path.join(directory, ".inbox.jsonl"))?.size ?? 0) > 0

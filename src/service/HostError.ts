@@ -1,0 +1,27 @@
+/**
+ * What the agent host refuses or cannot do, with a `reason` callers branch
+ * on (the HTTP API maps each to a status).
+ */
+import * as Data from "effect/Data"
+
+export type HostErrorReason =
+  /** The id breaks the rule of AgentId. */
+  | "bad-id"
+  /** The message is malformed: a channel or Idempotency-Key that is not allowed. */
+  | "bad-input"
+  /** The message is over PLANCKCLAW_MAX_MESSAGE_BYTES. */
+  | "too-large"
+  /** No agent directory of that id (list, get, compact). */
+  | "not-found"
+  /** The agent could not be started: its directory, config.env or memory is refused. */
+  | "unavailable"
+  /** Another compaction holds the agent's memory. */
+  | "busy"
+  /** The compaction itself failed (the brain, the disk). */
+  | "failed"
+
+export class HostError extends Data.TaggedError("HostError")<{
+  readonly reason: HostErrorReason
+  readonly id?: string
+  readonly message: string
+}> {}

@@ -1,0 +1,230 @@
+/**
+ * The agent host over HTTP (@effect/platform's server on Node):
+ *
+ * - POST /v1/agents/{id}/messages {"text","channel"?} → 200 {"reply","stored"};
+ *   an Idempotency-Key header makes retries safe
+ * - GET /v1/agents, GET /v1/agents/{id}, POST /v1/agents/{id}/compact
+ * - GET /v1/health, without auth
+ *
+ * With PLANCKCLAW_HTTP_TOKEN set every other route needs
+ * `Authorization: Bearer <token>`, compared in constant time; without one the
+ * server listens only on a loopback address. Bad input is a JSON error
+ * naming what was wrong, and none touches an agent's memory.
+ */
+import * as crypto from "node:crypto"
+import * as http from "node:http"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import type { ServeError } from "@effect/platform/HttpServerError"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import { AgentConfig } from "../AgentConfig.js"
+import * as Logging from "../Logging.js"
+import { AgentHost, type HostError } from "./AgentHost.js"
+import * as AgentId from "./AgentId.js"
+
+export const HttpConfig = Config.all({
+  token: Config.option(Config.redacted("PLANCKCLAW_HTTP_TOKEN")).pipe(
+    Config.map(Option.filter((token) => Redacted.value(token).length > 0))
+  ),
+  maxMessageBytes: Config.map(AgentConfig, (config) => config.maxMessageBytes)
+})
+
+export interface Listen {
+  readonly host: string
+  readonly port: number
+}
+
+export const DEFAULT_LISTEN: Listen = { host: "127.0.0.1", port: 7878 }
+
+/** `HOST:PORT` as given to `--http` (`[::1]:7878` for IPv6). */
+export const parseListen = (text: string): Either.Either<Listen, string> => {
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]+)):(\d{1,5})$/.exec(text.trim())
+  const port = match === null ? Number.NaN : Number(match[3])
+  if (match === null || !(port >= 0 && port <= 65535)) {
+    return Either.left(`--http expects HOST:PORT (for example 127.0.0.1:7878 or [::1]:7878), got ${JSON.stringify(text)}`)
+  }
+  return Either.right({ host: match[1] ?? match[2]!, port })
+}
+
+export const isLoopback = (host: string): boolean =>
+  host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+
+/** Listening on a non-loopback address without PLANCKCLAW_HTTP_TOKEN. */
+export class HttpListenRefused extends Data.TaggedError("HttpListenRefused")<{
+  readonly host: string
+  readonly message: string
+}> {}
+
+const problem = (status: number, error: string, message: string) =>
+  HttpServerResponse.unsafeJson({ error, message }, { status })
+
+const statusOf: Record<HostError["reason"], number> = {
+  "bad-id": 400,
+  "bad-input": 400,
+  "too-large": 413,
+  "not-found": 404,
+  "unavailable": 503,
+  "busy": 409,
+  "failed": 502
+}
+const hostProblem = (error: HostError) => Effect.succeed(problem(statusOf[error.reason], error.reason, error.message))
+
+const digest = (text: string) => crypto.createHash("sha256").update(text, "utf8").digest()
+
+/** Equal-length digests compared with timingSafeEqual: neither the token nor its length leaks by timing. */
+const bearerMatches = (header: string | undefined, token: Redacted.Redacted<string>) =>
+  crypto.timingSafeEqual(digest(header ?? ""), digest(`Bearer ${Redacted.value(token)}`))
+
+const idParam = Effect.flatMap(HttpRouter.params, (params) => {
+  const raw = params["id"] ?? ""
+  return Either.match(AgentId.parse(raw), {
+    onLeft: (refused) => Effect.fail(problem(400, "bad-id", refused.message)),
+    onRight: Effect.succeed
+  })
+})
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** The body as text, read only up to `limit` bytes (a chunked body may declare no length). */
+const readLimited = (source: http.IncomingMessage, limit: number) =>
+  Effect.async<Option.Option<string>, string>((resume) => {
+    const chunks: Array<Buffer> = []
+    let bytes = 0
+    const onData = (chunk: Buffer) => {
+      bytes += chunk.length
+      if (bytes <= limit) return void chunks.push(chunk)
+      // Over the limit: stop reading; the answer goes out and the connection closes after it.
+      done()
+      source.pause()
+      resume(Effect.succeed(Option.none()))
+    }
+    const onEnd = () => {
+      done()
+      resume(Effect.succeed(Option.some(Buffer.concat(chunks).toString("utf8"))))
+    }
+    const onError = (error: Error) => {
+      done()
+      resume(Effect.fail(error.message))
+    }
+    const done = () => {
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onError)
+    }
+    source.on("data", onData)
+    source.on("end", onEnd)
+    source.on("error", onError)
+    return Effect.sync(done)
+  })
+
+/** The request's JSON body, read only up to `limit` bytes; a problem response otherwise. */
+const readBody = (limit: number, maxMessageBytes: number) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const tooLarge = HttpServerResponse.unsafeJson({
+      error: "too-large",
+      message: `the body is over ${limit} bytes; a message may hold at most ${maxMessageBytes} bytes of text (PLANCKCLAW_MAX_MESSAGE_BYTES)`
+    }, { status: 413, headers: { connection: "close" } })
+    const declared = request.headers["content-length"]
+    if (declared !== undefined && Number(declared) > limit) return yield* Effect.fail(tooLarge)
+    const text = yield* readLimited(NodeHttpServerRequest.toIncomingMessage(request), limit).pipe(
+      Effect.mapError((message) => problem(400, "bad-body", `the body could not be read: ${message}`))
+    )
+    if (Option.isNone(text)) return yield* Effect.fail(tooLarge)
+    const json = Either.try(() => JSON.parse(text.value) as unknown)
+    if (Either.isLeft(json)) return yield* Effect.fail(problem(400, "bad-json", "the body is not JSON"))
+    if (!isObject(json.right)) return yield* Effect.fail(problem(400, "bad-body", "the body must be a JSON object"))
+    return json.right
+  })
+
+/** The routes, over the AgentHost of the context. */
+export const router = (maxMessageBytes: number) => {
+  // JSON may spell each byte of text in up to six (\u0000), plus room for the channel.
+  const bodyLimit = 6 * maxMessageBytes + 4096
+  return HttpRouter.empty.pipe(
+    HttpRouter.get("/v1/health", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))),
+    HttpRouter.get("/v1/agents", Effect.gen(function*() {
+      const agents = yield* (yield* AgentHost).list
+      return HttpServerResponse.unsafeJson({ agents })
+    })),
+    HttpRouter.get("/v1/agents/:id", Effect.gen(function*() {
+      const id = yield* idParam
+      return HttpServerResponse.unsafeJson(yield* (yield* AgentHost).get(id))
+    })),
+    HttpRouter.post("/v1/agents/:id/compact", Effect.gen(function*() {
+      const id = yield* idParam
+      return HttpServerResponse.unsafeJson(yield* (yield* AgentHost).compact(id))
+    })),
+    HttpRouter.post("/v1/agents/:id/messages", Effect.gen(function*() {
+      const id = yield* idParam
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const body = yield* readBody(bodyLimit, maxMessageBytes)
+      if (typeof body["text"] !== "string") return problem(400, "bad-body", "the body needs \"text\", a string")
+      const channel = body["channel"]
+      if (channel !== undefined && typeof channel !== "string") return problem(400, "bad-body", "\"channel\" must be a string")
+      const key = request.headers["idempotency-key"]
+      const reply = yield* (yield* AgentHost).send(id, { text: body["text"], channel, idempotencyKey: key })
+      return HttpServerResponse.unsafeJson(reply)
+    }))
+  )
+}
+
+/** The whole application: auth in front of every route but /v1/health. */
+export const app = Effect.gen(function*() {
+  const config = yield* HttpConfig
+  const routes = router(config.maxMessageBytes)
+  return Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    if (Option.isSome(config.token) && request.url !== "/v1/health" && !bearerMatches(request.headers["authorization"], config.token.value)) {
+      return problem(401, "unauthorized", "this route needs Authorization: Bearer <PLANCKCLAW_HTTP_TOKEN>")
+    }
+    return yield* routes.pipe(
+      Effect.catchIf(HttpServerResponse.isServerResponse, Effect.succeed),
+      Effect.catchTags({
+        HostError: hostProblem,
+        RouteNotFound: () => Effect.succeed(problem(404, "not-found", `no route ${request.method} ${request.url}`))
+      })
+    )
+  })
+})
+
+/**
+ * Serves the API on `listen` (port 0: any free port; the HttpServer in the
+ * output tells which). Refuses a non-loopback address without a token.
+ */
+export const layer = (listen: Listen): Layer.Layer<
+  HttpServer.HttpServer,
+  HttpListenRefused | ServeError | ConfigError.ConfigError,
+  AgentHost
+> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const config = yield* HttpConfig
+    if (!isLoopback(listen.host) && Option.isNone(config.token)) {
+      return yield* new HttpListenRefused({
+        host: listen.host,
+        message: `refusing to listen on ${listen.host}, which is not a loopback address, without PLANCKCLAW_HTTP_TOKEN: ` +
+          "set a token, or listen on 127.0.0.1"
+      })
+    }
+    const served = yield* app
+    const announce = Layer.effectDiscard(
+      HttpServer.addressWith((address) =>
+        Logging.toStderr(Effect.logInfo(`HTTP API on ${address._tag === "TcpAddress" ? `${address.hostname}:${address.port}` : address.path}`))
+      )
+    )
+    return Layer.mergeAll(HttpServer.serve(served), announce).pipe(
+      Layer.provideMerge(NodeHttpServer.layer(() => http.createServer(), { host: listen.host, port: listen.port }))
+    )
+  }))

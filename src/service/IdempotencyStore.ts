@@ -1,0 +1,123 @@
+/**
+ * Replies already given, by Idempotency-Key, for one agent: a retry with the
+ * same key gets the same reply without a second turn, also after a restart.
+ * One JSON line per reply in `.idempotency.jsonl` in the agent's directory,
+ * written before the caller is answered. A torn last line (a crash mid-write)
+ * is cut off when the file is opened. The file keeps at most about twice
+ * PLANCKCLAW_IDEMPOTENCY_KEYS lines: past that it is rewritten with the newest
+ * keys (a new file, then a rename: a crash leaves the old or the new).
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { integerIn } from "../config/ConfigRange.js"
+
+/** How many keys each agent remembers (the oldest are forgotten first). */
+export const IdempotencyConfig = integerIn("PLANCKCLAW_IDEMPOTENCY_KEYS", { min: 1, max: 1_000_000 }, 1000)
+
+/** What a key may be: 1 to 200 visible ASCII characters. */
+export const KEY_RULE = "1 to 200 visible ASCII characters (no spaces)"
+export const validKey = (key: string): boolean => /^[\x21-\x7e]{1,200}$/.test(key)
+
+export interface Remembered {
+  readonly reply: string
+  readonly stored: boolean
+}
+
+export class IdempotencyStoreError extends Data.TaggedError("IdempotencyStoreError")<{
+  readonly message: string
+}> {}
+
+const Line = Schema.parseJson(Schema.Struct({ key: Schema.String, reply: Schema.String, stored: Schema.Boolean }))
+const decodeLine = Schema.decodeUnknownOption(Line)
+
+export interface IdempotencyStore {
+  readonly lookup: (key: string) => Option.Option<Remembered>
+  /** Durable when it returns (as durable as the inbox journal): a write failure is logged, the reply still given. */
+  readonly remember: (key: string, value: Remembered) => Effect.Effect<void>
+}
+
+export const FILE = ".idempotency.jsonl"
+const APPEND = fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW
+const READ_WRITE = fs.constants.O_RDWR | fs.constants.O_NOFOLLOW
+
+const describe = (error: unknown) => error instanceof Error ? error.message : String(error)
+
+/** Opens (or finds absent) the store of `directory`; the file is read once, here. */
+export const open = (directory: string, keep: number): Effect.Effect<IdempotencyStore, IdempotencyStoreError> =>
+  Effect.suspend(() => {
+    const file = path.join(directory, FILE)
+    const loaded = Either.try({
+      try: () => {
+        if (!fs.existsSync(file)) return ""
+        const fd = fs.openSync(file, READ_WRITE)
+        try {
+          if (!fs.fstatSync(fd).isFile()) throw new Error(`${file} is not a regular file`)
+          const bytes = fs.readFileSync(fd)
+          const end = bytes.lastIndexOf(0x0a) + 1
+          if (end < bytes.length) fs.ftruncateSync(fd, end)
+          return bytes.toString("utf8", 0, end)
+        } finally {
+          fs.closeSync(fd)
+        }
+      },
+      catch: (error) => new IdempotencyStoreError({ message: `cannot read ${file}: ${describe(error)}` })
+    })
+    if (Either.isLeft(loaded)) return Effect.fail(loaded.left)
+    // A Map keeps insertion order: the first entries are the oldest.
+    const entries = new Map<string, Remembered>()
+    let lines = 0
+    const forgetOldest = () => {
+      while (entries.size > keep) entries.delete(entries.keys().next().value!)
+    }
+    for (const line of loaded.right.split("\n")) {
+      const record = decodeLine(line)
+      if (Option.isNone(record)) continue
+      lines++
+      entries.delete(record.value.key)
+      entries.set(record.value.key, { reply: record.value.reply, stored: record.value.stored })
+    }
+    forgetOldest()
+
+    const encode = (key: string, value: Remembered) => `${JSON.stringify({ key, reply: value.reply, stored: value.stored })}\n`
+
+    const rewrite = () => {
+      const next = `${file}.next`
+      Either.try(() => fs.unlinkSync(next))
+      const fd = fs.openSync(next, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600)
+      try {
+        fs.writeSync(fd, [...entries].map(([key, value]) => encode(key, value)).join(""))
+        fs.fsyncSync(fd)
+      } finally {
+        fs.closeSync(fd)
+      }
+      fs.renameSync(next, file)
+      lines = entries.size
+    }
+
+    const remember = (key: string, value: Remembered) =>
+      Effect.suspend(() => {
+        entries.delete(key)
+        entries.set(key, value)
+        forgetOldest()
+        const written = Either.try(() => {
+          if (lines + 1 > 2 * keep) return rewrite()
+          const fd = fs.openSync(file, APPEND, 0o600)
+          try {
+            fs.writeSync(fd, encode(key, value))
+          } finally {
+            fs.closeSync(fd)
+          }
+          lines++
+        })
+        return Either.isRight(written)
+          ? Effect.void
+          : Effect.logError(`cannot record Idempotency-Key ${JSON.stringify(key)} in ${file}: ${describe(written.left)}; a retry after a restart may run a second turn`)
+      })
+
+    return Effect.succeed({ lookup: (key) => Option.fromNullable(entries.get(key)), remember })
+  })

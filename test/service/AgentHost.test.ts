@@ -1,0 +1,192 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, TestClock } from "effect"
+import * as AgentId from "../../src/service/AgentId.js"
+import * as Agent from "../../src/Agent.js"
+import { echoBrain, historyOf, isCompaction, startHost, tempDir } from "./Kit.js"
+
+
+describe("AgentId", () => {
+  it("refuses ids that are not directory names under the rule, naming id and rule", () => {
+    for (const bad of ["..", ".", "A", "a/b", "", "-a", "a".repeat(65), "a b", "é"]) {
+      const parsed = AgentId.parse(bad)
+      expect(parsed._tag, bad).toBe("Left")
+      if (parsed._tag === "Left") {
+        expect(parsed.left.message).toContain(JSON.stringify(bad))
+        expect(parsed.left.message).toContain(AgentId.RULE)
+      }
+    }
+    for (const good of ["a", "0", "discord-c123", "a.b_c-d", "a".repeat(64)]) expect(AgentId.is(good), good).toBe(true)
+  })
+})
+
+describe("AgentHost", () => {
+  it.scopedLive("answers many agents concurrently, each in arrival order, each with its own history", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const brain = echoBrain()
+      const agents = yield* startHost(root, brain.layer)
+      const ids = Array.from({ length: 20 }, (_, n) => `agent-${n}`)
+      const perAgent = 5
+      // Each agent's messages in order; agents side by side.
+      const replies = yield* Effect.forEach(ids, (id) =>
+        Effect.forEach(Array.from({ length: perAgent }, (_, n) => n), (n) =>
+          agents.send(id, { text: `${id} message ${n}` }), { concurrency: "unbounded" }), { concurrency: "unbounded" })
+      replies.forEach((answers, index) =>
+        answers.forEach((answer, n) => expect(answer).toEqual({ reply: `echo ${ids[index]} message ${n}`, stored: true }))
+      )
+      for (const id of ids) {
+        expect(historyOf(root, id).map((line) => line.content)).toEqual(
+          Array.from({ length: perAgent }, (_, n) => [`${id} message ${n}`, `echo ${id} message ${n}`]).flat()
+        )
+      }
+      const listed = yield* agents.list
+      expect(listed.map((info) => info.id)).toEqual([...ids].sort())
+      expect(listed.every((info) => info.historyLines === 2 * perAgent)).toBe(true)
+    }))
+
+  it.scopedLive("refuses bad ids without creating anything", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const agents = yield* startHost(root, echoBrain().layer)
+      for (const bad of ["..", "A", "a/b", "."]) {
+        const exit = yield* Effect.exit(agents.send(bad, { text: "hi" }))
+        expect(exit).toMatchObject({ _tag: "Failure" })
+        if (Exit.isFailure(exit)) expect(JSON.stringify(exit.cause)).toContain("bad-id")
+      }
+      expect(fs.readdirSync(path.join(root, "agents"))).toEqual([])
+    }))
+
+  it.scopedLive("uses the host's soul for an agent without one, and the agent's own otherwise", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      fs.mkdirSync(path.join(root, "memory"))
+      fs.writeFileSync(path.join(root, "memory", "soul.md"), "the default soul\n")
+      fs.mkdirSync(path.join(root, "agents", "own"), { recursive: true })
+      fs.writeFileSync(path.join(root, "agents", "own", "soul.md"), "my own soul\n")
+      const brain = echoBrain()
+      const agents = yield* startHost(root, brain.layer)
+      yield* agents.send("plain", { text: "hi" })
+      yield* agents.send("own", { text: "hi" })
+      expect(brain.requests.map((request) => request.system)).toEqual(["the default soul", "my own soul"])
+    }))
+
+  it.scopedLive("applies an agent's config.env and refuses keys it may not set", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      fs.mkdirSync(path.join(root, "agents", "tuned"), { recursive: true })
+      fs.writeFileSync(path.join(root, "agents", "tuned", "config.env"), "PLANCKCLAW_MODEL=special-model\n")
+      fs.mkdirSync(path.join(root, "agents", "sneaky"), { recursive: true })
+      fs.writeFileSync(path.join(root, "agents", "sneaky", "config.env"), "ANTHROPIC_API_KEY=x\nPLANCKCLAW_DIR=/etc\n")
+      const brain = echoBrain()
+      const agents = yield* startHost(root, brain.layer)
+      yield* agents.send("tuned", { text: "hi" })
+      yield* agents.send("other", { text: "hi" })
+      expect(brain.requests.map((request) => request.model)).toEqual(["special-model", "claude-haiku-4-5-20251001"])
+      const refused = yield* Effect.flip(agents.send("sneaky", { text: "hi" }))
+      expect(refused.reason).toBe("unavailable")
+      expect(refused.message).toContain("refused: ANTHROPIC_API_KEY, PLANCKCLAW_DIR")
+      expect(historyOf(root, "sneaky")).toEqual([])
+    }))
+
+  it.effect("releases an idle agent and starts it again on its next message (TestClock)", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const agents = yield* startHost(root, echoBrain().layer, { PLANCKCLAW_AGENT_IDLE: "60" })
+      yield* agents.send("sleepy", { text: "one" })
+      expect((yield* agents.get("sleepy")).state).toBe("running")
+      yield* TestClock.adjust("59 seconds")
+      expect((yield* agents.get("sleepy")).state).toBe("running")
+      yield* TestClock.adjust("2 seconds")
+      expect((yield* agents.get("sleepy")).state).toBe("released")
+      expect(yield* agents.send("sleepy", { text: "two" })).toEqual({ reply: "echo two", stored: true })
+      expect((yield* agents.get("sleepy")).state).toBe("running")
+      expect(historyOf(root, "sleepy").map((line) => line.content)).toEqual(["one", "echo one", "two", "echo two"])
+    }).pipe(Effect.scoped))
+
+  it.scopedLive("gives the same reply for the same Idempotency-Key without a second turn, also after a restart", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const brain = echoBrain()
+      const first = yield* Effect.scoped(Effect.gen(function*() {
+        const agents = yield* startHost(root, brain.layer)
+        const once = yield* agents.send("idem", { text: "pay", idempotencyKey: "k-1" })
+        const twice = yield* agents.send("idem", { text: "pay", idempotencyKey: "k-1" })
+        // Concurrent retries of a new key share one turn.
+        const both = yield* Effect.all([
+          agents.send("idem", { text: "ship", idempotencyKey: "k-2" }),
+          agents.send("idem", { text: "ship", idempotencyKey: "k-2" })
+        ], { concurrency: "unbounded" })
+        expect(twice).toEqual(once)
+        expect(both[0]).toEqual(both[1])
+        return once
+      }))
+      expect(brain.requests.length).toBe(2)
+      const agents = yield* startHost(root, brain.layer)
+      expect(yield* agents.send("idem", { text: "pay", idempotencyKey: "k-1" })).toEqual(first)
+      expect(brain.requests.length).toBe(2)
+      expect(yield* agents.send("other", { text: "pay", idempotencyKey: "k-1" })).toEqual({ reply: "echo pay", stored: true })
+      expect(brain.requests.length).toBe(3)
+      expect(historyOf(root, "idem").length).toBe(4)
+    }))
+
+  it.scopedLive("answers after a crash what was journaled and not answered, once, with its key remembered", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const dir = path.join(root, "agents", "crashed")
+      fs.mkdirSync(dir, { recursive: true })
+      // What a killed run leaves: two accepted messages, no reply yet.
+      fs.writeFileSync(path.join(dir, ".inbox.jsonl"), [
+        JSON.stringify({ accepted: 1, key: "aaaa", channel: "http\u001fretry-me", text: "first" }),
+        JSON.stringify({ accepted: 2, key: "bbbb", channel: "http", text: "second" })
+      ].join("\n") + "\n")
+      const brain = echoBrain()
+      const agents = yield* startHost(root, brain.layer)
+      // The caller retrying with its key gets the recovered message's reply, not a second turn.
+      expect(yield* agents.send("crashed", { text: "first", idempotencyKey: "retry-me" })).toEqual({ reply: "echo first", stored: true })
+      yield* agents.send("crashed", { text: "third" })
+      expect(historyOf(root, "crashed").map((line) => line.content)).toEqual(
+        ["first", "echo first", "second", "echo second", "third", "echo third"]
+      )
+      expect(brain.requests.length).toBe(3)
+      expect(fs.readFileSync(path.join(dir, ".inbox.jsonl"), "utf8")).toBe("")
+    }))
+
+  it.scopedLive("a defect in one agent restarts that agent only", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      fs.mkdirSync(path.join(root, "agents", "fragile"), { recursive: true })
+      fs.writeFileSync(path.join(root, "agents", "fragile", "config.env"), "HISTORY_MAX=2\nHISTORY_KEEP=1\n")
+      // The turn's own defects become an apology; a compaction's escapes the message.
+      const brain = echoBrain((request) =>
+        isCompaction(request) ? Effect.die("compaction bug") :
+        JSON.stringify(request.messages).includes("explode") ? Effect.die("turn bug") : undefined
+      )
+      const agents = yield* startHost(root, brain.layer)
+      expect(yield* agents.send("fragile", { text: "explode" })).toEqual({ reply: Agent.APOLOGY, stored: false })
+      const [fragile, steady] = yield* Effect.all([
+        Effect.all([agents.send("fragile", { text: "a" }), agents.send("fragile", { text: "b" }), agents.send("fragile", { text: "c" })], { concurrency: "unbounded" }),
+        agents.send("steady", { text: "hello" })
+      ], { concurrency: "unbounded" })
+      expect(steady).toEqual({ reply: "echo hello", stored: true })
+      // "b" made history long enough to compact, which died: "b" was answered, the agent restarted and answered "c".
+      expect(fragile.map((reply) => reply.reply)).toEqual(["echo a", "echo b", "echo c"])
+      expect(historyOf(root, "fragile").map((line) => line.content)).toEqual(["a", "echo a", "b", "echo b", "c", "echo c"])
+      expect(fs.readFileSync(path.join(root, "agents", "fragile", ".inbox.jsonl"), "utf8")).toBe("")
+    }))
+
+  it.scopedLive("compacts one agent on request; get and compact of an unknown agent are not-found", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const agents = yield* startHost(root, echoBrain().layer, { HISTORY_KEEP: "2" })
+      for (const text of ["a", "b", "c"]) yield* agents.send("talky", { text })
+      const result = yield* agents.compact("talky")
+      expect(result).toMatchObject({ compacted: true, summarised: 4, kept: 2 })
+      expect(fs.readFileSync(path.join(root, "agents", "talky", "summary.md"), "utf8")).toBe("a summary\n")
+      expect((yield* agents.get("talky")).historyLines).toBe(2)
+      expect((yield* Effect.flip(agents.get("nobody"))).reason).toBe("not-found")
+      expect((yield* Effect.flip(agents.compact("nobody"))).reason).toBe("not-found")
+      expect(fs.existsSync(path.join(root, "agents", "nobody"))).toBe(false)
+    }))
+})

@@ -1,0 +1,142 @@
+import * as fs from "node:fs"
+import * as http from "node:http"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Either, Layer } from "effect"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpApi from "../../src/service/HttpApi.js"
+import { echoBrain, hostLayer, historyOf, settings, tempDir } from "./Kit.js"
+
+interface Answer {
+  readonly status: number
+  readonly body: any
+}
+
+/** One request with node:http, the path sent exactly as written (no URL normalisation). */
+const call = (port: number, method: string, target: string, options: { body?: string; headers?: Record<string, string> } = {}) =>
+  Effect.async<Answer>((resume) => {
+    const request = http.request({ host: "127.0.0.1", port, method, path: target, headers: options.headers, agent: keepAlive }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8")
+        resume(Effect.succeed({ status: response.statusCode ?? 0, body: text.length > 0 ? JSON.parse(text) : undefined }))
+      })
+    })
+    request.on("error", (error) => resume(Effect.die(error)))
+    request.end(options.body)
+  })
+const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 32 })
+
+const post = (port: number, target: string, body: unknown, headers: Record<string, string> = {}) =>
+  call(port, "POST", target, { body: typeof body === "string" ? body : JSON.stringify(body), headers: { "content-type": "application/json", ...headers } })
+
+/** The API on a free loopback port over a fresh host; returns the port and the root directory. */
+const serve = (values: Record<string, string> = {}, brain = echoBrain()) =>
+  Effect.gen(function*() {
+    const root = tempDir()
+    const context = yield* Layer.build(
+      HttpApi.layer({ host: "127.0.0.1", port: 0 }).pipe(
+        Layer.provide(hostLayer(root, brain.layer, values)),
+        Layer.provide(settings(values))
+      )
+    )
+    const address = Context.get(context, HttpServer.HttpServer).address
+    if (address._tag !== "TcpAddress") throw new Error("expected a TCP address")
+    return { port: address.port, root, brain }
+  })
+
+describe("HTTP API", () => {
+  it.scopedLive("answers messages for many agents at once, each in order", () =>
+    Effect.gen(function*() {
+      const { port, root } = yield* serve()
+      const ids = Array.from({ length: 10 }, (_, n) => `a${n}`)
+      const answers = yield* Effect.forEach(ids, (id) =>
+        Effect.forEach([0, 1, 2, 3], (n) => post(port, `/v1/agents/${id}/messages`, { text: `${id}#${n}`, channel: "c" }), { concurrency: "unbounded" }),
+        { concurrency: "unbounded" })
+      answers.forEach((perAgent, index) =>
+        perAgent.forEach((answer, n) => expect(answer).toEqual({ status: 200, body: { reply: `echo ${ids[index]}#${n}`, stored: true } }))
+      )
+      for (const id of ids) {
+        expect(historyOf(root, id).filter((line) => line.role === "user").map((line) => line.content)).toEqual([0, 1, 2, 3].map((n) => `${id}#${n}`))
+      }
+      const listed = yield* call(port, "GET", "/v1/agents")
+      expect(listed.status).toBe(200)
+      expect(listed.body.agents.map((agent: any) => agent.id)).toEqual(ids)
+      expect(listed.body.agents[0]).toMatchObject({ id: "a0", historyLines: 8, summaryBytes: 0, state: "running" })
+      expect(typeof listed.body.agents[0].lastMessageAt).toBe("string")
+      expect((yield* call(port, "GET", "/v1/agents/a3")).body).toMatchObject({ id: "a3", historyLines: 8 })
+      expect((yield* call(port, "GET", "/v1/agents/nobody")).status).toBe(404)
+      expect(yield* call(port, "GET", "/v1/health")).toEqual({ status: 200, body: { status: "ok" } })
+    }))
+
+  it.scopedLive("replays a reply for a repeated Idempotency-Key, and compacts on request", () =>
+    Effect.gen(function*() {
+      const { brain, port, root } = yield* serve({ HISTORY_KEEP: "2" })
+      const first = yield* post(port, "/v1/agents/k/messages", { text: "once" }, { "idempotency-key": "abc-1" })
+      const again = yield* post(port, "/v1/agents/k/messages", { text: "once" }, { "idempotency-key": "abc-1" })
+      expect(again).toEqual(first)
+      expect(brain.requests.length).toBe(1)
+      yield* post(port, "/v1/agents/k/messages", { text: "twice" })
+      const compacted = yield* call(port, "POST", "/v1/agents/k/compact")
+      expect(compacted).toEqual({ status: 200, body: { compacted: true, summarised: 2, kept: 2, summaryBytes: 10 } })
+      expect(fs.readFileSync(path.join(root, "agents", "k", "summary.md"), "utf8")).toBe("a summary\n")
+      const badKey = yield* post(port, "/v1/agents/k/messages", { text: "x" }, { "idempotency-key": "has space" })
+      expect(badKey.status).toBe(400)
+    }))
+
+  it.scopedLive("refuses bad input with a JSON error and leaves memory untouched", () =>
+    Effect.gen(function*() {
+      const { brain, port, root } = yield* serve({ PLANCKCLAW_MAX_MESSAGE_BYTES: "100" })
+      const cases: Array<[Effect.Effect<Answer>, number, string]> = [
+        [post(port, "/v1/agents/a/messages", "{not json"), 400, "bad-json"],
+        [post(port, "/v1/agents/a/messages", { channel: "x" }), 400, "bad-body"],
+        [post(port, "/v1/agents/a/messages", { text: 5 }), 400, "bad-body"],
+        [post(port, "/v1/agents/a/messages", "[1]"), 400, "bad-body"],
+        [post(port, "/v1/agents/a/messages", { text: "x", channel: "bad\u0001" }), 400, "bad-input"],
+        [post(port, "/v1/agents/A/messages", { text: "x" }), 400, "bad-id"],
+        [post(port, "/v1/agents/%2E%2E/messages", { text: "x" }), 400, "bad-id"],
+        [post(port, "/v1/agents/a%2Fb/messages", { text: "x" }), 400, "bad-id"],
+        [post(port, "/v1/agents/a/messages", { text: "é".repeat(51) }), 413, "too-large"],
+        [post(port, "/v1/agents/a/messages", "x".repeat(5000)), 413, "too-large"],
+        [call(port, "GET", "/v1/nowhere"), 404, "not-found"],
+        [call(port, "DELETE", "/v1/agents/a"), 404, "not-found"]
+      ]
+      for (const [request, status, error] of cases) {
+        const answer = yield* request
+        expect(answer.status, JSON.stringify(answer.body)).toBe(status)
+        expect(answer.body.error).toBe(error)
+        expect(typeof answer.body.message).toBe("string")
+      }
+      // A chunked body (no Content-Length) over the limit is cut off while reading.
+      const chunked = yield* call(port, "POST", "/v1/agents/a/messages", { body: JSON.stringify({ text: "y".repeat(5000) }), headers: { "transfer-encoding": "chunked" } })
+      expect(chunked.status).toBe(413)
+      expect(brain.requests).toEqual([])
+      expect(fs.readdirSync(path.join(root, "agents"))).toEqual([])
+    }))
+
+  it.scopedLive("needs the bearer token on every route but /v1/health", () =>
+    Effect.gen(function*() {
+      const { brain, port } = yield* serve({ PLANCKCLAW_HTTP_TOKEN: "s3cret" })
+      expect((yield* call(port, "GET", "/v1/health")).status).toBe(200)
+      for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: "s3cret" }, { authorization: "Bearer s3cret2" }]) {
+        expect((yield* post(port, "/v1/agents/a/messages", { text: "hi" }, headers)).status).toBe(401)
+        expect((yield* call(port, "GET", "/v1/agents", { headers })).status).toBe(401)
+      }
+      expect(brain.requests).toEqual([])
+      const ok = yield* post(port, "/v1/agents/a/messages", { text: "hi" }, { authorization: "Bearer s3cret" })
+      expect(ok).toEqual({ status: 200, body: { reply: "echo hi", stored: true } })
+    }))
+
+  it.scopedLive("refuses to listen on a non-loopback address without a token", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const refused = yield* Effect.flip(Layer.build(
+        HttpApi.layer({ host: "0.0.0.0", port: 0 }).pipe(Layer.provide(hostLayer(root, echoBrain().layer)), Layer.provide(settings({})))
+      ))
+      expect(refused._tag).toBe("HttpListenRefused")
+      expect(Either.getOrThrow(HttpApi.parseListen("[::1]:7878"))).toEqual({ host: "::1", port: 7878 })
+      expect(Either.isLeft(HttpApi.parseListen("localhost"))).toBe(true)
+      expect(HttpApi.isLoopback("127.0.0.1") && HttpApi.isLoopback("::1") && !HttpApi.isLoopback("192.168.1.2")).toBe(true)
+    }))
+})
