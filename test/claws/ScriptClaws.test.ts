@@ -1,5 +1,4 @@
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
@@ -19,13 +18,12 @@ import {
 import { unknownTool } from "../../src/Claws.js"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
+import * as Sandbox from "../support/Sandbox.js"
 
 const shippedClaws = fileURLToPath(new URL("../../claws", import.meta.url))
 
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "planckclaw-claws-"))),
-  (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
-)
+const tempDir = Sandbox.tempDir("planckclaw-claws-")
+const { tool } = Sandbox
 
 const writeClaw = (dir: string, file: string, body: string, options: { readonly executable?: boolean } = {}) =>
   Effect.sync(() => {
@@ -33,9 +31,6 @@ const writeClaw = (dir: string, file: string, body: string, options: { readonly 
     Fs.writeFileSync(path, body)
     Fs.chmodSync(path, options.executable === false ? 0o644 : 0o755)
   })
-
-const tool = (name: string, description = `${name} tool`) =>
-  `#TOOLS:${JSON.stringify({ name, description, input_schema: { type: "object", properties: {} } })}`
 
 const settings = (directory: string, overrides: Partial<Scripts.ScriptsConfig> = {}): Scripts.ScriptsConfig => ({
   directory,

@@ -6,7 +6,8 @@ import { Chunk, Effect, Exit, Layer, Option, Stream } from "effect"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import { scanTail } from "../../src/memory/HistoryFile.js"
-import { line, tempDir } from "../support/Harness.js"
+import { line } from "../support/Harness.js"
+import { tempDir } from "../support/Sandbox.js"
 
 const setup = (files: Record<string, string> = {}) =>
   Effect.gen(function*() {

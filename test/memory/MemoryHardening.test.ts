@@ -13,7 +13,8 @@ import * as Inbox from "../../src/memory/Inbox.js"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import { capText, conversation, HISTORY_LINE_MAX_BYTES } from "../../src/Prompt.js"
-import { harness, line, tempDir } from "../support/Harness.js"
+import { harness, line } from "../support/Harness.js"
+import { tempDir } from "../support/Sandbox.js"
 
 const journal = (...records: ReadonlyArray<object>) => records.map((record) => `${JSON.stringify(record)}\n`).join("")
 

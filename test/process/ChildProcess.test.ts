@@ -1,14 +1,11 @@
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Fiber, Schedule, TestServices } from "effect"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
+import * as Sandbox from "../support/Sandbox.js"
 
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "planckclaw-child-"))),
-  (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
-)
+const tempDir = Sandbox.tempDir("planckclaw-child-")
 
 const shell = (script: string, overrides: Partial<ChildProcess.RunRequest> = {}): ChildProcess.RunRequest => ({
   command: "/bin/sh",

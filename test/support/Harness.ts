@@ -13,9 +13,6 @@ import type { OutboundMessage } from "../../src/Interact.js"
 import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
 import { tempDir } from "./Sandbox.js"
 
-// Kept for the suites that import it from here; its home is Sandbox.ts.
-export { tempDir } from "./Sandbox.js"
-
 export interface HarnessOptions {
   readonly script: ReadonlyArray<ScriptedBrain.ScriptStep>
   readonly tools?: ReadonlyArray<InMemoryClaws.InMemoryTool>
