@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option } from "effect"
+import { APOLOGY } from "../../src/Agent.js"
 import type { MessagesRequest } from "../../src/Brain.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import type { InMemoryTool } from "../../src/claws/InMemoryClaws.js"
@@ -136,7 +137,7 @@ describe("the agent on an OpenAI-compatible server", () => {
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(Server.apiError(404, "model 'test-model' not found", "ollama")))
       const h = yield* agentOn(server, 1)
-      expect((yield* h.say("hi")).text).toBe("I'm temporarily unavailable. Please try again shortly.")
+      expect((yield* h.say("hi")).text).toBe(APOLOGY)
       expect(yield* server.requests).toHaveLength(1)
       expect(h.read("history.jsonl") ?? "").toBe("")
     })))

@@ -185,7 +185,7 @@ describe("planckclaw run (built command)", () => {
       expect(result.code).toBe(0)
       expect(result.stdout).toBe("first reply\nsecond reply\n")
       const requests = yield* t.server.requests
-      expect(requests.map((request) => (request.body as { messages: Array<unknown> }).messages.at(-1))).toEqual([
+      expect(requests.map((request) => request.body.messages.at(-1))).toEqual([
         { role: "user", content: "a\nb" },
         { role: "user", content: "c" }
       ])
