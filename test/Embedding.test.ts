@@ -7,7 +7,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Queue } from "effect"
-import { Agent, InMemoryClaws, InMemoryInteract, ScriptedBrain } from "../src/index.js"
+import { Agent, InMemoryClaws, InMemoryInteract, Intake, ScriptedBrain } from "../src/index.js"
 import { tempDir } from "./support/Sandbox.js"
 
 /** The first ```ts block under "## Embedding" in README.md. */
@@ -52,7 +52,7 @@ const hostProgram = (memoryDir: string) =>
       Layer.provide(Layer.merge(ScriptedBrain.layer(brain), claws)),
       Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", memoryDir]]))))
     )
-    yield* Agent.serve.pipe(
+    yield* Intake.run.pipe(
       Effect.provide(Layer.merge(agent, InMemoryInteract.layer(users))),
       Effect.forkScoped
     )

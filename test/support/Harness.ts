@@ -9,6 +9,7 @@ import { ConfigProvider, Effect, Fiber, Layer, Queue } from "effect"
 import * as Agent from "../../src/Agent.js"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
+import * as Intake from "../../src/Intake.js"
 import type { OutboundMessage } from "../../src/Interact.js"
 import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
 import { tempDir } from "./Sandbox.js"
@@ -42,7 +43,7 @@ export const harness = (options: HarnessOptions) =>
       Layer.provide(Layer.setConfigProvider(provider))
     )
     const context = yield* Layer.build(layer)
-    const serving = yield* Agent.serve.pipe(Effect.provide(context), Effect.forkScoped)
+    const serving = yield* Intake.run.pipe(Effect.provide(context), Effect.forkScoped)
 
     const read = (name: string) => {
       const file = path.join(directory, name)
