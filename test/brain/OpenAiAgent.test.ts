@@ -8,23 +8,10 @@ import { Duration, Effect, Option } from "effect"
 import { APOLOGY } from "../../src/Agent.js"
 import type { MessagesRequest } from "../../src/Brain.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
-import type { InMemoryTool } from "../../src/claws/InMemoryClaws.js"
 import * as Server from "../support/ChatCompletionsServer.js"
-import { harness, line } from "../support/Harness.js"
+import { diceTool, harness, line, timeTool } from "../support/Harness.js"
 import { withRealHttp } from "../support/TestClockHttp.js"
 
-const timeTool: InMemoryTool = {
-  definition: { name: "get_time", description: "Current time", input_schema: { type: "object", properties: {} } },
-  run: () => Effect.succeed({ content: "1700000000", isError: false })
-}
-const diceTool: InMemoryTool = {
-  definition: {
-    name: "roll_dice",
-    description: "Roll dice",
-    input_schema: { type: "object", properties: { sides: { type: "integer" } } }
-  },
-  run: (input) => Effect.succeed({ content: `rolled d${(input as { sides: number }).sides}: 4`, isError: false })
-}
 const wireTools = [timeTool, diceTool].map(({ definition }) => ({
   type: "function",
   function: { name: definition.name, description: definition.description, parameters: definition.input_schema }
