@@ -14,21 +14,7 @@ import type { InMemoryTool } from "../src/claws/InMemoryClaws.js"
 import * as Intake from "../src/Intake.js"
 import { sanitize } from "../src/Interact.js"
 import * as InMemoryInteract from "../src/interact/InMemoryInteract.js"
-import { harness, line } from "./support/Harness.js"
-
-const timeTool: InMemoryTool = {
-  definition: { name: "get_time", description: "Current time", input_schema: { type: "object", properties: {} } },
-  run: () => Effect.succeed({ content: "1700000000", isError: false })
-}
-
-const diceTool: InMemoryTool = {
-  definition: {
-    name: "roll_dice",
-    description: "Roll dice",
-    input_schema: { type: "object", properties: { sides: { type: "integer" } } }
-  },
-  run: (input) => Effect.succeed({ content: `rolled d${(input as { sides: number }).sides}: 4`, isError: false })
-}
+import { diceTool, harness, line, timeTool } from "./support/Harness.js"
 
 const toolSpecs = [
   { name: "get_time", description: "Current time", input_schema: { type: "object", properties: {} } },

@@ -16,45 +16,27 @@ import {
   fifoNames,
   fifosLeft,
   fifosReady,
-  isRunning,
   listening,
-  pidIn,
   planckclaw,
   planckclawToEnd,
   receiveRaw,
   runDirLeft,
-  type Sandbox,
-  sandbox,
   sendRaw,
-  shOk,
-  within
+  shOk
 } from "./support/Pipes.js"
+import { isRunning, pidIn, type Sandbox, sandbox, within } from "./support/Sandbox.js"
 
 /** Real processes start slowly on a loaded machine; every wait inside is bounded well below this. */
 const timeout = 60_000
 const apiKey = "test-key-not-secret"
 
-interface RequestBody {
-  readonly tools?: ReadonlyArray<{ readonly name: string }>
-  readonly messages: ReadonlyArray<{ readonly role: string; readonly content: unknown }>
-}
-
-const bodyOf = (request: AnthropicServer.RecordedRequest): RequestBody => request.body as RequestBody
-const lastContent = (body: RequestBody): unknown => body.messages[body.messages.length - 1]?.content
-const toolResultsOf = (body: RequestBody) =>
+const lastContent = (body: AnthropicServer.MessagesBody): unknown => body.messages[body.messages.length - 1]?.content
+const toolResultsOf = (body: AnthropicServer.MessagesBody) =>
   lastContent(body) as ReadonlyArray<{ type: string; tool_use_id: string; content: string; is_error?: boolean }>
 
 /** Answers every request with `re: ` and the last user text. */
-const echo: AnthropicServer.Handler = (request) => AnthropicServer.text(`re: ${String(lastContent(bodyOf(request)))}`)
-
-const toolUse = (calls: ReadonlyArray<{ id: string; name: string; input: unknown }>) =>
-  AnthropicServer.respond(200, {
-    id: "msg_tools",
-    type: "message",
-    role: "assistant",
-    content: [{ type: "text", text: "Checking." }, ...calls.map((call) => ({ type: "tool_use", ...call }))],
-    stop_reason: "tool_use"
-  })
+const echo: AnthropicServer.Handler = (request) =>
+  AnthropicServer.text(`re: ${AnthropicServer.lastUserText(request.body)}`)
 
 /** The first `count` requests the server received, waiting for them within the default bound. */
 const requestsTo = (server: AnthropicServer.AnthropicServer, count: number) =>
@@ -206,7 +188,7 @@ describe("planckclaw run: the patience of the agent on the pipes", () => {
       const result = yield* planckclawToEnd(box, ["run"], { input: "hello\n" })
       expect(result.code, result.stderr).toBe(0)
       expect(result.stdout).toBe("re: hello\n")
-      expect((yield* server.requests).map((request) => lastContent(bodyOf(request)))).toEqual(["hello"])
+      expect((yield* server.requests).map((request) => lastContent(request.body))).toEqual(["hello"])
     }), timeout)
 })
 
@@ -225,7 +207,7 @@ describe("--bridge none: anyone can talk through the pipes", () => {
       yield* sendRaw(box.runDir, String.raw`room-7	line one\nline two\tcol\\end \q` + "\n")
       const [reply] = yield* receiveRaw(box.runDir, 1)
       const requests = yield* requestsTo(server, 2)
-      expect(lastContent(bodyOf(requests[1]!))).toBe("line one\nline two\tcol\\end \\q")
+      expect(lastContent(requests[1]!.body)).toBe("line one\nline two\tcol\\end \\q")
       expect(reply).toBe(String.raw`room-7	re: line one\nline two\tcol\\end \\q`)
     }), timeout)
 
@@ -250,7 +232,7 @@ describe("--bridge none: anyone can talk through the pipes", () => {
       expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tre: after"])
       expect(yield* run.alive).toBe(true)
       const requests = yield* server.requests
-      expect(requests.map((request) => lastContent(bodyOf(request)))).toEqual(["one", "two", "Hello", "after"])
+      expect(requests.map((request) => lastContent(request.body))).toEqual(["one", "two", "Hello", "after"])
 
       yield* run.signal("SIGTERM")
       const result = yield* run.ended
@@ -322,10 +304,10 @@ printf 'The clock says 12:00.'
       yield* sendRaw(box.runDir, "cli\twhat time is it?\n")
       expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tIt is noon, says the clock."])
 
-      const first = JSON.parse(box.read("request-1.json") ?? "null") as RequestBody
+      const first = JSON.parse(box.read("request-1.json") ?? "null") as AnthropicServer.MessagesBody
       expect(first.tools?.map((tool) => tool.name)).toEqual(["get_time"])
       expect(first.messages).toEqual([{ role: "user", content: "what time is it?" }])
-      const second = JSON.parse(box.read("request-2.json") ?? "null") as RequestBody
+      const second = JSON.parse(box.read("request-2.json") ?? "null") as AnthropicServer.MessagesBody
       expect(second.messages[1]).toEqual({
         role: "assistant",
         content: [{ type: "text", text: "Let me look." }, { type: "tool_use", id: "tu_time", name: "get_time", input: {} }]
@@ -343,7 +325,7 @@ printf 'The clock says 12:00.'
   it.scopedLive("a claw bridge script serves discovery and calls to the built-in brain, without the API key", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer(AnthropicServer.replies(
-        toolUse([{ id: "tu_1", name: "lookup", input: { word: "fifo" } }]),
+        AnthropicServer.toolUse([{ id: "tu_1", name: "lookup", input: { word: "fifo" } }]),
         AnthropicServer.text("A fifo is a named pipe.")
       ))
       const claws = box.script(
@@ -364,8 +346,8 @@ done
       yield* sendRaw(box.runDir, "cli\twhat is a fifo?\n")
       expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tA fifo is a named pipe."])
       const requests = yield* requestsTo(server, 2)
-      expect(bodyOf(requests[0]!).tools?.map((tool) => tool.name)).toEqual(["lookup"])
-      expect(toolResultsOf(bodyOf(requests[1]!))).toEqual([
+      expect(requests[0]!.body.tools?.map((tool) => tool.name)).toEqual(["lookup"])
+      expect(toolResultsOf(requests[1]!.body)).toEqual([
         { type: "tool_result", tool_use_id: "tu_1", content: "lookup called with {\"word\":\"fifo\"}\nand a second line" }
       ])
       expect(box.read("claw.env")).toBeDefined()
@@ -387,7 +369,7 @@ describe("the README's shell bridge", () => {
   it.scopedLive("works as written: piped lines in, replies out (multi-line and backslashes intact), exit 0", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer((request) => {
-        const said = String(lastContent(bodyOf(request)))
+        const said = String(lastContent(request.body))
         return AnthropicServer.text(said === "bye" ? "Goodbye!\nSee you." : `re: ${said}`)
       })
       fs.writeFileSync(box.path("my_bridge.sh"), readmeBridge, { mode: 0o755 })
@@ -396,7 +378,7 @@ describe("the README's shell bridge", () => {
       })
       expect(result.stdout).toBe("re: hello\nre: C:\\temp\\new is a path\nGoodbye!\nSee you.\n")
       expect(result.code).toBe(0)
-      expect((yield* server.requests).map((request) => lastContent(bodyOf(request)))).toEqual([
+      expect((yield* server.requests).map((request) => lastContent(request.body))).toEqual([
         "hello",
         "C:\\temp\\new is a path",
         "bye"
@@ -431,10 +413,10 @@ done
   it.scopedLive("a claw bridge script that exits 1 after its first answer", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer((request, index) => {
-        const last = lastContent(bodyOf(request))
+        const last = lastContent(request.body)
         return Array.isArray(last)
-          ? AnthropicServer.text(`tool said: ${toolResultsOf(bodyOf(request))[0]?.content}`)
-          : toolUse([{ id: `tu_${index}`, name: "lookup", input: { word: last } }])
+          ? AnthropicServer.text(`tool said: ${toolResultsOf(request.body)[0]?.content}`)
+          : AnthropicServer.toolUse([{ id: `tu_${index}`, name: "lookup", input: { word: last } }])
       })
       const claws = box.script(
         "claws.sh",
@@ -458,8 +440,8 @@ done
       ])
       const requests = yield* requestsTo(server, 4)
       // Both turns discovered the tool: the first from the bridge before it died, the second after its restart.
-      expect(bodyOf(requests[0]!).tools?.map((tool) => tool.name)).toEqual(["lookup"])
-      expect(bodyOf(requests[2]!).tools?.map((tool) => tool.name)).toEqual(["lookup"])
+      expect(requests[0]!.body.tools?.map((tool) => tool.name)).toEqual(["lookup"])
+      expect(requests[2]!.body.tools?.map((tool) => tool.name)).toEqual(["lookup"])
       expect(box.read("claw.starts")?.trim().split("\n")).toHaveLength(2)
     }), timeout)
 })
@@ -468,10 +450,10 @@ describe("planckclaw bridge NAME: built-in bridges as processes of their own", (
   it.scopedLive("the anthropic and scripts bridges serve a tool round; the cli bridge prints replies and exits 0 at end of input", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer((request, index) => {
-        const last = lastContent(bodyOf(request))
+        const last = lastContent(request.body)
         if (Array.isArray(last)) return AnthropicServer.text("Checked the clock.")
         return String(last).includes("time")
-          ? toolUse([{ id: `tu_${index}`, name: "get_time", input: {} }])
+          ? AnthropicServer.toolUse([{ id: `tu_${index}`, name: "get_time", input: {} }])
           : AnthropicServer.text(`re: ${String(last)}`)
       }, { CLAWS_DIR: path.join(REPO, "claws") })
       yield* planckclaw(box, ["run", "--bridge", "none", "--brain", "none", "--claw", "none"])
@@ -483,8 +465,8 @@ describe("planckclaw bridge NAME: built-in bridges as processes of their own", (
       yield* sendRaw(box.runDir, "cli\twhat time is it?\n")
       expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tChecked the clock."])
       const requests = yield* requestsTo(server, 2)
-      expect(bodyOf(requests[0]!).tools?.map((tool) => tool.name).sort()).toEqual(["get_time", "roll_dice", "system_status"])
-      const [result] = toolResultsOf(bodyOf(requests[1]!))
+      expect(requests[0]!.body.tools?.map((tool) => tool.name).sort()).toEqual(["get_time", "roll_dice", "system_status"])
+      const [result] = toolResultsOf(requests[1]!.body)
       expect(result?.tool_use_id).toBe("tu_0")
       expect(result?.content).toMatch(/^Unix timestamp: \d+\nISO-8601 UTC: /)
       expect(result?.is_error).toBeUndefined()
@@ -493,7 +475,7 @@ describe("planckclaw bridge NAME: built-in bridges as processes of their own", (
       const cli = yield* planckclawToEnd(box, ["bridge", "cli"], { input: "hello\nand goodbye\n" })
       expect(cli.stdout).toBe("re: hello\nre: and goodbye\n")
       expect(cli.code).toBe(0)
-      expect((yield* server.requests).map((request) => lastContent(bodyOf(request))).slice(2)).toEqual([
+      expect((yield* server.requests).map((request) => lastContent(request.body)).slice(2)).toEqual([
         "hello",
         "and goodbye"
       ])

@@ -4,17 +4,11 @@
  * from README.md and run as written, and a host that also runs a tool.
  */
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Queue } from "effect"
-import { Agent, InMemoryClaws, InMemoryInteract, ScriptedBrain } from "../src/index.js"
-
-const tempDir = (prefix: string) =>
-  Effect.acquireRelease(
-    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), prefix))),
-    (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-  )
+import { Agent, InMemoryClaws, InMemoryInteract, Intake, ScriptedBrain } from "../src/index.js"
+import { tempDir } from "./support/Sandbox.js"
 
 /** The first ```ts block under "## Embedding" in README.md. */
 const readmeExample = (): string => {
@@ -58,7 +52,7 @@ const hostProgram = (memoryDir: string) =>
       Layer.provide(Layer.merge(ScriptedBrain.layer(brain), claws)),
       Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", memoryDir]]))))
     )
-    yield* Agent.serve.pipe(
+    yield* Intake.run.pipe(
       Effect.provide(Layer.merge(agent, InMemoryInteract.layer(users))),
       Effect.forkScoped
     )

@@ -2,7 +2,6 @@ import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import {
   Chunk,
-  Clock,
   ConfigProvider,
   Console,
   Duration,
@@ -12,17 +11,16 @@ import {
   HashSet,
   Logger,
   Option,
-  Random,
   Redacted,
   type Scope,
-  TestClock,
-  TestServices
+  TestClock
 } from "effect"
 import { Brain, type BrainError, type MessagesRequest } from "../../src/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
 import * as BrainRetry from "../../src/brain/BrainRetry.js"
 import { MissingSetting } from "../../src/config/MissingSetting.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
+import { advanceTo, awaitPendingSleep, withRealHttp } from "../support/TestClockHttp.js"
 
 const fakeKey = "test-key-not-secret"
 
@@ -51,54 +49,9 @@ const settings = (baseUrl: string, overrides: Partial<Anthropic.AnthropicConfig>
   ...overrides
 })
 
-/**
- * The real undici client, and jitter pinned to its midpoint (factor 1.0) so
- * backoff deadlines are exact: 1s, 2s, 4s, …
- */
-const withRealHttp = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  effect.pipe(Effect.withRandom(Random.fixed([0.5])), Effect.provide(NodeHttpClient.layerUndici))
-
 /** Starts `complete` in the background so the test can drive the clock. */
 const startCompletion = (config: Anthropic.AnthropicConfig) =>
   Effect.flatMap(Anthropic.make(config), (brain) => Effect.fork(brain.complete(request)))
-
-/** Yields to Node's event loop (no timer involved) so pending socket I/O can run. */
-const yieldToEventLoop = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
-
-/**
- * Waits until something is asleep on the TestClock until `deadline` (in test
- * clock millis). The client registers its sleeps only after real I/O, so the
- * clock must not move before they exist. The real-time watchdog only turns a
- * hang into a readable failure; no assertion depends on real time.
- */
-const awaitPendingSleep = (deadline: number) =>
-  Effect.gen(function*() {
-    while (!Chunk.some(yield* TestClock.sleeps(), (at) => at === deadline)) {
-      yield* yieldToEventLoop
-    }
-  }).pipe(
-    Effect.raceFirst(
-      TestServices.provideLive(Effect.sleep("10 seconds")).pipe(
-        Effect.zipRight(TestClock.sleeps()),
-        Effect.flatMap((pending) =>
-          Effect.dieMessage(
-            `nothing went to sleep until ${deadline} ms; pending sleeps: ${Chunk.toReadonlyArray(pending).join(", ")}`
-          )
-        )
-      )
-    )
-  )
-
-/** Moves the TestClock to `deadline` once a sleep until then is pending. */
-const advanceTo = (deadline: number) =>
-  Effect.gen(function*() {
-    yield* awaitPendingSleep(deadline)
-    const now = yield* Clock.currentTimeMillis
-    yield* TestClock.adjust(Duration.millis(deadline - now))
-  })
 
 /** The BrainError a completion ends with (the test fails if it succeeds). */
 const failureOf = <A>(fiber: Fiber.Fiber<A, BrainError>) => Effect.flip(Fiber.join(fiber))

@@ -5,25 +5,13 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option } from "effect"
+import { APOLOGY } from "../../src/Agent.js"
 import type { MessagesRequest } from "../../src/Brain.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
-import type { InMemoryTool } from "../../src/claws/InMemoryClaws.js"
 import * as Server from "../support/ChatCompletionsServer.js"
-import { harness, line } from "../support/Harness.js"
+import { diceTool, harness, line, timeTool } from "../support/Harness.js"
 import { withRealHttp } from "../support/TestClockHttp.js"
 
-const timeTool: InMemoryTool = {
-  definition: { name: "get_time", description: "Current time", input_schema: { type: "object", properties: {} } },
-  run: () => Effect.succeed({ content: "1700000000", isError: false })
-}
-const diceTool: InMemoryTool = {
-  definition: {
-    name: "roll_dice",
-    description: "Roll dice",
-    input_schema: { type: "object", properties: { sides: { type: "integer" } } }
-  },
-  run: (input) => Effect.succeed({ content: `rolled d${(input as { sides: number }).sides}: 4`, isError: false })
-}
 const wireTools = [timeTool, diceTool].map(({ definition }) => ({
   type: "function",
   function: { name: definition.name, description: definition.description, parameters: definition.input_schema }
@@ -136,7 +124,7 @@ describe("the agent on an OpenAI-compatible server", () => {
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(Server.apiError(404, "model 'test-model' not found", "ollama")))
       const h = yield* agentOn(server, 1)
-      expect((yield* h.say("hi")).text).toBe("I'm temporarily unavailable. Please try again shortly.")
+      expect((yield* h.say("hi")).text).toBe(APOLOGY)
       expect(yield* server.requests).toHaveLength(1)
       expect(h.read("history.jsonl") ?? "").toBe("")
     })))

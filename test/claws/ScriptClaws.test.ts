@@ -1,5 +1,4 @@
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
@@ -12,20 +11,17 @@ import {
   Fiber,
   Logger,
   Redacted,
-  Schedule,
-  TestClock,
-  TestServices
+  TestClock
 } from "effect"
 import { unknownTool } from "../../src/Claws.js"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
+import * as Sandbox from "../support/Sandbox.js"
 
 const shippedClaws = fileURLToPath(new URL("../../claws", import.meta.url))
 
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "planckclaw-claws-"))),
-  (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
-)
+const tempDir = Sandbox.tempDir("planckclaw-claws-")
+const { tool } = Sandbox
 
 const writeClaw = (dir: string, file: string, body: string, options: { readonly executable?: boolean } = {}) =>
   Effect.sync(() => {
@@ -33,9 +29,6 @@ const writeClaw = (dir: string, file: string, body: string, options: { readonly 
     Fs.writeFileSync(path, body)
     Fs.chmodSync(path, options.executable === false ? 0o644 : 0o755)
   })
-
-const tool = (name: string, description = `${name} tool`) =>
-  `#TOOLS:${JSON.stringify({ name, description, input_schema: { type: "object", properties: {} } })}`
 
 const settings = (directory: string, overrides: Partial<Scripts.ScriptsConfig> = {}): Scripts.ScriptsConfig => ({
   directory,
@@ -48,18 +41,8 @@ const settings = (directory: string, overrides: Partial<Scripts.ScriptsConfig> =
 const names = (catalog: { readonly tools: ReadonlyArray<{ readonly name: string }> }) =>
   catalog.tools.map((t) => t.name)
 
-const groupGone = (pgid: number): boolean => {
-  const probe = Either.try({ try: () => process.kill(-pgid, 0), catch: (error) => (error as NodeJS.ErrnoException).code })
-  return Either.isLeft(probe) && probe.left === "ESRCH"
-}
-
 /** Real time on purpose: waiting for a file from a child, or for the OS to reap. */
-const eventually = (check: () => boolean) =>
-  Effect.sync(check).pipe(
-    Effect.repeat({ until: (ok) => ok, schedule: Schedule.spaced("20 millis").pipe(Schedule.upTo("15 seconds")) }),
-    Effect.zipRight(Effect.sync(check)),
-    TestServices.provideLive
-  )
+const eventually = (check: () => boolean) => Sandbox.settles(check, "20 millis")
 
 const readPid = (file: string) =>
   eventually(() => Fs.existsSync(file) && Fs.readFileSync(file, "utf8").endsWith("\n")).pipe(
@@ -375,7 +358,7 @@ describe("Scripts claws: calls", () => {
       expect(kept.length).toBeLessThanOrEqual(1000)
       expect(kept.startsWith("0123456789\n0123456789\n")).toBe(true)
       const pgid = Number(Fs.readFileSync(pidFile, "utf8").trim())
-      expect(yield* eventually(() => groupGone(pgid))).toBe(true)
+      expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
     }))
 
   it.scoped("decodes invalid UTF-8 with replacement characters and never cuts a character in half", () =>
@@ -409,14 +392,14 @@ describe("Scripts claws: calls", () => {
       const claws = yield* Scripts.make(settings(dir))
       const fiber = yield* Effect.fork(claws.call("hang", {}))
       const pgid = yield* readPid(pidFile)
-      expect(groupGone(pgid)).toBe(false)
+      expect(Sandbox.groupGone(pgid)).toBe(false)
 
       yield* TestClock.adjust("29 seconds")
-      expect(groupGone(pgid)).toBe(false)
+      expect(Sandbox.groupGone(pgid)).toBe(false)
       yield* TestClock.adjust("2 seconds")
       expect(yield* Fiber.join(fiber)).toEqual({ content: "Tool hang timed out after 30s", isError: true })
       // The main process is reaped by us; its orphaned `sleep` by init.
-      expect(yield* eventually(() => groupGone(pgid))).toBe(true)
+      expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
     }))
 
   it.scoped("kills the process group when the agent stops mid-call", () =>
@@ -428,7 +411,7 @@ describe("Scripts claws: calls", () => {
       const fiber = yield* Effect.fork(claws.call("hang", {}))
       const pgid = yield* readPid(pidFile)
       yield* Fiber.interrupt(fiber)
-      expect(yield* eventually(() => groupGone(pgid))).toBe(true)
+      expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
     }))
 
   it.scoped("answers an unknown tool without running anything", () =>

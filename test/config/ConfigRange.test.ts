@@ -16,7 +16,7 @@ import * as ConfigErrors from "../../src/config/ConfigErrors.js"
 import { DebugConfig } from "../../src/Logging.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
-import { tempDir } from "../support/Harness.js"
+import { tempDir } from "../support/Sandbox.js"
 
 const load = <A>(config: Config.Config<A>, entries: Record<string, string>) =>
   Effect.either(Effect.withConfigProvider(config, ConfigProvider.fromMap(new Map(Object.entries(entries)))))

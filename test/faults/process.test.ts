@@ -16,6 +16,7 @@ import { ConfigProvider, Effect, Layer, Logger, Queue, Stream } from "effect"
 import * as Agent from "../../src/Agent.js"
 import { Brain, type BrainService, type MessagesRequest } from "../../src/Brain.js"
 import { Claws, type ClawsService } from "../../src/Claws.js"
+import * as Intake from "../../src/Intake.js"
 import { Interact, type InteractService, type OutboundMessage } from "../../src/Interact.js"
 import { APOLOGY } from "../../src/Agent.js"
 import {
@@ -198,7 +199,7 @@ const inProcessAgent = (options: {
       Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", box.memory]]))))
     )
     const context = yield* Layer.build(layer)
-    yield* Agent.serve.pipe(
+    yield* Intake.run.pipe(
       Effect.provide(context),
       Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
       Effect.forkScoped

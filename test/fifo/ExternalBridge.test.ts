@@ -1,11 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Effect, Exit, Fiber, Option, Queue, Redacted, Schedule, Scope, TestClock } from "effect"
+import { Effect, Exit, Fiber, Option, Queue, Redacted, Schedule, Scope, TestClock, TestServices } from "effect"
 import { type BridgeExit, bridgeEnv, make } from "../../src/fifo/ExternalBridge.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { fifoPaths, makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
-import { awaitGone, awaitPendingSleep, isGone, linesFrom, mkfifo, tempDir, writeScript } from "../support/FifoKit.js"
+import { awaitPendingSleep, linesFrom, mkfifo, tempDir, writeScript } from "../support/FifoKit.js"
+import * as Sandbox from "../support/Sandbox.js"
 
 const fakeSecrets = { ANTHROPIC_API_KEY: "test-key-not-secret", DISCORD_BOT_TOKEN: "test-token-not-secret" }
 
@@ -21,6 +22,9 @@ const setup = Effect.gen(function*() {
 
 const readText = (file: string) => Effect.promise(() => fs.promises.readFile(file, "utf8"))
 const processGroupOf = (pid: number) => Effect.map(readText(`/proc/${pid}/stat`), (stat) => Number(stat.split(") ")[1]?.split(" ")[2]))
+
+/** Waits in real time (the TestClock stands still in these tests) until `pid` no longer runs; true. */
+const exited = (what: string, pid: number) => TestServices.provideLive(Sandbox.exited(what, pid))
 
 describe("bridgeEnv", () => {
   const paths = fifoPaths("/run/pc")
@@ -186,10 +190,10 @@ describe("ExternalBridge", () => {
       expect(yield* started.take).toBe("started")
       const leader = Option.getOrThrow(yield* bridge.pid)
       const grandchild = Number(yield* readText(path.join(dir, "grandchild")))
-      expect(yield* isGone(grandchild)).toBe(false)
+      expect(Sandbox.isRunning(grandchild)).toBe(true)
       yield* Scope.close(scope, Exit.void)
-      expect(yield* isGone(leader)).toBe(true)
-      expect(yield* awaitGone(grandchild)).toBe(true)
+      expect(Sandbox.isRunning(leader)).toBe(false)
+      expect(yield* exited("the grandchild", grandchild)).toBe(true)
       expect(yield* bridge.starts).toBe(1)
     }))
 
@@ -214,11 +218,11 @@ describe("ExternalBridge", () => {
       const grandchild = Number(yield* readText(path.join(dir, "grandchild")))
       const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
       yield* awaitPendingSleep
-      expect(yield* isGone(leader)).toBe(false)
+      expect(Sandbox.isRunning(leader)).toBe(true)
       yield* TestClock.adjust("5 seconds")
       yield* Fiber.join(closing)
-      expect(yield* isGone(leader)).toBe(true)
-      expect(yield* awaitGone(grandchild)).toBe(true)
+      expect(Sandbox.isRunning(leader)).toBe(false)
+      expect(yield* exited("the grandchild", grandchild)).toBe(true)
     }))
 
   it.scoped("fails at once when the command is not an executable file", () =>

@@ -6,7 +6,7 @@ import { Chunk, Effect, Logger, Stream } from "effect"
 import * as Terminal from "../../src/interact/TerminalInteract.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
-import { tempDir } from "../support/Harness.js"
+import { tempDir } from "../support/Sandbox.js"
 
 const MiB = 1024 * 1024
 const HOSTILE = "title\u001b]0;pwned\u0007 clear\u001b[2J\u001b[H colour\u001b[31m red\u001b[0m\rEVIL\u009b2J\ttab\nnext"
@@ -185,7 +185,7 @@ describe("planckclaw run (built command)", () => {
       expect(result.code).toBe(0)
       expect(result.stdout).toBe("first reply\nsecond reply\n")
       const requests = yield* t.server.requests
-      expect(requests.map((request) => (request.body as { messages: Array<unknown> }).messages.at(-1))).toEqual([
+      expect(requests.map((request) => request.body.messages.at(-1))).toEqual([
         { role: "user", content: "a\nb" },
         { role: "user", content: "c" }
       ])

@@ -4,7 +4,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { text } from "../../src/brain/ScriptedBrain.js"
 import * as Inbox from "../../src/memory/Inbox.js"
-import { harness, line, tempDir } from "../support/Harness.js"
+import { harness, line } from "../support/Harness.js"
+import { tempDir } from "../support/Sandbox.js"
 
 const journal = (...records: ReadonlyArray<object>) => records.map((record) => `${JSON.stringify(record)}\n`).join("")
 

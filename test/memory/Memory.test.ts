@@ -6,21 +6,17 @@ import { Chunk, Effect, Exit, Layer, Option, Stream } from "effect"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import { scanTail } from "../../src/memory/HistoryFile.js"
-import { line, tempDir } from "../support/Harness.js"
+import { line, memoryStore } from "../support/Harness.js"
 
+/** A memory store with `read`: a file's contents, `undefined` when absent. */
 const setup = (files: Record<string, string> = {}) =>
-  Effect.gen(function*() {
-    const directory = yield* tempDir()
-    for (const [name, content] of Object.entries(files)) fs.writeFileSync(path.join(directory, name), content)
-    const memory = yield* Memory.make(directory)
-    // The compaction's side of the same store, sharing its lock.
-    const folds = FoldStore.make(memory.memoryDir)
-    const read = (name: string) => {
-      const file = path.join(directory, name)
+  Effect.map(memoryStore(files), (store) => ({
+    ...store,
+    read: (name: string) => {
+      const file = path.join(store.directory, name)
       return fs.existsSync(file) ? fs.readFileSync(file, "utf8") : undefined
     }
-    return { directory, memory, folds, read }
-  })
+  }))
 
 const manyLines = (count: number, width = 100) =>
   Array.from({ length: count }, (_, i) => line(i % 2 === 0 ? "user" : "assistant", `${i}:${"x".repeat(width)}`)).join("")

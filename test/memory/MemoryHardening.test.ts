@@ -13,20 +13,17 @@ import * as Inbox from "../../src/memory/Inbox.js"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import { capText, conversation, HISTORY_LINE_MAX_BYTES } from "../../src/Prompt.js"
-import { harness, line, tempDir } from "../support/Harness.js"
+import { harness, line, memoryStore } from "../support/Harness.js"
+import { tempDir } from "../support/Sandbox.js"
 
 const journal = (...records: ReadonlyArray<object>) => records.map((record) => `${JSON.stringify(record)}\n`).join("")
 
+/** A memory store with `read`: a file's contents (a missing file throws). */
 const setup = (files: Record<string, string> = {}) =>
-  Effect.gen(function*() {
-    const directory = yield* tempDir()
-    for (const [name, content] of Object.entries(files)) fs.writeFileSync(path.join(directory, name), content)
-    const memory = yield* Memory.make(directory)
-    // The compaction's side of the same store, sharing its lock.
-    const folds = FoldStore.make(memory.memoryDir)
-    const read = (name: string) => fs.readFileSync(path.join(directory, name), "utf8")
-    return { directory, memory, folds, read }
-  })
+  Effect.map(memoryStore(files), (store) => ({
+    ...store,
+    read: (name: string) => fs.readFileSync(path.join(store.directory, name), "utf8")
+  }))
 
 const exchange = (question: string, answer: string) =>
   [{ role: "user" as const, content: question }, { role: "assistant" as const, content: answer }]

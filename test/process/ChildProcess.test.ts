@@ -1,14 +1,11 @@
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Fiber, Schedule, TestServices } from "effect"
+import { Effect, Fiber } from "effect"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
+import * as Sandbox from "../support/Sandbox.js"
 
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "planckclaw-child-"))),
-  (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
-)
+const tempDir = Sandbox.tempDir("planckclaw-child-")
 
 const shell = (script: string, overrides: Partial<ChildProcess.RunRequest> = {}): ChildProcess.RunRequest => ({
   command: "/bin/sh",
@@ -23,18 +20,8 @@ const shell = (script: string, overrides: Partial<ChildProcess.RunRequest> = {})
 
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8")
 
-const groupGone = (pgid: number): boolean => {
-  const probe = Either.try({ try: () => process.kill(-pgid, 0), catch: (error) => (error as NodeJS.ErrnoException).code })
-  return Either.isLeft(probe) && probe.left === "ESRCH"
-}
-
 /** Real time on purpose: the OS needs a moment to reap reparented grandchildren. */
-const eventually = (check: () => boolean) =>
-  Effect.sync(check).pipe(
-    Effect.repeat({ until: (ok) => ok, schedule: Schedule.spaced("50 millis").pipe(Schedule.upTo("15 seconds")) }),
-    Effect.zipRight(Effect.sync(check)),
-    TestServices.provideLive
-  )
+const eventually = (check: () => boolean) => Sandbox.settles(check, "50 millis")
 
 const readPid = (file: string) =>
   eventually(() => Fs.existsSync(file) && Fs.readFileSync(file, "utf8").trim() !== "").pipe(
@@ -84,7 +71,7 @@ describe("ChildProcess.run", () => {
       expect(outcome.stdout.length).toBe(1024)
       expect(text(outcome.stdout).startsWith("flood\nflood\n")).toBe(true)
       const pgid = Number(Fs.readFileSync(pidFile, "utf8").trim())
-      expect(yield* eventually(() => groupGone(pgid))).toBe(true)
+      expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
     }))
 
   it.scoped("does not wait for a background child that still holds stdout, and kills it", () =>
@@ -95,7 +82,7 @@ describe("ChildProcess.run", () => {
       expect(text(outcome.stdout)).toBe("done\n")
       expect(outcome.exitCode).toBe(0)
       const pgid = Number(Fs.readFileSync(pidFile, "utf8").trim())
-      expect(yield* eventually(() => groupGone(pgid))).toBe(true)
+      expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
     }))
 
   it.scoped("kills the whole group when interrupted", () =>
@@ -104,9 +91,9 @@ describe("ChildProcess.run", () => {
       const pidFile = Path.join(dir, "pid")
       const fiber = yield* Effect.fork(ChildProcess.run(shell(`echo $$ > ${pidFile}; sleep 1000 & sleep 1000; wait`)))
       const pgid = yield* readPid(pidFile)
-      expect(groupGone(pgid)).toBe(false)
+      expect(Sandbox.groupGone(pgid)).toBe(false)
       yield* Fiber.interrupt(fiber)
-      expect(yield* eventually(() => groupGone(pgid))).toBe(true)
+      expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
     }))
 
   it.effect("fails with SpawnError when the command does not exist", () =>

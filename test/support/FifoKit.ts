@@ -85,22 +85,3 @@ export const awaitPendingSleep: Effect.Effect<void> = Effect.gen(function*() {
   }
   return yield* Effect.die(new Error("no fiber went to sleep"))
 })
-
-/**
- * Not running (Sandbox.isRunning: absent, or only a zombie left). The check
- * follows an asynchronous stat of /proc/PID, so `awaitGone`'s polls give
- * the event loop a turn each, as they did when this read /proc itself.
- */
-export const isGone = (pid: number): Effect.Effect<boolean> =>
-  Effect.promise(() => fs.promises.stat(`/proc/${pid}`).then(() => undefined, () => undefined)).pipe(
-    Effect.map(() => !Sandbox.isRunning(pid))
-  )
-
-/** Waits (on /proc reads, not on timers) for a process that was sent SIGKILL or SIGTERM to finish dying. */
-export const awaitGone = (pid: number): Effect.Effect<boolean> =>
-  Effect.gen(function*() {
-    for (let turn = 0; turn < 20_000; turn++) {
-      if (yield* isGone(pid)) return true
-    }
-    return false
-  })

@@ -9,12 +9,13 @@ import { ConfigProvider, Effect, Fiber, Layer, Queue } from "effect"
 import * as Agent from "../../src/Agent.js"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
+import type { InMemoryTool } from "../../src/claws/InMemoryClaws.js"
+import * as Intake from "../../src/Intake.js"
 import type { OutboundMessage } from "../../src/Interact.js"
 import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
+import * as FoldStore from "../../src/memory/FoldStore.js"
+import * as Memory from "../../src/memory/Memory.js"
 import { tempDir } from "./Sandbox.js"
-
-// Kept for the suites that import it from here; its home is Sandbox.ts.
-export { tempDir } from "./Sandbox.js"
 
 export interface HarnessOptions {
   readonly script: ReadonlyArray<ScriptedBrain.ScriptStep>
@@ -45,7 +46,7 @@ export const harness = (options: HarnessOptions) =>
       Layer.provide(Layer.setConfigProvider(provider))
     )
     const context = yield* Layer.build(layer)
-    const serving = yield* Agent.serve.pipe(Effect.provide(context), Effect.forkScoped)
+    const serving = yield* Intake.run.pipe(Effect.provide(context), Effect.forkScoped)
 
     const read = (name: string) => {
       const file = path.join(directory, name)
@@ -65,6 +66,35 @@ export const harness = (options: HarnessOptions) =>
       read,
       write: (name: string, content: string) => Effect.sync(() => fs.writeFileSync(path.join(directory, name), content))
     }
+  })
+
+/** A tool without parameters that answers the same time every call. */
+export const timeTool: InMemoryTool = {
+  definition: { name: "get_time", description: "Current time", input_schema: { type: "object", properties: {} } },
+  run: () => Effect.succeed({ content: "1700000000", isError: false })
+}
+
+/** A tool that rolls a 4 on a die of the sides it is given. */
+export const diceTool: InMemoryTool = {
+  definition: {
+    name: "roll_dice",
+    description: "Roll dice",
+    input_schema: { type: "object", properties: { sides: { type: "integer" } } }
+  },
+  run: (input) => Effect.succeed({ content: `rolled d${(input as { sides: number }).sides}: 4`, isError: false })
+}
+
+/**
+ * A memory store on a fresh temp dir holding `files`, with the compaction's
+ * side of the same store (sharing its lock).
+ */
+export const memoryStore = (files: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const directory = yield* tempDir()
+    for (const [name, content] of Object.entries(files)) fs.writeFileSync(path.join(directory, name), content)
+    const memory = yield* Memory.make(directory)
+    const folds = FoldStore.make(memory.memoryDir)
+    return { directory, memory, folds }
   })
 
 /** A history line exactly as the agent writes it. */

@@ -3,8 +3,7 @@
  * process that is stopped gracefully when the scope closes, `/bin/sh`
  * one-liners that talk to the FIFOs the way users and the original bridges
  * do, and what a run leaves in its runtime directory. The sandbox, the
- * bounded waits and the process probes are in Sandbox.ts (re-exported here
- * for the suites that import them from this file).
+ * bounded waits and the process probes are in Sandbox.ts.
  *
  * Every wait is bounded: a test that would hang fails with a `WaitTimedOut`
  * naming what never happened.
@@ -16,19 +15,6 @@ import { Data, type Duration, Effect, Either, type Scope } from "effect"
 import * as RuntimeDir from "../../src/fifo/RuntimeDir.js"
 import * as Cli from "./Cli.js"
 import { defaultBound, eventually, exited, pidIn, type Sandbox, WaitTimedOut, within } from "./Sandbox.js"
-
-export {
-  defaultBound,
-  eventually,
-  exited,
-  isRunning,
-  pidIn,
-  procState,
-  type Sandbox,
-  sandbox,
-  WaitTimedOut,
-  within
-} from "./Sandbox.js"
 
 /** The six FIFO names, in the order the runtime directory lists them. */
 export const fifoNames = Object.values(RuntimeDir.fifoNames)

@@ -10,7 +10,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Data, Duration, Effect, Either, Schedule, type Scope } from "effect"
+import { Data, Duration, Effect, Either, Schedule, type Scope, TestServices } from "effect"
 import * as Cli from "./Cli.js"
 
 // ---------------------------------------------------------------------------
@@ -78,6 +78,24 @@ export const isRunning = (pid: number): boolean => {
   const state = procState(pid)
   return state !== "Z" && state !== "X"
 }
+
+/** `process.kill(-pgid, 0)` says ESRCH: no process of the group is left. */
+export const groupGone = (pgid: number): boolean => {
+  const probe = Either.try(() => process.kill(-pgid, 0))
+  return Either.isLeft(probe) && (probe.left as NodeJS.ErrnoException).code === "ESRCH"
+}
+
+/**
+ * Polls `check` every `every` in real time (also under the TestClock), for
+ * 15 s at most; its last answer, for the test to assert. For waits on a child
+ * writing a file or on the OS reaping a process group.
+ */
+export const settles = (check: () => boolean, every: Duration.DurationInput): Effect.Effect<boolean> =>
+  Effect.sync(check).pipe(
+    Effect.repeat({ until: (ok) => ok, schedule: Schedule.spaced(every).pipe(Schedule.upTo("15 seconds")) }),
+    Effect.zipRight(Effect.sync(check)),
+    TestServices.provideLive
+  )
 
 /** Describes a process for an assertion message: pid, state, parent, command line. */
 export const describeProcess = (pid: number): string => {

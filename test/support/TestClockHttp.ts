@@ -1,9 +1,7 @@
 /**
  * Driving a real HTTP exchange under the TestClock: the real undici client
  * with jitter pinned to its midpoint (backoff exactly 1s, 2s, 4s, …), and a
- * way to move the clock only once the client has gone to sleep. (The same
- * helpers test/brain/AnthropicBrain.test.ts still keeps inline; it is to import
- * these.)
+ * way to move the clock only once the client has gone to sleep.
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { Chunk, Clock, Duration, Effect, Random, TestClock, TestServices } from "effect"
@@ -17,7 +15,12 @@ const yieldToEventLoop = Effect.async<void>((resume) => {
   return Effect.sync(() => clearImmediate(handle))
 })
 
-/** Waits until something sleeps on the TestClock until `deadline`; real time only bounds a hang. */
+/**
+ * Waits until something is asleep on the TestClock until `deadline` (in test
+ * clock millis). The client registers its sleeps only after real I/O, so the
+ * clock must not move before they exist. The real-time watchdog only turns a
+ * hang into a readable failure; no assertion depends on real time.
+ */
 export const awaitPendingSleep = (deadline: number) =>
   Effect.gen(function*() {
     while (!Chunk.some(yield* TestClock.sleeps(), (at) => at === deadline)) {
