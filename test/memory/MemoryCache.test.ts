@@ -12,7 +12,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
-import { line, tempDir } from "../support/Harness.js"
+import { line } from "../support/Harness.js"
+import { tempDir } from "../support/Sandbox.js"
 
 const setup = (files: Record<string, string> = {}) =>
   Effect.gen(function*() {
