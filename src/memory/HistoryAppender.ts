@@ -29,6 +29,8 @@ export interface AppendOptions {
 export interface HistoryAppender {
   /** Appends lines to history: all of them, or nothing. To be run under the directory's write lock. */
   readonly writeLines: (entries: ReadonlyArray<HistoryEntry>, options: AppendOptions | undefined) => () => Either.Either<void, MemoryError>
+  /** Closes the held descriptors; an append after it opens them again. */
+  readonly close: () => void
 }
 
 /**
@@ -166,7 +168,15 @@ export const make = (
     return Either.void
   }
 
-  return { writeLines }
+  const close = () => {
+    // Forgotten, not only closed: a later append must not write to a descriptor number reused by another file.
+    closeHeld(historyFd)
+    historyFd = undefined
+    closeHeld(ledgerFd)
+    ledgerFd = undefined
+  }
+
+  return { writeLines, close }
 }
 
 /** Whether history, `size` bytes long, is empty or ends with a newline: one pread(2). */

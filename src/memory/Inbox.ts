@@ -16,6 +16,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import type { InboundMessage } from "../Interact.js"
 import { MemoryConfig, MemoryError } from "./Memory.js"
 import * as SafeFile from "./SafeFile.js"
@@ -116,7 +117,8 @@ const keyMaker = () => {
   return () => `${run}-${(counter++).toString(36)}`
 }
 
-export const make = (directory: string): Effect.Effect<InboxService, MemoryError> =>
+/** The inbox, and how to close the journal's descriptor it holds. */
+const open = (directory: string): Effect.Effect<{ readonly service: InboxService; readonly close: () => void }, MemoryError> =>
   Effect.suspend(() => {
     const file = path.join(directory, ".inbox.jsonl")
     const refused = (error: SafeFile.MemoryFileError) =>
@@ -264,10 +266,22 @@ export const make = (directory: string): Effect.Effect<InboxService, MemoryError
           return resetOr({ delivered: pending.id })
         })
     }
-    return Effect.succeed(service)
+    return Effect.succeed({ service, close: drop })
   })
 
-export const layer: Layer.Layer<Inbox, import("effect/ConfigError").ConfigError | MemoryError> = Layer.effect(
+/** The journal's descriptor stays open for the life of the process: for one-shot use; else makeScoped. */
+export const make = (directory: string): Effect.Effect<InboxService, MemoryError> =>
+  Effect.map(open(directory), (opened) => opened.service)
+
+/** The inbox whose journal descriptor is closed with its scope. */
+export const makeScoped = (directory: string): Effect.Effect<InboxService, MemoryError, Scope.Scope> =>
+  Effect.map(
+    Effect.acquireRelease(open(directory), (opened) => Effect.sync(opened.close)),
+    (opened) => opened.service
+  )
+
+/** Scoped: releasing the layer (an agent released by the service) closes the journal. */
+export const layer: Layer.Layer<Inbox, import("effect/ConfigError").ConfigError | MemoryError> = Layer.scoped(
   Inbox,
-  Effect.flatMap(MemoryConfig, make)
+  Effect.flatMap(MemoryConfig, makeScoped)
 )

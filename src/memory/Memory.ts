@@ -21,6 +21,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import * as HistoryAppender from "./HistoryAppender.js"
 import type { AppendOptions } from "./HistoryAppender.js"
 import {
@@ -64,8 +65,8 @@ export interface MemoryService {
 
 export class Memory extends Context.Tag("planckclaw/Memory")<Memory, MemoryService>() {}
 
-/** The history store on a memory directory; FoldStore.make on the same `memoryDir` shares its lock. */
-export const fromDir = (memoryDir: MemoryDir.MemoryDir): Effect.Effect<MemoryService> =>
+/** The store, and how to close the descriptors it holds. */
+const open = (memoryDir: MemoryDir.MemoryDir): Effect.Effect<{ readonly service: MemoryService; readonly close: () => void }> =>
   Effect.sync(() => {
     const { directory, locked, paths, storeFailed, storeWorked } = memoryDir
     const reader = SnapshotReader.make(memoryDir)
@@ -131,23 +132,43 @@ export const fromDir = (memoryDir: MemoryDir.MemoryDir): Effect.Effect<MemorySer
     const countLines = (limit: number) =>
       locked("counting history lines", count(limit, paths.history), count(limit, Layout.readable(paths).history))
 
-    return {
+    const service: MemoryService = {
       directory,
       memoryDir,
       snapshot: reader.snapshot,
       append,
       storageFailing: memoryDir.storageFailing,
       hasMoreLinesThan
-    } satisfies MemoryService
+    }
+    return { service, close: appender.close }
   })
+
+/**
+ * The history store on a memory directory; FoldStore.make on the same
+ * `memoryDir` shares its lock. Its descriptors stay open for the life of
+ * the process: for one-shot use; a store that is released uses fromDirScoped.
+ */
+export const fromDir = (memoryDir: MemoryDir.MemoryDir): Effect.Effect<MemoryService> =>
+  Effect.map(open(memoryDir), (opened) => opened.service)
+
+/** The history store whose held descriptors (history, ledger) are closed with its scope. */
+export const fromDirScoped = (memoryDir: MemoryDir.MemoryDir): Effect.Effect<MemoryService, never, Scope.Scope> =>
+  Effect.map(
+    Effect.acquireRelease(open(memoryDir), (opened) => Effect.sync(opened.close)),
+    (opened) => opened.service
+  )
 
 export const make = (directory: string): Effect.Effect<MemoryService> => Effect.flatMap(MemoryDir.make(directory), fromDir)
 
-export const layer: Layer.Layer<Memory, import("effect/ConfigError").ConfigError | MemoryError> = Layer.effect(
+export const makeScoped = (directory: string): Effect.Effect<MemoryService, never, Scope.Scope> =>
+  Effect.flatMap(MemoryDir.make(directory), fromDirScoped)
+
+/** Scoped: releasing the layer (an agent released by the service) closes its descriptors. */
+export const layer: Layer.Layer<Memory, import("effect/ConfigError").ConfigError | MemoryError> = Layer.scoped(
   Memory,
   Effect.gen(function*() {
     const directory = yield* MemoryConfig
     yield* ensureWritable(directory)
-    return yield* make(directory)
+    return yield* makeScoped(directory)
   })
 )
