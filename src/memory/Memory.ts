@@ -45,6 +45,15 @@ export type { HistoryEntry } from "./HistoryFile.js"
 export { CompactionBusy, ensureWritable, MemoryConfig, MemoryError } from "./MemoryDir.js"
 export { DEFAULT_SOUL, type MemorySnapshot } from "./SnapshotReader.js"
 
+export interface MemoryOptions {
+  /**
+   * The persona when the directory has no soul.md (or an empty one), before
+   * DEFAULT_SOUL: a host's default soul for its agents. Validated by lstat
+   * at each snapshot like soul.md, so an edit applies to the next turn.
+   */
+  readonly fallbackSoulFile?: string | undefined
+}
+
 /** A history line decoded, or none when it is not exactly {"role","content"}. */
 export const decodeLine: (line: string) => Option.Option<HistoryEntry> = parseLine
 
@@ -66,10 +75,10 @@ export interface MemoryService {
 export class Memory extends Context.Tag("planckclaw/Memory")<Memory, MemoryService>() {}
 
 /** The store, and how to close the descriptors it holds. */
-const open = (memoryDir: MemoryDir.MemoryDir): Effect.Effect<{ readonly service: MemoryService; readonly close: () => void }> =>
+const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Effect<{ readonly service: MemoryService; readonly close: () => void }> =>
   Effect.sync(() => {
     const { directory, locked, paths, storeFailed, storeWorked } = memoryDir
-    const reader = SnapshotReader.make(memoryDir)
+    const reader = SnapshotReader.make(memoryDir, options)
     // The line count of history as last seen, so the per-turn "is it time to
     // compact?" question costs the bytes appended since, not the file size.
     let known: LineCount | undefined
@@ -148,27 +157,36 @@ const open = (memoryDir: MemoryDir.MemoryDir): Effect.Effect<{ readonly service:
  * `memoryDir` shares its lock. Its descriptors stay open for the life of
  * the process: for one-shot use; a store that is released uses fromDirScoped.
  */
-export const fromDir = (memoryDir: MemoryDir.MemoryDir): Effect.Effect<MemoryService> =>
-  Effect.map(open(memoryDir), (opened) => opened.service)
+export const fromDir = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions = {}): Effect.Effect<MemoryService> =>
+  Effect.map(open(memoryDir, options), (opened) => opened.service)
 
 /** The history store whose held descriptors (history, ledger) are closed with its scope. */
-export const fromDirScoped = (memoryDir: MemoryDir.MemoryDir): Effect.Effect<MemoryService, never, Scope.Scope> =>
+export const fromDirScoped = (
+  memoryDir: MemoryDir.MemoryDir,
+  options: MemoryOptions = {}
+): Effect.Effect<MemoryService, never, Scope.Scope> =>
   Effect.map(
-    Effect.acquireRelease(open(memoryDir), (opened) => Effect.sync(opened.close)),
+    Effect.acquireRelease(open(memoryDir, options), (opened) => Effect.sync(opened.close)),
     (opened) => opened.service
   )
 
-export const make = (directory: string): Effect.Effect<MemoryService> => Effect.flatMap(MemoryDir.make(directory), fromDir)
+export const make = (directory: string, options: MemoryOptions = {}): Effect.Effect<MemoryService> =>
+  Effect.flatMap(MemoryDir.make(directory), (memoryDir) => fromDir(memoryDir, options))
 
-export const makeScoped = (directory: string): Effect.Effect<MemoryService, never, Scope.Scope> =>
-  Effect.flatMap(MemoryDir.make(directory), fromDirScoped)
+export const makeScoped = (directory: string, options: MemoryOptions = {}): Effect.Effect<MemoryService, never, Scope.Scope> =>
+  Effect.flatMap(MemoryDir.make(directory), (memoryDir) => fromDirScoped(memoryDir, options))
 
-/** Scoped: releasing the layer (an agent released by the service) closes its descriptors. */
-export const layer: Layer.Layer<Memory, import("effect/ConfigError").ConfigError | MemoryError> = Layer.scoped(
-  Memory,
-  Effect.gen(function*() {
-    const directory = yield* MemoryConfig
-    yield* ensureWritable(directory)
-    return yield* makeScoped(directory)
-  })
-)
+/** Memory on PLANCKCLAW_DIR. Scoped: releasing the layer (an agent released by the service) closes its descriptors. */
+export const layerWith = (
+  options: MemoryOptions
+): Layer.Layer<Memory, import("effect/ConfigError").ConfigError | MemoryError> =>
+  Layer.scoped(
+    Memory,
+    Effect.gen(function*() {
+      const directory = yield* MemoryConfig
+      yield* ensureWritable(directory)
+      return yield* makeScoped(directory, options)
+    })
+  )
+
+export const layer: Layer.Layer<Memory, import("effect/ConfigError").ConfigError | MemoryError> = layerWith({})

@@ -31,6 +31,11 @@ interface CachedTail {
   readonly window: ReadonlyArray<HistoryEntry | undefined>
 }
 
+export interface SnapshotReaderOptions {
+  /** Read when soul.md is absent or empty, before DEFAULT_SOUL (a host's default persona). */
+  readonly fallbackSoulFile?: string | undefined
+}
+
 export interface SnapshotReader {
   readonly snapshot: (keep: number) => Effect.Effect<MemorySnapshot, MemoryError>
   /**
@@ -40,7 +45,7 @@ export interface SnapshotReader {
   readonly appended: (ino: number, size: number, end: number, entries: ReadonlyArray<HistoryEntry>) => void
 }
 
-export const make = (memoryDir: MemoryDir.MemoryDir): SnapshotReader => {
+export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOptions = {}): SnapshotReader => {
   const { locked, paths } = memoryDir
   const reported = new Set<string>()
 
@@ -178,8 +183,20 @@ export const make = (memoryDir: MemoryDir.MemoryDir): SnapshotReader => {
       }
       const soul = yield* readable("soul.md", read.soul, "the default persona")
       const summary = yield* readable("summary.md", read.summary, "no summary")
-      return { soul: soul.length > 0 ? soul : DEFAULT_SOUL, summary, history }
+      return { soul: soul.length > 0 ? soul : fallbackSoul(), summary, history }
     })
+
+  // The persona for an agent without a soul.md of its own: the fallback
+  // file, validated by lstat like soul.md, so an edit applies to the next
+  // turn. Unreadable is as absent: the built-in persona.
+  let fallbackCache: CachedText | undefined
+  const fallbackSoul = (): string => {
+    const file = options.fallbackSoulFile
+    if (file === undefined) return DEFAULT_SOUL
+    const text = Either.getOrUndefined(textOf(file, fallbackCache, (read) => fallbackCache = read))
+    const soul = (text ?? "").trim()
+    return soul.length > 0 ? soul : DEFAULT_SOUL
+  }
 
   const appended = (ino: number, size: number, end: number, entries: ReadonlyArray<HistoryEntry>) => {
     // The snapshot's tail, when it was history as found here.

@@ -100,14 +100,16 @@ export const make = (options: {
     const { directory, id, shared, waiters } = options
     const unavailable = (message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
     const provider = yield* AgentSettings.provider(id, directory, shared.provider)
-    const storage = yield* Layer.build(Layer.merge(Memory.layer, Inbox.layer)).pipe(
+    // Without a soul.md of its own, the agent speaks with the host's default soul.
+    const memoryLayer = Memory.layerWith({ fallbackSoulFile: shared.defaultSoulFile })
+    const storage = yield* Layer.build(Layer.merge(memoryLayer, Inbox.layer)).pipe(
       Effect.withConfigProvider(provider),
       Effect.mapError((error) => unavailable(error._tag === "MemoryError" ? error.message : String(error)))
     )
     const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys).pipe(
       Effect.mapError((error) => unavailable(error.message))
     )
-    const memory = AgentSettings.withDefaultSoul(Context.get(storage, Memory.Memory), shared.defaultSoulFile)
+    const memory = Context.get(storage, Memory.Memory)
     const inbox = Context.get(storage, Inbox.Inbox)
     // Whether each answered message's exchange goes to history: the agent tells the inbox.
     const stored = new Map<number, boolean>()
