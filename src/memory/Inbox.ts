@@ -25,6 +25,8 @@ export interface Pending {
   readonly id: number
   /** Unique across runs (ids start over when the journal empties); absent in journals of older versions. */
   readonly key?: string
+  /** The caller's Idempotency-Key (the HTTP service), journaled with the message; absent in older journals. */
+  readonly idempotencyKey?: string
   readonly channel: string
   readonly text: string
   /** Set once the reply is decided; `stored` says whether the exchange goes to history. */
@@ -32,7 +34,13 @@ export interface Pending {
 }
 
 const Record = Schema.Union(
-  Schema.Struct({ accepted: Schema.Number, key: Schema.optional(Schema.String), channel: Schema.String, text: Schema.String }),
+  Schema.Struct({
+    accepted: Schema.Number,
+    key: Schema.optional(Schema.String),
+    idempotencyKey: Schema.optional(Schema.String),
+    channel: Schema.String,
+    text: Schema.String
+  }),
   Schema.Struct({ answered: Schema.Number, reply: Schema.String, stored: Schema.Boolean }),
   Schema.Struct({ unstored: Schema.Number }),
   Schema.Struct({ stored: Schema.Number }),
@@ -40,10 +48,15 @@ const Record = Schema.Union(
 )
 const decodeRecord = Schema.decodeUnknownOption(Schema.parseJson(Record))
 
+/** A message to accept: from a bridge, or from the HTTP service with the caller's Idempotency-Key. */
+export interface Accepting extends InboundMessage {
+  readonly idempotencyKey?: string | undefined
+}
+
 export interface InboxService {
   /** Messages a previous run accepted and did not finish, oldest first. */
   readonly recovered: ReadonlyArray<Pending>
-  readonly accept: (message: InboundMessage) => Effect.Effect<Pending>
+  readonly accept: (message: Accepting) => Effect.Effect<Pending>
   readonly answered: (pending: Pending, reply: string, stored: boolean) => Effect.Effect<void>
   /** The exchange could not be stored: it is kept until `stored`, even once delivered. */
   readonly unstored: (pending: Pending, reply: string) => Effect.Effect<void>
@@ -81,6 +94,7 @@ const replayEntries = (text: string): Map<number, Entry> => {
       const pending: Pending = {
         id: value.accepted,
         ...(value.key === undefined ? {} : { key: value.key }),
+        ...(value.idempotencyKey === undefined ? {} : { idempotencyKey: value.idempotencyKey }),
         channel: value.channel,
         text: value.text,
         reply: Option.none()
@@ -198,6 +212,7 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
     const acceptedRecord = (pending: Pending) => ({
       accepted: pending.id,
       key: pending.key,
+      idempotencyKey: pending.idempotencyKey,
       channel: pending.channel,
       text: pending.text
     })
@@ -222,7 +237,14 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
       recovered: [...entries.values()].filter((entry) => !entry.delivered).map((entry) => entry.pending),
       accept: (message) =>
         Effect.suspend(() => {
-          const pending: Pending = { id: nextId++, key: newKey(), channel: message.channel, text: message.text, reply: Option.none() }
+          const pending: Pending = {
+            id: nextId++,
+            key: newKey(),
+            ...(message.idempotencyKey === undefined ? {} : { idempotencyKey: message.idempotencyKey }),
+            channel: message.channel,
+            text: message.text,
+            reply: Option.none()
+          }
           const written = append(acceptedRecord(pending))
           entries.set(pending.id, { pending, unstored: false, delivered: false, journaled: Either.isRight(written) })
           return outcome(written).pipe(Effect.as(pending))
