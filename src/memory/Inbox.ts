@@ -16,6 +16,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import type { InboundMessage } from "../Interact.js"
 import { MemoryConfig, MemoryError } from "./Memory.js"
 import * as SafeFile from "./SafeFile.js"
@@ -24,6 +25,8 @@ export interface Pending {
   readonly id: number
   /** Unique across runs (ids start over when the journal empties); absent in journals of older versions. */
   readonly key?: string
+  /** The caller's Idempotency-Key (the HTTP service), journaled with the message; absent in older journals. */
+  readonly idempotencyKey?: string
   readonly channel: string
   readonly text: string
   /** Set once the reply is decided; `stored` says whether the exchange goes to history. */
@@ -31,7 +34,13 @@ export interface Pending {
 }
 
 const Record = Schema.Union(
-  Schema.Struct({ accepted: Schema.Number, key: Schema.optional(Schema.String), channel: Schema.String, text: Schema.String }),
+  Schema.Struct({
+    accepted: Schema.Number,
+    key: Schema.optional(Schema.String),
+    idempotencyKey: Schema.optional(Schema.String),
+    channel: Schema.String,
+    text: Schema.String
+  }),
   Schema.Struct({ answered: Schema.Number, reply: Schema.String, stored: Schema.Boolean }),
   Schema.Struct({ unstored: Schema.Number }),
   Schema.Struct({ stored: Schema.Number }),
@@ -39,10 +48,15 @@ const Record = Schema.Union(
 )
 const decodeRecord = Schema.decodeUnknownOption(Schema.parseJson(Record))
 
+/** A message to accept: from a bridge, or from the HTTP service with the caller's Idempotency-Key. */
+export interface Accepting extends InboundMessage {
+  readonly idempotencyKey?: string | undefined
+}
+
 export interface InboxService {
   /** Messages a previous run accepted and did not finish, oldest first. */
   readonly recovered: ReadonlyArray<Pending>
-  readonly accept: (message: InboundMessage) => Effect.Effect<Pending>
+  readonly accept: (message: Accepting) => Effect.Effect<Pending>
   readonly answered: (pending: Pending, reply: string, stored: boolean) => Effect.Effect<void>
   /** The exchange could not be stored: it is kept until `stored`, even once delivered. */
   readonly unstored: (pending: Pending, reply: string) => Effect.Effect<void>
@@ -80,6 +94,7 @@ const replayEntries = (text: string): Map<number, Entry> => {
       const pending: Pending = {
         id: value.accepted,
         ...(value.key === undefined ? {} : { key: value.key }),
+        ...(value.idempotencyKey === undefined ? {} : { idempotencyKey: value.idempotencyKey }),
         channel: value.channel,
         text: value.text,
         reply: Option.none()
@@ -116,7 +131,8 @@ const keyMaker = () => {
   return () => `${run}-${(counter++).toString(36)}`
 }
 
-export const make = (directory: string): Effect.Effect<InboxService, MemoryError> =>
+/** The inbox, and how to close the journal's descriptor it holds. */
+const open = (directory: string): Effect.Effect<{ readonly service: InboxService; readonly close: () => void }, MemoryError> =>
   Effect.suspend(() => {
     const file = path.join(directory, ".inbox.jsonl")
     const refused = (error: SafeFile.MemoryFileError) =>
@@ -196,6 +212,7 @@ export const make = (directory: string): Effect.Effect<InboxService, MemoryError
     const acceptedRecord = (pending: Pending) => ({
       accepted: pending.id,
       key: pending.key,
+      idempotencyKey: pending.idempotencyKey,
       channel: pending.channel,
       text: pending.text
     })
@@ -220,7 +237,14 @@ export const make = (directory: string): Effect.Effect<InboxService, MemoryError
       recovered: [...entries.values()].filter((entry) => !entry.delivered).map((entry) => entry.pending),
       accept: (message) =>
         Effect.suspend(() => {
-          const pending: Pending = { id: nextId++, key: newKey(), channel: message.channel, text: message.text, reply: Option.none() }
+          const pending: Pending = {
+            id: nextId++,
+            key: newKey(),
+            ...(message.idempotencyKey === undefined ? {} : { idempotencyKey: message.idempotencyKey }),
+            channel: message.channel,
+            text: message.text,
+            reply: Option.none()
+          }
           const written = append(acceptedRecord(pending))
           entries.set(pending.id, { pending, unstored: false, delivered: false, journaled: Either.isRight(written) })
           return outcome(written).pipe(Effect.as(pending))
@@ -264,10 +288,22 @@ export const make = (directory: string): Effect.Effect<InboxService, MemoryError
           return resetOr({ delivered: pending.id })
         })
     }
-    return Effect.succeed(service)
+    return Effect.succeed({ service, close: drop })
   })
 
-export const layer: Layer.Layer<Inbox, import("effect/ConfigError").ConfigError | MemoryError> = Layer.effect(
+/** The journal's descriptor stays open for the life of the process: for one-shot use; else makeScoped. */
+export const make = (directory: string): Effect.Effect<InboxService, MemoryError> =>
+  Effect.map(open(directory), (opened) => opened.service)
+
+/** The inbox whose journal descriptor is closed with its scope. */
+export const makeScoped = (directory: string): Effect.Effect<InboxService, MemoryError, Scope.Scope> =>
+  Effect.map(
+    Effect.acquireRelease(open(directory), (opened) => Effect.sync(opened.close)),
+    (opened) => opened.service
+  )
+
+/** Scoped: releasing the layer (an agent released by the service) closes the journal. */
+export const layer: Layer.Layer<Inbox, import("effect/ConfigError").ConfigError | MemoryError> = Layer.scoped(
   Inbox,
-  Effect.flatMap(MemoryConfig, make)
+  Effect.flatMap(MemoryConfig, makeScoped)
 )

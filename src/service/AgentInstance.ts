@@ -70,15 +70,6 @@ export interface Shared {
   readonly idempotencyKeys: number
 }
 
-// The journal keeps a message's Idempotency-Key with its channel, after a
-// separator a channel cannot hold (channels refuse control characters).
-const SEPARATOR = "\u001f"
-const journalChannel = (message: Message) =>
-  message.idempotencyKey === undefined ? message.channel : `${message.channel}${SEPARATOR}${message.idempotencyKey}`
-const idempotencyKeyOf = (pending: Inbox.Pending): string | undefined => {
-  const at = pending.channel.lastIndexOf(SEPARATOR)
-  return at < 0 ? undefined : pending.channel.slice(at + 1)
-}
 const waiterKey = (pending: Inbox.Pending) => pending.key ?? `unkeyed-${pending.id}`
 
 /**
@@ -100,14 +91,16 @@ export const make = (options: {
     const { directory, id, shared, waiters } = options
     const unavailable = (message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
     const provider = yield* AgentSettings.provider(id, directory, shared.provider)
-    const storage = yield* Layer.build(Layer.merge(Memory.layer, Inbox.layer)).pipe(
+    // Without a soul.md of its own, the agent speaks with the host's default soul.
+    const memoryLayer = Memory.layerWith({ fallbackSoulFile: shared.defaultSoulFile })
+    const storage = yield* Layer.build(Layer.merge(memoryLayer, Inbox.layer)).pipe(
       Effect.withConfigProvider(provider),
       Effect.mapError((error) => unavailable(error._tag === "MemoryError" ? error.message : String(error)))
     )
     const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys).pipe(
       Effect.mapError((error) => unavailable(error.message))
     )
-    const memory = AgentSettings.withDefaultSoul(Context.get(storage, Memory.Memory), shared.defaultSoulFile)
+    const memory = Context.get(storage, Memory.Memory)
     const inbox = Context.get(storage, Inbox.Inbox)
     // Whether each answered message's exchange goes to history: the agent tells the inbox.
     const stored = new Map<number, boolean>()
@@ -143,7 +136,7 @@ export const make = (options: {
         if (existing !== undefined) return existing
         const deferred = yield* Deferred.make<Reply>()
         waiters.byMessage.set(waiterKey(pending), deferred)
-        const key = idempotencyKeyOf(pending)
+        const key = pending.idempotencyKey
         if (key !== undefined && !waiters.byIdempotencyKey.has(key)) waiters.byIdempotencyKey.set(key, deferred)
         return deferred
       })
@@ -153,7 +146,7 @@ export const make = (options: {
       Effect.gen(function*() {
         const deferred = waiters.byMessage.get(waiterKey(pending))
         if (deferred === undefined) return
-        const key = idempotencyKeyOf(pending)
+        const key = pending.idempotencyKey
         if (key !== undefined) {
           yield* idempotency.remember(key, reply)
           if (waiters.byIdempotencyKey.get(key) === deferred) waiters.byIdempotencyKey.delete(key)
@@ -230,7 +223,7 @@ export const make = (options: {
           if (waiting !== undefined) return Option.some(waiting)
         }
         // Journaled before anything else: from here a crash does not lose it.
-        const pending = yield* inbox.accept({ channel: journalChannel(message), text: message.text })
+        const pending = yield* inbox.accept(message)
         const deferred = yield* waiterFor(pending)
         yield* Queue.offer(queue, pending)
         return Option.some(deferred)

@@ -1,17 +1,15 @@
 /**
  * Where one agent's settings come from: its own `config.env` (only the model
  * and the turn settings), then the host's settings. PLANCKCLAW_DIR is the
- * agent's directory, whatever the host has. The soul is the agent's
- * `soul.md`, or else the host's default soul (PLANCKCLAW_DIR/soul.md of the
- * host), or else the built-in persona.
+ * agent's directory, whatever the host has. (The soul is the agent's
+ * `soul.md`, or else the host's default soul, PLANCKCLAW_DIR/soul.md of the
+ * host, or else the built-in persona: Memory's `fallbackSoulFile`, given by
+ * AgentInstance.ts.)
  */
-import * as fs from "node:fs"
 import * as path from "node:path"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as ConfigFile from "../config/ConfigFile.js"
-import { DEFAULT_SOUL, type MemoryService } from "../memory/Memory.js"
 import { HostError } from "./HostError.js"
 
 /** The keys an agent's config.env may set: no secrets, no paths. */
@@ -50,29 +48,3 @@ export const provider = (
       )
     )
   )
-
-const textOf = (file: string): string => {
-  const read = Either.try(() => {
-    const stat = fs.lstatSync(file, { throwIfNoEntry: false })
-    return stat?.isFile() === true ? fs.readFileSync(file, "utf8") : ""
-  })
-  return Either.getOrElse(read, () => "").trim()
-}
-
-/**
- * Memory whose soul falls back to `defaultSoulFile` when the agent has no
- * soul.md of its own (or an empty one). Both are read at each turn, as
- * memory reads soul.md today, so an edited soul applies to the next turn.
- */
-export const withDefaultSoul = (memory: MemoryService, defaultSoulFile: string): MemoryService => {
-  const own = path.join(memory.directory, "soul.md")
-  return {
-    ...memory,
-    snapshot: (keep) =>
-      Effect.map(memory.snapshot(keep), (snapshot) => {
-        if (snapshot.soul !== DEFAULT_SOUL || textOf(own).length > 0) return snapshot
-        const fallback = textOf(defaultSoulFile)
-        return fallback.length > 0 ? { ...snapshot, soul: fallback } : snapshot
-      })
-  }
-}

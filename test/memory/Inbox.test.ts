@@ -27,6 +27,25 @@ describe("Inbox journal", () => {
     ])
   })
 
+  it.scoped("journals a message's Idempotency-Key with it, and replays journals that have none", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const inbox = yield* Inbox.make(directory)
+      const keyed = yield* inbox.accept({ channel: "http", text: "pay", idempotencyKey: "k-1" })
+      const plain = yield* inbox.accept({ channel: "http", text: "ship" })
+      expect(keyed.idempotencyKey).toBe("k-1")
+      expect("idempotencyKey" in plain).toBe(false)
+      const restarted = yield* Inbox.make(directory)
+      expect(restarted.recovered.map((p) => [p.channel, p.text, p.idempotencyKey])).toEqual([
+        ["http", "pay", "k-1"],
+        ["http", "ship", undefined]
+      ])
+      // A journal written before the field existed.
+      expect(Inbox.replay(journal({ accepted: 1, key: "aaaa", channel: "http", text: "old" }))).toEqual([
+        { id: 1, key: "aaaa", channel: "http", text: "old", reply: Option.none() }
+      ])
+    }))
+
   it.scoped("empties itself when nothing is pending, and numbers on after a restart", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()

@@ -64,6 +64,30 @@ describe("snapshot caches", () => {
       expect(yield* memory.snapshot(10)).toMatchObject({ soul: "persona Z", summary: "summary Z" })
     }))
 
+  it.scoped("without a soul.md of its own, the fallback soul file is the persona, its edits seen like soul.md's", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const host = yield* tempDir()
+      const fallbackSoulFile = path.join(host, "soul.md")
+      const file = (name: string) => path.join(directory, name)
+      const memory = yield* Memory.makeScoped(directory, { fallbackSoulFile })
+      expect((yield* memory.snapshot(10)).soul).toBe(Memory.DEFAULT_SOUL)
+      fs.writeFileSync(fallbackSoulFile, "host persona A\n")
+      expect((yield* memory.snapshot(10)).soul).toBe("host persona A")
+      age(fallbackSoulFile, 3600)
+      expect((yield* memory.snapshot(10)).soul).toBe("host persona A")
+      fs.writeFileSync(fallbackSoulFile, "host persona B\n")
+      age(fallbackSoulFile, 1800)
+      expect((yield* memory.snapshot(10)).soul).toBe("host persona B")
+      fs.writeFileSync(file("soul.md"), "   \n")
+      expect((yield* memory.snapshot(10)).soul).toBe("host persona B")
+      fs.writeFileSync(file("soul.md"), "my own persona")
+      expect((yield* memory.snapshot(10)).soul).toBe("my own persona")
+      fs.rmSync(file("soul.md"))
+      fs.rmSync(fallbackSoulFile)
+      expect((yield* memory.snapshot(10)).soul).toBe(Memory.DEFAULT_SOUL)
+    }))
+
   it.scoped("the history tail follows this store's own appends and keeps the last lines only", () =>
     Effect.gen(function*() {
       const { memory } = yield* setup({ "history.jsonl": line("user", "u0") + line("assistant", "a0") })

@@ -138,7 +138,7 @@ describe("AgentHost", () => {
       fs.mkdirSync(dir, { recursive: true })
       // What a killed run leaves: two accepted messages, no reply yet.
       fs.writeFileSync(path.join(dir, ".inbox.jsonl"), [
-        JSON.stringify({ accepted: 1, key: "aaaa", channel: "http\u001fretry-me", text: "first" }),
+        JSON.stringify({ accepted: 1, key: "aaaa", idempotencyKey: "retry-me", channel: "http", text: "first" }),
         JSON.stringify({ accepted: 2, key: "bbbb", channel: "http", text: "second" })
       ].join("\n") + "\n")
       const brain = echoBrain()

@@ -1,0 +1,74 @@
+/**
+ * Memory files as last seen, so a store reads a file again only when its
+ * status changed: the status kept, how it is compared, and the read that
+ * takes it. Used by the snapshot's caches (SnapshotReader.ts) and the
+ * ledger's (HistoryAppender.ts).
+ */
+import * as fs from "node:fs"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as SafeFile from "./SafeFile.js"
+
+/**
+ * A file as last seen: inode, size and times. Times are unknown right after
+ * this process's own write (write(2) does not return them); the next look
+ * that finds the inode and size this process left takes them.
+ */
+export interface Seen {
+  readonly ino: number
+  readonly size: number
+  readonly mtimeMs: number | undefined
+  readonly ctimeMs: number | undefined
+}
+
+export const seenOf = (stat: fs.Stats): Seen => ({ ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs })
+
+export const unchanged = (seen: Seen, stat: fs.Stats): boolean =>
+  seen.ino === stat.ino && seen.size === stat.size &&
+  (seen.mtimeMs === undefined || (seen.mtimeMs === stat.mtimeMs && seen.ctimeMs === stat.ctimeMs))
+
+/**
+ * A file modified this close to when it was read may be modified again
+ * within the same timestamp tick without its status changing: its cached
+ * content is not trusted by status until it is older (git's "racily
+ * clean"). File times come from the kernel's coarse clock, at worst one
+ * tick (10 ms at HZ=100) behind the real-time clock; 100 ms is ten ticks.
+ */
+export const RACY_MS = 100
+
+/** lstat(2) of a memory file: undefined when absent; a link, a non-regular file or someone else's is refused. */
+export const look = (file: string): Either.Either<fs.Stats | undefined, SafeFile.MemoryFileError> => {
+  const stat = Either.try(() => fs.lstatSync(file, { throwIfNoEntry: false }))
+  if (Either.isLeft(stat)) return Either.left(SafeFile.failed(file, stat.left))
+  if (stat.right === undefined) return Either.right(undefined)
+  const refused = SafeFile.refusal(file, stat.right)
+  return refused === undefined ? Either.right(stat.right) : Either.left(refused)
+}
+
+/** A hand-editable text file (soul.md, summary.md) read again only when its status changed. */
+export interface CachedText {
+  readonly seen: Seen | undefined
+  readonly text: string | undefined
+  /** Read less than RACY_MS after its last modification: read again next time. */
+  readonly racy: boolean
+}
+
+export const readText = (file: string): Either.Either<CachedText, SafeFile.MemoryFileError> => {
+  const opened = SafeFile.openWithStat(file, SafeFile.flags.read)
+  if (Either.isLeft(opened)) {
+    return opened.left._tag === "MemoryFileFailed" && opened.left.code === "ENOENT"
+      ? Either.right({ seen: undefined, text: undefined, racy: false })
+      : Either.left(opened.left)
+  }
+  const { fd, stat } = opened.right
+  const text = Either.try({ try: () => fs.readFileSync(fd, "utf8"), catch: (error) => SafeFile.failed(file, error) })
+  Either.try(() => fs.closeSync(fd))
+  return Either.map(text, (text) => ({ seen: seenOf(stat), text, racy: Date.now() - stat.mtimeMs < RACY_MS }))
+}
+
+/** The cached text when `stat` (undefined: absent) says the file has not changed since it was read. */
+export const cachedText = (cache: CachedText | undefined, stat: fs.Stats | undefined): Option.Option<string | undefined> => {
+  if (cache === undefined || cache.racy) return Option.none()
+  if (stat === undefined) return cache.seen === undefined ? Option.some(undefined) : Option.none()
+  return cache.seen !== undefined && unchanged(cache.seen, stat) ? Option.some(cache.text) : Option.none()
+}

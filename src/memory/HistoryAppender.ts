@@ -1,0 +1,187 @@
+/**
+ * The append path of history.jsonl, with the ledger that names each keyed
+ * exchange's byte range before it is written (Ledger.ts). Both files are
+ * held open for appending between turns (O_APPEND); each append checks by
+ * lstat that the path still names the held file (a compaction renames new
+ * files in place). The ledger is kept in memory as this process last read
+ * or wrote it, and grows by one appended record per exchange.
+ */
+import * as fs from "node:fs"
+import * as Either from "effect/Either"
+import { look, readText, type Seen, seenOf, unchanged } from "./FileCache.js"
+import { encodeEntry, type HistoryEntry, readRange, scanTail } from "./HistoryFile.js"
+import * as Ledger from "./Ledger.js"
+import type * as Layout from "./Layout.js"
+import { fromFileError, type MemoryError } from "./MemoryDir.js"
+import * as SafeFile from "./SafeFile.js"
+
+export interface AppendOptions {
+  /**
+   * The journal's key of this exchange: nothing is written when history
+   * already holds this very exchange (a replay after a crash), however
+   * alike its text is to others.
+   */
+  readonly exchange?: string
+  /** For an exchange journaled without a key (an older journal): nothing is written when history ends with these lines. */
+  readonly unlessLast?: boolean
+}
+
+export interface HistoryAppender {
+  /** Appends lines to history: all of them, or nothing. To be run under the directory's write lock. */
+  readonly writeLines: (entries: ReadonlyArray<HistoryEntry>, options: AppendOptions | undefined) => () => Either.Either<void, MemoryError>
+  /** Closes the held descriptors; an append after it opens them again. */
+  readonly close: () => void
+}
+
+/**
+ * `appended(fd, ino, size, end, entries)` is told of every append that
+ * landed, still under the lock, so the caches of what history holds follow
+ * this process's own writes without reading them back.
+ */
+export const make = (
+  paths: Layout.Paths,
+  appended: (fd: number, ino: number, size: number, end: number, entries: ReadonlyArray<HistoryEntry>) => void
+): HistoryAppender => {
+  let historyFd: { readonly fd: number; readonly ino: number } | undefined
+  let ledgerFd: { readonly fd: number; readonly ino: number } | undefined
+  // The ledger as this process last read or wrote it.
+  let ledgerCache: { readonly seen: Seen; readonly ledger: Ledger.Ledger; readonly endsWithNewline: boolean; readonly lines: number } | undefined
+  // history.jsonl as this process left it after its last append.
+  let lastEnd: { readonly ino: number; readonly size: number } | undefined
+
+  const closeHeld = (held: { readonly fd: number } | undefined) => {
+    if (held !== undefined) Either.try(() => fs.closeSync(held.fd))
+  }
+
+  /** The held descriptor of `file` if `stat` is its file, else `file` opened anew (and held). */
+  const heldFor = (
+    file: string,
+    held: { readonly fd: number; readonly ino: number } | undefined,
+    stat: fs.Stats | undefined
+  ): Either.Either<{ readonly fd: number; readonly ino: number; readonly stat: fs.Stats | undefined }, SafeFile.MemoryFileError> => {
+    if (held !== undefined && stat !== undefined && stat.ino === held.ino) return Either.right({ ...held, stat })
+    closeHeld(held)
+    return Either.map(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => ({ fd, ino: stat.ino, stat }))
+  }
+
+  /** The ledger, read again only when its status is not what this process left. */
+  const currentLedger = (): Either.Either<{ readonly ledger: Ledger.Ledger; readonly stat: fs.Stats | undefined }, SafeFile.MemoryFileError> =>
+    Either.flatMap(look(paths.ledger), (stat) => {
+      if (stat === undefined) {
+        ledgerCache = undefined
+        return Either.right({ ledger: Ledger.empty, stat })
+      }
+      if (ledgerCache !== undefined && unchanged(ledgerCache.seen, stat)) {
+        if (ledgerCache.seen.mtimeMs === undefined) ledgerCache = { ...ledgerCache, seen: seenOf(stat) }
+        return Either.right({ ledger: ledgerCache.ledger, stat })
+      }
+      return Either.map(readText(paths.ledger), (read) => {
+        const text = read.text ?? ""
+        const ledger = Ledger.parse(read.text)
+        ledgerCache = read.seen === undefined ? undefined : {
+          seen: read.racy ? { ...read.seen, mtimeMs: undefined, ctimeMs: undefined } : read.seen,
+          ledger,
+          endsWithNewline: text.length === 0 || text.endsWith("\n"),
+          lines: text.split("\n").length
+        }
+        return { ledger, stat: read.seen === undefined ? undefined : stat }
+      })
+    })
+
+  /** Names [start, end) of history for `key` before it is written: one appended line, or the whole ledger anew now and then. */
+  const noteAhead = (
+    ledger: Ledger.Ledger,
+    stat: fs.Stats | undefined,
+    inode: number,
+    key: string,
+    start: number,
+    end: number
+  ): Either.Either<void, SafeFile.MemoryFileError> => {
+    const next = Ledger.record(ledger, inode, key, start, end)
+    const cache = ledgerCache
+    if (cache === undefined || stat === undefined || cache.lines > 2 * Ledger.KEEP || ledger.inode !== inode) {
+      // Absent, grown long, or about another history file: written whole, through a rename.
+      closeHeld(ledgerFd)
+      ledgerFd = undefined
+      ledgerCache = undefined
+      // Read back (and held) at the next append: the rename gave it a new inode.
+      return SafeFile.replace(paths.ledger, Ledger.encode(next))
+    }
+    const held = heldFor(paths.ledger, ledgerFd, stat)
+    if (Either.isLeft(held)) {
+      ledgerFd = undefined
+      return Either.left(held.left)
+    }
+    ledgerFd = { fd: held.right.fd, ino: held.right.ino }
+    const size = held.right.stat?.size ?? stat.size
+    const bytes = Buffer.from(`${cache.endsWithNewline ? "" : "\n"}${Ledger.encodeRecord(inode, key, start, end)}`, "utf8")
+    const written = SafeFile.appendAll(held.right.fd, paths.ledger, bytes, size)
+    ledgerCache = Either.isRight(written)
+      ? {
+        seen: { ino: held.right.ino, size: size + bytes.length, mtimeMs: undefined, ctimeMs: undefined },
+        ledger: next,
+        endsWithNewline: true,
+        lines: cache.lines + 1
+      }
+      : undefined
+    return written
+  }
+
+  const writeLines = (entries: ReadonlyArray<HistoryEntry>, options: AppendOptions | undefined) =>
+  (): Either.Either<void, MemoryError> => {
+    const historyStat = look(paths.history)
+    if (Either.isLeft(historyStat)) return Either.left(fromFileError(historyStat.left))
+    const held = heldFor(paths.history, historyFd, historyStat.right)
+    if (Either.isLeft(held)) {
+      historyFd = undefined
+      return Either.left(fromFileError(held.left))
+    }
+    const fd = held.right.fd
+    historyFd = { fd, ino: held.right.ino }
+    const ino = held.right.ino
+    const size = held.right.stat?.size ?? 0
+    const text = entries.map((entry) => `${encodeEntry(entry)}\n`).join("")
+    const key = options?.exchange
+    const current = key === undefined ? Either.right(undefined) : currentLedger()
+    if (Either.isLeft(current)) return Either.left(fromFileError(current.left))
+    const ledger = current.right?.ledger ?? Ledger.empty
+    if (key !== undefined && Ledger.holds(ledger, fd, ino, size, key, text)) return Either.void
+    if (key === undefined && options?.unlessLast === true) {
+      const last = readRange(fd, scanTail(fd, entries.length).offset, size)
+      if (last === text || `${last}\n` === text) return Either.void
+    }
+    // A file cut short by hand or by a crash must not glue two lines
+    // together: known when history is as this process left it, else read.
+    const ownEnd = lastEnd !== undefined && lastEnd.ino === ino && lastEnd.size === size
+    const prefix = size === 0 || ownEnd || endsWithNewlineAt(fd, size) ? "" : "\n"
+    const bytes = Buffer.from(prefix + text, "utf8")
+    if (key !== undefined) {
+      // Written ahead: names the range before it is filled, so a crash in between is seen.
+      const noted = noteAhead(ledger, current.right?.stat, ino, key, size + prefix.length, size + bytes.length)
+      if (Either.isLeft(noted)) return Either.left(fromFileError(noted.left))
+    }
+    const written = SafeFile.appendAll(fd, paths.history, bytes, size)
+    if (Either.isLeft(written)) return Either.left(fromFileError(written.left))
+    const end = size + bytes.length
+    lastEnd = { ino, size: end }
+    appended(fd, ino, size, end, entries)
+    return Either.void
+  }
+
+  const close = () => {
+    // Forgotten, not only closed: a later append must not write to a descriptor number reused by another file.
+    closeHeld(historyFd)
+    historyFd = undefined
+    closeHeld(ledgerFd)
+    ledgerFd = undefined
+  }
+
+  return { writeLines, close }
+}
+
+/** Whether history, `size` bytes long, is empty or ends with a newline: one pread(2). */
+const endsWithNewlineAt = (fd: number, size: number): boolean => {
+  if (size === 0) return true
+  const last = Buffer.allocUnsafe(1)
+  return fs.readSync(fd, last, 0, 1, size - 1) === 1 && last[0] === 0x0a
+}

@@ -1,0 +1,218 @@
+/**
+ * The snapshot a turn reads: soul.md, summary.md and the last lines of
+ * history.jsonl. What the last snapshot read is kept, each file validated
+ * by one lstat(2) on the next message, so a turn that finds nothing changed
+ * reads nothing and takes no lock, and a hand edit is still seen then.
+ */
+import * as fs from "node:fs"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import { cachedText, type CachedText, look, RACY_MS, readText, type Seen, seenOf, unchanged } from "./FileCache.js"
+import { type HistoryEntry, parseLine, readLines, scanTail } from "./HistoryFile.js"
+import * as Layout from "./Layout.js"
+import type * as MemoryDir from "./MemoryDir.js"
+import { type MemoryError, withHistory } from "./MemoryDir.js"
+import * as SafeFile from "./SafeFile.js"
+
+export const DEFAULT_SOUL = "You are a helpful personal assistant."
+
+export interface MemorySnapshot {
+  readonly soul: string
+  readonly summary: string
+  /** The last lines of history that decoded, oldest first. */
+  readonly history: ReadonlyArray<HistoryEntry>
+}
+
+/** The last `keep` lines of history, decoded (undefined: a line skipped), as of `seen`. */
+interface CachedTail {
+  readonly seen: Seen | undefined
+  readonly keep: number
+  readonly window: ReadonlyArray<HistoryEntry | undefined>
+}
+
+export interface SnapshotReaderOptions {
+  /** Read when soul.md is absent or empty, before DEFAULT_SOUL (a host's default persona). */
+  readonly fallbackSoulFile?: string | undefined
+}
+
+export interface SnapshotReader {
+  readonly snapshot: (keep: number) => Effect.Effect<MemorySnapshot, MemoryError>
+  /**
+   * Keeps the cached tail current after this process appended `entries` to
+   * history (inode `ino`) growing it from `size` to `end` bytes, under the lock.
+   */
+  readonly appended: (ino: number, size: number, end: number, entries: ReadonlyArray<HistoryEntry>) => void
+}
+
+export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOptions = {}): SnapshotReader => {
+  const { locked, paths } = memoryDir
+  const reported = new Set<string>()
+
+  const reportSkipped = (lines: ReadonlyArray<string>) =>
+    Effect.forEach(lines, (line) => {
+      if (reported.has(line) || reported.size > 10_000) return Effect.void
+      reported.add(line)
+      return Effect.logWarning(`history.jsonl: skipped a line that is not {"role","content"}: ${line.slice(0, 120)}`)
+    }, { discard: true })
+
+  const readable = (name: string, text: Either.Either<string | undefined, SafeFile.MemoryFileError>, instead: string) =>
+    Either.match(text, {
+      onLeft: (error) => Effect.as(Effect.logWarning(`cannot read ${name} (${error.message}); answering with ${instead}`), ""),
+      onRight: (content) => Effect.succeed((content ?? "").trim())
+    })
+
+  // What the last snapshot read, each validated by one lstat(2) on the next
+  // message, so a hand edit is seen then. soul.md is written by no one but
+  // its editor; summary.md and history.jsonl by a compaction commit too.
+  let soulCache: CachedText | undefined
+  let summaryCache: CachedText | undefined
+  let tailCache: CachedTail | undefined
+
+  const textOf = (
+    file: string,
+    cache: CachedText | undefined,
+    remember: (cache: CachedText) => void
+  ): Either.Either<string | undefined, SafeFile.MemoryFileError> => {
+    const stat = look(file)
+    if (Either.isLeft(stat)) return Either.left(stat.left)
+    const cached = cachedText(cache, stat.right)
+    if (Option.isSome(cached)) return Either.right(cached.value)
+    return Either.map(readText(file), (read) => {
+      remember(read)
+      return read.text
+    })
+  }
+
+  const readSoul = () => textOf(paths.soul, soulCache, (read) => soulCache = read)
+
+  interface Read {
+    readonly soul: Either.Either<string | undefined, SafeFile.MemoryFileError>
+    readonly summary: Either.Either<string | undefined, SafeFile.MemoryFileError>
+    readonly lines: ReadonlyArray<string>
+    readonly oversized: ReadonlyArray<number>
+    /** Decoded lines, already checked: a cache hit. */
+    readonly cached?: ReadonlyArray<HistoryEntry | undefined>
+  }
+
+  const readSnapshot = (keep: number, files: { readonly summary: string; readonly history: string }, cache: boolean) =>
+  (): Either.Either<Read, MemoryError> => {
+    // An unreadable soul or summary costs the persona or the summary, not the answer.
+    const soul = readSoul()
+    const summaryRead = readText(files.summary)
+    if (cache && Either.isRight(summaryRead)) summaryCache = summaryRead.right
+    const summary = Either.map(summaryRead, (read) => read.text)
+    const tail = withHistory(files.history, SafeFile.flags.read, { lines: [] as ReadonlyArray<string>, oversized: [] as ReadonlyArray<number>, seen: undefined as Seen | undefined }, (fd) => {
+      const stat = fs.fstatSync(fd)
+      const read = readLines(fd, scanTail(fd, keep).offset, stat.size)
+      return Either.right({ ...read, seen: seenOf(stat) })
+    })
+    return Either.map(tail, (tail) => {
+      if (cache && tail.oversized.length === 0) {
+        tailCache = {
+          seen: tail.seen,
+          keep,
+          window: tail.lines.map((line) => Option.getOrUndefined(parseLine(line)))
+        }
+        if (tail.seen !== undefined && Date.now() - (tail.seen.mtimeMs ?? 0) < RACY_MS) {
+          // Racily clean: trusted by inode and size only until our next append or look.
+          tailCache = { ...tailCache, seen: { ...tail.seen, mtimeMs: undefined, ctimeMs: undefined } }
+        }
+      } else if (cache) {
+        tailCache = undefined
+      }
+      return { soul, summary, lines: tail.lines, oversized: tail.oversized }
+    })
+  }
+
+  /**
+   * Without the lock, from the caches, when summary.md and then
+   * history.jsonl are as last read. A compaction commit renames summary
+   * before history (Layout.ts), so history unchanged after summary was
+   * found unchanged means both are the pair read together; anything else
+   * is read again under the lock.
+   */
+  const fromCache = (keep: number): Option.Option<Read> => {
+    const tail = tailCache
+    if (tail === undefined || tail.keep !== keep || summaryCache === undefined) return Option.none()
+    const summaryStat = look(paths.summary)
+    if (Either.isLeft(summaryStat)) return Option.none()
+    let summary = cachedText(summaryCache, summaryStat.right)
+    if (Option.isNone(summary) && summaryCache.racy) {
+      // Written a moment ago (a compaction just committed it): unchanged
+      // if it reads the same, which costs a read, not the lock.
+      const again = readText(paths.summary)
+      if (Either.isRight(again) && again.right.text === summaryCache.text) {
+        summaryCache = again.right
+        summary = Option.some(again.right.text)
+      }
+    }
+    if (Option.isNone(summary)) return Option.none()
+    const historyStat = look(paths.history)
+    if (Either.isLeft(historyStat)) return Option.none()
+    const stat = historyStat.right
+    if (stat === undefined ? tail.seen !== undefined : tail.seen === undefined || !unchanged(tail.seen, stat)) {
+      return Option.none()
+    }
+    if (stat !== undefined && tail.seen !== undefined && tail.seen.mtimeMs === undefined && Date.now() - stat.mtimeMs >= RACY_MS) {
+      tailCache = { ...tail, seen: seenOf(stat) }
+    }
+    return Option.some({ soul: readSoul(), summary: Either.right(summary.value), lines: [], oversized: [], cached: tail.window })
+  }
+
+  const snapshot = (keep: number) =>
+    Effect.gen(function*() {
+      const hit = fromCache(keep)
+      const read = Option.isSome(hit)
+        ? hit.value
+        : yield* locked("reading memory", readSnapshot(keep, paths, true), () => readSnapshot(keep, Layout.readable(paths), false)())
+      const history: Array<HistoryEntry> = []
+      const skipped: Array<string> = []
+      if (read.cached !== undefined) {
+        for (const entry of read.cached) if (entry !== undefined) history.push(entry)
+      } else {
+        for (const line of read.lines) {
+          const entry = parseLine(line)
+          if (Option.isSome(entry)) history.push(entry.value)
+          else skipped.push(line)
+        }
+      }
+      yield* reportSkipped(skipped)
+      for (const size of read.oversized) {
+        yield* Effect.logWarning(`history.jsonl: skipped a ${size}-byte line, too long to be an exchange`)
+      }
+      const soul = yield* readable("soul.md", read.soul, "the default persona")
+      const summary = yield* readable("summary.md", read.summary, "no summary")
+      return { soul: soul.length > 0 ? soul : fallbackSoul(), summary, history }
+    })
+
+  // The persona for an agent without a soul.md of its own: the fallback
+  // file, validated by lstat like soul.md, so an edit applies to the next
+  // turn. Unreadable is as absent: the built-in persona.
+  let fallbackCache: CachedText | undefined
+  const fallbackSoul = (): string => {
+    const file = options.fallbackSoulFile
+    if (file === undefined) return DEFAULT_SOUL
+    const text = Either.getOrUndefined(textOf(file, fallbackCache, (read) => fallbackCache = read))
+    const soul = (text ?? "").trim()
+    return soul.length > 0 ? soul : DEFAULT_SOUL
+  }
+
+  const appended = (ino: number, size: number, end: number, entries: ReadonlyArray<HistoryEntry>) => {
+    // The snapshot's tail, when it was history as found here.
+    const tail = tailCache
+    if (tail !== undefined && tail.seen !== undefined && tail.seen.ino === ino && tail.seen.size === size) {
+      const window = [...tail.window, ...entries]
+      tailCache = {
+        seen: { ino, size: end, mtimeMs: undefined, ctimeMs: undefined },
+        keep: tail.keep,
+        window: window.slice(Math.max(0, window.length - tail.keep))
+      }
+    } else {
+      tailCache = undefined
+    }
+  }
+
+  return { snapshot, appended }
+}
+
