@@ -9,7 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Layer } from "effect"
 import * as Inbox from "../../src/memory/Inbox.js"
 import * as Memory from "../../src/memory/Memory.js"
-import { tempDir } from "../support/Harness.js"
+import { tempDir } from "../support/Sandbox.js"
 
 const openDescriptors = () => fs.readdirSync("/proc/self/fd").length
 
