@@ -12,7 +12,7 @@ import type * as Scope from "effect/Scope"
 import { Brain, BrainError, type BrainService, decodeBrainAnswer } from "../Brain.js"
 import { makeExchange } from "../fifo/Exchange.js"
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
-import { encodeBrainFrame } from "../fifo/BrainFrame.js"
+import { encodeBrainFrame, plainBrainAnswer } from "../fifo/BrainFrame.js"
 import { defaultMaxBlockBytes } from "../fifo/Framing.js"
 
 export interface FifoBrainOptions {
@@ -47,7 +47,11 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
             FifoError: (error) => new BrainError({ reason: "fatal", detail: error.message })
           })
         )
-        return yield* decodeBrainAnswer(answer)
+        // The usual answer skips the Schema; anything else (errors, other
+        // blocks, odd fields) takes the full decode and its messages.
+        const json = Either.try(() => JSON.parse(answer) as unknown)
+        const plain = Either.isRight(json) ? plainBrainAnswer(json.right) : undefined
+        return plain ?? (yield* decodeBrainAnswer(answer))
       })
     return { complete }
   })

@@ -4,6 +4,14 @@
  * file and re-reads only those whose identity (inode, size, mtime) changed
  * since the last scan; adding, editing or removing a claw shows on the very
  * next scan.
+ *
+ * With `watch()` running, a scan stats only the directory and the files the
+ * watcher named since the last scan (plus recently modified files and
+ * symlinks, whose targets it cannot see); the full stat scan stays the
+ * fallback: before the watcher is up, after any watcher error or event
+ * without a name, when the directory itself changed identity, and at least
+ * every `fullScanMillis`, for what inotify misses (a full event queue, a
+ * network filesystem, an edit through a hard link elsewhere).
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -20,6 +28,8 @@ const toolsPrefix = "#TOOLS:"
  * mtime), so it is re-read until it is older than this.
  */
 const settleMillis = 2000
+/** The longest a watched discovery goes without a full stat scan. */
+const fullScanMillis = 5000
 
 interface Declaration {
   readonly tool: ToolDefinition
@@ -152,6 +162,8 @@ export const makeDiscovery = (directory: string) => {
   // removing or renaming a claw changes its mtime), or changed too recently
   // to trust its mtime, as for files.
   let listed: { readonly ino: number; readonly mtimeMs: number; readonly names: ReadonlyArray<string> } | undefined
+  /** Claws that are symlinks: an edit of their target is not an event in this directory. */
+  let symlinks = new Set<string>()
 
   const claimNames = (): Either.Either<ReadonlyArray<string>, unknown> => {
     const dirStat = Either.try(() => Fs.statSync(absoluteDir))
@@ -161,16 +173,80 @@ export const makeDiscovery = (directory: string) => {
     ) {
       return Either.right(listed.names)
     }
-    return Either.map(Either.try(() => Fs.readdirSync(absoluteDir)), (entries) => {
+    return Either.map(Either.try(() => Fs.readdirSync(absoluteDir, { withFileTypes: true })), (entries) => {
       // Like the shell glob `*.sh` (no hidden files, no recursion), sorted by
       // UTF-16 code units, which for ASCII names is the `LC_ALL=C` order.
-      const names = entries.filter((name) => name.endsWith(".sh") && !name.startsWith(".")).sort()
+      const claws = entries.filter((entry) => entry.name.endsWith(".sh") && !entry.name.startsWith("."))
+      const names = claws.map((entry) => entry.name).sort()
+      symlinks = new Set(claws.filter((entry) => entry.isSymbolicLink()).map((entry) => entry.name))
       listed = Either.isRight(dirStat) ? { ino: dirStat.right.ino, mtimeMs: dirStat.right.mtimeMs, names } : undefined
       return names
     })
   }
 
+  // The watcher's view: names it reported since the last scan, or "all" when
+  // it cannot say which (an event without a name, an error, not started).
+  let watcher: Fs.FSWatcher | undefined
+  let dirty: Set<string> | "all" = "all"
+  let lastFullScan = 0
+
   const scan = (): Catalog => {
+    const now = Date.now()
+    if (wanted && watcher === undefined) startWatcher()
+    const full = watcher === undefined || dirty === "all" || last === undefined || now - lastFullScan > fullScanMillis
+    const reported = dirty
+    dirty = new Set()
+    if (full) lastFullScan = now
+    const catalog = scanNames((name) =>
+      full || (reported !== "all" && reported.has(name)) || symlinks.has(name) || cache.get(name)?.settled !== true
+    )
+    // A directory renamed or replaced is no longer the one watched: watch the new one from the next scan.
+    if (watcher !== undefined && listed !== undefined && listed.ino !== watchedIno) stopWatcher()
+    return catalog
+  }
+
+  let wanted = false
+  let watchedIno = -1
+  const stopWatcher = () => {
+    watcher?.close()
+    watcher = undefined
+    dirty = "all"
+  }
+  const startWatcher = () => {
+    const started = Either.try(() => {
+      const ino = Fs.statSync(absoluteDir).ino
+      const handle = Fs.watch(absoluteDir, { persistent: false }, (_event, name) => {
+        if (dirty === "all") return
+        if (typeof name === "string") dirty.add(name)
+        else dirty = "all"
+      })
+      handle.on("error", stopWatcher)
+      return { handle, ino }
+    })
+    if (Either.isRight(started)) {
+      watcher = started.right.handle
+      watchedIno = started.right.ino
+    }
+    // Events may have been missed before the watcher was up.
+    dirty = "all"
+  }
+
+  /**
+   * Change notification on the directory from the next scan on, after which
+   * scans skip the files it reports unchanged; a directory that cannot be
+   * watched keeps the full stat scan, and the watch is tried again at each
+   * scan. Returns the function that stops it.
+   */
+  const watch = (): (() => void) => {
+    wanted = true
+    return () => {
+      wanted = false
+      stopWatcher()
+    }
+  }
+
+  /** The catalogue from the current listing, statting only the names `check` selects. */
+  const scanNames = (check: (name: string) => boolean): Catalog => {
     const entries = claimNames()
     if (Either.isLeft(entries)) {
       cache = new Map()
@@ -185,7 +261,8 @@ export const makeDiscovery = (directory: string) => {
     const next = new Map<string, CachedFile>()
     let changed = last === undefined || names.length !== cache.size
     for (const name of names) {
-      const file = load(name, `${absoluteDir}${Path.sep}${name}`)
+      const cached = cache.get(name)
+      const file = cached !== undefined && !check(name) ? cached : load(name, `${absoluteDir}${Path.sep}${name}`)
       if (file !== cache.get(name)) changed = true
       next.set(name, file)
     }
@@ -194,5 +271,10 @@ export const makeDiscovery = (directory: string) => {
     return last
   }
 
-  return { scan }
+  return {
+    scan,
+    watch,
+    /** True while change notification runs: a caller lets pending events in before `scan`. */
+    watching: () => watcher !== undefined
+  }
 }

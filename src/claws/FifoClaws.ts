@@ -84,6 +84,16 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
       maxAnswerBytes: options.maxAnswerBytes ?? defaultMaxBlockBytes
     })
 
+    // Discovery runs before every message and the answer rarely changes:
+    // the same bytes decode to the same catalogue, so the last one is kept.
+    let last: { readonly answer: string; readonly catalog: ToolCatalog } | undefined
+    const decodeOnce = (answer: string): Either.Either<ToolCatalog, ClawsError> => {
+      if (last !== undefined && last.answer === answer) return Either.right(last.catalog)
+      const decoded = decodeCatalog(answer)
+      if (Either.isRight(decoded)) last = { answer, catalog: decoded.right }
+      return decoded
+    }
+
     const list: ClawsService["list"] = exchange.ask(listToolsRequest, listTimeout).pipe(
       Effect.mapError((error) =>
         new ClawsError({
@@ -93,7 +103,7 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
           cause: error
         })
       ),
-      Effect.flatMap(decodeCatalog)
+      Effect.flatMap(decodeOnce)
     )
 
     const call: ClawsService["call"] = (name, input) =>

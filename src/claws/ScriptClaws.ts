@@ -18,6 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import { Claws, type ClawsService, type ToolCatalog, type ToolResult, unknownTool } from "../Claws.js"
 import { integerIn, secondsIn } from "../config/ConfigRange.js"
 import { childEnvironment, SecretValuesConfig } from "../config/Secrets.js"
@@ -81,82 +82,109 @@ const formatOutcome = (name: string, outcome: ChildProcess.RunOutcome, outputMax
   return { content: parts.filter((part) => part !== "").join("\n"), isError: true }
 }
 
+/**
+ * Two turns of the event loop: whatever the phase we are called from, the
+ * loop has polled its descriptors since, so the inotify events of every
+ * change made before this list started have reached the watcher.
+ */
+const catchUp = Effect.async<void>((resume) => {
+  setImmediate(() => setImmediate(() => resume(Effect.void)))
+})
+
+/** Claws found by a full stat scan of the directory on every list (a one-off listing, as `planckclaw tools`). */
 export const make = (config: ScriptsConfig): Effect.Effect<ClawsService> =>
-  Effect.sync(() => {
+  Effect.sync(() => build(config, makeDiscovery(config.directory)))
+
+/**
+ * Claws found with change notification on the directory for the life of
+ * the scope (the running agent): a list stats the directory and only the
+ * claws that changed, with the full stat scan as the fallback.
+ */
+export const makeWatched = (config: ScriptsConfig): Effect.Effect<ClawsService, never, Scope.Scope> =>
+  Effect.gen(function*() {
     const discovery = makeDiscovery(config.directory)
-    let reported = new Set<string>()
-
-    const list: Effect.Effect<Catalog> = Effect.gen(function*() {
-      const catalog = yield* Effect.sync(discovery.scan)
-      // Warn about a problem once while it lasts, not on every message.
-      const current = new Set(catalog.problems.map((problem) => `${problem.source}\u0000${problem.reason}`))
-      for (const problem of catalog.problems) {
-        if (!reported.has(`${problem.source}\u0000${problem.reason}`)) {
-          yield* Effect.logWarning(`claw problem at ${problem.source}: ${problem.reason}`)
-        }
-      }
-      reported = current
-      return catalog
-    })
-
-    const run = (name: string, file: string, inputJson: string): Effect.Effect<ToolResult> =>
-      Effect.suspend(() => {
-        // A claw without the execute bit is still a shell script: run it with sh,
-        // as the README's "drop a file in claws/" promises.
-        const executable = isExecutable(file)
-        const request = (cwd: string): ChildProcess.RunRequest => ({
-          command: executable ? file : "/bin/sh",
-          args: executable ? [name, inputJson] : [file, name, inputJson],
-          cwd,
-          env: childEnvironment(config.withheldSecrets),
-          stdoutMax: config.outputMax,
-          stderrMax: stderrExcerptMax,
-          floodAllowance
-        })
-        // The directory outlives the process group: `run` returns (or is
-        // interrupted by the timeout) only once the group is killed and reaped.
-        return ChildProcess.privateDirectory("planckclaw-claw-").pipe(
-          Effect.flatMap((cwd) => ChildProcess.run(request(cwd)).pipe(Effect.timeoutOption(config.timeout))),
-          Effect.scoped,
-          Effect.map(Option.match({
-            onNone: (): ToolResult => ({
-              content: `Tool ${name} timed out after ${Duration.format(config.timeout)}`,
-              isError: true
-            }),
-            onSome: (outcome) => formatOutcome(name, outcome, config.outputMax)
-          })),
-          Effect.catchTag("SpawnError", (error) => {
-            // The input travels as one argv string, which Linux caps at 128 KiB.
-            const reason = errnoCode(error.cause) === "E2BIG"
-              ? "its input is too large to pass as a command-line argument"
-              : error.message
-            return Effect.logWarning(`claw ${name} could not be started: ${error.message}`).pipe(
-              Effect.as<ToolResult>({ content: `Tool ${name} could not be started: ${reason}`, isError: true })
-            )
-          })
-        )
-      })
-
-    const call = (name: string, input: unknown): Effect.Effect<ToolResult> =>
-      Effect.gen(function*() {
-        const catalog = yield* list
-        const file = catalog.files.get(name)
-        if (file === undefined) return unknownTool(name)
-        if (!isJsonObject(input)) {
-          return { content: `Tool ${name}: input must be a JSON object, got ${describeJsonType(input)}`, isError: true }
-        }
-        const inputJson = Either.try(() => JSON.stringify(input))
-        if (Either.isLeft(inputJson)) {
-          return { content: `Tool ${name}: input cannot be encoded as JSON (${describeError(inputJson.left)})`, isError: true }
-        }
-        return yield* run(name, file, inputJson.right)
-      }).pipe(Effect.withSpan("ScriptClaws.call", { attributes: { tool: name } }))
-
-    const service: ClawsService = {
-      list: Effect.map(list, ({ problems, tools }): ToolCatalog => ({ tools, problems })),
-      call
-    }
-    return service
+    yield* Effect.acquireRelease(Effect.sync(discovery.watch), (stop) => Effect.sync(stop))
+    return build(config, discovery)
   })
 
-export const layer: Layer.Layer<Claws, ConfigError.ConfigError> = Layer.effect(Claws, Effect.flatMap(ScriptsConfig, make))
+const build = (config: ScriptsConfig, discovery: ReturnType<typeof makeDiscovery>): ClawsService => {
+  let reported = new Set<string>()
+
+  const list: Effect.Effect<Catalog> = Effect.gen(function*() {
+    if (discovery.watching()) yield* catchUp
+    const catalog = yield* Effect.sync(discovery.scan)
+    // Warn about a problem once while it lasts, not on every message.
+    const current = new Set(catalog.problems.map((problem) => `${problem.source}\u0000${problem.reason}`))
+    for (const problem of catalog.problems) {
+      if (!reported.has(`${problem.source}\u0000${problem.reason}`)) {
+        yield* Effect.logWarning(`claw problem at ${problem.source}: ${problem.reason}`)
+      }
+    }
+    reported = current
+    return catalog
+  })
+
+  const run = (name: string, file: string, inputJson: string): Effect.Effect<ToolResult> =>
+    Effect.suspend(() => {
+      // A claw without the execute bit is still a shell script: run it with sh,
+      // as the README's "drop a file in claws/" promises.
+      const executable = isExecutable(file)
+      const request = (cwd: string): ChildProcess.RunRequest => ({
+        command: executable ? file : "/bin/sh",
+        args: executable ? [name, inputJson] : [file, name, inputJson],
+        cwd,
+        env: childEnvironment(config.withheldSecrets),
+        stdoutMax: config.outputMax,
+        stderrMax: stderrExcerptMax,
+        floodAllowance
+      })
+      // The directory outlives the process group: `run` returns (or is
+      // interrupted by the timeout) only once the group is killed and reaped.
+      return ChildProcess.privateDirectory("planckclaw-claw-").pipe(
+        Effect.flatMap((cwd) => ChildProcess.run(request(cwd)).pipe(Effect.timeoutOption(config.timeout))),
+        Effect.scoped,
+        Effect.map(Option.match({
+          onNone: (): ToolResult => ({
+            content: `Tool ${name} timed out after ${Duration.format(config.timeout)}`,
+            isError: true
+          }),
+          onSome: (outcome) => formatOutcome(name, outcome, config.outputMax)
+        })),
+        Effect.catchTag("SpawnError", (error) => {
+          // The input travels as one argv string, which Linux caps at 128 KiB.
+          const reason = errnoCode(error.cause) === "E2BIG"
+            ? "its input is too large to pass as a command-line argument"
+            : error.message
+          return Effect.logWarning(`claw ${name} could not be started: ${error.message}`).pipe(
+            Effect.as<ToolResult>({ content: `Tool ${name} could not be started: ${reason}`, isError: true })
+          )
+        })
+      )
+    })
+
+  const call = (name: string, input: unknown): Effect.Effect<ToolResult> =>
+    Effect.gen(function*() {
+      const catalog = yield* list
+      const file = catalog.files.get(name)
+      if (file === undefined) return unknownTool(name)
+      if (!isJsonObject(input)) {
+        return { content: `Tool ${name}: input must be a JSON object, got ${describeJsonType(input)}`, isError: true }
+      }
+      const inputJson = Either.try(() => JSON.stringify(input))
+      if (Either.isLeft(inputJson)) {
+        return { content: `Tool ${name}: input cannot be encoded as JSON (${describeError(inputJson.left)})`, isError: true }
+      }
+      return yield* run(name, file, inputJson.right)
+    }).pipe(Effect.withSpan("ScriptClaws.call", { attributes: { tool: name } }))
+
+  const service: ClawsService = {
+    list: Effect.map(list, ({ problems, tools }): ToolCatalog => ({ tools, problems })),
+    call
+  }
+  return service
+}
+
+export const layer: Layer.Layer<Claws, ConfigError.ConfigError> = Layer.scoped(
+  Claws,
+  Effect.flatMap(ScriptsConfig, makeWatched)
+)

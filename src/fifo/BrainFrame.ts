@@ -5,7 +5,13 @@
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { type MessagesRequest, MessagesRequest as MessagesRequestSchema } from "../Brain.js"
+import {
+  type MessagesRequest,
+  MessagesRequest as MessagesRequestSchema,
+  type MessagesResponse,
+  type ResponseBlock
+} from "../Brain.js"
+import { isJsonObject } from "../Json.js"
 import { MalformedMessage, compactJson, excerpt } from "./Framing.js"
 
 /** Compact single-line JSON, then the empty line that ends a brain frame. */
@@ -29,4 +35,47 @@ export const decodeBrainRequest = (frame: string): Either.Either<MessagesRequest
       new MalformedMessage({
         message: `brain request is not a Messages API request: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
       })))
+}
+
+const optionalString = (value: unknown) => value === undefined || typeof value === "string"
+
+/** A text or tool_use block, rebuilt with exactly the fields the Schema keeps; undefined for any other shape. */
+const plainBlock = (block: unknown): ResponseBlock | undefined => {
+  if (!isJsonObject(block)) return undefined
+  if (block.type === "text" && typeof block.text === "string") return { type: "text", text: block.text }
+  if (
+    block.type === "tool_use" && typeof block.id === "string" && typeof block.name === "string" &&
+    Object.prototype.hasOwnProperty.call(block, "input")
+  ) {
+    return { type: "tool_use", id: block.id, name: block.name, input: block.input }
+  }
+  return undefined
+}
+
+/**
+ * The usual brain answer (text and tool_use blocks, string fields) read
+ * without the Schema, which costs more than the rest of the FIFO round trip.
+ * Builds the same value the Schema decode would (same fields, same order,
+ * unknown fields dropped); undefined for anything else, error answers
+ * included, which then take `decodeBrainAnswer` and its messages.
+ */
+export const plainBrainAnswer = (json: unknown): MessagesResponse | undefined => {
+  if (!isJsonObject(json) || "error" in json || !Array.isArray(json.content)) return undefined
+  const { id, model, role, stop_reason, type } = json
+  if (!optionalString(id) || !optionalString(type) || !optionalString(role) || !optionalString(model)) return undefined
+  if (!optionalString(stop_reason) && stop_reason !== null) return undefined
+  const content: Array<ResponseBlock> = []
+  for (const block of json.content as ReadonlyArray<unknown>) {
+    const plain = plainBlock(block)
+    if (plain === undefined) return undefined
+    content.push(plain)
+  }
+  return {
+    ...(id === undefined ? {} : { id: id as string }),
+    ...(type === undefined ? {} : { type: type as string }),
+    ...(role === undefined ? {} : { role: role as string }),
+    ...(model === undefined ? {} : { model: model as string }),
+    content,
+    ...(stop_reason === undefined ? {} : { stop_reason: stop_reason as string | null })
+  }
 }

@@ -2,18 +2,25 @@
  * Request / answer over a FIFO pair: one request at a time, answers matched
  * by order (the wire carries no ids), late answers to timed-out requests
  * discarded.
+ *
+ * This is on the path of every turn (two exchanges for a plain turn, four
+ * with a tool), so it is plain callbacks inside one `Effect.async` per
+ * request: answers are cut by the framer straight from the socket's data
+ * events and handed to the request in flight. A Stream, a Queue, a race with
+ * the reader's failure and a `timeoutFail` per request cost several times
+ * the round trip itself. Timers still run on Effect's Clock (a sleeping
+ * fiber per request), so a TestClock drives them in tests.
  */
 import * as Data from "effect/Data"
-import * as Deferred from "effect/Deferred"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Queue from "effect/Queue"
-import * as Ref from "effect/Ref"
+import * as Either from "effect/Either"
+import * as FiberId from "effect/FiberId"
+import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
-import { type Frame, type FrameTooLarge, framed, makeBlockFramer } from "./Framing.js"
-import { FifoError } from "./FifoPaths.js"
-import { openReader, openWriter } from "./PipeEnd.js"
+import { type FrameTooLarge, makeBlockFramer } from "./Framing.js"
+import { type FifoError } from "./FifoPaths.js"
+import { listenReader, openWriter } from "./PipeEnd.js"
 
 /** No answer came within the time given to one request. */
 export class ExchangeTimeout extends Data.TaggedError("ExchangeTimeout")<{
@@ -28,13 +35,27 @@ export interface Exchange {
   ) => Effect.Effect<string, FrameTooLarge | ExchangeTimeout | FifoError>
 }
 
+type AskError = FrameTooLarge | ExchangeTimeout | FifoError
+
+/** One `ask`, from the moment it is queued until it is resumed or abandoned. */
+interface Job {
+  readonly request: string
+  readonly timeout: Duration.Duration
+  readonly resume: (result: Effect.Effect<string, AskError>) => void
+  /** queued: behind another request; settling: waiting for owed answers; sent: written, awaiting its answer. */
+  state: "queued" | "settling" | "sent" | "done"
+  cancelTimer: (() => void) | undefined
+}
+
 /**
  * The wire carries no request ids, so answers are matched by order, and
- * requests are serialized. A request that timed out (or was interrupted)
- * still owes an answer: before the next request is written, owed answers are
- * awaited (up to that request's timeout) and discarded, so a late answer is
- * never handed to the wrong request. Answers that nobody asked for are
- * dropped with a warning.
+ * requests are serialized (a queue of jobs; only the head is on the wire). A
+ * request that timed out (or was interrupted) still owes an answer: before
+ * the next request is written, owed answers are awaited (up to that
+ * request's timeout, afresh after each one that comes) and discarded, so a
+ * late answer is never handed to the wrong request. Answers that nobody
+ * asked for are dropped with a warning as they arrive. When the answer pipe
+ * breaks, every request waiting and every later one fails with its error.
  */
 export const makeExchange = (options: {
   readonly requestPath: string
@@ -42,61 +63,126 @@ export const makeExchange = (options: {
   readonly maxAnswerBytes: number
 }): Effect.Effect<Exchange, FifoError, Scope.Scope> =>
   Effect.gen(function*() {
-    const writer = yield* openWriter(options.requestPath)
-    const reader = yield* openReader(options.answerPath)
-    const answers = yield* Queue.bounded<Frame>(16)
-    const readerFailed = yield* Deferred.make<never, FifoError>()
-    yield* reader.chunks.pipe(
-      framed(() => makeBlockFramer(options.maxAnswerBytes)),
-      Stream.runForEach((answer) => Queue.offer(answers, answer)),
-      Effect.catchAll((error) => Deferred.fail(readerFailed, error)),
-      Effect.forkScoped
-    )
-    const nextAnswer = Effect.raceFirst(Queue.take(answers), Deferred.await(readerFailed))
-    const owed = yield* Ref.make(0)
-    const lock = yield* Effect.makeSemaphore(1)
+    // Timers and warnings start from callbacks: with the builder's runtime,
+    // they see its Clock (a TestClock in tests) and its logger.
+    const runtime = yield* Effect.runtime<never>()
+    const fork = Runtime.runFork(runtime)
+    const warn = (message: string) => void fork(Effect.logWarning(message))
+    const where = options.answerPath
 
-    const settleOwed = (timeout: Duration.DurationInput) =>
-      Effect.gen(function*() {
-        for (const _ of yield* Queue.takeAll(answers)) {
-          const late = (yield* Ref.get(owed)) > 0
-          yield* Ref.update(owed, (n) => Math.max(0, n - 1))
-          yield* Effect.logWarning(
-            late
-              ? `discarded a late answer on ${options.answerPath} to a request that timed out`
-              : `discarded an answer on ${options.answerPath} that no request was waiting for`
-          )
-        }
-        while ((yield* Ref.get(owed)) > 0) {
-          const late = yield* Effect.timeout(nextAnswer, timeout).pipe(Effect.option)
-          if (late._tag === "None") {
-            const missing = yield* Ref.getAndSet(owed, 0)
-            yield* Effect.logWarning(
-              `no answer on ${options.answerPath} to ${missing} request(s) that timed out; assuming they were dropped`
-            )
-          } else {
-            yield* Ref.update(owed, (n) => n - 1)
-            yield* Effect.logWarning(`discarded a late answer on ${options.answerPath} to a request that timed out`)
-          }
-        }
+    const jobs: Array<Job> = []
+    let owed = 0
+    let broken: FifoError | undefined
+
+    const startTimer = (job: Job, onExpiry: () => void) => {
+      // The interruption is delivered asynchronously: a timer that already
+      // woke up must not act once it was cancelled.
+      let live = true
+      const fiber = fork(Effect.sleep(job.timeout).pipe(Effect.zipRight(Effect.sync(() => {
+        if (live) onExpiry()
+      }))))
+      job.cancelTimer = () => {
+        live = false
+        fiber.unsafeInterruptAsFork(FiberId.none)
+      }
+    }
+    const stopTimer = (job: Job) => {
+      job.cancelTimer?.()
+      job.cancelTimer = undefined
+    }
+
+    /** Takes `job` off the queue for good and lets the next one start. */
+    const finish = (job: Job) => {
+      stopTimer(job)
+      job.state = "done"
+      if (jobs[0] === job) {
+        jobs.shift()
+        const next = jobs[0]
+        if (next !== undefined) start(next)
+      } else {
+        const index = jobs.indexOf(job)
+        if (index >= 0) jobs.splice(index, 1)
+      }
+    }
+
+    const send = (job: Job) => {
+      job.state = "sent"
+      // Counted as owed from the moment it is sent: if it times out or is
+      // interrupted, its answer is still due and must be skipped.
+      owed += 1
+      startTimer(job, () => {
+        job.resume(Effect.fail(new ExchangeTimeout({ message: `no answer on ${where} in time` })))
+        finish(job)
       })
+      writer.send(job.request, (error) => {
+        // A write that fails was not sent whole: no answer is owed for it.
+        if (error === undefined || job.state !== "sent") return
+        owed -= 1
+        job.resume(Effect.fail(error))
+        finish(job)
+      })
+    }
+
+    const start = (job: Job) => {
+      if (broken !== undefined) {
+        job.resume(Effect.fail(broken))
+        return finish(job)
+      }
+      if (owed === 0) return send(job)
+      job.state = "settling"
+      const giveUp = () => {
+        warn(`no answer on ${where} to ${owed} request(s) that timed out; assuming they were dropped`)
+        owed = 0
+        job.cancelTimer = undefined
+        send(job)
+      }
+      startTimer(job, giveUp)
+    }
+
+    const onFrame = (frame: Either.Either<string, FrameTooLarge>) => {
+      const head = jobs[0]
+      if (head !== undefined && head.state === "sent" && owed === 1) {
+        // The answer to the request in flight (no older one is owed).
+        owed = 0
+        head.resume(frame)
+        return finish(head)
+      }
+      if (owed === 0) return warn(`discarded an answer on ${where} that no request was waiting for`)
+      owed -= 1
+      warn(`discarded a late answer on ${where} to a request that timed out`)
+      if (head !== undefined && head.state === "settling") {
+        stopTimer(head)
+        if (owed === 0) send(head)
+        else start(head)
+      }
+    }
+
+    const framer = makeBlockFramer(options.maxAnswerBytes)
+    const writer = yield* openWriter(options.requestPath)
+    yield* listenReader(options.answerPath, {
+      onChunk: (chunk) => {
+        for (const frame of framer.push(chunk)) onFrame(frame)
+      },
+      onFailure: (error) => {
+        broken = error
+        for (const job of jobs.splice(0)) {
+          stopTimer(job)
+          job.state = "done"
+          job.resume(Effect.fail(error))
+        }
+      }
+    })
 
     const ask: Exchange["ask"] = (request, timeout) =>
-      lock.withPermits(1)(
-        Effect.gen(function*() {
-          yield* settleOwed(timeout)
-          yield* Ref.update(owed, (n) => n + 1)
-          const answer = yield* writer.write(request).pipe(
-            Effect.tapError(() => Ref.update(owed, (n) => n - 1)),
-            Effect.zipRight(nextAnswer),
-            Effect.timeoutFail({
-              duration: timeout,
-              onTimeout: () => new ExchangeTimeout({ message: `no answer on ${options.answerPath} in time` })
-            })
-          )
-          yield* Ref.update(owed, (n) => n - 1)
-          return yield* answer
+      Effect.async<string, AskError>((resume) => {
+        const job: Job = { request, timeout: Duration.decode(timeout), resume, state: "queued", cancelTimer: undefined }
+        jobs.push(job)
+        if (jobs.length === 1) start(job)
+        // Interrupted: a request already sent keeps its answer owed (the count
+        // stays), so the next one skips it, as after a timeout.
+        return Effect.sync(() => {
+          if (job.state !== "done") finish(job)
         })
-      )
+      })
     return { ask }
   })

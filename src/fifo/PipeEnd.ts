@@ -35,6 +35,15 @@ export interface FifoWriter {
    * long a full pipe makes that. Writes go out whole and in call order.
    */
   readonly write: (data: string | Uint8Array) => Effect.Effect<void, FifoError>
+  /** The same write for plain-callback code (Exchange): `done` gets the failure, if any. */
+  readonly send: (data: string | Uint8Array, done: (error: FifoError | undefined) => void) => void
+}
+
+/** What a callback reader is told: each chunk as it arrives, then at most one failure. */
+export interface ChunkHandlers {
+  readonly onChunk: (chunk: Uint8Array) => void
+  /** The socket broke or ended; called once, and no chunk follows. Not called when the scope closes. */
+  readonly onFailure: (error: FifoError) => void
 }
 
 /** A Node callback-style call as an Effect. */
@@ -100,17 +109,57 @@ export const openReader = (file: string): Effect.Effect<FifoReader, FifoError, S
     )
   }))
 
+/**
+ * Opens `file` for reading for the life of the scope, as plain callbacks:
+ * for a consumer on the hot path of every turn (Exchange), where a Stream
+ * and its queue cost more than the round trip itself. Same failures as
+ * `openReader`'s stream.
+ */
+export const listenReader = (file: string, handlers: ChunkHandlers): Effect.Effect<void, FifoError, Scope.Scope> =>
+  Effect.flatMap(openSocket(file, "read"), (socket) =>
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        let failed = false
+        const fail = (error: FifoError) => {
+          if (failed) return
+          failed = true
+          handlers.onFailure(error)
+        }
+        const onError = (cause: unknown) =>
+          fail(new FifoError({ message: `reading ${file} failed: ${describeError(cause)}`, cause }))
+        // We hold a write end too, so the socket only ends or closes when it broke.
+        const onEnd = () => fail(new FifoError({ message: `FIFO ${file} closed unexpectedly` }))
+        socket.on("data", handlers.onChunk)
+        socket.on("error", onError)
+        socket.on("end", onEnd)
+        socket.on("close", onEnd)
+        return () => {
+          socket.off("data", handlers.onChunk)
+          socket.off("error", onError)
+          socket.off("end", onEnd)
+          socket.off("close", onEnd)
+        }
+      }),
+      // Released before the socket (acquired after it), so closing the scope is no failure.
+      (detach) => Effect.sync(detach)
+    ))
+
 /** Opens `file` for writing for the life of the scope. */
 export const openWriter = (file: string): Effect.Effect<FifoWriter, FifoError, Scope.Scope> =>
-  Effect.map(openSocket(file, "write"), (socket) => ({
-    path: file,
-    write: (data) =>
-      Effect.async<void, FifoError>((resume) => {
-        socket.write(data, (error) =>
-          resume(
-            error === undefined || error === null
-              ? Effect.void
-              : Effect.fail(new FifoError({ message: `writing ${file} failed: ${describeError(error)}`, cause: error }))
-          ))
-      })
-  }))
+  Effect.map(openSocket(file, "write"), (socket) => {
+    const send: FifoWriter["send"] = (data, done) => {
+      socket.write(data, (error) =>
+        done(
+          error === undefined || error === null
+            ? undefined
+            : new FifoError({ message: `writing ${file} failed: ${describeError(error)}`, cause: error })
+        ))
+    }
+    return {
+      path: file,
+      send,
+      write: (data) =>
+        Effect.async<void, FifoError>((resume) =>
+          send(data, (error) => resume(error === undefined ? Effect.void : Effect.fail(error))))
+    }
+  })

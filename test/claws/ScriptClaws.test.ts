@@ -164,63 +164,81 @@ describe("Scripts claws: discovery", () => {
       expect(yield* claws.call("dup", {})).toEqual({ content: "from-a", isError: false })
     }))
 
-  it.scoped("sees an added, an edited and a removed claw on the very next list", () =>
-    Effect.gen(function*() {
-      const dir = yield* tempDir
-      yield* writeClaw(dir, "one.sh", `#!/bin/sh\n${tool("one")}\n`)
-      const claws = yield* Scripts.make(settings(dir))
-      expect(names(yield* claws.list)).toEqual(["one"])
+  // The running agent watches the directory; `planckclaw tools` stats it all.
+  for (const [how, make] of [["stat scan", Scripts.make], ["watched", Scripts.makeWatched]] as const) {
+    it.scoped(`${how}: sees an added, an edited and a removed claw on the very next list`, () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir
+        yield* writeClaw(dir, "one.sh", `#!/bin/sh\n${tool("one")}\n`)
+        const claws = yield* make(settings(dir))
+        expect(names(yield* claws.list)).toEqual(["one"])
 
-      yield* writeClaw(dir, "two.sh", `#!/bin/sh\n${tool("two")}\n`)
-      expect(names(yield* claws.list)).toEqual(["one", "two"])
+        yield* writeClaw(dir, "two.sh", `#!/bin/sh\n${tool("two")}\n`)
+        expect(names(yield* claws.list)).toEqual(["one", "two"])
 
-      // Same size and inode: only the mtime tells this edit apart.
-      yield* Effect.sync(() => Fs.writeFileSync(Path.join(dir, "one.sh"), `#!/bin/sh\n${tool("uno")}\n`))
-      expect(names(yield* claws.list)).toEqual(["uno", "two"])
+        // Same size and inode: only the mtime tells this edit apart.
+        yield* Effect.sync(() => Fs.writeFileSync(Path.join(dir, "one.sh"), `#!/bin/sh\n${tool("uno")}\n`))
+        expect(names(yield* claws.list)).toEqual(["uno", "two"])
 
-      yield* Effect.sync(() => Fs.rmSync(Path.join(dir, "two.sh")))
-      expect(names(yield* claws.list)).toEqual(["uno"])
-    }))
+        yield* Effect.sync(() => Fs.rmSync(Path.join(dir, "two.sh")))
+        expect(names(yield* claws.list)).toEqual(["uno"])
+      }))
 
-  it.scoped("does not re-read a claw whose inode, size and mtime are unchanged", () =>
-    Effect.gen(function*() {
-      const dir = yield* tempDir
-      const file = Path.join(dir, "cached.sh")
-      const old = new Date("2020-01-01T00:00:00Z")
-      yield* writeClaw(dir, "cached.sh", `#!/bin/sh\n${tool("aaaa")}\n`)
-      yield* Effect.sync(() => Fs.utimesSync(file, old, old))
-      const claws = yield* Scripts.make(settings(dir))
-      expect(names(yield* claws.list)).toEqual(["aaaa"])
+    it.scoped(`${how}: does not re-read a claw whose inode, size and mtime are unchanged`, () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir
+        const file = Path.join(dir, "cached.sh")
+        const old = new Date("2020-01-01T00:00:00Z")
+        yield* writeClaw(dir, "cached.sh", `#!/bin/sh\n${tool("aaaa")}\n`)
+        yield* Effect.sync(() => Fs.utimesSync(file, old, old))
+        const claws = yield* make(settings(dir))
+        expect(names(yield* claws.list)).toEqual(["aaaa"])
 
-      // Rewrite in place with the same size and put the old mtime back: the
-      // identity is unchanged, so the cached declarations are served.
-      yield* Effect.sync(() => {
-        Fs.writeFileSync(file, `#!/bin/sh\n${tool("bbbb")}\n`)
-        Fs.utimesSync(file, old, old)
-      })
-      expect(names(yield* claws.list)).toEqual(["aaaa"])
+        // Rewrite in place with the same size and put the old mtime back: the
+        // identity is unchanged, so the cached declarations are served.
+        yield* Effect.sync(() => {
+          Fs.writeFileSync(file, `#!/bin/sh\n${tool("bbbb")}\n`)
+          Fs.utimesSync(file, old, old)
+        })
+        expect(names(yield* claws.list)).toEqual(["aaaa"])
 
-      yield* Effect.sync(() => Fs.utimesSync(file, new Date(), new Date()))
-      expect(names(yield* claws.list)).toEqual(["bbbb"])
-    }))
+        yield* Effect.sync(() => Fs.utimesSync(file, new Date(), new Date()))
+        expect(names(yield* claws.list)).toEqual(["bbbb"])
+      }))
 
-  it.scoped("re-reads a recently modified claw even when its identity is unchanged", () =>
-    Effect.gen(function*() {
-      const dir = yield* tempDir
-      const file = Path.join(dir, "fresh.sh")
-      // Two edits within one coarse timestamp tick (1 s on some filesystems)
-      // leave the same mtime: simulate that by pinning a recent mtime.
-      const recent = new Date()
-      yield* writeClaw(dir, "fresh.sh", `#!/bin/sh\n${tool("aaaa")}\n`)
-      yield* Effect.sync(() => Fs.utimesSync(file, recent, recent))
-      const claws = yield* Scripts.make(settings(dir))
-      expect(names(yield* claws.list)).toEqual(["aaaa"])
-      yield* Effect.sync(() => {
-        Fs.writeFileSync(file, `#!/bin/sh\n${tool("bbbb")}\n`)
-        Fs.utimesSync(file, recent, recent)
-      })
-      expect(names(yield* claws.list)).toEqual(["bbbb"])
-    }))
+    it.scoped(`${how}: re-reads a recently modified claw even when its identity is unchanged`, () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir
+        const file = Path.join(dir, "fresh.sh")
+        // Two edits within one coarse timestamp tick (1 s on some filesystems)
+        // leave the same mtime: simulate that by pinning a recent mtime.
+        const recent = new Date()
+        yield* writeClaw(dir, "fresh.sh", `#!/bin/sh\n${tool("aaaa")}\n`)
+        yield* Effect.sync(() => Fs.utimesSync(file, recent, recent))
+        const claws = yield* make(settings(dir))
+        expect(names(yield* claws.list)).toEqual(["aaaa"])
+        yield* Effect.sync(() => {
+          Fs.writeFileSync(file, `#!/bin/sh\n${tool("bbbb")}\n`)
+          Fs.utimesSync(file, recent, recent)
+        })
+        expect(names(yield* claws.list)).toEqual(["bbbb"])
+      }))
+
+    it.scoped(`${how}: sees an in-place edit of a long-unchanged claw on the very next list`, () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir
+        const file = Path.join(dir, "old.sh")
+        const old = new Date("2020-01-01T00:00:00Z")
+        yield* writeClaw(dir, "old.sh", `#!/bin/sh\n${tool("aaaa")}\n`)
+        yield* Effect.sync(() => Fs.utimesSync(file, old, old))
+        const claws = yield* make(settings(dir))
+        expect(names(yield* claws.list)).toEqual(["aaaa"])
+        expect(names(yield* claws.list)).toEqual(["aaaa"])
+        // Written and listed in the same tick: the watcher has not been told yet.
+        yield* Effect.sync(() => Fs.writeFileSync(file, `#!/bin/sh\n${tool("bbbb")}\n`))
+        expect(names(yield* claws.list)).toEqual(["bbbb"])
+      }))
+  }
 
   it.scoped("reports an unreadable claw and a missing directory as problems, not failures", () =>
     Effect.gen(function*() {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Either, Stream } from "effect"
+import { Chunk, Effect, Either, Schema, Stream } from "effect"
 import fc from "fast-check"
-import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame } from "../../src/fifo/BrainFrame.js"
+import { MessagesResponse } from "../../src/Brain.js"
+import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame, plainBrainAnswer } from "../../src/fifo/BrainFrame.js"
 import { decodeClawAnswer, decodeClawRequest, encodeClawAnswer, encodeClawCall } from "../../src/fifo/ClawFrame.js"
 import { type Frame, FrameTooLarge, framed, makeBlockFramer, makeLineFramer, MalformedMessage } from "../../src/fifo/Framing.js"
 import { decodeInteractLine, encodeInteractLine, escapeText, unescapeText } from "../../src/fifo/InteractLine.js"
@@ -209,4 +210,46 @@ describe("framed", () => {
       const frames = yield* Stream.fromIterable(chunks).pipe(framed(() => makeLineFramer(100)), Stream.runCollect)
       expect(rights(Chunk.toReadonlyArray(frames))).toEqual(["cli\tone", "cli\ttwo", "cli\tthree"])
     }))
+})
+
+describe("plainBrainAnswer", () => {
+  const decodeFull = Schema.decodeUnknownSync(MessagesResponse)
+  it("builds exactly what the Schema decode builds, for the shapes it takes", () => {
+    const answers: ReadonlyArray<unknown> = [
+      { content: [{ type: "text", text: "hi" }], stop_reason: "end_turn" },
+      {
+        usage: { input_tokens: 3 },
+        stop_reason: null,
+        content: [
+          { text: "a", type: "text", citations: [] },
+          { input: { q: 1 }, name: "search", id: "toolu_1", type: "tool_use", extra: true }
+        ],
+        model: "m",
+        role: "assistant",
+        type: "message",
+        id: "msg_1"
+      },
+      { content: [] }
+    ]
+    for (const answer of answers) {
+      const plain = plainBrainAnswer(answer)
+      expect(plain).toBeDefined()
+      expect(JSON.stringify(plain)).toBe(JSON.stringify(decodeFull(answer)))
+    }
+  })
+
+  it("leaves errors and other shapes to the Schema", () => {
+    const others: ReadonlyArray<unknown> = [
+      { error: "timeout" },
+      { content: [{ type: "thinking", thinking: "…" }] },
+      { content: [{ type: "text", text: 1 }] },
+      { content: [{ type: "tool_use", id: "t", name: "n" }] },
+      { content: "text" },
+      { id: 1, content: [] },
+      { stop_reason: 0, content: [] },
+      [],
+      "text"
+    ]
+    for (const other of others) expect(plainBrainAnswer(other)).toBeUndefined()
+  })
 })
