@@ -5,15 +5,23 @@
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { type MessagesRequest, MessagesRequest as MessagesRequestSchema } from "../Brain.js"
+import { type MessagesRequest, MessagesRequest as MessagesRequestSchema, type Misconfigured } from "../Brain.js"
 import { MalformedMessage, compactJson, excerpt } from "./Framing.js"
 
 /** Compact single-line JSON, then the empty line that ends a brain frame. */
 export const encodeBrainFrame = (value: unknown): Either.Either<string, MalformedMessage> =>
   Either.map(compactJson(value), (json) => `${json}\n\n`)
 
-/** What a brain bridge answers when it gives up. */
-export const brainErrorFrame = (reason: "timeout" | "fatal"): string => `{"error":"${reason}"}\n\n`
+/**
+ * What a brain bridge answers when it gives up. A failure caused by the
+ * settings adds `misconfigured` ({problem, setting}, never a value) beside
+ * `error`: any root-level `error` key means failure, so an older agent reads
+ * it as a plain fatal answer.
+ */
+export const brainErrorFrame = (reason: "timeout" | "fatal", misconfigured?: Misconfigured): string =>
+  misconfigured === undefined
+    ? `{"error":"${reason}"}\n\n`
+    : `${JSON.stringify({ error: reason, misconfigured: { problem: misconfigured.problem, setting: misconfigured.setting } })}\n\n`
 
 // Fields the schema does not know (temperature, tool_choice, …) travel on untouched.
 const decodeRequest = Schema.decodeUnknownEither(MessagesRequestSchema, { onExcessProperty: "preserve" })

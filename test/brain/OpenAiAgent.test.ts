@@ -132,11 +132,13 @@ describe("the agent on an OpenAI-compatible server", () => {
       ])
     })))
 
-  it.scoped("a permanent error ends the turn with the apology and stores nothing", () =>
+  it.scoped("a permanent error ends the turn saying the brain is misconfigured, and stores nothing", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(Server.apiError(404, "model 'test-model' not found", "ollama")))
       const h = yield* agentOn(server, 1)
-      expect((yield* h.say("hi")).text).toBe("I'm temporarily unavailable. Please try again shortly.")
+      expect((yield* h.say("hi")).text).toBe(
+        "I can't think right now: my brain is misconfigured (the model or API address is unknown). The log says what to fix."
+      )
       expect(yield* server.requests).toHaveLength(1)
       expect(h.read("history.jsonl") ?? "").toBe("")
     })))
