@@ -68,13 +68,18 @@ export const ToolSpec = Schema.Struct({
 })
 export type ToolSpec = typeof ToolSpec.Type
 
+/**
+ * Fields in the order the API reads a prompt for caching (tools, system,
+ * messages): a decoded request is written back in this order, so the bytes
+ * of a cached prefix come first and stay the same from turn to turn.
+ */
 export const MessagesRequest = Schema.Struct({
   model: Schema.String,
   max_tokens: Schema.Number,
+  tools: Schema.optional(Schema.Array(ToolSpec)),
   /** A string, or text blocks (so the system prompt can carry a cache breakpoint). */
   system: Schema.optional(Schema.Union(Schema.String, Schema.Array(TextBlock))),
-  messages: Schema.Array(Message),
-  tools: Schema.optional(Schema.Array(ToolSpec))
+  messages: Schema.Array(Message)
 })
 export type MessagesRequest = typeof MessagesRequest.Type
 

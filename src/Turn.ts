@@ -40,6 +40,8 @@ export interface TurnConfig {
   readonly model: string
   readonly maxTokens: number
   readonly maxToolRounds: number
+  /** Prompt-caching breakpoints (PLANCKCLAW_PROMPT_CACHE); off when absent. */
+  readonly promptCache?: boolean
 }
 
 export interface TurnInput {
@@ -136,14 +138,16 @@ export const run = ({ config, snapshot, text }: TurnInput): Effect.Effect<TurnOu
   Effect.gen(function*() {
     const brain = yield* Brain
     const tools = yield* discoverTools
-    const messages = conversation(snapshot.history, text)
+    const cache = config.promptCache === true
+    const messages = conversation(snapshot.history, text, cache)
     const request = (current: ReadonlyArray<Message>) =>
       turnRequest({
         model: config.model,
         maxTokens: config.maxTokens,
         system: systemPrompt(snapshot.soul, snapshot.summary),
         messages: current,
-        tools
+        tools,
+        cache
       })
 
     for (let round = 0;; round++) {

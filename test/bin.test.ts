@@ -53,9 +53,13 @@ describe("planckclaw run (built command)", () => {
       expect(results[0]!.content).toMatch(/Unix timestamp: \d+/)
       expect(results[1]!.content).toMatch(/^Rolled 2d20: \d+, \d+\nTotal: \d+$/)
       const third = requests[2]!.body
+      // History lines go as text blocks, the last one with the prompt-caching breakpoint (on by default).
       expect(third.messages).toEqual([
-        { role: "user", content: "what time is it? roll 2d20" },
-        { role: "assistant", content: "It is noon and you rolled well." },
+        { role: "user", content: [{ type: "text", text: "what time is it? roll 2d20" }] },
+        {
+          role: "assistant",
+          content: [{ type: "text", text: "It is noon and you rolled well.", cache_control: { type: "ephemeral" } }]
+        },
         { role: "user", content: "hi" }
       ])
       expect(t.read("history.jsonl")).toBe(
