@@ -24,6 +24,7 @@ import * as InboxStore from "./memory/Inbox.js"
 import { Inbox, type Pending } from "./memory/Inbox.js"
 import * as MemoryStore from "./memory/Memory.js"
 import { type HistoryEntry, Memory } from "./memory/Memory.js"
+import * as UsageLedger from "./memory/UsageLedger.js"
 import * as Turn from "./Turn.js"
 
 export { Agent, type AgentService } from "./AgentService.js"
@@ -164,7 +165,7 @@ export const layer: Layer.Layer<
 > = Layer.effect(Agent, Logging.toStderr(make))
 
 /**
- * The agent with its memory (PLANCKCLAW_DIR) and compaction: what a host
+ * The agent with its memory (PLANCKCLAW_DIR), compaction and usage ledger: what a host
  * needs to provide is a Brain and Claws, then run `Intake.run` (or `serve`)
  * with an Interact.
  */
@@ -174,6 +175,8 @@ export const layerWithMemory: Layer.Layer<
   Brain | Claws
 > = layer.pipe(
   Layer.provideMerge(Compaction.layer),
+  // Every answer the turns and the compactions get is counted in usage.jsonl.
+  Layer.provide(UsageLedger.layer),
   Layer.provideMerge(Layer.merge(MemoryStore.layer, InboxStore.layer))
 )
 

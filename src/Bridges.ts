@@ -91,11 +91,8 @@ export const brainAdapters = {
 export type BrainName = keyof typeof brainAdapters
 export const brainNames = Object.keys(brainAdapters) as ReadonlyArray<BrainName>
 
-/**
- * Which brain thinks: a built-in name, `none` or an executable, as
- * `--brain` takes it (the flag, when given, overrides this setting).
- */
-export const BrainChoiceConfig = Config.nonEmptyString("PLANCKCLAW_BRAIN").pipe(Config.withDefault("anthropic"))
+// Which brain thinks (PLANCKCLAW_BRAIN, overridden by --brain); declared beside the brains.
+export { BrainChoiceConfig } from "./brain/BrainChoice.js"
 
 export const clawsAdapters = {
   scripts: ScriptClaws.layer

@@ -29,7 +29,10 @@ import * as FifoInteract from "./interact/FifoInteract.js"
 import * as Logging from "./Logging.js"
 import * as Compactor from "./memory/Compactor.js"
 import * as Memory from "./memory/Memory.js"
+import * as UsageLedger from "./memory/UsageLedger.js"
 import * as MemoryHold from "./MemoryHold.js"
+import * as Prices from "./usage/Prices.js"
+import * as UsageReport from "./usage/UsageReport.js"
 
 const bridgeOption = Options.text("bridge").pipe(
   Options.withDefault("cli"),
@@ -158,6 +161,7 @@ const compact = Command.make(
         })
       }
       const layer = Compactor.layer.pipe(
+        Layer.provide(UsageLedger.layer),
         Layer.provideMerge(Memory.layer),
         Layer.provide(Bridges.brainAdapters[brain.name])
       )
@@ -197,6 +201,30 @@ const tools = Command.make("tools", {}, () =>
     Command.withDescription("List the tools the claws declare, and every declaration that failed to parse, with why.")
   )
 
+/**
+ * `planckclaw usage`: the usage ledger summed per day and model, with an
+ * estimated cost; reads only, so it is safe while a run is active.
+ */
+const usage = Command.make(
+  "usage",
+  {
+    since: Options.text("since").pipe(Options.optional, Options.withDescription("only days from this one on (YYYY-MM-DD)")),
+    json: Options.boolean("json").pipe(Options.withDescription("print the report as JSON"))
+  },
+  (options) =>
+    Effect.gen(function*() {
+      const since = Option.isSome(options.since) ? yield* UsageReport.parseSince(options.since.value) : undefined
+      const prices = yield* Prices.PricesConfig
+      const file = path.join(yield* Memory.MemoryConfig, UsageLedger.FILE_NAME)
+      const ledger = yield* Effect.mapError(
+        UsageLedger.read(file),
+        (error) => new Memory.MemoryError({ reason: "io", message: `cannot read ${file}: ${error.message}` })
+      )
+      const report = UsageReport.report(ledger.lines, ledger.skipped, prices, since)
+      yield* Console.log(options.json ? JSON.stringify(report, null, 2) : UsageReport.render(report))
+    }).pipe(withSettings(new Map()))
+).pipe(Command.withDescription("Tokens and estimated cost per day and model, from usage.jsonl (PLANCKCLAW_PRICES overrides prices)."))
+
 const builtinNames = ["cli", "discord", "anthropic", "openai", "scripts"] as const
 type BuiltinName = (typeof builtinNames)[number]
 
@@ -230,7 +258,7 @@ const bridge = Command.make("bridge", { name: Args.choice(builtinNames.map((name
 
 export const command = Command.make("planckclaw").pipe(
   Command.withDescription("A personal AI agent: terminal or Discord, Claude or any Chat Completions model, shell-script claws, self-compacting memory."),
-  Command.withSubcommands([run, compact, tools, bridge])
+  Command.withSubcommands([run, compact, tools, usage, bridge])
 )
 
 export const cli = (version: string) => Command.run(command, { name: "planckclaw", version })
