@@ -10,9 +10,11 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
 import { AgentConfig } from "./AgentConfig.js"
 import { Agent, type AgentService } from "./AgentService.js"
 import { Brain } from "./Brain.js"
+import * as CacheWindow from "./CacheWindow.js"
 import { Claws } from "./Claws.js"
 import { type InboundMessage, type InteractService, sanitize } from "./Interact.js"
 import * as Logging from "./Logging.js"
@@ -21,7 +23,8 @@ import { Compactor } from "./memory/Compactor.js"
 import * as InboxStore from "./memory/Inbox.js"
 import { Inbox, type Pending } from "./memory/Inbox.js"
 import * as MemoryStore from "./memory/Memory.js"
-import { Memory } from "./memory/Memory.js"
+import { type HistoryEntry, Memory } from "./memory/Memory.js"
+import * as UsageLedger from "./memory/UsageLedger.js"
 import * as Turn from "./Turn.js"
 
 export { Agent, type AgentService } from "./AgentService.js"
@@ -35,8 +38,21 @@ export const make = Effect.gen(function*() {
   const compactor = yield* Compactor
   const inbox = yield* Inbox
 
+  // Where the cache-stable history window starts (CacheWindow); this process's alone.
+  const anchor = yield* Ref.make<HistoryEntry | undefined>(undefined)
+  const windowed = !config.promptCache
+    ? memory.snapshot(config.historyKeep)
+    : memory.snapshot(CacheWindow.linesToRead(config.historyKeep)).pipe(
+      Effect.flatMap((snapshot) =>
+        Ref.modify(anchor, (current) => {
+          const window = CacheWindow.anchoredWindow(snapshot.history, config.historyKeep, current)
+          return [{ ...snapshot, history: window.history }, window.anchor]
+        })
+      )
+    )
+
   const respond = (message: InboundMessage) =>
-    memory.snapshot(config.historyKeep).pipe(
+    windowed.pipe(
       Effect.flatMap((snapshot) => Turn.run({ snapshot, text: message.text, config })),
       Effect.provide(ports),
       Effect.catchAll((error) => Effect.logError(`turn failed: ${error.message}`).pipe(Effect.as(Turn.failed))),
@@ -149,7 +165,7 @@ export const layer: Layer.Layer<
 > = Layer.effect(Agent, Logging.toStderr(make))
 
 /**
- * The agent with its memory (PLANCKCLAW_DIR) and compaction: what a host
+ * The agent with its memory (PLANCKCLAW_DIR), compaction and usage ledger: what a host
  * needs to provide is a Brain and Claws, then run `Intake.run` (or `serve`)
  * with an Interact.
  */
@@ -159,6 +175,8 @@ export const layerWithMemory: Layer.Layer<
   Brain | Claws
 > = layer.pipe(
   Layer.provideMerge(Compaction.layer),
+  // Every answer the turns and the compactions get is counted in usage.jsonl.
+  Layer.provide(UsageLedger.layer),
   Layer.provideMerge(Layer.merge(MemoryStore.layer, InboxStore.layer))
 )
 

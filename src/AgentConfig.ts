@@ -4,7 +4,7 @@
  * Each number's range is enforced at start-up (see ConfigRange).
  */
 import * as Config from "effect/Config"
-import { integerIn } from "./config/ConfigRange.js"
+import { integerIn, onOff } from "./config/ConfigRange.js"
 
 export const AgentConfig = Config.all({
   model: Config.nonEmptyString("PLANCKCLAW_MODEL").pipe(Config.withDefault("claude-haiku-4-5-20251001")),
@@ -16,7 +16,9 @@ export const AgentConfig = Config.all({
   maxToolRounds: integerIn("PLANCKCLAW_MAX_TOOL_ROUNDS", { min: 1, max: 100 }, 8),
   // An interact line is at most 1 MiB (Wire.defaultMaxLineBytes): a larger limit could never apply.
   maxMessageBytes: integerIn("PLANCKCLAW_MAX_MESSAGE_BYTES", { min: 1, max: 1024 * 1024 }, 64 * 1024),
-  compactionChunkChars: integerIn("PLANCKCLAW_COMPACTION_CHUNK", { min: 1, max: 10_000_000 }, 200_000)
+  compactionChunkChars: integerIn("PLANCKCLAW_COMPACTION_CHUNK", { min: 1, max: 10_000_000 }, 200_000),
+  // Prompt-caching breakpoints in every turn request, and the anchored history window (see CacheWindow).
+  promptCache: onOff("PLANCKCLAW_PROMPT_CACHE", true)
 }).pipe(
   Config.validate({
     message: "HISTORY_KEEP must be smaller than HISTORY_MAX",

@@ -10,9 +10,19 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { isJsonObject } from "./Json.js"
 
+/**
+ * A prompt-caching breakpoint (Anthropic): the API caches the request up to
+ * and including the block that carries it. Other brains ignore it.
+ */
+export const CacheControl = Schema.Struct({ type: Schema.Literal("ephemeral") })
+export type CacheControl = typeof CacheControl.Type
+
+export const EPHEMERAL: CacheControl = { type: "ephemeral" }
+
 export const TextBlock = Schema.Struct({
   type: Schema.Literal("text"),
-  text: Schema.String
+  text: Schema.String,
+  cache_control: Schema.optional(CacheControl)
 })
 export type TextBlock = typeof TextBlock.Type
 
@@ -53,18 +63,38 @@ export type Message = typeof Message.Type
 export const ToolSpec = Schema.Struct({
   name: Schema.String,
   description: Schema.String,
-  input_schema: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+  input_schema: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  cache_control: Schema.optional(CacheControl)
 })
 export type ToolSpec = typeof ToolSpec.Type
 
+/**
+ * Fields in the order the API reads a prompt for caching (tools, system,
+ * messages): a decoded request is written back in this order, so the bytes
+ * of a cached prefix come first and stay the same from turn to turn.
+ */
 export const MessagesRequest = Schema.Struct({
   model: Schema.String,
   max_tokens: Schema.Number,
-  system: Schema.optional(Schema.String),
-  messages: Schema.Array(Message),
-  tools: Schema.optional(Schema.Array(ToolSpec))
+  tools: Schema.optional(Schema.Array(ToolSpec)),
+  /** A string, or text blocks (so the system prompt can carry a cache breakpoint). */
+  system: Schema.optional(Schema.Union(Schema.String, Schema.Array(TextBlock))),
+  messages: Schema.Array(Message)
 })
 export type MessagesRequest = typeof MessagesRequest.Type
+
+/**
+ * Token counts of one answer, in the Messages API's shape: `input_tokens`
+ * excludes the cached parts (`cache_creation_input_tokens` written,
+ * `cache_read_input_tokens` read). Local servers may send none.
+ */
+export const Usage = Schema.Struct({
+  input_tokens: Schema.optional(Schema.NullOr(Schema.Number)),
+  output_tokens: Schema.optional(Schema.NullOr(Schema.Number)),
+  cache_creation_input_tokens: Schema.optional(Schema.NullOr(Schema.Number)),
+  cache_read_input_tokens: Schema.optional(Schema.NullOr(Schema.Number))
+})
+export type Usage = typeof Usage.Type
 
 export const MessagesResponse = Schema.Struct({
   id: Schema.optional(Schema.String),
@@ -72,17 +102,35 @@ export const MessagesResponse = Schema.Struct({
   role: Schema.optional(Schema.String),
   model: Schema.optional(Schema.String),
   content: Schema.Array(ResponseBlock),
-  stop_reason: Schema.optional(Schema.NullOr(Schema.String))
+  stop_reason: Schema.optional(Schema.NullOr(Schema.String)),
+  usage: Schema.optional(Schema.NullOr(Usage))
 })
 export type MessagesResponse = typeof MessagesResponse.Type
+
+/** The system prompt's text, whichever form it has. */
+export const systemText = (system: MessagesRequest["system"]): string | undefined =>
+  system === undefined ? undefined : typeof system === "string" ? system : system.map((block) => block.text).join("\n\n")
+
+/**
+ * What the user's settings got wrong, as a permanent answer showed it:
+ * `problem` is the few words the user is told ("the API key was refused"),
+ * `setting` the key to fix. Neither ever holds a value.
+ */
+export const Misconfigured = Schema.Struct({ problem: Schema.String, setting: Schema.String })
+export type Misconfigured = typeof Misconfigured.Type
 
 /**
  * A brain that gave up. `reason` is what travels on the brain FIFO as
  * `{"error":"timeout"}` or `{"error":"fatal"}`; `detail` stays in this process.
+ * A fatal failure caused by the settings (a refused key, an unknown model,
+ * a request the API calls invalid) carries `misconfigured`, which travels as
+ * an extra field of the error object: `{"error":"fatal","misconfigured":{…}}`
+ * (a bridge that does not know it still fails, with the apology).
  */
 export class BrainError extends Schema.TaggedError<BrainError>()("BrainError", {
   reason: Schema.Literal("timeout", "fatal"),
-  detail: Schema.String
+  detail: Schema.String,
+  misconfigured: Schema.optional(Misconfigured)
 }) {}
 
 export interface BrainService {
@@ -92,6 +140,7 @@ export interface BrainService {
 export class Brain extends Context.Tag("planckclaw/Brain")<Brain, BrainService>() {}
 
 const decodeResponse = Schema.decodeUnknownEither(MessagesResponse)
+const decodeMisconfigured = Schema.decodeUnknownEither(Misconfigured)
 
 /**
  * Reads a brain answer as it arrives on the wire (HTTP body or FIFO frame):
@@ -107,7 +156,15 @@ export const decodeBrainAnswer = (raw: string): Effect.Effect<MessagesResponse, 
   if (isJsonObject(json) && "error" in json) {
     const error = json.error
     const reason = error === "timeout" ? "timeout" : "fatal"
-    return Effect.fail(new BrainError({ reason, detail: `brain answered error: ${preview(JSON.stringify(error))}` }))
+    const misconfigured = reason === "fatal" ? Either.getOrUndefined(decodeMisconfigured(json.misconfigured)) : undefined
+    return Effect.fail(
+      new BrainError({
+        reason,
+        detail: `brain answered error: ${preview(JSON.stringify(error))}` +
+          (misconfigured !== undefined ? ` (misconfigured: ${misconfigured.problem}; fix ${misconfigured.setting})` : ""),
+        ...(misconfigured !== undefined ? { misconfigured } : {})
+      })
+    )
   }
   const decoded = decodeResponse(json)
   return Either.isRight(decoded)

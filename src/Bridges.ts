@@ -20,6 +20,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { Brain } from "./Brain.js"
 import * as AnthropicBrain from "./brain/AnthropicBrain.js"
+import * as OpenAiBrain from "./brain/OpenAiBrain.js"
 import { Claws } from "./Claws.js"
 import * as ScriptClaws from "./claws/ScriptClaws.js"
 import type { MissingSetting } from "./config/MissingSetting.js"
@@ -83,8 +84,15 @@ export const interactAdapters = {
 } satisfies Record<string, Layer.Layer<Interact, AdapterFailure>>
 
 export const brainAdapters = {
-  anthropic: AnthropicBrain.layer.pipe(Layer.provide(FetchHttpClient.layer))
+  anthropic: AnthropicBrain.layer.pipe(Layer.provide(FetchHttpClient.layer)),
+  openai: OpenAiBrain.layer.pipe(Layer.provide(FetchHttpClient.layer))
 } satisfies Record<string, Layer.Layer<Brain, AdapterFailure>>
+
+export type BrainName = keyof typeof brainAdapters
+export const brainNames = Object.keys(brainAdapters) as ReadonlyArray<BrainName>
+
+// Which brain thinks (PLANCKCLAW_BRAIN, overridden by --brain); declared beside the brains.
+export { BrainChoiceConfig } from "./brain/BrainChoice.js"
 
 export const clawsAdapters = {
   scripts: ScriptClaws.layer
@@ -197,8 +205,9 @@ const executableOptions = (
           name: role,
           command,
           paths,
-          secrets: yield* secretFor("ANTHROPIC_API_KEY"),
-          extraEnv: yield* presentSettings(["ANTHROPIC_BASE_URL", "PLANCKCLAW_MODEL", "PLANCKCLAW_DEBUG"])
+          // Whichever API it calls: both brains' keys, nothing else.
+          secrets: { ...yield* secretFor("ANTHROPIC_API_KEY"), ...yield* secretFor("OPENAI_API_KEY") },
+          extraEnv: yield* presentSettings(["ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "PLANCKCLAW_MODEL", "PLANCKCLAW_DEBUG"])
         }
       case "claw":
         return { name: role, command, paths, extraEnv: yield* presentSettings(["CLAWS_DIR"]) }

@@ -29,7 +29,10 @@ import * as FifoInteract from "./interact/FifoInteract.js"
 import * as Logging from "./Logging.js"
 import * as Compactor from "./memory/Compactor.js"
 import * as Memory from "./memory/Memory.js"
+import * as UsageLedger from "./memory/UsageLedger.js"
 import * as MemoryHold from "./MemoryHold.js"
+import * as Prices from "./usage/Prices.js"
+import * as UsageReport from "./usage/UsageReport.js"
 
 const bridgeOption = Options.text("bridge").pipe(
   Options.withDefault("cli"),
@@ -38,8 +41,11 @@ const bridgeOption = Options.text("bridge").pipe(
   )
 )
 const brainOption = Options.text("brain").pipe(
-  Options.withDefault("anthropic"),
-  Options.withDescription("brain bridge: anthropic, none (an outside process serves the brain pipes) or an executable")
+  Options.optional,
+  Options.withDescription(
+    "brain bridge: anthropic, openai (any Chat Completions API), none (an outside process serves the brain pipes) " +
+      "or an executable; default PLANCKCLAW_BRAIN, else anthropic"
+  )
 )
 const clawOption = Options.text("claw").pipe(
   Options.withDefault("scripts"),
@@ -72,6 +78,10 @@ const withSettings = (flags: Map<string, string>) => <A, E, R>(effect: Effect.Ef
 
 const debugFlags = (debug: boolean) => new Map(debug ? [["PLANCKCLAW_DEBUG", "1"]] : [])
 
+/** `run`'s flags as settings: `--brain` overrides PLANCKCLAW_BRAIN. */
+const runFlags = (options: { readonly debug: boolean; readonly brain: Option.Option<string> }) =>
+  new Map([...debugFlags(options.debug), ...Option.toArray(options.brain).map((brain) => ["PLANCKCLAW_BRAIN", brain] as const)])
+
 /**
  * The agent on the near ends of the pipes: it speaks only through them. Its
  * patience on each pipe is longer than a built-in bridge's own give-up time
@@ -95,10 +105,11 @@ const nearEnds = (paths: FifoPaths, handover: Option.Option<Handover.Handover>) 
 const runOptions = { bridge: bridgeOption, brain: brainOption, claw: clawOption, debug: debugOption }
 
 /** What the flags choose; an unknown name or a path that is no file is refused before anything starts. */
-const runChoices = (options: { readonly bridge: string; readonly brain: string; readonly claw: string }) =>
+const runChoices = (options: { readonly bridge: string; readonly claw: string }) =>
   Effect.all({
     bridge: Bridges.choose("bridge", options.bridge, ["cli", "discord"] as const),
-    brain: Bridges.choose("brain", options.brain, ["anthropic"] as const),
+    // The flag reaches this setting through the ConfigProvider (runFlags).
+    brain: Effect.flatMap(Bridges.BrainChoiceConfig, (brain) => Bridges.choose("brain", brain, Bridges.brainNames)),
     claw: Bridges.choose("claw", options.claw, ["scripts"] as const)
   })
 
@@ -132,7 +143,7 @@ const run = Command.make("run", runOptions, () =>
         )))
     ),
     // Outermost: the settings (and the secrets' withdrawal) come before anything the layers start.
-    Command.transformHandler((effect, options) => withSettings(debugFlags(options.debug))(effect)),
+    Command.transformHandler((effect, options) => withSettings(runFlags(options))(effect)),
     Command.withDescription("Run the agent: answer messages from the chosen bridge until its input ends.")
   )
 
@@ -142,9 +153,17 @@ const compact = Command.make(
   (options) =>
     Effect.gen(function*() {
       // Compaction runs on its own, without the pipes: it talks to the API directly.
+      const brain = yield* Effect.flatMap(Bridges.BrainChoiceConfig, (name) => Bridges.choose("brain", name, Bridges.brainNames))
+      if (brain._tag !== "Builtin") {
+        return yield* new Bridges.BridgeChoiceError({
+          reason: "unknown",
+          message: "planckclaw compact asks a built-in brain itself: set PLANCKCLAW_BRAIN to anthropic or openai"
+        })
+      }
       const layer = Compactor.layer.pipe(
+        Layer.provide(UsageLedger.layer),
         Layer.provideMerge(Memory.layer),
-        Layer.provide(Bridges.brainAdapters.anthropic)
+        Layer.provide(Bridges.brainAdapters[brain.name])
       )
       // The compactor is used inside the layer's scope: its HTTP client lives as long as that.
       const report = yield* Effect.flatMap(Compactor.Compactor, (compactor) => compactor.compactNow).pipe(
@@ -182,13 +201,37 @@ const tools = Command.make("tools", {}, () =>
     Command.withDescription("List the tools the claws declare, and every declaration that failed to parse, with why.")
   )
 
-const builtinNames = ["cli", "discord", "anthropic", "scripts"] as const
+/**
+ * `planckclaw usage`: the usage ledger summed per day and model, with an
+ * estimated cost; reads only, so it is safe while a run is active.
+ */
+const usage = Command.make(
+  "usage",
+  {
+    since: Options.text("since").pipe(Options.optional, Options.withDescription("only days from this one on (YYYY-MM-DD)")),
+    json: Options.boolean("json").pipe(Options.withDescription("print the report as JSON"))
+  },
+  (options) =>
+    Effect.gen(function*() {
+      const since = Option.isSome(options.since) ? yield* UsageReport.parseSince(options.since.value) : undefined
+      const prices = yield* Prices.PricesConfig
+      const file = path.join(yield* Memory.MemoryConfig, UsageLedger.FILE_NAME)
+      const ledger = yield* Effect.mapError(
+        UsageLedger.read(file),
+        (error) => new Memory.MemoryError({ reason: "io", message: `cannot read ${file}: ${error.message}` })
+      )
+      const report = UsageReport.report(ledger.lines, ledger.skipped, prices, since)
+      yield* Console.log(options.json ? JSON.stringify(report, null, 2) : UsageReport.render(report))
+    }).pipe(withSettings(new Map()))
+).pipe(Command.withDescription("Tokens and estimated cost per day and model, from usage.jsonl (PLANCKCLAW_PRICES overrides prices)."))
+
+const builtinNames = ["cli", "discord", "anthropic", "openai", "scripts"] as const
 type BuiltinName = (typeof builtinNames)[number]
 
 /** A bridge process serves one built-in bridge: the run's far ends with the other two left to the run. */
 const servedAlone = (name: BuiltinName): Bridges.RunChoices => ({
   bridge: name === "cli" || name === "discord" ? { _tag: "Builtin", name } : { _tag: "None" },
-  brain: name === "anthropic" ? { _tag: "Builtin", name } : { _tag: "None" },
+  brain: name === "anthropic" || name === "openai" ? { _tag: "Builtin", name } : { _tag: "None" },
   claw: name === "scripts" ? { _tag: "Builtin", name } : { _tag: "None" }
 })
 
@@ -214,8 +257,8 @@ const bridge = Command.make("bridge", { name: Args.choice(builtinNames.map((name
   )
 
 export const command = Command.make("planckclaw").pipe(
-  Command.withDescription("A personal AI agent: terminal or Discord, Claude, shell-script claws, self-compacting memory."),
-  Command.withSubcommands([run, compact, tools, bridge])
+  Command.withDescription("A personal AI agent: terminal or Discord, Claude or any Chat Completions model, shell-script claws, self-compacting memory."),
+  Command.withSubcommands([run, compact, tools, usage, bridge])
 )
 
 export const cli = (version: string) => Command.run(command, { name: "planckclaw", version })

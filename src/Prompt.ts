@@ -1,8 +1,16 @@
 /**
  * Builds the Messages API requests: a turn from soul, summary and the
  * history tail; a compaction fold from the summary and older lines.
+ *
+ * Prompt caching (PLANCKCLAW_PROMPT_CACHE): a turn request carries three
+ * `cache_control` breakpoints, on the last tool, the system prompt and the
+ * last line of the older history. The API reads the longest cached prefix
+ * ending at any of them, so the tools and system prompt are shared by every
+ * turn until a compaction changes the summary, and the history by every
+ * turn of an anchored window (CacheWindow). A compaction request has its own
+ * system prompt and no breakpoint: it neither reads nor breaks the turns'.
  */
-import type { Message, MessagesRequest, ToolSpec } from "./Brain.js"
+import { EPHEMERAL, type Message, type MessagesRequest, type ToolSpec } from "./Brain.js"
 import type { ToolDefinition } from "./Claws.js"
 import type { HistoryEntry } from "./memory/Memory.js"
 
@@ -29,17 +37,45 @@ export const capText = (text: string, maxBytes = HISTORY_LINE_MAX_BYTES): string
   return `${bytes.toString("utf8", 0, end)}…[cut: ${bytes.length - end} bytes]`
 }
 
-/** History tail plus the new message, starting with a user turn as the API requires. */
-export const conversation = (history: ReadonlyArray<HistoryEntry>, text: string): Array<Message> => {
+/**
+ * History tail plus the new message, starting with a user turn as the API
+ * requires. With `cache`, the last history line carries the older history's
+ * cache breakpoint (as a text block: only a block can carry one).
+ */
+export const conversation = (history: ReadonlyArray<HistoryEntry>, text: string, cache = false): Array<Message> => {
   const start = history[0]?.role === "assistant" ? 1 : 0
+  const sent = history.slice(start)
   return [
-    ...history.slice(start).map((entry): Message => ({ role: entry.role, content: capText(entry.content) })),
+    // With caching, every history line is a text block, whether it carries the breakpoint or not:
+    // next turn the same line, without it, is the same bytes up to where the breakpoint was.
+    ...sent.map((entry, index): Message =>
+      !cache
+        ? { role: entry.role, content: capText(entry.content) }
+        : {
+          role: entry.role,
+          content: [{
+            type: "text",
+            text: capText(entry.content),
+            ...(index === sent.length - 1 ? { cache_control: EPHEMERAL } : {})
+          }]
+        }
+    ),
     { role: "user", content: text }
   ]
 }
 
-export const toolSpecs = (tools: ReadonlyArray<ToolDefinition>): Array<ToolSpec> =>
-  tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.input_schema }))
+/**
+ * The tools as the API takes them, sorted by name so their order never
+ * depends on discovery; with `cache`, the last one carries the tools'
+ * cache breakpoint.
+ */
+export const toolSpecs = (tools: ReadonlyArray<ToolDefinition>, cache = false): Array<ToolSpec> =>
+  [...tools].sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0).map((tool, index, sorted) => ({
+    name: tool.name,
+    description: tool.description,
+    input_schema: tool.input_schema,
+    ...(cache && index === sorted.length - 1 ? { cache_control: EPHEMERAL } : {})
+  }))
 
 export const turnRequest = (options: {
   readonly model: string
@@ -47,12 +83,15 @@ export const turnRequest = (options: {
   readonly system: string
   readonly messages: ReadonlyArray<Message>
   readonly tools: ReadonlyArray<ToolDefinition>
+  /** Prompt-caching breakpoints on the last tool and the system prompt (the history's is `conversation`'s). */
+  readonly cache?: boolean
 }): MessagesRequest => ({
+  // In MessagesRequest's field order: tools, system, messages.
   model: options.model,
   max_tokens: options.maxTokens,
-  system: options.system,
-  messages: options.messages,
-  ...(options.tools.length > 0 ? { tools: toolSpecs(options.tools) } : {})
+  ...(options.tools.length > 0 ? { tools: toolSpecs(options.tools, options.cache === true) } : {}),
+  system: options.cache === true ? [{ type: "text", text: options.system, cache_control: EPHEMERAL }] : options.system,
+  messages: options.messages
 })
 
 /** The original PlanckClaw's compaction instruction, kept word for word. */

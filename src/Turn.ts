@@ -40,6 +40,8 @@ export interface TurnConfig {
   readonly model: string
   readonly maxTokens: number
   readonly maxToolRounds: number
+  /** Prompt-caching breakpoints (PLANCKCLAW_PROMPT_CACHE); off when absent. */
+  readonly promptCache?: boolean
 }
 
 export interface TurnInput {
@@ -111,8 +113,21 @@ const runTool = (call: ToolUseBlock): Effect.Effect<ToolResultBlock, never, Claw
       Effect.catchAll((error) => Effect.succeed(errorResult(call, `Tool ${call.name} could not run: ${error.message}`)))
     )).pipe(Effect.withSpan("Claws.call", { attributes: { tool: call.name }, captureStackTrace: false }))
 
+/** What the user is told when the settings keep the brain from answering (a refused key, an unknown model). */
+export const misconfiguredReply = (problem: string): string =>
+  `I can't think right now: my brain is misconfigured (${problem}). The log says what to fix.`
+
+/**
+ * A brain that gave up: the apology for what may pass (a timeout, an
+ * outage), the misconfigured reply when a setting must change; the log
+ * names that setting, never its value.
+ */
 const unavailable = (error: BrainError) =>
-  Effect.logWarning(`brain gave up (${error.reason}): ${error.detail}`).pipe(Effect.as(failed))
+  error.misconfigured === undefined
+    ? Effect.logWarning(`brain gave up (${error.reason}): ${error.detail}`).pipe(Effect.as(failed))
+    : Effect.logError(
+      `brain is misconfigured (${error.misconfigured.problem}): fix ${error.misconfigured.setting}; ${error.detail}`
+    ).pipe(Effect.as<TurnOutcome>({ reply: misconfiguredReply(error.misconfigured.problem), stored: false }))
 
 /**
  * Runs the tool loop to a reply. Never fails: a brain that gives up is
@@ -123,14 +138,16 @@ export const run = ({ config, snapshot, text }: TurnInput): Effect.Effect<TurnOu
   Effect.gen(function*() {
     const brain = yield* Brain
     const tools = yield* discoverTools
-    const messages = conversation(snapshot.history, text)
+    const cache = config.promptCache === true
+    const messages = conversation(snapshot.history, text, cache)
     const request = (current: ReadonlyArray<Message>) =>
       turnRequest({
         model: config.model,
         maxTokens: config.maxTokens,
         system: systemPrompt(snapshot.soul, snapshot.summary),
         messages: current,
-        tools
+        tools,
+        cache
       })
 
     for (let round = 0;; round++) {

@@ -52,6 +52,8 @@ const main = cli(version)(process.argv).pipe(
     NoRunningAgent: (error) => refuse(1, error.message),
     CompactionBusy: (busy) => refuse(1, `another compaction is running (pid ${busy.ownerPid}); nothing done`),
     CompactionFailed: (failure) => refuse(1, `compaction failed, memory unchanged: ${failure.message}`),
+    PricesError: (error) => refuse(2, error.message),
+    UsageSinceError: (error) => refuse(2, error.message),
   }),
   Effect.provide(NodeContext.layer),
   Effect.provide(Logging.layer(false)),

@@ -38,7 +38,9 @@ describe("Agent", () => {
           toolUse([{ id: "tu_3", name: "get_time", input: {} }]),
           text("It is 1700000000 and you rolled 4.")
         ],
-        tools: [timeTool, diceTool]
+        tools: [timeTool, diceTool],
+        // The requests without prompt-caching breakpoints (test/PromptCache.test.ts has them).
+        settings: { PLANCKCLAW_PROMPT_CACHE: "0" }
       })
       const reply = yield* h.say("time and a d20?")
       expect(reply).toEqual({ channel: "cli", text: "It is 1700000000 and you rolled 4." })
@@ -86,7 +88,8 @@ describe("Agent", () => {
         soul: "Soul text.\n",
         summary: "The user is Marc.\n",
         history: line("user", "u1") + line("assistant", "a1") + line("user", "u2") + line("assistant", "a2"),
-        settings: { HISTORY_KEEP: "3" },
+        // A plain HISTORY_KEEP tail: the anchored window of prompt caching is test/PromptCache.test.ts's.
+        settings: { HISTORY_KEEP: "3", PLANCKCLAW_PROMPT_CACHE: "0" },
         script: [text("hello")]
       })
       yield* h.say("u3")
@@ -105,7 +108,7 @@ describe("Agent", () => {
 
   it.scoped("reads soul.md fresh for every turn and falls back to the default persona", () =>
     Effect.gen(function*() {
-      const h = yield* harness({ script: [text("one"), text("two")] })
+      const h = yield* harness({ script: [text("one"), text("two")], settings: { PLANCKCLAW_PROMPT_CACHE: "0" } })
       yield* h.say("first")
       yield* h.write("soul.md", "You are a pirate.")
       yield* h.say("second")

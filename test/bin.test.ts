@@ -53,9 +53,13 @@ describe("planckclaw run (built command)", () => {
       expect(results[0]!.content).toMatch(/Unix timestamp: \d+/)
       expect(results[1]!.content).toMatch(/^Rolled 2d20: \d+, \d+\nTotal: \d+$/)
       const third = requests[2]!.body
+      // History lines go as text blocks, the last one with the prompt-caching breakpoint (on by default).
       expect(third.messages).toEqual([
-        { role: "user", content: "what time is it? roll 2d20" },
-        { role: "assistant", content: "It is noon and you rolled well." },
+        { role: "user", content: [{ type: "text", text: "what time is it? roll 2d20" }] },
+        {
+          role: "assistant",
+          content: [{ type: "text", text: "It is noon and you rolled well.", cache_control: { type: "ephemeral" } }]
+        },
         { role: "user", content: "hi" }
       ])
       expect(t.read("history.jsonl")).toBe(
@@ -67,14 +71,35 @@ describe("planckclaw run (built command)", () => {
   it.scopedLive("apologises when the brain fails, stores nothing, and goes on", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(
-        AnthropicServer.apiError(400, "invalid_request_error", "bad request"),
+        AnthropicServer.apiError(503, "api_error", "Service unavailable"),
         AnthropicServer.text("Recovered.")
       ))
       const result = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "one\ntwo\n" })
       expect(result.code).toBe(0)
       expect(result.stdout).toBe(`${APOLOGY}\nRecovered.\n`)
-      expect(result.stderr).toContain("bad request")
+      expect(result.stderr).toContain("Service unavailable")
       expect(t.read("history.jsonl")).toBe(line("user", "two") + line("assistant", "Recovered."))
+    }))
+
+  it.scopedLive("a refused request (400) is answered as a misconfigured brain, the log naming the setting", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.replies(
+        AnthropicServer.apiError(400, "invalid_request_error", "bad request"),
+        AnthropicServer.apiError(401, "authentication_error", "invalid x-api-key")
+      ))
+      const result = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "one\ntwo\n" })
+      expect(result.code).toBe(0)
+      expect(result.stdout).toBe(
+        "I can't think right now: my brain is misconfigured (the API refused the request as invalid). " +
+          "The log says what to fix.\n" +
+          "I can't think right now: my brain is misconfigured (the API key was refused). The log says what to fix.\n"
+      )
+      expect(result.stderr).toContain("bad request")
+      expect(result.stderr).toContain("fix PLANCKCLAW_MODEL")
+      expect(result.stderr).toContain("fix ANTHROPIC_API_KEY")
+      expect(result.stderr).not.toContain("test-key-not-secret")
+      expect(yield* t.server.requests).toHaveLength(2)
+      expect(t.read("history.jsonl") ?? "").toBe("")
     }))
 
   it.scopedLive("without ANTHROPIC_API_KEY prints one line on how to set it and exits 2", () =>

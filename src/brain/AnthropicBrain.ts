@@ -58,12 +58,46 @@ const describeErrorBody = (body: string): string => {
   return body.trim() === "" ? "(empty body)" : preview(body)
 }
 
-const describeTransportError = (error: HttpClientError.HttpClientError): string => {
+const describeTransportError = (host: string) => (error: HttpClientError.HttpClientError): string => {
   const cause: unknown = error.cause
-  if (!(cause instanceof Error)) return `connection failed: ${preview(error.message)}`
+  if (!(cause instanceof Error)) return `connection failed: cannot reach ${host}: ${preview(error.message)}`
   const code = errnoCode(cause)
   const withCode = code !== undefined && !cause.message.includes(code) ? `${cause.message} (${code})` : cause.message
-  return `connection failed: ${preview(withCode)}`
+  return `connection failed: cannot reach ${host}: ${preview(withCode)}`
+}
+
+/**
+ * A status the API will not change its mind about, as a setting to fix:
+ * what the user is told, the key, and what the log adds. Undefined for any
+ * other status (a plain fatal answer).
+ */
+export const misconfiguration = (
+  status: number,
+  model: string
+): { readonly problem: string; readonly setting: string; readonly fix: string } | undefined => {
+  switch (status) {
+    case 401:
+    case 403:
+      return {
+        problem: "the API key was refused",
+        setting: "ANTHROPIC_API_KEY",
+        fix: "check ANTHROPIC_API_KEY is a valid key for this API"
+      }
+    case 404:
+      return {
+        problem: "the model or API address is unknown",
+        setting: "PLANCKCLAW_MODEL",
+        fix: `check PLANCKCLAW_MODEL (${model}) names a model this API serves, and ANTHROPIC_BASE_URL`
+      }
+    case 400:
+      return {
+        problem: "the API refused the request as invalid",
+        setting: "PLANCKCLAW_MODEL",
+        fix: `check PLANCKCLAW_MODEL (${model}) and PLANCKCLAW_MAX_TOKENS are within the model's limits`
+      }
+    default:
+      return undefined
+  }
 }
 
 export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never, HttpClient.HttpClient> =>
@@ -79,12 +113,12 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
       config.debug ? Console.error(`[planckclaw brain] ${scrub(line)}`) : Effect.void
     const report = {
       noAnswer: `no answer within ${Duration.toSeconds(config.timeout)}s`,
-      unreachable: describeTransportError,
+      unreachable: describeTransportError(new URL(config.baseUrl).host),
       scrub,
       debug
     }
 
-    const attempt = (body: string, number: number) =>
+    const attempt = (body: string, model: string, number: number) =>
       attemptExchange(postJson(client, url, headers, body), config.timeout, number, report, (answer, now, after) =>
         Effect.gen(function*() {
           const { retryAfter, status } = answer
@@ -100,7 +134,12 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
           if (RETRYABLE_STATUSES.has(status)) {
             return yield* new RetryableFailure({ detail, retryAfter: parseRetryAfter(retryAfter, now) })
           }
-          return yield* new BrainError({ reason: "fatal", detail })
+          const wrong = misconfiguration(status, model)
+          return yield* new BrainError({
+            reason: "fatal",
+            detail: wrong === undefined ? detail : `${detail} (${wrong.fix})`,
+            ...(wrong !== undefined ? { misconfigured: { problem: wrong.problem, setting: wrong.setting } } : {})
+          })
         }))
 
     const complete = (request: MessagesRequest) =>
@@ -108,7 +147,7 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
         const body = JSON.stringify(request)
         yield* debug(`POST ${url} (x-api-key: <redacted>, anthropic-version: ${API_VERSION})`)
         yield* debug(`request ${body}`)
-        return yield* withRetries("Anthropic API", config.retries, (number) => attempt(body, number))
+        return yield* withRetries("Anthropic API", config.retries, (number) => attempt(body, request.model, number))
       }).pipe(Effect.withSpan("AnthropicBrain.complete", { attributes: { model: request.model } }))
 
     return Brain.of({ complete })

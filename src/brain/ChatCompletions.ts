@@ -15,7 +15,7 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import type { Message, MessagesRequest, MessagesResponse, ResponseBlock, ToolResultBlock, ToolUseBlock } from "../Brain.js"
-import { preview } from "../Brain.js"
+import { preview, systemText } from "../Brain.js"
 import { isJsonObject } from "../Json.js"
 
 // ---- the request ----
@@ -118,8 +118,10 @@ export const toChatRequest = (request: MessagesRequest): ChatRequest => {
       }
     }
   }
+  const system = systemText(request.system)
   const messages: Array<ChatMessage> = [
-    ...(request.system !== undefined ? [{ role: "system" as const, content: request.system }] : []),
+    // Cache breakpoints (cache_control) are Anthropic's: this wire drops them.
+    ...(system !== undefined ? [{ role: "system" as const, content: system }] : []),
     ...request.messages.flatMap((message) =>
       message.role === "assistant" ? [assistantMessage(message.content)] : userMessages(message.content, malformed)
     )
@@ -213,6 +215,7 @@ export const fromChatResponse = (
     ? content
     : (content ?? []).flatMap((part) => part.type === "text" && part.text !== undefined ? [part.text] : []).join("")
   const said = text !== "" ? text : refusal ?? ""
+  const usage = usageOf(response)
   const calls = (tool_calls ?? []).map((call, index): ToolUseBlock => ({
     type: "tool_use",
     id: call.id ?? fallbackId(index),
@@ -226,11 +229,12 @@ export const fromChatResponse = (
     role: "assistant",
     ...(response.model != null ? { model: response.model } : {}),
     content: blocks,
-    stop_reason: stopReasonOf(choice.finish_reason, calls.length > 0)
+    stop_reason: stopReasonOf(choice.finish_reason, calls.length > 0),
+    ...(usage !== undefined ? { usage } : {})
   })
 }
 
-/** Token counts in the Messages API's `usage` shape, for a ledger (MessagesResponse has no usage field yet). */
+/** Token counts in the Messages API's `usage` shape (MessagesResponse.usage), for the usage ledger. */
 export interface MessagesUsage {
   readonly input_tokens: number
   readonly output_tokens: number

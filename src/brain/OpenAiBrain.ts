@@ -19,8 +19,17 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
-import { Brain, BrainError, type BrainService, type MessagesRequest, type MessagesResponse, preview } from "../Brain.js"
+import {
+  Brain,
+  BrainError,
+  type BrainService,
+  type MessagesRequest,
+  type MessagesResponse,
+  type Misconfigured,
+  preview
+} from "../Brain.js"
 import { MissingSetting } from "../config/MissingSetting.js"
+import { headerSecret } from "../config/Secrets.js"
 import { errnoCode } from "../Errors.js"
 import { isJsonObject } from "../Json.js"
 import { DebugConfig } from "../Logging.js"
@@ -38,10 +47,23 @@ import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompl
 
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-/** A blank key (as a config.env for a local server may have) counts as none. */
-const optionalKey = Config.option(Config.redacted("OPENAI_API_KEY")).pipe(
-  Config.map(Option.filter((key) => Redacted.value(key).trim() !== ""))
-)
+/**
+ * A blank key (as a config.env for a local server may have) counts as none;
+ * a key with characters a header cannot carry is refused, naming the key only.
+ */
+const optionalKey = Config.option(headerSecret("OPENAI_API_KEY"))
+
+/**
+ * The model to ask for. The agent's default is a Claude model, which no
+ * OpenAI-compatible server serves: with this brain it must be set.
+ */
+export const ModelConfig = Config.option(Config.nonEmptyString("PLANCKCLAW_MODEL"))
+
+export const missingModel = new MissingSetting({
+  key: "PLANCKCLAW_MODEL",
+  message: "PLANCKCLAW_MODEL is not set: the openai brain needs the model its server serves " +
+    "(e.g. export PLANCKCLAW_MODEL=\"gpt-4.1-mini\" or \"qwen3:8b\" in config.env); the default is a Claude model."
+})
 
 export const OpenAiConfig = Config.all({
   apiKey: optionalKey,
@@ -129,6 +151,24 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
       }
     }
 
+    /** What the user is told, and the key to fix, for the statuses a setting causes. */
+    const misconfigured = (status: number): Misconfigured | undefined => {
+      switch (status) {
+        case 401:
+        case 403:
+          return Option.isSome(apiKey)
+            ? { problem: "the API key was refused", setting: "OPENAI_API_KEY" }
+            : { problem: "the server wants an API key", setting: "OPENAI_API_KEY" }
+        case 404:
+          return { problem: "the model or API address is unknown", setting: "PLANCKCLAW_MODEL" }
+        case 400:
+        case 422:
+          return { problem: "the API refused the request as invalid", setting: "PLANCKCLAW_MODEL" }
+        default:
+          return undefined
+      }
+    }
+
     const headers: Record<string, string> = Option.match(apiKey, {
       onNone: () => ({}),
       onSome: (key) => ({ authorization: `Bearer ${key}` })
@@ -175,7 +215,12 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
           if (RETRYABLE_STATUSES.has(status) || status >= 500) {
             return yield* new RetryableFailure({ detail: said, retryAfter: parseRetryAfter(retryAfter, now) })
           }
-          return yield* new BrainError({ reason: "fatal", detail: `${said} (${advice(status, model)})` })
+          const wrong = misconfigured(status)
+          return yield* new BrainError({
+            reason: "fatal",
+            detail: `${said} (${advice(status, model)})`,
+            ...(wrong !== undefined ? { misconfigured: wrong } : {})
+          })
         }))
 
     const complete = (request: MessagesRequest) =>
@@ -197,5 +242,11 @@ export const requireKey = (config: OpenAiConfig): Effect.Effect<OpenAiConfig, Mi
 
 export const layer: Layer.Layer<Brain, ConfigError.ConfigError | MissingSetting, HttpClient.HttpClient> = Layer.effect(
   Brain,
-  OpenAiConfig.pipe(Effect.flatMap(requireKey), Effect.flatMap(make))
+  ModelConfig.pipe(
+    Effect.flatMap((model): Effect.Effect<OpenAiConfig, ConfigError.ConfigError | MissingSetting> =>
+      Option.isNone(model) ? Effect.fail(missingModel) : OpenAiConfig
+    ),
+    Effect.flatMap(requireKey),
+    Effect.flatMap(make)
+  )
 )

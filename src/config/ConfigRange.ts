@@ -40,8 +40,8 @@ export const secondsIn = (name: string, range: Range, fallback: number): Config.
     Config.withDefault(fallback)
   )
 
-/** `1`, `0`, `true` or `false` in any case; `false` when unset or empty. */
-export const onOff = (name: string): Config.Config<boolean> =>
+/** `1`, `0`, `true` or `false` in any case; `false` when empty, `fallback` (false unless given) when unset. */
+export const onOff = (name: string, fallback = false): Config.Config<boolean> =>
   Config.string(name).pipe(
     Config.mapOrFail((raw): Either.Either<boolean, ConfigError.ConfigError> => {
       const value = raw.trim().toLowerCase()
@@ -49,5 +49,5 @@ export const onOff = (name: string): Config.Config<boolean> =>
       if (["1", "true"].includes(value)) return Either.right(true)
       return Either.left(ConfigError.InvalidData([], `expected 1, 0, true or false, got ${shown(raw)}`))
     }),
-    Config.withDefault(false)
+    Config.withDefault(fallback)
   )

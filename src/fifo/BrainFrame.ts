@@ -9,7 +9,9 @@ import {
   type MessagesRequest,
   MessagesRequest as MessagesRequestSchema,
   type MessagesResponse,
-  type ResponseBlock
+  type Misconfigured,
+  type ResponseBlock,
+  type Usage
 } from "../Brain.js"
 import { isJsonObject } from "../Json.js"
 import { MalformedMessage, compactJson, excerpt } from "./Framing.js"
@@ -18,8 +20,16 @@ import { MalformedMessage, compactJson, excerpt } from "./Framing.js"
 export const encodeBrainFrame = (value: unknown): Either.Either<string, MalformedMessage> =>
   Either.map(compactJson(value), (json) => `${json}\n\n`)
 
-/** What a brain bridge answers when it gives up. */
-export const brainErrorFrame = (reason: "timeout" | "fatal"): string => `{"error":"${reason}"}\n\n`
+/**
+ * What a brain bridge answers when it gives up. A failure caused by the
+ * settings adds `misconfigured` ({problem, setting}, never a value) beside
+ * `error`: any root-level `error` key means failure, so an older agent reads
+ * it as a plain fatal answer.
+ */
+export const brainErrorFrame = (reason: "timeout" | "fatal", misconfigured?: Misconfigured): string =>
+  misconfigured === undefined
+    ? `{"error":"${reason}"}\n\n`
+    : `${JSON.stringify({ error: reason, misconfigured: { problem: misconfigured.problem, setting: misconfigured.setting } })}\n\n`
 
 // Fields the schema does not know (temperature, tool_choice, …) travel on untouched.
 const decodeRequest = Schema.decodeUnknownEither(MessagesRequestSchema, { onExcessProperty: "preserve" })
@@ -64,6 +74,8 @@ export const plainBrainAnswer = (json: unknown): MessagesResponse | undefined =>
   const { id, model, role, stop_reason, type } = json
   if (!optionalString(id) || !optionalString(type) || !optionalString(role) || !optionalString(model)) return undefined
   if (!optionalString(stop_reason) && stop_reason !== null) return undefined
+  const usage = plainUsage(json.usage)
+  if (usage === false) return undefined
   const content: Array<ResponseBlock> = []
   for (const block of json.content as ReadonlyArray<unknown>) {
     const plain = plainBlock(block)
@@ -76,6 +88,23 @@ export const plainBrainAnswer = (json: unknown): MessagesResponse | undefined =>
     ...(role === undefined ? {} : { role: role as string }),
     ...(model === undefined ? {} : { model: model as string }),
     content,
-    ...(stop_reason === undefined ? {} : { stop_reason: stop_reason as string | null })
+    ...(stop_reason === undefined ? {} : { stop_reason: stop_reason as string | null }),
+    ...(usage === undefined ? {} : { usage })
   }
+}
+
+const usageKeys = ["input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"] as const
+
+/** The token counts as the Schema keeps them (the four known keys), undefined when absent, false when odd. */
+const plainUsage = (value: unknown): Usage | null | undefined | false => {
+  if (value === undefined || value === null) return value
+  if (!isJsonObject(value)) return false
+  const usage: Record<string, number | null> = {}
+  for (const key of usageKeys) {
+    const count = value[key]
+    if (count === undefined) continue
+    if (count !== null && typeof count !== "number") return false
+    usage[key] = count
+  }
+  return usage as Usage
 }

@@ -51,7 +51,10 @@ export const serveBrain = (
               Either.getOrElse(encodeBrainFrame(response), () => brainErrorFrame("fatal"))
             ),
             Effect.catchTag("BrainError", (error) =>
-              Effect.as(Effect.logWarning(`brain failed (${error.reason}): ${error.detail}`), brainErrorFrame(error.reason))),
+              Effect.as(
+                Effect.logWarning(`brain failed (${error.reason}): ${error.detail}`),
+                brainErrorFrame(error.reason, error.misconfigured)
+              )),
             Effect.catchAllDefect((defect) =>
               Effect.as(Effect.logError("brain crashed", defect), brainErrorFrame("fatal")))
           )

@@ -149,7 +149,8 @@ describe("Anthropic brain", () => {
           { type: "text", text: "Let me check." },
           { type: "tool_use", id: "toolu_2", name: "weather", input: { city: "Paris" } }
         ],
-        stop_reason: "tool_use"
+        stop_reason: "tool_use",
+        usage: { input_tokens: 12, output_tokens: 7 }
       })
     })))
 
@@ -231,7 +232,11 @@ describe("Anthropic brain", () => {
       const fiber = yield* startCompletion(settings(server.url))
       const error = yield* failureOf(fiber)
       expect(error.reason).toBe("fatal")
-      expect(error.detail).toBe("HTTP 400: invalid_request_error: max_tokens: Field required")
+      expect(error.detail).toBe(
+        "HTTP 400: invalid_request_error: max_tokens: Field required " +
+          "(check PLANCKCLAW_MODEL (claude-haiku-4-5-20251001) and PLANCKCLAW_MAX_TOKENS are within the model's limits)"
+      )
+      expect(error.misconfigured).toEqual({ problem: "the API refused the request as invalid", setting: "PLANCKCLAW_MODEL" })
       expect(yield* server.requests).toHaveLength(1)
     })))
 
@@ -242,7 +247,10 @@ describe("Anthropic brain", () => {
       ))
       const error = yield* failureOf(yield* startCompletion(settings(server.url)))
       expect(error.reason).toBe("fatal")
-      expect(error.detail).toBe("HTTP 401: authentication_error: invalid x-api-key <redacted>")
+      expect(error.detail).toBe(
+        "HTTP 401: authentication_error: invalid x-api-key <redacted> (check ANTHROPIC_API_KEY is a valid key for this API)"
+      )
+      expect(error.misconfigured).toEqual({ problem: "the API key was refused", setting: "ANTHROPIC_API_KEY" })
       expect(yield* server.requests).toHaveLength(1)
     })))
 
@@ -273,6 +281,8 @@ describe("Anthropic brain", () => {
       const error = yield* failureOf(fiber)
       expect(error.reason).toBe("timeout")
       expect(error.detail).toMatch(/^gave up after 3 attempts: connection failed: .*ECONNREFUSED/)
+      expect(error.detail).toContain(`cannot reach ${new URL(url).host}: `)
+      expect(error.misconfigured).toBeUndefined()
     })))
 
   it.scoped("retries when the connection drops before an answer", () =>

@@ -5,7 +5,6 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option } from "effect"
-import { APOLOGY } from "../../src/Agent.js"
 import type { MessagesRequest } from "../../src/Brain.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import * as Server from "../support/ChatCompletionsServer.js"
@@ -120,11 +119,13 @@ describe("the agent on an OpenAI-compatible server", () => {
       ])
     })))
 
-  it.scoped("a permanent error ends the turn with the apology and stores nothing", () =>
+  it.scoped("a permanent error ends the turn saying the brain is misconfigured, and stores nothing", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(Server.apiError(404, "model 'test-model' not found", "ollama")))
       const h = yield* agentOn(server, 1)
-      expect((yield* h.say("hi")).text).toBe(APOLOGY)
+      expect((yield* h.say("hi")).text).toBe(
+        "I can't think right now: my brain is misconfigured (the model or API address is unknown). The log says what to fix."
+      )
       expect(yield* server.requests).toHaveLength(1)
       expect(h.read("history.jsonl") ?? "").toBe("")
     })))

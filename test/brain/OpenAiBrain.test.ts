@@ -47,7 +47,8 @@ describe("OpenAI-compatible brain over HTTP", () => {
         role: "assistant",
         model: "gpt-test",
         content: [{ type: "text", text: "Hi." }],
-        stop_reason: "end_turn"
+        stop_reason: "end_turn",
+        usage: { input_tokens: 20, output_tokens: 5, cache_read_input_tokens: 10 }
       })
       const [received, ...others] = yield* server.requests
       expect(others).toEqual([])
@@ -96,9 +97,22 @@ describe("OpenAI-compatible brain over HTTP", () => {
         const error = yield* failureOf(yield* start(settings(server.url)))
         expect(error.reason).toBe("fatal")
         expect(error.detail).toBe(detail.replaceAll("HOST", server.host))
+        expect(error.misconfigured?.setting).toBe(status === 401 || status === 403 ? "OPENAI_API_KEY" : "PLANCKCLAW_MODEL")
         expect(yield* server.requests).toHaveLength(1)
       })))
   }
+
+  it.scoped("without PLANCKCLAW_MODEL the layer refuses to start, naming it", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        Brain.pipe(
+          Effect.provide(OpenAi.layer),
+          Effect.provide(NodeHttpClient.layerUndici),
+          withEnv({ OPENAI_BASE_URL: "http://127.0.0.1:9/v1" })
+        )
+      )
+      expect(error).toMatchObject({ _tag: "MissingSetting", key: "PLANCKCLAW_MODEL" })
+    }))
 
   it.scoped("a 401 without a key asks for OPENAI_API_KEY", () =>
     withRealHttp(Effect.gen(function*() {
@@ -191,7 +205,8 @@ describe("OpenAI-compatible brain config", () => {
       Effect.flatMap((brain) => brain.complete(request)),
       Effect.provide(OpenAi.layer),
       Effect.provide(NodeHttpClient.layerUndici),
-      withEnv(env)
+      // The agent's default model is a Claude one: this brain wants its own.
+      withEnv({ PLANCKCLAW_MODEL: "gpt-test", ...env })
     )
 
   it.scoped("needs no key on loopback: the layer talks to OPENAI_BASE_URL without authorization", () =>

@@ -8,6 +8,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { APOLOGY } from "../../src/Agent.js"
+import { misconfiguredReply } from "../../src/Turn.js"
 import {
   apiError,
   cutShort,
@@ -128,16 +129,17 @@ describe("faults: brain", () => {
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["second", "B"]))
     }), TIMEOUT)
 
-  it.scopedLive("brain: a 400 → apology at once (no retry), the API's words logged, loop goes on", () =>
+  it.scopedLive("brain: a 400 → misconfigured reply at once (no retry), the API's words and the setting logged, loop goes on", () =>
     Effect.gen(function*() {
       const t = yield* session(
         replies(apiError(400, "invalid_request_error", "messages: roles must alternate"), text("B")),
         { PLANCKCLAW_BRAIN_RETRIES: "3" },
         ["first", "second"]
       )
-      expect(t.replies).toEqual([APOLOGY, "B"])
+      expect(t.replies).toEqual([misconfiguredReply("the API refused the request as invalid"), "B"])
       expect(t.requests).toHaveLength(2)
       expect(t.result.stderr).toContain("roles must alternate")
+      expect(t.result.stderr).toContain("fix PLANCKCLAW_MODEL")
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["second", "B"]))
     }), TIMEOUT)
 

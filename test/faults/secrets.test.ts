@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Either, Effect } from "effect"
-import { APOLOGY } from "../../src/Agent.js"
+import { misconfiguredReply } from "../../src/Turn.js"
 import {
   apiError,
   make as brainServer,
@@ -73,7 +73,8 @@ describe("faults: secrets", () => {
       })
       const run = yield* planckclawToEnd(box, ["run", "--debug"], env, "first\nsecond\n")
       expect(run.code, run.stderr).toBe(0)
-      expect(run.stdout).toBe(`re: first\n${APOLOGY}\n`)
+      // A 401 is a refused key: the misconfigured reply, not the apology.
+      expect(run.stdout).toBe(`re: first\n${misconfiguredReply("the API key was refused")}\n`)
       // Debug output is really on, and the key it would show is redacted.
       expect(run.stderr).toContain("[planckclaw brain] request {")
       expect(run.stderr).toContain("x-api-key: <redacted>")

@@ -20,7 +20,7 @@ describe("Compaction", () => {
     Effect.gen(function*() {
       const old = [line("user", "u1"), line("assistant", "a1"), line("user", "u2"), line("assistant", "a2")]
       const h = yield* harness({
-        settings: { HISTORY_MAX: "4", HISTORY_KEEP: "2" },
+        settings: { HISTORY_MAX: "4", HISTORY_KEEP: "2", PLANCKCLAW_PROMPT_CACHE: "0" },
         history: old.join(""),
         script: [text("a3"), text("Marc likes dice."), text("a4"), text("a5"), text("Marc likes dice and time.")]
       })

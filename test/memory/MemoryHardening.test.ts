@@ -195,7 +195,7 @@ describe("a history line of many megabytes", () => {
     Effect.gen(function*() {
       const huge = `start ${"z".repeat(8 * 1024 * 1024)} end`
       const history = line("user", "paste this") + line("assistant", huge)
-      const h = yield* harness({ history, script: [text("ok")] })
+      const h = yield* harness({ history, script: [text("ok")], settings: { PLANCKCLAW_PROMPT_CACHE: "0" } })
       yield* h.say("next")
       yield* h.finish
       const [request] = yield* h.requests

@@ -31,7 +31,8 @@ export {
 
 /** A Messages API request body, as far as the suites look into it. */
 export interface MessagesBody {
-  readonly system?: string
+  /** A string, or text blocks when a turn carries prompt-caching breakpoints. */
+  readonly system?: string | ReadonlyArray<{ readonly type: string; readonly text: string }>
   readonly tools?: ReadonlyArray<{ readonly name: string; readonly description: string }>
   readonly messages: ReadonlyArray<{ readonly role: string; readonly content: unknown }>
 }
@@ -96,7 +97,8 @@ export const apiError = (
 // Reading requests, and an echo brain
 
 const COMPACTION_PREFIX = "You are a memory compaction assistant"
-export const isCompaction = (request: RecordedRequest) => request.body.system?.startsWith(COMPACTION_PREFIX) === true
+export const isCompaction = (request: RecordedRequest) =>
+  typeof request.body.system === "string" && request.body.system.startsWith(COMPACTION_PREFIX)
 
 /** Text of the last user message that is plain text (not tool results). */
 export const lastUserText = (body: MessagesBody): string => {

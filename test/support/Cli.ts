@@ -19,7 +19,7 @@ export interface CliResult {
 export const baseEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
   const env: NodeJS.ProcessEnv = {}
   for (const [key, value] of Object.entries(process.env)) {
-    if (/^(ANTHROPIC_|DISCORD_|PLANCKCLAW_|HISTORY_|CLAWS_DIR)/.test(key)) continue
+    if (/^(ANTHROPIC_|OPENAI_|DISCORD_|PLANCKCLAW_|HISTORY_|CLAWS_DIR)/.test(key)) continue
     env[key] = value
   }
   return { ...env, ...extra }

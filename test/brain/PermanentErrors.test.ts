@@ -1,0 +1,122 @@
+/**
+ * Permanent answers (400, 401, 403, 404) against transient ones (timeouts,
+ * 429, 5xx, refused connections), for both HTTP brains under the TestClock;
+ * the misconfigured reply a turn gives; and how the brain FIFO carries it.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Fiber, Option, Redacted } from "effect"
+import { BrainError, decodeBrainAnswer, type MessagesRequest } from "../../src/Brain.js"
+import * as Anthropic from "../../src/brain/AnthropicBrain.js"
+import * as OpenAi from "../../src/brain/OpenAiBrain.js"
+import { brainErrorFrame } from "../../src/fifo/BrainFrame.js"
+import { APOLOGY } from "../../src/Turn.js"
+import * as AnthropicServer from "../support/AnthropicServer.js"
+import * as ChatServer from "../support/ChatCompletionsServer.js"
+import { harness } from "../support/Harness.js"
+import { advanceTo, withRealHttp } from "../support/TestClockHttp.js"
+
+const request: MessagesRequest = { model: "test-model", max_tokens: 64, messages: [{ role: "user", content: "hi" }] }
+
+const anthropic = (baseUrl: string) =>
+  Anthropic.make({ apiKey: Redacted.make("test-not-a-key"), baseUrl, timeout: Duration.seconds(10), retries: 2, debug: false })
+const openai = (baseUrl: string) =>
+  OpenAi.make({ apiKey: Option.some(Redacted.make("test-not-a-key")), baseUrl, timeout: Duration.seconds(10), retries: 2, debug: false })
+
+const failureOf = <A>(fiber: Fiber.Fiber<A, BrainError>) => Effect.flip(Fiber.join(fiber))
+
+describe("permanent answers are not retried, and say which setting to fix", () => {
+  const cases = [
+    [401, "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "the API key was refused"],
+    [403, "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "the API key was refused"],
+    [404, "PLANCKCLAW_MODEL", "PLANCKCLAW_MODEL", "the model or API address is unknown"],
+    [400, "PLANCKCLAW_MODEL", "PLANCKCLAW_MODEL", "the API refused the request as invalid"]
+  ] as const
+  for (const [status, anthropicSetting, openaiSetting, problem] of cases) {
+    it.scoped(`${status}: one request, misconfigured naming the setting, on both brains`, () =>
+      withRealHttp(Effect.gen(function*() {
+        const a = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.apiError(status, "error", "no")))
+        const aError = yield* Effect.flip((yield* anthropic(a.url)).complete(request))
+        expect(aError).toMatchObject({ reason: "fatal", misconfigured: { problem, setting: anthropicSetting } })
+        expect(aError.detail).toContain(anthropicSetting)
+        expect(aError.detail).not.toContain("test-not-a-key")
+        expect(yield* a.requests).toHaveLength(1)
+
+        const o = yield* ChatServer.make(ChatServer.replies(ChatServer.apiError(status, "no")))
+        const oError = yield* Effect.flip((yield* openai(o.url)).complete(request))
+        expect(oError).toMatchObject({ reason: "fatal", misconfigured: { problem, setting: openaiSetting } })
+        expect(oError.detail).toContain(openaiSetting)
+        expect(oError.detail).not.toContain("test-not-a-key")
+        expect(yield* o.requests).toHaveLength(1)
+      })))
+  }
+
+  for (const status of [429, 500, 503]) {
+    it.scoped(`${status} keeps the retry schedule (1 s, 2 s) and gives up as a timeout, not misconfigured`, () =>
+      withRealHttp(Effect.gen(function*() {
+        const a = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.apiError(status, "api_error", "busy")))
+        const fiber = yield* Effect.fork((yield* anthropic(a.url)).complete(request))
+        yield* a.awaitRequests(1)
+        yield* advanceTo(1_000)
+        yield* a.awaitRequests(2)
+        yield* advanceTo(3_000)
+        const error = yield* failureOf(fiber)
+        expect(error.reason).toBe("timeout")
+        expect(error.misconfigured).toBeUndefined()
+        expect(yield* a.requests).toHaveLength(3)
+      })))
+  }
+
+  it.scoped("a refused connection is retried and names the host it tried, on both brains", () =>
+    withRealHttp(Effect.gen(function*() {
+      for (const [url, make] of [[yield* AnthropicServer.unusedUrl, anthropic], [`${yield* ChatServer.unusedUrl}/v1`, openai]] as const) {
+        const started = (yield* Effect.clockWith((clock) => clock.currentTimeMillis))
+        const fiber = yield* Effect.fork((yield* make(url)).complete(request))
+        yield* advanceTo(started + 1_000)
+        yield* advanceTo(started + 3_000)
+        const error = yield* failureOf(fiber)
+        expect(error.reason).toBe("timeout")
+        expect(error.detail).toContain(`cannot reach ${new URL(url).host}`)
+        expect(error.misconfigured).toBeUndefined()
+      }
+    })))
+})
+
+describe("a turn whose brain is misconfigured", () => {
+  it.scoped("answers that it is misconfigured (not the apology) and stores nothing; other failures keep the apology", () =>
+    Effect.gen(function*() {
+      const misconfigured = { problem: "the API key was refused", setting: "ANTHROPIC_API_KEY" }
+      const h = yield* harness({
+        script: [
+          () => Effect.fail(new BrainError({ reason: "fatal", detail: "HTTP 401", misconfigured })),
+          () => Effect.fail(new BrainError({ reason: "timeout", detail: "gave up after 5 attempts" })),
+          () => Effect.fail(new BrainError({ reason: "fatal", detail: "answer is not JSON" }))
+        ]
+      })
+      expect((yield* h.say("one")).text).toBe(
+        "I can't think right now: my brain is misconfigured (the API key was refused). The log says what to fix."
+      )
+      expect((yield* h.say("two")).text).toBe(APOLOGY)
+      expect((yield* h.say("three")).text).toBe(APOLOGY)
+      expect(h.read("history.jsonl") ?? "").toBe("")
+    }))
+})
+
+describe("the brain FIFO wire", () => {
+  it("keeps {\"error\":\"fatal\"} and adds misconfigured beside it; an older fatal answer stays a plain fatal", () =>
+    Effect.gen(function*() {
+      const frame = brainErrorFrame("fatal", { problem: "the API key was refused", setting: "OPENAI_API_KEY" })
+      expect(frame).toBe(
+        "{\"error\":\"fatal\",\"misconfigured\":{\"problem\":\"the API key was refused\",\"setting\":\"OPENAI_API_KEY\"}}\n\n"
+      )
+      const read = yield* Effect.flip(decodeBrainAnswer(frame.trim()))
+      expect(read.reason).toBe("fatal")
+      expect(read.misconfigured).toEqual({ problem: "the API key was refused", setting: "OPENAI_API_KEY" })
+
+      const older = yield* Effect.flip(decodeBrainAnswer("{\"error\":\"fatal\"}"))
+      expect(older.misconfigured).toBeUndefined()
+      // A misconfigured field that is not {problem, setting} is ignored, the failure kept.
+      const odd = yield* Effect.flip(decodeBrainAnswer("{\"error\":\"fatal\",\"misconfigured\":true}"))
+      expect(odd).toMatchObject({ reason: "fatal" })
+      expect(odd.misconfigured).toBeUndefined()
+    }).pipe(Effect.runPromise))
+})
