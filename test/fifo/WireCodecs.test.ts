@@ -229,7 +229,11 @@ describe("plainBrainAnswer", () => {
         type: "message",
         id: "msg_1"
       },
-      { content: [] }
+      { content: [] },
+      {
+        content: [{ type: "text", text: "cached" }],
+        usage: { cache_read_input_tokens: 900, output_tokens: 7, input_tokens: 12, cache_creation_input_tokens: null }
+      }
     ]
     for (const answer of answers) {
       const plain = plainBrainAnswer(answer)
@@ -247,6 +251,8 @@ describe("plainBrainAnswer", () => {
       { content: "text" },
       { id: 1, content: [] },
       { stop_reason: 0, content: [] },
+      { content: [], usage: { input_tokens: "12" } },
+      { content: [], usage: [] },
       [],
       "text"
     ]
