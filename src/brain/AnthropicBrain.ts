@@ -16,20 +16,27 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import { Brain, BrainError, type BrainService, decodeBrainAnswer, type MessagesRequest, preview } from "../Brain.js"
+import {
+  Brain,
+  BrainError,
+  type BrainService,
+  decodeBrainAnswer,
+  type MessagesRequest,
+  type MessagesResponse,
+  preview
+} from "../Brain.js"
 import { MissingSetting } from "../config/MissingSetting.js"
 import { headerSecret } from "../config/Secrets.js"
 import { errnoCode } from "../Errors.js"
 import { isJsonObject } from "../Json.js"
 import { DebugConfig } from "../Logging.js"
 import {
+  type AnswerReading,
   attemptExchange,
   baseUrlConfig,
   BrainRetryConfig,
-  parseRetryAfter,
   postJson,
-  RETRYABLE_STATUSES,
-  RetryableFailure,
+  judgeAnswer,
   withRetries
 } from "./BrainRetry.js"
 
@@ -118,29 +125,20 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
       debug
     }
 
+    const reading = (model: string): AnswerReading<MessagesResponse> => ({
+      decode: (body) =>
+        decodeBrainAnswer(body).pipe(
+          Effect.mapError((error) => new BrainError({ reason: error.reason, detail: scrub(error.detail) }))
+        ),
+      said: (body) => scrub(describeErrorBody(body)),
+      permanent: (status) => {
+        const wrong = misconfiguration(status, model)
+        return wrong === undefined ? {} : { fix: wrong.fix, misconfigured: { problem: wrong.problem, setting: wrong.setting } }
+      }
+    })
+
     const attempt = (body: string, model: string, number: number) =>
-      attemptExchange(postJson(client, url, headers, body), config.timeout, number, report, (answer, now, after) =>
-        Effect.gen(function*() {
-          const { retryAfter, status } = answer
-          if (status >= 200 && status < 300) {
-            yield* debug(`${after}: HTTP ${status}`)
-            yield* debug(`response ${answer.body}`)
-            return yield* decodeBrainAnswer(answer.body).pipe(
-              Effect.mapError((error) => new BrainError({ reason: error.reason, detail: scrub(error.detail) }))
-            )
-          }
-          const detail = `HTTP ${status}: ${scrub(describeErrorBody(answer.body))}`
-          yield* debug(`${after}: ${detail}`)
-          if (RETRYABLE_STATUSES.has(status)) {
-            return yield* new RetryableFailure({ detail, retryAfter: parseRetryAfter(retryAfter, now) })
-          }
-          const wrong = misconfiguration(status, model)
-          return yield* new BrainError({
-            reason: "fatal",
-            detail: wrong === undefined ? detail : `${detail} (${wrong.fix})`,
-            ...(wrong !== undefined ? { misconfigured: { problem: wrong.problem, setting: wrong.setting } } : {})
-          })
-        }))
+      attemptExchange(postJson(client, url, headers, body), config.timeout, number, report, judgeAnswer(reading(model), debug))
 
     const complete = (request: MessagesRequest) =>
       Effect.gen(function*() {

@@ -19,7 +19,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
-import { BrainError } from "../Brain.js"
+import { BrainError, type Misconfigured } from "../Brain.js"
 import { integerIn, secondsIn } from "../config/ConfigRange.js"
 
 /** Seconds per HTTP attempt; also read by the agent's patience on the brain pipes (Bridges). */
@@ -157,6 +157,47 @@ export const attemptExchange = <A>(
     const detail = error._tag === "TimeoutException" ? report.noAnswer : report.scrub(report.unreachable(error))
     yield* report.debug(`${after}: ${detail}`)
     return yield* new RetryableFailure({ detail, retryAfter: Option.none() })
+  })
+
+/** How one brain reads an HTTP answer: its body when it succeeded, and what a failed one means. */
+export interface AnswerReading<A> {
+  readonly decode: (body: string) => Effect.Effect<A, BrainError>
+  /** The API's own words from an error body, scrubbed of the key. */
+  readonly said: (body: string) => string
+  /** Statuses worth another attempt (beyond RETRYABLE_STATUSES). */
+  readonly retryable?: (status: number) => boolean
+  /** For a status that will not change its mind: what to fix, and which setting is wrong. */
+  readonly permanent: (status: number) => { readonly fix?: string; readonly misconfigured?: Misconfigured }
+}
+
+/**
+ * One answer judged the same way for every HTTP brain: 2xx is decoded, a
+ * transient status retried (honouring retry-after), anything else a fatal
+ * BrainError that says what to fix, never a secret.
+ */
+export const judgeAnswer = <A>(
+  reading: AnswerReading<A>,
+  debug: (line: string) => Effect.Effect<void>
+) =>
+(answer: HttpAnswer, nowMillis: number, after: string): Effect.Effect<A, AttemptFailure> =>
+  Effect.gen(function*() {
+    const { retryAfter, status } = answer
+    if (status >= 200 && status < 300) {
+      yield* debug(`${after}: HTTP ${status}`)
+      yield* debug(`response ${answer.body}`)
+      return yield* reading.decode(answer.body)
+    }
+    const detail = `HTTP ${status}: ${reading.said(answer.body)}`
+    yield* debug(`${after}: ${detail}`)
+    if (RETRYABLE_STATUSES.has(status) || reading.retryable?.(status) === true) {
+      return yield* new RetryableFailure({ detail, retryAfter: parseRetryAfter(retryAfter, nowMillis) })
+    }
+    const { fix, misconfigured } = reading.permanent(status)
+    return yield* new BrainError({
+      reason: "fatal",
+      detail: fix === undefined ? detail : `${detail} (${fix})`,
+      ...(misconfigured === undefined ? {} : { misconfigured })
+    })
   })
 
 /**

@@ -34,13 +34,12 @@ import { errnoCode } from "../Errors.js"
 import { isJsonObject } from "../Json.js"
 import { DebugConfig } from "../Logging.js"
 import {
+  type AnswerReading,
   attemptExchange,
   baseUrlConfig,
   BrainRetryConfig,
-  parseRetryAfter,
   postJson,
-  RETRYABLE_STATUSES,
-  RetryableFailure,
+  judgeAnswer,
   withRetries
 } from "./BrainRetry.js"
 import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
@@ -201,27 +200,19 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
       debug
     }
 
+    const reading = (model: string): AnswerReading<MessagesResponse> => ({
+      decode,
+      said: (body) => scrub(apiMessage(body)),
+      // Any 5xx: local servers answer odd ones (501 while loading a model).
+      retryable: (status) => status >= 500,
+      permanent: (status) => {
+        const wrong = misconfigured(status)
+        return { fix: advice(status, model), ...(wrong === undefined ? {} : { misconfigured: wrong }) }
+      }
+    })
+
     const attempt = (body: string, model: string, number: number) =>
-      attemptExchange(postJson(client, url, headers, body), config.timeout, number, report, (answer, now, after) =>
-        Effect.gen(function*() {
-          const { retryAfter, status } = answer
-          if (status >= 200 && status < 300) {
-            yield* debug(`${after}: HTTP ${status}`)
-            yield* debug(`response ${answer.body}`)
-            return yield* decode(answer.body)
-          }
-          const said = `HTTP ${status}: ${scrub(apiMessage(answer.body))}`
-          yield* debug(`${after}: ${said}`)
-          if (RETRYABLE_STATUSES.has(status) || status >= 500) {
-            return yield* new RetryableFailure({ detail: said, retryAfter: parseRetryAfter(retryAfter, now) })
-          }
-          const wrong = misconfigured(status)
-          return yield* new BrainError({
-            reason: "fatal",
-            detail: `${said} (${advice(status, model)})`,
-            ...(wrong !== undefined ? { misconfigured: wrong } : {})
-          })
-        }))
+      attemptExchange(postJson(client, url, headers, body), config.timeout, number, report, judgeAnswer(reading(model), debug))
 
     const complete = (request: MessagesRequest) =>
       Effect.gen(function*() {
