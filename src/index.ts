@@ -53,3 +53,8 @@ export * as RunningAgent from "./fifo/RunningAgent.js"
 export * as RuntimeDir from "./fifo/RuntimeDir.js"
 export * as Serve from "./fifo/Serve.js"
 
+// Many agents in one process, and their HTTP API (not yet a CLI command).
+export * as AgentHost from "./service/AgentHost.js"
+export * as AgentId from "./service/AgentId.js"
+export * as HostError from "./service/HostError.js"
+export * as HttpApi from "./service/HttpApi.js"
