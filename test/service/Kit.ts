@@ -46,6 +46,8 @@ export const hostLayer = (
     Layer.provide(settings({
       PLANCKCLAW_AGENTS_DIR: path.join(root, "agents"),
       PLANCKCLAW_DIR: path.join(root, "memory"),
+      // Requests are checked in their plain shape here (system a string).
+      PLANCKCLAW_PROMPT_CACHE: "0",
       ...values
     }))
   )
