@@ -76,16 +76,19 @@ interface Entry {
   readonly journaled: boolean
 }
 
+/** Replaces the entry `id` by what `change` makes of it; undefined removes it; a missing entry stays missing. */
+const updateEntry = (entries: Map<number, Entry>, id: number, change: (entry: Entry) => Entry | undefined): void => {
+  const entry = entries.get(id)
+  if (entry === undefined) return
+  const next = change(entry)
+  if (next === undefined) entries.delete(id)
+  else entries.set(id, next)
+}
+
 /** Replays the journal: every message not finished, in acceptance order. */
 const replayEntries = (text: string): Map<number, Entry> => {
   const entries = new Map<number, Entry>()
-  const update = (id: number, change: (entry: Entry) => Entry | undefined) => {
-    const entry = entries.get(id)
-    if (entry === undefined) return
-    const next = change(entry)
-    if (next === undefined) entries.delete(id)
-    else entries.set(id, next)
-  }
+  const update = (id: number, change: (entry: Entry) => Entry | undefined) => updateEntry(entries, id, change)
   for (const line of text.split("\n")) {
     const record = decodeRecord(line)
     if (Option.isNone(record)) continue
@@ -225,13 +228,7 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
           : write(record)
       )
 
-    const change = (id: number, next: (entry: Entry) => Entry | undefined) => {
-      const entry = entries.get(id)
-      if (entry === undefined) return
-      const changed = next(entry)
-      if (changed === undefined) entries.delete(id)
-      else entries.set(id, changed)
-    }
+    const change = (id: number, next: (entry: Entry) => Entry | undefined) => updateEntry(entries, id, next)
 
     const service: InboxService = {
       recovered: [...entries.values()].filter((entry) => !entry.delivered).map((entry) => entry.pending),
