@@ -13,20 +13,18 @@ import * as Option from "effect/Option"
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Agent from "./Agent.js"
+import { brainOption, debugFlags, debugOption, runFlags, withSettings } from "./CliSettings.js"
 import * as AnthropicBrain from "./brain/AnthropicBrain.js"
 import * as FifoBrain from "./brain/FifoBrain.js"
 import * as Bridges from "./Bridges.js"
 import * as FifoClaws from "./claws/FifoClaws.js"
 import * as ScriptClaws from "./claws/ScriptClaws.js"
-import * as ConfigFile from "./config/ConfigFile.js"
-import * as Secrets from "./config/Secrets.js"
 import type { FifoPaths } from "./fifo/FifoPaths.js"
 import * as Handover from "./fifo/Handover.js"
 import * as RunningAgent from "./fifo/RunningAgent.js"
 import * as RuntimeDir from "./fifo/RuntimeDir.js"
 import * as Intake from "./Intake.js"
 import * as FifoInteract from "./interact/FifoInteract.js"
-import * as Logging from "./Logging.js"
 import * as Compactor from "./memory/Compactor.js"
 import * as Memory from "./memory/Memory.js"
 import * as UsageLedger from "./memory/UsageLedger.js"
@@ -40,47 +38,10 @@ const bridgeOption = Options.text("bridge").pipe(
     "interact bridge: cli (terminal), discord, none (nothing serves the interact pipes) or a path to an executable"
   )
 )
-const brainOption = Options.text("brain").pipe(
-  Options.optional,
-  Options.withDescription(
-    "brain bridge: anthropic, openai (any Chat Completions API), none (an outside process serves the brain pipes) " +
-      "or an executable; default PLANCKCLAW_BRAIN, else anthropic"
-  )
-)
 const clawOption = Options.text("claw").pipe(
   Options.withDefault("scripts"),
   Options.withDescription("claw bridge: scripts (CLAWS_DIR/*.sh), none (served from outside) or an executable")
 )
-const debugOption = Options.boolean("debug").pipe(
-  Options.withDescription("print brain payloads and HTTP statuses to stderr (same as PLANCKCLAW_DEBUG=1)")
-)
-
-/**
- * Reads config.env, the environment and flags into the ConfigProvider, and
- * sets up logging. The secrets leave the process's environment first (see
- * Secrets.withdraw), before anything is started that could read it.
- */
-const withSettings = (flags: Map<string, string>) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.gen(function*() {
-    const file = yield* ConfigFile.read(path.resolve("config.env"))
-    const withdrawn = yield* Secrets.withdraw(Secrets.secretNames.flatMap((name) => file.get(name) ?? []))
-    const provider = ConfigFile.provider({ file, environment: process.env, withdrawnSecrets: withdrawn.secrets, flags })
-    const debug = yield* Logging.DebugConfig.pipe(Effect.withConfigProvider(provider))
-    const warning = withdrawn.notWiped === undefined ? Effect.void : Effect.logWarning(
-      `cannot wipe the secrets from this process's start-up environment (${withdrawn.notWiped}): processes of this ` +
-        "user, claws included, can read them in /proc; put them in config.env rather than the environment"
-    )
-    return yield* Effect.zipRight(warning, effect).pipe(
-      Effect.withConfigProvider(provider),
-      Effect.provide(Logging.layer(debug))
-    )
-  })
-
-const debugFlags = (debug: boolean) => new Map(debug ? [["PLANCKCLAW_DEBUG", "1"]] : [])
-
-/** `run`'s flags as settings: `--brain` overrides PLANCKCLAW_BRAIN. */
-const runFlags = (options: { readonly debug: boolean; readonly brain: Option.Option<string> }) =>
-  new Map([...debugFlags(options.debug), ...Option.toArray(options.brain).map((brain) => ["PLANCKCLAW_BRAIN", brain] as const)])
 
 /**
  * The agent on the near ends of the pipes: it speaks only through them. Its
