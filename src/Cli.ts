@@ -1,5 +1,5 @@
 /**
- * The command line: `planckclaw run | compact | tools`. Layers are composed
+ * The command line: `planckclaw run | serve | compact | tools | usage | bridge`. Layers are composed
  * here, at the edge, from the choices the flags make.
  */
 import * as path from "node:path"
@@ -13,6 +13,11 @@ import * as Option from "effect/Option"
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Agent from "./Agent.js"
+import * as AgentHost from "./service/AgentHost.js"
+import * as AgentId from "./service/AgentId.js"
+import * as AgentSettings from "./service/AgentSettings.js"
+import * as AgentStatus from "./service/AgentStatus.js"
+import { serve } from "./ServeCommand.js"
 import { brainOption, debugFlags, debugOption, runFlags, withSettings } from "./CliSettings.js"
 import * as AnthropicBrain from "./brain/AnthropicBrain.js"
 import * as FifoBrain from "./brain/FifoBrain.js"
@@ -108,9 +113,33 @@ const run = Command.make("run", runOptions, () =>
     Command.withDescription("Run the agent: answer messages from the chosen bridge until its input ends.")
   )
 
+const agentOption = Options.text("agent").pipe(
+  Options.optional,
+  Options.withDescription("compact agent ID of PLANCKCLAW_AGENTS_DIR (as `planckclaw serve` hosts it) instead of PLANCKCLAW_DIR")
+)
+
+/**
+ * With `--agent ID`: the settings of agent ID as the service reads them (its
+ * directory as PLANCKCLAW_DIR, its config.env over the host's settings).
+ */
+const forAgent = (agent: Option.Option<string>) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Option.match(agent, {
+    onNone: () => effect,
+    onSome: (raw) =>
+      Effect.gen(function*() {
+        const id = yield* AgentId.parse(raw)
+        const directory = path.join((yield* AgentHost.HostConfig).agentsDir, id)
+        if (!AgentStatus.isAgentDirectory(directory)) {
+          return yield* new AgentHost.HostError({ reason: "not-found", id, message: `no agent ${id}: ${directory} is not a directory` })
+        }
+        const provider = yield* AgentSettings.provider(id, directory, yield* Effect.configProviderWith(Effect.succeed))
+        return yield* Effect.withConfigProvider(effect, provider)
+      })
+  })
+
 const compact = Command.make(
   "compact",
-  { debug: debugOption },
+  { debug: debugOption, agent: agentOption },
   (options) =>
     Effect.gen(function*() {
       // Compaction runs on its own, without the pipes: it talks to the API directly.
@@ -142,8 +171,8 @@ const compact = Command.make(
               (done.skipped > 0 ? `; dropped ${done.skipped} undecodable lines` : "") + "."
           )
       })
-    }).pipe(withSettings(debugFlags(options.debug)))
-).pipe(Command.withDescription("Fold old history into summary.md now (safe while a run is active)."))
+    }).pipe(forAgent(options.agent), withSettings(debugFlags(options.debug)))
+).pipe(Command.withDescription("Fold old history into summary.md now (safe while a run or serve is active)."))
 
 const tools = Command.make("tools", {}, () =>
   Effect.gen(function*() {
@@ -219,7 +248,7 @@ const bridge = Command.make("bridge", { name: Args.choice(builtinNames.map((name
 
 export const command = Command.make("planckclaw").pipe(
   Command.withDescription("A personal AI agent: terminal or Discord, Claude or any Chat Completions model, shell-script claws, self-compacting memory."),
-  Command.withSubcommands([run, compact, tools, usage, bridge])
+  Command.withSubcommands([run, serve, compact, tools, usage, bridge])
 )
 
 export const cli = (version: string) => Command.run(command, { name: "planckclaw", version })

@@ -1,0 +1,60 @@
+/**
+ * `planckclaw serve`: every agent under PLANCKCLAW_AGENTS_DIR in one
+ * process, behind the HTTP API. The brain is called and the claws run in
+ * process (no FIFOs): the built-in brain adapter `--brain` or
+ * PLANCKCLAW_BRAIN names, and the scripts of CLAWS_DIR. Runs until stopped
+ * (SIGINT, SIGTERM, SIGHUP).
+ */
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Bridges from "./Bridges.js"
+import * as ScriptClaws from "./claws/ScriptClaws.js"
+import { brainOption, debugOption, runFlags, withSettings } from "./CliSettings.js"
+import * as AgentHost from "./service/AgentHost.js"
+import * as HttpApi from "./service/HttpApi.js"
+
+/** A `--http` value that is no HOST:PORT. */
+export class ListenFlagError extends Data.TaggedError("ListenFlagError")<{ readonly message: string }> {}
+
+const httpOption = Options.text("http").pipe(
+  Options.withDefault(`${HttpApi.DEFAULT_LISTEN.host}:${HttpApi.DEFAULT_LISTEN.port}`),
+  Options.withDescription(
+    "where the HTTP API listens, HOST:PORT ([::1]:PORT for IPv6; port 0 picks a free one); a non-loopback host " +
+      "needs PLANCKCLAW_HTTP_TOKEN"
+  )
+)
+
+/** The built-in brain the settings choose; `none` or an executable cannot serve in process. */
+const inProcessBrain = Effect.gen(function*() {
+  const brain = yield* Effect.flatMap(Bridges.BrainChoiceConfig, (name) => Bridges.choose("brain", name, Bridges.brainNames))
+  if (brain._tag !== "Builtin") {
+    return yield* new Bridges.BridgeChoiceError({
+      reason: "unknown",
+      message: "planckclaw serve calls a built-in brain in process: use --brain anthropic or --brain openai"
+    })
+  }
+  return Bridges.brainAdapters[brain.name]
+})
+
+export const serve = Command.make("serve", { http: httpOption, brain: brainOption, debug: debugOption }, (options) =>
+  Effect.gen(function*() {
+    const listen = yield* Either.match(HttpApi.parseListen(options.http), {
+      onLeft: (message) => Effect.fail(new ListenFlagError({ message })),
+      onRight: Effect.succeed
+    })
+    const brain = yield* inProcessBrain
+    // Brain and claws are built once and shared by every agent; the HTTP
+    // layer logs "HTTP API on HOST:PORT" once it listens.
+    yield* Layer.launch(HttpApi.layer(listen).pipe(
+      Layer.provide(AgentHost.layer),
+      Layer.provide(Layer.merge(brain, ScriptClaws.layer))
+    ))
+  }).pipe(withSettings(runFlags(options)))).pipe(
+    Command.withDescription(
+      "Serve every agent of PLANCKCLAW_AGENTS_DIR over the HTTP API, in one process, until stopped."
+    )
+  )
