@@ -31,8 +31,9 @@ const refuse = (code: number, message: string): Effect.Effect<number> =>
 /**
  * Expected failures print one line and pick the exit code: 2 for what the
  * settings or flags must change, 1 for the state of the machine (a directory
- * in use, a run that is gone, a failed compaction). Anything else is a bug
- * and shows its cause; an interruption (Ctrl-C, SIGTERM) is a clean stop.
+ * in use, a run that is gone, a failed compaction, an address already
+ * taken). Anything else is a bug and shows its cause; an interruption
+ * (Ctrl-C, SIGTERM) is a clean stop.
  */
 const main = cli(version)(process.argv).pipe(
   Effect.as(0),
@@ -54,6 +55,12 @@ const main = cli(version)(process.argv).pipe(
     CompactionFailed: (failure) => refuse(1, `compaction failed, memory unchanged: ${failure.message}`),
     PricesError: (error) => refuse(2, error.message),
     UsageSinceError: (error) => refuse(2, error.message),
+    AgentIdRefused: (error) => refuse(2, error.message),
+    ListenFlagError: (error) => refuse(2, error.message),
+    HttpListenRefused: (error) => refuse(2, error.message),
+    // The HTTP server could not listen (an address in use, one this machine does not have).
+    ServeError: (error) => refuse(1, `cannot start the HTTP API: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`),
+    HostError: (error) => refuse(1, error.message),
   }),
   Effect.provide(NodeContext.layer),
   Effect.provide(Logging.layer(false)),
