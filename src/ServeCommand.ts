@@ -47,6 +47,8 @@ export const serve = Command.make("serve", { http: httpOption, brain: brainOptio
       onRight: Effect.succeed
     })
     const brain = yield* inProcessBrain
+    // Before the host starts (and answers what a previous run left): HttpApi.layer is built after it.
+    yield* HttpApi.guard(listen)
     // Brain and claws are built once and shared by every agent; the HTTP
     // layer logs "HTTP API on HOST:PORT" once it listens.
     yield* Layer.launch(HttpApi.layer(listen).pipe(

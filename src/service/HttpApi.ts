@@ -201,6 +201,21 @@ export const app = Effect.gen(function*() {
 })
 
 /**
+ * Refuses a non-loopback address without PLANCKCLAW_HTTP_TOKEN. `layer` runs
+ * it too; a command runs it first, before the agent host `layer` needs is
+ * started.
+ */
+export const guard = (listen: Listen): Effect.Effect<void, HttpListenRefused | ConfigError.ConfigError> =>
+  Effect.flatMap(HttpConfig, (config) =>
+    !isLoopback(listen.host) && Option.isNone(config.token)
+      ? new HttpListenRefused({
+        host: listen.host,
+        message: `refusing to listen on ${listen.host}, which is not a loopback address, without PLANCKCLAW_HTTP_TOKEN: ` +
+          "set a token, or listen on 127.0.0.1"
+      })
+      : Effect.void)
+
+/**
  * Serves the API on `listen` (port 0: any free port; the HttpServer in the
  * output tells which). Refuses a non-loopback address without a token.
  */
@@ -210,14 +225,7 @@ export const layer = (listen: Listen): Layer.Layer<
   AgentHost
 > =>
   Layer.unwrapEffect(Effect.gen(function*() {
-    const config = yield* HttpConfig
-    if (!isLoopback(listen.host) && Option.isNone(config.token)) {
-      return yield* new HttpListenRefused({
-        host: listen.host,
-        message: `refusing to listen on ${listen.host}, which is not a loopback address, without PLANCKCLAW_HTTP_TOKEN: ` +
-          "set a token, or listen on 127.0.0.1"
-      })
-    }
+    yield* guard(listen)
     const served = yield* app
     const announce = Layer.effectDiscard(
       HttpServer.addressWith((address) =>
