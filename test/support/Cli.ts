@@ -31,6 +31,8 @@ export interface Running {
   readonly closeInput: Effect.Effect<void>
   /** Resolves once stdout holds `count` lines. */
   readonly lines: (count: number) => Effect.Effect<Array<string>>
+  /** What the command has written to stderr so far. */
+  readonly stderrSoFar: Effect.Effect<string>
   readonly done: Effect.Effect<CliResult>
 }
 
@@ -65,6 +67,7 @@ export const start = (args: ReadonlyArray<string>, options: { cwd: string; env: 
           }
           check()
         }),
+      stderrSoFar: Effect.sync(() => stderr),
       done: Effect.promise(() => exited)
     }
     return running
