@@ -13,7 +13,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Bridges from "./Bridges.js"
 import * as ScriptClaws from "./claws/ScriptClaws.js"
-import { brainOption, debugOption, runFlags, withSettings } from "./CliSettings.js"
+import { debugOption, runFlags, withSettings } from "./CliSettings.js"
 import * as AgentHost from "./service/AgentHost.js"
 import * as HttpApi from "./service/HttpApi.js"
 
@@ -25,6 +25,13 @@ const httpOption = Options.text("http").pipe(
   Options.withDescription(
     "where the HTTP API listens, HOST:PORT ([::1]:PORT for IPv6; port 0 picks a free one); a non-loopback host " +
       "needs PLANCKCLAW_HTTP_TOKEN"
+  )
+)
+
+const brainOption = Options.text("brain").pipe(
+  Options.optional,
+  Options.withDescription(
+    "the brain, called in process: anthropic or openai (any Chat Completions API); default PLANCKCLAW_BRAIN, else anthropic"
   )
 )
 
