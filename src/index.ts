@@ -53,7 +53,7 @@ export * as RunningAgent from "./fifo/RunningAgent.js"
 export * as RuntimeDir from "./fifo/RuntimeDir.js"
 export * as Serve from "./fifo/Serve.js"
 
-// Many agents in one process, and their HTTP API (not yet a CLI command).
+// Many agents in one process, and their HTTP API (what `planckclaw serve` runs).
 export * as AgentHost from "./service/AgentHost.js"
 export * as AgentId from "./service/AgentId.js"
 export * as HostError from "./service/HostError.js"
