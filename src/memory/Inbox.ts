@@ -288,12 +288,8 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
     return Effect.succeed({ service, close: drop })
   })
 
-/** The journal's descriptor stays open for the life of the process: for one-shot use; else makeScoped. */
-export const make = (directory: string): Effect.Effect<InboxService, MemoryError> =>
-  Effect.map(open(directory), (opened) => opened.service)
-
 /** The inbox whose journal descriptor is closed with its scope. */
-export const makeScoped = (directory: string): Effect.Effect<InboxService, MemoryError, Scope.Scope> =>
+export const make = (directory: string): Effect.Effect<InboxService, MemoryError, Scope.Scope> =>
   Effect.map(
     Effect.acquireRelease(open(directory), (opened) => Effect.sync(opened.close)),
     (opened) => opened.service
@@ -302,5 +298,5 @@ export const makeScoped = (directory: string): Effect.Effect<InboxService, Memor
 /** Scoped: releasing the layer (an agent released by the service) closes the journal. */
 export const layer: Layer.Layer<Inbox, import("effect/ConfigError").ConfigError | MemoryError> = Layer.scoped(
   Inbox,
-  Effect.flatMap(MemoryConfig, makeScoped)
+  Effect.flatMap(MemoryConfig, make)
 )

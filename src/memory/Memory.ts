@@ -154,14 +154,10 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
 
 /**
  * The history store on a memory directory; FoldStore.make on the same
- * `memoryDir` shares its lock. Its descriptors stay open for the life of
- * the process: for one-shot use; a store that is released uses fromDirScoped.
+ * `memoryDir` shares its lock. Its held descriptors (history, ledger) are
+ * closed with its scope.
  */
-export const fromDir = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions = {}): Effect.Effect<MemoryService> =>
-  Effect.map(open(memoryDir, options), (opened) => opened.service)
-
-/** The history store whose held descriptors (history, ledger) are closed with its scope. */
-export const fromDirScoped = (
+export const fromDir = (
   memoryDir: MemoryDir.MemoryDir,
   options: MemoryOptions = {}
 ): Effect.Effect<MemoryService, never, Scope.Scope> =>
@@ -170,11 +166,8 @@ export const fromDirScoped = (
     (opened) => opened.service
   )
 
-export const make = (directory: string, options: MemoryOptions = {}): Effect.Effect<MemoryService> =>
+export const make = (directory: string, options: MemoryOptions = {}): Effect.Effect<MemoryService, never, Scope.Scope> =>
   Effect.flatMap(MemoryDir.make(directory), (memoryDir) => fromDir(memoryDir, options))
-
-export const makeScoped = (directory: string, options: MemoryOptions = {}): Effect.Effect<MemoryService, never, Scope.Scope> =>
-  Effect.flatMap(MemoryDir.make(directory), (memoryDir) => fromDirScoped(memoryDir, options))
 
 /** Memory on PLANCKCLAW_DIR. Scoped: releasing the layer (an agent released by the service) closes its descriptors. */
 export const layerWith = (
@@ -185,7 +178,7 @@ export const layerWith = (
     Effect.gen(function*() {
       const directory = yield* MemoryConfig
       yield* ensureWritable(directory)
-      return yield* makeScoped(directory, options)
+      return yield* make(directory, options)
     })
   )
 

@@ -70,7 +70,7 @@ describe("snapshot caches", () => {
       const host = yield* tempDir()
       const fallbackSoulFile = path.join(host, "soul.md")
       const file = (name: string) => path.join(directory, name)
-      const memory = yield* Memory.makeScoped(directory, { fallbackSoulFile })
+      const memory = yield* Memory.make(directory, { fallbackSoulFile })
       expect((yield* memory.snapshot(10)).soul).toBe(Memory.DEFAULT_SOUL)
       fs.writeFileSync(fallbackSoulFile, "host persona A\n")
       expect((yield* memory.snapshot(10)).soul).toBe("host persona A")
