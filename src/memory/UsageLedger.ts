@@ -20,6 +20,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { Brain, type BrainService, type MessagesRequest, type MessagesResponse, systemText } from "../Brain.js"
 import { BrainLabelConfig } from "../brain/BrainChoice.js"
 import { COMPACTION_SYSTEM } from "../Prompt.js"
@@ -64,16 +65,44 @@ export const lineOf = (
   cache_read: count(response.usage?.cache_read_input_tokens)
 })
 
-/** Appends lines whole; after a torn last line (a crash mid-write), on a line of their own. */
-export const append = (file: string, lines: ReadonlyArray<UsageLine>): Either.Either<void, SafeFile.MemoryFileError> =>
-  SafeFile.withFile(file, SafeFile.flags.append, (fd) =>
-    Either.flatMap(
-      Either.try({ try: () => ({ whole: endsWithNewline(fd), size: fs.fstatSync(fd).size }), catch: (e) => SafeFile.failed(file, e) }),
-      ({ size, whole }) => {
-        const text = lines.map((line) => `${JSON.stringify(line)}\n`).join("")
-        return SafeFile.appendAll(fd, file, Buffer.from(whole ? text : `\n${text}`, "utf8"), size)
-      }
-    ))
+const encode = (lines: ReadonlyArray<UsageLine>): string => lines.map((line) => `${JSON.stringify(line)}\n`).join("")
+
+/**
+ * An appender that holds the ledger open between answers, as history's is:
+ * one `statx` of the path (a file replaced or removed by hand is opened
+ * anew) and one `write` per answer; the last byte is read only when the
+ * file is not where our own last line left it. `close` releases it.
+ */
+export const heldAppender = (file: string) => {
+  let held: { readonly fd: number; readonly ino: number; end: number } | undefined
+  const close = () => {
+    const fd = held?.fd
+    held = undefined
+    if (fd !== undefined) Either.try(() => fs.closeSync(fd))
+  }
+  const append = (lines: ReadonlyArray<UsageLine>): Either.Either<void, SafeFile.MemoryFileError> => {
+    const stat = Either.try(() => fs.lstatSync(file, { throwIfNoEntry: false }))
+    if (held === undefined || Either.isLeft(stat) || stat.right?.ino !== held.ino) {
+      close()
+      const opened = SafeFile.openWithStat(file, SafeFile.flags.append)
+      if (Either.isLeft(opened)) return opened
+      held = { fd: opened.right.fd, ino: opened.right.stat.ino, end: -1 }
+    }
+    const current = held
+    const sized = Either.isRight(stat) && stat.right !== undefined && stat.right.ino === current.ino
+      ? Either.right(stat.right.size)
+      : Either.try({ try: () => fs.fstatSync(current.fd).size, catch: (error) => SafeFile.failed(file, error) })
+    if (Either.isLeft(sized)) return sized
+    const size = sized.right
+    // A line torn by a crash: the next one starts on a line of its own.
+    const whole = size === current.end || Either.getOrElse(Either.try(() => endsWithNewline(current.fd)), () => true)
+    const bytes = Buffer.from(whole ? encode(lines) : `\n${encode(lines)}`, "utf8")
+    const written = SafeFile.appendAll(current.fd, file, bytes, size)
+    current.end = Either.isRight(written) ? size + bytes.length : -1
+    return written
+  }
+  return { append, close }
+}
 
 const decodeLine = Schema.decodeUnknownOption(Schema.parseJson(UsageLine))
 
@@ -92,27 +121,31 @@ export const read = (file: string): Either.Either<{ readonly lines: Array<UsageL
   })
 
 /** `brain` with every answer recorded in `file`; a failed write is logged once and never fails the call. */
-export const recording = (brain: BrainService, file: string, label: string): Effect.Effect<BrainService> =>
-  Effect.map(Ref.make(false), (warned) => ({
-    complete: (request) =>
-      Effect.gen(function*() {
-        const started = yield* Clock.currentTimeMillis
-        const response = yield* brain.complete(request)
-        const ended = yield* Clock.currentTimeMillis
-        const written = append(file, [lineOf(request, response, label, started, ended)])
-        if (Either.isLeft(written) && !(yield* Ref.getAndSet(warned, true))) {
-          yield* Effect.logWarning(`usage ledger not written (${written.left.message}); turns go on without it`)
-        }
-        return response
-      })
-  }))
+export const recording = (brain: BrainService, file: string, label: string): Effect.Effect<BrainService, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const warned = yield* Ref.make(false)
+    const ledger = yield* Effect.acquireRelease(Effect.sync(() => heldAppender(file)), (held) => Effect.sync(held.close))
+    return {
+      complete: (request) =>
+        Effect.gen(function*() {
+          const started = yield* Clock.currentTimeMillis
+          const response = yield* brain.complete(request)
+          const ended = yield* Clock.currentTimeMillis
+          const written = ledger.append([lineOf(request, response, label, started, ended)])
+          if (Either.isLeft(written) && !(yield* Ref.getAndSet(warned, true))) {
+            yield* Effect.logWarning(`usage ledger not written (${written.left.message}); turns go on without it`)
+          }
+          return response
+        })
+    } satisfies BrainService
+  })
 
 /**
  * The Brain, recording into the memory directory's ledger: provide it the
  * bridge's Brain and the Memory, and it provides the Brain the agent and
- * the compactor use.
+ * the compactor use. The ledger's descriptor is closed with the layer.
  */
-export const layer: Layer.Layer<Brain, ConfigError.ConfigError, Brain | Memory> = Layer.effect(
+export const layer: Layer.Layer<Brain, ConfigError.ConfigError, Brain | Memory> = Layer.scoped(
   Brain,
   Effect.gen(function*() {
     const memory = yield* Memory
