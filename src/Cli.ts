@@ -34,6 +34,7 @@ import * as Compactor from "./memory/Compactor.js"
 import * as Memory from "./memory/Memory.js"
 import * as UsageLedger from "./memory/UsageLedger.js"
 import * as MemoryHold from "./MemoryHold.js"
+import { doctor } from "./doctor/DoctorCommand.js"
 import * as Prices from "./usage/Prices.js"
 import * as UsageReport from "./usage/UsageReport.js"
 
@@ -248,7 +249,7 @@ const bridge = Command.make("bridge", { name: Args.choice(builtinNames.map((name
 
 export const command = Command.make("planckclaw").pipe(
   Command.withDescription("A personal AI agent: terminal or Discord, Claude or any Chat Completions model, shell-script claws, self-compacting memory."),
-  Command.withSubcommands([run, serve, compact, tools, usage, bridge])
+  Command.withSubcommands([run, serve, compact, tools, usage, bridge, doctor])
 )
 
 export const cli = (version: string) => Command.run(command, { name: "planckclaw", version })

@@ -1,0 +1,74 @@
+/**
+ * One bounded GET for doctor's network checks (the brain's API, Discord):
+ * an answer with its status and body, a server that could not be reached,
+ * or no answer within `probeTimeout`. Never retried: doctor reports what it
+ * saw once, quickly.
+ */
+import * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import { preview } from "../Brain.js"
+import { describeError, errnoCode } from "../Errors.js"
+import { isJsonObject } from "../Json.js"
+
+export const probeTimeout = Duration.seconds(10)
+
+export type ProbeResult =
+  | { readonly _tag: "Answered"; readonly status: number; readonly body: string }
+  | { readonly _tag: "Unreachable"; readonly detail: string }
+  | { readonly _tag: "NoAnswer" }
+
+/** The innermost system error of a failed fetch (`fetch failed` wraps `connect ECONNREFUSED …`). */
+const transportDetail = (error: HttpClientError.HttpClientError): string => {
+  let cause: unknown = error.cause
+  while (cause instanceof Error && cause.cause instanceof Error) cause = cause.cause
+  const code = errnoCode(cause)
+  const message = cause === undefined ? error.message : describeError(cause)
+  return preview(code !== undefined && !message.includes(code) ? `${message} (${code})` : message)
+}
+
+/** GET `url` with `headers`, bounded by `probeTimeout`; never fails. */
+export const get = (url: string, headers: Record<string, string>): Effect.Effect<ProbeResult, never, HttpClient.HttpClient> =>
+  Effect.flatMap(HttpClient.HttpClient, (client) =>
+    HttpClientRequest.get(url).pipe(
+      HttpClientRequest.setHeaders(headers),
+      client.execute,
+      Effect.flatMap((response) => Effect.map(response.text, (body) => ({ status: response.status, body }))),
+      Effect.timeoutOption(probeTimeout),
+      Effect.map(Option.match({
+        onNone: (): ProbeResult => ({ _tag: "NoAnswer" }),
+        onSome: ({ body, status }): ProbeResult => ({ _tag: "Answered", status, body })
+      })),
+      Effect.catchAll((error) => Effect.succeed<ProbeResult>({ _tag: "Unreachable", detail: transportDetail(error) }))
+    ))
+
+/** A JSON body, or undefined. */
+export const json = (body: string): unknown => Either.getOrUndefined(Either.try(() => JSON.parse(body) as unknown))
+
+/** The API's own words from an error body (`{"error":{"type","message"}}`, `{"message"}`), or an excerpt of it. */
+export const apiWords = (body: string): string => {
+  const parsed = json(body)
+  const error = isJsonObject(parsed) ? parsed.error : undefined
+  const words = isJsonObject(error)
+    ? [error.type, error.message]
+    : isJsonObject(parsed) ? [parsed.message] : typeof error === "string" ? [error] : []
+  const found = words.filter((part): part is string => typeof part === "string")
+  if (found.length > 0) return preview(found.join(": "))
+  return body.trim() === "" ? "(empty body)" : preview(body)
+}
+
+/** A base URL as it may be shown: no user, password, query or trailing slash. */
+export const shownUrl = (raw: string): string => {
+  const url = new URL(raw)
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, "")
+}
+
+/** `text` with every occurrence of `secret` replaced: an error body may echo the key. */
+export const scrub = (text: string, secret: string | undefined): string =>
+  secret === undefined || secret.length < 4 ? text : text.split(secret).join("<redacted>")
+
+export const seconds = Duration.format(probeTimeout)
