@@ -25,6 +25,8 @@ export interface FakeDiscordOptions {
   readonly channelIds: ReadonlyArray<string>
   /** Close code to answer every IDENTIFY with instead of READY (4004, 4014, …). */
   readonly identifyCloseCode?: number
+  /** The application's flags on GET /applications/@me; default: the Message Content intent (limited) on. */
+  readonly applicationFlags?: number
 }
 
 export interface RestRecord {
@@ -185,6 +187,13 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
           })
         }
         if (method === "GET" && path === "/api/v10/users/@me") return reply(200, botUser)
+        if (method === "GET" && path === "/api/v10/applications/@me") {
+          return reply(200, { id: options.botUserId, name: "planckclaw", flags: options.applicationFlags ?? 1 << 19 })
+        }
+        const channelGet = /^\/api\/v10\/channels\/(\d+)$/.exec(path)
+        if (method === "GET" && channelGet !== null && options.channelIds.includes(channelGet[1]!)) {
+          return reply(200, channel(channelGet[1]!))
+        }
         const typing = /^\/api\/v10\/channels\/(\d+)\/typing$/.exec(path)
         if (method === "POST" && typing !== null) return reply(204)
         const messages = /^\/api\/v10\/channels\/(\d+)\/messages$/.exec(path)
