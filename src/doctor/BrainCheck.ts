@@ -143,7 +143,7 @@ export const check: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.Http
   }
   switch (choice.right._tag) {
     case "None":
-      return [skip("brain", "none: an outside process serves the brain pipes; not checked")]
+      return [skip("brain", "not checked: none was chosen (an outside process serves the brain pipes)")]
     case "External":
       return [skip("brain", `served by ${choice.right.path}; not checked`)]
     case "Builtin":

@@ -16,7 +16,7 @@ import { AgentConfig } from "../AgentConfig.js"
 import { BrainChoiceConfig } from "../brain/BrainChoice.js"
 import { BrainRetryConfig } from "../brain/BrainRetry.js"
 import * as ScriptClaws from "../claws/ScriptClaws.js"
-import { withSettings } from "../CliSettings.js"
+import { brainOption, runFlags, withSettings } from "../CliSettings.js"
 import * as ConfigErrors from "../config/ConfigErrors.js"
 import { fifoPathsConfig } from "../fifo/FifoPaths.js"
 import { DebugConfig } from "../Logging.js"
@@ -95,10 +95,11 @@ const unreadableSettings = (message: string, remedy: string, colour: boolean) =>
     tally([fail("configuration", message)])
   )
 
-export const doctor = Command.make("doctor", {}, () =>
+export const doctor = Command.make("doctor", { brain: brainOption }, ({ brain }) =>
   Effect.suspend(() => {
     const colour = colourWanted(process.stdout, process.env)
-    return withSettings(new Map())(runChecks(colour)).pipe(
+    // `--brain` checks the brain a `run --brain …` would use.
+    return withSettings(runFlags({ debug: false, brain }))(runChecks(colour)).pipe(
       Effect.catchTag("ConfigFileError", (error) => unreadableSettings(error.message, "fix that line of config.env", colour)),
       // withSettings reads PLANCKCLAW_DEBUG before anything else.
       Effect.catchTag("ConfigError", (error) =>

@@ -9,6 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { runLockName } from "../../src/MemoryHold.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
+import * as ChatCompletionsServer from "../support/ChatCompletionsServer.js"
 import * as Cli from "../support/Cli.js"
 import { sandbox, tool } from "../support/Sandbox.js"
 
@@ -85,6 +86,22 @@ describe("planckclaw doctor (built command)", () => {
       const result = yield* Cli.run(["doctor"], { cwd: box.dir, env: box.env })
       expect(result.stdout).toBe(`✘ configuration: ${box.path("config.env")}:2: unterminated double quote → fix that line of config.env\n`)
       expect(result.stdout).not.toContain(key)
+      expect(result.code).toBe(1)
+    }))
+
+  it.scopedLive("--brain openai checks that brain: a model the server lacks is ✘ naming it, exit 1", () =>
+    Effect.gen(function*() {
+      const server = yield* ChatCompletionsServer.make((request) =>
+        request.path === "/v1/models"
+          ? ChatCompletionsServer.respond(200, { object: "list", data: [{ id: "qwen3:8b", object: "model" }] })
+          : ChatCompletionsServer.apiError(404, "model not found", "ollama"))
+      const { box } = yield* setup({ OPENAI_BASE_URL: server.url, PLANCKCLAW_MODEL: "llama3" })
+      const result = yield* Cli.run(["doctor", "--brain", "openai"], { cwd: box.dir, env: box.env })
+      const lines = result.stdout.split("\n")
+      expect(lines).toContain(`✔ brain: ${server.url} reachable, no key needed`)
+      expect(lines).toContain(`✘ model: llama3 is not among the 1 models ${server.url} lists (qwen3:8b) → set PLANCKCLAW_MODEL to one of them`)
+      expect(lines.filter((line) => line.startsWith("✘"))).toHaveLength(1)
+      expect((yield* server.requests).map((request) => request.path)).toEqual(["/v1/models/llama3", "/v1/models"])
       expect(result.code).toBe(1)
     }))
 })
