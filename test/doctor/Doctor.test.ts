@@ -78,6 +78,17 @@ describe("doctor: the brain", () => {
       expect(lines(findings)[1]).toContain(`✘ model: claude-nope is not served by ${server.url} (404) → set PLANCKCLAW_MODEL`)
     }))
 
+  it.scopedLive("another error answer is shown in the API's words, with a key it echoes redacted", () =>
+    Effect.gen(function*() {
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(
+        AnthropicServer.apiError(529, "overloaded_error", `Overloaded (request by ${key})`)
+      ))
+      const findings = yield* brain({ ANTHROPIC_API_KEY: key, ANTHROPIC_BASE_URL: server.url })
+      expect(lines(findings)[0]).toBe(
+        `✘ brain: ${server.url} answered 529: overloaded_error: Overloaded (request by <redacted>) → the API is busy or failing: try again later`
+      )
+    }))
+
   it.scopedLive("an unreachable API (closed port) fails the brain line with the system's reason", () =>
     Effect.gen(function*() {
       const url = yield* AnthropicServer.unusedUrl
