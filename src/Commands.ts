@@ -66,15 +66,20 @@ export const parse = (text: string): Option.Option<Command> => {
   return Option.some(Command.Unknown({ command: bare ? `/${match[1]}` : `/${match[1]} ${rest}`.slice(0, 80) }))
 }
 
-export const HELP = [
-  "Commands:",
-  "/help            this list",
-  "/tools           the tools I can use",
-  "/compact         fold old history into the summary now",
-  "/usage           tokens and estimated cost so far",
-  "/forget          archive our conversation and start afresh (asks first)",
-  "Anything else is a message for me."
-].join("\n")
+/** The list of commands, with a bridge's own (the terminal's /quit) after the agent's. */
+export const helpText = (bridgeCommands: ReadonlyArray<string> = []): string =>
+  [
+    "Commands:",
+    "/help            this list",
+    "/tools           the tools I can use",
+    "/compact         fold old history into the summary now",
+    "/usage           tokens and estimated cost so far",
+    "/forget          archive our conversation and start afresh (asks first)",
+    ...bridgeCommands,
+    "Anything else is a message for me."
+  ].join("\n")
+
+export const HELP = helpText()
 
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`
 

@@ -1,21 +1,39 @@
 /**
  * The terminal interact adapter (the Interact port on stdin/stdout): channel
- * `cli`. Replies go to stdout: that is its job, not logging. Interactive on a TTY (prompt
- * `planckclaw> `); otherwise one message per input line, every one answered
- * in order, and the stream ends with the input so a script can pipe into it.
+ * `cli`. Replies go to stdout: that is its job, not logging. Interactive on
+ * a TTY: a hint and the prompt `planckclaw> `, lines pasted at once or
+ * joined by a trailing `\` are one message, and a spinner runs while the
+ * agent works. Otherwise one message per input line, every one answered in
+ * order, and the stream ends with the input so a script can pipe into it.
+ * Either way `/quit` ends the session as the end of input does; every other
+ * slash command is the agent's (Commands.ts).
  */
 import * as readline from "node:readline"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
+import * as Commands from "../Commands.js"
 import { Interact, InteractError, type InteractService, sanitize } from "../Interact.js"
+import * as Spinner from "./Spinner.js"
 import { stripControlSequences } from "./TerminalText.js"
 
 export const CHANNEL = "cli"
 export const PROMPT = "planckclaw> "
+/** The prompt after a line ending with `\`: the message goes on. */
+export const CONTINUATION = "... "
+/** Said once when an interactive session starts. */
+export const HINT = "PlanckClaw: /help for commands, /quit or Ctrl-D to leave. End a line with \\ to go on to the next."
+/** The terminal's own command, added to the agent's /help. */
+export const QUIT_HELP = "/quit            leave (or Ctrl-D)"
+/**
+ * Lines arriving this close together are one pasted message; a person
+ * typing never presses Enter twice this fast.
+ */
+export const PASTE_WINDOW = Duration.millis(30)
 /** One piped line may hold this much; a longer one is skipped with a warning rather than buffered. */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024
 /** Piped input is not read on while this many bytes of lines wait to be taken. */
@@ -29,6 +47,9 @@ export interface TerminalStreams {
   /** The output is a terminal: control sequences in replies are removed. Defaults to `interactive`. */
   readonly outputIsTerminal?: boolean
 }
+
+/** `/quit`, whatever the case and spaces around it. */
+const isQuit = (text: string) => text.trim().toLowerCase() === "/quit"
 
 /** What the input side hands over, in order. */
 type Received =
@@ -67,7 +88,13 @@ const readInteractive = (streams: TerminalStreams, offer: (received: Received) =
   // In raw mode Ctrl-C reaches readline instead of the process: hand it
   // back as the signal, so the runtime tears everything down as usual.
   lines.on("SIGINT", () => process.kill(process.pid, "SIGINT"))
-  return { prompt: () => lines.prompt(), close: () => lines.close() }
+  return {
+    prompt: (continued = false) => {
+      lines.setPrompt(continued ? CONTINUATION : PROMPT)
+      lines.prompt()
+    },
+    close: () => lines.close()
+  }
 }
 
 /**
@@ -158,42 +185,97 @@ export const make = (streams: TerminalStreams) =>
       Effect.sync(() =>
         streams.interactive
           ? readInteractive(streams, offer)
-          : { prompt: () => undefined, ...readPiped(streams.input, offer) }
+          : { prompt: (_continued?: boolean) => undefined, ...readPiped(streams.input, offer) }
       ),
       (reader) => Effect.sync(() => reader.close())
     )
     const prompt = Effect.sync(() => reader.prompt())
+    // Only where a person watches the output: never into a pipe or a file.
+    const spinner = streams.interactive && stripReplies
+      ? Option.some(yield* Spinner.make((text) => void streams.output.write(text)))
+      : Option.none()
+    if (streams.interactive) streams.output.write(`${HINT}\n`)
     yield* prompt
 
-    const messages = Stream.fromQueue(queue, { maxChunkSize: 1 }).pipe(
-      Stream.tap(taken),
-      Stream.takeWhile((received) => received._tag !== "End"),
-      Stream.mapEffect((received): Effect.Effect<Option.Option<string>, InteractError> => {
-        switch (received._tag) {
-          case "Failed":
-            return Effect.fail(received.error)
-          case "Oversized":
-            return Effect.logWarning(
-              `input line ${received.lineNumber} is ${received.bytes} bytes, over the ${MAX_LINE_BYTES}-byte ` +
-                "limit for one line: it was skipped, send it in smaller parts"
-            ).pipe(Effect.as(Option.none()))
-          case "Line":
-            // The agent does not answer blank lines: do not send them and wait for a reply.
-            return Option.isSome(sanitize(received.text))
-              ? Effect.succeed(Option.some(received.text))
-              : prompt.pipe(Effect.as(Option.none()))
+    // A line taken while looking for more of a message, which belongs to the next one.
+    let held: Received | undefined
+    const next = Effect.suspend(() => {
+      const line = held
+      held = undefined
+      return line !== undefined ? Effect.succeed(line) : Effect.tap(Queue.take(queue), taken)
+    })
+    const nextWithin = (window: Duration.Duration) =>
+      held !== undefined ? Effect.map(next, Option.some) : Effect.timeoutOption(next, window)
+
+    /** The message a first line starts: lines pasted with it, and lines a trailing `\` continues. */
+    const gather = (first: string) =>
+      Effect.gen(function*() {
+        const lines = [first]
+        while (true) {
+          const last = lines[lines.length - 1]!
+          const continued = last.endsWith("\\")
+          if (continued) {
+            lines[lines.length - 1] = last.slice(0, -1)
+            if (held === undefined) reader.prompt(true)
+          }
+          const more = continued ? Option.some(yield* next) : yield* nextWithin(PASTE_WINDOW)
+          if (Option.isNone(more)) break
+          if (more.value._tag !== "Line") {
+            held = more.value
+            break
+          }
+          lines.push(more.value.text)
         }
-      }),
+        return lines.join("\n")
+      })
+
+    // None: the stream ends (end of input, or /quit).
+    const pull: Effect.Effect<Option.Option<string>, Option.Option<InteractError>> = Effect.gen(function*() {
+      const received = yield* next
+      switch (received._tag) {
+        case "End":
+          return yield* Effect.fail(Option.none())
+        case "Failed":
+          return yield* Effect.fail(Option.some(received.error))
+        case "Oversized":
+          yield* Effect.logWarning(
+            `input line ${received.lineNumber} is ${received.bytes} bytes, over the ${MAX_LINE_BYTES}-byte ` +
+              "limit for one line: it was skipped, send it in smaller parts"
+          )
+          return Option.none()
+        case "Line": {
+          const text = streams.interactive ? yield* gather(received.text) : received.text
+          if (isQuit(text)) return yield* Effect.fail(Option.none())
+          // The agent does not answer blank lines: do not send them and wait for a reply.
+          if (Option.isNone(sanitize(text))) {
+            yield* prompt
+            return Option.none()
+          }
+          if (Option.isSome(spinner)) yield* spinner.value.waiting
+          return Option.some(text)
+        }
+      }
+    })
+
+    const messages = Stream.repeatEffectOption(pull).pipe(
       Stream.filterMap(identity),
       Stream.map((text) => ({ channel: CHANNEL, text }))
     )
 
+    // The agent's /help, with the terminal's own command in it.
+    const withQuit = (text: string) => text === Commands.HELP ? Commands.helpText([QUIT_HELP]) : text
+
     const service: InteractService = {
       messages,
       send: (message) =>
-        write(streams.output, `${stripReplies ? stripControlSequences(message.text) : message.text}\n`).pipe(
-          Effect.zipRight(prompt)
-        )
+        Effect.gen(function*() {
+          const more = Option.isSome(spinner) ? yield* spinner.value.answered : false
+          const text = withQuit(message.text)
+          yield* write(streams.output, `${stripReplies ? stripControlSequences(text) : text}\n`)
+          if (Option.isSome(spinner)) yield* spinner.value.resume
+          // While other messages wait, their spinner stands where the prompt would.
+          if (!more) yield* prompt
+        })
     }
     return service
   })
