@@ -174,10 +174,12 @@ export const make = (ports: CommandPorts) => {
       onNone: () => "There was nothing to forget: history and summary were empty.",
       onSome: (done) => {
         const where = path.join(memory.directory, done.archive)
-        return `Forgotten: ${done.files.join(", ")} moved to ${where}. The next message starts afresh.`
+        // The ledger goes with history, unnamed: people know the two files they can read.
+        const named = done.files.filter((file) => !file.startsWith("."))
+        return `Forgotten: ${named.join(" and ")} moved to ${where}. The next message starts afresh.`
       }
     })
-  }).pipe(Effect.tap((reply) => Effect.logInfo(`/forget confirm: ${reply}`)))
+  })
 
   return (command: Command): Effect.Effect<string> =>
     Command.$match(command, {

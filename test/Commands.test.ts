@@ -4,7 +4,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { text } from "../src/brain/ScriptedBrain.js"
 import * as Commands from "../src/Commands.js"
+import * as AnthropicServer from "./support/AnthropicServer.js"
+import * as Cli from "./support/Cli.js"
 import { diceTool, harness, line, timeTool } from "./support/Harness.js"
+import { tempDir } from "./support/Sandbox.js"
 
 const archives = (directory: string) =>
   fs.existsSync(path.join(directory, "archive")) ? fs.readdirSync(path.join(directory, "archive")).sort() : []
@@ -83,7 +86,7 @@ describe("Commands through the agent", () => {
       expect(h.read("history.jsonl")).toBe(before)
 
       const done = (yield* h.say("/forget confirm")).text
-      expect(done).toMatch(/^Forgotten: summary\.md, \.history-ledger\.json, history\.jsonl moved to .*archive\/\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ\. The next message starts afresh\.$/)
+      expect(done).toMatch(/^Forgotten: summary\.md and history\.jsonl moved to .*archive\/\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ\. The next message starts afresh\.$/)
       const [stamp] = archives(h.directory)
       const archived = path.join(h.directory, "archive", stamp!)
       expect(fs.readFileSync(path.join(archived, "history.jsonl"), "utf8")).toBe(before)
@@ -101,7 +104,7 @@ describe("Commands through the agent", () => {
       expect(fs.readFileSync(path.join(archived, "history.jsonl"), "utf8")).toBe(before)
 
       expect((yield* h.say("/forget")).text).toContain("2 history lines")
-      expect((yield* h.say("/forget confirm")).text).toContain("Forgotten: .history-ledger.json, history.jsonl moved")
+      expect((yield* h.say("/forget confirm")).text).toContain("Forgotten: history.jsonl moved")
       expect(archives(h.directory)).toHaveLength(2)
       expect((yield* h.say("/forget confirm")).text).toBe("There was nothing to forget: history and summary were empty.")
     }))
@@ -132,4 +135,67 @@ describe("Commands through the agent", () => {
       const [request] = yield* h.requests
       expect(request!.messages[0]).toEqual({ role: "user", content: "old" })
     }))
+})
+
+const cliSetup = Effect.gen(function*() {
+  const server = yield* AnthropicServer.make(AnthropicServer.echo)
+  const cwd = yield* tempDir("planckclaw-commands-")
+  const env = Cli.baseEnv({
+    ANTHROPIC_API_KEY: "test-key-not-secret",
+    ANTHROPIC_BASE_URL: server.url,
+    PLANCKCLAW_DIR: path.join(cwd, "memory"),
+    CLAWS_DIR: path.join(Cli.REPO, "claws"),
+    PLANCKCLAW_BRAIN_RETRIES: "0",
+    PLANCKCLAW_RUN_DIR: path.join(cwd, "run")
+  })
+  return { server, cwd, env }
+})
+
+describe("Commands through the built command over the pipes", () => {
+  it.scopedLive("printf '/help\\n/tools\\n…' | planckclaw run: each answered, none sent to the model", () =>
+    Effect.gen(function*() {
+      const t = yield* cliSetup
+      const input = ["/help", "/tools", "/usage", "/compact", "/forget", "/nope", "/etc/hosts"].map((line) => `${line}\n`).join("")
+      const result = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input })
+      expect(result.code).toBe(0)
+      expect(result.stderr).toBe("")
+      const out = result.stdout
+      expect(out).toContain(`${Commands.helpText(["/quit            leave (or Ctrl-D)"])}\n`)
+      expect(out).toContain("3 tools:\n")
+      expect(out).toMatch(/\nget_time — Get the current time/)
+      expect(out).toContain("No usage ledger yet: nothing has been counted.\n")
+      expect(out).toContain("Nothing to compact: history holds no lines older than the last HISTORY_KEEP.\n")
+      expect(out).toContain("There is nothing to forget: history and summary are empty.\n")
+      expect(out).toContain("unknown command /nope — /help lists the commands\n")
+      expect(out.endsWith("re: /etc/hosts\n")).toBe(true)
+      const turns = yield* t.server.turns
+      expect(turns.map((request) => AnthropicServer.lastUserText(request.body))).toEqual(["/etc/hosts"])
+    }), 60_000)
+
+  it.scopedLive("/forget confirm between two runs' messages: the next request has no old history; /quit ends a piped run", () =>
+    Effect.gen(function*() {
+      const t = yield* cliSetup
+      const first = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "remember this\n/usage\n" })
+      expect(first.stdout).toContain("Total: 1 request,")
+      const second = yield* Cli.run(["run"], {
+        cwd: t.cwd,
+        env: t.env,
+        input: "/forget\n/forget confirm\nfresh start\n/quit\nnever sent\n"
+      })
+      expect(second.code).toBe(0)
+      expect(second.stdout).toContain("This archives our conversation (2 history lines")
+      expect(second.stdout).toMatch(/Forgotten: history\.jsonl moved to .*\/memory\/archive\/[0-9T-]+Z\. The next message starts afresh\.\n/)
+      expect(second.stdout.endsWith("re: fresh start\n")).toBe(true)
+      const turns = yield* t.server.turns
+      expect(turns.map((request) => request.body.messages.length)).toEqual([1, 1])
+      expect(turns.map((request) => AnthropicServer.lastUserText(request.body))).toEqual(["remember this", "fresh start"])
+      const archive = path.join(t.cwd, "memory", "archive")
+      const [stamp] = fs.readdirSync(archive)
+      expect(fs.readFileSync(path.join(archive, stamp!, "history.jsonl"), "utf8")).toBe(
+        line("user", "remember this") + line("assistant", "re: remember this")
+      )
+      expect(fs.readFileSync(path.join(t.cwd, "memory", "history.jsonl"), "utf8")).toBe(
+        line("user", "fresh start") + line("assistant", "re: fresh start")
+      )
+    }), 60_000)
 })

@@ -14,6 +14,8 @@ const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "
 /** Back to the start of the line and erase it. */
 export const CLEAR = "\r\u001b[2K"
 export const FRAME_INTERVAL = "250 millis"
+/** A quick answer (a command) shows no spinner at all. */
+export const FIRST_FRAME_AFTER = "400 millis"
 
 /** The line drawn `elapsedMillis` into the wait, frame `tick`. */
 export const line = (tick: number, elapsedMillis: number): string =>
@@ -38,6 +40,7 @@ export const make = (draw: (text: string) => void): Effect.Effect<Spinner, never
 
     const spin = Effect.gen(function*() {
       const started = yield* Clock.currentTimeMillis
+      yield* Effect.sleep(FIRST_FRAME_AFTER)
       let tick = 0
       yield* Effect.repeat(
         Effect.flatMap(Clock.currentTimeMillis, (now) =>

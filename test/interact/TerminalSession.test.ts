@@ -88,23 +88,36 @@ describe("interactive terminal", () => {
     Effect.gen(function*() {
       const t = yield* open({ interactive: true })
       yield* t.terminal.send({ channel: "cli", text: Commands.HELP })
-      expect(t.all()).toContain(Commands.helpText([Terminal.QUIT_HELP]).replace(/\n/g, "\n"))
+      expect(t.all()).toContain(Commands.helpText([Terminal.QUIT_HELP]))
       expect(t.all()).toContain("/quit            leave (or Ctrl-D)")
     }))
 
   it.scoped("spins with the seconds elapsed while the agent works, and clears the line before the reply", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: true })
+      const quick = yield* take(t.terminal, 1)
+      t.input.write("/help\r")
+      yield* settle
+      yield* TestClock.adjust(Terminal.PASTE_WINDOW)
+      yield* Fiber.join(quick)
+      yield* TestClock.adjust("300 millis")
+      yield* t.terminal.send({ channel: "cli", text: "quick" })
+      // An answer within the first moments shows no spinner at all.
+      expect(t.all()).not.toContain("thinking")
       const messages = yield* take(t.terminal, 1)
       t.input.write("think hard\r")
       yield* settle
       yield* TestClock.adjust(Terminal.PASTE_WINDOW)
       expect(yield* Fiber.join(messages)).toEqual(["think hard"])
       yield* TestClock.adjust("1 second")
+      expect(t.all()).toContain("thinking… 0s")
+      expect(t.all()).not.toContain("thinking… 1s")
+      yield* TestClock.adjust("250 millis")
       expect(t.all()).toContain("thinking… 1s")
       expect(t.all()).not.toContain("thinking… 2s")
       yield* TestClock.adjust("2 seconds")
       expect(t.all()).toContain("thinking… 3s")
+      expect(t.all()).not.toContain("thinking… 4s")
       yield* t.terminal.send({ channel: "cli", text: "the answer" })
       const after = t.all()
       const reply = after.lastIndexOf("the answer")
