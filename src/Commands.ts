@@ -115,12 +115,15 @@ export const renderCompaction = (report: Option.Option<CompactionReport>): strin
       (done.skipped > 0 ? `; dropped ${plural(done.skipped, "undecodable line")}` : "") + "."
   })
 
+/** How the /forget answer ends; the terminal asks y/N instead (TerminalInteract.ts). */
+export const FORGET_ASK = "Send /forget confirm to do it."
+
 export const renderForgetPreview = (found: Forget.ForgetPreview): string =>
   Forget.isEmpty(found)
     ? "There is nothing to forget: history and summary are empty."
     : `This archives our conversation (${plural(found.historyLines, "history line")}, ${bytes(found.historyBytes)}` +
       `${found.summaryBytes > 0 ? `, and the summary, ${bytes(found.summaryBytes)}` : ""}) into archive/ in the memory ` +
-      "directory, and I start afresh; nothing is deleted. Send /forget confirm to do it."
+      `directory, and I start afresh; nothing is deleted. ${FORGET_ASK}`
 
 /** What the commands use of the agent. */
 export interface CommandPorts {

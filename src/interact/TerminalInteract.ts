@@ -23,6 +23,8 @@ import { stripControlSequences } from "./TerminalText.js"
 
 export const CHANNEL = "cli"
 export const PROMPT = "planckclaw> "
+/** The question after the agent's answer to /forget; `y` sends `/forget confirm`. */
+export const FORGET_QUESTION = "Archive it all and start afresh? [y/N] "
 /** The prompt after a line ending with `\`: the message goes on. */
 export const CONTINUATION = "... "
 /** Said once when an interactive session starts. */
@@ -89,8 +91,8 @@ const readInteractive = (streams: TerminalStreams, offer: (received: Received) =
   // back as the signal, so the runtime tears everything down as usual.
   lines.on("SIGINT", () => process.kill(process.pid, "SIGINT"))
   return {
-    prompt: (continued = false) => {
-      lines.setPrompt(continued ? CONTINUATION : PROMPT)
+    prompt: (shown: string = PROMPT) => {
+      lines.setPrompt(shown)
       lines.prompt()
     },
     close: () => lines.close()
@@ -185,7 +187,7 @@ export const make = (streams: TerminalStreams) =>
       Effect.sync(() =>
         streams.interactive
           ? readInteractive(streams, offer)
-          : { prompt: (_continued?: boolean) => undefined, ...readPiped(streams.input, offer) }
+          : { prompt: (_shown?: string) => undefined, ...readPiped(streams.input, offer) }
       ),
       (reader) => Effect.sync(() => reader.close())
     )
@@ -216,7 +218,7 @@ export const make = (streams: TerminalStreams) =>
           const continued = last.endsWith("\\")
           if (continued) {
             lines[lines.length - 1] = last.slice(0, -1)
-            if (held === undefined) reader.prompt(true)
+            if (held === undefined) reader.prompt(CONTINUATION)
           }
           const more = continued ? Option.some(yield* next) : yield* nextWithin(PASTE_WINDOW)
           if (Option.isNone(more)) break
@@ -228,6 +230,14 @@ export const make = (streams: TerminalStreams) =>
         }
         return lines.join("\n")
       })
+
+    // The agent described what /forget archives: the next line answers y/N (interactive only).
+    let confirmingForget = false
+    const answerForget = (text: string): Effect.Effect<Option.Option<string>> => {
+      confirmingForget = false
+      if (/^\s*y(es)?\s*$/i.test(text)) return Effect.succeed(Option.some("/forget confirm"))
+      return write(streams.output, "Nothing was forgotten.\n").pipe(Effect.ignore, Effect.zipRight(prompt), Effect.as(Option.none()))
+    }
 
     // None: the stream ends (end of input, or /quit).
     const pull: Effect.Effect<Option.Option<string>, Option.Option<InteractError>> = Effect.gen(function*() {
@@ -244,8 +254,11 @@ export const make = (streams: TerminalStreams) =>
           )
           return Option.none()
         case "Line": {
-          const text = streams.interactive ? yield* gather(received.text) : received.text
-          if (isQuit(text)) return yield* Effect.fail(Option.none())
+          const gathered = streams.interactive ? yield* gather(received.text) : received.text
+          if (isQuit(gathered)) return yield* Effect.fail(Option.none())
+          const answered = confirmingForget ? yield* answerForget(gathered) : Option.some(gathered)
+          if (Option.isNone(answered)) return Option.none()
+          const text = answered.value
           // The agent does not answer blank lines: do not send them and wait for a reply.
           if (Option.isNone(sanitize(text))) {
             yield* prompt
@@ -265,16 +278,23 @@ export const make = (streams: TerminalStreams) =>
     // The agent's /help, with the terminal's own command in it.
     const withQuit = (text: string) => text === Commands.HELP ? Commands.helpText([QUIT_HELP]) : text
 
+    // On a terminal the agent's "send /forget confirm" becomes a y/N question.
+    const asksToForget = (text: string) => streams.interactive && text.endsWith(Commands.FORGET_ASK)
+
     const service: InteractService = {
       messages,
       send: (message) =>
         Effect.gen(function*() {
           const more = Option.isSome(spinner) ? yield* spinner.value.answered : false
-          const text = withQuit(message.text)
+          const asking = asksToForget(message.text)
+          const text = asking ? message.text.slice(0, -Commands.FORGET_ASK.length).trimEnd() : withQuit(message.text)
           yield* write(streams.output, `${stripReplies ? stripControlSequences(text) : text}\n`)
           if (Option.isSome(spinner)) yield* spinner.value.resume
-          // While other messages wait, their spinner stands where the prompt would.
-          if (!more) yield* prompt
+          if (asking && !more) {
+            confirmingForget = true
+            reader.prompt(FORGET_QUESTION)
+            // While other messages wait, their spinner stands where the prompt would.
+          } else if (!more) yield* prompt
         })
     }
     return service

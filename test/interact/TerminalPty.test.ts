@@ -115,9 +115,14 @@ describe("planckclaw run in a pseudo-terminal", () => {
       yield* s.type("/compact\r")
       yield* s.until("Nothing to compact")
 
+      // On a terminal /forget asks y/N; anything but y forgets nothing.
       yield* s.type("/forget\r")
-      yield* s.until("Send /forget confirm to do it.")
-      yield* s.type("/forget confirm\r")
+      expect(yield* s.until("Archive it all and start afresh? [y/N] ")).toContain("nothing is deleted.")
+      yield* s.type("n\r")
+      yield* s.until("Nothing was forgotten.")
+      yield* s.type("/forget\r")
+      yield* s.until("[y/N] ")
+      yield* s.type("y\r")
       yield* s.until("The next message starts afresh.")
 
       yield* s.type("who are you?\r")

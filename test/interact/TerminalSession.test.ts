@@ -92,6 +92,28 @@ describe("interactive terminal", () => {
       expect(t.all()).toContain("/quit            leave (or Ctrl-D)")
     }))
 
+  it.scoped("turns the agent's 'send /forget confirm' into a y/N question: y sends it, anything else forgets nothing", () =>
+    Effect.gen(function*() {
+      const t = yield* open({ interactive: true })
+      const messages = yield* take(t.terminal, 2)
+      const preview = `This archives our conversation (2 history lines, 80 bytes). ${Commands.FORGET_ASK}`
+      yield* t.terminal.send({ channel: "cli", text: preview })
+      expect(t.all()).toContain(Terminal.FORGET_QUESTION)
+      expect(t.all()).not.toContain(Commands.FORGET_ASK)
+      t.input.write("no\r")
+      yield* settle
+      yield* TestClock.adjust(Terminal.PASTE_WINDOW)
+      expect(t.all()).toContain("Nothing was forgotten.")
+      t.input.write("hello\r")
+      yield* settle
+      yield* TestClock.adjust(Terminal.PASTE_WINDOW)
+      yield* t.terminal.send({ channel: "cli", text: preview })
+      t.input.write("Y\r")
+      yield* settle
+      yield* TestClock.adjust(Terminal.PASTE_WINDOW)
+      expect(yield* Fiber.join(messages)).toEqual(["hello", "/forget confirm"])
+    }))
+
   it.scoped("spins with the seconds elapsed while the agent works, and clears the line before the reply", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: true })
