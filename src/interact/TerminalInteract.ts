@@ -168,6 +168,8 @@ export const make = (streams: TerminalStreams) =>
     // Lines are queued from the moment the terminal is opened: piped input
     // can be read before anyone pulls the stream, and must not be lost.
     const queue = yield* Queue.unbounded<Received>()
+    // Opened by every arrival: waiting on it, unlike on a take, can be cut short without losing a line.
+    const arrived = yield* Effect.makeLatch(false)
     let waitingBytes = 0
     const offer = (received: Received) => {
       if (received._tag === "Line") {
@@ -175,6 +177,7 @@ export const make = (streams: TerminalStreams) =>
         if (waitingBytes > MAX_WAITING_BYTES) streams.input.pause()
       }
       Queue.unsafeOffer(queue, received)
+      arrived.unsafeOpen()
     }
     const taken = (received: Received) =>
       Effect.sync(() => {
@@ -206,8 +209,18 @@ export const make = (streams: TerminalStreams) =>
       held = undefined
       return line !== undefined ? Effect.succeed(line) : Effect.tap(Queue.take(queue), taken)
     })
-    const nextWithin = (window: Duration.Duration) =>
-      held !== undefined ? Effect.map(next, Option.some) : Effect.timeoutOption(next, window)
+    /** The next line if one arrives within `window`; nothing is taken when none does. */
+    const nextWithin = (window: Duration.Duration): Effect.Effect<Option.Option<Received>> =>
+      held !== undefined ? Effect.map(next, Option.some) : Effect.gen(function*() {
+        arrived.unsafeClose()
+        let polled = yield* Queue.poll(queue)
+        if (Option.isNone(polled)) {
+          yield* Effect.timeoutOption(arrived.await, window)
+          polled = yield* Queue.poll(queue)
+        }
+        if (Option.isSome(polled)) yield* taken(polled.value)
+        return polled
+      })
 
     /** The message a first line starts: lines pasted with it, and lines a trailing `\` continues. */
     const gather = (first: string) =>
