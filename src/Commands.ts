@@ -168,7 +168,8 @@ export const make = (ports: CommandPorts) => {
   const forget = Effect.gen(function*() {
     const stamp = Forget.stampOf(yield* Clock.currentTimeMillis)
     const outcome = yield* Effect.either(memory.forget(stamp))
-    yield* ports.forgotten
+    // Only a forget that happened costs the old conversation its waiting exchanges.
+    if (Either.isRight(outcome) && Option.isSome(outcome.right)) yield* ports.forgotten
     if (Either.isLeft(outcome)) {
       yield* Effect.logError(`forget failed: ${outcome.left.message}`)
       return `Could not forget: ${outcome.left.message}.`
@@ -176,10 +177,11 @@ export const make = (ports: CommandPorts) => {
     return Option.match(outcome.right, {
       onNone: () => "There was nothing to forget: history and summary were empty.",
       onSome: (done) => {
-        const where = path.join(memory.directory, done.archive)
         // The ledger goes with history, unnamed: people know the two files they can read.
         const named = done.files.filter((file) => !file.startsWith("."))
-        return `Forgotten: ${named.join(" and ")} moved to ${where}. The next message starts afresh.`
+        // Relative: a reply may go to a Discord channel, which has no business knowing the host's paths.
+        return `Forgotten: ${named.join(" and ")} moved to ${done.archive}/ in the memory directory. ` +
+          "The next message starts afresh."
       }
     })
   })

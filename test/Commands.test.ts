@@ -86,7 +86,7 @@ describe("Commands through the agent", () => {
       expect(h.read("history.jsonl")).toBe(before)
 
       const done = (yield* h.say("/forget confirm")).text
-      expect(done).toMatch(/^Forgotten: summary\.md and history\.jsonl moved to .*archive\/\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ\. The next message starts afresh\.$/)
+      expect(done).toMatch(/^Forgotten: summary\.md and history\.jsonl moved to archive\/\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ\/ in the memory directory\. The next message starts afresh\.$/)
       const [stamp] = archives(h.directory)
       const archived = path.join(h.directory, "archive", stamp!)
       expect(fs.readFileSync(path.join(archived, "history.jsonl"), "utf8")).toBe(before)
@@ -184,7 +184,7 @@ describe("Commands through the built command over the pipes", () => {
       })
       expect(second.code).toBe(0)
       expect(second.stdout).toContain("This archives our conversation (2 history lines")
-      expect(second.stdout).toMatch(/Forgotten: history\.jsonl moved to .*\/memory\/archive\/[0-9T-]+Z\. The next message starts afresh\.\n/)
+      expect(second.stdout).toMatch(/Forgotten: history\.jsonl moved to archive\/[0-9T-]+Z\/ in the memory directory\. The next message starts afresh\.\n/)
       expect(second.stdout.endsWith("re: fresh start\n")).toBe(true)
       const turns = yield* t.server.turns
       expect(turns.map((request) => request.body.messages.length)).toEqual([1, 1])
