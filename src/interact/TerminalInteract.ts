@@ -178,6 +178,8 @@ export const make = (streams: TerminalStreams) =>
     const answerForget = (text: string): Effect.Effect<Option.Option<string>> => {
       confirmingForget = false
       if (/^\s*y(es)?\s*$/i.test(text)) return Effect.succeed(Option.some("/forget confirm"))
+      // Another command instead of an answer: nothing forgotten, and the command goes on as typed.
+      if (Option.isSome(Commands.parse(text))) return Effect.succeed(Option.some(text))
       return write(streams.output, "Nothing was forgotten.\n").pipe(Effect.ignore, Effect.zipRight(prompt), Effect.as(Option.none()))
     }
 

@@ -112,6 +112,13 @@ describe("interactive terminal", () => {
       yield* settle
       yield* TestClock.adjust(Terminal.PASTE_WINDOW)
       expect(yield* Fiber.join(messages)).toEqual(["hello", "/forget confirm"])
+      // A command instead of an answer is sent as it is.
+      const after = yield* take(t.terminal, 1)
+      yield* t.terminal.send({ channel: "cli", text: preview })
+      t.input.write("/usage\r")
+      yield* settle
+      yield* TestClock.adjust(Terminal.PASTE_WINDOW)
+      expect(yield* Fiber.join(after)).toEqual(["/usage"])
     }))
 
   it.scoped("spins with the seconds elapsed while the agent works, and clears the line before the reply", () =>
