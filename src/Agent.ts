@@ -1,8 +1,9 @@
 /**
  * The agent: one accepted message from start to end. It journals the reply
- * it decided, runs the turn (Turn.ts) for a new message, remembers the
- * exchange, delivers the reply and compacts when due. Serving a bridge's
- * stream of messages is Intake.ts.
+ * it decided, runs the turn (Turn.ts) for a new message, or the command
+ * (Commands.ts) for a slash command, remembers the exchange, delivers the
+ * reply and compacts when due. Serving a bridge's stream of messages is
+ * Intake.ts.
  */
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -16,6 +17,7 @@ import { Agent, type AgentService } from "./AgentService.js"
 import { Brain } from "./Brain.js"
 import * as CacheWindow from "./CacheWindow.js"
 import { Claws } from "./Claws.js"
+import * as Commands from "./Commands.js"
 import { type InboundMessage, type InteractService, sanitize } from "./Interact.js"
 import * as Logging from "./Logging.js"
 import * as Compaction from "./memory/Compactor.js"
@@ -26,6 +28,7 @@ import * as MemoryStore from "./memory/Memory.js"
 import { type HistoryEntry, Memory } from "./memory/Memory.js"
 import * as UsageLedger from "./memory/UsageLedger.js"
 import * as Turn from "./Turn.js"
+import * as Prices from "./usage/Prices.js"
 
 export { Agent, type AgentService } from "./AgentService.js"
 export { APOLOGY, type TurnOutcome } from "./Turn.js"
@@ -37,6 +40,8 @@ export const make = Effect.gen(function*() {
   const memory = yield* Memory
   const compactor = yield* Compactor
   const inbox = yield* Inbox
+  // Read once: a bad PLANCKCLAW_PRICES costs /usage its prices, not the agent its start.
+  const prices = Either.mapLeft(yield* Effect.either(Prices.PricesConfig), (error) => error.message)
 
   // Where the cache-stable history window starts (CacheWindow); this process's alone.
   const anchor = yield* Ref.make<HistoryEntry | undefined>(undefined)
@@ -50,6 +55,23 @@ export const make = Effect.gen(function*() {
         })
       )
     )
+
+  const command = Commands.make({
+    claws: Context.get(ports, Claws),
+    compactor,
+    memory,
+    prices,
+    // After a forget: the cache window's anchor belongs to the old history, and
+    // exchanges of the old conversation still waiting to be stored (a full disk) are dropped.
+    forgotten: Effect.gen(function*() {
+      yield* Ref.set(anchor, undefined)
+      const waiting = yield* inbox.backlog
+      yield* Effect.forEach(waiting, inbox.stored, { discard: true })
+      if (waiting.length > 0) {
+        yield* Effect.logWarning(`forget: dropped ${waiting.length} exchange(s) of the old conversation that could not be stored`)
+      }
+    })
+  })
 
   const respond = (message: InboundMessage) =>
     windowed.pipe(
@@ -79,7 +101,11 @@ export const make = Effect.gen(function*() {
     return Option.match(sanitize(pending.text), {
       onNone: () => Effect.succeed(Option.none()),
       onSome: (text) =>
-        respond({ channel: pending.channel, text }).pipe(
+        Option.match(Commands.parse(text), {
+          // A command is answered here and is no exchange: nothing of it is stored.
+          onSome: (parsed) => Effect.map(command(parsed), (reply): Turn.TurnOutcome => ({ reply, stored: false })),
+          onNone: () => respond({ channel: pending.channel, text })
+        }).pipe(
           Effect.tap((outcome) => inbox.answered(pending, outcome.reply, outcome.stored)),
           Effect.map(Option.some)
         )

@@ -1,23 +1,44 @@
 /**
  * The terminal interact adapter (the Interact port on stdin/stdout): channel
- * `cli`. Replies go to stdout: that is its job, not logging. Interactive on a TTY (prompt
- * `planckclaw> `); otherwise one message per input line, every one answered
- * in order, and the stream ends with the input so a script can pipe into it.
+ * `cli`. Replies go to stdout: that is its job, not logging. Interactive on
+ * a TTY: a hint and the prompt `planckclaw> `, lines pasted at once or
+ * joined by a trailing `\` are one message, and a spinner runs while the
+ * agent works. Otherwise one message per input line, every one answered in
+ * order, and the stream ends with the input so a script can pipe into it.
+ * Either way `/quit` ends the session as the end of input does; every other
+ * slash command is the agent's (Commands.ts).
  */
 import * as readline from "node:readline"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
+import * as Commands from "../Commands.js"
 import { Interact, InteractError, type InteractService, sanitize } from "../Interact.js"
+import * as Spinner from "./Spinner.js"
+import { END, MAX_LINE_BYTES, readPiped, type Received } from "./TerminalInput.js"
 import { stripControlSequences } from "./TerminalText.js"
+
+export { MAX_LINE_BYTES } from "./TerminalInput.js"
 
 export const CHANNEL = "cli"
 export const PROMPT = "planckclaw> "
-/** One piped line may hold this much; a longer one is skipped with a warning rather than buffered. */
-export const MAX_LINE_BYTES = 16 * 1024 * 1024
+/** The question after the agent's answer to /forget; `y` sends `/forget confirm`. */
+export const FORGET_QUESTION = "Archive it all and start afresh? [y/N] "
+/** The prompt after a line ending with `\`: the message goes on. */
+export const CONTINUATION = "... "
+/** Said once when an interactive session starts. */
+export const HINT = "PlanckClaw: /help for commands, /quit or Ctrl-D to leave. End a line with \\ to go on to the next."
+/** The terminal's own command, added to the agent's /help. */
+export const QUIT_HELP = "/quit            leave (or Ctrl-D)"
+/**
+ * Lines arriving this close together are one pasted message; a person
+ * typing never presses Enter twice this fast.
+ */
+export const PASTE_WINDOW = Duration.millis(30)
 /** Piped input is not read on while this many bytes of lines wait to be taken. */
 const MAX_WAITING_BYTES = 16 * 1024 * 1024
 
@@ -30,14 +51,8 @@ export interface TerminalStreams {
   readonly outputIsTerminal?: boolean
 }
 
-/** What the input side hands over, in order. */
-type Received =
-  | { readonly _tag: "Line"; readonly text: string; readonly bytes: number }
-  | { readonly _tag: "Oversized"; readonly lineNumber: number; readonly bytes: number }
-  | { readonly _tag: "Failed"; readonly error: InteractError }
-  | { readonly _tag: "End" }
-
-const END: Received = { _tag: "End" }
+/** `/quit`, whatever the case and spaces around it. */
+const isQuit = (text: string) => text.trim().toLowerCase() === "/quit"
 
 const write = (output: NodeJS.WritableStream, text: string) =>
   Effect.async<void, InteractError>((resume) => {
@@ -67,69 +82,12 @@ const readInteractive = (streams: TerminalStreams, offer: (received: Received) =
   // In raw mode Ctrl-C reaches readline instead of the process: hand it
   // back as the signal, so the runtime tears everything down as usual.
   lines.on("SIGINT", () => process.kill(process.pid, "SIGINT"))
-  return { prompt: () => lines.prompt(), close: () => lines.close() }
-}
-
-/**
- * Piped input split on LF only (readline would also end a line at a lone
- * CR, cutting one message in two); the CR of a CR LF goes. Bytes are
- * decoded per line, so a character split across reads stays whole and
- * invalid UTF-8 becomes U+FFFD.
- */
-const readPiped = (input: NodeJS.ReadableStream, offer: (received: Received) => void) => {
-  let parts: Array<Buffer> = []
-  let bytes = 0
-  let lineNumber = 0
-  const take = (piece: Buffer) => {
-    bytes += piece.length
-    // Past the cap the line is only counted, so memory stays bounded.
-    if (bytes > MAX_LINE_BYTES) parts = []
-    else if (piece.length > 0) parts.push(piece)
-  }
-  const endLine = () => {
-    lineNumber++
-    if (bytes > MAX_LINE_BYTES) {
-      offer({ _tag: "Oversized", lineNumber, bytes })
-    } else {
-      const line = Buffer.concat(parts, bytes)
-      const text = line.subarray(0, line.at(-1) === 0x0d ? -1 : undefined).toString("utf8")
-      offer({ _tag: "Line", text, bytes })
-    }
-    parts = []
-    bytes = 0
-  }
-  const onData = (chunk: Buffer | string) => {
-    const data = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk
-    let start = 0
-    for (let newline = data.indexOf(0x0a); newline !== -1; newline = data.indexOf(0x0a, start)) {
-      take(data.subarray(start, newline))
-      endLine()
-      start = newline + 1
-    }
-    take(data.subarray(start))
-  }
-  const onEnd = () => {
-    // A last line without LF is still a message.
-    if (bytes > 0) endLine()
-    offer(END)
-  }
-  const onError = (error: Error) =>
-    offer({
-      _tag: "Failed",
-      error: new InteractError({ message: `cannot read standard input: ${error.message}`, cause: error })
-    })
-  input.on("data", onData)
-  input.on("end", onEnd)
-  input.on("close", onEnd)
-  input.on("error", onError)
   return {
-    close: () => {
-      input.removeListener("data", onData)
-      input.removeListener("end", onEnd)
-      input.removeListener("close", onEnd)
-      input.removeListener("error", onError)
-      input.pause()
-    }
+    prompt: (shown: string = PROMPT) => {
+      lines.setPrompt(shown)
+      lines.prompt()
+    },
+    close: () => lines.close()
   }
 }
 
@@ -139,6 +97,8 @@ export const make = (streams: TerminalStreams) =>
     // Lines are queued from the moment the terminal is opened: piped input
     // can be read before anyone pulls the stream, and must not be lost.
     const queue = yield* Queue.unbounded<Received>()
+    // Opened by every arrival: waiting on it, unlike on a take, can be cut short without losing a line.
+    const arrived = yield* Effect.makeLatch(false)
     let waitingBytes = 0
     const offer = (received: Received) => {
       if (received._tag === "Line") {
@@ -146,6 +106,7 @@ export const make = (streams: TerminalStreams) =>
         if (waitingBytes > MAX_WAITING_BYTES) streams.input.pause()
       }
       Queue.unsafeOffer(queue, received)
+      arrived.unsafeOpen()
     }
     const taken = (received: Received) =>
       Effect.sync(() => {
@@ -158,42 +119,127 @@ export const make = (streams: TerminalStreams) =>
       Effect.sync(() =>
         streams.interactive
           ? readInteractive(streams, offer)
-          : { prompt: () => undefined, ...readPiped(streams.input, offer) }
+          : { prompt: (_shown?: string) => undefined, ...readPiped(streams.input, offer) }
       ),
       (reader) => Effect.sync(() => reader.close())
     )
     const prompt = Effect.sync(() => reader.prompt())
+    // Only where a person watches the output: never into a pipe or a file.
+    const spinner = streams.interactive && stripReplies
+      ? Option.some(yield* Spinner.make((text) => void streams.output.write(text)))
+      : Option.none()
+    if (streams.interactive) streams.output.write(`${HINT}\n`)
     yield* prompt
 
-    const messages = Stream.fromQueue(queue, { maxChunkSize: 1 }).pipe(
-      Stream.tap(taken),
-      Stream.takeWhile((received) => received._tag !== "End"),
-      Stream.mapEffect((received): Effect.Effect<Option.Option<string>, InteractError> => {
-        switch (received._tag) {
-          case "Failed":
-            return Effect.fail(received.error)
-          case "Oversized":
-            return Effect.logWarning(
-              `input line ${received.lineNumber} is ${received.bytes} bytes, over the ${MAX_LINE_BYTES}-byte ` +
-                "limit for one line: it was skipped, send it in smaller parts"
-            ).pipe(Effect.as(Option.none()))
-          case "Line":
-            // The agent does not answer blank lines: do not send them and wait for a reply.
-            return Option.isSome(sanitize(received.text))
-              ? Effect.succeed(Option.some(received.text))
-              : prompt.pipe(Effect.as(Option.none()))
+    // A line taken while looking for more of a message, which belongs to the next one.
+    let held: Received | undefined
+    const next = Effect.suspend(() => {
+      const line = held
+      held = undefined
+      return line !== undefined ? Effect.succeed(line) : Effect.tap(Queue.take(queue), taken)
+    })
+    /** The next line if one arrives within `window`; nothing is taken when none does. */
+    const nextWithin = (window: Duration.Duration): Effect.Effect<Option.Option<Received>> =>
+      held !== undefined ? Effect.map(next, Option.some) : Effect.gen(function*() {
+        arrived.unsafeClose()
+        let polled = yield* Queue.poll(queue)
+        if (Option.isNone(polled)) {
+          yield* Effect.timeoutOption(arrived.await, window)
+          polled = yield* Queue.poll(queue)
         }
-      }),
+        if (Option.isSome(polled)) yield* taken(polled.value)
+        return polled
+      })
+
+    /** The message a first line starts: lines pasted with it, and lines a trailing `\` continues. */
+    const gather = (first: string) =>
+      Effect.gen(function*() {
+        const lines = [first]
+        while (true) {
+          const last = lines[lines.length - 1]!
+          const continued = last.endsWith("\\")
+          if (continued) {
+            lines[lines.length - 1] = last.slice(0, -1)
+            if (held === undefined) reader.prompt(CONTINUATION)
+          }
+          const more = continued ? Option.some(yield* next) : yield* nextWithin(PASTE_WINDOW)
+          if (Option.isNone(more)) break
+          if (more.value._tag !== "Line") {
+            held = more.value
+            break
+          }
+          lines.push(more.value.text)
+        }
+        return lines.join("\n")
+      })
+
+    // The agent described what /forget archives: the next line answers y/N (interactive only).
+    let confirmingForget = false
+    const answerForget = (text: string): Effect.Effect<Option.Option<string>> => {
+      confirmingForget = false
+      if (/^\s*y(es)?\s*$/i.test(text)) return Effect.succeed(Option.some("/forget confirm"))
+      // Another command instead of an answer: nothing forgotten, and the command goes on as typed.
+      if (Option.isSome(Commands.parse(text))) return Effect.succeed(Option.some(text))
+      return write(streams.output, "Nothing was forgotten.\n").pipe(Effect.ignore, Effect.zipRight(prompt), Effect.as(Option.none()))
+    }
+
+    // None: the stream ends (end of input, or /quit).
+    const pull: Effect.Effect<Option.Option<string>, Option.Option<InteractError>> = Effect.gen(function*() {
+      const received = yield* next
+      switch (received._tag) {
+        case "End":
+          return yield* Effect.fail(Option.none())
+        case "Failed":
+          return yield* Effect.fail(Option.some(received.error))
+        case "Oversized":
+          yield* Effect.logWarning(
+            `input line ${received.lineNumber} is ${received.bytes} bytes, over the ${MAX_LINE_BYTES}-byte ` +
+              "limit for one line: it was skipped, send it in smaller parts"
+          )
+          return Option.none()
+        case "Line": {
+          const gathered = streams.interactive ? yield* gather(received.text) : received.text
+          if (isQuit(gathered)) return yield* Effect.fail(Option.none())
+          const answered = confirmingForget ? yield* answerForget(gathered) : Option.some(gathered)
+          if (Option.isNone(answered)) return Option.none()
+          const text = answered.value
+          // The agent does not answer blank lines: do not send them and wait for a reply.
+          if (Option.isNone(sanitize(text))) {
+            yield* prompt
+            return Option.none()
+          }
+          if (Option.isSome(spinner)) yield* spinner.value.waiting
+          return Option.some(text)
+        }
+      }
+    })
+
+    const messages = Stream.repeatEffectOption(pull).pipe(
       Stream.filterMap(identity),
       Stream.map((text) => ({ channel: CHANNEL, text }))
     )
 
+    // The agent's /help, with the terminal's own command in it.
+    const withQuit = (text: string) => text === Commands.HELP ? Commands.helpText([QUIT_HELP]) : text
+
+    // On a terminal the agent's "send /forget confirm" becomes a y/N question.
+    const asksToForget = (text: string) => streams.interactive && text.endsWith(Commands.FORGET_ASK)
+
     const service: InteractService = {
       messages,
       send: (message) =>
-        write(streams.output, `${stripReplies ? stripControlSequences(message.text) : message.text}\n`).pipe(
-          Effect.zipRight(prompt)
-        )
+        Effect.gen(function*() {
+          const more = Option.isSome(spinner) ? yield* spinner.value.answered : false
+          const asking = asksToForget(message.text)
+          const text = asking ? message.text.slice(0, -Commands.FORGET_ASK.length).trimEnd() : withQuit(message.text)
+          yield* write(streams.output, `${stripReplies ? stripControlSequences(text) : text}\n`)
+          if (Option.isSome(spinner)) yield* spinner.value.resume
+          if (asking && !more) {
+            confirmingForget = true
+            reader.prompt(FORGET_QUESTION)
+            // While other messages wait, their spinner stands where the prompt would.
+          } else if (!more) yield* prompt
+        })
     }
     return service
   })

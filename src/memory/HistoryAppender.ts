@@ -31,6 +31,8 @@ export interface HistoryAppender {
   readonly writeLines: (entries: ReadonlyArray<HistoryEntry>, options: AppendOptions | undefined) => () => Either.Either<void, MemoryError>
   /** Closes the held descriptors; an append after it opens them again. */
   readonly close: () => void
+  /** `close`, and forgets what it knew of history and ledger (a forget moved them away). */
+  readonly reset: () => void
 }
 
 /**
@@ -176,7 +178,13 @@ export const make = (
     ledgerFd = undefined
   }
 
-  return { writeLines, close }
+  const reset = () => {
+    close()
+    ledgerCache = undefined
+    lastEnd = undefined
+  }
+
+  return { writeLines, close, reset }
 }
 
 /** Whether history, `size` bytes long, is empty or ends with a newline: one pread(2). */

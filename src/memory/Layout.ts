@@ -1,8 +1,10 @@
 /**
- * The files of the memory directory and the compaction commit that swaps
- * them: new files are written beside the old ones, the journal file's
- * appearance is the commit point, and `recover` finishes or discards a
- * commit a crash interrupted.
+ * The files of the memory directory and the commits that change them
+ * together: a compaction swaps new files in (written beside the old ones),
+ * a forget moves the files into an archive (Forget.ts). Either way the
+ * journal file's appearance is the commit point, and `recover` finishes or
+ * discards a commit a crash interrupted. An empty journal is a compaction;
+ * one naming an archive is a forget.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -41,6 +43,40 @@ const renameIfPresent = (from: string, to: string) => {
   if (fs.existsSync(from)) fs.renameSync(from, to)
 }
 
+/** Where a forget moves the memory: the archive's directory, relative to the memory directory. */
+export const ARCHIVE_DIR = "archive"
+const archiveName = /^archive\/[A-Za-z0-9._-]+$/
+
+/** The journal of a forget commit: the archive it moves the files into. */
+export const forgetJournal = (archive: string): string => `${JSON.stringify({ forget: archive })}\n`
+
+/**
+ * The files a forget moves into its archive, summary first like a
+ * compaction's swap (a lock-free reader trusting an unchanged summary then
+ * an unchanged history sees both as one pair).
+ */
+export const forgotten = (paths: Paths) => [paths.summary, paths.ledger, paths.history] as const
+
+/** The archive a journal names, when it is a forget's (a compaction's journal is empty). */
+const forgetTarget = (paths: Paths): string | undefined => {
+  const text = Either.getOrElse(Either.try(() => fs.readFileSync(paths.journal, "utf8")), () => "")
+  if (text.trim().length === 0) return undefined
+  const parsed = Either.getOrUndefined(Either.try(() => JSON.parse(text) as unknown))
+  const archive = typeof parsed === "object" && parsed !== null ? (parsed as { readonly forget?: unknown }).forget : undefined
+  return typeof archive === "string" && archiveName.test(archive) ? archive : undefined
+}
+
+/** Moves what is left of the forgotten files into the archive (rename: never a copy, never a mix). */
+const finishForget = (paths: Paths, archive: string) => {
+  const target = path.join(path.dirname(paths.history), archive)
+  makeDirectories(target)
+  for (const file of forgotten(paths)) renameIfPresent(file, path.join(target, path.basename(file)))
+  // A compaction's leftovers must not be swapped in after a forget.
+  for (const [next] of swaps(paths)) {
+    if (fs.existsSync(next)) fs.unlinkSync(next)
+  }
+}
+
 /**
  * Finishes or discards a compaction commit interrupted by a crash. With the
  * journal present the new files are complete and are moved into place
@@ -49,7 +85,9 @@ const renameIfPresent = (from: string, to: string) => {
  */
 export const recover = (paths: Paths) => {
   if (fs.existsSync(paths.journal)) {
-    for (const [next, current] of swaps(paths)) renameIfPresent(next, current)
+    const archive = forgetTarget(paths)
+    if (archive !== undefined) finishForget(paths, archive)
+    else for (const [next, current] of swaps(paths)) renameIfPresent(next, current)
     fs.unlinkSync(paths.journal)
   } else {
     for (const [next] of swaps(paths)) {

@@ -22,6 +22,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
+import * as Forget from "./Forget.js"
 import * as HistoryAppender from "./HistoryAppender.js"
 import type { AppendOptions } from "./HistoryAppender.js"
 import {
@@ -70,6 +71,15 @@ export interface MemoryService {
   /** Whether the last write to memory failed (a full disk): compaction waits until one succeeds. */
   readonly storageFailing: Effect.Effect<boolean>
   readonly hasMoreLinesThan: (limit: number) => Effect.Effect<boolean, MemoryError>
+  /** What `forget` would archive now. */
+  readonly forgetPreview: Effect.Effect<Forget.ForgetPreview>
+  /**
+   * Moves history, summary and ledger into `archive/<stamp>/` (Forget.ts)
+   * under the write lock, and drops every cache and descriptor of them, so
+   * the next snapshot is empty and the next append starts a new file.
+   * None when there was nothing to forget.
+   */
+  readonly forget: (stamp: string) => Effect.Effect<Option.Option<Forget.Forgotten>, MemoryError>
 }
 
 export class Memory extends Context.Tag("planckclaw/Memory")<Memory, MemoryService>() {}
@@ -141,13 +151,26 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
     const countLines = (limit: number) =>
       locked("counting history lines", count(limit, paths.history), count(limit, Layout.readable(paths).history))
 
+    const forget = (stamp: string) =>
+      locked("forgetting memory", () => {
+        // Whatever happened (a failure may have moved some files), nothing cached of the old files is trusted.
+        const forgotten = Forget.commit(directory, paths, stamp)
+        appender.reset()
+        reader.reset()
+        known = undefined
+        appended = false
+        return forgotten
+      }).pipe(Effect.tap(() => storeWorked))
+
     const service: MemoryService = {
       directory,
       memoryDir,
       snapshot: reader.snapshot,
       append,
       storageFailing: memoryDir.storageFailing,
-      hasMoreLinesThan
+      hasMoreLinesThan,
+      forgetPreview: Effect.sync(() => Forget.preview(paths)),
+      forget
     }
     return { service, close: appender.close }
   })

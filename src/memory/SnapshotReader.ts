@@ -43,6 +43,8 @@ export interface SnapshotReader {
    * history (inode `ino`) growing it from `size` to `end` bytes, under the lock.
    */
   readonly appended: (ino: number, size: number, end: number, entries: ReadonlyArray<HistoryEntry>) => void
+  /** Forgets what it cached of summary and history (a forget moved them): the next snapshot reads them anew. */
+  readonly reset: () => void
 }
 
 export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOptions = {}): SnapshotReader => {
@@ -213,6 +215,11 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     }
   }
 
-  return { snapshot, appended }
+  const reset = () => {
+    summaryCache = undefined
+    tailCache = undefined
+  }
+
+  return { snapshot, appended, reset }
 }
 

@@ -1,0 +1,81 @@
+/**
+ * What the terminal bridge reads, as it hands it over: lines, lines too long
+ * to keep, a read failure, the end. Piped input is split here; interactive
+ * input goes through readline (TerminalInteract.ts).
+ */
+import { InteractError } from "../Interact.js"
+
+/** One piped line may hold this much; a longer one is skipped with a warning rather than buffered. */
+export const MAX_LINE_BYTES = 16 * 1024 * 1024
+
+/** What the input side hands over, in order. */
+export type Received =
+  | { readonly _tag: "Line"; readonly text: string; readonly bytes: number }
+  | { readonly _tag: "Oversized"; readonly lineNumber: number; readonly bytes: number }
+  | { readonly _tag: "Failed"; readonly error: InteractError }
+  | { readonly _tag: "End" }
+
+export const END: Received = { _tag: "End" }
+
+/**
+ * Piped input split on LF only (readline would also end a line at a lone
+ * CR, cutting one message in two); the CR of a CR LF goes. Bytes are
+ * decoded per line, so a character split across reads stays whole and
+ * invalid UTF-8 becomes U+FFFD.
+ */
+export const readPiped = (input: NodeJS.ReadableStream, offer: (received: Received) => void) => {
+  let parts: Array<Buffer> = []
+  let bytes = 0
+  let lineNumber = 0
+  const take = (piece: Buffer) => {
+    bytes += piece.length
+    // Past the cap the line is only counted, so memory stays bounded.
+    if (bytes > MAX_LINE_BYTES) parts = []
+    else if (piece.length > 0) parts.push(piece)
+  }
+  const endLine = () => {
+    lineNumber++
+    if (bytes > MAX_LINE_BYTES) {
+      offer({ _tag: "Oversized", lineNumber, bytes })
+    } else {
+      const line = Buffer.concat(parts, bytes)
+      const text = line.subarray(0, line.at(-1) === 0x0d ? -1 : undefined).toString("utf8")
+      offer({ _tag: "Line", text, bytes })
+    }
+    parts = []
+    bytes = 0
+  }
+  const onData = (chunk: Buffer | string) => {
+    const data = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk
+    let start = 0
+    for (let newline = data.indexOf(0x0a); newline !== -1; newline = data.indexOf(0x0a, start)) {
+      take(data.subarray(start, newline))
+      endLine()
+      start = newline + 1
+    }
+    take(data.subarray(start))
+  }
+  const onEnd = () => {
+    // A last line without LF is still a message.
+    if (bytes > 0) endLine()
+    offer(END)
+  }
+  const onError = (error: Error) =>
+    offer({
+      _tag: "Failed",
+      error: new InteractError({ message: `cannot read standard input: ${error.message}`, cause: error })
+    })
+  input.on("data", onData)
+  input.on("end", onEnd)
+  input.on("close", onEnd)
+  input.on("error", onError)
+  return {
+    close: () => {
+      input.removeListener("data", onData)
+      input.removeListener("end", onEnd)
+      input.removeListener("close", onEnd)
+      input.removeListener("error", onError)
+      input.pause()
+    }
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * Forgetting: the agent's history, summary and ledger moved into
+ * `archive/<UTC timestamp>/` inside the memory directory, so the next
+ * message starts afresh and nothing is deleted. The move is a commit like a
+ * compaction's (Layout.ts): the archive directory is made, then a journal
+ * naming it appears (the commit point), then the files are renamed into it.
+ * A kill before the journal leaves the old memory (and an empty archive
+ * directory); after it, recovery finishes the renames: the fresh memory.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Layout from "./Layout.js"
+import { describeError, errnoCode } from "../Errors.js"
+import { fromFileError, MemoryError } from "./MemoryDir.js"
+
+/** What a forget would archive now. */
+export interface ForgetPreview {
+  /** Lines of history.jsonl (each a user or an assistant message). */
+  readonly historyLines: number
+  readonly historyBytes: number
+  readonly summaryBytes: number
+}
+
+/** What a forget archived: the archive, relative to the memory directory, and the files moved there. */
+export interface Forgotten {
+  readonly archive: string
+  readonly files: ReadonlyArray<string>
+}
+
+const sizeOf = (file: string): number | undefined => {
+  const stat = Either.getOrUndefined(Either.try(() => fs.lstatSync(file, { throwIfNoEntry: false })))
+  return stat?.isFile() === true ? stat.size : undefined
+}
+
+/** Counts newlines in blocks: a forget is rare, and people count messages, not bytes. */
+const countLines = (file: string, size: number): number => {
+  if (size === 0) return 0
+  const counted = Either.try(() => {
+    const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK)
+    try {
+      const block = Buffer.allocUnsafe(64 * 1024)
+      let lines = 0
+      let last = 0x0a
+      for (let offset = 0; offset < size;) {
+        const read = fs.readSync(fd, block, 0, block.length, offset)
+        if (read === 0) break
+        for (let index = 0; index < read; index++) if (block[index] === 0x0a) lines++
+        last = block[read - 1]!
+        offset += read
+      }
+      // A last line without its newline is still a line.
+      return last === 0x0a ? lines : lines + 1
+    } finally {
+      fs.closeSync(fd)
+    }
+  })
+  return Either.getOrElse(counted, () => 0)
+}
+
+export const preview = (paths: Layout.Paths): ForgetPreview => {
+  const historyBytes = sizeOf(paths.history) ?? 0
+  return { historyLines: countLines(paths.history, historyBytes), historyBytes, summaryBytes: sizeOf(paths.summary) ?? 0 }
+}
+
+/** Nothing worth an archive: no history line and no summary. */
+export const isEmpty = (found: ForgetPreview): boolean => found.historyBytes === 0 && found.summaryBytes === 0
+
+/** `2026-11-30T19:05:12.345Z` as a directory name: `2026-11-30T19-05-12Z`. */
+export const stampOf = (millis: number): string => new Date(millis).toISOString().replace(/\.\d+Z$/, "Z").replace(/:/g, "-")
+
+/** A fresh directory archive/<stamp> (then -2, -3… when one forget follows another within a second). */
+const makeArchive = (directory: string, stamp: string): Either.Either<string, MemoryError> => {
+  const parent = path.join(directory, Layout.ARCHIVE_DIR)
+  for (let attempt = 1; ; attempt++) {
+    const name = `${Layout.ARCHIVE_DIR}/${attempt === 1 ? stamp : `${stamp}-${attempt}`}`
+    const made = Either.try(() => {
+      if (!fs.existsSync(parent)) fs.mkdirSync(parent, { mode: 0o700 })
+      fs.mkdirSync(path.join(directory, name), { mode: 0o700 })
+    })
+    if (Either.isRight(made)) return Either.right(name)
+    if (errnoCode(made.left) !== "EEXIST") {
+      return Either.left(
+        new MemoryError({ reason: "io", message: `cannot make ${path.join(directory, name)}: ${describeError(made.left)}`, cause: made.left })
+      )
+    }
+  }
+}
+
+/**
+ * Moves history, summary and ledger into a new archive; none when there is
+ * nothing to forget. To be run under the directory's write lock (after its
+ * recovery), by the history store, which then drops what it caches.
+ */
+export const commit = (directory: string, paths: Layout.Paths, stamp: string): Either.Either<Option.Option<Forgotten>, MemoryError> => {
+  if (isEmpty(preview(paths))) return Either.right(Option.none())
+  const made = makeArchive(directory, stamp)
+  if (Either.isLeft(made)) return Either.left(made.left)
+  const archive = made.right
+  // A compaction's leftovers (no journal: never committed) must not be read as part of this commit.
+  for (const next of [paths.nextSummary, paths.nextHistory, paths.nextLedger]) Either.try(() => fs.unlinkSync(next))
+  const files = Layout.forgotten(paths).filter((file) => fs.existsSync(file)).map((file) => path.basename(file))
+  // The journal is the commit point: from here recovery moves the files instead of leaving them.
+  const journaled = Layout.writeNew(paths.journal, Layout.forgetJournal(archive))
+  if (Either.isLeft(journaled)) {
+    Either.try(() => fs.rmdirSync(path.join(directory, archive)))
+    return Either.left(fromFileError(journaled.left))
+  }
+  Layout.syncDirectory(directory)
+  Layout.recover(paths)
+  Layout.syncDirectory(path.join(directory, archive))
+  Layout.syncDirectory(directory)
+  return Either.right(Option.some({ archive, files }))
+}

@@ -1,0 +1,155 @@
+/**
+ * A session in a real pseudo-terminal: the built `planckclaw run` under
+ * util-linux `script`, typed at through the pty, against a loopback brain.
+ * Every slash command, pasted and continued lines, the spinner, a
+ * misconfigured brain told plainly, and /quit ending the run.
+ */
+import * as child from "node:child_process"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as AnthropicServer from "../support/AnthropicServer.js"
+import * as Cli from "../support/Cli.js"
+import { eventually, tempDir, within } from "../support/Sandbox.js"
+
+const quote = (text: string) => `'${text.replace(/'/g, "'\\''")}'`
+
+// eslint-disable-next-line no-control-regex
+const ESCAPES = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[\]PX^_][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[()][0-9A-Za-z]|\u001b[=>]/g
+
+const setup = (handler: AnthropicServer.Handler) =>
+  Effect.gen(function*() {
+    const server = yield* AnthropicServer.make(handler)
+    const cwd = yield* tempDir("planckclaw-pty-")
+    const env = Cli.baseEnv({
+      ANTHROPIC_API_KEY: "test-key-not-secret",
+      ANTHROPIC_BASE_URL: server.url,
+      PLANCKCLAW_DIR: path.join(cwd, "memory"),
+      CLAWS_DIR: path.join(Cli.REPO, "claws"),
+      PLANCKCLAW_BRAIN_RETRIES: "0",
+      PLANCKCLAW_RUN_DIR: path.join(cwd, "run"),
+      SHELL: "/bin/sh",
+      TERM: "xterm",
+      COLUMNS: "200",
+      LINES: "50"
+    })
+    return { server, cwd, env }
+  })
+
+/** `planckclaw run` with its standard input and output on a pseudo-terminal; what is written is typed. */
+const session = (options: { cwd: string; env: NodeJS.ProcessEnv }) =>
+  Effect.gen(function*() {
+    const command = `exec ${quote(process.execPath)} ${quote(Cli.BIN)} run`
+    const proc = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        child.spawn("script", ["-qfec", command, "/dev/null"], { cwd: options.cwd, env: options.env, stdio: ["pipe", "pipe", "pipe"] })
+      ),
+      (proc) => Effect.sync(() => proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL"))
+    )
+    let raw = ""
+    proc.stdout.on("data", (chunk: Buffer) => void (raw += chunk.toString("utf8")))
+    const exited = new Promise<number | null>((resolve) => proc.on("close", (code) => resolve(code)))
+    const screen = () => raw.replace(ESCAPES, "").replace(/\r/g, "")
+    let seen = 0
+    return {
+      raw: () => raw,
+      screen,
+      type: (text: string) => Effect.sync(() => void proc.stdin.write(text)),
+      /** Waits for `text` to appear after what the last wait found; returns the output in between. */
+      until: (text: string) =>
+        eventually(`${JSON.stringify(text)} on the terminal`, () => {
+          const found = screen().indexOf(text, seen)
+          if (found === -1) return undefined
+          const between = screen().slice(seen, found + text.length)
+          seen = found + text.length
+          return between
+        }),
+      exit: within("the run to end", "20 seconds")(Effect.promise(() => exited))
+    }
+  })
+
+describe("planckclaw run in a pseudo-terminal", () => {
+  it.scopedLive("hint, every slash command, pasted and continued lines, the spinner, then /quit", () =>
+    Effect.gen(function*() {
+      const t = yield* setup((request, index) =>
+        AnthropicServer.lastUserText(request.body) === "slow"
+          ? AnthropicServer.delay(1600, AnthropicServer.text("slow answer"))
+          : AnthropicServer.echo(request, index)
+      )
+      const s = yield* session(t)
+      yield* s.until("/help for commands, /quit or Ctrl-D to leave")
+      yield* s.until("planckclaw> ")
+
+      yield* s.type("/help\r")
+      yield* s.until("/forget          archive our conversation")
+      yield* s.until("/quit            leave (or Ctrl-D)")
+
+      yield* s.type("/tools\r")
+      yield* s.until("get_time")
+
+      yield* s.type("/usage\r")
+      yield* s.until("No usage ledger yet")
+
+      yield* s.type("/nope\r")
+      yield* s.until("unknown command /nope — /help lists the commands")
+
+      // Pasted: two lines in one write are one message.
+      yield* s.type("line one\rline two\r")
+      yield* s.until("re: line one\nline two")
+
+      // Continued with a trailing backslash.
+      yield* s.type("part one\\\r")
+      yield* s.until("... ")
+      yield* s.type("part two\r")
+      yield* s.until("re: part one\npart two")
+
+      yield* s.type("slow\r")
+      const waited = yield* s.until("slow answer")
+      expect(waited).toContain("thinking… 1s")
+      // The spinner's line was erased right before the reply.
+      expect(s.raw()).toMatch(/thinking… 1s(?:\r\u001b\[2K[^\r]*)*\r\u001b\[2Kslow answer/)
+
+      yield* s.type("/usage\r")
+      yield* s.until("Total: 3 requests")
+
+      yield* s.type("/compact\r")
+      yield* s.until("Nothing to compact")
+
+      // On a terminal /forget asks y/N; anything but y forgets nothing.
+      yield* s.type("/forget\r")
+      expect(yield* s.until("Archive it all and start afresh? [y/N] ")).toContain("nothing is deleted.")
+      yield* s.type("n\r")
+      yield* s.until("Nothing was forgotten.")
+      yield* s.type("/forget\r")
+      yield* s.until("[y/N] ")
+      yield* s.type("y\r")
+      yield* s.until("The next message starts afresh.")
+
+      yield* s.type("who are you?\r")
+      yield* s.until("re: who are you?")
+
+      yield* s.type("/quit\r")
+      expect(yield* s.exit).toBe(0)
+
+      const turns = yield* t.server.turns
+      expect(turns.map((request) => AnthropicServer.lastUserText(request.body))).toEqual([
+        "line one\nline two",
+        "part one\npart two",
+        "slow",
+        "who are you?"
+      ])
+      // After the forget, the request carries no old history.
+      expect(turns.at(-1)!.body.messages).toHaveLength(1)
+    }), 90_000)
+
+  it.scopedLive("a brain that refuses the key is told plainly, and Ctrl-D leaves", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(() => AnthropicServer.apiError(401, "authentication_error", "invalid x-api-key"))
+      const s = yield* session(t)
+      yield* s.until("planckclaw> ")
+      yield* s.type("hello\r")
+      yield* s.until("my brain is misconfigured")
+      yield* s.type("\u0004")
+      expect(yield* s.exit).toBe(0)
+    }), 60_000)
+})

@@ -1,0 +1,113 @@
+/**
+ * Forget as a commit: every state a kill can leave (before the journal,
+ * after it with none, some or all of the renames done) is read by the next
+ * process as the old memory or the fresh one, with the archive beside it.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import * as Forget from "../../src/memory/Forget.js"
+import * as Layout from "../../src/memory/Layout.js"
+import * as Memory from "../../src/memory/Memory.js"
+import { line } from "../support/Harness.js"
+import { tempDir } from "../support/Sandbox.js"
+
+const HISTORY = line("user", "u1") + line("assistant", "a1")
+const SUMMARY = "The user is Marc.\n"
+const LEDGER = `${JSON.stringify({ inode: 1, exchanges: [] })}\n`
+const ARCHIVE = "archive/2026-11-30T19-00-00Z"
+
+const memoryDir = Effect.gen(function*() {
+  const directory = yield* tempDir()
+  fs.writeFileSync(path.join(directory, "history.jsonl"), HISTORY)
+  fs.writeFileSync(path.join(directory, "summary.md"), SUMMARY)
+  fs.writeFileSync(path.join(directory, ".history-ledger.json"), LEDGER)
+  return directory
+})
+
+const files = (directory: string) =>
+  fs.readdirSync(directory, { recursive: true }).map(String).filter((name) => !name.includes(".planckclaw")).sort()
+
+describe("Forget", () => {
+  it("names archives after the UTC time, without colons", () => {
+    expect(Forget.stampOf(Date.UTC(2026, 10, 30, 19, 5, 12, 345))).toBe("2026-11-30T19-05-12Z")
+  })
+
+  it.scoped("moves the three files into a new archive and leaves nothing behind; a second one in the same second gets its own", () =>
+    Effect.gen(function*() {
+      const directory = yield* memoryDir
+      const memory = yield* Memory.make(directory)
+      expect(yield* memory.forgetPreview).toEqual({ historyLines: 2, historyBytes: HISTORY.length, summaryBytes: SUMMARY.length })
+      const done = yield* memory.forget("2026-11-30T19-00-00Z")
+      expect(done).toEqual(Option.some({ archive: ARCHIVE, files: ["summary.md", ".history-ledger.json", "history.jsonl"] }))
+      expect(files(directory)).toEqual([
+        "archive",
+        ARCHIVE,
+        `${ARCHIVE}/.history-ledger.json`,
+        `${ARCHIVE}/history.jsonl`,
+        `${ARCHIVE}/summary.md`
+      ])
+      expect(fs.readFileSync(path.join(directory, ARCHIVE, "history.jsonl"), "utf8")).toBe(HISTORY)
+      expect((yield* memory.snapshot(10)).history).toEqual([])
+      yield* memory.append([{ role: "user", content: "u2" }, { role: "assistant", content: "a2" }])
+      expect(yield* memory.forget("2026-11-30T19-00-00Z")).toEqual(
+        Option.some({ archive: `${ARCHIVE}-2`, files: ["history.jsonl"] })
+      )
+      expect(yield* memory.forget("2026-11-30T19-00-00Z")).toEqual(Option.none())
+    }))
+
+  it.scoped("a kill before the journal leaves the old memory (and an empty archive directory)", () =>
+    Effect.gen(function*() {
+      const directory = yield* memoryDir
+      fs.mkdirSync(path.join(directory, ARCHIVE), { recursive: true })
+      const memory = yield* Memory.make(directory)
+      const snapshot = yield* memory.snapshot(10)
+      expect(snapshot.summary).toBe(SUMMARY.trim())
+      expect(snapshot.history).toHaveLength(2)
+      expect(fs.readdirSync(path.join(directory, ARCHIVE))).toEqual([])
+    }))
+
+  for (const moved of [0, 1, 2, 3]) {
+    it.scoped(`a kill after the journal with ${moved} of 3 files moved is finished by the next process: the fresh memory`, () =>
+      Effect.gen(function*() {
+        const directory = yield* memoryDir
+        const paths = Layout.files(directory)
+        fs.mkdirSync(path.join(directory, ARCHIVE), { recursive: true })
+        fs.writeFileSync(paths.journal, Layout.forgetJournal(ARCHIVE))
+        for (const file of Layout.forgotten(paths).slice(0, moved)) {
+          fs.renameSync(file, path.join(directory, ARCHIVE, path.basename(file)))
+        }
+        const memory = yield* Memory.make(directory)
+        const snapshot = yield* memory.snapshot(10)
+        expect(snapshot).toEqual({ soul: Memory.DEFAULT_SOUL, summary: "", history: [] })
+        expect(fs.existsSync(paths.journal)).toBe(false)
+        expect(fs.readFileSync(path.join(directory, ARCHIVE, "history.jsonl"), "utf8")).toBe(HISTORY)
+        expect(fs.readFileSync(path.join(directory, ARCHIVE, "summary.md"), "utf8")).toBe(SUMMARY)
+        expect(fs.readFileSync(path.join(directory, ARCHIVE, ".history-ledger.json"), "utf8")).toBe(LEDGER)
+      }))
+  }
+
+  it.scoped("a compaction's journal is still a compaction's: its new files are swapped in", () =>
+    Effect.gen(function*() {
+      const directory = yield* memoryDir
+      const paths = Layout.files(directory)
+      fs.writeFileSync(paths.nextSummary, "Folded.\n")
+      fs.writeFileSync(paths.nextHistory, line("user", "kept") + line("assistant", "tail"))
+      fs.writeFileSync(paths.journal, "")
+      const snapshot = yield* (yield* Memory.make(directory)).snapshot(10)
+      expect(snapshot.summary).toBe("Folded.")
+      expect(snapshot.history.map((entry) => entry.content)).toEqual(["kept", "tail"])
+      expect(fs.existsSync(path.join(directory, "archive"))).toBe(false)
+    }))
+
+  it.scoped("a journal naming a path outside archive/ is not followed", () =>
+    Effect.gen(function*() {
+      const directory = yield* memoryDir
+      const paths = Layout.files(directory)
+      fs.writeFileSync(paths.journal, JSON.stringify({ forget: "../elsewhere" }))
+      const snapshot = yield* (yield* Memory.make(directory)).snapshot(10)
+      expect(snapshot.history).toHaveLength(2)
+      expect(fs.existsSync(path.join(directory, "..", "elsewhere"))).toBe(false)
+    }))
+})
