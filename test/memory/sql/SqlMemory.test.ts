@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Layer, type Scope } from "effect"
 import * as SqlMemory from "../../../src/memory/sql/SqlMemory.js"
 import * as SqlMigrations from "../../../src/memory/sql/SqlMigrations.js"
 import { DEFAULT_SOUL } from "../../../src/memory/Memory.js"
@@ -8,7 +9,7 @@ import { clientLayer, freshDatabase, migrated, withSql } from "./SqlKit.js"
 
 const server = usePostgres()
 
-const inFreshDatabase = <A, E>(effect: Effect.Effect<A, E, any>) =>
+const inFreshDatabase = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient | Scope.Scope>) =>
   Effect.gen(function*() {
     const url = yield* freshDatabase(yield* server)
     return yield* Effect.scoped(effect).pipe(Effect.provide(migrated(url)))
