@@ -28,12 +28,12 @@ const described = (report: SqlTransfer.TransferReport) =>
     ...(report.usage > 0 ? [`${report.usage} usage line(s)`] : [])
   ].join(", ")
 
-const inDatabase = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  effect.pipe(Effect.provide(SqlDatabase.layer), withSettings(new Map()))
+/** The agent's id checked before anything connects, then `run` on the database. */
+const inDatabase = <A, E, R>(agent: string, run: (id: AgentId.AgentId) => Effect.Effect<A, E, R>) =>
+  Effect.flatMap(AgentId.parse(agent), (id) => run(id).pipe(Effect.provide(SqlDatabase.layer), withSettings(new Map())))
 
 const exportCommand = Command.make("export", { agent: agentOption, directory: directoryArg }, (options) =>
-  inDatabase(Effect.gen(function*() {
-    const id = yield* AgentId.parse(options.agent)
+  inDatabase(options.agent, (id) => Effect.gen(function*() {
     const directory = path.resolve(options.directory)
     const report = yield* SqlTransfer.exportAgent(id, directory)
     yield* Console.log(`exported agent ${id} to ${directory}: ${described(report)}`)
@@ -46,8 +46,7 @@ const importCommand = Command.make("import", {
     Options.withDescription("overwrite the memory the agent already has in the database")
   )
 }, (options) =>
-  inDatabase(Effect.gen(function*() {
-    const id = yield* AgentId.parse(options.agent)
+  inDatabase(options.agent, (id) => Effect.gen(function*() {
     const directory = path.resolve(options.directory)
     const report = yield* SqlTransfer.importAgent(id, directory, { replace: options.replace })
     yield* Console.log(`imported agent ${id} from ${directory}: ${described(report)}`)
