@@ -118,11 +118,14 @@ export const make = (
     })
     yield* ensureAgent(sql, agentId).pipe(resilient(`opening the memory of agent ${agentId}`, retry))
 
-    const reported = new Set<string>()
+    // Lines that are not entries are reported once per agent, not once per turn.
+    let reportedSkipped = false
     const reportSkipped = (count: number) =>
-      count === 0 || reported.has("skipped") ? Effect.void : Effect.sync(() => reported.add("skipped")).pipe(
-        Effect.zipRight(Effect.logWarning(`history of agent ${agentId}: skipped ${count} line(s) that are not {"role","content"}`))
-      )
+      Effect.suspend(() => {
+        if (count === 0 || reportedSkipped) return Effect.void
+        reportedSkipped = true
+        return Effect.logWarning(`history of agent ${agentId}: skipped ${count} line(s) that are not {"role","content"}`)
+      })
 
     const snapshot = (keep: number) =>
       Effect.all([
