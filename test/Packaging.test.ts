@@ -21,7 +21,7 @@ const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
 }
 
 /** Modules only the command line imports: esbuild bundles them into dist/cli. */
-const cliOnly = new Set(["Cli.ts", "CliSettings.ts", "ServeCommand.ts", "bin.ts"])
+const cliOnly = new Set(["Cli.ts", "CliSettings.ts", "ServeCommand.ts", "InitCommand.ts", "bin.ts"])
 
 const sourceFiles = (dir: string): Array<string> =>
   fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
