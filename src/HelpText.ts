@@ -240,6 +240,7 @@ export const answer = (args: ReadonlyArray<string>, options: { readonly version:
   if (args[0] === "help") {
     const topic = args[1]
     if (topic === undefined) return print(overview(color))
+    if (topic === "--help" || topic === "-h") return print(commandHelp(named("help")!, color))
     if (topic === "config") return print(configHelp(color))
     const command = named(topic)
     if (command !== undefined) return print(commandHelp(command, color))
