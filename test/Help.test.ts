@@ -34,7 +34,7 @@ const commandName = (command: AnyCommand): string => [...Command.getNames(comman
 
 describe("help entries", () => {
   it("every command has an entry, and the entry describes every option it parses", () => {
-    for (const command of subcommands) {
+    for (const command of subcommands as unknown as ReadonlyArray<AnyCommand>) {
       const name = commandName(command)
       const entry = HelpText.commands.find((help) => help.name === name)
       expect(entry, name).toBeDefined()
