@@ -232,7 +232,15 @@ const print = (text: string, code = 0, toStderr = false): Answer => ({ _tag: "Pr
  * What the arguments (after `planckclaw`) ask of the help, if anything.
  * A command this module does not know is left to the command line.
  */
-export const answer = (args: ReadonlyArray<string>, options: { readonly version: string; readonly color: boolean }): Answer => {
+export const answer = (
+  args: ReadonlyArray<string>,
+  options: {
+    readonly version: string
+    readonly color: boolean
+    /** Every command the command line has, when known: any other word is refused rather than left to it. */
+    readonly known?: ReadonlyArray<string>
+  }
+): Answer => {
   const { color } = options
   const named = (name: string | undefined) => commands.find((command) => command.name === name)
   if (args.length === 1 && args[0] === "--version") return print(options.version)
@@ -252,8 +260,13 @@ export const answer = (args: ReadonlyArray<string>, options: { readonly version:
   }
   const asked = args.findIndex((arg) => arg === "--help" || arg === "-h")
   if (asked === -1) return { _tag: "NotHelp" }
-  const first = args[0]
-  if (asked === 0 || first === undefined || first.startsWith("-")) return print(overview(color))
+  // The command is the first word before --help that is not an option (nor --log-level's value).
+  const before = args.slice(0, asked)
+  const first = before.find((arg, index) => !arg.startsWith("-") && before[index - 1] !== "--log-level")
+  if (first === undefined) return print(overview(color))
   const command = named(first)
-  return command === undefined ? { _tag: "NotHelp" } : print(commandHelp(command, color))
+  if (command !== undefined) return print(commandHelp(command, color))
+  return options.known !== undefined && !options.known.includes(first)
+    ? print(`planckclaw: unknown command '${first}': see planckclaw --help`, 2, true)
+    : { _tag: "NotHelp" }
 }

@@ -3,6 +3,7 @@
  * SIGTERM and SIGHUP interrupt the main fiber and every scope is closed.
  */
 import * as fs from "node:fs"
+import * as Command from "@effect/cli/Command"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
@@ -11,7 +12,8 @@ import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import { cli } from "./Cli.js"
+import * as HashMap from "effect/HashMap"
+import { cli, command } from "./Cli.js"
 import * as ConfigErrors from "./config/ConfigErrors.js"
 import * as HelpText from "./HelpText.js"
 import * as Home from "./Home.js"
@@ -33,7 +35,11 @@ const refuseSetting = (message: string): Effect.Effect<number> => {
 }
 
 /** Help and --version, answered before the command line is parsed (see HelpText). */
-const help = HelpText.answer(process.argv.slice(2), { version, color: HelpText.colorAllowed(process.stdout) })
+const help = HelpText.answer(process.argv.slice(2), {
+  version,
+  color: HelpText.colorAllowed(process.stdout),
+  known: [...HashMap.keys(Command.getSubcommands(command))]
+})
 
 /**
  * Expected failures print one line and pick the exit code: 2 for what the

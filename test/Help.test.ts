@@ -136,7 +136,10 @@ describe("help and version (built command)", () => {
       const unknown = yield* Cli.run(["help", "nonsense"], { cwd, env: Cli.baseEnv({}) })
       expect(unknown.code).toBe(2)
       expect(unknown.stderr).toContain("no help on 'nonsense'")
-    }))
+      const unknownCommand = yield* Cli.run(["nonsense", "--help"], { cwd, env: Cli.baseEnv({}) })
+      expect(unknownCommand.code).toBe(2)
+      expect(unknownCommand.stderr).toBe("planckclaw: unknown command 'nonsense': see planckclaw --help\n")
+    }), 120_000) // a dozen processes on a loaded machine; nothing is asserted about speed
 
   it.scopedLive("--version is one line; a usage error is plain text when piped", () =>
     Effect.gen(function*() {

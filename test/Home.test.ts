@@ -115,22 +115,27 @@ describe("the home, from another directory (built command)", () => {
       expect(JSON.stringify(requests[0]!.body)).toContain("get_time")
     }))
 
-  it.scopedLive("found by default: the current directory when it holds config.env, else ~/.planckclaw", () =>
+  it.scopedLive("found by default: ~/.planckclaw, when the current directory holds no config.env", () =>
     Effect.gen(function*() {
       const w = yield* world
       const server = yield* AnthropicServer.make(AnthropicServer.echo)
       yield* homeWith(path.join(w.home, ".planckclaw"), w.env, server.url)
-      const fromDefault = yield* Cli.run(["run"], { cwd: w.elsewhere, env: w.env, input: "one\n" })
-      expect(fromDefault.code).toBe(0)
+      const result = yield* Cli.run(["run"], { cwd: w.elsewhere, env: w.env, input: "one\n" })
+      expect(result.code).toBe(0)
       expect(fs.readFileSync(path.join(w.home, ".planckclaw/memory/history.jsonl"), "utf8")).toContain("one")
       expect(fs.readdirSync(w.elsewhere)).toEqual([])
+    }))
 
+  it.scopedLive("found by default: the current directory, when it holds config.env", () =>
+    Effect.gen(function*() {
+      const w = yield* world
+      const server = yield* AnthropicServer.make(AnthropicServer.echo)
       const local = path.join(w.root, "project")
       yield* homeWith(local, w.env, server.url)
-      const fromHere = yield* Cli.run(["run"], { cwd: local, env: w.env, input: "two\n" })
-      expect(fromHere.code).toBe(0)
+      const result = yield* Cli.run(["run"], { cwd: local, env: w.env, input: "two\n" })
+      expect(result.code).toBe(0)
       expect(fs.readFileSync(path.join(local, "memory/history.jsonl"), "utf8")).toContain("two")
-      expect(fs.readFileSync(path.join(w.home, ".planckclaw/memory/history.jsonl"), "utf8")).not.toContain("two")
+      expect(fs.existsSync(path.join(w.home, ".planckclaw"))).toBe(false)
     }))
 
   it.scopedLive("a missing key names the file to put it in, and that init makes it", () =>
