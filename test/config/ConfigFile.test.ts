@@ -4,6 +4,7 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Config, ConfigError, Effect, Either, Option } from "effect"
 import { AgentConfig } from "../../src/AgentConfig.js"
+import { unknownKeys } from "../../src/CliSettings.js"
 import * as ConfigErrors from "../../src/config/ConfigErrors.js"
 import * as ConfigFile from "../../src/config/ConfigFile.js"
 
@@ -116,6 +117,21 @@ describe("config.env", () => {
     expect(problem("A=x;rm -rf y")).toContain("config.env:1: \";\" outside quotes would be a shell operator")
     expect(problem("A=x\\")).toContain("config.env:1: a line ending in \\ (a continuation) is not supported")
     expect(problem("sk-secret-pasted")).not.toContain("sk-secret")
+  })
+
+  it("names keys of ours that nothing reads, with the key meant; leaves the user's own variables alone", () => {
+    expect(unknownKeys(new Map([
+      ["HISTROY_MAX", "10"],
+      ["PLANCKCLAW_MODLE", "x"],
+      ["PLANCKCLAW_SOMETHING_ELSE_ENTIRELY", "x"],
+      ["HISTORY_MAX", "10"],
+      ["MY_KEY", "x"],
+      ["PLANCKCLAW_INTERACT_IN", "/tmp/p"]
+    ]))).toEqual([
+      "HISTROY_MAX (did you mean HISTORY_MAX?)",
+      "PLANCKCLAW_MODLE (did you mean PLANCKCLAW_MODEL?)",
+      "PLANCKCLAW_SOMETHING_ELSE_ENTIRELY"
+    ])
   })
 
   it.effect("lets flags override the environment, and the environment override the file", () =>
