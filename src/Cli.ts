@@ -1,6 +1,6 @@
 /**
- * The command line: `planckclaw run | serve | compact | tools | usage | bridge`. Layers are composed
- * here, at the edge, from the choices the flags make.
+ * The command line: `planckclaw run | serve | compact | tools | usage | bridge | init | help`. Layers
+ * are composed here, at the edge, from the choices the flags make. The help people read is HelpText's.
  */
 import * as path from "node:path"
 import * as Args from "@effect/cli/Args"
@@ -17,6 +17,8 @@ import * as AgentHost from "./service/AgentHost.js"
 import * as AgentId from "./service/AgentId.js"
 import * as AgentSettings from "./service/AgentSettings.js"
 import * as AgentStatus from "./service/AgentStatus.js"
+import * as HelpText from "./HelpText.js"
+import { initCommand } from "./InitCommand.js"
 import { serve } from "./ServeCommand.js"
 import { memory } from "./MemoryCommand.js"
 import { brainOption, debugFlags, debugOption, runFlags, withSettings } from "./CliSettings.js"
@@ -248,9 +250,22 @@ const bridge = Command.make("bridge", { name: Args.choice(builtinNames.map((name
     )
   )
 
+/** `planckclaw help [TOPIC]`; bin.ts answers it before parsing (see HelpText), this declares it for completions. */
+const help = Command.make(
+  "help",
+  { topic: Args.text({ name: "TOPIC" }).pipe(Args.withDescription("a command name, or config"), Args.optional) },
+  ({ topic }) => {
+    const answer = HelpText.answer(["help", ...Option.toArray(topic)], { version: "", color: false })
+    return answer._tag === "Print" ? Console.log(answer.text) : Effect.void
+  }
+).pipe(Command.withDescription("Print the help of a command, or every configuration key (help config)."))
+
+/** Every subcommand, in the order the help lists them. */
+export const subcommands = [run, serve, compact, tools, usage, bridge, initCommand, doctor, memory, help] as const
+
 export const command = Command.make("planckclaw").pipe(
   Command.withDescription("A personal AI agent: terminal or Discord, Claude or any Chat Completions model, shell-script claws, self-compacting memory."),
-  Command.withSubcommands([run, serve, compact, tools, usage, bridge, doctor, memory])
+  Command.withSubcommands(subcommands)
 )
 
 export const cli = (version: string) => Command.run(command, { name: "planckclaw", version })

@@ -1,12 +1,28 @@
 /**
  * What every command shares: the `--brain` and `--debug` flags, and the
- * settings (config.env, the environment and flags, read once through the
- * ConfigProvider, with the secrets withdrawn first).
+ * settings (the home's config.env, the environment and flags, read once
+ * through the ConfigProvider, with the secrets withdrawn first).
  */
-import * as path from "node:path"
 import * as Options from "@effect/cli/Options"
+import * as Config from "effect/Config"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
+import { AgentConfig } from "./AgentConfig.js"
+import * as AnthropicBrain from "./brain/AnthropicBrain.js"
+import { BrainChoiceConfig } from "./brain/BrainChoice.js"
+import * as BrainRetry from "./brain/BrainRetry.js"
+import * as OpenAiBrain from "./brain/OpenAiBrain.js"
+import * as ScriptClaws from "./claws/ScriptClaws.js"
+import { fifoPathsConfig } from "./fifo/FifoPaths.js"
+import * as HelpConfig from "./HelpConfig.js"
+import * as Home from "./Home.js"
+import { MemoryConfig } from "./memory/MemoryDir.js"
+import * as PlainConsole from "./PlainConsole.js"
+import { HostConfig } from "./service/AgentHost.js"
 import * as ConfigFile from "./config/ConfigFile.js"
 import * as Secrets from "./config/Secrets.js"
 import * as Logging from "./Logging.js"
@@ -23,21 +39,108 @@ export const debugOption = Options.boolean("debug").pipe(
 )
 
 /**
- * Reads config.env, the environment and flags into the ConfigProvider, and
- * sets up logging. The secrets leave the process's environment first (see
- * Secrets.withdraw), before anything is started that could read it.
+ * Every setting that has a default, checked before a command does anything:
+ * a bad value stops it at start-up, whatever its input (even an empty
+ * stdin), naming the key. Secrets and the Discord settings are checked when
+ * a chosen bridge uses them.
+ */
+export const StartupConfig = Config.all([
+  AgentConfig,
+  ScriptClaws.ScriptsConfig,
+  BrainRetry.BrainRetryConfig,
+  BrainRetry.baseUrlConfig("ANTHROPIC_BASE_URL", AnthropicBrain.DEFAULT_BASE_URL),
+  BrainRetry.baseUrlConfig("OPENAI_BASE_URL", OpenAiBrain.DEFAULT_BASE_URL),
+  BrainChoiceConfig,
+  Logging.DebugConfig,
+  MemoryConfig,
+  HostConfig,
+  fifoPathsConfig
+])
+
+// Pipe paths an external bridge receives; set by hand only to move one pipe.
+const pipeKeys = ["INTERACT_IN", "INTERACT_OUT", "BRAIN_IN", "BRAIN_OUT", "CLAW_IN", "CLAW_OUT"].map((pipe) => `PLANCKCLAW_${pipe}`)
+const knownKeys = new Set([...HelpConfig.allKeys.map((help) => help.key), ...pipeKeys])
+const ourPrefix = /^(PLANCKCLAW_|HISTORY_|CLAWS_|ANTHROPIC_|OPENAI_|DISCORD_)/
+
+const distance = (a: string, b: string): number => {
+  let row = Array.from({ length: b.length + 1 }, (_, index) => index)
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i]
+    for (let j = 1; j <= b.length; j++) {
+      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)))
+    }
+    row = next
+  }
+  return row[b.length]!
+}
+
+/**
+ * A key of ours config.env sets that nothing reads (a typo, most likely),
+ * with the known key it is closest to; other names are the user's own
+ * variables (for `$VAR`), left alone.
+ */
+export const unknownKeys = (file: ReadonlyMap<string, string>): Array<string> =>
+  [...file.keys()].filter((key) => !knownKeys.has(key)).flatMap((key) => {
+    const closest = [...knownKeys].sort((a, b) => distance(key, a) - distance(key, b))[0]!
+    const near = distance(key, closest) <= 3
+    return near ? [`${key} (did you mean ${closest}?)`] : ourPrefix.test(key) ? [key] : []
+  })
+
+export interface Settings {
+  readonly home: Home.Home
+  readonly provider: ConfigProvider.ConfigProvider
+  /** Why the secrets could not be wiped from the start-up environment block, if they could not. */
+  readonly notWiped: string | undefined
+  /** Keys of config.env nothing reads (see unknownKeys). */
+  readonly unknown: ReadonlyArray<string>
+}
+
+/**
+ * The settings of this process: the home's config.env (its relative paths
+ * made absolute against the home), the environment and `flags`, with the
+ * memory, claws and agents directories inside the home unless set. The
+ * secrets leave the process's environment first (see Secrets.withdraw),
+ * before anything is started that could read it.
+ */
+export const settings = (flags: Map<string, string>): Effect.Effect<Settings, ConfigFile.ConfigFileError> =>
+  Effect.gen(function*() {
+    const home = Home.locate()
+    const values = yield* ConfigFile.read(Home.configFile(home))
+    const file = Home.resolveFilePaths(home, values)
+    const withdrawn = yield* Secrets.withdraw(Secrets.secretNames.flatMap((name) => file.get(name) ?? []))
+    const provider = ConfigFile.provider({ file, environment: process.env, withdrawnSecrets: withdrawn.secrets, flags }).pipe(
+      ConfigProvider.orElse(() => ConfigProvider.fromMap(Home.directoryDefaults(home)))
+    )
+    return { home, provider, notWiped: withdrawn.notWiped, unknown: unknownKeys(values) }
+  })
+
+/**
+ * Runs a command with its settings (see `settings`), checked at start-up
+ * (StartupConfig), and logging set up: `--log-level` chooses the level,
+ * `--debug` or PLANCKCLAW_DEBUG=1 lowers it to debug at least.
  */
 export const withSettings = (flags: Map<string, string>) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
-    const file = yield* ConfigFile.read(path.resolve("config.env"))
-    const withdrawn = yield* Secrets.withdraw(Secrets.secretNames.flatMap((name) => file.get(name) ?? []))
-    const provider = ConfigFile.provider({ file, environment: process.env, withdrawnSecrets: withdrawn.secrets, flags })
+    const { home, notWiped, provider, unknown } = yield* settings(flags)
+    yield* Effect.withConfigProvider(StartupConfig, provider)
     const debug = yield* Logging.DebugConfig.pipe(Effect.withConfigProvider(provider))
-    const warning = withdrawn.notWiped === undefined ? Effect.void : Effect.logWarning(
-      `cannot wipe the secrets from this process's start-up environment (${withdrawn.notWiped}): processes of this ` +
-        "user, claws included, can read them in /proc; put them in config.env rather than the environment"
+    // @effect/cli's --log-level sets the minimum level around the handler; the default is info.
+    const chosen = yield* FiberRef.get(FiberRef.currentMinimumLogLevel)
+    const level = debug && LogLevel.greaterThan(chosen, LogLevel.Debug) ? LogLevel.Debug : chosen
+    const warning = Effect.zipRight(
+      notWiped === undefined ? Effect.void : Effect.logWarning(
+        `cannot wipe the secrets from this process's start-up environment (${notWiped}): processes of this ` +
+          "user, claws included, can read them in /proc; put them in config.env rather than the environment"
+      ),
+      unknown.length === 0 ? Effect.void : Effect.logWarning(
+        `${Home.configFile(home)} sets ${unknown.join(", ")}, which nothing reads: \`planckclaw help config\` lists every key`
+      )
     )
+    // The command's own output as it is (see PlainConsole).
+    const console = PlainConsole.original(yield* Effect.console)
     return yield* Effect.zipRight(warning, effect).pipe(
+      Logger.withMinimumLogLevel(level),
+      Effect.withConsole(console),
       Effect.withConfigProvider(provider),
       Effect.provide(Logging.layer(debug))
     )

@@ -3,6 +3,7 @@
  * SIGTERM and SIGHUP interrupt the main fiber and every scope is closed.
  */
 import * as fs from "node:fs"
+import * as Command from "@effect/cli/Command"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
@@ -11,22 +12,34 @@ import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import { cli } from "./Cli.js"
+import * as HashMap from "effect/HashMap"
+import { cli, command } from "./Cli.js"
 import * as ConfigErrors from "./config/ConfigErrors.js"
+import * as HelpText from "./HelpText.js"
+import * as Home from "./Home.js"
 import * as Logging from "./Logging.js"
+import { packageVersion } from "./PackageRoot.js"
+import * as PlainConsole from "./PlainConsole.js"
 
-/** The version in package.json, found from wherever this module was built to (dist/ or dist/cli/). */
-const version = (() => {
-  for (let dir = new URL(".", import.meta.url); dir.pathname !== "/"; dir = new URL("..", dir)) {
-    const file = new URL("package.json", dir)
-    if (fs.existsSync(file)) return (JSON.parse(fs.readFileSync(file, "utf8")) as { version: string }).version
-  }
-  return "unknown"
-})()
+const version = packageVersion()
 
 /** An expected failure: one line on stderr, and the exit code. */
 const refuse = (code: number, message: string): Effect.Effect<number> =>
   Effect.as(Console.error(`planckclaw: ${message}`), code)
+
+/** A setting to add: the line says which file to add it to. */
+const refuseSetting = (message: string): Effect.Effect<number> => {
+  const home = Home.locate()
+  const there = fs.existsSync(Home.configFile(home))
+  return refuse(2, `${message} [settings file: ${Home.describe(home)}${there ? "" : "; not there yet: `planckclaw init` makes it"}]`)
+}
+
+/** Help and --version, answered before the command line is parsed (see HelpText). */
+const help = HelpText.answer(process.argv.slice(2), {
+  version,
+  color: HelpText.colorAllowed(process.stdout),
+  known: [...HashMap.keys(Command.getSubcommands(command))]
+})
 
 /**
  * Expected failures print one line and pick the exit code: 2 for what the
@@ -35,13 +48,16 @@ const refuse = (code: number, message: string): Effect.Effect<number> =>
  * taken). Anything else is a bug and shows its cause; an interruption
  * (Ctrl-C, SIGTERM) is a clean stop.
  */
-const main = cli(version)(process.argv).pipe(
-  Effect.as(0),
+const main = (help._tag === "Print"
+  ? Effect.as((help.toStderr === true ? Console.error : Console.log)(help.text), help.code)
+  : Effect.as(Effect.consoleWith((console) => Effect.withConsole(cli(version)(process.argv), PlainConsole.make(console))), 0)
+).pipe(
   // @effect/cli has printed the usage problem already.
   Effect.catchIf(ValidationError.isValidationError, () => Effect.succeed(2)),
   Effect.catchIf(ConfigError.isConfigError, (error) => refuse(2, ConfigErrors.describe(error))),
   Effect.catchTags({
-    MissingSetting: (error) => refuse(2, error.message),
+    MissingSetting: (error) => refuseSetting(error.message),
+    InitError: (error) => refuse(1, `init: ${error.message}`),
     ConfigFileError: (error) => refuse(2, error.message),
     DiscordRefused: (error) => refuse(error.reason === "unreachable" ? 1 : 2, error.message),
     BridgeChoiceError: (error) => refuse(2, error.message),

@@ -9,6 +9,7 @@
  * effect`, tsc on the README example) needs the registry, so it is done by
  * hand: see the report of issue 10, B1.
  */
+import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
@@ -21,7 +22,7 @@ const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
 }
 
 /** Modules only the command line imports: esbuild bundles them into dist/cli. */
-const cliOnly = new Set(["Cli.ts", "CliSettings.ts", "ServeCommand.ts", "MemoryCommand.ts", "bin.ts"])
+const cliOnly = new Set(["Cli.ts", "CliSettings.ts", "ServeCommand.ts", "MemoryCommand.ts", "InitCommand.ts", "bin.ts"])
 /** Folders index.ts does not export (memory in PostgreSQL): reached from the command line only, so bundled too. */
 const cliOnlyFolders = ["memory/sql/"]
 
@@ -73,5 +74,68 @@ describe("packaging", () => {
     expect(pkg.dependencies["@effect/cli"]).toBeUndefined()
     expect(pkg.peerDependencies["@effect/cli"]).toBeUndefined()
     expect(Object.keys(pkg.dependencies)).toEqual(["discord.js"])
+  })
+})
+
+/** What `npm pack` would ship (no registry, no scripts), from the built tree. */
+const packed = (): Array<string> => {
+  const output = child.execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], {
+    cwd: root,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "ignore"]
+  })
+  return (JSON.parse(output) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((file) => file.path)
+}
+
+describe("the published package (npm pack, after npm run build)", () => {
+  const meta = pkg as unknown as {
+    license: string
+    engines: { node: string }
+    allowScripts: Record<string, boolean>
+  }
+
+  it("ships the command, its templates and a LICENSE matching package.json; no settings, no memory", () => {
+    const files = packed()
+    for (const needed of ["LICENSE", "bin/planckclaw", "dist/cli/bin.js", "dist/HelpText.js", "dist/index.js", "config.env.example", "memory/soul.md"]) {
+      expect(files, needed).toContain(needed)
+    }
+    for (const claw of fs.readdirSync(path.join(root, "claws"))) expect(files).toContain(`claws/${claw}`)
+    expect(files.filter((file) => /(^|\/)config\.env$|history\.jsonl|summary\.md|tsbuildinfo/.test(file))).toEqual([])
+    expect(meta.license).toBe("MIT")
+    expect(fs.readFileSync(path.join(root, "LICENSE"), "utf8")).toMatch(/^MIT License\n/)
+
+    // Every source map points at files the package ships.
+    const maps = files.filter((file) => file.endsWith(".map"))
+    expect(maps.length).toBeGreaterThan(0)
+    for (const map of maps) {
+      const { sources } = JSON.parse(fs.readFileSync(path.join(root, map), "utf8")) as { sources: Array<string> }
+      for (const source of sources) expect(files, `${map} -> ${source}`).toContain(path.posix.join(path.posix.dirname(map), source))
+    }
+  })
+
+  it("claims the Node line it is tested on, and reviews every install script in the lock file", () => {
+    expect(meta.engines.node).toBe(">=20 <21")
+    expect(process.versions.node.split(".")[0]).toBe("20")
+    const lock = JSON.parse(fs.readFileSync(path.join(root, "package-lock.json"), "utf8")) as {
+      packages: Record<string, { hasInstallScript?: boolean }>
+    }
+    const withScripts = Object.entries(lock.packages)
+      .filter(([, entry]) => entry.hasInstallScript === true)
+      .map(([where]) => where.replace(/^.*node_modules\//, ""))
+    expect(withScripts.length).toBeGreaterThan(0)
+    for (const name of withScripts) expect(Object.keys(meta.allowScripts), name).toContain(name)
+  })
+
+  it("the container runs as a non-root user with the home as its volume; the systemd unit too", () => {
+    const docker = fs.readFileSync(path.join(root, "Dockerfile"), "utf8")
+    const home = /PLANCKCLAW_HOME=(\S+)/.exec(docker)?.[1]
+    expect(home).toBeDefined()
+    expect(docker).toContain(`VOLUME ["${home}"]`)
+    const user = [...docker.matchAll(/^USER (\S+)$/gm)].map((match) => match[1])
+    expect(user.at(-1)).toBe("node")
+    const unit = fs.readFileSync(path.join(root, "contrib/planckclaw.service"), "utf8")
+    expect(unit).toMatch(/^User=planckclaw$/m)
+    expect(unit).toMatch(/^Environment=PLANCKCLAW_HOME=\/var\/lib\/planckclaw$/m)
+    expect(unit).toMatch(/^ExecStart=\S+planckclaw run --bridge discord$/m)
   })
 })

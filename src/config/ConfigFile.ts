@@ -1,6 +1,6 @@
 /**
  * The one place settings come from: config.env (shell `export KEY="value"`
- * lines), then the environment, then command-line flags, each overriding the
+ * lines, read without running anything), then the environment, then command-line flags, each overriding the
  * one before. Empty values count as unset, as in the original's shell.
  */
 import * as fs from "node:fs"
@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Data from "effect/Data"
 import * as Either from "effect/Either"
 import { describeError } from "../Errors.js"
+import * as ShellAssignment from "./ShellAssignment.js"
 
 /** config.env cannot be read, or a line of it is not a setting; `message` names the file and line, never a value. */
 export class ConfigFileError extends Data.TaggedError("ConfigFileError")<{
@@ -17,41 +18,28 @@ export class ConfigFileError extends Data.TaggedError("ConfigFileError")<{
   readonly message: string
 }> {}
 
-// `s`: a stray CR inside a value is kept, for the key's own check to name it.
-const LINE = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/s
-
-const unquote = (raw: string): Either.Either<string, string> => {
-  if (raw.startsWith("\"")) {
-    if (!raw.endsWith("\"") || raw.length < 2) return Either.left("unterminated double quote")
-    return Either.right(raw.slice(1, -1).replace(/\\(["\\$`])/g, "$1"))
-  }
-  if (raw.startsWith("'")) {
-    if (!raw.endsWith("'") || raw.length < 2) return Either.left("unterminated single quote")
-    return Either.right(raw.slice(1, -1))
-  }
-  // Unquoted: a trailing comment is not part of the value.
-  return Either.right(raw.replace(/\s+#.*$/, ""))
-}
-
 /**
- * Parses config.env text; a line that is not `KEY=value` is an error naming
- * its line, without repeating it: it may be a secret pasted on its own.
+ * Parses config.env text, shell style (see ShellAssignment): `$VAR` and
+ * `${VAR}` read earlier lines first, then `environment`. A line that is not
+ * an assignment is an error naming its line, without repeating it: it may
+ * be a secret pasted on its own. CR LF line ends are fine; a stray CR inside
+ * a value is kept, for the key's own check to name it.
  */
-export const parse = (text: string, source = "config.env"): Either.Either<Map<string, string>, string> => {
+export const parse = (
+  text: string,
+  source = "config.env",
+  environment: Record<string, string | undefined> = {}
+): Either.Either<Map<string, string>, string> => {
   const values = new Map<string, string>()
-  const lines = text.split(/\r?\n/)
+  const lookup = (name: string) => values.get(name) ?? environment[name]
+  const lines = text.replace(/^\uFEFF/, "").split("\n")
   for (let index = 0; index < lines.length; index++) {
-    const line = lines[index]!
-    if (/^\s*(#.*)?$/.test(line)) continue
-    const match = LINE.exec(line)
-    if (match === null) {
-      return Either.left(
-        `${source}:${index + 1}: expected KEY="value" (optionally after export); the line is not shown, as it may hold a secret`
-      )
+    const line = lines[index]!.replace(/\r$/, "")
+    const parsed = ShellAssignment.parse(line, lookup)
+    if (Either.isLeft(parsed)) {
+      return Either.left(`${source}:${index + 1}: ${parsed.left}; the line is not shown, as it may hold a secret`)
     }
-    const value = unquote(match[2]!)
-    if (Either.isLeft(value)) return Either.left(`${source}:${index + 1}: ${value.left}`)
-    values.set(match[1]!, value.right)
+    if (parsed.right !== undefined) values.set(parsed.right.key, parsed.right.value)
   }
   return Either.right(values)
 }
@@ -63,7 +51,10 @@ const nonEmpty = (entries: Iterable<readonly [string, string | undefined]>): Map
 }
 
 /** Reads config.env if present; a missing file is no settings. */
-export const read = (file: string): Effect.Effect<Map<string, string>, ConfigFileError> =>
+export const read = (
+  file: string,
+  environment: Record<string, string | undefined> = process.env
+): Effect.Effect<Map<string, string>, ConfigFileError> =>
   Effect.suspend(() => {
     if (!fs.existsSync(file)) return Effect.succeed(new Map())
     const text = Either.try(() => fs.readFileSync(file, "utf8"))
@@ -72,7 +63,7 @@ export const read = (file: string): Effect.Effect<Map<string, string>, ConfigFil
         new ConfigFileError({ reason: "unreadable", file, message: `cannot read ${file}: ${describeError(text.left)}` })
       )
     }
-    return Either.match(parse(text.right, file), {
+    return Either.match(parse(text.right, file, environment), {
       onLeft: (message) => Effect.fail(new ConfigFileError({ reason: "syntax", file, message })),
       onRight: (values) => Effect.succeed(nonEmpty(values))
     })

@@ -1,6 +1,10 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Config, ConfigError, Effect, Either } from "effect"
+import { Config, ConfigError, Effect, Either, Option } from "effect"
 import { AgentConfig } from "../../src/AgentConfig.js"
+import { unknownKeys } from "../../src/CliSettings.js"
 import * as ConfigErrors from "../../src/config/ConfigErrors.js"
 import * as ConfigFile from "../../src/config/ConfigFile.js"
 
@@ -28,7 +32,106 @@ describe("config.env", () => {
     expect(ConfigFile.parse("A=1\nsk-ant-pasted-on-its-own\n")).toEqual(
       Either.left("config.env:2: expected KEY=\"value\" (optionally after export); the line is not shown, as it may hold a secret")
     )
-    expect(ConfigFile.parse("A=\"open")).toEqual(Either.left("config.env:1: unterminated double quote"))
+    expect(ConfigFile.parse("A=\"open")).toEqual(Either.left(
+      "config.env:1: unterminated double quote (values cannot span lines); the line is not shown, as it may hold a secret"
+    ))
+  })
+
+  it("reads config.env as people write it: comments after values, quotes, optional export, CRLF", () => {
+    const parsed = ConfigFile.parse([
+      "\uFEFF# written by hand",
+      "export ANTHROPIC_API_KEY=\"test-key\"  # the key",
+      "HISTORY_MAX=300\t# tabs too",
+      "export PLANCKCLAW_MODEL='claude-x' # single quotes",
+      "A='# not a comment'",
+      "B=\"two # words\"",
+      "C=a#b",
+      "D= # nothing",
+      "E=\"it's\"'\"quoted\"'",
+      "  export   F = spaced  ",
+      "export G",
+      "H=\"a\\\"b\\\\c\\$d\\`e\\nf\""
+    ].join("\r\n") + "\r\n")
+    expect(Object.fromEntries(Either.getOrThrow(parsed))).toEqual({
+      ANTHROPIC_API_KEY: "test-key",
+      HISTORY_MAX: "300",
+      PLANCKCLAW_MODEL: "claude-x",
+      A: "# not a comment",
+      B: "two # words",
+      C: "a#b",
+      D: "",
+      E: "it's\"quoted\"",
+      F: "spaced",
+      H: "a\"b\\c$d`e\\nf"
+    })
+  })
+
+  it("expands $VAR and ${VAR} from earlier lines first, then the environment; never inside single quotes", () => {
+    const parsed = ConfigFile.parse([
+      "BASE=$HOME/agent",
+      "export PLANCKCLAW_DIR=\"${BASE}/memory\"",
+      "KEY=${SECRET_FROM_ENV}",
+      "LITERAL='$HOME'",
+      "MISSING=\"[$NOPE]\"",
+      "FALLBACK=${NOPE:-40}",
+      "EMPTY_FALLBACK=${EMPTY:-x}${EMPTY-y}",
+      "PRICE=$5",
+      "HOME=/elsewhere",
+      "AFTER=$HOME"
+    ].join("\n"), "config.env", { HOME: "/home/me", SECRET_FROM_ENV: "test-key", EMPTY: "" })
+    expect(Object.fromEntries(Either.getOrThrow(parsed))).toMatchObject({
+      BASE: "/home/me/agent",
+      PLANCKCLAW_DIR: "/home/me/agent/memory",
+      KEY: "test-key",
+      LITERAL: "$HOME",
+      MISSING: "[]",
+      FALLBACK: "40",
+      EMPTY_FALLBACK: "x",
+      PRICE: "$5",
+      AFTER: "/elsewhere"
+    })
+  })
+
+  it("refuses command substitution with its line number, and runs nothing", () => {
+    const marker = path.join(os.tmpdir(), `planckclaw-substitution-${process.pid}`)
+    for (const line of [`X=$(touch ${marker})`, `X="$(touch ${marker})"`, `X=\`touch ${marker}\``, `X="a\`touch ${marker}\`"`, "X=$((1+2))"]) {
+      const parsed = ConfigFile.parse(`# first\nA=1\n${line}\n`)
+      expect(Either.getLeft(parsed)).toEqual(Option.some(
+        "config.env:3: command substitution ($(...) or backticks) is never run: write the value itself; " +
+          "the line is not shown, as it may hold a secret"
+      ))
+    }
+    expect(fs.existsSync(marker)).toBe(false)
+    // In single quotes it is only text, as in a shell.
+    expect(Either.getOrThrow(ConfigFile.parse(`X='$(touch ${marker})'`)).get("X")).toBe(`$(touch ${marker})`)
+  })
+
+  it("refuses what a shell would read otherwise, naming the line and never showing it", () => {
+    const problem = (text: string) => Either.getLeft(ConfigFile.parse(text)).pipe(Option.getOrElse(() => "accepted"))
+    expect(problem("A=1\nB=two words")).toBe(
+      "config.env:2: a space outside quotes ends the value: put the whole value in quotes; the line is not shown, as it may hold a secret"
+    )
+    expect(problem("A='open")).toContain("config.env:1: unterminated single quote")
+    expect(problem("A=${B")).toContain("config.env:1: unterminated ${")
+    expect(problem("A=${#B}")).toContain("config.env:1: unsupported ${...} form")
+    expect(problem("A=x;rm -rf y")).toContain("config.env:1: \";\" outside quotes would be a shell operator")
+    expect(problem("A=x\\")).toContain("config.env:1: a line ending in \\ (a continuation) is not supported")
+    expect(problem("sk-secret-pasted")).not.toContain("sk-secret")
+  })
+
+  it("names keys of ours that nothing reads, with the key meant; leaves the user's own variables alone", () => {
+    expect(unknownKeys(new Map([
+      ["HISTROY_MAX", "10"],
+      ["PLANCKCLAW_MODLE", "x"],
+      ["PLANCKCLAW_SOMETHING_ELSE_ENTIRELY", "x"],
+      ["HISTORY_MAX", "10"],
+      ["MY_KEY", "x"],
+      ["PLANCKCLAW_INTERACT_IN", "/tmp/p"]
+    ]))).toEqual([
+      "HISTROY_MAX (did you mean HISTORY_MAX?)",
+      "PLANCKCLAW_MODLE (did you mean PLANCKCLAW_MODEL?)",
+      "PLANCKCLAW_SOMETHING_ELSE_ENTIRELY"
+    ])
   })
 
   it.effect("lets flags override the environment, and the environment override the file", () =>

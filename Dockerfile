@@ -1,0 +1,37 @@
+# PlanckClaw in a container: the agent runs as the unprivileged user `node`
+# (uid 1000), and its home (config.env, memory/, claws/, agents/) is the
+# volume /home/node/planckclaw. See the README, "Installing".
+#
+#   docker build -t planckclaw .
+#   docker run --rm -v planckclaw:/home/node/planckclaw planckclaw init
+#   docker run -it --rm -v planckclaw:/home/node/planckclaw planckclaw run
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+# Sources come next: `prepare` (the build) runs explicitly below.
+RUN npm ci --ignore-scripts && npm rebuild esbuild
+COPY tsconfig.json tsconfig.build.json ./
+COPY src src
+RUN npm run build
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    PLANCKCLAW_HOME=/home/node/planckclaw \
+    PLANCKCLAW_RUN_DIR=/tmp/planckclaw
+WORKDIR /opt/planckclaw
+COPY package.json package-lock.json LICENSE config.env.example ./
+# The command is one bundle (dist/cli) that leaves out only discord.js.
+RUN npm ci --omit=dev --omit=peer --ignore-scripts && npm cache clean --force
+COPY bin bin
+COPY claws claws
+COPY memory/soul.md memory/soul.md
+COPY --from=build /src/dist dist
+RUN ln -s /opt/planckclaw/bin/planckclaw /usr/local/bin/planckclaw \
+    && mkdir -p /home/node/planckclaw && chown node:node /home/node/planckclaw && chmod 700 /home/node/planckclaw
+USER node
+VOLUME ["/home/node/planckclaw"]
+# serve's default port, for `serve --http 0.0.0.0:7878` (which needs PLANCKCLAW_HTTP_TOKEN).
+EXPOSE 7878
+ENTRYPOINT ["planckclaw"]
+CMD ["run"]

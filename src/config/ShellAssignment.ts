@@ -1,0 +1,142 @@
+/**
+ * One line of config.env read the way `sh` would read an assignment, without
+ * ever running anything: `export` optional, single quotes literal, double
+ * quotes with `\"` `\\` `\$` `` \` `` escapes, `$VAR` and `${VAR}` (also
+ * `${VAR:-default}` and `${VAR-default}`) expanded, a `#` after a space
+ * starting a comment. Command substitution (`$(...)`, backticks) is refused:
+ * the file is data, and a line that would run a program in a shell must not
+ * silently mean something else here.
+ *
+ * Reasons never repeat the line: it may hold a secret.
+ */
+import * as Either from "effect/Either"
+
+export interface Assignment {
+  readonly key: string
+  readonly value: string
+}
+
+/** A variable's value as the shell would see it at this line; undefined when unset. */
+export type Lookup = (name: string) => string | undefined
+
+const ASSIGNMENT = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(\s*)/
+// `export NAME` marks a variable for export in a shell: nothing to read here.
+const EXPORT_ONLY = /^\s*export(?:\s+[A-Za-z_][A-Za-z0-9_]*)+\s*(?:#.*)?$/
+const NAME_START = /[A-Za-z_]/
+const NAME_CHAR = /[A-Za-z0-9_]/
+
+const substitution = "command substitution ($(...) or backticks) is never run: write the value itself"
+
+interface Scan {
+  readonly text: string
+  index: number
+  value: string
+}
+
+/** Reads `$…` at `scan.index` and appends what it expands to; the problem, if any. */
+const expand = (scan: Scan, lookup: Lookup): string | undefined => {
+  const next = scan.text[scan.index + 1]
+  if (next === "(") return substitution
+  if (next === "{") {
+    const close = scan.text.indexOf("}", scan.index + 2)
+    if (close === -1) return "unterminated ${"
+    const inner = /^([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)(.*))?$/s.exec(scan.text.slice(scan.index + 2, close))
+    if (inner === null) return "unsupported ${...} form: use ${NAME}, ${NAME:-default} or ${NAME-default}"
+    const [, name, operator, fallback] = inner
+    if (fallback !== undefined && /\$|`/.test(fallback)) {
+      return "the default of ${NAME:-default} must be plain text"
+    }
+    const found = lookup(name!)
+    const useFallback = operator === ":-" ? found === undefined || found === "" : operator === "-" && found === undefined
+    scan.value += useFallback ? fallback ?? "" : found ?? ""
+    scan.index = close + 1
+    return undefined
+  }
+  if (next !== undefined && NAME_START.test(next)) {
+    let end = scan.index + 1
+    while (end < scan.text.length && NAME_CHAR.test(scan.text[end]!)) end++
+    scan.value += lookup(scan.text.slice(scan.index + 1, end)) ?? ""
+    scan.index = end
+    return undefined
+  }
+  // `$` before anything else (`$5`, a trailing `$`) stays as it is.
+  scan.value += "$"
+  scan.index++
+  return undefined
+}
+
+const doubleQuoted = (scan: Scan, lookup: Lookup): string | undefined => {
+  scan.index++
+  while (scan.index < scan.text.length) {
+    const c = scan.text[scan.index]!
+    if (c === "\"") {
+      scan.index++
+      return undefined
+    }
+    if (c === "`") return substitution
+    if (c === "$") {
+      const problem = expand(scan, lookup)
+      if (problem !== undefined) return problem
+      continue
+    }
+    if (c === "\\" && /["\\$`]/.test(scan.text[scan.index + 1] ?? "")) {
+      scan.value += scan.text[scan.index + 1]
+      scan.index += 2
+      continue
+    }
+    scan.value += c
+    scan.index++
+  }
+  return "unterminated double quote (values cannot span lines)"
+}
+
+/** The value after `KEY=`: quoted and unquoted parts joined, up to a space or the end. */
+const value = (text: string, lookup: Lookup): Either.Either<string, string> => {
+  const scan: Scan = { text, index: 0, value: "" }
+  while (scan.index < text.length) {
+    const c = text[scan.index]!
+    if (c === " " || c === "\t") {
+      const rest = text.slice(scan.index).trimStart()
+      if (rest === "" || rest.startsWith("#")) break
+      return Either.left("a space outside quotes ends the value: put the whole value in quotes")
+    }
+    if (c === "'") {
+      const close = text.indexOf("'", scan.index + 1)
+      if (close === -1) return Either.left("unterminated single quote (values cannot span lines)")
+      scan.value += text.slice(scan.index + 1, close)
+      scan.index = close + 1
+    } else if (c === "\"") {
+      const problem = doubleQuoted(scan, lookup)
+      if (problem !== undefined) return Either.left(problem)
+    } else if (c === "`") {
+      return Either.left(substitution)
+    } else if (c === "$") {
+      const problem = expand(scan, lookup)
+      if (problem !== undefined) return Either.left(problem)
+    } else if (c === "\\") {
+      if (scan.index + 1 >= text.length) return Either.left("a line ending in \\ (a continuation) is not supported")
+      scan.value += text[scan.index + 1]
+      scan.index += 2
+    } else if (c === ";" || c === "|" || c === "&" || c === "<" || c === ">") {
+      return Either.left(`"${c}" outside quotes would be a shell operator: put the value in quotes`)
+    } else {
+      scan.value += c
+      scan.index++
+    }
+  }
+  return Either.right(scan.value)
+}
+
+/**
+ * The assignment on `line`, `undefined` for a blank line, a comment or a
+ * bare `export NAME`, or why the line is not an assignment.
+ */
+export const parse = (line: string, lookup: Lookup): Either.Either<Assignment | undefined, string> => {
+  if (/^\s*(#.*)?$/.test(line) || EXPORT_ONLY.test(line)) return Either.right(undefined)
+  const match = ASSIGNMENT.exec(line)
+  if (match === null) return Either.left("expected KEY=\"value\" (optionally after export)")
+  const rest = line.slice(match[0].length)
+  // `KEY= # note`: the value is empty, the rest a comment.
+  if (match[2] !== "" && rest.startsWith("#")) return Either.right({ key: match[1]!, value: "" })
+  return Either.map(value(rest, lookup), (found) => ({ key: match[1]!, value: found }))
+}

@@ -1,0 +1,170 @@
+/**
+ * Help that helps: every command of src/Cli.ts has a HelpText entry naming
+ * each of its options; every `--help`, piped, is plain text whose usage
+ * lines start with `planckclaw` and which ends with an example; `help
+ * config` lists every key the sources read, with the range they enforce;
+ * `--log-level` changes what a command logs; `--version` is one line.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as CliConfig from "@effect/cli/CliConfig"
+import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { subcommands } from "../src/Cli.js"
+import { allKeys } from "../src/HelpConfig.js"
+import * as HelpText from "../src/HelpText.js"
+import { strip } from "../src/PlainConsole.js"
+import * as Cli from "./support/Cli.js"
+import { tempDir } from "./support/Sandbox.js"
+
+const ESC = "\u001b"
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any command of the list, whatever it needs
+type AnyCommand = Command.Command<string, any, any, any>
+
+/** The options @effect/cli parses for `command`, from its own help (built-ins left out). */
+const declaredOptions = (command: AnyCommand): Array<string> => {
+  const text = strip(HelpDoc.toAnsiText(Command.getHelp(command, CliConfig.make({ showBuiltIns: false }))))
+  return [...new Set([...text.matchAll(/^(--[a-z][a-z-]*)/gm)].map((match) => match[1]!))]
+}
+
+const commandName = (command: AnyCommand): string => [...Command.getNames(command)][0]!
+
+describe("help entries", () => {
+  it("every command has an entry, and the entry describes every option it parses", () => {
+    for (const command of subcommands as unknown as ReadonlyArray<AnyCommand>) {
+      const name = commandName(command)
+      const entry = HelpText.commands.find((help) => help.name === name)
+      expect(entry, name).toBeDefined()
+      const described = entry!.options.map((option) => option.name.split(" ")[0])
+      expect(described.sort(), name).toEqual(declaredOptions(command).sort())
+      for (const option of [...entry!.options, ...(entry!.arguments ?? [])]) {
+        expect(option.description.length, `${name} ${option.name}`).toBeGreaterThan(10)
+      }
+      expect(entry!.examples.length, name).toBeGreaterThan(0)
+    }
+  })
+
+  it("colour only on a terminal without NO_COLOR", () => {
+    expect(HelpText.colorAllowed({ isTTY: true }, {})).toBe(true)
+    expect(HelpText.colorAllowed({ isTTY: false }, {})).toBe(false)
+    expect(HelpText.colorAllowed({ isTTY: true }, { NO_COLOR: "1" })).toBe(false)
+    expect(HelpText.colorAllowed({ isTTY: true }, { TERM: "dumb" })).toBe(false)
+    expect(HelpText.overview(true)).toContain(ESC)
+    expect(HelpText.overview(false)).not.toContain(ESC)
+  })
+})
+
+/** Every key the sources read, with the range and default they declare where they have one. */
+const declared = (() => {
+  const files = (dir: string): Array<string> =>
+    fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+      entry.isDirectory() ? files(path.join(dir, entry.name)) : entry.name.endsWith(".ts") ? [path.join(dir, entry.name)] : []
+    )
+  const source = files(path.join(Cli.REPO, "src")).map((file) => fs.readFileSync(file, "utf8")).join("\n")
+  const number = (expression: string) => expression.split("*").reduce((product, factor) => product * Number(factor.trim().replace(/_/g, "")), 1)
+  const ranges = new Map(
+    [...source.matchAll(/(?:integerIn|secondsIn)\(\s*"([A-Z_]+)",\s*\{ min: ([^,]+), max: ([^}]+) \},\s*([^)]+)\)/g)].map((match) => [
+      match[1]!,
+      { min: number(match[2]!), max: number(match[3]!), fallback: number(match[4]!) }
+    ])
+  )
+  const read = new Set(
+    [...source.matchAll(/(?:Config\.(?:string|nonEmptyString|redacted)|integerIn|secondsIn|onOff|headerSecret|baseUrlConfig)\(\s*"([A-Z][A-Z0-9_]+)"/g)]
+      .map((match) => match[1]!)
+  )
+  return { ranges, read }
+})()
+
+describe("planckclaw help config", () => {
+  it("describes every key the sources read, and no other", () => {
+    const described = new Set(allKeys.map((key) => key.key))
+    // Read through names held in constants: the secrets (secretNames), the runtime directory (fifoEnvNames), the home.
+    const read = new Set([
+      ...declared.read,
+      "ANTHROPIC_API_KEY",
+      "OPENAI_API_KEY",
+      "DISCORD_BOT_TOKEN",
+      "PLANCKCLAW_RUN_DIR",
+      "PLANCKCLAW_HOME"
+    ])
+    expect([...read].filter((key) => !described.has(key))).toEqual([])
+    expect([...described].filter((key) => !read.has(key))).toEqual([])
+  })
+
+  it("gives each numeric key the range and default its owner enforces", () => {
+    expect(declared.ranges.size).toBeGreaterThan(10)
+    for (const [key, { fallback, max, min }] of declared.ranges) {
+      const help = allKeys.find((entry) => entry.key === key)!
+      expect(help.range.replace(/,.*$/, ""), key).toBe(`${min}–${max}`)
+      expect(help.default, key).toBe(String(fallback))
+    }
+  })
+
+  it("config.env.example and the README's table mention every key", () => {
+    const example = fs.readFileSync(path.join(Cli.REPO, "config.env.example"), "utf8")
+    const readme = fs.readFileSync(path.join(Cli.REPO, "README.md"), "utf8")
+    for (const { key } of allKeys) {
+      if (key !== "PLANCKCLAW_HOME") expect(example, key).toContain(`${key}=`)
+      expect(readme, key).toContain(`\`${key}\``)
+    }
+  })
+})
+
+describe("help and version (built command)", () => {
+  const topics = [...HelpText.commands.map((command) => [command.name, "--help"]), ["--help"], ["help"], ["help", "config"], ["-h"]]
+
+  it.scopedLive("every --help, piped, is plain text: usage from planckclaw, options described, an example last", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir()
+      for (const args of topics) {
+        const result = yield* Cli.run(args, { cwd, env: Cli.baseEnv({ HOME: cwd }) })
+        const label = args.join(" ")
+        expect(result.code, label).toBe(0)
+        expect(result.stdout, label).not.toContain(ESC)
+        expect(result.stdout, label).not.toContain("A user-defined piece of text")
+        expect(result.stdout, label).not.toContain("$ run")
+        const lines = result.stdout.trimEnd().split("\n")
+        const usage = lines.indexOf("Usage")
+        if (usage !== -1) expect(lines[usage + 1]!.trim(), label).toMatch(/^planckclaw /)
+        expect(lines.slice(-4).join("\n"), label).toMatch(/Example\n(?:.*\n)*\s+\$ planckclaw /)
+      }
+      const config = yield* Cli.run(["help", "config"], { cwd, env: Cli.baseEnv({}) })
+      for (const { key } of allKeys) expect(config.stdout).toContain(`  ${key}\n`)
+      const unknown = yield* Cli.run(["help", "nonsense"], { cwd, env: Cli.baseEnv({}) })
+      expect(unknown.code).toBe(2)
+      expect(unknown.stderr).toContain("no help on 'nonsense'")
+      const unknownCommand = yield* Cli.run(["nonsense", "--help"], { cwd, env: Cli.baseEnv({}) })
+      expect(unknownCommand.code).toBe(2)
+      expect(unknownCommand.stderr).toBe("planckclaw: unknown command 'nonsense': see planckclaw --help\n")
+    }), 120_000) // a dozen processes on a loaded machine; nothing is asserted about speed
+
+  it.scopedLive("--version is one line; a usage error is plain text when piped", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir()
+      const version = yield* Cli.run(["--version"], { cwd, env: Cli.baseEnv({}) })
+      const pkg = JSON.parse(fs.readFileSync(path.join(Cli.REPO, "package.json"), "utf8")) as { version: string }
+      expect(version.stdout).toBe(`${pkg.version}\n`)
+      const bad = yield* Cli.run(["tools", "--bogus"], { cwd, env: Cli.baseEnv({ HOME: cwd }) })
+      expect(bad.code).toBe(2)
+      expect(bad.stderr).toContain("--bogus")
+      expect(bad.stderr).not.toContain(ESC)
+    }))
+
+  it.scopedLive("--log-level chooses what a command logs", () =>
+    Effect.gen(function*() {
+      const cwd = fs.realpathSync(yield* tempDir())
+      fs.mkdirSync(path.join(cwd, "claws"))
+      fs.writeFileSync(path.join(cwd, "claws/broken.sh"), "#!/bin/sh\n#TOOLS:{oops\n")
+      fs.writeFileSync(path.join(cwd, "config.env"), "# claws/ and memory/ here\n")
+      const env = Cli.baseEnv({ HOME: cwd })
+      const normal = yield* Cli.run(["tools"], { cwd, env })
+      expect(normal.stderr).toContain("planckclaw warn: claw problem")
+      const quiet = yield* Cli.run(["tools", "--log-level", "error"], { cwd, env })
+      expect(quiet.code).toBe(0)
+      expect(quiet.stdout).toContain("broken.sh:2")
+      expect(quiet.stderr).toBe("")
+    }))
+})
