@@ -119,6 +119,30 @@ export const commands: ReadonlyArray<CommandHelp> = [
     examples: ["planckclaw init", "planckclaw init ~/agents/work && cd ~/agents/work && planckclaw run"]
   },
   {
+    name: "doctor",
+    summary: "check the setup, one line per check, and say what to fix",
+    usage: ["planckclaw doctor [--brain NAME]"],
+    description: "Checks the configuration, the brain (one authenticated GET of the model, never a paid turn), the " +
+      "claws, the memory and runtime directories, another run holding the memory, and Discord when " +
+      "DISCORD_BOT_TOKEN is set. Each check is a line with ✔ or ✘ and what to do; exit 0 when all pass, 1 otherwise.",
+    options: [brain("the brain to check, as run --brain names it: anthropic or openai")],
+    examples: ["planckclaw doctor", "planckclaw doctor --brain openai"]
+  },
+  {
+    name: "memory",
+    summary: "move an agent's memory between files and PostgreSQL",
+    usage: ["planckclaw memory export --agent ID DIR", "planckclaw memory import --agent ID DIR [--replace]"],
+    description: "export writes the agent's history.jsonl, summary.md (and soul.md, usage.jsonl when it has them) " +
+      "from the database of PLANCKCLAW_DATABASE_URL into DIR, which must hold no memory files; import loads them " +
+      "into the database in one transaction, refusing an agent that already has memory unless --replace.",
+    arguments: [{ name: "DIR", description: "the directory of the agent's memory files" }],
+    options: [
+      { name: "--agent ID", description: "the agent's id, as planckclaw serve names it" },
+      { name: "--replace", description: "import: overwrite the memory the agent already has in the database" }
+    ],
+    examples: ["planckclaw memory export --agent discord-c123 ./backup", "planckclaw memory import --agent alice ./agents/alice"]
+  },
+  {
     name: "help",
     summary: "this help, a command's, or every configuration key",
     usage: ["planckclaw help [COMMAND|config]"],
