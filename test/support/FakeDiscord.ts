@@ -251,7 +251,8 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
         const path = (request.url ?? "").replace(/\?.*$/, "")
         const reply = (status: number, payload?: unknown, headers: Record<string, string> = {}) => {
           restLog.push({ method, path, authorization: request.headers.authorization, body, status, at: Date.now() })
-          response.writeHead(status, { "content-type": "application/json", ...headers })
+          // No body, no JSON content type: discord.js would try to parse an empty body.
+          response.writeHead(status, { ...(payload === undefined ? {} : { "content-type": "application/json" }), ...headers })
           response.end(payload === undefined ? undefined : JSON.stringify(payload))
           notify()
         }

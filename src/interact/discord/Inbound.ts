@@ -197,10 +197,9 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
         kinds.lookup(channelId).pipe(
           Effect.tap((info) =>
             Effect.gen(function*() {
-              // Where nothing was handled yet, catch-up starts from the channel's latest message.
-              if (info.last_message_id !== undefined && Option.isNone(yield* state.last(channelId))) {
-                yield* state.record(channelId, info.last_message_id)
-              }
+              // Where nothing was handled yet, catch-up starts from the channel's latest message (an empty
+              // channel: from its start), so what is sent during the next outage is not lost.
+              if (Option.isNone(yield* state.last(channelId))) yield* state.record(channelId, info.last_message_id ?? "0")
               if (info.guild_id !== undefined && applicationId !== undefined && !commandGuilds.has(info.guild_id)) {
                 commandGuilds.add(info.guild_id)
                 yield* SlashCommands.registerCommands(rest, applicationId, info.guild_id)
