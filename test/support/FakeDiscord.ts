@@ -175,7 +175,8 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
     const connections = new Set<Connection>()
     let live: Connection | undefined
     let nextConnection = 1
-    let nextSnowflake = 900_000_000_000_000_000n
+    // Snowflakes of the real present, as Discord makes them: catch-up bounds its window by their time.
+    let nextSnowflake = BigInt(Date.now() - 1_420_070_400_000) << 22n
 
     const botUser = { id: options.botUserId, username: "planckclaw", discriminator: "0", global_name: null, avatar: null, bot: true }
     const channel = (id: string) => ({

@@ -113,6 +113,7 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
     const recentIds = yield* Ref.make<ReadonlyArray<string>>([])
     const kinds = ChannelKinds.make(settings, rest)
     const commandGuilds = new Set<string>()
+    const seededNow = new Set<string>()
     let readies = 0
 
     const fresh = (id: string) =>
@@ -199,7 +200,11 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
             Effect.gen(function*() {
               // Where nothing was handled yet, catch-up starts from the channel's latest message (an empty
               // channel: from its start), so what is sent during the next outage is not lost.
-              if (Option.isNone(yield* state.last(channelId))) yield* state.record(channelId, info.last_message_id ?? "0")
+              // Nothing can have been missed there yet: the catch-up of this READY leaves it alone.
+              if (Option.isNone(yield* state.last(channelId))) {
+                yield* state.record(channelId, info.last_message_id ?? "0")
+                seededNow.add(channelId)
+              }
               if (info.guild_id !== undefined && applicationId !== undefined && !commandGuilds.has(info.guild_id)) {
                 commandGuilds.add(info.guild_id)
                 yield* SlashCommands.registerCommands(rest, applicationId, info.guild_id)
@@ -218,6 +223,7 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
     const catchUp = Effect.gen(function*() {
       if (catchUpBounds.messages === 0) return
       for (const [channelId, after] of yield* state.all) {
+        if (seededNow.delete(channelId)) continue
         const kind = settings.channelIds.includes(channelId)
           ? "channel"
           : yield* kinds.of({ channelId, guildId: "" }).pipe(Effect.orElseSucceed(() => undefined))
