@@ -82,6 +82,15 @@ describe("Discord in serve: one agent per channel, user, server or one; DMs to t
       }))
   }
 
+  it.effect("names DISCORD_AGENT_PER when its value is none of the four", () =>
+    Effect.gen(function*() {
+      const failure = yield* DiscordRoutes.AgentPerConfig.pipe(
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["DISCORD_AGENT_PER", "guild"]]))),
+        Effect.flip
+      )
+      expect(String(failure)).toContain("DISCORD_AGENT_PER")
+    }))
+
   it("keeps commands as they are and names the speaker otherwise", () => {
     const message = {
       channel: channelA,

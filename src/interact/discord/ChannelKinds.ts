@@ -40,6 +40,8 @@ export interface Origin {
 export interface ChannelKinds {
   /** What the channel is to the adapter; undefined when it is none of its business. */
   readonly of: (origin: Origin) => Effect.Effect<ChannelKind | undefined>
+  /** The same for a channel known only by its id (one the catch-up state names): looked up if need be. */
+  readonly ofId: (channelId: string) => Effect.Effect<ChannelKind | undefined>
   /** Learns a channel or thread from a dispatch (THREAD_CREATE, THREAD_UPDATE). */
   readonly learn: (channel: unknown) => Effect.Effect<void>
   /** Learns the threads a GUILD_CREATE or THREAD_LIST_SYNC lists. */
@@ -79,30 +81,34 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
       )
     )
 
+  const ofGuildChannel = (channelId: string) =>
+    Effect.gen(function*() {
+      if (configured.has(channelId)) return "channel" as const
+      const seen = known.get(channelId)
+      if (seen !== undefined) return seen ?? undefined
+      // Not seen before: one lookup, remembered either way.
+      const info = yield* lookup(channelId).pipe(Effect.either)
+      if (Either.isLeft(info)) {
+        yield* Effect.logDebug(`Discord channel ${channelId} could not be looked up; its messages are ignored`)
+        known.set(channelId, null)
+        return undefined
+      }
+      return remember(info.right) ?? undefined
+    })
+
   return {
     learn,
     lookup,
+    ofId: ofGuildChannel,
     learnThreadsOf: (payload) =>
       Either.match(decodeGuildThreads(payload), {
         onLeft: () => Effect.void,
         onRight: ({ threads }) => Effect.forEach(threads, learn, { discard: true })
       }),
     of: (origin) =>
-      Effect.gen(function*() {
-        if (configured.has(origin.channelId)) return "channel"
-        if (origin.guildId === undefined && (origin.channelType === undefined || directTypes.has(origin.channelType))) {
-          return settings.directMessages ? "direct" : undefined
-        }
-        const seen = known.get(origin.channelId)
-        if (seen !== undefined) return seen ?? undefined
-        // A guild channel not seen before: one lookup, remembered either way.
-        const info = yield* lookup(origin.channelId).pipe(Effect.either)
-        if (Either.isLeft(info)) {
-          yield* Effect.logDebug(`Discord channel ${origin.channelId} could not be looked up; its messages are ignored`)
-          known.set(origin.channelId, null)
-          return undefined
-        }
-        return remember(info.right) ?? undefined
-      })
+      !configured.has(origin.channelId) && origin.guildId === undefined &&
+        (origin.channelType === undefined || directTypes.has(origin.channelType))
+        ? Effect.succeed(settings.directMessages ? "direct" : undefined)
+        : ofGuildChannel(origin.channelId)
   }
 }

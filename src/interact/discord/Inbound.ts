@@ -224,9 +224,7 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
       if (catchUpBounds.messages === 0) return
       for (const [channelId, after] of yield* state.all) {
         if (seededNow.delete(channelId)) continue
-        const kind = settings.channelIds.includes(channelId)
-          ? "channel"
-          : yield* kinds.of({ channelId, guildId: "" }).pipe(Effect.orElseSucceed(() => undefined))
+        const kind = yield* kinds.ofId(channelId)
         if (kind === undefined) continue
         const missed = yield* missedMessages(rest, channelId, after, catchUpBounds).pipe(Effect.either)
         if (Either.isLeft(missed)) {

@@ -306,6 +306,25 @@ describe("Discord inbound: catch-up", () => {
       expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["live again"])
     }))
 
+  it.scoped("catches up a direct message conversation and a thread as well", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fake = yield* startFake()
+      const thread = yield* fake.createThread(channelA)
+      const dms = settingsFor(fake, { directMessages: true })
+      yield* Effect.scoped(Effect.gen(function*() {
+        const bridge = yield* Discord.make(dms, { stateDirectory: dir })
+        yield* fake.messageCreate({ channelId: dmChannel, authorId: alice, content: "dm before", direct: true })
+        yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "thread before" })
+        expect((yield* take(bridge.messages, 2)).map((m) => m.text)).toEqual(["dm before", "thread before"])
+      }))
+      yield* fake.messageCreate({ channelId: dmChannel, authorId: alice, content: "dm while away", direct: true })
+      yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "thread while away" })
+      const bridge = yield* Discord.make(dms, { stateDirectory: dir })
+      const got = yield* take(bridge.messages, 2)
+      expect(got.map((m) => [m.channel, m.text]).sort()).toEqual([[dmChannel, "dm while away"], [thread, "thread while away"]].sort())
+    }))
+
   it.scoped("keeps to DISCORD_CATCH_UP: only the last messages of an outage", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
