@@ -24,7 +24,10 @@ export const ChannelInfo = Schema.Struct({
 export type ChannelInfo = typeof ChannelInfo.Type
 
 const decodeChannel = Schema.decodeUnknownEither(ChannelInfo)
-const GuildThreads = Schema.Struct({ threads: Schema.optionalWith(Schema.Array(Schema.Unknown), { default: () => [] }) })
+const GuildThreads = Schema.Struct({
+  channels: Schema.optionalWith(Schema.Array(Schema.Unknown), { default: () => [] }),
+  threads: Schema.optionalWith(Schema.Array(Schema.Unknown), { default: () => [] })
+})
 const decodeGuildThreads = Schema.decodeUnknownEither(GuildThreads)
 
 const threadTypes = new Set([10, 11, 12])
@@ -44,7 +47,7 @@ export interface ChannelKinds {
   readonly ofId: (channelId: string) => Effect.Effect<ChannelKind | undefined>
   /** Learns a channel or thread from a dispatch (THREAD_CREATE, THREAD_UPDATE). */
   readonly learn: (channel: unknown) => Effect.Effect<void>
-  /** Learns the threads a GUILD_CREATE or THREAD_LIST_SYNC lists. */
+  /** Learns the channels and threads a GUILD_CREATE or THREAD_LIST_SYNC lists. */
   readonly learnThreadsOf: (payload: unknown) => Effect.Effect<void>
   /** GET /channels/{id}: what Discord says about a channel, or why it would not. */
   readonly lookup: (channelId: string) => Effect.Effect<ChannelInfo, unknown>
@@ -103,7 +106,8 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
     learnThreadsOf: (payload) =>
       Either.match(decodeGuildThreads(payload), {
         onLeft: () => Effect.void,
-        onRight: ({ threads }) => Effect.forEach(threads, learn, { discard: true })
+        // A server's channels too: a message in one of them then needs no lookup to be ignored.
+        onRight: ({ channels, threads }) => Effect.forEach([...channels, ...threads], learn, { discard: true })
       }),
     of: (origin) =>
       !configured.has(origin.channelId) && origin.guildId === undefined &&

@@ -145,6 +145,7 @@ describe("Discord inbound: threads, mentions, attachments", () => {
       const silent = yield* fake.createThread(channelB, { announce: false })
       const foreign = yield* fake.createThread(elsewhere)
       yield* fake.messageCreate({ channelId: foreign, authorId: alice, content: "not ours" })
+      yield* fake.messageCreate({ channelId: elsewhere, authorId: alice, content: "not ours either" })
       yield* fake.messageCreate({ channelId: announced, authorId: alice, content: "in a thread" })
       yield* fake.messageCreate({ channelId: silent, authorId: alice, content: "in a thread we learn of late" })
       const got = yield* take(bridge.messages, 2)
@@ -153,6 +154,8 @@ describe("Discord inbound: threads, mentions, attachments", () => {
         [silent, "thread", "in a thread we learn of late"]
       ])
       expect(restTo(fake, "GET", new RegExp(`/channels/${silent}$`)).length).toBe(1)
+      // Channels and threads GUILD_CREATE and THREAD_CREATE named need no lookup.
+      expect(restTo(fake, "GET", new RegExp(`/channels/(${foreign}|${elsewhere}|${announced})$`))).toEqual([])
       yield* bridge.send({ channel: announced, text: "answered in the thread" })
       expect(restTo(fake, "POST", new RegExp(`/channels/${announced}/messages$`)).length).toBe(1)
     }))
