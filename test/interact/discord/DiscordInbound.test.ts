@@ -309,6 +309,30 @@ describe("Discord inbound: catch-up", () => {
       expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["live again"])
     }))
 
+  it.scoped("answers what was sent during a gateway outage, which the new session does not replay", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const logs = yield* captureLogs
+      const fake = yield* startFake()
+      const bridge = yield* Discord.make(settingsFor(fake), { stateDirectory: dir }).pipe(Effect.provide(logs.layer))
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "before the outage" })
+      expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["before the outage"])
+      yield* fake.gatewayDown
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "during 1" })
+      yield* fake.messageCreate({ channelId: channelB, authorId: alice, content: "during 2" })
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "during 3" })
+      // The first reconnect is at once and refused; the next waits out the backoff.
+      yield* waitForLog(logs.lines, /trying again in/)
+      yield* fake.gatewayUp
+      yield* TestClock.adjust("12 seconds")
+      yield* fake.waitFor(() => dispatchesSent(fake, "READY")[1])
+      expect(framesReceived(fake, 6)).toEqual([])
+      const got = yield* take(bridge.messages, 3)
+      expect(got.map((m) => m.text)).toEqual(["during 1", "during 3", "during 2"])
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "after" })
+      expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["after"])
+    }))
+
   it.scoped("catches up a direct message conversation and a thread as well", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
