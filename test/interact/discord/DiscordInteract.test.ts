@@ -1,3 +1,6 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import {
   Chunk,
@@ -516,8 +519,13 @@ describe("Discord bridge: configuration", () => {
   it.scoped("builds the Interact layer from configuration", () =>
     Effect.gen(function*() {
       const fake = yield* startFake()
+      const memory = yield* Effect.acquireRelease(
+        Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-discord-layer-"))),
+        (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+      )
       const provider = ConfigProvider.fromMap(
         new Map([
+          ["PLANCKCLAW_DIR", memory],
           ["DISCORD_BOT_TOKEN", `Bot ${token}`],
           ["DISCORD_CHANNEL_ID", channelB],
           ["DISCORD_API_URL", `${fake.apiUrl}/v10/`]
@@ -530,6 +538,8 @@ describe("Discord bridge: configuration", () => {
       expect(yield* nextMessages(interact, 1)).toEqual([{ channel: channelB, text: "configured" }])
       yield* interact.send({ channel: channelB, text: "ok" })
       expect(restTo(fake, "POST", messagesPath(channelB))[0]!.authorization).toBe(`Bot ${token}`)
+      // The catch-up state sits in the memory directory.
+      expect(fs.existsSync(path.join(memory, "discord-catch-up.json"))).toBe(true)
     }))
 
   it.effect("fails the layer with a MissingSetting naming DISCORD_BOT_TOKEN when the token is missing", () =>
