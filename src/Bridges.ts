@@ -195,7 +195,14 @@ const executableOptions = (
           command,
           paths,
           secrets: yield* secretFor("DISCORD_BOT_TOKEN"),
-          extraEnv: yield* presentSettings(["DISCORD_CHANNEL_ID", "DISCORD_ALLOWED_USERS", "DISCORD_DMS", "DISCORD_API_URL"]),
+          extraEnv: yield* presentSettings([
+            "DISCORD_CHANNEL_ID",
+            "DISCORD_ALLOWED_USERS",
+            "DISCORD_DMS",
+            "DISCORD_API_URL",
+            "DISCORD_CATCH_UP",
+            "DISCORD_ATTACHMENT_BYTES"
+          ]),
           // A terminal bridge reads our terminal, and its exit on end of input ends the run.
           stdin: "inherit",
           restart: "on-failure"

@@ -47,7 +47,12 @@ const inProcessBrain = Effect.gen(function*() {
   return Bridges.brainAdapters[brain.name]
 })
 
-export const serve = Command.make("serve", { http: httpOption, brain: brainOption, debug: debugOption }, (options) =>
+const bridgeOption = Options.choice("bridge", ["none", "discord"]).pipe(
+  Options.withDefault("none" as const),
+  Options.withDescription("discord: also answer Discord, one agent per channel, user or server (DISCORD_AGENT_PER)")
+)
+
+export const serve = Command.make("serve", { http: httpOption, brain: brainOption, bridge: bridgeOption, debug: debugOption }, (options) =>
   Effect.gen(function*() {
     const listen = yield* Either.match(HttpApi.parseListen(options.http), {
       onLeft: (message) => Effect.fail(new ListenFlagError({ message })),
@@ -58,10 +63,13 @@ export const serve = Command.make("serve", { http: httpOption, brain: brainOptio
     yield* HttpApi.guard(listen)
     // Brain and claws are built once and shared by every agent; the HTTP
     // layer logs "HTTP API on HOST:PORT" once it listens.
-    yield* Layer.launch(HttpApi.layer(listen).pipe(
-      Layer.provide(AgentHost.layer),
-      Layer.provide(Layer.merge(brain, ScriptClaws.layer))
-    ))
+    // One host for both: Discord's agents are the HTTP API's too. A fatal Discord refusal ends the service.
+    const http = Layer.launch(HttpApi.layer(listen))
+    // discord.js is heavy to load: only a Discord bridge pays for it.
+    const discord = Effect.promise(() => import("./service/DiscordRoutes.js")).pipe(Effect.flatMap((routes) => routes.run()))
+    yield* (options.bridge === "discord" ? Effect.raceFirst(http, discord) : http).pipe(
+      Effect.provide(AgentHost.layer.pipe(Layer.provide(Layer.merge(brain, ScriptClaws.layer))))
+    )
   }).pipe(withSettings(runFlags(options)))).pipe(
     Command.withDescription(
       "Serve every agent of PLANCKCLAW_AGENTS_DIR over the HTTP API, in one process, until stopped."

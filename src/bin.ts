@@ -60,6 +60,9 @@ const main = (help._tag === "Print"
     InitError: (error) => refuse(1, `init: ${error.message}`),
     ConfigFileError: (error) => refuse(2, error.message),
     DiscordRefused: (error) => refuse(error.reason === "unreachable" ? 1 : 2, error.message),
+    // A bridge that stopped for good after start-up: a Discord refusal (a revoked token) is for the settings.
+    InteractError: (error) =>
+      refuse((error.cause as { readonly _tag?: unknown } | undefined)?._tag === "DiscordRefused" ? 2 : 1, error.message),
     BridgeChoiceError: (error) => refuse(2, error.message),
     ExternalBridgeError: (error) => refuse(2, error.message),
     RuntimeDirError: (error) => refuse(1, error.message),

@@ -19,6 +19,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as RcMap from "effect/RcMap"
+import type * as Scope from "effect/Scope"
 import { AgentConfig } from "../AgentConfig.js"
 import { Brain, type BrainService } from "../Brain.js"
 import { Claws } from "../Claws.js"
@@ -67,6 +68,14 @@ export interface AgentHostService {
   readonly directory: string
   /** Sends a message to agent `id` (started if released, created if new) and waits for its reply. */
   readonly send: (id: string, message: SendOptions) => Effect.Effect<AgentInstance.Reply, HostError>
+  /**
+   * `send` in two steps: the message is journaled once this succeeds, and its
+   * reply completes the Deferred; the agent stays started while the scope is open.
+   */
+  readonly accept: (
+    id: string,
+    message: SendOptions
+  ) => Effect.Effect<Deferred.Deferred<AgentInstance.Reply>, HostError, Scope.Scope>
   readonly list: Effect.Effect<ReadonlyArray<AgentStatus.AgentInfo>, HostError>
   readonly get: (id: string) => Effect.Effect<AgentStatus.AgentInfo, HostError>
   /** Compacts agent `id` now, whatever the length of its history. */
@@ -164,7 +173,7 @@ export const make = Effect.gen(function*() {
       return yield* refuse("unavailable", `agent ${id} keeps restarting`, id)
     })
 
-  const send = (raw: string, options: SendOptions) =>
+  const accept = (raw: string, options: SendOptions) =>
     Effect.gen(function*() {
       const id = yield* parseId(raw)
       const channel = options.channel ?? "http"
@@ -177,11 +186,11 @@ export const make = Effect.gen(function*() {
       if (size > config.maxMessageBytes) {
         return yield* refuse("too-large", `the message is ${size} bytes; the limit is ${config.maxMessageBytes} (PLANCKCLAW_MAX_MESSAGE_BYTES)`, id)
       }
-      // The caller holds the agent started until its reply comes.
-      return yield* Effect.scoped(
-        Effect.flatMap(submit(id, { text: options.text, channel, idempotencyKey: key }), Deferred.await)
-      )
+      return yield* submit(id, { text: options.text, channel, idempotencyKey: key })
     })
+
+  // The caller holds the agent started until its reply comes.
+  const send = (raw: string, options: SendOptions) => Effect.scoped(Effect.flatMap(accept(raw, options), Deferred.await))
 
   const status = (id: AgentId.AgentId) => AgentStatus.read(id, directoryOf(id), running.has(id))
 
@@ -217,6 +226,7 @@ export const make = Effect.gen(function*() {
   return {
     directory: config.agentsDir,
     send,
+    accept,
     list,
     get: (raw) => Effect.map(existing(raw), status),
     compact

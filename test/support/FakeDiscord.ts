@@ -27,6 +27,8 @@ export interface FakeDiscordOptions {
   readonly identifyCloseCode?: number
   /** The application's flags on GET /applications/@me; default: the Message Content intent (limited) on. */
   readonly applicationFlags?: number
+  /** Channels the bot may not see: GET /channels/{id} answers 403 Missing Access. */
+  readonly hiddenChannelIds?: ReadonlyArray<string>
 }
 
 export interface RestRecord {
@@ -65,6 +67,30 @@ export interface MessageFields {
   /** A direct message: no guild_id. */
   readonly direct?: boolean
   readonly webhook?: boolean
+  /** False: kept in the channel's history (REST) without a MESSAGE_CREATE, as if the gateway lost it. */
+  readonly dispatch?: boolean
+  readonly attachments?: ReadonlyArray<FakeAttachment>
+  /** The author's server nickname and display name. */
+  readonly nick?: string
+  readonly globalName?: string
+}
+
+/** An attachment as a message carries it; its file is served on the fake's loopback port. */
+export interface FakeAttachment {
+  readonly id: string
+  readonly filename: string
+  readonly size: number
+  readonly url: string
+  readonly content_type?: string
+}
+
+export interface InteractionFields {
+  readonly channelId: string
+  readonly userId: string
+  readonly name: string
+  readonly options?: ReadonlyArray<{ readonly name: string; readonly type: number; readonly value: unknown }>
+  readonly direct?: boolean
+  readonly nick?: string
 }
 
 export interface FakeDiscord {
@@ -88,6 +114,15 @@ export interface FakeDiscord {
   readonly gatewayUp: Effect.Effect<void>
   /** The next requests matching `method` and `path` get these responses, in order. */
   readonly script: (method: string, path: RegExp, responses: ReadonlyArray<ScriptedResponse>) => Effect.Effect<void>
+  // ---- inbound additions: history, threads, attachments, slash commands ----
+  /** Every message created so far in a channel, oldest first (what GET /channels/{id}/messages lists). */
+  readonly history: (channelId: string) => ReadonlyArray<{ readonly id: string; readonly content: string }>
+  /** A public thread under `parentId`, announced with THREAD_CREATE; returns its id. */
+  readonly createThread: (parentId: string, options?: { readonly announce?: boolean }) => Effect.Effect<string>
+  /** A file served at a loopback URL, for a message's attachments. */
+  readonly attachment: (filename: string, contentType: string | undefined, body: Buffer | string) => FakeAttachment
+  /** Dispatches an INTERACTION_CREATE for a slash command; returns its id and token. */
+  readonly interactionCreate: (fields: InteractionFields) => Effect.Effect<{ readonly id: string; readonly token: string }>
 }
 
 interface Session {
@@ -142,7 +177,8 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
     const connections = new Set<Connection>()
     let live: Connection | undefined
     let nextConnection = 1
-    let nextSnowflake = 900_000_000_000_000_000n
+    // Snowflakes of the real present, as Discord makes them: catch-up bounds its window by their time.
+    let nextSnowflake = BigInt(Date.now() - 1_420_070_400_000) << 22n
 
     const botUser = { id: options.botUserId, username: "planckclaw", discriminator: "0", global_name: null, avatar: null, bot: true }
     const channel = (id: string) => ({
@@ -156,6 +192,57 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
       parent_id: null
     })
 
+    // ---- inbound additions: message history, threads, attachments, commands ----
+    const hidden = new Set(options.hiddenChannelIds ?? [])
+    const stored = new Map<string, Array<Record<string, unknown> & { id: string; content?: unknown }>>()
+    const threads = new Map<string, string>()
+    const files = new Map<string, { contentType: string | undefined; body: Buffer }>()
+    const directChannels = new Set<string>()
+    const remember = (message: Record<string, unknown> & { id: string; channel_id: string }) => {
+      const list = stored.get(message.channel_id) ?? []
+      list.push(message)
+      stored.set(message.channel_id, list)
+    }
+    const channelInfo = (id: string) => {
+      const last = stored.get(id)?.at(-1)?.id ?? null
+      if (options.channelIds.includes(id)) return { ...channel(id), last_message_id: last }
+      const parent = threads.get(id)
+      if (parent !== undefined) {
+        return { id, type: 11, guild_id: options.guildId, parent_id: parent, name: `thread-${id}`, last_message_id: last }
+      }
+      if (directChannels.has(id)) return { id, type: 1, last_message_id: last, recipients: [] }
+      return undefined
+    }
+    const inboundRoute = (
+      method: string,
+      path: string,
+      query: URLSearchParams,
+      body: unknown,
+      reply: (status: number, payload?: unknown) => void
+    ): boolean => {
+      const history = /^\/api\/v10\/channels\/(\d+)\/messages$/.exec(path)
+      if (method === "GET" && history !== null) {
+        if (hidden.has(history[1]!)) return reply(403, { message: "Missing Access", code: 50001 }), true
+        const after = BigInt(query.get("after") ?? "0")
+        const limit = Math.min(100, Number(query.get("limit") ?? "50"))
+        const page = (stored.get(history[1]!) ?? []).filter((message) => BigInt(message.id) > after).slice(0, limit)
+        // Discord lists newest first.
+        return reply(200, [...page].reverse()), true
+      }
+      const lookup = /^\/api\/v10\/channels\/(\d+)$/.exec(path)
+      if (method === "GET" && lookup !== null) {
+        if (hidden.has(lookup[1]!)) return reply(403, { message: "Missing Access", code: 50001 }), true
+        const info = channelInfo(lookup[1]!)
+        return reply(info === undefined ? 404 : 200, info ?? { message: "Unknown Channel", code: 10003 }), true
+      }
+      const commands = /^\/api\/v10\/applications\/(\d+)\/guilds\/(\d+)\/commands$/.exec(path)
+      if (method === "PUT" && commands !== null) {
+        const list = Array.isArray(body) ? body : []
+        return reply(200, list.map((command) => ({ ...command, id: String(nextSnowflake++), application_id: commands[1] }))), true
+      }
+      return false
+    }
+
     // ---- REST ----
     const restServer = Http.createServer((request, response) => {
       const chunks: Array<Buffer> = []
@@ -167,15 +254,27 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
         const path = (request.url ?? "").replace(/\?.*$/, "")
         const reply = (status: number, payload?: unknown, headers: Record<string, string> = {}) => {
           restLog.push({ method, path, authorization: request.headers.authorization, body, status, at: Date.now() })
-          response.writeHead(status, { "content-type": "application/json", ...headers })
+          // No body, no JSON content type: discord.js would try to parse an empty body.
+          response.writeHead(status, { ...(payload === undefined ? {} : { "content-type": "application/json" }), ...headers })
           response.end(payload === undefined ? undefined : JSON.stringify(payload))
           notify()
+        }
+        const query = new URL(request.url ?? "/", "http://fake").searchParams
+        const file = /^\/attachments\/(\d+)\/[^/]+$/.exec(path)
+        if (method === "GET" && file !== null && files.has(file[1]!)) {
+          restLog.push({ method, path, authorization: request.headers.authorization, body, status: 200, at: Date.now() })
+          const served = files.get(file[1]!)!
+          response.writeHead(200, { "content-type": served.contentType ?? "application/octet-stream" })
+          response.end(served.body)
+          return notify()
         }
         const scripted = scripts.find((script) =>
           script.method === method && script.path.test(path) && script.responses.length > 0
         )
         const next = scripted?.responses.shift()
         if (next !== undefined) return reply(next.status, next.body, next.headers)
+        // Interaction callbacks carry their token in the path, not in Authorization.
+        if (method === "POST" && /^\/api\/v10\/interactions\/\d+\/[^/]+\/callback$/.test(path)) return reply(204)
         if (request.headers.authorization !== `Bot ${options.token}`) {
           return reply(401, { message: "401: Unauthorized", code: 0 })
         }
@@ -191,7 +290,10 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
           return reply(200, { id: options.botUserId, name: "planckclaw", flags: options.applicationFlags ?? 1 << 19 })
         }
         const channelGet = /^\/api\/v10\/channels\/(\d+)$/.exec(path)
-        if (method === "GET" && channelGet !== null && options.channelIds.includes(channelGet[1]!)) {
+        if (
+          method === "GET" && channelGet !== null && options.channelIds.includes(channelGet[1]!) &&
+          !(options.hiddenChannelIds ?? []).includes(channelGet[1]!)
+        ) {
           return reply(200, channel(channelGet[1]!))
         }
         const typing = /^\/api\/v10\/channels\/(\d+)\/typing$/.exec(path)
@@ -199,14 +301,17 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
         const messages = /^\/api\/v10\/channels\/(\d+)\/messages$/.exec(path)
         if (method === "POST" && messages !== null) {
           const content = (body as { content?: unknown } | undefined)?.content
-          return reply(200, {
+          const posted = {
             id: String(nextSnowflake++),
-            channel_id: messages[1],
+            channel_id: messages[1]!,
             author: botUser,
             content,
             ...plainMessageFields()
-          })
+          }
+          remember(posted)
+          return reply(200, posted)
         }
+        if (inboundRoute(method, path, query, body, reply)) return
         return reply(404, { message: "404: Not Found", code: 0 })
       })
     })
@@ -344,23 +449,31 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
       messageCreate: (fields) =>
         Effect.sync(() => {
           const id = String(nextSnowflake++)
-          const session = liveSession()
-          if (session === undefined) return id
-          dispatchOn(session, "MESSAGE_CREATE", {
+          const message = {
             id,
             channel_id: fields.channelId,
-            ...(fields.direct === true ? {} : { guild_id: options.guildId }),
             ...(fields.webhook === true ? { webhook_id: fields.authorId } : {}),
             author: {
               id: fields.authorId,
               username: `user-${fields.authorId}`,
               discriminator: "0",
-              global_name: null,
+              global_name: fields.globalName ?? null,
               avatar: null,
               ...(fields.bot === true ? { bot: true } : {})
             },
             content: fields.content,
-            ...plainMessageFields()
+            ...plainMessageFields(),
+            attachments: fields.attachments ?? []
+          }
+          // REST history has no guild_id nor member, as in Discord.
+          remember(message)
+          if (fields.direct === true) directChannels.add(fields.channelId)
+          const session = liveSession()
+          if (session === undefined || fields.dispatch === false) return id
+          dispatchOn(session, "MESSAGE_CREATE", {
+            ...message,
+            ...(fields.direct === true ? {} : { guild_id: options.guildId }),
+            ...(fields.direct === true || fields.nick === undefined ? {} : { member: { nick: fields.nick, roles: [] } })
           })
           return id
         }),
@@ -380,6 +493,53 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
       gatewayUp: Effect.suspend(() => gatewayServer.listening ? Effect.void : listen(gatewayServer, gatewayPort)).pipe(
         Effect.asVoid
       ),
-      script: (method, path, responses) => Effect.sync(() => void scripts.push({ method, path, responses: [...responses] }))
+      script: (method, path, responses) => Effect.sync(() => void scripts.push({ method, path, responses: [...responses] })),
+      history: (channelId) =>
+        (stored.get(channelId) ?? []).map((message) => ({ id: message.id, content: String(message.content ?? "") })),
+      createThread: (parentId, threadOptions) =>
+        Effect.sync(() => {
+          const id = String(nextSnowflake++)
+          threads.set(id, parentId)
+          const session = liveSession()
+          if (session !== undefined && threadOptions?.announce !== false) {
+            dispatchOn(session, "THREAD_CREATE", { ...channelInfo(id), newly_created: true })
+          }
+          return id
+        }),
+      attachment: (filename, contentType, body) => {
+        const id = String(nextSnowflake++)
+        const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body
+        files.set(id, { contentType, body: bytes })
+        return {
+          id,
+          filename,
+          size: bytes.length,
+          url: `http://127.0.0.1:${restPort}/attachments/${id}/${filename}`,
+          ...(contentType === undefined ? {} : { content_type: contentType })
+        }
+      },
+      interactionCreate: (fields) =>
+        Effect.sync(() => {
+          const id = String(nextSnowflake++)
+          const token = `interaction-token-${id}`
+          const user = { id: fields.userId, username: `user-${fields.userId}`, discriminator: "0", global_name: null, avatar: null }
+          const session = liveSession()
+          if (session !== undefined) {
+            dispatchOn(session, "INTERACTION_CREATE", {
+              id,
+              application_id: options.botUserId,
+              type: 2,
+              token,
+              version: 1,
+              channel_id: fields.channelId,
+              channel: { id: fields.channelId, type: fields.direct === true ? 1 : 0 },
+              ...(fields.direct === true
+                ? { user }
+                : { guild_id: options.guildId, member: { user, nick: fields.nick ?? null, roles: [] } }),
+              data: { id: "1", name: fields.name, type: 1, options: fields.options ?? [] }
+            })
+          }
+          return { id, token }
+        })
     }
   })

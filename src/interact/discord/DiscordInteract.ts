@@ -1,7 +1,8 @@
 /**
  * The Discord interact adapter (the Interact port over Discord): messages
- * from chosen Discord channels (and, if allowed, direct messages) in,
- * replies out. discord.js types stay in the modules beside this one.
+ * from chosen Discord channels, threads under them and (if allowed) direct
+ * messages in, and slash commands; replies out. discord.js types stay in the
+ * modules beside this one.
  *
  * Who does what:
  * - discord.js owns the gateway connection: IDENTIFY, heartbeats, RESUME and
@@ -9,17 +10,22 @@
  *   (ShardingStrategy), through which the adapter paces connection
  *   attempts after a failed one (Pacing: exponential backoff from 5 s
  *   to 60 s with jitter, reset once a connection is healthy), throttles
- *   IDENTIFY, sees close codes (Gateway), and reads MESSAGE_CREATE
- *   straight off the gateway, decoded with Schema (Inbound). Only the
- *   dispatches discord.js needs for its connection state reach it, so message
- *   traffic never grows its caches and a malformed message cannot throw
- *   inside it.
+ *   IDENTIFY, sees close codes (Gateway), and reads MESSAGE_CREATE and
+ *   INTERACTION_CREATE straight off the gateway, decoded with Schema
+ *   (Inbound). Only the dispatches discord.js needs for its connection state
+ *   reach it, so message traffic never grows its caches and a malformed
+ *   message cannot throw inside it.
+ * - After every new session (a restart, a fresh identify) the messages missed
+ *   meanwhile are fetched over REST and answered, bounded by DISCORD_CATCH_UP
+ *   (CatchUp); the last message handled per channel is kept beside the memory.
  * - A failed login (Discord unreachable, 5xx) is retried on the same backoff
  *   (Login).
  * - Replies go through a REST client of their own (Replies), so they
- *   are delivered while the gateway reconnects.
+ *   are delivered while the gateway reconnects. What each reply answers (a
+ *   message, a slash command) is paired through ReplyTargets.
  * - A rejected token or a refused privileged intent is reported once with
- *   what to do, and never retried (Refusals, DiscordRefused).
+ *   what to do, and never retried (Refusals, DiscordRefused), before start-up
+ *   and after.
  */
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
@@ -27,17 +33,23 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { Interact, type InteractService } from "../../Interact.js"
+import { Interact, InteractError, type InteractService, type OutboundMessage } from "../../Interact.js"
 import type { MissingSetting } from "../../config/MissingSetting.js"
+import { MemoryConfig } from "../../memory/Memory.js"
+import * as CatchUp from "./CatchUp.js"
 import type { DiscordRefused } from "./DiscordRefused.js"
+import * as DiscordRest from "./DiscordRest.js"
 import { bareToken, DiscordConfig, type DiscordSettings, settingsFrom } from "./Settings.js"
 import { connectGateway } from "./Gateway.js"
-import { type BotUser, makeInbound } from "./Inbound.js"
+import { type BotUser, type DiscordMessage, makeInbound } from "./Inbound.js"
 import { makeRestPost, makeSend, showTyping } from "./Replies.js"
+import * as ReplyTargets from "./ReplyTargets.js"
 import * as Typing from "./Typing.js"
 
 export { DiscordConfig, type DiscordSettings } from "./Settings.js"
 export { reconnectBackoff } from "./Pacing.js"
+export type { DiscordMessage } from "./Inbound.js"
+export { bareMentionText } from "./Inbound.js"
 
 const announceConnected = (settings: DiscordSettings, user: Option.Option<BotUser>) =>
   Effect.gen(function*() {
@@ -52,27 +64,71 @@ const announceConnected = (settings: DiscordSettings, user: Option.Option<BotUse
     }
   })
 
+export interface ConnectOptions {
+  /** Where the catch-up state is kept (the memory directory); none keeps it in memory only. */
+  readonly stateDirectory?: string | undefined
+}
+
+/** The bridge with who sent each message, for hosts that route by it (DiscordRoutes). */
+export interface DiscordBridge {
+  /** Accepted messages in arrival order; fails with the refusal once Discord closes the gateway for good. */
+  readonly messages: Stream.Stream<DiscordMessage, DiscordRefused>
+  /** Sends a reply; it answers the question `targets` holds next for its channel. */
+  readonly send: (message: OutboundMessage) => Effect.Effect<void, InteractError>
+  readonly targets: ReplyTargets.ReplyTargets
+}
+
 /**
  * Logs in (retrying with backoff while Discord is unreachable) and returns
  * once the gateway is READY. Fails with DiscordRefused when Discord rejects
  * the token or the intents, or stays unreachable.
  */
-export const make = (settings: DiscordSettings): Effect.Effect<InteractService, DiscordRefused, Scope.Scope> =>
+export const connect = (
+  settings: DiscordSettings,
+  options: ConnectOptions = {}
+): Effect.Effect<DiscordBridge, DiscordRefused, Scope.Scope> =>
   Effect.gen(function*() {
     const token = bareToken(settings)
     const post = yield* makeRestPost(settings.apiUrl, token)
+    const rest = yield* DiscordRest.make(settings.apiUrl, token)
     const typing = yield* Typing.make(showTyping(post))
-    const inbound = yield* makeInbound(settings, typing)
-    const gatewayClosedForGood = yield* connectGateway(settings.apiUrl, token, inbound.onDispatch)
+    const state = yield* CatchUp.makeState(Option.map(Option.fromNullable(options.stateDirectory), CatchUp.stateFileIn))
+    // One for both sides: the inbound side records what each message asks, the outbound side answers it.
+    const targets = yield* ReplyTargets.make
+    const inbound = yield* makeInbound({ settings, typing, rest, state })
+    const gatewayClosedForGood = yield* connectGateway(settings.apiUrl, token, settings.directMessages, inbound.onDispatch)
     yield* announceConnected(settings, yield* inbound.botUser)
     return {
-      messages: Stream.fromQueue(inbound.messages).pipe(Stream.interruptWhen(gatewayClosedForGood)),
-      send: yield* makeSend(post, typing)
+      messages: Stream.fromQueue(inbound.messages).pipe(
+        Stream.interruptWhen(gatewayClosedForGood)
+      ),
+      // The outbound side (Replies) answers `targets.take(channel)` with each reply.
+      send: yield* makeSend(post, typing),
+      targets
     }
   })
 
-/** The Discord interact adapter from configuration; see `DiscordConfig` and `make`. */
+/** As `connect`, as the Interact port: the channel and text of each message, its question recorded for the reply. */
+export const make = (
+  settings: DiscordSettings,
+  options: ConnectOptions = {}
+): Effect.Effect<InteractService, DiscordRefused, Scope.Scope> =>
+  Effect.map(connect(settings, options), (bridge) => ({
+    messages: bridge.messages.pipe(
+      Stream.mapEffect((message) =>
+        Effect.as(bridge.targets.expect(message.channel, message.target), { channel: message.channel, text: message.text })
+      ),
+      // The refusal rides along as the cause: the run reports it as one line, exit 2 (bin.ts).
+      Stream.mapError((refused) => new InteractError({ message: refused.message, cause: refused }))
+    ),
+    send: bridge.send
+  }))
+
+/** The Discord interact adapter from configuration, its catch-up state in PLANCKCLAW_DIR; see `DiscordConfig` and `make`. */
 export const layer: Layer.Layer<Interact, ConfigError.ConfigError | MissingSetting | DiscordRefused> = Layer.scoped(
   Interact,
-  DiscordConfig.pipe(Effect.flatMap(settingsFrom), Effect.flatMap(make))
+  Effect.gen(function*() {
+    const settings = yield* Effect.flatMap(DiscordConfig, settingsFrom)
+    return yield* make(settings, { stateDirectory: yield* MemoryConfig })
+  })
 )

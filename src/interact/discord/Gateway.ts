@@ -13,7 +13,6 @@ import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
-import { InteractError } from "../../Interact.js"
 import type { DiscordRefused } from "./DiscordRefused.js"
 import { fatalCloseCodes } from "./Refusals.js"
 import { type ClientCallbacks, login } from "./Login.js"
@@ -31,7 +30,7 @@ interface GatewayHandlers {
 
 /** Tells a fatal close code to whoever needs it: the login before startup, the message stream after. */
 const makeCloseWatch = Effect.gen(function*() {
-  const fatal = yield* Deferred.make<never, InteractError>()
+  const fatal = yield* Deferred.make<never, DiscordRefused>()
   const started = yield* Ref.make(false)
   const shuttingDown = yield* Ref.make(false)
   const fatalClose = yield* Ref.make(Option.none<DiscordRefused>())
@@ -44,8 +43,8 @@ const makeCloseWatch = Effect.gen(function*() {
       yield* Ref.set(fatalClose, Option.some(refused))
       // Before startup the login fails with this; afterwards the message stream does.
       if (yield* Ref.get(started)) {
-        yield* Effect.logError(refused.message)
-        yield* Deferred.fail(fatal, new InteractError({ message: refused.message }))
+        // Not logged here: whoever ends the process reports it, as one line (exit 2).
+        yield* Deferred.fail(fatal, refused)
       }
     })
 
@@ -122,8 +121,9 @@ const makeClientCallbacks = (handlers: GatewayHandlers): Effect.Effect<ClientCal
 export const connectGateway = (
   apiUrl: string,
   token: string,
+  directMessages: boolean,
   onDispatch: GatewayHandlers["onDispatch"]
-): Effect.Effect<Effect.Effect<never, InteractError>, DiscordRefused, Scope.Scope> =>
+): Effect.Effect<Effect.Effect<never, DiscordRefused>, DiscordRefused, Scope.Scope> =>
   Effect.gen(function*() {
     const pacing = yield* makeGatewayPacing
     const closes = yield* makeCloseWatch
@@ -137,6 +137,7 @@ export const connectGateway = (
     yield* login({
       apiUrl,
       token,
+      directMessages,
       callbacks,
       onNewClient: pacing.onNewClient,
       takeFatalClose: closes.takeFatalClose

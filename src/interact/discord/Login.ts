@@ -26,6 +26,8 @@ export interface ClientCallbacks {
 export interface LoginOptions {
   readonly apiUrl: string
   readonly token: string
+  /** Whether direct messages are answered: without them the Direct Messages intent is not asked for. */
+  readonly directMessages: boolean
   readonly callbacks: ClientCallbacks
   /** Runs before each attempt makes its client. */
   readonly onNewClient: Effect.Effect<void>
@@ -33,14 +35,18 @@ export interface LoginOptions {
   readonly takeFatalClose: Effect.Effect<Option.Option<DiscordRefused>>
 }
 
-const newClient = (apiUrl: string, callbacks: ClientCallbacks): Client => {
+/** Only what the settings use: guilds (channels, threads), their messages and their text, and DMs when answered. */
+export const intentsFor = (directMessages: boolean): Array<GatewayIntentBits> => [
+  GatewayIntentBits.Guilds,
+  GatewayIntentBits.GuildMessages,
+  GatewayIntentBits.MessageContent,
+  ...(directMessages ? [GatewayIntentBits.DirectMessages] : [])
+]
+
+const newClient = (options: LoginOptions): Client => {
+  const { apiUrl, callbacks } = options
   const client = new Client({
-    intents: [
-      GatewayIntentBits.Guilds,
-      GatewayIntentBits.GuildMessages,
-      GatewayIntentBits.MessageContent,
-      GatewayIntentBits.DirectMessages
-    ],
+    intents: intentsFor(options.directMessages),
     rest: { api: apiUrl, retries: 0, timeout: 15_000 },
     ws: {
       buildStrategy: (manager) => new PacedShardingStrategy(manager, callbacks.hooks),
@@ -71,7 +77,7 @@ const loginOnce = (options: LoginOptions, scope: Scope.Scope) =>
     yield* options.onNewClient
     const attempt = yield* Scope.fork(scope, ExecutionStrategy.sequential)
     const client = yield* Effect.acquireRelease(
-      Effect.sync(() => newClient(options.apiUrl, options.callbacks)),
+      Effect.sync(() => newClient(options)),
       destroyClient
     ).pipe(Scope.extend(attempt))
     yield* Effect.tryPromise({ try: () => client.login(options.token), catch: (cause) => cause }).pipe(
@@ -92,12 +98,17 @@ export const login = (options: LoginOptions): Effect.Effect<void, DiscordRefused
       Effect.tapError((error) =>
         error._tag === "LoginFailed" ? Effect.logWarning(`Discord login failed: ${error.message}`) : Effect.void
       ),
-      Effect.retry({
-        schedule: reconnectBackoff.pipe(
-          Schedule.tapOutput((delay) => Effect.logWarning(`Trying the Discord login again in ${seconds(delay)}`))
-        ),
-        while: (error) => error._tag === "LoginFailed"
-      }),
+      // The retry is announced only when it will happen: a refusal (a rejected token) is never retried.
+      Effect.retry(
+        reconnectBackoff.pipe(
+          Schedule.whileInput((error: LoginFailed | DiscordRefused) => error._tag === "LoginFailed"),
+          Schedule.onDecision((delay, decision) =>
+            decision._tag === "Continue"
+              ? Effect.logWarning(`Trying the Discord login again in ${seconds(delay)}`)
+              : Effect.void
+          )
+        )
+      ),
       Effect.catchTag("LoginFailed", (error) => new DiscordRefused({ reason: "unreachable", message: error.message }))
     )
   })

@@ -10,6 +10,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { headerSecret } from "../../config/Secrets.js"
 import { MissingSetting } from "../../config/MissingSetting.js"
+import { integerIn } from "../../config/ConfigRange.js"
 
 export interface DiscordSettings {
   readonly token: Redacted.Redacted<string>
@@ -21,7 +22,20 @@ export interface DiscordSettings {
   readonly directMessages: boolean
   /** REST base, without the version: discord.js adds /v10. */
   readonly apiUrl: string
+  /** Messages missed while away that are answered on return, per channel (DISCORD_CATCH_UP). */
+  readonly catchUp?: CatchUpBounds | undefined
+  /** Largest text attachment read into a message (DISCORD_ATTACHMENT_BYTES); larger ones are only named. */
+  readonly attachmentBytes?: number | undefined
 }
+
+/** At most the last `messages` messages, none older than `hours`; `messages` 0 turns catch-up off. */
+export interface CatchUpBounds {
+  readonly messages: number
+  readonly hours: number
+}
+
+export const defaultCatchUp: CatchUpBounds = { messages: 50, hours: 24 }
+export const defaultAttachmentBytes = 64 * 1024
 
 const stripPrefix = (token: string): string => token.trim().replace(/^(Bot|Bearer) +/i, "")
 
@@ -50,6 +64,22 @@ const parseSwitch = (raw: string): Either.Either<boolean, ConfigError.ConfigErro
   return Either.left(ConfigError.InvalidData([], `"${raw}" is not 1 or 0`))
 }
 
+/** `MESSAGES` or `MESSAGES,HOURSh` (`50,24h`); `0` or `off` turns catch-up off. */
+const parseCatchUp = (raw: string): Either.Either<CatchUpBounds, ConfigError.ConfigError> => {
+  const value = raw.trim().toLowerCase()
+  if (value === "") return Either.right(defaultCatchUp)
+  if (value === "0" || value === "off") return Either.right({ messages: 0, hours: 0 })
+  const match = /^(\d{1,4})(?:\s*,\s*(\d{1,4})\s*h)?$/.exec(value)
+  const messages = Number(match?.[1])
+  const hours = match?.[2] === undefined ? defaultCatchUp.hours : Number(match[2])
+  return match !== null && messages <= 1000 && hours >= 1 && hours <= 720
+    ? Either.right({ messages, hours })
+    : Either.left(ConfigError.InvalidData(
+      [],
+      `expected MESSAGES or MESSAGES,HOURSh (0 to 1000 messages, 1 to 720 hours, e.g. 50,24h) or off, got ${JSON.stringify(raw)}`
+    ))
+}
+
 const parseApiUrl = (raw: string): Either.Either<string, ConfigError.ConfigError> => {
   const url = raw.trim() === "" ? "https://discord.com/api" : raw.trim()
   // discord.js adds the version itself, so one given here is dropped.
@@ -63,7 +93,8 @@ const parseApiUrl = (raw: string): Either.Either<string, ConfigError.ConfigError
  * `settingsFrom`, which reports a missing one as a MissingSetting),
  * DISCORD_CHANNEL_ID (one id or a comma-separated list),
  * DISCORD_ALLOWED_USERS (optional list), DISCORD_DMS
- * (1/0, default 0), DISCORD_API_URL (default https://discord.com/api). An
+ * (1/0, default 0), DISCORD_API_URL (default https://discord.com/api),
+ * DISCORD_CATCH_UP (default 50,24h), DISCORD_ATTACHMENT_BYTES (default 65536). An
  * empty value counts as unset, as config.env writes them.
  */
 export const DiscordConfig = Config.all({
@@ -72,14 +103,19 @@ export const DiscordConfig = Config.all({
   channelIds: Config.string("DISCORD_CHANNEL_ID").pipe(
     Config.mapOrFail((raw) => parseIds("DISCORD_CHANNEL_ID", raw))
   ),
+  // mapOrFail before withDefault: the other way round, a bad value is reported without its key.
   allowedUsers: Config.string("DISCORD_ALLOWED_USERS").pipe(
-    Config.withDefault(""),
     Config.mapOrFail((raw) =>
-      raw.trim() === "" ? Either.right(Option.none()) : Either.map(parseIds("DISCORD_ALLOWED_USERS", raw), Option.some)
-    )
+      raw.trim() === ""
+        ? Either.right(Option.none<ReadonlyArray<string>>())
+        : Either.map(parseIds("DISCORD_ALLOWED_USERS", raw), Option.some)
+    ),
+    Config.withDefault(Option.none<ReadonlyArray<string>>())
   ),
-  directMessages: Config.string("DISCORD_DMS").pipe(Config.withDefault(""), Config.mapOrFail(parseSwitch)),
-  apiUrl: Config.string("DISCORD_API_URL").pipe(Config.withDefault(""), Config.mapOrFail(parseApiUrl))
+  directMessages: Config.string("DISCORD_DMS").pipe(Config.mapOrFail(parseSwitch), Config.withDefault(false)),
+  apiUrl: Config.string("DISCORD_API_URL").pipe(Config.mapOrFail(parseApiUrl), Config.withDefault("https://discord.com/api")),
+  catchUp: Config.string("DISCORD_CATCH_UP").pipe(Config.mapOrFail(parseCatchUp), Config.withDefault(defaultCatchUp)),
+  attachmentBytes: integerIn("DISCORD_ATTACHMENT_BYTES", { min: 0, max: 8 * 1024 * 1024 }, defaultAttachmentBytes)
 })
 
 /** The settings, once the configuration is known to hold a token: without one the adapter cannot start. */

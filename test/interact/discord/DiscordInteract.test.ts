@@ -1,3 +1,6 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import {
   Chunk,
@@ -30,7 +33,7 @@ const dmChannel = "300000000000000077"
 const alice = "400000000000000001"
 const mallory = "400000000000000002"
 
-const allIntents = 1 + 512 + 4096 + 32768 // Guilds, GuildMessages, DirectMessages, MessageContent
+const intentsWithoutDms = 1 + 512 + 32768 // Guilds, GuildMessages, MessageContent: DMs are off by default
 
 const settings = (fake: FakeDiscord.FakeDiscord, overrides: Partial<Discord.DiscordSettings> = {}) => ({
   token: Redacted.make(token),
@@ -90,7 +93,7 @@ const reconnectBackoffSeconds = Discord.reconnectBackoff.pipe(Schedule.map(Durat
 const delayIn = (line: string): number => Number(/in (\d+) s/.exec(line)?.[1])
 
 describe("Discord bridge: connection", () => {
-  it.scoped("logs in with HELLO, IDENTIFY (token and the four intents), READY and GUILD_CREATE", () =>
+  it.scoped("logs in with HELLO, IDENTIFY (token and the intents the settings use), READY and GUILD_CREATE", () =>
     Effect.gen(function*() {
       const { fake } = yield* connect()
       const gatewayBot = restTo(fake, "GET", "/api/v10/gateway/bot")
@@ -100,7 +103,7 @@ describe("Discord bridge: connection", () => {
       expect(sent[0]).toMatchObject({ op: 10 })
       const identify = framesReceived(fake, 2)
       expect(identify.length).toBe(1)
-      expect(identify[0]!.d).toMatchObject({ token, intents: allIntents })
+      expect(identify[0]!.d).toMatchObject({ token, intents: intentsWithoutDms })
       yield* fake.waitFor(() => dispatchesSent(fake, "GUILD_CREATE")[0])
       expect(dispatchesSent(fake, "READY").length).toBe(1)
     }))
@@ -277,7 +280,6 @@ describe("Discord bridge: who is answered", () => {
       yield* fake.messageCreate({ channelId: channelA, authorId: botUserId, content: "my own reply" })
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "hook", webhook: true })
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "   " })
-      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: `<@!${botUserId}>` })
       yield* fake.messageCreate({ channelId: dmChannel, authorId: alice, content: "direct, with DMs off", direct: true })
       yield* fake.dispatch("MESSAGE_CREATE", { id: "1", channel_id: channelA, content: "no author" })
       const repeated = {
@@ -517,8 +519,13 @@ describe("Discord bridge: configuration", () => {
   it.scoped("builds the Interact layer from configuration", () =>
     Effect.gen(function*() {
       const fake = yield* startFake()
+      const memory = yield* Effect.acquireRelease(
+        Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-discord-layer-"))),
+        (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+      )
       const provider = ConfigProvider.fromMap(
         new Map([
+          ["PLANCKCLAW_DIR", memory],
           ["DISCORD_BOT_TOKEN", `Bot ${token}`],
           ["DISCORD_CHANNEL_ID", channelB],
           ["DISCORD_API_URL", `${fake.apiUrl}/v10/`]
@@ -531,6 +538,8 @@ describe("Discord bridge: configuration", () => {
       expect(yield* nextMessages(interact, 1)).toEqual([{ channel: channelB, text: "configured" }])
       yield* interact.send({ channel: channelB, text: "ok" })
       expect(restTo(fake, "POST", messagesPath(channelB))[0]!.authorization).toBe(`Bot ${token}`)
+      // The catch-up state sits in the memory directory.
+      expect(fs.existsSync(path.join(memory, "discord-catch-up.json"))).toBe(true)
     }))
 
   it.effect("fails the layer with a MissingSetting naming DISCORD_BOT_TOKEN when the token is missing", () =>

@@ -1,0 +1,131 @@
+/**
+ * Catch-up: the last message handled in each channel, kept in a small JSON
+ * file beside the memory (replaced whole, atomically), and the messages a
+ * channel got after it, fetched over REST once the bridge is back (after a
+ * restart, a fresh identify, a resume that could not replay), bounded by
+ * DISCORD_CATCH_UP.
+ */
+import * as path from "node:path"
+import { Routes } from "discord.js"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as SafeFile from "../../memory/SafeFile.js"
+import type { DiscordRest } from "./DiscordRest.js"
+import { describeRestError } from "./Refusals.js"
+import type { CatchUpBounds } from "./Settings.js"
+
+/** The state file's name, in PLANCKCLAW_DIR (run) or PLANCKCLAW_AGENTS_DIR (serve). */
+export const stateFileName = "discord-catch-up.json"
+
+export const stateFileIn = (directory: string): string => path.join(directory, stateFileName)
+
+const StateFile = Schema.Struct({
+  version: Schema.Literal(1),
+  channels: Schema.Record({ key: Schema.String, value: Schema.String })
+})
+const decodeState = Schema.decodeUnknownEither(Schema.parseJson(StateFile))
+
+/** Snowflakes grow with time; compared as numbers, never as strings of different lengths. */
+export const isAfter = (id: string, than: string): boolean => BigInt(id) > BigInt(than)
+
+const discordEpoch = 1_420_070_400_000
+
+/** The smallest snowflake of the millisecond `at`. */
+export const snowflakeAt = (at: number): string => at <= discordEpoch ? "0" : String(BigInt(at - discordEpoch) << 22n)
+
+export interface CatchUpState {
+  /** Channels with a message handled, and the last of them. */
+  readonly all: Effect.Effect<ReadonlyMap<string, string>>
+  readonly last: (channel: string) => Effect.Effect<Option.Option<string>>
+  /** Remembers `messageId` as handled in `channel` if it is newer than the one remembered. */
+  readonly record: (channel: string, messageId: string) => Effect.Effect<void>
+}
+
+/** The state kept in `file` (none: in memory only, for a bridge without a memory directory). */
+export const makeState = (file: Option.Option<string>): Effect.Effect<CatchUpState> =>
+  Effect.gen(function*() {
+    const channels = new Map<string, string>()
+    if (Option.isSome(file)) {
+      const read = SafeFile.read(file.value)
+      if (Either.isLeft(read)) {
+        yield* Effect.logWarning(`Discord catch-up state unreadable (${read.left.message}); starting without it`)
+      } else if (read.right !== undefined) {
+        const state = decodeState(read.right)
+        if (Either.isLeft(state)) {
+          yield* Effect.logWarning(`Discord catch-up state ${file.value} is not valid; starting without it`)
+        } else {
+          for (const [channel, id] of Object.entries(state.right.channels)) channels.set(channel, id)
+        }
+      }
+    }
+    let warned = false
+    const save = Option.match(file, {
+      onNone: () => Effect.void,
+      onSome: (file) =>
+        Effect.suspend(() => {
+          const written = SafeFile.replace(file, JSON.stringify({ version: 1, channels: Object.fromEntries(channels) }))
+          if (Either.isRight(written) || warned) return Effect.void
+          warned = true
+          return Effect.logWarning(`Discord catch-up state not saved: ${written.left.message}`)
+        })
+    })
+    return {
+      all: Effect.sync(() => new Map(channels)),
+      last: (channel) => Effect.sync(() => Option.fromNullable(channels.get(channel))),
+      record: (channel, messageId) =>
+        Effect.suspend(() => {
+          const known = channels.get(channel)
+          if (known !== undefined && !isAfter(messageId, known)) return Effect.void
+          channels.set(channel, messageId)
+          return save
+        })
+    }
+  })
+
+/** A page of GET /channels/{id}/messages, Discord's largest. */
+const pageSize = 100
+/** Pages read per channel at most: the oldest of a flood are dropped anyway. */
+const maxPages = 20
+
+const idOf = (message: unknown): string | undefined => {
+  const id = (message as { id?: unknown } | null)?.id
+  return typeof id === "string" && /^\d{1,20}$/.test(id) ? id : undefined
+}
+
+/**
+ * The messages of `channel` after `afterId`, oldest first: at most the last
+ * `bounds.messages`, none older than `bounds.hours`. Raw, for the caller to
+ * decode and filter like a MESSAGE_CREATE.
+ */
+export const missedMessages = (
+  rest: DiscordRest,
+  channel: string,
+  afterId: string,
+  bounds: CatchUpBounds
+): Effect.Effect<{ readonly messages: ReadonlyArray<unknown>; readonly dropped: number }, string> =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const oldest = snowflakeAt(now - bounds.hours * 3_600_000)
+    let after = isAfter(oldest, afterId) ? oldest : afterId
+    const found: Array<{ readonly id: string; readonly message: unknown }> = []
+    for (let page = 0; page < maxPages; page++) {
+      const body = yield* rest.get(Routes.channelMessages(channel), { after, limit: String(pageSize) }).pipe(
+        Effect.mapError(describeRestError)
+      )
+      const messages = (Array.isArray(body) ? body : []).flatMap((message: unknown) => {
+        const id = idOf(message)
+        return id === undefined ? [] : [{ id, message }]
+      })
+      found.push(...messages)
+      if (messages.length < pageSize) break
+      after = messages.reduce((newest, next) => isAfter(next.id, newest) ? next.id : newest, after)
+    }
+    // Discord lists newest first; answered oldest first.
+    found.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : BigInt(a.id) > BigInt(b.id) ? 1 : 0))
+    const unique = found.filter((entry, index) => index === 0 || entry.id !== found[index - 1]!.id)
+    const kept = unique.slice(Math.max(0, unique.length - bounds.messages))
+    return { messages: kept.map((entry) => entry.message), dropped: unique.length - kept.length }
+  })

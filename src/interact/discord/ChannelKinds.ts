@@ -1,0 +1,118 @@
+/**
+ * Which channels are the adapter's: the configured ones, threads under them
+ * (learnt from THREAD_CREATE, GUILD_CREATE and THREAD_LIST_SYNC, or looked up
+ * once over REST for a message from a channel not seen before), and direct
+ * messages when they are answered.
+ */
+import { Routes } from "discord.js"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import type { DiscordRest } from "./DiscordRest.js"
+import type { DiscordSettings } from "./Settings.js"
+
+export type ChannelKind = "channel" | "thread" | "direct"
+
+/** A channel as GET /channels/{id}, THREAD_CREATE and GUILD_CREATE's threads describe it. */
+export const ChannelInfo = Schema.Struct({
+  id: Schema.String,
+  type: Schema.Number,
+  guild_id: Schema.optionalWith(Schema.String, { nullable: true }),
+  parent_id: Schema.optionalWith(Schema.String, { nullable: true }),
+  last_message_id: Schema.optionalWith(Schema.String, { nullable: true })
+})
+export type ChannelInfo = typeof ChannelInfo.Type
+
+const decodeChannel = Schema.decodeUnknownEither(ChannelInfo)
+const GuildThreads = Schema.Struct({
+  channels: Schema.optionalWith(Schema.Array(Schema.Unknown), { default: () => [] }),
+  threads: Schema.optionalWith(Schema.Array(Schema.Unknown), { default: () => [] })
+})
+const decodeGuildThreads = Schema.decodeUnknownEither(GuildThreads)
+
+const threadTypes = new Set([10, 11, 12])
+const directTypes = new Set([1])
+
+/** Where a message or an interaction says it comes from. */
+export interface Origin {
+  readonly channelId: string
+  readonly guildId?: string | undefined
+  readonly channelType?: number | undefined
+}
+
+export interface ChannelKinds {
+  /** What the channel is to the adapter; undefined when it is none of its business. */
+  readonly of: (origin: Origin) => Effect.Effect<ChannelKind | undefined>
+  /** The same for a channel known only by its id (one the catch-up state names): looked up if need be. */
+  readonly ofId: (channelId: string) => Effect.Effect<ChannelKind | undefined>
+  /** Learns a channel or thread from a dispatch (THREAD_CREATE, THREAD_UPDATE). */
+  readonly learn: (channel: unknown) => Effect.Effect<void>
+  /** Learns the channels and threads a GUILD_CREATE or THREAD_LIST_SYNC lists. */
+  readonly learnThreadsOf: (payload: unknown) => Effect.Effect<void>
+  /** GET /channels/{id}: what Discord says about a channel, or why it would not. */
+  readonly lookup: (channelId: string) => Effect.Effect<ChannelInfo, unknown>
+}
+
+export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds => {
+  const configured = new Set(settings.channelIds)
+  // Threads and channels seen; null for one that is not ours. Threads under a configured channel are few.
+  const known = new Map<string, ChannelKind | null>()
+  const kindOf = (info: ChannelInfo): ChannelKind | null =>
+    configured.has(info.id)
+      ? "channel"
+      : threadTypes.has(info.type) && info.parent_id !== undefined && configured.has(info.parent_id)
+      ? "thread"
+      : directTypes.has(info.type) && settings.directMessages
+      ? "direct"
+      : null
+  const remember = (info: ChannelInfo) => {
+    const kind = kindOf(info)
+    // A DM's kind follows the settings; only guild channels are worth keeping.
+    if (kind !== "direct") known.set(info.id, kind)
+    return kind
+  }
+  const learn = (channel: unknown) =>
+    Effect.sync(() => Either.map(decodeChannel(channel), remember))
+
+  const lookup = (channelId: string) =>
+    rest.get(Routes.channel(channelId)).pipe(
+      Effect.flatMap((body) =>
+        Either.match(decodeChannel(body), {
+          onLeft: (error) => Effect.fail(error),
+          onRight: Effect.succeed
+        })
+      )
+    )
+
+  const ofGuildChannel = (channelId: string) =>
+    Effect.gen(function*() {
+      if (configured.has(channelId)) return "channel" as const
+      const seen = known.get(channelId)
+      if (seen !== undefined) return seen ?? undefined
+      // Not seen before: one lookup, remembered either way.
+      const info = yield* lookup(channelId).pipe(Effect.either)
+      if (Either.isLeft(info)) {
+        yield* Effect.logDebug(`Discord channel ${channelId} could not be looked up; its messages are ignored`)
+        known.set(channelId, null)
+        return undefined
+      }
+      return remember(info.right) ?? undefined
+    })
+
+  return {
+    learn,
+    lookup,
+    ofId: ofGuildChannel,
+    learnThreadsOf: (payload) =>
+      Either.match(decodeGuildThreads(payload), {
+        onLeft: () => Effect.void,
+        // A server's channels too: a message in one of them then needs no lookup to be ignored.
+        onRight: ({ channels, threads }) => Effect.forEach([...channels, ...threads], learn, { discard: true })
+      }),
+    of: (origin) =>
+      !configured.has(origin.channelId) && origin.guildId === undefined &&
+        (origin.channelType === undefined || directTypes.has(origin.channelType))
+        ? Effect.succeed(settings.directMessages ? "direct" : undefined)
+        : ofGuildChannel(origin.channelId)
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * Discord in `planckclaw serve --bridge discord`: each message goes to an
+ * agent of the host, chosen by DISCORD_AGENT_PER (`channel`: one agent per
+ * channel or thread, `discord-c<channel id>`; `user`: `discord-u<user id>`;
+ * `server`: `discord-g<server id>`; `one`: `discord`). Direct messages always
+ * go to the sender's own agent. The agent reads who is speaking: the
+ * author's display name before the text ("Alice: hello"); commands
+ * ("/compact", "/usage", "/forget") pass as they are. Each reply goes back
+ * through the bridge's send, answering the question it belongs to.
+ */
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Stream from "effect/Stream"
+import type { MissingSetting } from "../config/MissingSetting.js"
+import * as Discord from "../interact/discord/DiscordInteract.js"
+import type { DiscordRefused } from "../interact/discord/DiscordRefused.js"
+import { settingsFrom } from "../interact/discord/Settings.js"
+import { AgentHost } from "./AgentHost.js"
+
+export type AgentPer = "channel" | "user" | "server" | "one"
+
+/** DISCORD_AGENT_PER: which agent answers a Discord message (default `channel`). */
+export const AgentPerConfig: Config.Config<AgentPer> = Config.literal("channel", "user", "server", "one")(
+  "DISCORD_AGENT_PER"
+).pipe(Config.withDefault("channel" as const))
+
+/** The agent a message goes to. */
+export const agentFor = (per: AgentPer, message: Discord.DiscordMessage): string => {
+  if (message.kind === "direct") return `discord-u${message.authorId}`
+  switch (per) {
+    case "channel":
+      return `discord-c${message.channel}`
+    case "user":
+      return `discord-u${message.authorId}`
+    case "server":
+      return message.guildId === undefined ? `discord-u${message.authorId}` : `discord-g${message.guildId}`
+    case "one":
+      return "discord"
+  }
+}
+
+/** What the agent reads: who speaks, then what they said; a command stays a command. */
+export const textFor = (message: Discord.DiscordMessage): string =>
+  message.text.startsWith("/") ? message.text : `${message.authorName.replace(/[\r\n]+/g, " ")}: ${message.text}`
+
+/**
+ * Serves Discord into the agent host until Discord closes the gateway for
+ * good (then fails with the refusal) or the scope ends. Messages are handed
+ * to their agents in arrival order (each journaled before the next is
+ * taken); replies go out as they come, one channel's in order.
+ */
+export const run = (options: { readonly per?: AgentPer } = {}): Effect.Effect<
+  never,
+  DiscordRefused | ConfigError.ConfigError | MissingSetting,
+  AgentHost
+> =>
+  Effect.scoped(Effect.gen(function*() {
+    const host = yield* AgentHost
+    const per = options.per ?? (yield* AgentPerConfig)
+    const settings = yield* Effect.flatMap(Discord.DiscordConfig, settingsFrom)
+    const bridge = yield* Discord.connect(settings, { stateDirectory: host.directory })
+    yield* Effect.logInfo(`Discord messages go to one agent per ${per} (DISCORD_AGENT_PER)`)
+    // The question a reply answers is recorded just before the reply goes out, so replies of
+    // different agents in one channel never take each other's question.
+    const channelLocks = new Map<string, Effect.Semaphore>()
+    const lockOf = (channel: string) => {
+      let lock = channelLocks.get(channel)
+      if (lock === undefined) channelLocks.set(channel, lock = Effect.unsafeMakeSemaphore(1))
+      return lock
+    }
+    const reply = (message: Discord.DiscordMessage, text: string) =>
+      lockOf(message.channel).withPermits(1)(
+        Effect.zipRight(
+          bridge.targets.expect(message.channel, message.target),
+          bridge.send({ channel: message.channel, text })
+        )
+      ).pipe(Effect.ignore)
+
+    const route = (message: Discord.DiscordMessage) =>
+      Effect.gen(function*() {
+        const agent = agentFor(per, message)
+        const accepted = yield* Deferred.make<void>()
+        yield* Effect.scoped(Effect.gen(function*() {
+          const waiting = yield* host.accept(agent, { text: textFor(message), channel: message.channel }).pipe(
+            Effect.either,
+            Effect.ensuring(Deferred.succeed(accepted, undefined))
+          )
+          if (Either.isLeft(waiting)) {
+            yield* Effect.logWarning(`Discord message for agent ${agent} refused: ${waiting.left.message}`)
+            return yield* reply(message, `Sorry, I could not take that message: ${waiting.left.message}`)
+          }
+          const answer = yield* Deferred.await(waiting.right)
+          yield* reply(message, answer.reply)
+        })).pipe(Effect.annotateLogs("agent", agent), Effect.forkScoped)
+        // The next message is taken once this one is journaled: an agent's messages keep their order.
+        yield* Deferred.await(accepted)
+      })
+
+    return yield* bridge.messages.pipe(
+      Stream.runForEach(route),
+      Effect.zipRight(Effect.never)
+    )
+  }))

@@ -1,0 +1,372 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, ConfigProvider, Effect, Either, Logger, Option, Queue, Redacted, Stream, TestClock } from "effect"
+import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
+import type { DiscordSettings } from "../../../src/interact/discord/Settings.js"
+import * as FakeDiscord from "../../support/FakeDiscord.js"
+
+const token = "test-bot-token"
+const botUserId = "100000000000000001"
+const guildId = "200000000000000001"
+const channelA = "300000000000000001"
+const channelB = "300000000000000002"
+const elsewhere = "300000000000000009"
+const dmChannel = "300000000000000077"
+const alice = "400000000000000001"
+const mallory = "400000000000000002"
+
+const startFake = (options: Partial<FakeDiscord.FakeDiscordOptions> = {}) =>
+  FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA, channelB], ...options })
+
+const settingsFor = (fake: FakeDiscord.FakeDiscord, overrides: Partial<DiscordSettings> = {}): DiscordSettings => ({
+  token: Redacted.make(token),
+  channelIds: [channelA, channelB],
+  allowedUsers: Option.none(),
+  directMessages: false,
+  apiUrl: fake.apiUrl,
+  ...overrides
+})
+
+const take = <A, E>(messages: Stream.Stream<A, E>, count: number) =>
+  messages.pipe(Stream.take(count), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+
+const restTo = (fake: FakeDiscord.FakeDiscord, method: string, pattern: RegExp) =>
+  fake.rest().filter((record) => record.method === method && pattern.test(record.path))
+
+const framesReceived = (fake: FakeDiscord.FakeDiscord, op: number) =>
+  fake.gateway().flatMap((record) => record.event === "received" && record.op === op ? [record] : [])
+
+const dispatchesSent = (fake: FakeDiscord.FakeDiscord, t: string) =>
+  fake.gateway().flatMap((record) => record.event === "sent" && record.t === t ? [record] : [])
+
+const captureLogs = Effect.gen(function*() {
+  const lines = yield* Queue.unbounded<string>()
+  const all: Array<string> = []
+  const logger = Logger.make(({ message }) => {
+    const line = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+    all.push(line)
+    Queue.unsafeOffer(lines, line)
+  })
+  return { lines, all, layer: Logger.replace(Logger.defaultLogger, logger) }
+})
+
+const waitForLog = (lines: Queue.Queue<string>, pattern: RegExp) =>
+  Queue.take(lines).pipe(Effect.repeat({ until: (line) => pattern.test(line) }))
+
+/** A memory directory of its own, removed with the scope. */
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-discord-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+describe("Discord inbound: start-up and fatal errors", () => {
+  const load = (entries: Record<string, string>) =>
+    Discord.DiscordConfig.pipe(
+      Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({ DISCORD_CHANNEL_ID: channelA, ...entries })))),
+      Effect.either,
+      Effect.map((result) => Either.isLeft(result) ? String(result.left) : "accepted")
+    )
+
+  it.effect("names each Discord key in its own error", () =>
+    Effect.gen(function*() {
+      expect(yield* load({ DISCORD_DMS: "maybe" })).toContain("DISCORD_DMS")
+      expect(yield* load({ DISCORD_ALLOWED_USERS: "alice" })).toContain("DISCORD_ALLOWED_USERS")
+      expect(yield* load({ DISCORD_API_URL: "discord.com" })).toContain("DISCORD_API_URL")
+      expect(yield* load({ DISCORD_CATCH_UP: "lots" })).toContain("DISCORD_CATCH_UP")
+      expect(yield* load({ DISCORD_ATTACHMENT_BYTES: "-1" })).toContain("DISCORD_ATTACHMENT_BYTES")
+      expect(yield* load({ DISCORD_CATCH_UP: "10,2h", DISCORD_ATTACHMENT_BYTES: "100" })).toBe("accepted")
+    }))
+
+  it.effect("reads DISCORD_CATCH_UP: default 50 messages or 24 hours, off, and both bounds", () =>
+    Effect.gen(function*() {
+      const read = (value: string | undefined) =>
+        Discord.DiscordConfig.pipe(
+          Effect.map((config) => config.catchUp),
+          Effect.withConfigProvider(ConfigProvider.fromMap(
+            new Map(Object.entries({ DISCORD_CHANNEL_ID: channelA, ...(value === undefined ? {} : { DISCORD_CATCH_UP: value }) }))
+          ))
+        )
+      expect(yield* read(undefined)).toEqual({ messages: 50, hours: 24 })
+      expect(yield* read("off")).toEqual({ messages: 0, hours: 0 })
+      expect(yield* read("20, 3h")).toEqual({ messages: 20, hours: 3 })
+    }))
+
+  it.scoped("asks for the Direct Messages intent only when DMs are answered", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake()
+      yield* Discord.make(settingsFor(fake, { directMessages: true }))
+      expect(framesReceived(fake, 2)[0]!.d.intents).toBe(1 + 512 + 4096 + 32768)
+      const quiet = yield* startFake()
+      yield* Discord.make(settingsFor(quiet))
+      expect(framesReceived(quiet, 2)[0]!.d.intents & 4096).toBe(0)
+    }))
+
+  it.scoped("does not announce a retry for a rejected token", () =>
+    Effect.gen(function*() {
+      const logs = yield* captureLogs
+      const fake = yield* startFake({ token: "another-test-bot-token" })
+      const failure = yield* Discord.make(settingsFor(fake)).pipe(Effect.flip, Effect.provide(logs.layer))
+      expect(failure.reason).toBe("token")
+      expect(logs.all.filter((line) => /again in/.test(line))).toEqual([])
+    }))
+
+  it.scoped("ends the run's stream with the refusal as its cause when Discord closes with 4014 after start-up", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake()
+      const bridge = yield* Discord.make(settingsFor(fake))
+      yield* fake.closeGateway(4014)
+      const failure = yield* take(bridge.messages, 1).pipe(Effect.flip)
+      expect(failure._tag).toBe("InteractError")
+      expect(failure.cause).toMatchObject({ _tag: "DiscordRefused", reason: "intent" })
+      expect(failure.message).toContain("Message Content Intent")
+    }))
+
+  it.scoped("warns at ready about a configured channel the bot cannot see, naming it", () =>
+    Effect.gen(function*() {
+      const logs = yield* captureLogs
+      const fake = yield* startFake({ hiddenChannelIds: [channelB] })
+      yield* Discord.make(settingsFor(fake, { channelIds: [channelA, channelB, elsewhere] })).pipe(Effect.provide(logs.layer))
+      const hidden = yield* waitForLog(logs.lines, /cannot see channel 300000000000000002/)
+      expect(hidden).toContain("DISCORD_CHANNEL_ID")
+      const unknown = yield* waitForLog(logs.lines, /cannot see channel 300000000000000009/)
+      expect(unknown).toContain("404")
+      expect(logs.all.some((line) => line.includes(`cannot see channel ${channelA}`))).toBe(false)
+    }))
+})
+
+describe("Discord inbound: threads, mentions, attachments", () => {
+  it.scoped("answers in a thread under a configured channel, announced or looked up; not under another", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake({ channelIds: [channelA, channelB, elsewhere] })
+      const bridge = yield* Discord.connect(settingsFor(fake))
+      const announced = yield* fake.createThread(channelA)
+      const silent = yield* fake.createThread(channelB, { announce: false })
+      const foreign = yield* fake.createThread(elsewhere)
+      yield* fake.messageCreate({ channelId: foreign, authorId: alice, content: "not ours" })
+      yield* fake.messageCreate({ channelId: elsewhere, authorId: alice, content: "not ours either" })
+      yield* fake.messageCreate({ channelId: announced, authorId: alice, content: "in a thread" })
+      yield* fake.messageCreate({ channelId: silent, authorId: alice, content: "in a thread we learn of late" })
+      const got = yield* take(bridge.messages, 2)
+      expect(got.map((m) => [m.channel, m.kind, m.text])).toEqual([
+        [announced, "thread", "in a thread"],
+        [silent, "thread", "in a thread we learn of late"]
+      ])
+      expect(restTo(fake, "GET", new RegExp(`/channels/${silent}$`)).length).toBe(1)
+      // Channels and threads GUILD_CREATE and THREAD_CREATE named need no lookup.
+      expect(restTo(fake, "GET", new RegExp(`/channels/(${foreign}|${elsewhere}|${announced})$`))).toEqual([])
+      yield* bridge.send({ channel: announced, text: "answered in the thread" })
+      expect(restTo(fake, "POST", new RegExp(`/channels/${announced}/messages$`)).length).toBe(1)
+    }))
+
+  it.scoped("answers a message that only mentions the bot", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake()
+      const bridge = yield* Discord.make(settingsFor(fake))
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: `<@!${botUserId}>` })
+      expect(yield* take(bridge.messages, 1)).toEqual([{ channel: channelA, text: Discord.bareMentionText }])
+    }))
+
+  it.scoped("adds a text attachment's content, names a binary or oversized one", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake()
+      const bridge = yield* Discord.make(settingsFor(fake, { attachmentBytes: 1024 }))
+      const notes = fake.attachment("notes.txt", "text/plain; charset=utf-8", "line one\r\nline two\n")
+      const data = fake.attachment("data.json", undefined, "{\"a\":1}")
+      const photo = fake.attachment("photo.png", "image/png", Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2]))
+      const big = fake.attachment("big.log", "text/plain", "x".repeat(2000))
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "see attached", attachments: [notes, data, photo, big] })
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "", attachments: [notes] })
+      const [first, second] = yield* take(bridge.messages, 2)
+      expect(first!.text).toBe([
+        "see attached",
+        "[attachment notes.txt]\nline one\nline two\n[end of notes.txt]",
+        "[attachment data.json]\n{\"a\":1}\n[end of data.json]",
+        "[attachment photo.png (image/png, 7 bytes): not text, not included]",
+        "[attachment big.log (text/plain, 2000 bytes): over 1024 bytes, not included]"
+      ].join("\n\n"))
+      expect(second!.text).toBe("[attachment notes.txt]\nline one\nline two\n[end of notes.txt]")
+      // The binary and the oversized file are never downloaded.
+      expect(restTo(fake, "GET", /^\/attachments\//).map((r) => r.path.split("/").at(-1))).toEqual([
+        "notes.txt",
+        "data.json",
+        "notes.txt"
+      ])
+    }))
+})
+
+describe("Discord inbound: slash commands", () => {
+  it.scoped("registers /ask, /compact, /usage and /forget for the configured server at start-up", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake()
+      yield* Discord.make(settingsFor(fake))
+      const [put] = yield* fake.waitFor(() => {
+        const puts = restTo(fake, "PUT", /\/commands$/)
+        return puts.length > 0 ? puts : undefined
+      })
+      expect(put!.path).toBe(`/api/v10/applications/${botUserId}/guilds/${guildId}/commands`)
+      expect((put!.body as ReadonlyArray<{ name: string }>).map((c) => c.name)).toEqual(["ask", "compact", "usage", "forget"])
+    }))
+
+  it.scoped("defers each command at once and hands the agent its text, recording the interaction to follow up", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake()
+      const bridge = yield* Discord.connect(settingsFor(fake))
+      const ask = yield* fake.interactionCreate({
+        channelId: channelA,
+        userId: alice,
+        name: "ask",
+        options: [{ name: "text", type: 3, value: "what is 2+2?" }],
+        nick: "Alice"
+      })
+      yield* fake.interactionCreate({ channelId: channelA, userId: alice, name: "compact" })
+      yield* fake.interactionCreate({ channelId: channelB, userId: alice, name: "usage" })
+      yield* fake.interactionCreate({ channelId: channelA, userId: alice, name: "forget" })
+      yield* fake.interactionCreate({
+        channelId: channelA,
+        userId: alice,
+        name: "forget",
+        options: [{ name: "confirm", type: 5, value: true }]
+      })
+      const got = yield* take(bridge.messages, 5)
+      expect(got.map((m) => m.text)).toEqual(["what is 2+2?", "/compact", "/usage", "/forget", "/forget confirm"])
+      expect(got[0]).toMatchObject({
+        channel: channelA,
+        authorName: "Alice",
+        target: { _tag: "Interaction", applicationId: botUserId, interactionId: ask.id, token: ask.token }
+      })
+      const callbacks = restTo(fake, "POST", /\/interactions\/\d+\/[^/]+\/callback$/)
+      expect(callbacks.map((r) => r.body)).toEqual(Array.from({ length: 5 }, () => ({ type: 5 })))
+      expect(callbacks[0]!.path).toBe(`/api/v10/interactions/${ask.id}/${ask.token}/callback`)
+      expect(callbacks[0]!.authorization).toBeUndefined()
+    }))
+
+  it.scoped("refuses ephemerally in another channel or for someone not allowed", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake({ channelIds: [channelA, channelB, elsewhere] })
+      const bridge = yield* Discord.connect(settingsFor(fake, { allowedUsers: Option.some([alice]) }))
+      yield* fake.interactionCreate({ channelId: elsewhere, userId: alice, name: "compact" })
+      yield* fake.interactionCreate({ channelId: channelA, userId: mallory, name: "compact" })
+      yield* fake.interactionCreate({ channelId: dmChannel, userId: alice, name: "usage", direct: true })
+      yield* fake.interactionCreate({ channelId: channelA, userId: alice, name: "usage" })
+      expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["/usage"])
+      const bodies = restTo(fake, "POST", /\/callback$/).map((r) => r.body as { type: number; data?: { flags: number } })
+      expect(bodies.map((b) => [b.type, b.data?.flags])).toEqual([[4, 64], [4, 64], [4, 64], [5, undefined]])
+    }))
+})
+
+describe("Discord inbound: catch-up", () => {
+  it.scoped("answers, once and in order, what was sent while the bridge was stopped", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fake = yield* startFake()
+      yield* Effect.scoped(Effect.gen(function*() {
+        const bridge = yield* Discord.make(settingsFor(fake), { stateDirectory: dir })
+        yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "before the stop" })
+        expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["before the stop"])
+      }))
+      expect(JSON.parse(fs.readFileSync(path.join(dir, "discord-catch-up.json"), "utf8")).channels[channelA]).toBe(
+        fake.history(channelA).at(-1)!.id
+      )
+      // Stopped: these never reach a gateway connection of ours.
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "while away 1" })
+      yield* fake.messageCreate({ channelId: channelB, authorId: alice, content: "while away 2" })
+      yield* fake.messageCreate({ channelId: channelA, authorId: "500000000000000001", content: "a bot", bot: true })
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "while away 3" })
+      const restarted = yield* Discord.make(settingsFor(fake), { stateDirectory: dir })
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "after the restart" })
+      const got = yield* take(restarted.messages, 4)
+      expect(got.map((m) => m.text).sort()).toEqual(["after the restart", "while away 1", "while away 2", "while away 3"])
+      // Per channel, in the order they were sent.
+      expect(got.filter((m) => m.channel === channelA).map((m) => m.text)).toEqual([
+        "while away 1",
+        "while away 3",
+        "after the restart"
+      ])
+      // Nothing twice: the next message is the next one sent.
+      yield* fake.messageCreate({ channelId: channelB, authorId: alice, content: "marker" })
+      expect((yield* take(restarted.messages, 1)).map((m) => m.text)).toEqual(["marker"])
+      expect(restTo(fake, "GET", /\/channels\/\d+\/messages$/).length).toBeGreaterThanOrEqual(2)
+    }))
+
+  it.scoped("fetches what an invalid session lost, and answers each message once", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fake = yield* startFake()
+      const bridge = yield* Discord.make(settingsFor(fake), { stateDirectory: dir })
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "first" })
+      expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["first"])
+      yield* fake.invalidateSession(false)
+      // Lost between the invalid session and the new IDENTIFY: in the history, never dispatched.
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "lost 1", dispatch: false })
+      yield* fake.messageCreate({ channelId: channelB, authorId: alice, content: "lost 2", dispatch: false })
+      yield* TestClock.adjust("6 seconds")
+      yield* fake.waitFor(() => dispatchesSent(fake, "READY")[1])
+      const got = yield* take(bridge.messages, 2)
+      expect(got.map((m) => m.text)).toEqual(["lost 1", "lost 2"])
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "live again" })
+      expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["live again"])
+    }))
+
+  it.scoped("answers what was sent during a gateway outage, which the new session does not replay", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const logs = yield* captureLogs
+      const fake = yield* startFake()
+      const bridge = yield* Discord.make(settingsFor(fake), { stateDirectory: dir }).pipe(Effect.provide(logs.layer))
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "before the outage" })
+      expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["before the outage"])
+      yield* fake.gatewayDown
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "during 1" })
+      yield* fake.messageCreate({ channelId: channelB, authorId: alice, content: "during 2" })
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "during 3" })
+      // The first reconnect is at once and refused; the next waits out the backoff.
+      yield* waitForLog(logs.lines, /trying again in/)
+      yield* fake.gatewayUp
+      yield* TestClock.adjust("12 seconds")
+      yield* fake.waitFor(() => dispatchesSent(fake, "READY")[1])
+      expect(framesReceived(fake, 6)).toEqual([])
+      const got = yield* take(bridge.messages, 3)
+      expect(got.map((m) => m.text)).toEqual(["during 1", "during 3", "during 2"])
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "after" })
+      expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["after"])
+    }))
+
+  it.scoped("catches up a direct message conversation and a thread as well", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fake = yield* startFake()
+      const thread = yield* fake.createThread(channelA)
+      const dms = settingsFor(fake, { directMessages: true })
+      yield* Effect.scoped(Effect.gen(function*() {
+        const bridge = yield* Discord.make(dms, { stateDirectory: dir })
+        yield* fake.messageCreate({ channelId: dmChannel, authorId: alice, content: "dm before", direct: true })
+        yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "thread before" })
+        expect((yield* take(bridge.messages, 2)).map((m) => m.text)).toEqual(["dm before", "thread before"])
+      }))
+      yield* fake.messageCreate({ channelId: dmChannel, authorId: alice, content: "dm while away", direct: true })
+      yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "thread while away" })
+      const bridge = yield* Discord.make(dms, { stateDirectory: dir })
+      const got = yield* take(bridge.messages, 2)
+      expect(got.map((m) => [m.channel, m.text]).sort()).toEqual([[dmChannel, "dm while away"], [thread, "thread while away"]].sort())
+    }))
+
+  it.scoped("keeps to DISCORD_CATCH_UP: only the last messages of an outage", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const logs = yield* captureLogs
+      const fake = yield* startFake()
+      yield* Effect.scoped(Effect.gen(function*() {
+        const bridge = yield* Discord.make(settingsFor(fake), { stateDirectory: dir })
+        yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "seen" })
+        yield* take(bridge.messages, 1)
+      }))
+      for (let n = 1; n <= 5; n++) yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: `missed ${n}` })
+      const bridge = yield* Discord.make(settingsFor(fake, { catchUp: { messages: 2, hours: 24 } }), { stateDirectory: dir }).pipe(
+        Effect.provide(logs.layer)
+      )
+      expect((yield* take(bridge.messages, 2)).map((m) => m.text)).toEqual(["missed 4", "missed 5"])
+      expect(yield* waitForLog(logs.lines, /3 older one\(s\) beyond DISCORD_CATCH_UP skipped/)).toContain(channelA)
+    }))
+})
