@@ -122,8 +122,8 @@ export const renderForgetPreview = (found: Forget.ForgetPreview): string =>
   Forget.isEmpty(found)
     ? "There is nothing to forget: history and summary are empty."
     : `This archives our conversation (${plural(found.historyLines, "history line")}, ${bytes(found.historyBytes)}` +
-      `${found.summaryBytes > 0 ? `, and the summary, ${bytes(found.summaryBytes)}` : ""}) into archive/ in the memory ` +
-      `directory, and I start afresh; nothing is deleted. ${FORGET_ASK}`
+      `${found.summaryBytes > 0 ? `, and the summary, ${bytes(found.summaryBytes)}` : ""}) into ${found.location ?? "archive/ in the memory directory"}` +
+      `, and I start afresh; nothing is deleted. ${FORGET_ASK}`
 
 /** What the commands use of the agent. */
 export interface CommandPorts {
@@ -180,7 +180,7 @@ export const make = (ports: CommandPorts) => {
         // The ledger goes with history, unnamed: people know the two files they can read.
         const named = done.files.filter((file) => !file.startsWith("."))
         // Relative: a reply may go to a Discord channel, which has no business knowing the host's paths.
-        return `Forgotten: ${named.join(" and ")} moved to ${done.archive}/ in the memory directory. ` +
+        return `Forgotten: ${named.join(" and ")} moved to ${done.location ?? `${done.archive}/ in the memory directory`}. ` +
           "The next message starts afresh."
       }
     })
@@ -196,7 +196,10 @@ export const make = (ports: CommandPorts) => {
         ),
       Compact: () => compact,
       Usage: () => usage,
-      Forget: ({ confirm }) => confirm ? forget : Effect.map(memory.forgetPreview, renderForgetPreview),
+      Forget: ({ confirm }) => confirm ? forget : memory.forgetPreview.pipe(
+          Effect.map(renderForgetPreview),
+          Effect.catchAll((error) => Effect.succeed(`Cannot tell what /forget would archive: ${error.message}.`))
+        ),
       Quit: () => Effect.succeed("/quit ends a terminal session; here there is nothing to quit. /help lists the commands."),
       Unknown: ({ command }) => Effect.succeed(`unknown command ${command} — /help lists the commands`)
     })

@@ -21,12 +21,16 @@ export interface ForgetPreview {
   readonly historyLines: number
   readonly historyBytes: number
   readonly summaryBytes: number
+  /** Where the archive would go, in words, when not archive/ in the memory directory (memory in a database). */
+  readonly location?: string
 }
 
 /** What a forget archived: the archive, relative to the memory directory, and the files moved there. */
 export interface Forgotten {
   readonly archive: string
   readonly files: ReadonlyArray<string>
+  /** Where the archive is, in words, when not `<archive>/` in the memory directory (memory in a database). */
+  readonly location?: string
 }
 
 const sizeOf = (file: string): number | undefined => {

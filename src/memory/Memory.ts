@@ -72,7 +72,7 @@ export interface MemoryService {
   readonly storageFailing: Effect.Effect<boolean>
   readonly hasMoreLinesThan: (limit: number) => Effect.Effect<boolean, MemoryError>
   /** What `forget` would archive now. */
-  readonly forgetPreview: Effect.Effect<Forget.ForgetPreview>
+  readonly forgetPreview: Effect.Effect<Forget.ForgetPreview, MemoryError>
   /**
    * Moves history, summary and ledger into `archive/<stamp>/` (Forget.ts)
    * under the write lock, and drops every cache and descriptor of them, so

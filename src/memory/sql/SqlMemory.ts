@@ -3,8 +3,9 @@
  * (Memory.ts), over the tables of SqlMigrations.ts. History is rows by
  * (agent_id, seq); a tail read walks the primary key's index backwards
  * (`ORDER BY seq DESC LIMIT n`), so it costs the same for 10 lines or 10
- * million. An append is one transaction: all its lines or none. Every
- * operation waits for a database that went away (SqlResilience.ts).
+ * million. An append is one transaction: all its lines or none, and so is
+ * a forget (SqlForget.ts). Every operation waits for a database that went
+ * away (SqlResilience.ts).
  *
  * The Memory port carries the files' directory (`directory`, `memoryDir`)
  * for the file-side layers (FoldStore.layer, UsageLedger.layer). Memory in
@@ -13,6 +14,7 @@
  * operation fails, under a path no file can ever be made in (below
  * /dev/null), so a file-side layer wired to it by mistake writes nothing.
  */
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
@@ -27,6 +29,7 @@ import type { MemoryService } from "../Memory.js"
 import { MemoryError } from "../MemoryDir.js"
 import type * as MemoryDir from "../MemoryDir.js"
 import { DEFAULT_SOUL } from "../SnapshotReader.js"
+import * as SqlForget from "./SqlForget.js"
 import { entryOfRow, type HistoryRow, rowOfEntry } from "./SqlHistoryRows.js"
 import { defaultRetry, resilient } from "./SqlResilience.js"
 
@@ -185,12 +188,21 @@ export const make = (
         Effect.map((rows) => rows[0]?.more === true)
       )
 
+    // The key is made once per forget, so a retry after a lost COMMIT answer finds the archive it made.
+    const forget = (stamp: string) =>
+      Effect.suspend(() => {
+        const request = crypto.randomUUID()
+        return SqlForget.commit(sql, agentId, stamp, request).pipe(resilient(`forgetting the memory of agent ${agentId}`, retry))
+      }).pipe(Effect.tap(memoryDir.storeWorked))
+
     return {
       directory: memoryDir.directory,
       memoryDir,
       snapshot,
       append,
       storageFailing,
-      hasMoreLinesThan
+      hasMoreLinesThan,
+      forgetPreview: SqlForget.preview(sql, agentId).pipe(resilient(`counting what forget would archive for agent ${agentId}`, retry)),
+      forget
     } satisfies MemoryService
   })

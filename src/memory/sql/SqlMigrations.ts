@@ -15,6 +15,9 @@
  *   replay after a crash is not stored twice (folded ones included).
  * - `planckclaw_inbox`: messages accepted and their decided replies.
  * - `planckclaw_usage`: one row per brain answer.
+ * - `planckclaw_archives` and `planckclaw_archived_history` (2): what
+ *   `/forget` moved away, by (agent_id, stamp): the summary as it was, and
+ *   the history rows as they were (SqlForget.ts).
  */
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -88,8 +91,36 @@ const createTables = Effect.gen(function*() {
   yield* sql`CREATE INDEX planckclaw_usage_by_agent ON planckclaw_usage (agent_id, id)`
 })
 
+// `request`: the forget's own key, so a forget run again after its COMMIT's answer was lost finds itself.
+const createArchives = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE planckclaw_archives (
+    agent_id text NOT NULL,
+    stamp text NOT NULL,
+    request text NOT NULL,
+    summary text,
+    history_unterminated boolean NOT NULL DEFAULT false,
+    history_lines bigint NOT NULL DEFAULT 0,
+    archived timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, stamp)
+  )`
+  yield* sql`CREATE UNIQUE INDEX planckclaw_archives_request ON planckclaw_archives (agent_id, request)`
+  yield* sql`CREATE TABLE planckclaw_archived_history (
+    agent_id text NOT NULL,
+    stamp text NOT NULL,
+    seq bigint NOT NULL,
+    role text,
+    content text,
+    line text,
+    created timestamptz NOT NULL,
+    PRIMARY KEY (agent_id, stamp, seq),
+    FOREIGN KEY (agent_id, stamp) REFERENCES planckclaw_archives (agent_id, stamp) ON DELETE CASCADE
+  )`
+})
+
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
-  "1_memory": createTables
+  "1_memory": createTables,
+  "2_forget_archive": createArchives
 }
 
 /**
