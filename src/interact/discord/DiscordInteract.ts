@@ -29,11 +29,14 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Interact, type InteractService } from "../../Interact.js"
 import type { MissingSetting } from "../../config/MissingSetting.js"
+import { MemoryConfig } from "../../memory/MemoryDir.js"
 import type { DiscordRefused } from "./DiscordRefused.js"
 import { bareToken, DiscordConfig, type DiscordSettings, settingsFrom } from "./Settings.js"
 import { connectGateway } from "./Gateway.js"
 import { type BotUser, makeInbound } from "./Inbound.js"
+import * as Outbox from "./Outbox.js"
 import { makeRestPost, makeSend, showTyping } from "./Replies.js"
+import * as ReplyTargets from "./ReplyTargets.js"
 import * as Typing from "./Typing.js"
 
 export { DiscordConfig, type DiscordSettings } from "./Settings.js"
@@ -57,22 +60,30 @@ const announceConnected = (settings: DiscordSettings, user: Option.Option<BotUse
  * once the gateway is READY. Fails with DiscordRefused when Discord rejects
  * the token or the intents, or stays unreachable.
  */
-export const make = (settings: DiscordSettings): Effect.Effect<InteractService, DiscordRefused, Scope.Scope> =>
+export const make = (
+  settings: DiscordSettings,
+  options: { readonly outboxDirectory?: string } = {}
+): Effect.Effect<InteractService, DiscordRefused, Scope.Scope> =>
   Effect.gen(function*() {
     const token = bareToken(settings)
     const post = yield* makeRestPost(settings.apiUrl, token)
     const typing = yield* Typing.make(showTyping(post))
+    const targets = yield* ReplyTargets.make
+    const outbox = options.outboxDirectory === undefined ? yield* Outbox.inMemory : yield* Outbox.make(options.outboxDirectory)
     const inbound = yield* makeInbound(settings, typing)
     const gatewayClosedForGood = yield* connectGateway(settings.apiUrl, token, inbound.onDispatch)
     yield* announceConnected(settings, yield* inbound.botUser)
     return {
       messages: Stream.fromQueue(inbound.messages).pipe(Stream.interruptWhen(gatewayClosedForGood)),
-      send: yield* makeSend(post, typing)
+      ...yield* makeSend(post, typing, targets, outbox)
     }
   })
 
 /** The Discord interact adapter from configuration; see `DiscordConfig` and `make`. */
 export const layer: Layer.Layer<Interact, ConfigError.ConfigError | MissingSetting | DiscordRefused> = Layer.scoped(
   Interact,
-  DiscordConfig.pipe(Effect.flatMap(settingsFrom), Effect.flatMap(make))
+  // Replies owed are journaled beside the memory (PLANCKCLAW_DIR).
+  Effect.all([DiscordConfig.pipe(Effect.flatMap(settingsFrom)), MemoryConfig]).pipe(
+    Effect.flatMap(([settings, directory]) => make(settings, { outboxDirectory: directory }))
+  )
 )
