@@ -45,8 +45,9 @@ const partDeadline = Duration.minutes(15)
 /** Discord's interaction tokens last 15 minutes; past this, a reply goes to the channel instead. */
 const interactionTokenLife = Duration.toMillis("14 minutes")
 
-/** When Discord made an object, read from its snowflake id. */
-const createdAt = (snowflake: string): number => Number((BigInt(snowflake) >> 22n) + 1_420_070_400_000n)
+/** When Discord made an object, read from its snowflake id; 0 (long ago) for anything that is not one. */
+const createdAt = (snowflake: string): number =>
+  /^\d{1,20}$/.test(snowflake) ? Number((BigInt(snowflake) >> 22n) + 1_420_070_400_000n) : 0
 
 type Route =
   | { readonly _tag: "Channel"; readonly reference: Option.Option<string> }
