@@ -6,7 +6,9 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Logger, Option, TestClock } from "effect"
+import { ConfigProvider, Context, Effect, Layer, Logger, Option, TestClock } from "effect"
+import { Interact } from "../../../src/Interact.js"
+import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as Outbox from "../../../src/interact/discord/Outbox.js"
 import { makeRestPost, makeSend, showTyping } from "../../../src/interact/discord/Replies.js"
 import * as ReplyTargets from "../../../src/interact/discord/ReplyTargets.js"
@@ -207,5 +209,25 @@ describe("Discord replies that read like Discord", () => {
       yield* bridge.targets.expect(channelA, { _tag: "Interaction", applicationId: botUserId, interactionId: fresh, token: "gone" })
       yield* bridge.send({ channel: channelA, text: "fallback" })
       expect(contents(fake, channelA)).toEqual(["late answer", "fallback"])
+    }))
+})
+
+describe("Discord outbox location", () => {
+  it.scoped("the layer journals owed replies in PLANCKCLAW_DIR", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake
+      const directory = yield* tempDir()
+      yield* fake.refuseChannel(channelA, 502)
+      const provider = ConfigProvider.fromMap(
+        new Map([
+          ["DISCORD_BOT_TOKEN", token],
+          ["DISCORD_CHANNEL_ID", channelA],
+          ["DISCORD_API_URL", fake.apiUrl],
+          ["PLANCKCLAW_DIR", directory]
+        ])
+      )
+      const interact = Context.get(yield* Layer.build(Discord.layer).pipe(Effect.withConfigProvider(provider)), Interact)
+      yield* interact.accept!({ channel: channelA, text: "journaled beside the memory" })
+      expect(journal(directory)).toContain("journaled beside the memory")
     }))
 })
