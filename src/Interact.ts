@@ -35,6 +35,14 @@ export interface InteractService {
   readonly messages: Stream.Stream<InboundMessage, InteractError>
   /** Delivers one reply; fails only when it finally cannot be delivered. */
   readonly send: (message: OutboundMessage) => Effect.Effect<void, InteractError>
+  /**
+   * An adapter that keeps replies of its own (a journal, like Discord's
+   * outbox) takes one here: it completes once the reply is in the adapter's
+   * keeping, to be delivered even across a crash, and gives the delivery,
+   * which completes when the reply is delivered or given up (the adapter
+   * logs a failure). Adapters without one deliver within `send`.
+   */
+  readonly accept?: (message: OutboundMessage) => Effect.Effect<Effect.Effect<void>>
 }
 
 export class Interact extends Context.Tag("planckclaw/Interact")<Interact, InteractService>() {}

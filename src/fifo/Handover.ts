@@ -7,6 +7,11 @@
  * and the work they started (delivery, compaction), and the run waits until
  * the bridge has delivered every reply the agent wrote.
  *
+ * A reply counts as delivered for the agent (its inbox entry goes) only
+ * once the bridge has it in its keeping (`kept`): written to a journal of
+ * its own (Discord's outbox) or handed to its user, so a crash between the
+ * pipe and the bridge never loses it.
+ *
  * Replies are not counted against messages: a recovered message is answered
  * without having been forwarded in this run, and a refused line is answered
  * without reaching the agent's queue.
@@ -24,6 +29,8 @@ export interface Handover {
   readonly read: SubscriptionRef.SubscriptionRef<number>
   /** Replies the agent has written to interact_out. */
   readonly written: Ref.Ref<number>
+  /** Replies the bridge has taken from interact_out into its keeping (journaled, or handed to its user). */
+  readonly kept: SubscriptionRef.SubscriptionRef<number>
   /** Replies the bridge has taken from interact_out and handed to its user. */
   readonly delivered: SubscriptionRef.SubscriptionRef<number>
 }
@@ -32,6 +39,7 @@ export const make: Effect.Effect<Handover> = Effect.all({
   forwarded: Deferred.make<number>(),
   read: SubscriptionRef.make(0),
   written: Ref.make(0),
+  kept: SubscriptionRef.make(0),
   delivered: SubscriptionRef.make(0)
 })
 
@@ -41,6 +49,9 @@ const reach = (counter: SubscriptionRef.SubscriptionRef<number>, target: number)
 /** Completes once the bridge's input has ended and the agent has read every line it forwarded. */
 export const inputConsumed = (handover: Handover): Effect.Effect<void> =>
   Effect.flatMap(Deferred.await(handover.forwarded), (total) => reach(handover.read, total))
+
+/** Completes once the bridge has the `count`th reply the agent wrote in its keeping. */
+export const replyKept = (handover: Handover, count: number): Effect.Effect<void> => reach(handover.kept, count)
 
 /** Completes once the bridge has delivered every reply the agent wrote so far. */
 export const repliesDelivered = (handover: Handover): Effect.Effect<void> =>

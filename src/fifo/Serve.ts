@@ -131,17 +131,33 @@ export const serveInteract = (
     const fromAgent = yield* openReader(paths.interactOut)
     const forwarded = yield* Ref.make(0)
     const delivered = options.handover?.delivered ?? (yield* SubscriptionRef.make(0))
+    const countDelivered = SubscriptionRef.update(delivered, (n) => n + 1)
+    // Lines that are not replies count as kept too: the agent's count of lines written includes them.
+    const kept = options.handover === undefined ? Effect.void : SubscriptionRef.update(options.handover.kept, (n) => n + 1)
 
     const deliverReplies = fromAgent.chunks.pipe(
       framed(() => makeLineFramer(options.maxRequestBytes ?? defaultMaxLineBytes)),
       Stream.runForEach((line) =>
         Either.match(Either.flatMap(line, decodeInteractLine), {
-          onLeft: (error) => Effect.logWarning(`ignored a line on interact_out: ${error.message}`),
+          onLeft: (error) =>
+            Effect.logWarning(`ignored a line on interact_out: ${error.message}`).pipe(
+              Effect.zipRight(kept),
+              Effect.zipRight(countDelivered)
+            ),
+          // An adapter with a journal of its own keeps the reply at once and
+          // delivers it in the background; any other delivers it before the next line.
           onRight: (reply) =>
-            interact.send(reply).pipe(
-              Effect.catchAll((error) => Effect.logWarning(`reply to ${reply.channel} not delivered: ${error.message}`))
-            )
-        }).pipe(Effect.zipRight(SubscriptionRef.update(delivered, (n) => n + 1)))),
+            interact.accept === undefined
+              ? interact.send(reply).pipe(
+                Effect.catchAll((error) => Effect.logWarning(`reply to ${reply.channel} not delivered: ${error.message}`)),
+                Effect.zipRight(kept),
+                Effect.zipRight(countDelivered)
+              )
+              : interact.accept(reply).pipe(
+                Effect.tap(() => kept),
+                Effect.flatMap((delivery) => Effect.forkScoped(Effect.zipRight(delivery, countDelivered)))
+              )
+        }).pipe(Effect.asVoid)),
       Effect.zipRight(Effect.never)
     )
 

@@ -48,13 +48,18 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     const maxLineBytes = options.maxLineBytes ?? defaultMaxLineBytes
     const handover = options.handover
 
+    // With a built-in bridge in this process, a reply is sent once the bridge
+    // has it in its keeping (see Handover): the lock keeps each line's number right.
+    const writeLock = yield* Effect.makeSemaphore(1)
     const send: InteractService["send"] = (message) =>
       Either.match(encodeInteractLine(message), {
         onLeft: (error) => new InteractError({ message: `cannot send reply: ${error.message}` }),
         onRight: (line) =>
           outbound.write(line).pipe(
             Effect.mapError((error) => new InteractError({ message: error.message, cause: error })),
-            Effect.zipRight(handover === undefined ? Effect.void : Ref.update(handover.written, (n) => n + 1))
+            Effect.zipRight(handover === undefined ? Effect.succeed(0) : Ref.updateAndGet(handover.written, (n) => n + 1)),
+            writeLock.withPermits(1),
+            Effect.flatMap((count) => handover === undefined ? Effect.void : Handover.replyKept(handover, count))
           )
       })
 

@@ -123,6 +123,29 @@ export interface FakeDiscord {
   readonly attachment: (filename: string, contentType: string | undefined, body: Buffer | string) => FakeAttachment
   /** Dispatches an INTERACTION_CREATE for a slash command; returns its id and token. */
   readonly interactionCreate: (fields: InteractionFields) => Effect.Effect<{ readonly id: string; readonly token: string }>
+
+  // ---- Outbound (replies): refusals per channel, nonces, references, interaction webhooks ----
+  /**
+   * Every message POST to `channel` gets `status` (403, 404, 502…) until set
+   * back to undefined; with `after`, only once that many more were accepted.
+   */
+  readonly refuseChannel: (channel: string, status: number | undefined, after?: number) => Effect.Effect<void>
+  /** Messages created (channel posts and webhook follow-ups), a repeated nonce counted once, as Discord does. */
+  readonly created: () => ReadonlyArray<CreatedMessage>
+  /** The message is gone: a reply referencing it with `fail_if_not_exists` not false gets 400 Unknown Message. */
+  readonly deleteMessage: (id: string) => Effect.Effect<void>
+}
+
+export interface CreatedMessage {
+  readonly id: string
+  readonly channelId: string
+  readonly content: string
+  readonly nonce?: string
+  /** The message it replies to (message_reference). */
+  readonly reference?: string
+  /** How it was made: a channel post, the edit of an interaction's original response, or a follow-up. */
+  readonly via: "channel" | "edit-original" | "follow-up"
+  readonly interactionToken?: string
 }
 
 interface Session {
@@ -243,6 +266,75 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
       return false
     }
 
+    // ---- Outbound: replies the bot posts ----
+    type Reply = (status: number, payload?: unknown) => void
+    const refusals = new Map<string, { readonly status: number; allow: number }>()
+    const createdLog: Array<CreatedMessage> = []
+    const deleted = new Set<string>()
+    const originals = new Map<string, CreatedMessage>()
+    const messageObject = (message: CreatedMessage) => ({
+      id: message.id,
+      channel_id: message.channelId,
+      author: botUser,
+      content: message.content,
+      ...plainMessageFields()
+    })
+    const outbound = {
+      post: (channelId: string, body: unknown, reply: Reply) => {
+        const refusal = refusals.get(channelId)
+        if (refusal !== undefined && refusal.allow > 0) refusal.allow--
+        else if (refusal !== undefined) {
+          return reply(refusal.status, { message: refusal.status === 403 ? "Missing Permissions" : "failure", code: 0 })
+        }
+        const fields = (body ?? {}) as {
+          content?: string
+          nonce?: string
+          enforce_nonce?: boolean
+          message_reference?: { message_id?: string; fail_if_not_exists?: boolean }
+        }
+        const reference = fields.message_reference
+        if (reference?.message_id !== undefined && deleted.has(reference.message_id) && reference.fail_if_not_exists !== false) {
+          return reply(400, { message: "Invalid Form Body", code: 50035 })
+        }
+        const earlier = fields.enforce_nonce === true && fields.nonce !== undefined
+          ? createdLog.find((message) => message.channelId === channelId && message.nonce === fields.nonce)
+          : undefined
+        if (earlier !== undefined) return reply(200, messageObject(earlier))
+        const message: CreatedMessage = {
+          id: String(nextSnowflake++),
+          channelId,
+          content: fields.content ?? "",
+          via: "channel",
+          ...(fields.nonce === undefined ? {} : { nonce: fields.nonce }),
+          ...(reference?.message_id === undefined ? {} : { reference: reference.message_id })
+        }
+        createdLog.push(message)
+        remember(messageObject(message))
+        return reply(200, messageObject(message))
+      },
+      webhook: (method: string, token: string, original: boolean, body: unknown, reply: Reply) => {
+        const content = (body as { content?: string } | undefined)?.content ?? ""
+        if (method === "PATCH" && original) {
+          const message: CreatedMessage = {
+            id: originals.get(token)?.id ?? String(nextSnowflake++),
+            channelId: "",
+            content,
+            via: "edit-original",
+            interactionToken: token
+          }
+          originals.set(token, message)
+          createdLog.push(message)
+          return reply(200, messageObject(message))
+        }
+        if (method === "POST" && !original) {
+          const message: CreatedMessage = { id: String(nextSnowflake++), channelId: "", content, via: "follow-up", interactionToken: token }
+          createdLog.push(message)
+          return reply(200, messageObject(message))
+        }
+        return reply(405, { message: "405: Method Not Allowed", code: 0 })
+      }
+    }
+
     // ---- REST ----
     const restServer = Http.createServer((request, response) => {
       const chunks: Array<Buffer> = []
@@ -275,6 +367,9 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
         if (next !== undefined) return reply(next.status, next.body, next.headers)
         // Interaction callbacks carry their token in the path, not in Authorization.
         if (method === "POST" && /^\/api\/v10\/interactions\/\d+\/[^/]+\/callback$/.test(path)) return reply(204)
+        // Interaction webhooks are authorized by their token, in the path.
+        const webhook = /^\/api\/v10\/webhooks\/(\d+)\/([^/]+)(\/messages\/@original)?$/.exec(path)
+        if (webhook !== null) return outbound.webhook(method, decodeURIComponent(webhook[2]!), webhook[3] !== undefined, body, reply)
         if (request.headers.authorization !== `Bot ${options.token}`) {
           return reply(401, { message: "401: Unauthorized", code: 0 })
         }
@@ -299,18 +394,7 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
         const typing = /^\/api\/v10\/channels\/(\d+)\/typing$/.exec(path)
         if (method === "POST" && typing !== null) return reply(204)
         const messages = /^\/api\/v10\/channels\/(\d+)\/messages$/.exec(path)
-        if (method === "POST" && messages !== null) {
-          const content = (body as { content?: unknown } | undefined)?.content
-          const posted = {
-            id: String(nextSnowflake++),
-            channel_id: messages[1]!,
-            author: botUser,
-            content,
-            ...plainMessageFields()
-          }
-          remember(posted)
-          return reply(200, posted)
-        }
+        if (method === "POST" && messages !== null) return outbound.post(messages[1]!, body, reply)
         if (inboundRoute(method, path, query, body, reply)) return
         return reply(404, { message: "404: Not Found", code: 0 })
       })
@@ -540,6 +624,12 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
             })
           }
           return { id, token }
-        })
+        }),
+      refuseChannel: (channel, status, after = 0) =>
+        Effect.sync(() =>
+          void (status === undefined ? refusals.delete(channel) : refusals.set(channel, { status, allow: after }))
+        ),
+      created: () => [...createdLog],
+      deleteMessage: (id) => Effect.sync(() => void deleted.add(id))
     }
   })

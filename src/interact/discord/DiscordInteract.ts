@@ -35,13 +35,14 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Interact, InteractError, type InteractService, type OutboundMessage } from "../../Interact.js"
 import type { MissingSetting } from "../../config/MissingSetting.js"
-import { MemoryConfig } from "../../memory/Memory.js"
+import { MemoryConfig } from "../../memory/MemoryDir.js"
 import * as CatchUp from "./CatchUp.js"
 import type { DiscordRefused } from "./DiscordRefused.js"
 import * as DiscordRest from "./DiscordRest.js"
 import { bareToken, DiscordConfig, type DiscordSettings, settingsFrom } from "./Settings.js"
 import { connectGateway } from "./Gateway.js"
 import { type BotUser, type DiscordMessage, makeInbound } from "./Inbound.js"
+import * as Outbox from "./Outbox.js"
 import { makeRestPost, makeSend, showTyping } from "./Replies.js"
 import * as ReplyTargets from "./ReplyTargets.js"
 import * as Typing from "./Typing.js"
@@ -65,7 +66,7 @@ const announceConnected = (settings: DiscordSettings, user: Option.Option<BotUse
   })
 
 export interface ConnectOptions {
-  /** Where the catch-up state is kept (the memory directory); none keeps it in memory only. */
+  /** Where the catch-up state and the outbox of owed replies are kept (the memory directory); none keeps them in memory only. */
   readonly stateDirectory?: string | undefined
 }
 
@@ -75,6 +76,8 @@ export interface DiscordBridge {
   readonly messages: Stream.Stream<DiscordMessage, DiscordRefused>
   /** Sends a reply; it answers the question `targets` holds next for its channel. */
   readonly send: (message: OutboundMessage) => Effect.Effect<void, InteractError>
+  /** Journals a reply in the outbox and delivers it in the background (see InteractService.accept). */
+  readonly accept: NonNullable<InteractService["accept"]>
   readonly targets: ReplyTargets.ReplyTargets
 }
 
@@ -95,6 +98,8 @@ export const connect = (
     const state = yield* CatchUp.makeState(Option.map(Option.fromNullable(options.stateDirectory), CatchUp.stateFileIn))
     // One for both sides: the inbound side records what each message asks, the outbound side answers it.
     const targets = yield* ReplyTargets.make
+    // Replies owed are journaled beside the catch-up state until Discord has accepted every part.
+    const outbox = options.stateDirectory === undefined ? yield* Outbox.inMemory : yield* Outbox.make(options.stateDirectory)
     const inbound = yield* makeInbound({ settings, typing, rest, state })
     const gatewayClosedForGood = yield* connectGateway(settings.apiUrl, token, settings.directMessages, inbound.onDispatch)
     yield* announceConnected(settings, yield* inbound.botUser)
@@ -103,7 +108,7 @@ export const connect = (
         Stream.interruptWhen(gatewayClosedForGood)
       ),
       // The outbound side (Replies) answers `targets.take(channel)` with each reply.
-      send: yield* makeSend(post, typing),
+      ...yield* makeSend(post, typing, targets, outbox),
       targets
     }
   })
@@ -121,7 +126,8 @@ export const make = (
       // The refusal rides along as the cause: the run reports it as one line, exit 2 (bin.ts).
       Stream.mapError((refused) => new InteractError({ message: refused.message, cause: refused }))
     ),
-    send: bridge.send
+    send: bridge.send,
+    accept: bridge.accept
   }))
 
 /** The Discord interact adapter from configuration, its catch-up state in PLANCKCLAW_DIR; see `DiscordConfig` and `make`. */

@@ -1,35 +1,32 @@
 /**
  * Replies out: a REST client of their own (@discordjs/rest, which waits out
  * 429s as Retry-After says), so they are delivered while the gateway
- * reconnects. 5xx and network failures are retried on an explicit Schedule;
- * each part carries a nonce Discord uses to drop duplicates.
+ * reconnects. A reply is cut into parts, each given a nonce Discord uses to
+ * drop duplicates, journaled in the outbox (Outbox) with the question it
+ * answers (ReplyTargets), and delivered on its channel's lane
+ * (ChannelDelivery): the first part references the question, or edits the
+ * deferred response of a slash command.
  */
 import { randomBytes } from "node:crypto"
 import { REST, Routes } from "discord.js"
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import { InteractError, type OutboundMessage } from "../../Interact.js"
-import { isDiscordId } from "./Settings.js"
-import { describeRestError, isPermanent } from "./Refusals.js"
+import { InteractError, type InteractService, type OutboundMessage } from "../../Interact.js"
+import { makeLanes, type RestCall } from "./ChannelDelivery.js"
+import type { Outbox } from "./Outbox.js"
 import { chunkReply } from "./ReplyChunks.js"
+import type { ReplyTargets } from "./ReplyTargets.js"
+import { isDiscordId } from "./Settings.js"
 import type { TypingIndicator } from "./Typing.js"
 
-/** A POST to a Discord REST route; fails with whatever @discordjs/rest threw. */
-export type RestPost = (route: `/${string}`, body?: unknown) => Effect.Effect<unknown, unknown>
+export type { RestCall } from "./ChannelDelivery.js"
+/** The REST client as the typing indicator and replies use it. */
+export type RestPost = RestCall
 
-/** A failed part of a reply (5xx, network, timeout): about two minutes of retries, then give up. */
-const sendRetry = Schedule.exponential("1 second").pipe(
-  Schedule.jittered,
-  Schedule.modifyDelay((_, delay) => Duration.min(delay, Duration.seconds(30))),
-  Schedule.intersect(Schedule.recurs(7))
-)
-
-/** Longest one part of a reply may take, rate limits included. */
-const partDeadline = Duration.minutes(3)
-
-/** A 429 asking for a longer wait than this fails the part at once instead of sleeping. */
+/** A 429 asking for a longer wait than this fails the request at once instead of sleeping. */
 const longestRateLimitWait = Duration.minutes(1)
 
 /**
@@ -42,7 +39,7 @@ const rejectRateLimit = (limit: { readonly retryAfter: number }): boolean =>
   limit.retryAfter <= 0 || limit.retryAfter > Duration.toMillis(longestRateLimitWait)
 
 /** A REST client for replies and the typing indicator; its sweeper timers stop with the scope. */
-export const makeRestPost = (apiUrl: string, token: string): Effect.Effect<RestPost, never, Scope.Scope> =>
+export const makeRestPost = (apiUrl: string, token: string): Effect.Effect<RestCall, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.sync(() =>
       new REST({ api: apiUrl, version: "10", retries: 0, timeout: 15_000, rejectOnRateLimit: rejectRateLimit })
@@ -54,74 +51,67 @@ export const makeRestPost = (apiUrl: string, token: string): Effect.Effect<RestP
         rest.clearHandlerSweeper()
       })
   ).pipe(
-    Effect.map((rest): RestPost => (route, body) =>
-      Effect.tryPromise({ try: (signal) => rest.post(route, { body, signal }), catch: (cause) => cause })
+    Effect.map((rest): RestCall => (route, body, options = {}) =>
+      Effect.tryPromise({
+        try: (signal) =>
+          options.method === "PATCH"
+            ? rest.patch(route, { body, signal, auth: options.auth ?? true })
+            : rest.post(route, { body, signal, auth: options.auth ?? true }),
+        catch: (cause) => cause
+      })
     )
   )
 
 /** Shows "typing…" in a channel for ten seconds, or until the bot posts there. */
-export const showTyping = (post: RestPost) => (channel: string): Effect.Effect<unknown, unknown> =>
+export const showTyping = (post: RestCall) => (channel: string): Effect.Effect<unknown, unknown> =>
   post(Routes.channelTyping(channel))
 
-/** Posts one part of a reply, retrying what may pass later; fails with why it could not. */
-const postPart = (post: RestPost, channel: string, content: string): Effect.Effect<void, string> =>
-  Effect.gen(function*() {
-    // The same nonce on every retry lets Discord drop a duplicate of a part that did arrive.
-    const nonce = yield* Effect.sync(() => randomBytes(12).toString("hex"))
-    yield* post(Routes.channelMessages(channel), {
-      content,
-      nonce,
-      enforce_nonce: true,
-      allowed_mentions: { parse: [] }
-    }).pipe(
-      Effect.tapError((cause) =>
-        isPermanent(cause)
-          ? Effect.void
-          : Effect.logWarning(`Discord send to channel ${channel} failed (${describeRestError(cause)}); retrying`)
-      ),
-      Effect.retry({ schedule: sendRetry, while: (cause) => !isPermanent(cause) }),
-      Effect.mapError(describeRestError),
-      Effect.timeoutFail({
-        duration: partDeadline,
-        onTimeout: () => `no success within ${Duration.format(partDeadline)}`
-      })
-    )
-  })
-
-/** Posts a reply's parts in order, until the first that cannot be delivered. */
-const postReply = (post: RestPost, message: OutboundMessage): Effect.Effect<void, InteractError> =>
-  Effect.gen(function*() {
-    const { channel } = message
-    if (!isDiscordId(channel)) {
-      return yield* new InteractError({ message: `Cannot send to Discord channel "${channel}": not a channel id` })
-    }
-    const parts = chunkReply(message.text)
-    if (parts.length === 0) {
-      return yield* Effect.logWarning(`Empty reply for Discord channel ${channel}: nothing sent`)
-    }
-    for (const [index, part] of parts.entries()) {
-      yield* postPart(post, channel, part).pipe(
-        Effect.mapError((reason) =>
-          new InteractError({
-            message: `Could not deliver a reply to Discord channel ${channel} ` +
-              `(part ${index + 1} of ${parts.length}): ${reason}`
-          })
-        )
-      )
-    }
-  })
+const newNonce = Effect.sync(() => randomBytes(12).toString("hex"))
 
 /**
- * The adapter's `send`. One reply at a time, so the parts of two replies never
- * interleave; the typing indicator for the channel ends however it went.
+ * The adapter's `send` and `accept`. Replies journaled by an earlier run are
+ * queued first, before any new one; their typing indicators are long gone.
  */
 export const makeSend = (
-  post: RestPost,
-  typing: TypingIndicator
-): Effect.Effect<(message: OutboundMessage) => Effect.Effect<void, InteractError>> =>
-  Effect.map(Effect.makeSemaphore(1), (sendLock) => (message) =>
-    postReply(post, message).pipe(
-      sendLock.withPermits(1),
-      Effect.tapError((error) => Effect.logError(error.message)),
-      Effect.ensuring(typing.end(message.channel))
-    ))
+  post: RestCall,
+  typing: TypingIndicator,
+  targets: ReplyTargets,
+  outbox: Outbox
+): Effect.Effect<Required<Pick<InteractService, "send" | "accept">>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const lanes = yield* makeLanes(post, outbox)
+    if (outbox.recovered.length > 0) {
+      yield* Effect.logInfo(`sending ${outbox.recovered.length} Discord reply(ies) a previous run did not finish`)
+    }
+    for (const owed of outbox.recovered) yield* lanes.submit(owed, { then: Effect.void, report: true })
+
+    /** Journals and queues the reply; the Deferred completes once it is delivered or given up. */
+    const take = (message: OutboundMessage, report: boolean) =>
+      Effect.gen(function*() {
+        const { channel } = message
+        const target = yield* targets.take(channel)
+        const end = typing.end(channel)
+        if (!isDiscordId(channel)) {
+          yield* end
+          return yield* new InteractError({ message: `Cannot send to Discord channel "${channel}": not a channel id` })
+        }
+        const contents = chunkReply(message.text)
+        if (contents.length === 0) {
+          yield* end
+          yield* Effect.logWarning(`Empty reply for Discord channel ${channel}: nothing sent`)
+          return yield* Deferred.make<void, InteractError>().pipe(Effect.tap((done) => Deferred.succeed(done, undefined)))
+        }
+        const parts = yield* Effect.forEach(contents, (content) => Effect.map(newNonce, (nonce) => ({ content, nonce })))
+        const owed = yield* outbox.queue({ channel, parts, target, at: yield* Clock.currentTimeMillis })
+        return yield* lanes.submit(owed, { then: end, report })
+      })
+
+    return {
+      send: (message) => take(message, false).pipe(Effect.flatMap(Deferred.await)),
+      accept: (message) =>
+        take(message, true).pipe(
+          Effect.map((done) => Effect.ignore(Deferred.await(done))),
+          Effect.catchAll((error) => Effect.as(Effect.logError(error.message), Effect.void))
+        )
+    }
+  })

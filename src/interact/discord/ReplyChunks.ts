@@ -2,9 +2,13 @@
  * Splits a reply into Discord-sized messages.
  *
  * Discord rejects messages over 2000 characters. A reply is cut at the last
- * paragraph break that keeps the chunk at least half full, else the last line
- * break, else the last whitespace, else anywhere that does not split a
- * surrogate pair or a ``` fence marker. The whitespace at a cut is dropped.
+ * paragraph break, line break or whitespace that keeps the chunk at least
+ * half full, in that order; else at the last line break; else at the last
+ * whitespace that keeps it a quarter full; else at the last grapheme
+ * boundary (Intl.Segmenter: a combined emoji, a flag or a letter with its
+ * accents stays whole) that does not split a ``` fence marker. So a short
+ * word before a long one ("ECHO: xxxx…") is never sent alone. The whitespace
+ * at a cut is dropped.
  *
  * Code fences stay balanced in every chunk: a chunk that ends inside a fenced
  * block is closed with "\n```" and the next one reopens it with the same
@@ -118,8 +122,9 @@ const chooseCut = (
   markers: ReadonlyArray<FenceMarker>
 ): number => {
   const halfway = start + Math.floor((end - start) / 2)
-  const cut = naturalCut(text, start, end, halfway) ?? naturalCut(text, start, end, start + 1) ??
-    hardCut(text, start, end, markerContaining)
+  const quarter = start + Math.floor((end - start) / 4)
+  const cut = naturalCut(text, start, end, halfway) ?? lineCut(text, start, end) ??
+    naturalCut(text, start, end, quarter) ?? hardCut(text, start, end, markerContaining)
   return avoidEmptyBlock(text, start, end, cut, openLanguageAt, markers)
 }
 
@@ -135,14 +140,39 @@ const naturalCut = (text: string, start: number, end: number, minimum: number): 
   return undefined
 }
 
+/** The last line break in (start, end]: a chunk of whole lines, however short. */
+const lineCut = (text: string, start: number, end: number): number | undefined => {
+  const line = text.lastIndexOf("\n", end)
+  return line > start ? line : undefined
+}
+
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" })
+
+/** Longest grapheme cluster looked past `end` for (an emoji ZWJ sequence is a few dozen code units). */
+const clusterLookahead = 64
+
+/**
+ * The last grapheme boundary in (start, end], segmenting from `start` (a
+ * boundary: the start of the text or of a chunk). A single cluster longer
+ * than the chunk has none: then the last boundary between code points.
+ */
+const graphemeCut = (text: string, start: number, end: number): number => {
+  let last = start
+  for (const { index } of graphemes.segment(text.slice(start, Math.min(text.length, end + clusterLookahead)))) {
+    if (start + index > end) break
+    last = start + index
+  }
+  if (last > start) return last
+  return isHighSurrogate(text.charCodeAt(end - 1)) ? end - 1 : end
+}
+
 const hardCut = (
   text: string,
   start: number,
   end: number,
   markerContaining: (position: number) => FenceMarker | undefined
 ): number => {
-  let cut = end
-  if (isHighSurrogate(text.charCodeAt(cut - 1))) cut--
+  let cut = graphemeCut(text, start, end)
   const marker = markerContaining(cut)
   if (marker !== undefined) cut = marker.at > start ? marker.at : marker.at + fence.length
   return cut

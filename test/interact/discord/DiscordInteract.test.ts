@@ -22,6 +22,7 @@ import {
 import { type InboundMessage, Interact, type InteractService } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
+import { tempDir } from "../../support/Sandbox.js"
 
 const token = "test-token-not-secret"
 const botUserId = "100000000000000001"
@@ -528,7 +529,8 @@ describe("Discord bridge: configuration", () => {
           ["PLANCKCLAW_DIR", memory],
           ["DISCORD_BOT_TOKEN", `Bot ${token}`],
           ["DISCORD_CHANNEL_ID", channelB],
-          ["DISCORD_API_URL", `${fake.apiUrl}/v10/`]
+          ["DISCORD_API_URL", `${fake.apiUrl}/v10/`],
+          ["PLANCKCLAW_DIR", yield* tempDir()] // where the outbox is journaled
         ])
       )
       const context = yield* Layer.build(Discord.layer).pipe(Effect.withConfigProvider(provider))

@@ -82,7 +82,60 @@ describe("chunkReply properties", () => {
   })
 })
 
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" })
+const clusters = (text: string): Array<string> => [...graphemes.segment(text)].map((part) => part.segment)
+
+/** Clusters that only a cut through one could make: combined emoji, flags, ZWJ sequences, accents. */
+const cluster = fc.constantFrom("👩‍👩‍👧", "🇫🇷", "🇩🇪", "👍🏽", "🏳️‍🌈", "e\u0301", "क्षि", "😀", "a", "b")
+const unspaced = fc.array(cluster, { minLength: 1, maxLength: 400, size: "max" }).map((parts) => parts.join(""))
+const word = fc.oneof(
+  { weight: 8, arbitrary: fc.stringMatching(/^[a-z]{1,10}$/) },
+  { weight: 1, arbitrary: fc.integer({ min: 20, max: 700 }).map((length) => "y".repeat(length)) }
+)
+const prose = fc.array(word, { minLength: 1, maxLength: 300, size: "max" }).map((words) => words.join(" "))
+
+describe("chunkReply grapheme and fragment properties", () => {
+  it("never splits a grapheme cluster: every cluster of every chunk is one of the reply's", () => {
+    fc.assert(
+      fc.property(unspaced, fc.integer({ min: 64, max: 300 }), (input, limit) => {
+        const known = new Set(clusters(input))
+        const chunks = checkChunks(input, limit)
+        expect(chunks.join("")).toBe(input)
+        for (const chunk of chunks) expect(clusters(chunk).filter((part) => !known.has(part))).toEqual([])
+      }),
+      { numRuns: 300 }
+    )
+  })
+
+  it("never leaves a fragment under a quarter of a message when a fuller cut exists", () => {
+    fc.assert(
+      fc.property(prose, fc.integer({ min: 64, max: 400 }), (input, limit) => {
+        const chunks = checkChunks(input, limit)
+        for (const chunk of chunks.slice(0, -1)) expect(chunk.length).toBeGreaterThanOrEqual(Math.floor((limit - 4) / 4) - 1)
+      }),
+      { numRuns: 120 }
+    )
+  })
+})
+
 describe("chunkReply cases", () => {
+  it("sends no lone short word before a long one", () => {
+    const chunks = checkChunks(`ECHO: ${"x".repeat(2500)}`, discordMessageLimit)
+    expect(chunks.length).toBe(2)
+    expect(chunks[0]!.startsWith("ECHO: xxx")).toBe(true)
+    expect(chunks[0]!.length).toBeGreaterThan(1900)
+  })
+
+  it("keeps ZWJ sequences and flags whole across a cut", () => {
+    const family = "👩‍👩‍👧".repeat(300)
+    const chunks = checkChunks(family, discordMessageLimit)
+    expect(chunks.length).toBeGreaterThan(1)
+    expect(chunks.every((chunk) => clusters(chunk).every((part) => part === "👩‍👩‍👧"))).toBe(true)
+    const flags = `x${"🇫🇷".repeat(700)}`
+    expect(checkChunks(flags, discordMessageLimit).every((chunk) => clusters(chunk.replace(/^x/, "")).every((part) => part === "🇫🇷")))
+      .toBe(true)
+  })
+
   it("sends a short reply as it is", () => {
     expect(chunkReply("Hello there.\n\nBye.")).toEqual(["Hello there.\n\nBye."])
   })

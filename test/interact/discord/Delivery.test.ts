@@ -1,0 +1,233 @@
+/**
+ * The outbound side of the Discord bridge against the local Discord (real
+ * discord.js REST): the outbox across a stop, per-channel lanes, references
+ * to the question and slash-command responses. Time under TestClock.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Context, Effect, Layer, Logger, Option, TestClock } from "effect"
+import { Interact } from "../../../src/Interact.js"
+import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
+import * as Outbox from "../../../src/interact/discord/Outbox.js"
+import { makeRestPost, makeSend, showTyping } from "../../../src/interact/discord/Replies.js"
+import * as ReplyTargets from "../../../src/interact/discord/ReplyTargets.js"
+import * as Typing from "../../../src/interact/discord/Typing.js"
+import * as FakeDiscord from "../../support/FakeDiscord.js"
+import { tempDir } from "../../support/Sandbox.js"
+
+const token = "test-bot-token"
+const botUserId = "100000000000000001"
+const channelA = "300000000000000001"
+const channelB = "300000000000000002"
+
+const startFake = FakeDiscord.make({ token, botUserId, guildId: "200000000000000001", channelIds: [channelA, channelB] })
+
+/** The outbound side as DiscordInteract wires it, with its outbox in `directory`. */
+const outbound = (fake: FakeDiscord.FakeDiscord, directory: string) =>
+  Effect.gen(function*() {
+    const post = yield* makeRestPost(fake.apiUrl, token)
+    const typing = yield* Typing.make(showTyping(post))
+    const targets = yield* ReplyTargets.make
+    const outbox = yield* Outbox.make(directory)
+    return { ...(yield* makeSend(post, typing, targets, outbox)), targets }
+  })
+
+const contents = (fake: FakeDiscord.FakeDiscord, channel: string) =>
+  fake.created().filter((message) => message.channelId === channel).map((message) => message.content)
+
+const postsTo = (fake: FakeDiscord.FakeDiscord, channel: string) =>
+  fake.rest().filter((record) => record.method === "POST" && record.path === `/api/v10/channels/${channel}/messages`)
+
+const waitForStatus = (fake: FakeDiscord.FakeDiscord, channel: string, status: number) =>
+  fake.waitFor(() => postsTo(fake, channel).find((record) => record.status === status))
+
+const journal = (directory: string) => fs.readFileSync(path.join(directory, Outbox.outboxFileName), "utf8")
+
+/** Log lines as "LEVEL message". */
+const captureLogs = Effect.sync(() => {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ logLevel, message }) => {
+    const parts = Array.isArray(message) ? message : [message]
+    lines.push(`${logLevel.label} ${parts.map(String).join(" ")}`)
+  })
+  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
+})
+
+/** Three parts: each paragraph fills most of a message. */
+const longReply = ["first", "second", "third"].map((word) => `${word} ${"word ".repeat(350)}`.trim()).join("\n\n")
+
+/** A snowflake Discord would have made at `ms`. */
+const snowflakeAt = (ms: number) => ((BigInt(ms) - 1_420_070_400_000n) << 22n).toString()
+
+describe("Discord outbox across a stop", () => {
+  it.scoped("a reply Discord answered with 5xx when the bridge stopped is sent once after the restart, same nonce", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake
+      const directory = yield* tempDir()
+      yield* fake.refuseChannel(channelA, 502)
+      yield* Effect.scoped(Effect.gen(function*() {
+        const bridge = yield* outbound(fake, directory)
+        yield* bridge.accept({ channel: channelA, text: "kept through the outage" })
+        yield* waitForStatus(fake, channelA, 502)
+      }))
+      expect(journal(directory)).toContain("kept through the outage")
+      yield* fake.refuseChannel(channelA, undefined)
+      const bridge = yield* outbound(fake, directory)
+      // A later reply on the same lane waits for the recovered one, so both are done once it is.
+      yield* bridge.send({ channel: channelA, text: "and the next" })
+      expect(contents(fake, channelA)).toEqual(["kept through the outage", "and the next"])
+      const nonces = postsTo(fake, channelA).slice(0, 2).map((record) => (record.body as { nonce: string }).nonce)
+      expect(nonces[0]).toBe(nonces[1])
+      expect(journal(directory)).toBe("")
+    }))
+
+  it.scoped("a multi-part reply cut between parts resumes with the parts not yet accepted, none twice", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake
+      const directory = yield* tempDir()
+      yield* fake.refuseChannel(channelA, 503, 1)
+      yield* Effect.scoped(Effect.gen(function*() {
+        const bridge = yield* outbound(fake, directory)
+        yield* bridge.accept({ channel: channelA, text: longReply })
+        yield* waitForStatus(fake, channelA, 503)
+      }))
+      expect(contents(fake, channelA).length).toBe(1)
+      yield* fake.refuseChannel(channelA, undefined)
+      const bridge = yield* outbound(fake, directory)
+      yield* bridge.send({ channel: channelA, text: "after" })
+      const sent = contents(fake, channelA)
+      expect(sent.length).toBe(4)
+      expect(sent.map((text) => text.split(" ")[0])).toEqual(["first", "second", "third", "after"])
+      expect(sent.slice(0, 3).join("\n\n")).toBe(longReply)
+    }))
+
+  it.effect("replays a journal: finished replies and a torn last line are dropped, accepted parts skipped", () =>
+    Effect.sync(() => {
+      const parts = [{ content: "a", nonce: "n1" }, { content: "b", nonce: "n2" }]
+      const text = [
+        JSON.stringify({ queued: 1, channel: channelA, parts, at: 5 }),
+        JSON.stringify({ queued: 2, channel: channelB, parts, target: { _tag: "Message", messageId: "7" }, at: 6 }),
+        JSON.stringify({ sent: 2, part: 0 }),
+        JSON.stringify({ finished: 1 }),
+        "{\"queued\": 3, \"chan"
+      ].join("\n")
+      const owed = Outbox.replay(text)
+      expect(owed.map((entry) => [entry.id, entry.sent])).toEqual([[2, 1]])
+      expect(owed[0]!.target).toEqual(Option.some({ _tag: "Message", messageId: "7" }))
+    }))
+})
+
+describe("Discord delivery per channel", () => {
+  it.scoped("a channel refusing with 403 does not hold up another; the failure is logged once, naming it", () =>
+    Effect.gen(function*() {
+      const logs = yield* captureLogs
+      yield* Effect.gen(function*() {
+        const fake = yield* startFake
+        const bridge = yield* outbound(fake, yield* tempDir())
+        yield* fake.refuseChannel(channelB, 403)
+        const refused = yield* bridge.accept({ channel: channelB, text: "nope" })
+        const allowed = yield* bridge.accept({ channel: channelA, text: "yes" })
+        yield* Effect.all([allowed, refused])
+        expect(contents(fake, channelA)).toEqual(["yes"])
+        const aboutB = logs.lines.filter((line) => line.includes(channelB))
+        expect(aboutB.length).toBe(1)
+        expect(aboutB[0]).toMatch(/^ERROR Could not deliver a reply to Discord channel 300000000000000002 \(part 1 of 1\): 403/)
+      }).pipe(Effect.provide(logs.layer))
+    }))
+
+  it.scoped("a channel in a 5xx outage does not hold up another; it gives up after about ten minutes, logged once", () =>
+    Effect.gen(function*() {
+      const logs = yield* captureLogs
+      yield* Effect.gen(function*() {
+        const fake = yield* startFake
+        const bridge = yield* outbound(fake, yield* tempDir())
+        yield* fake.refuseChannel(channelB, 502)
+        const stuck = yield* bridge.accept({ channel: channelB, text: "down" })
+        yield* waitForStatus(fake, channelB, 502)
+        // No clock moves: channel A is not waiting behind B's retries.
+        yield* bridge.send({ channel: channelA, text: "through at once" })
+        expect(contents(fake, channelA)).toEqual(["through at once"])
+        for (let minute = 0; minute < 20; minute++) yield* TestClock.adjust("1 minute")
+        yield* stuck
+        expect(postsTo(fake, channelB).length).toBe(16)
+        const aboutB = logs.lines.filter((line) => line.includes(channelB))
+        expect(aboutB.filter((line) => line.startsWith("WARN")).length).toBe(1)
+        expect(aboutB.filter((line) => line.startsWith("ERROR")).length).toBe(1)
+      }).pipe(Effect.provide(logs.layer))
+    }))
+})
+
+describe("Discord replies that read like Discord", () => {
+  it.scoped("the first part references the question, the others do not; a deleted question still gets its reply", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake
+      const bridge = yield* outbound(fake, yield* tempDir())
+      yield* bridge.targets.expect(channelA, { _tag: "Message", messageId: "500000000000000001" })
+      yield* fake.deleteMessage("500000000000000001")
+      yield* bridge.send({ channel: channelA, text: longReply })
+      const bodies = postsTo(fake, channelA).map((record) => record.body as Record<string, unknown>)
+      expect(bodies.length).toBe(3)
+      expect(bodies[0]!.message_reference).toEqual({ message_id: "500000000000000001", fail_if_not_exists: false })
+      expect(bodies.slice(1).map((body) => body.message_reference)).toEqual([undefined, undefined])
+      // The next reply answers nothing recorded: a plain message.
+      yield* bridge.send({ channel: channelA, text: "unprompted" })
+      expect(postsTo(fake, channelA)[3]!.body).not.toHaveProperty("message_reference")
+    }))
+
+  it.scoped("a slash command's reply edits its deferred response, then follows up; nothing goes to the channel", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake
+      const bridge = yield* outbound(fake, yield* tempDir())
+      yield* TestClock.setTime(Date.UTC(2026, 0, 1))
+      const interactionId = snowflakeAt(Date.UTC(2026, 0, 1) - 60_000)
+      yield* bridge.targets.expect(channelA, { _tag: "Interaction", applicationId: botUserId, interactionId, token: "itoken-1" })
+      yield* bridge.send({ channel: channelA, text: longReply })
+      expect(fake.created().map((message) => [message.via, message.interactionToken])).toEqual([
+        ["edit-original", "itoken-1"],
+        ["follow-up", "itoken-1"],
+        ["follow-up", "itoken-1"]
+      ])
+      const webhook = fake.rest().find((record) => record.method === "PATCH")!
+      expect(webhook.path).toBe(`/api/v10/webhooks/${botUserId}/itoken-1/messages/@original`)
+      expect(webhook.authorization).toBeUndefined()
+      expect(postsTo(fake, channelA).length).toBe(0)
+    }))
+
+  it.scoped("past the interaction token's fifteen minutes, or when the webhook is refused, it goes to the channel", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake
+      const bridge = yield* outbound(fake, yield* tempDir())
+      yield* TestClock.setTime(Date.UTC(2026, 0, 1))
+      const stale = snowflakeAt(Date.UTC(2026, 0, 1) - 16 * 60_000)
+      yield* bridge.targets.expect(channelA, { _tag: "Interaction", applicationId: botUserId, interactionId: stale, token: "old" })
+      yield* bridge.send({ channel: channelA, text: "late answer" })
+      expect(contents(fake, channelA)).toEqual(["late answer"])
+
+      const fresh = snowflakeAt(Date.UTC(2026, 0, 1))
+      yield* fake.script("PATCH", /\/webhooks\//, [{ status: 404, body: { message: "Unknown Webhook", code: 10015 } }])
+      yield* bridge.targets.expect(channelA, { _tag: "Interaction", applicationId: botUserId, interactionId: fresh, token: "gone" })
+      yield* bridge.send({ channel: channelA, text: "fallback" })
+      expect(contents(fake, channelA)).toEqual(["late answer", "fallback"])
+    }))
+})
+
+describe("Discord outbox location", () => {
+  it.scoped("the layer journals owed replies in PLANCKCLAW_DIR", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake
+      const directory = yield* tempDir()
+      yield* fake.refuseChannel(channelA, 502)
+      const provider = ConfigProvider.fromMap(
+        new Map([
+          ["DISCORD_BOT_TOKEN", token],
+          ["DISCORD_CHANNEL_ID", channelA],
+          ["DISCORD_API_URL", fake.apiUrl],
+          ["PLANCKCLAW_DIR", directory]
+        ])
+      )
+      const interact = Context.get(yield* Layer.build(Discord.layer).pipe(Effect.withConfigProvider(provider)), Interact)
+      yield* interact.accept!({ channel: channelA, text: "journaled beside the memory" })
+      expect(journal(directory)).toContain("journaled beside the memory")
+    }))
+})
