@@ -42,7 +42,9 @@ const repliesIn = (fake: FakeDiscord.FakeDiscord, channel: string) =>
     .filter((record) => record.method === "POST" && record.path === `/api/v10/channels/${channel}/messages`)
     .map((record) => (record.body as { content: string }).content)
 
-const agentsIn = (root: string) => fs.readdirSync(path.join(root, "agents")).filter((name) => !name.endsWith(".json")).sort()
+/** The agents' directories (the bridge's catch-up state and outbox sit beside them as files). */
+const agentsIn = (root: string) =>
+  fs.readdirSync(path.join(root, "agents"), { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort()
 
 const talk = (fake: FakeDiscord.FakeDiscord) =>
   Effect.gen(function*() {

@@ -22,7 +22,6 @@ import {
 import { type InboundMessage, Interact, type InteractService } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
-import { tempDir } from "../../support/Sandbox.js"
 
 const token = "test-token-not-secret"
 const botUserId = "100000000000000001"
@@ -529,8 +528,7 @@ describe("Discord bridge: configuration", () => {
           ["PLANCKCLAW_DIR", memory],
           ["DISCORD_BOT_TOKEN", `Bot ${token}`],
           ["DISCORD_CHANNEL_ID", channelB],
-          ["DISCORD_API_URL", `${fake.apiUrl}/v10/`],
-          ["PLANCKCLAW_DIR", yield* tempDir()] // where the outbox is journaled
+          ["DISCORD_API_URL", `${fake.apiUrl}/v10/`]
         ])
       )
       const context = yield* Layer.build(Discord.layer).pipe(Effect.withConfigProvider(provider))
@@ -540,8 +538,9 @@ describe("Discord bridge: configuration", () => {
       expect(yield* nextMessages(interact, 1)).toEqual([{ channel: channelB, text: "configured" }])
       yield* interact.send({ channel: channelB, text: "ok" })
       expect(restTo(fake, "POST", messagesPath(channelB))[0]!.authorization).toBe(`Bot ${token}`)
-      // The catch-up state sits in the memory directory.
+      // The catch-up state and the outbox of owed replies sit in the memory directory.
       expect(fs.existsSync(path.join(memory, "discord-catch-up.json"))).toBe(true)
+      expect(fs.existsSync(path.join(memory, ".discord-outbox.jsonl"))).toBe(true)
     }))
 
   it.effect("fails the layer with a MissingSetting naming DISCORD_BOT_TOKEN when the token is missing", () =>
