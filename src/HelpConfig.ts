@@ -86,7 +86,10 @@ export const keySections: ReadonlyArray<KeySection> = [
       { key: "DISCORD_CHANNEL_ID", default: "(required)", range: "ids, comma-separated", meaning: "channels to answer in" },
       { key: "DISCORD_ALLOWED_USERS", default: "(everyone)", range: "ids, comma-separated", meaning: "only these users are answered" },
       { key: "DISCORD_DMS", default: "0", range: "0, 1", meaning: "1: answer direct messages (from allowed users)" },
-      { key: "DISCORD_API_URL", default: "https://discord.com/api", range: "http(s) URL", meaning: "REST base; the gateway URL is learned from it" }
+      { key: "DISCORD_API_URL", default: "https://discord.com/api", range: "http(s) URL", meaning: "REST base; the gateway URL is learned from it" },
+      { key: "DISCORD_CATCH_UP", default: "50,24h", range: "N, N,Hh or off", meaning: "after a restart or a new session, answer at most the last N missed messages per channel, none older than H hours" },
+      { key: "DISCORD_ATTACHMENT_BYTES", default: "65536", range: "0–8388608", meaning: "largest text attachment added to a message; larger or non-text ones are only named" },
+      { key: "DISCORD_AGENT_PER", default: "channel", range: "channel, user, server, one", meaning: "serve --bridge discord: which agent answers a message (direct messages: always the sender's own)" }
     ]
   },
   {
@@ -97,6 +100,12 @@ export const keySections: ReadonlyArray<KeySection> = [
       { key: "PLANCKCLAW_MAX_CONCURRENT_TURNS", default: "16", range: "1–10000", meaning: "brain calls in flight across all agents" },
       { key: "PLANCKCLAW_AGENT_IDLE", default: "600", range: "0.001–604800", meaning: "seconds without a message before an agent is released" },
       { key: "PLANCKCLAW_IDEMPOTENCY_KEYS", default: "1000", range: "1–1000000", meaning: "replies kept per agent for Idempotency-Key retries" }
+    ]
+  },
+  {
+    title: "PostgreSQL (planckclaw memory, serve --cluster)",
+    keys: [
+      { key: "PLANCKCLAW_DATABASE_URL", default: "(required there)", range: "postgres:// URL", meaning: "the database; its password is never logged" }
     ]
   }
 ]

@@ -9,9 +9,10 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as CliConfig from "@effect/cli/CliConfig"
 import * as Command from "@effect/cli/Command"
+import * as CommandDescriptor from "@effect/cli/CommandDescriptor"
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, HashMap } from "effect"
 import { subcommands } from "../src/Cli.js"
 import { allKeys } from "../src/HelpConfig.js"
 import * as HelpText from "../src/HelpText.js"
@@ -25,9 +26,17 @@ const ESC = "\u001b"
 type AnyCommand = Command.Command<string, any, any, any>
 
 /** The options @effect/cli parses for `command`, from its own help (built-ins left out). */
+const optionsIn = (help: HelpDoc.HelpDoc): Array<string> =>
+  [...strip(HelpDoc.toAnsiText(help)).matchAll(/^(--[a-z][a-z-]*)/gm)].map((match) => match[1]!)
+
+/** The options @effect/cli parses for `command` and its subcommands (`memory export`), from its own help (built-ins left out). */
 const declaredOptions = (command: AnyCommand): Array<string> => {
-  const text = strip(HelpDoc.toAnsiText(Command.getHelp(command, CliConfig.make({ showBuiltIns: false }))))
-  return [...new Set([...text.matchAll(/^(--[a-z][a-z-]*)/gm)].map((match) => match[1]!))]
+  const config = CliConfig.make({ showBuiltIns: false })
+  const children = [...HashMap.values(Command.getSubcommands(command))]
+  return [...new Set([
+    ...optionsIn(Command.getHelp(command, config)),
+    ...children.flatMap((child) => optionsIn(CommandDescriptor.getHelp(child, config)))
+  ])]
 }
 
 const commandName = (command: AnyCommand): string => [...Command.getNames(command)][0]!
@@ -72,7 +81,7 @@ const declared = (() => {
     ])
   )
   const read = new Set(
-    [...source.matchAll(/(?:Config\.(?:string|nonEmptyString|redacted)|integerIn|secondsIn|onOff|headerSecret|baseUrlConfig)\(\s*"([A-Z][A-Z0-9_]+)"/g)]
+    [...source.matchAll(/(?:Config\.(?:string|nonEmptyString|redacted)|Config\.literal\([^)]*\)|integerIn|secondsIn|onOff|headerSecret|baseUrlConfig)\(\s*"([A-Z][A-Z0-9_]+)"/g)]
       .map((match) => match[1]!)
   )
   return { ranges, read }

@@ -24,7 +24,7 @@ const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
 /** Modules only the command line imports: esbuild bundles them into dist/cli. */
 const cliOnly = new Set(["Cli.ts", "CliSettings.ts", "ServeCommand.ts", "MemoryCommand.ts", "InitCommand.ts", "bin.ts"])
 /** Folders index.ts does not export (memory in PostgreSQL): reached from the command line only, so bundled too. */
-const cliOnlyFolders = ["memory/sql/"]
+const cliOnlyFolders = ["memory/sql/", "doctor/"]
 
 const sourceFiles = (dir: string): Array<string> =>
   fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>

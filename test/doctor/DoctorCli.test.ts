@@ -84,7 +84,7 @@ describe("planckclaw doctor (built command)", () => {
       const { box } = yield* setup({})
       fs.writeFileSync(box.path("config.env"), `# keys\nANTHROPIC_API_KEY="${key}\n`)
       const result = yield* Cli.run(["doctor"], { cwd: box.dir, env: box.env })
-      expect(result.stdout).toBe(`✘ configuration: ${box.path("config.env")}:2: unterminated double quote → fix that line of config.env\n`)
+      expect(result.stdout).toBe(`✘ configuration: ${box.path("config.env")}:2: unterminated double quote (values cannot span lines); the line is not shown, as it may hold a secret → fix that line of config.env\n`)
       expect(result.stdout).not.toContain(key)
       expect(result.code).toBe(1)
     }))

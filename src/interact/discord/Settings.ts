@@ -35,6 +35,7 @@ export interface CatchUpBounds {
 }
 
 export const defaultCatchUp: CatchUpBounds = { messages: 50, hours: 24 }
+/** DISCORD_ATTACHMENT_BYTES unset (the literal in DiscordConfig is what `help config` is checked against). */
 export const defaultAttachmentBytes = 64 * 1024
 
 const stripPrefix = (token: string): string => token.trim().replace(/^(Bot|Bearer) +/i, "")
@@ -115,7 +116,7 @@ export const DiscordConfig = Config.all({
   directMessages: Config.string("DISCORD_DMS").pipe(Config.mapOrFail(parseSwitch), Config.withDefault(false)),
   apiUrl: Config.string("DISCORD_API_URL").pipe(Config.mapOrFail(parseApiUrl), Config.withDefault("https://discord.com/api")),
   catchUp: Config.string("DISCORD_CATCH_UP").pipe(Config.mapOrFail(parseCatchUp), Config.withDefault(defaultCatchUp)),
-  attachmentBytes: integerIn("DISCORD_ATTACHMENT_BYTES", { min: 0, max: 8 * 1024 * 1024 }, defaultAttachmentBytes)
+  attachmentBytes: integerIn("DISCORD_ATTACHMENT_BYTES", { min: 0, max: 8 * 1024 * 1024 }, 64 * 1024)
 })
 
 /** The settings, once the configuration is known to hold a token: without one the adapter cannot start. */
