@@ -18,7 +18,13 @@ import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
 import { describeError } from "../Errors.js"
 
-export const secretNames = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DISCORD_BOT_TOKEN"] as const
+export const secretNames = [
+  "ANTHROPIC_API_KEY",
+  "OPENAI_API_KEY",
+  "DISCORD_BOT_TOKEN",
+  "PLANCKCLAW_HTTP_TOKEN",
+  "PLANCKCLAW_DATABASE_URL"
+] as const
 export type SecretName = (typeof secretNames)[number]
 
 export const isSecretName = (name: string): name is SecretName => (secretNames as ReadonlyArray<string>).includes(name)
