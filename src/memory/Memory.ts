@@ -70,6 +70,8 @@ export interface MemoryService {
   /** Whether the last write to memory failed (a full disk): compaction waits until one succeeds. */
   readonly storageFailing: Effect.Effect<boolean>
   readonly hasMoreLinesThan: (limit: number) => Effect.Effect<boolean, MemoryError>
+  /** Closes the descriptors held between appends; the next append opens them again (a host with many idle agents). */
+  readonly closeFiles: Effect.Effect<void>
 }
 
 export class Memory extends Context.Tag("planckclaw/Memory")<Memory, MemoryService>() {}
@@ -147,7 +149,8 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
       snapshot: reader.snapshot,
       append,
       storageFailing: memoryDir.storageFailing,
-      hasMoreLinesThan
+      hasMoreLinesThan,
+      closeFiles: Effect.sync(appender.close)
     }
     return { service, close: appender.close }
   })
