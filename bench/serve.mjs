@@ -110,7 +110,9 @@ main(async () => {
       const stillRunning = yield* Effect.promise(runningNow)
 
       progress(`http: ${AGENTS} requests over ${SOCKETS} keep-alive connections from a second process`)
+      const serverCpu = process.cpuUsage()
       const overHttp = yield* Effect.promise(() => httpBurst(port, ids))
+      const httpCpu = process.cpuUsage(serverCpu)
       const lines = fs.readFileSync(path.join(work.dir, "agents", ids[AGENTS - 1], "history.jsonl"), "utf8").split("\n").length - 1
       if (lines !== 4) throw new Error(`agent ${ids[AGENTS - 1]} has ${lines} history lines after two exchanges, not 4`)
 
@@ -139,6 +141,7 @@ main(async () => {
           http_requests_per_s: Math.round((AGENTS / overHttp.wallMs) * 1000),
           http_p50_ms: round(percentile(overHttp.latencies, 50), 2),
           http_p99_ms: round(percentile(overHttp.latencies, 99), 2),
+          http_cpu_us_per_request: Math.round((httpCpu.user + httpCpu.system) / AGENTS),
           http_sockets: SOCKETS
         },
         notes

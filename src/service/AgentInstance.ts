@@ -240,6 +240,8 @@ export const make = (options: {
         const pending = yield* inbox.accept(message)
         const deferred = yield* waiterFor(pending)
         mailbox.push(pending)
+        // Not held open until the mailbox reaches it: ten thousand agents sent a message at once would hold ten thousand.
+        if (!draining) yield* inbox.closeFiles
         yield* wake
         return Option.some(deferred)
       }).pipe(door.withPermits(1), Effect.uninterruptible)

@@ -19,6 +19,14 @@ const slowBrain = () =>
       : undefined
   )
 
+/** This process's descriptors open on files under `dir`. */
+const openUnder = (dir: string) =>
+  fs.readdirSync("/proc/self/fd").flatMap((fd) => {
+    // A descriptor closed since the listing has no link to read.
+    const target = Either.getOrElse(Either.try(() => fs.readlinkSync(path.join("/proc/self/fd", fd))), () => "")
+    return target.startsWith(dir) ? [target] : []
+  })
+
 /** Lets every forked fiber run as far as it can without time passing. */
 const settle = Effect.gen(function*() {
   for (let round = 0; round < 20; round++) yield* Effect.yieldNow()
@@ -48,6 +56,8 @@ describe("AgentHost under load", () => {
       const waiting = yield* Effect.fork(agents.send("fast-late", { text: "quick" }))
       yield* settle
       expect(waiting.unsafePoll()).toBeNull()
+      // Journaled and waiting for the brain, they hold no descriptor: thousands may wait at once.
+      expect(openUnder(path.join(root, "agents"))).toEqual([])
       yield* TestClock.adjust("1 minute")
       expect(yield* Fiber.join(waiting)).toEqual({ reply: "echo quick", stored: true })
       expect(yield* Fiber.join(slow)).toEqual({ reply: "done slowly", stored: true })
@@ -59,12 +69,6 @@ describe("AgentHost under load", () => {
     Effect.gen(function*() {
       const root = tempDir()
       const agents = yield* startHost(root, echoBrain().layer)
-      const openUnder = (dir: string) =>
-        fs.readdirSync("/proc/self/fd").flatMap((fd) => {
-          // A descriptor closed since the listing has no link to read.
-          const target = Either.getOrElse(Either.try(() => fs.readlinkSync(path.join("/proc/self/fd", fd))), () => "")
-          return target.startsWith(dir) ? [target] : []
-        })
       const ids = Array.from({ length: 30 }, (_, n) => `idle-${n}`)
       yield* Effect.forEach(ids, (id) => agents.send(id, { text: "one" }), { concurrency: "unbounded" })
       expect(yield* Effect.forEach(ids, (id) => Effect.map(agents.get(id), (info) => info.state))).toEqual(ids.map(() => "running"))
