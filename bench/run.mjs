@@ -75,6 +75,7 @@ const TABLE = [
   { key: "idle_rss_mb", label: "Idle RSS at the prompt (MiB)", target: "≤ 80", pass: atMost(80) },
   { key: "idle_rss_mb_bridge_none", label: "Idle RSS, --bridge none (MiB)" },
   // Issue 12: 10,000 agents in one `serve` process, each sent one message at once, instant brain.
+  { key: "serve_agents", label: "serve: agents in the burst (BENCH_AGENTS; the targets are for 10,000)" },
   { key: "serve_turns_per_s", label: "serve: turns per second, 10,000 agents at once, in process", target: "≥ 2000", pass: atLeast(2000) },
   { key: "serve_p50_ms", label: "serve: reply p50 from the burst's start (ms)" },
   { key: "serve_p99_ms", label: "serve: reply p99 from the burst's start (ms)" },
