@@ -17,9 +17,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { benchDir, distDir, repoDir } from "./lib/work.mjs"
 
-const MEASUREMENTS = ["turn-memory", "turn-fifo", "syscalls", "discovery", "history", "compaction", "cold-start"]
+const MEASUREMENTS = ["turn-memory", "turn-fifo", "syscalls", "discovery", "history", "compaction", "cold-start", "serve"]
 
 const atMost = (limit) => (v) => v <= limit
+const atLeast = (limit) => (v) => v >= limit
 
 /**
  * Every key with its target (issue 11 for the turn, discovery and start-up
@@ -72,7 +73,23 @@ const TABLE = [
   { key: "version_x_node", label: "`planckclaw --version` ÷ `node -e 0`", target: "≤ 1.5", pass: atMost(1.5) },
   { key: "help_x_node", label: "`planckclaw --help` ÷ `node -e 0`", target: "≤ 1.5", pass: atMost(1.5) },
   { key: "idle_rss_mb", label: "Idle RSS at the prompt (MiB)", target: "≤ 80", pass: atMost(80) },
-  { key: "idle_rss_mb_bridge_none", label: "Idle RSS, --bridge none (MiB)" }
+  { key: "idle_rss_mb_bridge_none", label: "Idle RSS, --bridge none (MiB)" },
+  // Issue 12: 10,000 agents in one `serve` process, each sent one message at once, instant brain.
+  { key: "serve_agents", label: "serve: agents in the burst (BENCH_AGENTS; the targets are for 10,000)" },
+  { key: "serve_turns_per_s", label: "serve: turns per second, 10,000 agents at once, in process", target: "≥ 2000", pass: atLeast(2000) },
+  { key: "serve_p50_ms", label: "serve: reply p50 from the burst's start (ms)" },
+  { key: "serve_p99_ms", label: "serve: reply p99 from the burst's start (ms)" },
+  { key: "serve_cpu_us_per_turn", label: "serve: main-thread CPU per turn, agent start included (µs)" },
+  { key: "serve_rss_mb_idle", label: "serve: idle process RSS, same run (MiB)" },
+  { key: "serve_rss_mb_10k_active", label: "serve: RSS with 10,000 agents started (MiB)", target: "≤ idle + 977", pass: (v, all) => typeof all.serve_rss_mb_idle === "number" && v <= all.serve_rss_mb_idle + 977 },
+  { key: "serve_kb_per_active_agent", label: "serve: RSS per started agent above idle (KiB)", target: "≤ 100", pass: atMost(100) },
+  { key: "serve_rss_mb_10k_released", label: "serve: RSS after the 10,000 were released (MiB)", target: "≤ idle + 10", pass: (v, all) => typeof all.serve_rss_mb_idle === "number" && v <= all.serve_rss_mb_idle + 10 },
+  { key: "serve_heap_mb_10k_released", label: "serve: V8 heap after release (MiB)", target: "≤ idle heap + 2", pass: (v, all) => typeof all.serve_heap_mb_idle === "number" && v <= all.serve_heap_mb_idle + 2 },
+  { key: "serve_heap_mb_idle", label: "serve: V8 heap of the idle process (MiB)" },
+  { key: "http_requests_per_s", label: "serve over HTTP: requests per second, keep-alive, load from a second process", target: "≥ 1000", pass: atLeast(1000) },
+  { key: "http_p50_ms", label: "serve over HTTP: request p50 (ms)" },
+  { key: "http_p99_ms", label: "serve over HTTP: request p99 (ms)" },
+  { key: "http_cpu_us_per_request", label: "serve over HTTP: server main-thread CPU per request, agent start included (µs)" }
 ]
 
 const runMeasurement = (name) =>

@@ -3,20 +3,24 @@
  * real agents directory, with an in-process brain that answers at once and
  * no tools.
  *
- * - 10,000 agents, each sent one message at the same moment through
- *   AgentHost.send: serve_turns_per_s, serve_p50_ms, serve_p99_ms (each from
- *   the burst's start to its reply), serve_rss_mb_10k_active (resident memory
- *   with the 10,000 started, after a GC), serve_rss_mb_10k_released (after
- *   PLANCKCLAW_AGENT_IDLE passed and they were released, after a GC), and the
- *   idle process for reference.
- * - the same burst over the HTTP API on loopback, through BENCH_HTTP_SOCKETS
- *   keep-alive connections (client in the same process): http_requests_per_s,
- *   http_p99_ms.
+ * 1. Warm-up: 300 agents, one message each, then released (the JIT has seen
+ *    agent start, a turn and release); the idle process is measured then,
+ *    with the host and the HTTP server up and no agent running.
+ * 2. 10,000 agents, each sent one message at the same moment through
+ *    AgentHost.send: serve_turns_per_s, serve_p50_ms and serve_p99_ms (each
+ *    from the burst's start to its reply), serve_rss_mb_10k_active (resident
+ *    memory with the 10,000 started, after a full GC),
+ *    serve_rss_mb_10k_released (after PLANCKCLAW_AGENT_IDLE passed and they
+ *    were released, after a full GC), each against the idle process.
+ * 3. The same burst over the HTTP API on loopback: a load generator in a
+ *    second process (bench/lib/http-load.mjs) sends one request per agent
+ *    over BENCH_HTTP_SOCKETS keep-alive connections: http_requests_per_s,
+ *    http_p50_ms, http_p99_ms (each request from its write to its reply).
  *
  * Run: npm run build && node --expose-gc bench/serve.mjs
  */
+import { fork } from "node:child_process"
 import * as fs from "node:fs"
-import * as http from "node:http"
 import * as path from "node:path"
 import { ConfigProvider, Context, Effect, Layer, Logger, LogLevel } from "effect"
 import * as HttpServer from "@effect/platform/HttpServer"
@@ -26,42 +30,49 @@ import * as AgentHost from "../dist/service/AgentHost.js"
 import * as HttpApi from "../dist/service/HttpApi.js"
 import { main, progress } from "./lib/child.mjs"
 import { percentile, round } from "./lib/stats.mjs"
-import { makeWorkDir } from "./lib/work.mjs"
+import { benchDir, makeWorkDir } from "./lib/work.mjs"
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 10_000)
-const IDLE_SECONDS = Number(process.env.BENCH_AGENT_IDLE ?? 20)
+const WARM_UP = Number(process.env.BENCH_WARM_UP_AGENTS ?? 300)
+// Longer than the burst takes, so every agent is still running when the active figure is taken.
+const IDLE_SECONDS = Number(process.env.BENCH_AGENT_IDLE ?? 25)
 const SOCKETS = Number(process.env.BENCH_HTTP_SOCKETS ?? 64)
 
 const instantBrain = Layer.succeed(Brain, {
   complete: () => Effect.succeed({ content: [{ type: "text", text: "Noted." }], stop_reason: "end_turn" })
 })
 
-const rssMb = () => {
+/** Resident memory and heap after a full GC, MiB. */
+const memory = () => {
   globalThis.gc?.()
   globalThis.gc?.()
-  return round(process.memoryUsage().rss / 1024 / 1024, 1)
+  const usage = process.memoryUsage()
+  return { rss: round(usage.rss / 1024 / 1024, 1), heap: round(usage.heapUsed / 1024 / 1024, 1) }
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-const post = (agent, port, id, body) =>
-  new Promise((resolve, reject) => {
-    const request = http.request({ host: "127.0.0.1", port, method: "POST", path: `/v1/agents/${id}/messages`, agent, headers: { "content-type": "application/json" } }, (response) => {
-      const chunks = []
-      response.on("data", (chunk) => chunks.push(chunk))
-      response.on("end", () => response.statusCode === 200 ? resolve(Buffer.concat(chunks).toString("utf8")) : reject(new Error(`HTTP ${response.statusCode}: ${Buffer.concat(chunks)}`)))
-    })
-    request.on("error", reject)
-    request.end(body)
-  })
-
-/** Sends one message to each agent at once; latencies from the start, in ms. */
+/** Sends one message to each agent at once; latencies from the start, in ms; main-thread CPU per message, µs. */
 const burst = async (ids, send) => {
   const latencies = new Float64Array(ids.length)
+  const cpu = process.cpuUsage()
   const started = performance.now()
   await Promise.all(ids.map((id, index) => send(id).then(() => { latencies[index] = performance.now() - started })))
-  return { wallMs: performance.now() - started, latencies }
+  const used = process.cpuUsage(cpu)
+  return { wallMs: performance.now() - started, latencies, cpuUs: (used.user + used.system) / ids.length }
 }
+
+/** The same burst from a second process over keep-alive connections. */
+const httpBurst = (port, ids) =>
+  new Promise((resolve, reject) => {
+    const child = fork(path.join(benchDir, "lib", "http-load.mjs"), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
+    child.once("message", (result) => (result.error === undefined ? resolve(result) : reject(new Error(result.error))))
+    child.once("error", reject)
+    child.once("exit", (code) => { if (code !== 0) reject(new Error(`the HTTP load generator exited with ${code}`)) })
+    child.send({ port, ids, sockets: SOCKETS, text: "And this." })
+  })
+
+const kbPerAgent = (above, agents) => round((above * 1024) / agents, 1)
 
 main(async () => {
   const work = makeWorkDir("serve")
@@ -81,40 +92,59 @@ main(async () => {
       const context = yield* Layer.build(layer)
       const host = Context.get(context, AgentHost.AgentHost)
       const port = Context.get(context, HttpServer.HttpServer).address.port
-      const run = (effect) => Effect.runPromise(effect)
-      const idle = rssMb()
-      progress(`serve: ${AGENTS} agents, one message each, at once (idle process ${idle} MB)`)
-      const inProcess = yield* Effect.promise(() => burst(ids, (id) => run(host.send(id, { text: "Remember this." }))))
-      const active = rssMb()
-      const running = (yield* host.list).filter((agent) => agent.state === "running").length
-      progress(`serve: ${round(inProcess.wallMs, 0)} ms, ${running} running, ${active} MB; waiting ${IDLE_SECONDS + 2} s for release`)
+      const send = (id) => Effect.runPromise(host.send(id, { text: "Remember this." }))
+      const runningNow = () => Effect.runPromise(host.list).then((agents) => agents.filter((agent) => agent.state === "running").length)
+
+      progress(`serve: warm-up with ${WARM_UP} agents, then ${IDLE_SECONDS + 2} s for their release`)
+      yield* Effect.promise(() => burst(Array.from({ length: WARM_UP }, (_, n) => `warm-up-${n}`), send))
       yield* Effect.promise(() => sleep((IDLE_SECONDS + 2) * 1000))
-      const released = rssMb()
-      const stillRunning = (yield* host.list).filter((agent) => agent.state === "running").length
+      const idle = memory()
 
-      progress(`http: ${AGENTS} requests over ${SOCKETS} keep-alive connections`)
-      const agent = new http.Agent({ keepAlive: true, maxSockets: SOCKETS })
-      const body = JSON.stringify({ text: "And this." })
-      const overHttp = yield* Effect.promise(() => burst(ids, (id) => post(agent, port, id, body)))
-      agent.destroy()
+      progress(`serve: ${AGENTS} agents, one message each, at once (idle process ${idle.rss} MB)`)
+      const inProcess = yield* Effect.promise(() => burst(ids, send))
+      const active = memory()
+      const running = yield* Effect.promise(runningNow)
+      progress(`serve: ${round(inProcess.wallMs, 0)} ms, ${running} running, ${active.rss} MB; ${IDLE_SECONDS + 2} s for their release`)
+      yield* Effect.promise(() => sleep((IDLE_SECONDS + 2) * 1000))
+      const released = memory()
+      const stillRunning = yield* Effect.promise(runningNow)
+
+      progress(`http: ${AGENTS} requests over ${SOCKETS} keep-alive connections from a second process`)
+      const serverCpu = process.cpuUsage()
+      const overHttp = yield* Effect.promise(() => httpBurst(port, ids))
+      const httpCpu = process.cpuUsage(serverCpu)
       const lines = fs.readFileSync(path.join(work.dir, "agents", ids[AGENTS - 1], "history.jsonl"), "utf8").split("\n").length - 1
+      if (lines !== 4) throw new Error(`agent ${ids[AGENTS - 1]} has ${lines} history lines after two exchanges, not 4`)
 
+      const notes = []
+      if (running < AGENTS) {
+        notes.push(`serve: only ${running} of ${AGENTS} agents were still running when the active figure was taken (the burst outlasted BENCH_AGENT_IDLE=${IDLE_SECONDS}): serve_rss_mb_10k_active is low`)
+      }
+      if (stillRunning > 0) notes.push(`serve: ${stillRunning} agents were still running at the released figure`)
       return {
-        agents: AGENTS,
-        serve_turns_per_s: Math.round((AGENTS / inProcess.wallMs) * 1000),
-        serve_p50_ms: round(percentile(inProcess.latencies, 50), 1),
-        serve_p99_ms: round(percentile(inProcess.latencies, 99), 1),
-        serve_rss_mb_idle: idle,
-        serve_rss_mb_10k_active: active,
-        serve_rss_mb_10k_released: released,
-        serve_kb_per_active_agent: round(((active - idle) * 1024) / AGENTS, 1),
-        running_after_burst: running,
-        running_after_idle: stillRunning,
-        http_requests_per_s: Math.round((AGENTS / overHttp.wallMs) * 1000),
-        http_p50_ms: round(percentile(overHttp.latencies, 50), 1),
-        http_p99_ms: round(percentile(overHttp.latencies, 99), 1),
-        http_sockets: SOCKETS,
-        history_lines_of_last_agent: lines
+        metrics: {
+          serve_agents: AGENTS,
+          serve_turns_per_s: Math.round((AGENTS / inProcess.wallMs) * 1000),
+          serve_p50_ms: round(percentile(inProcess.latencies, 50), 1),
+          serve_p99_ms: round(percentile(inProcess.latencies, 99), 1),
+          serve_cpu_us_per_turn: Math.round(inProcess.cpuUs),
+          serve_rss_mb_idle: idle.rss,
+          serve_rss_mb_10k_active: active.rss,
+          serve_rss_mb_10k_released: released.rss,
+          serve_kb_per_active_agent: kbPerAgent(active.rss - idle.rss, AGENTS),
+          serve_mb_released_above_idle: round(released.rss - idle.rss, 1),
+          serve_heap_mb_idle: idle.heap,
+          serve_heap_mb_10k_active: active.heap,
+          serve_heap_mb_10k_released: released.heap,
+          serve_running_after_burst: running,
+          serve_running_after_idle: stillRunning,
+          http_requests_per_s: Math.round((AGENTS / overHttp.wallMs) * 1000),
+          http_p50_ms: round(percentile(overHttp.latencies, 50), 2),
+          http_p99_ms: round(percentile(overHttp.latencies, 99), 2),
+          http_cpu_us_per_request: Math.round((httpCpu.user + httpCpu.system) / AGENTS),
+          http_sockets: SOCKETS
+        },
+        notes
       }
     })))
   } finally {

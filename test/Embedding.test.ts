@@ -6,8 +6,8 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, Queue } from "effect"
-import { Agent, InMemoryClaws, InMemoryInteract, Intake, ScriptedBrain } from "../src/index.js"
+import { ConfigProvider, Context, Effect, Layer, Queue } from "effect"
+import { Agent, AgentHost, Brain, InMemoryClaws, InMemoryInteract, Intake, ScriptedBrain } from "../src/index.js"
 import { tempDir } from "./support/Sandbox.js"
 
 /** The first ```ts block under "## Embedding" in README.md. */
@@ -70,4 +70,41 @@ it.scoped("runs the agent inside a host Effect program with in-memory transports
     expect(fs.readFileSync(path.join(memoryDir, "history.jsonl"), "utf8")).toBe(
       "{\"role\":\"user\",\"content\":\"say hello\"}\n{\"role\":\"assistant\",\"content\":\"The tool said: hello, host\"}\n"
     )
+  }))
+
+it.scoped("hosts many agents without the command line: send to an agent by id, list them, compact one", () =>
+  Effect.gen(function*() {
+    const root = yield* tempDir("planckclaw-embed-host-")
+    // A host's own brain: summaries for compactions, an echo for turns.
+    const brain = Layer.succeed(Brain.Brain, {
+      complete: (request) => {
+        const last = request.messages[request.messages.length - 1]!
+        const text = typeof last.content === "string" ? last.content : ""
+        return Effect.succeed(ScriptedBrain.text(text.startsWith("EXISTING SUMMARY:") ? "they said hello" : `echo ${text}`))
+      }
+    })
+    const host = AgentHost.layer.pipe(
+      Layer.provide(Layer.merge(brain, InMemoryClaws.layer([]))),
+      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([
+        ["PLANCKCLAW_AGENTS_DIR", path.join(root, "agents")],
+        ["PLANCKCLAW_DIR", path.join(root, "memory")],
+        // compact keeps the last line and folds the rest.
+        ["HISTORY_KEEP", "1"]
+      ]))))
+    )
+    // Built in the test's scope: the agents run until it closes.
+    const agents = Context.get(yield* Layer.build(host), AgentHost.AgentHost)
+    const replies = yield* Effect.all([
+      agents.send("alice", { text: "hello", channel: "host-app" }),
+      agents.send("bob", { text: "hi there" })
+    ], { concurrency: "unbounded" })
+    expect(replies).toEqual([{ reply: "echo hello", stored: true }, { reply: "echo hi there", stored: true }])
+    expect(yield* agents.send("alice", { text: "again" })).toEqual({ reply: "echo again", stored: true })
+    const listed = yield* agents.list
+    expect(listed.map((agent) => [agent.id, agent.historyLines, agent.state])).toEqual([["alice", 4, "running"], ["bob", 2, "running"]])
+    const compacted = yield* agents.compact("alice")
+    expect(compacted).toMatchObject({ compacted: true, summarised: 3, kept: 1 })
+    expect(fs.readFileSync(path.join(root, "agents", "alice", "summary.md"), "utf8")).toContain("they said hello")
+    const refused = yield* Effect.flip(agents.send("../escape", { text: "x" }))
+    expect(refused.reason).toBe("bad-id")
   }))

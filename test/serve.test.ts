@@ -3,6 +3,7 @@
  * HTTP on loopback, against an Anthropic-compatible server on loopback.
  */
 import * as fs from "node:fs"
+import * as http from "node:http"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Data, Effect, Fiber } from "effect"
@@ -35,6 +36,21 @@ const post = (base: string, id: string, text: string, headers: Record<string, st
     body: JSON.stringify({ text })
   })
 
+/** A POST to `rawPath` exactly as written: node:http, unlike fetch, leaves `..` in the path. */
+const unnormalised = (base: string, rawPath: string, body: string) =>
+  Effect.async<Answer, FetchFailed>((resume) => {
+    const sent = http.request(`${base}${rawPath}`, { method: "POST", path: rawPath, headers: { "content-type": "application/json" } }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8")
+        resume(Effect.succeed({ status: response.statusCode ?? 0, body: text.length > 0 ? JSON.parse(text) : undefined }))
+      })
+    })
+    sent.on("error", (error) => resume(Effect.fail(new FetchFailed({ message: String(error) }))))
+    sent.end(body)
+  })
+
 /** A sandbox whose brain is a loopback server answering with `handler`; agents under `agents/`. */
 const setup = (handler: AnthropicServer.Handler, extra: Record<string, string> = {}) =>
   Effect.gen(function*() {
@@ -62,11 +78,11 @@ const startServe = (cwd: string, env: NodeJS.ProcessEnv, args: ReadonlyArray<str
   })
 
 describe("planckclaw serve (built command)", () => {
-  it.scopedLive("answers three agents at once over HTTP, each in order, lists them, and exits 0 on SIGTERM", () =>
+  it.scopedLive("answers twelve agents at once over HTTP, each in order, lists them, and exits 0 on SIGTERM", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.echo)
       const { running, base } = yield* startServe(t.box.dir, t.env)
-      const ids = ["alice", "bob", "carol"]
+      const ids = ["alice", "bob", "carol", ...Array.from({ length: 9 }, (_, n) => `agent-${n}`)].sort()
       const answers = yield* Effect.forEach(ids, (id) =>
         Effect.forEach(["one", "two"], (n) => post(base, id, `${id} ${n}`)), { concurrency: "unbounded" })
       answers.forEach((perAgent, index) =>
@@ -82,7 +98,7 @@ describe("planckclaw serve (built command)", () => {
       }
       const listed = yield* request(`${base}/v1/agents`)
       expect(listed.status).toBe(200)
-      expect(listed.body.agents.map((agent: any) => [agent.id, agent.historyLines])).toEqual([["alice", 4], ["bob", 4], ["carol", 4]])
+      expect(listed.body.agents.map((agent: any) => [agent.id, agent.historyLines])).toEqual(ids.map((id) => [id, 4]))
 
       running.process.kill("SIGTERM")
       const result = yield* running.done
@@ -100,6 +116,55 @@ describe("planckclaw serve (built command)", () => {
       expect((yield* request(`${base}/v1/health`)).status).toBe(200)
       const allowed = yield* post(base, "alice", "hi", { authorization: "Bearer s3cret-token" })
       expect(allowed).toEqual({ status: 200, body: { reply: "re: hi", stored: true } })
+    }))
+
+  it.scopedLive("an Idempotency-Key retried gets the same reply without a second turn, also after a restart", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.echo)
+      const first = yield* startServe(t.box.dir, t.env)
+      const key = { "idempotency-key": "order-42" }
+      const answer = yield* post(first.base, "alice", "buy milk", key)
+      expect(answer).toEqual({ status: 200, body: { reply: "re: buy milk", stored: true } })
+      expect(yield* post(first.base, "alice", "buy milk", key)).toEqual(answer)
+      // The key is per agent: bob's first message with it is a turn of its own.
+      expect(yield* post(first.base, "bob", "buy bread", key)).toEqual({ status: 200, body: { reply: "re: buy bread", stored: true } })
+      first.running.process.kill("SIGTERM")
+      expect((yield* first.running.done).code).toBe(0)
+
+      const second = yield* startServe(t.box.dir, t.env)
+      expect(yield* post(second.base, "alice", "buy milk", key)).toEqual(answer)
+      expect((yield* t.server.turns).length).toBe(2)
+      expect(t.history("alice")).toBe(line("user", "buy milk") + line("assistant", "re: buy milk"))
+    }))
+
+  it.scopedLive("refuses bad input with a JSON error and the right status, touching no memory", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.echo, { PLANCKCLAW_MAX_MESSAGE_BYTES: "100" })
+      const { base } = yield* startServe(t.box.dir, t.env)
+      const raw = (id: string, body: string) =>
+        request(`${base}/v1/agents/${id}/messages`, { method: "POST", headers: { "content-type": "application/json" }, body })
+      const cases: ReadonlyArray<readonly [string, Effect.Effect<Answer, FetchFailed>, number]> = [
+        ["malformed JSON", raw("alice", "{\"text\": "), 400],
+        ["missing text", raw("alice", JSON.stringify({ channel: "x" })), 400],
+        ["text not a string", raw("alice", JSON.stringify({ text: 7 })), 400],
+        ["an id of .. (sent as is: fetch would resolve it)", unnormalised(base, "/v1/agents/../messages", JSON.stringify({ text: "hi" })), 400],
+        ["an id of .. percent-encoded", unnormalised(base, "/v1/agents/%2E%2E/messages", JSON.stringify({ text: "hi" })), 400],
+        ["an id with a slash", post(base, "a%2Fb", "hi"), 400],
+        ["an upper-case id", post(base, "Alice", "hi"), 400],
+        ["a message over PLANCKCLAW_MAX_MESSAGE_BYTES", post(base, "alice", "x".repeat(101)), 413],
+        ["an unknown route", request(`${base}/v1/nothing-here`), 404],
+        ["an unknown agent", request(`${base}/v1/agents/nobody`), 404]
+      ]
+      for (const [what, sent, status] of cases) {
+        const answer = yield* sent
+        expect({ what, status: answer.status }).toEqual({ what, status })
+        expect(typeof answer.body?.error, what).toBe("string")
+        expect(typeof answer.body?.message, what).toBe("string")
+      }
+      expect(fs.existsSync(t.agents) ? fs.readdirSync(t.agents).filter((name) => !name.startsWith(".")) : []).toEqual([])
+      expect((yield* t.server.turns).length).toBe(0)
+      // Still serving after all that.
+      expect(yield* post(base, "alice", "x".repeat(100))).toEqual({ status: 200, body: { reply: `re: ${"x".repeat(100)}`, stored: true } })
     }))
 
   it.scopedLive("refuses a non-loopback address without a token, and a bad --http, in one line with exit 2", () =>

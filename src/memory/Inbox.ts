@@ -64,6 +64,8 @@ export interface InboxService {
   /** Exchanges delivered but not stored yet, oldest first, each with its reply. */
   readonly backlog: Effect.Effect<ReadonlyArray<Pending>>
   readonly delivered: (pending: Pending) => Effect.Effect<void>
+  /** Closes the journal's descriptor held between records; the next record opens it again (a host with many idle agents). */
+  readonly closeFiles: Effect.Effect<void>
 }
 
 export class Inbox extends Context.Tag("planckclaw/Inbox")<Inbox, InboxService>() {}
@@ -283,7 +285,8 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
         Effect.suspend(() => {
           change(pending.id, (entry) => entry.unstored ? { ...entry, delivered: true } : undefined)
           return resetOr({ delivered: pending.id })
-        })
+        }),
+      closeFiles: Effect.sync(drop)
     }
     return Effect.succeed({ service, close: drop })
   })

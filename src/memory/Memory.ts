@@ -80,6 +80,8 @@ export interface MemoryService {
    * None when there was nothing to forget.
    */
   readonly forget: (stamp: string) => Effect.Effect<Option.Option<Forget.Forgotten>, MemoryError>
+  /** Closes the descriptors held between appends; the next append opens them again (a host with many idle agents). */
+  readonly closeFiles: Effect.Effect<void>
 }
 
 export class Memory extends Context.Tag("planckclaw/Memory")<Memory, MemoryService>() {}
@@ -170,7 +172,8 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
       storageFailing: memoryDir.storageFailing,
       hasMoreLinesThan,
       forgetPreview: Effect.sync(() => Forget.preview(paths)),
-      forget
+      forget,
+      closeFiles: Effect.sync(appender.close)
     }
     return { service, close: appender.close }
   })

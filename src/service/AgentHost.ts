@@ -24,9 +24,11 @@ import { AgentConfig } from "../AgentConfig.js"
 import { Brain, type BrainService } from "../Brain.js"
 import { Claws } from "../Claws.js"
 import * as Logging from "../Logging.js"
-import { MemoryConfig } from "../memory/Memory.js"
+import { errnoCode } from "../Errors.js"
+import { ensureWritable, MemoryConfig } from "../memory/Memory.js"
 import * as AgentId from "./AgentId.js"
 import * as AgentInstance from "./AgentInstance.js"
+import * as AgentSettings from "./AgentSettings.js"
 import * as AgentStatus from "./AgentStatus.js"
 import { HostError } from "./HostError.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
@@ -101,10 +103,17 @@ export const make = Effect.gen(function*() {
   if (Either.isLeft(made) || !AgentStatus.isAgentDirectory(config.agentsDir)) {
     return yield* refuse("unavailable", `PLANCKCLAW_AGENTS_DIR ${config.agentsDir} is not a directory this process can use`)
   }
+  // Probed once for every agent (they share its filesystem) rather than at each agent's start;
+  // each memory file is still opened only if it is a regular file of this user, never through a link.
+  yield* ensureWritable(config.agentsDir).pipe(
+    Effect.catchAll((error) => refuse("unavailable", `PLANCKCLAW_AGENTS_DIR: ${error.message}`))
+  )
+  const agentConfig = yield* AgentConfig
   const shared: AgentInstance.Shared = {
     brain: limited,
     claws,
     provider: hostProvider,
+    settings: AgentSettings.withParsed(agentConfig, hostProvider),
     defaultSoulFile: path.join(config.defaultDir, "soul.md"),
     idempotencyKeys: config.idempotencyKeys
   }
@@ -116,8 +125,10 @@ export const make = Effect.gen(function*() {
   const start = (id: AgentId.AgentId) =>
     Effect.gen(function*() {
       const directory = directoryOf(id)
-      if (fs.existsSync(directory) && !AgentStatus.isAgentDirectory(directory)) {
-        return yield* refuse("unavailable", `${directory} is not a directory (a link or a file); refusing to use it`, id)
+      // One mkdir(2) for a new agent; an existing one is checked to be a directory, not a link or a file.
+      const made = Either.try(() => fs.mkdirSync(directory, { mode: 0o700 }))
+      if (Either.isLeft(made) && !(errnoCode(made.left) === "EEXIST" && AgentStatus.isAgentDirectory(directory))) {
+        return yield* refuse("unavailable", `${directory} is not a directory this process can use (a link, a file, or unwritable)`, id)
       }
       let own = waiters.get(id)
       if (own === undefined) waiters.set(id, own = AgentInstance.makeWaiters())

@@ -1,9 +1,10 @@
 /**
  * One running agent in the host: its memory, inbox, compactor and agent,
- * built from the usual layers under the agent's own settings, and one
- * mailbox fiber answering its messages one at a time, in arrival order.
- * Everything lives in the scope the host's RcMap gives it: closing it
- * releases the fiber, the queue, the caches and the file handles.
+ * made directly (no layers) under the agent's own settings, and a mailbox
+ * answering its messages one at a time, in arrival order, by a fiber that
+ * runs only while messages wait. Everything lives in the scope the host's
+ * RcMap gives it: closing it releases the fiber, the caches and the file
+ * handles (already closed whenever the mailbox is empty).
  *
  * A caller waits on a Deferred kept by the host per agent (`Waiters`), keyed
  * by the message's journal key, so a restarted instance (after a defect)
@@ -13,16 +14,16 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Agent from "../Agent.js"
 import { Brain, type BrainService } from "../Brain.js"
 import { Claws, type ClawsService } from "../Claws.js"
 import type { InteractService } from "../Interact.js"
+import * as Logging from "../Logging.js"
 import * as Compactor from "../memory/Compactor.js"
+import * as FoldStore from "../memory/FoldStore.js"
 import * as Inbox from "../memory/Inbox.js"
 import * as Memory from "../memory/Memory.js"
 import * as AgentSettings from "./AgentSettings.js"
@@ -66,6 +67,8 @@ export interface Shared {
   readonly claws: ClawsService
   /** The host's settings, under the agent's own. */
   readonly provider: ConfigProvider.ConfigProvider
+  /** The host's agent settings, parsed once: those of every agent without a config.env. */
+  readonly settings: AgentSettings.Settings
   readonly defaultSoulFile: string
   readonly idempotencyKeys: number
 }
@@ -90,18 +93,14 @@ export const make = (options: {
   Effect.gen(function*() {
     const { directory, id, shared, waiters } = options
     const unavailable = (message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
-    const provider = yield* AgentSettings.provider(id, directory, shared.provider)
+    const settings = yield* AgentSettings.forAgent(id, directory, shared.provider, shared.settings)
+    // Built directly rather than from layers: an agent's start is most of the cost of its first message.
     // Without a soul.md of its own, the agent speaks with the host's default soul.
-    const memoryLayer = Memory.layerWith({ fallbackSoulFile: shared.defaultSoulFile })
-    const storage = yield* Layer.build(Layer.merge(memoryLayer, Inbox.layer)).pipe(
-      Effect.withConfigProvider(provider),
-      Effect.mapError((error) => unavailable(error._tag === "MemoryError" ? error.message : String(error)))
-    )
+    const memory = yield* Memory.make(directory, { fallbackSoulFile: shared.defaultSoulFile })
+    const inbox = yield* Inbox.make(directory).pipe(Effect.mapError((error) => unavailable(error.message)))
     const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys).pipe(
       Effect.mapError((error) => unavailable(error.message))
     )
-    const memory = Context.get(storage, Memory.Memory)
-    const inbox = Context.get(storage, Inbox.Inbox)
     // Whether each answered message's exchange goes to history: the agent tells the inbox.
     const stored = new Map<number, boolean>()
     const tracked: Inbox.InboxService = {
@@ -112,23 +111,22 @@ export const make = (options: {
           return inbox.answered(pending, reply, isStored)
         })
     }
-    const built = yield* Layer.build(
-      Agent.layer.pipe(
-        Layer.provideMerge(Compactor.layer),
-        Layer.provide(Layer.succeedContext(
-          Context.make(Memory.Memory, memory).pipe(
-            Context.add(Inbox.Inbox, tracked),
-            Context.add(Brain, shared.brain),
-            Context.add(Claws, shared.claws)
-          )
-        ))
-      )
-    ).pipe(
-      Effect.withConfigProvider(provider),
+    const ports = Context.make(Memory.Memory, memory).pipe(
+      Context.add(Inbox.Inbox, tracked),
+      Context.add(Brain, shared.brain),
+      Context.add(Claws, shared.claws),
+      Context.add(FoldStore.FoldStore, FoldStore.make(memory.memoryDir))
+    )
+    const compactor = yield* Compactor.make.pipe(
+      Effect.provide(ports),
+      Effect.withConfigProvider(settings.provider),
       Effect.mapError((error) => unavailable(String(error)))
     )
-    const agent = Context.get(built, Agent.Agent)
-    const compactor = Context.get(built, Compactor.Compactor)
+    const agent = yield* Agent.make.pipe(
+      Effect.provide(Context.add(ports, Compactor.Compactor, compactor)),
+      Effect.withConfigProvider(settings.provider),
+      Effect.mapError((error) => unavailable(String(error)))
+    )
 
     const waiterFor = (pending: Inbox.Pending) =>
       Effect.gen(function*() {
@@ -167,10 +165,7 @@ export const make = (options: {
         })
     }
 
-    const queue = yield* Queue.unbounded<Inbox.Pending>()
-    yield* Effect.addFinalizer(() => Queue.shutdown(queue))
     const recovered = yield* Effect.forEach(inbox.recovered, waiterFor)
-    yield* Queue.offerAll(queue, inbox.recovered)
     if (recovered.length > 0) {
       yield* Effect.logInfo(`agent ${id}: answering ${recovered.length} message(s) left unanswered by the previous run`)
     }
@@ -196,16 +191,35 @@ export const make = (options: {
         )
       )
 
+    // The mailbox: a fiber runs only while messages wait (an idle agent costs
+    // no fiber), answering them one at a time in arrival order; when none is
+    // left it closes the files it held, so thousands of idle agents hold no
+    // descriptors.
+    const scope = yield* Effect.scope
+    const mailbox: Array<Inbox.Pending> = [...inbox.recovered]
+    let draining = false
     let stopped = false
-    yield* Effect.gen(function*() {
-      while (true) {
-        const pending = yield* Queue.take(queue)
+    const next = Effect.sync(() => {
+      const pending = mailbox.shift()
+      if (pending === undefined) draining = false
+      return pending
+    })
+    const drain: Effect.Effect<void> = Effect.gen(function*() {
+      for (let pending = yield* next; pending !== undefined; pending = yield* next) {
         if (!(yield* answerOne(pending))) {
           stopped = true
           return yield* options.restart
         }
       }
-    }).pipe(Effect.annotateLogs("agent", id), Effect.forkScoped)
+      yield* memory.closeFiles
+      yield* inbox.closeFiles
+    }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
+    const wake = Effect.suspend(() => {
+      if (draining || stopped || mailbox.length === 0) return Effect.void
+      draining = true
+      return Effect.asVoid(Effect.forkIn(drain, scope))
+    })
+    yield* wake
 
     // One submission at a time: the key checks, the journal and the queue agree on the order.
     const door = yield* Effect.makeSemaphore(1)
@@ -225,7 +239,10 @@ export const make = (options: {
         // Journaled before anything else: from here a crash does not lose it.
         const pending = yield* inbox.accept(message)
         const deferred = yield* waiterFor(pending)
-        yield* Queue.offer(queue, pending)
+        mailbox.push(pending)
+        // Not held open until the mailbox reaches it: ten thousand agents sent a message at once would hold ten thousand.
+        if (!draining) yield* inbox.closeFiles
+        yield* wake
         return Option.some(deferred)
       }).pipe(door.withPermits(1), Effect.uninterruptible)
 

@@ -21,6 +21,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
@@ -232,7 +233,9 @@ export const layer = (listen: Listen): Layer.Layer<
         Logging.toStderr(Effect.logInfo(`HTTP API on ${address._tag === "TcpAddress" ? `${address.hostname}:${address.port}` : address.path}`))
       )
     )
-    return Layer.mergeAll(HttpServer.serve(served), announce).pipe(
+    // No span per request: nothing exports them here, and building one (the URL, its attributes) costs every request.
+    const serving = HttpServer.serve(served).pipe(HttpMiddleware.withTracerDisabledWhen(() => true))
+    return Layer.mergeAll(serving, announce).pipe(
       Layer.provideMerge(NodeHttpServer.layer(() => http.createServer(), { host: listen.host, port: listen.port }))
     )
   }))

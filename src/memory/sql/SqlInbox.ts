@@ -114,6 +114,8 @@ export const make = (agentId: string, options: SqlInboxOptions = {}): Effect.Eff
 
     const service: InboxService = {
       recovered: options.recover === false ? [] : open.filter((row) => !row.delivered).map(pendingOf),
+      // Connections belong to the pool, not to the agent: nothing to close.
+      closeFiles: Effect.void,
       accept,
       answered: (pending, reply, stored) =>
         write("recording a reply", sql`UPDATE planckclaw_inbox SET reply = ${reply}, stored = ${stored} WHERE id = ${pending.id}`),

@@ -203,6 +203,8 @@ export const make = (
       storageFailing,
       hasMoreLinesThan,
       forgetPreview: SqlForget.preview(sql, agentId).pipe(resilient(`counting what forget would archive for agent ${agentId}`, retry)),
-      forget
+      forget,
+      // Connections belong to the pool, not to the agent: nothing to close.
+      closeFiles: Effect.void
     } satisfies MemoryService
   })

@@ -1,0 +1,80 @@
+/**
+ * The bound on brain calls across agents, and what a started agent holds:
+ * a slow agent delays another only when every permit of
+ * PLANCKCLAW_MAX_CONCURRENT_TURNS is taken (TestClock, no sleeps), and an
+ * agent whose messages are answered holds no file descriptor.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, Fiber, TestClock } from "effect"
+import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
+import { echoBrain, historyOf, startHost, tempDir } from "./Kit.js"
+
+/** Slow for any message mentioning "slow": a minute of (test) time per brain call. */
+const slowBrain = () =>
+  echoBrain((request) =>
+    JSON.stringify(request.messages).includes("slow")
+      ? Effect.as(Effect.sleep("1 minute"), ScriptedBrain.text("done slowly"))
+      : undefined
+  )
+
+/** This process's descriptors open on files under `dir`. */
+const openUnder = (dir: string) =>
+  fs.readdirSync("/proc/self/fd").flatMap((fd) => {
+    // A descriptor closed since the listing has no link to read.
+    const target = Either.getOrElse(Either.try(() => fs.readlinkSync(path.join("/proc/self/fd", fd))), () => "")
+    return target.startsWith(dir) ? [target] : []
+  })
+
+/** Lets every forked fiber run as far as it can without time passing. */
+const settle = Effect.gen(function*() {
+  for (let round = 0; round < 20; round++) yield* Effect.yieldNow()
+})
+
+describe("AgentHost under load", () => {
+  it.scoped("a slow agent never delays another while a permit is free; with all taken, the others wait for one (TestClock)", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const brain = slowBrain()
+      const agents = yield* startHost(root, brain.layer, { PLANCKCLAW_MAX_CONCURRENT_TURNS: "2" })
+
+      // One slow agent holds one permit: twenty fast agents are answered with no time passing.
+      const slow = yield* Effect.fork(agents.send("slow-1", { text: "slow please" }))
+      yield* settle
+      const fast = yield* Effect.forEach(
+        Array.from({ length: 20 }, (_, n) => `fast-${n}`),
+        (id) => agents.send(id, { text: `hi ${id}` }),
+        { concurrency: "unbounded" }
+      )
+      expect(fast.map((reply) => reply.reply)).toEqual(Array.from({ length: 20 }, (_, n) => `echo hi fast-${n}`))
+      expect(slow.unsafePoll()).toBeNull()
+
+      // A second slow agent takes the last permit: a fast one now waits for a permit, not for the slow agents' turns to end.
+      const slow2 = yield* Effect.fork(agents.send("slow-2", { text: "slow too" }))
+      yield* settle
+      const waiting = yield* Effect.fork(agents.send("fast-late", { text: "quick" }))
+      yield* settle
+      expect(waiting.unsafePoll()).toBeNull()
+      // Journaled and waiting for the brain, they hold no descriptor: thousands may wait at once.
+      expect(openUnder(path.join(root, "agents"))).toEqual([])
+      yield* TestClock.adjust("1 minute")
+      expect(yield* Fiber.join(waiting)).toEqual({ reply: "echo quick", stored: true })
+      expect(yield* Fiber.join(slow)).toEqual({ reply: "done slowly", stored: true })
+      expect(yield* Fiber.join(slow2)).toEqual({ reply: "done slowly", stored: true })
+      expect(historyOf(root, "slow-1").map((line) => line.content)).toEqual(["slow please", "done slowly"])
+    }))
+
+  it.scopedLive("an agent whose messages are answered holds no file descriptor; its next message opens them again", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const agents = yield* startHost(root, echoBrain().layer)
+      const ids = Array.from({ length: 30 }, (_, n) => `idle-${n}`)
+      yield* Effect.forEach(ids, (id) => agents.send(id, { text: "one" }), { concurrency: "unbounded" })
+      expect(yield* Effect.forEach(ids, (id) => Effect.map(agents.get(id), (info) => info.state))).toEqual(ids.map(() => "running"))
+      expect(openUnder(path.join(root, "agents"))).toEqual([])
+      expect(yield* agents.send("idle-0", { text: "two" })).toEqual({ reply: "echo two", stored: true })
+      expect(historyOf(root, "idle-0").map((line) => line.content)).toEqual(["one", "echo one", "two", "echo two"])
+      expect(openUnder(path.join(root, "agents"))).toEqual([])
+    }))
+})
