@@ -16,6 +16,11 @@ import * as ScriptClaws from "./claws/ScriptClaws.js"
 import { debugOption, runFlags, withSettings } from "./CliSettings.js"
 import * as AgentHost from "./service/AgentHost.js"
 import * as HttpApi from "./service/HttpApi.js"
+import type { HostError } from "./service/HostError.js"
+import type { ClusterStartError } from "./cluster/ClusterServe.js"
+import type * as HttpServer from "@effect/platform/HttpServer"
+import type { Brain } from "./Brain.js"
+import type { Claws } from "./Claws.js"
 
 /** A `--http` value that is no HOST:PORT. */
 export class ListenFlagError extends Data.TaggedError("ListenFlagError")<{ readonly message: string }> {}
@@ -47,7 +52,13 @@ const inProcessBrain = Effect.gen(function*() {
   return Bridges.brainAdapters[brain.name]
 })
 
-export const serve = Command.make("serve", { http: httpOption, brain: brainOption, debug: debugOption }, (options) =>
+const clusterOption = Options.boolean("cluster").pipe(
+  Options.withDescription(
+    "join a cluster of runners over PostgreSQL (PLANCKCLAW_DATABASE_URL, PLANCKCLAW_RUNNER_ADDRESS): any runner answers for any agent"
+  )
+)
+
+export const serve = Command.make("serve", { http: httpOption, brain: brainOption, cluster: clusterOption, debug: debugOption }, (options) =>
   Effect.gen(function*() {
     const listen = yield* Either.match(HttpApi.parseListen(options.http), {
       onLeft: (message) => Effect.fail(new ListenFlagError({ message })),
@@ -58,10 +69,10 @@ export const serve = Command.make("serve", { http: httpOption, brain: brainOptio
     yield* HttpApi.guard(listen)
     // Brain and claws are built once and shared by every agent; the HTTP
     // layer logs "HTTP API on HOST:PORT" once it listens.
-    yield* Layer.launch(HttpApi.layer(listen).pipe(
-      Layer.provide(AgentHost.layer),
-      Layer.provide(Layer.merge(brain, ScriptClaws.layer))
-    ))
+    const served: Layer.Layer<HttpServer.HttpServer, Layer.Layer.Error<ReturnType<typeof HttpApi.layer>> | HostError | ClusterStartError, Brain | Claws> = options.cluster
+      ? Layer.unwrapEffect(Effect.map(Effect.promise(() => import("./cluster/ClusterServe.js")), (cluster) => cluster.layer(listen)))
+      : HttpApi.layer(listen).pipe(Layer.provide(AgentHost.layer))
+    yield* Layer.launch(served.pipe(Layer.provide(Layer.merge(brain, ScriptClaws.layer))))
   }).pipe(withSettings(runFlags(options)))).pipe(
     Command.withDescription(
       "Serve every agent of PLANCKCLAW_AGENTS_DIR over the HTTP API, in one process, until stopped."

@@ -61,6 +61,7 @@ const main = cli(version)(process.argv).pipe(
     // The HTTP server could not listen (an address in use, one this machine does not have).
     ServeError: (error) => refuse(1, `cannot start the HTTP API: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`),
     HostError: (error) => refuse(1, error.message),
+    ClusterStartError: (error) => refuse(1, error.message),
   }),
   Effect.provide(NodeContext.layer),
   Effect.provide(Logging.layer(false)),
