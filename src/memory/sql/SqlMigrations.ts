@@ -1,0 +1,109 @@
+/**
+ * The tables of memory in PostgreSQL, created by @effect/sql's migrator at
+ * start-up (the record below, in code: nothing to ship beside the bundle).
+ * Migrations only ever add: a new schema change is a new numbered entry.
+ *
+ * - `planckclaw_agents`: one row per agent: the summary (NULL: no
+ *   summary.md), the persona (NULL: no soul.md, the host's default applies),
+ *   the next history sequence number, the epoch (bumped when an import
+ *   replaces history, so a compaction planned before it cannot commit), and
+ *   the compaction lease.
+ * - `planckclaw_history`: the lines of history.jsonl in order, by
+ *   (agent_id, seq): the primary key's index serves every tail read
+ *   backwards, so a read costs the same for 10 lines or 10 million.
+ * - `planckclaw_exchanges`: the journal keys of exchanges stored, so a
+ *   replay after a crash is not stored twice (folded ones included).
+ * - `planckclaw_inbox`: messages accepted and their decided replies.
+ * - `planckclaw_usage`: one row per brain answer.
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+
+export const MIGRATIONS_TABLE = "planckclaw_migrations"
+
+const createTables = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE planckclaw_agents (
+    agent_id text PRIMARY KEY,
+    summary text,
+    soul text,
+    history_unterminated boolean NOT NULL DEFAULT false,
+    next_seq bigint NOT NULL DEFAULT 1,
+    epoch bigint NOT NULL DEFAULT 1,
+    compacting_by text,
+    compacting_until timestamptz
+  )`
+  // role/content: the entry; line: the line exactly as the file had it, when
+  // it is not what the entry encodes to (an imported oddity, or content with
+  // a NUL, which a text column cannot hold).
+  yield* sql`CREATE TABLE planckclaw_history (
+    agent_id text NOT NULL,
+    seq bigint NOT NULL,
+    role text,
+    content text,
+    line text,
+    created timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, seq)
+  )`
+  yield* sql`CREATE TABLE planckclaw_exchanges (
+    agent_id text NOT NULL,
+    key text NOT NULL,
+    stored timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, key)
+  )`
+  yield* sql`CREATE INDEX planckclaw_exchanges_by_time ON planckclaw_exchanges (agent_id, stored)`
+  yield* sql`CREATE TABLE planckclaw_inbox (
+    id bigserial PRIMARY KEY,
+    agent_id text NOT NULL,
+    key text NOT NULL,
+    idempotency_key text,
+    channel text NOT NULL,
+    text text NOT NULL,
+    reply text,
+    stored boolean NOT NULL DEFAULT false,
+    unstored boolean NOT NULL DEFAULT false,
+    delivered boolean NOT NULL DEFAULT false,
+    accepted timestamptz NOT NULL DEFAULT now()
+  )`
+  yield* sql`CREATE INDEX planckclaw_inbox_open ON planckclaw_inbox (agent_id, id) WHERE NOT delivered OR unstored`
+  yield* sql`CREATE UNIQUE INDEX planckclaw_inbox_idempotency ON planckclaw_inbox (agent_id, idempotency_key)
+    WHERE idempotency_key IS NOT NULL`
+  yield* sql`CREATE TABLE planckclaw_usage (
+    id bigserial PRIMARY KEY,
+    agent_id text NOT NULL,
+    at timestamptz NOT NULL,
+    kind text NOT NULL,
+    brain text NOT NULL,
+    model text NOT NULL,
+    ms double precision NOT NULL,
+    input bigint NOT NULL,
+    output bigint NOT NULL,
+    cache_write bigint NOT NULL,
+    cache_read bigint NOT NULL
+  )`
+  yield* sql`CREATE INDEX planckclaw_usage_by_agent ON planckclaw_usage (agent_id, id)`
+})
+
+export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
+  "1_memory": createTables
+}
+
+/**
+ * Runs the migrations not yet applied. Runners starting together race to
+ * create the migrations table; the loser tries again and finds it (the
+ * migrator itself then serialises on a table lock).
+ */
+export const run: Effect.Effect<
+  ReadonlyArray<readonly [id: number, name: string]>,
+  Migrator.MigrationError | SqlError,
+  SqlClient.SqlClient
+> = Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: MIGRATIONS_TABLE }).pipe(
+  Effect.retry({ times: 3, schedule: Schedule.spaced("100 millis"), while: (error) => error._tag === "SqlError" })
+)
+
+/** The migrations, run when the layer is built. */
+export const layer: Layer.Layer<never, Migrator.MigrationError | SqlError, SqlClient.SqlClient> = Layer.effectDiscard(run)

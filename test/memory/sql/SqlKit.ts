@@ -1,0 +1,24 @@
+/**
+ * A fresh, migrated database per test on the file's throwaway server, and
+ * the SqlClient on it.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import * as SqlMigrations from "../../../src/memory/sql/SqlMigrations.js"
+import type { PostgresServer } from "../../support/Postgres.js"
+
+let databases = 0
+
+/** A new database on `server`, migrated; its URL. */
+export const freshDatabase = (server: PostgresServer) =>
+  Effect.suspend(() => server.createDatabase(`t${process.pid}_${++databases}`))
+
+export const clientLayer = (url: string): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, unknown> =>
+  PgClient.layer({ url: Redacted.make(url), maxConnections: 4 })
+
+/** A migrated fresh database on `server` as a layer. */
+export const migrated = (url: string) => Layer.provideMerge(SqlMigrations.layer, clientLayer(url))
+
+export const withSql = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
+  Effect.flatMap(SqlClient.SqlClient, f)

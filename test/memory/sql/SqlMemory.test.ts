@@ -1,0 +1,67 @@
+import { describe, expect, it } from "@effect/vitest"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Layer, type Scope } from "effect"
+import * as SqlMemory from "../../../src/memory/sql/SqlMemory.js"
+import * as SqlMigrations from "../../../src/memory/sql/SqlMigrations.js"
+import { DEFAULT_SOUL } from "../../../src/memory/Memory.js"
+import { usePostgres } from "../../support/Postgres.js"
+import { clientLayer, freshDatabase, migrated, withSql } from "./SqlKit.js"
+
+const server = usePostgres()
+
+const inFreshDatabase = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient | Scope.Scope>) =>
+  Effect.gen(function*() {
+    const url = yield* freshDatabase(yield* server)
+    return yield* Effect.scoped(effect).pipe(Effect.provide(migrated(url)))
+  })
+
+describe("SqlMemory", () => {
+  it.live("appends, reads the tail in order and counts lines like the files", () =>
+    inFreshDatabase(Effect.gen(function*() {
+      const memory = yield* SqlMemory.make("alice")
+      const empty = yield* memory.snapshot(10)
+      expect(empty).toEqual({ soul: DEFAULT_SOUL, summary: "", history: [] })
+      expect(yield* memory.hasMoreLinesThan(0)).toBe(false)
+      yield* memory.append([{ role: "user", content: "héllo \u0000 \"quoted\"\n" }, { role: "assistant", content: "hi 👋" }])
+      yield* memory.append([{ role: "user", content: "2" }, { role: "assistant", content: "two" }])
+      const snapshot = yield* memory.snapshot(3)
+      expect(snapshot.history).toEqual([
+        { role: "assistant", content: "hi 👋" },
+        { role: "user", content: "2" },
+        { role: "assistant", content: "two" }
+      ])
+      expect((yield* memory.snapshot(10)).history[0]).toEqual({ role: "user", content: "héllo \u0000 \"quoted\"\n" })
+      expect(yield* memory.hasMoreLinesThan(3)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(4)).toBe(false)
+      // Another agent's memory is its own.
+      const bob = yield* SqlMemory.make("bob")
+      expect((yield* bob.snapshot(10)).history).toEqual([])
+      expect(memory.directory.startsWith("/dev/null/")).toBe(true)
+    })))
+
+  it.live("stores a keyed exchange once, however often it is replayed", () =>
+    inFreshDatabase(Effect.gen(function*() {
+      const memory = yield* SqlMemory.make("alice")
+      const exchange = [{ role: "user", content: "same" }, { role: "assistant", content: "same" }] as const
+      yield* memory.append(exchange, { exchange: "k1" })
+      yield* memory.append(exchange, { exchange: "k1" })
+      yield* memory.append(exchange, { exchange: "k2" })
+      yield* memory.append(exchange, { unlessLast: true })
+      expect((yield* memory.snapshot(10)).history).toHaveLength(4)
+    })))
+
+  it.live("migrations run once however often the layer is built, and runners may start together", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase(yield* server)
+      const client = clientLayer(url)
+      yield* Effect.all([
+        Layer.build(SqlMigrations.layer.pipe(Layer.provide(client))),
+        Layer.build(SqlMigrations.layer.pipe(Layer.provide(client))),
+        Layer.build(SqlMigrations.layer.pipe(Layer.provide(client)))
+      ], { concurrency: 3 }).pipe(Effect.scoped)
+      const applied = yield* withSql((sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM planckclaw_migrations`).pipe(
+        Effect.provide(client)
+      )
+      expect(applied).toEqual([{ n: 1 }])
+    }))
+})

@@ -1,0 +1,47 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { PgClient } from "@effect/sql-pg"
+import { describe, expect, it } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Effect, Redacted } from "effect"
+import { startPostgres } from "../../support/Postgres.js"
+
+describe("throwaway PostgreSQL", () => {
+  it.live("starts on loopback, answers a query over TCP with the password, and is removed with its scope", () =>
+    Effect.gen(function*() {
+      const seen = yield* Effect.scoped(Effect.gen(function*() {
+        const server = yield* startPostgres({ database: "probe" })
+        expect(server.url).toMatch(/^postgres:\/\/postgres:[^@]+@127\.0\.0\.1:\d+\/probe$/)
+        const rows = yield* Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          return yield* sql<{ answer: number; db: string }>`SELECT 41 + 1 AS answer, current_database() AS db`
+        }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(server.url) })))
+        expect(rows).toEqual([{ answer: 42, db: "probe" }])
+        const other = yield* server.createDatabase("second")
+        expect(other).toContain("/second")
+        expect(fs.existsSync(path.join(server.directory, "data", "postmaster.pid"))).toBe(true)
+        return server.directory
+      }))
+      expect(fs.existsSync(seen)).toBe(false)
+    }), 120_000)
+
+  it.live("stops and starts again on the same port with its data", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* startPostgres()
+      const query = Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        return yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM kept`
+      })
+      const client = PgClient.layer({ url: Redacted.make(server.url) })
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`CREATE TABLE kept (n int)`
+        yield* sql`INSERT INTO kept VALUES (1), (2)`
+      }).pipe(Effect.provide(client))
+      yield* server.stop
+      const down = yield* Effect.either(query.pipe(Effect.provide(client)))
+      expect(down._tag).toBe("Left")
+      yield* server.start
+      expect(yield* query.pipe(Effect.provide(client))).toEqual([{ n: 2 }])
+    })), 120_000)
+})
