@@ -8,7 +8,7 @@
  * server refuses) fails at once as a MemoryError. Messages never hold the
  * database URL: errors are described by their code and text only.
  */
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
@@ -60,6 +60,8 @@ export const resilient = (what: string, schedule: Schedule.Schedule<unknown> = d
   Effect.suspend(() => {
     let warned = false
     return effect.pipe(
+    // @effect/sql turns a failed COMMIT or ROLLBACK (the connection died in the transaction) into a defect.
+    Effect.catchAllDefect((defect) => defect instanceof SqlError ? Effect.fail(defect) : Effect.die(defect)),
     Effect.tapError((error) => {
       if (warned || !isTransient(error)) return Effect.void
       warned = true

@@ -1,0 +1,53 @@
+/**
+ * Everything an agent keeps, in PostgreSQL, as the layers Agent.layer needs
+ * besides its Claws: Memory (SqlMemory), Inbox (SqlInbox), Compactor (the
+ * usual Compactor over SqlFoldStore: one transaction per commit) and the
+ * Brain recording usage (SqlUsageLedger). Give it the bridge's Brain and a
+ * SqlClient (PgClient); the migrations run first (SqlMigrations.layer).
+ *
+ *   Agent.layer.pipe(
+ *     Layer.provideMerge(SqlAgentMemory.layer(agentId, options)),
+ *     Layer.provide(Layer.mergeAll(brain, claws, pgClient)))
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type * as ConfigError from "effect/ConfigError"
+import * as Layer from "effect/Layer"
+import { Brain } from "../../Brain.js"
+import * as Compactor from "../Compactor.js"
+import { FoldStore } from "../FoldStore.js"
+import { Inbox } from "../Inbox.js"
+import { Memory } from "../Memory.js"
+import type { MemoryError } from "../MemoryDir.js"
+import * as SqlFoldStore from "./SqlFoldStore.js"
+import * as SqlInbox from "./SqlInbox.js"
+import * as SqlMemory from "./SqlMemory.js"
+import * as SqlUsageLedger from "./SqlUsageLedger.js"
+
+export type SqlAgentMemoryOptions = SqlMemory.SqlMemoryOptions & SqlInbox.SqlInboxOptions
+
+/** The agent's Memory and its FoldStore (for a Compactor), in the database. */
+export const memoryLayer = (
+  agentId: string,
+  options: SqlMemory.SqlMemoryOptions = {}
+): Layer.Layer<Memory | FoldStore, MemoryError, SqlClient.SqlClient> =>
+  Layer.merge(
+    Layer.scoped(Memory, SqlMemory.make(agentId, options)),
+    Layer.effect(FoldStore, SqlFoldStore.make(agentId, options))
+  )
+
+export const layer = (
+  agentId: string,
+  options: SqlAgentMemoryOptions = {}
+): Layer.Layer<
+  Memory | Inbox | Compactor.Compactor | Brain,
+  MemoryError | ConfigError.ConfigError,
+  Brain | SqlClient.SqlClient
+> => {
+  // Turns and compactions alike answer through the recording Brain.
+  const brain = SqlUsageLedger.layer(agentId, options.retry)
+  return Layer.effect(Compactor.Compactor, Compactor.make).pipe(
+    Layer.provideMerge(brain),
+    Layer.provideMerge(memoryLayer(agentId, options)),
+    Layer.merge(Layer.effect(Inbox, SqlInbox.make(agentId, options)))
+  )
+}

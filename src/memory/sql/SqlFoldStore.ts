@@ -1,0 +1,139 @@
+/**
+ * The compaction's side of memory in PostgreSQL (the FoldStore port the
+ * Compactor uses, as FoldStore.ts is for files). A plan names the first
+ * sequence number of the kept tail (`splitOffset`) and the history's epoch
+ * (`inode`, bumped when an import replaces history). The commit is one
+ * transaction: the folded rows go and the new summary comes together, or
+ * nothing changes; lines appended while the brain was summarising are past
+ * the split and stay.
+ *
+ * One compaction per agent at a time, across processes: a lease on the
+ * agent's row (who, until when), taken before and given back after. A
+ * process that dies holding it only delays the next compaction until the
+ * lease ends.
+ */
+import * as crypto from "node:crypto"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import type { FoldPlan, FoldResult, FoldStoreService } from "../FoldStore.js"
+import { CompactionBusy, MemoryError } from "../MemoryDir.js"
+import { type HistoryRow, lineOfRow } from "./SqlHistoryRows.js"
+import { defaultRetry, resilient } from "./SqlResilience.js"
+
+/** How long a compaction may hold the agent before another process may take over. */
+export const LEASE_MINUTES = 15
+/** Rows read per query while streaming the lines to fold. */
+export const PAGE_ROWS = 1000
+/** Exchange keys kept after a compaction: enough for every exchange a crash can leave pending. */
+export const EXCHANGES_KEPT = 1024
+
+export const make = (
+  agentId: string,
+  options: { readonly retry?: Schedule.Schedule<unknown> | undefined } = {}
+): Effect.Effect<FoldStoreService, never, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const retry = options.retry ?? defaultRetry
+    const mutex = yield* Effect.makeSemaphore(1)
+    const safely = (what: string) => resilient(`${what} (agent ${agentId})`, retry)
+
+    const takeLease = (token: string) =>
+      sql<{ readonly owner: string | null; readonly taken: boolean }>`
+        WITH taken AS (
+          UPDATE planckclaw_agents
+            SET compacting_by = ${token}, compacting_until = now() + make_interval(mins => ${LEASE_MINUTES})
+            WHERE agent_id = ${agentId} AND (compacting_until IS NULL OR compacting_until < now())
+            RETURNING agent_id)
+        SELECT (SELECT compacting_by FROM planckclaw_agents WHERE agent_id = ${agentId}) AS owner,
+               EXISTS (SELECT 1 FROM taken) AS taken`.pipe(safely("taking the compaction lease"))
+
+    const giveLease = (token: string) =>
+      sql`UPDATE planckclaw_agents SET compacting_by = NULL, compacting_until = NULL
+        WHERE agent_id = ${agentId} AND compacting_by = ${token}`.pipe(safely("giving back the compaction lease"), Effect.ignore)
+
+    const exclusiveCompaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      mutex.withPermitsIfAvailable(1)(
+        Effect.acquireUseRelease(
+          Effect.flatMap(Effect.sync(() => `${process.pid} ${crypto.randomUUID()}`), (token) =>
+            Effect.flatMap(takeLease(token), (rows) =>
+              rows[0]?.taken === true
+                ? Effect.succeed(token)
+                : Effect.fail(new CompactionBusy({ ownerPid: Number.parseInt(rows[0]?.owner ?? "0", 10) || 0 })))),
+          () => effect,
+          giveLease
+        )
+      ).pipe(
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.fail(new CompactionBusy({ ownerPid: process.pid })),
+          onSome: Effect.succeed
+        }))
+      )
+
+    const planFold = (keep: number) =>
+      Effect.gen(function*() {
+        const agents = yield* sql<{ readonly epoch: string }>`SELECT epoch FROM planckclaw_agents WHERE agent_id = ${agentId}`
+        const epoch = Number(agents[0]?.epoch ?? 0)
+        // The first kept row; with keep = 0, one past the last row.
+        const split = keep === 0
+          ? yield* sql<{ readonly seq: string }>`SELECT seq + 1 AS seq FROM planckclaw_history WHERE agent_id = ${agentId}
+              ORDER BY seq DESC LIMIT 1`
+          : yield* sql<{ readonly seq: string }>`SELECT seq FROM planckclaw_history WHERE agent_id = ${agentId}
+              ORDER BY seq DESC OFFSET ${keep - 1} LIMIT 1`
+        const first = split[0]
+        if (first === undefined) return Option.none<FoldPlan>()
+        const older = yield* sql<{ readonly any: boolean }>`SELECT EXISTS (SELECT 1 FROM planckclaw_history
+          WHERE agent_id = ${agentId} AND seq < ${first.seq}) AS any`
+        return older[0]?.any === true ? Option.some({ splitOffset: Number(first.seq), inode: epoch }) : Option.none<FoldPlan>()
+      }).pipe(safely("planning compaction"))
+
+    const page = (plan: FoldPlan, from: number) =>
+      sql<HistoryRow & { readonly seq: string }>`SELECT seq, role, content, line FROM planckclaw_history
+        WHERE agent_id = ${agentId} AND seq >= ${from} AND seq < ${plan.splitOffset}
+        ORDER BY seq LIMIT ${PAGE_ROWS}`.pipe(safely("reading history to fold"))
+
+    // Pages by sequence number: each query starts where the last ended, a backlog of any size in a small heap.
+    const linesToFold = (plan: FoldPlan) =>
+      Stream.paginateChunkEffect(0, (from) =>
+        Effect.map(page(plan, from), (rows) => {
+          const last = rows[rows.length - 1]
+          return [
+            Chunk.unsafeFromArray(rows.map(lineOfRow)),
+            rows.length < PAGE_ROWS || last === undefined ? Option.none() : Option.some(Number(last.seq) + 1)
+          ] as const
+        }))
+
+    const commitFold = (plan: FoldPlan, summary: string) => {
+      const summaryText = summary.length === 0 || summary.endsWith("\n") ? summary : `${summary}\n`
+      return sql.withTransaction(Effect.gen(function*() {
+        const agents = yield* sql<{ readonly epoch: string }>`SELECT epoch FROM planckclaw_agents
+          WHERE agent_id = ${agentId} FOR UPDATE`
+        if (Number(agents[0]?.epoch ?? -1) !== plan.inode) return Option.none<FoldResult>()
+        yield* sql`DELETE FROM planckclaw_history WHERE agent_id = ${agentId} AND seq < ${plan.splitOffset}`
+        yield* sql`UPDATE planckclaw_agents SET summary = ${summaryText} WHERE agent_id = ${agentId}`
+        yield* sql`DELETE FROM planckclaw_exchanges WHERE agent_id = ${agentId} AND stored < (
+          SELECT stored FROM planckclaw_exchanges WHERE agent_id = ${agentId}
+          ORDER BY stored DESC OFFSET ${EXCHANGES_KEPT} LIMIT 1)`
+        const kept = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM planckclaw_history
+          WHERE agent_id = ${agentId}`
+        return Option.some({ kept: kept[0]?.n ?? 0, summaryBytes: Buffer.byteLength(summaryText, "utf8") })
+      })).pipe(
+        safely("committing compaction"),
+        Effect.flatMap(Option.match({
+          onNone: () =>
+            Effect.fail(
+              new MemoryError({
+                reason: "replaced",
+                message: `the history of agent ${agentId} was replaced during compaction; nothing changed`
+              })
+            ),
+          onSome: Effect.succeed
+        }))
+      )
+    }
+
+    return { exclusiveCompaction, planFold, linesToFold, commitFold } satisfies FoldStoreService
+  })
