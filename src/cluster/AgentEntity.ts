@@ -101,7 +101,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
       AgentLoop.layer.pipe(Layer.provide(Layer.succeedContext(
         parts.memory.pipe(
           Context.add(Inbox, inbox),
-          Context.add(Brain, brain),
+          Context.add(Brain, parts.brain),
           Context.add(Claws, claws)
         )
       )))

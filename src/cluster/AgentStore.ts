@@ -1,29 +1,29 @@
 /**
  * Where an entity's agent keeps its memory: what the entity builds, per
  * agent, when it starts (its Memory and Compactor, under the agent's
- * settings). `files` is the memory of `planckclaw serve`, a directory per
- * agent under PLANCKCLAW_AGENTS_DIR: runners see the same agents only when
- * they share that directory (one machine). Listing and status read the same
- * place.
+ * settings), and where listing and status read. `postgres` keeps every
+ * agent in the database (SqlAgentMemory), so runners on different machines
+ * share them.
  */
-import * as path from "node:path"
-import * as fs from "node:fs"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { Brain, type BrainService } from "../Brain.js"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Compactor from "../memory/Compactor.js"
+import * as SqlAgentMemory from "../memory/sql/SqlAgentMemory.js"
+import * as SqlUsageLedger from "../memory/sql/SqlUsageLedger.js"
 import * as Memory from "../memory/Memory.js"
 import * as AgentId from "../service/AgentId.js"
-import * as AgentSettings from "../service/AgentSettings.js"
 import * as AgentStatus from "../service/AgentStatus.js"
 import { HostError } from "../service/HostError.js"
 
 export interface AgentParts {
   readonly memory: Context.Context<Memory.Memory | Compactor.Compactor>
+  /** The brain the agent's turns call (the store may record usage through it). */
+  readonly brain: BrainService
   /** The agent's settings (model, history sizes) over the host's. */
   readonly provider: ConfigProvider.ConfigProvider
 }
@@ -41,41 +41,58 @@ export class AgentStore extends Context.Tag("planckclaw/cluster/AgentStore")<Age
 
 const unavailable = (id: string, message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
 
-/** The agents as directories under `agentsDir`, as `planckclaw serve` keeps them. */
-export const files = (options: {
-  readonly agentsDir: string
+const databaseError = (what: string) => (error: { readonly message: string }) =>
+  new HostError({ reason: "unavailable", message: `${what}: the database did not answer: ${error.message}` })
+
+/** The agents in PostgreSQL (the tables of SqlMigrations.ts), as `memory import` leaves them. */
+export const postgres = (options: {
+  readonly where: string
   readonly defaultSoulFile: string
   readonly provider: ConfigProvider.ConfigProvider
+  readonly sql: SqlClient.SqlClient
 }): AgentStoreService => {
-  const directoryOf = (id: AgentId.AgentId) => path.join(options.agentsDir, id)
+  const { sql } = options
   return {
-    where: options.agentsDir,
+    where: options.where,
     open: (id, brain) =>
-      Effect.gen(function*() {
-        const directory = directoryOf(id)
-        if (fs.existsSync(directory) && !AgentStatus.isAgentDirectory(directory)) {
-          return yield* unavailable(id, `${directory} is not a directory (a link or a file); refusing to use it`)
-        }
-        const provider = yield* AgentSettings.provider(id, directory, options.provider)
-        const memory = yield* Layer.build(
-          Compactor.layer.pipe(
-            Layer.provideMerge(Memory.layerWith({ fallbackSoulFile: options.defaultSoulFile })),
-            Layer.provide(Layer.succeed(Brain, brain))
-          )
-        ).pipe(
-          Effect.withConfigProvider(provider),
-          Effect.mapError((error) => unavailable(id, error._tag === "MemoryError" ? error.message : String(error)))
+      Layer.build(
+        Layer.effect(Compactor.Compactor, Compactor.make).pipe(
+          // Turns and compactions alike answer through the brain recording usage.
+          Layer.provideMerge(SqlUsageLedger.layer(id)),
+          Layer.provideMerge(SqlAgentMemory.memoryLayer(id, { fallbackSoulFile: options.defaultSoulFile })),
+          Layer.provide(Layer.merge(Layer.succeed(Brain, brain), Layer.succeed(SqlClient.SqlClient, sql)))
         )
-        return { memory, provider }
-      }),
-    exists: (id) => Effect.sync(() => AgentStatus.isAgentDirectory(directoryOf(id))),
-    status: (id, running) => Effect.sync(() => AgentStatus.read(id, directoryOf(id), running)),
-    ids: Effect.suspend(() => {
-      const names = Either.try(() => fs.readdirSync(options.agentsDir))
-      if (Either.isLeft(names)) {
-        return Effect.fail(new HostError({ reason: "unavailable", message: `cannot list ${options.agentsDir}: ${String(names.left)}` }))
-      }
-      return Effect.succeed(names.right.filter(AgentId.is).filter((id) => AgentStatus.isAgentDirectory(directoryOf(id))).sort())
-    })
+      ).pipe(
+        Effect.withConfigProvider(options.provider),
+        Effect.mapError((error) => unavailable(id, error._tag === "MemoryError" ? error.message : String(error))),
+        Effect.map((context) => ({
+          memory: context as Context.Context<Memory.Memory | Compactor.Compactor>,
+          provider: options.provider,
+          brain: Context.get(context, Brain)
+        }))
+      ),
+    exists: (id) =>
+      sql<{ readonly found: number }>`SELECT 1 AS found FROM planckclaw_agents WHERE agent_id = ${id}`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.mapError(databaseError(`agent ${id}`))
+      ),
+    status: (id, running) =>
+      sql<{ readonly lines: string; readonly summary_bytes: number | null; readonly last: Date | null }>`SELECT
+          (SELECT count(*) FROM planckclaw_history WHERE agent_id = ${id}) AS lines,
+          (SELECT octet_length(summary) FROM planckclaw_agents WHERE agent_id = ${id}) AS summary_bytes,
+          (SELECT created FROM planckclaw_history WHERE agent_id = ${id} ORDER BY seq DESC LIMIT 1) AS last`.pipe(
+        Effect.map((rows): AgentStatus.AgentInfo => ({
+          id,
+          historyLines: Number(rows[0]?.lines ?? 0),
+          summaryBytes: Number(rows[0]?.summary_bytes ?? 0),
+          lastMessageAt: rows[0]?.last ? new Date(rows[0].last).toISOString() : null,
+          state: running ? "running" : "released"
+        })),
+        Effect.mapError(databaseError(`agent ${id}`))
+      ),
+    ids: sql<{ readonly agent_id: string }>`SELECT agent_id FROM planckclaw_agents ORDER BY agent_id`.pipe(
+      Effect.map((rows) => rows.map((row) => row.agent_id).filter(AgentId.is)),
+      Effect.mapError(databaseError("listing the agents"))
+    )
   }
 }

@@ -11,7 +11,6 @@
  * engine's settings given in full (ShardingConfig.layer) instead of read
  * from its CONSTANT_CASE environment names.
  */
-import * as fs from "node:fs"
 import * as path from "node:path"
 import type * as MessageStorage from "@effect/cluster/MessageStorage"
 import * as RunnerHealth from "@effect/cluster/RunnerHealth"
@@ -23,15 +22,15 @@ import * as SqlMessageStorage from "@effect/cluster/SqlMessageStorage"
 import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type { Brain } from "../Brain.js"
 import type { Claws } from "../Claws.js"
 import * as Logging from "../Logging.js"
+import * as SqlMigrations from "../memory/sql/SqlMigrations.js"
 import * as AgentHost from "../service/AgentHost.js"
 import * as HttpApi from "../service/HttpApi.js"
 import * as AgentEntity from "./AgentEntity.js"
@@ -67,22 +66,23 @@ export const databaseLayer = (config: ClusterConfig) =>
     )
   )
 
-/** Agents kept as directories under PLANCKCLAW_AGENTS_DIR (all runners must share it). */
-export const filesStoreLayer = Layer.effect(
-  AgentStore.AgentStore,
-  Effect.gen(function*() {
-    const config = yield* AgentHost.HostConfig
-    const made = Either.try(() => fs.mkdirSync(config.agentsDir, { recursive: true, mode: 0o700 }))
-    if (Either.isLeft(made)) {
-      return yield* new ClusterStartError({ message: `PLANCKCLAW_AGENTS_DIR ${config.agentsDir} is not a directory this process can use` })
-    }
-    return AgentStore.files({
-      agentsDir: config.agentsDir,
-      defaultSoulFile: path.join(config.defaultDir, "soul.md"),
-      provider: yield* Effect.configProviderWith(Effect.succeed)
+/** Agents in the database (memory in PostgreSQL), after its migrations. */
+export const postgresStoreLayer = (config: ClusterConfig) =>
+  Layer.effect(
+    AgentStore.AgentStore,
+    Effect.gen(function*() {
+      const host = yield* AgentHost.HostConfig
+      yield* SqlMigrations.run.pipe(
+        Effect.mapError((error) => new ClusterStartError({ message: `cannot prepare the memory tables: ${error.message}` }))
+      )
+      return AgentStore.postgres({
+        where: describeUrl(config.databaseUrl),
+        defaultSoulFile: path.join(host.defaultDir, "soul.md"),
+        provider: yield* Effect.configProviderWith(Effect.succeed),
+        sql: yield* SqlClient.SqlClient
+      })
     })
-  })
-)
+  )
 
 /**
  * The runner with its agents and the AgentHost answering for every agent of
@@ -106,7 +106,7 @@ export const layer = (listen: HttpApi.Listen) =>
     ))
     return HttpApi.layer(listen).pipe(
       Layer.provide(hostLayer(config)),
-      Layer.provide(filesStoreLayer),
+      Layer.provide(postgresStoreLayer(config)),
       Layer.provide(databaseLayer(config))
     )
   }))

@@ -8,6 +8,9 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Effect } from "effect"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Layer, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { usePostgres } from "../support/Postgres.js"
 import { get, post, type Runner, startRunner } from "./Runners.js"
@@ -15,7 +18,6 @@ import { get, post, type Runner, startRunner } from "./Runners.js"
 const postgres = usePostgres({ database: "cluster_failover" })
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-cluster-"))
-const agentsDir = path.join(work, "agents")
 const calls = path.join(work, "calls.log")
 let runners: Array<Runner> = []
 
@@ -23,7 +25,6 @@ beforeAll(async () => {
   const server = await Effect.runPromise(postgres)
   const env = {
     PLANCKCLAW_DATABASE_URL: server.url,
-    PLANCKCLAW_AGENTS_DIR: agentsDir,
     PLANCKCLAW_DIR: path.join(work, "memory"),
     RUNNER_CALLS: calls,
     RUNNER_BRAIN_MS: "20"
@@ -38,9 +39,20 @@ afterAll(async () => {
   fs.rmSync(work, { recursive: true, force: true })
 })
 
-const historyOf = (id: string): Array<{ role: string; content: string }> => {
-  const file = path.join(agentsDir, id, "history.jsonl")
-  return fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line)) : []
+/** Every agent's history as the database holds it, in order. */
+const histories = async (): Promise<Map<string, Array<{ role: string; content: string }>>> => {
+  const rows = await Effect.runPromise(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<{ agent_id: string; role: string; content: string }>`SELECT agent_id, role, content FROM planckclaw_history
+      ORDER BY agent_id, seq`
+  }).pipe(Effect.provide(Layer.unwrapEffect(Effect.map(postgres, (server) => PgClient.layer({ url: Redacted.make(server.url) }))))))
+  const byAgent = new Map<string, Array<{ role: string; content: string }>>()
+  for (const row of rows) {
+    const lines = byAgent.get(row.agent_id) ?? []
+    lines.push({ role: row.role, content: row.content })
+    byAgent.set(row.agent_id, lines)
+  }
+  return byAgent
 }
 
 const brainCalls = (): Map<string, number> => {
@@ -59,7 +71,7 @@ describe("planckclaw serve --cluster, three runners", () => {
     expect(await post(b.httpPort, "solo", "hello", "key-1")).toEqual(first)
     expect(await post(c.httpPort, "solo", "hello again?", "key-1")).toEqual(first)
     expect(await post(c.httpPort, "solo", "second", "key-2")).toEqual({ status: 200, body: { reply: "reply to second", stored: true } })
-    expect(historyOf("solo")).toEqual([
+    expect((await histories()).get("solo")).toEqual([
       { role: "user", content: "hello" },
       { role: "assistant", content: "reply to hello" },
       { role: "user", content: "second" },
@@ -119,13 +131,14 @@ describe("planckclaw serve --cluster, three runners", () => {
     expect(Date.now() - started).toBeLessThan(45_000)
 
     const counts = brainCalls()
+    const history = await histories()
     let repeated = 0
     for (let agent = 0; agent < agents; agent++) {
       const expected = Array.from({ length: perAgent }, (_, message) => [
         { role: "user", content: `a${agent} m${message}` },
         { role: "assistant", content: `reply to a${agent} m${message}` }
       ]).flat()
-      expect(historyOf(`agent-${agent}`)).toEqual(expected)
+      expect(history.get(`agent-${agent}`)).toEqual(expected)
       for (let message = 0; message < perAgent; message++) {
         const text = `a${agent} m${message}`
         expect(replies.get(text)).toBe(`reply to ${text}`)
