@@ -75,6 +75,7 @@ export const serve = Command.make("serve", { http: httpOption, brain: brainOptio
     yield* Layer.launch(served.pipe(Layer.provide(Layer.merge(brain, ScriptClaws.layer))))
   }).pipe(withSettings(runFlags(options)))).pipe(
     Command.withDescription(
-      "Serve every agent of PLANCKCLAW_AGENTS_DIR over the HTTP API, in one process, until stopped."
+      "Serve every agent of PLANCKCLAW_AGENTS_DIR over the HTTP API, in one process, until stopped; with --cluster, " +
+        "serve the agents of a PostgreSQL database as one runner of a cluster."
     )
   )

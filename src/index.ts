@@ -58,3 +58,8 @@ export * as AgentHost from "./service/AgentHost.js"
 export * as AgentId from "./service/AgentId.js"
 export * as HostError from "./service/HostError.js"
 export * as HttpApi from "./service/HttpApi.js"
+
+// Past one machine: agents as @effect/cluster entities over PostgreSQL (`planckclaw serve --cluster`).
+export * as AgentEntity from "./cluster/AgentEntity.js"
+export * as ClusterServe from "./cluster/ClusterServe.js"
+export * as ClusterSettings from "./cluster/ClusterSettings.js"

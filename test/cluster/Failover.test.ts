@@ -87,7 +87,7 @@ describe("planckclaw serve --cluster, three runners", () => {
 
   it("loses nothing and repeats nothing when a runner is SIGKILLed mid-load", async () => {
     const agents = 50
-    const perAgent = 4
+    const perAgent = 3
     const alive = new Set(runners)
     let answered = 0
     const replies = new Map<string, unknown>()
