@@ -24,9 +24,11 @@ import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
 import type { Brain } from "../Brain.js"
 import type { Claws } from "../Claws.js"
 import * as Logging from "../Logging.js"
@@ -42,6 +44,20 @@ import * as TurnJournal from "./TurnJournal.js"
 /** The cluster could not start: the database is unreachable, or the agents' place is unusable. */
 export class ClusterStartError extends Data.TaggedError("ClusterStartError")<{ readonly message: string }> {}
 
+/**
+ * Creates the cluster's tables before the runner starts: runners starting
+ * together race to create them, and the engine treats a lost race as fatal;
+ * here the loser tries again and finds them made.
+ */
+const clusterTables = (config: ClusterConfig) =>
+  Layer.effectDiscard(
+    Effect.scoped(Layer.build(SqlMessageStorage.layer.pipe(Layer.provide(ShardingConfig.layer(shardingConfig(config)))))).pipe(
+      Effect.sandbox,
+      Effect.retry({ times: 5, schedule: Schedule.spaced("200 millis") }),
+      Effect.mapError((cause) => new ClusterStartError({ message: `cannot create the cluster's tables: ${Cause.pretty(cause)}` }))
+    )
+  )
+
 /** This process as a runner (Sharding), over the SqlClient provided. */
 export const runnerLayer = (config: ClusterConfig): Layer.Layer<Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage, ClusterStartError, SqlClient.SqlClient> =>
   SocketRunner.layer.pipe(
@@ -55,7 +71,8 @@ export const runnerLayer = (config: ClusterConfig): Layer.Layer<Sharding.Shardin
       new ClusterStartError({
         message: `cannot listen for peers on ${config.runnerAddress.host}:${config.runnerAddress.port} (PLANCKCLAW_RUNNER_ADDRESS): ${error.message}`
       })
-    )
+    ),
+    Layer.provide(clusterTables(config))
   )
 
 /** The PostgreSQL client; its errors name the database without its password. */

@@ -49,7 +49,10 @@ const migrations = Migrator.fromRecord({
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* Migrator.make({})({ loader: migrations, table: "planckclaw_cluster_migrations" })
+  // Runners starting together race to create the migrations table: the loser tries again.
+  yield* Migrator.make({})({ loader: migrations, table: "planckclaw_cluster_migrations" }).pipe(
+    Effect.retry({ times: 5, schedule: Schedule.spaced("200 millis"), while: (error) => error._tag === "SqlError" })
+  )
   const prune = sql`DELETE FROM planckclaw_cluster_turns WHERE decided_at < NOW() - INTERVAL '1 day'`.pipe(
     Effect.catchAll((error) => Effect.logWarning(`could not prune old decided replies: ${error.message}`))
   )
