@@ -15,6 +15,7 @@ import * as Redacted from "effect/Redacted"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import { integerIn, secondsIn } from "../config/ConfigRange.js"
+import { HostConfig } from "../service/AgentHost.js"
 
 export interface HostPort {
   readonly host: string
@@ -66,7 +67,7 @@ export const ClusterConfig = Config.all({
   /** How long an HTTP send waits for the agent's reply (its runner may be failing over) before a 503. */
   sendTimeoutSeconds: secondsIn("PLANCKCLAW_CLUSTER_SEND_TIMEOUT", { min: 1, max: 3600 }, 60),
   /** Seconds without a message before an agent is released (the same setting as `planckclaw serve`). */
-  idleSeconds: secondsIn("PLANCKCLAW_AGENT_IDLE", { min: 0.001, max: 7 * 24 * 3600 }, 600)
+  idleSeconds: Config.map(HostConfig, (host) => host.idleSeconds)
 })
 export type ClusterConfig = Config.Config.Success<typeof ClusterConfig>
 
