@@ -18,6 +18,7 @@ import * as AgentId from "./service/AgentId.js"
 import * as AgentSettings from "./service/AgentSettings.js"
 import * as AgentStatus from "./service/AgentStatus.js"
 import { serve } from "./ServeCommand.js"
+import { memory } from "./MemoryCommand.js"
 import { brainOption, debugFlags, debugOption, runFlags, withSettings } from "./CliSettings.js"
 import * as AnthropicBrain from "./brain/AnthropicBrain.js"
 import * as FifoBrain from "./brain/FifoBrain.js"
@@ -248,7 +249,7 @@ const bridge = Command.make("bridge", { name: Args.choice(builtinNames.map((name
 
 export const command = Command.make("planckclaw").pipe(
   Command.withDescription("A personal AI agent: terminal or Discord, Claude or any Chat Completions model, shell-script claws, self-compacting memory."),
-  Command.withSubcommands([run, serve, compact, tools, usage, bridge])
+  Command.withSubcommands([run, serve, compact, tools, usage, bridge, memory])
 )
 
 export const cli = (version: string) => Command.run(command, { name: "planckclaw", version })

@@ -1,7 +1,9 @@
 /**
  * A throwaway PostgreSQL server for tests: the machine's server binaries,
- * `initdb` into a fresh temp directory as an unprivileged user (the
- * `postgres` user when we run as root, else ourselves), listening only on
+ * a data directory from `initdb` in a fresh temp directory, owned by an
+ * unprivileged user (the `postgres` user when we run as root, else
+ * ourselves; initdb runs once per machine into a template the servers
+ * copy, left in tmp like any cache), listening only on
  * 127.0.0.1 on a free port and on a unix socket in that directory, started
  * with `pg_ctl`. Stopped and removed when its scope closes.
  *
@@ -15,6 +17,7 @@
  * take its own database with `createDatabase`.
  */
 import { execFile, type ExecFileOptions } from "node:child_process"
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
@@ -48,6 +51,7 @@ export interface PostgresServer {
 }
 
 const PREFIX = "planckclaw-pg-"
+const TEMPLATE_PREFIX = "planckclaw-pgtemplate-"
 const OWNER_FILE = "owner.pid"
 const USER = "postgres"
 const PASSWORD = "throwaway-test-password"
@@ -108,7 +112,9 @@ const run = (
       env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", LC_ALL: "C", LANG: "C" },
       ...(options.runAs === undefined ? {} : { uid: options.runAs.uid, gid: options.runAs.gid })
     }
-    execFile(path.join(binaries, command), [...args], execOptions, (error, stdout, stderr) =>
+    // A server binary by name; anything else (cp) from PATH.
+    const program = fs.existsSync(path.join(binaries, command)) ? path.join(binaries, command) : command
+    execFile(program, [...args], execOptions, (error, stdout, stderr) =>
       resume(
         error === null
           ? Effect.succeed(String(stdout))
@@ -181,6 +187,47 @@ const startServer = (binaries: string, dir: string, port: number, runAs: RunAs |
     { cwd: dir, runAs }
   ).pipe(Effect.asVoid)
 
+/**
+ * A data directory made by `initdb` once per machine (per binaries and
+ * user) and kept in tmp: initdb is most of a server's start on a loaded
+ * machine, a copy is a fraction of it. Built under a temporary name and
+ * renamed into place whole, so a racing or crashed builder never leaves a
+ * half-made template where others look.
+ */
+const templateFor = (binaries: string, runAs: RunAs | undefined): Effect.Effect<string, PostgresError> =>
+  Effect.gen(function*() {
+    const key = crypto.createHash("sha256").update(`${binaries}\0${runAs?.uid ?? process.getuid?.() ?? 0}`).digest("hex")
+    const ready = path.join(os.tmpdir(), `${TEMPLATE_PREFIX}${key.slice(0, 16)}`)
+    if (fs.existsSync(ready)) return ready
+    const building = fs.mkdtempSync(path.join(os.tmpdir(), `${TEMPLATE_PREFIX}building-`))
+    fs.writeFileSync(path.join(building, "pwfile"), `${PASSWORD}\n`)
+    if (runAs !== undefined) {
+      fs.chownSync(building, runAs.uid, runAs.gid)
+      fs.chownSync(path.join(building, "pwfile"), runAs.uid, runAs.gid)
+    }
+    yield* run(binaries, "initdb", [
+      "-D",
+      path.join(building, "data"),
+      "-U",
+      USER,
+      "-E",
+      "UTF8",
+      "--locale=C",
+      "--no-sync",
+      // The unix socket (the test's own directory) trusts; TCP asks for the password, as a real server would.
+      "--auth-local=trust",
+      "--auth-host=scram-sha-256",
+      `--pwfile=${path.join(building, "pwfile")}`
+    ], { cwd: building, runAs }).pipe(
+      Effect.tapError(() => Effect.sync(() => fs.rmSync(building, { recursive: true, force: true })))
+    )
+    fs.rmSync(path.join(building, "pwfile"))
+    // Another process may have finished first: its template serves, ours goes.
+    const renamed = Either.try(() => fs.renameSync(building, ready))
+    if (Either.isLeft(renamed)) fs.rmSync(building, { recursive: true, force: true })
+    return ready
+  })
+
 // ---------------------------------------------------------------------------
 // The server
 
@@ -202,11 +249,7 @@ export const startPostgres = (
       Effect.sync(() => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), PREFIX))
         fs.writeFileSync(path.join(dir, OWNER_FILE), String(process.pid))
-        fs.writeFileSync(path.join(dir, "pwfile"), `${PASSWORD}\n`)
-        if (runAs !== undefined) {
-          fs.chownSync(dir, runAs.uid, runAs.gid)
-          fs.chownSync(path.join(dir, "pwfile"), runAs.uid, runAs.gid)
-        }
+        if (runAs !== undefined) fs.chownSync(dir, runAs.uid, runAs.gid)
         return dir
       }),
       (dir) =>
@@ -215,20 +258,9 @@ export const startPostgres = (
           Effect.andThen(Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
         )
     )
-    yield* run(binaries, "initdb", [
-      "-D",
-      path.join(dir, "data"),
-      "-U",
-      USER,
-      "-E",
-      "UTF8",
-      "--locale=C",
-      "--no-sync",
-      // The unix socket (the test's own directory) trusts; TCP asks for the password, as a real server would.
-      "--auth-local=trust",
-      "--auth-host=scram-sha-256",
-      `--pwfile=${path.join(dir, "pwfile")}`
-    ], { cwd: dir, runAs })
+    // A copy of the machine's template (made once by initdb), as the server's user, so it owns every file.
+    const template = yield* templateFor(binaries, runAs)
+    yield* run(binaries, "cp", ["-a", path.join(template, "data"), path.join(dir, "data")], { cwd: dir, runAs })
     // Another process may take the free port between our probe and the server's bind: try a few.
     const port = yield* freePort.pipe(
       Effect.tap((port) => startServer(binaries, dir, port, runAs)),

@@ -85,9 +85,9 @@ export const make = (
               ORDER BY seq DESC OFFSET ${keep - 1} LIMIT 1`
         const first = split[0]
         if (first === undefined) return Option.none<FoldPlan>()
-        const older = yield* sql<{ readonly any: boolean }>`SELECT EXISTS (SELECT 1 FROM planckclaw_history
-          WHERE agent_id = ${agentId} AND seq < ${first.seq}) AS any`
-        return older[0]?.any === true ? Option.some({ splitOffset: Number(first.seq), inode: epoch }) : Option.none<FoldPlan>()
+        const older = yield* sql<{ readonly older: boolean }>`SELECT EXISTS (SELECT 1 FROM planckclaw_history
+          WHERE agent_id = ${agentId} AND seq < ${first.seq}) AS older`
+        return older[0]?.older === true ? Option.some({ splitOffset: Number(first.seq), inode: epoch }) : Option.none<FoldPlan>()
       }).pipe(safely("planning compaction"))
 
     const page = (plan: FoldPlan, from: number) =>

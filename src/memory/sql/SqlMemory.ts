@@ -83,13 +83,26 @@ export const allocate = (sql: SqlClient.SqlClient, agentId: string, count: numbe
     (rows) => Number(rows[0]?.first ?? 1)
   )
 
-/** The last `count` rows of the agent's history, oldest first. */
-export const tail = (sql: SqlClient.SqlClient, agentId: string, count: number) =>
-  count <= 0 ? Effect.succeed<ReadonlyArray<HistoryRow>>([]) : Effect.map(
+/**
+ * The statements a turn runs on history, both walking the primary key's
+ * index back from the end (a test checks their plans on a large table).
+ */
+export const statements = {
+  /** The last `count` rows, newest first. */
+  tail: (sql: SqlClient.SqlClient, agentId: string, count: number) =>
     sql<HistoryRow>`SELECT role, content, line FROM planckclaw_history
       WHERE agent_id = ${agentId} ORDER BY seq DESC LIMIT ${count}`,
-    (rows) => rows.slice().reverse()
-  )
+  /** Whether history holds more than `limit` rows: at most limit + 1 index entries read. */
+  moreThan: (sql: SqlClient.SqlClient, agentId: string, limit: number) =>
+    sql<{ readonly more: boolean }>`SELECT EXISTS (SELECT 1 FROM planckclaw_history WHERE agent_id = ${agentId}
+      ORDER BY seq DESC OFFSET ${Math.max(0, limit)} LIMIT 1) AS more`
+}
+
+/** The last `count` rows of the agent's history, oldest first. */
+export const tail = (sql: SqlClient.SqlClient, agentId: string, count: number) =>
+  count <= 0
+    ? Effect.succeed<ReadonlyArray<HistoryRow>>([])
+    : Effect.map(statements.tail(sql, agentId, count), (rows) => rows.slice().reverse())
 
 export const make = (
   agentId: string,
@@ -105,11 +118,14 @@ export const make = (
     })
     yield* ensureAgent(sql, agentId).pipe(resilient(`opening the memory of agent ${agentId}`, retry))
 
-    const reported = new Set<string>()
+    // Lines that are not entries are reported once per agent, not once per turn.
+    let reportedSkipped = false
     const reportSkipped = (count: number) =>
-      count === 0 || reported.has("skipped") ? Effect.void : Effect.sync(() => reported.add("skipped")).pipe(
-        Effect.zipRight(Effect.logWarning(`history of agent ${agentId}: skipped ${count} line(s) that are not {"role","content"}`))
-      )
+      Effect.suspend(() => {
+        if (count === 0 || reportedSkipped) return Effect.void
+        reportedSkipped = true
+        return Effect.logWarning(`history of agent ${agentId}: skipped ${count} line(s) that are not {"role","content"}`)
+      })
 
     const snapshot = (keep: number) =>
       Effect.all([
@@ -164,8 +180,7 @@ export const make = (
 
     // Walks at most limit + 1 index entries from the end, whatever the history's length.
     const hasMoreLinesThan = (limit: number) =>
-      sql<{ readonly more: boolean }>`SELECT EXISTS (SELECT 1 FROM planckclaw_history WHERE agent_id = ${agentId}
-        ORDER BY seq DESC OFFSET ${Math.max(0, limit)} LIMIT 1) AS more`.pipe(
+      statements.moreThan(sql, agentId, limit).pipe(
         resilient(`counting the history of agent ${agentId}`, retry),
         Effect.map((rows) => rows[0]?.more === true)
       )

@@ -55,20 +55,24 @@ export const toMemoryError = (what: string) => (error: SqlError): MemoryError =>
  * `effect` run again on `schedule` while it fails for want of the database,
  * with one warning when it starts waiting; its failure as a MemoryError.
  */
+const transient = (error: unknown): error is SqlError => error instanceof SqlError && isTransient(error)
+
 export const resilient = (what: string, schedule: Schedule.Schedule<unknown> = defaultRetry) =>
-<A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, MemoryError, R> =>
+<A, E, R>(effect: Effect.Effect<A, E | SqlError, R>): Effect.Effect<A, Exclude<E, SqlError> | MemoryError, R> =>
   Effect.suspend(() => {
     let warned = false
     return effect.pipe(
-    // @effect/sql turns a failed COMMIT or ROLLBACK (the connection died in the transaction) into a defect.
-    Effect.catchAllDefect((defect) => defect instanceof SqlError ? Effect.fail(defect) : Effect.die(defect)),
-    Effect.tapError((error) => {
-      if (warned || !isTransient(error)) return Effect.void
-      warned = true
-      return Effect.logWarning(`database unavailable while ${what} (${describe(error)}); waiting for it to come back`)
-    }),
-    Effect.retry({ schedule, while: isTransient }),
-    Effect.tap(() => warned ? Effect.logInfo(`database back; ${what} resumed`) : Effect.void),
-    Effect.mapError(toMemoryError(what))
-  )
+      // @effect/sql turns a failed COMMIT or ROLLBACK (the connection died in the transaction) into a defect.
+      Effect.catchAllDefect((defect) => defect instanceof SqlError ? Effect.fail(defect) : Effect.die(defect)),
+      Effect.tapError((error) => {
+        if (warned || !transient(error)) return Effect.void
+        warned = true
+        return Effect.logWarning(`database unavailable while ${what} (${describe(error)}); waiting for it to come back`)
+      }),
+      Effect.retry({ schedule, while: transient }),
+      Effect.tap(() => warned ? Effect.logInfo(`database back; ${what} resumed`) : Effect.void),
+      Effect.mapError((error) =>
+        error instanceof SqlError ? toMemoryError(what)(error) : error as Exclude<E, SqlError>
+      )
+    )
   })

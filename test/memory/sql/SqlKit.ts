@@ -20,5 +20,5 @@ export const clientLayer = (url: string): Layer.Layer<SqlClient.SqlClient | PgCl
 /** A migrated fresh database on `server` as a layer. */
 export const migrated = (url: string) => Layer.provideMerge(SqlMigrations.layer, clientLayer(url))
 
-export const withSql = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
+export const withSql = <A, E, R>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E, R>) =>
   Effect.flatMap(SqlClient.SqlClient, f)

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Layer, type Scope } from "effect"
+import { Effect, Layer, Option, type Scope } from "effect"
+import * as SqlInbox from "../../../src/memory/sql/SqlInbox.js"
 import * as SqlMemory from "../../../src/memory/sql/SqlMemory.js"
 import * as SqlMigrations from "../../../src/memory/sql/SqlMigrations.js"
 import { DEFAULT_SOUL } from "../../../src/memory/Memory.js"
@@ -64,4 +65,29 @@ describe("SqlMemory", () => {
       )
       expect(applied).toEqual([{ n: 1 }])
     }))
+
+  it.live("the inbox: a new instance recovers what was left unanswered, with decided replies, and the unstored backlog", () =>
+    inFreshDatabase(Effect.gen(function*() {
+      const first = yield* SqlInbox.make("alice")
+      const answered = yield* first.accept({ channel: "c", text: "answered, not delivered" })
+      yield* first.answered(answered, "the reply", true)
+      const waiting = yield* first.accept({ channel: "c", text: "never answered" })
+      const unstored = yield* first.accept({ channel: "c", text: "not stored" })
+      yield* first.unstored(unstored, "kept reply")
+      yield* first.delivered(unstored)
+      const done = yield* first.accept({ channel: "c", text: "done" })
+      yield* first.delivered(done)
+
+      const second = yield* SqlInbox.make("alice")
+      expect(second.recovered.map((p) => [p.id, p.text, p.reply])).toEqual([
+        [answered.id, "answered, not delivered", Option.some({ text: "the reply", stored: true })],
+        [waiting.id, "never answered", Option.none()]
+      ])
+      const backlog = yield* second.backlog
+      expect(backlog.map((p) => [p.text, p.reply])).toEqual([["not stored", Option.some({ text: "kept reply", stored: true })]])
+      yield* second.stored(backlog[0]!)
+      expect(yield* (yield* SqlInbox.make("alice")).backlog).toEqual([])
+      // A host whose messages are redelivered by the cluster recovers none itself.
+      expect((yield* SqlInbox.make("alice", { recover: false })).recovered).toEqual([])
+    })))
 })

@@ -1,9 +1,10 @@
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect, Redacted } from "effect"
+import { Effect, Exit, Redacted, Scope } from "effect"
 import { startPostgres } from "../../support/Postgres.js"
 
 describe("throwaway PostgreSQL", () => {
@@ -44,4 +45,18 @@ describe("throwaway PostgreSQL", () => {
       yield* server.start
       expect(yield* query.pipe(Effect.provide(client))).toEqual([{ n: 2 }])
     })), 120_000)
+
+  it.live("the server of a test process that died without cleaning up is stopped and removed by the next start", () =>
+    Effect.gen(function*() {
+      // Started in a scope nobody closes, as in a test process killed mid-run.
+      const abandoned = yield* Scope.make()
+      const orphan = yield* Scope.extend(startPostgres(), abandoned)
+      const deadPid = spawnSync("true").pid
+      fs.writeFileSync(path.join(orphan.directory, "owner.pid"), String(deadPid))
+      const pid = Number(fs.readFileSync(path.join(orphan.directory, "data", "postmaster.pid"), "utf8").split("\n")[0])
+      yield* Effect.scoped(startPostgres())
+      expect(fs.existsSync(orphan.directory)).toBe(false)
+      expect(() => process.kill(pid, 0)).toThrow()
+      yield* Scope.close(abandoned, Exit.void)
+    }), 120_000)
 })

@@ -1,0 +1,58 @@
+/**
+ * `planckclaw memory export --agent ID DIR` and `planckclaw memory import
+ * --agent ID DIR [--replace]`: move an agent's memory between the files
+ * format (history.jsonl, summary.md, soul.md, usage.jsonl in DIR) and the
+ * PostgreSQL of PLANCKCLAW_DATABASE_URL, exactly (memory/sql/SqlTransfer.ts).
+ */
+import * as path from "node:path"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import { withSettings } from "./CliSettings.js"
+import * as SqlDatabase from "./memory/sql/SqlDatabase.js"
+import * as SqlTransfer from "./memory/sql/SqlTransfer.js"
+import * as AgentId from "./service/AgentId.js"
+
+const agentOption = Options.text("agent").pipe(Options.withDescription("the agent's id (as `planckclaw serve` names it)"))
+const directoryArg = Args.directory({ name: "DIR", exists: "either" }).pipe(
+  Args.withDescription("the directory of the agent's memory files")
+)
+
+const described = (report: SqlTransfer.TransferReport) =>
+  [
+    `${report.lines} history line(s)`,
+    report.summary ? "the summary" : "no summary",
+    ...(report.soul ? ["soul.md"] : []),
+    ...(report.usage > 0 ? [`${report.usage} usage line(s)`] : [])
+  ].join(", ")
+
+/** The agent's id checked before anything connects, then `run` on the database. */
+const inDatabase = <A, E, R>(agent: string, run: (id: AgentId.AgentId) => Effect.Effect<A, E, R>) =>
+  Effect.flatMap(AgentId.parse(agent), (id) => run(id).pipe(Effect.provide(SqlDatabase.layer), withSettings(new Map())))
+
+const exportCommand = Command.make("export", { agent: agentOption, directory: directoryArg }, (options) =>
+  inDatabase(options.agent, (id) => Effect.gen(function*() {
+    const directory = path.resolve(options.directory)
+    const report = yield* SqlTransfer.exportAgent(id, directory)
+    yield* Console.log(`exported agent ${id} to ${directory}: ${described(report)}`)
+  }))).pipe(Command.withDescription("Write an agent's memory from the database into DIR (which must hold no memory files)."))
+
+const importCommand = Command.make("import", {
+  agent: agentOption,
+  directory: directoryArg,
+  replace: Options.boolean("replace").pipe(
+    Options.withDescription("overwrite the memory the agent already has in the database")
+  )
+}, (options) =>
+  inDatabase(options.agent, (id) => Effect.gen(function*() {
+    const directory = path.resolve(options.directory)
+    const report = yield* SqlTransfer.importAgent(id, directory, { replace: options.replace })
+    yield* Console.log(`imported agent ${id} from ${directory}: ${described(report)}`)
+  }))).pipe(Command.withDescription("Load an agent's memory files from DIR into the database, in one transaction."))
+
+export const memory = Command.make("memory").pipe(
+  Command.withDescription("Move an agent's memory between files and PostgreSQL (PLANCKCLAW_DATABASE_URL)."),
+  Command.withSubcommands([exportCommand, importCommand])
+)

@@ -1,0 +1,43 @@
+/**
+ * The PostgreSQL that holds memory: PLANCKCLAW_DATABASE_URL (a
+ * postgres:// URL, redacted: its password shows nowhere, not in errors,
+ * logs or debug output), the client on it, and the migrations run before
+ * anything uses it.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { PgClient } from "@effect/sql-pg"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import { MemoryError } from "../MemoryDir.js"
+import * as SqlMigrations from "./SqlMigrations.js"
+import { describe } from "./SqlResilience.js"
+
+export const DatabaseUrlConfig: Config.Config<Redacted.Redacted<string>> = Config.redacted("PLANCKCLAW_DATABASE_URL")
+
+/** Where the URL points, for messages: host, port and database, never the user's password. */
+export const describeUrl = (url: Redacted.Redacted<string>): string => {
+  const parsed = URL.canParse(Redacted.value(url)) ? new URL(Redacted.value(url)) : undefined
+  return parsed === undefined
+    ? "PLANCKCLAW_DATABASE_URL (not a URL)"
+    : `PostgreSQL at ${parsed.hostname}${parsed.port === "" ? "" : `:${parsed.port}`}${parsed.pathname}`
+}
+
+/** The client on `url`, migrated; a failure to connect or migrate is a MemoryError naming the server, not the password. */
+export const layerFor = (url: Redacted.Redacted<string>): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, MemoryError> =>
+  Layer.provideMerge(SqlMigrations.layer, PgClient.layer({ url, applicationName: "planckclaw" })).pipe(
+    Layer.catchAll((error) =>
+      Layer.fail(
+        new MemoryError({
+          reason: "io",
+          message: `cannot use the ${describeUrl(url)}: ${error._tag === "SqlError" ? describe(error) : error.message}`
+        })
+      )
+    )
+  )
+
+/** The client on PLANCKCLAW_DATABASE_URL, migrated. */
+export const layer: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, MemoryError | ConfigError.ConfigError> = Layer
+  .unwrapEffect(Effect.map(DatabaseUrlConfig, layerFor))

@@ -1,0 +1,196 @@
+/**
+ * Moves an agent between the files format (the original's history.jsonl
+ * and summary.md, with soul.md and usage.jsonl when present) and the
+ * database, exactly: history.jsonl, summary.md and soul.md come back byte
+ * for byte (lines that are not entries, odd spacing or escapes, a missing
+ * final newline included). usage.jsonl moves its well-formed lines.
+ *
+ * An import is one transaction: the agent's memory in the database is all
+ * of the files or unchanged. It refuses to overwrite memory already there
+ * unless asked to replace it (which bumps the history's epoch, so a
+ * compaction planned before cannot commit). An export refuses a directory
+ * that already holds memory files, and writes each file beside its name
+ * first, renaming it into place once whole.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import { MemoryError } from "../MemoryDir.js"
+import * as UsageLedger from "../UsageLedger.js"
+import { type HistoryRow, lineOfRow, rowOfLine } from "./SqlHistoryRows.js"
+import { resilient, toMemoryError } from "./SqlResilience.js"
+import * as SqlUsageLedger from "./SqlUsageLedger.js"
+
+export const FILES = { history: "history.jsonl", summary: "summary.md", soul: "soul.md", usage: "usage.jsonl" } as const
+
+/** Rows per INSERT on import and per SELECT on export. */
+const BATCH = 2000
+
+export interface TransferReport {
+  readonly lines: number
+  readonly summary: boolean
+  readonly soul: boolean
+  readonly usage: number
+}
+
+const ioError = (message: string, cause?: unknown) => new MemoryError({ reason: "io", message, cause })
+
+const readIfPresent = (file: string): Either.Either<string | undefined, MemoryError> => {
+  const refuse = (why: string, cause?: unknown) => Either.left(ioError(`cannot import ${file}: ${why}`, cause))
+  if (!fs.existsSync(file)) return Either.right(undefined)
+  const bytes = Either.try(() => fs.readFileSync(file))
+  if (Either.isLeft(bytes)) return refuse(String(bytes.left), bytes.left)
+  const text = bytes.right.toString("utf8")
+  // Byte for byte or not at all: a file that is not UTF-8 would come back changed.
+  if (!Buffer.from(text, "utf8").equals(bytes.right)) return refuse("it is not valid UTF-8")
+  if (text.includes("\u0000") && !file.endsWith(FILES.history)) return refuse("it holds a NUL byte, which PostgreSQL text cannot store")
+  return Either.right(text)
+}
+
+/** The lines of a history.jsonl text and whether its last line lacks a newline. */
+export const splitHistory = (text: string): { readonly lines: Array<string>; readonly unterminated: boolean } => {
+  if (text.length === 0) return { lines: [], unterminated: false }
+  const unterminated = !text.endsWith("\n")
+  return { lines: (unterminated ? text : text.slice(0, -1)).split("\n"), unterminated }
+}
+
+export const importAgent = (
+  agentId: string,
+  directory: string,
+  options: { readonly replace?: boolean; readonly retry?: Schedule.Schedule<unknown> } = {}
+): Effect.Effect<TransferReport, MemoryError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const history = yield* readIfPresent(path.join(directory, FILES.history))
+    const summary = yield* readIfPresent(path.join(directory, FILES.summary))
+    const soul = yield* readIfPresent(path.join(directory, FILES.soul))
+    if (history === undefined && summary === undefined) {
+      return yield* ioError(`nothing to import: ${directory} has neither ${FILES.history} nor ${FILES.summary}`)
+    }
+    const { lines, unterminated } = splitHistory(history ?? "")
+    const rows: Array<Record<string, string | number | null>> = []
+    for (const [index, line] of lines.entries()) {
+      const row = rowOfLine(line)
+      if (Option.isNone(row)) {
+        return yield* ioError(`cannot import line ${index + 1} of ${FILES.history}: it holds a NUL byte, which PostgreSQL text cannot store`)
+      }
+      rows.push({ agent_id: agentId, seq: index + 1, ...row.value })
+    }
+    const usage = yield* Either.mapLeft(
+      UsageLedger.read(path.join(directory, FILES.usage)),
+      (error) => ioError(`cannot import ${FILES.usage}: ${error.message}`, error)
+    )
+
+    yield* sql.withTransaction(Effect.gen(function*() {
+      const existing: ReadonlyArray<{ readonly lines: number; readonly summary: string | null }> = yield* sql<{ readonly lines: number; readonly summary: string | null }>`
+        SELECT (SELECT count(*)::int FROM (SELECT 1 FROM planckclaw_history WHERE agent_id = ${agentId} LIMIT 1) AS found) AS lines,
+               (SELECT summary FROM planckclaw_agents WHERE agent_id = ${agentId}) AS summary`
+      const held = existing[0]
+      if (options.replace !== true && held !== undefined && (held.lines > 0 || held.summary !== null)) {
+        return yield* ioError(
+          `agent ${agentId} already has memory in the database; export it first, or import with --replace to overwrite it`
+        )
+      }
+      yield* sql`INSERT INTO planckclaw_agents (agent_id, summary, soul, history_unterminated, next_seq)
+        VALUES (${agentId}, ${summary ?? null}, ${soul ?? null}, ${unterminated}, ${rows.length + 1})
+        ON CONFLICT (agent_id) DO UPDATE SET summary = excluded.summary, soul = excluded.soul,
+          history_unterminated = excluded.history_unterminated, next_seq = excluded.next_seq,
+          epoch = planckclaw_agents.epoch + 1`
+      yield* sql`DELETE FROM planckclaw_history WHERE agent_id = ${agentId}`
+      yield* sql`DELETE FROM planckclaw_usage WHERE agent_id = ${agentId}`
+      for (let start = 0; start < rows.length; start += BATCH) {
+        yield* sql`INSERT INTO planckclaw_history ${sql.insert(rows.slice(start, start + BATCH))}`
+      }
+      for (let start = 0; start < usage.lines.length; start += BATCH) {
+        yield* SqlUsageLedger.insert(sql, agentId, usage.lines.slice(start, start + BATCH))
+      }
+    })).pipe(resilient(`importing agent ${agentId}`, options.retry ?? Schedule.stop))
+    return { lines: rows.length, summary: summary !== undefined, soul: soul !== undefined, usage: usage.lines.length }
+  })
+
+/** Writes `file` through a temporary name beside it, from the texts `fill` hands `write` in order. */
+const writeWhole = (
+  file: string,
+  fill: (write: (text: string) => Effect.Effect<void, MemoryError>) => Effect.Effect<void, MemoryError>
+): Effect.Effect<void, MemoryError> => {
+  const temporary = `${file}.exporting`
+  const failed = (error: unknown) => ioError(`cannot write ${file}: ${String(error)}`, error)
+  return Effect.acquireUseRelease(
+    Effect.try({ try: () => fs.openSync(temporary, "wx", 0o600), catch: failed }),
+    (fd) =>
+      Effect.zipRight(
+        fill((text) => Effect.try({ try: () => void fs.writeSync(fd, text), catch: failed })),
+        Effect.try({
+          try: () => {
+            fs.fsyncSync(fd)
+            fs.renameSync(temporary, file)
+          },
+          catch: failed
+        })
+      ),
+    (fd) =>
+      Effect.sync(() => {
+        Either.try(() => fs.closeSync(fd))
+        Either.try(() => fs.rmSync(temporary, { force: true }))
+      })
+  )
+}
+
+export const exportAgent = (
+  agentId: string,
+  directory: string
+): Effect.Effect<TransferReport, MemoryError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const agents = yield* sql<{ readonly summary: string | null; readonly soul: string | null; readonly history_unterminated: boolean }>`
+      SELECT summary, soul, history_unterminated FROM planckclaw_agents WHERE agent_id = ${agentId}`.pipe(
+      Effect.mapError(toMemoryError(`exporting agent ${agentId}`))
+    )
+    const agent = agents[0]
+    if (agent === undefined) return yield* ioError(`agent ${agentId} has no memory in the database`)
+    const present = Object.values(FILES).filter((name) => fs.existsSync(path.join(directory, name)))
+    if (present.length > 0) {
+      return yield* ioError(`${directory} already holds ${present.join(", ")}: export into an empty or new directory`)
+    }
+    yield* Effect.try({
+      try: () => fs.mkdirSync(directory, { recursive: true, mode: 0o700 }),
+      catch: (error) => ioError(`cannot create ${directory}: ${String(error)}`, error)
+    })
+
+    // Pages by sequence number (the primary key's order), so a long history is never all in memory.
+    let lines = 0
+    yield* writeWhole(path.join(directory, FILES.history), (write) =>
+      Effect.gen(function*() {
+        let after = 0
+        let first = true
+        while (true) {
+          const page = yield* sql<HistoryRow & { readonly seq: string }>`SELECT seq, role, content, line
+            FROM planckclaw_history WHERE agent_id = ${agentId} AND seq > ${after} ORDER BY seq LIMIT ${BATCH}`.pipe(
+            Effect.mapError(toMemoryError(`exporting agent ${agentId}`))
+          )
+          if (page.length === 0) break
+          // Newline-separated; the last line is terminated unless the imported file's was not.
+          yield* write((first ? "" : "\n") + page.map(lineOfRow).join("\n"))
+          first = false
+          lines += page.length
+          after = Number(page[page.length - 1]!.seq)
+        }
+        if (lines > 0 && !agent.history_unterminated) yield* write("\n")
+      }))
+    const texts = [[FILES.summary, agent.summary], [FILES.soul, agent.soul]] as const
+    for (const [name, text] of texts) {
+      if (text !== null) yield* writeWhole(path.join(directory, name), (write) => write(text))
+    }
+    const usage = yield* SqlUsageLedger.read(sql, agentId).pipe(Effect.mapError(toMemoryError(`exporting agent ${agentId}`)))
+    if (usage.length > 0) {
+      yield* writeWhole(
+        path.join(directory, FILES.usage),
+        (write) => write(usage.map((line) => `${JSON.stringify(line)}\n`).join(""))
+      )
+    }
+    return { lines, summary: agent.summary !== null, soul: agent.soul !== null, usage: usage.length }
+  })
