@@ -77,9 +77,9 @@ export const runnerLayer = (config: ClusterConfig): Layer.Layer<Sharding.Shardin
 
 /** The PostgreSQL client; its errors name the database without its password. */
 export const databaseLayer = (config: ClusterConfig) =>
-  PgClient.layer({ url: config.databaseUrl, maxConnections: 40 }).pipe(
+  PgClient.layer({ url: config.databaseUrl, maxConnections: 40, applicationName: "planckclaw" }).pipe(
     Layer.mapError((error) =>
-      new ClusterStartError({ message: `cannot reach the database ${describeUrl(config.databaseUrl)} (PLANCKCLAW_DATABASE_URL): ${error.message}` })
+      new ClusterStartError({ message: `cannot reach the ${describeUrl(config.databaseUrl)} (PLANCKCLAW_DATABASE_URL): ${error.message}` })
     )
   )
 

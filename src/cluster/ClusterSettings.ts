@@ -11,10 +11,10 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as Redacted from "effect/Redacted"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import { integerIn, secondsIn } from "../config/ConfigRange.js"
+import { DatabaseUrlConfig } from "../memory/sql/SqlDatabase.js"
 import { HostConfig } from "../service/AgentHost.js"
 
 export interface HostPort {
@@ -39,17 +39,11 @@ const hostPort = (name: string) =>
     )
   )
 
-/** What a PostgreSQL URL may show: everything but the password. */
-export const describeUrl = (url: Redacted.Redacted<string>): string => {
-  const parsed = Either.try(() => new URL(Redacted.value(url)))
-  if (Either.isLeft(parsed)) return "a PostgreSQL URL that does not parse"
-  const { hostname, port, pathname, username } = parsed.right
-  return `postgresql://${username === "" ? "" : `${username}@`}${hostname}${port === "" ? "" : `:${port}`}${pathname}`
-}
+export { describeUrl } from "../memory/sql/SqlDatabase.js"
 
 export const ClusterConfig = Config.all({
   /** postgres://user:password@host:port/database; the password is never logged. */
-  databaseUrl: Config.redacted("PLANCKCLAW_DATABASE_URL"),
+  databaseUrl: DatabaseUrlConfig,
   /** Where this runner is reached by its peers (advertised in the database). */
   runnerAddress: hostPort("PLANCKCLAW_RUNNER_ADDRESS"),
   /** Where it listens, when not the address it advertises (0.0.0.0:PORT behind NAT or in a container). */

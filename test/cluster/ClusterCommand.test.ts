@@ -31,7 +31,7 @@ describe("planckclaw serve --cluster (built command)", () => {
         }
       })
       expect(unreachable.code).toBe(1)
-      expect(unreachable.stderr).toContain(`cannot reach the database postgresql://planck@127.0.0.1:${closed}/agents`)
+      expect(unreachable.stderr).toContain(`cannot reach the PostgreSQL at 127.0.0.1:${closed}/agents`)
       expect(unreachable.stderr + unreachable.stdout).not.toContain("hunter2-secret")
 
       const badAddress = yield* Cli.run(["serve", "--cluster"], {
