@@ -20,6 +20,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import type { InboxService, Pending } from "../memory/Inbox.js"
+import type { MemoryError } from "../memory/MemoryDir.js"
+import { resilient } from "../memory/sql/SqlResilience.js"
 
 export interface Decided {
   readonly reply: string
@@ -27,8 +29,9 @@ export interface Decided {
 }
 
 export interface TurnJournalService {
-  readonly lookup: (agentId: string, key: string) => Effect.Effect<Option.Option<Decided>, SqlError>
-  readonly record: (agentId: string, key: string, decided: Decided) => Effect.Effect<void, SqlError>
+  /** Waits for a database that went away (SqlResilience), as memory does. */
+  readonly lookup: (agentId: string, key: string) => Effect.Effect<Option.Option<Decided>, MemoryError>
+  readonly record: (agentId: string, key: string, decided: Decided) => Effect.Effect<void, MemoryError>
 }
 
 export class TurnJournal extends Context.Tag("planckclaw/cluster/TurnJournal")<TurnJournal, TurnJournalService>() {}
@@ -61,12 +64,16 @@ export const make = Effect.gen(function*() {
     lookup: (agentId, key) =>
       sql<{ reply: string; stored: boolean }>`SELECT reply, stored FROM planckclaw_cluster_turns
         WHERE agent_id = ${agentId} AND message_key = ${key}`.pipe(
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => ({ reply: row.reply, stored: row.stored })))
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => ({ reply: row.reply, stored: row.stored }))),
+        resilient(`reading the decided reply of a message to agent ${agentId}`)
       ),
     record: (agentId, key, decided) =>
       sql`INSERT INTO planckclaw_cluster_turns (agent_id, message_key, reply, stored)
         VALUES (${agentId}, ${key}, ${decided.reply}, ${decided.stored})
-        ON CONFLICT (agent_id, message_key) DO NOTHING`.pipe(Effect.asVoid)
+        ON CONFLICT (agent_id, message_key) DO NOTHING`.pipe(
+        Effect.asVoid,
+        resilient(`recording the decided reply of a message to agent ${agentId}`)
+      )
   } satisfies TurnJournalService
 })
 
