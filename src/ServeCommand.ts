@@ -16,6 +16,11 @@ import * as ScriptClaws from "./claws/ScriptClaws.js"
 import { debugOption, runFlags, withSettings } from "./CliSettings.js"
 import * as AgentHost from "./service/AgentHost.js"
 import * as HttpApi from "./service/HttpApi.js"
+import type { HostError } from "./service/HostError.js"
+import type { ClusterStartError } from "./cluster/ClusterServe.js"
+import type * as HttpServer from "@effect/platform/HttpServer"
+import type { Brain } from "./Brain.js"
+import type { Claws } from "./Claws.js"
 
 /** A `--http` value that is no HOST:PORT. */
 export class ListenFlagError extends Data.TaggedError("ListenFlagError")<{ readonly message: string }> {}
@@ -52,7 +57,19 @@ const bridgeOption = Options.choice("bridge", ["none", "discord"]).pipe(
   Options.withDescription("discord: also answer Discord, one agent per channel, user or server (DISCORD_AGENT_PER)")
 )
 
-export const serve = Command.make("serve", { http: httpOption, brain: brainOption, bridge: bridgeOption, debug: debugOption }, (options) =>
+const clusterOption = Options.boolean("cluster").pipe(
+  Options.withDescription(
+    "join a cluster of runners over PostgreSQL (PLANCKCLAW_DATABASE_URL, PLANCKCLAW_RUNNER_ADDRESS): any runner answers for any agent"
+  )
+)
+
+export const serve = Command.make("serve", {
+  http: httpOption,
+  brain: brainOption,
+  bridge: bridgeOption,
+  cluster: clusterOption,
+  debug: debugOption
+}, (options) =>
   Effect.gen(function*() {
     const listen = yield* Either.match(HttpApi.parseListen(options.http), {
       onLeft: (message) => Effect.fail(new ListenFlagError({ message })),
@@ -63,6 +80,17 @@ export const serve = Command.make("serve", { http: httpOption, brain: brainOptio
     yield* HttpApi.guard(listen)
     // Brain and claws are built once and shared by every agent; the HTTP
     // layer logs "HTTP API on HOST:PORT" once it listens.
+    if (options.cluster) {
+      if (options.bridge === "discord") {
+        return yield* new ListenFlagError({
+          message: "serve --cluster does not answer Discord yet: run the Discord bridge with serve (no --cluster) or run"
+        })
+      }
+      const cluster = yield* Effect.promise(() => import("./cluster/ClusterServe.js"))
+      const served: Layer.Layer<HttpServer.HttpServer, Layer.Layer.Error<ReturnType<typeof HttpApi.layer>> | HostError | ClusterStartError, Brain | Claws> =
+        cluster.layer(listen)
+      return yield* Layer.launch(served.pipe(Layer.provide(Layer.merge(brain, ScriptClaws.layer))))
+    }
     // One host for both: Discord's agents are the HTTP API's too. A fatal Discord refusal ends the service.
     const http = Layer.launch(HttpApi.layer(listen))
     // discord.js is heavy to load: only a Discord bridge pays for it.
@@ -72,6 +100,7 @@ export const serve = Command.make("serve", { http: httpOption, brain: brainOptio
     )
   }).pipe(withSettings(runFlags(options)))).pipe(
     Command.withDescription(
-      "Serve every agent of PLANCKCLAW_AGENTS_DIR over the HTTP API, in one process, until stopped."
+      "Serve every agent of PLANCKCLAW_AGENTS_DIR over the HTTP API, in one process, until stopped; with --cluster, " +
+        "serve the agents of a PostgreSQL database as one runner of a cluster."
     )
   )

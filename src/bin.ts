@@ -82,6 +82,7 @@ const main = (help._tag === "Print"
     HostError: (error) => refuse(1, error.message),
     // Each failed check has printed its line already.
     DoctorFailed: (error) => refuse(1, error.message),
+    ClusterStartError: (error) => refuse(1, error.message),
   }),
   Effect.provide(NodeContext.layer),
   Effect.provide(Logging.layer(false)),

@@ -58,3 +58,6 @@ export * as AgentHost from "./service/AgentHost.js"
 export * as AgentId from "./service/AgentId.js"
 export * as HostError from "./service/HostError.js"
 export * as HttpApi from "./service/HttpApi.js"
+
+// Past one machine (agents as @effect/cluster entities over PostgreSQL): `planckclaw/cluster`, a subpath of its
+// own, so a host that embeds only this entry needs none of @effect/cluster, @effect/rpc, @effect/sql, @effect/sql-pg.

@@ -4,7 +4,7 @@ import * as path from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect, Exit, Redacted, Scope } from "effect"
+import { Effect, Either, Exit, Redacted, Schedule, Scope } from "effect"
 import { startPostgres } from "../../support/Postgres.js"
 
 describe("throwaway PostgreSQL", () => {
@@ -56,7 +56,18 @@ describe("throwaway PostgreSQL", () => {
       const pid = Number(fs.readFileSync(path.join(orphan.directory, "data", "postmaster.pid"), "utf8").split("\n")[0])
       yield* Effect.scoped(startPostgres())
       expect(fs.existsSync(orphan.directory)).toBe(false)
-      expect(() => process.kill(pid, 0)).toThrow()
+      // pg_ctl returns once the pid file is gone, a moment before the process exits; a zombie (whose parent,
+      // after pg_ctl exited, may be an init that does not reap) has stopped too.
+      const gone = Effect.sync(() => {
+        const state = Either.try(() => fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0])
+        return Either.isLeft(state) || state.right === "Z"
+      })
+      const stopped = yield* gone.pipe(
+        Effect.filterOrFail((dead) => dead, () => `postmaster ${pid} still running`),
+        Effect.retry({ schedule: Schedule.spaced("50 millis"), times: 100 }),
+        Effect.either
+      )
+      expect(stopped).toEqual(Either.right(true))
       yield* Scope.close(abandoned, Exit.void)
     }), 120_000)
 })

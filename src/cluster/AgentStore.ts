@@ -1,0 +1,98 @@
+/**
+ * Where an entity's agent keeps its memory: what the entity builds, per
+ * agent, when it starts (its Memory and Compactor, under the agent's
+ * settings), and where listing and status read. `postgres` keeps every
+ * agent in the database (SqlAgentMemory), so runners on different machines
+ * share them.
+ */
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import { Brain, type BrainService } from "../Brain.js"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Compactor from "../memory/Compactor.js"
+import * as SqlAgentMemory from "../memory/sql/SqlAgentMemory.js"
+import * as SqlUsageLedger from "../memory/sql/SqlUsageLedger.js"
+import * as Memory from "../memory/Memory.js"
+import * as AgentId from "../service/AgentId.js"
+import * as AgentStatus from "../service/AgentStatus.js"
+import { HostError } from "../service/HostError.js"
+
+export interface AgentParts {
+  readonly memory: Context.Context<Memory.Memory | Compactor.Compactor>
+  /** The brain the agent's turns call (the store may record usage through it). */
+  readonly brain: BrainService
+  /** The agent's settings (model, history sizes) over the host's. */
+  readonly provider: ConfigProvider.ConfigProvider
+}
+
+export interface AgentStoreService {
+  /** Where the agents are, for the log and the API (never a password). */
+  readonly where: string
+  readonly open: (id: AgentId.AgentId, brain: BrainService) => Effect.Effect<AgentParts, HostError, Scope.Scope>
+  readonly exists: (id: AgentId.AgentId) => Effect.Effect<boolean, HostError>
+  readonly status: (id: AgentId.AgentId, running: boolean) => Effect.Effect<AgentStatus.AgentInfo, HostError>
+  readonly ids: Effect.Effect<ReadonlyArray<AgentId.AgentId>, HostError>
+}
+
+export class AgentStore extends Context.Tag("planckclaw/cluster/AgentStore")<AgentStore, AgentStoreService>() {}
+
+const unavailable = (id: string, message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
+
+const databaseError = (what: string) => (error: { readonly message: string }) =>
+  new HostError({ reason: "unavailable", message: `${what}: the database did not answer: ${error.message}` })
+
+/** The agents in PostgreSQL (the tables of SqlMigrations.ts), as `memory import` leaves them. */
+export const postgres = (options: {
+  readonly where: string
+  readonly defaultSoulFile: string
+  readonly provider: ConfigProvider.ConfigProvider
+  readonly sql: SqlClient.SqlClient
+}): AgentStoreService => {
+  const { sql } = options
+  return {
+    where: options.where,
+    open: (id, brain) =>
+      Layer.build(
+        Layer.effect(Compactor.Compactor, Compactor.make).pipe(
+          // Turns and compactions alike answer through the brain recording usage.
+          Layer.provideMerge(SqlUsageLedger.layer(id)),
+          Layer.provideMerge(SqlAgentMemory.memoryLayer(id, { fallbackSoulFile: options.defaultSoulFile })),
+          Layer.provide(Layer.merge(Layer.succeed(Brain, brain), Layer.succeed(SqlClient.SqlClient, sql)))
+        )
+      ).pipe(
+        Effect.withConfigProvider(options.provider),
+        Effect.mapError((error) => unavailable(id, error._tag === "MemoryError" ? error.message : String(error))),
+        Effect.map((context) => ({
+          memory: context as Context.Context<Memory.Memory | Compactor.Compactor>,
+          provider: options.provider,
+          brain: Context.get(context, Brain)
+        }))
+      ),
+    exists: (id) =>
+      sql<{ readonly found: number }>`SELECT 1 AS found FROM planckclaw_agents WHERE agent_id = ${id}`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.mapError(databaseError(`agent ${id}`))
+      ),
+    status: (id, running) =>
+      sql<{ readonly lines: string; readonly summary_bytes: number | null; readonly last: Date | null }>`SELECT
+          (SELECT count(*) FROM planckclaw_history WHERE agent_id = ${id}) AS lines,
+          (SELECT octet_length(summary) FROM planckclaw_agents WHERE agent_id = ${id}) AS summary_bytes,
+          (SELECT created FROM planckclaw_history WHERE agent_id = ${id} ORDER BY seq DESC LIMIT 1) AS last`.pipe(
+        Effect.map((rows): AgentStatus.AgentInfo => ({
+          id,
+          historyLines: Number(rows[0]?.lines ?? 0),
+          summaryBytes: Number(rows[0]?.summary_bytes ?? 0),
+          lastMessageAt: rows[0]?.last ? new Date(rows[0].last).toISOString() : null,
+          state: running ? "running" : "released"
+        })),
+        Effect.mapError(databaseError(`agent ${id}`))
+      ),
+    ids: sql<{ readonly agent_id: string }>`SELECT agent_id FROM planckclaw_agents ORDER BY agent_id`.pipe(
+      Effect.map((rows) => rows.map((row) => row.agent_id).filter(AgentId.is)),
+      Effect.mapError(databaseError("listing the agents"))
+    )
+  }
+}

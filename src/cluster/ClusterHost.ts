@@ -1,0 +1,116 @@
+/**
+ * The AgentHost of a cluster runner: the same service the HTTP API of
+ * `planckclaw serve` consumes, whose `send` and `compact` go to the agent's
+ * entity wherever it lives. A send waits at most
+ * PLANCKCLAW_CLUSTER_SEND_TIMEOUT (the entity's runner may be dead and its
+ * shard not moved yet); past it the caller gets `unavailable` (HTTP 503),
+ * and the message, already stored by the cluster, is still answered: a retry
+ * with the same Idempotency-Key returns that answer.
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Sharding from "@effect/cluster/Sharding"
+import * as AgentHost from "../service/AgentHost.js"
+import * as AgentId from "../service/AgentId.js"
+import { HostError } from "../service/HostError.js"
+import * as IdempotencyStore from "../service/IdempotencyStore.js"
+import * as AgentEntity from "./AgentEntity.js"
+import { AgentStore } from "./AgentStore.js"
+
+// As AgentHost's: visible characters, spaces and tabs only.
+const validChannel = (channel: string) => channel.length > 0 && channel.length <= 256 && !/[\u0000-\u001f\u007f]/.test(channel)
+
+const refuse = (reason: HostError["reason"], message: string, id?: string) =>
+  Effect.fail(new HostError({ reason, message, ...(id === undefined ? {} : { id }) }))
+
+const parseId = (raw: string) =>
+  Either.match(AgentId.parse(raw), {
+    onLeft: (refused) => refuse("bad-id", refused.message, raw),
+    onRight: Effect.succeed
+  })
+
+export const make = (options: { readonly sendTimeoutSeconds: number }) =>
+  Effect.gen(function*() {
+    const config = yield* AgentHost.HostConfig
+    const store = yield* AgentStore
+    const running = yield* AgentEntity.RunningAgents
+    const client = yield* AgentEntity.Agent.client
+    const timeout = `${options.sendTimeoutSeconds} s (PLANCKCLAW_CLUSTER_SEND_TIMEOUT)`
+
+    /** The cluster's errors as the host's: the runner or the database is not there now. */
+    const clusterError = (id: string) => (error: { readonly _tag: string; readonly message?: string }) => {
+      switch (error._tag) {
+        case "AgentUnavailable":
+          return refuse("unavailable", error.message ?? `agent ${id} is unavailable`, id)
+        case "CompactionRefused":
+          return refuse((error as AgentEntity.CompactionRefused).reason, error.message ?? "", id)
+        case "TimeoutException":
+          return refuse(
+            "unavailable",
+            `agent ${id} did not answer within ${timeout}: its runner may be failing over. The message is kept and ` +
+              "will be answered; send it again with the same Idempotency-Key to get that answer",
+            id
+          )
+        case "MailboxFull":
+          return refuse("unavailable", `agent ${id} has too many messages waiting; try again shortly`, id)
+        default:
+          return refuse("unavailable", `agent ${id}: the cluster could not take the message (${error._tag}${error.message ? `: ${error.message}` : ""})`, id)
+      }
+    }
+
+    const send = (raw: string, message: AgentHost.SendOptions) =>
+      Effect.gen(function*() {
+        const id = yield* parseId(raw)
+        const channel = message.channel ?? "http"
+        if (!validChannel(channel)) return yield* refuse("bad-input", "channel must be 1 to 256 characters without control characters", id)
+        const key = message.idempotencyKey
+        if (key !== undefined && !IdempotencyStore.validKey(key)) {
+          return yield* refuse("bad-input", `Idempotency-Key must be ${IdempotencyStore.KEY_RULE}`, id)
+        }
+        const size = Buffer.byteLength(message.text, "utf8")
+        if (size > config.maxMessageBytes) {
+          return yield* refuse("too-large", `the message is ${size} bytes; the limit is ${config.maxMessageBytes} (PLANCKCLAW_MAX_MESSAGE_BYTES)`, id)
+        }
+        return yield* client(id).Send({
+          text: message.text,
+          channel,
+          key: AgentEntity.messageKey(key),
+          ...(key === undefined ? {} : { idempotencyKey: key })
+        }).pipe(
+          Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
+          Effect.catchAll(clusterError(id))
+        )
+      })
+
+    const existing = (raw: string) =>
+      Effect.flatMap(parseId(raw), (id) =>
+        Effect.flatMap(store.exists(id), (found) => found ? Effect.succeed(id) : refuse("not-found", `no agent ${id}`, id)))
+
+    const compact = (raw: string) =>
+      Effect.flatMap(existing(raw), (id) =>
+        client(id).Compact().pipe(
+          Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
+          Effect.catchAll(clusterError(id))
+        ))
+
+    return {
+      directory: store.where,
+      send,
+      // The cluster stores a message when the entity receives it, so accepting is sending: the Deferred comes
+      // back completed, once the turn has ended (only the Discord routes use accept, and they do not run here).
+      accept: (raw, message) =>
+        Effect.flatMap(send(raw, message), (reply) =>
+          Effect.tap(Deferred.make<{ readonly reply: string; readonly stored: boolean }>(), (done) => Deferred.succeed(done, reply))),
+      list: Effect.flatMap(store.ids, (ids) => Effect.forEach(ids, (id) => store.status(id, running.has(id)))),
+      get: (raw) => Effect.flatMap(existing(raw), (id) => store.status(id, running.has(id))),
+      compact
+    } satisfies AgentHost.AgentHostService
+  })
+
+export const layer = (options: { readonly sendTimeoutSeconds: number }): Layer.Layer<
+  AgentHost.AgentHost,
+  import("effect/ConfigError").ConfigError,
+  AgentStore | AgentEntity.RunningAgents | Sharding.Sharding
+> => Layer.effect(AgentHost.AgentHost, make(options))

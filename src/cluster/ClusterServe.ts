@@ -1,0 +1,132 @@
+/**
+ * `planckclaw serve --cluster`: this process joins the cluster as a runner
+ * (PLANCKCLAW_RUNNER_ADDRESS, where its peers reach it) over one PostgreSQL
+ * database (PLANCKCLAW_DATABASE_URL), which holds the runners, the shard
+ * locks, every message and reply (@effect/cluster's tables) and the replies
+ * agents decided (TurnJournal). Agents are `Agent` entities spread over the
+ * runners by shard; the HTTP API answers for any agent from any runner.
+ *
+ * The runner is the socket runner of @effect/platform-node with SQL storage,
+ * assembled here as NodeClusterSocket.layer assembles it, but with the
+ * engine's settings given in full (ShardingConfig.layer) instead of read
+ * from its CONSTANT_CASE environment names.
+ */
+import * as path from "node:path"
+import type * as MessageStorage from "@effect/cluster/MessageStorage"
+import * as RunnerHealth from "@effect/cluster/RunnerHealth"
+import * as Runners from "@effect/cluster/Runners"
+import * as ShardingConfig from "@effect/cluster/ShardingConfig"
+import type * as Sharding from "@effect/cluster/Sharding"
+import * as SocketRunner from "@effect/cluster/SocketRunner"
+import * as SqlMessageStorage from "@effect/cluster/SqlMessageStorage"
+import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
+import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import * as RpcSerialization from "@effect/rpc/RpcSerialization"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Cause from "effect/Cause"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+import type { Brain } from "../Brain.js"
+import type { Claws } from "../Claws.js"
+import * as Logging from "../Logging.js"
+import * as SqlMigrations from "../memory/sql/SqlMigrations.js"
+import * as AgentHost from "../service/AgentHost.js"
+import * as HttpApi from "../service/HttpApi.js"
+import * as AgentEntity from "./AgentEntity.js"
+import * as AgentStore from "./AgentStore.js"
+import * as ClusterHost from "./ClusterHost.js"
+import { ClusterConfig, describeUrl, shardingConfig } from "./ClusterSettings.js"
+import * as TurnJournal from "./TurnJournal.js"
+
+/** The cluster could not start: the database is unreachable, or the agents' place is unusable. */
+export class ClusterStartError extends Data.TaggedError("ClusterStartError")<{ readonly message: string }> {}
+
+/**
+ * Creates the cluster's tables before the runner starts: runners starting
+ * together race to create them, and the engine treats a lost race as fatal;
+ * here the loser tries again and finds them made.
+ */
+const clusterTables = (config: ClusterConfig) =>
+  Layer.effectDiscard(
+    Effect.scoped(Layer.build(SqlMessageStorage.layer.pipe(Layer.provide(ShardingConfig.layer(shardingConfig(config)))))).pipe(
+      Effect.sandbox,
+      Effect.retry({ times: 5, schedule: Schedule.spaced("200 millis") }),
+      Effect.mapError((cause) => new ClusterStartError({ message: `cannot create the cluster's tables: ${Cause.pretty(cause)}` }))
+    )
+  )
+
+/** This process as a runner (Sharding), over the SqlClient provided. */
+export const runnerLayer = (config: ClusterConfig): Layer.Layer<Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage, ClusterStartError, SqlClient.SqlClient> =>
+  SocketRunner.layer.pipe(
+    Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
+    Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))),
+    Layer.provideMerge(Layer.orDie(SqlMessageStorage.layer)),
+    Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
+    Layer.provide(ShardingConfig.layer(shardingConfig(config))),
+    Layer.provide(RpcSerialization.layerMsgPack),
+    Layer.mapError((error) =>
+      new ClusterStartError({
+        message: `cannot listen for peers on ${config.runnerAddress.host}:${config.runnerAddress.port} (PLANCKCLAW_RUNNER_ADDRESS): ${error.message}`
+      })
+    ),
+    Layer.provide(clusterTables(config))
+  )
+
+/** The PostgreSQL client; its errors name the database without its password. */
+export const databaseLayer = (config: ClusterConfig) =>
+  PgClient.layer({ url: config.databaseUrl, maxConnections: 40, applicationName: "planckclaw" }).pipe(
+    Layer.mapError((error) =>
+      new ClusterStartError({ message: `cannot reach the ${describeUrl(config.databaseUrl)} (PLANCKCLAW_DATABASE_URL): ${error.message}` })
+    )
+  )
+
+/** Agents in the database (memory in PostgreSQL), after its migrations. */
+export const postgresStoreLayer = (config: ClusterConfig) =>
+  Layer.effect(
+    AgentStore.AgentStore,
+    Effect.gen(function*() {
+      const host = yield* AgentHost.HostConfig
+      yield* SqlMigrations.run.pipe(
+        Effect.mapError((error) => new ClusterStartError({ message: `cannot prepare the memory tables: ${error.message}` }))
+      )
+      return AgentStore.postgres({
+        where: describeUrl(config.databaseUrl),
+        defaultSoulFile: path.join(host.defaultDir, "soul.md"),
+        provider: yield* Effect.configProviderWith(Effect.succeed),
+        sql: yield* SqlClient.SqlClient
+      })
+    })
+  )
+
+/**
+ * The runner with its agents and the AgentHost answering for every agent of
+ * the cluster; the store of agents' memory is provided by the caller.
+ */
+export const hostLayer = (config: ClusterConfig) =>
+  ClusterHost.layer({ sendTimeoutSeconds: config.sendTimeoutSeconds }).pipe(
+    Layer.provideMerge(AgentEntity.layer),
+    Layer.provideMerge(runnerLayer(config)),
+    Layer.provide(TurnJournal.layer.pipe(
+      Layer.mapError((error) => new ClusterStartError({ message: `cannot prepare the database: ${error.message}` }))
+    ))
+  )
+
+/** Everything `planckclaw serve --cluster` runs: the runner, its agents, the HTTP API on `listen`. */
+export const layer = (listen: HttpApi.Listen) =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const config = yield* ClusterConfig
+    yield* Logging.toStderr(Effect.logInfo(
+      `joining the cluster of ${describeUrl(config.databaseUrl)} as runner ${config.runnerAddress.host}:${config.runnerAddress.port}`
+    ))
+    return HttpApi.layer(listen).pipe(
+      Layer.provide(hostLayer(config)),
+      Layer.provide(postgresStoreLayer(config)),
+      Layer.provide(databaseLayer(config))
+    )
+  }))
+
+/** Brain and Claws come from the command, built once and shared by every agent of this runner. */
+export type Requirements = Brain | Claws

@@ -1,0 +1,87 @@
+/**
+ * The settings of `planckclaw serve --cluster`, each declared once here with
+ * its range. Everything the cluster engine reads is passed to it explicitly
+ * (ShardingConfig.layer), never read from the environment by the engine
+ * itself: its own CONSTANT_CASE names (PORT, HOST, ...) would let an
+ * unrelated variable move the runner.
+ */
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as RunnerAddress from "@effect/cluster/RunnerAddress"
+import * as ShardingConfig from "@effect/cluster/ShardingConfig"
+import { integerIn, secondsIn } from "../config/ConfigRange.js"
+import { DatabaseUrlConfig } from "../memory/sql/SqlDatabase.js"
+import { HostConfig } from "../service/AgentHost.js"
+
+export interface HostPort {
+  readonly host: string
+  readonly port: number
+}
+
+/** `HOST:PORT` (`[::1]:PORT` for IPv6), port 1 to 65535: a runner's address must be a real one. */
+export const parseHostPort = (name: string, text: string): Either.Either<HostPort, string> => {
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s\]]+)):(\d{1,5})$/.exec(text.trim())
+  const port = match === null ? Number.NaN : Number(match[3])
+  if (match === null || !(port >= 1 && port <= 65535)) {
+    return Either.left(`${name} expects HOST:PORT with a port from 1 to 65535 (for example 10.0.0.5:34431), got ${JSON.stringify(text)}`)
+  }
+  return Either.right({ host: match[1] ?? match[2]!, port })
+}
+
+const hostPort = (name: string) =>
+  Config.string(name).pipe(
+    Config.mapOrFail((text) =>
+      Either.mapLeft(parseHostPort(name, text), (message) => ConfigError.InvalidData([], message))
+    )
+  )
+
+export { describeUrl } from "../memory/sql/SqlDatabase.js"
+
+export const ClusterConfig = Config.all({
+  /** postgres://user:password@host:port/database; the password is never logged. */
+  databaseUrl: DatabaseUrlConfig,
+  /** Where this runner is reached by its peers (advertised in the database). */
+  runnerAddress: hostPort("PLANCKCLAW_RUNNER_ADDRESS"),
+  /** Where it listens, when not the address it advertises (0.0.0.0:PORT behind NAT or in a container). */
+  runnerListen: Config.option(hostPort("PLANCKCLAW_RUNNER_LISTEN")),
+  /** Shards agents are spread over; every runner of one database must use the same number. */
+  shards: integerIn("PLANCKCLAW_CLUSTER_SHARDS", { min: 1, max: 10_000 }, 300),
+  /**
+   * A runner whose heartbeat is older than this counts as dead and its shards
+   * move: the failover time is about this plus the poll interval. Heartbeats
+   * and health checks run every third of it.
+   */
+  lockExpirationSeconds: secondsIn("PLANCKCLAW_CLUSTER_LOCK_EXPIRATION", { min: 3, max: 600 }, 10),
+  /** How often a runner reads shard assignments and messages left in the database. */
+  pollSeconds: secondsIn("PLANCKCLAW_CLUSTER_POLL", { min: 0.05, max: 60 }, 1),
+  /** How long an HTTP send waits for the agent's reply (its runner may be failing over) before a 503. */
+  sendTimeoutSeconds: secondsIn("PLANCKCLAW_CLUSTER_SEND_TIMEOUT", { min: 1, max: 3600 }, 60),
+  /** Seconds without a message before an agent is released (the same setting as `planckclaw serve`). */
+  idleSeconds: Config.map(HostConfig, (host) => host.idleSeconds)
+})
+export type ClusterConfig = Config.Config.Success<typeof ClusterConfig>
+
+const seconds = (value: number) => Duration.millis(Math.round(value * 1000))
+
+/** The engine's settings from ours; all of them, so nothing is left to its environment defaults. */
+export const shardingConfig = (config: ClusterConfig): Context.Tag.Service<ShardingConfig.ShardingConfig> => {
+  const third = config.lockExpirationSeconds / 3
+  return {
+    ...ShardingConfig.defaults,
+    runnerAddress: Option.some(RunnerAddress.make(config.runnerAddress.host, config.runnerAddress.port)),
+    runnerListenAddress: Option.map(config.runnerListen, (listen) => RunnerAddress.make(listen.host, listen.port)),
+    shardsPerGroup: config.shards,
+    shardLockExpiration: seconds(config.lockExpirationSeconds),
+    shardLockRefreshInterval: seconds(third),
+    runnerHealthCheckInterval: seconds(third),
+    refreshAssignmentsInterval: seconds(config.pollSeconds),
+    entityMessagePollInterval: seconds(config.pollSeconds),
+    entityMaxIdleTime: seconds(config.idleSeconds),
+    // The reply of a message sent to another runner is also read back from the database.
+    entityReplyPollInterval: seconds(Math.min(config.pollSeconds, 0.2))
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * The Agent entity in process, over @effect/cluster's TestRunner (messages
+ * stored in memory, as persisted messages are in PostgreSQL), with each
+ * agent's memory as files in a temp directory and the decided replies in
+ * an in-memory TurnJournal: one message at a time in order, an
+ * Idempotency-Key answered once, and a message delivered again after its
+ * reply was decided answered from the journal without a second turn.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as TestRunner from "@effect/cluster/TestRunner"
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Layer, Option } from "effect"
+import { Brain } from "../../src/Brain.js"
+import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
+import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
+import * as AgentEntity from "../../src/cluster/AgentEntity.js"
+import { AgentStore } from "../../src/cluster/AgentStore.js"
+import { type Decided, TurnJournal } from "../../src/cluster/TurnJournal.js"
+import * as Compactor from "../../src/memory/Compactor.js"
+import * as Memory from "../../src/memory/Memory.js"
+
+const setup = (journaled: Map<string, Decided>) => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-entity-"))
+  const asked: Array<string> = []
+  const brain = Layer.succeed(Brain, {
+    complete: (request) =>
+      Effect.sync(() => {
+        const last = request.messages[request.messages.length - 1]!
+        const text = typeof last.content === "string" ? last.content : ""
+        asked.push(text)
+        return ScriptedBrain.text(`reply to ${text}`)
+      })
+  })
+  const store = Layer.succeed(AgentStore, {
+    where: root,
+    open: (id, agentBrain) => {
+      const provider = ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", path.join(root, id)]]))
+      return Layer.build(Compactor.layer.pipe(Layer.provideMerge(Memory.layer), Layer.provide(Layer.succeed(Brain, agentBrain)))).pipe(
+        Effect.withConfigProvider(provider),
+        Effect.orDie,
+        Effect.map((memory) => ({ memory, provider, brain: agentBrain }))
+      )
+    },
+    exists: () => Effect.succeed(true),
+    status: (id, running) => Effect.succeed({ id, historyLines: 0, summaryBytes: 0, lastMessageAt: null, state: running ? "running" : "released" }),
+    ids: Effect.succeed([])
+  })
+  const journal = Layer.succeed(TurnJournal, {
+    lookup: (agentId, key) => Effect.sync(() => Option.fromNullable(journaled.get(`${agentId}/${key}`))),
+    record: (agentId, key, decided) => Effect.sync(() => void journaled.set(`${agentId}/${key}`, decided))
+  })
+  const layer = AgentEntity.layer.pipe(
+    Layer.provideMerge(TestRunner.layer),
+    Layer.provide(Layer.mergeAll(brain, InMemoryClaws.layer([]), store, journal))
+  )
+  const history = (id: string) =>
+    fs.readFileSync(path.join(root, id, "history.jsonl"), "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line))
+  return { layer, asked, history }
+}
+
+const send = (id: string, text: string, idempotencyKey?: string) =>
+  Effect.flatMap(AgentEntity.Agent.client, (client) =>
+    client(id).Send({ text, channel: "http", key: AgentEntity.messageKey(idempotencyKey), ...(idempotencyKey === undefined ? {} : { idempotencyKey }) }))
+
+describe("the Agent entity", () => {
+  it.live("answers one message at a time, in order, and stores each exchange", () => {
+    const kit = setup(new Map())
+    return Effect.gen(function*() {
+      const replies = yield* Effect.all(["one", "two", "three"].map((text) => send("ann", text)), { concurrency: "unbounded" })
+      expect(replies).toEqual([
+        { reply: "reply to one", stored: true },
+        { reply: "reply to two", stored: true },
+        { reply: "reply to three", stored: true }
+      ])
+      expect(kit.history("ann").map((line: { content: string }) => line.content)).toEqual([
+        "one", "reply to one", "two", "reply to two", "three", "reply to three"
+      ])
+    }).pipe(Effect.provide(kit.layer), Effect.scoped)
+  })
+
+  it.live("answers an Idempotency-Key once, however often it is sent", () => {
+    const kit = setup(new Map())
+    return Effect.gen(function*() {
+      const first = yield* send("bea", "hello", "k-1")
+      expect(yield* send("bea", "hello again", "k-1")).toEqual(first)
+      expect(kit.asked).toEqual(["hello"])
+      expect(kit.history("bea")).toHaveLength(2)
+    }).pipe(Effect.provide(kit.layer), Effect.scoped)
+  })
+
+  it.live("finishes a message whose reply was decided before a crash without running its turn again", () => {
+    // The runner died after the turn decided its reply: the journal has it, the cluster delivers the message again.
+    const kit = setup(new Map([["cid/idem:k-9", { reply: "the reply decided before", stored: true }]]))
+    return Effect.gen(function*() {
+      expect(yield* send("cid", "what was it?", "k-9")).toEqual({ reply: "the reply decided before", stored: true })
+      expect(kit.asked).toEqual([])
+      expect(kit.history("cid")).toEqual([
+        { role: "user", content: "what was it?" },
+        { role: "assistant", content: "the reply decided before" }
+      ])
+    }).pipe(Effect.provide(kit.layer), Effect.scoped)
+  })
+})
+

@@ -1,0 +1,67 @@
+/**
+ * The cluster's AgentHost in process, over @effect/cluster's TestRunner (an
+ * in-memory cluster) without any runner holding the Agent entity: what a
+ * send does when the agent's runner is gone (bounded by
+ * PLANCKCLAW_CLUSTER_SEND_TIMEOUT, under TestClock), and the input it
+ * refuses before anything reaches the cluster.
+ */
+import * as TestRunner from "@effect/cluster/TestRunner"
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Exit, Fiber, Layer, TestClock } from "effect"
+import * as AgentEntity from "../../src/cluster/AgentEntity.js"
+import { AgentStore } from "../../src/cluster/AgentStore.js"
+import * as ClusterHost from "../../src/cluster/ClusterHost.js"
+import { AgentHost } from "../../src/service/AgentHost.js"
+import { HostError } from "../../src/service/HostError.js"
+
+const noStore = Layer.succeed(AgentStore, {
+  where: "nowhere",
+  open: () => Effect.die("not used"),
+  exists: () => Effect.succeed(true),
+  status: (id, running) => Effect.succeed({ id, historyLines: 0, summaryBytes: 0, lastMessageAt: null, state: running ? "running" : "released" }),
+  ids: Effect.succeed([])
+})
+
+const host = ClusterHost.layer({ sendTimeoutSeconds: 30 }).pipe(
+  Layer.provide(Layer.mergeAll(noStore, Layer.succeed(AgentEntity.RunningAgents, new Set()), TestRunner.layer)),
+  Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PLANCKCLAW_MAX_MESSAGE_BYTES", "100"]]))))
+)
+
+const refusal = <A>(effect: Effect.Effect<A, HostError>) => Effect.flip(effect)
+
+describe("the cluster's AgentHost", () => {
+  it.scoped("answers 503 after PLANCKCLAW_CLUSTER_SEND_TIMEOUT when no runner takes the agent, saying the message is kept", () =>
+    Effect.gen(function*() {
+      const agents = yield* AgentHost
+      const fiber = yield* Effect.fork(agents.send("alice", { text: "hello", idempotencyKey: "k-1" }))
+      yield* TestClock.adjust("29 seconds")
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* TestClock.adjust("2 seconds")
+      const exit = yield* Fiber.await(fiber)
+      expect(Exit.isFailure(exit)).toBe(true)
+      const error = yield* Effect.flip(Fiber.join(fiber))
+      expect(error).toBeInstanceOf(HostError)
+      expect(error.reason).toBe("unavailable")
+      expect(error.message).toContain("did not answer within 30 s (PLANCKCLAW_CLUSTER_SEND_TIMEOUT)")
+      expect(error.message).toContain("same Idempotency-Key")
+    }).pipe(Effect.provide(host)))
+
+  it.scoped("refuses a bad id, channel, key or size before the cluster sees the message", () =>
+    Effect.gen(function*() {
+      const agents = yield* AgentHost
+      expect((yield* refusal(agents.send("Not An Id", { text: "x" }))).reason).toBe("bad-id")
+      expect((yield* refusal(agents.send("bob", { text: "x", channel: "a\nb" }))).reason).toBe("bad-input")
+      expect((yield* refusal(agents.send("bob", { text: "x", idempotencyKey: "has space" }))).reason).toBe("bad-input")
+      const large = yield* refusal(agents.send("bob", { text: "y".repeat(101) }))
+      expect(large.reason).toBe("too-large")
+      expect(large.message).toContain("PLANCKCLAW_MAX_MESSAGE_BYTES")
+    }).pipe(Effect.provide(host)))
+})
+
+describe("AgentEntity.messageKey", () => {
+  it("is the Idempotency-Key when one is given, and fresh otherwise", () => {
+    expect(AgentEntity.messageKey("k-1")).toBe("idem:k-1")
+    expect(AgentEntity.messageKey("k-1")).toBe(AgentEntity.messageKey("k-1"))
+    expect(AgentEntity.messageKey(undefined)).not.toBe(AgentEntity.messageKey(undefined))
+  })
+})

@@ -1,0 +1,120 @@
+/**
+ * Cluster runners as real processes (`node test/cluster/runner.mjs`, built
+ * code from dist/), each with its runner port and HTTP port on loopback,
+ * against one PostgreSQL database and one agents directory; and an HTTP
+ * client for their API.
+ */
+import * as child from "node:child_process"
+import * as http from "node:http"
+import * as net from "node:net"
+import * as path from "node:path"
+import { Effect } from "effect"
+import { baseEnv } from "../support/Cli.js"
+
+export const RUNNER = path.join(import.meta.dirname, "runner.mjs")
+
+export interface Runner {
+  readonly process: child.ChildProcess
+  readonly httpPort: number
+  readonly runnerPort: number
+  readonly output: () => string
+  readonly kill: (signal: NodeJS.Signals) => Promise<void>
+}
+
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as net.AddressInfo).port
+      server.close(() => resolve(port))
+    })
+  })
+
+/** Starts a runner and waits until its HTTP API listens; the settings are the test's failover-fast ones. */
+export const startRunner = async (env: Record<string, string>): Promise<Runner> => {
+  const runnerPort = await freePort()
+  const proc = child.spawn(process.execPath, [RUNNER], {
+    env: baseEnv({
+      PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`,
+      PLANCKCLAW_CLUSTER_LOCK_EXPIRATION: "6",
+      PLANCKCLAW_CLUSTER_POLL: "0.2",
+      PLANCKCLAW_CLUSTER_SHARDS: "30",
+      PLANCKCLAW_CLUSTER_SEND_TIMEOUT: "20",
+      ...env
+    }),
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()))
+  const httpPort = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`runner did not start within 60 s:\n${output}`)), 60_000)
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString("utf8")
+      const match = /HTTP API on [^\s:]+:(\d+)/.exec(output)
+      if (match !== null) {
+        clearTimeout(timer)
+        resolve(Number(match[1]))
+      }
+    }
+    proc.stdout!.on("data", onData)
+    proc.stderr!.on("data", onData)
+    proc.once("exit", (code) => {
+      clearTimeout(timer)
+      reject(new Error(`runner exited with ${code} before listening:\n${output}`))
+    })
+  })
+  return {
+    process: proc,
+    httpPort,
+    runnerPort,
+    output: () => output,
+    kill: (signal) => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal)
+      return exited
+    }
+  }
+}
+
+export interface Answer {
+  readonly status: number
+  readonly body: Record<string, unknown>
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
+
+/** POSTs a message; a connection that fails (a killed runner) is an Answer with status 0. */
+export const post = (port: number, id: string, text: string, key?: string): Promise<Answer> =>
+  new Promise((resolve) => {
+    const request = http.request({
+      host: "127.0.0.1",
+      port,
+      method: "POST",
+      path: `/v1/agents/${id}/messages`,
+      agent,
+      headers: { "content-type": "application/json", ...(key === undefined ? {} : { "idempotency-key": key }) }
+    }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") }))
+      response.on("error", () => resolve({ status: 0, body: {} }))
+    })
+    request.on("error", () => resolve({ status: 0, body: {} }))
+    request.end(JSON.stringify({ text }))
+  })
+
+export const get = (port: number, route: string): Promise<Answer> =>
+  new Promise((resolve) => {
+    http.get({ host: "127.0.0.1", port, path: route, agent }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") }))
+    }).on("error", () => resolve({ status: 0, body: {} }))
+  })
+
+/** Runners started in a test, killed when it ends. */
+export const runnersFor = (env: Record<string, string>, count: number) =>
+  Effect.acquireRelease(
+    Effect.promise(() => Promise.all(Array.from({ length: count }, () => startRunner(env)))),
+    (runners) => Effect.promise(() => Promise.all(runners.map((runner) => runner.kill("SIGKILL"))))
+  )
