@@ -105,7 +105,13 @@ export const keySections: ReadonlyArray<KeySection> = [
   {
     title: "PostgreSQL (planckclaw memory, serve --cluster)",
     keys: [
-      { key: "PLANCKCLAW_DATABASE_URL", default: "(required there)", range: "postgres:// URL", meaning: "the database; its password is never logged" }
+      { key: "PLANCKCLAW_DATABASE_URL", default: "(required there)", range: "postgres:// URL", meaning: "the database; its password is never logged" },
+      { key: "PLANCKCLAW_RUNNER_ADDRESS", default: "(required for --cluster)", range: "HOST:PORT", meaning: "serve --cluster: where this runner is reached by its peers" },
+      { key: "PLANCKCLAW_RUNNER_LISTEN", default: "PLANCKCLAW_RUNNER_ADDRESS", range: "HOST:PORT", meaning: "where the runner listens, when not the address it advertises (NAT, containers)" },
+      { key: "PLANCKCLAW_CLUSTER_SHARDS", default: "300", range: "1–10000", meaning: "shards agents are spread over; the same on every runner of one database" },
+      { key: "PLANCKCLAW_CLUSTER_LOCK_EXPIRATION", default: "10", range: "3–600", meaning: "seconds after which a silent runner counts as dead and its agents move" },
+      { key: "PLANCKCLAW_CLUSTER_POLL", default: "1", range: "0.05–60", meaning: "seconds between reads of shard assignments and stored messages" },
+      { key: "PLANCKCLAW_CLUSTER_SEND_TIMEOUT", default: "60", range: "1–3600", meaning: "seconds an HTTP message waits for its agent (maybe failing over) before a 503" }
     ]
   }
 ]

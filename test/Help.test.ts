@@ -90,14 +90,17 @@ const declared = (() => {
 describe("planckclaw help config", () => {
   it("describes every key the sources read, and no other", () => {
     const described = new Set(allKeys.map((key) => key.key))
-    // Read through names held in constants: the secrets (secretNames), the runtime directory (fifoEnvNames), the home.
+    // Read through names held in constants: the secrets (secretNames), the runtime directory (fifoEnvNames), the home,
+    // the runner's addresses (hostPort(name)).
     const read = new Set([
       ...declared.read,
       "ANTHROPIC_API_KEY",
       "OPENAI_API_KEY",
       "DISCORD_BOT_TOKEN",
       "PLANCKCLAW_RUN_DIR",
-      "PLANCKCLAW_HOME"
+      "PLANCKCLAW_HOME",
+      "PLANCKCLAW_RUNNER_ADDRESS",
+      "PLANCKCLAW_RUNNER_LISTEN"
     ])
     expect([...read].filter((key) => !described.has(key))).toEqual([])
     expect([...described].filter((key) => !read.has(key))).toEqual([])
