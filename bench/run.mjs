@@ -17,7 +17,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { benchDir, distDir, repoDir } from "./lib/work.mjs"
 
-const MEASUREMENTS = ["turn-memory", "turn-fifo", "syscalls", "discovery", "history", "compaction", "cold-start", "serve"]
+const MEASUREMENTS = ["turn-memory", "turn-fifo", "syscalls", "discovery", "history", "compaction", "cold-start", "serve", "cluster"]
 
 const atMost = (limit) => (v) => v <= limit
 const atLeast = (limit) => (v) => v >= limit
@@ -89,7 +89,12 @@ const TABLE = [
   { key: "http_requests_per_s", label: "serve over HTTP: requests per second, keep-alive, load from a second process", target: "≥ 1000", pass: atLeast(1000) },
   { key: "http_p50_ms", label: "serve over HTTP: request p50 (ms)" },
   { key: "http_p99_ms", label: "serve over HTTP: request p99 (ms)" },
-  { key: "http_cpu_us_per_request", label: "serve over HTTP: server main-thread CPU per request, agent start included (µs)" }
+  { key: "http_cpu_us_per_request", label: "serve over HTTP: server main-thread CPU per request, agent start included (µs)" },
+  // Issue 16: runners of `serve --cluster` against one throwaway PostgreSQL, 1,000 agents, instant brain (no targets set).
+  { key: "cluster_turns_per_s_1_runner", label: "cluster: turns per second, 1,000 agents at once over HTTP, 1 runner" },
+  { key: "cluster_turns_per_s_2_runners", label: "cluster: turns per second, 1,000 agents at once over HTTP, 2 runners" },
+  { key: "cluster_failover_s", label: "cluster: SIGKILL of a runner until its agents answer again (s)" },
+  { key: "cluster_lock_expiration_s", label: "cluster: PLANCKCLAW_CLUSTER_LOCK_EXPIRATION used for failover (s)" }
 ]
 
 const runMeasurement = (name) =>
