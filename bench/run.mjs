@@ -91,6 +91,7 @@ const TABLE = [
   { key: "http_p99_ms", label: "serve over HTTP: request p99 (ms)" },
   { key: "http_cpu_us_per_request", label: "serve over HTTP: server main-thread CPU per request, agent start included (µs)" },
   // Issue 16: runners of `serve --cluster` against one throwaway PostgreSQL, 1,000 agents, instant brain (no targets set).
+  { key: "cluster_agents", label: "cluster: agents in each burst (BENCH_CLUSTER_AGENTS)" },
   { key: "cluster_turns_per_s_1_runner", label: "cluster: turns per second, 1,000 agents at once over HTTP, 1 runner" },
   { key: "cluster_turns_per_s_2_runners", label: "cluster: turns per second, 1,000 agents at once over HTTP, 2 runners" },
   { key: "cluster_failover_s", label: "cluster: SIGKILL of a runner until its agents answer again (s)" },

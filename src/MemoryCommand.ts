@@ -11,8 +11,7 @@ import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { withSettings } from "./CliSettings.js"
-import * as SqlDatabase from "./memory/sql/SqlDatabase.js"
-import * as SqlTransfer from "./memory/sql/SqlTransfer.js"
+import type * as SqlTransfer from "./memory/sql/SqlTransfer.js"
 import * as AgentId from "./service/AgentId.js"
 
 const agentOption = Options.text("agent").pipe(Options.withDescription("the agent's id (as `planckclaw serve` names it)"))
@@ -28,14 +27,24 @@ const described = (report: SqlTransfer.TransferReport) =>
     ...(report.usage > 0 ? [`${report.usage} usage line(s)`] : [])
   ].join(", ")
 
+/** The PostgreSQL client is loaded only by these commands: every other command starts without it. */
+const sqlModules = Effect.promise(() =>
+  Promise.all([import("./memory/sql/SqlDatabase.js"), import("./memory/sql/SqlTransfer.js")])
+)
+
 /** The agent's id checked before anything connects, then `run` on the database. */
-const inDatabase = <A, E, R>(agent: string, run: (id: AgentId.AgentId) => Effect.Effect<A, E, R>) =>
-  Effect.flatMap(AgentId.parse(agent), (id) => run(id).pipe(Effect.provide(SqlDatabase.layer), withSettings(new Map())))
+const inDatabase = <A, E, R>(
+  agent: string,
+  run: (id: AgentId.AgentId, transfer: typeof SqlTransfer) => Effect.Effect<A, E, R>
+) =>
+  Effect.flatMap(AgentId.parse(agent), (id) =>
+    Effect.flatMap(sqlModules, ([database, transfer]) =>
+      run(id, transfer).pipe(Effect.provide(database.layer), withSettings(new Map()))))
 
 const exportCommand = Command.make("export", { agent: agentOption, directory: directoryArg }, (options) =>
-  inDatabase(options.agent, (id) => Effect.gen(function*() {
+  inDatabase(options.agent, (id, transfer) => Effect.gen(function*() {
     const directory = path.resolve(options.directory)
-    const report = yield* SqlTransfer.exportAgent(id, directory)
+    const report = yield* transfer.exportAgent(id, directory)
     yield* Console.log(`exported agent ${id} to ${directory}: ${described(report)}`)
   }))).pipe(Command.withDescription("Write an agent's memory from the database into DIR (which must hold no memory files)."))
 
@@ -46,9 +55,9 @@ const importCommand = Command.make("import", {
     Options.withDescription("overwrite the memory the agent already has in the database")
   )
 }, (options) =>
-  inDatabase(options.agent, (id) => Effect.gen(function*() {
+  inDatabase(options.agent, (id, transfer) => Effect.gen(function*() {
     const directory = path.resolve(options.directory)
-    const report = yield* SqlTransfer.importAgent(id, directory, { replace: options.replace })
+    const report = yield* transfer.importAgent(id, directory, { replace: options.replace })
     yield* Console.log(`imported agent ${id} from ${directory}: ${described(report)}`)
   }))).pipe(Command.withDescription("Load an agent's memory files from DIR into the database, in one transaction."))
 
