@@ -9,27 +9,14 @@
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Sharding from "@effect/cluster/Sharding"
 import * as AgentHost from "../service/AgentHost.js"
-import * as AgentId from "../service/AgentId.js"
-import { HostError } from "../service/HostError.js"
-import * as IdempotencyStore from "../service/IdempotencyStore.js"
 import * as AgentEntity from "./AgentEntity.js"
 import { AgentStore } from "./AgentStore.js"
 
-// As AgentHost's: visible characters, spaces and tabs only.
-const validChannel = (channel: string) => channel.length > 0 && channel.length <= 256 && !/[\u0000-\u001f\u007f]/.test(channel)
-
-const refuse = (reason: HostError["reason"], message: string, id?: string) =>
-  Effect.fail(new HostError({ reason, message, ...(id === undefined ? {} : { id }) }))
-
-const parseId = (raw: string) =>
-  Either.match(AgentId.parse(raw), {
-    onLeft: (refused) => refuse("bad-id", refused.message, raw),
-    onRight: Effect.succeed
-  })
+// The refusals are AgentHost's, so serve and the cluster answer bad input alike.
+const { parseId, refuse } = AgentHost
 
 export const make = (options: { readonly sendTimeoutSeconds: number }) =>
   Effect.gen(function*() {
@@ -62,17 +49,7 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
 
     const send = (raw: string, message: AgentHost.SendOptions) =>
       Effect.gen(function*() {
-        const id = yield* parseId(raw)
-        const channel = message.channel ?? "http"
-        if (!validChannel(channel)) return yield* refuse("bad-input", "channel must be 1 to 256 characters without control characters", id)
-        const key = message.idempotencyKey
-        if (key !== undefined && !IdempotencyStore.validKey(key)) {
-          return yield* refuse("bad-input", `Idempotency-Key must be ${IdempotencyStore.KEY_RULE}`, id)
-        }
-        const size = Buffer.byteLength(message.text, "utf8")
-        if (size > config.maxMessageBytes) {
-          return yield* refuse("too-large", `the message is ${size} bytes; the limit is ${config.maxMessageBytes} (PLANCKCLAW_MAX_MESSAGE_BYTES)`, id)
-        }
+        const { channel, id, idempotencyKey: key } = yield* AgentHost.checkMessage(raw, message, config.maxMessageBytes)
         return yield* client(id).Send({
           text: message.text,
           channel,

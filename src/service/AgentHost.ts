@@ -89,8 +89,33 @@ export class AgentHost extends Context.Tag("planckclaw/AgentHost")<AgentHost, Ag
 // Visible characters, spaces and tabs only: the journal keeps a key after a control character.
 const validChannel = (channel: string) => channel.length > 0 && channel.length <= 256 && !/[\u0000-\u001f\u007f]/.test(channel)
 
-const refuse = (reason: HostError["reason"], message: string, id?: string) =>
+/** A refusal of a host, naming the agent when there is one. */
+export const refuse = (reason: HostError["reason"], message: string, id?: string) =>
   Effect.fail(new HostError({ reason, message, ...(id === undefined ? {} : { id }) }))
+
+/** An agent id from a request, or its refusal. */
+export const parseId = (raw: string): Effect.Effect<AgentId.AgentId, HostError> =>
+  Either.match(AgentId.parse(raw), {
+    onLeft: (refused) => refuse("bad-id", refused.message, raw),
+    onRight: Effect.succeed
+  })
+
+/** A message to send, checked as every host checks it (serve's and the cluster's): id, channel, key, size. */
+export const checkMessage = (raw: string, options: SendOptions, maxMessageBytes: number) =>
+  Effect.gen(function*() {
+    const id = yield* parseId(raw)
+    const channel = options.channel ?? "http"
+    if (!validChannel(channel)) return yield* refuse("bad-input", "channel must be 1 to 256 characters without control characters", id)
+    const idempotencyKey = options.idempotencyKey
+    if (idempotencyKey !== undefined && !IdempotencyStore.validKey(idempotencyKey)) {
+      return yield* refuse("bad-input", `Idempotency-Key must be ${IdempotencyStore.KEY_RULE}`, id)
+    }
+    const size = Buffer.byteLength(options.text, "utf8")
+    if (size > maxMessageBytes) {
+      return yield* refuse("too-large", `the message is ${size} bytes; the limit is ${maxMessageBytes} (PLANCKCLAW_MAX_MESSAGE_BYTES)`, id)
+    }
+    return { id, channel, idempotencyKey }
+  })
 
 export const make = Effect.gen(function*() {
   const config = yield* HostConfig
@@ -163,11 +188,6 @@ export const make = Effect.gen(function*() {
     return RcMap.invalidate(agents, id).pipe(Effect.zipRight(answerRecovered(id)))
   }
 
-  const parseId = (raw: string) =>
-    Either.match(AgentId.parse(raw), {
-      onLeft: (refused) => refuse("bad-id", refused.message, raw),
-      onRight: Effect.succeed
-    })
 
   const existing = (raw: string) =>
     Effect.flatMap(parseId(raw), (id) =>
@@ -186,18 +206,8 @@ export const make = Effect.gen(function*() {
 
   const accept = (raw: string, options: SendOptions) =>
     Effect.gen(function*() {
-      const id = yield* parseId(raw)
-      const channel = options.channel ?? "http"
-      if (!validChannel(channel)) return yield* refuse("bad-input", "channel must be 1 to 256 characters without control characters", id)
-      const key = options.idempotencyKey
-      if (key !== undefined && !IdempotencyStore.validKey(key)) {
-        return yield* refuse("bad-input", `Idempotency-Key must be ${IdempotencyStore.KEY_RULE}`, id)
-      }
-      const size = Buffer.byteLength(options.text, "utf8")
-      if (size > config.maxMessageBytes) {
-        return yield* refuse("too-large", `the message is ${size} bytes; the limit is ${config.maxMessageBytes} (PLANCKCLAW_MAX_MESSAGE_BYTES)`, id)
-      }
-      return yield* submit(id, { text: options.text, channel, idempotencyKey: key })
+      const { channel, id, idempotencyKey } = yield* checkMessage(raw, options, config.maxMessageBytes)
+      return yield* submit(id, { text: options.text, channel, idempotencyKey })
     })
 
   // The caller holds the agent started until its reply comes.
