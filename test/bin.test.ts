@@ -2,6 +2,7 @@
  * End to end: the built command, as a child process, against an
  * Anthropic-compatible server on loopback, with the shipped claws.
  */
+import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
@@ -25,6 +26,29 @@ const setup = (handler: AnthropicServer.Handler, extra: Record<string, string> =
     }, "planckclaw-e2e-")
     return { server, cwd: box.dir, memory: box.memory, claws: box.claws, env: box.env, read: box.memoryFile }
   })
+
+describe("npm start (the quick start)", () => {
+  it.scopedLive("runs the agent with the checkout as its home: the shipped claws, the key from the environment", () =>
+    Effect.gen(function*() {
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.text("Hello from the checkout.")))
+      const box = yield* sandbox({ ANTHROPIC_API_KEY: "test-key-not-secret", ANTHROPIC_BASE_URL: server.url }, "planckclaw-npm-start-")
+      // HOME is the sandbox (no ~/.planckclaw), memory goes to the sandbox: only the claws can come from the checkout.
+      const env: NodeJS.ProcessEnv = { ...box.env, HOME: box.dir, PLANCKCLAW_DIR: box.memory, npm_config_update_notifier: "false" }
+      delete env.CLAWS_DIR
+      const result = yield* Effect.async<{ code: number | null; stdout: string }>((resume) => {
+        const npm = child.spawn("npm", ["start", "--silent"], { cwd: Cli.REPO, env })
+        let stdout = ""
+        npm.stdout.setEncoding("utf8").on("data", (chunk: string) => void (stdout += chunk))
+        npm.on("close", (code) => resume(Effect.succeed({ code, stdout })))
+        npm.stdin.end("hi\n")
+      })
+      expect(result.code).toBe(0)
+      expect(result.stdout).toBe("Hello from the checkout.\n")
+      const [request] = yield* server.awaitRequests(1)
+      expect((request!.body.tools ?? []).map((tool) => tool.name).sort()).toEqual(["get_time", "roll_dice", "system_status"])
+      expect(box.memoryFile("history.jsonl")).toBe(line("user", "hi") + line("assistant", "Hello from the checkout."))
+    }), 60_000)
+})
 
 describe("planckclaw run (built command)", () => {
   it.scopedLive("answers piped messages in order, runs several shipped claws in one round, and exits 0", () =>
