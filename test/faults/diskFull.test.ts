@@ -49,11 +49,19 @@ const limitFileSize = (pid: number, limit: string) => {
   expect(result.status, result.stderr).toBe(0)
 }
 
-/** Fills `mount` (a tmpfs) until exactly `pages` pages are left. */
+/**
+ * Fills `mount` (a tmpfs) until exactly `pages` pages are left. The agent may
+ * still be settling its last exchange (a journal emptied frees a page), so
+ * the filler is resized until the count holds.
+ */
 const fillTmpfs = (mount: string, pages: number) => {
-  const stats = fs.statfsSync(mount)
-  const bytes = (stats.bavail - pages) * stats.bsize
-  fs.writeFileSync(path.join(mount, "filler"), Buffer.alloc(Math.max(0, bytes)))
+  const filler = path.join(mount, "filler")
+  fs.writeFileSync(filler, "")
+  for (let attempt = 0; attempt < 50 && fs.statfsSync(mount).bavail !== pages; attempt++) {
+    const stats = fs.statfsSync(mount)
+    const size = fs.statSync(filler).size + (stats.bavail - pages) * stats.bsize
+    fs.writeFileSync(filler, Buffer.alloc(Math.max(0, size)))
+  }
   expect(fs.statfsSync(mount).bavail).toBe(pages)
 }
 
