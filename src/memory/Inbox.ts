@@ -146,17 +146,10 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
         message: `cannot read the inbox journal: ${error.message}`,
         cause: error
       })
-    // Only a regular file of this user, never through a link; a torn last
-    // record (power loss, full disk) is cut off: that needs no free space.
-    const opened = SafeFile.withFile(file, fs.constants.O_RDWR, (fd) => {
-      const bytes = fs.readFileSync(fd)
-      const end = bytes.lastIndexOf(0x0a) + 1
-      if (end < bytes.length) fs.ftruncateSync(fd, end)
-      return Either.right(bytes.toString("utf8", 0, end))
-    })
-    const absent = Either.isLeft(opened) && opened.left._tag === "MemoryFileFailed" && opened.left.code === "ENOENT"
-    if (Either.isLeft(opened) && !absent) return Effect.fail(refused(opened.left))
-    const entries = replayEntries(Either.getOrElse(opened, () => ""))
+    // Only a regular file of this user, never through a link; a torn last record is cut off.
+    const opened = SafeFile.readJournal(file)
+    if (Either.isLeft(opened)) return Effect.fail(refused(opened.left))
+    const entries = replayEntries(opened.right)
     let nextId = [...entries.keys()].reduce((max, id) => Math.max(max, id), 0) + 1
     let failing = false
     const newKey = keyMaker()

@@ -132,6 +132,21 @@ export const read = (path: string): Either.Either<string | undefined, MemoryFile
  * every byte count. On a short or failed write the file is cut back to
  * `sizeBefore`, so the partial bytes never stay.
  */
+/**
+ * An append-only journal's complete records ("" when there is no file). A
+ * torn last record (power loss, full disk) is cut off: that needs no free space.
+ */
+export const readJournal = (path: string): Either.Either<string, MemoryFileError> => {
+  const opened = withFile(path, fs.constants.O_RDWR, (fd) => {
+    const bytes = fs.readFileSync(fd)
+    const end = bytes.lastIndexOf(0x0a) + 1
+    if (end < bytes.length) fs.ftruncateSync(fd, end)
+    return Either.right(bytes.toString("utf8", 0, end))
+  })
+  const absent = Either.isLeft(opened) && opened.left._tag === "MemoryFileFailed" && opened.left.code === "ENOENT"
+  return absent ? Either.right("") : opened
+}
+
 export const appendAll = (
   fd: number,
   path: string,

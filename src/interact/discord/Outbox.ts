@@ -142,18 +142,6 @@ const openJournal = (file: string): Journal => {
   }
 }
 
-/** Reads what a previous run left, cutting off a torn last line. */
-const readJournal = (file: string): Either.Either<string, SafeFile.MemoryFileError> => {
-  const opened = SafeFile.withFile(file, fs.constants.O_RDWR, (fd) => {
-    const bytes = fs.readFileSync(fd)
-    const end = bytes.lastIndexOf(0x0a) + 1
-    if (end < bytes.length) fs.ftruncateSync(fd, end)
-    return Either.right(bytes.toString("utf8", 0, end))
-  })
-  const absent = Either.isLeft(opened) && opened.left._tag === "MemoryFileFailed" && opened.left.code === "ENOENT"
-  return absent ? Either.right("") : opened
-}
-
 const fromEntries = (recovered: ReadonlyArray<Owed>, journal: Journal | undefined, file: string): Outbox => {
   const owed = new Map(recovered.map((entry) => [entry.id, entry]))
   let nextId = recovered.reduce((max, entry) => Math.max(max, entry.id), 0) + 1
@@ -212,7 +200,7 @@ export const make = (directory: string): Effect.Effect<Outbox, never, Scope.Scop
     const file = path.join(directory, outboxFileName)
     // A bridge process of its own may start before any run made the directory; a failure shows on the first write.
     Either.try(() => fs.mkdirSync(directory, { recursive: true, mode: 0o700 }))
-    const text = readJournal(file)
+    const text = SafeFile.readJournal(file)
     if (Either.isLeft(text)) {
       yield* Effect.logError(`cannot read the Discord outbox: ${text.left.message}; replies it held are not resent`)
     }
