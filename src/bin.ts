@@ -13,7 +13,6 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as HashMap from "effect/HashMap"
-import { cli, command } from "./Cli.js"
 import * as ConfigErrors from "./config/ConfigErrors.js"
 import * as HelpText from "./HelpText.js"
 import * as Home from "./Home.js"
@@ -34,12 +33,37 @@ const refuseSetting = (message: string): Effect.Effect<number> => {
   return refuse(2, `${message} [settings file: ${Home.describe(home)}${there ? "" : "; not there yet: `planckclaw init` makes it"}]`)
 }
 
-/** Help and --version, answered before the command line is parsed (see HelpText). */
-const help = HelpText.answer(process.argv.slice(2), {
-  version,
-  color: HelpText.colorAllowed(process.stdout),
-  known: [...HashMap.keys(Command.getSubcommands(command))]
-})
+const args = process.argv.slice(2)
+
+/** Help and --version, answered before the command line is parsed (see HelpText); else the parse. */
+const answer = <Name extends string, R, E, A>(command: Command.Command<Name, R, E, A>) => {
+  const help = HelpText.answer(args, {
+    version,
+    color: HelpText.colorAllowed(process.stdout),
+    known: [...HashMap.keys(Command.getSubcommands(command))]
+  })
+  return help._tag === "Print"
+    ? Effect.as((help.toStderr === true ? Console.error : Console.log)(help.text), help.code)
+    : Effect.as(
+      Effect.consoleWith((console) =>
+        Effect.withConsole(Command.run(command, { name: "planckclaw", version })(process.argv), PlainConsole.make(console))
+      ),
+      0
+    )
+}
+
+const everyCommand = Effect.flatMap(Effect.promise(() => import("./Cli.js")), (module) => answer(module.command))
+
+/**
+ * A `run` is parsed by a command line holding only `run`: its modules leave
+ * out serve's HTTP server, the doctor, SQL and init, so a start loads less.
+ * Anything else, and @effect/cli's own options (`--completions`, `--wizard`),
+ * which speak of every command, get the whole command line.
+ */
+const runOnly = args[0] === "run" && !args.some((arg) => ["--completions", "--wizard", "--version"].includes(arg))
+const commandLine: typeof everyCommand = runOnly
+  ? Effect.flatMap(Effect.promise(() => import("./RunCommand.js")), (module) => answer(module.runOnly))
+  : everyCommand
 
 /**
  * Expected failures print one line and pick the exit code: 2 for what the
@@ -48,10 +72,7 @@ const help = HelpText.answer(process.argv.slice(2), {
  * taken). Anything else is a bug and shows its cause; an interruption
  * (Ctrl-C, SIGTERM) is a clean stop.
  */
-const main = (help._tag === "Print"
-  ? Effect.as((help.toStderr === true ? Console.error : Console.log)(help.text), help.code)
-  : Effect.as(Effect.consoleWith((console) => Effect.withConsole(cli(version)(process.argv), PlainConsole.make(console))), 0)
-).pipe(
+const main = commandLine.pipe(
   // @effect/cli has printed the usage problem already.
   Effect.catchIf(ValidationError.isValidationError, () => Effect.succeed(2)),
   Effect.catchIf(ConfigError.isConfigError, (error) => refuse(2, ConfigErrors.describe(error))),

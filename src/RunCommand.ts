@@ -1,0 +1,111 @@
+/**
+ * `planckclaw run`, and a command line holding only it: `bin.ts` parses a
+ * `run` with this one, so a start loads only what a run needs (not serve's
+ * HTTP server, the doctor, SQL or init). Cli.ts lists it with the others.
+ */
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Config from "effect/Config"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Agent from "./Agent.js"
+import * as AnthropicBrain from "./brain/AnthropicBrain.js"
+import * as FifoBrain from "./brain/FifoBrain.js"
+import * as Bridges from "./Bridges.js"
+import * as FifoClaws from "./claws/FifoClaws.js"
+import * as ScriptClaws from "./claws/ScriptClaws.js"
+import { brainOption, debugOption, runFlags, withSettings } from "./CliSettings.js"
+import type { FifoPaths } from "./fifo/FifoPaths.js"
+import * as Handover from "./fifo/Handover.js"
+import * as RuntimeDir from "./fifo/RuntimeDir.js"
+import * as Intake from "./Intake.js"
+import * as FifoInteract from "./interact/FifoInteract.js"
+import * as MemoryHold from "./MemoryHold.js"
+
+const bridgeOption = Options.text("bridge").pipe(
+  Options.withDefault("cli"),
+  Options.withDescription(
+    "interact bridge: cli (terminal), discord, none (nothing serves the interact pipes) or a path to an executable"
+  )
+)
+const clawOption = Options.text("claw").pipe(
+  Options.withDefault("scripts"),
+  Options.withDescription("claw bridge: scripts (CLAWS_DIR/*.sh), none (served from outside) or an executable")
+)
+
+/**
+ * The agent on the near ends of the pipes: it speaks only through them. Its
+ * patience on each pipe is longer than a built-in bridge's own give-up time
+ * (every attempt timing out, plus the longest backoffs), so the bridge's
+ * error answer, not the agent's timeout, ends a hopeless request.
+ */
+const nearEnds = (paths: FifoPaths, handover: Option.Option<Handover.Handover>) =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const [brainTimeout, brainRetries] = yield* Config.all([AnthropicBrain.BrainTimeoutConfig, AnthropicBrain.BrainRetriesConfig])
+    const clawTimeout = yield* ScriptClaws.ClawTimeoutConfig
+    const shared = Option.match(handover, { onNone: () => ({}), onSome: (h) => ({ handover: h }) })
+    return Agent.layerWithMemory.pipe(
+      Layer.provide(Layer.mergeAll(
+        FifoBrain.layer({ paths, timeout: Duration.seconds((brainTimeout + 60) * (brainRetries + 1) + 60) }),
+        FifoClaws.layer({ paths, callTimeout: Duration.seconds(clawTimeout + 60) })
+      )),
+      Layer.merge(FifoInteract.layer({ paths, ...shared }))
+    )
+  }))
+
+const runOptions = { bridge: bridgeOption, brain: brainOption, claw: clawOption, debug: debugOption }
+
+/** What the flags choose; an unknown name or a path that is no file is refused before anything starts. */
+const runChoices = (options: { readonly bridge: string; readonly claw: string }) =>
+  Effect.all({
+    bridge: Bridges.choose("bridge", options.bridge, ["cli", "discord"] as const),
+    // The flag reaches this setting through the ConfigProvider (runFlags).
+    brain: Effect.flatMap(Bridges.BrainChoiceConfig, (brain) => Bridges.choose("brain", brain, Bridges.brainNames)),
+    claw: Bridges.choose("claw", options.claw, ["scripts"] as const)
+  })
+
+/**
+ * `planckclaw run`: holds the memory directory, lays the FIFOs out, starts
+ * the bridges on their far ends (the Layer `Command.provide` builds, in that
+ * order) and the agent on the near ends. Ends when an interact bridge whose
+ * input ended has delivered its last reply; with `--bridge none` it runs
+ * until stopped.
+ */
+export const run = Command.make("run", runOptions, () =>
+  Effect.gen(function*() {
+    const paths = yield* RuntimeDir.RunPaths
+    const interact = yield* Bridges.InteractEnd
+    // The agent's loop ends once every line of this run is read, answered, and
+    // the work it started (delivery, a due compaction) is done; then the last
+    // replies still in interact_out reach the user (see Handover). Without a
+    // built-in interact bridge, an executable's exit ends the run, and with
+    // none it goes on until stopped.
+    const serving = Intake.run.pipe(
+      Effect.provide(nearEnds(paths, interact.handover)),
+      Effect.zipRight(Option.match(interact.handover, { onNone: () => Effect.void, onSome: Handover.repliesDelivered }))
+    )
+    yield* Effect.raceFirst(serving, interact.done)
+  })).pipe(
+    Command.provide((options) =>
+      Layer.unwrapEffect(Effect.map(runChoices(options), (choices) =>
+        Bridges.farEnds(choices, { withAgent: true }).pipe(
+          Layer.provideMerge(RuntimeDir.layer),
+          Layer.provideMerge(MemoryHold.layer)
+        )))
+    ),
+    // Outermost: the settings (and the secrets' withdrawal) come before anything the layers start.
+    Command.transformHandler((effect, options) => withSettings(runFlags(options))(effect)),
+    Command.withDescription("Run the agent: answer messages from the chosen bridge until its input ends.")
+  )
+
+/** The top command's description (the help people read is HelpText's). */
+export const description =
+  "A personal AI agent: terminal or Discord, Claude or any Chat Completions model, shell-script claws, self-compacting memory."
+
+/** `planckclaw` with `run` as its only subcommand: what bin.ts parses a `run` with. */
+export const runOnly = Command.make("planckclaw").pipe(
+  Command.withDescription(description),
+  Command.withSubcommands([run])
+)

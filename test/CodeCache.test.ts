@@ -1,0 +1,79 @@
+/**
+ * bin/code-cache.mjs: the command line's bundle runs with a V8 code cache
+ * made by an earlier start, next to the bundle or, when that cannot be
+ * written, in the user's cache directory; a cache that does not fit (other
+ * bundle, damaged file) is never used for the wrong code, and nothing about
+ * the cache stops a start. Each start is a real child process.
+ */
+import * as child from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
+import { afterEach, describe, expect, it } from "vitest"
+
+const loader = pathToFileURL(path.join(import.meta.dirname, "..", "bin", "code-cache.mjs")).href
+
+const dirs: Array<string> = []
+afterEach(() => {
+  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+/** A package-like directory with a CommonJS bundle that prints `text` and what the loader gave it. */
+const bundleIn = (text: string) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-code-cache-"))
+  dirs.push(dir)
+  const bundle = path.join(dir, "cli", "bin.cjs")
+  fs.mkdirSync(path.dirname(bundle))
+  const write = (body: string) =>
+    fs.writeFileSync(bundle, `const greet = (who) => ${JSON.stringify(body)} + " " + who\nconsole.log(greet(require("node:path").basename(__filename)), __bundle_url.startsWith("file:"))\n`)
+  write(text)
+  return { dir, bundle, write, cacheDir: path.join(dir, "cli", "code-cache"), xdg: path.join(dir, "xdg") }
+}
+
+/** Runs the bundle through the loader as `planckclaw COMMAND`; its output and whether V8 refused a cache. */
+const start = (bundle: string, xdg: string, command = "run") => {
+  const program = `import(${JSON.stringify(loader)}).then(({ runBundle }) => {
+    const script = runBundle(${JSON.stringify(pathToFileURL(bundle).href)}, ${JSON.stringify(command)})
+    process.on("exit", () => console.log("rejected:" + script.cachedDataRejected))
+  })`
+  const output = child.execFileSync(process.execPath, ["--input-type=module", "-e", program], {
+    encoding: "utf8",
+    env: { ...process.env, XDG_CACHE_HOME: xdg }
+  })
+  return output
+}
+
+const cacheFiles = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir).filter((name) => name.endsWith(".v8cache")) : [])
+
+describe("the code cache of the command line's bundle", () => {
+  it("is made by the first start next to the bundle and used by the next, per command", () => {
+    const t = bundleIn("hello")
+    expect(start(t.bundle, t.xdg)).toBe("hello bin.cjs true\nrejected:undefined\n")
+    expect(cacheFiles(t.cacheDir)).toEqual([expect.stringMatching(new RegExp(`^bin-[0-9a-f]{24}-run-${process.version}-${process.arch}\\.v8cache$`))])
+    expect(start(t.bundle, t.xdg)).toBe("hello bin.cjs true\nrejected:false\n")
+    // Another command compiles other functions: it gets its own cache.
+    expect(start(t.bundle, t.xdg, "tools")).toBe("hello bin.cjs true\nrejected:undefined\n")
+    expect(cacheFiles(t.cacheDir)).toHaveLength(2)
+    expect(cacheFiles(t.xdg)).toEqual([])
+  })
+
+  it("goes to the user's cache directory when the package's cannot be written", () => {
+    const t = bundleIn("hello")
+    fs.writeFileSync(t.cacheDir, "not a directory")
+    expect(start(t.bundle, t.xdg)).toBe("hello bin.cjs true\nrejected:undefined\n")
+    expect(cacheFiles(path.join(t.xdg, "planckclaw"))).toHaveLength(1)
+    expect(start(t.bundle, t.xdg)).toBe("hello bin.cjs true\nrejected:false\n")
+  })
+
+  it("is not used for a changed bundle, and a damaged cache is refused, the start goes on and the cache is made again", () => {
+    const t = bundleIn("hello")
+    start(t.bundle, t.xdg)
+    t.write("goodbye")
+    expect(start(t.bundle, t.xdg)).toBe("goodbye bin.cjs true\nrejected:undefined\n")
+    expect(cacheFiles(t.cacheDir)).toHaveLength(2)
+    for (const name of cacheFiles(t.cacheDir)) fs.writeFileSync(path.join(t.cacheDir, name), Buffer.alloc(4096, 7))
+    expect(start(t.bundle, t.xdg)).toBe("goodbye bin.cjs true\nrejected:true\n")
+    expect(start(t.bundle, t.xdg)).toBe("goodbye bin.cjs true\nrejected:false\n")
+  })
+})
