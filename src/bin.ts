@@ -5,14 +5,17 @@
 import * as fs from "node:fs"
 import * as Command from "@effect/cli/Command"
 import * as ValidationError from "@effect/cli/ValidationError"
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
 import * as Cause from "effect/Cause"
 import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as HashMap from "effect/HashMap"
+import * as Layer from "effect/Layer"
 import * as ConfigErrors from "./config/ConfigErrors.js"
 import * as HelpText from "./HelpText.js"
 import * as Home from "./Home.js"
@@ -105,7 +108,9 @@ const main = commandLine.pipe(
     DoctorFailed: (error) => refuse(1, error.message),
     ClusterStartError: (error) => refuse(1, error.message),
   }),
-  Effect.provide(NodeContext.layer),
+  // What @effect/cli needs (a file system, paths, the terminal): not NodeContext's
+  // command executor and worker manager, which nothing here uses and which cost start-up time.
+  Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer, NodeTerminal.layer)),
   Effect.provide(Logging.layer(false)),
   Effect.catchAllCause((cause) =>
     Cause.isInterruptedOnly(cause)
