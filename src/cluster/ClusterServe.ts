@@ -51,7 +51,9 @@ export class ClusterStartError extends Data.TaggedError("ClusterStartError")<{ r
  */
 const clusterTables = (config: ClusterConfig) =>
   Layer.effectDiscard(
-    Effect.scoped(Layer.build(SqlMessageStorage.layer.pipe(Layer.provide(ShardingConfig.layer(shardingConfig(config)))))).pipe(
+    Effect.scoped(Layer.build(Layer.merge(SqlMessageStorage.layer, SqlRunnerStorage.layer).pipe(
+      Layer.provide(ShardingConfig.layer(shardingConfig(config)))
+    ))).pipe(
       Effect.sandbox,
       Effect.retry({ times: 5, schedule: Schedule.spaced("200 millis") }),
       Effect.mapError((cause) => new ClusterStartError({ message: `cannot create the cluster's tables: ${Cause.pretty(cause)}` }))
