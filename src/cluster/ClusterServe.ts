@@ -39,6 +39,7 @@ import * as AgentEntity from "./AgentEntity.js"
 import * as AgentStore from "./AgentStore.js"
 import * as ClusterHost from "./ClusterHost.js"
 import { ClusterConfig, describeUrl, shardingConfig } from "./ClusterSettings.js"
+import * as Pruning from "./Pruning.js"
 import * as TurnJournal from "./TurnJournal.js"
 
 /** The cluster could not start: the database is unreachable, or the agents' place is unusable. */
@@ -110,6 +111,8 @@ export const postgresStoreLayer = (config: ClusterConfig) =>
 export const hostLayer = (config: ClusterConfig) =>
   ClusterHost.layer({ sendTimeoutSeconds: config.sendTimeoutSeconds }).pipe(
     Layer.provideMerge(AgentEntity.layer),
+    // After the runner: its tables exist by then.
+    Layer.provideMerge(Pruning.layer({ retentionSeconds: config.retentionSeconds })),
     Layer.provideMerge(runnerLayer(config)),
     Layer.provide(TurnJournal.layer.pipe(
       Layer.mapError((error) => new ClusterStartError({ message: `cannot prepare the database: ${error.message}` }))
