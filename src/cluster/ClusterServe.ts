@@ -39,6 +39,7 @@ import * as AgentEntity from "./AgentEntity.js"
 import * as AgentStore from "./AgentStore.js"
 import * as ClusterHost from "./ClusterHost.js"
 import { ClusterConfig, describeUrl, shardingConfig } from "./ClusterSettings.js"
+import * as OutageLog from "./OutageLog.js"
 import * as Pruning from "./Pruning.js"
 import * as TurnJournal from "./TurnJournal.js"
 
@@ -129,7 +130,8 @@ export const layer = (listen: HttpApi.Listen) =>
     return HttpApi.layer(listen).pipe(
       Layer.provide(hostLayer(config)),
       Layer.provide(postgresStoreLayer(config)),
-      Layer.provide(databaseLayer(config))
+      Layer.provide(databaseLayer(config)),
+      Layer.provide(OutageLog.layer)
     )
   }))
 
