@@ -111,7 +111,8 @@ export const keySections: ReadonlyArray<KeySection> = [
       { key: "PLANCKCLAW_CLUSTER_SHARDS", default: "300", range: "1–10000", meaning: "shards agents are spread over; the same on every runner of one database" },
       { key: "PLANCKCLAW_CLUSTER_LOCK_EXPIRATION", default: "10", range: "3–600", meaning: "seconds after which a silent runner counts as dead and its agents move" },
       { key: "PLANCKCLAW_CLUSTER_POLL", default: "1", range: "0.05–60", meaning: "seconds between reads of shard assignments and stored messages" },
-      { key: "PLANCKCLAW_CLUSTER_SEND_TIMEOUT", default: "60", range: "1–3600", meaning: "seconds an HTTP message waits for its agent (maybe failing over) before a 503" }
+      { key: "PLANCKCLAW_CLUSTER_SEND_TIMEOUT", default: "60", range: "1–3600", meaning: "seconds an HTTP message waits for its agent (maybe failing over) before a 503" },
+      { key: "PLANCKCLAW_CLUSTER_RETENTION", default: "604800", range: "3600–315360000", meaning: "seconds answered messages and their Idempotency-Keys are kept before pruning" }
     ]
   }
 ]

@@ -11,9 +11,15 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Sharding from "@effect/cluster/Sharding"
+import { SqlError } from "@effect/sql/SqlError"
+import { describe } from "../memory/sql/SqlResilience.js"
 import * as AgentHost from "../service/AgentHost.js"
 import * as AgentEntity from "./AgentEntity.js"
 import { AgentStore } from "./AgentStore.js"
+
+/** What the database said, without the engine's wrapping (never the URL: SqlResilience.describe). */
+const databaseProblem = (error: { readonly cause?: unknown }): string =>
+  error.cause instanceof SqlError ? describe(error.cause) : "no answer"
 
 // The refusals are AgentHost's, so serve and the cluster answer bad input alike.
 const { parseId, refuse } = AgentHost
@@ -27,7 +33,7 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
     const timeout = `${options.sendTimeoutSeconds} s (PLANCKCLAW_CLUSTER_SEND_TIMEOUT)`
 
     /** The cluster's errors as the host's: the runner or the database is not there now. */
-    const clusterError = (id: string) => (error: { readonly _tag: string; readonly message?: string }) => {
+    const clusterError = (id: string) => (error: { readonly _tag: string; readonly message?: string; readonly cause?: unknown }) => {
       switch (error._tag) {
         case "AgentUnavailable":
           return refuse("unavailable", error.message ?? `agent ${id} is unavailable`, id)
@@ -38,6 +44,13 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
             "unavailable",
             `agent ${id} did not answer within ${timeout}: its runner may be failing over. The message is kept and ` +
               "will be answered; send it again with the same Idempotency-Key to get that answer",
+            id
+          )
+        case "PersistenceError":
+          return refuse(
+            "unavailable",
+            `agent ${id}: the database is unavailable (${databaseProblem(error)}); the message may not be kept: ` +
+              "send it again with the same Idempotency-Key once the database is back (it is answered once)",
             id
           )
         case "MailboxFull":

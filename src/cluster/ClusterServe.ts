@@ -39,6 +39,8 @@ import * as AgentEntity from "./AgentEntity.js"
 import * as AgentStore from "./AgentStore.js"
 import * as ClusterHost from "./ClusterHost.js"
 import { ClusterConfig, describeUrl, shardingConfig } from "./ClusterSettings.js"
+import * as OutageLog from "./OutageLog.js"
+import * as Pruning from "./Pruning.js"
 import * as TurnJournal from "./TurnJournal.js"
 
 /** The cluster could not start: the database is unreachable, or the agents' place is unusable. */
@@ -51,7 +53,9 @@ export class ClusterStartError extends Data.TaggedError("ClusterStartError")<{ r
  */
 const clusterTables = (config: ClusterConfig) =>
   Layer.effectDiscard(
-    Effect.scoped(Layer.build(SqlMessageStorage.layer.pipe(Layer.provide(ShardingConfig.layer(shardingConfig(config)))))).pipe(
+    Effect.scoped(Layer.build(Layer.merge(SqlMessageStorage.layer, SqlRunnerStorage.layer).pipe(
+      Layer.provide(ShardingConfig.layer(shardingConfig(config)))
+    ))).pipe(
       Effect.sandbox,
       Effect.retry({ times: 5, schedule: Schedule.spaced("200 millis") }),
       Effect.mapError((cause) => new ClusterStartError({ message: `cannot create the cluster's tables: ${Cause.pretty(cause)}` }))
@@ -108,6 +112,8 @@ export const postgresStoreLayer = (config: ClusterConfig) =>
 export const hostLayer = (config: ClusterConfig) =>
   ClusterHost.layer({ sendTimeoutSeconds: config.sendTimeoutSeconds }).pipe(
     Layer.provideMerge(AgentEntity.layer),
+    // After the runner: its tables exist by then.
+    Layer.provideMerge(Pruning.layer({ retentionSeconds: config.retentionSeconds })),
     Layer.provideMerge(runnerLayer(config)),
     Layer.provide(TurnJournal.layer.pipe(
       Layer.mapError((error) => new ClusterStartError({ message: `cannot prepare the database: ${error.message}` }))
@@ -124,7 +130,8 @@ export const layer = (listen: HttpApi.Listen) =>
     return HttpApi.layer(listen).pipe(
       Layer.provide(hostLayer(config)),
       Layer.provide(postgresStoreLayer(config)),
-      Layer.provide(databaseLayer(config))
+      Layer.provide(databaseLayer(config)),
+      Layer.provide(OutageLog.layer)
     )
   }))
 

@@ -60,6 +60,12 @@ export const ClusterConfig = Config.all({
   pollSeconds: secondsIn("PLANCKCLAW_CLUSTER_POLL", { min: 0.05, max: 60 }, 1),
   /** How long an HTTP send waits for the agent's reply (its runner may be failing over) before a 503. */
   sendTimeoutSeconds: secondsIn("PLANCKCLAW_CLUSTER_SEND_TIMEOUT", { min: 1, max: 3600 }, 60),
+  /**
+   * How long answered messages, their replies and decided turns are kept
+   * (Pruning.ts): an Idempotency-Key holds at least this long; retried
+   * later, it is a new message. At least an hour, above any send timeout.
+   */
+  retentionSeconds: secondsIn("PLANCKCLAW_CLUSTER_RETENTION", { min: 3600, max: 3650 * 86_400 }, 7 * 86_400),
   /** Seconds without a message before an agent is released (the same setting as `planckclaw serve`). */
   idleSeconds: Config.map(HostConfig, (host) => host.idleSeconds)
 })

@@ -5,8 +5,8 @@
  * the cluster delivers again (its runner died before the reply reached the
  * cluster's storage) finds its reply here, and the agent finishes it
  * (stores the exchange unless memory holds it, answers) without a second
- * turn. Rows older than a day are pruned: by then the cluster has long
- * delivered or answered every message they belong to.
+ * turn. Rows of answered messages older than PLANCKCLAW_CLUSTER_RETENTION
+ * are pruned with the cluster's own (Pruning.ts).
  *
  * The cluster's own message storage is the inbox itself (accepted messages
  * survive any runner), so `ClusterInbox` keeps nothing of its own on disk.
@@ -56,10 +56,6 @@ export const make = Effect.gen(function*() {
   yield* Migrator.make({})({ loader: migrations, table: "planckclaw_cluster_migrations" }).pipe(
     Effect.retry({ times: 5, schedule: Schedule.spaced("200 millis"), while: (error) => error._tag === "SqlError" })
   )
-  const prune = sql`DELETE FROM planckclaw_cluster_turns WHERE decided_at < NOW() - INTERVAL '1 day'`.pipe(
-    Effect.catchAll((error) => Effect.logWarning(`could not prune old decided replies: ${error.message}`))
-  )
-  yield* prune.pipe(Effect.repeat(Schedule.spaced("1 hour")), Effect.forkScoped)
   return {
     lookup: (agentId, key) =>
       sql<{ reply: string; stored: boolean }>`SELECT reply, stored FROM planckclaw_cluster_turns
@@ -77,7 +73,7 @@ export const make = Effect.gen(function*() {
   } satisfies TurnJournalService
 })
 
-export const layer: Layer.Layer<TurnJournal, SqlError | Migrator.MigrationError, SqlClient.SqlClient> = Layer.scoped(TurnJournal, make)
+export const layer: Layer.Layer<TurnJournal, SqlError | Migrator.MigrationError, SqlClient.SqlClient> = Layer.effect(TurnJournal, make)
 
 /**
  * The Inbox the agent of an entity talks to: decided replies go to the

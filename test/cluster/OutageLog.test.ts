@@ -1,0 +1,51 @@
+/**
+ * A runner's log through a database outage: the engine's storage failures
+ * and memory's waits, each logged again and again while PostgreSQL is away,
+ * come out as one line saying the database is unavailable, and one saying
+ * it is back; other lines pass; an outage after a quiet minute is told anew.
+ */
+import { SqlError } from "@effect/sql/SqlError"
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Effect, Logger, TestClock } from "effect"
+import * as OutageLog from "../../src/cluster/OutageLog.js"
+
+const refused = new SqlError({ message: "Failed to acquire connection", cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }) })
+/** What @effect/cluster wraps a storage failure in. */
+const persistence = { _tag: "PersistenceError", message: "storage", cause: refused }
+
+describe("OutageLog.collapse", () => {
+  it.effect("one line per outage and one when the database is back; the rest passes", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const recording = Logger.make(({ logLevel, message, cause }) =>
+        void lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}${Cause.isEmpty(cause) ? "" : " +cause"}`))
+      const logged = Effect.provide(Logger.replace(Logger.defaultLogger, OutageLog.collapse(recording)))
+      yield* Effect.gen(function*() {
+        yield* Effect.logInfo("HTTP API on 127.0.0.1:7878")
+        // A slow database, not an outage: the engine's own line passes.
+        yield* Effect.logError("Shard lock storage is unhealthy", Cause.die(new Error("Operation timed out after '2s'")))
+        yield* Effect.logInfo("Shard lock storage has recovered")
+        for (let poll = 0; poll < 5; poll++) {
+          yield* Effect.logWarning("Could not read messages from storage", Cause.fail(persistence))
+          yield* TestClock.adjust("1 second")
+        }
+        yield* Effect.logWarning("database unavailable while reading the memory of agent a (read ECONNRESET (ECONNRESET)); waiting for it to come back")
+        yield* Effect.logError("Shard lock storage is unhealthy", Cause.die(new Error("Operation timed out after '2s'")))
+        yield* Effect.logInfo("Shard lock storage has recovered")
+        yield* Effect.logInfo("database back; reading the memory of agent a resumed")
+        yield* Effect.logError("agent b: something unrelated", Cause.fail(new Error("boom")))
+        yield* TestClock.adjust("2 minutes")
+        yield* Effect.logWarning("database unavailable while appending to the history of agent c (read ECONNRESET (ECONNRESET)); waiting for it to come back")
+        yield* Effect.logWarning("Could not read messages from storage", Cause.fail(persistence))
+      }).pipe(logged)
+      expect(lines).toEqual([
+        "INFO HTTP API on 127.0.0.1:7878",
+        "ERROR Shard lock storage is unhealthy +cause",
+        "INFO Shard lock storage has recovered",
+        "WARN the database is unavailable (connect ECONNREFUSED 127.0.0.1:5432 (ECONNREFUSED)); waiting for it to come back (its further failures are not logged until then)",
+        "INFO the database is back; resuming",
+        "ERROR agent b: something unrelated +cause",
+        "WARN the database is unavailable (read ECONNRESET (ECONNRESET)); waiting for it to come back (its further failures are not logged until then)"
+      ])
+    }))
+})
