@@ -7,6 +7,11 @@
  * author's display name before the text ("Alice: hello"); commands
  * ("/compact", "/usage", "/forget") pass as they are. Each reply goes back
  * through the bridge's send, answering the question it belongs to.
+ *
+ * The same routes serve `serve --cluster --bridge discord`: there the host
+ * sends to the agent's entity wherever it lives, each message under its
+ * Discord id as Idempotency-Key, so a message handed over twice (a runner
+ * that took over the gateway and caught up) is answered once.
  */
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -46,13 +51,26 @@ export const agentFor = (per: AgentPer, message: Discord.DiscordMessage): string
 export const textFor = (message: Discord.DiscordMessage): string =>
   message.text.startsWith("/") ? message.text : `${message.authorName.replace(/[\r\n]+/g, " ")}: ${message.text}`
 
+/** The Idempotency-Key of a Discord message or slash command: its Discord id. */
+export const keyFor = (message: Discord.DiscordMessage): string =>
+  `discord-${message.target._tag === "Message" ? message.target.messageId : message.target.interactionId}`
+
+export interface RunOptions {
+  readonly per?: AgentPer
+  /** Where the catch-up state and the outbox are kept; default the host's directory. */
+  readonly stateDirectory?: string
+  /** Sends each message with its Discord id as Idempotency-Key (keyFor). */
+  readonly keyed?: boolean
+}
+
 /**
  * Serves Discord into the agent host until Discord closes the gateway for
  * good (then fails with the refusal) or the scope ends. Messages are handed
  * to their agents in arrival order (each journaled before the next is
- * taken); replies go out as they come, one channel's in order.
+ * taken), and the next is taken while earlier ones are being answered;
+ * replies go out as they come, one agent's in the order of its messages.
  */
-export const run = (options: { readonly per?: AgentPer } = {}): Effect.Effect<
+export const run = (options: RunOptions = {}): Effect.Effect<
   never,
   DiscordRefused | ConfigError.ConfigError | MissingSetting,
   AgentHost
@@ -61,7 +79,7 @@ export const run = (options: { readonly per?: AgentPer } = {}): Effect.Effect<
     const host = yield* AgentHost
     const per = options.per ?? (yield* AgentPerConfig)
     const settings = yield* Effect.flatMap(Discord.DiscordConfig, settingsFrom)
-    const bridge = yield* Discord.connect(settings, { stateDirectory: host.directory })
+    const bridge = yield* Discord.connect(settings, { stateDirectory: options.stateDirectory ?? host.directory })
     yield* Effect.logInfo(`Discord messages go to one agent per ${per} (DISCORD_AGENT_PER)`)
     // The question a reply answers is recorded just before the reply goes out, so replies of
     // different agents in one channel never take each other's question.
@@ -79,22 +97,40 @@ export const run = (options: { readonly per?: AgentPer } = {}): Effect.Effect<
         )
       ).pipe(Effect.ignore)
 
+    // Each agent's last message not yet answered: a reply goes out after the one before it
+    // (a host may complete them out of order, as the cluster's replies come from storage).
+    const lastOfAgent = new Map<string, Deferred.Deferred<void>>()
+
     const route = (message: Discord.DiscordMessage) =>
       Effect.gen(function*() {
         const agent = agentFor(per, message)
         const accepted = yield* Deferred.make<void>()
+        const answered = yield* Deferred.make<void>()
+        const before = lastOfAgent.get(agent)
+        lastOfAgent.set(agent, answered)
+        const inTurn = (effect: Effect.Effect<void>) =>
+          Effect.zipRight(before === undefined ? Effect.void : Deferred.await(before), effect)
         yield* Effect.scoped(Effect.gen(function*() {
-          const waiting = yield* host.accept(agent, { text: textFor(message), channel: message.channel }).pipe(
+          const waiting = yield* host.accept(agent, {
+            text: textFor(message),
+            channel: message.channel,
+            ...(options.keyed === true ? { idempotencyKey: keyFor(message) } : {})
+          }).pipe(
             Effect.either,
             Effect.ensuring(Deferred.succeed(accepted, undefined))
           )
           if (Either.isLeft(waiting)) {
             yield* Effect.logWarning(`Discord message for agent ${agent} refused: ${waiting.left.message}`)
-            return yield* reply(message, `Sorry, I could not take that message: ${waiting.left.message}`)
+            return yield* inTurn(reply(message, `Sorry, I could not take that message: ${waiting.left.message}`))
           }
           const answer = yield* Deferred.await(waiting.right)
-          yield* reply(message, answer.reply)
-        })).pipe(Effect.annotateLogs("agent", agent), Effect.forkScoped)
+          yield* inTurn(reply(message, answer.reply))
+        })).pipe(
+          Effect.ensuring(Effect.sync(() => lastOfAgent.get(agent) === answered && lastOfAgent.delete(agent))),
+          Effect.ensuring(Deferred.succeed(answered, undefined)),
+          Effect.annotateLogs("agent", agent),
+          Effect.forkScoped
+        )
         // The next message is taken once this one is journaled: an agent's messages keep their order.
         yield* Deferred.await(accepted)
       })

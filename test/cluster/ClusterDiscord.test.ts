@@ -1,0 +1,166 @@
+/**
+ * `serve --cluster --bridge discord`: runner processes on loopback against a
+ * throwaway PostgreSQL and a fake Discord (real discord.js in the runner).
+ * The runner holding the gateway routes each message to its channel's agent
+ * wherever it lives, every message is answered once in its channel, in
+ * order; one agent's slow turn does not hold up another agent's reply; and
+ * of two Discord runners one holds the gateway, the other taking over when
+ * it dies.
+ */
+import * as child from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Effect, Exit, Scope } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as FakeDiscord from "../support/FakeDiscord.js"
+import { usePostgres } from "../support/Postgres.js"
+import { get, type Runner, startRunner } from "./Runners.js"
+
+const postgres = usePostgres({ database: "cluster_discord" })
+const DISCORD_RUNNER = path.join(import.meta.dirname, "discord-runner.mjs")
+
+const token = "test-bot-token"
+const botUserId = "100000000000000001"
+const guildId = "200000000000000001"
+const alice = "400000000000000001"
+// Twelve channels, so their agents (one per channel) land on both runners.
+const channels = Array.from({ length: 12 }, (_, index) => `3000000000000000${String(index + 10)}`)
+
+const work = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-cluster-discord-"))
+const calls = path.join(work, "calls.log")
+const hold = path.join(work, "hold.fifo")
+const scope = Effect.runSync(Scope.make())
+let fake: FakeDiscord.FakeDiscord
+let runners: Array<Runner> = []
+
+const discordEnv = (url: string, memory: string) => ({
+  PLANCKCLAW_DATABASE_URL: url,
+  PLANCKCLAW_DIR: path.join(work, memory),
+  DISCORD_BOT_TOKEN: token,
+  DISCORD_CHANNEL_ID: channels.join(","),
+  DISCORD_API_URL: fake.apiUrl,
+  RUNNER_CALLS: calls,
+  RUNNER_HOLD: hold
+})
+
+const run = <A>(effect: Effect.Effect<A>) => Effect.runPromise(effect)
+
+beforeAll(async () => {
+  child.execFileSync("mkfifo", [hold])
+  fake = await run(Scope.extend(FakeDiscord.make({ token, botUserId, guildId, channelIds: channels }), scope))
+  const server = await run(postgres)
+  const env = discordEnv(server.url, "memory")
+  // One runner with the Discord bridge, one without: the agents spread over both.
+  runners = await Promise.all([startRunner(env, DISCORD_RUNNER), startRunner({ ...env, RUNNER_DISCORD: "0" }, DISCORD_RUNNER)])
+  // The slash commands are registered once the gateway is READY: messages sent from then on are seen.
+  await run(fake.waitFor(() => fake.rest().find((record) => record.method === "PUT")))
+}, 120_000)
+
+afterAll(async () => {
+  await Promise.all(runners.map((runner) => runner.kill("SIGKILL")))
+  await run(Scope.close(scope, Exit.void))
+  fs.rmSync(work, { recursive: true, force: true })
+})
+
+/** The bot's replies in `channel`: their text and the message each answers. */
+const repliesIn = (channel: string) =>
+  fake.created().filter((message) => message.channelId === channel).map((message) => ({ text: message.content, to: message.reference }))
+
+const brainCalls = (): Array<string> =>
+  fs.readFileSync(calls, "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as string)
+
+const say = (channelId: string, content: string) => run(fake.messageCreate({ channelId, authorId: alice, nick: "Alice", content }))
+
+const waitForReplies = (channel: string, count: number) => run(fake.waitFor(() => repliesIn(channel).length >= count ? true : undefined))
+
+/** Resolves once the runner has written a line matching `pattern`. */
+const logged = (runner: Runner, pattern: RegExp) =>
+  new Promise<void>((resolve) => {
+    const check = () => pattern.test(runner.output()) && resolve()
+    runner.process.stdout!.on("data", check)
+    runner.process.stderr!.on("data", check)
+    check()
+  })
+
+describe("serve --cluster --bridge discord", () => {
+  it("answers every message once in its channel, in order, whichever runner holds its agent", async () => {
+    const sent = new Map<string, Array<string>>(channels.map((channel) => [channel, []]))
+    for (let round = 1; round <= 3; round++) {
+      for (const [index, channel] of channels.entries()) sent.get(channel)!.push(await say(channel, `m${round} in ${index}`))
+    }
+    for (const channel of channels) await waitForReplies(channel, 3)
+    for (const [index, channel] of channels.entries()) {
+      expect(repliesIn(channel)).toEqual([1, 2, 3].map((round) => ({
+        text: `reply to Alice: m${round} in ${index}`,
+        to: sent.get(channel)![round - 1]
+      })))
+    }
+    const turned = brainCalls()
+    expect(turned.length).toBe(36)
+    expect(new Set(turned).size).toBe(36)
+    // Each runner holds some of the agents.
+    const [withDiscord, without] = runners as [Runner, Runner]
+    const runningOn = async (runner: Runner) => {
+      const states = await Promise.all(channels.map((channel) => get(runner.httpPort, `/v1/agents/discord-c${channel}`)))
+      return states.filter((state) => state.body.state === "running").length
+    }
+    const [here, there] = [await runningOn(withDiscord), await runningOn(without)]
+    expect(here + there).toBe(12)
+    expect(here).toBeGreaterThan(0)
+    expect(there).toBeGreaterThan(0)
+  }, 120_000)
+
+  it("answers another channel while one agent's turn is held, and that agent's next message after it", async () => {
+    const [slow, quick] = [channels[0]!, channels[1]!]
+    const [slowBefore, quickBefore] = [repliesIn(slow).length, repliesIn(quick).length]
+    await say(slow, "slow [hold]")
+    await say(slow, "after the slow one")
+    await say(quick, "quick")
+    // Opening the pipe for writing completes once the held turn reads it: the slow agent is in its turn.
+    const writer = await fs.promises.open(hold, "w")
+    await waitForReplies(quick, quickBefore + 1)
+    expect(repliesIn(quick).at(-1)!.text).toBe("reply to Alice: quick")
+    expect(repliesIn(slow).length).toBe(slowBefore)
+    await writer.writeFile("go")
+    await writer.close()
+    await waitForReplies(slow, slowBefore + 2)
+    expect(repliesIn(slow).slice(slowBefore).map((reply) => reply.text)).toEqual([
+      "reply to Alice: slow [hold]",
+      "reply to Alice: after the slow one"
+    ])
+  }, 120_000)
+
+  it("lets one of two Discord runners hold the gateway; the other takes over when it dies and catches up", async () => {
+    const server = await run(postgres)
+    const env = discordEnv(await run(Effect.orDie(server.createDatabase("cluster_discord_standby"))), "standby-memory")
+    // The first cluster lets the gateway go: its Discord runner is stopped.
+    await runners[0]!.kill("SIGKILL")
+    const identifies = () => fake.gateway().filter((record) => record.event === "received" && record.op === 2).length
+    const before = identifies()
+    const pair = [await startRunner(env, DISCORD_RUNNER), await startRunner(env, DISCORD_RUNNER)] as const
+    runners.push(...pair)
+    await Promise.race(pair.map((runner) => logged(runner, /this runner holds the Discord gateway/)))
+    const holder = /this runner holds the Discord gateway/.test(pair[0].output()) ? pair[0] : pair[1]
+    const standby = holder === pair[0] ? pair[1] : pair[0]
+    await logged(standby, /another runner holds the Discord gateway/)
+    const channel = channels[5]!
+    const answered = repliesIn(channel).length
+    await run(fake.waitFor(() => identifies() > before ? true : undefined))
+    await run(fake.waitFor(() => fake.rest().filter((record) => record.method === "PUT").length >= 2 ? true : undefined))
+    await say(channel, "before the takeover")
+    await waitForReplies(channel, answered + 1)
+    await holder.kill("SIGKILL")
+    // Sent while no runner holds the gateway: the new holder fetches it when it catches up.
+    const missed = await say(channel, "while nobody listens")
+    await logged(standby, /this runner holds the Discord gateway/)
+    await waitForReplies(channel, answered + 2)
+    expect(repliesIn(channel).slice(answered)).toEqual([
+      { text: "reply to Alice: before the takeover", to: expect.any(String) },
+      // Fetched over REST, the message names its author by the fake's user name rather than the nickname.
+      { text: expect.stringMatching(/^reply to [^:]+: while nobody listens$/), to: missed }
+    ])
+    expect(identifies()).toBe(before + 2)
+    expect(brainCalls().filter((text) => text.endsWith(": while nobody listens")).length).toBe(1)
+  }, 120_000)
+})
