@@ -15,7 +15,8 @@ import { Effect, Exit, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as FakeDiscord from "../support/FakeDiscord.js"
 import { usePostgres } from "../support/Postgres.js"
-import { get, type Runner, startRunner } from "./Runners.js"
+import * as Cli from "../support/Cli.js"
+import { freePort, get, type Runner, startRunner } from "./Runners.js"
 
 const postgres = usePostgres({ database: "cluster_discord" })
 const DISCORD_RUNNER = path.join(import.meta.dirname, "discord-runner.mjs")
@@ -162,5 +163,20 @@ describe("serve --cluster --bridge discord", () => {
     ])
     expect(identifies()).toBe(before + 2)
     expect(brainCalls().filter((text) => text.endsWith(": while nobody listens")).length).toBe(1)
+  }, 120_000)
+
+  it("runs as the built command, ending with one line and exit 2 when Discord rejects the token", async () => {
+    const server = await run(postgres)
+    const url = await run(Effect.orDie(server.createDatabase("cluster_discord_cli")))
+    const env = Cli.baseEnv({
+      ...discordEnv(url, "cli-memory"),
+      DISCORD_BOT_TOKEN: "not-the-bot-token",
+      ANTHROPIC_API_KEY: "test-api-key",
+      PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${await freePort()}`
+    })
+    const result = await run(Cli.run(["serve", "--cluster", "--bridge", "discord", "--http", "127.0.0.1:0"], { cwd: work, env }))
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain("planckclaw: Discord rejected DISCORD_BOT_TOKEN")
+    expect(result.stdout + result.stderr).toContain("this runner holds the Discord gateway")
   }, 120_000)
 })
