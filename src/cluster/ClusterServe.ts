@@ -140,7 +140,8 @@ export const layer = (listen: HttpApi.Listen) =>
 /**
  * Discord into the cluster's agents while this runner holds the gateway.
  * The catch-up state and the outbox of owed replies are this runner's, in
- * PLANCKCLAW_DIR; each message goes under its Discord id as Idempotency-Key.
+ * PLANCKCLAW_DIR; each message goes under its Discord id as Idempotency-Key
+ * and is noted in the database until its reply is in the outbox (DiscordOwed).
  */
 const discordRoutes = (config: ClusterConfig) =>
   Effect.gen(function*() {
@@ -151,7 +152,10 @@ const discordRoutes = (config: ClusterConfig) =>
     }
     // discord.js is heavy to load: only a Discord runner pays for it.
     const routes = yield* Effect.promise(() => import("../service/DiscordRoutes.js"))
-    return yield* DiscordGateway.hold(routes.run({ stateDirectory: defaultDir, keyed: true }), config.pollSeconds)
+    const owed = yield* Effect.flatMap(Effect.promise(() => import("./DiscordOwed.js")), (module) => module.make).pipe(
+      Effect.mapError((error) => new ClusterStartError({ message: `cannot prepare the database for Discord: ${error.message}` }))
+    )
+    return yield* DiscordGateway.hold(routes.run({ stateDirectory: defaultDir, owed }), config.pollSeconds)
   })
 
 /**

@@ -24,6 +24,7 @@ import * as Discord from "../interact/discord/DiscordInteract.js"
 import type { DiscordRefused } from "../interact/discord/DiscordRefused.js"
 import { settingsFrom } from "../interact/discord/Settings.js"
 import { AgentHost } from "./AgentHost.js"
+import { HostError } from "./HostError.js"
 
 export type AgentPer = "channel" | "user" | "server" | "one"
 
@@ -55,12 +56,29 @@ export const textFor = (message: Discord.DiscordMessage): string =>
 export const keyFor = (message: Discord.DiscordMessage): string =>
   `discord-${message.target._tag === "Message" ? message.target.messageId : message.target.interactionId}`
 
+/**
+ * Messages handed to the host whose reply is not yet in the outbox, kept
+ * where another process finds them (the cluster's database): a bridge that
+ * takes over finishes them first.
+ */
+export interface OwedReplies {
+  /** Notes a message before it is handed over; a failure refuses the message. */
+  readonly record: (message: Discord.DiscordMessage) => Effect.Effect<void, { readonly message: string }>
+  /** Its reply is in the outbox (or it was refused). */
+  readonly done: (message: Discord.DiscordMessage) => Effect.Effect<void>
+  /** The messages noted and not done, oldest first. */
+  readonly pending: Effect.Effect<ReadonlyArray<Discord.DiscordMessage>, { readonly message: string }>
+}
+
 export interface RunOptions {
   readonly per?: AgentPer
   /** Where the catch-up state and the outbox are kept; default the host's directory. */
   readonly stateDirectory?: string
-  /** Sends each message with its Discord id as Idempotency-Key (keyFor). */
-  readonly keyed?: boolean
+  /**
+   * The cluster's: each message goes under its Discord id as Idempotency-Key
+   * (keyFor) and is noted owed until its reply is journaled in the outbox.
+   */
+  readonly owed?: OwedReplies
 }
 
 /**
@@ -89,19 +107,22 @@ export const run = (options: RunOptions = {}): Effect.Effect<
       if (lock === undefined) channelLocks.set(channel, lock = Effect.unsafeMakeSemaphore(1))
       return lock
     }
+    const { owed } = options
+    // With owed replies, a reply is done with once the outbox holds it; else once delivered.
     const reply = (message: Discord.DiscordMessage, text: string) =>
       lockOf(message.channel).withPermits(1)(
         Effect.zipRight(
           bridge.targets.expect(message.channel, message.target),
-          bridge.send({ channel: message.channel, text })
+          owed === undefined ? bridge.send({ channel: message.channel, text }) : Effect.asVoid(bridge.accept({ channel: message.channel, text }))
         )
-      ).pipe(Effect.ignore)
+      ).pipe(Effect.ignore, Effect.zipRight(owed === undefined ? Effect.void : owed.done(message)))
 
     // Each agent's last message not yet answered: a reply goes out after the one before it
     // (a host may complete them out of order, as the cluster's replies come from storage).
     const lastOfAgent = new Map<string, Deferred.Deferred<void>>()
 
-    const route = (message: Discord.DiscordMessage) =>
+    /** Hands `message` to its agent; a message found owed is handed over again under the same key. */
+    const route = (message: Discord.DiscordMessage, noted = false) =>
       Effect.gen(function*() {
         const agent = agentFor(per, message)
         const accepted = yield* Deferred.make<void>()
@@ -111,11 +132,13 @@ export const run = (options: RunOptions = {}): Effect.Effect<
         const inTurn = (effect: Effect.Effect<void>) =>
           Effect.zipRight(before === undefined ? Effect.void : Deferred.await(before), effect)
         yield* Effect.scoped(Effect.gen(function*() {
-          const waiting = yield* host.accept(agent, {
-            text: textFor(message),
-            channel: message.channel,
-            ...(options.keyed === true ? { idempotencyKey: keyFor(message) } : {})
-          }).pipe(
+          const waiting = yield* (owed === undefined || noted ? Effect.void : owed.record(message)).pipe(
+            Effect.mapError((error) => new HostError({ reason: "unavailable", message: error.message })),
+            Effect.zipRight(host.accept(agent, {
+              text: textFor(message),
+              channel: message.channel,
+              ...(owed === undefined ? {} : { idempotencyKey: keyFor(message) })
+            })),
             Effect.either,
             Effect.ensuring(Deferred.succeed(accepted, undefined))
           )
@@ -135,8 +158,15 @@ export const run = (options: RunOptions = {}): Effect.Effect<
         yield* Deferred.await(accepted)
       })
 
+    if (owed !== undefined) {
+      const left = yield* owed.pending.pipe(
+        Effect.catchAll((error) => Effect.as(Effect.logError(`Discord messages owed a reply could not be read: ${error.message}`), []))
+      )
+      if (left.length > 0) yield* Effect.logInfo(`answering ${left.length} Discord message(s) the previous holder of the gateway had not`)
+      yield* Effect.forEach(left, (message) => route(message, true), { discard: true })
+    }
     return yield* bridge.messages.pipe(
-      Stream.runForEach(route),
+      Stream.runForEach((message) => route(message)),
       Effect.zipRight(Effect.never)
     )
   }))

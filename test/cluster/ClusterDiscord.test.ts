@@ -5,7 +5,7 @@
  * wherever it lives, every message is answered once in its channel, in
  * order; one agent's slow turn does not hold up another agent's reply; and
  * of two Discord runners one holds the gateway, the other taking over when
- * it dies.
+ * it dies and posting the reply its predecessor owed.
  */
 import * as child from "node:child_process"
 import * as fs from "node:fs"
@@ -132,7 +132,7 @@ describe("serve --cluster --bridge discord", () => {
     ])
   }, 120_000)
 
-  it("lets one of two Discord runners hold the gateway; the other takes over when it dies and catches up", async () => {
+  it("lets one of two Discord runners hold the gateway; the other takes over when it dies, posts what it owed, catches up", async () => {
     const server = await run(postgres)
     const env = discordEnv(await run(Effect.orDie(server.createDatabase("cluster_discord_standby"))), "standby-memory")
     // The first cluster lets the gateway go: its Discord runner is stopped.
@@ -151,13 +151,22 @@ describe("serve --cluster --bridge discord", () => {
     await run(fake.waitFor(() => fake.rest().filter((record) => record.method === "PUT").length >= 2 ? true : undefined))
     await say(channel, "before the takeover")
     await waitForReplies(channel, answered + 1)
+    // A turn under way when the holder dies: its message is stored, its reply not yet posted.
+    const held = await say(channel, "[hold] across the takeover")
+    const writer = await fs.promises.open(hold, "w")
+    // Also open for reading: what is written waits in the pipe for whichever runner runs the turn.
+    const keeper = await fs.promises.open(hold, "r+")
     await holder.kill("SIGKILL")
     // Sent while no runner holds the gateway: the new holder fetches it when it catches up.
     const missed = await say(channel, "while nobody listens")
     await logged(standby, /this runner holds the Discord gateway/)
-    await waitForReplies(channel, answered + 2)
+    await writer.writeFile("go")
+    await writer.close()
+    await waitForReplies(channel, answered + 3)
+    await keeper.close()
     expect(repliesIn(channel).slice(answered)).toEqual([
       { text: "reply to Alice: before the takeover", to: expect.any(String) },
+      { text: "reply to Alice: [hold] across the takeover", to: held },
       // Fetched over REST, the message names its author by the fake's user name rather than the nickname.
       { text: expect.stringMatching(/^reply to [^:]+: while nobody listens$/), to: missed }
     ])

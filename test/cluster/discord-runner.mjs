@@ -23,13 +23,24 @@ const lastUserText = (request) => {
   return typeof last.content === "string" ? last.content : last.content.map((block) => block.text ?? "").join("")
 }
 
+/** Resolves once `fifo` gives its first bytes (or ends). */
+const firstChunk = (fifo) =>
+  new Promise((resolve, reject) => {
+    const stream = fs.createReadStream(fifo)
+    stream.once("data", () => {
+      stream.destroy()
+      resolve()
+    })
+    stream.once("end", resolve)
+    stream.once("error", reject)
+  })
+
 const brain = Layer.succeed(Brain, {
   complete: (request) =>
     Effect.gen(function*() {
       const text = lastUserText(request)
       if (calls !== undefined) fs.appendFileSync(calls, `${JSON.stringify(text)}\n`)
-      // Reading a named pipe ends once its writer closes it.
-      if (hold !== undefined && text.includes("[hold]")) yield* Effect.promise(() => fs.promises.readFile(hold))
+      if (hold !== undefined && text.includes("[hold]")) yield* Effect.promise(() => firstChunk(hold))
       return { content: [{ type: "text", text: `reply to ${text}` }], stop_reason: "end_turn" }
     })
 })
