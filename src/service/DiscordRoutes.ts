@@ -10,8 +10,9 @@
  *
  * The same routes serve `serve --cluster --bridge discord`: there the host
  * sends to the agent's entity wherever it lives, each message under its
- * Discord id as Idempotency-Key, so a message handed over twice (a runner
- * that took over the gateway and caught up) is answered once.
+ * Discord id as Idempotency-Key (handed over twice, it is turned once) and
+ * noted owed until its reply is in the outbox, so a runner that takes the
+ * gateway over posts the replies its predecessor left (OwedReplies).
  */
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
