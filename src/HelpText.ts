@@ -54,14 +54,14 @@ export const commands: ReadonlyArray<CommandHelp> = [
     summary: "host many agents behind an HTTP API",
     usage: [
       "planckclaw serve [--http HOST:PORT] [--brain anthropic|openai] [--bridge none|discord] [--debug]",
-      "planckclaw serve --cluster [--http HOST:PORT] [--brain anthropic|openai] [--debug]"
+      "planckclaw serve --cluster [--http HOST:PORT] [--brain anthropic|openai] [--bridge none|discord] [--debug]"
     ],
     description: "Hosts every agent of PLANCKCLAW_AGENTS_DIR (agents/ in the home) in one process, each created on its " +
       "first message, until stopped (Ctrl-C, SIGTERM, SIGHUP).",
     options: [
       { name: "--http HOST:PORT", description: "where the HTTP API listens (default 127.0.0.1:7878; [::1]:PORT for IPv6; port 0 picks a free one); a non-loopback host needs PLANCKCLAW_HTTP_TOKEN" },
       brain("the brain, called in process: anthropic or openai"),
-      { name: "--bridge NAME", description: "none (the HTTP API only, default) or discord: answer Discord too, each message routed to an agent by DISCORD_AGENT_PER" },
+      { name: "--bridge NAME", description: "none (the HTTP API only, default) or discord: answer Discord too, each message routed to an agent by DISCORD_AGENT_PER (with --cluster: one such runner holds the gateway, the others wait to take over)" },
       { name: "--cluster", description: "join a cluster of runners over PostgreSQL (PLANCKCLAW_DATABASE_URL, PLANCKCLAW_RUNNER_ADDRESS): any runner answers for any agent, memory in the database" },
       debug
     ],

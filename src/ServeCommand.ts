@@ -18,7 +18,7 @@ import * as AgentHost from "./service/AgentHost.js"
 import * as HttpApi from "./service/HttpApi.js"
 import type { HostError } from "./service/HostError.js"
 import type { ClusterStartError } from "./cluster/ClusterServe.js"
-import type * as HttpServer from "@effect/platform/HttpServer"
+import type * as DiscordRoutes from "./service/DiscordRoutes.js"
 import type { Brain } from "./Brain.js"
 import type { Claws } from "./Claws.js"
 
@@ -54,7 +54,10 @@ const inProcessBrain = Effect.gen(function*() {
 
 const bridgeOption = Options.choice("bridge", ["none", "discord"]).pipe(
   Options.withDefault("none" as const),
-  Options.withDescription("discord: also answer Discord, one agent per channel, user or server (DISCORD_AGENT_PER)")
+  Options.withDescription(
+    "discord: also answer Discord, one agent per channel, user or server (DISCORD_AGENT_PER); with --cluster, " +
+      "one runner started with it holds the gateway at a time and the others wait to take over"
+  )
 )
 
 const clusterOption = Options.boolean("cluster").pipe(
@@ -81,15 +84,13 @@ export const serve = Command.make("serve", {
     // Brain and claws are built once and shared by every agent; the HTTP
     // layer logs "HTTP API on HOST:PORT" once it listens.
     if (options.cluster) {
-      if (options.bridge === "discord") {
-        return yield* new ListenFlagError({
-          message: "serve --cluster does not answer Discord yet: run the Discord bridge with serve (no --cluster) or run"
-        })
-      }
       const cluster = yield* Effect.promise(() => import("./cluster/ClusterServe.js"))
-      const served: Layer.Layer<HttpServer.HttpServer, Layer.Layer.Error<ReturnType<typeof HttpApi.layer>> | HostError | ClusterStartError, Brain | Claws> =
-        cluster.layer(listen)
-      return yield* Layer.launch(served.pipe(Layer.provide(Layer.merge(brain, ScriptClaws.layer))))
+      const served: Effect.Effect<
+        never,
+        Layer.Layer.Error<ReturnType<typeof HttpApi.layer>> | HostError | ClusterStartError | Effect.Effect.Error<ReturnType<typeof DiscordRoutes.run>>,
+        Brain | Claws
+      > = cluster.serve(listen, { discord: options.bridge === "discord" })
+      return yield* served.pipe(Effect.provide(Layer.merge(brain, ScriptClaws.layer)))
     }
     // One host for both: Discord's agents are the HTTP API's too. A fatal Discord refusal ends the service.
     const http = Layer.launch(HttpApi.layer(listen))

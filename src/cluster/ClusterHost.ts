@@ -60,18 +60,53 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
       }
     }
 
-    const send = (raw: string, message: AgentHost.SendOptions) =>
-      Effect.gen(function*() {
-        const { channel, id, idempotencyKey: key } = yield* AgentHost.checkMessage(raw, message, config.maxMessageBytes)
-        return yield* client(id).Send({
+    /** The checked message as the entity's payload, under the key it is stored with. */
+    const prepare = (raw: string, message: AgentHost.SendOptions) =>
+      Effect.map(AgentHost.checkMessage(raw, message, config.maxMessageBytes), ({ channel, id, idempotencyKey: key }) => ({
+        id,
+        payload: {
           text: message.text,
           channel,
           key: AgentEntity.messageKey(key),
           ...(key === undefined ? {} : { idempotencyKey: key })
-        }).pipe(
+        }
+      }))
+
+    const send = (raw: string, message: AgentHost.SendOptions) =>
+      Effect.flatMap(prepare(raw, message), ({ id, payload }) =>
+        client(id).Send(payload).pipe(
+          Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
+          Effect.catchAll(clusterError(id))
+        ))
+
+    /**
+     * Accepting is the cluster storing the message: sent with `discard`, it
+     * returns once PostgreSQL holds it, so a caller's next message is stored
+     * after it. The reply is awaited in the background by sending the same
+     * message again under its key, which the cluster answers with the first
+     * one's reply wherever the entity runs, so the caller meanwhile hands
+     * over messages for other agents (the Discord routes).
+     */
+    const accept = (raw: string, message: AgentHost.SendOptions) =>
+      Effect.gen(function*() {
+        const { id, payload } = yield* prepare(raw, message)
+        yield* client(id).Send(payload, { discard: true }).pipe(
           Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
           Effect.catchAll(clusterError(id))
         )
+        const done = yield* Deferred.make<AgentHost.Reply>()
+        yield* client(id).Send(payload).pipe(
+          Effect.catchAll(clusterError(id)),
+          Effect.catchAll((refused) =>
+            Effect.as(Effect.logWarning(`agent ${id} could not answer a message: ${refused.message}`), {
+              reply: `Sorry, I could not answer that message: ${refused.message}`,
+              stored: false
+            })
+          ),
+          Effect.flatMap((reply) => Deferred.succeed(done, reply)),
+          Effect.forkScoped
+        )
+        return done
       })
 
     const existing = (raw: string) =>
@@ -88,11 +123,7 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
     return {
       directory: store.where,
       send,
-      // The cluster stores a message when the entity receives it, so accepting is sending: the Deferred comes
-      // back completed, once the turn has ended (only the Discord routes use accept, and they do not run here).
-      accept: (raw, message) =>
-        Effect.flatMap(send(raw, message), (reply) =>
-          Effect.tap(Deferred.make<{ readonly reply: string; readonly stored: boolean }>(), (done) => Deferred.succeed(done, reply))),
+      accept,
       list: Effect.flatMap(store.ids, (ids) => Effect.forEach(ids, (id) => store.status(id, running.has(id)))),
       get: (raw) => Effect.flatMap(existing(raw), (id) => store.status(id, running.has(id))),
       compact

@@ -5,12 +5,16 @@
  * locks, every message and reply (@effect/cluster's tables) and the replies
  * agents decided (TurnJournal). Agents are `Agent` entities spread over the
  * runners by shard; the HTTP API answers for any agent from any runner.
+ * With `--bridge discord`, the runner holding the Discord gateway
+ * (DiscordGateway) routes each Discord message to its agent's entity,
+ * wherever it lives (DiscordRoutes).
  *
  * The runner is the socket runner of @effect/platform-node with SQL storage,
  * assembled here as NodeClusterSocket.layer assembles it, but with the
  * engine's settings given in full (ShardingConfig.layer) instead of read
  * from its CONSTANT_CASE environment names.
  */
+import * as fs from "node:fs"
 import * as path from "node:path"
 import type * as MessageStorage from "@effect/cluster/MessageStorage"
 import * as RunnerHealth from "@effect/cluster/RunnerHealth"
@@ -26,6 +30,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
+import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
@@ -39,6 +44,7 @@ import * as AgentEntity from "./AgentEntity.js"
 import * as AgentStore from "./AgentStore.js"
 import * as ClusterHost from "./ClusterHost.js"
 import { ClusterConfig, describeUrl, shardingConfig } from "./ClusterSettings.js"
+import * as DiscordGateway from "./DiscordGateway.js"
 import * as OutageLog from "./OutageLog.js"
 import * as Pruning from "./Pruning.js"
 import * as TurnJournal from "./TurnJournal.js"
@@ -120,20 +126,62 @@ export const hostLayer = (config: ClusterConfig) =>
     ))
   )
 
+/** The runner, its agents and the host, over the database of `config`: what the HTTP API and Discord consume. */
+export const servedLayer = (config: ClusterConfig) =>
+  hostLayer(config).pipe(
+    Layer.provide(postgresStoreLayer(config)),
+    Layer.provideMerge(databaseLayer(config)),
+    // One line per database outage instead of the engine's line per poll.
+    Layer.provide(OutageLog.layer)
+  )
+
+const joining = (config: ClusterConfig) =>
+  Logging.toStderr(Effect.logInfo(
+    `joining the cluster of ${describeUrl(config.databaseUrl)} as runner ${config.runnerAddress.host}:${config.runnerAddress.port}`
+  ))
+
 /** Everything `planckclaw serve --cluster` runs: the runner, its agents, the HTTP API on `listen`. */
 export const layer = (listen: HttpApi.Listen) =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const config = yield* ClusterConfig
-    yield* Logging.toStderr(Effect.logInfo(
-      `joining the cluster of ${describeUrl(config.databaseUrl)} as runner ${config.runnerAddress.host}:${config.runnerAddress.port}`
-    ))
-    return HttpApi.layer(listen).pipe(
-      Layer.provide(hostLayer(config)),
-      Layer.provide(postgresStoreLayer(config)),
-      Layer.provide(databaseLayer(config)),
-      Layer.provide(OutageLog.layer)
-    )
+    yield* joining(config)
+    return HttpApi.layer(listen).pipe(Layer.provide(servedLayer(config)))
   }))
+
+/**
+ * Discord into the cluster's agents while this runner holds the gateway.
+ * The catch-up state and the outbox of owed replies are this runner's, in
+ * PLANCKCLAW_DIR; each message goes under its Discord id as Idempotency-Key
+ * and is noted in the database until its reply is in the outbox (DiscordOwed).
+ */
+const discordRoutes = (config: ClusterConfig) =>
+  Effect.gen(function*() {
+    const { defaultDir } = yield* AgentHost.HostConfig
+    const made = Either.try(() => fs.mkdirSync(defaultDir, { recursive: true, mode: 0o700 }))
+    if (Either.isLeft(made)) {
+      return yield* new ClusterStartError({ message: `PLANCKCLAW_DIR ${defaultDir} cannot hold the Discord bridge's state: ${String(made.left)}` })
+    }
+    // discord.js is heavy to load: only a Discord runner pays for it.
+    const routes = yield* Effect.promise(() => import("../service/DiscordRoutes.js"))
+    const owed = yield* Effect.flatMap(Effect.promise(() => import("./DiscordOwed.js")), (module) => module.make).pipe(
+      Effect.mapError((error) => new ClusterStartError({ message: `cannot prepare the database for Discord: ${error.message}` }))
+    )
+    return yield* DiscordGateway.hold(routes.run({ stateDirectory: defaultDir, owed }), config.pollSeconds)
+  })
+
+/**
+ * `planckclaw serve --cluster [--bridge discord]` until stopped; a fatal
+ * Discord refusal (a rejected token) ends it, as in `planckclaw serve`.
+ */
+export const serve = (listen: HttpApi.Listen, options: { readonly discord: boolean }) =>
+  Effect.gen(function*() {
+    const config = yield* ClusterConfig
+    yield* joining(config)
+    const http = Layer.launch(HttpApi.layer(listen))
+    return yield* (options.discord ? Effect.raceFirst(http, discordRoutes(config)) : http).pipe(
+      Effect.provide(servedLayer(config))
+    )
+  })
 
 /** Brain and Claws come from the command, built once and shared by every agent of this runner. */
 export type Requirements = Brain | Claws

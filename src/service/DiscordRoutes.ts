@@ -7,6 +7,12 @@
  * author's display name before the text ("Alice: hello"); commands
  * ("/compact", "/usage", "/forget") pass as they are. Each reply goes back
  * through the bridge's send, answering the question it belongs to.
+ *
+ * The same routes serve `serve --cluster --bridge discord`: there the host
+ * sends to the agent's entity wherever it lives, each message under its
+ * Discord id as Idempotency-Key (handed over twice, it is turned once) and
+ * noted owed until its reply is in the outbox, so a runner that takes the
+ * gateway over posts the replies its predecessor left (OwedReplies).
  */
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -19,6 +25,7 @@ import * as Discord from "../interact/discord/DiscordInteract.js"
 import type { DiscordRefused } from "../interact/discord/DiscordRefused.js"
 import { settingsFrom } from "../interact/discord/Settings.js"
 import { AgentHost } from "./AgentHost.js"
+import { HostError } from "./HostError.js"
 
 export type AgentPer = "channel" | "user" | "server" | "one"
 
@@ -46,13 +53,43 @@ export const agentFor = (per: AgentPer, message: Discord.DiscordMessage): string
 export const textFor = (message: Discord.DiscordMessage): string =>
   message.text.startsWith("/") ? message.text : `${message.authorName.replace(/[\r\n]+/g, " ")}: ${message.text}`
 
+/** The Idempotency-Key of a Discord message or slash command: its Discord id. */
+export const keyFor = (message: Discord.DiscordMessage): string =>
+  `discord-${message.target._tag === "Message" ? message.target.messageId : message.target.interactionId}`
+
+/**
+ * Messages handed to the host whose reply is not yet in the outbox, kept
+ * where another process finds them (the cluster's database): a bridge that
+ * takes over finishes them first.
+ */
+export interface OwedReplies {
+  /** Notes a message before it is handed over; a failure refuses the message. */
+  readonly record: (message: Discord.DiscordMessage) => Effect.Effect<void, { readonly message: string }>
+  /** Its reply is in the outbox (or it was refused). */
+  readonly done: (message: Discord.DiscordMessage) => Effect.Effect<void>
+  /** The messages noted and not done, oldest first. */
+  readonly pending: Effect.Effect<ReadonlyArray<Discord.DiscordMessage>, { readonly message: string }>
+}
+
+export interface RunOptions {
+  readonly per?: AgentPer
+  /** Where the catch-up state and the outbox are kept; default the host's directory. */
+  readonly stateDirectory?: string
+  /**
+   * The cluster's: each message goes under its Discord id as Idempotency-Key
+   * (keyFor) and is noted owed until its reply is journaled in the outbox.
+   */
+  readonly owed?: OwedReplies
+}
+
 /**
  * Serves Discord into the agent host until Discord closes the gateway for
  * good (then fails with the refusal) or the scope ends. Messages are handed
  * to their agents in arrival order (each journaled before the next is
- * taken); replies go out as they come, one channel's in order.
+ * taken), and the next is taken while earlier ones are being answered;
+ * replies go out as they come, one agent's in the order of its messages.
  */
-export const run = (options: { readonly per?: AgentPer } = {}): Effect.Effect<
+export const run = (options: RunOptions = {}): Effect.Effect<
   never,
   DiscordRefused | ConfigError.ConfigError | MissingSetting,
   AgentHost
@@ -61,7 +98,7 @@ export const run = (options: { readonly per?: AgentPer } = {}): Effect.Effect<
     const host = yield* AgentHost
     const per = options.per ?? (yield* AgentPerConfig)
     const settings = yield* Effect.flatMap(Discord.DiscordConfig, settingsFrom)
-    const bridge = yield* Discord.connect(settings, { stateDirectory: host.directory })
+    const bridge = yield* Discord.connect(settings, { stateDirectory: options.stateDirectory ?? host.directory })
     yield* Effect.logInfo(`Discord messages go to one agent per ${per} (DISCORD_AGENT_PER)`)
     // The question a reply answers is recorded just before the reply goes out, so replies of
     // different agents in one channel never take each other's question.
@@ -71,36 +108,66 @@ export const run = (options: { readonly per?: AgentPer } = {}): Effect.Effect<
       if (lock === undefined) channelLocks.set(channel, lock = Effect.unsafeMakeSemaphore(1))
       return lock
     }
+    const { owed } = options
+    // With owed replies, a reply is done with once the outbox holds it; else once delivered.
     const reply = (message: Discord.DiscordMessage, text: string) =>
       lockOf(message.channel).withPermits(1)(
         Effect.zipRight(
           bridge.targets.expect(message.channel, message.target),
-          bridge.send({ channel: message.channel, text })
+          owed === undefined ? bridge.send({ channel: message.channel, text }) : Effect.asVoid(bridge.accept({ channel: message.channel, text }))
         )
-      ).pipe(Effect.ignore)
+      ).pipe(Effect.ignore, Effect.zipRight(owed === undefined ? Effect.void : owed.done(message)))
 
-    const route = (message: Discord.DiscordMessage) =>
+    // Each agent's last message not yet answered: a reply goes out after the one before it
+    // (a host may complete them out of order, as the cluster's replies come from storage).
+    const lastOfAgent = new Map<string, Deferred.Deferred<void>>()
+
+    /** Hands `message` to its agent; a message found owed is handed over again under the same key. */
+    const route = (message: Discord.DiscordMessage, noted = false) =>
       Effect.gen(function*() {
         const agent = agentFor(per, message)
         const accepted = yield* Deferred.make<void>()
+        const answered = yield* Deferred.make<void>()
+        const before = lastOfAgent.get(agent)
+        lastOfAgent.set(agent, answered)
+        const inTurn = (effect: Effect.Effect<void>) =>
+          Effect.zipRight(before === undefined ? Effect.void : Deferred.await(before), effect)
         yield* Effect.scoped(Effect.gen(function*() {
-          const waiting = yield* host.accept(agent, { text: textFor(message), channel: message.channel }).pipe(
+          const waiting = yield* (owed === undefined || noted ? Effect.void : owed.record(message)).pipe(
+            Effect.mapError((error) => new HostError({ reason: "unavailable", message: error.message })),
+            Effect.zipRight(host.accept(agent, {
+              text: textFor(message),
+              channel: message.channel,
+              ...(owed === undefined ? {} : { idempotencyKey: keyFor(message) })
+            })),
             Effect.either,
             Effect.ensuring(Deferred.succeed(accepted, undefined))
           )
           if (Either.isLeft(waiting)) {
             yield* Effect.logWarning(`Discord message for agent ${agent} refused: ${waiting.left.message}`)
-            return yield* reply(message, `Sorry, I could not take that message: ${waiting.left.message}`)
+            return yield* inTurn(reply(message, `Sorry, I could not take that message: ${waiting.left.message}`))
           }
           const answer = yield* Deferred.await(waiting.right)
-          yield* reply(message, answer.reply)
-        })).pipe(Effect.annotateLogs("agent", agent), Effect.forkScoped)
+          yield* inTurn(reply(message, answer.reply))
+        })).pipe(
+          Effect.ensuring(Effect.sync(() => lastOfAgent.get(agent) === answered && lastOfAgent.delete(agent))),
+          Effect.ensuring(Deferred.succeed(answered, undefined)),
+          Effect.annotateLogs("agent", agent),
+          Effect.forkScoped
+        )
         // The next message is taken once this one is journaled: an agent's messages keep their order.
         yield* Deferred.await(accepted)
       })
 
+    if (owed !== undefined) {
+      const left = yield* owed.pending.pipe(
+        Effect.catchAll((error) => Effect.as(Effect.logError(`Discord messages owed a reply could not be read: ${error.message}`), []))
+      )
+      if (left.length > 0) yield* Effect.logInfo(`answering ${left.length} Discord message(s) the previous holder of the gateway had not`)
+      yield* Effect.forEach(left, (message) => route(message, true), { discard: true })
+    }
     return yield* bridge.messages.pipe(
-      Stream.runForEach(route),
+      Stream.runForEach((message) => route(message)),
       Effect.zipRight(Effect.never)
     )
   }))

@@ -31,10 +31,13 @@ export const freePort = (): Promise<number> =>
     })
   })
 
-/** Starts a runner and waits until its HTTP API listens; the settings are the test's failover-fast ones. */
-export const startRunner = async (env: Record<string, string>): Promise<Runner> => {
+/**
+ * Starts a runner (`script`, default runner.mjs) and waits until its HTTP API
+ * listens; the settings are the test's failover-fast ones.
+ */
+export const startRunner = async (env: Record<string, string>, script = RUNNER): Promise<Runner> => {
   const runnerPort = await freePort()
-  const proc = child.spawn(process.execPath, [RUNNER], {
+  const proc = child.spawn(process.execPath, [script], {
     env: baseEnv({
       PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`,
       PLANCKCLAW_CLUSTER_LOCK_EXPIRATION: "6",
