@@ -14,7 +14,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as FileLock from "./memory/FileLock.js"
 import * as Memory from "./memory/Memory.js"
-import * as MemoryDir from "./memory/MemoryDir.js"
+import * as RunHeld from "./memory/RunHeld.js"
 
 /** Another live run holds the memory directory. */
 export class MemoryInUse extends Data.TaggedError("MemoryInUse")<{
@@ -57,7 +57,7 @@ export const hold: Effect.Effect<
     })
   )
   // This run is now the directory's only appender: its appends go without the write lock file.
-  yield* Effect.acquireRelease(Effect.sync(() => MemoryDir.holdForRun(directory)), (release) => Effect.sync(release))
+  yield* Effect.acquireRelease(Effect.sync(() => RunHeld.holdForRun(directory)), (release) => Effect.sync(release))
 })
 
 export const layer: Layer.Layer<never, ConfigError.ConfigError | Memory.MemoryError | MemoryInUse | MemoryLockFailed> =

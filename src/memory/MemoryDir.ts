@@ -14,8 +14,11 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { describeError, errnoCode } from "../Errors.js"
 import * as FileLock from "./FileLock.js"
+import { type AloneOutcome, heldByRun } from "./RunHeld.js"
 import * as Layout from "./Layout.js"
 import * as SafeFile from "./SafeFile.js"
+
+export type { AloneOutcome } from "./RunHeld.js"
 
 export class MemoryError extends Data.TaggedError("MemoryError")<{
   /**
@@ -67,33 +70,6 @@ export const withHistory = <A>(
   if (error._tag === "MemoryFileFailed" && error.code === "ENOENT") return Either.right(absent)
   return Either.left(error._tag === "MemoryError" ? error : fromFileError(error))
 }
-
-/**
- * Directories whose run lock (MemoryHold.ts) this process holds: no other
- * process appends to their history, so an append may go without the
- * per-append write lock file (see `MemoryDir.appendAlone`).
- */
-const runHeld = new Map<string, number>()
-
-/** Marks `directory` as held by this process's run lock; the returned function unmarks it. */
-export const holdForRun = (directory: string): (() => void) => {
-  const key = path.resolve(directory)
-  runHeld.set(key, (runHeld.get(key) ?? 0) + 1)
-  let released = false
-  return () => {
-    if (released) return
-    released = true
-    const count = (runHeld.get(key) ?? 1) - 1
-    if (count <= 0) runHeld.delete(key)
-    else runHeld.set(key, count)
-  }
-}
-
-/** What an append without the write lock file found after writing (MemoryDir.appendAlone). */
-export type AloneOutcome<A> =
-  /** Not attempted (another writer may exist, or the store's state is not known): take the lock. */
-  | { readonly _tag: "Locked" }
-  | { readonly _tag: "Done"; readonly value: A }
 
 export interface MemoryDir {
   readonly directory: string
@@ -241,8 +217,8 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       slow: () => Either.Either<A, MemoryError>,
       redo: () => Either.Either<A, MemoryError>
     ): Effect.Effect<A, MemoryError> =>
-      writeMutex.withPermits(1)(Effect.suspend(() => {
-        if (!(leftoversCleared && settled && runHeld.has(runKey))) return Effect.succeed("locked" as const)
+      Effect.suspend(() => !heldByRun(runKey) ? locked(what, slow) : writeMutex.withPermits(1)(Effect.suspend(() => {
+        if (!(leftoversCleared && settled)) return Effect.succeed("locked" as const)
         return Effect.map(fsEffect(what, fast), (outcome) =>
           outcome._tag === "Locked" ? "locked" as const : othersCompacting() ? "conflict" as const : outcome)
       })).pipe(Effect.flatMap((outcome) =>
@@ -255,7 +231,7 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
             return result
           })
           : Effect.succeed(outcome.value)
-      ))
+      )))
 
     const storeFailed = (error: MemoryError) =>
       Effect.suspend(() => {

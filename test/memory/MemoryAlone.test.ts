@@ -12,7 +12,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
-import * as MemoryDir from "../../src/memory/MemoryDir.js"
+import * as RunHeld from "../../src/memory/RunHeld.js"
 import { tempDir } from "../support/Sandbox.js"
 
 const line = (role: "user" | "assistant", content: string) => `${JSON.stringify({ role, content })}\n`
@@ -34,7 +34,7 @@ const deadPid = Effect.async<number>((resume) => {
 const setup = (held: boolean) =>
   Effect.gen(function*() {
     const directory = yield* tempDir()
-    if (held) yield* Effect.acquireRelease(Effect.sync(() => MemoryDir.holdForRun(directory)), (release) => Effect.sync(release))
+    if (held) yield* Effect.acquireRelease(Effect.sync(() => RunHeld.holdForRun(directory)), (release) => Effect.sync(release))
     const memory = yield* Memory.make(directory)
     const file = (name: string) => path.join(directory, name)
     const read = (name: string) => fs.readFileSync(file(name), "utf8")
