@@ -206,7 +206,7 @@ export const make = (
     }
     ledgerCache = {
       seen: { ino: ledgerHeld.ino, size: cache.seen.size + record.length, mtimeMs: undefined, ctimeMs: undefined },
-      ledger: Ledger.record(cache.ledger, history.ino, key, size, size + bytes.length),
+      ledger: Ledger.recordNew(cache.ledger, key, size, size + bytes.length),
       endsWithNewline: true,
       lines: cache.lines + 1
     }
