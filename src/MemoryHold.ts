@@ -1,7 +1,10 @@
 /**
  * A run holds its memory directory for its whole life: checked writable,
  * then locked against a second run (a compaction is not a run: it takes the
- * lock only to commit, see Compactor).
+ * write lock only to plan and commit, see Compactor). Holding it makes this
+ * run the directory's only appender, so its appends skip the per-append
+ * write lock file; a `planckclaw compact` beside it announces itself by the
+ * compaction lock file, which each append checks after writing (MemoryDir.appendAlone).
  */
 import * as path from "node:path"
 import type * as ConfigError from "effect/ConfigError"
@@ -11,6 +14,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as FileLock from "./memory/FileLock.js"
 import * as Memory from "./memory/Memory.js"
+import * as RunHeld from "./memory/RunHeld.js"
 
 /** Another live run holds the memory directory. */
 export class MemoryInUse extends Data.TaggedError("MemoryInUse")<{
@@ -52,6 +56,8 @@ export const hold: Effect.Effect<
         })
     })
   )
+  // This run is now the directory's only appender: its appends go without the write lock file.
+  yield* Effect.acquireRelease(Effect.sync(() => RunHeld.holdForRun(directory)), (release) => Effect.sync(release))
 })
 
 export const layer: Layer.Layer<never, ConfigError.ConfigError | Memory.MemoryError | MemoryInUse | MemoryLockFailed> =

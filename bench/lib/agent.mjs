@@ -8,6 +8,7 @@ import * as path from "node:path"
 import { ConfigProvider, Effect, Layer, Logger, LogLevel, Queue } from "effect"
 import * as Agent from "../../dist/Agent.js"
 import * as Intake from "../../dist/Intake.js"
+import * as MemoryHold from "../../dist/MemoryHold.js"
 import { Brain } from "../../dist/Brain.js"
 import * as InMemoryClaws from "../../dist/claws/InMemoryClaws.js"
 import * as ScriptClaws from "../../dist/claws/ScriptClaws.js"
@@ -87,7 +88,8 @@ export const logging = Layer.merge(Logging.layer(false), Logger.minimumLogLevel(
 
 /**
  * Starts the agent (Agent.layerWithMemory + Intake.run) in the current
- * scope on `memoryDir`, with the given Brain service and Claws layer.
+ * scope on `memoryDir`, with the given Brain service and Claws layer,
+ * holding the directory's run lock as `planckclaw run` does.
  */
 export const startAgent = ({ memoryDir, brain, claws, settings = {} }) =>
   Effect.gen(function*() {
@@ -95,7 +97,7 @@ export const startAgent = ({ memoryDir, brain, claws, settings = {} }) =>
     const provider = ConfigProvider.fromMap(
       new Map(Object.entries({ PLANCKCLAW_DIR: memoryDir, PLANCKCLAW_MODEL: "bench-model", ...settings }))
     )
-    const layer = Agent.layerWithMemory.pipe(
+    const layer = Layer.merge(Agent.layerWithMemory, MemoryHold.layer).pipe(
       Layer.provide(Layer.merge(Layer.succeed(Brain, brain), claws)),
       Layer.provideMerge(InMemoryInteract.layer(interact)),
       Layer.provide(Layer.setConfigProvider(provider))

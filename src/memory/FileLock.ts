@@ -35,6 +35,9 @@ export class LockFailed extends Data.TaggedError("LockFailed")<{
  */
 const readOwner = (path: string): number => readPidFileSync(path) ?? Number.NaN
 
+/** The pid a lock names; NaN when none can be read (absent, or being written). */
+export const ownerOf = readOwner
+
 /** Errors of a disk with no room for the pid: a link still fits, its target lives in the inode. */
 const noRoom = new Set(["ENOSPC", "EDQUOT", "EFBIG"])
 

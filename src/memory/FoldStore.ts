@@ -67,6 +67,11 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
             LockHeld: (error) => new CompactionBusy({ ownerPid: error.ownerPid }),
             LockFailed: (error) => new MemoryError({ reason: "locked", message: `cannot lock ${directory}: ${error.message}` })
           }),
+          // While held, no other process can commit: this process's appends need not look for one.
+          Effect.zipRight(Effect.acquireRelease(
+            Effect.sync(() => memoryDir.compacting?.(true)),
+            () => Effect.sync(() => memoryDir.compacting?.(false))
+          )),
           Effect.zipRight(effect)
         )
       )

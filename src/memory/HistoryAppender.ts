@@ -12,7 +12,7 @@ import { look, readText, type Seen, seenOf, unchanged } from "./FileCache.js"
 import { encodeEntry, type HistoryEntry, readRange, scanTail } from "./HistoryFile.js"
 import * as Ledger from "./Ledger.js"
 import type * as Layout from "./Layout.js"
-import { fromFileError, type MemoryError } from "./MemoryDir.js"
+import { type AloneOutcome, fromFileError, type MemoryError } from "./MemoryDir.js"
 import * as SafeFile from "./SafeFile.js"
 
 export interface AppendOptions {
@@ -29,6 +29,14 @@ export interface AppendOptions {
 export interface HistoryAppender {
   /** Appends lines to history: all of them, or nothing. To be run under the directory's write lock. */
   readonly writeLines: (entries: ReadonlyArray<HistoryEntry>, options: AppendOptions | undefined) => () => Either.Either<void, MemoryError>
+  /**
+   * The append of a keyed exchange when history and ledger are as this
+   * process left them after its last append (one lstat of history tells;
+   * any commit replaces history, so an unchanged history means an
+   * unchanged ledger): two writes, ledger then history. Locked when
+   * anything is not known so (the caller then runs `writeLines` under the lock).
+   */
+  readonly writeAlone: (entries: ReadonlyArray<HistoryEntry>, key: string) => Either.Either<AloneOutcome<void>, MemoryError>
   /** Closes the held descriptors; an append after it opens them again. */
   readonly close: () => void
   /** `close`, and forgets what it knew of history and ledger (a forget moved them away). */
@@ -170,6 +178,45 @@ export const make = (
     return Either.void
   }
 
+  const locked: AloneOutcome<void> = { _tag: "Locked" }
+  const done: AloneOutcome<void> = { _tag: "Done", value: undefined }
+
+  const writeAlone = (entries: ReadonlyArray<HistoryEntry>, key: string): Either.Either<AloneOutcome<void>, MemoryError> => {
+    const history = historyFd
+    const ledgerHeld = ledgerFd
+    const cache = ledgerCache
+    const end = lastEnd
+    if (
+      history === undefined || ledgerHeld === undefined || cache === undefined || end === undefined ||
+      end.ino !== history.ino || cache.seen.ino !== ledgerHeld.ino || cache.ledger.inode !== history.ino ||
+      cache.lines > 2 * Ledger.KEEP || !cache.endsWithNewline ||
+      cache.ledger.exchanges.some((entry) => entry.key === key)
+    ) return Either.right(locked)
+    const stat = look(paths.history)
+    if (Either.isLeft(stat)) return Either.left(fromFileError(stat.left))
+    if (stat.right === undefined || stat.right.ino !== end.ino || stat.right.size !== end.size) return Either.right(locked)
+    const size = end.size
+    const bytes = Buffer.from(entries.map((entry) => `${encodeEntry(entry)}\n`).join(""), "utf8")
+    // Written ahead: names the range before it is filled, so a crash in between is seen.
+    const record = Buffer.from(Ledger.encodeRecord(history.ino, key, size, size + bytes.length), "utf8")
+    const noted = SafeFile.appendAll(ledgerHeld.fd, paths.ledger, record, cache.seen.size)
+    if (Either.isLeft(noted)) {
+      ledgerCache = undefined
+      return Either.left(fromFileError(noted.left))
+    }
+    ledgerCache = {
+      seen: { ino: ledgerHeld.ino, size: cache.seen.size + record.length, mtimeMs: undefined, ctimeMs: undefined },
+      ledger: Ledger.recordNew(cache.ledger, key, size, size + bytes.length),
+      endsWithNewline: true,
+      lines: cache.lines + 1
+    }
+    const written = SafeFile.appendAll(history.fd, paths.history, bytes, size)
+    if (Either.isLeft(written)) return Either.left(fromFileError(written.left))
+    lastEnd = { ino: history.ino, size: size + bytes.length }
+    appended(history.fd, history.ino, size, size + bytes.length, entries)
+    return Either.right(done)
+  }
+
   const close = () => {
     // Forgotten, not only closed: a later append must not write to a descriptor number reused by another file.
     closeHeld(historyFd)
@@ -184,7 +231,7 @@ export const make = (
     lastEnd = undefined
   }
 
-  return { writeLines, close, reset }
+  return { writeLines, writeAlone, close, reset }
 }
 
 /** Whether history, `size` bytes long, is empty or ends with a newline: one pread(2). */

@@ -83,6 +83,17 @@ export const record = (ledger: Ledger, inode: number, key: string, start: number
 }
 
 /**
+ * `record` for a key the ledger does not name, on its own history (the
+ * usual append): one copy of the entries instead of a filter and a slice.
+ */
+export const recordNew = (ledger: Ledger, key: string, start: number, end: number): Ledger => {
+  const from = Math.max(0, ledger.exchanges.length - KEEP + 1)
+  const exchanges = ledger.exchanges.slice(from)
+  exchanges.push({ key, start, end })
+  return { inode: ledger.inode, exchanges }
+}
+
+/**
  * The ledger after a compaction that kept the bytes from `split` on of a
  * history of `size` bytes, in a new file `inode`: kept exchanges move down,
  * folded ones are marked stored, and ranges never written stay unwritten.

@@ -113,11 +113,32 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
       reader.appended(ino, size, end, entries)
     })
 
-    const append = (entries: ReadonlyArray<HistoryEntry>, options?: AppendOptions) =>
-      locked("appending to history.jsonl", appender.writeLines(entries, options)).pipe(
+    // Under the lock after a compaction of another process may have missed
+    // our write: nothing cached is trusted, and the ledger says whether the
+    // exchange landed in history as it is now (else it is written again).
+    const rewrite = (entries: ReadonlyArray<HistoryEntry>, options: AppendOptions | undefined) => () => {
+      appender.reset()
+      reader.reset()
+      known = undefined
+      appended = false
+      return appender.writeLines(entries, options)()
+    }
+
+    const append = (entries: ReadonlyArray<HistoryEntry>, options?: AppendOptions) => {
+      const key = options?.exchange
+      const write = key === undefined || memoryDir.appendAlone === undefined
+        ? locked("appending to history.jsonl", appender.writeLines(entries, options))
+        : memoryDir.appendAlone(
+          "appending to history.jsonl",
+          () => appender.writeAlone(entries, key),
+          appender.writeLines(entries, options),
+          rewrite(entries, options)
+        )
+      return write.pipe(
         Effect.tap(() => storeWorked),
         Effect.catchAll(storeFailed)
       )
+    }
 
     // Unchanged since the last count (our own appends keep it current): one
     // stat and no lock. Anything else (another process appended, compacted or

@@ -14,8 +14,11 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { describeError, errnoCode } from "../Errors.js"
 import * as FileLock from "./FileLock.js"
+import { type AloneOutcome, heldByRun } from "./RunHeld.js"
 import * as Layout from "./Layout.js"
 import * as SafeFile from "./SafeFile.js"
+
+export type { AloneOutcome } from "./RunHeld.js"
 
 export class MemoryError extends Data.TaggedError("MemoryError")<{
   /**
@@ -72,6 +75,24 @@ export interface MemoryDir {
   readonly directory: string
   readonly paths: Layout.Paths
   /**
+   * For a run holding its run lock, the only process that appends: runs
+   * `fast` without the write lock file, then checks (one access(2)) that no
+   * other process started a compaction meanwhile; if one did, runs `redo`
+   * under the lock, which must make the append exactly once (the ledger
+   * tells whether it landed). When `fast` declines (Locked), or in any other
+   * case (a serve agent, the first section of a process, after a failed
+   * one): `slow` under the lock. Absent on a directory that is no
+   * directory (SqlMemory's guard): then every append is locked.
+   */
+  readonly appendAlone?: <A>(
+    what: string,
+    fast: () => Either.Either<AloneOutcome<A>, MemoryError>,
+    slow: () => Either.Either<A, MemoryError>,
+    redo: () => Either.Either<A, MemoryError>
+  ) => Effect.Effect<A, MemoryError>
+  /** Told by this process's compaction when it holds (true) or released (false) the compaction lock file. */
+  readonly compacting?: (held: boolean) => void
+  /**
    * Runs `run` under the write lock (after finishing any interrupted
    * commit). A lock that cannot be created (a full disk) fails, or, for a
    * reader, runs `unlocked` instead.
@@ -93,6 +114,7 @@ export interface MemoryDir {
 export const make = (directory: string): Effect.Effect<MemoryDir> =>
   Effect.gen(function*() {
     const paths = Layout.files(directory)
+    const runKey = path.resolve(directory)
     // File locks identify owners by pid, so fibers of this process must take
     // turns before touching them.
     const writeMutex = yield* Effect.makeSemaphore(1)
@@ -103,10 +125,21 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
     // unless the lock was taken over from a dead owner (who may have died
     // mid-compaction).
     let leftoversCleared = false
+    // The last locked section ended well: no commit of this process is left half done.
+    let settled = false
+    // This process holds the compaction lock file: no other process can commit now.
+    let ownCompaction = false
     const recover = (clean: boolean) => {
       if (clean && leftoversCleared) return Layout.finishCommit(paths)
       Layout.recover(paths)
       leftoversCleared = true
+    }
+    /** Runs a locked section's body, noting whether it ended well. */
+    const settle = <A>(run: () => Either.Either<A, MemoryError>): Either.Either<A, MemoryError> => {
+      settled = false
+      const result = run()
+      settled = Either.isRight(result)
+      return result
     }
 
     const locked = <A>(
@@ -127,8 +160,10 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
           const clean = taken.right.clean
           return fsEffect(what, () => {
             try {
-              recover(clean)
-              return run()
+              return settle(() => {
+                recover(clean)
+                return run()
+              })
             } finally {
               FileLock.releaseSync(paths.writeLock, true)
             }
@@ -151,14 +186,52 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
             Effect.matchEffect({
               onFailure: failed,
               onSuccess: () =>
-                fsEffect(what, () => {
-                  recover(false)
-                  return run()
-                })
+                fsEffect(what, () =>
+                  settle(() => {
+                    recover(false)
+                    return run()
+                  }))
             })
           )
         )
       }))
+
+    /**
+     * A compaction of another process announces itself by its lock file,
+     * taken before it reads history to commit; seen after our write, it may
+     * have missed it. A lock left by a dead compaction is cleared here,
+     * under the write lock, as the next compaction would take it over.
+     */
+    const othersCompacting = () => !ownCompaction && fs.existsSync(paths.compactionLock)
+    const clearStaleCompaction = () => {
+      // Our own pid may be our own compaction between taking its lock and saying so.
+      const owner = FileLock.ownerOf(paths.compactionLock)
+      if (ownCompaction || Number.isNaN(owner) || owner === process.pid) return
+      const taken = FileLock.tryTakeSync(paths.compactionLock, { link: true })
+      if (Either.isRight(taken)) FileLock.releaseSync(paths.compactionLock, true)
+    }
+
+    const appendAlone = <A>(
+      what: string,
+      fast: () => Either.Either<AloneOutcome<A>, MemoryError>,
+      slow: () => Either.Either<A, MemoryError>,
+      redo: () => Either.Either<A, MemoryError>
+    ): Effect.Effect<A, MemoryError> =>
+      Effect.suspend(() => !heldByRun(runKey) ? locked(what, slow) : writeMutex.withPermits(1)(Effect.suspend(() => {
+        if (!(leftoversCleared && settled)) return Effect.succeed("locked" as const)
+        return Effect.map(fsEffect(what, fast), (outcome) =>
+          outcome._tag === "Locked" ? "locked" as const : othersCompacting() ? "conflict" as const : outcome)
+      })).pipe(Effect.flatMap((outcome) =>
+        outcome === "locked"
+          ? locked(what, slow)
+          : outcome === "conflict"
+          ? locked(what, () => {
+            const result = redo()
+            clearStaleCompaction()
+            return result
+          })
+          : Effect.succeed(outcome.value)
+      )))
 
     const storeFailed = (error: MemoryError) =>
       Effect.suspend(() => {
@@ -183,6 +256,10 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       directory,
       paths,
       locked,
+      appendAlone,
+      compacting: (held) => {
+        ownCompaction = held
+      },
       compactionMutex,
       storageFailing: Effect.sync(() => storageFailing),
       storeFailed,

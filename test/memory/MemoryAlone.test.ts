@@ -1,0 +1,120 @@
+/**
+ * A run holding its run lock (MemoryHold) is the only process that appends
+ * to its memory directory: its appends skip the per-append write lock
+ * file, and a compaction of another process (`planckclaw compact` beside
+ * the run) is seen by its compaction lock file, checked after each write,
+ * or by history's new inode, checked before. Each exchange lands exactly once.
+ */
+import * as child from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import * as FoldStore from "../../src/memory/FoldStore.js"
+import * as Memory from "../../src/memory/Memory.js"
+import * as RunHeld from "../../src/memory/RunHeld.js"
+import { tempDir } from "../support/Sandbox.js"
+
+const line = (role: "user" | "assistant", content: string) => `${JSON.stringify({ role, content })}\n`
+const exchange = (n: number) => [{ role: "user" as const, content: `q${n}` }, { role: "assistant" as const, content: `a${n}` }]
+const lines = (...ns: ReadonlyArray<number>) => ns.map((n) => line("user", `q${n}`) + line("assistant", `a${n}`)).join("")
+
+/** A live process that is not us: its pid in a lock file makes the lock held. */
+const sleeper = Effect.acquireRelease(
+  Effect.sync(() => child.spawn("sleep", ["60"], { stdio: "ignore" })),
+  (process) => Effect.sync(() => process.kill("SIGKILL"))
+)
+
+/** The pid of a process that has exited: its lock is stale. */
+const deadPid = Effect.async<number>((resume) => {
+  const gone = child.spawn("true", [], { stdio: "ignore" })
+  gone.once("exit", () => resume(Effect.succeed(gone.pid!)))
+})
+
+const setup = (held: boolean) =>
+  Effect.gen(function*() {
+    const directory = yield* tempDir()
+    if (held) yield* Effect.acquireRelease(Effect.sync(() => RunHeld.holdForRun(directory)), (release) => Effect.sync(release))
+    const memory = yield* Memory.make(directory)
+    const file = (name: string) => path.join(directory, name)
+    const read = (name: string) => fs.readFileSync(file(name), "utf8")
+    // Two appends under the lock, as a run's first two: the ledger is written whole, then held.
+    yield* memory.append(exchange(1), { exchange: "k1" })
+    yield* memory.append(exchange(2), { exchange: "k2" })
+    return { directory, memory, file, read }
+  })
+
+describe("a run's appends without the write lock file", () => {
+  it.scoped("a run holding its run lock appends while the write lock file names another live process", () =>
+    Effect.gen(function*() {
+      const { file, memory, read } = yield* setup(true)
+      const other = yield* sleeper
+      fs.symlinkSync(String(other.pid), file(".planckclaw-write.lock"))
+      yield* memory.append(exchange(3), { exchange: "k3" })
+      expect(read("history.jsonl")).toBe(lines(1, 2, 3))
+      // Written ahead, as under the lock: the ledger names k3's range.
+      expect(read(".history-ledger.json").trim().split("\n").at(-1)).toContain("\"key\":\"k3\"")
+    }))
+
+  it.scoped("without the run lock (an agent of serve) the append still goes through the write lock", () =>
+    Effect.gen(function*() {
+      const held = yield* setup(true)
+      const serve = yield* setup(false)
+      // A lock file left by a dead process: taken over (and removed) only by an append that takes the lock.
+      const stale = String(yield* deadPid)
+      for (const { file } of [held, serve]) fs.symlinkSync(stale, file(".planckclaw-write.lock"))
+      for (const { memory } of [held, serve]) yield* memory.append(exchange(3), { exchange: "k3" })
+      expect(fs.readlinkSync(held.file(".planckclaw-write.lock"))).toBe(stale)
+      expect(fs.existsSync(serve.file(".planckclaw-write.lock"))).toBe(false)
+      for (const { read } of [held, serve]) expect(read("history.jsonl")).toBe(lines(1, 2, 3))
+    }))
+
+  it.scoped("a compaction lock of another live process: the append is checked under the lock and lands once", () =>
+    Effect.gen(function*() {
+      const { file, memory, read } = yield* setup(true)
+      const other = yield* sleeper
+      fs.writeFileSync(file(".planckclaw-compact.lock"), `${other.pid}\n`)
+      yield* memory.append(exchange(3), { exchange: "k3" })
+      yield* memory.append(exchange(4), { exchange: "k4" })
+      expect(read("history.jsonl")).toBe(lines(1, 2, 3, 4))
+      // A live compaction's lock is its own to remove.
+      expect(fs.existsSync(file(".planckclaw-compact.lock"))).toBe(true)
+    }))
+
+  it.scoped("a compaction lock left by a dead process is cleared by the next append, which lands once", () =>
+    Effect.gen(function*() {
+      const { file, memory, read } = yield* setup(true)
+      fs.writeFileSync(file(".planckclaw-compact.lock"), `${yield* deadPid}\n`)
+      yield* memory.append(exchange(3), { exchange: "k3" })
+      expect(fs.existsSync(file(".planckclaw-compact.lock"))).toBe(false)
+      yield* memory.append(exchange(4), { exchange: "k4" })
+      expect(read("history.jsonl")).toBe(lines(1, 2, 3, 4))
+    }))
+
+  it.scoped("a compaction of another process, committed between two appends or around one, loses no line", () =>
+    Effect.gen(function*() {
+      const { directory, memory, read } = yield* setup(true)
+      // The other process's view of the same directory: its own MemoryDir, lock and flags.
+      const other = yield* Memory.make(directory)
+      const folds = FoldStore.make(other.memoryDir)
+      for (const n of [3]) yield* memory.append(exchange(n), { exchange: `k${n}` })
+
+      // Committed whole between two appends: history's new inode is seen before writing.
+      const plan = Option.getOrThrow(yield* folds.exclusiveCompaction(folds.planFold(2)))
+      yield* folds.exclusiveCompaction(folds.commitFold(plan, "first summary"))
+      yield* memory.append(exchange(4), { exchange: "k4" })
+      expect(read("history.jsonl")).toBe(lines(3, 4))
+
+      // Begun before an append and committed after it: the lock file is seen after writing.
+      yield* folds.exclusiveCompaction(Effect.gen(function*() {
+        const next = Option.getOrThrow(yield* folds.planFold(2))
+        yield* memory.append(exchange(5), { exchange: "k5" })
+        yield* folds.commitFold(next, "second summary")
+      }))
+      yield* memory.append(exchange(6), { exchange: "k6" })
+      expect(read("history.jsonl")).toBe(lines(4, 5, 6))
+      expect(read("summary.md")).toBe("second summary\n")
+      const snapshot = yield* memory.snapshot(10)
+      expect(snapshot.history.map((entry) => entry.content)).toEqual(["q4", "a4", "q5", "a5", "q6", "a6"])
+    }))
+})
