@@ -10,10 +10,11 @@
  * their target is no event here); with nothing named it costs the one
  * directory stat, which also catches a claw added, removed or renamed. Every
  * file is statted again (a full scan) before the watch is up, after a watch
- * error, when the directory was removed, renamed or replaced, and on
- * `scan("full")`, the periodic safety net for what inotify cannot see
- * (a change through a hard link elsewhere, a network filesystem, a queue
- * overflow, which libuv drops silently).
+ * error, and when the directory was removed, renamed or replaced. For what
+ * inotify cannot see (a change through a hard link elsewhere, a network
+ * filesystem, a queue overflow, which libuv drops silently), `verify`
+ * steps through the listing, statting a slice at a time, and names the
+ * claws whose identity moved as if the watch had.
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -66,6 +67,12 @@ const unreadable = (path: string, displayPath: string, reason: string): CachedFi
   settled: false
 })
 
+/** Whether a stat shows the version read, trusted (settled) and unchanged. */
+const isSameVersion = (cached: CachedFile | undefined, stat: Either.Either<Fs.Stats | undefined, unknown>): boolean =>
+  cached !== undefined && cached.settled && Either.isRight(stat) && stat.right !== undefined &&
+  cached.ino === stat.right.ino && cached.size === stat.right.size &&
+  cached.mtimeMs === stat.right.mtimeMs && cached.ctimeMs === stat.right.ctimeMs
+
 const merge = (files: Iterable<CachedFile>): Catalog => {
   const tools: Array<ToolDefinition> = []
   const problems: Array<ToolProblem> = []
@@ -106,13 +113,7 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
     counts.fileStats++
     const stat = Either.try(() => Fs.statSync(path, { throwIfNoEntry: false }))
     const cached = cache.get(name)
-    if (
-      Either.isRight(stat) && stat.right !== undefined && cached !== undefined && cached.settled &&
-      cached.ino === stat.right.ino && cached.size === stat.right.size && cached.mtimeMs === stat.right.mtimeMs &&
-      cached.ctimeMs === stat.right.ctimeMs
-    ) {
-      return cached
-    }
+    if (cached !== undefined && isSameVersion(cached, stat)) return cached
     const displayPath = Path.join(directory, name)
     if (Either.isLeft(stat)) return unreadable(path, displayPath, `cannot read: ${describeError(stat.left)}`)
     if (stat.right === undefined) {
@@ -130,29 +131,36 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
 
   // The listing is read again only when the directory changed (adding,
   // removing or renaming a claw changes its mtime), or changed too recently
-  // to trust its mtime, as for files, or on a full scan.
+  // to trust its mtime, as for files.
   let listed: { readonly ino: number; readonly mtimeMs: number; readonly names: ReadonlyArray<string> } | undefined
   /** Claws that are symlinks: an edit of their target is no event here, so they are statted on every scan. */
   let symlinks = new Set<string>()
 
   /** The claw names, and whether the listing was read again. */
-  const listNames = (dir: Fs.Stats, full: boolean): Either.Either<ReadonlyArray<string>, unknown> => {
+  const listNames = (dir: Fs.Stats): Either.Either<ReadonlyArray<string>, unknown> => {
     if (
-      !full && listed !== undefined && listed.ino === dir.ino && listed.mtimeMs === dir.mtimeMs &&
+      listed !== undefined && listed.ino === dir.ino && listed.mtimeMs === dir.mtimeMs &&
       Date.now() - dir.mtimeMs > settleMillis
     ) {
       return Either.right(listed.names)
     }
-    return Either.map(Either.try(() => Fs.readdirSync(absoluteDir, { withFileTypes: true })), (entries) => {
+    return Either.map(readListing(), (listing) => {
+      symlinks = listing.symlinks
+      listed = { ino: dir.ino, mtimeMs: dir.mtimeMs, names: listing.names }
+      return listing.names
+    })
+  }
+
+  const readListing = () =>
+    Either.map(Either.try(() => Fs.readdirSync(absoluteDir, { withFileTypes: true })), (entries) => {
       // Like the shell glob `*.sh` (no hidden files, no recursion), sorted by
       // UTF-16 code units, which for ASCII names is the `LC_ALL=C` order.
       const claws = entries.filter((entry) => entry.name.endsWith(".sh") && !entry.name.startsWith("."))
-      const names = claws.map((entry) => entry.name).sort()
-      symlinks = new Set(claws.filter((entry) => entry.isSymbolicLink()).map((entry) => entry.name))
-      listed = { ino: dir.ino, mtimeMs: dir.mtimeMs, names }
-      return names
+      return {
+        names: claws.map((entry) => entry.name).sort(),
+        symlinks: new Set(claws.filter((entry) => entry.isSymbolicLink()).map((entry) => entry.name))
+      }
     })
-  }
 
   // The watcher's view: the names it reported since the last scan, or "all"
   // when it cannot say which (not started yet, failed, restarted).
@@ -205,11 +213,8 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
     }
   }
 
-  /**
-   * The catalogue. "changed" (the default) trusts the watch when one runs;
-   * "full" stats every claw and reads the listing again whatever it says.
-   */
-  const scan = (mode: "changed" | "full" = "changed"): Catalog => {
+  /** The catalogue, trusting the watch when one runs. */
+  const scan = (): Catalog => {
     counts.directoryStats++
     const dirStat = Either.try(() => Fs.statSync(absoluteDir))
     if (Either.isLeft(dirStat)) return fail(dirStat.left)
@@ -217,11 +222,11 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
     // A directory renamed or replaced is no longer the one watched.
     if (watcher !== undefined && (watcher.ino !== dir.ino || watcher.dev !== dir.dev)) stopWatcher()
     if (wanted && watcher === undefined) startWatcher(dir)
-    const full = mode === "full" || watcher === undefined || dirty === "all" || last === undefined
+    const full = watcher === undefined || dirty === "all" || last === undefined
     const named: ReadonlySet<string> = dirty === "all" ? new Set() : dirty
     dirty = new Set()
     const before = listed
-    const names = listNames(dir, full)
+    const names = listNames(dir)
     if (Either.isLeft(names)) return fail(names.left)
     if (last !== undefined && !full && listed === before && named.size === 0 && symlinks.size === 0) {
       return last
@@ -242,6 +247,34 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
   }
 
   /**
+   * One step of the safety pass over a watched directory: from `from` in the
+   * listing, stats `count` claws and names to the next scan those whose
+   * identity moved (or is too recent to trust); the first step also reads
+   * the listing again. Returns where the next step starts, or undefined when
+   * the pass is over (or pointless: an unwatched scan stats everything).
+   */
+  const verify = (from: number, count: number): number | undefined => {
+    if (watcher === undefined || listed === undefined || dirty === "all") return undefined
+    const names = listed.names
+    if (from === 0) {
+      const listing = readListing()
+      if (Either.isLeft(listing) || listing.right.names.join("/") !== names.join("/")) {
+        dirty = "all"
+        return undefined
+      }
+    }
+    const end = Math.min(names.length, from + count)
+    for (let index = from; index < end; index++) {
+      const name = names[index]!
+      const cached = cache.get(name)
+      counts.fileStats++
+      const stat = Either.try(() => Fs.statSync(`${absoluteDir}${Path.sep}${name}`, { throwIfNoEntry: false }))
+      if (!isSameVersion(cached, stat)) dirty.add(name)
+    }
+    return end < names.length ? end : undefined
+  }
+
+  /**
    * Change notification on the directory from the next scan on; a directory
    * that cannot be watched keeps the full stat scan, and the watch is tried
    * again at each scan. Returns the function that stops it.
@@ -256,6 +289,7 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
 
   return {
     scan,
+    verify,
     watch,
     /** True while change notification runs: a caller lets pending events in before `scan`. */
     watching: () => watcher !== undefined,

@@ -97,6 +97,22 @@ const catchUp = Effect.async<void>((resume) => {
  * (not on a message's path), for the changes inotify cannot report.
  */
 export const safetyScanInterval = Duration.seconds(5)
+/** Claws statted per step of that pass: a step blocks the event loop well under a millisecond. */
+const safetyScanStep = 64
+
+const nextTurn = Effect.async<void>((resume) => {
+  setImmediate(() => resume(Effect.void))
+})
+
+/** One pass over the claws, a step per event-loop turn, so that a message arriving meanwhile is not held up. */
+const safetyScan = (discovery: Discovery) =>
+  Effect.gen(function*() {
+    let next = discovery.verify(0, safetyScanStep)
+    while (next !== undefined) {
+      yield* nextTurn
+      next = discovery.verify(next, safetyScanStep)
+    }
+  })
 
 /** Claws found by a full stat scan of the directory on every list (a one-off listing, as `planckclaw tools`). */
 export const make = (config: ScriptsConfig): Effect.Effect<ClawsService> =>
@@ -115,10 +131,7 @@ export const makeWatched = (
   Effect.gen(function*() {
     const discovery = makeDiscovery(config.directory, startWatch)
     yield* Effect.acquireRelease(Effect.sync(discovery.watch), (stop) => Effect.sync(stop))
-    const safetyScan = Effect.sync(() => {
-      if (discovery.watching()) discovery.scan("full")
-    })
-    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(safetyScanInterval), safetyScan)))
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(safetyScanInterval), safetyScan(discovery))))
     return build(config, discovery)
   })
 
