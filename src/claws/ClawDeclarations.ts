@@ -5,7 +5,7 @@
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { type ToolDefinition, ToolDefinition as ToolDefinitionSchema, type ToolProblem } from "../Claws.js"
+import { type ToolCatalog, type ToolDefinition, ToolDefinition as ToolDefinitionSchema, type ToolProblem } from "../Claws.js"
 import { describeError } from "../Errors.js"
 
 const toolsPrefix = "#TOOLS:"
@@ -18,6 +18,11 @@ export interface Declaration {
 export interface ParsedFile {
   readonly declarations: ReadonlyArray<Declaration>
   readonly problems: ReadonlyArray<ToolProblem>
+}
+
+export interface Catalog extends ToolCatalog {
+  /** Tool name to the absolute path of the claw that declares it. */
+  readonly files: ReadonlyMap<string, string>
 }
 
 const decodeTool = Schema.decodeUnknownEither(ToolDefinitionSchema)
@@ -49,4 +54,29 @@ export const parseClawFile = (displayPath: string, text: string): ParsedFile => 
     })
   })
   return { declarations, problems }
+}
+
+/** The claws' declarations in file order; when two declare the same tool, the first wins. */
+export const merge = (files: Iterable<ParsedFile & { readonly path: string }>): Catalog => {
+  const tools: Array<ToolDefinition> = []
+  const problems: Array<ToolProblem> = []
+  const paths = new Map<string, string>()
+  const firstSource = new Map<string, string>()
+  for (const file of files) {
+    problems.push(...file.problems)
+    for (const declaration of file.declarations) {
+      const earlier = firstSource.get(declaration.tool.name)
+      if (earlier !== undefined) {
+        problems.push({
+          source: declaration.source,
+          reason: `tool "${declaration.tool.name}" is already declared at ${earlier}; the first declaration wins`
+        })
+        continue
+      }
+      firstSource.set(declaration.tool.name, declaration.source)
+      paths.set(declaration.tool.name, file.path)
+      tools.push(declaration.tool)
+    }
+  }
+  return { tools, problems, files: paths }
 }

@@ -19,11 +19,10 @@
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Either from "effect/Either"
-import type { ToolCatalog, ToolDefinition, ToolProblem } from "../Claws.js"
 import { describeError } from "../Errors.js"
-import { type ParsedFile, parseClawFile } from "./ClawDeclarations.js"
+import { type Catalog, merge, type ParsedFile, parseClawFile } from "./ClawDeclarations.js"
 
-export { parseClawFile } from "./ClawDeclarations.js"
+export { type Catalog, parseClawFile } from "./ClawDeclarations.js"
 
 /**
  * A file modified this recently may be edited again within the filesystem's
@@ -45,10 +44,6 @@ interface CachedFile extends ParsedFile {
   readonly settled: boolean
 }
 
-export interface Catalog extends ToolCatalog {
-  /** Tool name to the absolute path of the claw that declares it. */
-  readonly files: ReadonlyMap<string, string>
-}
 
 /** Starts a watch; `Fs.watch` unless a test hands in one that fails. */
 export type WatchDirectory = (path: string, onEvent: (name: string | null) => void) => Fs.FSWatcher
@@ -72,30 +67,6 @@ const isSameVersion = (cached: CachedFile | undefined, stat: Either.Either<Fs.St
   cached !== undefined && cached.settled && Either.isRight(stat) && stat.right !== undefined &&
   cached.ino === stat.right.ino && cached.size === stat.right.size &&
   cached.mtimeMs === stat.right.mtimeMs && cached.ctimeMs === stat.right.ctimeMs
-
-const merge = (files: Iterable<CachedFile>): Catalog => {
-  const tools: Array<ToolDefinition> = []
-  const problems: Array<ToolProblem> = []
-  const paths = new Map<string, string>()
-  const firstSource = new Map<string, string>()
-  for (const file of files) {
-    problems.push(...file.problems)
-    for (const declaration of file.declarations) {
-      const earlier = firstSource.get(declaration.tool.name)
-      if (earlier !== undefined) {
-        problems.push({
-          source: declaration.source,
-          reason: `tool "${declaration.tool.name}" is already declared at ${earlier}; the first declaration wins`
-        })
-        continue
-      }
-      firstSource.set(declaration.tool.name, declaration.source)
-      paths.set(declaration.tool.name, file.path)
-      tools.push(declaration.tool)
-    }
-  }
-  return { tools, problems, files: paths }
-}
 
 /**
  * Discovery with a per-file cache. Synchronous file calls on purpose: a
