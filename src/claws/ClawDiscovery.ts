@@ -51,6 +51,9 @@ export type WatchDirectory = (path: string, onEvent: (name: string | null) => vo
 const watchDirectory: WatchDirectory = (path, onEvent) =>
   Fs.watch(path, { persistent: false }, (_event, name) => onEvent(name))
 
+/** Like the shell glob `*.sh`: no hidden files. */
+const isClawName = (name: string): boolean => name.endsWith(".sh") && !name.startsWith(".")
+
 const unreadable = (path: string, displayPath: string, reason: string): CachedFile => ({
   declarations: [],
   problems: [{ source: displayPath, reason }],
@@ -124,9 +127,9 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
 
   const readListing = () =>
     Either.map(Either.try(() => Fs.readdirSync(absoluteDir, { withFileTypes: true })), (entries) => {
-      // Like the shell glob `*.sh` (no hidden files, no recursion), sorted by
-      // UTF-16 code units, which for ASCII names is the `LC_ALL=C` order.
-      const claws = entries.filter((entry) => entry.name.endsWith(".sh") && !entry.name.startsWith("."))
+      // No recursion, sorted by UTF-16 code units, which for ASCII names is
+      // the `LC_ALL=C` order of the shell glob.
+      const claws = entries.filter((entry) => isClawName(entry.name))
       return {
         names: claws.map((entry) => entry.name).sort(),
         symlinks: new Set(claws.filter((entry) => entry.isSymbolicLink()).map((entry) => entry.name))
@@ -152,7 +155,9 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
         // The directory itself was moved or removed (libuv names it by its
         // own base name), after which inotify reports nothing: watch again.
         if (name === null || name === baseName) stopWatcher()
-        else if (dirty !== "all") dirty.add(name)
+        // Other names (an editor's swap file) cannot change the catalogue; a
+        // claw renamed to one is still an event for its old name.
+        else if (dirty !== "all" && isClawName(name)) dirty.add(name)
       })
     )
     if (Either.isLeft(started)) {

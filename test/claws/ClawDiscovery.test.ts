@@ -83,6 +83,23 @@ describe("Claw discovery with change notification", () => {
       expect([edited.fileStats - after.fileStats, edited.fileReads - after.fileReads]).toEqual([1, 1])
     }))
 
+  it.scoped("files that cannot be claws (an editor's swap file, notes) stat no claw", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      for (let i = 0; i < 5; i++) yield* writeOld(dir, `c${i}.sh`, `tool_${i}`)
+      yield* Effect.sync(() => Fs.writeFileSync(Path.join(dir, "notes.txt"), "first"))
+      const discovery = yield* watched(dir)
+      discovery.scan()
+      const before = discovery.counts().fileStats
+      yield* Effect.sync(() => {
+        Fs.writeFileSync(Path.join(dir, ".c1.sh.swp"), "swap")
+        Fs.writeFileSync(Path.join(dir, "notes.txt"), "second")
+      })
+      yield* letEventsIn
+      expect(names(discovery.scan())).toHaveLength(5)
+      expect(discovery.counts().fileStats).toBe(before)
+    }))
+
   it.scoped("sees an edit made by another process just before the list (as a user's editor, then a message)", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
