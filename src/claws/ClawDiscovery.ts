@@ -1,45 +1,36 @@
 /**
- * Finding the claws: every `CLAWS_DIR/*.sh` declares its tools on
- * `#TOOLS:` lines. Discovery runs before every message, so it stats each
- * file and re-reads only those whose identity (inode, size, mtime) changed
- * since the last scan; adding, editing or removing a claw shows on the very
- * next scan.
+ * Finding the claws: every `CLAWS_DIR/*.sh` (one directory, no hidden files,
+ * no subdirectories) declares its tools on `#TOOLS:` lines inside the file;
+ * there is no other manifest. A scan re-reads only the files whose identity
+ * (inode, size, mtime, ctime) changed since the last one.
  *
- * With `watch()` running, a scan stats only the directory and the files the
- * watcher named since the last scan (plus recently modified files and
- * symlinks, whose targets it cannot see); the full stat scan stays the
- * fallback: before the watcher is up, after any watcher error or event
- * without a name, when the directory itself changed identity, and at least
- * every `fullScanMillis`, for what inotify misses (a full event queue, a
- * network filesystem, an edit through a hard link elsewhere).
+ * Without a watch (`planckclaw tools`, doctor) every scan stats every file.
+ * With `watch()` running (the agent), a scan stats the directory and only
+ * the files the watcher named since the last scan, plus symlinks (an edit of
+ * their target is no event here); with nothing named it costs the one
+ * directory stat, which also catches a claw added, removed or renamed. Every
+ * file is statted again (a full scan) before the watch is up, after a watch
+ * error, and when the directory was removed, renamed or replaced. For what
+ * inotify cannot see (a change through a hard link elsewhere, a network
+ * filesystem, a queue overflow, which libuv drops silently), `verify`
+ * steps through the listing, statting a slice at a time, and names the
+ * claws whose identity moved as if the watch had.
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
-import * as Schema from "effect/Schema"
-import { type ToolCatalog, ToolDefinition, type ToolProblem } from "../Claws.js"
 import { describeError } from "../Errors.js"
+import { type Catalog, merge, type ParsedFile, parseClawFile } from "./ClawDeclarations.js"
 
-const toolsPrefix = "#TOOLS:"
+export { type Catalog, parseClawFile } from "./ClawDeclarations.js"
+
 /**
  * A file modified this recently may be edited again within the filesystem's
- * timestamp granularity without its identity changing (same size, same
- * mtime), so it is re-read until it is older than this.
+ * timestamp granularity without its identity changing, so it is re-read
+ * whenever it is statted until it is older than this (when watched, that
+ * second edit is an event naming it, which gets it statted).
  */
 const settleMillis = 2000
-/** The longest a watched discovery goes without a full stat scan. */
-const fullScanMillis = 5000
-
-interface Declaration {
-  readonly tool: ToolDefinition
-  readonly source: string
-}
-
-interface ParsedFile {
-  readonly declarations: ReadonlyArray<Declaration>
-  readonly problems: ReadonlyArray<ToolProblem>
-}
 
 /** What one claw declared, with the identity of the file version it came from. */
 interface CachedFile extends ParsedFile {
@@ -47,46 +38,21 @@ interface CachedFile extends ParsedFile {
   readonly ino: number
   readonly size: number
   readonly mtimeMs: number
-  /** False for versions that must be re-read: unreadable, or modified too recently to trust the mtime. */
+  /** Changed by a chmod too, which decides whether the claw can be read. */
+  readonly ctimeMs: number
+  /** False for versions that must be re-read: unreadable, or modified too recently to trust the timestamps. */
   readonly settled: boolean
 }
 
-export interface Catalog extends ToolCatalog {
-  /** Tool name to the absolute path of the claw that declares it. */
-  readonly files: ReadonlyMap<string, string>
-}
 
-const decodeTool = Schema.decodeUnknownEither(ToolDefinition)
+/** Starts a watch; `Fs.watch` unless a test hands in one that fails. */
+export type WatchDirectory = (path: string, onEvent: (name: string | null) => void) => Fs.FSWatcher
 
-/** Reads every `#TOOLS:` line of one claw; a bad line never hides the good ones. */
-export const parseClawFile = (displayPath: string, text: string): ParsedFile => {
-  const declarations: Array<Declaration> = []
-  const problems: Array<ToolProblem> = []
-  if (!text.includes(toolsPrefix)) return { declarations, problems }
-  text.split("\n").forEach((line, index) => {
-    if (!line.startsWith(toolsPrefix)) return
-    const source = `${displayPath}:${index + 1}`
-    const parsed = Either.try(() => JSON.parse(line.slice(toolsPrefix.length)) as unknown)
-    if (Either.isLeft(parsed)) {
-      problems.push({ source, reason: `invalid JSON after #TOOLS: (${describeError(parsed.left)})` })
-      return
-    }
-    const items = Array.isArray(parsed.right) ? parsed.right : [parsed.right]
-    items.forEach((item, position) => {
-      const decoded = decodeTool(item)
-      if (Either.isRight(decoded)) {
-        declarations.push({ tool: decoded.right, source })
-      } else {
-        const where = Array.isArray(parsed.right) ? `item ${position + 1}: ` : ""
-        problems.push({
-          source,
-          reason: `${where}invalid tool definition: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
-        })
-      }
-    })
-  })
-  return { declarations, problems }
-}
+const watchDirectory: WatchDirectory = (path, onEvent) =>
+  Fs.watch(path, { persistent: false }, (_event, name) => onEvent(name))
+
+/** Like the shell glob `*.sh`: no hidden files. */
+const isClawName = (name: string): boolean => name.endsWith(".sh") && !name.startsWith(".")
 
 const unreadable = (path: string, displayPath: string, reason: string): CachedFile => ({
   declarations: [],
@@ -95,147 +61,199 @@ const unreadable = (path: string, displayPath: string, reason: string): CachedFi
   ino: -1,
   size: -1,
   mtimeMs: -1,
+  ctimeMs: -1,
   settled: false
 })
+
+/** Whether a stat shows the version read, trusted (settled) and unchanged. */
+const isSameVersion = (cached: CachedFile | undefined, stat: Either.Either<Fs.Stats | undefined, unknown>): boolean =>
+  cached !== undefined && cached.settled && Either.isRight(stat) && stat.right !== undefined &&
+  cached.ino === stat.right.ino && cached.size === stat.right.size &&
+  cached.mtimeMs === stat.right.mtimeMs && cached.ctimeMs === stat.right.ctimeMs
 
 /**
  * Discovery with a per-file cache. Synchronous file calls on purpose: a
  * `stat` costs a few microseconds this way, far less than a round trip
  * through the libuv thread pool, and the pool is left to the FIFOs.
  */
-export const makeDiscovery = (directory: string) => {
+export const makeDiscovery = (directory: string, startWatch: WatchDirectory = watchDirectory) => {
   const absoluteDir = Path.resolve(directory)
+  const baseName = Path.basename(absoluteDir)
   let cache = new Map<string, CachedFile>()
   let last: Catalog | undefined
+  const counts = { directoryStats: 0, fileStats: 0, fileReads: 0, fullScans: 0 }
 
   const load = (name: string, path: string): CachedFile => {
+    counts.fileStats++
     const stat = Either.try(() => Fs.statSync(path, { throwIfNoEntry: false }))
     const cached = cache.get(name)
-    if (
-      Either.isRight(stat) && stat.right !== undefined && cached !== undefined && cached.settled &&
-      cached.ino === stat.right.ino && cached.size === stat.right.size && cached.mtimeMs === stat.right.mtimeMs
-    ) {
-      return cached
-    }
+    if (cached !== undefined && isSameVersion(cached, stat)) return cached
     const displayPath = Path.join(directory, name)
     if (Either.isLeft(stat)) return unreadable(path, displayPath, `cannot read: ${describeError(stat.left)}`)
     if (stat.right === undefined) {
       return unreadable(path, displayPath, "cannot read: ENOENT (vanished, or a dangling symlink)")
     }
     if (!stat.right.isFile()) return unreadable(path, displayPath, "cannot read: not a regular file")
-    const { ino, mtimeMs, size } = stat.right
+    const { ctimeMs, ino, mtimeMs, size } = stat.right
+    counts.fileReads++
     const text = Either.try(() => Fs.readFileSync(path, "utf8"))
-    if (Either.isLeft(text)) {
-      // Not settled: a permission fix changes neither size nor mtime.
-      return unreadable(path, displayPath, `cannot read: ${describeError(text.left)}`)
-    }
-    // Date.now, not Clock: it is compared with the filesystem's wall-clock mtime.
-    const settled = Date.now() - mtimeMs > settleMillis
-    return { ...parseClawFile(displayPath, text.right), path, ino, size, mtimeMs, settled }
-  }
-
-  const merge = (files: Iterable<CachedFile>): Catalog => {
-    const tools: Array<ToolDefinition> = []
-    const problems: Array<ToolProblem> = []
-    const paths = new Map<string, string>()
-    const firstSource = new Map<string, string>()
-    for (const file of files) {
-      problems.push(...file.problems)
-      for (const declaration of file.declarations) {
-        const earlier = firstSource.get(declaration.tool.name)
-        if (earlier !== undefined) {
-          problems.push({
-            source: declaration.source,
-            reason: `tool "${declaration.tool.name}" is already declared at ${earlier}; the first declaration wins`
-          })
-          continue
-        }
-        firstSource.set(declaration.tool.name, declaration.source)
-        paths.set(declaration.tool.name, file.path)
-        tools.push(declaration.tool)
-      }
-    }
-    return { tools, problems, files: paths }
+    if (Either.isLeft(text)) return unreadable(path, displayPath, `cannot read: ${describeError(text.left)}`)
+    // Date.now, not Clock: it is compared with the filesystem's wall-clock times.
+    const settled = Date.now() - Math.max(mtimeMs, ctimeMs) > settleMillis
+    return { ...parseClawFile(displayPath, text.right), path, ino, size, mtimeMs, ctimeMs, settled }
   }
 
   // The listing is read again only when the directory changed (adding,
   // removing or renaming a claw changes its mtime), or changed too recently
   // to trust its mtime, as for files.
   let listed: { readonly ino: number; readonly mtimeMs: number; readonly names: ReadonlyArray<string> } | undefined
-  /** Claws that are symlinks: an edit of their target is not an event in this directory. */
+  /** Claws that are symlinks: an edit of their target is no event here, so they are statted on every scan. */
   let symlinks = new Set<string>()
 
-  const claimNames = (): Either.Either<ReadonlyArray<string>, unknown> => {
-    const dirStat = Either.try(() => Fs.statSync(absoluteDir))
+  /** The claw names, and whether the listing was read again. */
+  const listNames = (dir: Fs.Stats): Either.Either<ReadonlyArray<string>, unknown> => {
     if (
-      Either.isRight(dirStat) && listed !== undefined && listed.ino === dirStat.right.ino &&
-      listed.mtimeMs === dirStat.right.mtimeMs && Date.now() - dirStat.right.mtimeMs > settleMillis
+      listed !== undefined && listed.ino === dir.ino && listed.mtimeMs === dir.mtimeMs &&
+      Date.now() - dir.mtimeMs > settleMillis
     ) {
       return Either.right(listed.names)
     }
-    return Either.map(Either.try(() => Fs.readdirSync(absoluteDir, { withFileTypes: true })), (entries) => {
-      // Like the shell glob `*.sh` (no hidden files, no recursion), sorted by
-      // UTF-16 code units, which for ASCII names is the `LC_ALL=C` order.
-      const claws = entries.filter((entry) => entry.name.endsWith(".sh") && !entry.name.startsWith("."))
-      const names = claws.map((entry) => entry.name).sort()
-      symlinks = new Set(claws.filter((entry) => entry.isSymbolicLink()).map((entry) => entry.name))
-      listed = Either.isRight(dirStat) ? { ino: dirStat.right.ino, mtimeMs: dirStat.right.mtimeMs, names } : undefined
-      return names
+    return Either.map(readListing(), (listing) => {
+      symlinks = listing.symlinks
+      listed = { ino: dir.ino, mtimeMs: dir.mtimeMs, names: listing.names }
+      return listing.names
     })
   }
 
-  // The watcher's view: names it reported since the last scan, or "all" when
-  // it cannot say which (an event without a name, an error, not started).
-  let watcher: Fs.FSWatcher | undefined
-  let dirty: Set<string> | "all" = "all"
-  let lastFullScan = 0
+  const readListing = () =>
+    Either.map(Either.try(() => Fs.readdirSync(absoluteDir, { withFileTypes: true })), (entries) => {
+      // No recursion, sorted by UTF-16 code units, which for ASCII names is
+      // the `LC_ALL=C` order of the shell glob.
+      const claws = entries.filter((entry) => isClawName(entry.name))
+      return {
+        names: claws.map((entry) => entry.name).sort(),
+        symlinks: new Set(claws.filter((entry) => entry.isSymbolicLink()).map((entry) => entry.name))
+      }
+    })
 
-  const scan = (): Catalog => {
-    const now = Date.now()
-    if (wanted && watcher === undefined) startWatcher()
-    const full = watcher === undefined || dirty === "all" || last === undefined || now - lastFullScan > fullScanMillis
-    const reported = dirty
-    dirty = new Set()
-    if (full) lastFullScan = now
-    const catalog = scanNames((name) =>
-      full || (reported !== "all" && reported.has(name)) || symlinks.has(name) || cache.get(name)?.settled !== true
-    )
-    // A directory renamed or replaced is no longer the one watched: watch the new one from the next scan.
-    if (watcher !== undefined && listed !== undefined && listed.ino !== watchedIno) stopWatcher()
-    return catalog
-  }
-
+  // The watcher's view: the names it reported since the last scan, or "all"
+  // when it cannot say which (not started yet, failed, restarted).
   let wanted = false
-  let watchedIno = -1
+  let watcher: { readonly handle: Fs.FSWatcher; readonly dev: number; readonly ino: number } | undefined
+  let dirty: Set<string> | "all" = "all"
+  /** Why the directory is not watched, while a watch is wanted and fails. */
+  let failure: string | undefined
+
   const stopWatcher = () => {
-    watcher?.close()
+    watcher?.handle.close()
     watcher = undefined
     dirty = "all"
   }
-  const startWatcher = () => {
-    const started = Either.try(() => {
-      const ino = Fs.statSync(absoluteDir).ino
-      const handle = Fs.watch(absoluteDir, { persistent: false }, (_event, name) => {
-        if (dirty === "all") return
-        if (typeof name === "string") dirty.add(name)
-        else dirty = "all"
+  const startWatcher = (dir: Fs.Stats) => {
+    const started = Either.try(() =>
+      startWatch(absoluteDir, (name) => {
+        // The directory itself was moved or removed (libuv names it by its
+        // own base name), after which inotify reports nothing: watch again.
+        if (name === null || name === baseName) stopWatcher()
+        // Other names (an editor's swap file) cannot change the catalogue; a
+        // claw renamed to one is still an event for its old name.
+        else if (dirty !== "all" && isClawName(name)) dirty.add(name)
       })
-      handle.on("error", stopWatcher)
-      return { handle, ino }
-    })
-    if (Either.isRight(started)) {
-      watcher = started.right.handle
-      watchedIno = started.right.ino
+    )
+    if (Either.isLeft(started)) {
+      failure = describeError(started.left)
+      return
     }
-    // Events may have been missed before the watcher was up.
+    const handle = started.right
+    handle.on("error", (error) => {
+      if (watcher?.handle === handle) {
+        failure = describeError(error)
+        stopWatcher()
+      }
+    })
+    watcher = { handle, dev: dir.dev, ino: dir.ino }
+    failure = undefined
+    // Changes before the watch was up were not reported.
     dirty = "all"
   }
 
+  const fail = (reason: unknown): Catalog => {
+    stopWatcher()
+    cache = new Map()
+    listed = undefined
+    last = undefined
+    return {
+      tools: [],
+      problems: [{ source: directory, reason: `cannot read the claws directory: ${describeError(reason)}` }],
+      files: new Map()
+    }
+  }
+
+  /** The catalogue, trusting the watch when one runs. */
+  const scan = (): Catalog => {
+    counts.directoryStats++
+    const dirStat = Either.try(() => Fs.statSync(absoluteDir))
+    if (Either.isLeft(dirStat)) return fail(dirStat.left)
+    const dir = dirStat.right
+    // A directory renamed or replaced is no longer the one watched.
+    if (watcher !== undefined && (watcher.ino !== dir.ino || watcher.dev !== dir.dev)) stopWatcher()
+    if (wanted && watcher === undefined) startWatcher(dir)
+    const full = watcher === undefined || dirty === "all" || last === undefined
+    const named: ReadonlySet<string> = dirty === "all" ? new Set() : dirty
+    dirty = new Set()
+    const before = listed
+    const names = listNames(dir)
+    if (Either.isLeft(names)) return fail(names.left)
+    if (last !== undefined && !full && listed === before && named.size === 0 && symlinks.size === 0) {
+      return last
+    }
+    if (full) counts.fullScans++
+    const nextCache = new Map<string, CachedFile>()
+    let changed = last === undefined || names.right.length !== cache.size
+    for (const name of names.right) {
+      const cached = cache.get(name)
+      const check = full || cached === undefined || symlinks.has(name) || named.has(name)
+      const file = check ? load(name, `${absoluteDir}${Path.sep}${name}`) : cached
+      if (file !== cached) changed = true
+      nextCache.set(name, file)
+    }
+    cache = nextCache
+    if (changed || last === undefined) last = merge(nextCache.values())
+    return last
+  }
+
   /**
-   * Change notification on the directory from the next scan on, after which
-   * scans skip the files it reports unchanged; a directory that cannot be
-   * watched keeps the full stat scan, and the watch is tried again at each
-   * scan. Returns the function that stops it.
+   * One step of the safety pass over a watched directory: from `from` in the
+   * listing, stats `count` claws and names to the next scan those whose
+   * identity moved (or is too recent to trust); the first step also reads
+   * the listing again. Returns where the next step starts, or undefined when
+   * the pass is over (or pointless: an unwatched scan stats everything).
+   */
+  const verify = (from: number, count: number): number | undefined => {
+    if (watcher === undefined || listed === undefined || dirty === "all") return undefined
+    const names = listed.names
+    if (from === 0) {
+      const listing = readListing()
+      if (Either.isLeft(listing) || listing.right.names.join("/") !== names.join("/")) {
+        dirty = "all"
+        return undefined
+      }
+    }
+    const end = Math.min(names.length, from + count)
+    for (let index = from; index < end; index++) {
+      const name = names[index]!
+      const cached = cache.get(name)
+      counts.fileStats++
+      const stat = Either.try(() => Fs.statSync(`${absoluteDir}${Path.sep}${name}`, { throwIfNoEntry: false }))
+      if (!isSameVersion(cached, stat)) dirty.add(name)
+    }
+    return end < names.length ? end : undefined
+  }
+
+  /**
+   * Change notification on the directory from the next scan on; a directory
+   * that cannot be watched keeps the full stat scan, and the watch is tried
+   * again at each scan. Returns the function that stops it.
    */
   const watch = (): (() => void) => {
     wanted = true
@@ -245,36 +263,17 @@ export const makeDiscovery = (directory: string) => {
     }
   }
 
-  /** The catalogue from the current listing, statting only the names `check` selects. */
-  const scanNames = (check: (name: string) => boolean): Catalog => {
-    const entries = claimNames()
-    if (Either.isLeft(entries)) {
-      cache = new Map()
-      last = undefined
-      return {
-        tools: [],
-        problems: [{ source: directory, reason: `cannot read the claws directory: ${describeError(entries.left)}` }],
-        files: new Map()
-      }
-    }
-    const names = entries.right
-    const next = new Map<string, CachedFile>()
-    let changed = last === undefined || names.length !== cache.size
-    for (const name of names) {
-      const cached = cache.get(name)
-      const file = cached !== undefined && !check(name) ? cached : load(name, `${absoluteDir}${Path.sep}${name}`)
-      if (file !== cache.get(name)) changed = true
-      next.set(name, file)
-    }
-    cache = next
-    if (changed || last === undefined) last = merge(next.values())
-    return last
-  }
-
   return {
     scan,
+    verify,
     watch,
     /** True while change notification runs: a caller lets pending events in before `scan`. */
-    watching: () => watcher !== undefined
+    watching: () => watcher !== undefined,
+    /** Why a wanted watch is not running (the scan stats every claw meanwhile). */
+    watchFailure: () => (wanted ? failure : undefined),
+    /** System calls made so far, for tests and the bench. */
+    counts: () => ({ ...counts })
   }
 }
+
+export type Discovery = ReturnType<typeof makeDiscovery>

@@ -25,7 +25,7 @@ import { childEnvironment, SecretValuesConfig } from "../config/Secrets.js"
 import { describeError, errnoCode } from "../Errors.js"
 import { describeJsonType, isJsonObject } from "../Json.js"
 import * as ChildProcess from "../process/ChildProcess.js"
-import { type Catalog, makeDiscovery } from "./ClawDiscovery.js"
+import { type Catalog, type Discovery, makeDiscovery, type WatchDirectory } from "./ClawDiscovery.js"
 
 /** Seconds before a claw's whole process group is killed; also read by the agent's patience on the claw pipes (Bridges). */
 export const ClawTimeoutConfig = secondsIn("PLANCKCLAW_CLAW_TIMEOUT", { min: 0.1, max: 86_400 }, 30)
@@ -83,13 +83,36 @@ const formatOutcome = (name: string, outcome: ChildProcess.RunOutcome, outputMax
 }
 
 /**
- * Two turns of the event loop: whatever the phase we are called from, the
- * loop has polled its descriptors since, so the inotify events of every
- * change made before this list started have reached the watcher.
+ * Two turns of the event loop: whatever phase we are called from, the loop
+ * has polled its descriptors since, so the inotify event of every change
+ * whose system call returned before this list started has reached the
+ * watcher (the kernel queues it before the call returns).
  */
 const catchUp = Effect.async<void>((resume) => {
   setImmediate(() => setImmediate(() => resume(Effect.void)))
 })
+
+/**
+ * How often a watched discovery stats every claw anyway, in the background
+ * (not on a message's path), for the changes inotify cannot report.
+ */
+export const safetyScanInterval = Duration.seconds(5)
+/** Claws statted per step of that pass: a step blocks the event loop well under a millisecond. */
+const safetyScanStep = 64
+
+const nextTurn = Effect.async<void>((resume) => {
+  setImmediate(() => resume(Effect.void))
+})
+
+/** One pass over the claws, a step per event-loop turn, so that a message arriving meanwhile is not held up. */
+const safetyScan = (discovery: Discovery) =>
+  Effect.gen(function*() {
+    let next = discovery.verify(0, safetyScanStep)
+    while (next !== undefined) {
+      yield* nextTurn
+      next = discovery.verify(next, safetyScanStep)
+    }
+  })
 
 /** Claws found by a full stat scan of the directory on every list (a one-off listing, as `planckclaw tools`). */
 export const make = (config: ScriptsConfig): Effect.Effect<ClawsService> =>
@@ -98,21 +121,34 @@ export const make = (config: ScriptsConfig): Effect.Effect<ClawsService> =>
 /**
  * Claws found with change notification on the directory for the life of
  * the scope (the running agent): a list stats the directory and only the
- * claws that changed, with the full stat scan as the fallback.
+ * claws that changed, with the full stat scan as the fallback and, every
+ * `safetyScanInterval`, in the background.
  */
-export const makeWatched = (config: ScriptsConfig): Effect.Effect<ClawsService, never, Scope.Scope> =>
+export const makeWatched = (
+  config: ScriptsConfig,
+  startWatch?: WatchDirectory
+): Effect.Effect<ClawsService, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const discovery = makeDiscovery(config.directory)
+    const discovery = makeDiscovery(config.directory, startWatch)
     yield* Effect.acquireRelease(Effect.sync(discovery.watch), (stop) => Effect.sync(stop))
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(safetyScanInterval), safetyScan(discovery))))
     return build(config, discovery)
   })
 
-const build = (config: ScriptsConfig, discovery: ReturnType<typeof makeDiscovery>): ClawsService => {
+const build = (config: ScriptsConfig, discovery: Discovery): ClawsService => {
   let reported = new Set<string>()
+  const watchFailuresLogged = new Set<string>()
 
   const list: Effect.Effect<Catalog> = Effect.gen(function*() {
     if (discovery.watching()) yield* catchUp
-    const catalog = yield* Effect.sync(discovery.scan)
+    const catalog = discovery.scan()
+    const failure = discovery.watchFailure()
+    if (failure !== undefined && !watchFailuresLogged.has(failure)) {
+      watchFailuresLogged.add(failure)
+      yield* Effect.logWarning(
+        `cannot watch the claws directory ${config.directory} (${failure}): every message stats every claw instead`
+      )
+    }
     // Warn about a problem once while it lasts, not on every message.
     const current = new Set(catalog.problems.map((problem) => `${problem.source}\u0000${problem.reason}`))
     for (const problem of catalog.problems) {

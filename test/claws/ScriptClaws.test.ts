@@ -184,7 +184,7 @@ describe("Scripts claws: discovery", () => {
         expect(names(yield* claws.list)).toEqual(["uno"])
       }))
 
-    it.scoped(`${how}: does not re-read a claw whose inode, size and mtime are unchanged`, () =>
+    it.scoped(`${how}: sees a same-size rewrite whose old mtime was put back (cp -p, tar x)`, () =>
       Effect.gen(function*() {
         const dir = yield* tempDir
         const file = Path.join(dir, "cached.sh")
@@ -194,15 +194,12 @@ describe("Scripts claws: discovery", () => {
         const claws = yield* make(settings(dir))
         expect(names(yield* claws.list)).toEqual(["aaaa"])
 
-        // Rewrite in place with the same size and put the old mtime back: the
-        // identity is unchanged, so the cached declarations are served.
+        // Inode, size and mtime are those of the version read: only the
+        // ctime, which no one can set back, tells this rewrite apart.
         yield* Effect.sync(() => {
           Fs.writeFileSync(file, `#!/bin/sh\n${tool("bbbb")}\n`)
           Fs.utimesSync(file, old, old)
         })
-        expect(names(yield* claws.list)).toEqual(["aaaa"])
-
-        yield* Effect.sync(() => Fs.utimesSync(file, new Date(), new Date()))
         expect(names(yield* claws.list)).toEqual(["bbbb"])
       }))
 

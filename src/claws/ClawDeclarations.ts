@@ -1,0 +1,82 @@
+/**
+ * What one claw declares: its `#TOOLS:` lines, each a JSON tool definition
+ * or an array of them. A bad line or item never hides the good ones.
+ */
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { type ToolCatalog, type ToolDefinition, ToolDefinition as ToolDefinitionSchema, type ToolProblem } from "../Claws.js"
+import { describeError } from "../Errors.js"
+
+const toolsPrefix = "#TOOLS:"
+
+export interface Declaration {
+  readonly tool: ToolDefinition
+  readonly source: string
+}
+
+export interface ParsedFile {
+  readonly declarations: ReadonlyArray<Declaration>
+  readonly problems: ReadonlyArray<ToolProblem>
+}
+
+export interface Catalog extends ToolCatalog {
+  /** Tool name to the absolute path of the claw that declares it. */
+  readonly files: ReadonlyMap<string, string>
+}
+
+const decodeTool = Schema.decodeUnknownEither(ToolDefinitionSchema)
+
+export const parseClawFile = (displayPath: string, text: string): ParsedFile => {
+  const declarations: Array<Declaration> = []
+  const problems: Array<ToolProblem> = []
+  if (!text.includes(toolsPrefix)) return { declarations, problems }
+  text.split("\n").forEach((line, index) => {
+    if (!line.startsWith(toolsPrefix)) return
+    const source = `${displayPath}:${index + 1}`
+    const parsed = Either.try(() => JSON.parse(line.slice(toolsPrefix.length)) as unknown)
+    if (Either.isLeft(parsed)) {
+      problems.push({ source, reason: `invalid JSON after #TOOLS: (${describeError(parsed.left)})` })
+      return
+    }
+    const items = Array.isArray(parsed.right) ? parsed.right : [parsed.right]
+    items.forEach((item, position) => {
+      const decoded = decodeTool(item)
+      if (Either.isRight(decoded)) {
+        declarations.push({ tool: decoded.right, source })
+      } else {
+        const where = Array.isArray(parsed.right) ? `item ${position + 1}: ` : ""
+        problems.push({
+          source,
+          reason: `${where}invalid tool definition: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
+        })
+      }
+    })
+  })
+  return { declarations, problems }
+}
+
+/** The claws' declarations in file order; when two declare the same tool, the first wins. */
+export const merge = (files: Iterable<ParsedFile & { readonly path: string }>): Catalog => {
+  const tools: Array<ToolDefinition> = []
+  const problems: Array<ToolProblem> = []
+  const paths = new Map<string, string>()
+  const firstSource = new Map<string, string>()
+  for (const file of files) {
+    problems.push(...file.problems)
+    for (const declaration of file.declarations) {
+      const earlier = firstSource.get(declaration.tool.name)
+      if (earlier !== undefined) {
+        problems.push({
+          source: declaration.source,
+          reason: `tool "${declaration.tool.name}" is already declared at ${earlier}; the first declaration wins`
+        })
+        continue
+      }
+      firstSource.set(declaration.tool.name, declaration.source)
+      paths.set(declaration.tool.name, file.path)
+      tools.push(declaration.tool)
+    }
+  }
+  return { tools, problems, files: paths }
+}
