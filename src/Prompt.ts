@@ -77,6 +77,32 @@ export const toolSpecs = (tools: ReadonlyArray<ToolDefinition>, cache = false): 
     ...(cache && index === sorted.length - 1 ? { cache_control: EPHEMERAL } : {})
   }))
 
+/**
+ * `toolSpecs` remembered for the last catalogue seen: a turn reuses them
+ * while every tool is the same object as before (discovery keeps an
+ * unchanged claw's declaration), instead of sorting and copying the
+ * catalogue each round. One per agent; the specs are never modified.
+ */
+export const toolSpecsMemo = (): ((tools: ReadonlyArray<ToolDefinition>, cache: boolean) => ReadonlyArray<ToolSpec>) => {
+  let seen: ReadonlyArray<ToolDefinition> = []
+  let seenCache = false
+  let specs: ReadonlyArray<ToolSpec> = []
+  const same = (tools: ReadonlyArray<ToolDefinition>) => {
+    if (tools === seen) return true
+    if (tools.length !== seen.length) return false
+    for (let i = 0; i < tools.length; i++) if (tools[i] !== seen[i]) return false
+    return true
+  }
+  return (tools, cache) => {
+    if (cache !== seenCache || !same(tools)) {
+      specs = toolSpecs(tools, cache)
+      seen = tools
+      seenCache = cache
+    }
+    return specs
+  }
+}
+
 export const turnRequest = (options: {
   readonly model: string
   readonly maxTokens: number
@@ -85,11 +111,13 @@ export const turnRequest = (options: {
   readonly tools: ReadonlyArray<ToolDefinition>
   /** Prompt-caching breakpoints on the last tool and the system prompt (the history's is `conversation`'s). */
   readonly cache?: boolean
+  /** `tools` as `toolSpecs(tools, cache)` makes them, when the caller has them already (toolSpecsMemo). */
+  readonly specs?: ReadonlyArray<ToolSpec>
 }): MessagesRequest => ({
   // In MessagesRequest's field order: tools, system, messages.
   model: options.model,
   max_tokens: options.maxTokens,
-  ...(options.tools.length > 0 ? { tools: toolSpecs(options.tools, options.cache === true) } : {}),
+  ...(options.tools.length > 0 ? { tools: options.specs ?? toolSpecs(options.tools, options.cache === true) } : {}),
   system: options.cache === true ? [{ type: "text", text: options.system, cache_control: EPHEMERAL }] : options.system,
   messages: options.messages
 })
