@@ -50,7 +50,16 @@ const child = async ({ dist, turns, memoryDir, stub, alloc }) => {
   const text = (reply) => ({ content: [{ type: "text", text: reply }], stop_reason: "end_turn" })
   const answer = text(REPLY)
   const summary = text("The user benchmarks the agent.")
-  const brain = { complete: (request) => Effect.succeed(request.system === COMPACTION_SYSTEM ? summary : answer) }
+  let maxLine = 0
+  const brain = {
+    complete: (request) => {
+      if (process.env.PROFILE_SHOW_REQUEST && request.system !== COMPACTION_SYSTEM) {
+        for (const m of request.messages) maxLine = Math.max(maxLine, JSON.stringify(m).length)
+        if (Math.random() < 0.001) console.error("lines", request.messages.length, "longest", maxLine)
+      }
+      return Effect.succeed(request.system === COMPACTION_SYSTEM ? summary : answer)
+    }
+  }
 
   fs.mkdirSync(memoryDir, { recursive: true })
   let history = ""
@@ -102,6 +111,7 @@ const child = async ({ dist, turns, memoryDir, stub, alloc }) => {
     if (alloc) yield* Effect.promise(() => startAllocationSampling())
     const samples = new Float64Array(turns)
     const grown = []
+    const heapBefore = v8.getHeapStatistics().used_heap_size
     const from = nowUs()
     for (let i = 0; i < turns; i++) {
       const heap0 = v8.getHeapStatistics().used_heap_size
@@ -122,6 +132,8 @@ const child = async ({ dist, turns, memoryDir, stub, alloc }) => {
       p50: samples[Math.floor(turns / 2)],
       p99: samples[Math.floor(turns * 0.99)],
       bytesPerTurn: grown[Math.floor(grown.length / 2)] ?? Number.NaN,
+      meanMs: (to - from) / 1000 / turns,
+      heapGrowthMb: (globalThis.gc?.(), v8.getHeapStatistics().used_heap_size - heapBefore) / 1024 / 1024,
       allocation
     }
   })).pipe(Effect.provide(Layer.merge(Logging.layer(false), Logger.minimumLogLevel(LogLevel.Warning))))
@@ -185,7 +197,7 @@ if (args[0] === "--compare") {
       const r = await runChild(dist, turns)
       fs.rmSync(r.dir, { recursive: true, force: true })
       results[dist].push(r)
-      console.log(`${dist}: p50 ${round(r.p50, 4)} ms, p99 ${round(r.p99, 4)} ms, ~${Math.round(r.bytesPerTurn / 1024)} KiB/turn`)
+      console.log(`${dist}: p50 ${round(r.p50, 4)} ms, p99 ${round(r.p99, 4)} ms, mean ${round(r.meanMs, 4)} ms, heap +${round(r.heapGrowthMb, 1)} MiB, ~${Math.round(r.bytesPerTurn / 1024)} KiB/turn`)
     }
   }
   for (const dist of [a, b]) {
@@ -278,7 +290,7 @@ const perTurn = (us) => `${round(us / TURNS, 1)} µs/turn (${round((100 * us) / 
 const top = (map, n) => [...map.entries()].sort((x, y) => y[1] - x[1]).slice(0, n)
 
 console.log(`# Profile of ${TURNS} in-memory plain turns (after ${WARMUP} untimed), ${new Date().toISOString()}`)
-console.log(`p50 ${round(result.p50, 4)} ms (profiler on), sampled CPU ${round(total / TURNS, 1)} µs/turn, ~${Math.round(result.bytesPerTurn / 1024)} KiB allocated/turn`)
+console.log(`p50 ${round(result.p50, 4)} ms, mean ${round(result.meanMs, 4)} ms (profiler on), heap grew ${round(result.heapGrowthMb, 1)} MiB; sampled CPU ${round(total / TURNS, 1)} µs/turn, ~${Math.round(result.bytesPerTurn / 1024)} KiB allocated/turn`)
 console.log("\n## Self time by file")
 for (const [key, us] of top(byFile, 30)) console.log(`${perTurn(us)}  ${key}`)
 console.log("\n## Self time, top 50 functions")

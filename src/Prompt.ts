@@ -44,24 +44,25 @@ export const capText = (text: string, maxBytes = HISTORY_LINE_MAX_BYTES): string
  */
 export const conversation = (history: ReadonlyArray<HistoryEntry>, text: string, cache = false): Array<Message> => {
   const start = history[0]?.role === "assistant" ? 1 : 0
-  const sent = history.slice(start)
-  return [
+  const last = history.length - 1
+  const messages: Array<Message> = []
+  // A plain loop of object literals: spreads and intermediate arrays cost more than the rest of this, every turn.
+  for (let i = start; i <= last; i++) {
+    const entry = history[i]!
+    const content = capText(entry.content)
     // With caching, every history line is a text block, whether it carries the breakpoint or not:
     // next turn the same line, without it, is the same bytes up to where the breakpoint was.
-    ...sent.map((entry, index): Message =>
+    messages.push(
       !cache
-        ? { role: entry.role, content: capText(entry.content) }
+        ? { role: entry.role, content }
         : {
           role: entry.role,
-          content: [{
-            type: "text",
-            text: capText(entry.content),
-            ...(index === sent.length - 1 ? { cache_control: EPHEMERAL } : {})
-          }]
+          content: [i === last ? { type: "text", text: content, cache_control: EPHEMERAL } : { type: "text", text: content }]
         }
-    ),
-    { role: "user", content: text }
-  ]
+    )
+  }
+  messages.push({ role: "user", content: text })
+  return messages
 }
 
 /**
