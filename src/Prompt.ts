@@ -46,23 +46,39 @@ export const conversation = (history: ReadonlyArray<HistoryEntry>, text: string,
   const start = history[0]?.role === "assistant" ? 1 : 0
   const last = history.length - 1
   const messages: Array<Message> = []
-  // A plain loop of object literals: spreads and intermediate arrays cost more than the rest of this, every turn.
-  for (let i = start; i <= last; i++) {
-    const entry = history[i]!
-    const content = capText(entry.content)
+  for (let i = start; i < last; i++) messages.push(lineMessage(history[i]!, cache))
+  if (start <= last) {
+    const entry = history[last]!
     // With caching, every history line is a text block, whether it carries the breakpoint or not:
     // next turn the same line, without it, is the same bytes up to where the breakpoint was.
     messages.push(
-      !cache
-        ? { role: entry.role, content }
-        : {
-          role: entry.role,
-          content: [i === last ? { type: "text", text: content, cache_control: EPHEMERAL } : { type: "text", text: content }]
-        }
+      !cache ? lineMessage(entry, false) : {
+        role: entry.role,
+        content: [{ type: "text", text: capText(entry.content), cache_control: EPHEMERAL }]
+      }
     )
   }
   messages.push({ role: "user", content: text })
   return messages
+}
+
+/**
+ * A history line as a message, made once per line: memory hands out the
+ * same entry objects turn after turn (its tail cache), and a turn sends up to
+ * 2 × HISTORY_KEEP of them, so remaking them all was a good part of a turn's
+ * own cost. Entries are never modified; a message is never modified either.
+ */
+const plainLines = new WeakMap<HistoryEntry, Message>()
+const blockLines = new WeakMap<HistoryEntry, Message>()
+const lineMessage = (entry: HistoryEntry, cache: boolean): Message => {
+  const made = cache ? blockLines : plainLines
+  let message = made.get(entry)
+  if (message === undefined) {
+    const content = capText(entry.content)
+    message = cache ? { role: entry.role, content: [{ type: "text", text: content }] } : { role: entry.role, content }
+    made.set(entry, message)
+  }
+  return message
 }
 
 /**
