@@ -33,3 +33,8 @@ export const span = <A, E, R>(
   !recording
     ? self
     : Effect.withSpan(self, name, attributes === undefined ? { captureStackTrace: false } : { attributes, captureStackTrace: false })
+
+/** `span`, deciding per run whether anyone records it: for an effect built before its fiber is known. */
+export const withSpan = (name: string, attributes?: Record<string, unknown>) =>
+<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime<A, E, R>((fiber) => span(self, recording(fiber), name, attributes))
