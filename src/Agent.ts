@@ -6,12 +6,10 @@
  * Intake.ts.
  */
 import type * as ConfigError from "effect/ConfigError"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Ref from "effect/Ref"
 import { AgentConfig } from "./AgentConfig.js"
 import { Agent, type AgentService } from "./AgentService.js"
 import { Brain } from "./Brain.js"
@@ -25,8 +23,10 @@ import { Compactor } from "./memory/Compactor.js"
 import * as InboxStore from "./memory/Inbox.js"
 import { Inbox, type Pending } from "./memory/Inbox.js"
 import * as MemoryStore from "./memory/Memory.js"
-import { type HistoryEntry, Memory } from "./memory/Memory.js"
+import { type HistoryEntry, Memory, type MemorySnapshot } from "./memory/Memory.js"
 import * as UsageLedger from "./memory/UsageLedger.js"
+import { toolSpecsMemo } from "./Prompt.js"
+import * as Tracing from "./Tracing.js"
 import * as Turn from "./Turn.js"
 import * as Prices from "./usage/Prices.js"
 
@@ -36,7 +36,9 @@ export { APOLOGY, type TurnOutcome } from "./Turn.js"
 export const make = Effect.gen(function*() {
   const config = yield* AgentConfig
   // The turn's ports, captured once, so the service's methods need nothing.
-  const ports = Context.make(Brain, yield* Brain).pipe(Context.add(Claws, yield* Claws))
+  const brain = yield* Brain
+  const claws = yield* Claws
+  const ports: Turn.TurnPorts = { brain, claws, toolSpecs: toolSpecsMemo() }
   const memory = yield* Memory
   const compactor = yield* Compactor
   const inbox = yield* Inbox
@@ -44,27 +46,24 @@ export const make = Effect.gen(function*() {
   const prices = Either.mapLeft(yield* Effect.either(Prices.PricesConfig), (error) => error.message)
 
   // Where the cache-stable history window starts (CacheWindow); this process's alone.
-  const anchor = yield* Ref.make<HistoryEntry | undefined>(undefined)
+  let anchor: HistoryEntry | undefined
   const windowed = !config.promptCache
     ? memory.snapshot(config.historyKeep)
-    : memory.snapshot(CacheWindow.linesToRead(config.historyKeep)).pipe(
-      Effect.flatMap((snapshot) =>
-        Ref.modify(anchor, (current) => {
-          const window = CacheWindow.anchoredWindow(snapshot.history, config.historyKeep, current)
-          return [{ ...snapshot, history: window.history }, window.anchor]
-        })
-      )
-    )
+    : Effect.map(memory.snapshot(CacheWindow.linesToRead(config.historyKeep)), (snapshot): MemorySnapshot => {
+      const window = CacheWindow.anchoredWindow(snapshot.history, config.historyKeep, anchor)
+      anchor = window.anchor
+      return { ...snapshot, history: window.history }
+    })
 
   const command = Commands.make({
-    claws: Context.get(ports, Claws),
+    claws,
     compactor,
     memory,
     prices,
     // After a forget: the cache window's anchor belongs to the old history, and
     // exchanges of the old conversation still waiting to be stored (a full disk) are dropped.
     forgotten: Effect.gen(function*() {
-      yield* Ref.set(anchor, undefined)
+      anchor = undefined
       const waiting = yield* inbox.backlog
       yield* Effect.forEach(waiting, inbox.stored, { discard: true })
       if (waiting.length > 0) {
@@ -73,10 +72,8 @@ export const make = Effect.gen(function*() {
     })
   })
 
-  const respond = (message: InboundMessage) =>
-    windowed.pipe(
-      Effect.flatMap((snapshot) => Turn.run({ snapshot, text: message.text, config })),
-      Effect.provide(ports),
+  const respond = (message: InboundMessage): Effect.Effect<Turn.TurnOutcome> =>
+    Effect.flatMap(windowed, (snapshot) => Turn.runWith(ports, { snapshot, text: message.text, config })).pipe(
       Effect.catchAll((error) => Effect.logError(`turn failed: ${error.message}`).pipe(Effect.as(Turn.failed))),
       Effect.catchAllDefect((defect) =>
         Effect.logError("turn failed on an internal error; answered with an apology", defect).pipe(Effect.as(Turn.failed))
@@ -106,8 +103,7 @@ export const make = Effect.gen(function*() {
           onSome: (parsed) => Effect.map(command(parsed), (reply): Turn.TurnOutcome => ({ reply, stored: false })),
           onNone: () => respond({ channel: pending.channel, text })
         }).pipe(
-          Effect.tap((outcome) => inbox.answered(pending, outcome.reply, outcome.stored)),
-          Effect.map(Option.some)
+          Effect.flatMap((outcome) => Effect.as(inbox.answered(pending, outcome.reply, outcome.stored), Option.some(outcome)))
         )
     })
   }
@@ -117,53 +113,66 @@ export const make = Effect.gen(function*() {
    * its journal key, so a reply decided before a crash is never stored twice,
    * and an identical later exchange still is.
    */
-  const store = (pending: Pending, reply: string) => {
+  const store = (pending: Pending, reply: string): Effect.Effect<boolean> => {
     const text = Option.getOrElse(sanitize(pending.text), () => pending.text)
-    return memory.append(
-      [{ role: "user", content: text }, { role: "assistant", content: reply }],
-      pending.key !== undefined ? { exchange: pending.key } : { unlessLast: Option.isSome(pending.reply) }
-    ).pipe(
-      // Memory logs a failure to write once; anything else is logged here.
-      Effect.tapError((error) =>
-        error.reported === true ? Effect.void : Effect.logError(`could not remember an exchange: ${error.message}`)
+    return Effect.matchEffect(
+      memory.append(
+        [{ role: "user", content: text }, { role: "assistant", content: reply }],
+        pending.key !== undefined ? { exchange: pending.key } : { unlessLast: Option.isSome(pending.reply) }
       ),
-      Effect.either,
-      Effect.map(Either.isRight),
-      Effect.tap((stored) => stored ? inbox.stored(pending) : Effect.void)
+      {
+        // Memory logs a failure to write once; anything else is logged here.
+        onFailure: (error) =>
+          error.reported === true
+            ? Effect.succeed(false)
+            : Effect.as(Effect.logError(`could not remember an exchange: ${error.message}`), false),
+        onSuccess: () => Effect.as(inbox.stored(pending), true)
+      }
     )
   }
 
   /** Stores, oldest first, what earlier turns could not (a full disk); false while some still wait. */
   const storeBacklog = Effect.flatMap(inbox.backlog, (waiting) =>
-    Effect.reduce(waiting, true, (clear, exchange) =>
+    waiting.length === 0 ? Effect.succeed(true) : Effect.reduce(waiting, true, (clear, exchange) =>
       clear ? store(exchange, Option.match(exchange.reply, { onNone: () => "", onSome: (reply) => reply.text })) : Effect.succeed(false)))
 
   // The user gets the answer they were given either way; an exchange not
   // stored waits in the journal, behind any older one, to keep history in order.
-  const remember = (pending: Pending, outcome: Turn.TurnOutcome) =>
-    !outcome.stored ? Effect.void : Effect.gen(function*() {
-      const stored = (yield* storeBacklog) && (yield* store(pending, outcome.reply))
-      if (!stored) yield* inbox.unstored(pending, outcome.reply)
-    })
+  const remember = (pending: Pending, outcome: Turn.TurnOutcome): Effect.Effect<void> => {
+    if (!outcome.stored) return Effect.void
+    const unstored = inbox.unstored(pending, outcome.reply)
+    return Effect.flatMap(storeBacklog, (clear) =>
+      !clear ? unstored : Effect.flatMap(store(pending, outcome.reply), (stored) => stored ? Effect.void : unstored))
+  }
 
-  const handle = (pending: Pending, interact: InteractService) =>
-    Effect.gen(function*() {
-      const outcome = yield* decide(pending)
-      if (Option.isSome(outcome)) {
-        yield* remember(pending, outcome.value)
-        yield* deliver(interact, { channel: pending.channel, text: outcome.value.reply })
-      }
-      yield* inbox.delivered(pending)
-      if (Option.isSome(outcome) && outcome.value.stored) {
-        yield* compactor.compactIfNeeded.pipe(
-          Effect.catchAll((error) =>
-            error._tag === "CompactionBusy"
-              ? Effect.void
-              : Effect.logWarning(`compaction did not run: ${error.message}; history is intact and it will be tried again`)
-          )
-        )
-      }
-    }).pipe(Effect.withSpan("Agent.handle", { captureStackTrace: false }))
+  const compactIfNeeded = compactor.compactIfNeeded.pipe(
+    Effect.catchAll((error) =>
+      error._tag === "CompactionBusy"
+        ? Effect.void
+        : Effect.logWarning(`compaction did not run: ${error.message}; history is intact and it will be tried again`)
+    )
+  )
+
+  /** What follows a decided reply: remember, deliver, mark it delivered, compact when the exchange was stored. */
+  const finish = (pending: Pending, outcome: Turn.TurnOutcome, interact: InteractService): Effect.Effect<void> =>
+    Effect.zipRight(
+      remember(pending, outcome),
+      Effect.zipRight(
+        deliver(interact, { channel: pending.channel, text: outcome.reply }),
+        outcome.stored ? Effect.zipRight(inbox.delivered(pending), compactIfNeeded) : inbox.delivered(pending)
+      )
+    )
+
+  // Composed step by step, not with Effect.gen, for the same reason as Turn.runWith.
+  const handle = (pending: Pending, interact: InteractService): Effect.Effect<void> =>
+    Effect.withFiberRuntime<void>((fiber) =>
+      Tracing.span(
+        Effect.flatMap(decide(pending), (outcome) =>
+          Option.isSome(outcome) ? finish(pending, outcome.value, interact) : inbox.delivered(pending)),
+        Tracing.recording(fiber),
+        "Agent.handle"
+      )
+    )
 
   const deliver = (interact: InteractService, message: InboundMessage) =>
     interact.send(message).pipe(

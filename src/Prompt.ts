@@ -44,24 +44,41 @@ export const capText = (text: string, maxBytes = HISTORY_LINE_MAX_BYTES): string
  */
 export const conversation = (history: ReadonlyArray<HistoryEntry>, text: string, cache = false): Array<Message> => {
   const start = history[0]?.role === "assistant" ? 1 : 0
-  const sent = history.slice(start)
-  return [
+  const last = history.length - 1
+  const messages: Array<Message> = []
+  for (let i = start; i < last; i++) messages.push(lineMessage(history[i]!, cache))
+  if (start <= last) {
+    const entry = history[last]!
     // With caching, every history line is a text block, whether it carries the breakpoint or not:
     // next turn the same line, without it, is the same bytes up to where the breakpoint was.
-    ...sent.map((entry, index): Message =>
-      !cache
-        ? { role: entry.role, content: capText(entry.content) }
-        : {
-          role: entry.role,
-          content: [{
-            type: "text",
-            text: capText(entry.content),
-            ...(index === sent.length - 1 ? { cache_control: EPHEMERAL } : {})
-          }]
-        }
-    ),
-    { role: "user", content: text }
-  ]
+    messages.push(
+      !cache ? lineMessage(entry, false) : {
+        role: entry.role,
+        content: [{ type: "text", text: capText(entry.content), cache_control: EPHEMERAL }]
+      }
+    )
+  }
+  messages.push({ role: "user", content: text })
+  return messages
+}
+
+/**
+ * A history line as a message, made once per line: memory hands out the
+ * same entry objects turn after turn (its tail cache), and a turn sends up to
+ * 2 × HISTORY_KEEP of them, so remaking them all was a good part of a turn's
+ * own cost. Entries are never modified; a message is never modified either.
+ */
+const plainLines = new WeakMap<HistoryEntry, Message>()
+const blockLines = new WeakMap<HistoryEntry, Message>()
+const lineMessage = (entry: HistoryEntry, cache: boolean): Message => {
+  const made = cache ? blockLines : plainLines
+  let message = made.get(entry)
+  if (message === undefined) {
+    const content = capText(entry.content)
+    message = cache ? { role: entry.role, content: [{ type: "text", text: content }] } : { role: entry.role, content }
+    made.set(entry, message)
+  }
+  return message
 }
 
 /**
@@ -77,6 +94,32 @@ export const toolSpecs = (tools: ReadonlyArray<ToolDefinition>, cache = false): 
     ...(cache && index === sorted.length - 1 ? { cache_control: EPHEMERAL } : {})
   }))
 
+/**
+ * `toolSpecs` remembered for the last catalogue seen: a turn reuses them
+ * while every tool is the same object as before (discovery keeps an
+ * unchanged claw's declaration), instead of sorting and copying the
+ * catalogue each round. One per agent; the specs are never modified.
+ */
+export const toolSpecsMemo = (): ((tools: ReadonlyArray<ToolDefinition>, cache: boolean) => ReadonlyArray<ToolSpec>) => {
+  let seen: ReadonlyArray<ToolDefinition> = []
+  let seenCache = false
+  let specs: ReadonlyArray<ToolSpec> = []
+  const same = (tools: ReadonlyArray<ToolDefinition>) => {
+    if (tools === seen) return true
+    if (tools.length !== seen.length) return false
+    for (let i = 0; i < tools.length; i++) if (tools[i] !== seen[i]) return false
+    return true
+  }
+  return (tools, cache) => {
+    if (cache !== seenCache || !same(tools)) {
+      specs = toolSpecs(tools, cache)
+      seen = tools
+      seenCache = cache
+    }
+    return specs
+  }
+}
+
 export const turnRequest = (options: {
   readonly model: string
   readonly maxTokens: number
@@ -85,11 +128,13 @@ export const turnRequest = (options: {
   readonly tools: ReadonlyArray<ToolDefinition>
   /** Prompt-caching breakpoints on the last tool and the system prompt (the history's is `conversation`'s). */
   readonly cache?: boolean
+  /** `tools` as `toolSpecs(tools, cache)` makes them, when the caller has them already (toolSpecsMemo). */
+  readonly specs?: ReadonlyArray<ToolSpec>
 }): MessagesRequest => ({
   // In MessagesRequest's field order: tools, system, messages.
   model: options.model,
   max_tokens: options.maxTokens,
-  ...(options.tools.length > 0 ? { tools: toolSpecs(options.tools, options.cache === true) } : {}),
+  ...(options.tools.length > 0 ? { tools: options.specs ?? toolSpecs(options.tools, options.cache === true) } : {}),
   system: options.cache === true ? [{ type: "text", text: options.system, cache_control: EPHEMERAL }] : options.system,
   messages: options.messages
 })

@@ -5,15 +5,18 @@
  * memory, remembering and answering are the agent's (Agent.ts).
  *
  * Spans (`Turn.run`, `Brain.complete` per round, `Claws.call` per tool call)
- * are made without a stack trace: a turn must cost nothing extra when no
- * tracer is installed (the issue 11 profile). That is also why `run` is a
- * plain function with `withSpan`, not `Effect.fn`: in effect 3.22 `Effect.fn`
- * builds an Error on every call, whatever its span options say.
+ * are made only when a tracer is installed, and without a stack trace: a
+ * turn must cost nothing extra otherwise (Tracing.ts, the issue 11
+ * profile). That is also why `run` is a plain function, not `Effect.fn`: in
+ * effect 3.22 `Effect.fn` builds an Error on every call, whatever its span
+ * options say.
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import {
   Brain,
   type BrainError,
+  type BrainService,
   type Message,
   type MessagesResponse,
   responseText,
@@ -21,10 +24,11 @@ import {
   type ToolResultBlock,
   type ToolUseBlock
 } from "./Brain.js"
-import { Claws, type ToolDefinition } from "./Claws.js"
+import { Claws, type ClawsService, type ToolDefinition } from "./Claws.js"
 import { describeJsonType, isJsonObject } from "./Json.js"
 import type { MemorySnapshot } from "./memory/Memory.js"
-import { conversation, systemPrompt, turnRequest } from "./Prompt.js"
+import { conversation, systemPrompt, toolSpecsMemo, turnRequest } from "./Prompt.js"
+import * as Tracing from "./Tracing.js"
 
 /** The original's words, for any turn the brain could not complete. */
 export const APOLOGY = "I'm temporarily unavailable. Please try again shortly."
@@ -83,15 +87,6 @@ const finalReply = (response: MessagesResponse): TurnOutcome => {
   return { stored: true, reply: cut ? `${text}\n\n[answer cut short: the model hit its token limit]` : text }
 }
 
-const discoverTools = Effect.flatMap(Claws, (claws) => claws.list).pipe(
-  Effect.map((catalog) => catalog.tools),
-  Effect.catchAll((error) =>
-    Effect.logWarning(`tool discovery failed, answering without tools: ${error.message}`).pipe(
-      Effect.as<ReadonlyArray<ToolDefinition>>([])
-    )
-  )
-)
-
 const errorResult = (call: ToolUseBlock, content: string): ToolResultBlock => ({
   type: "tool_result",
   tool_use_id: call.id,
@@ -100,18 +95,24 @@ const errorResult = (call: ToolUseBlock, content: string): ToolResultBlock => ({
 })
 
 /** One tool call; every failure becomes an error result the model reads. */
-const runTool = (call: ToolUseBlock): Effect.Effect<ToolResultBlock, never, Claws> =>
-  (!isJsonObject(call.input)
-    ? Effect.succeed(errorResult(call, `Tool input must be a JSON object, got ${describeJsonType(call.input)}`))
-    : Effect.flatMap(Claws, (claws) => claws.call(call.name, call.input)).pipe(
-      Effect.map((result): ToolResultBlock => ({
-        type: "tool_result",
-        tool_use_id: call.id,
-        content: result.content,
-        ...(result.isError ? { is_error: true } : {})
-      })),
-      Effect.catchAll((error) => Effect.succeed(errorResult(call, `Tool ${call.name} could not run: ${error.message}`)))
-    )).pipe(Effect.withSpan("Claws.call", { attributes: { tool: call.name }, captureStackTrace: false }))
+const runTool = (claws: ClawsService, call: ToolUseBlock, recording: boolean): Effect.Effect<ToolResultBlock> =>
+  Tracing.span(
+    !isJsonObject(call.input)
+      ? Effect.succeed(errorResult(call, `Tool input must be a JSON object, got ${describeJsonType(call.input)}`))
+      : Effect.matchEffect(claws.call(call.name, call.input), {
+        onFailure: (error) => Effect.succeed(errorResult(call, `Tool ${call.name} could not run: ${error.message}`)),
+        onSuccess: (result) =>
+          Effect.succeed<ToolResultBlock>({
+            type: "tool_result",
+            tool_use_id: call.id,
+            content: result.content,
+            ...(result.isError ? { is_error: true } : {})
+          })
+      }),
+    recording,
+    "Claws.call",
+    { tool: call.name }
+  )
 
 /** What the user is told when the settings keep the brain from answering (a refused key, an unknown model). */
 export const misconfiguredReply = (problem: string): string =>
@@ -129,45 +130,61 @@ const unavailable = (error: BrainError) =>
       `brain is misconfigured (${error.misconfigured.problem}): fix ${error.misconfigured.setting}; ${error.detail}`
     ).pipe(Effect.as<TurnOutcome>({ reply: misconfiguredReply(error.misconfigured.problem), stored: false }))
 
+/** What a turn runs on: the two ports, and the tool specs of the last catalogue (see Prompt.toolSpecsMemo). */
+export interface TurnPorts {
+  readonly brain: BrainService
+  readonly claws: ClawsService
+  readonly toolSpecs: ReturnType<typeof toolSpecsMemo>
+}
+
+const stoppedAfter = (rounds: number): TurnOutcome => ({
+  stored: false,
+  reply: `I stopped after ${rounds} rounds of tool calls without reaching an answer. ` +
+    "Please try again, perhaps with a narrower question."
+})
+
 /**
  * Runs the tool loop to a reply. Never fails: a brain that gives up is
  * answered with the apology. Defects (a bug in a tool or brain) are the
- * caller's to catch.
+ * caller's to catch. Composed step by step rather than with Effect.gen: the
+ * plain turn is one tool listing and one brain call, and every step and
+ * object saved counts on it (issue 11).
  */
-export const run = ({ config, snapshot, text }: TurnInput): Effect.Effect<TurnOutcome, never, Brain | Claws> =>
-  Effect.gen(function*() {
-    const brain = yield* Brain
-    const tools = yield* discoverTools
+export const runWith = (ports: TurnPorts, { config, snapshot, text }: TurnInput): Effect.Effect<TurnOutcome> =>
+  Effect.withFiberRuntime<TurnOutcome>((fiber) => {
+    const recording = Tracing.recording(fiber)
     const cache = config.promptCache === true
-    const messages = conversation(snapshot.history, text, cache)
-    const request = (current: ReadonlyArray<Message>) =>
-      turnRequest({
-        model: config.model,
-        maxTokens: config.maxTokens,
-        system: systemPrompt(snapshot.soul, snapshot.summary),
-        messages: current,
-        tools,
-        cache
-      })
-
-    for (let round = 0;; round++) {
-      const response = yield* brain.complete(request(messages)).pipe(
-        Effect.withSpan("Brain.complete", { attributes: { round }, captureStackTrace: false })
-      )
-      const calls = toolUsesOf(response)
-      if (response.stop_reason !== "tool_use" || calls.length === 0) return finalReply(response)
-      if (round >= config.maxToolRounds) {
-        return {
-          stored: false,
-          reply: `I stopped after ${config.maxToolRounds} rounds of tool calls without reaching an answer. ` +
-            "Please try again, perhaps with a narrower question."
-        } satisfies TurnOutcome
-      }
-      // Every call of the round, in order, answered in one user message.
-      const results = yield* Effect.forEach(calls, runTool)
-      messages.push(assistantTurn(response), { role: "user", content: results })
+    const ask = (tools: ReadonlyArray<ToolDefinition>): Effect.Effect<TurnOutcome, BrainError> => {
+      const messages = conversation(snapshot.history, text, cache)
+      const system = systemPrompt(snapshot.soul, snapshot.summary)
+      const specs = ports.toolSpecs(tools, cache)
+      // Every round's request holds this same `messages` array, which grows by each round.
+      const request = () => turnRequest({ model: config.model, maxTokens: config.maxTokens, system, messages, tools, cache, specs })
+      const round = (n: number): Effect.Effect<TurnOutcome, BrainError> =>
+        Effect.flatMap(
+          Tracing.span(ports.brain.complete(request()), recording, "Brain.complete", { round: n }),
+          (response) => {
+            const calls = toolUsesOf(response)
+            if (response.stop_reason !== "tool_use" || calls.length === 0) return Effect.succeed(finalReply(response))
+            if (n >= config.maxToolRounds) return Effect.succeed(stoppedAfter(config.maxToolRounds))
+            // Every call of the round, in order, answered in one user message.
+            return Effect.flatMap(Effect.forEach(calls, (call) => runTool(ports.claws, call, recording)), (results) => {
+              messages.push(assistantTurn(response), { role: "user", content: results })
+              return round(n + 1)
+            })
+          }
+        )
+      return round(0)
     }
-  }).pipe(
-    Effect.catchTag("BrainError", unavailable),
-    Effect.withSpan("Turn.run", { captureStackTrace: false })
-  )
+    const turn = Effect.matchEffect(ports.claws.list, {
+      onFailure: (error) =>
+        Effect.zipRight(Effect.logWarning(`tool discovery failed, answering without tools: ${error.message}`), ask([])),
+      onSuccess: (catalog) => ask(catalog.tools)
+    }).pipe(Effect.catchAll(unavailable))
+    return Tracing.span(turn, recording, "Turn.run")
+  })
+
+/** `runWith` on the Brain and Claws of the context. */
+export const run = (input: TurnInput): Effect.Effect<TurnOutcome, never, Brain | Claws> =>
+  Effect.flatMap(Effect.context<Brain | Claws>(), (context) =>
+    runWith({ brain: Context.get(context, Brain), claws: Context.get(context, Claws), toolSpecs: toolSpecsMemo() }, input))

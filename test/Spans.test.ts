@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, type Tracer } from "effect"
 import * as EffectTracer from "effect/Tracer"
-import { BrainError } from "../src/Brain.js"
+import { Brain, BrainError, type BrainService } from "../src/Brain.js"
 import * as ScriptedBrain from "../src/brain/ScriptedBrain.js"
 import * as InMemoryClaws from "../src/claws/InMemoryClaws.js"
 import * as Turn from "../src/Turn.js"
@@ -103,5 +103,44 @@ describe("spans", () => {
         { name: "Turn.run", parent: "Agent.handle", attributes: {} },
         ...turnSpans
       ])
+    }))
+
+  it.effect("without a tracer of its own a turn makes no span: nothing is built that nobody records", () =>
+    Effect.gen(function*() {
+      const seen: Array<string | undefined> = []
+      // What the brain and a tool see as their current span.
+      const current = Effect.map(Effect.option(Effect.currentSpan), (span) => {
+        seen.push(Option.getOrUndefined(span)?.name)
+      })
+      const brain = yield* ScriptedBrain.make(script)
+      const watched: BrainService = { complete: (request) => Effect.zipRight(current, brain.service.complete(request)) }
+      const watchedTool = (name: string): InMemoryClaws.InMemoryTool => ({
+        ...tool(name),
+        run: () => Effect.as(current, { content: "done", isError: false })
+      })
+      const outcome = yield* Turn.run({
+        snapshot: { soul: "s", summary: "", history: [] },
+        text: "go",
+        config: { model: "m", maxTokens: 10, maxToolRounds: 4 }
+      }).pipe(Effect.provide(Layer.merge(Layer.succeed(Brain, watched), InMemoryClaws.layer([watchedTool("first"), watchedTool("second")]))))
+      expect(outcome.reply).toBe("answer")
+      expect(seen).toEqual([undefined, undefined, undefined, undefined])
+    }))
+
+  it.effect("with tracing turned off, an installed tracer gets no span", () =>
+    Effect.gen(function*() {
+      const { recorded, tracer } = yield* spanRecorder
+      const brain = yield* ScriptedBrain.make(script)
+      const outcome = yield* Turn.run({
+        snapshot: { soul: "s", summary: "", history: [] },
+        text: "go",
+        config: { model: "m", maxTokens: 10, maxToolRounds: 4 }
+      }).pipe(
+        Effect.provide(Layer.merge(ScriptedBrain.layer(brain), InMemoryClaws.layer([tool("first"), tool("second")]))),
+        Effect.withTracer(tracer),
+        Effect.withTracerEnabled(false)
+      )
+      expect(outcome.reply).toBe("answer")
+      expect(recorded()).toEqual([])
     }))
 })

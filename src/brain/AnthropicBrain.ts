@@ -39,6 +39,7 @@ import {
   judgeAnswer,
   withRetries
 } from "./BrainRetry.js"
+import * as Tracing from "../Tracing.js"
 
 // Bridges reads the brain's patience through these names; their home is BrainRetry.
 export { BrainRetriesConfig, BrainTimeoutConfig } from "./BrainRetry.js"
@@ -146,7 +147,7 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
         yield* debug(`POST ${url} (x-api-key: <redacted>, anthropic-version: ${API_VERSION})`)
         yield* debug(`request ${body}`)
         return yield* withRetries("Anthropic API", config.retries, (number) => attempt(body, request.model, number))
-      }).pipe(Effect.withSpan("AnthropicBrain.complete", { attributes: { model: request.model } }))
+      }).pipe(Tracing.withSpan("AnthropicBrain.complete", { model: request.model }))
 
     return Brain.of({ complete })
   })

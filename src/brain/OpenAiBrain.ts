@@ -43,6 +43,7 @@ import {
   withRetries
 } from "./BrainRetry.js"
 import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
+import * as Tracing from "../Tracing.js"
 
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -220,7 +221,7 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
         yield* debug(`POST ${endpoint} (authorization: ${Option.isSome(apiKey) ? "Bearer <redacted>" : "none"})`)
         yield* debug(`request ${body}`)
         return yield* withRetries("OpenAI-compatible API", config.retries, (number) => attempt(body, request.model, number))
-      }).pipe(Effect.withSpan("OpenAiBrain.complete", { attributes: { model: request.model } }))
+      }).pipe(Tracing.withSpan("OpenAiBrain.complete", { model: request.model }))
 
     return Brain.of({ complete })
   })
