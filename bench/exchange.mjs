@@ -15,9 +15,9 @@
  * - interact: a client in this process writes `bench\tping\n` to
  *   interact_in and waits for the reply line on interact_out.
  *   - callbacks: the agent's side as plain sockets and a line splitter.
- *   - FifoInteract from dist/interact/FifoInteract.js: its `messages`
- *     consumed as Intake consumes them (each message through a second queue
- *     to the loop that answers), the reply through its `send`.
+ *   - FifoInteract from dist/interact/FifoInteract.js served by the real
+ *     dist/Intake.js, with an agent that only sends the reply and an inbox
+ *     that journals nothing.
  *
  * Prints, per variant, the median wall µs per round trip and this process's
  * main-thread CPU µs per round trip (kernel accounting, lib/cpu.mjs; the far
@@ -28,7 +28,11 @@
 import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Effect, Exit, Option, Queue, Scope, Stream } from "effect"
+import { Effect, Exit, Option, Scope } from "effect"
+import { Agent } from "../dist/AgentService.js"
+import * as Intake from "../dist/Intake.js"
+import { Interact } from "../dist/Interact.js"
+import { Inbox } from "../dist/memory/Inbox.js"
 import { makeExchange } from "../dist/fifo/Exchange.js"
 import * as FifoInteract from "../dist/interact/FifoInteract.js"
 import { mainThreadCpuUs } from "./lib/cpu.mjs"
@@ -96,14 +100,24 @@ onFrames(agentIn, "\n", (line) => agentOut.write(`${line.slice(0, line.indexOf("
 const rawClient = callbackPair(rawInteract.in, rawInteract.out, "\n")
 closers.push(rawClient.close, () => agentOut.destroy(), () => agentIn.destroy())
 
-// Interact, FifoInteract: messages -> a second queue (Intake's) -> the loop that sends the reply.
+// Interact, FifoInteract served by the real Intake, with an agent that only
+// replies and an inbox that journals nothing.
 const realInteract = fifoPair("d")
+let accepted = 0
+const inbox = {
+  recovered: [],
+  accept: (message) => Effect.sync(() => ({ id: ++accepted, ...message, reply: Option.none() })),
+  delivered: () => Effect.void
+}
+const agent = { handle: (pending, interact) => interact.send({ channel: pending.channel, text: "pong" }) }
 await build(Effect.gen(function*() {
   const interact = yield* FifoInteract.make({ paths: { interactIn: realInteract.in, interactOut: realInteract.out } })
-  const queue = yield* Queue.unbounded()
-  yield* interact.messages.pipe(Stream.runForEach((message) => Queue.offer(queue, Option.some(message))), Effect.forkScoped)
-  yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(queue), (next) =>
-    interact.send({ channel: next.value.channel, text: "pong" }))))
+  yield* Intake.run.pipe(
+    Effect.provideService(Agent, agent),
+    Effect.provideService(Interact, interact),
+    Effect.provideService(Inbox, inbox),
+    Effect.forkScoped
+  )
 }))
 const realClient = callbackPair(realInteract.in, realInteract.out, "\n")
 closers.push(realClient.close)
@@ -114,7 +128,7 @@ const variants = [
   ["brain: one Effect.async per request", () => Effect.runPromise(askAsync)],
   ["brain: makeExchange(...).ask, dist/fifo/Exchange.js", () => Effect.runPromise(askReal)],
   ["interact: callbacks", () => ping(rawClient)],
-  ["interact: FifoInteract messages + Intake-like queue + send", () => ping(realClient)]
+  ["interact: FifoInteract + Intake.run (agent only replies, inbox keeps nothing)", () => ping(realClient)]
 ]
 
 const times = variants.map(() => [])
