@@ -176,7 +176,20 @@ export const openWriter = (file: string): Effect.Effect<FifoWriter, FifoError, S
       path: file,
       send,
       write: (data) =>
-        Effect.async<void, FifoError>((resume) =>
-          send(data, (error) => resume(error === undefined ? Effect.void : Effect.fail(error))))
+        Effect.async<void, FifoError>((resume) => {
+          let settled = false
+          send(data, (error) => {
+            if (settled) return
+            settled = true
+            resume(error === undefined ? Effect.void : Effect.fail(error))
+          })
+          // Written whole at once, the usual case for a pipe with room: the
+          // kernel has every byte now, and the callback would only come a
+          // tick later. Anything left (a full pipe) waits for the callback.
+          if (!settled && socket.writableLength === 0 && !socket.destroyed) {
+            settled = true
+            resume(Effect.void)
+          }
+        })
     }
   })
