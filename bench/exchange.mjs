@@ -1,31 +1,41 @@
 /**
- * What one request/answer round trip on a FIFO pair costs, piece by piece
+ * What one round trip on a FIFO pair costs this process, the agent's side
  * (not part of `npm run bench`; run after `npm run build`):
  *
  *   node bench/exchange.mjs [ROUND_TRIPS]        default 4000 per variant
  *
- * The far end is bench/brain.mjs, a separate process answering at once, as
- * in the turn bench. Variants, interleaved in rounds:
+ * Variants, interleaved in rounds, each against its own FIFO pair:
  *
- * - callbacks: a net.Socket write and a 'data' callback, no Effect.
- * - one Effect.async per request over the same sockets.
- * - the real thing: makeExchange from dist/fifo/Exchange.js (PipeEnd reader
- *   stream, block framer, queue, raceFirst with the reader's failure,
- *   per-request timeoutFail, a semaphore, owed-answer bookkeeping).
- * - the real pipe ends and framer (openReader/openWriter, framed blocks into
- *   a Queue), then the exchange's pieces added one at a time: Queue.take;
- *   + raceFirst against a Deferred; + timeoutFail; + a semaphore; + owed-answer
- *   Refs (the whole of makeExchange's ask).
+ * - brain exchange: the far end is bench/brain.mjs, a separate process
+ *   answering at once, as in the turn bench.
+ *   - callbacks: a net.Socket write and a 'data' callback, no Effect (the
+ *     do-nothing agent's way).
+ *   - one Effect.async per request over the same kind of sockets.
+ *   - makeExchange(...).ask from dist/fifo/Exchange.js.
+ * - interact: a client in this process writes `bench\tping\n` to
+ *   interact_in and waits for the reply line on interact_out.
+ *   - callbacks: the agent's side as plain sockets and a line splitter.
+ *   - FifoInteract from dist/interact/FifoInteract.js served by the real
+ *     dist/Intake.js, with an agent that only sends the reply and an inbox
+ *     that journals nothing.
  *
- * Prints the median µs per round trip of each and the step between them.
+ * Prints, per variant, the median wall µs per round trip and this process's
+ * main-thread CPU µs per round trip (kernel accounting, lib/cpu.mjs; the far
+ * ends of the brain variants run in other processes, the interact client in
+ * this one, the same for both interact variants). On a shared machine, judge
+ * by the CPU column and by differences between variants of one run.
  */
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Deferred, Effect, Queue, Ref, Scope, Stream, Exit } from "effect"
+import { Effect, Exit, Option, Scope } from "effect"
+import { Agent } from "../dist/AgentService.js"
+import * as Intake from "../dist/Intake.js"
+import { Interact } from "../dist/Interact.js"
+import { Inbox } from "../dist/memory/Inbox.js"
 import { makeExchange } from "../dist/fifo/Exchange.js"
-import { framed, makeBlockFramer } from "../dist/fifo/Framing.js"
-import { openReader, openWriter } from "../dist/fifo/PipeEnd.js"
+import * as FifoInteract from "../dist/interact/FifoInteract.js"
+import { mainThreadCpuUs } from "./lib/cpu.mjs"
 import { onFrames, openFifo } from "./lib/fifo.mjs"
 import { median, round } from "./lib/stats.mjs"
 import { benchDir } from "./lib/work.mjs"
@@ -36,100 +46,116 @@ const REQUEST = `${JSON.stringify({ model: "m", max_tokens: 1, messages: [{ role
 
 fs.mkdirSync(path.join(benchDir, ".work"), { recursive: true })
 const dir = fs.mkdtempSync(path.join(benchDir, ".work", "exchange-"))
-const pairs = ["a", "b"].map((k) => ({ brainIn: path.join(dir, `${k}_in`), brainOut: path.join(dir, `${k}_out`) }))
-const { execFileSync } = await import("node:child_process")
-execFileSync("mkfifo", pairs.flatMap((p) => [p.brainIn, p.brainOut]))
-const brains = pairs.map((p) =>
-  spawn(process.execPath, [path.join(benchDir, "brain.mjs")], {
-    env: { ...process.env, PLANCKCLAW_BRAIN_IN: p.brainIn, PLANCKCLAW_BRAIN_OUT: p.brainOut },
-    stdio: "inherit"
-  })
-)
-
-// Pair a: raw sockets (callbacks, one Effect.async). Pair b: Effect pipe ends.
-const requests = openFifo(pairs[0].brainIn, "write")
-const answers = openFifo(pairs[0].brainOut, "read")
-const waiting = []
-onFrames(answers, "\n\n", (block) => waiting.shift()?.(block))
-const askCallback = (done) => {
-  waiting.push(done)
-  requests.write(REQUEST)
+const fifoPair = (name) => {
+  const pair = { in: path.join(dir, `${name}_in`), out: path.join(dir, `${name}_out`) }
+  execFileSync("mkfifo", [pair.in, pair.out])
+  return pair
 }
-const askPromise = () => new Promise((resolve) => askCallback(resolve))
-const askAsync = Effect.async((resume) => askCallback((block) => resume(Effect.succeed(block))))
+const brains = []
+const brainPair = (name) => {
+  const pair = fifoPair(name)
+  brains.push(spawn(process.execPath, [path.join(benchDir, "brain.mjs")], {
+    env: { ...process.env, PLANCKCLAW_BRAIN_IN: pair.in, PLANCKCLAW_BRAIN_OUT: pair.out },
+    stdio: "inherit"
+  }))
+  return pair
+}
 
+/** Plain sockets: `ask(request, done)` writes, `done` gets the next frame ended by `separator`. */
+const callbackPair = (requestPath, answerPath, separator) => {
+  const requests = openFifo(requestPath, "write")
+  const answers = openFifo(answerPath, "read")
+  const waiting = []
+  onFrames(answers, separator, (frame) => waiting.shift()?.(frame))
+  return {
+    ask: (request, done) => {
+      waiting.push(done)
+      requests.write(request)
+    },
+    close: () => {
+      requests.destroy()
+      answers.destroy()
+    }
+  }
+}
+
+const closers = []
 const scope = Effect.runSync(Scope.make())
 const build = (effect) => Effect.runPromise(Scope.extend(effect, scope))
-const real = await build(makeExchange({ requestPath: pairs[1].brainIn, answerPath: pairs[1].brainOut, maxAnswerBytes: 1 << 24 }))
-// The same pipe ends again would steal answers from `real`: a third pair for the pieces.
-const third = { brainIn: path.join(dir, "c_in"), brainOut: path.join(dir, "c_out") }
-execFileSync("mkfifo", [third.brainIn, third.brainOut])
-brains.push(spawn(process.execPath, [path.join(benchDir, "brain.mjs")], {
-  env: { ...process.env, PLANCKCLAW_BRAIN_IN: third.brainIn, PLANCKCLAW_BRAIN_OUT: third.brainOut },
-  stdio: "inherit"
+
+// Brain exchange.
+const raw = callbackPair(...Object.values(brainPair("a")), "\n\n")
+closers.push(raw.close)
+const askPromise = () => new Promise((resolve) => raw.ask(REQUEST, resolve))
+const askAsync = Effect.async((resume) => raw.ask(REQUEST, (block) => resume(Effect.succeed(block))))
+const real = brainPair("b")
+const exchange = await build(makeExchange({ requestPath: real.in, answerPath: real.out, maxAnswerBytes: 1 << 24 }))
+const askReal = exchange.ask(REQUEST, "30 seconds")
+
+// Interact, callbacks: the agent's side echoes each line back as a reply.
+const rawInteract = fifoPair("c")
+const agentOut = openFifo(rawInteract.out, "write")
+const agentIn = openFifo(rawInteract.in, "read")
+onFrames(agentIn, "\n", (line) => agentOut.write(`${line.slice(0, line.indexOf("\t"))}\tpong\n`))
+const rawClient = callbackPair(rawInteract.in, rawInteract.out, "\n")
+closers.push(rawClient.close, () => agentOut.destroy(), () => agentIn.destroy())
+
+// Interact, FifoInteract served by the real Intake, with an agent that only
+// replies and an inbox that journals nothing.
+const realInteract = fifoPair("d")
+let accepted = 0
+const inbox = {
+  recovered: [],
+  accept: (message) => Effect.sync(() => ({ id: ++accepted, ...message, reply: Option.none() })),
+  delivered: () => Effect.void
+}
+const agent = { handle: (pending, interact) => interact.send({ channel: pending.channel, text: "pong" }) }
+await build(Effect.gen(function*() {
+  const interact = yield* FifoInteract.make({ paths: { interactIn: realInteract.in, interactOut: realInteract.out } })
+  yield* Intake.run.pipe(
+    Effect.provideService(Agent, agent),
+    Effect.provideService(Interact, interact),
+    Effect.provideService(Inbox, inbox),
+    Effect.forkScoped
+  )
 }))
-const pieces = await build(Effect.gen(function*() {
-  const writer = yield* openWriter(third.brainIn)
-  const reader = yield* openReader(third.brainOut)
-  const queue = yield* Queue.bounded(16)
-  const failed = yield* Deferred.make()
-  yield* reader.chunks.pipe(framed(() => makeBlockFramer(1 << 24)), Stream.runForEach((a) => Queue.offer(queue, a)), Effect.forkScoped)
-  const lock = yield* Effect.makeSemaphore(1)
-  const owed = yield* Ref.make(0)
-  const take = Queue.take(queue)
-  const raced = Effect.raceFirst(Queue.take(queue), Deferred.await(failed))
-  const timed = (e) => Effect.timeoutFail(e, { duration: "30 seconds", onTimeout: () => new Error("timeout") })
-  return {
-    queue: Effect.zipRight(writer.write(REQUEST), take),
-    race: Effect.zipRight(writer.write(REQUEST), raced),
-    timeout: timed(Effect.zipRight(writer.write(REQUEST), raced)),
-    semaphore: lock.withPermits(1)(timed(Effect.zipRight(writer.write(REQUEST), raced))),
-    owed: lock.withPermits(1)(Effect.gen(function*() {
-      for (const _ of yield* Queue.takeAll(queue)) yield* Ref.update(owed, (n) => Math.max(0, n - 1))
-      while ((yield* Ref.get(owed)) > 0) yield* Ref.update(owed, (n) => n - 1)
-      yield* Ref.update(owed, (n) => n + 1)
-      const answer = yield* timed(Effect.zipRight(writer.write(REQUEST), raced))
-      yield* Ref.update(owed, (n) => n - 1)
-      return answer
-    }))
-  }
-}))
+const realClient = callbackPair(realInteract.in, realInteract.out, "\n")
+closers.push(realClient.close)
+const ping = (client) => new Promise((resolve) => client.ask("bench\tping\n", resolve))
 
 const variants = [
-  ["callbacks (socket write + 'data')", () => askPromise()],
-  ["one Effect.async per request", () => Effect.runPromise(askAsync)],
-  ["Effect pipe ends + framer + Queue.take", () => Effect.runPromise(pieces.queue)],
-  ["  + raceFirst with the reader's Deferred", () => Effect.runPromise(pieces.race)],
-  ["  + timeoutFail per request", () => Effect.runPromise(pieces.timeout)],
-  ["  + semaphore", () => Effect.runPromise(pieces.semaphore)],
-  ["  + owed-answer Refs (= makeExchange's ask)", () => Effect.runPromise(pieces.owed)],
-  ["makeExchange(...).ask, dist/fifo/Exchange.js", () => Effect.runPromise(real.ask(REQUEST, "30 seconds"))]
+  ["brain: callbacks (socket write + 'data')", () => askPromise()],
+  ["brain: one Effect.async per request", () => Effect.runPromise(askAsync)],
+  ["brain: makeExchange(...).ask, dist/fifo/Exchange.js", () => Effect.runPromise(askReal)],
+  ["interact: callbacks", () => ping(rawClient)],
+  ["interact: FifoInteract + Intake.run (agent only replies, inbox keeps nothing)", () => ping(realClient)]
 ]
 
 const times = variants.map(() => [])
+const cpu = variants.map(() => 0)
 for (const [, run] of variants) for (let i = 0; i < 300; i++) await run()
+const batch = Math.ceil(N / ROUNDS)
 for (let r = 0; r < ROUNDS; r++) {
   for (let k = 0; k < variants.length; k++) {
     const run = variants[k][1]
-    const batch = Math.ceil(N / ROUNDS)
+    const cpu0 = mainThreadCpuUs(process.pid)
     for (let i = 0; i < batch; i++) {
       const t0 = performance.now()
       await run()
       times[k].push((performance.now() - t0) * 1000)
     }
+    cpu[k] += mainThreadCpuUs(process.pid) - cpu0
   }
 }
-let previous
-console.log(`Round trip on a FIFO pair to bench/brain.mjs, median µs (n=${N} each, ${ROUNDS} interleaved rounds)`)
+console.log(`Round trip on a FIFO pair, µs per round trip (n=${batch * ROUNDS} each, ${ROUNDS} interleaved rounds)`)
+console.log("  wall p50   CPU/trip  variant")
 for (let k = 0; k < variants.length; k++) {
-  const us = median(times[k])
-  const step = previous === undefined || k === variants.length - 1 ? "" : `  (step ${us - previous >= 0 ? "+" : ""}${round(us - previous, 1)})`
-  console.log(`${String(round(us, 1)).padStart(8)}  ${variants[k][0]}${step}`)
-  previous = us
+  const wall = String(round(median(times[k]), 1)).padStart(10)
+  const cpuUs = String(round(cpu[k] / times[k].length, 1)).padStart(10)
+  console.log(`${wall} ${cpuUs}  ${variants[k][0]}`)
 }
 
-requests.destroy()
-answers.destroy()
+for (const close of closers) close()
 await Effect.runPromise(Scope.close(scope, Exit.void))
 for (const brain of brains) brain.kill("SIGTERM")
 fs.rmSync(dir, { recursive: true, force: true })

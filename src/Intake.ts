@@ -11,11 +11,10 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { Agent } from "./AgentService.js"
-import { Interact } from "./Interact.js"
+import { Interact, type InteractError } from "./Interact.js"
 import * as Logging from "./Logging.js"
 import { Inbox, type Pending } from "./memory/Inbox.js"
 import { APOLOGY } from "./Turn.js"
@@ -37,13 +36,40 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
   const agent = yield* Agent
   const interact = yield* Interact
   const inbox = yield* Inbox
-  const queue = yield* Queue.unbounded<Option.Option<Pending>>()
   if (inbox.recovered.length > 0) {
     yield* Effect.logInfo(`answering ${inbox.recovered.length} message(s) left unanswered by the previous run`)
   }
-  yield* Queue.offerAll(queue, inbox.recovered.map(Option.some))
-  yield* interact.messages.pipe(
-    Stream.runForEach((message) => Effect.flatMap(inbox.accept(message), (pending) => Queue.offer(queue, Option.some(pending)))),
+  // Journaled messages waiting for the agent, in order; `undefined` once no
+  // more will come. A plain array and one waiting resume: a Queue costs
+  // several times more per message, and this is on the path of every turn.
+  const ready: Array<Pending | undefined> = [...inbox.recovered]
+  let wake: ((next: Effect.Effect<Pending | undefined>) => void) | undefined
+  const put = (item: Pending | undefined) => {
+    const resume = wake
+    if (resume === undefined) return void ready.push(item)
+    wake = undefined
+    resume(Effect.succeed(item))
+  }
+  const next: Effect.Effect<Pending | undefined> = Effect.suspend(() =>
+    ready.length > 0
+      ? Effect.succeed(ready.shift())
+      : Effect.async((resume) => {
+        wake = resume
+        return Effect.sync(() => {
+          wake = undefined
+        })
+      })
+  )
+  // Pulled by hand rather than with Stream.runForEach, which costs more per message than the rest of the intake.
+  const readAll: Effect.Effect<void, InteractError> = Effect.scoped(Effect.gen(function*() {
+    const pull = yield* Stream.toPull(interact.messages)
+    while (true) {
+      const chunk = yield* Effect.catchAll(pull, (end) => Option.isNone(end) ? Effect.succeed(undefined) : Effect.fail(end.value))
+      if (chunk === undefined) return
+      for (const message of chunk) put(yield* inbox.accept(message))
+    }
+  }))
+  yield* readAll.pipe(
     Effect.catchAll((error) => Effect.logError(`the interact bridge stopped: ${error.message}`)),
     // A defect while reading is a bug, not the end of input: read again, after a pause that grows.
     Effect.catchAllDefect((defect) =>
@@ -53,13 +79,12 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
     ),
     Effect.retry(intakeRestarts),
     Effect.ignore,
-    Effect.ensuring(Queue.offer(queue, Option.none())),
+    Effect.ensuring(Effect.sync(() => put(undefined))),
     Effect.forkScoped
   )
   while (true) {
-    const next = yield* Queue.take(queue)
-    if (Option.isNone(next)) return
-    const pending = next.value
+    const pending = yield* next
+    if (pending === undefined) return
     yield* agent.handle(pending, interact).pipe(
       Effect.catchAllDefect((defect) =>
         Effect.logError("the agent loop hit an internal error and goes on", defect).pipe(

@@ -8,16 +8,17 @@
  * request: answers are cut by the framer straight from the socket's data
  * events and handed to the request in flight. A Stream, a Queue, a race with
  * the reader's failure and a `timeoutFail` per request cost several times
- * the round trip itself. Timers still run on Effect's Clock (a sleeping
- * fiber per request), so a TestClock drives them in tests.
+ * the round trip itself; so does a sleeping fiber per request. Timeouts are
+ * deadlines instead, read from Effect's Clock and watched by one sleeping
+ * fiber per exchange (see `Deadlines`), so a TestClock still drives them.
  */
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as FiberId from "effect/FiberId"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
+import { makeDeadline } from "./Deadline.js"
 import { type FrameTooLarge, makeBlockFramer } from "./Framing.js"
 import { type FifoError } from "./FifoPaths.js"
 import { listenReader, openWriter } from "./PipeEnd.js"
@@ -44,7 +45,6 @@ interface Job {
   readonly resume: (result: Effect.Effect<string, AskError>) => void
   /** queued: behind another request; settling: waiting for owed answers; sent: written, awaiting its answer. */
   state: "queued" | "settling" | "sent" | "done"
-  cancelTimer: (() => void) | undefined
 }
 
 /**
@@ -63,10 +63,8 @@ export const makeExchange = (options: {
   readonly maxAnswerBytes: number
 }): Effect.Effect<Exchange, FifoError, Scope.Scope> =>
   Effect.gen(function*() {
-    // Timers and warnings start from callbacks: with the builder's runtime,
-    // they see its Clock (a TestClock in tests) and its logger.
-    const runtime = yield* Effect.runtime<never>()
-    const fork = Runtime.runFork(runtime)
+    // Warnings start from callbacks: with the builder's runtime, they see its logger.
+    const fork = Runtime.runFork(yield* Effect.runtime<never>())
     const warn = (message: string) => void fork(Effect.logWarning(message))
     const where = options.answerPath
 
@@ -74,21 +72,20 @@ export const makeExchange = (options: {
     let owed = 0
     let broken: FifoError | undefined
 
+    // Only the job at the head of the queue has a timer: one deadline at a time.
+    const deadline = yield* makeDeadline
+    let timed: Job | undefined
     const startTimer = (job: Job, onExpiry: () => void) => {
-      // The interruption is delivered asynchronously: a timer that already
-      // woke up must not act once it was cancelled.
-      let live = true
-      const fiber = fork(Effect.sleep(job.timeout).pipe(Effect.zipRight(Effect.sync(() => {
-        if (live) onExpiry()
-      }))))
-      job.cancelTimer = () => {
-        live = false
-        fiber.unsafeInterruptAsFork(FiberId.none)
-      }
+      timed = job
+      deadline.set(job.timeout, () => {
+        timed = undefined
+        onExpiry()
+      })
     }
     const stopTimer = (job: Job) => {
-      job.cancelTimer?.()
-      job.cancelTimer = undefined
+      if (timed !== job) return
+      timed = undefined
+      deadline.clear()
     }
 
     /** Takes `job` off the queue for good and lets the next one start. */
@@ -133,7 +130,6 @@ export const makeExchange = (options: {
       const giveUp = () => {
         warn(`no answer on ${where} to ${owed} request(s) that timed out; assuming they were dropped`)
         owed = 0
-        job.cancelTimer = undefined
         send(job)
       }
       startTimer(job, giveUp)
@@ -175,7 +171,7 @@ export const makeExchange = (options: {
 
     const ask: Exchange["ask"] = (request, timeout) =>
       Effect.async<string, AskError>((resume) => {
-        const job: Job = { request, timeout: Duration.decode(timeout), resume, state: "queued", cancelTimer: undefined }
+        const job: Job = { request, timeout: Duration.decode(timeout), resume, state: "queued" }
         jobs.push(job)
         if (jobs.length === 1) start(job)
         // Interrupted: a request already sent keeps its answer owed (the count

@@ -46,6 +46,13 @@ export interface ChunkHandlers {
   readonly onFailure: (error: FifoError) => void
 }
 
+/** Holds back or lets through the chunks of a callback reader (`listenReader`). */
+export interface Valve {
+  /** No more chunks until `resume`: bytes wait in the socket's buffer, then in the pipe. */
+  readonly pause: () => void
+  readonly resume: () => void
+}
+
 /** A Node callback-style call as an Effect. */
 const nodeCall = <A>(what: string, run: (callback: (error: NodeJS.ErrnoException | null, value: A) => void) => void) =>
   Effect.async<A, FifoError>((resume) =>
@@ -111,37 +118,47 @@ export const openReader = (file: string): Effect.Effect<FifoReader, FifoError, S
 
 /**
  * Opens `file` for reading for the life of the scope, as plain callbacks:
- * for a consumer on the hot path of every turn (Exchange), where a Stream
- * and its queue cost more than the round trip itself. Same failures as
- * `openReader`'s stream.
+ * for consumers on the hot path of every turn (Exchange, FifoInteract),
+ * where a Stream and its queue cost more than the round trip itself. Same
+ * failures as `openReader`'s stream. `paused`: no chunk comes before the
+ * valve is first opened.
  */
-export const listenReader = (file: string, handlers: ChunkHandlers): Effect.Effect<void, FifoError, Scope.Scope> =>
+export const listenReader = (
+  file: string,
+  handlers: ChunkHandlers,
+  options?: { readonly paused?: boolean }
+): Effect.Effect<Valve, FifoError, Scope.Scope> =>
   Effect.flatMap(openSocket(file, "read"), (socket) =>
-    Effect.acquireRelease(
-      Effect.sync(() => {
-        let failed = false
-        const fail = (error: FifoError) => {
-          if (failed) return
-          failed = true
-          handlers.onFailure(error)
-        }
-        const onError = (cause: unknown) =>
-          fail(new FifoError({ message: `reading ${file} failed: ${describeError(cause)}`, cause }))
-        // We hold a write end too, so the socket only ends or closes when it broke.
-        const onEnd = () => fail(new FifoError({ message: `FIFO ${file} closed unexpectedly` }))
-        socket.on("data", handlers.onChunk)
-        socket.on("error", onError)
-        socket.on("end", onEnd)
-        socket.on("close", onEnd)
-        return () => {
-          socket.off("data", handlers.onChunk)
-          socket.off("error", onError)
-          socket.off("end", onEnd)
-          socket.off("close", onEnd)
-        }
-      }),
-      // Released before the socket (acquired after it), so closing the scope is no failure.
-      (detach) => Effect.sync(detach)
+    Effect.map(
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          let failed = false
+          const fail = (error: FifoError) => {
+            if (failed) return
+            failed = true
+            handlers.onFailure(error)
+          }
+          const onError = (cause: unknown) =>
+            fail(new FifoError({ message: `reading ${file} failed: ${describeError(cause)}`, cause }))
+          // We hold a write end too, so the socket only ends or closes when it broke.
+          const onEnd = () => fail(new FifoError({ message: `FIFO ${file} closed unexpectedly` }))
+          // Paused before the data listener is added, which would otherwise start the flow.
+          if (options?.paused === true) socket.pause()
+          socket.on("data", handlers.onChunk)
+          socket.on("error", onError)
+          socket.on("end", onEnd)
+          socket.on("close", onEnd)
+          return () => {
+            socket.off("data", handlers.onChunk)
+            socket.off("error", onError)
+            socket.off("end", onEnd)
+            socket.off("close", onEnd)
+          }
+        }),
+        // Released before the socket (acquired after it), so closing the scope is no failure.
+        (detach) => Effect.sync(detach)
+      ),
+      (): Valve => ({ pause: () => void socket.pause(), resume: () => void socket.resume() })
     ))
 
 /** Opens `file` for writing for the life of the scope. */
@@ -159,7 +176,20 @@ export const openWriter = (file: string): Effect.Effect<FifoWriter, FifoError, S
       path: file,
       send,
       write: (data) =>
-        Effect.async<void, FifoError>((resume) =>
-          send(data, (error) => resume(error === undefined ? Effect.void : Effect.fail(error))))
+        Effect.async<void, FifoError>((resume) => {
+          let settled = false
+          send(data, (error) => {
+            if (settled) return
+            settled = true
+            resume(error === undefined ? Effect.void : Effect.fail(error))
+          })
+          // Written whole at once, the usual case for a pipe with room: the
+          // kernel has every byte now, and the callback would only come a
+          // tick later. Anything left (a full pipe) waits for the callback.
+          if (!settled && socket.writableLength === 0 && !socket.destroyed) {
+            settled = true
+            resume(Effect.void)
+          }
+        })
     }
   })

@@ -7,21 +7,20 @@
  * cut short: its sender (the channel at the start of the line) is told it
  * was refused.
  */
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Queue from "effect/Queue"
 import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import { openReader, openWriter } from "../fifo/PipeEnd.js"
+import { listenReader, openWriter } from "../fifo/PipeEnd.js"
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
 import * as Handover from "../fifo/Handover.js"
 import { type InboundMessage, Interact, InteractError, type InteractService } from "../Interact.js"
-import { defaultMaxLineBytes, framed, type FrameTooLarge, makeLineFramer } from "../fifo/Framing.js"
+import { defaultMaxLineBytes, type FrameTooLarge, makeLineFramer } from "../fifo/Framing.js"
 import { decodeInteractLine, encodeInteractLine } from "../fifo/InteractLine.js"
 
 export interface FifoInteractOptions {
@@ -41,25 +40,31 @@ export const oversizedReply = (limit: number): string =>
   `Your message is more than ${limit} bytes long, more than this agent accepts. ` +
   "Nothing was processed: please send it in smaller parts."
 
+/** Messages read ahead of the agent at most (more only within one read): then the reader pauses. */
+const inboxLimit = 64
+
 export const make = (options: FifoInteractOptions): Effect.Effect<InteractService, FifoError, Scope.Scope> =>
   Effect.gen(function*() {
-    const inbound = yield* openReader(options.paths.interactIn)
     const outbound = yield* openWriter(options.paths.interactOut)
     const maxLineBytes = options.maxLineBytes ?? defaultMaxLineBytes
     const handover = options.handover
+    // Refusals, warnings and counts start from the reader's callbacks; they end with the scope.
+    const background = yield* FiberSet.makeRuntime<never>()
 
+    const write = (line: string) =>
+      Effect.mapError(outbound.write(line), (error) => new InteractError({ message: error.message, cause: error }))
     // With a built-in bridge in this process, a reply is sent once the bridge
-    // has it in its keeping (see Handover): the lock keeps each line's number right.
+    // has it in its keeping (see Handover): the lock keeps each line's number
+    // right. Without one, the socket keeps the writes in call order by itself.
     const writeLock = yield* Effect.makeSemaphore(1)
     const send: InteractService["send"] = (message) =>
       Either.match(encodeInteractLine(message), {
         onLeft: (error) => new InteractError({ message: `cannot send reply: ${error.message}` }),
         onRight: (line) =>
-          outbound.write(line).pipe(
-            Effect.mapError((error) => new InteractError({ message: error.message, cause: error })),
-            Effect.zipRight(handover === undefined ? Effect.succeed(0) : Ref.updateAndGet(handover.written, (n) => n + 1)),
+          handover === undefined ? write(line) : write(line).pipe(
+            Effect.zipRight(Ref.updateAndGet(handover.written, (n) => n + 1)),
             writeLock.withPermits(1),
-            Effect.flatMap((count) => handover === undefined ? Effect.void : Handover.replyKept(handover, count))
+            Effect.flatMap((count) => Handover.replyKept(handover, count))
           )
       })
 
@@ -77,42 +82,98 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
         Effect.catchAll((failure) => Effect.logWarning(`could not tell ${channel} its message was refused: ${failure.message}`))
       )
     }
-
-    // One reader for the life of the scope, so a line is never half-read by a
-    // consumer that stops: every run of `messages` takes from the same inbox.
-    // It starts reading only when `messages` is first pulled: until the agent
-    // is ready to journal them, lines wait in the pipe instead of in memory.
-    const inbox = yield* Queue.bounded<Option.Option<InboundMessage>>(64)
-    const broken = yield* Deferred.make<never, InteractError>()
-    const started = yield* Deferred.make<void>()
-    const countRead = handover === undefined ? Effect.void : SubscriptionRef.update(handover.read, (n) => n + 1)
-    yield* Deferred.await(started).pipe(
-      Effect.zipRight(inbound.chunks.pipe(
-        framed(() => makeLineFramer(maxLineBytes)),
-        Stream.runForEach((line) =>
-          Either.match(Either.flatMap(line, decodeInteractLine), {
-            onLeft: (error) =>
-              error._tag === "FrameTooLarge"
-                ? refuseOversized(error)
-                : Effect.logWarning(`ignored a line on interact_in: ${error.message}`),
-            onRight: (message) => Queue.offer(inbox, Option.some(message))
-          }).pipe(Effect.zipRight(countRead)))
-      )),
-      Effect.catchAll((error) => Deferred.fail(broken, new InteractError({ message: error.message, cause: error }))),
-      Effect.forkScoped
-    )
-    // The end marker follows every message read before it, in the same queue.
-    if (handover !== undefined) {
-      yield* Handover.inputConsumed(handover).pipe(Effect.zipRight(Queue.offer(inbox, Option.none())), Effect.forkScoped)
+    const countRead = (lines: number) => {
+      if (handover !== undefined && lines > 0) background(SubscriptionRef.update(handover.read, (n) => n + lines))
     }
-    // One element per pull: a consumer that stops after n messages takes exactly n.
-    const messages: InteractService["messages"] = Stream.unwrap(
-      Effect.as(Deferred.succeed(started, undefined), Stream.fromQueue(inbox, { maxChunkSize: 1 }))
-    ).pipe(
-      Stream.takeWhile(Option.isSome),
-      Stream.map((message) => message.value),
-      Stream.interruptWhen(Deferred.await(broken))
-    )
+
+    // One inbox for the life of the scope, fed straight from the socket's
+    // data events, so a line is never half-read by a consumer that stops:
+    // every run of `messages` takes from it. `undefined` marks the end of
+    // input (after every message read before it). Reading starts when
+    // `messages` is first pulled, and pauses while the inbox is full: until
+    // the agent is ready to journal them, lines wait in the pipe instead of
+    // in memory.
+    const inbox: Array<InboundMessage | undefined> = []
+    const waiting: Array<(taken: Effect.Effect<InboundMessage, Option.Option<InteractError>>) => void> = []
+    let broken: InteractError | undefined
+    let started = false
+    let paused = true
+    // While a refusal is being sent, no later line reaches the agent, so the
+    // refusal goes out before any reply to a line that followed it.
+    let refusing = 0
+
+    const deliver = () => {
+      while (waiting.length > 0 && refusing === 0) {
+        if (inbox.length > 0) {
+          const next = inbox.shift()
+          waiting.shift()?.(next === undefined ? Effect.fail(Option.none()) : Effect.succeed(next))
+        } else if (broken !== undefined) {
+          waiting.shift()?.(Effect.fail(Option.some(broken)))
+        } else break
+      }
+      if (paused && started && inbox.length < inboxLimit) {
+        paused = false
+        valve.resume()
+      }
+    }
+
+    const framer = makeLineFramer(maxLineBytes)
+    const onChunk = (chunk: Uint8Array) => {
+      let counted = 0
+      for (const line of framer.push(chunk)) {
+        if (Either.isLeft(line)) {
+          refusing += 1
+          background(refuseOversized(line.left).pipe(
+            // Counted once answered: a piped run waits for the replies it counted.
+            Effect.ensuring(Effect.sync(() => {
+              refusing -= 1
+              countRead(1)
+              deliver()
+            }))
+          ))
+          continue
+        }
+        const message = decodeInteractLine(line.right)
+        if (Either.isLeft(message)) background(Effect.logWarning(`ignored a line on interact_in: ${message.left.message}`))
+        else inbox.push(message.right)
+        counted += 1
+      }
+      countRead(counted)
+      if (inbox.length >= inboxLimit) {
+        paused = true
+        valve.pause()
+      }
+      deliver()
+    }
+    const valve = yield* listenReader(options.paths.interactIn, {
+      onChunk,
+      onFailure: (error) => {
+        broken = new InteractError({ message: error.message, cause: error })
+        deliver()
+      }
+    }, { paused: true })
+
+    if (handover !== undefined) {
+      yield* Handover.inputConsumed(handover).pipe(
+        Effect.zipRight(Effect.sync(() => {
+          inbox.push(undefined)
+          deliver()
+        })),
+        Effect.forkScoped
+      )
+    }
+
+    // One message per pull: a consumer that stops after n messages takes exactly n.
+    const take = Effect.async<InboundMessage, Option.Option<InteractError>>((resume) => {
+      started = true
+      waiting.push(resume)
+      deliver()
+      return Effect.sync(() => {
+        const index = waiting.indexOf(resume)
+        if (index >= 0) waiting.splice(index, 1)
+      })
+    })
+    const messages: InteractService["messages"] = Stream.repeatEffectOption(take)
 
     return { messages, send }
   })

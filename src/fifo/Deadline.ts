@@ -1,0 +1,88 @@
+/**
+ * One timer at a time for plain-callback code (Exchange), on Effect's Clock
+ * (a TestClock in tests) without a fiber per timer.
+ *
+ * A timer is a deadline; one watchdog fiber sleeps until the earliest
+ * deadline it was armed for and, on waking, expires the timer if it is due,
+ * or sleeps on until the current deadline. Setting and clearing a timer only
+ * write a variable: a timer cleared before it expires (a request answered in
+ * time, the usual case) costs no fiber, no sleep and no interruption. The
+ * watchdog is restarted only for a deadline earlier than its wake-up, and
+ * stops once it wakes with no timer set.
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as Runtime from "effect/Runtime"
+import type * as Scope from "effect/Scope"
+
+export interface Deadline {
+  /** Replaces the timer: `onExpiry` runs once `timeout` has passed on the Clock, unless the timer is set or cleared first. */
+  readonly set: (timeout: Duration.Duration, onExpiry: () => void) => void
+  readonly clear: () => void
+}
+
+export const makeDeadline: Effect.Effect<Deadline, never, Scope.Scope> = Effect.gen(function*() {
+  // The builder's runtime and Clock: a TestClock in tests drives the watchdog.
+  const fork = Runtime.runFork(yield* Effect.runtime<never>())
+  const clock = yield* Effect.clock
+  // Monotonic on the live Clock (a wall-clock jump moves no deadline).
+  const now = () => Number(clock.unsafeCurrentTimeNanos()) / 1e6
+
+  let timer: { readonly at: number; readonly onExpiry: () => void } | undefined
+  /** When the watchdog wakes up; undefined while none sleeps. */
+  let wakeAt: number | undefined
+  let watchdog: Fiber.RuntimeFiber<void> | undefined
+  // Interruption is delivered asynchronously: a watchdog that was replaced
+  // may still wake up, and must then do nothing.
+  let generation = 0
+
+  /** After a wake-up: expires the timer if due; how long to sleep on, or undefined to stop. */
+  const onWake = (): number | undefined => {
+    const due = timer
+    if (due !== undefined && now() >= due.at) {
+      timer = undefined
+      due.onExpiry() // may set the next timer
+    }
+    const next = timer
+    wakeAt = next?.at
+    return next === undefined ? undefined : Math.max(0, next.at - now())
+  }
+  const watch = (own: number, millis: number): Effect.Effect<void> =>
+    Effect.flatMap(Effect.sleep(Duration.millis(millis)), () => {
+      if (own !== generation) return Effect.void
+      const more = onWake()
+      return more === undefined ? Effect.void : watch(own, more)
+    })
+  const restart = (at: number) => {
+    watchdog?.unsafeInterruptAsFork(FiberId.none)
+    generation += 1
+    wakeAt = at
+    watchdog = fork(watch(generation, Math.max(0, at - now())))
+  }
+
+  yield* Effect.addFinalizer(() =>
+    Effect.suspend(() => {
+      generation += 1
+      timer = undefined
+      return watchdog === undefined ? Effect.void : Fiber.interrupt(watchdog)
+    })
+  )
+
+  return {
+    set: (timeout, onExpiry) => {
+      const millis = Duration.toMillis(timeout)
+      if (!Number.isFinite(millis)) {
+        timer = undefined
+        return
+      }
+      const at = now() + millis
+      timer = { at, onExpiry }
+      if (wakeAt === undefined || at < wakeAt) restart(at)
+    },
+    clear: () => {
+      timer = undefined
+    }
+  }
+})
