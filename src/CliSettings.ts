@@ -108,9 +108,13 @@ export const settings = (flags: Map<string, string>): Effect.Effect<Settings, Co
     const values = yield* ConfigFile.read(Home.configFile(home))
     const file = Home.resolveFilePaths(home, values)
     const withdrawn = yield* Secrets.withdraw(Secrets.secretNames.flatMap((name) => file.get(name) ?? []))
-    const provider = ConfigFile.provider({ file, environment: process.env, withdrawnSecrets: withdrawn.secrets, flags }).pipe(
-      ConfigProvider.orElse(() => ConfigProvider.fromMap(Home.directoryDefaults(home)))
-    )
+    const provider = ConfigFile.provider({
+      file,
+      environment: process.env,
+      withdrawnSecrets: withdrawn.secrets,
+      flags,
+      defaults: Home.directoryDefaults(home)
+    })
     return { home, provider, notWiped: withdrawn.notWiped, unknown: unknownKeys(values) }
   })
 

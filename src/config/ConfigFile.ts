@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Data from "effect/Data"
 import * as Either from "effect/Either"
 import { describeError } from "../Errors.js"
+import * as LayeredProvider from "./LayeredProvider.js"
 import * as ShellAssignment from "./ShellAssignment.js"
 
 /** config.env cannot be read, or a line of it is not a setting; `message` names the file and line, never a value. */
@@ -70,22 +71,22 @@ export const read = (
   })
 
 /**
- * flags, then environment, then file: the first that has a key wins.
- * `withdrawnSecrets` are the environment's secrets, taken out of
- * `process.env` at start-up (see Secrets.withdraw): they rank as the
- * environment does.
+ * flags, then environment, then file, then `defaults`: the first that has a
+ * key wins (see LayeredProvider: a value that does not parse falls through,
+ * as with ConfigProvider.orElse). `withdrawnSecrets` are the environment's
+ * secrets, taken out of `process.env` at start-up (see Secrets.withdraw):
+ * they rank as the environment does.
  */
 export const provider = (options: {
   readonly file: Map<string, string>
   readonly environment: Record<string, string | undefined>
   readonly withdrawnSecrets?: ReadonlyMap<string, string>
   readonly flags: Map<string, string>
+  readonly defaults?: Map<string, string>
 }): ConfigProvider.ConfigProvider =>
-  ConfigProvider.fromMap(options.flags).pipe(
-    ConfigProvider.orElse(() =>
-      ConfigProvider.fromMap(
-        nonEmpty([...Object.entries(options.environment), ...(options.withdrawnSecrets ?? new Map())])
-      )
-    ),
-    ConfigProvider.orElse(() => ConfigProvider.fromMap(options.file))
-  )
+  LayeredProvider.layered([
+    options.flags,
+    nonEmpty([...Object.entries(options.environment), ...(options.withdrawnSecrets ?? new Map())]),
+    options.file,
+    ...(options.defaults === undefined ? [] : [options.defaults])
+  ])
