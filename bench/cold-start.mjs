@@ -13,6 +13,8 @@
  *   written as soon as the FIFOs exist, brain served at once from here; from
  *   spawn until the reply line arrives.
  * - idle RSS: VmRSS of the agent's process 1 s after it became ready.
+ * - fifos against node: a bare `node -e 0` runs before each FIFO start; the
+ *   FIFO median as a ratio to its median (cold_start_fifos_x_node).
  * - `planckclaw --version` and `--help` against a bare `node -e 0`, spawn to
  *   exit, interleaved (one of each per round, 2 × RUNS rounds), as medians
  *   and as ratios to node.
@@ -202,7 +204,14 @@ main(async () => {
   try {
     // One untimed start so every series finds the files in the page cache.
     await fifoRun(work, "warm")
-    const fifos = await series("ready (FIFOs in place), --bridge none --brain none --claw none", RUNS, (i) => fifoRun(work, i))
+    // A bare `node -e 0` before each start, so the FIFO figure has its ratio to node from the same moments.
+    const bare = []
+    const fifos = await series("ready (FIFOs in place), --bridge none --brain none --claw none", RUNS, async (i) => {
+      bare.push(await exitRun(["-e", "0"]))
+      return fifoRun(work, i)
+    })
+    const bareMs = median(bare)
+    progress(`FIFOs in place ${fifos.ms} ms against node -e 0 ${round(bareMs, 1)} ms, interleaved: ×${round(fifos.ms / bareMs, 2)}`)
     const reply = await series("first reply, --bridge none, shipped claws", RUNS, (i) => firstReplyRun(work, i))
     let prompt
     if (hasScript()) {
@@ -217,6 +226,7 @@ main(async () => {
         cold_start_ms: headline.ms,
         idle_rss_mb: headline.rss,
         cold_start_fifos_ms: fifos.ms,
+        cold_start_fifos_x_node: round(fifos.ms / bareMs, 2),
         idle_rss_mb_bridge_none: fifos.rss,
         cold_start_first_reply_ms: reply.ms,
         ...cli
