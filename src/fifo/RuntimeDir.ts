@@ -86,7 +86,9 @@ const makeFifos = (files: ReadonlyArray<string>): Effect.Effect<ReadonlyMap<stri
   mkfifo(files).pipe(
     Effect.tapError(() => Effect.ignore(unlinkFifos(files))),
     Effect.zipRight(Effect.forEach(files, (file) =>
-      attempt(`cannot inspect ${file}`, () => fsp.lstat(file)).pipe(Effect.map((stat) => [file, stat.ino] as const)))),
+      attempt(`cannot inspect ${file}`, () => fsp.lstat(file)).pipe(Effect.map((stat) => [file, stat.ino] as const)), {
+      concurrency: "unbounded"
+    })),
     Effect.map((entries) => new Map(entries))
   )
 

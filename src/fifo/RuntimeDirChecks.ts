@@ -172,11 +172,14 @@ export const previousRun = (dir: string, pidFile: string): Effect.Effect<Option.
  * pid file of a dead run) refuses: we did not create it.
  */
 export const leftoverPipes = (paths: FifoPaths, deadRun: boolean): Effect.Effect<ReadonlyArray<string>, RuntimeDirError> =>
-  Effect.map(
-    Effect.forEach(fifoKeys, (key) =>
+  // The six lstat calls at once (one trip to the thread pool, not six in a row); judged in pipe order,
+  // so the entry a refusal (or a failed lstat) names does not depend on which call came back first.
+  Effect.flatMap(
+    Effect.forEach(fifoKeys, (key) => Effect.either(lstatOption(paths[key])), { concurrency: "unbounded" }),
+    (stats) => Effect.forEach(fifoKeys, (key, index) =>
       Effect.gen(function*() {
         const file = paths[key]
-        const found = yield* lstatOption(file)
+        const found = yield* stats[index]!
         if (Option.isNone(found)) return Option.none<string>()
         const uid = process.getuid?.()
         if (!found.value.isFIFO() || (uid !== undefined && found.value.uid !== uid)) {
@@ -195,6 +198,5 @@ export const leftoverPipes = (paths: FifoPaths, deadRun: boolean): Effect.Effect
           )
         }
         return Option.some(file)
-      })),
-    Arr.getSomes
-  )
+      }))
+  ).pipe(Effect.map(Arr.getSomes))
