@@ -61,7 +61,7 @@ export const make = (
     readonly endsWithNewline: boolean
     readonly lines: number
     /** `ledger.exchanges` when this appender made the array and no one else holds it: appended in place. */
-    readonly owned?: Array<Ledger.Entry>
+    readonly owned?: Ledger.OwnedEntries
   } | undefined
   // history.jsonl as this process left it after its last append.
   let lastEnd: { readonly ino: number; readonly size: number } | undefined
@@ -197,7 +197,7 @@ export const make = (
       history === undefined || ledgerHeld === undefined || cache === undefined || end === undefined ||
       end.ino !== history.ino || cache.seen.ino !== ledgerHeld.ino || cache.ledger.inode !== history.ino ||
       cache.lines > 2 * Ledger.KEEP || !cache.endsWithNewline ||
-      cache.ledger.exchanges.some((entry) => entry.key === key)
+      (cache.owned === undefined ? cache.ledger.exchanges.some((entry) => entry.key === key) : cache.owned.keys.has(key))
     ) return Either.right(locked)
     const stat = look(paths.history)
     if (Either.isLeft(stat)) return Either.left(fromFileError(stat.left))
@@ -215,8 +215,8 @@ export const make = (
     let owned = cache.owned
     if (owned === undefined) {
       // Copied once, then appended in place turn after turn.
-      owned = ledger.exchanges.slice()
-      ledger = { inode: ledger.inode, exchanges: owned }
+      owned = Ledger.own(ledger.exchanges)
+      ledger = { inode: ledger.inode, exchanges: owned.exchanges }
     }
     Ledger.recordNewInPlace(owned, key, size, size + bytes.length)
     ledgerCache = {

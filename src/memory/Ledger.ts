@@ -110,13 +110,34 @@ export const record = (ledger: Ledger, inode: number, key: string, start: number
 }
 
 /**
- * `record` for a key the ledger does not name, on its own history (the
- * usual append), into entries the caller owns (no other ledger shares the
- * array): pushed in place, without a copy per turn.
+ * A ledger's entries owned by one appender (no other ledger shares the
+ * array), with their keys counted: the usual append asks whether its key
+ * is named and records it without a scan or a copy of the entries.
  */
-export const recordNewInPlace = (exchanges: Array<Entry>, key: string, start: number, end: number): void => {
-  exchanges.push({ key, start, end })
-  if (exchanges.length > KEEP) exchanges.splice(0, exchanges.length - KEEP)
+export interface OwnedEntries {
+  readonly exchanges: Array<Entry>
+  readonly keys: Map<string, number>
+}
+
+export const own = (exchanges: ReadonlyArray<Entry>): OwnedEntries => {
+  const keys = new Map<string, number>()
+  for (const entry of exchanges) keys.set(entry.key, (keys.get(entry.key) ?? 0) + 1)
+  return { exchanges: exchanges.slice(), keys }
+}
+
+/**
+ * `record` for a key the ledger does not name, on its own history (the
+ * usual append), in place.
+ */
+export const recordNewInPlace = (owned: OwnedEntries, key: string, start: number, end: number): void => {
+  owned.exchanges.push({ key, start, end })
+  owned.keys.set(key, (owned.keys.get(key) ?? 0) + 1)
+  while (owned.exchanges.length > KEEP) {
+    const dropped = owned.exchanges.shift()?.key ?? ""
+    const left = (owned.keys.get(dropped) ?? 1) - 1
+    if (left > 0) owned.keys.set(dropped, left)
+    else owned.keys.delete(dropped)
+  }
 }
 
 /**

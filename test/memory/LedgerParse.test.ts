@@ -54,12 +54,18 @@ describe("Ledger.parse", () => {
   })
 
   it("recording in place keeps what `record` keeps", () => {
-    let ledger: Ledger.Ledger = { inode: 9, exchanges: [] }
-    const owned: Array<Ledger.Entry> = []
+    // A whole ledger may name a key twice: dropping one copy must not forget the other.
+    let ledger: Ledger.Ledger = { inode: 9, exchanges: [{ key: "twice", start: 0, end: 0 }, { key: "twice", start: 0, end: 1 }] }
+    const owned = Ledger.own(ledger.exchanges)
+    expect(owned.keys.has("twice")).toBe(true)
     for (let i = 0; i < Ledger.KEEP + 20; i++) {
-      ledger = Ledger.record(ledger, 9, `k${i}`, i, i + 1)
+      ledger = { inode: 9, exchanges: [...ledger.exchanges, { key: `k${i}`, start: i, end: i + 1 }].slice(-Ledger.KEEP) }
       Ledger.recordNewInPlace(owned, `k${i}`, i, i + 1)
+      if (i === Ledger.KEEP - 2) expect(owned.keys.has("twice")).toBe(true)
+      if (i === Ledger.KEEP - 1) expect(owned.keys.has("twice")).toBe(false)
     }
-    expect(owned).toEqual(ledger.exchanges)
+    expect(owned.exchanges).toEqual(ledger.exchanges)
+    expect([...owned.keys.keys()].sort()).toEqual(ledger.exchanges.map((entry) => entry.key).sort())
+    expect(owned.keys.has("k0")).toBe(false)
   })
 })
