@@ -36,6 +36,7 @@ const child = async ({ dist, turns, memoryDir, stub, alloc }) => {
   const { ConfigProvider, Effect, Layer, Logger, LogLevel, Queue } = await import("effect")
   const Agent = await load("Agent.js")
   const Intake = await load("Intake.js")
+  const MemoryHold = await load("MemoryHold.js")
   const { Brain } = await load("Brain.js")
   const ScriptClaws = await load("claws/ScriptClaws.js")
   const InMemoryInteract = await load("interact/InMemoryInteract.js")
@@ -97,7 +98,7 @@ const child = async ({ dist, turns, memoryDir, stub, alloc }) => {
   const program = Effect.scoped(Effect.gen(function*() {
     const interact = yield* InMemoryInteract.make
     const provider = ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", memoryDir], ["PLANCKCLAW_MODEL", "bench-model"], ["CLAWS_DIR", clawsDir]]))
-    const layer = (stub ? Agent.layer.pipe(Layer.provideMerge(stubMemory())) : Agent.layerWithMemory).pipe(
+    const layer = (stub ? Agent.layer.pipe(Layer.provideMerge(stubMemory())) : Layer.merge(Agent.layerWithMemory, MemoryHold.layer)).pipe(
       Layer.provide(Layer.merge(Layer.succeed(Brain, brain), stub ? stubClaws : ScriptClaws.layer)),
       Layer.provideMerge(InMemoryInteract.layer(interact)),
       Layer.provide(Layer.setConfigProvider(provider))

@@ -2,6 +2,7 @@
  * An in-memory Interact for tests and for embedding: the host offers
  * messages and takes replies from a queue.
  */
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -19,21 +20,47 @@ export interface InMemoryInteract {
   readonly replies: Queue.Dequeue<OutboundMessage>
 }
 
+/** What `end` puts in line: the stream that takes it ends there. */
+const END = Symbol("end")
+type Item = Chunk.Chunk<InboundMessage> | typeof END
+
+const endOfStream: Effect.Effect<never, Option.Option<never>> = Effect.fail(Option.none())
+const deliver = (item: Item): Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<never>> =>
+  item === END ? endOfStream : Effect.succeed(item)
+
 export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
-  const inbound = yield* Queue.unbounded<Option.Option<InboundMessage>>()
+  // Messages waiting for a taker, and takers waiting for a message: a plain
+  // array and resumes, since a Queue and a three-stage stream over it cost
+  // more per message than the rest of the in-memory path.
+  const waiting: Array<Item> = []
+  const takers: Array<(item: Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<never>>) => void> = []
+  const put = (item: Item) =>
+    Effect.sync(() => {
+      const taker = takers.shift()
+      if (taker === undefined) waiting.push(item)
+      else taker(deliver(item))
+    })
+  // One message per pull: a consumer that stops early must not take buffered messages with it.
+  const take: Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<never>> = Effect.suspend(() => {
+    const first = waiting.shift()
+    if (first !== undefined) return deliver(first)
+    return Effect.async((resume) => {
+      takers.push(resume)
+      return Effect.sync(() => {
+        const at = takers.indexOf(resume)
+        if (at >= 0) takers.splice(at, 1)
+      })
+    })
+  })
   const replies = yield* Queue.unbounded<OutboundMessage>()
   const service: InteractService = {
-    // One at a time: a consumer that stops early must not take buffered messages with it.
-    messages: Stream.fromQueue(inbound, { maxChunkSize: 1 }).pipe(
-      Stream.takeWhile(Option.isSome),
-      Stream.map((message) => message.value)
-    ),
+    messages: Stream.repeatEffectChunkOption(take),
     send: (message) => Queue.offer(replies, message)
   }
   return {
     service,
-    offer: (message) => Queue.offer(inbound, Option.some(message)),
-    end: Queue.offer(inbound, Option.none()),
+    offer: (message) => put(Chunk.of(message)),
+    end: put(END),
     replies
   }
 })

@@ -55,7 +55,14 @@ export const make = (
   let historyFd: { readonly fd: number; readonly ino: number } | undefined
   let ledgerFd: { readonly fd: number; readonly ino: number } | undefined
   // The ledger as this process last read or wrote it.
-  let ledgerCache: { readonly seen: Seen; readonly ledger: Ledger.Ledger; readonly endsWithNewline: boolean; readonly lines: number } | undefined
+  let ledgerCache: {
+    readonly seen: Seen
+    readonly ledger: Ledger.Ledger
+    readonly endsWithNewline: boolean
+    readonly lines: number
+    /** `ledger.exchanges` when this appender made the array and no one else holds it: appended in place. */
+    readonly owned?: Ledger.OwnedEntries
+  } | undefined
   // history.jsonl as this process left it after its last append.
   let lastEnd: { readonly ino: number; readonly size: number } | undefined
 
@@ -190,7 +197,7 @@ export const make = (
       history === undefined || ledgerHeld === undefined || cache === undefined || end === undefined ||
       end.ino !== history.ino || cache.seen.ino !== ledgerHeld.ino || cache.ledger.inode !== history.ino ||
       cache.lines > 2 * Ledger.KEEP || !cache.endsWithNewline ||
-      cache.ledger.exchanges.some((entry) => entry.key === key)
+      (cache.owned === undefined ? cache.ledger.exchanges.some((entry) => entry.key === key) : cache.owned.keys.has(key))
     ) return Either.right(locked)
     const stat = look(paths.history)
     if (Either.isLeft(stat)) return Either.left(fromFileError(stat.left))
@@ -204,11 +211,20 @@ export const make = (
       ledgerCache = undefined
       return Either.left(fromFileError(noted.left))
     }
+    let ledger = cache.ledger
+    let owned = cache.owned
+    if (owned === undefined) {
+      // Copied once, then appended in place turn after turn.
+      owned = Ledger.own(ledger.exchanges)
+      ledger = { inode: ledger.inode, exchanges: owned.exchanges }
+    }
+    Ledger.recordNewInPlace(owned, key, size, size + bytes.length)
     ledgerCache = {
       seen: { ino: ledgerHeld.ino, size: cache.seen.size + record.length, mtimeMs: undefined, ctimeMs: undefined },
-      ledger: Ledger.recordNew(cache.ledger, key, size, size + bytes.length),
+      ledger,
       endsWithNewline: true,
-      lines: cache.lines + 1
+      lines: cache.lines + 1,
+      owned
     }
     const written = SafeFile.appendAll(history.fd, paths.history, bytes, size)
     if (Either.isLeft(written)) return Either.left(fromFileError(written.left))

@@ -29,36 +29,63 @@ const Entry = Schema.Struct({
   /** Folded into the summary by a compaction: stored, no longer in history. */
   folded: Schema.optional(Schema.Boolean)
 })
-type Entry = typeof Entry.Type
+export type Entry = typeof Entry.Type
 
 const LedgerSchema = Schema.Struct({ inode: Schema.Number, exchanges: Schema.Array(Entry) })
 export type Ledger = typeof LedgerSchema.Type
 
-const decode = Schema.decodeUnknownOption(Schema.parseJson(LedgerSchema))
+const decodeWhole = Schema.decodeUnknownOption(LedgerSchema)
 
-const RecordLine = Schema.Struct({ inode: Schema.Number, key: Schema.String, start: Schema.Number, end: Schema.Number })
-const decodeRecord = Schema.decodeUnknownOption(Schema.parseJson(RecordLine))
+/** JSON.parse without a throw: undefined for text that is no JSON. */
+const parseJsonLine = (line: string): unknown => Either.getOrUndefined(Either.try(() => JSON.parse(line) as unknown))
+
+/** An appended record line (`encodeRecord`): checked by hand, as it is all but every line of a ledger. */
+const asRecord = (value: unknown): { inode: number; key: string; start: number; end: number } | undefined => {
+  if (typeof value !== "object" || value === null) return undefined
+  const { end, inode, key, start } = value as Record<string, unknown>
+  return typeof inode === "number" && typeof key === "string" && typeof start === "number" && typeof end === "number"
+    ? { inode, key, start, end }
+    : undefined
+}
 
 /** Enough to cover every exchange a journal can hold pending across a crash. */
 export const KEEP = 256
 
 export const empty: Ledger = { inode: -1, exchanges: [] }
 
-/** An unreadable ledger is an empty one: the exchanges it named are appended again rather than lost. */
+/**
+ * An unreadable ledger is an empty one: the exchanges it named are appended
+ * again rather than lost. Replays the lines as `record` would, on one array
+ * of its own instead of a copy per line.
+ */
 export const parse = (text: string | undefined): Ledger => {
   if (text === undefined) return empty
-  let ledger = empty
+  let inode = empty.inode
+  let exchanges: Array<Entry> = []
   for (const line of text.split("\n")) {
     if (line.trim().length === 0) continue
-    const whole = decode(line)
+    const value = parseJsonLine(line)
+    if (value === undefined) continue
+    const whole = decodeWhole(value)
     if (Option.isSome(whole)) {
-      ledger = whole.value
+      inode = whole.value.inode
+      exchanges = [...whole.value.exchanges]
       continue
     }
-    const noted = decodeRecord(line)
-    if (Option.isSome(noted)) ledger = record(ledger, noted.value.inode, noted.value.key, noted.value.start, noted.value.end)
+    const noted = asRecord(value)
+    if (noted === undefined) continue
+    if (noted.inode !== inode) {
+      inode = noted.inode
+      exchanges = []
+    } else {
+      let kept = 0
+      for (const entry of exchanges) if (entry.key !== noted.key) exchanges[kept++] = entry
+      exchanges.length = kept
+    }
+    exchanges.push({ key: noted.key, start: noted.start, end: noted.end })
+    if (exchanges.length > KEEP) exchanges.splice(0, exchanges.length - KEEP)
   }
-  return ledger
+  return inode === empty.inode && exchanges.length === 0 ? empty : { inode, exchanges }
 }
 
 export const encode = (ledger: Ledger): string => `${JSON.stringify(ledger)}\n`
@@ -83,14 +110,34 @@ export const record = (ledger: Ledger, inode: number, key: string, start: number
 }
 
 /**
- * `record` for a key the ledger does not name, on its own history (the
- * usual append): one copy of the entries instead of a filter and a slice.
+ * A ledger's entries owned by one appender (no other ledger shares the
+ * array), with their keys counted: the usual append asks whether its key
+ * is named and records it without a scan or a copy of the entries.
  */
-export const recordNew = (ledger: Ledger, key: string, start: number, end: number): Ledger => {
-  const from = Math.max(0, ledger.exchanges.length - KEEP + 1)
-  const exchanges = ledger.exchanges.slice(from)
-  exchanges.push({ key, start, end })
-  return { inode: ledger.inode, exchanges }
+export interface OwnedEntries {
+  readonly exchanges: Array<Entry>
+  readonly keys: Map<string, number>
+}
+
+export const own = (exchanges: ReadonlyArray<Entry>): OwnedEntries => {
+  const keys = new Map<string, number>()
+  for (const entry of exchanges) keys.set(entry.key, (keys.get(entry.key) ?? 0) + 1)
+  return { exchanges: exchanges.slice(), keys }
+}
+
+/**
+ * `record` for a key the ledger does not name, on its own history (the
+ * usual append), in place.
+ */
+export const recordNewInPlace = (owned: OwnedEntries, key: string, start: number, end: number): void => {
+  owned.exchanges.push({ key, start, end })
+  owned.keys.set(key, (owned.keys.get(key) ?? 0) + 1)
+  while (owned.exchanges.length > KEEP) {
+    const dropped = owned.exchanges.shift()?.key ?? ""
+    const left = (owned.keys.get(dropped) ?? 1) - 1
+    if (left > 0) owned.keys.set(dropped, left)
+    else owned.keys.delete(dropped)
+  }
 }
 
 /**

@@ -24,6 +24,10 @@ export interface MemorySnapshot {
   readonly history: ReadonlyArray<HistoryEntry>
 }
 
+/** Whether every line of a cached window decoded (the usual case). */
+const allDecoded = (window: ReadonlyArray<HistoryEntry | undefined>): window is ReadonlyArray<HistoryEntry> =>
+  !window.includes(undefined)
+
 /** The last `keep` lines of history, decoded (undefined: a line skipped), as of `seen`. */
 interface CachedTail {
   readonly seen: Seen | undefined
@@ -58,10 +62,19 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
       return Effect.logWarning(`history.jsonl: skipped a line that is not {"role","content"}: ${line.slice(0, 120)}`)
     }, { discard: true })
 
+  // The last text trimmed, by file: the same cached text comes back turn after turn, and trim copies it.
+  const trimmed = new Map<string, { readonly raw: string; readonly text: string }>()
+  const trimOnce = (name: string, raw: string): string => {
+    const last = trimmed.get(name)
+    if (last !== undefined && last.raw === raw) return last.text
+    const text = raw.trim()
+    trimmed.set(name, { raw, text })
+    return text
+  }
   const readable = (name: string, text: Either.Either<string | undefined, SafeFile.MemoryFileError>, instead: string) =>
     Either.match(text, {
       onLeft: (error) => Effect.as(Effect.logWarning(`cannot read ${name} (${error.message}); answering with ${instead}`), ""),
-      onRight: (content) => Effect.succeed((content ?? "").trim())
+      onRight: (content) => Effect.succeed(trimOnce(name, content ?? ""))
     })
 
   // What the last snapshot read, each validated by one lstat(2) on the next
@@ -170,8 +183,11 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
         : yield* locked("reading memory", readSnapshot(keep, paths, true), () => readSnapshot(keep, Layout.readable(paths), false)())
       const history: Array<HistoryEntry> = []
       const skipped: Array<string> = []
+      let decoded: ReadonlyArray<HistoryEntry> = history
       if (read.cached !== undefined) {
-        for (const entry of read.cached) if (entry !== undefined) history.push(entry)
+        // A window never changes once made: shared as it is when every line decoded.
+        if (allDecoded(read.cached)) decoded = read.cached
+        else for (const entry of read.cached) if (entry !== undefined) history.push(entry)
       } else {
         for (const line of read.lines) {
           const entry = parseLine(line)
@@ -185,7 +201,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
       }
       const soul = yield* readable("soul.md", read.soul, "the default persona")
       const summary = yield* readable("summary.md", read.summary, "no summary")
-      return { soul: soul.length > 0 ? soul : fallbackSoul(), summary, history }
+      return { soul: soul.length > 0 ? soul : fallbackSoul(), summary, history: decoded }
     })
 
   // The persona for an agent without a soul.md of its own: the fallback
@@ -204,11 +220,14 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     // The snapshot's tail, when it was history as found here.
     const tail = tailCache
     if (tail !== undefined && tail.seen !== undefined && tail.seen.ino === ino && tail.seen.size === size) {
-      const window = [...tail.window, ...entries]
+      // One copy of the window per append: the kept end of the old one, then the new entries.
+      const from = Math.max(0, tail.window.length + entries.length - tail.keep)
+      const window = tail.window.slice(Math.min(from, tail.window.length))
+      for (let i = Math.max(0, from - tail.window.length); i < entries.length; i++) window.push(entries[i])
       tailCache = {
         seen: { ino, size: end, mtimeMs: undefined, ctimeMs: undefined },
         keep: tail.keep,
-        window: window.slice(Math.max(0, window.length - tail.keep))
+        window
       }
     } else {
       tailCache = undefined

@@ -18,7 +18,6 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { Brain, type BrainService, type MessagesRequest, type MessagesResponse, systemText } from "../Brain.js"
@@ -123,20 +122,19 @@ export const read = (file: string): Either.Either<{ readonly lines: Array<UsageL
 /** `brain` with every answer recorded in `file`; a failed write is logged once and never fails the call. */
 export const recording = (brain: BrainService, file: string, label: string): Effect.Effect<BrainService, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const warned = yield* Ref.make(false)
+    let warned = false
     const ledger = yield* Effect.acquireRelease(Effect.sync(() => heldAppender(file)), (held) => Effect.sync(held.close))
+    // Plain flatMaps, not a generator: this wraps every brain call.
+    const record = (request: MessagesRequest, started: number) => (response: MessagesResponse) =>
+      Effect.flatMap(Clock.currentTimeMillis, (ended) => {
+        const written = ledger.append([lineOf(request, response, label, started, ended)])
+        if (Either.isRight(written) || warned) return Effect.succeed(response)
+        warned = true
+        return Effect.as(Effect.logWarning(`usage ledger not written (${written.left.message}); turns go on without it`), response)
+      })
     return {
       complete: (request) =>
-        Effect.gen(function*() {
-          const started = yield* Clock.currentTimeMillis
-          const response = yield* brain.complete(request)
-          const ended = yield* Clock.currentTimeMillis
-          const written = ledger.append([lineOf(request, response, label, started, ended)])
-          if (Either.isLeft(written) && !(yield* Ref.getAndSet(warned, true))) {
-            yield* Effect.logWarning(`usage ledger not written (${written.left.message}); turns go on without it`)
-          }
-          return response
-        })
+        Effect.flatMap(Clock.currentTimeMillis, (started) => Effect.flatMap(brain.complete(request), record(request, started)))
     } satisfies BrainService
   })
 
