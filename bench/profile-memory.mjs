@@ -20,6 +20,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import * as v8 from "node:v8"
+import { label, summarise, top } from "./lib/cpu-profile.mjs"
 import { round } from "./lib/stats.mjs"
 import { benchDir, clawsDir, distDir, repoDir } from "./lib/work.mjs"
 
@@ -209,10 +210,6 @@ if (args[0] === "--compare") {
   process.exit(0)
 }
 
-const where = (frame) => {
-  const url = frame.url.replace(/^file:\/\//, "")
-  return url.startsWith(repoDir) ? path.relative(repoDir, url) : url.replace(/^.*node_modules\//, "")
-}
 const TURNS = Number(args[0] ?? 3000)
 const result = await runChild(distDir, TURNS, alloc ? [] : ["--cpu-prof", "--cpu-prof-dir=$DIR"])
 if (alloc) {
@@ -227,12 +224,12 @@ if (alloc) {
     const bytes = node.selfSize
     if (bytes > 0) {
       total += bytes
-      const key = `${frame.functionName || "(anonymous)"} ${where(frame)}:${frame.lineNumber + 1}`
+      const key = label(frame)
       self.set(key, (self.get(key) ?? 0) + bytes)
       const seen = new Set()
       for (const f of here) {
         if (!f.url.includes(`${distDir}/`)) continue
-        const k = `${f.functionName || "(anonymous)"} ${where(f)}:${f.lineNumber + 1}`
+        const k = label(f)
         if (seen.has(k)) continue
         seen.add(k)
         project.set(k, (project.get(k) ?? 0) + bytes)
@@ -242,8 +239,7 @@ if (alloc) {
   }
   walk(head, [])
   const kib = (bytes) => `${round(bytes / TURNS / 1024, 2)} KiB/turn (${round((100 * bytes) / total, 1)} %)`
-  const top = (map, n) => [...map.entries()].sort((x, y) => y[1] - x[1]).slice(0, n)
-  console.log(`# Allocation of ${TURNS} in-memory plain turns${stub ? " (stubbed memory)" : ""}: ${round(total / TURNS / 1024, 1)} KiB/turn sampled`)
+    console.log(`# Allocation of ${TURNS} in-memory plain turns${stub ? " (stubbed memory)" : ""}: ${round(total / TURNS / 1024, 1)} KiB/turn sampled`)
   console.log("\n## Allocating functions, top 40")
   for (const [key, bytes] of top(self, 40)) console.log(`${kib(bytes)}  ${key}`)
   console.log("\n## Project functions on the stack, top 30")
@@ -254,41 +250,8 @@ const dir = result.dir
 const profileFile = fs.readdirSync(dir).find((name) => name.endsWith(".cpuprofile"))
 if (profileFile === undefined) throw new Error(`no .cpuprofile in ${dir}`)
 const profile = JSON.parse(fs.readFileSync(path.join(dir, profileFile), "utf8"))
-const nodes = new Map(profile.nodes.map((node) => [node.id, node]))
-const parent = new Map()
-for (const node of profile.nodes) for (const c of node.children ?? []) parent.set(c, node.id)
-
-const label = (frame) => `${frame.functionName || "(anonymous)"} ${where(frame)}:${frame.lineNumber + 1}`
-const isProject = (frame) => frame.url.includes(`${distDir}/`)
-
-const self = new Map()
-const byFile = new Map()
-const inclusiveProject = new Map()
-let total = 0
-let time = profile.startTime
-for (let i = 0; i < profile.samples.length; i++) {
-  time += profile.timeDeltas[i]
-  const dt = profile.timeDeltas[i + 1] ?? 0
-  if (time < result.from || time > result.to) continue
-  const node = nodes.get(profile.samples[i])
-  if (node.callFrame.functionName === "(idle)") continue
-  total += dt
-  const key = label(node.callFrame)
-  self.set(key, (self.get(key) ?? 0) + dt)
-  const file = where(node.callFrame) || node.callFrame.functionName
-  byFile.set(file, (byFile.get(file) ?? 0) + dt)
-  const seen = new Set()
-  for (let id = node.id; id !== undefined; id = parent.get(id)) {
-    const frame = nodes.get(id).callFrame
-    if (!isProject(frame)) continue
-    const k = label(frame)
-    if (seen.has(k)) continue
-    seen.add(k)
-    inclusiveProject.set(k, (inclusiveProject.get(k) ?? 0) + dt)
-  }
-}
+const { total, self, byFile, inclusiveProject } = summarise(profile, { from: result.from, to: result.to })
 const perTurn = (us) => `${round(us / TURNS, 1)} µs/turn (${round((100 * us) / total, 1)} %)`
-const top = (map, n) => [...map.entries()].sort((x, y) => y[1] - x[1]).slice(0, n)
 
 console.log(`# Profile of ${TURNS} in-memory plain turns (after ${WARMUP} untimed), ${new Date().toISOString()}`)
 console.log(`p50 ${round(result.p50, 4)} ms, mean ${round(result.meanMs, 4)} ms (profiler on), heap grew ${round(result.heapGrowthMb, 1)} MiB; sampled CPU ${round(total / TURNS, 1)} µs/turn, ~${Math.round(result.bytesPerTurn / 1024)} KiB allocated/turn`)

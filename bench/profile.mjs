@@ -22,8 +22,9 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fifoPaths, interactClient, REPLY, serveBrain } from "./lib/fifo.mjs"
 import { startAgentProcess } from "./lib/process.mjs"
+import { summarise, top } from "./lib/cpu-profile.mjs"
 import { round } from "./lib/stats.mjs"
-import { benchDir, clawsDir, distDir, repoDir } from "./lib/work.mjs"
+import { benchDir, clawsDir, distDir } from "./lib/work.mjs"
 
 const TURNS = Number(process.argv[2] ?? 2000)
 const WARMUP = 300
@@ -113,18 +114,6 @@ await new Promise((resolve) => setTimeout(resolve, 300))
 const profileFile = fs.readdirSync(dir).find((name) => name.endsWith(".cpuprofile"))
 if (profileFile === undefined) throw new Error(`no .cpuprofile in ${dir}: the agent did not exit cleanly`)
 const profile = JSON.parse(fs.readFileSync(path.join(dir, profileFile), "utf8"))
-const nodes = new Map(profile.nodes.map((node) => [node.id, node]))
-const parent = new Map()
-for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
-
-const where = (frame) => {
-  const url = frame.url.replace(/^file:\/\//, "")
-  const file = url.startsWith(repoDir) ? path.relative(repoDir, url) : url.replace(/^.*node_modules\//, "")
-  return file
-}
-const label = (frame) => `${frame.functionName || "(anonymous)"} ${where(frame)}:${frame.lineNumber + 1}`
-const isProject = (frame) => frame.url.includes(`${distDir}/`)
-
 /**
  * Named costs: time of samples with a matching frame anywhere on the stack.
  * A lower bound for Effect code: a fiber's continuation runs from the
@@ -147,39 +136,9 @@ const GROUPS = [
   ["node:fs sync calls", (f) => f.url === "node:fs"],
   ["garbage collector", (f) => f.functionName === "(garbage collector)"]
 ]
-const groups = new Map(GROUPS.map(([name]) => [name, 0]))
-const self = new Map()
-const byFile = new Map()
-const inclusiveProject = new Map()
-let total = 0
-let time = profile.startTime
-for (let i = 0; i < profile.samples.length; i++) {
-  time += profile.timeDeltas[i]
-  const dt = profile.timeDeltas[i + 1] ?? 0
-  if (time < from || time > to) continue
-  const node = nodes.get(profile.samples[i])
-  if (node.callFrame.functionName === "(idle)") continue
-  total += dt
-  const key = label(node.callFrame)
-  self.set(key, (self.get(key) ?? 0) + dt)
-  const file = where(node.callFrame) || node.callFrame.functionName
-  byFile.set(file, (byFile.get(file) ?? 0) + dt)
-  const frames = []
-  for (let id = node.id; id !== undefined; id = parent.get(id)) frames.push(nodes.get(id).callFrame)
-  for (const [name, match] of GROUPS) if (frames.some(match)) groups.set(name, groups.get(name) + dt)
-  const seen = new Set()
-  for (let id = node.id; id !== undefined; id = parent.get(id)) {
-    const frame = nodes.get(id).callFrame
-    if (!isProject(frame)) continue
-    const k = label(frame)
-    if (seen.has(k)) continue
-    seen.add(k)
-    inclusiveProject.set(k, (inclusiveProject.get(k) ?? 0) + dt)
-  }
-}
+const { total, self, byFile, inclusiveProject, groups } = summarise(profile, { from, to, groups: GROUPS })
 
 const perTurn = (us) => `${round(us / TURNS, 1)} µs/turn (${round((100 * us) / total, 1)} %)`
-const top = (map, n) => [...map.entries()].sort((a, b) => b[1] - a[1]).slice(0, n)
 
 // Young-generation bytes freed per turn, from --trace-gc lines "Scavenge A (B) -> C (D) MB".
 let freedMb = 0
