@@ -12,7 +12,7 @@ import type * as Scope from "effect/Scope"
 import { Brain, BrainError, type BrainService, decodeBrainAnswer } from "../Brain.js"
 import { makeExchange } from "../fifo/Exchange.js"
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
-import { encodeBrainFrame, plainBrainAnswer } from "../fifo/BrainFrame.js"
+import { makeRequestFrameEncoder, plainBrainAnswer } from "../fifo/BrainFrame.js"
 import { defaultMaxBlockBytes } from "../fifo/Framing.js"
 
 export interface FifoBrainOptions {
@@ -33,9 +33,11 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
       answerPath: options.paths.brainOut,
       maxAnswerBytes: options.maxAnswerBytes ?? defaultMaxBlockBytes
     })
+    // Each turn resends the same history messages and tool specs: their JSON is kept.
+    const encodeRequest = makeRequestFrameEncoder()
     const complete: BrainService["complete"] = (request) =>
       Effect.gen(function*() {
-        const frame = encodeBrainFrame(request)
+        const frame = encodeRequest(request)
         if (Either.isLeft(frame)) {
           return yield* new BrainError({ reason: "fatal", detail: frame.left.message })
         }
