@@ -9,11 +9,11 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import { Brain, BrainError, type BrainService, decodeBrainAnswer } from "../Brain.js"
+import { Brain, BrainError, type BrainService, decodeBrainAnswer, type MessagesResponse } from "../Brain.js"
 import { makeExchange } from "../fifo/Exchange.js"
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
-import { encodeBrainFrame, plainBrainAnswer } from "../fifo/BrainFrame.js"
-import { defaultMaxBlockBytes } from "../fifo/Framing.js"
+import { makeRequestFrameEncoder, plainBrainAnswer } from "../fifo/BrainFrame.js"
+import { defaultMaxBlockBytes, type FrameTooLarge } from "../fifo/Framing.js"
 
 export interface FifoBrainOptions {
   readonly paths: Pick<FifoPaths, "brainIn" | "brainOut">
@@ -33,26 +33,27 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
       answerPath: options.paths.brainOut,
       maxAnswerBytes: options.maxAnswerBytes ?? defaultMaxBlockBytes
     })
-    const complete: BrainService["complete"] = (request) =>
-      Effect.gen(function*() {
-        const frame = encodeBrainFrame(request)
-        if (Either.isLeft(frame)) {
-          return yield* new BrainError({ reason: "fatal", detail: frame.left.message })
-        }
-        const answer = yield* exchange.ask(frame.right, timeout).pipe(
-          Effect.catchTags({
-            ExchangeTimeout: () =>
-              new BrainError({ reason: "timeout", detail: `no answer on brain_out within ${Duration.format(timeout)}` }),
-            FrameTooLarge: (error) => new BrainError({ reason: "fatal", detail: `brain answer ${error.message}` }),
-            FifoError: (error) => new BrainError({ reason: "fatal", detail: error.message })
-          })
-        )
-        // The usual answer skips the Schema; anything else (errors, other
-        // blocks, odd fields) takes the full decode and its messages.
-        const json = Either.try(() => JSON.parse(answer) as unknown)
-        const plain = Either.isRight(json) ? plainBrainAnswer(json.right) : undefined
-        return plain ?? (yield* decodeBrainAnswer(answer))
-      })
+    // Each turn resends the same history messages and tool specs: their JSON is kept.
+    const encodeRequest = makeRequestFrameEncoder()
+    // Made once: a turn's path builds no handler objects or generators of its own.
+    const exchangeFailures = {
+      ExchangeTimeout: () =>
+        new BrainError({ reason: "timeout", detail: `no answer on brain_out within ${Duration.format(timeout)}` }),
+      FrameTooLarge: (error: FrameTooLarge) => new BrainError({ reason: "fatal", detail: `brain answer ${error.message}` }),
+      FifoError: (error: FifoError) => new BrainError({ reason: "fatal", detail: error.message })
+    }
+    // The usual answer skips the Schema; anything else (errors, other
+    // blocks, odd fields) takes the full decode and its messages.
+    const readAnswer = (answer: string): Effect.Effect<MessagesResponse, BrainError> => {
+      const json = Either.try(() => JSON.parse(answer) as unknown)
+      const plain = Either.isRight(json) ? plainBrainAnswer(json.right) : undefined
+      return plain !== undefined ? Effect.succeed(plain) : decodeBrainAnswer(answer)
+    }
+    const complete: BrainService["complete"] = (request) => {
+      const frame = encodeRequest(request)
+      if (Either.isLeft(frame)) return Effect.fail(new BrainError({ reason: "fatal", detail: frame.left.message }))
+      return Effect.flatMap(Effect.catchTags(exchange.ask(frame.right, timeout), exchangeFailures), readAnswer)
+    }
     return { complete }
   })
 

@@ -20,6 +20,78 @@ import { MalformedMessage, compactJson, excerpt } from "./Framing.js"
 export const encodeBrainFrame = (value: unknown): Either.Either<string, MalformedMessage> =>
   Either.map(compactJson(value), (json) => `${json}\n\n`)
 
+const isPlainObject = (value: unknown): value is Record<string, unknown> => {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false
+  const proto = Object.getPrototypeOf(value)
+  return (proto === Object.prototype || proto === null) && typeof (value as { toJSON?: unknown }).toJSON !== "function"
+}
+
+/**
+ * The agent's request frames, assembled from pieces kept between requests:
+ * the JSON of each element of a top-level array (each message, each tool
+ * spec) by object identity, and of each top-level string by key while it is
+ * equal. A turn resends the same history messages and tool specs (Prompt
+ * keeps their identity), so most of the request's JSON is made once. The
+ * bytes are exactly `encodeBrainFrame`'s. Its caller's contract: a request's
+ * objects are never modified once made (Prompt's and Turn's are not); a
+ * value outside plain JSON data (toJSON, class instances) takes
+ * `encodeBrainFrame` whole.
+ */
+export const makeRequestFrameEncoder = (): ((request: MessagesRequest) => Either.Either<string, MalformedMessage>) => {
+  const elements = new WeakMap<object, string>()
+  const strings = new Map<string, { readonly value: string; readonly json: string }>()
+  const elementJson = (element: unknown): string | undefined => {
+    if (!isPlainObject(element)) {
+      // Inside an array JSON writes undefined, functions and symbols as null.
+      if (element === undefined || typeof element === "function" || typeof element === "symbol") return "null"
+      return Array.isArray(element) || (typeof element === "object" && element !== null) ? undefined : JSON.stringify(element)
+    }
+    let json = elements.get(element)
+    if (json === undefined) {
+      json = JSON.stringify(element)
+      elements.set(element, json)
+    }
+    return json
+  }
+  const valueJson = (key: string, value: unknown): string | undefined => {
+    if (typeof value === "string") {
+      const kept = strings.get(key)
+      if (kept !== undefined && kept.value === value) return kept.json
+      const json = JSON.stringify(value)
+      strings.set(key, { value, json })
+      return json
+    }
+    if (!Array.isArray(value)) return isPlainObject(value) || typeof value !== "object" ? JSON.stringify(value) : undefined
+    const parts: Array<string> = []
+    for (let i = 0; i < value.length; i++) {
+      const json = elementJson(value[i])
+      if (json === undefined) return undefined
+      parts.push(json)
+    }
+    return `[${parts.join(",")}]`
+  }
+  const assemble = (request: unknown): string | undefined => {
+    if (!isPlainObject(request)) return undefined
+    const fields: Array<string> = []
+    for (const key of Object.keys(request)) {
+      const value = request[key]
+      // Left out by JSON, as JSON.stringify leaves them out.
+      if (value === undefined || typeof value === "function" || typeof value === "symbol") continue
+      const json = valueJson(key, value)
+      if (json === undefined) return undefined
+      fields.push(`${JSON.stringify(key)}:${json}`)
+    }
+    return `{${fields.join(",")}}`
+  }
+  return (request) => {
+    // Anything JSON cannot write (a cycle, a BigInt) gets encodeBrainFrame's error.
+    const assembled = Either.try(() => assemble(request))
+    return Either.isRight(assembled) && assembled.right !== undefined
+      ? Either.right(`${assembled.right}\n\n`)
+      : encodeBrainFrame(request)
+  }
+}
+
 /**
  * What a brain bridge answers when it gives up. A failure caused by the
  * settings adds `misconfigured` ({problem, setting}, never a value) beside

@@ -15,10 +15,8 @@ import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { BrainService } from "../Brain.js"
-import type { ClawsService, ToolResult } from "../Claws.js"
 import type { InteractError, InteractService } from "../Interact.js"
 import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame } from "./BrainFrame.js"
-import { ClawRequest, decodeClawRequest, encodeClawAnswer } from "./ClawFrame.js"
 import { defaultMaxBlockBytes, defaultMaxLineBytes, type Frame, framed, makeBlockFramer, makeLineFramer } from "./Framing.js"
 import { decodeInteractLine, encodeInteractLine } from "./InteractLine.js"
 import { openReader, openWriter } from "./PipeEnd.js"
@@ -66,48 +64,8 @@ export const serveBrain = (
     )
   }))
 
-/** Text of a tool result as the agent must read it back: a failed tool's answer begins with `Error:`. */
-const resultText = (name: string, result: ToolResult): string =>
-  !result.isError || result.content.startsWith("Error:") || result.content.trim() === `Unknown tool: ${name}`
-    ? result.content
-    : `Error: ${result.content}`
-
-/**
- * Reads claw_in lines, answers each on claw_out: the catalog as a JSON array,
- * or the tool's result text. Empty lines are not requests and get no answer.
- */
-export const serveClaws = (
-  claws: ClawsService,
-  paths: Pick<FifoPaths, "clawIn" | "clawOut">,
-  options: ServeOptions = {}
-): Effect.Effect<never, FifoError> =>
-  Effect.scoped(Effect.gen(function*() {
-    const requests = yield* openReader(paths.clawIn)
-    const answers = yield* openWriter(paths.clawOut)
-    const answer = (request: ClawRequest): Effect.Effect<string> =>
-      ClawRequest.$match(request, {
-        // Rejected declarations are the service's to report (script claws warn
-        // once per problem); logging them here too would repeat them per message.
-        ListTools: () => Effect.map(claws.list, (catalog) => JSON.stringify(catalog.tools)),
-        Call: ({ input, name }) => Effect.map(claws.call(name, input), (result) => resultText(name, result))
-      }).pipe(
-        Effect.catchTag("ClawsError", (error) =>
-          Effect.as(Effect.logWarning(`claws failed: ${error.message}`), `Error: ${error.message}`)),
-        Effect.catchAllDefect((defect) => Effect.as(Effect.logError("claws crashed", defect), "Error: tool crashed"))
-      )
-    return yield* requests.chunks.pipe(
-      framed(() => makeLineFramer(options.maxRequestBytes ?? defaultMaxLineBytes)),
-      Stream.filter((line) => Either.isLeft(line) || line.right.replace(/\r$/, "") !== ""),
-      Stream.runForEach((line) =>
-        Either.match(Either.flatMap(line, decodeClawRequest), {
-          onLeft: (error) =>
-            Effect.logWarning(`bad request on claw_in: ${error.message}`).pipe(Effect.as(`Error: ${error.message}`)),
-          onRight: answer
-        }).pipe(Effect.flatMap((text) => answers.write(encodeClawAnswer(text))))
-      ),
-      Effect.zipRight(Effect.never)
-    )
-  }))
+// The claws' side has its own module (plain callbacks, on every message's path with `--claw scripts`).
+export { serveClaws } from "./ServeClaws.js"
 
 /**
  * Forwards the service's messages to interact_in and delivers the lines of

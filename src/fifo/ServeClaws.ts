@@ -1,0 +1,134 @@
+/**
+ * The bridge side of claw_in / claw_out: serve a Claws service on the far
+ * ends of the pipes. With `--claw scripts` this runs in the agent's own
+ * process and answers a discovery on every message, so it is plain
+ * callbacks (as the agent's Exchange) rather than a Stream: the Stream, its
+ * queue and its framing stages cost more than the listing itself. The
+ * catalogue's JSON is kept while the service hands out the same tools array
+ * (script discovery does until a claw changes).
+ *
+ * Requests are answered one at a time, in order, and every request gets
+ * exactly one answer (an error answer when it cannot be served), so the
+ * requester's order-based matching never slips.
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type { ClawsService, ToolDefinition, ToolResult } from "../Claws.js"
+import { ClawRequest, decodeClawRequest, encodeClawAnswer } from "./ClawFrame.js"
+import { type FifoError, type FifoPaths } from "./FifoPaths.js"
+import { defaultMaxLineBytes, type Frame, makeLineFramer } from "./Framing.js"
+import { listenReader, openWriter } from "./PipeEnd.js"
+
+export interface ServeClawsOptions {
+  /** Largest request line accepted. */
+  readonly maxRequestBytes?: number
+}
+
+/** Text of a tool result as the agent must read it back: a failed tool's answer begins with `Error:`. */
+const resultText = (name: string, result: ToolResult): string =>
+  !result.isError || result.content.startsWith("Error:") || result.content.trim() === `Unknown tool: ${name}`
+    ? result.content
+    : `Error: ${result.content}`
+
+/** `JSON.stringify(tools)`, remembered for the last array seen (its declarations are never modified). */
+export const catalogJsonMemo = (): ((tools: ReadonlyArray<ToolDefinition>) => string) => {
+  let seen: ReadonlyArray<ToolDefinition> | undefined
+  let json = ""
+  return (tools) => {
+    if (tools !== seen) {
+      json = JSON.stringify(tools)
+      seen = tools
+    }
+    return json
+  }
+}
+
+/** Lines waiting beyond which the pipe is left to hold the rest (a flooding peer cannot grow our buffer). */
+const maxPendingLines = 64
+
+const isBlankLine = (line: Frame) => Either.isRight(line) && (line.right === "" || line.right === "\r")
+
+/**
+ * Reads claw_in lines, answers each on claw_out: the catalog as a JSON array,
+ * or the tool's result text. Empty lines are not requests and get no answer.
+ * Fails only when a pipe breaks.
+ */
+export const serveClaws = (
+  claws: ClawsService,
+  paths: Pick<FifoPaths, "clawIn" | "clawOut">,
+  options: ServeClawsOptions = {}
+): Effect.Effect<never, FifoError> =>
+  Effect.scoped(Effect.gen(function*() {
+    const answers = yield* openWriter(paths.clawOut)
+    const catalogJson = catalogJsonMemo()
+    const framer = makeLineFramer(options.maxRequestBytes ?? defaultMaxLineBytes)
+    const pending: Array<Frame> = []
+    let broken: FifoError | undefined
+    let paused = false
+    let waiting: ((next: Effect.Effect<Frame, FifoError>) => void) | undefined
+    const wake = () => {
+      const resume = waiting
+      if (resume === undefined) return
+      const line = pending.shift()
+      if (line !== undefined) {
+        waiting = undefined
+        resume(Effect.succeed(line))
+      } else if (broken !== undefined) {
+        waiting = undefined
+        resume(Effect.fail(broken))
+      }
+    }
+    const valve = yield* listenReader(paths.clawIn, {
+      onChunk: (chunk) => {
+        for (const line of framer.push(chunk)) if (!isBlankLine(line)) pending.push(line)
+        if (pending.length >= maxPendingLines && !paused) {
+          paused = true
+          valve.pause()
+        }
+        wake()
+      },
+      onFailure: (error) => {
+        broken = error
+        wake()
+      }
+    })
+    const open = () => {
+      if (!paused) return
+      paused = false
+      valve.resume()
+    }
+    // The next line; lines that came before a break are still answered.
+    const nextLine = Effect.async<Frame, FifoError>((resume) => {
+      const line = pending.shift()
+      if (line !== undefined) {
+        if (pending.length === 0) open()
+        return resume(Effect.succeed(line))
+      }
+      if (broken !== undefined) return resume(Effect.fail(broken))
+      open()
+      waiting = resume
+      return Effect.sync(() => {
+        waiting = undefined
+      })
+    })
+
+    const answer = (request: ClawRequest): Effect.Effect<string> =>
+      ClawRequest.$match(request, {
+        // Rejected declarations are the service's to report (script claws warn
+        // once per problem); logging them here too would repeat them per message.
+        ListTools: () => Effect.map(claws.list, (catalog) => catalogJson(catalog.tools)),
+        Call: ({ input, name }) => Effect.map(claws.call(name, input), (result) => resultText(name, result))
+      }).pipe(
+        Effect.catchTag("ClawsError", (error) =>
+          Effect.as(Effect.logWarning(`claws failed: ${error.message}`), `Error: ${error.message}`)),
+        Effect.catchAllDefect((defect) => Effect.as(Effect.logError("claws crashed", defect), "Error: tool crashed"))
+      )
+    const serveLine = (line: Frame): Effect.Effect<void, FifoError> =>
+      Either.match(Either.flatMap(line, decodeClawRequest), {
+        onLeft: (error) =>
+          Effect.logWarning(`bad request on claw_in: ${error.message}`).pipe(Effect.as(`Error: ${error.message}`)),
+        onRight: answer
+      }).pipe(Effect.flatMap((text) => answers.write(encodeClawAnswer(text))))
+
+    return yield* Effect.forever(Effect.flatMap(nextLine, serveLine))
+  }))

@@ -1,0 +1,85 @@
+/**
+ * The agent's request frames assembled from kept pieces (BrainFrame
+ * makeRequestFrameEncoder): byte for byte what JSON.stringify writes, turn
+ * after turn, with the same messages and tool specs resent and new ones
+ * added, and the same errors for what JSON cannot hold.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Either from "effect/Either"
+import fc from "fast-check"
+import type { MessagesRequest } from "../../src/Brain.js"
+import type { ToolDefinition } from "../../src/Claws.js"
+import { encodeBrainFrame, makeRequestFrameEncoder } from "../../src/fifo/BrainFrame.js"
+import { conversation, toolSpecsMemo, turnRequest } from "../../src/Prompt.js"
+
+const expected = (request: unknown) => `${JSON.stringify(request)}\n\n`
+
+const tools: ReadonlyArray<ToolDefinition> = [
+  { name: "time", description: "What time it is", input_schema: { type: "object" as const, properties: {} } },
+  { name: "echo", description: "Says \"it\" back\n\u2028", input_schema: { type: "object" as const, properties: { text: { type: "string" } } } }
+]
+
+describe("request frames from kept pieces", () => {
+  it("are the bytes of JSON.stringify over turns that resend the same history and tool specs", () => {
+    for (const cache of [false, true]) {
+      const encode = makeRequestFrameEncoder()
+      const specs = toolSpecsMemo()
+      const history: Array<{ role: "user" | "assistant"; content: string }> = []
+      for (let turn = 0; turn < 6; turn++) {
+        const text = `message ${turn} with "quotes", \\ and émoji 🦀`
+        const messages = conversation(history, text, cache)
+        const request = turnRequest({
+          model: "m",
+          maxTokens: 64,
+          system: turn < 3 ? "soul" : "soul\n---\nCONVERSATION SUMMARY:\nsummary",
+          messages,
+          tools,
+          cache,
+          specs: specs(tools, cache)
+        })
+        expect(Either.getOrThrow(encode(request))).toBe(expected(request))
+        // A tool round grows the same messages array; the next request must see it.
+        messages.push({ role: "assistant", content: [{ type: "tool_use", id: `t${turn}`, name: "time", input: {} }] })
+        messages.push({ role: "user", content: [{ type: "tool_result", tool_use_id: `t${turn}`, content: "noon" }] })
+        expect(Either.getOrThrow(encode(request))).toBe(expected(request))
+        history.push({ role: "user", content: text }, { role: "assistant", content: `reply ${turn}` })
+      }
+    }
+  })
+
+  it("write fields the schema does not know, and leave out what JSON leaves out, as JSON.stringify does", () => {
+    const encode = makeRequestFrameEncoder()
+    const request = {
+      model: "m",
+      max_tokens: 5,
+      temperature: 0.2,
+      stop_sequences: ["a", undefined, null, 3],
+      metadata: { user_id: "u" },
+      tool_choice: undefined,
+      messages: [{ role: "user", content: "hi", extra: undefined }, null, 7]
+    } as unknown as MessagesRequest
+    expect(Either.getOrThrow(encode(request))).toBe(expected(request))
+    expect(Either.getOrThrow(encode(request))).toBe(expected(request))
+  })
+
+  it("take the whole encoding for values with toJSON, and fail as it does on what JSON cannot hold", () => {
+    const encode = makeRequestFrameEncoder()
+    const dated = { model: "m", max_tokens: 1, when: new Date(0), messages: [{ toJSON: () => "custom" }] }
+    expect(Either.getOrThrow(encode(dated as unknown as MessagesRequest))).toBe(expected(dated))
+    const big = { model: "m", max_tokens: 1, messages: [{ role: "user", content: 1n }] } as unknown as MessagesRequest
+    const failed = encode(big)
+    expect(Either.isLeft(failed)).toBe(true)
+    expect(failed).toEqual(encodeBrainFrame(big))
+  })
+
+  it("match JSON.stringify for any JSON data, encoded twice with one encoder", () => {
+    const encode = makeRequestFrameEncoder()
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.array(fc.jsonValue()), (fields, messages) => {
+        const request = { ...fields, messages } as unknown as MessagesRequest
+        expect(Either.getOrThrow(encode(request))).toBe(expected(request))
+        expect(Either.getOrThrow(encode(request))).toBe(expected(request))
+      })
+    )
+  })
+})

@@ -1,0 +1,48 @@
+/**
+ * The built-in claws bridge's own path (ServeClaws): a burst of requests
+ * larger than it holds at once is answered whole and in order (the pipe
+ * keeps the rest meanwhile), and the catalogue's kept JSON follows a changed
+ * catalogue.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as path from "node:path"
+import { Effect } from "effect"
+import type { ToolDefinition } from "../../src/Claws.js"
+import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
+import { openWriter } from "../../src/fifo/PipeEnd.js"
+import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
+import { catalogJsonMemo, serveClaws } from "../../src/fifo/ServeClaws.js"
+import { blocksFrom, tempDir } from "../support/FifoKit.js"
+
+const runtime = Effect.flatMap(tempDir, (dir) => makeRuntimeDir(path.join(dir, "run")))
+
+const echo: InMemoryClaws.InMemoryTool = {
+  definition: { name: "echo", description: "Echo", input_schema: { type: "object" } },
+  run: (input) => Effect.succeed({ content: JSON.stringify(input), isError: false })
+}
+
+describe("ServeClaws", () => {
+  it.scoped("answers a burst of 300 requests in one write, every one, in order", () =>
+    Effect.gen(function*() {
+      const paths = yield* runtime
+      yield* Effect.forkScoped(serveClaws(InMemoryClaws.make([echo]), paths))
+      const requests = yield* openWriter(paths.clawIn)
+      const answers = yield* blocksFrom(paths.clawOut)
+      const burst = Array.from({ length: 300 }, (_, i) => i % 50 === 0 ? "__list_tools__\n" : `echo\t{"n":${i}}\n`)
+      yield* requests.write(burst.join("\n"))
+      for (let i = 0; i < burst.length; i++) {
+        const answer = yield* answers.take
+        if (i % 50 === 0) expect(JSON.parse(answer)).toEqual([echo.definition])
+        else expect(answer).toBe(`{"n":${i}}`)
+      }
+    }))
+
+  it("keeps the catalogue's JSON only while the tools array is the same one", () => {
+    const json = catalogJsonMemo()
+    const first: Array<ToolDefinition> = [echo.definition]
+    expect(json(first)).toBe(JSON.stringify(first))
+    const second: Array<ToolDefinition> = [echo.definition, { name: "time", description: "Time", input_schema: { type: "object" } }]
+    expect(json(second)).toBe(JSON.stringify(second))
+    expect(json([])).toBe("[]")
+  })
+})
