@@ -14,7 +14,7 @@ import * as path from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Effect, Exit, Redacted, Scope } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest"
 import * as FakeDiscord from "../support/FakeDiscord.js"
 import { usePostgres } from "../support/Postgres.js"
 import * as Cli from "../support/Cli.js"
@@ -164,6 +164,11 @@ describe("serve --cluster --bridge discord", () => {
     const before = identifies()
     const pair = [await startRunner(env, DISCORD_RUNNER), await startRunner(env, DISCORD_RUNNER)] as const
     runners.push(...pair)
+    // A takeover that stalls says where: each runner's own account, and the replies seen.
+    onTestFailed(() => {
+      pair.forEach((runner, i) => console.error(`runner ${i} output (last 3000 characters):\n${runner.output().slice(-3000)}`))
+      console.error(`replies in the channel: ${JSON.stringify(repliesIn(channels[5]!))}`)
+    })
     await Promise.race(pair.map((runner) => logged(runner, /this runner holds the Discord gateway/)))
     const holder = /this runner holds the Discord gateway/.test(pair[0].output()) ? pair[0] : pair[1]
     const standby = holder === pair[0] ? pair[1] : pair[0]
