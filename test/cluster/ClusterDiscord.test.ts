@@ -162,6 +162,9 @@ describe("serve --cluster --bridge discord", () => {
     await runners[0]!.kill("SIGKILL")
     const identifies = () => fake.gateway().filter((record) => record.event === "received" && record.op === 2).length
     const before = identifies()
+    // Earlier tests' runners registered the slash commands too: only a registration after this point is the new holder's.
+    const registrations = () => fake.rest().filter((record) => record.method === "PUT").length
+    const registeredBefore = registrations()
     const pair = [await startRunner(env, DISCORD_RUNNER), await startRunner(env, DISCORD_RUNNER)] as const
     runners.push(...pair)
     // A takeover that stalls says where: each runner's own account, and the replies seen.
@@ -176,7 +179,8 @@ describe("serve --cluster --bridge discord", () => {
     const channel = channels[5]!
     const answered = repliesIn(channel).length
     await run(fake.waitFor(() => identifies() > before ? true : undefined))
-    await run(fake.waitFor(() => fake.rest().filter((record) => record.method === "PUT").length >= 2 ? true : undefined))
+    // Its gateway session is ready once it has registered the commands; a message sent before could be missed by the test's count.
+    await run(fake.waitFor(() => registrations() > registeredBefore ? true : undefined))
     await say(channel, "before the takeover")
     await waitForReplies(channel, answered + 1)
     // A turn under way when the holder dies: its message is stored, its reply not yet posted.
