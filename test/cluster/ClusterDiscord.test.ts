@@ -178,6 +178,9 @@ describe("serve --cluster --bridge discord", () => {
     await logged(standby, /another runner holds the Discord gateway/)
     const channel = channels[5]!
     const answered = repliesIn(channel).length
+    // The other channels' messages were all answered before: neither holder may answer them again.
+    const elsewhere = () => fake.created().filter((message) => message.channelId !== channel).length
+    const answeredElsewhere = elsewhere()
     await run(fake.waitFor(() => identifies() > before ? true : undefined))
     // Its gateway session is ready once it has registered the commands; a message sent before could be missed by the test's count.
     await run(fake.waitFor(() => registrations() > registeredBefore ? true : undefined))
@@ -202,6 +205,7 @@ describe("serve --cluster --bridge discord", () => {
       // Fetched over REST, the message names its author by the fake's user name rather than the nickname.
       { text: expect.stringMatching(/^reply to [^:]+: while nobody listens$/), to: missed }
     ])
+    expect(elsewhere()).toBe(answeredElsewhere)
     expect(identifies()).toBe(before + 2)
     expect(brainCalls().filter((text) => text.endsWith(": while nobody listens")).length).toBe(1)
   }, 120_000)

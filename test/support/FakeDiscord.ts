@@ -384,13 +384,7 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
         if (method === "GET" && path === "/api/v10/applications/@me") {
           return reply(200, { id: options.botUserId, name: "planckclaw", flags: options.applicationFlags ?? 1 << 19 })
         }
-        const channelGet = /^\/api\/v10\/channels\/(\d+)$/.exec(path)
-        if (
-          method === "GET" && channelGet !== null && options.channelIds.includes(channelGet[1]!) &&
-          !(options.hiddenChannelIds ?? []).includes(channelGet[1]!)
-        ) {
-          return reply(200, channel(channelGet[1]!))
-        }
+        // GET /channels/{id} is the inbound route's: it says the channel's last message, as Discord does.
         const typing = /^\/api\/v10\/channels\/(\d+)\/typing$/.exec(path)
         if (method === "POST" && typing !== null) return reply(204)
         const messages = /^\/api\/v10\/channels\/(\d+)\/messages$/.exec(path)
