@@ -19,6 +19,12 @@ export interface InboundMessage {
 export interface OutboundMessage {
   readonly channel: string
   readonly text: string
+  /**
+   * The message this answers, named the same by every process that may send
+   * the reply (Discord's `discord-<message id>`): a bridge that can make a
+   * second send of one reply a no-op uses it (Discord: as the parts' nonces).
+   */
+  readonly key?: string | undefined
 }
 
 export class InteractError extends Data.TaggedError("InteractError")<{

@@ -109,12 +109,14 @@ export const run = (options: RunOptions = {}): Effect.Effect<
       return lock
     }
     const { owed } = options
+    // Keyed by the Discord message it answers: a reply sent twice (handed over again after a takeover) posts once.
+    const outbound = (message: Discord.DiscordMessage, text: string) => ({ channel: message.channel, text, key: keyFor(message) })
     // With owed replies, a reply is done with once the outbox holds it; else once delivered.
     const reply = (message: Discord.DiscordMessage, text: string) =>
       lockOf(message.channel).withPermits(1)(
         Effect.zipRight(
           bridge.targets.expect(message.channel, message.target),
-          owed === undefined ? bridge.send({ channel: message.channel, text }) : Effect.asVoid(bridge.accept({ channel: message.channel, text }))
+          owed === undefined ? bridge.send(outbound(message, text)) : Effect.asVoid(bridge.accept(outbound(message, text)))
         )
       ).pipe(Effect.ignore, Effect.zipRight(owed === undefined ? Effect.void : owed.done(message)))
 

@@ -7,7 +7,7 @@
  * (ChannelDelivery): the first part references the question, or edits the
  * deferred response of a slash command.
  */
-import { randomBytes } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import { REST, Routes } from "discord.js"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
@@ -69,6 +69,15 @@ export const showTyping = (post: RestCall) => (channel: string): Effect.Effect<u
 const newNonce = Effect.sync(() => randomBytes(12).toString("hex"))
 
 /**
+ * The nonce of part `index` of the reply to the message `key` names: the same
+ * whoever sends it, so a reply handed over twice (a gateway holder that died
+ * after posting, before noting it posted) is one message while Discord
+ * remembers the nonce (minutes). 24 characters; Discord allows 25.
+ */
+export const nonceFor = (key: string, index: number): string =>
+  createHash("sha256").update(key).digest("hex").slice(0, 20) + index.toString(16).padStart(4, "0")
+
+/**
  * The adapter's `send` and `accept`. Replies journaled by an earlier run are
  * queued first, before any new one; their typing indicators are long gone.
  */
@@ -101,7 +110,9 @@ export const makeSend = (
           yield* Effect.logWarning(`Empty reply for Discord channel ${channel}: nothing sent`)
           return yield* Deferred.make<void, InteractError>().pipe(Effect.tap((done) => Deferred.succeed(done, undefined)))
         }
-        const parts = yield* Effect.forEach(contents, (content) => Effect.map(newNonce, (nonce) => ({ content, nonce })))
+        const { key } = message
+        const parts = yield* Effect.forEach(contents, (content, index) =>
+          key === undefined ? Effect.map(newNonce, (nonce) => ({ content, nonce })) : Effect.succeed({ content, nonce: nonceFor(key, index) }))
         const owed = yield* outbox.queue({ channel, parts, target, at: yield* Clock.currentTimeMillis })
         return yield* lanes.submit(owed, { then: end, report })
       })

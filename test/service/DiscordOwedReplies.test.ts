@@ -1,0 +1,100 @@
+/**
+ * Owed Discord replies handed over twice. A gateway holder that posted a
+ * reply and died before noting it done leaves the message owed; the next
+ * holder hands it over again under its key, gets the stored reply and sends
+ * it again. The parts' nonces come from the message's key, so Discord (here
+ * FakeDiscord, which honours `enforce_nonce` as Discord does) keeps one message.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Exit, Layer, Scope } from "effect"
+import type * as Discord from "../../src/interact/discord/DiscordInteract.js"
+import { outboxFileName, replay } from "../../src/interact/discord/Outbox.js"
+import { nonceFor } from "../../src/interact/discord/Replies.js"
+import * as DiscordRoutes from "../../src/service/DiscordRoutes.js"
+import * as FakeDiscord from "../support/FakeDiscord.js"
+import { echoBrain, hostLayer, tempDir } from "./Kit.js"
+
+const token = "test-bot-token"
+const botUserId = "100000000000000001"
+const guildId = "200000000000000001"
+const channel = "300000000000000001"
+const alice = "400000000000000001"
+
+/** Owed replies that are never noted done: the holder always "dies" before it can. */
+const neverDone = () => {
+  const noted = new Map<string, Discord.DiscordMessage>()
+  const owed: DiscordRoutes.OwedReplies = {
+    record: (message) => Effect.sync(() => void noted.set(DiscordRoutes.keyFor(message), message)),
+    done: () => Effect.void,
+    pending: Effect.sync(() => [...noted.values()])
+  }
+  return owed
+}
+
+/** Resolves once `holds()` is true, checked at every change in the directory of `file`. */
+const untilChanged = (file: string, holds: () => boolean) =>
+  Effect.async<void>((resume) => {
+    const watcher = fs.watch(path.dirname(file), () => check())
+    const check = () => {
+      if (!holds()) return
+      watcher.close()
+      resume(Effect.void)
+    }
+    check()
+    return Effect.sync(() => watcher.close())
+  })
+
+const posts = (fake: FakeDiscord.FakeDiscord) =>
+  fake.rest().filter((record) => record.method === "POST" && record.path === `/api/v10/channels/${channel}/messages`)
+
+describe("Discord replies handed over again", () => {
+  it("are derived from the message key: the same key gives the same nonces, another key others, within Discord's 25 characters", () => {
+    expect(nonceFor("discord-1", 0)).toBe(nonceFor("discord-1", 0))
+    expect(nonceFor("discord-1", 0)).not.toBe(nonceFor("discord-1", 1))
+    expect(nonceFor("discord-1", 0)).not.toBe(nonceFor("discord-2", 0))
+    expect(nonceFor("discord-1", 65535).length).toBeLessThanOrEqual(25)
+  })
+
+  it.scopedLive("a reply posted by a holder that died before noting it is sent again by the next holder and posted once", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channel] })
+      const values = { DISCORD_BOT_TOKEN: token, DISCORD_CHANNEL_ID: channel, DISCORD_API_URL: fake.apiUrl }
+      const host = yield* Layer.build(hostLayer(root, echoBrain().layer, values))
+      const owed = neverDone()
+      const holder = (ready: number) =>
+        Effect.gen(function*() {
+          const term = yield* Scope.make()
+          yield* DiscordRoutes.run({ owed }).pipe(
+            Effect.provide(host),
+            Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(values)))),
+            Effect.forkIn(term)
+          )
+          yield* fake.waitFor(() => fake.rest().filter((record) => record.method === "PUT").length >= ready ? true : undefined)
+          return term
+        })
+
+      const first = yield* holder(1)
+      const question = yield* fake.messageCreate({ channelId: channel, authorId: alice, nick: "Alice", content: "hello" })
+      // Posted and journaled as delivered (so nothing of it is left in the outbox for the next holder)...
+      const outbox = path.join(root, "agents", outboxFileName)
+      yield* fake.waitFor(() => posts(fake).length === 1 ? true : undefined)
+      yield* untilChanged(outbox, () => replay(fs.readFileSync(outbox, "utf8")).length === 0)
+      // ...but not noted done: the holder dies here.
+      yield* Scope.close(first, Exit.void)
+
+      // The next holder finds the message still owed and sends its reply again.
+      const second = yield* holder(2)
+      yield* fake.waitFor(() => posts(fake).length === 2 ? true : undefined)
+      yield* Scope.close(second, Exit.void)
+
+      const [once, again] = posts(fake).map((record) => record.body as { nonce: string; content: string })
+      expect(again!.nonce).toBe(once!.nonce)
+      expect(again!.content).toBe("echo Alice: hello")
+      expect(fake.created().filter((message) => message.channelId === channel)).toEqual([
+        expect.objectContaining({ content: "echo Alice: hello", reference: question })
+      ])
+    }))
+})
