@@ -116,7 +116,7 @@ const safetyScan = (discovery: Discovery) =>
 
 /** Claws found by a full stat scan of the directory on every list (a one-off listing, as `planckclaw tools`). */
 export const make = (config: ScriptsConfig): Effect.Effect<ClawsService> =>
-  Effect.sync(() => build(config, makeDiscovery(config.directory)))
+  Effect.sync(() => build(config, makeDiscovery(config.directory), catchUp))
 
 /**
  * Claws found with change notification on the directory for the life of
@@ -126,23 +126,38 @@ export const make = (config: ScriptsConfig): Effect.Effect<ClawsService> =>
  */
 export const makeWatched = (
   config: ScriptsConfig,
-  startWatch?: WatchDirectory
+  startWatch?: WatchDirectory,
+  /** What a list waits for before its scan: the catch-up, unless a test counts it. */
+  waitForEvents: Effect.Effect<void> = catchUp
 ): Effect.Effect<ClawsService, never, Scope.Scope> =>
   Effect.gen(function*() {
     const discovery = makeDiscovery(config.directory, startWatch)
     yield* Effect.acquireRelease(Effect.sync(discovery.watch), (stop) => Effect.sync(stop))
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(safetyScanInterval), safetyScan(discovery))))
-    return build(config, discovery)
+    return build(config, discovery, waitForEvents)
   })
 
-const build = (config: ScriptsConfig, discovery: Discovery): ClawsService => {
+const build = (config: ScriptsConfig, discovery: Discovery, waitForEvents: Effect.Effect<void>): ClawsService => {
   let reported = new Set<string>()
   const watchFailuresLogged = new Set<string>()
 
-  const list: Effect.Effect<Catalog> = Effect.gen(function*() {
-    if (discovery.watching()) yield* catchUp
-    const catalog = discovery.scan()
+  /** The catalogue as it is now, its problems and a failed watch logged once. */
+  const scanAndReport: Effect.Effect<Catalog> = Effect.suspend(() => report(discovery.scan()))
+  let lastReported: Catalog | undefined
+  const report = (catalog: Catalog): Effect.Effect<Catalog> => {
     const failure = discovery.watchFailure()
+    // The warm path: the same catalogue as last time (discovery keeps it while nothing changed), nothing new to log.
+    if (catalog === lastReported && (failure === undefined || watchFailuresLogged.has(failure))) return Effect.succeed(catalog)
+    lastReported = catalog
+    const newProblems = catalog.problems.filter((problem) => !reported.has(`${problem.source}\u0000${problem.reason}`))
+    if (newProblems.length === 0 && (failure === undefined || watchFailuresLogged.has(failure))) {
+      if (reported.size !== catalog.problems.length) reported = problemKeys(catalog)
+      return Effect.succeed(catalog)
+    }
+    return logNews(catalog, failure, newProblems)
+  }
+  const problemKeys = (catalog: Catalog) => new Set(catalog.problems.map((problem) => `${problem.source}\u0000${problem.reason}`))
+  const logNews = (catalog: Catalog, failure: string | undefined, newProblems: ReadonlyArray<{ readonly source: string; readonly reason: string }>) => Effect.gen(function*() {
     if (failure !== undefined && !watchFailuresLogged.has(failure)) {
       watchFailuresLogged.add(failure)
       yield* Effect.logWarning(
@@ -150,15 +165,14 @@ const build = (config: ScriptsConfig, discovery: Discovery): ClawsService => {
       )
     }
     // Warn about a problem once while it lasts, not on every message.
-    const current = new Set(catalog.problems.map((problem) => `${problem.source}\u0000${problem.reason}`))
-    for (const problem of catalog.problems) {
-      if (!reported.has(`${problem.source}\u0000${problem.reason}`)) {
-        yield* Effect.logWarning(`claw problem at ${problem.source}: ${problem.reason}`)
-      }
-    }
-    reported = current
+    for (const problem of newProblems) yield* Effect.logWarning(`claw problem at ${problem.source}: ${problem.reason}`)
+    reported = problemKeys(catalog)
     return catalog
   })
+
+  const list: Effect.Effect<Catalog> = Effect.suspend(() =>
+    discovery.watching() ? Effect.zipRight(waitForEvents, scanAndReport) : scanAndReport
+  )
 
   const run = (name: string, file: string, inputJson: string): Effect.Effect<ToolResult> =>
     Effect.suspend(() => {
@@ -200,7 +214,10 @@ const build = (config: ScriptsConfig, discovery: Discovery): ClawsService => {
 
   const call = (name: string, input: unknown): Effect.Effect<ToolResult> =>
     Effect.gen(function*() {
-      const catalog = yield* list
+      // The catalogue as it is now, without the catch-up: the turn's own
+      // list let every earlier change in, and what the watch reported since
+      // is in this scan too (a stat of the directory when nothing changed).
+      const catalog = yield* scanAndReport
       const file = catalog.files.get(name)
       if (file === undefined) return unknownTool(name)
       if (!isJsonObject(input)) {
