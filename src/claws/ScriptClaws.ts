@@ -85,12 +85,38 @@ const formatOutcome = (name: string, outcome: ChildProcess.RunOutcome, outputMax
 /**
  * Two turns of the event loop: whatever phase we are called from, the loop
  * has polled its descriptors since, so the inotify event of every change
- * whose system call returned before this list started has reached the
- * watcher (the kernel queues it before the call returns).
+ * whose system call returned before this wait began has reached the watcher
+ * (the kernel queues it before the call returns). One turn is not enough:
+ * called from an I/O callback, the first `setImmediate` runs before the loop
+ * polls again.
+ *
+ * Shared: a wait that begins before the pending one's first turn has run
+ * joins it, since the poll between its two turns still comes after the
+ * joiner began; later waits start the next. Many agents listing in the same
+ * turn of the loop (`planckclaw serve`) pay for one wait.
  */
-const catchUp = Effect.async<void>((resume) => {
-  setImmediate(() => setImmediate(() => resume(Effect.void)))
-})
+export const makeCatchUp = (): Effect.Effect<void> => {
+  let joinable: Set<(done: Effect.Effect<void>) => void> | undefined
+  return Effect.async<void>((resume) => {
+    let waiters = joinable
+    if (waiters === undefined) {
+      const started = new Set<(done: Effect.Effect<void>) => void>()
+      waiters = started
+      joinable = started
+      setImmediate(() => {
+        if (joinable === started) joinable = undefined
+        setImmediate(() => {
+          for (const waiter of started) waiter(Effect.void)
+        })
+      })
+    }
+    const mine = waiters
+    mine.add(resume)
+    return Effect.sync(() => {
+      mine.delete(resume)
+    })
+  })
+}
 
 /**
  * How often a watched discovery stats every claw anyway, in the background
@@ -116,7 +142,7 @@ const safetyScan = (discovery: Discovery) =>
 
 /** Claws found by a full stat scan of the directory on every list (a one-off listing, as `planckclaw tools`). */
 export const make = (config: ScriptsConfig): Effect.Effect<ClawsService> =>
-  Effect.sync(() => build(config, makeDiscovery(config.directory), catchUp))
+  Effect.sync(() => build(config, makeDiscovery(config.directory), makeCatchUp()))
 
 /**
  * Claws found with change notification on the directory for the life of
@@ -128,7 +154,7 @@ export const makeWatched = (
   config: ScriptsConfig,
   startWatch?: WatchDirectory,
   /** What a list waits for before its scan: the catch-up, unless a test counts it. */
-  waitForEvents: Effect.Effect<void> = catchUp
+  waitForEvents: Effect.Effect<void> = makeCatchUp()
 ): Effect.Effect<ClawsService, never, Scope.Scope> =>
   Effect.gen(function*() {
     const discovery = makeDiscovery(config.directory, startWatch)

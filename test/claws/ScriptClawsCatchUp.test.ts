@@ -6,8 +6,10 @@
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { execFileSync } from "node:child_process"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Fiber } from "effect"
+import { vi } from "vitest"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
 import * as Sandbox from "../support/Sandbox.js"
 
@@ -68,5 +70,37 @@ describe("Script claws: the catch-up before a scan", () => {
       // A claw removed: the call's own scan (a stat of the directory) sees it gone.
       yield* Effect.sync(() => Fs.rmSync(Path.join(dir, "b.sh")))
       expect(yield* claws.call("second", {})).toEqual({ content: "Unknown tool: second", isError: true })
+    }))
+
+  it.effect("waits that begin together share one catch-up of two loop turns; a wait begun after its first turn starts another", () =>
+    Effect.gen(function*() {
+      const catchUp = Scripts.makeCatchUp()
+      const immediates = vi.spyOn(globalThis, "setImmediate")
+      try {
+        const fibers = yield* Effect.forEach(Array.from({ length: 10 }), () => Effect.fork(catchUp))
+        yield* Effect.forEach(fibers, Fiber.join)
+        expect(immediates).toHaveBeenCalledTimes(2)
+        // Begun inside the first turn: it must see a poll that comes after it, so it waits anew.
+        const late = yield* Effect.async<Fiber.RuntimeFiber<void>>((resume) => {
+          setImmediate(() => resume(Effect.fork(catchUp)))
+        })
+        yield* Fiber.join(late)
+        expect(immediates).toHaveBeenCalledTimes(5)
+      } finally {
+        immediates.mockRestore()
+      }
+    }))
+
+  it.scoped("lists begun together each see an edit another process finished before they began", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeOld(dir, "old.sh", `#!/bin/sh\n#TOOLS:{"name":"before","description":"d"}\n`)
+      const claws = yield* Scripts.makeWatched(settings(dir))
+      expect((yield* claws.list).tools.map((t) => t.name)).toEqual(["before"])
+      expect((yield* claws.list).tools.map((t) => t.name)).toEqual(["before"])
+      // The child has exited when execFileSync returns: its write is done, its event maybe not yet read.
+      execFileSync("/bin/sh", ["-c", `printf '#!/bin/sh\\n%s\\n' '#TOOLS:{"name":"after","description":"d"}' > old.sh`], { cwd: dir })
+      const lists = yield* Effect.forEach(Array.from({ length: 5 }), () => Effect.fork(claws.list))
+      for (const fiber of lists) expect((yield* Fiber.join(fiber)).tools.map((t) => t.name)).toEqual(["after"])
     }))
 })
