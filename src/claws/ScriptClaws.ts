@@ -83,19 +83,25 @@ const formatOutcome = (name: string, outcome: ChildProcess.RunOutcome, outputMax
 }
 
 /**
- * Two turns of the event loop: whatever phase we are called from, the loop
- * has polled its descriptors since, so the inotify event of every change
- * whose system call returned before this wait began has reached the watcher
- * (the kernel queues it before the call returns). One turn is not enough:
- * called from an I/O callback, the first `setImmediate` runs before the loop
- * polls again.
+ * The wait before a watched scan, so that the inotify event of every change
+ * whose system call returned before the wait began has reached the watcher
+ * (the kernel queues it before the call returns; the loop reads it when it
+ * polls).
+ *
+ * `turns` 2, for any caller: whatever phase it is called from, the loop has
+ * polled its descriptors since. One turn is not enough in general: called
+ * from an I/O callback, the first `setImmediate` runs before the loop polls
+ * again. `turns` 1, for a request read from a pipe (`listOnRequest`): the
+ * poll that delivered the request came after the changes made before its
+ * message, and the first `setImmediate` runs once that poll's events are
+ * all handled.
  *
  * Shared: a wait that begins before the pending one's first turn has run
- * joins it, since the poll between its two turns still comes after the
- * joiner began; later waits start the next. Many agents listing in the same
- * turn of the loop (`planckclaw serve`) pay for one wait.
+ * joins it (the poll or the end of the poll it needs still comes after it);
+ * later waits start the next. Many agents listing in the same turn of the
+ * loop (`planckclaw serve`) pay for one wait.
  */
-export const makeCatchUp = (): Effect.Effect<void> => {
+export const makeCatchUp = (turns: 1 | 2): Effect.Effect<void> => {
   let joinable: Set<(done: Effect.Effect<void>) => void> | undefined
   return Effect.async<void>((resume) => {
     let waiters = joinable
@@ -103,11 +109,13 @@ export const makeCatchUp = (): Effect.Effect<void> => {
       const started = new Set<(done: Effect.Effect<void>) => void>()
       waiters = started
       joinable = started
+      const release = () => {
+        for (const waiter of started) waiter(Effect.void)
+      }
       setImmediate(() => {
         if (joinable === started) joinable = undefined
-        setImmediate(() => {
-          for (const waiter of started) waiter(Effect.void)
-        })
+        if (turns === 1) release()
+        else setImmediate(release)
       })
     }
     const mine = waiters
@@ -117,6 +125,14 @@ export const makeCatchUp = (): Effect.Effect<void> => {
     })
   })
 }
+
+/** What a watched list waits for before its scan: any caller's, and a request's read from a pipe. */
+export interface CatchUps {
+  readonly list: Effect.Effect<void>
+  readonly request: Effect.Effect<void>
+}
+
+const makeCatchUps = (): CatchUps => ({ list: makeCatchUp(2), request: makeCatchUp(1) })
 
 /**
  * How often a watched discovery stats every claw anyway, in the background
@@ -142,7 +158,7 @@ const safetyScan = (discovery: Discovery) =>
 
 /** Claws found by a full stat scan of the directory on every list (a one-off listing, as `planckclaw tools`). */
 export const make = (config: ScriptsConfig): Effect.Effect<ClawsService> =>
-  Effect.sync(() => build(config, makeDiscovery(config.directory), makeCatchUp()))
+  Effect.sync(() => build(config, makeDiscovery(config.directory), makeCatchUps()))
 
 /**
  * Claws found with change notification on the directory for the life of
@@ -153,17 +169,17 @@ export const make = (config: ScriptsConfig): Effect.Effect<ClawsService> =>
 export const makeWatched = (
   config: ScriptsConfig,
   startWatch?: WatchDirectory,
-  /** What a list waits for before its scan: the catch-up, unless a test counts it. */
-  waitForEvents: Effect.Effect<void> = makeCatchUp()
+  /** The waits before a scan, unless a test counts them. */
+  catchUps: CatchUps = makeCatchUps()
 ): Effect.Effect<ClawsService, never, Scope.Scope> =>
   Effect.gen(function*() {
     const discovery = makeDiscovery(config.directory, startWatch)
     yield* Effect.acquireRelease(Effect.sync(discovery.watch), (stop) => Effect.sync(stop))
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(safetyScanInterval), safetyScan(discovery))))
-    return build(config, discovery, waitForEvents)
+    return build(config, discovery, catchUps)
   })
 
-const build = (config: ScriptsConfig, discovery: Discovery, waitForEvents: Effect.Effect<void>): ClawsService => {
+const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps): ClawsService => {
   let reported = new Set<string>()
   const watchFailuresLogged = new Set<string>()
 
@@ -196,9 +212,10 @@ const build = (config: ScriptsConfig, discovery: Discovery, waitForEvents: Effec
     return catalog
   })
 
-  const list: Effect.Effect<Catalog> = Effect.suspend(() =>
-    discovery.watching() ? Effect.zipRight(waitForEvents, scanAndReport) : scanAndReport
-  )
+  const listAfter = (wait: Effect.Effect<void>): Effect.Effect<Catalog> =>
+    Effect.suspend(() => discovery.watching() ? Effect.zipRight(wait, scanAndReport) : scanAndReport)
+  const list = listAfter(catchUps.list)
+  const toToolCatalog = ({ problems, tools }: Catalog): ToolCatalog => ({ tools, problems })
 
   const run = (name: string, file: string, inputJson: string): Effect.Effect<ToolResult> =>
     Effect.suspend(() => {
@@ -257,7 +274,8 @@ const build = (config: ScriptsConfig, discovery: Discovery, waitForEvents: Effec
     }).pipe(Effect.withSpan("ScriptClaws.call", { attributes: { tool: name } }))
 
   const service: ClawsService = {
-    list: Effect.map(list, ({ problems, tools }): ToolCatalog => ({ tools, problems })),
+    list: Effect.map(list, toToolCatalog),
+    listOnRequest: Effect.map(listAfter(catchUps.request), toToolCatalog),
     call
   }
   return service

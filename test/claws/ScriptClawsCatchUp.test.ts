@@ -30,14 +30,16 @@ const settings = (directory: string): Scripts.ScriptsConfig => ({
   withheldSecrets: []
 })
 
-/** Two turns of the event loop, as ScriptClaws waits, counted. */
-const countingCatchUp = () => {
-  const count = { value: 0 }
-  const wait = Effect.async<void>((resume) => {
-    count.value++
-    setImmediate(() => setImmediate(() => resume(Effect.void)))
-  })
-  return { count, wait }
+/** ScriptClaws's waits, each counted. */
+const countingCatchUps = () => {
+  const count = { list: 0, request: 0 }
+  const counted = (key: keyof typeof count, wait: Effect.Effect<void>) =>
+    Effect.zipRight(Effect.sync(() => void count[key]++), wait)
+  const catchUps: Scripts.CatchUps = {
+    list: counted("list", Scripts.makeCatchUp(2)),
+    request: counted("request", Scripts.makeCatchUp(1))
+  }
+  return { count, catchUps }
 }
 
 describe("Script claws: the catch-up before a scan", () => {
@@ -45,16 +47,16 @@ describe("Script claws: the catch-up before a scan", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeOld(dir, "echo.sh", `#!/bin/sh\n#TOOLS:{"name":"say","description":"d"}\necho said\n`)
-      const { count, wait } = countingCatchUp()
-      const claws = yield* Scripts.makeWatched(settings(dir), undefined, wait)
+      const { catchUps, count } = countingCatchUps()
+      const claws = yield* Scripts.makeWatched(settings(dir), undefined, catchUps)
       // The first list starts the watch (and stats every claw): nothing to catch up with yet.
       expect((yield* claws.list).tools.map((t) => t.name)).toEqual(["say"])
-      expect(count.value).toBe(0)
+      expect(count).toEqual({ list: 0, request: 0 })
       expect((yield* claws.list).tools.map((t) => t.name)).toEqual(["say"])
-      expect(count.value).toBe(1)
+      expect(count).toEqual({ list: 1, request: 0 })
       expect(yield* claws.call("say", {})).toEqual({ content: "said", isError: false })
       expect(yield* claws.call("say", {})).toEqual({ content: "said", isError: false })
-      expect(count.value).toBe(1)
+      expect(count).toEqual({ list: 1, request: 0 })
     }))
 
   it.scoped("a call still sees a claw added after the list, once its event is in", () =>
@@ -74,7 +76,7 @@ describe("Script claws: the catch-up before a scan", () => {
 
   it.effect("waits that begin together share one catch-up of two loop turns; a wait begun after its first turn starts another", () =>
     Effect.gen(function*() {
-      const catchUp = Scripts.makeCatchUp()
+      const catchUp = Scripts.makeCatchUp(2)
       const immediates = vi.spyOn(globalThis, "setImmediate")
       try {
         const fibers = yield* Effect.forEach(Array.from({ length: 10 }), () => Effect.fork(catchUp))
