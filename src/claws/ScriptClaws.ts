@@ -19,12 +19,13 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { Claws, type ClawsService, type ToolCatalog, type ToolResult, unknownTool } from "../Claws.js"
+import { Claws, type ClawsService, type ToolCatalog, type ToolProblem, type ToolResult, unknownTool } from "../Claws.js"
 import { integerIn, secondsIn } from "../config/ConfigRange.js"
 import { childEnvironment, SecretValuesConfig } from "../config/Secrets.js"
 import { describeError, errnoCode } from "../Errors.js"
 import { describeJsonType, isJsonObject } from "../Json.js"
 import * as ChildProcess from "../process/ChildProcess.js"
+import * as Tracing from "../Tracing.js"
 import { type Catalog, type Discovery, makeDiscovery, type WatchDirectory } from "./ClawDiscovery.js"
 
 /** Seconds before a claw's whole process group is killed; also read by the agent's patience on the claw pipes (Bridges). */
@@ -61,6 +62,8 @@ const dropIncompleteTail = (bytes: Uint8Array): Uint8Array => {
 
 // Invalid UTF-8 becomes U+FFFD rather than an error.
 const utf8 = new TextDecoder("utf-8", { fatal: false })
+
+const problemKey = (problem: ToolProblem): string => `${problem.source}\u0000${problem.reason}`
 
 const formatOutcome = (name: string, outcome: ChildProcess.RunOutcome, outputMax: number): ToolResult => {
   const stdout = utf8.decode(outcome.stdoutTruncated ? dropIncompleteTail(outcome.stdout) : outcome.stdout).trimEnd()
@@ -188,29 +191,26 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps):
   let lastReported: Catalog | undefined
   const report = (catalog: Catalog): Effect.Effect<Catalog> => {
     const failure = discovery.watchFailure()
-    // The warm path: the same catalogue as last time (discovery keeps it while nothing changed), nothing new to log.
-    if (catalog === lastReported && (failure === undefined || watchFailuresLogged.has(failure))) return Effect.succeed(catalog)
+    const newFailure = failure !== undefined && !watchFailuresLogged.has(failure)
+    // The warm path: the same catalogue as last time (discovery keeps it while nothing changed).
+    if (catalog === lastReported && !newFailure) return Effect.succeed(catalog)
     lastReported = catalog
-    const newProblems = catalog.problems.filter((problem) => !reported.has(`${problem.source}\u0000${problem.reason}`))
-    if (newProblems.length === 0 && (failure === undefined || watchFailuresLogged.has(failure))) {
-      if (reported.size !== catalog.problems.length) reported = problemKeys(catalog)
-      return Effect.succeed(catalog)
-    }
-    return logNews(catalog, failure, newProblems)
-  }
-  const problemKeys = (catalog: Catalog) => new Set(catalog.problems.map((problem) => `${problem.source}\u0000${problem.reason}`))
-  const logNews = (catalog: Catalog, failure: string | undefined, newProblems: ReadonlyArray<{ readonly source: string; readonly reason: string }>) => Effect.gen(function*() {
-    if (failure !== undefined && !watchFailuresLogged.has(failure)) {
-      watchFailuresLogged.add(failure)
-      yield* Effect.logWarning(
-        `cannot watch the claws directory ${config.directory} (${failure}): every message stats every claw instead`
-      )
-    }
     // Warn about a problem once while it lasts, not on every message.
-    for (const problem of newProblems) yield* Effect.logWarning(`claw problem at ${problem.source}: ${problem.reason}`)
-    reported = problemKeys(catalog)
-    return catalog
-  })
+    const newProblems = catalog.problems.filter((problem) => !reported.has(problemKey(problem)))
+    reported = new Set(catalog.problems.map(problemKey))
+    return newProblems.length === 0 && !newFailure ? Effect.succeed(catalog) : logNews(catalog, failure, newProblems)
+  }
+  const logNews = (catalog: Catalog, failure: string | undefined, newProblems: ReadonlyArray<ToolProblem>) =>
+    Effect.gen(function*() {
+      if (failure !== undefined && !watchFailuresLogged.has(failure)) {
+        watchFailuresLogged.add(failure)
+        yield* Effect.logWarning(
+          `cannot watch the claws directory ${config.directory} (${failure}): every message stats every claw instead`
+        )
+      }
+      for (const problem of newProblems) yield* Effect.logWarning(`claw problem at ${problem.source}: ${problem.reason}`)
+      return catalog
+    })
 
   const listAfter = (wait: Effect.Effect<void>): Effect.Effect<Catalog> =>
     Effect.suspend(() => discovery.watching() ? Effect.zipRight(wait, scanAndReport) : scanAndReport)
@@ -271,7 +271,7 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps):
         return { content: `Tool ${name}: input cannot be encoded as JSON (${describeError(inputJson.left)})`, isError: true }
       }
       return yield* run(name, file, inputJson.right)
-    }).pipe(Effect.withSpan("ScriptClaws.call", { attributes: { tool: name } }))
+    }).pipe(Tracing.withSpan("ScriptClaws.call", { tool: name }))
 
   const service: ClawsService = {
     list: Effect.map(list, toToolCatalog),
