@@ -56,6 +56,15 @@ export class ClawsError extends Data.TaggedError("ClawsError")<{
 
 export interface ClawsService {
   readonly list: Effect.Effect<ToolCatalog, ClawsError>
+  /**
+   * `list` for a discovery request read from claw_in by a server that reads
+   * each request as it arrives (the agent sends one at a time): the request
+   * was written after the message it serves was seen, so every change made
+   * before that message is already reported by the poll that delivered the
+   * request, and an implementation may wait less for it (ScriptClaws: to
+   * the end of that poll, one loop turn instead of two). Absent: `list`.
+   */
+  readonly listOnRequest?: Effect.Effect<ToolCatalog, ClawsError>
   readonly call: (name: string, input: unknown) => Effect.Effect<ToolResult, ClawsError>
 }
 

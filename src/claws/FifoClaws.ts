@@ -25,7 +25,7 @@ import {
 import { makeExchange } from "../fifo/Exchange.js"
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
 import { decodeClawAnswer, encodeClawCall, listToolsRequest } from "../fifo/ClawFrame.js"
-import { defaultMaxBlockBytes } from "../fifo/Framing.js"
+import { defaultMaxBlockBytes, type FrameTooLarge } from "../fifo/Framing.js"
 
 export interface FifoClawsOptions {
   readonly paths: Pick<FifoPaths, "clawIn" | "clawOut">
@@ -106,29 +106,32 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
       Effect.flatMap(decodeOnce)
     )
 
-    const call: ClawsService["call"] = (name, input) =>
-      Effect.gen(function*() {
-        // A name that could not be a tool could also break the framing: never send it.
-        if (!isToolName(name)) return unknownTool(name)
-        const request = encodeClawCall(name, input)
-        if (Either.isLeft(request)) return yield* new ClawsError({ message: request.left.message })
-        return yield* exchange.ask(request.right, callTimeout).pipe(
-          Effect.map((answer) => toToolResult(name, answer)),
-          Effect.catchTags({
-            ExchangeTimeout: () =>
-              Effect.succeed<ToolResult>({
-                content: `Error: tool ${name} did not answer within ${Duration.format(callTimeout)}`,
-                isError: true
-              }),
-            FrameTooLarge: (error) =>
-              Effect.succeed<ToolResult>({
-                content: `Error: result of tool ${name} is longer than ${error.limit} bytes`,
-                isError: true
-              }),
-            FifoError: (error) => new ClawsError({ message: `claw bridge call failed: ${error.message}`, cause: error })
-          })
-        )
-      })
+    // Made once: a call's path builds no handler objects or generators of its own (issue 11).
+    const callFailures = (name: string) => ({
+      ExchangeTimeout: () =>
+        Effect.succeed<ToolResult>({
+          content: `Error: tool ${name} did not answer within ${Duration.format(callTimeout)}`,
+          isError: true
+        }),
+      FrameTooLarge: (error: FrameTooLarge) =>
+        Effect.succeed<ToolResult>({
+          content: `Error: result of tool ${name} is longer than ${error.limit} bytes`,
+          isError: true
+        }),
+      FifoError: (error: FifoError) =>
+        Effect.fail(new ClawsError({ message: `claw bridge call failed: ${error.message}`, cause: error }))
+    })
+
+    const call: ClawsService["call"] = (name, input) => {
+      // A name that could not be a tool could also break the framing: never send it.
+      if (!isToolName(name)) return Effect.succeed(unknownTool(name))
+      const request = encodeClawCall(name, input)
+      if (Either.isLeft(request)) return Effect.fail(new ClawsError({ message: request.left.message }))
+      return exchange.ask(request.right, callTimeout).pipe(
+        Effect.map((answer) => toToolResult(name, answer)),
+        Effect.catchTags(callFailures(name))
+      )
+    }
 
     return { list, call }
   })

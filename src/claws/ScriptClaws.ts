@@ -19,12 +19,13 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { Claws, type ClawsService, type ToolCatalog, type ToolResult, unknownTool } from "../Claws.js"
+import { Claws, type ClawsService, type ToolCatalog, type ToolProblem, type ToolResult, unknownTool } from "../Claws.js"
 import { integerIn, secondsIn } from "../config/ConfigRange.js"
 import { childEnvironment, SecretValuesConfig } from "../config/Secrets.js"
 import { describeError, errnoCode } from "../Errors.js"
 import { describeJsonType, isJsonObject } from "../Json.js"
 import * as ChildProcess from "../process/ChildProcess.js"
+import * as Tracing from "../Tracing.js"
 import { type Catalog, type Discovery, makeDiscovery, type WatchDirectory } from "./ClawDiscovery.js"
 
 /** Seconds before a claw's whole process group is killed; also read by the agent's patience on the claw pipes (Bridges). */
@@ -62,6 +63,8 @@ const dropIncompleteTail = (bytes: Uint8Array): Uint8Array => {
 // Invalid UTF-8 becomes U+FFFD rather than an error.
 const utf8 = new TextDecoder("utf-8", { fatal: false })
 
+const problemKey = (problem: ToolProblem): string => `${problem.source}\u0000${problem.reason}`
+
 const formatOutcome = (name: string, outcome: ChildProcess.RunOutcome, outputMax: number): ToolResult => {
   const stdout = utf8.decode(outcome.stdoutTruncated ? dropIncompleteTail(outcome.stdout) : outcome.stdout).trimEnd()
   const truncation = outcome.stdoutTruncated ? `\n[output truncated at ${outputMax} bytes]` : ""
@@ -83,14 +86,56 @@ const formatOutcome = (name: string, outcome: ChildProcess.RunOutcome, outputMax
 }
 
 /**
- * Two turns of the event loop: whatever phase we are called from, the loop
- * has polled its descriptors since, so the inotify event of every change
- * whose system call returned before this list started has reached the
- * watcher (the kernel queues it before the call returns).
+ * The wait before a watched scan, so that the inotify event of every change
+ * whose system call returned before the wait began has reached the watcher
+ * (the kernel queues it before the call returns; the loop reads it when it
+ * polls).
+ *
+ * `turns` 2, for any caller: whatever phase it is called from, the loop has
+ * polled its descriptors since. One turn is not enough in general: called
+ * from an I/O callback, the first `setImmediate` runs before the loop polls
+ * again. `turns` 1, for a request read from a pipe (`listOnRequest`): the
+ * poll that delivered the request came after the changes made before its
+ * message, and the first `setImmediate` runs once that poll's events are
+ * all handled.
+ *
+ * Shared: a wait that begins before the pending one's first turn has run
+ * joins it (the poll or the end of the poll it needs still comes after it);
+ * later waits start the next. Many agents listing in the same turn of the
+ * loop (`planckclaw serve`) pay for one wait.
  */
-const catchUp = Effect.async<void>((resume) => {
-  setImmediate(() => setImmediate(() => resume(Effect.void)))
-})
+export const makeCatchUp = (turns: 1 | 2): Effect.Effect<void> => {
+  let joinable: Set<(done: Effect.Effect<void>) => void> | undefined
+  return Effect.async<void>((resume) => {
+    let waiters = joinable
+    if (waiters === undefined) {
+      const started = new Set<(done: Effect.Effect<void>) => void>()
+      waiters = started
+      joinable = started
+      const release = () => {
+        for (const waiter of started) waiter(Effect.void)
+      }
+      setImmediate(() => {
+        if (joinable === started) joinable = undefined
+        if (turns === 1) release()
+        else setImmediate(release)
+      })
+    }
+    const mine = waiters
+    mine.add(resume)
+    return Effect.sync(() => {
+      mine.delete(resume)
+    })
+  })
+}
+
+/** What a watched list waits for before its scan: any caller's, and a request's read from a pipe. */
+export interface CatchUps {
+  readonly list: Effect.Effect<void>
+  readonly request: Effect.Effect<void>
+}
+
+const makeCatchUps = (): CatchUps => ({ list: makeCatchUp(2), request: makeCatchUp(1) })
 
 /**
  * How often a watched discovery stats every claw anyway, in the background
@@ -116,7 +161,7 @@ const safetyScan = (discovery: Discovery) =>
 
 /** Claws found by a full stat scan of the directory on every list (a one-off listing, as `planckclaw tools`). */
 export const make = (config: ScriptsConfig): Effect.Effect<ClawsService> =>
-  Effect.sync(() => build(config, makeDiscovery(config.directory)))
+  Effect.sync(() => build(config, makeDiscovery(config.directory), makeCatchUps()))
 
 /**
  * Claws found with change notification on the directory for the life of
@@ -126,39 +171,51 @@ export const make = (config: ScriptsConfig): Effect.Effect<ClawsService> =>
  */
 export const makeWatched = (
   config: ScriptsConfig,
-  startWatch?: WatchDirectory
+  startWatch?: WatchDirectory,
+  /** The waits before a scan, unless a test counts them. */
+  catchUps: CatchUps = makeCatchUps()
 ): Effect.Effect<ClawsService, never, Scope.Scope> =>
   Effect.gen(function*() {
     const discovery = makeDiscovery(config.directory, startWatch)
     yield* Effect.acquireRelease(Effect.sync(discovery.watch), (stop) => Effect.sync(stop))
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(safetyScanInterval), safetyScan(discovery))))
-    return build(config, discovery)
+    return build(config, discovery, catchUps)
   })
 
-const build = (config: ScriptsConfig, discovery: Discovery): ClawsService => {
+const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps): ClawsService => {
   let reported = new Set<string>()
   const watchFailuresLogged = new Set<string>()
 
-  const list: Effect.Effect<Catalog> = Effect.gen(function*() {
-    if (discovery.watching()) yield* catchUp
-    const catalog = discovery.scan()
+  /** The catalogue as it is now, its problems and a failed watch logged once. */
+  const scanAndReport: Effect.Effect<Catalog> = Effect.suspend(() => report(discovery.scan()))
+  let lastReported: Catalog | undefined
+  const report = (catalog: Catalog): Effect.Effect<Catalog> => {
     const failure = discovery.watchFailure()
-    if (failure !== undefined && !watchFailuresLogged.has(failure)) {
-      watchFailuresLogged.add(failure)
-      yield* Effect.logWarning(
-        `cannot watch the claws directory ${config.directory} (${failure}): every message stats every claw instead`
-      )
-    }
+    const newFailure = failure !== undefined && !watchFailuresLogged.has(failure)
+    // The warm path: the same catalogue as last time (discovery keeps it while nothing changed).
+    if (catalog === lastReported && !newFailure) return Effect.succeed(catalog)
+    lastReported = catalog
     // Warn about a problem once while it lasts, not on every message.
-    const current = new Set(catalog.problems.map((problem) => `${problem.source}\u0000${problem.reason}`))
-    for (const problem of catalog.problems) {
-      if (!reported.has(`${problem.source}\u0000${problem.reason}`)) {
-        yield* Effect.logWarning(`claw problem at ${problem.source}: ${problem.reason}`)
+    const newProblems = catalog.problems.filter((problem) => !reported.has(problemKey(problem)))
+    reported = new Set(catalog.problems.map(problemKey))
+    return newProblems.length === 0 && !newFailure ? Effect.succeed(catalog) : logNews(catalog, failure, newProblems)
+  }
+  const logNews = (catalog: Catalog, failure: string | undefined, newProblems: ReadonlyArray<ToolProblem>) =>
+    Effect.gen(function*() {
+      if (failure !== undefined && !watchFailuresLogged.has(failure)) {
+        watchFailuresLogged.add(failure)
+        yield* Effect.logWarning(
+          `cannot watch the claws directory ${config.directory} (${failure}): every message stats every claw instead`
+        )
       }
-    }
-    reported = current
-    return catalog
-  })
+      for (const problem of newProblems) yield* Effect.logWarning(`claw problem at ${problem.source}: ${problem.reason}`)
+      return catalog
+    })
+
+  const listAfter = (wait: Effect.Effect<void>): Effect.Effect<Catalog> =>
+    Effect.suspend(() => discovery.watching() ? Effect.zipRight(wait, scanAndReport) : scanAndReport)
+  const list = listAfter(catchUps.list)
+  const toToolCatalog = ({ problems, tools }: Catalog): ToolCatalog => ({ tools, problems })
 
   const run = (name: string, file: string, inputJson: string): Effect.Effect<ToolResult> =>
     Effect.suspend(() => {
@@ -200,7 +257,10 @@ const build = (config: ScriptsConfig, discovery: Discovery): ClawsService => {
 
   const call = (name: string, input: unknown): Effect.Effect<ToolResult> =>
     Effect.gen(function*() {
-      const catalog = yield* list
+      // The catalogue as it is now, without the catch-up: the turn's own
+      // list let every earlier change in, and what the watch reported since
+      // is in this scan too (a stat of the directory when nothing changed).
+      const catalog = yield* scanAndReport
       const file = catalog.files.get(name)
       if (file === undefined) return unknownTool(name)
       if (!isJsonObject(input)) {
@@ -211,10 +271,11 @@ const build = (config: ScriptsConfig, discovery: Discovery): ClawsService => {
         return { content: `Tool ${name}: input cannot be encoded as JSON (${describeError(inputJson.left)})`, isError: true }
       }
       return yield* run(name, file, inputJson.right)
-    }).pipe(Effect.withSpan("ScriptClaws.call", { attributes: { tool: name } }))
+    }).pipe(Tracing.withSpan("ScriptClaws.call", { tool: name }))
 
   const service: ClawsService = {
-    list: Effect.map(list, ({ problems, tools }): ToolCatalog => ({ tools, problems })),
+    list: Effect.map(list, toToolCatalog),
+    listOnRequest: Effect.map(listAfter(catchUps.request), toToolCatalog),
     call
   }
   return service

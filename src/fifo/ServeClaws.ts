@@ -116,7 +116,7 @@ export const serveClaws = (
       ClawRequest.$match(request, {
         // Rejected declarations are the service's to report (script claws warn
         // once per problem); logging them here too would repeat them per message.
-        ListTools: () => Effect.map(claws.list, (catalog) => catalogJson(catalog.tools)),
+        ListTools: () => Effect.map(claws.listOnRequest ?? claws.list, (catalog) => catalogJson(catalog.tools)),
         Call: ({ input, name }) => Effect.map(claws.call(name, input), (result) => resultText(name, result))
       }).pipe(
         Effect.catchTag("ClawsError", (error) =>

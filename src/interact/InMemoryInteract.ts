@@ -28,6 +28,18 @@ const endOfStream: Effect.Effect<never, Option.Option<never>> = Effect.fail(Opti
 const deliver = (item: Item): Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<never>> =>
   item === END ? endOfStream : Effect.succeed(item)
 
+/** Each in-memory message stream's own pull, for a reader that can skip the stream (Intake). */
+const pulls = new WeakMap<Stream.Stream<InboundMessage, unknown>, Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<never>>>()
+
+/**
+ * The pull of a stream made here (one message per pull, failing with None at
+ * the end, as `Stream.toPull` would), or undefined for any other stream.
+ * Reading it directly skips the stream's channel machinery on every message.
+ */
+export const directPull = <E>(
+  messages: Stream.Stream<InboundMessage, E>
+): Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<E>> | undefined => pulls.get(messages)
+
 export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
   // Messages waiting for a taker, and takers waiting for a message: a plain
   // array and resumes, since a Queue and a three-stage stream over it cost
@@ -53,8 +65,10 @@ export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
     })
   })
   const replies = yield* Queue.unbounded<OutboundMessage>()
+  const messages = Stream.repeatEffectChunkOption(take)
+  pulls.set(messages, take)
   const service: InteractService = {
-    messages: Stream.repeatEffectChunkOption(take),
+    messages,
     send: (message) => Queue.offer(replies, message)
   }
   return {

@@ -1,0 +1,31 @@
+/**
+ * The in-memory interact's direct pull, which Intake reads instead of the
+ * message stream when the adapter is the in-memory one: the same messages,
+ * one per pull, in order, and the same end (a failure with None).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Effect, Exit, Fiber, Option, Stream } from "effect"
+import * as InMemoryInteract from "../src/interact/InMemoryInteract.js"
+
+describe("InMemoryInteract.directPull", () => {
+  it.effect("pulls one message at a time, in order, waits for the next, and ends with None", () =>
+    Effect.gen(function*() {
+      const handle = yield* InMemoryInteract.make
+      const pull = InMemoryInteract.directPull(handle.service.messages)
+      if (pull === undefined) return expect.unreachable("an in-memory stream has a direct pull")
+      yield* handle.offer({ channel: "a", text: "one" })
+      yield* handle.offer({ channel: "a", text: "two" })
+      expect(Chunk.toArray(yield* pull)).toEqual([{ channel: "a", text: "one" }])
+      expect(Chunk.toArray(yield* pull)).toEqual([{ channel: "a", text: "two" }])
+      const waiting = yield* Effect.fork(pull)
+      yield* handle.offer({ channel: "b", text: "three" })
+      expect(Chunk.toArray(yield* Fiber.join(waiting))).toEqual([{ channel: "b", text: "three" }])
+      yield* handle.end
+      expect(yield* Effect.exit(pull)).toEqual(Exit.fail(Option.none()))
+    }))
+
+  it.effect("is absent for any other stream, which Intake then reads as a stream", () =>
+    Effect.sync(() => {
+      expect(InMemoryInteract.directPull(Stream.make({ channel: "a", text: "x" }))).toBeUndefined()
+    }))
+})

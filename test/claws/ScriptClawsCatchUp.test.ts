@@ -1,0 +1,108 @@
+/**
+ * What the catch-up (letting pending inotify events in before a scan) is
+ * paid for: once per list, never again for the tool calls of the turn that
+ * listed, whose scan still sees every change the watch reported since.
+ * Counted with a catch-up that tallies its uses and then waits as the real one.
+ */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { execFileSync } from "node:child_process"
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Fiber } from "effect"
+import { vi } from "vitest"
+import * as Scripts from "../../src/claws/ScriptClaws.js"
+import * as Sandbox from "../support/Sandbox.js"
+
+const tempDir = Sandbox.tempDir("planckclaw-catchup-")
+const old = new Date("2020-01-01T00:00:00Z")
+
+const writeOld = (dir: string, file: string, body: string) =>
+  Effect.sync(() => {
+    const path = Path.join(dir, file)
+    Fs.writeFileSync(path, body, { mode: 0o755 })
+    Fs.utimesSync(path, old, old)
+  })
+
+const settings = (directory: string): Scripts.ScriptsConfig => ({
+  directory,
+  timeout: Duration.seconds(30),
+  outputMax: 16_384,
+  withheldSecrets: []
+})
+
+/** ScriptClaws's waits, each counted. */
+const countingCatchUps = () => {
+  const count = { list: 0, request: 0 }
+  const counted = (key: keyof typeof count, wait: Effect.Effect<void>) =>
+    Effect.zipRight(Effect.sync(() => void count[key]++), wait)
+  const catchUps: Scripts.CatchUps = {
+    list: counted("list", Scripts.makeCatchUp(2)),
+    request: counted("request", Scripts.makeCatchUp(1))
+  }
+  return { count, catchUps }
+}
+
+describe("Script claws: the catch-up before a scan", () => {
+  it.scoped("a list waits once; the turn's tool calls do not wait again", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeOld(dir, "echo.sh", `#!/bin/sh\n#TOOLS:{"name":"say","description":"d"}\necho said\n`)
+      const { catchUps, count } = countingCatchUps()
+      const claws = yield* Scripts.makeWatched(settings(dir), undefined, catchUps)
+      // The first list starts the watch (and stats every claw): nothing to catch up with yet.
+      expect((yield* claws.list).tools.map((t) => t.name)).toEqual(["say"])
+      expect(count).toEqual({ list: 0, request: 0 })
+      expect((yield* claws.list).tools.map((t) => t.name)).toEqual(["say"])
+      expect(count).toEqual({ list: 1, request: 0 })
+      expect(yield* claws.call("say", {})).toEqual({ content: "said", isError: false })
+      expect(yield* claws.call("say", {})).toEqual({ content: "said", isError: false })
+      expect(count).toEqual({ list: 1, request: 0 })
+    }))
+
+  it.scoped("a call still sees a claw added after the list, once its event is in", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeOld(dir, "a.sh", `#!/bin/sh\n#TOOLS:{"name":"first","description":"d"}\necho a\n`)
+      const claws = yield* Scripts.makeWatched(settings(dir))
+      expect((yield* claws.list).tools.map((t) => t.name)).toEqual(["first"])
+      yield* writeOld(dir, "b.sh", `#!/bin/sh\n#TOOLS:{"name":"second","description":"d"}\necho b\n`)
+      // The next list lets the event in; the call after it finds the new claw.
+      expect((yield* claws.list).tools.map((t) => t.name)).toEqual(["first", "second"])
+      expect(yield* claws.call("second", {})).toEqual({ content: "b", isError: false })
+      // A claw removed: the call's own scan (a stat of the directory) sees it gone.
+      yield* Effect.sync(() => Fs.rmSync(Path.join(dir, "b.sh")))
+      expect(yield* claws.call("second", {})).toEqual({ content: "Unknown tool: second", isError: true })
+    }))
+
+  it.effect("waits that begin together share one catch-up of two loop turns; a wait begun after its first turn starts another", () =>
+    Effect.gen(function*() {
+      const catchUp = Scripts.makeCatchUp(2)
+      const immediates = vi.spyOn(globalThis, "setImmediate")
+      try {
+        const fibers = yield* Effect.forEach(Array.from({ length: 10 }), () => Effect.fork(catchUp))
+        yield* Effect.forEach(fibers, Fiber.join)
+        expect(immediates).toHaveBeenCalledTimes(2)
+        // Begun inside the first turn: it must see a poll that comes after it, so it waits anew.
+        const late = yield* Effect.async<Fiber.RuntimeFiber<void>>((resume) => {
+          setImmediate(() => resume(Effect.fork(catchUp)))
+        })
+        yield* Fiber.join(late)
+        expect(immediates).toHaveBeenCalledTimes(5)
+      } finally {
+        immediates.mockRestore()
+      }
+    }))
+
+  it.scoped("lists begun together each see an edit another process finished before they began", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeOld(dir, "old.sh", `#!/bin/sh\n#TOOLS:{"name":"before","description":"d"}\n`)
+      const claws = yield* Scripts.makeWatched(settings(dir))
+      expect((yield* claws.list).tools.map((t) => t.name)).toEqual(["before"])
+      expect((yield* claws.list).tools.map((t) => t.name)).toEqual(["before"])
+      // The child has exited when execFileSync returns: its write is done, its event maybe not yet read.
+      execFileSync("/bin/sh", ["-c", `printf '#!/bin/sh\\n%s\\n' '#TOOLS:{"name":"after","description":"d"}' > old.sh`], { cwd: dir })
+      const lists = yield* Effect.forEach(Array.from({ length: 5 }), () => Effect.fork(claws.list))
+      for (const fiber of lists) expect((yield* Fiber.join(fiber)).tools.map((t) => t.name)).toEqual(["after"])
+    }))
+})
