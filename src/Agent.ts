@@ -57,10 +57,17 @@ export const make = Effect.gen(function*() {
     })
 
   // Closed normally (a piped run's end, serve releasing an idle agent), the
-  // agent's scope waits for its compaction in flight, so none is lost; on
-  // shutdown (SIGTERM: interrupted) it is interrupted, as an inline one was
-  // (the commit, synchronous, is never cut: a kill loses nothing either way).
-  yield* Effect.addFinalizer((exit) => Exit.isInterrupted(exit) ? compactor.stop : compactor.settled)
+  // agent's scope waits for its compaction in flight, so none is lost. On
+  // shutdown it is interrupted, as an inline one was: the scope closed by an
+  // interruption, or closed normally by an interrupted fiber (serve's agents
+  // on SIGTERM), whose interruptible wait ends at once; a signal during the
+  // wait ends it too. The commit itself is never cut (uninterruptible), and
+  // a kill at any instant loses nothing either way.
+  yield* Effect.addFinalizer((exit) =>
+    Exit.isInterrupted(exit)
+      ? compactor.stop
+      : Effect.interruptible(compactor.settled).pipe(Effect.onInterrupt(() => compactor.stop))
+  )
 
   const command = Commands.make({
     claws,

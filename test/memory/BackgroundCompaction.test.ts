@@ -139,4 +139,21 @@ describe("background compaction", () => {
       // Its lock went with it: the next compaction (of this or another process) is not refused.
       expect(fs.existsSync(path.join(h.directory, ".planckclaw-compact.lock"))).toBe(false)
     }))
+
+  it.scoped("a normal close run by an interrupted fiber (serve's agents on SIGTERM) stops the compaction instead of waiting", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const h = yield* heldAgent(scope)
+      yield* h.say("u1")
+      yield* Deferred.await(h.summaryAsked)
+      // As serve's RcMap closes its agents when the host is interrupted: Exit.void, from an interrupted fiber.
+      const host = yield* Effect.fork(Effect.onInterrupt(Effect.never, () => Scope.close(scope, Exit.void)))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(host)
+      // Ended, not left waiting on the brain.
+      yield* h.compactor.settled
+      expect(h.read("summary.md")).toBeUndefined()
+      expect(h.read("history.jsonl")).toBe(h.old.join("") + line("user", "u1") + line("assistant", "re: u1"))
+      expect(fs.existsSync(path.join(h.directory, ".planckclaw-compact.lock"))).toBe(false)
+    }))
 })
