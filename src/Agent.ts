@@ -8,6 +8,7 @@
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { AgentConfig } from "./AgentConfig.js"
@@ -55,10 +56,24 @@ export const make = Effect.gen(function*() {
       return { ...snapshot, history: window.history }
     })
 
+  // Closed normally (a piped run's end, serve releasing an idle agent), the
+  // agent's scope waits for its compaction in flight, so none is lost. On
+  // shutdown it is interrupted, as an inline one was: the scope closed by an
+  // interruption, or closed normally by an interrupted fiber (serve's agents
+  // on SIGTERM), whose interruptible wait ends at once; a signal during the
+  // wait ends it too. The commit itself is never cut (uninterruptible), and
+  // a kill at any instant loses nothing either way.
+  yield* Effect.addFinalizer((exit) =>
+    Exit.isInterrupted(exit)
+      ? compactor.stop
+      : Effect.interruptible(compactor.settled).pipe(Effect.onInterrupt(() => compactor.stop))
+  )
+
   const command = Commands.make({
     claws,
     compactor,
-    memory,
+    // A forget waits for this agent's compaction in flight, which would otherwise fail on the archived history.
+    memory: { ...memory, forget: (stamp) => Effect.zipRight(compactor.settled, memory.forget(stamp)) },
     prices,
     // After a forget: the cache window's anchor belongs to the old history, and
     // exchanges of the old conversation still waiting to be stored (a full disk) are dropped.
@@ -145,21 +160,24 @@ export const make = Effect.gen(function*() {
       !clear ? unstored : Effect.flatMap(store(pending, outcome.reply), (stored) => stored ? Effect.void : unstored))
   }
 
-  const compactIfNeeded = compactor.compactIfNeeded.pipe(
-    Effect.catchAll((error) =>
-      error._tag === "CompactionBusy"
-        ? Effect.void
-        : Effect.logWarning(`compaction did not run: ${error.message}; history is intact and it will be tried again`)
-    )
-  )
-
-  /** What follows a decided reply: remember, deliver, mark it delivered, compact when the exchange was stored. */
+  /**
+   * What follows a decided reply: remember, deliver, mark it delivered, and
+   * start a due compaction in the background when the exchange was stored:
+   * the next message is taken at once, not after the compaction. A turn
+   * running beside it reads recent history and a summary, and sees the old
+   * summary or the new one; either is right. The fold takes only lines older
+   * than the last HISTORY_KEEP when it was planned, and history only grows
+   * meanwhile, so the window a turn reads is kept whole by the commit: with
+   * the old summary the prompt is what it was before the compaction, with
+   * the new one what it is after (the commit renames summary before history,
+   * as for a `planckclaw compact` of another process).
+   */
   const finish = (pending: Pending, outcome: Turn.TurnOutcome, interact: InteractService): Effect.Effect<void> =>
     Effect.zipRight(
       remember(pending, outcome),
       Effect.zipRight(
         deliver(interact, { channel: pending.channel, text: outcome.reply }),
-        outcome.stored ? Effect.zipRight(inbox.delivered(pending), compactIfNeeded) : inbox.delivered(pending)
+        outcome.stored ? Effect.zipRight(inbox.delivered(pending), compactor.startIfNeeded) : inbox.delivered(pending)
       )
     )
 
@@ -193,11 +211,12 @@ export const make = Effect.gen(function*() {
 })
 
 // Logs of start-up (a stored backlog) go to stderr, as the intake loop's do.
+// Scoped: its release waits for (or, on shutdown, stops) the compaction in flight.
 export const layer: Layer.Layer<
   Agent,
   ConfigError.ConfigError,
   Brain | Claws | Memory | Compactor | Inbox
-> = Layer.effect(Agent, Logging.toStderr(make))
+> = Layer.scoped(Agent, Logging.toStderr(make))
 
 /**
  * The agent with its memory (PLANCKCLAW_DIR), compaction and usage ledger: what a host

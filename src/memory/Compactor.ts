@@ -8,6 +8,7 @@
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -42,8 +43,20 @@ export type CompactionError = CompactionFailed | CompactionBusy | MemoryError
 export interface CompactorService {
   /** Compacts when history holds more than HISTORY_MAX lines. */
   readonly compactIfNeeded: Effect.Effect<Option.Option<CompactionReport>, CompactionError>
-  /** Compacts whatever is older than the last HISTORY_KEEP lines. */
+  /** Compacts whatever is older than the last HISTORY_KEEP lines (after the background one in flight, if any). */
   readonly compactNow: Effect.Effect<Option.Option<CompactionReport>, CompactionError>
+  /**
+   * Starts a due compaction in the background and returns at once (what a
+   * turn does after delivering its reply, so the next message need not
+   * wait). One at a time: while one runs, a due compaction is simply tried
+   * after the next stored exchange, as a CompactionBusy is. Its failures are
+   * logged; history is intact either way.
+   */
+  readonly startIfNeeded: Effect.Effect<void>
+  /** Waits for the background compaction in flight, if any (a piped run's end, a release, `/compact`, a forget). */
+  readonly settled: Effect.Effect<void>
+  /** Interrupts the background compaction in flight (shutdown); a commit already under way is finished first. */
+  readonly stop: Effect.Effect<void>
 }
 
 export class Compactor extends Context.Tag("planckclaw/Compactor")<Compactor, CompactorService>() {}
@@ -128,14 +141,56 @@ export const make = Effect.gen(function*() {
       Logging.toStderr
     )
 
-  return {
-    // Most turns end here, without taking the compaction lock.
-    // Not while memory cannot be written (a full disk): the brain's summary could not be kept.
-    compactIfNeeded: Effect.flatMap(
+  // Most turns end here, without taking the compaction lock.
+  // Not while memory cannot be written (a full disk): the brain's summary could not be kept.
+  const compactIfNeeded = Effect.flatMap(
+    memory.storageFailing,
+    (failing) => failing ? Effect.succeedNone : Effect.flatMap(due, (needed) => needed ? run(false) : Effect.succeedNone)
+  )
+
+  // The background compaction in flight. Daemon fibers, ended by their owner's
+  // scope (Agent.make: awaited when it closes normally, interrupted on shutdown),
+  // not by the fiber that happened to start them.
+  let inFlight: Fiber.RuntimeFiber<void> | undefined
+  const logged = (effect: Effect.Effect<Option.Option<CompactionReport>, CompactionError>) =>
+    effect.pipe(
+      Effect.catchAll((error) =>
+        error._tag === "CompactionBusy"
+          ? Effect.void
+          : Effect.logWarning(`compaction did not run: ${error.message}; history is intact and it will be tried again`)
+      ),
+      Effect.asVoid,
+      Logging.toStderr
+    )
+  const settled: Effect.Effect<void> = Effect.suspend(() => inFlight === undefined ? Effect.void : Fiber.await(inFlight)).pipe(
+    Effect.asVoid
+  )
+  const start = Effect.flatMap(Effect.forkDaemon(Effect.interruptible(logged(run(false)))), (fiber) =>
+    Effect.sync(() => {
+      inFlight = fiber
+      fiber.addObserver(() => {
+        if (inFlight === fiber) inFlight = undefined
+      })
+    }))
+  // The question "is it due?" is asked here, in the turn's fiber: most turns end with it, and fork nothing.
+  const startIfNeeded = Effect.suspend(() =>
+    inFlight !== undefined ? Effect.void : Effect.flatMap(
       memory.storageFailing,
-      (failing) => failing ? Effect.succeedNone : Effect.flatMap(due, (needed) => needed ? run(false) : Effect.succeedNone)
-    ),
-    compactNow: run(true)
+      (failing) =>
+        failing ? Effect.void : Effect.matchEffect(due, {
+          onFailure: (error) => logged(Effect.fail(error)),
+          onSuccess: (needed) => needed ? start : Effect.void
+        })
+    )
+  )
+
+  return {
+    compactIfNeeded,
+    // Own background work first: `/compact` must not answer "already running" about this very agent.
+    compactNow: Effect.zipRight(settled, run(true)),
+    startIfNeeded,
+    settled,
+    stop: Effect.suspend(() => inFlight === undefined ? Effect.void : Fiber.interrupt(inFlight)).pipe(Effect.asVoid)
   } satisfies CompactorService
 })
 

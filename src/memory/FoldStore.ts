@@ -23,7 +23,8 @@ import { scanTail, splitLines, streamLines } from "./HistoryFile.js"
 import * as Layout from "./Layout.js"
 import * as Ledger from "./Ledger.js"
 import { Memory } from "./Memory.js"
-import { CompactionBusy, fromFileError, type MemoryDir, MemoryError, withHistory } from "./MemoryDir.js"
+import * as CommitAsync from "./CommitAsync.js"
+import { CompactionBusy, fromFileError, fsEffect, type MemoryDir, MemoryError, withHistory } from "./MemoryDir.js"
 import * as SafeFile from "./SafeFile.js"
 
 export { CompactionBusy } from "./MemoryDir.js"
@@ -120,30 +121,86 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
     return Either.void
   }
 
-  const commitFold = (plan: FoldPlan, summary: string) =>
-    locked("committing compaction", (): Either.Either<FoldResult, MemoryError> => {
-      const rest = withHistory(paths.history, SafeFile.flags.read, undefined, (fd) => {
-        const stat = fs.fstatSync(fd)
-        if (stat.ino !== plan.inode || stat.size < plan.splitOffset) return Either.right(undefined)
-        const buffer = Buffer.allocUnsafe(stat.size - plan.splitOffset)
-        fs.readSync(fd, buffer, 0, buffer.length, plan.splitOffset)
-        return Either.right({ buffer, size: stat.size })
-      })
-      if (Either.isLeft(rest)) return Either.left(rest.left)
-      if (rest.right === undefined) {
-        return Either.left(
-          new MemoryError({
-            reason: "replaced",
-            message: "history.jsonl was replaced or shortened during compaction; nothing changed"
+  /** `commit`, with its fsyncs off the event loop (CommitAsync.ts): the same files, calls and commit point. */
+  const commitOffLoop = (plan: FoldPlan, summaryFile: string, rest: Buffer, size: number): Effect.Effect<void, MemoryError> =>
+    Effect.suspend(() => {
+      const discard = (error: SafeFile.MemoryFileError) =>
+        Effect.zipRight(fsEffect("discarding a compaction", () => Either.right(Layout.recover(paths))), Effect.fail(fromFileError(error)))
+      const staged: Array<CommitAsync.Staged> = []
+      const steps = Either.flatMap(SafeFile.read(paths.ledger), (text) =>
+        Either.flatMap(CommitAsync.stage(paths.nextSummary, summaryFile), (summaryNext) => {
+          staged.push(summaryNext)
+          return Either.flatMap(CommitAsync.stage(paths.nextHistory, rest), (historyNext) => {
+            staged.push(historyNext)
+            return Either.map(
+              CommitAsync.stage(
+                paths.nextLedger,
+                Ledger.encode(Ledger.afterFold(Ledger.parse(text), plan.inode, historyNext.ino, plan.splitOffset, size))
+              ),
+              (ledgerNext) => void staged.push(ledgerNext)
+            )
           })
-        )
+        }))
+      if (Either.isLeft(steps)) {
+        CommitAsync.closeAll(staged)
+        return discard(steps.left)
       }
-      const summaryFile = summary.length === 0 || summary.endsWith("\n") ? summary : `${summary}\n`
-      return Either.map(commit(plan, summaryFile, rest.right.buffer, rest.right.size), () => ({
-        kept: splitLines(rest.right!.buffer.toString("utf8")).length,
-        summaryBytes: Buffer.byteLength(summaryFile, "utf8")
-      }))
-    }).pipe(Effect.tap(() => storeWorked))
+      return CommitAsync.syncAll(staged).pipe(
+        // The journal's appearance is the commit point: from here recovery completes the swap.
+        Effect.zipRight(CommitAsync.writeNew(paths.journal, "")),
+        Effect.catchAll(discard),
+        Effect.zipRight(CommitAsync.syncDirectory(directory).pipe(
+          Effect.zipRight(fsEffect("committing compaction", () => Either.right(Layout.recover(paths)))),
+          Effect.zipRight(CommitAsync.syncDirectory(directory)),
+          Effect.mapError((error) => error._tag === "MemoryError" ? error : fromFileError(error))
+        ))
+      )
+    })
+
+  /** The part of history the fold keeps: from the split to the end, as it is now (under the lock). */
+  const readRest = (plan: FoldPlan): Either.Either<{ readonly buffer: Buffer; readonly size: number }, MemoryError> => {
+    const rest = withHistory(paths.history, SafeFile.flags.read, undefined, (fd) => {
+      const stat = fs.fstatSync(fd)
+      if (stat.ino !== plan.inode || stat.size < plan.splitOffset) return Either.right(undefined)
+      const buffer = Buffer.allocUnsafe(stat.size - plan.splitOffset)
+      fs.readSync(fd, buffer, 0, buffer.length, plan.splitOffset)
+      return Either.right({ buffer, size: stat.size })
+    })
+    if (Either.isLeft(rest)) return Either.left(rest.left)
+    if (rest.right === undefined) {
+      return Either.left(
+        new MemoryError({
+          reason: "replaced",
+          message: "history.jsonl was replaced or shortened during compaction; nothing changed"
+        })
+      )
+    }
+    return Either.right(rest.right)
+  }
+
+  const result = (rest: Buffer, summaryFile: string): FoldResult => ({
+    kept: splitLines(rest.toString("utf8")).length,
+    summaryBytes: Buffer.byteLength(summaryFile, "utf8")
+  })
+
+  const commitFold = (plan: FoldPlan, summary: string) => {
+    const summaryFile = summary.length === 0 || summary.endsWith("\n") ? summary : `${summary}\n`
+    const offLoop = memoryDir.lockedAsync
+    if (offLoop === undefined) return commitFoldSync(plan, summaryFile)
+    return offLoop(
+      "committing compaction",
+      Effect.flatMap(fsEffect("committing compaction", () => readRest(plan)), (rest) =>
+        Effect.as(commitOffLoop(plan, summaryFile, rest.buffer, rest.size), result(rest.buffer, summaryFile)))
+    ).pipe(Effect.tap(() => storeWorked))
+  }
+
+  /** Where the directory offers no lock across waits: the whole commit synchronous, under `locked`. */
+  const commitFoldSync = (plan: FoldPlan, summaryFile: string) =>
+    locked("committing compaction", (): Either.Either<FoldResult, MemoryError> =>
+      Either.flatMap(readRest(plan), (rest) =>
+        Either.map(commit(plan, summaryFile, rest.buffer, rest.size), () => result(rest.buffer, summaryFile)))).pipe(
+        Effect.tap(() => storeWorked)
+      )
 
   return { exclusiveCompaction, planFold, linesToFold, commitFold }
 }

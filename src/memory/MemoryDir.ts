@@ -102,6 +102,13 @@ export interface MemoryDir {
     run: () => Either.Either<A, MemoryError>,
     unlocked?: () => Either.Either<A, MemoryError>
   ) => Effect.Effect<A, MemoryError>
+  /**
+   * `locked` for a section that waits on the file system's thread pool (a
+   * compaction's commit: its fsyncs must not hold the event loop): the same
+   * lock and recovery, held across the waits; uninterruptible, so the lock
+   * is never released under an operation still running.
+   */
+  readonly lockedAsync?: <A>(what: string, run: Effect.Effect<A, MemoryError>) => Effect.Effect<A, MemoryError>
   /** One compaction at a time in this process, before the compaction lock file. */
   readonly compactionMutex: Effect.Semaphore
   /** Whether the last write to memory failed (a full disk). */
@@ -196,6 +203,43 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
         )
       }))
 
+    const lockedAsync = <A>(what: string, run: Effect.Effect<A, MemoryError>): Effect.Effect<A, MemoryError> =>
+      writeMutex.withPermits(1)(Effect.suspend(() => {
+        const taken = FileLock.tryTakeSync(paths.writeLock, { link: true })
+        const body = (clean: boolean) =>
+          Effect.uninterruptible(Effect.zipRight(
+            fsEffect(what, () => {
+              settled = false
+              recover(clean)
+              return Either.void
+            }),
+            Effect.tap(run, () => Effect.sync(() => {
+              settled = true
+            }))
+          ))
+        if (Either.isRight(taken)) {
+          return Effect.uninterruptible(
+            Effect.ensuring(body(taken.right.clean), Effect.sync(() => FileLock.releaseSync(paths.writeLock, true)))
+          )
+        }
+        if (taken.left._tag === "LockFailed") {
+          return Effect.fail(new MemoryError({ reason: "locked", message: `cannot lock ${directory}: ${taken.left.message}` }))
+        }
+        return Effect.scoped(
+          FileLock.holdWaiting(paths.writeLock).pipe(
+            Effect.mapError((error) =>
+              new MemoryError({
+                reason: "locked",
+                message: error._tag === "LockHeld"
+                  ? `${directory} stayed locked by process ${error.ownerPid}`
+                  : `cannot lock ${directory}: ${error.message}`
+              })
+            ),
+            Effect.zipRight(body(false))
+          )
+        )
+      }))
+
     /**
      * A compaction of another process announces itself by its lock file,
      * taken before it reads history to commit; seen after our write, it may
@@ -256,6 +300,7 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       directory,
       paths,
       locked,
+      lockedAsync,
       appendAlone,
       compacting: (held) => {
         ownCompaction = held

@@ -38,6 +38,8 @@ describe("usage.jsonl", () => {
       const file = path.join(h.directory, "usage.jsonl")
       fs.writeFileSync(file, "{\"at\":\"1970-01-01T00:00:0")
       yield* h.say("u3")
+      // The compaction runs in the background: its request comes before u4's once it is done.
+      yield* h.settled
       yield* h.say("u4")
       yield* h.finish
       const lines = [

@@ -5,7 +5,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { ConfigProvider, Effect, Fiber, Layer, Queue } from "effect"
+import { ConfigProvider, Context, Effect, Fiber, Layer, Queue } from "effect"
 import * as Agent from "../../src/Agent.js"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
@@ -13,6 +13,7 @@ import type { InMemoryTool } from "../../src/claws/InMemoryClaws.js"
 import * as Intake from "../../src/Intake.js"
 import type { OutboundMessage } from "../../src/Interact.js"
 import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
+import { Compactor } from "../../src/memory/Compactor.js"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import { tempDir } from "./Sandbox.js"
@@ -61,8 +62,13 @@ export const harness = (options: HarnessOptions) =>
       offer: (text: string, channel = "cli") => interact.offer({ channel, text }),
       reply: Queue.take(interact.replies) as Effect.Effect<OutboundMessage>,
       end: interact.end,
-      /** Ends the input and waits until the agent has finished everything, compaction included. */
-      finish: interact.end.pipe(Effect.zipRight(Fiber.join(serving))),
+      /** Waits for the agent's background compaction in flight, if any. */
+      settled: Context.get(context, Compactor).settled,
+      /** Ends the input and waits until the agent has finished everything, compaction included (it runs in the background). */
+      finish: interact.end.pipe(
+        Effect.zipRight(Fiber.join(serving)),
+        Effect.zipRight(Context.get(context, Compactor).settled)
+      ),
       read,
       write: (name: string, content: string) => Effect.sync(() => fs.writeFileSync(path.join(directory, name), content))
     }

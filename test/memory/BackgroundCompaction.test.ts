@@ -1,0 +1,159 @@
+/**
+ * The compaction a turn makes due runs in the background: the next message
+ * is answered while the compaction's brain request is still held, nothing
+ * appended meanwhile is lost, and the agent's scope decides its end (a
+ * normal close waits for it, an interrupted one stops it and leaves memory
+ * as it was). The brain here answers a turn at once and holds a summary
+ * request on a latch, so no test waits on time.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Context, Deferred, Effect, Exit, Fiber, FiberId, Layer, Queue, Scope } from "effect"
+import * as Agent from "../../src/Agent.js"
+import { Brain, type MessagesRequest } from "../../src/Brain.js"
+import { text } from "../../src/brain/ScriptedBrain.js"
+import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
+import * as Intake from "../../src/Intake.js"
+import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
+import { Compactor } from "../../src/memory/Compactor.js"
+import { COMPACTION_SYSTEM } from "../../src/Prompt.js"
+import { line } from "../support/Harness.js"
+import { tempDir } from "../support/Sandbox.js"
+
+const lastUserText = (request: MessagesRequest) => {
+  const last = request.messages[request.messages.length - 1]
+  return typeof last?.content === "string" ? last.content : ""
+}
+
+/** An agent on a temp memory directory whose summary requests wait for `release`; built in `scope`. */
+const heldAgent = (scope: Scope.Scope) =>
+  Effect.gen(function*() {
+    const directory = yield* tempDir()
+    const old = [line("user", "o1"), line("assistant", "r1"), line("user", "o2"), line("assistant", "r2")]
+    fs.writeFileSync(path.join(directory, "history.jsonl"), old.join(""))
+    const summaryAsked = yield* Deferred.make<void>()
+    const release = yield* Deferred.make<void>()
+    const brain = Layer.succeed(Brain, {
+      complete: (request) =>
+        request.system === COMPACTION_SYSTEM
+          ? Deferred.succeed(summaryAsked, undefined).pipe(Effect.zipRight(Deferred.await(release)), Effect.as(text("Folded.")))
+          : Effect.succeed(text(`re: ${lastUserText(request)}`))
+    })
+    const interact = yield* InMemoryInteract.make
+    const provider = ConfigProvider.fromMap(new Map([
+      ["PLANCKCLAW_DIR", directory],
+      ["PLANCKCLAW_MODEL", "test-model"],
+      ["PLANCKCLAW_PROMPT_CACHE", "0"],
+      ["HISTORY_MAX", "4"],
+      ["HISTORY_KEEP", "2"]
+    ]))
+    const layer = Agent.layerWithMemory.pipe(
+      Layer.provide(Layer.merge(brain, InMemoryClaws.layer([]))),
+      Layer.provideMerge(InMemoryInteract.layer(interact)),
+      Layer.provide(Layer.setConfigProvider(provider))
+    )
+    const context = yield* Layer.buildWithScope(layer, scope)
+    const serving = yield* Intake.run.pipe(Effect.provide(context), Effect.forkIn(scope))
+    const read = (name: string) => {
+      const file = path.join(directory, name)
+      return fs.existsSync(file) ? fs.readFileSync(file, "utf8") : undefined
+    }
+    return {
+      directory,
+      old,
+      read,
+      summaryAsked,
+      release,
+      serving,
+      interact,
+      compactor: Context.get(context, Compactor),
+      say: (message: string) =>
+        interact.offer({ channel: "cli", text: message }).pipe(Effect.zipRight(Queue.take(interact.replies)))
+    }
+  })
+
+describe("background compaction", () => {
+  it.scoped("the next message is answered while the compaction's brain request is held; then both commit together", () =>
+    Effect.gen(function*() {
+      const h = yield* heldAgent(yield* Effect.scope)
+      expect((yield* h.say("u1")).text).toBe("re: u1")
+      // Six lines > HISTORY_MAX 4: the compaction started and now waits on the brain.
+      yield* Deferred.await(h.summaryAsked)
+      // Inline, this message would wait for the summary (held forever here).
+      expect((yield* h.say("u2")).text).toBe("re: u2")
+      expect((yield* h.say("u3")).text).toBe("re: u3")
+      expect(h.read("summary.md")).toBeUndefined()
+      expect(h.read("history.jsonl")).toBe(
+        h.old.join("") + line("user", "u1") + line("assistant", "re: u1") + line("user", "u2") +
+          line("assistant", "re: u2") + line("user", "u3") + line("assistant", "re: u3")
+      )
+
+      yield* Deferred.succeed(h.release, undefined)
+      yield* h.compactor.settled
+      // The fold took what was older than the kept tail when planned; every line appended meanwhile stays, once.
+      expect(h.read("summary.md")).toBe("Folded.\n")
+      expect(h.read("history.jsonl")).toBe(
+        line("user", "u1") + line("assistant", "re: u1") + line("user", "u2") + line("assistant", "re: u2") +
+          line("user", "u3") + line("assistant", "re: u3")
+      )
+    }))
+
+  it.scoped("/compact waits for the compaction in flight instead of answering that one is running", () =>
+    Effect.gen(function*() {
+      const h = yield* heldAgent(yield* Effect.scope)
+      yield* h.say("u1")
+      yield* Deferred.await(h.summaryAsked)
+      const answer = yield* Effect.fork(h.say("/compact"))
+      yield* Deferred.succeed(h.release, undefined)
+      const reply = (yield* Fiber.join(answer)).text
+      expect(reply).not.toContain("already running")
+      expect(h.read("summary.md")).toBe("Folded.\n")
+    }))
+
+  it.scoped("the end of input, then a normal close of the agent's scope, waits for the compaction (a piped run's end)", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const h = yield* heldAgent(scope)
+      yield* h.say("u1")
+      yield* Deferred.await(h.summaryAsked)
+      yield* h.interact.end
+      yield* Fiber.join(h.serving)
+      // The loop ended; the compaction still waits on the brain. Closing waits for it.
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* Deferred.succeed(h.release, undefined)
+      yield* Fiber.join(closing)
+      expect(h.read("summary.md")).toBe("Folded.\n")
+      expect(h.read("history.jsonl")).toBe(line("user", "u1") + line("assistant", "re: u1"))
+    }))
+
+  it.scoped("an interrupted close (shutdown) stops the compaction and leaves memory as it was", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const h = yield* heldAgent(scope)
+      yield* h.say("u1")
+      yield* Deferred.await(h.summaryAsked)
+      yield* Scope.close(scope, Exit.interrupt(FiberId.none))
+      expect(h.read("summary.md")).toBeUndefined()
+      expect(h.read("history.jsonl")).toBe(h.old.join("") + line("user", "u1") + line("assistant", "re: u1"))
+      // Its lock went with it: the next compaction (of this or another process) is not refused.
+      expect(fs.existsSync(path.join(h.directory, ".planckclaw-compact.lock"))).toBe(false)
+    }))
+
+  it.scoped("a normal close run by an interrupted fiber (serve's agents on SIGTERM) stops the compaction instead of waiting", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const h = yield* heldAgent(scope)
+      yield* h.say("u1")
+      yield* Deferred.await(h.summaryAsked)
+      // As serve's RcMap closes its agents when the host is interrupted: Exit.void, from an interrupted fiber.
+      const host = yield* Effect.fork(Effect.onInterrupt(Effect.never, () => Scope.close(scope, Exit.void)))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(host)
+      // Ended, not left waiting on the brain.
+      yield* h.compactor.settled
+      expect(h.read("summary.md")).toBeUndefined()
+      expect(h.read("history.jsonl")).toBe(h.old.join("") + line("user", "u1") + line("assistant", "re: u1"))
+      expect(fs.existsSync(path.join(h.directory, ".planckclaw-compact.lock"))).toBe(false)
+    }))
+})
