@@ -17,7 +17,7 @@ import { Brain } from "./Brain.js"
 import * as CacheWindow from "./CacheWindow.js"
 import { Claws } from "./Claws.js"
 import * as Commands from "./Commands.js"
-import { type InboundMessage, type InteractService, sanitize } from "./Interact.js"
+import { type InboundMessage, type InteractService, type OutboundMessage, sanitize } from "./Interact.js"
 import * as Logging from "./Logging.js"
 import * as Compaction from "./memory/Compactor.js"
 import { Compactor } from "./memory/Compactor.js"
@@ -176,7 +176,8 @@ export const make = Effect.gen(function*() {
     Effect.zipRight(
       remember(pending, outcome),
       Effect.zipRight(
-        deliver(interact, { channel: pending.channel, text: outcome.reply }),
+        // Under the message's journal key: a reply delivered again after a crash is the same reply (Discord's nonces).
+        deliver(interact, { channel: pending.channel, text: outcome.reply, key: pending.key }),
         outcome.stored ? Effect.zipRight(inbox.delivered(pending), compactor.startIfNeeded) : inbox.delivered(pending)
       )
     )
@@ -192,7 +193,7 @@ export const make = Effect.gen(function*() {
       )
     )
 
-  const deliver = (interact: InteractService, message: InboundMessage) =>
+  const deliver = (interact: InteractService, message: OutboundMessage) =>
     interact.send(message).pipe(
       Effect.catchAll((error) =>
         Effect.logError(`could not deliver a reply to channel ${message.channel}: ${error.message}`)

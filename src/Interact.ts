@@ -21,7 +21,8 @@ export interface OutboundMessage {
   readonly text: string
   /**
    * The message this answers, named the same by every process that may send
-   * the reply (Discord's `discord-<message id>`): a bridge that can make a
+   * the reply again (the agent's inbox journal key, kept across a crash; in
+   * serve's Discord routes `discord-<message id>`): a bridge that can make a
    * second send of one reply a no-op uses it (Discord: as the parts' nonces).
    */
   readonly key?: string | undefined
