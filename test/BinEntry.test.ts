@@ -6,14 +6,17 @@
  */
 import * as child from "node:child_process"
 import * as fs from "node:fs"
+import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { cacheName } from "../bin/code-cache.mjs"
 
 const repo = path.join(import.meta.dirname, "..")
 const bin = path.join(repo, "bin", "planckclaw")
 const cacheDir = path.join(repo, "dist", "cli", "code-cache")
+const { cacheName } = createRequire(import.meta.url)("../bin/code-cache.cjs") as {
+  readonly cacheName: (bundleBytes: Buffer, command: string) => string
+}
 
 const dirs: Array<string> = []
 afterEach(() => {
