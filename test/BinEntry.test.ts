@@ -39,6 +39,16 @@ const planckclaw = (args: ReadonlyArray<string>, preload: ReadonlyArray<string> 
 const cacheOf = (bundle: string, command: string) =>
   path.join(cacheDir, cacheName(fs.readFileSync(path.join(repo, "dist", "cli", bundle)), command))
 
+describe("the bundles", () => {
+  it("make each Node built-in's namespace once, shared by every importing file (build/builtin-namespaces.mjs)", () => {
+    for (const bundle of ["bin.cjs", "run.cjs"]) {
+      const source = fs.readFileSync(path.join(repo, "dist", "cli", bundle), "utf8")
+      expect(source).not.toMatch(/__toESM\(require\("node:/)
+      expect(source).toMatch(/__builtinNamespace\("node:fs,1",require\("node:fs"\),1\)/)
+    }
+  })
+})
+
 describe("bin/planckclaw", () => {
   it("is CommonJS: the process's main module is the script itself", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-bin-probe-"))
