@@ -13,6 +13,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts && npm rebuild esbuild
 COPY tsconfig.json tsconfig.build.json ./
 COPY src src
+COPY build build
 RUN npm run build
 
 FROM node:20-bookworm-slim

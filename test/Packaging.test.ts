@@ -22,7 +22,7 @@ const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
 }
 
 /** Modules only the command line imports: esbuild bundles them into dist/cli. */
-const cliOnly = new Set(["Cli.ts", "RunCommand.ts", "CliSettings.ts", "ServeCommand.ts", "MemoryCommand.ts", "InitCommand.ts", "bin.ts"])
+const cliOnly = new Set(["Cli.ts", "RunCommand.ts", "CliSettings.ts", "ServeCommand.ts", "MemoryCommand.ts", "InitCommand.ts", "bin.ts", "Main.ts", "RunMain.ts"])
 /** Folders index.ts does not export (memory in PostgreSQL): reached from the command line only, so bundled too. */
 const cliOnlyFolders = ["memory/sql/", "doctor/"]
 
@@ -96,7 +96,7 @@ describe("the published package (npm pack, after npm run build)", () => {
 
   it("ships the command, its templates and a LICENSE matching package.json; no settings, no memory", () => {
     const files = packed()
-    for (const needed of ["LICENSE", "bin/planckclaw", "bin/code-cache.mjs", "dist/cli/bin.cjs", "dist/HelpText.js", "dist/index.js", "config.env.example", "memory/soul.md"]) {
+    for (const needed of ["LICENSE", "bin/planckclaw", "bin/code-cache.mjs", "bin/code-cache.cjs", "bin/package.json", "dist/cli/bin.cjs", "dist/cli/run.cjs", "dist/HelpText.js", "dist/index.js", "config.env.example", "memory/soul.md"]) {
       expect(files, needed).toContain(needed)
     }
     for (const claw of fs.readdirSync(path.join(root, "claws"))) expect(files).toContain(`claws/${claw}`)

@@ -1,0 +1,122 @@
+"use strict"
+/**
+ * Runs the command line's bundle (one CommonJS script, dist/cli/bin.cjs) with
+ * a V8 code cache: the functions a start compiled last time are read back as
+ * bytecode instead of being parsed and compiled again, which was most of the
+ * start-up time. Node 20 has no code cache for ES modules, hence the script.
+ * CommonJS itself, like bin/planckclaw, so a start does not set up Node's ES
+ * module loader (bin/code-cache.mjs re-exports it for ES modules).
+ *
+ * The cache is a file per bundle (its SHA-256), Node version, architecture
+ * and command (`run` compiles other functions than `tools`), looked for next
+ * to the bundle (dist/cli/code-cache/) and then in the user's cache directory
+ * ($XDG_CACHE_HOME/planckclaw or ~/.cache/planckclaw), so a read-only install
+ * works too. V8 refuses a cache made under other flags; a missing or refused
+ * cache is made again once the start-up work is done, in the first of those
+ * directories that can be written. Nothing about the cache can stop a start:
+ * without one the bundle is compiled as usual.
+ */
+const { isAscii } = require("node:buffer")
+const { createHash } = require("node:crypto")
+const fs = require("node:fs")
+const { createRequire } = require("node:module")
+const os = require("node:os")
+const path = require("node:path")
+const { performance } = require("node:perf_hooks")
+const { fileURLToPath } = require("node:url")
+const vm = require("node:vm")
+
+/** Where a cache is looked for, in order; it is written to the first that can be. */
+const cacheDirectories = (bundle, environment = process.env) => {
+  const xdg = environment.XDG_CACHE_HOME
+  const user = xdg !== undefined && path.isAbsolute(xdg) ? xdg : attempt(() => path.join(os.homedir(), ".cache"))
+  return [path.join(path.dirname(bundle), "code-cache"), ...(user ? [path.join(user, "planckclaw")] : [])]
+}
+
+/** The cache file's name: what the cached code is valid for. */
+const cacheName = (bundleBytes, command) => {
+  const hash = createHash("sha256").update(bundleBytes).digest("hex").slice(0, 24)
+  const word = /^[a-z][a-z-]{0,20}$/.test(command ?? "") ? command : "other"
+  return `bin-${hash}-${word}-${process.version}-${process.arch}.v8cache`
+}
+
+/** `f()`, or undefined when it throws: the cache is an optimisation, never a reason to fail. */
+const attempt = (f) => {
+  try {
+    return f()
+  } catch {
+    return undefined
+  }
+}
+
+const readCache = (directories, name) => {
+  for (const directory of directories) {
+    const data = attempt(() => fs.readFileSync(path.join(directory, name)))
+    if (data !== undefined) return data
+  }
+  return undefined
+}
+
+/** Writes through a temporary file and a rename, so a reader never sees half a cache. */
+const writeCache = (directories, name, data) => {
+  for (const directory of directories) {
+    const file = path.join(directory, name)
+    const temporary = `${file}.${process.pid}.tmp`
+    const written = attempt(() => {
+      fs.mkdirSync(directory, { recursive: true, mode: 0o755 })
+      fs.writeFileSync(temporary, data)
+      fs.renameSync(temporary, file)
+      return true
+    })
+    if (written) return file
+    attempt(() => fs.unlinkSync(temporary))
+  }
+  return undefined
+}
+
+/**
+ * Calls `save` once the process has settled after start-up (the event loop
+ * mostly idle over a quarter second), at the latest after 10 s or at exit,
+ * so the cache holds what the start compiled. The timer keeps nothing alive.
+ */
+const whenSettled = (save) => {
+  let done = false
+  const once = () => {
+    if (done) return
+    done = true
+    process.off("exit", once)
+    save()
+  }
+  process.once("exit", once)
+  const started = performance.now()
+  let last = performance.eventLoopUtilization()
+  const check = () => {
+    const now = performance.eventLoopUtilization()
+    const busy = performance.eventLoopUtilization(now, last).utilization
+    last = now
+    if (busy < 0.2 || performance.now() - started > 10_000) once()
+    else setTimeout(check, 250).unref()
+  }
+  setTimeout(check, 250).unref()
+}
+
+/** Compiles (from the cache when it fits) and runs the CommonJS bundle at `url` (a file URL). */
+const runBundle = (url, command = process.argv[2]) => {
+  const bundle = fileURLToPath(url)
+  const bytes = fs.readFileSync(bundle)
+  // esbuild writes ASCII (non-ASCII characters escaped): a one-byte string is cheaper to make and to hash.
+  const source = isAscii(bytes) ? bytes.latin1Slice(0, bytes.length) : bytes.toString("utf8")
+  const directories = attempt(() => cacheDirectories(bundle)) ?? []
+  const name = attempt(() => cacheName(bytes, command))
+  const cached = name === undefined ? undefined : readCache(directories, name)
+  const wrapped = `(function (exports, require, module, __filename, __dirname, __bundle_url) {${source}\n})`
+  const script = new vm.Script(wrapped, { filename: bundle, ...(cached === undefined ? {} : { cachedData: cached }) })
+  if (name !== undefined && (cached === undefined || script.cachedDataRejected === true)) {
+    whenSettled(() => attempt(() => writeCache(directories, name, script.createCachedData())))
+  }
+  const module = { exports: {} }
+  script.runInThisContext().call(module.exports, module.exports, createRequire(bundle), module, bundle, path.dirname(bundle), String(url))
+  return script
+}
+
+module.exports = { cacheDirectories, cacheName, runBundle }

@@ -1,0 +1,82 @@
+/**
+ * bin/planckclaw: a CommonJS entry (so a start does not set up Node's ES
+ * module loader) that starts a `run` from the run-only bundle
+ * (dist/cli/run.cjs) and every other command from the whole one
+ * (dist/cli/bin.cjs). Each start is the built command as a child process.
+ */
+import * as child from "node:child_process"
+import * as fs from "node:fs"
+import { createRequire } from "node:module"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+
+const repo = path.join(import.meta.dirname, "..")
+const bin = path.join(repo, "bin", "planckclaw")
+const cacheDir = path.join(repo, "dist", "cli", "code-cache")
+const { cacheName } = createRequire(import.meta.url)("../bin/code-cache.cjs") as {
+  readonly cacheName: (bundleBytes: Buffer, command: string) => string
+}
+
+const dirs: Array<string> = []
+afterEach(() => {
+  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+/** `node [-r probe] bin/planckclaw ARGS` in a scratch directory: its exit code and output. */
+const planckclaw = (args: ReadonlyArray<string>, preload: ReadonlyArray<string> = []) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-bin-entry-"))
+  dirs.push(dir)
+  const result = child.spawnSync(process.execPath, [...preload, bin, ...args], {
+    cwd: dir,
+    encoding: "utf8",
+    env: { ...process.env, HOME: dir, XDG_CACHE_HOME: path.join(dir, "cache"), PLANCKCLAW_DIR: path.join(dir, "memory") }
+  })
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr, dir }
+}
+
+/** The cache file a start of `bundle` for `command` makes next to the bundles. */
+const cacheOf = (bundle: string, command: string) =>
+  path.join(cacheDir, cacheName(fs.readFileSync(path.join(repo, "dist", "cli", bundle)), command))
+
+describe("the bundles", () => {
+  it("make each Node built-in's namespace once, shared by every importing file (build/shared-builtins.mjs)", () => {
+    for (const bundle of ["bin.cjs", "run.cjs"]) {
+      const source = fs.readFileSync(path.join(repo, "dist", "cli", bundle), "utf8")
+      expect(source).not.toMatch(/__toESM\(require\("node:/)
+      const wrapped = [...source.matchAll(/__reExport\(\w+,require\("(node:[a-z_/]+)"\)\)/g)].map((site) => site[1])
+      expect(wrapped).toContain("node:fs")
+      expect(wrapped).toContain("node:path")
+      expect(new Set(wrapped).size).toBe(wrapped.length)
+    }
+  })
+})
+
+describe("bin/planckclaw", () => {
+  it("is CommonJS: the process's main module is the script itself", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-bin-probe-"))
+    dirs.push(dir)
+    const probe = path.join(dir, "probe.cjs")
+    // process.mainModule is set for a CommonJS main module only.
+    fs.writeFileSync(probe, `process.on("exit", () => process.stderr.write("main:" + (process.mainModule?.filename ?? "none") + "\\n"))\n`)
+    const result = planckclaw(["--version"], ["-r", probe])
+    expect(result.code).toBe(0)
+    expect(result.stderr).toContain(`main:${bin}\n`)
+  })
+
+  it("starts a `run` from the run-only bundle and other commands from the whole one", () => {
+    const run = cacheOf("run.cjs", "run")
+    const tools = cacheOf("bin.cjs", "tools")
+    fs.rmSync(run, { force: true })
+    fs.rmSync(tools, { force: true })
+    // A refused flag: the run-only command line answers (and exits 2) like the whole one.
+    const refused = planckclaw(["run", "--bogus"])
+    expect(refused.code).toBe(2)
+    expect(refused.stdout + refused.stderr).toContain("Received unknown argument: '--bogus'")
+    // The bundle that ran made its cache on the way out.
+    expect(fs.existsSync(run)).toBe(true)
+    expect(fs.existsSync(cacheOf("bin.cjs", "run"))).toBe(false)
+    expect(planckclaw(["tools"]).code).toBe(0)
+    expect(fs.existsSync(tools)).toBe(true)
+  })
+})
