@@ -149,6 +149,12 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       return result
     }
 
+    const lockRefused = (error: FileLock.LockHeld | FileLock.LockFailed) =>
+      new MemoryError({
+        reason: "locked",
+        message: error._tag === "LockHeld" ? `${directory} stayed locked by process ${error.ownerPid}` : `cannot lock ${directory}: ${error.message}`
+      })
+
     const locked = <A>(
       what: string,
       run: () => Either.Either<A, MemoryError>,
@@ -179,14 +185,7 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
         const failed = (error: FileLock.LockHeld | FileLock.LockFailed) =>
           error._tag === "LockFailed" && unlocked !== undefined
             ? fsEffect(what, unlocked)
-            : Effect.fail(
-              new MemoryError({
-                reason: "locked",
-                message: error._tag === "LockHeld"
-                  ? `${directory} stayed locked by process ${error.ownerPid}`
-                  : `cannot lock ${directory}: ${error.message}`
-              })
-            )
+            : Effect.fail(lockRefused(error))
         if (taken.left._tag === "LockFailed") return failed(taken.left)
         return Effect.scoped(
           FileLock.holdWaiting(paths.writeLock).pipe(
@@ -223,18 +222,11 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
           )
         }
         if (taken.left._tag === "LockFailed") {
-          return Effect.fail(new MemoryError({ reason: "locked", message: `cannot lock ${directory}: ${taken.left.message}` }))
+          return Effect.fail(lockRefused(taken.left))
         }
         return Effect.scoped(
           FileLock.holdWaiting(paths.writeLock).pipe(
-            Effect.mapError((error) =>
-              new MemoryError({
-                reason: "locked",
-                message: error._tag === "LockHeld"
-                  ? `${directory} stayed locked by process ${error.ownerPid}`
-                  : `cannot lock ${directory}: ${error.message}`
-              })
-            ),
+            Effect.mapError(lockRefused),
             Effect.zipRight(body(false))
           )
         )
