@@ -45,7 +45,7 @@ describe("the agent on an OpenAI-compatible server", () => {
         Server.text("It is 1700000000 and you rolled 4.")
       ))
       const h = yield* agentOn(server, 3)
-      expect(yield* h.say("time and a d20?")).toEqual({ channel: "cli", text: "It is 1700000000 and you rolled 4." })
+      expect(yield* h.say("time and a d20?")).toMatchObject({ channel: "cli", text: "It is 1700000000 and you rolled 4." })
 
       const base = { model: "test-model", max_tokens: 1024 }
       const first = [{ role: "system", content: "You are Planck." }, { role: "user", content: "time and a d20?" }]
