@@ -9,29 +9,16 @@ import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Either, Logger, TestClock } from "effect"
+import { Effect, Either, Logger, TestClock } from "effect"
 import { makeDiscovery, type WatchDirectory } from "../../src/claws/ClawDiscovery.js"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
 import * as Sandbox from "../support/Sandbox.js"
+import { settings, writeSettled } from "./ClawKit.js"
 
 const tempDir = Sandbox.tempDir("planckclaw-discovery-")
 const { tool } = Sandbox
-const old = new Date("2020-01-01T00:00:00Z")
-
-/** A claw last modified long ago, as claws normally are (settled: trusted by its identity). */
-const writeOld = (dir: string, file: string, toolName: string) =>
-  Effect.sync(() => {
-    const path = Path.join(dir, file)
-    Fs.writeFileSync(path, `#!/bin/sh\n${tool(toolName)}\n`, { mode: 0o755 })
-    Fs.utimesSync(path, old, old)
-  })
-
-const settings = (directory: string): Scripts.ScriptsConfig => ({
-  directory,
-  timeout: Duration.seconds(30),
-  outputMax: 16_384,
-  withheldSecrets: []
-})
+/** A claw declaring `toolName`, last modified long ago (see ClawKit). */
+const writeOld = (dir: string, file: string, toolName: string) => writeSettled(dir, file, `#!/bin/sh\n${tool(toolName)}\n`)
 
 const names = (catalog: { readonly tools: ReadonlyArray<{ readonly name: string }> }) =>
   catalog.tools.map((t) => t.name)

@@ -8,27 +8,13 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { execFileSync } from "node:child_process"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber } from "effect"
+import { Effect, Fiber } from "effect"
 import { vi } from "vitest"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
 import * as Sandbox from "../support/Sandbox.js"
+import { settings, writeSettled as writeOld } from "./ClawKit.js"
 
 const tempDir = Sandbox.tempDir("planckclaw-catchup-")
-const old = new Date("2020-01-01T00:00:00Z")
-
-const writeOld = (dir: string, file: string, body: string) =>
-  Effect.sync(() => {
-    const path = Path.join(dir, file)
-    Fs.writeFileSync(path, body, { mode: 0o755 })
-    Fs.utimesSync(path, old, old)
-  })
-
-const settings = (directory: string): Scripts.ScriptsConfig => ({
-  directory,
-  timeout: Duration.seconds(30),
-  outputMax: 16_384,
-  withheldSecrets: []
-})
 
 /** ScriptClaws's waits, each counted. */
 const countingCatchUps = () => {
@@ -74,23 +60,37 @@ describe("Script claws: the catch-up before a scan", () => {
       expect(yield* claws.call("second", {})).toEqual({ content: "Unknown tool: second", isError: true })
     }))
 
-  it.effect("waits that begin together share one catch-up of two loop turns; a wait begun after its first turn starts another", () =>
+  /** Counts the setImmediate calls `body` makes. */
+  const immediatesOf = <A>(body: Effect.Effect<A>) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => vi.spyOn(globalThis, "setImmediate")),
+      (immediates) => Effect.map(body, () => immediates.mock.calls.length),
+      (immediates) => Effect.sync(() => immediates.mockRestore())
+    )
+
+  for (const turns of [1, 2] as const) {
+    it.effect(`${turns}-turn waits begun together share one catch-up: ${turns} setImmediate for ten`, () =>
+      Effect.gen(function*() {
+        const catchUp = Scripts.makeCatchUp(turns)
+        const calls = yield* immediatesOf(
+          Effect.flatMap(Effect.forEach(Array.from({ length: 10 }), () => Effect.fork(catchUp)), (fibers) => Effect.forEach(fibers, Fiber.join))
+        )
+        expect(calls).toBe(turns)
+      }))
+  }
+
+  it.effect("a wait begun after a catch-up's first turn has run starts another (it must see a later poll)", () =>
     Effect.gen(function*() {
       const catchUp = Scripts.makeCatchUp(2)
-      const immediates = vi.spyOn(globalThis, "setImmediate")
-      try {
-        const fibers = yield* Effect.forEach(Array.from({ length: 10 }), () => Effect.fork(catchUp))
-        yield* Effect.forEach(fibers, Fiber.join)
-        expect(immediates).toHaveBeenCalledTimes(2)
-        // Begun inside the first turn: it must see a poll that comes after it, so it waits anew.
+      const calls = yield* immediatesOf(Effect.gen(function*() {
+        yield* catchUp
         const late = yield* Effect.async<Fiber.RuntimeFiber<void>>((resume) => {
           setImmediate(() => resume(Effect.fork(catchUp)))
         })
         yield* Fiber.join(late)
-        expect(immediates).toHaveBeenCalledTimes(5)
-      } finally {
-        immediates.mockRestore()
-      }
+      }))
+      // Two for the first wait, one to begin the late one from a loop turn, two for the late one.
+      expect(calls).toBe(5)
     }))
 
   it.scoped("lists begun together each see an edit another process finished before they began", () =>

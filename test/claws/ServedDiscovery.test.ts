@@ -9,23 +9,14 @@ import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber } from "effect"
-import { vi } from "vitest"
+import { Effect } from "effect"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
 import { serveClaws } from "../../src/fifo/ServeClaws.js"
 import { blocksFrom, tempDir } from "../support/FifoKit.js"
+import { declaring, settings, writeSettled } from "./ClawKit.js"
 
-const old = new Date("2020-01-01T00:00:00Z")
-const declaring = (tool: string) => `#!/bin/sh\n#TOOLS:{"name":"${tool}","description":"d"}\n`
-
-const settings = (directory: string): Scripts.ScriptsConfig => ({
-  directory,
-  timeout: Duration.seconds(30),
-  outputMax: 16_384,
-  withheldSecrets: []
-})
 
 /** A claws directory with one old claw, served on fresh FIFOs; `ask` sends a discovery request and returns the tool names. */
 const served = (catchUps?: Scripts.CatchUps) =>
@@ -33,8 +24,7 @@ const served = (catchUps?: Scripts.CatchUps) =>
     const root = yield* tempDir
     const dir = Path.join(root, "claws")
     Fs.mkdirSync(dir)
-    Fs.writeFileSync(Path.join(dir, "old.sh"), declaring("before"), { mode: 0o755 })
-    Fs.utimesSync(Path.join(dir, "old.sh"), old, old)
+    yield* writeSettled(dir, "old.sh", declaring("before"))
     const paths = yield* makeRuntimeDir(Path.join(root, "run"))
     const claws = yield* Scripts.makeWatched(settings(dir), undefined, catchUps)
     yield* Effect.forkScoped(serveClaws(claws, paths))
@@ -72,19 +62,6 @@ describe("Script claws served on the claw FIFOs", () => {
         // The child has exited when execFileSync returns: its write is done, its event maybe not yet read.
         execFileSync("/bin/sh", ["-c", `printf '%s' '${declaring(`after_${i}`)}' > old.sh`], { cwd: dir })
         expect(yield* ask).toEqual([`after_${i}`])
-      }
-    }))
-
-  it.effect("one-turn waits begun together share one setImmediate", () =>
-    Effect.gen(function*() {
-      const catchUp = Scripts.makeCatchUp(1)
-      const immediates = vi.spyOn(globalThis, "setImmediate")
-      try {
-        const fibers = yield* Effect.forEach(Array.from({ length: 10 }), () => Effect.fork(catchUp))
-        yield* Effect.forEach(fibers, Fiber.join)
-        expect(immediates).toHaveBeenCalledTimes(1)
-      } finally {
-        immediates.mockRestore()
       }
     }))
 })
