@@ -15,7 +15,8 @@ export interface AgentService {
   /**
    * Takes one accepted message to the end: validates it, answers it (or
    * finishes a reply decided before a crash), remembers the exchange,
-   * delivers it through `interact`, and compacts if due.
+   * delivers it through `interact`, and starts a due compaction in the
+   * background (the agent layer's release waits for it).
    */
   readonly handle: (message: Pending, interact: InteractService) => Effect.Effect<void>
 }

@@ -29,7 +29,8 @@ const intakeRestarts = Schedule.exponential("100 millis").pipe(
 /**
  * Answers the bridge's messages one at a time, in order, until its stream
  * ends and every message read is handled (a piped run ends this way, after
- * the last reply and any compaction it started). A defect in one turn is
+ * the last reply; a compaction it started in the background is waited for
+ * by the agent layer's release). A defect in one turn is
  * logged and answered; the loop goes on. Logs go to stderr, never to a
  * host's stdout.
  */
