@@ -104,16 +104,14 @@ describe("serve --cluster --bridge discord", () => {
     // Every message turned; a turn cut by its shard moving (the second runner has just joined) runs
     // again before its reply is decided, so a text may appear twice here, never in the replies.
     expect(new Set(brainCalls()).size).toBe(36)
-    // Each runner holds some of the agents.
+    // Each runner holds some of the agents. (Not an exact count: a shard moving as the second runner
+    // joins may leave an agent reported running by both for a moment, or by neither until its next message.)
     const [withDiscord, without] = runners as [Runner, Runner]
-    const runningOn = async (runner: Runner) => {
-      const states = await Promise.all(channels.map((channel) => get(runner.httpPort, `/v1/agents/discord-c${channel}`)))
-      return states.filter((state) => state.body.state === "running").length
-    }
+    const runningOn = (runner: Runner) =>
+      Promise.all(channels.map(async (channel) => (await get(runner.httpPort, `/v1/agents/discord-c${channel}`)).body.state === "running"))
     const [here, there] = [await runningOn(withDiscord), await runningOn(without)]
-    expect(here + there).toBe(12)
-    expect(here).toBeGreaterThan(0)
-    expect(there).toBeGreaterThan(0)
+    expect(here.filter(Boolean).length).toBeGreaterThan(0)
+    expect(there.filter(Boolean).length).toBeGreaterThan(0)
   }, 120_000)
 
   it("answers another channel while one agent's turn is held, and that agent's next message after it", async () => {
