@@ -8,7 +8,6 @@
  * `planckclaw memory export` of several agents compared with what the
  * HTTP replies said.
  */
-import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -19,41 +18,15 @@ import { Effect, Redacted } from "effect"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
 import { usePostgres } from "../support/Postgres.js"
-import { freePort, post } from "./Runners.js"
+import { freePort, post, spawnListening } from "./Runners.js"
 
 const server = usePostgres({ database: "postgres_admin" })
-
-interface ServeRunner {
-  readonly process: child.ChildProcess
-  readonly httpPort: number
-  readonly output: () => string
-}
 
 /** `planckclaw serve --cluster --http 127.0.0.1:0` as built; resolves once it says where its HTTP API listens. */
 const serve = (env: NodeJS.ProcessEnv) =>
   Effect.acquireRelease(
-    Effect.promise(() =>
-      new Promise<ServeRunner>((resolve, reject) => {
-        const proc = child.spawn(process.execPath, [Cli.BIN, "serve", "--cluster", "--http", "127.0.0.1:0"], { env, stdio: ["ignore", "pipe", "pipe"] })
-        let output = ""
-        const timer = setTimeout(() => reject(new Error(`runner did not start within 60 s:\n${output}`)), 60_000)
-        const onData = (chunk: Buffer) => {
-          output += chunk.toString("utf8")
-          const match = /HTTP API on [^\s:]+:(\d+)/.exec(output)
-          if (match !== null) {
-            clearTimeout(timer)
-            resolve({ process: proc, httpPort: Number(match[1]), output: () => output })
-          }
-        }
-        proc.stdout!.on("data", onData)
-        proc.stderr!.on("data", onData)
-        proc.once("exit", (code) => {
-          clearTimeout(timer)
-          reject(new Error(`runner exited with ${code} before listening:\n${output}`))
-        })
-      })
-    ),
-    (runner) => Effect.sync(() => runner.process.exitCode === null && runner.process.signalCode === null && runner.process.kill("SIGKILL"))
+    Effect.promise(() => spawnListening([Cli.BIN, "serve", "--cluster", "--http", "127.0.0.1:0"], env)),
+    (runner) => Effect.promise(() => runner.kill("SIGKILL"))
   )
 
 describe("the operator's walk-through of serve --cluster (built command)", () => {

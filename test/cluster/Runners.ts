@@ -31,23 +31,17 @@ export const freePort = (): Promise<number> =>
     })
   })
 
-/**
- * Starts a runner (`script`, default runner.mjs) and waits until its HTTP API
- * listens; the settings are the test's failover-fast ones.
- */
-export const startRunner = async (env: Record<string, string>, script = RUNNER): Promise<Runner> => {
-  const runnerPort = await freePort()
-  const proc = child.spawn(process.execPath, [script], {
-    env: baseEnv({
-      PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`,
-      PLANCKCLAW_CLUSTER_LOCK_EXPIRATION: "6",
-      PLANCKCLAW_CLUSTER_POLL: "0.2",
-      PLANCKCLAW_CLUSTER_SHARDS: "30",
-      PLANCKCLAW_CLUSTER_SEND_TIMEOUT: "20",
-      ...env
-    }),
-    stdio: ["ignore", "pipe", "pipe"]
-  })
+/** A process of `args` (after node) that says on its output where its HTTP API listens. */
+export interface Listening {
+  readonly process: child.ChildProcess
+  readonly httpPort: number
+  readonly output: () => string
+  readonly kill: (signal: NodeJS.Signals) => Promise<void>
+}
+
+/** Spawns `node args...` with `env` and waits, at most 60 s, until it logs "HTTP API on host:port". */
+export const spawnListening = async (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Promise<Listening> => {
+  const proc = child.spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] })
   let output = ""
   const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()))
   const httpPort = await new Promise<number>((resolve, reject) => {
@@ -70,13 +64,29 @@ export const startRunner = async (env: Record<string, string>, script = RUNNER):
   return {
     process: proc,
     httpPort,
-    runnerPort,
     output: () => output,
     kill: (signal) => {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal)
       return exited
     }
   }
+}
+
+/**
+ * Starts a runner (`script`, default runner.mjs) and waits until its HTTP API
+ * listens; the settings are the test's failover-fast ones.
+ */
+export const startRunner = async (env: Record<string, string>, script = RUNNER): Promise<Runner> => {
+  const runnerPort = await freePort()
+  const listening = await spawnListening([script], baseEnv({
+    PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`,
+    PLANCKCLAW_CLUSTER_LOCK_EXPIRATION: "6",
+    PLANCKCLAW_CLUSTER_POLL: "0.2",
+    PLANCKCLAW_CLUSTER_SHARDS: "30",
+    PLANCKCLAW_CLUSTER_SEND_TIMEOUT: "20",
+    ...env
+  }))
+  return { ...listening, runnerPort }
 }
 
 export interface Answer {
