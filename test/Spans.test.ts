@@ -54,19 +54,20 @@ const turnSpans = [
   { name: "Brain.complete", parent: "Turn.run", attributes: { round: 1 } }
 ]
 
+/** The scripted turn with two tools, under `traced` (the tracer settings of a test). */
+const scriptedTurn = <A, E, R>(traced: (turn: Effect.Effect<Turn.TurnOutcome>) => Effect.Effect<A, E, R>) =>
+  Effect.flatMap(ScriptedBrain.make(script), (brain) =>
+    traced(Turn.run({
+      snapshot: { soul: "s", summary: "", history: [] },
+      text: "go",
+      config: { model: "m", maxTokens: 10, maxToolRounds: 4 }
+    }).pipe(Effect.provide(Layer.merge(ScriptedBrain.layer(brain), InMemoryClaws.layer([tool("first"), tool("second")]))))))
+
 describe("spans", () => {
   it.effect("a turn has its span, one per brain call with the round, one per tool call with the tool", () =>
     Effect.gen(function*() {
       const { recorded, tracer } = yield* spanRecorder
-      const brain = yield* ScriptedBrain.make(script)
-      const outcome = yield* Turn.run({
-        snapshot: { soul: "s", summary: "", history: [] },
-        text: "go",
-        config: { model: "m", maxTokens: 10, maxToolRounds: 4 }
-      }).pipe(
-        Effect.provide(Layer.merge(ScriptedBrain.layer(brain), InMemoryClaws.layer([tool("first"), tool("second")]))),
-        Effect.withTracer(tracer)
-      )
+      const outcome = yield* scriptedTurn(Effect.withTracer(tracer))
       expect(outcome.reply).toBe("answer")
       // A span is recorded when it starts: the turn's comes first.
       expect(recorded()).toEqual([{ name: "Turn.run", parent: undefined, attributes: {} }, ...turnSpans])
@@ -130,16 +131,7 @@ describe("spans", () => {
   it.effect("with tracing turned off, an installed tracer gets no span", () =>
     Effect.gen(function*() {
       const { recorded, tracer } = yield* spanRecorder
-      const brain = yield* ScriptedBrain.make(script)
-      const outcome = yield* Turn.run({
-        snapshot: { soul: "s", summary: "", history: [] },
-        text: "go",
-        config: { model: "m", maxTokens: 10, maxToolRounds: 4 }
-      }).pipe(
-        Effect.provide(Layer.merge(ScriptedBrain.layer(brain), InMemoryClaws.layer([tool("first"), tool("second")]))),
-        Effect.withTracer(tracer),
-        Effect.withTracerEnabled(false)
-      )
+      const outcome = yield* scriptedTurn((turn) => turn.pipe(Effect.withTracer(tracer), Effect.withTracerEnabled(false)))
       expect(outcome.reply).toBe("answer")
       expect(recorded()).toEqual([])
     }))
