@@ -98,30 +98,10 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
       Stream.mapError((cause) => new MemoryError({ reason: "io", message: `reading history.jsonl: ${cause.message}`, cause }))
     )
 
-  /** Writes the new summary, history and ledger beside the old ones, then commits them. */
-  const commit = (plan: FoldPlan, summaryFile: string, rest: Buffer, size: number) => {
-    const ledgerText = SafeFile.read(paths.ledger)
-    const steps = Either.flatMap(ledgerText, (text) =>
-      Either.flatMap(Layout.writeNew(paths.nextSummary, summaryFile), () =>
-        Either.flatMap(Layout.writeNew(paths.nextHistory, rest), (inode) =>
-          Layout.writeNew(
-            paths.nextLedger,
-            Ledger.encode(Ledger.afterFold(Ledger.parse(text), plan.inode, inode, plan.splitOffset, size))
-          ))))
-    // The journal's appearance is the commit point: from here recovery
-    // completes the swap instead of discarding it.
-    const committed = Either.flatMap(steps, () => Layout.writeNew(paths.journal, ""))
-    if (Either.isLeft(committed)) {
-      Layout.recover(paths)
-      return Either.left(fromFileError(committed.left))
-    }
-    Layout.syncDirectory(directory)
-    Layout.recover(paths)
-    Layout.syncDirectory(directory)
-    return Either.void
-  }
-
-  /** `commit`, with its fsyncs off the event loop (CommitAsync.ts): the same files, calls and commit point. */
+  /**
+   * Writes the new summary, history and ledger beside the old ones, then
+   * commits them, with the fsyncs off the event loop (CommitAsync.ts).
+   */
   const commitOffLoop = (plan: FoldPlan, summaryFile: string, rest: Buffer, size: number): Effect.Effect<void, MemoryError> =>
     Effect.suspend(() => {
       const discard = (error: SafeFile.MemoryFileError) =>
@@ -185,22 +165,12 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
 
   const commitFold = (plan: FoldPlan, summary: string) => {
     const summaryFile = summary.length === 0 || summary.endsWith("\n") ? summary : `${summary}\n`
-    const offLoop = memoryDir.lockedAsync
-    if (offLoop === undefined) return commitFoldSync(plan, summaryFile)
-    return offLoop(
+    return memoryDir.lockedAsync(
       "committing compaction",
       Effect.flatMap(fsEffect("committing compaction", () => readRest(plan)), (rest) =>
         Effect.as(commitOffLoop(plan, summaryFile, rest.buffer, rest.size), result(rest.buffer, summaryFile)))
     ).pipe(Effect.tap(() => storeWorked))
   }
-
-  /** Where the directory offers no lock across waits: the whole commit synchronous, under `locked`. */
-  const commitFoldSync = (plan: FoldPlan, summaryFile: string) =>
-    locked("committing compaction", (): Either.Either<FoldResult, MemoryError> =>
-      Either.flatMap(readRest(plan), (rest) =>
-        Either.map(commit(plan, summaryFile, rest.buffer, rest.size), () => result(rest.buffer, summaryFile)))).pipe(
-        Effect.tap(() => storeWorked)
-      )
 
   return { exclusiveCompaction, planFold, linesToFold, commitFold }
 }

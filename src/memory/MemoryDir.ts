@@ -108,7 +108,7 @@ export interface MemoryDir {
    * lock and recovery, held across the waits; uninterruptible, so the lock
    * is never released under an operation still running.
    */
-  readonly lockedAsync?: <A>(what: string, run: Effect.Effect<A, MemoryError>) => Effect.Effect<A, MemoryError>
+  readonly lockedAsync: <A>(what: string, run: Effect.Effect<A, MemoryError>) => Effect.Effect<A, MemoryError>
   /** One compaction at a time in this process, before the compaction lock file. */
   readonly compactionMutex: Effect.Semaphore
   /** Whether the last write to memory failed (a full disk). */
