@@ -24,7 +24,8 @@ import * as Layout from "./Layout.js"
 import * as Ledger from "./Ledger.js"
 import { Memory } from "./Memory.js"
 import * as CommitAsync from "./CommitAsync.js"
-import { CompactionBusy, fromFileError, fsEffect, type MemoryDir, MemoryError, withHistory } from "./MemoryDir.js"
+import * as CommitMirror from "./CommitMirror.js"
+import { type Alongside, CompactionBusy, fromFileError, fsEffect, type MemoryDir, MemoryError, withHistory } from "./MemoryDir.js"
 import * as SafeFile from "./SafeFile.js"
 
 export { CompactionBusy } from "./MemoryDir.js"
@@ -163,8 +164,95 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
     summaryBytes: Buffer.byteLength(summaryFile, "utf8")
   })
 
+  /**
+   * The commit of a run, alongside its appends (CommitMirror.ts): the same
+   * files, fsyncs and commit point as `commitOffLoop`, but the turns' appends
+   * wait only for the synchronous steps, not for the fsyncs.
+   */
+  const commitAlongside = (
+    { mirrorAppends, step }: Alongside,
+    plan: FoldPlan,
+    summaryFile: string
+  ): Effect.Effect<FoldResult, MemoryError> => {
+    let mirror: CommitMirror.CommitMirror | undefined
+    let summaryNext: CommitAsync.Staged | undefined
+    let kept = 0
+    const abandoned = () =>
+      new MemoryError({ reason: "io", message: "committing compaction: a turn's append could not be copied into the next history; nothing changed" })
+    // Before the journal: the next files go, the old ones hold everything.
+    const discard = (error: MemoryError) =>
+      Effect.zipRight(step(() => Either.right(Layout.recover(paths))), Effect.fail(error))
+    const begin = step((): Either.Either<CommitMirror.CommitMirror, MemoryError> => {
+      const rest = readRest(plan)
+      if (Either.isLeft(rest)) return Either.left(rest.left)
+      const staged: Array<CommitAsync.Staged> = []
+      const steps = Either.flatMap(SafeFile.read(paths.ledger), (text) =>
+        Either.flatMap(CommitAsync.stage(paths.nextSummary, summaryFile), (summaryStaged) => {
+          staged.push(summaryStaged)
+          return Either.flatMap(CommitAsync.stage(paths.nextHistory, rest.right.buffer), (historyNext) => {
+            staged.push(historyNext)
+            const ledger = Buffer.from(
+              Ledger.encode(Ledger.afterFold(Ledger.parse(text), plan.inode, historyNext.ino, plan.splitOffset, rest.right.size)),
+              "utf8"
+            )
+            return Either.map(CommitAsync.stage(paths.nextLedger, ledger), (ledgerNext) => {
+              staged.push(ledgerNext)
+              return { historyNext, ledgerNext, ledgerBytes: ledger.length }
+            })
+          })
+        }))
+      if (Either.isLeft(steps)) {
+        CommitAsync.closeAll(staged)
+        Layout.recover(paths)
+        return Either.left(fromFileError(steps.left))
+      }
+      const { historyNext, ledgerBytes, ledgerNext } = steps.right
+      summaryNext = staged[0]
+      kept = splitLines(rest.right.buffer.toString("utf8")).length
+      mirror = CommitMirror.make({
+        oldInode: plan.inode,
+        split: plan.splitOffset,
+        history: { fd: historyNext.fd, file: historyNext.file, inode: historyNext.ino },
+        ledger: { fd: ledgerNext.fd, file: ledgerNext.file },
+        journal: paths.journal,
+        historyEnd: rest.right.buffer.length,
+        ledgerEnd: ledgerBytes
+      })
+      mirrorAppends(mirror)
+      return Either.right(mirror)
+    })
+    return Effect.flatMap(begin, (copy) => {
+      const syncNext = Effect.forEach(
+        [copy.history, copy.ledger, ...(summaryNext === undefined ? [] : [summaryNext])],
+        (next) => CommitAsync.fsyncOffLoop(next.fd, next.file),
+        { concurrency: "unbounded", discard: true }
+      ).pipe(Effect.ensuring(Effect.sync(() => summaryNext !== undefined && CommitAsync.closeAll([summaryNext]))))
+      // The journal appears in a step, so no append falls between it and the copies.
+      const journal = step(() => copy.failed ? Either.left(abandoned()) : Either.mapLeft(CommitAsync.stage(paths.journal, ""), fromFileError))
+      const commitPoint = Effect.flatMap(journal, (created) =>
+        CommitAsync.syncAll([created]).pipe(
+          Effect.mapError(fromFileError),
+          Effect.tapError(() => step(() => Either.right(Either.try(() => fs.unlinkSync(paths.journal)))))
+        ))
+      const swap = step(() => {
+        // A copy that failed removed the journal: recovery then discards the next files.
+        Layout.recover(paths)
+        return copy.failed ? Either.left(abandoned()) : Either.right({ kept: kept + copy.copiedLines, summaryBytes: Buffer.byteLength(summaryFile, "utf8") })
+      })
+      return Effect.mapError(syncNext, fromFileError).pipe(
+        Effect.zipRight(commitPoint),
+        Effect.catchAll(discard),
+        Effect.zipRight(CommitAsync.syncDirectory(directory).pipe(Effect.mapError(fromFileError))),
+        Effect.zipRight(swap),
+        Effect.tap(() => CommitAsync.syncDirectory(directory).pipe(Effect.mapError(fromFileError)))
+      )
+    })
+  }
+
   const commitFold = (plan: FoldPlan, summary: string) => {
     const summaryFile = summary.length === 0 || summary.endsWith("\n") ? summary : `${summary}\n`
+    const alongside = memoryDir.lockedAlongside?.("committing compaction", (along) => commitAlongside(along, plan, summaryFile))
+    if (alongside !== undefined) return alongside.pipe(Effect.tap(() => storeWorked))
     return memoryDir.lockedAsync(
       "committing compaction",
       Effect.flatMap(fsEffect("committing compaction", () => readRest(plan)), (rest) =>

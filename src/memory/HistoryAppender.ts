@@ -8,6 +8,7 @@
  */
 import * as fs from "node:fs"
 import * as Either from "effect/Either"
+import * as CommitMirror from "./CommitMirror.js"
 import { look, readText, type Seen, seenOf, unchanged } from "./FileCache.js"
 import { encodeEntry, type HistoryEntry, readRange, scanTail } from "./HistoryFile.js"
 import * as Ledger from "./Ledger.js"
@@ -50,7 +51,8 @@ export interface HistoryAppender {
  */
 export const make = (
   paths: Layout.Paths,
-  appended: (fd: number, ino: number, size: number, end: number, entries: ReadonlyArray<HistoryEntry>) => void
+  appended: (fd: number, ino: number, size: number, end: number, entries: ReadonlyArray<HistoryEntry>) => void,
+  mirror: () => CommitMirror.CommitMirror | undefined = () => undefined
 ): HistoryAppender => {
   let historyFd: { readonly fd: number; readonly ino: number } | undefined
   let ledgerFd: { readonly fd: number; readonly ino: number } | undefined
@@ -179,6 +181,9 @@ export const make = (
     }
     const written = SafeFile.appendAll(fd, paths.history, bytes, size)
     if (Either.isLeft(written)) return Either.left(fromFileError(written.left))
+    // Only a commit alongside the appends copies them, and such a commit holds every locked section back.
+    const copying = mirror()
+    if (copying !== undefined) CommitMirror.cannotCopy(copying)
     const end = size + bytes.length
     lastEnd = { ino, size: end }
     appended(fd, ino, size, end, entries)
@@ -228,6 +233,9 @@ export const make = (
     }
     const written = SafeFile.appendAll(history.fd, paths.history, bytes, size)
     if (Either.isLeft(written)) return Either.left(fromFileError(written.left))
+    // A compaction committing meanwhile gets the exchange too, before it counts as stored.
+    const copying = mirror()
+    if (copying !== undefined) CommitMirror.copyAppend(copying, history.ino, size, bytes, { key, start: size, end: size + bytes.length })
     lastEnd = { ino: history.ino, size: size + bytes.length }
     appended(history.fd, history.ino, size, size + bytes.length, entries)
     return Either.right(done)

@@ -36,14 +36,16 @@ import {
 } from "./HistoryFile.js"
 import * as Layout from "./Layout.js"
 import * as MemoryDir from "./MemoryDir.js"
-import { ensureWritable, MemoryConfig, type MemoryError, withHistory } from "./MemoryDir.js"
+import { ensureWritable } from "./EnsureWritable.js"
+import { MemoryConfig, type MemoryError, withHistory } from "./MemoryDir.js"
 import * as SafeFile from "./SafeFile.js"
 import * as SnapshotReader from "./SnapshotReader.js"
 import type { MemorySnapshot } from "./SnapshotReader.js"
 
 export type { AppendOptions } from "./HistoryAppender.js"
 export type { HistoryEntry } from "./HistoryFile.js"
-export { CompactionBusy, ensureWritable, MemoryConfig, MemoryError } from "./MemoryDir.js"
+export { ensureWritable } from "./EnsureWritable.js"
+export { CompactionBusy, MemoryConfig, MemoryError } from "./MemoryDir.js"
 export { DEFAULT_SOUL, type MemorySnapshot } from "./SnapshotReader.js"
 
 export interface MemoryOptions {
@@ -111,7 +113,7 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
       }
       // And the snapshot's tail, when it was history as found here.
       reader.appended(ino, size, end, entries)
-    })
+    }, () => memoryDir.mirror?.())
 
     // Under the lock after a compaction of another process may have missed
     // our write: nothing cached is trusted, and the ledger says whether the

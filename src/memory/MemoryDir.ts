@@ -12,7 +12,10 @@ import * as Config from "effect/Config"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { describeError, errnoCode } from "../Errors.js"
+import * as Exit from "effect/Exit"
+import type * as Scope from "effect/Scope"
+import { describeError } from "../Errors.js"
+import * as CommitMirror from "./CommitMirror.js"
 import * as FileLock from "./FileLock.js"
 import { type AloneOutcome, heldByRun } from "./RunHeld.js"
 import * as Layout from "./Layout.js"
@@ -109,6 +112,18 @@ export interface MemoryDir {
    * is never released under an operation still running.
    */
   readonly lockedAsync: <A>(what: string, run: Effect.Effect<A, MemoryError>) => Effect.Effect<A, MemoryError>
+  /**
+   * For a run holding its run lock (the directory's only appender): the
+   * write lock file held for all of `run`, the in-process mutex only for
+   * each of its synchronous `step`s, so this process's appends go on
+   * between them, copied into the commit's next files by the mirror `run`
+   * installs (CommitMirror.ts). The mirror is removed when `run` ends; after
+   * a failure the next section recovers in full. Undefined when the run lock
+   * is not held (use `lockedAsync`).
+   */
+  readonly lockedAlongside?: <A>(what: string, run: (alongside: Alongside) => Effect.Effect<A, MemoryError>) => Effect.Effect<A, MemoryError> | undefined
+  /** The commit mirror this process's appends are copied into, while a commit alongside them runs. */
+  readonly mirror?: () => CommitMirror.CommitMirror | undefined
   /** One compaction at a time in this process, before the compaction lock file. */
   readonly compactionMutex: Effect.Semaphore
   /** Whether the last write to memory failed (a full disk). */
@@ -116,6 +131,14 @@ export interface MemoryDir {
   /** A write failure is logged once, with the free space, until a write succeeds again. */
   readonly storeFailed: (error: MemoryError) => Effect.Effect<never, MemoryError>
   readonly storeWorked: Effect.Effect<void>
+}
+
+/** What a commit alongside the appends is given (MemoryDir.lockedAlongside). */
+export interface Alongside {
+  /** Runs a synchronous section with this process's appends held back. */
+  readonly step: <B>(section: () => Either.Either<B, MemoryError>) => Effect.Effect<B, MemoryError>
+  /** From now until the commit ends, this process's appends are copied into `mirror` (call it within a step). */
+  readonly mirrorAppends: (mirror: CommitMirror.CommitMirror) => void
 }
 
 export const make = (directory: string): Effect.Effect<MemoryDir> =>
@@ -126,6 +149,11 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
     // turns before touching them.
     const writeMutex = yield* Effect.makeSemaphore(1)
     const compactionMutex = yield* Effect.makeSemaphore(1)
+    // Which fiber of this process holds the write lock file: a locked section,
+    // or a commit alongside a run's appends for its whole length (which frees
+    // writeMutex between its steps, for the appends, but never the file).
+    const lockFileMutex = yield* Effect.makeSemaphore(1)
+    let mirror: CommitMirror.CommitMirror | undefined
     let storageFailing = false
     // The first locked section of this process clears every leftover of an
     // interrupted compaction; later ones check only the commit journal,
@@ -155,12 +183,15 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
         message: error._tag === "LockHeld" ? `${directory} stayed locked by process ${error.ownerPid}` : `cannot lock ${directory}: ${error.message}`
       })
 
+    const inLockFile = <A, E, R>(section: Effect.Effect<A, E, R>) =>
+      lockFileMutex.withPermits(1)(writeMutex.withPermits(1)(section))
+
     const locked = <A>(
       what: string,
       run: () => Either.Either<A, MemoryError>,
       unlocked?: () => Either.Either<A, MemoryError>
     ): Effect.Effect<A, MemoryError> =>
-      writeMutex.withPermits(1)(Effect.suspend(() => {
+      inLockFile(Effect.suspend(() => {
         // A link holding the pid: one symlink(2) to take, one unlink(2) to release.
         let taken = FileLock.tryTakeSync(paths.writeLock, { link: true })
         if (Either.isLeft(taken) && taken.left._tag === "LockFailed" && !fs.existsSync(directory)) {
@@ -203,7 +234,7 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       }))
 
     const lockedAsync = <A>(what: string, run: Effect.Effect<A, MemoryError>): Effect.Effect<A, MemoryError> =>
-      writeMutex.withPermits(1)(Effect.suspend(() => {
+      inLockFile(Effect.suspend(() => {
         const taken = FileLock.tryTakeSync(paths.writeLock, { link: true })
         const body = (clean: boolean) =>
           Effect.uninterruptible(Effect.zipRight(
@@ -231,6 +262,42 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
           )
         )
       }))
+
+    /** The write lock file for the scope; true when taken clean (no owner was taken over). */
+    const holdLockFile: Effect.Effect<boolean, MemoryError, Scope.Scope> = Effect.suspend(() => {
+      const taken = FileLock.tryTakeSync(paths.writeLock, { link: true })
+      if (Either.isRight(taken)) {
+        return Effect.as(Effect.addFinalizer(() => Effect.sync(() => FileLock.releaseSync(paths.writeLock, true))), taken.right.clean)
+      }
+      if (taken.left._tag === "LockFailed") return Effect.fail(lockRefused(taken.left))
+      return Effect.as(Effect.mapError(FileLock.holdWaiting(paths.writeLock), lockRefused), false)
+    })
+
+    const lockedAlongside = <A>(what: string, run: (alongside: Alongside) => Effect.Effect<A, MemoryError>) => {
+      if (!heldByRun(runKey)) return undefined
+      const step = <B>(section: () => Either.Either<B, MemoryError>) => writeMutex.withPermits(1)(fsEffect(what, section))
+      const mirrorAppends = (installed: CommitMirror.CommitMirror) => {
+        mirror = installed
+      }
+      // Under writeMutex: no append is between its old files and the mirror.
+      const end = (failed: boolean) =>
+        writeMutex.withPermits(1)(Effect.sync(() => {
+          if (mirror !== undefined) CommitMirror.close(mirror)
+          mirror = undefined
+          // Whatever a failure left (a journal, next files), the next section recovers it in full.
+          if (failed) settled = false
+        }))
+      return lockFileMutex.withPermits(1)(Effect.uninterruptible(Effect.scoped(
+        Effect.flatMap(holdLockFile, (clean) =>
+          Effect.zipRight(
+            step(() => settle(() => {
+              recover(clean)
+              return Either.void
+            })),
+            Effect.onExit(run({ step, mirrorAppends }), (exit) => end(Exit.isFailure(exit)))
+          ))
+      )))
+    }
 
     /**
      * A compaction of another process announces itself by its lock file,
@@ -293,6 +360,8 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       paths,
       locked,
       lockedAsync,
+      lockedAlongside,
+      mirror: () => mirror,
       appendAlone,
       compacting: (held) => {
         ownCompaction = held
@@ -302,48 +371,4 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       storeFailed,
       storeWorked
     } satisfies MemoryDir
-  })
-
-const tolerated = new Set(["ENOSPC", "EDQUOT"])
-
-/**
- * Makes sure the memory directory exists and is writable, and that no file
- * the agent writes is a link, a non-regular file or someone else's: a clear
- * error at start-up beats a failure on the first reply. A full disk is only
- * a warning: turns are answered, and stored once space returns.
- */
-export const ensureWritable = (directory: string): Effect.Effect<void, MemoryError> =>
-  Effect.gen(function*() {
-    const probed = yield* fsEffect(`memory directory ${directory} is not writable`, () => {
-      Layout.makeDirectories(directory)
-      // access(2) says yes to root on a read-only or immutable directory: only a real write tells.
-      const probe = path.join(directory, `.planckclaw-probe-${process.pid}`)
-      Either.try(() => fs.unlinkSync(probe))
-      const created = Either.try(() => {
-        fs.writeFileSync(probe, "", { mode: 0o600, flag: "wx" })
-        fs.unlinkSync(probe)
-      })
-      if (Either.isLeft(created)) {
-        const code = errnoCode(created.left)
-        if (code === undefined || !tolerated.has(code)) return Either.left(new MemoryError({
-          reason: "unwritable",
-          message: `memory directory ${directory} is not writable: ${describeError(created.left)}`,
-          cause: created.left
-        }))
-      }
-      const paths = Layout.files(directory)
-      for (const file of Layout.written(paths)) {
-        const checked = SafeFile.check(file)
-        if (Either.isLeft(checked)) return Either.left(fromFileError(checked.left))
-      }
-      if (fs.existsSync(paths.history)) fs.accessSync(paths.history, fs.constants.R_OK | fs.constants.W_OK)
-      return Either.right(Either.isLeft(created))
-    }, "unwritable")
-    if (probed) {
-      const free = SafeFile.freeBytes(directory)
-      yield* Effect.logWarning(
-        `memory directory ${directory} is full (${free ?? "unknown"} bytes free): replies are sent, ` +
-          "and exchanges are stored once space returns"
-      )
-    }
   })

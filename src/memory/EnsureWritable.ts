@@ -1,0 +1,55 @@
+/**
+ * The start-up check of a memory directory (see `ensureWritable`).
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { describeError, errnoCode } from "../Errors.js"
+import * as Layout from "./Layout.js"
+import { fromFileError, fsEffect, MemoryError } from "./MemoryDir.js"
+import * as SafeFile from "./SafeFile.js"
+
+const tolerated = new Set(["ENOSPC", "EDQUOT"])
+
+/**
+ * Makes sure the memory directory exists and is writable, and that no file
+ * the agent writes is a link, a non-regular file or someone else's: a clear
+ * error at start-up beats a failure on the first reply. A full disk is only
+ * a warning: turns are answered, and stored once space returns.
+ */
+export const ensureWritable = (directory: string): Effect.Effect<void, MemoryError> =>
+  Effect.gen(function*() {
+    const probed = yield* fsEffect(`memory directory ${directory} is not writable`, () => {
+      Layout.makeDirectories(directory)
+      // access(2) says yes to root on a read-only or immutable directory: only a real write tells.
+      const probe = path.join(directory, `.planckclaw-probe-${process.pid}`)
+      Either.try(() => fs.unlinkSync(probe))
+      const created = Either.try(() => {
+        fs.writeFileSync(probe, "", { mode: 0o600, flag: "wx" })
+        fs.unlinkSync(probe)
+      })
+      if (Either.isLeft(created)) {
+        const code = errnoCode(created.left)
+        if (code === undefined || !tolerated.has(code)) return Either.left(new MemoryError({
+          reason: "unwritable",
+          message: `memory directory ${directory} is not writable: ${describeError(created.left)}`,
+          cause: created.left
+        }))
+      }
+      const paths = Layout.files(directory)
+      for (const file of Layout.written(paths)) {
+        const checked = SafeFile.check(file)
+        if (Either.isLeft(checked)) return Either.left(fromFileError(checked.left))
+      }
+      if (fs.existsSync(paths.history)) fs.accessSync(paths.history, fs.constants.R_OK | fs.constants.W_OK)
+      return Either.right(Either.isLeft(created))
+    }, "unwritable")
+    if (probed) {
+      const free = SafeFile.freeBytes(directory)
+      yield* Effect.logWarning(
+        `memory directory ${directory} is full (${free ?? "unknown"} bytes free): replies are sent, ` +
+          "and exchanges are stored once space returns"
+      )
+    }
+  })

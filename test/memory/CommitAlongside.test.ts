@@ -1,0 +1,106 @@
+/**
+ * A run's compaction commit does not hold its appends back across the
+ * commit's fsyncs: an exchange appended while the commit waits on the
+ * thread pool lands at once, in the old history and, copied, in the next
+ * one, so the commit keeps it and the ledger still knows it. A copy that
+ * fails abandons the commit (the journal goes first) and loses nothing.
+ * Without the run lock (an agent of serve) the commit holds appends back
+ * as before.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Fiber, Option } from "effect"
+import * as FoldStore from "../../src/memory/FoldStore.js"
+import * as Memory from "../../src/memory/Memory.js"
+import * as RunHeld from "../../src/memory/RunHeld.js"
+import { tempDir } from "../support/Sandbox.js"
+
+const line = (role: "user" | "assistant", content: string) => `${JSON.stringify({ role, content })}\n`
+const exchange = (n: number) => [{ role: "user" as const, content: `q${n}` }, { role: "assistant" as const, content: `a${n}` }]
+const lines = (...ns: ReadonlyArray<number>) => ns.map((n) => line("user", `q${n}`) + line("assistant", `a${n}`)).join("")
+
+const setup = (heldByRun: boolean) =>
+  Effect.gen(function*() {
+    const directory = yield* tempDir()
+    if (heldByRun) yield* Effect.acquireRelease(Effect.sync(() => RunHeld.holdForRun(directory)), (release) => Effect.sync(release))
+    const memory = yield* Memory.make(directory)
+    const folds = FoldStore.make(memory.memoryDir)
+    for (let n = 1; n <= 4; n++) yield* memory.append(exchange(n), { exchange: `k${n}` })
+    const read = (name: string) => fs.readFileSync(path.join(directory, name), "utf8")
+    const exists = (name: string) => fs.existsSync(path.join(directory, name))
+    // The commit of a fold keeping the last two exchanges, forked: it has begun once its mirror is in place.
+    const commitForked = Effect.gen(function*() {
+      const plan = Option.getOrThrow(yield* folds.planFold(4))
+      return yield* Effect.fork(folds.commitFold(plan, "the summary"))
+    })
+    const mirrorInstalled = Effect.suspend(() => Effect.succeed(memory.memoryDir.mirror?.() !== undefined))
+    return { directory, memory, read, exists, commitForked, mirrorInstalled }
+  })
+
+/** Yields until `ready` holds (no clock involved: the commit's steps run between yields). */
+const until = (ready: Effect.Effect<boolean>): Effect.Effect<void> =>
+  Effect.flatMap(ready, (done) => done ? Effect.void : Effect.zipRight(Effect.yieldNow(), until(ready)))
+
+describe("a run's compaction commit alongside its appends", () => {
+  it.scoped("an exchange appended while the commit waits for its fsyncs lands before the commit ends, and the commit keeps it", () =>
+    Effect.gen(function*() {
+      const h = yield* setup(true)
+      const commit = yield* h.commitForked
+      yield* until(h.mirrorInstalled)
+      yield* h.memory.append(exchange(5), { exchange: "k5" })
+      yield* h.memory.append(exchange(6), { exchange: "k6" })
+      // Both appends returned while the commit still waits on the thread pool.
+      expect(Option.isNone(yield* Fiber.poll(commit))).toBe(true)
+      expect(h.read("history.jsonl")).toBe(lines(1, 2, 3, 4, 5, 6))
+      const result = yield* Fiber.join(commit)
+      expect(result.kept).toBe(8)
+      expect(h.read("summary.md")).toBe("the summary\n")
+      expect(h.read("history.jsonl")).toBe(lines(3, 4, 5, 6))
+      expect(h.exists(".compaction-commit") || h.exists(".history.jsonl.next") || h.exists(".history-ledger.json.next")).toBe(false)
+      // The ledger moved with the copies: k5 replayed is already stored, k1 was folded, k7 is new.
+      yield* h.memory.append(exchange(5), { exchange: "k5" })
+      yield* h.memory.append(exchange(1), { exchange: "k1" })
+      yield* h.memory.append(exchange(7), { exchange: "k7" })
+      expect(h.read("history.jsonl")).toBe(lines(3, 4, 5, 6, 7))
+    }))
+
+  it.scoped("a copy that fails abandons the commit: journal and next files go, and history keeps every line", () =>
+    Effect.gen(function*() {
+      const h = yield* setup(true)
+      const commit = yield* h.commitForked
+      yield* until(h.mirrorInstalled)
+      const mirror = h.memory.memoryDir.mirror?.()
+      // The mirror made to expect other bytes than the next append's: that copy is refused.
+      mirror!.historyEnd += 1
+      yield* h.memory.append(exchange(5), { exchange: "k5" })
+      const exit = yield* Fiber.await(commit)
+      expect(Exit.isFailure(exit)).toBe(true)
+      expect(String(Exit.isFailure(exit) ? exit.cause : "")).toContain("could not be copied")
+      expect(h.read("history.jsonl")).toBe(lines(1, 2, 3, 4, 5))
+      expect(h.exists("summary.md")).toBe(false)
+      for (const leftover of [".compaction-commit", ".summary.md.next", ".history.jsonl.next", ".history-ledger.json.next"]) {
+        expect(h.exists(leftover)).toBe(false)
+      }
+      // Nothing is stored twice afterwards, and the next compaction commits.
+      yield* h.memory.append(exchange(5), { exchange: "k5" })
+      yield* h.memory.append(exchange(6), { exchange: "k6" })
+      expect(h.read("history.jsonl")).toBe(lines(1, 2, 3, 4, 5, 6))
+      const again = yield* Fiber.join(yield* h.commitForked)
+      expect(again.kept).toBe(4)
+      expect(h.read("history.jsonl")).toBe(lines(5, 6))
+    }))
+
+  it.scoped("without the run lock the commit holds appends back until it has committed", () =>
+    Effect.gen(function*() {
+      const h = yield* setup(false)
+      const commit = yield* h.commitForked
+      // The lock is a symbolic link to our pid: lstat, not exists (which follows it).
+      yield* until(Effect.sync(() => fs.lstatSync(path.join(h.directory, ".planckclaw-write.lock"), { throwIfNoEntry: false }) !== undefined))
+      expect(h.memory.memoryDir.mirror?.()).toBeUndefined()
+      yield* h.memory.append(exchange(5), { exchange: "k5" })
+      // The append waited for the commit: it went to the new history.
+      expect(Option.isSome(yield* Fiber.poll(commit))).toBe(true)
+      expect(h.read("history.jsonl")).toBe(lines(3, 4, 5))
+    }))
+})
