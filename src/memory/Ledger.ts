@@ -18,7 +18,6 @@
  * is skipped, which forgets only a range whose append never happened.
  */
 import * as Either from "effect/Either"
-import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { readRange } from "./HistoryFile.js"
 
@@ -34,7 +33,25 @@ export type Entry = typeof Entry.Type
 const LedgerSchema = Schema.Struct({ inode: Schema.Number, exchanges: Schema.Array(Entry) })
 export type Ledger = typeof LedgerSchema.Type
 
-const decodeWhole = Schema.decodeUnknownOption(LedgerSchema)
+/**
+ * A whole ledger (`encode`), checked by hand as `LedgerSchema` would decode
+ * it (other keys ignored): read after every compaction, with up to KEEP
+ * entries, where a Schema decode cost more than the rest of the parse.
+ */
+const asWhole = (value: unknown): { readonly inode: number; readonly exchanges: Array<Entry> } | undefined => {
+  if (typeof value !== "object" || value === null) return undefined
+  const { exchanges, inode } = value as Record<string, unknown>
+  if (typeof inode !== "number" || !Array.isArray(exchanges)) return undefined
+  const entries: Array<Entry> = []
+  for (const candidate of exchanges as ReadonlyArray<unknown>) {
+    if (typeof candidate !== "object" || candidate === null) return undefined
+    const { end, folded, key, start } = candidate as Record<string, unknown>
+    if (typeof key !== "string" || typeof start !== "number" || typeof end !== "number") return undefined
+    if (folded !== undefined && typeof folded !== "boolean") return undefined
+    entries.push(folded === undefined ? { key, start, end } : { key, start, end, folded })
+  }
+  return { inode, exchanges: entries }
+}
 
 /** JSON.parse without a throw: undefined for text that is no JSON. */
 const parseJsonLine = (line: string): unknown => Either.getOrUndefined(Either.try(() => JSON.parse(line) as unknown))
@@ -66,14 +83,16 @@ export const parse = (text: string | undefined): Ledger => {
     if (line.trim().length === 0) continue
     const value = parseJsonLine(line)
     if (value === undefined) continue
-    const whole = decodeWhole(value)
-    if (Option.isSome(whole)) {
-      inode = whole.value.inode
-      exchanges = [...whole.value.exchanges]
+    // A record first: all but one line of a ledger is one (and no whole ledger has a `key`).
+    const noted = asRecord(value)
+    if (noted === undefined) {
+      const whole = asWhole(value)
+      if (whole !== undefined) {
+        inode = whole.inode
+        exchanges = whole.exchanges
+      }
       continue
     }
-    const noted = asRecord(value)
-    if (noted === undefined) continue
     if (noted.inode !== inode) {
       inode = noted.inode
       exchanges = []

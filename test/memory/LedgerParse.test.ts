@@ -69,3 +69,26 @@ describe("Ledger.parse", () => {
     expect(owned.keys.has("k0")).toBe(false)
   })
 })
+
+describe("Ledger.parse of a whole ledger, checked by hand as its Schema would decode it", () => {
+  it("keeps a whole ledger with other keys (dropped), and skips one with any malformed entry", () => {
+    const record = Ledger.encodeRecord(9, "r", 0, 3)
+    const withExtras = `{"inode":9,"v":2,"exchanges":[{"key":"a","start":0,"end":1,"note":"x"},{"key":"b","start":0,"end":0,"folded":true}]}\n`
+    expect(Ledger.parse(withExtras)).toEqual({
+      inode: 9,
+      exchanges: [{ key: "a", start: 0, end: 1 }, { key: "b", start: 0, end: 0, folded: true }]
+    })
+    for (
+      const malformed of [
+        `{"inode":9,"exchanges":[{"key":"a","start":0}]}`,
+        `{"inode":9,"exchanges":[{"key":"a","start":0,"end":1,"folded":"yes"}]}`,
+        `{"inode":"9","exchanges":[]}`,
+        `{"inode":9,"exchanges":{"key":"a"}}`,
+        `{"inode":9,"exchanges":[null]}`
+      ]
+    ) {
+      // Skipped like a foreign line: the record before it stands.
+      expect(Ledger.parse(record + malformed + "\n")).toEqual({ inode: 9, exchanges: [{ key: "r", start: 0, end: 3 }] })
+    }
+  })
+})
