@@ -5,6 +5,7 @@
  * stay strings from the file to the request: a million-line backlog is
  * folded in a small heap.
  */
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -101,24 +102,26 @@ export const make = Effect.gen(function*() {
         )
       })
 
+      // A plain loop over each block of lines, leaving it only to ask the brain when a batch is full.
+      const foldFrom = (lines: ReadonlyArray<string>, from: number): Effect.Effect<void, CompactionError> => {
+        for (let index = from; index < lines.length; index++) {
+          const raw = lines[index]!
+          const entry = decodeLine(raw)
+          if (Option.isNone(entry)) {
+            fold.skipped++
+            continue
+          }
+          // A giant line is folded cut, as a turn sends it; the usual line goes as it is.
+          const content = capText(entry.value.content)
+          const line = content === entry.value.content ? raw : encodeLine({ role: entry.value.role, content })
+          fold.batch.push(line)
+          fold.batchChars += line.length
+          if (fold.batchChars >= config.compactionChunkChars) return Effect.zipRight(flush, Effect.suspend(() => foldFrom(lines, index + 1)))
+        }
+        return Effect.void
+      }
       yield* folds.linesToFold(plan.value).pipe(
-        Stream.runForEachChunk((lines) =>
-          Effect.gen(function*() {
-            for (const raw of lines) {
-              const entry = decodeLine(raw)
-              if (Option.isNone(entry)) {
-                fold.skipped++
-                continue
-              }
-              // A giant line is folded cut, as a turn sends it; the usual line goes as it is.
-              const content = capText(entry.value.content)
-              const line = content === entry.value.content ? raw : encodeLine({ role: entry.value.role, content })
-              fold.batch.push(line)
-              fold.batchChars += line.length
-              if (fold.batchChars >= config.compactionChunkChars) yield* flush
-            }
-          })
-        )
+        Stream.runForEachChunk((lines) => foldFrom(Chunk.toReadonlyArray(lines), 0))
       )
       yield* flush
       if (requests === 0 && fold.skipped === 0) return Option.none()

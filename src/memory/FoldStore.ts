@@ -12,6 +12,7 @@
  * old files or the new, never a mix.
  */
 import * as fs from "node:fs"
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -19,7 +20,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as FileLock from "./FileLock.js"
-import { scanTail, splitLines, streamLines } from "./HistoryFile.js"
+import { readRange, scanTail, splitLines, streamLines } from "./HistoryFile.js"
 import * as Layout from "./Layout.js"
 import * as Ledger from "./Ledger.js"
 import { Memory } from "./Memory.js"
@@ -29,6 +30,9 @@ import { type Alongside, CompactionBusy, fromFileError, fsEffect, type MemoryDir
 import * as SafeFile from "./SafeFile.js"
 
 export { CompactionBusy } from "./MemoryDir.js"
+
+/** Folds up to this size are read whole: far above HISTORY_MAX's usual lines, far below a backlog's. */
+const WHOLE_READ_BYTES = 1024 * 1024
 
 /** What a compaction will fold: everything before `splitOffset`. */
 export interface FoldPlan {
@@ -94,10 +98,17 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
         return Either.right(older ? Option.some({ splitOffset: tail.offset, inode }) : Option.none<FoldPlan>())
       }))
 
+  // The usual fold (a few hundred lines) is read in one go; a backlog in blocks, so it never sits whole in memory.
   const linesToFold = (plan: FoldPlan) =>
-    streamLines(paths.history, plan.splitOffset).pipe(
-      Stream.mapError((cause) => new MemoryError({ reason: "io", message: `reading history.jsonl: ${cause.message}`, cause }))
-    )
+    plan.splitOffset <= WHOLE_READ_BYTES
+      ? Stream.flatMap(
+        Stream.fromEffect(fsEffect("reading history.jsonl", () =>
+          withHistory(paths.history, SafeFile.flags.read, "", (fd) => Either.right(readRange(fd, 0, plan.splitOffset))))),
+        (text) => Stream.fromChunk(Chunk.unsafeFromArray(splitLines(text)))
+      )
+      : streamLines(paths.history, plan.splitOffset).pipe(
+        Stream.mapError((cause) => new MemoryError({ reason: "io", message: `reading history.jsonl: ${cause.message}`, cause }))
+      )
 
   /**
    * Writes the new summary, history and ledger beside the old ones, then

@@ -73,6 +73,28 @@ describe("Compaction", () => {
       expect(h.read("history.jsonl")).toBe(line("user", "new") + line("assistant", "reply"))
     }))
 
+  it.scoped("folds a backlog above a mebibyte read in blocks, not whole: every line once, in order", () =>
+    Effect.gen(function*() {
+      // About 1.1 MB before the kept tail: past the size a fold reads in one go.
+      const old = Array.from({ length: 2600 }, (_, i) => line(i % 2 === 0 ? "user" : "assistant", `m${i} ${"x".repeat(400)}`))
+      const h = yield* harness({
+        settings: { HISTORY_MAX: "6", HISTORY_KEEP: "2", PLANCKCLAW_COMPACTION_CHUNK: "300000" },
+        history: old.join(""),
+        script: [text("reply"), text("S1"), text("S2"), text("S3"), text("S4")]
+      })
+      yield* h.say("new")
+      yield* h.finish
+      const requests = (yield* h.requests).slice(1)
+      const sent = requests.flatMap((request) => {
+        const content = request.messages[0]?.content
+        return typeof content === "string" ? content.split("CONVERSATION TO SUMMARIZE:\n")[1]!.split("\n") : []
+      })
+      expect(requests).toHaveLength(4)
+      expect(sent).toEqual(old.map((l) => l.trimEnd()))
+      expect(h.read("summary.md")).toBe("S4\n")
+      expect(h.read("history.jsonl")).toBe(line("user", "new") + line("assistant", "reply"))
+    }))
+
   it.scoped("leaves memory untouched when the brain cannot summarise, and still answers", () =>
     Effect.gen(function*() {
       const old = [line("user", "u1"), line("assistant", "a1")]
