@@ -91,7 +91,7 @@ export class Memory extends Context.Tag("planckclaw/Memory")<Memory, MemoryServi
 /** The store, and how to close the descriptors it holds. */
 const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Effect<{ readonly service: MemoryService; readonly close: () => void }> =>
   Effect.sync(() => {
-    const { directory, locked, paths, storeFailed, storeWorked } = memoryDir
+    const { directory, locked, lockedRead, paths, storeFailed, storeWorked } = memoryDir
     const reader = SnapshotReader.make(memoryDir, options)
     // The line count of history as last seen, so the per-turn "is it time to
     // compact?" question costs the bytes appended since, not the file size.
@@ -174,7 +174,7 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
       })
 
     const countLines = (limit: number) =>
-      locked("counting history lines", count(limit, paths.history), count(limit, Layout.readable(paths).history))
+      lockedRead("counting history lines", count(limit, paths.history), count(limit, Layout.readable(paths).history))
 
     const forget = (stamp: string) =>
       locked("forgetting memory", () => {

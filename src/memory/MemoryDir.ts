@@ -8,71 +8,21 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as Config from "effect/Config"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { describeError } from "../Errors.js"
 import * as CommitMirror from "./CommitMirror.js"
+import { fsEffect, MemoryError } from "./MemoryFiles.js"
+import * as StoreHealth from "./StoreHealth.js"
 import * as FileLock from "./FileLock.js"
 import { type AloneOutcome, heldByRun } from "./RunHeld.js"
 import * as Layout from "./Layout.js"
-import * as SafeFile from "./SafeFile.js"
 
 export type { AloneOutcome } from "./RunHeld.js"
 
-export class MemoryError extends Data.TaggedError("MemoryError")<{
-  /**
-   * `unwritable`: the directory cannot be written, or a memory file may not
-   * be used (a link, not a regular file, someone else's); `locked`: the
-   * write lock stayed held or could not be made; `replaced`: history was
-   * replaced or shortened under a compaction; `io`: any other failure.
-   */
-  readonly reason: "unwritable" | "locked" | "io" | "replaced"
-  readonly message: string
-  readonly cause?: unknown
-  /** Already logged (a store failure is logged once, not once per turn). */
-  readonly reported?: boolean
-}> {}
-
-/** Another compaction holds the memory directory. */
-export class CompactionBusy extends Data.TaggedError("CompactionBusy")<{
-  readonly ownerPid: number
-}> {}
-
-export const MemoryConfig = Config.string("PLANCKCLAW_DIR").pipe(
-  Config.withDefault("./memory"),
-  Config.map((dir) => path.resolve(dir))
-)
-
-/** Runs a synchronous file operation; a throw is a MemoryError naming `what`. */
-export const fsEffect = <A>(
-  what: string,
-  run: () => Either.Either<A, MemoryError>,
-  reason: MemoryError["reason"] = "io"
-): Effect.Effect<A, MemoryError> =>
-  Effect.flatten(
-    Effect.try({ try: run, catch: (cause) => new MemoryError({ reason, message: `${what}: ${describeError(cause)}`, cause }) })
-  )
-
-export const fromFileError = (error: SafeFile.MemoryFileError) =>
-  new MemoryError({ reason: error._tag === "MemoryFileRefused" ? "unwritable" : "io", message: error.message, cause: error })
-
-/** Runs `use` on the open history file; a missing file is `absent`. */
-export const withHistory = <A>(
-  file: string,
-  how: number,
-  absent: A,
-  use: (fd: number) => Either.Either<A, MemoryError>
-): Either.Either<A, MemoryError> => {
-  const result = SafeFile.withFile(file, how, use)
-  if (Either.isRight(result)) return Either.right(result.right)
-  const error = result.left
-  if (error._tag === "MemoryFileFailed" && error.code === "ENOENT") return Either.right(absent)
-  return Either.left(error._tag === "MemoryError" ? error : fromFileError(error))
-}
+export { CompactionBusy, fromFileError, fsEffect, MemoryConfig, MemoryError, withHistory } from "./MemoryFiles.js"
 
 export interface MemoryDir {
   readonly directory: string
@@ -101,6 +51,18 @@ export interface MemoryDir {
    * reader, runs `unlocked` instead.
    */
   readonly locked: <A>(
+    what: string,
+    run: () => Either.Either<A, MemoryError>,
+    unlocked?: () => Either.Either<A, MemoryError>
+  ) => Effect.Effect<A, MemoryError>
+  /**
+   * `locked` for a section that only reads: while this process's commit runs
+   * alongside its appends (`lockedAlongside`), under the in-process mutex
+   * alone, between the commit's steps (no other process can change the
+   * files then: the run and compaction locks are ours), so a turn does not
+   * wait for the commit's fsyncs.
+   */
+  readonly lockedRead: <A>(
     what: string,
     run: () => Either.Either<A, MemoryError>,
     unlocked?: () => Either.Either<A, MemoryError>
@@ -154,7 +116,8 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
     // writeMutex between its steps, for the appends, but never the file).
     const lockFileMutex = yield* Effect.makeSemaphore(1)
     let mirror: CommitMirror.CommitMirror | undefined
-    let storageFailing = false
+    // A commit alongside the appends holds the write lock file (between its first step and its end).
+    let alongsideHolds = false
     // The first locked section of this process clears every leftover of an
     // interrupted compaction; later ones check only the commit journal,
     // unless the lock was taken over from a dead owner (who may have died
@@ -233,6 +196,14 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
         )
       }))
 
+    const lockedRead = <A>(
+      what: string,
+      run: () => Either.Either<A, MemoryError>,
+      unlocked?: () => Either.Either<A, MemoryError>
+    ): Effect.Effect<A, MemoryError> =>
+      writeMutex.withPermits(1)(Effect.suspend(() => alongsideHolds ? Effect.map(fsEffect(what, run), Option.some) : Effect.succeedNone))
+        .pipe(Effect.flatMap(Option.match({ onNone: () => locked(what, run, unlocked), onSome: Effect.succeed })))
+
     const lockedAsync = <A>(what: string, run: Effect.Effect<A, MemoryError>): Effect.Effect<A, MemoryError> =>
       inLockFile(Effect.suspend(() => {
         const taken = FileLock.tryTakeSync(paths.writeLock, { link: true })
@@ -284,6 +255,7 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
         writeMutex.withPermits(1)(Effect.sync(() => {
           if (mirror !== undefined) CommitMirror.close(mirror)
           mirror = undefined
+          alongsideHolds = false
           // Whatever a failure left (a journal, next files), the next section recovers it in full.
           if (failed) settled = false
         }))
@@ -292,6 +264,7 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
           Effect.zipRight(
             step(() => settle(() => {
               recover(clean)
+              alongsideHolds = true
               return Either.void
             })),
             Effect.onExit(run({ step, mirrorAppends }), (exit) => end(Exit.isFailure(exit)))
@@ -336,29 +309,13 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
           : Effect.succeed(outcome.value)
       )))
 
-    const storeFailed = (error: MemoryError) =>
-      Effect.suspend(() => {
-        const again = new MemoryError({ reason: error.reason, message: error.message, cause: error.cause, reported: true })
-        if (storageFailing) return Effect.fail(again)
-        storageFailing = true
-        const free = SafeFile.freeBytes(directory)
-        return Effect.logError(
-          `cannot store exchanges: ${error.message}; ${free === undefined ? "free space unknown" : `${free} bytes free`} ` +
-            `on the filesystem of ${directory}. Replies are still sent; unstored exchanges wait in the inbox journal ` +
-            "and are stored once writing works again (logged once)"
-        ).pipe(Effect.zipRight(Effect.fail(again)))
-      })
-
-    const storeWorked = Effect.suspend(() => {
-      if (!storageFailing) return Effect.void
-      storageFailing = false
-      return Effect.logInfo(`memory in ${directory} is writable again`)
-    })
+    const health = StoreHealth.make(directory)
 
     return {
       directory,
       paths,
       locked,
+      lockedRead,
       lockedAsync,
       lockedAlongside,
       mirror: () => mirror,
@@ -367,8 +324,6 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
         ownCompaction = held
       },
       compactionMutex,
-      storageFailing: Effect.sync(() => storageFailing),
-      storeFailed,
-      storeWorked
+      ...health
     } satisfies MemoryDir
   })

@@ -52,7 +52,7 @@ export interface SnapshotReader {
 }
 
 export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOptions = {}): SnapshotReader => {
-  const { locked, paths } = memoryDir
+  const { lockedRead, paths } = memoryDir
   const reported = new Set<string>()
 
   const reportSkipped = (lines: ReadonlyArray<string>) =>
@@ -122,8 +122,10 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
       const read = readLines(fd, scanTail(fd, keep).offset, stat.size)
       return Either.right({ ...read, seen: seenOf(stat) })
     })
+    // A read of the summary alone (keep 0: a compaction's) leaves the turns' window cached.
+    const cacheTail = cache && keep > 0
     return Either.map(tail, (tail) => {
-      if (cache && tail.oversized.length === 0) {
+      if (cacheTail && tail.oversized.length === 0) {
         tailCache = {
           seen: tail.seen,
           keep,
@@ -133,7 +135,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
           // Racily clean: trusted by inode and size only until our next append or look.
           tailCache = { ...tailCache, seen: { ...tail.seen, mtimeMs: undefined, ctimeMs: undefined } }
         }
-      } else if (cache) {
+      } else if (cacheTail) {
         tailCache = undefined
       }
       return { soul, summary, lines: tail.lines, oversized: tail.oversized }
@@ -180,7 +182,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
       const hit = fromCache(keep)
       const read = Option.isSome(hit)
         ? hit.value
-        : yield* locked("reading memory", readSnapshot(keep, paths, true), () => readSnapshot(keep, Layout.readable(paths), false)())
+        : yield* lockedRead("reading memory", readSnapshot(keep, paths, true), () => readSnapshot(keep, Layout.readable(paths), false)())
       const history: Array<HistoryEntry> = []
       const skipped: Array<string> = []
       let decoded: ReadonlyArray<HistoryEntry> = history

@@ -55,6 +55,7 @@ const guardDir = (agentId: string, storageFailing: Effect.Effect<boolean>, faili
       directory: locationOf(agentId),
       paths: Layout.files(locationOf(agentId)),
       locked: (what) => Effect.fail(refuse(what)),
+      lockedRead: (what) => Effect.fail(refuse(what)),
       lockedAsync: (what) => Effect.fail(refuse(what)),
       compactionMutex,
       storageFailing,

@@ -1,0 +1,62 @@
+/**
+ * The memory directory's error, setting and the file helpers every store
+ * on it uses (re-exported by MemoryDir.ts).
+ */
+import * as path from "node:path"
+import * as Config from "effect/Config"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { describeError } from "../Errors.js"
+import * as SafeFile from "./SafeFile.js"
+
+export class MemoryError extends Data.TaggedError("MemoryError")<{
+  /**
+   * `unwritable`: the directory cannot be written, or a memory file may not
+   * be used (a link, not a regular file, someone else's); `locked`: the
+   * write lock stayed held or could not be made; `replaced`: history was
+   * replaced or shortened under a compaction; `io`: any other failure.
+   */
+  readonly reason: "unwritable" | "locked" | "io" | "replaced"
+  readonly message: string
+  readonly cause?: unknown
+  /** Already logged (a store failure is logged once, not once per turn). */
+  readonly reported?: boolean
+}> {}
+
+/** Another compaction holds the memory directory. */
+export class CompactionBusy extends Data.TaggedError("CompactionBusy")<{
+  readonly ownerPid: number
+}> {}
+
+export const MemoryConfig = Config.string("PLANCKCLAW_DIR").pipe(
+  Config.withDefault("./memory"),
+  Config.map((dir) => path.resolve(dir))
+)
+
+/** Runs a synchronous file operation; a throw is a MemoryError naming `what`. */
+export const fsEffect = <A>(
+  what: string,
+  run: () => Either.Either<A, MemoryError>,
+  reason: MemoryError["reason"] = "io"
+): Effect.Effect<A, MemoryError> =>
+  Effect.flatten(
+    Effect.try({ try: run, catch: (cause) => new MemoryError({ reason, message: `${what}: ${describeError(cause)}`, cause }) })
+  )
+
+export const fromFileError = (error: SafeFile.MemoryFileError) =>
+  new MemoryError({ reason: error._tag === "MemoryFileRefused" ? "unwritable" : "io", message: error.message, cause: error })
+
+/** Runs `use` on the open history file; a missing file is `absent`. */
+export const withHistory = <A>(
+  file: string,
+  how: number,
+  absent: A,
+  use: (fd: number) => Either.Either<A, MemoryError>
+): Either.Either<A, MemoryError> => {
+  const result = SafeFile.withFile(file, how, use)
+  if (Either.isRight(result)) return Either.right(result.right)
+  const error = result.left
+  if (error._tag === "MemoryFileFailed" && error.code === "ENOENT") return Either.right(absent)
+  return Either.left(error._tag === "MemoryError" ? error : fromFileError(error))
+}
