@@ -185,7 +185,6 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
     plan: FoldPlan,
     summaryFile: string
   ): Effect.Effect<FoldResult, MemoryError> => {
-    let mirror: CommitMirror.CommitMirror | undefined
     let summaryNext: CommitAsync.Staged | undefined
     let kept = 0
     const abandoned = () =>
@@ -220,7 +219,7 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
       const { historyNext, ledgerBytes, ledgerNext } = steps.right
       summaryNext = staged[0]
       kept = splitLines(rest.right.buffer.toString("utf8")).length
-      mirror = CommitMirror.make({
+      const mirror = CommitMirror.make({
         oldInode: plan.inode,
         split: plan.splitOffset,
         history: { fd: historyNext.fd, file: historyNext.file, inode: historyNext.ino },
