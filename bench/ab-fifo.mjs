@@ -10,7 +10,8 @@
  * agent once, all driven as turn-fifo.mjs drives them, in alternating
  * batches: plain turns, and tool rounds with the instant claw. Prints p50
  * and main-thread CPU per turn (kernel accounting) of each, and each as a
- * ratio to the do-nothing agent of the same rounds. HISTORY_MAX=100000 keeps
+ * ratio to the do-nothing agent of the same rounds, and B's CPU and p50 over
+ * A's, round by round (the median of the per-round ratios). HISTORY_MAX=100000 keeps
  * compaction out, so the figures are the turn's own.
  */
 import * as path from "node:path"
@@ -100,6 +101,15 @@ try {
     console.log(
       `${w.name.padEnd(18)} p50 ${round(p50, 3)} ms (×${round(p50x, 2)})  CPU ${round(cpu, 1)} µs/turn (×${round(cpux, 2)})`
     )
+  }
+  // Paired: B's figure over A's in the same round, the median over rounds (what alternating buys).
+  const byName = Object.fromEntries(workloads.map((w) => [w.name, w]))
+  for (const kind of ["shipped plain", "instant plain", "instant tool"]) {
+    const a = byName[`A ${kind}`]
+    const b = byName[`B ${kind}`]
+    const cpu = median(b.roundCpu.map((v, i) => v / a.roundCpu[i]))
+    const p50 = median(b.roundP50.map((v, i) => v / a.roundP50[i]))
+    console.log(`B/A ${kind.padEnd(14)} CPU ×${round(cpu, 3)}  p50 ×${round(p50, 3)}  (median of ${ROUNDS} rounds)`)
   }
 } finally {
   for (const s of started.reverse()) await s.a.stop()

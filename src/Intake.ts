@@ -66,8 +66,10 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
   const readAll: Effect.Effect<void, InteractError> = Effect.scoped(Effect.gen(function*() {
     // The adapter's own pull when it registered one (FIFO, in memory): no stream on the way.
     const pull = DirectPull.directPull(interact.messages) ?? (yield* Stream.toPull(interact.messages))
+    // Made once, not per message: undefined at the end of input.
+    const nextChunk = Effect.catchAll(pull, (end) => Option.isNone(end) ? Effect.succeed(undefined) : Effect.fail(end.value))
     while (true) {
-      const chunk = yield* Effect.catchAll(pull, (end) => Option.isNone(end) ? Effect.succeed(undefined) : Effect.fail(end.value))
+      const chunk = yield* nextChunk
       if (chunk === undefined) return
       for (const message of chunk) put(yield* inbox.accept(message))
     }
