@@ -45,9 +45,10 @@ interface KeptArray {
  *
  * An array is first matched against the one sent last under its key: the
  * history window slides (or grows) from one turn to the next, so the new
- * array is usually the end of the last one, element for element, then new
- * elements. Those kept elements reuse their JSON without a lookup; only
- * arrays that do not line up look each element up by identity.
+ * array usually begins with a run of the last one's elements, then new
+ * ones. The run reuses its JSON without a lookup per element; an array
+ * whose first element was not in the last one looks each element up by
+ * identity.
  */
 export const makeRequestFrameEncoder = (): ((request: MessagesRequest) => Either.Either<string, MalformedMessage>) => {
   const elements = new WeakMap<object, string>()
@@ -71,14 +72,20 @@ export const makeRequestFrameEncoder = (): ((request: MessagesRequest) => Either
     }
     return json
   }
-  /** The parts of `value`, reusing the kept array's where `value` begins with its end; undefined when it does not. */
+  /**
+   * The parts of `value`, reusing the kept array's for the run of elements
+   * `value` begins with, found where its first element was; the elements
+   * after that run are new (the new user message, the lines just stored).
+   * Undefined when the first element was not in the kept array.
+   */
   const continued = (kept: KeptArray, value: ReadonlyArray<unknown>): Array<string> | undefined => {
     const from = value.length === 0 ? -1 : kept.items.indexOf(value[0])
     if (from < 0) return undefined
-    const overlap = Math.min(kept.items.length - from, value.length)
-    for (let i = 1; i < overlap; i++) if (value[i] !== kept.items[from + i]) return undefined
-    const parts = kept.parts.slice(from, from + overlap)
-    for (let i = overlap; i < value.length; i++) {
+    const most = Math.min(kept.items.length - from, value.length)
+    let run = 1
+    while (run < most && value[run] === kept.items[from + run]) run++
+    const parts = kept.parts.slice(from, from + run)
+    for (let i = run; i < value.length; i++) {
       const json = freshJson(value[i])
       if (json === undefined) return undefined
       parts.push(json)
