@@ -15,7 +15,7 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { Agent } from "./AgentService.js"
 import { Interact, type InteractError } from "./Interact.js"
-import * as InMemoryInteract from "./interact/InMemoryInteract.js"
+import * as DirectPull from "./interact/DirectPull.js"
 import * as Logging from "./Logging.js"
 import { Inbox, type Pending } from "./memory/Inbox.js"
 import { APOLOGY } from "./Turn.js"
@@ -64,10 +64,12 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
   )
   // Pulled by hand rather than with Stream.runForEach, which costs more per message than the rest of the intake.
   const readAll: Effect.Effect<void, InteractError> = Effect.scoped(Effect.gen(function*() {
-    // The in-memory adapter's own pull when it is the one (embedding, the in-memory bench): no stream on the way.
-    const pull = InMemoryInteract.directPull(interact.messages) ?? (yield* Stream.toPull(interact.messages))
+    // The adapter's own pull when it registered one (FIFO, in memory): no stream on the way.
+    const pull = DirectPull.directPull(interact.messages) ?? (yield* Stream.toPull(interact.messages))
+    // Made once, not per message: undefined at the end of input.
+    const nextChunk = Effect.catchAll(pull, (end) => Option.isNone(end) ? Effect.succeed(undefined) : Effect.fail(end.value))
     while (true) {
-      const chunk = yield* Effect.catchAll(pull, (end) => Option.isNone(end) ? Effect.succeed(undefined) : Effect.fail(end.value))
+      const chunk = yield* nextChunk
       if (chunk === undefined) return
       for (const message of chunk) put(yield* inbox.accept(message))
     }

@@ -46,7 +46,16 @@ export const conversation = (history: ReadonlyArray<HistoryEntry>, text: string,
   const start = history[0]?.role === "assistant" ? 1 : 0
   const last = history.length - 1
   const messages: Array<Message> = []
-  for (let i = start; i < last; i++) messages.push(lineMessage(history[i]!, cache))
+  const kept = cache ? lastBlockLines : lastPlainLines
+  // Where this window's first line was in the last one: a window slides or grows from turn to turn.
+  const shift = start < last ? kept.entries.indexOf(history[start]!) - start : 0
+  for (let i = start; i < last; i++) {
+    const entry = history[i]!
+    const at = i + shift
+    messages.push(shift >= -start && kept.entries[at] === entry ? kept.messages[at]! : lineMessage(entry, cache))
+  }
+  kept.entries = history.slice(start, last)
+  kept.messages = messages.slice()
   if (start <= last) {
     const entry = history[last]!
     // With caching, every history line is a text block, whether it carries the breakpoint or not:
@@ -70,6 +79,18 @@ export const conversation = (history: ReadonlyArray<HistoryEntry>, text: string,
  */
 const plainLines = new WeakMap<HistoryEntry, Message>()
 const blockLines = new WeakMap<HistoryEntry, Message>()
+/**
+ * The lines of the last window and their messages: the next window is
+ * mostly the same entries shifted, which are found by position without a
+ * lookup each. Checked entry by entry, so windows of other agents in the
+ * same process (serve) only cost the lookups.
+ */
+interface KeptLines {
+  entries: ReadonlyArray<HistoryEntry>
+  messages: ReadonlyArray<Message>
+}
+const lastPlainLines: KeptLines = { entries: [], messages: [] }
+const lastBlockLines: KeptLines = { entries: [], messages: [] }
 const lineMessage = (entry: HistoryEntry, cache: boolean): Message => {
   const made = cache ? blockLines : plainLines
   let message = made.get(entry)

@@ -26,32 +26,86 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> => {
   return (proto === Object.prototype || proto === null) && typeof (value as { toJSON?: unknown }).toJSON !== "function"
 }
 
+/** The last array written under one key: its elements, as they were then, and each one's JSON. */
+interface KeptArray {
+  readonly items: ReadonlyArray<unknown>
+  readonly parts: ReadonlyArray<string>
+}
+
 /**
  * The agent's request frames, assembled from pieces kept between requests:
  * the JSON of each element of a top-level array (each message, each tool
- * spec) by object identity, and of each top-level string by key while it is
- * equal. A turn resends the same history messages and tool specs (Prompt
- * keeps their identity), so most of the request's JSON is made once. The
- * bytes are exactly `encodeBrainFrame`'s. Its caller's contract: a request's
- * objects are never modified once made (Prompt's and Turn's are not); a
- * value outside plain JSON data (toJSON, class instances) takes
- * `encodeBrainFrame` whole.
+ * spec) and of each top-level string by key while it is equal. A turn
+ * resends the same history messages and tool specs (Prompt keeps their
+ * identity), so most of the request's JSON is made once. The bytes are
+ * exactly `encodeBrainFrame`'s. Its caller's contract: a request's objects
+ * are never modified once made (Prompt's and Turn's are not; an array may
+ * grow, as a tool round's messages do); a value outside plain JSON data
+ * (toJSON, class instances) takes `encodeBrainFrame` whole.
+ *
+ * An array is first matched against the one sent last under its key: the
+ * history window slides (or grows) from one turn to the next, so the new
+ * array usually begins with a run of the last one's elements, then new
+ * ones. The run reuses its JSON without a lookup per element; an array
+ * whose first element was not in the last one looks each element up by
+ * identity.
  */
 export const makeRequestFrameEncoder = (): ((request: MessagesRequest) => Either.Either<string, MalformedMessage>) => {
   const elements = new WeakMap<object, string>()
   const strings = new Map<string, { readonly value: string; readonly json: string }>()
-  const elementJson = (element: unknown): string | undefined => {
+  const arrays = new Map<string, KeptArray>()
+  /** JSON of an element never seen: undefined for one that only `encodeBrainFrame` may write. */
+  const freshJson = (element: unknown): string | undefined => {
     if (!isPlainObject(element)) {
       // Inside an array JSON writes undefined, functions and symbols as null.
       if (element === undefined || typeof element === "function" || typeof element === "symbol") return "null"
       return Array.isArray(element) || (typeof element === "object" && element !== null) ? undefined : JSON.stringify(element)
     }
+    return JSON.stringify(element)
+  }
+  const elementJson = (element: unknown): string | undefined => {
+    if (typeof element !== "object" || element === null) return freshJson(element)
     let json = elements.get(element)
     if (json === undefined) {
-      json = JSON.stringify(element)
-      elements.set(element, json)
+      json = freshJson(element)
+      if (json !== undefined) elements.set(element, json)
     }
     return json
+  }
+  /**
+   * The parts of `value`, reusing the kept array's for the run of elements
+   * `value` begins with, found where its first element was; the elements
+   * after that run are new (the new user message, the lines just stored).
+   * Undefined when the first element was not in the kept array.
+   */
+  const continued = (kept: KeptArray, value: ReadonlyArray<unknown>): Array<string> | undefined => {
+    const from = value.length === 0 ? -1 : kept.items.indexOf(value[0])
+    if (from < 0) return undefined
+    const most = Math.min(kept.items.length - from, value.length)
+    let run = 1
+    while (run < most && value[run] === kept.items[from + run]) run++
+    const parts = kept.parts.slice(from, from + run)
+    for (let i = run; i < value.length; i++) {
+      const json = freshJson(value[i])
+      if (json === undefined) return undefined
+      parts.push(json)
+    }
+    return parts
+  }
+  const arrayJson = (key: string, value: ReadonlyArray<unknown>): string | undefined => {
+    const kept = arrays.get(key)
+    let parts = kept === undefined ? undefined : continued(kept, value)
+    if (parts === undefined) {
+      parts = []
+      for (let i = 0; i < value.length; i++) {
+        const json = elementJson(value[i])
+        if (json === undefined) return undefined
+        parts.push(json)
+      }
+    }
+    // A copy: the caller's array may grow (a tool round) before the next request.
+    arrays.set(key, { items: value.slice(), parts })
+    return `[${parts.join(",")}]`
   }
   const valueJson = (key: string, value: unknown): string | undefined => {
     if (typeof value === "string") {
@@ -62,13 +116,7 @@ export const makeRequestFrameEncoder = (): ((request: MessagesRequest) => Either
       return json
     }
     if (!Array.isArray(value)) return isPlainObject(value) || typeof value !== "object" ? JSON.stringify(value) : undefined
-    const parts: Array<string> = []
-    for (let i = 0; i < value.length; i++) {
-      const json = elementJson(value[i])
-      if (json === undefined) return undefined
-      parts.push(json)
-    }
-    return `[${parts.join(",")}]`
+    return arrayJson(key, value)
   }
   const assemble = (request: unknown): string | undefined => {
     if (!isPlainObject(request)) return undefined

@@ -30,16 +30,23 @@ const resultText = (name: string, result: ToolResult): string =>
     ? result.content
     : `Error: ${result.content}`
 
-/** `JSON.stringify(tools)`, remembered for the last array seen (its declarations are never modified). */
-export const catalogJsonMemo = (): ((tools: ReadonlyArray<ToolDefinition>) => string) => {
+/**
+ * The catalogue's answer as it goes on claw_out, `encodeClawAnswer` of
+ * `JSON.stringify(tools)`, remembered for the last array seen (its
+ * declarations are never modified). Compact JSON holds no line break (JSON
+ * escapes them inside strings) and is never empty, so the frame is the JSON
+ * and the empty line: the encoder's pass over the catalogue on every
+ * listing changes nothing, and is skipped.
+ */
+export const catalogFrameMemo = (): ((tools: ReadonlyArray<ToolDefinition>) => string) => {
   let seen: ReadonlyArray<ToolDefinition> | undefined
-  let json = ""
+  let frame = ""
   return (tools) => {
     if (tools !== seen) {
-      json = JSON.stringify(tools)
+      frame = `${JSON.stringify(tools)}\n\n`
       seen = tools
     }
-    return json
+    return frame
   }
 }
 
@@ -60,7 +67,7 @@ export const serveClaws = (
 ): Effect.Effect<never, FifoError> =>
   Effect.scoped(Effect.gen(function*() {
     const answers = yield* openWriter(paths.clawOut)
-    const catalogJson = catalogJsonMemo()
+    const catalogFrame = catalogFrameMemo()
     const framer = makeLineFramer(options.maxRequestBytes ?? defaultMaxLineBytes)
     const pending: Array<Frame> = []
     let broken: FifoError | undefined
@@ -112,23 +119,24 @@ export const serveClaws = (
       })
     })
 
+    // Each effect gives the frame to write: the catalogue's is kept whole between listings.
     const answer = (request: ClawRequest): Effect.Effect<string> =>
       ClawRequest.$match(request, {
         // Rejected declarations are the service's to report (script claws warn
         // once per problem); logging them here too would repeat them per message.
-        ListTools: () => Effect.map(claws.listOnRequest ?? claws.list, (catalog) => catalogJson(catalog.tools)),
-        Call: ({ input, name }) => Effect.map(claws.call(name, input), (result) => resultText(name, result))
+        ListTools: () => Effect.map(claws.listOnRequest ?? claws.list, (catalog) => catalogFrame(catalog.tools)),
+        Call: ({ input, name }) => Effect.map(claws.call(name, input), (result) => encodeClawAnswer(resultText(name, result)))
       }).pipe(
         Effect.catchTag("ClawsError", (error) =>
-          Effect.as(Effect.logWarning(`claws failed: ${error.message}`), `Error: ${error.message}`)),
-        Effect.catchAllDefect((defect) => Effect.as(Effect.logError("claws crashed", defect), "Error: tool crashed"))
+          Effect.as(Effect.logWarning(`claws failed: ${error.message}`), encodeClawAnswer(`Error: ${error.message}`))),
+        Effect.catchAllDefect((defect) => Effect.as(Effect.logError("claws crashed", defect), encodeClawAnswer("Error: tool crashed")))
       )
     const serveLine = (line: Frame): Effect.Effect<void, FifoError> =>
       Either.match(Either.flatMap(line, decodeClawRequest), {
         onLeft: (error) =>
-          Effect.logWarning(`bad request on claw_in: ${error.message}`).pipe(Effect.as(`Error: ${error.message}`)),
+          Effect.logWarning(`bad request on claw_in: ${error.message}`).pipe(Effect.as(encodeClawAnswer(`Error: ${error.message}`))),
         onRight: answer
-      }).pipe(Effect.flatMap((text) => answers.write(encodeClawAnswer(text))))
+      }).pipe(Effect.flatMap(answers.write))
 
     return yield* Effect.forever(Effect.flatMap(nextLine, serveLine))
   }))

@@ -7,6 +7,7 @@
  * cut short: its sender (the channel at the start of the line) is told it
  * was refused.
  */
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberSet from "effect/FiberSet"
@@ -22,6 +23,7 @@ import * as Handover from "../fifo/Handover.js"
 import { type InboundMessage, Interact, InteractError, type InteractService } from "../Interact.js"
 import { defaultMaxLineBytes, type FrameTooLarge, makeLineFramer } from "../fifo/Framing.js"
 import { decodeInteractLine, encodeInteractLine } from "../fifo/InteractLine.js"
+import * as DirectPull from "./DirectPull.js"
 
 export interface FifoInteractOptions {
   readonly paths: Pick<FifoPaths, "interactIn" | "interactOut">
@@ -94,7 +96,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     // the agent is ready to journal them, lines wait in the pipe instead of
     // in memory.
     const inbox: Array<InboundMessage | undefined> = []
-    const waiting: Array<(taken: Effect.Effect<InboundMessage, Option.Option<InteractError>>) => void> = []
+    const waiting: Array<(taken: Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<InteractError>>) => void> = []
     let broken: InteractError | undefined
     let started = false
     let paused = true
@@ -106,7 +108,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
       while (waiting.length > 0 && refusing === 0) {
         if (inbox.length > 0) {
           const next = inbox.shift()
-          waiting.shift()?.(next === undefined ? Effect.fail(Option.none()) : Effect.succeed(next))
+          waiting.shift()?.(next === undefined ? Effect.fail(Option.none()) : Effect.succeed(Chunk.of(next)))
         } else if (broken !== undefined) {
           waiting.shift()?.(Effect.fail(Option.some(broken)))
         } else break
@@ -164,7 +166,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     }
 
     // One message per pull: a consumer that stops after n messages takes exactly n.
-    const take = Effect.async<InboundMessage, Option.Option<InteractError>>((resume) => {
+    const take = Effect.async<Chunk.Chunk<InboundMessage>, Option.Option<InteractError>>((resume) => {
       started = true
       waiting.push(resume)
       deliver()
@@ -173,7 +175,9 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
         if (index >= 0) waiting.splice(index, 1)
       })
     })
-    const messages: InteractService["messages"] = Stream.repeatEffectOption(take)
+    const messages: InteractService["messages"] = Stream.repeatEffectChunkOption(take)
+    // Intake pulls `take` itself, without the stream's machinery per message.
+    DirectPull.register(messages, take)
 
     return { messages, send }
   })

@@ -9,6 +9,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { type InboundMessage, Interact, type InteractService, type OutboundMessage } from "../Interact.js"
+import * as DirectPull from "./DirectPull.js"
 
 export interface InMemoryInteract {
   readonly service: InteractService
@@ -28,17 +29,12 @@ const endOfStream: Effect.Effect<never, Option.Option<never>> = Effect.fail(Opti
 const deliver = (item: Item): Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<never>> =>
   item === END ? endOfStream : Effect.succeed(item)
 
-/** Each in-memory message stream's own pull, for a reader that can skip the stream (Intake). */
-const pulls = new WeakMap<Stream.Stream<InboundMessage, unknown>, Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<never>>>()
-
 /**
- * The pull of a stream made here (one message per pull, failing with None at
- * the end, as `Stream.toPull` would), or undefined for any other stream.
- * Reading it directly skips the stream's channel machinery on every message.
+ * The pull of a message stream made here or by another adapter that
+ * registers one (one message per pull, failing with None at the end, as
+ * `Stream.toPull` would), or undefined for any other stream.
  */
-export const directPull = <E>(
-  messages: Stream.Stream<InboundMessage, E>
-): Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<E>> | undefined => pulls.get(messages)
+export const directPull = DirectPull.directPull
 
 export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
   // Messages waiting for a taker, and takers waiting for a message: a plain
@@ -66,7 +62,7 @@ export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
   })
   const replies = yield* Queue.unbounded<OutboundMessage>()
   const messages = Stream.repeatEffectChunkOption(take)
-  pulls.set(messages, take)
+  DirectPull.register(messages, take)
   const service: InteractService = {
     messages,
     send: (message) => Queue.offer(replies, message)

@@ -82,4 +82,39 @@ describe("request frames from kept pieces", () => {
       })
     )
   })
+
+  it("match JSON.stringify for arrays that slide, grow, shrink, repeat or reorder the objects of the last request", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.dictionary(fc.string(), fc.jsonValue()), { minLength: 1, maxLength: 8 }),
+        fc.array(fc.array(fc.oneof(fc.nat(7), fc.constantFrom("text", 3, null, undefined)), { maxLength: 12 }), {
+          minLength: 1,
+          maxLength: 8
+        }),
+        (pool, steps) => {
+          const encode = makeRequestFrameEncoder()
+          for (const step of steps) {
+            const messages = step.map((pick) => (typeof pick === "number" ? pool[pick % pool.length] : pick))
+            const request = { model: "m", messages } as unknown as MessagesRequest
+            expect(Either.getOrThrow(encode(request))).toBe(expected(request))
+          }
+        }
+      )
+    )
+  })
+
+  it("see an element replaced in place, and the window slide by a turn, as the next request holds them", () => {
+    const encode = makeRequestFrameEncoder()
+    const lines = Array.from({ length: 10 }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: `line ${i}` }))
+    const request = (messages: Array<unknown>) => ({ model: "m", messages }) as unknown as MessagesRequest
+    const first = lines.slice(0, 6)
+    expect(Either.getOrThrow(encode(request(first)))).toBe(expected(request(first)))
+    // The same array, one element replaced by another object: no stale JSON.
+    first[3] = { role: "assistant", content: "replaced" }
+    expect(Either.getOrThrow(encode(request(first)))).toBe(expected(request(first)))
+    const slid = [...lines.slice(2, 8), { role: "user", content: "new" }]
+    expect(Either.getOrThrow(encode(request(slid)))).toBe(expected(request(slid)))
+    const reanchored = lines.slice(7)
+    expect(Either.getOrThrow(encode(request(reanchored)))).toBe(expected(request(reanchored)))
+  })
 })

@@ -9,9 +9,10 @@ import * as path from "node:path"
 import { Effect } from "effect"
 import type { ToolDefinition } from "../../src/Claws.js"
 import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
+import { encodeClawAnswer } from "../../src/fifo/ClawFrame.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
-import { catalogJsonMemo, serveClaws } from "../../src/fifo/ServeClaws.js"
+import { catalogFrameMemo, serveClaws } from "../../src/fifo/ServeClaws.js"
 import { blocksFrom, tempDir } from "../support/FifoKit.js"
 
 const runtime = Effect.flatMap(tempDir, (dir) => makeRuntimeDir(path.join(dir, "run")))
@@ -37,12 +38,17 @@ describe("ServeClaws", () => {
       }
     }))
 
-  it("keeps the catalogue's JSON only while the tools array is the same one", () => {
-    const json = catalogJsonMemo()
+  it("keeps the catalogue's frame only while the tools array is the same one, the bytes encodeClawAnswer gives", () => {
+    const frame = catalogFrameMemo()
     const first: Array<ToolDefinition> = [echo.definition]
-    expect(json(first)).toBe(JSON.stringify(first))
-    const second: Array<ToolDefinition> = [echo.definition, { name: "time", description: "Time", input_schema: { type: "object" } }]
-    expect(json(second)).toBe(JSON.stringify(second))
-    expect(json([])).toBe("[]")
+    expect(frame(first)).toBe(encodeClawAnswer(JSON.stringify(first)))
+    // Line breaks, carriage returns and blank lines inside descriptions: still one line of JSON.
+    const second: Array<ToolDefinition> = [
+      echo.definition,
+      { name: "time", description: "Time\r\n\nnow\r \u2028", input_schema: { type: "object" } }
+    ]
+    expect(frame(second)).toBe(encodeClawAnswer(JSON.stringify(second)))
+    expect(frame(second)).toBe(`${JSON.stringify(second)}\n\n`)
+    expect(frame([])).toBe(encodeClawAnswer("[]"))
   })
 })

@@ -1,0 +1,49 @@
+/**
+ * The FIFO interact's direct pull, which Intake reads instead of the
+ * message stream: the same messages as the stream, one per pull, in order,
+ * shared with the stream (nothing lost between the two), and a broken pipe
+ * as the same failure.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as path from "node:path"
+import { Chunk, Effect, Fiber, Stream } from "effect"
+import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
+import * as DirectPull from "../../src/interact/DirectPull.js"
+import * as InteractFifo from "../../src/interact/FifoInteract.js"
+import { sh, tempDir } from "../support/FifoKit.js"
+
+const setup = Effect.gen(function*() {
+  const dir = yield* tempDir
+  const paths = yield* makeRuntimeDir(path.join(dir, "run"))
+  const interact = yield* InteractFifo.make({ paths })
+  const pull = DirectPull.directPull(interact.messages)
+  if (pull === undefined) return yield* Effect.die("a FIFO interact's stream has a direct pull")
+  return { paths, interact, pull }
+})
+
+describe("FifoInteract direct pull", () => {
+  it.scoped("pulls one message at a time, in order, and waits for the next", () =>
+    Effect.gen(function*() {
+      const { interact, paths, pull } = yield* setup
+      yield* sh(`printf 'cli\\tone\\ncli\\ttwo\\n' > "$P"`, { P: paths.interactIn })
+      expect(Chunk.toArray(yield* pull)).toEqual([{ channel: "cli", text: "one" }])
+      // The stream and the pull share one inbox: the stream goes on where the pull stopped.
+      const viaStream = yield* interact.messages.pipe(Stream.take(1), Stream.runCollect)
+      expect(Chunk.toArray(viaStream)).toEqual([{ channel: "cli", text: "two" }])
+      const waiting = yield* Effect.fork(pull)
+      yield* sh(`printf '7\\tthree\\\\nlines\\n' > "$P"`, { P: paths.interactIn })
+      expect(Chunk.toArray(yield* Fiber.join(waiting))).toEqual([{ channel: "7", text: "three\nlines" }])
+    }))
+
+  it.scoped("gives what the stream gives, message for message", () =>
+    Effect.gen(function*() {
+      const { interact, paths, pull } = yield* setup
+      const lines = Array.from({ length: 20 }, (_, i) => `c${i % 3}\\tmessage ${i}\\n`).join("")
+      yield* sh(`printf '${lines}' > "$P"; printf '${lines}' > "$P"`, { P: paths.interactIn })
+      const pulled = []
+      for (let i = 0; i < 20; i++) pulled.push(...Chunk.toArray(yield* pull))
+      const streamed = Chunk.toArray(yield* interact.messages.pipe(Stream.take(20), Stream.runCollect))
+      expect(pulled).toEqual(streamed)
+      expect(pulled.map((message) => message.text)).toEqual(Array.from({ length: 20 }, (_, i) => `message ${i}`))
+    }))
+})
