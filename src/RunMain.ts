@@ -6,11 +6,8 @@
  * bin/planckclaw picks it for a `run` when bin.ts would parse with `runOnly`.
  */
 import * as Option from "effect/Option"
-import * as FifoMaker from "./fifo/FifoMaker.js"
 import { answer, start } from "./Main.js"
 import { plainRunOptions, runOnly, runWith } from "./RunCommand.js"
 
-// The mkfifo child starts now, waiting: its fork and exec overlap the start instead of delaying the pipes.
-FifoMaker.prepare()
 // A plain `run` line (the usual one) skips @effect/cli's parser; any other goes through it.
 start(answer(runOnly, Option.getOrUndefined(Option.map(plainRunOptions(process.argv.slice(2)), runWith))))

@@ -5,6 +5,7 @@
  * checks that decide whether a directory may be used are in
  * RuntimeDirChecks; the names and paths of the pipes in FifoPaths.
  */
+import { execFile } from "node:child_process"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import type * as ConfigError from "effect/ConfigError"
@@ -13,8 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { errnoCode } from "../Errors.js"
-import { mkfifo } from "./FifoMaker.js"
+import { describeError, errnoCode } from "../Errors.js"
 import { type FifoPaths, fifoKeys, fifoPaths, fifoPathsConfig, pidFileName } from "./FifoPaths.js"
 import {
   attempt,
@@ -61,6 +61,17 @@ const releasePidFile = (pidFile: string): Effect.Effect<void> =>
     ignoringMissing,
     Effect.catchAll((error) => Effect.logWarning(error.message))
   )
+
+const mkfifo = (paths: ReadonlyArray<string>): Effect.Effect<void, RuntimeDirError> =>
+  Effect.async<void, RuntimeDirError>((resume) => {
+    const child = execFile("mkfifo", ["-m", "600", "--", ...paths], (error, _stdout, stderr) =>
+      resume(
+        error === null ? Effect.void : Effect.fail(
+          new RuntimeDirError({ reason: "io", message: `mkfifo failed: ${stderr.trim() || describeError(error)}`, cause: error })
+        )
+      ))
+    return Effect.sync(() => child.kill())
+  })
 
 /** Removes each file that is still a FIFO (and, given `made`, still the very one we made). */
 const unlinkFifos = (files: ReadonlyArray<string>, made?: ReadonlyMap<string, number>): Effect.Effect<void, RuntimeDirError> =>
