@@ -100,6 +100,24 @@ const whenSettled = (save) => {
   setTimeout(check, 250).unref()
 }
 
+/**
+ * Where the stack trace limit is kept while the bundle's modules load with
+ * none: effect's Utils formats a stack trace as it loads (to learn whether a
+ * frame survives optimisation; either answer picks the same function), and
+ * formatting one makes V8 parse again every function on the stack for its
+ * source positions, the bundle's whole top-level function among them. The
+ * entries (src/bin.ts, src/RunMain.ts) put the limit back before anything
+ * runs (src/StackTraceLimit.ts); `runBundle` does at the latest.
+ */
+const stackTraceLimitKey = Symbol.for("planckclaw/stackTraceLimit")
+
+const restoreStackTraceLimit = () => {
+  const saved = globalThis[stackTraceLimitKey]
+  if (saved === undefined) return
+  delete globalThis[stackTraceLimitKey]
+  Error.stackTraceLimit = saved
+}
+
 /** Compiles (from the cache when it fits) and runs the CommonJS bundle at `url` (a file URL). */
 const runBundle = (url, command = process.argv[2]) => {
   const bundle = fileURLToPath(url)
@@ -115,7 +133,13 @@ const runBundle = (url, command = process.argv[2]) => {
     whenSettled(() => attempt(() => writeCache(directories, name, script.createCachedData())))
   }
   const module = { exports: {} }
-  script.runInThisContext().call(module.exports, module.exports, createRequire(bundle), module, bundle, path.dirname(bundle), String(url))
+  globalThis[stackTraceLimitKey] = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    script.runInThisContext().call(module.exports, module.exports, createRequire(bundle), module, bundle, path.dirname(bundle), String(url))
+  } finally {
+    restoreStackTraceLimit()
+  }
   return script
 }
 

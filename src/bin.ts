@@ -4,6 +4,10 @@
  */
 import * as Effect from "effect/Effect"
 import { answer, type CommandLine, start } from "./Main.js"
+import * as StackTraceLimit from "./StackTraceLimit.js"
+
+// The modules have loaded: stack traces as usual from here on.
+StackTraceLimit.restore()
 
 const args = process.argv.slice(2)
 
