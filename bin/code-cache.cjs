@@ -101,21 +101,25 @@ const whenSettled = (save) => {
 }
 
 /**
- * Where the stack trace limit is kept while the bundle's modules load with
- * none: effect's Utils formats a stack trace as it loads (to learn whether a
- * frame survives optimisation; either answer picks the same function), and
- * formatting one makes V8 parse again every function on the stack for its
- * source positions, the bundle's whole top-level function among them. The
- * entries (src/bin.ts, src/RunMain.ts) put the limit back before anything
- * runs (src/StackTraceLimit.ts); `runBundle` does at the latest.
+ * Stack traces are formatted with function names only while the bundle's
+ * modules load: effect's Utils formats one trace as it loads (to learn
+ * whether a frame survives optimisation, from the names), and Node's own
+ * formatting of that first trace cost a start milliseconds. Node's
+ * formatter is kept under this key; the entries (src/bin.ts,
+ * src/RunMain.ts) put it back before anything runs (src/StackTraces.ts),
+ * `runBundle` does at the latest.
  */
-const stackTraceLimitKey = Symbol.for("planckclaw/stackTraceLimit")
+const formatterKey = Symbol.for("planckclaw/prepareStackTrace")
 
-const restoreStackTraceLimit = () => {
-  const saved = globalThis[stackTraceLimitKey]
-  if (saved === undefined) return
-  delete globalThis[stackTraceLimitKey]
-  Error.stackTraceLimit = saved
+const namesOnly = (error, frames) =>
+  `${error}${frames.map((frame) => `\n    at ${frame.getFunctionName() ?? "<anonymous>"}`).join("")}`
+
+const restoreFormatter = () => {
+  if (!Object.hasOwn(globalThis, formatterKey)) return
+  const saved = globalThis[formatterKey]
+  delete globalThis[formatterKey]
+  if (saved === undefined) delete Error.prepareStackTrace
+  else Error.prepareStackTrace = saved
 }
 
 /** Compiles (from the cache when it fits) and runs the CommonJS bundle at `url` (a file URL). */
@@ -133,12 +137,12 @@ const runBundle = (url, command = process.argv[2]) => {
     whenSettled(() => attempt(() => writeCache(directories, name, script.createCachedData())))
   }
   const module = { exports: {} }
-  globalThis[stackTraceLimitKey] = Error.stackTraceLimit
-  Error.stackTraceLimit = 0
+  globalThis[formatterKey] = Error.prepareStackTrace
+  Error.prepareStackTrace = namesOnly
   try {
     script.runInThisContext().call(module.exports, module.exports, createRequire(bundle), module, bundle, path.dirname(bundle), String(url))
   } finally {
-    restoreStackTraceLimit()
+    restoreFormatter()
   }
   return script
 }

@@ -8,10 +8,10 @@
 import * as Option from "effect/Option"
 import { answer, start } from "./Main.js"
 import { plainRunOptions, runOnly, runWith } from "./RunCommand.js"
-import * as StackTraceLimit from "./StackTraceLimit.js"
+import * as StackTraces from "./StackTraces.js"
 
-// The modules have loaded: stack traces as usual from here on.
-StackTraceLimit.restore()
+// The modules have loaded: stack traces formatted as usual from here on.
+StackTraces.restore()
 
 // A plain `run` line (the usual one) skips @effect/cli's parser; any other goes through it.
 start(answer(runOnly, Option.getOrUndefined(Option.map(plainRunOptions(process.argv.slice(2)), runWith))))
