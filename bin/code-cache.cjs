@@ -100,6 +100,28 @@ const whenSettled = (save) => {
   setTimeout(check, 250).unref()
 }
 
+/**
+ * Stack traces are formatted with function names only while the bundle's
+ * modules load: effect's Utils formats one trace as it loads (to learn
+ * whether a frame survives optimisation, from the names), and Node's own
+ * formatting of that first trace cost a start milliseconds. Node's
+ * formatter is kept under this key; the entries (src/bin.ts,
+ * src/RunMain.ts) put it back before anything runs (src/StackTraces.ts),
+ * `runBundle` does at the latest.
+ */
+const formatterKey = Symbol.for("planckclaw/prepareStackTrace")
+
+const namesOnly = (error, frames) =>
+  `${error}${frames.map((frame) => `\n    at ${frame.getFunctionName() ?? "<anonymous>"}`).join("")}`
+
+const restoreFormatter = () => {
+  if (!Object.hasOwn(globalThis, formatterKey)) return
+  const saved = globalThis[formatterKey]
+  delete globalThis[formatterKey]
+  if (saved === undefined) delete Error.prepareStackTrace
+  else Error.prepareStackTrace = saved
+}
+
 /** Compiles (from the cache when it fits) and runs the CommonJS bundle at `url` (a file URL). */
 const runBundle = (url, command = process.argv[2]) => {
   const bundle = fileURLToPath(url)
@@ -115,7 +137,13 @@ const runBundle = (url, command = process.argv[2]) => {
     whenSettled(() => attempt(() => writeCache(directories, name, script.createCachedData())))
   }
   const module = { exports: {} }
-  script.runInThisContext().call(module.exports, module.exports, createRequire(bundle), module, bundle, path.dirname(bundle), String(url))
+  globalThis[formatterKey] = Error.prepareStackTrace
+  Error.prepareStackTrace = namesOnly
+  try {
+    script.runInThisContext().call(module.exports, module.exports, createRequire(bundle), module, bundle, path.dirname(bundle), String(url))
+  } finally {
+    restoreFormatter()
+  }
   return script
 }
 

@@ -43,8 +43,15 @@ const args = process.argv.slice(2)
 /** The whole command line's type (a type only: Cli.js is not loaded for it). */
 type EveryCommand = typeof import("./Cli.js")["command"]
 
-/** Help and --version, answered before the command line is parsed (see HelpText); else the parse. */
-export const answer = <Name extends string, R, E, A>(command: Command.Command<Name, R, E, A>) => {
+/**
+ * Help and --version, answered before the command line is parsed (see
+ * HelpText); else `parsed`, a command line read without @effect/cli (see
+ * RunCommand.plainRunOptions), or @effect/cli's parse.
+ */
+export const answer = <Name extends string, R, E, A>(
+  command: Command.Command<Name, R, E, A>,
+  parsed?: Effect.Effect<void, E, R>
+) => {
   const help = HelpText.answer(args, {
     version,
     color: HelpText.colorAllowed(process.stdout),
@@ -54,7 +61,10 @@ export const answer = <Name extends string, R, E, A>(command: Command.Command<Na
     ? Effect.as((help.toStderr === true ? Console.error : Console.log)(help.text), help.code)
     : Effect.as(
       Effect.consoleWith((console) =>
-        Effect.withConsole(Command.run(command, { name: "planckclaw", version })(process.argv), PlainConsole.make(console))
+        Effect.withConsole(
+          parsed ?? Command.run(command, { name: "planckclaw", version })(process.argv),
+          PlainConsole.make(console)
+        )
       ),
       0
     )

@@ -55,7 +55,15 @@ const nearEnds = (paths: FifoPaths, handover: Option.Option<Handover.Handover>) 
     )
   }))
 
-const runOptions = { bridge: bridgeOption, brain: brainOption, claw: clawOption, debug: debugOption }
+export const runOptions = { bridge: bridgeOption, brain: brainOption, claw: clawOption, debug: debugOption }
+
+/** What `run`'s flags give its handler. */
+export interface RunOptions {
+  readonly bridge: string
+  readonly brain: Option.Option<string>
+  readonly claw: string
+  readonly debug: boolean
+}
 
 /** What the flags choose; an unknown name or a path that is no file is refused before anything starts. */
 const runChoices = (options: { readonly bridge: string; readonly claw: string }) =>
@@ -99,6 +107,46 @@ export const run = Command.make("run", runOptions, () =>
     Command.transformHandler((effect, options) => withSettings(runFlags(options))(effect)),
     Command.withDescription("Run the agent: answer messages from the chosen bridge until its input ends.")
   )
+
+const valued = { "--bridge": "bridge", "--brain": "brain", "--claw": "claw" } as const
+
+/**
+ * A `run` command line in its plain form, read without @effect/cli, whose
+ * parser took a tenth of a start: `run`, then `--bridge X`, `--brain X` and
+ * `--claw X` (each at most once, the value not empty and not like a flag) and
+ * `--debug`, in any order. The options are the ones @effect/cli would give
+ * (test/RunPlainLine.test.ts compares them). Anything else is None and goes
+ * to @effect/cli: other spellings, a repeated flag, @effect/cli's own options
+ * and every mistake, which it explains.
+ */
+export const plainRunOptions = (args: ReadonlyArray<string>): Option.Option<RunOptions> => {
+  if (args[0] !== "run") return Option.none()
+  const values: Partial<Record<(typeof valued)[keyof typeof valued], string>> = {}
+  let debug = false
+  for (let i = 1; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === "--debug" && !debug) {
+      debug = true
+      continue
+    }
+    const key = Object.hasOwn(valued, arg) ? valued[arg as keyof typeof valued] : undefined
+    const value = args[i + 1]
+    if (key === undefined || values[key] !== undefined || value === undefined || value === "" || value.startsWith("-")) {
+      return Option.none()
+    }
+    values[key] = value
+    i++
+  }
+  return Option.some({
+    bridge: values.bridge ?? "cli",
+    brain: Option.fromNullable(values.brain),
+    claw: values.claw ?? "scripts",
+    debug
+  })
+}
+
+/** `run` with these options: what @effect/cli runs once it has parsed them. */
+export const runWith = (options: RunOptions) => run.transform(run.handler(options), options)
 
 /** The top command's description (the help people read is HelpText's). */
 export const description =

@@ -5,7 +5,13 @@
  * the memory commands) and a start reads, hashes and loads less.
  * bin/planckclaw picks it for a `run` when bin.ts would parse with `runOnly`.
  */
+import * as Option from "effect/Option"
 import { answer, start } from "./Main.js"
-import { runOnly } from "./RunCommand.js"
+import { plainRunOptions, runOnly, runWith } from "./RunCommand.js"
+import * as StackTraces from "./StackTraces.js"
 
-start(answer(runOnly))
+// The modules have loaded: stack traces formatted as usual from here on.
+StackTraces.restore()
+
+// A plain `run` line (the usual one) skips @effect/cli's parser; any other goes through it.
+start(answer(runOnly, Option.getOrUndefined(Option.map(plainRunOptions(process.argv.slice(2)), runWith))))

@@ -4,6 +4,10 @@
  */
 import * as Effect from "effect/Effect"
 import { answer, type CommandLine, start } from "./Main.js"
+import * as StackTraces from "./StackTraces.js"
+
+// The modules have loaded: stack traces formatted as usual from here on.
+StackTraces.restore()
 
 const args = process.argv.slice(2)
 

@@ -6,7 +6,7 @@
  * RuntimeDirChecks; the names and paths of the pipes in FifoPaths.
  */
 import { execFile } from "node:child_process"
-import * as fsp from "node:fs/promises"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -45,17 +45,17 @@ export { RuntimeDirError } from "./RuntimeDirError.js"
 
 /** Writes our pid with O_EXCL. */
 const writePidFile = (dir: string, pidFile: string): Effect.Effect<string, RuntimeDirError> =>
-  attempt(`cannot write ${pidFile}`, () => fsp.writeFile(pidFile, `${process.pid}\n`, { flag: "wx", mode: 0o600 })).pipe(
+  attempt(`cannot write ${pidFile}`, () => fs.writeFileSync(pidFile, `${process.pid}\n`, { flag: "wx", mode: 0o600 })).pipe(
     Effect.as(pidFile),
     Effect.catchIf((error) => errnoCode(error.cause) === "EEXIST", () =>
       refuse("in-use", `runtime directory ${dir} was claimed by another run starting at the same time; ${useAnother}`))
   )
 
 const releasePidFile = (pidFile: string): Effect.Effect<void> =>
-  attempt(`cannot read ${pidFile}`, () => fsp.readFile(pidFile, "utf8")).pipe(
+  attempt(`cannot read ${pidFile}`, () => fs.readFileSync(pidFile, "utf8")).pipe(
     Effect.flatMap((text) =>
       Number(text.trim()) === process.pid
-        ? attempt(`cannot remove ${pidFile}`, () => fsp.unlink(pidFile))
+        ? attempt(`cannot remove ${pidFile}`, () => fs.unlinkSync(pidFile))
         : Effect.void
     ),
     ignoringMissing,
@@ -78,7 +78,7 @@ const unlinkFifos = (files: ReadonlyArray<string>, made?: ReadonlyMap<string, nu
   Effect.forEach(files, (file) =>
     Effect.flatMap(lstatOption(file), (found) =>
       Option.isSome(found) && found.value.isFIFO() && (made === undefined || made.get(file) === found.value.ino)
-        ? ignoringMissing(attempt(`cannot remove ${file}`, () => fsp.unlink(file)))
+        ? ignoringMissing(attempt(`cannot remove ${file}`, () => fs.unlinkSync(file)))
         : Effect.void), { discard: true })
 
 /** Makes the six FIFOs (0600); each was checked absent under our pid file, so a failure removes only what mkfifo made. */
@@ -86,9 +86,7 @@ const makeFifos = (files: ReadonlyArray<string>): Effect.Effect<ReadonlyMap<stri
   mkfifo(files).pipe(
     Effect.tapError(() => Effect.ignore(unlinkFifos(files))),
     Effect.zipRight(Effect.forEach(files, (file) =>
-      attempt(`cannot inspect ${file}`, () => fsp.lstat(file)).pipe(Effect.map((stat) => [file, stat.ino] as const)), {
-      concurrency: "unbounded"
-    })),
+      attempt(`cannot inspect ${file}`, () => fs.lstatSync(file)).pipe(Effect.map((stat) => [file, stat.ino] as const)))),
     Effect.map((entries) => new Map(entries))
   )
 
@@ -109,7 +107,7 @@ export const makeRuntimeDir = (runDir: string): Effect.Effect<FifoPaths, Runtime
     const stale = yield* leftoverPipes(paths, Option.isSome(dead))
     if (Option.isSome(dead)) {
       yield* Effect.logWarning(`removing stale run state in ${paths.runDir} left by pid ${dead.value}`)
-      yield* ignoringMissing(attempt(`cannot remove stale ${pidFile}`, () => fsp.unlink(pidFile)))
+      yield* ignoringMissing(attempt(`cannot remove stale ${pidFile}`, () => fs.unlinkSync(pidFile)))
     }
     yield* Effect.acquireRelease(writePidFile(paths.runDir, pidFile), releasePidFile)
     yield* unlinkFifos(stale)

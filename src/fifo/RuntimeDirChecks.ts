@@ -6,8 +6,7 @@
  * not create is removed, except the pid file and FIFOs of a run that is
  * provably dead, found in a directory that is private to this user.
  */
-import type * as fs from "node:fs"
-import * as fsp from "node:fs/promises"
+import * as fs from "node:fs"
 import { constants } from "node:fs"
 import * as path from "node:path"
 import * as Arr from "effect/Array"
@@ -18,9 +17,14 @@ import { heldBy } from "../process/PidLiveness.js"
 import { type FifoPaths, fifoEnvNames, fifoKeys, fifoNames, pidFileName } from "./FifoPaths.js"
 import { RuntimeDirError } from "./RuntimeDirError.js"
 
-/** A file-system call; its failure is an `io` refusal naming what was attempted. */
-export const attempt = <A>(what: string, run: () => Promise<A>): Effect.Effect<A, RuntimeDirError> =>
-  Effect.tryPromise({
+/**
+ * A file-system call; its failure is an `io` refusal naming what was
+ * attempted. Synchronous: a handful of calls on a local directory, once per
+ * run, cost microseconds each, where a trip through the thread pool and a
+ * promise each cost a start far more (the same system calls either way).
+ */
+export const attempt = <A>(what: string, run: () => A): Effect.Effect<A, RuntimeDirError> =>
+  Effect.try({
     try: run,
     catch: (cause) => new RuntimeDirError({ reason: "io", message: `${what}: ${describeError(cause)}`, cause })
   })
@@ -30,12 +34,9 @@ export const ignoringMissing = <A>(effect: Effect.Effect<A, RuntimeDirError>): E
     Effect.catchIf((error) => errnoCode(error.cause) === "ENOENT", () => Effect.void)
   )
 
-/** The entry at `file` without following a symlink; None when there is none. */
+/** The entry at `file` without following a symlink; None when there is none (no error is made for that). */
 export const lstatOption = (file: string): Effect.Effect<Option.Option<fs.Stats>, RuntimeDirError> =>
-  attempt(`cannot inspect ${file}`, () => fsp.lstat(file)).pipe(
-    Effect.map(Option.some),
-    Effect.catchIf((error) => errnoCode(error.cause) === "ENOENT", () => Effect.succeedNone)
-  )
+  attempt(`cannot inspect ${file}`, () => Option.fromNullable(fs.lstatSync(file, { throwIfNoEntry: false })))
 
 const kindOf = (stat: fs.Stats): string =>
   stat.isSymbolicLink()
@@ -63,12 +64,12 @@ const madeChain = (dir: string, top: string): ReadonlyArray<string> =>
 
 /** Removes the directories we made, deepest first, while they are empty: whatever someone put there stays. */
 export const removeMade = (made: ReadonlyArray<string>): Effect.Effect<void> =>
-  Effect.forEach(made, (dir) => attempt("rmdir", () => fsp.rmdir(dir)), { discard: true }).pipe(Effect.ignore)
+  Effect.forEach(made, (dir) => attempt("rmdir", () => fs.rmdirSync(dir)), { discard: true }).pipe(Effect.ignore)
 
 /** Refuses a directory that is not ours or is open to others; one we just made is set to 0700 whatever the umask took. */
-const checkPrivate = (dir: string, handle: fsp.FileHandle, madeByUs: boolean): Effect.Effect<void, RuntimeDirError> =>
+const checkPrivate = (dir: string, fd: number, madeByUs: boolean): Effect.Effect<void, RuntimeDirError> =>
   Effect.gen(function*() {
-    const stat = yield* attempt(`cannot inspect runtime directory ${dir}`, () => handle.stat())
+    const stat = yield* attempt(`cannot inspect runtime directory ${dir}`, () => fs.fstatSync(fd))
     const uid = process.getuid?.()
     if (uid !== undefined && stat.uid !== uid) {
       return yield* refuse(
@@ -78,7 +79,7 @@ const checkPrivate = (dir: string, handle: fsp.FileHandle, madeByUs: boolean): E
     }
     if (madeByUs) {
       if ((stat.mode & 0o777) !== 0o700) {
-        yield* attempt(`cannot restrict runtime directory ${dir} to mode 0700`, () => handle.chmod(0o700))
+        yield* attempt(`cannot restrict runtime directory ${dir} to mode 0700`, () => fs.fchmodSync(fd, 0o700))
       }
     } else if ((stat.mode & 0o077) !== 0) {
       return yield* refuse(
@@ -106,12 +107,12 @@ export const claimDirectory = (dir: string): Effect.Effect<ReadonlyArray<string>
         `runtime directory ${dir} is ${kindOf(before.value)}, not a directory: ${useAnother}`
       )
     }
-    const top = yield* attempt(`cannot create runtime directory ${dir}`, () => fsp.mkdir(dir, { recursive: true, mode: 0o700 }))
+    const top = yield* attempt(`cannot create runtime directory ${dir}`, () => fs.mkdirSync(dir, { recursive: true, mode: 0o700 }))
     const made = top === undefined ? [] : madeChain(dir, top)
     // O_NOFOLLOW + fstat (and fchmod) on one descriptor: what is checked is what is used.
     yield* Effect.acquireUseRelease(
       attempt(`cannot open runtime directory ${dir}`, () =>
-        fsp.open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)).pipe(
+        fs.openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)).pipe(
           Effect.mapError((error) => {
             const code = errnoCode(error.cause)
             return code === "ELOOP" || code === "ENOTDIR"
@@ -122,8 +123,8 @@ export const claimDirectory = (dir: string): Effect.Effect<ReadonlyArray<string>
               : error
           })
         ),
-      (handle) => checkPrivate(dir, handle, made.length > 0),
-      (handle) => Effect.ignore(attempt("close", () => handle.close()))
+      (fd) => checkPrivate(dir, fd, made.length > 0),
+      (fd) => Effect.ignore(attempt("close", () => fs.closeSync(fd)))
     ).pipe(Effect.tapError(() => removeMade(made)))
     return made
   })
@@ -144,7 +145,7 @@ export const previousRun = (dir: string, pidFile: string): Effect.Effect<Option.
         `${pidFile} is ${kindOf(found.value)}, not a pid file planckclaw wrote: remove it or ${useAnother}`
       )
     }
-    const text = (yield* attempt(`cannot read ${pidFile}`, () => fsp.readFile(pidFile, "utf8"))).trim()
+    const text = (yield* attempt(`cannot read ${pidFile}`, () => fs.readFileSync(pidFile, "utf8"))).trim()
     const owner = Number(text)
     // Empty: a kill came between creating the file and writing our pid into it.
     if (text === "") return Option.some("unknown")
@@ -172,14 +173,12 @@ export const previousRun = (dir: string, pidFile: string): Effect.Effect<Option.
  * pid file of a dead run) refuses: we did not create it.
  */
 export const leftoverPipes = (paths: FifoPaths, deadRun: boolean): Effect.Effect<ReadonlyArray<string>, RuntimeDirError> =>
-  // The six lstat calls at once (one trip to the thread pool, not six in a row); judged in pipe order,
-  // so the entry a refusal (or a failed lstat) names does not depend on which call came back first.
-  Effect.flatMap(
-    Effect.forEach(fifoKeys, (key) => Effect.either(lstatOption(paths[key])), { concurrency: "unbounded" }),
-    (stats) => Effect.forEach(fifoKeys, (key, index) =>
+  // Judged in pipe order: a refusal (or a failed lstat) names the first such entry.
+  Effect.map(
+    Effect.forEach(fifoKeys, (key) =>
       Effect.gen(function*() {
         const file = paths[key]
-        const found = yield* stats[index]!
+        const found = yield* lstatOption(file)
         if (Option.isNone(found)) return Option.none<string>()
         const uid = process.getuid?.()
         if (!found.value.isFIFO() || (uid !== undefined && found.value.uid !== uid)) {
@@ -198,5 +197,6 @@ export const leftoverPipes = (paths: FifoPaths, deadRun: boolean): Effect.Effect
           )
         }
         return Option.some(file)
-      }))
-  ).pipe(Effect.map(Arr.getSomes))
+      })),
+    Arr.getSomes
+  )
