@@ -102,14 +102,19 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
     let appended = false
 
     const appender = HistoryAppender.make(paths, (fd, ino, size, end, entries) => {
-      // Our own append keeps the count current: the next check needs no lock.
+      // Our own append keeps the count current: the next check needs no lock,
+      // unless a commit is about to replace this file (then the next check stats it).
+      const current = memoryDir.mirror?.() === undefined
       if (known !== undefined && known.inode === ino && known.size === size) {
         // The lines just written, counted from what was written, not read back.
         known = { inode: ino, size: end, lines: known.lines + entries.length, endsWithNewline: true }
-        appended = true
+        appended = current
       } else if (known !== undefined && known.inode === ino && known.size < size) {
         known = extendCount(fd, known, end)
-        appended = true
+        appended = current
+      } else {
+        // Another file than the one counted (a compaction replaced it): counted again at the next check.
+        appended = false
       }
       // And the snapshot's tail, when it was history as found here.
       reader.appended(ino, size, end, entries)
