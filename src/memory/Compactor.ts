@@ -182,13 +182,17 @@ export const make = Effect.gen(function*() {
   const settled: Effect.Effect<void> = Effect.suspend(() => inFlight === undefined ? Effect.void : Fiber.await(inFlight)).pipe(
     Effect.asVoid
   )
-  const start = Effect.flatMap(Effect.forkDaemon(Effect.interruptible(logged(run(false)))), (fiber) =>
-    Effect.sync(() => {
-      inFlight = fiber
-      fiber.addObserver(() => {
-        if (inFlight === fiber) inFlight = undefined
-      })
-    }))
+  // Built when a compaction is due, not per agent started: serve makes one compactor per agent,
+  // and the eager pipeline held 8.9 KiB more heap by every agent started (bench/serve.mjs, 10,000).
+  const start = Effect.suspend(() =>
+    Effect.flatMap(Effect.forkDaemon(Effect.interruptible(logged(run(false)))), (fiber) =>
+      Effect.sync(() => {
+        inFlight = fiber
+        fiber.addObserver(() => {
+          if (inFlight === fiber) inFlight = undefined
+        })
+      }))
+  )
   // The question "is it due?" is asked here, in the turn's fiber: most turns end with it, and fork nothing.
   const startIfNeeded = Effect.suspend(() =>
     inFlight !== undefined ? Effect.void : Effect.flatMap(
@@ -204,7 +208,7 @@ export const make = Effect.gen(function*() {
   return {
     compactIfNeeded,
     // Own background work first: `/compact` must not answer "already running" about this very agent.
-    compactNow: Effect.zipRight(settled, run(true)),
+    compactNow: Effect.zipRight(settled, Effect.suspend(() => run(true))),
     startIfNeeded,
     settled,
     stop: Effect.suspend(() => inFlight === undefined ? Effect.void : Fiber.interrupt(inFlight)).pipe(Effect.asVoid)
