@@ -34,6 +34,15 @@ export { CompactionBusy } from "./MemoryDir.js"
 /** Folds up to this size are read whole: far above HISTORY_MAX's usual lines, far below a backlog's. */
 const WHOLE_READ_BYTES = 1024 * 1024
 
+/** The three next files of a commit, staged (written, open, not yet synced). */
+interface NextFiles {
+  readonly summary: CommitAsync.Staged
+  readonly history: CommitAsync.Staged
+  readonly ledger: CommitAsync.Staged
+  /** The next ledger's size. */
+  readonly ledgerBytes: number
+}
+
 /** What a compaction will fold: everything before `splitOffset`. */
 export interface FoldPlan {
   readonly splitOffset: number
@@ -111,33 +120,44 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
       )
 
   /**
-   * Writes the new summary, history and ledger beside the old ones, then
-   * commits them, with the fsyncs off the event loop (CommitAsync.ts).
+   * Writes the next summary, history and ledger beside the old ones (not
+   * yet synced, still open); on a failure, none is left behind.
    */
+  const stageNext = (
+    plan: FoldPlan,
+    summaryFile: string,
+    rest: Buffer,
+    size: number
+  ): Either.Either<NextFiles, SafeFile.MemoryFileError> => {
+    const staged: Array<CommitAsync.Staged> = []
+    const steps = Either.flatMap(SafeFile.read(paths.ledger), (text) =>
+      Either.flatMap(CommitAsync.stage(paths.nextSummary, summaryFile), (summary) => {
+        staged.push(summary)
+        return Either.flatMap(CommitAsync.stage(paths.nextHistory, rest), (history) => {
+          staged.push(history)
+          const nextLedger = Buffer.from(
+            Ledger.encode(Ledger.afterFold(Ledger.parse(text), plan.inode, history.ino, plan.splitOffset, size)),
+            "utf8"
+          )
+          return Either.map(CommitAsync.stage(paths.nextLedger, nextLedger), (ledger) => {
+            staged.push(ledger)
+            return { summary, history, ledger, ledgerBytes: nextLedger.length }
+          })
+        })
+      }))
+    if (Either.isLeft(steps)) {
+      CommitAsync.closeAll(staged)
+      Layout.recover(paths)
+    }
+    return steps
+  }
+
+  /** Stages the next files, then commits them, with the fsyncs off the event loop (CommitAsync.ts). */
   const commitOffLoop = (plan: FoldPlan, summaryFile: string, rest: Buffer, size: number): Effect.Effect<void, MemoryError> =>
-    Effect.suspend(() => {
+    Effect.flatMap(fsEffect("committing compaction", () => Either.mapLeft(stageNext(plan, summaryFile, rest, size), fromFileError)), (next) => {
       const discard = (error: SafeFile.MemoryFileError) =>
         Effect.zipRight(fsEffect("discarding a compaction", () => Either.right(Layout.recover(paths))), Effect.fail(fromFileError(error)))
-      const staged: Array<CommitAsync.Staged> = []
-      const steps = Either.flatMap(SafeFile.read(paths.ledger), (text) =>
-        Either.flatMap(CommitAsync.stage(paths.nextSummary, summaryFile), (summaryNext) => {
-          staged.push(summaryNext)
-          return Either.flatMap(CommitAsync.stage(paths.nextHistory, rest), (historyNext) => {
-            staged.push(historyNext)
-            return Either.map(
-              CommitAsync.stage(
-                paths.nextLedger,
-                Ledger.encode(Ledger.afterFold(Ledger.parse(text), plan.inode, historyNext.ino, plan.splitOffset, size))
-              ),
-              (ledgerNext) => void staged.push(ledgerNext)
-            )
-          })
-        }))
-      if (Either.isLeft(steps)) {
-        CommitAsync.closeAll(staged)
-        return discard(steps.left)
-      }
-      return CommitAsync.syncAll(staged).pipe(
+      return CommitAsync.syncAll([next.summary, next.history, next.ledger]).pipe(
         // The journal's appearance is the commit point: from here recovery completes the swap.
         Effect.zipRight(CommitAsync.writeNew(paths.journal, "")),
         Effect.catchAll(discard),
@@ -185,58 +205,34 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
     plan: FoldPlan,
     summaryFile: string
   ): Effect.Effect<FoldResult, MemoryError> => {
-    let summaryNext: CommitAsync.Staged | undefined
-    let kept = 0
     const abandoned = () =>
       new MemoryError({ reason: "io", message: "committing compaction: a turn's append could not be copied into the next history; nothing changed" })
     // Before the journal: the next files go, the old ones hold everything.
     const discard = (error: MemoryError) =>
       Effect.zipRight(step(() => Either.right(Layout.recover(paths))), Effect.fail(error))
-    const begin = step((): Either.Either<CommitMirror.CommitMirror, MemoryError> => {
-      const rest = readRest(plan)
-      if (Either.isLeft(rest)) return Either.left(rest.left)
-      const staged: Array<CommitAsync.Staged> = []
-      const steps = Either.flatMap(SafeFile.read(paths.ledger), (text) =>
-        Either.flatMap(CommitAsync.stage(paths.nextSummary, summaryFile), (summaryStaged) => {
-          staged.push(summaryStaged)
-          return Either.flatMap(CommitAsync.stage(paths.nextHistory, rest.right.buffer), (historyNext) => {
-            staged.push(historyNext)
-            const ledger = Buffer.from(
-              Ledger.encode(Ledger.afterFold(Ledger.parse(text), plan.inode, historyNext.ino, plan.splitOffset, rest.right.size)),
-              "utf8"
-            )
-            return Either.map(CommitAsync.stage(paths.nextLedger, ledger), (ledgerNext) => {
-              staged.push(ledgerNext)
-              return { historyNext, ledgerNext, ledgerBytes: ledger.length }
-            })
+    const begin = step(() =>
+      Either.flatMap(readRest(plan), (rest) =>
+        Either.map(Either.mapLeft(stageNext(plan, summaryFile, rest.buffer, rest.size), fromFileError), (next) => {
+          const mirror = CommitMirror.make({
+            oldInode: plan.inode,
+            split: plan.splitOffset,
+            history: { fd: next.history.fd, file: next.history.file, inode: next.history.ino },
+            ledger: { fd: next.ledger.fd, file: next.ledger.file },
+            journal: paths.journal,
+            historyEnd: rest.buffer.length,
+            ledgerEnd: next.ledgerBytes
           })
+          mirrorAppends(mirror)
+          return { mirror, summary: next.summary, atStart: result(rest.buffer, summaryFile) }
         }))
-      if (Either.isLeft(steps)) {
-        CommitAsync.closeAll(staged)
-        Layout.recover(paths)
-        return Either.left(fromFileError(steps.left))
-      }
-      const { historyNext, ledgerBytes, ledgerNext } = steps.right
-      summaryNext = staged[0]
-      kept = splitLines(rest.right.buffer.toString("utf8")).length
-      const mirror = CommitMirror.make({
-        oldInode: plan.inode,
-        split: plan.splitOffset,
-        history: { fd: historyNext.fd, file: historyNext.file, inode: historyNext.ino },
-        ledger: { fd: ledgerNext.fd, file: ledgerNext.file },
-        journal: paths.journal,
-        historyEnd: rest.right.buffer.length,
-        ledgerEnd: ledgerBytes
-      })
-      mirrorAppends(mirror)
-      return Either.right(mirror)
-    })
-    return Effect.flatMap(begin, (copy) => {
+    )
+    return Effect.flatMap(begin, ({ atStart, mirror: copy, summary }) => {
+      // History and ledger stay open for the copies; MemoryDir closes them when the mirror ends.
       const syncNext = Effect.forEach(
-        [copy.history, copy.ledger, ...(summaryNext === undefined ? [] : [summaryNext])],
+        [copy.history, copy.ledger, summary],
         (next) => CommitAsync.fsyncOffLoop(next.fd, next.file),
         { concurrency: "unbounded", discard: true }
-      ).pipe(Effect.ensuring(Effect.sync(() => summaryNext !== undefined && CommitAsync.closeAll([summaryNext]))))
+      ).pipe(Effect.ensuring(Effect.sync(() => CommitAsync.closeAll([summary]))))
       // The journal appears in a step, so no append falls between it and the copies.
       const journal = step(() => copy.failed ? Either.left(abandoned()) : Either.mapLeft(CommitAsync.stage(paths.journal, ""), fromFileError))
       const commitPoint = Effect.flatMap(journal, (created) =>
@@ -247,7 +243,7 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
       const swap = step(() => {
         // A copy that failed removed the journal: recovery then discards the next files.
         Layout.recover(paths)
-        return copy.failed ? Either.left(abandoned()) : Either.right({ kept: kept + copy.copiedLines, summaryBytes: Buffer.byteLength(summaryFile, "utf8") })
+        return copy.failed ? Either.left(abandoned()) : Either.right({ ...atStart, kept: atStart.kept + copy.copiedLines })
       })
       return Effect.mapError(syncNext, fromFileError).pipe(
         Effect.zipRight(commitPoint),
