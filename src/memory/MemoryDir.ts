@@ -204,45 +204,29 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       writeMutex.withPermits(1)(Effect.suspend(() => alongsideHolds ? Effect.map(fsEffect(what, run), Option.some) : Effect.succeedNone))
         .pipe(Effect.flatMap(Option.match({ onNone: () => locked(what, run, unlocked), onSome: Effect.succeed })))
 
-    const lockedAsync = <A>(what: string, run: Effect.Effect<A, MemoryError>): Effect.Effect<A, MemoryError> =>
-      inLockFile(Effect.suspend(() => {
-        const taken = FileLock.tryTakeSync(paths.writeLock, { link: true })
-        const body = (clean: boolean) =>
-          Effect.uninterruptible(Effect.zipRight(
-            fsEffect(what, () => {
-              settled = false
-              recover(clean)
-              return Either.void
-            }),
-            Effect.tap(run, () => Effect.sync(() => {
-              settled = true
-            }))
-          ))
-        if (Either.isRight(taken)) {
-          return Effect.uninterruptible(
-            Effect.ensuring(body(taken.right.clean), Effect.sync(() => FileLock.releaseSync(paths.writeLock, true)))
-          )
-        }
-        if (taken.left._tag === "LockFailed") {
-          return Effect.fail(lockRefused(taken.left))
-        }
-        return Effect.scoped(
-          FileLock.holdWaiting(paths.writeLock).pipe(
-            Effect.mapError(lockRefused),
-            Effect.zipRight(body(false))
-          )
-        )
-      }))
-
-    /** The write lock file for the scope; true when taken clean (no owner was taken over). */
-    const holdLockFile: Effect.Effect<boolean, MemoryError, Scope.Scope> = Effect.suspend(() => {
+    /** The write lock file for the scope (uninterruptible: a lock taken always gets its release); true when taken clean. */
+    const holdLockFile: Effect.Effect<boolean, MemoryError, Scope.Scope> = Effect.uninterruptible(Effect.suspend(() => {
       const taken = FileLock.tryTakeSync(paths.writeLock, { link: true })
       if (Either.isRight(taken)) {
         return Effect.as(Effect.addFinalizer(() => Effect.sync(() => FileLock.releaseSync(paths.writeLock, true))), taken.right.clean)
       }
       if (taken.left._tag === "LockFailed") return Effect.fail(lockRefused(taken.left))
       return Effect.as(Effect.mapError(FileLock.holdWaiting(paths.writeLock), lockRefused), false)
-    })
+    }))
+
+    // Uninterruptible under the lock: it is never released under an operation still running.
+    const lockedAsync = <A>(what: string, run: Effect.Effect<A, MemoryError>): Effect.Effect<A, MemoryError> =>
+      inLockFile(Effect.scoped(Effect.flatMap(holdLockFile, (clean) =>
+        Effect.uninterruptible(Effect.zipRight(
+          fsEffect(what, () => {
+            settled = false
+            recover(clean)
+            return Either.void
+          }),
+          Effect.tap(run, () => Effect.sync(() => {
+            settled = true
+          }))
+        )))))
 
     const lockedAlongside = <A>(what: string, run: (alongside: Alongside) => Effect.Effect<A, MemoryError>) => {
       if (!heldByRun(runKey)) return undefined
@@ -259,17 +243,17 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
           // Whatever a failure left (a journal, next files), the next section recovers it in full.
           if (failed) settled = false
         }))
-      return lockFileMutex.withPermits(1)(Effect.uninterruptible(Effect.scoped(
+      return lockFileMutex.withPermits(1)(Effect.scoped(
         Effect.flatMap(holdLockFile, (clean) =>
-          Effect.zipRight(
+          Effect.uninterruptible(Effect.zipRight(
             step(() => settle(() => {
               recover(clean)
               alongsideHolds = true
               return Either.void
             })),
             Effect.onExit(run({ step, mirrorAppends }), (exit) => end(Exit.isFailure(exit)))
-          ))
-      )))
+          )))
+      ))
     }
 
     /**
