@@ -87,7 +87,13 @@ const child = async ({ dist, turns, memoryDir, stub, alloc }) => {
       delivered: () => Effect.void,
       closeFiles: Effect.void
     }
-    const compactor = { compactIfNeeded: Effect.succeed(Option.none()), compactNow: Effect.succeed(Option.none()) }
+    const compactor = {
+      compactIfNeeded: Effect.succeed(Option.none()),
+      compactNow: Effect.succeed(Option.none()),
+      startIfNeeded: Effect.void,
+      settled: Effect.void,
+      stop: Effect.void
+    }
     return Layer.mergeAll(Layer.succeed(Memory, memory), Layer.succeed(Inbox, inbox), Layer.succeed(Compactor, compactor))
   }
   const tool = (name, description) => ({
