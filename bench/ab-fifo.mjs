@@ -16,10 +16,10 @@
  */
 import * as path from "node:path"
 import { mainThreadCpuUs } from "./lib/cpu.mjs"
-import { fifoPaths, interactClient, REPLY, TOOL_PREFIX, TOOL_REPLY } from "./lib/fifo.mjs"
-import { startAgentProcess, startDoNothing } from "./lib/process.mjs"
+import { REPLY, TOOL_PREFIX, TOOL_REPLY } from "./lib/fifo.mjs"
+import { doNothing, planckclaw } from "./lib/fifo-agents.mjs"
 import { median, round } from "./lib/stats.mjs"
-import { clawsDir, makeWorkDir, nodeExecutable } from "./lib/work.mjs"
+import { makeWorkDir, nodeExecutable } from "./lib/work.mjs"
 
 const [distA, distB] = [process.argv[2], process.argv[3]].map((d) => path.resolve(d))
 const TURNS = Number(process.argv[4] ?? 2000)
@@ -27,37 +27,17 @@ const ROUNDS = Number(process.argv[5] ?? 20)
 const PLAIN = "What should I remember about this run?"
 const TOOL = `${TOOL_PREFIX} what time is it?`
 
-const open = async (agent, runDir) => {
-  await agent.fifosReady()
-  const client = interactClient(fifoPaths(runDir))
-  return { pid: agent.pid, client, stop: async () => (client.close(), await agent.stop()) }
-}
-
 const work = makeWorkDir("ab-fifo")
 const brain = nodeExecutable(work.dir, "brain", "brain.mjs")
 const claw = nodeExecutable(work.dir, "claw", "claw.mjs")
-const agent = (dist, name, clawArg) => {
-  const runDir = path.join(work.dir, `${name}-run`)
-  return open(
-    startAgentProcess({
-      args: ["--bridge", "none", "--brain", brain, "--claw", clawArg],
-      runDir,
-      memoryDir: path.join(work.dir, `${name}-memory`),
-      cwd: work.dir,
-      env: { CLAWS_DIR: clawsDir, HISTORY_MAX: "100000" },
-      script: [path.join(dist, "bin.js"), "run"]
-    }),
-    runDir
-  )
-}
+const agent = (dist, name, clawArg) => planckclaw(work, name, brain, clawArg, { dist, env: { HISTORY_MAX: "100000" } })
 const started = []
 try {
   for (const [dist, tag] of [[distA, "A"], [distB, "B"]]) {
     started.push({ tag: `${tag} shipped`, a: await agent(dist, `${tag}-shipped`, "scripts") })
     started.push({ tag: `${tag} instant`, a: await agent(dist, `${tag}-instant`, claw) })
   }
-  const nothingRun = path.join(work.dir, "nothing-run")
-  const nothing = await open(startDoNothing({ runDir: nothingRun, cwd: work.dir, brain, claw }), nothingRun)
+  const nothing = await doNothing(work, brain, claw)
   started.push({ tag: "do-nothing", a: nothing })
   const byTag = Object.fromEntries(started.map((s) => [s.tag, s.a]))
   const workloads = [

@@ -23,13 +23,12 @@
  * each timed batch, divided by its turns. Shipped settings, so the every-80th
  * compaction of planckclaw is in its figures (the do-nothing agent has none).
  */
-import * as path from "node:path"
 import { main, progress } from "./lib/child.mjs"
 import { mainThreadCpuUs, processCpuUs } from "./lib/cpu.mjs"
-import { fifoPaths, interactClient, REPLY, TOOL_PREFIX, TOOL_REPLY } from "./lib/fifo.mjs"
-import { startAgentProcess, startDoNothing } from "./lib/process.mjs"
+import { REPLY, TOOL_PREFIX, TOOL_REPLY } from "./lib/fifo.mjs"
+import { doNothing, planckclaw } from "./lib/fifo-agents.mjs"
 import { latencySummary, median, round } from "./lib/stats.mjs"
-import { clawsDir, makeWorkDir, nodeExecutable } from "./lib/work.mjs"
+import { makeWorkDir, nodeExecutable } from "./lib/work.mjs"
 
 const ITERATIONS = Number(process.env.BENCH_TURNS ?? 2000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 40)
@@ -42,46 +41,8 @@ const ask = async (client, message, expected) => {
   return reply.ms
 }
 
-/** Starts an agent process and opens its interact pipes; `stop` ends both. */
-const open = async (agent, runDir) => {
-  try {
-    await agent.fifosReady()
-  } catch (error) {
-    await agent.stop()
-    throw error
-  }
-  const client = interactClient(fifoPaths(runDir))
-  return {
-    agent,
-    client,
-    stop: async () => {
-      client.close()
-      await agent.stop()
-    }
-  }
-}
-
-const planckclaw = (work, name, brain, claw) => {
-  const runDir = path.join(work.dir, `${name}-run`)
-  return open(
-    startAgentProcess({
-      args: ["--bridge", "none", "--brain", brain, "--claw", claw],
-      runDir,
-      memoryDir: path.join(work.dir, `${name}-memory`),
-      cwd: work.dir,
-      env: { CLAWS_DIR: clawsDir }
-    }),
-    runDir
-  )
-}
-
-const doNothing = (work, brain, claw) => {
-  const runDir = path.join(work.dir, "nothing-run")
-  return open(startDoNothing({ runDir, cwd: work.dir, brain, claw }), runDir)
-}
-
 /**
- * Workloads: { name, agent (from `open`), message, expected, iterations, warmup }.
+ * Workloads: { name, agent (lib/fifo-agents.mjs), message, expected, iterations, warmup }.
  * Each gets its latencies, wall time, and main-thread and whole-process CPU
  * over its timed batches.
  */

@@ -1,0 +1,55 @@
+/**
+ * Agents driven over their interact pipes from this process, as an external
+ * interact bridge would: planckclaw (`run --bridge none`) or the do-nothing
+ * agent, each with its own runtime and memory directories under `work.dir`.
+ */
+import * as path from "node:path"
+import { fifoPaths, interactClient } from "./fifo.mjs"
+import { startAgentProcess, startDoNothing } from "./process.mjs"
+import { clawsDir } from "./work.mjs"
+
+/** Waits for an agent process's FIFOs and opens its interact pipes; `stop` ends both. */
+const open = async (agent, runDir) => {
+  try {
+    await agent.fifosReady()
+  } catch (error) {
+    await agent.stop()
+    throw error
+  }
+  const client = interactClient(fifoPaths(runDir))
+  return {
+    agent,
+    pid: agent.pid,
+    client,
+    stop: async () => {
+      client.close()
+      await agent.stop()
+    }
+  }
+}
+
+/**
+ * `planckclaw run --bridge none --brain BRAIN --claw CLAW` (the shipped
+ * claws' directory as CLAWS_DIR); `dist` runs another build's unbundled
+ * `bin.js` instead of bin/planckclaw, `env` adds settings.
+ */
+export const planckclaw = (work, name, brain, claw, { dist, env = {} } = {}) => {
+  const runDir = path.join(work.dir, `${name}-run`)
+  return open(
+    startAgentProcess({
+      args: ["--bridge", "none", "--brain", brain, "--claw", claw],
+      runDir,
+      memoryDir: path.join(work.dir, `${name}-memory`),
+      cwd: work.dir,
+      env: { CLAWS_DIR: clawsDir, ...env },
+      ...(dist === undefined ? {} : { script: [path.join(dist, "bin.js"), "run"] })
+    }),
+    runDir
+  )
+}
+
+/** The do-nothing agent (bench/do-nothing.mjs) with the same bridges. */
+export const doNothing = (work, brain, claw) => {
+  const runDir = path.join(work.dir, "nothing-run")
+  return open(startDoNothing({ runDir, cwd: work.dir, brain, claw }), runDir)
+}
