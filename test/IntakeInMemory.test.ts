@@ -5,13 +5,14 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Exit, Fiber, Option, Stream } from "effect"
+import * as DirectPull from "../src/interact/DirectPull.js"
 import * as InMemoryInteract from "../src/interact/InMemoryInteract.js"
 
-describe("InMemoryInteract.directPull", () => {
+describe("DirectPull.directPull of the in-memory adapter", () => {
   it.effect("pulls one message at a time, in order, waits for the next, and ends with None", () =>
     Effect.gen(function*() {
       const handle = yield* InMemoryInteract.make
-      const pull = InMemoryInteract.directPull(handle.service.messages)
+      const pull = DirectPull.directPull(handle.service.messages)
       if (pull === undefined) return expect.unreachable("an in-memory stream has a direct pull")
       yield* handle.offer({ channel: "a", text: "one" })
       yield* handle.offer({ channel: "a", text: "two" })
@@ -26,6 +27,6 @@ describe("InMemoryInteract.directPull", () => {
 
   it.effect("is absent for any other stream, which Intake then reads as a stream", () =>
     Effect.sync(() => {
-      expect(InMemoryInteract.directPull(Stream.make({ channel: "a", text: "x" }))).toBeUndefined()
+      expect(DirectPull.directPull(Stream.make({ channel: "a", text: "x" }))).toBeUndefined()
     }))
 })

@@ -29,13 +29,6 @@ const endOfStream: Effect.Effect<never, Option.Option<never>> = Effect.fail(Opti
 const deliver = (item: Item): Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<never>> =>
   item === END ? endOfStream : Effect.succeed(item)
 
-/**
- * The pull of a message stream made here or by another adapter that
- * registers one (one message per pull, failing with None at the end, as
- * `Stream.toPull` would), or undefined for any other stream.
- */
-export const directPull = DirectPull.directPull
-
 export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
   // Messages waiting for a taker, and takers waiting for a message: a plain
   // array and resumes, since a Queue and a three-stage stream over it cost
