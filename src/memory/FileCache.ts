@@ -36,6 +36,19 @@ export const unchanged = (seen: Seen, stat: fs.Stats): boolean =>
  */
 export const RACY_MS = 100
 
+/**
+ * Sets a file this process is about to rename into place (a compaction's
+ * summary.md) to a modification time RACY_MS×10 in the past. No later
+ * write can then leave that time unchanged (the kernel stamps it with the
+ * present), so the file is trusted by status from its first read instead of
+ * being read again on every message for RACY_MS after each compaction. The
+ * change time stays true. A refusal only costs those reads.
+ */
+export const settle = (fd: number): void => {
+  const now = Date.now()
+  Either.try(() => fs.futimesSync(fd, now / 1000, (now - 10 * RACY_MS) / 1000))
+}
+
 /** lstat(2) of a memory file: undefined when absent; a link, a non-regular file or someone else's is refused. */
 export const look = (file: string): Either.Either<fs.Stats | undefined, SafeFile.MemoryFileError> => {
   const stat = Either.try(() => fs.lstatSync(file, { throwIfNoEntry: false }))

@@ -19,6 +19,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as FileCache from "./FileCache.js"
 import * as FileLock from "./FileLock.js"
 import { readRange, scanTail, splitLines, streamLines } from "./HistoryFile.js"
 import * as Layout from "./Layout.js"
@@ -133,6 +134,7 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
     const steps = Either.flatMap(SafeFile.read(paths.ledger), (text) =>
       Either.flatMap(CommitAsync.stage(paths.nextSummary, summaryFile), (summary) => {
         staged.push(summary)
+        FileCache.settle(summary.fd)
         return Either.flatMap(CommitAsync.stage(paths.nextHistory, rest), (history) => {
           staged.push(history)
           const nextLedger = Buffer.from(

@@ -9,7 +9,8 @@ import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Either, Option } from "effect"
+import * as FileCache from "../../src/memory/FileCache.js"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import { line } from "../support/Harness.js"
@@ -140,6 +141,26 @@ describe("snapshot caches", () => {
       expect((yield* memory.snapshot(10)).history.map((entry) => entry.content)).toEqual(["u2", "a2", "u3", "a3"])
       expect(yield* memory.hasMoreLinesThan(4)).toBe(false)
       expect(yield* memory.hasMoreLinesThan(3)).toBe(true)
+    }))
+
+  it.scoped("the summary a compaction writes is trusted by status at once, and an edit of the same size right after is seen", () =>
+    Effect.gen(function*() {
+      const { file, memory } = yield* setup()
+      yield* memory.append(exchange("u1", "a1"), { exchange: "k1" })
+      yield* memory.append(exchange("u2", "a2"), { exchange: "k2" })
+      const folds = FoldStore.make(memory.memoryDir)
+      const committedAt = Date.now()
+      yield* folds.commitFold(Option.getOrThrow(yield* folds.planFold(2)), "summary one")
+      // Dated back, so no later write can share its timestamp: not "racily clean", no read on every message.
+      const stat = fs.statSync(file("summary.md"))
+      expect(stat.mtimeMs).toBeLessThanOrEqual(committedAt - FileCache.RACY_MS)
+      expect(stat.ctimeMs).toBeGreaterThanOrEqual(committedAt - FileCache.RACY_MS)
+      const read = FileCache.readText(file("summary.md"))
+      expect(Either.isRight(read) && read.right.racy).toBe(false)
+      expect(yield* memory.snapshot(10)).toMatchObject({ summary: "summary one" })
+      // A hand edit in place, same size, at once: the next snapshot has it.
+      fs.writeFileSync(file("summary.md"), "summary two")
+      expect(yield* memory.snapshot(10)).toMatchObject({ summary: "summary two" })
     }))
 
   it.scoped("the ledger is appended to, read back whole by a new store, and a torn last line is not glued to the next", () =>
