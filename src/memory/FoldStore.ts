@@ -8,7 +8,8 @@
  * The commit is a journal (Layout.ts): the next summary, history and ledger
  * are written beside the old ones and synced, then the journal file appears
  * (the commit point), the directory is synced, the files are renamed into
- * place, and the directory is synced again. A kill at any instant leaves the
+ * place, and the directory is synced again (after the write lock is let go,
+ * so the next append need not wait for it). A kill at any instant leaves the
  * old files or the new, never a mix.
  */
 import * as fs from "node:fs"
@@ -165,7 +166,6 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
         Effect.catchAll(discard),
         Effect.zipRight(CommitAsync.syncDirectory(directory).pipe(
           Effect.zipRight(fsEffect("committing compaction", () => Either.right(Layout.recover(paths)))),
-          Effect.zipRight(CommitAsync.syncDirectory(directory)),
           Effect.mapError((error) => error._tag === "MemoryError" ? error : fromFileError(error))
         ))
       )
@@ -251,21 +251,27 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
         Effect.zipRight(commitPoint),
         Effect.catchAll(discard),
         Effect.zipRight(CommitAsync.syncDirectory(directory).pipe(Effect.mapError(fromFileError))),
-        Effect.zipRight(swap),
-        Effect.tap(() => CommitAsync.syncDirectory(directory).pipe(Effect.mapError(fromFileError)))
+        Effect.zipRight(swap)
       )
     })
   }
 
   const commitFold = (plan: FoldPlan, summary: string) => {
     const summaryFile = summary.length === 0 || summary.endsWith("\n") ? summary : `${summary}\n`
-    const alongside = memoryDir.lockedAlongside?.("committing compaction", (along) => commitAlongside(along, plan, summaryFile))
-    if (alongside !== undefined) return alongside.pipe(Effect.tap(() => storeWorked))
-    return memoryDir.lockedAsync(
-      "committing compaction",
-      Effect.flatMap(fsEffect("committing compaction", () => readRest(plan)), (rest) =>
-        Effect.as(commitOffLoop(plan, summaryFile, rest.buffer, rest.size), result(rest.buffer, summaryFile)))
-    ).pipe(Effect.tap(() => storeWorked))
+    const committed = memoryDir.lockedAlongside?.("committing compaction", (along) => commitAlongside(along, plan, summaryFile)) ??
+      memoryDir.lockedAsync(
+        "committing compaction",
+        Effect.flatMap(fsEffect("committing compaction", () => readRest(plan)), (rest) =>
+          Effect.as(commitOffLoop(plan, summaryFile, rest.buffer, rest.size), result(rest.buffer, summaryFile)))
+      )
+    // The renames made durable after the write lock is let go: the swap is
+    // whole in the directory already (what a killed process leaves), and the
+    // next append need not wait for this fsync (0.2–6 ms here). No other
+    // compaction can begin meanwhile: this one still holds the compaction lock.
+    return committed.pipe(
+      Effect.tap(() => CommitAsync.syncDirectory(directory).pipe(Effect.mapError(fromFileError))),
+      Effect.tap(() => storeWorked)
+    )
   }
 
   return { exclusiveCompaction, planFold, linesToFold, commitFold }

@@ -8,6 +8,8 @@
  * as before.
  */
 import * as fs from "node:fs"
+import fsModule from "node:fs"
+import { syncBuiltinESMExports } from "node:module"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Option } from "effect"
@@ -104,7 +106,40 @@ describe("a run's compaction commit alongside its appends", () => {
       expect(h.memory.memoryDir.mirror?.()).toBeUndefined()
       yield* h.memory.append(exchange(5), { exchange: "k5" })
       // The append waited for the commit: it went to the new history.
-      expect(Option.isSome(yield* Fiber.poll(commit))).toBe(true)
       expect(h.read("history.jsonl")).toBe(lines(3, 4, 5))
+      expect((yield* Fiber.join(commit)).kept).toBe(4)
+    }))
+
+  it.scoped("the commit's last directory fsync comes after the write lock is let go: an append after the swap does not wait for it", () =>
+    Effect.gen(function*() {
+      const h = yield* setup(true)
+      // Directory fsyncs once history is swapped are held until the test lets them go.
+      const held: Array<() => void> = []
+      const realFsync = fsModule.fsync
+      const swapped = () => h.read("history.jsonl") === lines(3, 4) && !h.exists(".compaction-commit")
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          fsModule.fsync = ((fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => {
+            if (fs.fstatSync(fd).isDirectory() && swapped()) held.push(() => realFsync(fd, callback))
+            else realFsync(fd, callback)
+          }) as typeof fsModule.fsync
+          syncBuiltinESMExports()
+        }),
+        () => Effect.sync(() => {
+          fsModule.fsync = realFsync
+          syncBuiltinESMExports()
+        })
+      )
+      const commit = yield* h.commitForked
+      yield* until(Effect.sync(() => held.length > 0))
+      // Swapped, its last fsync pending: the append goes to the new history at once.
+      const append = yield* Effect.fork(h.memory.append(exchange(5), { exchange: "k5" }))
+      yield* Effect.repeatN(Effect.yieldNow(), 100)
+      const appended = yield* Fiber.poll(append)
+      for (const release of held.splice(0)) release()
+      expect(Option.isSome(appended) && Exit.isSuccess(appended.value)).toBe(true)
+      expect(h.read("history.jsonl")).toBe(lines(3, 4, 5))
+      expect(Option.isNone(yield* Fiber.poll(commit))).toBe(true)
+      expect((yield* Fiber.join(commit)).kept).toBe(4)
     }))
 })
