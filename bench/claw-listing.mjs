@@ -18,8 +18,12 @@
  * DIST_B, interleaved, so the two builds are compared in the same sitting.
  * Prints the median wall µs per request and this process's main-thread CPU
  * µs per request (kernel accounting, lib/cpu.mjs). On a shared machine,
- * judge by differences between variants of one run.
+ * judge by differences between variants of one run. Run with `node
+ * --expose-gc --max-semi-space-size=64` to also get the bytes each request
+ * leaves on the heap (allocated, between two full collections, with no
+ * collection in between), which load does not change.
  */
+import { PerformanceObserver } from "node:perf_hooks"
 import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -102,12 +106,38 @@ for (let r = 0; r < ROUNDS; r++) {
     cpu[k] += mainThreadCpuUs(process.pid) - cpu0
   }
 }
+// Bytes allocated per request: heap growth over a batch with no collection in it.
+const allocated = variants.map(() => undefined)
+if (typeof globalThis.gc === "function") {
+  let collections = 0
+  const observer = new PerformanceObserver((list) => {
+    collections += list.getEntries().length
+  })
+  observer.observe({ entryTypes: ["gc"] })
+  const heapUsed = () => process.memoryUsage().heapUsed
+  for (let k = 0; k < variants.length; k++) {
+    const samples = []
+    for (let attempt = 0; attempt < 5; attempt++) {
+      globalThis.gc()
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      const before = collections
+      const used0 = heapUsed()
+      for (let i = 0; i < 500; i++) await variants[k][1]()
+      const used1 = heapUsed()
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      if (collections === before) samples.push((used1 - used0) / 500)
+    }
+    allocated[k] = samples.length === 0 ? undefined : median(samples)
+  }
+  observer.disconnect()
+}
 console.log(`Claw pipes, µs per request (n=${batch * ROUNDS} each, ${ROUNDS} interleaved rounds)`)
-console.log("  wall p50   CPU/req  variant")
+console.log("  wall p50   CPU/req  bytes/req  variant")
 for (let k = 0; k < variants.length; k++) {
   const wall = String(round(median(times[k]), 1)).padStart(10)
   const cpuUs = String(round(cpu[k] / times[k].length, 1)).padStart(9)
-  console.log(`${wall} ${cpuUs}  ${variants[k][0]}`)
+  const bytes = String(allocated[k] === undefined ? "-" : Math.round(allocated[k])).padStart(10)
+  console.log(`${wall} ${cpuUs} ${bytes}  ${variants[k][0]}`)
 }
 
 await Effect.runPromise(Scope.close(scope, Exit.void))
