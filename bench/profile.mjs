@@ -2,7 +2,7 @@
  * Where a plain FIFO turn's time goes (not part of `npm run bench`; run it
  * after `npm run build`):
  *
- *   node bench/profile.mjs [TURNS] [--tool] [--claw scripts|instant] [--interval US]
+ *   node bench/profile.mjs [TURNS] [--tool] [--claw scripts|instant] [--interval US] [--dist DIR]
  *
  * TURNS defaults to 2000. Runs the unbundled agent (`node dist/bin.js run
  * --bridge none --brain none --claw scripts`, so profile frames name dist/
@@ -10,6 +10,9 @@
  * brain served from here, TURNS plain turns after 300 untimed ones.
  * `--interval US`: the profiler's sampling interval (V8's default, 1000 µs,
  * unless given; finer sampling resolves smaller costs but adds overhead).
+ * `--dist DIR`: another build's dist/ (kept inside this checkout, as for
+ * ab-fifo.mjs) instead of this one's (the named costs and the project
+ * functions then find nothing: they match files under dist/).
  * `--claw instant`: `--claw none` instead, with the instant claw bridge of
  * lib/fifo.mjs served from here on the claw pipes. `--tool`: each turn is
  * one tool round (get_time) instead of a plain turn. Prints, for the timed window only:
@@ -38,7 +41,9 @@ if (CLAW !== "scripts" && CLAW !== "instant") throw new Error(`--claw scripts or
 const TOOL = flags.includes("--tool")
 const intervalFlag = flags.indexOf("--interval")
 const INTERVAL = intervalFlag === -1 ? undefined : Number(flags[intervalFlag + 1])
-const positional = flags.filter((flag, i) => !flag.startsWith("--") && (i === 0 || !["--claw", "--interval"].includes(flags[i - 1])))
+const distFlag = flags.indexOf("--dist")
+const DIST = distFlag === -1 ? distDir : path.resolve(flags[distFlag + 1])
+const positional = flags.filter((flag, i) => !flag.startsWith("--") && (i === 0 || !["--claw", "--interval", "--dist"].includes(flags[i - 1])))
 const TURNS = Number(positional[0] ?? 2000)
 const WARMUP = 300
 const MESSAGE = TOOL ? `${TOOL_PREFIX} what time is it?` : "What should I remember about this run?"
@@ -57,7 +62,7 @@ const agent = startAgentProcess({
   env: { CLAWS_DIR: clawsDir },
   stdio: "pipe",
   nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${dir}`, ...(INTERVAL === undefined ? [] : [`--cpu-prof-interval=${INTERVAL}`]), "--trace-gc"],
-  script: [path.join(distDir, "bin.js"), "run"]
+  script: [path.join(DIST, "bin.js"), "run"]
 })
 let gcLog = ""
 agent.child.stdout.setEncoding("utf8")
