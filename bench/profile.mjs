@@ -2,12 +2,20 @@
  * Where a plain FIFO turn's time goes (not part of `npm run bench`; run it
  * after `npm run build`):
  *
- *   node bench/profile.mjs [TURNS]          default 2000
+ *   node bench/profile.mjs [TURNS] [--tool] [--claw scripts|instant] [--interval US] [--dist DIR]
  *
- * Runs the unbundled agent (`node dist/bin.js run --bridge none --brain none
- * --claw scripts`, so profile frames name dist/ files, one per src/ module)
- * with `--cpu-prof --trace-gc`, the instant brain served from here, TURNS
- * plain turns after 300 untimed ones. Prints, for the timed window only:
+ * TURNS defaults to 2000. Runs the unbundled agent (`node dist/bin.js run
+ * --bridge none --brain none --claw scripts`, so profile frames name dist/
+ * files, one per src/ module) with `--cpu-prof --trace-gc`, the instant
+ * brain served from here, TURNS plain turns after 300 untimed ones.
+ * `--interval US`: the profiler's sampling interval (V8's default, 1000 µs,
+ * unless given; finer sampling resolves smaller costs but adds overhead).
+ * `--dist DIR`: another build's dist/ (kept inside this checkout, as for
+ * ab-fifo.mjs) instead of this one's (the named costs and the project
+ * functions then find nothing: they match files under dist/).
+ * `--claw instant`: `--claw none` instead, with the instant claw bridge of
+ * lib/fifo.mjs served from here on the claw pipes. `--tool`: each turn is
+ * one tool round (get_time) instead of a plain turn. Prints, for the timed window only:
  * self time by function (top 40), self time by file, inclusive time by
  * project (dist/) function, the GC share and the bytes the young generation
  * freed per turn (about what a turn allocates). Then traces three more turns
@@ -20,15 +28,26 @@
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { fifoPaths, interactClient, REPLY, serveBrain } from "./lib/fifo.mjs"
+import { fifoPaths, interactClient, REPLY, serveBrain, serveClaws, TOOL_PREFIX, TOOL_REPLY } from "./lib/fifo.mjs"
 import { startAgentProcess } from "./lib/process.mjs"
 import { summarise, top } from "./lib/cpu-profile.mjs"
 import { round } from "./lib/stats.mjs"
 import { benchDir, clawsDir, distDir } from "./lib/work.mjs"
 
-const TURNS = Number(process.argv[2] ?? 2000)
+const flags = process.argv.slice(2)
+const clawFlag = flags.indexOf("--claw")
+const CLAW = clawFlag === -1 ? "scripts" : flags[clawFlag + 1]
+if (CLAW !== "scripts" && CLAW !== "instant") throw new Error(`--claw scripts or --claw instant, not ${CLAW}`)
+const TOOL = flags.includes("--tool")
+const intervalFlag = flags.indexOf("--interval")
+const INTERVAL = intervalFlag === -1 ? undefined : Number(flags[intervalFlag + 1])
+const distFlag = flags.indexOf("--dist")
+const DIST = distFlag === -1 ? distDir : path.resolve(flags[distFlag + 1])
+const positional = flags.filter((flag, i) => !flag.startsWith("--") && (i === 0 || !["--claw", "--interval", "--dist"].includes(flags[i - 1])))
+const TURNS = Number(positional[0] ?? 2000)
 const WARMUP = 300
-const PLAIN = "What should I remember about this run?"
+const MESSAGE = TOOL ? `${TOOL_PREFIX} what time is it?` : "What should I remember about this run?"
+const EXPECTED = TOOL ? TOOL_REPLY : REPLY
 const nowUs = () => Number(process.hrtime.bigint() / 1000n)
 
 const dir = path.join(benchDir, ".work", `profile-${process.pid}`)
@@ -36,14 +55,14 @@ fs.mkdirSync(dir, { recursive: true })
 const runDir = path.join(dir, "run")
 
 const agent = startAgentProcess({
-  args: ["--bridge", "none", "--brain", "none", "--claw", "scripts"],
+  args: ["--bridge", "none", "--brain", "none", "--claw", CLAW === "instant" ? "none" : "scripts"],
   runDir,
   memoryDir: path.join(dir, "memory"),
   cwd: dir,
   env: { CLAWS_DIR: clawsDir },
   stdio: "pipe",
-  nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${dir}`, "--trace-gc"],
-  script: [path.join(distDir, "bin.js"), "run"]
+  nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${dir}`, ...(INTERVAL === undefined ? [] : [`--cpu-prof-interval=${INTERVAL}`]), "--trace-gc"],
+  script: [path.join(DIST, "bin.js"), "run"]
 })
 let gcLog = ""
 agent.child.stdout.setEncoding("utf8")
@@ -54,10 +73,11 @@ agent.child.stdout.on("data", (chunk) => {
 await agent.fifosReady()
 const paths = fifoPaths(runDir)
 const closeBrain = serveBrain(paths)
+const closeClaws = CLAW === "instant" ? serveClaws(paths) : () => undefined
 const client = interactClient(paths)
 const turn = async () => {
-  const reply = await client.ask(PLAIN)
-  if (reply.text !== REPLY) throw new Error(`unexpected reply ${reply.text}`)
+  const reply = await client.ask(MESSAGE)
+  if (reply.text !== EXPECTED) throw new Error(`unexpected reply ${reply.text}`)
 }
 for (let i = 0; i < WARMUP; i++) await turn()
 const gcBefore = gcLog.length
@@ -67,6 +87,8 @@ for (let i = 0; i < TURNS; i++) await turn()
 const wallMs = performance.now() - t0
 const to = nowUs()
 const gcWindow = gcLog.slice(gcBefore)
+// The timed window, for comparing two profiles afterwards.
+fs.writeFileSync(path.join(dir, "window.json"), JSON.stringify({ from, to, turns: TURNS, claw: CLAW, tool: TOOL }))
 
 // Three turns under strace, attached to every thread of the running agent.
 const tracePath = path.join(dir, "strace.txt")
@@ -105,6 +127,7 @@ if (attached) {
 
 client.close()
 closeBrain()
+closeClaws()
 await agent.stop()
 await new Promise((resolve) => setTimeout(resolve, 300))
 
@@ -152,7 +175,8 @@ for (const line of gcWindow.split("\n")) {
   freedMb += Number(match[2]) - Number(match[3])
 }
 
-console.log(`# Profile of ${TURNS} plain FIFO turns (after ${WARMUP} untimed), ${new Date().toISOString()}`)
+const kind = `${TOOL ? "tool-round" : "plain"} FIFO turns, ${CLAW === "instant" ? "instant claw bridge" : "shipped claws"}`
+console.log(`# Profile of ${TURNS} ${kind} (after ${WARMUP} untimed), ${new Date().toISOString()}`)
 console.log(`wall ${round(wallMs / TURNS, 3)} ms/turn; sampled main-thread CPU in window ${round(total / TURNS, 1)} µs/turn`)
 console.log(`GC: ${scavenges} scavenges, ${marks} mark-compacts; ~${round((freedMb * 1024) / TURNS, 1)} KiB freed per turn`)
 console.log("\n## Named costs (a sample counts where a matching frame is on its stack)")

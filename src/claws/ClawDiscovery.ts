@@ -51,6 +51,8 @@ export type WatchDirectory = (path: string, onEvent: (name: string | null) => vo
 const watchDirectory: WatchDirectory = (path, onEvent) =>
   Fs.watch(path, { persistent: false }, (_event, name) => onEvent(name))
 
+const noNames: ReadonlySet<string> = new Set()
+
 /** Like the shell glob `*.sh`: no hidden files. */
 const isClawName = (name: string): boolean => name.endsWith(".sh") && !name.startsWith(".")
 
@@ -199,8 +201,9 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
     if (watcher !== undefined && (watcher.ino !== dir.ino || watcher.dev !== dir.dev)) stopWatcher()
     if (wanted && watcher === undefined) startWatcher(dir)
     const full = watcher === undefined || dirty === "all" || last === undefined
-    const named: ReadonlySet<string> = dirty === "all" ? new Set() : dirty
-    dirty = new Set()
+    const named: ReadonlySet<string> = dirty === "all" ? noNames : dirty
+    // An empty set stays: the usual scan, with nothing named, allocates none.
+    if (dirty === "all" || dirty.size > 0) dirty = new Set()
     const before = listed
     const names = listNames(dir)
     if (Either.isLeft(names)) return fail(names.left)

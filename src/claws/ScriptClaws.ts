@@ -212,10 +212,21 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps):
       return catalog
     })
 
-  const listAfter = (wait: Effect.Effect<void>): Effect.Effect<Catalog> =>
-    Effect.suspend(() => discovery.watching() ? Effect.zipRight(wait, scanAndReport) : scanAndReport)
+  const listAfter = (wait: Effect.Effect<void>): Effect.Effect<Catalog> => {
+    const waited = Effect.zipRight(wait, scanAndReport)
+    return Effect.suspend(() => discovery.watching() ? waited : scanAndReport)
+  }
   const list = listAfter(catchUps.list)
-  const toToolCatalog = ({ problems, tools }: Catalog): ToolCatalog => ({ tools, problems })
+  // The same catalogue (discovery keeps it while nothing changed) gives the same object.
+  let lastCatalog: Catalog | undefined
+  let lastToolCatalog: ToolCatalog | undefined
+  const toToolCatalog = (catalog: Catalog): ToolCatalog => {
+    if (catalog !== lastCatalog || lastToolCatalog === undefined) {
+      lastCatalog = catalog
+      lastToolCatalog = { tools: catalog.tools, problems: catalog.problems }
+    }
+    return lastToolCatalog
+  }
 
   const run = (name: string, file: string, inputJson: string): Effect.Effect<ToolResult> =>
     Effect.suspend(() => {

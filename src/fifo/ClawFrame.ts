@@ -18,6 +18,11 @@ export type ClawRequest = Data.TaggedEnum<{
 }>
 export const ClawRequest = Data.taggedEnum<ClawRequest>()
 
+// Taken once: each property read of the tagged enum goes through a Proxy
+// that makes a new constructor, and a listing arrives with every message.
+const listTools: ClawRequest = ClawRequest.ListTools()
+const call = ClawRequest.Call
+
 /** `{name}\t{input_json}\n` with the input as compact one-line JSON. */
 export const encodeClawCall = (name: string, input: unknown): Either.Either<string, MalformedMessage> =>
   name === "" || /[\t\r\n]/.test(name)
@@ -30,20 +35,20 @@ export const encodeClawCall = (name: string, input: unknown): Either.Either<stri
  */
 export const decodeClawRequest = (rawLine: string): Either.Either<ClawRequest, MalformedMessage> => {
   const line = rawLine.endsWith("\r") ? rawLine.slice(0, -1) : rawLine
-  if (line === listToolsCommand) return Either.right(ClawRequest.ListTools())
+  if (line === listToolsCommand) return Either.right(listTools)
   const tab = line.indexOf("\t")
   if (tab <= 0) {
     return Either.left(new MalformedMessage({ message: `claw request is neither ${listToolsCommand} nor name<TAB>input: ${excerpt(line)}` }))
   }
   const name = line.slice(0, tab)
   const inputJson = line.slice(tab + 1).trim()
-  if (inputJson === "") return Either.right(ClawRequest.Call({ name, input: {} }))
+  if (inputJson === "") return Either.right(call({ name, input: {} }))
   return Either.map(
     Either.try({
       try: () => JSON.parse(inputJson) as unknown,
       catch: () => new MalformedMessage({ message: `input of tool ${name} is not JSON: ${excerpt(inputJson)}` })
     }),
-    (input) => ClawRequest.Call({ name, input })
+    (input) => call({ name, input })
   )
 }
 

@@ -46,7 +46,6 @@ export interface Framer {
   readonly push: (chunk: Uint8Array) => ReadonlyArray<Frame>
 }
 
-type SizedLine = { readonly text: string; readonly bytes: number }
 const newline = 0x0a
 const utf8 = new TextDecoder()
 
@@ -81,43 +80,66 @@ const headOf = (parts: ReadonlyArray<Uint8Array>, piece: Uint8Array): Uint8Array
   return head.subarray(0, size)
 }
 
-const makeLineSplitter = (maxLineBytes: number) => {
-  let parts: Array<Uint8Array> = []
+/**
+ * Cuts chunks into lines: `onLine` gets each complete line's text and byte
+ * length, `onTooLarge` each line past `maxLineBytes` (its rest skipped).
+ * A line whole inside one chunk is decoded straight from it; only a line
+ * split across chunks is buffered (as copies: the caller may reuse its
+ * buffer once `push` returns; Buffer's own `slice` would not copy).
+ */
+const makeLineSplitter = (
+  maxLineBytes: number,
+  onLine: (text: string, bytes: number) => void,
+  onTooLarge: (error: FrameTooLarge) => void
+) => {
+  const parts: Array<Uint8Array> = []
   let size = 0
   let skipping = false
-  return (chunk: Uint8Array): Array<Either.Either<SizedLine, FrameTooLarge>> => {
-    const out: Array<Either.Either<SizedLine, FrameTooLarge>> = []
+  return (chunk: Uint8Array): void => {
     let start = 0
     while (start <= chunk.length) {
-      const end = chunk.indexOf(newline, start)
-      const piece = chunk.subarray(start, end === -1 ? chunk.length : end)
+      const found = chunk.indexOf(newline, start)
+      const end = found === -1 ? chunk.length : found
+      const length = end - start
       if (!skipping) {
-        if (size + piece.length > maxLineBytes) {
-          out.push(Either.left(tooLarge("line", maxLineBytes, headOf(parts, piece))))
+        if (size + length > maxLineBytes) {
+          onTooLarge(tooLarge("line", maxLineBytes, headOf(parts, chunk.subarray(start, end))))
           skipping = true
-          parts = []
+          parts.length = 0
           size = 0
-        } else if (piece.length > 0) {
-          // A copy: the caller may reuse its buffer once push returns.
-          parts.push(end === -1 ? piece.slice() : piece)
-          size += piece.length
+        } else if (found === -1) {
+          if (length > 0) {
+            parts.push(Uint8Array.prototype.slice.call(chunk, start, end))
+            size += length
+          }
+          break
+        } else if (size === 0) {
+          onLine(utf8.decode(chunk.subarray(start, end)), length)
+        } else {
+          if (length > 0) parts.push(chunk.subarray(start, end))
+          onLine(utf8.decode(concat(parts, size + length)), size + length)
+          parts.length = 0
+          size = 0
         }
       }
-      if (end === -1) break
-      if (skipping) skipping = false
-      else out.push(Either.right({ text: utf8.decode(concat(parts, size)), bytes: size }))
-      parts = []
-      size = 0
-      start = end + 1
+      if (found === -1) break
+      skipping = false
+      start = found + 1
     }
-    return out
   }
 }
 
 /** Frames are lines without their `\n`; a line past `maxLineBytes` is one `FrameTooLarge`. */
 export const makeLineFramer = (maxLineBytes: number): Framer => {
-  const split = makeLineSplitter(maxLineBytes)
-  return { push: (chunk) => split(chunk).map((line) => Either.map(line, (sized) => sized.text)) }
+  let out: Array<Frame> = []
+  const split = makeLineSplitter(maxLineBytes, (text) => void out.push(Either.right(text)), (error) => void out.push(Either.left(error)))
+  return {
+    push: (chunk) => {
+      out = []
+      split(chunk)
+      return out
+    }
+  }
 }
 
 /**
@@ -127,36 +149,34 @@ export const makeLineFramer = (maxLineBytes: number): Framer => {
  * `FrameTooLarge`, reported as soon as it overflows; its rest is skipped.
  */
 export const makeBlockFramer = (maxBlockBytes: number): Framer => {
-  const split = makeLineSplitter(maxBlockBytes)
-  let lines: Array<string> = []
+  let out: Array<Frame> = []
+  const lines: Array<string> = []
   let size = 0
   let skipping = false
-  const overflow = (out: Array<Frame>) => {
+  const overflow = () => {
     if (!skipping) out.push(Either.left(tooLarge("block", maxBlockBytes)))
     skipping = true
-    lines = []
+    lines.length = 0
     size = 0
   }
+  const onLine = (line: string, bytes: number) => {
+    const text = line.endsWith("\r") ? line.slice(0, -1) : line
+    if (text === "") {
+      if (!skipping && lines.length > 0) out.push(Either.right(lines.length === 1 ? lines[0]! : lines.join("\n")))
+      skipping = false
+      lines.length = 0
+      size = 0
+    } else if (!skipping) {
+      size += bytes + 1
+      if (size > maxBlockBytes + 1) overflow()
+      else lines.push(text)
+    }
+  }
+  const split = makeLineSplitter(maxBlockBytes, onLine, overflow)
   return {
     push: (chunk) => {
-      const out: Array<Frame> = []
-      for (const item of split(chunk)) {
-        if (Either.isLeft(item)) {
-          overflow(out)
-          continue
-        }
-        const text = item.right.text.endsWith("\r") ? item.right.text.slice(0, -1) : item.right.text
-        if (text === "") {
-          if (!skipping && lines.length > 0) out.push(Either.right(lines.join("\n")))
-          skipping = false
-          lines = []
-          size = 0
-        } else if (!skipping) {
-          size += item.right.bytes + 1
-          if (size > maxBlockBytes + 1) overflow(out)
-          else lines.push(text)
-        }
-      }
+      out = []
+      split(chunk)
       return out
     }
   }

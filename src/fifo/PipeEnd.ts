@@ -176,20 +176,23 @@ export const openWriter = (file: string): Effect.Effect<FifoWriter, FifoError, S
       path: file,
       send,
       write: (data) =>
-        Effect.async<void, FifoError>((resume) => {
-          let settled = false
+        Effect.suspend(() => {
+          let outcome: Effect.Effect<void, FifoError> | undefined
+          let waiting: ((result: Effect.Effect<void, FifoError>) => void) | undefined
           send(data, (error) => {
-            if (settled) return
-            settled = true
-            resume(error === undefined ? Effect.void : Effect.fail(error))
+            if (outcome !== undefined) return
+            outcome = error === undefined ? Effect.void : Effect.fail(error)
+            waiting?.(outcome)
           })
           // Written whole at once, the usual case for a pipe with room: the
           // kernel has every byte now, and the callback would only come a
-          // tick later. Anything left (a full pipe) waits for the callback.
-          if (!settled && socket.writableLength === 0 && !socket.destroyed) {
-            settled = true
-            resume(Effect.void)
-          }
+          // tick later; done without suspending the fiber. Anything left (a
+          // full pipe) waits for the callback.
+          if (outcome === undefined && socket.writableLength === 0 && !socket.destroyed) outcome = Effect.void
+          return outcome ?? Effect.async<void, FifoError>((resume) => {
+            if (outcome !== undefined) return resume(outcome)
+            waiting = resume
+          })
         })
     }
   })

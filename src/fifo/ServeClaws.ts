@@ -13,8 +13,8 @@
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type { ClawsService, ToolDefinition, ToolResult } from "../Claws.js"
-import { ClawRequest, decodeClawRequest, encodeClawAnswer } from "./ClawFrame.js"
+import type { ClawsError, ClawsService, ToolDefinition, ToolResult } from "../Claws.js"
+import { type ClawRequest, decodeClawRequest, encodeClawAnswer } from "./ClawFrame.js"
 import { type FifoError, type FifoPaths } from "./FifoPaths.js"
 import { defaultMaxLineBytes, type Frame, makeLineFramer } from "./Framing.js"
 import { listenReader, openWriter } from "./PipeEnd.js"
@@ -120,23 +120,33 @@ export const serveClaws = (
     })
 
     // Each effect gives the frame to write: the catalogue's is kept whole between listings.
-    const answer = (request: ClawRequest): Effect.Effect<string> =>
-      ClawRequest.$match(request, {
-        // Rejected declarations are the service's to report (script claws warn
-        // once per problem); logging them here too would repeat them per message.
-        ListTools: () => Effect.map(claws.listOnRequest ?? claws.list, (catalog) => catalogFrame(catalog.tools)),
-        Call: ({ input, name }) => Effect.map(claws.call(name, input), (result) => encodeClawAnswer(resultText(name, result)))
-      }).pipe(
+    const answered = (effect: Effect.Effect<string, ClawsError>): Effect.Effect<string> =>
+      effect.pipe(
         Effect.catchTag("ClawsError", (error) =>
           Effect.as(Effect.logWarning(`claws failed: ${error.message}`), encodeClawAnswer(`Error: ${error.message}`))),
         Effect.catchAllDefect((defect) => Effect.as(Effect.logError("claws crashed", defect), encodeClawAnswer("Error: tool crashed")))
       )
+    // Built once: a listing comes with every message.
+    // Rejected declarations are the service's to report (script claws warn
+    // once per problem); logging them here too would repeat them per message.
+    const listAnswer = answered(Effect.map(claws.listOnRequest ?? claws.list, (catalog) => catalogFrame(catalog.tools)))
+    const answer = (request: ClawRequest): Effect.Effect<string> =>
+      request._tag === "ListTools"
+        ? listAnswer
+        : answered(Effect.map(claws.call(request.name, request.input), (result) => encodeClawAnswer(resultText(request.name, result))))
     const serveLine = (line: Frame): Effect.Effect<void, FifoError> =>
-      Either.match(Either.flatMap(line, decodeClawRequest), {
-        onLeft: (error) =>
-          Effect.logWarning(`bad request on claw_in: ${error.message}`).pipe(Effect.as(encodeClawAnswer(`Error: ${error.message}`))),
-        onRight: answer
-      }).pipe(Effect.flatMap(answers.write))
+      Effect.flatMap(
+        Either.match(Either.flatMap(line, decodeClawRequest), {
+          onLeft: (error) =>
+            Effect.logWarning(`bad request on claw_in: ${error.message}`).pipe(Effect.as(encodeClawAnswer(`Error: ${error.message}`))),
+          onRight: answer
+        }),
+        answers.write
+      )
 
-    return yield* Effect.forever(Effect.flatMap(nextLine, serveLine))
+    // Not Effect.forever, which yields to the scheduler after every request:
+    // each request already waits for its line, and the runtime still yields
+    // a fiber that runs long without waiting.
+    const serveAll: Effect.Effect<never, FifoError> = Effect.flatMap(nextLine, (line) => Effect.flatMap(serveLine(line), () => serveAll))
+    return yield* serveAll
   }))
