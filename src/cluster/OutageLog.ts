@@ -7,12 +7,6 @@
  * unavailable and why, the rest are left out, and the first sign it is back
  * says so once. Anything else passes untouched. A failure after a minute
  * without one counts as a new outage (a recovery nobody announced).
- *
- * The engine's shard-lock health check failing is a sign too, whatever it
- * failed with: its locks live in the database, and a runner that cannot
- * refresh them lets go of every shard and then only probes, silently, until
- * they recover. Its failure can be the outage's first and only sign (a lock
- * refresh that hangs on a dead connection ends in a timeout, no SqlError).
  */
 import { SqlError } from "@effect/sql/SqlError"
 import * as Cause from "effect/Cause"
@@ -25,7 +19,7 @@ import * as LogLevel from "effect/LogLevel"
 import { describe, isTransient } from "../memory/sql/SqlResilience.js"
 
 const OUTAGE_TEXT = /^(database unavailable while|Could not read messages from storage)/
-/** The engine's lock health check failed: it releases its shards until "has recovered". */
+/** The engine's lock health: a symptom of an outage while one lasts, its own news otherwise (a slow database). */
 const HEALTH_TEXT = /^Shard lock storage is unhealthy/
 const BACK_TEXT = /^(database back;|Shard lock storage has recovered)/
 /** SqlResilience's words: `database unavailable while WHAT (WHY); waiting for it to come back`. */
@@ -47,20 +41,6 @@ const sqlProblem = (cause: Cause.Cause<unknown>): string | undefined => {
   return undefined
 }
 
-/** Why the health check failed: the innermost message through the engine's wrappers (`PersistenceError.cause`). */
-const healthProblem = (cause: Cause.Cause<unknown>): string => {
-  let why = "no reason given"
-  for (const top of [...Cause.failures(cause), ...Cause.defects(cause)].slice(0, 1)) {
-    let current: unknown = top
-    for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
-      const message = (current as { readonly message?: unknown }).message
-      if (typeof message === "string" && message !== "") why = message
-      current = (current as { readonly cause?: unknown }).cause
-    }
-  }
-  return `its shard locks could not be refreshed: ${why}`
-}
-
 /** `inner`, with a database outage's many failures told once and its end once. */
 export const collapse = <Output>(inner: Logger.Logger<unknown, Output>): Logger.Logger<unknown, Output | undefined> => {
   let down = false
@@ -70,13 +50,12 @@ export const collapse = <Output>(inner: Logger.Logger<unknown, Output>): Logger.
     const text = textOf(options.message)
     const at = options.date.getTime()
     const problem = sqlProblem(options.cause)
-    const health = HEALTH_TEXT.test(text)
-    if (problem !== undefined || health || OUTAGE_TEXT.test(text)) {
+    if (problem !== undefined || OUTAGE_TEXT.test(text)) {
       const fresh = !down || at - lastFailureAt > NEW_OUTAGE_AFTER_MS
       down = true
       lastFailureAt = at
       if (!fresh) return undefined
-      const why = problem ?? RESILIENT_WHY.exec(text)?.[1] ?? (health ? healthProblem(options.cause) : text)
+      const why = problem ?? RESILIENT_WHY.exec(text)?.[1] ?? text
       return inner.log({
         ...options,
         logLevel: LogLevel.Warning,
@@ -84,6 +63,7 @@ export const collapse = <Output>(inner: Logger.Logger<unknown, Output>): Logger.
         cause: Cause.empty
       })
     }
+    if (down && HEALTH_TEXT.test(text)) return undefined
     if (BACK_TEXT.test(text)) {
       if (down) {
         down = false
