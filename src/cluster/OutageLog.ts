@@ -7,10 +7,22 @@
  * unavailable and why, the rest are left out, and the first sign it is back
  * says so once. Anything else passes untouched. A failure after a minute
  * without one counts as a new outage (a recovery nobody announced).
+ *
+ * The engine's shard-lock health check failing says nothing of why: a
+ * database that is only slow (a loaded machine) times it out too. But after
+ * it the engine lets go of its shards and probes in silence, so it can be
+ * the outage's only sign. While it lasts and no outage is told, the runner
+ * asks the database itself (`SELECT 1`, every lock refresh interval); a
+ * failure for want of the database is logged as one more sign, told as the
+ * one line. A slow answer proves nothing and is not told.
  */
+import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
 import * as HashSet from "effect/HashSet"
 import * as Layer from "effect/Layer"
@@ -21,6 +33,7 @@ import { describe, isTransient } from "../memory/sql/SqlResilience.js"
 const OUTAGE_TEXT = /^(database unavailable while|Could not read messages from storage)/
 /** The engine's lock health: a symptom of an outage while one lasts, its own news otherwise (a slow database). */
 const HEALTH_TEXT = /^Shard lock storage is unhealthy/
+const RECOVERED_TEXT = /^Shard lock storage has recovered/
 const BACK_TEXT = /^(database back;|Shard lock storage has recovered)/
 /** SqlResilience's words: `database unavailable while WHAT (WHY); waiting for it to come back`. */
 const RESILIENT_WHY = /^database unavailable while .*? \((.*)\); waiting for it to come back$/
@@ -41,19 +54,33 @@ const sqlProblem = (cause: Cause.Cause<unknown>): string | undefined => {
   return undefined
 }
 
-/** `inner`, with a database outage's many failures told once and its end once. */
-export const collapse = <Output>(inner: Logger.Logger<unknown, Output>): Logger.Logger<unknown, Output | undefined> => {
+/**
+ * Open while the database should be asked whether it is there: the engine's
+ * shard locks are unhealthy and no outage is being told.
+ */
+export class LockProbe extends Context.Tag("planckclaw/cluster/OutageLog/LockProbe")<LockProbe, Effect.Latch>() {}
+
+/** `inner`, with a database outage's many failures told once and its end once; `probe` opened while one is suspected. */
+export const collapse = <Output>(
+  inner: Logger.Logger<unknown, Output>,
+  probe?: Effect.Latch
+): Logger.Logger<unknown, Output | undefined> => {
   let down = false
+  let locksUnhealthy = false
   let lastFailureAt = 0
   let backAt = Number.NEGATIVE_INFINITY
+  const wanted = () => (locksUnhealthy && !down ? probe?.unsafeOpen() : probe?.unsafeClose())
   return Logger.make((options) => {
     const text = textOf(options.message)
     const at = options.date.getTime()
     const problem = sqlProblem(options.cause)
+    if (HEALTH_TEXT.test(text)) locksUnhealthy = true
+    if (RECOVERED_TEXT.test(text)) locksUnhealthy = false
     if (problem !== undefined || OUTAGE_TEXT.test(text)) {
       const fresh = !down || at - lastFailureAt > NEW_OUTAGE_AFTER_MS
       down = true
       lastFailureAt = at
+      wanted()
       if (!fresh) return undefined
       const why = problem ?? RESILIENT_WHY.exec(text)?.[1] ?? text
       return inner.log({
@@ -63,11 +90,13 @@ export const collapse = <Output>(inner: Logger.Logger<unknown, Output>): Logger.
         cause: Cause.empty
       })
     }
+    wanted()
     if (down && HEALTH_TEXT.test(text)) return undefined
     if (BACK_TEXT.test(text)) {
       if (down) {
         down = false
         backAt = at
+        wanted()
         return inner.log({ ...options, logLevel: LogLevel.Info, message: "the database is back; resuming", cause: Cause.empty })
       }
       if (at - backAt < QUIET_AFTER_BACK_MS) return undefined
@@ -76,7 +105,42 @@ export const collapse = <Output>(inner: Logger.Logger<unknown, Output>): Logger.
   })
 }
 
-/** Every logger of the layers it is provided to, collapsed. */
-export const layer: Layer.Layer<never> = Layer.scopedDiscard(
-  Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.map((logger) => collapse(logger)))
+/** Every logger of the layers it is provided to, collapsed; the LockProbe they open for `probeLayer`. */
+export const layer: Layer.Layer<LockProbe> = Layer.scoped(
+  LockProbe,
+  Effect.gen(function*() {
+    const probe = yield* Effect.makeLatch(false)
+    yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.map((logger) => collapse(logger, probe)))
+    return probe
+  })
 )
+
+/**
+ * While the LockProbe is open, `check` every `every`, bounded by as much; a
+ * failure for want of the database is logged (the collapse tells it). A
+ * check that only takes too long is no sign.
+ */
+export const probing = (check: Effect.Effect<unknown, SqlError>, every: Duration.DurationInput) =>
+  Effect.gen(function*() {
+    const probe = yield* LockProbe
+    yield* probe.await.pipe(
+      Effect.zipRight(Effect.sleep(every)),
+      Effect.zipRight(probe.whenOpen(Effect.exit(Effect.timeout(check, every)))),
+      Effect.flatMap((exit) => {
+        const why = Exit.isFailure(exit) ? sqlProblem(exit.cause) : undefined
+        return why === undefined
+          ? Effect.void
+          : Effect.logWarning(`database unavailable while checking the shard lock storage (${why}); waiting for it to come back`)
+      }),
+      Effect.forever
+    )
+  })
+
+/** `probing` with `SELECT 1` over the runner's database. */
+export const probeLayer = (every: Duration.DurationInput): Layer.Layer<never, never, LockProbe | SqlClient.SqlClient> =>
+  Layer.scopedDiscard(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* Effect.forkScoped(probing(sql`SELECT 1`, every))
+    })
+  )
