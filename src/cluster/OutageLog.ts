@@ -14,11 +14,13 @@
  * the outage's only sign. While it lasts and no outage is told, the runner
  * asks the database itself (`SELECT 1`, every lock refresh interval); a
  * failure for want of the database is logged as one more sign, told as the
- * one line. A slow answer proves nothing and is not told.
+ * one line. A slow answer proves nothing; no answer three times running (a
+ * database that hangs, a network that drops) is a sign too.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -58,18 +60,35 @@ const sqlProblem = (cause: Cause.Cause<unknown>): string | undefined => {
  * Open while the database should be asked whether it is there: the engine's
  * shard locks are unhealthy and no outage is being told.
  */
-export class LockProbe extends Context.Tag("planckclaw/cluster/OutageLog/LockProbe")<LockProbe, Effect.Latch>() {}
+export class LockProbe extends Context.Tag("planckclaw/cluster/OutageLog/LockProbe")<LockProbe, ProbeWanted>() {}
+
+/** Whether the database should be asked, a latch open while it should (the probe waits on it), and how many times it started to be. */
+export interface ProbeWanted {
+  readonly latch: Effect.Latch
+  now: boolean
+  spells: number
+}
+
+/** Checks without an answer, in a row, that count as a sign: by then the engine's locks have lapsed twice over. */
+const UNANSWERED_SIGN = 3
 
 /** `inner`, with a database outage's many failures told once and its end once; `probe` opened while one is suspected. */
 export const collapse = <Output>(
   inner: Logger.Logger<unknown, Output>,
-  probe?: Effect.Latch
+  probe?: ProbeWanted
 ): Logger.Logger<unknown, Output | undefined> => {
   let down = false
   let locksUnhealthy = false
   let lastFailureAt = 0
   let backAt = Number.NEGATIVE_INFINITY
-  const wanted = () => (locksUnhealthy && !down ? probe?.unsafeOpen() : probe?.unsafeClose())
+  const wanted = () => {
+    if (probe === undefined) return
+    const now = locksUnhealthy && !down
+    if (now && !probe.now) probe.spells++
+    probe.now = now
+    if (now) probe.latch.unsafeOpen()
+    else probe.latch.unsafeClose()
+  }
   return Logger.make((options) => {
     const text = textOf(options.message)
     const at = options.date.getTime()
@@ -109,31 +128,40 @@ export const collapse = <Output>(
 export const layer: Layer.Layer<LockProbe> = Layer.scoped(
   LockProbe,
   Effect.gen(function*() {
-    const probe = yield* Effect.makeLatch(false)
+    const probe: ProbeWanted = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
     yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.map((logger) => collapse(logger, probe)))
     return probe
   })
 )
 
+const timedOut = (cause: Cause.Cause<unknown>): boolean => Cause.failures(cause).pipe(Chunk.some(Cause.isTimeoutException))
+
 /**
- * While the LockProbe is open, `check` every `every`, bounded by as much; a
- * failure for want of the database is logged (the collapse tells it). A
- * check that only takes too long is no sign.
+ * While the LockProbe is open, `check` every `every`, bounded by as much,
+ * until a sign is logged (the collapse tells it): a failure for want of the
+ * database, or no answer UNANSWERED_SIGN times in a row. A late answer is none.
  */
 export const probing = (check: Effect.Effect<unknown, SqlError>, every: Duration.DurationInput) =>
   Effect.gen(function*() {
     const probe = yield* LockProbe
-    yield* probe.await.pipe(
-      Effect.zipRight(Effect.sleep(every)),
-      Effect.zipRight(probe.whenOpen(Effect.exit(Effect.timeout(check, every)))),
-      Effect.flatMap((exit) => {
+    // One spell of unhealthy locks; the count of unanswered checks starts over with the next.
+    const spell = Effect.gen(function*() {
+      const started = probe.spells
+      const lasts = () => probe.now && probe.spells === started
+      let unanswered = 0
+      while (lasts()) {
+        yield* Effect.sleep(every)
+        if (!lasts()) return
+        const exit = yield* Effect.exit(Effect.timeout(check, every))
+        unanswered = Exit.isFailure(exit) && timedOut(exit.cause) ? unanswered + 1 : 0
         const why = Exit.isFailure(exit) ? sqlProblem(exit.cause) : undefined
-        return why === undefined
-          ? Effect.void
-          : Effect.logWarning(`database unavailable while checking the shard lock storage (${why}); waiting for it to come back`)
-      }),
-      Effect.forever
-    )
+        const sign = why ?? (unanswered >= UNANSWERED_SIGN ? `no answer within ${Duration.format(every)}, ${unanswered} times in a row` : undefined)
+        if (sign !== undefined) {
+          return yield* Effect.logWarning(`database unavailable while checking the shard lock storage (${sign}); waiting for it to come back`)
+        }
+      }
+    })
+    return yield* Effect.forever(Effect.zipRight(probe.latch.await, spell))
   })
 
 /** `probing` with `SELECT 1` over the runner's database. */

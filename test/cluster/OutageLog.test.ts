@@ -55,7 +55,7 @@ describe("OutageLog.collapse", () => {
       const lines: Array<string> = []
       const recording = Logger.make(({ logLevel, message, cause }) =>
         void lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}${Cause.isEmpty(cause) ? "" : " +cause"}`))
-      const probe = yield* Effect.makeLatch(false)
+      const probe = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
       const logged = Effect.provide(Logger.replace(Logger.defaultLogger, OutageLog.collapse(recording, probe)))
       let database: "slow" | "fine" | "gone" = "slow"
       let checks = 0
@@ -103,7 +103,7 @@ describe("OutageLog.collapse", () => {
       const lines: Array<string> = []
       const recording = Logger.make(({ logLevel, message }) =>
         void lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`))
-      const probe = yield* Effect.makeLatch(false)
+      const probe = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
       const logged = Effect.provide(Logger.replace(Logger.defaultLogger, OutageLog.collapse(recording, probe)))
       let checks = 0
       const check = Effect.suspend(() => {
@@ -122,6 +122,33 @@ describe("OutageLog.collapse", () => {
         "WARN the database is unavailable (connect ECONNREFUSED 127.0.0.1:5432 (ECONNREFUSED)); waiting for it to come back (its further failures are not logged until then)",
         "INFO the database is back; resuming",
         "WARN the database is unavailable (connect ECONNREFUSED 127.0.0.1:5432 (ECONNREFUSED)); waiting for it to come back (its further failures are not logged until then)"
+      ])
+    }))
+
+  it.scoped("a database that does not answer at all (hung, or a network dropping packets): told after three checks in a row without an answer", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const recording = Logger.make(({ logLevel, message }) =>
+        void lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`))
+      const probe = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
+      const logged = Effect.provide(Logger.replace(Logger.defaultLogger, OutageLog.collapse(recording, probe)))
+      yield* OutageLog.probing(Effect.never, "2 seconds").pipe(Effect.provideService(OutageLog.LockProbe, probe), logged, Effect.forkScoped)
+      const unhealthy = Effect.logError("Shard lock storage is unhealthy", Cause.fail(new Cause.TimeoutException("Operation timed out after '2s'")))
+      // Two checks unanswered, then the engine's locks recover: a slow spell, and the count starts over.
+      yield* unhealthy.pipe(logged)
+      yield* TestClock.adjust("8 seconds")
+      yield* Effect.logInfo("Shard lock storage has recovered").pipe(logged)
+      yield* unhealthy.pipe(logged)
+      yield* TestClock.adjust("8 seconds")
+      expect(lines).toEqual([
+        "ERROR Shard lock storage is unhealthy",
+        "INFO Shard lock storage has recovered",
+        "ERROR Shard lock storage is unhealthy"
+      ])
+      // The spell's third unanswered check (its first check waited for the last spell's pause to end).
+      yield* TestClock.adjust("8 seconds")
+      expect(lines.slice(3)).toEqual([
+        "WARN the database is unavailable (no answer within 2s, 3 times in a row); waiting for it to come back (its further failures are not logged until then)"
       ])
     }))
 })
