@@ -128,8 +128,11 @@ export const hostLayer = (config: ClusterConfig) =>
 
 /** The runner, its agents and the host, over the database of `config`: what the HTTP API and Discord consume. */
 export const servedLayer = (config: ClusterConfig) =>
-  hostLayer(config).pipe(
-    Layer.provide(postgresStoreLayer(config)),
+  Layer.merge(
+    hostLayer(config).pipe(Layer.provide(postgresStoreLayer(config))),
+    // Asks the database itself while the engine's shard locks are unhealthy, at the engine's refresh pace.
+    OutageLog.probeLayer(shardingConfig(config).shardLockRefreshInterval)
+  ).pipe(
     Layer.provideMerge(databaseLayer(config)),
     // One line per database outage instead of the engine's line per poll.
     Layer.provide(OutageLog.layer)

@@ -7,10 +7,24 @@
  * unavailable and why, the rest are left out, and the first sign it is back
  * says so once. Anything else passes untouched. A failure after a minute
  * without one counts as a new outage (a recovery nobody announced).
+ *
+ * The engine's shard-lock health check failing says nothing of why: a
+ * database that is only slow (a loaded machine) times it out too. But after
+ * it the engine lets go of its shards and probes in silence, so it can be
+ * the outage's only sign. While it lasts and no outage is told, the runner
+ * asks the database itself (`SELECT 1`, every lock refresh interval); a
+ * failure for want of the database is logged as one more sign, told as the
+ * one line. A slow answer proves nothing; no answer three times running (a
+ * database that hangs, a network that drops) is a sign too.
  */
+import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
 import * as HashSet from "effect/HashSet"
 import * as Layer from "effect/Layer"
@@ -21,6 +35,7 @@ import { describe, isTransient } from "../memory/sql/SqlResilience.js"
 const OUTAGE_TEXT = /^(database unavailable while|Could not read messages from storage)/
 /** The engine's lock health: a symptom of an outage while one lasts, its own news otherwise (a slow database). */
 const HEALTH_TEXT = /^Shard lock storage is unhealthy/
+const RECOVERED_TEXT = /^Shard lock storage has recovered/
 const BACK_TEXT = /^(database back;|Shard lock storage has recovered)/
 /** SqlResilience's words: `database unavailable while WHAT (WHY); waiting for it to come back`. */
 const RESILIENT_WHY = /^database unavailable while .*? \((.*)\); waiting for it to come back$/
@@ -41,19 +56,50 @@ const sqlProblem = (cause: Cause.Cause<unknown>): string | undefined => {
   return undefined
 }
 
-/** `inner`, with a database outage's many failures told once and its end once. */
-export const collapse = <Output>(inner: Logger.Logger<unknown, Output>): Logger.Logger<unknown, Output | undefined> => {
+/**
+ * Open while the database should be asked whether it is there: the engine's
+ * shard locks are unhealthy and no outage is being told.
+ */
+export class LockProbe extends Context.Tag("planckclaw/cluster/OutageLog/LockProbe")<LockProbe, ProbeWanted>() {}
+
+/** Whether the database should be asked, a latch open while it should (the probe waits on it), and how many times it started to be. */
+export interface ProbeWanted {
+  readonly latch: Effect.Latch
+  now: boolean
+  spells: number
+}
+
+/** Checks without an answer, in a row, that count as a sign: by then the engine's locks have lapsed twice over. */
+const UNANSWERED_SIGN = 3
+
+/** `inner`, with a database outage's many failures told once and its end once; `probe` opened while one is suspected. */
+export const collapse = <Output>(
+  inner: Logger.Logger<unknown, Output>,
+  probe?: ProbeWanted
+): Logger.Logger<unknown, Output | undefined> => {
   let down = false
+  let locksUnhealthy = false
   let lastFailureAt = 0
   let backAt = Number.NEGATIVE_INFINITY
+  const wanted = () => {
+    if (probe === undefined) return
+    const now = locksUnhealthy && !down
+    if (now && !probe.now) probe.spells++
+    probe.now = now
+    if (now) probe.latch.unsafeOpen()
+    else probe.latch.unsafeClose()
+  }
   return Logger.make((options) => {
     const text = textOf(options.message)
     const at = options.date.getTime()
     const problem = sqlProblem(options.cause)
+    if (HEALTH_TEXT.test(text)) locksUnhealthy = true
+    if (RECOVERED_TEXT.test(text)) locksUnhealthy = false
     if (problem !== undefined || OUTAGE_TEXT.test(text)) {
       const fresh = !down || at - lastFailureAt > NEW_OUTAGE_AFTER_MS
       down = true
       lastFailureAt = at
+      wanted()
       if (!fresh) return undefined
       const why = problem ?? RESILIENT_WHY.exec(text)?.[1] ?? text
       return inner.log({
@@ -63,11 +109,13 @@ export const collapse = <Output>(inner: Logger.Logger<unknown, Output>): Logger.
         cause: Cause.empty
       })
     }
+    wanted()
     if (down && HEALTH_TEXT.test(text)) return undefined
     if (BACK_TEXT.test(text)) {
       if (down) {
         down = false
         backAt = at
+        wanted()
         return inner.log({ ...options, logLevel: LogLevel.Info, message: "the database is back; resuming", cause: Cause.empty })
       }
       if (at - backAt < QUIET_AFTER_BACK_MS) return undefined
@@ -76,7 +124,51 @@ export const collapse = <Output>(inner: Logger.Logger<unknown, Output>): Logger.
   })
 }
 
-/** Every logger of the layers it is provided to, collapsed. */
-export const layer: Layer.Layer<never> = Layer.scopedDiscard(
-  Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.map((logger) => collapse(logger)))
+/** Every logger of the layers it is provided to, collapsed; the LockProbe they open for `probeLayer`. */
+export const layer: Layer.Layer<LockProbe> = Layer.scoped(
+  LockProbe,
+  Effect.gen(function*() {
+    const probe: ProbeWanted = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
+    yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.map((logger) => collapse(logger, probe)))
+    return probe
+  })
 )
+
+const timedOut = (cause: Cause.Cause<unknown>): boolean => Cause.failures(cause).pipe(Chunk.some(Cause.isTimeoutException))
+
+/**
+ * While the LockProbe is open, `check` every `every`, bounded by as much,
+ * until a sign is logged (the collapse tells it): a failure for want of the
+ * database, or no answer UNANSWERED_SIGN times in a row. A late answer is none.
+ */
+export const probing = (check: Effect.Effect<unknown, SqlError>, every: Duration.DurationInput) =>
+  Effect.gen(function*() {
+    const probe = yield* LockProbe
+    // One spell of unhealthy locks; the count of unanswered checks starts over with the next.
+    const spell = Effect.gen(function*() {
+      const started = probe.spells
+      const lasts = () => probe.now && probe.spells === started
+      let unanswered = 0
+      while (lasts()) {
+        yield* Effect.sleep(every)
+        if (!lasts()) return
+        const exit = yield* Effect.exit(Effect.timeout(check, every))
+        unanswered = Exit.isFailure(exit) && timedOut(exit.cause) ? unanswered + 1 : 0
+        const why = Exit.isFailure(exit) ? sqlProblem(exit.cause) : undefined
+        const sign = why ?? (unanswered >= UNANSWERED_SIGN ? `no answer within ${Duration.format(every)}, ${unanswered} times in a row` : undefined)
+        if (sign !== undefined) {
+          return yield* Effect.logWarning(`database unavailable while checking the shard lock storage (${sign}); waiting for it to come back`)
+        }
+      }
+    })
+    return yield* Effect.forever(Effect.zipRight(probe.latch.await, spell))
+  })
+
+/** `probing` with `SELECT 1` over the runner's database. */
+export const probeLayer = (every: Duration.DurationInput): Layer.Layer<never, never, LockProbe | SqlClient.SqlClient> =>
+  Layer.scopedDiscard(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* Effect.forkScoped(probing(sql`SELECT 1`, every))
+    })
+  )

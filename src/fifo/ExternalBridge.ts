@@ -18,7 +18,6 @@
  *   (a terminal bridge): having its own session, the child may read our
  *   terminal without being stopped by job control.
  */
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
@@ -153,18 +152,13 @@ export const make = (options: ExternalBridgeOptions): Effect.Effect<ExternalBrid
     const start = Effect.gen(function*() {
       const exited = yield* Deferred.make<BridgeExit>()
       // Listed with the watchdog as it starts: a kill of this process a moment later must not leave it running.
-      const spawned = Either.try(() =>
-        Watchdog.spawnGuarded(() =>
-          spawn(options.command, options.args ?? [], {
-            env,
-            detached: true,
-            stdio: [options.stdin ?? "ignore", "inherit", "inherit"]
-          })
-        )
-      )
+      const spawned = Watchdog.spawnGuarded(options.command, options.args ?? [], {
+        env,
+        stdio: [options.stdin ?? "ignore", "inherit", "inherit"]
+      })
       yield* Ref.update(starts, (n) => n + 1)
       if (Either.isLeft(spawned)) {
-        yield* Deferred.succeed(exited, { code: null, signal: null, error: String(spawned.left) })
+        yield* Deferred.succeed(exited, { code: null, signal: null, error: spawned.left.message })
         return { pid: undefined, exited } satisfies RunningChild
       }
       const child = spawned.right

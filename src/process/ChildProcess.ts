@@ -12,7 +12,7 @@
  * While it runs, the group is listed with the process's watchdog, which
  * kills it should the agent die without closing its scopes (SIGKILL).
  */
-import * as NodeChildProcess from "node:child_process"
+import type * as NodeChildProcess from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -94,20 +94,14 @@ interface Running {
 }
 
 /**
- * Spawns and wires every listener in one synchronous step, so no event can
- * fire between the spawn and the listener that must see it.
+ * Spawns (through the watchdog's gate) and wires every listener in one
+ * synchronous step, so no event can fire between the spawn and the listener
+ * that must see it.
  */
 const start = (request: RunRequest, done: Deferred.Deferred<RunOutcome, SpawnError>): Either.Either<Running, SpawnError> =>
-  Either.try({
-    try: (): Running => {
-      const child = spawnGuarded(() =>
-        NodeChildProcess.spawn(request.command, [...request.args], {
-          cwd: request.cwd,
-          env: request.env,
-          stdio: ["ignore", "pipe", "pipe"],
-          detached: true
-        })
-      )
+  spawnGuarded(request.command, request.args, { cwd: request.cwd, env: request.env, stdio: ["ignore", "pipe", "pipe"] }).pipe(
+    Either.mapLeft((failed) => new SpawnError({ message: `cannot start ${request.command}: ${failed.message}`, cause: failed.cause })),
+    Either.map((child): Running => {
       const running: Running = { child, done, exited: false }
       const stdout = new CappedBytes(request.stdoutMax)
       const stderr = new CappedBytes(request.stderrMax)
@@ -129,7 +123,7 @@ const start = (request: RunRequest, done: Deferred.Deferred<RunOutcome, SpawnErr
         }
       })
       child.on("error", (cause) => {
-        // Spawn failures (ENOENT, EACCES, E2BIG) arrive here, without `close`
+        // Spawn failures (EAGAIN, ENOENT) arrive here, without `close`
         // being guaranteed.
         Deferred.unsafeDone(
           done,
@@ -151,9 +145,8 @@ const start = (request: RunRequest, done: Deferred.Deferred<RunOutcome, SpawnErr
         )
       })
       return running
-    },
-    catch: (cause) => new SpawnError({ message: `cannot start ${request.command}: ${describeError(cause)}`, cause })
-  })
+    })
+  )
 
 /** Kills the group unless the main process already exited, then waits for Node to reap it. */
 const stop = (running: Running): Effect.Effect<void> =>

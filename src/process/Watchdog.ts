@@ -13,22 +13,34 @@
  * after a grace period, and exits. A process that ends cleanly has listed
  * nothing by then, and the watchdog just exits.
  *
+ * A group is listed before it runs anything of its own: it starts as a gate
+ * (`/bin/sh`, the one exec this costs) that waits on a socket until the
+ * watchdog has been handed its id, then execs the command in place (same
+ * pid, same group). Should this process die in between, the gate reads end
+ * of file and the command never starts. A watchdog that cannot be started
+ * fails the spawn; one killed by a signal is replaced and told every group.
+ *
  * Module state on purpose: it stands for this process's death, of which
- * there is one. Everything here is best effort and never fails the caller:
- * without a watchdog, a clean stop still kills every group.
+ * there is one.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, spawn, type StdioNull, type StdioPipe } from "node:child_process"
+import * as fs from "node:fs"
+import type { Writable } from "node:stream"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import { describeError } from "../Errors.js"
 
 /** Seconds between SIGTERM and SIGKILL for groups left behind. */
 export const graceSeconds = 2
 
-// `kill -SIG -PGID` (no `--`): dash's builtin does not take one.
+// `kill -SIG -PGID` (no `--`): dash's builtin does not take one. A group
+// listed twice (a replay racing a write) is kept once, so one `-` forgets it.
 const script = `groups=" "
 while IFS= read -r line; do
   case $line in
-    +*) groups="$groups\${line#+} " ;;
+    +*) g=\${line#+}
+        case $groups in *" $g "*) ;; *) groups="$groups$g " ;; esac ;;
     -*) g=\${line#-}
         case $groups in *" $g "*) groups="\${groups%% $g *} \${groups#* $g }" ;; esac ;;
   esac
@@ -40,15 +52,31 @@ for g in $groups; do kill -KILL "-$g" 2>/dev/null; done
 exit 0
 `
 
+/**
+ * Waits for one line on fd 3: empty means listed, go; anything else is why
+ * not (printed, exit 1). End of file (this process died first) starts nothing.
+ * dash exports PWD to what it execs: dropped unless the caller passed one.
+ */
+const gate = (keepPwd: boolean) =>
+  `${keepPwd ? "" : "unset PWD; "}IFS= read -r refusal <&3 || exit 1; ` +
+  `[ -z "$refusal" ] || { printf 'planckclaw: %s\\n' "$refusal" >&2; exit 1; }; exec 3<&- "$@"`
+
+export class GuardedSpawnFailed extends Data.TaggedError("GuardedSpawnFailed")<{
+  readonly message: string
+  /** The system error of a failed spawn (its `code` says which), or why no watchdog runs. */
+  readonly cause: unknown
+}> {}
+
 const tracked = new Set<number>()
 let watchdog: ChildProcess | undefined
 
 const isUsable = (child: ChildProcess | undefined): child is ChildProcess =>
-  child !== undefined && child.exitCode === null && child.signalCode === null && child.stdin?.writable === true
+  child !== undefined && child.pid !== undefined && child.exitCode === null && child.signalCode === null &&
+  child.stdin?.writable === true
 
 /** The running watchdog, started (and told every tracked group) if there is none. */
-const current = (): ChildProcess | undefined => {
-  if (isUsable(watchdog)) return watchdog
+const current = (): Either.Either<ChildProcess, unknown> => {
+  if (isUsable(watchdog)) return Either.right(watchdog)
   const started = Either.try(() =>
     spawn("/bin/sh", ["-c", script], {
       detached: true,
@@ -56,40 +84,104 @@ const current = (): ChildProcess | undefined => {
       env: { PATH: "/usr/bin:/bin" }
     })
   )
-  if (Either.isLeft(started)) return undefined
+  if (Either.isLeft(started)) return started
   const child = started.right
-  // A watchdog that died makes writes fail; the next call starts another.
+  // A failed spawn (EAGAIN, ENOENT) reports through 'error' and has no pid.
   child.on("error", () => undefined)
   child.stdin?.on("error", () => undefined)
   // It must never keep this process alive: it exists for when this process is gone.
   child.unref()
   ;(child.stdin as { unref?: () => void } | null)?.unref?.()
+  if (child.pid === undefined) {
+    child.stdin?.destroy()
+    return Either.left("/bin/sh could not be spawned")
+  }
   watchdog = child
-  for (const pgid of tracked) child.stdin?.write(`+${pgid}\n`)
-  return child
-}
-
-/** Lists a group with the watchdog (starting one if none runs). */
-const trackGroup = (pgid: number): void => {
-  if (!Number.isSafeInteger(pgid) || pgid <= 1 || tracked.has(pgid)) return
-  const running = isUsable(watchdog)
-  tracked.add(pgid)
-  // A watchdog started now is told every tracked group, this one included.
-  const child = current()
-  if (running) child?.stdin?.write(`+${pgid}\n`)
+  // Killed by someone while groups run: a new one takes over the list at once.
+  child.once("exit", (_code, signal) => {
+    if (watchdog !== child) return
+    watchdog = undefined
+    if (signal !== null && tracked.size > 0) current()
+  })
+  if (tracked.size > 0) child.stdin?.write([...tracked].map((pgid) => `+${pgid}\n`).join(""))
+  return Either.right(child)
 }
 
 /**
- * Spawns a process group and lists it, with no gap a kill could fall into:
- * the watchdog is started first (that takes milliseconds), so the group is
- * listed in the same instant it is created. `spawn` must start a detached
- * child (its pid is its group id).
+ * Hands the group to the watchdog, then `then(true)` once the line is with
+ * the kernel (a SIGKILL from then on still reaches the watchdog), or
+ * `then(false)` when no watchdog can take it.
  */
-export const spawnGuarded = <Child extends { readonly pid?: number | undefined }>(start: () => Child): Child => {
-  current()
-  const child = start()
-  if (child.pid !== undefined) trackGroup(child.pid)
-  return child
+const list = (pgid: number, then: (listed: boolean) => void, retried = false): void => {
+  const running = current()
+  if (Either.isLeft(running)) return then(false)
+  tracked.add(pgid)
+  running.right.stdin?.write(`+${pgid}\n`, (error) => {
+    if (error === undefined || error === null) return then(true)
+    // That watchdog died before taking it; the next one is told every tracked group, this one too.
+    if (retried) {
+      tracked.delete(pgid)
+      return then(false)
+    }
+    list(pgid, then, true)
+  })
+}
+
+export interface GuardedOptions {
+  readonly cwd?: string
+  readonly env: Readonly<Record<string, string | undefined>>
+  readonly stdio: readonly [StdioNull | StdioPipe, StdioNull | StdioPipe, StdioNull | StdioPipe]
+}
+
+/**
+ * Spawns `command` in a process group of its own (its pid is the group id),
+ * listed with the watchdog before the command starts: no instant exists in
+ * which a kill of this process leaves it running. Fails when the command
+ * cannot be executed, or when no watchdog can be started (rather than run
+ * a group nothing would kill).
+ */
+export const spawnGuarded = (
+  command: string,
+  args: ReadonlyArray<string>,
+  options: GuardedOptions
+): Either.Either<ChildProcess, GuardedSpawnFailed> => {
+  // The gate execs the command: checked here so a missing one still fails the spawn with its errno.
+  if (command.includes("/")) {
+    const access = Either.try(() => fs.accessSync(command, fs.constants.X_OK))
+    if (Either.isLeft(access)) return Either.left(new GuardedSpawnFailed({ message: describeError(access.left), cause: access.left }))
+  }
+  const running = current()
+  if (Either.isLeft(running)) {
+    return Either.left(
+      new GuardedSpawnFailed({
+        message: `no watchdog could be started to stop it should planckclaw be killed (${describeError(running.left)})`,
+        cause: running.left
+      })
+    )
+  }
+  const spawned = Either.try({
+    try: () =>
+      spawn("/bin/sh", ["-c", gate("PWD" in options.env), "planckclaw-gate", command, ...args], {
+        cwd: options.cwd,
+        env: options.env,
+        stdio: [...options.stdio, "pipe"],
+        detached: true
+      }),
+    catch: (cause) => new GuardedSpawnFailed({ message: describeError(cause), cause })
+  })
+  if (Either.isLeft(spawned)) return spawned
+  const child = spawned.right
+  const gateSocket = child.stdio[3] as Writable | null
+  gateSocket?.on("error", () => undefined)
+  const answer = (line: string) => gateSocket?.write(`${line}\n`, () => gateSocket.destroy())
+  if (child.pid === undefined) {
+    // Nothing started; the child's 'error' event says why.
+    gateSocket?.destroy()
+    return spawned
+  }
+  const pgid = child.pid
+  list(pgid, (listed) => answer(listed ? "" : "not started: no watchdog could take its process group"))
+  return spawned
 }
 
 /** The group is gone (or killed): the watchdog must not signal it later, its id may be reused. */

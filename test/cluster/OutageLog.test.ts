@@ -7,6 +7,7 @@
 import { SqlError } from "@effect/sql/SqlError"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Logger, TestClock } from "effect"
+import type { SqlError as SqlErrorType } from "@effect/sql/SqlError"
 import * as OutageLog from "../../src/cluster/OutageLog.js"
 
 const refused = new SqlError({ message: "Failed to acquire connection", cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }) })
@@ -46,6 +47,108 @@ describe("OutageLog.collapse", () => {
         "INFO the database is back; resuming",
         "ERROR agent b: something unrelated +cause",
         "WARN the database is unavailable (read ECONNRESET (ECONNRESET)); waiting for it to come back (its further failures are not logged until then)"
+      ])
+    }))
+
+  it.scoped("the engine's lock health failing (a timeout, no SqlError): the runner asks the database while it lasts; unreachable is told as the one line, slow is not", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const recording = Logger.make(({ logLevel, message, cause }) =>
+        void lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}${Cause.isEmpty(cause) ? "" : " +cause"}`))
+      const probe = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
+      const logged = Effect.provide(Logger.replace(Logger.defaultLogger, OutageLog.collapse(recording, probe)))
+      let database: "slow" | "fine" | "gone" = "slow"
+      let checks = 0
+      const check = Effect.suspend((): Effect.Effect<void, SqlErrorType> => {
+        checks++
+        return database === "slow" ? Effect.never : database === "fine" ? Effect.void : Effect.fail(refused)
+      })
+      yield* OutageLog.probing(check, "2 seconds").pipe(Effect.provideService(OutageLog.LockProbe, probe), logged, Effect.forkScoped)
+      const unhealthy = Effect.logError("Shard lock storage is unhealthy", Cause.fail(new Cause.TimeoutException("Operation timed out after '2s'")))
+
+      // A loaded machine: the engine's refresh times out, the database answers late, then in time. Nothing told.
+      yield* unhealthy.pipe(logged)
+      yield* TestClock.adjust("4 seconds")
+      database = "fine"
+      yield* TestClock.adjust("2 seconds")
+      expect(checks).toBe(2)
+      yield* Effect.logInfo("Shard lock storage has recovered").pipe(logged)
+      yield* TestClock.adjust("10 seconds")
+      expect(checks).toBe(2)
+
+      // The outage whose first sign is the engine's timeout, after which the engine probes in silence.
+      database = "gone"
+      yield* unhealthy.pipe(logged)
+      yield* TestClock.adjust("2 seconds")
+      expect(checks).toBe(3)
+      // Told: no more checks until the database is back.
+      yield* TestClock.adjust("30 seconds")
+      expect(checks).toBe(3)
+      database = "fine"
+      yield* Effect.logInfo("Shard lock storage has recovered").pipe(logged)
+      yield* TestClock.adjust("30 seconds")
+      expect(checks).toBe(3)
+
+      expect(lines).toEqual([
+        "ERROR Shard lock storage is unhealthy +cause",
+        "INFO Shard lock storage has recovered",
+        "ERROR Shard lock storage is unhealthy +cause",
+        "WARN the database is unavailable (connect ECONNREFUSED 127.0.0.1:5432 (ECONNREFUSED)); waiting for it to come back (its further failures are not logged until then)",
+        "INFO the database is back; resuming"
+      ])
+    }))
+
+  it.scoped("a database back before the engine's locks recover: asked again, and a relapse is told", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const recording = Logger.make(({ logLevel, message }) =>
+        void lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`))
+      const probe = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
+      const logged = Effect.provide(Logger.replace(Logger.defaultLogger, OutageLog.collapse(recording, probe)))
+      let checks = 0
+      const check = Effect.suspend(() => {
+        checks++
+        return Effect.fail(refused)
+      })
+      yield* OutageLog.probing(check, "2 seconds").pipe(Effect.provideService(OutageLog.LockProbe, probe), logged, Effect.forkScoped)
+      yield* Effect.logWarning("Could not read messages from storage", Cause.fail(persistence)).pipe(logged)
+      yield* Effect.logError("Shard lock storage is unhealthy", Cause.fail(persistence)).pipe(logged)
+      yield* TestClock.adjust("10 seconds")
+      expect(checks).toBe(0)
+      yield* Effect.logInfo("database back; reading the memory of agent a resumed").pipe(logged)
+      yield* TestClock.adjust("2 seconds")
+      expect(checks).toBe(1)
+      expect(lines).toEqual([
+        "WARN the database is unavailable (connect ECONNREFUSED 127.0.0.1:5432 (ECONNREFUSED)); waiting for it to come back (its further failures are not logged until then)",
+        "INFO the database is back; resuming",
+        "WARN the database is unavailable (connect ECONNREFUSED 127.0.0.1:5432 (ECONNREFUSED)); waiting for it to come back (its further failures are not logged until then)"
+      ])
+    }))
+
+  it.scoped("a database that does not answer at all (hung, or a network dropping packets): told after three checks in a row without an answer", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const recording = Logger.make(({ logLevel, message }) =>
+        void lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`))
+      const probe = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
+      const logged = Effect.provide(Logger.replace(Logger.defaultLogger, OutageLog.collapse(recording, probe)))
+      yield* OutageLog.probing(Effect.never, "2 seconds").pipe(Effect.provideService(OutageLog.LockProbe, probe), logged, Effect.forkScoped)
+      const unhealthy = Effect.logError("Shard lock storage is unhealthy", Cause.fail(new Cause.TimeoutException("Operation timed out after '2s'")))
+      // Two checks unanswered, then the engine's locks recover: a slow spell, and the count starts over.
+      yield* unhealthy.pipe(logged)
+      yield* TestClock.adjust("8 seconds")
+      yield* Effect.logInfo("Shard lock storage has recovered").pipe(logged)
+      yield* unhealthy.pipe(logged)
+      yield* TestClock.adjust("8 seconds")
+      expect(lines).toEqual([
+        "ERROR Shard lock storage is unhealthy",
+        "INFO Shard lock storage has recovered",
+        "ERROR Shard lock storage is unhealthy"
+      ])
+      // The spell's third unanswered check (its first check waited for the last spell's pause to end).
+      yield* TestClock.adjust("8 seconds")
+      expect(lines.slice(3)).toEqual([
+        "WARN the database is unavailable (no answer within 2s, 3 times in a row); waiting for it to come back (its further failures are not logged until then)"
       ])
     }))
 })
