@@ -6,6 +6,7 @@
  * equivalent.
  */
 import * as fs from "node:fs"
+import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -38,6 +39,9 @@ const readOwner = (path: string): number => readPidFileSync(path) ?? Number.NaN
 /** The pid a lock names; NaN when none can be read (absent, or being written). */
 export const ownerOf = readOwner
 
+/** How long an empty lock file counts as being written by its creator, not left by one killed while writing it. */
+const BEING_WRITTEN_MS = 1000
+
 /** Errors of a disk with no room for the pid: a link still fits, its target lives in the inode. */
 const noRoom = new Set(["ENOSPC", "EDQUOT", "EFBIG"])
 
@@ -54,6 +58,8 @@ export interface TakeOptions {
    * a file where links are not supported.
    */
   readonly link?: boolean
+  /** The present, in ms since the epoch (Effect's Clock in `hold`): a lock being written is judged by its age. */
+  readonly now?: number
 }
 
 const createFile = (path: string): Either.Either<void, LockFailed | "exists"> => {
@@ -105,7 +111,7 @@ export const tryTakeSync = (path: string, options?: TakeOptions): Either.Either<
       // Being written right now by its creator, or truncated by a crash:
       // only a file older than a second is treated as stale.
       const stat = Either.try(() => fs.lstatSync(path))
-      if (Either.isRight(stat) && Date.now() - stat.right.mtimeMs < 1000) {
+      if (Either.isRight(stat) && (options?.now ?? Date.now()) - stat.right.mtimeMs < BEING_WRITTEN_MS) {
         return Either.left(new LockHeld({ path, ownerPid: owner }))
       }
     }
@@ -114,7 +120,12 @@ export const tryTakeSync = (path: string, options?: TakeOptions): Either.Either<
   return Either.left(new LockFailed({ path, code: undefined, message: "lock file keeps reappearing" }))
 }
 
-const tryTake = (path: string): Effect.Effect<void, LockHeld | LockFailed> => Effect.asVoid(Effect.suspend(() => tryTakeSync(path)))
+const tryTake = (path: string): Effect.Effect<void, LockHeld | LockFailed> =>
+  Effect.asVoid(Effect.flatMap(Clock.currentTimeMillis, (now) => tryTakeSync(path, { now })))
+
+/** A lock naming no pid yet: asked again until it is old enough to be a killed creator's, then taken over. */
+const beingWritten = (error: LockHeld | LockFailed) => error._tag === "LockHeld" && Number.isNaN(error.ownerPid)
+const untilWritten = Schedule.spaced(Duration.millis(50)).pipe(Schedule.upTo(Duration.millis(BEING_WRITTEN_MS + 200)))
 
 /**
  * Releases a lock this process holds. Synchronous. The owner is read back
@@ -129,9 +140,13 @@ export const releaseSync = (path: string, sameStep = false): void => {
 
 const release = (path: string) => Effect.sync(() => releaseSync(path))
 
-/** Takes the lock for the scope, or fails at once if a live process holds it. */
+/**
+ * Takes the lock for the scope, or fails at once if a live process holds
+ * it. An empty lock file (its creator between creating and writing it, or
+ * killed there) is waited on for up to a second, then taken over.
+ */
 export const hold = (path: string): Effect.Effect<void, LockHeld | LockFailed, Scope.Scope> =>
-  Effect.acquireRelease(tryTake(path), () => release(path))
+  Effect.acquireRelease(tryTake(path).pipe(Effect.retry({ schedule: untilWritten, while: beingWritten })), () => release(path))
 
 /**
  * Takes the lock for the scope, waiting while another process holds it.
