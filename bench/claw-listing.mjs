@@ -29,7 +29,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { Duration, Effect, Exit, Scope } from "effect"
-import { mainThreadCpuUs } from "./lib/cpu.mjs"
+import { interleavedRuns } from "./lib/cpu.mjs"
 import { median, round } from "./lib/stats.mjs"
 import { benchDir, clawsDir, distDir, makeWorkDir } from "./lib/work.mjs"
 
@@ -89,23 +89,7 @@ for (const [tag, dist] of dists) {
   )
 }
 
-const times = variants.map(() => [])
-const cpu = variants.map(() => 0)
-for (const [, run] of variants) for (let i = 0; i < 300; i++) await run()
-const batch = Math.ceil(N / ROUNDS)
-for (let r = 0; r < ROUNDS; r++) {
-  const order = r % 2 === 0 ? variants.keys() : [...variants.keys()].reverse()
-  for (const k of order) {
-    const run = variants[k][1]
-    const cpu0 = mainThreadCpuUs(process.pid)
-    for (let i = 0; i < batch; i++) {
-      const t0 = performance.now()
-      await run()
-      times[k].push((performance.now() - t0) * 1000)
-    }
-    cpu[k] += mainThreadCpuUs(process.pid) - cpu0
-  }
-}
+const { times, cpu, batch } = await interleavedRuns(variants, { n: N, rounds: ROUNDS, alternate: true })
 // Bytes allocated per request: heap growth over a batch with no collection in it.
 const allocated = variants.map(() => undefined)
 if (typeof globalThis.gc === "function") {

@@ -35,7 +35,7 @@ import { Interact } from "../dist/Interact.js"
 import { Inbox } from "../dist/memory/Inbox.js"
 import { makeExchange } from "../dist/fifo/Exchange.js"
 import * as FifoInteract from "../dist/interact/FifoInteract.js"
-import { mainThreadCpuUs } from "./lib/cpu.mjs"
+import { interleavedRuns } from "./lib/cpu.mjs"
 import { onFrames, openFifo } from "./lib/fifo.mjs"
 import { median, round } from "./lib/stats.mjs"
 import { benchDir } from "./lib/work.mjs"
@@ -131,22 +131,7 @@ const variants = [
   ["interact: FifoInteract + Intake.run (agent only replies, inbox keeps nothing)", () => ping(realClient)]
 ]
 
-const times = variants.map(() => [])
-const cpu = variants.map(() => 0)
-for (const [, run] of variants) for (let i = 0; i < 300; i++) await run()
-const batch = Math.ceil(N / ROUNDS)
-for (let r = 0; r < ROUNDS; r++) {
-  for (let k = 0; k < variants.length; k++) {
-    const run = variants[k][1]
-    const cpu0 = mainThreadCpuUs(process.pid)
-    for (let i = 0; i < batch; i++) {
-      const t0 = performance.now()
-      await run()
-      times[k].push((performance.now() - t0) * 1000)
-    }
-    cpu[k] += mainThreadCpuUs(process.pid) - cpu0
-  }
-}
+const { times, cpu, batch } = await interleavedRuns(variants, { n: N, rounds: ROUNDS })
 console.log(`Round trip on a FIFO pair, µs per round trip (n=${batch * ROUNDS} each, ${ROUNDS} interleaved rounds)`)
 console.log("  wall p50   CPU/trip  variant")
 for (let k = 0; k < variants.length; k++) {

@@ -27,3 +27,30 @@ export const processCpuUs = (pid) => {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
   return (Number(fields[11]) + Number(fields[12])) * TICK_US
 }
+
+/**
+ * Runs each variant `[name, run]` (run: () => Promise) 300 times untimed,
+ * then in `rounds` interleaved batches totalling about `n` runs each
+ * (`alternate`: every other round in reverse order). Wall time of each run
+ * (µs) and this process's main-thread CPU per variant (µs, total).
+ */
+export const interleavedRuns = async (variants, { n, rounds, alternate = false }) => {
+  const times = variants.map(() => [])
+  const cpu = variants.map(() => 0)
+  for (const [, run] of variants) for (let i = 0; i < 300; i++) await run()
+  const batch = Math.ceil(n / rounds)
+  for (let r = 0; r < rounds; r++) {
+    const order = alternate && r % 2 === 1 ? [...variants.keys()].reverse() : [...variants.keys()]
+    for (const k of order) {
+      const run = variants[k][1]
+      const cpu0 = mainThreadCpuUs(process.pid)
+      for (let i = 0; i < batch; i++) {
+        const t0 = performance.now()
+        await run()
+        times[k].push((performance.now() - t0) * 1000)
+      }
+      cpu[k] += mainThreadCpuUs(process.pid) - cpu0
+    }
+  }
+  return { times, cpu, batch }
+}

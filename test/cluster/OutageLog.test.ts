@@ -14,13 +14,21 @@ const refused = new SqlError({ message: "Failed to acquire connection", cause: O
 /** What @effect/cluster wraps a storage failure in. */
 const persistence = { _tag: "PersistenceError", message: "storage", cause: refused }
 
+/** A logger recording each line as "LEVEL message" (" +cause" when it carries one), through OutageLog.collapse. */
+const recorder = (withProbe: boolean) =>
+  Effect.gen(function*() {
+    const lines: Array<string> = []
+    const recording = Logger.make(({ logLevel, message, cause }) =>
+      void lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}${Cause.isEmpty(cause) ? "" : " +cause"}`))
+    const probe = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
+    const logged = Effect.provide(Logger.replace(Logger.defaultLogger, OutageLog.collapse(recording, withProbe ? probe : undefined)))
+    return { lines, probe, logged }
+  })
+
 describe("OutageLog.collapse", () => {
   it.effect("one line per outage and one when the database is back; the rest passes", () =>
     Effect.gen(function*() {
-      const lines: Array<string> = []
-      const recording = Logger.make(({ logLevel, message, cause }) =>
-        void lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}${Cause.isEmpty(cause) ? "" : " +cause"}`))
-      const logged = Effect.provide(Logger.replace(Logger.defaultLogger, OutageLog.collapse(recording)))
+      const { lines, logged } = yield* recorder(false)
       yield* Effect.gen(function*() {
         yield* Effect.logInfo("HTTP API on 127.0.0.1:7878")
         // A slow database, not an outage: the engine's own line passes.
@@ -52,11 +60,7 @@ describe("OutageLog.collapse", () => {
 
   it.scoped("the engine's lock health failing (a timeout, no SqlError): the runner asks the database while it lasts; unreachable is told as the one line, slow is not", () =>
     Effect.gen(function*() {
-      const lines: Array<string> = []
-      const recording = Logger.make(({ logLevel, message, cause }) =>
-        void lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}${Cause.isEmpty(cause) ? "" : " +cause"}`))
-      const probe = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
-      const logged = Effect.provide(Logger.replace(Logger.defaultLogger, OutageLog.collapse(recording, probe)))
+      const { lines, logged, probe } = yield* recorder(true)
       let database: "slow" | "fine" | "gone" = "slow"
       let checks = 0
       const check = Effect.suspend((): Effect.Effect<void, SqlErrorType> => {
@@ -100,11 +104,7 @@ describe("OutageLog.collapse", () => {
 
   it.scoped("a database back before the engine's locks recover: asked again, and a relapse is told", () =>
     Effect.gen(function*() {
-      const lines: Array<string> = []
-      const recording = Logger.make(({ logLevel, message }) =>
-        void lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`))
-      const probe = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
-      const logged = Effect.provide(Logger.replace(Logger.defaultLogger, OutageLog.collapse(recording, probe)))
+      const { lines, logged, probe } = yield* recorder(true)
       let checks = 0
       const check = Effect.suspend(() => {
         checks++
@@ -127,11 +127,7 @@ describe("OutageLog.collapse", () => {
 
   it.scoped("a database that does not answer at all (hung, or a network dropping packets): told after three checks in a row without an answer", () =>
     Effect.gen(function*() {
-      const lines: Array<string> = []
-      const recording = Logger.make(({ logLevel, message }) =>
-        void lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`))
-      const probe = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
-      const logged = Effect.provide(Logger.replace(Logger.defaultLogger, OutageLog.collapse(recording, probe)))
+      const { lines, logged, probe } = yield* recorder(true)
       yield* OutageLog.probing(Effect.never, "2 seconds").pipe(Effect.provideService(OutageLog.LockProbe, probe), logged, Effect.forkScoped)
       const unhealthy = Effect.logError("Shard lock storage is unhealthy", Cause.fail(new Cause.TimeoutException("Operation timed out after '2s'")))
       // Two checks unanswered, then the engine's locks recover: a slow spell, and the count starts over.
@@ -141,9 +137,9 @@ describe("OutageLog.collapse", () => {
       yield* unhealthy.pipe(logged)
       yield* TestClock.adjust("8 seconds")
       expect(lines).toEqual([
-        "ERROR Shard lock storage is unhealthy",
+        "ERROR Shard lock storage is unhealthy +cause",
         "INFO Shard lock storage has recovered",
-        "ERROR Shard lock storage is unhealthy"
+        "ERROR Shard lock storage is unhealthy +cause"
       ])
       // The spell's third unanswered check (its first check waited for the last spell's pause to end).
       yield* TestClock.adjust("8 seconds")
