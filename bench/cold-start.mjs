@@ -4,11 +4,14 @@
  *
  * - prompt: the default run (terminal bridge, built-in Anthropic brain with
  *   a placeholder key that is never used, shipped claws) on a pseudo-terminal
- *   made by util-linux `script`, from spawn until `planckclaw> ` is printed.
- *   By then the six FIFOs are in place (they are made first). Includes the
- *   exec of `script` and `sh`, about a millisecond each.
+ *   made by util-linux `script`, from spawn until `planckclaw> ` is printed,
+ *   which the terminal does only once the agent can take a message (its
+ *   layers built: memory open, inbox recovered, its pipe ends open; see
+ *   src/interact/AgentReady.ts). Includes the exec of `script` and `sh`,
+ *   about a millisecond each.
  * - fifos: `run --bridge none --brain none --claw none`, from spawn until all
- *   six FIFOs exist (inotify on the runtime directory).
+ *   six FIFOs exist (inotify on the runtime directory): the agent is not
+ *   ready yet then (the first reply below includes that).
  * - first reply: `run --bridge none --brain none --claw scripts`, a message
  *   written as soon as the FIFOs exist, brain served at once from here; from
  *   spawn until the reply line arrives.

@@ -8,7 +8,8 @@
  * module loader (bin/code-cache.mjs re-exports it for ES modules).
  *
  * The cache is a file per bundle (its SHA-256), Node version, architecture
- * and command (`run` compiles other functions than `tools`), looked for next
+ * and command (`run` compiles other functions than `tools`, and a run of
+ * the terminal others than one with no bridges: cacheCommand), looked for next
  * to the bundle (dist/cli/code-cache/) and then in the user's cache directory
  * ($XDG_CACHE_HOME/planckclaw or ~/.cache/planckclaw), so a read-only install
  * works too. V8 refuses a cache made under other flags; a missing or refused
@@ -55,6 +56,37 @@ const readCache = (directories, name) => {
     if (data !== undefined) return data
   }
   return undefined
+}
+
+const bridgeCodes = {
+  "--bridge": { cli: "c", discord: "d", none: "n" },
+  "--brain": { anthropic: "a", openai: "o", none: "n" },
+  "--claw": { scripts: "s", none: "n" }
+}
+
+/**
+ * The command a start's cache is kept under (see cacheName): the command,
+ * and for a plain `run` line also the bridges it starts, one letter each
+ * (bridge, brain, claws: a built-in's initial, `n` for none, `x` for an
+ * executable, `-` for the brain the settings choose), as each compiles
+ * other functions: a cache made by `run --bridge none --brain none --claw
+ * none` lacks the terminal's, the brain's and the claws'. Any other line
+ * of `run` is just `run`.
+ */
+const cacheCommand = (args) => {
+  if (args[0] !== "run") return args[0]
+  const chosen = { "--bridge": "c", "--brain": "-", "--claw": "s" }
+  const seen = new Set()
+  for (let i = 1; i < args.length; i++) {
+    const flag = args[i]
+    if (flag === "--debug") continue
+    const value = args[i + 1]
+    if (!Object.hasOwn(chosen, flag) || seen.has(flag) || value === undefined || value === "" || value.startsWith("-")) return "run"
+    seen.add(flag)
+    chosen[flag] = Object.hasOwn(bridgeCodes[flag], value) ? bridgeCodes[flag][value] : "x"
+    i++
+  }
+  return `run-${chosen["--bridge"]}${chosen["--brain"]}${chosen["--claw"]}`
 }
 
 /** Writes through a temporary file and a rename, so a reader never sees half a cache. */
@@ -123,7 +155,7 @@ const restoreFormatter = () => {
 }
 
 /** Compiles (from the cache when it fits) and runs the CommonJS bundle at `url` (a file URL). */
-const runBundle = (url, command = process.argv[2]) => {
+const runBundle = (url, command = cacheCommand(process.argv.slice(2))) => {
   const bundle = fileURLToPath(url)
   const bytes = fs.readFileSync(bundle)
   // esbuild writes ASCII (non-ASCII characters escaped): a one-byte string is cheaper to make and to hash.
@@ -147,4 +179,4 @@ const runBundle = (url, command = process.argv[2]) => {
   return script
 }
 
-module.exports = { cacheDirectories, cacheName, runBundle }
+module.exports = { cacheCommand, cacheDirectories, cacheName, runBundle }

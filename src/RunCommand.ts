@@ -21,6 +21,7 @@ import type { FifoPaths } from "./fifo/FifoPaths.js"
 import * as Handover from "./fifo/Handover.js"
 import * as RuntimeDir from "./fifo/RuntimeDir.js"
 import * as Intake from "./Intake.js"
+import * as AgentReady from "./interact/AgentReady.js"
 import * as FifoInteract from "./interact/FifoInteract.js"
 import * as MemoryHold from "./MemoryHold.js"
 
@@ -75,11 +76,38 @@ const runChoices = (options: { readonly bridge: string; readonly claw: string })
   })
 
 /**
+ * The built-in bridges' adapters among `choices`: the very Layer values
+ * Bridges.farEnds provides to its far ends, so a graph building both builds
+ * each once (layers are shared by reference).
+ */
+const builtinAdapters = (choices: Bridges.RunChoices) =>
+  Layer.mergeAll(
+    choices.brain._tag === "Builtin" ? Bridges.brainAdapters[choices.brain.name] : Layer.empty,
+    choices.claw._tag === "Builtin" ? Bridges.clawsAdapters[choices.claw.name] : Layer.empty,
+    choices.bridge._tag === "Builtin" ? Bridges.interactAdapters[choices.bridge.name] : Layer.empty
+  )
+
+/**
+ * What the run's handler gets: the memory directory held first; then the
+ * runtime directory (its mkfifo child) and the built-in adapters side by
+ * side, as the adapters need no pipe (a brain's settings, the claws'
+ * directory watch, the terminal); then the far ends serving the pipes.
+ * Only RunPaths and the far ends are handed on, not the adapters.
+ */
+const runLayer = (choices: Bridges.RunChoices) =>
+  Layer.merge(Bridges.farEnds(choices, { withAgent: true }), Layer.effect(RuntimeDir.RunPaths, RuntimeDir.RunPaths)).pipe(
+    Layer.provide(Layer.merge(RuntimeDir.layer, builtinAdapters(choices))),
+    Layer.provideMerge(AgentReady.layer),
+    Layer.provideMerge(MemoryHold.layer)
+  )
+
+/**
  * `planckclaw run`: holds the memory directory, lays the FIFOs out, starts
- * the bridges on their far ends (the Layer `Command.provide` builds, in that
- * order) and the agent on the near ends. Ends when an interact bridge whose
- * input ended has delivered its last reply; with `--bridge none` it runs
- * until stopped.
+ * the bridges on their far ends (the Layer `Command.provide` builds, see
+ * runLayer) and the agent on the near ends; once the agent's layers are
+ * built it can take a message, and the terminal shows its prompt
+ * (AgentReady). Ends when an interact bridge whose input ended has
+ * delivered its last reply; with `--bridge none` it runs until stopped.
  */
 export const run = Command.make("run", runOptions, () =>
   Effect.gen(function*() {
@@ -90,19 +118,13 @@ export const run = Command.make("run", runOptions, () =>
     // replies still in interact_out reach the user (see Handover). Without a
     // built-in interact bridge, an executable's exit ends the run, and with
     // none it goes on until stopped.
-    const serving = Intake.run.pipe(
+    const serving = Effect.zipRight(AgentReady.signal, Intake.run).pipe(
       Effect.provide(nearEnds(paths, interact.handover)),
       Effect.zipRight(Option.match(interact.handover, { onNone: () => Effect.void, onSome: Handover.repliesDelivered }))
     )
     yield* Effect.raceFirst(serving, interact.done)
   })).pipe(
-    Command.provide((options) =>
-      Layer.unwrapEffect(Effect.map(runChoices(options), (choices) =>
-        Bridges.farEnds(choices, { withAgent: true }).pipe(
-          Layer.provideMerge(RuntimeDir.layer),
-          Layer.provideMerge(MemoryHold.layer)
-        )))
-    ),
+    Command.provide((options) => Layer.unwrapEffect(Effect.map(runChoices(options), runLayer))),
     // Outermost: the settings (and the secrets' withdrawal) come before anything the layers start.
     Command.transformHandler((effect, options) => withSettings(runFlags(options))(effect)),
     Command.withDescription("Run the agent: answer messages from the chosen bridge until its input ends.")

@@ -53,13 +53,12 @@ export interface Valve {
   readonly resume: () => void
 }
 
-/** A Node callback-style call as an Effect. */
-const nodeCall = <A>(what: string, run: (callback: (error: NodeJS.ErrnoException | null, value: A) => void) => void) =>
-  Effect.async<A, FifoError>((resume) =>
-    run((error, value) =>
-      resume(error === null ? Effect.succeed(value) : Effect.fail(new FifoError({ message: `${what}: ${error.message}`, cause: error })))
-    )
-  )
+/** A synchronous Node call as an Effect; its error, with `what` before its message, is the failure. */
+const syncCall = <A>(what: string, run: () => A) =>
+  Effect.try({
+    try: run,
+    catch: (cause) => new FifoError({ message: `${what}: ${describeError(cause)}`, cause })
+  })
 
 // A raw descriptor rather than a FileHandle: the socket closes it, and a
 // FileHandle would try to close it again when garbage collected.
@@ -68,11 +67,10 @@ const closeFd = (fd: number) => Effect.async<void>((resume) => fs.close(fd, () =
 const openSocket = (file: string, direction: "read" | "write"): Effect.Effect<net.Socket, FifoError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.gen(function*() {
-      const fd = yield* nodeCall<number>(`cannot open FIFO ${file}`, (callback) =>
-        fs.open(file, fs.constants.O_RDWR | fs.constants.O_NONBLOCK, callback))
-      const stat = yield* nodeCall<fs.Stats>(`cannot inspect ${file}`, (callback) => fs.fstat(fd, callback)).pipe(
-        Effect.tapError(() => closeFd(fd))
-      )
+      // Synchronous: a non-blocking open of a FIFO and an fstat never wait, and
+      // the thread pool would cost a start its creation and a trip per call.
+      const fd = yield* syncCall(`cannot open FIFO ${file}`, () => fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_NONBLOCK))
+      const stat = yield* syncCall(`cannot inspect ${file}`, () => fs.fstatSync(fd)).pipe(Effect.tapError(() => closeFd(fd)))
       if (!stat.isFIFO()) {
         yield* closeFd(fd)
         return yield* new FifoError({ message: `${file} is not a named pipe` })

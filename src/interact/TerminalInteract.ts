@@ -9,6 +9,7 @@
  * slash command is the agent's (Commands.ts).
  */
 import * as readline from "node:readline"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
@@ -18,6 +19,7 @@ import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as Commands from "../Commands.js"
 import { Interact, InteractError, type InteractService, sanitize } from "../Interact.js"
+import { AgentReady } from "./AgentReady.js"
 import * as Spinner from "./Spinner.js"
 import { END, MAX_LINE_BYTES, readPiped, type Received } from "./TerminalInput.js"
 import { stripControlSequences } from "./TerminalText.js"
@@ -49,6 +51,11 @@ export interface TerminalStreams {
   readonly interactive: boolean
   /** The output is a terminal: control sequences in replies are removed. Defaults to `interactive`. */
   readonly outputIsTerminal?: boolean
+  /**
+   * Completes once the agent can take a message: the hint and the first
+   * prompt wait for it (lines typed meanwhile are kept). Absent: at once.
+   */
+  readonly ready?: Effect.Effect<void>
 }
 
 /** `/quit`, whatever the case and spaces around it. */
@@ -128,8 +135,12 @@ export const make = (streams: TerminalStreams) =>
     const spinner = streams.interactive && stripReplies
       ? Option.some(yield* Spinner.make((text) => void streams.output.write(text)))
       : Option.none()
-    if (streams.interactive) streams.output.write(`${HINT}\n`)
-    yield* prompt
+    const greet = Effect.sync(() => {
+      if (streams.interactive) streams.output.write(`${HINT}\n`)
+      reader.prompt()
+    })
+    if (streams.ready === undefined) yield* greet
+    else yield* Effect.forkScoped(Effect.zipRight(streams.ready, greet))
 
     // A line taken while looking for more of a message, which belongs to the next one.
     let held: Received | undefined
@@ -244,12 +255,15 @@ export const make = (streams: TerminalStreams) =>
     return service
   })
 
+/** On this process's standard input and output; in a run, the first prompt waits for its AgentReady. */
 export const layer: Layer.Layer<Interact> = Layer.scoped(
   Interact,
-  make({
-    input: process.stdin,
-    output: process.stdout,
-    interactive: process.stdin.isTTY === true,
-    outputIsTerminal: process.stdout.isTTY === true
-  })
+  Effect.flatMap(Effect.serviceOption(AgentReady), (ready) =>
+    make({
+      input: process.stdin,
+      output: process.stdout,
+      interactive: process.stdin.isTTY === true,
+      outputIsTerminal: process.stdout.isTTY === true,
+      ...Option.match(ready, { onNone: () => ({}), onSome: (signal) => ({ ready: Deferred.await(signal) }) })
+    }))
 )
