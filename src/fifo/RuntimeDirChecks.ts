@@ -7,7 +7,6 @@
  * provably dead, found in a directory that is private to this user.
  */
 import * as fs from "node:fs"
-import { constants } from "node:fs"
 import * as path from "node:path"
 import * as Arr from "effect/Array"
 import * as Effect from "effect/Effect"
@@ -112,7 +111,7 @@ export const claimDirectory = (dir: string): Effect.Effect<ReadonlyArray<string>
     // O_NOFOLLOW + fstat (and fchmod) on one descriptor: what is checked is what is used.
     yield* Effect.acquireUseRelease(
       attempt(`cannot open runtime directory ${dir}`, () =>
-        fs.openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)).pipe(
+        fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW)).pipe(
           Effect.mapError((error) => {
             const code = errnoCode(error.cause)
             return code === "ELOOP" || code === "ENOTDIR"

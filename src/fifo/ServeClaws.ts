@@ -119,12 +119,13 @@ export const serveClaws = (
       })
     })
 
+    const errorFrame = (message: string) => encodeClawAnswer(`Error: ${message}`)
     // Each effect gives the frame to write: the catalogue's is kept whole between listings.
     const answered = (effect: Effect.Effect<string, ClawsError>): Effect.Effect<string> =>
       effect.pipe(
         Effect.catchTag("ClawsError", (error) =>
-          Effect.as(Effect.logWarning(`claws failed: ${error.message}`), encodeClawAnswer(`Error: ${error.message}`))),
-        Effect.catchAllDefect((defect) => Effect.as(Effect.logError("claws crashed", defect), encodeClawAnswer("Error: tool crashed")))
+          Effect.as(Effect.logWarning(`claws failed: ${error.message}`), errorFrame(error.message))),
+        Effect.catchAllDefect((defect) => Effect.as(Effect.logError("claws crashed", defect), errorFrame("tool crashed")))
       )
     // Built once: a listing comes with every message.
     // Rejected declarations are the service's to report (script claws warn
@@ -138,7 +139,7 @@ export const serveClaws = (
       Effect.flatMap(
         Either.match(Either.flatMap(line, decodeClawRequest), {
           onLeft: (error) =>
-            Effect.logWarning(`bad request on claw_in: ${error.message}`).pipe(Effect.as(encodeClawAnswer(`Error: ${error.message}`))),
+            Effect.logWarning(`bad request on claw_in: ${error.message}`).pipe(Effect.as(errorFrame(error.message))),
           onRight: answer
         }),
         answers.write

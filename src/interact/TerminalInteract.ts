@@ -135,10 +135,9 @@ export const make = (streams: TerminalStreams) =>
     const spinner = streams.interactive && stripReplies
       ? Option.some(yield* Spinner.make((text) => void streams.output.write(text)))
       : Option.none()
-    const greet = Effect.sync(() => {
+    const greet = Effect.zipRight(Effect.sync(() => {
       if (streams.interactive) streams.output.write(`${HINT}\n`)
-      reader.prompt()
-    })
+    }), prompt)
     if (streams.ready === undefined) yield* greet
     else yield* Effect.forkScoped(Effect.zipRight(streams.ready, greet))
 

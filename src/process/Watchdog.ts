@@ -71,7 +71,7 @@ const tracked = new Set<number>()
 let watchdog: ChildProcess | undefined
 
 const isUsable = (child: ChildProcess | undefined): child is ChildProcess =>
-  child !== undefined && child.pid !== undefined && child.exitCode === null && child.signalCode === null &&
+  child !== undefined && child.exitCode === null && child.signalCode === null &&
   child.stdin?.writable === true
 
 /** The running watchdog, started (and told every tracked group) if there is none. */
