@@ -184,14 +184,14 @@ export const make = Effect.gen(function*() {
 
   // Composed step by step, not with Effect.gen, for the same reason as Turn.runWith.
   const handle = (pending: Pending, interact: InteractService): Effect.Effect<void> =>
-    Effect.withFiberRuntime<void>((fiber) =>
+    compactor.turn(Effect.withFiberRuntime<void>((fiber) =>
       Tracing.span(
         Effect.flatMap(decide(pending), (outcome) =>
           Option.isSome(outcome) ? finish(pending, outcome.value, interact) : inbox.delivered(pending)),
         Tracing.recording(fiber),
         "Agent.handle"
       )
-    )
+    ))
 
   const deliver = (interact: InteractService, message: OutboundMessage) =>
     interact.send(message).pipe(

@@ -19,6 +19,7 @@ import * as Logging from "../Logging.js"
 import { capText, compactionRequest } from "../Prompt.js"
 import * as FoldStore from "./FoldStore.js"
 import { type CompactionBusy, decodeLine, encodeLine, Memory, type MemoryError } from "./Memory.js"
+import * as TurnGate from "./TurnGate.js"
 
 export { CompactionBusy } from "./Memory.js"
 
@@ -58,17 +59,13 @@ export interface CompactorService {
   readonly settled: Effect.Effect<void>
   /** Interrupts the background compaction in flight (shutdown); a commit already under way is finished first. */
   readonly stop: Effect.Effect<void>
+  /**
+   * Runs one of the agent's turns: the background compaction takes its next
+   * step after the turn, not during it (TurnGate), so that a turn beside a
+   * compaction waits for one step at most, not for all of them.
+   */
+  readonly turn: <A, E, R>(turn: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
-
-/**
- * Lets the event loop run before the next step: a message that came in
- * meanwhile is taken, and its turn runs between the compaction's steps
- * rather than after all of them (each is well under a millisecond of work).
- */
-const giveWay = Effect.async<void>((resume) => {
-  const pending = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(pending))
-})
 
 export class Compactor extends Context.Tag("planckclaw/Compactor")<Compactor, CompactorService>() {}
 
@@ -77,6 +74,8 @@ export const make = Effect.gen(function*() {
   const memory = yield* Memory
   const folds = yield* FoldStore.FoldStore
   const brain = yield* Brain
+  // Each step is well under a millisecond of the thread; the turns come first.
+  const gate = TurnGate.make()
 
   const due = memory.hasMoreLinesThan(config.historyMax)
 
@@ -84,19 +83,19 @@ export const make = Effect.gen(function*() {
     folds.exclusiveCompaction(Effect.gen(function*() {
       // Asked again under the lock: another process may have compacted meanwhile.
       if (!force && !(yield* due)) return Option.none()
-      yield* giveWay
+      yield* gate.step
       const plan = yield* folds.planFold(config.historyKeep)
       if (Option.isNone(plan)) return Option.none()
-      yield* giveWay
+      yield* gate.step
       const { summary: previous } = yield* memory.snapshot(0)
-      yield* giveWay
+      yield* gate.step
 
       // Mutable on purpose: a million-line backlog must not be copied per line.
       const fold = { summary: previous, batch: [] as Array<string>, batchChars: 0, summarised: 0, skipped: 0 }
       let requests = 0
       const flush = Effect.suspend(() => {
         if (fold.batch.length === 0) return Effect.void
-        return brain.complete(compactionRequest(config.model, fold.summary, fold.batch)).pipe(
+        return Effect.zipRight(gate.step, brain.complete(compactionRequest(config.model, fold.summary, fold.batch)).pipe(
           Effect.mapError((error: BrainError) =>
             new CompactionFailed({ message: `the brain could not summarise (${error.reason}: ${error.detail})` })
           ),
@@ -112,7 +111,7 @@ export const make = Effect.gen(function*() {
             requests++
             return Effect.void
           })
-        )
+        ))
       })
 
       // A plain loop over each block of lines, leaving it only to ask the brain when a batch is full.
@@ -133,13 +132,14 @@ export const make = Effect.gen(function*() {
         }
         return Effect.void
       }
-      yield* folds.linesToFold(plan.value).pipe(
+      const whole = yield* folds.readLinesToFold(plan.value)
+      yield* Option.isSome(whole) ? foldFrom(whole.value, 0) : folds.linesToFold(plan.value).pipe(
         Stream.runForEachChunk((lines) => foldFrom(Chunk.toReadonlyArray(lines), 0))
       )
       yield* flush
       if (requests === 0 && fold.skipped === 0) return Option.none()
 
-      yield* giveWay
+      yield* gate.step
       const { kept, summaryBytes } = yield* folds.commitFold(plan.value, fold.summary)
       const report: CompactionReport = {
         summarised: fold.summarised,
@@ -160,10 +160,10 @@ export const make = Effect.gen(function*() {
 
   // Most turns end here, without taking the compaction lock.
   // Not while memory cannot be written (a full disk): the brain's summary could not be kept.
-  const compactIfNeeded = Effect.flatMap(
+  const compactIfNeeded = gate.opened(Effect.flatMap(
     memory.storageFailing,
     (failing) => failing ? Effect.succeedNone : Effect.flatMap(due, (needed) => needed ? run(false) : Effect.succeedNone)
-  )
+  ))
 
   // The background compaction in flight. Daemon fibers, ended by their owner's
   // scope (Agent.make: awaited when it closes normally, interrupted on shutdown),
@@ -179,9 +179,10 @@ export const make = Effect.gen(function*() {
       Effect.asVoid,
       Logging.toStderr
     )
-  const settled: Effect.Effect<void> = Effect.suspend(() => inFlight === undefined ? Effect.void : Fiber.await(inFlight)).pipe(
-    Effect.asVoid
-  )
+  // Opened: a turn that waits for the compaction (`/compact`, a forget) must not hold its steps back.
+  const settled: Effect.Effect<void> = Effect.suspend(() =>
+    inFlight === undefined ? Effect.void : gate.opened(Fiber.await(inFlight))
+  ).pipe(Effect.asVoid)
   // Built when a compaction is due, not per agent started: serve makes one compactor per agent,
   // and the eager pipeline held 8.9 KiB more heap by every agent started (bench/serve.mjs, 10,000).
   const start = Effect.suspend(() =>
@@ -208,10 +209,12 @@ export const make = Effect.gen(function*() {
   return {
     compactIfNeeded,
     // Own background work first: `/compact` must not answer "already running" about this very agent.
-    compactNow: Effect.zipRight(settled, Effect.suspend(() => run(true))),
+    // Asked for (`/compact`, often from a turn), it runs whole: its steps do not wait for the turn that waits for them.
+    compactNow: gate.opened(Effect.zipRight(settled, Effect.suspend(() => run(true)))),
     startIfNeeded,
     settled,
-    stop: Effect.suspend(() => inFlight === undefined ? Effect.void : Fiber.interrupt(inFlight)).pipe(Effect.asVoid)
+    stop: Effect.suspend(() => inFlight === undefined ? Effect.void : Fiber.interrupt(inFlight)).pipe(Effect.asVoid),
+    turn: gate.turn
   } satisfies CompactorService
 })
 

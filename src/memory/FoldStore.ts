@@ -13,7 +13,6 @@
  * old files or the new, never a mix.
  */
 import * as fs from "node:fs"
-import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -65,6 +64,12 @@ export interface FoldStoreService {
   ) => Effect.Effect<A, E | MemoryError | CompactionBusy, R>
   /** The fold for a history keeping its last `keep` lines; none when nothing is older. */
   readonly planFold: (keep: number) => Effect.Effect<Option.Option<FoldPlan>, MemoryError>
+  /**
+   * The raw lines before the plan's split in one read when they are few (a
+   * usual fold: no stream to set up, which cost a turn beside it more than
+   * the fold itself); none for a backlog, which `linesToFold` streams.
+   */
+  readonly readLinesToFold: (plan: FoldPlan) => Effect.Effect<Option.Option<ReadonlyArray<string>>, MemoryError>
   /** The raw lines before the plan's split, read forward in blocks; decode them with Memory.decodeLine. */
   readonly linesToFold: (plan: FoldPlan) => Stream.Stream<string, MemoryError>
   readonly commitFold: (plan: FoldPlan, summary: string) => Effect.Effect<FoldResult, MemoryError>
@@ -110,16 +115,17 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
       }))
 
   // The usual fold (a few hundred lines) is read in one go; a backlog in blocks, so it never sits whole in memory.
+  const readLinesToFold = (plan: FoldPlan) =>
+    plan.splitOffset > WHOLE_READ_BYTES
+      ? Effect.succeedNone
+      : fsEffect("reading history.jsonl", () =>
+        withHistory(paths.history, SafeFile.flags.read, Option.none<ReadonlyArray<string>>(), (fd) =>
+          Either.right(Option.some(splitLines(readRange(fd, 0, plan.splitOffset))))))
+
   const linesToFold = (plan: FoldPlan) =>
-    plan.splitOffset <= WHOLE_READ_BYTES
-      ? Stream.flatMap(
-        Stream.fromEffect(fsEffect("reading history.jsonl", () =>
-          withHistory(paths.history, SafeFile.flags.read, "", (fd) => Either.right(readRange(fd, 0, plan.splitOffset))))),
-        (text) => Stream.fromChunk(Chunk.unsafeFromArray(splitLines(text)))
-      )
-      : streamLines(paths.history, plan.splitOffset).pipe(
-        Stream.mapError((cause) => new MemoryError({ reason: "io", message: `reading history.jsonl: ${cause.message}`, cause }))
-      )
+    streamLines(paths.history, plan.splitOffset).pipe(
+      Stream.mapError((cause) => new MemoryError({ reason: "io", message: `reading history.jsonl: ${cause.message}`, cause }))
+    )
 
   /**
    * Writes the next summary, history and ledger beside the old ones (not
@@ -274,7 +280,7 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
     )
   }
 
-  return { exclusiveCompaction, planFold, linesToFold, commitFold }
+  return { exclusiveCompaction, planFold, readLinesToFold, linesToFold, commitFold }
 }
 
 /** Built on the history store's directory, so turn and compaction share one write mutex. */

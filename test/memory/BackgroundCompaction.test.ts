@@ -34,10 +34,15 @@ const heldAgent = (scope: Scope.Scope) =>
     fs.writeFileSync(path.join(directory, "history.jsonl"), old.join(""))
     const summaryAsked = yield* Deferred.make<void>()
     const release = yield* Deferred.make<void>()
+    // A turn for the message "held" waits for `turnRelease`.
+    const turnHeld = yield* Deferred.make<void>()
+    const turnRelease = yield* Deferred.make<void>()
     const brain = Layer.succeed(Brain, {
       complete: (request) =>
         request.system === COMPACTION_SYSTEM
           ? Deferred.succeed(summaryAsked, undefined).pipe(Effect.zipRight(Deferred.await(release)), Effect.as(text("Folded.")))
+          : lastUserText(request) === "held"
+          ? Deferred.succeed(turnHeld, undefined).pipe(Effect.zipRight(Deferred.await(turnRelease)), Effect.as(text("re: held")))
           : Effect.succeed(text(`re: ${lastUserText(request)}`))
     })
     const interact = yield* InMemoryInteract.make
@@ -65,6 +70,8 @@ const heldAgent = (scope: Scope.Scope) =>
       read,
       summaryAsked,
       release,
+      turnHeld,
+      turnRelease,
       serving,
       interact,
       compactor: Context.get(context, Compactor),
@@ -97,6 +104,25 @@ describe("background compaction", () => {
         line("user", "u1") + line("assistant", "re: u1") + line("user", "u2") + line("assistant", "re: u2") +
           line("user", "u3") + line("assistant", "re: u3")
       )
+    }))
+
+  it.scoped("the compaction takes its steps between turns: it does not go on while a turn is in flight", () =>
+    Effect.gen(function*() {
+      const h = yield* heldAgent(yield* Effect.scope)
+      // Both at once: the compaction u1 makes due starts as u1 ends, and "held" is taken right after.
+      yield* h.interact.offer({ channel: "cli", text: "u1" })
+      yield* h.interact.offer({ channel: "cli", text: "held" })
+      expect((yield* Queue.take(h.interact.replies)).text).toBe("re: u1")
+      yield* Deferred.await(h.turnHeld)
+      // Many event-loop turns go by, each enough for one of the compaction's steps; it needs several before its summary request.
+      for (let i = 0; i < 50; i++) yield* Effect.promise(() => new Promise((done) => setImmediate(done)))
+      expect(yield* Deferred.isDone(h.summaryAsked)).toBe(false)
+      yield* Deferred.succeed(h.turnRelease, undefined)
+      expect((yield* Queue.take(h.interact.replies)).text).toBe("re: held")
+      yield* Deferred.await(h.summaryAsked)
+      yield* Deferred.succeed(h.release, undefined)
+      yield* h.compactor.settled
+      expect(h.read("summary.md")).toBe("Folded.\n")
     }))
 
   it.scoped("/compact waits for the compaction in flight instead of answering that one is running", () =>

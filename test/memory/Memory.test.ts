@@ -96,6 +96,8 @@ describe("compaction commit", () => {
       const plan = Option.getOrThrow(yield* folds.planFold(2))
       const folded = yield* folds.linesToFold(plan).pipe(Stream.runCollect)
       expect(Chunk.toReadonlyArray(folded)).toEqual([line("user", "u1").trim(), line("assistant", "a1").trim()])
+      // A usual fold is also read whole, without a stream: the same lines.
+      expect(yield* folds.readLinesToFold(plan)).toEqual(Option.some(Chunk.toReadonlyArray(folded)))
       yield* memory.append([{ role: "user", content: "u3" }, { role: "assistant", content: "a3" }])
       const result = yield* folds.commitFold(plan, "new summary")
       expect(result.kept).toBe(4)
@@ -103,6 +105,18 @@ describe("compaction commit", () => {
       expect(read("history.jsonl")).toBe(
         line("user", "u2") + line("assistant", "a2") + line("user", "u3") + line("assistant", "a3")
       )
+    }))
+
+  it.scoped("a fold of more than 1 MiB is not read whole: it is streamed, line for line the same", () =>
+    Effect.gen(function*() {
+      const big = "x".repeat(2000)
+      const lines = Array.from({ length: 600 }, (_, i) => line(i % 2 === 0 ? "user" : "assistant", `${i} ${big}`))
+      const { folds } = yield* setup({ "history.jsonl": lines.join("") })
+      const plan = Option.getOrThrow(yield* folds.planFold(2))
+      expect(plan.splitOffset).toBeGreaterThan(1024 * 1024)
+      expect(yield* folds.readLinesToFold(plan)).toEqual(Option.none())
+      const folded = Chunk.toReadonlyArray(yield* folds.linesToFold(plan).pipe(Stream.runCollect))
+      expect(folded).toEqual(lines.slice(0, 598).map((each) => each.trim()))
     }))
 
   it.scoped("completes a commit interrupted after its journal was written", () =>

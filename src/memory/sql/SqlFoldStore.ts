@@ -135,5 +135,8 @@ export const make = (
       )
     }
 
-    return { exclusiveCompaction, planFold, linesToFold, commitFold } satisfies FoldStoreService
+    // Its size is not known before the pages are read: always paged.
+    const readLinesToFold = () => Effect.succeedNone
+
+    return { exclusiveCompaction, planFold, readLinesToFold, linesToFold, commitFold } satisfies FoldStoreService
   })
