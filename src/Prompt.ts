@@ -10,7 +10,7 @@
  * turn of an anchored window (CacheWindow). A compaction request has its own
  * system prompt and no breakpoint: it neither reads nor breaks the turns'.
  */
-import { EPHEMERAL, type Message, type MessagesRequest, type ToolSpec } from "./Brain.js"
+import { EPHEMERAL, type Message, type MessagesRequest, type TextBlock, type ToolSpec } from "./Brain.js"
 import type { ToolDefinition } from "./Claws.js"
 import type { HistoryEntry } from "./memory/Memory.js"
 
@@ -141,6 +141,20 @@ export const toolSpecsMemo = (): ((tools: ReadonlyArray<ToolDefinition>, cache: 
   }
 }
 
+/**
+ * The system prompt as a block with its cache breakpoint, remade only when
+ * the text changes: every request (each round of each turn) then holds the
+ * same object, whose JSON the frame encoder keeps (a soul can be kilobytes).
+ * Compared by value, so an edited soul or a new summary is a new block.
+ */
+let lastSystem: { readonly text: string; readonly blocks: ReadonlyArray<TextBlock> } | undefined
+const systemBlocks = (text: string): ReadonlyArray<TextBlock> => {
+  if (lastSystem === undefined || lastSystem.text !== text) {
+    lastSystem = { text, blocks: [{ type: "text", text, cache_control: EPHEMERAL }] }
+  }
+  return lastSystem.blocks
+}
+
 export const turnRequest = (options: {
   readonly model: string
   readonly maxTokens: number
@@ -156,7 +170,7 @@ export const turnRequest = (options: {
   model: options.model,
   max_tokens: options.maxTokens,
   ...(options.tools.length > 0 ? { tools: options.specs ?? toolSpecs(options.tools, options.cache === true) } : {}),
-  system: options.cache === true ? [{ type: "text", text: options.system, cache_control: EPHEMERAL }] : options.system,
+  system: options.cache === true ? systemBlocks(options.system) : options.system,
   messages: options.messages
 })
 
