@@ -262,7 +262,12 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
      * have missed it. A lock left by a dead compaction is cleared here,
      * under the write lock, as the next compaction would take it over.
      */
-    const othersCompacting = () => !ownCompaction && fs.existsSync(paths.compactionLock)
+    // lstat(2), not access(2): a lock taken on a full disk is a symbolic link
+    // to a pid (FileLock.ts), which access would follow to nothing. A look
+    // that fails counts as a lock seen (the append is then checked under the lock).
+    const othersCompacting = () =>
+      !ownCompaction &&
+      Either.getOrElse(Either.try(() => fs.lstatSync(paths.compactionLock, { throwIfNoEntry: false }) !== undefined), () => true)
     const clearStaleCompaction = () => {
       // Our own pid may be our own compaction between taking its lock and saying so.
       const owner = FileLock.ownerOf(paths.compactionLock)

@@ -91,6 +91,15 @@ describe("a run's appends without the write lock file", () => {
       expect(read("history.jsonl")).toBe(lines(1, 2, 3, 4))
     }))
 
+  it.scoped("a compaction lock taken on a full disk (a link to the pid) is seen too: a dead owner's is cleared", () =>
+    Effect.gen(function*() {
+      const { file, memory, read } = yield* setup(true)
+      fs.symlinkSync(String(yield* deadPid), file(".planckclaw-compact.lock"))
+      yield* memory.append(exchange(3), { exchange: "k3" })
+      expect(fs.existsSync(file(".planckclaw-compact.lock")) || isLink(file(".planckclaw-compact.lock"))).toBe(false)
+      expect(read("history.jsonl")).toBe(lines(1, 2, 3))
+    }))
+
   it.scoped("a compaction of another process, committed between two appends or around one, loses no line", () =>
     Effect.gen(function*() {
       const { directory, memory, read } = yield* setup(true)
@@ -118,3 +127,6 @@ describe("a run's appends without the write lock file", () => {
       expect(snapshot.history.map((entry) => entry.content)).toEqual(["q4", "a4", "q5", "a5", "q6", "a6"])
     }))
 })
+
+/** Whether `file` is a symbolic link (existsSync follows it). */
+const isLink = (file: string): boolean => fs.lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink() ?? false
