@@ -57,6 +57,9 @@ export interface MemoryOptions {
   readonly fallbackSoulFile?: string | undefined
 }
 
+/** Up to this size, a history file met for the first time by an append is counted then, in one read. */
+const COUNT_ON_APPEND_BYTES = 1024 * 1024
+
 /** A history line decoded, or none when it is not exactly {"role","content"}. */
 export const decodeLine: (line: string) => Option.Option<HistoryEntry> = parseLine
 
@@ -112,8 +115,14 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
       } else if (known !== undefined && known.inode === ino && known.size < size) {
         known = extendCount(fd, known, end)
         appended = current
+      } else if (end <= COUNT_ON_APPEND_BYTES) {
+        // Another file than the one counted (a compaction just replaced it,
+        // or none counted yet) and a small one: counted whole now, from the
+        // descriptor in hand (one pread), not at the next check under the lock.
+        known = extendCount(fd, { inode: ino, size: 0, lines: 0, endsWithNewline: true }, end)
+        appended = current
       } else {
-        // Another file than the one counted (a compaction replaced it): counted again at the next check.
+        // Another file than the one counted, and a large one: counted again at the next check.
         appended = false
       }
       // And the snapshot's tail, when it was history as found here.

@@ -91,6 +91,26 @@ describe("a run's appends without the write lock file", () => {
       expect(read("history.jsonl")).toBe(lines(1, 2, 3, 4))
     }))
 
+  it.scoped("a history file met first by an append is counted then: the compaction check after it needs no lock", () =>
+    Effect.gen(function*() {
+      const { directory, file, memory } = yield* setup(true)
+      const other = yield* sleeper
+      fs.symlinkSync(String(other.pid), file(".planckclaw-write.lock"))
+      // Four lines, counted by the appends themselves: no lock to wait for (another process holds it).
+      expect(yield* memory.hasMoreLinesThan(3)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(4)).toBe(false)
+      // Replaced by a new file (as a compaction does), met first by an append: counted whole then.
+      fs.unlinkSync(file(".planckclaw-write.lock"))
+      fs.rmSync(file("history.jsonl"))
+      fs.writeFileSync(file("history.jsonl"), line("user", "kept").trimEnd())
+      fs.rmSync(file(".history-ledger.json"))
+      yield* memory.append(exchange(3), { exchange: "k3" })
+      fs.symlinkSync(String(other.pid), file(".planckclaw-write.lock"))
+      expect(fs.readFileSync(path.join(directory, "history.jsonl"), "utf8")).toBe(line("user", "kept") + lines(3))
+      expect(yield* memory.hasMoreLinesThan(2)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(3)).toBe(false)
+    }))
+
   it.scoped("a compaction lock taken on a full disk (a link to the pid) is seen too: a dead owner's is cleared", () =>
     Effect.gen(function*() {
       const { file, memory, read } = yield* setup(true)
