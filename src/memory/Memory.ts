@@ -188,7 +188,8 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
       })
 
     const countLines = (limit: number) =>
-      lockedRead("counting history lines", count(limit, paths.history), count(limit, Layout.readable(paths).history))
+      // The fallback's files (an access of the commit journal) only when the lock cannot be taken.
+      lockedRead("counting history lines", count(limit, paths.history), () => count(limit, Layout.readable(paths).history)())
 
     const forget = (stamp: string) =>
       locked("forgetting memory", () => {
