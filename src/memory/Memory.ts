@@ -118,9 +118,11 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
       } else if (end <= COUNT_ON_APPEND_BYTES) {
         // Another file than the one counted (a compaction just replaced it,
         // or none counted yet) and a small one: counted whole now, from the
-        // descriptor in hand (one pread), not at the next check under the lock.
+        // descriptor in hand (one pread), not at the next check under the
+        // lock. That check still stats the file (a writer we never saw may
+        // have appended meanwhile): one statx instead of a locked count.
         known = extendCount(fd, { inode: ino, size: 0, lines: 0, endsWithNewline: true }, end)
-        appended = current
+        appended = false
       } else {
         // Another file than the one counted, and a large one: counted again at the next check.
         appended = false
