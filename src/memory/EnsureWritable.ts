@@ -8,6 +8,7 @@ import * as Either from "effect/Either"
 import { describeError, errnoCode } from "../Errors.js"
 import * as Layout from "./Layout.js"
 import { fromFileError, fsEffect, MemoryError } from "./MemoryDir.js"
+import { heldByRun } from "./RunHeld.js"
 import * as SafeFile from "./SafeFile.js"
 
 const tolerated = new Set(["ENOSPC", "EDQUOT"])
@@ -16,9 +17,14 @@ const tolerated = new Set(["ENOSPC", "EDQUOT"])
  * Makes sure the memory directory exists and is writable, and that no file
  * the agent writes is a link, a non-regular file or someone else's: a clear
  * error at start-up beats a failure on the first reply. A full disk is only
- * a warning: turns are answered, and stored once space returns.
+ * a warning: turns are answered, and stored once space returns. A directory
+ * this process's run holds (MemoryHold) was checked just before its lock was
+ * taken: the memory layer's own check is then skipped, as it found the same.
  */
 export const ensureWritable = (directory: string): Effect.Effect<void, MemoryError> =>
+  Effect.suspend(() => heldByRun(path.resolve(directory)) ? Effect.void : probe(directory))
+
+const probe = (directory: string): Effect.Effect<void, MemoryError> =>
   Effect.gen(function*() {
     const probed = yield* fsEffect(`memory directory ${directory} is not writable`, () => {
       Layout.makeDirectories(directory)
