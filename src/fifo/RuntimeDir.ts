@@ -5,11 +5,12 @@
  * checks that decide whether a directory may be used are in
  * RuntimeDirChecks; the names and paths of the pipes in FifoPaths.
  */
-import { execFile } from "node:child_process"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -62,15 +63,62 @@ const releasePidFile = (pidFile: string): Effect.Effect<void> =>
     Effect.catchAll((error) => Effect.logWarning(error.message))
   )
 
-const mkfifo = (paths: ReadonlyArray<string>): Effect.Effect<void, RuntimeDirError> =>
-  Effect.async<void, RuntimeDirError>((resume) => {
-    const child = execFile("mkfifo", ["-m", "600", "--", ...paths], (error, _stdout, stderr) =>
-      resume(
-        error === null ? Effect.void : Effect.fail(
-          new RuntimeDirError({ reason: "io", message: `mkfifo failed: ${stderr.trim() || describeError(error)}`, cause: error })
-        )
-      ))
+/**
+ * Where mkfifo is tried, in order: the usual path first, which spares the
+ * child a search of PATH (a PATH with shims and tool directories first costs
+ * the child a failed exec in each), then PATH's. Once the usual one is found
+ * missing, only PATH's is tried. Node has no call that makes a FIFO, hence
+ * the child.
+ */
+let mkfifoCommands: ReadonlyArray<string> = ["/usr/bin/mkfifo", "mkfifo"]
+
+const isAscii = (text: string): boolean => !/[^\x20-\x7e]/.test(text)
+
+/** The mkfifo tried is not there (a spawn that failed, not mkfifo's own failure, which has an exit code). */
+class MkfifoMissing extends Data.TaggedError("MkfifoMissing")<{ readonly command: string }> {}
+
+const mkfifoOnce = (command: string, paths: ReadonlyArray<string>): Effect.Effect<void, RuntimeDirError | MkfifoMissing> =>
+  Effect.async((resume) => {
+    // The C locale spares the child loading a locale (messages are English, as ours are);
+    // a path that is not ASCII keeps the user's, in which mkfifo shows it as it is rather than escaped.
+    const env = paths.every(isAscii) ? { ...process.env, LC_ALL: "C" } : process.env
+    // Named mkfifo in its messages whatever the path; only its errors are read.
+    const child = spawn(command, ["-m", "600", "--", ...paths], { argv0: "mkfifo", env, stdio: ["ignore", "ignore", "pipe"] })
+    let stderr = ""
+    let done = false
+    const finish = (result: Effect.Effect<void, RuntimeDirError | MkfifoMissing>) => {
+      if (done) return
+      done = true
+      resume(result)
+    }
+    const failed = (cause: unknown) =>
+      Effect.fail(new RuntimeDirError({ reason: "io", message: `mkfifo failed: ${stderr.trim() || describeError(cause)}`, cause }))
+    child.stderr.setEncoding("utf8")
+    child.stderr.on("data", (chunk: string) => {
+      stderr += chunk
+    })
+    child.once("error", (error) =>
+      finish(errnoCode(error) === "ENOENT" && child.pid === undefined ? Effect.fail(new MkfifoMissing({ command })) : failed(error)))
+    child.once("close", (code, signal) =>
+      finish(code === 0 ? Effect.void : failed(new Error(`Command failed: mkfifo exited with ${code ?? signal}`))))
     return Effect.sync(() => child.kill())
+  })
+
+/** Runs the first mkfifo of `commands` that is there; the last one's absence is the error. */
+export const mkfifo = (
+  paths: ReadonlyArray<string>,
+  commands: ReadonlyArray<string> = mkfifoCommands
+): Effect.Effect<void, RuntimeDirError> =>
+  Effect.suspend(() => {
+    const [command, ...rest] = commands
+    if (command === undefined) return Effect.fail(new RuntimeDirError({ reason: "io", message: "mkfifo failed: no mkfifo to run" }))
+    return Effect.catchTag(mkfifoOnce(command, paths), "MkfifoMissing", () => {
+      if (rest.length === 0) {
+        return Effect.fail(new RuntimeDirError({ reason: "io", message: `mkfifo failed: spawn ${command} ENOENT` }))
+      }
+      if (commands === mkfifoCommands) mkfifoCommands = rest
+      return mkfifo(paths, rest)
+    })
   })
 
 /** Removes each file that is still a FIFO (and, given `made`, still the very one we made). */
