@@ -7,7 +7,10 @@
  * CommonJS itself, like bin/planckclaw, so a start does not set up Node's ES
  * module loader (bin/code-cache.mjs re-exports it for ES modules).
  *
- * The cache is a file per bundle (its SHA-256), Node version, architecture
+ * The cache is a file per bundle (its SHA-256: written by the build in the
+ * bundle's first line, see build/bundle.mjs, with the file's size and
+ * modification time beside it, so an edited bundle gets a cache of its own;
+ * computed at start for a bundle without that line), Node version, architecture
  * and command (`run` compiles other functions than `tools`, and a run of
  * the terminal others than one with no bridges: cacheCommand), looked for next
  * to the bundle (dist/cli/code-cache/) and then in the user's cache directory
@@ -18,14 +21,16 @@
  * without one the bundle is compiled as usual.
  */
 const { isAscii } = require("node:buffer")
-const { createHash } = require("node:crypto")
 const fs = require("node:fs")
-const { createRequire } = require("node:module")
 const os = require("node:os")
 const path = require("node:path")
 const { performance } = require("node:perf_hooks")
 const { fileURLToPath } = require("node:url")
 const vm = require("node:vm")
+
+// The CommonJS loader's Module (what node:module exports), without loading the public node:module,
+// which brings pieces of the ES module loader with it.
+const { createRequire } = module.constructor
 
 /** Where a cache is looked for, in order; it is written to the first that can be. */
 const cacheDirectories = (bundle, environment = process.env) => {
@@ -34,11 +39,26 @@ const cacheDirectories = (bundle, environment = process.env) => {
   return [path.join(path.dirname(bundle), "code-cache"), ...(user ? [path.join(user, "planckclaw")] : [])]
 }
 
-/** The cache file's name: what the cached code is valid for. */
-const cacheName = (bundleBytes, command) => {
-  const hash = createHash("sha256").update(bundleBytes).digest("hex").slice(0, 24)
+/** The first line build/bundle.mjs gives a bundle: the SHA-256 of the rest, so a start need not compute it. */
+const hashLine = /^\/\/ planckclaw-bundle-sha256:([0-9a-f]{64})\n/
+
+/**
+ * What identifies the bundle's code: the hash in its first line, with the
+ * file's size and modification time (an edit after the build changes
+ * those), or, without that line, its own SHA-256 (node:crypto is then loaded here).
+ */
+const bundleKey = (bundleBytes, stat) => {
+  const line = hashLine.exec(bundleBytes.latin1Slice(0, 100))
+  if (line !== null && stat !== undefined) {
+    return `${line[1].slice(0, 24)}-${stat.size.toString(36)}-${Math.round(stat.mtimeMs * 1000).toString(36)}`
+  }
+  return require("node:crypto").createHash("sha256").update(bundleBytes).digest("hex").slice(0, 24)
+}
+
+/** The cache file's name: what the cached code is valid for (`stat`: the bundle's fs.Stats, see bundleKey). */
+const cacheName = (bundleBytes, command, stat) => {
   const word = /^[a-z][a-z-]{0,20}$/.test(command ?? "") ? command : "other"
-  return `bin-${hash}-${word}-${process.version}-${process.arch}.v8cache`
+  return `bin-${bundleKey(bundleBytes, stat)}-${word}-${process.version}-${process.arch}.v8cache`
 }
 
 /** `f()`, or undefined when it throws: the cache is an optimisation, never a reason to fail. */
@@ -158,10 +178,11 @@ const restoreFormatter = () => {
 const runBundle = (url, command = cacheCommand(process.argv.slice(2))) => {
   const bundle = fileURLToPath(url)
   const bytes = fs.readFileSync(bundle)
+  const stat = attempt(() => fs.statSync(bundle))
   // esbuild writes ASCII (non-ASCII characters escaped): a one-byte string is cheaper to make and to hash.
   const source = isAscii(bytes) ? bytes.latin1Slice(0, bytes.length) : bytes.toString("utf8")
   const directories = attempt(() => cacheDirectories(bundle)) ?? []
-  const name = attempt(() => cacheName(bytes, command))
+  const name = attempt(() => cacheName(bytes, command, stat))
   const cached = name === undefined ? undefined : readCache(directories, name)
   const wrapped = `(function (exports, require, module, __filename, __dirname, __bundle_url) {${source}\n})`
   const script = new vm.Script(wrapped, { filename: bundle, ...(cached === undefined ? {} : { cachedData: cached }) })

@@ -5,6 +5,7 @@
  * (dist/cli/bin.cjs). Each start is the built command as a child process.
  */
 import * as child from "node:child_process"
+import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as os from "node:os"
@@ -15,7 +16,7 @@ const repo = path.join(import.meta.dirname, "..")
 const bin = path.join(repo, "bin", "planckclaw")
 const cacheDir = path.join(repo, "dist", "cli", "code-cache")
 const { cacheName } = createRequire(import.meta.url)("../bin/code-cache.cjs") as {
-  readonly cacheName: (bundleBytes: Buffer, command: string) => string
+  readonly cacheName: (bundleBytes: Buffer, command: string, stat?: fs.Stats) => string
 }
 
 const dirs: Array<string> = []
@@ -36,10 +37,23 @@ const planckclaw = (args: ReadonlyArray<string>, preload: ReadonlyArray<string> 
 }
 
 /** The cache file a start of `bundle` for `command` makes next to the bundles. */
-const cacheOf = (bundle: string, command: string) =>
-  path.join(cacheDir, cacheName(fs.readFileSync(path.join(repo, "dist", "cli", bundle)), command))
+const cacheOf = (bundle: string, command: string) => {
+  const file = path.join(repo, "dist", "cli", bundle)
+  return path.join(cacheDir, cacheName(fs.readFileSync(file), command, fs.statSync(file)))
+}
 
 describe("the bundles", () => {
+  it("start with the SHA-256 of the rest, which keys their code cache without hashing at start", () => {
+    for (const bundle of ["bin.cjs", "run.cjs"]) {
+      const bytes = fs.readFileSync(path.join(repo, "dist", "cli", bundle))
+      const newline = bytes.indexOf(10)
+      const line = bytes.subarray(0, newline).toString("latin1")
+      const hash = createHash("sha256").update(bytes.subarray(newline + 1)).digest("hex")
+      expect(line).toBe(`// planckclaw-bundle-sha256:${hash}`)
+      expect(cacheOf(bundle, "run")).toContain(`bin-${hash.slice(0, 24)}-`)
+    }
+  })
+
   it("make each Node built-in's namespace once, shared by every importing file (build/shared-builtins.mjs)", () => {
     for (const bundle of ["bin.cjs", "run.cjs"]) {
       const source = fs.readFileSync(path.join(repo, "dist", "cli", bundle), "utf8")

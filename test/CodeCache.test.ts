@@ -66,6 +66,22 @@ describe("the code cache of the command line's bundle", () => {
     expect(start(t.bundle, t.xdg)).toBe("hello bin.cjs true\nrejected:false\n")
   })
 
+  it("is keyed by a bundle's own hash line, with its size and time, so a bundle edited after the build gets its own", () => {
+    const t = bundleIn("hello")
+    const body = fs.readFileSync(t.bundle, "latin1")
+    // Any hash will do: the start takes the line's word for it, as it does the build's.
+    const line = `// planckclaw-bundle-sha256:${"ab".repeat(32)}\n`
+    fs.writeFileSync(t.bundle, line + body)
+    expect(start(t.bundle, t.xdg)).toBe("hello bin.cjs true\nrejected:undefined\n")
+    expect(cacheFiles(t.cacheDir)).toEqual([expect.stringMatching(/^bin-(ab){12}-[0-9a-z]+-[0-9a-z]+-run-/)])
+    expect(start(t.bundle, t.xdg)).toBe("hello bin.cjs true\nrejected:false\n")
+    // The same length and the same line, other code: not the cache of the code before.
+    fs.writeFileSync(t.bundle, line + body.replace("hello", "HELLO"))
+    fs.utimesSync(t.bundle, new Date(), new Date(Date.now() + 5000))
+    expect(start(t.bundle, t.xdg)).toBe("HELLO bin.cjs true\nrejected:undefined\n")
+    expect(cacheFiles(t.cacheDir)).toHaveLength(2)
+  })
+
   it("is not used for a changed bundle, and a damaged cache is refused, the start goes on and the cache is made again", () => {
     const t = bundleIn("hello")
     start(t.bundle, t.xdg)
