@@ -1,9 +1,9 @@
 /**
- * What every command shares: the `--brain` and `--debug` flags, and the
- * settings (the home's config.env, the environment and flags, read once
- * through the ConfigProvider, with the secrets withdrawn first).
+ * What every command shares: the settings (the home's config.env, the
+ * environment and flags, read once through the ConfigProvider, with the
+ * secrets withdrawn first). The flags themselves are in CliFlags, apart, so a
+ * plain `run` line (RunProgram) loads no @effect/cli.
  */
-import * as Options from "@effect/cli/Options"
 import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
@@ -26,17 +26,6 @@ import { HostConfig } from "./service/AgentHost.js"
 import * as ConfigFile from "./config/ConfigFile.js"
 import * as Secrets from "./config/Secrets.js"
 import * as Logging from "./Logging.js"
-
-export const brainOption = Options.text("brain").pipe(
-  Options.optional,
-  Options.withDescription(
-    "brain bridge: anthropic, openai (any Chat Completions API), none (an outside process serves the brain pipes) " +
-      "or an executable; default PLANCKCLAW_BRAIN, else anthropic"
-  )
-)
-export const debugOption = Options.boolean("debug").pipe(
-  Options.withDescription("print brain payloads and HTTP statuses to stderr (same as PLANCKCLAW_DEBUG=1)")
-)
 
 /**
  * Every setting that has a default, checked before a command does anything:

@@ -1,23 +1,17 @@
 /**
  * What both entries (bin.ts, every command; RunMain.ts, only `run`) share:
- * the command line run under NodeRuntime.runMain, so SIGINT, SIGTERM and
+ * the command line (CliAnswer, or a plain `run` line) run under NodeRuntime.runMain, so SIGINT, SIGTERM and
  * SIGHUP interrupt the main fiber and every scope is closed, and every
  * expected failure turned into one line and an exit code.
  */
 import * as fs from "node:fs"
-import * as Command from "@effect/cli/Command"
-import * as ValidationError from "@effect/cli/ValidationError"
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import * as NodePath from "@effect/platform-node/NodePath"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
 import * as Cause from "effect/Cause"
 import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as HashMap from "effect/HashMap"
-import * as Layer from "effect/Layer"
+import type { CommandLine } from "./CliAnswer.js"
 import * as ConfigErrors from "./config/ConfigErrors.js"
 import * as HelpText from "./HelpText.js"
 import * as Home from "./Home.js"
@@ -25,7 +19,9 @@ import * as Logging from "./Logging.js"
 import { packageVersion } from "./PackageRoot.js"
 import * as PlainConsole from "./PlainConsole.js"
 
-const version = packageVersion()
+export type { CommandLine } from "./CliAnswer.js"
+
+export const version = packageVersion()
 
 /** An expected failure: one line on stderr, and the exit code. */
 const refuse = (code: number, message: string): Effect.Effect<number> =>
@@ -40,40 +36,19 @@ const refuseSetting = (message: string): Effect.Effect<number> => {
 
 const args = process.argv.slice(2)
 
-/** The whole command line's type (a type only: Cli.js is not loaded for it). */
-type EveryCommand = typeof import("./Cli.js")["command"]
-
 /**
  * Help and --version, answered before the command line is parsed (see
- * HelpText); else `parsed`, a command line read without @effect/cli (see
- * RunCommand.plainRunOptions), or @effect/cli's parse.
+ * HelpText), `known` being the command names; else `program`, the command
+ * line's parse and the command it chose (CliAnswer, with @effect/cli) or a
+ * command line read without it (RunProgram.plainRunOptions), whose exit code
+ * it gives.
  */
-export const answer = <Name extends string, R, E, A>(
-  command: Command.Command<Name, R, E, A>,
-  parsed?: Effect.Effect<void, E, R>
-) => {
-  const help = HelpText.answer(args, {
-    version,
-    color: HelpText.colorAllowed(process.stdout),
-    known: [...HashMap.keys(Command.getSubcommands(command))]
-  })
+export const answerWith = <R, E>(known: ReadonlyArray<string>, program: Effect.Effect<number, E, R>) => {
+  const help = HelpText.answer(args, { version, color: HelpText.colorAllowed(process.stdout), known })
   return help._tag === "Print"
     ? Effect.as((help.toStderr === true ? Console.error : Console.log)(help.text), help.code)
-    : Effect.as(
-      Effect.consoleWith((console) =>
-        Effect.withConsole(
-          parsed ?? Command.run(command, { name: "planckclaw", version })(process.argv),
-          PlainConsole.make(console)
-        )
-      ),
-      0
-    )
+    : Effect.consoleWith((console) => Effect.withConsole(program, PlainConsole.make(console)))
 }
-
-/** Help, or the parse and the command it chose, with every command's failures and needs. */
-export type CommandLine = EveryCommand extends Command.Command<"planckclaw", infer R, infer E, infer A>
-  ? ReturnType<typeof answer<"planckclaw", R, E, A>>
-  : never
 
 /**
  * Expected failures print one line and pick the exit code: 2 for what the
@@ -83,8 +58,6 @@ export type CommandLine = EveryCommand extends Command.Command<"planckclaw", inf
  * (Ctrl-C, SIGTERM) is a clean stop.
  */
 const main = (commandLine: CommandLine) => commandLine.pipe(
-  // @effect/cli has printed the usage problem already.
-  Effect.catchIf(ValidationError.isValidationError, () => Effect.succeed(2)),
   Effect.catchIf(ConfigError.isConfigError, (error) => refuse(2, ConfigErrors.describe(error))),
   Effect.catchTags({
     MissingSetting: (error) => refuseSetting(error.message),
@@ -115,9 +88,6 @@ const main = (commandLine: CommandLine) => commandLine.pipe(
     DoctorFailed: (error) => refuse(1, error.message),
     ClusterStartError: (error) => refuse(1, error.message),
   }),
-  // What @effect/cli needs (a file system, paths, the terminal): not NodeContext's
-  // command executor and worker manager, which nothing here uses and which cost start-up time.
-  Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer, NodeTerminal.layer)),
   Effect.provide(Logging.layer(false)),
   Effect.catchAllCause((cause) =>
     Cause.isInterruptedOnly(cause)

@@ -1,29 +1,16 @@
 /**
- * `planckclaw run`, and a command line holding only it: `bin.ts` parses a
- * `run` with this one, so a start loads only what a run needs (not serve's
- * HTTP server, the doctor, SQL or init). Cli.ts lists it with the others.
+ * `planckclaw run` as an @effect/cli command, and a command line holding
+ * only it: `bin.ts` parses a `run` with this one, so a start loads only what
+ * a run needs (not serve's HTTP server, the doctor, SQL or init). Cli.ts
+ * lists it with the others. What the run does is in RunProgram, which a
+ * plain `run` line uses without loading @effect/cli (see RunMain).
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import * as Config from "effect/Config"
-import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
-import * as Agent from "./Agent.js"
-import * as AnthropicBrain from "./brain/AnthropicBrain.js"
-import * as FifoBrain from "./brain/FifoBrain.js"
-import * as Bridges from "./Bridges.js"
-import * as FifoClaws from "./claws/FifoClaws.js"
-import * as ScriptClaws from "./claws/ScriptClaws.js"
-import { brainOption, debugOption, runFlags, withSettings } from "./CliSettings.js"
-import type { FifoPaths } from "./fifo/FifoPaths.js"
-import * as Handover from "./fifo/Handover.js"
-import * as RuntimeDir from "./fifo/RuntimeDir.js"
-import * as Intake from "./Intake.js"
-import * as AgentReady from "./interact/AgentReady.js"
-import * as FifoInteract from "./interact/FifoInteract.js"
-import * as MemoryHold from "./MemoryHold.js"
+import { brainOption, debugOption } from "./CliFlags.js"
+import { layerFor, serve, withRunSettings } from "./RunProgram.js"
+
+export { plainRunOptions, type RunOptions, runWith } from "./RunProgram.js"
 
 const bridgeOption = Options.text("bridge").pipe(
   Options.withDefault("cli"),
@@ -36,139 +23,18 @@ const clawOption = Options.text("claw").pipe(
   Options.withDescription("claw bridge: scripts (CLAWS_DIR/*.sh), none (served from outside) or an executable")
 )
 
-/**
- * The agent on the near ends of the pipes: it speaks only through them. Its
- * patience on each pipe is longer than a built-in bridge's own give-up time
- * (every attempt timing out, plus the longest backoffs), so the bridge's
- * error answer, not the agent's timeout, ends a hopeless request.
- */
-const nearEnds = (paths: FifoPaths, handover: Option.Option<Handover.Handover>) =>
-  Layer.unwrapEffect(Effect.gen(function*() {
-    const [brainTimeout, brainRetries] = yield* Config.all([AnthropicBrain.BrainTimeoutConfig, AnthropicBrain.BrainRetriesConfig])
-    const clawTimeout = yield* ScriptClaws.ClawTimeoutConfig
-    const shared = Option.match(handover, { onNone: () => ({}), onSome: (h) => ({ handover: h }) })
-    return Agent.layerWithMemory.pipe(
-      Layer.provide(Layer.mergeAll(
-        FifoBrain.layer({ paths, timeout: Duration.seconds((brainTimeout + 60) * (brainRetries + 1) + 60) }),
-        FifoClaws.layer({ paths, callTimeout: Duration.seconds(clawTimeout + 60) })
-      )),
-      Layer.merge(FifoInteract.layer({ paths, ...shared }))
-    )
-  }))
-
 export const runOptions = { bridge: bridgeOption, brain: brainOption, claw: clawOption, debug: debugOption }
 
-/** What `run`'s flags give its handler. */
-export interface RunOptions {
-  readonly bridge: string
-  readonly brain: Option.Option<string>
-  readonly claw: string
-  readonly debug: boolean
-}
-
-/** What the flags choose; an unknown name or a path that is no file is refused before anything starts. */
-const runChoices = (options: { readonly bridge: string; readonly claw: string }) =>
-  Effect.all({
-    bridge: Bridges.choose("bridge", options.bridge, ["cli", "discord"] as const),
-    // The flag reaches this setting through the ConfigProvider (runFlags).
-    brain: Effect.flatMap(Bridges.BrainChoiceConfig, (brain) => Bridges.choose("brain", brain, Bridges.brainNames)),
-    claw: Bridges.choose("claw", options.claw, ["scripts"] as const)
-  })
-
 /**
- * The built-in bridges' adapters among `choices`: the very Layer values
- * Bridges.farEnds provides to its far ends, so a graph building both builds
- * each once (layers are shared by reference).
+ * `planckclaw run` (RunProgram.serve): its layers for the bridges the flags
+ * choose (RunProgram.layerFor), inside the settings, which come before
+ * anything the layers start (and the secrets' withdrawal with them).
  */
-const builtinAdapters = (choices: Bridges.RunChoices) =>
-  Layer.mergeAll(
-    choices.brain._tag === "Builtin" ? Bridges.brainAdapters[choices.brain.name] : Layer.empty,
-    choices.claw._tag === "Builtin" ? Bridges.clawsAdapters[choices.claw.name] : Layer.empty,
-    choices.bridge._tag === "Builtin" ? Bridges.interactAdapters[choices.bridge.name] : Layer.empty
-  )
-
-/**
- * What the run's handler gets: the memory directory held first; then the
- * runtime directory (its mkfifo child) and the built-in adapters side by
- * side, as the adapters need no pipe (a brain's settings, the claws'
- * directory watch, the terminal); then the far ends serving the pipes.
- * Only RunPaths and the far ends are handed on, not the adapters.
- */
-const runLayer = (choices: Bridges.RunChoices) =>
-  Layer.merge(Bridges.farEnds(choices, { withAgent: true }), Layer.effect(RuntimeDir.RunPaths, RuntimeDir.RunPaths)).pipe(
-    Layer.provide(Layer.merge(RuntimeDir.layer, builtinAdapters(choices))),
-    Layer.provideMerge(AgentReady.layer),
-    Layer.provideMerge(MemoryHold.layer)
-  )
-
-/**
- * `planckclaw run`: holds the memory directory, lays the FIFOs out, starts
- * the bridges on their far ends (the Layer `Command.provide` builds, see
- * runLayer) and the agent on the near ends; once the agent's layers are
- * built it can take a message, and the terminal shows its prompt
- * (AgentReady). Ends when an interact bridge whose input ended has
- * delivered its last reply; with `--bridge none` it runs until stopped.
- */
-export const run = Command.make("run", runOptions, () =>
-  Effect.gen(function*() {
-    const paths = yield* RuntimeDir.RunPaths
-    const interact = yield* Bridges.InteractEnd
-    // The agent's loop ends once every line of this run is read, answered, and
-    // the work it started (delivery, a due compaction) is done; then the last
-    // replies still in interact_out reach the user (see Handover). Without a
-    // built-in interact bridge, an executable's exit ends the run, and with
-    // none it goes on until stopped.
-    const serving = Effect.zipRight(AgentReady.signal, Intake.run).pipe(
-      Effect.provide(nearEnds(paths, interact.handover)),
-      Effect.zipRight(Option.match(interact.handover, { onNone: () => Effect.void, onSome: Handover.repliesDelivered }))
-    )
-    yield* Effect.raceFirst(serving, interact.done)
-  })).pipe(
-    Command.provide((options) => Layer.unwrapEffect(Effect.map(runChoices(options), runLayer))),
-    // Outermost: the settings (and the secrets' withdrawal) come before anything the layers start.
-    Command.transformHandler((effect, options) => withSettings(runFlags(options))(effect)),
-    Command.withDescription("Run the agent: answer messages from the chosen bridge until its input ends.")
-  )
-
-const valued = { "--bridge": "bridge", "--brain": "brain", "--claw": "claw" } as const
-
-/**
- * A `run` command line in its plain form, read without @effect/cli, whose
- * parser took a tenth of a start: `run`, then `--bridge X`, `--brain X` and
- * `--claw X` (each at most once, the value not empty and not like a flag) and
- * `--debug`, in any order. The options are the ones @effect/cli would give
- * (test/RunPlainLine.test.ts compares them). Anything else is None and goes
- * to @effect/cli: other spellings, a repeated flag, @effect/cli's own options
- * and every mistake, which it explains.
- */
-export const plainRunOptions = (args: ReadonlyArray<string>): Option.Option<RunOptions> => {
-  if (args[0] !== "run") return Option.none()
-  const values: Partial<Record<(typeof valued)[keyof typeof valued], string>> = {}
-  let debug = false
-  for (let i = 1; i < args.length; i++) {
-    const arg = args[i]!
-    if (arg === "--debug" && !debug) {
-      debug = true
-      continue
-    }
-    const key = Object.hasOwn(valued, arg) ? valued[arg as keyof typeof valued] : undefined
-    const value = args[i + 1]
-    if (key === undefined || values[key] !== undefined || value === undefined || value === "" || value.startsWith("-")) {
-      return Option.none()
-    }
-    values[key] = value
-    i++
-  }
-  return Option.some({
-    bridge: values.bridge ?? "cli",
-    brain: Option.fromNullable(values.brain),
-    claw: values.claw ?? "scripts",
-    debug
-  })
-}
-
-/** `run` with these options: what @effect/cli runs once it has parsed them. */
-export const runWith = (options: RunOptions) => run.transform(run.handler(options), options)
+export const run = Command.make("run", runOptions, () => serve).pipe(
+  Command.provide(layerFor),
+  Command.transformHandler((effect, options) => withRunSettings(effect, options)),
+  Command.withDescription("Run the agent: answer messages from the chosen bridge until its input ends.")
+)
 
 /** The top command's description (the help people read is HelpText's). */
 export const description =

@@ -3,7 +3,8 @@
  * bin/planckclaw starts a `run` from RunMain.ts's bundle instead.
  */
 import * as Effect from "effect/Effect"
-import { answer, type CommandLine, start } from "./Main.js"
+import { answer } from "./CliAnswer.js"
+import { type CommandLine, start } from "./Main.js"
 import * as StackTraces from "./StackTraces.js"
 
 // The modules have loaded: stack traces formatted as usual from here on.
