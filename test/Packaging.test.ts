@@ -22,7 +22,7 @@ const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
 }
 
 /** Modules only the command line imports: esbuild bundles them into dist/cli. */
-const cliOnly = new Set(["Cli.ts", "RunCommand.ts", "CliSettings.ts", "ServeCommand.ts", "MemoryCommand.ts", "InitCommand.ts", "bin.ts", "Main.ts", "RunMain.ts"])
+const cliOnly = new Set(["Cli.ts", "CliAnswer.ts", "CliFlags.ts", "RunCommand.ts", "RunProgram.ts", "CliSettings.ts", "ServeCommand.ts", "MemoryCommand.ts", "InitCommand.ts", "bin.ts", "Main.ts", "RunMain.ts"])
 /** Folders index.ts does not export (memory in PostgreSQL): reached from the command line only, so bundled too. */
 const cliOnlyFolders = ["memory/sql/", "doctor/"]
 
