@@ -91,7 +91,9 @@ const bridgeCodes = {
  * executable, `-` for the brain the settings choose), as each compiles
  * other functions: a cache made by `run --bridge none --brain none --claw
  * none` lacks the terminal's, the brain's and the claws'. Any other line
- * of `run` is just `run`.
+ * of `run` is just `run`. The plain form is RunProgram.plainRunOptions's
+ * (each flag at most once), so bin/planckclaw can tell by it which lines the
+ * run-only bundle reads (isPlainRun).
  */
 const cacheCommand = (args) => {
   if (args[0] !== "run") return args[0]
@@ -99,7 +101,10 @@ const cacheCommand = (args) => {
   const seen = new Set()
   for (let i = 1; i < args.length; i++) {
     const flag = args[i]
-    if (flag === "--debug") continue
+    if (flag === "--debug" && !seen.has(flag)) {
+      seen.add(flag)
+      continue
+    }
     const value = args[i + 1]
     if (!Object.hasOwn(chosen, flag) || seen.has(flag) || value === undefined || value === "" || value.startsWith("-")) return "run"
     seen.add(flag)
@@ -108,6 +113,9 @@ const cacheCommand = (args) => {
   }
   return `run-${chosen["--bridge"]}${chosen["--brain"]}${chosen["--claw"]}`
 }
+
+/** Whether `args` is a `run` line in the plain form, which the run-only bundle reads (see cacheCommand). */
+const isPlainRun = (args) => args[0] === "run" && cacheCommand(args) !== "run"
 
 /** Writes through a temporary file and a rename, so a reader never sees half a cache. */
 const writeCache = (directories, name, data) => {
@@ -174,8 +182,11 @@ const restoreFormatter = () => {
   else Error.prepareStackTrace = saved
 }
 
-/** Compiles (from the cache when it fits) and runs the CommonJS bundle at `url` (a file URL). */
-const runBundle = (url, command = cacheCommand(process.argv.slice(2))) => {
+/**
+ * Compiles (from the cache when it fits) and runs the CommonJS bundle at
+ * `url` (a file URL), as `module` (whose exports the caller may then read).
+ */
+const runBundle = (url, command = cacheCommand(process.argv.slice(2)), module = { exports: {} }) => {
   const bundle = fileURLToPath(url)
   const bytes = fs.readFileSync(bundle)
   const stat = attempt(() => fs.statSync(bundle))
@@ -189,7 +200,6 @@ const runBundle = (url, command = cacheCommand(process.argv.slice(2))) => {
   if (name !== undefined && (cached === undefined || script.cachedDataRejected === true)) {
     whenSettled(() => attempt(() => writeCache(directories, name, script.createCachedData())))
   }
-  const module = { exports: {} }
   globalThis[formatterKey] = Error.prepareStackTrace
   Error.prepareStackTrace = namesOnly
   try {
@@ -200,4 +210,4 @@ const runBundle = (url, command = cacheCommand(process.argv.slice(2))) => {
   return script
 }
 
-module.exports = { cacheCommand, cacheDirectories, cacheName, runBundle }
+module.exports = { cacheCommand, cacheDirectories, cacheName, isPlainRun, runBundle }

@@ -1,29 +1,26 @@
 /**
- * Process entry of `planckclaw run` (dist/cli/run.cjs): the command line
- * holding only `run` (RunCommand.ts), so this bundle leaves out the other
- * commands' code (serve's HTTP server, the cluster, SQL, the doctor, init,
- * the memory commands) and a start reads, hashes and loads less.
- * bin/planckclaw picks it for a `run` when bin.ts would parse with `runOnly`.
- * A plain `run` line (the usual one, see RunProgram.plainRunOptions) runs
- * without @effect/cli: its parser and its modules are imported only for any
- * other line, so a usual start does not evaluate them.
+ * Process entry of `planckclaw run` (dist/cli/run.cjs) for a plain `run`
+ * line (the usual one, see RunProgram.plainRunOptions), read without
+ * @effect/cli: this bundle leaves out @effect/cli and the other commands'
+ * code (serve's HTTP server, the cluster, SQL, the doctor, init, the memory
+ * commands), so a start reads and evaluates less. bin/planckclaw sends any
+ * other line to the whole command line (dist/cli/bin.cjs, which parses a
+ * `run` with RunCommand.runOnly); should one reach this bundle anyway, it
+ * starts nothing and says so (`started`), and bin/planckclaw hands it on.
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { answerWith, type CommandLine, start } from "./Main.js"
+import { answerWith, start } from "./Main.js"
 import { plainRunOptions, runWith } from "./RunProgram.js"
 import * as StackTraces from "./StackTraces.js"
 
 // The modules have loaded: stack traces formatted as usual from here on.
 StackTraces.restore()
 
-const parsedByCli: CommandLine = Effect.flatMap(
-  Effect.promise(() => Promise.all([import("./CliAnswer.js"), import("./RunCommand.js")])),
-  ([cli, command]) => cli.answer(command.runOnly)
-)
+const plain = plainRunOptions(process.argv.slice(2))
 
-start(Option.match(plainRunOptions(process.argv.slice(2)), {
-  // `runOnly`'s only command: what its help would know.
-  onSome: (options) => answerWith(["run"], Effect.as(runWith(options), 0)),
-  onNone: () => parsedByCli
-}))
+// `run` is the only command this bundle knows: what its help would know.
+if (Option.isSome(plain)) start(answerWith(["run"], Effect.as(runWith(plain.value), 0)))
+
+/** Whether this bundle started the run (a plain line); if not, bin/planckclaw runs the whole command line. */
+export const started: boolean = Option.isSome(plain)

@@ -78,19 +78,43 @@ describe("bin/planckclaw", () => {
     expect(result.stderr).toContain(`main:${bin}\n`)
   })
 
-  it("starts a `run` from the run-only bundle and other commands from the whole one", () => {
-    const run = cacheOf("run.cjs", "run")
+  it("starts a plain `run` line from the run-only bundle, and other lines and commands from the whole one", () => {
+    const plain = cacheOf("run.cjs", "run-x-s")
+    const other = cacheOf("bin.cjs", "run")
     const tools = cacheOf("bin.cjs", "tools")
-    fs.rmSync(run, { force: true })
-    fs.rmSync(tools, { force: true })
-    // A refused flag: the run-only command line answers (and exits 2) like the whole one.
+    for (const file of [plain, other, tools, cacheOf("run.cjs", "run")]) fs.rmSync(file, { force: true })
+    // A plain line with a bridge that is not there: the run-only bundle refuses it.
+    const unknown = planckclaw(["run", "--bridge", "nonsense"])
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr).toContain("planckclaw: unknown bridge 'nonsense'")
+    // The bundle that ran made its cache on the way out.
+    expect(fs.existsSync(plain)).toBe(true)
+    // A refused flag is not a plain line: the whole command line answers (and exits 2).
     const refused = planckclaw(["run", "--bogus"])
     expect(refused.code).toBe(2)
     expect(refused.stdout + refused.stderr).toContain("Received unknown argument: '--bogus'")
-    // The bundle that ran made its cache on the way out.
-    expect(fs.existsSync(run)).toBe(true)
-    expect(fs.existsSync(cacheOf("bin.cjs", "run"))).toBe(false)
+    expect(fs.existsSync(other)).toBe(true)
+    expect(fs.existsSync(cacheOf("run.cjs", "run"))).toBe(false)
     expect(planckclaw(["tools"]).code).toBe(0)
     expect(fs.existsSync(tools)).toBe(true)
+  })
+
+  it("the run-only bundle starts nothing for a line that is not plain, and says so", () => {
+    const script = [
+      `const { runBundle } = require(${JSON.stringify(path.join(repo, "bin", "code-cache.cjs"))})`,
+      `const run = { exports: {} }`,
+      `runBundle(require("node:url").pathToFileURL(${JSON.stringify(path.join(repo, "dist", "cli", "run.cjs"))}), "run", run)`,
+      `process.stdout.write("started:" + run.exports.started + "\\n")`
+    ].join("\n")
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-run-only-"))
+    dirs.push(dir)
+    const result = child.spawnSync(process.execPath, ["-e", script, "run", "--bogus"], {
+      cwd: dir,
+      encoding: "utf8",
+      env: { ...process.env, HOME: dir, XDG_CACHE_HOME: path.join(dir, "cache"), PLANCKCLAW_DIR: path.join(dir, "memory") }
+    })
+    expect(result.status).toBe(0)
+    expect(result.stdout).toBe("started:false\n")
+    expect(fs.existsSync(path.join(dir, "memory"))).toBe(false)
   })
 })

@@ -1,14 +1,21 @@
 /**
  * A plain `run` line is read without @effect/cli (RunCommand.plainRunOptions):
  * it must give the very options @effect/cli gives, and leave every other
- * line, mistakes included, to @effect/cli.
+ * line, mistakes included, to @effect/cli. bin/planckclaw tells the plain
+ * lines by the same rule (code-cache.cjs's isPlainRun), to send them to the
+ * run-only bundle and the others to the whole command line.
  */
+import { createRequire } from "node:module"
 import * as Command from "@effect/cli/Command"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { describe, expect, it } from "vitest"
 import { plainRunOptions, type RunOptions, runOptions } from "../src/RunCommand.js"
+
+const { isPlainRun } = createRequire(import.meta.url)("../bin/code-cache.cjs") as {
+  readonly isPlainRun: (args: ReadonlyArray<string>) => boolean
+}
 
 /** What @effect/cli hands `run`'s handler for `planckclaw ARGS`. */
 const parsedByCli = (args: ReadonlyArray<string>): RunOptions => {
@@ -33,6 +40,7 @@ describe("a plain `run` line", () => {
     [["run", "--debug", "--brain", "run"]]
   ])("planckclaw %j: the options @effect/cli gives", (args) => {
     expect(plainRunOptions(args)).toEqual(Option.some(parsedByCli(args)))
+    expect(isPlainRun(args)).toBe(true)
   })
 
   it.each([
@@ -54,5 +62,6 @@ describe("a plain `run` line", () => {
     [["run", "toString", "x"]]
   ])("planckclaw %j: left to @effect/cli", (args) => {
     expect(plainRunOptions(args)).toEqual(Option.none())
+    expect(isPlainRun(args)).toBe(false)
   })
 })
