@@ -93,7 +93,7 @@ const bridgeCodes = {
  * none` lacks the terminal's, the brain's and the claws'. Any other line
  * of `run` is just `run`. The plain form is RunProgram.plainRunOptions's
  * (each flag at most once), so bin/planckclaw can tell by it which lines the
- * run-only bundle reads (isPlainRun).
+ * run-only bundle runs (forRunBundle).
  */
 const cacheCommand = (args) => {
   if (args[0] !== "run") return args[0]
@@ -114,8 +114,15 @@ const cacheCommand = (args) => {
   return `run-${chosen["--bridge"]}${chosen["--brain"]}${chosen["--claw"]}`
 }
 
-/** Whether `args` is a `run` line in the plain form, which the run-only bundle reads (see cacheCommand). */
-const isPlainRun = (args) => args[0] === "run" && cacheCommand(args) !== "run"
+/**
+ * Whether `args` is a line the run-only bundle (dist/cli/run.cjs) runs: a
+ * `run` line in the plain form (see cacheCommand) with any bridge but
+ * Discord's, which that bundle leaves out (build/bundle.mjs).
+ */
+const forRunBundle = (args) => {
+  const command = args[0] === "run" ? cacheCommand(args) : "run"
+  return command !== "run" && !command.startsWith("run-d")
+}
 
 /** Writes through a temporary file and a rename, so a reader never sees half a cache. */
 const writeCache = (directories, name, data) => {
@@ -210,4 +217,4 @@ const runBundle = (url, command = cacheCommand(process.argv.slice(2)), module = 
   return script
 }
 
-module.exports = { cacheCommand, cacheDirectories, cacheName, isPlainRun, runBundle }
+module.exports = { cacheCommand, cacheDirectories, cacheName, forRunBundle, runBundle }

@@ -1,9 +1,10 @@
 /**
  * The two CommonJS bundles: dist/cli/bin.cjs (every command) and
- * dist/cli/run.cjs (a run's own, smaller), from tsc's output in dist/.
- * Each Node built-in is wrapped once per bundle (build/shared-builtins.mjs).
- * Each bundle's first line is the SHA-256 of the rest, which keys its code
- * cache (bin/code-cache.cjs), so a start does not hash a megabyte.
+ * dist/cli/run.cjs (a plain `run` line's own, smaller: no @effect/cli, no
+ * Discord bridge), from tsc's output in dist/. Each Node built-in is wrapped
+ * once per bundle (build/shared-builtins.mjs). Each bundle's first line is
+ * the SHA-256 of the rest, which keys its code cache (bin/code-cache.cjs),
+ * so a start does not hash a megabyte.
  *
  * Usage: node build/bundle.mjs
  */
@@ -12,9 +13,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import { sharedBuiltins } from "./shared-builtins.mjs"
 
-fs.rmSync("dist/cli", { recursive: true, force: true })
-await esbuild.build({
-  entryPoints: { bin: "dist/bin.js", run: "dist/RunMain.js" },
+const common = {
   bundle: true,
   format: "cjs",
   platform: "node",
@@ -25,9 +24,38 @@ await esbuild.build({
   define: { "import.meta.url": "__bundle_url" },
   minifySyntax: true,
   minifyWhitespace: true,
-  logLevel: "warning",
-  plugins: [sharedBuiltins]
-})
+  logLevel: "warning"
+}
+
+/**
+ * The run-only bundle leaves the Discord bridge out (bin/planckclaw starts
+ * `run --bridge discord` from bin.cjs, see code-cache.cjs's forRunBundle):
+ * Bridges.ts imports it with a dynamic import(), for which esbuild would wrap
+ * every module it reaches, most of the bundle, in a lazily called
+ * initialiser, which costs a start milliseconds of evaluation.
+ */
+let discordLeftOut = 0
+const withoutDiscord = {
+  name: "without-discord",
+  setup(build) {
+    build.onResolve({ filter: /\/interact\/discord\/DiscordInteract\.js$/ }, (args) => {
+      if (args.kind !== "dynamic-import") return undefined
+      discordLeftOut++
+      return { path: "DiscordInteract", namespace: "left-out" }
+    })
+    build.onLoad({ filter: /.*/, namespace: "left-out" }, () => ({
+      // Importing nothing (an import would be wrapped too): reaching it is a bug of the routing, said as such.
+      contents: `throw new Error("the Discord bridge is not in dist/cli/run.cjs: bin/planckclaw starts run --bridge discord from dist/cli/bin.cjs")\n`,
+      loader: "js"
+    }))
+  }
+}
+
+fs.rmSync("dist/cli", { recursive: true, force: true })
+await esbuild.build({ ...common, entryPoints: { bin: "dist/bin.js" }, plugins: [sharedBuiltins] })
+await esbuild.build({ ...common, entryPoints: { run: "dist/RunMain.js" }, plugins: [withoutDiscord, sharedBuiltins] })
+// Bridges.ts imports the Discord bridge some other way now: the run-only bundle would still carry it.
+if (discordLeftOut !== 1) throw new Error(`build/bundle.mjs: expected one dynamic import of DiscordInteract.js to leave out of run.cjs, found ${discordLeftOut}`)
 
 for (const name of ["bin", "run"]) {
   const file = `dist/cli/${name}.cjs`

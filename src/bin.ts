@@ -1,6 +1,6 @@
 /**
  * Process entry of the whole command line (dist/cli/bin.cjs): every command.
- * bin/planckclaw starts a `run` from RunMain.ts's bundle instead.
+ * bin/planckclaw starts a plain `run` line from RunMain.ts's bundle instead.
  */
 import * as Effect from "effect/Effect"
 import { answer } from "./CliAnswer.js"

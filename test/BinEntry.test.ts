@@ -99,6 +99,21 @@ describe("bin/planckclaw", () => {
     expect(fs.existsSync(tools)).toBe(true)
   })
 
+  it("starts `run --bridge discord` from the whole bundle: the run-only one leaves the Discord bridge out", () => {
+    const whole = cacheOf("bin.cjs", "run-dnn")
+    fs.rmSync(whole, { force: true })
+    // No channel: the Discord bridge's own refusal, from the whole bundle.
+    const refused = planckclaw(["run", "--bridge", "discord", "--brain", "none", "--claw", "none"])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain("DISCORD_CHANNEL_ID is not set")
+    expect(refused.stderr).not.toContain("is not in dist/cli/run.cjs")
+    expect(fs.existsSync(whole)).toBe(true)
+    expect(fs.existsSync(cacheOf("run.cjs", "run-dnn"))).toBe(false)
+    // The Discord bridge is what requires discord.js: the run-only bundle has no such require.
+    expect(fs.readFileSync(path.join(repo, "dist", "cli", "run.cjs"), "latin1")).not.toContain("discord.js")
+    expect(fs.readFileSync(path.join(repo, "dist", "cli", "bin.cjs"), "latin1")).toContain("require(\"discord.js\")")
+  })
+
   it("the run-only bundle starts nothing for a line that is not plain, and says so", () => {
     const script = [
       `const { runBundle } = require(${JSON.stringify(path.join(repo, "bin", "code-cache.cjs"))})`,

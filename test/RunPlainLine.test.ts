@@ -2,8 +2,9 @@
  * A plain `run` line is read without @effect/cli (RunCommand.plainRunOptions):
  * it must give the very options @effect/cli gives, and leave every other
  * line, mistakes included, to @effect/cli. bin/planckclaw tells the plain
- * lines by the same rule (code-cache.cjs's isPlainRun), to send them to the
- * run-only bundle and the others to the whole command line.
+ * lines by the same rule (code-cache.cjs's forRunBundle), to send them to the
+ * run-only bundle (all but `--bridge discord`, which that bundle leaves out)
+ * and the others to the whole command line.
  */
 import { createRequire } from "node:module"
 import * as Command from "@effect/cli/Command"
@@ -13,8 +14,8 @@ import * as Option from "effect/Option"
 import { describe, expect, it } from "vitest"
 import { plainRunOptions, type RunOptions, runOptions } from "../src/RunCommand.js"
 
-const { isPlainRun } = createRequire(import.meta.url)("../bin/code-cache.cjs") as {
-  readonly isPlainRun: (args: ReadonlyArray<string>) => boolean
+const { forRunBundle } = createRequire(import.meta.url)("../bin/code-cache.cjs") as {
+  readonly forRunBundle: (args: ReadonlyArray<string>) => boolean
 }
 
 /** What @effect/cli hands `run`'s handler for `planckclaw ARGS`. */
@@ -37,10 +38,12 @@ describe("a plain `run` line", () => {
     [["run", "--debug"]],
     [["run", "--brain", "openai", "--debug", "--bridge", "discord"]],
     [["run", "--bridge", "./bridges/my bridge.sh", "--claw", "/usr/local/bin/claws"]],
-    [["run", "--debug", "--brain", "run"]]
+    [["run", "--debug", "--brain", "run"]],
+    [["run", "--bridge", "discord"]],
+    [["run", "--bridge", "./discord"]]
   ])("planckclaw %j: the options @effect/cli gives", (args) => {
     expect(plainRunOptions(args)).toEqual(Option.some(parsedByCli(args)))
-    expect(isPlainRun(args)).toBe(true)
+    expect(forRunBundle(args)).toBe(parsedByCli(args).bridge !== "discord")
   })
 
   it.each([
@@ -62,6 +65,6 @@ describe("a plain `run` line", () => {
     [["run", "toString", "x"]]
   ])("planckclaw %j: left to @effect/cli", (args) => {
     expect(plainRunOptions(args)).toEqual(Option.none())
-    expect(isPlainRun(args)).toBe(false)
+    expect(forRunBundle(args)).toBe(false)
   })
 })
