@@ -1,9 +1,8 @@
 /**
  * The command line as @effect/cli parses it: help and --version first (see
- * Main.answerWith), then its parse and the command it chose. Loaded only
- * for lines that need it: bin.ts's every command, and a `run` line that is
- * not in the plain form RunProgram reads by hand (see RunMain), so a usual
- * start evaluates none of @effect/cli's modules.
+ * Main.answerWith), then its parse and the command it chose. The whole
+ * command line's (bin.ts) only: a plain `run` line starts from RunMain's
+ * bundle, which has none of @effect/cli's modules.
  */
 import * as Command from "@effect/cli/Command"
 import * as ValidationError from "@effect/cli/ValidationError"
