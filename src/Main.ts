@@ -1,8 +1,9 @@
 /**
  * What both entries (bin.ts, every command; RunMain.ts, only `run`) share:
- * the command line (CliAnswer, or a plain `run` line) run under NodeRuntime.runMain, so SIGINT, SIGTERM and
- * SIGHUP interrupt the main fiber and every scope is closed, and every
- * expected failure turned into one line and an exit code.
+ * the command line (CliAnswer, or a plain `run` line) run under
+ * NodeRuntime.runMain, so SIGINT, SIGTERM and SIGHUP interrupt the main
+ * fiber and every scope is closed, and every expected failure turned into
+ * one line and an exit code.
  */
 import * as fs from "node:fs"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"

@@ -90,9 +90,9 @@ const runLayer = (choices: Bridges.RunChoices) =>
 
 /**
  * `planckclaw run`: holds the memory directory, lays the FIFOs out, starts
- * the bridges on their far ends (layerFor, see runLayer) and the agent on the near ends; once the agent's layers are
- * built it can take a message, and the terminal shows its prompt
- * (AgentReady). Ends when an interact bridge whose input ended has
+ * the bridges on their far ends (layerFor, see runLayer) and the agent on
+ * the near ends; once the agent's layers are built it can take a message,
+ * and the terminal shows its prompt (AgentReady). Ends when an interact bridge whose input ended has
  * delivered its last reply; with `--bridge none` it runs until stopped.
  */
 export const serve = Effect.gen(function*() {

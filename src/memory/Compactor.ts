@@ -158,8 +158,9 @@ export const make = Effect.gen(function*() {
       Logging.toStderr
     )
 
-  // Most turns end here, without taking the compaction lock.
-  // Not while memory cannot be written (a full disk): the brain's summary could not be kept.
+  // For a host that compacts inline (the agent's turns start theirs in the background: startIfNeeded);
+  // opened, as the caller waits for all of it. Not while memory cannot be written (a full disk):
+  // the brain's summary could not be kept.
   const compactIfNeeded = gate.opened(Effect.flatMap(
     memory.storageFailing,
     (failing) => failing ? Effect.succeedNone : Effect.flatMap(due, (needed) => needed ? run(false) : Effect.succeedNone)

@@ -12,6 +12,24 @@ import * as TurnGate from "../../src/memory/TurnGate.js"
 const forkStep = (gate: TurnGate.TurnGate, log: Array<string>, name: string) =>
   Effect.fork(Effect.zipRight(gate.step, Effect.sync(() => log.push(name))))
 
+/**
+ * Forks a turn through the gate and returns once it runs; `finish` ends it
+ * (logging `ended`, when given, as it ends) and waits for it.
+ */
+const heldTurn = (gate: TurnGate.TurnGate, log: Array<string>, ended?: string) =>
+  Effect.gen(function*() {
+    const started = yield* Deferred.make<void>()
+    const end = yield* Deferred.make<void>()
+    const fiber = yield* Effect.fork(gate.turn(
+      Deferred.succeed(started, undefined).pipe(
+        Effect.zipRight(Deferred.await(end)),
+        Effect.zipRight(Effect.sync(() => ended === undefined || log.push(ended)))
+      )
+    ))
+    yield* Deferred.await(started)
+    return { fiber, finish: Effect.zipRight(Deferred.succeed(end, undefined), Fiber.join(fiber)) }
+  })
+
 describe("TurnGate", () => {
   it.effect("a step passes at once when no turn is in flight", () =>
     Effect.gen(function*() {
@@ -25,21 +43,12 @@ describe("TurnGate", () => {
     Effect.gen(function*() {
       const gate = TurnGate.make()
       const log: Array<string> = []
-      const started = yield* Deferred.make<void>()
-      const end = yield* Deferred.make<void>()
-      const turn = yield* Effect.fork(gate.turn(
-        Deferred.succeed(started, undefined).pipe(
-          Effect.zipRight(Deferred.await(end)),
-          Effect.zipRight(Effect.sync(() => log.push("turn ended")))
-        )
-      ))
-      yield* Deferred.await(started)
+      const turn = yield* heldTurn(gate, log, "turn ended")
       const step = yield* forkStep(gate, log, "step")
       // Several event-loop turns go by: the step's setImmediate has long fired and found the turn in flight.
       for (let i = 0; i < 20; i++) yield* Effect.promise(() => new Promise((done) => setImmediate(done)))
       expect(log).toEqual([])
-      yield* Deferred.succeed(end, undefined)
-      yield* Fiber.join(turn)
+      yield* turn.finish
       yield* Fiber.join(step)
       expect(log).toEqual(["turn ended", "step"])
     }))
@@ -48,11 +57,9 @@ describe("TurnGate", () => {
     Effect.gen(function*() {
       const gate = TurnGate.make()
       const log: Array<string> = []
-      const started = yield* Deferred.make<void>()
-      const turn = yield* Effect.fork(gate.turn(Effect.zipRight(Deferred.succeed(started, undefined), Effect.never)))
-      yield* Deferred.await(started)
+      const turn = yield* heldTurn(gate, log)
       const step = yield* forkStep(gate, log, "step")
-      yield* Fiber.interrupt(turn)
+      yield* Fiber.interrupt(turn.fiber)
       yield* Fiber.join(step)
       expect(log).toEqual(["step"])
       const failed = yield* Effect.either(gate.turn(Effect.fail("no")))
@@ -75,15 +82,11 @@ describe("TurnGate", () => {
     Effect.gen(function*() {
       const gate = TurnGate.make()
       const log: Array<string> = []
-      const started = yield* Deferred.make<void>()
-      const end = yield* Deferred.make<void>()
-      const turn = yield* Effect.fork(gate.turn(Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(end))))
-      yield* Deferred.await(started)
+      const turn = yield* heldTurn(gate, log)
       const interrupted = yield* forkStep(gate, log, "interrupted")
       const kept = yield* forkStep(gate, log, "kept")
       yield* Fiber.interrupt(interrupted)
-      yield* Deferred.succeed(end, undefined)
-      yield* Fiber.join(turn)
+      yield* turn.finish
       yield* Fiber.join(kept)
       expect(log).toEqual(["kept"])
     }))
