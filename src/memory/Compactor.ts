@@ -215,7 +215,7 @@ export const make = Effect.gen(function*() {
     startIfNeeded,
     settled,
     stop: Effect.suspend(() => inFlight === undefined ? Effect.void : Fiber.interrupt(inFlight)).pipe(Effect.asVoid),
-    turn: gate.turn
+    turn: (turn) => gate.turn(turn)
   } satisfies CompactorService
 })
 

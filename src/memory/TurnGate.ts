@@ -9,66 +9,71 @@
  * stream of messages still lets one step through after each turn, and the
  * compaction ends. A turn that itself waits for the compaction (`/compact`,
  * a forget) opens the gate while it waits.
+ *
+ * A class, its methods shared: serve makes one gate per agent (with its
+ * compactor), and a gate of closures held 0.9 KiB more heap by every agent
+ * started than this (bench/serve.mjs, 10,000 agents: 442.5 vs 433.6 MiB).
  */
 import * as Effect from "effect/Effect"
 
-export interface TurnGate {
+export class TurnGate {
+  private turns = 0
+  private openers = 0
+  /** The steps waiting for the turn in flight; made when the first one waits. */
+  private waiting: Set<() => void> | undefined = undefined
+
   /** Runs a turn; steps that become due meanwhile wait until it ends. */
-  readonly turn: <A, E, R>(turn: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  turn<A, E, R>(turn: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+    return Effect.suspend(() => {
+      this.turns++
+      return Effect.ensuring(turn, Effect.sync(() => this.leave()))
+    })
+  }
+
   /** Runs `effect` (a wait for the compaction) with the gate open, so it cannot wait on itself. */
-  readonly opened: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  opened<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+    return Effect.suspend(() => {
+      this.openers++
+      this.wake()
+      return Effect.ensuring(effect, Effect.sync(() => this.openers--))
+    })
+  }
+
   /**
    * Lets the event loop run (a message that came in is taken), then waits
    * for the turn in flight, if any, to end: what a compaction does before
    * each of its steps.
    */
-  readonly step: Effect.Effect<void>
-}
+  get step(): Effect.Effect<void> {
+    return Effect.async<void>((resume) => {
+      const go = () => resume(Effect.void)
+      let pending: ReturnType<typeof setImmediate> | undefined = setImmediate(() => {
+        pending = undefined
+        if (this.shut()) (this.waiting ??= new Set()).add(go)
+        else go()
+      })
+      return Effect.sync(() => {
+        if (pending !== undefined) clearImmediate(pending)
+        this.waiting?.delete(go)
+      })
+    })
+  }
 
-export const make = (): TurnGate => {
-  let turns = 0
-  let openers = 0
-  const waiting = new Set<() => void>()
-  const shut = () => turns > 0 && openers === 0
-  const wake = () => {
-    if (shut() || waiting.size === 0) return
-    const woken = [...waiting]
-    waiting.clear()
+  private shut(): boolean {
+    return this.turns > 0 && this.openers === 0
+  }
+
+  private leave(): void {
+    this.turns--
+    this.wake()
+  }
+
+  private wake(): void {
+    if (this.shut() || this.waiting === undefined || this.waiting.size === 0) return
+    const woken = [...this.waiting]
+    this.waiting.clear()
     for (const resume of woken) resume()
   }
-  const leave = Effect.sync(() => {
-    turns--
-    wake()
-  })
-  const close = Effect.sync(() => {
-    openers--
-  })
-
-  const step = Effect.async<void>((resume) => {
-    const go = () => resume(Effect.void)
-    let pending: ReturnType<typeof setImmediate> | undefined = setImmediate(() => {
-      pending = undefined
-      if (shut()) waiting.add(go)
-      else go()
-    })
-    return Effect.sync(() => {
-      if (pending !== undefined) clearImmediate(pending)
-      waiting.delete(go)
-    })
-  })
-
-  return {
-    turn: (turn) =>
-      Effect.suspend(() => {
-        turns++
-        return Effect.ensuring(turn, leave)
-      }),
-    opened: (effect) =>
-      Effect.suspend(() => {
-        openers++
-        wake()
-        return Effect.ensuring(effect, close)
-      }),
-    step
-  }
 }
+
+export const make = (): TurnGate => new TurnGate()
