@@ -25,10 +25,14 @@ export interface Staged {
 }
 
 /** Creates `file` anew (a leftover of the same name goes first) and writes `data` whole; a partial file is removed. */
-export const stage = (file: string, data: string | Buffer): Either.Either<Staged, SafeFile.MemoryFileError> => {
+export const stage = (
+  file: string,
+  data: string | Buffer,
+  how: number = SafeFile.flags.createNew
+): Either.Either<Staged, SafeFile.MemoryFileError> => {
   Either.try(() => fs.unlinkSync(file))
   const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data
-  return Either.flatMap(SafeFile.openWithStat(file, SafeFile.flags.createNew), ({ fd, stat }) => {
+  return Either.flatMap(SafeFile.openWithStat(file, how), ({ fd, stat }) => {
     const written = SafeFile.appendAll(fd, file, bytes, 0)
     if (Either.isRight(written)) return Either.right({ file, fd, ino: stat.ino })
     Either.try(() => fs.closeSync(fd))

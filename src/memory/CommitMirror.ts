@@ -11,6 +11,12 @@
  * exchange an append has reported stored, and recovery may swap them in;
  * without the journal they are discarded and the old files hold it all.
  *
+ * The next history is staged first and the mirror installed with it; the
+ * next ledger a step later, made from the old ledger, which by then names
+ * the ranges of the appends copied meanwhile: until it is staged only
+ * history is copied. After the swap a run's history store may take both
+ * files over, open, as they are (`committed`).
+ *
  * A copy that cannot be made (a full disk) removes the journal, if it is
  * already there, before the append returns: the commit is then abandoned
  * (the old files are whole) and the fold is tried again later.
@@ -27,9 +33,14 @@ export interface CommitMirror {
   /** The history the appends go to, and where the fold split it. */
   readonly oldInode: number
   readonly split: number
-  /** The next history and ledger, open for writing. */
+  /** The next history, open for reading and appending. */
   readonly history: { readonly fd: number; readonly file: string; readonly inode: number }
-  readonly ledger: { readonly fd: number; readonly file: string }
+  /**
+   * The next ledger, open for reading and appending, as written; undefined
+   * until it is staged (made from the old ledger then, which names every
+   * range appended before: only history needs copying until then).
+   */
+  ledger: NextLedger | undefined
   /** The journal path: removed when a copy fails. */
   readonly journal: string
   /** Bytes in the next history (the old history's bytes from `split` on, copied so far). */
@@ -38,21 +49,84 @@ export interface CommitMirror {
   ledgerEnd: number
   /** Lines copied so far. */
   copiedLines: number
+  /** The next history ends with a newline (or is empty): an append needs no separator. */
+  endsWithNewline: boolean
   /** A copy failed: the commit must not complete. */
   failed: boolean
+  /** The run's history store took the descriptors over after the swap (MemoryDir.adoptCommits): not closed here. */
+  adopted: boolean
 }
 
-/** A mirror of the next files open as `history` and `ledger`, which hold `historyEnd` and `ledgerEnd` bytes. */
-export const make = (options: Omit<CommitMirror, "copiedLines" | "failed">): CommitMirror => ({
+export interface NextLedger {
+  readonly fd: number
+  readonly file: string
+  readonly inode: number
+  /** What it holds: the ledger after the fold, then a record per copy. */
+  value: Ledger.Ledger
+  /** Its lines as `text.split("\n")` counts them (the appender's measure of when to write it whole). */
+  lines: number
+}
+
+/** A mirror of the next history open as `history`, which holds `historyEnd` bytes; its ledger comes later (`ledgerStaged`). */
+export const make = (
+  options: Omit<CommitMirror, "copiedLines" | "failed" | "adopted" | "ledger" | "ledgerEnd">
+): CommitMirror => ({
   ...options,
+  ledger: undefined,
+  ledgerEnd: 0,
   copiedLines: 0,
-  failed: false
+  failed: false,
+  adopted: false
 })
+
+/** The next ledger, staged with `bytes` bytes holding `value`: records of later appends are copied into it. */
+export const ledgerStaged = (
+  mirror: CommitMirror,
+  staged: { readonly fd: number; readonly file: string; readonly ino: number },
+  value: Ledger.Ledger,
+  bytes: number
+): void => {
+  mirror.ledger = { fd: staged.fd, file: staged.file, inode: staged.ino, value, lines: 2 }
+  mirror.ledgerEnd = bytes
+}
+
+/** What a run's history store takes over after the swap (MemoryDir.adoptCommits). */
+export interface Committed {
+  /** The history the appends went to until the swap, and its size then. */
+  readonly oldHistory: { readonly inode: number; readonly size: number }
+  readonly history: { readonly fd: number; readonly inode: number; readonly size: number; readonly lines: number }
+  readonly ledger: {
+    readonly fd: number
+    readonly inode: number
+    readonly size: number
+    readonly value: Ledger.Ledger
+    readonly lines: number
+  }
+  /** summary.md as written. */
+  readonly summary: string
+}
+
+/**
+ * The swapped mirror's files as they are, holding `lines` lines of history;
+ * none when they cannot be appended to as they are (a ledger never staged,
+ * a kept tail without its final newline).
+ */
+export const committed = (mirror: CommitMirror, lines: number, summary: string): Committed | undefined => {
+  const ledger = mirror.ledger
+  if (ledger === undefined || mirror.failed || !mirror.endsWithNewline) return undefined
+  return {
+    oldHistory: { inode: mirror.oldInode, size: mirror.split + mirror.historyEnd },
+    history: { fd: mirror.history.fd, inode: mirror.history.inode, size: mirror.historyEnd, lines },
+    ledger: { fd: ledger.fd, inode: ledger.inode, size: mirror.ledgerEnd, value: ledger.value, lines: ledger.lines },
+    summary
+  }
+}
 
 /** Closes the next files' descriptors (once no append can reach them: MemoryDir ends the mirror under its mutex). */
 export const close = (mirror: CommitMirror): void => {
+  if (mirror.adopted) return
   Either.try(() => fs.closeSync(mirror.history.fd))
-  Either.try(() => fs.closeSync(mirror.ledger.fd))
+  if (mirror.ledger !== undefined) Either.try(() => fs.closeSync(mirror.ledger!.fd))
 }
 
 const abandon = (mirror: CommitMirror): void => {
@@ -76,17 +150,20 @@ export const copyAppend = (
 ): void => {
   if (mirror.failed) return
   if (inode !== mirror.oldInode || start - mirror.split !== mirror.historyEnd) return abandon(mirror)
-  if (noted !== undefined) {
-    const record = Buffer.from(
-      Ledger.encodeRecord(mirror.history.inode, noted.key, noted.start - mirror.split, noted.end - mirror.split),
-      "utf8"
-    )
+  const ledger = mirror.ledger
+  if (noted !== undefined && ledger !== undefined) {
+    const start = noted.start - mirror.split
+    const end = noted.end - mirror.split
+    const record = Buffer.from(Ledger.encodeRecord(mirror.history.inode, noted.key, start, end), "utf8")
     // Ledger first, as for the old files: the range is named before it is filled.
-    if (Either.isLeft(SafeFile.appendAll(mirror.ledger.fd, mirror.ledger.file, record, mirror.ledgerEnd))) return abandon(mirror)
+    if (Either.isLeft(SafeFile.appendAll(ledger.fd, ledger.file, record, mirror.ledgerEnd))) return abandon(mirror)
     mirror.ledgerEnd += record.length
+    ledger.value = Ledger.record(ledger.value, mirror.history.inode, noted.key, start, end)
+    ledger.lines++
   }
   if (Either.isLeft(SafeFile.appendAll(mirror.history.fd, mirror.history.file, bytes, mirror.historyEnd))) return abandon(mirror)
   mirror.historyEnd += bytes.length
+  if (bytes.length > 0) mirror.endsWithNewline = bytes[bytes.length - 1] === 0x0a
   for (const byte of bytes) if (byte === 0x0a) mirror.copiedLines++
 }
 

@@ -140,7 +140,7 @@ export const make = Effect.gen(function*() {
       if (requests === 0 && fold.skipped === 0) return Option.none()
 
       yield* gate.step
-      const { kept, summaryBytes } = yield* folds.commitFold(plan.value, fold.summary)
+      const { kept, summaryBytes } = yield* folds.commitFold(plan.value, fold.summary, gate.step)
       const report: CompactionReport = {
         summarised: fold.summarised,
         skipped: fold.skipped,

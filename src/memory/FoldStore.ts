@@ -26,8 +26,8 @@ import * as Layout from "./Layout.js"
 import * as Ledger from "./Ledger.js"
 import { Memory } from "./Memory.js"
 import * as CommitAsync from "./CommitAsync.js"
-import * as CommitMirror from "./CommitMirror.js"
-import { type Alongside, CompactionBusy, fromFileError, fsEffect, type MemoryDir, MemoryError, withHistory } from "./MemoryDir.js"
+import * as CommitAlongside from "./CommitAlongside.js"
+import { CompactionBusy, fromFileError, fsEffect, type MemoryDir, MemoryError, withHistory } from "./MemoryDir.js"
 import * as SafeFile from "./SafeFile.js"
 
 export { CompactionBusy } from "./MemoryDir.js"
@@ -72,7 +72,11 @@ export interface FoldStoreService {
   readonly readLinesToFold: (plan: FoldPlan) => Effect.Effect<Option.Option<ReadonlyArray<string>>, MemoryError>
   /** The raw lines before the plan's split, read forward in blocks; decode them with Memory.decodeLine. */
   readonly linesToFold: (plan: FoldPlan) => Stream.Stream<string, MemoryError>
-  readonly commitFold: (plan: FoldPlan, summary: string) => Effect.Effect<FoldResult, MemoryError>
+  /**
+   * In a run (alongside its appends), `between` runs before each of the
+   * commit's steps: the compaction's wait for the turn in flight.
+   */
+  readonly commitFold: (plan: FoldPlan, summary: string, between?: Effect.Effect<void>) => Effect.Effect<FoldResult, MemoryError>
 }
 
 export class FoldStore extends Context.Tag("planckclaw/FoldStore")<FoldStore, FoldStoreService>() {}
@@ -203,68 +207,12 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
     summaryBytes: Buffer.byteLength(summaryFile, "utf8")
   })
 
-  /**
-   * The commit of a run, alongside its appends (CommitMirror.ts): the same
-   * files, fsyncs and commit point as `commitOffLoop`, but the turns' appends
-   * wait only for the synchronous steps, not for the fsyncs.
-   */
-  const commitAlongside = (
-    { mirrorAppends, step }: Alongside,
-    plan: FoldPlan,
-    summaryFile: string
-  ): Effect.Effect<FoldResult, MemoryError> => {
-    const abandoned = () =>
-      new MemoryError({ reason: "io", message: "committing compaction: a turn's append could not be copied into the next history; nothing changed" })
-    // Before the journal: the next files go, the old ones hold everything.
-    const discard = (error: MemoryError) =>
-      Effect.zipRight(step(() => Either.right(Layout.recover(paths))), Effect.fail(error))
-    const begin = step(() =>
-      Either.flatMap(readRest(plan), (rest) =>
-        Either.map(Either.mapLeft(stageNext(plan, summaryFile, rest.buffer, rest.size), fromFileError), (next) => {
-          const mirror = CommitMirror.make({
-            oldInode: plan.inode,
-            split: plan.splitOffset,
-            history: { fd: next.history.fd, file: next.history.file, inode: next.history.ino },
-            ledger: { fd: next.ledger.fd, file: next.ledger.file },
-            journal: paths.journal,
-            historyEnd: rest.buffer.length,
-            ledgerEnd: next.ledgerBytes
-          })
-          mirrorAppends(mirror)
-          return { mirror, summary: next.summary, atStart: result(rest.buffer, summaryFile) }
-        }))
-    )
-    return Effect.flatMap(begin, ({ atStart, mirror: copy, summary }) => {
-      // History and ledger stay open for the copies; MemoryDir closes them when the mirror ends.
-      const syncNext = Effect.forEach(
-        [copy.history, copy.ledger, summary],
-        (next) => CommitAsync.fsyncOffLoop(next.fd, next.file),
-        { concurrency: "unbounded", discard: true }
-      ).pipe(Effect.ensuring(Effect.sync(() => CommitAsync.closeAll([summary]))))
-      // The journal appears in a step, so no append falls between it and the copies.
-      const journal = step(() => copy.failed ? Either.left(abandoned()) : Either.mapLeft(CommitAsync.stage(paths.journal, ""), fromFileError))
-      const commitPoint = Effect.flatMap(journal, (created) =>
-        CommitAsync.syncAll([created]).pipe(
-          Effect.mapError(fromFileError),
-          Effect.tapError(() => step(() => Either.right(Either.try(() => fs.unlinkSync(paths.journal)))))
-        ))
-      const swap = step(() => {
-        // A copy that failed removed the journal: recovery then discards the next files.
-        Layout.recover(paths)
-        return copy.failed ? Either.left(abandoned()) : Either.right({ ...atStart, kept: atStart.kept + copy.copiedLines })
-      })
-      return Effect.mapError(syncNext, fromFileError).pipe(
-        Effect.zipRight(commitPoint),
-        Effect.catchAll(discard),
-        Effect.zipRight(CommitAsync.syncDirectory(directory).pipe(Effect.mapError(fromFileError))),
-        Effect.zipRight(swap)
-      )
-    })
-  }
-
-  const commitFold = (plan: FoldPlan, summary: string) => {
+  const commitFold = (plan: FoldPlan, summary: string, between: Effect.Effect<void> = Effect.void) => {
     const summaryFile = summary.length === 0 || summary.endsWith("\n") ? summary : `${summary}\n`
-    const committed = memoryDir.lockedAlongside?.("committing compaction", (along) => commitAlongside(along, plan, summaryFile)) ??
+    const committed = memoryDir.lockedAlongside?.(
+      "committing compaction",
+      (along) => CommitAlongside.commit({ paths, directory, readRest, result }, along, plan, summaryFile, between)
+    ) ??
       memoryDir.lockedAsync(
         "committing compaction",
         Effect.flatMap(fsEffect("committing compaction", () => readRest(plan)), (rest) =>

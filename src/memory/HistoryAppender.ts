@@ -38,6 +38,12 @@ export interface HistoryAppender {
    * anything is not known so (the caller then runs `writeLines` under the lock).
    */
   readonly writeAlone: (entries: ReadonlyArray<HistoryEntry>, key: string) => Either.Either<AloneOutcome<void>, MemoryError>
+  /**
+   * Takes over the files a compaction of this process just swapped in
+   * (their descriptors, and what they hold), so the next append needs
+   * neither the lock nor a read of the new ledger.
+   */
+  readonly adopt: (committed: CommitMirror.Committed) => void
   /** Closes the held descriptors; an append after it opens them again. */
   readonly close: () => void
   /** `close`, and forgets what it knew of history and ledger (a forget moved them away). */
@@ -241,6 +247,20 @@ export const make = (
     return Either.right(done)
   }
 
+  const adopt = ({ history, ledger }: CommitMirror.Committed) => {
+    closeHeld(historyFd)
+    closeHeld(ledgerFd)
+    historyFd = { fd: history.fd, ino: history.inode }
+    ledgerFd = { fd: ledger.fd, ino: ledger.inode }
+    lastEnd = { ino: history.inode, size: history.size }
+    ledgerCache = {
+      seen: { ino: ledger.inode, size: ledger.size, mtimeMs: undefined, ctimeMs: undefined },
+      ledger: ledger.value,
+      endsWithNewline: true,
+      lines: ledger.lines
+    }
+  }
+
   const close = () => {
     // Forgotten, not only closed: a later append must not write to a descriptor number reused by another file.
     closeHeld(historyFd)
@@ -255,7 +275,7 @@ export const make = (
     lastEnd = undefined
   }
 
-  return { writeLines, writeAlone, close, reset }
+  return { writeLines, writeAlone, adopt, close, reset }
 }
 
 /** Whether history, `size` bytes long, is empty or ends with a newline: one pread(2). */

@@ -131,6 +131,16 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
       reader.appended(ino, size, end, entries)
     }, () => memoryDir.mirror?.())
 
+    // This process's compaction swapped new files in alongside its appends:
+    // taken as they are, so the next turn neither reads them nor appends under the lock.
+    memoryDir.adoptCommits?.((committed) => {
+      appender.adopt(committed)
+      reader.committed(committed.oldHistory, committed.history, committed.summary)
+      const { inode, lines, size } = committed.history
+      known = { inode, size, lines, endsWithNewline: true }
+      appended = false
+    })
+
     // Under the lock after a compaction of another process may have missed
     // our write: nothing cached is trusted, and the ledger says whether the
     // exchange landed in history as it is now (else it is written again).

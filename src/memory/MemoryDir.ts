@@ -86,6 +86,12 @@ export interface MemoryDir {
   readonly lockedAlongside?: <A>(what: string, run: (alongside: Alongside) => Effect.Effect<A, MemoryError>) => Effect.Effect<A, MemoryError> | undefined
   /** The commit mirror this process's appends are copied into, while a commit alongside them runs. */
   readonly mirror?: () => CommitMirror.CommitMirror | undefined
+  /**
+   * Registers the history store's taker of a commit alongside its appends:
+   * called in the commit's swap step, it keeps the next files' descriptors
+   * and knows what they hold (HistoryAppender.adopt).
+   */
+  readonly adoptCommits?: (take: (committed: CommitMirror.Committed) => void) => void
   /** One compaction at a time in this process, before the compaction lock file. */
   readonly compactionMutex: Effect.Semaphore
   /** Whether the last write to memory failed (a full disk). */
@@ -101,6 +107,11 @@ export interface Alongside {
   readonly step: <B>(section: () => Either.Either<B, MemoryError>) => Effect.Effect<B, MemoryError>
   /** From now until the commit ends, this process's appends are copied into `mirror` (call it within a step). */
   readonly mirrorAppends: (mirror: CommitMirror.CommitMirror) => void
+  /**
+   * In the swap's step, right after the renames: the history store takes
+   * the next files over (their descriptors then stay open), when it can.
+   */
+  readonly adopt: (mirror: CommitMirror.CommitMirror, lines: number, summary: string) => void
 }
 
 export const make = (directory: string): Effect.Effect<MemoryDir> =>
@@ -116,6 +127,7 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
     // writeMutex between its steps, for the appends, but never the file).
     const lockFileMutex = yield* Effect.makeSemaphore(1)
     let mirror: CommitMirror.CommitMirror | undefined
+    let taker: ((committed: CommitMirror.Committed) => void) | undefined
     // A commit alongside the appends holds the write lock file (between its first step and its end).
     let alongsideHolds = false
     // The first locked section of this process clears every leftover of an
@@ -234,6 +246,12 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       const mirrorAppends = (installed: CommitMirror.CommitMirror) => {
         mirror = installed
       }
+      const adopt = (swapped: CommitMirror.CommitMirror, lines: number, summary: string) => {
+        const committed = CommitMirror.committed(swapped, lines, summary)
+        if (taker === undefined || committed === undefined) return
+        swapped.adopted = true
+        taker(committed)
+      }
       // Under writeMutex: no append is between its old files and the mirror.
       const end = (failed: boolean) =>
         writeMutex.withPermits(1)(Effect.sync(() => {
@@ -251,7 +269,7 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
               alongsideHolds = true
               return Either.void
             })),
-            Effect.onExit(run({ step, mirrorAppends }), (exit) => end(Exit.isFailure(exit)))
+            Effect.onExit(run({ step, mirrorAppends, adopt }), (exit) => end(Exit.isFailure(exit)))
           )))
       ))
     }
@@ -308,6 +326,9 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       lockedAsync,
       lockedAlongside,
       mirror: () => mirror,
+      adoptCommits: (take) => {
+        taker = take
+      },
       appendAlone,
       compacting: (held) => {
         ownCompaction = held

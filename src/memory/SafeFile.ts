@@ -76,7 +76,9 @@ export const flags = {
   read: O_RDONLY,
   append: O_RDWR | O_APPEND | O_CREAT,
   rewrite: O_WRONLY | O_CREAT | O_TRUNC,
-  createNew: O_WRONLY | O_CREAT | O_EXCL
+  createNew: O_WRONLY | O_CREAT | O_EXCL,
+  /** A next file a run's history store takes over after the swap, as if opened with `append`. */
+  createNewAppendable: O_RDWR | O_APPEND | O_CREAT | O_EXCL
 } as const
 
 /**

@@ -47,6 +47,16 @@ export interface SnapshotReader {
    * history (inode `ino`) growing it from `size` to `end` bytes, under the lock.
    */
   readonly appended: (ino: number, size: number, end: number, entries: ReadonlyArray<HistoryEntry>) => void
+  /**
+   * After this process's compaction swapped in `summary` and a history of
+   * `lines` lines (the last lines of the old one, which was `oldHistory`),
+   * under the lock: the cached tail follows, without reading either again.
+   */
+  readonly committed: (
+    oldHistory: { readonly inode: number; readonly size: number },
+    history: { readonly inode: number; readonly size: number; readonly lines: number },
+    summary: string
+  ) => void
   /** Forgets what it cached of summary and history (a forget moved them): the next snapshot reads them anew. */
   readonly reset: () => void
 }
@@ -236,11 +246,31 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     }
   }
 
+  const committed = (
+    oldHistory: { readonly inode: number; readonly size: number },
+    history: { readonly inode: number; readonly size: number; readonly lines: number },
+    summary: string
+  ) => {
+    const tail = tailCache
+    tailCache = undefined
+    if (tail?.seen === undefined || tail.seen.ino !== oldHistory.inode || tail.seen.size !== oldHistory.size) return
+    // summary.md as renamed in (its change time is the rename's): trusted by status like one read.
+    const stat = look(paths.summary)
+    if (Either.isLeft(stat) || stat.right === undefined) return
+    summaryCache = { seen: seenOf(stat.right), text: summary, racy: Date.now() - stat.right.mtimeMs < RACY_MS }
+    tailCache = {
+      // Just written: trusted by inode and size, as after an append.
+      seen: { ino: history.inode, size: history.size, mtimeMs: undefined, ctimeMs: undefined },
+      keep: tail.keep,
+      window: tail.window.length > history.lines ? tail.window.slice(tail.window.length - history.lines) : tail.window
+    }
+  }
+
   const reset = () => {
     summaryCache = undefined
     tailCache = undefined
   }
 
-  return { snapshot, appended, reset }
+  return { snapshot, appended, committed, reset }
 }
 

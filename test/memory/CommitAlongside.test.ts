@@ -7,15 +7,17 @@
  * Without the run lock (an agent of serve) the commit holds appends back
  * as before.
  */
+import * as child from "node:child_process"
 import * as fs from "node:fs"
 import fsModule from "node:fs"
 import { syncBuiltinESMExports } from "node:module"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Option } from "effect"
+import { Deferred, Effect, Exit, Fiber, Option } from "effect"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import * as RunHeld from "../../src/memory/RunHeld.js"
+import * as TurnGate from "../../src/memory/TurnGate.js"
 import { tempDir } from "../support/Sandbox.js"
 
 const line = (role: "user" | "assistant", content: string) => `${JSON.stringify({ role, content })}\n`
@@ -36,8 +38,29 @@ const setup = (heldByRun: boolean) =>
       const plan = Option.getOrThrow(yield* folds.planFold(4))
       return yield* Effect.fork(folds.commitFold(plan, "the summary"))
     })
+    const commitGated = (gate: TurnGate.TurnGate) =>
+      Effect.gen(function*() {
+        const plan = Option.getOrThrow(yield* folds.planFold(4))
+        return yield* Effect.fork(folds.commitFold(plan, "the summary", gate.step))
+      })
     const mirrorInstalled = Effect.suspend(() => Effect.succeed(memory.memoryDir.mirror?.() !== undefined))
-    return { directory, memory, read, exists, commitForked, mirrorInstalled }
+    return { directory, memory, read, exists, commitForked, commitGated, mirrorInstalled }
+  })
+
+/** The pid of a process that has exited: a write lock naming it is taken over (and removed) by the next locked section. */
+const deadPid = Effect.async<number>((resume) => {
+  const gone = child.spawn("true", [], { stdio: "ignore" })
+  gone.once("exit", () => resume(Effect.succeed(gone.pid!)))
+})
+
+/** A turn through `gate`, forked and running until `finish`. */
+const heldTurn = (gate: TurnGate.TurnGate) =>
+  Effect.gen(function*() {
+    const started = yield* Deferred.make<void>()
+    const end = yield* Deferred.make<void>()
+    const fiber = yield* Effect.fork(gate.turn(Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(end))))
+    yield* Deferred.await(started)
+    return Effect.zipRight(Deferred.succeed(end, undefined), Fiber.join(fiber))
   })
 
 /** Yields until `ready` holds (no clock involved: the commit's steps run between yields). */
@@ -141,5 +164,58 @@ describe("a run's compaction commit alongside its appends", () => {
       expect(h.read("history.jsonl")).toBe(lines(3, 4, 5))
       expect(Option.isNone(yield* Fiber.poll(commit))).toBe(true)
       expect((yield* Fiber.join(commit)).kept).toBe(4)
+    }))
+
+  it.scoped("each step of the commit waits for the turn in flight: none is taken while a turn runs, and the commit still ends", () =>
+    Effect.gen(function*() {
+      const h = yield* setup(true)
+      const gate = TurnGate.make()
+      const finishFirst = yield* heldTurn(gate)
+      const commit = yield* h.commitGated(gate)
+      yield* Effect.repeatN(Effect.yieldNow(), 200)
+      // Not one file staged while the turn runs.
+      expect(h.exists(".summary.md.next")).toBe(false)
+      yield* finishFirst
+      yield* until(h.mirrorInstalled)
+      // Another turn begins with the commit under way: its appends go on, and the commit does not reach its journal meanwhile.
+      const finishSecond = yield* heldTurn(gate)
+      yield* h.memory.append(exchange(5), { exchange: "k5" })
+      yield* Effect.repeatN(Effect.yieldNow(), 200)
+      expect(h.exists(".compaction-commit")).toBe(false)
+      expect(h.read("history.jsonl")).toBe(lines(1, 2, 3, 4, 5))
+      yield* finishSecond
+      expect((yield* Fiber.join(commit)).kept).toBe(6)
+      expect(h.read("history.jsonl")).toBe(lines(3, 4, 5))
+    }))
+
+  it.scoped("after the swap the run's store takes the new files as they are: the next snapshot and append take no lock, and the ledger moved with them", () =>
+    Effect.gen(function*() {
+      const h = yield* setup(true)
+      // A window cached before the commit, as a turn leaves it: wider than the history the fold keeps.
+      yield* h.memory.snapshot(8)
+      const commit = yield* h.commitForked
+      yield* until(h.mirrorInstalled)
+      yield* h.memory.append(exchange(5), { exchange: "k5" })
+      expect((yield* Fiber.join(commit)).kept).toBe(6)
+      // A write lock left by a dead process: only a locked section would take it over (and remove it).
+      const lock = path.join(h.directory, ".planckclaw-write.lock")
+      const stale = String(yield* deadPid)
+      fs.symlinkSync(stale, lock)
+      const after = yield* h.memory.snapshot(8)
+      expect(after.summary).toBe("the summary")
+      expect(after.history.map((entry) => entry.content)).toEqual(["q3", "a3", "q4", "a4", "q5", "a5"])
+      yield* h.memory.append(exchange(6), { exchange: "k6" })
+      expect(yield* h.memory.hasMoreLinesThan(7)).toBe(true)
+      expect(yield* h.memory.hasMoreLinesThan(8)).toBe(false)
+      expect((yield* h.memory.snapshot(8)).history.map((entry) => entry.content)).toEqual(["q3", "a3", "q4", "a4", "q5", "a5", "q6", "a6"])
+      expect(fs.readlinkSync(lock)).toBe(stale)
+      expect(h.read("history.jsonl")).toBe(lines(3, 4, 5, 6))
+      // The ledger it took names the copied exchange and the folded ones: replays are not stored twice.
+      fs.unlinkSync(lock)
+      yield* h.memory.append(exchange(5), { exchange: "k5" })
+      yield* h.memory.append(exchange(1), { exchange: "k1" })
+      yield* h.memory.append(exchange(6), { exchange: "k6" })
+      yield* h.memory.append(exchange(7), { exchange: "k7" })
+      expect(h.read("history.jsonl")).toBe(lines(3, 4, 5, 6, 7))
     }))
 })

@@ -1,0 +1,144 @@
+/**
+ * The compaction commit of a `planckclaw run`, alongside its appends
+ * (CommitMirror.ts): the same files, fsyncs and commit point as the locked
+ * commit (FoldStore.ts), but the turns' appends wait only for its
+ * synchronous steps, never for its fsyncs, and each step first waits for
+ * the turn in flight (`between`: the compaction's TurnGate), so a turn
+ * shares the thread with one small step at most.
+ *
+ * The steps: stage the next summary; read the kept tail and stage the next
+ * history (its mirror installed: later appends are copied into it); stage
+ * the next ledger from the old one, which names every range appended
+ * meanwhile; make the journal appear (the commit point); swap. After the
+ * swap the run's history store takes the next files over as they are
+ * (`adopt`), so the first turn after it neither reads them again nor
+ * appends under the lock.
+ */
+import * as fs from "node:fs"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as CommitAsync from "./CommitAsync.js"
+import * as CommitMirror from "./CommitMirror.js"
+import * as FileCache from "./FileCache.js"
+import * as Layout from "./Layout.js"
+import * as Ledger from "./Ledger.js"
+import { type Alongside, fromFileError, MemoryError } from "./MemoryDir.js"
+import * as SafeFile from "./SafeFile.js"
+
+export interface Plan {
+  readonly splitOffset: number
+  readonly inode: number
+}
+
+export interface Kept {
+  /** Lines left in history after the commit (the kept tail plus any appended meanwhile). */
+  readonly kept: number
+  /** Size of the summary.md written. */
+  readonly summaryBytes: number
+}
+
+export interface Store {
+  readonly paths: Layout.Paths
+  readonly directory: string
+  /** The part of history the fold keeps, from the split to the end as it is now. */
+  readonly readRest: (plan: Plan) => Either.Either<{ readonly buffer: Buffer; readonly size: number }, MemoryError>
+  /** What the kept tail and summary come to. */
+  readonly result: (rest: Buffer, summaryFile: string) => Kept
+}
+
+export const commit = (
+  store: Store,
+  { adopt, mirrorAppends, step }: Alongside,
+  plan: Plan,
+  summaryFile: string,
+  between: Effect.Effect<void>
+): Effect.Effect<Kept, MemoryError> => {
+  const { directory, paths } = store
+  const gated = <B>(section: () => Either.Either<B, MemoryError>) => Effect.zipRight(between, step(section))
+  const abandoned = () =>
+    new MemoryError({ reason: "io", message: "committing compaction: a turn's append could not be copied into the next history; nothing changed" })
+  // Before the journal: the next files go, the old ones hold everything.
+  const discard = (error: MemoryError) => Effect.zipRight(step(() => Either.right(Layout.recover(paths))), Effect.fail(error))
+
+  const stageSummary = gated(() =>
+    Either.mapLeft(
+      Either.map(CommitAsync.stage(paths.nextSummary, summaryFile), (summary) => {
+        FileCache.settle(summary.fd)
+        return summary
+      }),
+      fromFileError
+    )
+  )
+  // Appendable: the run's history store keeps using it after the swap.
+  const stageHistory = gated(() =>
+    Either.flatMap(store.readRest(plan), (rest) =>
+      Either.map(
+        Either.mapLeft(CommitAsync.stage(paths.nextHistory, rest.buffer, SafeFile.flags.createNewAppendable), fromFileError),
+        (history) => {
+          const mirror = CommitMirror.make({
+            oldInode: plan.inode,
+            split: plan.splitOffset,
+            history: { fd: history.fd, file: history.file, inode: history.ino },
+            journal: paths.journal,
+            historyEnd: rest.buffer.length,
+            endsWithNewline: rest.buffer.length === 0 || rest.buffer[rest.buffer.length - 1] === 0x0a
+          })
+          mirrorAppends(mirror)
+          return { mirror, atStart: store.result(rest.buffer, summaryFile) }
+        }
+      ))
+  )
+  // From the old ledger as it is now: it names the ranges of the appends copied since the history was staged.
+  const stageLedger = (mirror: CommitMirror.CommitMirror) =>
+    gated(() =>
+      Either.mapLeft(
+        Either.flatMap(SafeFile.read(paths.ledger), (text) => {
+          const size = plan.splitOffset + mirror.historyEnd
+          const ledger = Ledger.afterFold(Ledger.parse(text), plan.inode, mirror.history.inode, plan.splitOffset, size)
+          const bytes = Buffer.from(Ledger.encode(ledger), "utf8")
+          return Either.map(
+            CommitAsync.stage(paths.nextLedger, bytes, SafeFile.flags.createNewAppendable),
+            (staged) => CommitMirror.ledgerStaged(mirror, staged, ledger, bytes.length)
+          )
+        }),
+        fromFileError
+      )
+    )
+
+  return Effect.flatMap(stageSummary, (summary) => {
+    const closeSummary = Effect.sync(() => CommitAsync.closeAll([summary]))
+    const staged = Effect.flatMap(stageHistory, (begun) => Effect.as(stageLedger(begun.mirror), begun)).pipe(
+      Effect.tapError(() => closeSummary),
+      Effect.catchAll(discard)
+    )
+    return Effect.flatMap(staged, ({ atStart, mirror: copy }) => {
+      // History and ledger stay open for the copies; MemoryDir closes them when the mirror ends (unless adopted).
+      const syncNext = Effect.forEach(
+        [copy.history, copy.ledger!, summary],
+        (next) => CommitAsync.fsyncOffLoop(next.fd, next.file),
+        { concurrency: "unbounded", discard: true }
+      ).pipe(Effect.ensuring(closeSummary))
+      // The journal appears in a step, so no append falls between it and the copies.
+      const journal = gated(() => copy.failed ? Either.left(abandoned()) : Either.mapLeft(CommitAsync.stage(paths.journal, ""), fromFileError))
+      const commitPoint = Effect.flatMap(journal, (created) =>
+        CommitAsync.syncAll([created]).pipe(
+          Effect.mapError(fromFileError),
+          Effect.tapError(() => step(() => Either.right(Either.try(() => fs.unlinkSync(paths.journal)))))
+        ))
+      const swap = gated(() => {
+        // A copy that failed removed the journal: recovery then discards the next files.
+        Layout.recover(paths)
+        if (copy.failed) return Either.left(abandoned())
+        const kept = atStart.kept + copy.copiedLines
+        adopt(copy, kept, summaryFile)
+        return Either.right({ ...atStart, kept })
+      })
+      return Effect.mapError(syncNext, fromFileError).pipe(
+        Effect.zipRight(commitPoint),
+        Effect.catchAll(discard),
+        Effect.zipRight(CommitAsync.syncDirectory(directory).pipe(Effect.mapError(fromFileError))),
+        Effect.zipRight(swap)
+      )
+    })
+  })
+}
