@@ -48,7 +48,7 @@ export interface Store {
 
 export const commit = (
   store: Store,
-  { adopt, mirrorAppends, step }: Alongside,
+  { ledger: knownLedger, mirrorAppends, step, swapped }: Alongside,
   plan: Plan,
   summaryFile: string,
   between: Effect.Effect<void>
@@ -89,12 +89,17 @@ export const commit = (
       ))
   )
   // From the old ledger as it is now: it names the ranges of the appends copied since the history was staged.
+  // The run's store knows it (no read, no parse) unless something else wrote it.
+  const oldLedger = () => {
+    const known = knownLedger()
+    return known !== undefined ? Either.right(known) : Either.map(SafeFile.read(paths.ledger), Ledger.parse)
+  }
   const stageLedger = (mirror: CommitMirror.CommitMirror) =>
     gated(() =>
       Either.mapLeft(
-        Either.flatMap(SafeFile.read(paths.ledger), (text) => {
+        Either.flatMap(oldLedger(), (old) => {
           const size = plan.splitOffset + mirror.historyEnd
-          const ledger = Ledger.afterFold(Ledger.parse(text), plan.inode, mirror.history.inode, plan.splitOffset, size)
+          const ledger = Ledger.afterFold(old, plan.inode, mirror.history.inode, plan.splitOffset, size)
           const bytes = Buffer.from(Ledger.encode(ledger), "utf8")
           return Either.map(
             CommitAsync.stage(paths.nextLedger, bytes, SafeFile.flags.createNewAppendable),
@@ -126,18 +131,23 @@ export const commit = (
           Effect.tapError(() => step(() => Either.right(Either.try(() => fs.unlinkSync(paths.journal)))))
         ))
       const swap = gated(() => {
-        // A copy that failed removed the journal: recovery then discards the next files.
-        Layout.recover(paths)
-        if (copy.failed) return Either.left(abandoned())
+        if (copy.failed) {
+          // A copy that failed removed the journal: recovery then discards the next files.
+          Layout.recover(paths)
+          return Either.left(abandoned())
+        }
+        Layout.swapIn(paths)
         const kept = atStart.kept + copy.copiedLines
-        adopt(copy, kept, summaryFile)
+        swapped(copy, kept, summaryFile)
         return Either.right({ ...atStart, kept })
       })
       return Effect.mapError(syncNext, fromFileError).pipe(
         Effect.zipRight(commitPoint),
         Effect.catchAll(discard),
         Effect.zipRight(CommitAsync.syncDirectory(directory).pipe(Effect.mapError(fromFileError))),
-        Effect.zipRight(swap)
+        Effect.zipRight(swap),
+        // The write lock's release and the rest after the next turn: the run's turns no longer need either.
+        Effect.tap(() => between)
       )
     })
   })

@@ -90,6 +90,14 @@ export const ledgerStaged = (
   mirror.ledgerEnd = bytes
 }
 
+/** A run's history store, as its compaction's commit alongside its appends uses it (MemoryDir.adoptCommits). */
+export interface Adopter {
+  /** The ledger as the store last wrote it, when the file is still as it left it (one lstat); else undefined. */
+  readonly ledger: () => Ledger.Ledger | undefined
+  /** Takes the next files over, in the swap's step. */
+  readonly take: (committed: Committed) => void
+}
+
 /** What a run's history store takes over after the swap (MemoryDir.adoptCommits). */
 export interface Committed {
   /** The history the appends went to until the swap, and its size then. */

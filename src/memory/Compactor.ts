@@ -76,6 +76,8 @@ export const make = Effect.gen(function*() {
   const brain = yield* Brain
   // Each step is well under a millisecond of the thread; the turns come first.
   const gate = TurnGate.make()
+  // A turn's locked section may wait for a run's commit, which holds the write lock file across its gated steps.
+  memory.memoryDir.openGateWhileLocked?.((effect) => gate.opened(effect))
 
   const due = memory.hasMoreLinesThan(config.historyMax)
 

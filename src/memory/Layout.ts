@@ -97,6 +97,17 @@ export const recover = (paths: Paths) => {
 }
 
 /**
+ * `recover` for a compaction commit of this process, right after its
+ * journal appeared, with its three next files in place: the renames and the
+ * journal's removal, without looking first. A failure midway leaves the
+ * journal, and the next `recover` finishes the swap.
+ */
+export const swapIn = (paths: Paths) => {
+  for (const [next, current] of swaps(paths)) fs.renameSync(next, current)
+  fs.unlinkSync(paths.journal)
+}
+
+/**
  * `recover` for the usual case, one access(2): only the journal (the commit
  * point) says a commit must be finished. `.next` files without it are the
  * leftovers of a compaction that died holding the write lock; they are

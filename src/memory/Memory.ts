@@ -133,12 +133,15 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
 
     // This process's compaction swapped new files in alongside its appends:
     // taken as they are, so the next turn neither reads them nor appends under the lock.
-    memoryDir.adoptCommits?.((committed) => {
-      appender.adopt(committed)
-      reader.committed(committed.oldHistory, committed.history, committed.summary)
-      const { inode, lines, size } = committed.history
-      known = { inode, size, lines, endsWithNewline: true }
-      appended = false
+    memoryDir.adoptCommits?.({
+      ledger: appender.knownLedger,
+      take: (committed) => {
+        appender.adopt(committed)
+        reader.committed(committed.oldHistory, committed.history, committed.summary)
+        const { inode, lines, size } = committed.history
+        known = { inode, size, lines, endsWithNewline: true }
+        appended = false
+      }
     })
 
     // Under the lock after a compaction of another process may have missed

@@ -19,6 +19,7 @@ import * as StoreHealth from "./StoreHealth.js"
 import * as FileLock from "./FileLock.js"
 import { type AloneOutcome, heldByRun } from "./RunHeld.js"
 import * as Layout from "./Layout.js"
+import type * as Ledger from "./Ledger.js"
 
 export type { AloneOutcome } from "./RunHeld.js"
 
@@ -87,11 +88,17 @@ export interface MemoryDir {
   /** The commit mirror this process's appends are copied into, while a commit alongside them runs. */
   readonly mirror?: () => CommitMirror.CommitMirror | undefined
   /**
-   * Registers the history store's taker of a commit alongside its appends:
-   * called in the commit's swap step, it keeps the next files' descriptors
-   * and knows what they hold (HistoryAppender.adopt).
+   * Registers the history store a commit alongside its appends works with:
+   * its ledger is the next ledger's source, and in the swap's step it keeps
+   * the next files' descriptors and knows what they hold (HistoryAppender.adopt).
    */
-  readonly adoptCommits?: (take: (committed: CommitMirror.Committed) => void) => void
+  readonly adoptCommits?: (adopter: CommitMirror.Adopter) => void
+  /**
+   * Registers how a turn's locked section opens the compaction's gate
+   * (TurnGate.opened) while it waits: a commit alongside the appends holds
+   * the write lock file across its gated steps, which wait for the turn.
+   */
+  readonly openGateWhileLocked?: (opened: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>) => void
   /** One compaction at a time in this process, before the compaction lock file. */
   readonly compactionMutex: Effect.Semaphore
   /** Whether the last write to memory failed (a full disk). */
@@ -108,10 +115,13 @@ export interface Alongside {
   /** From now until the commit ends, this process's appends are copied into `mirror` (call it within a step). */
   readonly mirrorAppends: (mirror: CommitMirror.CommitMirror) => void
   /**
-   * In the swap's step, right after the renames: the history store takes
-   * the next files over (their descriptors then stay open), when it can.
+   * In the swap's step, right after the renames: the mirror ends, and the
+   * history store takes the next files over (their descriptors then stay
+   * open) when it can.
    */
-  readonly adopt: (mirror: CommitMirror.CommitMirror, lines: number, summary: string) => void
+  readonly swapped: (mirror: CommitMirror.CommitMirror, lines: number, summary: string) => void
+  /** The ledger as this process's history store knows it to be now, if it does (then not read from the file). */
+  readonly ledger: () => Ledger.Ledger | undefined
 }
 
 export const make = (directory: string): Effect.Effect<MemoryDir> =>
@@ -127,7 +137,11 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
     // writeMutex between its steps, for the appends, but never the file).
     const lockFileMutex = yield* Effect.makeSemaphore(1)
     let mirror: CommitMirror.CommitMirror | undefined
-    let taker: ((committed: CommitMirror.Committed) => void) | undefined
+    let adopter: CommitMirror.Adopter | undefined
+    let gateOpened: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = (effect) => effect
+    // Commits alongside the appends begun and not ended (from before they take the lock file's mutex):
+    // a locked section of a turn meanwhile opens the compaction's gate while it waits.
+    let alongside = 0
     // A commit alongside the appends holds the write lock file (between its first step and its end).
     let alongsideHolds = false
     // The first locked section of this process clears every leftover of an
@@ -162,6 +176,13 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       lockFileMutex.withPermits(1)(writeMutex.withPermits(1)(section))
 
     const locked = <A>(
+      what: string,
+      run: () => Either.Either<A, MemoryError>,
+      unlocked?: () => Either.Either<A, MemoryError>
+    ): Effect.Effect<A, MemoryError> =>
+      Effect.suspend(() => alongside > 0 ? gateOpened(lockedNow(what, run, unlocked)) : lockedNow(what, run, unlocked))
+
+    const lockedNow = <A>(
       what: string,
       run: () => Either.Either<A, MemoryError>,
       unlocked?: () => Either.Either<A, MemoryError>
@@ -246,11 +267,14 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       const mirrorAppends = (installed: CommitMirror.CommitMirror) => {
         mirror = installed
       }
-      const adopt = (swapped: CommitMirror.CommitMirror, lines: number, summary: string) => {
-        const committed = CommitMirror.committed(swapped, lines, summary)
-        if (taker === undefined || committed === undefined) return
-        swapped.adopted = true
-        taker(committed)
+      const swapped = (ended: CommitMirror.CommitMirror, lines: number, summary: string) => {
+        const committed = CommitMirror.committed(ended, lines, summary)
+        if (adopter !== undefined && committed !== undefined) {
+          ended.adopted = true
+          adopter.take(committed)
+        }
+        CommitMirror.close(ended)
+        mirror = undefined
       }
       // Under writeMutex: no append is between its old files and the mirror.
       const end = (failed: boolean) =>
@@ -261,7 +285,7 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
           // Whatever a failure left (a journal, next files), the next section recovers it in full.
           if (failed) settled = false
         }))
-      return lockFileMutex.withPermits(1)(Effect.scoped(
+      const commit = lockFileMutex.withPermits(1)(Effect.scoped(
         Effect.flatMap(holdLockFile, (clean) =>
           Effect.uninterruptible(Effect.zipRight(
             step(() => settle(() => {
@@ -269,9 +293,13 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
               alongsideHolds = true
               return Either.void
             })),
-            Effect.onExit(run({ step, mirrorAppends, adopt }), (exit) => end(Exit.isFailure(exit)))
+            Effect.onExit(run({ step, mirrorAppends, swapped, ledger: () => adopter?.ledger() }), (exit) => end(Exit.isFailure(exit)))
           )))
       ))
+      return Effect.suspend(() => {
+        alongside++
+        return Effect.ensuring(commit, Effect.sync(() => alongside--))
+      })
     }
 
     /**
@@ -326,8 +354,11 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       lockedAsync,
       lockedAlongside,
       mirror: () => mirror,
-      adoptCommits: (take) => {
-        taker = take
+      adoptCommits: (registered) => {
+        adopter = registered
+      },
+      openGateWhileLocked: (opened) => {
+        gateOpened = opened
       },
       appendAlone,
       compacting: (held) => {

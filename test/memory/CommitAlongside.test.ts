@@ -218,4 +218,18 @@ describe("a run's compaction commit alongside its appends", () => {
       yield* h.memory.append(exchange(7), { exchange: "k7" })
       expect(h.read("history.jsonl")).toBe(lines(3, 4, 5, 6, 7))
     }))
+
+  it.scoped("a turn's append that must take the lock the commit holds opens the gate meanwhile: the commit ends, then the append is checked once", () =>
+    Effect.gen(function*() {
+      const h = yield* setup(true)
+      const gate = TurnGate.make()
+      h.memory.memoryDir.openGateWhileLocked?.((effect) => gate.opened(effect))
+      const commit = yield* h.commitGated(gate)
+      yield* until(h.mirrorInstalled)
+      // A replayed exchange: its key is in the ledger, so it is checked under the write lock, held by the commit.
+      const replay = yield* Effect.fork(gate.turn(h.memory.append(exchange(4), { exchange: "k4" })))
+      expect((yield* Fiber.join(commit)).kept).toBe(4)
+      yield* Fiber.join(replay)
+      expect(h.read("history.jsonl")).toBe(lines(3, 4))
+    }))
 })
