@@ -136,7 +136,14 @@ export const commit = (
           Layout.recover(paths)
           return Either.left(abandoned())
         }
-        Layout.swapIn(paths)
+        // The summary renamed over is held open meanwhile: its last close, which frees its blocks
+        // (a quarter of a millisecond of the thread in a trace), then goes to the thread pool.
+        const oldSummary = Either.getOrUndefined(SafeFile.open(paths.summary, SafeFile.flags.read))
+        try {
+          Layout.swapIn(paths)
+        } finally {
+          if (oldSummary !== undefined) fs.close(oldSummary, () => undefined)
+        }
         const kept = atStart.kept + copy.copiedLines
         swapped(copy, kept, summaryFile)
         return Either.right({ ...atStart, kept })
