@@ -9,10 +9,11 @@
  * The steps: stage the next summary; read the kept tail and stage the next
  * history (its mirror installed: later appends are copied into it); stage
  * the next ledger from the old one, which names every range appended
- * meanwhile; make the journal appear (the commit point); swap. After the
- * swap the run's history store takes the next files over as they are
- * (`adopt`), so the first turn after it neither reads them again nor
- * appends under the lock.
+ * meanwhile (the run's appender knows it: no read); make the journal
+ * appear (the commit point); swap. In the swap's step the run's history
+ * store takes the next files over as they are (`swapped`, then
+ * HistoryAppender.adopt and SnapshotReader.committed), so the first turn
+ * after it neither reads them again nor appends under the lock.
  */
 import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
