@@ -7,7 +7,6 @@
  * so it stays tiny. Each message carries a random key: the identity under
  * which history knows whether its exchange is stored (see memory/Ledger.ts).
  */
-import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Context from "effect/Context"
@@ -19,6 +18,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { InboundMessage } from "../Interact.js"
 import { MemoryConfig, MemoryError } from "./Memory.js"
+import { newKey } from "./MessageKeys.js"
 import * as SafeFile from "./SafeFile.js"
 
 export interface Pending {
@@ -125,17 +125,6 @@ const replayEntries = (text: string): Map<number, Entry> => {
 export const replay = (text: string): Array<Pending> =>
   [...replayEntries(text).values()].filter((entry) => !entry.delivered).map((entry) => entry.pending)
 
-/**
- * Keys unique across runs: a random prefix drawn once per run and a
- * counter, rather than random bytes per message (OpenSSL's getpid(2) fork
- * check and the CSPRNG on every message).
- */
-const keyMaker = () => {
-  const run = crypto.randomBytes(12).toString("hex")
-  let counter = 0
-  return () => `${run}-${(counter++).toString(36)}`
-}
-
 /** The inbox, and how to close the journal's descriptor it holds. */
 const open = (directory: string): Effect.Effect<{ readonly service: InboxService; readonly close: () => void }, MemoryError> =>
   Effect.suspend(() => {
@@ -152,7 +141,6 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
     const entries = replayEntries(opened.right)
     let nextId = [...entries.keys()].reduce((max, id) => Math.max(max, id), 0) + 1
     let failing = false
-    const newKey = keyMaker()
 
     // Journal failures (disk full, permissions) are loud, once, but never lose
     // the message in this process: it is still answered, only not crash-safe.
