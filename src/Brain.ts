@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { madeOnFirstCall } from "./FirstCall.js"
 import { isJsonObject } from "./Json.js"
 
 /**
@@ -139,8 +140,8 @@ export interface BrainService {
 
 export class Brain extends Context.Tag("planckclaw/Brain")<Brain, BrainService>() {}
 
-const decodeResponse = Schema.decodeUnknownEither(MessagesResponse)
-const decodeMisconfigured = Schema.decodeUnknownEither(Misconfigured)
+const decodeResponse = madeOnFirstCall(() => Schema.decodeUnknownEither(MessagesResponse))
+const decodeMisconfigured = madeOnFirstCall(() => Schema.decodeUnknownEither(Misconfigured))
 
 /**
  * Reads a brain answer as it arrives on the wire (HTTP body or FIFO frame):

@@ -16,6 +16,7 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import type { Message, MessagesRequest, MessagesResponse, ResponseBlock, ToolResultBlock, ToolUseBlock } from "../Brain.js"
 import { preview, systemText } from "../Brain.js"
+import { madeOnFirstCall } from "../FirstCall.js"
 import { isJsonObject } from "../Json.js"
 
 // ---- the request ----
@@ -148,41 +149,40 @@ export const toChatRequest = (request: MessagesRequest): ChatRequest => {
 const Optional = <A, I, R>(schema: Schema.Schema<A, I, R>) => Schema.optional(Schema.NullOr(schema))
 
 /**
- * What we read of a tool call. `arguments` is a JSON string on the wire, but
- * some servers send an object; `id` is missing on some local servers.
- */
-const ChatToolCallIn = Schema.Struct({
-  id: Optional(Schema.String),
-  function: Schema.Struct({ name: Schema.String, arguments: Schema.optional(Schema.Unknown) })
-})
-
-const ContentPart = Schema.Struct({ type: Schema.String, text: Schema.optional(Schema.String) })
-
-/**
  * The parts of a response we act on. Struct decoding ignores the rest
  * (system_fingerprint, logprobs, reasoning_content, timings, …), and every
- * field a local server may leave out is optional.
+ * field a local server may leave out is optional. Made with its decoder, on
+ * the first response: a run with another brain never needs it.
  */
-export const ChatResponse = Schema.Struct({
-  id: Optional(Schema.String),
-  model: Optional(Schema.String),
-  choices: Schema.Array(Schema.Struct({
-    message: Schema.Struct({
-      content: Optional(Schema.Union(Schema.String, Schema.Array(ContentPart))),
-      refusal: Optional(Schema.String),
-      tool_calls: Optional(Schema.Array(ChatToolCallIn))
-    }),
-    finish_reason: Optional(Schema.String)
-  })),
-  usage: Optional(Schema.Struct({
-    prompt_tokens: Optional(Schema.Number),
-    completion_tokens: Optional(Schema.Number),
-    prompt_tokens_details: Optional(Schema.Struct({ cached_tokens: Optional(Schema.Number) }))
-  }))
-})
-export type ChatResponse = typeof ChatResponse.Type
+const chatResponseSchema = () => {
+  // What we read of a tool call. `arguments` is a JSON string on the wire, but
+  // some servers send an object; `id` is missing on some local servers.
+  const ChatToolCallIn = Schema.Struct({
+    id: Optional(Schema.String),
+    function: Schema.Struct({ name: Schema.String, arguments: Schema.optional(Schema.Unknown) })
+  })
+  const ContentPart = Schema.Struct({ type: Schema.String, text: Schema.optional(Schema.String) })
+  return Schema.Struct({
+    id: Optional(Schema.String),
+    model: Optional(Schema.String),
+    choices: Schema.Array(Schema.Struct({
+      message: Schema.Struct({
+        content: Optional(Schema.Union(Schema.String, Schema.Array(ContentPart))),
+        refusal: Optional(Schema.String),
+        tool_calls: Optional(Schema.Array(ChatToolCallIn))
+      }),
+      finish_reason: Optional(Schema.String)
+    })),
+    usage: Optional(Schema.Struct({
+      prompt_tokens: Optional(Schema.Number),
+      completion_tokens: Optional(Schema.Number),
+      prompt_tokens_details: Optional(Schema.Struct({ cached_tokens: Optional(Schema.Number) }))
+    }))
+  })
+}
+export type ChatResponse = ReturnType<typeof chatResponseSchema>["Type"]
 
-export const decodeChatResponse = Schema.decodeUnknownEither(ChatResponse)
+export const decodeChatResponse = madeOnFirstCall(() => Schema.decodeUnknownEither(chatResponseSchema()))
 
 /**
  * `length` is a cut answer even with calls in it (their arguments may be

@@ -7,6 +7,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { type ToolCatalog, type ToolDefinition, ToolDefinition as ToolDefinitionSchema, type ToolProblem } from "../Claws.js"
 import { describeError } from "../Errors.js"
+import { madeOnFirstCall } from "../FirstCall.js"
 
 const toolsPrefix = "#TOOLS:"
 
@@ -25,7 +26,7 @@ export interface Catalog extends ToolCatalog {
   readonly files: ReadonlyMap<string, string>
 }
 
-const decodeTool = Schema.decodeUnknownEither(ToolDefinitionSchema)
+const decodeTool = madeOnFirstCall(() => Schema.decodeUnknownEither(ToolDefinitionSchema))
 
 export const parseClawFile = (displayPath: string, text: string): ParsedFile => {
   const declarations: Array<Declaration> = []

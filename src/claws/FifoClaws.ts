@@ -26,6 +26,7 @@ import { makeExchange } from "../fifo/Exchange.js"
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
 import { decodeClawAnswer, encodeClawCall, listToolsRequest } from "../fifo/ClawFrame.js"
 import { defaultMaxBlockBytes, type FrameTooLarge } from "../fifo/Framing.js"
+import { madeOnFirstCall } from "../FirstCall.js"
 
 export interface FifoClawsOptions {
   readonly paths: Pick<FifoPaths, "clawIn" | "clawOut">
@@ -40,8 +41,8 @@ export interface FifoClawsOptions {
 export const defaultListTimeout = Duration.seconds(30)
 export const defaultCallTimeout = Duration.minutes(2)
 
-const decodeTool = Schema.decodeUnknownEither(ToolDefinition)
-const isToolName = Schema.is(ToolName)
+const decodeTool = madeOnFirstCall(() => Schema.decodeUnknownEither(ToolDefinition))
+const isToolName = madeOnFirstCall(() => Schema.is(ToolName))
 
 /** Reads a discovery answer: each element is checked on its own, so one bad declaration costs only itself. */
 export const decodeCatalog = (answer: string): Either.Either<ToolCatalog, ClawsError> => {

@@ -13,6 +13,7 @@ import {
   type ResponseBlock,
   type Usage
 } from "../Brain.js"
+import { madeOnFirstCall } from "../FirstCall.js"
 import { isJsonObject } from "../Json.js"
 import { MalformedMessage, compactJson, excerpt } from "./Framing.js"
 
@@ -213,7 +214,7 @@ export const brainErrorFrame = (reason: "timeout" | "fatal", misconfigured?: Mis
     : `${JSON.stringify({ error: reason, misconfigured: { problem: misconfigured.problem, setting: misconfigured.setting } })}\n\n`
 
 // Fields the schema does not know (temperature, tool_choice, …) travel on untouched.
-const decodeRequest = Schema.decodeUnknownEither(MessagesRequestSchema, { onExcessProperty: "preserve" })
+const decodeRequest = madeOnFirstCall(() => Schema.decodeUnknownEither(MessagesRequestSchema, { onExcessProperty: "preserve" }))
 
 /** Reads a brain request frame as a bridge receives it. */
 export const decodeBrainRequest = (frame: string): Either.Either<MessagesRequest, MalformedMessage> => {

@@ -16,6 +16,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import { madeOnFirstCall } from "../FirstCall.js"
 import type { InboundMessage } from "../Interact.js"
 import { MemoryConfig, MemoryError } from "./Memory.js"
 import { newKey } from "./MessageKeys.js"
@@ -33,20 +34,23 @@ export interface Pending {
   readonly reply: Option.Option<{ readonly text: string; readonly stored: boolean }>
 }
 
-const Record = Schema.Union(
-  Schema.Struct({
-    accepted: Schema.Number,
-    key: Schema.optional(Schema.String),
-    idempotencyKey: Schema.optional(Schema.String),
-    channel: Schema.String,
-    text: Schema.String
-  }),
-  Schema.Struct({ answered: Schema.Number, reply: Schema.String, stored: Schema.Boolean }),
-  Schema.Struct({ unstored: Schema.Number }),
-  Schema.Struct({ stored: Schema.Number }),
-  Schema.Struct({ delivered: Schema.Number })
-)
-const decodeRecord = Schema.decodeUnknownOption(Schema.parseJson(Record))
+/** A journal line's record; its schema and decoder are made at the first line a journal has, not at every start. */
+const decodeRecord = madeOnFirstCall(() => {
+  const Record = Schema.Union(
+    Schema.Struct({
+      accepted: Schema.Number,
+      key: Schema.optional(Schema.String),
+      idempotencyKey: Schema.optional(Schema.String),
+      channel: Schema.String,
+      text: Schema.String
+    }),
+    Schema.Struct({ answered: Schema.Number, reply: Schema.String, stored: Schema.Boolean }),
+    Schema.Struct({ unstored: Schema.Number }),
+    Schema.Struct({ stored: Schema.Number }),
+    Schema.Struct({ delivered: Schema.Number })
+  )
+  return Schema.decodeUnknownOption(Schema.parseJson(Record))
+})
 
 /** A message to accept: from a bridge, or from the HTTP service with the caller's Idempotency-Key. */
 export interface Accepting extends InboundMessage {

@@ -22,6 +22,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { Brain, type BrainService, type MessagesRequest, type MessagesResponse, systemText } from "../Brain.js"
 import { BrainLabelConfig } from "../brain/BrainChoice.js"
+import { madeOnFirstCall } from "../FirstCall.js"
 import { COMPACTION_SYSTEM } from "../Prompt.js"
 import { endsWithNewline, splitLines } from "./HistoryFile.js"
 import { Memory } from "./Memory.js"
@@ -103,7 +104,7 @@ export const heldAppender = (file: string) => {
   return { append, close }
 }
 
-const decodeLine = Schema.decodeUnknownOption(Schema.parseJson(UsageLine))
+const decodeLine = madeOnFirstCall(() => Schema.decodeUnknownOption(Schema.parseJson(UsageLine)))
 
 /** Every whole, well-formed line of the ledger; torn or foreign lines are skipped and counted. */
 export const read = (file: string): Either.Either<{ readonly lines: Array<UsageLine>; readonly skipped: number }, SafeFile.MemoryFileError> =>

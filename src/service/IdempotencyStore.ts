@@ -15,6 +15,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { integerIn } from "../config/ConfigRange.js"
+import { madeOnFirstCall } from "../FirstCall.js"
 
 /** How many keys each agent remembers (the oldest are forgotten first). */
 export const IdempotencyConfig = integerIn("PLANCKCLAW_IDEMPOTENCY_KEYS", { min: 1, max: 1_000_000 }, 1000)
@@ -32,8 +33,9 @@ export class IdempotencyStoreError extends Data.TaggedError("IdempotencyStoreErr
   readonly message: string
 }> {}
 
-const Line = Schema.parseJson(Schema.Struct({ key: Schema.String, reply: Schema.String, stored: Schema.Boolean }))
-const decodeLine = Schema.decodeUnknownOption(Line)
+const decodeLine = madeOnFirstCall(() =>
+  Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ key: Schema.String, reply: Schema.String, stored: Schema.Boolean })))
+)
 
 export interface IdempotencyStore {
   readonly lookup: (key: string) => Option.Option<Remembered>

@@ -13,6 +13,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { madeOnFirstCall } from "../FirstCall.js"
 import * as SafeFile from "../memory/SafeFile.js"
 
 const PerMillion = Schema.Number.pipe(Schema.nonNegative(), Schema.finite())
@@ -66,7 +67,7 @@ export class PricesError extends Data.TaggedError("PricesError")<{
 
 export const PricesFileConfig = Config.option(Config.nonEmptyString("PLANCKCLAW_PRICES"))
 
-const decodeTable = Schema.decodeUnknownEither(PriceTable, { onExcessProperty: "error" })
+const decodeTable = madeOnFirstCall(() => Schema.decodeUnknownEither(PriceTable, { onExcessProperty: "error" }))
 
 /** The table in `text`, or why not (naming the file). */
 export const parsePrices = (file: string, text: string): Either.Either<PriceTable, PricesError> => {
