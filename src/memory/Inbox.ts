@@ -96,6 +96,8 @@ const replayEntries = (text: string): Map<number, Entry> => {
   const entries = new Map<number, Entry>()
   const update = (id: number, change: (entry: Entry) => Entry | undefined) => updateEntry(entries, id, change)
   for (const line of text.split("\n")) {
+    // No record, as the decoder would say too: an empty journal is one empty line, and a start need not make the decoder for it.
+    if (line === "") continue
     const record = decodeRecord(line)
     if (Option.isNone(record)) continue
     const value = record.value
