@@ -13,11 +13,12 @@ import fsModule from "node:fs"
 import { syncBuiltinESMExports } from "node:module"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Option } from "effect"
+import { Effect, Exit, Fiber, Option } from "effect"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import * as RunHeld from "../../src/memory/RunHeld.js"
 import * as TurnGate from "../../src/memory/TurnGate.js"
+import { heldTurn } from "../support/HeldTurn.js"
 import { tempDir } from "../support/Sandbox.js"
 
 const line = (role: "user" | "assistant", content: string) => `${JSON.stringify({ role, content })}\n`
@@ -52,16 +53,6 @@ const deadPid = Effect.async<number>((resume) => {
   const gone = child.spawn("true", [], { stdio: "ignore" })
   gone.once("exit", () => resume(Effect.succeed(gone.pid!)))
 })
-
-/** A turn through `gate`, forked and running until `finish`. */
-const heldTurn = (gate: TurnGate.TurnGate) =>
-  Effect.gen(function*() {
-    const started = yield* Deferred.make<void>()
-    const end = yield* Deferred.make<void>()
-    const fiber = yield* Effect.fork(gate.turn(Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(end))))
-    yield* Deferred.await(started)
-    return Effect.zipRight(Deferred.succeed(end, undefined), Fiber.join(fiber))
-  })
 
 /** Yields until `ready` holds (no clock involved: the commit's steps run between yields). */
 const until = (ready: Effect.Effect<boolean>): Effect.Effect<void> =>
@@ -170,20 +161,20 @@ describe("a run's compaction commit alongside its appends", () => {
     Effect.gen(function*() {
       const h = yield* setup(true)
       const gate = TurnGate.make()
-      const finishFirst = yield* heldTurn(gate)
+      const first = yield* heldTurn(gate)
       const commit = yield* h.commitGated(gate)
       yield* Effect.repeatN(Effect.yieldNow(), 200)
       // Not one file staged while the turn runs.
       expect(h.exists(".summary.md.next")).toBe(false)
-      yield* finishFirst
+      yield* first.finish
       yield* until(h.mirrorInstalled)
       // Another turn begins with the commit under way: its appends go on, and the commit does not reach its journal meanwhile.
-      const finishSecond = yield* heldTurn(gate)
+      const second = yield* heldTurn(gate)
       yield* h.memory.append(exchange(5), { exchange: "k5" })
       yield* Effect.repeatN(Effect.yieldNow(), 200)
       expect(h.exists(".compaction-commit")).toBe(false)
       expect(h.read("history.jsonl")).toBe(lines(1, 2, 3, 4, 5))
-      yield* finishSecond
+      yield* second.finish
       expect((yield* Fiber.join(commit)).kept).toBe(6)
       expect(h.read("history.jsonl")).toBe(lines(3, 4, 5))
     }))

@@ -5,30 +5,13 @@
  * deferreds; nothing waits on time.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber } from "effect"
+import { Effect, Fiber } from "effect"
 import * as TurnGate from "../../src/memory/TurnGate.js"
+import { heldTurn } from "../support/HeldTurn.js"
 
 /** Forks `gate.step`, recording in `log` when it passed. */
 const forkStep = (gate: TurnGate.TurnGate, log: Array<string>, name: string) =>
   Effect.fork(Effect.zipRight(gate.step, Effect.sync(() => log.push(name))))
-
-/**
- * Forks a turn through the gate and returns once it runs; `finish` ends it
- * (logging `ended`, when given, as it ends) and waits for it.
- */
-const heldTurn = (gate: TurnGate.TurnGate, log: Array<string>, ended?: string) =>
-  Effect.gen(function*() {
-    const started = yield* Deferred.make<void>()
-    const end = yield* Deferred.make<void>()
-    const fiber = yield* Effect.fork(gate.turn(
-      Deferred.succeed(started, undefined).pipe(
-        Effect.zipRight(Deferred.await(end)),
-        Effect.zipRight(Effect.sync(() => ended === undefined || log.push(ended)))
-      )
-    ))
-    yield* Deferred.await(started)
-    return { fiber, finish: Effect.zipRight(Deferred.succeed(end, undefined), Fiber.join(fiber)) }
-  })
 
 describe("TurnGate", () => {
   it.effect("a step passes at once when no turn is in flight", () =>
@@ -43,7 +26,7 @@ describe("TurnGate", () => {
     Effect.gen(function*() {
       const gate = TurnGate.make()
       const log: Array<string> = []
-      const turn = yield* heldTurn(gate, log, "turn ended")
+      const turn = yield* heldTurn(gate, () => log.push("turn ended"))
       const step = yield* forkStep(gate, log, "step")
       // Several event-loop turns go by: the step's setImmediate has long fired and found the turn in flight.
       for (let i = 0; i < 20; i++) yield* Effect.promise(() => new Promise((done) => setImmediate(done)))
@@ -57,7 +40,7 @@ describe("TurnGate", () => {
     Effect.gen(function*() {
       const gate = TurnGate.make()
       const log: Array<string> = []
-      const turn = yield* heldTurn(gate, log)
+      const turn = yield* heldTurn(gate)
       const step = yield* forkStep(gate, log, "step")
       yield* Fiber.interrupt(turn.fiber)
       yield* Fiber.join(step)
@@ -82,7 +65,7 @@ describe("TurnGate", () => {
     Effect.gen(function*() {
       const gate = TurnGate.make()
       const log: Array<string> = []
-      const turn = yield* heldTurn(gate, log)
+      const turn = yield* heldTurn(gate)
       const interrupted = yield* forkStep(gate, log, "interrupted")
       const kept = yield* forkStep(gate, log, "kept")
       yield* Fiber.interrupt(interrupted)
