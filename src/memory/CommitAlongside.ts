@@ -23,37 +23,26 @@ import * as CommitMirror from "./CommitMirror.js"
 import * as FileCache from "./FileCache.js"
 import * as Layout from "./Layout.js"
 import * as Ledger from "./Ledger.js"
+import type { FoldPlan, FoldResult } from "./FoldStore.js"
 import { type Alongside, fromFileError, MemoryError } from "./MemoryDir.js"
 import * as SafeFile from "./SafeFile.js"
-
-export interface Plan {
-  readonly splitOffset: number
-  readonly inode: number
-}
-
-export interface Kept {
-  /** Lines left in history after the commit (the kept tail plus any appended meanwhile). */
-  readonly kept: number
-  /** Size of the summary.md written. */
-  readonly summaryBytes: number
-}
 
 export interface Store {
   readonly paths: Layout.Paths
   readonly directory: string
   /** The part of history the fold keeps, from the split to the end as it is now. */
-  readonly readRest: (plan: Plan) => Either.Either<{ readonly buffer: Buffer; readonly size: number }, MemoryError>
+  readonly readRest: (plan: FoldPlan) => Either.Either<{ readonly buffer: Buffer; readonly size: number }, MemoryError>
   /** What the kept tail and summary come to. */
-  readonly result: (rest: Buffer, summaryFile: string) => Kept
+  readonly result: (rest: Buffer, summaryFile: string) => FoldResult
 }
 
 export const commit = (
   store: Store,
   { ledger: knownLedger, mirrorAppends, step, swapped }: Alongside,
-  plan: Plan,
+  plan: FoldPlan,
   summaryFile: string,
   between: Effect.Effect<void>
-): Effect.Effect<Kept, MemoryError> => {
+): Effect.Effect<FoldResult, MemoryError> => {
   const { directory, paths } = store
   const gated = <B>(section: () => Either.Either<B, MemoryError>) => Effect.zipRight(between, step(section))
   const abandoned = () =>
