@@ -15,6 +15,7 @@ import * as Bridges from "./Bridges.js"
 import * as ScriptClaws from "./claws/ScriptClaws.js"
 import { debugOption } from "./CliFlags.js"
 import { runFlags, withSettings } from "./CliSettings.js"
+import * as Pretenuring from "./process/Pretenuring.js"
 import * as AgentHost from "./service/AgentHost.js"
 import * as HttpApi from "./service/HttpApi.js"
 import type { HostError } from "./service/HostError.js"
@@ -80,6 +81,8 @@ export const serve = Command.make("serve", {
       onRight: Effect.succeed
     })
     const brain = yield* inProcessBrain
+    // Every agent this process serves runs turns like a run's (see Pretenuring).
+    yield* Effect.flatten(Pretenuring.readChoice())
     // Before the host starts (and answers what a previous run left): HttpApi.layer is built after it.
     yield* HttpApi.guard(listen)
     // Brain and claws are built once and shared by every agent; the HTTP
