@@ -5,10 +5,13 @@
  * importer, about 70 copies and 4000 properties made at each start. This
  * sends every static import of a Node built-in to one virtual ES module per
  * built-in, so each is copied once per bundle and shared by its importers, as
- * ES modules share one namespace. Only `import`/`export ... from` statements
- * go there (ours and bundled ES packages'): a built-in has no `__esModule`,
- * so its namespace is the same in every importer's "node mode". CommonJS
- * packages' `require` calls and dynamic `import()` stay esbuild's own.
+ * ES modules share one namespace. `import`/`export ... from` statements go
+ * there (ours and bundled ES packages'): a built-in has no `__esModule`,
+ * so its namespace is the same in every importer's "node mode". So does a
+ * dynamic `import()` of a built-in, which then loads it on first call with
+ * `require`: left as `import()`, it would fail, as the bundle runs as a
+ * `vm.Script` (for its code cache) with no dynamic import callback.
+ * CommonJS packages' `require` calls stay esbuild's own.
  * A built-in imported by name only (esbuild's plain `require`, no copy) now
  * gets its one copy too: node:stream, node:module, node:string_decoder.
  */
@@ -20,9 +23,9 @@ const namespace = "builtin"
 export const sharedBuiltins = {
   name: "shared-builtins",
   setup(build) {
-    build.onResolve({ filter: /^[a-z_:/]+$/ }, (args) => {
+    build.onResolve({ filter: /^[a-z0-9_:/]+$/ }, (args) => {
       if (args.namespace === namespace) return { path: args.path, external: true }
-      if (args.kind !== "import-statement" || !isBuiltin(args.path)) return undefined
+      if ((args.kind !== "import-statement" && args.kind !== "dynamic-import") || !isBuiltin(args.path)) return undefined
       return { path: args.path.startsWith("node:") ? args.path : `node:${args.path}`, namespace }
     })
     build.onLoad({ filter: /.*/, namespace }, (args) => {

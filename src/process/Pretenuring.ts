@@ -21,7 +21,6 @@
  */
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
-import * as v8 from "node:v8"
 import { onOff } from "../config/ConfigRange.js"
 
 /** `1`: leave V8's pretenuring on (its default); unset or `0`: the run turns it off. */
@@ -30,13 +29,17 @@ export const PretenuringConfig = onOff("PLANCKCLAW_V8_PRETENURING", false)
 /** The V8 flag that turns allocation-site pretenuring off. */
 export const noPretenuringFlag = "--no-allocation-site-pretenuring"
 
+// Loaded only when the flag is set, after the start: loading node:v8 costs a start ~1.5 ms.
+const setV8Flags = (flags: string): Effect.Effect<void> =>
+  Effect.map(Effect.promise(() => import("node:v8")), (v8) => v8.setFlagsFromString(flags))
+
 /**
  * Reads the setting (so a malformed value is refused at start-up with the
  * others); the effect it gives turns V8's pretenuring off for this process,
- * unless the setting keeps it. `setFlags` is V8's own setter; tests pass a
+ * unless the setting keeps it. `setFlags` sets V8 flags; tests pass a
  * recorder.
  */
 export const readChoice = (
-  setFlags: (flags: string) => void = v8.setFlagsFromString
+  setFlags: (flags: string) => Effect.Effect<void> = setV8Flags
 ): Effect.Effect<Effect.Effect<void>, ConfigError.ConfigError> =>
-  Effect.map(PretenuringConfig, (kept) => kept ? Effect.void : Effect.sync(() => setFlags(noPretenuringFlag)))
+  Effect.map(PretenuringConfig, (kept) => kept ? Effect.void : setFlags(noPretenuringFlag))

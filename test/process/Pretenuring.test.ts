@@ -14,7 +14,7 @@ const fromMap = (entries: Record<string, string>) => ConfigProvider.fromMap(new 
 const flagsSet = (entries: Record<string, string>) =>
   Effect.gen(function*() {
     const set: Array<string> = []
-    const apply = yield* Effect.withConfigProvider(readChoice((flags) => set.push(flags)), fromMap(entries))
+    const apply = yield* Effect.withConfigProvider(readChoice((flags) => Effect.sync(() => void set.push(flags))), fromMap(entries))
     // Reading the setting changes nothing: only the effect it gives does.
     expect(set).toEqual([])
     yield* apply
@@ -32,7 +32,7 @@ describe("Pretenuring", () => {
 
   it.effect("refuses a malformed setting, naming the key", () =>
     Effect.gen(function*() {
-      const result = yield* Effect.either(Effect.withConfigProvider(readChoice(() => undefined), fromMap({ PLANCKCLAW_V8_PRETENURING: "maybe" })))
+      const result = yield* Effect.either(Effect.withConfigProvider(readChoice(() => Effect.void), fromMap({ PLANCKCLAW_V8_PRETENURING: "maybe" })))
       expect(Either.isLeft(result)).toBe(true)
       if (Either.isLeft(result)) {
         expect(String(result.left)).toContain("PLANCKCLAW_V8_PRETENURING")
