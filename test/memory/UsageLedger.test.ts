@@ -11,7 +11,7 @@ import type { MessagesResponse } from "../../src/Brain.js"
 import * as UsageLedger from "../../src/memory/UsageLedger.js"
 import * as Cli from "../support/Cli.js"
 import { harness, line } from "../support/Harness.js"
-import { sandbox } from "../support/Sandbox.js"
+import { sandbox, tempDir } from "../support/Sandbox.js"
 
 const answer = (text: string, usage: MessagesResponse["usage"]): MessagesResponse => ({
   model: "claude-test",
@@ -52,6 +52,33 @@ describe("usage.jsonl", () => {
       )
       const read = UsageLedger.read(file)
       expect(Either.getOrThrow(read)).toEqual({ lines, skipped: 1 })
+    }))
+})
+
+describe("usage.jsonl held open between answers", () => {
+  const entry = (input: number): UsageLedger.UsageLine =>
+    ({ at: at0, kind: "turn", brain: "test", model: "m", ms: 0, input, output: 0, cache_write: 0, cache_read: 0 })
+  const encoded = (...inputs: ReadonlyArray<number>) => inputs.map((input) => `${JSON.stringify(entry(input))}\n`).join("")
+
+  // The one lstat(2) before each line: a file moved away or removed by hand is opened anew, not written behind the user's back.
+  it.scoped("follows the path: a file rotated or removed by hand gets no more lines, a new usage.jsonl does", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const file = path.join(directory, "usage.jsonl")
+      const rotated = path.join(directory, "usage-2025-05.jsonl")
+      const ledger = yield* Effect.acquireRelease(Effect.sync(() => UsageLedger.heldAppender(file)), (held) => Effect.sync(held.close))
+      expect(Either.isRight(ledger.append([entry(1)]))).toBe(true)
+      fs.renameSync(file, rotated)
+      expect(Either.isRight(ledger.append([entry(2)]))).toBe(true)
+      expect(fs.readFileSync(rotated, "utf8")).toBe(encoded(1))
+      expect(fs.readFileSync(file, "utf8")).toBe(encoded(2))
+      fs.unlinkSync(file)
+      expect(Either.isRight(ledger.append([entry(3)]))).toBe(true)
+      expect(fs.readFileSync(file, "utf8")).toBe(encoded(3))
+      // Another writer's line (a `planckclaw compact` beside the run) is kept whole, and ours follows it.
+      fs.appendFileSync(file, encoded(4))
+      expect(Either.isRight(ledger.append([entry(5)]))).toBe(true)
+      expect(fs.readFileSync(file, "utf8")).toBe(encoded(3, 4, 5))
     }))
 })
 
