@@ -28,6 +28,7 @@ import { Brain } from "../dist/Brain.js"
 import * as InMemoryClaws from "../dist/claws/InMemoryClaws.js"
 import * as AgentHost from "../dist/service/AgentHost.js"
 import * as HttpApi from "../dist/service/HttpApi.js"
+import * as Pretenuring from "../dist/process/Pretenuring.js"
 import { main, progress } from "./lib/child.mjs"
 import { percentile, round } from "./lib/stats.mjs"
 import { benchDir, makeWorkDir } from "./lib/work.mjs"
@@ -80,7 +81,9 @@ main(async () => {
     const settings = ConfigProvider.fromMap(new Map([
       ["PLANCKCLAW_AGENTS_DIR", path.join(work.dir, "agents")],
       ["PLANCKCLAW_DIR", path.join(work.dir, "memory")],
-      ["PLANCKCLAW_AGENT_IDLE", String(IDLE_SECONDS)]
+      ["PLANCKCLAW_AGENT_IDLE", String(IDLE_SECONDS)],
+      // As `planckclaw serve` does (src/process/Pretenuring.ts); PLANCKCLAW_V8_PRETENURING=1 measures V8's default.
+      ["PLANCKCLAW_V8_PRETENURING", process.env.PLANCKCLAW_V8_PRETENURING ?? "0"]
     ]))
     const layer = HttpApi.layer({ host: "127.0.0.1", port: 0 }).pipe(
       Layer.provideMerge(AgentHost.layer),
@@ -90,6 +93,7 @@ main(async () => {
     const ids = Array.from({ length: AGENTS }, (_, n) => `agent-${n}`)
     return await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const context = yield* Layer.build(layer)
+      yield* Effect.withConfigProvider(Effect.flatten(Pretenuring.readChoice()), settings)
       const host = Context.get(context, AgentHost.AgentHost)
       const port = Context.get(context, HttpServer.HttpServer).address.port
       const send = (id) => Effect.runPromise(host.send(id, { text: "Remember this." }))
