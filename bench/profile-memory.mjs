@@ -92,7 +92,8 @@ const child = async ({ dist, turns, memoryDir, stub, alloc }) => {
       compactNow: Effect.succeed(Option.none()),
       startIfNeeded: Effect.void,
       settled: Effect.void,
-      stop: Effect.void
+      stop: Effect.void,
+      turn: (turn) => turn
     }
     return Layer.mergeAll(Layer.succeed(Memory, memory), Layer.succeed(Inbox, inbox), Layer.succeed(Compactor, compactor))
   }

@@ -52,14 +52,15 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
     wake = undefined
     resume(Effect.succeed(item))
   }
+  // No canceler: only this loop waits here, and once it is interrupted nothing
+  // reads `ready` again; a resume after the interruption is ignored by the
+  // fiber. A canceler would wrap every wait in onInterrupt (about ten more
+  // steps of the run loop per message).
   const next: Effect.Effect<Pending | undefined> = Effect.suspend(() =>
     ready.length > 0
       ? Effect.succeed(ready.shift())
       : Effect.async((resume) => {
         wake = resume
-        return Effect.sync(() => {
-          wake = undefined
-        })
       })
   )
   // Pulled by hand rather than with Stream.runForEach, which costs more per message than the rest of the intake.

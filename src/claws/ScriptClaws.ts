@@ -121,11 +121,10 @@ export const makeCatchUp = (turns: 1 | 2): Effect.Effect<void> => {
         else setImmediate(release)
       })
     }
-    const mine = waiters
-    mine.add(resume)
-    return Effect.sync(() => {
-      mine.delete(resume)
-    })
+    // No canceler: an interrupted waiter's resume is called with the others,
+    // at most two loop turns later, and ignored by its fiber. A canceler would
+    // wrap every wait in onInterrupt (about ten more run-loop steps per list).
+    waiters.add(resume)
   })
 }
 
