@@ -187,33 +187,48 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     return Option.some({ soul: readSoul(), summary: Either.right(summary.value), lines: [], oversized: [], cached: tail.window })
   }
 
-  const snapshot = (keep: number) =>
-    Effect.gen(function*() {
-      const hit = fromCache(keep)
-      const read = Option.isSome(hit)
-        ? hit.value
-        : yield* lockedRead("reading memory", readSnapshot(keep, paths, true), () => readSnapshot(keep, Layout.readable(paths), false)())
-      const history: Array<HistoryEntry> = []
-      const skipped: Array<string> = []
-      let decoded: ReadonlyArray<HistoryEntry> = history
-      if (read.cached !== undefined) {
-        // A window never changes once made: shared as it is when every line decoded.
-        if (allDecoded(read.cached)) decoded = read.cached
-        else for (const entry of read.cached) if (entry !== undefined) history.push(entry)
-      } else {
-        for (const line of read.lines) {
-          const entry = parseLine(line)
-          if (Option.isSome(entry)) history.push(entry.value)
-          else skipped.push(line)
-        }
+  /** The snapshot from what was read: nothing to log in the usual case, so no generator or loop over logs. */
+  const toSnapshot = (read: Read): Effect.Effect<MemorySnapshot> => {
+    const history: Array<HistoryEntry> = []
+    const skipped: Array<string> = []
+    let decoded: ReadonlyArray<HistoryEntry> = history
+    if (read.cached !== undefined) {
+      // A window never changes once made: shared as it is when every line decoded.
+      if (allDecoded(read.cached)) decoded = read.cached
+      else for (const entry of read.cached) if (entry !== undefined) history.push(entry)
+    } else {
+      for (const line of read.lines) {
+        const entry = parseLine(line)
+        if (Option.isSome(entry)) history.push(entry.value)
+        else skipped.push(line)
       }
+    }
+    const { soul: soulRead, summary: summaryRead } = read
+    if (skipped.length === 0 && read.oversized.length === 0 && Either.isRight(soulRead) && Either.isRight(summaryRead)) {
+      const soul = trimOnce("soul.md", soulRead.right ?? "")
+      const summary = trimOnce("summary.md", summaryRead.right ?? "")
+      return Effect.succeed({ soul: soul.length > 0 ? soul : fallbackSoul(), summary, history: decoded })
+    }
+    return Effect.gen(function*() {
       yield* reportSkipped(skipped)
       for (const size of read.oversized) {
         yield* Effect.logWarning(`history.jsonl: skipped a ${size}-byte line, too long to be an exchange`)
       }
-      const soul = yield* readable("soul.md", read.soul, "the default persona")
-      const summary = yield* readable("summary.md", read.summary, "no summary")
+      const soul = yield* readable("soul.md", soulRead, "the default persona")
+      const summary = yield* readable("summary.md", summaryRead, "no summary")
       return { soul: soul.length > 0 ? soul : fallbackSoul(), summary, history: decoded }
+    })
+  }
+
+  const snapshot = (keep: number): Effect.Effect<MemorySnapshot, MemoryError> =>
+    Effect.suspend(() => {
+      const hit = fromCache(keep)
+      return Option.isSome(hit)
+        ? toSnapshot(hit.value)
+        : Effect.flatMap(
+          lockedRead("reading memory", readSnapshot(keep, paths, true), () => readSnapshot(keep, Layout.readable(paths), false)()),
+          toSnapshot
+        )
     })
 
   // The persona for an agent without a soul.md of its own: the fallback
