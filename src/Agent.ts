@@ -14,6 +14,7 @@ import * as Option from "effect/Option"
 import { AgentConfig } from "./AgentConfig.js"
 import { Agent, type AgentService } from "./AgentService.js"
 import { Brain } from "./Brain.js"
+import { catchFailureOrDefect } from "./Catch.js"
 import * as CacheWindow from "./CacheWindow.js"
 import { Claws } from "./Claws.js"
 import * as Commands from "./Commands.js"
@@ -88,11 +89,10 @@ export const make = Effect.gen(function*() {
   })
 
   const respond = (message: InboundMessage): Effect.Effect<Turn.TurnOutcome> =>
-    Effect.flatMap(windowed, (snapshot) => Turn.runWith(ports, { snapshot, text: message.text, config })).pipe(
-      Effect.catchAll((error) => Effect.logError(`turn failed: ${error.message}`).pipe(Effect.as(Turn.failed))),
-      Effect.catchAllDefect((defect) =>
-        Effect.logError("turn failed on an internal error; answered with an apology", defect).pipe(Effect.as(Turn.failed))
-      )
+    catchFailureOrDefect(
+      Effect.flatMap(windowed, (snapshot) => Turn.runWith(ports, { snapshot, text: message.text, config })),
+      (error) => Effect.logError(`turn failed: ${error.message}`).pipe(Effect.as(Turn.failed)),
+      (defect) => Effect.logError("turn failed on an internal error; answered with an apology", defect).pipe(Effect.as(Turn.failed))
     )
 
   const decide = (pending: Pending): Effect.Effect<Option.Option<Turn.TurnOutcome>> => {
@@ -194,14 +194,11 @@ export const make = Effect.gen(function*() {
     ))
 
   const deliver = (interact: InteractService, message: OutboundMessage) =>
-    interact.send(message).pipe(
-      Effect.catchAll((error) =>
-        Effect.logError(`could not deliver a reply to channel ${message.channel}: ${error.message}`)
-      ),
+    catchFailureOrDefect(
+      interact.send(message),
+      (error) => Effect.logError(`could not deliver a reply to channel ${message.channel}: ${error.message}`),
       // A bridge bug must not cost the next message: the exchange is already remembered.
-      Effect.catchAllDefect((defect) =>
-        Effect.logError(`could not deliver a reply to channel ${message.channel}: ${String(defect)}`)
-      )
+      (defect) => Effect.logError(`could not deliver a reply to channel ${message.channel}: ${String(defect)}`)
     )
 
   // Exchanges a previous run answered but could not store are stored first.

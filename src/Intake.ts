@@ -14,6 +14,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { Agent } from "./AgentService.js"
+import { catchFailure } from "./Catch.js"
 import { Interact, type InteractError } from "./Interact.js"
 import * as DirectPull from "./interact/DirectPull.js"
 import * as Logging from "./Logging.js"
@@ -68,7 +69,7 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
     // The adapter's own pull when it registered one (FIFO, in memory): no stream on the way.
     const pull = DirectPull.directPull(interact.messages) ?? (yield* Stream.toPull(interact.messages))
     // Made once, not per message: undefined at the end of input.
-    const nextChunk = Effect.catchAll(pull, (end) => Option.isNone(end) ? Effect.succeed(undefined) : Effect.fail(end.value))
+    const nextChunk = catchFailure(pull, (end) => Option.isNone(end) ? Effect.succeed(undefined) : Effect.fail(end.value))
     while (true) {
       const chunk = yield* nextChunk
       if (chunk === undefined) return

@@ -24,6 +24,7 @@ import {
   type ToolResultBlock,
   type ToolUseBlock
 } from "./Brain.js"
+import { catchFailure } from "./Catch.js"
 import { Claws, type ClawsService, type ToolDefinition } from "./Claws.js"
 import { describeJsonType, isJsonObject } from "./Json.js"
 import type { MemorySnapshot } from "./memory/Memory.js"
@@ -176,11 +177,14 @@ export const runWith = (ports: TurnPorts, { config, snapshot, text }: TurnInput)
         )
       return round(0)
     }
-    const turn = Effect.matchEffect(ports.claws.list, {
-      onFailure: (error) =>
-        Effect.zipRight(Effect.logWarning(`tool discovery failed, answering without tools: ${error.message}`), ask([])),
-      onSuccess: (catalog) => ask(catalog.tools)
-    }).pipe(Effect.catchAll(unavailable))
+    const turn = catchFailure(
+      Effect.matchEffect(ports.claws.list, {
+        onFailure: (error) =>
+          Effect.zipRight(Effect.logWarning(`tool discovery failed, answering without tools: ${error.message}`), ask([])),
+        onSuccess: (catalog) => ask(catalog.tools)
+      }),
+      unavailable
+    )
     return Tracing.span(turn, recording, "Turn.run")
   })
 

@@ -22,6 +22,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
+import { catchFailure } from "../Catch.js"
 import * as Forget from "./Forget.js"
 import * as HistoryAppender from "./HistoryAppender.js"
 import type { AppendOptions } from "./HistoryAppender.js"
@@ -165,10 +166,9 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
           appender.writeLines(entries, options),
           rewrite(entries, options)
         )
-      return write.pipe(
-        Effect.tap(() => storeWorked),
-        Effect.catchAll(storeFailed)
-      )
+      // The write's value is void: storeWorked's takes its place without a step to restore it.
+      const written: Effect.Effect<void, MemoryError> = write
+      return catchFailure(Effect.zipRight(written, storeWorked), storeFailed)
     }
 
     // Unchanged since the last count (our own appends keep it current): one

@@ -1,0 +1,56 @@
+/**
+ * `Effect.catchAll`, and `catchAll` followed by `catchAllDefect`, as one
+ * `catchAllCause` each: the same handling, fewer steps of the run loop on
+ * the way through. `catchAll` pushes a handler for both outcomes and, on
+ * success, makes and runs one more effect to pass the value on; a failure
+ * handler alone costs one push, popped unseen on success. On the path of
+ * every turn (issue 11).
+ */
+import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+
+/** Every failure made a defect, as `catchAll` passes on a cause that holds defects. */
+const electFailures = <E>(cause: Cause.Cause<E>): Cause.Cause<never> =>
+  Cause.match(cause, {
+    onEmpty: Cause.empty,
+    onFail: (error) => Cause.die(error),
+    onDie: (defect) => Cause.die(defect),
+    onInterrupt: (fiberId) => Cause.interrupt(fiberId),
+    onSequential: (left, right) => Cause.sequential(left, right),
+    onParallel: (left, right) => Cause.parallel(left, right)
+  })
+
+/** What `catchAll` does with a cause: the handler for its first failure unless it holds a defect; else the cause. */
+const onCause = <E, B, E2, R2>(
+  cause: Cause.Cause<E>,
+  onFailure: (error: E) => Effect.Effect<B, E2, R2>
+): Effect.Effect<B, E2, R2> => {
+  if (Cause.defects(cause).length > 0) return Effect.failCause(electFailures(cause))
+  const failures = Cause.failures(cause)
+  return Chunk.isNonEmpty(failures) ? onFailure(Chunk.headNonEmpty(failures)) : Effect.failCause(cause as Cause.Cause<never>)
+}
+
+/** `Effect.catchAll(self, onFailure)`, in one step on success instead of two. */
+export const catchFailure = <A, E, R, B, E2, R2>(
+  self: Effect.Effect<A, E, R>,
+  onFailure: (error: E) => Effect.Effect<B, E2, R2>
+): Effect.Effect<A | B, E2, R | R2> => Effect.catchAllCause(self, (cause) => onCause(cause, onFailure))
+
+/**
+ * `self.pipe(Effect.catchAll(onFailure), Effect.catchAllDefect(onDefect))`,
+ * in one step on success instead of three. As there, a defect of
+ * `onFailure`'s own effect goes to `onDefect` too.
+ */
+export const catchFailureOrDefect = <A, E, R, B, R2, C, R3>(
+  self: Effect.Effect<A, E, R>,
+  onFailure: (error: E) => Effect.Effect<B, never, R2>,
+  onDefect: (defect: unknown) => Effect.Effect<C, never, R3>
+): Effect.Effect<A | B | C, never, R | R2 | R3> => {
+  const defectOf = (cause: Cause.Cause<never>): Effect.Effect<C, never, R3> => {
+    const die = Cause.find(cause, (part) => Cause.isDieType(part) ? Option.some(part.defect) : Option.none())
+    return Option.isSome(die) ? onDefect(die.value) : Effect.failCause(cause)
+  }
+  return Effect.catchAllCause(self, (cause) => Effect.catchAllCause(onCause(cause, onFailure), defectOf))
+}
