@@ -95,56 +95,72 @@ export const make = Effect.gen(function*() {
       (defect) => Effect.logError("turn failed on an internal error; answered with an apology", defect).pipe(Effect.as(Turn.failed))
     )
 
-  const decide = (pending: Pending): Effect.Effect<Option.Option<Turn.TurnOutcome>> => {
+  /**
+   * Decides the reply to `pending`, journals it when it is new, and goes on
+   * with `then`; `none` when there is nothing to answer. Continued rather
+   * than returned as an Option: a step fewer and no Option per turn.
+   */
+  const decide = (
+    pending: Pending,
+    then: (outcome: Turn.TurnOutcome) => Effect.Effect<void>,
+    none: () => Effect.Effect<void>
+  ): Effect.Effect<void> => {
     if (Option.isSome(pending.reply)) {
       const decided = pending.reply.value
-      return Effect.succeed(Option.some({ reply: decided.text, stored: decided.stored }))
+      return then({ reply: decided.text, stored: decided.stored })
     }
     const size = Buffer.byteLength(pending.text, "utf8")
     if (size > config.maxMessageBytes) {
-      return Effect.logWarning(`rejected a ${size}-byte message from ${pending.channel}`).pipe(
-        Effect.as(Option.some({
+      return Effect.flatMap(Effect.logWarning(`rejected a ${size}-byte message from ${pending.channel}`), () =>
+        then({
           stored: false,
           reply: `Your message is ${size} bytes; the limit is ${config.maxMessageBytes} bytes ` +
             "(PLANCKCLAW_MAX_MESSAGE_BYTES). Nothing was processed: please send it in smaller parts."
         }))
-      )
     }
     return Option.match(sanitize(pending.text), {
-      onNone: () => Effect.succeed(Option.none()),
+      onNone: none,
       onSome: (text) =>
-        Option.match(Commands.parse(text), {
-          // A command is answered here and is no exchange: nothing of it is stored.
-          onSome: (parsed) => Effect.map(command(parsed), (reply): Turn.TurnOutcome => ({ reply, stored: false })),
-          onNone: () => respond({ channel: pending.channel, text })
-        }).pipe(
-          Effect.flatMap((outcome) => Effect.as(inbox.answered(pending, outcome.reply, outcome.stored), Option.some(outcome)))
+        Effect.flatMap(
+          Option.match(Commands.parse(text), {
+            // A command is answered here and is no exchange: nothing of it is stored.
+            onSome: (parsed) => Effect.map(command(parsed), (reply): Turn.TurnOutcome => ({ reply, stored: false })),
+            onNone: () => respond({ channel: pending.channel, text })
+          }),
+          (outcome) => Effect.flatMap(inbox.answered(pending, outcome.reply, outcome.stored), () => then(outcome))
         )
     })
   }
 
   /**
-   * Appends one exchange; true once history holds it. History knows it by
-   * its journal key, so a reply decided before a crash is never stored twice,
-   * and an identical later exchange still is.
+   * Appends one exchange. History knows it by its journal key, so a reply
+   * decided before a crash is never stored twice, and an identical later
+   * exchange still is.
    */
-  const store = (pending: Pending, reply: string): Effect.Effect<boolean> => {
+  const append = (pending: Pending, reply: string) => {
     const text = Option.getOrElse(sanitize(pending.text), () => pending.text)
-    return Effect.matchEffect(
-      memory.append(
-        [{ role: "user", content: text }, { role: "assistant", content: reply }],
-        pending.key !== undefined ? { exchange: pending.key } : { unlessLast: Option.isSome(pending.reply) }
-      ),
-      {
-        // Memory logs a failure to write once; anything else is logged here.
-        onFailure: (error) =>
-          error.reported === true
-            ? Effect.succeed(false)
-            : Effect.as(Effect.logError(`could not remember an exchange: ${error.message}`), false),
-        onSuccess: () => Effect.as(inbox.stored(pending), true)
-      }
+    return memory.append(
+      [{ role: "user", content: text }, { role: "assistant", content: reply }],
+      pending.key !== undefined ? { exchange: pending.key } : { unlessLast: Option.isSome(pending.reply) }
     )
   }
+  // Memory logs a failure to write once; anything else is logged here.
+  const notAppended = (error: MemoryStore.MemoryError) =>
+    error.reported === true ? Effect.void : Effect.logError(`could not remember an exchange: ${error.message}`)
+
+  /** Appends one exchange; true once history holds it. */
+  const store = (pending: Pending, reply: string): Effect.Effect<boolean> =>
+    Effect.matchEffect(append(pending, reply), {
+      onFailure: (error) => Effect.as(notAppended(error), false),
+      onSuccess: () => Effect.as(inbox.stored(pending), true)
+    })
+
+  /** Appends one exchange, or keeps it in the journal as not stored. */
+  const storeOrKeep = (pending: Pending, reply: string): Effect.Effect<void> =>
+    Effect.matchEffect(append(pending, reply), {
+      onFailure: (error) => Effect.zipRight(notAppended(error), inbox.unstored(pending, reply)),
+      onSuccess: () => inbox.stored(pending)
+    })
 
   /** Stores, oldest first, what earlier turns could not (a full disk); false while some still wait. */
   const storeBacklog = Effect.flatMap(inbox.backlog, (waiting) =>
@@ -153,12 +169,9 @@ export const make = Effect.gen(function*() {
 
   // The user gets the answer they were given either way; an exchange not
   // stored waits in the journal, behind any older one, to keep history in order.
-  const remember = (pending: Pending, outcome: Turn.TurnOutcome): Effect.Effect<void> => {
-    if (!outcome.stored) return Effect.void
-    const unstored = inbox.unstored(pending, outcome.reply)
-    return Effect.flatMap(storeBacklog, (clear) =>
-      !clear ? unstored : Effect.flatMap(store(pending, outcome.reply), (stored) => stored ? Effect.void : unstored))
-  }
+  const remember = (pending: Pending, outcome: Turn.TurnOutcome): Effect.Effect<void> =>
+    !outcome.stored ? Effect.void : Effect.flatMap(storeBacklog, (clear) =>
+      clear ? storeOrKeep(pending, outcome.reply) : inbox.unstored(pending, outcome.reply))
 
   /**
    * What follows a decided reply: remember, deliver, mark it delivered, and
@@ -186,8 +199,7 @@ export const make = Effect.gen(function*() {
   const handle = (pending: Pending, interact: InteractService): Effect.Effect<void> =>
     compactor.turn(Effect.withFiberRuntime<void>((fiber) =>
       Tracing.span(
-        Effect.flatMap(decide(pending), (outcome) =>
-          Option.isSome(outcome) ? finish(pending, outcome.value, interact) : inbox.delivered(pending)),
+        decide(pending, (outcome) => finish(pending, outcome, interact), () => inbox.delivered(pending)),
         Tracing.recording(fiber),
         "Agent.handle"
       )
