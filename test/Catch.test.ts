@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, FiberId } from "effect"
-import { catchFailure, catchFailureOrDefect } from "../src/Catch.js"
+import { catchFailure, catchFailureOrDefect, mapFailure } from "../src/Catch.js"
 
 class Boom {
   constructor(readonly name: string) {}
@@ -65,6 +65,18 @@ describe("Catch", () => {
           expect(ours).toEqual(theirs)
           expect(seenOurs).toEqual(seenTheirs)
         }
+      }))
+  }
+
+  for (const [name, outcome] of outcomes) {
+    it.effect(`mapFailure maps ${name} as Effect.mapError does`, () =>
+      Effect.gen(function*() {
+        const seenOurs: Array<unknown> = []
+        const seenTheirs: Array<unknown> = []
+        const ours = yield* Effect.exit(mapFailure(outcome, (error) => (seenOurs.push(error), `mapped ${error}`)))
+        const theirs = yield* Effect.exit(Effect.mapError(outcome, (error) => (seenTheirs.push(error), `mapped ${error}`)))
+        expect(ours).toEqual(theirs)
+        expect(seenOurs).toEqual(seenTheirs)
       }))
   }
 

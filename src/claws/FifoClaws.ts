@@ -22,6 +22,7 @@ import {
   type ToolResult,
   unknownTool
 } from "../Claws.js"
+import { mapFailure } from "../Catch.js"
 import { makeExchange } from "../fifo/Exchange.js"
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
 import { decodeClawAnswer, encodeClawCall, listToolsRequest } from "../fifo/ClawFrame.js"
@@ -95,16 +96,15 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
       return decoded
     }
 
-    const list: ClawsService["list"] = exchange.ask(listToolsRequest, listTimeout).pipe(
-      Effect.mapError((error) =>
+    const list: ClawsService["list"] = Effect.flatMap(
+      mapFailure(exchange.ask(listToolsRequest, listTimeout), (error) =>
         new ClawsError({
           message: error._tag === "ExchangeTimeout"
             ? `claw bridge did not answer discovery within ${Duration.format(listTimeout)}`
             : `claw bridge discovery failed: ${error.message}`,
           cause: error
-        })
-      ),
-      Effect.flatMap(decodeOnce)
+        })),
+      decodeOnce
     )
 
     // Made once: a call's path builds no handler objects or generators of its own (issue 11).

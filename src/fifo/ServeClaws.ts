@@ -113,10 +113,11 @@ export const serveClaws = (
       }
       if (broken !== undefined) return resume(Effect.fail(broken))
       open()
+      // No canceler: only this loop waits here, and once it is interrupted
+      // the scope and its reader close and nothing reads a line again; a
+      // resume after the interruption is ignored by the fiber. A canceler
+      // would wrap every wait in onInterrupt (about ten more run-loop steps).
       waiting = resume
-      return Effect.sync(() => {
-        waiting = undefined
-      })
     })
 
     const errorFrame = (message: string) => encodeClawAnswer(`Error: ${message}`)

@@ -24,6 +24,7 @@ import { type InboundMessage, Interact, InteractError, type InteractService } fr
 import { defaultMaxLineBytes, type FrameTooLarge, makeLineFramer } from "../fifo/Framing.js"
 import { decodeInteractLine, encodeInteractLine } from "../fifo/InteractLine.js"
 import * as DirectPull from "./DirectPull.js"
+import { mapFailure } from "../Catch.js"
 
 export interface FifoInteractOptions {
   readonly paths: Pick<FifoPaths, "interactIn" | "interactOut">
@@ -54,7 +55,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     const background = yield* FiberSet.makeRuntime<never>()
 
     const write = (line: string) =>
-      Effect.mapError(outbound.write(line), (error) => new InteractError({ message: error.message, cause: error }))
+      mapFailure(outbound.write(line), (error) => new InteractError({ message: error.message, cause: error }))
     // With a built-in bridge in this process, a reply is sent once the bridge
     // has it in its keeping (see Handover): the lock keeps each line's number
     // right. Without one, the socket keeps the writes in call order by itself.
