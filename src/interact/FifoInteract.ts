@@ -25,6 +25,7 @@ import { defaultMaxLineBytes, type FrameTooLarge, makeLineFramer } from "../fifo
 import { decodeInteractLine, encodeInteractLine } from "../fifo/InteractLine.js"
 import * as DirectPull from "./DirectPull.js"
 import { mapFailure } from "../Catch.js"
+import * as Mutex from "../Mutex.js"
 
 export interface FifoInteractOptions {
   readonly paths: Pick<FifoPaths, "interactIn" | "interactOut">
@@ -59,7 +60,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     // With a built-in bridge in this process, a reply is sent once the bridge
     // has it in its keeping (see Handover): the lock keeps each line's number
     // right. Without one, the socket keeps the writes in call order by itself.
-    const writeLock = yield* Effect.makeSemaphore(1)
+    const writeLock = Mutex.make()
     const send: InteractService["send"] = (message) =>
       Either.match(encodeInteractLine(message), {
         onLeft: (error) => new InteractError({ message: `cannot send reply: ${error.message}` }),
