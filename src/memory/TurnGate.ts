@@ -22,12 +22,28 @@ export class TurnGate {
   /** The steps waiting for the turn in flight; made when the first one waits. */
   private waiting: Set<() => void> | undefined = undefined
 
-  /** Runs a turn; steps that become due meanwhile wait until it ends. */
+  /**
+   * Runs a turn; steps that become due meanwhile wait until it ends. The
+   * count is taken and given back inside one uninterruptible region (as
+   * `Effect.ensuring` would give it back, in fewer run-loop steps), so no
+   * interruption can leave it counted.
+   */
   turn<A, E, R>(turn: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
-    return Effect.suspend(() => {
-      this.turns++
-      return Effect.ensuring(turn, Effect.sync(() => this.leave()))
-    })
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.suspend(() => {
+        this.turns++
+        return Effect.matchCauseEffect(restore(turn), {
+          onFailure: (cause) => {
+            this.leave()
+            return Effect.failCause(cause)
+          },
+          onSuccess: (value) => {
+            this.leave()
+            return Effect.succeed(value)
+          }
+        })
+      })
+    )
   }
 
   /** Runs `effect` (a wait for the compaction) with the gate open, so it cannot wait on itself. */
