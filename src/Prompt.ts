@@ -14,8 +14,21 @@ import { EPHEMERAL, type Message, type MessagesRequest, type TextBlock, type Too
 import type { ToolDefinition } from "./Claws.js"
 import type { HistoryEntry } from "./memory/Memory.js"
 
-export const systemPrompt = (soul: string, summary: string): string =>
-  summary.length > 0 ? `${soul}\n---\nCONVERSATION SUMMARY:\n${summary}` : soul
+/**
+ * The system prompt: the soul, then the summary when there is one. The last
+ * one made is given again for the same two texts, so a turn neither joins
+ * them anew (soul and summary together can be kilobytes) nor makes the frame
+ * encoder compare a new string with the text it kept, character by character.
+ */
+export const systemPrompt = (soul: string, summary: string): string => {
+  if (summary.length === 0) return soul
+  const last = lastPrompt
+  if (last !== undefined && last.soul === soul && last.summary === summary) return last.text
+  const text = `${soul}\n---\nCONVERSATION SUMMARY:\n${summary}`
+  lastPrompt = { soul, summary, text }
+  return text
+}
+let lastPrompt: { readonly soul: string; readonly summary: string; readonly text: string } | undefined
 
 /**
  * What one history line may contribute to a request: 16 KiB of its text.

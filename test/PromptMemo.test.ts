@@ -8,7 +8,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { ToolDefinition } from "../src/Claws.js"
 import type { HistoryEntry } from "../src/memory/Memory.js"
-import { capText, conversation, toolSpecs, toolSpecsMemo } from "../src/Prompt.js"
+import { capText, conversation, systemPrompt, toolSpecs, toolSpecsMemo } from "../src/Prompt.js"
 
 const tool = (name: string, description = name): ToolDefinition => ({
   name,
@@ -76,5 +76,16 @@ describe("conversation", () => {
     expect(cached[0]).toEqual({ role: "user", content: [block(capText("x".repeat(20_000)))] })
     expect(conversation([long, a1], "q", false)).toEqual(plain)
     expect(conversation([assistant("dropped"), a1], "q", false)).toEqual([{ role: "assistant", content: "a1" }, { role: "user", content: "q" }])
+  })
+})
+
+describe("systemPrompt", () => {
+  it("follows every change of soul or summary, whatever it made last", () => {
+    expect(systemPrompt("Soul.", "Sum 1.")).toBe("Soul.\n---\nCONVERSATION SUMMARY:\nSum 1.")
+    expect(systemPrompt("Soul.", "Sum 1.")).toBe("Soul.\n---\nCONVERSATION SUMMARY:\nSum 1.")
+    expect(systemPrompt("Soul.", "Sum 2.")).toBe("Soul.\n---\nCONVERSATION SUMMARY:\nSum 2.")
+    expect(systemPrompt("Other soul.", "Sum 2.")).toBe("Other soul.\n---\nCONVERSATION SUMMARY:\nSum 2.")
+    expect(systemPrompt("Other soul.", "")).toBe("Other soul.")
+    expect(systemPrompt("Soul.", "Sum 1.")).toBe("Soul.\n---\nCONVERSATION SUMMARY:\nSum 1.")
   })
 })
