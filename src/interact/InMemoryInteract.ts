@@ -34,23 +34,25 @@ export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
   // array and resumes, since a Queue and a three-stage stream over it cost
   // more per message than the rest of the in-memory path.
   const waiting: Array<Item> = []
-  const takers: Array<(item: Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<never>>) => void> = []
+  // Takers are woken, not handed the message: each takes it itself once it
+  // runs again. A taker interrupted meanwhile takes nothing, so the message
+  // waits for the next, and a wait needs no canceler (Effect.async wraps one
+  // in onInterrupt, about ten run-loop steps per message).
+  let takers: Array<() => void> = []
   const put = (item: Item) =>
     Effect.sync(() => {
-      const taker = takers.shift()
-      if (taker === undefined) waiting.push(item)
-      else taker(deliver(item))
+      waiting.push(item)
+      if (takers.length === 0) return
+      const woken = takers
+      takers = []
+      for (const wake of woken) wake()
     })
   // One message per pull: a consumer that stops early must not take buffered messages with it.
   const take: Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<never>> = Effect.suspend(() => {
     const first = waiting.shift()
     if (first !== undefined) return deliver(first)
-    return Effect.async((resume) => {
-      takers.push(resume)
-      return Effect.sync(() => {
-        const at = takers.indexOf(resume)
-        if (at >= 0) takers.splice(at, 1)
-      })
+    return Effect.async<Chunk.Chunk<InboundMessage>, Option.Option<never>>((resume) => {
+      takers.push(() => resume(take))
     })
   })
   const replies = yield* Queue.unbounded<OutboundMessage>()

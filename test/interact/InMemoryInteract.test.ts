@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
+import * as DirectPull from "../../src/interact/DirectPull.js"
 import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
 
 const message = (text: string) => ({ channel: "test", text })
@@ -52,6 +53,23 @@ it.effect("a consumer interrupted while waiting takes nothing offered afterwards
     yield* Effect.yieldNow()
     yield* Fiber.interrupt(gaveUp)
     yield* interact.offer(message("a"))
+    yield* interact.end
+    expect(yield* texts(interact.service.messages)).toEqual(["a"])
+  }))
+
+it.effect("a pull woken by a message and interrupted before it ran leaves the message to the next", () =>
+  Effect.gen(function*() {
+    const interact = yield* InMemoryInteract.make
+    // The pull Intake takes messages with (DirectPull), as a stream's pull would be.
+    const pull = DirectPull.directPull(interact.service.messages)!
+    const gaveUp = yield* Effect.fork(pull)
+    yield* Effect.yieldNow()
+    // In one step: the message arrives (waking the consumer) and the consumer is interrupted.
+    yield* Effect.sync(() => {
+      Effect.runSync(interact.offer(message("a")))
+      gaveUp.unsafeInterruptAsFork(gaveUp.id())
+    })
+    yield* Fiber.await(gaveUp)
     yield* interact.end
     expect(yield* texts(interact.service.messages)).toEqual(["a"])
   }))
