@@ -98,7 +98,11 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     // the agent is ready to journal them, lines wait in the pipe instead of
     // in memory.
     const inbox: Array<InboundMessage | undefined> = []
-    const waiting: Array<(taken: Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<InteractError>>) => void> = []
+    // Takers are woken, not handed a line: each takes one itself once it runs
+    // again, so a taker interrupted meanwhile takes nothing and a wait needs no
+    // canceler (Effect.async wraps one in onInterrupt, about ten run-loop
+    // steps per message).
+    let takers: Array<() => void> = []
     let broken: InteractError | undefined
     let started = false
     let paused = true
@@ -106,19 +110,28 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     // refusal goes out before any reply to a line that followed it.
     let refusing = 0
 
-    const deliver = () => {
-      while (waiting.length > 0 && refusing === 0) {
-        if (inbox.length > 0) {
-          const next = inbox.shift()
-          waiting.shift()?.(next === undefined ? Effect.fail(Option.none()) : Effect.succeed(Chunk.of(next)))
-        } else if (broken !== undefined) {
-          waiting.shift()?.(Effect.fail(Option.some(broken)))
-        } else break
+    /** What a take gets now: the next line, the end of input, or the break; undefined: it waits. */
+    const takeNow = (): Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<InteractError>> | undefined => {
+      if (refusing > 0) return undefined
+      if (inbox.length > 0) {
+        const next = inbox.shift()
+        return next === undefined ? Effect.fail(Option.none()) : Effect.succeed(Chunk.of(next))
       }
+      return broken === undefined ? undefined : Effect.fail(Option.some(broken))
+    }
+    const openValve = () => {
       if (paused && started && inbox.length < inboxLimit) {
         paused = false
         valve.resume()
       }
+    }
+    const deliver = () => {
+      if (takers.length > 0 && refusing === 0 && (inbox.length > 0 || broken !== undefined)) {
+        const woken = takers
+        takers = []
+        for (const wake of woken) wake()
+      }
+      openValve()
     }
 
     const framer = makeLineFramer(maxLineBytes)
@@ -168,13 +181,12 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     }
 
     // One message per pull: a consumer that stops after n messages takes exactly n.
-    const take = Effect.async<Chunk.Chunk<InboundMessage>, Option.Option<InteractError>>((resume) => {
+    const take: Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<InteractError>> = Effect.suspend(() => {
       started = true
-      waiting.push(resume)
-      deliver()
-      return Effect.sync(() => {
-        const index = waiting.indexOf(resume)
-        if (index >= 0) waiting.splice(index, 1)
+      const now = takeNow()
+      openValve()
+      return now ?? Effect.async<Chunk.Chunk<InboundMessage>, Option.Option<InteractError>>((resume) => {
+        takers.push(() => resume(take))
       })
     })
     const messages: InteractService["messages"] = Stream.repeatEffectChunkOption(take)

@@ -35,6 +35,16 @@ describe("FifoInteract direct pull", () => {
       expect(Chunk.toArray(yield* Fiber.join(waiting))).toEqual([{ channel: "7", text: "three\nlines" }])
     }))
 
+  it.scoped("a pull interrupted while waiting takes nothing: the next pull gets the line", () =>
+    Effect.gen(function*() {
+      const { paths, pull } = yield* setup
+      const gaveUp = yield* Effect.fork(pull)
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(gaveUp)
+      yield* sh(`printf 'cli\\tafter\\n' > "$P"`, { P: paths.interactIn })
+      expect(Chunk.toArray(yield* pull)).toEqual([{ channel: "cli", text: "after" }])
+    }))
+
   it.scoped("gives what the stream gives, message for message", () =>
     Effect.gen(function*() {
       const { interact, paths, pull } = yield* setup
