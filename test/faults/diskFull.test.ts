@@ -111,6 +111,28 @@ const smallHistory = (box: Sandbox): Effect.Effect<SmallDisk, never, Scope.Scope
     return { kind: "tmpfs", fill: (_, pages) => fillTmpfs(small, pages), free: () => fs.unlinkSync(path.join(small, "filler")) }
   })
 
+/**
+ * Until the agent has emptied its inbox journal: it truncates it just after
+ * a reply is written, which frees a page, so a disk filled before that would
+ * have one page more than asked once it happens (seen under load).
+ */
+const journalEmptied = (box: Sandbox): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    const journal = path.join(box.memory, ".inbox.jsonl")
+    const empty = () => !fs.existsSync(journal) || fs.statSync(journal).size === 0
+    let done = false
+    const watcher = fs.watch(box.memory, () => check())
+    const check = () => {
+      if (done || !empty()) return
+      done = true
+      watcher.close()
+      resume(Effect.void)
+    }
+    // After the watch is set, so a truncation in between is not missed.
+    check()
+    return Effect.sync(() => watcher.close())
+  })
+
 const FAILURE = "cannot store exchanges"
 
 /**
@@ -129,6 +151,7 @@ describe("faults: a full disk under memory", () => {
       const proc = yield* planckclaw(box, ["run"], box.envWith({ ANTHROPIC_BASE_URL: server.url }))
       yield* proc.write("first\n")
       yield* proc.awaitLines(1)
+      yield* journalEmptied(box)
       disk.fill(proc.pid, 4)
       // Longer than what is left: a write of it can only be partial.
       const big = `second ${"x".repeat(40_000)}`
@@ -168,6 +191,7 @@ describe("faults: a full disk under memory", () => {
       const first = yield* planckclaw(box, ["run"], env)
       yield* first.write("first\n")
       yield* first.awaitLines(1)
+      yield* journalEmptied(box)
       disk.fill(first.pid, 0)
       const big = `second ${"y".repeat(10_000)}`
       yield* first.write(`${big}\n`)
