@@ -42,4 +42,10 @@ const setV8Flags = (flags: string): Effect.Effect<void> =>
 export const readChoice = (
   setFlags: (flags: string) => Effect.Effect<void> = setV8Flags
 ): Effect.Effect<Effect.Effect<void>, ConfigError.ConfigError> =>
-  Effect.map(PretenuringConfig, (kept) => kept ? Effect.void : setFlags(noPretenuringFlag))
+  Effect.map(PretenuringConfig, (kept) =>
+    kept
+      ? Effect.void
+      : Effect.zipRight(
+        setFlags(noPretenuringFlag),
+        Effect.logDebug("V8's allocation-site pretenuring turned off (PLANCKCLAW_V8_PRETENURING=1 keeps it)")
+      ))
