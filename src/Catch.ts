@@ -4,7 +4,8 @@
  * steps of the run loop on the way through. `catchAll` and `mapError` push a
  * handler for both outcomes and, on success, make and run one more effect to
  * pass the value on; a failure handler alone costs one push, popped unseen on
- * success. On the path of every turn (issue 11).
+ * success. On the path of every turn (issue 11). And `Effect.ensuring` of a
+ * synchronous release, for a region that is already uninterruptible.
  */
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
@@ -61,4 +62,22 @@ export const mapFailure = <A, E, R, E2>(self: Effect.Effect<A, E, R>, f: (error:
   Effect.catchAllCause(self, (cause) => {
     const failure = Cause.failureOrCause(cause)
     return Either.isLeft(failure) ? Effect.failSync(() => f(failure.left)) : Effect.failCause(failure.right)
+  })
+
+/**
+ * Runs `release` once `self` ends, however it ends, then gives its outcome:
+ * `Effect.ensuring(self, Effect.sync(release))` without the mask and the
+ * extra steps, for callers already inside an uninterruptible region (with
+ * `self` restored), where nothing can come between the two.
+ */
+export const thenRelease = <A, E, R>(self: Effect.Effect<A, E, R>, release: () => void): Effect.Effect<A, E, R> =>
+  Effect.matchCauseEffect(self, {
+    onFailure: (cause) => {
+      release()
+      return Effect.failCause(cause)
+    },
+    onSuccess: (value) => {
+      release()
+      return Effect.succeed(value)
+    }
   })

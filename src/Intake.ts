@@ -20,6 +20,7 @@ import * as DirectPull from "./interact/DirectPull.js"
 import * as Logging from "./Logging.js"
 import { Inbox, type Pending } from "./memory/Inbox.js"
 import { APOLOGY } from "./Turn.js"
+import * as Wakeups from "./Wakeups.js"
 
 /** Restarts of a bridge's message stream after a defect: quick at first, then every 30 s at most. */
 const intakeRestarts = Schedule.exponential("100 millis").pipe(
@@ -43,26 +44,16 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
     yield* Effect.logInfo(`answering ${inbox.recovered.length} message(s) left unanswered by the previous run`)
   }
   // Journaled messages waiting for the agent, in order; `undefined` once no
-  // more will come. A plain array and one waiting resume: a Queue costs
+  // more will come. A plain array and a wake-up (see Wakeups): a Queue costs
   // several times more per message, and this is on the path of every turn.
   const ready: Array<Pending | undefined> = [...inbox.recovered]
-  let wake: ((next: Effect.Effect<Pending | undefined>) => void) | undefined
+  const loop = Wakeups.make()
   const put = (item: Pending | undefined) => {
-    const resume = wake
-    if (resume === undefined) return void ready.push(item)
-    wake = undefined
-    resume(Effect.succeed(item))
+    ready.push(item)
+    loop.wakeAll()
   }
-  // No canceler: only this loop waits here, and once it is interrupted nothing
-  // reads `ready` again; a resume after the interruption is ignored by the
-  // fiber. A canceler would wrap every wait in onInterrupt (about ten more
-  // steps of the run loop per message).
   const next: Effect.Effect<Pending | undefined> = Effect.suspend(() =>
-    ready.length > 0
-      ? Effect.succeed(ready.shift())
-      : Effect.async((resume) => {
-        wake = resume
-      })
+    ready.length > 0 ? Effect.succeed(ready.shift()) : loop.wait(next)
   )
   // Pulled by hand rather than with Stream.runForEach, which costs more per message than the rest of the intake.
   const readAll: Effect.Effect<void, InteractError> = Effect.scoped(Effect.gen(function*() {

@@ -13,6 +13,7 @@
  * interrupted meanwhile takes nothing.
  */
 import * as Effect from "effect/Effect"
+import { thenRelease } from "./Catch.js"
 
 export interface Mutex {
   /** Runs `self` while holding the lock, waiting (interruptibly) until it is free. */
@@ -41,16 +42,7 @@ export const make = (): Mutex => {
   })
   const withPermits = (_permits: 1) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.uninterruptibleMask((restore) => {
-      const run = Effect.matchCauseEffect(restore(self), {
-        onFailure: (cause) => {
-          release()
-          return Effect.failCause(cause)
-        },
-        onSuccess: (value) => {
-          release()
-          return Effect.succeed(value)
-        }
-      })
+      const run = thenRelease(restore(self), release)
       const attempt: Effect.Effect<A, E, R> = Effect.suspend(() => {
         if (held) return Effect.flatMap(restore(released), () => attempt)
         held = true

@@ -18,6 +18,7 @@ import { type ClawRequest, decodeClawRequest, encodeClawAnswer } from "./ClawFra
 import { type FifoError, type FifoPaths } from "./FifoPaths.js"
 import { defaultMaxLineBytes, type Frame, makeLineFramer } from "./Framing.js"
 import { listenReader, openWriter } from "./PipeEnd.js"
+import * as Wakeups from "../Wakeups.js"
 
 export interface ServeClawsOptions {
   /** Largest request line accepted. */
@@ -72,19 +73,8 @@ export const serveClaws = (
     const pending: Array<Frame> = []
     let broken: FifoError | undefined
     let paused = false
-    let waiting: ((next: Effect.Effect<Frame, FifoError>) => void) | undefined
-    const wake = () => {
-      const resume = waiting
-      if (resume === undefined) return
-      const line = pending.shift()
-      if (line !== undefined) {
-        waiting = undefined
-        resume(Effect.succeed(line))
-      } else if (broken !== undefined) {
-        waiting = undefined
-        resume(Effect.fail(broken))
-      }
-    }
+    // This loop is woken, not handed a line (see Wakeups).
+    const lines = Wakeups.make()
     const valve = yield* listenReader(paths.clawIn, {
       onChunk: (chunk) => {
         for (const line of framer.push(chunk)) if (!isBlankLine(line)) pending.push(line)
@@ -92,11 +82,11 @@ export const serveClaws = (
           paused = true
           valve.pause()
         }
-        wake()
+        lines.wakeAll()
       },
       onFailure: (error) => {
         broken = error
-        wake()
+        lines.wakeAll()
       }
     })
     const open = () => {
@@ -105,19 +95,15 @@ export const serveClaws = (
       valve.resume()
     }
     // The next line; lines that came before a break are still answered.
-    const nextLine = Effect.async<Frame, FifoError>((resume) => {
+    const nextLine: Effect.Effect<Frame, FifoError> = Effect.suspend(() => {
       const line = pending.shift()
       if (line !== undefined) {
         if (pending.length === 0) open()
-        return resume(Effect.succeed(line))
+        return Effect.succeed(line)
       }
-      if (broken !== undefined) return resume(Effect.fail(broken))
+      if (broken !== undefined) return Effect.fail(broken)
       open()
-      // No canceler: only this loop waits here, and once it is interrupted
-      // the scope and its reader close and nothing reads a line again; a
-      // resume after the interruption is ignored by the fiber. A canceler
-      // would wrap every wait in onInterrupt (about ten more run-loop steps).
-      waiting = resume
+      return lines.wait(nextLine)
     })
 
     const errorFrame = (message: string) => encodeClawAnswer(`Error: ${message}`)

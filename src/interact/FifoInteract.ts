@@ -26,6 +26,7 @@ import { decodeInteractLine, encodeInteractLine } from "../fifo/InteractLine.js"
 import * as DirectPull from "./DirectPull.js"
 import { mapFailure } from "../Catch.js"
 import * as Mutex from "../Mutex.js"
+import * as Wakeups from "../Wakeups.js"
 
 export interface FifoInteractOptions {
   readonly paths: Pick<FifoPaths, "interactIn" | "interactOut">
@@ -98,11 +99,8 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     // the agent is ready to journal them, lines wait in the pipe instead of
     // in memory.
     const inbox: Array<InboundMessage | undefined> = []
-    // Takers are woken, not handed a line: each takes one itself once it runs
-    // again, so a taker interrupted meanwhile takes nothing and a wait needs no
-    // canceler (Effect.async wraps one in onInterrupt, about ten run-loop
-    // steps per message).
-    let takers: Array<() => void> = []
+    // Takers are woken, not handed a line (see Wakeups): one interrupted meanwhile takes nothing.
+    const takers = Wakeups.make()
     let broken: InteractError | undefined
     let started = false
     let paused = true
@@ -126,11 +124,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
       }
     }
     const deliver = () => {
-      if (takers.length > 0 && refusing === 0 && (inbox.length > 0 || broken !== undefined)) {
-        const woken = takers
-        takers = []
-        for (const wake of woken) wake()
-      }
+      if (refusing === 0 && (inbox.length > 0 || broken !== undefined)) takers.wakeAll()
       openValve()
     }
 
@@ -185,9 +179,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
       started = true
       const now = takeNow()
       openValve()
-      return now ?? Effect.async<Chunk.Chunk<InboundMessage>, Option.Option<InteractError>>((resume) => {
-        takers.push(() => resume(take))
-      })
+      return now ?? takers.wait(take)
     })
     const messages: InteractService["messages"] = Stream.repeatEffectChunkOption(take)
     // Intake pulls `take` itself, without the stream's machinery per message.

@@ -9,6 +9,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { type InboundMessage, Interact, type InteractService, type OutboundMessage } from "../Interact.js"
+import * as Wakeups from "../Wakeups.js"
 import * as DirectPull from "./DirectPull.js"
 
 export interface InMemoryInteract {
@@ -34,26 +35,18 @@ export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
   // array and resumes, since a Queue and a three-stage stream over it cost
   // more per message than the rest of the in-memory path.
   const waiting: Array<Item> = []
-  // Takers are woken, not handed the message: each takes it itself once it
-  // runs again. A taker interrupted meanwhile takes nothing, so the message
-  // waits for the next, and a wait needs no canceler (Effect.async wraps one
-  // in onInterrupt, about ten run-loop steps per message).
-  let takers: Array<() => void> = []
+  // Takers are woken, not handed the message (see Wakeups): one interrupted meanwhile leaves it for the next.
+  const takers = Wakeups.make()
   const put = (item: Item) =>
     Effect.sync(() => {
       waiting.push(item)
-      if (takers.length === 0) return
-      const woken = takers
-      takers = []
-      for (const wake of woken) wake()
+      takers.wakeAll()
     })
   // One message per pull: a consumer that stops early must not take buffered messages with it.
   const take: Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<never>> = Effect.suspend(() => {
     const first = waiting.shift()
     if (first !== undefined) return deliver(first)
-    return Effect.async<Chunk.Chunk<InboundMessage>, Option.Option<never>>((resume) => {
-      takers.push(() => resume(take))
-    })
+    return takers.wait(take)
   })
   const replies = yield* Queue.unbounded<OutboundMessage>()
   const messages = Stream.repeatEffectChunkOption(take)

@@ -15,6 +15,7 @@
  * started than this (bench/serve.mjs, 10,000 agents: 442.5 vs 433.6 MiB).
  */
 import * as Effect from "effect/Effect"
+import { thenRelease } from "../Catch.js"
 
 export class TurnGate {
   private turns = 0
@@ -32,16 +33,7 @@ export class TurnGate {
     return Effect.uninterruptibleMask((restore) =>
       Effect.suspend(() => {
         this.turns++
-        return Effect.matchCauseEffect(restore(turn), {
-          onFailure: (cause) => {
-            this.leave()
-            return Effect.failCause(cause)
-          },
-          onSuccess: (value) => {
-            this.leave()
-            return Effect.succeed(value)
-          }
-        })
+        return thenRelease(restore(turn), () => this.leave())
       })
     )
   }
