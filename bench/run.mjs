@@ -17,7 +17,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { benchDir, distDir, repoDir } from "./lib/work.mjs"
 
-const MEASUREMENTS = ["turn-memory", "turn-fifo", "syscalls", "discovery", "history", "compaction", "cold-start", "serve", "cluster"]
+const MEASUREMENTS = ["turn-memory", "turn-fifo", "turn-tail", "syscalls", "discovery", "history", "compaction", "cold-start", "serve", "cluster"]
 
 const atMost = (limit) => (v) => v <= limit
 const atLeast = (limit) => (v) => v >= limit
@@ -41,6 +41,10 @@ const TABLE = [
   { key: "turn_tool_p99_ms_fifo_instant_claw", label: "Turn with one tool round p99, FIFOs, instant claw (ms)", target: "≤ 3", pass: atMost(3), ratio: "turn_tool_p99_fifo_instant_claw_x_nothing" },
   { key: "turn_tool_p50_ms_fifo", label: "Turn with one tool round p50, FIFOs, claws/time.sh (ms)" },
   { key: "turn_tool_p99_ms_fifo", label: "Turn with one tool round p99, FIFOs, claws/time.sh (ms)" },
+  { key: "turn_p99_ms_fifo_early", label: "Turn p99, FIFOs, shipped claws, turns 301–4,300 of one agent (ms)", ratio: "turn_p99_fifo_early_x_nothing" },
+  { key: "turn_p99_ms_fifo_late", label: "Turn p99, FIFOs, shipped claws, turns 20,301–24,300 of the same agent (ms)", target: "≤ 3", pass: atMost(3), ratio: "turn_p99_fifo_late_x_nothing" },
+  { key: "turn_other_threads_cpu_us_fifo_early", label: "CPU of the agent's other threads (V8 compiler, GC helpers, libuv) per plain turn, turns 301–4,300 (µs)" },
+  { key: "turn_other_threads_cpu_us_fifo_late", label: "CPU of the agent's other threads per plain turn, turns 20,301–24,300 (µs)" },
   { key: "turn_cpu_us_fifo", label: "Main-thread CPU per plain turn, FIFOs, shipped claws (µs)", target: "≤ 800", pass: atMost(800), ratio: "turn_cpu_fifo_x_nothing" },
   { key: "turn_cpu_us_fifo_instant_claw", label: "Main-thread CPU per plain turn, FIFOs, instant claw (µs)", target: "≤ 800", pass: atMost(800), ratio: "turn_cpu_fifo_instant_claw_x_nothing" },
   { key: "turn_syscalls_fifo", label: "System calls per plain turn, FIFOs, shipped claws (strace -f -c)", target: "≤ 20", pass: atMost(20), ratio: "turn_syscalls_fifo_x_nothing" },
@@ -48,6 +52,7 @@ const TABLE = [
   { key: "turn_msgs_per_s_fifo", label: "Turns per second, FIFOs, shipped claws" },
   { key: "turn_p50_ms_fifo_nothing", label: "Do-nothing agent: turn p50, FIFOs (ms)" },
   { key: "turn_p99_ms_fifo_nothing", label: "Do-nothing agent: turn p99, FIFOs (ms)" },
+  { key: "turn_p99_ms_fifo_nothing_late", label: "Do-nothing agent: turn p99, FIFOs, turns 20,301–24,300 (ms)" },
   { key: "turn_tool_p50_ms_fifo_nothing", label: "Do-nothing agent: tool-round turn p50, FIFOs (ms)" },
   { key: "turn_cpu_us_fifo_nothing", label: "Do-nothing agent: main-thread CPU per turn (µs)" },
   { key: "turn_syscalls_fifo_nothing", label: "Do-nothing agent: system calls per turn" },
