@@ -28,6 +28,7 @@ import { Brain } from "../dist/Brain.js"
 import * as InMemoryClaws from "../dist/claws/InMemoryClaws.js"
 import * as AgentHost from "../dist/service/AgentHost.js"
 import * as HttpApi from "../dist/service/HttpApi.js"
+import * as EarlyTierUp from "../dist/process/EarlyTierUp.js"
 import * as Pretenuring from "../dist/process/Pretenuring.js"
 import { main, progress } from "./lib/child.mjs"
 import { percentile, round } from "./lib/stats.mjs"
@@ -82,8 +83,10 @@ main(async () => {
       ["PLANCKCLAW_AGENTS_DIR", path.join(work.dir, "agents")],
       ["PLANCKCLAW_DIR", path.join(work.dir, "memory")],
       ["PLANCKCLAW_AGENT_IDLE", String(IDLE_SECONDS)],
-      // As `planckclaw serve` does (src/process/Pretenuring.ts); PLANCKCLAW_V8_PRETENURING=1 measures V8's default.
-      ["PLANCKCLAW_V8_PRETENURING", process.env.PLANCKCLAW_V8_PRETENURING ?? "0"]
+      // As `planckclaw serve` does (src/process/Pretenuring.ts, EarlyTierUp.ts); PLANCKCLAW_V8_PRETENURING=1
+      // and PLANCKCLAW_V8_EARLY_TIER_UP=0 measure V8's defaults.
+      ["PLANCKCLAW_V8_PRETENURING", process.env.PLANCKCLAW_V8_PRETENURING ?? "0"],
+      ["PLANCKCLAW_V8_EARLY_TIER_UP", process.env.PLANCKCLAW_V8_EARLY_TIER_UP ?? "1"]
     ]))
     const layer = HttpApi.layer({ host: "127.0.0.1", port: 0 }).pipe(
       Layer.provideMerge(AgentHost.layer),
@@ -94,62 +97,65 @@ main(async () => {
     return await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const context = yield* Layer.build(layer)
       yield* Effect.withConfigProvider(Effect.flatten(Pretenuring.readChoice()), settings)
+      const tierUpEarly = yield* Effect.withConfigProvider(EarlyTierUp.readChoice(), settings)
       const host = Context.get(context, AgentHost.AgentHost)
       const port = Context.get(context, HttpServer.HttpServer).address.port
       const send = (id) => Effect.runPromise(host.send(id, { text: "Remember this." }))
       const runningNow = () => Effect.runPromise(host.list).then((agents) => agents.filter((agent) => agent.state === "running").length)
 
-      progress(`serve: warm-up with ${WARM_UP} agents, then ${IDLE_SECONDS + 2} s for their release`)
-      yield* Effect.promise(() => burst(Array.from({ length: WARM_UP }, (_, n) => `warm-up-${n}`), send))
-      yield* Effect.promise(() => sleep((IDLE_SECONDS + 2) * 1000))
-      const idle = memory()
+      return yield* tierUpEarly(Effect.gen(function*() {
+        progress(`serve: warm-up with ${WARM_UP} agents, then ${IDLE_SECONDS + 2} s for their release`)
+        yield* Effect.promise(() => burst(Array.from({ length: WARM_UP }, (_, n) => `warm-up-${n}`), send))
+        yield* Effect.promise(() => sleep((IDLE_SECONDS + 2) * 1000))
+        const idle = memory()
 
-      progress(`serve: ${AGENTS} agents, one message each, at once (idle process ${idle.rss} MB)`)
-      const inProcess = yield* Effect.promise(() => burst(ids, send))
-      const active = memory()
-      const running = yield* Effect.promise(runningNow)
-      progress(`serve: ${round(inProcess.wallMs, 0)} ms, ${running} running, ${active.rss} MB; ${IDLE_SECONDS + 2} s for their release`)
-      yield* Effect.promise(() => sleep((IDLE_SECONDS + 2) * 1000))
-      const released = memory()
-      const stillRunning = yield* Effect.promise(runningNow)
+        progress(`serve: ${AGENTS} agents, one message each, at once (idle process ${idle.rss} MB)`)
+        const inProcess = yield* Effect.promise(() => burst(ids, send))
+        const active = memory()
+        const running = yield* Effect.promise(runningNow)
+        progress(`serve: ${round(inProcess.wallMs, 0)} ms, ${running} running, ${active.rss} MB; ${IDLE_SECONDS + 2} s for their release`)
+        yield* Effect.promise(() => sleep((IDLE_SECONDS + 2) * 1000))
+        const released = memory()
+        const stillRunning = yield* Effect.promise(runningNow)
 
-      progress(`http: ${AGENTS} requests over ${SOCKETS} keep-alive connections from a second process`)
-      const serverCpu = process.cpuUsage()
-      const overHttp = yield* Effect.promise(() => httpBurst(port, ids))
-      const httpCpu = process.cpuUsage(serverCpu)
-      const lines = fs.readFileSync(path.join(work.dir, "agents", ids[AGENTS - 1], "history.jsonl"), "utf8").split("\n").length - 1
-      if (lines !== 4) throw new Error(`agent ${ids[AGENTS - 1]} has ${lines} history lines after two exchanges, not 4`)
+        progress(`http: ${AGENTS} requests over ${SOCKETS} keep-alive connections from a second process`)
+        const serverCpu = process.cpuUsage()
+        const overHttp = yield* Effect.promise(() => httpBurst(port, ids))
+        const httpCpu = process.cpuUsage(serverCpu)
+        const lines = fs.readFileSync(path.join(work.dir, "agents", ids[AGENTS - 1], "history.jsonl"), "utf8").split("\n").length - 1
+        if (lines !== 4) throw new Error(`agent ${ids[AGENTS - 1]} has ${lines} history lines after two exchanges, not 4`)
 
-      const notes = []
-      if (running < AGENTS) {
-        notes.push(`serve: only ${running} of ${AGENTS} agents were still running when the active figure was taken (the burst outlasted BENCH_AGENT_IDLE=${IDLE_SECONDS}): serve_rss_mb_10k_active is low`)
-      }
-      if (stillRunning > 0) notes.push(`serve: ${stillRunning} agents were still running at the released figure`)
-      return {
-        metrics: {
-          serve_agents: AGENTS,
-          serve_turns_per_s: Math.round((AGENTS / inProcess.wallMs) * 1000),
-          serve_p50_ms: round(percentile(inProcess.latencies, 50), 1),
-          serve_p99_ms: round(percentile(inProcess.latencies, 99), 1),
-          serve_cpu_us_per_turn: Math.round(inProcess.cpuUs),
-          serve_rss_mb_idle: idle.rss,
-          serve_rss_mb_10k_active: active.rss,
-          serve_rss_mb_10k_released: released.rss,
-          serve_kb_per_active_agent: kbPerAgent(active.rss - idle.rss, AGENTS),
-          serve_mb_released_above_idle: round(released.rss - idle.rss, 1),
-          serve_heap_mb_idle: idle.heap,
-          serve_heap_mb_10k_active: active.heap,
-          serve_heap_mb_10k_released: released.heap,
-          serve_running_after_burst: running,
-          serve_running_after_idle: stillRunning,
-          http_requests_per_s: Math.round((AGENTS / overHttp.wallMs) * 1000),
-          http_p50_ms: round(percentile(overHttp.latencies, 50), 2),
-          http_p99_ms: round(percentile(overHttp.latencies, 99), 2),
-          http_cpu_us_per_request: Math.round((httpCpu.user + httpCpu.system) / AGENTS),
-          http_sockets: SOCKETS
-        },
-        notes
-      }
+        const notes = []
+        if (running < AGENTS) {
+          notes.push(`serve: only ${running} of ${AGENTS} agents were still running when the active figure was taken (the burst outlasted BENCH_AGENT_IDLE=${IDLE_SECONDS}): serve_rss_mb_10k_active is low`)
+        }
+        if (stillRunning > 0) notes.push(`serve: ${stillRunning} agents were still running at the released figure`)
+        return {
+          metrics: {
+            serve_agents: AGENTS,
+            serve_turns_per_s: Math.round((AGENTS / inProcess.wallMs) * 1000),
+            serve_p50_ms: round(percentile(inProcess.latencies, 50), 1),
+            serve_p99_ms: round(percentile(inProcess.latencies, 99), 1),
+            serve_cpu_us_per_turn: Math.round(inProcess.cpuUs),
+            serve_rss_mb_idle: idle.rss,
+            serve_rss_mb_10k_active: active.rss,
+            serve_rss_mb_10k_released: released.rss,
+            serve_kb_per_active_agent: kbPerAgent(active.rss - idle.rss, AGENTS),
+            serve_mb_released_above_idle: round(released.rss - idle.rss, 1),
+            serve_heap_mb_idle: idle.heap,
+            serve_heap_mb_10k_active: active.heap,
+            serve_heap_mb_10k_released: released.heap,
+            serve_running_after_burst: running,
+            serve_running_after_idle: stillRunning,
+            http_requests_per_s: Math.round((AGENTS / overHttp.wallMs) * 1000),
+            http_p50_ms: round(percentile(overHttp.latencies, 50), 2),
+            http_p99_ms: round(percentile(overHttp.latencies, 99), 2),
+            http_cpu_us_per_request: Math.round((httpCpu.user + httpCpu.system) / AGENTS),
+            http_sockets: SOCKETS
+          },
+          notes
+        }
+      }))
     })))
   } finally {
     work.remove()

@@ -24,6 +24,7 @@ import * as Intake from "./Intake.js"
 import * as AgentReady from "./interact/AgentReady.js"
 import * as FifoInteract from "./interact/FifoInteract.js"
 import * as MemoryHold from "./MemoryHold.js"
+import * as EarlyTierUp from "./process/EarlyTierUp.js"
 import * as Pretenuring from "./process/Pretenuring.js"
 
 /**
@@ -99,14 +100,15 @@ const runLayer = (choices: Bridges.RunChoices) =>
 export const serve = Effect.gen(function*() {
   const paths = yield* RuntimeDir.RunPaths
   const interact = yield* Bridges.InteractEnd
-  // Read now, so a malformed value is refused at start-up; applied once the agent has started (see Pretenuring).
+  // Read now, so a malformed value is refused at start-up; applied once the agent has started (see Pretenuring, EarlyTierUp).
   const turnOffPretenuring = yield* Pretenuring.readChoice()
+  const tierUpEarly = yield* EarlyTierUp.readChoice()
   // The agent's loop ends once every line of this run is read, answered, and
   // the work it started (delivery, a due compaction) is done; then the last
   // replies still in interact_out reach the user (see Handover). Without a
   // built-in interact bridge, an executable's exit ends the run, and with
   // none it goes on until stopped.
-  const serving = Effect.zipRight(AgentReady.signal, Effect.zipRight(turnOffPretenuring, Intake.run)).pipe(
+  const serving = Effect.zipRight(AgentReady.signal, Effect.zipRight(turnOffPretenuring, tierUpEarly(Intake.run))).pipe(
     Effect.provide(nearEnds(paths, interact.handover)),
     Effect.zipRight(Option.match(interact.handover, { onNone: () => Effect.void, onSome: Handover.repliesDelivered }))
   )

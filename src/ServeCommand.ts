@@ -15,6 +15,7 @@ import * as Bridges from "./Bridges.js"
 import * as ScriptClaws from "./claws/ScriptClaws.js"
 import { debugOption } from "./CliFlags.js"
 import { runFlags, withSettings } from "./CliSettings.js"
+import * as EarlyTierUp from "./process/EarlyTierUp.js"
 import * as Pretenuring from "./process/Pretenuring.js"
 import * as AgentHost from "./service/AgentHost.js"
 import * as HttpApi from "./service/HttpApi.js"
@@ -81,8 +82,9 @@ export const serve = Command.make("serve", {
       onRight: Effect.succeed
     })
     const brain = yield* inProcessBrain
-    // Every agent this process serves runs turns like a run's (see Pretenuring).
+    // Every agent this process serves runs turns like a run's (see Pretenuring, EarlyTierUp).
     yield* Effect.flatten(Pretenuring.readChoice())
+    const tierUpEarly = yield* EarlyTierUp.readChoice()
     // Before the host starts (and answers what a previous run left): HttpApi.layer is built after it.
     yield* HttpApi.guard(listen)
     // Brain and claws are built once and shared by every agent; the HTTP
@@ -94,13 +96,13 @@ export const serve = Command.make("serve", {
         Layer.Layer.Error<ReturnType<typeof HttpApi.layer>> | HostError | ClusterStartError | Effect.Effect.Error<ReturnType<typeof DiscordRoutes.run>>,
         Brain | Claws
       > = cluster.serve(listen, { discord: options.bridge === "discord" })
-      return yield* served.pipe(Effect.provide(Layer.merge(brain, ScriptClaws.layer)))
+      return yield* tierUpEarly(served).pipe(Effect.provide(Layer.merge(brain, ScriptClaws.layer)))
     }
     // One host for both: Discord's agents are the HTTP API's too. A fatal Discord refusal ends the service.
     const http = Layer.launch(HttpApi.layer(listen))
     // discord.js is heavy to load: only a Discord bridge pays for it.
     const discord = Effect.promise(() => import("./service/DiscordRoutes.js")).pipe(Effect.flatMap((routes) => routes.run()))
-    yield* (options.bridge === "discord" ? Effect.raceFirst(http, discord) : http).pipe(
+    yield* tierUpEarly(options.bridge === "discord" ? Effect.raceFirst(http, discord) : http).pipe(
       Effect.provide(AgentHost.layer.pipe(Layer.provide(Layer.merge(brain, ScriptClaws.layer))))
     )
   }).pipe(withSettings(runFlags(options)))).pipe(

@@ -15,13 +15,13 @@
  * and `--no-allocation-site-pretenuring` alone ends it.
  *
  * The flag is set by the command line's own runs once the agent has started
- * (a V8 flag on node's command line costs ~20 ms of start-up), never by a
- * Layer an embedding application builds: its process, its V8.
+ * (V8Flags.ts), never by a Layer an embedding application builds.
  * `PLANCKCLAW_V8_PRETENURING=1` keeps V8's default.
  */
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import { onOff } from "../config/ConfigRange.js"
+import { setV8Flags } from "./V8Flags.js"
 
 /** `1`: leave V8's pretenuring on (its default); unset or `0`: the run turns it off. */
 export const PretenuringConfig = onOff("PLANCKCLAW_V8_PRETENURING", false)
@@ -29,9 +29,6 @@ export const PretenuringConfig = onOff("PLANCKCLAW_V8_PRETENURING", false)
 /** The V8 flag that turns allocation-site pretenuring off. */
 export const noPretenuringFlag = "--no-allocation-site-pretenuring"
 
-// Loaded only when the flag is set, after the start: loading node:v8 costs a start ~1.5 ms.
-const setV8Flags = (flags: string): Effect.Effect<void> =>
-  Effect.map(Effect.promise(() => import("node:v8")), (v8) => v8.setFlagsFromString(flags))
 
 /**
  * Reads the setting (so a malformed value is refused at start-up with the

@@ -1,0 +1,128 @@
+/**
+ * The run's quicker V8 warm-up: the budget lowered when serving starts, set
+ * back to V8's default once the process has used its CPU allowance or after
+ * ten minutes (TestClock, a CPU reading the test moves), the watcher gone
+ * with the serving; left alone when the setting says so or node was given
+ * its own budget; flags this Node's V8 accepts; the built run applying it.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
+import { ConfigProvider, Deferred, Duration, Effect, Either, Fiber, Ref, TestClock } from "effect"
+import * as EarlyTierUp from "../../src/process/EarlyTierUp.js"
+import * as Cli from "../support/Cli.js"
+import { sandbox } from "../support/Sandbox.js"
+
+const fromMap = (entries: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(entries)))
+
+/** Probes that record the flags set, with a CPU reading the test sets. */
+const recording = (execArgv: ReadonlyArray<string> = []) =>
+  Effect.gen(function*() {
+    const flags: Array<string> = []
+    const cpu = yield* Ref.make(Duration.zero)
+    const probes: EarlyTierUp.Probes = {
+      setFlags: (set) => Effect.sync(() => void flags.push(set)),
+      cpuUsed: Ref.get(cpu),
+      execArgv
+    }
+    return { flags, cpu, probes }
+  })
+
+const choose = (probes: EarlyTierUp.Probes, settings: Record<string, string> = {}) =>
+  Effect.withConfigProvider(EarlyTierUp.readChoice(probes), fromMap(settings))
+
+describe("EarlyTierUp", () => {
+  it.effect("lowers V8's budget as serving starts and sets the default back once 2.5 s of CPU are used", () =>
+    Effect.gen(function*() {
+      const { cpu, flags, probes } = yield* recording()
+      const during = yield* choose(probes)
+      // Reading the setting changes nothing.
+      expect(flags).toEqual([])
+      const stop = yield* Deferred.make<string>()
+      const serving = yield* Effect.fork(during(Deferred.await(stop)))
+      yield* TestClock.adjust(0)
+      expect(flags).toEqual([EarlyTierUp.youngFlag])
+      yield* Ref.set(cpu, Duration.seconds(2))
+      yield* TestClock.adjust(EarlyTierUp.checkEvery)
+      expect(flags).toEqual([EarlyTierUp.youngFlag])
+      yield* Ref.set(cpu, EarlyTierUp.grownUpCpu)
+      yield* TestClock.adjust(EarlyTierUp.checkEvery)
+      expect(flags).toEqual([EarlyTierUp.youngFlag, EarlyTierUp.defaultFlag])
+      // Once only, and serving goes on and gives its result.
+      yield* TestClock.adjust(Duration.minutes(30))
+      expect(flags).toEqual([EarlyTierUp.youngFlag, EarlyTierUp.defaultFlag])
+      yield* Deferred.succeed(stop, "served")
+      expect(yield* Fiber.join(serving)).toBe("served")
+    }))
+
+  it.effect("sets the default back after ten minutes when the process stays below the CPU allowance", () =>
+    Effect.gen(function*() {
+      const { flags, probes } = yield* recording()
+      const serving = yield* Effect.fork((yield* choose(probes))(Effect.never))
+      yield* TestClock.adjust(Duration.subtract(EarlyTierUp.youngFor, EarlyTierUp.checkEvery))
+      expect(flags).toEqual([EarlyTierUp.youngFlag])
+      yield* TestClock.adjust(Duration.sum(EarlyTierUp.checkEvery, EarlyTierUp.checkEvery))
+      expect(flags).toEqual([EarlyTierUp.youngFlag, EarlyTierUp.defaultFlag])
+      yield* Fiber.interrupt(serving)
+    }))
+
+  it.effect("the watcher ends with the serving: nothing is set afterwards", () =>
+    Effect.gen(function*() {
+      const { flags, probes } = yield* recording()
+      expect(yield* (yield* choose(probes))(Effect.succeed(42))).toBe(42)
+      yield* TestClock.adjust(Duration.hours(1))
+      expect(flags).toEqual([EarlyTierUp.youngFlag])
+      // A failing serving fails as it would have.
+      const failed = yield* Effect.either((yield* choose(probes))(Effect.fail("no")))
+      expect(failed).toEqual(Either.left("no"))
+    }))
+
+  it.effect("leaves V8 alone with PLANCKCLAW_V8_EARLY_TIER_UP=0, or when node was given its own --interrupt-budget", () =>
+    Effect.gen(function*() {
+      for (const [settings, execArgv] of [[{ PLANCKCLAW_V8_EARLY_TIER_UP: "0" }, []], [{}, ["--interrupt-budget=1000"]]] as const) {
+        const { flags, probes } = yield* recording(execArgv)
+        expect(yield* (yield* choose(probes, settings))(Effect.succeed("as is"))).toBe("as is")
+        yield* TestClock.adjust(Duration.hours(1))
+        expect(flags).toEqual([])
+      }
+      const { flags, probes } = yield* recording(["--max-old-space-size=100"])
+      yield* (yield* choose(probes, { PLANCKCLAW_V8_EARLY_TIER_UP: "true" }))(Effect.void)
+      expect(flags).toEqual([EarlyTierUp.youngFlag])
+    }))
+
+  it.effect("refuses a malformed setting, naming the key", () =>
+    Effect.gen(function*() {
+      const { probes } = yield* recording()
+      const result = yield* Effect.either(choose(probes, { PLANCKCLAW_V8_EARLY_TIER_UP: "sooner" }))
+      expect(Either.isLeft(result)).toBe(true)
+      if (Either.isLeft(result)) {
+        expect(String(result.left)).toContain("PLANCKCLAW_V8_EARLY_TIER_UP")
+        expect(String(result.left)).toContain("expected 1, 0, true or false")
+      }
+    }))
+
+  it("names flags this Node's V8 accepts", () => {
+    for (const flag of [EarlyTierUp.youngFlag, EarlyTierUp.defaultFlag]) {
+      const known = spawnSync(process.execPath, [flag, "-e", "0"], { encoding: "utf8" })
+      expect([flag, known.status, known.stderr]).toEqual([flag, 0, ""])
+    }
+    // The check can fail: a misspelt flag is refused the same way.
+    const misspelt = spawnSync(process.execPath, ["--interupt-budget=16384", "-e", "0"], { encoding: "utf8" })
+    expect(misspelt.status).not.toBe(0)
+  })
+
+  it.scopedLive("the built run applies it once started and says so at debug level; the setting keeps V8's default", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox()
+      const sooner = "V8 optimises hot code sooner"
+      // No input: the run starts, its agent is ready, the input ends, the run ends.
+      const on = yield* Cli.run(["run", "--brain", "none", "--debug"], { cwd: box.dir, env: box.env, input: "" })
+      expect([on.code, on.stderr]).toEqual([0, expect.stringContaining(sooner)])
+      const off = yield* Cli.run(["run", "--brain", "none", "--debug"], {
+        cwd: box.dir,
+        env: box.envWith({ PLANCKCLAW_V8_EARLY_TIER_UP: "0" }),
+        input: ""
+      })
+      expect(off.code, off.stderr).toBe(0)
+      expect(off.stderr).not.toContain(sooner)
+    }), 60_000)
+})
