@@ -4,8 +4,10 @@
  *   node bench/ab-p99.mjs DIST_A DIST_B [TURNS] [ROUNDS] [RUNS]
  *
  * DIST_A and DIST_B are copies of `dist/` kept inside this checkout (see
- * ab-fifo.mjs). Unlike ab-fifo.mjs, compaction stays on (every 81st turn),
- * since it is where most slow turns are. Each run starts both builds (shipped
+ * ab-fifo.mjs). Unlike ab-fifo.mjs, compaction stays on (every 81st turn).
+ * BENCH_AB_WARM_UP (default 300) untimed turns come first: the bench's
+ * window is still V8's warm-up; 16000 compares the builds once it is over.
+ * Each run starts both builds (shipped
  * claws) and the do-nothing agent afresh and drives them in alternating
  * batches of plain turns; every other run starts them in the other order,
  * because the agent started second read about 0.5 ms lower at p99 whatever
@@ -25,6 +27,8 @@ const ROUNDS = Number(process.argv[5] ?? 50)
 const RUNS = Number(process.argv[6] ?? 4)
 const PLAIN = "What should I remember about this run?"
 const SLOW_MS = 3
+// Untimed turns per agent before the timed ones (BENCH_AB_WARM_UP=16000: the tail once V8 has warmed up).
+const WARM_UP = Number(process.env.BENCH_AB_WARM_UP ?? 300)
 
 const runOnce = async (work, order) => {
   const brain = nodeExecutable(work.dir, "brain", "brain.mjs")
@@ -36,7 +40,7 @@ const runOnce = async (work, order) => {
     for (const x of agents) {
       x.samples = []
       x.cpuUs = 0
-      for (let i = 0; i < 300; i++) await x.a.client.ask(PLAIN)
+      for (let i = 0; i < WARM_UP; i++) await x.a.client.ask(PLAIN)
     }
     for (let r = 0; r < ROUNDS; r++) {
       for (const x of r % 2 === 0 ? agents : [...agents].reverse()) {
