@@ -3,14 +3,13 @@
  * back to V8's default once the process has used its CPU allowance or after
  * ten minutes (TestClock, a CPU reading the test moves), the watcher gone
  * with the serving; left alone when the setting says so or node was given
- * its own budget; flags this Node's V8 accepts; the built run applying it.
+ * its own budget; flags this Node's V8 accepts. The built run applying it:
+ * V8Flags.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
 import { ConfigProvider, Deferred, Duration, Effect, Either, Fiber, Ref, TestClock } from "effect"
 import * as EarlyTierUp from "../../src/process/EarlyTierUp.js"
-import * as Cli from "../support/Cli.js"
-import { sandbox } from "../support/Sandbox.js"
 
 const fromMap = (entries: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(entries)))
 
@@ -109,20 +108,4 @@ describe("EarlyTierUp", () => {
     const misspelt = spawnSync(process.execPath, ["--interupt-budget=16384", "-e", "0"], { encoding: "utf8" })
     expect(misspelt.status).not.toBe(0)
   })
-
-  it.scopedLive("the built run applies it once started and says so at debug level; the setting keeps V8's default", () =>
-    Effect.gen(function*() {
-      const box = yield* sandbox()
-      const sooner = "V8 optimises hot code sooner"
-      // No input: the run starts, its agent is ready, the input ends, the run ends.
-      const on = yield* Cli.run(["run", "--brain", "none", "--debug"], { cwd: box.dir, env: box.env, input: "" })
-      expect([on.code, on.stderr]).toEqual([0, expect.stringContaining(sooner)])
-      const off = yield* Cli.run(["run", "--brain", "none", "--debug"], {
-        cwd: box.dir,
-        env: box.envWith({ PLANCKCLAW_V8_EARLY_TIER_UP: "0" }),
-        input: ""
-      })
-      expect(off.code, off.stderr).toBe(0)
-      expect(off.stderr).not.toContain(sooner)
-    }), 60_000)
 })

@@ -2,16 +2,13 @@
  * The run's choice about V8's allocation-site pretenuring: off unless the
  * setting keeps it, a malformed setting refused naming the key, the flag
  * one that this Node's V8 knows (node refuses an unknown one on its command
- * line, where `v8.setFlagsFromString` would ignore it without a word), and
- * the built command's run setting it once started (its bundle runs as a
- * vm.Script, where loading node:v8 must not be a dynamic import).
+ * line, where `v8.setFlagsFromString` would ignore it without a word). The
+ * built run applying it: V8Flags.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
 import { ConfigProvider, Effect, Either } from "effect"
 import { noPretenuringFlag, readChoice } from "../../src/process/Pretenuring.js"
-import * as Cli from "../support/Cli.js"
-import { sandbox } from "../support/Sandbox.js"
 
 const fromMap = (entries: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(entries)))
 
@@ -51,20 +48,4 @@ describe("Pretenuring", () => {
     const misspelt = spawnSync(process.execPath, ["--no-allocation-site-pretenurin", "-e", "0"], { encoding: "utf8" })
     expect(misspelt.status).not.toBe(0)
   })
-
-  it.scopedLive("the built run turns it off once started, and says so at debug level; the setting keeps it", () =>
-    Effect.gen(function*() {
-      const box = yield* sandbox()
-      const turnedOff = "V8's allocation-site pretenuring turned off"
-      // No input: the run starts, its agent is ready, the input ends, the run ends.
-      const off = yield* Cli.run(["run", "--brain", "none", "--debug"], { cwd: box.dir, env: box.env, input: "" })
-      expect([off.code, off.stderr]).toEqual([0, expect.stringContaining(turnedOff)])
-      const kept = yield* Cli.run(["run", "--brain", "none", "--debug"], {
-        cwd: box.dir,
-        env: box.envWith({ PLANCKCLAW_V8_PRETENURING: "1" }),
-        input: ""
-      })
-      expect(kept.code, kept.stderr).toBe(0)
-      expect(kept.stderr).not.toContain(turnedOff)
-    }), 60_000)
 })
