@@ -77,7 +77,7 @@ export const keySections: ReadonlyArray<KeySection> = [
       { key: "PLANCKCLAW_MAX_MESSAGE_BYTES", default: "65536", range: "1–1048576", meaning: "largest accepted message" },
       { key: "PLANCKCLAW_DEBUG", default: "0", range: "0, 1, true, false", meaning: "1: brain payloads and HTTP statuses on stderr (as --debug)" },
       { key: "PLANCKCLAW_V8_PRETENURING", default: "0", range: "0, 1, true, false", meaning: "1: keep V8's allocation-site pretenuring (run and serve turn it off)" },
-      { key: "PLANCKCLAW_V8_EARLY_TIER_UP", default: "1", range: "0, 1, true, false", meaning: "0: keep V8's optimising pace (run and serve quicken it for their first 5 s of CPU)" },
+      { key: "PLANCKCLAW_V8_EARLY_TIER_UP", default: "1", range: "0, 1, true, false", meaning: "0: keep V8's optimising pace (run and serve quicken it for their first 2.5 s of CPU)" },
       { key: "PLANCKCLAW_RUN_DIR", default: "/tmp/planckclaw", range: "directory, private to you", meaning: "runtime directory of the six named pipes" }
     ]
   },
