@@ -19,36 +19,18 @@
  * code on its background threads for the first several thousand turns;
  * those compiles take the cores the turn's chain of processes needs.
  */
-import * as fs from "node:fs"
 import { main, progress } from "./lib/child.mjs"
+import { threadsCpuUs } from "./lib/cpu.mjs"
 import { REPLY } from "./lib/fifo.mjs"
 import { doNothing, planckclaw } from "./lib/fifo-agents.mjs"
 import { latencySummary, round } from "./lib/stats.mjs"
-import { hasProc, makeWorkDir, nodeExecutable } from "./lib/work.mjs"
+import { makeWorkDir, nodeExecutable } from "./lib/work.mjs"
 
 const TURNS = Number(process.env.BENCH_TAIL_TURNS ?? 4000)
 const LATER = Number(process.env.BENCH_TAIL_LATER ?? 16_000)
 const ROUNDS = 40
 const SLOW_MS = 3
 const PLAIN = "What should I remember about this run?"
-
-/** CPU µs so far of `pid`'s main thread and of all its other threads (kernel's schedstat, ns). */
-const threadCpu = (pid) => {
-  if (!hasProc) return { main: Number.NaN, others: Number.NaN }
-  let main = 0
-  let others = 0
-  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-    let ns = 0
-    try {
-      ns = Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0])
-    } catch {
-      continue // the thread ended meanwhile
-    }
-    if (Number(tid) === pid) main = ns / 1000
-    else others += ns / 1000
-  }
-  return { main, others }
-}
 
 const ask = async (agent) => {
   const reply = await agent.client.ask(PLAIN)
@@ -61,9 +43,9 @@ const measureWindow = async (agents) => {
   for (let round = 0; round < ROUNDS; round++) {
     const order = round % 2 === 0 ? [...agents.keys()] : [...agents.keys()].reverse()
     for (const k of order) {
-      const before = threadCpu(agents[k].pid)
+      const before = threadsCpuUs(agents[k].pid)
       for (let i = 0; i < TURNS / ROUNDS; i++) windows[k].samples.push(await ask(agents[k]))
-      const after = threadCpu(agents[k].pid)
+      const after = threadsCpuUs(agents[k].pid)
       windows[k].main += after.main - before.main
       windows[k].others += after.others - before.others
     }

@@ -21,6 +21,27 @@ export const mainThreadCpuUs = (pid) => {
   }
 }
 
+/**
+ * Microseconds on a CPU so far of `pid`'s main thread and of all its other
+ * threads together (each thread's schedstat; NaN where /proc has none).
+ */
+export const threadsCpuUs = (pid) => {
+  if (!fs.existsSync(`/proc/${pid}/task`)) return { main: Number.NaN, others: Number.NaN }
+  let main = 0
+  let others = 0
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    let ns = 0
+    try {
+      ns = Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0])
+    } catch {
+      continue // the thread ended meanwhile
+    }
+    if (Number(tid) === pid) main = ns / 1000
+    else others += ns / 1000
+  }
+  return { main, others }
+}
+
 /** All threads of `pid` (utime+stime of /proc/PID/stat), microseconds. */
 export const processCpuUs = (pid) => {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
