@@ -77,7 +77,7 @@ export const keySections: ReadonlyArray<KeySection> = [
       { key: "PLANCKCLAW_MAX_MESSAGE_BYTES", default: "65536", range: "1–1048576", meaning: "largest accepted message" },
       { key: "PLANCKCLAW_DEBUG", default: "0", range: "0, 1, true, false", meaning: "1: brain payloads and HTTP statuses on stderr (as --debug)" },
       { key: "PLANCKCLAW_V8_PRETENURING", default: "0", range: "0, 1, true, false", meaning: "1: keep V8's allocation-site pretenuring (run and serve turn it off)" },
-      { key: "PLANCKCLAW_V8_EARLY_TIER_UP", default: "1", range: "0, 1, true, false", meaning: "0: keep V8's optimising pace (run and serve quicken it for their first 2.5 s of CPU)" },
+      { key: "PLANCKCLAW_V8_EARLY_TIER_UP", default: "1", range: "0, 1, true, false", meaning: "0: keep V8's optimising pace (run and serve quicken it for their first 2.5 s of CPU, 10 minutes at most)" },
       { key: "PLANCKCLAW_RUN_DIR", default: "/tmp/planckclaw", range: "directory, private to you", meaning: "runtime directory of the six named pipes" }
     ]
   },
@@ -101,6 +101,7 @@ export const keySections: ReadonlyArray<KeySection> = [
       { key: "PLANCKCLAW_HTTP_TOKEN", default: "(none: loopback only)", range: "text", meaning: "Bearer token every route but /v1/health needs" },
       { key: "PLANCKCLAW_MAX_CONCURRENT_TURNS", default: "16", range: "1–10000", meaning: "brain calls in flight across all agents" },
       { key: "PLANCKCLAW_AGENT_IDLE", default: "600", range: "0.001–604800", meaning: "seconds without a message before an agent is released" },
+      { key: "PLANCKCLAW_AGENTS_HOLDING_FILES", default: "128", range: "0–100000", meaning: "agents used last keeping their 3 memory files open between messages" },
       { key: "PLANCKCLAW_IDEMPOTENCY_KEYS", default: "1000", range: "1–1000000", meaning: "replies kept per agent for Idempotency-Key retries" }
     ]
   },

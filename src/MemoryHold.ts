@@ -10,6 +10,7 @@ import * as path from "node:path"
 import type * as ConfigError from "effect/ConfigError"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as FileLock from "./memory/FileLock.js"
@@ -59,6 +60,56 @@ export const hold: Effect.Effect<
   // This run is now the directory's only appender: its appends go without the write lock file.
   yield* Effect.acquireRelease(Effect.sync(() => RunHeld.holdForRun(directory)), (release) => Effect.sync(release))
 })
+
+/** Holders in this process of each agent's run lock, by lock file. */
+const agentHolders = new Map<string, number>()
+
+/**
+ * Holds an agent's directory (`serve`) for the scope, as a run holds its
+ * own: the same lock file, so a second process (another `serve` on the
+ * same agents, a `planckclaw run` pointed at the agent) is refused rather
+ * than share the inbox journal, and the agent's appends go without the
+ * write lock file. Taken as a symbolic link naming the pid (one
+ * symlink(2)). Counted in this process: an instance restarting after a
+ * defect starts while the old one is still closing.
+ */
+export const holdAgent = (directory: string): Effect.Effect<void, MemoryInUse | MemoryLockFailed, Scope.Scope> => {
+  const lock = path.join(directory, runLockName)
+  return Effect.acquireRelease(
+    Effect.suspend(() => {
+      const holders = agentHolders.get(lock)
+      if (holders !== undefined) {
+        agentHolders.set(lock, holders + 1)
+        return Effect.succeed(RunHeld.holdForRun(directory))
+      }
+      const taken = FileLock.tryTakeSync(lock, { link: true })
+      if (Either.isLeft(taken)) {
+        const error = taken.left
+        return Effect.fail(
+          error._tag === "LockHeld"
+            ? new MemoryInUse({
+              pid: error.ownerPid,
+              directory,
+              message: Number.isNaN(error.ownerPid)
+                ? `${directory} is being taken by another planckclaw process`
+                : `another planckclaw process (pid ${error.ownerPid}) is using ${directory}`
+            })
+            : new MemoryLockFailed({ directory, message: `cannot use ${directory}: ${error.message}`, cause: error })
+        )
+      }
+      agentHolders.set(lock, 1)
+      return Effect.succeed(RunHeld.holdForRun(directory))
+    }),
+    (unhold) =>
+      Effect.sync(() => {
+        unhold()
+        const holders = (agentHolders.get(lock) ?? 1) - 1
+        if (holders > 0) return agentHolders.set(lock, holders)
+        agentHolders.delete(lock)
+        FileLock.releaseSync(lock)
+      })
+  )
+}
 
 export const layer: Layer.Layer<never, ConfigError.ConfigError | Memory.MemoryError | MemoryInUse | MemoryLockFailed> =
   Layer.scopedDiscard(hold)

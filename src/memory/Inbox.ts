@@ -169,7 +169,8 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
 
     // One descriptor for the run (O_APPEND, checked once when opened): each
     // record is one write(2), emptying is one ftruncate(2). The run lock
-    // (Cli.ts) makes this run the journal's only writer, so its size is
+    // (MemoryHold.ts: a run's, or a started agent's in serve) makes this
+    // process the journal's only writer, so its size is
     // known here, for cutting back a write that did not land whole.
     let journal: { readonly fd: number; size: number } | undefined
     const held = (): Either.Either<{ readonly fd: number; size: number }, SafeFile.MemoryFileError> => {

@@ -246,7 +246,9 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
   const appended = (ino: number, size: number, end: number, entries: ReadonlyArray<HistoryEntry>) => {
     // The snapshot's tail, when it was history as found here.
     const tail = tailCache
-    if (tail !== undefined && tail.seen !== undefined && tail.seen.ino === ino && tail.seen.size === size) {
+    // History absent when read and empty when appended to (an agent's first exchange) holds just these entries.
+    const same = tail !== undefined && (tail.seen === undefined ? size === 0 : tail.seen.ino === ino && tail.seen.size === size)
+    if (tail !== undefined && same) {
       // One copy of the window per append: the kept end of the old one, then the new entries.
       const from = Math.max(0, tail.window.length + entries.length - tail.keep)
       const window = tail.window.slice(Math.min(from, tail.window.length))

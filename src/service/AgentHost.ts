@@ -32,6 +32,7 @@ import * as AgentSettings from "./AgentSettings.js"
 import * as AgentStatus from "./AgentStatus.js"
 import { HostError } from "./HostError.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
+import * as OpenFiles from "./OpenFiles.js"
 import { integerIn, secondsIn } from "../config/ConfigRange.js"
 
 export type { AgentInfo } from "./AgentStatus.js"
@@ -43,6 +44,8 @@ export const HostConfig = Config.all({
   /** Seconds without a message before an agent is released. */
   idleSeconds: secondsIn("PLANCKCLAW_AGENT_IDLE", { min: 0.001, max: 7 * 24 * 3600 }, 600),
   maxConcurrentTurns: integerIn("PLANCKCLAW_MAX_CONCURRENT_TURNS", { min: 1, max: 10_000 }, 16),
+  /** Started agents keeping their memory files open between messages (OpenFiles.ts), the most recently used. */
+  agentsHoldingFiles: integerIn("PLANCKCLAW_AGENTS_HOLDING_FILES", { min: 0, max: 100_000 }, 128),
   idempotencyKeys: IdempotencyStore.IdempotencyConfig,
   /** The host's limit; an agent's config.env may lower it for that agent (its reply then says so). */
   maxMessageBytes: Config.map(AgentConfig, (config) => config.maxMessageBytes),
@@ -140,7 +143,8 @@ export const make = Effect.gen(function*() {
     provider: hostProvider,
     settings: AgentSettings.withParsed(agentConfig, hostProvider),
     defaultSoulFile: path.join(config.defaultDir, "soul.md"),
-    idempotencyKeys: config.idempotencyKeys
+    idempotencyKeys: config.idempotencyKeys,
+    openFiles: OpenFiles.make(config.agentsHoldingFiles)
   }
   const scope = yield* Effect.scope
   const waiters = new Map<string, AgentInstance.Waiters>()
@@ -173,10 +177,15 @@ export const make = Effect.gen(function*() {
     idleTimeToLive: Duration.millis(Math.round(config.idleSeconds * 1000))
   })
 
+  // RcMap keeps a failed start like a started agent until its idle time passes:
+  // forgotten at once, so the next message tries again (the other process
+  // holding the agent has stopped, its config.env was mended).
+  const started = (id: AgentId.AgentId) => RcMap.get(agents, id).pipe(Effect.tapError(() => RcMap.invalidate(agents, id)))
+
   /** Holds agent `id` started until the messages it recovered are answered. */
   const answerRecovered = (id: AgentId.AgentId) =>
     Effect.scoped(
-      Effect.flatMap(RcMap.get(agents, id), (instance) => Effect.forEach(instance.recovered, Deferred.await, { discard: true }))
+      Effect.flatMap(started(id), (instance) => Effect.forEach(instance.recovered, Deferred.await, { discard: true }))
     ).pipe(
       Effect.catchAll((error) => Effect.logError(`agent ${id} could not answer what it left unanswered: ${error.message}`)),
       Effect.forkIn(scope),
@@ -197,7 +206,7 @@ export const make = Effect.gen(function*() {
   const submit = (id: AgentId.AgentId, message: AgentInstance.Message) =>
     Effect.gen(function*() {
       for (let attempt = 0; attempt < 5; attempt++) {
-        const instance = yield* RcMap.get(agents, id)
+        const instance = yield* started(id)
         const submitted = yield* instance.submit(message)
         if (Option.isSome(submitted)) return submitted.value
       }
@@ -225,7 +234,7 @@ export const make = Effect.gen(function*() {
   const compact = (raw: string) =>
     Effect.gen(function*() {
       const id = yield* existing(raw)
-      const report = yield* Effect.scoped(Effect.flatMap(RcMap.get(agents, id), (instance) => instance.compactNow)).pipe(
+      const report = yield* Effect.scoped(Effect.flatMap(started(id), (instance) => instance.compactNow)).pipe(
         Effect.catchTags({
           CompactionBusy: (busy) => refuse("busy", `agent ${id} is being compacted by process ${busy.ownerPid}`, id),
           CompactionFailed: (failed) => refuse("failed", `agent ${id}: ${failed.message}`, id),

@@ -22,6 +22,7 @@ import { Brain, type BrainService } from "../Brain.js"
 import { Claws, type ClawsService } from "../Claws.js"
 import type { InteractService } from "../Interact.js"
 import * as Logging from "../Logging.js"
+import * as MemoryHold from "../MemoryHold.js"
 import * as Compactor from "../memory/Compactor.js"
 import * as FoldStore from "../memory/FoldStore.js"
 import * as Inbox from "../memory/Inbox.js"
@@ -29,6 +30,7 @@ import * as Memory from "../memory/Memory.js"
 import * as AgentSettings from "./AgentSettings.js"
 import { HostError } from "./HostError.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
+import * as OpenFiles from "./OpenFiles.js"
 
 export interface Reply {
   readonly reply: string
@@ -71,6 +73,8 @@ export interface Shared {
   readonly settings: AgentSettings.Settings
   readonly defaultSoulFile: string
   readonly idempotencyKeys: number
+  /** Which agents keep their files open between messages. */
+  readonly openFiles: OpenFiles.OpenFiles
 }
 
 const waiterKey = (pending: Inbox.Pending) => pending.key ?? `unkeyed-${pending.id}`
@@ -94,6 +98,8 @@ export const make = (options: {
     const { directory, id, shared, waiters } = options
     const unavailable = (message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
     const settings = yield* AgentSettings.forAgent(id, directory, shared.provider, shared.settings)
+    // Held while started: this process is then the only writer of the agent's journal and history.
+    yield* MemoryHold.holdAgent(directory).pipe(Effect.mapError((error) => unavailable(error.message)))
     // Built directly rather than from layers: an agent's start is most of the cost of its first message.
     // Without a soul.md of its own, the agent speaks with the host's default soul.
     const memory = yield* Memory.make(directory, { fallbackSoulFile: shared.defaultSoulFile })
@@ -191,10 +197,14 @@ export const make = (options: {
         )
       )
 
+    // Its files stay open while it is among the agents used most recently
+    // (OpenFiles), so thousands of idle agents hold no descriptors.
+    const holder = {}
+    const closeFiles = Effect.zipRight(memory.closeFiles, inbox.closeFiles)
+    yield* Effect.addFinalizer(() => Effect.sync(() => shared.openFiles.forget(holder)))
+
     // The mailbox: a fiber runs only while messages wait (an idle agent costs
-    // no fiber), answering them one at a time in arrival order; when none is
-    // left it closes the files it held, so thousands of idle agents hold no
-    // descriptors.
+    // no fiber), answering them one at a time in arrival order.
     const scope = yield* Effect.scope
     const mailbox: Array<Inbox.Pending> = [...inbox.recovered]
     let draining = false
@@ -211,8 +221,7 @@ export const make = (options: {
           return yield* options.restart
         }
       }
-      yield* memory.closeFiles
-      yield* inbox.closeFiles
+      yield* shared.openFiles.used(holder, closeFiles)
     }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
     const wake = Effect.suspend(() => {
       if (draining || stopped || mailbox.length === 0) return Effect.void
@@ -240,8 +249,8 @@ export const make = (options: {
         const pending = yield* inbox.accept(message)
         const deferred = yield* waiterFor(pending)
         mailbox.push(pending)
-        // Not held open until the mailbox reaches it: ten thousand agents sent a message at once would hold ten thousand.
-        if (!draining) yield* inbox.closeFiles
+        // Ten thousand agents sent a message at once keep the journals of the last few open, not ten thousand.
+        yield* shared.openFiles.used(holder, closeFiles)
         yield* wake
         return Option.some(deferred)
       }).pipe(door.withPermits(1), Effect.uninterruptible)

@@ -13,7 +13,7 @@ export type HostErrorReason =
   | "too-large"
   /** No agent directory of that id (list, get, compact). */
   | "not-found"
-  /** The agent could not be started: its directory, config.env or memory is refused. */
+  /** The agent could not be started: its directory, config.env or memory is refused, or another process holds it. */
   | "unavailable"
   /** Another compaction holds the agent's memory. */
   | "busy"

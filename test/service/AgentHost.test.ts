@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
@@ -94,16 +95,47 @@ describe("AgentHost", () => {
     Effect.gen(function*() {
       const root = tempDir()
       const agents = yield* startHost(root, echoBrain().layer, { PLANCKCLAW_AGENT_IDLE: "60" })
+      const runLock = path.join(root, "agents", "sleepy", ".planckclaw-run.lock")
       yield* agents.send("sleepy", { text: "one" })
       expect((yield* agents.get("sleepy")).state).toBe("running")
+      // Held while started, as a run holds its memory: the link names this process.
+      expect(fs.readlinkSync(runLock)).toBe(String(process.pid))
       yield* TestClock.adjust("59 seconds")
       expect((yield* agents.get("sleepy")).state).toBe("running")
       yield* TestClock.adjust("2 seconds")
       expect((yield* agents.get("sleepy")).state).toBe("released")
+      expect(fs.existsSync(runLock)).toBe(false)
       expect(yield* agents.send("sleepy", { text: "two" })).toEqual({ reply: "echo two", stored: true })
       expect((yield* agents.get("sleepy")).state).toBe("running")
       expect(historyOf(root, "sleepy").map((line) => line.content)).toEqual(["one", "echo one", "two", "echo two"])
     }).pipe(Effect.scoped))
+
+  it.scopedLive("refuses an agent another live process holds, journaling nothing; takes over the lock of a dead one", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const agents = yield* startHost(root, echoBrain().layer)
+      // Another planckclaw (a run, or a second serve) on this agent: a live process named by the run lock.
+      const other = yield* Effect.acquireRelease(
+        Effect.sync(() => spawn("sleep", ["60"], { stdio: "ignore" })),
+        (child) => Effect.sync(() => child.kill("SIGKILL"))
+      )
+      const directory = path.join(root, "agents", "shared")
+      fs.mkdirSync(directory, { recursive: true })
+      fs.symlinkSync(String(other.pid), path.join(directory, ".planckclaw-run.lock"))
+
+      const refused = yield* Effect.flip(agents.send("shared", { text: "mine?" }))
+      expect(refused.reason).toBe("unavailable")
+      expect(refused.message).toBe(`agent shared: another planckclaw process (pid ${other.pid}) is using ${directory}`)
+      // Its journal and history are the other process's: nothing was written to them.
+      expect(fs.readdirSync(directory)).toEqual([".planckclaw-run.lock"])
+
+      yield* Effect.async<void>((resume) => {
+        other.once("exit", () => resume(Effect.void))
+        other.kill("SIGKILL")
+      })
+      expect(yield* agents.send("shared", { text: "mine now" })).toEqual({ reply: "echo mine now", stored: true })
+      expect(fs.readlinkSync(path.join(directory, ".planckclaw-run.lock"))).toBe(String(process.pid))
+    }))
 
   it.scopedLive("gives the same reply for the same Idempotency-Key without a second turn, also after a restart", () =>
     Effect.gen(function*() {

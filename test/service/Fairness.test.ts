@@ -1,8 +1,8 @@
 /**
  * The bound on brain calls across agents, and what a started agent holds:
  * a slow agent delays another only when every permit of
- * PLANCKCLAW_MAX_CONCURRENT_TURNS is taken (TestClock, no sleeps), and an
- * agent whose messages are answered holds no file descriptor.
+ * PLANCKCLAW_MAX_CONCURRENT_TURNS is taken (TestClock, no sleeps), and only
+ * the PLANCKCLAW_AGENTS_HOLDING_FILES agents used last keep file descriptors.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -27,6 +27,9 @@ const openUnder = (dir: string) =>
     return target.startsWith(dir) ? [target] : []
   })
 
+/** The agents (directory names) holding any of `descriptors`. */
+const holders = (descriptors: ReadonlyArray<string>) => [...new Set(descriptors.map((file) => path.basename(path.dirname(file))))].sort()
+
 /** Lets every forked fiber run as far as it can without time passing. */
 const settle = Effect.gen(function*() {
   for (let round = 0; round < 20; round++) yield* Effect.yieldNow()
@@ -37,7 +40,7 @@ describe("AgentHost under load", () => {
     Effect.gen(function*() {
       const root = tempDir()
       const brain = slowBrain()
-      const agents = yield* startHost(root, brain.layer, { PLANCKCLAW_MAX_CONCURRENT_TURNS: "2" })
+      const agents = yield* startHost(root, brain.layer, { PLANCKCLAW_MAX_CONCURRENT_TURNS: "2", PLANCKCLAW_AGENTS_HOLDING_FILES: "0" })
 
       // One slow agent holds one permit: twenty fast agents are answered with no time passing.
       const slow = yield* Effect.fork(agents.send("slow-1", { text: "slow please" }))
@@ -56,7 +59,7 @@ describe("AgentHost under load", () => {
       const waiting = yield* Effect.fork(agents.send("fast-late", { text: "quick" }))
       yield* settle
       expect(waiting.unsafePoll()).toBeNull()
-      // Journaled and waiting for the brain, they hold no descriptor: thousands may wait at once.
+      // Journaled and waiting for the brain, they hold no descriptor (none may keep any here): thousands may wait at once.
       expect(openUnder(path.join(root, "agents"))).toEqual([])
       yield* TestClock.adjust("1 minute")
       expect(yield* Fiber.join(waiting)).toEqual({ reply: "echo quick", stored: true })
@@ -65,13 +68,36 @@ describe("AgentHost under load", () => {
       expect(historyOf(root, "slow-1").map((line) => line.content)).toEqual(["slow please", "done slowly"])
     }))
 
-  it.scopedLive("an agent whose messages are answered holds no file descriptor; its next message opens them again", () =>
+  it.scopedLive("only the agents used last keep their files open between messages, up to PLANCKCLAW_AGENTS_HOLDING_FILES; another's next message opens them again", () =>
     Effect.gen(function*() {
       const root = tempDir()
-      const agents = yield* startHost(root, echoBrain().layer)
+      const agents = yield* startHost(root, echoBrain().layer, { PLANCKCLAW_AGENTS_HOLDING_FILES: "5" })
       const ids = Array.from({ length: 30 }, (_, n) => `idle-${n}`)
       yield* Effect.forEach(ids, (id) => agents.send(id, { text: "one" }), { concurrency: "unbounded" })
       expect(yield* Effect.forEach(ids, (id) => Effect.map(agents.get(id), (info) => info.state))).toEqual(ids.map(() => "running"))
+      const kept = openUnder(path.join(root, "agents"))
+      expect(holders(kept).length).toBe(5)
+      // History and the inbox journal (a first exchange writes the ledger whole, through a rename).
+      expect(kept.map((file) => path.basename(file)).sort()).toEqual([...Array(5).fill(".inbox.jsonl"), ...Array(5).fill("history.jsonl")])
+
+      // Answered one after another: the last five used are the ones keeping theirs, three files each.
+      for (const id of ids) yield* agents.send(id, { text: "two" })
+      const last = openUnder(path.join(root, "agents"))
+      expect(holders(last)).toEqual(["idle-25", "idle-26", "idle-27", "idle-28", "idle-29"])
+      expect(new Set(last.map((file) => path.basename(file)))).toEqual(new Set(["history.jsonl", ".history-ledger.json", ".inbox.jsonl"]))
+      expect(last.length).toBe(15)
+      // idle-0 closed its files long ago: its next message opens them again.
+      expect(yield* agents.send("idle-0", { text: "three" })).toEqual({ reply: "echo three", stored: true })
+      expect(historyOf(root, "idle-0").map((line) => line.content)).toEqual(["one", "echo one", "two", "echo two", "three", "echo three"])
+      expect(holders(openUnder(path.join(root, "agents")))).toEqual(["idle-0", "idle-26", "idle-27", "idle-28", "idle-29"])
+    }))
+
+  it.scopedLive("with PLANCKCLAW_AGENTS_HOLDING_FILES=0 an agent whose messages are answered holds no file descriptor", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const agents = yield* startHost(root, echoBrain().layer, { PLANCKCLAW_AGENTS_HOLDING_FILES: "0" })
+      const ids = Array.from({ length: 10 }, (_, n) => `idle-${n}`)
+      yield* Effect.forEach(ids, (id) => agents.send(id, { text: "one" }), { concurrency: "unbounded" })
       expect(openUnder(path.join(root, "agents"))).toEqual([])
       expect(yield* agents.send("idle-0", { text: "two" })).toEqual({ reply: "echo two", stored: true })
       expect(historyOf(root, "idle-0").map((line) => line.content)).toEqual(["one", "echo one", "two", "echo two"])
