@@ -17,7 +17,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { benchDir, distDir, repoDir } from "./lib/work.mjs"
 
-const MEASUREMENTS = ["turn-memory", "turn-fifo", "turn-tail", "syscalls", "discovery", "history", "compaction", "cold-start", "serve", "cluster"]
+const MEASUREMENTS = ["turn-memory", "turn-fifo", "turn-tail", "syscalls", "discovery", "history", "compaction", "cold-start", "serve", "serve-syscalls", "cluster"]
 
 const atMost = (limit) => (v) => v <= limit
 const atLeast = (limit) => (v) => v >= limit
@@ -97,6 +97,10 @@ const TABLE = [
   { key: "http_p50_ms", label: "serve over HTTP: request p50 (ms)" },
   { key: "http_p99_ms", label: "serve over HTTP: request p99 (ms)" },
   { key: "http_cpu_us_per_request", label: "serve over HTTP: server main-thread CPU per request, agent start included (µs)" },
+  { key: "serve_conversation_turns_per_s", label: "serve: turns per second, 100 started agents, a message each at once, round after round" },
+  { key: "serve_conversation_cpu_us_per_turn", label: "serve: main-thread CPU per turn of those started agents (µs)" },
+  { key: "serve_syscalls_first_message", label: "serve: system calls for a new agent's first message, main thread (strace -c, futex left out)" },
+  { key: "serve_syscalls_next_message", label: "serve: system calls for a started agent's next message, main thread (strace -c, futex left out)" },
   // Issue 16: runners of `serve --cluster` against one throwaway PostgreSQL, 1,000 agents, instant brain (no targets set).
   { key: "cluster_agents", label: "cluster: agents in each burst (BENCH_CLUSTER_AGENTS)" },
   { key: "cluster_turns_per_s_1_runner", label: "cluster: turns per second, 1,000 agents at once over HTTP, 1 runner" },

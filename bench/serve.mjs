@@ -16,6 +16,12 @@
  *    second process (bench/lib/http-load.mjs) sends one request per agent
  *    over BENCH_HTTP_SOCKETS keep-alive connections: http_requests_per_s,
  *    http_p50_ms, http_p99_ms (each request from its write to its reply).
+ * 4. A conversation: 100 of those agents, started, sent a message each at
+ *    once, round after round (one untimed round, then
+ *    BENCH_CONVERSATION_ROUNDS): serve_conversation_turns_per_s and
+ *    serve_conversation_cpu_us_per_turn, a started agent's next message
+ *    (they are among the agents keeping their files open,
+ *    PLANCKCLAW_AGENTS_HOLDING_FILES).
  *
  * Run: npm run build && node --expose-gc bench/serve.mjs
  */
@@ -39,6 +45,8 @@ const WARM_UP = Number(process.env.BENCH_WARM_UP_AGENTS ?? 300)
 // Longer than the burst takes, so every agent is still running when the active figure is taken.
 const IDLE_SECONDS = Number(process.env.BENCH_AGENT_IDLE ?? 25)
 const SOCKETS = Number(process.env.BENCH_HTTP_SOCKETS ?? 64)
+const CONVERSATION_AGENTS = 100
+const CONVERSATION_ROUNDS = Number(process.env.BENCH_CONVERSATION_ROUNDS ?? 20)
 
 const instantBrain = Layer.succeed(Brain, {
   complete: () => Effect.succeed({ content: [{ type: "text", text: "Noted." }], stop_reason: "end_turn" })
@@ -125,6 +133,16 @@ main(async () => {
         const lines = fs.readFileSync(path.join(work.dir, "agents", ids[AGENTS - 1], "history.jsonl"), "utf8").split("\n").length - 1
         if (lines !== 4) throw new Error(`agent ${ids[AGENTS - 1]} has ${lines} history lines after two exchanges, not 4`)
 
+        const talking = ids.slice(0, CONVERSATION_AGENTS)
+        progress(`serve: a conversation, ${CONVERSATION_AGENTS} started agents, ${CONVERSATION_ROUNDS} rounds`)
+        yield* Effect.promise(() => burst(talking, send))
+        const conversationCpu = process.cpuUsage()
+        const conversationStarted = performance.now()
+        for (let round = 0; round < CONVERSATION_ROUNDS; round++) yield* Effect.promise(() => burst(talking, send))
+        const conversationMs = performance.now() - conversationStarted
+        const conversationUsed = process.cpuUsage(conversationCpu)
+        const turns = CONVERSATION_AGENTS * CONVERSATION_ROUNDS
+
         const notes = []
         if (running < AGENTS) {
           notes.push(`serve: only ${running} of ${AGENTS} agents were still running when the active figure was taken (the burst outlasted BENCH_AGENT_IDLE=${IDLE_SECONDS}): serve_rss_mb_10k_active is low`)
@@ -151,7 +169,9 @@ main(async () => {
             http_p50_ms: round(percentile(overHttp.latencies, 50), 2),
             http_p99_ms: round(percentile(overHttp.latencies, 99), 2),
             http_cpu_us_per_request: Math.round((httpCpu.user + httpCpu.system) / AGENTS),
-            http_sockets: SOCKETS
+            http_sockets: SOCKETS,
+            serve_conversation_turns_per_s: Math.round((turns / conversationMs) * 1000),
+            serve_conversation_cpu_us_per_turn: Math.round((conversationUsed.user + conversationUsed.system) / turns)
           },
           notes
         }

@@ -19,38 +19,18 @@
  * Shipped settings: the every-80th compaction is in planckclaw's figure.
  * Skipped, with a note, when strace is not installed.
  */
-import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { main, progress } from "./lib/child.mjs"
 import { fifoPaths, interactClient, REPLY, serveBrain, serveClaws } from "./lib/fifo.mjs"
 import { startAgentProcess, startDoNothing } from "./lib/process.mjs"
 import { round } from "./lib/stats.mjs"
+import { hasStrace, parseStraceSummary, perTurn } from "./lib/strace.mjs"
 import { clawsDir, makeWorkDir } from "./lib/work.mjs"
 
 const TURNS = Number(process.env.BENCH_STRACE_TURNS ?? 2000)
 const MAIN_TURNS = Math.max(1, Math.round(TURNS / 2))
 const PLAIN = "What should I remember about this run?"
-
-const hasStrace = () => {
-  try {
-    execFileSync("strace", ["-V"], { stdio: "ignore" })
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** strace -c -U calls,errors,name output: { name: { calls, errors } }. */
-export const parseStraceSummary = (text) => {
-  const counts = {}
-  for (const line of text.split("\n")) {
-    const match = /^\s*(\d+)\s+(\d+)?\s+(\w+)\s*$/.exec(line)
-    if (match === null || match[3] === "total") continue
-    counts[match[3]] = { calls: Number(match[1]), errors: Number(match[2] ?? 0) }
-  }
-  return counts
-}
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -91,20 +71,6 @@ const tracedRun = async (work, kind, turns, tag, follow = true) => {
   } finally {
     for (const close of closers) close()
   }
-}
-
-/** Per-turn calls and failing calls, by system call, most first. */
-const perTurn = (withTurns, baseline, turns) => {
-  const names = new Set([...Object.keys(withTurns), ...Object.keys(baseline)])
-  const rows = []
-  for (const name of names) {
-    const calls = ((withTurns[name]?.calls ?? 0) - (baseline[name]?.calls ?? 0)) / turns
-    const errors = ((withTurns[name]?.errors ?? 0) - (baseline[name]?.errors ?? 0)) / turns
-    if (Math.abs(calls) >= 0.005) rows.push({ name, calls: round(calls, 2), errors: round(errors, 2) })
-  }
-  rows.sort((a, b) => b.calls - a.calls)
-  const total = round(rows.reduce((sum, row) => sum + row.calls, 0), 1)
-  return { total, byCall: rows }
 }
 
 main(async () => {
