@@ -47,7 +47,7 @@ export const hold: Effect.Effect<
         new MemoryInUse({
           pid: held.ownerPid,
           directory,
-          message: `another planckclaw run (pid ${held.ownerPid}) is using the memory directory ${directory}`
+          message: `another planckclaw (pid ${held.ownerPid}: a run, or a serve that started this agent) is using the memory directory ${directory}`
         }),
       LockFailed: (failed) =>
         new MemoryLockFailed({

@@ -168,7 +168,7 @@ describe("planckclaw run (built command)", () => {
       yield* first.lines(1)
       const second = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "hi\n" })
       expect(second.code).toBe(1)
-      expect(second.stderr).toContain(`another planckclaw run (pid ${first.process.pid}) is using the memory directory`)
+      expect(second.stderr).toContain(`another planckclaw (pid ${first.process.pid}: a run, or a serve that started this agent) is using the memory directory`)
       yield* first.closeInput
       expect((yield* first.done).code).toBe(0)
     })))

@@ -137,6 +137,32 @@ describe("planckclaw serve (built command)", () => {
       expect(t.history("alice")).toBe(line("user", "buy milk") + line("assistant", "re: buy milk"))
     }))
 
+  it.scopedLive("an agent is answered by one process at a time: a second serve and a run on it are refused until the first lets go", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.echo)
+      const first = yield* startServe(t.box.dir, t.env)
+      expect(yield* post(first.base, "alice", "one")).toEqual({ status: 200, body: { reply: "re: one", stored: true } })
+      const pid = first.running.process.pid
+
+      // A second serve on the same agents: alice is the first one's; bob is free.
+      const second = yield* startServe(t.box.dir, t.env)
+      const refused = yield* post(second.base, "alice", "two")
+      expect(refused.status).toBe(503)
+      expect(refused.body.message).toBe(`agent alice: another planckclaw process (pid ${pid}) is using ${path.join(t.agents, "alice")}`)
+      expect(yield* post(second.base, "bob", "hi")).toEqual({ status: 200, body: { reply: "re: hi", stored: true } })
+      // A run pointed at alice's directory.
+      const run = yield* Cli.run(["run"], { cwd: t.box.dir, env: { ...t.env, PLANCKCLAW_DIR: path.join(t.agents, "alice") }, input: "three\n" })
+      expect(run.code).toBe(1)
+      expect(run.stderr).toContain(`another planckclaw (pid ${pid}: a run, or a serve that started this agent) is using the memory directory`)
+      expect(t.history("alice")).toBe(line("user", "one") + line("assistant", "re: one"))
+
+      // The first stops (its agents let go): the second answers alice now.
+      first.running.process.kill("SIGTERM")
+      expect((yield* first.running.done).code).toBe(0)
+      expect(yield* post(second.base, "alice", "two")).toEqual({ status: 200, body: { reply: "re: two", stored: true } })
+      expect(t.history("alice")).toBe(line("user", "one") + line("assistant", "re: one") + line("user", "two") + line("assistant", "re: two"))
+    }))
+
   it.scopedLive("refuses bad input with a JSON error and the right status, touching no memory", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.echo, { PLANCKCLAW_MAX_MESSAGE_BYTES: "100" })

@@ -103,6 +103,11 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     if (Either.isLeft(stat)) return Either.left(stat.left)
     const cached = cachedText(cache, stat.right)
     if (Option.isSome(cached)) return Either.right(cached.value)
+    if (stat.right === undefined) {
+      // Absent when looked at: as if opened then, without an open(2) bound to fail.
+      remember({ seen: undefined, text: undefined, racy: false })
+      return Either.right(undefined)
+    }
     return Either.map(readText(file), (read) => {
       remember(read)
       return read.text

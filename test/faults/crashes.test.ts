@@ -458,7 +458,7 @@ describe("faults: crashes", () => {
       }))
       expect(second.end.code).toBe(1)
       expect(second.stderr.trim()).toBe(
-        `planckclaw: another planckclaw run (pid ${first.pid}) is using the memory directory ${box.memory}`
+        `planckclaw: another planckclaw (pid ${first.pid}: a run, or a serve that started this agent) is using the memory directory ${box.memory}`
       )
       expect(fs.existsSync(secondRun)).toBe(false)
       // The same runtime directory, another memory: refused as well.
