@@ -69,11 +69,14 @@ const agentHolders = new Map<string, number>()
  * own: the same lock file, so a second process (another `serve` on the
  * same agents, a `planckclaw run` pointed at the agent) is refused rather
  * than share the inbox journal, and the agent's appends go without the
- * write lock file. Taken as a symbolic link naming the pid (one
- * symlink(2)). Counted in this process: an instance restarting after a
+ * write lock file. Taken as a hard link to the host's owner file
+ * (OwnerFile.ts), else as a symbolic link naming the pid. Counted in this process: an instance restarting after a
  * defect starts while the old one is still closing.
  */
-export const holdAgent = (directory: string): Effect.Effect<void, MemoryInUse | MemoryLockFailed, Scope.Scope> => {
+export const holdAgent = (
+  directory: string,
+  ownerFile?: string
+): Effect.Effect<void, MemoryInUse | MemoryLockFailed, Scope.Scope> => {
   const lock = path.join(directory, runLockName)
   return Effect.acquireRelease(
     Effect.suspend(() => {
@@ -82,7 +85,7 @@ export const holdAgent = (directory: string): Effect.Effect<void, MemoryInUse | 
         agentHolders.set(lock, holders + 1)
         return Effect.succeed(RunHeld.holdForRun(directory))
       }
-      const taken = FileLock.tryTakeSync(lock, { link: true })
+      const taken = FileLock.tryTakeSync(lock, { link: true, ownerFile })
       if (Either.isLeft(taken)) {
         const error = taken.left
         return Effect.fail(

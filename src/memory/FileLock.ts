@@ -58,6 +58,13 @@ export interface TakeOptions {
    * a file where links are not supported.
    */
   readonly link?: boolean
+  /**
+   * This process's owner file on the lock's file system (OwnerFile.ts): the
+   * lock is then a hard link to it, one link(2) allocating no inode. Falls
+   * back to `link` (or a file) where that link cannot be made: another file
+   * system, an owner file with too many links or removed.
+   */
+  readonly ownerFile?: string | undefined
   /** The present, in ms since the epoch (Effect's Clock in `hold`): a lock being written is judged by its age. */
   readonly now?: number
 }
@@ -89,6 +96,12 @@ const createFile = (path: string): Either.Either<void, LockFailed | "exists"> =>
 }
 
 const create = (path: string, options: TakeOptions | undefined): Either.Either<void, LockFailed | "exists"> => {
+  const ownerFile = options?.ownerFile
+  if (ownerFile !== undefined) {
+    const linked = Either.try(() => fs.linkSync(ownerFile, path))
+    if (Either.isRight(linked)) return Either.void
+    if (errnoCode(linked.left) === "EEXIST") return Either.left("exists")
+  }
   if (options?.link === true) {
     const linked = Either.try(() => fs.symlinkSync(String(process.pid), path))
     if (Either.isRight(linked)) return Either.void

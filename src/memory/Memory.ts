@@ -56,6 +56,8 @@ export interface MemoryOptions {
    * at each snapshot like soul.md, so an edit applies to the next turn.
    */
   readonly fallbackSoulFile?: string | undefined
+  /** This process's owner file for the directory's locks (OwnerFile.ts): they are then hard links to it. */
+  readonly ownerFile?: string | undefined
 }
 
 /** Up to this size, a history file met for the first time by an append is counted then, in one read. */
@@ -246,7 +248,7 @@ export const fromDir = (
   )
 
 export const make = (directory: string, options: MemoryOptions = {}): Effect.Effect<MemoryService, never, Scope.Scope> =>
-  Effect.flatMap(MemoryDir.make(directory), (memoryDir) => fromDir(memoryDir, options))
+  Effect.flatMap(MemoryDir.make(directory, { ownerFile: options.ownerFile }), (memoryDir) => fromDir(memoryDir, options))
 
 /** Memory on PLANCKCLAW_DIR. Scoped: releasing the layer (an agent released by the service) closes its descriptors. */
 export const layerWith = (

@@ -27,9 +27,12 @@ export type { Alongside, MemoryDir } from "./MemoryDirService.js"
 
 export { CompactionBusy, fromFileError, fsEffect, MemoryConfig, MemoryError, withHistory } from "./MemoryFiles.js"
 
-export const make = (directory: string): Effect.Effect<MemoryDir> =>
+/** `ownerFile`: this process's owner file for the locks (OwnerFile.ts), when there is one on this file system. */
+export const make = (directory: string, options: { readonly ownerFile?: string | undefined } = {}): Effect.Effect<MemoryDir> =>
   Effect.gen(function*() {
     const paths = Layout.files(directory)
+    // Locks as hard links to the owner file, else as symbolic links: never created-then-written files.
+    const asLink: FileLock.TakeOptions = { link: true, ownerFile: options.ownerFile }
     const runKey = path.resolve(directory)
     // File locks identify owners by pid, so fibers of this process must take
     // turns before touching them.
@@ -93,11 +96,11 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
     ): Effect.Effect<A, MemoryError> =>
       inLockFile(Effect.suspend(() => {
         // A link holding the pid: one symlink(2) to take, one unlink(2) to release.
-        let taken = FileLock.tryTakeSync(paths.writeLock, { link: true })
+        let taken = FileLock.tryTakeSync(paths.writeLock, asLink)
         if (Either.isLeft(taken) && taken.left._tag === "LockFailed" && !fs.existsSync(directory)) {
           // Removed under a running agent (by hand): make it again rather than fail every turn.
           Either.try(() => Layout.makeDirectories(directory))
-          taken = FileLock.tryTakeSync(paths.writeLock, { link: true })
+          taken = FileLock.tryTakeSync(paths.writeLock, asLink)
         }
         // The usual case, a free lock: take it, work and release in one synchronous step.
         if (Either.isRight(taken)) {
@@ -143,7 +146,7 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
 
     /** The write lock file for the scope (uninterruptible: a lock taken always gets its release); true when taken clean. */
     const holdLockFile: Effect.Effect<boolean, MemoryError, Scope.Scope> = Effect.uninterruptible(Effect.suspend(() => {
-      const taken = FileLock.tryTakeSync(paths.writeLock, { link: true })
+      const taken = FileLock.tryTakeSync(paths.writeLock, asLink)
       if (Either.isRight(taken)) {
         return Effect.as(Effect.addFinalizer(() => Effect.sync(() => FileLock.releaseSync(paths.writeLock, true))), taken.right.clean)
       }
@@ -222,7 +225,7 @@ export const make = (directory: string): Effect.Effect<MemoryDir> =>
       // Our own pid may be our own compaction between taking its lock and saying so.
       const owner = FileLock.ownerOf(paths.compactionLock)
       if (ownCompaction || Number.isNaN(owner) || owner === process.pid) return
-      const taken = FileLock.tryTakeSync(paths.compactionLock, { link: true })
+      const taken = FileLock.tryTakeSync(paths.compactionLock, asLink)
       if (Either.isRight(taken)) FileLock.releaseSync(paths.compactionLock, true)
     }
 

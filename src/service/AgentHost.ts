@@ -26,6 +26,7 @@ import { Claws } from "../Claws.js"
 import * as Logging from "../Logging.js"
 import { errnoCode } from "../Errors.js"
 import { ensureWritable, MemoryConfig } from "../memory/Memory.js"
+import * as OwnerFile from "../memory/OwnerFile.js"
 import * as AgentId from "./AgentId.js"
 import * as AgentInstance from "./AgentInstance.js"
 import * as AgentSettings from "./AgentSettings.js"
@@ -137,6 +138,8 @@ export const make = Effect.gen(function*() {
     Effect.catchAll((error) => refuse("unavailable", `PLANCKCLAW_AGENTS_DIR: ${error.message}`))
   )
   const agentConfig = yield* AgentConfig
+  // Its removal is registered before the agents, so it runs after they let go: their locks are links to it.
+  const ownerFile = yield* OwnerFile.onFirstUse(config.agentsDir)
   const shared: AgentInstance.Shared = {
     brain: limited,
     claws,
@@ -144,7 +147,8 @@ export const make = Effect.gen(function*() {
     settings: AgentSettings.withParsed(agentConfig, hostProvider),
     defaultSoulFile: path.join(config.defaultDir, "soul.md"),
     idempotencyKeys: config.idempotencyKeys,
-    openFiles: OpenFiles.make(config.agentsHoldingFiles)
+    openFiles: OpenFiles.make(config.agentsHoldingFiles),
+    ownerFile
   }
   const scope = yield* Effect.scope
   const waiters = new Map<string, AgentInstance.Waiters>()

@@ -73,6 +73,8 @@ export interface Shared {
   readonly settings: AgentSettings.Settings
   readonly defaultSoulFile: string
   readonly idempotencyKeys: number
+  /** This process's owner file in PLANCKCLAW_AGENTS_DIR: the agents' locks are hard links to it (OwnerFile.ts). */
+  readonly ownerFile: () => string | undefined
   /** Which agents keep their files open between messages. */
   readonly openFiles: OpenFiles.OpenFiles
 }
@@ -99,10 +101,11 @@ export const make = (options: {
     const unavailable = (message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
     const settings = yield* AgentSettings.forAgent(id, directory, shared.provider, shared.settings)
     // Held while started: this process is then the only writer of the agent's journal and history.
-    yield* MemoryHold.holdAgent(directory).pipe(Effect.mapError((error) => unavailable(error.message)))
+    const ownerFile = shared.ownerFile()
+    yield* MemoryHold.holdAgent(directory, ownerFile).pipe(Effect.mapError((error) => unavailable(error.message)))
     // Built directly rather than from layers: an agent's start is most of the cost of its first message.
     // Without a soul.md of its own, the agent speaks with the host's default soul.
-    const memory = yield* Memory.make(directory, { fallbackSoulFile: shared.defaultSoulFile })
+    const memory = yield* Memory.make(directory, { fallbackSoulFile: shared.defaultSoulFile, ownerFile })
     const inbox = yield* Inbox.make(directory).pipe(Effect.mapError((error) => unavailable(error.message)))
     const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys).pipe(
       Effect.mapError((error) => unavailable(error.message))

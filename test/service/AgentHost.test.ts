@@ -98,8 +98,10 @@ describe("AgentHost", () => {
       const runLock = path.join(root, "agents", "sleepy", ".planckclaw-run.lock")
       yield* agents.send("sleepy", { text: "one" })
       expect((yield* agents.get("sleepy")).state).toBe("running")
-      // Held while started, as a run holds its memory: the link names this process.
-      expect(fs.readlinkSync(runLock)).toBe(String(process.pid))
+      // Held while started, as a run holds its memory: a hard link to the host's owner file, naming this process.
+      expect(fs.readFileSync(runLock, "utf8")).toBe(`${process.pid}\n`)
+      const owner = path.join(root, "agents", `.planckclaw-owner-${process.pid}`)
+      expect(fs.statSync(runLock).ino).toBe(fs.statSync(owner).ino)
       yield* TestClock.adjust("59 seconds")
       expect((yield* agents.get("sleepy")).state).toBe("running")
       yield* TestClock.adjust("2 seconds")
@@ -134,7 +136,7 @@ describe("AgentHost", () => {
         other.kill("SIGKILL")
       })
       expect(yield* agents.send("shared", { text: "mine now" })).toEqual({ reply: "echo mine now", stored: true })
-      expect(fs.readlinkSync(path.join(directory, ".planckclaw-run.lock"))).toBe(String(process.pid))
+      expect(fs.readFileSync(path.join(directory, ".planckclaw-run.lock"), "utf8")).toBe(`${process.pid}\n`)
     }))
 
   it.scopedLive("gives the same reply for the same Idempotency-Key without a second turn, also after a restart", () =>
