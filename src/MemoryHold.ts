@@ -70,8 +70,9 @@ const agentHolders = new Map<string, number>()
  * same agents, a `planckclaw run` pointed at the agent) is refused rather
  * than share the inbox journal, and the agent's appends go without the
  * write lock file. Taken as a hard link to the host's owner file
- * (OwnerFile.ts), else as a symbolic link naming the pid. Counted in this process: an instance restarting after a
- * defect starts while the old one is still closing.
+ * (OwnerFile.ts), else as a symbolic link naming the pid. Counted in this
+ * process: an instance restarting after a defect starts while the old one
+ * is still closing.
  */
 export const holdAgent = (
   directory: string,

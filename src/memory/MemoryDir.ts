@@ -95,7 +95,7 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
       unlocked?: () => Either.Either<A, MemoryError>
     ): Effect.Effect<A, MemoryError> =>
       inLockFile(Effect.suspend(() => {
-        // A link holding the pid: one symlink(2) to take, one unlink(2) to release.
+        // A link naming the pid (to the owner file, else symbolic): one call to take, one unlink(2) to release.
         let taken = FileLock.tryTakeSync(paths.writeLock, asLink)
         if (Either.isLeft(taken) && taken.left._tag === "LockFailed" && !fs.existsSync(directory)) {
           // Removed under a running agent (by hand): make it again rather than fail every turn.

@@ -9,7 +9,8 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Fiber, TestClock } from "effect"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
-import { echoBrain, historyOf, startHost, tempDir } from "./Kit.js"
+import { eventually } from "../support/Sandbox.js"
+import { echoBrain, historyOf, isCompaction, startHost, tempDir } from "./Kit.js"
 
 /** Slow for any message mentioning "slow": a minute of (test) time per brain call. */
 const slowBrain = () =>
@@ -90,6 +91,35 @@ describe("AgentHost under load", () => {
       expect(yield* agents.send("idle-0", { text: "three" })).toEqual({ reply: "echo three", stored: true })
       expect(historyOf(root, "idle-0").map((line) => line.content)).toEqual(["one", "echo one", "two", "echo two", "three", "echo three"])
       expect(holders(openUnder(path.join(root, "agents")))).toEqual(["idle-0", "idle-26", "idle-27", "idle-28", "idle-29"])
+    }))
+
+  it.scopedLive("agents whose files the budget keeps closing, other agents talking meanwhile, compact and lose, repeat or reorder no exchange", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const brain = echoBrain()
+      const agents = yield* startHost(root, brain.layer, { PLANCKCLAW_AGENTS_HOLDING_FILES: "1", HISTORY_MAX: "8", HISTORY_KEEP: "2" })
+      const ids = Array.from({ length: 8 }, (_, n) => `busy-${n}`)
+      const messages = Array.from({ length: 26 }, (_, n) => `m${n}`)
+      const talk = (agentIds: ReadonlyArray<string>, texts: ReadonlyArray<string>) =>
+        Effect.forEach(agentIds, (id) =>
+          Effect.forEach(texts, (text) => agents.send(id, { text: `${id} ${text}` }), { discard: true }), { concurrency: "unbounded", discard: true })
+      yield* talk(ids, messages.slice(0, 20))
+      // Their compactions now run; meanwhile they are sent more, and other agents' messages close their files.
+      const others = Array.from({ length: 8 }, (_, n) => `other-${n}`)
+      yield* Effect.all([talk(ids, messages.slice(20)), talk(others, messages.slice(0, 10))], { concurrency: "unbounded" })
+      const whole = (id: string) => messages.flatMap((text) => [`${id} ${text}`, `echo ${id} ${text}`])
+      // The compactions end in the background, after the replies.
+      yield* eventually("every agent compacted", () =>
+        ids.every((id) => fs.existsSync(path.join(root, "agents", id, "summary.md")) && historyOf(root, id).length <= 8) || undefined)
+      for (const id of ids) {
+        const kept = historyOf(root, id).map((line) => line.content)
+        // What history keeps is the end of the conversation, exactly; the rest went into the summary.
+        expect(kept.length).toBeGreaterThan(0)
+        expect(kept).toEqual(whole(id).slice(whole(id).length - kept.length))
+        expect(fs.readFileSync(path.join(root, "agents", id, "summary.md"), "utf8").trim()).toBe("a summary")
+        expect(fs.readFileSync(path.join(root, "agents", id, ".inbox.jsonl"), "utf8")).toBe("")
+      }
+      expect(brain.requests.filter(isCompaction).length).toBeGreaterThanOrEqual(ids.length)
     }))
 
   it.scopedLive("with PLANCKCLAW_AGENTS_HOLDING_FILES=0 an agent whose messages are answered holds no file descriptor", () =>
