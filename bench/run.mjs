@@ -99,6 +99,8 @@ const TABLE = [
   { key: "http_cpu_us_per_request", label: "serve over HTTP: server main-thread CPU per request, agent start included (µs)" },
   { key: "serve_conversation_turns_per_s", label: "serve: turns per second, 100 started agents, a message each at once, round after round" },
   { key: "serve_conversation_cpu_us_per_turn", label: "serve: main-thread CPU per turn of those started agents (µs)" },
+  { key: "http_conversation_requests_per_s", label: "serve over HTTP: requests per second, the same started agents, keep-alive" },
+  { key: "http_conversation_cpu_us_per_request", label: "serve over HTTP: server main-thread CPU per request to a started agent (µs)" },
   { key: "serve_syscalls_first_message", label: "serve: system calls for a new agent's first message, main thread (strace -c, futex left out)" },
   { key: "serve_syscalls_next_message", label: "serve: system calls for a started agent's next message, main thread (strace -c, futex left out)" },
   // Issue 16: runners of `serve --cluster` against one throwaway PostgreSQL, 1,000 agents, instant brain (no targets set).

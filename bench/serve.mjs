@@ -22,6 +22,10 @@
  *    serve_conversation_cpu_us_per_turn, a started agent's next message
  *    (they are among the agents keeping their files open,
  *    PLANCKCLAW_AGENTS_HOLDING_FILES).
+ * 5. The same conversation over HTTP, from the load generator:
+ *    http_conversation_requests_per_s and
+ *    http_conversation_cpu_us_per_request (the server's), what the HTTP API
+ *    adds to a started agent's message.
  *
  * Run: npm run build && node --expose-gc bench/serve.mjs
  */
@@ -143,6 +147,11 @@ main(async () => {
         const conversationUsed = process.cpuUsage(conversationCpu)
         const turns = CONVERSATION_AGENTS * CONVERSATION_ROUNDS
 
+        progress(`http: the same conversation, ${turns} requests over ${SOCKETS} keep-alive connections`)
+        const httpConversationCpu = process.cpuUsage()
+        const httpConversation = yield* Effect.promise(() => httpBurst(port, Array.from({ length: turns }, (_, n) => talking[n % CONVERSATION_AGENTS])))
+        const httpConversationUsed = process.cpuUsage(httpConversationCpu)
+
         const notes = []
         if (running < AGENTS) {
           notes.push(`serve: only ${running} of ${AGENTS} agents were still running when the active figure was taken (the burst outlasted BENCH_AGENT_IDLE=${IDLE_SECONDS}): serve_rss_mb_10k_active is low`)
@@ -171,7 +180,9 @@ main(async () => {
             http_cpu_us_per_request: Math.round((httpCpu.user + httpCpu.system) / AGENTS),
             http_sockets: SOCKETS,
             serve_conversation_turns_per_s: Math.round((turns / conversationMs) * 1000),
-            serve_conversation_cpu_us_per_turn: Math.round((conversationUsed.user + conversationUsed.system) / turns)
+            serve_conversation_cpu_us_per_turn: Math.round((conversationUsed.user + conversationUsed.system) / turns),
+            http_conversation_requests_per_s: Math.round((turns / httpConversation.wallMs) * 1000),
+            http_conversation_cpu_us_per_request: Math.round((httpConversationUsed.user + httpConversationUsed.system) / turns)
           },
           notes
         }
