@@ -4,8 +4,8 @@
  * `ownerFile`). link(2) adds a name to an inode that exists; a symbolic
  * link or a new file allocates an inode, which across thousands of agent
  * directories costs several times more (9 against 78 µs per lock over
- * 3,000 directories on an idle ext4; 400 µs per symlink in a profile of
- * `serve` under load). A lock that is a link reads like a lock file: the
+ * 3,000 directories on an idle ext4; 180–435 µs per symlink in profiles
+ * of `serve` under load). A lock that is a link reads like a lock file: the
  * pid is its content, its modification time the owner file's.
  *
  * Removed with the scope. Files left by dead processes are removed when the

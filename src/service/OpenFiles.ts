@@ -9,7 +9,6 @@
  * the usual `ulimit -n`. A closed file is opened again by the agent's next
  * write, so closing may happen between any two steps of a message.
  */
-
 import * as Effect from "effect/Effect"
 
 export interface OpenFiles {
