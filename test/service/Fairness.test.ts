@@ -7,7 +7,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Fiber, TestClock } from "effect"
+import { Deferred, Effect, Either, Fiber, TestClock } from "effect"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import { eventually } from "../support/Sandbox.js"
 import { echoBrain, historyOf, isCompaction, startHost, tempDir } from "./Kit.js"
@@ -120,6 +120,43 @@ describe("AgentHost under load", () => {
         expect(fs.readFileSync(path.join(root, "agents", id, ".inbox.jsonl"), "utf8")).toBe("")
       }
       expect(brain.requests.filter(isCompaction).length).toBeGreaterThanOrEqual(ids.length)
+    }))
+
+  it.scopedLive("an agent's files closed by the budget while its compaction commits beside its appends: nothing lost, repeated or reordered", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      // The compaction's brain call waits for the test: appends and evictions happen meanwhile.
+      const summarise = yield* Deferred.make<void>()
+      const brain = echoBrain((request) => isCompaction(request) ? Effect.as(Deferred.await(summarise), ScriptedBrain.text("a summary")) : undefined)
+      const agents = yield* startHost(root, brain.layer, { PLANCKCLAW_AGENTS_HOLDING_FILES: "1", HISTORY_MAX: "8", HISTORY_KEEP: "2" })
+      const said: Array<string> = []
+      const say = (text: string) =>
+        Effect.tap(agents.send("main", { text }), (reply) => Effect.sync(() => {
+          expect(reply).toEqual({ reply: `echo ${text}`, stored: true })
+          said.push(text, `echo ${text}`)
+        }))
+      const others = (round: number) =>
+        Effect.forEach(["x", "y", "z"], (id) => agents.send(id, { text: `${id} ${round}` }), { concurrency: "unbounded", discard: true })
+
+      for (let n = 0; n < 5; n++) yield* say(`m${n}`)
+      yield* eventually("the compaction to ask the brain", () => brain.requests.some(isCompaction) || undefined)
+      // While it waits: main appends (alone, beside the compaction), and other agents close main's files.
+      for (let n = 5; n < 8; n++) {
+        yield* say(`m${n}`)
+        yield* others(n)
+      }
+      yield* Deferred.succeed(summarise, undefined)
+      yield* eventually("the commit", () => fs.existsSync(path.join(root, "agents", "main", "summary.md")) || undefined)
+      for (let n = 8; n < 11; n++) {
+        yield* others(n)
+        yield* say(`m${n}`)
+      }
+      yield* eventually("the compactions to end", () => historyOf(root, "main").length <= 8 || undefined)
+      const kept = historyOf(root, "main").map((line) => line.content)
+      expect(kept.length).toBeGreaterThan(0)
+      expect(kept).toEqual(said.slice(said.length - kept.length))
+      expect(fs.readFileSync(path.join(root, "agents", "main", "summary.md"), "utf8").trim()).toBe("a summary")
+      expect(fs.readFileSync(path.join(root, "agents", "main", ".inbox.jsonl"), "utf8")).toBe("")
     }))
 
   it.scopedLive("with PLANCKCLAW_AGENTS_HOLDING_FILES=0 an agent whose messages are answered holds no file descriptor", () =>
