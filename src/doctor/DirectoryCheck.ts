@@ -82,14 +82,14 @@ const memoryDirectory = (dir: string): ReadonlyArray<Finding> => {
   return refused.length > 0 ? refused : [pass("memory", `${dir} (yours, mode ${octal(mode)}${readable}; ${freeText(dir)})`)]
 }
 
-/** Another live run holds the memory directory's run lock (MemoryHold). */
+/** Another live run (or a serve with this agent started) holds the memory directory's run lock (MemoryHold). */
 const runLock = (dir: string): Finding => {
   const lock = path.join(dir, runLockName)
   const owner = readPidFileSync(lock)
   if (owner !== undefined && heldBy(owner, lock)) {
     return fail(
       "other run",
-      `a planckclaw run (pid ${owner}) holds ${dir}`,
+      `a planckclaw run, or a serve running this agent (pid ${owner}), holds ${dir}`,
       "stop it before starting another run on this memory (compact and usage work beside it)"
     )
   }

@@ -205,7 +205,7 @@ describe("doctor: claws, memory, runtime", () => {
       expect(held[0]).toMatchObject({ subject: "memory", status: "pass" })
       expect(held[0]!.detail).toMatch(/^.* \(yours, mode 0700; .* free\)$/)
       expect(lines(held)[1]).toBe(
-        `✘ other run: a planckclaw run (pid ${holder.pid}) holds ${box.memory} → stop it before starting another run on this memory (compact and usage work beside it)`
+        `✘ other run: a planckclaw run, or a serve running this agent (pid ${holder.pid}), holds ${box.memory} → stop it before starting another run on this memory (compact and usage work beside it)`
       )
       holder.kill("SIGKILL")
       yield* Effect.async<void>((resume) => void holder.once("exit", () => resume(Effect.void)))

@@ -71,7 +71,7 @@ describe("planckclaw doctor (built command)", () => {
       )
       expect(lines).toContain("– model: not checked: the key was rejected")
       expect(lines).toContain(
-        `✘ other run: a planckclaw run (pid ${process.pid}) holds ${box.memory} → stop it before starting another run on this memory (compact and usage work beside it)`
+        `✘ other run: a planckclaw run, or a serve running this agent (pid ${process.pid}), holds ${box.memory} → stop it before starting another run on this memory (compact and usage work beside it)`
       )
       expect(lines.filter((line) => line.startsWith("✘"))).toHaveLength(2)
       expect(result.stdout + result.stderr).not.toContain("wrong-key")
