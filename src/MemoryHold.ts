@@ -61,31 +61,25 @@ export const hold: Effect.Effect<
   yield* Effect.acquireRelease(Effect.sync(() => RunHeld.holdForRun(directory)), (release) => Effect.sync(release))
 })
 
-/** Holders in this process of each agent's run lock, by lock file. */
-const agentHolders = new Map<string, number>()
-
 /**
  * Holds an agent's directory (`serve`) for the scope, as a run holds its
  * own: the same lock file, so a second process (another `serve` on the
  * same agents, a `planckclaw run` pointed at the agent) is refused rather
  * than share the inbox journal, and the agent's appends go without the
  * write lock file. Taken as a hard link to the host's owner file
- * (OwnerFile.ts), else as a symbolic link naming the pid. Counted in this
- * process: an instance restarting after a defect starts while the old one
- * is still closing.
+ * (OwnerFile.ts), else as a symbolic link naming the pid. Shared in this
+ * process through RunHeld's count of holders: an instance restarting after
+ * a defect starts while the old one is still closing.
  */
 export const holdAgent = (
   directory: string,
   ownerFile?: string
 ): Effect.Effect<void, MemoryInUse | MemoryLockFailed, Scope.Scope> => {
   const lock = path.join(directory, runLockName)
+  const key = path.resolve(directory)
   return Effect.acquireRelease(
     Effect.suspend(() => {
-      const holders = agentHolders.get(lock)
-      if (holders !== undefined) {
-        agentHolders.set(lock, holders + 1)
-        return Effect.succeed(RunHeld.holdForRun(directory))
-      }
+      if (RunHeld.heldByRun(key)) return Effect.succeed(RunHeld.holdForRun(directory))
       const taken = FileLock.tryTakeSync(lock, { link: true, ownerFile })
       if (Either.isLeft(taken)) {
         const error = taken.left
@@ -101,16 +95,13 @@ export const holdAgent = (
             : new MemoryLockFailed({ directory, message: `cannot use ${directory}: ${error.message}`, cause: error })
         )
       }
-      agentHolders.set(lock, 1)
       return Effect.succeed(RunHeld.holdForRun(directory))
     }),
     (unhold) =>
       Effect.sync(() => {
         unhold()
-        const holders = (agentHolders.get(lock) ?? 1) - 1
-        if (holders > 0) return agentHolders.set(lock, holders)
-        agentHolders.delete(lock)
-        FileLock.releaseSync(lock)
+        // The last holder in this process lets the file go.
+        if (!RunHeld.heldByRun(key)) FileLock.releaseSync(lock)
       })
   )
 }

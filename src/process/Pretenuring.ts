@@ -29,7 +29,6 @@ export const PretenuringConfig = onOff("PLANCKCLAW_V8_PRETENURING", false)
 /** The V8 flag that turns allocation-site pretenuring off. */
 export const noPretenuringFlag = "--no-allocation-site-pretenuring"
 
-
 /**
  * Reads the setting (so a malformed value is refused at start-up with the
  * others); the effect it gives turns V8's pretenuring off for this process,
