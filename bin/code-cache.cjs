@@ -19,6 +19,11 @@
  * cache is made again once the start-up work is done, in the first of those
  * directories that can be written. Nothing about the cache can stop a start:
  * without one the bundle is compiled as usual.
+ *
+ * V8 also refuses a cache made after the process changed a flag of its own
+ * (`v8.setFlagsFromString`, as `run` and `serve` do once ready: see
+ * src/process/V8Flags.ts), so a cache still to be written is written just
+ * before the first such change (beforeFlagsChange), or else once settled.
  */
 const { isAscii } = require("node:buffer")
 const fs = require("node:fs")
@@ -142,18 +147,34 @@ const writeCache = (directories, name, data) => {
 }
 
 /**
+ * Where the bundle finds the function to call before it changes a V8 flag
+ * (src/process/V8Flags.ts): it writes the caches still to be written, while
+ * V8's flags are still the ones the next start will have.
+ */
+const beforeFlagsChange = Symbol.for("planckclaw/beforeV8FlagsChange")
+const unsaved = new Set()
+const saveAllNow = () => {
+  for (const save of [...unsaved]) save()
+}
+
+/**
  * Calls `save` once the process has settled after start-up (the event loop
- * mostly idle over a quarter second), at the latest after 10 s or at exit,
- * so the cache holds what the start compiled. The timer keeps nothing alive.
+ * mostly idle over a quarter second), at the latest after 10 s, at exit or
+ * before a V8 flag changes, so the cache holds what the start compiled.
+ * The timer keeps nothing alive.
  */
 const whenSettled = (save) => {
   let done = false
   const once = () => {
     if (done) return
     done = true
+    unsaved.delete(once)
+    if (unsaved.size === 0 && globalThis[beforeFlagsChange] === saveAllNow) delete globalThis[beforeFlagsChange]
     process.off("exit", once)
     save()
   }
+  unsaved.add(once)
+  globalThis[beforeFlagsChange] = saveAllNow
   process.once("exit", once)
   const started = performance.now()
   let last = performance.eventLoopUtilization()

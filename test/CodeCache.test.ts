@@ -3,7 +3,8 @@
  * made by an earlier start, next to the bundle or, when that cannot be
  * written, in the user's cache directory; a cache that does not fit (other
  * bundle, damaged file) is never used for the wrong code, and nothing about
- * the cache stops a start. Each start is a real child process.
+ * the cache stops a start. Each start is a real child process, the last
+ * test's the built `planckclaw run`, which changes V8 flags once ready.
  */
 import * as child from "node:child_process"
 import * as fs from "node:fs"
@@ -12,6 +13,7 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
 
+const repo = path.join(import.meta.dirname, "..")
 const loader = pathToFileURL(path.join(import.meta.dirname, "..", "bin", "code-cache.mjs")).href
 
 const dirs: Array<string> = []
@@ -91,5 +93,49 @@ describe("the code cache of the command line's bundle", () => {
     for (const name of cacheFiles(t.cacheDir)) fs.writeFileSync(path.join(t.cacheDir, name), Buffer.alloc(4096, 7))
     expect(start(t.bundle, t.xdg)).toBe("goodbye bin.cjs true\nrejected:true\n")
     expect(start(t.bundle, t.xdg)).toBe("goodbye bin.cjs true\nrejected:false\n")
+  })
+
+  it("is written before the bundle changes a V8 flag, whose change would make V8 refuse it at the next start", () => {
+    const t = bundleIn("hello")
+    const changeFlag = `globalThis[Symbol.for("planckclaw/beforeV8FlagsChange")]?.()\n` +
+      `require("node:v8").setFlagsFromString("--no-allocation-site-pretenuring")\n`
+    fs.appendFileSync(t.bundle, changeFlag)
+    expect(start(t.bundle, t.xdg)).toBe("hello bin.cjs true\nrejected:undefined\n")
+    expect(start(t.bundle, t.xdg)).toBe("hello bin.cjs true\nrejected:false\n")
+  })
+
+  it("made by the built `planckclaw run`, is used by its next start, not made again", async () => {
+    // A copy of the command with its run-only bundle, so no other test's start touches this cache.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-code-cache-run-"))
+    dirs.push(dir)
+    fs.cpSync(path.join(repo, "bin"), path.join(dir, "bin"), { recursive: true })
+    fs.cpSync(path.join(repo, "package.json"), path.join(dir, "package.json"))
+    fs.mkdirSync(path.join(dir, "dist", "cli"), { recursive: true })
+    fs.cpSync(path.join(repo, "dist", "cli", "run.cjs"), path.join(dir, "dist", "cli", "run.cjs"))
+    const cacheDir = path.join(dir, "dist", "cli", "code-cache")
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: dir, XDG_CACHE_HOME: path.join(dir, "xdg") }
+    /** Starts the agent, waits until it has changed V8's flags (said under --debug), stops it. */
+    const runOnce = (round: number) =>
+      new Promise<string>((resolve, reject) => {
+        const agent = child.spawn(process.execPath, [path.join(dir, "bin", "planckclaw"), "run", "--debug", "--bridge", "none", "--brain", "none", "--claw", "none"], {
+          env: { ...env, PLANCKCLAW_DIR: path.join(dir, `memory-${round}`), PLANCKCLAW_RUN_DIR: path.join(dir, `run-${round}`) },
+          stdio: ["ignore", "ignore", "pipe"]
+        })
+        let stderr = ""
+        agent.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+          stderr += chunk
+          if (stderr.includes("optimises hot code sooner")) agent.kill("SIGTERM")
+        })
+        agent.on("error", reject)
+        agent.on("exit", () => resolve(stderr))
+      })
+    const inodes = () => cacheFiles(cacheDir).map((name) => fs.statSync(path.join(cacheDir, name)).ino)
+    expect(await runOnce(1)).toContain("pretenuring turned off")
+    const made = inodes()
+    expect(made).toHaveLength(1)
+    await runOnce(2)
+    // A refused cache is written again, through a new file and a rename.
+    expect(inodes()).toEqual(made)
+    expect(fs.readdirSync(cacheDir).filter((name) => name.endsWith(".tmp"))).toEqual([])
   })
 })
