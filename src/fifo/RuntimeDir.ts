@@ -77,49 +77,72 @@ const isAscii = (text: string): boolean => !/[^\x20-\x7e]/.test(text)
 /** The mkfifo tried is not there (a spawn that failed, not mkfifo's own failure, which has an exit code). */
 class MkfifoMissing extends Data.TaggedError("MkfifoMissing")<{ readonly command: string }> {}
 
-const mkfifoOnce = (command: string, paths: ReadonlyArray<string>): Effect.Effect<void, RuntimeDirError | MkfifoMissing> =>
+/**
+ * One mkfifo child; whether it made them all. `explain`: its stderr is read
+ * and a failure is the error with its words; otherwise its stderr is not
+ * even piped (a pipe costs a start about 5 ms: a socket pair, Node's stream
+ * machinery) and a failure is `false`, for the caller to clean up and ask
+ * again with `explain` (see makeFifos).
+ */
+const mkfifoOnce = (
+  command: string,
+  paths: ReadonlyArray<string>,
+  explain: boolean
+): Effect.Effect<boolean, RuntimeDirError | MkfifoMissing> =>
   Effect.async((resume) => {
     // The C locale spares the child loading a locale (messages are English, as ours are);
     // a path that is not ASCII keeps the user's, in which mkfifo shows it as it is rather than escaped.
     const env = paths.every(isAscii) ? { ...process.env, LC_ALL: "C" } : process.env
     // Named mkfifo in its messages whatever the path; only its errors are read.
-    const child = spawn(command, ["-m", "600", "--", ...paths], { argv0: "mkfifo", env, stdio: ["ignore", "ignore", "pipe"] })
+    const child = spawn(command, ["-m", "600", "--", ...paths], { argv0: "mkfifo", env, stdio: ["ignore", "ignore", explain ? "pipe" : "ignore"] })
     let stderr = ""
     let done = false
-    const finish = (result: Effect.Effect<void, RuntimeDirError | MkfifoMissing>) => {
+    const finish = (result: Effect.Effect<boolean, RuntimeDirError | MkfifoMissing>) => {
       if (done) return
       done = true
       resume(result)
     }
     const failed = (cause: unknown) =>
       Effect.fail(new RuntimeDirError({ reason: "io", message: `mkfifo failed: ${stderr.trim() || describeError(cause)}`, cause }))
-    child.stderr.setEncoding("utf8")
-    child.stderr.on("data", (chunk: string) => {
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
       stderr += chunk
     })
     child.once("error", (error) =>
       finish(errnoCode(error) === "ENOENT" && child.pid === undefined ? Effect.fail(new MkfifoMissing({ command })) : failed(error)))
     child.once("close", (code, signal) =>
-      finish(code === 0 ? Effect.void : failed(new Error(`Command failed: mkfifo exited with ${code ?? signal}`))))
+      finish(
+        code === 0
+          ? Effect.succeed(true)
+          : explain
+          ? failed(new Error(`Command failed: mkfifo exited with ${code ?? signal}`))
+          : Effect.succeed(false)
+      ))
     return Effect.sync(() => child.kill())
   })
 
-/** Runs the first mkfifo of `commands` that is there; the last one's absence is the error. */
-export const mkfifo = (
+/** Runs the first mkfifo of `commands` that is there (see mkfifoOnce); the last one's absence is the error. */
+const runMkfifo = (
   paths: ReadonlyArray<string>,
-  commands: ReadonlyArray<string> = mkfifoCommands
-): Effect.Effect<void, RuntimeDirError> =>
+  commands: ReadonlyArray<string>,
+  explain: boolean
+): Effect.Effect<boolean, RuntimeDirError> =>
   Effect.suspend(() => {
     const [command, ...rest] = commands
     if (command === undefined) return Effect.fail(new RuntimeDirError({ reason: "io", message: "mkfifo failed: no mkfifo to run" }))
-    return Effect.catchTag(mkfifoOnce(command, paths), "MkfifoMissing", () => {
+    return Effect.catchTag(mkfifoOnce(command, paths, explain), "MkfifoMissing", () => {
       if (rest.length === 0) {
         return Effect.fail(new RuntimeDirError({ reason: "io", message: `mkfifo failed: spawn ${command} ENOENT` }))
       }
       if (commands === mkfifoCommands) mkfifoCommands = rest
-      return mkfifo(paths, rest)
+      return runMkfifo(paths, rest, explain)
     })
   })
+
+/** Makes the FIFOs with the first mkfifo of `commands` that is there; a failure says mkfifo's own words. */
+export const mkfifo = (
+  paths: ReadonlyArray<string>,
+  commands: ReadonlyArray<string> = mkfifoCommands
+): Effect.Effect<void, RuntimeDirError> => Effect.asVoid(runMkfifo(paths, commands, true))
 
 /** Removes each file that is still a FIFO (and, given `made`, still the very one we made). */
 const unlinkFifos = (files: ReadonlyArray<string>, made?: ReadonlyMap<string, number>): Effect.Effect<void, RuntimeDirError> =>
@@ -130,8 +153,10 @@ const unlinkFifos = (files: ReadonlyArray<string>, made?: ReadonlyMap<string, nu
         : Effect.void), { discard: true })
 
 /** Makes the six FIFOs (0600); each was checked absent under our pid file, so a failure removes only what mkfifo made. */
-const makeFifos = (files: ReadonlyArray<string>): Effect.Effect<ReadonlyMap<string, number>, RuntimeDirError> =>
-  mkfifo(files).pipe(
+export const makeFifos = (files: ReadonlyArray<string>): Effect.Effect<ReadonlyMap<string, number>, RuntimeDirError> =>
+  runMkfifo(files, mkfifoCommands, false).pipe(
+    // Failed unexplained: what it made goes, and a second mkfifo, its stderr read, says why (or, the cause gone, makes them).
+    Effect.flatMap((made) => made ? Effect.void : Effect.zipRight(unlinkFifos(files), mkfifo(files))),
     Effect.tapError(() => Effect.ignore(unlinkFifos(files))),
     Effect.zipRight(Effect.forEach(files, (file) =>
       attempt(`cannot inspect ${file}`, () => fs.lstatSync(file)).pipe(Effect.map((stat) => [file, stat.ino] as const)))),

@@ -2,12 +2,14 @@
  * The runtime directory's FIFOs come from an `mkfifo` child: the usual
  * /usr/bin/mkfifo first, PATH's when it is missing; its messages name it
  * `mkfifo` whatever path it ran from, and a missing one is said plainly.
+ * A run's FIFOs are first made without reading mkfifo's stderr; a failure
+ * removes what it made and asks again, to say mkfifo's own words.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { mkfifo } from "../../src/fifo/RuntimeDir.js"
+import { makeFifos, mkfifo } from "../../src/fifo/RuntimeDir.js"
 import { tempDir } from "../support/FifoKit.js"
 
 describe("mkfifo", () => {
@@ -42,5 +44,23 @@ describe("mkfifo", () => {
         expect(refused.message.startsWith("mkfifo failed: mkfifo: ")).toBe(true)
         expect(refused.message).toContain(file)
       }
+    }))
+
+  it.scoped("a run's FIFOs: all made with their inodes, or none left and mkfifo's own words when one cannot be", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const files = ["a", "b"].map((name) => path.join(dir, name))
+      const made = yield* makeFifos(files)
+      expect([...made.keys()]).toEqual(files)
+      for (const file of files) expect(made.get(file)).toBe(fs.lstatSync(file).ino)
+
+      // GNU mkfifo goes on past a failure: the first two are made, the third cannot be.
+      const partly = [path.join(dir, "c"), path.join(dir, "d"), path.join(dir, "gone", "e")]
+      const refused = yield* Effect.flip(makeFifos(partly))
+      expect(refused.message.startsWith("mkfifo failed: mkfifo: ")).toBe(true)
+      expect(refused.message).toContain(partly[2])
+      // Not "File exists" for c or d: the second mkfifo ran once the first one's were gone.
+      expect(refused.message).not.toContain(partly[0])
+      for (const file of partly) expect(fs.existsSync(file)).toBe(false)
     }))
 })
