@@ -17,7 +17,8 @@
  * ($XDG_CACHE_HOME/planckclaw or ~/.cache/planckclaw), so a read-only install
  * works too. V8 refuses a cache made under other flags; a missing or refused
  * cache is made again once the start-up work is done, in the first of those
- * directories that can be written. Nothing about the cache can stop a start:
+ * directories that can be written, where caches not written for 30 days
+ * are then removed (pruneStale). Nothing about the cache can stop a start:
  * without one the bundle is compiled as usual.
  *
  * V8 also refuses a cache made after the process changed a flag of its own
@@ -129,6 +130,28 @@ const forRunBundle = (args) => {
   return command !== "run" && !command.startsWith("run-d")
 }
 
+/** A cache file, or a temporary one a start stopped while writing (see writeCache). */
+const cacheEntry = /^bin-[0-9a-z.-]+\.v8cache(\.\d+\.tmp)?$/
+/** Caches not written for this long are removed when another is written: other builds', most likely. */
+const staleAfterMs = 30 * 24 * 60 * 60 * 1000
+
+/**
+ * Removes the caches of `directory` older than staleAfterMs but `kept`.
+ * Each build (and each edit of a bundle) has caches of its own, and a user
+ * cache directory outlives installs; a cache in use is never rewritten, so
+ * an old one may still be in use: it is then written again once, at the
+ * next start.
+ */
+const pruneStale = (directory, kept) => {
+  const now = Date.now()
+  for (const entry of attempt(() => fs.readdirSync(directory)) ?? []) {
+    if (entry === kept || !cacheEntry.test(entry)) continue
+    const file = path.join(directory, entry)
+    const stat = attempt(() => fs.lstatSync(file))
+    if (stat !== undefined && stat.isFile() && now - stat.mtimeMs > staleAfterMs) attempt(() => fs.unlinkSync(file))
+  }
+}
+
 /** Writes through a temporary file and a rename, so a reader never sees half a cache. */
 const writeCache = (directories, name, data) => {
   for (const directory of directories) {
@@ -140,7 +163,10 @@ const writeCache = (directories, name, data) => {
       fs.renameSync(temporary, file)
       return true
     })
-    if (written) return file
+    if (written) {
+      pruneStale(directory, name)
+      return file
+    }
     attempt(() => fs.unlinkSync(temporary))
   }
   return undefined

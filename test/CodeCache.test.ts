@@ -2,9 +2,10 @@
  * bin/code-cache.mjs: the command line's bundle runs with a V8 code cache
  * made by an earlier start, next to the bundle or, when that cannot be
  * written, in the user's cache directory; a cache that does not fit (other
- * bundle, damaged file) is never used for the wrong code, and nothing about
- * the cache stops a start. Each start is a real child process, the last
- * test's the built `planckclaw run`, which changes V8 flags once ready.
+ * bundle, damaged file) is never used for the wrong code, caches left
+ * unwritten for 30 days go, and nothing about the cache stops a start.
+ * Each start is a real child process, the last test's the built
+ * `planckclaw run`, which changes V8 flags once ready.
  */
 import * as child from "node:child_process"
 import * as fs from "node:fs"
@@ -93,6 +94,29 @@ describe("the code cache of the command line's bundle", () => {
     for (const name of cacheFiles(t.cacheDir)) fs.writeFileSync(path.join(t.cacheDir, name), Buffer.alloc(4096, 7))
     expect(start(t.bundle, t.xdg)).toBe("goodbye bin.cjs true\nrejected:true\n")
     expect(start(t.bundle, t.xdg)).toBe("goodbye bin.cjs true\nrejected:false\n")
+  })
+
+  it("removes, when it writes one, the caches not written for 30 days, and nothing else", () => {
+    const t = bundleIn("hello")
+    fs.mkdirSync(t.cacheDir, { recursive: true })
+    const old = Date.now() / 1000 - 31 * 24 * 60 * 60
+    const entries = {
+      oldCache: `bin-${"0".repeat(24)}-run-${process.version}-${process.arch}.v8cache`,
+      oldTemporary: `bin-${"1".repeat(24)}-run-${process.version}-${process.arch}.v8cache.4242.tmp`,
+      recentCache: `bin-${"2".repeat(24)}-run-${process.version}-${process.arch}.v8cache`,
+      oldOther: "notes.txt"
+    }
+    for (const [what, name] of Object.entries(entries)) {
+      fs.writeFileSync(path.join(t.cacheDir, name), "x")
+      if (what !== "recentCache") fs.utimesSync(path.join(t.cacheDir, name), old, old)
+    }
+    expect(start(t.bundle, t.xdg)).toBe("hello bin.cjs true\nrejected:undefined\n")
+    const left = fs.readdirSync(t.cacheDir)
+    expect(left).toContain(entries.recentCache)
+    expect(left).toContain(entries.oldOther)
+    expect(left).not.toContain(entries.oldCache)
+    expect(left).not.toContain(entries.oldTemporary)
+    expect(cacheFiles(t.cacheDir)).toHaveLength(2)
   })
 
   it("is written before the bundle changes a V8 flag, whose change would make V8 refuse it at the next start", () => {
