@@ -231,8 +231,7 @@ export const make = Effect.gen(function*() {
   const list = Effect.suspend(() => {
     const names = Either.try(() => fs.readdirSync(config.agentsDir))
     if (Either.isLeft(names)) return refuse("unavailable", `cannot list ${config.agentsDir}: ${String(names.left)}`)
-    const ids = names.right.filter(AgentId.is).filter((id) => AgentStatus.isAgentDirectory(directoryOf(id))).sort()
-    return Effect.succeed(ids.map(status))
+    return AgentStatus.readAll(names.right.filter(AgentId.is).sort(), directoryOf, (id) => running.has(id))
   })
 
   const compact = (raw: string) =>

@@ -1,6 +1,7 @@
 /** What the host tells about an agent, read from its directory without starting it. */
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 
 export interface AgentInfo {
@@ -14,11 +15,14 @@ export interface AgentInfo {
   readonly state: "running" | "released"
 }
 
+// One buffer for every count: counting is synchronous, so no two use it at once.
+let chunk: Buffer | undefined
+
 /** Counts newlines in chunks, plus a last line without one: memory stays flat with a large history. */
 const countLines = (file: string): number => {
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
   try {
-    const buffer = Buffer.allocUnsafe(64 * 1024)
+    const buffer = chunk ??= Buffer.allocUnsafe(64 * 1024)
     let lines = 0
     let last = 0x0a
     for (let read = fs.readSync(fd, buffer); read > 0; read = fs.readSync(fd, buffer)) {
@@ -51,3 +55,34 @@ export const isAgentDirectory = (directory: string): boolean => stat(directory)?
 
 /** Whether the agent left messages unanswered (its inbox journal is not empty). */
 export const hasUnanswered = (directory: string): boolean => (stat(path.join(directory, ".inbox.jsonl"))?.size ?? 0) > 0
+
+/** Agents read per step of a listing: a step holds the event loop a few milliseconds at most. */
+const listStep = 32
+
+const nextTurn = Effect.async<void>((resume) => {
+  setImmediate(() => resume(Effect.void))
+})
+
+/**
+ * The agents among `ids` (those whose directory is a real directory), each
+ * read as `read` does, a step at a time with a turn of the event loop
+ * between steps: a listing reads every agent's history to count its lines
+ * (some 55 µs an agent with a short one), and 10,000 agents listed in one
+ * go held every other agent's turn for half a second.
+ */
+export const readAll = <Id extends string>(
+  ids: ReadonlyArray<Id>,
+  directoryOf: (id: Id) => string,
+  isRunning: (id: Id) => boolean
+): Effect.Effect<Array<AgentInfo>> =>
+  Effect.gen(function*() {
+    const infos: Array<AgentInfo> = []
+    for (let start = 0; start < ids.length; start += listStep) {
+      if (start > 0) yield* nextTurn
+      for (const id of ids.slice(start, start + listStep)) {
+        const directory = directoryOf(id)
+        if (isAgentDirectory(directory)) infos.push(read(id, directory, isRunning(id)))
+      }
+    }
+    return infos
+  })

@@ -47,6 +47,36 @@ describe("AgentHost", () => {
       expect(listed.every((info) => info.historyLines === 2 * perAgent)).toBe(true)
     }))
 
+  it.scopedLive("lists many agents a step at a time, the event loop turning between steps, and only real agent directories", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const agents = yield* startHost(root, echoBrain().layer)
+      const dir = path.join(root, "agents")
+      fs.mkdirSync(dir, { recursive: true })
+      const ids = Array.from({ length: 200 }, (_, n) => `agent-${String(n).padStart(3, "0")}`)
+      ids.forEach((id, n) => {
+        fs.mkdirSync(path.join(dir, id))
+        fs.writeFileSync(path.join(dir, id, "history.jsonl"), `${JSON.stringify({ role: "user", content: "hi" })}\n`.repeat(n % 3))
+      })
+      // Named like agents, but not directories of their own.
+      fs.writeFileSync(path.join(dir, "zz-a-file"), "")
+      fs.symlinkSync(path.join(dir, ids[0]!), path.join(dir, "zz-a-link"))
+      let turns = 0
+      let listing = true
+      const count = () => {
+        if (!listing) return
+        turns++
+        setImmediate(count)
+      }
+      setImmediate(count)
+      const listed = yield* agents.list
+      listing = false
+      expect(listed.map((info) => info.id)).toEqual(ids)
+      expect(listed.map((info) => info.historyLines)).toEqual(ids.map((_, n) => n % 3))
+      // 200 agents in steps of 32: seven steps, a turn of the loop between each two.
+      expect(turns).toBeGreaterThanOrEqual(6)
+    }))
+
   it.scopedLive("refuses bad ids without creating anything", () =>
     Effect.gen(function*() {
       const root = tempDir()
