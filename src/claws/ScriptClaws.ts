@@ -25,6 +25,7 @@ import { childEnvironment, SecretValuesConfig } from "../config/Secrets.js"
 import { describeError, errnoCode } from "../Errors.js"
 import { describeJsonType, isJsonObject } from "../Json.js"
 import * as ChildProcess from "../process/ChildProcess.js"
+import { nextTurn } from "../process/NextTurn.js"
 import * as Tracing from "../Tracing.js"
 import { type Catalog, type Discovery, makeDiscovery, type WatchDirectory } from "./ClawDiscovery.js"
 
@@ -143,10 +144,6 @@ const makeCatchUps = (): CatchUps => ({ list: makeCatchUp(2), request: makeCatch
 export const safetyScanInterval = Duration.seconds(5)
 /** Claws statted per step of that pass: a step blocks the event loop well under a millisecond. */
 const safetyScanStep = 64
-
-const nextTurn = Effect.async<void>((resume) => {
-  setImmediate(() => resume(Effect.void))
-})
 
 /** One pass over the claws, a step per event-loop turn, so that a message arriving meanwhile is not held up. */
 const safetyScan = (discovery: Discovery) =>

@@ -3,6 +3,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import { nextTurn } from "../process/NextTurn.js"
 
 export interface AgentInfo {
   readonly id: string
@@ -58,10 +59,6 @@ export const hasUnanswered = (directory: string): boolean => (stat(path.join(dir
 
 /** Agents read per step of a listing: a step holds the event loop a few milliseconds at most. */
 const listStep = 32
-
-const nextTurn = Effect.async<void>((resume) => {
-  setImmediate(() => resume(Effect.void))
-})
 
 /**
  * The agents among `ids` (those whose directory is a real directory), each
