@@ -4,8 +4,8 @@
  * and released after PLANCKCLAW_AGENT_IDLE without one (an RcMap keyed by
  * id). Agents run concurrently; brain calls in flight across all of them are
  * bounded by PLANCKCLAW_MAX_CONCURRENT_TURNS. Brain and Claws are shared.
- * At start-up, agents that left messages unanswered are started to answer
- * them.
+ * From start-up on, agents that left messages unanswered are found in the
+ * background and started to answer them.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -201,7 +201,6 @@ export const make = Effect.gen(function*() {
     return RcMap.invalidate(agents, id).pipe(Effect.zipRight(answerRecovered(id)))
   }
 
-
   const existing = (raw: string) =>
     Effect.flatMap(parseId(raw), (id) =>
       AgentStatus.isAgentDirectory(directoryOf(id)) ? Effect.succeed(id) : refuse("not-found", `no agent ${id}`, id))
@@ -251,10 +250,16 @@ export const make = Effect.gen(function*() {
     })
 
   // Messages a previous run accepted and did not answer are answered now, not at the agent's next message.
-  const left = Either.getOrElse(Either.try(() => fs.readdirSync(config.agentsDir)), () => [] as Array<string>)
-    .filter(AgentId.is).filter((id) => AgentStatus.hasUnanswered(directoryOf(id)))
-  if (left.length > 0) yield* Effect.logInfo(`${left.length} agent(s) left messages unanswered; answering them`)
-  yield* Effect.forEach(left, answerRecovered, { discard: true })
+  // Found in the background, a step at a time, so the host is up at once however many agents there are;
+  // a message meanwhile to an agent not yet found starts it, and its start answers what it left first.
+  yield* Effect.tryPromise(() => fs.promises.readdir(config.agentsDir)).pipe(
+    Effect.catchAll((error) =>
+      Effect.as(Effect.logWarning(`cannot list ${config.agentsDir} for messages left unanswered: ${String(error.error)}`), [] as Array<string>)
+    ),
+    Effect.flatMap((names) => AgentStatus.forEachUnanswered(names.filter(AgentId.is), directoryOf, answerRecovered)),
+    Effect.tap((found) => found > 0 ? Effect.logInfo(`${found} agent(s) had left messages unanswered; answering them`) : Effect.void),
+    Effect.forkIn(scope)
+  )
 
   return {
     directory: config.agentsDir,

@@ -57,29 +57,58 @@ export const isAgentDirectory = (directory: string): boolean => stat(directory)?
 /** Whether the agent left messages unanswered (its inbox journal is not empty). */
 export const hasUnanswered = (directory: string): boolean => (stat(path.join(directory, ".inbox.jsonl"))?.size ?? 0) > 0
 
-/** Agents read per step of a listing: a step holds the event loop a few milliseconds at most. */
-const listStep = 32
+/** Agents read per step of a listing or a scan: a step holds the event loop a few milliseconds at most. */
+const agentsPerStep = 32
+
+/** `each` on `items`, `agentsPerStep` at a time, with a turn of the event loop between steps. */
+const inSteps = <A, B, E>(
+  items: ReadonlyArray<A>,
+  each: (step: ReadonlyArray<A>) => Effect.Effect<ReadonlyArray<B>, E>
+): Effect.Effect<Array<B>, E> =>
+  Effect.gen(function*() {
+    const results: Array<B> = []
+    for (let start = 0; start < items.length; start += agentsPerStep) {
+      if (start > 0) yield* nextTurn
+      results.push(...(yield* each(items.slice(start, start + agentsPerStep))))
+    }
+    return results
+  })
 
 /**
  * The agents among `ids` (those whose directory is a real directory), each
- * read as `read` does, a step at a time with a turn of the event loop
- * between steps: a listing reads every agent's history to count its lines
- * (some 55 µs an agent with a short one), and 10,000 agents listed in one
- * go held every other agent's turn for half a second.
+ * read as `read` does, a step at a time: a listing reads every agent's
+ * history to count its lines (some 55 µs an agent with a short one), and
+ * 10,000 agents listed in one go held every other agent's turn for half a
+ * second.
  */
 export const readAll = <Id extends string>(
   ids: ReadonlyArray<Id>,
   directoryOf: (id: Id) => string,
   isRunning: (id: Id) => boolean
 ): Effect.Effect<Array<AgentInfo>> =>
-  Effect.gen(function*() {
-    const infos: Array<AgentInfo> = []
-    for (let start = 0; start < ids.length; start += listStep) {
-      if (start > 0) yield* nextTurn
-      for (const id of ids.slice(start, start + listStep)) {
+  inSteps(ids, (step) =>
+    Effect.sync(() =>
+      step.flatMap((id) => {
         const directory = directoryOf(id)
-        if (isAgentDirectory(directory)) infos.push(read(id, directory, isRunning(id)))
-      }
-    }
-    return infos
-  })
+        return isAgentDirectory(directory) ? [read(id, directory, isRunning(id))] : []
+      })
+    ))
+
+/**
+ * Runs `found` on each agent among `ids` that left messages unanswered, as
+ * it is found, a step at a time: one `lstat` an agent, which for 100,000
+ * agents (or a cold disk) is seconds that no other agent should wait for.
+ * Gives how many were found.
+ */
+export const forEachUnanswered = <Id extends string, E>(
+  ids: ReadonlyArray<Id>,
+  directoryOf: (id: Id) => string,
+  found: (id: Id) => Effect.Effect<void, E>
+): Effect.Effect<number, E> =>
+  Effect.map(
+    inSteps(ids, (step) => {
+      const left = step.filter((id) => hasUnanswered(directoryOf(id)))
+      return Effect.as(Effect.forEach(left, found, { discard: true }), left)
+    }),
+    (left) => left.length
+  )

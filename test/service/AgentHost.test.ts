@@ -4,6 +4,7 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, TestClock } from "effect"
 import * as AgentId from "../../src/service/AgentId.js"
+import * as AgentStatus from "../../src/service/AgentStatus.js"
 import * as Agent from "../../src/Agent.js"
 import { echoBrain, historyOf, isCompaction, startHost, tempDir } from "./Kit.js"
 
@@ -75,6 +76,51 @@ describe("AgentHost", () => {
       expect(listed.map((info) => info.historyLines)).toEqual(ids.map((_, n) => n % 3))
       // 200 agents in steps of 32: seven steps, a turn of the loop between each two.
       expect(turns).toBeGreaterThanOrEqual(6)
+    }))
+
+  it.scopedLive("finds agents that left messages unanswered a step at a time, the event loop turning between steps", () =>
+    Effect.gen(function*() {
+      const dir = path.join(tempDir(), "agents")
+      const ids = Array.from({ length: 200 }, (_, n) => `agent-${String(n).padStart(3, "0")}`)
+      for (const [n, id] of ids.entries()) {
+        fs.mkdirSync(path.join(dir, id), { recursive: true })
+        fs.writeFileSync(path.join(dir, id, ".inbox.jsonl"), n % 40 === 7 ? `${JSON.stringify({ accepted: 1, key: "k", text: "hi" })}\n` : "")
+      }
+      fs.writeFileSync(path.join(dir, "agent-zzz"), "a file, not an agent")
+      let turns = 0
+      let scanning = true
+      const count = () => {
+        if (!scanning) return
+        turns++
+        setImmediate(count)
+      }
+      setImmediate(count)
+      const found: Array<string> = []
+      const total = yield* AgentStatus.forEachUnanswered([...ids, "agent-zzz"], (id) => path.join(dir, id), (id) => Effect.sync(() => found.push(id)))
+      scanning = false
+      expect(found).toEqual(["agent-007", "agent-047", "agent-087", "agent-127", "agent-167"])
+      expect(total).toBe(5)
+      // 201 names in steps of 32: seven steps, a turn of the loop between each two.
+      expect(turns).toBeGreaterThanOrEqual(6)
+    }))
+
+  it.scopedLive("answers what many agents left unanswered without being sent anything, the host up meanwhile", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const ids = Array.from({ length: 70 }, (_, n) => `left-${String(n).padStart(2, "0")}`)
+      for (const id of ids) {
+        fs.mkdirSync(path.join(root, "agents", id), { recursive: true })
+        fs.writeFileSync(path.join(root, "agents", id, ".inbox.jsonl"), `${JSON.stringify({ accepted: 1, key: "aaaa", channel: "http", text: `to ${id}` })}\n`)
+      }
+      const agents = yield* startHost(root, echoBrain().layer)
+      expect((yield* agents.send("fresh", { text: "hi" })).reply).toBe("echo hi")
+      const unanswered = () => ids.filter((id) => historyOf(root, id).length < 2)
+      for (let waited = 0; unanswered().length > 0 && waited < 500; waited++) yield* Effect.sleep("10 millis")
+      expect(unanswered()).toEqual([])
+      for (const id of ids) {
+        expect(historyOf(root, id).map((line) => line.content)).toEqual([`to ${id}`, `echo to ${id}`])
+        expect(fs.readFileSync(path.join(root, "agents", id, ".inbox.jsonl"), "utf8")).toBe("")
+      }
     }))
 
   it.scopedLive("refuses bad ids without creating anything", () =>
