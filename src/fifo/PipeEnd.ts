@@ -110,7 +110,8 @@ export const openReader = (file: string): Effect.Effect<FifoReader, FifoError, S
       { closeOnDone: false }
     ).pipe(
       // We hold a write end too, so the stream only stops when the socket broke.
-      Stream.concat(Stream.fail(new FifoError({ message: `FIFO ${file} closed unexpectedly` })))
+      // Made only then: an error captures a stack trace, which a start can spare.
+      Stream.concat(Stream.failSync(() => new FifoError({ message: `FIFO ${file} closed unexpectedly` })))
     )
   }))
 
