@@ -6,6 +6,7 @@ import { Effect, Exit, TestClock } from "effect"
 import * as AgentId from "../../src/service/AgentId.js"
 import * as AgentStatus from "../../src/service/AgentStatus.js"
 import * as Agent from "../../src/Agent.js"
+import { eventually } from "../support/Sandbox.js"
 import { echoBrain, historyOf, isCompaction, startHost, tempDir } from "./Kit.js"
 
 
@@ -114,9 +115,8 @@ describe("AgentHost", () => {
       }
       const agents = yield* startHost(root, echoBrain().layer)
       expect((yield* agents.send("fresh", { text: "hi" })).reply).toBe("echo hi")
-      const unanswered = () => ids.filter((id) => historyOf(root, id).length < 2)
-      for (let waited = 0; unanswered().length > 0 && waited < 500; waited++) yield* Effect.sleep("10 millis")
-      expect(unanswered()).toEqual([])
+      yield* eventually("every agent's left message to be answered", () =>
+        ids.every((id) => historyOf(root, id).length >= 2) ? true : undefined)
       for (const id of ids) {
         expect(historyOf(root, id).map((line) => line.content)).toEqual([`to ${id}`, `echo to ${id}`])
         expect(fs.readFileSync(path.join(root, "agents", id, ".inbox.jsonl"), "utf8")).toBe("")
