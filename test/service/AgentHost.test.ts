@@ -10,6 +10,20 @@ import { eventually } from "../support/Sandbox.js"
 import { echoBrain, historyOf, isCompaction, startHost, tempDir } from "./Kit.js"
 
 
+/** Runs `effect`, counting the turns of the event loop it let go by meanwhile. */
+const withLoopTurns = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<[A, number], E> =>
+  Effect.suspend(() => {
+    let turns = 0
+    let running = true
+    const count = () => {
+      if (!running) return
+      turns++
+      setImmediate(count)
+    }
+    setImmediate(count)
+    return Effect.map(Effect.ensuring(effect, Effect.sync(() => { running = false })), (a) => [a, turns] as [A, number])
+  })
+
 describe("AgentId", () => {
   it("refuses ids that are not directory names under the rule, naming id and rule", () => {
     for (const bad of ["..", ".", "A", "a/b", "", "-a", "a".repeat(65), "a b", "é"]) {
@@ -63,16 +77,7 @@ describe("AgentHost", () => {
       // Named like agents, but not directories of their own.
       fs.writeFileSync(path.join(dir, "zz-a-file"), "")
       fs.symlinkSync(path.join(dir, ids[0]!), path.join(dir, "zz-a-link"))
-      let turns = 0
-      let listing = true
-      const count = () => {
-        if (!listing) return
-        turns++
-        setImmediate(count)
-      }
-      setImmediate(count)
-      const listed = yield* agents.list
-      listing = false
+      const [listed, turns] = yield* withLoopTurns(agents.list)
       expect(listed.map((info) => info.id)).toEqual(ids)
       expect(listed.map((info) => info.historyLines)).toEqual(ids.map((_, n) => n % 3))
       // 200 agents in steps of 32: seven steps, a turn of the loop between each two.
@@ -88,17 +93,10 @@ describe("AgentHost", () => {
         fs.writeFileSync(path.join(dir, id, ".inbox.jsonl"), n % 40 === 7 ? `${JSON.stringify({ accepted: 1, key: "k", text: "hi" })}\n` : "")
       }
       fs.writeFileSync(path.join(dir, "agent-zzz"), "a file, not an agent")
-      let turns = 0
-      let scanning = true
-      const count = () => {
-        if (!scanning) return
-        turns++
-        setImmediate(count)
-      }
-      setImmediate(count)
       const found: Array<string> = []
-      const total = yield* AgentStatus.forEachUnanswered([...ids, "agent-zzz"], (id) => path.join(dir, id), (id) => Effect.sync(() => found.push(id)))
-      scanning = false
+      const [total, turns] = yield* withLoopTurns(
+        AgentStatus.forEachUnanswered([...ids, "agent-zzz"], (id) => path.join(dir, id), (id) => Effect.sync(() => found.push(id)))
+      )
       expect(found).toEqual(["agent-007", "agent-047", "agent-087", "agent-127", "agent-167"])
       expect(total).toBe(5)
       // 201 names in steps of 32: seven steps, a turn of the loop between each two.
