@@ -9,7 +9,6 @@ import * as Agent from "../../src/Agent.js"
 import { eventually } from "../support/Sandbox.js"
 import { echoBrain, historyOf, isCompaction, startHost, tempDir } from "./Kit.js"
 
-
 /** Runs `effect`, counting the turns of the event loop it let go by meanwhile. */
 const withLoopTurns = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<[A, number], E> =>
   Effect.suspend(() => {
