@@ -61,10 +61,27 @@ const bundleKey = (bundleBytes, stat) => {
   return require("node:crypto").createHash("sha256").update(bundleBytes).digest("hex").slice(0, 24)
 }
 
-/** The cache file's name: what the cached code is valid for (`stat`: the bundle's fs.Stats, see bundleKey). */
-const cacheName = (bundleBytes, command, stat) => {
+/**
+ * Node's own options (its command line's and NODE_OPTIONS) as a short key,
+ * empty without any (the usual case). V8 refuses a cache made under other
+ * flags, so starts that alternate options (a service with NODE_OPTIONS, a
+ * shell without) keep a cache each instead of refusing and rewriting one.
+ */
+const optionsKey = (execArgv = process.execArgv, nodeOptions = process.env.NODE_OPTIONS) => {
+  const text = [...execArgv, nodeOptions ?? ""].join("\n").trim()
+  if (text === "") return ""
+  let hash = 0x811c9dc5 // FNV-1a: a start loads no node:crypto for it
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193)
+  return `o${(hash >>> 0).toString(36)}-`
+}
+
+/**
+ * The cache file's name: what the cached code is valid for (`stat`: the
+ * bundle's fs.Stats, see bundleKey; `options`: see optionsKey).
+ */
+const cacheName = (bundleBytes, command, stat, options = optionsKey()) => {
   const word = /^[a-z][a-z-]{0,20}$/.test(command ?? "") ? command : "other"
-  return `bin-${bundleKey(bundleBytes, stat)}-${word}-${process.version}-${process.arch}.v8cache`
+  return `bin-${bundleKey(bundleBytes, stat)}-${word}-${options}${process.version}-${process.arch}.v8cache`
 }
 
 /** `f()`, or undefined when it throws: the cache is an optimisation, never a reason to fail. */
@@ -264,4 +281,4 @@ const runBundle = (url, command = cacheCommand(process.argv.slice(2)), module = 
   return script
 }
 
-module.exports = { cacheCommand, cacheDirectories, cacheName, forRunBundle, runBundle }
+module.exports = { cacheCommand, cacheDirectories, cacheName, forRunBundle, optionsKey, runBundle }

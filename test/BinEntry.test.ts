@@ -15,8 +15,9 @@ import { afterEach, describe, expect, it } from "vitest"
 const repo = path.join(import.meta.dirname, "..")
 const bin = path.join(repo, "bin", "planckclaw")
 const cacheDir = path.join(repo, "dist", "cli", "code-cache")
-const { cacheName } = createRequire(import.meta.url)("../bin/code-cache.cjs") as {
-  readonly cacheName: (bundleBytes: Buffer, command: string, stat?: fs.Stats) => string
+const { cacheName, optionsKey } = createRequire(import.meta.url)("../bin/code-cache.cjs") as {
+  readonly cacheName: (bundleBytes: Buffer, command: string, stat?: fs.Stats, options?: string) => string
+  readonly optionsKey: (execArgv: ReadonlyArray<string>, nodeOptions: string | undefined) => string
 }
 
 const dirs: Array<string> = []
@@ -36,10 +37,12 @@ const planckclaw = (args: ReadonlyArray<string>, preload: ReadonlyArray<string> 
   return { code: result.status, stdout: result.stdout, stderr: result.stderr, dir }
 }
 
-/** The cache file a start of `bundle` for `command` makes next to the bundles. */
-const cacheOf = (bundle: string, command: string) => {
+/** The cache file a start of `bundle` for `command` with node options `execArgv` makes next to the bundles. */
+const cacheOf = (bundle: string, command: string, execArgv: ReadonlyArray<string> = []) => {
   const file = path.join(repo, "dist", "cli", bundle)
-  return path.join(cacheDir, cacheName(fs.readFileSync(file), command, fs.statSync(file)))
+  // The starts inherit this process's environment, NODE_OPTIONS included.
+  const options = optionsKey(execArgv, process.env.NODE_OPTIONS)
+  return path.join(cacheDir, cacheName(fs.readFileSync(file), command, fs.statSync(file), options))
 }
 
 describe("the bundles", () => {
@@ -99,6 +102,23 @@ describe("bin/planckclaw", () => {
     expect(fs.existsSync(cacheOf("run.cjs", "run"))).toBe(false)
     expect(planckclaw(["tools"]).code).toBe(0)
     expect(fs.existsSync(tools)).toBe(true)
+  })
+
+  it("keeps a code cache per set of node options, as V8 refuses one made under other flags", () => {
+    const flag = ["--min-semi-space-size=16"]
+    const plain = cacheOf("bin.cjs", "tools")
+    const flagged = cacheOf("bin.cjs", "tools", flag)
+    expect(flagged).not.toBe(plain)
+    for (const file of [plain, flagged]) fs.rmSync(file, { force: true })
+    planckclaw(["tools"])
+    expect(fs.existsSync(plain)).toBe(true)
+    expect(fs.existsSync(flagged)).toBe(false)
+    planckclaw(["tools"], flag)
+    const made = fs.statSync(flagged).ino
+    // Alternated, each start reads its own cache: a refused one would be written again (a new file, renamed in).
+    planckclaw(["tools"])
+    planckclaw(["tools"], flag)
+    expect(fs.statSync(flagged).ino).toBe(made)
   })
 
   it("starts `run --bridge discord` from the whole bundle: the run-only one leaves the Discord bridge out", () => {

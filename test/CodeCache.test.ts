@@ -53,7 +53,8 @@ describe("the code cache of the command line's bundle", () => {
   it("is made by the first start next to the bundle and used by the next, per command", () => {
     const t = bundleIn("hello")
     expect(start(t.bundle, t.xdg)).toBe("hello bin.cjs true\nrejected:undefined\n")
-    expect(cacheFiles(t.cacheDir)).toEqual([expect.stringMatching(new RegExp(`^bin-[0-9a-f]{24}-run-${process.version}-${process.arch}\\.v8cache$`))])
+    // Started with node options (`-e` and the program), so keyed by them too (see optionsKey).
+    expect(cacheFiles(t.cacheDir)).toEqual([expect.stringMatching(new RegExp(`^bin-[0-9a-f]{24}-run-o[0-9a-z]+-${process.version}-${process.arch}\\.v8cache$`))])
     expect(start(t.bundle, t.xdg)).toBe("hello bin.cjs true\nrejected:false\n")
     // Another command compiles other functions: it gets its own cache.
     expect(start(t.bundle, t.xdg, "tools")).toBe("hello bin.cjs true\nrejected:undefined\n")
