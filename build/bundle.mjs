@@ -4,13 +4,16 @@
  * Discord bridge), from tsc's output in dist/. Each Node built-in is wrapped
  * once per bundle (build/shared-builtins.mjs). Each bundle's first line is
  * the SHA-256 of the rest, which keys its code cache (bin/code-cache.cjs),
- * so a start does not hash a megabyte.
+ * so a start does not hash a megabyte; the rest is the code inside the
+ * function it runs in (code-cache.cjs's wrapBundle), so a start compiles
+ * the file's text as it is, without copying it into a wrapped string.
  *
  * Usage: node build/bundle.mjs
  */
 import * as esbuild from "esbuild"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
+import { wrapBundle } from "../bin/code-cache.mjs"
 import { sharedBuiltins } from "./shared-builtins.mjs"
 
 const common = {
@@ -59,7 +62,7 @@ if (discordLeftOut !== 1) throw new Error(`build/bundle.mjs: expected one dynami
 
 for (const name of ["bin", "run"]) {
   const file = `dist/cli/${name}.cjs`
-  const code = fs.readFileSync(file)
+  const code = Buffer.from(wrapBundle(fs.readFileSync(file, "latin1")), "latin1")
   const hash = createHash("sha256").update(code).digest("hex")
   fs.writeFileSync(file, Buffer.concat([Buffer.from(`// planckclaw-bundle-sha256:${hash}\n`), code]))
 }

@@ -46,13 +46,17 @@ const cacheOf = (bundle: string, command: string, execArgv: ReadonlyArray<string
 }
 
 describe("the bundles", () => {
-  it("start with the SHA-256 of the rest, which keys their code cache without hashing at start", () => {
+  it("start with the SHA-256 of the rest, which keys their code cache without hashing at start, and is already wrapped", () => {
     for (const bundle of ["bin.cjs", "run.cjs"]) {
       const bytes = fs.readFileSync(path.join(repo, "dist", "cli", bundle))
       const newline = bytes.indexOf(10)
       const line = bytes.subarray(0, newline).toString("latin1")
       const hash = createHash("sha256").update(bytes.subarray(newline + 1)).digest("hex")
       expect(line).toBe(`// planckclaw-bundle-sha256:${hash}`)
+      // The rest is the code inside the function it runs in (code-cache.cjs's wrapBundle).
+      const rest = bytes.subarray(newline + 1).toString("latin1")
+      expect(rest.startsWith("(function (exports, require, module, __filename, __dirname, __bundle_url) {")).toBe(true)
+      expect(rest.endsWith("\n})")).toBe(true)
       expect(cacheOf(bundle, "run")).toContain(`bin-${hash.slice(0, 24)}-`)
     }
   })

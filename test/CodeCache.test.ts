@@ -11,11 +11,13 @@ import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { createRequire } from "node:module"
 import { pathToFileURL } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
 
 const repo = path.join(import.meta.dirname, "..")
 const loader = pathToFileURL(path.join(import.meta.dirname, "..", "bin", "code-cache.mjs")).href
+const { wrapBundle } = createRequire(import.meta.url)("../bin/code-cache.cjs") as { readonly wrapBundle: (code: string) => string }
 
 const dirs: Array<string> = []
 afterEach(() => {
@@ -60,6 +62,21 @@ describe("the code cache of the command line's bundle", () => {
     expect(start(t.bundle, t.xdg, "tools")).toBe("hello bin.cjs true\nrejected:undefined\n")
     expect(cacheFiles(t.cacheDir)).toHaveLength(2)
     expect(cacheFiles(t.xdg)).toEqual([])
+  })
+
+  it("runs a bundle the build wrote inside its function (after the hash line) as the same module, with its cache", () => {
+    const t = bundleIn("hello")
+    const code = fs.readFileSync(t.bundle, "latin1") + "module.exports.seen = typeof exports\n"
+    fs.writeFileSync(t.bundle, `// planckclaw-bundle-sha256:${"cd".repeat(32)}\n${wrapBundle(code)}`)
+    expect(start(t.bundle, t.xdg)).toBe("hello bin.cjs true\nrejected:undefined\n")
+    expect(start(t.bundle, t.xdg)).toBe("hello bin.cjs true\nrejected:false\n")
+    // Wrapped once, not twice: a second wrapper would only make the function, never call it.
+    const exported = child.execFileSync(process.execPath, ["--input-type=module", "-e", `import(${JSON.stringify(loader)}).then(({ runBundle }) => {
+      const module = { exports: {} }
+      runBundle(${JSON.stringify(pathToFileURL(t.bundle).href)}, "run", module)
+      console.log(module.exports.seen)
+    })`], { encoding: "utf8", env: { ...process.env, XDG_CACHE_HOME: t.xdg } })
+    expect(exported).toBe("hello bin.cjs true\nobject\n")
   })
 
   it("goes to the user's cache directory when the package's cannot be written", () => {
