@@ -46,7 +46,7 @@ const cacheOf = (bundle: string, command: string, execArgv: ReadonlyArray<string
 }
 
 describe("the bundles", () => {
-  it("start with the SHA-256 of the rest, which keys their code cache without hashing at start, and is already wrapped", () => {
+  it("start with the SHA-256 of the rest, which keys their code cache without hashing at start, and are already wrapped", () => {
     for (const bundle of ["bin.cjs", "run.cjs"]) {
       const bytes = fs.readFileSync(path.join(repo, "dist", "cli", bundle))
       const newline = bytes.indexOf(10)

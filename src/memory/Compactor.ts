@@ -188,8 +188,14 @@ export const make = Effect.gen(function*() {
   ).pipe(Effect.asVoid)
   // Built when a compaction is due, not per agent started: serve makes one compactor per agent,
   // and the eager pipeline held 8.9 KiB more heap by every agent started (bench/serve.mjs, 10,000).
+  // Appends made while it ran (after the turn that started it) can leave history over HISTORY_MAX
+  // again: compacted again at once, not only at the agent's next message, which may never come.
+  const untilCaughtUp: Effect.Effect<Option.Option<CompactionReport>, CompactionError> = Effect.flatMap(
+    run(false),
+    (report) => Option.isSome(report) ? Effect.suspend(() => untilCaughtUp) : Effect.succeed(report)
+  )
   const start = Effect.suspend(() =>
-    Effect.flatMap(Effect.forkDaemon(Effect.interruptible(logged(run(false)))), (fiber) =>
+    Effect.flatMap(Effect.forkDaemon(Effect.interruptible(logged(untilCaughtUp))), (fiber) =>
       Effect.sync(() => {
         inFlight = fiber
         fiber.addObserver(() => {

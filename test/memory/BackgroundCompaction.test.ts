@@ -37,10 +37,12 @@ const heldAgent = (scope: Scope.Scope) =>
     // A turn for the message "held" waits for `turnRelease`.
     const turnHeld = yield* Deferred.make<void>()
     const turnRelease = yield* Deferred.make<void>()
+    // What each summary request was given to fold, in order.
+    const folded: Array<string> = []
     const brain = Layer.succeed(Brain, {
       complete: (request) =>
         request.system === COMPACTION_SYSTEM
-          ? Deferred.succeed(summaryAsked, undefined).pipe(Effect.zipRight(Deferred.await(release)), Effect.as(text("Folded.")))
+          ? Effect.sync(() => folded.push(JSON.stringify(request.messages))).pipe(Effect.zipRight(Deferred.succeed(summaryAsked, undefined))).pipe(Effect.zipRight(Deferred.await(release)), Effect.as(text("Folded.")))
           : lastUserText(request) === "held"
           ? Deferred.succeed(turnHeld, undefined).pipe(Effect.zipRight(Deferred.await(turnRelease)), Effect.as(text("re: held")))
           : Effect.succeed(text(`re: ${lastUserText(request)}`))
@@ -67,6 +69,7 @@ const heldAgent = (scope: Scope.Scope) =>
     return {
       directory,
       old,
+      folded,
       read,
       summaryAsked,
       release,
@@ -81,7 +84,7 @@ const heldAgent = (scope: Scope.Scope) =>
   })
 
 describe("background compaction", () => {
-  it.scoped("the next message is answered while the compaction's brain request is held; then both commit together", () =>
+  it.scoped("the next message is answered while the compaction's brain request is held; then both commit, and what came meanwhile is compacted at once", () =>
     Effect.gen(function*() {
       const h = yield* heldAgent(yield* Effect.scope)
       expect((yield* h.say("u1")).text).toBe("re: u1")
@@ -98,12 +101,17 @@ describe("background compaction", () => {
 
       yield* Deferred.succeed(h.release, undefined)
       yield* h.compactor.settled
-      // The fold took what was older than the kept tail when planned; every line appended meanwhile stays, once.
+      // The first fold took what was older than the kept tail when planned; the lines appended meanwhile
+      // were kept, once: six, over HISTORY_MAX 4, so a second compaction folded them down to HISTORY_KEEP
+      // without waiting for another message.
+      expect(h.folded).toHaveLength(2)
+      expect(h.folded[0]).toContain("o1")
+      expect(h.folded[0]).not.toContain("u1")
+      expect(h.folded[1]).toContain("re: u1")
+      expect(h.folded[1]).toContain("re: u2")
+      expect(h.folded[1]).not.toContain("u3")
       expect(h.read("summary.md")).toBe("Folded.\n")
-      expect(h.read("history.jsonl")).toBe(
-        line("user", "u1") + line("assistant", "re: u1") + line("user", "u2") + line("assistant", "re: u2") +
-          line("user", "u3") + line("assistant", "re: u3")
-      )
+      expect(h.read("history.jsonl")).toBe(line("user", "u3") + line("assistant", "re: u3"))
     }))
 
   it.scoped("the compaction takes its steps between turns: it does not go on while a turn is in flight", () =>
