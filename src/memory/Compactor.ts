@@ -190,12 +190,15 @@ export const make = Effect.gen(function*() {
   // and the eager pipeline held 8.9 KiB more heap by every agent started (bench/serve.mjs, 10,000).
   // Appends made while it ran (after the turn that started it) can leave history over HISTORY_MAX
   // again: compacted again at once, not only at the agent's next message, which may never come.
-  const untilCaughtUp: Effect.Effect<Option.Option<CompactionReport>, CompactionError> = Effect.flatMap(
-    run(false),
-    (report) => Option.isSome(report) ? Effect.suspend(() => untilCaughtUp) : Effect.succeed(report)
-  )
+  // A function, so nothing of it is built until a compaction is due (see `start`).
+  const untilCaughtUp = (): Effect.Effect<Option.Option<CompactionReport>, CompactionError> =>
+    Effect.flatMap(run(false), (report) =>
+      Option.isNone(report)
+        ? Effect.succeed(report)
+        // Asked without the lock first, as a turn does: usually not due, and then nothing more is taken.
+        : Effect.flatMap(due, (needed) => needed ? untilCaughtUp() : Effect.succeed(report)))
   const start = Effect.suspend(() =>
-    Effect.flatMap(Effect.forkDaemon(Effect.interruptible(logged(untilCaughtUp))), (fiber) =>
+    Effect.flatMap(Effect.forkDaemon(Effect.interruptible(logged(untilCaughtUp()))), (fiber) =>
       Effect.sync(() => {
         inFlight = fiber
         fiber.addObserver(() => {
