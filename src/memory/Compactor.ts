@@ -186,10 +186,8 @@ export const make = Effect.gen(function*() {
   const settled: Effect.Effect<void> = Effect.suspend(() =>
     inFlight === undefined ? Effect.void : gate.opened(Fiber.await(inFlight))
   ).pipe(Effect.asVoid)
-  // Built when a compaction is due, not per agent started: serve makes one compactor per agent,
-  // and the eager pipeline held 8.9 KiB more heap by every agent started (bench/serve.mjs, 10,000).
-  // Appends made while it ran (after the turn that started it) can leave history over HISTORY_MAX
-  // again: compacted again at once, not only at the agent's next message, which may never come.
+  // A background compaction keeps what the turns appended while it ran, which can leave history over
+  // HISTORY_MAX again: compacted again at once, not only at the agent's next message, which may never come.
   // A function, so nothing of it is built until a compaction is due (see `start`).
   const untilCaughtUp = (): Effect.Effect<Option.Option<CompactionReport>, CompactionError> =>
     Effect.flatMap(run(false), (report) =>
@@ -197,6 +195,8 @@ export const make = Effect.gen(function*() {
         ? Effect.succeed(report)
         // Asked without the lock first, as a turn does: usually not due, and then nothing more is taken.
         : Effect.flatMap(due, (needed) => needed ? untilCaughtUp() : Effect.succeed(report)))
+  // Built when a compaction is due, not per agent started: serve makes one compactor per agent,
+  // and the eager pipeline held 8.9 KiB more heap by every agent started (bench/serve.mjs, 10,000).
   const start = Effect.suspend(() =>
     Effect.flatMap(Effect.forkDaemon(Effect.interruptible(logged(untilCaughtUp()))), (fiber) =>
       Effect.sync(() => {
