@@ -93,9 +93,8 @@ const attempt = (f) => {
   }
 }
 
-/** The whole of the file open at `fd`, into `spare` when it fits (see runBundle), else into a buffer of its own. */
-const readWhole = (fd, spare) => {
-  const size = fs.fstatSync(fd).size
+/** The `size` bytes of the file open at `fd`, into `spare` when they fit (see runBundle), else into a buffer of their own. */
+const readWhole = (fd, size, spare) => {
   const into = size <= spare.length ? spare : Buffer.allocUnsafeSlow(size)
   let read = 0
   for (let n = -1; read < size && n !== 0; read += n) n = fs.readSync(fd, into, read, size - read, read)
@@ -107,7 +106,7 @@ const readFileInto = (file, spare) =>
   attempt(() => {
     const fd = fs.openSync(file, "r")
     try {
-      return readWhole(fd, spare)
+      return readWhole(fd, fs.fstatSync(fd).size, spare)
     } finally {
       fs.closeSync(fd)
     }
@@ -303,7 +302,7 @@ const runBundle = (url, command = cacheCommand(process.argv.slice(2)), module = 
     stat = fs.fstatSync(fd)
     // Room for the cache as well (see below): pages never written cost nothing.
     spare = Buffer.allocUnsafeSlow(stat.size * 3)
-    bytes = readWhole(fd, spare)
+    bytes = readWhole(fd, stat.size, spare)
   } finally {
     fs.closeSync(fd)
   }

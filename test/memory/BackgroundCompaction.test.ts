@@ -42,7 +42,11 @@ const heldAgent = (scope: Scope.Scope) =>
     const brain = Layer.succeed(Brain, {
       complete: (request) =>
         request.system === COMPACTION_SYSTEM
-          ? Effect.sync(() => folded.push(JSON.stringify(request.messages))).pipe(Effect.zipRight(Deferred.succeed(summaryAsked, undefined))).pipe(Effect.zipRight(Deferred.await(release)), Effect.as(text("Folded.")))
+          ? Effect.sync(() => folded.push(JSON.stringify(request.messages))).pipe(
+            Effect.zipRight(Deferred.succeed(summaryAsked, undefined)),
+            Effect.zipRight(Deferred.await(release)),
+            Effect.as(text("Folded."))
+          )
           : lastUserText(request) === "held"
           ? Deferred.succeed(turnHeld, undefined).pipe(Effect.zipRight(Deferred.await(turnRelease)), Effect.as(text("re: held")))
           : Effect.succeed(text(`re: ${lastUserText(request)}`))
