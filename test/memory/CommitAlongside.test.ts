@@ -58,10 +58,69 @@ const deadPid = Effect.async<number>((resume) => {
 const until = (ready: Effect.Effect<boolean>): Effect.Effect<void> =>
   Effect.flatMap(ready, (done) => done ? Effect.void : Effect.zipRight(Effect.yieldNow(), until(ready)))
 
+/**
+ * One pass of the event loop: the fsync callbacks and the TurnGate's
+ * setImmediate run only in one (Effect's yields run as microtasks, and let
+ * one through only now and then).
+ */
+const loopPass = Effect.async<void>((resume) => {
+  const pending = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(pending))
+})
+
+/** Lets the event loop run until `ready` holds (for what only a pass brings: a thread pool's answer). */
+const untilPassed = (ready: Effect.Effect<boolean>): Effect.Effect<void> =>
+  Effect.flatMap(ready, (done) => done ? Effect.void : Effect.zipRight(loopPass, untilPassed(ready)))
+
+/**
+ * fsync(2) as the test says: while `holding(fd)` is true, a call waits
+ * until `release`, so the test, not the thread pool, decides when the
+ * commit's fsyncs answer. `answered` counts the released calls that have
+ * called back. Put back at the end of the scope, anything held let go.
+ */
+const fsyncsHeld = Effect.acquireRelease(
+  Effect.sync(() => {
+    const realFsync = fsModule.fsync
+    const state = {
+      holding: (_fd: number) => false,
+      held: [] as Array<() => void>,
+      released: 0,
+      answered: 0,
+      release: () => {
+        state.holding = () => false
+        const held = state.held.splice(0)
+        state.released += held.length
+        for (const go of held) go()
+      },
+      realFsync
+    }
+    fsModule.fsync = ((fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => {
+      if (!state.holding(fd)) return realFsync(fd, callback)
+      state.held.push(() =>
+        realFsync(fd, (error) => {
+          state.answered++
+          callback(error)
+        })
+      )
+    }) as typeof fsModule.fsync
+    syncBuiltinESMExports()
+    return state
+  }),
+  (state) =>
+    Effect.sync(() => {
+      fsModule.fsync = state.realFsync
+      syncBuiltinESMExports()
+      state.release()
+    })
+)
+
 describe("a run's compaction commit alongside its appends", () => {
   it.scoped("an exchange appended while the commit waits for its fsyncs lands before the commit ends, and the commit keeps it; reads do not wait either", () =>
     Effect.gen(function*() {
       const h = yield* setup(true)
+      // The commit's fsyncs answer only once the appends and reads below have returned.
+      const fsyncs = yield* fsyncsHeld
+      fsyncs.holding = () => true
       const commit = yield* h.commitForked
       yield* until(h.mirrorInstalled)
       yield* h.memory.append(exchange(5), { exchange: "k5" })
@@ -73,6 +132,7 @@ describe("a run's compaction commit alongside its appends", () => {
       // All of it returned while the commit still waits on the thread pool.
       expect(Option.isNone(yield* Fiber.poll(commit))).toBe(true)
       expect(h.read("history.jsonl")).toBe(lines(1, 2, 3, 4, 5, 6))
+      fsyncs.release()
       const result = yield* Fiber.join(commit)
       expect(result.kept).toBe(8)
       expect(h.read("summary.md")).toBe("the summary\n")
@@ -128,29 +188,16 @@ describe("a run's compaction commit alongside its appends", () => {
     Effect.gen(function*() {
       const h = yield* setup(true)
       // Directory fsyncs once history is swapped are held until the test lets them go.
-      const held: Array<() => void> = []
-      const realFsync = fsModule.fsync
       const swapped = () => h.read("history.jsonl") === lines(3, 4) && !h.exists(".compaction-commit")
-      yield* Effect.acquireRelease(
-        Effect.sync(() => {
-          fsModule.fsync = ((fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => {
-            if (fs.fstatSync(fd).isDirectory() && swapped()) held.push(() => realFsync(fd, callback))
-            else realFsync(fd, callback)
-          }) as typeof fsModule.fsync
-          syncBuiltinESMExports()
-        }),
-        () => Effect.sync(() => {
-          fsModule.fsync = realFsync
-          syncBuiltinESMExports()
-        })
-      )
+      const fsyncs = yield* fsyncsHeld
+      fsyncs.holding = (fd) => fs.fstatSync(fd).isDirectory() && swapped()
       const commit = yield* h.commitForked
-      yield* until(Effect.sync(() => held.length > 0))
+      yield* until(Effect.sync(() => fsyncs.held.length > 0))
       // Swapped, its last fsync pending: the append goes to the new history at once.
       const append = yield* Effect.fork(h.memory.append(exchange(5), { exchange: "k5" }))
       yield* Effect.repeatN(Effect.yieldNow(), 100)
       const appended = yield* Fiber.poll(append)
-      for (const release of held.splice(0)) release()
+      fsyncs.release()
       expect(Option.isSome(appended) && Exit.isSuccess(appended.value)).toBe(true)
       expect(h.read("history.jsonl")).toBe(lines(3, 4, 5))
       expect(Option.isNone(yield* Fiber.poll(commit))).toBe(true)
@@ -160,18 +207,27 @@ describe("a run's compaction commit alongside its appends", () => {
   it.scoped("each step of the commit waits for the turn in flight: none is taken while a turn runs, and the commit still ends", () =>
     Effect.gen(function*() {
       const h = yield* setup(true)
+      const fsyncs = yield* fsyncsHeld
       const gate = TurnGate.make()
       const first = yield* heldTurn(gate)
       const commit = yield* h.commitGated(gate)
-      yield* Effect.repeatN(Effect.yieldNow(), 200)
+      for (let pass = 0; pass < 3; pass++) yield* loopPass
       // Not one file staged while the turn runs.
       expect(h.exists(".summary.md.next")).toBe(false)
+      // The commit's fsyncs wait until the next turn has begun, so it cannot reach its journal before.
+      fsyncs.holding = () => true
       yield* first.finish
-      yield* until(h.mirrorInstalled)
-      // Another turn begins with the commit under way: its appends go on, and the commit does not reach its journal meanwhile.
+      yield* untilPassed(Effect.sync(() => h.exists(".history-ledger.json.next")))
+      // Another turn begins with the commit under way, all three files staged: its appends go on,
+      // and the commit does not reach its journal meanwhile.
       const second = yield* heldTurn(gate)
+      fsyncs.release()
       yield* h.memory.append(exchange(5), { exchange: "k5" })
-      yield* Effect.repeatN(Effect.yieldNow(), 200)
+      // Passes enough for the commit to reach its journal were its step not held back: the
+      // fsyncs' answers, then the journal's step.
+      yield* untilPassed(Effect.sync(() => fsyncs.answered === fsyncs.released))
+      for (let pass = 0; pass < 3; pass++) yield* loopPass
+      expect(fsyncs.released).toBe(3)
       expect(h.exists(".compaction-commit")).toBe(false)
       expect(h.read("history.jsonl")).toBe(lines(1, 2, 3, 4, 5))
       yield* second.finish
