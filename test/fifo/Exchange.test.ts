@@ -1,21 +1,28 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Effect, Fiber, TestClock } from "effect"
+import { Effect, Fiber, Logger, Queue, TestClock } from "effect"
 import { makeExchange } from "../../src/fifo/Exchange.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { awaitPendingSleep, blocksFrom, mkfifo, tempDir } from "../support/FifoKit.js"
 
 // The far end played by hand: requests read as blocks, answers written when the test says.
+// Its warnings go to `warnings`, as they are logged.
 const withPeer = Effect.gen(function*() {
   const dir = yield* tempDir
   const requestPath = path.join(dir, "in")
   const answerPath = path.join(dir, "out")
   yield* mkfifo(requestPath)
   yield* mkfifo(answerPath)
-  const exchange = yield* makeExchange({ requestPath, answerPath, maxAnswerBytes: 64 })
+  const warnings = yield* Queue.unbounded<string>()
+  const logger = Logger.make(({ message }) => {
+    Queue.unsafeOffer(warnings, (Array.isArray(message) ? message : [message]).map(String).join(" "))
+  })
+  const exchange = yield* makeExchange({ requestPath, answerPath, maxAnswerBytes: 64 }).pipe(
+    Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+  )
   const requests = yield* blocksFrom(requestPath)
   const answers = yield* openWriter(answerPath)
-  return { exchange, requests, answer: (text: string) => answers.write(`${text}\n\n`) }
+  return { exchange, requests, warnings, answer: (text: string) => answers.write(`${text}\n\n`) }
 })
 
 describe("Exchange", () => {
@@ -34,10 +41,10 @@ describe("Exchange", () => {
 
   it.scoped("drops an answer nobody asked for, and gives an oversized one to its request as FrameTooLarge", () =>
     Effect.gen(function*() {
-      const { answer, exchange, requests } = yield* withPeer
+      const { answer, exchange, requests, warnings } = yield* withPeer
       yield* answer("unasked")
-      // Let the unasked answer arrive before the request: it must not be taken as its answer.
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 200)))
+      // The unasked answer arrives before the request, and is dropped: it must not be taken as its answer.
+      expect(yield* Queue.take(warnings)).toMatch(/discarded an answer on .*out that no request was waiting for/)
       const asked = yield* Effect.fork(exchange.ask("q\n\n", "30 seconds"))
       expect(yield* requests.take).toBe("q")
       yield* answer("x".repeat(100))
