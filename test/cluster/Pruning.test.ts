@@ -16,6 +16,7 @@ import { Effect, Layer, TestClock } from "effect"
 import * as Pruning from "../../src/cluster/Pruning.js"
 import * as TurnJournal from "../../src/cluster/TurnJournal.js"
 import { usePostgres } from "../support/Postgres.js"
+import { advanceTo, awaitPendingSleep } from "../support/TestClockHttp.js"
 import { freshDatabase, migrated } from "../memory/sql/SqlKit.js"
 
 const server = usePostgres()
@@ -58,16 +59,13 @@ const remaining = Effect.gen(function*() {
   }
 })
 
-/** The database's state once `done` holds (the pruning fiber works on real I/O while the TestClock stands still). */
-const once = <A>(probe: Effect.Effect<A, unknown, SqlClient.SqlClient>, done: (value: A) => boolean) =>
-  Effect.iterate({ value: undefined as A | undefined, tries: 0 }, {
-    while: (state) => (state.value === undefined || !done(state.value)) && state.tries < 400,
-    body: (state) =>
-      Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 25))).pipe(
-        Effect.zipRight(probe),
-        Effect.map((value) => ({ value, tries: state.tries + 1 }))
-      )
-  }).pipe(Effect.map((state) => state.value as A))
+/**
+ * The database's state once a pass is over: the fiber has gone to sleep until
+ * `next` (TestClock millis). Its last batch finds nothing, then it logs, then
+ * sleeps, all on real I/O: a pass's deletions are visible before its sleep
+ * exists, and a clock moved in between would leave that sleep behind.
+ */
+const afterPass = (next: number) => Effect.zipRight(awaitPendingSleep(next), remaining)
 
 const tables = Layer.mergeAll(
   SqlMessageStorage.layer.pipe(Layer.provide(ShardingConfig.layer())),
@@ -89,7 +87,7 @@ describe("pruning the cluster's rows", () => {
         yield* sql`INSERT INTO planckclaw_exchanges (agent_id, key, stored) VALUES ('bob', 'inbox-key', ${new Date(NOW - 9 * DAY)})`
 
         yield* Layer.launch(Pruning.layer({ retentionSeconds: 86_400, batch: 1 })).pipe(Effect.forkScoped)
-        const first = yield* once(remaining, (state) => !state.messages.includes("idem:old-done") && state.exchanges.length === 4)
+        const first = yield* afterPass(NOW + HOUR)
         expect(first).toEqual({
           messages: ["idem:aging-done", "idem:recent-done", "msg:old-pending"],
           notes: 2,
@@ -99,8 +97,8 @@ describe("pruning the cluster's rows", () => {
         })
 
         // An hour on (the interval for a day's retention), the next pass: the aging message is past it now.
-        yield* TestClock.adjust("1 hour")
-        const second = yield* once(remaining, (state) => !state.turns.includes("idem:aging-done") && state.messages.length === 2)
+        yield* advanceTo(NOW + HOUR)
+        const second = yield* afterPass(NOW + 2 * HOUR)
         expect(second).toEqual({
           messages: ["idem:recent-done", "msg:old-pending"],
           notes: 1,

@@ -1,14 +1,16 @@
 /**
  * Cluster runners as real processes (`node test/cluster/runner.mjs`, built
  * code from dist/), each with its runner port and HTTP port on loopback,
- * against one PostgreSQL database and one agents directory; and an HTTP
- * client for their API.
+ * against one PostgreSQL database and one agents directory; an HTTP client
+ * for their API; and when the shards have moved between them.
  */
 import * as child from "node:child_process"
 import * as http from "node:http"
 import * as net from "node:net"
 import * as path from "node:path"
-import { Effect } from "effect"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Redacted, Schedule } from "effect"
 import { baseEnv } from "../support/Cli.js"
 
 export const RUNNER = path.join(import.meta.dirname, "runner.mjs")
@@ -72,22 +74,63 @@ export const spawnListening = async (args: ReadonlyArray<string>, env: NodeJS.Pr
   }
 }
 
+/** Shards the test runners spread agents over (PLANCKCLAW_CLUSTER_SHARDS). */
+export const SHARDS = 30
+
+/** What a runner says, exiting, when its runner port cannot be bound (ClusterServe.runnerLayer). */
+export const PORT_TAKEN = /cannot listen for peers on/
+
 /**
  * Starts a runner (`script`, default runner.mjs) and waits until its HTTP API
- * listens; the settings are the test's failover-fast ones.
+ * listens; the settings are the test's failover-fast ones. Another process
+ * may take the free port before the runner binds it, seconds later: then a
+ * new port, three tries in all.
  */
-export const startRunner = async (env: Record<string, string>, script = RUNNER): Promise<Runner> => {
-  const runnerPort = await freePort()
-  const listening = await spawnListening([script], baseEnv({
-    PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`,
-    PLANCKCLAW_CLUSTER_LOCK_EXPIRATION: "6",
-    PLANCKCLAW_CLUSTER_POLL: "0.2",
-    PLANCKCLAW_CLUSTER_SHARDS: "30",
-    PLANCKCLAW_CLUSTER_SEND_TIMEOUT: "20",
-    ...env
-  }))
-  return { ...listening, runnerPort }
-}
+export const startRunner = (env: Record<string, string>, script = RUNNER, tries = 3): Promise<Runner> =>
+  freePort().then((runnerPort) =>
+    spawnListening([script], baseEnv({
+      PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`,
+      PLANCKCLAW_CLUSTER_LOCK_EXPIRATION: "6",
+      PLANCKCLAW_CLUSTER_POLL: "0.2",
+      PLANCKCLAW_CLUSTER_SHARDS: String(SHARDS),
+      PLANCKCLAW_CLUSTER_SEND_TIMEOUT: "20",
+      ...env
+    })).then(
+      (listening) => ({ ...listening, runnerPort }),
+      (error: Error) => tries > 1 && PORT_TAKEN.test(error.message) ? startRunner(env, script, tries - 1) : Promise.reject(error)
+    )
+  )
+
+/**
+ * Waits, at most 30 s, until `runners` runners (a divisor of SHARDS) of the
+ * database at `url` hold the shard locks in equal shares, as the engine's
+ * ring assigns them (HashRing.getShards caps each runner at its share): the
+ * shards have moved to the runner that joined last, and an agent started
+ * from then on stays where it starts. The engine holds shard n as the
+ * session-level advisory lock 1000000 + n, all of a runner's on one session.
+ */
+export const shardsSpread = (url: string, runners: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const share = SHARDS / runners
+    let seen: ReadonlyArray<number> = []
+    const held = sql<{ n: string }>`SELECT count(*) AS n FROM pg_locks
+      WHERE locktype = 'advisory' AND granted AND classid = 0 AND objsubid = 1 AND objid BETWEEN 1000001 AND ${1_000_000 + SHARDS}
+        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      GROUP BY pid`.pipe(
+      Effect.map((rows) => rows.map((row) => Number(row.n)).sort((a, b) => a - b)),
+      Effect.tap((counts) => Effect.sync(() => {
+        seen = counts
+      }))
+    )
+    yield* held.pipe(
+      Effect.repeat({ until: (counts) => counts.length === runners && counts.every((n) => n === share), schedule: Schedule.spaced("100 millis") }),
+      Effect.timeout("30 seconds"),
+      Effect.catchTag("TimeoutException", () =>
+        Effect.dieMessage(`${runners} runners did not come to hold ${share} shard locks each within 30 s; the sessions holding them hold ${JSON.stringify(seen)}`)
+      )
+    )
+  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url) })), Effect.orDie)
 
 export interface Answer {
   readonly status: number
