@@ -4,6 +4,7 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import {
   Chunk,
+  Clock,
   ConfigProvider,
   Context,
   Duration,
@@ -14,6 +15,7 @@ import {
   Logger,
   Option,
   Queue,
+  Random,
   Redacted,
   Schedule,
   Stream,
@@ -22,6 +24,7 @@ import {
 import { type InboundMessage, Interact, type InteractService } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
+import { advanceTo } from "../../support/TestClockHttp.js"
 
 const token = "test-token-not-secret"
 const botUserId = "100000000000000001"
@@ -87,6 +90,13 @@ const captureLogs = Effect.gen(function*() {
 
 const waitForLog = (lines: Queue.Queue<string>, pattern: RegExp) =>
   Queue.take(lines).pipe(Effect.repeat({ until: (line) => pattern.test(line) }))
+
+/**
+ * Jitter at its midpoint: the send retries sleep exactly 1 s, 2 s, 4 s…, so a
+ * test can wait for that very sleep while others (the part's 15-minute
+ * deadline) are pending. The lane fibers a send forks inherit it.
+ */
+const withPinnedJitter = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.withRandom(effect, Random.fixed([0.5]))
 
 const reconnectBackoffSeconds = Discord.reconnectBackoff.pipe(Schedule.map(Duration.toSeconds))
 
@@ -392,27 +402,28 @@ describe("Discord bridge: replies", () => {
       const { bridge, fake } = yield* connect()
       const bare429 = { status: 429, body: { message: "You are being rate limited.", retry_after: 1, global: false } }
       yield* fake.script("POST", /\/messages$/, [bare429, bare429])
+      const started = yield* Clock.currentTimeMillis
       const sending = yield* bridge.send({ channel: channelA, text: "steady" }).pipe(Effect.fork)
-      yield* waitForRest(fake, "POST", messagesPath(channelA), 1)
-      yield* TestClock.adjust("1.2 seconds")
-      yield* waitForRest(fake, "POST", messagesPath(channelA), 2)
-      yield* TestClock.adjust("2.4 seconds")
+      // Each retry sleeps only once discord.js has read the 429 (real I/O): move the clock to that sleep, not before.
+      yield* advanceTo(started + 1_000)
+      yield* advanceTo(started + 3_000)
       yield* Fiber.join(sending)
       expect(restTo(fake, "POST", messagesPath(channelA)).map((record) => record.status)).toEqual([429, 429, 200])
-    }))
+    }).pipe(withPinnedJitter))
 
   it.scoped("retries a 5xx on the send schedule with the same nonce", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       yield* fake.script("POST", /\/messages$/, [{ status: 502, body: { message: "Bad Gateway" } }])
+      const started = yield* Clock.currentTimeMillis
       const sending = yield* bridge.send({ channel: channelA, text: "eventually" }).pipe(Effect.fork)
-      yield* waitForRest(fake, "POST", messagesPath(channelA), 1)
-      yield* TestClock.adjust("2 seconds")
+      // The retry sleeps only once discord.js has read the 502 (real I/O): move the clock to that sleep, not before.
+      yield* advanceTo(started + 1_000)
       yield* Fiber.join(sending)
       const posts = restTo(fake, "POST", messagesPath(channelA))
       expect(posts.map((record) => record.status)).toEqual([502, 200])
       expect((posts[0]!.body as { nonce: string }).nonce).toBe((posts[1]!.body as { nonce: string }).nonce)
-    }))
+    }).pipe(withPinnedJitter))
 
   it.scoped("fails the send, naming the channel, when Discord refuses it", () =>
     Effect.gen(function*() {
