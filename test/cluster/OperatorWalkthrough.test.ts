@@ -18,14 +18,24 @@ import { Effect, Redacted } from "effect"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
 import { usePostgres } from "../support/Postgres.js"
-import { freePort, post, spawnListening } from "./Runners.js"
+import { freePort, type Listening, PORT_TAKEN, post, spawnListening } from "./Runners.js"
 
 const server = usePostgres({ database: "postgres_admin" })
 
-/** `planckclaw serve --cluster --http 127.0.0.1:0` as built; resolves once it says where its HTTP API listens. */
-const serve = (env: NodeJS.ProcessEnv) =>
+/**
+ * As in startRunner: another process may take the free runner port before
+ * the command binds it, seconds later; then a new port, three tries in all.
+ */
+const listenOnFreePort = (env: (runnerPort: number) => NodeJS.ProcessEnv, tries = 3): Promise<Listening> =>
+  freePort().then((runnerPort) => spawnListening([Cli.BIN, "serve", "--cluster", "--http", "127.0.0.1:0"], env(runnerPort))).then(
+    (listening) => listening,
+    (error: Error) => tries > 1 && PORT_TAKEN.test(error.message) ? listenOnFreePort(env, tries - 1) : Promise.reject(error)
+  )
+
+/** `planckclaw serve --cluster --http 127.0.0.1:0` as built, on a free runner port; resolves once it says where its HTTP API listens. */
+const serve = (env: (runnerPort: number) => NodeJS.ProcessEnv) =>
   Effect.acquireRelease(
-    Effect.promise(() => spawnListening([Cli.BIN, "serve", "--cluster", "--http", "127.0.0.1:0"], env)),
+    Effect.promise(() => listenOnFreePort(env)),
     (runner) => Effect.promise(() => runner.kill("SIGKILL"))
   )
 
@@ -54,8 +64,7 @@ describe("the operator's walk-through of serve --cluster (built command)", () =>
           // The README's fast-failover setting, so the test does not wait the default 10 s.
           PLANCKCLAW_CLUSTER_LOCK_EXPIRATION: "6"
         })
-      const ports = [yield* Effect.promise(freePort), yield* Effect.promise(freePort)]
-      const [a, b] = yield* Effect.all(ports.map((port) => serve(env(port))), { concurrency: 2 })
+      const [a, b] = yield* Effect.all([serve(env), serve(env)], { concurrency: 2 })
       const runners = [a!, b!]
 
       const agents = 200
