@@ -15,7 +15,7 @@ import { execFileSync, fork } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { benchDir, distDir, repoDir } from "./lib/work.mjs"
+import { benchDir, distDir, hasProc, repoDir } from "./lib/work.mjs"
 
 const MEASUREMENTS = ["turn-memory", "turn-fifo", "turn-tail", "syscalls", "discovery", "history", "compaction", "cold-start", "serve", "serve-syscalls", "cluster"]
 
@@ -166,6 +166,29 @@ const table = (metrics) => {
   return rows.join("\n")
 }
 
+/** All cores' jiffies from /proc/stat: busy and total. */
+const cpuJiffies = () => {
+  const fields = fs.readFileSync("/proc/stat", "utf8").split("\n", 1)[0].trim().split(/\s+/).slice(1).map(Number)
+  const total = fields.reduce((sum, value) => sum + value, 0)
+  const idle = fields[3] + (fields[4] ?? 0) // idle + iowait
+  return { busy: total - idle, total }
+}
+
+/**
+ * Cores in use by the rest of the machine over one second, this process
+ * waiting meanwhile. The 1-minute load average still counts a build that has
+ * just ended (`npm run bench` builds first), so it cannot say whether the
+ * machine is busy now.
+ */
+const coresBusyNow = async () => {
+  if (!hasProc) return undefined
+  const before = cpuJiffies()
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+  const after = cpuJiffies()
+  const total = after.total - before.total
+  return total > 0 ? Math.round(((after.busy - before.busy) / total) * os.cpus().length * 100) / 100 : undefined
+}
+
 const main = async () => {
   if (!fs.existsSync(path.join(distDir, "bin.js"))) {
     throw new Error("dist/ is missing: run `npm run bench` (it builds first) or `npm run build`")
@@ -176,6 +199,7 @@ const main = async () => {
   const selected = wanted.length > 0 ? MEASUREMENTS.filter((name) => wanted.includes(name)) : MEASUREMENTS
 
   const loadBefore = os.loadavg()[0]
+  const busyBefore = await coresBusyNow()
   const metrics = {}
   const notes = []
   for (const name of selected) {
@@ -187,9 +211,11 @@ const main = async () => {
 
   const file = path.join(benchDir, "results.json")
   const previous = wanted.length > 0 && fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) : {}
-  const info = { ...machine(), loadAverage1mBefore: loadBefore, loadAverage1mAfter: loadAfter }
-  if (loadBefore > info.cores / 2) {
-    notes.push(`the machine was busy (1-minute load average ${loadBefore.toFixed(2)} on ${info.cores} cores): figures are pessimistic`)
+  const info = { ...machine(), coresBusyBefore: busyBefore, loadAverage1mBefore: loadBefore, loadAverage1mAfter: loadAfter }
+  const busy = busyBefore ?? loadBefore
+  if (busy > info.cores / 2) {
+    const measured = busyBefore === undefined ? "1-minute load average" : "cores in use in the second before the run"
+    notes.push(`the machine was busy (${measured} ${busy.toFixed(2)} of ${info.cores}): figures are pessimistic`)
   }
   const { machine: _m, notes: _n, ...previousMetrics } = previous
   const results = { ...previousMetrics, ...metrics, machine: info, notes }
