@@ -172,7 +172,7 @@ export const make = Effect.gen(function*() {
   // scope (Agent.make: awaited when it closes normally, interrupted on shutdown),
   // not by the fiber that happened to start them.
   let inFlight: Fiber.RuntimeFiber<void> | undefined
-  const logged = (effect: Effect.Effect<Option.Option<CompactionReport>, CompactionError>) =>
+  const logged = (effect: Effect.Effect<unknown, CompactionError>) =>
     effect.pipe(
       Effect.catchAll((error) =>
         error._tag === "CompactionBusy"
@@ -189,12 +189,12 @@ export const make = Effect.gen(function*() {
   // A background compaction keeps what the turns appended while it ran, which can leave history over
   // HISTORY_MAX again: compacted again at once, not only at the agent's next message, which may never come.
   // A function, so nothing of it is built until a compaction is due (see `start`).
-  const untilCaughtUp = (): Effect.Effect<Option.Option<CompactionReport>, CompactionError> =>
+  const untilCaughtUp = (): Effect.Effect<void, CompactionError> =>
     Effect.flatMap(run(false), (report) =>
       Option.isNone(report)
-        ? Effect.succeed(report)
+        ? Effect.void
         // Asked without the lock first, as a turn does: usually not due, and then nothing more is taken.
-        : Effect.flatMap(due, (needed) => needed ? untilCaughtUp() : Effect.succeed(report)))
+        : Effect.flatMap(due, (needed) => needed ? untilCaughtUp() : Effect.void))
   // Built when a compaction is due, not per agent started: serve makes one compactor per agent,
   // and the eager pipeline held 8.9 KiB more heap by every agent started (bench/serve.mjs, 10,000).
   const start = Effect.suspend(() =>

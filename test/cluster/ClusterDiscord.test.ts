@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest"
 import * as FakeDiscord from "../support/FakeDiscord.js"
 import { usePostgres } from "../support/Postgres.js"
 import * as Cli from "../support/Cli.js"
-import { freePort, get, PORT_TAKEN, type Runner, shardsSpread, startRunner } from "./Runners.js"
+import { get, onFreeRunnerPort, PORT_TAKEN, type Runner, shardsSpread, startRunner } from "./Runners.js"
 
 const postgres = usePostgres({ database: "cluster_discord" })
 const DISCORD_RUNNER = path.join(import.meta.dirname, "discord-runner.mjs")
@@ -214,18 +214,15 @@ describe("serve --cluster --bridge discord", () => {
   it("runs as the built command, ending with one line and exit 2 when Discord rejects the token", async () => {
     const server = await run(postgres)
     const url = await run(Effect.orDie(server.createDatabase("cluster_discord_cli")))
-    // As in startRunner: another process may take the free port before the command binds it; then a new one.
-    const serve = async (tries: number): Promise<Cli.CliResult> => {
+    const result = await onFreeRunnerPort((runnerPort) => {
       const env = Cli.baseEnv({
         ...discordEnv(url, "cli-memory"),
         DISCORD_BOT_TOKEN: "not-the-bot-token",
         ANTHROPIC_API_KEY: "test-api-key",
-        PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${await freePort()}`
+        PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`
       })
-      const result = await run(Cli.run(["serve", "--cluster", "--bridge", "discord", "--http", "127.0.0.1:0"], { cwd: work, env }))
-      return tries > 1 && PORT_TAKEN.test(result.stderr) ? serve(tries - 1) : result
-    }
-    const result = await serve(3)
+      return run(Cli.run(["serve", "--cluster", "--bridge", "discord", "--http", "127.0.0.1:0"], { cwd: work, env }))
+    }, (outcome) => PORT_TAKEN.test(outcome.stderr))
     expect(result.code).toBe(2)
     expect(result.stderr).toContain("planckclaw: Discord rejected DISCORD_BOT_TOKEN")
     expect(result.stdout + result.stderr).toContain("this runner holds the Discord gateway")

@@ -18,24 +18,14 @@ import { Effect, Redacted } from "effect"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
 import { usePostgres } from "../support/Postgres.js"
-import { freePort, type Listening, PORT_TAKEN, post, spawnListening } from "./Runners.js"
+import { onFreeRunnerPort, post, spawnListening } from "./Runners.js"
 
 const server = usePostgres({ database: "postgres_admin" })
-
-/**
- * As in startRunner: another process may take the free runner port before
- * the command binds it, seconds later; then a new port, three tries in all.
- */
-const listenOnFreePort = (env: (runnerPort: number) => NodeJS.ProcessEnv, tries = 3): Promise<Listening> =>
-  freePort().then((runnerPort) => spawnListening([Cli.BIN, "serve", "--cluster", "--http", "127.0.0.1:0"], env(runnerPort))).then(
-    (listening) => listening,
-    (error: Error) => tries > 1 && PORT_TAKEN.test(error.message) ? listenOnFreePort(env, tries - 1) : Promise.reject(error)
-  )
 
 /** `planckclaw serve --cluster --http 127.0.0.1:0` as built, on a free runner port; resolves once it says where its HTTP API listens. */
 const serve = (env: (runnerPort: number) => NodeJS.ProcessEnv) =>
   Effect.acquireRelease(
-    Effect.promise(() => listenOnFreePort(env)),
+    Effect.promise(() => onFreeRunnerPort((runnerPort) => spawnListening([Cli.BIN, "serve", "--cluster", "--http", "127.0.0.1:0"], env(runnerPort)))),
     (runner) => Effect.promise(() => runner.kill("SIGKILL"))
   )
 

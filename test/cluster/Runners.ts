@@ -81,13 +81,28 @@ export const SHARDS = 30
 export const PORT_TAKEN = /cannot listen for peers on/
 
 /**
- * Starts a runner (`script`, default runner.mjs) and waits until its HTTP API
- * listens; the settings are the test's failover-fast ones. Another process
- * may take the free port before the runner binds it, seconds later: then a
- * new port, three tries in all.
+ * `start` on a free runner port, tried again on a new one (three tries in
+ * all) when the port was taken before the runner bound it, seconds later:
+ * the runner says so (PORT_TAKEN), in a rejection or, for a command run to
+ * its end, in what `taken` reads from its outcome.
  */
-export const startRunner = (env: Record<string, string>, script = RUNNER, tries = 3): Promise<Runner> =>
-  freePort().then((runnerPort) =>
+export const onFreeRunnerPort = <A>(
+  start: (runnerPort: number) => Promise<A>,
+  taken: (outcome: A) => boolean = () => false,
+  tries = 3
+): Promise<A> =>
+  freePort().then(start).then(
+    (outcome) => tries > 1 && taken(outcome) ? onFreeRunnerPort(start, taken, tries - 1) : outcome,
+    (error: Error) => tries > 1 && PORT_TAKEN.test(error.message) ? onFreeRunnerPort(start, taken, tries - 1) : Promise.reject(error)
+  )
+
+/**
+ * Starts a runner (`script`, default runner.mjs) on a free runner port and
+ * waits until its HTTP API listens; the settings are the test's
+ * failover-fast ones.
+ */
+export const startRunner = (env: Record<string, string>, script = RUNNER): Promise<Runner> =>
+  onFreeRunnerPort((runnerPort) =>
     spawnListening([script], baseEnv({
       PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`,
       PLANCKCLAW_CLUSTER_LOCK_EXPIRATION: "6",
@@ -95,10 +110,7 @@ export const startRunner = (env: Record<string, string>, script = RUNNER, tries 
       PLANCKCLAW_CLUSTER_SHARDS: String(SHARDS),
       PLANCKCLAW_CLUSTER_SEND_TIMEOUT: "20",
       ...env
-    })).then(
-      (listening) => ({ ...listening, runnerPort }),
-      (error: Error) => tries > 1 && PORT_TAKEN.test(error.message) ? startRunner(env, script, tries - 1) : Promise.reject(error)
-    )
+    })).then((listening) => ({ ...listening, runnerPort }))
   )
 
 /**

@@ -20,6 +20,7 @@ import * as RunHeld from "../../src/memory/RunHeld.js"
 import * as TurnGate from "../../src/memory/TurnGate.js"
 import { heldTurn } from "../support/HeldTurn.js"
 import { tempDir } from "../support/Sandbox.js"
+import { yieldToEventLoop } from "../support/TestClockHttp.js"
 
 const line = (role: "user" | "assistant", content: string) => `${JSON.stringify({ role, content })}\n`
 const exchange = (n: number) => [{ role: "user" as const, content: `q${n}` }, { role: "assistant" as const, content: `a${n}` }]
@@ -58,19 +59,9 @@ const deadPid = Effect.async<number>((resume) => {
 const until = (ready: Effect.Effect<boolean>): Effect.Effect<void> =>
   Effect.flatMap(ready, (done) => done ? Effect.void : Effect.zipRight(Effect.yieldNow(), until(ready)))
 
-/**
- * One pass of the event loop: the fsync callbacks and the TurnGate's
- * setImmediate run only in one (Effect's yields run as microtasks, and let
- * one through only now and then).
- */
-const loopPass = Effect.async<void>((resume) => {
-  const pending = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(pending))
-})
-
-/** Lets the event loop run until `ready` holds (for what only a pass brings: a thread pool's answer). */
+/** Lets the event loop run until `ready` holds (for what only a pass brings: an fsync's answer, the TurnGate's setImmediate). */
 const untilPassed = (ready: Effect.Effect<boolean>): Effect.Effect<void> =>
-  Effect.flatMap(ready, (done) => done ? Effect.void : Effect.zipRight(loopPass, untilPassed(ready)))
+  Effect.flatMap(ready, (done) => done ? Effect.void : Effect.zipRight(yieldToEventLoop, untilPassed(ready)))
 
 /**
  * fsync(2) as the test says: while `holding(fd)` is true, a call waits
@@ -211,7 +202,7 @@ describe("a run's compaction commit alongside its appends", () => {
       const gate = TurnGate.make()
       const first = yield* heldTurn(gate)
       const commit = yield* h.commitGated(gate)
-      for (let pass = 0; pass < 3; pass++) yield* loopPass
+      for (let pass = 0; pass < 3; pass++) yield* yieldToEventLoop
       // Not one file staged while the turn runs.
       expect(h.exists(".summary.md.next")).toBe(false)
       // The commit's fsyncs wait until the next turn has begun, so it cannot reach its journal before.
@@ -226,7 +217,7 @@ describe("a run's compaction commit alongside its appends", () => {
       // Passes enough for the commit to reach its journal were its step not held back: the
       // fsyncs' answers, then the journal's step.
       yield* untilPassed(Effect.sync(() => fsyncs.answered === fsyncs.released))
-      for (let pass = 0; pass < 3; pass++) yield* loopPass
+      for (let pass = 0; pass < 3; pass++) yield* yieldToEventLoop
       expect(fsyncs.released).toBe(3)
       expect(h.exists(".compaction-commit")).toBe(false)
       expect(h.read("history.jsonl")).toBe(lines(1, 2, 3, 4, 5))

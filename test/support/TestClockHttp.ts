@@ -6,11 +6,20 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { Chunk, Clock, Duration, Effect, Random, TestClock, TestServices } from "effect"
 
-export const withRealHttp = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  effect.pipe(Effect.withRandom(Random.fixed([0.5])), Effect.provide(NodeHttpClient.layerUndici))
+/**
+ * Jitter at its midpoint: retries sleep exactly 1 s, 2 s, 4 s…, so a test can
+ * wait for that very sleep (advanceTo). Fibers the effect forks inherit it.
+ */
+export const withPinnedJitter = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.withRandom(effect, Random.fixed([0.5]))
 
-/** Yields to Node's event loop (no timer involved) so pending socket I/O can run. */
-const yieldToEventLoop = Effect.async<void>((resume) => {
+export const withRealHttp = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(withPinnedJitter, Effect.provide(NodeHttpClient.layerUndici))
+
+/**
+ * One pass of Node's event loop (no timer involved), so pending I/O can run:
+ * Effect's yields are microtasks, and let the loop through only every 2,048.
+ */
+export const yieldToEventLoop = Effect.async<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(handle))
 })

@@ -6,7 +6,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, ConfigProvider, Context, Effect, Layer, Logger, Option, Random, TestClock } from "effect"
+import { Clock, ConfigProvider, Context, Effect, Layer, Logger, Option, TestClock } from "effect"
 import { Interact } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as Outbox from "../../../src/interact/discord/Outbox.js"
@@ -15,7 +15,7 @@ import * as ReplyTargets from "../../../src/interact/discord/ReplyTargets.js"
 import * as Typing from "../../../src/interact/discord/Typing.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { tempDir } from "../../support/Sandbox.js"
-import { advanceTo } from "../../support/TestClockHttp.js"
+import { advanceTo, withPinnedJitter } from "../../support/TestClockHttp.js"
 
 const token = "test-bot-token"
 const botUserId = "100000000000000001"
@@ -161,7 +161,7 @@ describe("Discord delivery per channel", () => {
         const aboutB = logs.lines.filter((line) => line.includes(channelB))
         expect(aboutB.filter((line) => line.startsWith("WARN")).length).toBe(1)
         expect(aboutB.filter((line) => line.startsWith("ERROR")).length).toBe(1)
-      }).pipe(Effect.provide(logs.layer), Effect.withRandom(Random.fixed([0.5])))
+      }).pipe(Effect.provide(logs.layer), withPinnedJitter)
     }))
 })
 

@@ -15,7 +15,6 @@ import {
   Logger,
   Option,
   Queue,
-  Random,
   Redacted,
   Schedule,
   Stream,
@@ -24,7 +23,7 @@ import {
 import { type InboundMessage, Interact, type InteractService } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
-import { advanceTo } from "../../support/TestClockHttp.js"
+import { advanceTo, withPinnedJitter } from "../../support/TestClockHttp.js"
 
 const token = "test-token-not-secret"
 /** A second login's token, so its requests tell apart from the first's. */
@@ -92,13 +91,6 @@ const captureLogs = Effect.gen(function*() {
 
 const waitForLog = (lines: Queue.Queue<string>, pattern: RegExp) =>
   Queue.take(lines).pipe(Effect.repeat({ until: (line) => pattern.test(line) }))
-
-/**
- * Jitter at its midpoint: the send retries sleep exactly 1 s, 2 s, 4 s…, so a
- * test can wait for that very sleep while others (the part's 15-minute
- * deadline) are pending. The lane fibers a send forks inherit it.
- */
-const withPinnedJitter = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.withRandom(effect, Random.fixed([0.5]))
 
 const reconnectBackoffSeconds = Discord.reconnectBackoff.pipe(Schedule.map(Duration.toSeconds))
 
