@@ -16,8 +16,9 @@
  *   written as soon as the FIFOs exist, brain served at once from here; from
  *   spawn until the reply line arrives.
  * - idle RSS: VmRSS of the agent's process 1 s after it became ready.
- * - fifos against node: a bare `node -e 0` runs before each FIFO start; the
- *   FIFO median as a ratio to its median (cold_start_fifos_x_node).
+ * - against node: a bare `node -e 0` runs before each FIFO start and before
+ *   each prompt start; each median as a ratio to the median of its own bare
+ *   runs (cold_start_fifos_x_node, cold_start_prompt_x_node).
  * - `planckclaw --version` and `--help` against a bare `node -e 0`, spawn to
  *   exit, interleaved (one of each per round, 2 × RUNS rounds), as medians
  *   and as ratios to node.
@@ -217,8 +218,16 @@ main(async () => {
     progress(`FIFOs in place ${fifos.ms} ms against node -e 0 ${round(bareMs, 1)} ms, interleaved: ×${round(fifos.ms / bareMs, 2)}`)
     const reply = await series("first reply, --bridge none, shipped claws", RUNS, (i) => firstReplyRun(work, i))
     let prompt
+    let promptBareMs
     if (hasScript()) {
-      prompt = await series("ready (prompt shown), default run on a pty", RUNS, (i) => promptRun(work, i))
+      // The prompt, too, beside a bare `node -e 0` of the same moments: the machine's minute moves both.
+      const promptBare = []
+      prompt = await series("ready (prompt shown), default run on a pty", RUNS, async (i) => {
+        promptBare.push(await exitRun(["-e", "0"]))
+        return promptRun(work, i)
+      })
+      promptBareMs = median(promptBare)
+      progress(`prompt ${prompt.ms} ms against node -e 0 ${round(promptBareMs, 1)} ms, interleaved: ×${round(prompt.ms / promptBareMs, 2)}`)
     } else {
       notes.push("cold start: util-linux `script` not found, so no pseudo-terminal: cold_start_ms and idle_rss_mb are the --bridge none figures (FIFOs in place)")
     }
@@ -230,6 +239,7 @@ main(async () => {
         idle_rss_mb: headline.rss,
         cold_start_fifos_ms: fifos.ms,
         cold_start_fifos_x_node: round(fifos.ms / bareMs, 2),
+        ...(prompt === undefined ? {} : { cold_start_prompt_x_node: round(prompt.ms / promptBareMs, 2) }),
         idle_rss_mb_bridge_none: fifos.rss,
         cold_start_first_reply_ms: reply.ms,
         ...cli

@@ -75,6 +75,7 @@ const TABLE = [
   { key: "cold_start_ms", label: "Cold start to the prompt, default run on a pty (ms)", target: "≤ 250", pass: atMost(250) },
   { key: "cold_start_fifos_ms", label: "Cold start to the six FIFOs, --bridge none (ms)", target: "≤ 250", pass: atMost(250) },
   { key: "cold_start_fifos_x_node", label: "Cold start to the six FIFOs ÷ a bare node -e 0 started just before each" },
+  { key: "cold_start_prompt_x_node", label: "Cold start to the prompt ÷ a bare node -e 0 started just before each" },
   { key: "cold_start_first_reply_ms", label: "Cold start to the first reply, --bridge none (ms)" },
   { key: "node_bare_ms", label: "Bare `node -e 0`, spawn to exit (ms)" },
   { key: "version_x_node", label: "`planckclaw --version` ÷ `node -e 0`", target: "≤ 1.5", pass: atMost(1.5) },
