@@ -202,32 +202,33 @@ const series = async (name, runs, once) => {
   return { ms, rss, runs: results.map((r) => ({ ms: round(r.ms, 1), ...(r.rssMb === undefined ? {} : { rssMb: round(r.rssMb, 1) }) })) }
 }
 
+/**
+ * A series of RUNS starts, each after a bare `node -e 0`, so its figure has a
+ * ratio to node from the same moments (the machine's minute moves both).
+ */
+const besideNode = async (name, what, once) => {
+  const bare = []
+  const result = await series(name, RUNS, async (i) => {
+    bare.push(await exitRun(["-e", "0"]))
+    return once(i)
+  })
+  const bareMs = median(bare)
+  const xNode = round(result.ms / bareMs, 2)
+  progress(`${what} ${result.ms} ms against node -e 0 ${round(bareMs, 1)} ms, interleaved: ×${xNode}`)
+  return { ...result, xNode }
+}
+
 main(async () => {
   const work = makeWorkDir("cold-start")
   const notes = []
   try {
     // One untimed start so every series finds the files in the page cache.
     await fifoRun(work, "warm")
-    // A bare `node -e 0` before each start, so the FIFO figure has its ratio to node from the same moments.
-    const bare = []
-    const fifos = await series("ready (FIFOs in place), --bridge none --brain none --claw none", RUNS, async (i) => {
-      bare.push(await exitRun(["-e", "0"]))
-      return fifoRun(work, i)
-    })
-    const bareMs = median(bare)
-    progress(`FIFOs in place ${fifos.ms} ms against node -e 0 ${round(bareMs, 1)} ms, interleaved: ×${round(fifos.ms / bareMs, 2)}`)
+    const fifos = await besideNode("ready (FIFOs in place), --bridge none --brain none --claw none", "FIFOs in place", (i) => fifoRun(work, i))
     const reply = await series("first reply, --bridge none, shipped claws", RUNS, (i) => firstReplyRun(work, i))
     let prompt
-    let promptBareMs
     if (hasScript()) {
-      // The prompt, too, beside a bare `node -e 0` of the same moments: the machine's minute moves both.
-      const promptBare = []
-      prompt = await series("ready (prompt shown), default run on a pty", RUNS, async (i) => {
-        promptBare.push(await exitRun(["-e", "0"]))
-        return promptRun(work, i)
-      })
-      promptBareMs = median(promptBare)
-      progress(`prompt ${prompt.ms} ms against node -e 0 ${round(promptBareMs, 1)} ms, interleaved: ×${round(prompt.ms / promptBareMs, 2)}`)
+      prompt = await besideNode("ready (prompt shown), default run on a pty", "prompt", (i) => promptRun(work, i))
     } else {
       notes.push("cold start: util-linux `script` not found, so no pseudo-terminal: cold_start_ms and idle_rss_mb are the --bridge none figures (FIFOs in place)")
     }
@@ -238,8 +239,8 @@ main(async () => {
         cold_start_ms: headline.ms,
         idle_rss_mb: headline.rss,
         cold_start_fifos_ms: fifos.ms,
-        cold_start_fifos_x_node: round(fifos.ms / bareMs, 2),
-        ...(prompt === undefined ? {} : { cold_start_prompt_x_node: round(prompt.ms / promptBareMs, 2) }),
+        cold_start_fifos_x_node: fifos.xNode,
+        ...(prompt === undefined ? {} : { cold_start_prompt_x_node: prompt.xNode }),
         idle_rss_mb_bridge_none: fifos.rss,
         cold_start_first_reply_ms: reply.ms,
         ...cli

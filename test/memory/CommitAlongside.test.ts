@@ -56,12 +56,11 @@ const deadPid = Effect.async<number>((resume) => {
 })
 
 /** Yields until `ready` holds (no clock involved: the commit's steps run between yields). */
-const until = (ready: Effect.Effect<boolean>): Effect.Effect<void> =>
-  Effect.flatMap(ready, (done) => done ? Effect.void : Effect.zipRight(Effect.yieldNow(), until(ready)))
+const until = (ready: Effect.Effect<boolean>, pass: Effect.Effect<void> = Effect.yieldNow()): Effect.Effect<void> =>
+  Effect.flatMap(ready, (done) => done ? Effect.void : Effect.zipRight(pass, until(ready, pass)))
 
 /** Lets the event loop run until `ready` holds (for what only a pass brings: an fsync's answer, the TurnGate's setImmediate). */
-const untilPassed = (ready: Effect.Effect<boolean>): Effect.Effect<void> =>
-  Effect.flatMap(ready, (done) => done ? Effect.void : Effect.zipRight(yieldToEventLoop, untilPassed(ready)))
+const untilPassed = (ready: Effect.Effect<boolean>) => until(ready, yieldToEventLoop)
 
 /**
  * fsync(2) as the test says: while `holding(fd)` is true, a call waits
