@@ -30,7 +30,7 @@ export const stage = (
   data: string | Buffer,
   how: number = SafeFile.flags.createNew
 ): Either.Either<Staged, SafeFile.MemoryFileError> => {
-  Either.try(() => fs.unlinkSync(file))
+  SafeFile.removeLeftover(file)
   const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data
   return Either.flatMap(SafeFile.openWithStat(file, how), ({ fd, stat }) => {
     const written = SafeFile.appendAll(fd, file, bytes, 0)

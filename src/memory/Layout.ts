@@ -131,7 +131,7 @@ export const readable = (paths: Paths) => {
 
 /** Writes a new file whole and durably (a leftover of the same name goes first); returns its inode. */
 export const writeNew = (file: string, data: string | Buffer): Either.Either<number, SafeFile.MemoryFileError> => {
-  Either.try(() => fs.unlinkSync(file))
+  SafeFile.removeLeftover(file)
   const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data
   const result = SafeFile.withFile(file, SafeFile.flags.createNew, (fd) =>
     Either.flatMap(SafeFile.appendAll(fd, file, bytes, 0), () =>

@@ -148,6 +148,28 @@ describe("memory files must be regular files of this user", () => {
       }
     }))
 
+  it.scoped("a compaction's next files left as links or stale files are replaced, never written through", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const target = bait(directory)
+      // Leftovers of a compaction that died before its journal: each staged name is removed first, never followed.
+      // A dangling link is one that recovery's look (which follows links) does not see: only the staging removes it.
+      fs.symlinkSync(target, path.join(directory, ".summary.md.next"))
+      fs.symlinkSync(path.join(directory, "nowhere"), path.join(directory, ".history.jsonl.next"))
+      fs.writeFileSync(path.join(directory, ".history-ledger.json.next"), "stale")
+      const memory = yield* Memory.make(directory)
+      const folds = FoldStore.make(memory.memoryDir)
+      yield* memory.append(exchange("a", "b"), { exchange: "k1" })
+      yield* memory.append(exchange("c", "d"), { exchange: "k2" })
+      const plan = yield* folds.planFold(2)
+      yield* folds.commitFold(Option.getOrThrow(plan), "new summary")
+      expect(fs.readFileSync(target, "utf8")).toBe("# login script\n")
+      expect(fs.existsSync(path.join(directory, "nowhere"))).toBe(false)
+      expect(fs.readFileSync(path.join(directory, "summary.md"), "utf8").trim()).toBe("new summary")
+      expect((yield* memory.snapshot(10)).history.map((entry) => entry.content)).toEqual(["c", "d"])
+      expect(fs.readdirSync(directory).filter((name) => name.endsWith(".next"))).toEqual([])
+    }))
+
   it.scoped("a FIFO or a directory named history.jsonl is refused without hanging", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
