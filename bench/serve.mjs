@@ -127,7 +127,16 @@ main(async () => {
       const host = Context.get(context, AgentHost.AgentHost)
       const port = Context.get(context, HttpServer.HttpServer).address.port
       const send = (id) => Effect.runPromise(host.send(id, { text: "Remember this." }))
-      const runningNow = () => Effect.runPromise(host.list).then((agents) => agents.filter((agent) => agent.state === "running").length)
+      // Every page of the listing, as a client would read it.
+      const runningNow = async () => {
+        let running = 0
+        for (let after; ;) {
+          const page = await Effect.runPromise(host.list({ after, limit: 1000 }))
+          running += page.agents.filter((agent) => agent.state === "running").length
+          if (page.next === null) return running
+          after = page.next
+        }
+      }
 
       return yield* tierUpEarly(Effect.gen(function*() {
         progress(`serve: warm-up with ${WARM_UP} agents, then ${IDLE_SECONDS + 2} s for their release`)

@@ -100,8 +100,9 @@ it.scoped("hosts many agents without the command line: send to an agent by id, l
     ], { concurrency: "unbounded" })
     expect(replies).toEqual([{ reply: "echo hello", stored: true }, { reply: "echo hi there", stored: true }])
     expect(yield* agents.send("alice", { text: "again" })).toEqual({ reply: "echo again", stored: true })
-    const listed = yield* agents.list
-    expect(listed.map((agent) => [agent.id, agent.historyLines, agent.state])).toEqual([["alice", 4, "running"], ["bob", 2, "running"]])
+    const listed = yield* agents.list({ limit: 100 })
+    expect(listed.agents.map((agent) => [agent.id, agent.historyLines, agent.state])).toEqual([["alice", 4, "running"], ["bob", 2, "running"]])
+    expect(listed.next).toBeNull()
     const compacted = yield* agents.compact("alice")
     expect(compacted).toMatchObject({ compacted: true, summarised: 3, kept: 1 })
     expect(fs.readFileSync(path.join(root, "agents", "alice", "summary.md"), "utf8")).toContain("they said hello")

@@ -34,7 +34,8 @@ export interface AgentStoreService {
   readonly open: (id: AgentId.AgentId, brain: BrainService) => Effect.Effect<AgentParts, HostError, Scope.Scope>
   readonly exists: (id: AgentId.AgentId) => Effect.Effect<boolean, HostError>
   readonly status: (id: AgentId.AgentId, running: boolean) => Effect.Effect<AgentStatus.AgentInfo, HostError>
-  readonly ids: Effect.Effect<ReadonlyArray<AgentId.AgentId>, HostError>
+  /** A page of the agents, each read as `status` reads one, in one query. */
+  readonly page: (page: AgentStatus.ListPage, isRunning: (id: string) => boolean) => Effect.Effect<AgentStatus.AgentList, HostError>
 }
 
 export class AgentStore extends Context.Tag("planckclaw/cluster/AgentStore")<AgentStore, AgentStoreService>() {}
@@ -77,22 +78,44 @@ export const postgres = (options: {
         Effect.mapError(databaseError(`agent ${id}`))
       ),
     status: (id, running) =>
-      sql<{ readonly lines: string; readonly summary_bytes: number | null; readonly last: Date | null }>`SELECT
+      sql<StatusRow>`SELECT
           (SELECT count(*) FROM planckclaw_history WHERE agent_id = ${id}) AS lines,
           (SELECT octet_length(summary) FROM planckclaw_agents WHERE agent_id = ${id}) AS summary_bytes,
           (SELECT created FROM planckclaw_history WHERE agent_id = ${id} ORDER BY seq DESC LIMIT 1) AS last`.pipe(
-        Effect.map((rows): AgentStatus.AgentInfo => ({
-          id,
-          historyLines: Number(rows[0]?.lines ?? 0),
-          summaryBytes: Number(rows[0]?.summary_bytes ?? 0),
-          lastMessageAt: rows[0]?.last ? new Date(rows[0].last).toISOString() : null,
-          state: running ? "running" : "released"
-        })),
+        Effect.map((rows) => statusOf(id, rows[0], running)),
         Effect.mapError(databaseError(`agent ${id}`))
       ),
-    ids: sql<{ readonly agent_id: string }>`SELECT agent_id FROM planckclaw_agents ORDER BY agent_id`.pipe(
-      Effect.map((rows) => rows.map((row) => row.agent_id).filter(AgentId.is)),
-      Effect.mapError(databaseError("listing the agents"))
-    )
+    // Ordered byte by byte (COLLATE "C"), as the file host sorts its ids: a page's `after` means the same in both.
+    page: ({ after, limit }, isRunning) =>
+      sql<StatusRow & { readonly agent_id: string }>`SELECT a.agent_id,
+          (SELECT count(*) FROM planckclaw_history h WHERE h.agent_id = a.agent_id) AS lines,
+          octet_length(a.summary) AS summary_bytes,
+          (SELECT h.created FROM planckclaw_history h WHERE h.agent_id = a.agent_id ORDER BY h.seq DESC LIMIT 1) AS last
+        FROM planckclaw_agents a
+        WHERE a.agent_id COLLATE "C" > ${after ?? ""}
+        ORDER BY a.agent_id COLLATE "C"
+        LIMIT ${limit + 1}`.pipe(
+        Effect.map((rows): AgentStatus.AgentList => ({
+          agents: rows.slice(0, limit).filter((row) => AgentId.is(row.agent_id)).map((row) =>
+            statusOf(row.agent_id, row, isRunning(row.agent_id))
+          ),
+          next: rows.length > limit ? rows[limit - 1]!.agent_id : null
+        })),
+        Effect.mapError(databaseError("listing the agents"))
+      )
   }
 }
+
+interface StatusRow {
+  readonly lines: string
+  readonly summary_bytes: number | null
+  readonly last: Date | null
+}
+
+const statusOf = (id: string, row: StatusRow | undefined, running: boolean): AgentStatus.AgentInfo => ({
+  id,
+  historyLines: Number(row?.lines ?? 0),
+  summaryBytes: Number(row?.summary_bytes ?? 0),
+  lastMessageAt: row?.last ? new Date(row.last).toISOString() : null,
+  state: running ? "running" : "released"
+})

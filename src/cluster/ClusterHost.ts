@@ -124,7 +124,7 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
       directory: store.where,
       send,
       accept,
-      list: Effect.flatMap(store.ids, (ids) => Effect.forEach(ids, (id) => store.status(id, running.has(id)))),
+      list: (page) => store.page(page, (id) => running.has(id)),
       get: (raw) => Effect.flatMap(existing(raw), (id) => store.status(id, running.has(id))),
       compact
     } satisfies AgentHost.AgentHostService

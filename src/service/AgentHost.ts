@@ -82,7 +82,8 @@ export interface AgentHostService {
     id: string,
     message: SendOptions
   ) => Effect.Effect<Deferred.Deferred<AgentInstance.Reply>, HostError, Scope.Scope>
-  readonly list: Effect.Effect<ReadonlyArray<AgentStatus.AgentInfo>, HostError>
+  /** A page of the agents, in id order. */
+  readonly list: (page: AgentStatus.ListPage) => Effect.Effect<AgentStatus.AgentList, HostError>
   readonly get: (id: string) => Effect.Effect<AgentStatus.AgentInfo, HostError>
   /** Compacts agent `id` now, whatever the length of its history. */
   readonly compact: (id: string) => Effect.Effect<CompactResult, HostError>
@@ -227,11 +228,12 @@ export const make = Effect.gen(function*() {
 
   const status = (id: AgentId.AgentId) => AgentStatus.read(id, directoryOf(id), running.has(id))
 
-  const list = Effect.suspend(() => {
-    const names = Either.try(() => fs.readdirSync(config.agentsDir))
-    if (Either.isLeft(names)) return refuse("unavailable", `cannot list ${config.agentsDir}: ${String(names.left)}`)
-    return AgentStatus.readAll(names.right.filter(AgentId.is).sort(), directoryOf, (id) => running.has(id))
-  })
+  const list = (page: AgentStatus.ListPage) =>
+    Effect.suspend(() => {
+      const names = Either.try(() => fs.readdirSync(config.agentsDir))
+      if (Either.isLeft(names)) return refuse("unavailable", `cannot list ${config.agentsDir}: ${String(names.left)}`)
+      return AgentStatus.readPage(names.right.filter(AgentId.is).sort(), page, directoryOf, (id) => running.has(id))
+    })
 
   const compact = (raw: string) =>
     Effect.gen(function*() {

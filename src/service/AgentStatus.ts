@@ -74,25 +74,49 @@ const inSteps = <A, B, E>(
     return results
   })
 
+/** A page of a listing: the agents after `after` in id order (as JavaScript sorts strings), at most `limit`. */
+export interface ListPage {
+  readonly after?: string | undefined
+  readonly limit: number
+}
+
+/** Agents in a page: at most this many. */
+export const PAGE_LIMIT_MAX = 1000
+/** Agents in a page when the caller does not say. */
+export const PAGE_LIMIT_DEFAULT = 100
+
+export interface AgentList {
+  readonly agents: ReadonlyArray<AgentInfo>
+  /** The `after` of the next page; null when this page is the last. */
+  readonly next: string | null
+}
+
 /**
- * The agents among `ids` (those whose directory is a real directory), each
- * read as `read` does, a step at a time: a listing reads every agent's
- * history to count its lines (some 55 µs an agent with a short one), and
- * 10,000 agents listed in one go held every other agent's turn for half a
- * second.
+ * A page of the agents among `sortedIds` (those whose directory is a real
+ * directory), each read as `read` does, a step at a time: a listing reads
+ * every agent's history to count its lines (some 55 µs an agent with a
+ * short one), and 10,000 agents read in one go held every other agent's
+ * turn for half a second.
  */
-export const readAll = <Id extends string>(
-  ids: ReadonlyArray<Id>,
+export const readPage = <Id extends string>(
+  sortedIds: ReadonlyArray<Id>,
+  page: ListPage,
   directoryOf: (id: Id) => string,
   isRunning: (id: Id) => boolean
-): Effect.Effect<Array<AgentInfo>> =>
-  inSteps(ids, (step) =>
-    Effect.sync(() =>
-      step.flatMap((id) => {
-        const directory = directoryOf(id)
-        return isAgentDirectory(directory) ? [read(id, directory, isRunning(id))] : []
-      })
-    ))
+): Effect.Effect<AgentList> =>
+  Effect.gen(function*() {
+    const after = page.after
+    let index = after === undefined ? 0 : sortedIds.findIndex((id) => id > after)
+    if (index < 0) index = sortedIds.length
+    const agents: Array<AgentInfo> = []
+    for (let looked = 0; index < sortedIds.length && agents.length < page.limit; index++, looked++) {
+      if (looked > 0 && looked % agentsPerStep === 0) yield* nextTurn
+      const id = sortedIds[index]!
+      const directory = directoryOf(id)
+      if (isAgentDirectory(directory)) agents.push(read(id, directory, isRunning(id)))
+    }
+    return { agents, next: index < sortedIds.length ? sortedIds[index - 1]! : null }
+  })
 
 /**
  * Runs `found` on each agent among `ids` that left messages unanswered, as

@@ -3,7 +3,8 @@
  *
  * - POST /v1/agents/{id}/messages {"text","channel"?} → 200 {"reply","stored"};
  *   an Idempotency-Key header makes retries safe
- * - GET /v1/agents, GET /v1/agents/{id}, POST /v1/agents/{id}/compact
+ * - GET /v1/agents?limit=&after= (a page, in id order, with the `after` of the next),
+ *   GET /v1/agents/{id}, POST /v1/agents/{id}/compact
  * - GET /v1/health, without auth
  *
  * With PLANCKCLAW_HTTP_TOKEN set every other route needs
@@ -33,6 +34,7 @@ import { AgentConfig } from "../AgentConfig.js"
 import * as Logging from "../Logging.js"
 import { AgentHost, type HostError } from "./AgentHost.js"
 import * as AgentId from "./AgentId.js"
+import * as AgentStatus from "./AgentStatus.js"
 
 export const HttpConfig = Config.all({
   token: Config.option(Config.redacted("PLANCKCLAW_HTTP_TOKEN")).pipe(
@@ -92,6 +94,24 @@ const idParam = Effect.flatMap(HttpRouter.params, (params) => {
   return Either.match(AgentId.parse(raw), {
     onLeft: (refused) => Effect.fail(problem(400, "bad-id", refused.message)),
     onRight: Effect.succeed
+  })
+})
+
+/** `?limit=&after=` of GET /v1/agents, or the problem that says what is wrong with it. */
+const listPage = Effect.flatMap(HttpServerRequest.ParsedSearchParams, (query): Effect.Effect<AgentStatus.ListPage, HttpServerResponse.HttpServerResponse> => {
+  const bad = (message: string) => Effect.fail(problem(400, "bad-query", message))
+  const unknown = Object.keys(query).find((name) => name !== "limit" && name !== "after")
+  if (unknown !== undefined) return bad(`unknown query parameter ${JSON.stringify(unknown.slice(0, 40))}; GET /v1/agents takes limit and after`)
+  const { after, limit } = query
+  if (Array.isArray(limit) || Array.isArray(after)) return bad("limit and after may each be given once")
+  const size = limit === undefined ? AgentStatus.PAGE_LIMIT_DEFAULT : /^\d{1,4}$/.test(limit) ? Number(limit) : Number.NaN
+  if (!(size >= 1 && size <= AgentStatus.PAGE_LIMIT_MAX)) {
+    return bad(`limit must be an integer from 1 to ${AgentStatus.PAGE_LIMIT_MAX}, got ${JSON.stringify(String(limit).slice(0, 40))}`)
+  }
+  if (after === undefined) return Effect.succeed({ limit: size })
+  return Either.match(AgentId.parse(after), {
+    onLeft: (refused) => bad(`after: ${refused.message}`),
+    onRight: (id) => Effect.succeed({ after: id, limit: size })
   })
 })
 
@@ -157,8 +177,8 @@ export const router = (maxMessageBytes: number) => {
   return HttpRouter.empty.pipe(
     HttpRouter.get("/v1/health", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))),
     HttpRouter.get("/v1/agents", Effect.gen(function*() {
-      const agents = yield* (yield* AgentHost).list
-      return HttpServerResponse.unsafeJson({ agents })
+      const page = yield* listPage
+      return HttpServerResponse.unsafeJson(yield* (yield* AgentHost).list(page))
     })),
     HttpRouter.get("/v1/agents/:id", Effect.gen(function*() {
       const id = yield* idParam

@@ -45,7 +45,7 @@ const setup = (journaled: Map<string, Decided>) => {
     },
     exists: () => Effect.succeed(true),
     status: (id, running) => Effect.succeed({ id, historyLines: 0, summaryBytes: 0, lastMessageAt: null, state: running ? "running" : "released" }),
-    ids: Effect.succeed([])
+    page: () => Effect.succeed({ agents: [], next: null })
   })
   const journal = Layer.succeed(TurnJournal, {
     lookup: (agentId, key) => Effect.sync(() => Option.fromNullable(journaled.get(`${agentId}/${key}`))),

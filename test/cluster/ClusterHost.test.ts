@@ -19,7 +19,7 @@ const noStore = Layer.succeed(AgentStore, {
   open: () => Effect.die("not used"),
   exists: () => Effect.succeed(true),
   status: (id, running) => Effect.succeed({ id, historyLines: 0, summaryBytes: 0, lastMessageAt: null, state: running ? "running" : "released" }),
-  ids: Effect.succeed([])
+  page: () => Effect.succeed({ agents: [], next: null })
 })
 
 const host = ClusterHost.layer({ sendTimeoutSeconds: 30 }).pipe(

@@ -57,7 +57,7 @@ describe("AgentHost", () => {
           Array.from({ length: perAgent }, (_, n) => [`${id} message ${n}`, `echo ${id} message ${n}`]).flat()
         )
       }
-      const listed = yield* agents.list
+      const listed = (yield* agents.list({ limit: 1000 })).agents
       expect(listed.map((info) => info.id)).toEqual([...ids].sort())
       expect(listed.every((info) => info.historyLines === 2 * perAgent)).toBe(true)
     }))
@@ -76,11 +76,40 @@ describe("AgentHost", () => {
       // Named like agents, but not directories of their own.
       fs.writeFileSync(path.join(dir, "zz-a-file"), "")
       fs.symlinkSync(path.join(dir, ids[0]!), path.join(dir, "zz-a-link"))
-      const [listed, turns] = yield* withLoopTurns(agents.list)
-      expect(listed.map((info) => info.id)).toEqual(ids)
-      expect(listed.map((info) => info.historyLines)).toEqual(ids.map((_, n) => n % 3))
+      const [listed, turns] = yield* withLoopTurns(agents.list({ limit: 1000 }))
+      expect(listed.agents.map((info) => info.id)).toEqual(ids)
+      expect(listed.agents.map((info) => info.historyLines)).toEqual(ids.map((_, n) => n % 3))
+      expect(listed.next).toBeNull()
       // 200 agents in steps of 32: seven steps, a turn of the loop between each two.
       expect(turns).toBeGreaterThanOrEqual(6)
+    }))
+
+  it.scopedLive("lists a page at a time: each page goes on after the last id of the one before, and the last says there is no next", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const agents = yield* startHost(root, echoBrain().layer)
+      const dir = path.join(root, "agents")
+      fs.mkdirSync(dir, { recursive: true })
+      // Made out of order, with ids that sort differently by locale ('-' and '.' before digits, byte by byte).
+      const ids = ["b", "a-2", "a.1", "a1", "a_0", "c", "b-9"]
+      for (const id of ids) fs.mkdirSync(path.join(dir, id))
+      // The last id is no agent (a file): a page that ends before it still points past it.
+      fs.writeFileSync(path.join(dir, "d"), "")
+      const pages: Array<ReadonlyArray<string>> = []
+      const nexts: Array<string | null> = []
+      let after: string | undefined
+      do {
+        const page = yield* agents.list({ after, limit: 3 })
+        pages.push(page.agents.map((info) => info.id))
+        nexts.push(page.next)
+        after = page.next ?? undefined
+      } while (after !== undefined)
+      expect(pages).toEqual([["a-2", "a.1", "a1"], ["a_0", "b", "b-9"], ["c"]])
+      expect(nexts).toEqual(["a1", "b-9", null])
+      expect((yield* agents.list({ after: "b-9", limit: 1 })).agents.map((info) => info.id)).toEqual(["c"])
+      // `after` need not be an agent: the page starts at the next id there is.
+      expect((yield* agents.list({ after: "a2", limit: 10 })).agents.map((info) => info.id)).toEqual(["a_0", "b", "b-9", "c"])
+      expect(yield* agents.list({ after: "zzz", limit: 10 })).toEqual({ agents: [], next: null })
     }))
 
   it.scopedLive("finds agents that left messages unanswered a step at a time, the event loop turning between steps", () =>

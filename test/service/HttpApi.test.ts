@@ -63,8 +63,15 @@ describe("HTTP API", () => {
       const listed = yield* call(port, "GET", "/v1/agents")
       expect(listed.status).toBe(200)
       expect(listed.body.agents.map((agent: any) => agent.id)).toEqual(ids)
+      expect(listed.body.next).toBeNull()
       expect(listed.body.agents[0]).toMatchObject({ id: "a0", historyLines: 8, summaryBytes: 0, state: "running" })
       expect(typeof listed.body.agents[0].lastMessageAt).toBe("string")
+      const first = yield* call(port, "GET", "/v1/agents?limit=4")
+      expect([first.body.agents.map((agent: any) => agent.id), first.body.next]).toEqual([["a0", "a1", "a2", "a3"], "a3"])
+      const second = yield* call(port, "GET", `/v1/agents?after=${first.body.next}&limit=4`)
+      expect([second.body.agents.map((agent: any) => agent.id), second.body.next]).toEqual([["a4", "a5", "a6", "a7"], "a7"])
+      const last = yield* call(port, "GET", "/v1/agents?limit=4&after=a7")
+      expect([last.body.agents.map((agent: any) => agent.id), last.body.next]).toEqual([["a8", "a9"], null])
       expect((yield* call(port, "GET", "/v1/agents/a3")).body).toMatchObject({ id: "a3", historyLines: 8 })
       expect((yield* call(port, "GET", "/v1/agents/nobody")).status).toBe(404)
       expect(yield* call(port, "GET", "/v1/health")).toEqual({ status: 200, body: { status: "ok" } })
@@ -83,6 +90,28 @@ describe("HTTP API", () => {
       expect(fs.readFileSync(path.join(root, "agents", "k", "summary.md"), "utf8")).toBe("a summary\n")
       const badKey = yield* post(port, "/v1/agents/k/messages", { text: "x" }, { "idempotency-key": "has space" })
       expect(badKey.status).toBe(400)
+    }))
+
+  it.scopedLive("refuses a listing's bad query, saying what is wrong with it", () =>
+    Effect.gen(function*() {
+      const { port } = yield* serve()
+      const cases: Array<[string, string]> = [
+        ["limit=0", "limit must be an integer from 1 to 1000, got \"0\""],
+        ["limit=1001", "limit must be an integer from 1 to 1000, got \"1001\""],
+        ["limit=ten", "limit must be an integer from 1 to 1000, got \"ten\""],
+        ["limit=-5", "limit must be an integer from 1 to 1000, got \"-5\""],
+        ["limit=", "limit must be an integer from 1 to 1000, got \"\""],
+        ["limit=2&limit=3", "limit and after may each be given once"],
+        ["after=Alice", "after: agent id \"Alice\" is not allowed"],
+        ["page=2", "unknown query parameter \"page\"; GET /v1/agents takes limit and after"]
+      ]
+      for (const [query, message] of cases) {
+        const answer = yield* call(port, "GET", `/v1/agents?${query}`)
+        expect(answer.status, query).toBe(400)
+        expect(answer.body.error, query).toBe("bad-query")
+        expect(answer.body.message, query).toContain(message)
+      }
+      expect((yield* call(port, "GET", "/v1/agents?limit=1000")).body).toEqual({ agents: [], next: null })
     }))
 
   it.scopedLive("refuses bad input with a JSON error and leaves memory untouched", () =>
