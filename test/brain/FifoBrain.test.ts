@@ -1,11 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Effect, Fiber, TestClock } from "effect"
+import { Effect, Fiber } from "effect"
 import type { MessagesRequest } from "../../src/Brain.js"
 import * as BrainFifo from "../../src/brain/FifoBrain.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
-import { awaitPendingSleep, blocksFrom, spawnScoped, tempDir, writeScript } from "../support/FifoKit.js"
+import { blocksFrom, spawnScoped, tempDir, writeScript } from "../support/FifoKit.js"
+import { advanceTo } from "../support/TestClockHttp.js"
 
 // Plays the original bridge_brain.sh: reopens brain_in for every request and
 // reads it up to the empty line, then answers by reopening brain_out (with
@@ -110,8 +111,7 @@ describe("FIFO brain timeouts", () => {
       const { answer, brain, requests } = yield* withTestBridge
       const first = yield* Effect.fork(brain.complete(request("first")))
       expect(yield* requests.take).toContain("first")
-      yield* awaitPendingSleep
-      yield* TestClock.adjust("30 seconds")
+      yield* advanceTo(30_000)
       const error = yield* Effect.flip(Fiber.join(first))
       expect(error.reason).toBe("timeout")
 
@@ -127,14 +127,12 @@ describe("FIFO brain timeouts", () => {
       const { answer, brain, requests } = yield* withTestBridge
       const first = yield* Effect.fork(brain.complete(request("first")))
       expect(yield* requests.take).toContain("first")
-      yield* awaitPendingSleep
-      yield* TestClock.adjust("30 seconds")
+      yield* advanceTo(30_000)
       expect((yield* Effect.flip(Fiber.join(first))).reason).toBe("timeout")
 
       const second = yield* Effect.fork(brain.complete(request("second")))
-      // The second request waits for the first one's answer before it is sent.
-      yield* awaitPendingSleep
-      yield* TestClock.adjust("30 seconds")
+      // The second request waits, up to its own 30-second timeout, for the first one's answer before it is sent.
+      yield* advanceTo(60_000)
       expect(yield* requests.take).toContain("second")
       yield* answer("answer to second")
       expect(textOf(yield* Fiber.join(second))).toBe("answer to second")

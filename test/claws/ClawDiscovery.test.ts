@@ -9,9 +9,10 @@ import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Logger, TestClock } from "effect"
+import { Effect, Either, TestClock } from "effect"
 import { makeDiscovery, type WatchDirectory } from "../../src/claws/ClawDiscovery.js"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
+import { captureLogs } from "../support/LogCapture.js"
 import * as Sandbox from "../support/Sandbox.js"
 import { settings, writeSettled } from "./ClawKit.js"
 
@@ -193,13 +194,7 @@ describe("Claw discovery with change notification", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeOld(dir, "a.sh", "one")
-      const warnings: Array<string> = []
-      const capture = Logger.replace(
-        Logger.defaultLogger,
-        Logger.make(({ logLevel, message }) => {
-          if (logLevel._tag === "Warning") warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
-        })
-      )
+      const logs = yield* captureLogs
       const refuse: WatchDirectory = () => Fs.watch("/nonexistent/planckclaw-no-such-directory")
       const claws = yield* Scripts.makeWatched(settings(dir), refuse)
       yield* Effect.gen(function*() {
@@ -207,9 +202,9 @@ describe("Claw discovery with change notification", () => {
         expect(names(yield* claws.list)).toEqual(["one"])
         yield* writeOld(dir, "a.sh", "two")
         expect(names(yield* claws.list)).toEqual(["two"])
-      }).pipe(Effect.provide(capture))
-      expect(warnings).toHaveLength(1)
-      expect(warnings[0]).toMatch(/^cannot watch the claws directory .* \(ENOENT.*\): every message stats every claw instead$/)
+      }).pipe(Effect.provide(logs.layer))
+      expect(logs.lines).toHaveLength(1)
+      expect(logs.lines[0]).toMatch(/^WARN cannot watch the claws directory .* \(ENOENT.*\): every message stats every claw instead$/)
     }))
 
   it.scoped("a watch that fails later falls back to the stat scan, then watches again", () =>

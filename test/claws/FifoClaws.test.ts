@@ -1,10 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Effect, Fiber, TestClock } from "effect"
+import { Effect, Fiber } from "effect"
 import * as ClawsFifo from "../../src/claws/FifoClaws.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
-import { awaitPendingSleep, linesFrom, spawnScoped, tempDir, writeScript } from "../support/FifoKit.js"
+import { linesFrom, spawnScoped, tempDir, writeScript } from "../support/FifoKit.js"
+import { advanceTo } from "../support/TestClockHttp.js"
 
 // Plays the original bridge_claw.sh: one read loop over claw_in, and claw_out
 // reopened for every answer.
@@ -104,8 +105,7 @@ describe("FIFO claws failures", () => {
       const { claws, requests } = yield* withTestBridge
       const calling = yield* Effect.fork(claws.call("slow", { a: 1 }))
       expect(yield* requests.take).toBe("slow\t{\"a\":1}")
-      yield* awaitPendingSleep
-      yield* TestClock.adjust("20 seconds")
+      yield* advanceTo(20_000) // the call timeout
       const result = yield* Fiber.join(calling)
       expect(result.isError).toBe(true)
       expect(result.content).toContain("did not answer within 20s")
@@ -116,8 +116,7 @@ describe("FIFO claws failures", () => {
       const { claws, requests } = yield* withTestBridge
       const listing = yield* Effect.fork(claws.list)
       expect(yield* requests.take).toBe("__list_tools__")
-      yield* awaitPendingSleep
-      yield* TestClock.adjust("10 seconds")
+      yield* advanceTo(10_000) // the discovery timeout
       expect((yield* Effect.flip(Fiber.join(listing))).message).toContain("did not answer discovery within 10s")
     }))
 })

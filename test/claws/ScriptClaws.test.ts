@@ -9,13 +9,13 @@ import {
   Effect,
   Either,
   Fiber,
-  Logger,
   Redacted,
   TestClock
 } from "effect"
 import { unknownTool } from "../../src/Claws.js"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
+import { captureLogs } from "../support/LogCapture.js"
 import * as Sandbox from "../support/Sandbox.js"
 
 const shippedClaws = fileURLToPath(new URL("../../claws", import.meta.url))
@@ -260,28 +260,24 @@ describe("Scripts claws: discovery", () => {
   it.scoped("logs each problem once while it lasts", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
-      const warnings: Array<string> = []
-      const capture = Logger.replace(
-        Logger.defaultLogger,
-        Logger.make(({ logLevel, message }) => {
-          if (logLevel._tag === "Warning") warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
-        })
-      )
+      const logs = yield* captureLogs
       yield* writeClaw(dir, "a.sh", `#!/bin/sh\n${tool("fine")}\n#TOOLS:{oops\n`)
       const claws = yield* Scripts.make(settings(dir))
       yield* Effect.gen(function*() {
         yield* claws.list
         yield* claws.list
         yield* claws.call("fine", {})
-        expect(warnings).toHaveLength(1)
-        expect(warnings[0]).toContain(`${Path.join(dir, "a.sh")}:3`)
+        expect(logs.lines).toHaveLength(1)
+        expect(logs.lines[0]).toMatch(/^WARN /)
+        expect(logs.lines[0]).toContain(`${Path.join(dir, "a.sh")}:3`)
 
         yield* writeClaw(dir, "a.sh", `#!/bin/sh\n${tool("fine")}\n`)
         expect((yield* claws.list).problems).toEqual([])
         yield* writeClaw(dir, "a.sh", `#!/bin/sh\n${tool("fine")}\n#TOOLS:{oops\n`)
         yield* claws.list
-        expect(warnings).toHaveLength(2)
-      }).pipe(Effect.provide(capture))
+        expect(logs.lines).toHaveLength(2)
+        expect(logs.lines[1]).toMatch(/^WARN /)
+      }).pipe(Effect.provide(logs.layer))
     }))
 })
 

@@ -6,8 +6,9 @@
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Layer, Logger, Queue, Redacted } from "effect"
+import { Cause, Effect, Layer, Queue, Redacted } from "effect"
 import * as OutageLog from "../../src/cluster/OutageLog.js"
+import { captureLogs } from "../support/LogCapture.js"
 import { startPostgres } from "../support/Postgres.js"
 import * as Sandbox from "../support/Sandbox.js"
 
@@ -15,9 +16,7 @@ describe("OutageLog.probeLayer", () => {
   it.scopedLive("the engine's lock health fails while PostgreSQL is down: the runner's check finds it gone, told as the one line", () =>
     Effect.gen(function*() {
       const server = yield* startPostgres({ database: "outage_probe" })
-      const lines: Array<string> = []
-      const recording = Logger.make(({ logLevel, message }) =>
-        void lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`))
+      const logs = yield* captureLogs
       // What the engine logs, when the test says so, from inside the runner's layers.
       const engine = yield* Queue.unbounded<string>()
       const engineLines = Layer.scopedDiscard(Effect.forkScoped(Effect.forever(
@@ -30,18 +29,18 @@ describe("OutageLog.probeLayer", () => {
       const runner = Layer.merge(
         OutageLog.probeLayer("500 millis").pipe(Layer.provide(PgClient.layer({ url: Redacted.make(server.url) }))),
         engineLines
-      ).pipe(Layer.provide(OutageLog.layer), Layer.provide(Logger.replace(Logger.defaultLogger, recording)))
+      ).pipe(Layer.provide(OutageLog.layer), Layer.provide(logs.layer))
       yield* Layer.build(runner)
 
       yield* server.stop
       yield* Queue.offer(engine, "Shard lock storage is unhealthy")
       const told = yield* Sandbox.eventually("the runner to say the database is unavailable", () =>
-        lines.find((line) => line.startsWith("WARN the database is unavailable")))
+        logs.lines.find((line) => line.startsWith("WARN the database is unavailable")))
       expect(told).toMatch(/^WARN the database is unavailable \(.*ECONNREFUSED.*\); waiting for it to come back/)
 
       yield* server.start
       yield* Queue.offer(engine, "Shard lock storage has recovered")
-      yield* Sandbox.eventually("the runner to say the database is back", () => lines.includes("INFO the database is back; resuming") || undefined)
-      expect(lines).toEqual(["ERROR Shard lock storage is unhealthy", told, "INFO the database is back; resuming"])
+      yield* Sandbox.eventually("the runner to say the database is back", () => logs.lines.includes("INFO the database is back; resuming") || undefined)
+      expect(logs.lines).toEqual(["ERROR Shard lock storage is unhealthy", told, "INFO the database is back; resuming"])
     }))
 })

@@ -1,28 +1,25 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Effect, Fiber, Logger, Queue, TestClock } from "effect"
+import { Effect, Fiber, TestClock } from "effect"
 import { makeExchange } from "../../src/fifo/Exchange.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
-import { awaitPendingSleep, blocksFrom, mkfifo, tempDir } from "../support/FifoKit.js"
+import { blocksFrom, mkfifo, tempDir } from "../support/FifoKit.js"
+import { captureLogs } from "../support/LogCapture.js"
+import { awaitPendingSleep } from "../support/TestClockHttp.js"
 
 // The far end played by hand: requests read as blocks, answers written when the test says.
-// Its warnings go to `warnings`, as they are logged.
+// The exchange's log lines are captured in `logs`.
 const withPeer = Effect.gen(function*() {
   const dir = yield* tempDir
   const requestPath = path.join(dir, "in")
   const answerPath = path.join(dir, "out")
   yield* mkfifo(requestPath)
   yield* mkfifo(answerPath)
-  const warnings = yield* Queue.unbounded<string>()
-  const logger = Logger.make(({ message }) => {
-    Queue.unsafeOffer(warnings, (Array.isArray(message) ? message : [message]).map(String).join(" "))
-  })
-  const exchange = yield* makeExchange({ requestPath, answerPath, maxAnswerBytes: 64 }).pipe(
-    Effect.provide(Logger.replace(Logger.defaultLogger, logger))
-  )
+  const logs = yield* captureLogs
+  const exchange = yield* makeExchange({ requestPath, answerPath, maxAnswerBytes: 64 }).pipe(Effect.provide(logs.layer))
   const requests = yield* blocksFrom(requestPath)
   const answers = yield* openWriter(answerPath)
-  return { exchange, requests, warnings, answer: (text: string) => answers.write(`${text}\n\n`) }
+  return { exchange, requests, logs, answer: (text: string) => answers.write(`${text}\n\n`) }
 })
 
 describe("Exchange", () => {
@@ -41,10 +38,10 @@ describe("Exchange", () => {
 
   it.scoped("drops an answer nobody asked for, and gives an oversized one to its request as FrameTooLarge", () =>
     Effect.gen(function*() {
-      const { answer, exchange, requests, warnings } = yield* withPeer
+      const { answer, exchange, logs, requests } = yield* withPeer
       yield* answer("unasked")
       // The unasked answer arrives before the request, and is dropped: it must not be taken as its answer.
-      expect(yield* Queue.take(warnings)).toMatch(/discarded an answer on .*out that no request was waiting for/)
+      expect(yield* logs.take).toMatch(/^WARN discarded an answer on .*out that no request was waiting for$/)
       const asked = yield* Effect.fork(exchange.ask("q\n\n", "30 seconds"))
       expect(yield* requests.take).toBe("q")
       yield* answer("x".repeat(100))
@@ -60,7 +57,7 @@ describe("Exchange", () => {
       const { exchange, requests } = yield* withPeer
       const asked = yield* Effect.fork(exchange.ask("q\n\n", "10 seconds"))
       expect(yield* requests.take).toBe("q")
-      yield* awaitPendingSleep
+      yield* awaitPendingSleep(10_000)
       yield* TestClock.adjust("9 seconds")
       expect(asked.unsafePoll()).toBeNull()
       yield* TestClock.adjust("1 second")

@@ -5,8 +5,9 @@ import { Effect, Exit, Fiber, Option, Queue, Redacted, Schedule, Scope, TestCloc
 import { type BridgeExit, bridgeEnv, make } from "../../src/fifo/ExternalBridge.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { fifoPaths, makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
-import { awaitPendingSleep, linesFrom, mkfifo, tempDir, writeScript } from "../support/FifoKit.js"
+import { linesFrom, mkfifo, tempDir, writeScript } from "../support/FifoKit.js"
 import * as Sandbox from "../support/Sandbox.js"
+import { advanceTo, awaitPendingSleep } from "../support/TestClockHttp.js"
 
 const fakeSecrets = { ANTHROPIC_API_KEY: "test-key-not-secret", DISCORD_BOT_TOKEN: "test-token-not-secret" }
 
@@ -98,7 +99,7 @@ describe("ExternalBridge", () => {
       })
       expect(yield* started.take).toBe("started")
       expect(yield* deaths.take).toEqual({ code: 3, signal: null })
-      yield* awaitPendingSleep
+      yield* awaitPendingSleep(1_000)
       yield* TestClock.adjust("999 millis")
       expect(yield* bridge.starts).toBe(1)
       yield* TestClock.adjust("1 millis")
@@ -107,7 +108,7 @@ describe("ExternalBridge", () => {
 
       // The second delay is twice the first.
       expect((yield* deaths.take).code).toBe(3)
-      yield* awaitPendingSleep
+      yield* awaitPendingSleep(3_000)
       yield* TestClock.adjust("1999 millis")
       expect(yield* bridge.starts).toBe(2)
       yield* TestClock.adjust("1 millis")
@@ -136,13 +137,12 @@ describe("ExternalBridge", () => {
         healthyAfter: "10 seconds"
       })
       expect(yield* started.take).toBe("started 1")
-      yield* awaitPendingSleep
-      yield* TestClock.adjust("1 second")
+      yield* advanceTo(1_000)
       expect(yield* started.take).toBe("started 2")
       yield* TestClock.adjust("10 seconds")
       yield* release.write("go\n")
-      // Without the reset this delay would be 2 seconds.
-      yield* awaitPendingSleep
+      // Without the reset this delay would be 2 seconds (a sleep until 13_000).
+      yield* awaitPendingSleep(12_000)
       yield* TestClock.adjust("999 millis")
       expect(yield* bridge.starts).toBe(2)
       yield* TestClock.adjust("1 millis")
@@ -217,7 +217,7 @@ describe("ExternalBridge", () => {
       const leader = Option.getOrThrow(yield* bridge.pid)
       const grandchild = Number(yield* readText(path.join(dir, "grandchild")))
       const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-      yield* awaitPendingSleep
+      yield* awaitPendingSleep(5_000)
       expect(Sandbox.isRunning(leader)).toBe(true)
       yield* TestClock.adjust("5 seconds")
       yield* Fiber.join(closing)

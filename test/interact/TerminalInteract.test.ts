@@ -2,10 +2,11 @@ import * as child from "node:child_process"
 import * as path from "node:path"
 import { PassThrough } from "node:stream"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Logger, Stream } from "effect"
+import { Chunk, Effect, Stream } from "effect"
 import * as Terminal from "../../src/interact/TerminalInteract.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
+import { captureLogs } from "../support/LogCapture.js"
 import { tempDir } from "../support/Sandbox.js"
 
 const MiB = 1024 * 1024
@@ -24,18 +25,6 @@ const open = (options: { interactive: boolean; outputIsTerminal?: boolean }) =>
 
 const texts = (terminal: Effect.Effect.Success<ReturnType<typeof open>>["terminal"]) =>
   Stream.runCollect(terminal.messages).pipe(Effect.map((chunk) => Chunk.toArray(chunk).map((m) => m.text)))
-
-/** Runs `effect` with warnings collected instead of printed. */
-const collectingLogs = <A, E, R>(effect: Effect.Effect<A, E, R>) => {
-  const logs: Array<string> = []
-  const logger = Logger.make(({ logLevel, message }) => {
-    logs.push(`${logLevel.label}: ${Array.isArray(message) ? message.join(" ") : String(message)}`)
-  })
-  return effect.pipe(
-    Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
-    Effect.map((result) => ({ result, logs }))
-  )
-}
 
 describe("terminal bridge output", () => {
   it.scoped("on a terminal, strips control sequences from a reply, keeping newlines and tabs", () =>
@@ -107,10 +96,10 @@ describe("terminal bridge piped input", () => {
       const block = Buffer.alloc(MiB, "y")
       for (let i = 0; i < 17; i++) t.input.write(block)
       t.input.end("\nafter\n")
-      const { logs, result } = yield* collectingLogs(texts(t.terminal))
-      expect(result).toEqual(["before", "after"])
-      expect(logs).toEqual([
-        `WARN: input line 2 is ${17 * MiB} bytes, over the ${16 * MiB}-byte limit for one line: ` +
+      const logs = yield* captureLogs
+      expect(yield* Effect.provide(texts(t.terminal), logs.layer)).toEqual(["before", "after"])
+      expect(logs.lines).toEqual([
+        `WARN input line 2 is ${17 * MiB} bytes, over the ${16 * MiB}-byte limit for one line: ` +
         "it was skipped, send it in smaller parts"
       ])
     }))

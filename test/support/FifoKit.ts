@@ -5,7 +5,7 @@
 import { execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Chunk, Deferred, Effect, Either, Exit, Queue, type Scope, Stream, TestClock } from "effect"
+import { Chunk, Deferred, Effect, Either, Exit, Queue, type Scope, Stream } from "effect"
 import { type FifoReader, openReader } from "../../src/fifo/PipeEnd.js"
 import { framed, makeBlockFramer, makeLineFramer } from "../../src/fifo/Framing.js"
 import * as Sandbox from "./Sandbox.js"
@@ -73,15 +73,3 @@ export const blocksFrom = (file: string): Effect.Effect<Queue.Dequeue<string>, n
 
 export const takeN = <A>(queue: Queue.Dequeue<A>, n: number): Effect.Effect<ReadonlyArray<A>> =>
   Effect.map(Queue.takeBetween(queue, n, n), Chunk.toReadonlyArray)
-
-/**
- * Lets other fibers run until one of them has registered a TestClock sleep,
- * so a following `TestClock.adjust` is measured from a known point.
- */
-export const awaitPendingSleep: Effect.Effect<void> = Effect.gen(function*() {
-  for (let turn = 0; turn < 100_000; turn++) {
-    if (Chunk.isNonEmpty(yield* TestClock.sleeps())) return
-    yield* Effect.yieldNow()
-  }
-  return yield* Effect.die(new Error("no fiber went to sleep"))
-})

@@ -1,7 +1,8 @@
 /**
- * Driving a real HTTP exchange under the TestClock: the real undici client
- * with jitter pinned to its midpoint (backoff exactly 1s, 2s, 4s, …), and a
- * way to move the clock only once the client has gone to sleep.
+ * Driving real I/O under the TestClock: the real undici client with jitter
+ * pinned to its midpoint (backoff exactly 1s, 2s, 4s, …), and a way to move
+ * the clock only once the code under test has gone to sleep, which HTTP,
+ * FIFO and child-process tests alike need.
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { Chunk, Clock, Duration, Effect, Random, TestClock, TestServices } from "effect"
@@ -26,9 +27,11 @@ export const yieldToEventLoop = Effect.async<void>((resume) => {
 
 /**
  * Waits until something is asleep on the TestClock until `deadline` (in test
- * clock millis). The client registers its sleeps only after real I/O, so the
- * clock must not move before they exist. The real-time watchdog only turns a
- * hang into a readable failure; no assertion depends on real time.
+ * clock millis). Code under test registers its sleeps only after real I/O (an
+ * answer, a child's exit), so the clock must not move before they exist; the
+ * deadline says which sleep, so a stale or wrong one does not count. The
+ * real-time watchdog only turns a hang into a readable failure; no assertion
+ * depends on real time.
  */
 export const awaitPendingSleep = (deadline: number) =>
   Effect.gen(function*() {

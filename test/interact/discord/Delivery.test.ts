@@ -6,7 +6,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, ConfigProvider, Context, Effect, Layer, Logger, Option, TestClock } from "effect"
+import { Clock, ConfigProvider, Context, Effect, Layer, Option, TestClock } from "effect"
 import { Interact } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as Outbox from "../../../src/interact/discord/Outbox.js"
@@ -14,6 +14,7 @@ import { makeRestPost, makeSend, showTyping } from "../../../src/interact/discor
 import * as ReplyTargets from "../../../src/interact/discord/ReplyTargets.js"
 import * as Typing from "../../../src/interact/discord/Typing.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
+import { captureLogs } from "../../support/LogCapture.js"
 import { tempDir } from "../../support/Sandbox.js"
 import { advanceTo, withPinnedJitter } from "../../support/TestClockHttp.js"
 
@@ -44,16 +45,6 @@ const waitForStatus = (fake: FakeDiscord.FakeDiscord, channel: string, status: n
   fake.waitFor(() => postsTo(fake, channel).find((record) => record.status === status))
 
 const journal = (directory: string) => fs.readFileSync(path.join(directory, Outbox.outboxFileName), "utf8")
-
-/** Log lines as "LEVEL message". */
-const captureLogs = Effect.sync(() => {
-  const lines: Array<string> = []
-  const logger = Logger.make(({ logLevel, message }) => {
-    const parts = Array.isArray(message) ? message : [message]
-    lines.push(`${logLevel.label} ${parts.map(String).join(" ")}`)
-  })
-  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
-})
 
 /** Three parts: each paragraph fills most of a message. */
 const longReply = ["first", "second", "third"].map((word) => `${word} ${"word ".repeat(350)}`.trim()).join("\n\n")

@@ -2,10 +2,11 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, ConfigProvider, Effect, Either, Logger, Option, Queue, Redacted, Stream, TestClock } from "effect"
+import { Chunk, ConfigProvider, Effect, Either, Option, Redacted, Stream, TestClock } from "effect"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import type { DiscordSettings } from "../../../src/interact/discord/Settings.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
+import { captureLogs } from "../../support/LogCapture.js"
 
 const token = "test-bot-token"
 const botUserId = "100000000000000001"
@@ -40,20 +41,6 @@ const framesReceived = (fake: FakeDiscord.FakeDiscord, op: number) =>
 
 const dispatchesSent = (fake: FakeDiscord.FakeDiscord, t: string) =>
   fake.gateway().flatMap((record) => record.event === "sent" && record.t === t ? [record] : [])
-
-const captureLogs = Effect.gen(function*() {
-  const lines = yield* Queue.unbounded<string>()
-  const all: Array<string> = []
-  const logger = Logger.make(({ message }) => {
-    const line = (Array.isArray(message) ? message : [message]).map(String).join(" ")
-    all.push(line)
-    Queue.unsafeOffer(lines, line)
-  })
-  return { lines, all, layer: Logger.replace(Logger.defaultLogger, logger) }
-})
-
-const waitForLog = (lines: Queue.Queue<string>, pattern: RegExp) =>
-  Queue.take(lines).pipe(Effect.repeat({ until: (line) => pattern.test(line) }))
 
 /** A memory directory of its own, removed with the scope. */
 const tempDir = Effect.acquireRelease(
@@ -109,7 +96,7 @@ describe("Discord inbound: start-up and fatal errors", () => {
       const fake = yield* startFake({ token: "another-test-bot-token" })
       const failure = yield* Discord.make(settingsFor(fake)).pipe(Effect.flip, Effect.provide(logs.layer))
       expect(failure.reason).toBe("token")
-      expect(logs.all.filter((line) => /again in/.test(line))).toEqual([])
+      expect(logs.lines.filter((line) => /again in/.test(line))).toEqual([])
     }))
 
   it.scoped("ends the run's stream with the refusal as its cause when Discord closes with 4014 after start-up", () =>
@@ -128,11 +115,11 @@ describe("Discord inbound: start-up and fatal errors", () => {
       const logs = yield* captureLogs
       const fake = yield* startFake({ hiddenChannelIds: [channelB] })
       yield* Discord.make(settingsFor(fake, { channelIds: [channelA, channelB, elsewhere] })).pipe(Effect.provide(logs.layer))
-      const hidden = yield* waitForLog(logs.lines, /cannot see channel 300000000000000002/)
+      const hidden = yield* logs.waitFor(/cannot see channel 300000000000000002/)
       expect(hidden).toContain("DISCORD_CHANNEL_ID")
-      const unknown = yield* waitForLog(logs.lines, /cannot see channel 300000000000000009/)
+      const unknown = yield* logs.waitFor(/cannot see channel 300000000000000009/)
       expect(unknown).toContain("404")
-      expect(logs.all.some((line) => line.includes(`cannot see channel ${channelA}`))).toBe(false)
+      expect(logs.lines.some((line) => line.includes(`cannot see channel ${channelA}`))).toBe(false)
     }))
 })
 
@@ -322,7 +309,7 @@ describe("Discord inbound: catch-up", () => {
       yield* fake.messageCreate({ channelId: channelB, authorId: alice, content: "during 2" })
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "during 3" })
       // The first reconnect is at once and refused; the next waits out the backoff.
-      yield* waitForLog(logs.lines, /trying again in/)
+      yield* logs.waitFor(/trying again in/)
       yield* fake.gatewayUp
       yield* TestClock.adjust("12 seconds")
       yield* fake.waitFor(() => dispatchesSent(fake, "READY")[1])
@@ -367,6 +354,6 @@ describe("Discord inbound: catch-up", () => {
         Effect.provide(logs.layer)
       )
       expect((yield* take(bridge.messages, 2)).map((m) => m.text)).toEqual(["missed 4", "missed 5"])
-      expect(yield* waitForLog(logs.lines, /3 older one\(s\) beyond DISCORD_CATCH_UP skipped/)).toContain(channelA)
+      expect(yield* logs.waitFor(/3 older one\(s\) beyond DISCORD_CATCH_UP skipped/)).toContain(channelA)
     }))
 })

@@ -12,9 +12,7 @@ import {
   Either,
   Fiber,
   Layer,
-  Logger,
   Option,
-  Queue,
   Redacted,
   Schedule,
   Stream,
@@ -23,6 +21,7 @@ import {
 import { type InboundMessage, Interact, type InteractService } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
+import { captureLogs } from "../../support/LogCapture.js"
 import { advanceTo, withPinnedJitter } from "../../support/TestClockHttp.js"
 
 const token = "test-token-not-secret"
@@ -78,19 +77,6 @@ const framesReceived = (fake: FakeDiscord.FakeDiscord, op: number) =>
 
 const dispatchesSent = (fake: FakeDiscord.FakeDiscord, t: string) =>
   fake.gateway().flatMap((record) => record.event === "sent" && record.t === t ? [record] : [])
-
-/** Collects log lines so tests can wait for the bridge to announce a backoff. */
-const captureLogs = Effect.gen(function*() {
-  const lines = yield* Queue.unbounded<string>()
-  const logger = Logger.make(({ message }) => {
-    const parts = Array.isArray(message) ? message : [message]
-    Queue.unsafeOffer(lines, parts.map(String).join(" "))
-  })
-  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
-})
-
-const waitForLog = (lines: Queue.Queue<string>, pattern: RegExp) =>
-  Queue.take(lines).pipe(Effect.repeat({ until: (line) => pattern.test(line) }))
 
 const reconnectBackoffSeconds = Discord.reconnectBackoff.pipe(Schedule.map(Duration.toSeconds))
 
@@ -171,24 +157,24 @@ describe("Discord bridge: connection", () => {
         const { bridge, fake } = yield* connect()
         yield* fake.gatewayDown
         // The first reconnect is immediate and refused; then the backoff starts.
-        const first = yield* waitForLog(logs.lines, /trying again in/)
+        const first = yield* logs.waitFor(/trying again in/)
         expect(delayIn(first)).toBeGreaterThanOrEqual(4)
         expect(delayIn(first)).toBeLessThanOrEqual(6)
         // Replies do not need the gateway.
         yield* bridge.send({ channel: channelA, text: "still answering" })
         expect(restTo(fake, "POST", messagesPath(channelA)).length).toBe(1)
         yield* TestClock.adjust("6 seconds")
-        const second = yield* waitForLog(logs.lines, /trying again in/)
+        const second = yield* logs.waitFor(/trying again in/)
         expect(delayIn(second)).toBeGreaterThanOrEqual(8)
         expect(delayIn(second)).toBeLessThanOrEqual(12)
         yield* fake.gatewayUp
         yield* TestClock.adjust("12 seconds")
         // After a network failure discord.js starts a new session rather than resuming.
         yield* fake.waitFor(() => dispatchesSent(fake, "READY")[1])
-        yield* waitForLog(logs.lines, /connected again/)
+        yield* logs.waitFor(/connected again/)
         // Healthy again: the next outage starts over at about 5 s.
         yield* fake.gatewayDown
-        const afterReset = yield* waitForLog(logs.lines, /trying again in/)
+        const afterReset = yield* logs.waitFor(/trying again in/)
         expect(delayIn(afterReset)).toBeLessThanOrEqual(6)
         yield* fake.gatewayUp
         yield* TestClock.adjust("6 seconds")
@@ -204,10 +190,10 @@ describe("Discord bridge: connection", () => {
       const fake = yield* startFake()
       yield* fake.gatewayDown
       const login = yield* Discord.make(settings(fake)).pipe(Effect.provide(logs.layer), Effect.fork)
-      const first = yield* waitForLog(logs.lines, /trying again in/)
+      const first = yield* logs.waitFor(/trying again in/)
       expect(delayIn(first)).toBeLessThanOrEqual(6)
       yield* TestClock.adjust("6 seconds")
-      const second = yield* waitForLog(logs.lines, /trying again in/)
+      const second = yield* logs.waitFor(/trying again in/)
       expect(delayIn(second)).toBeGreaterThanOrEqual(8)
       yield* fake.gatewayUp
       yield* TestClock.adjust("12 seconds")
@@ -221,7 +207,7 @@ describe("Discord bridge: connection", () => {
       const fake = yield* startFake()
       yield* fake.script("GET", /\/gateway\/bot$/, [{ status: 502, body: { message: "Bad Gateway" } }])
       const login = yield* Discord.make(settings(fake)).pipe(Effect.provide(logs.layer), Effect.fork)
-      const line = yield* waitForLog(logs.lines, /Trying the Discord login again in/)
+      const line = yield* logs.waitFor(/Trying the Discord login again in/)
       expect(delayIn(line)).toBeGreaterThanOrEqual(4)
       expect(restTo(fake, "GET", "/api/v10/gateway/bot").length).toBe(1)
       yield* TestClock.adjust("6 seconds")
