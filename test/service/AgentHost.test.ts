@@ -9,6 +9,15 @@ import * as Agent from "../../src/Agent.js"
 import { eventually } from "../support/Sandbox.js"
 import { echoBrain, historyOf, isCompaction, startHost, tempDir } from "./Kit.js"
 
+/** A host over a fresh agents directory, made for the test to lay agents in by hand. */
+const hostOverAgentsDir = Effect.gen(function*() {
+  const root = tempDir()
+  const agents = yield* startHost(root, echoBrain().layer)
+  const dir = path.join(root, "agents")
+  fs.mkdirSync(dir, { recursive: true })
+  return { agents, dir }
+})
+
 /** Runs `effect`, counting the turns of the event loop it let go by meanwhile. */
 const withLoopTurns = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<[A, number], E> =>
   Effect.suspend(() => {
@@ -64,10 +73,7 @@ describe("AgentHost", () => {
 
   it.scopedLive("lists many agents a step at a time, the event loop turning between steps, and only real agent directories", () =>
     Effect.gen(function*() {
-      const root = tempDir()
-      const agents = yield* startHost(root, echoBrain().layer)
-      const dir = path.join(root, "agents")
-      fs.mkdirSync(dir, { recursive: true })
+      const { agents, dir } = yield* hostOverAgentsDir
       const ids = Array.from({ length: 200 }, (_, n) => `agent-${String(n).padStart(3, "0")}`)
       ids.forEach((id, n) => {
         fs.mkdirSync(path.join(dir, id))
@@ -86,10 +92,7 @@ describe("AgentHost", () => {
 
   it.scopedLive("lists a page at a time: each page goes on after the last id of the one before, and the last says there is no next", () =>
     Effect.gen(function*() {
-      const root = tempDir()
-      const agents = yield* startHost(root, echoBrain().layer)
-      const dir = path.join(root, "agents")
-      fs.mkdirSync(dir, { recursive: true })
+      const { agents, dir } = yield* hostOverAgentsDir
       // Made out of order, with ids that sort differently by locale ('-' and '.' before digits, byte by byte).
       const ids = ["b", "a-2", "a.1", "a1", "a_0", "c", "b-9"]
       for (const id of ids) fs.mkdirSync(path.join(dir, id))
