@@ -143,6 +143,9 @@ export const make = Effect.gen(function*() {
 
       yield* gate.step
       const { kept, summaryBytes } = yield* folds.commitFold(plan.value, fold.summary, gate.step)
+      // The commit ends on the directory's fsync, whose callback may come while a turn waits on a pipe:
+      // what follows (the log line, the compaction lock's release) is a step of its own, after that turn.
+      yield* gate.step
       const report: CompactionReport = {
         summarised: fold.summarised,
         skipped: fold.skipped,
