@@ -8,23 +8,19 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Deferred, Effect, Fiber } from "effect"
-import { Brain } from "../../src/Brain.js"
-import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
-import * as Compactor from "../../src/memory/Compactor.js"
+import { Deferred, Effect, Fiber } from "effect"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
-import { line } from "../support/Harness.js"
 import { captureLogs } from "../support/LogCapture.js"
 import { tempDir } from "../support/Sandbox.js"
 import { yieldToEventLoop } from "../support/TestClockHttp.js"
+import { compactorOver, history } from "./CompactorKit.js"
 
 describe("a background compaction's end", () => {
   it.scoped("after the commit, the log line and the compaction lock's release wait for the turn in flight", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
-      const history = Array.from({ length: 6 }, (_, n) => line(n % 2 === 0 ? "user" : "assistant", `m${n}`)).join("")
-      fs.writeFileSync(path.join(directory, "history.jsonl"), history)
+      fs.writeFileSync(path.join(directory, "history.jsonl"), history(6))
       const lock = path.join(directory, ".planckclaw-compact.lock")
       const memory = yield* Memory.make(directory)
       const folds = FoldStore.make(memory.memoryDir)
@@ -37,19 +33,8 @@ describe("a background compaction's end", () => {
           Effect.tap(folds.commitFold(plan, summary, between), () =>
             Effect.zipRight(Deferred.succeed(committed, undefined), Deferred.await(fsyncDone)))
       }
-      const brain = yield* ScriptedBrain.make([ScriptedBrain.text("the summary")])
       const logs = yield* captureLogs
-      const compactor = yield* Compactor.make.pipe(
-        Effect.provide(
-          Context.make(Memory.Memory, memory).pipe(
-            Context.add(FoldStore.FoldStore, slowEnd),
-            Context.add(Brain, brain.service)
-          )
-        ),
-        Effect.withConfigProvider(ConfigProvider.fromMap(
-          new Map([["HISTORY_MAX", "4"], ["HISTORY_KEEP", "2"], ["PLANCKCLAW_MODEL", "test-model"]])
-        ))
-      )
+      const compactor = yield* compactorOver(memory, slowEnd, ["the summary"])
 
       yield* compactor.startIfNeeded.pipe(Effect.provide(logs.layer))
       yield* Deferred.await(committed)

@@ -7,17 +7,11 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Option } from "effect"
-import { Brain } from "../../src/Brain.js"
-import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
-import * as Compactor from "../../src/memory/Compactor.js"
+import { Effect, Option } from "effect"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
-import { line } from "../support/Harness.js"
 import { tempDir } from "../support/Sandbox.js"
-
-const history = (lines: number) =>
-  Array.from({ length: lines }, (_, n) => line(n % 2 === 0 ? "user" : "assistant", `m${n}`)).join("")
+import { compactorOver, history } from "./CompactorKit.js"
 
 describe("Compactor.make", () => {
   it.scoped("builds no compaction until one runs; a due one and a forced one still compact", () =>
@@ -34,18 +28,7 @@ describe("Compactor.make", () => {
           return folds.exclusiveCompaction(effect)
         }
       }
-      const brain = yield* ScriptedBrain.make([ScriptedBrain.text("first summary"), ScriptedBrain.text("second summary")])
-      const compactor = yield* Compactor.make.pipe(
-        Effect.provide(
-          Context.make(Memory.Memory, memory).pipe(
-            Context.add(FoldStore.FoldStore, counted),
-            Context.add(Brain, brain.service)
-          )
-        ),
-        Effect.withConfigProvider(ConfigProvider.fromMap(
-          new Map([["HISTORY_MAX", "4"], ["HISTORY_KEEP", "2"], ["PLANCKCLAW_MODEL", "test-model"]])
-        ))
-      )
+      const compactor = yield* compactorOver(memory, counted, ["first summary", "second summary"])
       expect(built).toBe(0)
 
       yield* compactor.startIfNeeded
