@@ -98,10 +98,15 @@ const idParam = Effect.flatMap(HttpRouter.params, (params) => {
 })
 
 /** `?limit=&after=` of GET /v1/agents, or the problem that says what is wrong with it. */
-const listPage = Effect.flatMap(HttpServerRequest.ParsedSearchParams, (query): Effect.Effect<AgentStatus.ListPage, HttpServerResponse.HttpServerResponse> => {
+const listPage = Effect.flatMap(HttpServerRequest.ParsedSearchParams, (query): Effect.Effect<
+  AgentStatus.ListPage,
+  HttpServerResponse.HttpServerResponse
+> => {
   const bad = (message: string) => Effect.fail(problem(400, "bad-query", message))
   const unknown = Object.keys(query).find((name) => name !== "limit" && name !== "after")
-  if (unknown !== undefined) return bad(`unknown query parameter ${JSON.stringify(unknown.slice(0, 40))}; GET /v1/agents takes limit and after`)
+  if (unknown !== undefined) {
+    return bad(`unknown query parameter ${JSON.stringify(unknown.slice(0, 40))}; GET /v1/agents takes limit and after`)
+  }
   const { after, limit } = query
   if (Array.isArray(limit) || Array.isArray(after)) return bad("limit and after may each be given once")
   const size = limit === undefined ? AgentStatus.PAGE_LIMIT_DEFAULT : /^\d{1,4}$/.test(limit) ? Number(limit) : Number.NaN
