@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest"
 import * as FakeDiscord from "../support/FakeDiscord.js"
 import { usePostgres } from "../support/Postgres.js"
 import * as Cli from "../support/Cli.js"
-import { get, onFreeRunnerPort, PORT_TAKEN, type Runner, shardsSpread, startRunner } from "./Runners.js"
+import { freePortWhere, get, onFreeRunnerPort, placement, PORT_TAKEN, type Runner, shardsSpread, startRunner } from "./Runners.js"
 
 const postgres = usePostgres({ database: "cluster_discord" })
 const DISCORD_RUNNER = path.join(import.meta.dirname, "discord-runner.mjs")
@@ -29,6 +29,7 @@ const guildId = "200000000000000001"
 const alice = "400000000000000001"
 // Twelve channels, so their agents (one per channel) land on both runners.
 const channels = Array.from({ length: 12 }, (_, index) => `3000000000000000${String(index + 10)}`)
+const agentIds = channels.map((channel) => `discord-c${channel}`)
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-cluster-discord-"))
 const calls = path.join(work, "calls.log")
@@ -57,7 +58,11 @@ beforeAll(async () => {
   // One runner with the Discord bridge, one without: the agents spread over both. One after the other:
   // runners starting together on a fresh database sometimes lose the race to create its tables.
   runners = [await startRunner(env, DISCORD_RUNNER)]
-  runners.push(await startRunner({ ...env, RUNNER_DISCORD: "0" }, DISCORD_RUNNER))
+  // The shards go to runners by a hash ring over their addresses: with any port, the twelve agents would
+  // all land on one runner about once in 2,000 starts. The second runner's port is one that splits them.
+  const first = runners[0]!.runnerPort
+  const splits = (second: number) => new Set(placement([first, second], agentIds)).size === 2
+  runners.push(await startRunner({ ...env, RUNNER_DISCORD: "0" }, DISCORD_RUNNER, () => freePortWhere(splits)))
   // The second runner gets its shards only as the first lets them go: an agent that turned on the first
   // before its shard moved would be running on neither. The tests send once the shards have moved.
   await run(shardsSpread(server.url, 2))

@@ -5,6 +5,9 @@
  * PLANCKCLAW_CLUSTER_SEND_TIMEOUT, under TestClock), and the input it
  * refuses before anything reaches the cluster.
  */
+import { createRequire } from "node:module"
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
 import * as TestRunner from "@effect/cluster/TestRunner"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Exit, Fiber, Layer, TestClock } from "effect"
@@ -13,6 +16,7 @@ import { AgentStore } from "../../src/cluster/AgentStore.js"
 import * as ClusterHost from "../../src/cluster/ClusterHost.js"
 import { AgentHost } from "../../src/service/AgentHost.js"
 import { HostError } from "../../src/service/HostError.js"
+import * as Runners from "./Runners.js"
 
 const noStore = Layer.succeed(AgentStore, {
   where: "nowhere",
@@ -56,6 +60,23 @@ describe("the cluster's AgentHost", () => {
       expect(large.reason).toBe("too-large")
       expect(large.message).toContain("PLANCKCLAW_MAX_MESSAGE_BYTES")
     }).pipe(Effect.provide(host)))
+})
+
+describe("the test runners' placement of agents (Runners.placement)", () => {
+  it("hashes an entity id as @effect/cluster does, and gives each runner a share of the shards", async () => {
+    // The package keeps its hash internal: read from its file, so a change to it fails here, not by chance later.
+    const packageDir = path.dirname(createRequire(import.meta.url).resolve("@effect/cluster/package.json"))
+    const internal = await import(pathToFileURL(path.join(packageDir, "dist/esm/internal/hash.js")).href) as {
+      readonly hashString: (text: string) => number
+    }
+    for (const id of ["discord-c300000000000000010", "alice", "a", "", "é-ü", "x".repeat(300)]) {
+      expect(Runners.entityHash(id), id).toBe(internal.hashString(id))
+    }
+    const ids = Array.from({ length: 200 }, (_, n) => `agent-${n}`)
+    const placed = Runners.placement([40001, 40002], ids)
+    expect(new Set(placed)).toEqual(new Set([40001, 40002]))
+    expect(Runners.placement([40001], ids).every((port) => port === 40001)).toBe(true)
+  })
 })
 
 describe("AgentEntity.messageKey", () => {

@@ -8,9 +8,10 @@ import * as child from "node:child_process"
 import * as http from "node:http"
 import * as net from "node:net"
 import * as path from "node:path"
+import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Redacted, Schedule } from "effect"
+import { Effect, HashRing, Redacted, Schedule } from "effect"
 import { baseEnv } from "../support/Cli.js"
 
 export const RUNNER = path.join(import.meta.dirname, "runner.mjs")
@@ -89,19 +90,49 @@ export const PORT_TAKEN = /cannot listen for peers on/
 export const onFreeRunnerPort = <A>(
   start: (runnerPort: number) => Promise<A>,
   taken: (outcome: A) => boolean = () => false,
-  tries = 3
+  tries = 3,
+  choose: () => Promise<number> = freePort
 ): Promise<A> =>
-  freePort().then(start).then(
-    (outcome) => tries > 1 && taken(outcome) ? onFreeRunnerPort(start, taken, tries - 1) : outcome,
-    (error: Error) => tries > 1 && PORT_TAKEN.test(error.message) ? onFreeRunnerPort(start, taken, tries - 1) : Promise.reject(error)
+  choose().then(start).then(
+    (outcome) => tries > 1 && taken(outcome) ? onFreeRunnerPort(start, taken, tries - 1, choose) : outcome,
+    (error: Error) => tries > 1 && PORT_TAKEN.test(error.message) ? onFreeRunnerPort(start, taken, tries - 1, choose) : Promise.reject(error)
   )
+
+/** A free port for which `acceptable` holds; a few tries are enough when it holds for most ports. */
+export const freePortWhere = async (acceptable: (port: number) => boolean, tries = 50): Promise<number> => {
+  for (let attempt = 0; attempt < tries; attempt++) {
+    const port = await freePort()
+    if (acceptable(port)) return port
+  }
+  throw new Error(`no acceptable free port in ${tries} tries`)
+}
+
+// @effect/cluster's hash of an entity id (its internal/hash.ts hashString, which it does not export).
+export const entityHash = (id: string): number => {
+  let hash = 5381
+  for (let index = id.length; index > 0;) hash = (hash * 33) ^ id.charCodeAt(--index)
+  return (hash & 0xbfffffff) | ((hash >>> 1) & 0x40000000)
+}
+
+/**
+ * The runner port each of `agents` is placed on when runners on loopback at
+ * `ports` share the SHARDS shards, as @effect/cluster places them: an
+ * entity's shard from its id (Sharding.getShardId), and the shards over the
+ * runners' addresses by effect's HashRing (each of weight 1).
+ */
+export const placement = (ports: ReadonlyArray<number>, agents: ReadonlyArray<string>): Array<number> => {
+  const ring = HashRing.make<RunnerAddress.RunnerAddress>()
+  for (const port of ports) HashRing.add(ring, RunnerAddress.make("127.0.0.1", port), { weight: 1 })
+  const owners = HashRing.getShards(ring, SHARDS) ?? []
+  return agents.map((id) => owners[Math.abs(entityHash(id) % SHARDS)]?.port ?? Number.NaN)
+}
 
 /**
  * Starts a runner (`script`, default runner.mjs) on a free runner port and
  * waits until its HTTP API listens; the settings are the test's
  * failover-fast ones.
  */
-export const startRunner = (env: Record<string, string>, script = RUNNER): Promise<Runner> =>
+export const startRunner = (env: Record<string, string>, script = RUNNER, choosePort: () => Promise<number> = freePort): Promise<Runner> =>
   onFreeRunnerPort((runnerPort) =>
     spawnListening([script], baseEnv({
       PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`,
@@ -110,8 +141,7 @@ export const startRunner = (env: Record<string, string>, script = RUNNER): Promi
       PLANCKCLAW_CLUSTER_SHARDS: String(SHARDS),
       PLANCKCLAW_CLUSTER_SEND_TIMEOUT: "20",
       ...env
-    })).then((listening) => ({ ...listening, runnerPort }))
-  )
+    })).then((listening) => ({ ...listening, runnerPort })), undefined, 3, choosePort)
 
 /**
  * Waits, at most 30 s, until `runners` runners (a divisor of SHARDS) of the
