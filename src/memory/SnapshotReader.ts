@@ -137,8 +137,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
       const read = readLines(fd, scanTail(fd, keep).offset, stat.size)
       return Either.right({ ...read, seen: seenOf(stat) })
     })
-    // A read of the summary alone (keep 0: a compaction's) leaves the turns' window cached.
-    const cacheTail = cache && keep > 0
+    const cacheTail = cache
     return Either.map(tail, (tail) => {
       if (cacheTail && tail.oversized.length === 0) {
         tailCache = {
@@ -225,8 +224,23 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     })
   }
 
+  /**
+   * Soul and summary without history (keep 0: what a compaction reads to
+   * fold into): with no history to read beside the summary there is no pair
+   * to keep whole, so no lock is taken; each file is its cached text when
+   * one lstat finds it unchanged. The summary read is not remembered, so the
+   * turns' cache still holds the summary read with their window.
+   */
+  const withoutHistory = (): Read => ({
+    soul: readSoul(),
+    summary: textOf(paths.summary, summaryCache, () => undefined),
+    lines: [],
+    oversized: []
+  })
+
   const snapshot = (keep: number): Effect.Effect<MemorySnapshot, MemoryError> =>
     Effect.suspend(() => {
+      if (keep === 0) return toSnapshot(withoutHistory())
       const hit = fromCache(keep)
       return Option.isSome(hit)
         ? toSnapshot(hit.value)

@@ -50,6 +50,23 @@ describe("snapshot caches", () => {
       expect((yield* memory.snapshot(10)).soul).toBe("persona C")
     }))
 
+  it.scoped("soul and summary without history (a compaction's read) take no lock, see a hand edit, and leave the turns' cache as it was", () =>
+    Effect.gen(function*() {
+      const { file, memory } = yield* setup({ "soul.md": "persona A", "summary.md": "summary A", "history.jsonl": line("user", "u1") })
+      age(file("summary.md"), 3600)
+      expect((yield* memory.snapshot(10)).history.map((entry) => entry.content)).toEqual(["u1"])
+      // Another live process holds the write lock: a read of the history would wait for it; this one does not.
+      const other = child.spawn("sleep", ["60"], { stdio: "ignore" })
+      yield* Effect.addFinalizer(() => Effect.sync(() => other.kill()))
+      fs.symlinkSync(String(other.pid), file(".planckclaw-write.lock"))
+      expect(yield* memory.snapshot(0)).toEqual({ soul: "persona A", summary: "summary A", history: [] })
+      fs.writeFileSync(file("summary.md"), "summary B")
+      expect((yield* memory.snapshot(0)).summary).toBe("summary B")
+      fs.rmSync(file(".planckclaw-write.lock"))
+      // The turns' window is still cached, and the summary is seen changed there too.
+      expect(yield* memory.snapshot(10)).toMatchObject({ summary: "summary B", history: [{ role: "user", content: "u1" }] })
+    }))
+
   it.scoped("an edit of a file cached long ago is seen by its new time, whatever its size", () =>
     Effect.gen(function*() {
       const { file, memory } = yield* setup({ "soul.md": "persona A", "summary.md": "summary A" })
