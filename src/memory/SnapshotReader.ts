@@ -137,9 +137,8 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
       const read = readLines(fd, scanTail(fd, keep).offset, stat.size)
       return Either.right({ ...read, seen: seenOf(stat) })
     })
-    const cacheTail = cache
     return Either.map(tail, (tail) => {
-      if (cacheTail && tail.oversized.length === 0) {
+      if (cache && tail.oversized.length === 0) {
         tailCache = {
           seen: tail.seen,
           keep,
@@ -149,7 +148,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
           // Racily clean: trusted by inode and size only until our next append or look.
           tailCache = { ...tailCache, seen: { ...tail.seen, mtimeMs: undefined, ctimeMs: undefined } }
         }
-      } else if (cacheTail) {
+      } else if (cache) {
         tailCache = undefined
       }
       return { soul, summary, lines: tail.lines, oversized: tail.oversized }
