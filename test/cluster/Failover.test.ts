@@ -80,6 +80,11 @@ describe("planckclaw serve --cluster, three runners", () => {
     const info = await get(b.httpPort, "/v1/agents/solo")
     expect(info.status).toBe(200)
     expect(info.body["historyLines"]).toBe(4)
+    // The listing through a runner, a page at a time, from the database.
+    const listed = await get(c.httpPort, "/v1/agents?limit=1")
+    expect(listed.status).toBe(200)
+    expect(listed.body).toMatchObject({ agents: [{ id: "solo", historyLines: 4 }], next: null })
+    expect((await get(a.httpPort, "/v1/agents?limit=0")).status).toBe(400)
     const bad = await post(a.httpPort, "Not%20An%20Id", "hello")
     expect(bad.status).toBe(400)
   }, 30_000)
