@@ -20,7 +20,8 @@ import * as Anthropic from "../../src/brain/AnthropicBrain.js"
 import * as BrainRetry from "../../src/brain/BrainRetry.js"
 import { MissingSetting } from "../../src/config/MissingSetting.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
-import { advanceTo, awaitPendingSleep, withRealHttp } from "../support/TestClockHttp.js"
+import { withRealHttp } from "../support/TestClockHttp.js"
+import { advanceTo, awaitPendingSleep } from "../support/TestClockWait.js"
 
 const fakeKey = "test-key-not-secret"
 

@@ -6,7 +6,7 @@ import * as BrainFifo from "../../src/brain/FifoBrain.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
 import { blocksFrom, spawnScoped, tempDir, writeScript } from "../support/FifoKit.js"
-import { advanceTo } from "../support/TestClockHttp.js"
+import { advanceTo } from "../support/TestClockWait.js"
 
 // Plays the original bridge_brain.sh: reopens brain_in for every request and
 // reads it up to the empty line, then answers by reopening brain_out (with

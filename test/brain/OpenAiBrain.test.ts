@@ -6,7 +6,8 @@ import { Brain, type BrainError, type MessagesRequest } from "../../src/Brain.js
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import { MissingSetting } from "../../src/config/MissingSetting.js"
 import * as Server from "../support/ChatCompletionsServer.js"
-import { advanceTo, awaitPendingSleep, withRealHttp } from "../support/TestClockHttp.js"
+import { withRealHttp } from "../support/TestClockHttp.js"
+import { advanceTo, awaitPendingSleep } from "../support/TestClockWait.js"
 
 const fakeKey = "sk-test-not-secret"
 

@@ -13,7 +13,8 @@ import { APOLOGY } from "../../src/Turn.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as ChatServer from "../support/ChatCompletionsServer.js"
 import { harness } from "../support/Harness.js"
-import { advanceTo, withRealHttp } from "../support/TestClockHttp.js"
+import { withRealHttp } from "../support/TestClockHttp.js"
+import { advanceTo } from "../support/TestClockWait.js"
 
 const request: MessagesRequest = { model: "test-model", max_tokens: 64, messages: [{ role: "user", content: "hi" }] }
 

@@ -5,7 +5,7 @@ import * as ClawsFifo from "../../src/claws/FifoClaws.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
 import { linesFrom, spawnScoped, tempDir, writeScript } from "../support/FifoKit.js"
-import { advanceTo } from "../support/TestClockHttp.js"
+import { advanceTo } from "../support/TestClockWait.js"
 
 // Plays the original bridge_claw.sh: one read loop over claw_in, and claw_out
 // reopened for every answer.

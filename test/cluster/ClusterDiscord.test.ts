@@ -227,7 +227,7 @@ describe("serve --cluster --bridge discord", () => {
         PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`
       })
       return run(Cli.run(["serve", "--cluster", "--bridge", "discord", "--http", "127.0.0.1:0"], { cwd: work, env }))
-    }, (outcome) => PORT_TAKEN.test(outcome.stderr))
+    }, { taken: (outcome) => PORT_TAKEN.test(outcome.stderr) })
     expect(result.code).toBe(2)
     expect(result.stderr).toContain("planckclaw: Discord rejected DISCORD_BOT_TOKEN")
     expect(result.stdout + result.stderr).toContain("this runner holds the Discord gateway")

@@ -16,7 +16,7 @@ import { Effect, Layer, TestClock } from "effect"
 import * as Pruning from "../../src/cluster/Pruning.js"
 import * as TurnJournal from "../../src/cluster/TurnJournal.js"
 import { usePostgres } from "../support/Postgres.js"
-import { advanceTo, awaitPendingSleep } from "../support/TestClockHttp.js"
+import { advanceTo, awaitPendingSleep } from "../support/TestClockWait.js"
 import { freshDatabase, migrated } from "../memory/sql/SqlKit.js"
 
 const server = usePostgres()

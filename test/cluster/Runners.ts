@@ -82,21 +82,26 @@ export const SHARDS = 30
 export const PORT_TAKEN = /cannot listen for peers on/
 
 /**
- * `start` on a free runner port, tried again on a new one (three tries in
- * all) when the port was taken before the runner bound it, seconds later:
- * the runner says so (PORT_TAKEN), in a rejection or, for a command run to
- * its end, in what `taken` reads from its outcome.
+ * `start` on a free runner port (`choose`'s, any free one by default), tried
+ * again on a new one (three tries in all) when the port was taken before the
+ * runner bound it, seconds later: the runner says so (PORT_TAKEN), in a
+ * rejection or, for a command run to its end, in what `taken` reads from its
+ * outcome.
  */
 export const onFreeRunnerPort = <A>(
   start: (runnerPort: number) => Promise<A>,
-  taken: (outcome: A) => boolean = () => false,
-  tries = 3,
-  choose: () => Promise<number> = freePort
-): Promise<A> =>
-  choose().then(start).then(
-    (outcome) => tries > 1 && taken(outcome) ? onFreeRunnerPort(start, taken, tries - 1, choose) : outcome,
-    (error: Error) => tries > 1 && PORT_TAKEN.test(error.message) ? onFreeRunnerPort(start, taken, tries - 1, choose) : Promise.reject(error)
+  { choose = freePort, taken = () => false, tries = 3 }: {
+    readonly taken?: (outcome: A) => boolean
+    readonly choose?: () => Promise<number>
+    readonly tries?: number
+  } = {}
+): Promise<A> => {
+  const again = () => onFreeRunnerPort(start, { choose, taken, tries: tries - 1 })
+  return choose().then(start).then(
+    (outcome) => tries > 1 && taken(outcome) ? again() : outcome,
+    (error: Error) => tries > 1 && PORT_TAKEN.test(error.message) ? again() : Promise.reject(error)
   )
+}
 
 /** A free port for which `acceptable` holds; a few tries are enough when it holds for most ports. */
 export const freePortWhere = async (acceptable: (port: number) => boolean, tries = 50): Promise<number> => {
@@ -141,7 +146,7 @@ export const startRunner = (env: Record<string, string>, script = RUNNER, choose
       PLANCKCLAW_CLUSTER_SHARDS: String(SHARDS),
       PLANCKCLAW_CLUSTER_SEND_TIMEOUT: "20",
       ...env
-    })).then((listening) => ({ ...listening, runnerPort })), undefined, 3, choosePort)
+    })).then((listening) => ({ ...listening, runnerPort })), { choose: choosePort })
 
 /**
  * Waits, at most 30 s, until `runners` runners (a divisor of SHARDS) of the

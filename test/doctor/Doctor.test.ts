@@ -22,7 +22,7 @@ import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as ChatCompletionsServer from "../support/ChatCompletionsServer.js"
 import * as FakeDiscord from "../support/FakeDiscord.js"
 import { sandbox, tool } from "../support/Sandbox.js"
-import { awaitPendingSleep } from "../support/TestClockHttp.js"
+import { awaitPendingSleep } from "../support/TestClockWait.js"
 
 const key = "test-key-not-secret"
 const model = "claude-haiku-4-5-20251001"

@@ -5,7 +5,7 @@ import { makeExchange } from "../../src/fifo/Exchange.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { blocksFrom, mkfifo, tempDir } from "../support/FifoKit.js"
 import { captureLogs } from "../support/LogCapture.js"
-import { awaitPendingSleep } from "../support/TestClockHttp.js"
+import { awaitPendingSleep } from "../support/TestClockWait.js"
 
 // The far end played by hand: requests read as blocks, answers written when the test says.
 // The exchange's log lines are captured in `logs`.

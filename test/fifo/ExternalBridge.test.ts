@@ -7,7 +7,7 @@ import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { fifoPaths, makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
 import { linesFrom, mkfifo, tempDir, writeScript } from "../support/FifoKit.js"
 import * as Sandbox from "../support/Sandbox.js"
-import { advanceTo, awaitPendingSleep } from "../support/TestClockHttp.js"
+import { advanceTo, awaitPendingSleep } from "../support/TestClockWait.js"
 
 const fakeSecrets = { ANTHROPIC_API_KEY: "test-key-not-secret", DISCORD_BOT_TOKEN: "test-token-not-secret" }
 

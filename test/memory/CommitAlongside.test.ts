@@ -20,7 +20,7 @@ import * as RunHeld from "../../src/memory/RunHeld.js"
 import * as TurnGate from "../../src/memory/TurnGate.js"
 import { heldTurn } from "../support/HeldTurn.js"
 import { tempDir } from "../support/Sandbox.js"
-import { yieldToEventLoop } from "../support/TestClockHttp.js"
+import { yieldToEventLoop } from "../support/TestClockWait.js"
 
 const line = (role: "user" | "assistant", content: string) => `${JSON.stringify({ role, content })}\n`
 const exchange = (n: number) => [{ role: "user" as const, content: `q${n}` }, { role: "assistant" as const, content: `a${n}` }]

@@ -13,7 +13,7 @@ import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import { captureLogs } from "../support/LogCapture.js"
 import { tempDir } from "../support/Sandbox.js"
-import { yieldToEventLoop } from "../support/TestClockHttp.js"
+import { yieldToEventLoop } from "../support/TestClockWait.js"
 import { compactorOver, history } from "./CompactorKit.js"
 
 describe("a background compaction's end", () => {

@@ -22,7 +22,8 @@ import { type InboundMessage, Interact, type InteractService } from "../../../sr
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { captureLogs } from "../../support/LogCapture.js"
-import { advanceTo, withPinnedJitter } from "../../support/TestClockHttp.js"
+import { withPinnedJitter } from "../../support/TestClockHttp.js"
+import { advanceTo } from "../../support/TestClockWait.js"
 
 const token = "test-token-not-secret"
 /** A second login's token, so its requests tell apart from the first's. */
