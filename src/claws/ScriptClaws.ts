@@ -25,6 +25,7 @@ import { childEnvironment, SecretValuesConfig } from "../config/Secrets.js"
 import { describeError, errnoCode } from "../Errors.js"
 import { describeJsonType, isJsonObject } from "../Json.js"
 import * as ChildProcess from "../process/ChildProcess.js"
+import * as SpawnHelper from "../process/SpawnHelper.js"
 import { nextTurn } from "../process/NextTurn.js"
 import * as Tracing from "../Tracing.js"
 import { type Catalog, type Discovery, makeDiscovery, type WatchDirectory } from "./ClawDiscovery.js"
@@ -241,7 +242,7 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps):
       // The directory outlives the process group: `run` returns (or is
       // interrupted by the timeout) only once the group is killed and reaped.
       return ChildProcess.privateDirectory("planckclaw-claw-").pipe(
-        Effect.flatMap((cwd) => ChildProcess.run(request(cwd)).pipe(Effect.timeoutOption(config.timeout))),
+        Effect.flatMap((cwd) => SpawnHelper.run(request(cwd)).pipe(Effect.timeoutOption(config.timeout))),
         Effect.scoped,
         Effect.map(Option.match({
           onNone: (): ToolResult => ({

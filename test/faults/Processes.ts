@@ -14,6 +14,13 @@ import { eventually, WaitTimedOut, within } from "./Bounds.js"
 export const watchdogOf = (pid: number) =>
   eventually(`planckclaw ${pid}'s watchdog`, () => childrenOf(pid, "groups=")[0])
 
+/** The spawn helper planckclaw `pid` started for its claws (src/process/SpawnHelper.ts), and the helper's watchdog. */
+export const spawnHelperOf = (pid: number) =>
+  Effect.gen(function*() {
+    const helper = yield* eventually(`planckclaw ${pid}'s spawn helper`, () => childrenOf(pid, "spawn-helper.cjs")[0])
+    return { helper, watchdog: yield* watchdogOf(helper) }
+  })
+
 /**
  * Waits (briefly, polling) until no process started for this sandbox is
  * left, and returns whatever still is: `[]` means no orphan.

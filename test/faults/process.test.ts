@@ -35,7 +35,7 @@ import { tool } from "../support/Sandbox.js"
 import { eventually, gone, pidIn, within } from "./Bounds.js"
 import { fifoAgent, sandbox } from "./Campaign.js"
 import { connectTo } from "./FifoClient.js"
-import { diagnosed, planckclaw, strays, watchdogOf } from "./Processes.js"
+import { diagnosed, planckclaw, spawnHelperOf, strays, watchdogOf } from "./Processes.js"
 
 const TIMEOUT = 120_000
 /** A stop must finish within this: the claws' and bridges' grace plus start-up noise. A bound, not a measurement. */
@@ -59,12 +59,13 @@ describe("faults: process", () => {
         yield* agent.client.send("work")
         const claw = yield* pidIn(agent.box.path("slow.pid"))
         const child = yield* pidIn(agent.box.path("slow-child.pid"))
-        const watchdog = yield* watchdogOf(agent.proc.pid)
+        const { helper, watchdog } = yield* spawnHelperOf(agent.proc.pid)
         yield* agent.proc.signal(signal)
         expect(yield* within("a clean stop", GRACE)(agent.proc.ended)).toEqual({ code: 0, signal: null })
         yield* gone("the running claw", claw)
         yield* gone("the claw's child", child)
-        yield* gone("planckclaw's watchdog", watchdog)
+        yield* gone("planckclaw's spawn helper", helper)
+        yield* gone("the spawn helper's watchdog", watchdog)
         expect(fifosLeft(agent.box.runDir)).toEqual([])
         expect(fs.existsSync(agent.box.runDir)).toBe(false)
         expect(yield* strays(agent.box)).toEqual([])
@@ -134,12 +135,14 @@ describe("faults: process", () => {
       yield* agent.client.send("work")
       const claw = yield* pidIn(agent.box.path("slow.pid"))
       const child = yield* pidIn(agent.box.path("slow-child.pid"))
-      const watchdog = yield* watchdogOf(agent.proc.pid)
+      const { helper, watchdog } = yield* spawnHelperOf(agent.proc.pid)
       yield* agent.proc.signal("SIGKILL")
       expect(yield* agent.proc.ended).toEqual({ code: null, signal: "SIGKILL" })
+      // The helper reads end of file from the dead agent and kills the group itself.
       yield* gone("the running claw", claw)
       yield* gone("the claw's child", child)
-      yield* gone("planckclaw's watchdog, its work done", watchdog)
+      yield* gone("planckclaw's spawn helper", helper)
+      yield* gone("the spawn helper's watchdog, its work done", watchdog)
       expect(yield* strays(agent.box)).toEqual([])
     }), TIMEOUT)
 

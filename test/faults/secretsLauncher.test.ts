@@ -15,7 +15,7 @@ import { fifosLeft } from "../support/Pipes.js"
 import { type Sandbox, tool } from "../support/Sandbox.js"
 import { gone, pidIn, within } from "./Bounds.js"
 import { FAKE_KEY, FAKE_TOKEN, fifoAgent, sandbox } from "./Campaign.js"
-import { planckclaw, planckclawToEnd, strays, watchdogOf } from "./Processes.js"
+import { planckclaw, planckclawToEnd, spawnHelperOf, strays } from "./Processes.js"
 
 const TIMEOUT = 120_000
 
@@ -123,11 +123,12 @@ describe("faults: secrets out of a claw's reach", () => {
       )
       yield* agent.client.send("work")
       const claw = yield* pidIn(agent.box.path("slow.pid"))
-      const watchdog = yield* watchdogOf(agent.proc.pid)
+      const { helper, watchdog } = yield* spawnHelperOf(agent.proc.pid)
       yield* agent.proc.signal("SIGHUP")
       expect(yield* within("a clean stop", "20 seconds")(agent.proc.ended)).toEqual({ code: 0, signal: null })
       yield* gone("the running claw", claw)
-      yield* gone("planckclaw's watchdog", watchdog)
+      yield* gone("planckclaw's spawn helper", helper)
+      yield* gone("the spawn helper's watchdog", watchdog)
       expect(fifosLeft(agent.box.runDir)).toEqual([])
       expect(fs.existsSync(agent.box.runDir)).toBe(false)
       expect(yield* strays(agent.box)).toEqual([])

@@ -3,6 +3,7 @@ import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
+import * as SpawnHelper from "../../src/process/SpawnHelper.js"
 import * as Sandbox from "../support/Sandbox.js"
 
 const tempDir = Sandbox.tempDir("planckclaw-child-")
@@ -28,10 +29,14 @@ const readPid = (file: string) =>
     Effect.map(() => Number(Fs.readFileSync(file, "utf8").trim()))
   )
 
-describe("ChildProcess.run", () => {
+// The same behaviour whether this process spawns the command or its spawn helper does (what claws use).
+describe.each([
+  { where: "ChildProcess.run, spawned here", run: ChildProcess.run },
+  { where: "SpawnHelper.run, spawned by the helper", run: SpawnHelper.run }
+])("$where", ({ run }) => {
   it.effect("collects stdout, stderr and the exit code", () =>
     Effect.gen(function*() {
-      const outcome = yield* ChildProcess.run(shell("printf out; printf err >&2; exit 7"))
+      const outcome = yield* run(shell("printf out; printf err >&2; exit 7"))
       expect(text(outcome.stdout)).toBe("out")
       expect(text(outcome.stderr)).toBe("err")
       expect(outcome.exitCode).toBe(7)
@@ -42,20 +47,20 @@ describe("ChildProcess.run", () => {
 
   it.effect("reports a signal death", () =>
     Effect.gen(function*() {
-      const outcome = yield* ChildProcess.run(shell("kill -TERM $$"))
+      const outcome = yield* run(shell("kill -TERM $$"))
       expect(outcome.exitCode).toBeNull()
       expect(outcome.signal).toBe("SIGTERM")
     }))
 
   it.effect("gives the child /dev/null as stdin", () =>
     Effect.gen(function*() {
-      const outcome = yield* ChildProcess.run(shell("cat; echo eof"))
+      const outcome = yield* run(shell("cat; echo eof"))
       expect(text(outcome.stdout)).toBe("eof\n")
     }))
 
   it.effect("keeps the first bytes of a slightly long output and the real exit status", () =>
     Effect.gen(function*() {
-      const outcome = yield* ChildProcess.run(shell("head -c 1500 /dev/zero | tr '\\0' a; exit 2"))
+      const outcome = yield* run(shell("head -c 1500 /dev/zero | tr '\\0' a; exit 2"))
       expect(outcome.stdout.length).toBe(1024)
       expect(outcome.stdoutTruncated).toBe(true)
       expect(outcome.flooded).toBe(false)
@@ -66,7 +71,7 @@ describe("ChildProcess.run", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir
       const pidFile = Path.join(dir, "pid")
-      const outcome = yield* ChildProcess.run(shell(`echo $$ > ${pidFile}; yes flood & yes flood; wait`))
+      const outcome = yield* run(shell(`echo $$ > ${pidFile}; yes flood & yes flood; wait`))
       expect(outcome.flooded).toBe(true)
       expect(outcome.stdout.length).toBe(1024)
       expect(text(outcome.stdout).startsWith("flood\nflood\n")).toBe(true)
@@ -78,7 +83,7 @@ describe("ChildProcess.run", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir
       const pidFile = Path.join(dir, "pid")
-      const outcome = yield* ChildProcess.run(shell(`echo $$ > ${pidFile}; sleep 1000 & echo done`))
+      const outcome = yield* run(shell(`echo $$ > ${pidFile}; sleep 1000 & echo done`))
       expect(text(outcome.stdout)).toBe("done\n")
       expect(outcome.exitCode).toBe(0)
       const pgid = Number(Fs.readFileSync(pidFile, "utf8").trim())
@@ -89,7 +94,7 @@ describe("ChildProcess.run", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir
       const pidFile = Path.join(dir, "pid")
-      const fiber = yield* Effect.fork(ChildProcess.run(shell(`echo $$ > ${pidFile}; sleep 1000 & sleep 1000; wait`)))
+      const fiber = yield* Effect.fork(run(shell(`echo $$ > ${pidFile}; sleep 1000 & sleep 1000; wait`)))
       const pgid = yield* readPid(pidFile)
       expect(Sandbox.groupGone(pgid)).toBe(false)
       yield* Fiber.interrupt(fiber)
@@ -98,7 +103,7 @@ describe("ChildProcess.run", () => {
 
   it.effect("fails with SpawnError when the command does not exist", () =>
     Effect.gen(function*() {
-      const error = yield* ChildProcess.run(shell("", { command: "/nonexistent/planckclaw-claw", args: [] })).pipe(
+      const error = yield* run(shell("", { command: "/nonexistent/planckclaw-claw", args: [] })).pipe(
         Effect.flip
       )
       expect(error._tag).toBe("SpawnError")

@@ -1,0 +1,207 @@
+/**
+ * Claws run from a spawn helper: one small Node process of ours
+ * (SpawnHelperMain.ts) that starts them and hands back what they printed.
+ *
+ * Why: Node's spawn forks the whole calling process and blocks its one
+ * thread until the child has exec'd. For an agent that was 4–8 ms of its
+ * thread per claw call here, and more as its heap grows, while no other
+ * turn moved (serve holds thousands of agents on that thread). Afterwards,
+ * every page the agent wrote took a copy-on-write fault once
+ * (bench/fork-spill.mjs). The helper pays the fork instead, on its own
+ * thread; this process writes one line and reads one back.
+ *
+ * It is started at the first run, with an environment of nothing but PATH
+ * (it holds no secret: each request carries the claw's own environment,
+ * secrets withheld), in a session of its own (Ctrl-C in the terminal is
+ * this process's to handle). It never keeps this process alive by itself,
+ * and it ends when this process ends, however that happens: it reads end of
+ * file on its stdin, kills every group it still runs and exits. Should it
+ * die, its own watchdog kills those groups, the runs waiting for it fail
+ * saying so, and the next run starts a new helper. Should it not start, or
+ * die before answering anything, runs go on from this process, warned once.
+ *
+ * Module state on purpose, like the watchdog's: one helper per process.
+ */
+import { type ChildProcess as NodeChild, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { describeError } from "../Errors.js"
+import { packageRoot } from "../PackageRoot.js"
+import * as ChildProcess from "./ChildProcess.js"
+import { decodeFromHelper, type FromHelper, lineSplitter, type ToHelper } from "./SpawnWire.js"
+
+type Resume = (effect: Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError>) => void
+
+interface Pending {
+  readonly command: string
+  readonly resume: Resume
+  /** Set once the run was interrupted: called when the helper says its group is reaped. */
+  onStopped?: () => void
+}
+
+interface Helper {
+  readonly child: NodeChild
+  readonly pending: Map<number, Pending>
+  nextId: number
+  /** Whether it answered anything yet: one that dies before it did is not started again. */
+  answered: boolean
+  /** The start of what it wrote on stderr, for the report should it die. */
+  stderr: string
+  /** Why it was killed, when this process killed it. */
+  killedBecause?: string
+}
+
+let helper: Helper | undefined
+/** Why runs go on from this process; logged once. */
+let unavailable: string | undefined
+let warned = false
+
+/** The helper's program, bundled into dist/cli/spawn-helper.cjs (found from the package root: this module may be in a bundle). */
+const helperScript = (): Either.Either<string, string> => {
+  const root = packageRoot()
+  const script = root === undefined ? undefined : path.join(root, "dist", "cli", "spawn-helper.cjs")
+  return script !== undefined && fs.existsSync(script)
+    ? Either.right(script)
+    : Either.left(`its program ${script ?? "dist/cli/spawn-helper.cjs"} is missing`)
+}
+
+const send = (running: Helper, line: ToHelper): void => {
+  running.child.stdin?.write(`${JSON.stringify(line)}\n`)
+}
+
+/** The handles keep this process alive only while a run waits for its answer. */
+const hold = (running: Helper, held: boolean): void => {
+  for (const handle of [running.child, running.child.stdout]) {
+    const h = handle as { ref?: () => void; unref?: () => void } | null
+    if (held) h?.ref?.()
+    else h?.unref?.()
+  }
+}
+
+const settle = (running: Helper, id: number): Pending | undefined => {
+  const pending = running.pending.get(id)
+  if (pending === undefined) return undefined
+  running.pending.delete(id)
+  if (running.pending.size === 0) hold(running, false)
+  return pending
+}
+
+const toOutcome = (line: Extract<FromHelper, { _tag: "Done" }>): ChildProcess.RunOutcome => ({
+  stdout: Buffer.from(line.stdout, "base64"),
+  stdoutTruncated: line.stdoutTruncated,
+  stderr: Buffer.from(line.stderr, "base64"),
+  stderrTruncated: line.stderrTruncated,
+  exitCode: line.exitCode,
+  signal: line.signal as NodeJS.Signals | null,
+  flooded: line.flooded
+})
+
+const onLine = (running: Helper, text: string): void => {
+  const decoded = decodeFromHelper(text)
+  if (Either.isLeft(decoded)) {
+    running.killedBecause = `it answered a line this process cannot read (${decoded.left.message.slice(0, 300)})`
+    running.child.kill("SIGKILL")
+    return
+  }
+  running.answered = true
+  const line = decoded.right
+  const pending = settle(running, line.id)
+  if (pending === undefined) return
+  // An interrupted run waits only for its group to be gone: it is, once the run ended.
+  if (pending.onStopped !== undefined) return pending.onStopped()
+  if (line._tag === "Done") pending.resume(Effect.succeed(toOutcome(line)))
+  else if (line._tag === "Failed") {
+    const cause = Object.assign(new Error(line.message), line.code === undefined ? {} : { code: line.code })
+    pending.resume(Effect.fail(new ChildProcess.SpawnError({ message: line.message, cause })))
+  }
+}
+
+const onExit = (running: Helper, code: number | null, signal: NodeJS.Signals | null): void => {
+  if (helper === running) helper = undefined
+  const how = running.killedBecause ?? (signal !== null ? `killed by ${signal}` : `exit code ${code}`)
+  const said = running.stderr.trim() === "" ? "" : `: ${running.stderr.trim().slice(0, 500)}`
+  if (!running.answered && unavailable === undefined) unavailable = `the spawn helper ended before it answered (${how}${said})`
+  for (const id of [...running.pending.keys()]) {
+    const pending = settle(running, id)!
+    if (pending.onStopped !== undefined) pending.onStopped()
+    else {
+      const message = `cannot run ${pending.command}: the spawn helper ended (${how}${said}); its watchdog kills what it started`
+      pending.resume(Effect.fail(new ChildProcess.SpawnError({ message, cause: undefined })))
+    }
+  }
+}
+
+const start = (): Either.Either<Helper, string> => {
+  const script = helperScript()
+  if (Either.isLeft(script)) return Either.left(script.left)
+  const spawned = Either.try({
+    try: () =>
+      spawn(process.execPath, [script.right], {
+        detached: true,
+        stdio: ["pipe", "pipe", "pipe"],
+        env: { PATH: "/usr/bin:/bin" }
+      }),
+    catch: describeError
+  })
+  if (Either.isLeft(spawned)) return Either.left(`node could not be started: ${spawned.left}`)
+  const child = spawned.right
+  // A failed spawn (EAGAIN) reports through 'error' and has no pid; the exit says the rest.
+  child.on("error", () => undefined)
+  child.stdin?.on("error", () => undefined)
+  if (child.pid === undefined) return Either.left("node could not be started")
+  const running: Helper = { child, pending: new Map(), nextId: 0, answered: false, stderr: "" }
+  child.stdout?.setEncoding("utf8")
+  child.stdout?.on("data", lineSplitter((line) => onLine(running, line)))
+  child.stderr?.setEncoding("utf8")
+  child.stderr?.on("data", (chunk: string) => {
+    if (running.stderr.length < 2048) running.stderr += chunk
+  })
+  child.on("exit", (code, signal) => onExit(running, code, signal))
+  ;(child.stdin as { unref?: () => void } | null)?.unref?.()
+  ;(child.stderr as { unref?: () => void } | null)?.unref?.()
+  hold(running, false)
+  return Either.right(running)
+}
+
+const current = (): Either.Either<Helper, string> => {
+  if (unavailable !== undefined) return Either.left(unavailable)
+  if (helper !== undefined && helper.child.exitCode === null && helper.child.signalCode === null) {
+    return Either.right(helper)
+  }
+  const started = start()
+  if (Either.isLeft(started)) unavailable = started.left
+  else helper = started.right
+  return started
+}
+
+/**
+ * ChildProcess.run, from the spawn helper. Interrupting it kills the whole
+ * group and returns once the helper has reaped it, as ChildProcess.run does.
+ */
+export const run = (request: ChildProcess.RunRequest): Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError> =>
+  Effect.suspend(() => {
+    const running = current()
+    if (Either.isLeft(running)) {
+      const warning = warned ? Effect.void : Effect.logWarning(`claws are started from this process: ${running.left}`)
+      warned = true
+      return Effect.zipRight(warning, ChildProcess.run(request))
+    }
+    const helper = running.right
+    return Effect.async<ChildProcess.RunOutcome, ChildProcess.SpawnError>((resume) => {
+      const id = helper.nextId++
+      const pending: Pending = { command: request.command, resume }
+      helper.pending.set(id, pending)
+      if (helper.pending.size === 1) hold(helper, true)
+      send(helper, { _tag: "Run", id, ...request, args: [...request.args], env: { ...request.env } })
+      return Effect.async<void>((stopped) => {
+        if (!helper.pending.has(id)) return stopped(Effect.void)
+        pending.onStopped = () => stopped(Effect.void)
+        send(helper, { _tag: "Stop", id })
+      })
+    })
+  })
+
+/** The running helper's pid, if one runs (for tests). */
+export const helperPid = (): number | undefined => helper?.child.pid

@@ -1,0 +1,84 @@
+/**
+ * The spawn helper's program (see SpawnHelper.ts): `node SpawnHelperMain.js`
+ * with pipes on its stdin and stdout. It runs each request it reads with
+ * ChildProcess.run, so each command runs in a group of its own, listed with
+ * this process's watchdog, and it answers each request on stdout.
+ *
+ * End of file on stdin means the agent has ended, however it ended: every
+ * group still running is killed and reaped, then the helper exits. A line
+ * it cannot read is a bug in this package: it says so on stderr and exits,
+ * killing what it runs, and the agent reports that to the runs it waits for.
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import { errnoCode } from "../Errors.js"
+import * as ChildProcess from "./ChildProcess.js"
+import { decodeToHelper, type FromHelper, lineSplitter, type RunLine } from "./SpawnWire.js"
+
+const running = new Map<number, Fiber.RuntimeFiber<ChildProcess.RunOutcome, ChildProcess.SpawnError>>()
+
+// The agent is gone when its end of the pipe is: end of file on stdin says so, an EPIPE here adds nothing.
+process.stdout.on("error", () => undefined)
+const answer = (line: FromHelper): void => {
+  process.stdout.write(`${JSON.stringify(line)}\n`)
+}
+
+const outcomeLine = (id: number, outcome: ChildProcess.RunOutcome): FromHelper => ({
+  _tag: "Done",
+  id,
+  stdout: Buffer.from(outcome.stdout).toString("base64"),
+  stdoutTruncated: outcome.stdoutTruncated,
+  stderr: Buffer.from(outcome.stderr).toString("base64"),
+  stderrTruncated: outcome.stderrTruncated,
+  exitCode: outcome.exitCode,
+  signal: outcome.signal,
+  flooded: outcome.flooded
+})
+
+const start = (request: typeof RunLine.Type): void => {
+  const fiber = Effect.runFork(ChildProcess.run(request))
+  running.set(request.id, fiber)
+  fiber.addObserver((exit) => {
+    running.delete(request.id)
+    // A stopped run is answered by its Stop, once the group is reaped.
+    if (Exit.isInterrupted(exit)) return
+    answer(Exit.match(exit, {
+      onSuccess: (outcome) => outcomeLine(request.id, outcome),
+      onFailure: (cause): FromHelper => {
+        const failure = Cause.failureOption(cause)
+        if (failure._tag === "None") return { _tag: "Failed", id: request.id, message: Cause.pretty(cause) }
+        const code = errnoCode(failure.value.cause)
+        return { _tag: "Failed", id: request.id, message: failure.value.message, ...(code === undefined ? {} : { code }) }
+      }
+    }))
+  })
+}
+
+const stop = (id: number): void => {
+  const fiber = running.get(id)
+  if (fiber === undefined) return answer({ _tag: "Stopped", id })
+  Effect.runFork(Fiber.interrupt(fiber)).addObserver(() => answer({ _tag: "Stopped", id }))
+}
+
+let ending = false
+const end = (code: number): void => {
+  if (ending) return
+  ending = true
+  Effect.runFork(Fiber.interruptAll(running.values())).addObserver(() => process.exit(code))
+}
+
+process.stdin.setEncoding("utf8")
+process.stdin.on("data", lineSplitter((line) => {
+  if (ending) return
+  const request = decodeToHelper(line)
+  if (request._tag === "Left") {
+    process.stderr.write(`planckclaw spawn helper: a request it cannot read (${request.left.message.slice(0, 500)})\n`)
+    return end(70)
+  }
+  if (request.right._tag === "Run") start(request.right)
+  else stop(request.right.id)
+}))
+process.stdin.on("end", () => end(0))
+process.stdin.on("error", () => end(0))

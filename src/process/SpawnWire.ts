@@ -1,0 +1,63 @@
+/**
+ * The lines between this process and its spawn helper (SpawnHelper.ts), one
+ * JSON document each. Both ends are this package, started together, so a
+ * line that does not decode is a bug of ours: said as such, never guessed at.
+ */
+import * as Schema from "effect/Schema"
+
+const Id = Schema.Number
+
+/** Run one request (ChildProcess.RunRequest) and answer Done or Failed with its id. */
+export const RunLine = Schema.TaggedStruct("Run", {
+  id: Id,
+  command: Schema.String,
+  args: Schema.Array(Schema.String),
+  cwd: Schema.String,
+  env: Schema.Record({ key: Schema.String, value: Schema.String }),
+  stdoutMax: Schema.Number,
+  stderrMax: Schema.Number,
+  floodAllowance: Schema.Number
+})
+
+/** Kill the run's group and answer Stopped once it is reaped (or was done already). */
+export const StopLine = Schema.TaggedStruct("Stop", { id: Id })
+
+export const ToHelper = Schema.Union(RunLine, StopLine)
+export type ToHelper = typeof ToHelper.Type
+
+/** A run's outcome (ChildProcess.RunOutcome), its output in base64. */
+export const DoneLine = Schema.TaggedStruct("Done", {
+  id: Id,
+  stdout: Schema.String,
+  stdoutTruncated: Schema.Boolean,
+  stderr: Schema.String,
+  stderrTruncated: Schema.Boolean,
+  exitCode: Schema.NullOr(Schema.Number),
+  signal: Schema.NullOr(Schema.String),
+  flooded: Schema.Boolean
+})
+
+/** The run could not start (ChildProcess.SpawnError); `code` is the system error's, when there was one. */
+export const FailedLine = Schema.TaggedStruct("Failed", {
+  id: Id,
+  message: Schema.String,
+  code: Schema.optional(Schema.String)
+})
+
+export const StoppedLine = Schema.TaggedStruct("Stopped", { id: Id })
+
+export const FromHelper = Schema.Union(DoneLine, FailedLine, StoppedLine)
+export type FromHelper = typeof FromHelper.Type
+
+export const decodeToHelper = Schema.decodeUnknownEither(Schema.parseJson(ToHelper))
+export const decodeFromHelper = Schema.decodeUnknownEither(Schema.parseJson(FromHelper))
+
+/** Complete lines out of a stream's chunks; what follows the last newline waits for the next chunk. */
+export const lineSplitter = (onLine: (line: string) => void) => {
+  let partial = ""
+  return (chunk: string): void => {
+    const lines = (partial + chunk).split("\n")
+    partial = lines.pop()!
+    for (const line of lines) if (line !== "") onLine(line)
+  }
+}

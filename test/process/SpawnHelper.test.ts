@@ -1,0 +1,98 @@
+/**
+ * What the spawn helper adds to ChildProcess.run (whose behaviour both share:
+ * ChildProcess.test.ts runs its cases through each): the fork happens in the
+ * helper, which holds no secret, keeps concurrent runs apart, and whose death
+ * fails the runs it held without leaving their groups behind.
+ */
+import * as childProcess from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Fiber } from "effect"
+import * as ChildProcess from "../../src/process/ChildProcess.js"
+import * as SpawnHelper from "../../src/process/SpawnHelper.js"
+import * as Sandbox from "../support/Sandbox.js"
+
+const repo = path.resolve(import.meta.dirname, "..", "..")
+
+const shell = (script: string): ChildProcess.RunRequest => ({
+  command: "/bin/sh",
+  args: ["-c", script],
+  cwd: process.cwd(),
+  env: { PATH: "/usr/bin:/bin" },
+  stdoutMax: 1024,
+  stderrMax: 1024,
+  floodAllowance: 4096
+})
+
+const stdoutOf = (outcome: ChildProcess.RunOutcome) => Buffer.from(outcome.stdout).toString("utf8").trim()
+
+describe("SpawnHelper.run", () => {
+  it.effect("the command is the helper's child, not this process's", () =>
+    Effect.gen(function*() {
+      const parent = Number(stdoutOf(yield* SpawnHelper.run(shell("echo $PPID"))))
+      expect(parent).toBe(SpawnHelper.helperPid())
+      expect(parent).not.toBe(process.pid)
+    }))
+
+  it.effect("the helper's own environment is PATH alone: no secret of this process reaches it", () =>
+    Effect.gen(function*() {
+      yield* SpawnHelper.run(shell("true"))
+      const environ = fs.readFileSync(`/proc/${SpawnHelper.helperPid()}/environ`, "utf8")
+      expect(environ.split("\0").filter((entry) => entry !== "")).toEqual(["PATH=/usr/bin:/bin"])
+    }))
+
+  it.effect("concurrent runs each get their own outcome", () =>
+    Effect.gen(function*() {
+      const outcomes = yield* Effect.forEach(
+        [1, 2, 3, 4, 5],
+        (n) => SpawnHelper.run(shell(`sleep 0.0${6 - n}; echo run-${n}; exit ${n}`)),
+        { concurrency: "unbounded" }
+      )
+      expect(outcomes.map((outcome) => [stdoutOf(outcome), outcome.exitCode])).toEqual(
+        [1, 2, 3, 4, 5].map((n) => [`run-${n}`, n])
+      )
+    }))
+
+  it.scopedLive("a helper killed while a run waits: the run fails saying so, its group goes, the next run gets a new helper", () =>
+    Effect.gen(function*() {
+      const dir = yield* Sandbox.tempDir("planckclaw-helper-")
+      const pidFile = path.join(dir, "pid")
+      const fiber = yield* Effect.fork(SpawnHelper.run(shell(`echo $$ > ${pidFile}; sleep 1000`)))
+      const pgid = yield* Sandbox.pidIn(pidFile)
+      const first = SpawnHelper.helperPid()!
+      process.kill(first, "SIGKILL")
+      const exit = yield* Fiber.await(fiber)
+      expect(Exit.isFailure(exit)).toBe(true)
+      const error = yield* Effect.flip(exit)
+      expect(error.message).toContain("the spawn helper ended (killed by SIGKILL)")
+      // The helper's watchdog: SIGTERM to the group, SIGKILL two seconds on.
+      expect(yield* Sandbox.settles(() => Sandbox.groupGone(pgid), "50 millis")).toBe(true)
+      expect(stdoutOf(yield* SpawnHelper.run(shell("echo again")))).toBe("again")
+      expect(SpawnHelper.helperPid()).not.toBe(first)
+    }))
+
+  it.scopedLive("a program whose last work was a run exits by itself, and its helper with it", () =>
+    Effect.gen(function*() {
+      const script = [
+        `import { Effect } from "effect"`,
+        `import * as SpawnHelper from ${JSON.stringify(path.join(repo, "dist/process/SpawnHelper.js"))}`,
+        `const outcome = await Effect.runPromise(SpawnHelper.run({ command: "/bin/sh", args: ["-c", "echo done"], cwd: "/",`,
+        `  env: { PATH: "/usr/bin:/bin" }, stdoutMax: 100, stderrMax: 100, floodAllowance: 100 }))`,
+        `process.stdout.write(SpawnHelper.helperPid() + " " + Buffer.from(outcome.stdout).toString())`
+      ].join("\n")
+      const program = childProcess.spawn(process.execPath, ["--input-type=module", "-e", script], {
+        cwd: repo,
+        stdio: ["ignore", "pipe", "inherit"]
+      })
+      let output = ""
+      program.stdout.on("data", (chunk: Buffer) => output += chunk.toString())
+      const code = yield* Effect.async<number | null>((resume) => {
+        program.once("exit", (exitCode) => resume(Effect.succeed(exitCode)))
+      }).pipe(Sandbox.within("the program to exit by itself"))
+      expect(code).toBe(0)
+      const [helper, said] = output.split(" ")
+      expect(said).toBe("done\n")
+      yield* Sandbox.gone("its spawn helper", Number(helper))
+    }))
+})
