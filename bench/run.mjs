@@ -41,6 +41,7 @@ const TABLE = [
   { key: "turn_tool_p99_ms_fifo_instant_claw", label: "Turn with one tool round p99, FIFOs, instant claw (ms)", target: "≤ 3", pass: atMost(3), ratio: "turn_tool_p99_fifo_instant_claw_x_nothing" },
   { key: "turn_tool_p50_ms_fifo", label: "Turn with one tool round p50, FIFOs, claws/time.sh (ms)" },
   { key: "turn_tool_p99_ms_fifo", label: "Turn with one tool round p99, FIFOs, claws/time.sh (ms)" },
+  { key: "turn_tool_cpu_us_fifo", label: "Main-thread CPU per tool round, FIFOs, claws/time.sh (µs)" },
   { key: "turn_p99_ms_fifo_early", label: "Turn p99, FIFOs, shipped claws, turns 301–4,300 of one agent (ms)", ratio: "turn_p99_fifo_early_x_nothing" },
   { key: "turn_p99_ms_fifo_late", label: "Turn p99, FIFOs, shipped claws, turns 20,301–24,300 of the same agent (ms)", target: "≤ 3", pass: atMost(3), ratio: "turn_p99_fifo_late_x_nothing" },
   { key: "turn_other_threads_cpu_us_fifo_early", label: "CPU of the agent's other threads (V8 compiler, GC helpers, libuv) per plain turn, turns 301–4,300 (µs)" },

@@ -129,6 +129,7 @@ main(async () => {
         turn_cpu_us_fifo: plain.cpuUsPerTurn,
         turn_tool_p50_ms_fifo: toolShell.p50,
         turn_tool_p99_ms_fifo: toolShell.p99,
+        turn_tool_cpu_us_fifo: toolShell.cpuUsPerTurn,
         turn_p50_ms_fifo_instant_claw: plainInstant.p50,
         turn_p99_ms_fifo_instant_claw: plainInstant.p99,
         turn_cpu_us_fifo_instant_claw: plainInstant.cpuUsPerTurn,
