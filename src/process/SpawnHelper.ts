@@ -18,7 +18,8 @@
  * file on its stdin, kills every group it still runs and exits. Should it
  * die, its own watchdog kills those groups, the runs waiting for it fail
  * saying so, and the next run starts a new helper. Should it not start, or
- * die before answering anything, runs go on from this process, warned once.
+ * end by itself before answering anything, runs go on from this process,
+ * warned once.
  *
  * Module state on purpose, like the watchdog's: one helper per process.
  */
@@ -45,7 +46,7 @@ interface Helper {
   readonly child: NodeChild
   readonly pending: Map<number, Pending>
   nextId: number
-  /** Whether it answered anything yet: one that dies before it did is not started again. */
+  /** Whether it answered anything yet: one that ends by itself before it did is not started again. */
   answered: boolean
   /** The start of what it wrote on stderr, for the report should it die. */
   stderr: string
@@ -122,7 +123,10 @@ const onExit = (running: Helper, code: number | null, signal: NodeJS.Signals | n
   if (helper === running) helper = undefined
   const how = running.killedBecause ?? (signal !== null ? `killed by ${signal}` : `exit code ${code}`)
   const said = running.stderr.trim() === "" ? "" : `: ${running.stderr.trim().slice(0, 500)}`
-  if (!running.answered && unavailable === undefined) unavailable = `the spawn helper ended before it answered (${how}${said})`
+  // One that ended by itself (or said what it should not) before any answer will not do better next time;
+  // one killed by a signal (the OOM killer) may.
+  const broken = !running.answered && (signal === null || running.killedBecause !== undefined)
+  if (broken && unavailable === undefined) unavailable = `the spawn helper ended before it answered (${how}${said})`
   for (const id of [...running.pending.keys()]) {
     const pending = settle(running, id)!
     if (pending.onStopped !== undefined) pending.onStopped()

@@ -72,6 +72,47 @@ describe("SpawnHelper.run", () => {
       expect(SpawnHelper.helperPid()).not.toBe(first)
     }))
 
+  it.scopedLive("without the helper's program, runs go on from this process, warned once", () =>
+    Effect.gen(function*() {
+      // A copy of the modules it needs, in a package of its own whose dist/cli/ has no helper.
+      const root = yield* Sandbox.tempDir("planckclaw-no-helper-")
+      fs.mkdirSync(path.join(root, "dist", "process"), { recursive: true })
+      fs.writeFileSync(path.join(root, "package.json"), `{"type":"module"}`)
+      fs.symlinkSync(path.join(repo, "node_modules"), path.join(root, "node_modules"))
+      for (const file of ["Errors.js", "PackageRoot.js"]) fs.copyFileSync(path.join(repo, "dist", file), path.join(root, "dist", file))
+      for (const file of fs.readdirSync(path.join(repo, "dist", "process")).filter((name) => name.endsWith(".js"))) {
+        fs.copyFileSync(path.join(repo, "dist", "process", file), path.join(root, "dist", "process", file))
+      }
+      const script = [
+        `import { Effect } from "effect"`,
+        `import * as SpawnHelper from "./dist/process/SpawnHelper.js"`,
+        `const run = (text) => SpawnHelper.run({ command: "/bin/sh", args: ["-c", "echo " + text + " $PPID"], cwd: "/",`,
+        `  env: { PATH: "/usr/bin:/bin" }, stdoutMax: 100, stderrMax: 100, floodAllowance: 100 })`,
+        `for (const text of ["one", "two"]) {`,
+        `  const outcome = await Effect.runPromise(run(text))`,
+        `  process.stdout.write("ran " + Buffer.from(outcome.stdout).toString())`,
+        `}`,
+        `process.stdout.write("helper " + SpawnHelper.helperPid() + " self " + process.pid + "\\n")`
+      ].join("\n")
+      const program = childProcess.spawn(process.execPath, ["--input-type=module", "-e", script], {
+        cwd: root,
+        stdio: ["ignore", "pipe", "inherit"]
+      })
+      let output = ""
+      program.stdout.on("data", (chunk: Buffer) => output += chunk.toString())
+      const code = yield* Effect.async<number | null>((resume) => {
+        program.once("exit", (exitCode) => resume(Effect.succeed(exitCode)))
+      }).pipe(Sandbox.within("the program to end"))
+      expect(code).toBe(0)
+      const self = /self (\d+)/.exec(output)![1]
+      expect(output).toContain(`ran one ${self}\n`)
+      expect(output).toContain(`ran two ${self}\n`)
+      expect(output).toContain(`helper undefined`)
+      const warnings = output.split("\n").filter((line) => line.includes("claws are started from this process"))
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toContain(`its program ${path.join(root, "dist", "cli", "spawn-helper.cjs")} is missing`)
+    }))
+
   it.scopedLive("a program whose last work was a run exits by itself, and its helper with it", () =>
     Effect.gen(function*() {
       const script = [
