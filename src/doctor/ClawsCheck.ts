@@ -1,7 +1,8 @@
 /**
  * Doctor's claws lines: the claws directory, then every claw with what
  * `planckclaw tools` finds in it (the same discovery: its tools, or each
- * declaration that failed to parse and why).
+ * declaration that failed to parse and why); then whether claws start from
+ * the spawn helper, tried with a command that does nothing.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -11,6 +12,7 @@ import { makeDiscovery } from "../claws/ClawDiscovery.js"
 import * as ScriptClaws from "../claws/ScriptClaws.js"
 import * as ConfigErrors from "../config/ConfigErrors.js"
 import { describeError, errnoCode } from "../Errors.js"
+import * as SpawnHelper from "../process/SpawnHelper.js"
 import { fail, type Finding, pass, skip } from "./DoctorCheck.js"
 
 /** The claw a problem's source (`claws/dice.sh:3`) names. */
@@ -50,7 +52,17 @@ export const check: Effect.Effect<ReadonlyArray<Finding>> = Effect.gen(function*
     if (tools.length > 0) return [pass(`claw ${name}`, tools.join(", ")), ...problems]
     return problems.length > 0 ? problems : [skip(`claw ${name}`, "declares no tools (no #TOOLS: line)")]
   })
-  return [summary, ...perClaw]
+  const helper = yield* SpawnHelper.probe
+  const starter = Either.match(helper, {
+    onRight: (pid) => pass("claw starter", `the spawn helper (pid ${pid}) starts claws`),
+    onLeft: (why) =>
+      fail(
+        "claw starter",
+        `no spawn helper: ${why}; claws are started from the agent's own process, which stops its turns for each start`,
+        "run `npm run build` in planckclaw's directory, or install it again"
+      )
+  })
+  return [summary, ...perClaw, starter]
 }).pipe(
   Effect.catchTag("ConfigError", (error) =>
     Effect.succeed([

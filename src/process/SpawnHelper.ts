@@ -180,6 +180,20 @@ const current = (): Either.Either<Helper, string> => {
   return started
 }
 
+const inHelper = (helper: Helper, request: ChildProcess.RunRequest) =>
+  Effect.async<ChildProcess.RunOutcome, ChildProcess.SpawnError>((resume) => {
+    const id = helper.nextId++
+    const pending: Pending = { command: request.command, resume }
+    helper.pending.set(id, pending)
+    if (helper.pending.size === 1) hold(helper, true)
+    send(helper, { _tag: "Run", id, ...request, args: [...request.args], env: { ...request.env } })
+    return Effect.async<void>((stopped) => {
+      if (!helper.pending.has(id)) return stopped(Effect.void)
+      pending.onStopped = () => stopped(Effect.void)
+      send(helper, { _tag: "Stop", id })
+    })
+  })
+
 /**
  * ChildProcess.run, from the spawn helper. Interrupting it kills the whole
  * group and returns once the helper has reaped it, as ChildProcess.run does.
@@ -187,25 +201,38 @@ const current = (): Either.Either<Helper, string> => {
 export const run = (request: ChildProcess.RunRequest): Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError> =>
   Effect.suspend(() => {
     const running = current()
-    if (Either.isLeft(running)) {
-      const warning = warned ? Effect.void : Effect.logWarning(`claws are started from this process: ${running.left}`)
-      warned = true
-      return Effect.zipRight(warning, ChildProcess.run(request))
-    }
-    const helper = running.right
-    return Effect.async<ChildProcess.RunOutcome, ChildProcess.SpawnError>((resume) => {
-      const id = helper.nextId++
-      const pending: Pending = { command: request.command, resume }
-      helper.pending.set(id, pending)
-      if (helper.pending.size === 1) hold(helper, true)
-      send(helper, { _tag: "Run", id, ...request, args: [...request.args], env: { ...request.env } })
-      return Effect.async<void>((stopped) => {
-        if (!helper.pending.has(id)) return stopped(Effect.void)
-        pending.onStopped = () => stopped(Effect.void)
-        send(helper, { _tag: "Stop", id })
-      })
-    })
+    if (Either.isRight(running)) return inHelper(running.right, request)
+    const warning = warned ? Effect.void : Effect.logWarning(`claws are started from this process: ${running.left}`)
+    warned = true
+    return Effect.zipRight(warning, ChildProcess.run(request))
   })
+
+/**
+ * Whether claws would start from the helper (`planckclaw doctor`): a command
+ * that does nothing, run through it. Its pid, or why claws start from this
+ * process instead.
+ */
+export const probe: Effect.Effect<Either.Either<number, string>> = Effect.suspend(() => {
+  const running = current()
+  if (Either.isLeft(running)) return Effect.succeed(Either.left(running.left))
+  const { child } = running.right
+  return inHelper(running.right, {
+    command: "/bin/sh",
+    args: ["-c", "exit 0"],
+    cwd: "/",
+    env: { PATH: "/usr/bin:/bin" },
+    stdoutMax: 0,
+    stderrMax: 1024,
+    floodAllowance: 0
+  }).pipe(
+    Effect.map((outcome) =>
+      outcome.exitCode === 0 && child.pid !== undefined
+        ? Either.right(child.pid)
+        : Either.left(`a command that does nothing ended with ${outcome.signal ?? `exit code ${outcome.exitCode}`}`)
+    ),
+    Effect.catchAll((error) => Effect.succeed(Either.left(error.message)))
+  )
+})
 
 /** The running helper's pid, if one runs (for tests). */
 export const helperPid = (): number | undefined => helper?.child.pid

@@ -18,6 +18,7 @@ import * as DirectoryCheck from "../../src/doctor/DirectoryCheck.js"
 import * as DiscordCheck from "../../src/doctor/DiscordCheck.js"
 import { colourWanted, type Finding, render } from "../../src/doctor/DoctorCheck.js"
 import { runLockName } from "../../src/MemoryHold.js"
+import * as SpawnHelper from "../../src/process/SpawnHelper.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as ChatCompletionsServer from "../support/ChatCompletionsServer.js"
 import * as FakeDiscord from "../support/FakeDiscord.js"
@@ -183,8 +184,11 @@ describe("doctor: claws, memory, runtime", () => {
           new RegExp(`^✘ claw broken\\.sh: ${box.claws}/broken\\.sh:4: invalid JSON after #TOOLS: .* → fix that #TOOLS: line`)
         ),
         "✔ claw dice.sh: roll_dice, flip_coin",
-        "– claw helper.sh: declares no tools (no #TOOLS: line)"
+        "– claw helper.sh: declares no tools (no #TOOLS: line)",
+        // Tried for real: the helper it names is the one that runs.
+        `✔ claw starter: the spawn helper (pid ${SpawnHelper.helperPid()}) starts claws`
       ])
+      expect(SpawnHelper.helperPid()).toBeGreaterThan(0)
       const missing = yield* ClawsCheck.check.pipe(withSettings({ CLAWS_DIR: box.path("nowhere") }))
       expect(lines(missing)).toEqual([
         `✘ claws: ${box.path("nowhere")} does not exist → create it and put your claws (*.sh) in it, or set CLAWS_DIR`

@@ -43,6 +43,7 @@ describe("planckclaw doctor (built command)", () => {
         `✔ model: ${model} is served`,
         `✔ claws: ${box.claws}: 1 tool from 1 claw`,
         "✔ claw dice.sh: roll_dice",
+        expect.stringMatching(/^✔ claw starter: the spawn helper \(pid \d+\) starts claws$/),
         expect.stringMatching(new RegExp(`^✔ memory: ${box.memory} does not exist yet; a run creates it \\(mode 0700; .* free\\)$`)),
         `✔ other run: no other run holds ${box.memory}`,
         expect.stringMatching(new RegExp(`^✔ runtime: ${box.runDir} does not exist yet; a run creates it`)),
@@ -75,7 +76,7 @@ describe("planckclaw doctor (built command)", () => {
       )
       expect(lines.filter((line) => line.startsWith("✘"))).toHaveLength(2)
       expect(result.stdout + result.stderr).not.toContain("wrong-key")
-      expect(result.stderr).toBe("planckclaw: 2 of 9 checks failed\n")
+      expect(result.stderr).toBe("planckclaw: 2 of 10 checks failed\n")
       expect(result.code).toBe(1)
     }))
 

@@ -25,6 +25,18 @@ const shell = (script: string): ChildProcess.RunRequest => ({
   floodAllowance: 4096
 })
 
+/** An ES module program run by node in `cwd` until it exits by itself: its exit code and stdout. */
+const nodeProgram = (script: string, cwd: string) =>
+  Effect.async<{ readonly code: number | null; readonly output: string }>((resume) => {
+    const program = childProcess.spawn(process.execPath, ["--input-type=module", "-e", script], {
+      cwd,
+      stdio: ["ignore", "pipe", "inherit"]
+    })
+    let output = ""
+    program.stdout.on("data", (chunk: Buffer) => output += chunk.toString())
+    program.once("close", (code) => resume(Effect.succeed({ code, output })))
+  }).pipe(Sandbox.within("the program to exit by itself"))
+
 const stdoutOf = (outcome: ChildProcess.RunOutcome) => Buffer.from(outcome.stdout).toString("utf8").trim()
 
 describe("SpawnHelper.run", () => {
@@ -94,15 +106,7 @@ describe("SpawnHelper.run", () => {
         `}`,
         `process.stdout.write("helper " + SpawnHelper.helperPid() + " self " + process.pid + "\\n")`
       ].join("\n")
-      const program = childProcess.spawn(process.execPath, ["--input-type=module", "-e", script], {
-        cwd: root,
-        stdio: ["ignore", "pipe", "inherit"]
-      })
-      let output = ""
-      program.stdout.on("data", (chunk: Buffer) => output += chunk.toString())
-      const code = yield* Effect.async<number | null>((resume) => {
-        program.once("exit", (exitCode) => resume(Effect.succeed(exitCode)))
-      }).pipe(Sandbox.within("the program to end"))
+      const { code, output } = yield* nodeProgram(script, root)
       expect(code).toBe(0)
       const self = /self (\d+)/.exec(output)![1]
       expect(output).toContain(`ran one ${self}\n`)
@@ -122,15 +126,7 @@ describe("SpawnHelper.run", () => {
         `  env: { PATH: "/usr/bin:/bin" }, stdoutMax: 100, stderrMax: 100, floodAllowance: 100 }))`,
         `process.stdout.write(SpawnHelper.helperPid() + " " + Buffer.from(outcome.stdout).toString())`
       ].join("\n")
-      const program = childProcess.spawn(process.execPath, ["--input-type=module", "-e", script], {
-        cwd: repo,
-        stdio: ["ignore", "pipe", "inherit"]
-      })
-      let output = ""
-      program.stdout.on("data", (chunk: Buffer) => output += chunk.toString())
-      const code = yield* Effect.async<number | null>((resume) => {
-        program.once("exit", (exitCode) => resume(Effect.succeed(exitCode)))
-      }).pipe(Sandbox.within("the program to exit by itself"))
+      const { code, output } = yield* nodeProgram(script, repo)
       expect(code).toBe(0)
       const [helper, said] = output.split(" ")
       expect(said).toBe("done\n")
