@@ -17,15 +17,17 @@
  * and it ends when this process ends, however that happens: it reads end of
  * file on its stdin, kills every group it still runs and exits. Should it
  * die, its own watchdog kills those groups, the runs waiting for it fail
- * saying so, and the next run starts a new helper. Should it not start, or
- * end by itself before answering anything, runs go on from this process,
- * warned once.
+ * saying so, and the next run starts a new helper. One that does not
+ * answer a stop within 5 s is killed, so it cannot hold a shutdown. Should
+ * it not start, or end by itself before answering anything, runs go on
+ * from this process, warned once.
  *
  * Module state on purpose, like the watchdog's: one helper per process.
  */
 import { type ChildProcess as NodeChild, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { describeError } from "../Errors.js"
@@ -55,6 +57,8 @@ interface Helper {
 }
 
 let helper: Helper | undefined
+/** How long an interrupted run waits for the helper to say its group is gone. */
+const stopBound = Duration.seconds(5)
 /** Why runs go on from this process; logged once. */
 let unavailable: string | undefined
 let warned = false
@@ -191,7 +195,17 @@ const inHelper = (helper: Helper, request: ChildProcess.RunRequest) =>
       if (!helper.pending.has(id)) return stopped(Effect.void)
       pending.onStopped = () => stopped(Effect.void)
       send(helper, { _tag: "Stop", id })
-    })
+    }).pipe(
+      // A helper that does not answer (stopped by someone, or stuck) must not hold a shutdown:
+      // killed, its watchdog kills the group. (The wait is made interruptible, or the bound could not end it.)
+      Effect.interruptible,
+      Effect.timeout(stopBound),
+      Effect.catchTag("TimeoutException", () =>
+        Effect.sync(() => {
+          helper.killedBecause ??= `it did not answer a stop within ${Duration.format(stopBound)}`
+          helper.child.kill("SIGKILL")
+        }))
+    )
   })
 
 /**

@@ -8,10 +8,11 @@ import * as childProcess from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber } from "effect"
+import { Clock, Effect, Exit, Fiber, TestServices } from "effect"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
 import * as SpawnHelper from "../../src/process/SpawnHelper.js"
 import * as Sandbox from "../support/Sandbox.js"
+import { advanceTo } from "../support/TestClockWait.js"
 
 const repo = path.resolve(import.meta.dirname, "..", "..")
 
@@ -82,6 +83,22 @@ describe("SpawnHelper.run", () => {
       expect(yield* Sandbox.settles(() => Sandbox.groupGone(pgid), "50 millis")).toBe(true)
       expect(stdoutOf(yield* SpawnHelper.run(shell("echo again")))).toBe("again")
       expect(SpawnHelper.helperPid()).not.toBe(first)
+    }))
+
+  it.scoped("a helper that does not answer a stop within 5 s is killed: the interruption ends, the group goes", () =>
+    Effect.gen(function*() {
+      const dir = yield* Sandbox.tempDir("planckclaw-helper-")
+      const pidFile = path.join(dir, "pid")
+      const fiber = yield* Effect.fork(SpawnHelper.run(shell(`echo $$ > ${pidFile}; sleep 1000`)))
+      const pgid = yield* TestServices.provideLive(Sandbox.pidIn(pidFile))
+      const stuck = SpawnHelper.helperPid()!
+      process.kill(stuck, "SIGSTOP")
+      const interrupting = yield* Effect.fork(Fiber.interrupt(fiber))
+      // The stop's bound is the only sleep: until it passes, the interruption waits.
+      yield* advanceTo((yield* Clock.currentTimeMillis) + 5000)
+      yield* Fiber.join(interrupting)
+      yield* TestServices.provideLive(Sandbox.gone("the stuck helper", stuck))
+      expect(yield* TestServices.provideLive(Sandbox.settles(() => Sandbox.groupGone(pgid), "50 millis"))).toBe(true)
     }))
 
   it.scopedLive("without the helper's program, runs go on from this process, warned once", () =>
