@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import { errnoCode } from "../Errors.js"
+import * as Logging from "../Logging.js"
 import * as ChildProcess from "./ChildProcess.js"
 import { decodeToHelper, type FromHelper, lineSplitter, type RunLine } from "./SpawnWire.js"
 
@@ -38,7 +39,8 @@ const outcomeLine = (id: number, outcome: ChildProcess.RunOutcome): FromHelper =
 })
 
 const start = (request: typeof RunLine.Type): void => {
-  const fiber = Effect.runFork(ChildProcess.run(request))
+  // Effect's default logger writes to stdout, which is the wire here: any log goes to stderr instead.
+  const fiber = Effect.runFork(Logging.toStderr(ChildProcess.run(request)))
   running.set(request.id, fiber)
   fiber.addObserver((exit) => {
     running.delete(request.id)
