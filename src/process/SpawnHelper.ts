@@ -31,9 +31,10 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { describeError } from "../Errors.js"
+import * as Framing from "../fifo/Framing.js"
 import { packageRoot } from "../PackageRoot.js"
 import * as ChildProcess from "./ChildProcess.js"
-import { decodeFromHelper, type FromHelper, lineSplitter, type ToHelper } from "./SpawnWire.js"
+import { decodeFromHelper, type FromHelper, maxLineBytes, type ToHelper } from "./SpawnWire.js"
 
 type Resume = (effect: Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError>) => void
 
@@ -46,6 +47,7 @@ interface Pending {
 
 interface Helper {
   readonly child: NodeChild
+  readonly pid: number
   readonly pending: Map<number, Pending>
   nextId: number
   /** Whether it answered anything yet: one that ends by itself before it did is not started again. */
@@ -103,8 +105,8 @@ const toOutcome = (line: Extract<FromHelper, { _tag: "Done" }>): ChildProcess.Ru
   flooded: line.flooded
 })
 
-const onLine = (running: Helper, text: string): void => {
-  const decoded = decodeFromHelper(text)
+const onLine = (running: Helper, frame: Framing.Frame): void => {
+  const decoded = Either.flatMap(frame, (text) => decodeFromHelper(text))
   if (Either.isLeft(decoded)) {
     running.killedBecause = `it answered a line this process cannot read (${decoded.left.message.slice(0, 300)})`
     running.child.kill("SIGKILL")
@@ -159,9 +161,11 @@ const start = (): Either.Either<Helper, string> => {
   child.on("error", () => undefined)
   child.stdin?.on("error", () => undefined)
   if (child.pid === undefined) return Either.left("node could not be started")
-  const running: Helper = { child, pending: new Map(), nextId: 0, answered: false, stderr: "" }
-  child.stdout?.setEncoding("utf8")
-  child.stdout?.on("data", lineSplitter((line) => onLine(running, line)))
+  const running: Helper = { child, pid: child.pid, pending: new Map(), nextId: 0, answered: false, stderr: "" }
+  const lines = Framing.makeLineFramer(maxLineBytes)
+  child.stdout?.on("data", (chunk: Buffer) => {
+    for (const frame of lines.push(chunk)) onLine(running, frame)
+  })
   child.stderr?.setEncoding("utf8")
   child.stderr?.on("data", (chunk: string) => {
     if (running.stderr.length < 2048) running.stderr += chunk
@@ -229,7 +233,7 @@ export const run = (request: ChildProcess.RunRequest): Effect.Effect<ChildProces
 export const probe: Effect.Effect<Either.Either<number, string>> = Effect.suspend(() => {
   const running = current()
   if (Either.isLeft(running)) return Effect.succeed(Either.left(running.left))
-  const { child } = running.right
+  const { pid } = running.right
   return inHelper(running.right, {
     command: "/bin/sh",
     args: ["-c", "exit 0"],
@@ -240,8 +244,8 @@ export const probe: Effect.Effect<Either.Either<number, string>> = Effect.suspen
     floodAllowance: 0
   }).pipe(
     Effect.map((outcome) =>
-      outcome.exitCode === 0 && child.pid !== undefined
-        ? Either.right(child.pid)
+      outcome.exitCode === 0
+        ? Either.right(pid)
         : Either.left(`a command that does nothing ended with ${outcome.signal ?? `exit code ${outcome.exitCode}`}`)
     ),
     Effect.catchAll((error) => Effect.succeed(Either.left(error.message)))
@@ -249,4 +253,4 @@ export const probe: Effect.Effect<Either.Either<number, string>> = Effect.suspen
 })
 
 /** The running helper's pid, if one runs (for tests). */
-export const helperPid = (): number | undefined => helper?.child.pid
+export const helperPid = (): number | undefined => helper?.pid

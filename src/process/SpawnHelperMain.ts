@@ -11,12 +11,14 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import { errnoCode } from "../Errors.js"
+import * as Framing from "../fifo/Framing.js"
 import * as Logging from "../Logging.js"
 import * as ChildProcess from "./ChildProcess.js"
-import { decodeToHelper, type FromHelper, lineSplitter, type RunLine } from "./SpawnWire.js"
+import { decodeToHelper, type FromHelper, maxLineBytes, type RunLine } from "./SpawnWire.js"
 
 const running = new Map<number, Fiber.RuntimeFiber<ChildProcess.RunOutcome, ChildProcess.SpawnError>>()
 
@@ -71,16 +73,18 @@ const end = (code: number): void => {
   Effect.runFork(Fiber.interruptAll(running.values())).addObserver(() => process.exit(code))
 }
 
-process.stdin.setEncoding("utf8")
-process.stdin.on("data", lineSplitter((line) => {
-  if (ending) return
-  const request = decodeToHelper(line)
-  if (request._tag === "Left") {
-    process.stderr.write(`planckclaw spawn helper: a request it cannot read (${request.left.message.slice(0, 500)})\n`)
-    return end(70)
+const lines = Framing.makeLineFramer(maxLineBytes)
+process.stdin.on("data", (chunk: Buffer) => {
+  for (const frame of lines.push(chunk)) {
+    if (ending) return
+    const request = Either.flatMap(frame, (line) => decodeToHelper(line))
+    if (Either.isLeft(request)) {
+      process.stderr.write(`planckclaw spawn helper: a request it cannot read (${request.left.message.slice(0, 500)})\n`)
+      return end(70)
+    }
+    if (request.right._tag === "Run") start(request.right)
+    else stop(request.right.id)
   }
-  if (request.right._tag === "Run") start(request.right)
-  else stop(request.right.id)
-}))
+})
 process.stdin.on("end", () => end(0))
 process.stdin.on("error", () => end(0))

@@ -4,6 +4,7 @@
  * line that does not decode is a bug of ours: said as such, never guessed at.
  */
 import * as Schema from "effect/Schema"
+import { defaultMaxBlockBytes } from "../fifo/Framing.js"
 
 const Id = Schema.Number
 
@@ -52,12 +53,9 @@ export type FromHelper = typeof FromHelper.Type
 export const decodeToHelper = Schema.decodeUnknownEither(Schema.parseJson(ToHelper))
 export const decodeFromHelper = Schema.decodeUnknownEither(Schema.parseJson(FromHelper))
 
-/** Complete lines out of a stream's chunks; what follows the last newline waits for the next chunk. */
-export const lineSplitter = (onLine: (line: string) => void) => {
-  let partial = ""
-  return (chunk: string): void => {
-    const lines = (partial + chunk).split("\n")
-    partial = lines.pop()!
-    for (const line of lines) if (line !== "") onLine(line)
-  }
-}
+/**
+ * A wire line's bound, for the line framer both ends cut their input with
+ * (fifo/Framing.ts): a claw's output (1 MiB at most) in base64, or its input
+ * and environment, fit with room to spare.
+ */
+export const maxLineBytes = defaultMaxBlockBytes

@@ -103,15 +103,14 @@ describe("SpawnHelper.run", () => {
 
   it.scopedLive("without the helper's program, runs go on from this process, warned once", () =>
     Effect.gen(function*() {
-      // A copy of the modules it needs, in a package of its own whose dist/cli/ has no helper.
+      // A copy of the built modules, in a package of its own whose dist/cli/ (the bundles, the helper's among them) is left out.
       const root = yield* Sandbox.tempDir("planckclaw-no-helper-")
-      fs.mkdirSync(path.join(root, "dist", "process"), { recursive: true })
+      fs.cpSync(path.join(repo, "dist"), path.join(root, "dist"), {
+        recursive: true,
+        filter: (source) => source !== path.join(repo, "dist", "cli")
+      })
       fs.writeFileSync(path.join(root, "package.json"), `{"type":"module"}`)
       fs.symlinkSync(path.join(repo, "node_modules"), path.join(root, "node_modules"))
-      for (const file of ["Errors.js", "PackageRoot.js"]) fs.copyFileSync(path.join(repo, "dist", file), path.join(root, "dist", file))
-      for (const file of fs.readdirSync(path.join(repo, "dist", "process")).filter((name) => name.endsWith(".js"))) {
-        fs.copyFileSync(path.join(repo, "dist", "process", file), path.join(root, "dist", "process", file))
-      }
       const script = [
         `import { Effect } from "effect"`,
         `import * as SpawnHelper from "./dist/process/SpawnHelper.js"`,
