@@ -5,6 +5,7 @@
  */
 import * as Schema from "effect/Schema"
 import { defaultMaxBlockBytes } from "../fifo/Framing.js"
+import { madeOnFirstCall } from "../FirstCall.js"
 
 const Id = Schema.Number
 
@@ -50,8 +51,9 @@ export const StoppedLine = Schema.TaggedStruct("Stopped", { id: Id })
 export const FromHelper = Schema.Union(DoneLine, FailedLine, StoppedLine)
 export type FromHelper = typeof FromHelper.Type
 
-export const decodeToHelper = Schema.decodeUnknownEither(Schema.parseJson(ToHelper))
-export const decodeFromHelper = Schema.decodeUnknownEither(Schema.parseJson(FromHelper))
+// Made at the first line, not at load: every `run` loads this module, most never start a claw.
+export const decodeToHelper = madeOnFirstCall(() => Schema.decodeUnknownEither(Schema.parseJson(ToHelper)))
+export const decodeFromHelper = madeOnFirstCall(() => Schema.decodeUnknownEither(Schema.parseJson(FromHelper)))
 
 /**
  * A wire line's bound, for the line framer both ends cut their input with
