@@ -41,7 +41,8 @@ export const hold: Effect.Effect<
 > = Effect.gen(function*() {
   const directory = yield* Memory.MemoryConfig
   yield* Memory.ensureWritable(directory)
-  yield* FileLock.hold(path.join(directory, runLockName)).pipe(
+  const lockFile = path.join(directory, runLockName)
+  yield* FileLock.hold(lockFile).pipe(
     Effect.catchTags({
       LockHeld: (held) =>
         new MemoryInUse({
@@ -58,7 +59,8 @@ export const hold: Effect.Effect<
     })
   )
   // This run is now the directory's only appender: its appends go without the write lock file.
-  yield* Effect.acquireRelease(Effect.sync(() => RunHeld.holdForRun(directory)), (release) => Effect.sync(release))
+  // Its other locks are hard links to this one (MemoryDir), which names this process.
+  yield* Effect.acquireRelease(Effect.sync(() => RunHeld.holdForRun(directory, lockFile)), (release) => Effect.sync(release))
 })
 
 /**

@@ -133,8 +133,8 @@ export const tryTakeSync = (path: string, options?: TakeOptions): Either.Either<
   return Either.left(new LockFailed({ path, code: undefined, message: "lock file keeps reappearing" }))
 }
 
-const tryTake = (path: string): Effect.Effect<void, LockHeld | LockFailed> =>
-  Effect.asVoid(Effect.flatMap(Clock.currentTimeMillis, (now) => tryTakeSync(path, { now })))
+const tryTake = (path: string, options?: TakeOptions): Effect.Effect<void, LockHeld | LockFailed> =>
+  Effect.asVoid(Effect.flatMap(Clock.currentTimeMillis, (now) => tryTakeSync(path, { ...options, now })))
 
 /** A lock naming no pid yet: asked again until it is old enough to be a killed creator's, then taken over. */
 const beingWritten = (error: LockHeld | LockFailed) => error._tag === "LockHeld" && Number.isNaN(error.ownerPid)
@@ -157,9 +157,10 @@ const release = (path: string) => Effect.sync(() => releaseSync(path))
  * Takes the lock for the scope, or fails at once if a live process holds
  * it. An empty lock file (its creator between creating and writing it, or
  * killed there) is waited on for up to a second, then taken over.
+ * `options`: how it is taken (as a link, see TakeOptions).
  */
-export const hold = (path: string): Effect.Effect<void, LockHeld | LockFailed, Scope.Scope> =>
-  Effect.acquireRelease(tryTake(path).pipe(Effect.retry({ schedule: untilWritten, while: beingWritten })), () => release(path))
+export const hold = (path: string, options?: TakeOptions): Effect.Effect<void, LockHeld | LockFailed, Scope.Scope> =>
+  Effect.acquireRelease(tryTake(path, options).pipe(Effect.retry({ schedule: untilWritten, while: beingWritten })), () => release(path))
 
 /**
  * Takes the lock for the scope, waiting while another process holds it.

@@ -88,7 +88,8 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
   const exclusiveCompaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     compactionMutex.withPermitsIfAvailable(1)(
       Effect.scoped(
-        FileLock.hold(paths.compactionLock).pipe(
+        // Taken as the directory's other locks are: a link where it can be, which makes and frees no inode.
+        (memoryDir.holdCompactionLock ?? FileLock.hold(paths.compactionLock)).pipe(
           Effect.catchTags({
             LockHeld: (error) => new CompactionBusy({ ownerPid: error.ownerPid }),
             LockFailed: (error) => new MemoryError({ reason: "locked", message: `cannot lock ${directory}: ${error.message}` })
@@ -222,8 +223,9 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
     // whole in the directory already (what a killed process leaves), and the
     // next append need not wait for this fsync (0.2–6 ms here). No other
     // compaction can begin meanwhile: this one still holds the compaction lock.
+    // (In a run, after a step: the write lock's release comes before it, and the turns come first.)
     return committed.pipe(
-      Effect.tap(() => CommitAsync.syncDirectory(directory).pipe(Effect.mapError(fromFileError))),
+      Effect.tap(() => Effect.zipRight(between, CommitAsync.syncDirectory(directory).pipe(Effect.mapError(fromFileError)))),
       Effect.tap(() => storeWorked)
     )
   }

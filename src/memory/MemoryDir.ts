@@ -18,7 +18,7 @@ import * as CommitMirror from "./CommitMirror.js"
 import { fsEffect, MemoryError } from "./MemoryFiles.js"
 import * as StoreHealth from "./StoreHealth.js"
 import * as FileLock from "./FileLock.js"
-import { type AloneOutcome, heldByRun } from "./RunHeld.js"
+import { type AloneOutcome, heldByRun, runLockFile } from "./RunHeld.js"
 import * as Layout from "./Layout.js"
 import type { Alongside, MemoryDir } from "./MemoryDirService.js"
 
@@ -31,9 +31,11 @@ export { CompactionBusy, fromFileError, fsEffect, MemoryConfig, MemoryError, wit
 export const make = (directory: string, options: { readonly ownerFile?: string | undefined } = {}): Effect.Effect<MemoryDir> =>
   Effect.gen(function*() {
     const paths = Layout.files(directory)
-    // Locks as hard links to the owner file, else as symbolic links: never created-then-written files.
-    const asLink: FileLock.TakeOptions = { link: true, ownerFile: options.ownerFile }
     const runKey = path.resolve(directory)
+    // Locks as hard links to the owner file (a run's: its run lock), else as symbolic links: never created-then-written files.
+    const given: FileLock.TakeOptions = { link: true, ownerFile: options.ownerFile }
+    const asLink = (): FileLock.TakeOptions =>
+      options.ownerFile !== undefined ? given : { link: true, ownerFile: runLockFile(runKey) }
     // File locks identify owners by pid, so fibers of this process must take
     // turns before touching them.
     // Taken on every append: a Mutex, effect's Semaphore costing several times more per section.
@@ -96,11 +98,11 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
     ): Effect.Effect<A, MemoryError> =>
       inLockFile(Effect.suspend(() => {
         // A link naming the pid (to the owner file, else symbolic): one call to take, one unlink(2) to release.
-        let taken = FileLock.tryTakeSync(paths.writeLock, asLink)
+        let taken = FileLock.tryTakeSync(paths.writeLock, asLink())
         if (Either.isLeft(taken) && taken.left._tag === "LockFailed" && !fs.existsSync(directory)) {
           // Removed under a running agent (by hand): make it again rather than fail every turn.
           Either.try(() => Layout.makeDirectories(directory))
-          taken = FileLock.tryTakeSync(paths.writeLock, asLink)
+          taken = FileLock.tryTakeSync(paths.writeLock, asLink())
         }
         // The usual case, a free lock: take it, work and release in one synchronous step.
         if (Either.isRight(taken)) {
@@ -146,7 +148,7 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
 
     /** The write lock file for the scope (uninterruptible: a lock taken always gets its release); true when taken clean. */
     const holdLockFile: Effect.Effect<boolean, MemoryError, Scope.Scope> = Effect.uninterruptible(Effect.suspend(() => {
-      const taken = FileLock.tryTakeSync(paths.writeLock, asLink)
+      const taken = FileLock.tryTakeSync(paths.writeLock, asLink())
       if (Either.isRight(taken)) {
         return Effect.as(Effect.addFinalizer(() => Effect.sync(() => FileLock.releaseSync(paths.writeLock, true))), taken.right.clean)
       }
@@ -225,7 +227,7 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
       // Our own pid may be our own compaction between taking its lock and saying so.
       const owner = FileLock.ownerOf(paths.compactionLock)
       if (ownCompaction || Number.isNaN(owner) || owner === process.pid) return
-      const taken = FileLock.tryTakeSync(paths.compactionLock, asLink)
+      const taken = FileLock.tryTakeSync(paths.compactionLock, asLink())
       if (Either.isRight(taken)) FileLock.releaseSync(paths.compactionLock, true)
     }
 
@@ -256,6 +258,7 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
     return {
       directory,
       paths,
+      holdCompactionLock: Effect.suspend(() => FileLock.hold(paths.compactionLock, asLink())),
       locked,
       lockedRead,
       lockedAsync,

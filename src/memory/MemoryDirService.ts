@@ -5,8 +5,10 @@
  * MemoryDir.ts, so the interface reads in one sitting.
  */
 import type * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type * as Either from "effect/Either"
 import type * as CommitMirror from "./CommitMirror.js"
+import type * as FileLock from "./FileLock.js"
 import type * as Layout from "./Layout.js"
 import type * as Ledger from "./Ledger.js"
 import type { MemoryError } from "./MemoryFiles.js"
@@ -15,6 +17,11 @@ import type { AloneOutcome } from "./RunHeld.js"
 export interface MemoryDir {
   readonly directory: string
   readonly paths: Layout.Paths
+  /**
+   * The compaction lock for the scope, taken as this directory's other
+   * locks are (a link where it can be); absent: FileLock.hold's file.
+   */
+  readonly holdCompactionLock?: Effect.Effect<void, FileLock.LockHeld | FileLock.LockFailed, Scope.Scope>
   /**
    * For a run holding its run lock, the only process that appends: runs
    * `fast` without the write lock file, then checks (one access(2)) that no

@@ -10,22 +10,35 @@ import * as path from "node:path"
  * process appends to their history, so an append may go without the
  * per-append write lock file (see `MemoryDir.appendAlone`).
  */
-const runHeld = new Map<string, number>()
+const runHeld = new Map<string, { holders: number; readonly lockFile: string | undefined }>()
 
 /** Whether this process holds the run lock of `directory` (an absolute path). */
 export const heldByRun = (directory: string): boolean => runHeld.has(directory)
 
-/** Marks `directory` as held by this process's run lock; the returned function unmarks it. */
-export const holdForRun = (directory: string): (() => void) => {
+/**
+ * The run lock file of `directory` (an absolute path), when this process
+ * made it and it names this process: the directory's other locks can be
+ * hard links to it (FileLock's `ownerFile`), which allocate no inode.
+ */
+export const runLockFile = (directory: string): string | undefined => runHeld.get(directory)?.lockFile
+
+/**
+ * Marks `directory` as held by this process's run lock (`lockFile`, when it
+ * is a file this process made naming it); the returned function unmarks it.
+ */
+export const holdForRun = (directory: string, lockFile?: string): (() => void) => {
   const key = path.resolve(directory)
-  runHeld.set(key, (runHeld.get(key) ?? 0) + 1)
+  const held = runHeld.get(key)
+  if (held === undefined) runHeld.set(key, { holders: 1, lockFile: lockFile === undefined ? undefined : path.resolve(lockFile) })
+  else held.holders++
   let released = false
   return () => {
     if (released) return
     released = true
-    const count = (runHeld.get(key) ?? 1) - 1
-    if (count <= 0) runHeld.delete(key)
-    else runHeld.set(key, count)
+    const left = runHeld.get(key)
+    if (left === undefined) return
+    left.holders--
+    if (left.holders <= 0) runHeld.delete(key)
   }
 }
 

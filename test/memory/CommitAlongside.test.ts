@@ -207,7 +207,9 @@ describe("a run's compaction commit alongside its appends", () => {
       // The commit's fsyncs wait until the next turn has begun, so it cannot reach its journal before.
       fsyncs.holding = () => true
       yield* first.finish
-      yield* untilPassed(Effect.sync(() => h.exists(".history-ledger.json.next")))
+      // The three files staged, then their fsyncs begun, each in a step of its own.
+      yield* untilPassed(Effect.sync(() => fsyncs.held.length === 3))
+      expect(h.exists(".history-ledger.json.next")).toBe(true)
       // Another turn begins with the commit under way, all three files staged: its appends go on,
       // and the commit does not reach its journal meanwhile.
       const second = yield* heldTurn(gate)
