@@ -11,7 +11,7 @@ import { runLockName } from "../../src/MemoryHold.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as ChatCompletionsServer from "../support/ChatCompletionsServer.js"
 import * as Cli from "../support/Cli.js"
-import { sandbox, tool } from "../support/Sandbox.js"
+import { sandbox, tempDir, tool } from "../support/Sandbox.js"
 
 const key = "test-key-not-secret"
 const model = "claude-haiku-4-5-20251001"
@@ -87,6 +87,30 @@ describe("planckclaw doctor (built command)", () => {
       const result = yield* Cli.run(["doctor"], { cwd: box.dir, env: box.env })
       expect(result.stdout).toBe(`✘ configuration: ${box.path("config.env")}:2: unterminated double quote (values cannot span lines); the line is not shown, as it may hold a secret → fix that line of config.env\n`)
       expect(result.stdout).not.toContain(key)
+      expect(result.code).toBe(1)
+    }))
+
+  it.scopedLive("an installation without the spawn helper's program: ✘ claw starter, saying what it costs and what to do, exit 1", () =>
+    Effect.gen(function*() {
+      const { box } = yield* setup({ ANTHROPIC_API_KEY: key })
+      // A copy of the installed package whose dist/cli/ lacks the helper's bundle (an interrupted build or install).
+      const root = yield* tempDir("planckclaw-no-helper-")
+      for (const part of ["bin", "dist", "memory", "package.json"]) {
+        fs.cpSync(path.join(Cli.REPO, part), path.join(root, part), {
+          recursive: true,
+          filter: (source) => path.basename(source) !== "spawn-helper.cjs"
+        })
+      }
+      fs.symlinkSync(path.join(Cli.REPO, "node_modules"), path.join(root, "node_modules"))
+      const result = yield* Cli.run(["doctor"], { cwd: box.dir, env: box.env, bin: path.join(root, "bin", "planckclaw") })
+      const lines = result.stdout.split("\n")
+      expect(lines).toContain(
+        `✘ claw starter: no spawn helper: its program ${path.join(root, "dist", "cli", "spawn-helper.cjs")} is missing; ` +
+          "claws are started from the agent's own process, which stops its turns for each start → run `npm run build` in planckclaw's directory, or install it again"
+      )
+      expect(lines.filter((line) => line.startsWith("✘"))).toHaveLength(1)
+      expect(lines).toContain("✔ claw dice.sh: roll_dice")
+      expect(result.stderr).toBe("planckclaw: 1 of 10 checks failed\n")
       expect(result.code).toBe(1)
     }))
 

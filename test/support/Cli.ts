@@ -36,11 +36,11 @@ export interface Running {
   readonly done: Effect.Effect<CliResult>
 }
 
-/** Starts the command; it is killed when the scope closes if still running. */
-export const start = (args: ReadonlyArray<string>, options: { cwd: string; env: NodeJS.ProcessEnv }) =>
+/** Starts the command (`bin`: another copy's, this repository's by default); it is killed when the scope closes if still running. */
+export const start = (args: ReadonlyArray<string>, options: { cwd: string; env: NodeJS.ProcessEnv; bin?: string }) =>
   Effect.gen(function*() {
     const proc = yield* Effect.acquireRelease(
-      Effect.sync(() => child.spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: options.env })),
+      Effect.sync(() => child.spawn(process.execPath, [options.bin ?? BIN, ...args], { cwd: options.cwd, env: options.env })),
       (proc) => Effect.sync(() => proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL"))
     )
     let stdout = ""
@@ -74,7 +74,7 @@ export const start = (args: ReadonlyArray<string>, options: { cwd: string; env: 
   })
 
 /** Runs the command to completion with `input` on stdin. */
-export const run = (args: ReadonlyArray<string>, options: { cwd: string; env: NodeJS.ProcessEnv; input?: string }) =>
+export const run = (args: ReadonlyArray<string>, options: { cwd: string; env: NodeJS.ProcessEnv; input?: string; bin?: string }) =>
   Effect.scoped(
     Effect.gen(function*() {
       const running = yield* start(args, options)
