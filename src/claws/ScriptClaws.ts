@@ -11,6 +11,8 @@
  * empty line that frames answers on the claw FIFO.
  */
 import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
@@ -230,20 +232,18 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps):
       // A claw without the execute bit is still a shell script: run it with sh,
       // as the README's "drop a file in claws/" promises.
       const executable = isExecutable(file)
-      const request = (cwd: string): ChildProcess.RunRequest => ({
+      const request: ChildProcess.RunRequest = {
         command: executable ? file : "/bin/sh",
         args: executable ? [name, inputJson] : [file, name, inputJson],
-        cwd,
+        // Made and removed where the claw is started (the spawn helper), not on the agent's thread.
+        cwd: { privateIn: Path.resolve(Os.tmpdir()), prefix: "planckclaw-claw-" },
         env: childEnvironment(config.withheldSecrets),
         stdoutMax: config.outputMax,
         stderrMax: stderrExcerptMax,
         floodAllowance
-      })
-      // The directory outlives the process group: `run` returns (or is
-      // interrupted by the timeout) only once the group is killed and reaped.
-      return ChildProcess.privateDirectory("planckclaw-claw-").pipe(
-        Effect.flatMap((cwd) => SpawnHelper.run(request(cwd)).pipe(Effect.timeoutOption(config.timeout))),
-        Effect.scoped,
+      }
+      return SpawnHelper.run(request).pipe(
+        Effect.timeoutOption(config.timeout),
         Effect.map(Option.match({
           onNone: (): ToolResult => ({
             content: `Tool ${name} timed out after ${Duration.format(config.timeout)}`,

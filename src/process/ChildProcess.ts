@@ -26,10 +26,17 @@ import { describeError } from "../Errors.js"
 import { signalGroup } from "./ProcessGroup.js"
 import { spawnGuarded, untrackGroup } from "./Watchdog.js"
 
+/**
+ * Where a run's process works: a directory that exists, or a private one
+ * made for the run in `parent` (see `privateDirectory`) and removed with
+ * everything in it after the run.
+ */
+export type WorkingDirectory = string | { readonly privateIn: string; readonly prefix: string }
+
 export interface RunRequest {
   readonly command: string
   readonly args: ReadonlyArray<string>
-  readonly cwd: string
+  readonly cwd: WorkingDirectory
   readonly env: Readonly<Record<string, string>>
   /** Stdout bytes kept; the rest is discarded and `stdoutTruncated` set. */
   readonly stdoutMax: number
@@ -98,8 +105,12 @@ interface Running {
  * synchronous step, so no event can fire between the spawn and the listener
  * that must see it.
  */
-const start = (request: RunRequest, done: Deferred.Deferred<RunOutcome, SpawnError>): Either.Either<Running, SpawnError> =>
-  spawnGuarded(request.command, request.args, { cwd: request.cwd, env: request.env, stdio: ["ignore", "pipe", "pipe"] }).pipe(
+const start = (
+  request: RunRequest,
+  cwd: string,
+  done: Deferred.Deferred<RunOutcome, SpawnError>
+): Either.Either<Running, SpawnError> =>
+  spawnGuarded(request.command, request.args, { cwd, env: request.env, stdio: ["ignore", "pipe", "pipe"] }).pipe(
     Either.mapLeft((failed) => new SpawnError({ message: `cannot start ${request.command}: ${failed.message}`, cause: failed.cause })),
     Either.map((child): Running => {
       const running: Running = { child, done, exited: false }
@@ -163,16 +174,17 @@ const stop = (running: Running): Effect.Effect<void> =>
   })
 
 /**
- * A fresh directory only this user can enter (mode 0700, under the system's
- * temporary directory), removed with everything in it when the scope closes:
- * a working directory that shares nothing with the agent's.
+ * A fresh directory only this user can enter (mode 0700, in `parent`: by
+ * default the system's temporary directory), removed with everything in it
+ * when the scope closes: a working directory that shares nothing with the
+ * agent's.
  */
-export const privateDirectory = (prefix: string): Effect.Effect<string, SpawnError, Scope.Scope> =>
+export const privateDirectory = (prefix: string, parent: string = os.tmpdir()): Effect.Effect<string, SpawnError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.try({
-      try: () => fs.mkdtempSync(path.join(os.tmpdir(), prefix)),
+      try: () => fs.mkdtempSync(path.join(parent, prefix)),
       catch: (cause) =>
-        new SpawnError({ message: `cannot create a working directory in ${os.tmpdir()}: ${describeError(cause)}`, cause })
+        new SpawnError({ message: `cannot create a working directory in ${parent}: ${describeError(cause)}`, cause })
     }),
     (directory) =>
       Either.match(Either.try(() => fs.rmSync(directory, { recursive: true, force: true })), {
@@ -186,9 +198,16 @@ export const privateDirectory = (prefix: string): Effect.Effect<string, SpawnErr
  * whole process group; apply a timeout with `Effect.timeout*` on the result.
  */
 export const run = (request: RunRequest): Effect.Effect<RunOutcome, SpawnError> =>
+  typeof request.cwd === "string"
+    ? runIn(request, request.cwd)
+    // The directory outlives the process group: `runIn` returns (or is
+    // interrupted) only once the group is killed and reaped.
+    : Effect.scoped(Effect.flatMap(privateDirectory(request.cwd.prefix, request.cwd.privateIn), (cwd) => runIn(request, cwd)))
+
+const runIn = (request: RunRequest, cwd: string): Effect.Effect<RunOutcome, SpawnError> =>
   Effect.gen(function*() {
     const done = yield* Deferred.make<RunOutcome, SpawnError>()
-    return yield* Effect.acquireRelease(Effect.suspend(() => start(request, done)), stop).pipe(
+    return yield* Effect.acquireRelease(Effect.suspend(() => start(request, cwd, done)), stop).pipe(
       Effect.flatMap(() => Deferred.await(done)),
       Effect.scoped
     )

@@ -42,7 +42,7 @@ interface Pending {
   readonly command: string
   readonly resume: Resume
   /** Set once the run was interrupted: called when the helper says its group is reaped. */
-  onStopped?: () => void
+  onStopped?: (warnings: ReadonlyArray<string> | undefined) => void
 }
 
 interface Helper {
@@ -105,6 +105,10 @@ const toOutcome = (line: Extract<FromHelper, { _tag: "Done" }>): ChildProcess.Ru
   flooded: line.flooded
 })
 
+/** What a run logged in the helper, logged here, by the fiber that waited for it. */
+const logged = (warnings: ReadonlyArray<string> | undefined): Effect.Effect<void> =>
+  warnings === undefined ? Effect.void : Effect.forEach(warnings, (warning) => Effect.logWarning(warning), { discard: true })
+
 const onLine = (running: Helper, frame: Framing.Frame): void => {
   const decoded = Either.flatMap(frame, (text) => decodeFromHelper(text))
   if (Either.isLeft(decoded)) {
@@ -117,11 +121,11 @@ const onLine = (running: Helper, frame: Framing.Frame): void => {
   const pending = settle(running, line.id)
   if (pending === undefined) return
   // An interrupted run waits only for its group to be gone: it is, once the run ended.
-  if (pending.onStopped !== undefined) return pending.onStopped()
-  if (line._tag === "Done") pending.resume(Effect.succeed(toOutcome(line)))
+  if (pending.onStopped !== undefined) return pending.onStopped(line.warnings)
+  if (line._tag === "Done") pending.resume(Effect.as(logged(line.warnings), toOutcome(line)))
   else if (line._tag === "Failed") {
     const cause = Object.assign(new Error(line.message), line.code === undefined ? {} : { code: line.code })
-    pending.resume(Effect.fail(new ChildProcess.SpawnError({ message: line.message, cause })))
+    pending.resume(Effect.zipRight(logged(line.warnings), Effect.fail(new ChildProcess.SpawnError({ message: line.message, cause }))))
   }
 }
 
@@ -135,7 +139,7 @@ const onExit = (running: Helper, code: number | null, signal: NodeJS.Signals | n
   if (broken && unavailable === undefined) unavailable = `the spawn helper ended before it answered (${how}${said})`
   for (const id of [...running.pending.keys()]) {
     const pending = settle(running, id)!
-    if (pending.onStopped !== undefined) pending.onStopped()
+    if (pending.onStopped !== undefined) pending.onStopped(undefined)
     else {
       const message = `cannot run ${pending.command}: the spawn helper ended (${how}${said}); its watchdog kills what it started`
       pending.resume(Effect.fail(new ChildProcess.SpawnError({ message, cause: undefined })))
@@ -197,7 +201,7 @@ const inHelper = (helper: Helper, request: ChildProcess.RunRequest) =>
     send(helper, { _tag: "Run", id, ...request, args: [...request.args], env: { ...request.env } })
     return Effect.async<void>((stopped) => {
       if (!helper.pending.has(id)) return stopped(Effect.void)
-      pending.onStopped = () => stopped(Effect.void)
+      pending.onStopped = (warnings) => stopped(logged(warnings))
       send(helper, { _tag: "Stop", id })
     }).pipe(
       // A helper that does not answer (stopped by someone, or stuck) must not hold a shutdown:

@@ -14,13 +14,20 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberRef from "effect/FiberRef"
+import * as HashSet from "effect/HashSet"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import { errnoCode } from "../Errors.js"
 import * as Framing from "../fifo/Framing.js"
-import * as Logging from "../Logging.js"
 import * as ChildProcess from "./ChildProcess.js"
 import { decodeToHelper, type FromHelper, maxLineBytes, type RunLine } from "./SpawnWire.js"
 
-const running = new Map<number, Fiber.RuntimeFiber<ChildProcess.RunOutcome, ChildProcess.SpawnError>>()
+interface Running {
+  readonly fiber: Fiber.RuntimeFiber<ChildProcess.RunOutcome, ChildProcess.SpawnError>
+  readonly warnings: ReadonlyArray<string>
+}
+const running = new Map<number, Running>()
 
 // The agent is gone when its end of the pipe is: end of file on stdin says so, an EPIPE here adds nothing.
 process.stdout.on("error", () => undefined)
@@ -28,7 +35,17 @@ const answer = (line: FromHelper): void => {
   process.stdout.write(`${JSON.stringify(line)}\n`)
 }
 
-const outcomeLine = (id: number, outcome: ChildProcess.RunOutcome): FromHelper => ({
+/** What a run logged at warning or above, for its answer: the agent logs it (this process's stdout is the wire). */
+const collectWarnings = (warnings: Array<string>) =>
+  Logger.make<unknown, void>(({ logLevel, message }) => {
+    if (!LogLevel.greaterThanEqual(logLevel, LogLevel.Warning)) return
+    warnings.push(Array.isArray(message) ? message.map(String).join(" ") : String(message))
+  })
+
+const withWarnings = (warnings: ReadonlyArray<string>) => warnings.length === 0 ? {} : { warnings: [...warnings] }
+
+const outcomeLine = (id: number, outcome: ChildProcess.RunOutcome, warnings: ReadonlyArray<string>): FromHelper => ({
+  ...withWarnings(warnings),
   _tag: "Done",
   id,
   stdout: Buffer.from(outcome.stdout).toString("base64"),
@@ -41,36 +58,46 @@ const outcomeLine = (id: number, outcome: ChildProcess.RunOutcome): FromHelper =
 })
 
 const start = (request: typeof RunLine.Type): void => {
-  // Effect's default logger writes to stdout, which is the wire here: any log goes to stderr instead.
-  const fiber = Effect.runFork(Logging.toStderr(ChildProcess.run(request)))
-  running.set(request.id, fiber)
+  const warnings: Array<string> = []
+  // Effect's default logger writes to stdout, which is the wire here: the run's logs go with its answer instead.
+  const fiber = Effect.runFork(
+    Effect.locally(ChildProcess.run(request), FiberRef.currentLoggers, HashSet.make(collectWarnings(warnings)))
+  )
+  running.set(request.id, { fiber, warnings })
   fiber.addObserver((exit) => {
     running.delete(request.id)
     // A stopped run is answered by its Stop, once the group is reaped.
     if (Exit.isInterrupted(exit)) return
     answer(Exit.match(exit, {
-      onSuccess: (outcome) => outcomeLine(request.id, outcome),
+      onSuccess: (outcome) => outcomeLine(request.id, outcome, warnings),
       onFailure: (cause): FromHelper => {
         const failure = Cause.failureOption(cause)
-        if (failure._tag === "None") return { _tag: "Failed", id: request.id, message: Cause.pretty(cause) }
+        if (failure._tag === "None") return { _tag: "Failed", id: request.id, message: Cause.pretty(cause), ...withWarnings(warnings) }
         const code = errnoCode(failure.value.cause)
-        return { _tag: "Failed", id: request.id, message: failure.value.message, ...(code === undefined ? {} : { code }) }
+        return {
+          _tag: "Failed",
+          id: request.id,
+          message: failure.value.message,
+          ...(code === undefined ? {} : { code }),
+          ...withWarnings(warnings)
+        }
       }
     }))
   })
 }
 
 const stop = (id: number): void => {
-  const fiber = running.get(id)
-  if (fiber === undefined) return answer({ _tag: "Stopped", id })
-  Effect.runFork(Fiber.interrupt(fiber)).addObserver(() => answer({ _tag: "Stopped", id }))
+  const run = running.get(id)
+  if (run === undefined) return answer({ _tag: "Stopped", id })
+  // Its warnings are read once it is reaped: the working directory's removal comes last.
+  Effect.runFork(Fiber.interrupt(run.fiber)).addObserver(() => answer({ _tag: "Stopped", id, ...withWarnings(run.warnings) }))
 }
 
 let ending = false
 const end = (code: number): void => {
   if (ending) return
   ending = true
-  Effect.runFork(Fiber.interruptAll(running.values())).addObserver(() => process.exit(code))
+  Effect.runFork(Fiber.interruptAll([...running.values()].map((run) => run.fiber))).addObserver(() => process.exit(code))
 }
 
 const lines = Framing.makeLineFramer(maxLineBytes)

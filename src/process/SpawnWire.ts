@@ -14,7 +14,8 @@ export const RunLine = Schema.TaggedStruct("Run", {
   id: Id,
   command: Schema.String,
   args: Schema.Array(Schema.String),
-  cwd: Schema.String,
+  // ChildProcess.WorkingDirectory: a directory, or a private one the helper makes and removes.
+  cwd: Schema.Union(Schema.String, Schema.Struct({ privateIn: Schema.String, prefix: Schema.String })),
   env: Schema.Record({ key: Schema.String, value: Schema.String }),
   stdoutMax: Schema.Number,
   stderrMax: Schema.Number,
@@ -36,17 +37,20 @@ export const DoneLine = Schema.TaggedStruct("Done", {
   stderrTruncated: Schema.Boolean,
   exitCode: Schema.NullOr(Schema.Number),
   signal: Schema.NullOr(Schema.String),
-  flooded: Schema.Boolean
+  flooded: Schema.Boolean,
+  warnings: Schema.optional(Schema.Array(Schema.String))
 })
 
 /** The run could not start (ChildProcess.SpawnError); `code` is the system error's, when there was one. */
 export const FailedLine = Schema.TaggedStruct("Failed", {
   id: Id,
   message: Schema.String,
-  code: Schema.optional(Schema.String)
+  code: Schema.optional(Schema.String),
+  warnings: Schema.optional(Schema.Array(Schema.String))
 })
 
-export const StoppedLine = Schema.TaggedStruct("Stopped", { id: Id })
+/** `warnings`: what the run logged in the helper (a working directory it could not remove), for the agent's log. */
+export const StoppedLine = Schema.TaggedStruct("Stopped", { id: Id, warnings: Schema.optional(Schema.Array(Schema.String)) })
 
 export const FromHelper = Schema.Union(DoneLine, FailedLine, StoppedLine)
 export type FromHelper = typeof FromHelper.Type

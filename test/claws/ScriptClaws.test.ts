@@ -303,6 +303,19 @@ describe("Scripts claws: calls", () => {
       expect((yield* call()).content).not.toContain(`cwd=${cwd} `)
     }))
 
+  it.scoped("makes the claw's private directory in this process's TMPDIR, though the spawn helper has none", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const tmp = yield* tempDir
+      yield* writeClaw(dir, "where.sh", `#!/bin/sh\n${tool("where")}\npwd\n`)
+      yield* withEnv({ TMPDIR: tmp })
+      const claws = yield* Scripts.make(settings(dir))
+      const result = yield* claws.call("where", {})
+      expect(result.isError).toBe(false)
+      expect(Path.dirname(result.content)).toBe(Fs.realpathSync(tmp))
+      expect(Fs.readdirSync(tmp)).toEqual([])
+    }))
+
   it.scoped("runs a claw without the execute bit through /bin/sh", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir

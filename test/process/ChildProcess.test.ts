@@ -1,9 +1,11 @@
+import * as childProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
 import * as SpawnHelper from "../../src/process/SpawnHelper.js"
+import { captureLogs } from "../support/LogCapture.js"
 import * as Sandbox from "../support/Sandbox.js"
 
 const tempDir = Sandbox.tempDir("planckclaw-child-")
@@ -99,6 +101,84 @@ describe.each([
       expect(Sandbox.groupGone(pgid)).toBe(false)
       yield* Fiber.interrupt(fiber)
       expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
+    }))
+
+  it.scoped("runs in a private directory made in the parent it names, owner-only, removed once the run ends", () =>
+    Effect.gen(function*() {
+      const parent = yield* tempDir
+      const outcome = yield* run(shell("pwd; stat -c %a .", { cwd: { privateIn: parent, prefix: "claw-" } }))
+      const [cwd, mode] = text(outcome.stdout).trim().split("\n")
+      expect(Path.dirname(cwd!)).toBe(Fs.realpathSync(parent))
+      expect(Path.basename(cwd!)).toMatch(/^claw-/)
+      expect(mode).toBe("700")
+      expect(Fs.readdirSync(parent)).toEqual([])
+    }))
+
+  it.scoped("removes an interrupted run's private directory once its group is gone", () =>
+    Effect.gen(function*() {
+      const parent = yield* tempDir
+      const dir = yield* tempDir
+      const pidFile = Path.join(dir, "pid")
+      const fiber = yield* Effect.fork(
+        run(shell(`touch left-behind; echo $$ > ${pidFile}; sleep 1000`, { cwd: { privateIn: parent, prefix: "claw-" } }))
+      )
+      const pgid = yield* readPid(pidFile)
+      expect(Fs.readdirSync(parent)).toHaveLength(1)
+      yield* Fiber.interrupt(fiber)
+      // The interruption returns once the group's leader is reaped and the directory removed.
+      expect(Fs.readdirSync(parent)).toEqual([])
+      expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
+    }))
+
+  it.scoped("logs a private directory it cannot remove where the run was asked for, and still answers", () =>
+    Effect.gen(function*() {
+      const parent = yield* tempDir
+      // GNU rm walks down with relative paths: the test's own clean-up, before the sandbox's.
+      yield* Effect.addFinalizer(() => Effect.sync(() => childProcess.execFileSync("rm", ["-rf", parent])))
+      const logs = yield* captureLogs
+      // Deeper than PATH_MAX: made with relative paths, Node's recursive removal cannot reach the bottom.
+      const level = "abcdefghij/".repeat(150)
+      const deep = `mkdir -p ${level} && cd ${level} && mkdir -p ${level} && cd ${level} && mkdir -p ${level}`
+      const outcome = yield* run(shell(`(${deep}) && echo made`, { cwd: { privateIn: parent, prefix: "claw-" } })).pipe(
+        Effect.provide(logs.layer)
+      )
+      const [left] = Fs.readdirSync(parent)
+      expect(text(outcome.stdout)).toBe("made\n")
+      expect(outcome.exitCode).toBe(0)
+      expect(logs.lines).toHaveLength(1)
+      expect(logs.lines[0]).toMatch(/^WARN cannot remove the working directory /)
+      expect(logs.lines[0]).toContain(Path.join(parent, left!))
+      expect(logs.lines[0]).toContain("ENAMETOOLONG")
+    }))
+
+  it.scoped("logs an interrupted run's private directory it cannot remove", () =>
+    Effect.gen(function*() {
+      const parent = yield* tempDir
+      yield* Effect.addFinalizer(() => Effect.sync(() => childProcess.execFileSync("rm", ["-rf", parent])))
+      const dir = yield* tempDir
+      const pidFile = Path.join(dir, "pid")
+      const logs = yield* captureLogs
+      const level = "abcdefghij/".repeat(150)
+      const deep = `mkdir -p ${level} && cd ${level} && mkdir -p ${level} && cd ${level} && mkdir -p ${level}`
+      const fiber = yield* Effect.fork(
+        run(shell(`(${deep}) && echo $$ > ${pidFile}; sleep 1000`, { cwd: { privateIn: parent, prefix: "claw-" } })).pipe(
+          Effect.provide(logs.layer)
+        )
+      )
+      yield* readPid(pidFile)
+      yield* Fiber.interrupt(fiber)
+      expect(logs.lines).toHaveLength(1)
+      expect(logs.lines[0]).toMatch(/^WARN cannot remove the working directory .*ENAMETOOLONG/)
+    }))
+
+  it.effect("fails with SpawnError naming the parent when the private directory cannot be made", () =>
+    Effect.gen(function*() {
+      const error = yield* run(shell("true", { cwd: { privateIn: "/nonexistent/planckclaw-parent", prefix: "claw-" } })).pipe(
+        Effect.flip
+      )
+      expect(error._tag).toBe("SpawnError")
+      expect(error.message).toContain("cannot create a working directory in /nonexistent/planckclaw-parent")
+      expect(error.message).toContain("ENOENT")
     }))
 
   it.effect("fails with SpawnError when the command does not exist", () =>
