@@ -109,9 +109,27 @@ describe.each([
       const outcome = yield* run(shell("pwd; stat -c %a .", { cwd: { privateIn: parent, prefix: "claw-" } }))
       const [cwd, mode] = text(outcome.stdout).trim().split("\n")
       expect(Path.dirname(cwd!)).toBe(Fs.realpathSync(parent))
-      expect(Path.basename(cwd!)).toMatch(/^claw-/)
+      // Named after the process that made it (this one, or the spawn helper).
+      expect(Path.basename(cwd!)).toMatch(/^claw-\d+-/)
       expect(mode).toBe("700")
       expect(Fs.readdirSync(parent)).toEqual([])
+    }))
+
+  it.scoped("first removes what processes now dead left in the parent, and nothing else", () =>
+    Effect.gen(function*() {
+      const parent = yield* tempDir
+      const dead = childProcess.spawnSync("true").pid
+      const live = childProcess.spawn("sleep", ["1000"], { stdio: "ignore" })
+      yield* Effect.addFinalizer(() => Effect.sync(() => live.kill("SIGKILL")))
+      const leave = (name: string) => {
+        Fs.mkdirSync(Path.join(parent, name))
+        Fs.writeFileSync(Path.join(parent, name, "left"), "x")
+      }
+      const kept = [`claw-${live.pid}-bbbbbb`, "claw-cccccc", `other-${dead}-dddddd`]
+      for (const name of [`claw-${dead}-aaaaaa`, ...kept]) leave(name)
+      Fs.writeFileSync(Path.join(parent, `claw-${dead}-file`), "not a directory")
+      yield* run(shell("true", { cwd: { privateIn: parent, prefix: "claw-" } }))
+      expect(Fs.readdirSync(parent).sort()).toEqual([...kept, `claw-${dead}-file`].sort())
     }))
 
   it.scoped("removes an interrupted run's private directory once its group is gone", () =>

@@ -85,6 +85,24 @@ describe("SpawnHelper.run", () => {
       expect(SpawnHelper.helperPid()).not.toBe(first)
     }))
 
+  it.scopedLive("a claw's private directory that a killed helper left is removed by the next helper", () =>
+    Effect.gen(function*() {
+      const parent = yield* Sandbox.tempDir("planckclaw-helper-tmp-")
+      const dir = yield* Sandbox.tempDir("planckclaw-helper-")
+      const pidFile = path.join(dir, "pid")
+      const inPrivate = (script: string): ChildProcess.RunRequest => ({ ...shell(script), cwd: { privateIn: parent, prefix: "claw-" } })
+      const fiber = yield* Effect.fork(SpawnHelper.run(inPrivate(`echo $$ > ${pidFile}; sleep 1000`)))
+      const pgid = yield* Sandbox.pidIn(pidFile)
+      const killed = SpawnHelper.helperPid()!
+      process.kill(killed, "SIGKILL")
+      yield* Fiber.await(fiber)
+      expect(yield* Sandbox.settles(() => Sandbox.groupGone(pgid), "50 millis")).toBe(true)
+      expect(fs.readdirSync(parent)).toEqual([expect.stringMatching(new RegExp(`^claw-${killed}-`))])
+      const next = yield* SpawnHelper.run(inPrivate("pwd"))
+      expect(fs.readdirSync(parent)).toEqual([])
+      expect(path.basename(stdoutOf(next))).toMatch(new RegExp(`^claw-${SpawnHelper.helperPid()}-`))
+    }))
+
   it.scoped("a helper that does not answer a stop within 5 s is killed: the interruption ends, the group goes", () =>
     Effect.gen(function*() {
       const dir = yield* Sandbox.tempDir("planckclaw-helper-")
