@@ -14,7 +14,6 @@
  */
 import type * as NodeChildProcess from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
@@ -203,13 +202,13 @@ const sweepLeftovers = (parent: string, prefix: string): void => {
 }
 
 /**
- * A fresh directory only this user can enter (mode 0700, in `parent`: by
- * default the system's temporary directory), removed with everything in it
- * when the scope closes: a working directory that shares nothing with the
- * agent's. Its name is `prefix`, this process's pid, and a random part, so
- * that what a killed process leaves can be told and removed later.
+ * A fresh directory only this user can enter (mode 0700, in `parent`),
+ * removed with everything in it when the scope closes: a working directory
+ * that shares nothing with the agent's. Its name is `prefix`, this
+ * process's pid, and a random part, so that what a killed process leaves
+ * can be told and removed later.
  */
-export const privateDirectory = (prefix: string, parent: string = os.tmpdir()): Effect.Effect<string, SpawnError, Scope.Scope> =>
+const privateDirectory = (parent: string, prefix: string): Effect.Effect<string, SpawnError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.try({
       try: () => {
@@ -235,7 +234,7 @@ export const run = (request: RunRequest): Effect.Effect<RunOutcome, SpawnError> 
     ? runIn(request, request.cwd)
     // The directory outlives the process group: `runIn` returns (or is
     // interrupted) only once the group is killed and reaped.
-    : Effect.scoped(Effect.flatMap(privateDirectory(request.cwd.prefix, request.cwd.privateIn), (cwd) => runIn(request, cwd)))
+    : Effect.scoped(Effect.flatMap(privateDirectory(request.cwd.privateIn, request.cwd.prefix), (cwd) => runIn(request, cwd)))
 
 const runIn = (request: RunRequest, cwd: string): Effect.Effect<RunOutcome, SpawnError> =>
   Effect.gen(function*() {

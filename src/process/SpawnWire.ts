@@ -28,6 +28,9 @@ export const StopLine = Schema.TaggedStruct("Stop", { id: Id })
 export const ToHelper = Schema.Union(RunLine, StopLine)
 export type ToHelper = typeof ToHelper.Type
 
+/** On any answer: what the run logged in the helper (a working directory it could not remove), for the agent's log. */
+const Warnings = Schema.optional(Schema.Array(Schema.String))
+
 /** A run's outcome (ChildProcess.RunOutcome), its output in base64. */
 export const DoneLine = Schema.TaggedStruct("Done", {
   id: Id,
@@ -38,7 +41,7 @@ export const DoneLine = Schema.TaggedStruct("Done", {
   exitCode: Schema.NullOr(Schema.Number),
   signal: Schema.NullOr(Schema.String),
   flooded: Schema.Boolean,
-  warnings: Schema.optional(Schema.Array(Schema.String))
+  warnings: Warnings
 })
 
 /** The run could not start (ChildProcess.SpawnError); `code` is the system error's, when there was one. */
@@ -46,11 +49,10 @@ export const FailedLine = Schema.TaggedStruct("Failed", {
   id: Id,
   message: Schema.String,
   code: Schema.optional(Schema.String),
-  warnings: Schema.optional(Schema.Array(Schema.String))
+  warnings: Warnings
 })
 
-/** `warnings`: what the run logged in the helper (a working directory it could not remove), for the agent's log. */
-export const StoppedLine = Schema.TaggedStruct("Stopped", { id: Id, warnings: Schema.optional(Schema.Array(Schema.String)) })
+export const StoppedLine = Schema.TaggedStruct("Stopped", { id: Id, warnings: Warnings })
 
 export const FromHelper = Schema.Union(DoneLine, FailedLine, StoppedLine)
 export type FromHelper = typeof FromHelper.Type
