@@ -13,6 +13,11 @@
  * because the agent started second read about 0.5 ms lower at p99 whatever
  * its build. Prints p50, p99, turns over 3 ms and main-thread CPU per turn of
  * each, per run, and the medians over runs of B minus A.
+ *
+ * One build against itself with a setting or a Node option on one side:
+ * BENCH_AB_ENV_A / BENCH_AB_ENV_B (a JSON object of environment variables,
+ * e.g. '{"HISTORY_MAX":"100000"}') and BENCH_AB_NODE_ARGS_A /
+ * BENCH_AB_NODE_ARGS_B (space-separated, e.g. "--max-semi-space-size=32").
  */
 import * as path from "node:path"
 import { mainThreadCpuUs } from "./lib/cpu.mjs"
@@ -29,13 +34,21 @@ const PLAIN = "What should I remember about this run?"
 const SLOW_MS = 3
 // Untimed turns per agent before the timed ones (BENCH_AB_WARM_UP=16000: the tail once V8 has warmed up).
 const WARM_UP = Number(process.env.BENCH_AB_WARM_UP ?? 300)
+// Each side's extra environment and Node options (see the header).
+const envOf = Object.fromEntries(["A", "B"].map((tag) => [tag, JSON.parse(process.env[`BENCH_AB_ENV_${tag}`] ?? "{}")]))
+const nodeArgsOf = Object.fromEntries(
+  ["A", "B"].map((tag) => [tag, (process.env[`BENCH_AB_NODE_ARGS_${tag}`] ?? "").split(" ").filter(Boolean)])
+)
 
 const runOnce = async (work, order) => {
   const brain = nodeExecutable(work.dir, "brain", "brain.mjs")
   const claw = nodeExecutable(work.dir, "claw", "claw.mjs")
   const agents = []
   try {
-    for (const [tag, dist] of order) agents.push({ tag, a: await planckclaw(work, tag, brain, "scripts", { dist }) })
+    for (const [tag, dist] of order) {
+      const a = await planckclaw(work, tag, brain, "scripts", { dist, env: envOf[tag], nodeArgs: nodeArgsOf[tag] })
+      agents.push({ tag, a })
+    }
     agents.push({ tag: "nothing", a: await doNothing(work, brain, claw) })
     for (const x of agents) {
       x.samples = []

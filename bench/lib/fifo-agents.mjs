@@ -31,9 +31,9 @@ const open = async (agent, runDir) => {
 /**
  * `planckclaw run --bridge none --brain BRAIN --claw CLAW` (the shipped
  * claws' directory as CLAWS_DIR); `dist` runs another build's unbundled
- * `bin.js` instead of bin/planckclaw, `env` adds settings.
+ * `bin.js` instead of bin/planckclaw, `env` adds settings, `nodeArgs` Node options.
  */
-export const planckclaw = (work, name, brain, claw, { dist, env = {} } = {}) => {
+export const planckclaw = (work, name, brain, claw, { dist, env = {}, nodeArgs = [] } = {}) => {
   const runDir = path.join(work.dir, `${name}-run`)
   return open(
     startAgentProcess({
@@ -42,6 +42,7 @@ export const planckclaw = (work, name, brain, claw, { dist, env = {} } = {}) => 
       memoryDir: path.join(work.dir, `${name}-memory`),
       cwd: work.dir,
       env: { CLAWS_DIR: clawsDir, ...env },
+      nodeArgs,
       ...(dist === undefined ? {} : { script: [path.join(dist, "bin.js"), "run"] })
     }),
     runDir
