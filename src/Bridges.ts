@@ -214,10 +214,12 @@ const executableOptions = (
           paths,
           // Whichever API it calls: both brains' keys, nothing else.
           secrets: { ...yield* secretFor("ANTHROPIC_API_KEY"), ...yield* secretFor("OPENAI_API_KEY") },
-          extraEnv: yield* presentSettings(["ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "PLANCKCLAW_MODEL", "PLANCKCLAW_DEBUG"])
+          extraEnv: yield* presentSettings(["ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "PLANCKCLAW_MODEL", "PLANCKCLAW_DEBUG"]),
+          // Our stdout carries only replies: what it prints is diagnostics.
+          stdout: "stderr"
         }
       case "claw":
-        return { name: role, command, paths, extraEnv: yield* presentSettings(["CLAWS_DIR"]) }
+        return { name: role, command, paths, extraEnv: yield* presentSettings(["CLAWS_DIR"]), stdout: "stderr" }
     }
   })
 

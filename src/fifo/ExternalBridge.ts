@@ -14,9 +14,11 @@
  * - Restarted under an explicit backoff `Schedule` whenever it exits (or
  *   only when it fails); a run that lasted `healthyAfter` starts the backoff
  *   over.
- * - stdout and stderr are ours. stdin is closed unless `stdin: "inherit"`
- *   (a terminal bridge): having its own session, the child may read our
- *   terminal without being stopped by job control.
+ * - stderr is ours; stdout too for an interact bridge, whose replies may be
+ *   printed there, while any other (`stdout: "stderr"`) writes its output to
+ *   our stderr, so our stdout carries only replies. stdin is closed unless
+ *   `stdin: "inherit"` (a terminal bridge): having its own session, the child
+ *   may read our terminal without being stopped by job control.
  */
 import * as fs from "node:fs"
 import * as Clock from "effect/Clock"
@@ -63,6 +65,8 @@ export interface ExternalBridgeOptions {
   /** The environment to start from; default ours. */
   readonly baseEnv?: Readonly<Record<string, string | undefined>>
   readonly stdin?: "ignore" | "inherit"
+  /** `inherit` (default): the child's stdout is ours; `stderr`: it goes to our stderr. */
+  readonly stdout?: "inherit" | "stderr"
   /**
    * `always` (default) restarts after any exit; `on-failure` lets a clean
    * exit (code 0) end the bridge, as a terminal bridge does on end of input.
@@ -154,7 +158,7 @@ export const make = (options: ExternalBridgeOptions): Effect.Effect<ExternalBrid
       // Listed with the watchdog as it starts: a kill of this process a moment later must not leave it running.
       const spawned = Watchdog.spawnGuarded(options.command, options.args ?? [], {
         env,
-        stdio: [options.stdin ?? "ignore", "inherit", "inherit"]
+        stdio: [options.stdin ?? "ignore", options.stdout === "stderr" ? 2 : "inherit", "inherit"]
       })
       yield* Ref.update(starts, (n) => n + 1)
       if (Either.isLeft(spawned)) {

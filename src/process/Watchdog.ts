@@ -130,7 +130,8 @@ const list = (pgid: number, then: (listed: boolean) => void, retried = false): v
 export interface GuardedOptions {
   readonly cwd?: string
   readonly env: Readonly<Record<string, string | undefined>>
-  readonly stdio: readonly [StdioNull | StdioPipe, StdioNull | StdioPipe, StdioNull | StdioPipe]
+  // A number: one of our descriptors (an executable bridge's stdout may be our stderr, 2).
+  readonly stdio: readonly [StdioNull | StdioPipe, StdioNull | StdioPipe | number, StdioNull | StdioPipe]
 }
 
 /**
