@@ -18,7 +18,7 @@ import { catchFailureOrDefect } from "./Catch.js"
 import * as CacheWindow from "./CacheWindow.js"
 import { Claws } from "./Claws.js"
 import * as Commands from "./Commands.js"
-import { type InboundMessage, type InteractService, type OutboundMessage, sanitize } from "./Interact.js"
+import { type InboundMessage, type InteractService, isBlank, type OutboundMessage, sanitize } from "./Interact.js"
 import * as Logging from "./Logging.js"
 import * as Compaction from "./memory/Compactor.js"
 import { Compactor } from "./memory/Compactor.js"
@@ -34,6 +34,9 @@ import * as Prices from "./usage/Prices.js"
 
 export { Agent, type AgentService } from "./AgentService.js"
 export { APOLOGY, type TurnOutcome } from "./Turn.js"
+
+/** The reply to a message that held only control characters (which are removed from every message). */
+export const ONLY_CONTROLS = "Your message held only control characters, which are removed: nothing was processed."
 
 export const make = Effect.gen(function*() {
   const config = yield* AgentConfig
@@ -119,7 +122,8 @@ export const make = Effect.gen(function*() {
         }))
     }
     return Option.match(sanitize(pending.text), {
-      onNone: none,
+      // Blank: no reply. Control characters alone: refused, so a bridge waiting for a reply gets one.
+      onNone: () => isBlank(pending.text) ? none() : then({ stored: false, reply: ONLY_CONTROLS }),
       onSome: (text) =>
         Effect.flatMap(
           Option.match(Commands.parse(text), {

@@ -58,11 +58,22 @@ export class Interact extends Context.Tag("planckclaw/Interact")<Interact, Inter
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g
 
+const NOT_BLANK = /[^\t\n\v\f\r ]/
+
 /**
- * Cleans inbound text: CR LF becomes LF, control characters go. `none`
- * means there is nothing to answer, and the agent sends no reply.
+ * Nothing but ASCII spaces, tabs and line breaks: the one message the agent
+ * sends no reply to. ASCII only, so that a bridge's own test (the shell's
+ * `[:space:]`, in any locale) never skips less than this, and a bridge that
+ * waits for a reply to each line it sends never waits in vain.
+ */
+export const isBlank = (text: string): boolean => !NOT_BLANK.test(text)
+
+/**
+ * Cleans inbound text: CR LF becomes LF, control characters go. `none` when
+ * nothing but blanks is left (see `isBlank`; a message that was only control
+ * characters is answered with a refusal, one that was blank is not answered).
  */
 export const sanitize = (text: string): Option.Option<string> => {
   const clean = text.replace(/\r\n?/g, "\n").replace(CONTROL, "")
-  return clean.trim().length === 0 ? Option.none() : Option.some(clean)
+  return isBlank(clean) ? Option.none() : Option.some(clean)
 }

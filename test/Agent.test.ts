@@ -5,14 +5,14 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Fiber, Layer, Logger, Option, Queue, TestClock } from "effect"
 import { vi } from "vitest"
 import * as Agent from "../src/Agent.js"
-import { APOLOGY } from "../src/Agent.js"
+import { APOLOGY, ONLY_CONTROLS } from "../src/Agent.js"
 import { BrainError } from "../src/Brain.js"
 import * as ScriptedBrain from "../src/brain/ScriptedBrain.js"
 import { text, toolUse } from "../src/brain/ScriptedBrain.js"
 import * as InMemoryClaws from "../src/claws/InMemoryClaws.js"
 import type { InMemoryTool } from "../src/claws/InMemoryClaws.js"
 import * as Intake from "../src/Intake.js"
-import { sanitize } from "../src/Interact.js"
+import { isBlank, sanitize } from "../src/Interact.js"
 import * as InMemoryInteract from "../src/interact/InMemoryInteract.js"
 import { diceTool, harness, line, timeTool } from "./support/Harness.js"
 
@@ -190,6 +190,19 @@ describe("Agent", () => {
       expect((yield* h.requests).length).toBe(1)
     }))
 
+  it.scoped("refuses a message of control characters alone with a reply (a bridge waiting for one is not left waiting)", () =>
+    Effect.gen(function*() {
+      const h = yield* harness({ script: [text("ok")] })
+      yield* h.offer("\u0001\u0007\u0085", "c1")
+      yield* h.offer("\u00a0", "c2")
+      const first = yield* h.reply
+      const second = yield* h.reply
+      expect(first).toMatchObject({ channel: "c1", text: ONLY_CONTROLS })
+      // Not ASCII blank: a bridge's [:space:] test sends it, so the agent answers it.
+      expect(second).toMatchObject({ channel: "c2", text: "ok" })
+      expect((yield* h.requests).length).toBe(1)
+    }))
+
   it.scoped("queues messages that arrive during a turn and answers them in order", () =>
     Effect.gen(function*() {
       const h = yield* harness({
@@ -264,5 +277,13 @@ describe("sanitize", () => {
   })
   it("treats whitespace-only text as nothing to answer", () => {
     expect(sanitize(" \n\t ")._tag).toBe("None")
+    expect(sanitize("\u0001\r\n ")._tag).toBe("None")
+  })
+  it("calls blank only ASCII spaces, tabs and line breaks", () => {
+    expect(isBlank(" \t\n\r\v\f")).toBe(true)
+    expect(isBlank("")).toBe(true)
+    expect(isBlank("\u00a0")).toBe(false)
+    expect(isBlank("\u0001")).toBe(false)
+    expect(sanitize("\u00a0")).toEqual(Option.some("\u00a0"))
   })
 })

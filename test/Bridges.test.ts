@@ -9,6 +9,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { ONLY_CONTROLS } from "../src/Agent.js"
 import * as AnthropicServer from "./support/AnthropicServer.js"
 import { REPO } from "./support/Cli.js"
 import {
@@ -322,6 +323,35 @@ printf 'The clock says 12:00.'
       expect(box.read("claw-script.env")).not.toContain("ANTHROPIC_API_KEY")
     }), timeout)
 
+  it.scopedLive("what a brain or claw bridge prints on its stdout goes to stderr: stdout carries only replies", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox({ ANTHROPIC_API_KEY: apiKey })
+      const brain = box.script(
+        "brain.sh",
+        String.raw`echo "brain bridge starting"
+while :; do
+  ${readBrainRequest}
+  echo "brain bridge got a request"
+  printf '%s\n\n' '{"type":"message","role":"assistant","content":[{"type":"text","text":"hi there"}],"stop_reason":"end_turn"}' > "$PLANCKCLAW_BRAIN_OUT"
+done
+`
+      )
+      const claw = box.script(
+        "claw.sh",
+        String.raw`echo "claw bridge starting"
+while IFS= read -r line < "$PLANCKCLAW_CLAW_IN"; do
+  printf '[]\n\n' > "$PLANCKCLAW_CLAW_OUT"
+done
+`
+      )
+      const result = yield* planckclawToEnd(box, ["run", "--brain", brain, "--claw", claw], { input: "hello\n" })
+      expect(result.code).toBe(0)
+      expect(result.stdout).toBe("hi there\n")
+      expect(result.stderr).toContain("brain bridge starting")
+      expect(result.stderr).toContain("brain bridge got a request")
+      expect(result.stderr).toContain("claw bridge starting")
+    }), timeout)
+
   it.scopedLive("a claw bridge script serves discovery and calls to the built-in brain, without the API key", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer(AnthropicServer.replies(
@@ -374,9 +404,10 @@ describe("the README's shell bridge", () => {
       })
       fs.writeFileSync(box.path("my_bridge.sh"), readmeBridge, { mode: 0o755 })
       const result = yield* planckclawToEnd(box, ["run", "--bridge", "./my_bridge.sh"], {
-        input: "hello\nC:\\temp\\new is a path\n\n   \nbye\n"
+        // A line of control characters alone passes the bridge's blank test: the agent answers it.
+        input: "hello\nC:\\temp\\new is a path\n\n   \n\u0001\nbye\n"
       })
-      expect(result.stdout).toBe("re: hello\nre: C:\\temp\\new is a path\nGoodbye!\nSee you.\n")
+      expect(result.stdout).toBe(`re: hello\nre: C:\\temp\\new is a path\n${ONLY_CONTROLS}\nGoodbye!\nSee you.\n`)
       expect(result.code).toBe(0)
       expect((yield* server.requests).map((request) => lastContent(request.body))).toEqual([
         "hello",

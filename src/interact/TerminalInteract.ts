@@ -18,7 +18,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as Commands from "../Commands.js"
-import { Interact, InteractError, type InteractService, sanitize } from "../Interact.js"
+import { Interact, InteractError, type InteractService, isBlank } from "../Interact.js"
 import { AgentReady } from "./AgentReady.js"
 import * as Spinner from "./Spinner.js"
 import { END, MAX_LINE_BYTES, readPiped, type Received } from "./TerminalInput.js"
@@ -214,7 +214,7 @@ export const make = (streams: TerminalStreams) =>
           if (Option.isNone(answered)) return Option.none()
           const text = answered.value
           // The agent does not answer blank lines: do not send them and wait for a reply.
-          if (Option.isNone(sanitize(text))) {
+          if (isBlank(text)) {
             yield* prompt
             return Option.none()
           }
