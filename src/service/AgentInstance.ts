@@ -229,7 +229,9 @@ export const make = (options: {
     const wake = Effect.suspend(() => {
       if (draining || stopped || mailbox.length === 0) return Effect.void
       draining = true
-      return Effect.asVoid(Effect.forkIn(drain, scope))
+      // Interruptible though submit is not: a fork inherits that, and a turn's timeouts (the brain's
+      // attempts, a claw's limit) work by interrupting what they bound.
+      return Effect.asVoid(Effect.forkIn(Effect.interruptible(drain), scope))
     })
     yield* wake
 

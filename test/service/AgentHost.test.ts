@@ -2,10 +2,12 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, TestClock } from "effect"
+import { Effect, Exit, Fiber, TestClock } from "effect"
 import * as AgentId from "../../src/service/AgentId.js"
 import * as AgentStatus from "../../src/service/AgentStatus.js"
 import * as Agent from "../../src/Agent.js"
+import type { MessagesRequest } from "../../src/Brain.js"
+import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import { eventually } from "../support/Sandbox.js"
 import { echoBrain, historyOf, isCompaction, startHost, tempDir } from "./Kit.js"
 
@@ -31,6 +33,8 @@ const withLoopTurns = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<[A, num
     setImmediate(count)
     return Effect.map(Effect.ensuring(effect, Effect.sync(() => { running = false })), (a) => [a, turns] as [A, number])
   })
+
+const lastContent = (request: MessagesRequest) => request.messages[request.messages.length - 1]?.content
 
 describe("AgentId", () => {
   it("refuses ids that are not directory names under the rule, naming id and rule", () => {
@@ -215,6 +219,25 @@ describe("AgentHost", () => {
       expect(yield* agents.send("sleepy", { text: "two" })).toEqual({ reply: "echo two", stored: true })
       expect((yield* agents.get("sleepy")).state).toBe("running")
       expect(historyOf(root, "sleepy").map((line) => line.content)).toEqual(["one", "echo one", "two", "echo two"])
+    }).pipe(Effect.scoped))
+
+  it.effect("a turn's own timeouts fire: the brain's wait is cut at its deadline (TestClock)", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      // As the HTTP brains and the claws bound each wait: a race with the deadline, the loser interrupted.
+      const brain = echoBrain((request) =>
+        lastContent(request) === "hang"
+          ? Effect.never.pipe(Effect.timeoutTo({
+            duration: "3 seconds",
+            onTimeout: () => ScriptedBrain.text("gave up after 3 s"),
+            onSuccess: () => ScriptedBrain.text("unreachable")
+          }))
+          : undefined
+      )
+      const agents = yield* startHost(root, brain.layer)
+      const reply = yield* Effect.fork(agents.send("patient", { text: "hang" }))
+      yield* TestClock.adjust("3 seconds")
+      expect(yield* Fiber.join(reply)).toEqual({ reply: "gave up after 3 s", stored: true })
     }).pipe(Effect.scoped))
 
   it.scopedLive("refuses an agent another live process holds, journaling nothing; takes over the lock of a dead one", () =>
