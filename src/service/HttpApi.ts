@@ -9,10 +9,10 @@
  *
  * With PLANCKCLAW_HTTP_TOKEN set every other route needs
  * `Authorization: Bearer <token>`, compared in constant time; without one the
- * server listens only on a loopback address. Bad input is a JSON error
- * naming what was wrong, and none touches an agent's memory.
+ * server listens only on a loopback address. Web pages are refused either
+ * way (HttpRequestChecks). Bad input is a JSON error naming what was wrong,
+ * and none touches an agent's memory.
  */
-import * as crypto from "node:crypto"
 import * as http from "node:http"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -31,10 +31,12 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { AgentConfig } from "../AgentConfig.js"
+import { isBlank } from "../Interact.js"
 import * as Logging from "../Logging.js"
 import { AgentHost, type HostError } from "./AgentHost.js"
 import * as AgentId from "./AgentId.js"
 import * as AgentStatus from "./AgentStatus.js"
+import { bearerMatches, noRoute, problem, refusedOrigin, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
 
 export const HttpConfig = Config.all({
   token: Config.option(Config.redacted("PLANCKCLAW_HTTP_TOKEN")).pipe(
@@ -60,6 +62,9 @@ export const parseListen = (text: string): Either.Either<Listen, string> => {
   return Either.right({ host: match[1] ?? match[2]!, port })
 }
 
+/** `host:port`, an IPv6 address in brackets (as `--http` takes it). */
+const hostPort = (host: string, port: number) => host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`
+
 export const isLoopback = (host: string): boolean =>
   host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
 
@@ -68,9 +73,6 @@ export class HttpListenRefused extends Data.TaggedError("HttpListenRefused")<{
   readonly host: string
   readonly message: string
 }> {}
-
-const problem = (status: number, error: string, message: string) =>
-  HttpServerResponse.unsafeJson({ error, message }, { status })
 
 const statusOf: Record<HostError["reason"], number> = {
   "bad-id": 400,
@@ -82,12 +84,6 @@ const statusOf: Record<HostError["reason"], number> = {
   "failed": 502
 }
 const hostProblem = (error: HostError) => Effect.succeed(problem(statusOf[error.reason], error.reason, error.message))
-
-const digest = (text: string) => crypto.createHash("sha256").update(text, "utf8").digest()
-
-/** Equal-length digests compared with timingSafeEqual: neither the token nor its length leaks by timing. */
-const bearerMatches = (header: string | undefined, token: Redacted.Redacted<string>) =>
-  crypto.timingSafeEqual(digest(header ?? ""), digest(`Bearer ${Redacted.value(token)}`))
 
 const idParam = Effect.flatMap(HttpRouter.params, (params) => {
   const raw = params["id"] ?? ""
@@ -196,8 +192,12 @@ export const router = (maxMessageBytes: number) => {
     HttpRouter.post("/v1/agents/:id/messages", Effect.gen(function*() {
       const id = yield* idParam
       const request = yield* HttpServerRequest.HttpServerRequest
+      const media = unsupportedMedia(request.headers["content-type"])
+      if (Option.isSome(media)) return media.value
       const body = yield* readBody(bodyLimit, maxMessageBytes)
       if (typeof body["text"] !== "string") return problem(400, "bad-body", "the body needs \"text\", a string")
+      // The agent would send no reply to it (Interact.isBlank): refused here, before anything is journaled.
+      if (isBlank(body["text"])) return problem(400, "bad-body", "\"text\" is blank: there is nothing to answer")
       const channel = body["channel"]
       if (channel !== undefined && typeof channel !== "string") return problem(400, "bad-body", "\"channel\" must be a string")
       const key = request.headers["idempotency-key"]
@@ -213,14 +213,16 @@ export const app = Effect.gen(function*() {
   const routes = router(config.maxMessageBytes)
   return Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
+    const refused = refusedOrigin(request.headers, Option.isNone(config.token))
+    if (Option.isSome(refused)) return refused.value
     if (Option.isSome(config.token) && request.url !== "/v1/health" && !bearerMatches(request.headers["authorization"], config.token.value)) {
-      return problem(401, "unauthorized", "this route needs Authorization: Bearer <PLANCKCLAW_HTTP_TOKEN>")
+      return unauthorized()
     }
     return yield* routes.pipe(
       Effect.catchIf(HttpServerResponse.isServerResponse, Effect.succeed),
       Effect.catchTags({
         HostError: hostProblem,
-        RouteNotFound: () => Effect.succeed(problem(404, "not-found", `no route ${request.method} ${request.url}`))
+        RouteNotFound: () => Effect.succeed(noRoute(request.method, request.url))
       })
     )
   })
@@ -255,7 +257,7 @@ export const layer = (listen: Listen): Layer.Layer<
     const served = yield* app
     const announce = Layer.effectDiscard(
       HttpServer.addressWith((address) =>
-        Logging.toStderr(Effect.logInfo(`HTTP API on ${address._tag === "TcpAddress" ? `${address.hostname}:${address.port}` : address.path}`))
+        Logging.toStderr(Effect.logInfo(`HTTP API on ${address._tag === "TcpAddress" ? hostPort(address.hostname, address.port) : address.path}`))
       )
     )
     // No span per request: nothing exports them here, and building one (the URL, its attributes) costs every request.

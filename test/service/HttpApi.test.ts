@@ -12,20 +12,22 @@ interface Answer {
   readonly body: any
 }
 
-/** One request with node:http, the path sent exactly as written (no URL normalisation). */
-const call = (port: number, method: string, target: string, options: { body?: string; headers?: Record<string, string> } = {}) =>
-  Effect.async<Answer>((resume) => {
+/** One request with node:http, the path sent exactly as written (no URL normalisation); with the answer's headers. */
+const callWithHeaders = (port: number, method: string, target: string, options: { body?: string; headers?: Record<string, string> } = {}) =>
+  Effect.async<Answer & { readonly headers: http.IncomingHttpHeaders }>((resume) => {
     const request = http.request({ host: "127.0.0.1", port, method, path: target, headers: options.headers, agent: keepAlive }, (response) => {
       const chunks: Array<Buffer> = []
       response.on("data", (chunk: Buffer) => chunks.push(chunk))
       response.on("end", () => {
         const text = Buffer.concat(chunks).toString("utf8")
-        resume(Effect.succeed({ status: response.statusCode ?? 0, body: text.length > 0 ? JSON.parse(text) : undefined }))
+        resume(Effect.succeed({ status: response.statusCode ?? 0, body: text.length > 0 ? JSON.parse(text) : undefined, headers: response.headers }))
       })
     })
     request.on("error", (error) => resume(Effect.die(error)))
     request.end(options.body)
   })
+const call = (port: number, method: string, target: string, options: { body?: string; headers?: Record<string, string> } = {}) =>
+  Effect.map(callWithHeaders(port, method, target, options), ({ body, status }): Answer => ({ status, body }))
 const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 32 })
 
 const post = (port: number, target: string, body: unknown, headers: Record<string, string> = {}) =>
@@ -128,8 +130,15 @@ describe("HTTP API", () => {
         [post(port, "/v1/agents/a%2Fb/messages", { text: "x" }), 400, "bad-id"],
         [post(port, "/v1/agents/a/messages", { text: "é".repeat(51) }), 413, "too-large"],
         [post(port, "/v1/agents/a/messages", "x".repeat(5000)), 413, "too-large"],
+        [post(port, "/v1/agents/a/messages", { text: " \t\n" }), 400, "bad-body"],
+        [post(port, "/v1/agents/a%ff/messages", { text: "x" }), 400, "bad-id"],
+        [post(port, "/v1/agents/%/messages", { text: "x" }), 400, "bad-id"],
+        [post(port, `/v1/agents/${"a".repeat(5000)}/messages`, { text: "x" }), 400, "bad-id"],
+        [post(port, "/v1/agents/a/messages", { text: "x" }, { "content-type": "text/plain" }), 415, "unsupported-media-type"],
+        [post(port, "/v1/agents/a/messages", { text: "x" }, { "content-type": "application/json; charset=latin1" }), 415, "unsupported-media-type"],
         [call(port, "GET", "/v1/nowhere"), 404, "not-found"],
-        [call(port, "DELETE", "/v1/agents/a"), 404, "not-found"]
+        [call(port, "DELETE", "/v1/agents/a"), 405, "method-not-allowed"],
+        [call(port, "GET", "/v1/agents/a/messages"), 405, "method-not-allowed"]
       ]
       for (const [request, status, error] of cases) {
         const answer = yield* request
@@ -137,11 +146,45 @@ describe("HTTP API", () => {
         expect(answer.body.error).toBe(error)
         expect(typeof answer.body.message).toBe("string")
       }
+      expect((yield* callWithHeaders(port, "PUT", "/v1/agents/a")).headers["allow"]).toBe("GET")
+      expect((yield* callWithHeaders(port, "POST", "/v1/health")).headers["allow"]).toBe("GET")
       // A chunked body (no Content-Length) over the limit is cut off while reading.
-      const chunked = yield* call(port, "POST", "/v1/agents/a/messages", { body: JSON.stringify({ text: "y".repeat(5000) }), headers: { "transfer-encoding": "chunked" } })
+      const chunked = yield* call(port, "POST", "/v1/agents/a/messages", {
+        body: JSON.stringify({ text: "y".repeat(5000) }),
+        headers: { "transfer-encoding": "chunked", "content-type": "application/json" }
+      })
       expect(chunked.status).toBe(413)
       expect(brain.requests).toEqual([])
       expect(fs.readdirSync(path.join(root, "agents"))).toEqual([])
+    }))
+
+  it.scopedLive("refuses requests from web pages and, without a token, to names that are not loopback", () =>
+    Effect.gen(function*() {
+      const { brain, port, root } = yield* serve()
+      // A page's cross-site POST needs no preflight when it is text/plain; it carries Origin.
+      const page = yield* call(port, "POST", "/v1/agents/a/messages", {
+        body: JSON.stringify({ text: "from a web page" }),
+        headers: { origin: "http://evil.example", "content-type": "text/plain" }
+      })
+      expect(page.status).toBe(403)
+      expect(page.body.error).toBe("cross-origin")
+      expect((yield* call(port, "GET", "/v1/agents", { headers: { origin: "null" } })).status).toBe(403)
+      // DNS rebinding: the page's own name, resolved to 127.0.0.1.
+      const rebound = yield* call(port, "GET", "/v1/agents", { headers: { host: "attacker.example:7878" } })
+      expect(rebound.status).toBe(403)
+      expect(rebound.body.error).toBe("bad-host")
+      for (const host of [`localhost:${port}`, `LOCALHOST:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`, "localhost"]) {
+        expect((yield* call(port, "GET", "/v1/agents", { headers: { host } })).status, host).toBe(200)
+      }
+      expect(brain.requests).toEqual([])
+      expect(fs.existsSync(path.join(root, "agents", "a"))).toBe(false)
+    }))
+
+  it.scopedLive("with a token, answers any Host name (the token is what guards it)", () =>
+    Effect.gen(function*() {
+      const { port } = yield* serve({ PLANCKCLAW_HTTP_TOKEN: "s3cret" })
+      const answer = yield* call(port, "GET", "/v1/agents", { headers: { host: "agents.example.org", authorization: "Bearer s3cret" } })
+      expect(answer.status).toBe(200)
     }))
 
   it.scopedLive("needs the bearer token on every route but /v1/health", () =>
@@ -152,9 +195,13 @@ describe("HTTP API", () => {
         expect((yield* post(port, "/v1/agents/a/messages", { text: "hi" }, headers)).status).toBe(401)
         expect((yield* call(port, "GET", "/v1/agents", { headers })).status).toBe(401)
       }
+      const refused = yield* callWithHeaders(port, "GET", "/v1/agents")
+      expect(refused.headers["www-authenticate"]).toBe("Bearer realm=\"planckclaw\"")
       expect(brain.requests).toEqual([])
       const ok = yield* post(port, "/v1/agents/a/messages", { text: "hi" }, { authorization: "Bearer s3cret" })
       expect(ok).toEqual({ status: 200, body: { reply: "echo hi", stored: true } })
+      // The scheme is case-insensitive in HTTP.
+      expect((yield* call(port, "GET", "/v1/agents", { headers: { authorization: "bearer s3cret" } })).status).toBe(200)
     }))
 
   it.scopedLive("refuses to listen on a non-loopback address without a token", () =>
