@@ -115,9 +115,13 @@ const runTool = (claws: ClawsService, call: ToolUseBlock, recording: boolean): E
     { tool: call.name }
   )
 
+const MISCONFIGURED = "I can't think right now: my brain is misconfigured ("
+
 /** What the user is told when the settings keep the brain from answering (a refused key, an unknown model). */
-export const misconfiguredReply = (problem: string): string =>
-  `I can't think right now: my brain is misconfigured (${problem}). The log says what to fix.`
+export const misconfiguredReply = (problem: string): string => `${MISCONFIGURED}${problem}). The log says what to fix.`
+
+/** A reply that says the brain could not answer (an outage, a setting to fix): asking again may get an answer. */
+export const isFailureReply = (reply: string): boolean => reply === APOLOGY || reply.startsWith(MISCONFIGURED)
 
 /**
  * A brain that gave up: the apology for what may pass (a timeout, an

@@ -18,6 +18,7 @@ import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Agent from "../Agent.js"
+import * as Turn from "../Turn.js"
 import { Brain, type BrainService } from "../Brain.js"
 import { Claws, type ClawsService } from "../Claws.js"
 import type { InteractService } from "../Interact.js"
@@ -155,7 +156,8 @@ export const make = (options: {
         if (deferred === undefined) return
         const key = pending.idempotencyKey
         if (key !== undefined) {
-          yield* idempotency.remember(key, reply)
+          // A failure is not kept: the retry its reply asks for must get a turn, not the failure again.
+          if (!Turn.isFailureReply(reply.reply)) yield* idempotency.remember(key, reply)
           if (waiters.byIdempotencyKey.get(key) === deferred) waiters.byIdempotencyKey.delete(key)
         }
         waiters.byMessage.delete(waiterKey(pending))

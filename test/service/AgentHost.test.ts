@@ -293,6 +293,20 @@ describe("AgentHost", () => {
       expect(historyOf(root, "idem").length).toBe(4)
     }))
 
+  it.scopedLive("keeps no failure under an Idempotency-Key: the retry the apology asks for gets a turn", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      let down = true
+      const brain = echoBrain(() => down ? Effect.die("the brain is down") : undefined)
+      const agents = yield* startHost(root, brain.layer)
+      const failed = yield* agents.send("flaky", { text: "hello", idempotencyKey: "f-1" })
+      expect(failed).toEqual({ reply: Agent.APOLOGY, stored: false })
+      down = false
+      expect(yield* agents.send("flaky", { text: "hello", idempotencyKey: "f-1" })).toEqual({ reply: "echo hello", stored: true })
+      expect(yield* agents.send("flaky", { text: "hello", idempotencyKey: "f-1" })).toEqual({ reply: "echo hello", stored: true })
+      expect(brain.requests.length).toBe(2)
+    }))
+
   it.scopedLive("answers after a crash what was journaled and not answered, once, with its key remembered", () =>
     Effect.gen(function*() {
       const root = tempDir()
