@@ -27,12 +27,17 @@ export const BrainTimeoutConfig = secondsIn("PLANCKCLAW_BRAIN_TIMEOUT", { min: 0
 /** Retries after the first attempt; also read by the agent's patience on the brain pipes (Bridges). */
 export const BrainRetriesConfig = integerIn("PLANCKCLAW_BRAIN_RETRIES", { min: 0, max: 100 }, 4)
 
-/** An API's base URL setting: http(s) only, `fallback` when unset. */
+/** An API's base URL setting: http(s) only, without credentials, `fallback` when unset. */
 export const baseUrlConfig = (name: string, fallback: string): Config.Config<string> =>
   Config.string(name).pipe(
     Config.validate({
-      message: `Expected an http(s) URL such as ${fallback}`,
-      validation: (value) => URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol)
+      // Credentials: fetch refuses such a URL, and its error would carry the password into the log.
+      message: `Expected an http(s) URL without credentials (no user:password@; the API key has a setting of its own), such as ${fallback}`,
+      validation: (value) => {
+        if (!URL.canParse(value)) return false
+        const url = new URL(value)
+        return ["http:", "https:"].includes(url.protocol) && url.username === "" && url.password === ""
+      }
     }),
     Config.withDefault(fallback)
   )

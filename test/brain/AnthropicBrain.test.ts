@@ -414,6 +414,7 @@ describe("Anthropic brain layer and config", () => {
       const cases = [
         ["ANTHROPIC_BASE_URL", "ftp://example.com", "Expected an http(s) URL"],
         ["ANTHROPIC_BASE_URL", "api.anthropic.com", "Expected an http(s) URL"],
+        ["ANTHROPIC_BASE_URL", "http://user:pass-word@127.0.0.1:8080", "without credentials"],
         ["PLANCKCLAW_BRAIN_TIMEOUT", "0", "expected a number of seconds from 0.1 to 3600"],
         ["PLANCKCLAW_BRAIN_TIMEOUT", "soon", "expected a number of seconds from 0.1 to 3600"],
         ["PLANCKCLAW_BRAIN_RETRIES", "-1", "expected an integer from 0 to 100"]
@@ -422,6 +423,7 @@ describe("Anthropic brain layer and config", () => {
         const error = yield* Effect.flip(Anthropic.AnthropicConfig.pipe(withEnv({ ANTHROPIC_API_KEY: fakeKey, [key]: value })))
         expect(String(error)).toContain(key)
         expect(String(error)).toContain(expected)
+        expect(String(error)).not.toContain("pass-word")
       }
     }))
 
