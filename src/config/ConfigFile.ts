@@ -51,13 +51,19 @@ const nonEmpty = (entries: Iterable<readonly [string, string | undefined]>): Map
   return map
 }
 
-/** Reads config.env if present; a missing file is no settings. */
+/**
+ * Reads config.env if present; a missing file is no settings. Present means
+ * any directory entry: a symbolic link to nothing (or in a loop) is an
+ * unreadable config.env, not an absent one, or its settings would be
+ * silently missing and `init` would see nothing to make.
+ */
 export const read = (
   file: string,
   environment: Record<string, string | undefined> = process.env
 ): Effect.Effect<Map<string, string>, ConfigFileError> =>
   Effect.suspend(() => {
-    if (!fs.existsSync(file)) return Effect.succeed(new Map())
+    const entry = Either.try(() => fs.lstatSync(file, { throwIfNoEntry: false }))
+    if (Either.isLeft(entry) || entry.right === undefined) return Effect.succeed(new Map())
     const text = Either.try(() => fs.readFileSync(file, "utf8"))
     if (Either.isLeft(text)) {
       return Effect.fail(

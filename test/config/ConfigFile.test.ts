@@ -134,6 +134,22 @@ describe("config.env", () => {
     ])
   })
 
+  it.effect("calls a config.env that is a link to nothing or a loop unreadable, not absent", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-config-"))
+      const dangling = path.join(dir, "dangling.env")
+      fs.symlinkSync(path.join(dir, "nowhere.env"), dangling)
+      const loop = path.join(dir, "loop.env")
+      fs.symlinkSync(path.join(dir, "loop2.env"), loop)
+      fs.symlinkSync(loop, path.join(dir, "loop2.env"))
+      for (const file of [dangling, loop]) {
+        const error = yield* Effect.flip(ConfigFile.read(file, {}))
+        expect(error.reason).toBe("unreadable")
+        expect(error.message).toContain(`cannot read ${file}`)
+      }
+      expect((yield* ConfigFile.read(path.join(dir, "absent.env"), {})).size).toBe(0)
+    }))
+
   it.effect("lets flags override the environment, and the environment override the file", () =>
     Effect.gen(function*() {
       const provider = ConfigFile.provider({
