@@ -32,7 +32,18 @@ export const parseClawFile = (displayPath: string, text: string): ParsedFile => 
   const declarations: Array<Declaration> = []
   const problems: Array<ToolProblem> = []
   if (!text.includes(toolsPrefix)) return { declarations, problems }
-  text.split("\n").forEach((line, index) => {
+  // What an editor elsewhere may save; the shell then misreads the first line (the mark) or every line (CRLF): said, not guessed around.
+  if (text.startsWith("\ufeff")) {
+    problems.push({ source: `${displayPath}:1`, reason: "the file starts with a byte order mark (U+FEFF): save it as UTF-8 without one" })
+  }
+  if (text.includes("\r\n")) {
+    problems.push({
+      source: displayPath,
+      reason: "the file has Windows line endings (CRLF), which keep it from running: convert them (dos2unix, or sed -i 's/\\r$//')"
+    })
+  }
+  text.split("\n").forEach((raw, index) => {
+    const line = index === 0 ? raw.replace(/^\ufeff/, "") : raw
     if (!line.startsWith(toolsPrefix)) return
     const source = `${displayPath}:${index + 1}`
     const parsed = Either.try(() => JSON.parse(line.slice(toolsPrefix.length)) as unknown)

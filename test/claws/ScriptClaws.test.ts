@@ -140,13 +140,28 @@ describe("Scripts claws: discovery", () => {
       // Missing description and input_schema get the port's defaults.
       expect(catalog.tools[0]).toEqual({ name: "alpha", description: "", input_schema: { type: "object", properties: {} } })
       const a = Path.join(dir, "a.sh")
-      expect(catalog.problems.map((p) => p.source)).toEqual([`${a}:3`, `${a}:4`, `${a}:5`, `${a}:6`, `${a}:7`])
-      const [json, badName, missingName, badItem, notObject] = catalog.problems.map((p) => p.reason)
+      const b = Path.join(dir, "b.sh")
+      expect(catalog.problems.map((p) => p.source)).toEqual([`${a}:3`, `${a}:4`, `${a}:5`, `${a}:6`, `${a}:7`, b])
+      const [json, badName, missingName, badItem, notObject, crlf] = catalog.problems.map((p) => p.reason)
+      // Its tool is read, but the CRLF keeps it from running: said so.
+      expect(crlf).toContain("Windows line endings (CRLF)")
       expect(json).toMatch(/^invalid JSON after #TOOLS:/)
       expect(badName).toContain("tool name must match ^[A-Za-z0-9_-]{1,64}$")
       expect(missingName).toMatch(/\["name"\][\s\S]*is missing/)
       expect(badItem).toMatch(/^item 2: invalid tool definition:[\s\S]*tool name must match/)
       expect(notObject).toMatch(/^invalid tool definition:[\s\S]*Expected/)
+    }))
+
+  it.scoped("reads a claw saved with a byte order mark, and says to save it without one", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeClaw(dir, "bom.sh", `\ufeff${tool("marked")}\necho marked\n`)
+      const catalog = yield* (yield* Scripts.make(settings(dir))).list
+      expect(names(catalog)).toEqual(["marked"])
+      expect(catalog.problems).toEqual([{
+        source: `${Path.join(dir, "bom.sh")}:1`,
+        reason: "the file starts with a byte order mark (U+FEFF): save it as UTF-8 without one"
+      }])
     }))
 
   it.scoped("keeps the first declaration of a duplicate tool and names both files", () =>
