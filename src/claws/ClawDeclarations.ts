@@ -32,7 +32,8 @@ export const parseClawFile = (displayPath: string, text: string): ParsedFile => 
   const declarations: Array<Declaration> = []
   const problems: Array<ToolProblem> = []
   if (!text.includes(toolsPrefix)) return { declarations, problems }
-  // What an editor elsewhere may save; the shell then misreads the first line (the mark) or every line (CRLF): said, not guessed around.
+  // What an editor elsewhere may save; the shell then misreads the first line (the mark)
+  // or every line (CRLF): said, not guessed around.
   if (text.startsWith("\ufeff")) {
     problems.push({ source: `${displayPath}:1`, reason: "the file starts with a byte order mark (U+FEFF): save it as UTF-8 without one" })
   }
