@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { ONLY_CONTROLS } from "../../src/Agent.js"
 import { echo, summaryItems } from "../support/AnthropicServer.js"
 import { answered, fifoAgent, session } from "./Campaign.js"
 
@@ -76,13 +77,15 @@ describe("faults: interact", () => {
       expect(agent.box.memoryFile("history.jsonl")).toBe(answered(["hello[31m red end\nnext", "re: hello[31m red end\nnext"]))
     }), TIMEOUT)
 
-  it.scopedLive("interact: an empty message → ignored (no reply, no model call), the next answered", () =>
+  it.scopedLive("interact: an empty message → ignored (no reply, no model call); control characters alone → refused; the next answered", () =>
     Effect.gen(function*() {
       const agent = yield* fifoAgent(echo)
       yield* agent.client.sendRaw("cli\t\n")
       yield* agent.client.send("   \n\t ")
       yield* agent.client.send("\u0001\u0002")
       yield* agent.client.send("hello")
+      // A bridge that waits for a reply to each line it sends gets one for a line of controls.
+      expect(yield* agent.client.reply).toEqual({ channel: "cli", text: ONLY_CONTROLS })
       expect(yield* agent.client.reply).toEqual({ channel: "cli", text: "re: hello" })
       expect((yield* agent.server.requests).length).toBe(1)
       yield* agent.stop
