@@ -172,6 +172,23 @@ describe("Commands through the built command over the pipes", () => {
       expect(turns.map((request) => AnthropicServer.lastUserText(request.body))).toEqual(["/etc/hosts"])
     }), 60_000)
 
+  it.scopedLive("/tools in a run names the declarations the built-in claws bridge could not read", () =>
+    Effect.gen(function*() {
+      const t = yield* cliSetup
+      const claws = path.join(t.cwd, "claws")
+      fs.mkdirSync(claws)
+      fs.writeFileSync(
+        path.join(claws, "mixed.sh"),
+        '#!/bin/sh\n#TOOLS:{"name":"good_one","description":"Works"}\n#TOOLS:{not json\necho hi\n',
+        { mode: 0o755 }
+      )
+      const result = yield* Cli.run(["run"], { cwd: t.cwd, env: { ...t.env, CLAWS_DIR: claws }, input: "/tools\n" })
+      expect(result.code).toBe(0)
+      expect(result.stdout).toContain("1 tool:\ngood_one — Works\n")
+      expect(result.stdout).toContain("1 declaration could not be read:\n")
+      expect(result.stdout).toContain(`${path.join(claws, "mixed.sh")}:3: invalid JSON after #TOOLS:`)
+    }), 60_000)
+
   it.scopedLive("/forget confirm between two runs' messages: the next request has no old history; /quit ends a piped run", () =>
     Effect.gen(function*() {
       const t = yield* cliSetup

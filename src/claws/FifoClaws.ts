@@ -45,6 +45,15 @@ export const defaultCallTimeout = Duration.minutes(2)
 const decodeTool = madeOnFirstCall(() => Schema.decodeUnknownEither(ToolDefinition))
 const isToolName = madeOnFirstCall(() => Schema.is(ToolName))
 
+const problemOf = (element: unknown): ToolProblem | undefined => {
+  if (typeof element !== "object" || element === null || !("problem" in element)) return undefined
+  const problem = element.problem
+  if (typeof problem !== "object" || problem === null || !("source" in problem) || !("reason" in problem)) return undefined
+  return typeof problem.source === "string" && typeof problem.reason === "string"
+    ? { source: problem.source, reason: problem.reason }
+    : undefined
+}
+
 /** Reads a discovery answer: each element is checked on its own, so one bad declaration costs only itself. */
 export const decodeCatalog = (answer: string): Either.Either<ToolCatalog, ClawsError> => {
   if (answer.startsWith("Error:")) return Either.left(new ClawsError({ message: `claw bridge: ${answer}` }))
@@ -57,6 +66,9 @@ export const decodeCatalog = (answer: string): Either.Either<ToolCatalog, ClawsE
   const seen = new Set<string>()
   parsed.right.forEach((element: unknown, index) => {
     const source = `claw bridge tool #${index + 1}`
+    // A declaration the bridge could not read, as the built-in one sends it (ServeClaws.catalogFrameMemo).
+    const reported = problemOf(element)
+    if (reported !== undefined) return void problems.push(reported)
     const decoded = decodeTool(element)
     if (Either.isLeft(decoded)) {
       problems.push({ source, reason: ParseResult.TreeFormatter.formatErrorSync(decoded.left) })

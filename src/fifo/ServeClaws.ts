@@ -13,7 +13,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type { ClawsError, ClawsService, ToolDefinition, ToolResult } from "../Claws.js"
+import type { ClawsError, ClawsService, ToolDefinition, ToolProblem, ToolResult } from "../Claws.js"
 import { type ClawRequest, decodeClawRequest, encodeClawAnswer } from "./ClawFrame.js"
 import { type FifoError, type FifoPaths } from "./FifoPaths.js"
 import { defaultMaxLineBytes, type Frame, makeLineFramer } from "./Framing.js"
@@ -33,19 +33,27 @@ const resultText = (name: string, result: ToolResult): string =>
 
 /**
  * The catalogue's answer as it goes on claw_out, `encodeClawAnswer` of
- * `JSON.stringify(tools)`, remembered for the last array seen (its
- * declarations are never modified). Compact JSON holds no line break (JSON
+ * `JSON.stringify(tools)` with each declaration that could not be read after
+ * them as `{"problem":{"source","reason"}}` (FifoClaws.decodeCatalog lists
+ * it among the problems, so `/tools` names it; another reader sees an
+ * element that is no tool), remembered for the last arrays seen (a
+ * catalogue's are never modified). Compact JSON holds no line break (JSON
  * escapes them inside strings) and is never empty, so the frame is the JSON
  * and the empty line: the encoder's pass over the catalogue on every
  * listing changes nothing, and is skipped.
  */
-export const catalogFrameMemo = (): ((tools: ReadonlyArray<ToolDefinition>) => string) => {
+const noProblems: ReadonlyArray<ToolProblem> = []
+
+export const catalogFrameMemo = (): ((tools: ReadonlyArray<ToolDefinition>, problems?: ReadonlyArray<ToolProblem>) => string) => {
   let seen: ReadonlyArray<ToolDefinition> | undefined
+  let seenProblems: ReadonlyArray<ToolProblem> | undefined
   let frame = ""
-  return (tools) => {
-    if (tools !== seen) {
-      frame = `${JSON.stringify(tools)}\n\n`
+  return (tools, problems = noProblems) => {
+    if (tools !== seen || problems !== seenProblems) {
+      const elements = problems.length === 0 ? tools : [...tools, ...problems.map((problem) => ({ problem }))]
+      frame = `${JSON.stringify(elements)}\n\n`
       seen = tools
+      seenProblems = problems
     }
     return frame
   }
@@ -117,7 +125,8 @@ export const serveClaws = (
     // Built once: a listing comes with every message.
     // Rejected declarations are the service's to report (script claws warn
     // once per problem); logging them here too would repeat them per message.
-    const listAnswer = answered(Effect.map(claws.listOnRequest ?? claws.list, (catalog) => catalogFrame(catalog.tools)))
+    // They travel with the listing, for `/tools`.
+    const listAnswer = answered(Effect.map(claws.listOnRequest ?? claws.list, (catalog) => catalogFrame(catalog.tools, catalog.problems)))
     const answer = (request: ClawRequest): Effect.Effect<string> =>
       request._tag === "ListTools"
         ? listAnswer

@@ -6,8 +6,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import type { ToolDefinition } from "../../src/Claws.js"
+import { decodeCatalog } from "../../src/claws/FifoClaws.js"
 import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
 import { encodeClawAnswer } from "../../src/fifo/ClawFrame.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
@@ -50,5 +51,11 @@ describe("ServeClaws", () => {
     expect(frame(second)).toBe(encodeClawAnswer(JSON.stringify(second)))
     expect(frame(second)).toBe(`${JSON.stringify(second)}\n\n`)
     expect(frame([])).toBe(encodeClawAnswer("[]"))
+    // Declarations that could not be read follow the tools, for /tools; decodeCatalog reads them back as problems.
+    const problems = [{ source: "/claws/a.sh:3", reason: "invalid JSON after #TOOLS:" }]
+    const withProblems = frame(first, problems)
+    expect(withProblems).toBe(encodeClawAnswer(JSON.stringify([echo.definition, { problem: problems[0] }])))
+    const decoded = Either.getOrThrow(decodeCatalog(withProblems.trimEnd()))
+    expect(decoded).toEqual({ tools: [echo.definition], problems })
   })
 })
