@@ -36,7 +36,7 @@ import * as Logging from "../Logging.js"
 import { AgentHost, type HostError } from "./AgentHost.js"
 import * as AgentId from "./AgentId.js"
 import * as AgentStatus from "./AgentStatus.js"
-import { bearerMatches, noRoute, problem, refusedOrigin, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
+import { bearerMatches, isLoopback, noRoute, problem, refusedOrigin, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
 
 export const HttpConfig = Config.all({
   token: Config.option(Config.redacted("PLANCKCLAW_HTTP_TOKEN")).pipe(
@@ -65,8 +65,7 @@ export const parseListen = (text: string): Either.Either<Listen, string> => {
 /** `host:port`, an IPv6 address in brackets (as `--http` takes it). */
 const hostPort = (host: string, port: number) => host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`
 
-export const isLoopback = (host: string): boolean =>
-  host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+export { isLoopback } from "./HttpRequestChecks.js"
 
 /** Listening on a non-loopback address without PLANCKCLAW_HTTP_TOKEN. */
 export class HttpListenRefused extends Data.TaggedError("HttpListenRefused")<{

@@ -22,13 +22,14 @@ import * as AgentId from "./AgentId.js"
 export const problem = (status: number, error: string, message: string, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson({ error, message }, { status, headers })
 
-const isLoopbackName = (host: string): boolean =>
-  host === "localhost" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+/** A loopback address or `localhost`: what `--http` may listen on without a token, and what `Host` may name then. */
+export const isLoopback = (host: string): boolean =>
+  host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
 
-/** The host part of a Host header (`name`, `name:port`, `[v6]:port`), lower-cased. */
+/** The host part of a Host header (`name`, `name:port`, `[v6]:port`, the brackets dropped), lower-cased. */
 const hostName = (header: string): string => {
   const lower = header.trim().toLowerCase()
-  if (lower.startsWith("[")) return lower.slice(0, lower.indexOf("]") + 1)
+  if (lower.startsWith("[")) return lower.slice(1, lower.indexOf("]"))
   const colon = lower.lastIndexOf(":")
   return colon === -1 ? lower : lower.slice(0, colon)
 }
@@ -46,7 +47,7 @@ export const refusedOrigin = (
     ))
   }
   const host = headers["host"]
-  if (loopbackOnly && host !== undefined && !isLoopbackName(hostName(host))) {
+  if (loopbackOnly && host !== undefined && !isLoopback(hostName(host))) {
     return Option.some(problem(
       403,
       "bad-host",
