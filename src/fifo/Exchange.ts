@@ -21,22 +21,38 @@ import type * as Scope from "effect/Scope"
 import { makeDeadline } from "./Deadline.js"
 import { type FrameTooLarge, makeBlockFramer } from "./Framing.js"
 import { type FifoError } from "./FifoPaths.js"
-import { listenReader, openWriter } from "./PipeEnd.js"
+import { listenReader, openWriter, takeUnread } from "./PipeEnd.js"
 
 /** No answer came within the time given to one request. */
 export class ExchangeTimeout extends Data.TaggedError("ExchangeTimeout")<{
   readonly message: string
 }> {}
 
+/**
+ * The process serving the far end exited before it answered (an executable
+ * bridge that crashed): the request in flight will get no answer, and was
+ * dropped. Asking again reaches the restarted bridge.
+ */
+export class FarEndExited extends Data.TaggedError("FarEndExited")<{
+  readonly message: string
+}> {}
+
+/**
+ * How an exchange hears that the process on its far end exited: `onExit`
+ * is registered for the life of the scope and run after each exit, before
+ * a restart (Bridges gives this for an executable bridge of the same run).
+ */
+export type FarEndExits = (onExit: Effect.Effect<void>) => Effect.Effect<void, never, Scope.Scope>
+
 /** One request at a time on `requestPath`, one blank-line-terminated answer block on `answerPath`. */
 export interface Exchange {
   readonly ask: (
     request: string,
     timeout: Duration.DurationInput
-  ) => Effect.Effect<string, FrameTooLarge | ExchangeTimeout | FifoError>
+  ) => Effect.Effect<string, AskError>
 }
 
-type AskError = FrameTooLarge | ExchangeTimeout | FifoError
+export type AskError = FrameTooLarge | ExchangeTimeout | FarEndExited | FifoError
 
 /** One `ask`, from the moment it is queued until it is resumed or abandoned. */
 interface Job {
@@ -56,11 +72,18 @@ interface Job {
  * late answer is never handed to the wrong request. Answers that nobody
  * asked for are dropped with a warning as they arrive. When the answer pipe
  * breaks, every request waiting and every later one fails with its error.
+ *
+ * When the far end's process exits (`farEndExits`), what it wrote before
+ * it died is still taken as answers, in order; then nothing more is owed:
+ * the requests it read or left unread are dropped (a restarted bridge must
+ * not answer them as if they were new), and the request in flight fails
+ * with FarEndExited at once instead of waiting out its timeout.
  */
 export const makeExchange = (options: {
   readonly requestPath: string
   readonly answerPath: string
   readonly maxAnswerBytes: number
+  readonly farEndExits?: FarEndExits
 }): Effect.Effect<Exchange, FifoError, Scope.Scope> =>
   Effect.gen(function*() {
     // Warnings start from callbacks: with the builder's runtime, they see its logger.
@@ -153,8 +176,34 @@ export const makeExchange = (options: {
       }
     }
 
-    const framer = makeBlockFramer(options.maxAnswerBytes)
+    let framer = makeBlockFramer(options.maxAnswerBytes)
     const writer = yield* openWriter(options.requestPath)
+
+    const farEndLost = () => {
+      if (broken !== undefined) return
+      // Answers it wrote before it died and still in the pipe are still its answers (our socket
+      // flows, so it holds none back).
+      const written = takeUnread(options.answerPath)
+      if (Either.isRight(written)) for (const frame of framer.push(written.right)) onFrame(frame)
+      // An answer cut short by its death is no answer; the next bridge starts a fresh one.
+      framer = makeBlockFramer(options.maxAnswerBytes)
+      if (owed === 0) return
+      const lost = owed
+      owed = 0
+      // What it read will never be answered, and what it left unread must not be answered as new.
+      const dropped = Either.flatMap(writer.dropQueued(), () => takeUnread(options.requestPath))
+      if (Either.isLeft(dropped)) warn(dropped.left.message)
+      warn(`the bridge on ${where} exited owing ${lost} answer(s); its unanswered request(s) are dropped`)
+      const head = jobs[0]
+      if (head?.state === "sent") {
+        head.resume(Effect.fail(new FarEndExited({ message: `the bridge on ${where} exited before it answered` })))
+        finish(head)
+      } else if (head?.state === "settling") {
+        stopTimer(head)
+        send(head)
+      }
+    }
+    if (options.farEndExits !== undefined) yield* options.farEndExits(Effect.sync(farEndLost))
     yield* listenReader(options.answerPath, {
       onChunk: (chunk) => {
         for (const frame of framer.push(chunk)) onFrame(frame)

@@ -15,9 +15,10 @@ import * as NodeStream from "@effect/platform-node/NodeStream"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { describeError } from "../Errors.js"
+import { describeError, errnoCode } from "../Errors.js"
 import { FifoError } from "./FifoPaths.js"
 
 /** Our reading end of a FIFO. */
@@ -37,6 +38,12 @@ export interface FifoWriter {
   readonly write: (data: string | Uint8Array) => Effect.Effect<void, FifoError>
   /** The same write for plain-callback code (Exchange): `done` gets the failure, if any. */
   readonly send: (data: string | Uint8Array, done: (error: FifoError | undefined) => void) => void
+  /**
+   * Throws away the bytes still queued for the pipe (the rest of a request
+   * that a reader which died left the pipe too full to take); their writes
+   * fail. Bytes already in the pipe stay there (see `takeUnread`).
+   */
+  readonly dropQueued: () => Either.Either<void, FifoError>
 }
 
 /** What a callback reader is told: each chunk as it arrives, then at most one failure. */
@@ -53,52 +60,76 @@ export interface Valve {
   readonly resume: () => void
 }
 
-/** A synchronous Node call as an Effect; its error, with `what` before its message, is the failure. */
-const syncCall = <A>(what: string, run: () => A) =>
-  Effect.try({
-    try: run,
-    catch: (cause) => new FifoError({ message: `${what}: ${describeError(cause)}`, cause })
+/** A synchronous Node call, its error described with `what` before its message. */
+const trySync = <A>(what: string, run: () => A): Either.Either<A, FifoError> =>
+  Either.try({ try: run, catch: (cause) => new FifoError({ message: `${what}: ${describeError(cause)}`, cause }) })
+
+const closeQuietly = (fd: number) => void Either.try(() => fs.closeSync(fd))
+
+/**
+ * Opens `file` as a FIFO socket used in one direction. Synchronous: a
+ * non-blocking open of a FIFO and an fstat never wait, and the thread pool
+ * would cost a start its creation and a trip per call.
+ */
+const fifoSocket = (file: string, direction: "read" | "write"): Either.Either<net.Socket, FifoError> => {
+  const opened = trySync(`cannot open FIFO ${file}`, () => fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_NONBLOCK))
+  if (Either.isLeft(opened)) return Either.left(opened.left)
+  const fd = opened.right
+  const stat = trySync(`cannot inspect ${file}`, () => fs.fstatSync(fd))
+  const socket = Either.flatMap(stat, (stat) =>
+    stat.isFIFO()
+      // The socket owns the descriptor from here on and closes it when destroyed.
+      ? trySync(`cannot watch FIFO ${file}`, () =>
+        new net.Socket({ fd, readable: direction === "read", writable: direction === "write", allowHalfOpen: true }))
+      : Either.left(new FifoError({ message: `${file} is not a named pipe` })))
+  if (Either.isLeft(socket)) {
+    closeQuietly(fd)
+    return socket
+  }
+  // Errors surface through the read stream or the write callbacks; an
+  // 'error' event with no listener would crash the process instead.
+  socket.right.on("error", () => undefined)
+  return socket
+}
+
+const destroySocket = (socket: net.Socket) =>
+  Effect.async<void>((resume) => {
+    if (socket.closed) return resume(Effect.void)
+    socket.once("close", () => resume(Effect.void))
+    socket.destroy()
   })
 
-// A raw descriptor rather than a FileHandle: the socket closes it, and a
-// FileHandle would try to close it again when garbage collected.
-const closeFd = (fd: number) => Effect.async<void>((resume) => fs.close(fd, () => resume(Effect.void)))
-
 const openSocket = (file: string, direction: "read" | "write"): Effect.Effect<net.Socket, FifoError, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.gen(function*() {
-      // Synchronous: a non-blocking open of a FIFO and an fstat never wait, and
-      // the thread pool would cost a start its creation and a trip per call.
-      const fd = yield* syncCall(`cannot open FIFO ${file}`, () => fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_NONBLOCK))
-      const stat = yield* syncCall(`cannot inspect ${file}`, () => fs.fstatSync(fd)).pipe(Effect.tapError(() => closeFd(fd)))
-      if (!stat.isFIFO()) {
-        yield* closeFd(fd)
-        return yield* new FifoError({ message: `${file} is not a named pipe` })
-      }
-      return yield* Effect.try({
-        // The socket owns the descriptor from here on and closes it when destroyed.
-        try: () => {
-          const socket = new net.Socket({
-            fd,
-            readable: direction === "read",
-            writable: direction === "write",
-            allowHalfOpen: true
-          })
-          // Errors surface through the read stream or the write callbacks; an
-          // 'error' event with no listener would crash the process instead.
-          socket.on("error", () => undefined)
-          return socket
-        },
-        catch: (cause) => new FifoError({ message: `cannot watch FIFO ${file}: ${describeError(cause)}`, cause })
-      }).pipe(Effect.tapError(() => closeFd(fd)))
-    }),
-    (socket) =>
-      Effect.async<void>((resume) => {
-        if (socket.closed) return resume(Effect.void)
-        socket.once("close", () => resume(Effect.void))
-        socket.destroy()
-      })
-  )
+  Effect.acquireRelease(Effect.suspend(() => fifoSocket(file, direction)), destroySocket)
+
+/**
+ * Takes every byte `file` holds unread at this moment, without waiting, on a
+ * descriptor of its own. For a far end that died (see Exchange): what it
+ * wrote before it died, or what it will never read. Bytes another reader of
+ * ours took already are not in the pipe any more; JavaScript runs one thing
+ * at a time, so none is taken halfway.
+ */
+export const takeUnread = (file: string): Either.Either<Uint8Array, FifoError> => {
+  const opened = trySync(`cannot open FIFO ${file}`, () => fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK))
+  if (Either.isLeft(opened)) return Either.left(opened.left)
+  const parts: Array<Uint8Array> = []
+  let failure: FifoError | undefined
+  while (failure === undefined) {
+    const buffer = Buffer.allocUnsafe(64 * 1024)
+    const read = Either.try({ try: () => fs.readSync(opened.right, buffer), catch: (cause) => cause })
+    if (Either.isRight(read) && read.right > 0) {
+      parts.push(buffer.subarray(0, read.right))
+      continue
+    }
+    // EAGAIN: the pipe is empty (we hold a write end, so it never reads as ended).
+    if (Either.isLeft(read) && errnoCode(read.left) !== "EAGAIN") {
+      failure = new FifoError({ message: `reading ${file} failed: ${describeError(read.left)}`, cause: read.left })
+    }
+    break
+  }
+  closeQuietly(opened.right)
+  return failure !== undefined ? Either.left(failure) : Either.right(Buffer.concat(parts))
+}
 
 /** Opens `file` for reading for the life of the scope. */
 export const openReader = (file: string): Effect.Effect<FifoReader, FifoError, Scope.Scope> =>
@@ -162,7 +193,11 @@ export const listenReader = (
 
 /** Opens `file` for writing for the life of the scope. */
 export const openWriter = (file: string): Effect.Effect<FifoWriter, FifoError, Scope.Scope> =>
-  Effect.map(openSocket(file, "write"), (socket) => {
+  Effect.gen(function*() {
+    let socket = yield* openSocket(file, "write")
+    const first = socket
+    // A socket that replaced the first (see dropQueued) is closed with the scope too.
+    yield* Effect.addFinalizer(() => socket === first ? Effect.void : destroySocket(socket))
     const send: FifoWriter["send"] = (data, done) => {
       socket.write(data, (error) =>
         done(
@@ -171,9 +206,21 @@ export const openWriter = (file: string): Effect.Effect<FifoWriter, FifoError, S
             : new FifoError({ message: `writing ${file} failed: ${describeError(error)}`, cause: error })
         ))
     }
+    const dropQueued: FifoWriter["dropQueued"] = () => {
+      if (socket.writableLength === 0) return Either.void
+      // The fresh descriptor is opened before the old one closes: a FIFO
+      // with no descriptor open loses what it holds, and others may read it.
+      const fresh = fifoSocket(file, "write")
+      if (Either.isLeft(fresh)) return Either.left(fresh.left)
+      const old = socket
+      socket = fresh.right
+      old.destroy()
+      return Either.void
+    }
     return {
       path: file,
       send,
+      dropQueued,
       write: (data) =>
         Effect.suspend(() => {
           let outcome: Effect.Effect<void, FifoError> | undefined
@@ -193,5 +240,5 @@ export const openWriter = (file: string): Effect.Effect<FifoWriter, FifoError, S
             waiting = resume
           })
         })
-    }
+    } satisfies FifoWriter
   })

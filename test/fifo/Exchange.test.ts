@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as fs from "node:fs"
 import * as path from "node:path"
-import { Effect, Fiber, TestClock } from "effect"
+import { Effect, Either, Fiber, TestClock } from "effect"
 import { makeExchange } from "../../src/fifo/Exchange.js"
-import { openWriter } from "../../src/fifo/PipeEnd.js"
+import { openWriter, takeUnread } from "../../src/fifo/PipeEnd.js"
 import { blocksFrom, mkfifo, tempDir } from "../support/FifoKit.js"
 import { captureLogs } from "../support/LogCapture.js"
 import { awaitPendingSleep } from "../support/TestClockWait.js"
@@ -62,5 +63,102 @@ describe("Exchange", () => {
       expect(asked.unsafePoll()).toBeNull()
       yield* TestClock.adjust("1 second")
       expect((yield* Effect.flip(Fiber.join(asked)))._tag).toBe("ExchangeTimeout")
+    }))
+})
+
+// A far end whose process can die: it reads only when the test says, and its death runs what the exchange registered.
+const withMortalPeer = Effect.gen(function*() {
+  const dir = yield* tempDir
+  const requestPath = path.join(dir, "in")
+  const answerPath = path.join(dir, "out")
+  yield* mkfifo(requestPath)
+  yield* mkfifo(answerPath)
+  const logs = yield* captureLogs
+  let onExit: Effect.Effect<void> = Effect.void
+  const exchange = yield* makeExchange({
+    requestPath,
+    answerPath,
+    maxAnswerBytes: 64,
+    farEndExits: (registered) => Effect.sync(() => void (onExit = registered))
+  }).pipe(Effect.provide(logs.layer))
+  const utf8 = new TextDecoder()
+  return {
+    exchange,
+    logs,
+    /** What the far end reads now: every byte waiting in the request pipe. */
+    readNow: () => utf8.decode(Either.getOrThrow(takeUnread(requestPath))),
+    /** Writes an answer into the pipe from a descriptor of the far end's own; our socket has not read it yet. */
+    answerNow: (text: string) => {
+      const fd = fs.openSync(answerPath, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK)
+      fs.writeSync(fd, `${text}\n\n`)
+      fs.closeSync(fd)
+    },
+    dies: () => Effect.runSync(onExit),
+    requestPath
+  }
+})
+
+describe("Exchange, when the far end's process exits", () => {
+  it.scoped("an answer it wrote before it died still reaches its request", () =>
+    Effect.gen(function*() {
+      const { answerNow, dies, exchange, readNow } = yield* withMortalPeer
+      const asked = yield* Effect.fork(exchange.ask("q\n\n", "30 seconds"))
+      yield* Effect.yieldNow()
+      expect(readNow()).toBe("q\n\n")
+      // Written and dead in one go: the answer is in the pipe, unread, when the exit is heard.
+      yield* Effect.sync(() => {
+        answerNow("the answer")
+        dies()
+      })
+      expect(yield* Fiber.join(asked)).toBe("the answer")
+    }))
+
+  it.scoped("a request it read and never answered fails at once, and the next one is answered without waiting", () =>
+    Effect.gen(function*() {
+      const { dies, exchange, logs, readNow } = yield* withMortalPeer
+      const first = yield* Effect.fork(exchange.ask("first\n\n", "30 seconds"))
+      yield* Effect.yieldNow()
+      expect(readNow()).toBe("first\n\n")
+      yield* Effect.sync(dies)
+      const failed = yield* Effect.flip(Fiber.join(first))
+      expect(failed._tag).toBe("FarEndExited")
+      expect(failed.message).toMatch(/^the bridge on .*out exited before it answered$/)
+      expect(yield* logs.take).toMatch(/^WARN the bridge on .*out exited owing 1 answer\(s\)/)
+      // Nothing is owed any more: the second request goes out at once and takes the next answer.
+      yield* Effect.fork(exchange.ask("second\n\n", "30 seconds"))
+      yield* Effect.yieldNow()
+      expect(readNow()).toBe("second\n\n")
+    }))
+
+  it.scoped("requests it left unread, even one too big for the pipe, are dropped: the restarted far end reads only new ones", () =>
+    Effect.gen(function*() {
+      const { dies, exchange, readNow, requestPath } = yield* withMortalPeer
+      // Four times what a pipe holds: most of it waits in our socket when the far end dies.
+      const big = yield* Effect.fork(exchange.ask(`${"x".repeat(256 * 1024)}\n\n`, "30 seconds"))
+      yield* Effect.yieldNow()
+      expect(readNow().length).toBeGreaterThan(0)
+      yield* Effect.sync(dies)
+      expect((yield* Effect.flip(Fiber.join(big)))._tag).toBe("FarEndExited")
+      const requests = yield* blocksFrom(requestPath)
+      yield* Effect.fork(exchange.ask("next\n\n", "30 seconds"))
+      expect(yield* requests.take).toBe("next")
+    }))
+
+  it.scoped("a request waiting for a timed-out one's answer goes out at once", () =>
+    Effect.gen(function*() {
+      const { dies, exchange, readNow } = yield* withMortalPeer
+      const first = yield* Effect.fork(exchange.ask("first\n\n", "10 seconds"))
+      yield* awaitPendingSleep(10_000)
+      expect(readNow()).toBe("first\n\n")
+      yield* TestClock.adjust("10 seconds")
+      expect((yield* Effect.flip(Fiber.join(first)))._tag).toBe("ExchangeTimeout")
+      // The second waits for the answer the first still owes …
+      yield* Effect.fork(exchange.ask("second\n\n", "10 seconds"))
+      yield* Effect.yieldNow()
+      expect(readNow()).toBe("")
+      // … until the far end dies owing it.
+      yield* Effect.sync(dies)
+      yield* Effect.yieldNow()
+      expect(readNow()).toBe("second\n\n")
     }))
 })
