@@ -25,6 +25,7 @@ import { Claws } from "./Claws.js"
 import * as ScriptClaws from "./claws/ScriptClaws.js"
 import type { MissingSetting } from "./config/MissingSetting.js"
 import * as Secrets from "./config/Secrets.js"
+import type { FarEndExits } from "./fifo/Exchange.js"
 import * as ExternalBridge from "./fifo/ExternalBridge.js"
 import type { FifoError, FifoPaths } from "./fifo/FifoPaths.js"
 import * as Handover from "./fifo/Handover.js"
@@ -107,6 +108,12 @@ export interface FarEnd {
    * never complete: the run decides when it is over.
    */
   readonly done: Effect.Effect<void, FifoError | InteractError>
+  /**
+   * Where the near end hears that the far end's process exited, so what it
+   * owed is not waited for (an executable bridge; see Exchange). A built-in
+   * bridge and `none` never report one.
+   */
+  readonly exits: FarEndExits
 }
 
 export interface InteractFarEnd extends FarEnd {
@@ -127,7 +134,7 @@ const builtinBrain = (adapter: Layer.Layer<Brain, AdapterFailure>): Layer.Layer<
     BrainEnd,
     Effect.gen(function*() {
       const brain = yield* Brain
-      return { done: yield* forkServing(Serve.serveBrain(brain, yield* RunPaths)) }
+      return { done: yield* forkServing(Serve.serveBrain(brain, yield* RunPaths)), exits: noExits }
     })
   ).pipe(Layer.provide(adapter))
 
@@ -136,7 +143,7 @@ const builtinClaws = (adapter: Layer.Layer<Claws, AdapterFailure>): Layer.Layer<
     ClawsEnd,
     Effect.gen(function*() {
       const claws = yield* Claws
-      return { done: yield* forkServing(Serve.serveClaws(claws, yield* RunPaths)) }
+      return { done: yield* forkServing(Serve.serveClaws(claws, yield* RunPaths)), exits: noExits }
     })
   ).pipe(Layer.provide(adapter))
 
@@ -158,7 +165,7 @@ const builtinInteract = (
       const done = yield* forkServing(
         Serve.serveInteract(interact, paths, Option.match(handover, { onNone: () => ({}), onSome: (h) => ({ handover: h }) }))
       )
-      return { done, handover }
+      return { done, handover, exits: noExits }
     })
   ).pipe(Layer.provide(adapter))
 
@@ -232,10 +239,13 @@ const executable = (role: Role, command: string) =>
         new ExternalBridge.ExternalBridgeError({ message: `--${flagOf[role]} ${command}: ${error.message}`, cause: error })
       )
     )
-    return { done: Effect.asVoid(bridge.finished) } satisfies FarEnd
+    return { done: Effect.asVoid(bridge.finished), exits: bridge.exits } satisfies FarEnd
   })
 
-const nobody: FarEnd = { done: Effect.never }
+/** A far end with no process of ours to watch: a built-in bridge's fiber, or whoever opens the pipes. */
+const noExits: FarEndExits = () => Effect.void
+
+const nobody: FarEnd = { done: Effect.never, exits: noExits }
 
 export type FarEndFailure = AdapterFailure | ExternalBridge.ExternalBridgeError
 

@@ -33,15 +33,22 @@ import * as Pretenuring from "./process/Pretenuring.js"
  * (every attempt timing out, plus the longest backoffs), so the bridge's
  * error answer, not the agent's timeout, ends a hopeless request.
  */
-const nearEnds = (paths: FifoPaths, handover: Option.Option<Handover.Handover>) =>
+const nearEnds = (
+  paths: FifoPaths,
+  farEnds: { readonly brain: Bridges.FarEnd; readonly claws: Bridges.FarEnd; readonly interact: Bridges.InteractFarEnd }
+) =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const [brainTimeout, brainRetries] = yield* Config.all([AnthropicBrain.BrainTimeoutConfig, AnthropicBrain.BrainRetriesConfig])
     const clawTimeout = yield* ScriptClaws.ClawTimeoutConfig
-    const shared = Option.match(handover, { onNone: () => ({}), onSome: (h) => ({ handover: h }) })
+    const shared = Option.match(farEnds.interact.handover, { onNone: () => ({}), onSome: (h) => ({ handover: h }) })
     return Agent.layerWithMemory.pipe(
       Layer.provide(Layer.mergeAll(
-        FifoBrain.layer({ paths, timeout: Duration.seconds((brainTimeout + 60) * (brainRetries + 1) + 60) }),
-        FifoClaws.layer({ paths, callTimeout: Duration.seconds(clawTimeout + 60) })
+        FifoBrain.layer({
+          paths,
+          timeout: Duration.seconds((brainTimeout + 60) * (brainRetries + 1) + 60),
+          farEndExits: farEnds.brain.exits
+        }),
+        FifoClaws.layer({ paths, callTimeout: Duration.seconds(clawTimeout + 60), farEndExits: farEnds.claws.exits })
       )),
       Layer.merge(FifoInteract.layer({ paths, ...shared }))
     )
@@ -100,6 +107,8 @@ const runLayer = (choices: Bridges.RunChoices) =>
 export const serve = Effect.gen(function*() {
   const paths = yield* RuntimeDir.RunPaths
   const interact = yield* Bridges.InteractEnd
+  const brain = yield* Bridges.BrainEnd
+  const claws = yield* Bridges.ClawsEnd
   // Read now, so a malformed value is refused at start-up; applied once the agent has started (see Pretenuring, EarlyTierUp).
   const turnOffPretenuring = yield* Pretenuring.readChoice()
   const tierUpEarly = yield* EarlyTierUp.readChoice()
@@ -109,7 +118,7 @@ export const serve = Effect.gen(function*() {
   // built-in interact bridge, an executable's exit ends the run, and with
   // none it goes on until stopped.
   const serving = Effect.zipRight(AgentReady.signal, Effect.zipRight(turnOffPretenuring, tierUpEarly(Intake.run))).pipe(
-    Effect.provide(nearEnds(paths, interact.handover)),
+    Effect.provide(nearEnds(paths, { brain, claws, interact })),
     Effect.zipRight(Option.match(interact.handover, { onNone: () => Effect.void, onSome: Handover.repliesDelivered }))
   )
   yield* Effect.raceFirst(serving, interact.done)

@@ -477,6 +477,65 @@ done
     }), timeout)
 })
 
+describe("a bridge that dies holding a request: the request is not left to the pipe's timeout", () => {
+  it.scopedLive("a brain script that dies after reading its first request: the request goes again to the restarted one", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox({ ANTHROPIC_API_KEY: apiKey })
+      const brain = box.script(
+        "brain.sh",
+        String.raw`echo $$ >> "$D/brain.starts"
+while :; do
+  ${readBrainRequest}
+  if [ ! -e "$D/brain.died" ]; then : > "$D/brain.died"; exit 1; fi
+  said=$(printf '%s' "$request" | sed 's/.*"content":"\([^"]*\)".*/\1/')
+  printf '{"type":"message","role":"assistant","content":[{"type":"text","text":"re: %s"}],"stop_reason":"end_turn"}\n\n' "$said" > "$PLANCKCLAW_BRAIN_OUT"
+done
+`
+      )
+      const run = yield* runWithoutBridge(box, ["--brain", brain])
+      yield* sendRaw(box.runDir, "cli\tm1\ncli\tm2\n")
+      // Before, m1 waited out the pipe's patience (minutes) for an answer the dead bridge owed.
+      expect(yield* receiveRaw(box.runDir, 2)).toEqual(["cli\tre: m1", "cli\tre: m2"])
+      expect(box.read("brain.starts")?.trim().split("\n")).toHaveLength(2)
+      yield* run.signal("SIGTERM")
+      expect((yield* run.ended).stderr).toMatch(/the bridge on \S*brain_out exited owing 1 answer\(s\)/)
+    }), timeout)
+
+  it.scopedLive("a claw bridge that dies during a tool call: the call fails at once, and the next uses the restarted one", () =>
+    Effect.gen(function*() {
+      const { box, server } = yield* withServer((request, index) => {
+        const last = lastContent(request.body)
+        return Array.isArray(last)
+          ? AnthropicServer.text(`tool said: ${toolResultsOf(request.body)[0]?.content}`)
+          : AnthropicServer.toolUse([{ id: `tu_${index}`, name: "lookup", input: { word: last } }])
+      })
+      const claws = box.script(
+        "claws.sh",
+        String.raw`echo $$ >> "$D/claw.starts"
+while IFS= read -r line < "$PLANCKCLAW_CLAW_IN"; do
+  if [ "$line" = __list_tools__ ]; then
+    answer='${lookupTool}'
+  else
+    if [ ! -e "$D/claw.died" ]; then : > "$D/claw.died"; exit 1; fi
+    answer="found $(printf '%s' "$line" | cut -f2-)"
+  fi
+  printf '%s\n\n' "$answer" > "$PLANCKCLAW_CLAW_OUT"
+done
+`
+      )
+      yield* runWithoutBridge(box, ["--claw", claws])
+      yield* sendRaw(box.runDir, "cli\talpha\n")
+      expect(yield* receiveRaw(box.runDir, 1)).toEqual([
+        "cli\ttool said: Error: the claw bridge exited before tool lookup answered; it is being restarted"
+      ])
+      yield* sendRaw(box.runDir, "cli\tbeta\n")
+      expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\ttool said: found {\"word\":\"beta\"}"])
+      const requests = yield* requestsTo(server, 4)
+      expect(toolResultsOf(requests[1]!.body)[0]?.is_error).toBe(true)
+      expect(box.read("claw.starts")?.trim().split("\n")).toHaveLength(2)
+    }), timeout)
+})
+
 describe("planckclaw bridge NAME: built-in bridges as processes of their own", () => {
   it.scopedLive("the anthropic and scripts bridges serve a tool round; the cli bridge prints replies and exits 0 at end of input", () =>
     Effect.gen(function*() {

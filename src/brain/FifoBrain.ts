@@ -10,7 +10,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { Brain, BrainError, type BrainService, decodeBrainAnswer, type MessagesResponse } from "../Brain.js"
-import { makeExchange } from "../fifo/Exchange.js"
+import { type AskError, type FarEndExited, type FarEndExits, makeExchange } from "../fifo/Exchange.js"
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
 import { makeRequestFrameEncoder, plainBrainAnswer } from "../fifo/BrainFrame.js"
 import { defaultMaxBlockBytes, type FrameTooLarge } from "../fifo/Framing.js"
@@ -21,6 +21,8 @@ export interface FifoBrainOptions {
   readonly timeout?: Duration.DurationInput
   /** Largest answer accepted; default 16 MiB. */
   readonly maxAnswerBytes?: number
+  /** Where to hear that the bridge process exited (see Exchange), so a request it took is asked again at once. */
+  readonly farEndExits?: FarEndExits
 }
 
 export const defaultTimeout = Duration.minutes(5)
@@ -31,7 +33,8 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
     const exchange = yield* makeExchange({
       requestPath: options.paths.brainIn,
       answerPath: options.paths.brainOut,
-      maxAnswerBytes: options.maxAnswerBytes ?? defaultMaxBlockBytes
+      maxAnswerBytes: options.maxAnswerBytes ?? defaultMaxBlockBytes,
+      ...(options.farEndExits === undefined ? {} : { farEndExits: options.farEndExits })
     })
     // Each turn resends the same history messages and tool specs: their JSON is kept.
     const encodeRequest = makeRequestFrameEncoder()
@@ -40,8 +43,10 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
       ExchangeTimeout: () =>
         new BrainError({ reason: "timeout", detail: `no answer on brain_out within ${Duration.format(timeout)}` }),
       FrameTooLarge: (error: FrameTooLarge) => new BrainError({ reason: "fatal", detail: `brain answer ${error.message}` }),
-      FifoError: (error: FifoError) => new BrainError({ reason: "fatal", detail: error.message })
+      FifoError: (error: FifoError) => new BrainError({ reason: "fatal", detail: error.message }),
+      FarEndExited: (error: FarEndExited) => new BrainError({ reason: "fatal", detail: `${error.message}, twice` })
     }
+    const isFarEndExited = (error: AskError) => error._tag === "FarEndExited"
     // The usual answer skips the Schema; anything else (errors, other
     // blocks, odd fields) takes the full decode and its messages.
     const readAnswer = (answer: string): Effect.Effect<MessagesResponse, BrainError> => {
@@ -52,7 +57,9 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
     const complete: BrainService["complete"] = (request) => {
       const frame = encodeRequest(request)
       if (Either.isLeft(frame)) return Effect.fail(new BrainError({ reason: "fatal", detail: frame.left.message }))
-      return Effect.flatMap(Effect.catchTags(exchange.ask(frame.right, timeout), exchangeFailures), readAnswer)
+      // A bridge that crashed with the request is restarted: the request goes once more, to the new one.
+      const asked = Effect.catchIf(exchange.ask(frame.right, timeout), isFarEndExited, () => exchange.ask(frame.right, timeout))
+      return Effect.flatMap(Effect.catchTags(asked, exchangeFailures), readAnswer)
     }
     return { complete }
   })

@@ -23,7 +23,7 @@ import {
   unknownTool
 } from "../Claws.js"
 import { mapFailure } from "../Catch.js"
-import { makeExchange } from "../fifo/Exchange.js"
+import { type AskError, type FarEndExited, type FarEndExits, makeExchange } from "../fifo/Exchange.js"
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
 import { decodeClawAnswer, encodeClawCall, listToolsRequest } from "../fifo/ClawFrame.js"
 import { defaultMaxBlockBytes, type FrameTooLarge } from "../fifo/Framing.js"
@@ -37,6 +37,8 @@ export interface FifoClawsOptions {
   readonly callTimeout?: Duration.DurationInput
   /** Largest answer accepted; default 16 MiB. */
   readonly maxAnswerBytes?: number
+  /** Where to hear that the bridge process exited (see Exchange), so a call it took fails at once. */
+  readonly farEndExits?: FarEndExits
 }
 
 export const defaultListTimeout = Duration.seconds(30)
@@ -95,7 +97,8 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
     const exchange = yield* makeExchange({
       requestPath: options.paths.clawIn,
       answerPath: options.paths.clawOut,
-      maxAnswerBytes: options.maxAnswerBytes ?? defaultMaxBlockBytes
+      maxAnswerBytes: options.maxAnswerBytes ?? defaultMaxBlockBytes,
+      ...(options.farEndExits === undefined ? {} : { farEndExits: options.farEndExits })
     })
 
     // Discovery runs before every message and the answer rarely changes:
@@ -108,8 +111,10 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
       return decoded
     }
 
+    // Discovery changes nothing: after a crash of the bridge it is asked once more, of the restarted one.
+    const listOnce = exchange.ask(listToolsRequest, listTimeout)
     const list: ClawsService["list"] = Effect.flatMap(
-      mapFailure(exchange.ask(listToolsRequest, listTimeout), (error) =>
+      mapFailure(Effect.catchIf(listOnce, (error: AskError) => error._tag === "FarEndExited", () => listOnce), (error) =>
         new ClawsError({
           message: error._tag === "ExchangeTimeout"
             ? `claw bridge did not answer discovery within ${Duration.format(listTimeout)}`
@@ -132,7 +137,13 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
           isError: true
         }),
       FifoError: (error: FifoError) =>
-        Effect.fail(new ClawsError({ message: `claw bridge call failed: ${error.message}`, cause: error }))
+        Effect.fail(new ClawsError({ message: `claw bridge call failed: ${error.message}`, cause: error })),
+      // Not asked again: the tool may have done part of its work before the bridge died.
+      FarEndExited: (_: FarEndExited) =>
+        Effect.succeed<ToolResult>({
+          content: `Error: the claw bridge exited before tool ${name} answered; it is being restarted`,
+          isError: true
+        })
     })
 
     const call: ClawsService["call"] = (name, input) => {

@@ -92,6 +92,12 @@ export interface ExternalBridge {
    * while it is supervised.
    */
   readonly finished: Effect.Effect<BridgeExit>
+  /**
+   * Runs `onExit` after each exit of the executable, for the life of the
+   * caller's scope: once its process group is gone and before the restart
+   * (the near end's Exchange forgets what the dead process owed).
+   */
+  readonly exits: (onExit: Effect.Effect<void>) => Effect.Effect<void, never, Scope.Scope>
 }
 
 export const defaultRestartSchedule: Schedule.Schedule<unknown, BridgeExit> = Schedule.exponential("1 second").pipe(
@@ -198,7 +204,13 @@ export const make = (options: ExternalBridgeOptions): Effect.Effect<ExternalBrid
         yield* Watchdog.untrack(child.pid)
       })
 
-    const runOnce = Effect.acquireUseRelease(start, (child) => Deferred.await(child.exited), stop)
+    const onExits = new Set<Effect.Effect<void>>()
+    const exits: ExternalBridge["exits"] = (onExit) =>
+      Effect.acquireRelease(Effect.sync(() => void onExits.add(onExit)), () => Effect.sync(() => void onExits.delete(onExit)))
+
+    const runOnce = Effect.acquireUseRelease(start, (child) => Deferred.await(child.exited), stop).pipe(
+      Effect.tap(Effect.suspend(() => Effect.forEach(onExits, (onExit) => onExit, { discard: true })))
+    )
 
     const supervise = Effect.gen(function*() {
       const backoff = yield* Schedule.driver(options.restartSchedule ?? defaultRestartSchedule)
@@ -220,5 +232,5 @@ export const make = (options: ExternalBridgeOptions): Effect.Effect<ExternalBrid
     }).pipe(Effect.annotateLogs({ bridge: options.name }))
 
     yield* Effect.forkScoped(supervise)
-    return { name: options.name, starts: Ref.get(starts), pid: Ref.get(pid), finished: Deferred.await(finished) }
+    return { name: options.name, starts: Ref.get(starts), pid: Ref.get(pid), finished: Deferred.await(finished), exits }
   })

@@ -116,6 +116,35 @@ describe("ExternalBridge", () => {
       expect(yield* bridge.starts).toBe(3)
     }))
 
+  it.scoped("tells those listening of each exit once its process group is killed, before the restart", () =>
+    Effect.gen(function*() {
+      const { dir, paths, signal, started } = yield* setup
+      const script = yield* writeScript(
+        dir,
+        "dies-with-helper.sh",
+        `sleep 1000 &\necho $! > "$GRANDCHILD"\nprintf 'started\\n' > "$SIGNAL"\nexit 3\n`
+      )
+      const bridge = yield* make({
+        name: "brain",
+        command: script,
+        paths,
+        extraEnv: { SIGNAL: signal, GRANDCHILD: path.join(dir, "grandchild") },
+        restartSchedule: Schedule.exponential("1 second")
+      })
+      const heard = yield* Queue.unbounded<{ readonly starts: number; readonly pid: Option.Option<number> }>()
+      yield* bridge.exits(Effect.gen(function*() {
+        yield* Queue.offer(heard, { starts: yield* bridge.starts, pid: yield* bridge.pid })
+      }))
+      expect(yield* started.take).toBe("started")
+      // Heard before the restart, with no child running.
+      expect(yield* heard.take).toEqual({ starts: 1, pid: Option.none() })
+      // The helper it left in its group was killed with it.
+      expect(yield* exited("the helper", Number(yield* readText(path.join(dir, "grandchild"))))).toBe(true)
+      yield* advanceTo(1_000)
+      expect(yield* started.take).toBe("started")
+      expect(yield* heard.take).toEqual({ starts: 2, pid: Option.none() })
+    }))
+
   it.scoped("starts the backoff over after a run that lasted healthyAfter", () =>
     Effect.gen(function*() {
       const { dir, paths, signal, started } = yield* setup
