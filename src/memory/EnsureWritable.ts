@@ -24,6 +24,20 @@ const tolerated = new Set(["ENOSPC", "EDQUOT"])
 export const ensureWritable = (directory: string): Effect.Effect<void, MemoryError> =>
   Effect.suspend(() => heldByRun(path.resolve(directory)) ? Effect.void : probe(directory))
 
+/**
+ * That no file the agent writes is a link, a non-regular file or someone
+ * else's, without opening any: what a service's agent checks at its start
+ * (a few lstat calls), as a run does, so a planted file is a refusal
+ * before its first message is accepted rather than a failed turn.
+ */
+export const checkFiles = (paths: Layout.Paths): Either.Either<void, MemoryError> => {
+  for (const file of Layout.written(paths)) {
+    const checked = SafeFile.check(file)
+    if (Either.isLeft(checked)) return Either.left(fromFileError(checked.left))
+  }
+  return Either.void
+}
+
 const probe = (directory: string): Effect.Effect<void, MemoryError> =>
   Effect.gen(function*() {
     const probed = yield* fsEffect(`memory directory ${directory} is not writable`, () => {
@@ -44,10 +58,8 @@ const probe = (directory: string): Effect.Effect<void, MemoryError> =>
         }))
       }
       const paths = Layout.files(directory)
-      for (const file of Layout.written(paths)) {
-        const checked = SafeFile.check(file)
-        if (Either.isLeft(checked)) return Either.left(fromFileError(checked.left))
-      }
+      const files = checkFiles(paths)
+      if (Either.isLeft(files)) return Either.left(files.left)
       if (fs.existsSync(paths.history)) fs.accessSync(paths.history, fs.constants.R_OK | fs.constants.W_OK)
       return Either.right(Either.isLeft(created))
     }, "unwritable")

@@ -25,8 +25,10 @@ import type { InteractService } from "../Interact.js"
 import * as Logging from "../Logging.js"
 import * as MemoryHold from "../MemoryHold.js"
 import * as Compactor from "../memory/Compactor.js"
+import * as EnsureWritable from "../memory/EnsureWritable.js"
 import * as FoldStore from "../memory/FoldStore.js"
 import * as Inbox from "../memory/Inbox.js"
+import * as Layout from "../memory/Layout.js"
 import * as Memory from "../memory/Memory.js"
 import * as AgentSettings from "./AgentSettings.js"
 import { HostError } from "./HostError.js"
@@ -104,6 +106,8 @@ export const make = (options: {
     // Held while started: this process is then the only writer of the agent's journal and history.
     const ownerFile = shared.ownerFile()
     yield* MemoryHold.holdAgent(directory, ownerFile).pipe(Effect.mapError((error) => unavailable(error.message)))
+    // A planted link or directory refuses the agent now, before a message is accepted (a run exits 1).
+    yield* Effect.mapError(EnsureWritable.checkFiles(Layout.files(directory)), (error) => unavailable(error.message))
     // Built directly rather than from layers: an agent's start is most of the cost of its first message.
     // Without a soul.md of its own, the agent speaks with the host's default soul.
     const memory = yield* Memory.make(directory, { fallbackSoulFile: shared.defaultSoulFile, ownerFile })

@@ -267,6 +267,29 @@ describe("AgentHost", () => {
       expect(fs.readFileSync(path.join(directory, ".planckclaw-run.lock"), "utf8")).toBe(`${process.pid}\n`)
     }))
 
+  it.scopedLive("refuses an agent whose memory holds a planted directory or link, accepting nothing; answers once it is fixed", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const agents = yield* startHost(root, echoBrain().layer)
+      const directory = path.join(root, "agents", "planted")
+      fs.mkdirSync(path.join(directory, "history.jsonl"), { recursive: true })
+      const refused = yield* Effect.flip(agents.send("planted", { text: "kept?" }))
+      expect(refused.reason).toBe("unavailable")
+      expect(refused.message).toBe(
+        `agent planted: ${path.join(directory, "history.jsonl")} is not a regular file; refusing to use it as memory`
+      )
+      // Not accepted: no journal a later start would answer behind the caller's back, and the lock let go.
+      expect(fs.readdirSync(directory)).toEqual(["history.jsonl"])
+
+      fs.rmdirSync(path.join(directory, "history.jsonl"))
+      fs.symlinkSync("/etc/passwd", path.join(directory, "summary.md"))
+      const linked = yield* Effect.flip(agents.send("planted", { text: "kept?" }))
+      expect(linked.message).toContain(`${path.join(directory, "summary.md")} is a symbolic link`)
+
+      fs.unlinkSync(path.join(directory, "summary.md"))
+      expect(yield* agents.send("planted", { text: "now" })).toEqual({ reply: "echo now", stored: true })
+    }))
+
   it.scopedLive("gives the same reply for the same Idempotency-Key without a second turn, also after a restart", () =>
     Effect.gen(function*() {
       const root = tempDir()
