@@ -22,9 +22,12 @@ import * as Rpc from "@effect/rpc/Rpc"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as AgentLoop from "../Agent.js"
 import { Brain, type BrainService } from "../Brain.js"
@@ -37,9 +40,13 @@ import * as AgentId from "../service/AgentId.js"
 import { AgentStore } from "./AgentStore.js"
 import { clusterInbox, TurnJournal } from "./TurnJournal.js"
 
-/** The agent could not be started (its settings, its memory) or could not run the message. */
+/**
+ * The agent could not be started (its settings, its memory) or could not run
+ * the message. `attempt` echoes the message's, as Outcome does.
+ */
 export class AgentUnavailable extends Schema.TaggedError<AgentUnavailable>()("AgentUnavailable", {
-  message: Schema.String
+  message: Schema.String,
+  attempt: Schema.optional(Schema.String)
 }) {}
 
 /** A compaction that could not run: another holds the memory (`busy`) or it failed. */
@@ -48,7 +55,12 @@ export class CompactionRefused extends Schema.TaggedError<CompactionRefused>()("
   message: Schema.String
 }) {}
 
-export const Outcome = Schema.Struct({ reply: Schema.String, stored: Schema.Boolean })
+/**
+ * A turn's reply. `attempt` echoes the message's: a sender that finds
+ * another attempt's failure stored under its key knows it was not this one's
+ * (see retryKey).
+ */
+export const Outcome = Schema.Struct({ reply: Schema.String, stored: Schema.Boolean, attempt: Schema.optional(Schema.String) })
 export type Outcome = typeof Outcome.Type
 
 export const Send = Rpc.make("Send", {
@@ -57,7 +69,9 @@ export const Send = Rpc.make("Send", {
     channel: Schema.String,
     /** The message's identity: its primary key in the cluster and its exchange key in memory. */
     key: Schema.String,
-    idempotencyKey: Schema.optional(Schema.String)
+    idempotencyKey: Schema.optional(Schema.String),
+    /** Who sent it this time (random); echoed in its Outcome or AgentUnavailable. */
+    attempt: Schema.optional(Schema.String)
   },
   success: Outcome,
   error: AgentUnavailable,
@@ -66,6 +80,8 @@ export const Send = Rpc.make("Send", {
   .annotate(ClusterSchema.Persisted, true)
   // A caller that stops waiting (a timeout) does not cancel the turn: the message stays accepted.
   .annotate(ClusterSchema.Uninterruptible, "client")
+
+export type SendPayload = typeof Send.payloadSchema.Type
 
 export const CompactResult = Schema.Struct({
   compacted: Schema.Boolean,
@@ -81,6 +97,15 @@ export const Agent = Entity.make("Agent", [Send, Compact])
 /** The key a message is sent under (see the module's comment). */
 export const messageKey = (idempotencyKey: string | undefined): string =>
   idempotencyKey !== undefined ? `idem:${idempotencyKey}` : `msg:${crypto.randomUUID()}`
+
+/**
+ * The key of the `retry`th send of an Idempotency-Key whose earlier sends
+ * were answered with a failure: the cluster keeps every reply under its
+ * message's key, a failure too, so a retry that must get a turn goes under
+ * the next key (ClusterHost walks them). An Idempotency-Key has no spaces,
+ * so no key of another message can look like one of these.
+ */
+export const retryKey = (key: string, retry: number): string => retry === 0 ? key : `${key} retry ${retry}`
 
 /** The ids of the agents started on this runner. */
 export class RunningAgents extends Context.Tag("planckclaw/cluster/RunningAgents")<RunningAgents, Set<string>>() {}
@@ -110,7 +135,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
     const compactor = Context.get(parts.memory, Compactor.Compactor)
     let nextId = 1
 
-    const send = (message: typeof Send.payloadSchema.Type) =>
+    const send = (message: SendPayload) =>
       Effect.gen(function*() {
         const decided = yield* journal.lookup(id, message.key).pipe(
           Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: the database did not answer: ${error.message}` }))
@@ -134,7 +159,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
         }
         yield* agent.handle(pending, interact)
         storedByMessage.delete(pending.id)
-        return outcome
+        return message.attempt === undefined ? outcome : { ...outcome, attempt: message.attempt }
       })
 
     const compact = compactor.compactNow.pipe(
@@ -170,18 +195,36 @@ export const layer = Layer.unwrapEffect(Effect.gen(function*() {
       const raw = address.entityId
       running.add(raw)
       yield* Effect.addFinalizer(() => Effect.sync(() => running.delete(raw)))
-      const started = AgentId.is(raw)
-        ? yield* Effect.either(startAgent(raw, limited))
-        : { _tag: "Left" as const, left: new AgentUnavailable({ message: `agent id ${JSON.stringify(raw)} is not allowed` }) }
-      if (started._tag === "Left") {
-        const refused = started.left instanceof AgentUnavailable ? started.left : new AgentUnavailable({ message: started.left.message })
-        yield* Effect.logError(refused.message)
-        return Agent.of({ Send: () => Effect.fail(refused), Compact: () => Effect.fail(refused) })
-      }
-      const agent = started.right
+      const scope = yield* Effect.scope
+      // Started by its first message, and by the next one after a start that failed: a database
+      // that did not answer for a moment must not refuse the agent until its idle release.
+      // Messages come one at a time (concurrency 1), so no two starts overlap.
+      let agent: Effect.Effect.Success<ReturnType<typeof startAgent>> | undefined
+      const started = Effect.suspend(() => {
+        if (agent !== undefined) return Effect.succeed(agent)
+        if (!AgentId.is(raw)) return Effect.fail(new AgentUnavailable({ message: `agent id ${JSON.stringify(raw)} is not allowed` }))
+        return Effect.gen(function*() {
+          // Its own scope, closed at once if the start fails, so a failed start holds nothing.
+          const own = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+          const made = yield* startAgent(raw, limited).pipe(
+            Scope.extend(own),
+            Effect.onExit((exit) => Exit.isFailure(exit) ? Scope.close(own, exit) : Effect.void),
+            Effect.mapError((error) => error instanceof AgentUnavailable ? error : new AgentUnavailable({ message: error.message })),
+            Effect.tapError((refused) => Effect.logError(refused.message))
+          )
+          agent = made
+          return made
+        })
+      })
+      /** A refusal names the attempt it answers (see AgentEntity.Outcome). */
+      const refusedFor = (attempt: string | undefined) => (error: AgentUnavailable) =>
+        attempt === undefined ? error : new AgentUnavailable({ message: error.message, attempt })
       return Agent.of({
-        Send: (envelope) => agent.send(envelope.payload),
-        Compact: () => agent.compact
+        Send: (envelope) =>
+          Effect.flatMap(started, (ready) => ready.send(envelope.payload)).pipe(
+            Effect.mapError(refusedFor(envelope.payload.attempt))
+          ),
+        Compact: () => Effect.flatMap(started, (ready) => ready.compact)
       })
     }).pipe(Effect.annotateLogs("agent", "entity")),
     { maxIdleTime: Duration.millis(Math.round(config.idleSeconds * 1000)), concurrency: 1 }

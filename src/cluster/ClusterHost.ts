@@ -7,12 +7,15 @@
  * and the message, already stored by the cluster, is still answered: a retry
  * with the same Idempotency-Key returns that answer.
  */
+import * as crypto from "node:crypto"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Sharding from "@effect/cluster/Sharding"
 import { SqlError } from "@effect/sql/SqlError"
 import { describe } from "../memory/sql/SqlResilience.js"
+import * as Turn from "../Turn.js"
 import * as AgentHost from "../service/AgentHost.js"
 import * as AgentEntity from "./AgentEntity.js"
 import { AgentStore } from "./AgentStore.js"
@@ -23,6 +26,9 @@ const databaseProblem = (error: { readonly cause?: unknown }): string =>
 
 // The refusals are AgentHost's, so serve and the cluster answer bad input alike.
 const { parseId, refuse } = AgentHost
+
+/** How many times one Idempotency-Key answered with a failure is given a new turn (AgentEntity.retryKey). */
+export const MAX_RETRIES = 20
 
 export const make = (options: { readonly sendTimeoutSeconds: number }) =>
   Effect.gen(function*() {
@@ -72,9 +78,30 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
         }
       }))
 
+    /**
+     * Sends under the key's retries until one is not an earlier attempt's
+     * failure (see AgentEntity.retryKey): a failure is the answer only to the
+     * attempt that met it, as `serve` keeps no failure under a key, so the
+     * retry its reply asks for gets a turn. Past MAX_RETRIES the last failure
+     * is the answer.
+     */
+    const sendFrom = (id: string, payload: AgentEntity.SendPayload) =>
+      Effect.gen(function*() {
+        for (let retry = 0;; retry++) {
+          const result = yield* Effect.either(client(id).Send({ ...payload, key: AgentEntity.retryKey(payload.key, retry) }))
+          const answered = Either.match(result, {
+            onLeft: (error) => error._tag === "AgentUnavailable" ? error.attempt : payload.attempt,
+            onRight: (outcome) => Turn.isFailureReply(outcome.reply) ? outcome.attempt : payload.attempt
+          })
+          const earlierFailure = payload.idempotencyKey !== undefined && answered !== payload.attempt
+          if (!earlierFailure || retry === MAX_RETRIES) return yield* result
+        }
+      })
+
     const send = (raw: string, message: AgentHost.SendOptions) =>
       Effect.flatMap(prepare(raw, message), ({ id, payload }) =>
-        client(id).Send(payload).pipe(
+        sendFrom(id, { ...payload, attempt: crypto.randomUUID() }).pipe(
+          Effect.map(({ reply, stored }) => ({ reply, stored })),
           Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
           Effect.catchAll(clusterError(id))
         ))

@@ -12,7 +12,7 @@ import * as path from "node:path"
 import * as TestRunner from "@effect/cluster/TestRunner"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
-import { Brain } from "../../src/Brain.js"
+import { Brain, BrainError } from "../../src/Brain.js"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
 import * as AgentEntity from "../../src/cluster/AgentEntity.js"
@@ -20,22 +20,36 @@ import { AgentStore } from "../../src/cluster/AgentStore.js"
 import { type Decided, TurnJournal } from "../../src/cluster/TurnJournal.js"
 import * as Compactor from "../../src/memory/Compactor.js"
 import * as Memory from "../../src/memory/Memory.js"
+import * as ClusterHost from "../../src/cluster/ClusterHost.js"
+import * as AgentHost from "../../src/service/AgentHost.js"
+import { HostError } from "../../src/service/HostError.js"
+import * as Turn from "../../src/Turn.js"
 
 const setup = (journaled: Map<string, Decided>) => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-entity-"))
   const asked: Array<string> = []
+  // What the test makes fail next: the brain's answers, the agents' starts (as a database outage would).
+  const failing = { brain: 0, starts: 0 }
   const brain = Layer.succeed(Brain, {
     complete: (request) =>
-      Effect.sync(() => {
+      Effect.suspend(() => {
         const last = request.messages[request.messages.length - 1]!
         const text = typeof last.content === "string" ? last.content : ""
         asked.push(text)
-        return ScriptedBrain.text(`reply to ${text}`)
+        if (failing.brain > 0) {
+          failing.brain--
+          return Effect.fail(new BrainError({ reason: "timeout", detail: "the test's outage" }))
+        }
+        return Effect.succeed(ScriptedBrain.text(`reply to ${text}`))
       })
   })
   const store = Layer.succeed(AgentStore, {
     where: root,
     open: (id, agentBrain) => {
+      if (failing.starts > 0) {
+        failing.starts--
+        return Effect.fail(new HostError({ reason: "unavailable", id, message: `agent ${id}: the test's database is down` }))
+      }
       const provider = ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", path.join(root, id)]]))
       return Layer.build(Compactor.layer.pipe(Layer.provideMerge(Memory.layer), Layer.provide(Layer.succeed(Brain, agentBrain)))).pipe(
         Effect.withConfigProvider(provider),
@@ -51,13 +65,11 @@ const setup = (journaled: Map<string, Decided>) => {
     lookup: (agentId, key) => Effect.sync(() => Option.fromNullable(journaled.get(`${agentId}/${key}`))),
     record: (agentId, key, decided) => Effect.sync(() => void journaled.set(`${agentId}/${key}`, decided))
   })
-  const layer = AgentEntity.layer.pipe(
-    Layer.provideMerge(TestRunner.layer),
-    Layer.provide(Layer.mergeAll(brain, InMemoryClaws.layer([]), store, journal))
-  )
+  const parts = Layer.mergeAll(brain, InMemoryClaws.layer([]), store, journal)
+  const layer = AgentEntity.layer.pipe(Layer.provideMerge(TestRunner.layer), Layer.provide(parts))
   const history = (id: string) =>
     fs.readFileSync(path.join(root, id, "history.jsonl"), "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line))
-  return { layer, asked, history }
+  return { layer, parts, asked, history, failing }
 }
 
 const send = (id: string, text: string, idempotencyKey?: string) =>
@@ -104,3 +116,48 @@ describe("the Agent entity", () => {
   })
 })
 
+
+describe("the cluster's AgentHost over the Agent entity", () => {
+  const withHost = (kit: ReturnType<typeof setup>) =>
+    ClusterHost.layer({ sendTimeoutSeconds: 30 }).pipe(Layer.provideMerge(kit.layer), Layer.provide(kit.parts))
+
+  it.live("keeps no failure under an Idempotency-Key: the retry its apology asks for gets a turn, answered once after", () => {
+    const kit = setup(new Map())
+    kit.failing.brain = 1
+    return Effect.gen(function*() {
+      const agents = yield* AgentHost.AgentHost
+      expect(yield* agents.send("dee", { text: "hello", idempotencyKey: "k-2" })).toEqual({ reply: Turn.APOLOGY, stored: false })
+      expect(yield* agents.send("dee", { text: "hello", idempotencyKey: "k-2" })).toEqual({ reply: "reply to hello", stored: true })
+      // Answered now: the reply is kept, through the failure stored before it, with no third turn.
+      expect(yield* agents.send("dee", { text: "hello", idempotencyKey: "k-2" })).toEqual({ reply: "reply to hello", stored: true })
+      expect(kit.asked).toEqual(["hello", "hello"])
+      expect(kit.history("dee")).toEqual([{ role: "user", content: "hello" }, { role: "assistant", content: "reply to hello" }])
+    }).pipe(Effect.provide(withHost(kit)), Effect.scoped)
+  })
+
+  it.live("starts an agent whose start failed again at its next message, and its retry under the same key gets a turn", () => {
+    const kit = setup(new Map())
+    kit.failing.starts = 1
+    return Effect.gen(function*() {
+      const agents = yield* AgentHost.AgentHost
+      const refused = yield* Effect.flip(agents.send("eli", { text: "hi", idempotencyKey: "k-3" }))
+      expect(refused.reason).toBe("unavailable")
+      expect(refused.message).toBe("agent eli: the test's database is down")
+      expect(yield* agents.send("eli", { text: "hi", idempotencyKey: "k-3" })).toEqual({ reply: "reply to hi", stored: true })
+      expect(kit.asked).toEqual(["hi"])
+    }).pipe(Effect.provide(withHost(kit)), Effect.scoped)
+  })
+
+  it.live("gives the last failure once a key has failed MAX_RETRIES + 1 times, without another turn", () => {
+    const kit = setup(new Map())
+    kit.failing.brain = ClusterHost.MAX_RETRIES + 1
+    return Effect.gen(function*() {
+      const agents = yield* AgentHost.AgentHost
+      for (let n = 0; n <= ClusterHost.MAX_RETRIES; n++) {
+        expect(yield* agents.send("fay", { text: "again", idempotencyKey: "k-4" })).toEqual({ reply: Turn.APOLOGY, stored: false })
+      }
+      expect(yield* agents.send("fay", { text: "again", idempotencyKey: "k-4" })).toEqual({ reply: Turn.APOLOGY, stored: false })
+      expect(kit.asked).toHaveLength(ClusterHost.MAX_RETRIES + 1)
+    }).pipe(Effect.provide(withHost(kit)), Effect.scoped)
+  })
+})
