@@ -26,7 +26,7 @@ import {
   preview
 } from "../Brain.js"
 import { MissingSetting } from "../config/MissingSetting.js"
-import { headerSecret } from "../config/Secrets.js"
+import * as Secrets from "../config/Secrets.js"
 import { errnoCode } from "../Errors.js"
 import { isJsonObject } from "../Json.js"
 import { DebugConfig } from "../Logging.js"
@@ -48,7 +48,7 @@ export const API_VERSION = "2023-06-01"
 export const DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 export const AnthropicConfig = Config.all({
-  apiKey: headerSecret("ANTHROPIC_API_KEY"),
+  apiKey: Secrets.headerSecret("ANTHROPIC_API_KEY"),
   baseUrl: baseUrlConfig("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL),
   retry: BrainRetryConfig,
   debug: DebugConfig
@@ -116,7 +116,7 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
     const apiKey = Redacted.value(config.apiKey)
     const headers = { "x-api-key": apiKey, "anthropic-version": API_VERSION }
     // Defence in depth: whatever the server echoes, the key never leaves in a detail or debug line.
-    const scrub = (text: string): string => apiKey === "" ? text : text.split(apiKey).join("<redacted>")
+    const scrub = (text: string): string => Secrets.scrub(text, apiKey)
     const debug = (line: string): Effect.Effect<void> =>
       config.debug ? Console.error(`[planckclaw brain] ${scrub(line)}`) : Effect.void
     const report = {

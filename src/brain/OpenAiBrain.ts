@@ -29,7 +29,7 @@ import {
   preview
 } from "../Brain.js"
 import { MissingSetting } from "../config/MissingSetting.js"
-import { headerSecret } from "../config/Secrets.js"
+import * as Secrets from "../config/Secrets.js"
 import { errnoCode } from "../Errors.js"
 import { isJsonObject } from "../Json.js"
 import { DebugConfig } from "../Logging.js"
@@ -51,7 +51,7 @@ export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
  * A blank key (as a config.env for a local server may have) counts as none;
  * a key with characters a header cannot carry is refused, naming the key only.
  */
-const optionalKey = Config.option(headerSecret("OPENAI_API_KEY"))
+const optionalKey = Config.option(Secrets.headerSecret("OPENAI_API_KEY"))
 
 /**
  * The model to ask for. The agent's default is a Claude model, which no
@@ -126,8 +126,7 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
     const url = `${config.baseUrl.replace(/\/+$/, "")}/chat/completions`
     const endpoint = `${shown(base)}/chat/completions`
     const apiKey = Option.map(config.apiKey, Redacted.value)
-    const scrub = (text: string): string =>
-      Option.match(apiKey, { onNone: () => text, onSome: (key) => text.split(key).join("<redacted>") })
+    const scrub = (text: string): string => Secrets.scrub(text, Option.getOrUndefined(apiKey))
     const debug = (line: string): Effect.Effect<void> =>
       config.debug ? Console.error(`[planckclaw brain] ${scrub(line)}`) : Effect.void
     const responses = yield* Ref.make(0)

@@ -70,6 +70,33 @@ export const headerSecret = (
     Config.map(Redacted.make)
   )
 
+/** Below this length a secret is replaced only where it stands alone (see `scrub`). */
+const SHORT_SECRET = 8
+
+// The characters of host names, addresses and words (URL-unreserved): a short secret next to one is part of something else.
+const unreserved = /[A-Za-z0-9._~-]/
+
+/**
+ * `text` with every occurrence of `secret` replaced by `<redacted>`: what a
+ * server echoes may hold the key. A short secret (a placeholder key for a
+ * local server, such as "x" or "1") is replaced only where it stands alone,
+ * not inside a word or an address, or every "1" of 127.0.0.1 would go.
+ */
+export const scrub = (text: string, secret: string | undefined): string => {
+  if (secret === undefined || secret === "") return text
+  if (secret.length >= SHORT_SECRET) return text.split(secret).join("<redacted>")
+  let out = ""
+  let from = 0
+  for (let at = text.indexOf(secret); at !== -1; at = text.indexOf(secret, at + secret.length)) {
+    const before = text[at - 1]
+    const after = text[at + secret.length]
+    if ((before !== undefined && unreserved.test(before)) || (after !== undefined && unreserved.test(after))) continue
+    out += text.slice(from, at) + "<redacted>"
+    from = at + secret.length
+  }
+  return out + text.slice(from)
+}
+
 /** The values of the known secrets that are set: no child may inherit them, whatever variable they hide in. */
 export const SecretValuesConfig: Config.Config<Array<Redacted.Redacted<string>>> = Config.all(
   secretNames.map((name) => Config.option(Config.redacted(name)))

@@ -67,8 +67,7 @@ export const shownUrl = (raw: string): string => {
   return `${url.origin}${url.pathname}`.replace(/\/+$/, "")
 }
 
-/** `text` with every occurrence of `secret` replaced: an error body may echo the key. */
-export const scrub = (text: string, secret: string | undefined): string =>
-  secret === undefined || secret.length < 4 ? text : text.split(secret).join("<redacted>")
+/** `text` with the key replaced wherever it shows: an error body may echo it (Secrets.scrub). */
+export { scrub } from "../config/Secrets.js"
 
 export const seconds = Duration.format(probeTimeout)

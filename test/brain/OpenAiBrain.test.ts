@@ -184,6 +184,14 @@ describe("OpenAI-compatible brain over HTTP", () => {
       }).pipe(Effect.withRandom(Random.fixed([0.5])), Effect.provide(client)))
   }
 
+  it.scoped("a local server's one-character placeholder key leaves the host in the detail whole", () =>
+    Effect.gen(function*() {
+      const url = `${yield* Server.unusedUrl}/v1`
+      const fiber = yield* start(settings(url, { retries: 0, apiKey: Option.some(Redacted.make("1")) }))
+      const error = yield* failureOf(fiber)
+      expect(error.detail).toContain(`cannot reach ${new URL(url).host}: `)
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+
   it.scoped("a 200 body that is not a Chat Completions answer is fatal", () =>
     withRealHttp(Effect.gen(function*() {
       const cases = [

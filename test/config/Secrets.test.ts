@@ -9,7 +9,7 @@ import { Config, ConfigProvider, Effect, Either, Option, Redacted } from "effect
 import * as ConfigErrors from "../../src/config/ConfigErrors.js"
 import * as ConfigFile from "../../src/config/ConfigFile.js"
 import { DiscordConfig } from "../../src/interact/discord/Settings.js"
-import { headerSecret, problemWith } from "../../src/config/Secrets.js"
+import { headerSecret, problemWith, scrub } from "../../src/config/Secrets.js"
 
 const fromMap = (entries: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(entries)))
 
@@ -77,4 +77,22 @@ describe("secret values", () => {
         "token-from-file"
       ])
     }))
+})
+
+describe("scrub", () => {
+  it("replaces a key wherever it shows, a short placeholder key only where it stands alone", () => {
+    const key = "sk-test-0123456789abcdef"
+    expect(scrub(`bad key ${key}; url https://h/?k=${key}x`, key)).toBe("bad key <redacted>; url https://h/?k=<redacted>x")
+    // A local server's placeholder key: host names, addresses and words keep their letters.
+    expect(scrub("POST http://127.0.0.1:8080/v1 (model x-large) said: invalid key 1", "1")).toBe(
+      "POST http://127.0.0.1:8080/v1 (model x-large) said: invalid key <redacted>"
+    )
+    expect(scrub(`{"error":"key \"x\" unknown","hint":"x"} Bearer x`, "x")).toBe(
+      `{"error":"key \"<redacted>\" unknown","hint":"<redacted>"} Bearer <redacted>`
+    )
+    expect(scrub("api.example.com: box", "x")).toBe("api.example.com: box")
+    expect(scrub("key=abc", "abc")).toBe("key=<redacted>")
+    expect(scrub("anything", undefined)).toBe("anything")
+    expect(scrub("anything", "")).toBe("anything")
+  })
 })
