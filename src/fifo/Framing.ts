@@ -95,7 +95,15 @@ const makeLineSplitter = (
   const parts: Array<Uint8Array> = []
   let size = 0
   let skipping = false
-  return (chunk: Uint8Array): void => {
+  /** Ends the line in progress as if a newline came: what is held is a line, a skip is over. */
+  const end = (): void => {
+    if (size > 0) onLine(utf8.decode(concat(parts, size)), size)
+    parts.length = 0
+    size = 0
+    skipping = false
+  }
+  const holding = (): boolean => size > 0 || skipping
+  const push = (chunk: Uint8Array): void => {
     let start = 0
     while (start <= chunk.length) {
       const found = chunk.indexOf(newline, start)
@@ -127,18 +135,33 @@ const makeLineSplitter = (
       start = found + 1
     }
   }
+  return { push, end, holding }
 }
 
 /** Frames are lines without their `\n`; a line past `maxLineBytes` is one `FrameTooLarge`. */
-export const makeLineFramer = (maxLineBytes: number): Framer => {
+/** A line framer that can also be told a line ended without its newline. */
+export interface LineFramer extends Framer {
+  /** Whether part of a line is held, waiting for its newline. */
+  readonly holding: () => boolean
+  /** Ends the line held as if its newline came (its writer went away without one); returns its frame, if any. */
+  readonly end: () => ReadonlyArray<Frame>
+}
+
+export const makeLineFramer = (maxLineBytes: number): LineFramer => {
   let out: Array<Frame> = []
   const split = makeLineSplitter(maxLineBytes, (text) => void out.push(Either.right(text)), (error) => void out.push(Either.left(error)))
   return {
     push: (chunk) => {
       out = []
-      split(chunk)
+      split.push(chunk)
       return out
-    }
+    },
+    end: () => {
+      out = []
+      split.end()
+      return out
+    },
+    holding: split.holding
   }
 }
 
@@ -176,7 +199,7 @@ export const makeBlockFramer = (maxBlockBytes: number): Framer => {
   return {
     push: (chunk) => {
       out = []
-      split(chunk)
+      split.push(chunk)
       return out
     }
   }

@@ -5,8 +5,12 @@
  * and a reader of interact_out may come and go: replies wait in the pipe.
  * A line longer than `maxLineBytes` is never buffered whole nor passed on
  * cut short: its sender (the channel at the start of the line) is told it
- * was refused.
+ * was refused. Part of a line that waits `unterminatedWait` for its newline
+ * while the pipe flows is taken as a whole line: its writer closed without
+ * one, and the next writer's line must not be glued to it (it could name
+ * another channel, whose words would go to the first).
  */
+import * as Duration from "effect/Duration"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -21,7 +25,7 @@ import { listenReader, openWriter } from "../fifo/PipeEnd.js"
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
 import * as Handover from "../fifo/Handover.js"
 import { type InboundMessage, Interact, InteractError, type InteractService } from "../Interact.js"
-import { defaultMaxLineBytes, type FrameTooLarge, makeLineFramer } from "../fifo/Framing.js"
+import { defaultMaxLineBytes, type Frame, type FrameTooLarge, makeLineFramer } from "../fifo/Framing.js"
 import { decodeInteractLine, encodeInteractLine } from "../fifo/InteractLine.js"
 import * as DirectPull from "./DirectPull.js"
 import { mapFailure } from "../Catch.js"
@@ -44,6 +48,13 @@ export interface FifoInteractOptions {
 export const oversizedReply = (limit: number): string =>
   `Your message is more than ${limit} bytes long, more than this agent accepts. ` +
   "Nothing was processed: please send it in smaller parts."
+
+/**
+ * How long part of a line may wait for the rest while the reader takes
+ * what comes: a writer sends a line in one write, or in pieces microseconds
+ * apart, so a line still open after this was left without its newline.
+ */
+export const unterminatedWait = Duration.seconds(2)
 
 /** Messages read ahead of the agent at most (more only within one read): then the reader pauses. */
 const inboxLimit = 64
@@ -121,6 +132,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
       if (paused && started && inbox.length < inboxLimit) {
         paused = false
         valve.resume()
+        watchUnterminated()
       }
     }
     const deliver = () => {
@@ -129,9 +141,9 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     }
 
     const framer = makeLineFramer(maxLineBytes)
-    const onChunk = (chunk: Uint8Array) => {
+    const onFrames = (frames: ReadonlyArray<Frame>) => {
       let counted = 0
-      for (const line of framer.push(chunk)) {
+      for (const line of frames) {
         if (Either.isLeft(line)) {
           refusing += 1
           background(refuseOversized(line.left).pipe(
@@ -155,6 +167,35 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
         valve.pause()
       }
       deliver()
+    }
+
+    // Each chunk is a new generation: a line left open is ended only if nothing came for a whole wait.
+    // Not while paused: the rest of the line is then in the pipe, waiting for us.
+    let generation = 0
+    let watching = false
+    const watchUnterminated = () => {
+      if (watching || paused || !framer.holding()) return
+      watching = true
+      const seen = generation
+      background(Effect.sleep(unterminatedWait).pipe(Effect.zipRight(Effect.suspend(() => {
+        watching = false
+        if (seen !== generation || paused) {
+          watchUnterminated()
+          return Effect.void
+        }
+        const frames = framer.end()
+        if (frames.length === 0) return Effect.void
+        onFrames(frames)
+        return Effect.logWarning(
+          `a line on interact_in had no newline after ${Duration.format(unterminatedWait)} with nothing more: ` +
+            "taken as a whole line (a writer must end each line with \\n)"
+        )
+      }))))
+    }
+    const onChunk = (chunk: Uint8Array) => {
+      generation++
+      onFrames(framer.push(chunk))
+      if (!watching && framer.holding()) watchUnterminated()
     }
     const valve = yield* listenReader(options.paths.interactIn, {
       onChunk,

@@ -165,6 +165,21 @@ describe("line framing", () => {
     expect(rights(framer.push(bytes("ial\n")))).toEqual(["cli\tpartial"])
   })
 
+  it("ends a held line when told its writer left without a newline, and a skipped one without a frame", () => {
+    const framer = makeLineFramer(8)
+    expect(framer.holding()).toBe(false)
+    expect(framer.push(bytes("a\tpart"))).toEqual([])
+    expect(framer.holding()).toBe(true)
+    expect(rights(framer.end())).toEqual(["a\tpart"])
+    expect(framer.holding()).toBe(false)
+    expect(rights(framer.push(bytes("b\tnew\n")))).toEqual(["b\tnew"])
+    // Past the limit: refused once; the end stops the skip, so the next line is read.
+    expect(framer.push(bytes("0123456789")).filter(Either.isLeft)).toHaveLength(1)
+    expect(framer.holding()).toBe(true)
+    expect(framer.end()).toEqual([])
+    expect(rights(framer.push(bytes("c\tok\n")))).toEqual(["c\tok"])
+  })
+
   it("rejects a line past the limit once, skips its rest, and carries on", () => {
     const framer = makeLineFramer(8)
     const frames = feed(framer, [bytes("short\n0123456"), bytes("789abcdef"), bytes("ghij\nok\n")])
