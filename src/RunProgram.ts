@@ -24,6 +24,8 @@ import * as Intake from "./Intake.js"
 import * as AgentReady from "./interact/AgentReady.js"
 import * as FifoInteract from "./interact/FifoInteract.js"
 import * as MemoryHold from "./MemoryHold.js"
+import * as Layout from "./memory/Layout.js"
+import * as MemoryFiles from "./memory/MemoryFiles.js"
 import * as EarlyTierUp from "./process/EarlyTierUp.js"
 import * as Pretenuring from "./process/Pretenuring.js"
 
@@ -40,7 +42,12 @@ const nearEnds = (
   Layer.unwrapEffect(Effect.gen(function*() {
     const [brainTimeout, brainRetries] = yield* Config.all([AnthropicBrain.BrainTimeoutConfig, AnthropicBrain.BrainRetriesConfig])
     const clawTimeout = yield* ScriptClaws.ClawTimeoutConfig
-    const shared = Option.match(farEnds.interact.handover, { onNone: () => ({}), onSome: (h) => ({ handover: h }) })
+    // Without a built-in bridge to wait for, what the far end left unread at the stop is kept for the next run.
+    const memory = yield* MemoryFiles.MemoryConfig
+    const shared = Option.match(farEnds.interact.handover, {
+      onNone: () => ({ keepUnread: Layout.files(memory).unreadReplies }),
+      onSome: (h) => ({ handover: h })
+    })
     return Agent.layerWithMemory.pipe(
       Layer.provide(Layer.mergeAll(
         FifoBrain.layer({

@@ -17,6 +17,8 @@ export const files = (directory: string) => ({
   history: path.join(directory, "history.jsonl"),
   ledger: path.join(directory, ".history-ledger.json"),
   inbox: path.join(directory, ".inbox.jsonl"),
+  /** Replies a run over the FIFOs left unread in interact_out, sent first by the next (FifoInteract). */
+  unreadReplies: path.join(directory, ".interact-out.unread"),
   writeLock: path.join(directory, ".planckclaw-write.lock"),
   compactionLock: path.join(directory, ".planckclaw-compact.lock"),
   journal: path.join(directory, ".compaction-commit"),

@@ -34,7 +34,7 @@ import { fifosLeft } from "../support/Pipes.js"
 import { tool } from "../support/Sandbox.js"
 import { eventually, gone, pidIn, within } from "./Bounds.js"
 import { fifoAgent, sandbox } from "./Campaign.js"
-import { connectTo } from "./FifoClient.js"
+import { connectTo, listening, sendRaw } from "./FifoClient.js"
 import { diagnosed, planckclaw, spawnHelperOf, strays, watchdogOf } from "./Processes.js"
 
 const TIMEOUT = 120_000
@@ -86,6 +86,32 @@ describe("faults: process", () => {
         expect(yield* strays(agent.box)).toEqual([])
       }), TIMEOUT)
   }
+
+  it.scopedLive("process: SIGTERM with replies unread in interact_out (no bridge reading) → kept, and sent first by the next run", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox()
+      const server = yield* brainServer(echo)
+      const env = box.envWith({ ANTHROPIC_BASE_URL: server.url })
+      const proc = yield* planckclaw(box, ["run", "--bridge", "none"], env, { stdin: "ignore" })
+      yield* listening(box.runDir)
+      yield* sendRaw(box.runDir, "cli\tone\ncli\ttwo\n")
+      const both = line("user", "one") + line("assistant", "re: one") + line("user", "two") + line("assistant", "re: two")
+      yield* eventually("both exchanges stored", () => box.memoryFile("history.jsonl") === both ? true : undefined)
+      yield* proc.signal("SIGTERM")
+      expect(yield* within("a clean stop", GRACE)(proc.ended)).toEqual({ code: 0, signal: null })
+      expect(box.memoryFile(".interact-out.unread")).toBe("cli\tre: one\ncli\tre: two\n")
+      expect(proc.stderr()).toContain("2 reply line(s) were still unread")
+
+      const again = yield* planckclaw(box, ["run", "--bridge", "none"], env, { stdin: "ignore" })
+      const client = yield* connectTo(again, box.runDir)
+      yield* client.send("three")
+      expect([yield* client.reply, yield* client.reply, yield* client.reply].map((reply) => reply.text)).toEqual(["re: one", "re: two", "re: three"])
+      yield* again.signal("SIGTERM")
+      expect((yield* again.ended).code).toBe(0)
+      expect(box.memoryFile(".interact-out.unread")).toBeUndefined()
+      // Sent again, not answered again.
+      expect(yield* server.turns).toHaveLength(3)
+    }), TIMEOUT)
 
   it.scopedLive("process: SIGTERM while the brain hangs (terminal bridge) → exit 0 at once, nothing stored", () =>
     Effect.gen(function*() {
