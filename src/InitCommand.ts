@@ -103,7 +103,8 @@ export const init = (target: Option.Option<string>) =>
 export const initCommand = Command.make(
   "init",
   {
-    dir: Args.directory({ name: "DIR", exists: "either" }).pipe(
+    // Text, not Args.directory: its check dies on a path through a file (ENOTDIR); init says what is wrong itself.
+    dir: Args.text({ name: "DIR" }).pipe(
       Args.withDescription("where to make the home; default: PLANCKCLAW_HOME, else ~/.planckclaw"),
       Args.optional
     )

@@ -15,7 +15,8 @@ import type * as SqlTransfer from "./memory/sql/SqlTransfer.js"
 import * as AgentId from "./service/AgentId.js"
 
 const agentOption = Options.text("agent").pipe(Options.withDescription("the agent's id (as `planckclaw serve` names it)"))
-const directoryArg = Args.directory({ name: "DIR", exists: "either" }).pipe(
+// Text, not Args.directory: its check dies on a path through a file (ENOTDIR); the command says what is wrong itself.
+const directoryArg = Args.text({ name: "DIR" }).pipe(
   Args.withDescription("the directory of the agent's memory files")
 )
 

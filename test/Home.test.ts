@@ -76,6 +76,28 @@ describe("planckclaw init", () => {
     }))
 })
 
+describe("planckclaw init, refused", () => {
+  it.scopedLive("a DIR under a file: one line saying so, exit 1, no stack trace", () =>
+    Effect.gen(function*() {
+      const w = yield* world
+      const file = path.join(w.root, "a-file")
+      fs.writeFileSync(file, "")
+      const result = yield* Cli.run(["init", path.join(file, "home")], { cwd: w.elsewhere, env: w.env })
+      expect(result.code).toBe(1)
+      expect(result.stderr).toBe(
+        `planckclaw: init: cannot create ${path.join(file, "home")}: ENOTDIR: not a directory, mkdir '${path.join(file, "home")}'\n`
+      )
+    }))
+
+  it.scopedLive("--wizard with no terminal on stdin: refused at once (exit 2) instead of waiting for answers", () =>
+    Effect.gen(function*() {
+      const w = yield* world
+      const result = yield* Cli.run(["--wizard"], { cwd: w.elsewhere, env: w.env, input: "" })
+      expect(result.code).toBe(2)
+      expect(result.stderr).toBe("planckclaw: --wizard asks its questions at a terminal, and standard input is not one\n")
+    }))
+})
+
 describe("the home, from another directory (built command)", () => {
   /** A home made by init, its key and server filled in by hand, as a user would. */
   const homeWith = (dir: string, env: NodeJS.ProcessEnv, server: string, extra = "") =>
