@@ -130,7 +130,8 @@ export const isFailureReply = (reply: string): boolean => reply === APOLOGY || r
  */
 const unavailable = (error: BrainError) =>
   error.misconfigured === undefined
-    ? Effect.logWarning(`brain gave up (${error.reason}): ${error.detail}`).pipe(Effect.as(failed))
+    // "timeout" is the wire's word for any failure that may pass (429, 5xx, no answer): the detail says which.
+    ? Effect.logWarning(`brain ${error.reason === "timeout" ? "gave up for now" : "failed"}: ${error.detail}`).pipe(Effect.as(failed))
     : Effect.logError(
       `brain is misconfigured (${error.misconfigured.problem}): fix ${error.misconfigured.setting}; ${error.detail}`
     ).pipe(Effect.as<TurnOutcome>({ reply: misconfiguredReply(error.misconfigured.problem), stored: false }))

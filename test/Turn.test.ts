@@ -3,7 +3,7 @@
  * scripted brain and in-memory tools and no memory directory.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Layer } from "effect"
+import { Cause, Effect, Exit, Layer, Logger } from "effect"
 import { BrainError } from "../src/Brain.js"
 import * as ScriptedBrain from "../src/brain/ScriptedBrain.js"
 import * as InMemoryClaws from "../src/claws/InMemoryClaws.js"
@@ -66,6 +66,15 @@ describe("Turn.run", () => {
     Effect.gen(function*() {
       const { exit } = yield* turn([new BrainError({ reason: "fatal", detail: "test" })])
       expect(exit).toEqual(Exit.succeed({ reply: Turn.APOLOGY, stored: false }))
+    }))
+
+  it.effect("logs what the brain said, not \"timeout\", for a failure that may pass (a 429 after its retries)", () =>
+    Effect.gen(function*() {
+      const logged: Array<string> = []
+      const logger = Logger.make(({ message }) => void logged.push(String(message)))
+      const detail = "gave up after 5 attempts: HTTP 429: rate_limit_error: slow down"
+      yield* turn([new BrainError({ reason: "timeout", detail })]).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      expect(logged).toEqual([`brain gave up for now: ${detail}`])
     }))
 
   it.effect("leaves a defect in a tool to its caller", () =>
