@@ -37,8 +37,8 @@ export const keySections: ReadonlyArray<KeySection> = [
     keys: [
       { key: "PLANCKCLAW_BRAIN", default: "anthropic", range: "anthropic, openai, none or an executable", meaning: "the brain (--brain overrides it)" },
       { key: "ANTHROPIC_API_KEY", default: "(required for the anthropic brain)", range: "header-safe text", meaning: "API key; never logged, never passed to claws" },
-      { key: "ANTHROPIC_BASE_URL", default: "https://api.anthropic.com", range: "http(s) URL without user:password@", meaning: "any Anthropic-compatible server" },
-      { key: "OPENAI_BASE_URL", default: "https://api.openai.com/v1", range: "http(s) URL without user:password@", meaning: "any Chat Completions server (OpenRouter, Ollama, llama.cpp, vLLM)" },
+      { key: "ANTHROPIC_BASE_URL", default: "https://api.anthropic.com", range: "http(s) URL without user:password@, ? or #", meaning: "any Anthropic-compatible server" },
+      { key: "OPENAI_BASE_URL", default: "https://api.openai.com/v1", range: "http(s) URL without user:password@, ? or #", meaning: "any Chat Completions server (OpenRouter, Ollama, llama.cpp, vLLM)" },
       {
         key: "OPENAI_API_KEY",
         default: "(required for the openai brain unless its host is loopback or private)",

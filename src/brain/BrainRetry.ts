@@ -32,9 +32,11 @@ export const baseUrlConfig = (name: string, fallback: string): Config.Config<str
   Config.string(name).pipe(
     Config.validate({
       // Credentials: fetch refuses such a URL, and its error would carry the password into the log.
-      message: `Expected an http(s) URL without credentials (no user:password@; the API key has a setting of its own), such as ${fallback}`,
+      // A query or fragment: the API's path is added after the base, so it would land inside them.
+      message: `Expected an http(s) URL without credentials (no user:password@; the API key has a setting of its own) ` +
+        `and without a query or fragment (no ? or #), such as ${fallback}`,
       validation: (value) => {
-        if (!URL.canParse(value)) return false
+        if (!URL.canParse(value) || value.includes("?") || value.includes("#")) return false
         const url = new URL(value)
         return ["http:", "https:"].includes(url.protocol) && url.username === "" && url.password === ""
       }

@@ -415,6 +415,8 @@ describe("Anthropic brain layer and config", () => {
         ["ANTHROPIC_BASE_URL", "ftp://example.com", "Expected an http(s) URL"],
         ["ANTHROPIC_BASE_URL", "api.anthropic.com", "Expected an http(s) URL"],
         ["ANTHROPIC_BASE_URL", "http://user:pass-word@127.0.0.1:8080", "without credentials"],
+        ["ANTHROPIC_BASE_URL", "http://127.0.0.1:8080/?key=1", "without a query or fragment"],
+        ["ANTHROPIC_BASE_URL", "http://127.0.0.1:8080/#v1", "without a query or fragment"],
         ["PLANCKCLAW_BRAIN_TIMEOUT", "0", "expected a number of seconds from 0.1 to 3600"],
         ["PLANCKCLAW_BRAIN_TIMEOUT", "soon", "expected a number of seconds from 0.1 to 3600"],
         ["PLANCKCLAW_BRAIN_RETRIES", "-1", "expected an integer from 0 to 100"]
