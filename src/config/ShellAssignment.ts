@@ -19,7 +19,7 @@ export interface Assignment {
 /** A variable's value as the shell would see it at this line; undefined when unset. */
 export type Lookup = (name: string) => string | undefined
 
-const ASSIGNMENT = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(\s*)/
+const ASSIGNMENT = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)(\s*)=(\s*)/
 // `export NAME` marks a variable for export in a shell: nothing to read here.
 const EXPORT_ONLY = /^\s*export(?:\s+[A-Za-z_][A-Za-z0-9_]*)+\s*(?:#.*)?$/
 const NAME_START = /[A-Za-z_]/
@@ -136,7 +136,13 @@ export const parse = (line: string, lookup: Lookup): Either.Either<Assignment | 
   const match = ASSIGNMENT.exec(line)
   if (match === null) return Either.left("expected KEY=\"value\" (optionally after export)")
   const rest = line.slice(match[0].length)
-  // `KEY= # note`: the value is empty, the rest a comment.
-  if (match[2] !== "" && rest.startsWith("#")) return Either.right({ key: match[1]!, value: "" })
+  // A shell would run `KEY =value` as the command KEY, and `KEY= value` as the command value.
+  if (match[2] !== "") return Either.left("a space before = makes this line a command in a shell, not a setting: write KEY=value")
+  const spaced = match[3] !== ""
+  // `KEY= # note` or `KEY=  `: the value is empty, the rest a comment.
+  if (spaced && (rest === "" || rest.startsWith("#"))) return Either.right({ key: match[1]!, value: "" })
+  if (spaced) {
+    return Either.left("a space after = ends the value in a shell (what follows would run as a command): write KEY=value, or KEY=\"value\"")
+  }
   return Either.map(value(rest, lookup), (found) => ({ key: match[1]!, value: found }))
 }

@@ -48,7 +48,7 @@ describe("config.env", () => {
       "C=a#b",
       "D= # nothing",
       "E=\"it's\"'\"quoted\"'",
-      "  export   F = spaced  ",
+      "  export   F=spaced  ",
       "export G",
       "H=\"a\\\"b\\\\c\\$d\\`e\\nf\""
     ].join("\r\n") + "\r\n")
@@ -117,6 +117,16 @@ describe("config.env", () => {
     expect(problem("A=x;rm -rf y")).toContain("config.env:1: \";\" outside quotes would be a shell operator")
     expect(problem("A=x\\")).toContain("config.env:1: a line ending in \\ (a continuation) is not supported")
     expect(problem("sk-secret-pasted")).not.toContain("sk-secret")
+    // A shell runs `A =1` as the command A, and `A= sk-secret` as the command sk-secret.
+    expect(problem("A =1")).toBe(
+      "config.env:1: a space before = makes this line a command in a shell, not a setting: write KEY=value; the line is not shown, as it may hold a secret"
+    )
+    expect(problem("export A = 1")).toContain("config.env:1: a space before =")
+    expect(problem("A= sk-secret")).toBe(
+      "config.env:1: a space after = ends the value in a shell (what follows would run as a command): write KEY=value, or KEY=\"value\"; " +
+        "the line is not shown, as it may hold a secret"
+    )
+    expect(problem("A=  ")).toBe("accepted")
   })
 
   it("names keys of ours that nothing reads, with the key meant; leaves the user's own variables alone", () => {
