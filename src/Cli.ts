@@ -65,7 +65,8 @@ const compact = Command.make(
       if (brain._tag !== "Builtin") {
         return yield* new Bridges.BridgeChoiceError({
           reason: "unknown",
-          message: "planckclaw compact asks a built-in brain itself: set PLANCKCLAW_BRAIN to anthropic or openai"
+          message: "planckclaw compact asks a built-in brain itself (anthropic or openai), not a bridge: send /compact " +
+            "to the running agent, which asks its own brain, or run PLANCKCLAW_BRAIN=anthropic (or openai) planckclaw compact"
         })
       }
       const layer = Compactor.layer.pipe(

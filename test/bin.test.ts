@@ -194,6 +194,17 @@ describe("planckclaw compact (built command)", () => {
       expect(again.stdout).toBe("Nothing to compact: history holds no lines older than the last HISTORY_KEEP.\n")
     }))
 
+  it.scopedLive("with a brain that is a bridge (an executable, none), refuses with exit 2, pointing at /compact, and changes nothing", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("never asked")), { HISTORY_KEEP: "2" })
+      fs.mkdirSync(t.memory)
+      fs.writeFileSync(path.join(t.memory, "history.jsonl"), history(6))
+      const result = yield* Cli.run(["compact"], { cwd: t.cwd, env: { ...t.env, PLANCKCLAW_BRAIN: "none" } })
+      expect(result.code).toBe(2)
+      expect(result.stderr).toContain("send /compact to the running agent")
+      expect(t.read("history.jsonl")).toBe(history(6))
+    }))
+
   it.scopedLive("compacts while a run is active on the same directory, losing no line", () =>
     Effect.scoped(Effect.gen(function*() {
       const t = yield* setup((request) =>
