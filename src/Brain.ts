@@ -168,15 +168,29 @@ export const decodeBrainAnswer = (raw: string): Effect.Effect<MessagesResponse, 
     )
   }
   const decoded = decodeResponse(json)
-  return Either.isRight(decoded)
-    ? Effect.succeed(decoded.right)
-    : Effect.fail(
-      new BrainError({
-        reason: "fatal",
-        detail: `answer is not a Messages API response: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
-      })
-    )
+  if (Either.isRight(decoded)) return Effect.succeed(decoded.right)
+  // Token counts are for the ledger: a reply whose usage alone is malformed is still the reply.
+  if (isJsonObject(json) && "usage" in json) {
+    const { usage: _usage, ...rest } = json
+    const withoutUsage = decodeResponse(rest)
+    if (Either.isRight(withoutUsage)) {
+      return Effect.as(
+        Effect.logWarning(`the brain's answer has a malformed usage, not counted: ${oneLine(decoded.left)}`),
+        withoutUsage.right
+      )
+    }
+  }
+  return Effect.fail(new BrainError({ reason: "fatal", detail: `answer is not a Messages API response: ${oneLine(decoded.left)}` }))
 }
+
+/** A parse error on one line, each problem with where it is: `content.0.type: Expected "text"…; …`. */
+export const oneLine = (error: ParseResult.ParseError): string =>
+  preview(
+    ParseResult.ArrayFormatter.formatErrorSync(error)
+      .map((issue) => `${issue.path.length === 0 ? "(root)" : issue.path.join(".")}: ${issue.message}`)
+      .join("; "),
+    300
+  )
 
 /** Every text block of a response, joined: what the model said. */
 export const responseText = (response: MessagesResponse): string =>

@@ -16,7 +16,6 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import {
@@ -26,6 +25,7 @@ import {
   type MessagesRequest,
   type MessagesResponse,
   type Misconfigured,
+  oneLine,
   preview
 } from "../Brain.js"
 import { MissingSetting } from "../config/MissingSetting.js"
@@ -180,14 +180,23 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
       if (isJsonObject(json.right) && "error" in json.right) {
         return fatal(`server answered error: ${apiMessage(answer)}`)
       }
-      const decoded = decodeChatResponse(json.right)
-      if (Either.isLeft(decoded)) {
-        return fatal(`answer is not a Chat Completions response: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`)
+      let decoded = decodeChatResponse(json.right)
+      let warning: Effect.Effect<void> = Effect.void
+      // Token counts are for the ledger: a reply whose usage alone is malformed is still the reply.
+      if (Either.isLeft(decoded) && isJsonObject(json.right) && "usage" in json.right) {
+        const { usage: _usage, ...rest } = json.right
+        const withoutUsage = decodeChatResponse(rest)
+        if (Either.isRight(withoutUsage)) {
+          warning = Effect.logWarning(`the server's answer has a malformed usage, not counted: ${oneLine(decoded.left)}`)
+          decoded = withoutUsage
+        }
       }
-      return Effect.flatMap(Ref.updateAndGet(responses, (n) => n + 1), (number) => {
-        const translated = fromChatResponse(decoded.right, (index) => `call_planckclaw_${number}_${index}`)
+      if (Either.isLeft(decoded)) return fatal(`answer is not a Chat Completions response: ${oneLine(decoded.left)}`)
+      const chat = decoded.right
+      return Effect.zipRight(warning, Ref.updateAndGet(responses, (n) => n + 1)).pipe(Effect.flatMap((number) => {
+        const translated = fromChatResponse(chat, (index) => `call_planckclaw_${number}_${index}`)
         return Either.isRight(translated) ? Effect.succeed(translated.right) : fatal(translated.left)
-      })
+      }))
     }
 
     const transportDetail = (error: HttpClientError.HttpClientError) =>

@@ -322,8 +322,21 @@ describe("Anthropic brain", () => {
         const error = yield* failureOf(yield* startCompletion(settings(server.url)))
         expect(error.reason).toBe("fatal")
         expect(error.detail).toContain(detail)
+        expect(error.detail).not.toContain("\n")
         expect(yield* server.requests).toHaveLength(1)
       }
+    })))
+
+  it.scoped("a reply whose usage alone is malformed is still the reply, its usage not counted", () =>
+    withRealHttp(Effect.gen(function*() {
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.respond(200, {
+        content: [{ type: "text", text: "Still here." }],
+        stop_reason: "end_turn",
+        usage: { input_tokens: "12", output_tokens: 3 }
+      })))
+      const answer = yield* Fiber.join(yield* startCompletion(settings(server.url)))
+      expect(answer.content).toEqual([{ type: "text", text: "Still here." }])
+      expect(answer.usage).toBeUndefined()
     })))
 
   it.scoped("a 200 body with a root-level error key is a brain error, not retried", () =>

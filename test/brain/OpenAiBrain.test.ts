@@ -197,13 +197,28 @@ describe("OpenAI-compatible brain over HTTP", () => {
       const cases = [
         [Server.respond(200, "<html>proxy</html>"), "answer is not JSON: <html>proxy</html>"],
         [Server.respond(200, { error: { message: "Provider returned error", code: 502 } }), "server answered error: Provider returned error"],
-        [Server.respond(200, { choices: [] }), "answer has no choices"]
+        [Server.respond(200, { choices: [] }), "answer has no choices"],
+        // One line, saying where: no multi-line schema dump in the log.
+        [Server.respond(200, { choices: "none" }), "answer is not a Chat Completions response: choices: Expected "]
       ] as const
       for (const [reply, detail] of cases) {
         const server = yield* Server.make(Server.replies(reply))
         const error = yield* failureOf(yield* start(settings(server.url)))
-        expect(error).toMatchObject({ reason: "fatal", detail })
+        expect(error.reason).toBe("fatal")
+        expect(error.detail.startsWith(detail)).toBe(true)
+        expect(error.detail).not.toContain("\n")
       }
+    })))
+
+  it.scoped("a reply whose usage alone is malformed is still the reply, its usage not counted", () =>
+    withRealHttp(Effect.gen(function*() {
+      const server = yield* Server.make(Server.replies(Server.respond(200, {
+        choices: [{ message: { role: "assistant", content: "Still here." }, finish_reason: "stop" }],
+        usage: { prompt_tokens: "12", completion_tokens: 3 }
+      })))
+      const answer = yield* Fiber.join(yield* start(settings(server.url)))
+      expect(answer.content).toEqual([{ type: "text", text: "Still here." }])
+      expect(answer.usage).toBeUndefined()
     })))
 })
 
