@@ -22,10 +22,19 @@ export const encodeInteractLine = (message: OutboundMessage): Either.Either<stri
     ? Either.left(new MalformedMessage({ message: `channel ${JSON.stringify(message.channel)} holds a tab or line break` }))
     : Either.right(`${message.channel}\t${escapeText(message.text)}\n`)
 
-/** Decodes one interact line (without its `\n`): the channel runs up to the first tab. */
+/**
+ * Decodes one interact line (without its `\n`): the channel runs up to the
+ * first tab. Bytes that were not UTF-8 arrive as U+FFFD: in the text that
+ * costs a character, in the channel the way back, since a reply on the
+ * changed name would reach no one; such a line is refused.
+ */
 export const decodeInteractLine = (line: string): Either.Either<InboundMessage, MalformedMessage> => {
   const tab = line.indexOf("\t")
-  return tab === -1
-    ? Either.left(new MalformedMessage({ message: `interact line has no tab between channel and text: ${excerpt(line)}` }))
-    : Either.right({ channel: line.slice(0, tab), text: unescapeText(line.slice(tab + 1)) })
+  if (tab === -1) {
+    return Either.left(new MalformedMessage({ message: `interact line has no tab between channel and text: ${excerpt(line)}` }))
+  }
+  const channel = line.slice(0, tab)
+  return channel.includes("\uFFFD")
+    ? Either.left(new MalformedMessage({ message: `interact line's channel is not valid UTF-8 (a reply could not name it): ${excerpt(line)}` }))
+    : Either.right({ channel, text: unescapeText(line.slice(tab + 1)) })
 }

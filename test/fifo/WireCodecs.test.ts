@@ -32,7 +32,8 @@ const wireText = fc.stringOf(
   fc.oneof(fc.constantFrom("\\", "\n", "\t", "\r", "n", "t", "r", " ", "é", "😀"), fc.fullUnicode()),
   { maxLength: 60 }
 )
-const channel = fc.stringOf(fc.fullUnicode().filter((c) => !"\t\r\n".includes(c)), { maxLength: 20 })
+// U+FFFD stands for bytes that were not UTF-8: a channel holding it is refused (see below).
+const channel = fc.stringOf(fc.fullUnicode().filter((c) => !"\t\r\n\uFFFD".includes(c)), { maxLength: 20 })
 
 describe("interact escaping", () => {
   it("escapes backslash, newline, tab and carriage return as two characters each", () => {
@@ -71,6 +72,14 @@ describe("interact escaping", () => {
   it("gives an error value for a line with no tab", () => {
     const decoded = decodeInteractLine("no tab here")
     expect(Either.isLeft(decoded) && decoded.left instanceof MalformedMessage).toBe(true)
+  })
+
+  it("refuses a line whose channel was not valid UTF-8 (a reply could not name it); bad bytes in the text cost a character", () => {
+    const bytesOf = (...parts: ReadonlyArray<string | ReadonlyArray<number>>) =>
+      new TextDecoder().decode(Buffer.concat(parts.map((part) => typeof part === "string" ? Buffer.from(part) : Buffer.from(part))))
+    const badChannel = decodeInteractLine(bytesOf("user-", [0xff, 0xfe], "\thello"))
+    expect(Either.isLeft(badChannel) && badChannel.left.message).toContain("channel is not valid UTF-8")
+    expect(Either.getOrThrow(decodeInteractLine(bytesOf("cli\thi ", [0xff])))).toEqual({ channel: "cli", text: "hi \uFFFD" })
   })
 
   it("refuses a channel that would break the line", () => {
