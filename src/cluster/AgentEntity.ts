@@ -37,6 +37,7 @@ import * as Compactor from "../memory/Compactor.js"
 import { Inbox, type Pending } from "../memory/Inbox.js"
 import * as AgentHost from "../service/AgentHost.js"
 import * as AgentId from "../service/AgentId.js"
+import * as IdempotencyStore from "../service/IdempotencyStore.js"
 import { AgentStore } from "./AgentStore.js"
 import { clusterInbox, TurnJournal } from "./TurnJournal.js"
 
@@ -58,9 +59,16 @@ export class CompactionRefused extends Schema.TaggedError<CompactionRefused>()("
 /**
  * A turn's reply. `attempt` echoes the message's: a sender that finds
  * another attempt's failure stored under its key knows it was not this one's
- * (see retryKey).
+ * (see retryKey). `request` names the message it answered
+ * (IdempotencyStore.requestOf): a key sent again with another message is
+ * refused, not answered with this reply.
  */
-export const Outcome = Schema.Struct({ reply: Schema.String, stored: Schema.Boolean, attempt: Schema.optional(Schema.String) })
+export const Outcome = Schema.Struct({
+  reply: Schema.String,
+  stored: Schema.Boolean,
+  attempt: Schema.optional(Schema.String),
+  request: Schema.optional(Schema.String)
+})
 export type Outcome = typeof Outcome.Type
 
 export const Send = Rpc.make("Send", {
@@ -159,7 +167,8 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
         }
         yield* agent.handle(pending, interact)
         storedByMessage.delete(pending.id)
-        return message.attempt === undefined ? outcome : { ...outcome, attempt: message.attempt }
+        const answered = { ...outcome, request: IdempotencyStore.requestOf(message) }
+        return message.attempt === undefined ? answered : { ...answered, attempt: message.attempt }
       })
 
     const compact = compactor.compactNow.pipe(

@@ -17,6 +17,8 @@ import { SqlError } from "@effect/sql/SqlError"
 import { describe } from "../memory/sql/SqlResilience.js"
 import * as Turn from "../Turn.js"
 import * as AgentHost from "../service/AgentHost.js"
+import type { HostError } from "../service/HostError.js"
+import * as IdempotencyStore from "../service/IdempotencyStore.js"
 import * as AgentEntity from "./AgentEntity.js"
 import { AgentStore } from "./AgentStore.js"
 
@@ -41,6 +43,9 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
     /** The cluster's errors as the host's: the runner or the database is not there now. */
     const clusterError = (id: string) => (error: { readonly _tag: string; readonly message?: string; readonly cause?: unknown }) => {
       switch (error._tag) {
+        case "HostError":
+          // Ours already (a key sent again with another message): as it is.
+          return Effect.fail(error as HostError)
         case "AgentUnavailable":
           return refuse("unavailable", error.message ?? `agent ${id} is unavailable`, id)
         case "CompactionRefused":
@@ -89,6 +94,11 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
       Effect.gen(function*() {
         for (let retry = 0;; retry++) {
           const result = yield* Effect.either(client(id).Send({ ...payload, key: AgentEntity.retryKey(payload.key, retry) }))
+          // Replies stored before `request` was kept cannot tell: they answer.
+          const request = Either.isRight(result) ? result.right.request : undefined
+          if (payload.idempotencyKey !== undefined && request !== undefined && request !== IdempotencyStore.requestOf(payload)) {
+            return yield* refuse("key-reused", IdempotencyStore.reusedKey(payload.idempotencyKey), id)
+          }
           const answered = Either.match(result, {
             onLeft: (error) => error._tag === "AgentUnavailable" ? error.attempt : payload.attempt,
             onRight: (outcome) => Turn.isFailureReply(outcome.reply) ? outcome.attempt : payload.attempt

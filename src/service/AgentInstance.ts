@@ -50,8 +50,8 @@ export interface Message {
 export interface Waiters {
   /** By the message's journal key. */
   readonly byMessage: Map<string, Deferred.Deferred<Reply>>
-  /** By Idempotency-Key, while the message is being answered. */
-  readonly byIdempotencyKey: Map<string, Deferred.Deferred<Reply>>
+  /** By Idempotency-Key, while the message is being answered, with that message (IdempotencyStore.requestOf). */
+  readonly byIdempotencyKey: Map<string, { readonly deferred: Deferred.Deferred<Reply>; readonly request: string }>
 }
 
 export const makeWaiters = (): Waiters => ({ byMessage: new Map(), byIdempotencyKey: new Map() })
@@ -61,7 +61,7 @@ export interface Instance {
    * Journals the message and queues it; the Deferred completes with its
    * reply. None once the instance stopped after a defect: ask the host again.
    */
-  readonly submit: (message: Message) => Effect.Effect<Option.Option<Deferred.Deferred<Reply>>>
+  readonly submit: (message: Message) => Effect.Effect<Option.Option<Deferred.Deferred<Reply>>, HostError>
   /** The messages a previous run left unanswered, being answered now. */
   readonly recovered: ReadonlyArray<Deferred.Deferred<Reply>>
   readonly compactNow: Effect.Effect<Option.Option<Compactor.CompactionReport>, Compactor.CompactionError>
@@ -149,7 +149,9 @@ export const make = (options: {
         const deferred = yield* Deferred.make<Reply>()
         waiters.byMessage.set(waiterKey(pending), deferred)
         const key = pending.idempotencyKey
-        if (key !== undefined && !waiters.byIdempotencyKey.has(key)) waiters.byIdempotencyKey.set(key, deferred)
+        if (key !== undefined && !waiters.byIdempotencyKey.has(key)) {
+          waiters.byIdempotencyKey.set(key, { deferred, request: IdempotencyStore.requestOf(pending) })
+        }
         return deferred
       })
 
@@ -161,8 +163,10 @@ export const make = (options: {
         const key = pending.idempotencyKey
         if (key !== undefined) {
           // A failure is not kept: the retry its reply asks for must get a turn, not the failure again.
-          if (!Turn.isFailureReply(reply.reply)) yield* idempotency.remember(key, reply)
-          if (waiters.byIdempotencyKey.get(key) === deferred) waiters.byIdempotencyKey.delete(key)
+          if (!Turn.isFailureReply(reply.reply)) {
+            yield* idempotency.remember(key, { ...reply, request: IdempotencyStore.requestOf(pending) })
+          }
+          if (waiters.byIdempotencyKey.get(key)?.deferred === deferred) waiters.byIdempotencyKey.delete(key)
         }
         waiters.byMessage.delete(waiterKey(pending))
         yield* Deferred.succeed(deferred, reply)
@@ -246,15 +250,24 @@ export const make = (options: {
     const submit = (message: Message) =>
       Effect.gen(function*() {
         if (stopped) return Option.none()
-        if (message.idempotencyKey !== undefined) {
-          const done = idempotency.lookup(message.idempotencyKey)
+        const key = message.idempotencyKey
+        if (key !== undefined) {
+          const request = IdempotencyStore.requestOf(message)
+          const done = idempotency.lookup(key)
           if (Option.isSome(done)) {
+            // Lines written before the message was kept with its reply cannot tell: they answer.
+            if (done.value.request !== undefined && done.value.request !== request) {
+              return yield* new HostError({ reason: "key-reused", id, message: IdempotencyStore.reusedKey(key) })
+            }
             const deferred = yield* Deferred.make<Reply>()
-            yield* Deferred.succeed(deferred, done.value)
+            yield* Deferred.succeed(deferred, { reply: done.value.reply, stored: done.value.stored })
             return Option.some(deferred)
           }
-          const waiting = waiters.byIdempotencyKey.get(message.idempotencyKey)
-          if (waiting !== undefined) return Option.some(waiting)
+          const waiting = waiters.byIdempotencyKey.get(key)
+          if (waiting !== undefined) {
+            if (waiting.request !== request) return yield* new HostError({ reason: "key-reused", id, message: IdempotencyStore.reusedKey(key) })
+            return Option.some(waiting.deferred)
+          }
         }
         // Journaled before anything else: from here a crash does not lose it.
         const pending = yield* inbox.accept(message)

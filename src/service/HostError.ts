@@ -19,6 +19,8 @@ export type HostErrorReason =
   | "busy"
   /** The compaction itself failed (the brain, the disk). */
   | "failed"
+  /** An Idempotency-Key sent again with another message than the one it was first sent with. */
+  | "key-reused"
 
 export class HostError extends Data.TaggedError("HostError")<{
   readonly reason: HostErrorReason

@@ -80,7 +80,8 @@ const statusOf: Record<HostError["reason"], number> = {
   "not-found": 404,
   "unavailable": 503,
   "busy": 409,
-  "failed": 502
+  "failed": 502,
+  "key-reused": 422
 }
 const hostProblem = (error: HostError) => Effect.succeed(problem(statusOf[error.reason], error.reason, error.message))
 

@@ -7,6 +7,7 @@
  * PLANCKCLAW_IDEMPOTENCY_KEYS lines: past that it is rewritten with the newest
  * keys (a new file, then a rename: a crash leaves the old or the new).
  */
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Data from "effect/Data"
@@ -27,14 +28,29 @@ export const validKey = (key: string): boolean => /^[\x21-\x7e]{1,200}$/.test(ke
 export interface Remembered {
   readonly reply: string
   readonly stored: boolean
+  /** The message the reply answered (`requestOf`); absent in lines written before it was kept. */
+  readonly request?: string | undefined
 }
+
+/**
+ * What identifies a message's content under its Idempotency-Key: a retry
+ * must send the same channel and text, and a key sent again with another
+ * message is refused rather than answered with the first one's reply.
+ */
+export const requestOf = (message: { readonly channel: string; readonly text: string }): string =>
+  crypto.createHash("sha256").update(message.channel).update("\t").update(message.text).digest("base64url").slice(0, 22)
+
+/** Why a key cannot be answered for this message: another message was sent under it. */
+export const reusedKey = (key: string): string =>
+  `Idempotency-Key ${JSON.stringify(key)} was already used for another message (another text or channel); ` +
+  "send a new message under a new key"
 
 export class IdempotencyStoreError extends Data.TaggedError("IdempotencyStoreError")<{
   readonly message: string
 }> {}
 
 const decodeLine = madeOnFirstCall(() =>
-  Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ key: Schema.String, reply: Schema.String, stored: Schema.Boolean })))
+  Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ key: Schema.String, reply: Schema.String, stored: Schema.Boolean, request: Schema.optional(Schema.String) })))
 )
 
 export interface IdempotencyStore {
@@ -81,11 +97,13 @@ export const open = (directory: string, keep: number): Effect.Effect<Idempotency
       if (Option.isNone(record)) continue
       lines++
       entries.delete(record.value.key)
-      entries.set(record.value.key, { reply: record.value.reply, stored: record.value.stored })
+      const { reply, request, stored } = record.value
+      entries.set(record.value.key, { reply, stored, request })
     }
     forgetOldest()
 
-    const encode = (key: string, value: Remembered) => `${JSON.stringify({ key, reply: value.reply, stored: value.stored })}\n`
+    const encode = (key: string, value: Remembered) =>
+      `${JSON.stringify({ key, reply: value.reply, stored: value.stored, ...(value.request === undefined ? {} : { request: value.request }) })}\n`
 
     const rewrite = () => {
       const next = `${file}.next`

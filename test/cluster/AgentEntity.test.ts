@@ -22,6 +22,7 @@ import * as Compactor from "../../src/memory/Compactor.js"
 import * as Memory from "../../src/memory/Memory.js"
 import * as ClusterHost from "../../src/cluster/ClusterHost.js"
 import * as AgentHost from "../../src/service/AgentHost.js"
+import * as IdempotencyStore from "../../src/service/IdempotencyStore.js"
 import { HostError } from "../../src/service/HostError.js"
 import * as Turn from "../../src/Turn.js"
 
@@ -81,11 +82,12 @@ describe("the Agent entity", () => {
     const kit = setup(new Map())
     return Effect.gen(function*() {
       const replies = yield* Effect.all(["one", "two", "three"].map((text) => send("ann", text)), { concurrency: "unbounded" })
-      expect(replies).toEqual([
-        { reply: "reply to one", stored: true },
-        { reply: "reply to two", stored: true },
-        { reply: "reply to three", stored: true }
-      ])
+      expect(replies).toEqual(["one", "two", "three"].map((text) => ({
+        reply: `reply to ${text}`,
+        stored: true,
+        // Which message each reply answered: a key sent again with another is refused by ClusterHost.
+        request: IdempotencyStore.requestOf({ channel: "http", text })
+      })))
       expect(kit.history("ann").map((line: { content: string }) => line.content)).toEqual([
         "one", "reply to one", "two", "reply to two", "three", "reply to three"
       ])
@@ -106,7 +108,7 @@ describe("the Agent entity", () => {
     // The runner died after the turn decided its reply: the journal has it, the cluster delivers the message again.
     const kit = setup(new Map([["cid/idem:k-9", { reply: "the reply decided before", stored: true }]]))
     return Effect.gen(function*() {
-      expect(yield* send("cid", "what was it?", "k-9")).toEqual({ reply: "the reply decided before", stored: true })
+      expect(yield* send("cid", "what was it?", "k-9")).toMatchObject({ reply: "the reply decided before", stored: true })
       expect(kit.asked).toEqual([])
       expect(kit.history("cid")).toEqual([
         { role: "user", content: "what was it?" },
@@ -145,6 +147,19 @@ describe("the cluster's AgentHost over the Agent entity", () => {
       expect(refused.message).toBe("agent eli: the test's database is down")
       expect(yield* agents.send("eli", { text: "hi", idempotencyKey: "k-3" })).toEqual({ reply: "reply to hi", stored: true })
       expect(kit.asked).toEqual(["hi"])
+    }).pipe(Effect.provide(withHost(kit)), Effect.scoped)
+  })
+
+  it.live("refuses an Idempotency-Key sent again with another message (key-reused), and answers the same message again", () => {
+    const kit = setup(new Map())
+    return Effect.gen(function*() {
+      const agents = yield* AgentHost.AgentHost
+      expect(yield* agents.send("gus", { text: "pay 10", idempotencyKey: "k-5" })).toEqual({ reply: "reply to pay 10", stored: true })
+      const other = yield* Effect.flip(agents.send("gus", { text: "pay 1000", idempotencyKey: "k-5" }))
+      expect(other.reason).toBe("key-reused")
+      expect(other.message).toContain("was already used for another message")
+      expect(yield* agents.send("gus", { text: "pay 10", idempotencyKey: "k-5" })).toEqual({ reply: "reply to pay 10", stored: true })
+      expect(kit.asked).toEqual(["pay 10"])
     }).pipe(Effect.provide(withHost(kit)), Effect.scoped)
   })
 

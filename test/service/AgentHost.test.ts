@@ -2,14 +2,14 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, TestClock } from "effect"
+import { Deferred, Effect, Exit, Fiber, TestClock } from "effect"
 import * as AgentId from "../../src/service/AgentId.js"
 import * as AgentStatus from "../../src/service/AgentStatus.js"
 import * as Agent from "../../src/Agent.js"
 import type { MessagesRequest } from "../../src/Brain.js"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import { eventually } from "../support/Sandbox.js"
-import { echoBrain, historyOf, isCompaction, startHost, tempDir } from "./Kit.js"
+import { echoBrain, historyOf, isCompaction, lastUserText, startHost, tempDir } from "./Kit.js"
 
 /** A host over a fresh agents directory, made for the test to lay agents in by hand. */
 const hostOverAgentsDir = Effect.gen(function*() {
@@ -314,6 +314,33 @@ describe("AgentHost", () => {
       expect(yield* agents.send("other", { text: "pay", idempotencyKey: "k-1" })).toEqual({ reply: "echo pay", stored: true })
       expect(brain.requests.length).toBe(3)
       expect(historyOf(root, "idem").length).toBe(4)
+    }))
+
+  it.scopedLive("refuses an Idempotency-Key sent again with another message (key-reused), answered or in flight, also after a restart", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const gate = yield* Deferred.make<void>()
+      const brain = echoBrain((request) => lastUserText(request) === "slow" ? Effect.as(Deferred.await(gate), ScriptedBrain.text("echo slow")) : undefined)
+      yield* Effect.scoped(Effect.gen(function*() {
+        const agents = yield* startHost(root, brain.layer)
+        expect(yield* agents.send("keys", { text: "pay 10", idempotencyKey: "k-1" })).toEqual({ reply: "echo pay 10", stored: true })
+        const other = yield* Effect.flip(agents.send("keys", { text: "pay 1000", idempotencyKey: "k-1" }))
+        expect(other.reason).toBe("key-reused")
+        expect(other.message).toContain("Idempotency-Key \"k-1\" was already used for another message")
+        expect((yield* Effect.flip(agents.send("keys", { text: "pay 10", channel: "elsewhere", idempotencyKey: "k-1" }))).reason).toBe("key-reused")
+        // In flight: the same message waits for the same reply, another is refused at once.
+        const first = yield* Effect.fork(agents.send("keys", { text: "slow", idempotencyKey: "k-2" }))
+        yield* eventually("the slow turn asked", () => brain.requests.some((request) => lastUserText(request) === "slow") || undefined)
+        expect((yield* Effect.flip(agents.send("keys", { text: "fast", idempotencyKey: "k-2" }))).reason).toBe("key-reused")
+        const again = yield* Effect.fork(agents.send("keys", { text: "slow", idempotencyKey: "k-2" }))
+        yield* Deferred.succeed(gate, undefined)
+        expect(yield* Fiber.join(first)).toEqual({ reply: "echo slow", stored: true })
+        expect(yield* Fiber.join(again)).toEqual({ reply: "echo slow", stored: true })
+      }))
+      const agents = yield* startHost(root, brain.layer)
+      expect((yield* Effect.flip(agents.send("keys", { text: "pay 1000", idempotencyKey: "k-1" }))).reason).toBe("key-reused")
+      expect(yield* agents.send("keys", { text: "pay 10", idempotencyKey: "k-1" })).toEqual({ reply: "echo pay 10", stored: true })
+      expect(brain.requests.length).toBe(2)
     }))
 
   it.scopedLive("keeps no failure under an Idempotency-Key: the retry the apology asks for gets a turn", () =>

@@ -85,6 +85,12 @@ describe("HTTP API", () => {
       const first = yield* post(port, "/v1/agents/k/messages", { text: "once" }, { "idempotency-key": "abc-1" })
       const again = yield* post(port, "/v1/agents/k/messages", { text: "once" }, { "idempotency-key": "abc-1" })
       expect(again).toEqual(first)
+      expect(first.body).toEqual({ reply: "echo once", stored: true })
+      expect(brain.requests.length).toBe(1)
+      // The same key with another message: 422, not the first message's reply.
+      const reused = yield* post(port, "/v1/agents/k/messages", { text: "something else" }, { "idempotency-key": "abc-1" })
+      expect(reused.status).toBe(422)
+      expect(reused.body).toMatchObject({ error: "key-reused" })
       expect(brain.requests.length).toBe(1)
       yield* post(port, "/v1/agents/k/messages", { text: "twice" })
       const compacted = yield* call(port, "POST", "/v1/agents/k/compact")

@@ -10,7 +10,7 @@ import * as AgentHost from "../../src/service/AgentHost.js"
 
 export const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-serve-"))
 
-const lastUserText = (request: MessagesRequest): string => {
+export const lastUserText = (request: MessagesRequest): string => {
   const last = request.messages[request.messages.length - 1]!
   return typeof last.content === "string" ? last.content : ""
 }
