@@ -81,6 +81,14 @@ const readBrainRequest = String.raw`request=
 const lookupTool =
   `[{"name":"lookup","description":"Looks a word up","input_schema":{"type":"object","properties":{"word":{"type":"string"}}}}]`
 
+/** The model calls `lookup` with the user's word, then says what the tool said. */
+const lookupOnce: AnthropicServer.Handler = (request, index) => {
+  const last = lastContent(request.body)
+  return Array.isArray(last)
+    ? AnthropicServer.text(`tool said: ${toolResultsOf(request.body)[0]?.content}`)
+    : AnthropicServer.toolUse([{ id: `tu_${index}`, name: "lookup", input: { word: last } }])
+}
+
 describe("planckclaw run: the runtime directory", () => {
   for (const { preexisting, signal } of [
     { signal: "SIGTERM", preexisting: false },
@@ -443,12 +451,7 @@ done
 
   it.scopedLive("a claw bridge script that exits 1 after its first answer", () =>
     Effect.gen(function*() {
-      const { box, server } = yield* withServer((request, index) => {
-        const last = lastContent(request.body)
-        return Array.isArray(last)
-          ? AnthropicServer.text(`tool said: ${toolResultsOf(request.body)[0]?.content}`)
-          : AnthropicServer.toolUse([{ id: `tu_${index}`, name: "lookup", input: { word: last } }])
-      })
+      const { box, server } = yield* withServer(lookupOnce)
       const claws = box.script(
         "claws.sh",
         String.raw`echo $$ >> "$D/claw.starts"
@@ -503,12 +506,7 @@ done
 
   it.scopedLive("a claw bridge that dies during a tool call: the call fails at once, and the next uses the restarted one", () =>
     Effect.gen(function*() {
-      const { box, server } = yield* withServer((request, index) => {
-        const last = lastContent(request.body)
-        return Array.isArray(last)
-          ? AnthropicServer.text(`tool said: ${toolResultsOf(request.body)[0]?.content}`)
-          : AnthropicServer.toolUse([{ id: `tu_${index}`, name: "lookup", input: { word: last } }])
-      })
+      const { box, server } = yield* withServer(lookupOnce)
       const claws = box.script(
         "claws.sh",
         String.raw`echo $$ >> "$D/claw.starts"

@@ -94,8 +94,9 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
       Effect.gen(function*() {
         for (let retry = 0;; retry++) {
           const result = yield* Effect.either(client(id).Send({ ...payload, key: AgentEntity.retryKey(payload.key, retry) }))
-          // Replies stored before `request` was kept cannot tell: they answer.
-          const request = Either.isRight(result) ? result.right.request : undefined
+          // Replies stored before `request` was kept cannot tell: they answer. A failure is no
+          // answer to keep (as in serve): another message after it goes on to the next retry key.
+          const request = Either.isRight(result) && !Turn.isFailureReply(result.right.reply) ? result.right.request : undefined
           if (payload.idempotencyKey !== undefined && request !== undefined && request !== IdempotencyStore.requestOf(payload)) {
             return yield* refuse("key-reused", IdempotencyStore.reusedKey(payload.idempotencyKey), id)
           }

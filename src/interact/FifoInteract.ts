@@ -10,27 +10,25 @@
  * one, and the next writer's line must not be glued to it (it could name
  * another channel, whose words would go to the first).
  */
-import * as Duration from "effect/Duration"
 import * as Chunk from "effect/Chunk"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
-import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import * as fs from "node:fs"
-import { type FifoWriter, listenReader, openWriter, takeUnread } from "../fifo/PipeEnd.js"
-import * as SafeFile from "../memory/SafeFile.js"
+import { listenReader, openWriter } from "../fifo/PipeEnd.js"
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
 import * as Handover from "../fifo/Handover.js"
 import { type InboundMessage, Interact, InteractError, type InteractService } from "../Interact.js"
 import { defaultMaxLineBytes, type Frame, type FrameTooLarge, makeLineFramer } from "../fifo/Framing.js"
 import { decodeInteractLine, encodeInteractLine } from "../fifo/InteractLine.js"
 import * as DirectPull from "./DirectPull.js"
+import * as UnreadReplies from "./UnreadReplies.js"
 import { mapFailure } from "../Catch.js"
 import * as Mutex from "../Mutex.js"
 import * as Wakeups from "../Wakeups.js"
@@ -55,45 +53,6 @@ export interface FifoInteractOptions {
   readonly keepUnread?: string
 }
 
-/**
- * Puts back what the last run left unread in interact_out, queued before any
- * new reply but not awaited: with no reader yet, a start must not wait for
- * one. The file goes once the pipe has taken it all.
- */
-const resendKept = (file: string, writer: FifoWriter): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    // An lstat first: there is usually nothing, and a failed open costs an error's stack trace.
-    const present = Either.try(() => fs.lstatSync(file, { throwIfNoEntry: false }) !== undefined)
-    if (Either.isRight(present) && !present.right) return Effect.void
-    const kept = SafeFile.read(file)
-    if (Either.isLeft(kept)) return Effect.logWarning(`cannot read the replies kept from the last run: ${kept.left.message}`)
-    const text = kept.right ?? ""
-    if (text === "") return Effect.sync(() => SafeFile.removeLeftover(file))
-    const runtime = Effect.runtime<never>()
-    return Effect.flatMap(runtime, (runtime) =>
-      Effect.sync(() =>
-        writer.send(text, (error) => {
-          if (error === undefined) SafeFile.removeLeftover(file)
-          else Runtime.runFork(runtime)(Effect.logWarning(`cannot send the replies kept in ${file}: ${error.message}`))
-        })
-      )).pipe(Effect.zipRight(Effect.logInfo(`sending ${text.split("\n").length - 1} reply line(s) the last run left unread in ${writer.path}`)))
-  })
-
-/** Takes what is still unread in interact_out and keeps it in `file` (after anything kept before). */
-const keepUnread = (file: string, pipe: string): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    const unread = takeUnread(pipe)
-    if (Either.isLeft(unread)) return Effect.logWarning(`cannot take the replies unread in ${pipe}: ${unread.left.message}`)
-    if (unread.right.length === 0) return Effect.void
-    const before = SafeFile.read(file)
-    const kept = Either.flatMap(before, (text) =>
-      SafeFile.replace(file, Buffer.concat([Buffer.from(text ?? "", "utf8"), unread.right]), true))
-    const lines = unread.right.filter((byte) => byte === 0x0a).length
-    return Either.isLeft(kept)
-      ? Effect.logError(`${lines} reply line(s) unread in ${pipe} are lost: cannot keep them in ${file}: ${kept.left.message}`)
-      : Effect.logWarning(`${lines} reply line(s) were still unread in ${pipe}: kept in ${file}, sent first at the next start`)
-  })
-
 /** What the sender of a line longer than the pipe accepts is told. */
 export const oversizedReply = (limit: number): string =>
   `Your message is more than ${limit} bytes long, more than this agent accepts. ` +
@@ -114,9 +73,9 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     const outbound = yield* openWriter(options.paths.interactOut)
     const kept = options.keepUnread
     if (kept !== undefined) {
-      yield* resendKept(kept, outbound)
+      yield* UnreadReplies.resend(kept, outbound)
       // Run before the writer closes (finalizers run last added first), while the pipe still holds them.
-      yield* Effect.addFinalizer(() => keepUnread(kept, options.paths.interactOut))
+      yield* Effect.addFinalizer(() => UnreadReplies.keep(kept, options.paths.interactOut))
     }
     const maxLineBytes = options.maxLineBytes ?? defaultMaxLineBytes
     const handover = options.handover

@@ -68,7 +68,9 @@ describe("planckclaw serve --cluster, three runners", () => {
     expect(first).toEqual({ status: 200, body: { reply: "reply to hello", stored: true } })
     // The same key through the two other runners: the same answer, no second turn.
     expect(await post(b.httpPort, "solo", "hello", "key-1")).toEqual(first)
-    expect(await post(c.httpPort, "solo", "hello again?", "key-1")).toEqual(first)
+    expect(await post(c.httpPort, "solo", "hello", "key-1")).toEqual(first)
+    // The same key with another message: refused, through any runner, not given the first one's reply.
+    expect(await post(c.httpPort, "solo", "hello again?", "key-1")).toMatchObject({ status: 422, body: { error: "key-reused" } })
     expect(await post(c.httpPort, "solo", "second", "key-2")).toEqual({ status: 200, body: { reply: "reply to second", stored: true } })
     expect((await histories()).get("solo")).toEqual([
       { role: "user", content: "hello" },

@@ -8,15 +8,20 @@ import { blocksFrom, mkfifo, tempDir } from "../support/FifoKit.js"
 import { captureLogs } from "../support/LogCapture.js"
 import { awaitPendingSleep } from "../support/TestClockWait.js"
 
-// The far end played by hand: requests read as blocks, answers written when the test says.
-// The exchange's log lines are captured in `logs`.
-const withPeer = Effect.gen(function*() {
+/** The two FIFOs of an exchange, and its log lines captured. */
+const pipes = Effect.gen(function*() {
   const dir = yield* tempDir
   const requestPath = path.join(dir, "in")
   const answerPath = path.join(dir, "out")
   yield* mkfifo(requestPath)
   yield* mkfifo(answerPath)
-  const logs = yield* captureLogs
+  return { requestPath, answerPath, logs: yield* captureLogs }
+})
+
+// The far end played by hand: requests read as blocks, answers written when the test says.
+// The exchange's log lines are captured in `logs`.
+const withPeer = Effect.gen(function*() {
+  const { answerPath, logs, requestPath } = yield* pipes
   const exchange = yield* makeExchange({ requestPath, answerPath, maxAnswerBytes: 64 }).pipe(Effect.provide(logs.layer))
   const requests = yield* blocksFrom(requestPath)
   const answers = yield* openWriter(answerPath)
@@ -68,12 +73,7 @@ describe("Exchange", () => {
 
 // A far end whose process can die: it reads only when the test says, and its death runs what the exchange registered.
 const withMortalPeer = Effect.gen(function*() {
-  const dir = yield* tempDir
-  const requestPath = path.join(dir, "in")
-  const answerPath = path.join(dir, "out")
-  yield* mkfifo(requestPath)
-  yield* mkfifo(answerPath)
-  const logs = yield* captureLogs
+  const { answerPath, logs, requestPath } = yield* pipes
   let onExit: Effect.Effect<void> = Effect.void
   const exchange = yield* makeExchange({
     requestPath,
