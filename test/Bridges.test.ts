@@ -81,6 +81,27 @@ const readBrainRequest = String.raw`request=
 const lookupTool =
   `[{"name":"lookup","description":"Looks a word up","input_schema":{"type":"object","properties":{"word":{"type":"string"}}}}]`
 
+/**
+ * A brain script that answers `re: ` and the last "content" string of the
+ * request (the newest user message), and exits 1 once, before or after its
+ * first answer; each start is noted in brain.starts.
+ */
+const dyingBrain = (box: Sandbox, when: "before its first answer" | "after its first answer") => {
+  const die = `if [ ! -e "$D/brain.died" ]; then : > "$D/brain.died"; exit 1; fi`
+  return box.script(
+    "brain.sh",
+    String.raw`echo $$ >> "$D/brain.starts"
+while :; do
+  ${readBrainRequest}
+  ${when === "before its first answer" ? die : ""}
+  said=$(printf '%s' "$request" | sed 's/.*"content":"\([^"]*\)".*/\1/')
+  printf '{"type":"message","role":"assistant","content":[{"type":"text","text":"re: %s"}],"stop_reason":"end_turn"}\n\n' "$said" > "$PLANCKCLAW_BRAIN_OUT"
+  ${when === "after its first answer" ? die : ""}
+done
+`
+  )
+}
+
 /** The model calls `lookup` with the user's word, then says what the tool said. */
 const lookupOnce: AnthropicServer.Handler = (request, index) => {
   const last = lastContent(request.body)
@@ -429,18 +450,7 @@ describe("a bridge that dies mid-conversation is restarted, and no reply is lost
   it.scopedLive("a brain script that exits 1 after its first answer", () =>
     Effect.gen(function*() {
       const box = yield* sandbox({ ANTHROPIC_API_KEY: apiKey })
-      // Answers `re: ` and the last "content" string of the request: the newest user message.
-      const brain = box.script(
-        "brain.sh",
-        String.raw`echo $$ >> "$D/brain.starts"
-while :; do
-  ${readBrainRequest}
-  said=$(printf '%s' "$request" | sed 's/.*"content":"\([^"]*\)".*/\1/')
-  printf '{"type":"message","role":"assistant","content":[{"type":"text","text":"re: %s"}],"stop_reason":"end_turn"}\n\n' "$said" > "$PLANCKCLAW_BRAIN_OUT"
-  if [ ! -e "$D/brain.died" ]; then : > "$D/brain.died"; exit 1; fi
-done
-`
-      )
+      const brain = dyingBrain(box, "after its first answer")
       const run = yield* runWithoutBridge(box, ["--brain", brain])
       yield* sendRaw(box.runDir, "cli\tm1\ncli\tm2\ncli\tm3\n")
       expect(yield* receiveRaw(box.runDir, 3)).toEqual(["cli\tre: m1", "cli\tre: m2", "cli\tre: m3"])
@@ -484,17 +494,7 @@ describe("a bridge that dies holding a request: the request is not left to the p
   it.scopedLive("a brain script that dies after reading its first request: the request goes again to the restarted one", () =>
     Effect.gen(function*() {
       const box = yield* sandbox({ ANTHROPIC_API_KEY: apiKey })
-      const brain = box.script(
-        "brain.sh",
-        String.raw`echo $$ >> "$D/brain.starts"
-while :; do
-  ${readBrainRequest}
-  if [ ! -e "$D/brain.died" ]; then : > "$D/brain.died"; exit 1; fi
-  said=$(printf '%s' "$request" | sed 's/.*"content":"\([^"]*\)".*/\1/')
-  printf '{"type":"message","role":"assistant","content":[{"type":"text","text":"re: %s"}],"stop_reason":"end_turn"}\n\n' "$said" > "$PLANCKCLAW_BRAIN_OUT"
-done
-`
-      )
+      const brain = dyingBrain(box, "before its first answer")
       const run = yield* runWithoutBridge(box, ["--brain", brain])
       yield* sendRaw(box.runDir, "cli\tm1\ncli\tm2\n")
       // Before, m1 waited out the pipe's patience (minutes) for an answer the dead bridge owed.
