@@ -17,6 +17,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { integerIn } from "../config/ConfigRange.js"
 import { madeOnFirstCall } from "../FirstCall.js"
+import * as SafeFile from "../memory/SafeFile.js"
 
 /** How many keys each agent remembers (the oldest are forgotten first). */
 export const IdempotencyConfig = integerIn("PLANCKCLAW_IDEMPOTENCY_KEYS", { min: 1, max: 1_000_000 }, 1000)
@@ -60,31 +61,13 @@ export interface IdempotencyStore {
 }
 
 export const FILE = ".idempotency.jsonl"
-const APPEND = fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW
-const READ_WRITE = fs.constants.O_RDWR | fs.constants.O_NOFOLLOW
-
-const describe = (error: unknown) => error instanceof Error ? error.message : String(error)
 
 /** Opens (or finds absent) the store of `directory`; the file is read once, here. */
 export const open = (directory: string, keep: number): Effect.Effect<IdempotencyStore, IdempotencyStoreError> =>
   Effect.suspend(() => {
     const file = path.join(directory, FILE)
-    const loaded = Either.try({
-      try: () => {
-        if (!fs.existsSync(file)) return ""
-        const fd = fs.openSync(file, READ_WRITE)
-        try {
-          if (!fs.fstatSync(fd).isFile()) throw new Error(`${file} is not a regular file`)
-          const bytes = fs.readFileSync(fd)
-          const end = bytes.lastIndexOf(0x0a) + 1
-          if (end < bytes.length) fs.ftruncateSync(fd, end)
-          return bytes.toString("utf8", 0, end)
-        } finally {
-          fs.closeSync(fd)
-        }
-      },
-      catch: (error) => new IdempotencyStoreError({ message: `cannot read ${file}: ${describe(error)}` })
-    })
+    // Never through a link, only a regular file of this user; a torn last line is cut off.
+    const loaded = Either.mapLeft(SafeFile.readJournal(file), (error) => new IdempotencyStoreError({ message: `cannot read ${file}: ${error.message}` }))
     if (Either.isLeft(loaded)) return Effect.fail(loaded.left)
     // A Map keeps insertion order: the first entries are the oldest.
     const entries = new Map<string, Remembered>()
@@ -105,38 +88,33 @@ export const open = (directory: string, keep: number): Effect.Effect<Idempotency
     const encode = (key: string, value: Remembered) =>
       `${JSON.stringify({ key, reply: value.reply, stored: value.stored, ...(value.request === undefined ? {} : { request: value.request }) })}\n`
 
-    const rewrite = () => {
-      const next = `${file}.next`
-      Either.try(() => fs.unlinkSync(next))
-      const fd = fs.openSync(next, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600)
-      try {
-        fs.writeSync(fd, [...entries].map(([key, value]) => encode(key, value)).join(""))
-        fs.fsyncSync(fd)
-      } finally {
-        fs.closeSync(fd)
-      }
-      fs.renameSync(next, file)
-      lines = entries.size
-    }
+    // A new file, then a rename: a crash leaves the old or the new.
+    const rewrite = () =>
+      Either.map(SafeFile.replace(file, [...entries].map(([key, value]) => encode(key, value)).join(""), true), () => {
+        lines = entries.size
+      })
+
+    // Checked as a memory file is; a short write is cut back off (appendAll).
+    const append = (line: string) =>
+      Either.flatMap(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => {
+        const written = SafeFile.appendAll(fd, file, Buffer.from(line, "utf8"), stat.size)
+        Either.try(() => fs.closeSync(fd))
+        return written
+      })
 
     const remember = (key: string, value: Remembered) =>
       Effect.suspend(() => {
         entries.delete(key)
         entries.set(key, value)
         forgetOldest()
-        const written = Either.try(() => {
-          if (lines + 1 > 2 * keep) return rewrite()
-          const fd = fs.openSync(file, APPEND, 0o600)
-          try {
-            fs.writeSync(fd, encode(key, value))
-          } finally {
-            fs.closeSync(fd)
-          }
-          lines++
-        })
+        const written = lines + 1 > 2 * keep
+          ? rewrite()
+          : Either.map(append(encode(key, value)), () => {
+            lines++
+          })
         return Either.isRight(written)
           ? Effect.void
-          : Effect.logError(`cannot record Idempotency-Key ${JSON.stringify(key)} in ${file}: ${describe(written.left)}; a retry after a restart may run a second turn`)
+          : Effect.logError(`cannot record Idempotency-Key ${JSON.stringify(key)} in ${file}: ${written.left.message}; a retry after a restart may run a second turn`)
       })
 
     return Effect.succeed({ lookup: (key) => Option.fromNullable(entries.get(key)), remember })
