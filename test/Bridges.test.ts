@@ -102,6 +102,30 @@ done
   )
 }
 
+/**
+ * A claw bridge script serving `lookup` (it answers `found` and the call's
+ * input), that exits 1 once: after its first answer, or during its first
+ * call; each start is noted in claw.starts.
+ */
+const dyingClaws = (box: Sandbox, when: "after its first answer" | "during its first call") => {
+  const die = `if [ ! -e "$D/claw.died" ]; then : > "$D/claw.died"; exit 1; fi`
+  return box.script(
+    "claws.sh",
+    String.raw`echo $$ >> "$D/claw.starts"
+while IFS= read -r line < "$PLANCKCLAW_CLAW_IN"; do
+  if [ "$line" = __list_tools__ ]; then
+    answer='${lookupTool}'
+  else
+    ${when === "during its first call" ? die : ""}
+    answer="found $(printf '%s' "$line" | cut -f2-)"
+  fi
+  printf '%s\n\n' "$answer" > "$PLANCKCLAW_CLAW_OUT"
+  ${when === "after its first answer" ? die : ""}
+done
+`
+  )
+}
+
 /** The model calls `lookup` with the user's word, then says what the tool said. */
 const lookupOnce: AnthropicServer.Handler = (request, index) => {
   const last = lastContent(request.body)
@@ -462,20 +486,7 @@ describe("a bridge that dies mid-conversation is restarted, and no reply is lost
   it.scopedLive("a claw bridge script that exits 1 after its first answer", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer(lookupOnce)
-      const claws = box.script(
-        "claws.sh",
-        String.raw`echo $$ >> "$D/claw.starts"
-while IFS= read -r line < "$PLANCKCLAW_CLAW_IN"; do
-  if [ "$line" = __list_tools__ ]; then
-    answer='${lookupTool}'
-  else
-    answer="found $(printf '%s' "$line" | cut -f2-)"
-  fi
-  printf '%s\n\n' "$answer" > "$PLANCKCLAW_CLAW_OUT"
-  if [ ! -e "$D/claw.died" ]; then : > "$D/claw.died"; exit 1; fi
-done
-`
-      )
+      const claws = dyingClaws(box, "after its first answer")
       yield* runWithoutBridge(box, ["--claw", claws])
       yield* sendRaw(box.runDir, "cli\talpha\ncli\tbeta\n")
       expect(yield* receiveRaw(box.runDir, 2)).toEqual([
@@ -507,20 +518,7 @@ describe("a bridge that dies holding a request: the request is not left to the p
   it.scopedLive("a claw bridge that dies during a tool call: the call fails at once, and the next uses the restarted one", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer(lookupOnce)
-      const claws = box.script(
-        "claws.sh",
-        String.raw`echo $$ >> "$D/claw.starts"
-while IFS= read -r line < "$PLANCKCLAW_CLAW_IN"; do
-  if [ "$line" = __list_tools__ ]; then
-    answer='${lookupTool}'
-  else
-    if [ ! -e "$D/claw.died" ]; then : > "$D/claw.died"; exit 1; fi
-    answer="found $(printf '%s' "$line" | cut -f2-)"
-  fi
-  printf '%s\n\n' "$answer" > "$PLANCKCLAW_CLAW_OUT"
-done
-`
-      )
+      const claws = dyingClaws(box, "during its first call")
       yield* runWithoutBridge(box, ["--claw", claws])
       yield* sendRaw(box.runDir, "cli\talpha\n")
       expect(yield* receiveRaw(box.runDir, 1)).toEqual([
