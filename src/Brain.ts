@@ -167,20 +167,30 @@ export const decodeBrainAnswer = (raw: string): Effect.Effect<MessagesResponse, 
       })
     )
   }
-  const decoded = decodeResponse(json)
-  if (Either.isRight(decoded)) return Effect.succeed(decoded.right)
-  // Token counts are for the ledger: a reply whose usage alone is malformed is still the reply.
-  if (isJsonObject(json) && "usage" in json) {
-    const { usage: _usage, ...rest } = json
-    const withoutUsage = decodeResponse(rest)
-    if (Either.isRight(withoutUsage)) {
-      return Effect.as(
-        Effect.logWarning(`the brain's answer has a malformed usage, not counted: ${oneLine(decoded.left)}`),
-        withoutUsage.right
-      )
-    }
-  }
-  return Effect.fail(new BrainError({ reason: "fatal", detail: `answer is not a Messages API response: ${oneLine(decoded.left)}` }))
+  return Either.match(decodeSparingUsage(decodeResponse, json), {
+    onLeft: (error) => Effect.fail(new BrainError({ reason: "fatal", detail: `answer is not a Messages API response: ${oneLine(error)}` })),
+    onRight: (decoded) => Effect.as(decoded.warning, decoded.answer)
+  })
+}
+
+/**
+ * Decodes an answer's JSON with `decode`; when its `usage` alone is
+ * malformed, the answer without it, and a warning saying so: token counts
+ * are for the ledger, and the reply stands.
+ */
+export const decodeSparingUsage = <A>(
+  decode: (json: unknown) => Either.Either<A, ParseResult.ParseError>,
+  json: unknown
+): Either.Either<{ readonly answer: A; readonly warning: Effect.Effect<void> }, ParseResult.ParseError> => {
+  const decoded = decode(json)
+  if (Either.isRight(decoded)) return Either.right({ answer: decoded.right, warning: Effect.void })
+  if (!isJsonObject(json) || !("usage" in json)) return Either.left(decoded.left)
+  const { usage: _usage, ...rest } = json
+  return Either.match(decode(rest), {
+    onLeft: () => Either.left(decoded.left),
+    onRight: (answer) =>
+      Either.right({ answer, warning: Effect.logWarning(`the answer's usage is malformed, not counted: ${oneLine(decoded.left)}`) })
+  })
 }
 
 /** A parse error on one line, each problem with where it is: `content.0.type: Expected "text"…; …`. */

@@ -10,7 +10,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { Brain, BrainError, type BrainService, decodeBrainAnswer, type MessagesResponse } from "../Brain.js"
-import { type AskError, type FarEndExited, type FarEndExits, makeExchange } from "../fifo/Exchange.js"
+import { askOnceMore, type FarEndExited, type FarEndExits, makeExchange } from "../fifo/Exchange.js"
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
 import { makeRequestFrameEncoder, plainBrainAnswer } from "../fifo/BrainFrame.js"
 import { defaultMaxBlockBytes, type FrameTooLarge } from "../fifo/Framing.js"
@@ -46,7 +46,6 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
       FifoError: (error: FifoError) => new BrainError({ reason: "fatal", detail: error.message }),
       FarEndExited: (error: FarEndExited) => new BrainError({ reason: "fatal", detail: `${error.message}, twice` })
     }
-    const isFarEndExited = (error: AskError) => error._tag === "FarEndExited"
     // The usual answer skips the Schema; anything else (errors, other
     // blocks, odd fields) takes the full decode and its messages.
     const readAnswer = (answer: string): Effect.Effect<MessagesResponse, BrainError> => {
@@ -58,8 +57,7 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
       const frame = encodeRequest(request)
       if (Either.isLeft(frame)) return Effect.fail(new BrainError({ reason: "fatal", detail: frame.left.message }))
       // A bridge that crashed with the request is restarted: the request goes once more, to the new one.
-      const asked = Effect.catchIf(exchange.ask(frame.right, timeout), isFarEndExited, () => exchange.ask(frame.right, timeout))
-      return Effect.flatMap(Effect.catchTags(asked, exchangeFailures), readAnswer)
+      return Effect.flatMap(Effect.catchTags(askOnceMore(exchange, frame.right, timeout), exchangeFailures), readAnswer)
     }
     return { complete }
   })

@@ -24,6 +24,7 @@ import {
   type BrainService,
   type MessagesRequest,
   type MessagesResponse,
+  decodeSparingUsage,
   type Misconfigured,
   oneLine,
   preview
@@ -180,19 +181,9 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
       if (isJsonObject(json.right) && "error" in json.right) {
         return fatal(`server answered error: ${apiMessage(answer)}`)
       }
-      let decoded = decodeChatResponse(json.right)
-      let warning: Effect.Effect<void> = Effect.void
-      // Token counts are for the ledger: a reply whose usage alone is malformed is still the reply.
-      if (Either.isLeft(decoded) && isJsonObject(json.right) && "usage" in json.right) {
-        const { usage: _usage, ...rest } = json.right
-        const withoutUsage = decodeChatResponse(rest)
-        if (Either.isRight(withoutUsage)) {
-          warning = Effect.logWarning(`the server's answer has a malformed usage, not counted: ${oneLine(decoded.left)}`)
-          decoded = withoutUsage
-        }
-      }
+      const decoded = decodeSparingUsage(decodeChatResponse, json.right)
       if (Either.isLeft(decoded)) return fatal(`answer is not a Chat Completions response: ${oneLine(decoded.left)}`)
-      const chat = decoded.right
+      const { answer: chat, warning } = decoded.right
       return Effect.zipRight(warning, Ref.updateAndGet(responses, (n) => n + 1)).pipe(Effect.flatMap((number) => {
         const translated = fromChatResponse(chat, (index) => `call_planckclaw_${number}_${index}`)
         return Either.isRight(translated) ? Effect.succeed(translated.right) : fatal(translated.left)

@@ -23,7 +23,7 @@ import {
   unknownTool
 } from "../Claws.js"
 import { mapFailure } from "../Catch.js"
-import { type AskError, type FarEndExited, type FarEndExits, makeExchange } from "../fifo/Exchange.js"
+import { askOnceMore, type FarEndExited, type FarEndExits, makeExchange } from "../fifo/Exchange.js"
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
 import { decodeClawAnswer, encodeClawCall, listToolsRequest } from "../fifo/ClawFrame.js"
 import { defaultMaxBlockBytes, type FrameTooLarge } from "../fifo/Framing.js"
@@ -112,9 +112,8 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
     }
 
     // Discovery changes nothing: after a crash of the bridge it is asked once more, of the restarted one.
-    const listOnce = exchange.ask(listToolsRequest, listTimeout)
     const list: ClawsService["list"] = Effect.flatMap(
-      mapFailure(Effect.catchIf(listOnce, (error: AskError) => error._tag === "FarEndExited", () => listOnce), (error) =>
+      mapFailure(askOnceMore(exchange, listToolsRequest, listTimeout), (error) =>
         new ClawsError({
           message: error._tag === "ExchangeTimeout"
             ? `claw bridge did not answer discovery within ${Duration.format(listTimeout)}`

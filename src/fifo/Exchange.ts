@@ -54,6 +54,16 @@ export interface Exchange {
 
 export type AskError = FrameTooLarge | ExchangeTimeout | FarEndExited | FifoError
 
+const isFarEndExited = (error: AskError) => error._tag === "FarEndExited"
+
+/**
+ * `ask`, sent once more if the far end's process exited holding it: for a
+ * request the restarted bridge may answer anew (a brain request, a tool
+ * listing). A second exit fails with FarEndExited.
+ */
+export const askOnceMore = (exchange: Exchange, request: string, timeout: Duration.DurationInput) =>
+  Effect.catchIf(exchange.ask(request, timeout), isFarEndExited, () => exchange.ask(request, timeout))
+
 /** One `ask`, from the moment it is queued until it is resumed or abandoned. */
 interface Job {
   readonly request: string

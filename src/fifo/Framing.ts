@@ -138,7 +138,6 @@ const makeLineSplitter = (
   return { push, end, holding }
 }
 
-/** Frames are lines without their `\n`; a line past `maxLineBytes` is one `FrameTooLarge`. */
 /** A line framer that can also be told a line ended without its newline. */
 export interface LineFramer extends Framer {
   /** Whether part of a line is held, waiting for its newline. */
@@ -147,6 +146,7 @@ export interface LineFramer extends Framer {
   readonly end: () => ReadonlyArray<Frame>
 }
 
+/** Frames are lines without their `\n`; a line past `maxLineBytes` is one `FrameTooLarge`. */
 export const makeLineFramer = (maxLineBytes: number): LineFramer => {
   let out: Array<Frame> = []
   const split = makeLineSplitter(maxLineBytes, (text) => void out.push(Either.right(text)), (error) => void out.push(Either.left(error)))

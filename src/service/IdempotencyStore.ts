@@ -85,8 +85,9 @@ export const open = (directory: string, keep: number): Effect.Effect<Idempotency
     }
     forgetOldest()
 
+    // JSON leaves out a `request` that is undefined.
     const encode = (key: string, value: Remembered) =>
-      `${JSON.stringify({ key, reply: value.reply, stored: value.stored, ...(value.request === undefined ? {} : { request: value.request }) })}\n`
+      `${JSON.stringify({ key, reply: value.reply, stored: value.stored, request: value.request })}\n`
 
     // A new file, then a rename: a crash leaves the old or the new.
     const rewrite = () =>
