@@ -67,12 +67,9 @@ export interface CachedText {
 }
 
 export const readText = (file: string): Either.Either<CachedText, SafeFile.MemoryFileError> => {
-  const opened = SafeFile.openWithStat(file, SafeFile.flags.read)
-  if (Either.isLeft(opened)) {
-    return opened.left._tag === "MemoryFileFailed" && opened.left.code === "ENOENT"
-      ? Either.right({ seen: undefined, text: undefined, racy: false })
-      : Either.left(opened.left)
-  }
+  const opened = SafeFile.openIfPresent(file, SafeFile.flags.read)
+  if (Either.isLeft(opened)) return Either.left(opened.left)
+  if (opened.right === undefined) return Either.right({ seen: undefined, text: undefined, racy: false })
   const { fd, stat } = opened.right
   const text = Either.try({ try: () => fs.readFileSync(fd, "utf8"), catch: (error) => SafeFile.failed(file, error) })
   Either.try(() => fs.closeSync(fd))

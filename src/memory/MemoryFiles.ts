@@ -54,9 +54,8 @@ export const withHistory = <A>(
   absent: A,
   use: (fd: number) => Either.Either<A, MemoryError>
 ): Either.Either<A, MemoryError> => {
-  const result = SafeFile.withFile(file, how, use)
+  const result = SafeFile.withFileIfPresent(file, how, absent, use)
   if (Either.isRight(result)) return Either.right(result.right)
   const error = result.left
-  if (error._tag === "MemoryFileFailed" && error.code === "ENOENT") return Either.right(absent)
   return Either.left(error._tag === "MemoryError" ? error : fromFileError(error))
 }

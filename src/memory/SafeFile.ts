@@ -88,15 +88,34 @@ export const flags = {
 export const open = (path: string, how: number): Either.Either<number, MemoryFileError> =>
   Either.map(openWithStat(path, how), (opened) => opened.fd)
 
+export interface Opened {
+  readonly fd: number
+  readonly stat: fs.Stats
+}
+
 /** `open`, with the status it checked the descriptor by (callers need not fstat again). */
-export const openWithStat = (
+export const openWithStat = (path: string, how: number): Either.Either<Opened, MemoryFileError> =>
+  openChecked(path, how, (error) => Either.left(failed(path, error)))
+
+/**
+ * `openWithStat` for a file that may be absent: undefined then, without the
+ * error a failed open otherwise becomes (a new agent's first message finds
+ * most of its files absent, and each such error cost as much as the open).
+ */
+export const openIfPresent = (path: string, how: number): Either.Either<Opened | undefined, MemoryFileError> =>
+  openChecked(path, how, () => Either.right(undefined))
+
+const openChecked = <B>(
   path: string,
-  how: number
-): Either.Either<{ readonly fd: number; readonly stat: fs.Stats }, MemoryFileError> => {
+  how: number,
+  absent: (error: unknown) => Either.Either<B, MemoryFileError>
+): Either.Either<Opened | B, MemoryFileError> => {
   const opened = Either.try(() => fs.openSync(path, how | O_NOFOLLOW | O_NONBLOCK, 0o600))
   if (Either.isLeft(opened)) {
+    const code = errnoCode(opened.left)
+    if (code === "ENOENT") return absent(opened.left)
     return Either.left(
-      errnoCode(opened.left) === "ELOOP"
+      code === "ELOOP"
         ? new MemoryFileRefused({ path, message: `${path} is a symbolic link; refusing to follow it (make it a regular file)` })
         : failed(path, opened.left)
     )
@@ -109,25 +128,32 @@ export const openWithStat = (
   return Either.left(refused ?? failed(path, new Error("no status")))
 }
 
+const using = <A, E>(path: string, fd: number, use: (fd: number) => Either.Either<A, E>): Either.Either<A, E | MemoryFileError> => {
+  const result = Either.try({ try: () => use(fd), catch: (error) => failed(path, error) })
+  Either.try(() => fs.closeSync(fd))
+  return Either.flatMap(result, (inner): Either.Either<A, E | MemoryFileError> => inner)
+}
+
 /** Opens, uses and closes a memory file. */
 export const withFile = <A, E>(
   path: string,
   how: number,
   use: (fd: number) => Either.Either<A, E>
-): Either.Either<A, E | MemoryFileError> =>
-  Either.flatMap(open(path, how), (fd) => {
-    const result = Either.try({ try: () => use(fd), catch: (error) => failed(path, error) })
-    Either.try(() => fs.closeSync(fd))
-    return Either.flatMap(result, (inner): Either.Either<A, E | MemoryFileError> => inner)
-  })
+): Either.Either<A, E | MemoryFileError> => Either.flatMap(open(path, how), (fd) => using(path, fd, use))
+
+/** `withFile`, or `absent` when there is no such file. */
+export const withFileIfPresent = <A, E, B>(
+  path: string,
+  how: number,
+  absent: B,
+  use: (fd: number) => Either.Either<A, E>
+): Either.Either<A | B, E | MemoryFileError> =>
+  Either.flatMap(openIfPresent(path, how), (opened): Either.Either<A | B, E | MemoryFileError> =>
+    opened === undefined ? Either.right(absent) : using(path, opened.fd, use))
 
 /** Reads a memory file whole; undefined when it does not exist. */
-export const read = (path: string): Either.Either<string | undefined, MemoryFileError> => {
-  const result = withFile(path, flags.read, (fd) => Either.right(fs.readFileSync(fd, "utf8")))
-  return Either.isLeft(result) && result.left._tag === "MemoryFileFailed" && result.left.code === "ENOENT"
-    ? Either.right(undefined)
-    : result
-}
+export const read = (path: string): Either.Either<string | undefined, MemoryFileError> =>
+  withFileIfPresent(path, flags.read, undefined, (fd) => Either.right(fs.readFileSync(fd, "utf8")))
 
 /**
  * Writes all of `data` at the end of `fd` (opened for appending), checking
@@ -138,16 +164,13 @@ export const read = (path: string): Either.Either<string | undefined, MemoryFile
  * An append-only journal's complete records ("" when there is no file). A
  * torn last record (power loss, full disk) is cut off: that needs no free space.
  */
-export const readJournal = (path: string): Either.Either<string, MemoryFileError> => {
-  const opened = withFile(path, fs.constants.O_RDWR, (fd) => {
+export const readJournal = (path: string): Either.Either<string, MemoryFileError> =>
+  withFileIfPresent(path, fs.constants.O_RDWR, "", (fd) => {
     const bytes = fs.readFileSync(fd)
     const end = bytes.lastIndexOf(0x0a) + 1
     if (end < bytes.length) fs.ftruncateSync(fd, end)
     return Either.right(bytes.toString("utf8", 0, end))
   })
-  const absent = Either.isLeft(opened) && opened.left._tag === "MemoryFileFailed" && opened.left.code === "ENOENT"
-  return absent ? Either.right("") : opened
-}
 
 export const appendAll = (
   fd: number,
