@@ -22,6 +22,7 @@ import { debugOption } from "./CliFlags.js"
 import { debugFlags, withSettings } from "./CliSettings.js"
 import { description, run } from "./RunCommand.js"
 import * as Bridges from "./Bridges.js"
+import * as ExecutableBrain from "./brain/ExecutableBrain.js"
 import * as ScriptClaws from "./claws/ScriptClaws.js"
 import * as RunningAgent from "./fifo/RunningAgent.js"
 import * as Compactor from "./memory/Compactor.js"
@@ -60,19 +61,20 @@ const compact = Command.make(
   { debug: debugOption, agent: agentOption },
   (options) =>
     Effect.gen(function*() {
-      // Compaction runs on its own, without the pipes: it talks to the API directly.
+      // Compaction runs on its own: a built-in brain asks the API directly, an executable one
+      // is started on pipes of this command's own (ExecutableBrain), beside any run.
       const brain = yield* Effect.flatMap(Bridges.BrainChoiceConfig, (name) => Bridges.choose("brain", name, Bridges.brainNames))
-      if (brain._tag !== "Builtin") {
+      if (brain._tag === "None") {
         return yield* new Bridges.BridgeChoiceError({
           reason: "unknown",
-          message: "planckclaw compact asks a built-in brain itself (anthropic or openai), not a bridge: send /compact " +
-            "to the running agent, which asks its own brain, or run PLANCKCLAW_BRAIN=anthropic (or openai) planckclaw compact"
+          message: "planckclaw compact needs a brain to write the summary, and PLANCKCLAW_BRAIN is none: send /compact " +
+            "to the running agent, which asks its own brain, or name one (PLANCKCLAW_BRAIN=anthropic, openai or a bridge's path)"
         })
       }
       const layer = Compactor.layer.pipe(
         Layer.provide(UsageLedger.layer),
         Layer.provideMerge(Memory.layer),
-        Layer.provide(Bridges.brainAdapters[brain.name])
+        Layer.provide(brain._tag === "Builtin" ? Bridges.brainAdapters[brain.name] : ExecutableBrain.layer(brain.path))
       )
       // The compactor is used inside the layer's scope: its HTTP client lives as long as that.
       const report = yield* Effect.flatMap(Compactor.Compactor, (compactor) => compactor.compactNow).pipe(

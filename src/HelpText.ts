@@ -74,8 +74,9 @@ export const commands: ReadonlyArray<CommandHelp> = [
     name: "compact",
     summary: "fold old history into summary.md now",
     usage: ["planckclaw compact [--agent ID] [--debug]"],
-    description: "Summarises everything older than the last HISTORY_KEEP lines of history into summary.md. Safe while a " +
-      "run or serve is active on the same memory.",
+    description: "Summarises everything older than the last HISTORY_KEEP lines of history into summary.md, asking the " +
+      "brain PLANCKCLAW_BRAIN names (an executable bridge is started for the command, on pipes of its own). Safe while " +
+      "a run or serve is active on the same memory.",
     options: [
       { name: "--agent ID", description: "compact agent ID of PLANCKCLAW_AGENTS_DIR (as serve hosts it) instead of PLANCKCLAW_DIR" },
       debug

@@ -5,13 +5,11 @@
  * sixth of the run's bundle, evaluated at every start); RunCommand makes the
  * @effect/cli command of the same pieces, for every other line and for Cli.ts.
  */
-import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Agent from "./Agent.js"
-import * as AnthropicBrain from "./brain/AnthropicBrain.js"
 import * as FifoBrain from "./brain/FifoBrain.js"
 import * as Bridges from "./Bridges.js"
 import * as FifoClaws from "./claws/FifoClaws.js"
@@ -32,15 +30,15 @@ import * as Pretenuring from "./process/Pretenuring.js"
 /**
  * The agent on the near ends of the pipes: it speaks only through them. Its
  * patience on each pipe is longer than a built-in bridge's own give-up time
- * (every attempt timing out, plus the longest backoffs), so the bridge's
- * error answer, not the agent's timeout, ends a hopeless request.
+ * (FifoBrain.BridgePatienceConfig; a claw's limit plus a minute), so the
+ * bridge's error answer, not the agent's timeout, ends a hopeless request.
  */
 const nearEnds = (
   paths: FifoPaths,
   farEnds: { readonly brain: Bridges.FarEnd; readonly claws: Bridges.FarEnd; readonly interact: Bridges.InteractFarEnd }
 ) =>
   Layer.unwrapEffect(Effect.gen(function*() {
-    const [brainTimeout, brainRetries] = yield* Config.all([AnthropicBrain.BrainTimeoutConfig, AnthropicBrain.BrainRetriesConfig])
+    const brainPatience = yield* FifoBrain.BridgePatienceConfig
     const clawTimeout = yield* ScriptClaws.ClawTimeoutConfig
     // Without a built-in bridge to wait for, what the far end left unread at the stop is kept for the next run.
     const memory = yield* MemoryFiles.MemoryConfig
@@ -52,7 +50,7 @@ const nearEnds = (
       Layer.provide(Layer.mergeAll(
         FifoBrain.layer({
           paths,
-          timeout: Duration.seconds((brainTimeout + 60) * (brainRetries + 1) + 60),
+          timeout: brainPatience,
           farEndExits: farEnds.brain.exits
         }),
         FifoClaws.layer({ paths, callTimeout: Duration.seconds(clawTimeout + 60), farEndExits: farEnds.claws.exits })

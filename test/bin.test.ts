@@ -12,7 +12,7 @@ import * as AnthropicServer from "./support/AnthropicServer.js"
 import * as Cli from "./support/Cli.js"
 import * as FakeDiscord from "./support/FakeDiscord.js"
 import { line } from "./support/Harness.js"
-import { sandbox } from "./support/Sandbox.js"
+import { type Sandbox, sandbox } from "./support/Sandbox.js"
 
 /** A sandbox with the shipped claws whose brain is a fresh loopback server answering with `handler`. */
 const setup = (handler: AnthropicServer.Handler, extra: Record<string, string> = {}) =>
@@ -24,7 +24,7 @@ const setup = (handler: AnthropicServer.Handler, extra: Record<string, string> =
       CLAWS_DIR: path.join(Cli.REPO, "claws"),
       ...extra
     }, "planckclaw-e2e-")
-    return { server, cwd: box.dir, memory: box.memory, claws: box.claws, env: box.env, read: box.memoryFile }
+    return { server, cwd: box.dir, memory: box.memory, claws: box.claws, env: box.env, read: box.memoryFile, box }
   })
 
 describe("npm start (the quick start)", () => {
@@ -194,16 +194,78 @@ describe("planckclaw compact (built command)", () => {
       expect(again.stdout).toBe("Nothing to compact: history holds no lines older than the last HISTORY_KEEP.\n")
     }))
 
-  it.scopedLive("with a brain that is a bridge (an executable, none), refuses with exit 2, pointing at /compact, and changes nothing", () =>
+  it.scopedLive("with PLANCKCLAW_BRAIN=none, refuses with exit 2, pointing at /compact, and changes nothing", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("never asked")), { HISTORY_KEEP: "2" })
       fs.mkdirSync(t.memory)
       fs.writeFileSync(path.join(t.memory, "history.jsonl"), history(6))
       const result = yield* Cli.run(["compact"], { cwd: t.cwd, env: { ...t.env, PLANCKCLAW_BRAIN: "none" } })
       expect(result.code).toBe(2)
-      expect(result.stderr).toContain("send /compact to the running agent")
+      expect(result.stderr).toContain("PLANCKCLAW_BRAIN is none: send /compact to the running agent")
       expect(t.read("history.jsonl")).toBe(history(6))
     }))
+
+  /** A brain bridge script (noting its pipes and whether it saw each key), answering every request with `answer`. */
+  const bridgeBrain = (box: Sandbox, answer: string) =>
+    box.script(
+      "brain.sh",
+      String.raw`echo "$PLANCKCLAW_BRAIN_IN" > "$D/brain.pipes"
+a=; [ -n "$ANTHROPIC_API_KEY" ] && a=set
+d=; [ -n "$DISCORD_BOT_TOKEN" ] && d=set
+echo "anthropic:$a discord:$d" > "$D/brain.keys"
+while :; do
+  request=
+  while IFS= read -r line; do
+    [ -z "$line" ] && break
+    request=$line
+  done < "$PLANCKCLAW_BRAIN_IN"
+  [ -n "$request" ] || exit 1
+  ${answer}
+done
+`
+    )
+
+  it.scopedLive("with an executable brain, starts it on pipes of its own, compacts with its summary, and removes its pipes", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("never asked")), { HISTORY_KEEP: "2" })
+      fs.mkdirSync(t.memory)
+      fs.writeFileSync(path.join(t.memory, "history.jsonl"), history(6))
+      const tmp = t.box.path("tmp")
+      fs.mkdirSync(tmp)
+      const brain = bridgeBrain(
+        t.box,
+        `printf '{"type":"message","role":"assistant","content":[{"type":"text","text":"From the bridge."}],"stop_reason":"end_turn"}\n\n' > "$PLANCKCLAW_BRAIN_OUT"`
+      )
+      const env = { ...t.env, PLANCKCLAW_BRAIN: brain, TMPDIR: tmp, DISCORD_BOT_TOKEN: "test-token-not-secret" }
+      const result = yield* Cli.run(["compact"], { cwd: t.cwd, env })
+      expect(result.code).toBe(0)
+      expect(result.stdout).toBe(
+        "Compacted: summarised 4 lines into summary.md (17 bytes, 1 request); kept 2 lines in history.jsonl.\n"
+      )
+      expect(t.read("summary.md")).toBe("From the bridge.\n")
+      expect(t.read("history.jsonl")).toBe(line("user", "m4") + line("assistant", "m5"))
+      // Its own pipes, in a private directory under TMPDIR (not the run's), gone once the command ended.
+      const pipe = t.box.read("brain.pipes")!.trim()
+      expect(path.dirname(path.dirname(pipe))).toBe(tmp)
+      expect(fs.readdirSync(tmp)).toEqual([])
+      // The brain keys, and no other secret, as a run gives its brain bridge.
+      expect(t.box.read("brain.keys")).toBe("anthropic:set discord:\n")
+      expect(yield* t.server.requests).toHaveLength(0)
+    }))
+
+  it.scopedLive("with an executable brain that dies on every request, fails with exit 1, naming it, and changes nothing", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("never asked")), { HISTORY_KEEP: "2" })
+      fs.mkdirSync(t.memory)
+      fs.writeFileSync(path.join(t.memory, "history.jsonl"), history(6))
+      const brain = bridgeBrain(t.box, "exit 1")
+      const result = yield* Cli.run(["compact"], { cwd: t.cwd, env: { ...t.env, PLANCKCLAW_BRAIN: brain } })
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain("compaction failed, memory unchanged: the brain could not summarise")
+      expect(result.stderr).toContain("exited before it answered, twice")
+      expect(t.read("history.jsonl")).toBe(history(6))
+      expect(t.read("summary.md")).toBeUndefined()
+    }), 60_000)
 
   it.scopedLive("compacts while a run is active on the same directory, losing no line", () =>
     Effect.scoped(Effect.gen(function*() {

@@ -4,6 +4,7 @@
  * (the built-in Anthropic bridge, an external executable) answers Messages
  * API JSON or `{"error":"timeout"|"fatal"}`.
  */
+import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -14,6 +15,7 @@ import { askOnceMore, type FarEndExited, type FarEndExits, makeExchange } from "
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
 import { makeRequestFrameEncoder, plainBrainAnswer } from "../fifo/BrainFrame.js"
 import { defaultMaxBlockBytes, type FrameTooLarge } from "../fifo/Framing.js"
+import { BrainRetriesConfig, BrainTimeoutConfig } from "./BrainRetry.js"
 
 export interface FifoBrainOptions {
   readonly paths: Pick<FifoPaths, "brainIn" | "brainOut">
@@ -26,6 +28,17 @@ export interface FifoBrainOptions {
 }
 
 export const defaultTimeout = Duration.minutes(5)
+
+/**
+ * How long the agent waits on brain_out for a bridge of its own: longer than
+ * a built-in bridge's own give-up time (every attempt timing out, plus the
+ * longest backoffs), so the bridge's error answer, not the agent's timeout,
+ * ends a hopeless request.
+ */
+export const BridgePatienceConfig: Config.Config<Duration.Duration> = Config.map(
+  Config.all([BrainTimeoutConfig, BrainRetriesConfig]),
+  ([timeout, retries]) => Duration.seconds((timeout + 60) * (retries + 1) + 60)
+)
 
 export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, FifoError, Scope.Scope> =>
   Effect.gen(function*() {

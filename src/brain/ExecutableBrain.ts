@@ -1,0 +1,42 @@
+/**
+ * A brain that is an executable bridge, for a command that asks a brain
+ * without a run: `planckclaw compact` with `PLANCKCLAW_BRAIN=PATH`. The
+ * bridge is started as `run` starts it (the settings it reads, the brain
+ * keys and no other secret, restarted when it fails) on the brain pipes of a
+ * runtime directory made for this command alone, so a run beside it keeps
+ * its own pipes and its own bridge. The agent's side is FifoBrain, as in a run.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { Brain } from "../Brain.js"
+import * as Bridges from "../Bridges.js"
+import type { FifoError } from "../fifo/FifoPaths.js"
+import * as RuntimeDir from "../fifo/RuntimeDir.js"
+import { attempt } from "../fifo/RuntimeDirChecks.js"
+import * as FifoBrain from "./FifoBrain.js"
+
+/** A private directory (0700) for the command's pipes, removed with the layer. */
+const privateRunDir = Effect.acquireRelease(
+  attempt("cannot make a runtime directory for the brain bridge", () =>
+    fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-brain-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+/** The Brain answered by the executable `command` over pipes of its own. */
+export const layer = (
+  command: string
+): Layer.Layer<Brain, Bridges.FarEndFailure | RuntimeDir.RuntimeDirError | FifoError | ConfigError.ConfigError> =>
+  Layer.unwrapScoped(Effect.gen(function*() {
+    const paths = yield* RuntimeDir.makeRuntimeDir(yield* privateRunDir)
+    const timeout = yield* FifoBrain.BridgePatienceConfig
+    // The bridge first, as in a run: its exits tell FifoBrain to ask the restarted one again.
+    const nearEnd = Layer.unwrapEffect(Effect.map(Bridges.BrainEnd, (end) => FifoBrain.layer({ paths, timeout, farEndExits: end.exits })))
+    return nearEnd.pipe(
+      Layer.provide(Bridges.brainEnd({ _tag: "External", path: command })),
+      Layer.provide(Layer.succeed(RuntimeDir.RunPaths, paths))
+    )
+  }))
