@@ -71,6 +71,7 @@ const main = (commandLine: CommandLine) => commandLine.pipe(
     BridgeChoiceError: (error) => refuse(2, error.message),
     ExternalBridgeError: (error) => refuse(2, error.message),
     RuntimeDirError: (error) => refuse(1, error.message),
+    FifoError: (error) => refuse(1, error.message),
     MemoryInUse: (error) => refuse(1, error.message),
     MemoryLockFailed: (error) => refuse(1, error.message),
     MemoryError: (error) => refuse(1, error.message),

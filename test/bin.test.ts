@@ -231,7 +231,9 @@ done
       fs.mkdirSync(t.memory)
       fs.writeFileSync(path.join(t.memory, "history.jsonl"), history(6))
       const tmp = t.box.path("tmp")
-      fs.mkdirSync(tmp)
+      // What a compact killed with its bridge running left: its maker's pid is gone.
+      fs.mkdirSync(path.join(tmp, "planckclaw-brain-999999999-left"), { recursive: true })
+      fs.writeFileSync(path.join(tmp, "planckclaw-brain-999999999-left", "planckclaw.pid"), "999999999\n")
       const brain = bridgeBrain(
         t.box,
         `printf '{"type":"message","role":"assistant","content":[{"type":"text","text":"From the bridge."}],"stop_reason":"end_turn"}\n\n' > "$PLANCKCLAW_BRAIN_OUT"`
@@ -244,7 +246,8 @@ done
       )
       expect(t.read("summary.md")).toBe("From the bridge.\n")
       expect(t.read("history.jsonl")).toBe(line("user", "m4") + line("assistant", "m5"))
-      // Its own pipes, in a private directory under TMPDIR (not the run's), gone once the command ended.
+      // Its own pipes, in a private directory under TMPDIR (not the run's), gone once the command ended,
+      // with the leftover of the killed one.
       const pipe = t.box.read("brain.pipes")!.trim()
       expect(path.dirname(path.dirname(pipe))).toBe(tmp)
       expect(fs.readdirSync(tmp)).toEqual([])

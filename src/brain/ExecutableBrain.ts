@@ -6,9 +6,7 @@
  * runtime directory made for this command alone, so a run beside it keeps
  * its own pipes and its own bridge. The agent's side is FifoBrain, as in a run.
  */
-import * as fs from "node:fs"
 import * as os from "node:os"
-import * as path from "node:path"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -16,14 +14,13 @@ import type { Brain } from "../Brain.js"
 import * as Bridges from "../Bridges.js"
 import type { FifoError } from "../fifo/FifoPaths.js"
 import * as RuntimeDir from "../fifo/RuntimeDir.js"
-import { attempt } from "../fifo/RuntimeDirChecks.js"
+import * as ChildProcess from "../process/ChildProcess.js"
 import * as FifoBrain from "./FifoBrain.js"
 
-/** A private directory (0700) for the command's pipes, removed with the layer. */
-const privateRunDir = Effect.acquireRelease(
-  attempt("cannot make a runtime directory for the brain bridge", () =>
-    fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-brain-"))),
-  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+/** A private directory (0700) for the command's pipes, removed with the layer (or by a later command, if this one is killed). */
+const privateRunDir = Effect.mapError(
+  ChildProcess.privateDirectory(os.tmpdir(), "planckclaw-brain-"),
+  (error) => new RuntimeDir.RuntimeDirError({ reason: "io", message: `for the brain bridge's pipes, ${error.message}`, cause: error })
 )
 
 /** The Brain answered by the executable `command` over pipes of its own. */

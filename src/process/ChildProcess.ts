@@ -208,7 +208,7 @@ const sweepLeftovers = (parent: string, prefix: string): void => {
  * process's pid, and a random part, so that what a killed process leaves
  * can be told and removed later.
  */
-const privateDirectory = (parent: string, prefix: string): Effect.Effect<string, SpawnError, Scope.Scope> =>
+export const privateDirectory = (parent: string, prefix: string): Effect.Effect<string, SpawnError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.try({
       try: () => {
