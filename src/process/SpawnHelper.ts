@@ -78,6 +78,22 @@ const send = (running: Helper, line: ToHelper): void => {
   running.child.stdin?.write(`${JSON.stringify(line)}\n`)
 }
 
+/**
+ * A run's line, or why it cannot be sent: a line longer than the helper
+ * frames would end the helper, and every run it holds for other callers
+ * (in `serve`, other agents' claws), so an input that large is refused here.
+ */
+const runLine = (id: number, request: ChildProcess.RunRequest): Either.Either<string, ChildProcess.SpawnError> => {
+  const line = JSON.stringify({ _tag: "Run", id, ...request, args: [...request.args], env: { ...request.env } } satisfies ToHelper)
+  const bytes = Buffer.byteLength(line)
+  return bytes <= maxLineBytes ? Either.right(`${line}\n`) : Either.left(
+    new ChildProcess.SpawnError({
+      message: `cannot run ${request.command}: its arguments and environment take ${bytes} bytes, more than a run may pass (${maxLineBytes})`,
+      cause: undefined
+    })
+  )
+}
+
 /** The handles keep this process alive only while a run waits for its answer. */
 const hold = (running: Helper, held: boolean): void => {
   for (const handle of [running.child, running.child.stdout]) {
@@ -193,12 +209,18 @@ const current = (): Either.Either<Helper, string> => {
 }
 
 const inHelper = (helper: Helper, request: ChildProcess.RunRequest) =>
-  Effect.async<ChildProcess.RunOutcome, ChildProcess.SpawnError>((resume) => {
+  Effect.suspend(() => {
     const id = helper.nextId++
-    const pending: Pending = { command: request.command, resume }
+    const line = runLine(id, request)
+    return Either.isLeft(line) ? Effect.fail(line.left) : sent(helper, id, request.command, line.right)
+  })
+
+const sent = (helper: Helper, id: number, command: string, line: string) =>
+  Effect.async<ChildProcess.RunOutcome, ChildProcess.SpawnError>((resume) => {
+    const pending: Pending = { command, resume }
     helper.pending.set(id, pending)
     if (helper.pending.size === 1) hold(helper, true)
-    send(helper, { _tag: "Run", id, ...request, args: [...request.args], env: { ...request.env } })
+    helper.child.stdin?.write(line)
     return Effect.async<void>((stopped) => {
       if (!helper.pending.has(id)) return stopped(Effect.void)
       pending.onStopped = (warnings) => stopped(logged(warnings))

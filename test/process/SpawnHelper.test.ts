@@ -85,6 +85,24 @@ describe("SpawnHelper.run", () => {
       expect(SpawnHelper.helperPid()).not.toBe(first)
     }))
 
+  it.scopedLive("a run too large for the helper's line is refused here: the helper and the run it holds for another caller go on", () =>
+    Effect.gen(function*() {
+      const dir = yield* Sandbox.tempDir("planckclaw-helper-")
+      const go = path.join(dir, "go")
+      const pidFile = path.join(dir, "pid")
+      // Another caller's run (in serve, another agent's claw), waiting for the file `go`.
+      const other = yield* Effect.fork(SpawnHelper.run(shell(`echo $$ > ${pidFile}; while [ ! -e ${go} ]; do sleep 0.01; done; echo done`)))
+      yield* Sandbox.pidIn(pidFile)
+      const helper = SpawnHelper.helperPid()
+      // A model's tool input of 17 MiB, as a claw's argument.
+      const huge = yield* Effect.flip(SpawnHelper.run({ ...shell("echo never"), args: ["-c", "echo never", "q".repeat(17 * 1024 * 1024)] }))
+      expect(huge.message).toMatch(/^cannot run \/bin\/sh: its arguments and environment take \d+ bytes, more than a run may pass \(16777216\)$/)
+      fs.writeFileSync(go, "")
+      expect(stdoutOf(yield* Fiber.join(other))).toBe("done")
+      expect(SpawnHelper.helperPid()).toBe(helper)
+      expect(stdoutOf(yield* SpawnHelper.run(shell("echo after")))).toBe("after")
+    }))
+
   it.scopedLive("a claw's private directory that a killed helper left is removed by the next helper", () =>
     Effect.gen(function*() {
       const parent = yield* Sandbox.tempDir("planckclaw-helper-tmp-")
