@@ -102,6 +102,18 @@ export const SecretValuesConfig: Config.Config<Array<Redacted.Redacted<string>>>
   secretNames.map((name) => Config.option(Config.redacted(name)))
 ).pipe(Config.map(Arr.getSomes))
 
+/**
+ * Whether `value` holds one of `secrets`: is one, or has one inside (`Bearer
+ * KEY`, a proxy URL `https://user:KEY@host`). Inside counts only for a
+ * secret of a real key's length: a placeholder such as "x" is in half the
+ * environment, and only a variable that is exactly it is withheld.
+ */
+const holdsSecret = (value: string, secrets: ReadonlySet<string>): boolean => {
+  if (secrets.has(value)) return true
+  for (const secret of secrets) if (secret.length >= SHORT_SECRET && value.includes(secret)) return true
+  return false
+}
+
 /** This process's environment minus the secrets, by name and by value: what a child process gets. */
 export const childEnvironment = (withheld: ReadonlyArray<Redacted.Redacted<string>>): Record<string, string> => {
   const values = new Set(
@@ -111,7 +123,7 @@ export const childEnvironment = (withheld: ReadonlyArray<Redacted.Redacted<strin
   )
   const env: Record<string, string> = {}
   for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !isSecretName(key) && !values.has(value)) env[key] = value
+    if (value !== undefined && !isSecretName(key) && !holdsSecret(value, values)) env[key] = value
   }
   return env
 }
@@ -179,7 +191,7 @@ const wipeEnvironBlock = (hide: (name: string, value: string) => boolean): Eithe
 /**
  * Takes every secret out of `process.env`, and any variable holding a
  * secret's value (from the environment or from `alsoValues`, e.g. config.env)
- * under another name; then wipes them all from the start-up environment
+ * under another name, whole or inside a longer value (holdsSecret); then wipes them all from the start-up environment
  * block. Run it before any child process is started.
  */
 export const withdraw = (alsoValues: Iterable<string> = []): Effect.Effect<Withdrawn> =>
@@ -190,7 +202,7 @@ export const withdraw = (alsoValues: Iterable<string> = []): Effect.Effect<Withd
       if (value !== undefined && value !== "") secrets.set(name, value)
     }
     const values = new Set([...secrets.values(), ...alsoValues].filter((value) => value.trim() !== ""))
-    const hide = (name: string, value: string) => isSecretName(name) || values.has(value)
+    const hide = (name: string, value: string) => isSecretName(name) || holdsSecret(value, values)
     for (const [name, value] of Object.entries(process.env)) {
       if (value !== undefined && hide(name, value)) delete process.env[name]
     }

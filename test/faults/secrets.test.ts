@@ -65,8 +65,11 @@ describe("faults: secrets", () => {
       const env = box.envWith({
         ANTHROPIC_BASE_URL: server.url,
         DISCORD_BOT_TOKEN: FAKE_TOKEN,
-        // The key under a name no one would think of: still withheld from claws.
+        // The key under a name no one would think of, and inside longer values: still withheld from claws.
         SOME_COPY_OF_THE_KEY: FAKE_KEY,
+        KEY_IN_A_HEADER: `Bearer ${FAKE_KEY}`,
+        PROXY_WITH_THE_TOKEN: `https://bot:${FAKE_TOKEN}@proxy.invalid:8080`,
+        NOTHING_SECRET: "an ordinary value",
         PLANCKCLAW_BRAIN_RETRIES: "1",
         HISTORY_MAX: "1",
         HISTORY_KEEP: "0"
@@ -97,7 +100,8 @@ describe("faults: secrets", () => {
       // The claw ran, and its environment was scrubbed by name and by value.
       const clawEnv = fs.readFileSync(box.path("claw-environ.txt"), "utf8")
       expect(clawEnv).toContain("PLANCKCLAW_DIR=")
-      expect(clawEnv).not.toMatch(/ANTHROPIC_API_KEY|DISCORD_BOT_TOKEN|SOME_COPY_OF_THE_KEY/)
+      expect(clawEnv).not.toMatch(/ANTHROPIC_API_KEY|DISCORD_BOT_TOKEN|SOME_COPY_OF_THE_KEY|KEY_IN_A_HEADER|PROXY_WITH_THE_TOKEN/)
+      expect(clawEnv).toContain("NOTHING_SECRET=an ordinary value")
       expect(box.memoryFile("summary.md")).toBe("The user said hello twice.\n")
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
