@@ -19,7 +19,7 @@ import * as EarlyTierUp from "./process/EarlyTierUp.js"
 import * as Pretenuring from "./process/Pretenuring.js"
 import * as AgentHost from "./service/AgentHost.js"
 import * as HttpApi from "./service/HttpApi.js"
-import type { HostError } from "./service/HostError.js"
+import { HostError } from "./service/HostError.js"
 import type { ClusterStartError } from "./cluster/ClusterServe.js"
 import type * as DiscordRoutes from "./service/DiscordRoutes.js"
 import type { Brain } from "./Brain.js"
@@ -100,8 +100,17 @@ export const serve = Command.make("serve", {
     }
     // One host for both: Discord's agents are the HTTP API's too. A fatal Discord refusal ends the service.
     const http = Layer.launch(HttpApi.layer(listen))
-    // discord.js is heavy to load: only a Discord bridge pays for it.
-    const discord = Effect.promise(() => import("./service/DiscordRoutes.js")).pipe(Effect.flatMap((routes) => routes.run()))
+    // discord.js is heavy to load: only a Discord bridge pays for it. The messages owed a reply are kept
+    // beside the outbox, so a stop between a message and its reply's outbox line loses no reply.
+    const discord = Effect.gen(function*() {
+      const [routes, owedFile, host] = yield* Effect.all([
+        Effect.promise(() => import("./service/DiscordRoutes.js")),
+        Effect.promise(() => import("./service/DiscordOwedFile.js")),
+        AgentHost.AgentHost
+      ])
+      const owed = yield* Effect.mapError(owedFile.make(host.directory), (error) => new HostError({ reason: "unavailable", message: error.message }))
+      return yield* routes.run({ owed })
+    })
     yield* tierUpEarly(options.bridge === "discord" ? Effect.raceFirst(http, discord) : http).pipe(
       Effect.provide(AgentHost.layer.pipe(Layer.provide(Layer.merge(brain, ScriptClaws.layer))))
     )

@@ -120,4 +120,36 @@ describe("planckclaw with --bridge discord (built command)", () => {
       running.process.kill("SIGTERM")
       expect((yield* running.done).code).toBe(0)
     }))
+
+  it.scopedLive("serve --bridge discord stopped while a message is answered posts its reply after the restart, once", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channel] })
+      // The first turn's request is never answered: the stop comes while it waits.
+      const server = yield* AnthropicServer.make((request, index) => index === 0 ? AnthropicServer.hang : AnthropicServer.echo(request, index))
+      const t = yield* setup(fake, { ANTHROPIC_BASE_URL: server.url })
+      const agents = t.box.path("agents")
+      const serve = () =>
+        Cli.start(["serve", "--http", "127.0.0.1:0", "--bridge", "discord"], {
+          cwd: t.box.dir,
+          env: t.box.envWith({ PLANCKCLAW_AGENTS_DIR: agents })
+        })
+      const first = yield* serve()
+      yield* identified(fake, 1)
+      yield* fake.messageCreate({ channelId: channel, authorId: alice, nick: "Alice", content: "asked before the stop" })
+      yield* server.awaitRequests(1)
+      first.process.kill("SIGTERM")
+      expect((yield* first.done).code).toBe(0)
+      expect(replies(fake)).toEqual([])
+
+      const second = yield* serve()
+      yield* repliesReach(fake, 1)
+      expect(replies(fake)).toEqual(["re: Alice: asked before the stop"])
+      const history = fs.readFileSync(path.join(agents, `discord-c${channel}`, "history.jsonl"), "utf8")
+      expect(history).toBe(line("user", "Alice: asked before the stop") + line("assistant", "re: Alice: asked before the stop"))
+      // Answered once: the recovered turn and the message handed over again under its key are one.
+      expect((yield* server.turns).length).toBe(2)
+      second.process.kill("SIGTERM")
+      expect((yield* second.done).code).toBe(0)
+      expect(replies(fake)).toEqual(["re: Alice: asked before the stop"])
+    }))
 })

@@ -11,26 +11,11 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Schedule from "effect/Schedule"
-import * as Schema from "effect/Schema"
 import type * as Discord from "../interact/discord/DiscordInteract.js"
 import { resilient } from "../memory/sql/SqlResilience.js"
+import { parseStored } from "../service/DiscordOwedFile.js"
 import { keyFor, type OwedReplies } from "../service/DiscordRoutes.js"
-
-const StoredMessage = Schema.Struct({
-  channel: Schema.String,
-  kind: Schema.Literal("channel", "thread", "direct"),
-  guildId: Schema.optional(Schema.String),
-  authorId: Schema.String,
-  authorName: Schema.String,
-  text: Schema.String,
-  target: Schema.Union(
-    Schema.Struct({ _tag: Schema.Literal("Message"), messageId: Schema.String }),
-    Schema.Struct({ _tag: Schema.Literal("Interaction"), applicationId: Schema.String, interactionId: Schema.String, token: Schema.String })
-  )
-})
-const decode = Schema.decodeUnknownEither(Schema.parseJson(StoredMessage))
 
 const migrations = Migrator.fromRecord({
   "1_owed": Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -60,8 +45,8 @@ export const make: Effect.Effect<OwedReplies, SqlError | Migrator.MigrationError
     pending: sql<{ message: string }>`SELECT message FROM planckclaw_discord_owed ORDER BY seq`.pipe(
       Effect.map((rows) =>
         rows.flatMap((row): Array<Discord.DiscordMessage> => {
-          const decoded = decode(row.message)
-          return Either.isRight(decoded) ? [{ ...decoded.right, guildId: decoded.right.guildId }] : []
+          const message = parseStored(row.message)
+          return message === undefined ? [] : [message]
         })
       ),
       resilient("reading the Discord messages owed a reply")

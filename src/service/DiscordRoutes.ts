@@ -8,11 +8,12 @@
  * ("/compact", "/usage", "/forget") pass as they are. Each reply goes back
  * through the bridge's send, answering the question it belongs to.
  *
- * The same routes serve `serve --cluster --bridge discord`: there the host
- * sends to the agent's entity wherever it lives, each message under its
- * Discord id as Idempotency-Key (handed over twice, it is turned once) and
- * noted owed until its reply is in the outbox, so a runner that takes the
- * gateway over posts the replies its predecessor left (OwedReplies).
+ * With OwedReplies (`serve`: a file, DiscordOwedFile; `serve --cluster`:
+ * PostgreSQL, where the host sends to the agent's entity wherever it lives),
+ * each message goes under its Discord id as Idempotency-Key (handed over
+ * twice, it is turned once) and is noted owed until its reply is in the
+ * outbox, so the next start, or a runner that takes the gateway over, posts
+ * the replies left.
  */
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
