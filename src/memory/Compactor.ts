@@ -16,7 +16,7 @@ import * as Stream from "effect/Stream"
 import { Brain, type BrainError, responseText } from "../Brain.js"
 import { AgentConfig } from "../AgentConfig.js"
 import * as Logging from "../Logging.js"
-import { capText, compactionRequest } from "../Prompt.js"
+import { capText, COMPACTION_MAX_TOKENS, compactionRequest } from "../Prompt.js"
 import * as FoldStore from "./FoldStore.js"
 import { type CompactionBusy, decodeLine, encodeLine, Memory, type MemoryError } from "./Memory.js"
 import * as TurnGate from "./TurnGate.js"
@@ -113,7 +113,13 @@ export const make = Effect.gen(function*() {
             fold.batch = []
             fold.batchChars = 0
             requests++
-            return Effect.void
+            // Kept, as failing would ask again (and pay) after every turn to the same end; but not in silence.
+            return response.stop_reason === "max_tokens"
+              ? Effect.logWarning(
+                `compaction: the summary reached its ${COMPACTION_MAX_TOKENS}-token limit and was cut off: what it held past ` +
+                  "that is lost; shorten summary.md by hand so the next one fits"
+              )
+              : Effect.void
           })
         ))
       })

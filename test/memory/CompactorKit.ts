@@ -4,7 +4,7 @@
  * at HISTORY_MAX 4 and HISTORY_KEEP 2.
  */
 import { ConfigProvider, Context, Effect } from "effect"
-import { Brain } from "../../src/Brain.js"
+import { Brain, type MessagesResponse } from "../../src/Brain.js"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import * as Compactor from "../../src/memory/Compactor.js"
 import * as FoldStore from "../../src/memory/FoldStore.js"
@@ -15,9 +15,13 @@ import { line } from "../support/Harness.js"
 export const history = (lines: number) =>
   Array.from({ length: lines }, (_, n) => line(n % 2 === 0 ? "user" : "assistant", `m${n}`)).join("")
 
-/** The compactor over `memory` and `folds`, its brain answering `summaries` in order. */
-export const compactorOver = (memory: Memory.MemoryService, folds: FoldStore.FoldStoreService, summaries: ReadonlyArray<string>) =>
-  Effect.flatMap(ScriptedBrain.make(summaries.map((summary) => ScriptedBrain.text(summary))), (brain) =>
+/** The compactor over `memory` and `folds`, its brain answering `summaries` in order (a text, or a whole answer). */
+export const compactorOver = (
+  memory: Memory.MemoryService,
+  folds: FoldStore.FoldStoreService,
+  summaries: ReadonlyArray<string | MessagesResponse>
+) =>
+  Effect.flatMap(ScriptedBrain.make(summaries.map((summary) => typeof summary === "string" ? ScriptedBrain.text(summary) : summary)), (brain) =>
     Compactor.make.pipe(
       Effect.provide(
         Context.make(Memory.Memory, memory).pipe(
