@@ -198,17 +198,18 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
           return yield* Effect.logWarning(`Discord messages missed in channel ${channelId} could not be fetched: ${missed.left}`)
         }
         unchecked.delete(channelId)
-        const { dropped, messages: found } = missed.right
+        const { dropped, messages: found, more } = missed.right
         const before = yield* Queue.size(messages)
         for (const raw of found) {
           const decoded = decodeMessage(raw)
           if (Either.isRight(decoded)) yield* accept(decoded.right, kind)
         }
         const answered = (yield* Queue.size(messages)) - before
-        if (found.length > 0 || dropped > 0) {
+        if (found.length > 0 || dropped > 0 || more) {
           yield* Effect.logInfo(
             `Discord channel ${channelId}: ${found.length} message(s) sent while the bridge was away, ` +
-              `${answered} to answer` + (dropped > 0 ? `; ${dropped} older one(s) beyond DISCORD_CATCH_UP skipped` : "")
+              `${answered} to answer` +
+              (dropped > 0 || more ? `; ${dropped}${more ? " or more" : ""} older one(s) beyond DISCORD_CATCH_UP skipped` : "")
           )
         }
       })
