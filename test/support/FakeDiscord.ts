@@ -246,9 +246,14 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
       const history = /^\/api\/v10\/channels\/(\d+)\/messages$/.exec(path)
       if (method === "GET" && history !== null) {
         if (hidden.has(history[1]!)) return reply(403, { message: "Missing Access", code: 50001 }), true
-        const after = BigInt(query.get("after") ?? "0")
+        const after = query.get("after")
+        const before = query.get("before")
         const limit = Math.min(100, Number(query.get("limit") ?? "50"))
-        const page = (stored.get(history[1]!) ?? []).filter((message) => BigInt(message.id) > after).slice(0, limit)
+        const all = stored.get(history[1]!) ?? []
+        // As Discord: `after`, the oldest messages after it; else the newest (before `before`, if given).
+        const page = after !== null
+          ? all.filter((message) => BigInt(message.id) > BigInt(after)).slice(0, limit)
+          : all.filter((message) => before === null || BigInt(message.id) < BigInt(before)).slice(-limit)
         // Discord lists newest first.
         return reply(200, [...page].reverse()), true
       }

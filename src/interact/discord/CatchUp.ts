@@ -2,8 +2,8 @@
  * Catch-up: the last message handled in each channel, kept in a small JSON
  * file beside the memory (replaced whole, atomically), and the messages a
  * channel got after it, fetched over REST once the bridge is back (after a
- * restart, a fresh identify, a resume that could not replay), bounded by
- * DISCORD_CATCH_UP.
+ * restart, a fresh identify, a resume that could not replay), the newest
+ * first, bounded by DISCORD_CATCH_UP.
  */
 import * as path from "node:path"
 import { Routes } from "discord.js"
@@ -87,17 +87,23 @@ export const makeState = (file: Option.Option<string>): Effect.Effect<CatchUpSta
 
 /** A page of GET /channels/{id}/messages, Discord's largest. */
 const pageSize = 100
-/** Pages read per channel at most: the oldest of a flood are dropped anyway. */
-const maxPages = 20
+/** Pages read per channel at most: DISCORD_CATCH_UP keeps at most 1000, ten pages. */
+const maxPages = 11
 
 const idOf = (message: unknown): string | undefined => {
   const id = (message as { id?: unknown } | null)?.id
   return typeof id === "string" && /^\d{1,20}$/.test(id) ? id : undefined
 }
 
+const byId = (a: { readonly id: string }, b: { readonly id: string }) =>
+  BigInt(a.id) < BigInt(b.id) ? -1 : BigInt(a.id) > BigInt(b.id) ? 1 : 0
+
 /**
- * The messages of `channel` after `afterId`, oldest first: at most the last
- * `bounds.messages`, none older than `bounds.hours`. Raw, for the caller to
+ * The messages of `channel` after `afterId`, oldest first: the last
+ * `bounds.messages` of them, none older than `bounds.hours`. Read backwards
+ * from the newest, page by page, until `afterId` or enough: in a flood the
+ * newest are the ones to answer. `dropped` counts the older ones read and
+ * skipped; `more` says older ones were left unread. Raw, for the caller to
  * decode and filter like a MESSAGE_CREATE.
  */
 export const missedMessages = (
@@ -105,27 +111,37 @@ export const missedMessages = (
   channel: string,
   afterId: string,
   bounds: CatchUpBounds
-): Effect.Effect<{ readonly messages: ReadonlyArray<unknown>; readonly dropped: number }, string> =>
+): Effect.Effect<{ readonly messages: ReadonlyArray<unknown>; readonly dropped: number; readonly more: boolean }, string> =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const oldest = snowflakeAt(now - bounds.hours * 3_600_000)
-    let after = isAfter(oldest, afterId) ? oldest : afterId
-    const found: Array<{ readonly id: string; readonly message: unknown }> = []
-    for (let page = 0; page < maxPages; page++) {
-      const body = yield* rest.get(Routes.channelMessages(channel), { after, limit: String(pageSize) }).pipe(
-        Effect.mapError(describeRestError)
-      )
+    const after = isAfter(oldest, afterId) ? oldest : afterId
+    const found = new Map<string, unknown>()
+    let before: string | undefined = undefined
+    let more = false
+    for (let page = 0;; page++) {
+      if (found.size >= bounds.messages || page === maxPages) {
+        more = true
+        break
+      }
+      const query: Record<string, string> = before === undefined
+        ? { limit: String(pageSize) }
+        : { before, limit: String(pageSize) }
+      const body = yield* rest.get(Routes.channelMessages(channel), query).pipe(Effect.mapError(describeRestError))
       const messages = (Array.isArray(body) ? body : []).flatMap((message: unknown) => {
         const id = idOf(message)
         return id === undefined ? [] : [{ id, message }]
       })
-      found.push(...messages)
-      if (messages.length < pageSize) break
-      after = messages.reduce((newest, next) => isAfter(next.id, newest) ? next.id : newest, after)
+      for (const { id, message } of messages) if (isAfter(id, after)) found.set(id, message)
+      const oldestRead = messages.reduce<string | undefined>(
+        (least, next) => least === undefined || isAfter(least, next.id) ? next.id : least,
+        undefined
+      )
+      // A short page is the channel's start; a page reaching `after` is all that was missed.
+      if (messages.length < pageSize || oldestRead === undefined || !isAfter(oldestRead, after)) break
+      before = oldestRead
     }
-    // Discord lists newest first; answered oldest first.
-    found.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : BigInt(a.id) > BigInt(b.id) ? 1 : 0))
-    const unique = found.filter((entry, index) => index === 0 || entry.id !== found[index - 1]!.id)
-    const kept = unique.slice(Math.max(0, unique.length - bounds.messages))
-    return { messages: kept.map((entry) => entry.message), dropped: unique.length - kept.length }
+    const sorted = [...found].map(([id, message]) => ({ id, message })).sort(byId)
+    const kept = sorted.slice(Math.max(0, sorted.length - bounds.messages))
+    return { messages: kept.map((entry) => entry.message), dropped: sorted.length - kept.length, more }
   })

@@ -6,13 +6,17 @@
  * channel has replies waiting, so the fibers are bounded by the channels
  * with something owed.
  *
- * A part is retried while a retry may help (5xx, network, a short 429),
- * with the same nonce each time, for about ten minutes; a refusal (403, 404,
- * a 4xx) or running out of attempts gives the reply up. Either way the
+ * A part is retried while a retry may help (5xx, network, a 429), with the
+ * same nonce each time, for about ten minutes; a 429 is waited out as long as
+ * Discord asks, within the part's fifteen minutes. A refusal (403, 404, a
+ * 4xx), running out of attempts, or a 429 asking to wait past the part's
+ * deadline gives the reply up. Either way the
  * failure is logged once, naming the channel and the part, and the reply
  * leaves the outbox.
  */
+import { RateLimitError } from "discord.js"
 import * as Clock from "effect/Clock"
+import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -94,19 +98,55 @@ const request = (call: RestCall, channel: string, route: Route, part: Owed["part
   }
 }
 
-/** Sends one part, retrying what may pass later; the first failure is logged once, as a warning. */
+/** A 429 asking for a wait that would end past the part's deadline: waiting cannot deliver it in time. */
+class RateLimitPastDeadline extends Data.TaggedError("RateLimitPastDeadline")<{ readonly message: string }> {}
+
+/** A 429 discord.js hands back rather than sleeping through (Replies): longer than a minute. */
+const isLongRateLimit = (cause: unknown): cause is RateLimitError => cause instanceof RateLimitError && cause.retryAfter > 0
+
+const isFinal = (cause: unknown): boolean => isPermanent(cause) || cause instanceof RateLimitPastDeadline
+
+/**
+ * Sends one part, retrying what may pass later, and waiting out a long 429
+ * as Discord asks while the part's deadline allows; the first failure is
+ * logged once, as a warning.
+ */
 const sendPart = (call: RestCall, owed: Owed, route: Route, index: number, warned: { value: boolean }) =>
-  request(call, owed.channel, route, owed.parts[index]!).pipe(
-    Effect.tapError((cause) =>
-      isPermanent(cause) || warned.value ? Effect.void : Effect.sync(() => (warned.value = true)).pipe(
-        Effect.zipRight(Effect.logWarning(
-          `Discord send to channel ${owed.channel} failed (${describeRestError(cause)}); retrying for up to ten minutes`
-        ))
-      )
-    ),
-    Effect.retry({ schedule: partRetry, while: (cause) => !isPermanent(cause) }),
+  Effect.gen(function*() {
+    const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(partDeadline)
+    const warnOnce = (message: string) =>
+      warned.value ? Effect.void : Effect.zipRight(Effect.sync(() => (warned.value = true)), Effect.logWarning(message))
+    const waitOut = (limit: RateLimitError): Effect.Effect<unknown, unknown> =>
+      Effect.gen(function*() {
+        const left = deadline - (yield* Clock.currentTimeMillis)
+        if (limit.retryAfter > left) {
+          return yield* new RateLimitPastDeadline({
+            message: `${describeRestError(limit)}, more than the ${Math.max(0, Math.floor(left / 1000))} s ` +
+              `left of the part's ${Duration.toMinutes(partDeadline)} minutes`
+          })
+        }
+        yield* warnOnce(`Discord send to channel ${owed.channel}: ${describeRestError(limit)}; waiting as Discord asks`)
+        yield* Effect.sleep(limit.retryAfter)
+        return yield* attempt
+      })
+    const attempt: Effect.Effect<unknown, unknown> = Effect.suspend(() =>
+      request(call, owed.channel, route, owed.parts[index]!).pipe(Effect.catchIf(isLongRateLimit, waitOut))
+    )
+    return yield* attempt.pipe(
+      Effect.tapError((cause) =>
+        isFinal(cause)
+          ? Effect.void
+          : warnOnce(
+            `Discord send to channel ${owed.channel} failed (${describeRestError(cause)}); retrying for up to ten minutes`
+          )
+      ),
+      Effect.retry({ schedule: partRetry, while: (cause) => !isFinal(cause) })
+    )
+  }).pipe(
     Effect.timeoutFail({ duration: partDeadline, onTimeout: () => `no success within ${Duration.format(partDeadline)}` }),
-    Effect.mapError((cause) => typeof cause === "string" ? cause : describeRestError(cause)),
+    Effect.mapError((cause) =>
+      typeof cause === "string" ? cause : cause instanceof RateLimitPastDeadline ? cause.message : describeRestError(cause)
+    ),
     Effect.asVoid
   )
 

@@ -1,14 +1,20 @@
 /**
  * Which channels are the adapter's: the configured ones, threads under them
  * (learnt from THREAD_CREATE, GUILD_CREATE and THREAD_LIST_SYNC, or looked up
- * once over REST for a message from a channel not seen before), and direct
- * messages when they are answered.
+ * over REST for a message from a channel not seen before), and direct
+ * messages when they are answered. Only Discord's definite answers are kept
+ * (the channel, or 403/404); a lookup failing otherwise is retried a few
+ * times, then reported, and asked again next time.
  */
-import { Routes } from "discord.js"
+import { DiscordAPIError, Routes } from "discord.js"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { DiscordRest } from "./DiscordRest.js"
+import { describeRestError } from "./Refusals.js"
 import type { DiscordSettings } from "./Settings.js"
 
 export type ChannelKind = "channel" | "thread" | "direct"
@@ -40,11 +46,28 @@ export interface Origin {
   readonly channelType?: number | undefined
 }
 
+/** Discord could not say what a channel is (5xx, network, timeout) even after the retries; nothing was remembered. */
+export class ChannelLookupFailed extends Data.TaggedError("ChannelLookupFailed")<{
+  readonly channelId: string
+  /** What the last attempt got, for the log. */
+  readonly message: string
+}> {}
+
+/**
+ * Retries of a failed lookup: 1 s, 2 s, 4 s, 8 s (15 s in all, besides the
+ * requests). Dispatches wait meanwhile, so a thread's messages stay in order.
+ */
+export const lookupRetries = Schedule.intersect(Schedule.exponential("1 second"), Schedule.recurs(4))
+
+/** Discord's own answer that the channel is not the bot's to see (or a 200 that is no channel): as final as a channel. */
+const isDefinite = (cause: unknown): boolean =>
+  (cause instanceof DiscordAPIError && (cause.status === 403 || cause.status === 404)) || ParseResult.isParseError(cause)
+
 export interface ChannelKinds {
   /** What the channel is to the adapter; undefined when it is none of its business. */
-  readonly of: (origin: Origin) => Effect.Effect<ChannelKind | undefined>
+  readonly of: (origin: Origin) => Effect.Effect<ChannelKind | undefined, ChannelLookupFailed>
   /** The same for a channel known only by its id (one the catch-up state names): looked up if need be. */
-  readonly ofId: (channelId: string) => Effect.Effect<ChannelKind | undefined>
+  readonly ofId: (channelId: string) => Effect.Effect<ChannelKind | undefined, ChannelLookupFailed>
   /** Learns a channel or thread from a dispatch (THREAD_CREATE, THREAD_UPDATE). */
   readonly learn: (channel: unknown) => Effect.Effect<void>
   /** Learns the channels and threads a GUILD_CREATE or THREAD_LIST_SYNC lists. */
@@ -89,14 +112,19 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
       if (configured.has(channelId)) return "channel" as const
       const seen = known.get(channelId)
       if (seen !== undefined) return seen ?? undefined
-      // Not seen before: one lookup, remembered either way.
-      const info = yield* lookup(channelId).pipe(Effect.either)
-      if (Either.isLeft(info)) {
-        yield* Effect.logDebug(`Discord channel ${channelId} could not be looked up; its messages are ignored`)
+      // Not seen before: looked up, and remembered once Discord has said what it is. A failure that
+      // may pass is not remembered: it would drop every later message of the thread.
+      const info = yield* lookup(channelId).pipe(
+        Effect.retry({ schedule: lookupRetries, while: (cause) => !isDefinite(cause) }),
+        Effect.either
+      )
+      if (Either.isRight(info)) return remember(info.right) ?? undefined
+      if (isDefinite(info.left)) {
+        yield* Effect.logDebug(`Discord channel ${channelId} is not the bot's to see; its messages are ignored`)
         known.set(channelId, null)
         return undefined
       }
-      return remember(info.right) ?? undefined
+      return yield* new ChannelLookupFailed({ channelId, message: describeRestError(info.left) })
     })
 
   return {

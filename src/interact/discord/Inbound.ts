@@ -14,36 +14,17 @@ import * as Queue from "effect/Queue"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import { Attachment, withAttachments } from "./Attachments.js"
+import { withAttachments } from "./Attachments.js"
 import * as ChannelKinds from "./ChannelKinds.js"
 import { type CatchUpState, missedMessages } from "./CatchUp.js"
 import type { DiscordRest } from "./DiscordRest.js"
+import { decodeMessage, type GatewayMessage } from "./GatewayMessage.js"
+import { handleInteraction } from "./HandleInteraction.js"
 import { describeRestError } from "./Refusals.js"
 import type { ReplyTarget } from "./ReplyTargets.js"
-import { defaultAttachmentBytes, defaultCatchUp, type DiscordSettings } from "./Settings.js"
+import { type CatchUpBounds, defaultAttachmentBytes, defaultCatchUp, type DiscordSettings, isAllowed } from "./Settings.js"
 import * as SlashCommands from "./SlashCommands.js"
 import type { TypingIndicator } from "./Typing.js"
-
-const GatewayMessage = Schema.Struct({
-  id: Schema.String,
-  channel_id: Schema.String,
-  guild_id: Schema.optionalWith(Schema.String, { nullable: true }),
-  channel_type: Schema.optionalWith(Schema.Number, { nullable: true }),
-  webhook_id: Schema.optionalWith(Schema.String, { nullable: true }),
-  type: Schema.optionalWith(Schema.Number, { nullable: true }),
-  content: Schema.optionalWith(Schema.String, { nullable: true, default: () => "" }),
-  author: Schema.Struct({
-    id: Schema.String,
-    username: Schema.optionalWith(Schema.String, { nullable: true, default: () => "" }),
-    global_name: Schema.optionalWith(Schema.String, { nullable: true }),
-    bot: Schema.optionalWith(Schema.Boolean, { nullable: true, default: () => false })
-  }),
-  member: Schema.optionalWith(Schema.Struct({ nick: Schema.optionalWith(Schema.String, { nullable: true }) }), {
-    nullable: true
-  }),
-  attachments: Schema.optionalWith(Schema.Array(Attachment), { nullable: true, default: () => [] })
-})
-type GatewayMessage = typeof GatewayMessage.Type
 
 const GatewayReady = Schema.Struct({
   user: Schema.Struct({ id: Schema.String, username: Schema.String }),
@@ -53,7 +34,6 @@ const GatewayReady = Schema.Struct({
 /** The bot's own account, as READY names it. */
 export type BotUser = typeof GatewayReady.Type["user"]
 
-const decodeMessage = Schema.decodeUnknownEither(GatewayMessage)
 const decodeReady = Schema.decodeUnknownEither(GatewayReady)
 
 /** A message for the agent, with who sent it, where, and what its reply answers. */
@@ -82,9 +62,6 @@ const mentionOf = (botUserId: string) => new RegExp(` ?<@!?${botUserId}> ?`, "g"
 const withoutMention = (content: string, botUserId: string | undefined): string =>
   botUserId === undefined ? content : content.replace(mentionOf(botUserId), " ")
 
-const allowed = (settings: DiscordSettings, userId: string) =>
-  Option.isNone(settings.allowedUsers) || settings.allowedUsers.value.includes(userId)
-
 export interface Inbound {
   /** Accepted messages, in arrival order; shut down with the scope. */
   readonly messages: Queue.Dequeue<DiscordMessage>
@@ -112,6 +89,10 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
     const botUser = yield* Ref.make(Option.none<BotUser>())
     const recentIds = yield* Ref.make<ReadonlyArray<string>>([])
     const kinds = ChannelKinds.make(settings, rest)
+    // Channels whose lookup failed, each with the id just before its first message not handled.
+    const unchecked = new Map<string, string>()
+    // A gap is caught up even with DISCORD_CATCH_UP off: its messages arrived while the bridge listened.
+    const gapBounds: CatchUpBounds = catchUpBounds.messages === 0 ? defaultCatchUp : catchUpBounds
     const commandGuilds = new Set<string>()
     const seededNow = new Set<string>()
     let readies = 0
@@ -132,7 +113,7 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
         const text = withoutMention(message.content, bot?.id).trim()
         const mentioned = bot !== undefined && message.content.trim() !== "" && mentionOf(bot.id).test(message.content)
         const talk = !message.author.bot && message.author.id !== bot?.id && message.webhook_id === undefined &&
-          (message.type === undefined || conversationalTypes.has(message.type)) && allowed(settings, message.author.id) &&
+          (message.type === undefined || conversationalTypes.has(message.type)) && isAllowed(settings, message.author.id) &&
           (text !== "" || mentioned || message.attachments.length > 0)
         if (talk && (yield* fresh(message.id))) {
           yield* deliver({
@@ -148,49 +129,39 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
         yield* state.record(message.channel_id, message.id)
       })
 
+    /**
+     * A message whose channel Discord could not describe: it is fetched with the channel's next message
+     * that can be checked, or by the next session's catch-up (the state notes the channel from here on).
+     */
+    const leaveForLater = (message: GatewayMessage, failed: ChannelKinds.ChannelLookupFailed) =>
+      Effect.gen(function*() {
+        const before = /^\d{1,20}$/.test(message.id) ? String(BigInt(message.id) - 1n) : undefined
+        if (before !== undefined && !unchecked.has(message.channel_id)) unchecked.set(message.channel_id, before)
+        if (before !== undefined && Option.isNone(yield* state.last(message.channel_id))) {
+          yield* state.record(message.channel_id, before)
+        }
+        yield* Effect.logWarning(
+          `Discord channel ${failed.channelId} could not be looked up (${failed.message}); ` +
+            `message ${message.id} there is answered once it can be`
+        )
+      })
+
     const onMessage = (message: GatewayMessage) =>
-      Effect.flatMap(
-        kinds.of({ channelId: message.channel_id, guildId: message.guild_id, channelType: message.channel_type }),
-        (kind) => kind === undefined ? Effect.void : accept(message, kind)
+      kinds.of({ channelId: message.channel_id, guildId: message.guild_id, channelType: message.channel_type }).pipe(
+        Effect.matchEffect({
+          onFailure: (failed) => leaveForLater(message, failed),
+          onSuccess: (kind) =>
+            Effect.gen(function*() {
+              if (kind === undefined) return void unchecked.delete(message.channel_id)
+              // What waited for this channel's lookup comes first; this message is among it, taken once.
+              const gap = unchecked.get(message.channel_id)
+              if (gap !== undefined) yield* catchUpChannel(message.channel_id, gap, kind, gapBounds)
+              yield* accept(message, kind)
+            })
+        })
       )
 
-    const onInteraction = (raw: unknown) =>
-      Effect.gen(function*() {
-        const decoded = SlashCommands.decodeInteraction(raw)
-        if (Either.isLeft(decoded)) return yield* Effect.logDebug("Ignored an INTERACTION_CREATE that does not decode")
-        const interaction = decoded.right
-        const text = SlashCommands.commandText(interaction)
-        const asker = SlashCommands.askedBy(interaction)
-        const channelId = interaction.channel_id ?? interaction.channel?.id
-        if (text === undefined || asker === undefined || channelId === undefined) return
-        const kind = yield* kinds.of({ channelId, guildId: interaction.guild_id, channelType: interaction.channel?.type })
-        if (kind === undefined || !allowed(settings, asker.id)) {
-          return yield* SlashCommands.refuseEphemerally(
-            rest,
-            interaction,
-            kind === undefined ? "I do not answer in this channel." : "Sorry, I only answer the people I was set up for."
-          )
-        }
-        if (!(yield* fresh(interaction.id))) return
-        const acknowledged = yield* SlashCommands.deferReply(rest, interaction).pipe(Effect.either)
-        if (Either.isLeft(acknowledged)) {
-          return yield* Effect.logWarning(`Discord /${interaction.data?.name} not acknowledged (${acknowledged.left}); not answered`)
-        }
-        yield* deliver({
-          channel: channelId,
-          kind,
-          guildId: interaction.guild_id,
-          authorId: asker.id,
-          authorName: asker.name,
-          text,
-          target: {
-            _tag: "Interaction",
-            applicationId: interaction.application_id,
-            interactionId: interaction.id,
-            token: interaction.token
-          }
-        })
-      })
+    const onInteraction = handleInteraction({ rest, settings, kinds, fresh, deliver })
 
     /** At the first READY: a warning for each configured channel the bot cannot see; commands for their servers. */
     const checkChannels = (applicationId: string | undefined) =>
@@ -219,31 +190,43 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
           )
         ), { discard: true })
 
-    /** Answers what the channels got while the bridge was away, in order, once. */
-    const catchUp = Effect.gen(function*() {
-      if (catchUpBounds.messages === 0) return
-      for (const [channelId, after] of yield* state.all) {
-        if (seededNow.delete(channelId)) continue
-        const kind = yield* kinds.ofId(channelId)
-        if (kind === undefined) continue
-        const missed = yield* missedMessages(rest, channelId, after, catchUpBounds).pipe(Effect.either)
+    /** Answers what `channelId` got after `after`, in order, once, and says how much it found. */
+    const catchUpChannel = (channelId: string, after: string, kind: ChannelKinds.ChannelKind, bounds: CatchUpBounds) =>
+      Effect.gen(function*() {
+        const missed = yield* missedMessages(rest, channelId, after, bounds).pipe(Effect.either)
         if (Either.isLeft(missed)) {
-          yield* Effect.logWarning(`Discord messages missed in channel ${channelId} could not be fetched: ${missed.left}`)
-          continue
+          return yield* Effect.logWarning(`Discord messages missed in channel ${channelId} could not be fetched: ${missed.left}`)
         }
-        const { dropped, messages: found } = missed.right
+        unchecked.delete(channelId)
+        const { dropped, messages: found, more } = missed.right
         const before = yield* Queue.size(messages)
         for (const raw of found) {
           const decoded = decodeMessage(raw)
           if (Either.isRight(decoded)) yield* accept(decoded.right, kind)
         }
         const answered = (yield* Queue.size(messages)) - before
-        if (found.length > 0 || dropped > 0) {
+        if (found.length > 0 || dropped > 0 || more) {
           yield* Effect.logInfo(
             `Discord channel ${channelId}: ${found.length} message(s) sent while the bridge was away, ` +
-              `${answered} to answer` + (dropped > 0 ? `; ${dropped} older one(s) beyond DISCORD_CATCH_UP skipped` : "")
+              `${answered} to answer` +
+              (dropped > 0 || more ? `; ${dropped}${more ? " or more" : ""} older one(s) beyond DISCORD_CATCH_UP skipped` : "")
           )
         }
+      })
+
+    /** Answers what the channels got while the bridge was away, in order, once. */
+    const catchUp = Effect.gen(function*() {
+      if (catchUpBounds.messages === 0) return
+      for (const [channelId, after] of yield* state.all) {
+        if (seededNow.delete(channelId)) continue
+        const kind = yield* kinds.ofId(channelId).pipe(
+          Effect.catchTag("ChannelLookupFailed", (failed) =>
+            Effect.as(
+              Effect.logWarning(`Discord channel ${channelId} could not be looked up (${failed.message}); caught up next time`),
+              undefined
+            ))
+        )
+        if (kind !== undefined) yield* catchUpChannel(channelId, after, kind, catchUpBounds)
       }
     })
 

@@ -48,9 +48,8 @@ export const isTokenRejected = (cause: unknown): boolean =>
   (cause instanceof DiscordjsError && cause.code === DiscordjsErrorCodes.TokenInvalid) ||
   (cause instanceof DiscordAPIError && cause.status === 401)
 
-/** Discord refused the request (4xx), or asked for a longer wait than we give a part: retrying cannot help. */
-export const isPermanent = (cause: unknown): boolean =>
-  cause instanceof DiscordAPIError || (cause instanceof RateLimitError && cause.retryAfter > 0)
+/** Discord refused the request (4xx): retrying cannot help. A 429 is not a refusal: it says when to try again. */
+export const isPermanent = (cause: unknown): boolean => cause instanceof DiscordAPIError
 
 /** One line for the log, with a hint where the usual fix is known. */
 export const describeRestError = (cause: unknown): string => {

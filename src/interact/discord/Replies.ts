@@ -26,14 +26,15 @@ export type { RestCall } from "./ChannelDelivery.js"
 /** The REST client as the typing indicator and replies use it. */
 export type RestPost = RestCall
 
-/** A 429 asking for a longer wait than this fails the request at once instead of sleeping. */
+/** A 429 asking for a longer wait than this is handed back to us (a RateLimitError) instead of slept through. */
 const longestRateLimitWait = Duration.minutes(1)
 
 /**
  * discord.js waits out a 429 as its Retry-After header says. Without the
  * header it would retry at once, again and again; and a very long wait would
- * outlast the part's deadline. Both are turned into errors: the first is
- * retried on our schedule, the second fails the part.
+ * be hidden in its own timer, out of the part's deadline's sight. Both are
+ * handed back as errors: the first is retried on our schedule, the second is
+ * waited out by ChannelDelivery if the part's deadline allows, else fails it.
  */
 const rejectRateLimit = (limit: { readonly retryAfter: number }): boolean =>
   limit.retryAfter <= 0 || limit.retryAfter > Duration.toMillis(longestRateLimitWait)

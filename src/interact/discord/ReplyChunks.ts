@@ -125,7 +125,7 @@ const chooseCut = (
   const quarter = start + Math.floor((end - start) / 4)
   const cut = naturalCut(text, start, end, halfway) ?? lineCut(text, start, end) ??
     naturalCut(text, start, end, quarter) ?? hardCut(text, start, end, markerContaining)
-  return avoidEmptyBlock(text, start, end, cut, openLanguageAt, markers)
+  return avoidEmptyBlock(text, start, end, cut, openLanguageAt, markers, markerContaining)
 }
 
 /** The last paragraph, line or word boundary in (minimum, end], in that order of preference. */
@@ -181,8 +181,10 @@ const hardCut = (
 /**
  * Two cuts leave an empty code block behind. Right after a fence opener, the
  * block would be empty in this chunk: cut at the line before the opener
- * instead. Right before a closer, it would be empty in the next chunk: take
- * the closer into this chunk when it fits in the room kept for our own closer.
+ * instead, or, with the opener on the chunk's first line, inside the block's
+ * first line (too long for one message, or it would have been kept whole).
+ * Right before a closer, it would be empty in the next chunk: take the closer
+ * into this chunk when it fits in the room kept for our own closer.
  */
 const avoidEmptyBlock = (
   text: string,
@@ -190,7 +192,8 @@ const avoidEmptyBlock = (
   end: number,
   cut: number,
   openLanguageAt: (position: number) => string | undefined,
-  markers: ReadonlyArray<FenceMarker>
+  markers: ReadonlyArray<FenceMarker>,
+  markerContaining: (position: number) => FenceMarker | undefined
 ): number => {
   if (openLanguageAt(cut) === undefined) return cut
   const opener = markers.filter((marker) => marker.at < cut).at(-1)
@@ -199,6 +202,10 @@ const avoidEmptyBlock = (
     const lineBreak = text.lastIndexOf("\n", opener.at - 1)
     const emptyBlock = openerLineEnd === -1 || openerLineEnd >= cut || text.slice(openerLineEnd, cut).trim() === ""
     if (emptyBlock && lineBreak > start) return lineBreak
+    if (emptyBlock && openerLineEnd !== -1 && openerLineEnd + 1 < end) {
+      const halfway = openerLineEnd + Math.floor((end - openerLineEnd) / 2)
+      return naturalCut(text, openerLineEnd + 1, end, halfway) ?? hardCut(text, openerLineEnd + 1, end, markerContaining)
+    }
   }
   const closer = markers.find((marker) => marker.at >= cut)
   const closerEnd = closer === undefined ? Infinity : closer.at + fence.length

@@ -45,6 +45,10 @@ const snowflake = /^\d{1,20}$/
 /** Discord ids (channels, users) are snowflakes: up to 20 digits. */
 export const isDiscordId = (id: string): boolean => snowflake.test(id)
 
+/** Whether `userId` is answered: everyone without DISCORD_ALLOWED_USERS. */
+export const isAllowed = (settings: DiscordSettings, userId: string): boolean =>
+  Option.isNone(settings.allowedUsers) || settings.allowedUsers.value.includes(userId)
+
 const parseIds = (name: string, raw: string): Either.Either<ReadonlyArray<string>, ConfigError.ConfigError> => {
   const ids = raw.split(",").map((id) => id.trim()).filter((id) => id !== "")
   // Config.mapOrFail puts the key's name in front of the path.

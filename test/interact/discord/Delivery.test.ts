@@ -6,7 +6,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, ConfigProvider, Context, Effect, Layer, Option, TestClock } from "effect"
+import { Clock, ConfigProvider, Context, Effect, Fiber, Layer, Option, TestClock } from "effect"
 import { Interact } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as Outbox from "../../../src/interact/discord/Outbox.js"
@@ -154,6 +154,53 @@ describe("Discord delivery per channel", () => {
         expect(aboutB.filter((line) => line.startsWith("WARN")).length).toBe(1)
         expect(aboutB.filter((line) => line.startsWith("ERROR")).length).toBe(1)
       }).pipe(Effect.provide(logs.layer), withPinnedJitter)
+    }))
+})
+
+describe("Discord delivery under a long 429", () => {
+  /** A 429 asking for `seconds`, for this bucket only (not global: discord.js then keeps no wait of its own). */
+  const rateLimited = (seconds: number) => ({
+    status: 429,
+    headers: { "retry-after": String(seconds), "x-ratelimit-scope": "user" },
+    body: { message: "You are being rate limited.", retry_after: seconds, global: false }
+  })
+  /** discord.js adds its 50 ms offset to Retry-After. */
+  const offset = 50
+
+  it.scoped("a 429 asking for 90 s is waited out, then the part is sent once; logged once, as a warning", () =>
+    Effect.gen(function*() {
+      const logs = yield* captureLogs
+      yield* Effect.gen(function*() {
+        const fake = yield* startFake
+        const bridge = yield* outbound(fake, yield* tempDir())
+        yield* fake.script("POST", new RegExp(`/channels/${channelA}/messages$`), [rateLimited(90)])
+        const started = yield* Clock.currentTimeMillis
+        const sending = yield* bridge.send({ channel: channelA, text: "after the wait" }).pipe(Effect.fork)
+        yield* advanceTo(started + 90_000 + offset)
+        yield* Fiber.join(sending)
+        expect(postsTo(fake, channelA).map((record) => record.status)).toEqual([429, 200])
+        expect(contents(fake, channelA)).toEqual(["after the wait"])
+        const aboutA = logs.lines.filter((line) => line.includes(channelA))
+        expect(aboutA).toEqual([`WARN Discord send to channel ${channelA}: rate limited by Discord for 91 s; waiting as Discord asks`])
+      }).pipe(Effect.provide(logs.layer))
+    }))
+
+  it.scoped("a 429 asking to wait past the part's fifteen minutes gives the reply up at once, saying so", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake
+      const bridge = yield* outbound(fake, yield* tempDir())
+      yield* fake.script("POST", new RegExp(`/channels/${channelA}/messages$`), [rateLimited(600), rateLimited(600)])
+      const started = yield* Clock.currentTimeMillis
+      const sending = yield* bridge.send({ channel: channelA, text: "too late" }).pipe(Effect.flip, Effect.fork)
+      // The first wait fits in the deadline; the second would end 5 minutes past it.
+      yield* advanceTo(started + 600_000 + offset)
+      const failure = yield* Fiber.join(sending)
+      expect(failure.message).toBe(
+        `Could not deliver a reply to Discord channel ${channelA} (part 1 of 1): ` +
+          "rate limited by Discord for 601 s, more than the 299 s left of the part's 15 minutes"
+      )
+      expect(postsTo(fake, channelA).map((record) => record.status)).toEqual([429, 429])
+      expect(contents(fake, channelA)).toEqual([])
     }))
 })
 

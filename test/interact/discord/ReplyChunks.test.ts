@@ -39,6 +39,10 @@ const reassembles = (input: string, chunks: ReadonlyArray<string>, index = 0, po
   })
 }
 
+/** A chunk that is a code block with nothing in it (only sent when the reply has one itself). */
+const emptyBlock = /^```[^\n`]*\n\s*```$/
+const hasEmptyBlock = /```[^\n`]*(\n\s*```|\s*$)/
+
 const checkChunks = (input: string, limit: number) => {
   const chunks = chunkReply(input, limit)
   for (const chunk of chunks) {
@@ -46,6 +50,7 @@ const checkChunks = (input: string, limit: number) => {
     expect(fenceCount(chunk) % 2).toBe(0)
     expect(lonePattern.test(chunk)).toBe(false)
     expect(isBlank(chunk)).toBe(false)
+    if (!hasEmptyBlock.test(input)) expect(chunk).not.toMatch(emptyBlock)
   }
   expect(reassembles(input, chunks)).toBe(true)
   return chunks
@@ -71,6 +76,22 @@ describe("chunkReply properties", () => {
     fc.assert(
       fc.property(reply(200), fc.integer({ min: 64, max: 300 }), (input, limit) => void checkChunks(input, limit)),
       { numRuns: 400 }
+    )
+  })
+
+  it("never sends an empty code block for a block whose first line is longer than a message", () => {
+    const longFirstLine = fc.record({
+      before: fc.constantFrom("", "Here is the file:\n", "intro\n\n", "a few words "),
+      language: fc.constantFrom("", "python", "json"),
+      // Spaceless lines too: a line with a space past its middle is cut there anyway.
+      line: fc.oneof(fc.constantFrom("a", "v", "😀", "é"), fc.constantFrom("a", "v", " ", "😀", "é")).chain((char) =>
+        fc.array(fc.constantFrom("a", "v", char), { minLength: 2100, maxLength: 4500 }).map((chars) => chars.join(""))
+      ),
+      after: fc.constantFrom("\n```", "\n```\nmore text", "\nsecond line\n```", "")
+    }).map(({ after, before, language, line }) => `${before}\`\`\`${language}\n${line.trim() || "x"}${after}`)
+    fc.assert(
+      fc.property(longFirstLine, fc.constantFrom(discordMessageLimit, 300, 64), (input, limit) => void checkChunks(input, limit)),
+      { numRuns: 200 }
     )
   })
 
@@ -172,6 +193,21 @@ describe("chunkReply cases", () => {
     const chunks = checkChunks("a" + "😀".repeat(2500), discordMessageLimit)
     expect(chunks.length).toBe(3)
     expect(chunks.join("")).toBe("a" + "😀".repeat(2500))
+  })
+
+  it("cuts inside a block's first line when it is longer than a message, never sending the block empty", () => {
+    const cases = [
+      ["", "python", "a".repeat(2100)],
+      ["Here is the file:\n", "", "a".repeat(2500)],
+      ["intro\n\n", "json", `{"k":"${"v".repeat(3000)}"}`]
+    ] as const
+    for (const [before, language, line] of cases) {
+      const chunks = checkChunks(`${before}\`\`\`${language}\n${line}\n\`\`\``, discordMessageLimit)
+      const blocks = chunks.filter((chunk) => chunk.startsWith("```"))
+      expect(blocks.length).toBe(2)
+      expect(blocks[0]!.startsWith(`\`\`\`${language}\n${line.slice(0, 10)}`)).toBe(true)
+      expect(blocks[1]!.startsWith(`\`\`\`${language}\n`)).toBe(true)
+    }
   })
 
   it("closes a block the reply left open", () => {
