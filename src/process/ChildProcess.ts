@@ -1,16 +1,18 @@
 /**
- * Runs one short-lived child process in its own process group and collects
+ * Runs one short-lived child process in a session of its own and collects
  * its output under a byte cap.
  *
- * The child is spawned detached (setsid), so its pid is also its process
- * group id and everything it forks can be killed at once. The group gets
- * SIGKILL when the main process exits (so a forgotten `sleep 1000 &` that
- * still holds stdout cannot keep the call waiting), when it floods stdout,
- * and when the run is interrupted (a caller's timeout, agent shutdown): the
- * release waits until Node has reaped the main process, so no zombie is left
- * behind by us. Grandchildren are reparented to init, which reaps them.
- * While it runs, the group is listed with the process's watchdog, which
- * kills it should the agent die without closing its scopes (SIGKILL).
+ * The child is spawned detached (setsid), so its pid is also its session
+ * and process group id, and everything it forks can be killed at once: the
+ * group, and any group made within the session (GNU `timeout` makes one).
+ * The session gets SIGKILL when the main process exits (so a forgotten
+ * `sleep 1000 &` that still holds stdout cannot keep the call waiting),
+ * when it floods stdout, and when the run is interrupted (a caller's
+ * timeout, agent shutdown): the release waits until Node has reaped the
+ * main process, so no zombie is left behind by us. Grandchildren are
+ * reparented to init, which reaps them. While it runs, the group is listed
+ * with the process's watchdog, which kills its session should the agent
+ * die without closing its scopes (SIGKILL).
  */
 import type * as NodeChildProcess from "node:child_process"
 import * as fs from "node:fs"
@@ -23,7 +25,7 @@ import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import { describeError } from "../Errors.js"
 import { heldBy } from "./PidLiveness.js"
-import { signalGroup } from "./ProcessGroup.js"
+import { signalSession } from "./ProcessGroup.js"
 import { spawnGuarded, untrackGroup } from "./Watchdog.js"
 
 /**
@@ -122,14 +124,14 @@ const start = (
         stdout.push(chunk)
         if (!flooded && stdout.seen > request.stdoutMax + request.floodAllowance && child.pid !== undefined) {
           flooded = true
-          signalGroup(child.pid, "SIGKILL")
+          signalSession(child.pid, "SIGKILL")
         }
       })
       child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk))
       child.on("exit", () => {
         running.exited = true
         if (child.pid !== undefined) {
-          signalGroup(child.pid, "SIGKILL")
+          signalSession(child.pid, "SIGKILL")
           untrackGroup(child.pid)
         }
       })
@@ -159,7 +161,7 @@ const start = (
     })
   )
 
-/** Kills the group unless the main process already exited, then waits for Node to reap it. */
+/** Kills the session unless the main process already exited, then waits for Node to reap it. */
 const stop = (running: Running): Effect.Effect<void> =>
   Effect.async<void>((resume) => {
     const { child } = running
@@ -170,7 +172,7 @@ const stop = (running: Running): Effect.Effect<void> =>
       return
     }
     child.once("exit", () => resume(Effect.void))
-    signalGroup(child.pid, "SIGKILL")
+    signalSession(child.pid, "SIGKILL")
   })
 
 /** The parents and prefixes swept in this process (see sweepLeftovers): once each. */

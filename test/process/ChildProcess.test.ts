@@ -2,7 +2,7 @@ import * as childProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, TestServices } from "effect"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
 import * as SpawnHelper from "../../src/process/SpawnHelper.js"
 import { captureLogs } from "../support/LogCapture.js"
@@ -101,6 +101,39 @@ describe.each([
       expect(Sandbox.groupGone(pgid)).toBe(false)
       yield* Fiber.interrupt(fiber)
       expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
+    }))
+
+  // GNU timeout puts itself and its command in a group of their own, within the claw's session.
+  const ownGroupJob = (dir: string) =>
+    `timeout 1000 sh -c 'echo $$ > ${Path.join(dir, "inner")}; exec sleep 1000' & echo $! > ${Path.join(dir, "timeout")};`
+  /** The job's two processes; SIGKILLed at the end of the test should they outlive it. */
+  const ownGroupPids = (dir: string) =>
+    Effect.gen(function*() {
+      const pids = [yield* readPid(Path.join(dir, "timeout")), yield* readPid(Path.join(dir, "inner"))]
+      yield* Effect.addFinalizer(() => Effect.sync(() => pids.forEach((pid) => Sandbox.isRunning(pid) && process.kill(pid, "SIGKILL"))))
+      return pids
+    })
+
+  it.scoped("kills a job that made a process group of its own (GNU timeout) when interrupted", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fiber = yield* Effect.fork(run(shell(`${ownGroupJob(dir)} wait`)))
+      const pids = yield* ownGroupPids(dir)
+      yield* Fiber.interrupt(fiber)
+      expect(yield* eventually(() => pids.every((pid) => !Sandbox.isRunning(pid)))).toBe(true)
+    }))
+
+  it.scoped("kills a job that made a process group of its own when the main process exits, not waiting for it", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      // The main process exits once the job runs in its own group (its pid written), not before.
+      const inner = Path.join(dir, "inner")
+      const fiber = yield* Effect.fork(run(shell(`${ownGroupJob(dir)} until [ -s ${inner} ]; do sleep 0.01; done; echo done`)))
+      const pids = yield* ownGroupPids(dir)
+      // Bounded: before, the job kept stdout open for 1000 s.
+      const outcome = yield* Fiber.join(fiber).pipe(Sandbox.within("the run to end"), TestServices.provideLive)
+      expect(text(outcome.stdout)).toBe("done\n")
+      expect(yield* eventually(() => pids.every((pid) => !Sandbox.isRunning(pid)))).toBe(true)
     }))
 
   it.scoped("runs in a private directory made in the parent it names, owner-only, removed once the run ends", () =>
