@@ -2,7 +2,7 @@ import * as childProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, TestServices } from "effect"
+import { Effect, Fiber, Option, TestClock, TestServices } from "effect"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
 import * as SpawnHelper from "../../src/process/SpawnHelper.js"
 import { captureLogs } from "../support/LogCapture.js"
@@ -23,6 +23,15 @@ const shell = (script: string, overrides: Partial<ChildProcess.RunRequest> = {})
 
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8")
 
+/** Waits (in real time, 20 s at most) until something sleeps on the TestClock. */
+const pendingSleep = Effect.gen(function*() {
+  for (let polls = 0; polls < 2000; polls++) {
+    if ((yield* TestClock.sleeps()).length > 0) return
+    yield* Effect.sleep("10 millis").pipe(TestServices.provideLive)
+  }
+  return yield* Effect.fail(new Sandbox.WaitTimedOut({ message: "waited 20s for a sleep on the TestClock" }))
+})
+
 /** Real time on purpose: the OS needs a moment to reap reparented grandchildren. */
 const eventually = (check: () => boolean) => Sandbox.settles(check, "50 millis")
 
@@ -32,10 +41,11 @@ const readPid = (file: string) =>
   )
 
 // The same behaviour whether this process spawns the command or its spawn helper does (what claws use).
+// The grace for output held open is this test's TestClock in this process; in the helper, its real clock.
 describe.each([
-  { where: "ChildProcess.run, spawned here", run: ChildProcess.run },
-  { where: "SpawnHelper.run, spawned by the helper", run: SpawnHelper.run }
-])("$where", ({ run }) => {
+  { where: "ChildProcess.run, spawned here", run: ChildProcess.run, clocked: true },
+  { where: "SpawnHelper.run, spawned by the helper", run: SpawnHelper.run, clocked: false }
+])("$where", ({ clocked, run }) => {
   it.effect("collects stdout, stderr and the exit code", () =>
     Effect.gen(function*() {
       const outcome = yield* run(shell("printf out; printf err >&2; exit 7"))
@@ -134,6 +144,33 @@ describe.each([
       const outcome = yield* Fiber.join(fiber).pipe(Sandbox.within("the run to end"), TestServices.provideLive)
       expect(text(outcome.stdout)).toBe("done\n")
       expect(yield* eventually(() => pids.every((pid) => !Sandbox.isRunning(pid)))).toBe(true)
+    }))
+
+  it.scoped("answers with what was printed a grace after the exit when a process outside its session holds stdout", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const holderFile = Path.join(dir, "holder")
+      const logs = yield* captureLogs
+      const fiber = yield* Effect.fork(run(shell(
+        `setsid sh -c 'echo $$ > ${holderFile}; exec sleep 1000' & until [ -s ${holderFile} ]; do sleep 0.01; done; echo printed-before-exit`
+      )).pipe(Effect.provide(logs.layer)))
+      const holder = yield* readPid(holderFile)
+      yield* Effect.addFinalizer(() => Effect.sync(() => Sandbox.isRunning(holder) && process.kill(holder, "SIGKILL")))
+      if (clocked) {
+        // Before the fix no such wait existed: this one timed out.
+        yield* pendingSleep
+        expect(yield* Fiber.poll(fiber)).toEqual(Option.none())
+        yield* TestClock.adjust(ChildProcess.outputGrace)
+      }
+      const outcome = yield* Fiber.join(fiber).pipe(Sandbox.within("the run to end"), TestServices.provideLive)
+      expect(text(outcome.stdout)).toBe("printed-before-exit\n")
+      expect(outcome.exitCode).toBe(0)
+      expect(logs.lines).toEqual([
+        "WARN /bin/sh exited, but a process outside its session (started with setsid?) still held its output open 1s later: " +
+        "answered with what it printed by then"
+      ])
+      // Not the claw's to kill: it left the session.
+      expect(Sandbox.isRunning(holder)).toBe(true)
     }))
 
   it.scoped("runs in a private directory made in the parent it names, owner-only, removed once the run ends", () =>
