@@ -11,6 +11,14 @@ import { madeOnFirstCall } from "../FirstCall.js"
 
 const toolsPrefix = "#TOOLS:"
 
+/**
+ * The most one `#TOOLS:` line may take, in UTF-8 bytes. Generous for any
+ * real tool, and it keeps one runaway declaration from pushing the whole
+ * catalogue past what the claw pipes frame (16 MiB), which would leave the
+ * agent with no tools at all.
+ */
+export const maxDeclarationBytes = 1024 * 1024
+
 export interface Declaration {
   readonly tool: ToolDefinition
   readonly source: string
@@ -47,6 +55,14 @@ export const parseClawFile = (displayPath: string, text: string): ParsedFile => 
     const line = index === 0 ? raw.replace(/^\ufeff/, "") : raw
     if (!line.startsWith(toolsPrefix)) return
     const source = `${displayPath}:${index + 1}`
+    const bytes = Buffer.byteLength(line)
+    if (bytes > maxDeclarationBytes) {
+      problems.push({
+        source,
+        reason: `the #TOOLS: line takes ${bytes} bytes, more than a declaration may (${maxDeclarationBytes}); skipped`
+      })
+      return
+    }
     const parsed = Either.try(() => JSON.parse(line.slice(toolsPrefix.length)) as unknown)
     if (Either.isLeft(parsed)) {
       problems.push({ source, reason: `invalid JSON after #TOOLS: (${describeError(parsed.left)})` })
