@@ -8,6 +8,7 @@ import * as Schema from "effect/Schema"
 import { type ToolCatalog, type ToolDefinition, ToolDefinition as ToolDefinitionSchema, type ToolProblem } from "../Claws.js"
 import { describeError } from "../Errors.js"
 import { madeOnFirstCall } from "../FirstCall.js"
+import { printable } from "../Printable.js"
 
 const toolsPrefix = "#TOOLS:"
 
@@ -65,7 +66,8 @@ export const parseClawFile = (displayPath: string, text: string): ParsedFile => 
     }
     const parsed = Either.try(() => JSON.parse(line.slice(toolsPrefix.length)) as unknown)
     if (Either.isLeft(parsed)) {
-      problems.push({ source, reason: `invalid JSON after #TOOLS: (${describeError(parsed.left)})` })
+      // JSON.parse quotes the text it failed on, control characters included.
+      problems.push({ source, reason: `invalid JSON after #TOOLS: (${printable(describeError(parsed.left))})` })
       return
     }
     const items = Array.isArray(parsed.right) ? parsed.right : [parsed.right]

@@ -28,6 +28,7 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import { describeError } from "../Errors.js"
+import { printable } from "../Printable.js"
 import { heldBy } from "./PidLiveness.js"
 import { signalSession } from "./ProcessGroup.js"
 import { spawnGuarded, untrackGroup } from "./Watchdog.js"
@@ -128,7 +129,9 @@ const start = (
   { done, exit }: Ends
 ): Either.Either<Running, SpawnError> =>
   spawnGuarded(request.command, request.args, { cwd, env: request.env, stdio: ["ignore", "pipe", "pipe"] }).pipe(
-    Either.mapLeft((failed) => new SpawnError({ message: `cannot start ${request.command}: ${failed.message}`, cause: failed.cause })),
+    Either.mapLeft((failed) =>
+      new SpawnError({ message: printable(`cannot start ${request.command}: ${failed.message}`), cause: failed.cause })
+    ),
     Either.map((child): Running => {
       const stdout = new CappedBytes(request.stdoutMax)
       const stderr = new CappedBytes(request.stderrMax)
@@ -171,7 +174,7 @@ const start = (
         // being guaranteed.
         Deferred.unsafeDone(
           done,
-          Exit.fail(new SpawnError({ message: `cannot start ${request.command}: ${describeError(cause)}`, cause }))
+          Exit.fail(new SpawnError({ message: printable(`cannot start ${request.command}: ${describeError(cause)}`), cause }))
         )
       })
       child.on("close", (exitCode: number | null, signal: NodeJS.Signals | null) => {
@@ -279,7 +282,7 @@ const heldOpen = (request: RunRequest, running: Running, ends: Ends): Effect.Eff
     Effect.zipRight(Effect.suspend(() =>
       Effect.as(
         Effect.logWarning(
-          `${request.command} exited, but a process outside its session (started with setsid?) still held its output open ` +
+          `${printable(request.command)} exited, but a process outside its session (started with setsid?) still held its output open ` +
             `${Duration.format(outputGrace)} later: answered with what it printed by then`
         ),
         running.outcomeSoFar()
