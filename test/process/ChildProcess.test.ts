@@ -7,6 +7,7 @@ import * as ChildProcess from "../../src/process/ChildProcess.js"
 import * as SpawnHelper from "../../src/process/SpawnHelper.js"
 import { captureLogs } from "../support/LogCapture.js"
 import * as Sandbox from "../support/Sandbox.js"
+import { awaitPendingSleep } from "../support/TestClockWait.js"
 
 const tempDir = Sandbox.tempDir("planckclaw-child-")
 
@@ -22,15 +23,6 @@ const shell = (script: string, overrides: Partial<ChildProcess.RunRequest> = {})
 })
 
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8")
-
-/** Waits (in real time, 20 s at most) until something sleeps on the TestClock. */
-const pendingSleep = Effect.gen(function*() {
-  for (let polls = 0; polls < 2000; polls++) {
-    if ((yield* TestClock.sleeps()).length > 0) return
-    yield* Effect.sleep("10 millis").pipe(TestServices.provideLive)
-  }
-  return yield* Effect.fail(new Sandbox.WaitTimedOut({ message: "waited 20s for a sleep on the TestClock" }))
-})
 
 /** Real time on purpose: the OS needs a moment to reap reparented grandchildren. */
 const eventually = (check: () => boolean) => Sandbox.settles(check, "50 millis")
@@ -158,9 +150,10 @@ describe.each([
       yield* Effect.addFinalizer(() => Effect.sync(() => Sandbox.isRunning(holder) && process.kill(holder, "SIGKILL")))
       if (clocked) {
         // Before the fix no such wait existed: this one timed out.
-        yield* pendingSleep
+        // The grace is 1 s (ChildProcess.outputGrace), as the warning says.
+        yield* awaitPendingSleep(1000)
         expect(yield* Fiber.poll(fiber)).toEqual(Option.none())
-        yield* TestClock.adjust(ChildProcess.outputGrace)
+        yield* TestClock.adjust("1 second")
       }
       const outcome = yield* Fiber.join(fiber).pipe(Sandbox.within("the run to end"), TestServices.provideLive)
       expect(text(outcome.stdout)).toBe("printed-before-exit\n")
