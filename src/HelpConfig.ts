@@ -66,7 +66,7 @@ export const keySections: ReadonlyArray<KeySection> = [
     title: "Claws",
     keys: [
       { key: "CLAWS_DIR", default: "claws/ in the home", range: "directory", meaning: "where claws (*.sh) are discovered" },
-      { key: "PLANCKCLAW_CLAW_TIMEOUT", default: "30", range: "0.1–86400", meaning: "seconds before a claw's whole process group is killed" },
+      { key: "PLANCKCLAW_CLAW_TIMEOUT", default: "30", range: "0.1–86400", meaning: "seconds before a claw's whole session is killed" },
       { key: "PLANCKCLAW_CLAW_OUTPUT_MAX", default: "16384", range: "1–1048576", meaning: "bytes of claw output kept (the cut is marked)" }
     ]
   },

@@ -8,8 +8,17 @@ import * as Schema from "effect/Schema"
 import { type ToolCatalog, type ToolDefinition, ToolDefinition as ToolDefinitionSchema, type ToolProblem } from "../Claws.js"
 import { describeError } from "../Errors.js"
 import { madeOnFirstCall } from "../FirstCall.js"
+import { printable } from "../Printable.js"
 
 const toolsPrefix = "#TOOLS:"
+
+/**
+ * The most one `#TOOLS:` line may take, in UTF-8 bytes. Generous for any
+ * real tool, and it keeps one runaway declaration from pushing the whole
+ * catalogue past what the claw pipes frame (16 MiB), which would leave the
+ * agent with no tools at all.
+ */
+export const maxDeclarationBytes = 1024 * 1024
 
 export interface Declaration {
   readonly tool: ToolDefinition
@@ -47,9 +56,18 @@ export const parseClawFile = (displayPath: string, text: string): ParsedFile => 
     const line = index === 0 ? raw.replace(/^\ufeff/, "") : raw
     if (!line.startsWith(toolsPrefix)) return
     const source = `${displayPath}:${index + 1}`
+    const bytes = Buffer.byteLength(line)
+    if (bytes > maxDeclarationBytes) {
+      problems.push({
+        source,
+        reason: `the #TOOLS: line takes ${bytes} bytes, more than a declaration may (${maxDeclarationBytes}); skipped`
+      })
+      return
+    }
     const parsed = Either.try(() => JSON.parse(line.slice(toolsPrefix.length)) as unknown)
     if (Either.isLeft(parsed)) {
-      problems.push({ source, reason: `invalid JSON after #TOOLS: (${describeError(parsed.left)})` })
+      // JSON.parse quotes the text it failed on, control characters included.
+      problems.push({ source, reason: `invalid JSON after #TOOLS: (${printable(describeError(parsed.left))})` })
       return
     }
     const items = Array.isArray(parsed.right) ? parsed.right : [parsed.right]

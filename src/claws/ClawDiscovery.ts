@@ -20,6 +20,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Either from "effect/Either"
 import { describeError } from "../Errors.js"
+import { printable } from "../Printable.js"
 import { type Catalog, merge, type ParsedFile, parseClawFile } from "./ClawDeclarations.js"
 
 export { type Catalog, parseClawFile } from "./ClawDeclarations.js"
@@ -56,9 +57,10 @@ const noNames: ReadonlySet<string> = new Set()
 /** Like the shell glob `*.sh`: no hidden files. */
 const isClawName = (name: string): boolean => name.endsWith(".sh") && !name.startsWith(".")
 
+// The reason may quote the path (a system error's message): escaped, as the source is.
 const unreadable = (path: string, displayPath: string, reason: string): CachedFile => ({
   declarations: [],
-  problems: [{ source: displayPath, reason }],
+  problems: [{ source: displayPath, reason: printable(reason) }],
   path,
   ino: -1,
   size: -1,
@@ -90,7 +92,8 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
     const stat = Either.try(() => Fs.statSync(path, { throwIfNoEntry: false }))
     const cached = cache.get(name)
     if (cached !== undefined && isSameVersion(cached, stat)) return cached
-    const displayPath = Path.join(directory, name)
+    // Escaped: the source is logged and listed, and a file name may hold a newline.
+    const displayPath = printable(Path.join(directory, name))
     if (Either.isLeft(stat)) return unreadable(path, displayPath, `cannot read: ${describeError(stat.left)}`)
     if (stat.right === undefined) {
       return unreadable(path, displayPath, "cannot read: ENOENT (vanished, or a dangling symlink)")
@@ -186,7 +189,7 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
     last = undefined
     return {
       tools: [],
-      problems: [{ source: directory, reason: `cannot read the claws directory: ${describeError(reason)}` }],
+      problems: [{ source: printable(directory), reason: printable(`cannot read the claws directory: ${describeError(reason)}`) }],
       files: new Map()
     }
   }

@@ -32,7 +32,7 @@ import { nextTurn } from "../process/NextTurn.js"
 import * as Tracing from "../Tracing.js"
 import { type Catalog, type Discovery, makeDiscovery, type WatchDirectory } from "./ClawDiscovery.js"
 
-/** Seconds before a claw's whole process group is killed; also read by the agent's patience on the claw pipes (Bridges). */
+/** Seconds before a claw's whole session is killed; also read by the agent's patience on the claw pipes (Bridges). */
 export const ClawTimeoutConfig = secondsIn("PLANCKCLAW_CLAW_TIMEOUT", { min: 0.1, max: 86_400 }, 30)
 
 export const ScriptsConfig = Config.all({

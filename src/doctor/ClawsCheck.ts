@@ -12,6 +12,7 @@ import { makeDiscovery } from "../claws/ClawDiscovery.js"
 import * as ScriptClaws from "../claws/ScriptClaws.js"
 import * as ConfigErrors from "../config/ConfigErrors.js"
 import { describeError, errnoCode } from "../Errors.js"
+import { printable } from "../Printable.js"
 import * as SpawnHelper from "../process/SpawnHelper.js"
 import { fail, type Finding, pass, skip } from "./DoctorCheck.js"
 
@@ -35,11 +36,12 @@ export const check: Effect.Effect<ReadonlyArray<Finding>> = Effect.gen(function*
     () => []
   )
   const catalog = makeDiscovery(directory).scan()
-  const unreadableDir = catalog.problems.find((problem) => problem.source === directory)
+  // Discovery's sources are escaped (see Printable), names here too where they are shown or compared with one.
+  const unreadableDir = catalog.problems.find((problem) => problem.source === printable(directory))
   if (unreadableDir !== undefined) return [fail("claws", `${absolute}: ${unreadableDir.reason}`, "make it readable, or set CLAWS_DIR")]
 
   const toolsOf = (name: string) => catalog.tools.filter((tool) => path.basename(catalog.files.get(tool.name) ?? "") === name)
-  const problemsOf = (name: string) => catalog.problems.filter((problem) => clawOf(problem.source) === name)
+  const problemsOf = (name: string) => catalog.problems.filter((problem) => clawOf(problem.source) === printable(name))
   const summary = pass(
     "claws",
     `${absolute}: ${plural(catalog.tools.length, "tool")} from ${plural(names.length, "claw")}` +
@@ -47,10 +49,11 @@ export const check: Effect.Effect<ReadonlyArray<Finding>> = Effect.gen(function*
   )
   const perClaw = names.flatMap((name): ReadonlyArray<Finding> => {
     const tools = toolsOf(name).map((tool) => tool.name)
+    const claw = `claw ${printable(name)}`
     const problems = problemsOf(name).map((problem) =>
-      fail(`claw ${name}`, `${problem.source}: ${problem.reason}`, "fix that #TOOLS: line (one JSON tool declaration)"))
-    if (tools.length > 0) return [pass(`claw ${name}`, tools.join(", ")), ...problems]
-    return problems.length > 0 ? problems : [skip(`claw ${name}`, "declares no tools (no #TOOLS: line)")]
+      fail(claw, `${problem.source}: ${problem.reason}`, "fix that #TOOLS: line (one JSON tool declaration)"))
+    if (tools.length > 0) return [pass(claw, tools.join(", ")), ...problems]
+    return problems.length > 0 ? problems : [skip(claw, "declares no tools (no #TOOLS: line)")]
   })
   const helper = yield* SpawnHelper.probe
   const starter = Either.match(helper, {

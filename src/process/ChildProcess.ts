@@ -1,29 +1,36 @@
 /**
- * Runs one short-lived child process in its own process group and collects
+ * Runs one short-lived child process in a session of its own and collects
  * its output under a byte cap.
  *
- * The child is spawned detached (setsid), so its pid is also its process
- * group id and everything it forks can be killed at once. The group gets
- * SIGKILL when the main process exits (so a forgotten `sleep 1000 &` that
- * still holds stdout cannot keep the call waiting), when it floods stdout,
- * and when the run is interrupted (a caller's timeout, agent shutdown): the
- * release waits until Node has reaped the main process, so no zombie is left
- * behind by us. Grandchildren are reparented to init, which reaps them.
- * While it runs, the group is listed with the process's watchdog, which
- * kills it should the agent die without closing its scopes (SIGKILL).
+ * The child is spawned detached (setsid), so its pid is also its session
+ * and process group id, and everything it forks can be killed at once: the
+ * group, and any group made within the session (GNU `timeout` makes one).
+ * The session gets SIGKILL when the main process exits (so a forgotten
+ * `sleep 1000 &` that still holds stdout cannot keep the call waiting),
+ * when it floods stdout, and when the run is interrupted (a caller's
+ * timeout, agent shutdown): the release waits until Node has reaped the
+ * main process, so no zombie is left behind by us. Grandchildren are
+ * reparented to init, which reaps them. Once the main process has exited
+ * and its session is killed, whatever still holds its stdout or stderr is
+ * outside it (a daemon started with setsid): the run waits `outputGrace`
+ * for end of file, then answers with what was read, and logs a warning. While it runs, the group is listed
+ * with the process's watchdog, which kills its session should the agent
+ * die without closing its scopes (SIGKILL).
  */
 import type * as NodeChildProcess from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import { describeError } from "../Errors.js"
+import { printable } from "../Printable.js"
 import { heldBy } from "./PidLiveness.js"
-import { signalGroup } from "./ProcessGroup.js"
+import { signalSession } from "./ProcessGroup.js"
 import { spawnGuarded, untrackGroup } from "./Watchdog.js"
 
 /**
@@ -93,9 +100,20 @@ class CappedBytes {
   }
 }
 
+/** How long a run waits for end of file on its output once the main process exited and its session was killed. */
+export const outputGrace = Duration.seconds(1)
+
+interface Ends {
+  /** Completed at `close`: end of file on both outputs, the main process reaped. */
+  readonly done: Deferred.Deferred<RunOutcome, SpawnError>
+  /** Completed once Node has seen the main process exit (and reaped it), its session killed. */
+  readonly exit: Deferred.Deferred<void>
+}
+
 interface Running {
   readonly child: NodeChildProcess.ChildProcess
-  readonly done: Deferred.Deferred<RunOutcome, SpawnError>
+  /** What was read so far, with the main process's exit status: the outcome should end of file not come. */
+  readonly outcomeSoFar: () => RunOutcome
   /** Set once Node has seen the main process exit (and reaped it). */
   exited: boolean
 }
@@ -108,58 +126,65 @@ interface Running {
 const start = (
   request: RunRequest,
   cwd: string,
-  done: Deferred.Deferred<RunOutcome, SpawnError>
+  { done, exit }: Ends
 ): Either.Either<Running, SpawnError> =>
   spawnGuarded(request.command, request.args, { cwd, env: request.env, stdio: ["ignore", "pipe", "pipe"] }).pipe(
-    Either.mapLeft((failed) => new SpawnError({ message: `cannot start ${request.command}: ${failed.message}`, cause: failed.cause })),
+    Either.mapLeft((failed) =>
+      new SpawnError({ message: printable(`cannot start ${request.command}: ${failed.message}`), cause: failed.cause })
+    ),
     Either.map((child): Running => {
-      const running: Running = { child, done, exited: false }
       const stdout = new CappedBytes(request.stdoutMax)
       const stderr = new CappedBytes(request.stderrMax)
       let flooded = false
+      let exitStatus: { readonly code: number | null; readonly signal: NodeJS.Signals | null } = { code: null, signal: null }
+      const outcome = (exitCode: number | null, signal: NodeJS.Signals | null): RunOutcome => ({
+        stdout: stdout.bytes(),
+        stdoutTruncated: stdout.truncated,
+        stderr: stderr.bytes(),
+        stderrTruncated: stderr.truncated,
+        exitCode,
+        signal,
+        flooded
+      })
+      const running: Running = {
+        child,
+        outcomeSoFar: () => outcome(exitStatus.code, exitStatus.signal),
+        exited: false
+      }
 
       child.stdout?.on("data", (chunk: Buffer) => {
         stdout.push(chunk)
         if (!flooded && stdout.seen > request.stdoutMax + request.floodAllowance && child.pid !== undefined) {
           flooded = true
-          signalGroup(child.pid, "SIGKILL")
+          signalSession(child.pid, "SIGKILL")
         }
       })
       child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk))
-      child.on("exit", () => {
+      child.on("exit", (code: number | null, signal: NodeJS.Signals | null) => {
         running.exited = true
+        exitStatus = { code, signal }
         if (child.pid !== undefined) {
-          signalGroup(child.pid, "SIGKILL")
+          signalSession(child.pid, "SIGKILL")
           untrackGroup(child.pid)
         }
+        Deferred.unsafeDone(exit, Exit.void)
       })
       child.on("error", (cause) => {
         // Spawn failures (EAGAIN, ENOENT) arrive here, without `close`
         // being guaranteed.
         Deferred.unsafeDone(
           done,
-          Exit.fail(new SpawnError({ message: `cannot start ${request.command}: ${describeError(cause)}`, cause }))
+          Exit.fail(new SpawnError({ message: printable(`cannot start ${request.command}: ${describeError(cause)}`), cause }))
         )
       })
       child.on("close", (exitCode: number | null, signal: NodeJS.Signals | null) => {
-        Deferred.unsafeDone(
-          done,
-          Exit.succeed({
-            stdout: stdout.bytes(),
-            stdoutTruncated: stdout.truncated,
-            stderr: stderr.bytes(),
-            stderrTruncated: stderr.truncated,
-            exitCode,
-            signal,
-            flooded
-          })
-        )
+        Deferred.unsafeDone(done, Exit.succeed(outcome(exitCode, signal)))
       })
       return running
     })
   )
 
-/** Kills the group unless the main process already exited, then waits for Node to reap it. */
+/** Kills the session unless the main process already exited, then waits for Node to reap it. */
 const stop = (running: Running): Effect.Effect<void> =>
   Effect.async<void>((resume) => {
     const { child } = running
@@ -170,7 +195,7 @@ const stop = (running: Running): Effect.Effect<void> =>
       return
     }
     child.once("exit", () => resume(Effect.void))
-    signalGroup(child.pid, "SIGKILL")
+    signalSession(child.pid, "SIGKILL")
   })
 
 /** The parents and prefixes swept in this process (see sweepLeftovers): once each. */
@@ -238,9 +263,29 @@ export const run = (request: RunRequest): Effect.Effect<RunOutcome, SpawnError> 
 
 const runIn = (request: RunRequest, cwd: string): Effect.Effect<RunOutcome, SpawnError> =>
   Effect.gen(function*() {
-    const done = yield* Deferred.make<RunOutcome, SpawnError>()
-    return yield* Effect.acquireRelease(Effect.suspend(() => start(request, cwd, done)), stop).pipe(
-      Effect.flatMap(() => Deferred.await(done)),
+    const ends: Ends = { done: yield* Deferred.make<RunOutcome, SpawnError>(), exit: yield* Deferred.make<void>() }
+    return yield* Effect.acquireRelease(Effect.suspend(() => start(request, cwd, ends)), stop).pipe(
+      Effect.flatMap((running) => Effect.raceFirst(Deferred.await(ends.done), heldOpen(request, running, ends))),
       Effect.scoped
     )
   })
+
+/**
+ * The outcome as read `outputGrace` after the main process exited: its
+ * session is killed by then, so what still holds its output is a process
+ * outside it, which could hold it for as long as it lives. (Wins only when
+ * end of file did not come first.)
+ */
+const heldOpen = (request: RunRequest, running: Running, ends: Ends): Effect.Effect<RunOutcome> =>
+  Deferred.await(ends.exit).pipe(
+    Effect.zipRight(Effect.sleep(outputGrace)),
+    Effect.zipRight(Effect.suspend(() =>
+      Effect.as(
+        Effect.logWarning(
+          `${printable(request.command)} exited, but a process outside its session (started with setsid?) still held its output open ` +
+            `${Duration.format(outputGrace)} later: answered with what it printed by then`
+        ),
+        running.outcomeSoFar()
+      )
+    ))
+  )

@@ -1,7 +1,66 @@
-/** Signals to whole process groups: a claw or bridge and everything it started. */
+/**
+ * Signals to whole process groups and sessions: a claw or bridge and
+ * everything it started.
+ */
+import * as Fs from "node:fs"
 import * as Either from "effect/Either"
 
 /** Signals the group led by `pgid`; a group that is already gone (ESRCH) is fine. */
 export const signalGroup = (pgid: number, signal: NodeJS.Signals): void => {
   Either.try(() => process.kill(-pgid, signal))
+}
+
+// A stat line is a few hundred bytes; the session is among its first fields.
+const statBuffer = Buffer.alloc(1024)
+
+/**
+ * The session id of a live process, from /proc/PID/stat (field 6); undefined
+ * for a zombie, or one gone meanwhile. The fields are counted from the last
+ * `)`: the command name before it may hold spaces and parentheses.
+ * open/read/close with one buffer: readFileSync costs several times more per file.
+ */
+const liveSessionOf = (pid: string): number | undefined => {
+  const fd = Either.try(() => Fs.openSync(`/proc/${pid}/stat`, "r"))
+  if (Either.isLeft(fd)) return undefined
+  const read = Either.try(() => Fs.readSync(fd.right, statBuffer, 0, statBuffer.length, 0))
+  Either.try(() => Fs.closeSync(fd.right))
+  if (Either.isLeft(read)) return undefined
+  const text = statBuffer.toString("latin1", 0, read.right)
+  const [state, , , session] = text.slice(text.lastIndexOf(")") + 2).split(" ", 4)
+  return state === "Z" || state === "X" ? undefined : Number(session)
+}
+
+/** The live processes of session `sid`; none where there is no /proc. */
+const sessionMembers = (sid: number): Array<number> => {
+  const entries = Either.getOrElse(Either.try(() => Fs.readdirSync("/proc")), (): Array<string> => [])
+  const members: Array<number> = []
+  for (const entry of entries) {
+    const first = entry.charCodeAt(0)
+    if (first < 48 || first > 57) continue
+    if (liveSessionOf(entry) === sid) members.push(Number(entry))
+  }
+  return members
+}
+
+/** Passes over /proc at most: each after the first finds only what a member forked during the one before. */
+const maxPasses = 8
+
+/**
+ * Signals the group led by `sid` and every other process of the session
+ * `sid` (one started with setsid: its pid is both ids). The group alone
+ * misses whatever made a group of its own within the session: GNU
+ * `timeout`, a shell with job control. Only a new session (`setsid`)
+ * leaves. Costs a read of every process's stat file (about 10 µs each).
+ */
+export const signalSession = (sid: number, signal: NodeJS.Signals): void => {
+  signalGroup(sid, signal)
+  const signalled = new Set<number>()
+  for (let pass = 0; pass < maxPasses; pass++) {
+    const fresh = sessionMembers(sid).filter((pid) => !signalled.has(pid))
+    if (fresh.length === 0) return
+    for (const pid of fresh) {
+      signalled.add(pid)
+      Either.try(() => process.kill(pid, signal))
+    }
+  }
 }

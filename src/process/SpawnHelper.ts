@@ -31,6 +31,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { describeError } from "../Errors.js"
+import { printable } from "../Printable.js"
 import * as Framing from "../fifo/Framing.js"
 import { packageRoot } from "../PackageRoot.js"
 import * as ChildProcess from "./ChildProcess.js"
@@ -88,7 +89,7 @@ const runLine = (id: number, request: ChildProcess.RunRequest): Either.Either<st
   const bytes = Buffer.byteLength(line)
   return bytes <= maxLineBytes ? Either.right(`${line}\n`) : Either.left(
     new ChildProcess.SpawnError({
-      message: `cannot run ${request.command}: its arguments and environment take ${bytes} bytes, more than a run may pass (${maxLineBytes})`,
+      message: `cannot run ${printable(request.command)}: its arguments and environment take ${bytes} bytes, more than a run may pass (${maxLineBytes})`,
       cause: undefined
     })
   )
@@ -157,7 +158,7 @@ const onExit = (running: Helper, code: number | null, signal: NodeJS.Signals | n
     const pending = settle(running, id)!
     if (pending.onStopped !== undefined) pending.onStopped(undefined)
     else {
-      const message = `cannot run ${pending.command}: the spawn helper ended (${how}${said}); its watchdog kills what it started`
+      const message = `cannot run ${printable(pending.command)}: the spawn helper ended (${how}${said}); its watchdog kills what it started`
       pending.resume(Effect.fail(new ChildProcess.SpawnError({ message, cause: undefined })))
     }
   }

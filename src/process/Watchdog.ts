@@ -9,9 +9,10 @@
  * PATH (so it holds no secret). It reads `+PGID` and `-PGID` lines on its
  * stdin, a pipe that only this process holds the write end of. When this
  * process ends, however it ends, the kernel closes that pipe: the watchdog
- * reads end of file, sends SIGTERM to every group still listed, then SIGKILL
- * after a grace period, and exits. A process that ends cleanly has listed
- * nothing by then, and the watchdog just exits.
+ * reads end of file, sends SIGTERM to every group still listed and to every
+ * process of its session, then SIGKILL after a grace period, and exits. A
+ * process that ends cleanly has listed nothing by then, and the watchdog
+ * just exits.
  *
  * A group is listed before it runs anything of its own: it starts as a gate
  * (`/bin/sh`, the one exec this costs) that waits on a socket until the
@@ -36,6 +37,9 @@ export const graceSeconds = 2
 
 // `kill -SIG -PGID` (no `--`): dash's builtin does not take one. A group
 // listed twice (a replay racing a write) is kept once, so one `-` forgets it.
+// Each group leads a session (setsid): `sweep` also signals every other
+// process of it (field 6 of /proc/PID/stat, counted after the command name's
+// last `) `), which a group of its own (GNU timeout) would otherwise hide.
 const script = `groups=" "
 while IFS= read -r line; do
   case $line in
@@ -46,9 +50,18 @@ while IFS= read -r line; do
   esac
 done
 [ "$groups" = " " ] && exit 0
-for g in $groups; do kill -TERM "-$g" 2>/dev/null; done
+sweep() {
+  sig=$1
+  for g in $groups; do kill -$sig "-$g" 2>/dev/null; done
+  for f in /proc/[0-9]*/stat; do
+    { IFS= read -r stat <"$f"; } 2>/dev/null || continue
+    set -- \${stat##*) }
+    case $groups in *" $4 "*) p=\${f#/proc/}; kill -$sig "\${p%/stat}" 2>/dev/null ;; esac
+  done
+}
+sweep TERM
 sleep ${graceSeconds}
-for g in $groups; do kill -KILL "-$g" 2>/dev/null; done
+sweep KILL
 exit 0
 `
 

@@ -2,11 +2,12 @@ import * as childProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, Option, TestClock, TestServices } from "effect"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
 import * as SpawnHelper from "../../src/process/SpawnHelper.js"
 import { captureLogs } from "../support/LogCapture.js"
 import * as Sandbox from "../support/Sandbox.js"
+import { awaitPendingSleep } from "../support/TestClockWait.js"
 
 const tempDir = Sandbox.tempDir("planckclaw-child-")
 
@@ -32,10 +33,11 @@ const readPid = (file: string) =>
   )
 
 // The same behaviour whether this process spawns the command or its spawn helper does (what claws use).
+// The grace for output held open is this test's TestClock in this process; in the helper, its real clock.
 describe.each([
-  { where: "ChildProcess.run, spawned here", run: ChildProcess.run },
-  { where: "SpawnHelper.run, spawned by the helper", run: SpawnHelper.run }
-])("$where", ({ run }) => {
+  { where: "ChildProcess.run, spawned here", run: ChildProcess.run, clocked: true },
+  { where: "SpawnHelper.run, spawned by the helper", run: SpawnHelper.run, clocked: false }
+])("$where", ({ clocked, run }) => {
   it.effect("collects stdout, stderr and the exit code", () =>
     Effect.gen(function*() {
       const outcome = yield* run(shell("printf out; printf err >&2; exit 7"))
@@ -101,6 +103,67 @@ describe.each([
       expect(Sandbox.groupGone(pgid)).toBe(false)
       yield* Fiber.interrupt(fiber)
       expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
+    }))
+
+  // GNU timeout puts itself and its command in a group of their own, within the claw's session.
+  const ownGroupJob = (dir: string) =>
+    `timeout 1000 sh -c 'echo $$ > ${Path.join(dir, "inner")}; exec sleep 1000' & echo $! > ${Path.join(dir, "timeout")};`
+  /** The job's two processes; SIGKILLed at the end of the test should they outlive it. */
+  const ownGroupPids = (dir: string) =>
+    Effect.gen(function*() {
+      const pids = [yield* readPid(Path.join(dir, "timeout")), yield* readPid(Path.join(dir, "inner"))]
+      yield* Effect.addFinalizer(() => Effect.sync(() => pids.forEach((pid) => Sandbox.isRunning(pid) && process.kill(pid, "SIGKILL"))))
+      return pids
+    })
+
+  it.scoped("kills a job that made a process group of its own (GNU timeout) when interrupted", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fiber = yield* Effect.fork(run(shell(`${ownGroupJob(dir)} wait`)))
+      const pids = yield* ownGroupPids(dir)
+      yield* Fiber.interrupt(fiber)
+      expect(yield* eventually(() => pids.every((pid) => !Sandbox.isRunning(pid)))).toBe(true)
+    }))
+
+  it.scoped("kills a job that made a process group of its own when the main process exits, not waiting for it", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      // The main process exits once the job runs in its own group (its pid written), not before.
+      const inner = Path.join(dir, "inner")
+      const fiber = yield* Effect.fork(run(shell(`${ownGroupJob(dir)} until [ -s ${inner} ]; do sleep 0.01; done; echo done`)))
+      const pids = yield* ownGroupPids(dir)
+      // Bounded: before, the job kept stdout open for 1000 s.
+      const outcome = yield* Fiber.join(fiber).pipe(Sandbox.within("the run to end"), TestServices.provideLive)
+      expect(text(outcome.stdout)).toBe("done\n")
+      expect(yield* eventually(() => pids.every((pid) => !Sandbox.isRunning(pid)))).toBe(true)
+    }))
+
+  it.scoped("answers with what was printed a grace after the exit when a process outside its session holds stdout", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const holderFile = Path.join(dir, "holder")
+      const logs = yield* captureLogs
+      const fiber = yield* Effect.fork(run(shell(
+        `setsid sh -c 'echo $$ > ${holderFile}; exec sleep 1000' & until [ -s ${holderFile} ]; do sleep 0.01; done; echo printed-before-exit`
+      )).pipe(Effect.provide(logs.layer)))
+      const holder = yield* readPid(holderFile)
+      yield* Effect.addFinalizer(() => Effect.sync(() => Sandbox.isRunning(holder) && process.kill(holder, "SIGKILL")))
+      if (clocked) {
+        // Before the fix no such wait existed: this one timed out.
+        // The grace is 1 s (ChildProcess.outputGrace), as the warning says.
+        yield* awaitPendingSleep(1000)
+        expect(yield* Fiber.poll(fiber)).toEqual(Option.none())
+        yield* TestClock.adjust("1 second")
+      }
+      const outcome = yield* Fiber.join(fiber).pipe(Sandbox.within("the run to end"), TestServices.provideLive)
+      expect(text(outcome.stdout)).toBe("printed-before-exit\n")
+      expect(outcome.exitCode).toBe(0)
+      expect(logs.lines).toEqual([
+        "WARN /bin/sh exited, but a process outside its session (started with setsid?) still held its output open 1s later: " +
+        "answered with what it printed by then"
+      ])
+      // Not the claw's to kill: it left the session.
+      expect(Sandbox.isRunning(holder)).toBe(true)
     }))
 
   it.scoped("runs in a private directory made in the parent it names, owner-only, removed once the run ends", () =>

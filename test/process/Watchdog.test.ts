@@ -16,7 +16,7 @@ import * as Sandbox from "../support/Sandbox.js"
 const harness = path.join(import.meta.dirname, "watchdog-harness.mjs")
 
 /** The harness running SCENARIO in a fresh directory; killed (with whatever it left) when the scope closes. */
-const start = (scenario: "die-at-spawn" | "no-watchdog" | "wait") =>
+const start = (scenario: "die-at-spawn" | "no-watchdog" | "wait" | "own-group") =>
   Effect.gen(function*() {
     const dir = yield* Sandbox.tempDir("planckclaw-watchdog-")
     const proc = yield* Effect.acquireRelease(
@@ -55,6 +55,25 @@ describe("Watchdog.spawnGuarded", () => {
       // It ignores SIGTERM: the replacement's SIGKILL, two seconds on.
       yield* Sandbox.gone("the group's leader", leader)
       yield* Sandbox.gone("the leader's child", child)
+    }))
+
+  it.scopedLive("a starter SIGKILLed: a job that made a group of its own in the group's session goes too", () =>
+    Effect.gen(function*() {
+      const { ended, file, proc } = yield* start("own-group")
+      const leader = yield* Sandbox.pidIn(file("ran"))
+      const timeout = yield* Sandbox.pidIn(file("child"))
+      const command = yield* Sandbox.pidIn(file("grandchild"))
+      // Should the test fail, what it started must not outlive it.
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => [leader, timeout, command].forEach((pid) => Sandbox.isRunning(pid) && process.kill(pid, "SIGKILL")))
+      )
+      // timeout leads a group of its own.
+      expect(Sandbox.groupGone(timeout)).toBe(false)
+      proc.kill("SIGKILL")
+      expect(yield* ended).toEqual({ code: null, signal: "SIGKILL" })
+      yield* Sandbox.gone("the group's leader", leader)
+      yield* Sandbox.gone("timeout, in a group of its own", timeout)
+      yield* Sandbox.gone("timeout's command", command)
     }))
 
   it.scopedLive("no watchdog can start: the spawn fails saying so, and nothing runs unguarded", () =>

@@ -9,6 +9,8 @@
  *   before anything could list it.
  * - no-watchdog: the watchdog's own spawn throws (as EAGAIN does).
  * - wait: run until killed.
+ * - own-group: as wait, the child being `timeout 1000 sh -c …` (a group of
+ *   its own), whose command writes `grandchild`.
  *
  * Files in DIR: `spawned` (the group's pid, die-at-spawn), `ran` (the
  * command's pid, written by the command), `child` (its child's pid),
@@ -38,10 +40,14 @@ childProcess.spawn = (command, args, options) => {
 syncBuiltinESMExports()
 
 const Watchdog = await import("../../dist/process/Watchdog.js")
-const script = `echo $$ > "${dir}/ran"; trap '' TERM; sleep 1000 & echo $! > "${dir}/child"; wait`
+// own-group: the child is GNU timeout, which makes a group of its own (within the session), and its command.
+const job = scenario === "own-group"
+  ? `timeout 1000 sh -c 'echo $$ > "${dir}/grandchild"; exec sleep 1000' &`
+  : "sleep 1000 &"
+const script = `echo $$ > "${dir}/ran"; trap '' TERM; ${job} echo $! > "${dir}/child"; wait`
 const result = Watchdog.spawnGuarded("/bin/sh", ["-c", script], {
   env: { PATH: "/usr/bin:/bin" },
   stdio: ["ignore", "ignore", "ignore"]
 })
 fs.writeFileSync(path.join(dir, "result"), result._tag === "Left" ? `failed: ${result.left.message}` : `started ${result.right.pid}`)
-if (scenario === "wait") setInterval(() => undefined, 60_000)
+if (scenario === "wait" || scenario === "own-group") setInterval(() => undefined, 60_000)
