@@ -3,16 +3,11 @@ import { describe, expect, it } from "@effect/vitest"
 import {
   Chunk,
   ConfigProvider,
-  Console,
   Duration,
   Effect,
   Fiber,
-  FiberRef,
-  HashSet,
-  Logger,
   Option,
   Redacted,
-  type Scope,
   TestClock
 } from "effect"
 import { Brain, type BrainError, type MessagesRequest } from "../../src/Brain.js"
@@ -22,6 +17,7 @@ import { MissingSetting } from "../../src/config/MissingSetting.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import { withRealHttp } from "../support/TestClockHttp.js"
 import { advanceTo, awaitPendingSleep } from "../support/TestClockWait.js"
+import { captureConsole } from "../support/ConsoleCapture.js"
 
 const fakeKey = "test-key-not-secret"
 
@@ -56,48 +52,6 @@ const startCompletion = (config: Anthropic.AnthropicConfig) =>
 
 /** The BrainError a completion ends with (the test fails if it succeeds). */
 const failureOf = <A>(fiber: Fiber.Fiber<A, BrainError>) => Effect.flip(Fiber.join(fiber))
-
-/**
- * A Console that records what is written, plus a logger that records log
- * lines (the test environment removes the default one), as `stream: text`.
- */
-const captureConsole = (): Effect.Effect<Effect.Effect<ReadonlyArray<string>>, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const lines: Array<string> = []
-    const record = (stream: string) => (...args: ReadonlyArray<unknown>) => {
-      lines.push(`${stream}: ${args.map(String).join(" ")}`)
-    }
-    const recordEffect = (stream: string) => (...args: ReadonlyArray<unknown>) =>
-      Effect.sync(() => record(stream)(...args))
-    const ignore = () => Effect.void
-    yield* Effect.withConsoleScoped<Console.Console>({
-      [Console.TypeId]: Console.TypeId,
-      assert: ignore,
-      clear: Effect.void,
-      count: ignore,
-      countReset: ignore,
-      debug: recordEffect("stdout"),
-      dir: recordEffect("stdout"),
-      dirxml: recordEffect("stdout"),
-      error: recordEffect("stderr"),
-      group: ignore,
-      groupEnd: Effect.void,
-      info: recordEffect("stdout"),
-      log: recordEffect("stdout"),
-      table: recordEffect("stdout"),
-      time: ignore,
-      timeEnd: ignore,
-      timeLog: recordEffect("stdout"),
-      trace: recordEffect("stderr"),
-      warn: recordEffect("stderr"),
-      unsafe: globalThis.console
-    })
-    yield* Effect.locallyScopedWith(
-      FiberRef.currentLoggers,
-      HashSet.add(Logger.make(({ logLevel, message }) => record(`log ${logLevel.label}`)(...[message].flat())))
-    )
-    return Effect.sync(() => [...lines])
-  })
 
 describe("Anthropic brain", () => {
   it.scoped("POSTs the request as compact JSON with the API headers to {base}/v1/messages", () =>
