@@ -18,12 +18,12 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import {
   Brain,
-  BrainError,
   type BrainService,
   decodeBrainAnswer,
   type MessagesRequest,
   type MessagesResponse,
-  preview
+  preview,
+  type Scrub
 } from "../Brain.js"
 import { MissingSetting } from "../config/MissingSetting.js"
 import * as Secrets from "../config/Secrets.js"
@@ -55,15 +55,18 @@ export const AnthropicConfig = Config.all({
 }).pipe(Config.map(({ retry, ...own }) => ({ ...own, ...retry })))
 export type AnthropicConfig = Config.Config.Success<typeof AnthropicConfig>
 
-/** The API's own words from an error body (`{"error":{"type","message"}}`), or an excerpt of the body. */
-const describeErrorBody = (body: string): string => {
+/**
+ * The API's own words from an error body (`{"error":{"type","message"}}`), or an excerpt of the body;
+ * scrubbed before the cut, which would leave a key straddling it unmatched.
+ */
+const describeErrorBody = (body: string, scrub: Scrub): string => {
   const parsed = Either.getOrUndefined(Either.try(() => JSON.parse(body) as unknown))
   const error = isJsonObject(parsed) ? parsed.error : undefined
   if (isJsonObject(error)) {
     const words = [error.type, error.message].filter((part): part is string => typeof part === "string")
-    if (words.length > 0) return preview(words.join(": "))
+    if (words.length > 0) return preview(scrub(words.join(": ")))
   }
-  return body.trim() === "" ? "(empty body)" : preview(body)
+  return body.trim() === "" ? "(empty body)" : preview(scrub(body))
 }
 
 const describeTransportError = (host: string) => (error: HttpClientError.HttpClientError): string => {
@@ -127,11 +130,8 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
     }
 
     const reading = (model: string): AnswerReading<MessagesResponse> => ({
-      decode: (body) =>
-        decodeBrainAnswer(body).pipe(
-          Effect.mapError((error) => new BrainError({ reason: error.reason, detail: scrub(error.detail) }))
-        ),
-      said: (body) => scrub(describeErrorBody(body)),
+      decode: (body) => decodeBrainAnswer(body, scrub),
+      said: (body) => describeErrorBody(body, scrub),
       permanent: (status) => {
         const wrong = misconfiguration(status, model)
         return wrong === undefined ? {} : { fix: wrong.fix, misconfigured: { problem: wrong.problem, setting: wrong.setting } }

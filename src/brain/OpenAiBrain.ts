@@ -27,7 +27,8 @@ import {
   decodeSparingUsage,
   type Misconfigured,
   oneLine,
-  preview
+  preview,
+  type Scrub
 } from "../Brain.js"
 import { MissingSetting } from "../config/MissingSetting.js"
 import * as Secrets from "../config/Secrets.js"
@@ -98,17 +99,20 @@ export const missingApiKey = (baseUrl: string) =>
       "add export OPENAI_API_KEY=\"...\" to config.env or set it in the environment."
   })
 
-/** The API's own words from an OpenAI-style error body (`{"error":{"message","type","code"}}`), or an excerpt. */
-const apiMessage = (body: string): string => {
+/**
+ * The API's own words from an OpenAI-style error body (`{"error":{"message","type","code"}}`), or an excerpt;
+ * scrubbed before the cut, which would leave a key straddling it unmatched.
+ */
+const apiMessage = (body: string, scrub: Scrub): string => {
   const parsed = Either.getOrUndefined(Either.try(() => JSON.parse(body) as unknown))
   const error = isJsonObject(parsed) ? parsed.error : undefined
-  if (typeof error === "string") return preview(error)
+  if (typeof error === "string") return preview(scrub(error))
   if (isJsonObject(error)) {
     const { code, message } = error
     const words = [typeof code === "string" ? code : undefined, message].filter((w): w is string => typeof w === "string")
-    if (words.length > 0) return preview(words.join(": "))
+    if (words.length > 0) return preview(scrub(words.join(": ")))
   }
-  return body.trim() === "" ? "(empty body)" : preview(body)
+  return body.trim() === "" ? "(empty body)" : preview(scrub(body))
 }
 
 /** The innermost error code and message (fetch hides them one `cause` down). */
@@ -177,12 +181,12 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
     const decode = (answer: string): Effect.Effect<MessagesResponse, BrainError> => {
       const fatal = (detail: string) => Effect.fail(new BrainError({ reason: "fatal", detail: scrub(detail) }))
       const json = Either.try(() => JSON.parse(answer) as unknown)
-      if (Either.isLeft(json)) return fatal(`answer is not JSON: ${preview(answer)}`)
+      if (Either.isLeft(json)) return fatal(`answer is not JSON: ${preview(scrub(answer))}`)
       if (isJsonObject(json.right) && "error" in json.right) {
-        return fatal(`server answered error: ${apiMessage(answer)}`)
+        return fatal(`server answered error: ${apiMessage(answer, scrub)}`)
       }
-      const decoded = decodeSparingUsage(decodeChatResponse, json.right)
-      if (Either.isLeft(decoded)) return fatal(`answer is not a Chat Completions response: ${oneLine(decoded.left)}`)
+      const decoded = decodeSparingUsage(decodeChatResponse, json.right, scrub)
+      if (Either.isLeft(decoded)) return fatal(`answer is not a Chat Completions response: ${oneLine(decoded.left, scrub)}`)
       const { answer: chat, warning } = decoded.right
       return Effect.zipRight(warning, Ref.updateAndGet(responses, (n) => n + 1)).pipe(Effect.flatMap((number) => {
         const translated = fromChatResponse(chat, (index) => `call_planckclaw_${number}_${index}`)
@@ -202,7 +206,7 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
 
     const reading = (model: string): AnswerReading<MessagesResponse> => ({
       decode,
-      said: (body) => scrub(apiMessage(body)),
+      said: (body) => apiMessage(body, scrub),
       // Any 5xx: local servers answer odd ones (501 while loading a model).
       retryable: (status) => status >= 500,
       permanent: (status) => {
