@@ -3,9 +3,10 @@
  * line or a log line. Error texts are cut to an excerpt: each case is asked
  * with every length of text before the key, so the key straddles the cut.
  */
+import { FetchHttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Either, Option, Redacted } from "effect"
-import type { BrainError, MessagesRequest } from "../../src/Brain.js"
+import { ConfigProvider, Duration, Effect, Either, Option, Redacted } from "effect"
+import { Brain, type BrainError, type MessagesRequest } from "../../src/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
@@ -97,4 +98,38 @@ describe("the key never shows, even cut", () => {
         yield* expectNoPiece(brain.complete(request), console)
       })))
   }
+})
+
+describe("a key set with spaces around it", () => {
+  const withEnv = (env: Record<string, string>) =>
+    Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+  /** The brain's layer as a run builds it (fetch, which trims header values), asked once. */
+  const askThroughLayer = (layer: typeof Anthropic.layer, env: Record<string, string>) =>
+    Brain.pipe(
+      Effect.flatMap((brain) => brain.complete(request)),
+      Effect.provide(layer),
+      Effect.provide(FetchHttpClient.layer),
+      withEnv({ PLANCKCLAW_BRAIN_RETRIES: "0", PLANCKCLAW_DEBUG: "1", ...env }),
+      Effect.flip,
+      Effect.map((error) => "detail" in error ? error.detail : String(error))
+    )
+
+  it.scoped("is sent, and scrubbed, without them: the echoed key never shows", () =>
+    Effect.gen(function*() {
+      const console = yield* captureConsole()
+      const anthropic = yield* AnthropicServer.make((received) =>
+        AnthropicServer.apiError(401, "authentication_error", `invalid x-api-key: "${received.headers["x-api-key"]}"`)
+      )
+      const chat = yield* ChatServer.make((received) => ChatServer.apiError(401, `invalid: "${received.headers["authorization"]}"`))
+      const details = [
+        yield* askThroughLayer(Anthropic.layer, { ANTHROPIC_API_KEY: ` ${key} `, ANTHROPIC_BASE_URL: anthropic.url }),
+        yield* askThroughLayer(OpenAi.layer, { OPENAI_API_KEY: `${key}  `, OPENAI_BASE_URL: chat.url, PLANCKCLAW_MODEL: "m" })
+      ]
+      expect((yield* anthropic.requests)[0]?.headers["x-api-key"]).toBe(key)
+      expect(details).toEqual([
+        expect.stringContaining(`invalid x-api-key: "<redacted>"`),
+        expect.stringContaining(`invalid: "Bearer <redacted>"`)
+      ])
+      expect([...details, ...(yield* console)].filter((line) => line.includes(key))).toEqual([])
+    }))
 })
