@@ -132,6 +132,8 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
     const reading = (model: string): AnswerReading<MessagesResponse> => ({
       decode: (body) => decodeBrainAnswer(body, scrub),
       said: (body) => describeErrorBody(body, scrub),
+      baseUrlSetting: "ANTHROPIC_BASE_URL",
+      scrub,
       permanent: (status) => {
         const wrong = misconfiguration(status, model)
         return wrong === undefined ? {} : { fix: wrong.fix, misconfigured: { problem: wrong.problem, setting: wrong.setting } }

@@ -6,6 +6,7 @@
  * and, once the retries are spent, becomes `BrainError("timeout")`. A
  * request that could not even be built is `BrainError("fatal")` at once.
  */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -19,7 +20,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
-import { BrainError, type Misconfigured } from "../Brain.js"
+import { BrainError, type Misconfigured, preview } from "../Brain.js"
 import { integerIn, secondsIn } from "../config/ConfigRange.js"
 
 /** Seconds per HTTP attempt; also read by the agent's patience on the brain pipes (Bridges). */
@@ -103,10 +104,19 @@ export const parseRetryAfter = (value: string | undefined, nowMillis: number): O
 export interface HttpAnswer {
   readonly status: number
   readonly retryAfter: string | undefined
+  /** Where a redirect points, made absolute against the request's URL. */
+  readonly location: string | undefined
   readonly body: string
 }
 
-/** POSTs a JSON `body` and reads the whole answer. */
+// A redirect is never followed: fetch would carry the key (x-api-key, which
+// it does not strip across origins) to whatever host the answer names.
+const noRedirects: globalThis.RequestInit = { redirect: "manual" }
+
+const absolute = (location: string | undefined, base: string): string | undefined =>
+  location === undefined ? undefined : URL.canParse(location, base) ? new URL(location, base).href : location
+
+/** POSTs a JSON `body` and reads the whole answer; a redirect is an answer, not followed. */
 export const postJson = (
   client: HttpClient.HttpClient,
   url: string,
@@ -117,10 +127,13 @@ export const postJson = (
     HttpClientRequest.setHeaders(headers),
     HttpClientRequest.bodyText(body, "application/json"),
     client.execute,
+    // Read by the fetch client at each request; other clients (undici's) do not follow redirects.
+    Effect.provideService(FetchHttpClient.RequestInit, noRedirects),
     Effect.flatMap((response) =>
       Effect.map(response.text, (text) => ({
         status: response.status,
         retryAfter: response.headers["retry-after"],
+        location: absolute(response.headers["location"], url),
         body: text
       }))
     )
@@ -173,14 +186,18 @@ export interface AnswerReading<A> {
   readonly said: (body: string) => string
   /** Statuses worth another attempt (beyond RETRYABLE_STATUSES). */
   readonly retryable?: (status: number) => boolean
+  /** The setting that holds the API's address, named when it answers with a redirect. */
+  readonly baseUrlSetting: string
+  readonly scrub: (text: string) => string
   /** For a status that will not change its mind: what to fix, and which setting is wrong. */
   readonly permanent: (status: number) => { readonly fix?: string; readonly misconfigured?: Misconfigured }
 }
 
 /**
  * One answer judged the same way for every HTTP brain: 2xx is decoded, a
- * transient status retried (honouring retry-after), anything else a fatal
- * BrainError that says what to fix, never a secret.
+ * transient status retried (honouring retry-after), a redirect a fatal
+ * misconfiguration of the base URL, anything else a fatal BrainError that
+ * says what to fix, never a secret.
  */
 export const judgeAnswer = <A>(
   reading: AnswerReading<A>,
@@ -193,6 +210,16 @@ export const judgeAnswer = <A>(
       yield* debug(`${after}: HTTP ${status}`)
       yield* debug(`response ${answer.body}`)
       return yield* reading.decode(answer.body)
+    }
+    if (status >= 300 && status < 400) {
+      const where = answer.location === undefined ? "nowhere (no location)" : preview(reading.scrub(answer.location))
+      const redirect = `HTTP ${status}: the API answered with a redirect to ${where}: fix ${reading.baseUrlSetting}`
+      yield* debug(`${after}: ${redirect}`)
+      return yield* new BrainError({
+        reason: "fatal",
+        detail: redirect,
+        misconfigured: { problem: "the API address redirects elsewhere", setting: reading.baseUrlSetting }
+      })
     }
     const detail = `HTTP ${status}: ${reading.said(answer.body)}`
     yield* debug(`${after}: ${detail}`)

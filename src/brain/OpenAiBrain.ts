@@ -207,6 +207,8 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
     const reading = (model: string): AnswerReading<MessagesResponse> => ({
       decode,
       said: (body) => apiMessage(body, scrub),
+      baseUrlSetting: "OPENAI_BASE_URL",
+      scrub,
       // Any 5xx: local servers answer odd ones (501 while loading a model).
       retryable: (status) => status >= 500,
       permanent: (status) => {
