@@ -90,11 +90,21 @@ export const retrySchedule = (retries: number): Schedule.Schedule<unknown, Attem
   )
 }
 
-/** `retry-after` in seconds or as an HTTP date, capped; absent or unreadable gives none. */
+// An HTTP-date as RFC 9110 sends it (IMF-fixdate): Date.parse alone reads "-1" or "1 2" as dates.
+const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/
+
+/**
+ * `retry-after` as a whole number of seconds or an HTTP-date (IMF-fixdate),
+ * capped; absent or anything else gives none, and the backoff applies.
+ */
 export const parseRetryAfter = (value: string | undefined, nowMillis: number): Option.Option<Duration.Duration> => {
   if (value === undefined) return Option.none()
   const trimmed = value.trim()
-  const millis = /^\d+(\.\d+)?$/.test(trimmed) ? Number(trimmed) * 1000 : Date.parse(trimmed) - nowMillis
+  const millis = /^\d+$/.test(trimmed)
+    ? Number(trimmed) * 1000
+    : IMF_FIXDATE.test(trimmed)
+    ? Date.parse(trimmed) - nowMillis
+    : Number.NaN
   return Number.isNaN(millis)
     ? Option.none()
     : Option.some(Duration.min(Duration.millis(Math.max(0, millis)), RETRY_AFTER_CAP))

@@ -6,13 +6,11 @@ import {
   Duration,
   Effect,
   Fiber,
-  Option,
   Redacted,
   TestClock
 } from "effect"
 import { Brain, type BrainError, type MessagesRequest } from "../../src/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
-import * as BrainRetry from "../../src/brain/BrainRetry.js"
 import { MissingSetting } from "../../src/config/MissingSetting.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import { withRealHttp } from "../support/TestClockHttp.js"
@@ -426,18 +424,3 @@ describe("Anthropic brain layer and config", () => {
 /** Builds the real layer (config only; the HTTP client is never used) under `configure`. */
 const buildBrainLayer = (configure: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>) =>
   Brain.pipe(Effect.provide(Anthropic.layer), Effect.provide(NodeHttpClient.layerUndici), configure)
-
-describe("parseRetryAfter", () => {
-  const now = Date.parse("2025-01-01T00:00:00Z")
-  const millis = (value: string) => Option.map(BrainRetry.parseRetryAfter(value, now), Duration.toMillis)
-
-  it("reads seconds, HTTP dates, caps long waits and ignores nonsense", () => {
-    expect(millis("7")).toEqual(Option.some(7_000))
-    expect(millis("0.5")).toEqual(Option.some(500))
-    expect(millis("Wed, 01 Jan 2025 00:00:12 GMT")).toEqual(Option.some(12_000))
-    expect(millis("Tue, 31 Dec 2024 23:59:00 GMT")).toEqual(Option.some(0))
-    expect(millis("3600")).toEqual(Option.some(60_000))
-    expect(millis("soon")).toEqual(Option.none())
-    expect(BrainRetry.parseRetryAfter(undefined, now)).toEqual(Option.none())
-  })
-})
