@@ -143,13 +143,20 @@ export class Brain extends Context.Tag("planckclaw/Brain")<Brain, BrainService>(
 const decodeResponse = madeOnFirstCall(() => Schema.decodeUnknownEither(MessagesResponse))
 const decodeMisconfigured = madeOnFirstCall(() => Schema.decodeUnknownEither(Misconfigured))
 
+/**
+ * Whether an answer says it failed: a root-level `error` that is not null
+ * (some servers send `"error": null` beside a good answer).
+ */
+export const answersError = (json: unknown): json is { readonly error: unknown } & Record<string, unknown> =>
+  isJsonObject(json) && json.error !== undefined && json.error !== null
+
 /** Takes the secrets out of a text; brains that hold none pass it through. */
 export type Scrub = (text: string) => string
 const keepAll: Scrub = (text) => text
 
 /**
  * Reads a brain answer as it arrives on the wire (HTTP body or FIFO frame):
- * any root-level `error` key is a failure, anything else must be a Messages
+ * a root-level `error` (answersError) is a failure, anything else must be a Messages
  * API response. Every excerpt of the answer is scrubbed before it is cut:
  * a key cut in two no longer matches (decodeSparingUsage, oneLine too).
  */
@@ -159,7 +166,7 @@ export const decodeBrainAnswer = (raw: string, scrub: Scrub = keepAll): Effect.E
     return Effect.fail(new BrainError({ reason: "fatal", detail: `answer is not JSON: ${preview(scrub(raw))}` }))
   }
   const json = parsed.right
-  if (isJsonObject(json) && "error" in json) {
+  if (answersError(json)) {
     const error = json.error
     const reason = error === "timeout" ? "timeout" : "fatal"
     const misconfigured = reason === "fatal" ? Either.getOrUndefined(decodeMisconfigured(json.misconfigured)) : undefined

@@ -19,6 +19,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import {
+  answersError,
   Brain,
   BrainError,
   type BrainService,
@@ -182,7 +183,7 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
       const fatal = (detail: string) => Effect.fail(new BrainError({ reason: "fatal", detail: scrub(detail) }))
       const json = Either.try(() => JSON.parse(answer) as unknown)
       if (Either.isLeft(json)) return fatal(`answer is not JSON: ${preview(scrub(answer))}`)
-      if (isJsonObject(json.right) && "error" in json.right) {
+      if (answersError(json.right)) {
         return fatal(`server answered error: ${apiMessage(answer, scrub)}`)
       }
       const decoded = decodeSparingUsage(decodeChatResponse, json.right, scrub)
