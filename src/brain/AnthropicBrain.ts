@@ -7,7 +7,6 @@
  * `BrainError("fatal")` at once.
  */
 import * as HttpClient from "@effect/platform/HttpClient"
-import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
@@ -27,7 +26,6 @@ import {
 } from "../Brain.js"
 import { MissingSetting } from "../config/MissingSetting.js"
 import * as Secrets from "../config/Secrets.js"
-import { errnoCode } from "../Errors.js"
 import { isJsonObject } from "../Json.js"
 import { DebugConfig } from "../Logging.js"
 import {
@@ -67,14 +65,6 @@ const describeErrorBody = (body: string, scrub: Scrub): string => {
     if (words.length > 0) return preview(scrub(words.join(": ")))
   }
   return body.trim() === "" ? "(empty body)" : preview(scrub(body))
-}
-
-const describeTransportError = (host: string) => (error: HttpClientError.HttpClientError): string => {
-  const cause: unknown = error.cause
-  if (!(cause instanceof Error)) return `connection failed: cannot reach ${host}: ${preview(error.message)}`
-  const code = errnoCode(cause)
-  const withCode = code !== undefined && !cause.message.includes(code) ? `${cause.message} (${code})` : cause.message
-  return `connection failed: cannot reach ${host}: ${preview(withCode)}`
 }
 
 /**
@@ -124,7 +114,7 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
       config.debug ? Console.error(`[planckclaw brain] ${scrub(line)}`) : Effect.void
     const report = {
       noAnswer: `no answer within ${Duration.toSeconds(config.timeout)}s`,
-      unreachable: describeTransportError(new URL(config.baseUrl).host),
+      unreachable: (reason: string) => `connection failed: cannot reach ${new URL(config.baseUrl).host}: ${reason}`,
       scrub,
       debug
     }

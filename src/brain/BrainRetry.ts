@@ -22,6 +22,7 @@ import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import { BrainError, type Misconfigured, preview } from "../Brain.js"
 import { integerIn, secondsIn } from "../config/ConfigRange.js"
+import { rootCause } from "../Errors.js"
 
 /** Seconds per HTTP attempt; also read by the agent's patience on the brain pipes (Bridges). */
 export const BrainTimeoutConfig = secondsIn("PLANCKCLAW_BRAIN_TIMEOUT", { min: 0.1, max: 3600 }, 60)
@@ -153,8 +154,8 @@ export const postJson = (
 export interface AttemptReport {
   /** The detail when no answer came within the timeout. */
   readonly noAnswer: string
-  /** The detail when the server could not be reached. */
-  readonly unreachable: (error: HttpClientError.HttpClientError) => string
+  /** The detail when the server could not be reached, for `reason` (the root cause, scrubbed and cut). */
+  readonly unreachable: (reason: string) => string
   /** Takes the key out of any text that may hold it. */
   readonly scrub: (text: string) => string
   readonly debug: (line: string) => Effect.Effect<void>
@@ -184,7 +185,9 @@ export const attemptExchange = <A>(
       yield* report.debug(`${after}: request not sent: ${error.message}`)
       return yield* new BrainError({ reason: "fatal", detail: `request not sent: ${report.scrub(error.message)}` })
     }
-    const detail = error._tag === "TimeoutException" ? report.noAnswer : report.scrub(report.unreachable(error))
+    const detail = error._tag === "TimeoutException"
+      ? report.noAnswer
+      : report.unreachable(preview(report.scrub(rootCause(error.cause ?? error))))
     yield* report.debug(`${after}: ${detail}`)
     return yield* new RetryableFailure({ detail, retryAfter: Option.none() })
   })

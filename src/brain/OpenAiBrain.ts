@@ -7,7 +7,6 @@
  * `BrainError("fatal")` and a detail naming the setting to fix.
  */
 import * as HttpClient from "@effect/platform/HttpClient"
-import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
@@ -33,7 +32,6 @@ import {
 } from "../Brain.js"
 import { MissingSetting } from "../config/MissingSetting.js"
 import * as Secrets from "../config/Secrets.js"
-import { errnoCode } from "../Errors.js"
 import { isJsonObject } from "../Json.js"
 import { DebugConfig } from "../Logging.js"
 import {
@@ -116,15 +114,6 @@ const apiMessage = (body: string, scrub: Scrub): string => {
   return body.trim() === "" ? "(empty body)" : preview(scrub(body))
 }
 
-/** The innermost error code and message (fetch hides them one `cause` down). */
-const rootCause = (error: unknown): string => {
-  let current: unknown = error
-  for (let depth = 0; depth < 5 && current instanceof Error && current.cause instanceof Error; depth++) current = current.cause
-  if (!(current instanceof Error)) return String(current)
-  const code = errnoCode(current)
-  return code !== undefined && !current.message.includes(code) ? `${current.message} (${code})` : current.message
-}
-
 export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const client = (yield* HttpClient.HttpClient).pipe(HttpClient.withTracerPropagation(false))
@@ -195,12 +184,9 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
       }))
     }
 
-    const transportDetail = (error: HttpClientError.HttpClientError) =>
-      `cannot reach ${base.host}: ${preview(rootCause(error.cause ?? error))}`
-
     const report = {
       noAnswer: `no answer from ${base.host} within ${Duration.toSeconds(config.timeout)}s`,
-      unreachable: transportDetail,
+      unreachable: (reason: string) => `cannot reach ${base.host}: ${reason}`,
       scrub,
       debug
     }

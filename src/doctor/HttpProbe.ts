@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { preview } from "../Brain.js"
-import { describeError, errnoCode } from "../Errors.js"
+import { rootCause } from "../Errors.js"
 import { isJsonObject } from "../Json.js"
 
 export const probeTimeout = Duration.seconds(10)
@@ -23,13 +23,7 @@ export type ProbeResult =
   | { readonly _tag: "NoAnswer" }
 
 /** The innermost system error of a failed fetch (`fetch failed` wraps `connect ECONNREFUSED …`). */
-const transportDetail = (error: HttpClientError.HttpClientError): string => {
-  let cause: unknown = error.cause
-  while (cause instanceof Error && cause.cause instanceof Error) cause = cause.cause
-  const code = errnoCode(cause)
-  const message = cause === undefined ? error.message : describeError(cause)
-  return preview(code !== undefined && !message.includes(code) ? `${message} (${code})` : message)
-}
+const transportDetail = (error: HttpClientError.HttpClientError): string => preview(rootCause(error.cause ?? error))
 
 /** GET `url` with `headers`, bounded by `probeTimeout`; never fails. */
 export const get = (url: string, headers: Record<string, string>): Effect.Effect<ProbeResult, never, HttpClient.HttpClient> =>
