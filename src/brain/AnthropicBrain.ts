@@ -33,10 +33,10 @@ import {
   attemptExchange,
   baseUrlConfig,
   BrainRetryConfig,
-  postJson,
   judgeAnswer,
   withRetries
 } from "./BrainRetry.js"
+import { postJson } from "./PostJson.js"
 import * as Tracing from "../Tracing.js"
 
 // Bridges reads the brain's patience through these names; their home is BrainRetry.

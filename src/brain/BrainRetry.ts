@@ -6,10 +6,7 @@
  * and, once the retries are spent, becomes `BrainError("timeout")`. A
  * request that could not even be built is `BrainError("fatal")` at once.
  */
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import type * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
@@ -23,6 +20,7 @@ import * as Schedule from "effect/Schedule"
 import { BrainError, type Misconfigured, preview } from "../Brain.js"
 import { integerIn, secondsIn } from "../config/ConfigRange.js"
 import { rootCause } from "../Errors.js"
+import type { HttpAnswer } from "./PostJson.js"
 
 /** Seconds per HTTP attempt; also read by the agent's patience on the brain pipes (Bridges). */
 export const BrainTimeoutConfig = secondsIn("PLANCKCLAW_BRAIN_TIMEOUT", { min: 0.1, max: 3600 }, 60)
@@ -111,45 +109,6 @@ export const parseRetryAfter = (value: string | undefined, nowMillis: number): O
     : Option.some(Duration.min(Duration.millis(Math.max(0, millis)), RETRY_AFTER_CAP))
 }
 
-/** An HTTP answer, whatever its status. */
-export interface HttpAnswer {
-  readonly status: number
-  readonly retryAfter: string | undefined
-  /** Where a redirect points, made absolute against the request's URL. */
-  readonly location: string | undefined
-  readonly body: string
-}
-
-// A redirect is never followed: fetch would carry the key (x-api-key, which
-// it does not strip across origins) to whatever host the answer names.
-const noRedirects: globalThis.RequestInit = { redirect: "manual" }
-
-const absolute = (location: string | undefined, base: string): string | undefined =>
-  location === undefined ? undefined : URL.canParse(location, base) ? new URL(location, base).href : location
-
-/** POSTs a JSON `body` and reads the whole answer; a redirect is an answer, not followed. */
-export const postJson = (
-  client: HttpClient.HttpClient,
-  url: string,
-  headers: Record<string, string>,
-  body: string
-): Effect.Effect<HttpAnswer, HttpClientError.HttpClientError> =>
-  HttpClientRequest.post(url).pipe(
-    HttpClientRequest.setHeaders(headers),
-    HttpClientRequest.bodyText(body, "application/json"),
-    client.execute,
-    // Read by the fetch client at each request; other clients (undici's) do not follow redirects.
-    Effect.provideService(FetchHttpClient.RequestInit, noRedirects),
-    Effect.flatMap((response) =>
-      Effect.map(response.text, (text) => ({
-        status: response.status,
-        retryAfter: response.headers["retry-after"],
-        location: absolute(response.headers["location"], url),
-        body: text
-      }))
-    )
-  )
-
 /** How one brain words and reports what happens to an attempt. */
 export interface AttemptReport {
   /** The detail when no answer came within the timeout. */
@@ -168,7 +127,7 @@ export interface AttemptReport {
  * BrainError.
  */
 export const attemptExchange = <A>(
-  exchange: Effect.Effect<HttpAnswer, HttpClientError.HttpClientError>,
+  exchange: Effect.Effect<HttpAnswer, HttpClientError.HttpClientError | BrainError>,
   timeout: Duration.Duration,
   number: number,
   report: AttemptReport,
@@ -180,7 +139,11 @@ export const attemptExchange = <A>(
     const now = yield* Clock.currentTimeMillis
     const after = `attempt ${number}, ${now - started} ms`
     if (Either.isRight(outcome)) return yield* answered(outcome.right, now, after)
-    const error: HttpClientError.HttpClientError | Cause.TimeoutException = outcome.left
+    const error: HttpClientError.HttpClientError | BrainError | Cause.TimeoutException = outcome.left
+    if (error._tag === "BrainError") {
+      yield* report.debug(`${after}: ${error.detail}`)
+      return yield* error
+    }
     if (error._tag === "RequestError" && error.reason !== "Transport") {
       yield* report.debug(`${after}: request not sent: ${error.message}`)
       return yield* new BrainError({ reason: "fatal", detail: `request not sent: ${report.scrub(error.message)}` })

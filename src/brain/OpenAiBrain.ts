@@ -39,10 +39,10 @@ import {
   attemptExchange,
   baseUrlConfig,
   BrainRetryConfig,
-  postJson,
   judgeAnswer,
   withRetries
 } from "./BrainRetry.js"
+import { postJson } from "./PostJson.js"
 import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
 import * as Tracing from "../Tracing.js"
 
