@@ -144,31 +144,44 @@ const decodeResponse = madeOnFirstCall(() => Schema.decodeUnknownEither(Messages
 const decodeMisconfigured = madeOnFirstCall(() => Schema.decodeUnknownEither(Misconfigured))
 
 /**
- * Reads a brain answer as it arrives on the wire (HTTP body or FIFO frame):
- * any root-level `error` key is a failure, anything else must be a Messages
- * API response.
+ * Whether an answer says it failed: a root-level `error` that is not null
+ * (some servers send `"error": null` beside a good answer).
  */
-export const decodeBrainAnswer = (raw: string): Effect.Effect<MessagesResponse, BrainError> => {
+export const answersError = (json: unknown): json is { readonly error: unknown } & Record<string, unknown> =>
+  isJsonObject(json) && json.error !== undefined && json.error !== null
+
+/** Takes the secrets out of a text; brains that hold none pass it through. */
+export type Scrub = (text: string) => string
+const keepAll: Scrub = (text) => text
+
+/**
+ * Reads a brain answer as it arrives on the wire (HTTP body or FIFO frame):
+ * a root-level `error` (answersError) is a failure, anything else must be a Messages
+ * API response. Every excerpt of the answer is scrubbed before it is cut:
+ * a key cut in two no longer matches (decodeSparingUsage, oneLine too).
+ */
+export const decodeBrainAnswer = (raw: string, scrub: Scrub = keepAll): Effect.Effect<MessagesResponse, BrainError> => {
   const parsed = Either.try(() => JSON.parse(raw) as unknown)
   if (Either.isLeft(parsed)) {
-    return Effect.fail(new BrainError({ reason: "fatal", detail: `answer is not JSON: ${preview(raw)}` }))
+    return Effect.fail(new BrainError({ reason: "fatal", detail: `answer is not JSON: ${preview(scrub(raw))}` }))
   }
   const json = parsed.right
-  if (isJsonObject(json) && "error" in json) {
+  if (answersError(json)) {
     const error = json.error
     const reason = error === "timeout" ? "timeout" : "fatal"
     const misconfigured = reason === "fatal" ? Either.getOrUndefined(decodeMisconfigured(json.misconfigured)) : undefined
     return Effect.fail(
       new BrainError({
         reason,
-        detail: `brain answered error: ${preview(JSON.stringify(error))}` +
+        detail: `brain answered error: ${preview(scrub(JSON.stringify(error)))}` +
           (misconfigured !== undefined ? ` (misconfigured: ${misconfigured.problem}; fix ${misconfigured.setting})` : ""),
         ...(misconfigured !== undefined ? { misconfigured } : {})
       })
     )
   }
-  return Either.match(decodeSparingUsage(decodeResponse, json), {
-    onLeft: (error) => Effect.fail(new BrainError({ reason: "fatal", detail: `answer is not a Messages API response: ${oneLine(error)}` })),
+  return Either.match(decodeSparingUsage(decodeResponse, json, scrub), {
+    onLeft: (error) =>
+      Effect.fail(new BrainError({ reason: "fatal", detail: `answer is not a Messages API response: ${oneLine(error, scrub)}` })),
     onRight: (decoded) => Effect.as(decoded.warning, decoded.answer)
   })
 }
@@ -180,7 +193,8 @@ export const decodeBrainAnswer = (raw: string): Effect.Effect<MessagesResponse, 
  */
 export const decodeSparingUsage = <A>(
   decode: (json: unknown) => Either.Either<A, ParseResult.ParseError>,
-  json: unknown
+  json: unknown,
+  scrub: Scrub = keepAll
 ): Either.Either<{ readonly answer: A; readonly warning: Effect.Effect<void> }, ParseResult.ParseError> => {
   const decoded = decode(json)
   if (Either.isRight(decoded)) return Either.right({ answer: decoded.right, warning: Effect.void })
@@ -189,16 +203,24 @@ export const decodeSparingUsage = <A>(
   return Either.match(decode(rest), {
     onLeft: () => Either.left(decoded.left),
     onRight: (answer) =>
-      Either.right({ answer, warning: Effect.logWarning(`the answer's usage is malformed, not counted: ${oneLine(decoded.left)}`) })
+      Either.right({
+        answer,
+        warning: Effect.logWarning(`the answer's usage is malformed, not counted: ${oneLine(decoded.left, scrub)}`)
+      })
   })
 }
 
-/** A parse error on one line, each problem with where it is: `content.0.type: Expected "text"…; …`. */
-export const oneLine = (error: ParseResult.ParseError): string =>
+/**
+ * A parse error on one line, each problem with where it is: `content.0.type: Expected "text"…; …`.
+ * The messages quote the answer's values: scrubbed before the cut.
+ */
+export const oneLine = (error: ParseResult.ParseError, scrub: Scrub = keepAll): string =>
   preview(
-    ParseResult.ArrayFormatter.formatErrorSync(error)
-      .map((issue) => `${issue.path.length === 0 ? "(root)" : issue.path.join(".")}: ${issue.message}`)
-      .join("; "),
+    scrub(
+      ParseResult.ArrayFormatter.formatErrorSync(error)
+        .map((issue) => `${issue.path.length === 0 ? "(root)" : issue.path.join(".")}: ${issue.message}`)
+        .join("; ")
+    ),
     300
   )
 
@@ -206,7 +228,7 @@ export const oneLine = (error: ParseResult.ParseError): string =>
 export const responseText = (response: MessagesResponse): string =>
   response.content.flatMap((block) => block.type === "text" && "text" in block ? [block.text] : []).join("")
 
-/** Short, single-line excerpt of untrusted text for error messages. */
+/** Short, single-line excerpt of untrusted text for error messages; scrub a secret out before, never after. */
 export const preview = (text: string, max = 200): string => {
   const flat = text.replace(/\s+/g, " ").trim()
   return flat.length > max ? `${flat.slice(0, max)}…` : flat

@@ -7,7 +7,6 @@
  * `BrainError("fatal")` at once.
  */
 import * as HttpClient from "@effect/platform/HttpClient"
-import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
@@ -18,16 +17,15 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import {
   Brain,
-  BrainError,
   type BrainService,
   decodeBrainAnswer,
   type MessagesRequest,
   type MessagesResponse,
-  preview
+  preview,
+  type Scrub
 } from "../Brain.js"
 import { MissingSetting } from "../config/MissingSetting.js"
 import * as Secrets from "../config/Secrets.js"
-import { errnoCode } from "../Errors.js"
 import { isJsonObject } from "../Json.js"
 import { DebugConfig } from "../Logging.js"
 import {
@@ -35,10 +33,10 @@ import {
   attemptExchange,
   baseUrlConfig,
   BrainRetryConfig,
-  postJson,
   judgeAnswer,
   withRetries
 } from "./BrainRetry.js"
+import { postJson } from "./PostJson.js"
 import * as Tracing from "../Tracing.js"
 
 // Bridges reads the brain's patience through these names; their home is BrainRetry.
@@ -55,23 +53,18 @@ export const AnthropicConfig = Config.all({
 }).pipe(Config.map(({ retry, ...own }) => ({ ...own, ...retry })))
 export type AnthropicConfig = Config.Config.Success<typeof AnthropicConfig>
 
-/** The API's own words from an error body (`{"error":{"type","message"}}`), or an excerpt of the body. */
-const describeErrorBody = (body: string): string => {
+/**
+ * The API's own words from an error body (`{"error":{"type","message"}}`), or an excerpt of the body;
+ * scrubbed before the cut, which would leave a key straddling it unmatched.
+ */
+const describeErrorBody = (body: string, scrub: Scrub): string => {
   const parsed = Either.getOrUndefined(Either.try(() => JSON.parse(body) as unknown))
   const error = isJsonObject(parsed) ? parsed.error : undefined
   if (isJsonObject(error)) {
     const words = [error.type, error.message].filter((part): part is string => typeof part === "string")
-    if (words.length > 0) return preview(words.join(": "))
+    if (words.length > 0) return preview(scrub(words.join(": ")))
   }
-  return body.trim() === "" ? "(empty body)" : preview(body)
-}
-
-const describeTransportError = (host: string) => (error: HttpClientError.HttpClientError): string => {
-  const cause: unknown = error.cause
-  if (!(cause instanceof Error)) return `connection failed: cannot reach ${host}: ${preview(error.message)}`
-  const code = errnoCode(cause)
-  const withCode = code !== undefined && !cause.message.includes(code) ? `${cause.message} (${code})` : cause.message
-  return `connection failed: cannot reach ${host}: ${preview(withCode)}`
+  return body.trim() === "" ? "(empty body)" : preview(scrub(body))
 }
 
 /**
@@ -121,17 +114,16 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
       config.debug ? Console.error(`[planckclaw brain] ${scrub(line)}`) : Effect.void
     const report = {
       noAnswer: `no answer within ${Duration.toSeconds(config.timeout)}s`,
-      unreachable: describeTransportError(new URL(config.baseUrl).host),
+      unreachable: (reason: string) => `connection failed: cannot reach ${new URL(config.baseUrl).host}: ${reason}`,
       scrub,
       debug
     }
 
     const reading = (model: string): AnswerReading<MessagesResponse> => ({
-      decode: (body) =>
-        decodeBrainAnswer(body).pipe(
-          Effect.mapError((error) => new BrainError({ reason: error.reason, detail: scrub(error.detail) }))
-        ),
-      said: (body) => scrub(describeErrorBody(body)),
+      decode: (body) => decodeBrainAnswer(body, scrub),
+      said: (body) => describeErrorBody(body, scrub),
+      baseUrlSetting: "ANTHROPIC_BASE_URL",
+      scrub,
       permanent: (status) => {
         const wrong = misconfiguration(status, model)
         return wrong === undefined ? {} : { fix: wrong.fix, misconfigured: { problem: wrong.problem, setting: wrong.setting } }

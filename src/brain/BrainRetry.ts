@@ -6,9 +6,7 @@
  * and, once the retries are spent, becomes `BrainError("timeout")`. A
  * request that could not even be built is `BrainError("fatal")` at once.
  */
-import type * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
@@ -19,8 +17,10 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
-import { BrainError, type Misconfigured } from "../Brain.js"
+import { BrainError, type Misconfigured, preview } from "../Brain.js"
 import { integerIn, secondsIn } from "../config/ConfigRange.js"
+import { rootCause } from "../Errors.js"
+import type { HttpAnswer } from "./PostJson.js"
 
 /** Seconds per HTTP attempt; also read by the agent's patience on the brain pipes (Bridges). */
 export const BrainTimeoutConfig = secondsIn("PLANCKCLAW_BRAIN_TIMEOUT", { min: 0.1, max: 3600 }, 60)
@@ -89,49 +89,32 @@ export const retrySchedule = (retries: number): Schedule.Schedule<unknown, Attem
   )
 }
 
-/** `retry-after` in seconds or as an HTTP date, capped; absent or unreadable gives none. */
+// An HTTP-date as RFC 9110 sends it (IMF-fixdate): Date.parse alone reads "-1" or "1 2" as dates.
+const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/
+
+/**
+ * `retry-after` as a whole number of seconds or an HTTP-date (IMF-fixdate),
+ * capped; absent or anything else gives none, and the backoff applies.
+ */
 export const parseRetryAfter = (value: string | undefined, nowMillis: number): Option.Option<Duration.Duration> => {
   if (value === undefined) return Option.none()
   const trimmed = value.trim()
-  const millis = /^\d+(\.\d+)?$/.test(trimmed) ? Number(trimmed) * 1000 : Date.parse(trimmed) - nowMillis
+  const millis = /^\d+$/.test(trimmed)
+    ? Number(trimmed) * 1000
+    : IMF_FIXDATE.test(trimmed)
+    ? Date.parse(trimmed) - nowMillis
+    : Number.NaN
   return Number.isNaN(millis)
     ? Option.none()
     : Option.some(Duration.min(Duration.millis(Math.max(0, millis)), RETRY_AFTER_CAP))
 }
 
-/** An HTTP answer, whatever its status. */
-export interface HttpAnswer {
-  readonly status: number
-  readonly retryAfter: string | undefined
-  readonly body: string
-}
-
-/** POSTs a JSON `body` and reads the whole answer. */
-export const postJson = (
-  client: HttpClient.HttpClient,
-  url: string,
-  headers: Record<string, string>,
-  body: string
-): Effect.Effect<HttpAnswer, HttpClientError.HttpClientError> =>
-  HttpClientRequest.post(url).pipe(
-    HttpClientRequest.setHeaders(headers),
-    HttpClientRequest.bodyText(body, "application/json"),
-    client.execute,
-    Effect.flatMap((response) =>
-      Effect.map(response.text, (text) => ({
-        status: response.status,
-        retryAfter: response.headers["retry-after"],
-        body: text
-      }))
-    )
-  )
-
 /** How one brain words and reports what happens to an attempt. */
 export interface AttemptReport {
   /** The detail when no answer came within the timeout. */
   readonly noAnswer: string
-  /** The detail when the server could not be reached. */
-  readonly unreachable: (error: HttpClientError.HttpClientError) => string
+  /** The detail when the server could not be reached, for `reason` (the root cause, scrubbed and cut). */
+  readonly unreachable: (reason: string) => string
   /** Takes the key out of any text that may hold it. */
   readonly scrub: (text: string) => string
   readonly debug: (line: string) => Effect.Effect<void>
@@ -144,7 +127,7 @@ export interface AttemptReport {
  * BrainError.
  */
 export const attemptExchange = <A>(
-  exchange: Effect.Effect<HttpAnswer, HttpClientError.HttpClientError>,
+  exchange: Effect.Effect<HttpAnswer, HttpClientError.HttpClientError | BrainError>,
   timeout: Duration.Duration,
   number: number,
   report: AttemptReport,
@@ -156,12 +139,18 @@ export const attemptExchange = <A>(
     const now = yield* Clock.currentTimeMillis
     const after = `attempt ${number}, ${now - started} ms`
     if (Either.isRight(outcome)) return yield* answered(outcome.right, now, after)
-    const error: HttpClientError.HttpClientError | Cause.TimeoutException = outcome.left
+    const error: HttpClientError.HttpClientError | BrainError | Cause.TimeoutException = outcome.left
+    if (error._tag === "BrainError") {
+      yield* report.debug(`${after}: ${error.detail}`)
+      return yield* error
+    }
     if (error._tag === "RequestError" && error.reason !== "Transport") {
       yield* report.debug(`${after}: request not sent: ${error.message}`)
       return yield* new BrainError({ reason: "fatal", detail: `request not sent: ${report.scrub(error.message)}` })
     }
-    const detail = error._tag === "TimeoutException" ? report.noAnswer : report.scrub(report.unreachable(error))
+    const detail = error._tag === "TimeoutException"
+      ? report.noAnswer
+      : report.unreachable(preview(report.scrub(rootCause(error.cause ?? error))))
     yield* report.debug(`${after}: ${detail}`)
     return yield* new RetryableFailure({ detail, retryAfter: Option.none() })
   })
@@ -173,14 +162,18 @@ export interface AnswerReading<A> {
   readonly said: (body: string) => string
   /** Statuses worth another attempt (beyond RETRYABLE_STATUSES). */
   readonly retryable?: (status: number) => boolean
+  /** The setting that holds the API's address, named when it answers with a redirect. */
+  readonly baseUrlSetting: string
+  readonly scrub: (text: string) => string
   /** For a status that will not change its mind: what to fix, and which setting is wrong. */
   readonly permanent: (status: number) => { readonly fix?: string; readonly misconfigured?: Misconfigured }
 }
 
 /**
  * One answer judged the same way for every HTTP brain: 2xx is decoded, a
- * transient status retried (honouring retry-after), anything else a fatal
- * BrainError that says what to fix, never a secret.
+ * transient status retried (honouring retry-after), a redirect a fatal
+ * misconfiguration of the base URL, anything else a fatal BrainError that
+ * says what to fix, never a secret.
  */
 export const judgeAnswer = <A>(
   reading: AnswerReading<A>,
@@ -193,6 +186,16 @@ export const judgeAnswer = <A>(
       yield* debug(`${after}: HTTP ${status}`)
       yield* debug(`response ${answer.body}`)
       return yield* reading.decode(answer.body)
+    }
+    if (status >= 300 && status < 400) {
+      const where = answer.location === undefined ? "nowhere (no location)" : preview(reading.scrub(answer.location))
+      const redirect = `HTTP ${status}: the API answered with a redirect to ${where}: fix ${reading.baseUrlSetting}`
+      yield* debug(`${after}: ${redirect}`)
+      return yield* new BrainError({
+        reason: "fatal",
+        detail: redirect,
+        misconfigured: { problem: "the API address redirects elsewhere", setting: reading.baseUrlSetting }
+      })
     }
     const detail = `HTTP ${status}: ${reading.said(answer.body)}`
     yield* debug(`${after}: ${detail}`)

@@ -7,7 +7,6 @@
  * `BrainError("fatal")` and a detail naming the setting to fix.
  */
 import * as HttpClient from "@effect/platform/HttpClient"
-import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
@@ -19,6 +18,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import {
+  answersError,
   Brain,
   BrainError,
   type BrainService,
@@ -27,11 +27,11 @@ import {
   decodeSparingUsage,
   type Misconfigured,
   oneLine,
-  preview
+  preview,
+  type Scrub
 } from "../Brain.js"
 import { MissingSetting } from "../config/MissingSetting.js"
 import * as Secrets from "../config/Secrets.js"
-import { errnoCode } from "../Errors.js"
 import { isJsonObject } from "../Json.js"
 import { DebugConfig } from "../Logging.js"
 import {
@@ -39,10 +39,10 @@ import {
   attemptExchange,
   baseUrlConfig,
   BrainRetryConfig,
-  postJson,
   judgeAnswer,
   withRetries
 } from "./BrainRetry.js"
+import { postJson } from "./PostJson.js"
 import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
 import * as Tracing from "../Tracing.js"
 
@@ -98,26 +98,20 @@ export const missingApiKey = (baseUrl: string) =>
       "add export OPENAI_API_KEY=\"...\" to config.env or set it in the environment."
   })
 
-/** The API's own words from an OpenAI-style error body (`{"error":{"message","type","code"}}`), or an excerpt. */
-const apiMessage = (body: string): string => {
+/**
+ * The API's own words from an OpenAI-style error body (`{"error":{"message","type","code"}}`), or an excerpt;
+ * scrubbed before the cut, which would leave a key straddling it unmatched.
+ */
+const apiMessage = (body: string, scrub: Scrub): string => {
   const parsed = Either.getOrUndefined(Either.try(() => JSON.parse(body) as unknown))
   const error = isJsonObject(parsed) ? parsed.error : undefined
-  if (typeof error === "string") return preview(error)
+  if (typeof error === "string") return preview(scrub(error))
   if (isJsonObject(error)) {
     const { code, message } = error
     const words = [typeof code === "string" ? code : undefined, message].filter((w): w is string => typeof w === "string")
-    if (words.length > 0) return preview(words.join(": "))
+    if (words.length > 0) return preview(scrub(words.join(": ")))
   }
-  return body.trim() === "" ? "(empty body)" : preview(body)
-}
-
-/** The innermost error code and message (fetch hides them one `cause` down). */
-const rootCause = (error: unknown): string => {
-  let current: unknown = error
-  for (let depth = 0; depth < 5 && current instanceof Error && current.cause instanceof Error; depth++) current = current.cause
-  if (!(current instanceof Error)) return String(current)
-  const code = errnoCode(current)
-  return code !== undefined && !current.message.includes(code) ? `${current.message} (${code})` : current.message
+  return body.trim() === "" ? "(empty body)" : preview(scrub(body))
 }
 
 export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, HttpClient.HttpClient> =>
@@ -177,12 +171,12 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
     const decode = (answer: string): Effect.Effect<MessagesResponse, BrainError> => {
       const fatal = (detail: string) => Effect.fail(new BrainError({ reason: "fatal", detail: scrub(detail) }))
       const json = Either.try(() => JSON.parse(answer) as unknown)
-      if (Either.isLeft(json)) return fatal(`answer is not JSON: ${preview(answer)}`)
-      if (isJsonObject(json.right) && "error" in json.right) {
-        return fatal(`server answered error: ${apiMessage(answer)}`)
+      if (Either.isLeft(json)) return fatal(`answer is not JSON: ${preview(scrub(answer))}`)
+      if (answersError(json.right)) {
+        return fatal(`server answered error: ${apiMessage(answer, scrub)}`)
       }
-      const decoded = decodeSparingUsage(decodeChatResponse, json.right)
-      if (Either.isLeft(decoded)) return fatal(`answer is not a Chat Completions response: ${oneLine(decoded.left)}`)
+      const decoded = decodeSparingUsage(decodeChatResponse, json.right, scrub)
+      if (Either.isLeft(decoded)) return fatal(`answer is not a Chat Completions response: ${oneLine(decoded.left, scrub)}`)
       const { answer: chat, warning } = decoded.right
       return Effect.zipRight(warning, Ref.updateAndGet(responses, (n) => n + 1)).pipe(Effect.flatMap((number) => {
         const translated = fromChatResponse(chat, (index) => `call_planckclaw_${number}_${index}`)
@@ -190,19 +184,18 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
       }))
     }
 
-    const transportDetail = (error: HttpClientError.HttpClientError) =>
-      `cannot reach ${base.host}: ${preview(rootCause(error.cause ?? error))}`
-
     const report = {
       noAnswer: `no answer from ${base.host} within ${Duration.toSeconds(config.timeout)}s`,
-      unreachable: transportDetail,
+      unreachable: (reason: string) => `cannot reach ${base.host}: ${reason}`,
       scrub,
       debug
     }
 
     const reading = (model: string): AnswerReading<MessagesResponse> => ({
       decode,
-      said: (body) => scrub(apiMessage(body)),
+      said: (body) => apiMessage(body, scrub),
+      baseUrlSetting: "OPENAI_BASE_URL",
+      scrub,
       // Any 5xx: local servers answer odd ones (501 while loading a model).
       retryable: (status) => status >= 500,
       permanent: (status) => {

@@ -30,12 +30,18 @@ export type SecretName = (typeof secretNames)[number]
 export const isSecretName = (name: string): name is SecretName => (secretNames as ReadonlyArray<string>).includes(name)
 
 /**
+ * `value` without the spaces around it: what HTTP sends (fetch trims a
+ * header) and a server may echo, so what scrub and the withholding look for.
+ */
+export const unpadded = (value: string): string => value.replace(/^ +| +$/g, "")
+
+/**
  * What makes `value` unusable in an HTTP header, in words that never show
  * it; `undefined` when it is fine. Leading and trailing spaces are ignored,
  * as HTTP ignores them.
  */
 export const problemWith = (value: string): string | undefined => {
-  const text = value.replace(/^ +| +$/g, "")
+  const text = unpadded(value)
   for (let index = 0; index < text.length; index++) {
     const code = text.charCodeAt(index)
     const where = `at character ${index + 1}`
@@ -48,10 +54,10 @@ export const problemWith = (value: string): string | undefined => {
 }
 
 /**
- * A secret used in a header: empty (or only spaces) counts as unset, a value
- * with characters a header cannot carry is refused naming the key, never the
- * value. `bare` strips what is allowed around the secret itself (a
- * "Bot " prefix) before the check.
+ * A secret used in a header, without the spaces around it (unpadded): empty
+ * (or only spaces) counts as unset, a value with characters a header cannot
+ * carry is refused naming the key, never the value. `bare` strips what is
+ * allowed around the secret itself (a "Bot " prefix) before the check.
  */
 export const headerSecret = (
   name: SecretName,
@@ -64,7 +70,7 @@ export const headerSecret = (
       if (value.trim() === "") return Either.left(ConfigError.MissingData([], `${name} is empty`))
       const problem = problemWith(bare(value))
       return problem === undefined
-        ? Either.right(value)
+        ? Either.right(unpadded(value))
         : Either.left(ConfigError.InvalidData([], `${problem}; the value is not shown`))
     }),
     Config.map(Redacted.make)
@@ -109,18 +115,18 @@ export const SecretValuesConfig: Config.Config<Array<Redacted.Redacted<string>>>
  * environment, and only a variable that is exactly it is withheld.
  */
 const holdsSecret = (value: string, secrets: ReadonlySet<string>): boolean => {
-  if (secrets.has(value)) return true
+  if (secrets.has(value) || secrets.has(unpadded(value))) return true
   for (const secret of secrets) if (secret.length >= SHORT_SECRET && value.includes(secret)) return true
   return false
 }
 
+/** Secret values as holdsSecret looks for them: unpadded (as sent, and echoed), the empty ones left out. */
+const secretValues = (values: Iterable<string | undefined>): ReadonlySet<string> =>
+  new Set([...values].flatMap((value) => value === undefined || value.trim() === "" ? [] : [unpadded(value)]))
+
 /** This process's environment minus the secrets, by name and by value: what a child process gets. */
 export const childEnvironment = (withheld: ReadonlyArray<Redacted.Redacted<string>>): Record<string, string> => {
-  const values = new Set(
-    [...secretNames.map((name) => process.env[name]), ...withheld.map(Redacted.value)].filter(
-      (value): value is string => value !== undefined && value !== ""
-    )
-  )
+  const values = secretValues([...secretNames.map((name) => process.env[name]), ...withheld.map(Redacted.value)])
   const env: Record<string, string> = {}
   for (const [key, value] of Object.entries(process.env)) {
     if (value !== undefined && !isSecretName(key) && !holdsSecret(value, values)) env[key] = value
@@ -201,7 +207,7 @@ export const withdraw = (alsoValues: Iterable<string> = []): Effect.Effect<Withd
       const value = process.env[name]
       if (value !== undefined && value !== "") secrets.set(name, value)
     }
-    const values = new Set([...secrets.values(), ...alsoValues].filter((value) => value.trim() !== ""))
+    const values = secretValues([...secrets.values(), ...alsoValues])
     const hide = (name: string, value: string) => isSecretName(name) || holdsSecret(value, values)
     for (const [name, value] of Object.entries(process.env)) {
       if (value !== undefined && hide(name, value)) delete process.env[name]

@@ -70,7 +70,7 @@ const anthropic: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.HttpCli
         fail("model", `${model} is not served by ${shown} (404)`, "set PLANCKCLAW_MODEL to a model the API serves (and ANTHROPIC_BASE_URL without /v1)")
       ]
     default:
-      return [otherAnswer(shown, result.status, HttpProbe.scrub(HttpProbe.apiWords(result.body), secret)), notChecked("the API failed")]
+      return [otherAnswer(shown, result.status, HttpProbe.apiWords(result.body, (text) => HttpProbe.scrub(text, secret))), notChecked("the API failed")]
   }
 }).pipe(Effect.catchTag("ConfigError", (error) => Effect.succeed(settingsFailed("brain")(error))))
 
@@ -107,7 +107,7 @@ const openai: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.HttpClient
     if (listing.status === 404) {
       return [fail("brain", `${shown} serves no /models (404)`, "check OPENAI_BASE_URL (it usually ends in /v1)"), notChecked("no model list")]
     }
-    if (listing.status !== 200) return [otherAnswer(shown, listing.status, HttpProbe.scrub(HttpProbe.apiWords(listing.body), secret)), notChecked("the server failed")]
+    if (listing.status !== 200) return [otherAnswer(shown, listing.status, HttpProbe.apiWords(listing.body, (text) => HttpProbe.scrub(text, secret))), notChecked("the server failed")]
     if (Option.isNone(model)) return [accepted, missingModel]
     const ids = listedModels(listing.body) ?? []
     if (ids.includes(model.value)) return [accepted, pass("model", `${model.value} is served`)]
@@ -130,7 +130,7 @@ const openai: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.HttpClient
     case 404:
       return yield* list
     default:
-      return [otherAnswer(shown, result.status, HttpProbe.scrub(HttpProbe.apiWords(result.body), secret)), notChecked("the server failed")]
+      return [otherAnswer(shown, result.status, HttpProbe.apiWords(result.body, (text) => HttpProbe.scrub(text, secret))), notChecked("the server failed")]
   }
 }).pipe(Effect.catchTag("ConfigError", (error) => Effect.succeed(settingsFailed("brain")(error))))
 

@@ -48,7 +48,7 @@ const withSettings = (settings: DiscordSettings): Effect.Effect<ReadonlyArray<Fi
       ]
     }
     if (me.status !== 200) {
-      return [fail("discord", `${shown} answered ${me.status}: ${HttpProbe.scrub(HttpProbe.apiWords(me.body), secret)}`, "try again later")]
+      return [fail("discord", `${shown} answered ${me.status}: ${HttpProbe.apiWords(me.body, (text) => HttpProbe.scrub(text, secret))}`, "try again later")]
     }
     const name = field(me.body, "username")
     const token = pass("discord", `DISCORD_BOT_TOKEN accepted${typeof name === "string" ? ` (bot ${name})` : ""}`)

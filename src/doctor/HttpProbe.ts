@@ -4,6 +4,7 @@
  * or no answer within `probeTimeout`. Never retried: doctor reports what it
  * saw once, quickly.
  */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -12,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { preview } from "../Brain.js"
-import { describeError, errnoCode } from "../Errors.js"
+import { rootCause } from "../Errors.js"
 import { isJsonObject } from "../Json.js"
 
 export const probeTimeout = Duration.seconds(10)
@@ -23,13 +24,7 @@ export type ProbeResult =
   | { readonly _tag: "NoAnswer" }
 
 /** The innermost system error of a failed fetch (`fetch failed` wraps `connect ECONNREFUSED …`). */
-const transportDetail = (error: HttpClientError.HttpClientError): string => {
-  let cause: unknown = error.cause
-  while (cause instanceof Error && cause.cause instanceof Error) cause = cause.cause
-  const code = errnoCode(cause)
-  const message = cause === undefined ? error.message : describeError(cause)
-  return preview(code !== undefined && !message.includes(code) ? `${message} (${code})` : message)
-}
+const transportDetail = (error: HttpClientError.HttpClientError): string => preview(rootCause(error.cause ?? error))
 
 /** GET `url` with `headers`, bounded by `probeTimeout`; never fails. */
 export const get = (url: string, headers: Record<string, string>): Effect.Effect<ProbeResult, never, HttpClient.HttpClient> =>
@@ -37,6 +32,8 @@ export const get = (url: string, headers: Record<string, string>): Effect.Effect
     HttpClientRequest.get(url).pipe(
       HttpClientRequest.setHeaders(headers),
       client.execute,
+      // Never followed: fetch would carry the key (x-api-key) to the host a redirect names.
+      Effect.provideService(FetchHttpClient.RequestInit, { redirect: "manual" }),
       Effect.flatMap((response) => Effect.map(response.text, (body) => ({ status: response.status, body }))),
       Effect.timeoutOption(probeTimeout),
       Effect.map(Option.match({
@@ -49,16 +46,19 @@ export const get = (url: string, headers: Record<string, string>): Effect.Effect
 /** A JSON body, or undefined. */
 export const json = (body: string): unknown => Either.getOrUndefined(Either.try(() => JSON.parse(body) as unknown))
 
-/** The API's own words from an error body (`{"error":{"type","message"}}`, `{"message"}`), or an excerpt of it. */
-export const apiWords = (body: string): string => {
+/**
+ * The API's own words from an error body (`{"error":{"type","message"}}`, `{"message"}`), or an excerpt of it;
+ * `scrub` takes the key out before the cut, which would leave a key straddling it unmatched.
+ */
+export const apiWords = (body: string, scrub: (text: string) => string): string => {
   const parsed = json(body)
   const error = isJsonObject(parsed) ? parsed.error : undefined
   const words = isJsonObject(error)
     ? [error.type, error.message]
     : isJsonObject(parsed) ? [parsed.message] : typeof error === "string" ? [error] : []
   const found = words.filter((part): part is string => typeof part === "string")
-  if (found.length > 0) return preview(found.join(": "))
-  return body.trim() === "" ? "(empty body)" : preview(body)
+  if (found.length > 0) return preview(scrub(found.join(": ")))
+  return body.trim() === "" ? "(empty body)" : preview(scrub(body))
 }
 
 /** A base URL as it may be shown: no user, password, query or trailing slash. */

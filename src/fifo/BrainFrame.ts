@@ -6,6 +6,7 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import {
+  answersError,
   type MessagesRequest,
   MessagesRequest as MessagesRequestSchema,
   type MessagesResponse,
@@ -252,7 +253,7 @@ const plainBlock = (block: unknown): ResponseBlock | undefined => {
  * included, which then take `decodeBrainAnswer` and its messages.
  */
 export const plainBrainAnswer = (json: unknown): MessagesResponse | undefined => {
-  if (!isJsonObject(json) || "error" in json || !Array.isArray(json.content)) return undefined
+  if (!isJsonObject(json) || answersError(json) || !Array.isArray(json.content)) return undefined
   const { id, model, role, stop_reason, type } = json
   if (!optionalString(id) || !optionalString(type) || !optionalString(role) || !optionalString(model)) return undefined
   if (!optionalString(stop_reason) && stop_reason !== null) return undefined

@@ -1,27 +1,22 @@
+import { FetchHttpClient } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import {
   Chunk,
   ConfigProvider,
-  Console,
   Duration,
   Effect,
   Fiber,
-  FiberRef,
-  HashSet,
-  Logger,
-  Option,
   Redacted,
-  type Scope,
   TestClock
 } from "effect"
 import { Brain, type BrainError, type MessagesRequest } from "../../src/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
-import * as BrainRetry from "../../src/brain/BrainRetry.js"
 import { MissingSetting } from "../../src/config/MissingSetting.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
-import { withRealHttp } from "../support/TestClockHttp.js"
+import { withPinnedJitter, withRealHttp } from "../support/TestClockHttp.js"
 import { advanceTo, awaitPendingSleep } from "../support/TestClockWait.js"
+import { captureConsole } from "../support/ConsoleCapture.js"
 
 const fakeKey = "test-key-not-secret"
 
@@ -56,48 +51,6 @@ const startCompletion = (config: Anthropic.AnthropicConfig) =>
 
 /** The BrainError a completion ends with (the test fails if it succeeds). */
 const failureOf = <A>(fiber: Fiber.Fiber<A, BrainError>) => Effect.flip(Fiber.join(fiber))
-
-/**
- * A Console that records what is written, plus a logger that records log
- * lines (the test environment removes the default one), as `stream: text`.
- */
-const captureConsole = (): Effect.Effect<Effect.Effect<ReadonlyArray<string>>, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const lines: Array<string> = []
-    const record = (stream: string) => (...args: ReadonlyArray<unknown>) => {
-      lines.push(`${stream}: ${args.map(String).join(" ")}`)
-    }
-    const recordEffect = (stream: string) => (...args: ReadonlyArray<unknown>) =>
-      Effect.sync(() => record(stream)(...args))
-    const ignore = () => Effect.void
-    yield* Effect.withConsoleScoped<Console.Console>({
-      [Console.TypeId]: Console.TypeId,
-      assert: ignore,
-      clear: Effect.void,
-      count: ignore,
-      countReset: ignore,
-      debug: recordEffect("stdout"),
-      dir: recordEffect("stdout"),
-      dirxml: recordEffect("stdout"),
-      error: recordEffect("stderr"),
-      group: ignore,
-      groupEnd: Effect.void,
-      info: recordEffect("stdout"),
-      log: recordEffect("stdout"),
-      table: recordEffect("stdout"),
-      time: ignore,
-      timeEnd: ignore,
-      timeLog: recordEffect("stdout"),
-      trace: recordEffect("stderr"),
-      warn: recordEffect("stderr"),
-      unsafe: globalThis.console
-    })
-    yield* Effect.locallyScopedWith(
-      FiberRef.currentLoggers,
-      HashSet.add(Logger.make(({ logLevel, message }) => record(`log ${logLevel.label}`)(...[message].flat())))
-    )
-    return Effect.sync(() => [...lines])
-  })
 
 describe("Anthropic brain", () => {
   it.scoped("POSTs the request as compact JSON with the API headers to {base}/v1/messages", () =>
@@ -273,18 +226,22 @@ describe("Anthropic brain", () => {
       expect(yield* server.requests).toHaveLength(3)
     })))
 
-  it.scoped("gives up with timeout after the retries when the connection is refused", () =>
-    withRealHttp(Effect.gen(function*() {
-      const url = yield* AnthropicServer.unusedUrl
-      const fiber = yield* startCompletion(settings(url, { retries: 2 }))
-      yield* advanceTo(1_000)
-      yield* advanceTo(3_000)
-      const error = yield* failureOf(fiber)
-      expect(error.reason).toBe("timeout")
-      expect(error.detail).toMatch(/^gave up after 3 attempts: connection failed: .*ECONNREFUSED/)
-      expect(error.detail).toContain(`cannot reach ${new URL(url).host}: `)
-      expect(error.misconfigured).toBeUndefined()
-    })))
+  // fetch (what a run uses) hides the system's reason under "fetch failed": the root cause is named.
+  for (const [name, client] of [["undici", NodeHttpClient.layerUndici], ["fetch", FetchHttpClient.layer]] as const) {
+    it.scoped(`gives up with timeout after the retries when the connection is refused (${name}), naming why`, () =>
+      Effect.gen(function*() {
+        const url = yield* AnthropicServer.unusedUrl
+        const fiber = yield* startCompletion(settings(url, { retries: 2 }))
+        yield* advanceTo(1_000)
+        yield* advanceTo(3_000)
+        const error = yield* failureOf(fiber)
+        expect(error.reason).toBe("timeout")
+        expect(error.detail).toMatch(
+          new RegExp(`^gave up after 3 attempts: connection failed: cannot reach ${new URL(url).host}: connect ECONNREFUSED`)
+        )
+        expect(error.misconfigured).toBeUndefined()
+      }).pipe(withPinnedJitter, Effect.provide(client)))
+  }
 
   it.scoped("retries when the connection drops before an answer", () =>
     withRealHttp(Effect.gen(function*() {
@@ -472,18 +429,3 @@ describe("Anthropic brain layer and config", () => {
 /** Builds the real layer (config only; the HTTP client is never used) under `configure`. */
 const buildBrainLayer = (configure: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>) =>
   Brain.pipe(Effect.provide(Anthropic.layer), Effect.provide(NodeHttpClient.layerUndici), configure)
-
-describe("parseRetryAfter", () => {
-  const now = Date.parse("2025-01-01T00:00:00Z")
-  const millis = (value: string) => Option.map(BrainRetry.parseRetryAfter(value, now), Duration.toMillis)
-
-  it("reads seconds, HTTP dates, caps long waits and ignores nonsense", () => {
-    expect(millis("7")).toEqual(Option.some(7_000))
-    expect(millis("0.5")).toEqual(Option.some(500))
-    expect(millis("Wed, 01 Jan 2025 00:00:12 GMT")).toEqual(Option.some(12_000))
-    expect(millis("Tue, 31 Dec 2024 23:59:00 GMT")).toEqual(Option.some(0))
-    expect(millis("3600")).toEqual(Option.some(60_000))
-    expect(millis("soon")).toEqual(Option.none())
-    expect(BrainRetry.parseRetryAfter(undefined, now)).toEqual(Option.none())
-  })
-})

@@ -9,7 +9,7 @@ import { Config, ConfigProvider, Effect, Either, Option, Redacted } from "effect
 import * as ConfigErrors from "../../src/config/ConfigErrors.js"
 import * as ConfigFile from "../../src/config/ConfigFile.js"
 import { DiscordConfig } from "../../src/interact/discord/Settings.js"
-import { headerSecret, problemWith, scrub } from "../../src/config/Secrets.js"
+import { childEnvironment, headerSecret, problemWith, scrub } from "../../src/config/Secrets.js"
 
 const fromMap = (entries: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(entries)))
 
@@ -45,6 +45,30 @@ describe("secret values", () => {
       expect(line).toBe(
         "configuration error: ANTHROPIC_API_KEY: holds a line break (CR or LF) at character 10; the value is not shown"
       )
+    }))
+
+  it.effect("a declared secret is kept without the spaces around it: what fetch sends, a server echoes and scrub looks for", () =>
+    Effect.gen(function*() {
+      const key = headerSecret("ANTHROPIC_API_KEY")
+      for (const padded of [" sk-padded-0123456789", "sk-padded-0123456789  ", "  sk-padded-0123456789 "]) {
+        const read = yield* Effect.withConfigProvider(key, fromMap({ ANTHROPIC_API_KEY: padded }))
+        expect(Redacted.value(read)).toBe("sk-padded-0123456789")
+      }
+    }))
+
+  it.scoped("a child is not given a variable holding a secret that was set with spaces around it", () =>
+    Effect.gen(function*() {
+      const names = ["PLANCKCLAW_TEST_PADDED_BEARER", "PLANCKCLAW_TEST_PADDED_COPY", "PLANCKCLAW_TEST_PADDED_PLAIN"]
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          process.env[names[0]!] = "Bearer sk-padded-0123456789"
+          process.env[names[1]!] = "sk-padded-0123456789"
+          process.env[names[2]!] = "nothing secret"
+        }),
+        () => Effect.sync(() => names.forEach((name) => delete process.env[name]))
+      )
+      const env = childEnvironment([Redacted.make("sk-padded-0123456789 ")])
+      expect(names.filter((name) => name in env)).toEqual(["PLANCKCLAW_TEST_PADDED_PLAIN"])
     }))
 
   it.effect("the Discord token may carry a \"Bot \" prefix, but no space inside the token", () =>

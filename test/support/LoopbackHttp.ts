@@ -35,6 +35,8 @@ export type Reply =
   | { readonly _tag: "CutShort"; readonly body: string; readonly sent: number }
   /** Answers `reply` after `millis` of real time. */
   | { readonly _tag: "Delay"; readonly millis: number; readonly reply: Reply }
+  /** A 200 of `bytes` bytes sent in 1 MiB chunks without a content-length, until done or the client hangs up. */
+  | { readonly _tag: "Flood"; readonly bytes: number; readonly sent: { value: number } }
 
 /** Chooses the reply to the request numbered `index` (0 for the first request). */
 export type Handler<Body = unknown> = (request: RecordedRequest<Body>, index: number) => Reply
@@ -61,6 +63,8 @@ export const respond = (
 export const hang: Reply = { _tag: "Hang" }
 export const drop: Reply = { _tag: "Drop" }
 export const cutShort = (body: string, sent: number): Reply => ({ _tag: "CutShort", body, sent })
+/** A 200 of `bytes` bytes with no content-length (chunked); `sent` counts what went out. */
+export const flood = (bytes: number): Extract<Reply, { _tag: "Flood" }> => ({ _tag: "Flood", bytes, sent: { value: 0 } })
 /** `reply`, after `millis` of real time: a slow server without a wait in the test. */
 export const delay = (millis: number, reply: Reply): Reply => ({ _tag: "Delay", millis, reply })
 
@@ -106,6 +110,20 @@ const answer = (reply: Reply, req: Http.IncomingMessage, res: Http.ServerRespons
     case "Drop":
       req.socket.destroy()
       return
+    case "Flood": {
+      res.writeHead(200, { "content-type": "application/json" })
+      const chunk = Buffer.alloc(1024 * 1024, "a")
+      const more = (): void => {
+        while (reply.sent.value < reply.bytes && !res.destroyed) {
+          const piece = chunk.subarray(0, Math.min(chunk.length, reply.bytes - reply.sent.value))
+          reply.sent.value += piece.length
+          if (!res.write(piece)) return void res.once("drain", more)
+        }
+        res.end()
+      }
+      more()
+      return
+    }
     case "Hang":
       return
   }

@@ -1,0 +1,82 @@
+/**
+ * One HTTP exchange of a brain: POST a JSON body, read the answer whatever
+ * its status. A redirect is an answer, never followed, and the body is read
+ * up to a bound, so a server cannot take the key elsewhere or fill the memory.
+ */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import type * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import { BrainError } from "../Brain.js"
+
+/** An HTTP answer, whatever its status. */
+export interface HttpAnswer {
+  readonly status: number
+  readonly retryAfter: string | undefined
+  /** Where a redirect points, made absolute against the request's URL. */
+  readonly location: string | undefined
+  readonly body: string
+}
+
+// A redirect is never followed: fetch would carry the key (x-api-key, which
+// it does not strip across origins) to whatever host the answer names.
+const noRedirects: globalThis.RequestInit = { redirect: "manual" }
+
+const absolute = (location: string | undefined, base: string): string | undefined =>
+  location === undefined ? undefined : URL.canParse(location, base) ? new URL(location, base).href : location
+
+/** The most of an answer read: far beyond any real one, short of a body that never ends filling the memory. */
+export const ANSWER_MAX_BYTES = 32 * 1024 * 1024
+
+const answerTooLarge = new BrainError({
+  reason: "fatal",
+  detail: `the API's answer was larger than ${ANSWER_MAX_BYTES / (1024 * 1024)} MiB`
+})
+
+/** The body as text, read as it streams in and dropped once it passes ANSWER_MAX_BYTES. */
+const readCapped = (
+  response: HttpClientResponse.HttpClientResponse
+): Effect.Effect<string, HttpClientError.HttpClientError | BrainError> => {
+  const announced = Number(response.headers["content-length"])
+  if (announced > ANSWER_MAX_BYTES) return Effect.fail(answerTooLarge)
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  return response.stream.pipe(
+    Stream.runForEach((chunk) => {
+      size += chunk.length
+      if (size > ANSWER_MAX_BYTES) return Effect.fail(answerTooLarge)
+      chunks.push(chunk)
+      return Effect.void
+    }),
+    Effect.map(() => new TextDecoder().decode(Buffer.concat(chunks)))
+  )
+}
+
+/**
+ * POSTs a JSON `body` and reads the whole answer, up to ANSWER_MAX_BYTES (a
+ * fatal BrainError past it); a redirect is an answer, not followed.
+ */
+export const postJson = (
+  client: HttpClient.HttpClient,
+  url: string,
+  headers: Record<string, string>,
+  body: string
+): Effect.Effect<HttpAnswer, HttpClientError.HttpClientError | BrainError> =>
+  HttpClientRequest.post(url).pipe(
+    HttpClientRequest.setHeaders(headers),
+    HttpClientRequest.bodyText(body, "application/json"),
+    client.execute,
+    // Read by the fetch client at each request; other clients (undici's) do not follow redirects.
+    Effect.provideService(FetchHttpClient.RequestInit, noRedirects),
+    Effect.flatMap((response) =>
+      Effect.map(readCapped(response), (text) => ({
+        status: response.status,
+        retryAfter: response.headers["retry-after"],
+        location: absolute(response.headers["location"], url),
+        body: text
+      }))
+    )
+  )
