@@ -30,7 +30,11 @@ const otherAnswer = (shown: string, status: number, words: string): Finding =>
   fail(
     "brain",
     `${shown} answered ${status}: ${words}`,
-    status === 429 || status >= 500 ? "the API is busy or failing: try again later" : "check the base URL and the key"
+    status === 429 || status >= 500
+      ? "the API is busy or failing: try again later"
+      : status >= 300 && status < 400
+      ? "a redirect is never followed (it would carry the key elsewhere): set the base URL to the API's own address"
+      : "check the base URL and the key"
   )
 
 const unreachable = (shown: string, setting: string, result: Exclude<HttpProbe.ProbeResult, { _tag: "Answered" }>) =>

@@ -33,7 +33,7 @@ describe("doctor and the key", () => {
       expect(shown.filter((line) => line.includes(key.slice(0, 8)) || line.includes(key.slice(8, 16)))).toEqual([])
     }))
 
-  it.scopedLive("a redirect is not followed: the host it names gets nothing", () =>
+  it.scopedLive("a redirect is not followed: the host it names gets nothing, and the advice says to fix the base URL", () =>
     Effect.gen(function*() {
       const elsewhere = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.respond(200, { id: "m" })))
       const server = yield* AnthropicServer.make(AnthropicServer.replies(
@@ -41,6 +41,7 @@ describe("doctor and the key", () => {
       ))
       const findings = yield* brain({ ANTHROPIC_API_KEY: key, ANTHROPIC_BASE_URL: server.url })
       expect(findings[0]).toMatchObject({ subject: "brain", status: "fail" })
+      expect(render(findings[0]!, false)).toContain("a redirect is never followed (it would carry the key elsewhere)")
       expect(yield* elsewhere.requests).toEqual([])
     }))
 })
