@@ -201,6 +201,10 @@ const avoidEmptyBlock = (
     const openerLineEnd = text.indexOf("\n", opener.at)
     const lineBreak = text.lastIndexOf("\n", opener.at - 1)
     const emptyBlock = openerLineEnd === -1 || openerLineEnd >= cut || text.slice(openerLineEnd, cut).trim() === ""
+    // An opener glued to a closer before it on its line ("``````ts"): the cut goes just before the opener,
+    // as the line break before it would leave the block that closer ends empty in this part.
+    const glued = lineBreak + 1 < opener.at && text.slice(lineBreak + 1, opener.at).trim() !== "" && openLanguageAt(opener.at) === undefined
+    if (emptyBlock && glued && opener.at > start) return opener.at
     if (emptyBlock && lineBreak > start) return lineBreak
     if (emptyBlock && openerLineEnd !== -1 && openerLineEnd + 1 < end) {
       const halfway = openerLineEnd + Math.floor((end - openerLineEnd) / 2)
