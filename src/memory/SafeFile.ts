@@ -156,11 +156,6 @@ export const read = (path: string): Either.Either<string | undefined, MemoryFile
   withFileIfPresent(path, flags.read, undefined, (fd) => Either.right(fs.readFileSync(fd, "utf8")))
 
 /**
- * Writes all of `data` at the end of `fd` (opened for appending), checking
- * every byte count. On a short or failed write the file is cut back to
- * `sizeBefore`, so the partial bytes never stay.
- */
-/**
  * An append-only journal's complete records ("" when there is no file). A
  * torn last record (power loss, full disk) is cut off: that needs no free space.
  */
@@ -172,6 +167,11 @@ export const readJournal = (path: string): Either.Either<string, MemoryFileError
     return Either.right(bytes.toString("utf8", 0, end))
   })
 
+/**
+ * Writes all of `data` at the end of `fd` (opened for appending), checking
+ * every byte count. On a short or failed write the file is cut back to
+ * `sizeBefore`, so the partial bytes never stay.
+ */
 export const appendAll = (
   fd: number,
   path: string,
@@ -197,6 +197,14 @@ export const appendAll = (
   }
   return Either.void
 }
+
+/** Opens a memory file for appending (made if absent), appends `text` whole or not at all, and closes it. */
+export const appendText = (path: string, text: string): Either.Either<void, MemoryFileError> =>
+  Either.flatMap(openWithStat(path, flags.append), ({ fd, stat }) => {
+    const written = appendAll(fd, path, Buffer.from(text, "utf8"), stat.size)
+    Either.try(() => fs.closeSync(fd))
+    return written
+  })
 
 /**
  * Removes a leftover of a file about to be created anew (a crash's, or a

@@ -14,30 +14,37 @@ export const signalGroup = (pgid: number, signal: NodeJS.Signals): void => {
 const statBuffer = Buffer.alloc(1024)
 
 /**
- * The session id of a live process, from /proc/PID/stat (field 6); undefined
- * for a zombie, or one gone meanwhile. The fields are counted from the last
- * `)`: the command name before it may hold spaces and parentheses.
- * open/read/close with one buffer: readFileSync costs several times more per file.
+ * The process group and session ids of a live process, from /proc/PID/stat
+ * (fields 5 and 6); undefined for a zombie, or one gone meanwhile. The fields
+ * are counted from the last `)`: the command name before it may hold spaces
+ * and parentheses. open/read/close with one buffer: readFileSync costs
+ * several times more per file.
  */
-const liveSessionOf = (pid: string): number | undefined => {
+const liveIdsOf = (pid: string): { readonly group: number; readonly session: number } | undefined => {
   const fd = Either.try(() => Fs.openSync(`/proc/${pid}/stat`, "r"))
   if (Either.isLeft(fd)) return undefined
   const read = Either.try(() => Fs.readSync(fd.right, statBuffer, 0, statBuffer.length, 0))
   Either.try(() => Fs.closeSync(fd.right))
   if (Either.isLeft(read)) return undefined
   const text = statBuffer.toString("latin1", 0, read.right)
-  const [state, , , session] = text.slice(text.lastIndexOf(")") + 2).split(" ", 4)
-  return state === "Z" || state === "X" ? undefined : Number(session)
+  const [state, , group, session] = text.slice(text.lastIndexOf(")") + 2).split(" ", 4)
+  return state === "Z" || state === "X" ? undefined : { group: Number(group), session: Number(session) }
 }
 
-/** The live processes of session `sid`; none where there is no /proc. */
+/**
+ * The live processes of session `sid` outside its group `sid`, which
+ * signalGroup reaches (its members killed a moment before still show as
+ * live: counted, they made every scan take a second pass); none where there
+ * is no /proc.
+ */
 const sessionMembers = (sid: number): Array<number> => {
   const entries = Either.getOrElse(Either.try(() => Fs.readdirSync("/proc")), (): Array<string> => [])
   const members: Array<number> = []
   for (const entry of entries) {
     const first = entry.charCodeAt(0)
     if (first < 48 || first > 57) continue
-    if (liveSessionOf(entry) === sid) members.push(Number(entry))
+    const ids = liveIdsOf(entry)
+    if (ids !== undefined && ids.session === sid && ids.group !== sid) members.push(Number(entry))
   }
   return members
 }

@@ -14,7 +14,6 @@
  * Past twice the messages still owed plus 1,000 lines, the file is rewritten
  * with those alone (a new file, then a rename).
  */
-import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -75,12 +74,7 @@ export const make = (directory: string): Effect.Effect<OwedReplies, { readonly m
       else owed.set(keyFor(line.owed), line.owed)
     }
 
-    const append = (line: string) =>
-      Either.flatMap(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => {
-        const written = SafeFile.appendAll(fd, file, Buffer.from(line, "utf8"), stat.size)
-        Either.try(() => fs.closeSync(fd))
-        return written
-      })
+    const append = (line: string) => SafeFile.appendText(file, line)
     const rewrite = () =>
       Either.map(SafeFile.replace(file, [...owed.values()].map((message) => `${JSON.stringify({ owed: message })}\n`).join("")), () => {
         lines = owed.size

@@ -8,7 +8,6 @@
  * keys (a new file, then a rename: a crash leaves the old or the new).
  */
 import * as crypto from "node:crypto"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -96,12 +95,7 @@ export const open = (directory: string, keep: number): Effect.Effect<Idempotency
       })
 
     // Checked as a memory file is; a short write is cut back off (appendAll).
-    const append = (line: string) =>
-      Either.flatMap(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => {
-        const written = SafeFile.appendAll(fd, file, Buffer.from(line, "utf8"), stat.size)
-        Either.try(() => fs.closeSync(fd))
-        return written
-      })
+    const append = (line: string) => SafeFile.appendText(file, line)
 
     const remember = (key: string, value: Remembered) =>
       Effect.suspend(() => {
