@@ -56,7 +56,7 @@ const externalPair = () => {
 }
 
 const scope = Effect.runSync(Scope.make())
-const build = (effect) => Effect.runPromise(Scope.extend(effect, scope))
+const build = (effect) => Effect.runPromise(Scope.provide(effect, scope))
 const importFrom = (dist, file) => import(pathToFileURL(path.join(dist, file)).href)
 
 const variants = []

@@ -15,7 +15,7 @@ const memoryDir = process.argv[2]
 const layer = Compaction.layer.pipe(
   Layer.provideMerge(Memory.layer),
   Layer.provide(Layer.succeed(Brain, A.summaryBrain)),
-  Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", memoryDir]]))))
+  Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_DIR", memoryDir]])), { preserveEmptyStrings: true })))
 )
 
 const program = Effect.gen(function*() {

@@ -129,7 +129,7 @@ const measureCount = (dir, count) =>
     yield* hotReload(scanning, dir, count, "stat scan")
     // Warm, watched: what the running agent pays.
     const scope = yield* Scope.make()
-    const watching = yield* Scope.extend(ScriptClaws.makeWatched(config(dir)), scope)
+    const watching = yield* Scope.provide(ScriptClaws.makeWatched(config(dir)), scope)
     const watched = yield* warmLists(watching, count)
     yield* hotReload(watching, dir, count, "watched")
     yield* Scope.close(scope, Exit.void)

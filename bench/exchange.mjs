@@ -10,7 +10,7 @@
  *   answering at once, as in the turn bench.
  *   - callbacks: a net.Socket write and a 'data' callback, no Effect (the
  *     do-nothing agent's way).
- *   - one Effect.async per request over the same kind of sockets.
+ *   - one Effect.callback per request over the same kind of sockets.
  *   - makeExchange(...).ask from dist/fifo/Exchange.js.
  * - interact: a client in this process writes `bench\tping\n` to
  *   interact_in and waits for the reply line on interact_out.
@@ -81,13 +81,13 @@ const callbackPair = (requestPath, answerPath, separator) => {
 
 const closers = []
 const scope = Effect.runSync(Scope.make())
-const build = (effect) => Effect.runPromise(Scope.extend(effect, scope))
+const build = (effect) => Effect.runPromise(Scope.provide(effect, scope))
 
 // Brain exchange.
 const raw = callbackPair(...Object.values(brainPair("a")), "\n\n")
 closers.push(raw.close)
 const askPromise = () => new Promise((resolve) => raw.ask(REQUEST, resolve))
-const askAsync = Effect.async((resume) => raw.ask(REQUEST, (block) => resume(Effect.succeed(block))))
+const askAsync = Effect.callback((resume) => raw.ask(REQUEST, (block) => resume(Effect.succeed(block))))
 const real = brainPair("b")
 const exchange = await build(makeExchange({ requestPath: real.in, answerPath: real.out, maxAnswerBytes: 1 << 24 }))
 const askReal = exchange.ask(REQUEST, "30 seconds")
@@ -125,7 +125,7 @@ const ping = (client) => new Promise((resolve) => client.ask("bench\tping\n", re
 
 const variants = [
   ["brain: callbacks (socket write + 'data')", () => askPromise()],
-  ["brain: one Effect.async per request", () => Effect.runPromise(askAsync)],
+  ["brain: one Effect.callback per request", () => Effect.runPromise(askAsync)],
   ["brain: makeExchange(...).ask, dist/fifo/Exchange.js", () => Effect.runPromise(askReal)],
   ["interact: callbacks", () => ping(rawClient)],
   ["interact: FifoInteract + Intake.run (agent only replies, inbox keeps nothing)", () => ping(realClient)]

@@ -105,15 +105,15 @@ const child = async ({ dist, turns, memoryDir, stub, alloc }) => {
 
   const program = Effect.scoped(Effect.gen(function*() {
     const interact = yield* InMemoryInteract.make
-    const provider = ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", memoryDir], ["PLANCKCLAW_MODEL", "bench-model"], ["CLAWS_DIR", clawsDir]]))
+    const provider = ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_DIR", memoryDir], ["PLANCKCLAW_MODEL", "bench-model"], ["CLAWS_DIR", clawsDir]])), { preserveEmptyStrings: true })
     const layer = (stub ? Agent.layer.pipe(Layer.provideMerge(stubMemory())) : Layer.merge(Agent.layerWithMemory, MemoryHold.layer)).pipe(
       Layer.provide(Layer.merge(Layer.succeed(Brain, brain), stub ? stubClaws : ScriptClaws.layer)),
       Layer.provideMerge(InMemoryInteract.layer(interact)),
-      Layer.provide(Layer.setConfigProvider(provider))
+      Layer.provide(ConfigProvider.layer(provider))
     )
     const context = yield* Layer.build(layer)
     yield* Intake.run.pipe(Effect.provide(context), Effect.forkScoped)
-    const say = interact.offer({ channel: "bench", text: MESSAGE }).pipe(Effect.zipRight(Queue.take(interact.replies)))
+    const say = interact.offer({ channel: "bench", text: MESSAGE }).pipe(Effect.andThen(Queue.take(interact.replies)))
     const check = (reply) => reply.text === REPLY ? Effect.void : Effect.die(new Error(`unexpected reply ${reply.text}`))
     for (let i = 0; i < WARMUP; i++) yield* Effect.flatMap(say, check)
     globalThis.gc?.()

@@ -33,7 +33,7 @@ import { fork } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { ConfigProvider, Context, Effect, Layer, Logger, LogLevel } from "effect"
-import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServer from "effect/http/HttpServer"
 import { Brain } from "../dist/Brain.js"
 import * as InMemoryClaws from "../dist/claws/InMemoryClaws.js"
 import * as AgentHost from "../dist/service/AgentHost.js"
@@ -117,13 +117,13 @@ main(async () => {
     const layer = HttpApi.layer({ host: "127.0.0.1", port: 0 }).pipe(
       Layer.provideMerge(AgentHost.layer),
       Layer.provide(Layer.merge(instantBrain, InMemoryClaws.layer([]))),
-      Layer.provide(Layer.merge(Layer.setConfigProvider(settings), Logger.minimumLogLevel(LogLevel.Warning)))
+      Layer.provide(Layer.merge(ConfigProvider.layer(settings), Logger.minimumLogLevel(LogLevel.Warning)))
     )
     const ids = Array.from({ length: AGENTS }, (_, n) => `agent-${n}`)
     return await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const context = yield* Layer.build(layer)
-      yield* Effect.withConfigProvider(Effect.flatten(Pretenuring.readChoice()), settings)
-      const tierUpEarly = yield* Effect.withConfigProvider(EarlyTierUp.readChoice(), settings)
+      yield* Effect.provideService(Effect.flatten(Pretenuring.readChoice()), ConfigProvider.ConfigProvider, settings)
+      const tierUpEarly = yield* Effect.provideService(EarlyTierUp.readChoice(), ConfigProvider.ConfigProvider, settings)
       const host = Context.get(context, AgentHost.AgentHost)
       const port = Context.get(context, HttpServer.HttpServer).address.port
       const send = (id) => Effect.runPromise(host.send(id, { text: "Remember this." }))

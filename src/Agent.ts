@@ -5,9 +5,9 @@
  * reply and compacts when due. Serving a bridge's stream of messages is
  * Intake.ts.
  */
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -48,7 +48,7 @@ export const make = Effect.gen(function*() {
   const compactor = yield* Compactor
   const inbox = yield* Inbox
   // Read once: a bad PLANCKCLAW_PRICES costs /usage its prices, not the agent its start.
-  const prices = Either.mapLeft(yield* Effect.either(Prices.PricesConfig), (error) => error.message)
+  const prices = Result.mapError(yield* Effect.result(Prices.PricesConfig), (error) => error.message)
 
   // Where the cache-stable history window starts (CacheWindow); this process's alone.
   let anchor: HistoryEntry | undefined
@@ -77,7 +77,7 @@ export const make = Effect.gen(function*() {
     claws,
     compactor,
     // A forget waits for this agent's compaction in flight, which would otherwise fail on the archived history.
-    memory: { ...memory, forget: (stamp) => Effect.zipRight(compactor.settled, memory.forget(stamp)) },
+    memory: { ...memory, forget: (stamp) => Effect.andThen(compactor.settled, memory.forget(stamp)) },
     prices,
     // After a forget: the cache window's anchor belongs to the old history, and
     // exchanges of the old conversation still waiting to be stored (a full disk) are dropped.
@@ -162,7 +162,7 @@ export const make = Effect.gen(function*() {
   /** Appends one exchange, or keeps it in the journal as not stored. */
   const storeOrKeep = (pending: Pending, reply: string): Effect.Effect<void> =>
     Effect.matchEffect(append(pending, reply), {
-      onFailure: (error) => Effect.zipRight(notAppended(error), inbox.unstored(pending, reply)),
+      onFailure: (error) => Effect.andThen(notAppended(error), inbox.unstored(pending, reply)),
       onSuccess: () => inbox.stored(pending)
     })
 
@@ -190,12 +190,12 @@ export const make = Effect.gen(function*() {
    * as for a `planckclaw compact` of another process).
    */
   const finish = (pending: Pending, outcome: Turn.TurnOutcome, interact: InteractService): Effect.Effect<void> =>
-    Effect.zipRight(
+    Effect.andThen(
       remember(pending, outcome),
-      Effect.zipRight(
+      Effect.andThen(
         // Under the message's journal key: a reply delivered again after a crash is the same reply (Discord's nonces).
         deliver(interact, { channel: pending.channel, text: outcome.reply, key: pending.key }),
-        outcome.stored ? Effect.zipRight(inbox.delivered(pending), compactor.startIfNeeded) : inbox.delivered(pending)
+        outcome.stored ? Effect.andThen(inbox.delivered(pending), compactor.startIfNeeded) : inbox.delivered(pending)
       )
     )
 
@@ -230,7 +230,7 @@ export const layer: Layer.Layer<
   Agent,
   ConfigError.ConfigError,
   Brain | Claws | Memory | Compactor | Inbox
-> = Layer.scoped(Agent, Logging.toStderr(make))
+> = Layer.effect(Agent, Logging.toStderr(make))
 
 /**
  * The agent with its memory (PLANCKCLAW_DIR), compaction and usage ledger: what a host

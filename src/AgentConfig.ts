@@ -4,10 +4,10 @@
  * Each number's range is enforced at start-up (see ConfigRange).
  */
 import * as Config from "effect/Config"
-import { integerIn, onOff } from "./config/ConfigRange.js"
+import { integerIn, onOff, validated } from "./config/ConfigRange.js"
 
-export const AgentConfig = Config.all({
-  model: Config.nonEmptyString("PLANCKCLAW_MODEL").pipe(Config.withDefault("claude-haiku-4-5-20251001")),
+export const AgentConfig = validated(Config.all({
+  model: Config.NonEmptyString("PLANCKCLAW_MODEL").pipe(Config.withDefault("claude-haiku-4-5-20251001")),
   maxTokens: integerIn("PLANCKCLAW_MAX_TOKENS", { min: 1, max: 1_000_000 }, 1024),
   // Only the compaction threshold: a large value lets history grow, nothing more is sent per turn.
   historyMax: integerIn("HISTORY_MAX", { min: 1, max: 1_000_000_000 }, 200),
@@ -19,11 +19,6 @@ export const AgentConfig = Config.all({
   compactionChunkChars: integerIn("PLANCKCLAW_COMPACTION_CHUNK", { min: 1, max: 10_000_000 }, 200_000),
   // Prompt-caching breakpoints in every turn request, and the anchored history window (see CacheWindow).
   promptCache: onOff("PLANCKCLAW_PROMPT_CACHE", true)
-}).pipe(
-  Config.validate({
-    message: "HISTORY_KEEP must be smaller than HISTORY_MAX",
-    validation: (config) => config.historyKeep < config.historyMax
-  })
-)
+}), "HISTORY_KEEP must be smaller than HISTORY_MAX", (config) => config.historyKeep < config.historyMax)
 
-export type AgentConfig = Config.Config.Success<typeof AgentConfig>
+export type AgentConfig = Config.Success<typeof AgentConfig>

@@ -21,4 +21,4 @@ export interface AgentService {
   readonly handle: (message: Pending, interact: InteractService) => Effect.Effect<void>
 }
 
-export class Agent extends Context.Tag("planckclaw/Agent")<Agent, AgentService>() {}
+export class Agent extends Context.Service<Agent, AgentService>()("planckclaw/Agent") {}

@@ -5,9 +5,9 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import { madeOnFirstCall } from "./FirstCall.js"
 import { isJsonObject } from "./Json.js"
 
@@ -47,16 +47,13 @@ export type ToolResultBlock = typeof ToolResultBlock.Type
 export const OtherBlock = Schema.Struct({ type: Schema.String })
 export type OtherBlock = typeof OtherBlock.Type
 
-export const ResponseBlock = Schema.Union(TextBlock, ToolUseBlock, OtherBlock)
+export const ResponseBlock = Schema.Union([TextBlock, ToolUseBlock, OtherBlock])
 export type ResponseBlock = typeof ResponseBlock.Type
 
-export const MessageContent = Schema.Union(
-  Schema.String,
-  Schema.Array(Schema.Union(TextBlock, ToolUseBlock, ToolResultBlock))
-)
+export const MessageContent = Schema.Union([Schema.String, Schema.Array(Schema.Union([TextBlock, ToolUseBlock, ToolResultBlock]))])
 
 export const Message = Schema.Struct({
-  role: Schema.Literal("user", "assistant"),
+  role: Schema.Literals(["user", "assistant"]),
   content: MessageContent
 })
 export type Message = typeof Message.Type
@@ -64,7 +61,7 @@ export type Message = typeof Message.Type
 export const ToolSpec = Schema.Struct({
   name: Schema.String,
   description: Schema.String,
-  input_schema: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  input_schema: Schema.Record(Schema.String, Schema.Unknown),
   cache_control: Schema.optional(CacheControl)
 })
 export type ToolSpec = typeof ToolSpec.Type
@@ -79,7 +76,7 @@ export const MessagesRequest = Schema.Struct({
   max_tokens: Schema.Number,
   tools: Schema.optional(Schema.Array(ToolSpec)),
   /** A string, or text blocks (so the system prompt can carry a cache breakpoint). */
-  system: Schema.optional(Schema.Union(Schema.String, Schema.Array(TextBlock))),
+  system: Schema.optional(Schema.Union([Schema.String, Schema.Array(TextBlock)])),
   messages: Schema.Array(Message)
 })
 export type MessagesRequest = typeof MessagesRequest.Type
@@ -129,7 +126,7 @@ export type Misconfigured = typeof Misconfigured.Type
  * (a bridge that does not know it still fails, with the apology).
  */
 export class BrainError extends Schema.TaggedError<BrainError>()("BrainError", {
-  reason: Schema.Literal("timeout", "fatal"),
+  reason: Schema.Literals(["timeout", "fatal"]),
   detail: Schema.String,
   misconfigured: Schema.optional(Misconfigured)
 }) {}
@@ -138,10 +135,10 @@ export interface BrainService {
   readonly complete: (request: MessagesRequest) => Effect.Effect<MessagesResponse, BrainError>
 }
 
-export class Brain extends Context.Tag("planckclaw/Brain")<Brain, BrainService>() {}
+export class Brain extends Context.Service<Brain, BrainService>()("planckclaw/Brain") {}
 
-const decodeResponse = madeOnFirstCall(() => Schema.decodeUnknownEither(MessagesResponse))
-const decodeMisconfigured = madeOnFirstCall(() => Schema.decodeUnknownEither(Misconfigured))
+const decodeResponse = madeOnFirstCall(() => Schema.decodeUnknownResult(MessagesResponse))
+const decodeMisconfigured = madeOnFirstCall(() => Schema.decodeUnknownResult(Misconfigured))
 
 /**
  * Whether an answer says it failed: a root-level `error` that is not null
@@ -161,15 +158,15 @@ const keepAll: Scrub = (text) => text
  * a key cut in two no longer matches (decodeSparingUsage, oneLine too).
  */
 export const decodeBrainAnswer = (raw: string, scrub: Scrub = keepAll): Effect.Effect<MessagesResponse, BrainError> => {
-  const parsed = Either.try(() => JSON.parse(raw) as unknown)
-  if (Either.isLeft(parsed)) {
+  const parsed = Result.try(() => JSON.parse(raw) as unknown)
+  if (Result.isFailure(parsed)) {
     return Effect.fail(new BrainError({ reason: "fatal", detail: `answer is not JSON: ${preview(scrub(raw))}` }))
   }
-  const json = parsed.right
+  const json = parsed.success
   if (answersError(json)) {
     const error = json.error
     const reason = error === "timeout" ? "timeout" : "fatal"
-    const misconfigured = reason === "fatal" ? Either.getOrUndefined(decodeMisconfigured(json.misconfigured)) : undefined
+    const misconfigured = reason === "fatal" ? Result.getOrUndefined(decodeMisconfigured(json.misconfigured)) : undefined
     return Effect.fail(
       new BrainError({
         reason,
@@ -179,10 +176,10 @@ export const decodeBrainAnswer = (raw: string, scrub: Scrub = keepAll): Effect.E
       })
     )
   }
-  return Either.match(decodeSparingUsage(decodeResponse, json, scrub), {
-    onLeft: (error) =>
+  return Result.match(decodeSparingUsage(decodeResponse, json, scrub), {
+    onFailure: (error) =>
       Effect.fail(new BrainError({ reason: "fatal", detail: `answer is not a Messages API response: ${oneLine(error, scrub)}` })),
-    onRight: (decoded) => Effect.as(decoded.warning, decoded.answer)
+    onSuccess: (decoded) => Effect.as(decoded.warning, decoded.answer)
   })
 }
 
@@ -192,33 +189,38 @@ export const decodeBrainAnswer = (raw: string, scrub: Scrub = keepAll): Effect.E
  * are for the ledger, and the reply stands.
  */
 export const decodeSparingUsage = <A>(
-  decode: (json: unknown) => Either.Either<A, ParseResult.ParseError>,
+  decode: (json: unknown) => Result.Result<A, Schema.SchemaError>,
   json: unknown,
   scrub: Scrub = keepAll
-): Either.Either<{ readonly answer: A; readonly warning: Effect.Effect<void> }, ParseResult.ParseError> => {
+): Result.Result<{ readonly answer: A; readonly warning: Effect.Effect<void> }, Schema.SchemaError> => {
   const decoded = decode(json)
-  if (Either.isRight(decoded)) return Either.right({ answer: decoded.right, warning: Effect.void })
-  if (!isJsonObject(json) || !("usage" in json)) return Either.left(decoded.left)
+  if (Result.isSuccess(decoded)) return Result.succeed({ answer: decoded.success, warning: Effect.void })
+  if (!isJsonObject(json) || !("usage" in json)) return Result.fail(decoded.failure)
   const { usage: _usage, ...rest } = json
-  return Either.match(decode(rest), {
-    onLeft: () => Either.left(decoded.left),
-    onRight: (answer) =>
-      Either.right({
+  return Result.match(decode(rest), {
+    onFailure: () => Result.fail(decoded.failure),
+    onSuccess: (answer) =>
+      Result.succeed({
         answer,
-        warning: Effect.logWarning(`the answer's usage is malformed, not counted: ${oneLine(decoded.left, scrub)}`)
+        warning: Effect.logWarning(`the answer's usage is malformed, not counted: ${oneLine(decoded.failure, scrub)}`)
       })
   })
 }
+
+const issueList = madeOnFirstCall(() => {
+  const format = SchemaIssue.makeFormatterStandardSchemaV1()
+  return (issue: SchemaIssue.Issue) => format(issue).issues
+})
 
 /**
  * A parse error on one line, each problem with where it is: `content.0.type: Expected "text"…; …`.
  * The messages quote the answer's values: scrubbed before the cut.
  */
-export const oneLine = (error: ParseResult.ParseError, scrub: Scrub = keepAll): string =>
+export const oneLine = (error: Schema.SchemaError, scrub: Scrub = keepAll): string =>
   preview(
     scrub(
-      ParseResult.ArrayFormatter.formatErrorSync(error)
-        .map((issue) => `${issue.path.length === 0 ? "(root)" : issue.path.join(".")}: ${issue.message}`)
+      issueList(error.issue)
+        .map((issue) => `${issue.path === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")}: ${issue.message}`)
         .join("; ")
     ),
     300

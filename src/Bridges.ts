@@ -8,9 +8,9 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -74,7 +74,7 @@ export const choose = <Name extends string>(
 export type AdapterFailure = ConfigError.ConfigError | MissingSetting | DiscordRefused
 
 // discord.js is heavy to load: only a Discord bridge pays for it.
-const discordAdapter: Layer.Layer<Interact, AdapterFailure> = Layer.unwrapEffect(
+const discordAdapter: Layer.Layer<Interact, AdapterFailure> = Layer.unwrap(
   Effect.promise(() => import("./interact/discord/DiscordInteract.js")).pipe(Effect.map((discord) => discord.layer))
 )
 
@@ -121,16 +121,16 @@ export interface InteractFarEnd extends FarEnd {
   readonly handover: Option.Option<Handover.Handover>
 }
 
-export class BrainEnd extends Context.Tag("planckclaw/BrainEnd")<BrainEnd, FarEnd>() {}
-export class ClawsEnd extends Context.Tag("planckclaw/ClawsEnd")<ClawsEnd, FarEnd>() {}
-export class InteractEnd extends Context.Tag("planckclaw/InteractEnd")<InteractEnd, InteractFarEnd>() {}
+export class BrainEnd extends Context.Service<BrainEnd, FarEnd>()("planckclaw/BrainEnd") {}
+export class ClawsEnd extends Context.Service<ClawsEnd, FarEnd>()("planckclaw/ClawsEnd") {}
+export class InteractEnd extends Context.Service<InteractEnd, InteractFarEnd>()("planckclaw/InteractEnd") {}
 
 /** Serves in a fiber of the layer's scope, logging to stderr: stdout carries only replies. */
 const forkServing = <E>(serving: Effect.Effect<void, E>) =>
   Effect.map(Effect.forkScoped(Logging.toStderr(serving)), (fiber) => Fiber.join(fiber))
 
 const builtinBrain = (adapter: Layer.Layer<Brain, AdapterFailure>): Layer.Layer<BrainEnd, AdapterFailure, RunPaths> =>
-  Layer.scoped(
+  Layer.effect(
     BrainEnd,
     Effect.gen(function*() {
       const brain = yield* Brain
@@ -139,7 +139,7 @@ const builtinBrain = (adapter: Layer.Layer<Brain, AdapterFailure>): Layer.Layer<
   ).pipe(Layer.provide(adapter))
 
 const builtinClaws = (adapter: Layer.Layer<Claws, AdapterFailure>): Layer.Layer<ClawsEnd, AdapterFailure, RunPaths> =>
-  Layer.scoped(
+  Layer.effect(
     ClawsEnd,
     Effect.gen(function*() {
       const claws = yield* Claws
@@ -156,7 +156,7 @@ const builtinInteract = (
   adapter: Layer.Layer<Interact, AdapterFailure>,
   withAgent: boolean
 ): Layer.Layer<InteractEnd, AdapterFailure, RunPaths> =>
-  Layer.scoped(
+  Layer.effect(
     InteractEnd,
     Effect.gen(function*() {
       const interact = yield* Interact
@@ -253,14 +253,14 @@ export const brainEnd = (choice: Choice<keyof typeof brainAdapters>): Layer.Laye
   choice._tag === "Builtin"
     ? builtinBrain(brainAdapters[choice.name])
     : choice._tag === "External"
-    ? Layer.scoped(BrainEnd, executable("brain", choice.path))
+    ? Layer.effect(BrainEnd, executable("brain", choice.path))
     : Layer.succeed(BrainEnd, nobody)
 
 export const clawsEnd = (choice: Choice<keyof typeof clawsAdapters>): Layer.Layer<ClawsEnd, FarEndFailure, RunPaths> =>
   choice._tag === "Builtin"
     ? builtinClaws(clawsAdapters[choice.name])
     : choice._tag === "External"
-    ? Layer.scoped(ClawsEnd, executable("claw", choice.path))
+    ? Layer.effect(ClawsEnd, executable("claw", choice.path))
     : Layer.succeed(ClawsEnd, nobody)
 
 export const interactEnd = (
@@ -270,7 +270,7 @@ export const interactEnd = (
   choice._tag === "Builtin"
     ? builtinInteract(interactAdapters[choice.name], options.withAgent)
     : choice._tag === "External"
-    ? Layer.scoped(InteractEnd, Effect.map(executable("interact", choice.path), (end) => ({ ...end, handover: Option.none() })))
+    ? Layer.effect(InteractEnd, Effect.map(executable("interact", choice.path), (end) => ({ ...end, handover: Option.none() })))
     : Layer.succeed(InteractEnd, { ...nobody, handover: Option.none() })
 
 export interface RunChoices {

@@ -1,5 +1,5 @@
 /**
- * `Effect.catchAll`, `catchAll` followed by `catchAllDefect`, and
+ * `Effect.catch`, `catchAll` followed by `catchAllDefect`, and
  * `Effect.mapError`, as one `catchAllCause` each: the same handling, fewer
  * steps of the run loop on the way through. `catchAll` and `mapError` push a
  * handler for both outcomes and, on success, make and run one more effect to
@@ -10,7 +10,7 @@
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 
 /** Every failure made a defect, as `catchAll` passes on a cause that holds defects. */
@@ -34,14 +34,14 @@ const onCause = <E, B, E2, R2>(
   return Chunk.isNonEmpty(failures) ? onFailure(Chunk.headNonEmpty(failures)) : Effect.failCause(cause as Cause.Cause<never>)
 }
 
-/** `Effect.catchAll(self, onFailure)`, in one step on success instead of two. */
+/** `Effect.catch(self, onFailure)`, in one step on success instead of two. */
 export const catchFailure = <A, E, R, B, E2, R2>(
   self: Effect.Effect<A, E, R>,
   onFailure: (error: E) => Effect.Effect<B, E2, R2>
-): Effect.Effect<A | B, E2, R | R2> => Effect.catchAllCause(self, (cause) => onCause(cause, onFailure))
+): Effect.Effect<A | B, E2, R | R2> => Effect.catchCause(self, (cause) => onCause(cause, onFailure))
 
 /**
- * `self.pipe(Effect.catchAll(onFailure), Effect.catchAllDefect(onDefect))`,
+ * `self.pipe(Effect.catch(onFailure), Effect.catchDefect(onDefect))`,
  * in one step on success instead of three. As there, a defect of
  * `onFailure`'s own effect goes to `onDefect` too.
  */
@@ -54,14 +54,14 @@ export const catchFailureOrDefect = <A, E, R, B, R2, C, R3>(
     const die = Cause.find(cause, (part) => Cause.isDieType(part) ? Option.some(part.defect) : Option.none())
     return Option.isSome(die) ? onDefect(die.value) : Effect.failCause(cause)
   }
-  return Effect.catchAllCause(self, (cause) => Effect.catchAllCause(onCause(cause, onFailure), defectOf))
+  return Effect.catchCause(self, (cause) => Effect.catchCause(onCause(cause, onFailure), defectOf))
 }
 
 /** `Effect.mapError(self, f)`, in one step on success instead of two. */
 export const mapFailure = <A, E, R, E2>(self: Effect.Effect<A, E, R>, f: (error: E) => E2): Effect.Effect<A, E2, R> =>
-  Effect.catchAllCause(self, (cause) => {
+  Effect.catchCause(self, (cause) => {
     const failure = Cause.failureOrCause(cause)
-    return Either.isLeft(failure) ? Effect.failSync(() => f(failure.left)) : Effect.failCause(failure.right)
+    return Result.isFailure(failure) ? Effect.failSync(() => f(failure.failure)) : Effect.failCause(failure.success)
   })
 
 /**

@@ -5,13 +5,11 @@
  */
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 
-export const ToolName = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, {
-    message: () => "tool name must match ^[A-Za-z0-9_-]{1,64}$"
-  })
+export const ToolName = Schema.String.check(
+  Schema.isPattern(/^[A-Za-z0-9_-]{1,64}$/, { message: "tool name must match ^[A-Za-z0-9_-]{1,64}$" })
 )
 
 const DefaultInputSchema = { type: "object", properties: {} } as const
@@ -22,11 +20,11 @@ const DefaultInputSchema = { type: "object", properties: {} } as const
  */
 export const ToolDefinition = Schema.Struct({
   name: ToolName,
-  description: Schema.optionalWith(Schema.String, { default: () => "" }),
-  input_schema: Schema.optionalWith(
-    Schema.Struct({ type: Schema.Literal("object") }, { key: Schema.String, value: Schema.Unknown }),
-    { default: () => DefaultInputSchema }
-  )
+  description: Schema.String.pipe(Schema.withDecodingDefaultType(Effect.succeed(""))),
+  input_schema: Schema.StructWithRest(
+    Schema.Struct({ type: Schema.Literal("object") }),
+    [Schema.Record(Schema.String, Schema.Unknown)]
+  ).pipe(Schema.withDecodingDefaultType(Effect.succeed(DefaultInputSchema)))
 })
 export type ToolDefinition = typeof ToolDefinition.Type
 
@@ -68,6 +66,6 @@ export interface ClawsService {
   readonly call: (name: string, input: unknown) => Effect.Effect<ToolResult, ClawsError>
 }
 
-export class Claws extends Context.Tag("planckclaw/Claws")<Claws, ClawsService>() {}
+export class Claws extends Context.Service<Claws, ClawsService>()("planckclaw/Claws") {}
 
 export const unknownTool = (name: string): ToolResult => ({ content: `Unknown tool: ${name}`, isError: true })

@@ -3,9 +3,9 @@
  * are composed here, at the edge, from the choices the flags make. The help people read is HelpText's.
  */
 import * as path from "node:path"
-import * as Args from "@effect/cli/Args"
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
+import * as Args from "effect/cli/Argument"
+import * as Command from "effect/cli/Command"
+import * as Options from "effect/cli/Flag"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -52,7 +52,7 @@ const forAgent = (agent: Option.Option<string>) => <A, E, R>(effect: Effect.Effe
           return yield* new AgentHost.HostError({ reason: "not-found", id, message: `no agent ${id}: ${directory} is not a directory` })
         }
         const provider = yield* AgentSettings.provider(id, directory, yield* Effect.configProviderWith(Effect.succeed))
-        return yield* Effect.withConfigProvider(effect, provider)
+        return yield* Effect.provideService(effect, ConfigProvider.ConfigProvider, provider)
       })
   })
 

@@ -4,8 +4,8 @@
  * command line's (bin.ts) only: a plain `run` line starts from RunMain's
  * bundle, which has none of @effect/cli's modules.
  */
-import * as Command from "@effect/cli/Command"
-import * as ValidationError from "@effect/cli/ValidationError"
+import * as Command from "effect/cli/Command"
+import * as ValidationError from "effect/cli/CliError"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import * as NodeTerminal from "@effect/platform-node/NodeTerminal"

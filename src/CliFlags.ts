@@ -3,7 +3,7 @@
  * shares, as @effect/cli options. Apart from CliSettings, which a plain `run`
  * line uses without @effect/cli (see RunProgram).
  */
-import * as Options from "@effect/cli/Options"
+import * as Options from "effect/cli/Flag"
 
 export const brainOption = Options.text("brain").pipe(
   Options.optional,

@@ -7,7 +7,7 @@
 import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
+import * as FiberRef from "effect/References"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
@@ -115,12 +115,12 @@ export const settings = (flags: Map<string, string>): Effect.Effect<Settings, Co
 export const withSettings = (flags: Map<string, string>) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const { home, notWiped, provider, unknown } = yield* settings(flags)
-    yield* Effect.withConfigProvider(StartupConfig, provider)
-    const debug = yield* Logging.DebugConfig.pipe(Effect.withConfigProvider(provider))
+    yield* Effect.provideService(StartupConfig, ConfigProvider.ConfigProvider, provider)
+    const debug = yield* Logging.DebugConfig.pipe(Effect.provideService(ConfigProvider.ConfigProvider, provider))
     // @effect/cli's --log-level sets the minimum level around the handler; the default is info.
     const chosen = yield* FiberRef.get(FiberRef.currentMinimumLogLevel)
     const level = debug && LogLevel.greaterThan(chosen, LogLevel.Debug) ? LogLevel.Debug : chosen
-    const warning = Effect.zipRight(
+    const warning = Effect.andThen(
       notWiped === undefined ? Effect.void : Effect.logWarning(
         `cannot wipe the secrets from this process's start-up environment (${notWiped}): processes of this ` +
           "user, claws included, can read them in /proc; put them in config.env rather than the environment"
@@ -131,10 +131,10 @@ export const withSettings = (flags: Map<string, string>) => <A, E, R>(effect: Ef
     )
     // The command's own output as it is (see PlainConsole).
     const console = PlainConsole.original(yield* Effect.console)
-    return yield* Effect.zipRight(warning, effect).pipe(
+    return yield* Effect.andThen(warning, effect).pipe(
       Logger.withMinimumLogLevel(level),
       Effect.withConsole(console),
-      Effect.withConfigProvider(provider),
+      Effect.provideService(ConfigProvider.ConfigProvider, provider),
       Effect.provide(Logging.layer(debug))
     )
   })

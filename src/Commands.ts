@@ -10,7 +10,7 @@ import * as path from "node:path"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import type { ClawsService, ToolCatalog } from "./Claws.js"
 import type { CompactionReport, CompactorService } from "./memory/Compactor.js"
@@ -131,7 +131,7 @@ export interface CommandPorts {
   readonly compactor: CompactorService
   readonly memory: MemoryService
   /** The price table, or why it could not be read (a bad PLANCKCLAW_PRICES). */
-  readonly prices: Either.Either<PriceTable, string>
+  readonly prices: Result.Result<PriceTable, string>
   /** Run after a forget moved memory away: the agent drops what it keeps of the old conversation. */
   readonly forgotten: Effect.Effect<void>
 }
@@ -143,17 +143,17 @@ export const make = (ports: CommandPorts) => {
   const usage = Effect.sync(() => {
     const file = path.join(memory.directory, UsageLedger.FILE_NAME)
     if (!fs.existsSync(file)) return "No usage ledger yet: nothing has been counted."
-    if (Either.isLeft(ports.prices)) return `Cannot price the usage: ${ports.prices.left}`
-    const prices = ports.prices.right
-    return Either.match(UsageLedger.read(file), {
-      onLeft: (error) => `Cannot read the usage ledger: ${error.message}`,
-      onRight: (ledger) => UsageReport.render(UsageReport.report(ledger.lines, ledger.skipped, prices, undefined))
+    if (Result.isFailure(ports.prices)) return `Cannot price the usage: ${ports.prices.failure}`
+    const prices = ports.prices.success
+    return Result.match(UsageLedger.read(file), {
+      onFailure: (error) => `Cannot read the usage ledger: ${error.message}`,
+      onSuccess: (ledger) => UsageReport.render(UsageReport.report(ledger.lines, ledger.skipped, prices, undefined))
     })
   })
 
   const compact = compactor.compactNow.pipe(
     Effect.map(renderCompaction),
-    Effect.catchAll((error) => {
+    Effect.catch((error) => {
       switch (error._tag) {
         case "CompactionBusy":
           return Effect.succeed(`A compaction is already running (process ${error.ownerPid}); try again shortly.`)
@@ -167,14 +167,14 @@ export const make = (ports: CommandPorts) => {
 
   const forget = Effect.gen(function*() {
     const stamp = Forget.stampOf(yield* Clock.currentTimeMillis)
-    const outcome = yield* Effect.either(memory.forget(stamp))
+    const outcome = yield* Effect.result(memory.forget(stamp))
     // Only a forget that happened costs the old conversation its waiting exchanges.
-    if (Either.isRight(outcome) && Option.isSome(outcome.right)) yield* ports.forgotten
-    if (Either.isLeft(outcome)) {
-      yield* Effect.logError(`forget failed: ${outcome.left.message}`)
-      return `Could not forget: ${outcome.left.message}.`
+    if (Result.isSuccess(outcome) && Option.isSome(outcome.success)) yield* ports.forgotten
+    if (Result.isFailure(outcome)) {
+      yield* Effect.logError(`forget failed: ${outcome.failure.message}`)
+      return `Could not forget: ${outcome.failure.message}.`
     }
-    return Option.match(outcome.right, {
+    return Option.match(outcome.success, {
       onNone: () => "There was nothing to forget: history and summary were empty.",
       onSome: (done) => {
         // The ledger goes with history, unnamed: people know the two files they can read.
@@ -192,13 +192,13 @@ export const make = (ports: CommandPorts) => {
       Tools: () =>
         claws.list.pipe(
           Effect.map(renderTools),
-          Effect.catchAll((error) => Effect.succeed(`Cannot list the tools: ${error.message}`))
+          Effect.catch((error) => Effect.succeed(`Cannot list the tools: ${error.message}`))
         ),
       Compact: () => compact,
       Usage: () => usage,
       Forget: ({ confirm }) => confirm ? forget : memory.forgetPreview.pipe(
           Effect.map(renderForgetPreview),
-          Effect.catchAll((error) => Effect.succeed(`Cannot tell what /forget would archive: ${error.message}.`))
+          Effect.catch((error) => Effect.succeed(`Cannot tell what /forget would archive: ${error.message}.`))
         ),
       Quit: () => Effect.succeed("/quit ends a terminal session; here there is nothing to quit. /help lists the commands."),
       Unknown: ({ command }) => Effect.succeed(`unknown command ${command} — /help lists the commands`)

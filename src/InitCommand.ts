@@ -6,12 +6,12 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as Args from "@effect/cli/Args"
-import * as Command from "@effect/cli/Command"
+import * as Args from "effect/cli/Argument"
+import * as Command from "effect/cli/Command"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import { describeError, errnoCode } from "./Errors.js"
 import * as Home from "./Home.js"
@@ -44,20 +44,20 @@ const templates = (root: string): Array<Template> => [
   }))
 ]
 
-const attempt = <A>(what: string, run: () => A): Either.Either<A, InitError> =>
-  Either.mapLeft(Either.try(run), (error) => new InitError({ reason: "io", message: `${what}: ${describeError(error)}` }))
+const attempt = <A>(what: string, run: () => A): Result.Result<A, InitError> =>
+  Result.mapError(Result.try(run), (error) => new InitError({ reason: "io", message: `${what}: ${describeError(error)}` }))
 
 /** Copies `template` unless its target exists; true when it created it. */
-const place = (root: string, dir: string, template: Template): Either.Either<boolean, InitError> => {
+const place = (root: string, dir: string, template: Template): Result.Result<boolean, InitError> => {
   const target = path.join(dir, template.to)
-  if (fs.existsSync(target)) return Either.right(false)
-  return Either.gen(function*() {
+  if (fs.existsSync(target)) return Result.succeed(false)
+  return Result.gen(function*() {
     yield* attempt(`cannot create ${path.dirname(target)}`, () => fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 }))
     const text = yield* attempt(`cannot read the template ${template.from}`, () => fs.readFileSync(path.join(root, template.from)))
     // "wx": fails rather than overwrite a file that appeared meanwhile.
-    const written = Either.try(() => fs.writeFileSync(target, text, { flag: "wx", mode: template.mode }))
-    if (Either.isLeft(written) && errnoCode(written.left) === "EEXIST") return false
-    yield* Either.mapLeft(written, (error) => new InitError({ reason: "io", message: `cannot create ${target}: ${describeError(error)}` }))
+    const written = Result.try(() => fs.writeFileSync(target, text, { flag: "wx", mode: template.mode }))
+    if (Result.isFailure(written) && errnoCode(written.failure) === "EEXIST") return false
+    yield* Result.mapError(written, (error) => new InitError({ reason: "io", message: `cannot create ${target}: ${describeError(error)}` }))
     return true
   })
 }

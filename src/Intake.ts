@@ -68,11 +68,11 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
     }
   }))
   yield* readAll.pipe(
-    Effect.catchAll((error) => Effect.logError(`the interact bridge stopped: ${error.message}`)),
+    Effect.catch((error) => Effect.logError(`the interact bridge stopped: ${error.message}`)),
     // A defect while reading is a bug, not the end of input: read again, after a pause that grows.
-    Effect.catchAllDefect((defect) =>
+    Effect.catchDefect((defect) =>
       Effect.logError("reading from the interact bridge failed on an internal error; reading again", defect).pipe(
-        Effect.zipRight(Effect.fail(defect))
+        Effect.andThen(Effect.fail(defect))
       )
     ),
     Effect.retry(intakeRestarts),
@@ -84,12 +84,12 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
     const pending = yield* next
     if (pending === undefined) return
     yield* agent.handle(pending, interact).pipe(
-      Effect.catchAllDefect((defect) =>
+      Effect.catchDefect((defect) =>
         Effect.logError("the agent loop hit an internal error and goes on", defect).pipe(
-          Effect.zipRight(interact.send({ channel: pending.channel, text: APOLOGY })),
-          Effect.zipRight(inbox.delivered(pending)),
-          Effect.catchAllCause((cause) =>
-            Cause.isInterruptedOnly(cause)
+          Effect.andThen(interact.send({ channel: pending.channel, text: APOLOGY })),
+          Effect.andThen(inbox.delivered(pending)),
+          Effect.catchCause((cause) =>
+            Cause.hasInterruptsOnly(cause)
               ? Effect.interrupt
               : Effect.logError("could not deliver the apology either", cause)
           )
@@ -100,4 +100,4 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
 })).pipe(Logging.toStderr)
 
 /** Serving as a Layer: the loop runs for the Layer's lifetime. */
-export const layer: Layer.Layer<never, never, Agent | Interact | Inbox> = Layer.scopedDiscard(Effect.forkScoped(run))
+export const layer: Layer.Layer<never, never, Agent | Interact | Inbox> = Layer.effectDiscard(Effect.forkScoped(run))

@@ -52,7 +52,7 @@ export interface InteractService {
   readonly accept?: (message: OutboundMessage) => Effect.Effect<Effect.Effect<void>>
 }
 
-export class Interact extends Context.Tag("planckclaw/Interact")<Interact, InteractService>() {}
+export class Interact extends Context.Service<Interact, InteractService>()("planckclaw/Interact") {}
 
 // C0 and C1 controls except tab and newline: terminals and bridges choke on them.
 // eslint-disable-next-line no-control-regex

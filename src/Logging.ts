@@ -4,28 +4,30 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
-import * as HashMap from "effect/HashMap"
-import * as HashSet from "effect/HashSet"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
-import * as LogLevel from "effect/LogLevel"
+import * as References from "effect/References"
 import { onOff } from "./config/ConfigRange.js"
 
 /** PLANCKCLAW_DEBUG: `1` or `true` (any case) turns it on, `0` or `false` off; anything else is refused. */
 export const DebugConfig = onOff("PLANCKCLAW_DEBUG")
 
-const stderrLogger = Logger.make(({ annotations, cause, logLevel, message }) => {
+const levelWord: Record<string, string> = { Warn: "warning" }
+
+const stderrLogger = Logger.make(({ cause, fiber, logLevel, message }) => {
   const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
-  const fields = HashMap.reduce(annotations, "", (acc, value, key) => `${acc} ${key}=${String(value)}`)
-  const detail = Cause.isEmpty(cause) ? "" : `\n${Cause.pretty(cause)}`
-  process.stderr.write(`planckclaw ${logLevel.label.toLowerCase()}: ${text}${fields}${detail}\n`)
+  const annotations = fiber.getRef(References.CurrentLogAnnotations)
+  let fields = ""
+  for (const key in annotations) fields += ` ${key}=${String(annotations[key])}`
+  const detail = cause.reasons.length === 0 ? "" : `\n${Cause.pretty(cause)}`
+  process.stderr.write(`planckclaw ${levelWord[logLevel] ?? logLevel.toLowerCase()}: ${text}${fields}${detail}\n`)
 })
 
+/** The stderr logger in place of every other, and the level `debug` asks for. */
 export const layer = (debug: boolean): Layer.Layer<never> =>
   Layer.merge(
-    Logger.replace(Logger.defaultLogger, stderrLogger),
-    Logger.minimumLogLevel(debug ? LogLevel.Debug : LogLevel.Info)
+    Logger.layer([stderrLogger]),
+    Layer.succeed(References.MinimumLogLevel, debug ? "Debug" : "Info")
   )
 
 /**
@@ -34,7 +36,10 @@ export const layer = (debug: boolean): Layer.Layer<never> =>
  * host's replies or data may go. A host's own loggers are left alone.
  */
 export const toStderr = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.locallyWith(self, FiberRef.currentLoggers, (loggers) =>
-    HashSet.has(loggers, Logger.defaultLogger)
-      ? HashSet.add(HashSet.remove(loggers, Logger.defaultLogger), stderrLogger)
-      : loggers)
+  Effect.updateService(self, References.CurrentLoggers, (loggers) => {
+    if (!loggers.has(Logger.defaultLogger)) return loggers
+    const swapped = new Set(loggers)
+    swapped.delete(Logger.defaultLogger)
+    swapped.add(stderrLogger)
+    return swapped
+  })

@@ -8,7 +8,7 @@
 import * as fs from "node:fs"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
-import * as ConfigError from "effect/ConfigError"
+import * as ConfigError from "effect/Config"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -91,8 +91,8 @@ const main = (commandLine: CommandLine) => commandLine.pipe(
     ClusterStartError: (error) => refuse(1, error.message),
   }),
   Effect.provide(Logging.layer(false)),
-  Effect.catchAllCause((cause) =>
-    Cause.isInterruptedOnly(cause)
+  Effect.catchCause((cause) =>
+    Cause.hasInterruptsOnly(cause)
       ? Effect.succeed(0)
       : Effect.as(Console.error(`planckclaw: unexpected failure\n${Cause.pretty(cause)}`), 1)
   )
@@ -114,7 +114,7 @@ export const start = (commandLine: CommandLine): void => {
       // Ctrl-C or SIGTERM is the ordinary way to stop a run: a clean exit.
       const code = Exit.isSuccess(exit)
         ? typeof exit.value === "number" ? exit.value : 0
-        : Cause.isInterruptedOnly(exit.cause) ? 0 : 1
+        : Cause.hasInterruptsOnly(exit.cause) ? 0 : 1
       onExit(code)
       process.exit(code)
     }

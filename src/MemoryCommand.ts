@@ -5,9 +5,9 @@
  * PostgreSQL of PLANCKCLAW_DATABASE_URL, exactly (memory/sql/SqlTransfer.ts).
  */
 import * as path from "node:path"
-import * as Args from "@effect/cli/Args"
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
+import * as Args from "effect/cli/Argument"
+import * as Command from "effect/cli/Command"
+import * as Options from "effect/cli/Flag"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { withSettings } from "./CliSettings.js"

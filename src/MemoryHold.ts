@@ -7,10 +7,10 @@
  * compaction lock file, which each append checks after writing (MemoryDir.appendAlone).
  */
 import * as path from "node:path"
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as FileLock from "./memory/FileLock.js"
@@ -83,8 +83,8 @@ export const holdAgent = (
     Effect.suspend(() => {
       if (RunHeld.heldByRun(key)) return Effect.succeed(RunHeld.holdForRun(directory))
       const taken = FileLock.tryTakeSync(lock, { link: true, ownerFile })
-      if (Either.isLeft(taken)) {
-        const error = taken.left
+      if (Result.isFailure(taken)) {
+        const error = taken.failure
         return Effect.fail(
           error._tag === "LockHeld"
             ? new MemoryInUse({
@@ -109,4 +109,4 @@ export const holdAgent = (
 }
 
 export const layer: Layer.Layer<never, ConfigError.ConfigError | Memory.MemoryError | MemoryInUse | MemoryLockFailed> =
-  Layer.scopedDiscard(hold)
+  Layer.effectDiscard(hold)

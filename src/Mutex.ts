@@ -29,7 +29,7 @@ export const make = (): Mutex => {
     if (waiters.size > 0) for (const waiter of [...waiters]) waiter()
   }
   /** Until the lock is let go (at once if it already is). */
-  const released = Effect.async<void>((resume) => {
+  const released = Effect.callback<void>((resume) => {
     if (!held) return resume(Effect.void)
     const waiter = () => {
       waiters.delete(waiter)

@@ -5,8 +5,8 @@
  * lists it with the others. What the run does is in RunProgram, which a
  * plain `run` line uses without loading @effect/cli (see RunMain).
  */
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
+import * as Command from "effect/cli/Command"
+import * as Options from "effect/cli/Flag"
 import { brainOption, debugOption } from "./CliFlags.js"
 import { layerFor, serve, withRunSettings } from "./RunProgram.js"
 

@@ -37,7 +37,7 @@ const nearEnds = (
   paths: FifoPaths,
   farEnds: { readonly brain: Bridges.FarEnd; readonly claws: Bridges.FarEnd; readonly interact: Bridges.InteractFarEnd }
 ) =>
-  Layer.unwrapEffect(Effect.gen(function*() {
+  Layer.unwrap(Effect.gen(function*() {
     const brainPatience = yield* FifoBrain.BridgePatienceConfig
     const clawTimeout = yield* ScriptClaws.ClawTimeoutConfig
     // Without a built-in bridge to wait for, what the far end left unread at the stop is kept for the next run.
@@ -122,15 +122,15 @@ export const serve = Effect.gen(function*() {
   // replies still in interact_out reach the user (see Handover). Without a
   // built-in interact bridge, an executable's exit ends the run, and with
   // none it goes on until stopped.
-  const serving = Effect.zipRight(AgentReady.signal, Effect.zipRight(turnOffPretenuring, tierUpEarly(Intake.run))).pipe(
+  const serving = Effect.andThen(AgentReady.signal, Effect.andThen(turnOffPretenuring, tierUpEarly(Intake.run))).pipe(
     Effect.provide(nearEnds(paths, { brain, claws, interact })),
-    Effect.zipRight(Option.match(interact.handover, { onNone: () => Effect.void, onSome: Handover.repliesDelivered }))
+    Effect.andThen(Option.match(interact.handover, { onNone: () => Effect.void, onSome: Handover.repliesDelivered }))
   )
   yield* Effect.raceFirst(serving, interact.done)
 })
 
 /** What the run's handler is given: its layers, for the bridges its flags choose (see runLayer). */
-export const layerFor = (options: RunOptions) => Layer.unwrapEffect(Effect.map(runChoices(options), runLayer))
+export const layerFor = (options: RunOptions) => Layer.unwrap(Effect.map(runChoices(options), runLayer))
 
 /** The settings with the flags' (and the secrets' withdrawal) come before anything the layers start. */
 export const withRunSettings = <A, E, R>(effect: Effect.Effect<A, E, R>, options: RunOptions) =>
@@ -170,7 +170,7 @@ export const plainRunOptions = (args: ReadonlyArray<string>): Option.Option<RunO
   }
   return Option.some({
     bridge: values.bridge ?? "cli",
-    brain: Option.fromNullable(values.brain),
+    brain: Option.fromNullishOr(values.brain),
     claw: values.claw ?? "scripts",
     debug
   })

@@ -5,11 +5,11 @@
  * PLANCKCLAW_BRAIN names, and the scripts of CLAWS_DIR. Runs until stopped
  * (SIGINT, SIGTERM, SIGHUP).
  */
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
+import * as Command from "effect/cli/Command"
+import * as Options from "effect/cli/Flag"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Bridges from "./Bridges.js"
 import * as ScriptClaws from "./claws/ScriptClaws.js"
@@ -77,9 +77,9 @@ export const serve = Command.make("serve", {
   debug: debugOption
 }, (options) =>
   Effect.gen(function*() {
-    const listen = yield* Either.match(HttpApi.parseListen(options.http), {
-      onLeft: (message) => Effect.fail(new ListenFlagError({ message })),
-      onRight: Effect.succeed
+    const listen = yield* Result.match(HttpApi.parseListen(options.http), {
+      onFailure: (message) => Effect.fail(new ListenFlagError({ message })),
+      onSuccess: Effect.succeed
     })
     const brain = yield* inProcessBrain
     // Every agent this process serves runs turns like a run's (see Pretenuring, EarlyTierUp).

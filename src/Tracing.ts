@@ -10,7 +10,7 @@ import * as Context from "effect/Context"
 import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
-import * as FiberRef from "effect/FiberRef"
+import * as FiberRef from "effect/References"
 import * as Tracer from "effect/Tracer"
 
 const builtIn = Context.get(DefaultServices.liveServices, Tracer.Tracer)

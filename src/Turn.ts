@@ -185,7 +185,7 @@ export const runWith = (ports: TurnPorts, { config, snapshot, text }: TurnInput)
     const turn = catchFailure(
       Effect.matchEffect(ports.claws.list, {
         onFailure: (error) =>
-          Effect.zipRight(Effect.logWarning(`tool discovery failed, answering without tools: ${error.message}`), ask([])),
+          Effect.andThen(Effect.logWarning(`tool discovery failed, answering without tools: ${error.message}`), ask([])),
         onSuccess: (catalog) => ask(catalog.tools)
       }),
       unavailable

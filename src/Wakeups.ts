@@ -3,7 +3,7 @@
  * line), woken rather than handed it: each waiter runs its `retry` once
  * woken and takes the thing itself. A waiter interrupted meanwhile takes
  * nothing, so nothing is lost to it, and a wait needs no canceler (an
- * `Effect.async` that returns one is wrapped in `onInterrupt`, about ten
+ * `Effect.callback` that returns one is wrapped in `onInterrupt`, about ten
  * run-loop steps per wait; on the path of every turn, issue 11). An
  * interrupted waiter stays listed until the next `wakeAll`, whose resume its
  * fiber then ignores.
@@ -21,7 +21,7 @@ export const make = (): Wakeups => {
   let waiting: Array<() => void> = []
   return {
     wait: <A, E, R>(retry: Effect.Effect<A, E, R>) =>
-      Effect.async<A, E, R>((resume) => {
+      Effect.callback<A, E, R>((resume) => {
         waiting.push(() => resume(retry))
       }),
     wakeAll: () => {

@@ -2,7 +2,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Fiber, Layer, Logger, Option, Queue, TestClock } from "effect"
+import { ConfigProvider, Effect, Fiber, Layer, Logger, Option, Queue } from "effect"
+import { TestClock } from "effect/testing"
 import { vi } from "vitest"
 import * as Agent from "../src/Agent.js"
 import { APOLOGY, ONLY_CONTROLS } from "../src/Agent.js"
@@ -26,7 +27,7 @@ const toolSpecs = [
 ]
 
 describe("Agent", () => {
-  it.scoped("runs two tools of one response, then a second round, and sends the exact requests", () =>
+  it.effect("runs two tools of one response, then a second round, and sends the exact requests", () =>
     Effect.gen(function*() {
       const h = yield* harness({
         soul: "You are Planck.",
@@ -82,7 +83,7 @@ describe("Agent", () => {
       )
     }))
 
-  it.scoped("builds the prompt from soul, summary and the history tail, dropping a leading assistant line", () =>
+  it.effect("builds the prompt from soul, summary and the history tail, dropping a leading assistant line", () =>
     Effect.gen(function*() {
       const h = yield* harness({
         soul: "Soul text.\n",
@@ -106,7 +107,7 @@ describe("Agent", () => {
       })
     }))
 
-  it.scoped("reads soul.md fresh for every turn and falls back to the default persona", () =>
+  it.effect("reads soul.md fresh for every turn and falls back to the default persona", () =>
     Effect.gen(function*() {
       const h = yield* harness({ script: [text("one"), text("two")], settings: { PLANCKCLAW_PROMPT_CACHE: "0" } })
       yield* h.say("first")
@@ -116,7 +117,7 @@ describe("Agent", () => {
       expect(requests.map((r) => r.system)).toEqual(["You are a helpful personal assistant.", "You are a pirate."])
     }))
 
-  it.scoped("answers with the apology and stores nothing when the brain gives up", () =>
+  it.effect("answers with the apology and stores nothing when the brain gives up", () =>
     Effect.gen(function*() {
       const h = yield* harness({
         script: [new BrainError({ reason: "timeout", detail: "test" }), text("back again")]
@@ -127,7 +128,7 @@ describe("Agent", () => {
       expect(h.read("history.jsonl")).toBe(line("user", "hello?") + line("assistant", "back again"))
     }))
 
-  it.scoped("stops a model that keeps calling tools after the round limit", () =>
+  it.effect("stops a model that keeps calling tools after the round limit", () =>
     Effect.gen(function*() {
       const loop = toolUse([{ id: "x", name: "get_time", input: {} }])
       const h = yield* harness({
@@ -141,7 +142,7 @@ describe("Agent", () => {
       expect(h.read("history.jsonl")).toBeUndefined()
     }))
 
-  it.scoped("answers unknown tools and non-object input with error results", () =>
+  it.effect("answers unknown tools and non-object input with error results", () =>
     Effect.gen(function*() {
       const h = yield* harness({
         script: [
@@ -161,7 +162,7 @@ describe("Agent", () => {
       })
     }))
 
-  it.scoped("answers empty content and max_tokens sensibly", () =>
+  it.effect("answers empty content and max_tokens sensibly", () =>
     Effect.gen(function*() {
       const h = yield* harness({
         script: [
@@ -176,7 +177,7 @@ describe("Agent", () => {
       )
     }))
 
-  it.scoped("rejects an oversized message with a clear reply, ignores empty ones, keeps order", () =>
+  it.effect("rejects an oversized message with a clear reply, ignores empty ones, keeps order", () =>
     Effect.gen(function*() {
       const h = yield* harness({ settings: { PLANCKCLAW_MAX_MESSAGE_BYTES: "10" }, script: [text("ok")] })
       yield* h.offer("x".repeat(11), "c1")
@@ -190,7 +191,7 @@ describe("Agent", () => {
       expect((yield* h.requests).length).toBe(1)
     }))
 
-  it.scoped("refuses a message of control characters alone with a reply (a bridge waiting for one is not left waiting)", () =>
+  it.effect("refuses a message of control characters alone with a reply (a bridge waiting for one is not left waiting)", () =>
     Effect.gen(function*() {
       const h = yield* harness({ script: [text("ok")] })
       yield* h.offer("\u0001\u0007\u0085", "c1")
@@ -203,7 +204,7 @@ describe("Agent", () => {
       expect((yield* h.requests).length).toBe(1)
     }))
 
-  it.scoped("queues messages that arrive during a turn and answers them in order", () =>
+  it.effect("queues messages that arrive during a turn and answers them in order", () =>
     Effect.gen(function*() {
       const h = yield* harness({
         script: [
@@ -213,7 +214,7 @@ describe("Agent", () => {
       })
       yield* h.offer("one", "a")
       yield* h.offer("two", "b")
-      const replies = yield* Effect.fork(Effect.all([h.reply, h.reply]))
+      const replies = yield* Effect.forkChild(Effect.all([h.reply, h.reply]))
       yield* TestClock.adjust("10 seconds")
       expect(yield* Fiber.join(replies)).toMatchObject([
         { channel: "a", text: "first answer" },
@@ -221,7 +222,7 @@ describe("Agent", () => {
       ])
     }))
 
-  it.scoped("survives a defect inside a tool: the message gets the apology, the loop goes on", () =>
+  it.effect("survives a defect inside a tool: the message gets the apology, the loop goes on", () =>
     Effect.gen(function*() {
       const broken: InMemoryTool = { definition: timeTool.definition, run: () => Effect.die(new Error("boom")) }
       const h = yield* harness({
@@ -238,7 +239,7 @@ describe("Intake", () => {
     expect(Agent.serve).toBe(Intake.run)
   })
 
-  it.scoped("serves a bridge for the lifetime of its Layer", () =>
+  it.effect("serves a bridge for the lifetime of its Layer", () =>
     Effect.gen(function*() {
       const directory = yield* Effect.acquireRelease(
         Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-intake-"))),
@@ -249,13 +250,13 @@ describe("Intake", () => {
       yield* Layer.build(Intake.layer.pipe(
         Layer.provide(Agent.layerWithMemory),
         Layer.provide(Layer.mergeAll(InMemoryInteract.layer(users), ScriptedBrain.layer(brain), InMemoryClaws.layer([]))),
-        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", directory]]))))
+        Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_DIR", directory]])), { preserveEmptyStrings: true })))
       ))
       yield* users.offer({ channel: "c", text: "hi" })
       expect(yield* Queue.take(users.replies)).toMatchObject({ channel: "c", text: "served" })
     }))
 
-  it.scoped("logs to stderr, never to stdout where a host's output goes", () =>
+  it.effect("logs to stderr, never to stdout where a host's output goes", () =>
     Effect.gen(function*() {
       const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true)
       const stdout = vi.spyOn(console, "log")

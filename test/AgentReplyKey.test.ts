@@ -9,7 +9,7 @@ import { text } from "../src/brain/ScriptedBrain.js"
 import { harness } from "./support/Harness.js"
 
 describe("the key of a reply", () => {
-  it.scoped("is its message's journal key, a different one for each message", () =>
+  it.effect("is its message's journal key, a different one for each message", () =>
     Effect.gen(function*() {
       const h = yield* harness({ script: [text("one"), text("two")] })
       yield* h.offer("first")
@@ -22,7 +22,7 @@ describe("the key of a reply", () => {
       expect(second.key).not.toBe(first.key)
     }))
 
-  it.scoped("is the journal's key for a reply decided before a crash and delivered after it, without asking the brain", () =>
+  it.effect("is the journal's key for a reply decided before a crash and delivered after it, without asking the brain", () =>
     Effect.gen(function*() {
       const inbox = [
         JSON.stringify({ accepted: 1, key: "k-before-the-crash", channel: "cli", text: "hello" }),

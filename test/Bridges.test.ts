@@ -139,7 +139,7 @@ describe("planckclaw run: the runtime directory", () => {
     { signal: "SIGTERM", preexisting: false },
     { signal: "SIGINT", preexisting: true }
   ] as const) {
-    it.scopedLive(
+    it.live(
       `lays a 0700 directory with six 0600 FIFOs and on ${signal} removes them and stops every bridge process` +
         (preexisting ? " (directory made beforehand, kept empty)" : " (directory it made, removed)"),
       () =>
@@ -183,7 +183,7 @@ describe("planckclaw run: the runtime directory", () => {
     )
   }
 
-  it.scopedLive("refuses a runtime directory that is a symbolic link, touching nothing behind it", () =>
+  it.live("refuses a runtime directory that is a symbolic link, touching nothing behind it", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const target = box.path("elsewhere")
@@ -196,7 +196,7 @@ describe("planckclaw run: the runtime directory", () => {
       expect(fs.readdirSync(target)).toEqual([])
     }), timeout)
 
-  it.scopedLive("refuses a runtime directory in use by a live run, which goes on answering", () =>
+  it.live("refuses a runtime directory in use by a live run, which goes on answering", () =>
     Effect.gen(function*() {
       const { box } = yield* withServer(echo)
       const first = yield* runWithoutBridge(box)
@@ -210,7 +210,7 @@ describe("planckclaw run: the runtime directory", () => {
       expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tre: still there?"])
     }), timeout)
 
-  it.scopedLive("starts over the leftovers of a killed run", () =>
+  it.live("starts over the leftovers of a killed run", () =>
     Effect.gen(function*() {
       const { box } = yield* withServer(echo)
       const killed = yield* runWithoutBridge(box)
@@ -236,7 +236,7 @@ describe("planckclaw run: the runtime directory", () => {
 describe("planckclaw run: the patience of the agent on the pipes", () => {
   // The agent's wait on brain_out is derived from the brain's own settings,
   // read where the brain declares them: seconds, so a fraction is a value.
-  it.scopedLive("PLANCKCLAW_BRAIN_TIMEOUT=2.5 and PLANCKCLAW_CLAW_TIMEOUT=1.5 start a run that answers and exits 0", () =>
+  it.live("PLANCKCLAW_BRAIN_TIMEOUT=2.5 and PLANCKCLAW_CLAW_TIMEOUT=1.5 start a run that answers and exits 0", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer(echo, { PLANCKCLAW_BRAIN_TIMEOUT: "2.5", PLANCKCLAW_CLAW_TIMEOUT: "1.5" })
       const result = yield* planckclawToEnd(box, ["run"], { input: "hello\n" })
@@ -247,7 +247,7 @@ describe("planckclaw run: the patience of the agent on the pipes", () => {
 })
 
 describe("--bridge none: anyone can talk through the pipes", () => {
-  it.scopedLive("answers printf > interact_in on interact_out, unescaping what the brain sees and escaping replies", () =>
+  it.live("answers printf > interact_in on interact_out, unescaping what the brain sees and escaping replies", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer(echo)
       yield* runWithoutBridge(box)
@@ -265,7 +265,7 @@ describe("--bridge none: anyone can talk through the pipes", () => {
       expect(reply).toBe(String.raw`room-7	re: line one\nline two\tcol\\end \\q`)
     }), timeout)
 
-  it.scopedLive("frames lines whatever the writes: two in one write, one split over writes, and skips a line with no tab", () =>
+  it.live("frames lines whatever the writes: two in one write, one split over writes, and skips a line with no tab", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer(echo)
       const run = yield* runWithoutBridge(box)
@@ -296,7 +296,7 @@ describe("--bridge none: anyone can talk through the pipes", () => {
 })
 
 describe("external bridges (--bridge/--brain/--claw PATH)", () => {
-  it.scopedLive("an interact bridge script trades two messages for two replies, exits 0, and the run ends cleanly", () =>
+  it.live("an interact bridge script trades two messages for two replies, exits 0, and the run ends cleanly", () =>
     Effect.gen(function*() {
       const { box } = yield* withServer(echo)
       const bridge = box.script(
@@ -328,7 +328,7 @@ done
       yield* allExited(box, ["bridge.pid", "claw.pid", "claw-helper.pid"])
     }), timeout)
 
-  it.scopedLive("a brain script in the original style runs a tool round; only it gets the API key", () =>
+  it.live("a brain script in the original style runs a tool round; only it gets the API key", () =>
     Effect.gen(function*() {
       const box = yield* sandbox({ ANTHROPIC_API_KEY: apiKey })
       const brain = box.script(
@@ -376,7 +376,7 @@ printf 'The clock says 12:00.'
       expect(box.read("claw-script.env")).not.toContain("ANTHROPIC_API_KEY")
     }), timeout)
 
-  it.scopedLive("what a brain or claw bridge prints on its stdout goes to stderr: stdout carries only replies", () =>
+  it.live("what a brain or claw bridge prints on its stdout goes to stderr: stdout carries only replies", () =>
     Effect.gen(function*() {
       const box = yield* sandbox({ ANTHROPIC_API_KEY: apiKey })
       const brain = box.script(
@@ -405,7 +405,7 @@ done
       expect(result.stderr).toContain("claw bridge starting")
     }), timeout)
 
-  it.scopedLive("a claw bridge script serves discovery and calls to the built-in brain, without the API key", () =>
+  it.live("a claw bridge script serves discovery and calls to the built-in brain, without the API key", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer(AnthropicServer.replies(
         AnthropicServer.toolUse([{ id: "tu_1", name: "lookup", input: { word: "fifo" } }]),
@@ -449,7 +449,7 @@ const readmeBridge = (() => {
 })()
 
 describe("the README's shell bridge", () => {
-  it.scopedLive("works as written: piped lines in, replies out (multi-line and backslashes intact), exit 0", () =>
+  it.live("works as written: piped lines in, replies out (multi-line and backslashes intact), exit 0", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer((request) => {
         const said = String(lastContent(request.body))
@@ -471,7 +471,7 @@ describe("the README's shell bridge", () => {
 })
 
 describe("a bridge that dies mid-conversation is restarted, and no reply is lost or shifted", () => {
-  it.scopedLive("a brain script that exits 1 after its first answer", () =>
+  it.live("a brain script that exits 1 after its first answer", () =>
     Effect.gen(function*() {
       const box = yield* sandbox({ ANTHROPIC_API_KEY: apiKey })
       const brain = dyingBrain(box, "after its first answer")
@@ -483,7 +483,7 @@ describe("a bridge that dies mid-conversation is restarted, and no reply is lost
       expect((yield* run.ended).stderr).toContain("bridge brain exited with code 1; restarting after backoff")
     }), timeout)
 
-  it.scopedLive("a claw bridge script that exits 1 after its first answer", () =>
+  it.live("a claw bridge script that exits 1 after its first answer", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer(lookupOnce)
       const claws = dyingClaws(box, "after its first answer")
@@ -502,7 +502,7 @@ describe("a bridge that dies mid-conversation is restarted, and no reply is lost
 })
 
 describe("a bridge that dies holding a request: the request is not left to the pipe's timeout", () => {
-  it.scopedLive("a brain script that dies after reading its first request: the request goes again to the restarted one", () =>
+  it.live("a brain script that dies after reading its first request: the request goes again to the restarted one", () =>
     Effect.gen(function*() {
       const box = yield* sandbox({ ANTHROPIC_API_KEY: apiKey })
       const brain = dyingBrain(box, "before its first answer")
@@ -515,7 +515,7 @@ describe("a bridge that dies holding a request: the request is not left to the p
       expect((yield* run.ended).stderr).toMatch(/the bridge on \S*brain_out exited owing 1 answer\(s\)/)
     }), timeout)
 
-  it.scopedLive("a claw bridge that dies during a tool call: the call fails at once, and the next uses the restarted one", () =>
+  it.live("a claw bridge that dies during a tool call: the call fails at once, and the next uses the restarted one", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer(lookupOnce)
       const claws = dyingClaws(box, "during its first call")
@@ -533,7 +533,7 @@ describe("a bridge that dies holding a request: the request is not left to the p
 })
 
 describe("planckclaw bridge NAME: built-in bridges as processes of their own", () => {
-  it.scopedLive("the anthropic and scripts bridges serve a tool round; the cli bridge prints replies and exits 0 at end of input", () =>
+  it.live("the anthropic and scripts bridges serve a tool round; the cli bridge prints replies and exits 0 at end of input", () =>
     Effect.gen(function*() {
       const { box, server } = yield* withServer((request, index) => {
         const last = lastContent(request.body)
@@ -567,7 +567,7 @@ describe("planckclaw bridge NAME: built-in bridges as processes of their own", (
       ])
     }), timeout)
 
-  it.scopedLive("a `planckclaw bridge` process does not outlive the run it serves", () =>
+  it.live("a `planckclaw bridge` process does not outlive the run it serves", () =>
     Effect.gen(function*() {
       const { box } = yield* withServer(echo)
       const run = yield* planckclaw(box, ["run", "--bridge", "none", "--brain", "none"])

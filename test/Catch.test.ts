@@ -31,19 +31,19 @@ const outcomes: ReadonlyArray<[string, Effect.Effect<number, string>]> = [
 /** Each handler's effect: recovers, fails, or dies, after noting what it was given. */
 const handlers = (seen: Array<unknown>) => [
   (value: unknown) => Effect.sync(() => seen.push(value)).pipe(Effect.as(2)),
-  (value: unknown) => Effect.zipRight(Effect.sync(() => seen.push(value)), Effect.fail("again")),
-  (value: unknown) => Effect.zipRight(Effect.sync(() => seen.push(value)), Effect.die(new Boom("in handler")))
+  (value: unknown) => Effect.andThen(Effect.sync(() => seen.push(value)), Effect.fail("again")),
+  (value: unknown) => Effect.andThen(Effect.sync(() => seen.push(value)), Effect.die(new Boom("in handler")))
 ]
 
 describe("Catch", () => {
   for (const [name, outcome] of outcomes) {
-    it.effect(`catchFailure handles ${name} as Effect.catchAll does`, () =>
+    it.effect(`catchFailure handles ${name} as Effect.catch does`, () =>
       Effect.gen(function*() {
         for (let h = 0; h < 3; h++) {
           const seenOurs: Array<unknown> = []
           const seenTheirs: Array<unknown> = []
           const ours = yield* Effect.exit(catchFailure(outcome, handlers(seenOurs)[h]!))
-          const theirs = yield* Effect.exit(Effect.catchAll(outcome, handlers(seenTheirs)[h]!))
+          const theirs = yield* Effect.exit(Effect.catch(outcome, handlers(seenTheirs)[h]!))
           expect(ours).toEqual(theirs)
           expect(seenOurs).toEqual(seenTheirs)
         }
@@ -60,7 +60,7 @@ describe("Catch", () => {
           const onDefect = (seen: Array<unknown>) => (defect: unknown) => Effect.as(Effect.sync(() => seen.push(["defect", defect])), 4)
           const ours = yield* Effect.exit(catchFailureOrDefect(outcome, onFailure(seenOurs), onDefect(seenOurs)))
           const theirs = yield* Effect.exit(
-            outcome.pipe(Effect.catchAll(onFailure(seenTheirs)), Effect.catchAllDefect(onDefect(seenTheirs)))
+            outcome.pipe(Effect.catch(onFailure(seenTheirs)), Effect.catchDefect(onDefect(seenTheirs)))
           )
           expect(ours).toEqual(theirs)
           expect(seenOurs).toEqual(seenTheirs)

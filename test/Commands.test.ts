@@ -29,7 +29,7 @@ describe("Commands.parse", () => {
 })
 
 describe("Commands through the agent", () => {
-  it.scoped("/help, /tools, an unknown command and /quit are answered without the model and leave no history", () =>
+  it.effect("/help, /tools, an unknown command and /quit are answered without the model and leave no history", () =>
     Effect.gen(function*() {
       const h = yield* harness({ script: [text("a real answer")], tools: [timeTool, diceTool] })
       expect((yield* h.say("/help")).text).toBe(Commands.HELP)
@@ -44,7 +44,7 @@ describe("Commands through the agent", () => {
       expect(h.read("history.jsonl")).toBe(line("user", "/etc/hosts") + line("assistant", "a real answer"))
     }))
 
-  it.scoped("/usage says there is no ledger before any answer, then sums it", () =>
+  it.effect("/usage says there is no ledger before any answer, then sums it", () =>
     Effect.gen(function*() {
       const h = yield* harness({ script: [text("hi")] })
       expect((yield* h.say("/usage")).text).toBe("No usage ledger yet: nothing has been counted.")
@@ -55,7 +55,7 @@ describe("Commands through the agent", () => {
       expect(yield* h.requests).toHaveLength(1)
     }))
 
-  it.scoped("/compact folds old history now with the agent's compactor and says what it did", () =>
+  it.effect("/compact folds old history now with the agent's compactor and says what it did", () =>
     Effect.gen(function*() {
       const history = Array.from({ length: 3 }, (_, i) => line("user", `u${i}`) + line("assistant", `a${i}`)).join("")
       const h = yield* harness({ history, settings: { HISTORY_KEEP: "2" }, script: [text("They talked.")] })
@@ -69,7 +69,7 @@ describe("Commands through the agent", () => {
       )
     }))
 
-  it.scoped("/forget asks first; /forget confirm archives history, summary and ledger, and the next request has no old memory", () =>
+  it.effect("/forget asks first; /forget confirm archives history, summary and ledger, and the next request has no old memory", () =>
     Effect.gen(function*() {
       const h = yield* harness({
         summary: "The user is Marc.\n",
@@ -109,7 +109,7 @@ describe("Commands through the agent", () => {
       expect((yield* h.say("/forget confirm")).text).toBe("There was nothing to forget: history and summary were empty.")
     }))
 
-  it.scoped("with the prompt cache on, the window starts afresh after a forget", () =>
+  it.effect("with the prompt cache on, the window starts afresh after a forget", () =>
     Effect.gen(function*() {
       const h = yield* harness({ script: [text("one"), text("two"), text("three")] })
       yield* h.say("a")
@@ -121,7 +121,7 @@ describe("Commands through the agent", () => {
       expect(JSON.stringify(requests[2]!.messages)).not.toContain("\"a\"")
     }))
 
-  it.scoped("a forget that cannot make its archive changes nothing and says so", () =>
+  it.effect("a forget that cannot make its archive changes nothing and says so", () =>
     Effect.gen(function*() {
       const h = yield* harness({ history: line("user", "old") + line("assistant", "kept"),
         script: [text("still here")],
@@ -152,7 +152,7 @@ const cliSetup = Effect.gen(function*() {
 })
 
 describe("Commands through the built command over the pipes", () => {
-  it.scopedLive("printf '/help\\n/tools\\n…' | planckclaw run: each answered, none sent to the model", () =>
+  it.live("printf '/help\\n/tools\\n…' | planckclaw run: each answered, none sent to the model", () =>
     Effect.gen(function*() {
       const t = yield* cliSetup
       const input = ["/help", "/tools", "/usage", "/compact", "/forget", "/nope", "/etc/hosts"].map((line) => `${line}\n`).join("")
@@ -172,7 +172,7 @@ describe("Commands through the built command over the pipes", () => {
       expect(turns.map((request) => AnthropicServer.lastUserText(request.body))).toEqual(["/etc/hosts"])
     }), 60_000)
 
-  it.scopedLive("/tools in a run names the declarations the built-in claws bridge could not read", () =>
+  it.live("/tools in a run names the declarations the built-in claws bridge could not read", () =>
     Effect.gen(function*() {
       const t = yield* cliSetup
       const claws = path.join(t.cwd, "claws")
@@ -189,7 +189,7 @@ describe("Commands through the built command over the pipes", () => {
       expect(result.stdout).toContain(`${path.join(claws, "mixed.sh")}:3: invalid JSON after #TOOLS:`)
     }), 60_000)
 
-  it.scopedLive("/forget confirm between two runs' messages: the next request has no old history; /quit ends a piped run", () =>
+  it.live("/forget confirm between two runs' messages: the next request has no old history; /quit ends a piped run", () =>
     Effect.gen(function*() {
       const t = yield* cliSetup
       const first = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "remember this\n/usage\n" })

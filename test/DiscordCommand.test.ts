@@ -56,7 +56,7 @@ const identified = (fake: FakeDiscord.FakeDiscord, count: number) =>
   fake.waitFor(() => fake.gateway().filter((record) => "op" in record && record.op === 2 && record.event === "received").length >= count ? true : undefined)
 
 describe("planckclaw with --bridge discord (built command)", () => {
-  it.scopedLive("ends with one line and exit 2 when Discord closes the gateway with 4004 after start-up", () =>
+  it.live("ends with one line and exit 2 when Discord closes the gateway with 4004 after start-up", () =>
     Effect.gen(function*() {
       const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channel] })
       const t = yield* setup(fake)
@@ -71,7 +71,7 @@ describe("planckclaw with --bridge discord (built command)", () => {
       expect(result.stderr).not.toMatch(/\n\s+at /)
     }))
 
-  it.scopedLive("answers, after a restart, each message sent while it was stopped, once", () =>
+  it.live("answers, after a restart, each message sent while it was stopped, once", () =>
     Effect.gen(function*() {
       const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channel] })
       const t = yield* setup(fake)
@@ -98,7 +98,7 @@ describe("planckclaw with --bridge discord (built command)", () => {
       expect(fs.existsSync(path.join(t.box.memory, "discord-catch-up.json"))).toBe(true)
     }))
 
-  it.scopedLive("serve --bridge discord answers Discord by agent per channel, with the speaker's name, beside the HTTP API", () =>
+  it.live("serve --bridge discord answers Discord by agent per channel, with the speaker's name, beside the HTTP API", () =>
     Effect.gen(function*() {
       const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channel] })
       const t = yield* setup(fake)
@@ -121,7 +121,7 @@ describe("planckclaw with --bridge discord (built command)", () => {
       expect((yield* running.done).code).toBe(0)
     }))
 
-  it.scopedLive("serve --bridge discord stopped while a message is answered posts its reply after the restart, once", () =>
+  it.live("serve --bridge discord stopped while a message is answered posts its reply after the restart, once", () =>
     Effect.gen(function*() {
       const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channel] })
       // The first turn's request is never answered: the stop comes while it waits.

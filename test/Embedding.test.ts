@@ -19,7 +19,7 @@ const readmeExample = (): string => {
   return block[1]!
 }
 
-it.scoped("the README's embedding example runs as written", () =>
+it.effect("the README's embedding example runs as written", () =>
   Effect.gen(function*() {
     const source = readmeExample()
     expect(source).toContain(`from "planckclaw"`)
@@ -50,7 +50,7 @@ const hostProgram = (memoryDir: string) =>
 
     const agent = Agent.layerWithMemory.pipe(
       Layer.provide(Layer.merge(ScriptedBrain.layer(brain), claws)),
-      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", memoryDir]]))))
+      Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_DIR", memoryDir]])), { preserveEmptyStrings: true })))
     )
     yield* Intake.run.pipe(
       Effect.provide(Layer.merge(agent, InMemoryInteract.layer(users))),
@@ -62,7 +62,7 @@ const hostProgram = (memoryDir: string) =>
     return yield* Queue.take(users.replies)
   })
 
-it.scoped("runs the agent inside a host Effect program with in-memory transports", () =>
+it.effect("runs the agent inside a host Effect program with in-memory transports", () =>
   Effect.gen(function*() {
     const memoryDir = yield* tempDir("planckclaw-embed-")
     const reply = yield* hostProgram(memoryDir)
@@ -72,7 +72,7 @@ it.scoped("runs the agent inside a host Effect program with in-memory transports
     )
   }))
 
-it.scoped("hosts many agents without the command line: send to an agent by id, list them, compact one", () =>
+it.effect("hosts many agents without the command line: send to an agent by id, list them, compact one", () =>
   Effect.gen(function*() {
     const root = yield* tempDir("planckclaw-embed-host-")
     // A host's own brain: summaries for compactions, an echo for turns.
@@ -85,12 +85,12 @@ it.scoped("hosts many agents without the command line: send to an agent by id, l
     })
     const host = AgentHost.layer.pipe(
       Layer.provide(Layer.merge(brain, InMemoryClaws.layer([]))),
-      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([
+      Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([
         ["PLANCKCLAW_AGENTS_DIR", path.join(root, "agents")],
         ["PLANCKCLAW_DIR", path.join(root, "memory")],
         // compact keeps the last line and folds the rest.
         ["HISTORY_KEEP", "1"]
-      ]))))
+      ])), { preserveEmptyStrings: true })))
     )
     // Built in the test's scope: the agents run until it closes.
     const agents = Context.get(yield* Layer.build(host), AgentHost.AgentHost)

@@ -7,10 +7,10 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as CliConfig from "@effect/cli/CliConfig"
-import * as Command from "@effect/cli/Command"
-import * as CommandDescriptor from "@effect/cli/CommandDescriptor"
-import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as CliConfig from "effect/cli/CliConfig"
+import * as Command from "effect/cli/Command"
+import * as CommandDescriptor from "effect/cli/Completions"
+import * as HelpDoc from "effect/cli/HelpDoc"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, HashMap } from "effect"
 import { subcommands } from "../src/Cli.js"
@@ -128,7 +128,7 @@ describe("planckclaw help config", () => {
 describe("help and version (built command)", () => {
   const topics = [...HelpText.commands.map((command) => [command.name, "--help"]), ["--help"], ["help"], ["help", "config"], ["-h"]]
 
-  it.scopedLive("every --help, piped, is plain text: usage from planckclaw, options described, an example last", () =>
+  it.live("every --help, piped, is plain text: usage from planckclaw, options described, an example last", () =>
     Effect.gen(function*() {
       const cwd = yield* tempDir()
       for (const args of topics) {
@@ -153,7 +153,7 @@ describe("help and version (built command)", () => {
       expect(unknownCommand.stderr).toBe("planckclaw: unknown command 'nonsense': see planckclaw --help\n")
     }), 120_000) // a dozen processes on a loaded machine; nothing is asserted about speed
 
-  it.scopedLive("--version is one line; a usage error is plain text when piped", () =>
+  it.live("--version is one line; a usage error is plain text when piped", () =>
     Effect.gen(function*() {
       const cwd = yield* tempDir()
       const version = yield* Cli.run(["--version"], { cwd, env: Cli.baseEnv({}) })
@@ -165,7 +165,7 @@ describe("help and version (built command)", () => {
       expect(bad.stderr).not.toContain(ESC)
     }))
 
-  it.scopedLive("--log-level chooses what a command logs", () =>
+  it.live("--log-level chooses what a command logs", () =>
     Effect.gen(function*() {
       const cwd = fs.realpathSync(yield* tempDir())
       fs.mkdirSync(path.join(cwd, "claws"))

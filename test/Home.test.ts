@@ -27,7 +27,7 @@ const world = Effect.gen(function*() {
 })
 
 describe("planckclaw init", () => {
-  it.scopedLive("makes a home in an empty directory from the package's templates and says what it made", () =>
+  it.live("makes a home in an empty directory from the package's templates and says what it made", () =>
     Effect.gen(function*() {
       const w = yield* world
       const target = path.join(w.root, "fresh")
@@ -46,7 +46,7 @@ describe("planckclaw init", () => {
       expect(result.stdout).toContain(`export PLANCKCLAW_HOME=${target}`)
     }))
 
-  it.scopedLive("in a directory that has some of it, creates only what is missing and overwrites nothing", () =>
+  it.live("in a directory that has some of it, creates only what is missing and overwrites nothing", () =>
     Effect.gen(function*() {
       const w = yield* world
       const target = path.join(w.root, "mine")
@@ -65,7 +65,7 @@ describe("planckclaw init", () => {
       expect(again.stdout).toContain("Nothing to do")
     }))
 
-  it.scopedLive("without DIR and without a config.env here, makes ~/.planckclaw", () =>
+  it.live("without DIR and without a config.env here, makes ~/.planckclaw", () =>
     Effect.gen(function*() {
       const w = yield* world
       const result = yield* Cli.run(["init"], { cwd: w.elsewhere, env: w.env })
@@ -77,7 +77,7 @@ describe("planckclaw init", () => {
 })
 
 describe("planckclaw init, refused", () => {
-  it.scopedLive("a DIR under a file: one line saying so, exit 1, no stack trace", () =>
+  it.live("a DIR under a file: one line saying so, exit 1, no stack trace", () =>
     Effect.gen(function*() {
       const w = yield* world
       const file = path.join(w.root, "a-file")
@@ -89,7 +89,7 @@ describe("planckclaw init, refused", () => {
       )
     }))
 
-  it.scopedLive("--wizard with no terminal on stdin: refused at once (exit 2) instead of waiting for answers", () =>
+  it.live("--wizard with no terminal on stdin: refused at once (exit 2) instead of waiting for answers", () =>
     Effect.gen(function*() {
       const w = yield* world
       const result = yield* Cli.run(["--wizard"], { cwd: w.elsewhere, env: w.env, input: "" })
@@ -109,7 +109,7 @@ describe("the home, from another directory (built command)", () => {
       )
     })
 
-  it.scopedLive("with PLANCKCLAW_HOME: its config.env, memory and claws are used, and nothing lands where it runs", () =>
+  it.live("with PLANCKCLAW_HOME: its config.env, memory and claws are used, and nothing lands where it runs", () =>
     Effect.gen(function*() {
       const w = yield* world
       const server = yield* AnthropicServer.make(AnthropicServer.replies(
@@ -137,7 +137,7 @@ describe("the home, from another directory (built command)", () => {
       expect(JSON.stringify(requests[0]!.body)).toContain("get_time")
     }))
 
-  it.scopedLive("found by default: ~/.planckclaw, when the current directory holds no config.env", () =>
+  it.live("found by default: ~/.planckclaw, when the current directory holds no config.env", () =>
     Effect.gen(function*() {
       const w = yield* world
       const server = yield* AnthropicServer.make(AnthropicServer.echo)
@@ -148,7 +148,7 @@ describe("the home, from another directory (built command)", () => {
       expect(fs.readdirSync(w.elsewhere)).toEqual([])
     }))
 
-  it.scopedLive("found by default: the current directory, when it holds config.env", () =>
+  it.live("found by default: the current directory, when it holds config.env", () =>
     Effect.gen(function*() {
       const w = yield* world
       const server = yield* AnthropicServer.make(AnthropicServer.echo)
@@ -160,7 +160,7 @@ describe("the home, from another directory (built command)", () => {
       expect(fs.existsSync(path.join(w.home, ".planckclaw"))).toBe(false)
     }))
 
-  it.scopedLive("a missing key names the file to put it in, and that init makes it", () =>
+  it.live("a missing key names the file to put it in, and that init makes it", () =>
     Effect.gen(function*() {
       const w = yield* world
       const result = yield* Cli.run(["run"], { cwd: w.elsewhere, env: w.env, input: "" })
@@ -173,7 +173,7 @@ describe("the home, from another directory (built command)", () => {
 })
 
 describe("config.env written by hand (built command)", () => {
-  it.scopedLive("a bad value is refused at start-up with the key, even with nothing on stdin", () =>
+  it.live("a bad value is refused at start-up with the key, even with nothing on stdin", () =>
     Effect.gen(function*() {
       const w = yield* world
       fs.writeFileSync(path.join(w.elsewhere, "config.env"), "export ANTHROPIC_API_KEY=\"test-key\"\nHISTORY_MAX=lots # oops\n")
@@ -188,7 +188,7 @@ describe("config.env written by hand (built command)", () => {
       expect(cross.stderr.trim()).toBe("planckclaw: configuration error: HISTORY_KEEP must be smaller than HISTORY_MAX")
     }))
 
-  it.scopedLive("a $(...) line is refused with its line number and never run", () =>
+  it.live("a $(...) line is refused with its line number and never run", () =>
     Effect.gen(function*() {
       const w = yield* world
       const marker = path.join(w.root, "ran")

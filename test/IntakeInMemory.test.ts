@@ -18,7 +18,7 @@ describe("DirectPull.directPull of the in-memory adapter", () => {
       yield* handle.offer({ channel: "a", text: "two" })
       expect(Chunk.toArray(yield* pull)).toEqual([{ channel: "a", text: "one" }])
       expect(Chunk.toArray(yield* pull)).toEqual([{ channel: "a", text: "two" }])
-      const waiting = yield* Effect.fork(pull)
+      const waiting = yield* Effect.forkChild(pull)
       yield* handle.offer({ channel: "b", text: "three" })
       expect(Chunk.toArray(yield* Fiber.join(waiting))).toEqual([{ channel: "b", text: "three" }])
       yield* handle.end

@@ -41,7 +41,7 @@ const inDatabase = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   })
 
 describe("memory export/import", () => {
-  it.scoped("files → database → files is byte for byte, oddities included, and the agent reads and appends in between", () =>
+  it.effect("files → database → files is byte for byte, oddities included, and the agent reads and appends in between", () =>
     inDatabase(Effect.gen(function*() {
       const root = yield* tempDir()
       const source = path.join(root, "source")
@@ -69,7 +69,7 @@ describe("memory export/import", () => {
       )
     })))
 
-  it.scoped("keeps a missing final newline, an absent summary, and the usage ledger", () =>
+  it.effect("keeps a missing final newline, an absent summary, and the usage ledger", () =>
     inDatabase(Effect.gen(function*() {
       const root = yield* tempDir()
       const usage = `{"at":"2026-11-30T10:00:00.123Z","kind":"turn","brain":"anthropic","model":"m","ms":812,"input":10,"output":5,"cache_write":0,"cache_read":3}\n`
@@ -81,7 +81,7 @@ describe("memory export/import", () => {
       expect(fs.readFileSync(path.join(root, "out", "usage.jsonl"), "utf8")).toBe(usage)
     })))
 
-  it.scoped("refuses, changing nothing: memory already there, a directory holding memory, a file that is not UTF-8", () =>
+  it.effect("refuses, changing nothing: memory already there, a directory holding memory, a file that is not UTF-8", () =>
     inDatabase(Effect.gen(function*() {
       const root = yield* tempDir()
       writeFiles(path.join(root, "one"), { "history.jsonl": `{"role":"user","content":"one"}\n` })
@@ -103,7 +103,7 @@ describe("memory export/import", () => {
 })
 
 describe("planckclaw memory (the built command)", () => {
-  it.scoped("imports and exports through PLANCKCLAW_DATABASE_URL, and never shows its password", () =>
+  it.effect("imports and exports through PLANCKCLAW_DATABASE_URL, and never shows its password", () =>
     Effect.gen(function*() {
       const url = yield* freshDatabase(yield* server)
       const root = yield* tempDir()

@@ -23,7 +23,7 @@ const settle = Effect.forEach(Array.from({ length: 20 }), () => Effect.yieldNow(
 /** Whether a section started now gets the lock: it must have run once the others have settled. */
 const free = (lock: Lock) =>
   Effect.gen(function*() {
-    const probe = yield* Effect.fork(lock.withPermits(1)(Effect.void))
+    const probe = yield* Effect.forkChild(lock.withPermits(1)(Effect.void))
     yield* settle
     const done = Option.isSome(yield* Fiber.poll(probe))
     yield* Fiber.interrupt(probe)
@@ -37,9 +37,9 @@ describe("Mutex", () => {
         const lock = yield* makeLock
         const gate = yield* Deferred.make<void>()
         const log: Array<string> = []
-        const first = yield* Effect.fork(lock.withPermits(1)(Effect.zipRight(Effect.sync(() => log.push("first in")), Deferred.await(gate))))
+        const first = yield* Effect.forkChild(lock.withPermits(1)(Effect.andThen(Effect.sync(() => log.push("first in")), Deferred.await(gate))))
         yield* settle
-        const second = yield* Effect.fork(lock.withPermits(1)(Effect.sync(() => log.push("second in"))))
+        const second = yield* Effect.forkChild(lock.withPermits(1)(Effect.sync(() => log.push("second in"))))
         yield* settle
         expect(log).toEqual(["first in"])
         yield* Deferred.succeed(gate, undefined)
@@ -63,7 +63,7 @@ describe("Mutex", () => {
     it.effect(`${kind}: a holder interrupted mid-section lets the lock go`, () =>
       Effect.gen(function*() {
         const lock = yield* makeLock
-        const holder = yield* Effect.fork(lock.withPermits(1)(Effect.never))
+        const holder = yield* Effect.forkChild(lock.withPermits(1)(Effect.never))
         yield* settle
         expect(yield* free(lock)).toBe(false)
         yield* Fiber.interrupt(holder)
@@ -74,11 +74,11 @@ describe("Mutex", () => {
       Effect.gen(function*() {
         const lock = yield* makeLock
         const gate = yield* Deferred.make<void>()
-        const holder = yield* Effect.fork(lock.withPermits(1)(Deferred.await(gate)))
+        const holder = yield* Effect.forkChild(lock.withPermits(1)(Deferred.await(gate)))
         yield* settle
         const log: Array<string> = []
-        const waiter = yield* Effect.fork(lock.withPermits(1)(Effect.sync(() => log.push("interrupted one"))))
-        const behind = yield* Effect.fork(lock.withPermits(1)(Effect.sync(() => log.push("one behind"))))
+        const waiter = yield* Effect.forkChild(lock.withPermits(1)(Effect.sync(() => log.push("interrupted one"))))
+        const behind = yield* Effect.forkChild(lock.withPermits(1)(Effect.sync(() => log.push("one behind"))))
         yield* settle
         yield* Fiber.interrupt(waiter)
         yield* Deferred.succeed(gate, undefined)
@@ -92,13 +92,13 @@ describe("Mutex", () => {
       Effect.gen(function*() {
         const lock = yield* makeLock
         const gate = yield* Deferred.make<void>()
-        const holder = yield* Effect.fork(lock.withPermits(1)(Deferred.await(gate)))
+        const holder = yield* Effect.forkChild(lock.withPermits(1)(Deferred.await(gate)))
         yield* settle
-        const waiter = yield* Effect.fork(lock.withPermits(1)(Effect.never))
+        const waiter = yield* Effect.forkChild(lock.withPermits(1)(Effect.never))
         yield* settle
         // In one step: the holder is let go (waking the waiter) and the waiter is interrupted.
         yield* Effect.sync(() => {
-          Deferred.unsafeDone(gate, Exit.void)
+          Deferred.doneUnsafe(gate, Exit.void)
           waiter.unsafeInterruptAsFork(waiter.id())
         })
         yield* Fiber.join(holder)

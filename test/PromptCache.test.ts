@@ -32,7 +32,7 @@ const run = (settings: Record<string, string>, input: string) =>
   })
 
 describe("prompt caching (built command)", () => {
-  it.scopedLive("consecutive turns share the bytes up to the last breakpoint, until the window is re-anchored", () =>
+  it.live("consecutive turns share the bytes up to the last breakpoint, until the window is re-anchored", () =>
     Effect.gen(function*() {
       const raws = yield* run({ HISTORY_KEEP: "4" }, "one\ntwo\nthree\nfour\nfive\nsix\n")
       expect(raws).toHaveLength(6)
@@ -62,7 +62,7 @@ describe("prompt caching (built command)", () => {
       expect(raws[5]!.slice(0, systemEnd)).toBe(raws[4]!.slice(0, systemEnd))
     }))
 
-  it.scopedLive("PLANCKCLAW_PROMPT_CACHE=0 sends no breakpoint and the plain HISTORY_KEEP tail", () =>
+  it.live("PLANCKCLAW_PROMPT_CACHE=0 sends no breakpoint and the plain HISTORY_KEEP tail", () =>
     Effect.gen(function*() {
       const raws = yield* run({ HISTORY_KEEP: "2", PLANCKCLAW_PROMPT_CACHE: "0" }, "one\ntwo\nthree\n")
       expect(raws.map(countMarks)).toEqual([0, 0, 0])

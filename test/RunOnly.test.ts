@@ -3,8 +3,8 @@
  * loads less). A mistake on a `run` command line must get the same answer
  * from it as from the whole command line: the same lines, the same failure.
  */
-import * as Command from "@effect/cli/Command"
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Command from "effect/cli/Command"
+import * as NodeContext from "@effect/platform-node/NodeServices"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"

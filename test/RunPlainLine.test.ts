@@ -7,8 +7,8 @@
  * and the others to the whole command line.
  */
 import { createRequire } from "node:module"
-import * as Command from "@effect/cli/Command"
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Command from "effect/cli/Command"
+import * as NodeContext from "@effect/platform-node/NodeServices"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { describe, expect, it } from "vitest"

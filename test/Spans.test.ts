@@ -93,7 +93,7 @@ describe("spans", () => {
       ])
     }))
 
-  it.scoped("a message's turn runs inside Agent.handle", () =>
+  it.effect("a message's turn runs inside Agent.handle", () =>
     Effect.gen(function*() {
       const { recorded, tracer } = yield* spanRecorder
       const h = yield* harness({ script, tools: [tool("first"), tool("second")] }).pipe(Effect.withTracer(tracer))
@@ -114,7 +114,7 @@ describe("spans", () => {
         seen.push(Option.getOrUndefined(span)?.name)
       })
       const brain = yield* ScriptedBrain.make(script)
-      const watched: BrainService = { complete: (request) => Effect.zipRight(current, brain.service.complete(request)) }
+      const watched: BrainService = { complete: (request) => Effect.andThen(current, brain.service.complete(request)) }
       const watchedTool = (name: string): InMemoryClaws.InMemoryTool => ({
         ...tool(name),
         run: () => Effect.as(current, { content: "done", isError: false })

@@ -81,6 +81,6 @@ describe("Turn.run", () => {
     Effect.gen(function*() {
       const broken: InMemoryClaws.InMemoryTool = { definition: echoTool.definition, run: () => Effect.die("boom") }
       const { exit } = yield* turn([ScriptedBrain.toolUse([{ id: "t", name: "echo", input: {} }])], [broken])
-      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      expect(Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
     }))
 })

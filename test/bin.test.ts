@@ -28,14 +28,14 @@ const setup = (handler: AnthropicServer.Handler, extra: Record<string, string> =
   })
 
 describe("npm start (the quick start)", () => {
-  it.scopedLive("runs the agent with the checkout as its home: the shipped claws, the key from the environment", () =>
+  it.live("runs the agent with the checkout as its home: the shipped claws, the key from the environment", () =>
     Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.text("Hello from the checkout.")))
       const box = yield* sandbox({ ANTHROPIC_API_KEY: "test-key-not-secret", ANTHROPIC_BASE_URL: server.url }, "planckclaw-npm-start-")
       // HOME is the sandbox (no ~/.planckclaw), memory goes to the sandbox: only the claws can come from the checkout.
       const env: NodeJS.ProcessEnv = { ...box.env, HOME: box.dir, PLANCKCLAW_DIR: box.memory, npm_config_update_notifier: "false" }
       delete env.CLAWS_DIR
-      const result = yield* Effect.async<{ code: number | null; stdout: string }>((resume) => {
+      const result = yield* Effect.callback<{ code: number | null; stdout: string }>((resume) => {
         const npm = child.spawn("npm", ["start", "--silent"], { cwd: Cli.REPO, env })
         let stdout = ""
         npm.stdout.setEncoding("utf8").on("data", (chunk: string) => void (stdout += chunk))
@@ -51,7 +51,7 @@ describe("npm start (the quick start)", () => {
 })
 
 describe("planckclaw run (built command)", () => {
-  it.scopedLive("answers piped messages in order, runs several shipped claws in one round, and exits 0", () =>
+  it.live("answers piped messages in order, runs several shipped claws in one round, and exits 0", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(
         AnthropicServer.toolUse([
@@ -92,7 +92,7 @@ describe("planckclaw run (built command)", () => {
       )
     }))
 
-  it.scopedLive("apologises when the brain fails, stores nothing, and goes on", () =>
+  it.live("apologises when the brain fails, stores nothing, and goes on", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(
         AnthropicServer.apiError(503, "api_error", "Service unavailable"),
@@ -105,7 +105,7 @@ describe("planckclaw run (built command)", () => {
       expect(t.read("history.jsonl")).toBe(line("user", "two") + line("assistant", "Recovered."))
     }))
 
-  it.scopedLive("a refused request (400) is answered as a misconfigured brain, the log naming the setting", () =>
+  it.live("a refused request (400) is answered as a misconfigured brain, the log naming the setting", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(
         AnthropicServer.apiError(400, "invalid_request_error", "bad request"),
@@ -126,7 +126,7 @@ describe("planckclaw run (built command)", () => {
       expect(t.read("history.jsonl") ?? "").toBe("")
     }))
 
-  it.scopedLive("without ANTHROPIC_API_KEY prints one line on how to set it and exits 2", () =>
+  it.live("without ANTHROPIC_API_KEY prints one line on how to set it and exits 2", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("unused")))
       const { ANTHROPIC_API_KEY: _, ...env } = t.env
@@ -138,7 +138,7 @@ describe("planckclaw run (built command)", () => {
       expect(result.stderr).toContain("config.env")
     }))
 
-  it.scopedLive("rejects a bad value from config.env, naming the key and what was expected", () =>
+  it.live("rejects a bad value from config.env, naming the key and what was expected", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("unused")))
       fs.writeFileSync(path.join(t.cwd, "config.env"), "export HISTORY_MAX=\"lots\"\n")
@@ -149,7 +149,7 @@ describe("planckclaw run (built command)", () => {
       )
     }))
 
-  it.scopedLive("lets the environment override config.env, and refuses an unknown bridge", () =>
+  it.live("lets the environment override config.env, and refuses an unknown bridge", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("from the env server")))
       fs.writeFileSync(path.join(t.cwd, "config.env"), "export ANTHROPIC_BASE_URL=\"http://127.0.0.1:9\"\n")
@@ -160,7 +160,7 @@ describe("planckclaw run (built command)", () => {
       expect(bad.stderr).toContain("unknown bridge 'carrier-pigeon'")
     }))
 
-  it.scopedLive("refuses a second run on the same memory directory", () =>
+  it.live("refuses a second run on the same memory directory", () =>
     Effect.scoped(Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("first")))
       const first = yield* Cli.start(["run"], { cwd: t.cwd, env: t.env })
@@ -178,7 +178,7 @@ describe("planckclaw compact (built command)", () => {
   const history = (count: number) =>
     Array.from({ length: count }, (_, i) => line(i % 2 === 0 ? "user" : "assistant", `m${i}`)).join("")
 
-  it.scopedLive("compacts on demand outside a run and prints what it did", () =>
+  it.live("compacts on demand outside a run and prints what it did", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("A tidy summary.")), { HISTORY_KEEP: "2" })
       fs.mkdirSync(t.memory)
@@ -194,7 +194,7 @@ describe("planckclaw compact (built command)", () => {
       expect(again.stdout).toBe("Nothing to compact: history holds no lines older than the last HISTORY_KEEP.\n")
     }))
 
-  it.scopedLive("with PLANCKCLAW_BRAIN=none, refuses with exit 2, pointing at /compact, and changes nothing", () =>
+  it.live("with PLANCKCLAW_BRAIN=none, refuses with exit 2, pointing at /compact, and changes nothing", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("never asked")), { HISTORY_KEEP: "2" })
       fs.mkdirSync(t.memory)
@@ -225,7 +225,7 @@ done
 `
     )
 
-  it.scopedLive("with an executable brain, starts it on pipes of its own, compacts with its summary, and removes its pipes", () =>
+  it.live("with an executable brain, starts it on pipes of its own, compacts with its summary, and removes its pipes", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("never asked")), { HISTORY_KEEP: "2" })
       fs.mkdirSync(t.memory)
@@ -256,7 +256,7 @@ done
       expect(yield* t.server.requests).toHaveLength(0)
     }))
 
-  it.scopedLive("with an executable brain that dies on every request, fails with exit 1, naming it, and changes nothing", () =>
+  it.live("with an executable brain that dies on every request, fails with exit 1, naming it, and changes nothing", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("never asked")), { HISTORY_KEEP: "2" })
       fs.mkdirSync(t.memory)
@@ -270,7 +270,7 @@ done
       expect(t.read("summary.md")).toBeUndefined()
     }), 60_000)
 
-  it.scopedLive("compacts while a run is active on the same directory, losing no line", () =>
+  it.live("compacts while a run is active on the same directory, losing no line", () =>
     Effect.scoped(Effect.gen(function*() {
       const t = yield* setup((request) =>
         AnthropicServer.isCompaction(request)
@@ -298,7 +298,7 @@ done
 })
 
 describe("planckclaw tools / --version / --help", () => {
-  it.scopedLive("lists the shipped tools and every declaration it skipped, with why", () =>
+  it.live("lists the shipped tools and every declaration it skipped, with why", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("unused")))
       const claws = t.claws
@@ -315,7 +315,7 @@ describe("planckclaw tools / --version / --help", () => {
       expect(result.stdout).toContain("broken.sh:3")
     }))
 
-  it.scopedLive("prints its version and help", () =>
+  it.live("prints its version and help", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("unused")))
       const version = yield* Cli.run(["--version"], { cwd: t.cwd, env: t.env })
@@ -335,7 +335,7 @@ describe("planckclaw run --bridge discord (built command)", () => {
   const alice = "300000000000000001"
   const token = "fake-discord-token-for-tests"
 
-  it.scopedLive("answers a Discord message in its channel through the pipes, and stops cleanly on SIGTERM", () =>
+  it.live("answers a Discord message in its channel through the pipes, and stops cleanly on SIGTERM", () =>
     Effect.gen(function*() {
       const fake = yield* FakeDiscord.make({ token, botUserId, guildId: "400000000000000001", channelIds: [channel] })
       const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("Hello from the agent, Alice.")), {

@@ -38,7 +38,7 @@ const post = (base: string, id: string, text: string, headers: Record<string, st
 
 /** A POST to `rawPath` exactly as written: node:http, unlike fetch, leaves `..` in the path. */
 const unnormalised = (base: string, rawPath: string, body: string) =>
-  Effect.async<Answer, FetchFailed>((resume) => {
+  Effect.callback<Answer, FetchFailed>((resume) => {
     const sent = http.request(`${base}${rawPath}`, { method: "POST", path: rawPath, headers: { "content-type": "application/json" } }, (response) => {
       const chunks: Array<Buffer> = []
       response.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -78,7 +78,7 @@ const startServe = (cwd: string, env: NodeJS.ProcessEnv, args: ReadonlyArray<str
   })
 
 describe("planckclaw serve (built command)", () => {
-  it.scopedLive("answers twelve agents at once over HTTP, each in order, lists them, and exits 0 on SIGTERM", () =>
+  it.live("answers twelve agents at once over HTTP, each in order, lists them, and exits 0 on SIGTERM", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.echo)
       const { running, base } = yield* startServe(t.box.dir, t.env)
@@ -106,7 +106,7 @@ describe("planckclaw serve (built command)", () => {
       expect(result.stderr).not.toContain("test-key-not-secret")
     }))
 
-  it.scopedLive("with PLANCKCLAW_HTTP_TOKEN, a request without the header gets 401 and touches no memory", () =>
+  it.live("with PLANCKCLAW_HTTP_TOKEN, a request without the header gets 401 and touches no memory", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.echo, { PLANCKCLAW_HTTP_TOKEN: "s3cret-token" })
       const { base } = yield* startServe(t.box.dir, t.env)
@@ -118,7 +118,7 @@ describe("planckclaw serve (built command)", () => {
       expect(allowed).toEqual({ status: 200, body: { reply: "re: hi", stored: true } })
     }))
 
-  it.scopedLive("an Idempotency-Key retried gets the same reply without a second turn, also after a restart", () =>
+  it.live("an Idempotency-Key retried gets the same reply without a second turn, also after a restart", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.echo)
       const first = yield* startServe(t.box.dir, t.env)
@@ -137,7 +137,7 @@ describe("planckclaw serve (built command)", () => {
       expect(t.history("alice")).toBe(line("user", "buy milk") + line("assistant", "re: buy milk"))
     }))
 
-  it.scopedLive("an agent is answered by one process at a time: a second serve and a run on it are refused until the first lets go", () =>
+  it.live("an agent is answered by one process at a time: a second serve and a run on it are refused until the first lets go", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.echo)
       const first = yield* startServe(t.box.dir, t.env)
@@ -163,7 +163,7 @@ describe("planckclaw serve (built command)", () => {
       expect(t.history("alice")).toBe(line("user", "one") + line("assistant", "re: one") + line("user", "two") + line("assistant", "re: two"))
     }))
 
-  it.scopedLive("refuses bad input with a JSON error and the right status, touching no memory", () =>
+  it.live("refuses bad input with a JSON error and the right status, touching no memory", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.echo, { PLANCKCLAW_MAX_MESSAGE_BYTES: "100" })
       const { base } = yield* startServe(t.box.dir, t.env)
@@ -193,7 +193,7 @@ describe("planckclaw serve (built command)", () => {
       expect(yield* post(base, "alice", "x".repeat(100))).toEqual({ status: 200, body: { reply: `re: ${"x".repeat(100)}`, stored: true } })
     }))
 
-  it.scopedLive("refuses a non-loopback address without a token, and a bad --http, in one line with exit 2", () =>
+  it.live("refuses a non-loopback address without a token, and a bad --http, in one line with exit 2", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.echo)
       const open = yield* Cli.run(["serve", "--http", "0.0.0.0:0"], { cwd: t.box.dir, env: t.env })
@@ -205,15 +205,15 @@ describe("planckclaw serve (built command)", () => {
       expect(fs.existsSync(t.agents)).toBe(false)
     }))
 
-  it.scopedLive("after a SIGKILL with turns in flight for two agents, a restart answers each accepted message once", () =>
+  it.live("after a SIGKILL with turns in flight for two agents, a restart answers each accepted message once", () =>
     Effect.gen(function*() {
       // The first two turns are slow: serve is killed while both wait for the brain.
       const t = yield* setup((request, index) =>
         index < 2 ? AnthropicServer.delay(30_000, AnthropicServer.echo(request, index)) : AnthropicServer.echo(request, index)
       )
       const first = yield* startServe(t.box.dir, t.env)
-      const pending = yield* Effect.fork(
-        Effect.forEach(["alice", "bob"], (id) => Effect.either(post(first.base, id, `${id} first`)), { concurrency: "unbounded" })
+      const pending = yield* Effect.forkChild(
+        Effect.forEach(["alice", "bob"], (id) => Effect.result(post(first.base, id, `${id} first`)), { concurrency: "unbounded" })
       )
       yield* t.server.awaitRequests(2)
       first.running.process.kill("SIGKILL")
@@ -243,7 +243,7 @@ describe("planckclaw serve (built command)", () => {
 })
 
 describe("planckclaw compact --agent (built command)", () => {
-  it.scopedLive("compacts one agent's directory with its own settings, and refuses a bad id with exit 2", () =>
+  it.live("compacts one agent's directory with its own settings, and refuses a bad id with exit 2", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(AnthropicServer.text("A tidy summary.")))
       const dir = path.join(t.agents, "alice")

@@ -94,19 +94,17 @@ export const logging = Layer.merge(Logging.layer(false), Logger.minimumLogLevel(
 export const startAgent = ({ memoryDir, brain, claws, settings = {} }) =>
   Effect.gen(function*() {
     const interact = yield* InMemoryInteract.make
-    const provider = ConfigProvider.fromMap(
-      new Map(Object.entries({ PLANCKCLAW_DIR: memoryDir, PLANCKCLAW_MODEL: "bench-model", ...settings }))
-    )
+    const provider = ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries({ PLANCKCLAW_DIR: memoryDir, PLANCKCLAW_MODEL: "bench-model", ...settings }))), { preserveEmptyStrings: true })
     const layer = Layer.merge(Agent.layerWithMemory, MemoryHold.layer).pipe(
       Layer.provide(Layer.merge(Layer.succeed(Brain, brain), claws)),
       Layer.provideMerge(InMemoryInteract.layer(interact)),
-      Layer.provide(Layer.setConfigProvider(provider))
+      Layer.provide(ConfigProvider.layer(provider))
     )
     const context = yield* Layer.build(layer)
     yield* Intake.run.pipe(Effect.provide(context), Effect.forkScoped)
     return {
       say: (message) =>
-        interact.offer({ channel: "bench", text: message }).pipe(Effect.zipRight(Queue.take(interact.replies)))
+        interact.offer({ channel: "bench", text: message }).pipe(Effect.andThen(Queue.take(interact.replies)))
     }
   })
 

@@ -16,13 +16,13 @@ const [dir, agents, rounds] = [process.argv[2], Number(process.argv[3]), Number(
 const instantBrain = Layer.succeed(Brain, {
   complete: () => Effect.succeed({ content: [{ type: "text", text: "Noted." }], stop_reason: "end_turn" })
 })
-const settings = ConfigProvider.fromMap(new Map([
+const settings = ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([
   ["PLANCKCLAW_AGENTS_DIR", path.join(dir, "agents")],
   ["PLANCKCLAW_DIR", path.join(dir, "memory")]
-]))
+])), { preserveEmptyStrings: true })
 const layer = AgentHost.layer.pipe(
   Layer.provide(Layer.merge(instantBrain, InMemoryClaws.layer([]))),
-  Layer.provide(Layer.merge(Layer.setConfigProvider(settings), Logger.minimumLogLevel(LogLevel.Warning)))
+  Layer.provide(Layer.merge(ConfigProvider.layer(settings), Logger.minimumLogLevel(LogLevel.Warning)))
 )
 const ids = Array.from({ length: agents }, (_, n) => `agent-${n}`)
 

@@ -6,13 +6,13 @@
  * its mind about (400, 401, a body that is not a Messages response) becomes
  * `BrainError("fatal")` at once.
  */
-import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClient from "effect/http/HttpClient"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import {
@@ -58,7 +58,7 @@ export type AnthropicConfig = Config.Config.Success<typeof AnthropicConfig>
  * scrubbed before the cut, which would leave a key straddling it unmatched.
  */
 const describeErrorBody = (body: string, scrub: Scrub): string => {
-  const parsed = Either.getOrUndefined(Either.try(() => JSON.parse(body) as unknown))
+  const parsed = Result.getOrUndefined(Result.try(() => JSON.parse(body) as unknown))
   const error = isJsonObject(parsed) ? parsed.error : undefined
   if (isJsonObject(error)) {
     const words = [error.type, error.message].filter((part): part is string => typeof part === "string")
@@ -149,7 +149,7 @@ const missesApiKey = (error: ConfigError.ConfigError): boolean => {
   switch (error._op) {
     case "And":
     case "Or":
-      return missesApiKey(error.left) || missesApiKey(error.right)
+      return missesApiKey(error.failure) || missesApiKey(error.success)
     case "MissingData":
       return error.path.includes("ANTHROPIC_API_KEY")
     default:

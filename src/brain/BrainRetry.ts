@@ -6,14 +6,14 @@
  * and, once the retries are spent, becomes `BrainError("timeout")`. A
  * request that could not even be built is `BrainError("fatal")` at once.
  */
-import type * as HttpClientError from "@effect/platform/HttpClientError"
+import type * as HttpClientError from "effect/http/HttpClientError"
 import type * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
@@ -135,11 +135,11 @@ export const attemptExchange = <A>(
 ): Effect.Effect<A, AttemptFailure> =>
   Effect.gen(function*() {
     const started = yield* Clock.currentTimeMillis
-    const outcome = yield* exchange.pipe(Effect.timeout(timeout), Effect.either)
+    const outcome = yield* exchange.pipe(Effect.timeout(timeout), Effect.result)
     const now = yield* Clock.currentTimeMillis
     const after = `attempt ${number}, ${now - started} ms`
-    if (Either.isRight(outcome)) return yield* answered(outcome.right, now, after)
-    const error: HttpClientError.HttpClientError | BrainError | Cause.TimeoutException = outcome.left
+    if (Result.isSuccess(outcome)) return yield* answered(outcome.success, now, after)
+    const error: HttpClientError.HttpClientError | BrainError | Cause.TimeoutError = outcome.failure
     if (error._tag === "BrainError") {
       yield* report.debug(`${after}: ${error.detail}`)
       return yield* error

@@ -12,7 +12,7 @@
  * to name the bad arguments (`invalidArgumentsMessage`), so the model sees
  * what it wrote and what to do instead.
  */
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type { Message, MessagesRequest, MessagesResponse, ResponseBlock, ToolResultBlock, ToolUseBlock } from "../Brain.js"
 import { preview, systemText } from "../Brain.js"
@@ -52,14 +52,14 @@ export interface ChatRequest {
 /** Prefix of a tool_result whose `is_error` the Chat Completions wire has no field for. */
 export const TOOL_ERROR_PREFIX = "Error: "
 
-const parseJson = (text: string): Either.Either<unknown, unknown> => Either.try(() => JSON.parse(text) as unknown)
+const parseJson = (text: string): Result.Result<unknown, unknown> => Result.try(() => JSON.parse(text) as unknown)
 
 /** What the model is told when its arguments for `name` were not a JSON object. */
 export const invalidArgumentsMessage = (name: string, raw: string): string => {
   const parsed = parseJson(raw)
-  const what = Either.isLeft(parsed)
+  const what = Result.isFailure(parsed)
     ? "are not valid JSON"
-    : `are ${Array.isArray(parsed.right) ? "an array" : parsed.right === null ? "null" : `a ${typeof parsed.right}`}, not an object`
+    : `are ${Array.isArray(parsed.success) ? "an array" : parsed.success === null ? "null" : `a ${typeof parsed.success}`}, not an object`
   return `${TOOL_ERROR_PREFIX}the arguments of this ${name} call ${what}: ${preview(raw, 500)}. ` +
     `Call ${name} again with its arguments as one JSON object matching its parameters schema.`
 }
@@ -167,7 +167,7 @@ const chatResponseSchema = () => {
     model: Optional(Schema.String),
     choices: Schema.Array(Schema.Struct({
       message: Schema.Struct({
-        content: Optional(Schema.Union(Schema.String, Schema.Array(ContentPart))),
+        content: Optional(Schema.Union([Schema.String, Schema.Array(ContentPart)])),
         refusal: Optional(Schema.String),
         tool_calls: Optional(Schema.Array(ChatToolCallIn))
       }),
@@ -182,7 +182,7 @@ const chatResponseSchema = () => {
 }
 export type ChatResponse = ReturnType<typeof chatResponseSchema>["Type"]
 
-export const decodeChatResponse = madeOnFirstCall(() => Schema.decodeUnknownEither(chatResponseSchema()))
+export const decodeChatResponse = madeOnFirstCall(() => Schema.decodeUnknownResult(chatResponseSchema()))
 
 /**
  * `length` is a cut answer even with calls in it (their arguments may be
@@ -197,7 +197,7 @@ const inputOf = (raw: unknown): unknown => {
   if (typeof raw !== "string") return raw
   if (raw.trim() === "") return {} // a call without parameters, as some servers send it
   const parsed = parseJson(raw)
-  return Either.isRight(parsed) && isJsonObject(parsed.right) ? parsed.right : raw
+  return Result.isSuccess(parsed) && isJsonObject(parsed.success) ? parsed.success : raw
 }
 
 /**
@@ -207,9 +207,9 @@ const inputOf = (raw: unknown): unknown => {
 export const fromChatResponse = (
   response: ChatResponse,
   fallbackId: (index: number) => string
-): Either.Either<MessagesResponse, string> => {
+): Result.Result<MessagesResponse, string> => {
   const choice = response.choices[0]
-  if (choice === undefined) return Either.left("answer has no choices")
+  if (choice === undefined) return Result.fail("answer has no choices")
   const { content, refusal, tool_calls } = choice.message
   const text = typeof content === "string"
     ? content
@@ -223,7 +223,7 @@ export const fromChatResponse = (
     input: inputOf(call.function.arguments)
   }))
   const blocks: Array<ResponseBlock> = [...(said !== "" ? [{ type: "text" as const, text: said }] : []), ...calls]
-  return Either.right({
+  return Result.succeed({
     ...(response.id != null ? { id: response.id } : {}),
     type: "message",
     role: "assistant",

@@ -7,7 +7,7 @@
  * its own pipes and its own bridge. The agent's side is FifoBrain, as in a run.
  */
 import * as os from "node:os"
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Brain } from "../Brain.js"
@@ -27,11 +27,11 @@ const privateRunDir = Effect.mapError(
 export const layer = (
   command: string
 ): Layer.Layer<Brain, Bridges.FarEndFailure | RuntimeDir.RuntimeDirError | FifoError | ConfigError.ConfigError> =>
-  Layer.unwrapScoped(Effect.gen(function*() {
+  Layer.unwrap(Effect.gen(function*() {
     const paths = yield* RuntimeDir.makeRuntimeDir(yield* privateRunDir)
     const timeout = yield* FifoBrain.BridgePatienceConfig
     // The bridge first, as in a run: its exits tell FifoBrain to ask the restarted one again.
-    const nearEnd = Layer.unwrapEffect(Effect.map(Bridges.BrainEnd, (end) => FifoBrain.layer({ paths, timeout, farEndExits: end.exits })))
+    const nearEnd = Layer.unwrap(Effect.map(Bridges.BrainEnd, (end) => FifoBrain.layer({ paths, timeout, farEndExits: end.exits })))
     return nearEnd.pipe(
       Layer.provide(Bridges.brainEnd({ _tag: "External", path: command })),
       Layer.provide(Layer.succeed(RuntimeDir.RunPaths, paths))

@@ -7,7 +7,7 @@
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { Brain, BrainError, type BrainService, decodeBrainAnswer, type MessagesResponse } from "../Brain.js"
@@ -62,17 +62,17 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
     // The usual answer skips the Schema; anything else (errors, other
     // blocks, odd fields) takes the full decode and its messages.
     const readAnswer = (answer: string): Effect.Effect<MessagesResponse, BrainError> => {
-      const json = Either.try(() => JSON.parse(answer) as unknown)
-      const plain = Either.isRight(json) ? plainBrainAnswer(json.right) : undefined
+      const json = Result.try(() => JSON.parse(answer) as unknown)
+      const plain = Result.isSuccess(json) ? plainBrainAnswer(json.success) : undefined
       return plain !== undefined ? Effect.succeed(plain) : decodeBrainAnswer(answer)
     }
     const complete: BrainService["complete"] = (request) => {
       const frame = encodeRequest(request)
-      if (Either.isLeft(frame)) return Effect.fail(new BrainError({ reason: "fatal", detail: frame.left.message }))
+      if (Result.isFailure(frame)) return Effect.fail(new BrainError({ reason: "fatal", detail: frame.failure.message }))
       // A bridge that crashed with the request is restarted: the request goes once more, to the new one.
-      return Effect.flatMap(Effect.catchTags(askOnceMore(exchange, frame.right, timeout), exchangeFailures), readAnswer)
+      return Effect.flatMap(Effect.catchTags(askOnceMore(exchange, frame.success, timeout), exchangeFailures), readAnswer)
     }
     return { complete }
   })
 
-export const layer = (options: FifoBrainOptions): Layer.Layer<Brain, FifoError> => Layer.scoped(Brain, make(options))
+export const layer = (options: FifoBrainOptions): Layer.Layer<Brain, FifoError> => Layer.effect(Brain, make(options))

@@ -6,13 +6,13 @@
  * Permanent answers (400, 401, 403, 404, …) fail at once with
  * `BrainError("fatal")` and a detail naming the setting to fix.
  */
-import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClient from "effect/http/HttpClient"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -103,7 +103,7 @@ export const missingApiKey = (baseUrl: string) =>
  * scrubbed before the cut, which would leave a key straddling it unmatched.
  */
 const apiMessage = (body: string, scrub: Scrub): string => {
-  const parsed = Either.getOrUndefined(Either.try(() => JSON.parse(body) as unknown))
+  const parsed = Result.getOrUndefined(Result.try(() => JSON.parse(body) as unknown))
   const error = isJsonObject(parsed) ? parsed.error : undefined
   if (typeof error === "string") return preview(scrub(error))
   if (isJsonObject(error)) {
@@ -170,17 +170,17 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
 
     const decode = (answer: string): Effect.Effect<MessagesResponse, BrainError> => {
       const fatal = (detail: string) => Effect.fail(new BrainError({ reason: "fatal", detail: scrub(detail) }))
-      const json = Either.try(() => JSON.parse(answer) as unknown)
-      if (Either.isLeft(json)) return fatal(`answer is not JSON: ${preview(scrub(answer))}`)
-      if (answersError(json.right)) {
+      const json = Result.try(() => JSON.parse(answer) as unknown)
+      if (Result.isFailure(json)) return fatal(`answer is not JSON: ${preview(scrub(answer))}`)
+      if (answersError(json.success)) {
         return fatal(`server answered error: ${apiMessage(answer, scrub)}`)
       }
-      const decoded = decodeSparingUsage(decodeChatResponse, json.right, scrub)
-      if (Either.isLeft(decoded)) return fatal(`answer is not a Chat Completions response: ${oneLine(decoded.left, scrub)}`)
-      const { answer: chat, warning } = decoded.right
-      return Effect.zipRight(warning, Ref.updateAndGet(responses, (n) => n + 1)).pipe(Effect.flatMap((number) => {
+      const decoded = decodeSparingUsage(decodeChatResponse, json.success, scrub)
+      if (Result.isFailure(decoded)) return fatal(`answer is not a Chat Completions response: ${oneLine(decoded.failure, scrub)}`)
+      const { answer: chat, warning } = decoded.success
+      return Effect.andThen(warning, Ref.updateAndGet(responses, (n) => n + 1)).pipe(Effect.flatMap((number) => {
         const translated = fromChatResponse(chat, (index) => `call_planckclaw_${number}_${index}`)
-        return Either.isRight(translated) ? Effect.succeed(translated.right) : fatal(translated.left)
+        return Result.isSuccess(translated) ? Effect.succeed(translated.success) : fatal(translated.failure)
       }))
     }
 

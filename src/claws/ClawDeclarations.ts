@@ -2,8 +2,8 @@
  * What one claw declares: its `#TOOLS:` lines, each a JSON tool definition
  * or an array of them. A bad line or item never hides the good ones.
  */
-import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
+import * as Result from "effect/Result"
+import * as ParseResult from "effect/SchemaIssue"
 import * as Schema from "effect/Schema"
 import { type ToolCatalog, type ToolDefinition, ToolDefinition as ToolDefinitionSchema, type ToolProblem } from "../Claws.js"
 import { describeError } from "../Errors.js"
@@ -35,7 +35,7 @@ export interface Catalog extends ToolCatalog {
   readonly files: ReadonlyMap<string, string>
 }
 
-const decodeTool = madeOnFirstCall(() => Schema.decodeUnknownEither(ToolDefinitionSchema))
+const decodeTool = madeOnFirstCall(() => Schema.decodeUnknownResult(ToolDefinitionSchema))
 
 export const parseClawFile = (displayPath: string, text: string): ParsedFile => {
   const declarations: Array<Declaration> = []
@@ -64,22 +64,22 @@ export const parseClawFile = (displayPath: string, text: string): ParsedFile => 
       })
       return
     }
-    const parsed = Either.try(() => JSON.parse(line.slice(toolsPrefix.length)) as unknown)
-    if (Either.isLeft(parsed)) {
+    const parsed = Result.try(() => JSON.parse(line.slice(toolsPrefix.length)) as unknown)
+    if (Result.isFailure(parsed)) {
       // JSON.parse quotes the text it failed on, control characters included.
-      problems.push({ source, reason: `invalid JSON after #TOOLS: (${printable(describeError(parsed.left))})` })
+      problems.push({ source, reason: `invalid JSON after #TOOLS: (${printable(describeError(parsed.failure))})` })
       return
     }
-    const items = Array.isArray(parsed.right) ? parsed.right : [parsed.right]
+    const items = Array.isArray(parsed.success) ? parsed.success : [parsed.success]
     items.forEach((item, position) => {
       const decoded = decodeTool(item)
-      if (Either.isRight(decoded)) {
-        declarations.push({ tool: decoded.right, source })
+      if (Result.isSuccess(decoded)) {
+        declarations.push({ tool: decoded.success, source })
       } else {
-        const where = Array.isArray(parsed.right) ? `item ${position + 1}: ` : ""
+        const where = Array.isArray(parsed.success) ? `item ${position + 1}: ` : ""
         problems.push({
           source,
-          reason: `${where}invalid tool definition: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
+          reason: `${where}invalid tool definition: ${ParseResult.TreeFormatter.formatErrorSync(decoded.failure)}`
         })
       }
     })

@@ -18,7 +18,7 @@
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { describeError } from "../Errors.js"
 import { printable } from "../Printable.js"
 import { type Catalog, merge, type ParsedFile, parseClawFile } from "./ClawDeclarations.js"
@@ -70,10 +70,10 @@ const unreadable = (path: string, displayPath: string, reason: string): CachedFi
 })
 
 /** Whether a stat shows the version read, trusted (settled) and unchanged. */
-const isSameVersion = (cached: CachedFile | undefined, stat: Either.Either<Fs.Stats | undefined, unknown>): boolean =>
-  cached !== undefined && cached.settled && Either.isRight(stat) && stat.right !== undefined &&
-  cached.ino === stat.right.ino && cached.size === stat.right.size &&
-  cached.mtimeMs === stat.right.mtimeMs && cached.ctimeMs === stat.right.ctimeMs
+const isSameVersion = (cached: CachedFile | undefined, stat: Result.Result<Fs.Stats | undefined, unknown>): boolean =>
+  cached !== undefined && cached.settled && Result.isSuccess(stat) && stat.success !== undefined &&
+  cached.ino === stat.success.ino && cached.size === stat.success.size &&
+  cached.mtimeMs === stat.success.mtimeMs && cached.ctimeMs === stat.success.ctimeMs
 
 /**
  * Discovery with a per-file cache. Synchronous file calls on purpose: a
@@ -89,23 +89,23 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
 
   const load = (name: string, path: string): CachedFile => {
     counts.fileStats++
-    const stat = Either.try(() => Fs.statSync(path, { throwIfNoEntry: false }))
+    const stat = Result.try(() => Fs.statSync(path, { throwIfNoEntry: false }))
     const cached = cache.get(name)
     if (cached !== undefined && isSameVersion(cached, stat)) return cached
     // Escaped: the source is logged and listed, and a file name may hold a newline.
     const displayPath = printable(Path.join(directory, name))
-    if (Either.isLeft(stat)) return unreadable(path, displayPath, `cannot read: ${describeError(stat.left)}`)
-    if (stat.right === undefined) {
+    if (Result.isFailure(stat)) return unreadable(path, displayPath, `cannot read: ${describeError(stat.failure)}`)
+    if (stat.success === undefined) {
       return unreadable(path, displayPath, "cannot read: ENOENT (vanished, or a dangling symlink)")
     }
-    if (!stat.right.isFile()) return unreadable(path, displayPath, "cannot read: not a regular file")
-    const { ctimeMs, ino, mtimeMs, size } = stat.right
+    if (!stat.success.isFile()) return unreadable(path, displayPath, "cannot read: not a regular file")
+    const { ctimeMs, ino, mtimeMs, size } = stat.success
     counts.fileReads++
-    const text = Either.try(() => Fs.readFileSync(path, "utf8"))
-    if (Either.isLeft(text)) return unreadable(path, displayPath, `cannot read: ${describeError(text.left)}`)
+    const text = Result.try(() => Fs.readFileSync(path, "utf8"))
+    if (Result.isFailure(text)) return unreadable(path, displayPath, `cannot read: ${describeError(text.failure)}`)
     // Date.now, not Clock: it is compared with the filesystem's wall-clock times.
     const settled = Date.now() - Math.max(mtimeMs, ctimeMs) > settleMillis
-    return { ...parseClawFile(displayPath, text.right), path, ino, size, mtimeMs, ctimeMs, settled }
+    return { ...parseClawFile(displayPath, text.success), path, ino, size, mtimeMs, ctimeMs, settled }
   }
 
   // The listing is read again only when the directory changed (adding,
@@ -116,14 +116,14 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
   let symlinks = new Set<string>()
 
   /** The claw names, and whether the listing was read again. */
-  const listNames = (dir: Fs.Stats): Either.Either<ReadonlyArray<string>, unknown> => {
+  const listNames = (dir: Fs.Stats): Result.Result<ReadonlyArray<string>, unknown> => {
     if (
       listed !== undefined && listed.ino === dir.ino && listed.mtimeMs === dir.mtimeMs &&
       Date.now() - dir.mtimeMs > settleMillis
     ) {
-      return Either.right(listed.names)
+      return Result.succeed(listed.names)
     }
-    return Either.map(readListing(), (listing) => {
+    return Result.map(readListing(), (listing) => {
       symlinks = listing.symlinks
       listed = { ino: dir.ino, mtimeMs: dir.mtimeMs, names: listing.names }
       return listing.names
@@ -131,7 +131,7 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
   }
 
   const readListing = () =>
-    Either.map(Either.try(() => Fs.readdirSync(absoluteDir, { withFileTypes: true })), (entries) => {
+    Result.map(Result.try(() => Fs.readdirSync(absoluteDir, { withFileTypes: true })), (entries) => {
       // No recursion, sorted by UTF-16 code units, which for ASCII names is
       // the `LC_ALL=C` order of the shell glob.
       const claws = entries.filter((entry) => isClawName(entry.name))
@@ -155,7 +155,7 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
     dirty = "all"
   }
   const startWatcher = (dir: Fs.Stats) => {
-    const started = Either.try(() =>
+    const started = Result.try(() =>
       startWatch(absoluteDir, (name) => {
         // The directory itself was moved or removed (libuv names it by its
         // own base name), after which inotify reports nothing: watch again.
@@ -165,11 +165,11 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
         else if (dirty !== "all" && isClawName(name)) dirty.add(name)
       })
     )
-    if (Either.isLeft(started)) {
-      failure = describeError(started.left)
+    if (Result.isFailure(started)) {
+      failure = describeError(started.failure)
       return
     }
-    const handle = started.right
+    const handle = started.success
     handle.on("error", (error) => {
       if (watcher?.handle === handle) {
         failure = describeError(error)
@@ -197,9 +197,9 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
   /** The catalogue, trusting the watch when one runs. */
   const scan = (): Catalog => {
     counts.directoryStats++
-    const dirStat = Either.try(() => Fs.statSync(absoluteDir))
-    if (Either.isLeft(dirStat)) return fail(dirStat.left)
-    const dir = dirStat.right
+    const dirStat = Result.try(() => Fs.statSync(absoluteDir))
+    if (Result.isFailure(dirStat)) return fail(dirStat.failure)
+    const dir = dirStat.success
     // A directory renamed or replaced is no longer the one watched.
     if (watcher !== undefined && (watcher.ino !== dir.ino || watcher.dev !== dir.dev)) stopWatcher()
     if (wanted && watcher === undefined) startWatcher(dir)
@@ -209,14 +209,14 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
     if (dirty === "all" || dirty.size > 0) dirty = new Set()
     const before = listed
     const names = listNames(dir)
-    if (Either.isLeft(names)) return fail(names.left)
+    if (Result.isFailure(names)) return fail(names.failure)
     if (last !== undefined && !full && listed === before && named.size === 0 && symlinks.size === 0) {
       return last
     }
     if (full) counts.fullScans++
     const nextCache = new Map<string, CachedFile>()
-    let changed = last === undefined || names.right.length !== cache.size
-    for (const name of names.right) {
+    let changed = last === undefined || names.success.length !== cache.size
+    for (const name of names.success) {
       const cached = cache.get(name)
       const check = full || cached === undefined || symlinks.has(name) || named.has(name)
       const file = check ? load(name, `${absoluteDir}${Path.sep}${name}`) : cached
@@ -240,7 +240,7 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
     const names = listed.names
     if (from === 0) {
       const listing = readListing()
-      if (Either.isLeft(listing) || listing.right.names.join("/") !== names.join("/")) {
+      if (Result.isFailure(listing) || listing.success.names.join("/") !== names.join("/")) {
         dirty = "all"
         return undefined
       }
@@ -250,7 +250,7 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
       const name = names[index]!
       const cached = cache.get(name)
       counts.fileStats++
-      const stat = Either.try(() => Fs.statSync(`${absoluteDir}${Path.sep}${name}`, { throwIfNoEntry: false }))
+      const stat = Result.try(() => Fs.statSync(`${absoluteDir}${Path.sep}${name}`, { throwIfNoEntry: false }))
       if (!isSameVersion(cached, stat)) dirty.add(name)
     }
     return end < names.length ? end : undefined

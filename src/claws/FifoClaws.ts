@@ -6,9 +6,9 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
-import * as ParseResult from "effect/ParseResult"
+import * as ParseResult from "effect/SchemaIssue"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import {
@@ -44,7 +44,7 @@ export interface FifoClawsOptions {
 export const defaultListTimeout = Duration.seconds(30)
 export const defaultCallTimeout = Duration.minutes(2)
 
-const decodeTool = madeOnFirstCall(() => Schema.decodeUnknownEither(ToolDefinition))
+const decodeTool = madeOnFirstCall(() => Schema.decodeUnknownResult(ToolDefinition))
 const isToolName = madeOnFirstCall(() => Schema.is(ToolName))
 
 const problemOf = (element: unknown): ToolProblem | undefined => {
@@ -57,31 +57,31 @@ const problemOf = (element: unknown): ToolProblem | undefined => {
 }
 
 /** Reads a discovery answer: each element is checked on its own, so one bad declaration costs only itself. */
-export const decodeCatalog = (answer: string): Either.Either<ToolCatalog, ClawsError> => {
-  if (answer.startsWith("Error:")) return Either.left(new ClawsError({ message: `claw bridge: ${answer}` }))
-  const parsed = Either.try(() => JSON.parse(answer) as unknown)
-  if (Either.isLeft(parsed) || !Array.isArray(parsed.right)) {
-    return Either.left(new ClawsError({ message: `claw bridge discovery answer is not a JSON array: ${answer.slice(0, 200)}` }))
+export const decodeCatalog = (answer: string): Result.Result<ToolCatalog, ClawsError> => {
+  if (answer.startsWith("Error:")) return Result.fail(new ClawsError({ message: `claw bridge: ${answer}` }))
+  const parsed = Result.try(() => JSON.parse(answer) as unknown)
+  if (Result.isFailure(parsed) || !Array.isArray(parsed.success)) {
+    return Result.fail(new ClawsError({ message: `claw bridge discovery answer is not a JSON array: ${answer.slice(0, 200)}` }))
   }
   const tools: Array<ToolDefinition> = []
   const problems: Array<ToolProblem> = []
   const seen = new Set<string>()
-  parsed.right.forEach((element: unknown, index) => {
+  parsed.success.forEach((element: unknown, index) => {
     const source = `claw bridge tool #${index + 1}`
     // A declaration the bridge could not read, as the built-in one sends it (ServeClaws.catalogFrameMemo).
     const reported = problemOf(element)
     if (reported !== undefined) return void problems.push(reported)
     const decoded = decodeTool(element)
-    if (Either.isLeft(decoded)) {
-      problems.push({ source, reason: ParseResult.TreeFormatter.formatErrorSync(decoded.left) })
-    } else if (seen.has(decoded.right.name)) {
-      problems.push({ source, reason: `duplicate tool name ${decoded.right.name}` })
+    if (Result.isFailure(decoded)) {
+      problems.push({ source, reason: ParseResult.TreeFormatter.formatErrorSync(decoded.failure) })
+    } else if (seen.has(decoded.success.name)) {
+      problems.push({ source, reason: `duplicate tool name ${decoded.success.name}` })
     } else {
-      seen.add(decoded.right.name)
-      tools.push(decoded.right)
+      seen.add(decoded.success.name)
+      tools.push(decoded.success)
     }
   })
-  return Either.right({ tools, problems })
+  return Result.succeed({ tools, problems })
 }
 
 /** Reads a call answer: `Unknown tool: NAME` and `Error: …` are failures. */
@@ -104,10 +104,10 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
     // Discovery runs before every message and the answer rarely changes:
     // the same bytes decode to the same catalogue, so the last one is kept.
     let last: { readonly answer: string; readonly catalog: ToolCatalog } | undefined
-    const decodeOnce = (answer: string): Either.Either<ToolCatalog, ClawsError> => {
-      if (last !== undefined && last.answer === answer) return Either.right(last.catalog)
+    const decodeOnce = (answer: string): Result.Result<ToolCatalog, ClawsError> => {
+      if (last !== undefined && last.answer === answer) return Result.succeed(last.catalog)
       const decoded = decodeCatalog(answer)
-      if (Either.isRight(decoded)) last = { answer, catalog: decoded.right }
+      if (Result.isSuccess(decoded)) last = { answer, catalog: decoded.success }
       return decoded
     }
 
@@ -149,8 +149,8 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
       // A name that could not be a tool could also break the framing: never send it.
       if (!isToolName(name)) return Effect.succeed(unknownTool(name))
       const request = encodeClawCall(name, input)
-      if (Either.isLeft(request)) return Effect.fail(new ClawsError({ message: request.left.message }))
-      return exchange.ask(request.right, callTimeout).pipe(
+      if (Result.isFailure(request)) return Effect.fail(new ClawsError({ message: request.failure.message }))
+      return exchange.ask(request.success, callTimeout).pipe(
         Effect.map((answer) => toToolResult(name, answer)),
         Effect.catchTags(callFailures(name))
       )
@@ -159,4 +159,4 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
     return { list, call }
   })
 
-export const layer = (options: FifoClawsOptions): Layer.Layer<Claws, FifoError> => Layer.scoped(Claws, make(options))
+export const layer = (options: FifoClawsOptions): Layer.Layer<Claws, FifoError> => Layer.effect(Claws, make(options))

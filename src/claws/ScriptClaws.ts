@@ -14,10 +14,10 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
@@ -51,7 +51,7 @@ export type ScriptsConfig = Config.Config.Success<typeof ScriptsConfig>
 const stderrExcerptMax = 2048
 const floodAllowance = 1024 * 1024
 
-const isExecutable = (path: string): boolean => Either.isRight(Either.try(() => Fs.accessSync(path, Fs.constants.X_OK)))
+const isExecutable = (path: string): boolean => Result.isSuccess(Result.try(() => Fs.accessSync(path, Fs.constants.X_OK)))
 
 /** Drops a multi-byte UTF-8 sequence cut short by the output cap. */
 const dropIncompleteTail = (bytes: Uint8Array): Uint8Array => {
@@ -110,7 +110,7 @@ const formatOutcome = (name: string, outcome: ChildProcess.RunOutcome, outputMax
  */
 export const makeCatchUp = (turns: 1 | 2): Effect.Effect<void> => {
   let joinable: Set<(done: Effect.Effect<void>) => void> | undefined
-  return Effect.async<void>((resume) => {
+  return Effect.callback<void>((resume) => {
     let waiters = joinable
     if (waiters === undefined) {
       const started = new Set<(done: Effect.Effect<void>) => void>()
@@ -177,7 +177,7 @@ export const makeWatched = (
   Effect.gen(function*() {
     const discovery = makeDiscovery(config.directory, startWatch)
     yield* Effect.acquireRelease(Effect.sync(discovery.watch), (stop) => Effect.sync(stop))
-    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(safetyScanInterval), safetyScan(discovery))))
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(safetyScanInterval), safetyScan(discovery))))
     return build(config, discovery, catchUps)
   })
 
@@ -212,7 +212,7 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps):
     })
 
   const listAfter = (wait: Effect.Effect<void>): Effect.Effect<Catalog> => {
-    const waited = Effect.zipRight(wait, scanAndReport)
+    const waited = Effect.andThen(wait, scanAndReport)
     return Effect.suspend(() => discovery.watching() ? waited : scanAndReport)
   }
   const list = listAfter(catchUps.list)
@@ -274,11 +274,11 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps):
       if (!isJsonObject(input)) {
         return { content: `Tool ${name}: input must be a JSON object, got ${describeJsonType(input)}`, isError: true }
       }
-      const inputJson = Either.try(() => JSON.stringify(input))
-      if (Either.isLeft(inputJson)) {
-        return { content: `Tool ${name}: input cannot be encoded as JSON (${describeError(inputJson.left)})`, isError: true }
+      const inputJson = Result.try(() => JSON.stringify(input))
+      if (Result.isFailure(inputJson)) {
+        return { content: `Tool ${name}: input cannot be encoded as JSON (${describeError(inputJson.failure)})`, isError: true }
       }
-      return yield* run(name, file, inputJson.right)
+      return yield* run(name, file, inputJson.success)
     }).pipe(Tracing.withSpan("ScriptClaws.call", { tool: name }))
 
   const service: ClawsService = {
@@ -289,7 +289,7 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps):
   return service
 }
 
-export const layer: Layer.Layer<Claws, ConfigError.ConfigError> = Layer.scoped(
+export const layer: Layer.Layer<Claws, ConfigError.ConfigError> = Layer.effect(
   Claws,
   Effect.flatMap(ScriptsConfig, makeWatched)
 )

@@ -16,9 +16,9 @@
  * again nor stores the exchange twice.
  */
 import * as crypto from "node:crypto"
-import * as ClusterSchema from "@effect/cluster/ClusterSchema"
-import * as Entity from "@effect/cluster/Entity"
-import * as Rpc from "@effect/rpc/Rpc"
+import * as ClusterSchema from "effect/cluster/ClusterSchema"
+import * as Entity from "effect/cluster/Entity"
+import * as Rpc from "effect/rpc/Rpc"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -52,7 +52,7 @@ export class AgentUnavailable extends Schema.TaggedError<AgentUnavailable>()("Ag
 
 /** A compaction that could not run: another holds the memory (`busy`) or it failed. */
 export class CompactionRefused extends Schema.TaggedError<CompactionRefused>()("CompactionRefused", {
-  reason: Schema.Literal("busy", "failed"),
+  reason: Schema.Literals(["busy", "failed"]),
   message: Schema.String
 }) {}
 
@@ -98,7 +98,7 @@ export const CompactResult = Schema.Struct({
   summaryBytes: Schema.Number
 })
 
-export const Compact = Rpc.make("Compact", { success: CompactResult, error: Schema.Union(AgentUnavailable, CompactionRefused) })
+export const Compact = Rpc.make("Compact", { success: CompactResult, error: Schema.Union([AgentUnavailable, CompactionRefused]) })
 
 export const Agent = Entity.make("Agent", [Send, Compact])
 
@@ -116,7 +116,7 @@ export const messageKey = (idempotencyKey: string | undefined): string =>
 export const retryKey = (key: string, retry: number): string => retry === 0 ? key : `${key} retry ${retry}`
 
 /** The ids of the agents started on this runner. */
-export class RunningAgents extends Context.Tag("planckclaw/cluster/RunningAgents")<RunningAgents, Set<string>>() {}
+export class RunningAgents extends Context.Service<RunningAgents, Set<string>>()("planckclaw/cluster/RunningAgents") {}
 
 const describe = (error: unknown) => error instanceof Error ? error.message : String(error)
 
@@ -138,7 +138,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
           Context.add(Claws, claws)
         )
       )))
-    ).pipe(Effect.withConfigProvider(parts.provider), Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: ${describe(error)}` })))
+    ).pipe(Effect.provideService(ConfigProvider.ConfigProvider, parts.provider), Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: ${describe(error)}` })))
     const agent = Context.get(built, AgentLoop.Agent)
     const compactor = Context.get(parts.memory, Compactor.Compactor)
     let nextId = 1
@@ -192,7 +192,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
  * its agents are bounded by PLANCKCLAW_MAX_CONCURRENT_TURNS, as in
  * `planckclaw serve`.
  */
-export const layer = Layer.unwrapEffect(Effect.gen(function*() {
+export const layer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AgentHost.HostConfig
   const brain = yield* Brain
   const permits = yield* Effect.makeSemaphore(config.maxConcurrentTurns)
@@ -216,7 +216,7 @@ export const layer = Layer.unwrapEffect(Effect.gen(function*() {
           // Its own scope, closed at once if the start fails, so a failed start holds nothing.
           const own = yield* Scope.fork(scope, ExecutionStrategy.sequential)
           const made = yield* startAgent(raw, limited).pipe(
-            Scope.extend(own),
+            Scope.provide(own),
             Effect.onExit((exit) => Exit.isFailure(exit) ? Scope.close(own, exit) : Effect.void),
             Effect.mapError((error) => error instanceof AgentUnavailable ? error : new AgentUnavailable({ message: error.message })),
             Effect.tapError((refused) => Effect.logError(refused.message))

@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { Brain, type BrainService } from "../Brain.js"
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Compactor from "../memory/Compactor.js"
 import * as SqlAgentMemory from "../memory/sql/SqlAgentMemory.js"
 import * as SqlUsageLedger from "../memory/sql/SqlUsageLedger.js"
@@ -38,7 +38,7 @@ export interface AgentStoreService {
   readonly page: (page: AgentStatus.ListPage, isRunning: (id: string) => boolean) => Effect.Effect<AgentStatus.AgentList, HostError>
 }
 
-export class AgentStore extends Context.Tag("planckclaw/cluster/AgentStore")<AgentStore, AgentStoreService>() {}
+export class AgentStore extends Context.Service<AgentStore, AgentStoreService>()("planckclaw/cluster/AgentStore") {}
 
 const unavailable = (id: string, message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
 
@@ -64,7 +64,7 @@ export const postgres = (options: {
           Layer.provide(Layer.merge(Layer.succeed(Brain, brain), Layer.succeed(SqlClient.SqlClient, sql)))
         )
       ).pipe(
-        Effect.withConfigProvider(options.provider),
+        Effect.provideService(ConfigProvider.ConfigProvider, options.provider),
         Effect.mapError((error) => unavailable(id, error._tag === "MemoryError" ? error.message : String(error))),
         Effect.map((context) => ({
           memory: context as Context.Context<Memory.Memory | Compactor.Compactor>,

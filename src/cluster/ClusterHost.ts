@@ -10,10 +10,10 @@
 import * as crypto from "node:crypto"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
-import * as Sharding from "@effect/cluster/Sharding"
-import { SqlError } from "@effect/sql/SqlError"
+import * as Sharding from "effect/cluster/Sharding"
+import { SqlError } from "effect/sql/SqlError"
 import { describe } from "../memory/sql/SqlResilience.js"
 import * as Turn from "../Turn.js"
 import * as AgentHost from "../service/AgentHost.js"
@@ -93,16 +93,16 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
     const sendFrom = (id: string, payload: AgentEntity.SendPayload) =>
       Effect.gen(function*() {
         for (let retry = 0;; retry++) {
-          const result = yield* Effect.either(client(id).Send({ ...payload, key: AgentEntity.retryKey(payload.key, retry) }))
+          const result = yield* Effect.result(client(id).Send({ ...payload, key: AgentEntity.retryKey(payload.key, retry) }))
           // Replies stored before `request` was kept cannot tell: they answer. A failure is no
           // answer to keep (as in serve): another message after it goes on to the next retry key.
-          const request = Either.isRight(result) && !Turn.isFailureReply(result.right.reply) ? result.right.request : undefined
+          const request = Result.isSuccess(result) && !Turn.isFailureReply(result.success.reply) ? result.success.request : undefined
           if (payload.idempotencyKey !== undefined && request !== undefined && request !== IdempotencyStore.requestOf(payload)) {
             return yield* refuse("key-reused", IdempotencyStore.reusedKey(payload.idempotencyKey), id)
           }
-          const answered = Either.match(result, {
-            onLeft: (error) => error._tag === "AgentUnavailable" ? error.attempt : payload.attempt,
-            onRight: (outcome) => Turn.isFailureReply(outcome.reply) ? outcome.attempt : payload.attempt
+          const answered = Result.match(result, {
+            onFailure: (error) => error._tag === "AgentUnavailable" ? error.attempt : payload.attempt,
+            onSuccess: (outcome) => Turn.isFailureReply(outcome.reply) ? outcome.attempt : payload.attempt
           })
           const earlierFailure = payload.idempotencyKey !== undefined && answered !== payload.attempt
           if (!earlierFailure || retry === MAX_RETRIES) return yield* result
@@ -114,7 +114,7 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
         sendFrom(id, { ...payload, attempt: crypto.randomUUID() }).pipe(
           Effect.map(({ reply, stored }) => ({ reply, stored })),
           Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
-          Effect.catchAll(clusterError(id))
+          Effect.catch(clusterError(id))
         ))
 
     /**
@@ -130,12 +130,12 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
         const { id, payload } = yield* prepare(raw, message)
         yield* client(id).Send(payload, { discard: true }).pipe(
           Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
-          Effect.catchAll(clusterError(id))
+          Effect.catch(clusterError(id))
         )
         const done = yield* Deferred.make<AgentHost.Reply>()
         yield* client(id).Send(payload).pipe(
-          Effect.catchAll(clusterError(id)),
-          Effect.catchAll((refused) =>
+          Effect.catch(clusterError(id)),
+          Effect.catch((refused) =>
             Effect.as(Effect.logWarning(`agent ${id} could not answer a message: ${refused.message}`), {
               reply: `Sorry, I could not answer that message: ${refused.message}`,
               stored: false
@@ -155,7 +155,7 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
       Effect.flatMap(existing(raw), (id) =>
         client(id).Compact().pipe(
           Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
-          Effect.catchAll(clusterError(id))
+          Effect.catch(clusterError(id))
         ))
 
     return {
@@ -170,6 +170,6 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
 
 export const layer = (options: { readonly sendTimeoutSeconds: number }): Layer.Layer<
   AgentHost.AgentHost,
-  import("effect/ConfigError").ConfigError,
+  import("effect/Config").ConfigError,
   AgentStore | AgentEntity.RunningAgents | Sharding.Sharding
 > => Layer.effect(AgentHost.AgentHost, make(options))

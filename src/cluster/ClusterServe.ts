@@ -16,21 +16,21 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type * as MessageStorage from "@effect/cluster/MessageStorage"
-import * as RunnerHealth from "@effect/cluster/RunnerHealth"
-import * as Runners from "@effect/cluster/Runners"
-import * as ShardingConfig from "@effect/cluster/ShardingConfig"
-import type * as Sharding from "@effect/cluster/Sharding"
-import * as SocketRunner from "@effect/cluster/SocketRunner"
-import * as SqlMessageStorage from "@effect/cluster/SqlMessageStorage"
-import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
+import type * as MessageStorage from "effect/cluster/MessageStorage"
+import * as RunnerHealth from "effect/cluster/RunnerHealth"
+import * as Runners from "effect/cluster/Runners"
+import * as ShardingConfig from "effect/cluster/ShardingConfig"
+import type * as Sharding from "effect/cluster/Sharding"
+import * as SocketRunner from "effect/cluster/SocketRunner"
+import * as SqlMessageStorage from "effect/cluster/SqlMessageStorage"
+import * as SqlRunnerStorage from "effect/cluster/SqlRunnerStorage"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
-import * as RpcSerialization from "@effect/rpc/RpcSerialization"
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as RpcSerialization from "effect/rpc/RpcSerialization"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
@@ -145,7 +145,7 @@ const joining = (config: ClusterConfig) =>
 
 /** Everything `planckclaw serve --cluster` runs: the runner, its agents, the HTTP API on `listen`. */
 export const layer = (listen: HttpApi.Listen) =>
-  Layer.unwrapEffect(Effect.gen(function*() {
+  Layer.unwrap(Effect.gen(function*() {
     const config = yield* ClusterConfig
     yield* joining(config)
     return HttpApi.layer(listen).pipe(Layer.provide(servedLayer(config)))
@@ -160,9 +160,9 @@ export const layer = (listen: HttpApi.Listen) =>
 const discordRoutes = (config: ClusterConfig) =>
   Effect.gen(function*() {
     const { defaultDir } = yield* AgentHost.HostConfig
-    const made = Either.try(() => fs.mkdirSync(defaultDir, { recursive: true, mode: 0o700 }))
-    if (Either.isLeft(made)) {
-      return yield* new ClusterStartError({ message: `PLANCKCLAW_DIR ${defaultDir} cannot hold the Discord bridge's state: ${String(made.left)}` })
+    const made = Result.try(() => fs.mkdirSync(defaultDir, { recursive: true, mode: 0o700 }))
+    if (Result.isFailure(made)) {
+      return yield* new ClusterStartError({ message: `PLANCKCLAW_DIR ${defaultDir} cannot hold the Discord bridge's state: ${String(made.failure)}` })
     }
     // discord.js is heavy to load: only a Discord runner pays for it.
     const routes = yield* Effect.promise(() => import("../service/DiscordRoutes.js"))

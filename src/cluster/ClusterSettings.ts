@@ -6,13 +6,13 @@
  * unrelated variable move the runner.
  */
 import * as Config from "effect/Config"
-import * as ConfigError from "effect/ConfigError"
+import * as ConfigError from "effect/Config"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
-import * as RunnerAddress from "@effect/cluster/RunnerAddress"
-import * as ShardingConfig from "@effect/cluster/ShardingConfig"
+import * as RunnerAddress from "effect/cluster/RunnerAddress"
+import * as ShardingConfig from "effect/cluster/ShardingConfig"
 import { integerIn, secondsIn } from "../config/ConfigRange.js"
 import { DatabaseUrlConfig } from "../memory/sql/SqlDatabase.js"
 import { HostConfig } from "../service/AgentHost.js"
@@ -23,19 +23,19 @@ export interface HostPort {
 }
 
 /** `HOST:PORT` (`[::1]:PORT` for IPv6), port 1 to 65535: a runner's address must be a real one. */
-export const parseHostPort = (name: string, text: string): Either.Either<HostPort, string> => {
+export const parseHostPort = (name: string, text: string): Result.Result<HostPort, string> => {
   const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s\]]+)):(\d{1,5})$/.exec(text.trim())
   const port = match === null ? Number.NaN : Number(match[3])
   if (match === null || !(port >= 1 && port <= 65535)) {
-    return Either.left(`${name} expects HOST:PORT with a port from 1 to 65535 (for example 10.0.0.5:34431), got ${JSON.stringify(text)}`)
+    return Result.fail(`${name} expects HOST:PORT with a port from 1 to 65535 (for example 10.0.0.5:34431), got ${JSON.stringify(text)}`)
   }
-  return Either.right({ host: match[1] ?? match[2]!, port })
+  return Result.succeed({ host: match[1] ?? match[2]!, port })
 }
 
 const hostPort = (name: string) =>
   Config.string(name).pipe(
     Config.mapOrFail((text) =>
-      Either.mapLeft(parseHostPort(name, text), (message) => ConfigError.InvalidData([], message))
+      Result.mapError(parseHostPort(name, text), (message) => ConfigError.InvalidData([], message))
     )
   )
 

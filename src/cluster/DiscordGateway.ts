@@ -8,8 +8,8 @@
  * that its session still holds the lock; if not (the database restarted), it
  * lets the gateway go and waits again, so two runners never answer together.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
+import * as SqlClient from "effect/sql/SqlClient"
+import { SqlError } from "effect/sql/SqlError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
@@ -41,8 +41,8 @@ const term = <E, R>(routes: Effect.Effect<never, E, R>, poll: Duration.Duration)
     )
     const lost = stillHeld.pipe(
       Effect.repeat({ schedule: Schedule.spaced(poll), while: (held) => held }),
-      Effect.catchAll(() => Effect.void),
-      Effect.zipRight(Effect.logWarning("this runner lost the Discord gateway lock (the database went away); waiting to hold it again"))
+      Effect.catch(() => Effect.void),
+      Effect.andThen(Effect.logWarning("this runner lost the Discord gateway lock (the database went away); waiting to hold it again"))
     )
     return yield* Effect.raceFirst(routes, lost)
   }))
@@ -57,7 +57,7 @@ export const hold = <E, R>(routes: Effect.Effect<never, E, R>, pollSeconds: numb
     Effect.catchIf(
       (error): error is SqlError => error instanceof SqlError,
       (error) =>
-        Effect.zipRight(Effect.logWarning(`the Discord gateway lock cannot be asked for (${error.message}); trying again`), Effect.sleep(poll))
+        Effect.andThen(Effect.logWarning(`the Discord gateway lock cannot be asked for (${error.message}); trying again`), Effect.sleep(poll))
     ),
     Effect.forever
   )

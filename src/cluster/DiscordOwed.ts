@@ -7,9 +7,9 @@
  * stored reply or by running the turn once, and posts the reply), so a
  * holder's death loses no reply.
  */
-import * as Migrator from "@effect/sql/Migrator"
-import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import * as Migrator from "effect/sql/Migrator"
+import * as SqlClient from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import type * as Discord from "../interact/discord/DiscordInteract.js"
@@ -40,7 +40,7 @@ export const make: Effect.Effect<OwedReplies, SqlError | Migrator.MigrationError
       sql`DELETE FROM planckclaw_discord_owed WHERE message_key = ${keyFor(message)}`.pipe(
         Effect.asVoid,
         resilient("noting a Discord reply journaled"),
-        Effect.catchAll((error) => Effect.logWarning(`a Discord reply stays noted as owed (${error.message}); a takeover would post it again`))
+        Effect.catch((error) => Effect.logWarning(`a Discord reply stays noted as owed (${error.message}); a takeover would post it again`))
       ),
     pending: sql<{ message: string }>`SELECT message FROM planckclaw_discord_owed ORDER BY seq`.pipe(
       Effect.map((rows) =>

@@ -17,15 +17,15 @@
  * one line. A slow answer proves nothing; no answer three times running (a
  * database that hangs, a network that drops) is a sign too.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
+import * as SqlClient from "effect/sql/SqlClient"
+import { SqlError } from "effect/sql/SqlError"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as FiberRef from "effect/FiberRef"
+import * as FiberRef from "effect/References"
 import * as HashSet from "effect/HashSet"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -60,7 +60,7 @@ const sqlProblem = (cause: Cause.Cause<unknown>): string | undefined => {
  * Open while the database should be asked whether it is there: the engine's
  * shard locks are unhealthy and no outage is being told.
  */
-export class LockProbe extends Context.Tag("planckclaw/cluster/OutageLog/LockProbe")<LockProbe, ProbeWanted>() {}
+export class LockProbe extends Context.Service<LockProbe, ProbeWanted>()("planckclaw/cluster/OutageLog/LockProbe") {}
 
 /** Whether the database should be asked, a latch open while it should (the probe waits on it), and how many times it started to be. */
 export interface ProbeWanted {
@@ -125,7 +125,7 @@ export const collapse = <Output>(
 }
 
 /** Every logger of the layers it is provided to, collapsed; the LockProbe they open for `probeLayer`. */
-export const layer: Layer.Layer<LockProbe> = Layer.scoped(
+export const layer: Layer.Layer<LockProbe> = Layer.effect(
   LockProbe,
   Effect.gen(function*() {
     const probe: ProbeWanted = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
@@ -161,12 +161,12 @@ export const probing = (check: Effect.Effect<unknown, SqlError>, every: Duration
         }
       }
     })
-    return yield* Effect.forever(Effect.zipRight(probe.latch.await, spell))
+    return yield* Effect.forever(Effect.andThen(probe.latch.await, spell))
   })
 
 /** `probing` with `SELECT 1` over the runner's database. */
 export const probeLayer = (every: Duration.DurationInput): Layer.Layer<never, never, LockProbe | SqlClient.SqlClient> =>
-  Layer.scopedDiscard(
+  Layer.effectDiscard(
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* Effect.forkScoped(probing(sql`SELECT 1`, every))

@@ -16,10 +16,10 @@
  * whatever its age, and so do its decided turn and exchange key: a
  * redelivery must still find them.
  */
-import * as MachineId from "@effect/cluster/MachineId"
-import * as Snowflake from "@effect/cluster/Snowflake"
-import * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
+import * as MachineId from "effect/cluster/MachineId"
+import * as Snowflake from "effect/cluster/Snowflake"
+import * as SqlClient from "effect/sql/SqlClient"
+import { SqlError } from "effect/sql/SqlError"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -112,7 +112,7 @@ export const pruneOnce = (options: PruningOptions): Effect.Effect<Pruned, SqlErr
  * not worth a line of its own (everything else says so).
  */
 export const layer = (options: PruningOptions): Layer.Layer<never, never, SqlClient.SqlClient> =>
-  Layer.scopedDiscard(
+  Layer.effectDiscard(
     pruneOnce(options).pipe(
       Effect.tap((pruned) =>
         pruned.messages + pruned.turns + pruned.exchanges === 0 ? Effect.void : Effect.logInfo(
@@ -120,7 +120,7 @@ export const layer = (options: PruningOptions): Layer.Layer<never, never, SqlCli
             `older than ${options.retentionSeconds} s (PLANCKCLAW_CLUSTER_RETENTION)`
         )
       ),
-      Effect.catchAll((error) =>
+      Effect.catch((error) =>
         error instanceof SqlError && isTransient(error)
           ? Effect.void
           : Effect.logWarning(`could not prune the cluster's old rows: ${describe(error)}; trying again later`)

@@ -11,9 +11,9 @@
  * The cluster's own message storage is the inbox itself (accepted messages
  * survive any runner), so `ClusterInbox` keeps nothing of its own on disk.
  */
-import * as Migrator from "@effect/sql/Migrator"
-import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import * as Migrator from "effect/sql/Migrator"
+import * as SqlClient from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -34,7 +34,7 @@ export interface TurnJournalService {
   readonly record: (agentId: string, key: string, decided: Decided) => Effect.Effect<void, MemoryError>
 }
 
-export class TurnJournal extends Context.Tag("planckclaw/cluster/TurnJournal")<TurnJournal, TurnJournalService>() {}
+export class TurnJournal extends Context.Service<TurnJournal, TurnJournalService>()("planckclaw/cluster/TurnJournal") {}
 
 const migrations = Migrator.fromRecord({
   "1_turns": Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -46,7 +46,7 @@ const migrations = Migrator.fromRecord({
       decided_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
       PRIMARY KEY (agent_id, message_key)
     )`.pipe(
-      Effect.zipRight(sql`CREATE INDEX IF NOT EXISTS planckclaw_cluster_turns_decided ON planckclaw_cluster_turns (decided_at)`)
+      Effect.andThen(sql`CREATE INDEX IF NOT EXISTS planckclaw_cluster_turns_decided ON planckclaw_cluster_turns (decided_at)`)
     ))
 })
 
@@ -60,7 +60,7 @@ export const make = Effect.gen(function*() {
     lookup: (agentId, key) =>
       sql<{ reply: string; stored: boolean }>`SELECT reply, stored FROM planckclaw_cluster_turns
         WHERE agent_id = ${agentId} AND message_key = ${key}`.pipe(
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => ({ reply: row.reply, stored: row.stored }))),
+        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => ({ reply: row.reply, stored: row.stored }))),
         resilient(`reading the decided reply of a message to agent ${agentId}`)
       ),
     record: (agentId, key, decided) =>
@@ -104,7 +104,7 @@ export const clusterInbox = (
         onAnswered(pending, stored)
         if (pending.key === undefined) return Effect.void
         return journal.record(agentId, pending.key, { reply, stored }).pipe(
-          Effect.catchAll((error) =>
+          Effect.catch((error) =>
             Effect.logError(`agent ${agentId}: could not record a decided reply (${error.message}); a redelivery would run the turn again`)
           )
         )

@@ -1,27 +1,32 @@
-/** Turns a ConfigError tree into lines a user can act on: which key, what was expected. */
-import * as ConfigError from "effect/ConfigError"
+/** Turns a ConfigError into lines a user can act on: which key, what was expected. */
+import type * as Config from "effect/Config"
+import * as SchemaIssue from "effect/SchemaIssue"
 
-interface Problem {
-  readonly missing: boolean
-  readonly text: string
+const format = SchemaIssue.makeFormatterDefault()
+
+/** One line per problem found under `issue`, each naming its key. */
+const problems = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>): Array<string> => {
+  switch (issue._tag) {
+    case "Pointer":
+      return problems(issue.issue, [...path, ...issue.path])
+    case "Composite":
+    case "AnyOf":
+      return issue.issues.flatMap((inner) => problems(inner, path))
+    default: {
+      const key = path.map(String).join(".")
+      // A key that no source gives reaches the schema as nothing at all.
+      if (issue._tag === "InvalidType" && issue.input === undefined) return [`${key} is not set`]
+      if (issue._tag === "MissingKey") return [`${key} is not set`]
+      const message = issue._tag === "InvalidValue" && typeof issue.annotations?.message === "string"
+        ? issue.annotations.message
+        : format(issue).split("\n")[0]!
+      // An empty path is a check across keys, whose message names them.
+      return [key === "" ? message : `${key}: ${message}`]
+    }
+  }
 }
 
-const problems = (error: ConfigError.ConfigError): Array<Problem> =>
-  ConfigError.reduceWithContext(error, undefined, {
-    andCase: (_, left: Array<Problem>, right: Array<Problem>) => [...left, ...right],
-    // Fallback sources (flags, environment, config.env) each add "not set":
-    // a value found but invalid in one of them is the real story.
-    orCase: (_, left: Array<Problem>, right: Array<Problem>) => {
-      const both = [...left, ...right]
-      const invalid = both.filter((problem) => !problem.missing)
-      return invalid.length > 0 ? invalid : both
-    },
-    // An empty path is a check across keys, whose message names them.
-    invalidDataCase: (_, path, message) => [{ missing: false, text: path.length === 0 ? message : `${path.join(".")}: ${message}` }],
-    missingDataCase: (_, path) => [{ missing: true, text: `${path.join(".")} is not set` }],
-    sourceUnavailableCase: (_, path, message) => [{ missing: false, text: `${path.join(".")}: ${message}` }],
-    unsupportedCase: (_, path, message) => [{ missing: false, text: `${path.join(".")}: ${message}` }]
-  })
-
-export const describe = (error: ConfigError.ConfigError): string =>
-  `configuration error: ${[...new Set(problems(error).map((problem) => problem.text))].join("; ")}`
+export const describe = (error: Config.ConfigError): string => {
+  const lines = error.cause._tag === "SchemaError" ? problems(error.cause.issue, []) : [error.cause.message]
+  return `configuration error: ${[...new Set(lines)].join("; ")}`
+}

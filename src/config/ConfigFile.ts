@@ -7,7 +7,7 @@ import * as fs from "node:fs"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Data from "effect/Data"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { describeError } from "../Errors.js"
 import * as LayeredProvider from "./LayeredProvider.js"
 import * as ShellAssignment from "./ShellAssignment.js"
@@ -30,19 +30,19 @@ export const parse = (
   text: string,
   source = "config.env",
   environment: Record<string, string | undefined> = {}
-): Either.Either<Map<string, string>, string> => {
+): Result.Result<Map<string, string>, string> => {
   const values = new Map<string, string>()
   const lookup = (name: string) => values.get(name) ?? environment[name]
   const lines = text.replace(/^\uFEFF/, "").split("\n")
   for (let index = 0; index < lines.length; index++) {
     const line = lines[index]!.replace(/\r$/, "")
     const parsed = ShellAssignment.parse(line, lookup)
-    if (Either.isLeft(parsed)) {
-      return Either.left(`${source}:${index + 1}: ${parsed.left}; the line is not shown, as it may hold a secret`)
+    if (Result.isFailure(parsed)) {
+      return Result.fail(`${source}:${index + 1}: ${parsed.failure}; the line is not shown, as it may hold a secret`)
     }
-    if (parsed.right !== undefined) values.set(parsed.right.key, parsed.right.value)
+    if (parsed.success !== undefined) values.set(parsed.success.key, parsed.success.value)
   }
-  return Either.right(values)
+  return Result.succeed(values)
 }
 
 const nonEmpty = (entries: Iterable<readonly [string, string | undefined]>): Map<string, string> => {
@@ -62,17 +62,17 @@ export const read = (
   environment: Record<string, string | undefined> = process.env
 ): Effect.Effect<Map<string, string>, ConfigFileError> =>
   Effect.suspend(() => {
-    const entry = Either.try(() => fs.lstatSync(file, { throwIfNoEntry: false }))
-    if (Either.isLeft(entry) || entry.right === undefined) return Effect.succeed(new Map())
-    const text = Either.try(() => fs.readFileSync(file, "utf8"))
-    if (Either.isLeft(text)) {
+    const entry = Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false }))
+    if (Result.isFailure(entry) || entry.success === undefined) return Effect.succeed(new Map())
+    const text = Result.try(() => fs.readFileSync(file, "utf8"))
+    if (Result.isFailure(text)) {
       return Effect.fail(
-        new ConfigFileError({ reason: "unreadable", file, message: `cannot read ${file}: ${describeError(text.left)}` })
+        new ConfigFileError({ reason: "unreadable", file, message: `cannot read ${file}: ${describeError(text.failure)}` })
       )
     }
-    return Either.match(parse(text.right, file, environment), {
-      onLeft: (message) => Effect.fail(new ConfigFileError({ reason: "syntax", file, message })),
-      onRight: (values) => Effect.succeed(nonEmpty(values))
+    return Result.match(parse(text.success, file, environment), {
+      onFailure: (message) => Effect.fail(new ConfigFileError({ reason: "syntax", file, message })),
+      onSuccess: (values) => Effect.succeed(nonEmpty(values))
     })
   })
 

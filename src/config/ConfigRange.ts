@@ -5,49 +5,62 @@
  * probably did not mean, so they are refused with the key and the range.
  */
 import * as Config from "effect/Config"
-import * as ConfigError from "effect/ConfigError"
-import * as Either from "effect/Either"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 
 export interface Range {
   readonly min: number
   readonly max: number
 }
 
+/** A setting refused with `message` (which never shows a secret's value), at the key `name`. */
+export const invalidSetting = (name: string, message: string): Config.ConfigError =>
+  new Config.ConfigError(new Schema.SchemaError(new SchemaIssue.Pointer([name], new SchemaIssue.InvalidValue({ message }))))
+
+/** Settings refused together (`message` names them): a check across keys. */
+export const invalidSettings = (message: string): Config.ConfigError =>
+  new Config.ConfigError(new Schema.SchemaError(new SchemaIssue.InvalidValue({ message })))
+
+/** `config`, refused with `message` when `valid` says no. */
+export const validated = <A>(config: Config.Config<A>, message: string, valid: (value: A) => boolean): Config.Config<A> =>
+  Config.mapEffect(config, (value) => valid(value) ? Effect.succeed(value) : Effect.fail(invalidSettings(message)))
+
+/** A setting that must be set and is not (or is empty where that means unset). */
+export const missingSetting = (name: string): Config.ConfigError =>
+  new Config.ConfigError(new Schema.SchemaError(new SchemaIssue.Pointer([name], new SchemaIssue.MissingKey(undefined))))
+
+/** `name`'s text, checked by `check` (a value, or the reason it is refused). */
+export const checkedString = <A>(name: string, check: (raw: string) => { readonly value: A } | string): Config.Config<A> =>
+  Config.String(name).pipe(Config.mapEffect((raw) => {
+    const checked = check(raw)
+    return typeof checked === "string" ? Effect.fail(invalidSetting(name, checked)) : Effect.succeed(checked.value)
+  }))
+
 /** What was given, short enough for one error line. */
 const shown = (raw: string): string => JSON.stringify(raw.length > 40 ? `${raw.slice(0, 40)}…` : raw)
 
-// The return types are spelled out: inferred, they upset tsc's checking of unrelated modules.
-const inRange = (expected: string, pattern: RegExp, range: Range) =>
-(raw: string): Either.Either<number, ConfigError.ConfigError> => {
+const inRange = (expected: string, pattern: RegExp, range: Range) => (raw: string): { readonly value: number } | string => {
   const text = raw.trim()
   const value = pattern.test(text) ? Number(text) : Number.NaN
   return value >= range.min && value <= range.max
-    ? Either.right(value)
-    : Either.left(ConfigError.InvalidData([], `expected ${expected} from ${range.min} to ${range.max}, got ${shown(raw)}`))
+    ? { value }
+    : `expected ${expected} from ${range.min} to ${range.max}, got ${shown(raw)}`
 }
 
 /** A whole number within `range`; `fallback` when unset. */
 export const integerIn = (name: string, range: Range, fallback: number): Config.Config<number> =>
-  Config.string(name).pipe(
-    Config.mapOrFail(inRange("an integer", /^-?\d{1,16}$/, range)),
-    Config.withDefault(fallback)
-  )
+  checkedString(name, inRange("an integer", /^-?\d{1,16}$/, range)).pipe(Config.withDefault(fallback))
 
 /** A number of seconds within `range`, fractions allowed (`2.5`); `fallback` when unset. */
 export const secondsIn = (name: string, range: Range, fallback: number): Config.Config<number> =>
-  Config.string(name).pipe(
-    Config.mapOrFail(inRange("a number of seconds", /^-?\d{1,16}(\.\d{1,9})?$/, range)),
-    Config.withDefault(fallback)
-  )
+  checkedString(name, inRange("a number of seconds", /^-?\d{1,16}(\.\d{1,9})?$/, range)).pipe(Config.withDefault(fallback))
 
 /** `1`, `0`, `true` or `false` in any case; `false` when empty, `fallback` (false unless given) when unset. */
 export const onOff = (name: string, fallback = false): Config.Config<boolean> =>
-  Config.string(name).pipe(
-    Config.mapOrFail((raw): Either.Either<boolean, ConfigError.ConfigError> => {
-      const value = raw.trim().toLowerCase()
-      if (["", "0", "false"].includes(value)) return Either.right(false)
-      if (["1", "true"].includes(value)) return Either.right(true)
-      return Either.left(ConfigError.InvalidData([], `expected 1, 0, true or false, got ${shown(raw)}`))
-    }),
-    Config.withDefault(fallback)
-  )
+  checkedString(name, (raw) => {
+    const value = raw.trim().toLowerCase()
+    if (["", "0", "false"].includes(value)) return { value: false }
+    if (["1", "true"].includes(value)) return { value: true }
+    return `expected 1, 0, true or false, got ${shown(raw)}`
+  }).pipe(Config.withDefault(fallback))

@@ -12,11 +12,11 @@
 import * as fs from "node:fs"
 import * as Arr from "effect/Array"
 import * as Config from "effect/Config"
-import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Redacted from "effect/Redacted"
 import { describeError } from "../Errors.js"
+import { invalidSetting, missingSetting } from "./ConfigRange.js"
 
 export const secretNames = [
   "ANTHROPIC_API_KEY",
@@ -65,15 +65,14 @@ export const headerSecret = (
 ): Config.Config<Redacted.Redacted<string>> =>
   // Not Config.redacted(...) around the check: that replaces the check's
   // message by "<redacted>"; the message never holds the value anyway.
-  Config.string(name).pipe(
-    Config.mapOrFail((value): Either.Either<string, ConfigError.ConfigError> => {
-      if (value.trim() === "") return Either.left(ConfigError.MissingData([], `${name} is empty`))
+  Config.String(name).pipe(
+    Config.mapEffect((value) => {
+      if (value.trim() === "") return Effect.fail(missingSetting(name))
       const problem = problemWith(bare(value))
       return problem === undefined
-        ? Either.right(unpadded(value))
-        : Either.left(ConfigError.InvalidData([], `${problem}; the value is not shown`))
-    }),
-    Config.map(Redacted.make)
+        ? Effect.succeed(Redacted.make(unpadded(value)))
+        : Effect.fail(invalidSetting(name, `${problem}; the value is not shown`))
+    })
   )
 
 /** Below this length a secret is replaced only where it stands alone (see `scrub`). */
@@ -105,7 +104,7 @@ export const scrub = (text: string, secret: string | undefined): string => {
 
 /** The values of the known secrets that are set: no child may inherit them, whatever variable they hide in. */
 export const SecretValuesConfig: Config.Config<Array<Redacted.Redacted<string>>> = Config.all(
-  secretNames.map((name) => Config.option(Config.redacted(name)))
+  secretNames.map((name) => Config.option(Config.Redacted(name)))
 ).pipe(Config.map(Arr.getSomes))
 
 /**
@@ -166,21 +165,21 @@ const entries = (block: Buffer): Array<BlockEntry> => {
 }
 
 /** Where the start-up environment block sits in memory: field 50 of /proc/self/stat. */
-const environBlockStart = (stat: string): Either.Either<number, string> => {
+const environBlockStart = (stat: string): Result.Result<number, string> => {
   // Fields after the command name, which may hold spaces: field 3 is the first.
   const start = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[50 - 3])
-  return Number.isSafeInteger(start) && start > 0 ? Either.right(start) : Either.left("no env_start in /proc/self/stat")
+  return Number.isSafeInteger(start) && start > 0 ? Result.succeed(start) : Result.fail("no env_start in /proc/self/stat")
 }
 
-const attempt = <A>(what: () => A): Either.Either<A, string> => Either.mapLeft(Either.try(what), describeError)
+const attempt = <A>(what: () => A): Result.Result<A, string> => Result.mapError(Result.try(what), describeError)
 
 /** Zeroes the entries of the start-up environment block that `hide` picks, and checks they are gone. */
-const wipeEnvironBlock = (hide: (name: string, value: string) => boolean): Either.Either<void, string> =>
-  Either.gen(function*() {
+const wipeEnvironBlock = (hide: (name: string, value: string) => boolean): Result.Result<void, string> =>
+  Result.gen(function*() {
     const block = yield* attempt(() => fs.readFileSync("/proc/self/environ"))
     const hidden = entries(block).filter((entry) => hide(entry.name, entry.value))
     if (hidden.length === 0) return
-    const start = yield* Either.flatMap(attempt(() => fs.readFileSync("/proc/self/stat", "utf8")), environBlockStart)
+    const start = yield* Result.flatMap(attempt(() => fs.readFileSync("/proc/self/stat", "utf8")), environBlockStart)
     const fd = yield* attempt(() => fs.openSync("/proc/self/mem", "r+"))
     const written = attempt(() => {
       for (const entry of hidden) fs.writeSync(fd, Buffer.alloc(entry.length), 0, entry.length, start + entry.offset)
@@ -190,7 +189,7 @@ const wipeEnvironBlock = (hide: (name: string, value: string) => boolean): Eithe
     // Trust only what the kernel now shows.
     const after = yield* attempt(() => fs.readFileSync("/proc/self/environ"))
     if (entries(after).some((entry) => hide(entry.name, entry.value))) {
-      return yield* Either.left("/proc/self/environ still shows them after the write")
+      return yield* Result.fail("/proc/self/environ still shows them after the write")
     }
   })
 
@@ -214,5 +213,5 @@ export const withdraw = (alsoValues: Iterable<string> = []): Effect.Effect<Withd
     }
     if (!fs.existsSync("/proc/self/environ")) return { secrets, notWiped: undefined }
     const wiped = wipeEnvironBlock(hide)
-    return { secrets, notWiped: Either.isLeft(wiped) ? wiped.left : undefined }
+    return { secrets, notWiped: Result.isFailure(wiped) ? wiped.failure : undefined }
   })

@@ -9,7 +9,7 @@
  *
  * Reasons never repeat the line: it may hold a secret.
  */
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 
 export interface Assignment {
   readonly key: string
@@ -91,58 +91,58 @@ const doubleQuoted = (scan: Scan, lookup: Lookup): string | undefined => {
 }
 
 /** The value after `KEY=`: quoted and unquoted parts joined, up to a space or the end. */
-const value = (text: string, lookup: Lookup): Either.Either<string, string> => {
+const value = (text: string, lookup: Lookup): Result.Result<string, string> => {
   const scan: Scan = { text, index: 0, value: "" }
   while (scan.index < text.length) {
     const c = text[scan.index]!
     if (c === " " || c === "\t") {
       const rest = text.slice(scan.index).trimStart()
       if (rest === "" || rest.startsWith("#")) break
-      return Either.left("a space outside quotes ends the value: put the whole value in quotes")
+      return Result.fail("a space outside quotes ends the value: put the whole value in quotes")
     }
     if (c === "'") {
       const close = text.indexOf("'", scan.index + 1)
-      if (close === -1) return Either.left("unterminated single quote (values cannot span lines)")
+      if (close === -1) return Result.fail("unterminated single quote (values cannot span lines)")
       scan.value += text.slice(scan.index + 1, close)
       scan.index = close + 1
     } else if (c === "\"") {
       const problem = doubleQuoted(scan, lookup)
-      if (problem !== undefined) return Either.left(problem)
+      if (problem !== undefined) return Result.fail(problem)
     } else if (c === "`") {
-      return Either.left(substitution)
+      return Result.fail(substitution)
     } else if (c === "$") {
       const problem = expand(scan, lookup)
-      if (problem !== undefined) return Either.left(problem)
+      if (problem !== undefined) return Result.fail(problem)
     } else if (c === "\\") {
-      if (scan.index + 1 >= text.length) return Either.left("a line ending in \\ (a continuation) is not supported")
+      if (scan.index + 1 >= text.length) return Result.fail("a line ending in \\ (a continuation) is not supported")
       scan.value += text[scan.index + 1]
       scan.index += 2
     } else if (c === ";" || c === "|" || c === "&" || c === "<" || c === ">") {
-      return Either.left(`"${c}" outside quotes would be a shell operator: put the value in quotes`)
+      return Result.fail(`"${c}" outside quotes would be a shell operator: put the value in quotes`)
     } else {
       scan.value += c
       scan.index++
     }
   }
-  return Either.right(scan.value)
+  return Result.succeed(scan.value)
 }
 
 /**
  * The assignment on `line`, `undefined` for a blank line, a comment or a
  * bare `export NAME`, or why the line is not an assignment.
  */
-export const parse = (line: string, lookup: Lookup): Either.Either<Assignment | undefined, string> => {
-  if (/^\s*(#.*)?$/.test(line) || EXPORT_ONLY.test(line)) return Either.right(undefined)
+export const parse = (line: string, lookup: Lookup): Result.Result<Assignment | undefined, string> => {
+  if (/^\s*(#.*)?$/.test(line) || EXPORT_ONLY.test(line)) return Result.succeed(undefined)
   const match = ASSIGNMENT.exec(line)
-  if (match === null) return Either.left("expected KEY=\"value\" (optionally after export)")
+  if (match === null) return Result.fail("expected KEY=\"value\" (optionally after export)")
   const rest = line.slice(match[0].length)
   // A shell would run `KEY =value` as the command KEY, and `KEY= value` as the command value.
-  if (match[2] !== "") return Either.left("a space before = makes this line a command in a shell, not a setting: write KEY=value")
+  if (match[2] !== "") return Result.fail("a space before = makes this line a command in a shell, not a setting: write KEY=value")
   const spaced = match[3] !== ""
   // `KEY= # note` or `KEY=  `: the value is empty, the rest a comment.
-  if (spaced && (rest === "" || rest.startsWith("#"))) return Either.right({ key: match[1]!, value: "" })
+  if (spaced && (rest === "" || rest.startsWith("#"))) return Result.succeed({ key: match[1]!, value: "" })
   if (spaced) {
-    return Either.left("a space after = ends the value in a shell (what follows would run as a command): write KEY=value, or KEY=\"value\"")
+    return Result.fail("a space after = ends the value in a shell (what follows would run as a command): write KEY=value, or KEY=\"value\"")
   }
-  return Either.map(value(rest, lookup), (found) => ({ key: match[1]!, value: found }))
+  return Result.map(value(rest, lookup), (found) => ({ key: match[1]!, value: found }))
 }

@@ -6,7 +6,7 @@
  * with a Bearer key, falling back to the `/models` list for servers that do
  * not serve one model (llama.cpp's).
  */
-import type * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClient from "effect/http/HttpClient"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -90,8 +90,8 @@ const listedModels = (body: string): ReadonlyArray<string> | undefined => {
 const openai: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.HttpClient> = Effect.gen(function*() {
   const config = yield* OpenAiBrain.OpenAiConfig
   const model = yield* OpenAiBrain.ModelConfig
-  const required = yield* Effect.either(OpenAiBrain.requireKey(config))
-  if (required._tag === "Left") return [fail("brain", "OPENAI_API_KEY is not set", required.left.message.replace(/^OPENAI_API_KEY is not set: /, ""))]
+  const required = yield* Effect.result(OpenAiBrain.requireKey(config))
+  if (required._tag === "Failure") return [fail("brain", "OPENAI_API_KEY is not set", required.failure.message.replace(/^OPENAI_API_KEY is not set: /, ""))]
   const base = config.baseUrl.replace(/\/+$/, "")
   const shown = HttpProbe.shownUrl(config.baseUrl)
   const secret = Option.getOrUndefined(Option.map(config.apiKey, Redacted.value))
@@ -141,16 +141,16 @@ const openai: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.HttpClient
 /** The brain lines: `brain` (reachable, key accepted) and `model`. */
 export const check: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.HttpClient> = Effect.gen(function*() {
   const name = yield* BrainChoiceConfig
-  const choice = yield* Effect.either(Bridges.choose("brain", name, Bridges.brainNames))
-  if (choice._tag === "Left") {
-    return [fail("brain", choice.left.message, "set PLANCKCLAW_BRAIN to anthropic, openai, none or an executable")]
+  const choice = yield* Effect.result(Bridges.choose("brain", name, Bridges.brainNames))
+  if (choice._tag === "Failure") {
+    return [fail("brain", choice.failure.message, "set PLANCKCLAW_BRAIN to anthropic, openai, none or an executable")]
   }
-  switch (choice.right._tag) {
+  switch (choice.success._tag) {
     case "None":
       return [skip("brain", "not checked: none was chosen (an outside process serves the brain pipes)")]
     case "External":
-      return [skip("brain", `served by ${choice.right.path}; not checked`)]
+      return [skip("brain", `served by ${choice.success.path}; not checked`)]
     case "Builtin":
-      return yield* (choice.right.name === "anthropic" ? anthropic : openai)
+      return yield* (choice.success.name === "anthropic" ? anthropic : openai)
   }
 }).pipe(Effect.catchTag("ConfigError", (error) => Effect.succeed(settingsFailed("brain")(error))))

@@ -7,7 +7,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { makeDiscovery } from "../claws/ClawDiscovery.js"
 import * as ScriptClaws from "../claws/ScriptClaws.js"
 import * as ConfigErrors from "../config/ConfigErrors.js"
@@ -24,15 +24,15 @@ const plural = (count: number, word: string) => `${count} ${word}${count === 1 ?
 export const check: Effect.Effect<ReadonlyArray<Finding>> = Effect.gen(function*() {
   const { directory } = yield* ScriptClaws.ScriptsConfig
   const absolute = path.resolve(directory)
-  const stat = Either.try(() => fs.statSync(absolute))
-  if (Either.isLeft(stat)) {
-    const what = errnoCode(stat.left) === "ENOENT" ? "does not exist" : `cannot be read: ${describeError(stat.left)}`
+  const stat = Result.try(() => fs.statSync(absolute))
+  if (Result.isFailure(stat)) {
+    const what = errnoCode(stat.failure) === "ENOENT" ? "does not exist" : `cannot be read: ${describeError(stat.failure)}`
     return [fail("claws", `${absolute} ${what}`, "create it and put your claws (*.sh) in it, or set CLAWS_DIR")]
   }
-  if (!stat.right.isDirectory()) return [fail("claws", `${absolute} is not a directory`, "set CLAWS_DIR to the directory of your claws")]
+  if (!stat.success.isDirectory()) return [fail("claws", `${absolute} is not a directory`, "set CLAWS_DIR to the directory of your claws")]
   // Claws are `*.sh` files that are not hidden, as discovery lists them.
-  const names = Either.getOrElse(
-    Either.try(() => fs.readdirSync(absolute).filter((name) => name.endsWith(".sh") && !name.startsWith(".")).sort()),
+  const names = Result.getOrElse(
+    Result.try(() => fs.readdirSync(absolute).filter((name) => name.endsWith(".sh") && !name.startsWith(".")).sort()),
     () => []
   )
   const catalog = makeDiscovery(directory).scan()
@@ -56,9 +56,9 @@ export const check: Effect.Effect<ReadonlyArray<Finding>> = Effect.gen(function*
     return problems.length > 0 ? problems : [skip(claw, "declares no tools (no #TOOLS: line)")]
   })
   const helper = yield* SpawnHelper.probe
-  const starter = Either.match(helper, {
-    onRight: (pid) => pass("claw starter", `the spawn helper (pid ${pid}) starts claws`),
-    onLeft: (why) =>
+  const starter = Result.match(helper, {
+    onSuccess: (pid) => pass("claw starter", `the spawn helper (pid ${pid}) starts claws`),
+    onFailure: (why) =>
       fail(
         "claw starter",
         `no spawn helper: ${why}; claws are started from the agent's own process, which stops its turns for each start`,

@@ -7,7 +7,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as ConfigErrors from "../config/ConfigErrors.js"
 import { describeError } from "../Errors.js"
@@ -39,7 +39,7 @@ const nearestExisting = (dir: string): string => {
 }
 
 const writable = (dir: string): boolean =>
-  Either.isRight(Either.try(() => fs.accessSync(dir, fs.constants.W_OK | fs.constants.X_OK)))
+  Result.isSuccess(Result.try(() => fs.accessSync(dir, fs.constants.W_OK | fs.constants.X_OK)))
 
 const freeText = (dir: string): string => {
   const free = SafeFile.freeBytes(dir)
@@ -57,13 +57,13 @@ const notYet = (subject: string, dir: string, setting: string): Finding => {
 const uid = process.getuid?.()
 
 const memoryDirectory = (dir: string): ReadonlyArray<Finding> => {
-  const stat = Either.try(() => fs.statSync(dir, { throwIfNoEntry: false }))
-  if (Either.isLeft(stat)) return [fail("memory", `cannot inspect ${dir}: ${describeError(stat.left)}`, "set PLANCKCLAW_DIR to a directory you can use")]
-  if (stat.right === undefined) return [notYet("memory", dir, "PLANCKCLAW_DIR")]
-  if (!stat.right.isDirectory()) return [fail("memory", `${dir} is not a directory`, "set PLANCKCLAW_DIR to a directory")]
-  const { mode } = stat.right
-  if (uid !== undefined && stat.right.uid !== uid) {
-    return [fail("memory", `${dir} is owned by uid ${stat.right.uid}, not by this user (uid ${uid})`, "use a directory of your own as PLANCKCLAW_DIR")]
+  const stat = Result.try(() => fs.statSync(dir, { throwIfNoEntry: false }))
+  if (Result.isFailure(stat)) return [fail("memory", `cannot inspect ${dir}: ${describeError(stat.failure)}`, "set PLANCKCLAW_DIR to a directory you can use")]
+  if (stat.success === undefined) return [notYet("memory", dir, "PLANCKCLAW_DIR")]
+  if (!stat.success.isDirectory()) return [fail("memory", `${dir} is not a directory`, "set PLANCKCLAW_DIR to a directory")]
+  const { mode } = stat.success
+  if (uid !== undefined && stat.success.uid !== uid) {
+    return [fail("memory", `${dir} is owned by uid ${stat.success.uid}, not by this user (uid ${uid})`, "use a directory of your own as PLANCKCLAW_DIR")]
   }
   if (!writable(dir)) return [fail("memory", `${dir} is not writable by this user (mode ${octal(mode)})`, `chmod u+rwx ${dir}`)]
   if ((mode & 0o022) !== 0) {
@@ -72,7 +72,7 @@ const memoryDirectory = (dir: string): ReadonlyArray<Finding> => {
   // The files a run writes must be regular files of this user, never links (SafeFile).
   const refused = [Layout.files(dir).soul, ...Layout.written(Layout.files(dir))].flatMap((file) => {
     const checked = SafeFile.check(file)
-    return Either.isLeft(checked) ? [fail("memory", checked.left.message, `move ${file} away or replace it by a regular file of yours`)] : []
+    return Result.isFailure(checked) ? [fail("memory", checked.failure.message, `move ${file} away or replace it by a regular file of yours`)] : []
   })
   const free = SafeFile.freeBytes(dir)
   if (free !== undefined && free < lowSpaceBytes) {

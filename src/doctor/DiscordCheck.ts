@@ -4,7 +4,7 @@
  * has the Message Content intent switched on (`GET /v10/applications/@me`,
  * its flags), and the bot can see each configured channel.
  */
-import type * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClient from "effect/http/HttpClient"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"

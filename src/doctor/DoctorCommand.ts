@@ -5,8 +5,8 @@
  * and runtime directories; another run holding the memory; Discord when it
  * is configured. Fails with DoctorFailed (exit 1) when any check failed.
  */
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import * as Command from "@effect/cli/Command"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as Command from "effect/cli/Command"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -40,11 +40,11 @@ const commonSettings: ReadonlyArray<Config.Config<unknown>> = [
 ]
 
 const configuration: Effect.Effect<ReadonlyArray<Finding>> = Effect.map(
-  Effect.forEach(commonSettings, (config) => Effect.either(config)),
+  Effect.forEach(commonSettings, (config) => Effect.result(config)),
   (results) => {
     const problems = [
       ...new Set(results.flatMap((result) =>
-        result._tag === "Left" ? [ConfigErrors.describe(result.left).replace(/^configuration error: /, "")] : []
+        result._tag === "Failure" ? [ConfigErrors.describe(result.failure).replace(/^configuration error: /, "")] : []
       ))
     ]
     return problems.length === 0
@@ -91,7 +91,7 @@ export const runChecks = (colour: boolean): Effect.Effect<void, DoctorFailed> =>
 
 /** config.env that does not parse is the first finding, and the last: nothing else can be read. */
 const unreadableSettings = (message: string, remedy: string, colour: boolean) =>
-  Effect.zipRight(
+  Effect.andThen(
     Console.log(render(fail("configuration", message, remedy), colour)),
     tally([fail("configuration", message)])
   )

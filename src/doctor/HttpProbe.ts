@@ -4,13 +4,13 @@
  * or no answer within `probeTimeout`. Never retried: doctor reports what it
  * saw once, quickly.
  */
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import * as HttpClient from "@effect/platform/HttpClient"
-import type * as HttpClientError from "@effect/platform/HttpClientError"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpClient from "effect/http/HttpClient"
+import type * as HttpClientError from "effect/http/HttpClientError"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import { preview } from "../Brain.js"
 import { rootCause } from "../Errors.js"
@@ -40,11 +40,11 @@ export const get = (url: string, headers: Record<string, string>): Effect.Effect
         onNone: (): ProbeResult => ({ _tag: "NoAnswer" }),
         onSome: ({ body, status }): ProbeResult => ({ _tag: "Answered", status, body })
       })),
-      Effect.catchAll((error) => Effect.succeed<ProbeResult>({ _tag: "Unreachable", detail: transportDetail(error) }))
+      Effect.catch((error) => Effect.succeed<ProbeResult>({ _tag: "Unreachable", detail: transportDetail(error) }))
     ))
 
 /** A JSON body, or undefined. */
-export const json = (body: string): unknown => Either.getOrUndefined(Either.try(() => JSON.parse(body) as unknown))
+export const json = (body: string): unknown => Result.getOrUndefined(Result.try(() => JSON.parse(body) as unknown))
 
 /**
  * The API's own words from an error body (`{"error":{"type","message"}}`, `{"message"}`), or an excerpt of it;

@@ -2,8 +2,8 @@
  * brain_in / brain_out: one compact JSON document, then an empty line; a
  * bridge that gives up answers `{"error":"timeout"|"fatal"}`. Pure codec.
  */
-import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
+import * as Result from "effect/Result"
+import * as ParseResult from "effect/SchemaIssue"
 import * as Schema from "effect/Schema"
 import {
   answersError,
@@ -19,8 +19,8 @@ import { isJsonObject } from "../Json.js"
 import { MalformedMessage, compactJson, excerpt } from "./Framing.js"
 
 /** Compact single-line JSON, then the empty line that ends a brain frame. */
-export const encodeBrainFrame = (value: unknown): Either.Either<string, MalformedMessage> =>
-  Either.map(compactJson(value), (json) => `${json}\n\n`)
+export const encodeBrainFrame = (value: unknown): Result.Result<string, MalformedMessage> =>
+  Result.map(compactJson(value), (json) => `${json}\n\n`)
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> => {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return false
@@ -80,7 +80,7 @@ const isPlainArray = (value: unknown): value is ReadonlyArray<unknown> =>
  * only the new elements are written. An array whose first element was not
  * in the last one looks each element up by identity.
  */
-export const makeRequestFrameEncoder = (): ((request: MessagesRequest) => Either.Either<string, MalformedMessage>) => {
+export const makeRequestFrameEncoder = (): ((request: MessagesRequest) => Result.Result<string, MalformedMessage>) => {
   const elements = new WeakMap<object, string>()
   const fields = new Map<string, KeptField>()
   /** JSON of an element never seen: undefined for one that only `encodeBrainFrame` may write. */
@@ -198,8 +198,8 @@ export const makeRequestFrameEncoder = (): ((request: MessagesRequest) => Either
   }
   return (request) => {
     // Anything JSON cannot write (a cycle, a BigInt) gets encodeBrainFrame's error.
-    const assembled = Either.try(() => assemble(request))
-    return Either.isRight(assembled) && assembled.right !== undefined ? Either.right(assembled.right) : encodeBrainFrame(request)
+    const assembled = Result.try(() => assemble(request))
+    return Result.isSuccess(assembled) && assembled.success !== undefined ? Result.succeed(assembled.success) : encodeBrainFrame(request)
   }
 }
 
@@ -215,16 +215,16 @@ export const brainErrorFrame = (reason: "timeout" | "fatal", misconfigured?: Mis
     : `${JSON.stringify({ error: reason, misconfigured: { problem: misconfigured.problem, setting: misconfigured.setting } })}\n\n`
 
 // Fields the schema does not know (temperature, tool_choice, …) travel on untouched.
-const decodeRequest = madeOnFirstCall(() => Schema.decodeUnknownEither(MessagesRequestSchema, { onExcessProperty: "preserve" }))
+const decodeRequest = madeOnFirstCall(() => Schema.decodeUnknownResult(MessagesRequestSchema, { onExcessProperty: "preserve" }))
 
 /** Reads a brain request frame as a bridge receives it. */
-export const decodeBrainRequest = (frame: string): Either.Either<MessagesRequest, MalformedMessage> => {
-  const parsed = Either.try({
+export const decodeBrainRequest = (frame: string): Result.Result<MessagesRequest, MalformedMessage> => {
+  const parsed = Result.try({
     try: () => JSON.parse(frame) as unknown,
     catch: () => new MalformedMessage({ message: `brain request is not JSON: ${excerpt(frame)}` })
   })
-  return Either.flatMap(parsed, (json) =>
-    Either.mapLeft(decodeRequest(json), (error) =>
+  return Result.flatMap(parsed, (json) =>
+    Result.mapError(decodeRequest(json), (error) =>
       new MalformedMessage({
         message: `brain request is not a Messages API request: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
       })))

@@ -6,7 +6,7 @@
  * space, which the reader turns back into an empty line. Pure codec.
  */
 import * as Data from "effect/Data"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { MalformedMessage, compactJson, excerpt } from "./Framing.js"
 
 export const listToolsCommand = "__list_tools__"
@@ -24,27 +24,27 @@ const listTools: ClawRequest = ClawRequest.ListTools()
 const call = ClawRequest.Call
 
 /** `{name}\t{input_json}\n` with the input as compact one-line JSON. */
-export const encodeClawCall = (name: string, input: unknown): Either.Either<string, MalformedMessage> =>
+export const encodeClawCall = (name: string, input: unknown): Result.Result<string, MalformedMessage> =>
   name === "" || /[\t\r\n]/.test(name)
-    ? Either.left(new MalformedMessage({ message: `tool name ${JSON.stringify(name)} cannot be framed` }))
-    : Either.map(compactJson(input ?? {}), (json) => `${name}\t${json}\n`)
+    ? Result.fail(new MalformedMessage({ message: `tool name ${JSON.stringify(name)} cannot be framed` }))
+    : Result.map(compactJson(input ?? {}), (json) => `${name}\t${json}\n`)
 
 /**
  * Decodes one claw_in line (without its `\n`). A trailing CR is tolerated;
  * an empty input stands for `{}`.
  */
-export const decodeClawRequest = (rawLine: string): Either.Either<ClawRequest, MalformedMessage> => {
+export const decodeClawRequest = (rawLine: string): Result.Result<ClawRequest, MalformedMessage> => {
   const line = rawLine.endsWith("\r") ? rawLine.slice(0, -1) : rawLine
-  if (line === listToolsCommand) return Either.right(listTools)
+  if (line === listToolsCommand) return Result.succeed(listTools)
   const tab = line.indexOf("\t")
   if (tab <= 0) {
-    return Either.left(new MalformedMessage({ message: `claw request is neither ${listToolsCommand} nor name<TAB>input: ${excerpt(line)}` }))
+    return Result.fail(new MalformedMessage({ message: `claw request is neither ${listToolsCommand} nor name<TAB>input: ${excerpt(line)}` }))
   }
   const name = line.slice(0, tab)
   const inputJson = line.slice(tab + 1).trim()
-  if (inputJson === "") return Either.right(call({ name, input: {} }))
-  return Either.map(
-    Either.try({
+  if (inputJson === "") return Result.succeed(call({ name, input: {} }))
+  return Result.map(
+    Result.try({
       try: () => JSON.parse(inputJson) as unknown,
       catch: () => new MalformedMessage({ message: `input of tool ${name} is not JSON: ${excerpt(inputJson)}` })
     }),

@@ -4,7 +4,7 @@
  * discarded.
  *
  * This is on the path of every turn (two exchanges for a plain turn, four
- * with a tool), so it is plain callbacks inside one `Effect.async` per
+ * with a tool), so it is plain callbacks inside one `Effect.callback` per
  * request: answers are cut by the framer straight from the socket's data
  * events and handed to the request in flight. A Stream, a Queue, a race with
  * the reader's failure and a `timeoutFail` per request cost several times
@@ -15,7 +15,7 @@
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { makeDeadline } from "./Deadline.js"
@@ -168,7 +168,7 @@ export const makeExchange = (options: {
       startTimer(job, giveUp)
     }
 
-    const onFrame = (frame: Either.Either<string, FrameTooLarge>) => {
+    const onFrame = (frame: Result.Result<string, FrameTooLarge>) => {
       const head = jobs[0]
       if (head !== undefined && head.state === "sent" && owed === 1) {
         // The answer to the request in flight (no older one is owed).
@@ -194,15 +194,15 @@ export const makeExchange = (options: {
       // Answers it wrote before it died and still in the pipe are still its answers (our socket
       // flows, so it holds none back).
       const written = takeUnread(options.answerPath)
-      if (Either.isRight(written)) for (const frame of framer.push(written.right)) onFrame(frame)
+      if (Result.isSuccess(written)) for (const frame of framer.push(written.success)) onFrame(frame)
       // An answer cut short by its death is no answer; the next bridge starts a fresh one.
       framer = makeBlockFramer(options.maxAnswerBytes)
       if (owed === 0) return
       const lost = owed
       owed = 0
       // What it read will never be answered, and what it left unread must not be answered as new.
-      const dropped = Either.flatMap(writer.dropQueued(), () => takeUnread(options.requestPath))
-      if (Either.isLeft(dropped)) warn(dropped.left.message)
+      const dropped = Result.flatMap(writer.dropQueued(), () => takeUnread(options.requestPath))
+      if (Result.isFailure(dropped)) warn(dropped.failure.message)
       warn(`the bridge on ${where} exited owing ${lost} answer(s); its unanswered request(s) are dropped`)
       const head = jobs[0]
       if (head?.state === "sent") {
@@ -229,7 +229,7 @@ export const makeExchange = (options: {
     })
 
     const ask: Exchange["ask"] = (request, timeout) =>
-      Effect.async<string, AskError>((resume) => {
+      Effect.callback<string, AskError>((resume) => {
         const job: Job = { request, timeout: Duration.decode(timeout), resume, state: "queued" }
         jobs.push(job)
         if (jobs.length === 1) start(job)

@@ -26,7 +26,7 @@ import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -167,19 +167,19 @@ export const make = (options: ExternalBridgeOptions): Effect.Effect<ExternalBrid
         stdio: [options.stdin ?? "ignore", options.stdout === "stderr" ? 2 : "inherit", "inherit"]
       })
       yield* Ref.update(starts, (n) => n + 1)
-      if (Either.isLeft(spawned)) {
-        yield* Deferred.succeed(exited, { code: null, signal: null, error: spawned.left.message })
+      if (Result.isFailure(spawned)) {
+        yield* Deferred.succeed(exited, { code: null, signal: null, error: spawned.failure.message })
         return { pid: undefined, exited } satisfies RunningChild
       }
-      const child = spawned.right
-      child.once("exit", (code, signal) => Deferred.unsafeDone(exited, Exit.succeed({ code, signal })))
+      const child = spawned.success
+      child.once("exit", (code, signal) => Deferred.doneUnsafe(exited, Exit.succeed({ code, signal })))
       // 'error' also reports failed kills of a live child; only a failed start ends the run.
       child.on("error", (error) => {
         if (child.pid === undefined) {
-          Deferred.unsafeDone(exited, Exit.succeed({ code: null, signal: null, error: error.message }))
+          Deferred.doneUnsafe(exited, Exit.succeed({ code: null, signal: null, error: error.message }))
         }
       })
-      yield* Ref.set(pid, Option.fromNullable(child.pid))
+      yield* Ref.set(pid, Option.fromNullishOr(child.pid))
       return { pid: child.pid, exited } satisfies RunningChild
     })
 

@@ -5,7 +5,7 @@
  * errors every wire codec shares.
  */
 import * as Data from "effect/Data"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 
 /** Bytes that do not make a valid message of the protocol they arrived on. */
@@ -27,18 +27,18 @@ export class FrameTooLarge extends Data.TaggedError("FrameTooLarge")<{
 /** How much of a skipped line `FrameTooLarge.head` keeps. */
 export const headBytes = 1024
 
-export const compactJson = (value: unknown): Either.Either<string, MalformedMessage> => {
-  const encoded = Either.try({
+export const compactJson = (value: unknown): Result.Result<string, MalformedMessage> => {
+  const encoded = Result.try({
     try: () => JSON.stringify(value) as string | undefined,
     catch: (error) => new MalformedMessage({ message: `value cannot be written as JSON: ${String(error)}` })
   })
-  return Either.flatMap(encoded, (json) =>
+  return Result.flatMap(encoded, (json) =>
     json === undefined
-      ? Either.left(new MalformedMessage({ message: "value cannot be written as JSON" }))
-      : Either.right(json))
+      ? Result.fail(new MalformedMessage({ message: "value cannot be written as JSON" }))
+      : Result.succeed(json))
 }
 
-export type Frame = Either.Either<string, FrameTooLarge>
+export type Frame = Result.Result<string, FrameTooLarge>
 
 /** Cuts a byte stream into frames, whatever the chunk boundaries. Stateful: one per stream. */
 export interface Framer {
@@ -149,7 +149,7 @@ export interface LineFramer extends Framer {
 /** Frames are lines without their `\n`; a line past `maxLineBytes` is one `FrameTooLarge`. */
 export const makeLineFramer = (maxLineBytes: number): LineFramer => {
   let out: Array<Frame> = []
-  const split = makeLineSplitter(maxLineBytes, (text) => void out.push(Either.right(text)), (error) => void out.push(Either.left(error)))
+  const split = makeLineSplitter(maxLineBytes, (text) => void out.push(Result.succeed(text)), (error) => void out.push(Result.fail(error)))
   return {
     push: (chunk) => {
       out = []
@@ -177,7 +177,7 @@ export const makeBlockFramer = (maxBlockBytes: number): Framer => {
   let size = 0
   let skipping = false
   const overflow = () => {
-    if (!skipping) out.push(Either.left(tooLarge("block", maxBlockBytes)))
+    if (!skipping) out.push(Result.fail(tooLarge("block", maxBlockBytes)))
     skipping = true
     lines.length = 0
     size = 0
@@ -185,7 +185,7 @@ export const makeBlockFramer = (maxBlockBytes: number): Framer => {
   const onLine = (line: string, bytes: number) => {
     const text = line.endsWith("\r") ? line.slice(0, -1) : line
     if (text === "") {
-      if (!skipping && lines.length > 0) out.push(Either.right(lines.length === 1 ? lines[0]! : lines.join("\n")))
+      if (!skipping && lines.length > 0) out.push(Result.succeed(lines.length === 1 ? lines[0]! : lines.join("\n")))
       skipping = false
       lines.length = 0
       size = 0

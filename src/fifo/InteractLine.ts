@@ -2,7 +2,7 @@
  * interact_in / interact_out: `{channel}\t{text}\n`, text escaped (backslash
  * `\\`, newline `\n`, tab `\t`, carriage return `\r`). Pure codec.
  */
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import type { InboundMessage, OutboundMessage } from "../Interact.js"
 import { MalformedMessage, excerpt } from "./Framing.js"
 
@@ -17,10 +17,10 @@ export const unescapeText = (escaped: string): string =>
   escaped.replace(/\\([\\ntr])/g, (sequence, c: string) => unescapes[c] ?? sequence)
 
 /** `{channel}\t{escaped text}\n`; a channel holding a tab, CR or LF cannot be framed. */
-export const encodeInteractLine = (message: OutboundMessage): Either.Either<string, MalformedMessage> =>
+export const encodeInteractLine = (message: OutboundMessage): Result.Result<string, MalformedMessage> =>
   /[\t\r\n]/.test(message.channel)
-    ? Either.left(new MalformedMessage({ message: `channel ${JSON.stringify(message.channel)} holds a tab or line break` }))
-    : Either.right(`${message.channel}\t${escapeText(message.text)}\n`)
+    ? Result.fail(new MalformedMessage({ message: `channel ${JSON.stringify(message.channel)} holds a tab or line break` }))
+    : Result.succeed(`${message.channel}\t${escapeText(message.text)}\n`)
 
 /**
  * Decodes one interact line (without its `\n`): the channel runs up to the
@@ -28,13 +28,13 @@ export const encodeInteractLine = (message: OutboundMessage): Either.Either<stri
  * costs a character, in the channel the way back, since a reply on the
  * changed name would reach no one; such a line is refused.
  */
-export const decodeInteractLine = (line: string): Either.Either<InboundMessage, MalformedMessage> => {
+export const decodeInteractLine = (line: string): Result.Result<InboundMessage, MalformedMessage> => {
   const tab = line.indexOf("\t")
   if (tab === -1) {
-    return Either.left(new MalformedMessage({ message: `interact line has no tab between channel and text: ${excerpt(line)}` }))
+    return Result.fail(new MalformedMessage({ message: `interact line has no tab between channel and text: ${excerpt(line)}` }))
   }
   const channel = line.slice(0, tab)
   return channel.includes("\uFFFD")
-    ? Either.left(new MalformedMessage({ message: `interact line's channel is not valid UTF-8 (a reply could not name it): ${excerpt(line)}` }))
-    : Either.right({ channel, text: unescapeText(line.slice(tab + 1)) })
+    ? Result.fail(new MalformedMessage({ message: `interact line's channel is not valid UTF-8 (a reply could not name it): ${excerpt(line)}` }))
+    : Result.succeed({ channel, text: unescapeText(line.slice(tab + 1)) })
 }

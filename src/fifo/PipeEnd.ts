@@ -15,7 +15,7 @@ import * as NodeStream from "@effect/platform-node/NodeStream"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { describeError, errnoCode } from "../Errors.js"
@@ -43,7 +43,7 @@ export interface FifoWriter {
    * that a reader which died left the pipe too full to take); their writes
    * fail. Bytes already in the pipe stay there (see `takeUnread`).
    */
-  readonly dropQueued: () => Either.Either<void, FifoError>
+  readonly dropQueued: () => Result.Result<void, FifoError>
 }
 
 /** What a callback reader is told: each chunk as it arrives, then at most one failure. */
@@ -61,39 +61,39 @@ export interface Valve {
 }
 
 /** A synchronous Node call, its error described with `what` before its message. */
-const trySync = <A>(what: string, run: () => A): Either.Either<A, FifoError> =>
-  Either.try({ try: run, catch: (cause) => new FifoError({ message: `${what}: ${describeError(cause)}`, cause }) })
+const trySync = <A>(what: string, run: () => A): Result.Result<A, FifoError> =>
+  Result.try({ try: run, catch: (cause) => new FifoError({ message: `${what}: ${describeError(cause)}`, cause }) })
 
-const closeQuietly = (fd: number) => void Either.try(() => fs.closeSync(fd))
+const closeQuietly = (fd: number) => void Result.try(() => fs.closeSync(fd))
 
 /**
  * Opens `file` as a FIFO socket used in one direction. Synchronous: a
  * non-blocking open of a FIFO and an fstat never wait, and the thread pool
  * would cost a start its creation and a trip per call.
  */
-const fifoSocket = (file: string, direction: "read" | "write"): Either.Either<net.Socket, FifoError> => {
+const fifoSocket = (file: string, direction: "read" | "write"): Result.Result<net.Socket, FifoError> => {
   const opened = trySync(`cannot open FIFO ${file}`, () => fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_NONBLOCK))
-  if (Either.isLeft(opened)) return Either.left(opened.left)
-  const fd = opened.right
+  if (Result.isFailure(opened)) return Result.fail(opened.failure)
+  const fd = opened.success
   const stat = trySync(`cannot inspect ${file}`, () => fs.fstatSync(fd))
-  const socket = Either.flatMap(stat, (stat) =>
+  const socket = Result.flatMap(stat, (stat) =>
     stat.isFIFO()
       // The socket owns the descriptor from here on and closes it when destroyed.
       ? trySync(`cannot watch FIFO ${file}`, () =>
         new net.Socket({ fd, readable: direction === "read", writable: direction === "write", allowHalfOpen: true }))
-      : Either.left(new FifoError({ message: `${file} is not a named pipe` })))
-  if (Either.isLeft(socket)) {
+      : Result.fail(new FifoError({ message: `${file} is not a named pipe` })))
+  if (Result.isFailure(socket)) {
     closeQuietly(fd)
     return socket
   }
   // Errors surface through the read stream or the write callbacks; an
   // 'error' event with no listener would crash the process instead.
-  socket.right.on("error", () => undefined)
+  socket.success.on("error", () => undefined)
   return socket
 }
 
 const destroySocket = (socket: net.Socket) =>
-  Effect.async<void>((resume) => {
+  Effect.callback<void>((resume) => {
     if (socket.closed) return resume(Effect.void)
     socket.once("close", () => resume(Effect.void))
     socket.destroy()
@@ -109,26 +109,26 @@ const openSocket = (file: string, direction: "read" | "write"): Effect.Effect<ne
  * ours took already are not in the pipe any more; JavaScript runs one thing
  * at a time, so none is taken halfway.
  */
-export const takeUnread = (file: string): Either.Either<Uint8Array, FifoError> => {
+export const takeUnread = (file: string): Result.Result<Uint8Array, FifoError> => {
   const opened = trySync(`cannot open FIFO ${file}`, () => fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK))
-  if (Either.isLeft(opened)) return Either.left(opened.left)
+  if (Result.isFailure(opened)) return Result.fail(opened.failure)
   const parts: Array<Uint8Array> = []
   let failure: FifoError | undefined
   while (failure === undefined) {
     const buffer = Buffer.allocUnsafe(64 * 1024)
-    const read = Either.try({ try: () => fs.readSync(opened.right, buffer), catch: (cause) => cause })
-    if (Either.isRight(read) && read.right > 0) {
-      parts.push(buffer.subarray(0, read.right))
+    const read = Result.try({ try: () => fs.readSync(opened.success, buffer), catch: (cause) => cause })
+    if (Result.isSuccess(read) && read.success > 0) {
+      parts.push(buffer.subarray(0, read.success))
       continue
     }
     // EAGAIN: the pipe is empty (we hold a write end, so it never reads as ended).
-    if (Either.isLeft(read) && errnoCode(read.left) !== "EAGAIN") {
-      failure = new FifoError({ message: `reading ${file} failed: ${describeError(read.left)}`, cause: read.left })
+    if (Result.isFailure(read) && errnoCode(read.failure) !== "EAGAIN") {
+      failure = new FifoError({ message: `reading ${file} failed: ${describeError(read.failure)}`, cause: read.failure })
     }
     break
   }
-  closeQuietly(opened.right)
-  return failure !== undefined ? Either.left(failure) : Either.right(Buffer.concat(parts))
+  closeQuietly(opened.success)
+  return failure !== undefined ? Result.fail(failure) : Result.succeed(Buffer.concat(parts))
 }
 
 /** Opens `file` for reading for the life of the scope. */
@@ -207,15 +207,15 @@ export const openWriter = (file: string): Effect.Effect<FifoWriter, FifoError, S
         ))
     }
     const dropQueued: FifoWriter["dropQueued"] = () => {
-      if (socket.writableLength === 0) return Either.void
+      if (socket.writableLength === 0) return Result.succeed(undefined)
       // The fresh descriptor is opened before the old one closes: a FIFO
       // with no descriptor open loses what it holds, and others may read it.
       const fresh = fifoSocket(file, "write")
-      if (Either.isLeft(fresh)) return Either.left(fresh.left)
+      if (Result.isFailure(fresh)) return Result.fail(fresh.failure)
       const old = socket
-      socket = fresh.right
+      socket = fresh.success
       old.destroy()
-      return Either.void
+      return Result.succeed(undefined)
     }
     return {
       path: file,
@@ -235,7 +235,7 @@ export const openWriter = (file: string): Effect.Effect<FifoWriter, FifoError, S
           // tick later; done without suspending the fiber. Anything left (a
           // full pipe) waits for the callback.
           if (outcome === undefined && socket.writableLength === 0 && !socket.destroyed) outcome = Effect.void
-          return outcome ?? Effect.async<void, FifoError>((resume) => {
+          return outcome ?? Effect.callback<void, FifoError>((resume) => {
             if (outcome !== undefined) return resume(outcome)
             waiting = resume
           })

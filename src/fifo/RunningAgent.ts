@@ -6,7 +6,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -31,7 +31,7 @@ export interface RunningAgentService {
   readonly ended: Effect.Effect<never, NoRunningAgent>
 }
 
-export class RunningAgent extends Context.Tag("planckclaw/RunningAgent")<RunningAgent, RunningAgentService>() {}
+export class RunningAgent extends Context.Service<RunningAgent, RunningAgentService>()("planckclaw/RunningAgent") {}
 
 const join = Effect.gen(function*() {
   const paths = yield* fifoPathsConfig
@@ -53,7 +53,7 @@ const join = Effect.gen(function*() {
   }
   const ended = Effect.sync(() => readPidFileSync(pidFile) === owner && isAlive(owner)).pipe(
     Effect.repeat({ schedule: Schedule.spaced("1 second"), while: (running) => running }),
-    Effect.zipRight(
+    Effect.andThen(
       new NoRunningAgent({
         reason: "ended",
         pid: owner,

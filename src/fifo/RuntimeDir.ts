@@ -8,7 +8,7 @@
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -60,7 +60,7 @@ const releasePidFile = (pidFile: string): Effect.Effect<void> =>
         : Effect.void
     ),
     ignoringMissing,
-    Effect.catchAll((error) => Effect.logWarning(error.message))
+    Effect.catch((error) => Effect.logWarning(error.message))
   )
 
 /**
@@ -89,7 +89,7 @@ const mkfifoOnce = (
   paths: ReadonlyArray<string>,
   explain: boolean
 ): Effect.Effect<boolean, RuntimeDirError | MkfifoMissing> =>
-  Effect.async((resume) => {
+  Effect.callback((resume) => {
     // The C locale spares the child loading a locale (messages are English, as ours are);
     // a path that is not ASCII keeps the user's, in which mkfifo shows it as it is rather than escaped.
     const env = paths.every(isAscii) ? { ...process.env, LC_ALL: "C" } : process.env
@@ -156,9 +156,9 @@ const unlinkFifos = (files: ReadonlyArray<string>, made?: ReadonlyMap<string, nu
 export const makeFifos = (files: ReadonlyArray<string>): Effect.Effect<ReadonlyMap<string, number>, RuntimeDirError> =>
   runMkfifo(files, mkfifoCommands, false).pipe(
     // Failed unexplained: what it made goes, and a second mkfifo, its stderr read, says why (or, the cause gone, makes them).
-    Effect.flatMap((made) => made ? Effect.void : Effect.zipRight(unlinkFifos(files), mkfifo(files))),
+    Effect.flatMap((made) => made ? Effect.void : Effect.andThen(unlinkFifos(files), mkfifo(files))),
     Effect.tapError(() => Effect.ignore(unlinkFifos(files))),
-    Effect.zipRight(Effect.forEach(files, (file) =>
+    Effect.andThen(Effect.forEach(files, (file) =>
       attempt(`cannot inspect ${file}`, () => fs.lstatSync(file)).pipe(Effect.map((stat) => [file, stat.ino] as const)))),
     Effect.map((entries) => new Map(entries))
   )
@@ -187,20 +187,20 @@ export const makeRuntimeDir = (runDir: string): Effect.Effect<FifoPaths, Runtime
     const files = fifoKeys.map((key) => paths[key])
     yield* Effect.acquireRelease(
       makeFifos(files),
-      (made) => unlinkFifos(files, made).pipe(Effect.catchAll((error) => Effect.logWarning(error.message)))
+      (made) => unlinkFifos(files, made).pipe(Effect.catch((error) => Effect.logWarning(error.message)))
     )
     return paths
   })
 
 /** The pipes every far end and near end of a run opens. */
-export class RunPaths extends Context.Tag("planckclaw/RunPaths")<RunPaths, FifoPaths>() {}
+export class RunPaths extends Context.Service<RunPaths, FifoPaths>()("planckclaw/RunPaths") {}
 
 /**
  * A runtime directory of our own, at PLANCKCLAW_RUN_DIR, for the life of the
  * layer. (The per-pipe variables are for a bridge process that joins a run;
  * the run itself lays every pipe out in the one directory.)
  */
-export const layer: Layer.Layer<RunPaths, RuntimeDirError | ConfigError.ConfigError> = Layer.scoped(
+export const layer: Layer.Layer<RunPaths, RuntimeDirError | ConfigError.ConfigError> = Layer.effect(
   RunPaths,
   Effect.flatMap(fifoPathsConfig, ({ runDir }) => makeRuntimeDir(runDir))
 )

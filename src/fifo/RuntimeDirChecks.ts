@@ -35,7 +35,7 @@ export const ignoringMissing = <A>(effect: Effect.Effect<A, RuntimeDirError>): E
 
 /** The entry at `file` without following a symlink; None when there is none (no error is made for that). */
 export const lstatOption = (file: string): Effect.Effect<Option.Option<fs.Stats>, RuntimeDirError> =>
-  attempt(`cannot inspect ${file}`, () => Option.fromNullable(fs.lstatSync(file, { throwIfNoEntry: false })))
+  attempt(`cannot inspect ${file}`, () => Option.fromNullishOr(fs.lstatSync(file, { throwIfNoEntry: false })))
 
 const kindOf = (stat: fs.Stats): string =>
   stat.isSymbolicLink()

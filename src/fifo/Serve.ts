@@ -10,7 +10,7 @@
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
@@ -41,26 +41,26 @@ export const serveBrain = (
     const requests = yield* openReader(paths.brainIn)
     const answers = yield* openWriter(paths.brainOut)
     const answer = (frame: Frame): Effect.Effect<string> =>
-      Either.match(Either.flatMap(frame, decodeBrainRequest), {
-        onLeft: (error) => Effect.as(Effect.logWarning(`bad request on brain_in: ${error.message}`), brainErrorFrame("fatal")),
-        onRight: (request) =>
+      Result.match(Result.flatMap(frame, decodeBrainRequest), {
+        onFailure: (error) => Effect.as(Effect.logWarning(`bad request on brain_in: ${error.message}`), brainErrorFrame("fatal")),
+        onSuccess: (request) =>
           brain.complete(request).pipe(
             Effect.map((response) =>
-              Either.getOrElse(encodeBrainFrame(response), () => brainErrorFrame("fatal"))
+              Result.getOrElse(encodeBrainFrame(response), () => brainErrorFrame("fatal"))
             ),
             Effect.catchTag("BrainError", (error) =>
               Effect.as(
                 Effect.logWarning(`brain failed (${error.reason}): ${error.detail}`),
                 brainErrorFrame(error.reason, error.misconfigured)
               )),
-            Effect.catchAllDefect((defect) =>
+            Effect.catchDefect((defect) =>
               Effect.as(Effect.logError("brain crashed", defect), brainErrorFrame("fatal")))
           )
       })
     return yield* requests.chunks.pipe(
       framed(() => makeBlockFramer(options.maxRequestBytes ?? defaultMaxBlockBytes)),
       Stream.runForEach((frame) => Effect.flatMap(answer(frame), answers.write)),
-      Effect.zipRight(Effect.never)
+      Effect.andThen(Effect.never)
     )
   }))
 
@@ -96,42 +96,42 @@ export const serveInteract = (
     const deliverReplies = fromAgent.chunks.pipe(
       framed(() => makeLineFramer(options.maxRequestBytes ?? defaultMaxLineBytes)),
       Stream.runForEach((line) =>
-        Either.match(Either.flatMap(line, decodeInteractLine), {
-          onLeft: (error) =>
+        Result.match(Result.flatMap(line, decodeInteractLine), {
+          onFailure: (error) =>
             Effect.logWarning(`ignored a line on interact_out: ${error.message}`).pipe(
-              Effect.zipRight(kept),
-              Effect.zipRight(countDelivered)
+              Effect.andThen(kept),
+              Effect.andThen(countDelivered)
             ),
           // An adapter with a journal of its own keeps the reply at once and
           // delivers it in the background; any other delivers it before the next line.
-          onRight: (reply) =>
+          onSuccess: (reply) =>
             interact.accept === undefined
               ? interact.send(reply).pipe(
-                Effect.catchAll((error) => Effect.logWarning(`reply to ${reply.channel} not delivered: ${error.message}`)),
-                Effect.zipRight(kept),
-                Effect.zipRight(countDelivered)
+                Effect.catch((error) => Effect.logWarning(`reply to ${reply.channel} not delivered: ${error.message}`)),
+                Effect.andThen(kept),
+                Effect.andThen(countDelivered)
               )
               : interact.accept(reply).pipe(
                 Effect.tap(() => kept),
-                Effect.flatMap((delivery) => Effect.forkScoped(Effect.zipRight(delivery, countDelivered)))
+                Effect.flatMap((delivery) => Effect.forkScoped(Effect.andThen(delivery, countDelivered)))
               )
         }).pipe(Effect.asVoid)),
-      Effect.zipRight(Effect.never)
+      Effect.andThen(Effect.never)
     )
 
     const inputEnded = interact.messages.pipe(
       Stream.runForEach((message) =>
-        Either.match(encodeInteractLine(message), {
-          onLeft: (error) => Effect.logWarning(`message not forwarded: ${error.message}`),
-          onRight: (line) => Effect.zipRight(toAgent.write(line), Ref.update(forwarded, (n) => n + 1))
+        Result.match(encodeInteractLine(message), {
+          onFailure: (error) => Effect.logWarning(`message not forwarded: ${error.message}`),
+          onSuccess: (line) => Effect.andThen(toAgent.write(line), Ref.update(forwarded, (n) => n + 1))
         })),
-      Effect.zipRight(Ref.get(forwarded))
+      Effect.andThen(Ref.get(forwarded))
     )
     const handover = options.handover
     const forwardMessages = handover === undefined
       ? Effect.flatMap(inputEnded, (total) => delivered.changes.pipe(Stream.takeUntil((n) => n >= total), Stream.runDrain))
       : Effect.flatMap(inputEnded, (total) => Deferred.succeed(handover.forwarded, total)).pipe(
-        Effect.zipRight(Effect.never)
+        Effect.andThen(Effect.never)
       )
 
     return yield* Effect.raceFirst(forwardMessages, deliverReplies)

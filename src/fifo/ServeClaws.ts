@@ -12,7 +12,7 @@
  * requester's order-based matching never slips.
  */
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import type { ClawsError, ClawsService, ToolDefinition, ToolProblem, ToolResult } from "../Claws.js"
 import { type ClawRequest, decodeClawRequest, encodeClawAnswer } from "./ClawFrame.js"
 import { type FifoError, type FifoPaths } from "./FifoPaths.js"
@@ -62,7 +62,7 @@ export const catalogFrameMemo = (): ((tools: ReadonlyArray<ToolDefinition>, prob
 /** Lines waiting beyond which the pipe is left to hold the rest (a flooding peer cannot grow our buffer). */
 const maxPendingLines = 64
 
-const isBlankLine = (line: Frame) => Either.isRight(line) && (line.right === "" || line.right === "\r")
+const isBlankLine = (line: Frame) => Result.isSuccess(line) && (line.success === "" || line.success === "\r")
 
 /**
  * Reads claw_in lines, answers each on claw_out: the catalog as a JSON array,
@@ -120,7 +120,7 @@ export const serveClaws = (
       effect.pipe(
         Effect.catchTag("ClawsError", (error) =>
           Effect.as(Effect.logWarning(`claws failed: ${error.message}`), errorFrame(error.message))),
-        Effect.catchAllDefect((defect) => Effect.as(Effect.logError("claws crashed", defect), errorFrame("tool crashed")))
+        Effect.catchDefect((defect) => Effect.as(Effect.logError("claws crashed", defect), errorFrame("tool crashed")))
       )
     // Built once: a listing comes with every message.
     // Rejected declarations are the service's to report (script claws warn
@@ -133,10 +133,10 @@ export const serveClaws = (
         : answered(Effect.map(claws.call(request.name, request.input), (result) => encodeClawAnswer(resultText(request.name, result))))
     const serveLine = (line: Frame): Effect.Effect<void, FifoError> =>
       Effect.flatMap(
-        Either.match(Either.flatMap(line, decodeClawRequest), {
-          onLeft: (error) =>
+        Result.match(Result.flatMap(line, decodeClawRequest), {
+          onFailure: (error) =>
             Effect.logWarning(`bad request on claw_in: ${error.message}`).pipe(Effect.as(errorFrame(error.message))),
-          onRight: answer
+          onSuccess: answer
         }),
         answers.write
       )

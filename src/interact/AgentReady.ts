@@ -11,7 +11,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
-export class AgentReady extends Context.Tag("planckclaw/AgentReady")<AgentReady, Deferred.Deferred<void>>() {}
+export class AgentReady extends Context.Service<AgentReady, Deferred.Deferred<void>>()("planckclaw/AgentReady") {}
 
 /** A fresh, not yet completed signal for one run. */
 export const layer: Layer.Layer<AgentReady> = Layer.effect(AgentReady, Deferred.make<void>())

@@ -13,7 +13,7 @@
 import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -89,11 +89,11 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     // right. Without one, the socket keeps the writes in call order by itself.
     const writeLock = Mutex.make()
     const send: InteractService["send"] = (message) =>
-      Either.match(encodeInteractLine(message), {
-        onLeft: (error) => new InteractError({ message: `cannot send reply: ${error.message}` }),
-        onRight: (line) =>
+      Result.match(encodeInteractLine(message), {
+        onFailure: (error) => new InteractError({ message: `cannot send reply: ${error.message}` }),
+        onSuccess: (line) =>
           handover === undefined ? write(line) : write(line).pipe(
-            Effect.zipRight(Ref.updateAndGet(handover.written, (n) => n + 1)),
+            Effect.andThen(Ref.updateAndGet(handover.written, (n) => n + 1)),
             writeLock.withPermits(1),
             Effect.flatMap((count) => Handover.replyKept(handover, count))
           )
@@ -109,8 +109,8 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
       }
       const channel = head.slice(0, tab)
       return Effect.logWarning(`refused a line on interact_in from ${channel}: ${error.message}`).pipe(
-        Effect.zipRight(send({ channel, text: oversizedReply(error.limit) })),
-        Effect.catchAll((failure) => Effect.logWarning(`could not tell ${channel} its message was refused: ${failure.message}`))
+        Effect.andThen(send({ channel, text: oversizedReply(error.limit) })),
+        Effect.catch((failure) => Effect.logWarning(`could not tell ${channel} its message was refused: ${failure.message}`))
       )
     }
     const countRead = (lines: number) => {
@@ -159,9 +159,9 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     const onFrames = (frames: ReadonlyArray<Frame>) => {
       let counted = 0
       for (const line of frames) {
-        if (Either.isLeft(line)) {
+        if (Result.isFailure(line)) {
           refusing += 1
-          background(refuseOversized(line.left).pipe(
+          background(refuseOversized(line.failure).pipe(
             // Counted once answered: a piped run waits for the replies it counted.
             Effect.ensuring(Effect.sync(() => {
               refusing -= 1
@@ -171,9 +171,9 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
           ))
           continue
         }
-        const message = decodeInteractLine(line.right)
-        if (Either.isLeft(message)) background(Effect.logWarning(`ignored a line on interact_in: ${message.left.message}`))
-        else inbox.push(message.right)
+        const message = decodeInteractLine(line.success)
+        if (Result.isFailure(message)) background(Effect.logWarning(`ignored a line on interact_in: ${message.failure.message}`))
+        else inbox.push(message.success)
         counted += 1
       }
       countRead(counted)
@@ -192,7 +192,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
       if (watching || paused || !framer.holding()) return
       watching = true
       const seen = generation
-      background(Effect.sleep(unterminatedWait).pipe(Effect.zipRight(Effect.suspend(() => {
+      background(Effect.sleep(unterminatedWait).pipe(Effect.andThen(Effect.suspend(() => {
         watching = false
         if (seen !== generation || paused) {
           watchUnterminated()
@@ -222,7 +222,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
 
     if (handover !== undefined) {
       yield* Handover.inputConsumed(handover).pipe(
-        Effect.zipRight(Effect.sync(() => {
+        Effect.andThen(Effect.sync(() => {
           inbox.push(undefined)
           deliver()
         })),
@@ -245,4 +245,4 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
   })
 
 export const layer = (options: FifoInteractOptions): Layer.Layer<Interact, FifoError> =>
-  Layer.scoped(Interact, make(options))
+  Layer.effect(Interact, make(options))

@@ -62,7 +62,7 @@ export const make = (draw: (text: string) => void): Effect.Effect<Spinner, never
       const running = fiber
       fiber = undefined
       return (running === undefined ? Effect.void : Fiber.interrupt(running)).pipe(
-        Effect.zipRight(Effect.sync(() => {
+        Effect.andThen(Effect.sync(() => {
           if (shown) draw(CLEAR)
           shown = false
         }))

@@ -62,7 +62,7 @@ export interface TerminalStreams {
 const isQuit = (text: string) => text.trim().toLowerCase() === "/quit"
 
 const write = (output: NodeJS.WritableStream, text: string) =>
-  Effect.async<void, InteractError>((resume) => {
+  Effect.callback<void, InteractError>((resume) => {
     output.write(text, (error) =>
       resume(
         error === null || error === undefined
@@ -135,11 +135,11 @@ export const make = (streams: TerminalStreams) =>
     const spinner = streams.interactive && stripReplies
       ? Option.some(yield* Spinner.make((text) => void streams.output.write(text)))
       : Option.none()
-    const greet = Effect.zipRight(Effect.sync(() => {
+    const greet = Effect.andThen(Effect.sync(() => {
       if (streams.interactive) streams.output.write(`${HINT}\n`)
     }), prompt)
     if (streams.ready === undefined) yield* greet
-    else yield* Effect.forkScoped(Effect.zipRight(streams.ready, greet))
+    else yield* Effect.forkScoped(Effect.andThen(streams.ready, greet))
 
     // A line taken while looking for more of a message, which belongs to the next one.
     let held: Received | undefined
@@ -190,7 +190,7 @@ export const make = (streams: TerminalStreams) =>
       if (/^\s*y(es)?\s*$/i.test(text)) return Effect.succeed(Option.some("/forget confirm"))
       // Another command instead of an answer: nothing forgotten, and the command goes on as typed.
       if (Option.isSome(Commands.parse(text))) return Effect.succeed(Option.some(text))
-      return write(streams.output, "Nothing was forgotten.\n").pipe(Effect.ignore, Effect.zipRight(prompt), Effect.as(Option.none()))
+      return write(streams.output, "Nothing was forgotten.\n").pipe(Effect.ignore, Effect.andThen(prompt), Effect.as(Option.none()))
     }
 
     // None: the stream ends (end of input, or /quit).
@@ -255,7 +255,7 @@ export const make = (streams: TerminalStreams) =>
   })
 
 /** On this process's standard input and output; in a run, the first prompt waits for its AgentReady. */
-export const layer: Layer.Layer<Interact> = Layer.scoped(
+export const layer: Layer.Layer<Interact> = Layer.effect(
   Interact,
   Effect.flatMap(Effect.serviceOption(AgentReady), (ready) =>
     make({

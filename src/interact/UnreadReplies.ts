@@ -9,7 +9,7 @@
  */
 import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Runtime from "effect/Runtime"
 import { type FifoWriter, takeUnread } from "../fifo/PipeEnd.js"
 import * as SafeFile from "../memory/SafeFile.js"
@@ -22,11 +22,11 @@ import * as SafeFile from "../memory/SafeFile.js"
 export const resend = (file: string, writer: FifoWriter): Effect.Effect<void> =>
   Effect.suspend(() => {
     // An lstat first: there is usually nothing, and a failed open costs an error's stack trace.
-    const present = Either.try(() => fs.lstatSync(file, { throwIfNoEntry: false }) !== undefined)
-    if (Either.isRight(present) && !present.right) return Effect.void
+    const present = Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false }) !== undefined)
+    if (Result.isSuccess(present) && !present.success) return Effect.void
     const kept = SafeFile.read(file)
-    if (Either.isLeft(kept)) return Effect.logWarning(`cannot read the replies kept from the last run: ${kept.left.message}`)
-    const text = kept.right ?? ""
+    if (Result.isFailure(kept)) return Effect.logWarning(`cannot read the replies kept from the last run: ${kept.failure.message}`)
+    const text = kept.success ?? ""
     if (text === "") return Effect.sync(() => SafeFile.removeLeftover(file))
     return Effect.flatMap(Effect.runtime<never>(), (runtime) =>
       Effect.sync(() =>
@@ -35,7 +35,7 @@ export const resend = (file: string, writer: FifoWriter): Effect.Effect<void> =>
           else Runtime.runFork(runtime)(Effect.logWarning(`cannot send the replies kept in ${file}: ${error.message}`))
         })
       )).pipe(
-        Effect.zipRight(Effect.logInfo(`sending ${text.split("\n").length - 1} reply line(s) the last run left unread in ${writer.path}`))
+        Effect.andThen(Effect.logInfo(`sending ${text.split("\n").length - 1} reply line(s) the last run left unread in ${writer.path}`))
       )
   })
 
@@ -43,12 +43,12 @@ export const resend = (file: string, writer: FifoWriter): Effect.Effect<void> =>
 export const keep = (file: string, pipe: string): Effect.Effect<void> =>
   Effect.suspend(() => {
     const unread = takeUnread(pipe)
-    if (Either.isLeft(unread)) return Effect.logWarning(`cannot take the replies unread in ${pipe}: ${unread.left.message}`)
-    if (unread.right.length === 0) return Effect.void
-    const kept = Either.flatMap(SafeFile.read(file), (before) =>
-      SafeFile.replace(file, Buffer.concat([Buffer.from(before ?? "", "utf8"), unread.right]), true))
-    const lines = unread.right.filter((byte) => byte === 0x0a).length
-    return Either.isLeft(kept)
-      ? Effect.logError(`${lines} reply line(s) unread in ${pipe} are lost: cannot keep them in ${file}: ${kept.left.message}`)
+    if (Result.isFailure(unread)) return Effect.logWarning(`cannot take the replies unread in ${pipe}: ${unread.failure.message}`)
+    if (unread.success.length === 0) return Effect.void
+    const kept = Result.flatMap(SafeFile.read(file), (before) =>
+      SafeFile.replace(file, Buffer.concat([Buffer.from(before ?? "", "utf8"), unread.success]), true))
+    const lines = unread.success.filter((byte) => byte === 0x0a).length
+    return Result.isFailure(kept)
+      ? Effect.logError(`${lines} reply line(s) unread in ${pipe} are lost: cannot keep them in ${file}: ${kept.failure.message}`)
       : Effect.logWarning(`${lines} reply line(s) were still unread in ${pipe}: kept in ${file}, sent first at the next start`)
   })

@@ -17,7 +17,7 @@
  */
 import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as CommitAsync from "./CommitAsync.js"
 import * as CommitMirror from "./CommitMirror.js"
 import * as FileCache from "./FileCache.js"
@@ -31,7 +31,7 @@ export interface Store {
   readonly paths: Layout.Paths
   readonly directory: string
   /** The part of history the fold keeps, from the split to the end as it is now. */
-  readonly readRest: (plan: FoldPlan) => Either.Either<{ readonly buffer: Buffer; readonly size: number }, MemoryError>
+  readonly readRest: (plan: FoldPlan) => Result.Result<{ readonly buffer: Buffer; readonly size: number }, MemoryError>
   /** What the kept tail and summary come to. */
   readonly result: (rest: Buffer, summaryFile: string) => FoldResult
 }
@@ -44,15 +44,15 @@ export const commit = (
   between: Effect.Effect<void>
 ): Effect.Effect<FoldResult, MemoryError> => {
   const { directory, paths } = store
-  const gated = <B>(section: () => Either.Either<B, MemoryError>) => Effect.zipRight(between, step(section))
+  const gated = <B>(section: () => Result.Result<B, MemoryError>) => Effect.andThen(between, step(section))
   const abandoned = () =>
     new MemoryError({ reason: "io", message: "committing compaction: a turn's append could not be copied into the next history; nothing changed" })
   // Before the journal: the next files go, the old ones hold everything.
-  const discard = (error: MemoryError) => Effect.zipRight(step(() => Either.right(Layout.recover(paths))), Effect.fail(error))
+  const discard = (error: MemoryError) => Effect.andThen(step(() => Result.succeed(Layout.recover(paths))), Effect.fail(error))
 
   const stageSummary = gated(() =>
-    Either.mapLeft(
-      Either.map(CommitAsync.stage(paths.nextSummary, summaryFile), (summary) => {
+    Result.mapError(
+      Result.map(CommitAsync.stage(paths.nextSummary, summaryFile), (summary) => {
         FileCache.settle(summary.fd)
         return summary
       }),
@@ -61,9 +61,9 @@ export const commit = (
   )
   // Appendable: the run's history store keeps using it after the swap.
   const stageHistory = gated(() =>
-    Either.flatMap(store.readRest(plan), (rest) =>
-      Either.map(
-        Either.mapLeft(CommitAsync.stage(paths.nextHistory, rest.buffer, SafeFile.flags.createNewAppendable), fromFileError),
+    Result.flatMap(store.readRest(plan), (rest) =>
+      Result.map(
+        Result.mapError(CommitAsync.stage(paths.nextHistory, rest.buffer, SafeFile.flags.createNewAppendable), fromFileError),
         (history) => {
           const mirror = CommitMirror.make({
             oldInode: plan.inode,
@@ -82,16 +82,16 @@ export const commit = (
   // The run's store knows it (no read, no parse) unless something else wrote it.
   const oldLedger = () => {
     const known = knownLedger()
-    return known !== undefined ? Either.right(known) : Either.map(SafeFile.read(paths.ledger), Ledger.parse)
+    return known !== undefined ? Result.succeed(known) : Result.map(SafeFile.read(paths.ledger), Ledger.parse)
   }
   const stageLedger = (mirror: CommitMirror.CommitMirror) =>
     gated(() =>
-      Either.mapLeft(
-        Either.flatMap(oldLedger(), (old) => {
+      Result.mapError(
+        Result.flatMap(oldLedger(), (old) => {
           const size = plan.splitOffset + mirror.historyEnd
           const ledger = Ledger.afterFold(old, plan.inode, mirror.history.inode, plan.splitOffset, size)
           const bytes = Buffer.from(Ledger.encode(ledger), "utf8")
-          return Either.map(
+          return Result.map(
             CommitAsync.stage(paths.nextLedger, bytes, SafeFile.flags.createNewAppendable),
             (staged) => CommitMirror.ledgerStaged(mirror, staged, ledger, bytes.length)
           )
@@ -104,7 +104,7 @@ export const commit = (
     const closeSummary = Effect.sync(() => CommitAsync.closeAll([summary]))
     const staged = Effect.flatMap(stageHistory, (begun) => Effect.as(stageLedger(begun.mirror), begun)).pipe(
       Effect.tapError(() => closeSummary),
-      Effect.catchAll(discard)
+      Effect.catch(discard)
     )
     return Effect.flatMap(staged, ({ atStart, mirror: copy }) => {
       // History and ledger stay open for the copies; MemoryDir closes them when the mirror ends (unless adopted).
@@ -114,21 +114,21 @@ export const commit = (
         { concurrency: "unbounded", discard: true }
       ).pipe(Effect.ensuring(closeSummary))
       // The journal appears in a step, so no append falls between it and the copies.
-      const journal = gated(() => copy.failed ? Either.left(abandoned()) : Either.mapLeft(CommitAsync.stage(paths.journal, ""), fromFileError))
+      const journal = gated(() => copy.failed ? Result.fail(abandoned()) : Result.mapError(CommitAsync.stage(paths.journal, ""), fromFileError))
       const commitPoint = Effect.flatMap(journal, (created) =>
         CommitAsync.syncAll([created]).pipe(
           Effect.mapError(fromFileError),
-          Effect.tapError(() => step(() => Either.right(Either.try(() => fs.unlinkSync(paths.journal)))))
+          Effect.tapError(() => step(() => Result.succeed(Result.try(() => fs.unlinkSync(paths.journal)))))
         ))
       const swap = gated(() => {
         if (copy.failed) {
           // A copy that failed removed the journal: recovery then discards the next files.
           Layout.recover(paths)
-          return Either.left(abandoned())
+          return Result.fail(abandoned())
         }
         // The summary renamed over is held open meanwhile: its last close, which frees its blocks
         // (a quarter of a millisecond of the thread in a trace), then goes to the thread pool.
-        const oldSummary = Either.getOrUndefined(SafeFile.open(paths.summary, SafeFile.flags.read))
+        const oldSummary = Result.getOrUndefined(SafeFile.open(paths.summary, SafeFile.flags.read))
         try {
           Layout.swapIn(paths)
         } finally {
@@ -136,14 +136,14 @@ export const commit = (
         }
         const kept = atStart.kept + copy.copiedLines
         swapped(copy, kept, summaryFile)
-        return Either.right({ ...atStart, kept })
+        return Result.succeed({ ...atStart, kept })
       })
       // The fsyncs begin in a step after the ledger's: both together held the thread for 0.4 ms.
-      return Effect.mapError(Effect.zipRight(between, syncNext), fromFileError).pipe(
-        Effect.zipRight(commitPoint),
-        Effect.catchAll(discard),
-        Effect.zipRight(CommitAsync.syncDirectory(directory).pipe(Effect.mapError(fromFileError))),
-        Effect.zipRight(swap),
+      return Effect.mapError(Effect.andThen(between, syncNext), fromFileError).pipe(
+        Effect.andThen(commitPoint),
+        Effect.catch(discard),
+        Effect.andThen(CommitAsync.syncDirectory(directory).pipe(Effect.mapError(fromFileError))),
+        Effect.andThen(swap),
         // The write lock's release and the rest after the next turn: the run's turns no longer need either.
         Effect.tap(() => between)
       )

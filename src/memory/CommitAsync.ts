@@ -8,12 +8,12 @@
  */
 import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as SafeFile from "./SafeFile.js"
 
 /** fsync(2) off the event loop. */
 export const fsyncOffLoop = (fd: number, file: string): Effect.Effect<void, SafeFile.MemoryFileFailed> =>
-  Effect.async((resume) => {
+  Effect.callback((resume) => {
     fs.fsync(fd, (error) => resume(error === null ? Effect.void : Effect.fail(SafeFile.failed(file, error))))
   })
 
@@ -29,16 +29,16 @@ export const stage = (
   file: string,
   data: string | Buffer,
   how: number = SafeFile.flags.createNew
-): Either.Either<Staged, SafeFile.MemoryFileError> => {
+): Result.Result<Staged, SafeFile.MemoryFileError> => {
   SafeFile.removeLeftover(file)
   const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data
-  return Either.flatMap(SafeFile.openWithStat(file, how), ({ fd, stat }) => {
+  return Result.flatMap(SafeFile.openWithStat(file, how), ({ fd, stat }) => {
     const written = SafeFile.appendAll(fd, file, bytes, 0)
-    if (Either.isRight(written)) return Either.right({ file, fd, ino: stat.ino })
-    Either.try(() => fs.closeSync(fd))
+    if (Result.isSuccess(written)) return Result.succeed({ file, fd, ino: stat.ino })
+    Result.try(() => fs.closeSync(fd))
     // A partial file must not hold the space a full disk needs back.
-    Either.try(() => fs.unlinkSync(file))
-    return Either.left(written.left)
+    Result.try(() => fs.unlinkSync(file))
+    return Result.fail(written.failure)
   })
 }
 
@@ -49,22 +49,22 @@ export const syncAll = (staged: ReadonlyArray<Staged>): Effect.Effect<void, Safe
   )
 
 export const closeAll = (staged: ReadonlyArray<Staged>) => {
-  for (const each of staged) Either.try(() => fs.closeSync(each.fd))
+  for (const each of staged) Result.try(() => fs.closeSync(each.fd))
 }
 
 /** Layout.writeNew off the event loop: created, written, synced, closed. */
 export const writeNew = (file: string, data: string | Buffer): Effect.Effect<void, SafeFile.MemoryFileError> =>
   Effect.suspend(() => {
     const staged = stage(file, data)
-    if (Either.isLeft(staged)) return Effect.fail(staged.left)
-    return Effect.tapError(syncAll([staged.right]), () => Effect.sync(() => Either.try(() => fs.unlinkSync(file))))
+    if (Result.isFailure(staged)) return Effect.fail(staged.failure)
+    return Effect.tapError(syncAll([staged.success]), () => Effect.sync(() => Result.try(() => fs.unlinkSync(file))))
   })
 
 /** Layout.syncDirectory off the event loop. */
 export const syncDirectory = (directory: string): Effect.Effect<void, SafeFile.MemoryFileError> =>
   Effect.suspend(() => {
-    const opened = Either.try({ try: () => fs.openSync(directory, "r"), catch: (error) => SafeFile.failed(directory, error) })
-    if (Either.isLeft(opened)) return Effect.fail(opened.left)
-    const fd = opened.right
-    return Effect.ensuring(fsyncOffLoop(fd, directory), Effect.sync(() => Either.try(() => fs.closeSync(fd))))
+    const opened = Result.try({ try: () => fs.openSync(directory, "r"), catch: (error) => SafeFile.failed(directory, error) })
+    if (Result.isFailure(opened)) return Effect.fail(opened.failure)
+    const fd = opened.success
+    return Effect.ensuring(fsyncOffLoop(fd, directory), Effect.sync(() => Result.try(() => fs.closeSync(fd))))
   })

@@ -25,7 +25,7 @@
  * ledger: they are as durable in the next files as in the old ones.
  */
 import * as fs from "node:fs"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Ledger from "./Ledger.js"
 import * as SafeFile from "./SafeFile.js"
 
@@ -133,14 +133,14 @@ export const committed = (mirror: CommitMirror, lines: number, summary: string):
 /** Closes the next files' descriptors (once no append can reach them: MemoryDir ends the mirror under its mutex). */
 export const close = (mirror: CommitMirror): void => {
   if (mirror.adopted) return
-  Either.try(() => fs.closeSync(mirror.history.fd))
-  if (mirror.ledger !== undefined) Either.try(() => fs.closeSync(mirror.ledger!.fd))
+  Result.try(() => fs.closeSync(mirror.history.fd))
+  if (mirror.ledger !== undefined) Result.try(() => fs.closeSync(mirror.ledger!.fd))
 }
 
 const abandon = (mirror: CommitMirror): void => {
   mirror.failed = true
   // Before the append returns: a crash from here on must not swap in next files that miss it.
-  Either.try(() => fs.unlinkSync(mirror.journal))
+  Result.try(() => fs.unlinkSync(mirror.journal))
 }
 
 /**
@@ -164,12 +164,12 @@ export const copyAppend = (
     const end = noted.end - mirror.split
     const record = Buffer.from(Ledger.encodeRecord(mirror.history.inode, noted.key, start, end), "utf8")
     // Ledger first, as for the old files: the range is named before it is filled.
-    if (Either.isLeft(SafeFile.appendAll(ledger.fd, ledger.file, record, mirror.ledgerEnd))) return abandon(mirror)
+    if (Result.isFailure(SafeFile.appendAll(ledger.fd, ledger.file, record, mirror.ledgerEnd))) return abandon(mirror)
     mirror.ledgerEnd += record.length
     ledger.value = Ledger.record(ledger.value, mirror.history.inode, noted.key, start, end)
     ledger.lines++
   }
-  if (Either.isLeft(SafeFile.appendAll(mirror.history.fd, mirror.history.file, bytes, mirror.historyEnd))) return abandon(mirror)
+  if (Result.isFailure(SafeFile.appendAll(mirror.history.fd, mirror.history.file, bytes, mirror.historyEnd))) return abandon(mirror)
   mirror.historyEnd += bytes.length
   if (bytes.length > 0) mirror.endsWithNewline = bytes[bytes.length - 1] === 0x0a
   for (const byte of bytes) if (byte === 0x0a) mirror.copiedLines++

@@ -67,7 +67,7 @@ export interface CompactorService {
   readonly turn: <A, E, R>(turn: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
-export class Compactor extends Context.Tag("planckclaw/Compactor")<Compactor, CompactorService>() {}
+export class Compactor extends Context.Service<Compactor, CompactorService>()("planckclaw/Compactor") {}
 
 export const make = Effect.gen(function*() {
   const config = yield* AgentConfig
@@ -99,7 +99,7 @@ export const make = Effect.gen(function*() {
       let requests = 0
       const flush = Effect.suspend(() => {
         if (fold.batch.length === 0) return Effect.void
-        return Effect.zipRight(gate.step, brain.complete(compactionRequest(config.model, fold.summary, fold.batch)).pipe(
+        return Effect.andThen(gate.step, brain.complete(compactionRequest(config.model, fold.summary, fold.batch)).pipe(
           Effect.mapError((error: BrainError) =>
             new CompactionFailed({ message: `the brain could not summarise (${error.reason}: ${error.detail})` })
           ),
@@ -138,7 +138,7 @@ export const make = Effect.gen(function*() {
           const line = content === entry.value.content ? raw : encodeLine({ role: entry.value.role, content })
           fold.batch.push(line)
           fold.batchChars += line.length
-          if (fold.batchChars >= config.compactionChunkChars) return Effect.zipRight(flush, Effect.suspend(() => foldFrom(lines, index + 1)))
+          if (fold.batchChars >= config.compactionChunkChars) return Effect.andThen(flush, Effect.suspend(() => foldFrom(lines, index + 1)))
         }
         return Effect.void
       }
@@ -187,7 +187,7 @@ export const make = Effect.gen(function*() {
   let inFlight: Fiber.RuntimeFiber<void> | undefined
   const logged = (effect: Effect.Effect<unknown, CompactionError>) =>
     effect.pipe(
-      Effect.catchAll((error) =>
+      Effect.catch((error) =>
         error._tag === "CompactionBusy"
           ? Effect.void
           : Effect.logWarning(`compaction did not run: ${error.message}; history is intact and it will be tried again`)
@@ -208,11 +208,11 @@ export const make = Effect.gen(function*() {
         ? Effect.void
         // Asked without the lock first, as a turn does: usually not due, and then nothing more is taken.
         // A step of its own too: it reads history's tail.
-        : Effect.flatMap(Effect.zipRight(gate.step, due), (needed) => needed ? untilCaughtUp() : Effect.void))
+        : Effect.flatMap(Effect.andThen(gate.step, due), (needed) => needed ? untilCaughtUp() : Effect.void))
   // Built when a compaction is due, not per agent started: serve makes one compactor per agent,
   // and the eager pipeline held 8.9 KiB more heap by every agent started (bench/serve.mjs, 10,000).
   const start = Effect.suspend(() =>
-    Effect.flatMap(Effect.forkDaemon(Effect.interruptible(logged(untilCaughtUp()))), (fiber) =>
+    Effect.flatMap(Effect.forkDetach(Effect.interruptible(logged(untilCaughtUp()))), (fiber) =>
       Effect.sync(() => {
         inFlight = fiber
         fiber.addObserver(() => {
@@ -236,7 +236,7 @@ export const make = Effect.gen(function*() {
     compactIfNeeded,
     // Own background work first: `/compact` must not answer "already running" about this very agent.
     // Asked for (`/compact`, often from a turn), it runs whole: its steps do not wait for the turn that waits for them.
-    compactNow: gate.opened(Effect.zipRight(settled, Effect.suspend(() => run(true)))),
+    compactNow: gate.opened(Effect.andThen(settled, Effect.suspend(() => run(true)))),
     startIfNeeded,
     settled,
     stop: Effect.suspend(() => inFlight === undefined ? Effect.void : Fiber.interrupt(inFlight)).pipe(Effect.asVoid),
@@ -247,6 +247,6 @@ export const make = Effect.gen(function*() {
 /** The fold store is built inside, on the provided Memory's directory: both share one write mutex. */
 export const layer: Layer.Layer<
   Compactor,
-  import("effect/ConfigError").ConfigError,
+  import("effect/Config").ConfigError,
   Memory | Brain
 > = Layer.effect(Compactor, make).pipe(Layer.provide(FoldStore.layer))

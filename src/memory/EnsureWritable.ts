@@ -4,7 +4,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { describeError, errnoCode } from "../Errors.js"
 import * as Layout from "./Layout.js"
 import { fromFileError, fsEffect, MemoryError } from "./MemoryDir.js"
@@ -30,12 +30,12 @@ export const ensureWritable = (directory: string): Effect.Effect<void, MemoryErr
  * (a few lstat calls), as a run does, so a planted file is a refusal
  * before its first message is accepted rather than a failed turn.
  */
-export const checkFiles = (paths: Layout.Paths): Either.Either<void, MemoryError> => {
+export const checkFiles = (paths: Layout.Paths): Result.Result<void, MemoryError> => {
   for (const file of Layout.written(paths)) {
     const checked = SafeFile.check(file)
-    if (Either.isLeft(checked)) return Either.left(fromFileError(checked.left))
+    if (Result.isFailure(checked)) return Result.fail(fromFileError(checked.failure))
   }
-  return Either.void
+  return Result.succeed(undefined)
 }
 
 const probe = (directory: string): Effect.Effect<void, MemoryError> =>
@@ -44,24 +44,24 @@ const probe = (directory: string): Effect.Effect<void, MemoryError> =>
       Layout.makeDirectories(directory)
       // access(2) says yes to root on a read-only or immutable directory: only a real write tells.
       const probe = path.join(directory, `.planckclaw-probe-${process.pid}`)
-      Either.try(() => fs.unlinkSync(probe))
-      const created = Either.try(() => {
+      Result.try(() => fs.unlinkSync(probe))
+      const created = Result.try(() => {
         fs.writeFileSync(probe, "", { mode: 0o600, flag: "wx" })
         fs.unlinkSync(probe)
       })
-      if (Either.isLeft(created)) {
-        const code = errnoCode(created.left)
-        if (code === undefined || !tolerated.has(code)) return Either.left(new MemoryError({
+      if (Result.isFailure(created)) {
+        const code = errnoCode(created.failure)
+        if (code === undefined || !tolerated.has(code)) return Result.fail(new MemoryError({
           reason: "unwritable",
-          message: `memory directory ${directory} is not writable: ${describeError(created.left)}`,
-          cause: created.left
+          message: `memory directory ${directory} is not writable: ${describeError(created.failure)}`,
+          cause: created.failure
         }))
       }
       const paths = Layout.files(directory)
       const files = checkFiles(paths)
-      if (Either.isLeft(files)) return Either.left(files.left)
+      if (Result.isFailure(files)) return Result.fail(files.failure)
       if (fs.existsSync(paths.history)) fs.accessSync(paths.history, fs.constants.R_OK | fs.constants.W_OK)
-      return Either.right(Either.isLeft(created))
+      return Result.succeed(Result.isFailure(created))
     }, "unwritable")
     if (probed) {
       const free = SafeFile.freeBytes(directory)

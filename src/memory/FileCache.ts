@@ -5,7 +5,7 @@
  * ledger's (HistoryAppender.ts).
  */
 import * as fs from "node:fs"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as SafeFile from "./SafeFile.js"
 
@@ -46,16 +46,16 @@ export const RACY_MS = 100
  */
 export const settle = (fd: number): void => {
   const now = Date.now()
-  Either.try(() => fs.futimesSync(fd, now / 1000, (now - 10 * RACY_MS) / 1000))
+  Result.try(() => fs.futimesSync(fd, now / 1000, (now - 10 * RACY_MS) / 1000))
 }
 
 /** lstat(2) of a memory file: undefined when absent; a link, a non-regular file or someone else's is refused. */
-export const look = (file: string): Either.Either<fs.Stats | undefined, SafeFile.MemoryFileError> => {
-  const stat = Either.try(() => fs.lstatSync(file, { throwIfNoEntry: false }))
-  if (Either.isLeft(stat)) return Either.left(SafeFile.failed(file, stat.left))
-  if (stat.right === undefined) return Either.right(undefined)
-  const refused = SafeFile.refusal(file, stat.right)
-  return refused === undefined ? Either.right(stat.right) : Either.left(refused)
+export const look = (file: string): Result.Result<fs.Stats | undefined, SafeFile.MemoryFileError> => {
+  const stat = Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false }))
+  if (Result.isFailure(stat)) return Result.fail(SafeFile.failed(file, stat.failure))
+  if (stat.success === undefined) return Result.succeed(undefined)
+  const refused = SafeFile.refusal(file, stat.success)
+  return refused === undefined ? Result.succeed(stat.success) : Result.fail(refused)
 }
 
 /** A hand-editable text file (soul.md, summary.md) read again only when its status changed. */
@@ -66,14 +66,14 @@ export interface CachedText {
   readonly racy: boolean
 }
 
-export const readText = (file: string): Either.Either<CachedText, SafeFile.MemoryFileError> => {
+export const readText = (file: string): Result.Result<CachedText, SafeFile.MemoryFileError> => {
   const opened = SafeFile.openIfPresent(file, SafeFile.flags.read)
-  if (Either.isLeft(opened)) return Either.left(opened.left)
-  if (opened.right === undefined) return Either.right({ seen: undefined, text: undefined, racy: false })
-  const { fd, stat } = opened.right
-  const text = Either.try({ try: () => fs.readFileSync(fd, "utf8"), catch: (error) => SafeFile.failed(file, error) })
-  Either.try(() => fs.closeSync(fd))
-  return Either.map(text, (text) => ({ seen: seenOf(stat), text, racy: Date.now() - stat.mtimeMs < RACY_MS }))
+  if (Result.isFailure(opened)) return Result.fail(opened.failure)
+  if (opened.success === undefined) return Result.succeed({ seen: undefined, text: undefined, racy: false })
+  const { fd, stat } = opened.success
+  const text = Result.try({ try: () => fs.readFileSync(fd, "utf8"), catch: (error) => SafeFile.failed(file, error) })
+  Result.try(() => fs.closeSync(fd))
+  return Result.map(text, (text) => ({ seen: seenOf(stat), text, racy: Date.now() - stat.mtimeMs < RACY_MS }))
 }
 
 /** The cached text when `stat` (undefined: absent) says the file has not changed since it was read. */

@@ -10,7 +10,7 @@ import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { describeError, errnoCode } from "../Errors.js"
@@ -69,68 +69,68 @@ export interface TakeOptions {
   readonly now?: number
 }
 
-const createFile = (path: string): Either.Either<void, LockFailed | "exists"> => {
-  const created = Either.try(() => fs.openSync(path, "wx", 0o600))
-  if (Either.isLeft(created)) {
-    const code = errnoCode(created.left)
-    return code === "EEXIST" ? Either.left("exists") : Either.left(new LockFailed({ path, code, message: describeError(created.left) }))
+const createFile = (path: string): Result.Result<void, LockFailed | "exists"> => {
+  const created = Result.try(() => fs.openSync(path, "wx", 0o600))
+  if (Result.isFailure(created)) {
+    const code = errnoCode(created.failure)
+    return code === "EEXIST" ? Result.fail("exists") : Result.fail(new LockFailed({ path, code, message: describeError(created.failure) }))
   }
-  const fd = created.right
+  const fd = created.success
   const content = Buffer.from(`${process.pid}\n`)
-  const written = Either.try(() => fs.writeSync(fd, content))
-  Either.try(() => fs.closeSync(fd))
-  if (Either.isRight(written) && written.right === content.length) return Either.void
+  const written = Result.try(() => fs.writeSync(fd, content))
+  Result.try(() => fs.closeSync(fd))
+  if (Result.isSuccess(written) && written.success === content.length) return Result.succeed(undefined)
   // A full disk: an empty lock would look "being written" to others for a second; remove it.
-  Either.try(() => fs.unlinkSync(path))
-  const cause = Either.isLeft(written) ? written.left : undefined
+  Result.try(() => fs.unlinkSync(path))
+  const cause = Result.isFailure(written) ? written.failure : undefined
   const code = cause === undefined ? "ENOSPC" : errnoCode(cause) ?? "ENOSPC"
   if (noRoom.has(code)) {
     // Taking the lock must not need free space: the pid as a symbolic link's target does not.
-    const linked = Either.try(() => fs.symlinkSync(String(process.pid), path))
-    if (Either.isRight(linked)) return Either.void
-    if (errnoCode(linked.left) === "EEXIST") return Either.left("exists")
+    const linked = Result.try(() => fs.symlinkSync(String(process.pid), path))
+    if (Result.isSuccess(linked)) return Result.succeed(undefined)
+    if (errnoCode(linked.failure) === "EEXIST") return Result.fail("exists")
   }
-  return Either.left(
+  return Result.fail(
     new LockFailed({ path, code, message: cause === undefined ? "the lock file was written short" : describeError(cause) })
   )
 }
 
-const create = (path: string, options: TakeOptions | undefined): Either.Either<void, LockFailed | "exists"> => {
+const create = (path: string, options: TakeOptions | undefined): Result.Result<void, LockFailed | "exists"> => {
   const ownerFile = options?.ownerFile
   if (ownerFile !== undefined) {
-    const linked = Either.try(() => fs.linkSync(ownerFile, path))
-    if (Either.isRight(linked)) return Either.void
-    if (errnoCode(linked.left) === "EEXIST") return Either.left("exists")
+    const linked = Result.try(() => fs.linkSync(ownerFile, path))
+    if (Result.isSuccess(linked)) return Result.succeed(undefined)
+    if (errnoCode(linked.failure) === "EEXIST") return Result.fail("exists")
   }
   if (options?.link === true) {
-    const linked = Either.try(() => fs.symlinkSync(String(process.pid), path))
-    if (Either.isRight(linked)) return Either.void
-    if (errnoCode(linked.left) === "EEXIST") return Either.left("exists")
+    const linked = Result.try(() => fs.symlinkSync(String(process.pid), path))
+    if (Result.isSuccess(linked)) return Result.succeed(undefined)
+    if (errnoCode(linked.failure) === "EEXIST") return Result.fail("exists")
   }
   return createFile(path)
 }
 
 /** One attempt: take the lock, or say who holds it. Synchronous. */
-export const tryTakeSync = (path: string, options?: TakeOptions): Either.Either<Taken, LockHeld | LockFailed> => {
+export const tryTakeSync = (path: string, options?: TakeOptions): Result.Result<Taken, LockHeld | LockFailed> => {
   for (let attempt = 0; attempt < 3; attempt++) {
     const created = create(path, options)
-    if (Either.isRight(created)) return Either.right({ clean: attempt === 0 })
-    if (created.left !== "exists") return Either.left(created.left)
+    if (Result.isSuccess(created)) return Result.succeed({ clean: attempt === 0 })
+    if (created.failure !== "exists") return Result.fail(created.failure)
     const owner = readOwner(path)
     // Our own pid on a file we do not hold in this process: left by an
     // earlier process that had the same pid (containers reuse low pids).
-    if (heldBy(owner, path) && owner !== process.pid) return Either.left(new LockHeld({ path, ownerPid: owner }))
+    if (heldBy(owner, path) && owner !== process.pid) return Result.fail(new LockHeld({ path, ownerPid: owner }))
     if (Number.isNaN(owner)) {
       // Being written right now by its creator, or truncated by a crash:
       // only a file older than a second is treated as stale.
-      const stat = Either.try(() => fs.lstatSync(path))
-      if (Either.isRight(stat) && (options?.now ?? Date.now()) - stat.right.mtimeMs < BEING_WRITTEN_MS) {
-        return Either.left(new LockHeld({ path, ownerPid: owner }))
+      const stat = Result.try(() => fs.lstatSync(path))
+      if (Result.isSuccess(stat) && (options?.now ?? Date.now()) - stat.success.mtimeMs < BEING_WRITTEN_MS) {
+        return Result.fail(new LockHeld({ path, ownerPid: owner }))
       }
     }
-    Either.try(() => fs.unlinkSync(path))
+    Result.try(() => fs.unlinkSync(path))
   }
-  return Either.left(new LockFailed({ path, code: undefined, message: "lock file keeps reappearing" }))
+  return Result.fail(new LockFailed({ path, code: undefined, message: "lock file keeps reappearing" }))
 }
 
 const tryTake = (path: string, options?: TakeOptions): Effect.Effect<void, LockHeld | LockFailed> =>
@@ -148,7 +148,7 @@ const untilWritten = Schedule.spaced(Duration.millis(50)).pipe(Schedule.upTo(Dur
  * owner's lock is never stale, and no other fiber ran in between.
  */
 export const releaseSync = (path: string, sameStep = false): void => {
-  if (sameStep || readOwner(path) === process.pid) Either.try(() => fs.unlinkSync(path))
+  if (sameStep || readOwner(path) === process.pid) Result.try(() => fs.unlinkSync(path))
 }
 
 const release = (path: string) => Effect.sync(() => releaseSync(path))

@@ -15,7 +15,7 @@
 import * as fs from "node:fs"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -79,7 +79,7 @@ export interface FoldStoreService {
   readonly commitFold: (plan: FoldPlan, summary: string, between?: Effect.Effect<void>) => Effect.Effect<FoldResult, MemoryError>
 }
 
-export class FoldStore extends Context.Tag("planckclaw/FoldStore")<FoldStore, FoldStoreService>() {}
+export class FoldStore extends Context.Service<FoldStore, FoldStoreService>()("planckclaw/FoldStore") {}
 
 /** The fold store on a memory directory: pass the history store's `memoryDir` so both share its lock. */
 export const make = (memoryDir: MemoryDir): FoldStoreService => {
@@ -95,11 +95,11 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
             LockFailed: (error) => new MemoryError({ reason: "locked", message: `cannot lock ${directory}: ${error.message}` })
           }),
           // While held, no other process can commit: this process's appends need not look for one.
-          Effect.zipRight(Effect.acquireRelease(
+          Effect.andThen(Effect.acquireRelease(
             Effect.sync(() => memoryDir.compacting?.(true)),
             () => Effect.sync(() => memoryDir.compacting?.(false))
           )),
-          Effect.zipRight(effect)
+          Effect.andThen(effect)
         )
       )
     ).pipe(
@@ -116,7 +116,7 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
         const inode = fs.fstatSync(fd).ino
         // keep = 0 folds everything; otherwise a short history has nothing older.
         const older = keep === 0 ? tail.offset > 0 : tail.count === keep && tail.offset > 0
-        return Either.right(older ? Option.some({ splitOffset: tail.offset, inode }) : Option.none<FoldPlan>())
+        return Result.succeed(older ? Option.some({ splitOffset: tail.offset, inode }) : Option.none<FoldPlan>())
       }))
 
   // The usual fold (a few hundred lines) is read in one go; a backlog in blocks, so it never sits whole in memory.
@@ -125,7 +125,7 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
       ? Effect.succeedNone
       : fsEffect("reading history.jsonl", () =>
         withHistory(paths.history, SafeFile.flags.read, Option.none<ReadonlyArray<string>>(), (fd) =>
-          Either.right(Option.some(splitLines(readRange(fd, 0, plan.splitOffset))))))
+          Result.succeed(Option.some(splitLines(readRange(fd, 0, plan.splitOffset))))))
 
   const linesToFold = (plan: FoldPlan) =>
     streamLines(paths.history, plan.splitOffset).pipe(
@@ -141,25 +141,25 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
     summaryFile: string,
     rest: Buffer,
     size: number
-  ): Either.Either<NextFiles, SafeFile.MemoryFileError> => {
+  ): Result.Result<NextFiles, SafeFile.MemoryFileError> => {
     const staged: Array<CommitAsync.Staged> = []
-    const steps = Either.flatMap(SafeFile.read(paths.ledger), (text) =>
-      Either.flatMap(CommitAsync.stage(paths.nextSummary, summaryFile), (summary) => {
+    const steps = Result.flatMap(SafeFile.read(paths.ledger), (text) =>
+      Result.flatMap(CommitAsync.stage(paths.nextSummary, summaryFile), (summary) => {
         staged.push(summary)
         FileCache.settle(summary.fd)
-        return Either.flatMap(CommitAsync.stage(paths.nextHistory, rest), (history) => {
+        return Result.flatMap(CommitAsync.stage(paths.nextHistory, rest), (history) => {
           staged.push(history)
           const nextLedger = Buffer.from(
             Ledger.encode(Ledger.afterFold(Ledger.parse(text), plan.inode, history.ino, plan.splitOffset, size)),
             "utf8"
           )
-          return Either.map(CommitAsync.stage(paths.nextLedger, nextLedger), (ledger) => {
+          return Result.map(CommitAsync.stage(paths.nextLedger, nextLedger), (ledger) => {
             staged.push(ledger)
             return { summary, history, ledger, ledgerBytes: nextLedger.length }
           })
         })
       }))
-    if (Either.isLeft(steps)) {
+    if (Result.isFailure(steps)) {
       CommitAsync.closeAll(staged)
       Layout.recover(paths)
     }
@@ -168,39 +168,39 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
 
   /** Stages the next files, then commits them, with the fsyncs off the event loop (CommitAsync.ts). */
   const commitOffLoop = (plan: FoldPlan, summaryFile: string, rest: Buffer, size: number): Effect.Effect<void, MemoryError> =>
-    Effect.flatMap(fsEffect("committing compaction", () => Either.mapLeft(stageNext(plan, summaryFile, rest, size), fromFileError)), (next) => {
+    Effect.flatMap(fsEffect("committing compaction", () => Result.mapError(stageNext(plan, summaryFile, rest, size), fromFileError)), (next) => {
       const discard = (error: SafeFile.MemoryFileError) =>
-        Effect.zipRight(fsEffect("discarding a compaction", () => Either.right(Layout.recover(paths))), Effect.fail(fromFileError(error)))
+        Effect.andThen(fsEffect("discarding a compaction", () => Result.succeed(Layout.recover(paths))), Effect.fail(fromFileError(error)))
       return CommitAsync.syncAll([next.summary, next.history, next.ledger]).pipe(
         // The journal's appearance is the commit point: from here recovery completes the swap.
-        Effect.zipRight(CommitAsync.writeNew(paths.journal, "")),
-        Effect.catchAll(discard),
-        Effect.zipRight(CommitAsync.syncDirectory(directory).pipe(
-          Effect.zipRight(fsEffect("committing compaction", () => Either.right(Layout.recover(paths)))),
+        Effect.andThen(CommitAsync.writeNew(paths.journal, "")),
+        Effect.catch(discard),
+        Effect.andThen(CommitAsync.syncDirectory(directory).pipe(
+          Effect.andThen(fsEffect("committing compaction", () => Result.succeed(Layout.recover(paths)))),
           Effect.mapError((error) => error._tag === "MemoryError" ? error : fromFileError(error))
         ))
       )
     })
 
   /** The part of history the fold keeps: from the split to the end, as it is now (under the lock). */
-  const readRest = (plan: FoldPlan): Either.Either<{ readonly buffer: Buffer; readonly size: number }, MemoryError> => {
+  const readRest = (plan: FoldPlan): Result.Result<{ readonly buffer: Buffer; readonly size: number }, MemoryError> => {
     const rest = withHistory(paths.history, SafeFile.flags.read, undefined, (fd) => {
       const stat = fs.fstatSync(fd)
-      if (stat.ino !== plan.inode || stat.size < plan.splitOffset) return Either.right(undefined)
+      if (stat.ino !== plan.inode || stat.size < plan.splitOffset) return Result.succeed(undefined)
       const buffer = Buffer.allocUnsafe(stat.size - plan.splitOffset)
       fs.readSync(fd, buffer, 0, buffer.length, plan.splitOffset)
-      return Either.right({ buffer, size: stat.size })
+      return Result.succeed({ buffer, size: stat.size })
     })
-    if (Either.isLeft(rest)) return Either.left(rest.left)
-    if (rest.right === undefined) {
-      return Either.left(
+    if (Result.isFailure(rest)) return Result.fail(rest.failure)
+    if (rest.success === undefined) {
+      return Result.fail(
         new MemoryError({
           reason: "replaced",
           message: "history.jsonl was replaced or shortened during compaction; nothing changed"
         })
       )
     }
-    return Either.right(rest.right)
+    return Result.succeed(rest.success)
   }
 
   const result = (rest: Buffer, summaryFile: string): FoldResult => ({
@@ -225,7 +225,7 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
     // compaction can begin meanwhile: this one still holds the compaction lock.
     // (In a run, after a step: the write lock's release comes before it, and the turns come first.)
     return committed.pipe(
-      Effect.tap(() => Effect.zipRight(between, CommitAsync.syncDirectory(directory).pipe(Effect.mapError(fromFileError)))),
+      Effect.tap(() => Effect.andThen(between, CommitAsync.syncDirectory(directory).pipe(Effect.mapError(fromFileError)))),
       Effect.tap(() => storeWorked)
     )
   }

@@ -9,7 +9,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Layout from "./Layout.js"
 import { describeError, errnoCode } from "../Errors.js"
@@ -34,14 +34,14 @@ export interface Forgotten {
 }
 
 const sizeOf = (file: string): number | undefined => {
-  const stat = Either.getOrUndefined(Either.try(() => fs.lstatSync(file, { throwIfNoEntry: false })))
+  const stat = Result.getOrUndefined(Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false })))
   return stat?.isFile() === true ? stat.size : undefined
 }
 
 /** Counts newlines in blocks: a forget is rare, and people count messages, not bytes. */
 const countLines = (file: string, size: number): number => {
   if (size === 0) return 0
-  const counted = Either.try(() => {
+  const counted = Result.try(() => {
     const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK)
     try {
       const block = Buffer.allocUnsafe(64 * 1024)
@@ -60,7 +60,7 @@ const countLines = (file: string, size: number): number => {
       fs.closeSync(fd)
     }
   })
-  return Either.getOrElse(counted, () => 0)
+  return Result.getOrElse(counted, () => 0)
 }
 
 export const preview = (paths: Layout.Paths): ForgetPreview => {
@@ -75,18 +75,18 @@ export const isEmpty = (found: ForgetPreview): boolean => found.historyBytes ===
 export const stampOf = (millis: number): string => new Date(millis).toISOString().replace(/\.\d+Z$/, "Z").replace(/:/g, "-")
 
 /** A fresh directory archive/<stamp> (then -2, -3… when one forget follows another within a second). */
-const makeArchive = (directory: string, stamp: string): Either.Either<string, MemoryError> => {
+const makeArchive = (directory: string, stamp: string): Result.Result<string, MemoryError> => {
   const parent = path.join(directory, Layout.ARCHIVE_DIR)
   for (let attempt = 1; ; attempt++) {
     const name = `${Layout.ARCHIVE_DIR}/${attempt === 1 ? stamp : `${stamp}-${attempt}`}`
-    const made = Either.try(() => {
+    const made = Result.try(() => {
       if (!fs.existsSync(parent)) fs.mkdirSync(parent, { mode: 0o700 })
       fs.mkdirSync(path.join(directory, name), { mode: 0o700 })
     })
-    if (Either.isRight(made)) return Either.right(name)
-    if (errnoCode(made.left) !== "EEXIST") {
-      return Either.left(
-        new MemoryError({ reason: "io", message: `cannot make ${path.join(directory, name)}: ${describeError(made.left)}`, cause: made.left })
+    if (Result.isSuccess(made)) return Result.succeed(name)
+    if (errnoCode(made.failure) !== "EEXIST") {
+      return Result.fail(
+        new MemoryError({ reason: "io", message: `cannot make ${path.join(directory, name)}: ${describeError(made.failure)}`, cause: made.failure })
       )
     }
   }
@@ -97,23 +97,23 @@ const makeArchive = (directory: string, stamp: string): Either.Either<string, Me
  * nothing to forget. To be run under the directory's write lock (after its
  * recovery), by the history store, which then drops what it caches.
  */
-export const commit = (directory: string, paths: Layout.Paths, stamp: string): Either.Either<Option.Option<Forgotten>, MemoryError> => {
-  if (isEmpty(preview(paths))) return Either.right(Option.none())
+export const commit = (directory: string, paths: Layout.Paths, stamp: string): Result.Result<Option.Option<Forgotten>, MemoryError> => {
+  if (isEmpty(preview(paths))) return Result.succeed(Option.none())
   const made = makeArchive(directory, stamp)
-  if (Either.isLeft(made)) return Either.left(made.left)
-  const archive = made.right
+  if (Result.isFailure(made)) return Result.fail(made.failure)
+  const archive = made.success
   // A compaction's leftovers (no journal: never committed) must not be read as part of this commit.
-  for (const next of [paths.nextSummary, paths.nextHistory, paths.nextLedger]) Either.try(() => fs.unlinkSync(next))
+  for (const next of [paths.nextSummary, paths.nextHistory, paths.nextLedger]) Result.try(() => fs.unlinkSync(next))
   const files = Layout.forgotten(paths).filter((file) => fs.existsSync(file)).map((file) => path.basename(file))
   // The journal is the commit point: from here recovery moves the files instead of leaving them.
   const journaled = Layout.writeNew(paths.journal, Layout.forgetJournal(archive))
-  if (Either.isLeft(journaled)) {
-    Either.try(() => fs.rmdirSync(path.join(directory, archive)))
-    return Either.left(fromFileError(journaled.left))
+  if (Result.isFailure(journaled)) {
+    Result.try(() => fs.rmdirSync(path.join(directory, archive)))
+    return Result.fail(fromFileError(journaled.failure))
   }
   Layout.syncDirectory(directory)
   Layout.recover(paths)
   Layout.syncDirectory(path.join(directory, archive))
   Layout.syncDirectory(directory)
-  return Either.right(Option.some({ archive, files }))
+  return Result.succeed(Option.some({ archive, files }))
 }

@@ -7,7 +7,7 @@
  * or wrote it, and grows by one appended record per exchange.
  */
 import * as fs from "node:fs"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as CommitMirror from "./CommitMirror.js"
 import { look, readText, type Seen, seenOf, unchanged } from "./FileCache.js"
 import { encodeEntry, type HistoryEntry, readRange, scanTail } from "./HistoryFile.js"
@@ -29,7 +29,7 @@ export interface AppendOptions {
 
 export interface HistoryAppender {
   /** Appends lines to history: all of them, or nothing. To be run under the directory's write lock. */
-  readonly writeLines: (entries: ReadonlyArray<HistoryEntry>, options: AppendOptions | undefined) => () => Either.Either<void, MemoryError>
+  readonly writeLines: (entries: ReadonlyArray<HistoryEntry>, options: AppendOptions | undefined) => () => Result.Result<void, MemoryError>
   /**
    * The append of a keyed exchange when history and ledger are as this
    * process left them after its last append (one lstat of history tells;
@@ -37,7 +37,7 @@ export interface HistoryAppender {
    * unchanged ledger): two writes, ledger then history. Locked when
    * anything is not known so (the caller then runs `writeLines` under the lock).
    */
-  readonly writeAlone: (entries: ReadonlyArray<HistoryEntry>, key: string) => Either.Either<AloneOutcome<void>, MemoryError>
+  readonly writeAlone: (entries: ReadonlyArray<HistoryEntry>, key: string) => Result.Result<AloneOutcome<void>, MemoryError>
   /**
    * Takes over the files a compaction of this process just swapped in
    * (their descriptors, and what they hold), so the next append needs
@@ -77,7 +77,7 @@ export const make = (
   let lastEnd: { readonly ino: number; readonly size: number } | undefined
 
   const closeHeld = (held: { readonly fd: number } | undefined) => {
-    if (held !== undefined) Either.try(() => fs.closeSync(held.fd))
+    if (held !== undefined) Result.try(() => fs.closeSync(held.fd))
   }
 
   /** The held descriptor of `file` if `stat` is its file, else `file` opened anew (and held). */
@@ -85,24 +85,24 @@ export const make = (
     file: string,
     held: { readonly fd: number; readonly ino: number } | undefined,
     stat: fs.Stats | undefined
-  ): Either.Either<{ readonly fd: number; readonly ino: number; readonly stat: fs.Stats | undefined }, SafeFile.MemoryFileError> => {
-    if (held !== undefined && stat !== undefined && stat.ino === held.ino) return Either.right({ ...held, stat })
+  ): Result.Result<{ readonly fd: number; readonly ino: number; readonly stat: fs.Stats | undefined }, SafeFile.MemoryFileError> => {
+    if (held !== undefined && stat !== undefined && stat.ino === held.ino) return Result.succeed({ ...held, stat })
     closeHeld(held)
-    return Either.map(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => ({ fd, ino: stat.ino, stat }))
+    return Result.map(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => ({ fd, ino: stat.ino, stat }))
   }
 
   /** The ledger, read again only when its status is not what this process left. */
-  const currentLedger = (): Either.Either<{ readonly ledger: Ledger.Ledger; readonly stat: fs.Stats | undefined }, SafeFile.MemoryFileError> =>
-    Either.flatMap(look(paths.ledger), (stat) => {
+  const currentLedger = (): Result.Result<{ readonly ledger: Ledger.Ledger; readonly stat: fs.Stats | undefined }, SafeFile.MemoryFileError> =>
+    Result.flatMap(look(paths.ledger), (stat) => {
       if (stat === undefined) {
         ledgerCache = undefined
-        return Either.right({ ledger: Ledger.empty, stat })
+        return Result.succeed({ ledger: Ledger.empty, stat })
       }
       if (ledgerCache !== undefined && unchanged(ledgerCache.seen, stat)) {
         if (ledgerCache.seen.mtimeMs === undefined) ledgerCache = { ...ledgerCache, seen: seenOf(stat) }
-        return Either.right({ ledger: ledgerCache.ledger, stat })
+        return Result.succeed({ ledger: ledgerCache.ledger, stat })
       }
-      return Either.map(readText(paths.ledger), (read) => {
+      return Result.map(readText(paths.ledger), (read) => {
         const text = read.text ?? ""
         const ledger = Ledger.parse(read.text)
         ledgerCache = read.seen === undefined ? undefined : {
@@ -123,7 +123,7 @@ export const make = (
     key: string,
     start: number,
     end: number
-  ): Either.Either<void, SafeFile.MemoryFileError> => {
+  ): Result.Result<void, SafeFile.MemoryFileError> => {
     const next = Ledger.record(ledger, inode, key, start, end)
     const cache = ledgerCache
     if (cache === undefined || stat === undefined || cache.lines > 2 * Ledger.KEEP || ledger.inode !== inode) {
@@ -135,17 +135,17 @@ export const make = (
       return SafeFile.replace(paths.ledger, Ledger.encode(next))
     }
     const held = heldFor(paths.ledger, ledgerFd, stat)
-    if (Either.isLeft(held)) {
+    if (Result.isFailure(held)) {
       ledgerFd = undefined
-      return Either.left(held.left)
+      return Result.fail(held.failure)
     }
-    ledgerFd = { fd: held.right.fd, ino: held.right.ino }
-    const size = held.right.stat?.size ?? stat.size
+    ledgerFd = { fd: held.success.fd, ino: held.success.ino }
+    const size = held.success.stat?.size ?? stat.size
     const bytes = Buffer.from(`${cache.endsWithNewline ? "" : "\n"}${Ledger.encodeRecord(inode, key, start, end)}`, "utf8")
-    const written = SafeFile.appendAll(held.right.fd, paths.ledger, bytes, size)
-    ledgerCache = Either.isRight(written)
+    const written = SafeFile.appendAll(held.success.fd, paths.ledger, bytes, size)
+    ledgerCache = Result.isSuccess(written)
       ? {
-        seen: { ino: held.right.ino, size: size + bytes.length, mtimeMs: undefined, ctimeMs: undefined },
+        seen: { ino: held.success.ino, size: size + bytes.length, mtimeMs: undefined, ctimeMs: undefined },
         ledger: next,
         endsWithNewline: true,
         lines: cache.lines + 1
@@ -155,27 +155,27 @@ export const make = (
   }
 
   const writeLines = (entries: ReadonlyArray<HistoryEntry>, options: AppendOptions | undefined) =>
-  (): Either.Either<void, MemoryError> => {
+  (): Result.Result<void, MemoryError> => {
     const historyStat = look(paths.history)
-    if (Either.isLeft(historyStat)) return Either.left(fromFileError(historyStat.left))
-    const held = heldFor(paths.history, historyFd, historyStat.right)
-    if (Either.isLeft(held)) {
+    if (Result.isFailure(historyStat)) return Result.fail(fromFileError(historyStat.failure))
+    const held = heldFor(paths.history, historyFd, historyStat.success)
+    if (Result.isFailure(held)) {
       historyFd = undefined
-      return Either.left(fromFileError(held.left))
+      return Result.fail(fromFileError(held.failure))
     }
-    const fd = held.right.fd
-    historyFd = { fd, ino: held.right.ino }
-    const ino = held.right.ino
-    const size = held.right.stat?.size ?? 0
+    const fd = held.success.fd
+    historyFd = { fd, ino: held.success.ino }
+    const ino = held.success.ino
+    const size = held.success.stat?.size ?? 0
     const text = entries.map((entry) => `${encodeEntry(entry)}\n`).join("")
     const key = options?.exchange
-    const current = key === undefined ? Either.right(undefined) : currentLedger()
-    if (Either.isLeft(current)) return Either.left(fromFileError(current.left))
-    const ledger = current.right?.ledger ?? Ledger.empty
-    if (key !== undefined && Ledger.holds(ledger, fd, ino, size, key, text)) return Either.void
+    const current = key === undefined ? Result.succeed(undefined) : currentLedger()
+    if (Result.isFailure(current)) return Result.fail(fromFileError(current.failure))
+    const ledger = current.success?.ledger ?? Ledger.empty
+    if (key !== undefined && Ledger.holds(ledger, fd, ino, size, key, text)) return Result.succeed(undefined)
     if (key === undefined && options?.unlessLast === true) {
       const last = readRange(fd, scanTail(fd, entries.length).offset, size)
-      if (last === text || `${last}\n` === text) return Either.void
+      if (last === text || `${last}\n` === text) return Result.succeed(undefined)
     }
     // A file cut short by hand or by a crash must not glue two lines
     // together: known when history is as this process left it, else read.
@@ -184,24 +184,24 @@ export const make = (
     const bytes = Buffer.from(prefix + text, "utf8")
     if (key !== undefined) {
       // Written ahead: names the range before it is filled, so a crash in between is seen.
-      const noted = noteAhead(ledger, current.right?.stat, ino, key, size + prefix.length, size + bytes.length)
-      if (Either.isLeft(noted)) return Either.left(fromFileError(noted.left))
+      const noted = noteAhead(ledger, current.success?.stat, ino, key, size + prefix.length, size + bytes.length)
+      if (Result.isFailure(noted)) return Result.fail(fromFileError(noted.failure))
     }
     const written = SafeFile.appendAll(fd, paths.history, bytes, size)
-    if (Either.isLeft(written)) return Either.left(fromFileError(written.left))
+    if (Result.isFailure(written)) return Result.fail(fromFileError(written.failure))
     // Only a commit alongside the appends copies them, and such a commit holds every locked section back.
     const copying = mirror()
     if (copying !== undefined) CommitMirror.cannotCopy(copying)
     const end = size + bytes.length
     lastEnd = { ino, size: end }
     appended(fd, ino, size, end, entries)
-    return Either.void
+    return Result.succeed(undefined)
   }
 
   const locked: AloneOutcome<void> = { _tag: "Locked" }
   const done: AloneOutcome<void> = { _tag: "Done", value: undefined }
 
-  const writeAlone = (entries: ReadonlyArray<HistoryEntry>, key: string): Either.Either<AloneOutcome<void>, MemoryError> => {
+  const writeAlone = (entries: ReadonlyArray<HistoryEntry>, key: string): Result.Result<AloneOutcome<void>, MemoryError> => {
     const history = historyFd
     const ledgerHeld = ledgerFd
     const cache = ledgerCache
@@ -211,18 +211,18 @@ export const make = (
       end.ino !== history.ino || cache.seen.ino !== ledgerHeld.ino || cache.ledger.inode !== history.ino ||
       cache.lines > 2 * Ledger.KEEP || !cache.endsWithNewline ||
       (cache.owned === undefined ? cache.ledger.exchanges.some((entry) => entry.key === key) : cache.owned.keys.has(key))
-    ) return Either.right(locked)
+    ) return Result.succeed(locked)
     const stat = look(paths.history)
-    if (Either.isLeft(stat)) return Either.left(fromFileError(stat.left))
-    if (stat.right === undefined || stat.right.ino !== end.ino || stat.right.size !== end.size) return Either.right(locked)
+    if (Result.isFailure(stat)) return Result.fail(fromFileError(stat.failure))
+    if (stat.success === undefined || stat.success.ino !== end.ino || stat.success.size !== end.size) return Result.succeed(locked)
     const size = end.size
     const bytes = Buffer.from(entries.map((entry) => `${encodeEntry(entry)}\n`).join(""), "utf8")
     // Written ahead: names the range before it is filled, so a crash in between is seen.
     const record = Buffer.from(Ledger.encodeRecord(history.ino, key, size, size + bytes.length), "utf8")
     const noted = SafeFile.appendAll(ledgerHeld.fd, paths.ledger, record, cache.seen.size)
-    if (Either.isLeft(noted)) {
+    if (Result.isFailure(noted)) {
       ledgerCache = undefined
-      return Either.left(fromFileError(noted.left))
+      return Result.fail(fromFileError(noted.failure))
     }
     let ledger = cache.ledger
     let owned = cache.owned
@@ -240,13 +240,13 @@ export const make = (
       owned
     }
     const written = SafeFile.appendAll(history.fd, paths.history, bytes, size)
-    if (Either.isLeft(written)) return Either.left(fromFileError(written.left))
+    if (Result.isFailure(written)) return Result.fail(fromFileError(written.failure))
     // A compaction committing meanwhile gets the exchange too, before it counts as stored.
     const copying = mirror()
     if (copying !== undefined) CommitMirror.copyAppend(copying, history.ino, size, bytes, { key, start: size, end: size + bytes.length })
     lastEnd = { ino: history.ino, size: size + bytes.length }
     appended(history.fd, history.ino, size, size + bytes.length, entries)
-    return Either.right(done)
+    return Result.succeed(done)
   }
 
   const adopt = ({ history, ledger }: CommitMirror.Committed) => {
@@ -268,7 +268,7 @@ export const make = (
     const cache = ledgerCache
     if (cache === undefined) return undefined
     const stat = look(paths.ledger)
-    return Either.isRight(stat) && stat.right !== undefined && unchanged(cache.seen, stat.right) ? cache.ledger : undefined
+    return Result.isSuccess(stat) && stat.success !== undefined && unchanged(cache.seen, stat.success) ? cache.ledger : undefined
   }
 
   const close = () => {

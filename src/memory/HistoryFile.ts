@@ -6,7 +6,7 @@ import * as fs from "node:fs"
 import { StringDecoder } from "node:string_decoder"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -14,7 +14,7 @@ import * as Stream from "effect/Stream"
 const BLOCK = 64 * 1024
 
 export const HistoryEntry = Schema.Struct({
-  role: Schema.Literal("user", "assistant"),
+  role: Schema.Literals(["user", "assistant"]),
   content: Schema.String
 })
 export type HistoryEntry = typeof HistoryEntry.Type
@@ -36,9 +36,9 @@ const isEntry = (value: unknown): value is HistoryEntry => {
  * faster. Accepts exactly what HistoryEntry accepts; extra keys are dropped.
  */
 export const parseLine = (line: string): Option.Option<HistoryEntry> => {
-  const parsed = Either.try(() => JSON.parse(line) as unknown)
-  return Either.isRight(parsed) && isEntry(parsed.right)
-    ? Option.some({ role: parsed.right.role, content: parsed.right.content })
+  const parsed = Result.try(() => JSON.parse(line) as unknown)
+  return Result.isSuccess(parsed) && isEntry(parsed.success)
+    ? Option.some({ role: parsed.success.role, content: parsed.success.content })
     : Option.none()
 }
 

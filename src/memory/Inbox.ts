@@ -11,7 +11,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -36,19 +36,13 @@ export interface Pending {
 
 /** A journal line's record; its schema and decoder are made at the first line a journal has, not at every start. */
 const decodeRecord = madeOnFirstCall(() => {
-  const Record = Schema.Union(
-    Schema.Struct({
+  const Record = Schema.Union([Schema.Struct({
       accepted: Schema.Number,
       key: Schema.optional(Schema.String),
       idempotencyKey: Schema.optional(Schema.String),
       channel: Schema.String,
       text: Schema.String
-    }),
-    Schema.Struct({ answered: Schema.Number, reply: Schema.String, stored: Schema.Boolean }),
-    Schema.Struct({ unstored: Schema.Number }),
-    Schema.Struct({ stored: Schema.Number }),
-    Schema.Struct({ delivered: Schema.Number })
-  )
+    }), Schema.Struct({ answered: Schema.Number, reply: Schema.String, stored: Schema.Boolean }), Schema.Struct({ unstored: Schema.Number }), Schema.Struct({ stored: Schema.Number }), Schema.Struct({ delivered: Schema.Number })])
   return Schema.decodeUnknownOption(Schema.parseJson(Record))
 })
 
@@ -72,7 +66,7 @@ export interface InboxService {
   readonly closeFiles: Effect.Effect<void>
 }
 
-export class Inbox extends Context.Tag("planckclaw/Inbox")<Inbox, InboxService>() {}
+export class Inbox extends Context.Service<Inbox, InboxService>()("planckclaw/Inbox") {}
 
 interface Entry {
   readonly pending: Pending
@@ -143,8 +137,8 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
       })
     // Only a regular file of this user, never through a link; a torn last record is cut off.
     const opened = SafeFile.readJournal(file)
-    if (Either.isLeft(opened)) return Effect.fail(refused(opened.left))
-    const entries = replayEntries(opened.right)
+    if (Result.isFailure(opened)) return Effect.fail(refused(opened.failure))
+    const entries = replayEntries(opened.success)
     let nextId = [...entries.keys()].reduce((max, id) => Math.max(max, id), 0) + 1
     let failing = false
 
@@ -164,8 +158,8 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
       failing = false
       return Effect.logInfo(`the inbox journal ${file} is writable again`)
     })
-    const outcome = (result: Either.Either<void, SafeFile.MemoryFileError>) =>
-      Either.match(result, { onLeft: report, onRight: () => worked })
+    const outcome = (result: Result.Result<void, SafeFile.MemoryFileError>) =>
+      Result.match(result, { onFailure: report, onSuccess: () => worked })
 
     // One descriptor for the run (O_APPEND, checked once when opened): each
     // record is one write(2), emptying is one ftruncate(2). The run lock
@@ -173,31 +167,31 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
     // process the journal's only writer, so its size is
     // known here, for cutting back a write that did not land whole.
     let journal: { readonly fd: number; size: number } | undefined
-    const held = (): Either.Either<{ readonly fd: number; size: number }, SafeFile.MemoryFileError> => {
-      if (journal !== undefined) return Either.right(journal)
-      return Either.map(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => {
+    const held = (): Result.Result<{ readonly fd: number; size: number }, SafeFile.MemoryFileError> => {
+      if (journal !== undefined) return Result.succeed(journal)
+      return Result.map(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => {
         journal = { fd, size: stat.size }
         return journal
       })
     }
     /** After a failure the descriptor is dropped: the next record opens (and checks) the file again. */
     const drop = () => {
-      if (journal !== undefined) Either.try(() => fs.closeSync(journal!.fd))
+      if (journal !== undefined) Result.try(() => fs.closeSync(journal!.fd))
       journal = undefined
     }
-    const append = (...records: ReadonlyArray<object>): Either.Either<void, SafeFile.MemoryFileError> =>
-      Either.flatMap(held(), (target) => {
+    const append = (...records: ReadonlyArray<object>): Result.Result<void, SafeFile.MemoryFileError> =>
+      Result.flatMap(held(), (target) => {
         const text = records.map((record) => `${JSON.stringify(record)}\n`).join("")
         const bytes = Buffer.from(text, "utf8")
         const written = SafeFile.appendAll(target.fd, file, bytes, target.size)
-        if (Either.isRight(written)) target.size += bytes.length
+        if (Result.isSuccess(written)) target.size += bytes.length
         else drop()
         return written
       })
-    const truncate = (): Either.Either<void, SafeFile.MemoryFileError> =>
-      Either.flatMap(held(), (target) => {
-        const cut = Either.try({ try: () => fs.ftruncateSync(target.fd, 0), catch: (error) => SafeFile.failed(file, error) })
-        if (Either.isRight(cut)) target.size = 0
+    const truncate = (): Result.Result<void, SafeFile.MemoryFileError> =>
+      Result.flatMap(held(), (target) => {
+        const cut = Result.try({ try: () => fs.ftruncateSync(target.fd, 0), catch: (error) => SafeFile.failed(file, error) })
+        if (Result.isSuccess(cut)) target.size = 0
         else drop()
         return cut
       })
@@ -233,7 +227,7 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
             reply: Option.none()
           }
           const written = append(acceptedRecord(pending))
-          entries.set(pending.id, { pending, unstored: false, delivered: false, journaled: Either.isRight(written) })
+          entries.set(pending.id, { pending, unstored: false, delivered: false, journaled: Result.isSuccess(written) })
           return outcome(written).pipe(Effect.as(pending))
         }),
       answered: (pending, reply, stored) =>
@@ -255,7 +249,7 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
             pending: { ...pending, reply: Option.some({ text: reply, stored: true }) },
             unstored: true,
             delivered: entry?.delivered ?? false,
-            journaled: journaled || Either.isRight(written)
+            journaled: journaled || Result.isSuccess(written)
           })
           return outcome(written)
         }),
@@ -287,7 +281,7 @@ export const make = (directory: string): Effect.Effect<InboxService, MemoryError
   )
 
 /** Scoped: releasing the layer (an agent released by the service) closes the journal. */
-export const layer: Layer.Layer<Inbox, import("effect/ConfigError").ConfigError | MemoryError> = Layer.scoped(
+export const layer: Layer.Layer<Inbox, import("effect/Config").ConfigError | MemoryError> = Layer.effect(
   Inbox,
   Effect.flatMap(MemoryConfig, make)
 )

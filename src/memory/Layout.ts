@@ -8,7 +8,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as SafeFile from "./SafeFile.js"
 
 export const files = (directory: string) => ({
@@ -61,9 +61,9 @@ export const forgotten = (paths: Paths) => [paths.summary, paths.ledger, paths.h
 
 /** The archive a journal names, when it is a forget's (a compaction's journal is empty). */
 const forgetTarget = (paths: Paths): string | undefined => {
-  const text = Either.getOrElse(Either.try(() => fs.readFileSync(paths.journal, "utf8")), () => "")
+  const text = Result.getOrElse(Result.try(() => fs.readFileSync(paths.journal, "utf8")), () => "")
   if (text.trim().length === 0) return undefined
-  const parsed = Either.getOrUndefined(Either.try(() => JSON.parse(text) as unknown))
+  const parsed = Result.getOrUndefined(Result.try(() => JSON.parse(text) as unknown))
   const archive = typeof parsed === "object" && parsed !== null ? (parsed as { readonly forget?: unknown }).forget : undefined
   return typeof archive === "string" && archiveName.test(archive) ? archive : undefined
 }
@@ -132,12 +132,12 @@ export const readable = (paths: Paths) => {
 }
 
 /** Writes a new file whole and durably (a leftover of the same name goes first); returns its inode. */
-export const writeNew = (file: string, data: string | Buffer): Either.Either<number, SafeFile.MemoryFileError> => {
+export const writeNew = (file: string, data: string | Buffer): Result.Result<number, SafeFile.MemoryFileError> => {
   SafeFile.removeLeftover(file)
   const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data
   const result = SafeFile.withFile(file, SafeFile.flags.createNew, (fd) =>
-    Either.flatMap(SafeFile.appendAll(fd, file, bytes, 0), () =>
-      Either.try({
+    Result.flatMap(SafeFile.appendAll(fd, file, bytes, 0), () =>
+      Result.try({
         try: () => {
           fs.fsyncSync(fd)
           return fs.fstatSync(fd).ino
@@ -145,7 +145,7 @@ export const writeNew = (file: string, data: string | Buffer): Either.Either<num
         catch: (error) => SafeFile.failed(file, error)
       })))
   // A partial file must not hold the space a full disk needs back.
-  if (Either.isLeft(result)) Either.try(() => fs.unlinkSync(file))
+  if (Result.isFailure(result)) Result.try(() => fs.unlinkSync(file))
   return result
 }
 

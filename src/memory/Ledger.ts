@@ -17,7 +17,7 @@
  * rewrite. Reading replays the lines; a torn last line (a crash mid-write)
  * is skipped, which forgets only a range whose append never happened.
  */
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { readRange } from "./HistoryFile.js"
 
@@ -54,7 +54,7 @@ const asWhole = (value: unknown): { readonly inode: number; readonly exchanges: 
 }
 
 /** JSON.parse without a throw: undefined for text that is no JSON. */
-const parseJsonLine = (line: string): unknown => Either.getOrUndefined(Either.try(() => JSON.parse(line) as unknown))
+const parseJsonLine = (line: string): unknown => Result.getOrUndefined(Result.try(() => JSON.parse(line) as unknown))
 
 /** An appended record line (`encodeRecord`): checked by hand, as it is all but every line of a ledger. */
 const asRecord = (value: unknown): { inode: number; key: string; start: number; end: number } | undefined => {
@@ -119,7 +119,7 @@ export const holds = (ledger: Ledger, fd: number, inode: number, size: number, k
   const entry = ledger.exchanges.find((candidate) => candidate.key === key)
   if (entry === undefined) return false
   if (entry.folded === true) return true
-  return entry.end <= size && Either.getOrElse(Either.try(() => readRange(fd, entry.start, entry.end) === text), () => false)
+  return entry.end <= size && Result.getOrElse(Result.try(() => readRange(fd, entry.start, entry.end) === text), () => false)
 }
 
 /** The ledger with `key` about to be written at [start, end) of the history with this inode. */

@@ -18,7 +18,7 @@
 import * as fs from "node:fs"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
@@ -92,7 +92,7 @@ export interface MemoryService {
   readonly closeFiles: Effect.Effect<void>
 }
 
-export class Memory extends Context.Tag("planckclaw/Memory")<Memory, MemoryService>() {}
+export class Memory extends Context.Service<Memory, MemoryService>()("planckclaw/Memory") {}
 
 /** The store, and how to close the descriptors it holds. */
 const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Effect<{ readonly service: MemoryService; readonly close: () => void }> =>
@@ -170,7 +170,7 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
         )
       // The write's value is void: storeWorked's takes its place without a step to restore it.
       const written: Effect.Effect<void, MemoryError> = write
-      return catchFailure(Effect.zipRight(written, storeWorked), storeFailed)
+      return catchFailure(Effect.andThen(written, storeWorked), storeFailed)
     }
 
     // Unchanged since the last count (our own appends keep it current): one
@@ -182,9 +182,9 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
           appended = false
           return Effect.succeed(known.lines > limit)
         }
-        const stat = Either.try(() => fs.statSync(paths.history, { throwIfNoEntry: false }))
-        return Either.isRight(stat) && stat.right !== undefined && known !== undefined &&
-            known.inode === stat.right.ino && known.size === stat.right.size
+        const stat = Result.try(() => fs.statSync(paths.history, { throwIfNoEntry: false }))
+        return Result.isSuccess(stat) && stat.success !== undefined && known !== undefined &&
+            known.inode === stat.success.ino && known.size === stat.success.size
           ? Effect.succeed(known.lines > limit)
           : countLines(limit)
       })
@@ -194,14 +194,14 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
         const stat = fs.fstatSync(fd)
         if (known !== undefined && known.inode === stat.ino && known.size <= stat.size) {
           known = extendCount(fd, known, stat.size)
-          return Either.right(known.lines > limit)
+          return Result.succeed(known.lines > limit)
         }
         // Unknown or rewritten file: scan back at most limit + 1 lines; reaching
         // the start means the count is exact and worth keeping.
         const tail = scanTail(fd, limit + 1)
-        if (tail.count > limit) return Either.right(true)
+        if (tail.count > limit) return Result.succeed(true)
         known = { inode: stat.ino, size: stat.size, lines: tail.count, endsWithNewline: endsWithNewline(fd) }
-        return Either.right(false)
+        return Result.succeed(false)
       })
 
     const countLines = (limit: number) =>
@@ -253,8 +253,8 @@ export const make = (directory: string, options: MemoryOptions = {}): Effect.Eff
 /** Memory on PLANCKCLAW_DIR. Scoped: releasing the layer (an agent released by the service) closes its descriptors. */
 export const layerWith = (
   options: MemoryOptions
-): Layer.Layer<Memory, import("effect/ConfigError").ConfigError | MemoryError> =>
-  Layer.scoped(
+): Layer.Layer<Memory, import("effect/Config").ConfigError | MemoryError> =>
+  Layer.effect(
     Memory,
     Effect.gen(function*() {
       const directory = yield* MemoryConfig
@@ -263,4 +263,4 @@ export const layerWith = (
     })
   )
 
-export const layer: Layer.Layer<Memory, import("effect/ConfigError").ConfigError | MemoryError> = layerWith({})
+export const layer: Layer.Layer<Memory, import("effect/Config").ConfigError | MemoryError> = layerWith({})

@@ -9,7 +9,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
@@ -68,10 +68,10 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
       leftoversCleared = true
     }
     /** Runs a locked section's body, noting whether it ended well. */
-    const settle = <A>(run: () => Either.Either<A, MemoryError>): Either.Either<A, MemoryError> => {
+    const settle = <A>(run: () => Result.Result<A, MemoryError>): Result.Result<A, MemoryError> => {
       settled = false
       const result = run()
-      settled = Either.isRight(result)
+      settled = Result.isSuccess(result)
       return result
     }
 
@@ -86,27 +86,27 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
 
     const locked = <A>(
       what: string,
-      run: () => Either.Either<A, MemoryError>,
-      unlocked?: () => Either.Either<A, MemoryError>
+      run: () => Result.Result<A, MemoryError>,
+      unlocked?: () => Result.Result<A, MemoryError>
     ): Effect.Effect<A, MemoryError> =>
       Effect.suspend(() => alongside > 0 ? gateOpened(lockedNow(what, run, unlocked)) : lockedNow(what, run, unlocked))
 
     const lockedNow = <A>(
       what: string,
-      run: () => Either.Either<A, MemoryError>,
-      unlocked?: () => Either.Either<A, MemoryError>
+      run: () => Result.Result<A, MemoryError>,
+      unlocked?: () => Result.Result<A, MemoryError>
     ): Effect.Effect<A, MemoryError> =>
       inLockFile(Effect.suspend(() => {
         // A link naming the pid (to the owner file, else symbolic): one call to take, one unlink(2) to release.
         let taken = FileLock.tryTakeSync(paths.writeLock, asLink())
-        if (Either.isLeft(taken) && taken.left._tag === "LockFailed" && !fs.existsSync(directory)) {
+        if (Result.isFailure(taken) && taken.failure._tag === "LockFailed" && !fs.existsSync(directory)) {
           // Removed under a running agent (by hand): make it again rather than fail every turn.
-          Either.try(() => Layout.makeDirectories(directory))
+          Result.try(() => Layout.makeDirectories(directory))
           taken = FileLock.tryTakeSync(paths.writeLock, asLink())
         }
         // The usual case, a free lock: take it, work and release in one synchronous step.
-        if (Either.isRight(taken)) {
-          const clean = taken.right.clean
+        if (Result.isSuccess(taken)) {
+          const clean = taken.success.clean
           return fsEffect(what, () => {
             try {
               return settle(() => {
@@ -122,7 +122,7 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
           error._tag === "LockFailed" && unlocked !== undefined
             ? fsEffect(what, unlocked)
             : Effect.fail(lockRefused(error))
-        if (taken.left._tag === "LockFailed") return failed(taken.left)
+        if (taken.failure._tag === "LockFailed") return failed(taken.failure)
         return Effect.scoped(
           FileLock.holdWaiting(paths.writeLock).pipe(
             Effect.matchEffect({
@@ -140,8 +140,8 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
 
     const lockedRead = <A>(
       what: string,
-      run: () => Either.Either<A, MemoryError>,
-      unlocked?: () => Either.Either<A, MemoryError>
+      run: () => Result.Result<A, MemoryError>,
+      unlocked?: () => Result.Result<A, MemoryError>
     ): Effect.Effect<A, MemoryError> =>
       writeMutex.withPermits(1)(Effect.suspend(() => alongsideHolds ? Effect.map(fsEffect(what, run), Option.some) : Effect.succeedNone))
         .pipe(Effect.flatMap(Option.match({ onNone: () => locked(what, run, unlocked), onSome: Effect.succeed })))
@@ -149,21 +149,21 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
     /** The write lock file for the scope (uninterruptible: a lock taken always gets its release); true when taken clean. */
     const holdLockFile: Effect.Effect<boolean, MemoryError, Scope.Scope> = Effect.uninterruptible(Effect.suspend(() => {
       const taken = FileLock.tryTakeSync(paths.writeLock, asLink())
-      if (Either.isRight(taken)) {
-        return Effect.as(Effect.addFinalizer(() => Effect.sync(() => FileLock.releaseSync(paths.writeLock, true))), taken.right.clean)
+      if (Result.isSuccess(taken)) {
+        return Effect.as(Effect.addFinalizer(() => Effect.sync(() => FileLock.releaseSync(paths.writeLock, true))), taken.success.clean)
       }
-      if (taken.left._tag === "LockFailed") return Effect.fail(lockRefused(taken.left))
+      if (taken.failure._tag === "LockFailed") return Effect.fail(lockRefused(taken.failure))
       return Effect.as(Effect.mapError(FileLock.holdWaiting(paths.writeLock), lockRefused), false)
     }))
 
     // Uninterruptible under the lock: it is never released under an operation still running.
     const lockedAsync = <A>(what: string, run: Effect.Effect<A, MemoryError>): Effect.Effect<A, MemoryError> =>
       inLockFile(Effect.scoped(Effect.flatMap(holdLockFile, (clean) =>
-        Effect.uninterruptible(Effect.zipRight(
+        Effect.uninterruptible(Effect.andThen(
           fsEffect(what, () => {
             settled = false
             recover(clean)
-            return Either.void
+            return Result.succeed(undefined)
           }),
           Effect.tap(run, () => Effect.sync(() => {
             settled = true
@@ -172,7 +172,7 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
 
     const lockedAlongside = <A>(what: string, run: (alongside: Alongside) => Effect.Effect<A, MemoryError>) => {
       if (!heldByRun(runKey)) return undefined
-      const step = <B>(section: () => Either.Either<B, MemoryError>) => writeMutex.withPermits(1)(fsEffect(what, section))
+      const step = <B>(section: () => Result.Result<B, MemoryError>) => writeMutex.withPermits(1)(fsEffect(what, section))
       const mirrorAppends = (installed: CommitMirror.CommitMirror) => {
         mirror = installed
       }
@@ -196,11 +196,11 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
         }))
       const commit = lockFileMutex.withPermits(1)(Effect.scoped(
         Effect.flatMap(holdLockFile, (clean) =>
-          Effect.uninterruptible(Effect.zipRight(
+          Effect.uninterruptible(Effect.andThen(
             step(() => settle(() => {
               recover(clean)
               alongsideHolds = true
-              return Either.void
+              return Result.succeed(undefined)
             })),
             Effect.onExit(run({ step, mirrorAppends, swapped, ledger: () => adopter?.ledger() }), (exit) => end(Exit.isFailure(exit)))
           )))
@@ -222,20 +222,20 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
     // that fails counts as a lock seen (the append is then checked under the lock).
     const othersCompacting = () =>
       !ownCompaction &&
-      Either.getOrElse(Either.try(() => fs.lstatSync(paths.compactionLock, { throwIfNoEntry: false }) !== undefined), () => true)
+      Result.getOrElse(Result.try(() => fs.lstatSync(paths.compactionLock, { throwIfNoEntry: false }) !== undefined), () => true)
     const clearStaleCompaction = () => {
       // Our own pid may be our own compaction between taking its lock and saying so.
       const owner = FileLock.ownerOf(paths.compactionLock)
       if (ownCompaction || Number.isNaN(owner) || owner === process.pid) return
       const taken = FileLock.tryTakeSync(paths.compactionLock, asLink())
-      if (Either.isRight(taken)) FileLock.releaseSync(paths.compactionLock, true)
+      if (Result.isSuccess(taken)) FileLock.releaseSync(paths.compactionLock, true)
     }
 
     const appendAlone = <A>(
       what: string,
-      fast: () => Either.Either<AloneOutcome<A>, MemoryError>,
-      slow: () => Either.Either<A, MemoryError>,
-      redo: () => Either.Either<A, MemoryError>
+      fast: () => Result.Result<AloneOutcome<A>, MemoryError>,
+      slow: () => Result.Result<A, MemoryError>,
+      redo: () => Result.Result<A, MemoryError>
     ): Effect.Effect<A, MemoryError> =>
       Effect.suspend(() => !heldByRun(runKey) ? locked(what, slow) : writeMutex.withPermits(1)(Effect.suspend(() => {
         if (!(leftoversCleared && settled)) return Effect.succeed("locked" as const)

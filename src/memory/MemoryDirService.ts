@@ -6,7 +6,7 @@
  */
 import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import type * as Either from "effect/Either"
+import type * as Result from "effect/Result"
 import type * as CommitMirror from "./CommitMirror.js"
 import type * as FileLock from "./FileLock.js"
 import type * as Layout from "./Layout.js"
@@ -34,9 +34,9 @@ export interface MemoryDir {
    */
   readonly appendAlone?: <A>(
     what: string,
-    fast: () => Either.Either<AloneOutcome<A>, MemoryError>,
-    slow: () => Either.Either<A, MemoryError>,
-    redo: () => Either.Either<A, MemoryError>
+    fast: () => Result.Result<AloneOutcome<A>, MemoryError>,
+    slow: () => Result.Result<A, MemoryError>,
+    redo: () => Result.Result<A, MemoryError>
   ) => Effect.Effect<A, MemoryError>
   /** Told by this process's compaction when it holds (true) or released (false) the compaction lock file. */
   readonly compacting?: (held: boolean) => void
@@ -47,8 +47,8 @@ export interface MemoryDir {
    */
   readonly locked: <A>(
     what: string,
-    run: () => Either.Either<A, MemoryError>,
-    unlocked?: () => Either.Either<A, MemoryError>
+    run: () => Result.Result<A, MemoryError>,
+    unlocked?: () => Result.Result<A, MemoryError>
   ) => Effect.Effect<A, MemoryError>
   /**
    * `locked` for a section that only reads: while this process's commit runs
@@ -59,8 +59,8 @@ export interface MemoryDir {
    */
   readonly lockedRead: <A>(
     what: string,
-    run: () => Either.Either<A, MemoryError>,
-    unlocked?: () => Either.Either<A, MemoryError>
+    run: () => Result.Result<A, MemoryError>,
+    unlocked?: () => Result.Result<A, MemoryError>
   ) => Effect.Effect<A, MemoryError>
   /**
    * `locked` for a section that waits on the file system's thread pool (a
@@ -105,7 +105,7 @@ export interface MemoryDir {
 /** What a commit alongside the appends is given (MemoryDir.lockedAlongside). */
 export interface Alongside {
   /** Runs a synchronous section with this process's appends held back. */
-  readonly step: <B>(section: () => Either.Either<B, MemoryError>) => Effect.Effect<B, MemoryError>
+  readonly step: <B>(section: () => Result.Result<B, MemoryError>) => Effect.Effect<B, MemoryError>
   /** From now until the commit ends, this process's appends are copied into `mirror` (call it within a step). */
   readonly mirrorAppends: (mirror: CommitMirror.CommitMirror) => void
   /**

@@ -6,7 +6,7 @@ import * as path from "node:path"
 import * as Config from "effect/Config"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { describeError } from "../Errors.js"
 import * as SafeFile from "./SafeFile.js"
 
@@ -37,7 +37,7 @@ export const MemoryConfig = Config.string("PLANCKCLAW_DIR").pipe(
 /** Runs a synchronous file operation; a throw is a MemoryError naming `what`. */
 export const fsEffect = <A>(
   what: string,
-  run: () => Either.Either<A, MemoryError>,
+  run: () => Result.Result<A, MemoryError>,
   reason: MemoryError["reason"] = "io"
 ): Effect.Effect<A, MemoryError> =>
   Effect.flatten(
@@ -52,10 +52,10 @@ export const withHistory = <A>(
   file: string,
   how: number,
   absent: A,
-  use: (fd: number) => Either.Either<A, MemoryError>
-): Either.Either<A, MemoryError> => {
+  use: (fd: number) => Result.Result<A, MemoryError>
+): Result.Result<A, MemoryError> => {
   const result = SafeFile.withFileIfPresent(file, how, absent, use)
-  if (Either.isRight(result)) return Either.right(result.right)
-  const error = result.left
-  return Either.left(error._tag === "MemoryError" ? error : fromFileError(error))
+  if (Result.isSuccess(result)) return Result.succeed(result.success)
+  const error = result.failure
+  return Result.fail(error._tag === "MemoryError" ? error : fromFileError(error))
 }

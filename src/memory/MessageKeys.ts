@@ -13,12 +13,12 @@
  * Where that device cannot be read, the Web Crypto global gives the bytes.
  */
 import * as fs from "node:fs"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 
 /** `count` random bytes, as hex, from `device`, or from the Web Crypto global when it cannot be read whole. */
 export const randomHex = (count: number, device = "/dev/urandom"): string => {
   const bytes = Buffer.alloc(count)
-  const read = Either.try(() => {
+  const read = Result.try(() => {
     const fd = fs.openSync(device, "r")
     try {
       return fs.readSync(fd, bytes, 0, count, null)
@@ -26,7 +26,7 @@ export const randomHex = (count: number, device = "/dev/urandom"): string => {
       fs.closeSync(fd)
     }
   })
-  if (Either.getOrElse(read, () => 0) !== count) globalThis.crypto.getRandomValues(bytes)
+  if (Result.getOrElse(read, () => 0) !== count) globalThis.crypto.getRandomValues(bytes)
   return bytes.toString("hex")
 }
 

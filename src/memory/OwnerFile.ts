@@ -15,7 +15,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import { readPidFileSync } from "../process/PidFile.js"
 import { heldBy } from "../process/PidLiveness.js"
@@ -27,19 +27,19 @@ const made = new Map<string, { readonly file: string; holders: number }>()
 
 /** Owner files of processes no longer running (or an earlier process with this pid). */
 const clearDead = (directory: string) => {
-  const names = Either.getOrElse(Either.try(() => fs.readdirSync(directory)), () => [] as Array<string>)
+  const names = Result.getOrElse(Result.try(() => fs.readdirSync(directory)), () => [] as Array<string>)
   for (const name of names) {
     if (!name.startsWith(PREFIX)) continue
     const file = path.join(directory, name)
     const pid = readPidFileSync(file)
-    if (pid === undefined || pid === process.pid || !heldBy(pid, file)) Either.try(() => fs.unlinkSync(file))
+    if (pid === undefined || pid === process.pid || !heldBy(pid, file)) Result.try(() => fs.unlinkSync(file))
   }
 }
 
 const make = (directory: string): string | undefined => {
   clearDead(directory)
   const file = path.join(directory, `${PREFIX}${process.pid}`)
-  const written = Either.try(() => {
+  const written = Result.try(() => {
     const fd = fs.openSync(file, "wx", 0o600)
     try {
       fs.writeSync(fd, `${process.pid}\n`)
@@ -47,8 +47,8 @@ const make = (directory: string): string | undefined => {
       fs.closeSync(fd)
     }
   })
-  if (Either.isRight(written)) return file
-  Either.try(() => fs.unlinkSync(file))
+  if (Result.isSuccess(written)) return file
+  Result.try(() => fs.unlinkSync(file))
   return undefined
 }
 
@@ -67,7 +67,7 @@ const release = (key: string) => {
   const entry = made.get(key)
   if (entry === undefined || --entry.holders > 0) return
   made.delete(key)
-  Either.try(() => fs.unlinkSync(entry.file))
+  Result.try(() => fs.unlinkSync(entry.file))
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import * as fs from "node:fs"
 import * as Data from "effect/Data"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { describeError, errnoCode } from "../Errors.js"
 
 /** The file is not one the agent may use: a link, not a regular file, or someone else's. */
@@ -62,12 +62,12 @@ export const refusal = (path: string, stat: fs.Stats): MemoryFileRefused | undef
 }
 
 /** Checks a memory file without opening it: absent is fine. For start-up, to fail early and clearly. */
-export const check = (path: string): Either.Either<void, MemoryFileError> => {
-  const stat = Either.try(() => fs.lstatSync(path, { throwIfNoEntry: false }))
-  if (Either.isLeft(stat)) return Either.left(failed(path, stat.left))
-  if (stat.right === undefined) return Either.void
-  const refused = refusal(path, stat.right)
-  return refused === undefined ? Either.void : Either.left(refused)
+export const check = (path: string): Result.Result<void, MemoryFileError> => {
+  const stat = Result.try(() => fs.lstatSync(path, { throwIfNoEntry: false }))
+  if (Result.isFailure(stat)) return Result.fail(failed(path, stat.failure))
+  if (stat.success === undefined) return Result.succeed(undefined)
+  const refused = refusal(path, stat.success)
+  return refused === undefined ? Result.succeed(undefined) : Result.fail(refused)
 }
 
 const { O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY } = fs.constants
@@ -85,8 +85,8 @@ export const flags = {
  * Opens a memory file: never through a link (O_NOFOLLOW), never blocking on
  * a FIFO (O_NONBLOCK), and only a regular file of this user.
  */
-export const open = (path: string, how: number): Either.Either<number, MemoryFileError> =>
-  Either.map(openWithStat(path, how), (opened) => opened.fd)
+export const open = (path: string, how: number): Result.Result<number, MemoryFileError> =>
+  Result.map(openWithStat(path, how), (opened) => opened.fd)
 
 export interface Opened {
   readonly fd: number
@@ -94,77 +94,77 @@ export interface Opened {
 }
 
 /** `open`, with the status it checked the descriptor by (callers need not fstat again). */
-export const openWithStat = (path: string, how: number): Either.Either<Opened, MemoryFileError> =>
-  openChecked(path, how, (error) => Either.left(failed(path, error)))
+export const openWithStat = (path: string, how: number): Result.Result<Opened, MemoryFileError> =>
+  openChecked(path, how, (error) => Result.fail(failed(path, error)))
 
 /**
  * `openWithStat` for a file that may be absent: undefined then, without the
  * error a failed open otherwise becomes (a new agent's first message finds
  * most of its files absent, and each such error cost as much as the open).
  */
-export const openIfPresent = (path: string, how: number): Either.Either<Opened | undefined, MemoryFileError> =>
-  openChecked(path, how, () => Either.right(undefined))
+export const openIfPresent = (path: string, how: number): Result.Result<Opened | undefined, MemoryFileError> =>
+  openChecked(path, how, () => Result.succeed(undefined))
 
 const openChecked = <B>(
   path: string,
   how: number,
-  absent: (error: unknown) => Either.Either<B, MemoryFileError>
-): Either.Either<Opened | B, MemoryFileError> => {
-  const opened = Either.try(() => fs.openSync(path, how | O_NOFOLLOW | O_NONBLOCK, 0o600))
-  if (Either.isLeft(opened)) {
-    const code = errnoCode(opened.left)
-    if (code === "ENOENT") return absent(opened.left)
-    return Either.left(
+  absent: (error: unknown) => Result.Result<B, MemoryFileError>
+): Result.Result<Opened | B, MemoryFileError> => {
+  const opened = Result.try(() => fs.openSync(path, how | O_NOFOLLOW | O_NONBLOCK, 0o600))
+  if (Result.isFailure(opened)) {
+    const code = errnoCode(opened.failure)
+    if (code === "ENOENT") return absent(opened.failure)
+    return Result.fail(
       code === "ELOOP"
         ? new MemoryFileRefused({ path, message: `${path} is a symbolic link; refusing to follow it (make it a regular file)` })
-        : failed(path, opened.left)
+        : failed(path, opened.failure)
     )
   }
-  const fd = opened.right
-  const stat = Either.try(() => fs.fstatSync(fd))
-  const refused = Either.isLeft(stat) ? failed(path, stat.left) : refusal(path, stat.right)
-  if (refused === undefined && Either.isRight(stat)) return Either.right({ fd, stat: stat.right })
-  Either.try(() => fs.closeSync(fd))
-  return Either.left(refused ?? failed(path, new Error("no status")))
+  const fd = opened.success
+  const stat = Result.try(() => fs.fstatSync(fd))
+  const refused = Result.isFailure(stat) ? failed(path, stat.failure) : refusal(path, stat.success)
+  if (refused === undefined && Result.isSuccess(stat)) return Result.succeed({ fd, stat: stat.success })
+  Result.try(() => fs.closeSync(fd))
+  return Result.fail(refused ?? failed(path, new Error("no status")))
 }
 
-const using = <A, E>(path: string, fd: number, use: (fd: number) => Either.Either<A, E>): Either.Either<A, E | MemoryFileError> => {
-  const result = Either.try({ try: () => use(fd), catch: (error) => failed(path, error) })
-  Either.try(() => fs.closeSync(fd))
-  return Either.flatMap(result, (inner): Either.Either<A, E | MemoryFileError> => inner)
+const using = <A, E>(path: string, fd: number, use: (fd: number) => Result.Result<A, E>): Result.Result<A, E | MemoryFileError> => {
+  const result = Result.try({ try: () => use(fd), catch: (error) => failed(path, error) })
+  Result.try(() => fs.closeSync(fd))
+  return Result.flatMap(result, (inner): Result.Result<A, E | MemoryFileError> => inner)
 }
 
 /** Opens, uses and closes a memory file. */
 export const withFile = <A, E>(
   path: string,
   how: number,
-  use: (fd: number) => Either.Either<A, E>
-): Either.Either<A, E | MemoryFileError> => Either.flatMap(open(path, how), (fd) => using(path, fd, use))
+  use: (fd: number) => Result.Result<A, E>
+): Result.Result<A, E | MemoryFileError> => Result.flatMap(open(path, how), (fd) => using(path, fd, use))
 
 /** `withFile`, or `absent` when there is no such file. */
 export const withFileIfPresent = <A, E, B>(
   path: string,
   how: number,
   absent: B,
-  use: (fd: number) => Either.Either<A, E>
-): Either.Either<A | B, E | MemoryFileError> =>
-  Either.flatMap(openIfPresent(path, how), (opened): Either.Either<A | B, E | MemoryFileError> =>
-    opened === undefined ? Either.right(absent) : using(path, opened.fd, use))
+  use: (fd: number) => Result.Result<A, E>
+): Result.Result<A | B, E | MemoryFileError> =>
+  Result.flatMap(openIfPresent(path, how), (opened): Result.Result<A | B, E | MemoryFileError> =>
+    opened === undefined ? Result.succeed(absent) : using(path, opened.fd, use))
 
 /** Reads a memory file whole; undefined when it does not exist. */
-export const read = (path: string): Either.Either<string | undefined, MemoryFileError> =>
-  withFileIfPresent(path, flags.read, undefined, (fd) => Either.right(fs.readFileSync(fd, "utf8")))
+export const read = (path: string): Result.Result<string | undefined, MemoryFileError> =>
+  withFileIfPresent(path, flags.read, undefined, (fd) => Result.succeed(fs.readFileSync(fd, "utf8")))
 
 /**
  * An append-only journal's complete records ("" when there is no file). A
  * torn last record (power loss, full disk) is cut off: that needs no free space.
  */
-export const readJournal = (path: string): Either.Either<string, MemoryFileError> =>
+export const readJournal = (path: string): Result.Result<string, MemoryFileError> =>
   withFileIfPresent(path, fs.constants.O_RDWR, "", (fd) => {
     const bytes = fs.readFileSync(fd)
     const end = bytes.lastIndexOf(0x0a) + 1
     if (end < bytes.length) fs.ftruncateSync(fd, end)
-    return Either.right(bytes.toString("utf8", 0, end))
+    return Result.succeed(bytes.toString("utf8", 0, end))
   })
 
 /**
@@ -177,32 +177,32 @@ export const appendAll = (
   path: string,
   data: Buffer,
   sizeBefore: number
-): Either.Either<void, MemoryFileFailed> => {
+): Result.Result<void, MemoryFileFailed> => {
   for (let offset = 0; offset < data.length;) {
-    const wrote = Either.try(() => fs.writeSync(fd, data, offset, data.length - offset))
-    if (Either.isLeft(wrote) || wrote.right <= 0) {
-      const cause = Either.isLeft(wrote) ? wrote.left : undefined
-      const cut = Either.try(() => fs.ftruncateSync(fd, sizeBefore))
-      return Either.left(
+    const wrote = Result.try(() => fs.writeSync(fd, data, offset, data.length - offset))
+    if (Result.isFailure(wrote) || wrote.success <= 0) {
+      const cause = Result.isFailure(wrote) ? wrote.failure : undefined
+      const cut = Result.try(() => fs.ftruncateSync(fd, sizeBefore))
+      return Result.fail(
         new MemoryFileFailed({
           path,
           code: errnoCode(cause) ?? "ENOSPC",
           message: `writing ${path}: ${cause === undefined ? "no bytes written" : describeError(cause)} ` +
             `(${offset} of ${data.length} bytes written, ` +
-            `${Either.isRight(cut) ? `cut back to ${sizeBefore} bytes` : `could not cut back: ${describeError(cut.left)}`})`
+            `${Result.isSuccess(cut) ? `cut back to ${sizeBefore} bytes` : `could not cut back: ${describeError(cut.failure)}`})`
         })
       )
     }
-    offset += wrote.right
+    offset += wrote.success
   }
-  return Either.void
+  return Result.succeed(undefined)
 }
 
 /** Opens a memory file for appending (made if absent), appends `text` whole or not at all, and closes it. */
-export const appendText = (path: string, text: string): Either.Either<void, MemoryFileError> =>
-  Either.flatMap(openWithStat(path, flags.append), ({ fd, stat }) => {
+export const appendText = (path: string, text: string): Result.Result<void, MemoryFileError> =>
+  Result.flatMap(openWithStat(path, flags.append), ({ fd, stat }) => {
     const written = appendAll(fd, path, Buffer.from(text, "utf8"), stat.size)
-    Either.try(() => fs.closeSync(fd))
+    Result.try(() => fs.closeSync(fd))
     return written
   })
 
@@ -214,30 +214,30 @@ export const appendText = (path: string, text: string): Either.Either<void, Memo
  * path that cannot even be looked at is left for the create to report.
  */
 export const removeLeftover = (path: string): void => {
-  const found = Either.try(() => fs.lstatSync(path, { throwIfNoEntry: false }))
-  if (Either.isRight(found) && found.right !== undefined) Either.try(() => fs.unlinkSync(path))
+  const found = Result.try(() => fs.lstatSync(path, { throwIfNoEntry: false }))
+  if (Result.isSuccess(found) && found.success !== undefined) Result.try(() => fs.unlinkSync(path))
 }
 
 /**
  * Replaces a memory file through a temporary file and a rename: a reader
  * sees the old content or the new, never a part.
  */
-export const replace = (path: string, data: string | Buffer, sync = false): Either.Either<void, MemoryFileError> => {
+export const replace = (path: string, data: string | Buffer, sync = false): Result.Result<void, MemoryFileError> => {
   const temporary = `${path}.tmp`
   removeLeftover(temporary)
   const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data
   const written = withFile(temporary, flags.createNew, (fd) =>
-    Either.flatMap(appendAll(fd, temporary, bytes, 0), () =>
-      sync ? Either.try({ try: () => fs.fsyncSync(fd), catch: (error) => failed(temporary, error) }) : Either.void))
-  const renamed = Either.flatMap(written, () =>
-    Either.try({ try: () => fs.renameSync(temporary, path), catch: (error) => failed(path, error) }))
-  if (Either.isLeft(renamed)) Either.try(() => fs.unlinkSync(temporary))
+    Result.flatMap(appendAll(fd, temporary, bytes, 0), () =>
+      sync ? Result.try({ try: () => fs.fsyncSync(fd), catch: (error) => failed(temporary, error) }) : Result.succeed(undefined)))
+  const renamed = Result.flatMap(written, () =>
+    Result.try({ try: () => fs.renameSync(temporary, path), catch: (error) => failed(path, error) }))
+  if (Result.isFailure(renamed)) Result.try(() => fs.unlinkSync(temporary))
   return renamed
 }
 
 /** Free bytes for this user on the filesystem holding `path`, when known. */
 export const freeBytes = (path: string): number | undefined =>
-  Either.getOrUndefined(Either.try(() => {
+  Result.getOrUndefined(Result.try(() => {
     const stats = fs.statfsSync(path)
     return stats.bavail * stats.bsize
   }))

@@ -6,7 +6,7 @@
  */
 import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import { cachedText, type CachedText, look, RACY_MS, readText, type Seen, seenOf, unchanged } from "./FileCache.js"
 import { type HistoryEntry, parseLine, readLines, scanTail } from "./HistoryFile.js"
@@ -81,10 +81,10 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     trimmed.set(name, { raw, text })
     return text
   }
-  const readable = (name: string, text: Either.Either<string | undefined, SafeFile.MemoryFileError>, instead: string) =>
-    Either.match(text, {
-      onLeft: (error) => Effect.as(Effect.logWarning(`cannot read ${name} (${error.message}); answering with ${instead}`), ""),
-      onRight: (content) => Effect.succeed(trimOnce(name, content ?? ""))
+  const readable = (name: string, text: Result.Result<string | undefined, SafeFile.MemoryFileError>, instead: string) =>
+    Result.match(text, {
+      onFailure: (error) => Effect.as(Effect.logWarning(`cannot read ${name} (${error.message}); answering with ${instead}`), ""),
+      onSuccess: (content) => Effect.succeed(trimOnce(name, content ?? ""))
     })
 
   // What the last snapshot read, each validated by one lstat(2) on the next
@@ -98,17 +98,17 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     file: string,
     cache: CachedText | undefined,
     remember: (cache: CachedText) => void
-  ): Either.Either<string | undefined, SafeFile.MemoryFileError> => {
+  ): Result.Result<string | undefined, SafeFile.MemoryFileError> => {
     const stat = look(file)
-    if (Either.isLeft(stat)) return Either.left(stat.left)
-    const cached = cachedText(cache, stat.right)
-    if (Option.isSome(cached)) return Either.right(cached.value)
-    if (stat.right === undefined) {
+    if (Result.isFailure(stat)) return Result.fail(stat.failure)
+    const cached = cachedText(cache, stat.success)
+    if (Option.isSome(cached)) return Result.succeed(cached.value)
+    if (stat.success === undefined) {
       // Absent when looked at: as if opened then, without an open(2) bound to fail.
       remember({ seen: undefined, text: undefined, racy: false })
-      return Either.right(undefined)
+      return Result.succeed(undefined)
     }
-    return Either.map(readText(file), (read) => {
+    return Result.map(readText(file), (read) => {
       remember(read)
       return read.text
     })
@@ -117,8 +117,8 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
   const readSoul = () => textOf(paths.soul, soulCache, (read) => soulCache = read)
 
   interface Read {
-    readonly soul: Either.Either<string | undefined, SafeFile.MemoryFileError>
-    readonly summary: Either.Either<string | undefined, SafeFile.MemoryFileError>
+    readonly soul: Result.Result<string | undefined, SafeFile.MemoryFileError>
+    readonly summary: Result.Result<string | undefined, SafeFile.MemoryFileError>
     readonly lines: ReadonlyArray<string>
     readonly oversized: ReadonlyArray<number>
     /** Decoded lines, already checked: a cache hit. */
@@ -126,18 +126,18 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
   }
 
   const readSnapshot = (keep: number, files: { readonly summary: string; readonly history: string }, cache: boolean) =>
-  (): Either.Either<Read, MemoryError> => {
+  (): Result.Result<Read, MemoryError> => {
     // An unreadable soul or summary costs the persona or the summary, not the answer.
     const soul = readSoul()
     const summaryRead = readText(files.summary)
-    if (cache && Either.isRight(summaryRead)) summaryCache = summaryRead.right
-    const summary = Either.map(summaryRead, (read) => read.text)
+    if (cache && Result.isSuccess(summaryRead)) summaryCache = summaryRead.success
+    const summary = Result.map(summaryRead, (read) => read.text)
     const tail = withHistory(files.history, SafeFile.flags.read, { lines: [] as ReadonlyArray<string>, oversized: [] as ReadonlyArray<number>, seen: undefined as Seen | undefined }, (fd) => {
       const stat = fs.fstatSync(fd)
       const read = readLines(fd, scanTail(fd, keep).offset, stat.size)
-      return Either.right({ ...read, seen: seenOf(stat) })
+      return Result.succeed({ ...read, seen: seenOf(stat) })
     })
-    return Either.map(tail, (tail) => {
+    return Result.map(tail, (tail) => {
       if (cache && tail.oversized.length === 0) {
         tailCache = {
           seen: tail.seen,
@@ -166,28 +166,28 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     const tail = tailCache
     if (tail === undefined || tail.keep !== keep || summaryCache === undefined) return Option.none()
     const summaryStat = look(paths.summary)
-    if (Either.isLeft(summaryStat)) return Option.none()
-    let summary = cachedText(summaryCache, summaryStat.right)
+    if (Result.isFailure(summaryStat)) return Option.none()
+    let summary = cachedText(summaryCache, summaryStat.success)
     if (Option.isNone(summary) && summaryCache.racy) {
       // Written a moment ago (a compaction just committed it): unchanged
       // if it reads the same, which costs a read, not the lock.
       const again = readText(paths.summary)
-      if (Either.isRight(again) && again.right.text === summaryCache.text) {
-        summaryCache = again.right
-        summary = Option.some(again.right.text)
+      if (Result.isSuccess(again) && again.success.text === summaryCache.text) {
+        summaryCache = again.success
+        summary = Option.some(again.success.text)
       }
     }
     if (Option.isNone(summary)) return Option.none()
     const historyStat = look(paths.history)
-    if (Either.isLeft(historyStat)) return Option.none()
-    const stat = historyStat.right
+    if (Result.isFailure(historyStat)) return Option.none()
+    const stat = historyStat.success
     if (stat === undefined ? tail.seen !== undefined : tail.seen === undefined || !unchanged(tail.seen, stat)) {
       return Option.none()
     }
     if (stat !== undefined && tail.seen !== undefined && tail.seen.mtimeMs === undefined && Date.now() - stat.mtimeMs >= RACY_MS) {
       tailCache = { ...tail, seen: seenOf(stat) }
     }
-    return Option.some({ soul: readSoul(), summary: Either.right(summary.value), lines: [], oversized: [], cached: tail.window })
+    return Option.some({ soul: readSoul(), summary: Result.succeed(summary.value), lines: [], oversized: [], cached: tail.window })
   }
 
   /** The snapshot from what was read: nothing to log in the usual case, so no generator or loop over logs. */
@@ -207,9 +207,9 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
       }
     }
     const { soul: soulRead, summary: summaryRead } = read
-    if (skipped.length === 0 && read.oversized.length === 0 && Either.isRight(soulRead) && Either.isRight(summaryRead)) {
-      const soul = trimOnce("soul.md", soulRead.right ?? "")
-      const summary = trimOnce("summary.md", summaryRead.right ?? "")
+    if (skipped.length === 0 && read.oversized.length === 0 && Result.isSuccess(soulRead) && Result.isSuccess(summaryRead)) {
+      const soul = trimOnce("soul.md", soulRead.success ?? "")
+      const summary = trimOnce("summary.md", summaryRead.success ?? "")
       return Effect.succeed({ soul: soul.length > 0 ? soul : fallbackSoul(), summary, history: decoded })
     }
     return Effect.gen(function*() {
@@ -256,7 +256,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
   const fallbackSoul = (): string => {
     const file = options.fallbackSoulFile
     if (file === undefined) return DEFAULT_SOUL
-    const text = Either.getOrUndefined(textOf(file, fallbackCache, (read) => fallbackCache = read))
+    const text = Result.getOrUndefined(textOf(file, fallbackCache, (read) => fallbackCache = read))
     const soul = (text ?? "").trim()
     return soul.length > 0 ? soul : DEFAULT_SOUL
   }
@@ -291,8 +291,8 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     if (tail?.seen === undefined || tail.seen.ino !== oldHistory.inode || tail.seen.size !== oldHistory.size) return
     // summary.md as renamed in (its change time is the rename's): trusted by status like one read.
     const stat = look(paths.summary)
-    if (Either.isLeft(stat) || stat.right === undefined) return
-    summaryCache = { seen: seenOf(stat.right), text: summary, racy: Date.now() - stat.right.mtimeMs < RACY_MS }
+    if (Result.isFailure(stat) || stat.success === undefined) return
+    summaryCache = { seen: seenOf(stat.success), text: summary, racy: Date.now() - stat.success.mtimeMs < RACY_MS }
     tailCache = {
       // Just written: trusted by inode and size, as after an append.
       seen: { ino: history.inode, size: history.size, mtimeMs: undefined, ctimeMs: undefined },

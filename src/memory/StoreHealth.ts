@@ -26,7 +26,7 @@ export const make = (directory: string): StoreHealth => {
         `cannot store exchanges: ${error.message}; ${free === undefined ? "free space unknown" : `${free} bytes free`} ` +
           `on the filesystem of ${directory}. Replies are still sent; unstored exchanges wait in the inbox journal ` +
           "and are stored once writing works again (logged once)"
-      ).pipe(Effect.zipRight(Effect.fail(again)))
+      ).pipe(Effect.andThen(Effect.fail(again)))
     })
 
   const storeWorked = Effect.suspend(() => {

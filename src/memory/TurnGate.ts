@@ -53,7 +53,7 @@ export class TurnGate {
    * each of its steps.
    */
   get step(): Effect.Effect<void> {
-    return Effect.async<void>((resume) => {
+    return Effect.callback<void>((resume) => {
       const go = () => resume(Effect.void)
       let pending: ReturnType<typeof setImmediate> | undefined = setImmediate(() => {
         pending = undefined

@@ -13,9 +13,9 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Clock from "effect/Clock"
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -33,7 +33,7 @@ export const FILE_NAME = "usage.jsonl"
 export const UsageLine = Schema.Struct({
   /** When the answer arrived, ISO 8601 UTC. */
   at: Schema.String,
-  kind: Schema.Literal("turn", "compaction"),
+  kind: Schema.Literals(["turn", "compaction"]),
   brain: Schema.String,
   model: Schema.String,
   ms: Schema.Number,
@@ -78,27 +78,27 @@ export const heldAppender = (file: string) => {
   const close = () => {
     const fd = held?.fd
     held = undefined
-    if (fd !== undefined) Either.try(() => fs.closeSync(fd))
+    if (fd !== undefined) Result.try(() => fs.closeSync(fd))
   }
-  const append = (lines: ReadonlyArray<UsageLine>): Either.Either<void, SafeFile.MemoryFileError> => {
-    const stat = Either.try(() => fs.lstatSync(file, { throwIfNoEntry: false }))
-    if (held === undefined || Either.isLeft(stat) || stat.right?.ino !== held.ino) {
+  const append = (lines: ReadonlyArray<UsageLine>): Result.Result<void, SafeFile.MemoryFileError> => {
+    const stat = Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false }))
+    if (held === undefined || Result.isFailure(stat) || stat.success?.ino !== held.ino) {
       close()
       const opened = SafeFile.openWithStat(file, SafeFile.flags.append)
-      if (Either.isLeft(opened)) return opened
-      held = { fd: opened.right.fd, ino: opened.right.stat.ino, end: -1 }
+      if (Result.isFailure(opened)) return opened
+      held = { fd: opened.success.fd, ino: opened.success.stat.ino, end: -1 }
     }
     const current = held
-    const sized = Either.isRight(stat) && stat.right !== undefined && stat.right.ino === current.ino
-      ? Either.right(stat.right.size)
-      : Either.try({ try: () => fs.fstatSync(current.fd).size, catch: (error) => SafeFile.failed(file, error) })
-    if (Either.isLeft(sized)) return sized
-    const size = sized.right
+    const sized = Result.isSuccess(stat) && stat.success !== undefined && stat.success.ino === current.ino
+      ? Result.succeed(stat.success.size)
+      : Result.try({ try: () => fs.fstatSync(current.fd).size, catch: (error) => SafeFile.failed(file, error) })
+    if (Result.isFailure(sized)) return sized
+    const size = sized.success
     // A line torn by a crash: the next one starts on a line of its own.
-    const whole = size === current.end || Either.getOrElse(Either.try(() => endsWithNewline(current.fd)), () => true)
+    const whole = size === current.end || Result.getOrElse(Result.try(() => endsWithNewline(current.fd)), () => true)
     const bytes = Buffer.from(whole ? encode(lines) : `\n${encode(lines)}`, "utf8")
     const written = SafeFile.appendAll(current.fd, file, bytes, size)
-    current.end = Either.isRight(written) ? size + bytes.length : -1
+    current.end = Result.isSuccess(written) ? size + bytes.length : -1
     return written
   }
   return { append, close }
@@ -107,8 +107,8 @@ export const heldAppender = (file: string) => {
 const decodeLine = madeOnFirstCall(() => Schema.decodeUnknownOption(Schema.parseJson(UsageLine)))
 
 /** Every whole, well-formed line of the ledger; torn or foreign lines are skipped and counted. */
-export const read = (file: string): Either.Either<{ readonly lines: Array<UsageLine>; readonly skipped: number }, SafeFile.MemoryFileError> =>
-  Either.map(SafeFile.read(file), (text) => {
+export const read = (file: string): Result.Result<{ readonly lines: Array<UsageLine>; readonly skipped: number }, SafeFile.MemoryFileError> =>
+  Result.map(SafeFile.read(file), (text) => {
     const lines: Array<UsageLine> = []
     let skipped = 0
     for (const raw of splitLines(text ?? "")) {
@@ -129,9 +129,9 @@ export const recording = (brain: BrainService, file: string, label: string): Eff
     const record = (request: MessagesRequest, started: number) => (response: MessagesResponse) =>
       Effect.flatMap(Clock.currentTimeMillis, (ended) => {
         const written = ledger.append([lineOf(request, response, label, started, ended)])
-        if (Either.isRight(written) || warned) return Effect.succeed(response)
+        if (Result.isSuccess(written) || warned) return Effect.succeed(response)
         warned = true
-        return Effect.as(Effect.logWarning(`usage ledger not written (${written.left.message}); turns go on without it`), response)
+        return Effect.as(Effect.logWarning(`usage ledger not written (${written.failure.message}); turns go on without it`), response)
       })
     return {
       complete: (request) =>
@@ -144,7 +144,7 @@ export const recording = (brain: BrainService, file: string, label: string): Eff
  * bridge's Brain and the Memory, and it provides the Brain the agent and
  * the compactor use. The ledger's descriptor is closed with the layer.
  */
-export const layer: Layer.Layer<Brain, ConfigError.ConfigError, Brain | Memory> = Layer.scoped(
+export const layer: Layer.Layer<Brain, ConfigError.ConfigError, Brain | Memory> = Layer.effect(
   Brain,
   Effect.gen(function*() {
     const memory = yield* Memory

@@ -24,7 +24,7 @@ import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import { describeError } from "../Errors.js"
@@ -127,12 +127,12 @@ const start = (
   request: RunRequest,
   cwd: string,
   { done, exit }: Ends
-): Either.Either<Running, SpawnError> =>
+): Result.Result<Running, SpawnError> =>
   spawnGuarded(request.command, request.args, { cwd, env: request.env, stdio: ["ignore", "pipe", "pipe"] }).pipe(
-    Either.mapLeft((failed) =>
+    Result.mapError((failed) =>
       new SpawnError({ message: printable(`cannot start ${request.command}: ${failed.message}`), cause: failed.cause })
     ),
-    Either.map((child): Running => {
+    Result.map((child): Running => {
       const stdout = new CappedBytes(request.stdoutMax)
       const stderr = new CappedBytes(request.stderrMax)
       let flooded = false
@@ -167,18 +167,18 @@ const start = (
           signalSession(child.pid, "SIGKILL")
           untrackGroup(child.pid)
         }
-        Deferred.unsafeDone(exit, Exit.void)
+        Deferred.doneUnsafe(exit, Exit.void)
       })
       child.on("error", (cause) => {
         // Spawn failures (EAGAIN, ENOENT) arrive here, without `close`
         // being guaranteed.
-        Deferred.unsafeDone(
+        Deferred.doneUnsafe(
           done,
           Exit.fail(new SpawnError({ message: printable(`cannot start ${request.command}: ${describeError(cause)}`), cause }))
         )
       })
       child.on("close", (exitCode: number | null, signal: NodeJS.Signals | null) => {
-        Deferred.unsafeDone(done, Exit.succeed(outcome(exitCode, signal)))
+        Deferred.doneUnsafe(done, Exit.succeed(outcome(exitCode, signal)))
       })
       return running
     })
@@ -186,7 +186,7 @@ const start = (
 
 /** Kills the session unless the main process already exited, then waits for Node to reap it. */
 const stop = (running: Running): Effect.Effect<void> =>
-  Effect.async<void>((resume) => {
+  Effect.callback<void>((resume) => {
     const { child } = running
     child.stdout?.destroy()
     child.stderr?.destroy()
@@ -212,17 +212,17 @@ const sweepLeftovers = (parent: string, prefix: string): void => {
   const key = `${parent}\0${prefix}`
   if (swept.has(key)) return
   swept.add(key)
-  const names = Either.getOrElse(Either.try(() => fs.readdirSync(parent)), (): Array<string> => [])
+  const names = Result.getOrElse(Result.try(() => fs.readdirSync(parent)), (): Array<string> => [])
   const uid = process.getuid?.()
   for (const name of names) {
     if (!name.startsWith(prefix)) continue
     const pid = Number(/^(\d+)-/.exec(name.slice(prefix.length))?.[1])
     if (!Number.isSafeInteger(pid) || pid === process.pid) continue
     const directory = path.join(parent, name)
-    const stat = Either.getOrUndefined(Either.try(() => fs.lstatSync(directory)))
+    const stat = Result.getOrUndefined(Result.try(() => fs.lstatSync(directory)))
     if (stat === undefined || !stat.isDirectory() || (uid !== undefined && stat.uid !== uid) || heldBy(pid, directory)) continue
     // Another process may be sweeping it too: whatever it fails to remove, the next sweep tries again.
-    Either.try(() => fs.rmSync(directory, { recursive: true, force: true }))
+    Result.try(() => fs.rmSync(directory, { recursive: true, force: true }))
   }
 }
 
@@ -244,9 +244,9 @@ export const privateDirectory = (parent: string, prefix: string): Effect.Effect<
         new SpawnError({ message: `cannot create a working directory in ${parent}: ${describeError(cause)}`, cause })
     }),
     (directory) =>
-      Either.match(Either.try(() => fs.rmSync(directory, { recursive: true, force: true })), {
-        onLeft: (cause) => Effect.logWarning(`cannot remove the working directory ${directory}: ${describeError(cause)}`),
-        onRight: () => Effect.void
+      Result.match(Result.try(() => fs.rmSync(directory, { recursive: true, force: true })), {
+        onFailure: (cause) => Effect.logWarning(`cannot remove the working directory ${directory}: ${describeError(cause)}`),
+        onSuccess: () => Effect.void
       })
   )
 
@@ -278,8 +278,8 @@ const runIn = (request: RunRequest, cwd: string): Effect.Effect<RunOutcome, Spaw
  */
 const heldOpen = (request: RunRequest, running: Running, ends: Ends): Effect.Effect<RunOutcome> =>
   Deferred.await(ends.exit).pipe(
-    Effect.zipRight(Effect.sleep(outputGrace)),
-    Effect.zipRight(Effect.suspend(() =>
+    Effect.andThen(Effect.sleep(outputGrace)),
+    Effect.andThen(Effect.suspend(() =>
       Effect.as(
         Effect.logWarning(
           `${printable(request.command)} exited, but a process outside its session (started with setsid?) still held its output open ` +

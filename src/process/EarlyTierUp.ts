@@ -22,7 +22,7 @@
  * (V8Flags.ts); left alone when node was started with its own
  * `--interrupt-budget`. `PLANCKCLAW_V8_EARLY_TIER_UP=0` keeps V8's default.
  */
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
@@ -83,20 +83,20 @@ const youngThenDefault = <A, E, R>(probes: Probes, effect: Effect.Effect<A, E, R
       until: (used) => Duration.greaterThanOrEqualTo(used, grownUpCpu)
     }),
     Effect.flatMap((used) =>
-      Effect.zipRight(
+      Effect.andThen(
         probes.setFlags(defaultFlag),
         Effect.logDebug(`V8's default optimising pace is back (${Duration.format(used)} of CPU used)`)
       )
     )
   )
-  return Effect.zipRight(
-    Effect.zipRight(
+  return Effect.andThen(
+    Effect.andThen(
       probes.setFlags(youngFlag),
       Effect.logDebug(
         `V8 optimises hot code sooner until the process has used ${Duration.format(grownUpCpu)} of CPU ` +
           "(PLANCKCLAW_V8_EARLY_TIER_UP=0 keeps V8's default)"
       )
     ),
-    Effect.scoped(Effect.zipRight(Effect.forkScoped(grownUp), effect))
+    Effect.scoped(Effect.andThen(Effect.forkScoped(grownUp), effect))
   )
 }

@@ -5,6 +5,6 @@
  */
 import * as Effect from "effect/Effect"
 
-export const nextTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
+export const nextTurn: Effect.Effect<void> = Effect.callback<void>((resume) => {
   setImmediate(() => resume(Effect.void))
 })

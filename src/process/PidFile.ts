@@ -4,12 +4,12 @@
  * fits because its target lives in the inode).
  */
 import * as fs from "node:fs"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 
 /** The pid recorded at `file`, or undefined when there is none or it is not a pid. */
 export const readPidFileSync = (file: string): number | undefined => {
-  const link = Either.try(() => fs.readlinkSync(file))
-  const content = Either.isRight(link) ? link : Either.try(() => fs.readFileSync(file, "utf8"))
-  const pid = Either.isRight(content) ? Number(content.right.trim()) : Number.NaN
+  const link = Result.try(() => fs.readlinkSync(file))
+  const content = Result.isSuccess(link) ? link : Result.try(() => fs.readFileSync(file, "utf8"))
+  const pid = Result.isSuccess(content) ? Number(content.success.trim()) : Number.NaN
   return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
 }

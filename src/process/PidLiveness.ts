@@ -3,15 +3,15 @@
  * and for the one that wrote the file (not a newcomer with a reused pid).
  */
 import * as fs from "node:fs"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { errnoCode } from "../Errors.js"
 
 /** Whether a process with this pid exists (a live lock or pid-file owner). */
 export const isAlive = (pid: number): boolean => {
   if (!Number.isInteger(pid) || pid <= 0) return false
-  const probe = Either.try(() => process.kill(pid, 0))
+  const probe = Result.try(() => process.kill(pid, 0))
   // EPERM means the process exists but belongs to someone else: still alive.
-  return Either.isRight(probe) || errnoCode(probe.left) === "EPERM"
+  return Result.isSuccess(probe) || errnoCode(probe.failure) === "EPERM"
 }
 
 // Clock ticks per second of /proc times (USER_HZ): 100 wherever Linux runs Node.
@@ -22,8 +22,8 @@ const clockSlackMillis = 10_000
 
 /** When `pid` started, in ms since the epoch, from /proc; undefined where there is no /proc. */
 const startedAtMillis = (pid: number): number | undefined => {
-  const stat = Either.getOrUndefined(Either.try(() => fs.readFileSync(`/proc/${pid}/stat`, "utf8")))
-  const boot = Either.getOrUndefined(Either.try(() => fs.readFileSync("/proc/stat", "utf8")))?.match(/^btime (\d+)$/m)?.[1]
+  const stat = Result.getOrUndefined(Result.try(() => fs.readFileSync(`/proc/${pid}/stat`, "utf8")))
+  const boot = Result.getOrUndefined(Result.try(() => fs.readFileSync("/proc/stat", "utf8")))?.match(/^btime (\d+)$/m)?.[1]
   // Field 22 of stat, counted after the parenthesised command (which may hold spaces).
   const ticks = stat?.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
   if (boot === undefined || ticks === undefined) return undefined
@@ -38,6 +38,6 @@ const startedAtMillis = (pid: number): number | undefined => {
 export const heldBy = (pid: number, file: string): boolean => {
   if (!isAlive(pid)) return false
   const started = startedAtMillis(pid)
-  const written = Either.getOrUndefined(Either.try(() => fs.lstatSync(file).mtimeMs))
+  const written = Result.getOrUndefined(Result.try(() => fs.lstatSync(file).mtimeMs))
   return started === undefined || written === undefined || started <= written + clockSlackMillis
 }

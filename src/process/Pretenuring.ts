@@ -3,7 +3,7 @@
  *
  * V8 allocates an allocation site's objects straight in the old generation
  * once most of them survive scavenges. On a turn's path this feeds itself:
- * Effect's objects for one request (an `Effect.async` that returns a
+ * Effect's objects for one request (an `Effect.callback` that returns a
  * canceler, its continuations) get pretenured and die at once in the old
  * generation, but the young objects written into them afterwards (the
  * answer, the next frame) stay reachable from there for every scavenge until
@@ -18,7 +18,7 @@
  * (V8Flags.ts), never by a Layer an embedding application builds.
  * `PLANCKCLAW_V8_PRETENURING=1` keeps V8's default.
  */
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
 import { onOff } from "../config/ConfigRange.js"
 import { setV8Flags } from "./V8Flags.js"
@@ -41,7 +41,7 @@ export const readChoice = (
   Effect.map(PretenuringConfig, (kept) =>
     kept
       ? Effect.void
-      : Effect.zipRight(
+      : Effect.andThen(
         setFlags(noPretenuringFlag),
         Effect.logDebug("V8's allocation-site pretenuring turned off (PLANCKCLAW_V8_PRETENURING=1 keeps it)")
       ))

@@ -3,11 +3,11 @@
  * everything it started.
  */
 import * as Fs from "node:fs"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 
 /** Signals the group led by `pgid`; a group that is already gone (ESRCH) is fine. */
 export const signalGroup = (pgid: number, signal: NodeJS.Signals): void => {
-  Either.try(() => process.kill(-pgid, signal))
+  Result.try(() => process.kill(-pgid, signal))
 }
 
 // A stat line is a few hundred bytes; the session is among its first fields.
@@ -21,12 +21,12 @@ const statBuffer = Buffer.alloc(1024)
  * several times more per file.
  */
 const liveIdsOf = (pid: string): { readonly group: number; readonly session: number } | undefined => {
-  const fd = Either.try(() => Fs.openSync(`/proc/${pid}/stat`, "r"))
-  if (Either.isLeft(fd)) return undefined
-  const read = Either.try(() => Fs.readSync(fd.right, statBuffer, 0, statBuffer.length, 0))
-  Either.try(() => Fs.closeSync(fd.right))
-  if (Either.isLeft(read)) return undefined
-  const text = statBuffer.toString("latin1", 0, read.right)
+  const fd = Result.try(() => Fs.openSync(`/proc/${pid}/stat`, "r"))
+  if (Result.isFailure(fd)) return undefined
+  const read = Result.try(() => Fs.readSync(fd.success, statBuffer, 0, statBuffer.length, 0))
+  Result.try(() => Fs.closeSync(fd.success))
+  if (Result.isFailure(read)) return undefined
+  const text = statBuffer.toString("latin1", 0, read.success)
   const [state, , group, session] = text.slice(text.lastIndexOf(")") + 2).split(" ", 4)
   return state === "Z" || state === "X" ? undefined : { group: Number(group), session: Number(session) }
 }
@@ -38,7 +38,7 @@ const liveIdsOf = (pid: string): { readonly group: number; readonly session: num
  * is no /proc.
  */
 const sessionMembers = (sid: number): Array<number> => {
-  const entries = Either.getOrElse(Either.try(() => Fs.readdirSync("/proc")), (): Array<string> => [])
+  const entries = Result.getOrElse(Result.try(() => Fs.readdirSync("/proc")), (): Array<string> => [])
   const members: Array<number> = []
   for (const entry of entries) {
     const first = entry.charCodeAt(0)
@@ -67,7 +67,7 @@ export const signalSession = (sid: number, signal: NodeJS.Signals): void => {
     if (fresh.length === 0) return
     for (const pid of fresh) {
       signalled.add(pid)
-      Either.try(() => process.kill(pid, signal))
+      Result.try(() => process.kill(pid, signal))
     }
   }
 }

@@ -29,7 +29,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { describeError } from "../Errors.js"
 import { printable } from "../Printable.js"
 import * as Framing from "../fifo/Framing.js"
@@ -67,12 +67,12 @@ let unavailable: string | undefined
 let warned = false
 
 /** The helper's program, bundled into dist/cli/spawn-helper.cjs (found from the package root: this module may be in a bundle). */
-const helperScript = (): Either.Either<string, string> => {
+const helperScript = (): Result.Result<string, string> => {
   const root = packageRoot()
   const script = root === undefined ? undefined : path.join(root, "dist", "cli", "spawn-helper.cjs")
   return script !== undefined && fs.existsSync(script)
-    ? Either.right(script)
-    : Either.left(`its program ${script ?? "dist/cli/spawn-helper.cjs"} is missing`)
+    ? Result.succeed(script)
+    : Result.fail(`its program ${script ?? "dist/cli/spawn-helper.cjs"} is missing`)
 }
 
 const send = (running: Helper, line: ToHelper): void => {
@@ -84,10 +84,10 @@ const send = (running: Helper, line: ToHelper): void => {
  * frames would end the helper, and every run it holds for other callers
  * (in `serve`, other agents' claws), so an input that large is refused here.
  */
-const runLine = (id: number, request: ChildProcess.RunRequest): Either.Either<string, ChildProcess.SpawnError> => {
+const runLine = (id: number, request: ChildProcess.RunRequest): Result.Result<string, ChildProcess.SpawnError> => {
   const line = JSON.stringify({ _tag: "Run", id, ...request, args: [...request.args], env: { ...request.env } } satisfies ToHelper)
   const bytes = Buffer.byteLength(line)
-  return bytes <= maxLineBytes ? Either.right(`${line}\n`) : Either.left(
+  return bytes <= maxLineBytes ? Result.succeed(`${line}\n`) : Result.fail(
     new ChildProcess.SpawnError({
       message: `cannot run ${printable(request.command)}: its arguments and environment take ${bytes} bytes, more than a run may pass (${maxLineBytes})`,
       cause: undefined
@@ -127,14 +127,14 @@ const logged = (warnings: ReadonlyArray<string> | undefined): Effect.Effect<void
   warnings === undefined ? Effect.void : Effect.forEach(warnings, (warning) => Effect.logWarning(warning), { discard: true })
 
 const onLine = (running: Helper, frame: Framing.Frame): void => {
-  const decoded = Either.flatMap(frame, (text) => decodeFromHelper(text))
-  if (Either.isLeft(decoded)) {
-    running.killedBecause = `it answered a line this process cannot read (${decoded.left.message.slice(0, 300)})`
+  const decoded = Result.flatMap(frame, (text) => decodeFromHelper(text))
+  if (Result.isFailure(decoded)) {
+    running.killedBecause = `it answered a line this process cannot read (${decoded.failure.message.slice(0, 300)})`
     running.child.kill("SIGKILL")
     return
   }
   running.answered = true
-  const line = decoded.right
+  const line = decoded.success
   const pending = settle(running, line.id)
   if (pending === undefined) return
   // An interrupted run waits only for its group to be gone: it is, once the run ended.
@@ -142,7 +142,7 @@ const onLine = (running: Helper, frame: Framing.Frame): void => {
   if (line._tag === "Done") pending.resume(Effect.as(logged(line.warnings), toOutcome(line)))
   else if (line._tag === "Failed") {
     const cause = Object.assign(new Error(line.message), line.code === undefined ? {} : { code: line.code })
-    pending.resume(Effect.zipRight(logged(line.warnings), Effect.fail(new ChildProcess.SpawnError({ message: line.message, cause }))))
+    pending.resume(Effect.andThen(logged(line.warnings), Effect.fail(new ChildProcess.SpawnError({ message: line.message, cause }))))
   }
 }
 
@@ -164,24 +164,24 @@ const onExit = (running: Helper, code: number | null, signal: NodeJS.Signals | n
   }
 }
 
-const start = (): Either.Either<Helper, string> => {
+const start = (): Result.Result<Helper, string> => {
   const script = helperScript()
-  if (Either.isLeft(script)) return Either.left(script.left)
-  const spawned = Either.try({
+  if (Result.isFailure(script)) return Result.fail(script.failure)
+  const spawned = Result.try({
     try: () =>
-      spawn(process.execPath, [script.right], {
+      spawn(process.execPath, [script.success], {
         detached: true,
         stdio: ["pipe", "pipe", "pipe"],
         env: { PATH: "/usr/bin:/bin" }
       }),
     catch: describeError
   })
-  if (Either.isLeft(spawned)) return Either.left(`node could not be started: ${spawned.left}`)
-  const child = spawned.right
+  if (Result.isFailure(spawned)) return Result.fail(`node could not be started: ${spawned.failure}`)
+  const child = spawned.success
   // A failed spawn (EAGAIN) reports through 'error' and has no pid; the exit says the rest.
   child.on("error", () => undefined)
   child.stdin?.on("error", () => undefined)
-  if (child.pid === undefined) return Either.left("node could not be started")
+  if (child.pid === undefined) return Result.fail("node could not be started")
   const running: Helper = { child, pid: child.pid, pending: new Map(), nextId: 0, answered: false, stderr: "" }
   const lines = Framing.makeLineFramer(maxLineBytes)
   child.stdout?.on("data", (chunk: Buffer) => {
@@ -195,17 +195,17 @@ const start = (): Either.Either<Helper, string> => {
   ;(child.stdin as { unref?: () => void } | null)?.unref?.()
   ;(child.stderr as { unref?: () => void } | null)?.unref?.()
   hold(running, false)
-  return Either.right(running)
+  return Result.succeed(running)
 }
 
-const current = (): Either.Either<Helper, string> => {
-  if (unavailable !== undefined) return Either.left(unavailable)
+const current = (): Result.Result<Helper, string> => {
+  if (unavailable !== undefined) return Result.fail(unavailable)
   if (helper !== undefined && helper.child.exitCode === null && helper.child.signalCode === null) {
-    return Either.right(helper)
+    return Result.succeed(helper)
   }
   const started = start()
-  if (Either.isLeft(started)) unavailable = started.left
-  else helper = started.right
+  if (Result.isFailure(started)) unavailable = started.failure
+  else helper = started.success
   return started
 }
 
@@ -213,16 +213,16 @@ const inHelper = (helper: Helper, request: ChildProcess.RunRequest) =>
   Effect.suspend(() => {
     const id = helper.nextId++
     const line = runLine(id, request)
-    return Either.isLeft(line) ? Effect.fail(line.left) : sent(helper, id, request.command, line.right)
+    return Result.isFailure(line) ? Effect.fail(line.failure) : sent(helper, id, request.command, line.success)
   })
 
 const sent = (helper: Helper, id: number, command: string, line: string) =>
-  Effect.async<ChildProcess.RunOutcome, ChildProcess.SpawnError>((resume) => {
+  Effect.callback<ChildProcess.RunOutcome, ChildProcess.SpawnError>((resume) => {
     const pending: Pending = { command, resume }
     helper.pending.set(id, pending)
     if (helper.pending.size === 1) hold(helper, true)
     helper.child.stdin?.write(line)
-    return Effect.async<void>((stopped) => {
+    return Effect.callback<void>((stopped) => {
       if (!helper.pending.has(id)) return stopped(Effect.void)
       pending.onStopped = (warnings) => stopped(logged(warnings))
       send(helper, { _tag: "Stop", id })
@@ -246,10 +246,10 @@ const sent = (helper: Helper, id: number, command: string, line: string) =>
 export const run = (request: ChildProcess.RunRequest): Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError> =>
   Effect.suspend(() => {
     const running = current()
-    if (Either.isRight(running)) return inHelper(running.right, request)
-    const warning = warned ? Effect.void : Effect.logWarning(`claws are started from this process: ${running.left}`)
+    if (Result.isSuccess(running)) return inHelper(running.success, request)
+    const warning = warned ? Effect.void : Effect.logWarning(`claws are started from this process: ${running.failure}`)
     warned = true
-    return Effect.zipRight(warning, ChildProcess.run(request))
+    return Effect.andThen(warning, ChildProcess.run(request))
   })
 
 /**
@@ -257,11 +257,11 @@ export const run = (request: ChildProcess.RunRequest): Effect.Effect<ChildProces
  * that does nothing, run through it. Its pid, or why claws start from this
  * process instead.
  */
-export const probe: Effect.Effect<Either.Either<number, string>> = Effect.suspend(() => {
+export const probe: Effect.Effect<Result.Result<number, string>> = Effect.suspend(() => {
   const running = current()
-  if (Either.isLeft(running)) return Effect.succeed(Either.left(running.left))
-  const { pid } = running.right
-  return inHelper(running.right, {
+  if (Result.isFailure(running)) return Effect.succeed(Result.fail(running.failure))
+  const { pid } = running.success
+  return inHelper(running.success, {
     command: "/bin/sh",
     args: ["-c", "exit 0"],
     cwd: "/",
@@ -272,10 +272,10 @@ export const probe: Effect.Effect<Either.Either<number, string>> = Effect.suspen
   }).pipe(
     Effect.map((outcome) =>
       outcome.exitCode === 0
-        ? Either.right(pid)
-        : Either.left(`a command that does nothing ended with ${outcome.signal ?? `exit code ${outcome.exitCode}`}`)
+        ? Result.succeed(pid)
+        : Result.fail(`a command that does nothing ended with ${outcome.signal ?? `exit code ${outcome.exitCode}`}`)
     ),
-    Effect.catchAll((error) => Effect.succeed(Either.left(error.message)))
+    Effect.catch((error) => Effect.succeed(Result.fail(error.message)))
   )
 })
 

@@ -11,10 +11,10 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberRef from "effect/FiberRef"
+import * as FiberRef from "effect/References"
 import * as HashSet from "effect/HashSet"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
@@ -104,13 +104,13 @@ const lines = Framing.makeLineFramer(maxLineBytes)
 process.stdin.on("data", (chunk: Buffer) => {
   for (const frame of lines.push(chunk)) {
     if (ending) return
-    const request = Either.flatMap(frame, (line) => decodeToHelper(line))
-    if (Either.isLeft(request)) {
-      process.stderr.write(`planckclaw spawn helper: a request it cannot read (${request.left.message.slice(0, 500)})\n`)
+    const request = Result.flatMap(frame, (line) => decodeToHelper(line))
+    if (Result.isFailure(request)) {
+      process.stderr.write(`planckclaw spawn helper: a request it cannot read (${request.failure.message.slice(0, 500)})\n`)
       return end(70)
     }
-    if (request.right._tag === "Run") start(request.right)
-    else stop(request.right.id)
+    if (request.success._tag === "Run") start(request.success)
+    else stop(request.success.id)
   }
 })
 process.stdin.on("end", () => end(0))

@@ -15,8 +15,8 @@ export const RunLine = Schema.TaggedStruct("Run", {
   command: Schema.String,
   args: Schema.Array(Schema.String),
   // ChildProcess.WorkingDirectory: a directory, or a private one the helper makes and removes.
-  cwd: Schema.Union(Schema.String, Schema.Struct({ privateIn: Schema.String, prefix: Schema.String })),
-  env: Schema.Record({ key: Schema.String, value: Schema.String }),
+  cwd: Schema.Union([Schema.String, Schema.Struct({ privateIn: Schema.String, prefix: Schema.String })]),
+  env: Schema.Record(Schema.String, Schema.String),
   stdoutMax: Schema.Number,
   stderrMax: Schema.Number,
   floodAllowance: Schema.Number
@@ -25,7 +25,7 @@ export const RunLine = Schema.TaggedStruct("Run", {
 /** Kill the run's group and answer Stopped once it is reaped (or was done already). */
 export const StopLine = Schema.TaggedStruct("Stop", { id: Id })
 
-export const ToHelper = Schema.Union(RunLine, StopLine)
+export const ToHelper = Schema.Union([RunLine, StopLine])
 export type ToHelper = typeof ToHelper.Type
 
 /** On any answer: what the run logged in the helper (a working directory it could not remove), for the agent's log. */
@@ -54,12 +54,12 @@ export const FailedLine = Schema.TaggedStruct("Failed", {
 
 export const StoppedLine = Schema.TaggedStruct("Stopped", { id: Id, warnings: Warnings })
 
-export const FromHelper = Schema.Union(DoneLine, FailedLine, StoppedLine)
+export const FromHelper = Schema.Union([DoneLine, FailedLine, StoppedLine])
 export type FromHelper = typeof FromHelper.Type
 
 // Made at the first line, not at load: every `run` loads this module, most never start a claw.
-export const decodeToHelper = madeOnFirstCall(() => Schema.decodeUnknownEither(Schema.parseJson(ToHelper)))
-export const decodeFromHelper = madeOnFirstCall(() => Schema.decodeUnknownEither(Schema.parseJson(FromHelper)))
+export const decodeToHelper = madeOnFirstCall(() => Schema.decodeUnknownResult(Schema.parseJson(ToHelper)))
+export const decodeFromHelper = madeOnFirstCall(() => Schema.decodeUnknownResult(Schema.parseJson(FromHelper)))
 
 /**
  * A wire line's bound, for the line framer both ends cut their input with

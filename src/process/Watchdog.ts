@@ -29,7 +29,7 @@ import * as fs from "node:fs"
 import type { Writable } from "node:stream"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { describeError } from "../Errors.js"
 
 /** Seconds between SIGTERM and SIGKILL for groups left behind. */
@@ -88,17 +88,17 @@ const isUsable = (child: ChildProcess | undefined): child is ChildProcess =>
   child.stdin?.writable === true
 
 /** The running watchdog, started (and told every tracked group) if there is none. */
-const current = (): Either.Either<ChildProcess, unknown> => {
-  if (isUsable(watchdog)) return Either.right(watchdog)
-  const started = Either.try(() =>
+const current = (): Result.Result<ChildProcess, unknown> => {
+  if (isUsable(watchdog)) return Result.succeed(watchdog)
+  const started = Result.try(() =>
     spawn("/bin/sh", ["-c", script], {
       detached: true,
       stdio: ["pipe", "ignore", "ignore"],
       env: { PATH: "/usr/bin:/bin" }
     })
   )
-  if (Either.isLeft(started)) return started
-  const child = started.right
+  if (Result.isFailure(started)) return started
+  const child = started.success
   // A failed spawn (EAGAIN, ENOENT) reports through 'error' and has no pid.
   child.on("error", () => undefined)
   child.stdin?.on("error", () => undefined)
@@ -107,7 +107,7 @@ const current = (): Either.Either<ChildProcess, unknown> => {
   ;(child.stdin as { unref?: () => void } | null)?.unref?.()
   if (child.pid === undefined) {
     child.stdin?.destroy()
-    return Either.left("/bin/sh could not be spawned")
+    return Result.fail("/bin/sh could not be spawned")
   }
   watchdog = child
   // Killed by someone while groups run: a new one takes over the list at once.
@@ -117,7 +117,7 @@ const current = (): Either.Either<ChildProcess, unknown> => {
     if (signal !== null && tracked.size > 0) current()
   })
   if (tracked.size > 0) child.stdin?.write([...tracked].map((pgid) => `+${pgid}\n`).join(""))
-  return Either.right(child)
+  return Result.succeed(child)
 }
 
 /**
@@ -127,9 +127,9 @@ const current = (): Either.Either<ChildProcess, unknown> => {
  */
 const list = (pgid: number, then: (listed: boolean) => void, retried = false): void => {
   const running = current()
-  if (Either.isLeft(running)) return then(false)
+  if (Result.isFailure(running)) return then(false)
   tracked.add(pgid)
-  running.right.stdin?.write(`+${pgid}\n`, (error) => {
+  running.success.stdin?.write(`+${pgid}\n`, (error) => {
     if (error === undefined || error === null) return then(true)
     // That watchdog died before taking it; the next one is told every tracked group, this one too.
     if (retried) {
@@ -158,22 +158,22 @@ export const spawnGuarded = (
   command: string,
   args: ReadonlyArray<string>,
   options: GuardedOptions
-): Either.Either<ChildProcess, GuardedSpawnFailed> => {
+): Result.Result<ChildProcess, GuardedSpawnFailed> => {
   // The gate execs the command: checked here so a missing one still fails the spawn with its errno.
   if (command.includes("/")) {
-    const access = Either.try(() => fs.accessSync(command, fs.constants.X_OK))
-    if (Either.isLeft(access)) return Either.left(new GuardedSpawnFailed({ message: describeError(access.left), cause: access.left }))
+    const access = Result.try(() => fs.accessSync(command, fs.constants.X_OK))
+    if (Result.isFailure(access)) return Result.fail(new GuardedSpawnFailed({ message: describeError(access.failure), cause: access.failure }))
   }
   const running = current()
-  if (Either.isLeft(running)) {
-    return Either.left(
+  if (Result.isFailure(running)) {
+    return Result.fail(
       new GuardedSpawnFailed({
-        message: `no watchdog could be started to stop it should planckclaw be killed (${describeError(running.left)})`,
-        cause: running.left
+        message: `no watchdog could be started to stop it should planckclaw be killed (${describeError(running.failure)})`,
+        cause: running.failure
       })
     )
   }
-  const spawned = Either.try({
+  const spawned = Result.try({
     try: () =>
       spawn("/bin/sh", ["-c", gate("PWD" in options.env), "planckclaw-gate", command, ...args], {
         cwd: options.cwd,
@@ -183,8 +183,8 @@ export const spawnGuarded = (
       }),
     catch: (cause) => new GuardedSpawnFailed({ message: describeError(cause), cause })
   })
-  if (Either.isLeft(spawned)) return spawned
-  const child = spawned.right
+  if (Result.isFailure(spawned)) return spawned
+  const child = spawned.success
   const gateSocket = child.stdio[3] as Writable | null
   gateSocket?.on("error", () => undefined)
   const answer = (line: string) => gateSocket?.write(`${line}\n`, () => gateSocket.destroy())

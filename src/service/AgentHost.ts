@@ -10,12 +10,12 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as RcMap from "effect/RcMap"
@@ -89,7 +89,7 @@ export interface AgentHostService {
   readonly compact: (id: string) => Effect.Effect<CompactResult, HostError>
 }
 
-export class AgentHost extends Context.Tag("planckclaw/AgentHost")<AgentHost, AgentHostService>() {}
+export class AgentHost extends Context.Service<AgentHost, AgentHostService>()("planckclaw/AgentHost") {}
 
 // Visible characters, spaces and tabs only: the journal keeps a key after a control character.
 const validChannel = (channel: string) => channel.length > 0 && channel.length <= 256 && !/[\u0000-\u001f\u007f]/.test(channel)
@@ -100,9 +100,9 @@ export const refuse = (reason: HostError["reason"], message: string, id?: string
 
 /** An agent id from a request, or its refusal. */
 export const parseId = (raw: string): Effect.Effect<AgentId.AgentId, HostError> =>
-  Either.match(AgentId.parse(raw), {
-    onLeft: (refused) => refuse("bad-id", refused.message, raw),
-    onRight: Effect.succeed
+  Result.match(AgentId.parse(raw), {
+    onFailure: (refused) => refuse("bad-id", refused.message, raw),
+    onSuccess: Effect.succeed
   })
 
 /** A message to send, checked as every host checks it (serve's and the cluster's): id, channel, key, size. */
@@ -129,14 +129,14 @@ export const make = Effect.gen(function*() {
   const claws = yield* Claws
   const permits = yield* Effect.makeSemaphore(config.maxConcurrentTurns)
   const limited: BrainService = { complete: (request) => permits.withPermits(1)(brain.complete(request)) }
-  const made = Either.try(() => fs.mkdirSync(config.agentsDir, { recursive: true, mode: 0o700 }))
-  if (Either.isLeft(made) || !AgentStatus.isAgentDirectory(config.agentsDir)) {
+  const made = Result.try(() => fs.mkdirSync(config.agentsDir, { recursive: true, mode: 0o700 }))
+  if (Result.isFailure(made) || !AgentStatus.isAgentDirectory(config.agentsDir)) {
     return yield* refuse("unavailable", `PLANCKCLAW_AGENTS_DIR ${config.agentsDir} is not a directory this process can use`)
   }
   // Probed once for every agent (they share its filesystem) rather than at each agent's start;
   // each memory file is still opened only if it is a regular file of this user, never through a link.
   yield* ensureWritable(config.agentsDir).pipe(
-    Effect.catchAll((error) => refuse("unavailable", `PLANCKCLAW_AGENTS_DIR: ${error.message}`))
+    Effect.catch((error) => refuse("unavailable", `PLANCKCLAW_AGENTS_DIR: ${error.message}`))
   )
   const agentConfig = yield* AgentConfig
   // Its removal is registered before the agents, so it runs after they let go: their locks are links to it.
@@ -160,8 +160,8 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const directory = directoryOf(id)
       // One mkdir(2) for a new agent; an existing one is checked to be a directory, not a link or a file.
-      const made = Either.try(() => fs.mkdirSync(directory, { mode: 0o700 }))
-      if (Either.isLeft(made) && !(errnoCode(made.left) === "EEXIST" && AgentStatus.isAgentDirectory(directory))) {
+      const made = Result.try(() => fs.mkdirSync(directory, { mode: 0o700 }))
+      if (Result.isFailure(made) && !(errnoCode(made.failure) === "EEXIST" && AgentStatus.isAgentDirectory(directory))) {
         return yield* refuse("unavailable", `${directory} is not a directory this process can use (a link, a file, or unwritable)`, id)
       }
       let own = waiters.get(id)
@@ -192,14 +192,14 @@ export const make = Effect.gen(function*() {
     Effect.scoped(
       Effect.flatMap(started(id), (instance) => Effect.forEach(instance.recovered, Deferred.await, { discard: true }))
     ).pipe(
-      Effect.catchAll((error) => Effect.logError(`agent ${id} could not answer what it left unanswered: ${error.message}`)),
+      Effect.catch((error) => Effect.logError(`agent ${id} could not answer what it left unanswered: ${error.message}`)),
       Effect.forkIn(scope),
       Effect.asVoid
     )
 
   // A defect escaped a message: a fresh instance reads the journal and answers what was queued.
   function restart(id: AgentId.AgentId): Effect.Effect<void> {
-    return RcMap.invalidate(agents, id).pipe(Effect.zipRight(answerRecovered(id)))
+    return RcMap.invalidate(agents, id).pipe(Effect.andThen(answerRecovered(id)))
   }
 
   const existing = (raw: string) =>
@@ -230,9 +230,9 @@ export const make = Effect.gen(function*() {
 
   const list = (page: AgentStatus.ListPage) =>
     Effect.suspend(() => {
-      const names = Either.try(() => fs.readdirSync(config.agentsDir))
-      if (Either.isLeft(names)) return refuse("unavailable", `cannot list ${config.agentsDir}: ${String(names.left)}`)
-      return AgentStatus.readPage(names.right.filter(AgentId.is).sort(), page, directoryOf, (id) => running.has(id))
+      const names = Result.try(() => fs.readdirSync(config.agentsDir))
+      if (Result.isFailure(names)) return refuse("unavailable", `cannot list ${config.agentsDir}: ${String(names.failure)}`)
+      return AgentStatus.readPage(names.success.filter(AgentId.is).sort(), page, directoryOf, (id) => running.has(id))
     })
 
   const compact = (raw: string) =>
@@ -255,7 +255,7 @@ export const make = Effect.gen(function*() {
   // Found in the background, a step at a time, so the host is up at once however many agents there are;
   // a message meanwhile to an agent not yet found starts it, and its start answers what it left first.
   yield* Effect.tryPromise(() => fs.promises.readdir(config.agentsDir)).pipe(
-    Effect.catchAll((error) =>
+    Effect.catch((error) =>
       Effect.as(Effect.logWarning(`cannot list ${config.agentsDir} for messages left unanswered: ${String(error.error)}`), [] as Array<string>)
     ),
     Effect.flatMap((names) => AgentStatus.forEachUnanswered(names.filter(AgentId.is), directoryOf, answerRecovered)),
@@ -274,4 +274,4 @@ export const make = Effect.gen(function*() {
 })
 
 /** The host; Brain and Claws are provided once and shared by every agent. */
-export const layer: Layer.Layer<AgentHost, ConfigError.ConfigError | HostError, Brain | Claws> = Layer.scoped(AgentHost, Logging.toStderr(make))
+export const layer: Layer.Layer<AgentHost, ConfigError.ConfigError | HostError, Brain | Claws> = Layer.effect(AgentHost, Logging.toStderr(make))

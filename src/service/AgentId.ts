@@ -3,7 +3,7 @@
  * it must never name anything else (`.`, `..`, a path, a hidden file).
  */
 import * as Data from "effect/Data"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 
 export const RULE = "[a-z0-9][a-z0-9._-]{0,63}"
@@ -29,9 +29,9 @@ export class AgentIdRefused extends Data.TaggedError("AgentIdRefused")<{
 }> {}
 
 /** The id, or why it is refused (naming the id and the rule). */
-export const parse = (raw: string): Either.Either<AgentId, AgentIdRefused> => {
+export const parse = (raw: string): Result.Result<AgentId, AgentIdRefused> => {
   const why = refusal(raw)
-  return why === undefined ? Either.right(raw as AgentId) : Either.left(new AgentIdRefused({ id: raw, message: why }))
+  return why === undefined ? Result.succeed(raw as AgentId) : Result.fail(new AgentIdRefused({ id: raw, message: why }))
 }
 
 export const is = (raw: string): raw is AgentId => refusal(raw) === undefined

@@ -133,12 +133,12 @@ export const make = (options: {
     )
     const compactor = yield* Compactor.make.pipe(
       Effect.provide(ports),
-      Effect.withConfigProvider(settings.provider),
+      Effect.provideService(ConfigProvider.ConfigProvider, settings.provider),
       Effect.mapError((error) => unavailable(String(error)))
     )
     const agent = yield* Agent.make.pipe(
       Effect.provide(Context.add(ports, Compactor.Compactor, compactor)),
-      Effect.withConfigProvider(settings.provider),
+      Effect.provideService(ConfigProvider.ConfigProvider, settings.provider),
       Effect.mapError((error) => unavailable(String(error)))
     )
 
@@ -199,7 +199,7 @@ export const make = (options: {
         yield* finish(pending, { reply: "", stored: false })
         return true
       }).pipe(
-        Effect.catchAllDefect((defect) =>
+        Effect.catchDefect((defect) =>
           Effect.gen(function*() {
             current = undefined
             yield* Effect.logError(`agent ${id} hit an internal error; it answers with an apology and restarts`, defect)
@@ -213,7 +213,7 @@ export const make = (options: {
     // Its files stay open while it is among the agents used most recently
     // (OpenFiles), so thousands of idle agents hold no descriptors.
     const holder = {}
-    const closeFiles = Effect.zipRight(memory.closeFiles, inbox.closeFiles)
+    const closeFiles = Effect.andThen(memory.closeFiles, inbox.closeFiles)
     yield* Effect.addFinalizer(() => Effect.sync(() => shared.openFiles.forget(holder)))
 
     // The mailbox: a fiber runs only while messages wait (an idle agent costs

@@ -69,7 +69,7 @@ export const provider = (
   Effect.map(ownValues(id, directory), (values) => over(values, directory, host))
 
 const over = (values: Map<string, string>, directory: string, host: ConfigProvider.ConfigProvider) =>
-  ConfigProvider.fromMap(new Map([...values, ["PLANCKCLAW_DIR", directory]])).pipe(ConfigProvider.orElse(() => host))
+  ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([...values, ["PLANCKCLAW_DIR", directory]])), { preserveEmptyStrings: true }).pipe(ConfigProvider.orElse(() => host))
 
 /**
  * Agent `id`'s settings: `shared` (the host's) when it has no config.env,
@@ -85,7 +85,7 @@ export const forAgent = (
     if (values.size === 0) return Effect.succeed(shared)
     const agentProvider = over(values, directory, host)
     return AgentConfig.pipe(
-      Effect.withConfigProvider(agentProvider),
+      Effect.provideService(ConfigProvider.ConfigProvider, agentProvider),
       Effect.mapError((error) => unavailable(id, String(error))),
       Effect.map((config) => withParsed(config, agentProvider))
     )

@@ -2,7 +2,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { nextTurn } from "../process/NextTurn.js"
 
 export interface AgentInfo {
@@ -36,7 +36,7 @@ const countLines = (file: string): number => {
   }
 }
 
-const stat = (file: string) => Either.getOrUndefined(Either.try(() => fs.lstatSync(file, { throwIfNoEntry: false })))
+const stat = (file: string) => Result.getOrUndefined(Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false })))
 
 export const read = (id: string, directory: string, running: boolean): AgentInfo => {
   const history = path.join(directory, "history.jsonl")
@@ -44,7 +44,7 @@ export const read = (id: string, directory: string, running: boolean): AgentInfo
   const times = [historyStat, stat(path.join(directory, ".inbox.jsonl"))].flatMap((s) => s?.isFile() === true ? [s.mtimeMs] : [])
   return {
     id,
-    historyLines: historyStat?.isFile() === true ? Either.getOrElse(Either.try(() => countLines(history)), () => 0) : 0,
+    historyLines: historyStat?.isFile() === true ? Result.getOrElse(Result.try(() => countLines(history)), () => 0) : 0,
     summaryBytes: stat(path.join(directory, "summary.md"))?.size ?? 0,
     lastMessageAt: times.length === 0 ? null : new Date(Math.max(...times)).toISOString(),
     state: running ? "running" : "released"

@@ -16,7 +16,7 @@
  */
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type * as Discord from "../interact/discord/DiscordInteract.js"
 import * as SafeFile from "../memory/SafeFile.js"
@@ -27,29 +27,26 @@ export const FILE = ".discord-owed.jsonl"
 /** A Discord message as it is kept until its reply is in the outbox. */
 export const StoredMessage = Schema.Struct({
   channel: Schema.String,
-  kind: Schema.Literal("channel", "thread", "direct"),
+  kind: Schema.Literals(["channel", "thread", "direct"]),
   guildId: Schema.optional(Schema.String),
   authorId: Schema.String,
   authorName: Schema.String,
   text: Schema.String,
-  target: Schema.Union(
-    Schema.Struct({ _tag: Schema.Literal("Message"), messageId: Schema.String }),
-    Schema.Struct({ _tag: Schema.Literal("Interaction"), applicationId: Schema.String, interactionId: Schema.String, token: Schema.String })
-  )
+  target: Schema.Union([Schema.Struct({ _tag: Schema.Literal("Message"), messageId: Schema.String }), Schema.Struct({ _tag: Schema.Literal("Interaction"), applicationId: Schema.String, interactionId: Schema.String, token: Schema.String })])
 })
 
-const fromStored = (decoded: Either.Either<typeof StoredMessage.Type, unknown>): Discord.DiscordMessage | undefined =>
-  Either.isRight(decoded) ? { ...decoded.right, guildId: decoded.right.guildId } : undefined
+const fromStored = (decoded: Result.Result<typeof StoredMessage.Type, unknown>): Discord.DiscordMessage | undefined =>
+  Result.isSuccess(decoded) ? { ...decoded.success, guildId: decoded.success.guildId } : undefined
 
-const decodeValue = Schema.decodeUnknownEither(StoredMessage)
-const decodeJson = Schema.decodeUnknownEither(Schema.parseJson(StoredMessage))
+const decodeValue = Schema.decodeUnknownResult(StoredMessage)
+const decodeJson = Schema.decodeUnknownResult(Schema.parseJson(StoredMessage))
 
 /** A kept message back from its JSON, or undefined when it is not one. */
 export const parseStored = (json: string): Discord.DiscordMessage | undefined => fromStored(decodeJson(json))
 
 /** A line: `{"done": key}`, `{"owed": message}`, or undefined (not JSON, or neither). */
 const parseLine = (text: string): { readonly done: string } | { readonly owed: Discord.DiscordMessage } | undefined => {
-  const json = Either.getOrUndefined(Either.try(() => JSON.parse(text) as unknown))
+  const json = Result.getOrUndefined(Result.try(() => JSON.parse(text) as unknown))
   if (typeof json !== "object" || json === null) return undefined
   const { done, owed } = json as Record<string, unknown>
   if (typeof done === "string") return { done }
@@ -62,11 +59,11 @@ export const make = (directory: string): Effect.Effect<OwedReplies, { readonly m
   Effect.suspend(() => {
     const file = path.join(directory, FILE)
     const loaded = SafeFile.readJournal(file)
-    if (Either.isLeft(loaded)) return Effect.fail({ message: `cannot read ${file}: ${loaded.left.message}` })
+    if (Result.isFailure(loaded)) return Effect.fail({ message: `cannot read ${file}: ${loaded.failure.message}` })
     // By key, oldest first: a Map keeps insertion order.
     const owed = new Map<string, Discord.DiscordMessage>()
     let lines = 0
-    for (const text of loaded.right.split("\n")) {
+    for (const text of loaded.success.split("\n")) {
       const line = parseLine(text)
       if (line === undefined) continue
       lines++
@@ -76,7 +73,7 @@ export const make = (directory: string): Effect.Effect<OwedReplies, { readonly m
 
     const append = (line: string) => SafeFile.appendText(file, line)
     const rewrite = () =>
-      Either.map(SafeFile.replace(file, [...owed.values()].map((message) => `${JSON.stringify({ owed: message })}\n`).join("")), () => {
+      Result.map(SafeFile.replace(file, [...owed.values()].map((message) => `${JSON.stringify({ owed: message })}\n`).join("")), () => {
         lines = owed.size
       })
 
@@ -85,7 +82,7 @@ export const make = (directory: string): Effect.Effect<OwedReplies, { readonly m
         const key = keyFor(message)
         if (owed.has(key)) return Effect.void
         const written = append(`${JSON.stringify({ owed: message })}\n`)
-        if (Either.isLeft(written)) return Effect.fail({ message: `cannot note the message in ${file}: ${written.left.message}` })
+        if (Result.isFailure(written)) return Effect.fail({ message: `cannot note the message in ${file}: ${written.failure.message}` })
         lines++
         owed.set(key, message)
         return Effect.void
@@ -95,12 +92,12 @@ export const make = (directory: string): Effect.Effect<OwedReplies, { readonly m
       Effect.suspend(() => {
         const key = keyFor(message)
         if (!owed.delete(key)) return Effect.void
-        const written = lines + 1 > 2 * owed.size + 1000 ? rewrite() : Either.map(append(`${JSON.stringify({ done: key })}\n`), () => {
+        const written = lines + 1 > 2 * owed.size + 1000 ? rewrite() : Result.map(append(`${JSON.stringify({ done: key })}\n`), () => {
           lines++
         })
-        return Either.isRight(written)
+        return Result.isSuccess(written)
           ? Effect.void
-          : Effect.logWarning(`a Discord reply stays noted as owed in ${file} (${written.left.message}); the next start posts it again`)
+          : Effect.logWarning(`a Discord reply stays noted as owed in ${file} (${written.failure.message}); the next start posts it again`)
       })
 
     return Effect.succeed({ record, done, pending: Effect.sync(() => [...owed.values()]) })

@@ -16,10 +16,10 @@
  * the replies left.
  */
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 import type { MissingSetting } from "../config/MissingSetting.js"
 import * as Discord from "../interact/discord/DiscordInteract.js"
@@ -115,11 +115,11 @@ export const run = (options: RunOptions = {}): Effect.Effect<
     // With owed replies, a reply is done with once the outbox holds it; else once delivered.
     const reply = (message: Discord.DiscordMessage, text: string) =>
       lockOf(message.channel).withPermits(1)(
-        Effect.zipRight(
+        Effect.andThen(
           bridge.targets.expect(message.channel, message.target),
           owed === undefined ? bridge.send(outbound(message, text)) : Effect.asVoid(bridge.accept(outbound(message, text)))
         )
-      ).pipe(Effect.ignore, Effect.zipRight(owed === undefined ? Effect.void : owed.done(message)))
+      ).pipe(Effect.ignore, Effect.andThen(owed === undefined ? Effect.void : owed.done(message)))
 
     // Each agent's last message not yet answered: a reply goes out after the one before it
     // (a host may complete them out of order, as the cluster's replies come from storage).
@@ -134,23 +134,23 @@ export const run = (options: RunOptions = {}): Effect.Effect<
         const before = lastOfAgent.get(agent)
         lastOfAgent.set(agent, answered)
         const inTurn = (effect: Effect.Effect<void>) =>
-          Effect.zipRight(before === undefined ? Effect.void : Deferred.await(before), effect)
+          Effect.andThen(before === undefined ? Effect.void : Deferred.await(before), effect)
         yield* Effect.scoped(Effect.gen(function*() {
           const waiting = yield* (owed === undefined || noted ? Effect.void : owed.record(message)).pipe(
             Effect.mapError((error) => new HostError({ reason: "unavailable", message: error.message })),
-            Effect.zipRight(host.accept(agent, {
+            Effect.andThen(host.accept(agent, {
               text: textFor(message),
               channel: message.channel,
               ...(owed === undefined ? {} : { idempotencyKey: keyFor(message) })
             })),
-            Effect.either,
+            Effect.result,
             Effect.ensuring(Deferred.succeed(accepted, undefined))
           )
-          if (Either.isLeft(waiting)) {
-            yield* Effect.logWarning(`Discord message for agent ${agent} refused: ${waiting.left.message}`)
-            return yield* inTurn(reply(message, `Sorry, I could not take that message: ${waiting.left.message}`))
+          if (Result.isFailure(waiting)) {
+            yield* Effect.logWarning(`Discord message for agent ${agent} refused: ${waiting.failure.message}`)
+            return yield* inTurn(reply(message, `Sorry, I could not take that message: ${waiting.failure.message}`))
           }
-          const answer = yield* Deferred.await(waiting.right)
+          const answer = yield* Deferred.await(waiting.success)
           yield* inTurn(reply(message, answer.reply))
         })).pipe(
           Effect.ensuring(Effect.sync(() => lastOfAgent.get(agent) === answered && lastOfAgent.delete(agent))),
@@ -164,13 +164,13 @@ export const run = (options: RunOptions = {}): Effect.Effect<
 
     if (owed !== undefined) {
       const left = yield* owed.pending.pipe(
-        Effect.catchAll((error) => Effect.as(Effect.logError(`Discord messages owed a reply could not be read: ${error.message}`), []))
+        Effect.catch((error) => Effect.as(Effect.logError(`Discord messages owed a reply could not be read: ${error.message}`), []))
       )
       if (left.length > 0) yield* Effect.logInfo(`answering ${left.length} Discord message(s) the previous holder of the gateway had not`)
       yield* Effect.forEach(left, (message) => route(message, true), { discard: true })
     }
     return yield* bridge.messages.pipe(
       Stream.runForEach((message) => route(message)),
-      Effect.zipRight(Effect.never)
+      Effect.andThen(Effect.never)
     )
   }))

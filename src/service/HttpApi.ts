@@ -15,19 +15,19 @@
  */
 import * as http from "node:http"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import type { ServeError } from "@effect/platform/HttpServerError"
-import * as HttpRouter from "@effect/platform/HttpRouter"
-import * as HttpServer from "@effect/platform/HttpServer"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpMiddleware from "effect/http/HttpMiddleware"
+import type { ServeError } from "effect/http/HttpServerError"
+import * as HttpRouter from "effect/http/HttpRouter"
+import * as HttpServer from "effect/http/HttpServer"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { AgentConfig } from "../AgentConfig.js"
@@ -53,13 +53,13 @@ export interface Listen {
 export const DEFAULT_LISTEN: Listen = { host: "127.0.0.1", port: 7878 }
 
 /** `HOST:PORT` as given to `--http` (`[::1]:7878` for IPv6). */
-export const parseListen = (text: string): Either.Either<Listen, string> => {
+export const parseListen = (text: string): Result.Result<Listen, string> => {
   const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]+)):(\d{1,5})$/.exec(text.trim())
   const port = match === null ? Number.NaN : Number(match[3])
   if (match === null || !(port >= 0 && port <= 65535)) {
-    return Either.left(`--http expects HOST:PORT (for example 127.0.0.1:7878 or [::1]:7878), got ${JSON.stringify(text)}`)
+    return Result.fail(`--http expects HOST:PORT (for example 127.0.0.1:7878 or [::1]:7878), got ${JSON.stringify(text)}`)
   }
-  return Either.right({ host: match[1] ?? match[2]!, port })
+  return Result.succeed({ host: match[1] ?? match[2]!, port })
 }
 
 /** `host:port`, an IPv6 address in brackets (as `--http` takes it). */
@@ -87,9 +87,9 @@ const hostProblem = (error: HostError) => Effect.succeed(problem(statusOf[error.
 
 const idParam = Effect.flatMap(HttpRouter.params, (params) => {
   const raw = params["id"] ?? ""
-  return Either.match(AgentId.parse(raw), {
-    onLeft: (refused) => Effect.fail(problem(400, "bad-id", refused.message)),
-    onRight: Effect.succeed
+  return Result.match(AgentId.parse(raw), {
+    onFailure: (refused) => Effect.fail(problem(400, "bad-id", refused.message)),
+    onSuccess: Effect.succeed
   })
 })
 
@@ -110,9 +110,9 @@ const listPage = Effect.flatMap(HttpServerRequest.ParsedSearchParams, (query): E
     return bad(`limit must be an integer from 1 to ${AgentStatus.PAGE_LIMIT_MAX}, got ${JSON.stringify(String(limit).slice(0, 40))}`)
   }
   if (after === undefined) return Effect.succeed({ limit: size })
-  return Either.match(AgentId.parse(after), {
-    onLeft: (refused) => bad(`after: ${refused.message}`),
-    onRight: (id) => Effect.succeed({ after: id, limit: size })
+  return Result.match(AgentId.parse(after), {
+    onFailure: (refused) => bad(`after: ${refused.message}`),
+    onSuccess: (id) => Effect.succeed({ after: id, limit: size })
   })
 })
 
@@ -121,7 +121,7 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 
 /** The body as text, read only up to `limit` bytes (a chunked body may declare no length). */
 const readLimited = (source: http.IncomingMessage, limit: number) =>
-  Effect.async<Option.Option<string>, string>((resume) => {
+  Effect.callback<Option.Option<string>, string>((resume) => {
     const chunks: Array<Buffer> = []
     let bytes = 0
     const onData = (chunk: Buffer) => {
@@ -165,10 +165,10 @@ const readBody = (limit: number, maxMessageBytes: number) =>
       Effect.mapError((message) => problem(400, "bad-body", `the body could not be read: ${message}`))
     )
     if (Option.isNone(text)) return yield* Effect.fail(tooLarge)
-    const json = Either.try(() => JSON.parse(text.value) as unknown)
-    if (Either.isLeft(json)) return yield* Effect.fail(problem(400, "bad-json", "the body is not JSON"))
-    if (!isObject(json.right)) return yield* Effect.fail(problem(400, "bad-body", "the body must be a JSON object"))
-    return json.right
+    const json = Result.try(() => JSON.parse(text.value) as unknown)
+    if (Result.isFailure(json)) return yield* Effect.fail(problem(400, "bad-json", "the body is not JSON"))
+    if (!isObject(json.success)) return yield* Effect.fail(problem(400, "bad-body", "the body must be a JSON object"))
+    return json.success
   })
 
 /** The routes, over the AgentHost of the context. */
@@ -252,7 +252,7 @@ export const layer = (listen: Listen): Layer.Layer<
   HttpListenRefused | ServeError | ConfigError.ConfigError,
   AgentHost
 > =>
-  Layer.unwrapEffect(Effect.gen(function*() {
+  Layer.unwrap(Effect.gen(function*() {
     yield* guard(listen)
     const served = yield* app
     const announce = Layer.effectDiscard(

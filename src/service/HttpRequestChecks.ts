@@ -13,10 +13,10 @@
  *   percent-encoding, too long for the router) is a 400, not a 404.
  */
 import * as crypto from "node:crypto"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as AgentId from "./AgentId.js"
 
 export const problem = (status: number, error: string, message: string, headers: Record<string, string> = {}) =>
@@ -80,7 +80,7 @@ const routes: ReadonlyArray<{ readonly pattern: RegExp; readonly methods: Readon
   { pattern: /^\/v1\/agents\/([^/]*)\/compact$/, methods: ["POST"], id: true }
 ]
 
-const decoded = (raw: string): string => Either.getOrElse(Either.try(() => decodeURIComponent(raw)), () => raw)
+const decoded = (raw: string): string => Result.getOrElse(Result.try(() => decodeURIComponent(raw)), () => raw)
 
 /** What a request the router found no route for gets: 405, 400 (an id it could not read) or 404. */
 export const noRoute = (method: string, url: string): HttpServerResponse.HttpServerResponse => {
@@ -96,8 +96,8 @@ export const noRoute = (method: string, url: string): HttpServerResponse.HttpSer
     if (route.id) {
       const raw = match[1] ?? ""
       const refused = AgentId.parse(decoded(raw))
-      const message = refused._tag === "Left"
-        ? refused.left.message
+      const message = refused._tag === "Failure"
+        ? refused.failure.message
         : `the agent id in ${JSON.stringify(path.slice(0, 100))} could not be read`
       return problem(400, "bad-id", message)
     }

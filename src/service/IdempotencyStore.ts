@@ -11,7 +11,7 @@ import * as crypto from "node:crypto"
 import * as path from "node:path"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { integerIn } from "../config/ConfigRange.js"
@@ -66,15 +66,15 @@ export const open = (directory: string, keep: number): Effect.Effect<Idempotency
   Effect.suspend(() => {
     const file = path.join(directory, FILE)
     // Never through a link, only a regular file of this user; a torn last line is cut off.
-    const loaded = Either.mapLeft(SafeFile.readJournal(file), (error) => new IdempotencyStoreError({ message: `cannot read ${file}: ${error.message}` }))
-    if (Either.isLeft(loaded)) return Effect.fail(loaded.left)
+    const loaded = Result.mapError(SafeFile.readJournal(file), (error) => new IdempotencyStoreError({ message: `cannot read ${file}: ${error.message}` }))
+    if (Result.isFailure(loaded)) return Effect.fail(loaded.failure)
     // A Map keeps insertion order: the first entries are the oldest.
     const entries = new Map<string, Remembered>()
     let lines = 0
     const forgetOldest = () => {
       while (entries.size > keep) entries.delete(entries.keys().next().value!)
     }
-    for (const line of loaded.right.split("\n")) {
+    for (const line of loaded.success.split("\n")) {
       const record = decodeLine(line)
       if (Option.isNone(record)) continue
       lines++
@@ -90,7 +90,7 @@ export const open = (directory: string, keep: number): Effect.Effect<Idempotency
 
     // A new file, then a rename: a crash leaves the old or the new.
     const rewrite = () =>
-      Either.map(SafeFile.replace(file, [...entries].map(([key, value]) => encode(key, value)).join(""), true), () => {
+      Result.map(SafeFile.replace(file, [...entries].map(([key, value]) => encode(key, value)).join(""), true), () => {
         lines = entries.size
       })
 
@@ -104,13 +104,13 @@ export const open = (directory: string, keep: number): Effect.Effect<Idempotency
         forgetOldest()
         const written = lines + 1 > 2 * keep
           ? rewrite()
-          : Either.map(append(encode(key, value)), () => {
+          : Result.map(append(encode(key, value)), () => {
             lines++
           })
-        return Either.isRight(written)
+        return Result.isSuccess(written)
           ? Effect.void
-          : Effect.logError(`cannot record Idempotency-Key ${JSON.stringify(key)} in ${file}: ${written.left.message}; a retry after a restart may run a second turn`)
+          : Effect.logError(`cannot record Idempotency-Key ${JSON.stringify(key)} in ${file}: ${written.failure.message}; a retry after a restart may run a second turn`)
       })
 
-    return Effect.succeed({ lookup: (key) => Option.fromNullable(entries.get(key)), remember })
+    return Effect.succeed({ lookup: (key) => Option.fromNullishOr(entries.get(key)), remember })
   })

@@ -9,9 +9,9 @@
 import * as Config from "effect/Config"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
+import * as ParseResult from "effect/SchemaIssue"
 import * as Schema from "effect/Schema"
 import { madeOnFirstCall } from "../FirstCall.js"
 import * as SafeFile from "../memory/SafeFile.js"
@@ -26,7 +26,7 @@ export const Price = Schema.Struct({
 })
 export type Price = typeof Price.Type
 
-export const PriceTable = Schema.Record({ key: Schema.String.pipe(Schema.minLength(1)), value: Price })
+export const PriceTable = Schema.Record(Schema.String.pipe(Schema.minLength(1)), Price)
 export type PriceTable = typeof PriceTable.Type
 
 const price = (input: number, output: number, cacheWrite: number, cacheRead: number): Price => ({
@@ -67,15 +67,15 @@ export class PricesError extends Data.TaggedError("PricesError")<{
 
 export const PricesFileConfig = Config.option(Config.nonEmptyString("PLANCKCLAW_PRICES"))
 
-const decodeTable = madeOnFirstCall(() => Schema.decodeUnknownEither(PriceTable, { onExcessProperty: "error" }))
+const decodeTable = madeOnFirstCall(() => Schema.decodeUnknownResult(PriceTable, { onExcessProperty: "error" }))
 
 /** The table in `text`, or why not (naming the file). */
-export const parsePrices = (file: string, text: string): Either.Either<PriceTable, PricesError> => {
-  const json = Either.try(() => JSON.parse(text) as unknown)
-  if (Either.isLeft(json)) {
-    return Either.left(new PricesError({ reason: "invalid", message: `PLANCKCLAW_PRICES: ${file} is not JSON` }))
+export const parsePrices = (file: string, text: string): Result.Result<PriceTable, PricesError> => {
+  const json = Result.try(() => JSON.parse(text) as unknown)
+  if (Result.isFailure(json)) {
+    return Result.fail(new PricesError({ reason: "invalid", message: `PLANCKCLAW_PRICES: ${file} is not JSON` }))
   }
-  return Either.mapLeft(decodeTable(json.right), (error) =>
+  return Result.mapError(decodeTable(json.success), (error) =>
     new PricesError({
       reason: "invalid",
       message: `PLANCKCLAW_PRICES: ${file} is not a price table ({"model": {"input", "output", "cache_write", ` +
@@ -89,7 +89,7 @@ export const PricesConfig = PricesFileConfig.pipe(
     onNone: () => Effect.succeed(BUILT_IN),
     onSome: (file) =>
       Effect.flatMap(
-        Either.mapLeft(
+        Result.mapError(
           SafeFile.read(file),
           (error) => new PricesError({ reason: "unreadable", message: `PLANCKCLAW_PRICES: cannot read ${file}: ${error.message}` })
         ),

@@ -5,7 +5,7 @@
  * the prices is the command's.
  */
 import * as Data from "effect/Data"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import type { UsageLine } from "../memory/UsageLedger.js"
 import { type PriceTable, priceOf } from "./Prices.js"
 
@@ -16,10 +16,10 @@ export class UsageSinceError extends Data.TaggedError("UsageSinceError")<{
 }> {}
 
 /** The day `--since` names, checked to be a real calendar date. */
-export const parseSince = (value: string): Either.Either<string, UsageSinceError> => {
+export const parseSince = (value: string): Result.Result<string, UsageSinceError> => {
   const date = new Date(`${value}T00:00:00Z`)
   const valid = /^\d{4}-\d{2}-\d{2}$/.test(value) && !Number.isNaN(date.getTime()) && date.toISOString().startsWith(value)
-  return valid ? Either.right(value) : Either.left(
+  return valid ? Result.succeed(value) : Result.fail(
     new UsageSinceError({ reason: "invalid", message: `--since ${JSON.stringify(value)}: expected a date as YYYY-MM-DD` })
   )
 }

@@ -2,7 +2,7 @@
  * An answer is read up to 32 MiB: a bigger one, or one that never ends, is a
  * fatal error saying so, not retried, and the rest is not read.
  */
-import { FetchHttpClient } from "@effect/platform"
+import { FetchHttpClient } from "effect/http"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option, Redacted } from "effect"
@@ -21,7 +21,7 @@ const clients = [["fetch", FetchHttpClient.layer], ["undici", NodeHttpClient.lay
 
 describe("an answer larger than 32 MiB", () => {
   for (const [clientName, client] of clients) {
-    it.scoped(`Anthropic over ${clientName}: a streamed one is dropped past the bound, fatal, not retried`, () =>
+    it.effect(`Anthropic over ${clientName}: a streamed one is dropped past the bound, fatal, not retried`, () =>
       Effect.gen(function*() {
         const reply = flood(64 * MiB)
         const server = yield* AnthropicServer.make(AnthropicServer.replies(reply))
@@ -34,7 +34,7 @@ describe("an answer larger than 32 MiB", () => {
       }).pipe(withPinnedJitter, Effect.provide(client)))
   }
 
-  it.scoped("OpenAI-compatible: one that announces its length is refused before it is read", () =>
+  it.effect("OpenAI-compatible: one that announces its length is refused before it is read", () =>
     Effect.gen(function*() {
       const body = "a".repeat(33 * MiB)
       const server = yield* ChatServer.make(ChatServer.replies(

@@ -1,15 +1,8 @@
-import { FetchHttpClient } from "@effect/platform"
+import { FetchHttpClient } from "effect/http"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import {
-  Chunk,
-  ConfigProvider,
-  Duration,
-  Effect,
-  Fiber,
-  Redacted,
-  TestClock
-} from "effect"
+import { Chunk, ConfigProvider, Duration, Effect, Fiber, Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import { Brain, type BrainError, type MessagesRequest } from "../../src/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
 import { MissingSetting } from "../../src/config/MissingSetting.js"
@@ -47,13 +40,13 @@ const settings = (baseUrl: string, overrides: Partial<Anthropic.AnthropicConfig>
 
 /** Starts `complete` in the background so the test can drive the clock. */
 const startCompletion = (config: Anthropic.AnthropicConfig) =>
-  Effect.flatMap(Anthropic.make(config), (brain) => Effect.fork(brain.complete(request)))
+  Effect.flatMap(Anthropic.make(config), (brain) => Effect.forkChild(brain.complete(request)))
 
 /** The BrainError a completion ends with (the test fails if it succeeds). */
 const failureOf = <A>(fiber: Fiber.Fiber<A, BrainError>) => Effect.flip(Fiber.join(fiber))
 
 describe("Anthropic brain", () => {
-  it.scoped("POSTs the request as compact JSON with the API headers to {base}/v1/messages", () =>
+  it.effect("POSTs the request as compact JSON with the API headers to {base}/v1/messages", () =>
     withRealHttp(Effect.gen(function*() {
       const console = yield* captureConsole()
       const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.text("Sunny in Lyon.")))
@@ -76,7 +69,7 @@ describe("Anthropic brain", () => {
       expect(yield* console).toEqual([])
     })))
 
-  it.scoped("decodes a 200 answer into a Messages response", () =>
+  it.effect("decodes a 200 answer into a Messages response", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.respond(200, {
         id: "msg_1",
@@ -108,7 +101,7 @@ describe("Anthropic brain", () => {
       })
     })))
 
-  it.scoped("retries a 500 after a 1s backoff", () =>
+  it.effect("retries a 500 after a 1s backoff", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(
         AnthropicServer.apiError(500, "api_error", "Internal server error"),
@@ -125,7 +118,7 @@ describe("Anthropic brain", () => {
       expect(yield* server.requests).toHaveLength(2)
     })))
 
-  it.scoped("waits exactly the retry-after of a 429, not the backoff", () =>
+  it.effect("waits exactly the retry-after of a 429, not the backoff", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(
         AnthropicServer.apiError(429, "rate_limit_error", "Number of request tokens has exceeded your rate limit", {
@@ -146,7 +139,7 @@ describe("Anthropic brain", () => {
       expect(response.content).toEqual([{ type: "text", text: "After the wait." }])
     })))
 
-  it.scoped("honours a retry-after given as an HTTP date", () =>
+  it.effect("honours a retry-after given as an HTTP date", () =>
     withRealHttp(Effect.gen(function*() {
       // The TestClock starts at the epoch, so this date is 5 seconds away.
       const server = yield* AnthropicServer.make(AnthropicServer.replies(
@@ -162,7 +155,7 @@ describe("Anthropic brain", () => {
       expect((yield* Fiber.join(fiber)).content).toEqual([{ type: "text", text: "Back." }])
     })))
 
-  it.scoped("retries 529 overloaded with exponential backoff (1s, then 2s)", () =>
+  it.effect("retries 529 overloaded with exponential backoff (1s, then 2s)", () =>
     withRealHttp(Effect.gen(function*() {
       const overloaded = AnthropicServer.apiError(529, "overloaded_error", "Overloaded")
       const server = yield* AnthropicServer.make(
@@ -177,7 +170,7 @@ describe("Anthropic brain", () => {
       expect((yield* Fiber.join(fiber)).content).toEqual([{ type: "text", text: "Finally." }])
     })))
 
-  it.scoped("does not retry a 400 and reports the API's message as fatal", () =>
+  it.effect("does not retry a 400 and reports the API's message as fatal", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(
         AnthropicServer.apiError(400, "invalid_request_error", "max_tokens: Field required"),
@@ -194,7 +187,7 @@ describe("Anthropic brain", () => {
       expect(yield* server.requests).toHaveLength(1)
     })))
 
-  it.scoped("does not retry a 401, and the key never appears in the detail even when echoed", () =>
+  it.effect("does not retry a 401, and the key never appears in the detail even when echoed", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(
         AnthropicServer.apiError(401, "authentication_error", `invalid x-api-key ${fakeKey}`)
@@ -208,7 +201,7 @@ describe("Anthropic brain", () => {
       expect(yield* server.requests).toHaveLength(1)
     })))
 
-  it.scoped("gives up with timeout when every attempt hangs past the per-attempt timeout", () =>
+  it.effect("gives up with timeout when every attempt hangs past the per-attempt timeout", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.hang))
       const fiber = yield* startCompletion(settings(server.url, { timeout: Duration.seconds(10), retries: 2 }))
@@ -228,7 +221,7 @@ describe("Anthropic brain", () => {
 
   // fetch (what a run uses) hides the system's reason under "fetch failed": the root cause is named.
   for (const [name, client] of [["undici", NodeHttpClient.layerUndici], ["fetch", FetchHttpClient.layer]] as const) {
-    it.scoped(`gives up with timeout after the retries when the connection is refused (${name}), naming why`, () =>
+    it.effect(`gives up with timeout after the retries when the connection is refused (${name}), naming why`, () =>
       Effect.gen(function*() {
         const url = yield* AnthropicServer.unusedUrl
         const fiber = yield* startCompletion(settings(url, { retries: 2 }))
@@ -243,7 +236,7 @@ describe("Anthropic brain", () => {
       }).pipe(withPinnedJitter, Effect.provide(client)))
   }
 
-  it.scoped("retries when the connection drops before an answer", () =>
+  it.effect("retries when the connection drops before an answer", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.drop, AnthropicServer.text("Reconnected.")))
       const fiber = yield* startCompletion(settings(server.url))
@@ -253,7 +246,7 @@ describe("Anthropic brain", () => {
       expect((yield* Fiber.join(fiber)).content).toEqual([{ type: "text", text: "Reconnected." }])
     })))
 
-  it.scoped("with no retries, a 503 gives timeout after one attempt", () =>
+  it.effect("with no retries, a 503 gives timeout after one attempt", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(
         AnthropicServer.apiError(503, "api_error", "Service unavailable")
@@ -264,7 +257,7 @@ describe("Anthropic brain", () => {
       expect(yield* server.requests).toHaveLength(1)
     })))
 
-  it.scoped("a 200 body that is not a Messages response is fatal and not retried", () =>
+  it.effect("a 200 body that is not a Messages response is fatal and not retried", () =>
     withRealHttp(Effect.gen(function*() {
       const bodies = [
         { reply: AnthropicServer.respond(200, "not json{"), detail: "answer is not JSON: not json{" },
@@ -284,7 +277,7 @@ describe("Anthropic brain", () => {
       }
     })))
 
-  it.scoped("a reply whose usage alone is malformed is still the reply, its usage not counted", () =>
+  it.effect("a reply whose usage alone is malformed is still the reply, its usage not counted", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.respond(200, {
         content: [{ type: "text", text: "Still here." }],
@@ -296,7 +289,7 @@ describe("Anthropic brain", () => {
       expect(answer.usage).toBeUndefined()
     })))
 
-  it.scoped("a 200 body with a root-level error key is a brain error, not retried", () =>
+  it.effect("a 200 body with a root-level error key is a brain error, not retried", () =>
     withRealHttp(Effect.gen(function*() {
       const overloaded = yield* AnthropicServer.make(AnthropicServer.replies(
         AnthropicServer.apiError(200, "overloaded_error", "Overloaded")
@@ -313,7 +306,7 @@ describe("Anthropic brain", () => {
       expect(yield* gaveUp.requests).toHaveLength(1)
     })))
 
-  it.scoped("debug mode prints the payload and each attempt's outcome with elapsed time, never the key", () =>
+  it.effect("debug mode prints the payload and each attempt's outcome with elapsed time, never the key", () =>
     withRealHttp(Effect.gen(function*() {
       const console = yield* captureConsole()
       const server = yield* AnthropicServer.make(AnthropicServer.replies(
@@ -348,7 +341,7 @@ describe("Anthropic brain", () => {
 
 describe("Anthropic brain layer and config", () => {
   const withEnv = (env: Record<string, string>) =>
-    Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+    Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(env))), { preserveEmptyStrings: true }))
 
   it.effect("reads defaults when only the key is set", () =>
     Effect.gen(function*() {
@@ -399,7 +392,7 @@ describe("Anthropic brain layer and config", () => {
       }
     }))
 
-  it.scoped("the layer fails with MissingSetting naming ANTHROPIC_API_KEY when it is missing or empty", () =>
+  it.effect("the layer fails with MissingSetting naming ANTHROPIC_API_KEY when it is missing or empty", () =>
     Effect.gen(function*() {
       for (const env of [{}, { ANTHROPIC_API_KEY: "" }, { ANTHROPIC_API_KEY: "  ", PLANCKCLAW_BRAIN_RETRIES: "x" }]) {
         const error = yield* Effect.flip(buildBrainLayer(withEnv(env)))
@@ -411,7 +404,7 @@ describe("Anthropic brain layer and config", () => {
       }
     }))
 
-  it.scoped("the layer talks to ANTHROPIC_BASE_URL with the configured key", () =>
+  it.effect("the layer talks to ANTHROPIC_BASE_URL with the configured key", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.text("Via the layer.")))
       const response = yield* Brain.pipe(

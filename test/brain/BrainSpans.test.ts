@@ -30,7 +30,7 @@ const brainAt = (url: string) =>
   Anthropic.make({ apiKey: Redacted.make("test-key-not-secret"), baseUrl: url, timeout: Duration.seconds(60), retries: 0, debug: false })
 
 describe("HTTP brain spans", () => {
-  it.scoped("a refused call's span carries the model and no stack trace", () =>
+  it.effect("a refused call's span carries the model and no stack trace", () =>
     withRealHttp(Effect.gen(function*() {
       const { spans, tracer } = yield* recorder
       const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.apiError(400, "invalid_request_error", "bad")))

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Either } from "effect"
+import { Result } from "effect"
 import type { MessagesRequest } from "../../src/Brain.js"
 import {
   type ChatResponse,
@@ -19,8 +19,8 @@ const weather = {
 /** Decodes a wire body and translates it, failing the test on any error. */
 const translate = (body: unknown) => {
   const decoded = decodeChatResponse(body)
-  if (Either.isLeft(decoded)) throw new Error(String(decoded.left))
-  return Either.getOrThrow(fromChatResponse(decoded.right, (i) => `fallback_${i}`))
+  if (Result.isFailure(decoded)) throw new Error(String(decoded.failure))
+  return Result.getOrThrow(fromChatResponse(decoded.success, (i) => `fallback_${i}`))
 }
 
 const choice = (message: object, finish_reason: string | null = "stop") => ({ choices: [{ message, finish_reason }] })
@@ -230,9 +230,9 @@ describe("fromChatResponse", () => {
   })
 
   it("an answer without choices is an error, not an empty reply", () => {
-    const decoded = Either.getOrThrow(decodeChatResponse({ choices: [] }))
-    expect(fromChatResponse(decoded, String)).toEqual(Either.left("answer has no choices"))
-    expect(Either.isLeft(decodeChatResponse({ object: "chat.completion" }))).toBe(true)
+    const decoded = Result.getOrThrow(decodeChatResponse({ choices: [] }))
+    expect(fromChatResponse(decoded, String)).toEqual(Result.fail("answer has no choices"))
+    expect(Result.isFailure(decodeChatResponse({ object: "chat.completion" }))).toBe(true)
   })
 
   it("round trip: the calls the agent echoes back are the calls the server sent", () => {

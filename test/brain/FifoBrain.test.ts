@@ -53,7 +53,7 @@ const withOriginalBridge = Effect.gen(function*() {
 })
 
 describe("FIFO brain with an original-style bridge", () => {
-  it.scoped("gets each request's own answer, request after request", () =>
+  it.effect("gets each request's own answer, request after request", () =>
     Effect.gen(function*() {
       const brain = yield* withOriginalBridge
       for (const [index, word] of ["alpha", "beta", "gamma"].entries()) {
@@ -63,7 +63,7 @@ describe("FIFO brain with an original-style bridge", () => {
       }
     }))
 
-  it.scoped("serializes concurrent requests so no answer goes to the wrong one", () =>
+  it.effect("serializes concurrent requests so no answer goes to the wrong one", () =>
     Effect.gen(function*() {
       const brain = yield* withOriginalBridge
       const words = ["one", "two", "three", "four", "five", "six"]
@@ -73,7 +73,7 @@ describe("FIFO brain with an original-style bridge", () => {
       expect(texts.map((text) => text.split(" ")[1])).toEqual(words)
     }))
 
-  it.scoped("carries a request and an answer larger than the pipe buffer", () =>
+  it.effect("carries a request and an answer larger than the pipe buffer", () =>
     Effect.gen(function*() {
       const brain = yield* withOriginalBridge
       const big = "x".repeat(200_000)
@@ -81,7 +81,7 @@ describe("FIFO brain with an original-style bridge", () => {
       expect(textOf(response)).toBe(`echo ${big} (${JSON.stringify(request(big)).length} bytes)`)
     }))
 
-  it.scoped("turns error answers into BrainError, and keeps going", () =>
+  it.effect("turns error answers into BrainError, and keeps going", () =>
     Effect.gen(function*() {
       const brain = yield* withOriginalBridge
       const timeout = yield* Effect.flip(brain.complete(request("please-timeout")))
@@ -106,31 +106,31 @@ describe("FIFO brain timeouts", () => {
     return { brain, requests, answer }
   })
 
-  it.scoped("times a request out by the clock and drops its late answer instead of giving it to the next request", () =>
+  it.effect("times a request out by the clock and drops its late answer instead of giving it to the next request", () =>
     Effect.gen(function*() {
       const { answer, brain, requests } = yield* withTestBridge
-      const first = yield* Effect.fork(brain.complete(request("first")))
+      const first = yield* Effect.forkChild(brain.complete(request("first")))
       expect(yield* requests.take).toContain("first")
       yield* advanceTo(30_000)
       const error = yield* Effect.flip(Fiber.join(first))
       expect(error.reason).toBe("timeout")
 
       yield* answer("late answer to first")
-      const second = yield* Effect.fork(brain.complete(request("second")))
+      const second = yield* Effect.forkChild(brain.complete(request("second")))
       expect(yield* requests.take).toContain("second")
       yield* answer("answer to second")
       expect(textOf(yield* Fiber.join(second))).toBe("answer to second")
     }))
 
-  it.scoped("gives up on a late answer that never comes and carries on", () =>
+  it.effect("gives up on a late answer that never comes and carries on", () =>
     Effect.gen(function*() {
       const { answer, brain, requests } = yield* withTestBridge
-      const first = yield* Effect.fork(brain.complete(request("first")))
+      const first = yield* Effect.forkChild(brain.complete(request("first")))
       expect(yield* requests.take).toContain("first")
       yield* advanceTo(30_000)
       expect((yield* Effect.flip(Fiber.join(first))).reason).toBe("timeout")
 
-      const second = yield* Effect.fork(brain.complete(request("second")))
+      const second = yield* Effect.forkChild(brain.complete(request("second")))
       // The second request waits, up to its own 30-second timeout, for the first one's answer before it is sent.
       yield* advanceTo(60_000)
       expect(yield* requests.take).toContain("second")

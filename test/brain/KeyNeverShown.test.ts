@@ -3,9 +3,9 @@
  * line or a log line. Error texts are cut to an excerpt: each case is asked
  * with every length of text before the key, so the key straddles the cut.
  */
-import { FetchHttpClient } from "@effect/platform"
+import { FetchHttpClient } from "effect/http"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, Either, Option, Redacted } from "effect"
+import { ConfigProvider, Duration, Effect, Result, Option, Redacted } from "effect"
 import { Brain, type BrainError, type MessagesRequest } from "../../src/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
@@ -67,8 +67,8 @@ const expectNoPiece = (ask: Effect.Effect<unknown, BrainError>, console: Effect.
   Effect.gen(function*() {
     const details: Array<string> = []
     for (const _ of pads) {
-      const outcome = yield* Effect.either(ask)
-      if (Either.isLeft(outcome)) details.push(outcome.left.detail)
+      const outcome = yield* Effect.result(ask)
+      if (Result.isFailure(outcome)) details.push(outcome.failure.detail)
     }
     const lines = [...details, ...(yield* console)]
     // The key was in view: its placeholder shows (perhaps cut itself).
@@ -80,7 +80,7 @@ const common = { timeout: Duration.seconds(60), retries: 0, debug: true }
 
 describe("the key never shows, even cut", () => {
   for (const [name, reply] of anthropicCases) {
-    it.scoped(`Anthropic: ${name}`, () =>
+    it.effect(`Anthropic: ${name}`, () =>
       withRealHttp(Effect.gen(function*() {
         const console = yield* captureConsole()
         const server = yield* AnthropicServer.make((_, index) => reply(pads[index] ?? 0))
@@ -90,7 +90,7 @@ describe("the key never shows, even cut", () => {
   }
 
   for (const [name, reply] of chatCases) {
-    it.scoped(`OpenAI-compatible: ${name}`, () =>
+    it.effect(`OpenAI-compatible: ${name}`, () =>
       withRealHttp(Effect.gen(function*() {
         const console = yield* captureConsole()
         const server = yield* ChatServer.make((_, index) => reply(pads[index] ?? 0))
@@ -102,7 +102,7 @@ describe("the key never shows, even cut", () => {
 
 describe("a key set with spaces around it", () => {
   const withEnv = (env: Record<string, string>) =>
-    Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+    Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(env))), { preserveEmptyStrings: true }))
   /** The brain's layer as a run builds it (fetch, which trims header values), asked once. */
   const askThroughLayer = (layer: typeof Anthropic.layer, env: Record<string, string>) =>
     Brain.pipe(
@@ -114,7 +114,7 @@ describe("a key set with spaces around it", () => {
       Effect.map((error) => "detail" in error ? error.detail : String(error))
     )
 
-  it.scoped("is sent, and scrubbed, without them: the echoed key never shows", () =>
+  it.effect("is sent, and scrubbed, without them: the echoed key never shows", () =>
     Effect.gen(function*() {
       const console = yield* captureConsole()
       const anthropic = yield* AnthropicServer.make((received) =>

@@ -15,7 +15,7 @@ const request: MessagesRequest = { model: "m", max_tokens: 16, messages: [{ role
 const common = { timeout: Duration.seconds(60), retries: 0, debug: false }
 
 describe("an answer with \"error\": null", () => {
-  it.scoped("Anthropic: is the answer", () =>
+  it.effect("Anthropic: is the answer", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.respond(200, {
         type: "message",
@@ -27,7 +27,7 @@ describe("an answer with \"error\": null", () => {
       expect((yield* brain.complete(request)).content).toEqual([{ type: "text", text: "hello there" }])
     })))
 
-  it.scoped("OpenAI-compatible: is the answer", () =>
+  it.effect("OpenAI-compatible: is the answer", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* ChatServer.make(ChatServer.replies(ChatServer.respond(200, {
         id: "x",

@@ -34,7 +34,7 @@ const bodies = (server: Server.ChatCompletionsServer) =>
   Effect.map(server.requests, (requests) => requests.map((request) => request.rawBody))
 
 describe("the agent on an OpenAI-compatible server", () => {
-  it.scoped("runs several tools of one response, then a second round, sending the exact Chat Completions bodies", () =>
+  it.effect("runs several tools of one response, then a second round, sending the exact Chat Completions bodies", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(
         Server.toolCalls([
@@ -79,7 +79,7 @@ describe("the agent on an OpenAI-compatible server", () => {
       )
     })))
 
-  it.scoped("an answer cut by `length` is delivered marked as cut", () =>
+  it.effect("an answer cut by `length` is delivered marked as cut", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(Server.completion({ content: "The long story is", finishReason: "length" })))
       const h = yield* agentOn(server, 1)
@@ -88,7 +88,7 @@ describe("the agent on an OpenAI-compatible server", () => {
       )
     })))
 
-  it.scoped("arguments that are not valid JSON are answered to the model as a tool error naming them", () =>
+  it.effect("arguments that are not valid JSON are answered to the model as a tool error naming them", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(
         Server.toolCalls([
@@ -119,7 +119,7 @@ describe("the agent on an OpenAI-compatible server", () => {
       ])
     })))
 
-  it.scoped("a permanent error ends the turn saying the brain is misconfigured, and stores nothing", () =>
+  it.effect("a permanent error ends the turn saying the brain is misconfigured, and stores nothing", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(Server.apiError(404, "model 'test-model' not found", "ollama")))
       const h = yield* agentOn(server, 1)

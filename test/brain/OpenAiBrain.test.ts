@@ -1,4 +1,4 @@
-import { FetchHttpClient } from "@effect/platform"
+import { FetchHttpClient } from "effect/http"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Fiber, Option, Random, Redacted } from "effect"
@@ -32,12 +32,12 @@ const settings = (baseUrl: string, overrides: Partial<OpenAi.OpenAiConfig> = {})
   ...overrides
 })
 
-const start = (config: OpenAi.OpenAiConfig) => Effect.flatMap(OpenAi.make(config), (brain) => Effect.fork(brain.complete(request)))
+const start = (config: OpenAi.OpenAiConfig) => Effect.flatMap(OpenAi.make(config), (brain) => Effect.forkChild(brain.complete(request)))
 const failureOf = <A>(fiber: Fiber.Fiber<A, BrainError>) => Effect.flip(Fiber.join(fiber))
-const withEnv = (env: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+const withEnv = (env: Record<string, string>) => Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(env))), { preserveEmptyStrings: true }))
 
 describe("OpenAI-compatible brain over HTTP", () => {
-  it.scoped("POSTs the translated request to {base}/chat/completions with a Bearer key", () =>
+  it.effect("POSTs the translated request to {base}/chat/completions with a Bearer key", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(Server.text("Hi.")))
       const brain = yield* OpenAi.make(settings(`${server.url}/`))
@@ -61,7 +61,7 @@ describe("OpenAI-compatible brain over HTTP", () => {
       expect(received?.rawBody).toBe(JSON.stringify(wireRequest))
     })))
 
-  it.scoped("reads Ollama's and llama.cpp's documented answers", () =>
+  it.effect("reads Ollama's and llama.cpp's documented answers", () =>
     withRealHttp(Effect.gen(function*() {
       for (const flavor of ["ollama", "llamacpp"] as const) {
         const server = yield* Server.make(Server.replies(
@@ -92,7 +92,7 @@ describe("OpenAI-compatible brain over HTTP", () => {
       "check PLANCKCLAW_MODEL (gpt-test) supports tool calls and PLANCKCLAW_MAX_TOKENS is within its limits)"]
   ] as const
   for (const [status, flavor, code, message, detail] of permanent) {
-    it.scoped(`${status} (${flavor}) is permanent: fatal at once, saying what to fix, never the key`, () =>
+    it.effect(`${status} (${flavor}) is permanent: fatal at once, saying what to fix, never the key`, () =>
       withRealHttp(Effect.gen(function*() {
         const server = yield* Server.make(Server.replies(Server.apiError(status, message, flavor, code), Server.text("no")))
         const error = yield* failureOf(yield* start(settings(server.url)))
@@ -103,7 +103,7 @@ describe("OpenAI-compatible brain over HTTP", () => {
       })))
   }
 
-  it.scoped("without PLANCKCLAW_MODEL the layer refuses to start, naming it", () =>
+  it.effect("without PLANCKCLAW_MODEL the layer refuses to start, naming it", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(
         Brain.pipe(
@@ -115,7 +115,7 @@ describe("OpenAI-compatible brain over HTTP", () => {
       expect(error).toMatchObject({ _tag: "MissingSetting", key: "PLANCKCLAW_MODEL" })
     }))
 
-  it.scoped("a 401 without a key asks for OPENAI_API_KEY", () =>
+  it.effect("a 401 without a key asks for OPENAI_API_KEY", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(Server.apiError(401, "Unauthorized")))
       const error = yield* failureOf(yield* start(settings(server.url, { apiKey: Option.none() })))
@@ -123,7 +123,7 @@ describe("OpenAI-compatible brain over HTTP", () => {
     })))
 
   for (const status of [429, 500, 502, 503, 504]) {
-    it.scoped(`${status} is transient: retried after the backoff, then answered`, () =>
+    it.effect(`${status} is transient: retried after the backoff, then answered`, () =>
       withRealHttp(Effect.gen(function*() {
         const server = yield* Server.make(Server.replies(Server.apiError(status, "busy"), Server.text("Recovered.")))
         const fiber = yield* start(settings(server.url))
@@ -136,7 +136,7 @@ describe("OpenAI-compatible brain over HTTP", () => {
       })))
   }
 
-  it.scoped("a 429 waits its retry-after; retries exhausted give timeout", () =>
+  it.effect("a 429 waits its retry-after; retries exhausted give timeout", () =>
     withRealHttp(Effect.gen(function*() {
       const limited = Server.respond(429, { error: { message: "Rate limit reached" } }, { "retry-after": "7" })
       const server = yield* Server.make(Server.replies(limited))
@@ -148,7 +148,7 @@ describe("OpenAI-compatible brain over HTTP", () => {
       expect(error.detail).toBe("gave up after 2 attempts: HTTP 429: Rate limit reached")
     })))
 
-  it.scoped("a hang times out per attempt, a drop is retried, then the answer comes", () =>
+  it.effect("a hang times out per attempt, a drop is retried, then the answer comes", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(Server.hang, Server.drop, Server.delay(20, Server.text("Late."))))
       const fiber = yield* start(settings(server.url, { timeout: Duration.seconds(10) }))
@@ -161,7 +161,7 @@ describe("OpenAI-compatible brain over HTTP", () => {
       expect(yield* server.requests).toHaveLength(3)
     })))
 
-  it.scoped("every attempt hanging gives timeout naming the host", () =>
+  it.effect("every attempt hanging gives timeout naming the host", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(Server.hang))
       const fiber = yield* start(settings(server.url, { timeout: Duration.seconds(5), retries: 0 }))
@@ -171,7 +171,7 @@ describe("OpenAI-compatible brain over HTTP", () => {
     })))
 
   for (const [name, client] of [["undici", NodeHttpClient.layerUndici], ["fetch", FetchHttpClient.layer]] as const) {
-    it.scoped(`a refused connection (${name}) is retried, then names the host it tried`, () =>
+    it.effect(`a refused connection (${name}) is retried, then names the host it tried`, () =>
       Effect.gen(function*() {
         const url = `${yield* Server.unusedUrl}/v1`
         const fiber = yield* start(settings(url, { retries: 1 }))
@@ -184,7 +184,7 @@ describe("OpenAI-compatible brain over HTTP", () => {
       }).pipe(Effect.withRandom(Random.fixed([0.5])), Effect.provide(client)))
   }
 
-  it.scoped("a local server's one-character placeholder key leaves the host in the detail whole", () =>
+  it.effect("a local server's one-character placeholder key leaves the host in the detail whole", () =>
     Effect.gen(function*() {
       const url = `${yield* Server.unusedUrl}/v1`
       const fiber = yield* start(settings(url, { retries: 0, apiKey: Option.some(Redacted.make("1")) }))
@@ -192,7 +192,7 @@ describe("OpenAI-compatible brain over HTTP", () => {
       expect(error.detail).toContain(`cannot reach ${new URL(url).host}: `)
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
-  it.scoped("a 200 body that is not a Chat Completions answer is fatal", () =>
+  it.effect("a 200 body that is not a Chat Completions answer is fatal", () =>
     withRealHttp(Effect.gen(function*() {
       const cases = [
         [Server.respond(200, "<html>proxy</html>"), "answer is not JSON: <html>proxy</html>"],
@@ -210,7 +210,7 @@ describe("OpenAI-compatible brain over HTTP", () => {
       }
     })))
 
-  it.scoped("a reply whose usage alone is malformed is still the reply, its usage not counted", () =>
+  it.effect("a reply whose usage alone is malformed is still the reply, its usage not counted", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(Server.respond(200, {
         choices: [{ message: { role: "assistant", content: "Still here." }, finish_reason: "stop" }],
@@ -233,7 +233,7 @@ describe("OpenAI-compatible brain config", () => {
       withEnv({ PLANCKCLAW_MODEL: "gpt-test", ...env })
     )
 
-  it.scoped("needs no key on loopback: the layer talks to OPENAI_BASE_URL without authorization", () =>
+  it.effect("needs no key on loopback: the layer talks to OPENAI_BASE_URL without authorization", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(Server.text("Local.", "ollama")))
       for (const env of [{ OPENAI_BASE_URL: server.url }, { OPENAI_BASE_URL: server.url, OPENAI_API_KEY: " " }]) {
@@ -242,7 +242,7 @@ describe("OpenAI-compatible brain config", () => {
       for (const received of yield* server.requests) expect(received.headers).not.toHaveProperty("authorization")
     })))
 
-  it.scoped("a public base URL without a key fails at start, naming OPENAI_API_KEY", () =>
+  it.effect("a public base URL without a key fails at start, naming OPENAI_API_KEY", () =>
     Effect.gen(function*() {
       for (const env of [{}, { OPENAI_BASE_URL: "https://openrouter.ai/api/v1", OPENAI_API_KEY: "" }]) {
         const error = yield* Effect.flip(askThroughLayer(env))

@@ -31,7 +31,7 @@ interface ChatBody {
 }
 
 describe("planckclaw run --brain openai (built command)", () => {
-  it.scopedLive("runs several shipped claws of one answer on a loopback server without a key, and remembers", () =>
+  it.live("runs several shipped claws of one answer on a loopback server without a key, and remembers", () =>
     Effect.gen(function*() {
       const { box, server } = yield* setup(Server.replies(
         Server.toolCalls([
@@ -71,7 +71,7 @@ describe("planckclaw run --brain openai (built command)", () => {
       )
     }))
 
-  it.scopedLive("PLANCKCLAW_BRAIN=openai in config.env chooses it; the flag overrides it", () =>
+  it.live("PLANCKCLAW_BRAIN=openai in config.env chooses it; the flag overrides it", () =>
     Effect.gen(function*() {
       const { box, server } = yield* setup(Server.replies(Server.text("From the Chat Completions server.")))
       fs.writeFileSync(path.join(box.dir, "config.env"), "export PLANCKCLAW_BRAIN=\"openai\"\n")
@@ -84,7 +84,7 @@ describe("planckclaw run --brain openai (built command)", () => {
       expect(overridden.stderr).toContain("ANTHROPIC_API_KEY is not set")
     }))
 
-  it.scopedLive("without PLANCKCLAW_MODEL refuses to start, in one line naming it, and exits 2", () =>
+  it.live("without PLANCKCLAW_MODEL refuses to start, in one line naming it, and exits 2", () =>
     Effect.gen(function*() {
       const { box, server } = yield* setup(Server.replies(Server.text("unused")))
       const { PLANCKCLAW_MODEL: _, ...env } = box.env
@@ -96,7 +96,7 @@ describe("planckclaw run --brain openai (built command)", () => {
       expect(yield* server.requests).toHaveLength(0)
     }))
 
-  it.scopedLive("a refused key gets the misconfigured reply; the log names OPENAI_API_KEY and never the key", () =>
+  it.live("a refused key gets the misconfigured reply; the log names OPENAI_API_KEY and never the key", () =>
     Effect.gen(function*() {
       const { box, server } = yield* setup(Server.replies(
         Server.apiError(401, "Incorrect API key provided: test-not-a-key", "openai", "invalid_api_key"),
@@ -113,7 +113,7 @@ describe("planckclaw run --brain openai (built command)", () => {
       expect(box.memoryFile("history.jsonl") ?? "").toBe("")
     }))
 
-  it.scopedLive("an OPENAI_API_KEY a header cannot carry is refused at start, naming the key only", () =>
+  it.live("an OPENAI_API_KEY a header cannot carry is refused at start, naming the key only", () =>
     Effect.gen(function*() {
       const { box } = yield* setup(Server.replies(Server.text("unused")), { OPENAI_API_KEY: "test key" })
       const result = yield* Cli.run(["run", "--brain", "openai"], { cwd: box.dir, env: box.env, input: "hi\n" })

@@ -33,7 +33,7 @@ describe("permanent answers are not retried, and say which setting to fix", () =
     [400, "PLANCKCLAW_MODEL", "PLANCKCLAW_MODEL", "the API refused the request as invalid"]
   ] as const
   for (const [status, anthropicSetting, openaiSetting, problem] of cases) {
-    it.scoped(`${status}: one request, misconfigured naming the setting, on both brains`, () =>
+    it.effect(`${status}: one request, misconfigured naming the setting, on both brains`, () =>
       withRealHttp(Effect.gen(function*() {
         const a = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.apiError(status, "error", "no")))
         const aError = yield* Effect.flip((yield* anthropic(a.url)).complete(request))
@@ -52,10 +52,10 @@ describe("permanent answers are not retried, and say which setting to fix", () =
   }
 
   for (const status of [429, 500, 503]) {
-    it.scoped(`${status} keeps the retry schedule (1 s, 2 s) and gives up as a timeout, not misconfigured`, () =>
+    it.effect(`${status} keeps the retry schedule (1 s, 2 s) and gives up as a timeout, not misconfigured`, () =>
       withRealHttp(Effect.gen(function*() {
         const a = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.apiError(status, "api_error", "busy")))
-        const fiber = yield* Effect.fork((yield* anthropic(a.url)).complete(request))
+        const fiber = yield* Effect.forkChild((yield* anthropic(a.url)).complete(request))
         yield* a.awaitRequests(1)
         yield* advanceTo(1_000)
         yield* a.awaitRequests(2)
@@ -67,11 +67,11 @@ describe("permanent answers are not retried, and say which setting to fix", () =
       })))
   }
 
-  it.scoped("a refused connection is retried and names the host it tried, on both brains", () =>
+  it.effect("a refused connection is retried and names the host it tried, on both brains", () =>
     withRealHttp(Effect.gen(function*() {
       for (const [url, make] of [[yield* AnthropicServer.unusedUrl, anthropic], [`${yield* ChatServer.unusedUrl}/v1`, openai]] as const) {
         const started = (yield* Effect.clockWith((clock) => clock.currentTimeMillis))
-        const fiber = yield* Effect.fork((yield* make(url)).complete(request))
+        const fiber = yield* Effect.forkChild((yield* make(url)).complete(request))
         yield* advanceTo(started + 1_000)
         yield* advanceTo(started + 3_000)
         const error = yield* failureOf(fiber)
@@ -83,7 +83,7 @@ describe("permanent answers are not retried, and say which setting to fix", () =
 })
 
 describe("a turn whose brain is misconfigured", () => {
-  it.scoped("answers that it is misconfigured (not the apology) and stores nothing; other failures keep the apology", () =>
+  it.effect("answers that it is misconfigured (not the apology) and stores nothing; other failures keep the apology", () =>
     Effect.gen(function*() {
       const misconfigured = { problem: "the API key was refused", setting: "ANTHROPIC_API_KEY" }
       const h = yield* harness({

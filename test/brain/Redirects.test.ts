@@ -3,7 +3,7 @@
  * is a fatal misconfiguration of the base URL, named with where it points,
  * and not retried. Both brains, over fetch (what a run uses) and undici.
  */
-import { FetchHttpClient } from "@effect/platform"
+import { FetchHttpClient } from "effect/http"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option, Redacted } from "effect"
@@ -22,7 +22,7 @@ const clients = [["fetch", FetchHttpClient.layer], ["undici", NodeHttpClient.lay
 describe("a redirect from the API", () => {
   for (const [clientName, client] of clients) {
     for (const status of [301, 302, 307, 308]) {
-      it.scoped(`Anthropic, ${status} over ${clientName}: not followed, not retried, names where and ANTHROPIC_BASE_URL`, () =>
+      it.effect(`Anthropic, ${status} over ${clientName}: not followed, not retried, names where and ANTHROPIC_BASE_URL`, () =>
         Effect.gen(function*() {
           const elsewhere = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.text("I took the key.")))
           const target = `${elsewhere.url}/v1/messages`
@@ -37,7 +37,7 @@ describe("a redirect from the API", () => {
         }).pipe(withPinnedJitter, Effect.provide(client)))
     }
 
-    it.scoped(`OpenAI-compatible, 307 over ${clientName} to a path of the same host: named whole, OPENAI_BASE_URL`, () =>
+    it.effect(`OpenAI-compatible, 307 over ${clientName} to a path of the same host: named whole, OPENAI_BASE_URL`, () =>
       Effect.gen(function*() {
         const api = yield* ChatServer.make(ChatServer.replies(
           ChatServer.respond(307, "", { location: "/elsewhere/chat/completions" }),

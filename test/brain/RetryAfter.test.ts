@@ -38,14 +38,14 @@ describe("parseRetryAfter", () => {
 })
 
 describe("an unreadable retry-after", () => {
-  it.scoped("Anthropic: a 429 with retry-after \"1 2\" waits the 1 s backoff", () =>
+  it.effect("Anthropic: a 429 with retry-after \"1 2\" waits the 1 s backoff", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(
         AnthropicServer.apiError(429, "rate_limit_error", "slow down", { "retry-after": "1 2" }),
         AnthropicServer.text("After the backoff.")
       ))
       const brain = yield* Anthropic.make({ ...common, apiKey: Redacted.make("test-key-not-secret"), baseUrl: server.url })
-      const fiber = yield* Effect.fork(brain.complete(request))
+      const fiber = yield* Effect.forkChild(brain.complete(request))
       yield* server.awaitRequests(1)
       yield* awaitPendingSleep(1_000)
       expect(yield* server.requests).toHaveLength(1)
@@ -53,14 +53,14 @@ describe("an unreadable retry-after", () => {
       expect((yield* Fiber.join(fiber)).content).toEqual([{ type: "text", text: "After the backoff." }])
     })))
 
-  it.scoped("OpenAI-compatible: a 503 with retry-after \"-1\" waits the 1 s backoff", () =>
+  it.effect("OpenAI-compatible: a 503 with retry-after \"-1\" waits the 1 s backoff", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* ChatServer.make(ChatServer.replies(
         ChatServer.respond(503, { error: { message: "busy" } }, { "retry-after": "-1" }),
         ChatServer.text("After the backoff.")
       ))
       const brain = yield* OpenAi.make({ ...common, apiKey: Option.none(), baseUrl: server.url })
-      const fiber = yield* Effect.fork(brain.complete(request))
+      const fiber = yield* Effect.forkChild(brain.complete(request))
       yield* server.awaitRequests(1)
       yield* awaitPendingSleep(1_000)
       expect(yield* server.requests).toHaveLength(1)

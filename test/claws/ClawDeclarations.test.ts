@@ -32,7 +32,7 @@ describe("Claw declarations", () => {
     }])
   })
 
-  it.scoped("a claw declaring a 17 MiB description loses that tool only", () =>
+  it.effect("a claw declaring a 17 MiB description loses that tool only", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeSettled(dir, "ok.sh", "#!/bin/sh\n#TOOLS:{\"name\":\"ok\",\"description\":\"d\"}\necho ok\n")

@@ -9,7 +9,8 @@ import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, TestClock } from "effect"
+import { Effect, Result } from "effect"
+import { TestClock } from "effect/testing"
 import { makeDiscovery, type WatchDirectory } from "../../src/claws/ClawDiscovery.js"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
 import { captureLogs } from "../support/LogCapture.js"
@@ -25,7 +26,7 @@ const names = (catalog: { readonly tools: ReadonlyArray<{ readonly name: string 
   catalog.tools.map((t) => t.name)
 
 /** Two turns of the event loop: the events of every change made before have reached the watcher. */
-const letEventsIn = Effect.async<void>((resume) => {
+const letEventsIn = Effect.callback<void>((resume) => {
   setImmediate(() => setImmediate(() => resume(Effect.void)))
 })
 
@@ -43,12 +44,12 @@ const watched = (dir: string, startWatch?: WatchDirectory) =>
 const inotifyWatchesOn = (ino: number): number =>
   Fs.readdirSync("/proc/self/fdinfo").reduce((count, fd) => {
     // A descriptor may close between the listing and the read.
-    const info = Either.getOrElse(Either.try(() => Fs.readFileSync(`/proc/self/fdinfo/${fd}`, "utf8")), () => "")
+    const info = Result.getOrElse(Result.try(() => Fs.readFileSync(`/proc/self/fdinfo/${fd}`, "utf8")), () => "")
     return count + info.split("\n").filter((line) => line.startsWith("inotify ") && line.includes(` ino:${ino.toString(16)} `)).length
   }, 0)
 
 describe("Claw discovery with change notification", () => {
-  it.scoped("a warm list stats the directory only; an edit stats and reads only the claw it named", () =>
+  it.effect("a warm list stats the directory only; an edit stats and reads only the claw it named", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       for (let i = 0; i < 20; i++) yield* writeOld(dir, `c${i}.sh`, `tool_${i}`)
@@ -71,7 +72,7 @@ describe("Claw discovery with change notification", () => {
       expect([edited.fileStats - after.fileStats, edited.fileReads - after.fileReads]).toEqual([1, 1])
     }))
 
-  it.scoped("files that cannot be claws (an editor's swap file, notes) stat no claw", () =>
+  it.effect("files that cannot be claws (an editor's swap file, notes) stat no claw", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       for (let i = 0; i < 5; i++) yield* writeOld(dir, `c${i}.sh`, `tool_${i}`)
@@ -88,7 +89,7 @@ describe("Claw discovery with change notification", () => {
       expect(discovery.counts().fileStats).toBe(before)
     }))
 
-  it.scoped("sees an edit made by another process just before the list (as a user's editor, then a message)", () =>
+  it.effect("sees an edit made by another process just before the list (as a user's editor, then a message)", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeOld(dir, "old.sh", "before")
@@ -100,7 +101,7 @@ describe("Claw discovery with change notification", () => {
       expect(names(yield* claws.list)).toEqual(["after"])
     }))
 
-  it.scoped("re-reads a claw that was chmod-ed (its ctime changed)", () =>
+  it.effect("re-reads a claw that was chmod-ed (its ctime changed)", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeOld(dir, "mode.sh", "mode")
@@ -113,7 +114,7 @@ describe("Claw discovery with change notification", () => {
       expect(discovery.counts().fileReads).toBe(before + 1)
     }))
 
-  it.scoped("a directory replaced under the same name: the new claws on the next list, and the new one watched", () =>
+  it.effect("a directory replaced under the same name: the new claws on the next list, and the new one watched", () =>
     Effect.gen(function*() {
       const parent = yield* tempDir
       const dir = Path.join(parent, "claws")
@@ -134,7 +135,7 @@ describe("Claw discovery with change notification", () => {
       expect(inotifyWatchesOn(Fs.statSync(dir).ino)).toBe(1)
     }))
 
-  it.scoped("a directory removed and created again (maybe on the same inode) is watched again", () =>
+  it.effect("a directory removed and created again (maybe on the same inode) is watched again", () =>
     Effect.gen(function*() {
       const parent = yield* tempDir
       const dir = Path.join(parent, "claws")
@@ -158,7 +159,7 @@ describe("Claw discovery with change notification", () => {
       expect(discovery.counts().fullScans).toBe(counts.fullScans)
     }))
 
-  it.scoped("a directory that does not exist yet is found, and watched, once created", () =>
+  it.effect("a directory that does not exist yet is found, and watched, once created", () =>
     Effect.gen(function*() {
       const parent = yield* tempDir
       const dir = Path.join(parent, "later")
@@ -170,7 +171,7 @@ describe("Claw discovery with change notification", () => {
       expect(inotifyWatchesOn(Fs.statSync(dir).ino)).toBe(1)
     }))
 
-  it.scoped("CLAWS_DIR as a symlink switched to another directory: the other's claws on the next list", () =>
+  it.effect("CLAWS_DIR as a symlink switched to another directory: the other's claws on the next list", () =>
     Effect.gen(function*() {
       const parent = yield* tempDir
       const [blue, green, link] = ["blue", "green", "current"].map((name) => Path.join(parent, name))
@@ -190,7 +191,7 @@ describe("Claw discovery with change notification", () => {
       expect(names(yield* claws.list)).toEqual(["green_a"])
     }))
 
-  it.scoped("a watch that cannot start: every list stats every claw, edits are seen, and it is logged once", () =>
+  it.effect("a watch that cannot start: every list stats every claw, edits are seen, and it is logged once", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeOld(dir, "a.sh", "one")
@@ -207,7 +208,7 @@ describe("Claw discovery with change notification", () => {
       expect(logs.lines[0]).toMatch(/^WARN cannot watch the claws directory .* \(ENOENT.*\): every message stats every claw instead$/)
     }))
 
-  it.scoped("a watch that fails later falls back to the stat scan, then watches again", () =>
+  it.effect("a watch that fails later falls back to the stat scan, then watches again", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeOld(dir, "a.sh", "one")
@@ -229,7 +230,7 @@ describe("Claw discovery with change notification", () => {
       expect([discovery.watching(), discovery.watchFailure(), handles.length]).toEqual([true, undefined, 2])
     }))
 
-  it.scoped("an edit inotify cannot report (through a hard link elsewhere) is found by the background safety scan", () =>
+  it.effect("an edit inotify cannot report (through a hard link elsewhere) is found by the background safety scan", () =>
     Effect.gen(function*() {
       const parent = yield* tempDir
       const [dir, elsewhere] = [Path.join(parent, "claws"), Path.join(parent, "elsewhere")]
@@ -253,7 +254,7 @@ describe("Claw discovery with change notification", () => {
       expect(names(seen)).not.toContain("before")
     }))
 
-  it.scoped("the watch lives as long as its scope", () =>
+  it.effect("the watch lives as long as its scope", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const ino = Fs.statSync(dir).ino

@@ -37,7 +37,7 @@ describe("printable", () => {
 })
 
 describe("a claw named with a newline", () => {
-  it.scoped("its problem is logged on one line, the name escaped", () =>
+  it.effect("its problem is logged on one line, the name escaped", () =>
     Effect.gen(function*() {
       const box = yield* withForgedClaw
       const logs = yield* captureLogs
@@ -47,7 +47,7 @@ describe("a claw named with a newline", () => {
       expect(logs.lines[0]).not.toContain("\n")
     }))
 
-  it.scopedLive("planckclaw tools prints it escaped, forging no line", () =>
+  it.live("planckclaw tools prints it escaped, forging no line", () =>
     Effect.gen(function*() {
       const box = yield* withForgedClaw
       const result = yield* Cli.run(["tools"], { cwd: box.dir, env: box.env })
@@ -56,18 +56,18 @@ describe("a claw named with a newline", () => {
       expect(forgedLines(result.stdout)).toEqual([])
     }))
 
-  it.scoped("planckclaw doctor's claw lines show it escaped, with its problem", () =>
+  it.effect("planckclaw doctor's claw lines show it escaped, with its problem", () =>
     Effect.gen(function*() {
       const box = yield* withForgedClaw
       const findings = yield* ClawsCheck.check.pipe(
-        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["CLAWS_DIR", box.claws]])))
+        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["CLAWS_DIR", box.claws]])), { preserveEmptyStrings: true }))
       )
       const claw = findings.filter((finding) => finding.subject.startsWith("claw x"))
       expect(claw.map((finding) => [finding.subject, finding.status])).toEqual([[`claw ${shown}`, "fail"]])
       expect(claw[0]?.detail).toMatch(new RegExp(`^${box.claws}/x\\\\nplanckclaw error: FAKE MESSAGE\\\\ny\\.sh:1: invalid JSON`))
     }))
 
-  it.scoped("a claw that cannot be started is named escaped in the error (logged by the caller)", () =>
+  it.effect("a claw that cannot be started is named escaped in the error (logged by the caller)", () =>
     Effect.gen(function*() {
       const dir = yield* Sandbox.tempDir("planckclaw-names-")
       const error = yield* SpawnHelper.run({

@@ -6,7 +6,8 @@
  */
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, TestClock, TestServices } from "effect"
+import { Duration, Effect, Fiber, TestServices } from "effect"
+import { TestClock } from "effect/testing"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
 import { captureLogs } from "../support/LogCapture.js"
 import * as Sandbox from "../support/Sandbox.js"
@@ -23,21 +24,21 @@ const pidToReap = (file: string) =>
   })
 
 describe("Script claws: a claw's session", () => {
-  it.scoped("a timed-out claw running `timeout 100 sleep 77` leaves nothing running", () =>
+  it.effect("a timed-out claw running `timeout 100 sleep 77` leaves nothing running", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const work = yield* tempDir
       const inner = Path.join(work, "inner")
       yield* writeSettled(dir, "slow.sh", `${declaring("slow")}timeout 100 sh -c 'echo $$ > ${inner}; exec sleep 77'; echo x\n`)
       const claws = yield* Scripts.make({ ...settings(dir), timeout: Duration.seconds(2) })
-      const fiber = yield* Effect.fork(claws.call("slow", {}))
+      const fiber = yield* Effect.forkChild(claws.call("slow", {}))
       const sleeping = yield* pidToReap(inner)
       yield* TestClock.adjust("2 seconds")
       expect(yield* Fiber.join(fiber)).toEqual({ content: "Tool slow timed out after 2s", isError: true })
       yield* Sandbox.exited("timeout's command", sleeping).pipe(TestServices.provideLive)
     }))
 
-  it.scoped("a claw whose setsid child keeps its stdout open answers with what it printed, not a timeout", () =>
+  it.effect("a claw whose setsid child keeps its stdout open answers with what it printed, not a timeout", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const work = yield* tempDir
@@ -50,7 +51,7 @@ describe("Script claws: a claw's session", () => {
           `until [ -s ${holder} ]; do sleep 0.01; done; echo printed-before-exit\n`
       )
       const claws = yield* Scripts.make(settings(dir))
-      const fiber = yield* Effect.fork(claws.call("daemon", {}).pipe(Effect.provide(logs.layer)))
+      const fiber = yield* Effect.forkChild(claws.call("daemon", {}).pipe(Effect.provide(logs.layer)))
       const daemon = yield* pidToReap(holder)
       // The claw's 30 s are on the TestClock, never advanced; the helper's grace is real.
       expect(yield* Fiber.join(fiber).pipe(Sandbox.within("the call to end"), TestServices.provideLive)).toEqual({

@@ -36,7 +36,7 @@ const withOriginalBridge = Effect.gen(function*() {
 })
 
 describe("FIFO claws with an original-style bridge", () => {
-  it.scoped("discovers tools, checking each declaration on its own", () =>
+  it.effect("discovers tools, checking each declaration on its own", () =>
     Effect.gen(function*() {
       const claws = yield* withOriginalBridge
       const catalog = yield* claws.list
@@ -56,7 +56,7 @@ describe("FIFO claws with an original-style bridge", () => {
       expect(catalog.problems[2]?.reason).toContain("duplicate")
     }))
 
-  it.scoped("runs calls and recognises failed and unknown tools", () =>
+  it.effect("runs calls and recognises failed and unknown tools", () =>
     Effect.gen(function*() {
       const claws = yield* withOriginalBridge
       expect(yield* claws.call("echo", { text: "hi\nthere" })).toEqual({
@@ -70,7 +70,7 @@ describe("FIFO claws with an original-style bridge", () => {
       expect((yield* claws.list).tools.map((tool) => tool.name)).toEqual(["echo", "get_time"])
     }))
 
-  it.scoped("answers a name that could break the framing locally, and stays in step", () =>
+  it.effect("answers a name that could break the framing locally, and stays in step", () =>
     Effect.gen(function*() {
       const claws = yield* withOriginalBridge
       expect(yield* claws.call("evil\n__list_tools__", {})).toEqual({
@@ -90,20 +90,20 @@ describe("FIFO claws failures", () => {
     return { claws, requests, answers }
   })
 
-  it.scoped("reports a discovery answer that is not a JSON array as a ClawsError", () =>
+  it.effect("reports a discovery answer that is not a JSON array as a ClawsError", () =>
     Effect.gen(function*() {
       const { answers, claws, requests } = yield* withTestBridge
-      const listing = yield* Effect.fork(claws.list)
+      const listing = yield* Effect.forkChild(claws.list)
       expect(yield* requests.take).toBe("__list_tools__")
       yield* answers.write("{\"name\":\"not an array\"}\n\n")
       const error = yield* Effect.flip(Fiber.join(listing))
       expect(error.message).toContain("not a JSON array")
     }))
 
-  it.scoped("turns a call that does not answer in time into a failed tool result, by the clock", () =>
+  it.effect("turns a call that does not answer in time into a failed tool result, by the clock", () =>
     Effect.gen(function*() {
       const { claws, requests } = yield* withTestBridge
-      const calling = yield* Effect.fork(claws.call("slow", { a: 1 }))
+      const calling = yield* Effect.forkChild(claws.call("slow", { a: 1 }))
       expect(yield* requests.take).toBe("slow\t{\"a\":1}")
       yield* advanceTo(20_000) // the call timeout
       const result = yield* Fiber.join(calling)
@@ -111,10 +111,10 @@ describe("FIFO claws failures", () => {
       expect(result.content).toContain("did not answer within 20s")
     }))
 
-  it.scoped("reports discovery that does not answer in time as a ClawsError", () =>
+  it.effect("reports discovery that does not answer in time as a ClawsError", () =>
     Effect.gen(function*() {
       const { claws, requests } = yield* withTestBridge
-      const listing = yield* Effect.fork(claws.list)
+      const listing = yield* Effect.forkChild(claws.list)
       expect(yield* requests.take).toBe("__list_tools__")
       yield* advanceTo(10_000) // the discovery timeout
       expect((yield* Effect.flip(Fiber.join(listing))).message).toContain("did not answer discovery within 10s")

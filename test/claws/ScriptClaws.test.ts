@@ -2,16 +2,8 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
-import {
-  ConfigError,
-  ConfigProvider,
-  Duration,
-  Effect,
-  Either,
-  Fiber,
-  Redacted,
-  TestClock
-} from "effect"
+import { ConfigError, ConfigProvider, Duration, Effect, Result, Fiber, Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import { unknownTool } from "../../src/Claws.js"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
@@ -114,7 +106,7 @@ describe("Scripts claws: discovery", () => {
       expect(status.content).toMatch(/\nProcesses: \d+$/)
     }))
 
-  it.scoped("skips malformed #TOOLS: lines with file:line and keeps every good tool", () =>
+  it.effect("skips malformed #TOOLS: lines with file:line and keeps every good tool", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeClaw(
@@ -152,7 +144,7 @@ describe("Scripts claws: discovery", () => {
       expect(notObject).toMatch(/^invalid tool definition:[\s\S]*Expected/)
     }))
 
-  it.scoped("reads a claw saved with a byte order mark, and says to save it without one", () =>
+  it.effect("reads a claw saved with a byte order mark, and says to save it without one", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeClaw(dir, "bom.sh", `\ufeff${tool("marked")}\necho marked\n`)
@@ -164,7 +156,7 @@ describe("Scripts claws: discovery", () => {
       }])
     }))
 
-  it.scoped("keeps the first declaration of a duplicate tool and names both files", () =>
+  it.effect("keeps the first declaration of a duplicate tool and names both files", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeClaw(dir, "a.sh", `#!/bin/sh\n${tool("dup", "first")}\necho from-a\n`)
@@ -181,7 +173,7 @@ describe("Scripts claws: discovery", () => {
 
   // The running agent watches the directory; `planckclaw tools` stats it all.
   for (const [how, make] of [["stat scan", Scripts.make], ["watched", Scripts.makeWatched]] as const) {
-    it.scoped(`${how}: sees an added, an edited and a removed claw on the very next list`, () =>
+    it.effect(`${how}: sees an added, an edited and a removed claw on the very next list`, () =>
       Effect.gen(function*() {
         const dir = yield* tempDir
         yield* writeClaw(dir, "one.sh", `#!/bin/sh\n${tool("one")}\n`)
@@ -199,7 +191,7 @@ describe("Scripts claws: discovery", () => {
         expect(names(yield* claws.list)).toEqual(["uno"])
       }))
 
-    it.scoped(`${how}: sees a same-size rewrite whose old mtime was put back (cp -p, tar x)`, () =>
+    it.effect(`${how}: sees a same-size rewrite whose old mtime was put back (cp -p, tar x)`, () =>
       Effect.gen(function*() {
         const dir = yield* tempDir
         const file = Path.join(dir, "cached.sh")
@@ -218,7 +210,7 @@ describe("Scripts claws: discovery", () => {
         expect(names(yield* claws.list)).toEqual(["bbbb"])
       }))
 
-    it.scoped(`${how}: re-reads a recently modified claw even when its identity is unchanged`, () =>
+    it.effect(`${how}: re-reads a recently modified claw even when its identity is unchanged`, () =>
       Effect.gen(function*() {
         const dir = yield* tempDir
         const file = Path.join(dir, "fresh.sh")
@@ -236,7 +228,7 @@ describe("Scripts claws: discovery", () => {
         expect(names(yield* claws.list)).toEqual(["bbbb"])
       }))
 
-    it.scoped(`${how}: sees an in-place edit of a long-unchanged claw on the very next list`, () =>
+    it.effect(`${how}: sees an in-place edit of a long-unchanged claw on the very next list`, () =>
       Effect.gen(function*() {
         const dir = yield* tempDir
         const file = Path.join(dir, "old.sh")
@@ -252,7 +244,7 @@ describe("Scripts claws: discovery", () => {
       }))
   }
 
-  it.scoped("reports an unreadable claw and a missing directory as problems, not failures", () =>
+  it.effect("reports an unreadable claw and a missing directory as problems, not failures", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeClaw(dir, "good.sh", `#!/bin/sh\n${tool("good")}\n`)
@@ -272,7 +264,7 @@ describe("Scripts claws: discovery", () => {
       expect(empty.problems[0]?.reason).toMatch(/^cannot read the claws directory: ENOENT/)
     }))
 
-  it.scoped("logs each problem once while it lasts", () =>
+  it.effect("logs each problem once while it lasts", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const logs = yield* captureLogs
@@ -297,7 +289,7 @@ describe("Scripts claws: discovery", () => {
 })
 
 describe("Scripts claws: calls", () => {
-  it.scoped("passes the tool name and the compact input JSON, in a private directory of its own, with stdin closed", () =>
+  it.effect("passes the tool name and the compact input JSON, in a private directory of its own, with stdin closed", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeClaw(
@@ -318,7 +310,7 @@ describe("Scripts claws: calls", () => {
       expect((yield* call()).content).not.toContain(`cwd=${cwd} `)
     }))
 
-  it.scoped("makes the claw's private directory in this process's TMPDIR, though the spawn helper has none", () =>
+  it.effect("makes the claw's private directory in this process's TMPDIR, though the spawn helper has none", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const tmp = yield* tempDir
@@ -331,7 +323,7 @@ describe("Scripts claws: calls", () => {
       expect(Fs.readdirSync(tmp)).toEqual([])
     }))
 
-  it.scoped("runs a claw without the execute bit through /bin/sh", () =>
+  it.effect("runs a claw without the execute bit through /bin/sh", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeClaw(dir, "plain.sh", `${tool("plain")}\necho "sh ran $1"\n`, { executable: false })
@@ -339,7 +331,7 @@ describe("Scripts claws: calls", () => {
       expect(yield* claws.call("plain", {})).toEqual({ content: "sh ran plain", isError: false })
     }))
 
-  it.scoped("gives an empty output a visible placeholder", () =>
+  it.effect("gives an empty output a visible placeholder", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeClaw(dir, "quiet.sh", `#!/bin/sh\n${tool("quiet")}\nexit 0\n`)
@@ -347,7 +339,7 @@ describe("Scripts claws: calls", () => {
       expect(yield* claws.call("quiet", {})).toEqual({ content: "(no output)", isError: false })
     }))
 
-  it.scoped("does not pass the API key or the bot token to a claw, under any variable name", () =>
+  it.effect("does not pass the API key or the bot token to a claw, under any variable name", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* withEnv({
@@ -373,7 +365,7 @@ describe("Scripts claws: calls", () => {
       expect(result.content).not.toContain("not-secret")
     }))
 
-  it.scoped("reports a non-zero exit with stdout, a stderr excerpt and the code", () =>
+  it.effect("reports a non-zero exit with stdout, a stderr excerpt and the code", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeClaw(dir, "fail.sh", `#!/bin/sh\n${tool("fail")}\necho partial\necho boom >&2\nexit 3\n`)
@@ -384,7 +376,7 @@ describe("Scripts claws: calls", () => {
       })
     }))
 
-  it.scoped("truncates a flood with a marker and stops the writer", () =>
+  it.effect("truncates a flood with a marker and stops the writer", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const pidFile = Path.join(dir, "pid")
@@ -400,7 +392,7 @@ describe("Scripts claws: calls", () => {
       expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
     }))
 
-  it.scoped("decodes invalid UTF-8 with replacement characters and never cuts a character in half", () =>
+  it.effect("decodes invalid UTF-8 with replacement characters and never cuts a character in half", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeClaw(dir, "bytes.sh", `#!/bin/sh\n${tool("bytes")}\n${tool("accents")}\n` + [
@@ -423,13 +415,13 @@ describe("Scripts claws: calls", () => {
       })
     }))
 
-  it.scoped("times out a hanging claw on the clock and kills its whole process group", () =>
+  it.effect("times out a hanging claw on the clock and kills its whole process group", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const pidFile = Path.join(dir, "pid")
       yield* writeClaw(dir, "hang.sh", `#!/bin/sh\n${tool("hang")}\necho $$ > ${pidFile}\nsleep 1000 & sleep 1000; wait\n`)
       const claws = yield* Scripts.make(settings(dir))
-      const fiber = yield* Effect.fork(claws.call("hang", {}))
+      const fiber = yield* Effect.forkChild(claws.call("hang", {}))
       const pgid = yield* readPid(pidFile)
       expect(Sandbox.groupGone(pgid)).toBe(false)
 
@@ -441,19 +433,19 @@ describe("Scripts claws: calls", () => {
       expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
     }))
 
-  it.scoped("kills the process group when the agent stops mid-call", () =>
+  it.effect("kills the process group when the agent stops mid-call", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const pidFile = Path.join(dir, "pid")
       yield* writeClaw(dir, "hang.sh", `#!/bin/sh\n${tool("hang")}\necho $$ > ${pidFile}\nsleep 1000 & sleep 1000; wait\n`)
       const claws = yield* Scripts.make(settings(dir))
-      const fiber = yield* Effect.fork(claws.call("hang", {}))
+      const fiber = yield* Effect.forkChild(claws.call("hang", {}))
       const pgid = yield* readPid(pidFile)
       yield* Fiber.interrupt(fiber)
       expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
     }))
 
-  it.scoped("answers an unknown tool without running anything", () =>
+  it.effect("answers an unknown tool without running anything", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeClaw(dir, "a.sh", `#!/bin/sh\n${tool("known")}\n`)
@@ -462,7 +454,7 @@ describe("Scripts claws: calls", () => {
       expect(unknownTool("nope").content).toBe("Unknown tool: nope")
     }))
 
-  it.scoped("answers an input too large for argv with an error result", () =>
+  it.effect("answers an input too large for argv with an error result", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeClaw(dir, "a.sh", `#!/bin/sh\n${tool("big")}\necho ran\n`)
@@ -473,7 +465,7 @@ describe("Scripts claws: calls", () => {
       })
     }))
 
-  it.scoped("rejects input that is not a JSON object without spawning", () =>
+  it.effect("rejects input that is not a JSON object without spawning", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const ran = Path.join(dir, "ran")
@@ -552,7 +544,7 @@ describe("Scripts claws: dice.sh", () => {
 
 describe("ScriptsConfig", () => {
   const load = (entries: ReadonlyArray<readonly [string, string]>) =>
-    Effect.either(Effect.withConfigProvider(Scripts.ScriptsConfig, ConfigProvider.fromMap(new Map(entries))))
+    Effect.result(Effect.provideService(Scripts.ScriptsConfig, ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(entries)), { preserveEmptyStrings: true })))
 
   it.effect("defaults to ./claws, 30 s and 16384 bytes", () =>
     Effect.gen(function*() {
@@ -589,11 +581,11 @@ describe("ScriptsConfig", () => {
         ] as const
       ) {
         const result = yield* load([[key, value]])
-        expect(Either.isLeft(result)).toBe(true)
-        if (Either.isLeft(result)) {
-          expect(ConfigError.isConfigError(result.left)).toBe(true)
-          expect(result.left._op).toBe("InvalidData")
-          expect(String(result.left)).toContain(key)
+        expect(Result.isFailure(result)).toBe(true)
+        if (Result.isFailure(result)) {
+          expect(ConfigError.isConfigError(result.failure)).toBe(true)
+          expect(result.failure._op).toBe("InvalidData")
+          expect(String(result.failure)).toContain(key)
         }
       }
     }))

@@ -20,7 +20,7 @@ const tempDir = Sandbox.tempDir("planckclaw-catchup-")
 const countingCatchUps = () => {
   const count = { list: 0, request: 0 }
   const counted = (key: keyof typeof count, wait: Effect.Effect<void>) =>
-    Effect.zipRight(Effect.sync(() => void count[key]++), wait)
+    Effect.andThen(Effect.sync(() => void count[key]++), wait)
   const catchUps: Scripts.CatchUps = {
     list: counted("list", Scripts.makeCatchUp(2)),
     request: counted("request", Scripts.makeCatchUp(1))
@@ -29,7 +29,7 @@ const countingCatchUps = () => {
 }
 
 describe("Script claws: the catch-up before a scan", () => {
-  it.scoped("a list waits once; the turn's tool calls do not wait again", () =>
+  it.effect("a list waits once; the turn's tool calls do not wait again", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeOld(dir, "echo.sh", `#!/bin/sh\n#TOOLS:{"name":"say","description":"d"}\necho said\n`)
@@ -45,7 +45,7 @@ describe("Script claws: the catch-up before a scan", () => {
       expect(count).toEqual({ list: 1, request: 0 })
     }))
 
-  it.scoped("a call still sees a claw added after the list, once its event is in", () =>
+  it.effect("a call still sees a claw added after the list, once its event is in", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeOld(dir, "a.sh", `#!/bin/sh\n#TOOLS:{"name":"first","description":"d"}\necho a\n`)
@@ -73,7 +73,7 @@ describe("Script claws: the catch-up before a scan", () => {
       Effect.gen(function*() {
         const catchUp = Scripts.makeCatchUp(turns)
         const calls = yield* immediatesOf(
-          Effect.flatMap(Effect.forEach(Array.from({ length: 10 }), () => Effect.fork(catchUp)), (fibers) => Effect.forEach(fibers, Fiber.join))
+          Effect.flatMap(Effect.forEach(Array.from({ length: 10 }), () => Effect.forkChild(catchUp)), (fibers) => Effect.forEach(fibers, Fiber.join))
         )
         expect(calls).toBe(turns)
       }))
@@ -84,8 +84,8 @@ describe("Script claws: the catch-up before a scan", () => {
       const catchUp = Scripts.makeCatchUp(2)
       const calls = yield* immediatesOf(Effect.gen(function*() {
         yield* catchUp
-        const late = yield* Effect.async<Fiber.RuntimeFiber<void>>((resume) => {
-          setImmediate(() => resume(Effect.fork(catchUp)))
+        const late = yield* Effect.callback<Fiber.RuntimeFiber<void>>((resume) => {
+          setImmediate(() => resume(Effect.forkChild(catchUp)))
         })
         yield* Fiber.join(late)
       }))
@@ -93,7 +93,7 @@ describe("Script claws: the catch-up before a scan", () => {
       expect(calls).toBe(5)
     }))
 
-  it.scoped("lists begun together each see an edit another process finished before they began", () =>
+  it.effect("lists begun together each see an edit another process finished before they began", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeOld(dir, "old.sh", `#!/bin/sh\n#TOOLS:{"name":"before","description":"d"}\n`)
@@ -102,7 +102,7 @@ describe("Script claws: the catch-up before a scan", () => {
       expect((yield* claws.list).tools.map((t) => t.name)).toEqual(["before"])
       // The child has exited when execFileSync returns: its write is done, its event maybe not yet read.
       execFileSync("/bin/sh", ["-c", `printf '#!/bin/sh\\n%s\\n' '#TOOLS:{"name":"after","description":"d"}' > old.sh`], { cwd: dir })
-      const lists = yield* Effect.forEach(Array.from({ length: 5 }), () => Effect.fork(claws.list))
+      const lists = yield* Effect.forEach(Array.from({ length: 5 }), () => Effect.forkChild(claws.list))
       for (const fiber of lists) expect((yield* Fiber.join(fiber)).tools.map((t) => t.name)).toEqual(["after"])
     }))
 })

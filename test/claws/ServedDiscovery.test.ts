@@ -30,7 +30,7 @@ const served = (catchUps?: Scripts.CatchUps) =>
     yield* Effect.forkScoped(serveClaws(claws, paths))
     const requests = yield* openWriter(paths.clawIn)
     const answers = yield* blocksFrom(paths.clawOut)
-    const ask = Effect.zipRight(
+    const ask = Effect.andThen(
       requests.write("__list_tools__\n"),
       Effect.map(answers.take, (answer) => (JSON.parse(answer) as Array<{ name: string }>).map((tool) => tool.name))
     )
@@ -38,11 +38,11 @@ const served = (catchUps?: Scripts.CatchUps) =>
   })
 
 describe("Script claws served on the claw FIFOs", () => {
-  it.scoped("a discovery request waits the one-turn catch-up, not the two-turn one", () =>
+  it.effect("a discovery request waits the one-turn catch-up, not the two-turn one", () =>
     Effect.gen(function*() {
       const count = { list: 0, request: 0 }
       const counted = (key: keyof typeof count, wait: Effect.Effect<void>) =>
-        Effect.zipRight(Effect.sync(() => void count[key]++), wait)
+        Effect.andThen(Effect.sync(() => void count[key]++), wait)
       const { ask } = yield* served({
         list: counted("list", Scripts.makeCatchUp(2)),
         request: counted("request", Scripts.makeCatchUp(1))
@@ -54,7 +54,7 @@ describe("Script claws served on the claw FIFOs", () => {
       expect(count).toEqual({ list: 0, request: 2 })
     }))
 
-  it.scoped("a request written after another process's edit is answered with the edit", () =>
+  it.effect("a request written after another process's edit is answered with the edit", () =>
     Effect.gen(function*() {
       const { ask, dir } = yield* served()
       expect(yield* ask).toEqual(["before"])

@@ -9,7 +9,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as TestRunner from "@effect/cluster/TestRunner"
+import * as TestRunner from "effect/cluster/TestRunner"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
 import { Brain, BrainError } from "../../src/Brain.js"
@@ -51,9 +51,9 @@ const setup = (journaled: Map<string, Decided>) => {
         failing.starts--
         return Effect.fail(new HostError({ reason: "unavailable", id, message: `agent ${id}: the test's database is down` }))
       }
-      const provider = ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", path.join(root, id)]]))
+      const provider = ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_DIR", path.join(root, id)]])), { preserveEmptyStrings: true })
       return Layer.build(Compactor.layer.pipe(Layer.provideMerge(Memory.layer), Layer.provide(Layer.succeed(Brain, agentBrain)))).pipe(
-        Effect.withConfigProvider(provider),
+        Effect.provideService(ConfigProvider.ConfigProvider, provider),
         Effect.orDie,
         Effect.map((memory) => ({ memory, provider, brain: agentBrain }))
       )
@@ -63,7 +63,7 @@ const setup = (journaled: Map<string, Decided>) => {
     page: () => Effect.succeed({ agents: [], next: null })
   })
   const journal = Layer.succeed(TurnJournal, {
-    lookup: (agentId, key) => Effect.sync(() => Option.fromNullable(journaled.get(`${agentId}/${key}`))),
+    lookup: (agentId, key) => Effect.sync(() => Option.fromNullishOr(journaled.get(`${agentId}/${key}`))),
     record: (agentId, key, decided) => Effect.sync(() => void journaled.set(`${agentId}/${key}`, decided))
   })
   const parts = Layer.mergeAll(brain, InMemoryClaws.layer([]), store, journal)

@@ -3,7 +3,7 @@
  * against a throwaway server: a page at a time, in the byte order the file
  * host lists in, each agent's figures read in the page's one query.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
 import * as AgentStore from "../../src/cluster/AgentStore.js"
@@ -18,12 +18,12 @@ const store = Effect.gen(function*() {
   const sql = yield* Effect.provide(SqlClient.SqlClient, context)
   return {
     sql,
-    agents: AgentStore.postgres({ where: "test", defaultSoulFile: "", provider: ConfigProvider.fromMap(new Map()), sql })
+    agents: AgentStore.postgres({ where: "test", defaultSoulFile: "", provider: ConfigProvider.fromEnvRecord(Object.fromEntries(new Map()), { preserveEmptyStrings: true }), sql })
   }
 })
 
 describe("AgentStore.postgres: the listing", () => {
-  it.scoped("pages through the agents byte by byte, each with its history lines, summary size and last message", () =>
+  it.effect("pages through the agents byte by byte, each with its history lines, summary size and last message", () =>
     Effect.gen(function*() {
       const { agents, sql } = yield* store
       // As in a database that sorts text by a locale (ICU's root), which puts "a-2" and "a.1" after "a1".

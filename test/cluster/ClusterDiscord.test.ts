@@ -11,7 +11,7 @@ import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest"
@@ -52,7 +52,7 @@ const run = <A>(effect: Effect.Effect<A>) => Effect.runPromise(effect)
 
 beforeAll(async () => {
   child.execFileSync("mkfifo", [hold])
-  fake = await run(Scope.extend(FakeDiscord.make({ token, botUserId, guildId, channelIds: channels }), scope))
+  fake = await run(Scope.provide(FakeDiscord.make({ token, botUserId, guildId, channelIds: channels }), scope))
   const server = await run(postgres)
   const env = discordEnv(server.url, "memory")
   // One runner with the Discord bridge, one without: the agents spread over both. One after the other:

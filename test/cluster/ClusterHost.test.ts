@@ -8,9 +8,10 @@
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import * as TestRunner from "@effect/cluster/TestRunner"
+import * as TestRunner from "effect/cluster/TestRunner"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Exit, Fiber, Layer, TestClock } from "effect"
+import { ConfigProvider, Effect, Exit, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import * as AgentEntity from "../../src/cluster/AgentEntity.js"
 import { AgentStore } from "../../src/cluster/AgentStore.js"
 import * as ClusterHost from "../../src/cluster/ClusterHost.js"
@@ -28,16 +29,16 @@ const noStore = Layer.succeed(AgentStore, {
 
 const host = ClusterHost.layer({ sendTimeoutSeconds: 30 }).pipe(
   Layer.provide(Layer.mergeAll(noStore, Layer.succeed(AgentEntity.RunningAgents, new Set()), TestRunner.layer)),
-  Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PLANCKCLAW_MAX_MESSAGE_BYTES", "100"]]))))
+  Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_MAX_MESSAGE_BYTES", "100"]])), { preserveEmptyStrings: true })))
 )
 
 const refusal = <A>(effect: Effect.Effect<A, HostError>) => Effect.flip(effect)
 
 describe("the cluster's AgentHost", () => {
-  it.scoped("answers 503 after PLANCKCLAW_CLUSTER_SEND_TIMEOUT when no runner takes the agent, saying the message is kept", () =>
+  it.effect("answers 503 after PLANCKCLAW_CLUSTER_SEND_TIMEOUT when no runner takes the agent, saying the message is kept", () =>
     Effect.gen(function*() {
       const agents = yield* AgentHost
-      const fiber = yield* Effect.fork(agents.send("alice", { text: "hello", idempotencyKey: "k-1" }))
+      const fiber = yield* Effect.forkChild(agents.send("alice", { text: "hello", idempotencyKey: "k-1" }))
       yield* TestClock.adjust("29 seconds")
       expect(fiber.unsafePoll()).toBeNull()
       yield* TestClock.adjust("2 seconds")
@@ -50,7 +51,7 @@ describe("the cluster's AgentHost", () => {
       expect(error.message).toContain("same Idempotency-Key")
     }).pipe(Effect.provide(host)))
 
-  it.scoped("refuses a bad id, channel, key or size before the cluster sees the message", () =>
+  it.effect("refuses a bad id, channel, key or size before the cluster sees the message", () =>
     Effect.gen(function*() {
       const agents = yield* AgentHost
       expect((yield* refusal(agents.send("Not An Id", { text: "x" }))).reason).toBe("bad-id")

@@ -4,7 +4,7 @@
  */
 import * as fs from "node:fs"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { Effect, Redacted } from "effect"
 
 export interface Line {

@@ -9,7 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Effect } from "effect"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { Layer, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { usePostgres } from "../support/Postgres.js"
@@ -44,7 +44,7 @@ const histories = async (): Promise<Map<string, Array<{ role: string; content: s
     const sql = yield* SqlClient.SqlClient
     return yield* sql<{ agent_id: string; role: string; content: string }>`SELECT agent_id, role, content FROM planckclaw_history
       ORDER BY agent_id, seq`
-  }).pipe(Effect.provide(Layer.unwrapEffect(Effect.map(postgres, (server) => PgClient.layer({ url: Redacted.make(server.url) }))))))
+  }).pipe(Effect.provide(Layer.unwrap(Effect.map(postgres, (server) => PgClient.layer({ url: Redacted.make(server.url) }))))))
   const byAgent = new Map<string, Array<{ role: string; content: string }>>()
   for (const row of rows) {
     const lines = byAgent.get(row.agent_id) ?? []

@@ -4,10 +4,11 @@
  * come out as one line saying the database is unavailable, and one saying
  * it is back; other lines pass; an outage after a quiet minute is told anew.
  */
-import { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "effect/sql/SqlError"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Logger, TestClock } from "effect"
-import type { SqlError as SqlErrorType } from "@effect/sql/SqlError"
+import { Cause, Effect, Logger } from "effect"
+import { TestClock } from "effect/testing"
+import type { SqlError as SqlErrorType } from "effect/sql/SqlError"
 import * as OutageLog from "../../src/cluster/OutageLog.js"
 
 const refused = new SqlError({ message: "Failed to acquire connection", cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }) })
@@ -58,7 +59,7 @@ describe("OutageLog.collapse", () => {
       ])
     }))
 
-  it.scoped("the engine's lock health failing (a timeout, no SqlError): the runner asks the database while it lasts; unreachable is told as the one line, slow is not", () =>
+  it.effect("the engine's lock health failing (a timeout, no SqlError): the runner asks the database while it lasts; unreachable is told as the one line, slow is not", () =>
     Effect.gen(function*() {
       const { lines, logged, probe } = yield* recorder(true)
       let database: "slow" | "fine" | "gone" = "slow"
@@ -68,7 +69,7 @@ describe("OutageLog.collapse", () => {
         return database === "slow" ? Effect.never : database === "fine" ? Effect.void : Effect.fail(refused)
       })
       yield* OutageLog.probing(check, "2 seconds").pipe(Effect.provideService(OutageLog.LockProbe, probe), logged, Effect.forkScoped)
-      const unhealthy = Effect.logError("Shard lock storage is unhealthy", Cause.fail(new Cause.TimeoutException("Operation timed out after '2s'")))
+      const unhealthy = Effect.logError("Shard lock storage is unhealthy", Cause.fail(new Cause.TimeoutError("Operation timed out after '2s'")))
 
       // A loaded machine: the engine's refresh times out, the database answers late, then in time. Nothing told.
       yield* unhealthy.pipe(logged)
@@ -102,7 +103,7 @@ describe("OutageLog.collapse", () => {
       ])
     }))
 
-  it.scoped("a database back before the engine's locks recover: asked again, and a relapse is told", () =>
+  it.effect("a database back before the engine's locks recover: asked again, and a relapse is told", () =>
     Effect.gen(function*() {
       const { lines, logged, probe } = yield* recorder(true)
       let checks = 0
@@ -125,11 +126,11 @@ describe("OutageLog.collapse", () => {
       ])
     }))
 
-  it.scoped("a database that does not answer at all (hung, or a network dropping packets): told after three checks in a row without an answer", () =>
+  it.effect("a database that does not answer at all (hung, or a network dropping packets): told after three checks in a row without an answer", () =>
     Effect.gen(function*() {
       const { lines, logged, probe } = yield* recorder(true)
       yield* OutageLog.probing(Effect.never, "2 seconds").pipe(Effect.provideService(OutageLog.LockProbe, probe), logged, Effect.forkScoped)
-      const unhealthy = Effect.logError("Shard lock storage is unhealthy", Cause.fail(new Cause.TimeoutException("Operation timed out after '2s'")))
+      const unhealthy = Effect.logError("Shard lock storage is unhealthy", Cause.fail(new Cause.TimeoutError("Operation timed out after '2s'")))
       // Two checks unanswered, then the engine's locks recover: a slow spell, and the count starts over.
       yield* unhealthy.pipe(logged)
       yield* TestClock.adjust("8 seconds")

@@ -13,16 +13,16 @@ import { startPostgres } from "../support/Postgres.js"
 import * as Sandbox from "../support/Sandbox.js"
 
 describe("OutageLog.probeLayer", () => {
-  it.scopedLive("the engine's lock health fails while PostgreSQL is down: the runner's check finds it gone, told as the one line", () =>
+  it.live("the engine's lock health fails while PostgreSQL is down: the runner's check finds it gone, told as the one line", () =>
     Effect.gen(function*() {
       const server = yield* startPostgres({ database: "outage_probe" })
       const logs = yield* captureLogs
       // What the engine logs, when the test says so, from inside the runner's layers.
       const engine = yield* Queue.unbounded<string>()
-      const engineLines = Layer.scopedDiscard(Effect.forkScoped(Effect.forever(
+      const engineLines = Layer.effectDiscard(Effect.forkScoped(Effect.forever(
         Queue.take(engine).pipe(Effect.flatMap((text) =>
           text.startsWith("Shard lock storage is unhealthy")
-            ? Effect.logError(text, Cause.fail(new Cause.TimeoutException("Operation timed out after '2s'")))
+            ? Effect.logError(text, Cause.fail(new Cause.TimeoutError("Operation timed out after '2s'")))
             : Effect.logInfo(text)
         ))
       )))

@@ -6,13 +6,14 @@
  * so does everything younger, and memory's own inbox keys. The pruning
  * fiber passes once at start and again each interval of the Clock.
  */
-import * as MachineId from "@effect/cluster/MachineId"
-import * as ShardingConfig from "@effect/cluster/ShardingConfig"
-import * as Snowflake from "@effect/cluster/Snowflake"
-import * as SqlMessageStorage from "@effect/cluster/SqlMessageStorage"
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as MachineId from "effect/cluster/MachineId"
+import * as ShardingConfig from "effect/cluster/ShardingConfig"
+import * as Snowflake from "effect/cluster/Snowflake"
+import * as SqlMessageStorage from "effect/cluster/SqlMessageStorage"
+import * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, TestClock } from "effect"
+import { Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import * as Pruning from "../../src/cluster/Pruning.js"
 import * as TurnJournal from "../../src/cluster/TurnJournal.js"
 import { usePostgres } from "../support/Postgres.js"
@@ -65,7 +66,7 @@ const remaining = Effect.gen(function*() {
  * sleeps, all on real I/O: a pass's deletions are visible before its sleep
  * exists, and a clock moved in between would leave that sleep behind.
  */
-const afterPass = (next: number) => Effect.zipRight(awaitPendingSleep(next), remaining)
+const afterPass = (next: number) => Effect.andThen(awaitPendingSleep(next), remaining)
 
 const tables = Layer.mergeAll(
   SqlMessageStorage.layer.pipe(Layer.provide(ShardingConfig.layer())),

@@ -46,12 +46,12 @@ const brain = Layer.succeed(Brain, {
 })
 
 const listen = HttpApi.parseListen(process.env.RUNNER_HTTP ?? "127.0.0.1:0")
-if (listen._tag === "Left") throw new Error(listen.left)
+if (listen._tag === "Failure") throw new Error(listen.failure)
 
-const main = ClusterServe.serve(listen.right, { discord: process.env.RUNNER_DISCORD !== "0" }).pipe(
+const main = ClusterServe.serve(listen.success, { discord: process.env.RUNNER_DISCORD !== "0" }).pipe(
   Effect.provide(Layer.merge(brain, InMemoryClaws.layer([]))),
   Effect.provide(Logger.minimumLogLevel(process.env.RUNNER_LOG === "debug" ? LogLevel.Debug : LogLevel.Info)),
-  Effect.catchAllCause((cause) => Effect.sync(() => {
+  Effect.catchCause((cause) => Effect.sync(() => {
     process.stderr.write(`runner failed: ${cause}\n`)
     process.exitCode = 1
   }))

@@ -34,13 +34,13 @@ const brain = Layer.succeed(Brain, {
 })
 
 const listen = HttpApi.parseListen(process.env.RUNNER_HTTP ?? "127.0.0.1:0")
-if (listen._tag === "Left") throw new Error(listen.left)
+if (listen._tag === "Failure") throw new Error(listen.failure)
 
-const main = Layer.launch(ClusterServe.layer(listen.right).pipe(
+const main = Layer.launch(ClusterServe.layer(listen.success).pipe(
   Layer.provide(Layer.merge(brain, InMemoryClaws.layer([]))),
   Layer.provide(Logger.minimumLogLevel(process.env.RUNNER_LOG === "debug" ? LogLevel.Debug : LogLevel.Info))
 )).pipe(
-  Effect.catchAllCause((cause) => Effect.sync(() => {
+  Effect.catchCause((cause) => Effect.sync(() => {
     process.stderr.write(`runner failed: ${cause}\n`)
     process.exitCode = 1
   }))

@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Config, ConfigError, Effect, Either, Option } from "effect"
+import { Config, ConfigError, Effect, Result, Option } from "effect"
 import { AgentConfig } from "../../src/AgentConfig.js"
 import { unknownKeys } from "../../src/CliSettings.js"
 import * as ConfigErrors from "../../src/config/ConfigErrors.js"
@@ -18,7 +18,7 @@ describe("config.env", () => {
       "export PLANCKCLAW_MODEL='claude-x'",
       "  export EMPTY=\"\""
     ].join("\n"))
-    expect(Either.getOrThrow(parsed)).toEqual(
+    expect(Result.getOrThrow(parsed)).toEqual(
       new Map([
         ["ANTHROPIC_API_KEY", "abc \"def\""],
         ["HISTORY_MAX", "300"],
@@ -30,9 +30,9 @@ describe("config.env", () => {
 
   it("names the line that is not KEY=value, without repeating it (it may be a pasted secret)", () => {
     expect(ConfigFile.parse("A=1\nsk-ant-pasted-on-its-own\n")).toEqual(
-      Either.left("config.env:2: expected KEY=\"value\" (optionally after export); the line is not shown, as it may hold a secret")
+      Result.fail("config.env:2: expected KEY=\"value\" (optionally after export); the line is not shown, as it may hold a secret")
     )
-    expect(ConfigFile.parse("A=\"open")).toEqual(Either.left(
+    expect(ConfigFile.parse("A=\"open")).toEqual(Result.fail(
       "config.env:1: unterminated double quote (values cannot span lines); the line is not shown, as it may hold a secret"
     ))
   })
@@ -52,7 +52,7 @@ describe("config.env", () => {
       "export G",
       "H=\"a\\\"b\\\\c\\$d\\`e\\nf\""
     ].join("\r\n") + "\r\n")
-    expect(Object.fromEntries(Either.getOrThrow(parsed))).toEqual({
+    expect(Object.fromEntries(Result.getOrThrow(parsed))).toEqual({
       ANTHROPIC_API_KEY: "test-key",
       HISTORY_MAX: "300",
       PLANCKCLAW_MODEL: "claude-x",
@@ -79,7 +79,7 @@ describe("config.env", () => {
       "HOME=/elsewhere",
       "AFTER=$HOME"
     ].join("\n"), "config.env", { HOME: "/home/me", SECRET_FROM_ENV: "test-key", EMPTY: "" })
-    expect(Object.fromEntries(Either.getOrThrow(parsed))).toMatchObject({
+    expect(Object.fromEntries(Result.getOrThrow(parsed))).toMatchObject({
       BASE: "/home/me/agent",
       PLANCKCLAW_DIR: "/home/me/agent/memory",
       KEY: "test-key",
@@ -96,18 +96,18 @@ describe("config.env", () => {
     const marker = path.join(os.tmpdir(), `planckclaw-substitution-${process.pid}`)
     for (const line of [`X=$(touch ${marker})`, `X="$(touch ${marker})"`, `X=\`touch ${marker}\``, `X="a\`touch ${marker}\`"`, "X=$((1+2))"]) {
       const parsed = ConfigFile.parse(`# first\nA=1\n${line}\n`)
-      expect(Either.getLeft(parsed)).toEqual(Option.some(
+      expect(Result.getFailure(parsed)).toEqual(Option.some(
         "config.env:3: command substitution ($(...) or backticks) is never run: write the value itself; " +
           "the line is not shown, as it may hold a secret"
       ))
     }
     expect(fs.existsSync(marker)).toBe(false)
     // In single quotes it is only text, as in a shell.
-    expect(Either.getOrThrow(ConfigFile.parse(`X='$(touch ${marker})'`)).get("X")).toBe(`$(touch ${marker})`)
+    expect(Result.getOrThrow(ConfigFile.parse(`X='$(touch ${marker})'`)).get("X")).toBe(`$(touch ${marker})`)
   })
 
   it("refuses what a shell would read otherwise, naming the line and never showing it", () => {
-    const problem = (text: string) => Either.getLeft(ConfigFile.parse(text)).pipe(Option.getOrElse(() => "accepted"))
+    const problem = (text: string) => Result.getFailure(ConfigFile.parse(text)).pipe(Option.getOrElse(() => "accepted"))
     expect(problem("A=1\nB=two words")).toBe(
       "config.env:2: a space outside quotes ends the value: put the whole value in quotes; the line is not shown, as it may hold a secret"
     )
@@ -172,7 +172,7 @@ describe("config.env", () => {
         Config.string("B"),
         Config.string("C"),
         Config.string("D").pipe(Config.withDefault("unset"))
-      ]).pipe(Effect.withConfigProvider(provider))
+      ]).pipe(Effect.provideService(ConfigProvider.ConfigProvider, provider))
       expect(values).toEqual(["file", "env", "flag", "unset"])
     }))
 
@@ -180,9 +180,7 @@ describe("config.env", () => {
     Effect.gen(function*() {
       const attempt = (settings: Record<string, string>) =>
         Effect.flip(AgentConfig).pipe(
-          Effect.withConfigProvider(
-            ConfigFile.provider({ file: new Map(), environment: {}, flags: new Map(Object.entries(settings)) })
-          ),
+          Effect.provideService(ConfigProvider.ConfigProvider, ConfigFile.provider({ file: new Map(), environment: {}, flags: new Map(Object.entries(settings)) })),
           Effect.map((error) => ConfigErrors.describe(error as ConfigError.ConfigError))
         )
       expect(yield* attempt({ HISTORY_MAX: "lots" })).toContain(

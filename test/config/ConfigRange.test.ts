@@ -7,7 +7,7 @@
  */
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Config, ConfigProvider, Duration, Effect, Either } from "effect"
+import { Config, ConfigProvider, Duration, Effect, Result } from "effect"
 import { AgentConfig } from "../../src/AgentConfig.js"
 import { AnthropicConfig } from "../../src/brain/AnthropicBrain.js"
 import { BrainRetriesConfig, BrainTimeoutConfig } from "../../src/brain/BrainRetry.js"
@@ -19,15 +19,15 @@ import * as Cli from "../support/Cli.js"
 import { tempDir } from "../support/Sandbox.js"
 
 const load = <A>(config: Config.Config<A>, entries: Record<string, string>) =>
-  Effect.either(Effect.withConfigProvider(config, ConfigProvider.fromMap(new Map(Object.entries(entries)))))
+  Effect.result(Effect.provideService(config, ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(entries))), { preserveEmptyStrings: true })))
 
 /** The error line a user would see, or the value. */
 const attempt = <A>(config: Config.Config<A>, entries: Record<string, string>) =>
-  Effect.map(load(config, entries), Either.mapLeft(ConfigErrors.describe))
+  Effect.map(load(config, entries), Result.mapError(ConfigErrors.describe))
 
 interface Case {
   readonly key: string
-  readonly read: (entries: Record<string, string>) => Effect.Effect<Either.Either<number, string>>
+  readonly read: (entries: Record<string, string>) => Effect.Effect<Result.Result<number, string>>
   readonly min: number
   readonly max: number
   /** Seconds may have a fraction; the others are whole numbers. */
@@ -35,13 +35,13 @@ interface Case {
 }
 
 const agentKey = (pick: (config: AgentConfig) => number): Case["read"] => (entries) =>
-  Effect.map(attempt(AgentConfig, { HISTORY_MAX: "1000000000", ...entries }), Either.map(pick))
+  Effect.map(attempt(AgentConfig, { HISTORY_MAX: "1000000000", ...entries }), Result.map(pick))
 
 const cases: ReadonlyArray<Case> = [
   { key: "PLANCKCLAW_MAX_TOKENS", read: agentKey((c) => c.maxTokens), min: 1, max: 1_000_000 },
   {
     key: "HISTORY_MAX",
-    read: (entries) => Effect.map(attempt(AgentConfig, { HISTORY_KEEP: "0", ...entries }), Either.map((c) => c.historyMax)),
+    read: (entries) => Effect.map(attempt(AgentConfig, { HISTORY_KEEP: "0", ...entries }), Result.map((c) => c.historyMax)),
     min: 1,
     max: 1_000_000_000
   },
@@ -61,13 +61,13 @@ const cases: ReadonlyArray<Case> = [
   },
   {
     key: "PLANCKCLAW_CLAW_OUTPUT_MAX",
-    read: (entries) => Effect.map(attempt(ScriptsConfig, entries), Either.map((c) => c.outputMax)),
+    read: (entries) => Effect.map(attempt(ScriptsConfig, entries), Result.map((c) => c.outputMax)),
     min: 1,
     max: 1_048_576
   },
   {
     key: "PLANCKCLAW_CLAW_TIMEOUT",
-    read: (entries) => Effect.map(attempt(ScriptsConfig, entries), Either.map((c) => Duration.toSeconds(c.timeout))),
+    read: (entries) => Effect.map(attempt(ScriptsConfig, entries), Result.map((c) => Duration.toSeconds(c.timeout))),
     min: 0.1,
     max: 86_400,
     seconds: true
@@ -75,14 +75,14 @@ const cases: ReadonlyArray<Case> = [
   {
     key: "PLANCKCLAW_BRAIN_TIMEOUT",
     read: (entries) =>
-      Effect.map(attempt(AnthropicConfig, { ANTHROPIC_API_KEY: "k", ...entries }), Either.map((c) => Duration.toSeconds(c.timeout))),
+      Effect.map(attempt(AnthropicConfig, { ANTHROPIC_API_KEY: "k", ...entries }), Result.map((c) => Duration.toSeconds(c.timeout))),
     min: 0.1,
     max: 3_600,
     seconds: true
   },
   {
     key: "PLANCKCLAW_BRAIN_RETRIES",
-    read: (entries) => Effect.map(attempt(AnthropicConfig, { ANTHROPIC_API_KEY: "k", ...entries }), Either.map((c) => c.retries)),
+    read: (entries) => Effect.map(attempt(AnthropicConfig, { ANTHROPIC_API_KEY: "k", ...entries }), Result.map((c) => c.retries)),
     min: 0,
     max: 100
   }
@@ -92,9 +92,9 @@ describe("numeric settings have ranges", () => {
   for (const { key, max, min, read, seconds } of cases) {
     it.effect(`${key}: ${min} to ${max}`, () =>
       Effect.gen(function*() {
-        expect(yield* read({ [key]: String(min) })).toEqual(Either.right(min))
-        expect(yield* read({ [key]: String(max) })).toEqual(Either.right(max))
-        expect(yield* read({ [key]: ` ${max} ` })).toEqual(Either.right(max))
+        expect(yield* read({ [key]: String(min) })).toEqual(Result.succeed(min))
+        expect(yield* read({ [key]: String(max) })).toEqual(Result.succeed(max))
+        expect(yield* read({ [key]: ` ${max} ` })).toEqual(Result.succeed(max))
         const step = seconds === true ? 0.01 : 1
         const refused = [
           String(min - step),
@@ -110,13 +110,13 @@ describe("numeric settings have ranges", () => {
         ]
         for (const value of refused) {
           const result = yield* read({ [key]: value })
-          expect([value, Either.isLeft(result)]).toEqual([value, true])
-          const message = Either.isLeft(result) ? result.left : ""
+          expect([value, Result.isFailure(result)]).toEqual([value, true])
+          const message = Result.isFailure(result) ? result.failure : ""
           expect(message).toContain(`${key}: expected`)
           expect(message).toContain(`from ${min} to ${max}`)
         }
         expect(yield* read({ [key]: "99999999999999999999" })).toEqual(
-          Either.left(
+          Result.fail(
             `configuration error: ${key}: expected ${seconds === true ? "a number of seconds" : "an integer"} ` +
               `from ${min} to ${max}, got "99999999999999999999"`
           )
@@ -134,18 +134,18 @@ describe("numeric settings have ranges", () => {
   it.effect("HISTORY_KEEP must stay below HISTORY_MAX", () =>
     Effect.gen(function*() {
       const result = yield* attempt(AgentConfig, { HISTORY_MAX: "10", HISTORY_KEEP: "10" })
-      expect(result).toEqual(Either.left("configuration error: HISTORY_KEEP must be smaller than HISTORY_MAX"))
+      expect(result).toEqual(Result.fail("configuration error: HISTORY_KEEP must be smaller than HISTORY_MAX"))
     }))
 
   it.effect("PLANCKCLAW_DEBUG is 1, 0, true or false (any case), nothing else", () =>
     Effect.gen(function*() {
       for (const [value, on] of [["1", true], ["true", true], ["TRUE", true], [" True ", true], ["0", false], ["false", false]] as const) {
-        expect(yield* attempt(DebugConfig, { PLANCKCLAW_DEBUG: value })).toEqual(Either.right(on))
+        expect(yield* attempt(DebugConfig, { PLANCKCLAW_DEBUG: value })).toEqual(Result.succeed(on))
       }
-      expect(yield* attempt(DebugConfig, {})).toEqual(Either.right(false))
+      expect(yield* attempt(DebugConfig, {})).toEqual(Result.succeed(false))
       for (const value of ["abc", "2", "yes", "on", "1.0"]) {
         expect(yield* attempt(DebugConfig, { PLANCKCLAW_DEBUG: value })).toEqual(
-          Either.left(`configuration error: PLANCKCLAW_DEBUG: expected 1, 0, true or false, got "${value}"`)
+          Result.fail(`configuration error: PLANCKCLAW_DEBUG: expected 1, 0, true or false, got "${value}"`)
         )
       }
     }))
@@ -161,7 +161,7 @@ describe("numeric settings out of range (built command)", () => {
       ...extra
     })
 
-  it.scopedLive("exit 2 with one line naming the key and its range", () =>
+  it.live("exit 2 with one line naming the key and its range", () =>
     Effect.gen(function*() {
       const cwd = yield* tempDir("planckclaw-ranges-")
       const expectations = [
@@ -178,7 +178,7 @@ describe("numeric settings out of range (built command)", () => {
       }
     }), 120_000)
 
-  it.scopedLive("PLANCKCLAW_BRAIN_TIMEOUT=2.5 planckclaw run answers", () =>
+  it.live("PLANCKCLAW_BRAIN_TIMEOUT=2.5 planckclaw run answers", () =>
     Effect.gen(function*() {
       const cwd = yield* tempDir("planckclaw-ranges-")
       const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.text("Fine.")))

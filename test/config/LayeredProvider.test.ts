@@ -8,7 +8,7 @@ import * as LayeredProvider from "../../src/config/LayeredProvider.js"
 
 /** What settings were read through before: fromMap providers chained with orElse, flags first. */
 const chained = (maps: ReadonlyArray<Map<string, string>>) =>
-  maps.map((map) => ConfigProvider.fromMap(map)).reduce((first, next) => ConfigProvider.orElse(first, () => next))
+  maps.map((map) => ConfigProvider.fromEnvRecord(Object.fromEntries(map), { preserveEmptyStrings: true })).reduce((first, next) => ConfigProvider.orElse(first, () => next))
 
 const settings = (layers: {
   readonly flags?: Record<string, string>
@@ -24,7 +24,7 @@ const settings = (layers: {
   })
 
 const read = <A>(config: Config.Config<A>, provider: ConfigProvider.ConfigProvider) =>
-  Effect.exit(Effect.withConfigProvider(config, provider))
+  Effect.exit(Effect.provideService(config, ConfigProvider.ConfigProvider, provider))
 
 const message = <A>(exit: Exit.Exit<A, ConfigError.ConfigError>): string =>
   Exit.match(exit, {
@@ -44,7 +44,7 @@ describe("settings precedence (flags, environment, config.env, home defaults)", 
         Config.string("PLANCKCLAW_DIR"),
         Config.string("CLAWS_DIR"),
         Config.string("PLANCKCLAW_AGENTS_DIR")
-      ]).pipe(Effect.withConfigProvider(provider))
+      ]).pipe(Effect.provideService(ConfigProvider.ConfigProvider, provider))
       expect(values).toEqual(["/env/memory", "/file/claws", "/home/agents"])
     }))
 

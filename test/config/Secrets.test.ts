@@ -5,13 +5,13 @@
  * environment in the settings.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Config, ConfigProvider, Effect, Either, Option, Redacted } from "effect"
+import { Config, ConfigProvider, Effect, Result, Option, Redacted } from "effect"
 import * as ConfigErrors from "../../src/config/ConfigErrors.js"
 import * as ConfigFile from "../../src/config/ConfigFile.js"
 import { DiscordConfig } from "../../src/interact/discord/Settings.js"
 import { childEnvironment, headerSecret, problemWith, scrub } from "../../src/config/Secrets.js"
 
-const fromMap = (entries: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(entries)))
+const fromMap = (entries: Record<string, string>) => ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(entries))), { preserveEmptyStrings: true })
 
 describe("secret values", () => {
   it("refuses what an HTTP header cannot carry, saying where, never what", () => {
@@ -36,11 +36,11 @@ describe("secret values", () => {
   it.effect("a declared secret: empty counts as unset, a bad one is refused naming the key only", () =>
     Effect.gen(function*() {
       const key = headerSecret("ANTHROPIC_API_KEY")
-      const ok = yield* Effect.withConfigProvider(key, fromMap({ ANTHROPIC_API_KEY: "sk-good" }))
+      const ok = yield* Effect.provideService(key, ConfigProvider.ConfigProvider, fromMap({ ANTHROPIC_API_KEY: "sk-good" }))
       expect(Redacted.value(ok)).toBe("sk-good")
-      const unset = yield* Effect.withConfigProvider(Config.option(key), fromMap({ ANTHROPIC_API_KEY: "   " }))
+      const unset = yield* Effect.provideService(Config.option(key), ConfigProvider.ConfigProvider, fromMap({ ANTHROPIC_API_KEY: "   " }))
       expect(unset).toEqual(Option.none())
-      const bad = yield* Effect.flip(Effect.withConfigProvider(key, fromMap({ ANTHROPIC_API_KEY: "sk-secret\nX: y" })))
+      const bad = yield* Effect.flip(Effect.provideService(key, ConfigProvider.ConfigProvider, fromMap({ ANTHROPIC_API_KEY: "sk-secret\nX: y" })))
       const line = ConfigErrors.describe(bad)
       expect(line).toBe(
         "configuration error: ANTHROPIC_API_KEY: holds a line break (CR or LF) at character 10; the value is not shown"
@@ -51,12 +51,12 @@ describe("secret values", () => {
     Effect.gen(function*() {
       const key = headerSecret("ANTHROPIC_API_KEY")
       for (const padded of [" sk-padded-0123456789", "sk-padded-0123456789  ", "  sk-padded-0123456789 "]) {
-        const read = yield* Effect.withConfigProvider(key, fromMap({ ANTHROPIC_API_KEY: padded }))
+        const read = yield* Effect.provideService(key, ConfigProvider.ConfigProvider, fromMap({ ANTHROPIC_API_KEY: padded }))
         expect(Redacted.value(read)).toBe("sk-padded-0123456789")
       }
     }))
 
-  it.scoped("a child is not given a variable holding a secret that was set with spaces around it", () =>
+  it.effect("a child is not given a variable holding a secret that was set with spaces around it", () =>
     Effect.gen(function*() {
       const names = ["PLANCKCLAW_TEST_PADDED_BEARER", "PLANCKCLAW_TEST_PADDED_COPY", "PLANCKCLAW_TEST_PADDED_PLAIN"]
       yield* Effect.acquireRelease(
@@ -74,13 +74,13 @@ describe("secret values", () => {
   it.effect("the Discord token may carry a \"Bot \" prefix, but no space inside the token", () =>
     Effect.gen(function*() {
       const read = (token: string) =>
-        Effect.either(
-          Effect.withConfigProvider(DiscordConfig, fromMap({ DISCORD_BOT_TOKEN: token, DISCORD_CHANNEL_ID: "1" }))
+        Effect.result(
+          Effect.provideService(DiscordConfig, ConfigProvider.ConfigProvider, fromMap({ DISCORD_BOT_TOKEN: token, DISCORD_CHANNEL_ID: "1" }))
         )
-      expect(Either.isRight(yield* read("Bot MTIz.abc.def"))).toBe(true)
-      expect(Either.isRight(yield* read("MTIz.abc.def"))).toBe(true)
+      expect(Result.isSuccess(yield* read("Bot MTIz.abc.def"))).toBe(true)
+      expect(Result.isSuccess(yield* read("MTIz.abc.def"))).toBe(true)
       const bad = yield* read("Bot MTIz abc")
-      expect(Either.isLeft(bad) ? ConfigErrors.describe(bad.left) : "").toBe(
+      expect(Result.isFailure(bad) ? ConfigErrors.describe(bad.failure) : "").toBe(
         "configuration error: DISCORD_BOT_TOKEN: holds a space at character 5; the value is not shown"
       )
     }))
@@ -95,8 +95,8 @@ describe("secret values", () => {
           flags: new Map(Object.entries(flags))
         })
       const both = Config.all([Config.string("ANTHROPIC_API_KEY"), Config.string("DISCORD_BOT_TOKEN")])
-      expect(yield* Effect.withConfigProvider(both, provider({}))).toEqual(["from-env", "token-from-file"])
-      expect(yield* Effect.withConfigProvider(both, provider({ ANTHROPIC_API_KEY: "from-flag" }))).toEqual([
+      expect(yield* Effect.provideService(both, ConfigProvider.ConfigProvider, provider({}))).toEqual(["from-env", "token-from-file"])
+      expect(yield* Effect.provideService(both, ConfigProvider.ConfigProvider, provider({ ANTHROPIC_API_KEY: "from-flag" }))).toEqual([
         "from-flag",
         "token-from-file"
       ])

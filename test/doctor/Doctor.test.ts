@@ -9,9 +9,10 @@
 import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Fiber, TestClock } from "effect"
+import { ConfigProvider, Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import * as BrainCheck from "../../src/doctor/BrainCheck.js"
 import * as ClawsCheck from "../../src/doctor/ClawsCheck.js"
 import * as DirectoryCheck from "../../src/doctor/DirectoryCheck.js"
@@ -30,7 +31,7 @@ const model = "claude-haiku-4-5-20251001"
 
 /** Runs a check with exactly these settings (no config.env, no environment). */
 const withSettings = (settings: Record<string, string>) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.withConfigProvider(effect, ConfigProvider.fromMap(new Map(Object.entries(settings))))
+  Effect.provideService(effect, ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(settings))), { preserveEmptyStrings: true }))
 
 const brain = (settings: Record<string, string>) =>
   BrainCheck.check.pipe(withSettings(settings), Effect.provide(FetchHttpClient.layer))
@@ -46,7 +47,7 @@ const anthropicModels = (served: string) => (request: AnthropicServer.RecordedRe
     : AnthropicServer.apiError(404, "not_found_error", `model: ${request.path.split("/").pop()}`)
 
 describe("doctor: the brain", () => {
-  it.scopedLive("Anthropic: one GET of the model with the key and version headers; reachable, key accepted, model served", () =>
+  it.live("Anthropic: one GET of the model with the key and version headers; reachable, key accepted, model served", () =>
     Effect.gen(function*() {
       const server = yield* AnthropicServer.make(anthropicModels(model))
       const findings = yield* brain({ ANTHROPIC_API_KEY: key, ANTHROPIC_BASE_URL: server.url })
@@ -60,7 +61,7 @@ describe("doctor: the brain", () => {
       expect((yield* server.requests).length).toBe(1)
     }))
 
-  it.scopedLive("Anthropic: a rejected key says rejected, never the key, and leaves the model unchecked", () =>
+  it.live("Anthropic: a rejected key says rejected, never the key, and leaves the model unchecked", () =>
     Effect.gen(function*() {
       const server = yield* AnthropicServer.make(anthropicModels(model))
       const findings = yield* brain({ ANTHROPIC_API_KEY: "another-key-not-secret", ANTHROPIC_BASE_URL: server.url })
@@ -71,7 +72,7 @@ describe("doctor: the brain", () => {
       expect(lines(findings).join("\n")).not.toContain("another-key")
     }))
 
-  it.scopedLive("Anthropic: a model the API lacks (404) fails the model line, naming it", () =>
+  it.live("Anthropic: a model the API lacks (404) fails the model line, naming it", () =>
     Effect.gen(function*() {
       const server = yield* AnthropicServer.make(anthropicModels("claude-other"))
       const findings = yield* brain({ ANTHROPIC_API_KEY: key, ANTHROPIC_BASE_URL: server.url, PLANCKCLAW_MODEL: "claude-nope" })
@@ -79,7 +80,7 @@ describe("doctor: the brain", () => {
       expect(lines(findings)[1]).toContain(`✘ model: claude-nope is not served by ${server.url} (404) → set PLANCKCLAW_MODEL`)
     }))
 
-  it.scopedLive("another error answer is shown in the API's words, with a key it echoes redacted", () =>
+  it.live("another error answer is shown in the API's words, with a key it echoes redacted", () =>
     Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(
         AnthropicServer.apiError(529, "overloaded_error", `Overloaded (request by ${key})`)
@@ -90,7 +91,7 @@ describe("doctor: the brain", () => {
       )
     }))
 
-  it.scopedLive("an unreachable API (closed port) fails the brain line with the system's reason", () =>
+  it.live("an unreachable API (closed port) fails the brain line with the system's reason", () =>
     Effect.gen(function*() {
       const url = yield* AnthropicServer.unusedUrl
       const findings = yield* brain({ ANTHROPIC_API_KEY: key, ANTHROPIC_BASE_URL: url })
@@ -98,10 +99,10 @@ describe("doctor: the brain", () => {
       expect(findings[0]!.detail).toMatch(new RegExp(`^cannot reach ${url}: .*ECONNREFUSED`))
     }))
 
-  it.scoped("an API that never answers fails after 10 s of the TestClock, not before", () =>
+  it.effect("an API that never answers fails after 10 s of the TestClock, not before", () =>
     Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.hang))
-      const fiber = yield* Effect.fork(brain({ ANTHROPIC_API_KEY: key, ANTHROPIC_BASE_URL: server.url }))
+      const fiber = yield* Effect.forkChild(brain({ ANTHROPIC_API_KEY: key, ANTHROPIC_BASE_URL: server.url }))
       yield* server.awaitRequests(1)
       yield* awaitPendingSleep(10_000)
       yield* TestClock.adjust("9999 millis")
@@ -120,7 +121,7 @@ describe("doctor: the brain", () => {
       ])
     }))
 
-  it.scopedLive("OpenAI-compatible: GET {base}/models/{model} with a Bearer key; a rejected key never shown", () =>
+  it.live("OpenAI-compatible: GET {base}/models/{model} with a Bearer key; a rejected key never shown", () =>
     Effect.gen(function*() {
       const server = yield* ChatCompletionsServer.make((request) =>
         request.headers.authorization !== `Bearer ${key}`
@@ -145,7 +146,7 @@ describe("doctor: the brain", () => {
       ])
     }))
 
-  it.scopedLive("OpenAI-compatible: without /models/{model} (llama.cpp), the /models list decides; a model it lacks is named", () =>
+  it.live("OpenAI-compatible: without /models/{model} (llama.cpp), the /models list decides; a model it lacks is named", () =>
     Effect.gen(function*() {
       const server = yield* ChatCompletionsServer.make((request) =>
         request.path === "/v1/models"
@@ -170,7 +171,7 @@ describe("doctor: the brain", () => {
 })
 
 describe("doctor: claws, memory, runtime", () => {
-  it.scoped("every claw with what `tools` finds: its tools, or the line that failed and why", () =>
+  it.effect("every claw with what `tools` finds: its tools, or the line that failed and why", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       box.claw("dice.sh", `${tool("roll_dice")}\n${tool("flip_coin")}\necho 4\n`)
@@ -195,7 +196,7 @@ describe("doctor: claws, memory, runtime", () => {
       ])
     }))
 
-  it.scoped("a memory directory held by another live process fails `other run`; a dead owner's lock passes", () =>
+  it.effect("a memory directory held by another live process fails `other run`; a dead owner's lock passes", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       box.writeMemory("history.jsonl", "")
@@ -212,14 +213,14 @@ describe("doctor: claws, memory, runtime", () => {
         `✘ other run: a planckclaw run, or a serve running this agent (pid ${holder.pid}), holds ${box.memory} → stop it before starting another run on this memory (compact and usage work beside it)`
       )
       holder.kill("SIGKILL")
-      yield* Effect.async<void>((resume) => void holder.once("exit", () => resume(Effect.void)))
+      yield* Effect.callback<void>((resume) => void holder.once("exit", () => resume(Effect.void)))
       const released = yield* DirectoryCheck.memory.pipe(withSettings({ PLANCKCLAW_DIR: box.memory }))
       expect(lines(released)[1]).toBe(
         `✔ other run: no other run holds ${box.memory}; the stale lock of pid ${holder.pid} will be taken over`
       )
     }))
 
-  it.scoped("memory: a directory others can write, and a memory file that is a link, fail with what to do", () =>
+  it.effect("memory: a directory others can write, and a memory file that is a link, fail with what to do", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       box.writeMemory("soul.md", "You are terse.")
@@ -232,7 +233,7 @@ describe("doctor: claws, memory, runtime", () => {
       expect(linked[0]).toMatchObject({ status: "fail", remedy: expect.stringContaining("history.jsonl away") })
     }))
 
-  it.scoped("runtime: absent passes (a run makes it); open to others or held by a live run fails", () =>
+  it.effect("runtime: absent passes (a run makes it); open to others or held by a live run fails", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const check = DirectoryCheck.runtime.pipe(withSettings({ PLANCKCLAW_RUN_DIR: box.runDir }))
@@ -257,7 +258,7 @@ describe("doctor: Discord", () => {
   const discord = (settings: Record<string, string>) =>
     DiscordCheck.check.pipe(withSettings(settings), Effect.provide(FetchHttpClient.layer))
 
-  it.scopedLive("a token Discord accepts, the Message Content intent on and a visible channel pass", () =>
+  it.live("a token Discord accepts, the Message Content intent on and a visible channel pass", () =>
     Effect.gen(function*() {
       const server = yield* fake()
       const findings = yield* discord({ DISCORD_BOT_TOKEN: token, DISCORD_CHANNEL_ID: channel, DISCORD_API_URL: server.apiUrl })
@@ -273,7 +274,7 @@ describe("doctor: Discord", () => {
       ])
     }))
 
-  it.scopedLive("a rejected token says rejected and what to do, never the token", () =>
+  it.live("a rejected token says rejected and what to do, never the token", () =>
     Effect.gen(function*() {
       const server = yield* fake()
       const findings = yield* discord({ DISCORD_BOT_TOKEN: "Bot other-bot-token", DISCORD_CHANNEL_ID: channel, DISCORD_API_URL: server.apiUrl })
@@ -282,7 +283,7 @@ describe("doctor: Discord", () => {
       expect(lines(findings).join("\n")).not.toContain("other-bot-token")
     }))
 
-  it.scopedLive("the Message Content intent off, and a channel the bot cannot see, each fail with what to do", () =>
+  it.live("the Message Content intent off, and a channel the bot cannot see, each fail with what to do", () =>
     Effect.gen(function*() {
       const server = yield* fake({ applicationFlags: 1 << 23 })
       const findings = yield* discord({

@@ -31,7 +31,7 @@ const setup = (settings: Record<string, string>) =>
   })
 
 describe("planckclaw doctor (built command)", () => {
-  it.scopedLive("all checks pass: one ✔ line each, no escape codes, exit 0", () =>
+  it.live("all checks pass: one ✔ line each, no escape codes, exit 0", () =>
     Effect.gen(function*() {
       const { box, server } = yield* setup({})
       // The key from config.env, as most users keep it.
@@ -59,7 +59,7 @@ describe("planckclaw doctor (built command)", () => {
       expect((yield* server.requests).map((request) => `${request.method} ${request.path}`)).toEqual([`GET /v1/models/${model}`])
     }))
 
-  it.scopedLive("a rejected key and a memory held by another run: ✘ lines with what to do, the key never shown, exit 1", () =>
+  it.live("a rejected key and a memory held by another run: ✘ lines with what to do, the key never shown, exit 1", () =>
     Effect.gen(function*() {
       const { box, server } = yield* setup({ ANTHROPIC_API_KEY: "wrong-key-not-secret" })
       box.writeMemory("history.jsonl", "")
@@ -80,7 +80,7 @@ describe("planckclaw doctor (built command)", () => {
       expect(result.code).toBe(1)
     }))
 
-  it.scopedLive("a config.env that does not parse is the one ✘ line, naming its line, exit 1", () =>
+  it.live("a config.env that does not parse is the one ✘ line, naming its line, exit 1", () =>
     Effect.gen(function*() {
       const { box } = yield* setup({})
       fs.writeFileSync(box.path("config.env"), `# keys\nANTHROPIC_API_KEY="${key}\n`)
@@ -90,7 +90,7 @@ describe("planckclaw doctor (built command)", () => {
       expect(result.code).toBe(1)
     }))
 
-  it.scopedLive("an installation without the spawn helper's program: ✘ claw starter, saying what it costs and what to do, exit 1", () =>
+  it.live("an installation without the spawn helper's program: ✘ claw starter, saying what it costs and what to do, exit 1", () =>
     Effect.gen(function*() {
       const { box } = yield* setup({ ANTHROPIC_API_KEY: key })
       // A copy of the installed package whose dist/cli/ lacks the helper's bundle (an interrupted build or install).
@@ -114,7 +114,7 @@ describe("planckclaw doctor (built command)", () => {
       expect(result.code).toBe(1)
     }))
 
-  it.scopedLive("--brain openai checks that brain: a model the server lacks is ✘ naming it, exit 1", () =>
+  it.live("--brain openai checks that brain: a model the server lacks is ✘ naming it, exit 1", () =>
     Effect.gen(function*() {
       const server = yield* ChatCompletionsServer.make((request) =>
         request.path === "/v1/models"

@@ -2,7 +2,7 @@
  * Doctor sends the brain's key too: an echoed key straddling the excerpt's
  * cut never shows, and a redirect is not followed to the host it names.
  */
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect } from "effect"
 import * as BrainCheck from "../../src/doctor/BrainCheck.js"
@@ -13,12 +13,12 @@ const key = "sk-live-0123456789abcdefghijKLMN"
 
 const brain = (settings: Record<string, string>) =>
   BrainCheck.check.pipe(
-    Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(settings)))),
+    Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(settings))), { preserveEmptyStrings: true })),
     Effect.provide(FetchHttpClient.layer)
   )
 
 describe("doctor and the key", () => {
-  it.scopedLive("an error that echoes the key across the excerpt's cut never shows a piece of it", () =>
+  it.live("an error that echoes the key across the excerpt's cut never shows a piece of it", () =>
     Effect.gen(function*() {
       const pads = Array.from({ length: 80 }, (_, index) => 120 + index * 3)
       const server = yield* AnthropicServer.make((_, index) =>
@@ -33,7 +33,7 @@ describe("doctor and the key", () => {
       expect(shown.filter((line) => line.includes(key.slice(0, 8)) || line.includes(key.slice(8, 16)))).toEqual([])
     }))
 
-  it.scopedLive("a redirect is not followed: the host it names gets nothing, and the advice says to fix the base URL", () =>
+  it.live("a redirect is not followed: the host it names gets nothing, and the advice says to fix the base URL", () =>
     Effect.gen(function*() {
       const elsewhere = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.respond(200, { id: "m" })))
       const server = yield* AnthropicServer.make(AnthropicServer.replies(

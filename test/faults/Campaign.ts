@@ -8,7 +8,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { expect } from "@effect/vitest"
-import { Effect, Either, type Scope } from "effect"
+import { Effect, Result, type Scope } from "effect"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
 import { line } from "../support/Harness.js"
@@ -40,7 +40,7 @@ export const sandbox = (settings: Record<string, string> = {}): Effect.Effect<Sa
 
 /** Parses every line of a JSONL text; the lines that do not parse. */
 export const unparsableLines = (text: string): Array<string> =>
-  text.split("\n").filter((raw) => raw !== "" && Either.isLeft(Either.try(() => JSON.parse(raw) as unknown)))
+  text.split("\n").filter((raw) => raw !== "" && Result.isFailure(Result.try(() => JSON.parse(raw) as unknown)))
 
 /** A small seeded PRNG (mulberry32), so a failing campaign can be replayed from its seed. */
 export const prng = (seed: number) => {

@@ -6,7 +6,7 @@
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
-import { Effect, Either, Queue, type Scope, Stream } from "effect"
+import { Effect, Result, Queue, type Scope, Stream } from "effect"
 import { framed, makeLineFramer } from "../../src/fifo/Framing.js"
 import { decodeInteractLine, encodeInteractLine } from "../../src/fifo/InteractLine.js"
 import { openReader } from "../../src/fifo/PipeEnd.js"
@@ -25,7 +25,7 @@ export const listening = (runDir: string) => Pipes.listening(runDir, BOUND)
 export const sendRaw = (runDir: string, bytes: string | Uint8Array) =>
   Effect.gen(function*() {
     const fd = yield* eventually("interact_in to accept a writer", () => Pipes.openInteractIn(runDir))
-    yield* Effect.async<void>((resume) => {
+    yield* Effect.callback<void>((resume) => {
       const socket = new net.Socket({ fd, readable: false, writable: true })
       socket.on("error", (error) => resume(Effect.die(error)))
       socket.end(bytes, () => {
@@ -57,16 +57,16 @@ export const connect = (runDir: string): Effect.Effect<InteractClient, WaitTimed
     yield* reader.chunks.pipe(
       framed(() => makeLineFramer(16 * 1024 * 1024)),
       Stream.runForEach((frame) =>
-        Either.match(Either.flatMap(frame, decodeInteractLine), {
-          onLeft: (error) => Effect.die(new Error(`unreadable line on interact_out: ${error.message}`)),
-          onRight: (reply) => Queue.offer(inbox, reply)
+        Result.match(Result.flatMap(frame, decodeInteractLine), {
+          onFailure: (error) => Effect.die(new Error(`unreadable line on interact_out: ${error.message}`)),
+          onSuccess: (reply) => Queue.offer(inbox, reply)
         })),
       Effect.ignore,
       Effect.forkScoped
     )
     return {
       send: (text, channel = "cli") =>
-        sendRaw(runDir, Either.getOrThrow(encodeInteractLine({ channel, text }))),
+        sendRaw(runDir, Result.getOrThrow(encodeInteractLine({ channel, text }))),
       sendRaw: (bytes) => sendRaw(runDir, bytes),
       reply: Queue.take(inbox).pipe(within("a reply on interact_out")),
       pending: Queue.takeAll(inbox).pipe(Effect.map((chunk) => [...chunk]))

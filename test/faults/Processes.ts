@@ -96,7 +96,7 @@ export const planckclaw = (
       })
     })
     const awaitCondition = <A>(what: string, check: () => A | undefined) =>
-      Effect.async<A>((resume) => {
+      Effect.callback<A>((resume) => {
         const waker = () => {
           const value = check()
           if (value !== undefined) {
@@ -131,7 +131,7 @@ export const planckclaw = (
           lines().length >= count ? lines() : undefined),
       awaitStderr: (pattern) =>
         awaitCondition(`stderr to match ${pattern}`, () => (pattern.test(stderr) ? stderr : undefined)),
-      write: (input) => Effect.async<void>((resume) => void proc.stdin!.write(input, () => resume(Effect.void))),
+      write: (input) => Effect.callback<void>((resume) => void proc.stdin!.write(input, () => resume(Effect.void))),
       closeInput: Effect.sync(() => void proc.stdin!.end()),
       signal: (signal) => Effect.sync(() => void proc.kill(signal)),
       ended: Effect.promise(() => exit).pipe(within(`planckclaw ${args.join(" ")} to exit`))

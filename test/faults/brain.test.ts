@@ -32,7 +32,7 @@ import { planckclaw, strays } from "./Processes.js"
 const TIMEOUT = 120_000
 
 describe("faults: brain", () => {
-  it.scopedLive("brain: connection refused → apology, nothing stored; answered once the API is back", () =>
+  it.live("brain: connection refused → apology, nothing stored; answered once the API is back", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const port = yield* unusedPort
@@ -50,7 +50,7 @@ describe("faults: brain", () => {
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("brain: the connection drops before an answer → answered after the retry", () =>
+  it.live("brain: the connection drops before an answer → answered after the retry", () =>
     Effect.gen(function*() {
       const t = yield* session(replies(drop, text("after the drop"), text("B")), { PLANCKCLAW_BRAIN_RETRIES: "1" }, [
         "first",
@@ -61,7 +61,7 @@ describe("faults: brain", () => {
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["first", "after the drop"], ["second", "B"]))
     }), TIMEOUT)
 
-  it.scopedLive("brain: a hang past the timeout → answered after the retry", () =>
+  it.live("brain: a hang past the timeout → answered after the retry", () =>
     Effect.gen(function*() {
       const t = yield* session(
         replies(hang, text("after the hang"), text("B")),
@@ -74,14 +74,14 @@ describe("faults: brain", () => {
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["first", "after the hang"], ["second", "B"]))
     }), TIMEOUT)
 
-  it.scopedLive("brain: a hang on every attempt → apology, nothing stored, the next message answered", () =>
+  it.live("brain: a hang on every attempt → apology, nothing stored, the next message answered", () =>
     Effect.gen(function*() {
       const t = yield* session(replies(hang, text("B")), { PLANCKCLAW_BRAIN_TIMEOUT: "1" }, ["first", "second"])
       expect(t.replies).toEqual([APOLOGY, "B"])
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["second", "B"]))
     }), TIMEOUT)
 
-  it.scopedLive("brain: a 500 then a 200 → answered after the retry", () =>
+  it.live("brain: a 500 then a 200 → answered after the retry", () =>
     Effect.gen(function*() {
       const t = yield* session(
         replies(apiError(500, "api_error", "Internal server error"), text("after the 500"), text("B")),
@@ -93,7 +93,7 @@ describe("faults: brain", () => {
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["first", "after the 500"], ["second", "B"]))
     }), TIMEOUT)
 
-  it.scopedLive("brain: a 529 then a 200 → answered after the retry", () =>
+  it.live("brain: a 529 then a 200 → answered after the retry", () =>
     Effect.gen(function*() {
       const t = yield* session(
         replies(apiError(529, "overloaded_error", "Overloaded"), text("after the 529"), text("B")),
@@ -105,7 +105,7 @@ describe("faults: brain", () => {
       expect(t.result.stderr).toContain("overloaded_error")
     }), TIMEOUT)
 
-  it.scopedLive("brain: a 429 with retry-after then a 200 → answered after the wait", () =>
+  it.live("brain: a 429 with retry-after then a 200 → answered after the wait", () =>
     Effect.gen(function*() {
       const t = yield* session(
         replies(apiError(429, "rate_limit_error", "Slow down", { "retry-after": "1" }), text("after the 429"), text("B")),
@@ -117,7 +117,7 @@ describe("faults: brain", () => {
       expect(t.result.stderr).toContain("rate_limit_error")
     }), TIMEOUT)
 
-  it.scopedLive("brain: a 529 on every attempt → apology once the retries run out, nothing stored, loop goes on", () =>
+  it.live("brain: a 529 on every attempt → apology once the retries run out, nothing stored, loop goes on", () =>
     Effect.gen(function*() {
       const overloaded = apiError(529, "overloaded_error", "Overloaded")
       const t = yield* session(replies(overloaded, overloaded, text("B")), { PLANCKCLAW_BRAIN_RETRIES: "1" }, [
@@ -129,7 +129,7 @@ describe("faults: brain", () => {
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["second", "B"]))
     }), TIMEOUT)
 
-  it.scopedLive("brain: a 400 → misconfigured reply at once (no retry), the API's words and the setting logged, loop goes on", () =>
+  it.live("brain: a 400 → misconfigured reply at once (no retry), the API's words and the setting logged, loop goes on", () =>
     Effect.gen(function*() {
       const t = yield* session(
         replies(apiError(400, "invalid_request_error", "messages: roles must alternate"), text("B")),
@@ -143,7 +143,7 @@ describe("faults: brain", () => {
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["second", "B"]))
     }), TIMEOUT)
 
-  it.scopedLive("brain: a 200 whose body is not JSON → apology, loop goes on", () =>
+  it.live("brain: a 200 whose body is not JSON → apology, loop goes on", () =>
     Effect.gen(function*() {
       const t = yield* session(replies(respond(200, "this is not json"), text("B")), {}, ["first", "second"])
       expect(t.replies).toEqual([APOLOGY, "B"])
@@ -151,7 +151,7 @@ describe("faults: brain", () => {
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["second", "B"]))
     }), TIMEOUT)
 
-  it.scopedLive("brain: a 200 whose JSON is cut short → apology, loop goes on", () =>
+  it.live("brain: a 200 whose JSON is cut short → apology, loop goes on", () =>
     Effect.gen(function*() {
       const cut = respond(200, `{"id":"msg_1","type":"message","content":[{"type":"text","text":"Hel`, {
         "content-type": "application/json"
@@ -161,7 +161,7 @@ describe("faults: brain", () => {
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["second", "B"]))
     }), TIMEOUT)
 
-  it.scopedLive("brain: the connection drops mid-body → answered after the retry", () =>
+  it.live("brain: the connection drops mid-body → answered after the retry", () =>
     Effect.gen(function*() {
       const body = JSON.stringify({ content: [{ type: "text", text: "never whole" }], stop_reason: "end_turn" })
       const t = yield* session(
@@ -173,7 +173,7 @@ describe("faults: brain", () => {
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["first", "after the cut"], ["second", "B"]))
     }), TIMEOUT)
 
-  it.scopedLive("brain: an HTML page (a proxy's 502, then a 200) → apology, loop goes on", () =>
+  it.live("brain: an HTML page (a proxy's 502, then a 200) → apology, loop goes on", () =>
     Effect.gen(function*() {
       const page = "<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1></body></html>"
       const t = yield* session(
@@ -191,7 +191,7 @@ describe("faults: brain", () => {
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["second", "B"]))
     }), TIMEOUT)
 
-  it.scopedLive("brain: an empty content array → a clear reply, nothing stored, loop goes on", () =>
+  it.live("brain: an empty content array → a clear reply, nothing stored, loop goes on", () =>
     Effect.gen(function*() {
       const t = yield* session(replies(message([]), text("B")), {}, ["first", "second"])
       expect(t.replies).toEqual([
@@ -201,7 +201,7 @@ describe("faults: brain", () => {
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["second", "B"]))
     }), TIMEOUT)
 
-  it.scopedLive("brain: stop_reason max_tokens → the partial answer, marked as cut; with no text, a clear reply", () =>
+  it.live("brain: stop_reason max_tokens → the partial answer, marked as cut; with no text, a clear reply", () =>
     Effect.gen(function*() {
       const t = yield* session(
         replies(message([{ type: "text", text: "The answer is" }], "max_tokens"), message([], "max_tokens"), text("C")),
@@ -220,7 +220,7 @@ describe("faults: brain", () => {
       )
     }), TIMEOUT)
 
-  it.scopedLive("brain: a tool_use naming an unknown tool → the model is told, then the answer", () =>
+  it.live("brain: a tool_use naming an unknown tool → the model is told, then the answer", () =>
     Effect.gen(function*() {
       const t = yield* session(
         replies(
@@ -242,7 +242,7 @@ describe("faults: brain", () => {
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["first", "No such tool, sorry."], ["second", "B"]))
     }), TIMEOUT)
 
-  it.scopedLive("brain: tool_use input that is not an object → error results, then the answer", () =>
+  it.live("brain: tool_use input that is not an object → error results, then the answer", () =>
     Effect.gen(function*() {
       const t = yield* session(
         replies(
@@ -274,7 +274,7 @@ describe("faults: brain", () => {
       expect(results[3]!.content).toMatch(/Unix timestamp: \d+/)
     }), TIMEOUT)
 
-  it.scopedLive("brain: a model that keeps calling tools past the round limit → a clear message, nothing stored", () =>
+  it.live("brain: a model that keeps calling tools past the round limit → a clear message, nothing stored", () =>
     Effect.gen(function*() {
       const handler: Handler = (request) =>
         lastUserText(request.body) === "loop forever"
@@ -293,7 +293,7 @@ describe("faults: brain", () => {
       expect(t.box.memoryFile("history.jsonl")).toBe(answered(["second", "re: second"]))
     }), TIMEOUT)
 
-  it.scopedLive("brain: a 200 with a root-level error key → apology, loop goes on", () =>
+  it.live("brain: a 200 with a root-level error key → apology, loop goes on", () =>
     Effect.gen(function*() {
       const t = yield* session(
         replies(respond(200, { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }), text("B")),

@@ -32,7 +32,7 @@ const callOnce = (name: string, input: unknown = {}): Handler =>
   replies(toolUse([{ id: "tu_1", name, input }]), text("Here is what the tool said."), text("B"))
 
 describe("faults: claws", () => {
-  it.scopedLive("claws: a claw that hangs → timed out, its whole process group killed, no zombie left", () =>
+  it.live("claws: a claw that hangs → timed out, its whole process group killed, no zombie left", () =>
     Effect.gen(function*() {
       const t = yield* session(callOnce("hang"), { PLANCKCLAW_CLAW_TIMEOUT: "1" }, ["first", "second"], (box) => {
         box.claw(
@@ -52,7 +52,7 @@ describe("faults: claws", () => {
       )
     }), TIMEOUT)
 
-  it.scopedLive("claws: a claw that floods its output → cut at the limit with a marker, the writer killed", () =>
+  it.live("claws: a claw that floods its output → cut at the limit with a marker, the writer killed", () =>
     Effect.gen(function*() {
       const t = yield* session(callOnce("flood"), { PLANCKCLAW_CLAW_OUTPUT_MAX: "1000" }, ["first", "second"], (box) => {
         box.claw("flood.sh", `${tool("flood")}\necho $$ > "$D/flood.pid"\nexec yes flooding\n`)
@@ -65,7 +65,7 @@ describe("faults: claws", () => {
       yield* gone("the flooding claw", yield* pidIn(t.box.path("flood.pid")))
     }), TIMEOUT)
 
-  it.scopedLive("claws: a claw that exits non-zero or dies by a signal → an error result with its stderr", () =>
+  it.live("claws: a claw that exits non-zero or dies by a signal → an error result with its stderr", () =>
     Effect.gen(function*() {
       const handler = replies(
         toolUse([{ id: "tu_1", name: "fail", input: {} }, { id: "tu_2", name: "crash", input: {} }]),
@@ -88,7 +88,7 @@ describe("faults: claws", () => {
       ])
     }), TIMEOUT)
 
-  it.scopedLive("claws: a claw that prints invalid UTF-8 → replacement characters, answered", () =>
+  it.live("claws: a claw that prints invalid UTF-8 → replacement characters, answered", () =>
     Effect.gen(function*() {
       const t = yield* session(callOnce("latin1"), {}, ["first", "second"], (box) => {
         box.claw("latin1.sh", `${tool("latin1")}\nprintf 'caf\\351 \\377\\376 ok \\342\\202'\n`)
@@ -97,7 +97,7 @@ describe("faults: claws", () => {
       expect(resultsIn(t.requests, 1)[0]!.content).toBe("caf\uFFFD \uFFFD\uFFFD ok \uFFFD")
     }), TIMEOUT)
 
-  it.scopedLive("claws: a malformed #TOOLS: line → skipped with one warning naming file and line, other tools kept", () =>
+  it.live("claws: a malformed #TOOLS: line → skipped with one warning naming file and line, other tools kept", () =>
     Effect.gen(function*() {
       const t = yield* session(callOnce("good"), {}, ["first", "second"], (box) => {
         box.claw(
@@ -125,7 +125,7 @@ describe("faults: claws", () => {
       }
     }), TIMEOUT)
 
-  it.scopedLive("claws: a tool declared by two claws → the first file wins, with a warning", () =>
+  it.live("claws: a tool declared by two claws → the first file wins, with a warning", () =>
     Effect.gen(function*() {
       const t = yield* session(callOnce("dup"), {}, ["first", "second"], (box) => {
         box.claw("a.sh", `${tool("dup", "from a")}\necho "a ran"\n`)
@@ -140,7 +140,7 @@ describe("faults: claws", () => {
       expect(t.result.stderr).toMatch(/b\.sh:3.*"dup" is already declared at .*a\.sh:3; the first declaration wins/)
     }), TIMEOUT)
 
-  it.scopedLive("claws: tool names outside ^[A-Za-z0-9_-]{1,64}$ → rejected with warnings, valid ones kept", () =>
+  it.live("claws: tool names outside ^[A-Za-z0-9_-]{1,64}$ → rejected with warnings, valid ones kept", () =>
     Effect.gen(function*() {
       const bad = ["bad name!", "x".repeat(65), "", "semi;colon", "tab\tname", "héllo", "new\nline"]
       const handler: Handler = (request, index) =>
@@ -166,7 +166,7 @@ describe("faults: claws", () => {
       }
     }), TIMEOUT)
 
-  it.scopedLive("claws: a claw that leaves a background child holding its stdout → answered at once, child killed", () =>
+  it.live("claws: a claw that leaves a background child holding its stdout → answered at once, child killed", () =>
     Effect.gen(function*() {
       const t = yield* session(callOnce("leaky"), {}, ["first", "second"], (box) => {
         box.claw("leaky.sh", `${tool("leaky")}\nsleep 1000 &\necho $! > "$D/leaky-child.pid"\necho started\n`)
@@ -176,7 +176,7 @@ describe("faults: claws", () => {
       yield* gone("the claw's background child", yield* pidIn(t.box.path("leaky-child.pid")))
     }), TIMEOUT)
 
-  it.scopedLive("claws: CLAWS_DIR missing → answered without tools, with a warning", () =>
+  it.live("claws: CLAWS_DIR missing → answered without tools, with a warning", () =>
     Effect.gen(function*() {
       const t = yield* session(replies(text("A"), text("B")), { CLAWS_DIR: "/nonexistent/claws" }, ["first", "second"])
       expect(t.replies).toEqual(["A", "B"])

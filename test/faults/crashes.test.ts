@@ -10,7 +10,7 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Either, Option, Schedule } from "effect"
+import { Deferred, Effect, Result, Option, Schedule } from "effect"
 import { replay } from "../../src/memory/Inbox.js"
 import {
   make as brainServer,
@@ -183,7 +183,7 @@ const summarise = (ledger: Ledger, box: Sandbox) => {
 const fillPipe = (file: string) => {
   const fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK)
   const filler = Buffer.from(`filler\t${"x".repeat(4096 - 8)}\n`)
-  while (Either.isRight(Either.try(() => fs.writeSync(fd, filler)))) {
+  while (Result.isSuccess(Result.try(() => fs.writeSync(fd, filler)))) {
     // Until the kernel says EAGAIN: the pipe is full.
   }
   fs.closeSync(fd)
@@ -193,7 +193,7 @@ const fillPipe = (file: string) => {
 const newLedger = (): Ledger => ({ sent: [], answers: new Map(), pendingAtKill: new Set(), owed: new Set(), problems: [] })
 
 describe("faults: crashes", () => {
-  it.scopedLive(`crash: SIGKILL at random points during turns, 8 runs (seed ${SEED}) → every answered exchange remembered once`, () =>
+  it.live(`crash: SIGKILL at random points during turns, 8 runs (seed ${SEED}) → every answered exchange remembered once`, () =>
     Effect.gen(function*() {
       const rand = prng(SEED)
       console.log(`crash campaign (turns): seed ${SEED}`)
@@ -230,7 +230,7 @@ describe("faults: crashes", () => {
       expect(yield* strays(box)).toEqual([])
     }), 300_000)
 
-  it.scopedLive(`crash: SIGKILL at random points during compaction, 8 runs (seed ${SEED}) → no line lost or duplicated`, () =>
+  it.live(`crash: SIGKILL at random points during compaction, 8 runs (seed ${SEED}) → no line lost or duplicated`, () =>
     Effect.gen(function*() {
       const rand = prng(SEED + 1)
       console.log(`crash campaign (compaction): seed ${SEED}`)
@@ -257,7 +257,7 @@ describe("faults: crashes", () => {
           { until: (changed) => changed, schedule: Schedule.spaced("20 millis") }
         ).pipe(Effect.raceFirst(Effect.sleep("30 seconds")), Effect.asVoid)
         // Four messages always push history past HISTORY_MAX = 6: a compaction comes.
-        const arrived = Effect.async<void>((resume) => {
+        const arrived = Effect.callback<void>((resume) => {
           compactionArrived = () => {
             compactionArrived = undefined
             resume(Effect.void)
@@ -267,7 +267,7 @@ describe("faults: crashes", () => {
           // Should the compaction have come before the trigger was set, kill anyway.
           Effect.raceFirst(Effect.sleep("8 seconds"))
         )
-        const kill = Effect.zipRight(run === 7 ? committed : arrived, Effect.sleep(killAfter))
+        const kill = Effect.andThen(run === 7 ? committed : arrived, Effect.sleep(killAfter))
         yield* killedRun(box, server.url, ledger, `c${run}`, {
           settings: { HISTORY_MAX: "6", HISTORY_KEEP: "2" },
           messages: 4,
@@ -281,7 +281,7 @@ describe("faults: crashes", () => {
       expect(yield* strays(box)).toEqual([])
     }), 300_000)
 
-  it.scopedLive(`crash: SIGKILL at random points during start-up, 6 times (seed ${SEED}) → the next start works, memory whole`, () =>
+  it.live(`crash: SIGKILL at random points during start-up, 6 times (seed ${SEED}) → the next start works, memory whole`, () =>
     Effect.gen(function*() {
       const rand = prng(SEED + 2)
       const box = yield* sandbox()
@@ -311,7 +311,7 @@ describe("faults: crashes", () => {
       expect(yield* strays(box)).toEqual([])
     }), 120_000)
 
-  it.scopedLive("crash: SIGKILL while the brain thinks → the accepted message is answered after restart, once", () =>
+  it.live("crash: SIGKILL while the brain thinks → the accepted message is answered after restart, once", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       let answering = false
@@ -343,7 +343,7 @@ describe("faults: crashes", () => {
       expect(yield* strays(box)).toEqual([])
     }), 120_000)
 
-  it.scopedLive("crash: SIGKILL after a reply was decided and stored, before the bridge took it → delivered after restart, stored once", () =>
+  it.live("crash: SIGKILL after a reply was decided and stored, before the bridge took it → delivered after restart, stored once", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
@@ -377,7 +377,7 @@ describe("faults: crashes", () => {
       expect(yield* strays(box)).toEqual([])
     }), 120_000)
 
-  it.scopedLive("crash: SIGKILL while the brain summarises → history untouched, compaction done on the next turn", () =>
+  it.live("crash: SIGKILL while the brain summarises → history untouched, compaction done on the next turn", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       let summarising = false
@@ -415,7 +415,7 @@ describe("faults: crashes", () => {
     }), 120_000)
 
   for (const stale of ["runtime directory", "memory directory"] as const) {
-    it.scopedLive(`crash: a stale ${stale} lock naming a live process started after it (pids reused after a reboot) → the run starts anyway`, () =>
+    it.live(`crash: a stale ${stale} lock naming a live process started after it (pids reused after a reboot) → the run starts anyway`, () =>
       Effect.gen(function*() {
         const box = yield* sandbox()
         const server = yield* brainServer(echo)
@@ -445,7 +445,7 @@ describe("faults: crashes", () => {
       }), 120_000)
   }
 
-  it.scopedLive("crash: two runs on one memory directory → the second refuses with a clear error, the first goes on", () =>
+  it.live("crash: two runs on one memory directory → the second refuses with a clear error, the first goes on", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)

@@ -117,7 +117,7 @@ const smallHistory = (box: Sandbox): Effect.Effect<SmallDisk, never, Scope.Scope
  * have one page more than asked once it happens (seen under load).
  */
 const journalEmptied = (box: Sandbox): Effect.Effect<void> =>
-  Effect.async<void>((resume) => {
+  Effect.callback<void>((resume) => {
     const journal = path.join(box.memory, ".inbox.jsonl")
     const empty = () => !fs.existsSync(journal) || fs.statSync(journal).size === 0
     let done = false
@@ -143,7 +143,7 @@ const SEED = Array.from({ length: 400 }, (_, i) => answered([`old question ${i}`
 const SETTINGS = { HISTORY_MAX: "100000" }
 
 describe("faults: a full disk under memory", () => {
-  it.scopedLive("disk full mid-run → every reply sent, no cut line, logged once, all stored in order once space returns", () =>
+  it.live("disk full mid-run → every reply sent, no cut line, logged once, all stored in order once space returns", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const disk = yield* smallMemory(box)
@@ -182,7 +182,7 @@ describe("faults: a full disk under memory", () => {
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("history full at the end of a run → the exchange waits in the journal and is stored at the next start", () =>
+  it.live("history full at the end of a run → the exchange waits in the journal and is stored at the next start", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const disk = yield* smallHistory(box)
@@ -218,7 +218,7 @@ describe("faults: a full disk under memory", () => {
       expect((yield* server.turns).length).toBe(3)
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
-  it.scopedLive("a run started on a full disk → answers, logs once, and stores once space returns", () =>
+  it.live("a run started on a full disk → answers, logs once, and stores once space returns", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const disk = yield* smallMemory(box)

@@ -14,7 +14,7 @@ import { answered, fifoAgent, session } from "./Campaign.js"
 const TIMEOUT = 120_000
 
 describe("faults: interact", () => {
-  it.scopedLive("interact: a line with no tab → ignored with a warning, the next message answered", () =>
+  it.live("interact: a line with no tab → ignored with a warning, the next message answered", () =>
     Effect.gen(function*() {
       const agent = yield* fifoAgent(echo)
       yield* agent.client.sendRaw("no tab on this line\n")
@@ -26,7 +26,7 @@ describe("faults: interact", () => {
       expect(agent.box.memoryFile("history.jsonl")).toBe(answered(["hello", "re: hello"]))
     }), TIMEOUT)
 
-  it.scopedLive("interact: a message over the 64 KiB default limit → a clear reply, nothing processed; one at the limit whole", () =>
+  it.live("interact: a message over the 64 KiB default limit → a clear reply, nothing processed; one at the limit whole", () =>
     Effect.gen(function*() {
       const agent = yield* fifoAgent(echo)
       const atLimit = "a".repeat(65536)
@@ -44,7 +44,7 @@ describe("faults: interact", () => {
       expect(agent.box.memoryFile("history.jsonl")).toBe(answered([atLimit, `re: ${atLimit}`]))
     }), TIMEOUT)
 
-  it.scopedLive("interact: a line over the pipe's 1 MiB limit → the sender is told, nothing processed, loop goes on", () =>
+  it.live("interact: a line over the pipe's 1 MiB limit → the sender is told, nothing processed, loop goes on", () =>
     Effect.gen(function*() {
       const agent = yield* fifoAgent(echo)
       yield* agent.client.send("c".repeat(2 * 1024 * 1024), "huge")
@@ -58,7 +58,7 @@ describe("faults: interact", () => {
       expect(agent.box.memoryFile("history.jsonl")).toBe(answered(["after", "re: after"]))
     }), TIMEOUT)
 
-  it.scopedLive("interact: invalid UTF-8 → replacement characters, answered and stored as valid JSON", () =>
+  it.live("interact: invalid UTF-8 → replacement characters, answered and stored as valid JSON", () =>
     Effect.gen(function*() {
       const agent = yield* fifoAgent(echo)
       yield* agent.client.sendRaw(Buffer.concat([Buffer.from("cli\tcaf"), Buffer.from([0xe9, 0x20, 0xff, 0xfe]), Buffer.from("!\n")]))
@@ -67,7 +67,7 @@ describe("faults: interact", () => {
       expect(agent.box.memoryFile("history.jsonl")).toBe(answered(["caf\uFFFD \uFFFD\uFFFD!", "re: caf\uFFFD \uFFFD\uFFFD!"]))
     }), TIMEOUT)
 
-  it.scopedLive("interact: control characters → removed before the model sees them", () =>
+  it.live("interact: control characters → removed before the model sees them", () =>
     Effect.gen(function*() {
       const agent = yield* fifoAgent(echo)
       yield* agent.client.send("he\u0000l\u0007lo\u001b[31m red\u007f\u0085 end\r\nnext")
@@ -77,7 +77,7 @@ describe("faults: interact", () => {
       expect(agent.box.memoryFile("history.jsonl")).toBe(answered(["hello[31m red end\nnext", "re: hello[31m red end\nnext"]))
     }), TIMEOUT)
 
-  it.scopedLive("interact: an empty message → ignored (no reply, no model call); control characters alone → refused; the next answered", () =>
+  it.live("interact: an empty message → ignored (no reply, no model call); control characters alone → refused; the next answered", () =>
     Effect.gen(function*() {
       const agent = yield* fifoAgent(echo)
       yield* agent.client.sendRaw("cli\t\n")
@@ -93,7 +93,7 @@ describe("faults: interact", () => {
       expect(agent.box.memoryFile(".inbox.jsonl")).toBe("")
     }), TIMEOUT)
 
-  it.scopedLive("interact: a burst of 200 messages in one write → every one answered once, in order", () =>
+  it.live("interact: a burst of 200 messages in one write → every one answered once, in order", () =>
     Effect.gen(function*() {
       const agent = yield* fifoAgent(echo)
       const texts = Array.from({ length: 200 }, (_, n) => `burst ${n}`)
@@ -110,7 +110,7 @@ describe("faults: interact", () => {
       expect(history).toBe(answered(...texts.slice(texts.length - kept.length / 2).map((text) => [text, `re: ${text}`] as const)))
     }), TIMEOUT)
 
-  it.scopedLive("interact: the terminal gets blank lines, control characters and an over-limit line → ignored, cleaned, refused", () =>
+  it.live("interact: the terminal gets blank lines, control characters and an over-limit line → ignored, cleaned, refused", () =>
     Effect.gen(function*() {
       const t = yield* session(echo, { PLANCKCLAW_MAX_MESSAGE_BYTES: "1000" }, [
         "",

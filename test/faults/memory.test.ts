@@ -19,7 +19,7 @@ const TIMEOUT = 120_000
 const DEFAULT_SOUL = "You are a helpful personal assistant."
 
 describe("faults: memory", () => {
-  it.scopedLive("memory: corrupted history lines → skipped and reported once, never sent", () =>
+  it.live("memory: corrupted history lines → skipped and reported once, never sent", () =>
     Effect.gen(function*() {
       const garbage = [
         "not json at all",
@@ -53,7 +53,7 @@ describe("faults: memory", () => {
       )
     }), TIMEOUT)
 
-  it.scopedLive("memory: a history.jsonl without its final newline → the last line read, the next appended on a line of its own", () =>
+  it.live("memory: a history.jsonl without its final newline → the last line read, the next appended on a line of its own", () =>
     Effect.gen(function*() {
       const history = line("user", "u1") + line("assistant", "a1").trimEnd()
       const t = yield* session(echo, {}, ["first"], (box) => box.writeMemory("history.jsonl", history))
@@ -68,7 +68,7 @@ describe("faults: memory", () => {
       expect(unparsableLines(after)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("memory: a tail of NUL bytes (a power loss on ext4) → skipped and reported, the next exchange on a line of its own", () =>
+  it.live("memory: a tail of NUL bytes (a power loss on ext4) → skipped and reported, the next exchange on a line of its own", () =>
     Effect.gen(function*() {
       const history = line("user", "u1") + line("assistant", "a1") + "\0".repeat(4096)
       const t = yield* session(echo, {}, ["first"], (box) => box.writeMemory("history.jsonl", history))
@@ -82,7 +82,7 @@ describe("faults: memory", () => {
       expect(t.box.memoryFile("history.jsonl")).toBe(`${history}\n${answered(["first", "re: first"])}`)
     }), TIMEOUT)
 
-  it.scopedLive("memory: a 600 MB line with no newline at the end of history → skipped and reported, the turn answered", () =>
+  it.live("memory: a 600 MB line with no newline at the end of history → skipped and reported, the turn answered", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       fs.mkdirSync(box.memory, { mode: 0o700 })
@@ -103,7 +103,7 @@ describe("faults: memory", () => {
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("memory: a 1 GB history → a turn sends exactly the last HISTORY_KEEP lines, and appends after them", () =>
+  it.live("memory: a 1 GB history → a turn sends exactly the last HISTORY_KEEP lines, and appends after them", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const stats = fs.statfsSync(box.dir)
@@ -165,7 +165,7 @@ describe("faults: memory", () => {
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("memory: soul.md missing (no memory directory at all) → the default persona, the directory created owner-only", () =>
+  it.live("memory: soul.md missing (no memory directory at all) → the default persona, the directory created owner-only", () =>
     Effect.gen(function*() {
       const t = yield* session(echo, {}, ["first"])
       expect(t.replies).toEqual(["re: first"])
@@ -174,7 +174,7 @@ describe("faults: memory", () => {
       expect(t.box.memoryFile("soul.md")).toBeUndefined()
     }), TIMEOUT)
 
-  it.scopedLive("memory: soul.md empty, then deleted between turns → the default persona each time", () =>
+  it.live("memory: soul.md empty, then deleted between turns → the default persona each time", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       box.writeMemory("soul.md", "  \n")
@@ -197,7 +197,7 @@ describe("faults: memory", () => {
       ])
     }), TIMEOUT)
 
-  it.scopedLive("memory: an unwritable memory directory (under a regular file) → a clear error at start-up, exit 1", () =>
+  it.live("memory: an unwritable memory directory (under a regular file) → a clear error at start-up, exit 1", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       fs.writeFileSync(box.path("not-a-dir"), "")
@@ -219,7 +219,7 @@ describe("faults: memory", () => {
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("memory: a memory directory in /proc → a clear error at start-up, exit 1, no hang", () =>
+  it.live("memory: a memory directory in /proc → a clear error at start-up, exit 1, no hang", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
@@ -239,7 +239,7 @@ describe("faults: memory", () => {
     }), TIMEOUT)
 
   // A full disk, for real, is test/faults/diskFull.test.ts.
-  it.scopedLive("memory: history.jsonl a symlink (to /dev/full, to a login script) → refused at start-up naming it, nothing written through it", () =>
+  it.live("memory: history.jsonl a symlink (to /dev/full, to a login script) → refused at start-up naming it, nothing written through it", () =>
     Effect.gen(function*() {
       for (const target of ["/dev/full", "bashrc"]) {
         const box = yield* sandbox()
@@ -260,7 +260,7 @@ describe("faults: memory", () => {
       }
     }), TIMEOUT)
 
-  it.scopedLive("memory: the memory directory deleted under a running agent → recreated, the next message answered and stored", () =>
+  it.live("memory: the memory directory deleted under a running agent → recreated, the next message answered and stored", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
@@ -275,7 +275,7 @@ describe("faults: memory", () => {
       expect(box.memoryFile("history.jsonl")).toBe(answered(["second", "re: second"]))
     }), TIMEOUT)
 
-  it.scopedLive("memory: soul.md unreadable (a directory) → still answered, the problem logged", () =>
+  it.live("memory: soul.md unreadable (a directory) → still answered, the problem logged", () =>
     Effect.gen(function*() {
       const t = yield* session(echo, {}, ["first", "second"], (box) => {
         fs.mkdirSync(path.join(box.memory, "soul.md"), { recursive: true })

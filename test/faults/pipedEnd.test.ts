@@ -24,7 +24,7 @@ const historyOf = (lines: ReadonlyArray<string>) =>
   lines.map((text) => line("user", text) + line("assistant", `re: ${text}`)).join("")
 
 describe("faults: how a piped run ends", () => {
-  it.scopedLive("compaction: the last piped message makes history too long → the summary is written before exit (issue 17 repro)", () =>
+  it.live("compaction: the last piped message makes history too long → the summary is written before exit (issue 17 repro)", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
@@ -42,7 +42,7 @@ describe("faults: how a piped run ends", () => {
       expect(summary).not.toContain("fourth")
     }))
 
-  it.scopedLive("compaction: a slow summary after many piped messages → waited for, written, then exit 0", () =>
+  it.live("compaction: a slow summary after many piped messages → waited for, written, then exit 0", () =>
     Effect.gen(function*() {
       const box = yield* sandbox({ HISTORY_MAX: "4", HISTORY_KEEP: "2" })
       const server = yield* brainServer(slowSummaries)
@@ -56,7 +56,7 @@ describe("faults: how a piped run ends", () => {
       expect(box.memoryFile(".inbox.jsonl") ?? "").toBe("")
     }))
 
-  it.scopedLive("recovery: one message left in the journal, two piped → all three answered, none left over (issue 9.1)", () =>
+  it.live("recovery: one message left in the journal, two piped → all three answered, none left over (issue 9.1)", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       box.writeMemory(".inbox.jsonl", `${JSON.stringify({ accepted: 7, channel: "cli", text: "old" })}\n`)
@@ -74,7 +74,7 @@ describe("faults: how a piped run ends", () => {
       expect(box.memoryFile("history.jsonl")).toBe(historyOf(["old", "one", "two", "three", "four"]))
     }))
 
-  it.scopedLive("recovery: one message left in the journal and empty stdin → it is answered before exit", () =>
+  it.live("recovery: one message left in the journal and empty stdin → it is answered before exit", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       box.writeMemory(".inbox.jsonl", `${JSON.stringify({ accepted: 3, channel: "cli", text: "left over" })}\n`)
@@ -86,7 +86,7 @@ describe("faults: how a piped run ends", () => {
       expect(box.memoryFile(".inbox.jsonl") ?? "").toBe("")
     }))
 
-  it.scopedLive("empty stdin and nothing recovered → exits 0 at once, nothing asked of the brain", () =>
+  it.live("empty stdin and nothing recovered → exits 0 at once, nothing asked of the brain", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)

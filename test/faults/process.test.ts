@@ -53,7 +53,7 @@ const slowClaw = `${tool("slow")}\necho $$ > "$D/slow.pid"\nsleep 1000 &\necho $
 
 describe("faults: process", () => {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
-    it.scopedLive(`process: ${signal} while a claw runs → exit 0, claw group killed, FIFOs removed; the message answered after restart`, () =>
+    it.live(`process: ${signal} while a claw runs → exit 0, claw group killed, FIFOs removed; the message answered after restart`, () =>
       Effect.gen(function*() {
         const agent = yield* fifoAgent(slowToolHandler, { PLANCKCLAW_CLAW_TIMEOUT: "600" }, (box) => box.claw("slow.sh", slowClaw))
         yield* agent.client.send("work")
@@ -87,7 +87,7 @@ describe("faults: process", () => {
       }), TIMEOUT)
   }
 
-  it.scopedLive("process: SIGTERM with replies unread in interact_out (no bridge reading) → kept, and sent first by the next run", () =>
+  it.live("process: SIGTERM with replies unread in interact_out (no bridge reading) → kept, and sent first by the next run", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
@@ -113,7 +113,7 @@ describe("faults: process", () => {
       expect(yield* server.turns).toHaveLength(3)
     }), TIMEOUT)
 
-  it.scopedLive("process: SIGTERM while the brain hangs (terminal bridge) → exit 0 at once, nothing stored", () =>
+  it.live("process: SIGTERM while the brain hangs (terminal bridge) → exit 0 at once, nothing stored", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(replies(hang))
@@ -128,7 +128,7 @@ describe("faults: process", () => {
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("process: SIGTERM with an external interact bridge → the bridge and its children stopped, nothing left", () =>
+  it.live("process: SIGTERM with an external interact bridge → the bridge and its children stopped, nothing left", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
@@ -155,7 +155,7 @@ describe("faults: process", () => {
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("process: SIGKILL while a claw runs → the claw's whole group goes too, no orphan", () =>
+  it.live("process: SIGKILL while a claw runs → the claw's whole group goes too, no orphan", () =>
     Effect.gen(function*() {
       const agent = yield* fifoAgent(slowToolHandler, { PLANCKCLAW_CLAW_TIMEOUT: "600" }, (box) => box.claw("slow.sh", slowClaw))
       yield* agent.client.send("work")
@@ -172,7 +172,7 @@ describe("faults: process", () => {
       expect(yield* strays(agent.box)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("process: SIGKILL with an external bridge running → the bridge's whole group goes too, no orphan", () =>
+  it.live("process: SIGKILL with an external bridge running → the bridge's whole group goes too, no orphan", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
@@ -225,7 +225,7 @@ const inProcessAgent = (options: {
         Layer.succeed(Claws, options.claws ?? { list: Effect.succeed({ tools: [], problems: [] }), call: () => Effect.die("unused") })
       )),
       Layer.provideMerge(Layer.succeed(Interact, options.interact(replies))),
-      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", box.memory]]))))
+      Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_DIR", box.memory]])), { preserveEmptyStrings: true })))
     )
     const context = yield* Layer.build(layer)
     yield* Intake.run.pipe(
@@ -255,11 +255,11 @@ const queuedInteract = (
   messages: Stream.fromQueue(inbound, { maxChunkSize: 1 }).pipe(
     Stream.mapEffect((message) => (message.text === "boom" ? Effect.dieMessage("the bridge broke on boom") : Effect.succeed(message)))
   ),
-  send: (message) => Effect.zipRight(onSend(message), Queue.offer(replies, message))
+  send: (message) => Effect.andThen(onSend(message), Queue.offer(replies, message))
 })
 
 describe("faults: process (defects in the agent loop)", () => {
-  it.scopedLive("process: a defect inside a turn (the brain dies) → logged, that message gets the apology, the loop goes on", () =>
+  it.live("process: a defect inside a turn (the brain dies) → logged, that message gets the apology, the loop goes on", () =>
     Effect.gen(function*() {
       const inbound = yield* Queue.unbounded<{ channel: string; text: string }>()
       const agent = yield* inProcessAgent({
@@ -278,7 +278,7 @@ describe("faults: process (defects in the agent loop)", () => {
       expect(agent.box.memoryFile("history.jsonl")).toBe(line("user", "fine") + line("assistant", "re: fine"))
     }), TIMEOUT)
 
-  it.scopedLive("process: a defect inside a tool → logged, that message gets the apology, the loop goes on", () =>
+  it.live("process: a defect inside a tool → logged, that message gets the apology, the loop goes on", () =>
     Effect.gen(function*() {
       const inbound = yield* Queue.unbounded<{ channel: string; text: string }>()
       let round = 0
@@ -302,7 +302,7 @@ describe("faults: process (defects in the agent loop)", () => {
       expect(yield* agent.take).toMatchObject({ channel: "a", text: "re: fine" })
     }), TIMEOUT)
 
-  it.scopedLive("process: a defect while delivering a reply and its apology → logged, the loop goes on for the next message", () =>
+  it.live("process: a defect while delivering a reply and its apology → logged, the loop goes on for the next message", () =>
     Effect.gen(function*() {
       const inbound = yield* Queue.unbounded<{ channel: string; text: string }>()
       const agent = yield* inProcessAgent({
@@ -320,7 +320,7 @@ describe("faults: process (defects in the agent loop)", () => {
       expect(agent.box.memoryFile(".inbox.jsonl")).toBe("")
     }), TIMEOUT)
 
-  it.scopedLive("process: a defect while reading messages from the bridge → logged, reading restarts, later messages answered", () =>
+  it.live("process: a defect while reading messages from the bridge → logged, reading restarts, later messages answered", () =>
     Effect.gen(function*() {
       const inbound = yield* Queue.unbounded<{ channel: string; text: string }>()
       const agent = yield* inProcessAgent({ brain: echoBrain, interact: queuedInteract(inbound) })

@@ -43,7 +43,7 @@ const expectRefused = (result: { code: number | null; stderr: string }, runDir: 
 }
 
 describe("faults: the runtime directory", () => {
-  it.scopedLive("a path that does not exist yet is made 0700 (parents too) and removed after, parents included", () =>
+  it.live("a path that does not exist yet is made 0700 (parents too) and removed after, parents included", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
@@ -65,7 +65,7 @@ describe("faults: the runtime directory", () => {
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("an existing private directory (0700, ours) is used, kept, and left as it was", () =>
+  it.live("an existing private directory (0700, ours) is used, kept, and left as it was", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const runDir = box.path("private")
@@ -79,7 +79,7 @@ describe("faults: the runtime directory", () => {
     }), TIMEOUT)
 
   for (const mode of [0o1777, 0o755, 0o770, 0o701] as const) {
-    it.scopedLive(`an existing directory of mode ${mode.toString(8)} is refused and its mode left alone`, () =>
+    it.live(`an existing directory of mode ${mode.toString(8)} is refused and its mode left alone`, () =>
       Effect.gen(function*() {
         const box = yield* sandbox()
         const runDir = box.path("shared")
@@ -92,7 +92,7 @@ describe("faults: the runtime directory", () => {
       }), TIMEOUT)
   }
 
-  it.scopedLive("a symbolic link is refused, and nothing behind it is touched", () =>
+  it.live("a symbolic link is refused, and nothing behind it is touched", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const target = box.path("elsewhere")
@@ -106,7 +106,7 @@ describe("faults: the runtime directory", () => {
       expect(fs.readdirSync(target)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("a regular file named interact_in is refused and left untouched, even beside a dead run's pid file", () =>
+  it.live("a regular file named interact_in is refused and left untouched, even beside a dead run's pid file", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const runDir = box.path("private")
@@ -127,7 +127,7 @@ describe("faults: the runtime directory", () => {
       expect(modeOf(runDir)).toBe("700")
     }), TIMEOUT)
 
-  it.scopedLive("a symlink named like a pipe is refused and left in place", () =>
+  it.live("a symlink named like a pipe is refused and left in place", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const runDir = box.path("private")
@@ -142,7 +142,7 @@ describe("faults: the runtime directory", () => {
       expect(fs.readFileSync(victim, "utf8")).toBe("keep me")
     }), TIMEOUT)
 
-  it.scopedLive("named pipes that no dead run's pid file claims are refused and kept", () =>
+  it.live("named pipes that no dead run's pid file claims are refused and kept", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const runDir = box.path("private")

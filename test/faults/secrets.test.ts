@@ -7,7 +7,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Either, Effect } from "effect"
+import { Result, Effect } from "effect"
 import { misconfiguredReply } from "../../src/Turn.js"
 import {
   apiError,
@@ -40,7 +40,7 @@ const mode = (file: string) => (fs.statSync(file).mode & 0o777).toString(8)
 const dumpEnv = (name: string) => `tr '\\0' '\\n' < /proc/$$/environ > "$D/${name}"\n`
 
 describe("faults: secrets", () => {
-  it.scopedLive("secrets: debug mode, an API echoing the key, a claw dumping its env → the key and token appear nowhere", () =>
+  it.live("secrets: debug mode, an API echoing the key, a claw dumping its env → the key and token appear nowhere", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       box.claw("envdump.sh", `${tool("envdump")}\nenv > "$D/claw-env.txt"\n${dumpEnv("claw-environ.txt")}echo dumped\n`)
@@ -106,7 +106,7 @@ describe("faults: secrets", () => {
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("secrets: external bridges → the brain gets only the key, the interact bridge only the token, a claw bridge neither", () =>
+  it.live("secrets: external bridges → the brain gets only the key, the interact bridge only the token, a claw bridge neither", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const brain = box.script(
@@ -148,7 +148,7 @@ describe("faults: secrets", () => {
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("secrets: under umask 000 → runtime directory 0700, FIFOs and pid file 0600, memory directory 0700, memory files 0600", () =>
+  it.live("secrets: under umask 000 → runtime directory 0700, FIFOs and pid file 0600, memory directory 0700, memory files 0600", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const handler: Handler = (request) =>
@@ -176,8 +176,8 @@ describe("faults: secrets", () => {
       expect(files).toEqual(expect.arrayContaining(["history.jsonl", "summary.md", ".inbox.jsonl", ".planckclaw-run.lock"]))
       // Locks come and go; whatever is there when looked at must be owner-only.
       for (const entry of files) {
-        const stat = Either.try(() => fs.statSync(path.join(box.memory, entry)))
-        if (Either.isRight(stat)) expect([entry, (stat.right.mode & 0o777).toString(8)]).toEqual([entry, "600"])
+        const stat = Result.try(() => fs.statSync(path.join(box.memory, entry)))
+        if (Result.isSuccess(stat)) expect([entry, (stat.success.mode & 0o777).toString(8)]).toEqual([entry, "600"])
       }
       yield* proc.signal("SIGTERM")
       expect((yield* proc.ended).code).toBe(0)

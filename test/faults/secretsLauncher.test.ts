@@ -106,11 +106,11 @@ const refused = (args: ReadonlyArray<string>, secrets: Record<string, string>, k
 
 describe("faults: secrets out of a claw's reach", () => {
   for (const where of ["environment", "config.env", "both"] as const) {
-    it.scopedLive(`secrets in ${where}: a claw reading its ancestors' /proc/PID/environ and ./config.env finds none`, () =>
+    it.live(`secrets in ${where}: a claw reading its ancestors' /proc/PID/environ and ./config.env finds none`, () =>
       spyRun(where), TIMEOUT)
   }
 
-  it.scopedLive("SIGHUP while a claw runs → exit 0, the claw's group killed, FIFOs removed", () =>
+  it.live("SIGHUP while a claw runs → exit 0, the claw's group killed, FIFOs removed", () =>
     Effect.gen(function*() {
       const handler: Handler = (request) =>
         lastUserText(request.body) === "work" && request.body.messages.length === 1
@@ -134,7 +134,7 @@ describe("faults: secrets out of a claw's reach", () => {
       expect(yield* strays(agent.box)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("SIGHUP to an idle piped run → exit 0, FIFOs removed", () =>
+  it.live("SIGHUP to an idle piped run → exit 0, FIFOs removed", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)
@@ -147,7 +147,7 @@ describe("faults: secrets out of a claw's reach", () => {
       expect(yield* strays(box)).toEqual([])
     }), TIMEOUT)
 
-  it.scopedLive("a key with CR/LF, a tab, a space inside or a non-Latin-1 character → exit 2, one line, value unshown", () =>
+  it.live("a key with CR/LF, a tab, a space inside or a non-Latin-1 character → exit 2, one line, value unshown", () =>
     Effect.gen(function*() {
       yield* refused(["run"], { ANTHROPIC_API_KEY: "sk-ant-abcd\r\nX-Injected: evil" }, "ANTHROPIC_API_KEY", /line break/)
       yield* refused(["run"], { ANTHROPIC_API_KEY: "sk-ant-abcd\tefgh" }, "ANTHROPIC_API_KEY", /control character/)
@@ -161,7 +161,7 @@ describe("faults: secrets out of a claw's reach", () => {
       )
     }), TIMEOUT)
 
-  it.scopedLive("a bad key from config.env is refused the same way", () =>
+  it.live("a bad key from config.env is refused the same way", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       fs.writeFileSync(box.path("config.env"), "export ANTHROPIC_API_KEY=\"sk-ant-abcd\refgh\"\n")
@@ -173,7 +173,7 @@ describe("faults: secrets out of a claw's reach", () => {
       expect(run.stderr).not.toContain("abcd")
     }), TIMEOUT)
 
-  it.scopedLive("a secret no chosen bridge uses is not checked: a bad token with the terminal bridge, a bad key with --brain none", () =>
+  it.live("a secret no chosen bridge uses is not checked: a bad token with the terminal bridge, a bad key with --brain none", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       const server = yield* brainServer(echo)

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Duration, Effect, Exit, Scope, TestClock } from "effect"
+import { Chunk, Duration, Effect, Exit, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { makeDeadline } from "../../src/fifo/Deadline.js"
 
 /** Lets the watchdog run until it sleeps until `instant` (ms on the TestClock). */
@@ -15,7 +16,7 @@ const awaitSleepUntil = (instant: number): Effect.Effect<void> =>
 const seconds = Duration.seconds
 
 describe("Deadline", () => {
-  it.scoped("expires a timer once its timeout has passed on the clock, not before, and once", () =>
+  it.effect("expires a timer once its timeout has passed on the clock, not before, and once", () =>
     Effect.gen(function*() {
       const deadline = yield* makeDeadline
       const fired: Array<string> = []
@@ -29,7 +30,7 @@ describe("Deadline", () => {
       expect(fired).toEqual(["a"])
     }))
 
-  it.scoped("never expires a cleared timer", () =>
+  it.effect("never expires a cleared timer", () =>
     Effect.gen(function*() {
       const deadline = yield* makeDeadline
       const fired: Array<string> = []
@@ -40,7 +41,7 @@ describe("Deadline", () => {
       expect(fired).toEqual([])
     }))
 
-  it.scoped("gives a timer set after a cleared one its own deadline, not the earlier wake-up", () =>
+  it.effect("gives a timer set after a cleared one its own deadline, not the earlier wake-up", () =>
     Effect.gen(function*() {
       const deadline = yield* makeDeadline
       const fired: Array<string> = []
@@ -57,7 +58,7 @@ describe("Deadline", () => {
       expect(fired).toEqual(["b"])
     }))
 
-  it.scoped("expires a shorter timer on time while the watchdog sleeps for a longer one", () =>
+  it.effect("expires a shorter timer on time while the watchdog sleeps for a longer one", () =>
     Effect.gen(function*() {
       const deadline = yield* makeDeadline
       const fired: Array<string> = []
@@ -71,7 +72,7 @@ describe("Deadline", () => {
       expect(fired).toEqual(["short"])
     }))
 
-  it.scoped("honours a timer set by the expiry of the one before", () =>
+  it.effect("honours a timer set by the expiry of the one before", () =>
     Effect.gen(function*() {
       const deadline = yield* makeDeadline
       const fired: Array<string> = []
@@ -87,10 +88,10 @@ describe("Deadline", () => {
       expect(fired).toEqual(["a", "b"])
     }))
 
-  it.scoped("expires nothing once its scope is closed", () =>
+  it.effect("expires nothing once its scope is closed", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
-      const deadline = yield* Scope.extend(makeDeadline, scope)
+      const deadline = yield* Scope.provide(makeDeadline, scope)
       const fired: Array<string> = []
       deadline.set(seconds(10), () => fired.push("a"))
       yield* awaitSleepUntil(10_000)

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Effect, Either, Fiber, TestClock } from "effect"
+import { Effect, Result, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import { makeExchange } from "../../src/fifo/Exchange.js"
 import { openWriter, takeUnread } from "../../src/fifo/PipeEnd.js"
 import { blocksFrom, mkfifo, tempDir } from "../support/FifoKit.js"
@@ -29,39 +30,39 @@ const withPeer = Effect.gen(function*() {
 })
 
 describe("Exchange", () => {
-  it.scoped("skips the answer owed to an interrupted request", () =>
+  it.effect("skips the answer owed to an interrupted request", () =>
     Effect.gen(function*() {
       const { answer, exchange, requests } = yield* withPeer
-      const first = yield* Effect.fork(exchange.ask("first\n\n", "30 seconds"))
+      const first = yield* Effect.forkChild(exchange.ask("first\n\n", "30 seconds"))
       expect(yield* requests.take).toBe("first")
       yield* Fiber.interrupt(first)
-      const second = yield* Effect.fork(exchange.ask("second\n\n", "30 seconds"))
+      const second = yield* Effect.forkChild(exchange.ask("second\n\n", "30 seconds"))
       yield* answer("late answer to first")
       expect(yield* requests.take).toBe("second")
       yield* answer("answer to second")
       expect(yield* Fiber.join(second)).toBe("answer to second")
     }))
 
-  it.scoped("drops an answer nobody asked for, and gives an oversized one to its request as FrameTooLarge", () =>
+  it.effect("drops an answer nobody asked for, and gives an oversized one to its request as FrameTooLarge", () =>
     Effect.gen(function*() {
       const { answer, exchange, logs, requests } = yield* withPeer
       yield* answer("unasked")
       // The unasked answer arrives before the request, and is dropped: it must not be taken as its answer.
       expect(yield* logs.take).toMatch(/^WARN discarded an answer on .*out that no request was waiting for$/)
-      const asked = yield* Effect.fork(exchange.ask("q\n\n", "30 seconds"))
+      const asked = yield* Effect.forkChild(exchange.ask("q\n\n", "30 seconds"))
       expect(yield* requests.take).toBe("q")
       yield* answer("x".repeat(100))
       expect((yield* Effect.flip(Fiber.join(asked)))._tag).toBe("FrameTooLarge")
-      const next = yield* Effect.fork(exchange.ask("r\n\n", "30 seconds"))
+      const next = yield* Effect.forkChild(exchange.ask("r\n\n", "30 seconds"))
       expect(yield* requests.take).toBe("r")
       yield* answer("fine")
       expect(yield* Fiber.join(next)).toBe("fine")
     }))
 
-  it.scoped("times a request out by the clock, not before", () =>
+  it.effect("times a request out by the clock, not before", () =>
     Effect.gen(function*() {
       const { exchange, requests } = yield* withPeer
-      const asked = yield* Effect.fork(exchange.ask("q\n\n", "10 seconds"))
+      const asked = yield* Effect.forkChild(exchange.ask("q\n\n", "10 seconds"))
       expect(yield* requests.take).toBe("q")
       yield* awaitPendingSleep(10_000)
       yield* TestClock.adjust("9 seconds")
@@ -86,7 +87,7 @@ const withMortalPeer = Effect.gen(function*() {
     exchange,
     logs,
     /** What the far end reads now: every byte waiting in the request pipe. */
-    readNow: () => utf8.decode(Either.getOrThrow(takeUnread(requestPath))),
+    readNow: () => utf8.decode(Result.getOrThrow(takeUnread(requestPath))),
     /** Writes an answer into the pipe from a descriptor of the far end's own; our socket has not read it yet. */
     answerNow: (text: string) => {
       const fd = fs.openSync(answerPath, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK)
@@ -99,10 +100,10 @@ const withMortalPeer = Effect.gen(function*() {
 })
 
 describe("Exchange, when the far end's process exits", () => {
-  it.scoped("an answer it wrote before it died still reaches its request", () =>
+  it.effect("an answer it wrote before it died still reaches its request", () =>
     Effect.gen(function*() {
       const { answerNow, dies, exchange, readNow } = yield* withMortalPeer
-      const asked = yield* Effect.fork(exchange.ask("q\n\n", "30 seconds"))
+      const asked = yield* Effect.forkChild(exchange.ask("q\n\n", "30 seconds"))
       yield* Effect.yieldNow()
       expect(readNow()).toBe("q\n\n")
       // Written and dead in one go: the answer is in the pipe, unread, when the exit is heard.
@@ -113,10 +114,10 @@ describe("Exchange, when the far end's process exits", () => {
       expect(yield* Fiber.join(asked)).toBe("the answer")
     }))
 
-  it.scoped("a request it read and never answered fails at once, and the next one is answered without waiting", () =>
+  it.effect("a request it read and never answered fails at once, and the next one is answered without waiting", () =>
     Effect.gen(function*() {
       const { dies, exchange, logs, readNow } = yield* withMortalPeer
-      const first = yield* Effect.fork(exchange.ask("first\n\n", "30 seconds"))
+      const first = yield* Effect.forkChild(exchange.ask("first\n\n", "30 seconds"))
       yield* Effect.yieldNow()
       expect(readNow()).toBe("first\n\n")
       yield* Effect.sync(dies)
@@ -125,35 +126,35 @@ describe("Exchange, when the far end's process exits", () => {
       expect(failed.message).toMatch(/^the bridge on .*out exited before it answered$/)
       expect(yield* logs.take).toMatch(/^WARN the bridge on .*out exited owing 1 answer\(s\)/)
       // Nothing is owed any more: the second request goes out at once and takes the next answer.
-      yield* Effect.fork(exchange.ask("second\n\n", "30 seconds"))
+      yield* Effect.forkChild(exchange.ask("second\n\n", "30 seconds"))
       yield* Effect.yieldNow()
       expect(readNow()).toBe("second\n\n")
     }))
 
-  it.scoped("requests it left unread, even one too big for the pipe, are dropped: the restarted far end reads only new ones", () =>
+  it.effect("requests it left unread, even one too big for the pipe, are dropped: the restarted far end reads only new ones", () =>
     Effect.gen(function*() {
       const { dies, exchange, readNow, requestPath } = yield* withMortalPeer
       // Four times what a pipe holds: most of it waits in our socket when the far end dies.
-      const big = yield* Effect.fork(exchange.ask(`${"x".repeat(256 * 1024)}\n\n`, "30 seconds"))
+      const big = yield* Effect.forkChild(exchange.ask(`${"x".repeat(256 * 1024)}\n\n`, "30 seconds"))
       yield* Effect.yieldNow()
       expect(readNow().length).toBeGreaterThan(0)
       yield* Effect.sync(dies)
       expect((yield* Effect.flip(Fiber.join(big)))._tag).toBe("FarEndExited")
       const requests = yield* blocksFrom(requestPath)
-      yield* Effect.fork(exchange.ask("next\n\n", "30 seconds"))
+      yield* Effect.forkChild(exchange.ask("next\n\n", "30 seconds"))
       expect(yield* requests.take).toBe("next")
     }))
 
-  it.scoped("a request waiting for a timed-out one's answer goes out at once", () =>
+  it.effect("a request waiting for a timed-out one's answer goes out at once", () =>
     Effect.gen(function*() {
       const { dies, exchange, readNow } = yield* withMortalPeer
-      const first = yield* Effect.fork(exchange.ask("first\n\n", "10 seconds"))
+      const first = yield* Effect.forkChild(exchange.ask("first\n\n", "10 seconds"))
       yield* awaitPendingSleep(10_000)
       expect(readNow()).toBe("first\n\n")
       yield* TestClock.adjust("10 seconds")
       expect((yield* Effect.flip(Fiber.join(first)))._tag).toBe("ExchangeTimeout")
       // The second waits for the answer the first still owes …
-      yield* Effect.fork(exchange.ask("second\n\n", "10 seconds"))
+      yield* Effect.forkChild(exchange.ask("second\n\n", "10 seconds"))
       yield* Effect.yieldNow()
       expect(readNow()).toBe("")
       // … until the far end dies owing it.

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Effect, Exit, Fiber, Option, Queue, Redacted, Schedule, Scope, TestClock, TestServices } from "effect"
+import { Effect, Exit, Fiber, Option, Queue, Redacted, Schedule, Scope, TestServices } from "effect"
+import { TestClock } from "effect/testing"
 import { type BridgeExit, bridgeEnv, make } from "../../src/fifo/ExternalBridge.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { fifoPaths, makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
@@ -62,7 +63,7 @@ describe("bridgeEnv", () => {
 })
 
 describe("ExternalBridge", () => {
-  it.scoped("starts the executable in its own process group with that environment", () =>
+  it.effect("starts the executable in its own process group with that environment", () =>
     Effect.gen(function*() {
       const { dir, paths, signal, started } = yield* setup
       const script = yield* writeScript(dir, "bridge.sh", `env > "$PLANCKCLAW_RUN_DIR/env.txt"\nprintf 'started\\n' > "$SIGNAL"\nexec sleep 1000\n`)
@@ -85,7 +86,7 @@ describe("ExternalBridge", () => {
       expect(yield* bridge.starts).toBe(1)
     }))
 
-  it.scoped("restarts a bridge that died, after the backoff the schedule gives", () =>
+  it.effect("restarts a bridge that died, after the backoff the schedule gives", () =>
     Effect.gen(function*() {
       const { dir, paths, signal, started } = yield* setup
       const deaths = yield* Queue.unbounded<BridgeExit>()
@@ -116,7 +117,7 @@ describe("ExternalBridge", () => {
       expect(yield* bridge.starts).toBe(3)
     }))
 
-  it.scoped("tells those listening of each exit once its process group is killed, before the restart", () =>
+  it.effect("tells those listening of each exit once its process group is killed, before the restart", () =>
     Effect.gen(function*() {
       const { dir, paths, signal, started } = yield* setup
       const script = yield* writeScript(
@@ -145,7 +146,7 @@ describe("ExternalBridge", () => {
       expect(yield* heard.take).toEqual({ starts: 2, pid: Option.none() })
     }))
 
-  it.scoped("starts the backoff over after a run that lasted healthyAfter", () =>
+  it.effect("starts the backoff over after a run that lasted healthyAfter", () =>
     Effect.gen(function*() {
       const { dir, paths, signal, started } = yield* setup
       const go = path.join(dir, "go")
@@ -178,7 +179,7 @@ describe("ExternalBridge", () => {
       expect(yield* started.take).toBe("started 3")
     }))
 
-  it.scoped("with restart on-failure, lets a clean exit end the bridge; gives up when the schedule does", () =>
+  it.effect("with restart on-failure, lets a clean exit end the bridge; gives up when the schedule does", () =>
     Effect.gen(function*() {
       const { dir, paths } = yield* setup
       const clean = yield* make({
@@ -201,7 +202,7 @@ describe("ExternalBridge", () => {
       expect(yield* failing.starts).toBe(3)
     }))
 
-  it.scoped("kills its whole process group on scope close and leaves no process behind", () =>
+  it.effect("kills its whole process group on scope close and leaves no process behind", () =>
     Effect.gen(function*() {
       const { dir, paths, signal, started } = yield* setup
       const script = yield* writeScript(
@@ -215,7 +216,7 @@ describe("ExternalBridge", () => {
         command: script,
         paths,
         extraEnv: { SIGNAL: signal, GRANDCHILD: path.join(dir, "grandchild") }
-      }).pipe(Scope.extend(scope))
+      }).pipe(Scope.provide(scope))
       expect(yield* started.take).toBe("started")
       const leader = Option.getOrThrow(yield* bridge.pid)
       const grandchild = Number(yield* readText(path.join(dir, "grandchild")))
@@ -226,7 +227,7 @@ describe("ExternalBridge", () => {
       expect(yield* bridge.starts).toBe(1)
     }))
 
-  it.scoped("SIGKILLs a bridge that ignores SIGTERM once the grace period is over", () =>
+  it.effect("SIGKILLs a bridge that ignores SIGTERM once the grace period is over", () =>
     Effect.gen(function*() {
       const { dir, paths, signal, started } = yield* setup
       const script = yield* writeScript(
@@ -241,11 +242,11 @@ describe("ExternalBridge", () => {
         paths,
         extraEnv: { SIGNAL: signal, GRANDCHILD: path.join(dir, "grandchild") },
         killGrace: "5 seconds"
-      }).pipe(Scope.extend(scope))
+      }).pipe(Scope.provide(scope))
       expect(yield* started.take).toBe("started")
       const leader = Option.getOrThrow(yield* bridge.pid)
       const grandchild = Number(yield* readText(path.join(dir, "grandchild")))
-      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
       yield* awaitPendingSleep(5_000)
       expect(Sandbox.isRunning(leader)).toBe(true)
       yield* TestClock.adjust("5 seconds")
@@ -254,7 +255,7 @@ describe("ExternalBridge", () => {
       expect(yield* exited("the grandchild", grandchild)).toBe(true)
     }))
 
-  it.scoped("fails at once when the command is not an executable file", () =>
+  it.effect("fails at once when the command is not an executable file", () =>
     Effect.gen(function*() {
       const { dir, paths } = yield* setup
       const error = yield* Effect.flip(make({ name: "brain", command: path.join(dir, "missing.sh"), paths }))

@@ -4,10 +4,10 @@
  * Buffer's `slice` (unlike a Uint8Array's) would only be a view of it.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Either } from "effect"
+import { Result } from "effect"
 import { makeBlockFramer, makeLineFramer } from "../../src/fifo/Framing.js"
 
-const rights = (frames: ReadonlyArray<Either.Either<string, unknown>>) => frames.filter(Either.isRight).map((f) => f.right)
+const rights = (frames: ReadonlyArray<Result.Result<string, unknown>>) => frames.filter(Result.isSuccess).map((f) => f.success)
 
 describe("Framing with a reused Buffer", () => {
   it("a line split across two pushes of the same Buffer comes out as sent", () => {

@@ -17,7 +17,7 @@ import { tempDir } from "../support/FifoKit.js"
 const runtime = Effect.flatMap(tempDir, (dir) => makeRuntimeDir(path.join(dir, "run")))
 
 describe("Handover: a reply is the bridge's once it keeps it", () => {
-  it.scoped("the agent's send waits for the bridge to journal the reply; delivery is counted when it is done", () =>
+  it.effect("the agent's send waits for the bridge to journal the reply; delivery is counted when it is done", () =>
     Effect.gen(function*() {
       const paths = yield* runtime
       const handover = yield* Handover.make
@@ -30,7 +30,7 @@ describe("Handover: a reply is the bridge's once it keeps it", () => {
         send: () => Effect.die("a bridge with accept is never asked to send"),
         accept: (message) =>
           Deferred.succeed(asked, undefined).pipe(
-            Effect.zipRight(Deferred.await(journaled)),
+            Effect.andThen(Deferred.await(journaled)),
             Effect.tap(() => Effect.sync(() => taken.push(message))),
             Effect.as(Deferred.await(delivered))
           )
@@ -38,7 +38,7 @@ describe("Handover: a reply is the bridge's once it keeps it", () => {
       yield* Effect.forkScoped(serveInteract(bridge, paths, { handover }))
       const agentSide = yield* InteractFifo.make({ paths, handover })
 
-      const sending = yield* Effect.fork(agentSide.send({ channel: "300000000000000001", text: "kept" }))
+      const sending = yield* Effect.forkChild(agentSide.send({ channel: "300000000000000001", text: "kept" }))
       // The bridge has read the line but not yet journaled it: the agent must not count it sent.
       yield* Deferred.await(asked)
       yield* Effect.yieldNow().pipe(Effect.repeatN(20))

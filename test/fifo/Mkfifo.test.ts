@@ -13,7 +13,7 @@ import { makeFifos, mkfifo } from "../../src/fifo/RuntimeDir.js"
 import { tempDir } from "../support/FifoKit.js"
 
 describe("mkfifo", () => {
-  it.scoped("makes FIFOs 0600 with PATH's mkfifo when the first one tried is not there", () =>
+  it.effect("makes FIFOs 0600 with PATH's mkfifo when the first one tried is not there", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const files = ["a", "b"].map((name) => path.join(dir, name))
@@ -25,7 +25,7 @@ describe("mkfifo", () => {
       }
     }))
 
-  it.scoped("says which mkfifo is missing when none is there", () =>
+  it.effect("says which mkfifo is missing when none is there", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const last = path.join(dir, "also-missing", "mkfifo")
@@ -34,7 +34,7 @@ describe("mkfifo", () => {
       expect(fs.existsSync(path.join(dir, "a"))).toBe(false)
     }))
 
-  it.scoped("passes on mkfifo's own error, naming it mkfifo, with the path as it is", () =>
+  it.effect("passes on mkfifo's own error, naming it mkfifo, with the path as it is", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       for (const name of ["gone", "gone-é"]) {
@@ -46,7 +46,7 @@ describe("mkfifo", () => {
       }
     }))
 
-  it.scoped("a run's FIFOs: all made with their inodes, or none left and mkfifo's own words when one cannot be", () =>
+  it.effect("a run's FIFOs: all made with their inodes, or none left and mkfifo's own words when one cannot be", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const files = ["a", "b"].map((name) => path.join(dir, name))

@@ -11,14 +11,14 @@ const fifo = Effect.gen(function*() {
 })
 
 describe("FIFO pipe ends", () => {
-  it.scoped("complete a write the kernel took whole at once, without waiting for the next tick", () =>
+  it.effect("complete a write the kernel took whole at once, without waiting for the next tick", () =>
     Effect.gen(function*() {
       const writer = yield* openWriter(yield* fifo)
       // runSync fails on anything asynchronous: the write must be done when it returns.
       expect(Exit.isSuccess(Effect.runSyncExit(writer.write("fits in the pipe\n")))).toBe(true)
     }))
 
-  it.scoped("hold a paused reader's chunks until its valve opens, and lose none", () =>
+  it.effect("hold a paused reader's chunks until its valve opens, and lose none", () =>
     Effect.gen(function*() {
       const file = yield* fifo
       const chunks: Array<string> = []
@@ -26,9 +26,9 @@ describe("FIFO pipe ends", () => {
       const valve = yield* listenReader(file, {
         onChunk: (chunk) => {
           chunks.push(Buffer.from(chunk).toString())
-          if (chunks.join("").endsWith("two\n")) Deferred.unsafeDone(arrived, Exit.void)
+          if (chunks.join("").endsWith("two\n")) Deferred.doneUnsafe(arrived, Exit.void)
         },
-        onFailure: (error) => Deferred.unsafeDone(arrived, Exit.die(error))
+        onFailure: (error) => Deferred.doneUnsafe(arrived, Exit.die(error))
       }, { paused: true })
       yield* sh(`printf 'one\\n' > "$P"; printf 'two\\n' > "$P"`, { P: file })
       // A child process started and ended after the writes: time enough for a flowing reader.

@@ -10,14 +10,14 @@ import { listenReader, openWriter } from "../../src/fifo/PipeEnd.js"
 import { mkfifo, tempDir } from "../support/FifoKit.js"
 
 describe("FIFO pipe ends with a full pipe", () => {
-  it.scoped("a write larger than the pipe holds waits for a reader, and every byte arrives in order", () =>
+  it.effect("a write larger than the pipe holds waits for a reader, and every byte arrives in order", () =>
     Effect.gen(function*() {
       const file = path.join(yield* tempDir, "pipe")
       yield* mkfifo(file)
       const writer = yield* openWriter(file)
       // Four times a default pipe's 64 KiB, then a short write behind it.
       const big = "x".repeat(4 * 65536)
-      const writing = yield* Effect.fork(Effect.zipRight(writer.write(big), writer.write("tail\n")))
+      const writing = yield* Effect.forkChild(Effect.andThen(writer.write(big), writer.write("tail\n")))
       // Nothing reads yet: the big write cannot have completed.
       yield* Effect.yieldNow()
       expect(writing.unsafePoll()).toBeNull()
@@ -26,9 +26,9 @@ describe("FIFO pipe ends with a full pipe", () => {
       const valve = yield* listenReader(file, {
         onChunk: (chunk) => {
           received += Buffer.from(chunk).toString()
-          if (received.endsWith("tail\n")) Deferred.unsafeDone(all, Exit.void)
+          if (received.endsWith("tail\n")) Deferred.doneUnsafe(all, Exit.void)
         },
-        onFailure: (error) => Deferred.unsafeDone(all, Exit.die(error))
+        onFailure: (error) => Deferred.doneUnsafe(all, Exit.die(error))
       })
       valve.resume()
       yield* Deferred.await(all)

@@ -11,17 +11,17 @@ import { openReader, openWriter } from "../../src/fifo/PipeEnd.js"
 import { mkfifo, tempDir } from "../support/FifoKit.js"
 
 describe("opening a FIFO end", () => {
-  it.scoped("is done without a turn of the event loop, for a reader and a writer", () =>
+  it.effect("is done without a turn of the event loop, for a reader and a writer", () =>
     Effect.gen(function*() {
       const file = path.join(yield* tempDir, "pipe")
       yield* mkfifo(file)
       const scope = yield* Effect.scope
       // runSync fails on anything asynchronous: the ends must be open when it returns.
-      const opened = Effect.runSyncExit(Scope.extend(Effect.all([openReader(file), openWriter(file)]), scope))
+      const opened = Effect.runSyncExit(Scope.provide(Effect.all([openReader(file), openWriter(file)]), scope))
       expect(Exit.isSuccess(opened)).toBe(true)
     }))
 
-  it.scoped("fails with the path and the reason for a missing file or one that is no FIFO", () =>
+  it.effect("fails with the path and the reason for a missing file or one that is no FIFO", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const missing = yield* Effect.flip(openWriter(path.join(dir, "absent")))

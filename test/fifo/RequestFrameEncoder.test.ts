@@ -5,7 +5,7 @@
  * added, and the same errors for what JSON cannot hold.
  */
 import { describe, expect, it } from "@effect/vitest"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import fc from "fast-check"
 import type { MessagesRequest } from "../../src/Brain.js"
 import type { ToolDefinition } from "../../src/Claws.js"
@@ -37,11 +37,11 @@ describe("request frames from kept pieces", () => {
           cache,
           specs: specs(tools, cache)
         })
-        expect(Either.getOrThrow(encode(request))).toBe(expected(request))
+        expect(Result.getOrThrow(encode(request))).toBe(expected(request))
         // A tool round grows the same messages array; the next request must see it.
         messages.push({ role: "assistant", content: [{ type: "tool_use", id: `t${turn}`, name: "time", input: {} }] })
         messages.push({ role: "user", content: [{ type: "tool_result", tool_use_id: `t${turn}`, content: "noon" }] })
-        expect(Either.getOrThrow(encode(request))).toBe(expected(request))
+        expect(Result.getOrThrow(encode(request))).toBe(expected(request))
         history.push({ role: "user", content: text }, { role: "assistant", content: `reply ${turn}` })
       }
     }
@@ -58,17 +58,17 @@ describe("request frames from kept pieces", () => {
       tool_choice: undefined,
       messages: [{ role: "user", content: "hi", extra: undefined }, null, 7]
     } as unknown as MessagesRequest
-    expect(Either.getOrThrow(encode(request))).toBe(expected(request))
-    expect(Either.getOrThrow(encode(request))).toBe(expected(request))
+    expect(Result.getOrThrow(encode(request))).toBe(expected(request))
+    expect(Result.getOrThrow(encode(request))).toBe(expected(request))
   })
 
   it("take the whole encoding for values with toJSON, and fail as it does on what JSON cannot hold", () => {
     const encode = makeRequestFrameEncoder()
     const dated = { model: "m", max_tokens: 1, when: new Date(0), messages: [{ toJSON: () => "custom" }] }
-    expect(Either.getOrThrow(encode(dated as unknown as MessagesRequest))).toBe(expected(dated))
+    expect(Result.getOrThrow(encode(dated as unknown as MessagesRequest))).toBe(expected(dated))
     const big = { model: "m", max_tokens: 1, messages: [{ role: "user", content: 1n }] } as unknown as MessagesRequest
     const failed = encode(big)
-    expect(Either.isLeft(failed)).toBe(true)
+    expect(Result.isFailure(failed)).toBe(true)
     expect(failed).toEqual(encodeBrainFrame(big))
   })
 
@@ -77,8 +77,8 @@ describe("request frames from kept pieces", () => {
     fc.assert(
       fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.array(fc.jsonValue()), (fields, messages) => {
         const request = { ...fields, messages } as unknown as MessagesRequest
-        expect(Either.getOrThrow(encode(request))).toBe(expected(request))
-        expect(Either.getOrThrow(encode(request))).toBe(expected(request))
+        expect(Result.getOrThrow(encode(request))).toBe(expected(request))
+        expect(Result.getOrThrow(encode(request))).toBe(expected(request))
       })
     )
   })
@@ -96,7 +96,7 @@ describe("request frames from kept pieces", () => {
           for (const step of steps) {
             const messages = step.map((pick) => (typeof pick === "number" ? pool[pick % pool.length] : pick))
             const request = { model: "m", messages } as unknown as MessagesRequest
-            expect(Either.getOrThrow(encode(request))).toBe(expected(request))
+            expect(Result.getOrThrow(encode(request))).toBe(expected(request))
           }
         }
       )
@@ -108,13 +108,13 @@ describe("request frames from kept pieces", () => {
     const lines = Array.from({ length: 10 }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: `line ${i}` }))
     const request = (messages: Array<unknown>) => ({ model: "m", messages }) as unknown as MessagesRequest
     const first = lines.slice(0, 6)
-    expect(Either.getOrThrow(encode(request(first)))).toBe(expected(request(first)))
+    expect(Result.getOrThrow(encode(request(first)))).toBe(expected(request(first)))
     // The same array, one element replaced by another object: no stale JSON.
     first[3] = { role: "assistant", content: "replaced" }
-    expect(Either.getOrThrow(encode(request(first)))).toBe(expected(request(first)))
+    expect(Result.getOrThrow(encode(request(first)))).toBe(expected(request(first)))
     const slid = [...lines.slice(2, 8), { role: "user", content: "new" }]
-    expect(Either.getOrThrow(encode(request(slid)))).toBe(expected(request(slid)))
+    expect(Result.getOrThrow(encode(request(slid)))).toBe(expected(request(slid)))
     const reanchored = lines.slice(7)
-    expect(Either.getOrThrow(encode(request(reanchored)))).toBe(expected(request(reanchored)))
+    expect(Result.getOrThrow(encode(request(reanchored)))).toBe(expected(request(reanchored)))
   })
 })

@@ -9,7 +9,7 @@
  * request that could not be assembled.
  */
 import { describe, expect, it } from "@effect/vitest"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import fc from "fast-check"
 import { type Message, type MessagesRequest, systemText } from "../../src/Brain.js"
 import { anchoredWindow, linesToRead } from "../../src/CacheWindow.js"
@@ -53,7 +53,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 const replay = (steps: ReadonlyArray<Step>, keep: number, cache: boolean) => {
   const encode = makeRequestFrameEncoder()
   const specs = toolSpecsMemo()
-  const check = (request: MessagesRequest) => expect(Either.getOrThrow(encode(request))).toBe(fresh(request))
+  const check = (request: MessagesRequest) => expect(Result.getOrThrow(encode(request))).toBe(fresh(request))
   let declared = [0, 1, 2, 3].map((i) => tool(`tool${i}`, `does ${i}`))
   let tools: ReadonlyArray<ToolDefinition> = declared.slice(0, 2)
   let history: Array<HistoryEntry> = []
@@ -143,7 +143,7 @@ describe("request frames from kept JSON, as the agent's requests change", () => 
     const line = (content: string) => ({ role: "user", content })
     const messages = [line("a"), line("b"), line("c"), line("d")]
     const request = { model: "m", messages } as unknown as MessagesRequest
-    const check = () => expect(Either.getOrThrow(encode(request))).toBe(fresh(request))
+    const check = () => expect(Result.getOrThrow(encode(request))).toBe(fresh(request))
     check()
     messages[3] = line("d2")
     check()
@@ -169,19 +169,19 @@ describe("request frames from kept JSON, as the agent's requests change", () => 
     const b = { role: "assistant", content: "b" }
     const c = { role: "user", content: "c" }
     const first = { model: "m", messages: [a, b] } as unknown as MessagesRequest
-    expect(Either.getOrThrow(encode(first))).toBe(fresh(first))
+    expect(Result.getOrThrow(encode(first))).toBe(fresh(first))
     // An element JSON cannot write, after a new one past the kept run.
     const broken = { model: "m", messages: [a, b, c, { role: "user", content: 1n }] } as unknown as MessagesRequest
     expect(encode(broken)).toEqual(encodeBrainFrame(broken))
     const next = { model: "m", messages: [a, b, c, b] } as unknown as MessagesRequest
-    expect(Either.getOrThrow(encode(next))).toBe(fresh(next))
+    expect(Result.getOrThrow(encode(next))).toBe(fresh(next))
     // The messages assembled, then a later field fails: the frame is never made.
     const late = { model: "m", messages: [a, b, c, b, a], extra: 2n } as unknown as MessagesRequest
     expect(encode(late)).toEqual(encodeBrainFrame(late))
     const after = { model: "m", messages: [a, b, c, b, a, c] } as unknown as MessagesRequest
-    expect(Either.getOrThrow(encode(after))).toBe(fresh(after))
+    expect(Result.getOrThrow(encode(after))).toBe(fresh(after))
     const shorter = { model: "m", messages: [b, c] } as unknown as MessagesRequest
-    expect(Either.getOrThrow(encode(shorter))).toBe(fresh(shorter))
+    expect(Result.getOrThrow(encode(shorter))).toBe(fresh(shorter))
   })
 
   it("cut kept arrays at the right places when fields before them hold characters outside ASCII", () => {
@@ -195,7 +195,7 @@ describe("request frames from kept JSON, as the agent's requests change", () => 
         system: [{ type: "text", text: "s".repeat(i) }],
         messages: lines.slice(i % 3, i + 2)
       } as unknown as MessagesRequest
-      expect(Either.getOrThrow(encode(request))).toBe(fresh(request))
+      expect(Result.getOrThrow(encode(request))).toBe(fresh(request))
     }
   })
 
@@ -203,10 +203,10 @@ describe("request frames from kept JSON, as the agent's requests change", () => 
     const encode = makeRequestFrameEncoder()
     const line = { role: "user", content: "a" }
     const plain = { model: "m", messages: [line] } as unknown as MessagesRequest
-    expect(Either.getOrThrow(encode(plain))).toBe(fresh(plain))
+    expect(Result.getOrThrow(encode(plain))).toBe(fresh(plain))
     const withToJson = Object.assign([line], { toJSON: () => ["other"] })
     const custom = { model: "m", messages: withToJson } as unknown as MessagesRequest
-    expect(Either.getOrThrow(encode(custom))).toBe(fresh(custom))
-    expect(Either.getOrThrow(encode(plain))).toBe(fresh(plain))
+    expect(Result.getOrThrow(encode(custom))).toBe(fresh(custom))
+    expect(Result.getOrThrow(encode(plain))).toBe(fresh(plain))
   })
 })

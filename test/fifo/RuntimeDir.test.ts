@@ -12,11 +12,11 @@ const exists = (file: string) => Effect.promise(() => fs.promises.lstat(file).th
 const allFifos = Object.values(fifoNames)
 
 describe("makeRuntimeDir", () => {
-  it.scoped("creates the directory 0700 with six FIFOs 0600 and our pid, and removes it all on scope close", () =>
+  it.effect("creates the directory 0700 with six FIFOs 0600 and our pid, and removes it all on scope close", () =>
     Effect.gen(function*() {
       const runDir = path.join(yield* tempDir, "run")
       const scope = yield* Scope.make()
-      const paths = yield* makeRuntimeDir(runDir).pipe(Scope.extend(scope))
+      const paths = yield* makeRuntimeDir(runDir).pipe(Scope.provide(scope))
       expect(paths.runDir).toBe(runDir)
       expect((yield* stat(runDir)).mode & 0o777).toBe(0o700)
       for (const name of allFifos) {
@@ -30,7 +30,7 @@ describe("makeRuntimeDir", () => {
       expect(yield* exists(runDir)).toBe(false)
     }))
 
-  it.scoped("uses an existing private directory of ours and leaves it; one open to others is refused, mode untouched", () =>
+  it.effect("uses an existing private directory of ours and leaves it; one open to others is refused, mode untouched", () =>
     Effect.gen(function*() {
       const runDir = yield* tempDir
       yield* Effect.promise(() => fs.promises.chmod(runDir, 0o755))
@@ -41,14 +41,14 @@ describe("makeRuntimeDir", () => {
 
       yield* Effect.promise(() => fs.promises.chmod(runDir, 0o700))
       const scope = yield* Scope.make()
-      yield* makeRuntimeDir(runDir).pipe(Scope.extend(scope))
+      yield* makeRuntimeDir(runDir).pipe(Scope.provide(scope))
       expect((yield* stat(runDir)).mode & 0o777).toBe(0o700)
       yield* Scope.close(scope, Exit.void)
       expect(yield* exists(runDir)).toBe(true)
       expect(yield* Effect.promise(() => fs.promises.readdir(runDir))).toEqual([])
     }))
 
-  it.scoped("refuses a symbolic link", () =>
+  it.effect("refuses a symbolic link", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const target = path.join(dir, "elsewhere")
@@ -59,7 +59,7 @@ describe("makeRuntimeDir", () => {
       expect(yield* Effect.promise(() => fs.promises.readdir(target))).toEqual([])
     }))
 
-  it.scoped("refuses a directory owned by another user", () =>
+  it.effect("refuses a directory owned by another user", () =>
     Effect.gen(function*() {
       // As root, hand a directory to someone else; otherwise a root-owned directory is someone else's.
       const runDir = process.getuid?.() === 0 ? yield* tempDir : "/"
@@ -69,7 +69,7 @@ describe("makeRuntimeDir", () => {
       expect(yield* exists(path.join(runDir, pidFileName))).toBe(false)
     }))
 
-  it.scoped("refuses a directory in use by a live run, in another process or in this one", () =>
+  it.effect("refuses a directory in use by a live run, in another process or in this one", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const other = path.join(dir, "other")
@@ -87,7 +87,7 @@ describe("makeRuntimeDir", () => {
       expect((yield* stat(path.join(ours, "claw_in"))).isFIFO()).toBe(true)
     }))
 
-  it.scoped("cleans up what a killed run left behind", () =>
+  it.effect("cleans up what a killed run left behind", () =>
     Effect.gen(function*() {
       const runDir = yield* tempDir
       const dead = yield* spawnScoped("/bin/true")
@@ -104,9 +104,7 @@ describe("makeRuntimeDir", () => {
 describe("fifoPathsConfig", () => {
   it.effect("derives the six paths from PLANCKCLAW_RUN_DIR, each overridable", () =>
     Effect.gen(function*() {
-      const paths = yield* fifoPathsConfig.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(
-        new Map([["PLANCKCLAW_RUN_DIR", "/srv/pc"], ["PLANCKCLAW_BRAIN_IN", "/elsewhere/brain"]])
-      )))
+      const paths = yield* fifoPathsConfig.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_RUN_DIR", "/srv/pc"], ["PLANCKCLAW_BRAIN_IN", "/elsewhere/brain"]])), { preserveEmptyStrings: true })))
       expect(paths).toEqual({
         runDir: "/srv/pc",
         interactIn: "/srv/pc/interact_in",
@@ -116,13 +114,13 @@ describe("fifoPathsConfig", () => {
         clawIn: "/srv/pc/claw_in",
         clawOut: "/srv/pc/claw_out"
       })
-      const defaults = yield* fifoPathsConfig.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map())))
+      const defaults = yield* fifoPathsConfig.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map()), { preserveEmptyStrings: true })))
       expect(defaults.clawOut).toBe("/tmp/planckclaw/claw_out")
     }))
 })
 
 describe("FIFO ends", () => {
-  it.scoped("read every message of writers that open and close the pipe per message", () =>
+  it.effect("read every message of writers that open and close the pipe per message", () =>
     Effect.gen(function*() {
       const fifo = path.join(yield* tempDir, "in")
       yield* mkfifo(fifo)
@@ -133,7 +131,7 @@ describe("FIFO ends", () => {
       expect(yield* takeN(lines, 3)).toEqual(["cli\tone", "cli\ttwo", "cli\tthree"])
     }))
 
-  it.scoped("keep what was written while no reader was there, for a reader that reopens per line", () =>
+  it.effect("keep what was written while no reader was there, for a reader that reopens per line", () =>
     Effect.gen(function*() {
       const fifo = path.join(yield* tempDir, "out")
       yield* mkfifo(fifo)
@@ -147,14 +145,14 @@ describe("FIFO ends", () => {
       expect(yield* sh(`IFS= read -r l < "$P"; echo "$l"`, { P: fifo })).toBe("four\n")
     }))
 
-  it.scoped("deliver a write larger than the pipe buffer whole, and the write waits until it is taken", () =>
+  it.effect("deliver a write larger than the pipe buffer whole, and the write waits until it is taken", () =>
     Effect.gen(function*() {
       const fifo = path.join(yield* tempDir, "big")
       yield* mkfifo(fifo)
       const writer = yield* openWriter(fifo)
       const payload = Buffer.alloc(1024 * 1024)
       for (let i = 0; i < payload.length; i++) payload[i] = (i * 7 + (i >> 10)) & 0xff
-      const writing = yield* Effect.fork(writer.write(payload))
+      const writing = yield* Effect.forkChild(writer.write(payload))
       // 64 KiB fit in the pipe; the rest can only go once someone reads.
       yield* sh("true")
       expect(Option.isNone(yield* Fiber.poll(writing))).toBe(true)
@@ -163,7 +161,7 @@ describe("FIFO ends", () => {
       expect(digest.split(" ")[0]).toBe(createHash("sha256").update(payload).digest("hex"))
     }))
 
-  it.scoped("refuse a path that is not a named pipe", () =>
+  it.effect("refuse a path that is not a named pipe", () =>
     Effect.gen(function*() {
       const file = path.join(yield* tempDir, "plain")
       yield* Effect.promise(() => fs.promises.writeFile(file, ""))
@@ -171,20 +169,20 @@ describe("FIFO ends", () => {
       expect(error.message).toContain("not a named pipe")
     }))
 
-  it.scoped("close their descriptors on scope close", () =>
+  it.effect("close their descriptors on scope close", () =>
     Effect.gen(function*() {
       const fifo = path.join(yield* tempDir, "fd")
       yield* mkfifo(fifo)
       const openFds = Effect.promise(() => fs.promises.readdir("/proc/self/fd")).pipe(Effect.map((fds) => fds.length))
       const before = yield* openFds
       const scope = yield* Scope.make()
-      yield* Effect.all([openReader(fifo), openWriter(fifo), openReader(fifo)]).pipe(Scope.extend(scope))
+      yield* Effect.all([openReader(fifo), openWriter(fifo), openReader(fifo)]).pipe(Scope.provide(scope))
       expect(yield* openFds).toBe(before + 3)
       yield* Scope.close(scope, Exit.void)
       expect(yield* openFds).toBe(before)
     }))
 
-  it.scoped("leave the thread pool free while many readers wait", () =>
+  it.effect("leave the thread pool free while many readers wait", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       // More waiting readers than libuv has pool threads (4): blocking reads would starve file I/O.

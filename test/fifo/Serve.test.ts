@@ -16,7 +16,7 @@ import { blocksFrom, sh, tempDir } from "../support/FifoKit.js"
 const runtime = Effect.flatMap(tempDir, (dir) => makeRuntimeDir(path.join(dir, "run")))
 
 describe("serveBrain", () => {
-  it.scoped("answers a shell agent's request frame with the brain's response", () =>
+  it.effect("answers a shell agent's request frame with the brain's response", () =>
     Effect.gen(function*() {
       const paths = yield* runtime
       const scripted = yield* Scripted.make([Scripted.text("Hello from the brain")])
@@ -36,7 +36,7 @@ describe("serveBrain", () => {
       ])
     }))
 
-  it.scoped("answers {\"error\":…} for a failed brain or a bad request, one answer per request", () =>
+  it.effect("answers {\"error\":…} for a failed brain or a bad request, one answer per request", () =>
     Effect.gen(function*() {
       const paths = yield* runtime
       const scripted = yield* Scripted.make([
@@ -47,7 +47,7 @@ describe("serveBrain", () => {
       yield* Effect.forkScoped(serveBrain(scripted.service, paths))
       const requests = yield* openWriter(paths.brainIn)
       const answers = yield* blocksFrom(paths.brainOut)
-      const ask = (frame: string) => Effect.zipRight(requests.write(frame), answers.take)
+      const ask = (frame: string) => Effect.andThen(requests.write(frame), answers.take)
       const good = "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[]}\n\n"
       expect(yield* ask(good)).toBe("{\"error\":\"timeout\"}")
       expect(yield* ask("not json at all\n\n")).toBe("{\"error\":\"fatal\"}")
@@ -56,7 +56,7 @@ describe("serveBrain", () => {
       expect(JSON.parse(yield* ask(good)).content[0].text).toBe("fine again")
     }))
 
-  it.scoped("serves the FIFO brain client end to end", () =>
+  it.effect("serves the FIFO brain client end to end", () =>
     Effect.gen(function*() {
       const paths = yield* runtime
       const scripted = yield* Scripted.make([
@@ -89,7 +89,7 @@ describe("serveClaws", () => {
     }
   ]
 
-  it.scoped("serves the FIFO claws client end to end, empty lines in results included", () =>
+  it.effect("serves the FIFO claws client end to end, empty lines in results included", () =>
     Effect.gen(function*() {
       const paths = yield* runtime
       yield* Effect.forkScoped(serveClaws(InMemoryClaws.make(tools), paths))
@@ -101,7 +101,7 @@ describe("serveClaws", () => {
       expect(yield* claws.call("echo", { a: [1, "two"] })).toEqual({ content: "{\"a\":[1,\"two\"]}", isError: false })
     }))
 
-  it.scoped("answers an original agent's requests, and a malformed one with an error", () =>
+  it.effect("answers an original agent's requests, and a malformed one with an error", () =>
     Effect.gen(function*() {
       const paths = yield* runtime
       yield* Effect.forkScoped(serveClaws(InMemoryClaws.make(tools), paths))
@@ -117,7 +117,7 @@ describe("serveClaws", () => {
 })
 
 describe("serveInteract", () => {
-  it.scoped("carries messages to the agent and replies back, and ends once input ended and every reply was delivered", () =>
+  it.effect("carries messages to the agent and replies back, and ends once input ended and every reply was delivered", () =>
     Effect.gen(function*() {
       const paths = yield* runtime
       const user = yield* InMemoryInteract.make

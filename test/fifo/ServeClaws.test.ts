@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Effect, Either } from "effect"
+import { Effect, Result } from "effect"
 import type { ToolDefinition } from "../../src/Claws.js"
 import { decodeCatalog } from "../../src/claws/FifoClaws.js"
 import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
@@ -24,7 +24,7 @@ const echo: InMemoryClaws.InMemoryTool = {
 }
 
 describe("ServeClaws", () => {
-  it.scoped("answers a burst of 300 requests in one write, every one, in order", () =>
+  it.effect("answers a burst of 300 requests in one write, every one, in order", () =>
     Effect.gen(function*() {
       const paths = yield* runtime
       yield* Effect.forkScoped(serveClaws(InMemoryClaws.make([echo]), paths))
@@ -55,7 +55,7 @@ describe("ServeClaws", () => {
     const problems = [{ source: "/claws/a.sh:3", reason: "invalid JSON after #TOOLS:" }]
     const withProblems = frame(first, problems)
     expect(withProblems).toBe(encodeClawAnswer(JSON.stringify([echo.definition, { problem: problems[0] }])))
-    const decoded = Either.getOrThrow(decodeCatalog(withProblems.trimEnd()))
+    const decoded = Result.getOrThrow(decodeCatalog(withProblems.trimEnd()))
     expect(decoded).toEqual({ tools: [echo.definition], problems })
   })
 })

@@ -32,7 +32,7 @@ const flaky = (): ClawsService => {
 }
 
 describe("ServeClaws when serving fails", () => {
-  it.scoped("answers each failed request with an Error: text and goes on serving, in order", () =>
+  it.effect("answers each failed request with an Error: text and goes on serving, in order", () =>
     Effect.gen(function*() {
       const paths = yield* runtime
       yield* Effect.forkScoped(serveClaws(flaky(), paths))

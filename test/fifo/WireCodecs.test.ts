@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Either, Schema, Stream } from "effect"
+import { Chunk, Effect, Result, Schema, Stream } from "effect"
 import fc from "fast-check"
 import { MessagesResponse } from "../../src/Brain.js"
 import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame, plainBrainAnswer } from "../../src/fifo/BrainFrame.js"
@@ -25,7 +25,7 @@ const splitAt = (data: Uint8Array, cuts: ReadonlyArray<number>): Array<Uint8Arra
 const feed = (framer: { push: (chunk: Uint8Array) => ReadonlyArray<Frame> }, chunks: ReadonlyArray<Uint8Array>) =>
   chunks.flatMap((chunk) => [...framer.push(chunk)])
 
-const rights = (frames: ReadonlyArray<Frame>) => frames.map((frame) => Either.getOrThrow(frame))
+const rights = (frames: ReadonlyArray<Frame>) => frames.map((frame) => Result.getOrThrow(frame))
 
 // Text with a good share of the characters the escaping is about.
 const wireText = fc.stringOf(
@@ -55,15 +55,15 @@ describe("interact escaping", () => {
 
   it("round-trips messages through a line", () => {
     fc.assert(fc.property(channel, wireText, (channelName, text) => {
-      const line = Either.getOrThrow(encodeInteractLine({ channel: channelName, text }))
+      const line = Result.getOrThrow(encodeInteractLine({ channel: channelName, text }))
       expect(line.endsWith("\n")).toBe(true)
       expect(line.slice(0, -1)).not.toMatch(/\n/)
-      expect(Either.getOrThrow(decodeInteractLine(line.slice(0, -1)))).toEqual({ channel: channelName, text })
+      expect(Result.getOrThrow(decodeInteractLine(line.slice(0, -1)))).toEqual({ channel: channelName, text })
     }))
   })
 
   it("splits channel from text at the first tab", () => {
-    expect(Either.getOrThrow(decodeInteractLine("cli\tHello\\nWorld\tagain"))).toEqual({
+    expect(Result.getOrThrow(decodeInteractLine("cli\tHello\\nWorld\tagain"))).toEqual({
       channel: "cli",
       text: "Hello\nWorld\tagain"
     })
@@ -71,63 +71,63 @@ describe("interact escaping", () => {
 
   it("gives an error value for a line with no tab", () => {
     const decoded = decodeInteractLine("no tab here")
-    expect(Either.isLeft(decoded) && decoded.left instanceof MalformedMessage).toBe(true)
+    expect(Result.isFailure(decoded) && decoded.failure instanceof MalformedMessage).toBe(true)
   })
 
   it("refuses a line whose channel was not valid UTF-8 (a reply could not name it); bad bytes in the text cost a character", () => {
     const bytesOf = (...parts: ReadonlyArray<string | ReadonlyArray<number>>) =>
       new TextDecoder().decode(Buffer.concat(parts.map((part) => typeof part === "string" ? Buffer.from(part) : Buffer.from(part))))
     const badChannel = decodeInteractLine(bytesOf("user-", [0xff, 0xfe], "\thello"))
-    expect(Either.isLeft(badChannel) && badChannel.left.message).toContain("channel is not valid UTF-8")
-    expect(Either.getOrThrow(decodeInteractLine(bytesOf("cli\thi ", [0xff])))).toEqual({ channel: "cli", text: "hi \uFFFD" })
+    expect(Result.isFailure(badChannel) && badChannel.failure.message).toContain("channel is not valid UTF-8")
+    expect(Result.getOrThrow(decodeInteractLine(bytesOf("cli\thi ", [0xff])))).toEqual({ channel: "cli", text: "hi \uFFFD" })
   })
 
   it("refuses a channel that would break the line", () => {
-    expect(Either.isLeft(encodeInteractLine({ channel: "a\tb", text: "x" }))).toBe(true)
-    expect(Either.isLeft(encodeInteractLine({ channel: "a\nb", text: "x" }))).toBe(true)
+    expect(Result.isFailure(encodeInteractLine({ channel: "a\tb", text: "x" }))).toBe(true)
+    expect(Result.isFailure(encodeInteractLine({ channel: "a\nb", text: "x" }))).toBe(true)
   })
 })
 
 describe("brain frames", () => {
   it("are compact single-line JSON followed by an empty line", () => {
-    const frame = Either.getOrThrow(encodeBrainFrame({ text: "two\nlines", nested: { a: [1, 2] } }))
+    const frame = Result.getOrThrow(encodeBrainFrame({ text: "two\nlines", nested: { a: [1, 2] } }))
     expect(frame).toBe("{\"text\":\"two\\nlines\",\"nested\":{\"a\":[1,2]}}\n\n")
     expect(brainErrorFrame("timeout")).toBe("{\"error\":\"timeout\"}\n\n")
   })
 
   it("cannot be made from a value JSON cannot hold", () => {
-    expect(Either.isLeft(encodeBrainFrame(undefined))).toBe(true)
-    expect(Either.isLeft(encodeBrainFrame({ big: 1n }))).toBe(true)
+    expect(Result.isFailure(encodeBrainFrame(undefined))).toBe(true)
+    expect(Result.isFailure(encodeBrainFrame({ big: 1n }))).toBe(true)
   })
 
   it("decode a request keeping fields the schema does not list", () => {
-    const request = Either.getOrThrow(decodeBrainRequest(
+    const request = Result.getOrThrow(decodeBrainRequest(
       "{\"model\":\"m\",\"max_tokens\":5,\"temperature\":0.2,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
     ))
     expect(request).toEqual({ model: "m", max_tokens: 5, temperature: 0.2, messages: [{ role: "user", content: "hi" }] })
   })
 
   it("reject a request that is not JSON or not a Messages request", () => {
-    expect(Either.isLeft(decodeBrainRequest("{nope"))).toBe(true)
-    expect(Either.isLeft(decodeBrainRequest("{\"model\":\"m\"}"))).toBe(true)
+    expect(Result.isFailure(decodeBrainRequest("{nope"))).toBe(true)
+    expect(Result.isFailure(decodeBrainRequest("{\"model\":\"m\"}"))).toBe(true)
   })
 })
 
 describe("claw requests and answers", () => {
   it("encode a call as name, tab, compact JSON", () => {
-    expect(Either.getOrThrow(encodeClawCall("echo", { text: "a\nb" }))).toBe("echo\t{\"text\":\"a\\nb\"}\n")
-    expect(Either.getOrThrow(encodeClawCall("get_time", undefined))).toBe("get_time\t{}\n")
-    expect(Either.isLeft(encodeClawCall("bad\tname", {}))).toBe(true)
+    expect(Result.getOrThrow(encodeClawCall("echo", { text: "a\nb" }))).toBe("echo\t{\"text\":\"a\\nb\"}\n")
+    expect(Result.getOrThrow(encodeClawCall("get_time", undefined))).toBe("get_time\t{}\n")
+    expect(Result.isFailure(encodeClawCall("bad\tname", {}))).toBe(true)
   })
 
   it("decode discovery and calls, and reject anything else", () => {
-    expect(Either.getOrThrow(decodeClawRequest("__list_tools__"))._tag).toBe("ListTools")
-    expect(Either.getOrThrow(decodeClawRequest("__list_tools__\r"))._tag).toBe("ListTools")
-    expect(Either.getOrThrow(decodeClawRequest("echo\t{\"a\":1}"))).toMatchObject({ _tag: "Call", name: "echo", input: { a: 1 } })
-    expect(Either.getOrThrow(decodeClawRequest("get_time\t"))).toMatchObject({ _tag: "Call", name: "get_time", input: {} })
-    expect(Either.isLeft(decodeClawRequest("get_time"))).toBe(true)
-    expect(Either.isLeft(decodeClawRequest("\t{}"))).toBe(true)
-    expect(Either.isLeft(decodeClawRequest("echo\tnot json"))).toBe(true)
+    expect(Result.getOrThrow(decodeClawRequest("__list_tools__"))._tag).toBe("ListTools")
+    expect(Result.getOrThrow(decodeClawRequest("__list_tools__\r"))._tag).toBe("ListTools")
+    expect(Result.getOrThrow(decodeClawRequest("echo\t{\"a\":1}"))).toMatchObject({ _tag: "Call", name: "echo", input: { a: 1 } })
+    expect(Result.getOrThrow(decodeClawRequest("get_time\t"))).toMatchObject({ _tag: "Call", name: "get_time", input: {} })
+    expect(Result.isFailure(decodeClawRequest("get_time"))).toBe(true)
+    expect(Result.isFailure(decodeClawRequest("\t{}"))).toBe(true)
+    expect(Result.isFailure(decodeClawRequest("echo\tnot json"))).toBe(true)
   })
 
   it("never put an empty line inside an answer", () => {
@@ -143,7 +143,7 @@ describe("claw requests and answers", () => {
     fc.assert(fc.property(wireText, fc.array(fc.nat(), { maxLength: 8 }), (text, cuts) => {
       const frames = feed(makeBlockFramer(1 << 20), splitAt(bytes(encodeClawAnswer(text)), cuts))
       expect(frames).toHaveLength(1)
-      expect(decodeClawAnswer(Either.getOrThrow(frames[0]!))).toBe(canonical(text))
+      expect(decodeClawAnswer(Result.getOrThrow(frames[0]!))).toBe(canonical(text))
     }))
   })
 })
@@ -183,7 +183,7 @@ describe("line framing", () => {
     expect(framer.holding()).toBe(false)
     expect(rights(framer.push(bytes("b\tnew\n")))).toEqual(["b\tnew"])
     // Past the limit: refused once; the end stops the skip, so the next line is read.
-    expect(framer.push(bytes("0123456789")).filter(Either.isLeft)).toHaveLength(1)
+    expect(framer.push(bytes("0123456789")).filter(Result.isFailure)).toHaveLength(1)
     expect(framer.holding()).toBe(true)
     expect(framer.end()).toEqual([])
     expect(rights(framer.push(bytes("c\tok\n")))).toEqual(["c\tok"])
@@ -193,9 +193,9 @@ describe("line framing", () => {
     const framer = makeLineFramer(8)
     const frames = feed(framer, [bytes("short\n0123456"), bytes("789abcdef"), bytes("ghij\nok\n")])
     expect(frames).toHaveLength(3)
-    expect(Either.getOrThrow(frames[0]!)).toBe("short")
-    expect(Either.isLeft(frames[1]!) && frames[1].left instanceof FrameTooLarge).toBe(true)
-    expect(Either.getOrThrow(frames[2]!)).toBe("ok")
+    expect(Result.getOrThrow(frames[0]!)).toBe("short")
+    expect(Result.isFailure(frames[1]!) && frames[1].failure instanceof FrameTooLarge).toBe(true)
+    expect(Result.getOrThrow(frames[2]!)).toBe("ok")
   })
 })
 
@@ -222,8 +222,8 @@ describe("block framing", () => {
     const framer = makeBlockFramer(10)
     const first = framer.push(bytes("0123456\n789abc\n"))
     expect(first).toHaveLength(1)
-    expect(Either.isLeft(first[0]!)).toBe(true)
-    expect(framer.push(bytes("more\n\n{}\n\n"))).toEqual([Either.right("{}")])
+    expect(Result.isFailure(first[0]!)).toBe(true)
+    expect(framer.push(bytes("more\n\n{}\n\n"))).toEqual([Result.succeed("{}")])
   })
 })
 

@@ -22,7 +22,7 @@ const setup = Effect.gen(function*() {
 })
 
 describe("FifoInteract direct pull", () => {
-  it.scoped("pulls one message at a time, in order, and waits for the next", () =>
+  it.effect("pulls one message at a time, in order, and waits for the next", () =>
     Effect.gen(function*() {
       const { interact, paths, pull } = yield* setup
       yield* sh(`printf 'cli\\tone\\ncli\\ttwo\\n' > "$P"`, { P: paths.interactIn })
@@ -30,22 +30,22 @@ describe("FifoInteract direct pull", () => {
       // The stream and the pull share one inbox: the stream goes on where the pull stopped.
       const viaStream = yield* interact.messages.pipe(Stream.take(1), Stream.runCollect)
       expect(Chunk.toArray(viaStream)).toEqual([{ channel: "cli", text: "two" }])
-      const waiting = yield* Effect.fork(pull)
+      const waiting = yield* Effect.forkChild(pull)
       yield* sh(`printf '7\\tthree\\\\nlines\\n' > "$P"`, { P: paths.interactIn })
       expect(Chunk.toArray(yield* Fiber.join(waiting))).toEqual([{ channel: "7", text: "three\nlines" }])
     }))
 
-  it.scoped("a pull interrupted while waiting takes nothing: the next pull gets the line", () =>
+  it.effect("a pull interrupted while waiting takes nothing: the next pull gets the line", () =>
     Effect.gen(function*() {
       const { paths, pull } = yield* setup
-      const gaveUp = yield* Effect.fork(pull)
+      const gaveUp = yield* Effect.forkChild(pull)
       yield* Effect.yieldNow()
       yield* Fiber.interrupt(gaveUp)
       yield* sh(`printf 'cli\\tafter\\n' > "$P"`, { P: paths.interactIn })
       expect(Chunk.toArray(yield* pull)).toEqual([{ channel: "cli", text: "after" }])
     }))
 
-  it.scoped("gives what the stream gives, message for message", () =>
+  it.effect("gives what the stream gives, message for message", () =>
     Effect.gen(function*() {
       const { interact, paths, pull } = yield* setup
       const lines = Array.from({ length: 20 }, (_, i) => `c${i % 3}\\tmessage ${i}\\n`).join("")

@@ -13,7 +13,7 @@ const setup = Effect.gen(function*() {
 })
 
 describe("FIFO interact", () => {
-  it.scoped("reads messages from writers that open interact_in once per message, skipping malformed lines", () =>
+  it.effect("reads messages from writers that open interact_in once per message, skipping malformed lines", () =>
     Effect.gen(function*() {
       const { interact, paths } = yield* setup
       const env = { P: paths.interactIn }
@@ -30,7 +30,7 @@ describe("FIFO interact", () => {
       ])
     }))
 
-  it.scoped("loses nothing between one consumer of the messages and the next", () =>
+  it.effect("loses nothing between one consumer of the messages and the next", () =>
     Effect.gen(function*() {
       const { interact, paths } = yield* setup
       yield* sh(`printf 'cli\\tone\\ncli\\ttwo\\ncli\\tthr' > "$P"; printf 'ee\\n' > "$P"`, { P: paths.interactIn })
@@ -39,7 +39,7 @@ describe("FIFO interact", () => {
       expect([...first, ...rest].map((message) => message.text)).toEqual(["one", "two", "three"])
     }))
 
-  it.scoped("keeps replies for a reader that comes later and reopens interact_out for every line", () =>
+  it.effect("keeps replies for a reader that comes later and reopens interact_out for every line", () =>
     Effect.gen(function*() {
       const { interact, paths } = yield* setup
       yield* interact.send({ channel: "cli", text: "first\nreply" })
@@ -51,7 +51,7 @@ describe("FIFO interact", () => {
       expect(seen).toBe("cli\tfirst\\nreply|cli\tsecond\\treply|7\tthird|")
     }))
 
-  it.scoped("delivers every reply to a `cat interact_out` reader", () =>
+  it.effect("delivers every reply to a `cat interact_out` reader", () =>
     Effect.gen(function*() {
       const { dir, interact, paths } = yield* setup
       const observed = path.join(dir, "observed")
@@ -63,7 +63,7 @@ describe("FIFO interact", () => {
       expect(replies).toEqual(Array.from({ length: 50 }, (_, i) => `cli\treply ${i + 1}`))
     }))
 
-  it.scoped("refuses a reply whose channel would break the line", () =>
+  it.effect("refuses a reply whose channel would break the line", () =>
     Effect.gen(function*() {
       const { interact } = yield* setup
       const error = yield* Effect.flip(interact.send({ channel: "a\tb", text: "x" }))

@@ -20,7 +20,7 @@ const setup = Effect.gen(function*() {
 })
 
 describe("FIFO interact, lines from the data events", () => {
-  it.scoped("sends the refusal of an oversized line before the agent can answer the line after it", () =>
+  it.effect("sends the refusal of an oversized line before the agent can answer the line after it", () =>
     Effect.gen(function*() {
       const { interact, replies, toAgent } = yield* setup
       yield* toAgent.write(`big\t${"x".repeat(100)}\nsmall\tafter\n`)
@@ -30,7 +30,7 @@ describe("FIFO interact, lines from the data events", () => {
       expect(yield* takeN(replies, 2)).toEqual([`big\t${InteractFifo.oversizedReply(32)}`, "small\tanswer"])
     }))
 
-  it.scoped("hands over every line of a burst larger than its read-ahead, in order, to consumers one after another", () =>
+  it.effect("hands over every line of a burst larger than its read-ahead, in order, to consumers one after another", () =>
     Effect.gen(function*() {
       const { interact, toAgent } = yield* setup
       const lines = Array.from({ length: 300 }, (_, i) => `c\t${i}\n`).join("")

@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Chunk, Duration, Effect, Fiber, Stream, TestClock } from "effect"
+import { Chunk, Duration, Effect, Fiber, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
 import * as InteractFifo from "../../src/interact/FifoInteract.js"
 import { sh, tempDir } from "../support/FifoKit.js"
@@ -23,10 +24,10 @@ const setup = Effect.gen(function*() {
 })
 
 describe("FIFO interact, a line without its newline", () => {
-  it.scoped("is a whole line once nothing more came for the wait: the next writer's line stays its own", () =>
+  it.effect("is a whole line once nothing more came for the wait: the next writer's line stays its own", () =>
     Effect.gen(function*() {
       const { interact, write } = yield* setup
-      const taking = yield* Effect.fork(interact.messages.pipe(Stream.take(2), Stream.runCollect))
+      const taking = yield* Effect.forkChild(interact.messages.pipe(Stream.take(2), Stream.runCollect))
       yield* write("alice\\thello")
       // Asleep once the piece was read: only then does the wait start.
       yield* advanceTo(wait)
@@ -37,18 +38,18 @@ describe("FIFO interact, a line without its newline", () => {
       ])
     }))
 
-  it.scoped("is not cut while the reader is paused: the rest, written later, completes it", () =>
+  it.effect("is not cut while the reader is paused: the rest, written later, completes it", () =>
     Effect.gen(function*() {
       const { interact, write } = yield* setup
       // 65 lines and a piece in one write: the reader takes them at once and pauses with 64 waiting.
       const lines = Array.from({ length: 65 }, (_, n) => `c\\tm${n}\\n`).join("")
-      const first = yield* Effect.fork(interact.messages.pipe(Stream.take(1), Stream.runCollect))
+      const first = yield* Effect.forkChild(interact.messages.pipe(Stream.take(1), Stream.runCollect))
       yield* write(`${lines}carol\\twor`)
       expect(Chunk.toReadonlyArray(yield* Fiber.join(first))).toEqual([{ channel: "c", text: "m0" }])
       for (let turn = 0; turn < 20; turn++) yield* yieldToEventLoop
       expect(yield* TestClock.sleeps()).toEqual(Chunk.empty())
       yield* TestClock.adjust(Duration.times(InteractFifo.unterminatedWait, 5))
-      const rest = yield* Effect.fork(interact.messages.pipe(Stream.take(65), Stream.runCollect))
+      const rest = yield* Effect.forkChild(interact.messages.pipe(Stream.take(65), Stream.runCollect))
       yield* write("ld\\n")
       const taken = Chunk.toReadonlyArray(yield* Fiber.join(rest))
       expect(taken.slice(0, 64).map((message) => message.text)).toEqual(Array.from({ length: 64 }, (_, n) => `m${n + 1}`))

@@ -37,7 +37,7 @@ it.effect("a consumer that stops early leaves the buffered messages to the next 
 it.effect("a waiting consumer gets messages offered later, and `end` ends it", () =>
   Effect.gen(function*() {
     const interact = yield* InMemoryInteract.make
-    const reader = yield* Effect.fork(texts(interact.service.messages))
+    const reader = yield* Effect.forkChild(texts(interact.service.messages))
     yield* Effect.yieldNow()
     yield* interact.offer(message("a"))
     yield* Effect.yieldNow()
@@ -49,7 +49,7 @@ it.effect("a waiting consumer gets messages offered later, and `end` ends it", (
 it.effect("a consumer interrupted while waiting takes nothing offered afterwards", () =>
   Effect.gen(function*() {
     const interact = yield* InMemoryInteract.make
-    const gaveUp = yield* Effect.fork(texts(interact.service.messages))
+    const gaveUp = yield* Effect.forkChild(texts(interact.service.messages))
     yield* Effect.yieldNow()
     yield* Fiber.interrupt(gaveUp)
     yield* interact.offer(message("a"))
@@ -62,7 +62,7 @@ it.effect("a pull woken by a message and interrupted before it ran leaves the me
     const interact = yield* InMemoryInteract.make
     // The pull Intake takes messages with (DirectPull), as a stream's pull would be.
     const pull = DirectPull.directPull(interact.service.messages)!
-    const gaveUp = yield* Effect.fork(pull)
+    const gaveUp = yield* Effect.forkChild(pull)
     yield* Effect.yieldNow()
     // In one step: the message arrives (waking the consumer) and the consumer is interrupted.
     yield* Effect.sync(() => {

@@ -27,7 +27,7 @@ const texts = (terminal: Effect.Effect.Success<ReturnType<typeof open>>["termina
   Stream.runCollect(terminal.messages).pipe(Effect.map((chunk) => Chunk.toArray(chunk).map((m) => m.text)))
 
 describe("terminal bridge output", () => {
-  it.scoped("on a terminal, strips control sequences from a reply, keeping newlines and tabs", () =>
+  it.effect("on a terminal, strips control sequences from a reply, keeping newlines and tabs", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: true })
       yield* t.terminal.send({ channel: "cli", text: HOSTILE })
@@ -35,14 +35,14 @@ describe("terminal bridge output", () => {
       expect(t.written.join("")).not.toContain("pwned")
     }))
 
-  it.scoped("strips when the output is a terminal even though the input is piped", () =>
+  it.effect("strips when the output is a terminal even though the input is piped", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: false, outputIsTerminal: true })
       yield* t.terminal.send({ channel: "cli", text: HOSTILE })
       expect(t.written).toEqual(["title clear colour redEVIL\ttab\nnext\n"])
     }))
 
-  it.scoped("to a pipe or a file, writes the reply exactly as it was", () =>
+  it.effect("to a pipe or a file, writes the reply exactly as it was", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: false })
       yield* t.terminal.send({ channel: "cli", text: HOSTILE })
@@ -51,14 +51,14 @@ describe("terminal bridge output", () => {
 })
 
 describe("terminal bridge piped input", () => {
-  it.scoped("splits lines on LF only: a lone CR stays inside its message, CR LF ends a line", () =>
+  it.effect("splits lines on LF only: a lone CR stays inside its message, CR LF ends a line", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: false })
       t.input.end("a\rb\nc\r\n\rd\r\r\n")
       expect(yield* texts(t.terminal)).toEqual(["a\rb", "c", "\rd\r"])
     }))
 
-  it.scoped("queues lines read before the stream is pulled, skips blank lines, keeps a last line without LF", () =>
+  it.effect("queues lines read before the stream is pulled, skips blank lines, keeps a last line without LF", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: false })
       t.input.write("first\n\n   \n\r\n")
@@ -69,7 +69,7 @@ describe("terminal bridge piped input", () => {
       expect(yield* texts(t.terminal)).toEqual(["first", "second", "last without newline"])
     }))
 
-  it.scoped("decodes a character split across reads, and replaces invalid UTF-8 instead of failing", () =>
+  it.effect("decodes a character split across reads, and replaces invalid UTF-8 instead of failing", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: false })
       const smile = Buffer.from("😀")
@@ -79,7 +79,7 @@ describe("terminal bridge piped input", () => {
       expect(yield* texts(t.terminal)).toEqual(["face 😀", "bad \ufffd\ufffd bytes", "\ufffd"])
     }))
 
-  it.scoped("passes a line of several megabytes whole (the agent applies PLANCKCLAW_MAX_MESSAGE_BYTES)", () =>
+  it.effect("passes a line of several megabytes whole (the agent applies PLANCKCLAW_MAX_MESSAGE_BYTES)", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: false })
       const big = "x".repeat(3 * MiB)
@@ -89,7 +89,7 @@ describe("terminal bridge piped input", () => {
       expect(yield* texts(t.terminal)).toEqual([big, "after"])
     }))
 
-  it.scoped("skips a line over 16 MiB with a warning that says which and why, and reads on", () =>
+  it.effect("skips a line over 16 MiB with a warning that says which and why, and reads on", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: false })
       t.input.write("before\n")
@@ -104,7 +104,7 @@ describe("terminal bridge piped input", () => {
       ])
     }))
 
-  it.scoped("stops reading while 16 MiB of lines wait to be taken, and reads on once they are", () =>
+  it.effect("stops reading while 16 MiB of lines wait to be taken, and reads on once they are", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: false })
       const line = `${"z".repeat(1023)}\n`
@@ -157,7 +157,7 @@ const runOnPty = (input: string, options: { cwd: string; env: NodeJS.ProcessEnv 
     )
     let output = ""
     proc.stdout.on("data", (chunk: Buffer) => void (output += chunk.toString("utf8")))
-    const code = yield* Effect.async<number | null>((resume) => {
+    const code = yield* Effect.callback<number | null>((resume) => {
       proc.on("close", (code) => resume(Effect.succeed(code)))
     })
     return { code, output }
@@ -166,7 +166,7 @@ const runOnPty = (input: string, options: { cwd: string; env: NodeJS.ProcessEnv 
 const HOSTILE_REPLY = "\u001b]0;pwned\u0007Hello\u001b[2J there\u009b31m\rX\tend"
 
 describe("planckclaw run (built command)", () => {
-  it.scopedLive("sends `a\\rb` and `c\\r\\n` from a pipe as two messages", () =>
+  it.live("sends `a\\rb` and `c\\r\\n` from a pipe as two messages", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.text("first reply"), AnthropicServer.text("second reply"))
       const result = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "a\rb\nc\r\n" })
@@ -180,7 +180,7 @@ describe("planckclaw run (built command)", () => {
       ])
     }))
 
-  it.scopedLive("prints a reply to a pipe exactly as the model wrote it", () =>
+  it.live("prints a reply to a pipe exactly as the model wrote it", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.text(HOSTILE_REPLY))
       const result = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "hi\n" })
@@ -188,7 +188,7 @@ describe("planckclaw run (built command)", () => {
       expect(result.stdout).toBe(`${HOSTILE_REPLY}\n`)
     }))
 
-  it.scopedLive("prints a reply to a terminal without its control sequences, even with piped input", () =>
+  it.live("prints a reply to a terminal without its control sequences, even with piped input", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.text(HOSTILE_REPLY))
       const result = yield* runOnPty("hi\n", { cwd: t.cwd, env: t.env })

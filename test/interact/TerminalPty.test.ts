@@ -69,7 +69,7 @@ const session = (options: { cwd: string; env: NodeJS.ProcessEnv }) =>
   })
 
 describe("planckclaw run in a pseudo-terminal", () => {
-  it.scopedLive("hint, every slash command, pasted and continued lines, the spinner, then /quit", () =>
+  it.live("hint, every slash command, pasted and continued lines, the spinner, then /quit", () =>
     Effect.gen(function*() {
       const t = yield* setup((request, index) =>
         AnthropicServer.lastUserText(request.body) === "slow"
@@ -142,7 +142,7 @@ describe("planckclaw run in a pseudo-terminal", () => {
       expect(turns.at(-1)!.body.messages).toHaveLength(1)
     }), 90_000)
 
-  it.scopedLive("a brain that refuses the key is told plainly, and Ctrl-D leaves", () =>
+  it.live("a brain that refuses the key is told plainly, and Ctrl-D leaves", () =>
     Effect.gen(function*() {
       const t = yield* setup(() => AnthropicServer.apiError(401, "authentication_error", "invalid x-api-key"))
       const s = yield* session(t)

@@ -40,7 +40,7 @@ describe("the terminal's first prompt in a run", () => {
     Effect.scoped(Effect.gen(function*() {
       const ready = yield* Deferred.make<void>()
       const t = yield* open(Deferred.await(ready))
-      const first = yield* Effect.fork(Stream.runCollect(Stream.take(t.terminal.messages, 1)))
+      const first = yield* Effect.forkChild(Stream.runCollect(Stream.take(t.terminal.messages, 1)))
       t.input.write("early\r")
       yield* settle
       yield* Deferred.succeed(ready, undefined)

@@ -5,7 +5,8 @@
  */
 import { PassThrough } from "node:stream"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Fiber, Stream, TestClock } from "effect"
+import { Chunk, Effect, Fiber, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import * as Commands from "../../src/Commands.js"
 import * as Spinner from "../../src/interact/Spinner.js"
 import * as Terminal from "../../src/interact/TerminalInteract.js"
@@ -27,11 +28,11 @@ const settle = Effect.promise(() => new Promise((resolve) => setImmediate(resolv
 const take = (terminal: Effect.Effect.Success<ReturnType<typeof open>>["terminal"], count: number) =>
   Stream.runCollect(Stream.take(terminal.messages, count)).pipe(
     Effect.map((chunk) => Chunk.toArray(chunk).map((message) => message.text)),
-    Effect.fork
+    Effect.forkChild
   )
 
 describe("interactive terminal", () => {
-  it.scoped("says how to get help and how to quit before the first prompt", () =>
+  it.effect("says how to get help and how to quit before the first prompt", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: true })
       const text = t.all()
@@ -40,7 +41,7 @@ describe("interactive terminal", () => {
       expect(Terminal.HINT).toContain("/quit or Ctrl-D")
     }))
 
-  it.scoped("lines pasted at once are one message; lines typed apart are two", () =>
+  it.effect("lines pasted at once are one message; lines typed apart are two", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: true })
       const messages = yield* take(t.terminal, 2)
@@ -53,7 +54,7 @@ describe("interactive terminal", () => {
       expect(yield* Fiber.join(messages)).toEqual(["first line\nsecond line\nthird", "typed later"])
     }))
 
-  it.scoped("a line ending with a backslash goes on to the next, however long the pause", () =>
+  it.effect("a line ending with a backslash goes on to the next, however long the pause", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: true })
       const messages = yield* take(t.terminal, 1)
@@ -69,10 +70,10 @@ describe("interactive terminal", () => {
       expect(yield* Fiber.join(messages)).toEqual(["one\ntwo\nthree"])
     }))
 
-  it.scoped("/quit ends the session like the end of input; what follows is not sent", () =>
+  it.effect("/quit ends the session like the end of input; what follows is not sent", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: true })
-      const messages = yield* Stream.runCollect(t.terminal.messages).pipe(Effect.fork)
+      const messages = yield* Stream.runCollect(t.terminal.messages).pipe(Effect.forkChild)
       t.input.write("hello\r")
       yield* settle
       yield* TestClock.adjust(Terminal.PASTE_WINDOW)
@@ -84,7 +85,7 @@ describe("interactive terminal", () => {
       expect(sent).toEqual(["hello"])
     }))
 
-  it.scoped("the agent's /help gets the terminal's /quit", () =>
+  it.effect("the agent's /help gets the terminal's /quit", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: true })
       yield* t.terminal.send({ channel: "cli", text: Commands.HELP })
@@ -92,7 +93,7 @@ describe("interactive terminal", () => {
       expect(t.all()).toContain("/quit            leave (or Ctrl-D)")
     }))
 
-  it.scoped("turns the agent's 'send /forget confirm' into a y/N question: y sends it, anything else forgets nothing", () =>
+  it.effect("turns the agent's 'send /forget confirm' into a y/N question: y sends it, anything else forgets nothing", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: true })
       const messages = yield* take(t.terminal, 2)
@@ -121,7 +122,7 @@ describe("interactive terminal", () => {
       expect(yield* Fiber.join(after)).toEqual(["/usage"])
     }))
 
-  it.scoped("spins with the seconds elapsed while the agent works, and clears the line before the reply", () =>
+  it.effect("spins with the seconds elapsed while the agent works, and clears the line before the reply", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: true })
       const quick = yield* take(t.terminal, 1)
@@ -157,7 +158,7 @@ describe("interactive terminal", () => {
       expect(t.written.length).toBe(frames)
     }))
 
-  it.scoped("never spins into a pipe", () =>
+  it.effect("never spins into a pipe", () =>
     Effect.gen(function*() {
       const piped = yield* open({ interactive: false })
       const messages = yield* take(piped.terminal, 1)

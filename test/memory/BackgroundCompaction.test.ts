@@ -43,26 +43,26 @@ const heldAgent = (scope: Scope.Scope) =>
       complete: (request) =>
         request.system === COMPACTION_SYSTEM
           ? Effect.sync(() => folded.push(JSON.stringify(request.messages))).pipe(
-            Effect.zipRight(Deferred.succeed(summaryAsked, undefined)),
-            Effect.zipRight(Deferred.await(release)),
+            Effect.andThen(Deferred.succeed(summaryAsked, undefined)),
+            Effect.andThen(Deferred.await(release)),
             Effect.as(text("Folded."))
           )
           : lastUserText(request) === "held"
-          ? Deferred.succeed(turnHeld, undefined).pipe(Effect.zipRight(Deferred.await(turnRelease)), Effect.as(text("re: held")))
+          ? Deferred.succeed(turnHeld, undefined).pipe(Effect.andThen(Deferred.await(turnRelease)), Effect.as(text("re: held")))
           : Effect.succeed(text(`re: ${lastUserText(request)}`))
     })
     const interact = yield* InMemoryInteract.make
-    const provider = ConfigProvider.fromMap(new Map([
+    const provider = ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([
       ["PLANCKCLAW_DIR", directory],
       ["PLANCKCLAW_MODEL", "test-model"],
       ["PLANCKCLAW_PROMPT_CACHE", "0"],
       ["HISTORY_MAX", "4"],
       ["HISTORY_KEEP", "2"]
-    ]))
+    ])), { preserveEmptyStrings: true })
     const layer = Agent.layerWithMemory.pipe(
       Layer.provide(Layer.merge(brain, InMemoryClaws.layer([]))),
       Layer.provideMerge(InMemoryInteract.layer(interact)),
-      Layer.provide(Layer.setConfigProvider(provider))
+      Layer.provide(ConfigProvider.layer(provider))
     )
     const context = yield* Layer.buildWithScope(layer, scope)
     const serving = yield* Intake.run.pipe(Effect.provide(context), Effect.forkIn(scope))
@@ -83,12 +83,12 @@ const heldAgent = (scope: Scope.Scope) =>
       interact,
       compactor: Context.get(context, Compactor),
       say: (message: string) =>
-        interact.offer({ channel: "cli", text: message }).pipe(Effect.zipRight(Queue.take(interact.replies)))
+        interact.offer({ channel: "cli", text: message }).pipe(Effect.andThen(Queue.take(interact.replies)))
     }
   })
 
 describe("background compaction", () => {
-  it.scoped("the next message is answered while the compaction's brain request is held; then both commit, and what came meanwhile is compacted at once", () =>
+  it.effect("the next message is answered while the compaction's brain request is held; then both commit, and what came meanwhile is compacted at once", () =>
     Effect.gen(function*() {
       const h = yield* heldAgent(yield* Effect.scope)
       expect((yield* h.say("u1")).text).toBe("re: u1")
@@ -118,7 +118,7 @@ describe("background compaction", () => {
       expect(h.read("history.jsonl")).toBe(line("user", "u3") + line("assistant", "re: u3"))
     }))
 
-  it.scoped("the compaction takes its steps between turns: it does not go on while a turn is in flight", () =>
+  it.effect("the compaction takes its steps between turns: it does not go on while a turn is in flight", () =>
     Effect.gen(function*() {
       const h = yield* heldAgent(yield* Effect.scope)
       // Both at once: the compaction u1 makes due starts as u1 ends, and "held" is taken right after.
@@ -137,19 +137,19 @@ describe("background compaction", () => {
       expect(h.read("summary.md")).toBe("Folded.\n")
     }))
 
-  it.scoped("/compact waits for the compaction in flight instead of answering that one is running", () =>
+  it.effect("/compact waits for the compaction in flight instead of answering that one is running", () =>
     Effect.gen(function*() {
       const h = yield* heldAgent(yield* Effect.scope)
       yield* h.say("u1")
       yield* Deferred.await(h.summaryAsked)
-      const answer = yield* Effect.fork(h.say("/compact"))
+      const answer = yield* Effect.forkChild(h.say("/compact"))
       yield* Deferred.succeed(h.release, undefined)
       const reply = (yield* Fiber.join(answer)).text
       expect(reply).not.toContain("already running")
       expect(h.read("summary.md")).toBe("Folded.\n")
     }))
 
-  it.scoped("the end of input, then a normal close of the agent's scope, waits for the compaction (a piped run's end)", () =>
+  it.effect("the end of input, then a normal close of the agent's scope, waits for the compaction (a piped run's end)", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const h = yield* heldAgent(scope)
@@ -158,14 +158,14 @@ describe("background compaction", () => {
       yield* h.interact.end
       yield* Fiber.join(h.serving)
       // The loop ended; the compaction still waits on the brain. Closing waits for it.
-      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
       yield* Deferred.succeed(h.release, undefined)
       yield* Fiber.join(closing)
       expect(h.read("summary.md")).toBe("Folded.\n")
       expect(h.read("history.jsonl")).toBe(line("user", "u1") + line("assistant", "re: u1"))
     }))
 
-  it.scoped("an interrupted close (shutdown) stops the compaction and leaves memory as it was", () =>
+  it.effect("an interrupted close (shutdown) stops the compaction and leaves memory as it was", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const h = yield* heldAgent(scope)
@@ -178,14 +178,14 @@ describe("background compaction", () => {
       expect(fs.existsSync(path.join(h.directory, ".planckclaw-compact.lock"))).toBe(false)
     }))
 
-  it.scoped("a normal close run by an interrupted fiber (serve's agents on SIGTERM) stops the compaction instead of waiting", () =>
+  it.effect("a normal close run by an interrupted fiber (serve's agents on SIGTERM) stops the compaction instead of waiting", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const h = yield* heldAgent(scope)
       yield* h.say("u1")
       yield* Deferred.await(h.summaryAsked)
       // As serve's RcMap closes its agents when the host is interrupted: Exit.void, from an interrupted fiber.
-      const host = yield* Effect.fork(Effect.onInterrupt(Effect.never, () => Scope.close(scope, Exit.void)))
+      const host = yield* Effect.forkChild(Effect.onInterrupt(Effect.never, () => Scope.close(scope, Exit.void)))
       yield* Effect.yieldNow()
       yield* Fiber.interrupt(host)
       // Ended, not left waiting on the brain.

@@ -38,26 +38,26 @@ const setup = (heldByRun: boolean) =>
     // The commit of a fold keeping the last two exchanges, forked: it has begun once its mirror is in place.
     const commitForked = Effect.gen(function*() {
       const plan = Option.getOrThrow(yield* folds.planFold(4))
-      return yield* Effect.fork(folds.commitFold(plan, "the summary"))
+      return yield* Effect.forkChild(folds.commitFold(plan, "the summary"))
     })
     const commitGated = (gate: TurnGate.TurnGate) =>
       Effect.gen(function*() {
         const plan = Option.getOrThrow(yield* folds.planFold(4))
-        return yield* Effect.fork(folds.commitFold(plan, "the summary", gate.step))
+        return yield* Effect.forkChild(folds.commitFold(plan, "the summary", gate.step))
       })
     const mirrorInstalled = Effect.suspend(() => Effect.succeed(memory.memoryDir.mirror?.() !== undefined))
     return { directory, memory, read, exists, commitForked, commitGated, mirrorInstalled }
   })
 
 /** The pid of a process that has exited: a write lock naming it is taken over (and removed) by the next locked section. */
-const deadPid = Effect.async<number>((resume) => {
+const deadPid = Effect.callback<number>((resume) => {
   const gone = child.spawn("true", [], { stdio: "ignore" })
   gone.once("exit", () => resume(Effect.succeed(gone.pid!)))
 })
 
 /** Yields until `ready` holds (no clock involved: the commit's steps run between yields). */
 const until = (ready: Effect.Effect<boolean>, pass: Effect.Effect<void> = Effect.yieldNow()): Effect.Effect<void> =>
-  Effect.flatMap(ready, (done) => done ? Effect.void : Effect.zipRight(pass, until(ready, pass)))
+  Effect.flatMap(ready, (done) => done ? Effect.void : Effect.andThen(pass, until(ready, pass)))
 
 /** Lets the event loop run until `ready` holds (for what only a pass brings: an fsync's answer, the TurnGate's setImmediate). */
 const untilPassed = (ready: Effect.Effect<boolean>) => until(ready, yieldToEventLoop)
@@ -105,7 +105,7 @@ const fsyncsHeld = Effect.acquireRelease(
 )
 
 describe("a run's compaction commit alongside its appends", () => {
-  it.scoped("an exchange appended while the commit waits for its fsyncs lands before the commit ends, and the commit keeps it; reads do not wait either", () =>
+  it.effect("an exchange appended while the commit waits for its fsyncs lands before the commit ends, and the commit keeps it; reads do not wait either", () =>
     Effect.gen(function*() {
       const h = yield* setup(true)
       // The commit's fsyncs answer only once the appends and reads below have returned.
@@ -135,7 +135,7 @@ describe("a run's compaction commit alongside its appends", () => {
       expect(h.read("history.jsonl")).toBe(lines(3, 4, 5, 6, 7))
     }))
 
-  it.scoped("a copy that fails abandons the commit: journal and next files go, and history keeps every line", () =>
+  it.effect("a copy that fails abandons the commit: journal and next files go, and history keeps every line", () =>
     Effect.gen(function*() {
       const h = yield* setup(true)
       const commit = yield* h.commitForked
@@ -161,7 +161,7 @@ describe("a run's compaction commit alongside its appends", () => {
       expect(h.read("history.jsonl")).toBe(lines(5, 6))
     }))
 
-  it.scoped("without the run lock the commit holds appends back until it has committed", () =>
+  it.effect("without the run lock the commit holds appends back until it has committed", () =>
     Effect.gen(function*() {
       const h = yield* setup(false)
       const commit = yield* h.commitForked
@@ -174,7 +174,7 @@ describe("a run's compaction commit alongside its appends", () => {
       expect((yield* Fiber.join(commit)).kept).toBe(4)
     }))
 
-  it.scoped("the commit's last directory fsync comes after the write lock is let go: an append after the swap does not wait for it", () =>
+  it.effect("the commit's last directory fsync comes after the write lock is let go: an append after the swap does not wait for it", () =>
     Effect.gen(function*() {
       const h = yield* setup(true)
       // Directory fsyncs once history is swapped are held until the test lets them go.
@@ -184,7 +184,7 @@ describe("a run's compaction commit alongside its appends", () => {
       const commit = yield* h.commitForked
       yield* until(Effect.sync(() => fsyncs.held.length > 0))
       // Swapped, its last fsync pending: the append goes to the new history at once.
-      const append = yield* Effect.fork(h.memory.append(exchange(5), { exchange: "k5" }))
+      const append = yield* Effect.forkChild(h.memory.append(exchange(5), { exchange: "k5" }))
       yield* Effect.repeatN(Effect.yieldNow(), 100)
       const appended = yield* Fiber.poll(append)
       fsyncs.release()
@@ -194,7 +194,7 @@ describe("a run's compaction commit alongside its appends", () => {
       expect((yield* Fiber.join(commit)).kept).toBe(4)
     }))
 
-  it.scoped("each step of the commit waits for the turn in flight: none is taken while a turn runs, and the commit still ends", () =>
+  it.effect("each step of the commit waits for the turn in flight: none is taken while a turn runs, and the commit still ends", () =>
     Effect.gen(function*() {
       const h = yield* setup(true)
       const fsyncs = yield* fsyncsHeld
@@ -227,7 +227,7 @@ describe("a run's compaction commit alongside its appends", () => {
       expect(h.read("history.jsonl")).toBe(lines(3, 4, 5))
     }))
 
-  it.scoped("after the swap the run's store takes the new files as they are: the next snapshot and append take no lock, and the ledger moved with them", () =>
+  it.effect("after the swap the run's store takes the new files as they are: the next snapshot and append take no lock, and the ledger moved with them", () =>
     Effect.gen(function*() {
       const h = yield* setup(true)
       // A window cached before the commit, as a turn leaves it: wider than the history the fold keeps.
@@ -258,7 +258,7 @@ describe("a run's compaction commit alongside its appends", () => {
       expect(h.read("history.jsonl")).toBe(lines(3, 4, 5, 6, 7))
     }))
 
-  it.scoped("a turn's append that must take the lock the commit holds opens the gate meanwhile: the commit ends, then the append is checked once", () =>
+  it.effect("a turn's append that must take the lock the commit holds opens the gate meanwhile: the commit ends, then the append is checked once", () =>
     Effect.gen(function*() {
       const h = yield* setup(true)
       const gate = TurnGate.make()
@@ -266,7 +266,7 @@ describe("a run's compaction commit alongside its appends", () => {
       const commit = yield* h.commitGated(gate)
       yield* until(h.mirrorInstalled)
       // A replayed exchange: its key is in the ledger, so it is checked under the write lock, held by the commit.
-      const replay = yield* Effect.fork(gate.turn(h.memory.append(exchange(4), { exchange: "k4" })))
+      const replay = yield* Effect.forkChild(gate.turn(h.memory.append(exchange(4), { exchange: "k4" })))
       expect((yield* Fiber.join(commit)).kept).toBe(4)
       yield* Fiber.join(replay)
       expect(h.read("history.jsonl")).toBe(lines(3, 4))

@@ -15,7 +15,7 @@ import { tempDir } from "../support/Sandbox.js"
 import { compactorOver, history } from "./CompactorKit.js"
 
 describe("a compaction whose summary was cut off", () => {
-  it.scoped("keeps it and warns that its end is lost; a whole summary gives no such warning", () =>
+  it.effect("keeps it and warns that its end is lost; a whole summary gives no such warning", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       fs.writeFileSync(path.join(directory, "history.jsonl"), history(6))

@@ -20,7 +20,7 @@ import { compactorOver, history } from "./CompactorKit.js"
 const present = (file: string) => fs.lstatSync(file, { throwIfNoEntry: false }) !== undefined
 
 describe("a background compaction's end", () => {
-  it.scoped("after the commit, the log line and the compaction lock's release wait for the turn in flight", () =>
+  it.effect("after the commit, the log line and the compaction lock's release wait for the turn in flight", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       fs.writeFileSync(path.join(directory, "history.jsonl"), history(6))
@@ -34,7 +34,7 @@ describe("a background compaction's end", () => {
         ...folds,
         commitFold: (plan, summary, between) =>
           Effect.tap(folds.commitFold(plan, summary, between), () =>
-            Effect.zipRight(Deferred.succeed(committed, undefined), Deferred.await(fsyncDone)))
+            Effect.andThen(Deferred.succeed(committed, undefined), Deferred.await(fsyncDone)))
       }
       const logs = yield* captureLogs
       const compactor = yield* compactorOver(memory, slowEnd, ["the summary"])
@@ -45,7 +45,7 @@ describe("a background compaction's end", () => {
       // A turn begins while the commit's last fsync is under way, and waits on its pipe.
       const turnRelease = yield* Deferred.make<void>()
       const turnIn = yield* Deferred.make<void>()
-      const turn = yield* Effect.fork(compactor.turn(Effect.zipRight(Deferred.succeed(turnIn, undefined), Deferred.await(turnRelease))))
+      const turn = yield* Effect.forkChild(compactor.turn(Effect.andThen(Deferred.succeed(turnIn, undefined), Deferred.await(turnRelease))))
       yield* Deferred.await(turnIn)
       yield* Deferred.succeed(fsyncDone, undefined)
       // Many passes of the event loop, each enough for a step: none is taken while the turn is in flight.

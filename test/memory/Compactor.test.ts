@@ -16,7 +16,7 @@ const compactionRequest = (summary: string, lines: ReadonlyArray<string>) => ({
 })
 
 describe("Compaction", () => {
-  it.scoped("folds the lines before the kept tail into summary.md after the turn that crossed HISTORY_MAX", () =>
+  it.effect("folds the lines before the kept tail into summary.md after the turn that crossed HISTORY_MAX", () =>
     Effect.gen(function*() {
       const old = [line("user", "u1"), line("assistant", "a1"), line("user", "u2"), line("assistant", "a2")]
       const h = yield* harness({
@@ -52,7 +52,7 @@ describe("Compaction", () => {
       expect(h.read("history.jsonl")).toBe(line("user", "u5") + line("assistant", "a5"))
     }))
 
-  it.scoped("folds a large backlog in several requests, each carrying the summary so far", () =>
+  it.effect("folds a large backlog in several requests, each carrying the summary so far", () =>
     Effect.gen(function*() {
       const old = Array.from({ length: 6 }, (_, i) => line(i % 2 === 0 ? "user" : "assistant", `m${i}`))
       const h = yield* harness({
@@ -73,7 +73,7 @@ describe("Compaction", () => {
       expect(h.read("history.jsonl")).toBe(line("user", "new") + line("assistant", "reply"))
     }))
 
-  it.scoped("folds a backlog above a mebibyte read in blocks, not whole: every line once, in order", () =>
+  it.effect("folds a backlog above a mebibyte read in blocks, not whole: every line once, in order", () =>
     Effect.gen(function*() {
       // About 1.1 MB before the kept tail: past the size a fold reads in one go.
       const old = Array.from({ length: 2600 }, (_, i) => line(i % 2 === 0 ? "user" : "assistant", `m${i} ${"x".repeat(400)}`))
@@ -95,7 +95,7 @@ describe("Compaction", () => {
       expect(h.read("history.jsonl")).toBe(line("user", "new") + line("assistant", "reply"))
     }))
 
-  it.scoped("leaves memory untouched when the brain cannot summarise, and still answers", () =>
+  it.effect("leaves memory untouched when the brain cannot summarise, and still answers", () =>
     Effect.gen(function*() {
       const old = [line("user", "u1"), line("assistant", "a1")]
       const h = yield* harness({
@@ -111,7 +111,7 @@ describe("Compaction", () => {
       expect(h.read("history.jsonl")).toBe(old.join("") + line("user", "u2") + line("assistant", "a2"))
     }))
 
-  it.scoped("drops undecodable lines from the folded part without sending them", () =>
+  it.effect("drops undecodable lines from the folded part without sending them", () =>
     Effect.gen(function*() {
       const h = yield* harness({
         settings: { HISTORY_MAX: "3", HISTORY_KEEP: "2" },

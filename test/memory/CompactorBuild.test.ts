@@ -14,7 +14,7 @@ import { tempDir } from "../support/Sandbox.js"
 import { compactorOver, history } from "./CompactorKit.js"
 
 describe("Compactor.make", () => {
-  it.scoped("builds no compaction until one runs; a due one and a forced one still compact", () =>
+  it.effect("builds no compaction until one runs; a due one and a forced one still compact", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       fs.writeFileSync(path.join(directory, "history.jsonl"), history(6))

@@ -29,7 +29,5 @@ export const compactorOver = (
           Context.add(Brain, brain.service)
         )
       ),
-      Effect.withConfigProvider(ConfigProvider.fromMap(
-        new Map([["HISTORY_MAX", "4"], ["HISTORY_KEEP", "2"], ["PLANCKCLAW_MODEL", "test-model"]])
-      ))
+      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["HISTORY_MAX", "4"], ["HISTORY_KEEP", "2"], ["PLANCKCLAW_MODEL", "test-model"]])), { preserveEmptyStrings: true }))
     ))

@@ -13,7 +13,7 @@ import * as RunHeld from "../../src/memory/RunHeld.js"
 import { tempDir } from "../support/Sandbox.js"
 
 describe("ensureWritable under a run's hold", () => {
-  it.scoped("skips the probe of a held directory, and probes it again once released", () =>
+  it.effect("skips the probe of a held directory, and probes it again once released", () =>
     Effect.gen(function*() {
       const parent = yield* tempDir()
       // Not there yet: the probe would make it, so whether it exists tells whether the probe ran.
@@ -26,7 +26,7 @@ describe("ensureWritable under a run's hold", () => {
       expect(fs.statSync(directory).isDirectory()).toBe(true)
     }))
 
-  it.scoped("still refuses a symbolic link in a directory nobody holds", () =>
+  it.effect("still refuses a symbolic link in a directory nobody holds", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       const history = path.join(directory, "history.jsonl")

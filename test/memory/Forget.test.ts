@@ -34,7 +34,7 @@ describe("Forget", () => {
     expect(Forget.stampOf(Date.UTC(2026, 10, 30, 19, 5, 12, 345))).toBe("2026-11-30T19-05-12Z")
   })
 
-  it.scoped("moves the three files into a new archive and leaves nothing behind; a second one in the same second gets its own", () =>
+  it.effect("moves the three files into a new archive and leaves nothing behind; a second one in the same second gets its own", () =>
     Effect.gen(function*() {
       const directory = yield* memoryDir
       const memory = yield* Memory.make(directory)
@@ -57,7 +57,7 @@ describe("Forget", () => {
       expect(yield* memory.forget("2026-11-30T19-00-00Z")).toEqual(Option.none())
     }))
 
-  it.scoped("a kill before the journal leaves the old memory (and an empty archive directory)", () =>
+  it.effect("a kill before the journal leaves the old memory (and an empty archive directory)", () =>
     Effect.gen(function*() {
       const directory = yield* memoryDir
       fs.mkdirSync(path.join(directory, ARCHIVE), { recursive: true })
@@ -69,7 +69,7 @@ describe("Forget", () => {
     }))
 
   for (const moved of [0, 1, 2, 3]) {
-    it.scoped(`a kill after the journal with ${moved} of 3 files moved is finished by the next process: the fresh memory`, () =>
+    it.effect(`a kill after the journal with ${moved} of 3 files moved is finished by the next process: the fresh memory`, () =>
       Effect.gen(function*() {
         const directory = yield* memoryDir
         const paths = Layout.files(directory)
@@ -88,7 +88,7 @@ describe("Forget", () => {
       }))
   }
 
-  it.scoped("a compaction's journal is still a compaction's: its new files are swapped in", () =>
+  it.effect("a compaction's journal is still a compaction's: its new files are swapped in", () =>
     Effect.gen(function*() {
       const directory = yield* memoryDir
       const paths = Layout.files(directory)
@@ -101,7 +101,7 @@ describe("Forget", () => {
       expect(fs.existsSync(path.join(directory, "archive"))).toBe(false)
     }))
 
-  it.scoped("a journal naming a path outside archive/ is not followed", () =>
+  it.effect("a journal naming a path outside archive/ is not followed", () =>
     Effect.gen(function*() {
       const directory = yield* memoryDir
       const paths = Layout.files(directory)

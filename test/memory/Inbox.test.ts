@@ -27,7 +27,7 @@ describe("Inbox journal", () => {
     ])
   })
 
-  it.scoped("journals a message's Idempotency-Key with it, and replays journals that have none", () =>
+  it.effect("journals a message's Idempotency-Key with it, and replays journals that have none", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       const inbox = yield* Inbox.make(directory)
@@ -46,7 +46,7 @@ describe("Inbox journal", () => {
       ])
     }))
 
-  it.scoped("empties itself when nothing is pending, and numbers on after a restart", () =>
+  it.effect("empties itself when nothing is pending, and numbers on after a restart", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       const file = path.join(directory, ".inbox.jsonl")
@@ -65,7 +65,7 @@ describe("Inbox journal", () => {
 })
 
 describe("after a crash", () => {
-  it.scoped("answers a message the previous run accepted but never answered, before new ones", () =>
+  it.effect("answers a message the previous run accepted but never answered, before new ones", () =>
     Effect.gen(function*() {
       const h = yield* harness({
         inbox: journal({ accepted: 7, channel: "discord-1", text: "are you there?" }),
@@ -81,7 +81,7 @@ describe("after a crash", () => {
       expect(h.read(".inbox.jsonl")).toBe("")
     }))
 
-  it.scoped("delivers a reply decided before the crash without asking the brain again or storing it twice", () =>
+  it.effect("delivers a reply decided before the crash without asking the brain again or storing it twice", () =>
     Effect.gen(function*() {
       const h = yield* harness({
         history: line("user", "q") + line("assistant", "decided answer"),
@@ -97,7 +97,7 @@ describe("after a crash", () => {
       expect(h.read("history.jsonl")).toBe(line("user", "q") + line("assistant", "decided answer"))
     }))
 
-  it.scoped("stores a reply decided before the crash when history did not get it yet", () =>
+  it.effect("stores a reply decided before the crash when history did not get it yet", () =>
     Effect.gen(function*() {
       const h = yield* harness({
         history: line("user", "older") + line("assistant", "older answer"),

@@ -22,7 +22,7 @@ const manyLines = (count: number, width = 100) =>
   Array.from({ length: count }, (_, i) => line(i % 2 === 0 ? "user" : "assistant", `${i}:${"x".repeat(width)}`)).join("")
 
 describe("history tail", () => {
-  it.scoped("finds the last lines across block boundaries, with or without a final newline", () =>
+  it.effect("finds the last lines across block boundaries, with or without a final newline", () =>
     Effect.gen(function*() {
       const { directory } = yield* setup({ "history.jsonl": manyLines(3000) })
       const file = path.join(directory, "history.jsonl")
@@ -40,7 +40,7 @@ describe("history tail", () => {
       fs.closeSync(fd2)
     }))
 
-  it.scoped("skips lines that do not decode and never sends them", () =>
+  it.effect("skips lines that do not decode and never sends them", () =>
     Effect.gen(function*() {
       const { memory } = yield* setup({
         "history.jsonl": line("user", "u1") + "{not json\n" + "{\"role\":\"system\",\"content\":\"x\"}\n" +
@@ -50,14 +50,14 @@ describe("history tail", () => {
       expect(snapshot.history).toEqual([{ role: "user", content: "u1" }, { role: "assistant", content: "a1" }])
     }))
 
-  it.scoped("appends on a new line when the file lacks its final newline, in the original's exact format", () =>
+  it.effect("appends on a new line when the file lacks its final newline, in the original's exact format", () =>
     Effect.gen(function*() {
       const { memory, read } = yield* setup({ "history.jsonl": line("user", "u1").trimEnd() })
       yield* memory.append([{ role: "assistant", content: "a \"quoted\"\nline" }])
       expect(read("history.jsonl")).toBe(line("user", "u1") + "{\"role\":\"assistant\",\"content\":\"a \\\"quoted\\\"\\nline\"}\n")
     }))
 
-  it.scoped("keeps the line count right across its own appends, other writers and a replaced file", () =>
+  it.effect("keeps the line count right across its own appends, other writers and a replaced file", () =>
     Effect.gen(function*() {
       const { directory, memory } = yield* setup({ "history.jsonl": manyLines(3).trimEnd() })
       const file = path.join(directory, "history.jsonl")
@@ -80,7 +80,7 @@ describe("history tail", () => {
       expect(yield* memory.hasMoreLinesThan(1)).toBe(false)
     }))
 
-  it.scoped("counts lines only as far as needed", () =>
+  it.effect("counts lines only as far as needed", () =>
     Effect.gen(function*() {
       const { memory } = yield* setup({ "history.jsonl": manyLines(10) })
       expect(yield* memory.hasMoreLinesThan(9)).toBe(true)
@@ -89,7 +89,7 @@ describe("history tail", () => {
 })
 
 describe("compaction commit", () => {
-  it.scoped("keeps the tail and every line appended after the plan", () =>
+  it.effect("keeps the tail and every line appended after the plan", () =>
     Effect.gen(function*() {
       const history = line("user", "u1") + line("assistant", "a1") + line("user", "u2") + line("assistant", "a2")
       const { memory, folds, read } = yield* setup({ "history.jsonl": history })
@@ -107,7 +107,7 @@ describe("compaction commit", () => {
       )
     }))
 
-  it.scoped("a fold of more than 1 MiB is not read whole: it is streamed, line for line the same", () =>
+  it.effect("a fold of more than 1 MiB is not read whole: it is streamed, line for line the same", () =>
     Effect.gen(function*() {
       const big = "x".repeat(2000)
       const lines = Array.from({ length: 600 }, (_, i) => line(i % 2 === 0 ? "user" : "assistant", `${i} ${big}`))
@@ -119,7 +119,7 @@ describe("compaction commit", () => {
       expect(folded).toEqual(lines.slice(0, 598).map((each) => each.trim()))
     }))
 
-  it.scoped("completes a commit interrupted after its journal was written", () =>
+  it.effect("completes a commit interrupted after its journal was written", () =>
     Effect.gen(function*() {
       const { memory, read } = yield* setup({
         "history.jsonl": line("user", "old") + line("assistant", "old") + line("user", "kept") +
@@ -136,7 +136,7 @@ describe("compaction commit", () => {
       expect(read(".history.jsonl.next")).toBeUndefined()
     }))
 
-  it.scoped("discards a commit interrupted before its journal was written", () =>
+  it.effect("discards a commit interrupted before its journal was written", () =>
     Effect.gen(function*() {
       const history = line("user", "u") + line("assistant", "a")
       const { memory, read } = yield* setup({
@@ -150,7 +150,7 @@ describe("compaction commit", () => {
       expect(read(".summary.md.next")).toBeUndefined()
     }))
 
-  it.scoped("refuses to commit over a history replaced meanwhile", () =>
+  it.effect("refuses to commit over a history replaced meanwhile", () =>
     Effect.gen(function*() {
       const history = line("user", "u1") + line("assistant", "a1") + line("user", "u2")
       const { directory, folds, read } = yield* setup({ "history.jsonl": history })
@@ -163,7 +163,7 @@ describe("compaction commit", () => {
       expect(read("history.jsonl")).toBe(line("user", "x"))
     }))
 
-  it.scoped("allows one compaction at a time, across processes", () =>
+  it.effect("allows one compaction at a time, across processes", () =>
     Effect.gen(function*() {
       const { directory, folds } = yield* setup()
       const sleeper = yield* Effect.acquireRelease(
@@ -175,12 +175,12 @@ describe("compaction commit", () => {
       expect(busy).toMatchObject({ _tag: "CompactionBusy", ownerPid: sleeper.pid })
       // A lock left by a dead process is taken over.
       sleeper.kill("SIGKILL")
-      yield* Effect.async<void>((resume) => void sleeper.once("exit", () => resume(Effect.void)))
+      yield* Effect.callback<void>((resume) => void sleeper.once("exit", () => resume(Effect.void)))
       expect(yield* folds.exclusiveCompaction(Effect.succeed("ran"))).toBe("ran")
       expect(fs.existsSync(path.join(directory, ".planckclaw-compact.lock"))).toBe(false)
     }))
 
-  it.scoped("the fold store built on a Memory shares its directory: one compaction at a time in this process too", () =>
+  it.effect("the fold store built on a Memory shares its directory: one compaction at a time in this process too", () =>
     Effect.gen(function*() {
       const { memory, folds } = yield* setup()
       // As Compactor.layer builds it: from the Memory it is given, not a directory of its own.

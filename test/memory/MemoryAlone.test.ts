@@ -26,7 +26,7 @@ const sleeper = Effect.acquireRelease(
 )
 
 /** The pid of a process that has exited: its lock is stale. */
-const deadPid = Effect.async<number>((resume) => {
+const deadPid = Effect.callback<number>((resume) => {
   const gone = child.spawn("true", [], { stdio: "ignore" })
   gone.once("exit", () => resume(Effect.succeed(gone.pid!)))
 })
@@ -45,7 +45,7 @@ const setup = (held: boolean) =>
   })
 
 describe("a run's appends without the write lock file", () => {
-  it.scoped("a run holding its run lock appends while the write lock file names another live process", () =>
+  it.effect("a run holding its run lock appends while the write lock file names another live process", () =>
     Effect.gen(function*() {
       const { file, memory, read } = yield* setup(true)
       const other = yield* sleeper
@@ -56,7 +56,7 @@ describe("a run's appends without the write lock file", () => {
       expect(read(".history-ledger.json").trim().split("\n").at(-1)).toContain("\"key\":\"k3\"")
     }))
 
-  it.scoped("without the run lock (an agent of serve) the append still goes through the write lock", () =>
+  it.effect("without the run lock (an agent of serve) the append still goes through the write lock", () =>
     Effect.gen(function*() {
       const held = yield* setup(true)
       const serve = yield* setup(false)
@@ -69,7 +69,7 @@ describe("a run's appends without the write lock file", () => {
       for (const { read } of [held, serve]) expect(read("history.jsonl")).toBe(lines(1, 2, 3))
     }))
 
-  it.scoped("a compaction lock of another live process: the append is checked under the lock and lands once", () =>
+  it.effect("a compaction lock of another live process: the append is checked under the lock and lands once", () =>
     Effect.gen(function*() {
       const { file, memory, read } = yield* setup(true)
       const other = yield* sleeper
@@ -81,7 +81,7 @@ describe("a run's appends without the write lock file", () => {
       expect(fs.existsSync(file(".planckclaw-compact.lock"))).toBe(true)
     }))
 
-  it.scoped("a compaction lock left by a dead process is cleared by the next append, which lands once", () =>
+  it.effect("a compaction lock left by a dead process is cleared by the next append, which lands once", () =>
     Effect.gen(function*() {
       const { file, memory, read } = yield* setup(true)
       fs.writeFileSync(file(".planckclaw-compact.lock"), `${yield* deadPid}\n`)
@@ -91,7 +91,7 @@ describe("a run's appends without the write lock file", () => {
       expect(read("history.jsonl")).toBe(lines(1, 2, 3, 4))
     }))
 
-  it.scoped("a history file met first by an append is counted then: the compaction check after it needs no lock", () =>
+  it.effect("a history file met first by an append is counted then: the compaction check after it needs no lock", () =>
     Effect.gen(function*() {
       const { directory, file, memory } = yield* setup(true)
       const other = yield* sleeper
@@ -111,7 +111,7 @@ describe("a run's appends without the write lock file", () => {
       expect(yield* memory.hasMoreLinesThan(3)).toBe(false)
     }))
 
-  it.scoped("a compaction lock taken on a full disk (a link to the pid) is seen too: a dead owner's is cleared", () =>
+  it.effect("a compaction lock taken on a full disk (a link to the pid) is seen too: a dead owner's is cleared", () =>
     Effect.gen(function*() {
       const { file, memory, read } = yield* setup(true)
       fs.symlinkSync(String(yield* deadPid), file(".planckclaw-compact.lock"))
@@ -120,7 +120,7 @@ describe("a run's appends without the write lock file", () => {
       expect(read("history.jsonl")).toBe(lines(1, 2, 3))
     }))
 
-  it.scoped("a compaction of another process, committed between two appends or around one, loses no line", () =>
+  it.effect("a compaction of another process, committed between two appends or around one, loses no line", () =>
     Effect.gen(function*() {
       const { directory, memory, read } = yield* setup(true)
       // The other process's view of the same directory: its own MemoryDir, lock and flags.

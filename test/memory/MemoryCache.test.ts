@@ -9,7 +9,7 @@ import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Option } from "effect"
+import { Effect, Result, Option } from "effect"
 import * as FileCache from "../../src/memory/FileCache.js"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
@@ -37,7 +37,7 @@ const age = (file: string, secondsAgo: number) => {
 }
 
 describe("snapshot caches", () => {
-  it.scoped("a hand edit of soul.md or summary.md between two turns is seen, even one of the same size right away", () =>
+  it.effect("a hand edit of soul.md or summary.md between two turns is seen, even one of the same size right away", () =>
     Effect.gen(function*() {
       const { file, memory } = yield* setup({ "soul.md": "persona A", "summary.md": "summary A" })
       expect(yield* memory.snapshot(10)).toMatchObject({ soul: "persona A", summary: "summary A" })
@@ -50,7 +50,7 @@ describe("snapshot caches", () => {
       expect((yield* memory.snapshot(10)).soul).toBe("persona C")
     }))
 
-  it.scoped("soul and summary without history (a compaction's read) take no lock, see a hand edit, and leave the turns' cache as it was", () =>
+  it.effect("soul and summary without history (a compaction's read) take no lock, see a hand edit, and leave the turns' cache as it was", () =>
     Effect.gen(function*() {
       const { file, memory } = yield* setup({ "soul.md": "persona A", "summary.md": "summary A", "history.jsonl": line("user", "u1") })
       age(file("summary.md"), 3600)
@@ -67,7 +67,7 @@ describe("snapshot caches", () => {
       expect(yield* memory.snapshot(10)).toMatchObject({ summary: "summary B", history: [{ role: "user", content: "u1" }] })
     }))
 
-  it.scoped("an edit of a file cached long ago is seen by its new time, whatever its size", () =>
+  it.effect("an edit of a file cached long ago is seen by its new time, whatever its size", () =>
     Effect.gen(function*() {
       const { file, memory } = yield* setup({ "soul.md": "persona A", "summary.md": "summary A" })
       age(file("soul.md"), 3600)
@@ -82,7 +82,7 @@ describe("snapshot caches", () => {
       expect(yield* memory.snapshot(10)).toMatchObject({ soul: "persona Z", summary: "summary Z" })
     }))
 
-  it.scoped("without a soul.md of its own, the fallback soul file is the persona, its edits seen like soul.md's", () =>
+  it.effect("without a soul.md of its own, the fallback soul file is the persona, its edits seen like soul.md's", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       const host = yield* tempDir()
@@ -106,7 +106,7 @@ describe("snapshot caches", () => {
       expect((yield* memory.snapshot(10)).soul).toBe(Memory.DEFAULT_SOUL)
     }))
 
-  it.scoped("the history tail follows this store's own appends and keeps the last lines only", () =>
+  it.effect("the history tail follows this store's own appends and keeps the last lines only", () =>
     Effect.gen(function*() {
       const { memory } = yield* setup({ "history.jsonl": line("user", "u0") + line("assistant", "a0") })
       expect((yield* memory.snapshot(3)).history.map((entry) => entry.content)).toEqual(["u0", "a0"])
@@ -117,7 +117,7 @@ describe("snapshot caches", () => {
       expect((yield* memory.snapshot(6)).history.map((entry) => entry.content)).toEqual(["u0", "a0", "u1", "a1", "u2", "a2"])
     }))
 
-  it.scoped("a history line appended by another process is seen on the next snapshot and counted", () =>
+  it.effect("a history line appended by another process is seen on the next snapshot and counted", () =>
     Effect.gen(function*() {
       const { file, memory } = yield* setup()
       yield* memory.append(exchange("u1", "a1"), { exchange: "k1" })
@@ -136,7 +136,7 @@ describe("snapshot caches", () => {
       )
     }))
 
-  it.scoped("a compaction committed by another store (as `planckclaw compact` does) is seen: new summary, shorter history", () =>
+  it.effect("a compaction committed by another store (as `planckclaw compact` does) is seen: new summary, shorter history", () =>
     Effect.gen(function*() {
       const { directory, file, memory } = yield* setup()
       yield* memory.append(exchange("u1", "a1"), { exchange: "k1" })
@@ -160,7 +160,7 @@ describe("snapshot caches", () => {
       expect(yield* memory.hasMoreLinesThan(3)).toBe(true)
     }))
 
-  it.scoped("the summary a compaction writes is trusted by status at once, and an edit of the same size right after is seen", () =>
+  it.effect("the summary a compaction writes is trusted by status at once, and an edit of the same size right after is seen", () =>
     Effect.gen(function*() {
       const { file, memory } = yield* setup()
       yield* memory.append(exchange("u1", "a1"), { exchange: "k1" })
@@ -174,14 +174,14 @@ describe("snapshot caches", () => {
       expect(stat.mtimeMs).toBeLessThanOrEqual(stat.ctimeMs - FileCache.RACY_MS)
       expect(stat.ctimeMs).toBeGreaterThanOrEqual(committedAt - FileCache.RACY_MS)
       const read = FileCache.readText(file("summary.md"))
-      expect(Either.isRight(read) && read.right.racy).toBe(false)
+      expect(Result.isSuccess(read) && read.success.racy).toBe(false)
       expect(yield* memory.snapshot(10)).toMatchObject({ summary: "summary one" })
       // A hand edit in place, same size, at once: the next snapshot has it.
       fs.writeFileSync(file("summary.md"), "summary two")
       expect(yield* memory.snapshot(10)).toMatchObject({ summary: "summary two" })
     }))
 
-  it.scoped("the ledger is appended to, read back whole by a new store, and a torn last line is not glued to the next", () =>
+  it.effect("the ledger is appended to, read back whole by a new store, and a torn last line is not glued to the next", () =>
     Effect.gen(function*() {
       const { directory, file, memory } = yield* setup()
       for (let i = 0; i < 4; i++) yield* memory.append(exchange(`u${i}`, `a${i}`), { exchange: `k${i}` })

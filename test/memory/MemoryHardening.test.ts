@@ -29,7 +29,7 @@ const exchange = (question: string, answer: string) =>
   [{ role: "user" as const, content: question }, { role: "assistant" as const, content: answer }]
 
 describe("an exchange is known by its journal key, not its text", () => {
-  it.scoped("after a crash, an exchange identical to the last one in history is still stored", () =>
+  it.effect("after a crash, an exchange identical to the last one in history is still stored", () =>
     Effect.gen(function*() {
       const h = yield* harness({
         history: line("user", "ping") + line("assistant", "pong"),
@@ -46,7 +46,7 @@ describe("an exchange is known by its journal key, not its text", () => {
       expect(h.read(".inbox.jsonl")).toBe("")
     }))
 
-  it.scoped("the same key is stored once, another key with the same text again", () =>
+  it.effect("the same key is stored once, another key with the same text again", () =>
     Effect.gen(function*() {
       const { memory, read } = yield* setup()
       yield* memory.append(exchange("hi", "hello"), { exchange: "k1" })
@@ -56,7 +56,7 @@ describe("an exchange is known by its journal key, not its text", () => {
       expect(read("history.jsonl")).toBe((line("user", "hi") + line("assistant", "hello")).repeat(2))
     }))
 
-  it.scoped("a key whose append never happened (crash after the ledger was written) is appended", () =>
+  it.effect("a key whose append never happened (crash after the ledger was written) is appended", () =>
     Effect.gen(function*() {
       const { directory, memory, read } = yield* setup()
       yield* memory.append(exchange("hi", "hello"), { exchange: "k1" })
@@ -71,7 +71,7 @@ describe("an exchange is known by its journal key, not its text", () => {
       expect(read("history.jsonl")).toBe((line("user", "hi") + line("assistant", "hello")).repeat(2))
     }))
 
-  it.scoped("a compaction moves the ledger with the lines it keeps: a replay after it stores nothing twice", () =>
+  it.effect("a compaction moves the ledger with the lines it keeps: a replay after it stores nothing twice", () =>
     Effect.gen(function*() {
       const { memory, folds, read } = yield* setup({ "history.jsonl": line("user", "old") + line("assistant", "older") })
       yield* memory.append(exchange("kept", "tail"), { exchange: "kept-key" })
@@ -87,7 +87,7 @@ describe("an exchange is known by its journal key, not its text", () => {
       expect(read("history.jsonl")).toBe("")
     }))
 
-  it.scoped("keys are unique across runs, though ids start over when the journal empties", () =>
+  it.effect("keys are unique across runs, though ids start over when the journal empties", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       const first = yield* Inbox.make(directory)
@@ -108,7 +108,7 @@ describe("memory files must be regular files of this user", () => {
     return target
   }
 
-  it.scoped("a history.jsonl that is a symlink is refused, naming it, and never written through", () =>
+  it.effect("a history.jsonl that is a symlink is refused, naming it, and never written through", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       const target = bait(directory)
@@ -125,7 +125,7 @@ describe("memory files must be regular files of this user", () => {
       expect(fs.readFileSync(target, "utf8")).toBe("# login script\n")
     }))
 
-  it.scoped("summary.md, the ledger and the inbox journal as symlinks are refused at start-up; a compaction replaces the link, never writes through it", () =>
+  it.effect("summary.md, the ledger and the inbox journal as symlinks are refused at start-up; a compaction replaces the link, never writes through it", () =>
     Effect.gen(function*() {
       for (const name of ["summary.md", ".history-ledger.json", ".inbox.jsonl"]) {
         const directory = yield* tempDir()
@@ -148,7 +148,7 @@ describe("memory files must be regular files of this user", () => {
       }
     }))
 
-  it.scoped("a compaction's next files left as links or stale files are replaced, never written through", () =>
+  it.effect("a compaction's next files left as links or stale files are replaced, never written through", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       const target = bait(directory)
@@ -170,7 +170,7 @@ describe("memory files must be regular files of this user", () => {
       expect(fs.readdirSync(directory).filter((name) => name.endsWith(".next"))).toEqual([])
     }))
 
-  it.scoped("a FIFO or a directory named history.jsonl is refused without hanging", () =>
+  it.effect("a FIFO or a directory named history.jsonl is refused without hanging", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       const history = path.join(directory, "history.jsonl")
@@ -182,7 +182,7 @@ describe("memory files must be regular files of this user", () => {
       expect((yield* Effect.flip(memory.append(exchange("a", "b")))).message).toContain("is not a regular file")
     }))
 
-  it.scoped("a memory file owned by another user is refused", () =>
+  it.effect("a memory file owned by another user is refused", () =>
     Effect.gen(function*() {
       const { directory, memory } = yield* setup({ "history.jsonl": line("user", "u") })
       const history = path.join(directory, "history.jsonl")
@@ -213,7 +213,7 @@ describe("a history line of many megabytes", () => {
     expect(conversation([{ role: "user", content: long }], "next")[0]!.content).toBe(cut)
   })
 
-  it.scoped("is sent cut with every turn, and kept whole in history.jsonl", () =>
+  it.effect("is sent cut with every turn, and kept whole in history.jsonl", () =>
     Effect.gen(function*() {
       const huge = `start ${"z".repeat(8 * 1024 * 1024)} end`
       const history = line("user", "paste this") + line("assistant", huge)

@@ -17,7 +17,7 @@ const openDescriptors = () => fs.readdirSync("/proc/self/fd").length
 const oneAgent = (directory: string, round: number) =>
   Effect.scoped(Effect.gen(function*() {
     const built = yield* Layer.build(Layer.merge(Memory.layer, Inbox.layer)).pipe(
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", directory]])))
+      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_DIR", directory]])), { preserveEmptyStrings: true }))
     )
     const memory = Context.get(built, Memory.Memory)
     const inbox = Context.get(built, Inbox.Inbox)
@@ -31,7 +31,7 @@ const oneAgent = (directory: string, round: number) =>
   }))
 
 describe("memory layers are scoped", () => {
-  it.scoped("building and releasing an agent's memory 50 times leaves no descriptor open", () =>
+  it.effect("building and releasing an agent's memory 50 times leaves no descriptor open", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       // Warmed up first: the ledger then exists, and so is held, in every round after.

@@ -12,7 +12,7 @@ import { tempDir } from "../support/Sandbox.js"
 const keyShape = /^[0-9a-f]{24}-[0-9a-z]+$/
 
 describe("message keys", () => {
-  it.scoped("differ across the inboxes of one process, a directory's inbox opened again included", () =>
+  it.effect("differ across the inboxes of one process, a directory's inbox opened again included", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       const other = yield* tempDir()
@@ -38,7 +38,7 @@ describe("message keys", () => {
     expect(newKey().split("-")[0]).not.toBe(a.split("-")[0])
   })
 
-  it.scoped("take their random bytes from the Web Crypto global where the device cannot be read whole", () =>
+  it.effect("take their random bytes from the Web Crypto global where the device cannot be read whole", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       const empty = path.join(directory, "empty")

@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Exit, Scope } from "effect"
+import { Effect, Result, Exit, Scope } from "effect"
 import * as FileLock from "../../src/memory/FileLock.js"
 import * as OwnerFile from "../../src/memory/OwnerFile.js"
 import { tempDir } from "../support/Sandbox.js"
@@ -18,11 +18,11 @@ const deadPid = () => spawnSync("true").pid!
 const ownerName = `.planckclaw-owner-${process.pid}`
 
 describe("OwnerFile", () => {
-  it.scoped("is made at its first use only, names this process, and is removed with its scope", () =>
+  it.effect("is made at its first use only, names this process, and is removed with its scope", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir()
       const scope = yield* Scope.make()
-      const ownerFile = yield* Scope.extend(OwnerFile.onFirstUse(dir), scope)
+      const ownerFile = yield* Scope.provide(OwnerFile.onFirstUse(dir), scope)
       expect(fs.readdirSync(dir)).toEqual([])
       const file = ownerFile()!
       expect(file).toBe(path.join(dir, ownerName))
@@ -33,7 +33,7 @@ describe("OwnerFile", () => {
       expect(fs.readdirSync(dir)).toEqual([])
     }))
 
-  it.scoped("clears the owner files of dead processes, and keeps a live one's", () =>
+  it.effect("clears the owner files of dead processes, and keeps a live one's", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir()
       const dead = deadPid()
@@ -47,13 +47,13 @@ describe("OwnerFile", () => {
 })
 
 describe("FileLock with an owner file", () => {
-  it.scoped("a lock is a hard link to the owner file: it names this process, and a live holder's is refused", () =>
+  it.effect("a lock is a hard link to the owner file: it names this process, and a live holder's is refused", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir()
       fs.mkdirSync(path.join(dir, "agent"), { recursive: true })
       const ownerFile = (yield* OwnerFile.onFirstUse(dir))()!
       const lock = path.join(dir, "agent", ".planckclaw-write.lock")
-      expect(Either.isRight(FileLock.tryTakeSync(lock, { link: true, ownerFile }))).toBe(true)
+      expect(Result.isSuccess(FileLock.tryTakeSync(lock, { link: true, ownerFile }))).toBe(true)
       expect(fs.lstatSync(lock).isFile()).toBe(true)
       expect(fs.statSync(lock).ino).toBe(fs.statSync(ownerFile).ino)
       expect(FileLock.ownerOf(lock)).toBe(process.pid)
@@ -67,10 +67,10 @@ describe("FileLock with an owner file", () => {
       fs.writeFileSync(other, `${process.ppid}\n`)
       fs.linkSync(other, lock)
       const refused = FileLock.tryTakeSync(lock, { link: true, ownerFile })
-      expect(Either.isLeft(refused) && refused.left._tag === "LockHeld" ? refused.left.ownerPid : undefined).toBe(process.ppid)
+      expect(Result.isFailure(refused) && refused.failure._tag === "LockHeld" ? refused.failure.ownerPid : undefined).toBe(process.ppid)
     }))
 
-  it.scoped("a dead process's linked lock is taken over; without a usable owner file the lock is a symbolic link", () =>
+  it.effect("a dead process's linked lock is taken over; without a usable owner file the lock is a symbolic link", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir()
       const dead = deadPid()
@@ -80,13 +80,13 @@ describe("FileLock with an owner file", () => {
       fs.linkSync(deadOwner, lock)
       const ownerFile = (yield* OwnerFile.onFirstUse(dir))()!
       const taken = FileLock.tryTakeSync(lock, { link: true, ownerFile })
-      expect(Either.isRight(taken) && taken.right.clean).toBe(false)
+      expect(Result.isSuccess(taken) && taken.success.clean).toBe(false)
       expect(fs.statSync(lock).ino).toBe(fs.statSync(ownerFile).ino)
       FileLock.releaseSync(lock)
 
       // The owner file removed by hand: the lock falls back to a symbolic link naming the pid.
       fs.unlinkSync(ownerFile)
-      expect(Either.isRight(FileLock.tryTakeSync(lock, { link: true, ownerFile }))).toBe(true)
+      expect(Result.isSuccess(FileLock.tryTakeSync(lock, { link: true, ownerFile }))).toBe(true)
       expect(fs.readlinkSync(lock)).toBe(String(process.pid))
     }))
 })

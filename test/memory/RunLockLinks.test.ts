@@ -9,7 +9,7 @@ import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Either, Option } from "effect"
+import { ConfigProvider, Effect, Result, Option } from "effect"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import { hold, runLockName } from "../../src/MemoryHold.js"
@@ -18,7 +18,7 @@ import { tempDir } from "../support/Sandbox.js"
 const exchange = (n: number) => [{ role: "user" as const, content: `q${n}` }, { role: "assistant" as const, content: `a${n}` }]
 
 /** The pid of a process that has exited: a lock naming it is stale. */
-const deadPid = Effect.async<number>((resume) => {
+const deadPid = Effect.callback<number>((resume) => {
   const gone = child.spawn("true", [], { stdio: "ignore" })
   gone.once("exit", () => resume(Effect.succeed(gone.pid!)))
 })
@@ -26,7 +26,7 @@ const deadPid = Effect.async<number>((resume) => {
 /** A memory directory held as `planckclaw run` holds it, with its history store and fold store. */
 const heldRun = Effect.gen(function*() {
   const directory = yield* tempDir()
-  yield* hold.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PLANCKCLAW_DIR", directory]]))))
+  yield* hold.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_DIR", directory]])), { preserveEmptyStrings: true })))
   const memory = yield* Memory.make(directory)
   const folds = FoldStore.make(memory.memoryDir)
   const file = (name: string) => path.join(directory, name)
@@ -36,7 +36,7 @@ const heldRun = Effect.gen(function*() {
 const inode = (file: string) => fs.lstatSync(file).ino
 
 describe("a run's locks as links to its run lock", () => {
-  it.scoped("the compaction lock and the write lock are the run lock's inode while held, and go when released", () =>
+  it.effect("the compaction lock and the write lock are the run lock's inode while held, and go when released", () =>
     Effect.gen(function*() {
       const { file, folds, memory } = yield* heldRun
       const runLock = inode(file(runLockName))
@@ -44,7 +44,7 @@ describe("a run's locks as links to its run lock", () => {
       const compactionLock = yield* folds.exclusiveCompaction(Effect.sync(() => fs.lstatSync(file(".planckclaw-compact.lock"))))
       expect(compactionLock.ino).toBe(runLock)
       expect(compactionLock.isFile()).toBe(true)
-      const writeLock = yield* memory.memoryDir.locked("checking", () => Either.right(inode(file(".planckclaw-write.lock"))))
+      const writeLock = yield* memory.memoryDir.locked("checking", () => Result.succeed(inode(file(".planckclaw-write.lock"))))
       expect(writeLock).toBe(runLock)
       // Released: the links go, the run lock stays, naming this process.
       for (const lock of [".planckclaw-compact.lock", ".planckclaw-write.lock"]) {
@@ -54,7 +54,7 @@ describe("a run's locks as links to its run lock", () => {
       expect(fs.lstatSync(file(runLockName)).nlink).toBe(1)
     }))
 
-  it.scoped("a compaction lock linked to a killed run's lock names a dead pid: the next compaction takes it over", () =>
+  it.effect("a compaction lock linked to a killed run's lock names a dead pid: the next compaction takes it over", () =>
     Effect.gen(function*() {
       const { file, folds } = yield* heldRun
       // What a run killed while compacting leaves: its run lock, and the compaction lock linked to it.
@@ -66,7 +66,7 @@ describe("a run's locks as links to its run lock", () => {
       expect(fs.lstatSync(file(".planckclaw-compact.lock"), { throwIfNoEntry: false })).toBeUndefined()
     }))
 
-  it.scoped("with its run lock removed by hand, the run's compaction lock is a symbolic link naming it, and the fold commits", () =>
+  it.effect("with its run lock removed by hand, the run's compaction lock is a symbolic link naming it, and the fold commits", () =>
     Effect.gen(function*() {
       const { file, folds, memory } = yield* heldRun
       for (let n = 1; n <= 4; n++) yield* memory.append(exchange(n), { exchange: `k${n}` })

@@ -12,7 +12,7 @@ import { tempDir } from "../support/Sandbox.js"
 
 const entry = (role: "user" | "assistant", content: string): Memory.HistoryEntry => ({ role, content })
 
-it.scoped("appends move the cached window by the lines written, a skipped line counted, as a fresh read sees it", () =>
+it.effect("appends move the cached window by the lines written, a skipped line counted, as a fresh read sees it", () =>
   Effect.gen(function*() {
     const directory = yield* tempDir()
     const lines = [`{"role":"user","content":"q0"}`, `not an exchange`, `{"role":"assistant","content":"a0"}`]

@@ -11,7 +11,7 @@ import { heldTurn } from "../support/HeldTurn.js"
 
 /** Forks `gate.step`, recording in `log` when it passed. */
 const forkStep = (gate: TurnGate.TurnGate, log: Array<string>, name: string) =>
-  Effect.fork(Effect.zipRight(gate.step, Effect.sync(() => log.push(name))))
+  Effect.forkChild(Effect.andThen(gate.step, Effect.sync(() => log.push(name))))
 
 describe("TurnGate", () => {
   it.effect("a step passes at once when no turn is in flight", () =>
@@ -45,7 +45,7 @@ describe("TurnGate", () => {
       yield* Fiber.interrupt(turn.fiber)
       yield* Fiber.join(step)
       expect(log).toEqual(["step"])
-      const failed = yield* Effect.either(gate.turn(Effect.fail("no")))
+      const failed = yield* Effect.result(gate.turn(Effect.fail("no")))
       expect(failed._tag).toBe("Left")
       yield* Fiber.join(yield* forkStep(gate, log, "after a failed turn"))
       expect(log).toEqual(["step", "after a failed turn"])
@@ -55,7 +55,7 @@ describe("TurnGate", () => {
     Effect.gen(function*() {
       const gate = TurnGate.make()
       const log: Array<string> = []
-      const compaction = yield* Effect.fork(Effect.zipRight(gate.step, Effect.sync(() => log.push("compaction step"))))
+      const compaction = yield* Effect.forkChild(Effect.andThen(gate.step, Effect.sync(() => log.push("compaction step"))))
       // The turn (a `/compact`) waits for the compaction, whose step is due during the turn.
       yield* gate.turn(gate.opened(Fiber.join(compaction)))
       expect(log).toEqual(["compaction step"])

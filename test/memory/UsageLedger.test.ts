@@ -6,7 +6,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either } from "effect"
+import { Effect, Result } from "effect"
 import type { MessagesResponse } from "../../src/Brain.js"
 import * as UsageLedger from "../../src/memory/UsageLedger.js"
 import * as Cli from "../support/Cli.js"
@@ -23,7 +23,7 @@ const answer = (text: string, usage: MessagesResponse["usage"]): MessagesRespons
 const at0 = "1970-01-01T00:00:00.000Z"
 
 describe("usage.jsonl", () => {
-  it.scoped("gets one exact line per answer, turns and compactions told apart; a torn last line stays apart and is skipped", () =>
+  it.effect("gets one exact line per answer, turns and compactions told apart; a torn last line stays apart and is skipped", () =>
     Effect.gen(function*() {
       const h = yield* harness({
         settings: { HISTORY_MAX: "4", HISTORY_KEEP: "2" },
@@ -51,7 +51,7 @@ describe("usage.jsonl", () => {
         `{"at":"1970-01-01T00:00:0\n${lines.map((entry) => `${JSON.stringify(entry)}\n`).join("")}`
       )
       const read = UsageLedger.read(file)
-      expect(Either.getOrThrow(read)).toEqual({ lines, skipped: 1 })
+      expect(Result.getOrThrow(read)).toEqual({ lines, skipped: 1 })
     }))
 })
 
@@ -61,23 +61,23 @@ describe("usage.jsonl held open between answers", () => {
   const encoded = (...inputs: ReadonlyArray<number>) => inputs.map((input) => `${JSON.stringify(entry(input))}\n`).join("")
 
   // The one lstat(2) before each line: a file moved away or removed by hand is opened anew, not written behind the user's back.
-  it.scoped("follows the path: a file rotated or removed by hand gets no more lines, a new usage.jsonl does", () =>
+  it.effect("follows the path: a file rotated or removed by hand gets no more lines, a new usage.jsonl does", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
       const file = path.join(directory, "usage.jsonl")
       const rotated = path.join(directory, "usage-2025-05.jsonl")
       const ledger = yield* Effect.acquireRelease(Effect.sync(() => UsageLedger.heldAppender(file)), (held) => Effect.sync(held.close))
-      expect(Either.isRight(ledger.append([entry(1)]))).toBe(true)
+      expect(Result.isSuccess(ledger.append([entry(1)]))).toBe(true)
       fs.renameSync(file, rotated)
-      expect(Either.isRight(ledger.append([entry(2)]))).toBe(true)
+      expect(Result.isSuccess(ledger.append([entry(2)]))).toBe(true)
       expect(fs.readFileSync(rotated, "utf8")).toBe(encoded(1))
       expect(fs.readFileSync(file, "utf8")).toBe(encoded(2))
       fs.unlinkSync(file)
-      expect(Either.isRight(ledger.append([entry(3)]))).toBe(true)
+      expect(Result.isSuccess(ledger.append([entry(3)]))).toBe(true)
       expect(fs.readFileSync(file, "utf8")).toBe(encoded(3))
       // Another writer's line (a `planckclaw compact` beside the run) is kept whole, and ours follows it.
       fs.appendFileSync(file, encoded(4))
-      expect(Either.isRight(ledger.append([entry(5)]))).toBe(true)
+      expect(Result.isSuccess(ledger.append([entry(5)]))).toBe(true)
       expect(fs.readFileSync(file, "utf8")).toBe(encoded(3, 4, 5))
     }))
 })
@@ -90,7 +90,7 @@ const ledger = [
 ].map((entry) => `${JSON.stringify(entry)}\n`).join("") + "{\"at\":\"2025-06-02T09:0"
 
 describe("planckclaw usage (built command)", () => {
-  it.scopedLive("sums per day and model with cost and cache share; --since, --json, PLANCKCLAW_PRICES", () =>
+  it.live("sums per day and model with cost and cache share; --since, --json, PLANCKCLAW_PRICES", () =>
     Effect.gen(function*() {
       const box = yield* sandbox({}, "planckclaw-usage-")
       box.writeMemory("usage.jsonl", ledger)
@@ -122,7 +122,7 @@ describe("planckclaw usage (built command)", () => {
       })
     }))
 
-  it.scopedLive("refuses a bad --since and a bad PLANCKCLAW_PRICES with one line and exit 2", () =>
+  it.live("refuses a bad --since and a bad PLANCKCLAW_PRICES with one line and exit 2", () =>
     Effect.gen(function*() {
       const box = yield* sandbox({}, "planckclaw-usage-")
       const since = yield* Cli.run(["usage", "--since", "2025-02-30"], { cwd: box.dir, env: box.env })

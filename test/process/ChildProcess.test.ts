@@ -2,7 +2,8 @@ import * as childProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Option, TestClock, TestServices } from "effect"
+import { Effect, Fiber, Option, TestServices } from "effect"
+import { TestClock } from "effect/testing"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
 import * as SpawnHelper from "../../src/process/SpawnHelper.js"
 import { captureLogs } from "../support/LogCapture.js"
@@ -71,7 +72,7 @@ describe.each([
       expect(outcome.exitCode).toBe(2)
     }))
 
-  it.scoped("kills the whole group of an endless writer", () =>
+  it.effect("kills the whole group of an endless writer", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const pidFile = Path.join(dir, "pid")
@@ -83,7 +84,7 @@ describe.each([
       expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
     }))
 
-  it.scoped("does not wait for a background child that still holds stdout, and kills it", () =>
+  it.effect("does not wait for a background child that still holds stdout, and kills it", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const pidFile = Path.join(dir, "pid")
@@ -94,11 +95,11 @@ describe.each([
       expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
     }))
 
-  it.scoped("kills the whole group when interrupted", () =>
+  it.effect("kills the whole group when interrupted", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const pidFile = Path.join(dir, "pid")
-      const fiber = yield* Effect.fork(run(shell(`echo $$ > ${pidFile}; sleep 1000 & sleep 1000; wait`)))
+      const fiber = yield* Effect.forkChild(run(shell(`echo $$ > ${pidFile}; sleep 1000 & sleep 1000; wait`)))
       const pgid = yield* readPid(pidFile)
       expect(Sandbox.groupGone(pgid)).toBe(false)
       yield* Fiber.interrupt(fiber)
@@ -116,21 +117,21 @@ describe.each([
       return pids
     })
 
-  it.scoped("kills a job that made a process group of its own (GNU timeout) when interrupted", () =>
+  it.effect("kills a job that made a process group of its own (GNU timeout) when interrupted", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
-      const fiber = yield* Effect.fork(run(shell(`${ownGroupJob(dir)} wait`)))
+      const fiber = yield* Effect.forkChild(run(shell(`${ownGroupJob(dir)} wait`)))
       const pids = yield* ownGroupPids(dir)
       yield* Fiber.interrupt(fiber)
       expect(yield* eventually(() => pids.every((pid) => !Sandbox.isRunning(pid)))).toBe(true)
     }))
 
-  it.scoped("kills a job that made a process group of its own when the main process exits, not waiting for it", () =>
+  it.effect("kills a job that made a process group of its own when the main process exits, not waiting for it", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       // The main process exits once the job runs in its own group (its pid written), not before.
       const inner = Path.join(dir, "inner")
-      const fiber = yield* Effect.fork(run(shell(`${ownGroupJob(dir)} until [ -s ${inner} ]; do sleep 0.01; done; echo done`)))
+      const fiber = yield* Effect.forkChild(run(shell(`${ownGroupJob(dir)} until [ -s ${inner} ]; do sleep 0.01; done; echo done`)))
       const pids = yield* ownGroupPids(dir)
       // Bounded: before, the job kept stdout open for 1000 s.
       const outcome = yield* Fiber.join(fiber).pipe(Sandbox.within("the run to end"), TestServices.provideLive)
@@ -138,12 +139,12 @@ describe.each([
       expect(yield* eventually(() => pids.every((pid) => !Sandbox.isRunning(pid)))).toBe(true)
     }))
 
-  it.scoped("answers with what was printed a grace after the exit when a process outside its session holds stdout", () =>
+  it.effect("answers with what was printed a grace after the exit when a process outside its session holds stdout", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const holderFile = Path.join(dir, "holder")
       const logs = yield* captureLogs
-      const fiber = yield* Effect.fork(run(shell(
+      const fiber = yield* Effect.forkChild(run(shell(
         `setsid sh -c 'echo $$ > ${holderFile}; exec sleep 1000' & until [ -s ${holderFile} ]; do sleep 0.01; done; echo printed-before-exit`
       )).pipe(Effect.provide(logs.layer)))
       const holder = yield* readPid(holderFile)
@@ -166,7 +167,7 @@ describe.each([
       expect(Sandbox.isRunning(holder)).toBe(true)
     }))
 
-  it.scoped("runs in a private directory made in the parent it names, owner-only, removed once the run ends", () =>
+  it.effect("runs in a private directory made in the parent it names, owner-only, removed once the run ends", () =>
     Effect.gen(function*() {
       const parent = yield* tempDir
       const outcome = yield* run(shell("pwd; stat -c %a .", { cwd: { privateIn: parent, prefix: "claw-" } }))
@@ -178,7 +179,7 @@ describe.each([
       expect(Fs.readdirSync(parent)).toEqual([])
     }))
 
-  it.scoped("first removes what processes now dead left in the parent, and nothing else", () =>
+  it.effect("first removes what processes now dead left in the parent, and nothing else", () =>
     Effect.gen(function*() {
       const parent = yield* tempDir
       const dead = childProcess.spawnSync("true").pid
@@ -195,12 +196,12 @@ describe.each([
       expect(Fs.readdirSync(parent).sort()).toEqual([...kept, `claw-${dead}-file`].sort())
     }))
 
-  it.scoped("removes an interrupted run's private directory once its group is gone", () =>
+  it.effect("removes an interrupted run's private directory once its group is gone", () =>
     Effect.gen(function*() {
       const parent = yield* tempDir
       const dir = yield* tempDir
       const pidFile = Path.join(dir, "pid")
-      const fiber = yield* Effect.fork(
+      const fiber = yield* Effect.forkChild(
         run(shell(`touch left-behind; echo $$ > ${pidFile}; sleep 1000`, { cwd: { privateIn: parent, prefix: "claw-" } }))
       )
       const pgid = yield* readPid(pidFile)
@@ -211,7 +212,7 @@ describe.each([
       expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
     }))
 
-  it.scoped("logs a private directory it cannot remove where the run was asked for, and still answers", () =>
+  it.effect("logs a private directory it cannot remove where the run was asked for, and still answers", () =>
     Effect.gen(function*() {
       const parent = yield* tempDir
       // GNU rm walks down with relative paths: the test's own clean-up, before the sandbox's.
@@ -232,7 +233,7 @@ describe.each([
       expect(logs.lines[0]).toContain("ENAMETOOLONG")
     }))
 
-  it.scoped("logs an interrupted run's private directory it cannot remove", () =>
+  it.effect("logs an interrupted run's private directory it cannot remove", () =>
     Effect.gen(function*() {
       const parent = yield* tempDir
       yield* Effect.addFinalizer(() => Effect.sync(() => childProcess.execFileSync("rm", ["-rf", parent])))
@@ -241,7 +242,7 @@ describe.each([
       const logs = yield* captureLogs
       const level = "abcdefghij/".repeat(150)
       const deep = `mkdir -p ${level} && cd ${level} && mkdir -p ${level} && cd ${level} && mkdir -p ${level}`
-      const fiber = yield* Effect.fork(
+      const fiber = yield* Effect.forkChild(
         run(shell(`(${deep}) && echo $$ > ${pidFile}; sleep 1000`, { cwd: { privateIn: parent, prefix: "claw-" } })).pipe(
           Effect.provide(logs.layer)
         )

@@ -8,10 +8,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
-import { ConfigProvider, Deferred, Duration, Effect, Either, Fiber, Ref, TestClock } from "effect"
+import { ConfigProvider, Deferred, Duration, Effect, Result, Fiber, Ref } from "effect"
+import { TestClock } from "effect/testing"
 import * as EarlyTierUp from "../../src/process/EarlyTierUp.js"
 
-const fromMap = (entries: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(entries)))
+const fromMap = (entries: Record<string, string>) => ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(entries))), { preserveEmptyStrings: true })
 
 /** Probes that record the flags set, with a CPU reading the test sets. */
 const recording = (execArgv: ReadonlyArray<string> = []) =>
@@ -27,7 +28,7 @@ const recording = (execArgv: ReadonlyArray<string> = []) =>
   })
 
 const choose = (probes: EarlyTierUp.Probes, settings: Record<string, string> = {}) =>
-  Effect.withConfigProvider(EarlyTierUp.readChoice(probes), fromMap(settings))
+  Effect.provideService(EarlyTierUp.readChoice(probes), ConfigProvider.ConfigProvider, fromMap(settings))
 
 describe("EarlyTierUp", () => {
   it.effect("lowers V8's budget as serving starts and sets the default back once 2.5 s of CPU are used", () =>
@@ -37,7 +38,7 @@ describe("EarlyTierUp", () => {
       // Reading the setting changes nothing.
       expect(flags).toEqual([])
       const stop = yield* Deferred.make<string>()
-      const serving = yield* Effect.fork(during(Deferred.await(stop)))
+      const serving = yield* Effect.forkChild(during(Deferred.await(stop)))
       yield* TestClock.adjust(0)
       expect(flags).toEqual([EarlyTierUp.youngFlag])
       yield* Ref.set(cpu, Duration.seconds(2))
@@ -56,7 +57,7 @@ describe("EarlyTierUp", () => {
   it.effect("sets the default back after ten minutes when the process stays below the CPU allowance", () =>
     Effect.gen(function*() {
       const { flags, probes } = yield* recording()
-      const serving = yield* Effect.fork((yield* choose(probes))(Effect.never))
+      const serving = yield* Effect.forkChild((yield* choose(probes))(Effect.never))
       yield* TestClock.adjust(Duration.subtract(EarlyTierUp.youngFor, EarlyTierUp.checkEvery))
       expect(flags).toEqual([EarlyTierUp.youngFlag])
       yield* TestClock.adjust(Duration.sum(EarlyTierUp.checkEvery, EarlyTierUp.checkEvery))
@@ -71,8 +72,8 @@ describe("EarlyTierUp", () => {
       yield* TestClock.adjust(Duration.hours(1))
       expect(flags).toEqual([EarlyTierUp.youngFlag])
       // A failing serving fails as it would have.
-      const failed = yield* Effect.either((yield* choose(probes))(Effect.fail("no")))
-      expect(failed).toEqual(Either.left("no"))
+      const failed = yield* Effect.result((yield* choose(probes))(Effect.fail("no")))
+      expect(failed).toEqual(Result.fail("no"))
     }))
 
   it.effect("leaves V8 alone with PLANCKCLAW_V8_EARLY_TIER_UP=0, or when node was given its own --interrupt-budget", () =>
@@ -91,11 +92,11 @@ describe("EarlyTierUp", () => {
   it.effect("refuses a malformed setting, naming the key", () =>
     Effect.gen(function*() {
       const { probes } = yield* recording()
-      const result = yield* Effect.either(choose(probes, { PLANCKCLAW_V8_EARLY_TIER_UP: "sooner" }))
-      expect(Either.isLeft(result)).toBe(true)
-      if (Either.isLeft(result)) {
-        expect(String(result.left)).toContain("PLANCKCLAW_V8_EARLY_TIER_UP")
-        expect(String(result.left)).toContain("expected 1, 0, true or false")
+      const result = yield* Effect.result(choose(probes, { PLANCKCLAW_V8_EARLY_TIER_UP: "sooner" }))
+      expect(Result.isFailure(result)).toBe(true)
+      if (Result.isFailure(result)) {
+        expect(String(result.failure)).toContain("PLANCKCLAW_V8_EARLY_TIER_UP")
+        expect(String(result.failure)).toContain("expected 1, 0, true or false")
       }
     }))
 

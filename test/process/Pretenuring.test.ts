@@ -7,15 +7,15 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
-import { ConfigProvider, Effect, Either } from "effect"
+import { ConfigProvider, Effect, Result } from "effect"
 import { noPretenuringFlag, readChoice } from "../../src/process/Pretenuring.js"
 
-const fromMap = (entries: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(entries)))
+const fromMap = (entries: Record<string, string>) => ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(entries))), { preserveEmptyStrings: true })
 
 const flagsSet = (entries: Record<string, string>) =>
   Effect.gen(function*() {
     const set: Array<string> = []
-    const apply = yield* Effect.withConfigProvider(readChoice((flags) => Effect.sync(() => void set.push(flags))), fromMap(entries))
+    const apply = yield* Effect.provideService(readChoice((flags) => Effect.sync(() => void set.push(flags))), ConfigProvider.ConfigProvider, fromMap(entries))
     // Reading the setting changes nothing: only the effect it gives does.
     expect(set).toEqual([])
     yield* apply
@@ -33,11 +33,11 @@ describe("Pretenuring", () => {
 
   it.effect("refuses a malformed setting, naming the key", () =>
     Effect.gen(function*() {
-      const result = yield* Effect.either(Effect.withConfigProvider(readChoice(() => Effect.void), fromMap({ PLANCKCLAW_V8_PRETENURING: "maybe" })))
-      expect(Either.isLeft(result)).toBe(true)
-      if (Either.isLeft(result)) {
-        expect(String(result.left)).toContain("PLANCKCLAW_V8_PRETENURING")
-        expect(String(result.left)).toContain("expected 1, 0, true or false")
+      const result = yield* Effect.result(Effect.provideService(readChoice(() => Effect.void), ConfigProvider.ConfigProvider, fromMap({ PLANCKCLAW_V8_PRETENURING: "maybe" })))
+      expect(Result.isFailure(result)).toBe(true)
+      if (Result.isFailure(result)) {
+        expect(String(result.failure)).toContain("PLANCKCLAW_V8_PRETENURING")
+        expect(String(result.failure)).toContain("expected 1, 0, true or false")
       }
     }))
 

@@ -28,7 +28,7 @@ const shell = (script: string): ChildProcess.RunRequest => ({
 
 /** An ES module program run by node in `cwd` until it exits by itself: its exit code and stdout. */
 const nodeProgram = (script: string, cwd: string) =>
-  Effect.async<{ readonly code: number | null; readonly output: string }>((resume) => {
+  Effect.callback<{ readonly code: number | null; readonly output: string }>((resume) => {
     const program = childProcess.spawn(process.execPath, ["--input-type=module", "-e", script], {
       cwd,
       stdio: ["ignore", "pipe", "inherit"]
@@ -67,11 +67,11 @@ describe("SpawnHelper.run", () => {
       )
     }))
 
-  it.scopedLive("a helper killed while a run waits: the run fails saying so, its group goes, the next run gets a new helper", () =>
+  it.live("a helper killed while a run waits: the run fails saying so, its group goes, the next run gets a new helper", () =>
     Effect.gen(function*() {
       const dir = yield* Sandbox.tempDir("planckclaw-helper-")
       const pidFile = path.join(dir, "pid")
-      const fiber = yield* Effect.fork(SpawnHelper.run(shell(`echo $$ > ${pidFile}; sleep 1000`)))
+      const fiber = yield* Effect.forkChild(SpawnHelper.run(shell(`echo $$ > ${pidFile}; sleep 1000`)))
       const pgid = yield* Sandbox.pidIn(pidFile)
       const first = SpawnHelper.helperPid()!
       process.kill(first, "SIGKILL")
@@ -85,13 +85,13 @@ describe("SpawnHelper.run", () => {
       expect(SpawnHelper.helperPid()).not.toBe(first)
     }))
 
-  it.scopedLive("a run too large for the helper's line is refused here: the helper and the run it holds for another caller go on", () =>
+  it.live("a run too large for the helper's line is refused here: the helper and the run it holds for another caller go on", () =>
     Effect.gen(function*() {
       const dir = yield* Sandbox.tempDir("planckclaw-helper-")
       const go = path.join(dir, "go")
       const pidFile = path.join(dir, "pid")
       // Another caller's run (in serve, another agent's claw), waiting for the file `go`.
-      const other = yield* Effect.fork(SpawnHelper.run(shell(`echo $$ > ${pidFile}; while [ ! -e ${go} ]; do sleep 0.01; done; echo done`)))
+      const other = yield* Effect.forkChild(SpawnHelper.run(shell(`echo $$ > ${pidFile}; while [ ! -e ${go} ]; do sleep 0.01; done; echo done`)))
       yield* Sandbox.pidIn(pidFile)
       const helper = SpawnHelper.helperPid()
       // A model's tool input of 17 MiB, as a claw's argument.
@@ -103,13 +103,13 @@ describe("SpawnHelper.run", () => {
       expect(stdoutOf(yield* SpawnHelper.run(shell("echo after")))).toBe("after")
     }))
 
-  it.scopedLive("a claw's private directory that a killed helper left is removed by the next helper", () =>
+  it.live("a claw's private directory that a killed helper left is removed by the next helper", () =>
     Effect.gen(function*() {
       const parent = yield* Sandbox.tempDir("planckclaw-helper-tmp-")
       const dir = yield* Sandbox.tempDir("planckclaw-helper-")
       const pidFile = path.join(dir, "pid")
       const inPrivate = (script: string): ChildProcess.RunRequest => ({ ...shell(script), cwd: { privateIn: parent, prefix: "claw-" } })
-      const fiber = yield* Effect.fork(SpawnHelper.run(inPrivate(`echo $$ > ${pidFile}; sleep 1000`)))
+      const fiber = yield* Effect.forkChild(SpawnHelper.run(inPrivate(`echo $$ > ${pidFile}; sleep 1000`)))
       const pgid = yield* Sandbox.pidIn(pidFile)
       const killed = SpawnHelper.helperPid()!
       process.kill(killed, "SIGKILL")
@@ -121,15 +121,15 @@ describe("SpawnHelper.run", () => {
       expect(path.basename(stdoutOf(next))).toMatch(new RegExp(`^claw-${SpawnHelper.helperPid()}-`))
     }))
 
-  it.scoped("a helper that does not answer a stop within 5 s is killed: the interruption ends, the group goes", () =>
+  it.effect("a helper that does not answer a stop within 5 s is killed: the interruption ends, the group goes", () =>
     Effect.gen(function*() {
       const dir = yield* Sandbox.tempDir("planckclaw-helper-")
       const pidFile = path.join(dir, "pid")
-      const fiber = yield* Effect.fork(SpawnHelper.run(shell(`echo $$ > ${pidFile}; sleep 1000`)))
+      const fiber = yield* Effect.forkChild(SpawnHelper.run(shell(`echo $$ > ${pidFile}; sleep 1000`)))
       const pgid = yield* TestServices.provideLive(Sandbox.pidIn(pidFile))
       const stuck = SpawnHelper.helperPid()!
       process.kill(stuck, "SIGSTOP")
-      const interrupting = yield* Effect.fork(Fiber.interrupt(fiber))
+      const interrupting = yield* Effect.forkChild(Fiber.interrupt(fiber))
       // The stop's bound is the only sleep: until it passes, the interruption waits.
       yield* advanceTo((yield* Clock.currentTimeMillis) + 5000)
       yield* Fiber.join(interrupting)
@@ -137,7 +137,7 @@ describe("SpawnHelper.run", () => {
       expect(yield* TestServices.provideLive(Sandbox.settles(() => Sandbox.groupGone(pgid), "50 millis"))).toBe(true)
     }))
 
-  it.scopedLive("without the helper's program, runs go on from this process, warned once", () =>
+  it.live("without the helper's program, runs go on from this process, warned once", () =>
     Effect.gen(function*() {
       // A copy of the built modules, in a package of its own whose dist/cli/ (the bundles, the helper's among them) is left out.
       const root = yield* Sandbox.tempDir("planckclaw-no-helper-")
@@ -169,7 +169,7 @@ describe("SpawnHelper.run", () => {
       expect(warnings[0]).toContain(`its program ${path.join(root, "dist", "cli", "spawn-helper.cjs")} is missing`)
     }))
 
-  it.scopedLive("a program whose last work was a run exits by itself, and its helper with it", () =>
+  it.live("a program whose last work was a run exits by itself, and its helper with it", () =>
     Effect.gen(function*() {
       const script = [
         `import { Effect } from "effect"`,

@@ -14,7 +14,7 @@ const pretenuringOff = "V8's allocation-site pretenuring turned off"
 const tierUpSooner = "V8 optimises hot code sooner"
 
 describe("V8Flags", () => {
-  it.scopedLive("the built run sets its V8 flags once started, and the settings keep V8's defaults", () =>
+  it.live("the built run sets its V8 flags once started, and the settings keep V8's defaults", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       // No input: the run starts, its agent is ready, the input ends, the run ends.

@@ -23,7 +23,7 @@ const start = (scenario: "die-at-spawn" | "no-watchdog" | "wait" | "own-group") 
       Effect.sync(() => childProcess.spawn(process.execPath, [harness, scenario, dir], { stdio: "inherit" })),
       (proc) => Effect.sync(() => proc.kill("SIGKILL"))
     )
-    const ended = Effect.async<{ code: number | null; signal: string | null }>((resume) => {
+    const ended = Effect.callback<{ code: number | null; signal: string | null }>((resume) => {
       if (proc.exitCode !== null || proc.signalCode !== null) resume(Effect.succeed({ code: proc.exitCode, signal: proc.signalCode }))
       else proc.once("exit", (code, signal) => resume(Effect.succeed({ code, signal })))
     }).pipe(Sandbox.within("the harness to end"))
@@ -32,7 +32,7 @@ const start = (scenario: "die-at-spawn" | "no-watchdog" | "wait" | "own-group") 
   })
 
 describe("Watchdog.spawnGuarded", () => {
-  it.scopedLive("a starter SIGKILLed the instant the group exists: the command never runs, nothing is left", () =>
+  it.live("a starter SIGKILLed the instant the group exists: the command never runs, nothing is left", () =>
     Effect.gen(function*() {
       const { dir, ended, file } = yield* start("die-at-spawn")
       const spawned = yield* Sandbox.pidIn(file("spawned"))
@@ -42,7 +42,7 @@ describe("Watchdog.spawnGuarded", () => {
       expect(Sandbox.processesMentioning(dir)).toEqual([])
     }))
 
-  it.scopedLive("a watchdog killed by someone is replaced at once, and the replacement kills the group", () =>
+  it.live("a watchdog killed by someone is replaced at once, and the replacement kills the group", () =>
     Effect.gen(function*() {
       const { ended, file, proc } = yield* start("wait")
       const leader = yield* Sandbox.pidIn(file("ran"))
@@ -57,7 +57,7 @@ describe("Watchdog.spawnGuarded", () => {
       yield* Sandbox.gone("the leader's child", child)
     }))
 
-  it.scopedLive("a starter SIGKILLed: a job that made a group of its own in the group's session goes too", () =>
+  it.live("a starter SIGKILLed: a job that made a group of its own in the group's session goes too", () =>
     Effect.gen(function*() {
       const { ended, file, proc } = yield* start("own-group")
       const leader = yield* Sandbox.pidIn(file("ran"))
@@ -76,7 +76,7 @@ describe("Watchdog.spawnGuarded", () => {
       yield* Sandbox.gone("timeout's command", command)
     }))
 
-  it.scopedLive("no watchdog can start: the spawn fails saying so, and nothing runs unguarded", () =>
+  it.live("no watchdog can start: the spawn fails saying so, and nothing runs unguarded", () =>
     Effect.gen(function*() {
       const { dir, ended, file } = yield* start("no-watchdog")
       expect(yield* ended).toEqual({ code: 0, signal: null })

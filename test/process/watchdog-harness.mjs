@@ -49,5 +49,5 @@ const result = Watchdog.spawnGuarded("/bin/sh", ["-c", script], {
   env: { PATH: "/usr/bin:/bin" },
   stdio: ["ignore", "ignore", "ignore"]
 })
-fs.writeFileSync(path.join(dir, "result"), result._tag === "Left" ? `failed: ${result.left.message}` : `started ${result.right.pid}`)
+fs.writeFileSync(path.join(dir, "result"), result._tag === "Failure" ? `failed: ${result.failure.message}` : `started ${result.success.pid}`)
 if (scenario === "wait" || scenario === "own-group") setInterval(() => undefined, 60_000)

@@ -2,7 +2,8 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, TestClock } from "effect"
+import { Deferred, Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import * as AgentId from "../../src/service/AgentId.js"
 import * as AgentStatus from "../../src/service/AgentStatus.js"
 import * as Agent from "../../src/Agent.js"
@@ -41,9 +42,9 @@ describe("AgentId", () => {
     for (const bad of ["..", ".", "A", "a/b", "", "-a", "a".repeat(65), "a b", "é"]) {
       const parsed = AgentId.parse(bad)
       expect(parsed._tag, bad).toBe("Left")
-      if (parsed._tag === "Left") {
-        expect(parsed.left.message).toContain(JSON.stringify(bad))
-        expect(parsed.left.message).toContain(AgentId.RULE)
+      if (parsed._tag === "Failure") {
+        expect(parsed.failure.message).toContain(JSON.stringify(bad))
+        expect(parsed.failure.message).toContain(AgentId.RULE)
       }
     }
     for (const good of ["a", "0", "discord-c123", "a.b_c-d", "a".repeat(64)]) expect(AgentId.is(good), good).toBe(true)
@@ -51,7 +52,7 @@ describe("AgentId", () => {
 })
 
 describe("AgentHost", () => {
-  it.scopedLive("answers many agents concurrently, each in arrival order, each with its own history", () =>
+  it.live("answers many agents concurrently, each in arrival order, each with its own history", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const brain = echoBrain()
@@ -75,7 +76,7 @@ describe("AgentHost", () => {
       expect(listed.every((info) => info.historyLines === 2 * perAgent)).toBe(true)
     }))
 
-  it.scopedLive("lists many agents a step at a time, the event loop turning between steps, and only real agent directories", () =>
+  it.live("lists many agents a step at a time, the event loop turning between steps, and only real agent directories", () =>
     Effect.gen(function*() {
       const { agents, dir } = yield* hostOverAgentsDir
       const ids = Array.from({ length: 200 }, (_, n) => `agent-${String(n).padStart(3, "0")}`)
@@ -94,7 +95,7 @@ describe("AgentHost", () => {
       expect(turns).toBeGreaterThanOrEqual(6)
     }))
 
-  it.scopedLive("lists a page at a time: each page goes on after the last id of the one before, and the last says there is no next", () =>
+  it.live("lists a page at a time: each page goes on after the last id of the one before, and the last says there is no next", () =>
     Effect.gen(function*() {
       const { agents, dir } = yield* hostOverAgentsDir
       // Made out of order, with ids that sort differently by locale ('-' and '.' before digits, byte by byte).
@@ -119,7 +120,7 @@ describe("AgentHost", () => {
       expect(yield* agents.list({ after: "zzz", limit: 10 })).toEqual({ agents: [], next: null })
     }))
 
-  it.scopedLive("finds agents that left messages unanswered a step at a time, the event loop turning between steps", () =>
+  it.live("finds agents that left messages unanswered a step at a time, the event loop turning between steps", () =>
     Effect.gen(function*() {
       const dir = path.join(tempDir(), "agents")
       const ids = Array.from({ length: 200 }, (_, n) => `agent-${String(n).padStart(3, "0")}`)
@@ -138,7 +139,7 @@ describe("AgentHost", () => {
       expect(turns).toBeGreaterThanOrEqual(6)
     }))
 
-  it.scopedLive("answers what many agents left unanswered without being sent anything, the host up meanwhile", () =>
+  it.live("answers what many agents left unanswered without being sent anything, the host up meanwhile", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const ids = Array.from({ length: 70 }, (_, n) => `left-${String(n).padStart(2, "0")}`)
@@ -156,7 +157,7 @@ describe("AgentHost", () => {
       }
     }))
 
-  it.scopedLive("refuses bad ids without creating anything", () =>
+  it.live("refuses bad ids without creating anything", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const agents = yield* startHost(root, echoBrain().layer)
@@ -168,7 +169,7 @@ describe("AgentHost", () => {
       expect(fs.readdirSync(path.join(root, "agents"))).toEqual([])
     }))
 
-  it.scopedLive("uses the host's soul for an agent without one, and the agent's own otherwise", () =>
+  it.live("uses the host's soul for an agent without one, and the agent's own otherwise", () =>
     Effect.gen(function*() {
       const root = tempDir()
       fs.mkdirSync(path.join(root, "memory"))
@@ -182,7 +183,7 @@ describe("AgentHost", () => {
       expect(brain.requests.map((request) => request.system)).toEqual(["the default soul", "my own soul"])
     }))
 
-  it.scopedLive("applies an agent's config.env and refuses keys it may not set", () =>
+  it.live("applies an agent's config.env and refuses keys it may not set", () =>
     Effect.gen(function*() {
       const root = tempDir()
       fs.mkdirSync(path.join(root, "agents", "tuned"), { recursive: true })
@@ -235,12 +236,12 @@ describe("AgentHost", () => {
           : undefined
       )
       const agents = yield* startHost(root, brain.layer)
-      const reply = yield* Effect.fork(agents.send("patient", { text: "hang" }))
+      const reply = yield* Effect.forkChild(agents.send("patient", { text: "hang" }))
       yield* TestClock.adjust("3 seconds")
       expect(yield* Fiber.join(reply)).toEqual({ reply: "gave up after 3 s", stored: true })
     }).pipe(Effect.scoped))
 
-  it.scopedLive("refuses an agent another live process holds, journaling nothing; takes over the lock of a dead one", () =>
+  it.live("refuses an agent another live process holds, journaling nothing; takes over the lock of a dead one", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const agents = yield* startHost(root, echoBrain().layer)
@@ -259,7 +260,7 @@ describe("AgentHost", () => {
       // Its journal and history are the other process's: nothing was written to them.
       expect(fs.readdirSync(directory)).toEqual([".planckclaw-run.lock"])
 
-      yield* Effect.async<void>((resume) => {
+      yield* Effect.callback<void>((resume) => {
         other.once("exit", () => resume(Effect.void))
         other.kill("SIGKILL")
       })
@@ -267,7 +268,7 @@ describe("AgentHost", () => {
       expect(fs.readFileSync(path.join(directory, ".planckclaw-run.lock"), "utf8")).toBe(`${process.pid}\n`)
     }))
 
-  it.scopedLive("refuses an agent whose memory holds a planted directory or link, accepting nothing; answers once it is fixed", () =>
+  it.live("refuses an agent whose memory holds a planted directory or link, accepting nothing; answers once it is fixed", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const agents = yield* startHost(root, echoBrain().layer)
@@ -290,7 +291,7 @@ describe("AgentHost", () => {
       expect(yield* agents.send("planted", { text: "now" })).toEqual({ reply: "echo now", stored: true })
     }))
 
-  it.scopedLive("gives the same reply for the same Idempotency-Key without a second turn, also after a restart", () =>
+  it.live("gives the same reply for the same Idempotency-Key without a second turn, also after a restart", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const brain = echoBrain()
@@ -316,7 +317,7 @@ describe("AgentHost", () => {
       expect(historyOf(root, "idem").length).toBe(4)
     }))
 
-  it.scopedLive("refuses an Idempotency-Key sent again with another message (key-reused), answered or in flight, also after a restart", () =>
+  it.live("refuses an Idempotency-Key sent again with another message (key-reused), answered or in flight, also after a restart", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const gate = yield* Deferred.make<void>()
@@ -329,10 +330,10 @@ describe("AgentHost", () => {
         expect(other.message).toContain("Idempotency-Key \"k-1\" was already used for another message")
         expect((yield* Effect.flip(agents.send("keys", { text: "pay 10", channel: "elsewhere", idempotencyKey: "k-1" }))).reason).toBe("key-reused")
         // In flight: the same message waits for the same reply, another is refused at once.
-        const first = yield* Effect.fork(agents.send("keys", { text: "slow", idempotencyKey: "k-2" }))
+        const first = yield* Effect.forkChild(agents.send("keys", { text: "slow", idempotencyKey: "k-2" }))
         yield* eventually("the slow turn asked", () => brain.requests.some((request) => lastUserText(request) === "slow") || undefined)
         expect((yield* Effect.flip(agents.send("keys", { text: "fast", idempotencyKey: "k-2" }))).reason).toBe("key-reused")
-        const again = yield* Effect.fork(agents.send("keys", { text: "slow", idempotencyKey: "k-2" }))
+        const again = yield* Effect.forkChild(agents.send("keys", { text: "slow", idempotencyKey: "k-2" }))
         yield* Deferred.succeed(gate, undefined)
         expect(yield* Fiber.join(first)).toEqual({ reply: "echo slow", stored: true })
         expect(yield* Fiber.join(again)).toEqual({ reply: "echo slow", stored: true })
@@ -343,7 +344,7 @@ describe("AgentHost", () => {
       expect(brain.requests.length).toBe(2)
     }))
 
-  it.scopedLive("keeps no failure under an Idempotency-Key: the retry the apology asks for gets a turn", () =>
+  it.live("keeps no failure under an Idempotency-Key: the retry the apology asks for gets a turn", () =>
     Effect.gen(function*() {
       const root = tempDir()
       let down = true
@@ -357,7 +358,7 @@ describe("AgentHost", () => {
       expect(brain.requests.length).toBe(2)
     }))
 
-  it.scopedLive("answers after a crash what was journaled and not answered, once, with its key remembered", () =>
+  it.live("answers after a crash what was journaled and not answered, once, with its key remembered", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const dir = path.join(root, "agents", "crashed")
@@ -379,7 +380,7 @@ describe("AgentHost", () => {
       expect(fs.readFileSync(path.join(dir, ".inbox.jsonl"), "utf8")).toBe("")
     }))
 
-  it.scopedLive("a defect in one agent restarts that agent only", () =>
+  it.live("a defect in one agent restarts that agent only", () =>
     Effect.gen(function*() {
       const root = tempDir()
       fs.mkdirSync(path.join(root, "agents", "fragile"), { recursive: true })
@@ -402,7 +403,7 @@ describe("AgentHost", () => {
       expect(fs.readFileSync(path.join(root, "agents", "fragile", ".inbox.jsonl"), "utf8")).toBe("")
     }))
 
-  it.scopedLive("compacts one agent on request; get and compact of an unknown agent are not-found", () =>
+  it.live("compacts one agent on request; get and compact of an unknown agent are not-found", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const agents = yield* startHost(root, echoBrain().layer, { HISTORY_KEEP: "2" })

@@ -35,7 +35,7 @@ const neverDone = () => {
 
 /** Resolves once `holds()` is true, checked at every change in the directory of `file`. */
 const untilChanged = (file: string, holds: () => boolean) =>
-  Effect.async<void>((resume) => {
+  Effect.callback<void>((resume) => {
     const watcher = fs.watch(path.dirname(file), () => check())
     const check = () => {
       if (!holds()) return
@@ -57,7 +57,7 @@ describe("Discord replies handed over again", () => {
     expect(nonceFor("discord-1", 65535).length).toBeLessThanOrEqual(25)
   })
 
-  it.scopedLive("a reply posted by a holder that died before noting it is sent again by the next holder and posted once", () =>
+  it.live("a reply posted by a holder that died before noting it is sent again by the next holder and posted once", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channel] })
@@ -69,7 +69,7 @@ describe("Discord replies handed over again", () => {
           const term = yield* Scope.make()
           yield* DiscordRoutes.run({ owed }).pipe(
             Effect.provide(host),
-            Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(values)))),
+            Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(values))), { preserveEmptyStrings: true })),
             Effect.forkIn(term)
           )
           yield* fake.waitFor(() => fake.rest().filter((record) => record.method === "PUT").length >= ready ? true : undefined)

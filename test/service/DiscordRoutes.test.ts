@@ -30,7 +30,7 @@ const serveDiscord = (per: string) =>
     const host = yield* Layer.build(hostLayer(root, echoBrain().layer, values))
     yield* DiscordRoutes.run().pipe(
       Effect.provide(host),
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(values)))),
+      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(values))), { preserveEmptyStrings: true })),
       Effect.forkScoped
     )
     yield* fake.waitFor(() => fake.rest().find((record) => record.method === "PUT"))
@@ -69,7 +69,7 @@ describe("Discord in serve: one agent per channel, user, server or one; DMs to t
     ["one", ["discord", `discord-u${alice}`], "discord"]
   ]
   for (const [per, agents, agentOfA] of cases) {
-    it.scopedLive(`DISCORD_AGENT_PER=${per}`, () =>
+    it.live(`DISCORD_AGENT_PER=${per}`, () =>
       Effect.gen(function*() {
         const { fake, root } = yield* serveDiscord(per)
         yield* talk(fake)
@@ -87,7 +87,7 @@ describe("Discord in serve: one agent per channel, user, server or one; DMs to t
   it.effect("names DISCORD_AGENT_PER when its value is none of the four", () =>
     Effect.gen(function*() {
       const failure = yield* DiscordRoutes.AgentPerConfig.pipe(
-        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["DISCORD_AGENT_PER", "guild"]]))),
+        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["DISCORD_AGENT_PER", "guild"]])), { preserveEmptyStrings: true })),
         Effect.flip
       )
       expect(String(failure)).toContain("DISCORD_AGENT_PER")

@@ -7,7 +7,8 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Either, Fiber, TestClock } from "effect"
+import { Deferred, Effect, Result, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import { eventually } from "../support/Sandbox.js"
 import { echoBrain, historyOf, isCompaction, startHost, tempDir } from "./Kit.js"
@@ -24,7 +25,7 @@ const slowBrain = () =>
 const openUnder = (dir: string) =>
   fs.readdirSync("/proc/self/fd").flatMap((fd) => {
     // A descriptor closed since the listing has no link to read.
-    const target = Either.getOrElse(Either.try(() => fs.readlinkSync(path.join("/proc/self/fd", fd))), () => "")
+    const target = Result.getOrElse(Result.try(() => fs.readlinkSync(path.join("/proc/self/fd", fd))), () => "")
     return target.startsWith(dir) ? [target] : []
   })
 
@@ -37,14 +38,14 @@ const settle = Effect.gen(function*() {
 })
 
 describe("AgentHost under load", () => {
-  it.scoped("a slow agent never delays another while a permit is free; with all taken, the others wait for one (TestClock)", () =>
+  it.effect("a slow agent never delays another while a permit is free; with all taken, the others wait for one (TestClock)", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const brain = slowBrain()
       const agents = yield* startHost(root, brain.layer, { PLANCKCLAW_MAX_CONCURRENT_TURNS: "2", PLANCKCLAW_AGENTS_HOLDING_FILES: "0" })
 
       // One slow agent holds one permit: twenty fast agents are answered with no time passing.
-      const slow = yield* Effect.fork(agents.send("slow-1", { text: "slow please" }))
+      const slow = yield* Effect.forkChild(agents.send("slow-1", { text: "slow please" }))
       yield* settle
       const fast = yield* Effect.forEach(
         Array.from({ length: 20 }, (_, n) => `fast-${n}`),
@@ -55,9 +56,9 @@ describe("AgentHost under load", () => {
       expect(slow.unsafePoll()).toBeNull()
 
       // A second slow agent takes the last permit: a fast one now waits for a permit, not for the slow agents' turns to end.
-      const slow2 = yield* Effect.fork(agents.send("slow-2", { text: "slow too" }))
+      const slow2 = yield* Effect.forkChild(agents.send("slow-2", { text: "slow too" }))
       yield* settle
-      const waiting = yield* Effect.fork(agents.send("fast-late", { text: "quick" }))
+      const waiting = yield* Effect.forkChild(agents.send("fast-late", { text: "quick" }))
       yield* settle
       expect(waiting.unsafePoll()).toBeNull()
       // Journaled and waiting for the brain, they hold no descriptor (none may keep any here): thousands may wait at once.
@@ -69,7 +70,7 @@ describe("AgentHost under load", () => {
       expect(historyOf(root, "slow-1").map((line) => line.content)).toEqual(["slow please", "done slowly"])
     }))
 
-  it.scopedLive("only the agents used last keep their files open between messages, up to PLANCKCLAW_AGENTS_HOLDING_FILES; another's next message opens them again", () =>
+  it.live("only the agents used last keep their files open between messages, up to PLANCKCLAW_AGENTS_HOLDING_FILES; another's next message opens them again", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const agents = yield* startHost(root, echoBrain().layer, { PLANCKCLAW_AGENTS_HOLDING_FILES: "5" })
@@ -93,7 +94,7 @@ describe("AgentHost under load", () => {
       expect(holders(openUnder(path.join(root, "agents")))).toEqual(["idle-0", "idle-26", "idle-27", "idle-28", "idle-29"])
     }))
 
-  it.scopedLive("agents whose files the budget keeps closing, other agents talking meanwhile, compact and lose, repeat or reorder no exchange", () =>
+  it.live("agents whose files the budget keeps closing, other agents talking meanwhile, compact and lose, repeat or reorder no exchange", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const brain = echoBrain()
@@ -122,7 +123,7 @@ describe("AgentHost under load", () => {
       expect(brain.requests.filter(isCompaction).length).toBeGreaterThanOrEqual(ids.length)
     }))
 
-  it.scopedLive("an agent's files closed by the budget while its compaction commits beside its appends: nothing lost, repeated or reordered", () =>
+  it.live("an agent's files closed by the budget while its compaction commits beside its appends: nothing lost, repeated or reordered", () =>
     Effect.gen(function*() {
       const root = tempDir()
       // The compaction's brain call waits for the test: appends and evictions happen meanwhile.
@@ -159,7 +160,7 @@ describe("AgentHost under load", () => {
       expect(fs.readFileSync(path.join(root, "agents", "main", ".inbox.jsonl"), "utf8")).toBe("")
     }))
 
-  it.scopedLive("with PLANCKCLAW_AGENTS_HOLDING_FILES=0 an agent whose messages are answered holds no file descriptor", () =>
+  it.live("with PLANCKCLAW_AGENTS_HOLDING_FILES=0 an agent whose messages are answered holds no file descriptor", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const agents = yield* startHost(root, echoBrain().layer, { PLANCKCLAW_AGENTS_HOLDING_FILES: "0" })

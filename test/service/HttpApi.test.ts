@@ -2,8 +2,8 @@ import * as fs from "node:fs"
 import * as http from "node:http"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Either, Layer } from "effect"
-import * as HttpServer from "@effect/platform/HttpServer"
+import { Context, Effect, Result, Layer } from "effect"
+import * as HttpServer from "effect/http/HttpServer"
 import * as HttpApi from "../../src/service/HttpApi.js"
 import { echoBrain, hostLayer, historyOf, settings, tempDir } from "./Kit.js"
 
@@ -14,7 +14,7 @@ interface Answer {
 
 /** One request with node:http, the path sent exactly as written (no URL normalisation); with the answer's headers. */
 const callWithHeaders = (port: number, method: string, target: string, options: { body?: string; headers?: Record<string, string> } = {}) =>
-  Effect.async<Answer & { readonly headers: http.IncomingHttpHeaders }>((resume) => {
+  Effect.callback<Answer & { readonly headers: http.IncomingHttpHeaders }>((resume) => {
     const request = http.request({ host: "127.0.0.1", port, method, path: target, headers: options.headers, agent: keepAlive }, (response) => {
       const chunks: Array<Buffer> = []
       response.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -49,7 +49,7 @@ const serve = (values: Record<string, string> = {}, brain = echoBrain()) =>
   })
 
 describe("HTTP API", () => {
-  it.scopedLive("answers messages for many agents at once, each in order", () =>
+  it.live("answers messages for many agents at once, each in order", () =>
     Effect.gen(function*() {
       const { port, root } = yield* serve()
       const ids = Array.from({ length: 10 }, (_, n) => `a${n}`)
@@ -79,7 +79,7 @@ describe("HTTP API", () => {
       expect(yield* call(port, "GET", "/v1/health")).toEqual({ status: 200, body: { status: "ok" } })
     }))
 
-  it.scopedLive("replays a reply for a repeated Idempotency-Key, and compacts on request", () =>
+  it.live("replays a reply for a repeated Idempotency-Key, and compacts on request", () =>
     Effect.gen(function*() {
       const { brain, port, root } = yield* serve({ HISTORY_KEEP: "2" })
       const first = yield* post(port, "/v1/agents/k/messages", { text: "once" }, { "idempotency-key": "abc-1" })
@@ -100,7 +100,7 @@ describe("HTTP API", () => {
       expect(badKey.status).toBe(400)
     }))
 
-  it.scopedLive("refuses a listing's bad query, saying what is wrong with it", () =>
+  it.live("refuses a listing's bad query, saying what is wrong with it", () =>
     Effect.gen(function*() {
       const { port } = yield* serve()
       const cases: Array<[string, string]> = [
@@ -122,7 +122,7 @@ describe("HTTP API", () => {
       expect((yield* call(port, "GET", "/v1/agents?limit=1000")).body).toEqual({ agents: [], next: null })
     }))
 
-  it.scopedLive("refuses bad input with a JSON error and leaves memory untouched", () =>
+  it.live("refuses bad input with a JSON error and leaves memory untouched", () =>
     Effect.gen(function*() {
       const { brain, port, root } = yield* serve({ PLANCKCLAW_MAX_MESSAGE_BYTES: "100" })
       const cases: Array<[Effect.Effect<Answer>, number, string]> = [
@@ -164,7 +164,7 @@ describe("HTTP API", () => {
       expect(fs.readdirSync(path.join(root, "agents"))).toEqual([])
     }))
 
-  it.scopedLive("refuses requests from web pages and, without a token, to names that are not loopback", () =>
+  it.live("refuses requests from web pages and, without a token, to names that are not loopback", () =>
     Effect.gen(function*() {
       const { brain, port, root } = yield* serve()
       // A page's cross-site POST needs no preflight when it is text/plain; it carries Origin.
@@ -186,14 +186,14 @@ describe("HTTP API", () => {
       expect(fs.existsSync(path.join(root, "agents", "a"))).toBe(false)
     }))
 
-  it.scopedLive("with a token, answers any Host name (the token is what guards it)", () =>
+  it.live("with a token, answers any Host name (the token is what guards it)", () =>
     Effect.gen(function*() {
       const { port } = yield* serve({ PLANCKCLAW_HTTP_TOKEN: "s3cret" })
       const answer = yield* call(port, "GET", "/v1/agents", { headers: { host: "agents.example.org", authorization: "Bearer s3cret" } })
       expect(answer.status).toBe(200)
     }))
 
-  it.scopedLive("needs the bearer token on every route but /v1/health", () =>
+  it.live("needs the bearer token on every route but /v1/health", () =>
     Effect.gen(function*() {
       const { brain, port } = yield* serve({ PLANCKCLAW_HTTP_TOKEN: "s3cret" })
       expect((yield* call(port, "GET", "/v1/health")).status).toBe(200)
@@ -210,15 +210,15 @@ describe("HTTP API", () => {
       expect((yield* call(port, "GET", "/v1/agents", { headers: { authorization: "bearer s3cret" } })).status).toBe(200)
     }))
 
-  it.scopedLive("refuses to listen on a non-loopback address without a token", () =>
+  it.live("refuses to listen on a non-loopback address without a token", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const refused = yield* Effect.flip(Layer.build(
         HttpApi.layer({ host: "0.0.0.0", port: 0 }).pipe(Layer.provide(hostLayer(root, echoBrain().layer)), Layer.provide(settings({})))
       ))
       expect(refused._tag).toBe("HttpListenRefused")
-      expect(Either.getOrThrow(HttpApi.parseListen("[::1]:7878"))).toEqual({ host: "::1", port: 7878 })
-      expect(Either.isLeft(HttpApi.parseListen("localhost"))).toBe(true)
+      expect(Result.getOrThrow(HttpApi.parseListen("[::1]:7878"))).toEqual({ host: "::1", port: 7878 })
+      expect(Result.isFailure(HttpApi.parseListen("localhost"))).toBe(true)
       expect(HttpApi.isLoopback("127.0.0.1") && HttpApi.isLoopback("::1") && !HttpApi.isLoopback("192.168.1.2")).toBe(true)
     }))
 })

@@ -34,7 +34,7 @@ export const echoBrain = (special?: (request: MessagesRequest) => Effect.Effect<
 }
 
 export const settings = (values: Record<string, string>) =>
-  Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(values))))
+  ConfigProvider.layer(ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(values))), { preserveEmptyStrings: true }))
 
 export const hostLayer = (
   root: string,

@@ -28,7 +28,7 @@ const toolBrain = Layer.succeed(Brain, {
 })
 
 describe("serve with shell claws", () => {
-  it.scopedLive("agents calling claws at once share the host's one spawn helper, each getting its own answer", () =>
+  it.live("agents calling claws at once share the host's one spawn helper, each getting its own answer", () =>
     Effect.gen(function*() {
       const root = tempDir()
       const claws = path.join(root, "claws")

@@ -13,7 +13,7 @@
  *   // point ANTHROPIC_BASE_URL at server.url, then:
  *   const [first] = yield* server.awaitRequests(1)
  */
-import { Effect, Either, type Scope } from "effect"
+import { Effect, Result, type Scope } from "effect"
 import * as LoopbackHttp from "./LoopbackHttp.js"
 
 export {
@@ -49,7 +49,7 @@ export interface AnthropicServer extends LoopbackHttp.LoopbackServer<MessagesBod
 }
 
 const parseBody = (raw: string): MessagesBody =>
-  Either.getOrElse(Either.try(() => JSON.parse(raw) as MessagesBody), () => ({ messages: [] }))
+  Result.getOrElse(Result.try(() => JSON.parse(raw) as MessagesBody), () => ({ messages: [] }))
 
 /** Serves `handler` for the life of the scope; `port` 0 (the default) picks a free one. */
 export const make = (
@@ -121,7 +121,7 @@ export const listingSummary = (request: RecordedRequest): LoopbackHttp.Reply => 
   const content = String(request.body.messages[0]?.content ?? "")
   const [existing = "", batch = ""] = content.split("\n\nCONVERSATION TO SUMMARIZE:\n")
   const folded = batch.split("\n").flatMap((raw) => {
-    const entry = Either.getOrUndefined(Either.try(() => JSON.parse(raw) as { role?: unknown; content?: unknown }))
+    const entry = Result.getOrUndefined(Result.try(() => JSON.parse(raw) as { role?: unknown; content?: unknown }))
     return entry?.role === "user" && typeof entry.content === "string" ? [entry.content] : []
   })
   const items = [...summaryItems(existing), ...folded]

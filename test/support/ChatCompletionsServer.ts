@@ -13,7 +13,7 @@
  *   // point OPENAI_BASE_URL at server.url (it ends in /v1), then:
  *   const [first] = yield* server.awaitRequests(1)
  */
-import { Effect, Either, type Scope } from "effect"
+import { Effect, Result, type Scope } from "effect"
 import * as LoopbackHttp from "./LoopbackHttp.js"
 import { respond } from "./LoopbackHttp.js"
 
@@ -120,6 +120,6 @@ export const apiError = (status: number, message: string, flavor: Flavor = "open
 
 export const make = (handler: Handler): Effect.Effect<ChatCompletionsServer, LoopbackHttp.ServerError, Scope.Scope> =>
   Effect.map(
-    LoopbackHttp.serve(handler, (raw) => Either.getOrUndefined(Either.try(() => JSON.parse(raw) as unknown))),
+    LoopbackHttp.serve(handler, (raw) => Result.getOrUndefined(Result.try(() => JSON.parse(raw) as unknown))),
     (server) => ({ ...server, url: `http://127.0.0.1:${server.port}/v1`, host: `127.0.0.1:${server.port}` })
   )

@@ -57,10 +57,10 @@ export const start = (args: ReadonlyArray<string>, options: { cwd: string; env: 
     const complete = () => stdout.split("\n").slice(0, -1)
     const running: Running = {
       process: proc,
-      write: (text) => Effect.async<void>((resume) => void proc.stdin.write(text, () => resume(Effect.void))),
+      write: (text) => Effect.callback<void>((resume) => void proc.stdin.write(text, () => resume(Effect.void))),
       closeInput: Effect.sync(() => void proc.stdin.end()),
       lines: (count) =>
-        Effect.async<Array<string>>((resume) => {
+        Effect.callback<Array<string>>((resume) => {
           const check = () => {
             if (complete().length >= count) resume(Effect.succeed(complete()))
             else waiters.push(check)

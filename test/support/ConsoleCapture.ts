@@ -2,7 +2,7 @@
  * What a brain prints and logs, captured instead of shown, for tests that
  * check what the user (or a log reader) would see: never a secret.
  */
-import { Console, Effect, FiberRef, HashSet, Logger, type Scope } from "effect"
+import { Console, Effect, Logger, References, type Scope } from "effect"
 
 /**
  * A Console that records what is written, plus a logger that records log
@@ -14,34 +14,30 @@ export const captureConsole = (): Effect.Effect<Effect.Effect<ReadonlyArray<stri
     const record = (stream: string) => (...args: ReadonlyArray<unknown>) => {
       lines.push(`${stream}: ${args.map(String).join(" ")}`)
     }
-    const recordEffect = (stream: string) => (...args: ReadonlyArray<unknown>) =>
-      Effect.sync(() => record(stream)(...args))
-    const ignore = () => Effect.void
-    yield* Effect.withConsoleScoped<Console.Console>({
-      [Console.TypeId]: Console.TypeId,
+    const ignore = () => {}
+    const console: Console.Console = {
       assert: ignore,
-      clear: Effect.void,
+      clear: ignore,
       count: ignore,
       countReset: ignore,
-      debug: recordEffect("stdout"),
-      dir: recordEffect("stdout"),
-      dirxml: recordEffect("stdout"),
-      error: recordEffect("stderr"),
+      debug: record("stdout"),
+      dir: record("stdout"),
+      dirxml: record("stdout"),
+      error: record("stderr"),
       group: ignore,
-      groupEnd: Effect.void,
-      info: recordEffect("stdout"),
-      log: recordEffect("stdout"),
-      table: recordEffect("stdout"),
+      groupCollapsed: ignore,
+      groupEnd: ignore,
+      info: record("stdout"),
+      log: record("stdout"),
+      table: record("stdout"),
       time: ignore,
       timeEnd: ignore,
-      timeLog: recordEffect("stdout"),
-      trace: recordEffect("stderr"),
-      warn: recordEffect("stderr"),
-      unsafe: globalThis.console
-    })
-    yield* Effect.locallyScopedWith(
-      FiberRef.currentLoggers,
-      HashSet.add(Logger.make(({ logLevel, message }) => record(`log ${logLevel.label}`)(...[message].flat())))
-    )
+      timeLog: record("stdout"),
+      trace: record("stderr"),
+      warn: record("stderr")
+    }
+    const logger = Logger.make(({ logLevel, message }) => record(`log ${logLevel}`)(...[message].flat()))
+    yield* Effect.updateServiceScoped(Console.Console, () => console)
+    yield* Effect.updateServiceScoped(References.CurrentLoggers, (loggers) => new Set([...loggers, logger]))
     return Effect.sync(() => [...lines])
   })

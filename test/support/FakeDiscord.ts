@@ -161,12 +161,12 @@ interface Connection {
 }
 
 const listen = (server: Http.Server, port: number) =>
-  Effect.async<number>((resume) => {
+  Effect.callback<number>((resume) => {
     server.listen(port, "127.0.0.1", () => resume(Effect.succeed((server.address() as AddressInfo).port)))
   })
 
 const closeServer = (server: Http.Server) =>
-  Effect.async<void>((resume) => {
+  Effect.callback<void>((resume) => {
     server.close(() => resume(Effect.void))
     server.closeAllConnections()
   })
@@ -501,7 +501,7 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
     })
     const gatewayPort = yield* Effect.acquireRelease(listen(gatewayServer, 0), () =>
       Effect.sync(() => connections.forEach((connection) => connection.socket.terminate())).pipe(
-        Effect.zipRight(gatewayServer.listening ? closeServer(gatewayServer) : Effect.void)
+        Effect.andThen(gatewayServer.listening ? closeServer(gatewayServer) : Effect.void)
       ))
     const gatewayUrl = `ws://127.0.0.1:${gatewayPort}`
 
@@ -513,7 +513,7 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
       rest: () => [...restLog],
       gateway: () => [...gatewayLog],
       waitFor: <A>(find: () => A | undefined) =>
-        Effect.async<A>((resume) => {
+        Effect.callback<A>((resume) => {
           const check = () => {
             const found = find()
             if (found === undefined) return

@@ -5,7 +5,7 @@
 import { execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Chunk, Deferred, Effect, Either, Exit, Queue, type Scope, Stream } from "effect"
+import { Deferred, Effect, Result, Exit, Queue, type Scope, Stream } from "effect"
 import { type FifoReader, openReader } from "../../src/fifo/PipeEnd.js"
 import { framed, makeBlockFramer, makeLineFramer } from "../../src/fifo/Framing.js"
 import * as Sandbox from "./Sandbox.js"
@@ -13,7 +13,7 @@ import * as Sandbox from "./Sandbox.js"
 export const tempDir: Effect.Effect<string, never, Scope.Scope> = Sandbox.tempDir("planckclaw-fifo-")
 
 export const mkfifo = (file: string): Effect.Effect<void> =>
-  Effect.async<void>((resume) => {
+  Effect.callback<void>((resume) => {
     execFile("mkfifo", ["-m", "600", file], (error) => resume(error === null ? Effect.void : Effect.die(error)))
   })
 
@@ -27,7 +27,7 @@ export const writeScript = (dir: string, name: string, body: string): Effect.Eff
 
 /** Runs a one-shot shell command to completion; its stdout. */
 export const sh = (script: string, env: Record<string, string> = {}): Effect.Effect<string> =>
-  Effect.async<string>((resume) => {
+  Effect.callback<string>((resume) => {
     execFile("/bin/sh", ["-c", script], { env: { ...process.env, ...env } }, (error, stdout, stderr) =>
       resume(error === null ? Effect.succeed(stdout) : Effect.die(new Error(`sh failed: ${stderr}`))))
   })
@@ -42,11 +42,11 @@ export const spawnScoped = (
     Effect.gen(function*() {
       const exited = yield* Deferred.make<number | null>()
       const child = spawn(command, args, { env: { ...process.env, ...env }, detached: true, stdio: ["ignore", "inherit", "inherit"] })
-      child.once("exit", (code) => Deferred.unsafeDone(exited, Exit.succeed(code)))
+      child.once("exit", (code) => Deferred.doneUnsafe(exited, Exit.succeed(code)))
       return { pid: child.pid ?? -1, exited }
     }),
     ({ exited, pid }) =>
-      Effect.sync(() => Either.try(() => process.kill(-pid, "SIGKILL"))).pipe(Effect.zipRight(Deferred.await(exited)))
+      Effect.sync(() => Result.try(() => process.kill(-pid, "SIGKILL"))).pipe(Effect.andThen(Deferred.await(exited)))
   )
 
 /** Reads a pipe as lines (or blank-line blocks) into a queue, from a background fiber. */
@@ -58,7 +58,7 @@ export const framesOf = (
     const queue = yield* Queue.unbounded<string>()
     yield* reader.chunks.pipe(
       framed(() => framing === "lines" ? makeLineFramer(1 << 24) : makeBlockFramer(1 << 24)),
-      Stream.runForEach((frame) => Either.isRight(frame) ? Queue.offer(queue, frame.right) : Effect.die(frame.left)),
+      Stream.runForEach((frame) => Result.isSuccess(frame) ? Queue.offer(queue, frame.success) : Effect.die(frame.failure)),
       Effect.orDie,
       Effect.forkScoped
     )
@@ -72,4 +72,4 @@ export const blocksFrom = (file: string): Effect.Effect<Queue.Dequeue<string>, n
   Effect.flatMap(Effect.orDie(openReader(file)), (reader) => framesOf(reader, "blocks"))
 
 export const takeN = <A>(queue: Queue.Dequeue<A>, n: number): Effect.Effect<ReadonlyArray<A>> =>
-  Effect.map(Queue.takeBetween(queue, n, n), Chunk.toReadonlyArray)
+  Queue.takeBetween(queue, n, n)

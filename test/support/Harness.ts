@@ -38,13 +38,11 @@ export const harness = (options: HarnessOptions) =>
     if (options.inbox !== undefined) fs.writeFileSync(path.join(directory, ".inbox.jsonl"), options.inbox)
     const brain = yield* ScriptedBrain.make(options.script)
     const interact = yield* InMemoryInteract.make
-    const provider = ConfigProvider.fromMap(
-      new Map(Object.entries({ PLANCKCLAW_DIR: directory, PLANCKCLAW_MODEL: "test-model", ...options.settings }))
-    )
+    const provider = ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries({ PLANCKCLAW_DIR: directory, PLANCKCLAW_MODEL: "test-model", ...options.settings }))), { preserveEmptyStrings: true })
     const layer = Agent.layerWithMemory.pipe(
       Layer.provide(Layer.merge(ScriptedBrain.layer(brain), InMemoryClaws.layer(options.tools ?? []))),
       Layer.provideMerge(InMemoryInteract.layer(interact)),
-      Layer.provide(Layer.setConfigProvider(provider))
+      Layer.provide(ConfigProvider.layer(provider))
     )
     const context = yield* Layer.build(layer)
     const serving = yield* Intake.run.pipe(Effect.provide(context), Effect.forkScoped)
@@ -58,7 +56,7 @@ export const harness = (options: HarnessOptions) =>
       requests: brain.requests,
       /** Sends a message and waits for its reply. */
       say: (text: string, channel = "cli") =>
-        interact.offer({ channel, text }).pipe(Effect.zipRight(Queue.take(interact.replies))),
+        interact.offer({ channel, text }).pipe(Effect.andThen(Queue.take(interact.replies))),
       offer: (text: string, channel = "cli") => interact.offer({ channel, text }),
       reply: Queue.take(interact.replies) as Effect.Effect<OutboundMessage>,
       end: interact.end,
@@ -66,8 +64,8 @@ export const harness = (options: HarnessOptions) =>
       settled: Context.get(context, Compactor).settled,
       /** Ends the input and waits until the agent has finished everything, compaction included (it runs in the background). */
       finish: interact.end.pipe(
-        Effect.zipRight(Fiber.join(serving)),
-        Effect.zipRight(Context.get(context, Compactor).settled)
+        Effect.andThen(Fiber.join(serving)),
+        Effect.andThen(Context.get(context, Compactor).settled)
       ),
       read,
       write: (name: string, content: string) => Effect.sync(() => fs.writeFileSync(path.join(directory, name), content))

@@ -13,12 +13,12 @@ export const heldTurn = (gate: TurnGate.TurnGate, onEnd?: () => void) =>
   Effect.gen(function*() {
     const started = yield* Deferred.make<void>()
     const end = yield* Deferred.make<void>()
-    const fiber = yield* Effect.fork(gate.turn(
+    const fiber = yield* Effect.forkChild(gate.turn(
       Deferred.succeed(started, undefined).pipe(
-        Effect.zipRight(Deferred.await(end)),
-        Effect.zipRight(Effect.sync(() => onEnd?.()))
+        Effect.andThen(Deferred.await(end)),
+        Effect.andThen(Effect.sync(() => onEnd?.()))
       )
     ))
     yield* Deferred.await(started)
-    return { fiber, finish: Effect.zipRight(Deferred.succeed(end, undefined), Fiber.join(fiber)) }
+    return { fiber, finish: Effect.andThen(Deferred.succeed(end, undefined), Fiber.join(fiber)) }
   })

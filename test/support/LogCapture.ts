@@ -19,15 +19,15 @@ export const captureLogs: Effect.Effect<LogCapture> = Effect.gen(function*() {
   const lines: Array<string> = []
   const unread = yield* Queue.unbounded<string>()
   const logger = Logger.make(({ logLevel, message }) => {
-    const line = `${logLevel.label} ${(Array.isArray(message) ? message : [message]).map(String).join(" ")}`
+    const line = `${logLevel.toUpperCase()} ${(Array.isArray(message) ? message : [message]).map(String).join(" ")}`
     lines.push(line)
-    Queue.unsafeOffer(unread, line)
+    Queue.offerUnsafe(unread, line)
   })
   const take = Queue.take(unread)
   return {
     lines,
     take,
     waitFor: (pattern) => Effect.repeat(take, { until: (line) => pattern.test(line) }),
-    layer: Logger.replace(Logger.defaultLogger, logger)
+    layer: Logger.layer([logger])
   }
 })

@@ -8,7 +8,7 @@
  */
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import { Data, Deferred, Effect, Exit, FiberId, type Scope } from "effect"
+import { Data, Deferred, Effect, Exit, type Scope } from "effect"
 
 export interface RecordedRequest<Body = unknown> {
   readonly method: string
@@ -143,7 +143,7 @@ export const serve = <Body>(
     // arrivals[i] completes when request i has been recorded.
     const arrivals: Array<Deferred.Deferred<void>> = []
     const arrival = (index: number): Deferred.Deferred<void> => {
-      for (let i = arrivals.length; i <= index; i++) arrivals.push(Deferred.unsafeMake<void>(FiberId.none))
+      for (let i = arrivals.length; i <= index; i++) arrivals.push(Deferred.makeUnsafe<void>())
       return arrivals[index]!
     }
     const timers = new Set<NodeJS.Timeout>()
@@ -165,17 +165,17 @@ export const serve = <Body>(
         const index = recorded.length
         recorded.push(request)
         answer(handler(request, index), req, res, timers)
-        Deferred.unsafeDone(arrival(index), Exit.void)
+        Deferred.doneUnsafe(arrival(index), Exit.void)
       })
     })
 
     yield* Effect.acquireRelease(
-      Effect.async<void, ServerError>((resume) => {
+      Effect.callback<void, ServerError>((resume) => {
         server.once("error", (cause) => resume(Effect.fail(new ServerError({ message: "listen failed", cause }))))
         server.listen(port, "127.0.0.1", () => resume(Effect.void))
       }),
       () =>
-        Effect.async<void>((resume) => {
+        Effect.callback<void>((resume) => {
           for (const timer of timers) clearTimeout(timer)
           // Hanging requests keep their sockets open; close them or close() never returns.
           server.closeAllConnections()
@@ -194,7 +194,7 @@ export const serve = <Body>(
   })
 
 /** A loopback port on which nothing listens (bound, then released): connection refused. */
-export const unusedPort: Effect.Effect<number, ServerError> = Effect.async((resume) => {
+export const unusedPort: Effect.Effect<number, ServerError> = Effect.callback((resume) => {
   const probe = Http.createServer()
   probe.once("error", (cause) => resume(Effect.fail(new ServerError({ message: "listen failed", cause }))))
   probe.listen(0, "127.0.0.1", () => {

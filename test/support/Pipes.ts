@@ -11,7 +11,7 @@
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Data, type Duration, Effect, Either, type Scope } from "effect"
+import { Data, type Duration, Effect, Result, type Scope } from "effect"
 import * as RuntimeDir from "../../src/fifo/RuntimeDir.js"
 import * as Cli from "./Cli.js"
 import { defaultBound, eventually, exited, pidIn, type Sandbox, WaitTimedOut, within } from "./Sandbox.js"
@@ -81,7 +81,7 @@ export const fifosReady = (runDir: string) =>
  * open for writing fails (ENXIO) while nobody has the FIFO open for reading,
  * so a FIFO left by a killed run, or one not opened yet, does not count.
  */
-export const listening = (runDir: string, bound: Duration.DurationInput = defaultBound) =>
+export const listening = (runDir: string, bound: Duration.Input = defaultBound) =>
   eventually(`an agent reading ${runDir}/interact_in`, () => {
     fs.closeSync(openInteractIn(runDir))
     return true
@@ -126,13 +126,13 @@ export const sh = (
             stdio: ["ignore", "pipe", "pipe"]
           })
         ),
-        (child) => Effect.sync(() => void Either.try(() => process.kill(-(child.pid ?? 0), "SIGKILL")))
+        (child) => Effect.sync(() => void Result.try(() => process.kill(-(child.pid ?? 0), "SIGKILL")))
       )
       let stdout = ""
       let stderr = ""
       child.stdout.setEncoding("utf8").on("data", (chunk: string) => void (stdout += chunk))
       child.stderr.setEncoding("utf8").on("data", (chunk: string) => void (stderr += chunk))
-      return yield* Effect.async<ShellResult>((resume) => {
+      return yield* Effect.callback<ShellResult>((resume) => {
         child.once("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
       }).pipe(within(what))
     })

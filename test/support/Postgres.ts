@@ -22,7 +22,7 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Data, Effect, Either, Exit, Scope } from "effect"
+import { Data, Effect, Result, Exit, Scope } from "effect"
 import { afterAll, beforeAll } from "vitest"
 
 /** The server could not be found, initialised, started, stopped or asked for a database. */
@@ -105,7 +105,7 @@ const run = (
   args: ReadonlyArray<string>,
   options: { readonly cwd: string; readonly runAs: RunAs | undefined }
 ): Effect.Effect<string, PostgresError> =>
-  Effect.async<string, PostgresError>((resume) => {
+  Effect.callback<string, PostgresError>((resume) => {
     const execOptions: ExecFileOptions = {
       cwd: options.cwd,
       // A clean locale and no inherited PG* settings: the server must not depend on the caller's environment.
@@ -124,7 +124,7 @@ const run = (
       ))
   })
 
-const freePort: Effect.Effect<number, PostgresError> = Effect.async((resume) => {
+const freePort: Effect.Effect<number, PostgresError> = Effect.callback((resume) => {
   const server = net.createServer()
   server.once("error", (error) => resume(Effect.fail(new PostgresError({ message: `no free port: ${error.message}` }))))
   server.listen(0, "127.0.0.1", () => {
@@ -135,14 +135,14 @@ const freePort: Effect.Effect<number, PostgresError> = Effect.async((resume) => 
 })
 
 const isAlive = (pid: number): boolean =>
-  Either.match(Either.try(() => process.kill(pid, 0)), {
-    onRight: () => true,
+  Result.match(Result.try(() => process.kill(pid, 0)), {
+    onSuccess: () => true,
     // EPERM: it exists but belongs to someone else.
-    onLeft: (error) => (error as NodeJS.ErrnoException).code === "EPERM"
+    onFailure: (error) => (error as NodeJS.ErrnoException).code === "EPERM"
   })
 
 const readOr = (file: string, fallback: string): string =>
-  Either.getOrElse(Either.try(() => fs.readFileSync(file, "utf8")), () => fallback)
+  Result.getOrElse(Result.try(() => fs.readFileSync(file, "utf8")), () => fallback)
 
 /** Stops the servers of test processes that died without cleaning up, and removes their directories. */
 const sweepStale = (binaries: string, runAs: RunAs | undefined): Effect.Effect<void> =>
@@ -223,8 +223,8 @@ const templateFor = (binaries: string, runAs: RunAs | undefined): Effect.Effect<
     )
     fs.rmSync(path.join(building, "pwfile"))
     // Another process may have finished first: its template serves, ours goes.
-    const renamed = Either.try(() => fs.renameSync(building, ready))
-    if (Either.isLeft(renamed)) fs.rmSync(building, { recursive: true, force: true })
+    const renamed = Result.try(() => fs.renameSync(building, ready))
+    if (Result.isFailure(renamed)) fs.rmSync(building, { recursive: true, force: true })
     return ready
   })
 
@@ -292,15 +292,15 @@ export const startPostgres = (
  */
 export const usePostgres = (options: { readonly database?: string } = {}): Effect.Effect<PostgresServer> => {
   let server: PostgresServer | undefined
-  let scope: Scope.CloseableScope | undefined
+  let scope: Scope.Closeable | undefined
   beforeAll(async () => {
     scope = Effect.runSync(Scope.make())
-    server = await Effect.runPromise(Scope.extend(startPostgres(options), scope))
+    server = await Effect.runPromise(Scope.provide(startPostgres(options), scope))
   }, 120_000)
   afterAll(async () => {
     if (scope !== undefined) await Effect.runPromise(Scope.close(scope, Exit.void))
   }, 60_000)
   return Effect.suspend(() =>
-    server === undefined ? Effect.dieMessage("usePostgres: the server is not started (use it inside a test)") : Effect.succeed(server)
+    server === undefined ? Effect.die(new Error("usePostgres: the server is not started (use it inside a test)")) : Effect.succeed(server)
   )
 }

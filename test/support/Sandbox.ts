@@ -10,7 +10,8 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Data, Duration, Effect, Either, Schedule, type Scope, TestServices } from "effect"
+import { Data, Duration, Effect, Result, Schedule, type Scope } from "effect"
+import { TestClock } from "effect/testing"
 import * as Cli from "./Cli.js"
 
 // ---------------------------------------------------------------------------
@@ -23,11 +24,11 @@ export class WaitTimedOut extends Data.TaggedError("WaitTimedOut")<{ readonly me
 export const defaultBound = Duration.seconds(20)
 
 /** Bounds a wait; past `bound` the test fails naming `what`. */
-export const within = (what: string, bound: Duration.DurationInput = defaultBound) =>
+export const within = (what: string, bound: Duration.Input = defaultBound) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | WaitTimedOut, R> =>
-  Effect.timeoutFail(effect, {
+  Effect.timeoutOrElse(effect, {
     duration: bound,
-    onTimeout: () => new WaitTimedOut({ message: `waited ${Duration.format(bound)} for ${what}` })
+    orElse: () => Effect.fail(new WaitTimedOut({ message: `waited ${Duration.format(Duration.fromInputUnsafe(bound))} for ${what}` }))
   })
 
 class NotYet extends Data.TaggedError("NotYet") {}
@@ -36,10 +37,10 @@ class NotYet extends Data.TaggedError("NotYet") {}
 export const eventually = <A>(
   what: string,
   probe: () => A | undefined,
-  bound: Duration.DurationInput = defaultBound
+  bound: Duration.Input = defaultBound
 ): Effect.Effect<A, WaitTimedOut> =>
   Effect.suspend(() => {
-    const value = Either.getOrUndefined(Either.try(probe))
+    const value = Result.getOrUndefined(Result.try(probe))
     return value === undefined ? Effect.fail(new NotYet()) : Effect.succeed(value)
   }).pipe(
     // Retries until `within` gives up, so NotYet never escapes.
@@ -52,7 +53,7 @@ export const eventually = <A>(
 // Processes
 
 const readProc = (pid: number, file: string): string | undefined =>
-  Either.getOrUndefined(Either.try(() => fs.readFileSync(`/proc/${pid}/${file}`, "utf8")))
+  Result.getOrUndefined(Result.try(() => fs.readFileSync(`/proc/${pid}/${file}`, "utf8")))
 
 /** State and parent from /proc/PID/stat; the state follows the parenthesised command name, which may hold spaces. */
 const statOf = (pid: number): { readonly state: string | undefined; readonly ppid: string | undefined } => {
@@ -65,8 +66,8 @@ export const procState = (pid: number): string | undefined => statOf(pid).state
 
 /** `process.kill(pid, 0)` says ESRCH: not even a zombie is left. */
 export const isGone = (pid: number): boolean => {
-  const probe = Either.try(() => process.kill(pid, 0))
-  return Either.isLeft(probe) && (probe.left as NodeJS.ErrnoException).code === "ESRCH"
+  const probe = Result.try(() => process.kill(pid, 0))
+  return Result.isFailure(probe) && (probe.failure as NodeJS.ErrnoException).code === "ESRCH"
 }
 
 /**
@@ -81,8 +82,8 @@ export const isRunning = (pid: number): boolean => {
 
 /** `process.kill(-pgid, 0)` says ESRCH: no process of the group is left. */
 export const groupGone = (pgid: number): boolean => {
-  const probe = Either.try(() => process.kill(-pgid, 0))
-  return Either.isLeft(probe) && (probe.left as NodeJS.ErrnoException).code === "ESRCH"
+  const probe = Result.try(() => process.kill(-pgid, 0))
+  return Result.isFailure(probe) && (probe.failure as NodeJS.ErrnoException).code === "ESRCH"
 }
 
 /**
@@ -90,11 +91,11 @@ export const groupGone = (pgid: number): boolean => {
  * 15 s at most; its last answer, for the test to assert. For waits on a child
  * writing a file or on the OS reaping a process group.
  */
-export const settles = (check: () => boolean, every: Duration.DurationInput): Effect.Effect<boolean> =>
+export const settles = (check: () => boolean, every: Duration.Input): Effect.Effect<boolean> =>
   Effect.sync(check).pipe(
-    Effect.repeat({ until: (ok) => ok, schedule: Schedule.spaced(every).pipe(Schedule.upTo("15 seconds")) }),
-    Effect.zipRight(Effect.sync(check)),
-    TestServices.provideLive
+    Effect.repeat({ until: (ok) => ok, schedule: Schedule.spaced(every).pipe(Schedule.upTo({ duration: "15 seconds" })) }),
+    Effect.andThen(Effect.sync(check)),
+    TestClock.withLive
   )
 
 /** Describes a process for an assertion message: pid, state, parent, command line. */
@@ -105,7 +106,7 @@ export const describeProcess = (pid: number): string => {
 }
 
 /** Waits until `pid` is no longer running (gone, or only a zombie left). */
-export const exited = (what: string, pid: number, bound: Duration.DurationInput = defaultBound) =>
+export const exited = (what: string, pid: number, bound: Duration.Input = defaultBound) =>
   eventually(`${what} (pid ${pid}) to exit`, () => (isRunning(pid) ? undefined : true), bound)
 
 /**
@@ -113,13 +114,13 @@ export const exited = (what: string, pid: number, bound: Duration.DurationInput 
  * there: PID 1 here reaps orphans only every couple of seconds, hence the
  * polling.
  */
-export const gone = (what: string, pid: number, bound: Duration.DurationInput = defaultBound) =>
+export const gone = (what: string, pid: number, bound: Duration.Input = defaultBound) =>
   eventually(`${what} (pid ${pid}) to be gone (ESRCH)`, () => (isGone(pid) ? true : undefined), bound).pipe(
     Effect.mapError((error) => new WaitTimedOut({ message: `${error.message}; it is still there: ${describeProcess(pid)}` }))
   )
 
 /** The pid a script wrote into `file`, once it has. */
-export const pidIn = (file: string, bound: Duration.DurationInput = defaultBound) =>
+export const pidIn = (file: string, bound: Duration.Input = defaultBound) =>
   eventually(`a pid in ${path.basename(file)}`, () => {
     const pid = Number.parseInt(fs.readFileSync(file, "utf8"), 10)
     return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
@@ -203,7 +204,7 @@ export const sandbox = (
     // Finalizers run in reverse, so this runs before the temp dir goes.
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
-        for (const pid of processesMentioning(dir)) Either.try(() => process.kill(pid, "SIGKILL"))
+        for (const pid of processesMentioning(dir)) Result.try(() => process.kill(pid, "SIGKILL"))
       })
     )
     const file = (name: string) => path.join(dir, name)

@@ -10,7 +10,9 @@ import { Effect, Random } from "effect"
  * Jitter at its midpoint: retries sleep exactly 1 s, 2 s, 4 s…, so a test can
  * wait for that very sleep (advanceTo). Fibers the effect forks inherit it.
  */
-export const withPinnedJitter = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.withRandom(effect, Random.fixed([0.5]))
+const midpoint: Random.Random = { nextDoubleUnsafe: () => 0.5, nextIntUnsafe: () => 0 }
+
+export const withPinnedJitter = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Random.Random, midpoint)
 
 export const withRealHttp = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   effect.pipe(withPinnedJitter, Effect.provide(NodeHttpClient.layerUndici))

@@ -4,13 +4,14 @@
  * answer, a child's exit), so the test lets the event loop run until the
  * sleep it means is pending.
  */
-import { Chunk, Clock, Duration, Effect, TestClock, TestServices } from "effect"
+import { Clock, Duration, Effect } from "effect"
+import { TestClock } from "effect/testing"
 
 /**
  * One pass of Node's event loop (no timer involved), so pending I/O can run:
  * Effect's yields are microtasks, and let the loop through only every 2,048.
  */
-export const yieldToEventLoop = Effect.async<void>((resume) => {
+export const yieldToEventLoop = Effect.callback<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(handle))
 })
@@ -25,21 +26,32 @@ export const yieldToEventLoop = Effect.async<void>((resume) => {
  */
 export const awaitPendingSleep = (deadline: number) =>
   Effect.gen(function*() {
-    while (!Chunk.some(yield* TestClock.sleeps(), (at) => at === deadline)) {
+    while (!(yield* pendingSleeps).includes(deadline)) {
       yield* yieldToEventLoop
     }
   }).pipe(
     Effect.raceFirst(
-      TestServices.provideLive(Effect.sleep("10 seconds")).pipe(
-        Effect.zipRight(TestClock.sleeps()),
+      TestClock.withLive(Effect.sleep("10 seconds")).pipe(
+        Effect.andThen(pendingSleeps),
         Effect.flatMap((pending) =>
-          Effect.dieMessage(
-            `nothing went to sleep until ${deadline} ms; pending sleeps: ${Chunk.toReadonlyArray(pending).join(", ")}`
-          )
+          Effect.die(new Error(`nothing went to sleep until ${deadline} ms; pending sleeps: ${pending.join(", ")}`))
         )
       )
     )
   )
+
+/**
+ * When each sleep pending on the TestClock ends (test clock millis). Effect 4's
+ * TestClock keeps them in its `sleeps` field (entries `{ timestamp }`) but has no
+ * public reader, as Effect 3's `TestClock.sleeps()` was: read here, and a
+ * change of that field fails every test that uses it, loudly, not silently.
+ */
+export const pendingSleeps: Effect.Effect<ReadonlyArray<number>> = TestClock.testClockWith((clock) => {
+  const sleeps = (clock as unknown as { readonly sleeps?: unknown }).sleeps
+  return Array.isArray(sleeps)
+    ? Effect.succeed(sleeps.map((entry: { readonly timestamp: number }) => entry.timestamp))
+    : Effect.die(new Error("the TestClock has no `sleeps` list: effect's TestClock changed; update pendingSleeps"))
+})
 
 /** Moves the TestClock to `deadline` once a sleep until then is pending. */
 export const advanceTo = (deadline: number) =>

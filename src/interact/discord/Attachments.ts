@@ -57,7 +57,7 @@ const describe = (attachment: Attachment, limit: number): Effect.Effect<string> 
   if (attachment.size > limit) return Effect.succeed(named(attachment, `over ${limit} bytes, not included`))
   return fetchText(attachment.url, limit).pipe(
     Effect.map((content) => `[attachment ${attachment.filename}]\n${content.replace(/\r\n?/g, "\n").trimEnd()}\n[end of ${attachment.filename}]`),
-    Effect.catchAll((why) =>
+    Effect.catch((why) =>
       Effect.as(
         Effect.logWarning(`Discord attachment ${attachment.filename} could not be read: ${why}`),
         named(attachment, `could not be read (${why})`)

@@ -9,7 +9,7 @@ import * as path from "node:path"
 import { Routes } from "discord.js"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SafeFile from "../../memory/SafeFile.js"
@@ -24,9 +24,9 @@ export const stateFileIn = (directory: string): string => path.join(directory, s
 
 const StateFile = Schema.Struct({
   version: Schema.Literal(1),
-  channels: Schema.Record({ key: Schema.String, value: Schema.String })
+  channels: Schema.Record(Schema.String, Schema.String)
 })
-const decodeState = Schema.decodeUnknownEither(Schema.parseJson(StateFile))
+const decodeState = Schema.decodeUnknownResult(Schema.parseJson(StateFile))
 
 /** Snowflakes grow with time; compared as numbers, never as strings of different lengths. */
 export const isAfter = (id: string, than: string): boolean => BigInt(id) > BigInt(than)
@@ -50,14 +50,14 @@ export const makeState = (file: Option.Option<string>): Effect.Effect<CatchUpSta
     const channels = new Map<string, string>()
     if (Option.isSome(file)) {
       const read = SafeFile.read(file.value)
-      if (Either.isLeft(read)) {
-        yield* Effect.logWarning(`Discord catch-up state unreadable (${read.left.message}); starting without it`)
-      } else if (read.right !== undefined) {
-        const state = decodeState(read.right)
-        if (Either.isLeft(state)) {
+      if (Result.isFailure(read)) {
+        yield* Effect.logWarning(`Discord catch-up state unreadable (${read.failure.message}); starting without it`)
+      } else if (read.success !== undefined) {
+        const state = decodeState(read.success)
+        if (Result.isFailure(state)) {
           yield* Effect.logWarning(`Discord catch-up state ${file.value} is not valid; starting without it`)
         } else {
-          for (const [channel, id] of Object.entries(state.right.channels)) channels.set(channel, id)
+          for (const [channel, id] of Object.entries(state.success.channels)) channels.set(channel, id)
         }
       }
     }
@@ -67,14 +67,14 @@ export const makeState = (file: Option.Option<string>): Effect.Effect<CatchUpSta
       onSome: (file) =>
         Effect.suspend(() => {
           const written = SafeFile.replace(file, JSON.stringify({ version: 1, channels: Object.fromEntries(channels) }))
-          if (Either.isRight(written) || warned) return Effect.void
+          if (Result.isSuccess(written) || warned) return Effect.void
           warned = true
-          return Effect.logWarning(`Discord catch-up state not saved: ${written.left.message}`)
+          return Effect.logWarning(`Discord catch-up state not saved: ${written.failure.message}`)
         })
     })
     return {
       all: Effect.sync(() => new Map(channels)),
-      last: (channel) => Effect.sync(() => Option.fromNullable(channels.get(channel))),
+      last: (channel) => Effect.sync(() => Option.fromNullishOr(channels.get(channel))),
       record: (channel, messageId) =>
         Effect.suspend(() => {
           const known = channels.get(channel)

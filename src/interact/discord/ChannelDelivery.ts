@@ -115,7 +115,7 @@ const sendPart = (call: RestCall, owed: Owed, route: Route, index: number, warne
   Effect.gen(function*() {
     const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(partDeadline)
     const warnOnce = (message: string) =>
-      warned.value ? Effect.void : Effect.zipRight(Effect.sync(() => (warned.value = true)), Effect.logWarning(message))
+      warned.value ? Effect.void : Effect.andThen(Effect.sync(() => (warned.value = true)), Effect.logWarning(message))
     const waitOut = (limit: RateLimitError): Effect.Effect<unknown, unknown> =>
       Effect.gen(function*() {
         const left = deadline - (yield* Clock.currentTimeMillis)
@@ -162,17 +162,17 @@ export const deliver = (call: RestCall, outbox: Outbox, owed: Owed): Effect.Effe
       const now = yield* Clock.currentTimeMillis
       const route = routeFor(owed.target, index, now, webhookFailed)
       const sent = yield* sendPart(call, owed, route, index, warned).pipe(
-        Effect.catchAll((reason) => {
+        Effect.catch((reason) => {
           if (route._tag === "Channel") return Effect.fail(reason)
           webhookFailed = true
           return sendPart(call, owed, routeFor(owed.target, index, now, true), index, warned)
         }),
-        Effect.either
+        Effect.result
       )
-      if (sent._tag === "Left") {
+      if (sent._tag === "Failure") {
         return yield* new InteractError({
           message: `Could not deliver a reply to Discord channel ${owed.channel} ` +
-            `(part ${index + 1} of ${owed.parts.length}): ${sent.left}`
+            `(part ${index + 1} of ${owed.parts.length}): ${sent.failure}`
         })
       }
       yield* outbox.partSent(owed, index)

@@ -9,8 +9,8 @@
 import { DiscordAPIError, Routes } from "discord.js"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
+import * as Result from "effect/Result"
+import * as ParseResult from "effect/SchemaIssue"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { DiscordRest } from "./DiscordRest.js"
@@ -29,12 +29,12 @@ export const ChannelInfo = Schema.Struct({
 })
 export type ChannelInfo = typeof ChannelInfo.Type
 
-const decodeChannel = Schema.decodeUnknownEither(ChannelInfo)
+const decodeChannel = Schema.decodeUnknownResult(ChannelInfo)
 const GuildThreads = Schema.Struct({
   channels: Schema.optionalWith(Schema.Array(Schema.Unknown), { default: () => [] }),
   threads: Schema.optionalWith(Schema.Array(Schema.Unknown), { default: () => [] })
 })
-const decodeGuildThreads = Schema.decodeUnknownEither(GuildThreads)
+const decodeGuildThreads = Schema.decodeUnknownResult(GuildThreads)
 
 const threadTypes = new Set([10, 11, 12])
 const directTypes = new Set([1])
@@ -95,14 +95,14 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
     return kind
   }
   const learn = (channel: unknown) =>
-    Effect.sync(() => Either.map(decodeChannel(channel), remember))
+    Effect.sync(() => Result.map(decodeChannel(channel), remember))
 
   const lookup = (channelId: string) =>
     rest.get(Routes.channel(channelId)).pipe(
       Effect.flatMap((body) =>
-        Either.match(decodeChannel(body), {
-          onLeft: (error) => Effect.fail(error),
-          onRight: Effect.succeed
+        Result.match(decodeChannel(body), {
+          onFailure: (error) => Effect.fail(error),
+          onSuccess: Effect.succeed
         })
       )
     )
@@ -116,15 +116,15 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
       // may pass is not remembered: it would drop every later message of the thread.
       const info = yield* lookup(channelId).pipe(
         Effect.retry({ schedule: lookupRetries, while: (cause) => !isDefinite(cause) }),
-        Effect.either
+        Effect.result
       )
-      if (Either.isRight(info)) return remember(info.right) ?? undefined
-      if (isDefinite(info.left)) {
+      if (Result.isSuccess(info)) return remember(info.success) ?? undefined
+      if (isDefinite(info.failure)) {
         yield* Effect.logDebug(`Discord channel ${channelId} is not the bot's to see; its messages are ignored`)
         known.set(channelId, null)
         return undefined
       }
-      return yield* new ChannelLookupFailed({ channelId, message: describeRestError(info.left) })
+      return yield* new ChannelLookupFailed({ channelId, message: describeRestError(info.failure) })
     })
 
   return {
@@ -132,10 +132,10 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
     lookup,
     ofId: ofGuildChannel,
     learnThreadsOf: (payload) =>
-      Either.match(decodeGuildThreads(payload), {
-        onLeft: () => Effect.void,
+      Result.match(decodeGuildThreads(payload), {
+        onFailure: () => Effect.void,
         // A server's channels too: a message in one of them then needs no lookup to be ignored.
-        onRight: ({ channels, threads }) => Effect.forEach([...channels, ...threads], learn, { discard: true })
+        onSuccess: ({ channels, threads }) => Effect.forEach([...channels, ...threads], learn, { discard: true })
       }),
     of: (origin) =>
       !configured.has(origin.channelId) && origin.guildId === undefined &&

@@ -27,7 +27,7 @@
  *   what to do, and never retried (Refusals, DiscordRefused), before start-up
  *   and after.
  */
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -95,7 +95,7 @@ export const connect = (
     const post = yield* makeRestPost(settings.apiUrl, token)
     const rest = yield* DiscordRest.make(settings.apiUrl, token)
     const typing = yield* Typing.make(showTyping(post))
-    const state = yield* CatchUp.makeState(Option.map(Option.fromNullable(options.stateDirectory), CatchUp.stateFileIn))
+    const state = yield* CatchUp.makeState(Option.map(Option.fromNullishOr(options.stateDirectory), CatchUp.stateFileIn))
     // One for both sides: the inbound side records what each message asks, the outbound side answers it.
     const targets = yield* ReplyTargets.make
     // Replies owed are journaled beside the catch-up state until Discord has accepted every part.
@@ -131,7 +131,7 @@ export const make = (
   }))
 
 /** The Discord interact adapter from configuration, its catch-up state in PLANCKCLAW_DIR; see `DiscordConfig` and `make`. */
-export const layer: Layer.Layer<Interact, ConfigError.ConfigError | MissingSetting | DiscordRefused> = Layer.scoped(
+export const layer: Layer.Layer<Interact, ConfigError.ConfigError | MissingSetting | DiscordRefused> = Layer.effect(
   Interact,
   Effect.gen(function*() {
     const settings = yield* Effect.flatMap(DiscordConfig, settingsFrom)

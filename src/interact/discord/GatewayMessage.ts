@@ -26,4 +26,4 @@ export const GatewayMessage = Schema.Struct({
 })
 export type GatewayMessage = typeof GatewayMessage.Type
 
-export const decodeMessage = Schema.decodeUnknownEither(GatewayMessage)
+export const decodeMessage = Schema.decodeUnknownResult(GatewayMessage)

@@ -4,7 +4,7 @@
  * and handed on like a message, its reply to follow up the interaction.
  */
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import type * as ChannelKinds from "./ChannelKinds.js"
 import type { DiscordRest } from "./DiscordRest.js"
 import type { DiscordMessage } from "./Inbound.js"
@@ -23,8 +23,8 @@ export interface InteractionDeps {
 export const handleInteraction = ({ deliver, fresh, kinds, rest, settings }: InteractionDeps) => (raw: unknown) =>
   Effect.gen(function*() {
     const decoded = SlashCommands.decodeInteraction(raw)
-    if (Either.isLeft(decoded)) return yield* Effect.logDebug("Ignored an INTERACTION_CREATE that does not decode")
-    const interaction = decoded.right
+    if (Result.isFailure(decoded)) return yield* Effect.logDebug("Ignored an INTERACTION_CREATE that does not decode")
+    const interaction = decoded.success
     const text = SlashCommands.commandText(interaction)
     const asker = SlashCommands.askedBy(interaction)
     const channelId = interaction.channel_id ?? interaction.channel?.id
@@ -44,9 +44,9 @@ export const handleInteraction = ({ deliver, fresh, kinds, rest, settings }: Int
       )
     }
     if (!(yield* fresh(interaction.id))) return
-    const acknowledged = yield* SlashCommands.deferReply(rest, interaction).pipe(Effect.either)
-    if (Either.isLeft(acknowledged)) {
-      return yield* Effect.logWarning(`Discord /${interaction.data?.name} not acknowledged (${acknowledged.left}); not answered`)
+    const acknowledged = yield* SlashCommands.deferReply(rest, interaction).pipe(Effect.result)
+    if (Result.isFailure(acknowledged)) {
+      return yield* Effect.logWarning(`Discord /${interaction.data?.name} not acknowledged (${acknowledged.failure}); not answered`)
     }
     yield* deliver({
       channel: channelId,

@@ -8,7 +8,7 @@
 import type { GatewayDispatchPayload } from "discord.js"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Ref from "effect/Ref"
@@ -34,7 +34,7 @@ const GatewayReady = Schema.Struct({
 /** The bot's own account, as READY names it. */
 export type BotUser = typeof GatewayReady.Type["user"]
 
-const decodeReady = Schema.decodeUnknownEither(GatewayReady)
+const decodeReady = Schema.decodeUnknownResult(GatewayReady)
 
 /** A message for the agent, with who sent it, where, and what its reply answers. */
 export interface DiscordMessage {
@@ -102,7 +102,7 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
         ids.includes(id) ? [false, ids] : [true, [...ids.slice(1 - rememberedMessages), id]])
 
     const deliver = (message: DiscordMessage) =>
-      Effect.zipRight(typing.begin(message.channel), Queue.offer(messages, message))
+      Effect.andThen(typing.begin(message.channel), Queue.offer(messages, message))
 
     /** Filters, reads attachments, queues; remembers the message as handled in its channel either way. */
     const accept = (message: GatewayMessage, kind: ChannelKinds.ChannelKind) =>
@@ -182,7 +182,7 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
               }
             })
           ),
-          Effect.catchAll((cause) =>
+          Effect.catch((cause) =>
             Effect.logWarning(
               `DISCORD_CHANNEL_ID: the bot cannot see channel ${channelId} (${describeRestError(cause)}); ` +
                 "invite it to that server and give it View Channel, Read Message History and Send Messages there"
@@ -193,16 +193,16 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
     /** Answers what `channelId` got after `after`, in order, once, and says how much it found. */
     const catchUpChannel = (channelId: string, after: string, kind: ChannelKinds.ChannelKind, bounds: CatchUpBounds) =>
       Effect.gen(function*() {
-        const missed = yield* missedMessages(rest, channelId, after, bounds).pipe(Effect.either)
-        if (Either.isLeft(missed)) {
-          return yield* Effect.logWarning(`Discord messages missed in channel ${channelId} could not be fetched: ${missed.left}`)
+        const missed = yield* missedMessages(rest, channelId, after, bounds).pipe(Effect.result)
+        if (Result.isFailure(missed)) {
+          return yield* Effect.logWarning(`Discord messages missed in channel ${channelId} could not be fetched: ${missed.failure}`)
         }
         unchecked.delete(channelId)
-        const { dropped, messages: found, more } = missed.right
+        const { dropped, messages: found, more } = missed.success
         const before = yield* Queue.size(messages)
         for (const raw of found) {
           const decoded = decodeMessage(raw)
-          if (Either.isRight(decoded)) yield* accept(decoded.right, kind)
+          if (Result.isSuccess(decoded)) yield* accept(decoded.success, kind)
         }
         const answered = (yield* Queue.size(messages)) - before
         if (found.length > 0 || dropped > 0 || more) {
@@ -231,9 +231,9 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
     })
 
     const onReady = (raw: unknown) =>
-      Either.match(decodeReady(raw), {
-        onLeft: () => Effect.logWarning("Discord READY without a user: the bot's own mentions stay in the text"),
-        onRight: (ready) =>
+      Result.match(decodeReady(raw), {
+        onFailure: () => Effect.logWarning("Discord READY without a user: the bot's own mentions stay in the text"),
+        onSuccess: (ready) =>
           Effect.gen(function*() {
             yield* Ref.set(botUser, Option.some(ready.user))
             // Every READY is a new session: what it did not replay is fetched.
@@ -247,9 +247,9 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
         case "READY":
           return onReady(payload.d)
         case "MESSAGE_CREATE":
-          return Either.match(decodeMessage(payload.d), {
-            onLeft: () => Effect.logDebug("Ignored a MESSAGE_CREATE that does not decode"),
-            onRight: onMessage
+          return Result.match(decodeMessage(payload.d), {
+            onFailure: () => Effect.logDebug("Ignored a MESSAGE_CREATE that does not decode"),
+            onSuccess: onMessage
           })
         case "INTERACTION_CREATE":
           return onInteraction(payload.d)
@@ -267,8 +267,8 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
     yield* Queue.take(dispatches).pipe(
       Effect.flatMap((payload) =>
         handle(payload).pipe(
-          Effect.catchAllCause((cause) =>
-            Cause.isInterruptedOnly(cause)
+          Effect.catchCause((cause) =>
+            Cause.hasInterruptsOnly(cause)
               ? Effect.interrupt
               : Effect.logError(`Discord bridge: handling ${payload.t} failed`, cause)
           )
@@ -282,12 +282,12 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
       messages,
       botUser: Ref.get(botUser),
       onDispatch: (payload) =>
-        Effect.zipRight(
+        Effect.andThen(
           // The bot's name is known as soon as the login returns; the rest of READY is handled in order.
           payload.t === "READY"
-            ? Either.match(decodeReady(payload.d), {
-              onLeft: () => Effect.void,
-              onRight: (ready) => Ref.set(botUser, Option.some(ready.user))
+            ? Result.match(decodeReady(payload.d), {
+              onFailure: () => Effect.void,
+              onSuccess: (ready) => Ref.set(botUser, Option.some(ready.user))
             })
             : Effect.void,
           Queue.offer(dispatches, payload)

@@ -79,10 +79,10 @@ const loginOnce = (options: LoginOptions, scope: Scope.Scope) =>
     const client = yield* Effect.acquireRelease(
       Effect.sync(() => newClient(options)),
       destroyClient
-    ).pipe(Scope.extend(attempt))
+    ).pipe(Scope.provide(attempt))
     yield* Effect.tryPromise({ try: () => client.login(options.token), catch: (cause) => cause }).pipe(
       Effect.tapError(() => Scope.close(attempt, Exit.void)),
-      Effect.catchAll((cause) => classifyLoginFailure(options, cause))
+      Effect.catch((cause) => classifyLoginFailure(options, cause))
     )
   })
 

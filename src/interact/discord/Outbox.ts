@@ -19,7 +19,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -45,26 +45,19 @@ export interface Owed {
   readonly at: number
 }
 
-const TargetSchema = Schema.Union(
-  Schema.Struct({ _tag: Schema.Literal("Message"), messageId: Schema.String }),
-  Schema.Struct({
+const TargetSchema = Schema.Union([Schema.Struct({ _tag: Schema.Literal("Message"), messageId: Schema.String }), Schema.Struct({
     _tag: Schema.Literal("Interaction"),
     applicationId: Schema.String,
     interactionId: Schema.String,
     token: Schema.String
-  })
-)
-const RecordSchema = Schema.Union(
-  Schema.Struct({
+  })])
+const RecordSchema = Schema.Union([Schema.Struct({
     queued: Schema.Number,
     channel: Schema.String,
     parts: Schema.Array(Schema.Struct({ content: Schema.String, nonce: Schema.String })),
     target: Schema.optional(TargetSchema),
     at: Schema.Number
-  }),
-  Schema.Struct({ sent: Schema.Number, part: Schema.Number }),
-  Schema.Struct({ finished: Schema.Number })
-)
+  }), Schema.Struct({ sent: Schema.Number, part: Schema.Number }), Schema.Struct({ finished: Schema.Number })])
 const decodeRecord = Schema.decodeUnknownOption(Schema.parseJson(RecordSchema))
 
 /** Replays a journal: the replies still owed, in the order they were taken. */
@@ -80,7 +73,7 @@ export const replay = (text: string): Array<Owed> => {
         channel: value.channel,
         parts: value.parts,
         sent: 0,
-        target: Option.fromNullable(value.target),
+        target: Option.fromNullishOr(value.target),
         at: value.at
       })
     } else if ("sent" in value) {
@@ -105,8 +98,8 @@ export interface Outbox {
 }
 
 interface Journal {
-  readonly append: (records: ReadonlyArray<object>) => Either.Either<void, SafeFile.MemoryFileError>
-  readonly truncate: () => Either.Either<void, SafeFile.MemoryFileError>
+  readonly append: (records: ReadonlyArray<object>) => Result.Result<void, SafeFile.MemoryFileError>
+  readonly truncate: () => Result.Result<void, SafeFile.MemoryFileError>
   readonly close: () => void
 }
 
@@ -114,27 +107,27 @@ interface Journal {
 const openJournal = (file: string): Journal => {
   let held: { readonly fd: number; size: number } | undefined
   const hold = () =>
-    held !== undefined ? Either.right(held) : Either.map(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => {
+    held !== undefined ? Result.succeed(held) : Result.map(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => {
       held = { fd, size: stat.size }
       return held
     })
   const close = () => {
-    if (held !== undefined) Either.try(() => fs.closeSync(held!.fd))
+    if (held !== undefined) Result.try(() => fs.closeSync(held!.fd))
     held = undefined
   }
   return {
     append: (records) =>
-      Either.flatMap(hold(), (target) => {
+      Result.flatMap(hold(), (target) => {
         const bytes = Buffer.from(records.map((record) => `${JSON.stringify(record)}\n`).join(""), "utf8")
         const written = SafeFile.appendAll(target.fd, file, bytes, target.size)
-        if (Either.isRight(written)) target.size += bytes.length
+        if (Result.isSuccess(written)) target.size += bytes.length
         else close()
         return written
       }),
     truncate: () =>
-      Either.flatMap(hold(), (target) => {
-        const cut = Either.try({ try: () => fs.ftruncateSync(target.fd, 0), catch: (error) => SafeFile.failed(file, error) })
-        if (Either.isRight(cut)) target.size = 0
+      Result.flatMap(hold(), (target) => {
+        const cut = Result.try({ try: () => fs.ftruncateSync(target.fd, 0), catch: (error) => SafeFile.failed(file, error) })
+        if (Result.isSuccess(cut)) target.size = 0
         else close()
         return cut
       }),
@@ -146,13 +139,13 @@ const fromEntries = (recovered: ReadonlyArray<Owed>, journal: Journal | undefine
   const owed = new Map(recovered.map((entry) => [entry.id, entry]))
   let nextId = recovered.reduce((max, entry) => Math.max(max, entry.id), 0) + 1
   let failing = false
-  const outcome = (result: Either.Either<void, SafeFile.MemoryFileError>) =>
+  const outcome = (result: Result.Result<void, SafeFile.MemoryFileError>) =>
     Effect.suspend(() => {
-      if (Either.isLeft(result)) {
+      if (Result.isFailure(result)) {
         if (failing) return Effect.void
         failing = true
         return Effect.logError(
-          `cannot write the Discord outbox ${file}: ${result.left.message}; replies still go out, ` +
+          `cannot write the Discord outbox ${file}: ${result.failure.message}; replies still go out, ` +
             "but one cut short by a crash now is lost (logged once until it works again)"
         )
       }
@@ -199,11 +192,11 @@ export const make = (directory: string): Effect.Effect<Outbox, never, Scope.Scop
   Effect.gen(function*() {
     const file = path.join(directory, outboxFileName)
     // A bridge process of its own may start before any run made the directory; a failure shows on the first write.
-    Either.try(() => fs.mkdirSync(directory, { recursive: true, mode: 0o700 }))
+    Result.try(() => fs.mkdirSync(directory, { recursive: true, mode: 0o700 }))
     const text = SafeFile.readJournal(file)
-    if (Either.isLeft(text)) {
-      yield* Effect.logError(`cannot read the Discord outbox: ${text.left.message}; replies it held are not resent`)
+    if (Result.isFailure(text)) {
+      yield* Effect.logError(`cannot read the Discord outbox: ${text.failure.message}; replies it held are not resent`)
     }
     const journal = yield* Effect.acquireRelease(Effect.sync(() => openJournal(file)), (opened) => Effect.sync(opened.close))
-    return fromEntries(replay(Either.getOrElse(text, () => "")), journal, file)
+    return fromEntries(replay(Result.getOrElse(text, () => "")), journal, file)
   })

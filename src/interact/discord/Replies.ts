@@ -123,7 +123,7 @@ export const makeSend = (
       accept: (message) =>
         take(message, true).pipe(
           Effect.map((done) => Effect.ignore(Deferred.await(done))),
-          Effect.catchAll((error) => Effect.as(Effect.logError(error.message), Effect.void))
+          Effect.catch((error) => Effect.as(Effect.logError(error.message), Effect.void))
         )
     }
   })

@@ -44,7 +44,7 @@ export const make: Effect.Effect<ReplyTargets> = Effect.sync(() => {
         const queue = waiting.get(channel)
         const next = queue?.shift()
         if (queue !== undefined && queue.length === 0) waiting.delete(channel)
-        return Option.fromNullable(next)
+        return Option.fromNullishOr(next)
       })
   }
 })

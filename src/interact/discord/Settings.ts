@@ -3,9 +3,9 @@
  * configuration.
  */
 import * as Config from "effect/Config"
-import * as ConfigError from "effect/ConfigError"
+import * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { headerSecret } from "../../config/Secrets.js"
@@ -49,48 +49,48 @@ export const isDiscordId = (id: string): boolean => snowflake.test(id)
 export const isAllowed = (settings: DiscordSettings, userId: string): boolean =>
   Option.isNone(settings.allowedUsers) || settings.allowedUsers.value.includes(userId)
 
-const parseIds = (name: string, raw: string): Either.Either<ReadonlyArray<string>, ConfigError.ConfigError> => {
+const parseIds = (name: string, raw: string): Result.Result<ReadonlyArray<string>, ConfigError.ConfigError> => {
   const ids = raw.split(",").map((id) => id.trim()).filter((id) => id !== "")
   // Config.mapOrFail puts the key's name in front of the path.
-  if (ids.length === 0) return Either.left(ConfigError.InvalidData([], `${name} holds no id`))
+  if (ids.length === 0) return Result.fail(ConfigError.InvalidData([], `${name} holds no id`))
   const bad = ids.find((id) => !isDiscordId(id))
   return bad === undefined
-    ? Either.right(ids)
-    : Either.left(ConfigError.InvalidData(
+    ? Result.succeed(ids)
+    : Result.fail(ConfigError.InvalidData(
       [],
       `"${bad}" is not a Discord id (digits only; in Discord, enable Developer Mode and use Copy ID)`
     ))
 }
 
-const parseSwitch = (raw: string): Either.Either<boolean, ConfigError.ConfigError> => {
+const parseSwitch = (raw: string): Result.Result<boolean, ConfigError.ConfigError> => {
   const value = raw.trim().toLowerCase()
-  if (["", "0", "false", "no", "off", "n"].includes(value)) return Either.right(false)
-  if (["1", "true", "yes", "on", "y"].includes(value)) return Either.right(true)
-  return Either.left(ConfigError.InvalidData([], `"${raw}" is not 1 or 0`))
+  if (["", "0", "false", "no", "off", "n"].includes(value)) return Result.succeed(false)
+  if (["1", "true", "yes", "on", "y"].includes(value)) return Result.succeed(true)
+  return Result.fail(ConfigError.InvalidData([], `"${raw}" is not 1 or 0`))
 }
 
 /** `MESSAGES` or `MESSAGES,HOURSh` (`50,24h`); `0` or `off` turns catch-up off. */
-const parseCatchUp = (raw: string): Either.Either<CatchUpBounds, ConfigError.ConfigError> => {
+const parseCatchUp = (raw: string): Result.Result<CatchUpBounds, ConfigError.ConfigError> => {
   const value = raw.trim().toLowerCase()
-  if (value === "") return Either.right(defaultCatchUp)
-  if (value === "0" || value === "off") return Either.right({ messages: 0, hours: 0 })
+  if (value === "") return Result.succeed(defaultCatchUp)
+  if (value === "0" || value === "off") return Result.succeed({ messages: 0, hours: 0 })
   const match = /^(\d{1,4})(?:\s*,\s*(\d{1,4})\s*h)?$/.exec(value)
   const messages = Number(match?.[1])
   const hours = match?.[2] === undefined ? defaultCatchUp.hours : Number(match[2])
   return match !== null && messages <= 1000 && hours >= 1 && hours <= 720
-    ? Either.right({ messages, hours })
-    : Either.left(ConfigError.InvalidData(
+    ? Result.succeed({ messages, hours })
+    : Result.fail(ConfigError.InvalidData(
       [],
       `expected MESSAGES or MESSAGES,HOURSh (0 to 1000 messages, 1 to 720 hours, e.g. 50,24h) or off, got ${JSON.stringify(raw)}`
     ))
 }
 
-const parseApiUrl = (raw: string): Either.Either<string, ConfigError.ConfigError> => {
+const parseApiUrl = (raw: string): Result.Result<string, ConfigError.ConfigError> => {
   const url = raw.trim() === "" ? "https://discord.com/api" : raw.trim()
   // discord.js adds the version itself, so one given here is dropped.
   return /^https?:\/\/\S+$/.test(url)
-    ? Either.right(url.replace(/\/+$/, "").replace(/\/v\d+$/, ""))
-    : Either.left(ConfigError.InvalidData([], `"${raw}" is not an http(s) URL`))
+    ? Result.succeed(url.replace(/\/+$/, "").replace(/\/v\d+$/, ""))
+    : Result.fail(ConfigError.InvalidData([], `"${raw}" is not an http(s) URL`))
 }
 
 /**
@@ -112,8 +112,8 @@ export const DiscordConfig = Config.all({
   allowedUsers: Config.string("DISCORD_ALLOWED_USERS").pipe(
     Config.mapOrFail((raw) =>
       raw.trim() === ""
-        ? Either.right(Option.none<ReadonlyArray<string>>())
-        : Either.map(parseIds("DISCORD_ALLOWED_USERS", raw), Option.some)
+        ? Result.succeed(Option.none<ReadonlyArray<string>>())
+        : Result.map(parseIds("DISCORD_ALLOWED_USERS", raw), Option.some)
     ),
     Config.withDefault(Option.none<ReadonlyArray<string>>())
   ),

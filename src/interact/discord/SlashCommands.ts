@@ -65,7 +65,7 @@ export const Interaction = Schema.Struct({
 })
 export type Interaction = typeof Interaction.Type
 
-export const decodeInteraction = Schema.decodeUnknownEither(Interaction)
+export const decodeInteraction = Schema.decodeUnknownResult(Interaction)
 
 const applicationCommand = 2
 
@@ -115,14 +115,14 @@ export const refuseEphemerally = (rest: DiscordRest, interaction: Interaction, c
     false
   ).pipe(
     Effect.mapError(describeRestError),
-    Effect.catchAll((why) => Effect.logWarning(`Discord interaction ${interaction.id} could not be refused: ${why}`))
+    Effect.catch((why) => Effect.logWarning(`Discord interaction ${interaction.id} could not be refused: ${why}`))
   )
 
 /** Registers the commands in a guild; a bot invited without the applications.commands scope is told so. */
 export const registerCommands = (rest: DiscordRest, applicationId: string, guildId: string) =>
   rest.put(Routes.applicationGuildCommands(applicationId, guildId), commandDefinitions).pipe(
-    Effect.zipRight(Effect.logDebug(`Discord slash commands registered in server ${guildId}`)),
-    Effect.catchAll((cause) =>
+    Effect.andThen(Effect.logDebug(`Discord slash commands registered in server ${guildId}`)),
+    Effect.catch((cause) =>
       Effect.logWarning(
         `Discord slash commands could not be registered in server ${guildId} (${describeRestError(cause)}); ` +
           "re-invite the bot with the applications.commands scope to use /ask, /compact, /usage and /forget"

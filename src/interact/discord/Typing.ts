@@ -66,10 +66,10 @@ export const make = (
     const refresher = (channel: string) =>
       show(channel).pipe(
         Effect.timeout(refreshEvery),
-        Effect.catchAllCause((cause) => Effect.logDebug(`Discord typing indicator for channel ${channel} failed`, cause)),
+        Effect.catchCause((cause) => Effect.logDebug(`Discord typing indicator for channel ${channel} failed`, cause)),
         // Forked, so a slow request never delays the next one.
-        Effect.fork,
-        Effect.zipRight(Effect.sleep(refreshEvery)),
+        Effect.forkChild,
+        Effect.andThen(Effect.sleep(refreshEvery)),
         Effect.repeat(Schedule.recurs(refreshes)),
         Effect.asVoid
       )

@@ -9,8 +9,8 @@
  *     Layer.provideMerge(SqlAgentMemory.layer(agentId, options)),
  *     Layer.provide(Layer.mergeAll(brain, claws, pgClient)))
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
-import type * as ConfigError from "effect/ConfigError"
+import type * as SqlClient from "effect/sql/SqlClient"
+import type * as ConfigError from "effect/Config"
 import * as Layer from "effect/Layer"
 import { Brain } from "../../Brain.js"
 import * as Compactor from "../Compactor.js"
@@ -31,7 +31,7 @@ export const memoryLayer = (
   options: SqlMemory.SqlMemoryOptions = {}
 ): Layer.Layer<Memory | FoldStore, MemoryError, SqlClient.SqlClient> =>
   Layer.merge(
-    Layer.scoped(Memory, SqlMemory.make(agentId, options)),
+    Layer.effect(Memory, SqlMemory.make(agentId, options)),
     Layer.effect(FoldStore, SqlFoldStore.make(agentId, options))
   )
 

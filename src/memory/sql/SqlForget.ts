@@ -17,8 +17,8 @@
  * answer to its COMMIT (SqlResilience.ts), it finds its archive instead of
  * archiving what came after.
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import type * as SqlClient from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { ForgetPreview, Forgotten } from "../Forget.js"

@@ -14,7 +14,7 @@
  * crash-safe (as with a full disk under the files' journal).
  */
 import * as crypto from "node:crypto"
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Schedule from "effect/Schedule"
@@ -77,10 +77,10 @@ export const make = (agentId: string, options: SqlInboxOptions = {}): Effect.Eff
     let localIds = 0
 
     /** A write that could not be made is logged, never fails the message. */
-    const write = (what: string, statement: Effect.Effect<unknown, import("@effect/sql/SqlError").SqlError>) =>
+    const write = (what: string, statement: Effect.Effect<unknown, import("effect/sql/SqlError").SqlError>) =>
       statement.pipe(
         resilient(`${what} (inbox of agent ${agentId})`, retry),
-        Effect.catchAll((error) => Effect.logError(`${error.message}; the message is answered but not crash-safe`)),
+        Effect.catch((error) => Effect.logError(`${error.message}; the message is answered but not crash-safe`)),
         Effect.asVoid
       )
 
@@ -99,7 +99,7 @@ export const make = (agentId: string, options: SqlInboxOptions = {}): Effect.Eff
           resilient(`journaling a message (inbox of agent ${agentId})`, retry),
           Effect.flatMap((rows) =>
             rows[0] === undefined ? Effect.dieMessage("inbox: the accepted row vanished") : Effect.succeed(pendingOf(rows[0]))),
-          Effect.catchAll((error) =>
+          Effect.catch((error) =>
             // Answered anyway, under an id no row has: not crash-safe, never lost in this process.
             Effect.as(Effect.logError(`${error.message}; the message is answered but not crash-safe`), {
               id: -++localIds,

@@ -16,9 +16,9 @@
  */
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import type * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
@@ -59,14 +59,14 @@ const guardDir = (agentId: string, storageFailing: Effect.Effect<boolean>, faili
       lockedAsync: (what) => Effect.fail(refuse(what)),
       compactionMutex,
       storageFailing,
-      storeFailed: (error) => Effect.sync(() => failing(true)).pipe(Effect.zipRight(Effect.fail(error))),
+      storeFailed: (error) => Effect.sync(() => failing(true)).pipe(Effect.andThen(Effect.fail(error))),
       storeWorked: Effect.sync(() => failing(false))
     }
   })
 
 const readSoulFile = (file: string | undefined): string => {
   if (file === undefined) return DEFAULT_SOUL
-  const text = Either.getOrElse(Either.try(() => fs.readFileSync(file, "utf8").trim()), () => "")
+  const text = Result.getOrElse(Result.try(() => fs.readFileSync(file, "utf8").trim()), () => "")
   return text.length > 0 ? text : DEFAULT_SOUL
 }
 

@@ -8,7 +8,7 @@
  * server refuses) fails at once as a MemoryError. Messages never hold the
  * database URL: errors are described by their code and text only.
  */
-import { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "effect/sql/SqlError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
@@ -63,7 +63,7 @@ export const resilient = (what: string, schedule: Schedule.Schedule<unknown> = d
     let warned = false
     return effect.pipe(
       // @effect/sql turns a failed COMMIT or ROLLBACK (the connection died in the transaction) into a defect.
-      Effect.catchAllDefect((defect) => defect instanceof SqlError ? Effect.fail(defect) : Effect.die(defect)),
+      Effect.catchDefect((defect) => defect instanceof SqlError ? Effect.fail(defect) : Effect.die(defect)),
       Effect.tapError((error) => {
         if (warned || !transient(error)) return Effect.void
         warned = true

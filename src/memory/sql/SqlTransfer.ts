@@ -14,9 +14,9 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { MemoryError } from "../MemoryDir.js"
@@ -39,16 +39,16 @@ export interface TransferReport {
 
 const ioError = (message: string, cause?: unknown) => new MemoryError({ reason: "io", message, cause })
 
-const readIfPresent = (file: string): Either.Either<string | undefined, MemoryError> => {
-  const refuse = (why: string, cause?: unknown) => Either.left(ioError(`cannot import ${file}: ${why}`, cause))
-  if (!fs.existsSync(file)) return Either.right(undefined)
-  const bytes = Either.try(() => fs.readFileSync(file))
-  if (Either.isLeft(bytes)) return refuse(String(bytes.left), bytes.left)
-  const text = bytes.right.toString("utf8")
+const readIfPresent = (file: string): Result.Result<string | undefined, MemoryError> => {
+  const refuse = (why: string, cause?: unknown) => Result.fail(ioError(`cannot import ${file}: ${why}`, cause))
+  if (!fs.existsSync(file)) return Result.succeed(undefined)
+  const bytes = Result.try(() => fs.readFileSync(file))
+  if (Result.isFailure(bytes)) return refuse(String(bytes.failure), bytes.failure)
+  const text = bytes.success.toString("utf8")
   // Byte for byte or not at all: a file that is not UTF-8 would come back changed.
-  if (!Buffer.from(text, "utf8").equals(bytes.right)) return refuse("it is not valid UTF-8")
+  if (!Buffer.from(text, "utf8").equals(bytes.success)) return refuse("it is not valid UTF-8")
   if (text.includes("\u0000") && !file.endsWith(FILES.history)) return refuse("it holds a NUL byte, which PostgreSQL text cannot store")
-  return Either.right(text)
+  return Result.succeed(text)
 }
 
 /** The lines of a history.jsonl text and whether its last line lacks a newline. */
@@ -80,7 +80,7 @@ export const importAgent = (
       }
       rows.push({ agent_id: agentId, seq: index + 1, ...row.value })
     }
-    const usage = yield* Either.mapLeft(
+    const usage = yield* Result.mapError(
       UsageLedger.read(path.join(directory, FILES.usage)),
       (error) => ioError(`cannot import ${FILES.usage}: ${error.message}`, error)
     )
@@ -122,7 +122,7 @@ const writeWhole = (
   return Effect.acquireUseRelease(
     Effect.try({ try: () => fs.openSync(temporary, "wx", 0o600), catch: failed }),
     (fd) =>
-      Effect.zipRight(
+      Effect.andThen(
         fill((text) => Effect.try({ try: () => void fs.writeSync(fd, text), catch: failed })),
         Effect.try({
           try: () => {
@@ -134,8 +134,8 @@ const writeWhole = (
       ),
     (fd) =>
       Effect.sync(() => {
-        Either.try(() => fs.closeSync(fd))
-        Either.try(() => fs.rmSync(temporary, { force: true }))
+        Result.try(() => fs.closeSync(fd))
+        Result.try(() => fs.rmSync(temporary, { force: true }))
       })
   )
 }

@@ -3,9 +3,9 @@
  * a usage.jsonl line), written by a Brain decorator, as UsageLedger.ts does
  * for files. Writing it never fails a turn: a failure is logged once.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Clock from "effect/Clock"
-import type * as ConfigError from "effect/ConfigError"
+import type * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schedule from "effect/Schedule"
@@ -65,7 +65,7 @@ export const recording = (
           const ended = yield* Clock.currentTimeMillis
           yield* insert(sql, agentId, [lineOf(request, response, label, started, ended)]).pipe(
             resilient(`recording usage of agent ${agentId}`, retry),
-            Effect.catchAll((error) => {
+            Effect.catch((error) => {
               if (warned) return Effect.void
               warned = true
               return Effect.logWarning(`usage ledger not written (${error.message}); turns go on without it`)

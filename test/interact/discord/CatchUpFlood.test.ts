@@ -30,7 +30,7 @@ const historyReads = (fake: FakeDiscord.FakeDiscord) =>
   fake.rest().filter((record) => record.method === "GET" && /\/channels\/\d+\/messages/.test(record.path))
 
 describe("Discord inbound: catch-up of a flood", () => {
-  it.scoped("answers the newest DISCORD_CATCH_UP of 2100 missed messages, reading only the pages it needs", () =>
+  it.effect("answers the newest DISCORD_CATCH_UP of 2100 missed messages, reading only the pages it needs", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const logs = yield* captureLogs

@@ -6,7 +6,8 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, ConfigProvider, Context, Effect, Fiber, Layer, Option, TestClock } from "effect"
+import { Clock, ConfigProvider, Context, Effect, Fiber, Layer, Option } from "effect"
+import { TestClock } from "effect/testing"
 import { Interact } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as Outbox from "../../../src/interact/discord/Outbox.js"
@@ -54,7 +55,7 @@ const longReply = ["first", "second", "third"].map((word) => `${word} ${"word ".
 const snowflakeAt = (ms: number) => ((BigInt(ms) - 1_420_070_400_000n) << 22n).toString()
 
 describe("Discord outbox across a stop", () => {
-  it.scoped("a reply Discord answered with 5xx when the bridge stopped is sent once after the restart, same nonce", () =>
+  it.effect("a reply Discord answered with 5xx when the bridge stopped is sent once after the restart, same nonce", () =>
     Effect.gen(function*() {
       const fake = yield* startFake
       const directory = yield* tempDir()
@@ -75,7 +76,7 @@ describe("Discord outbox across a stop", () => {
       expect(journal(directory)).toBe("")
     }))
 
-  it.scoped("a multi-part reply cut between parts resumes with the parts not yet accepted, none twice", () =>
+  it.effect("a multi-part reply cut between parts resumes with the parts not yet accepted, none twice", () =>
     Effect.gen(function*() {
       const fake = yield* startFake
       const directory = yield* tempDir()
@@ -112,7 +113,7 @@ describe("Discord outbox across a stop", () => {
 })
 
 describe("Discord delivery per channel", () => {
-  it.scoped("a channel refusing with 403 does not hold up another; the failure is logged once, naming it", () =>
+  it.effect("a channel refusing with 403 does not hold up another; the failure is logged once, naming it", () =>
     Effect.gen(function*() {
       const logs = yield* captureLogs
       yield* Effect.gen(function*() {
@@ -129,7 +130,7 @@ describe("Discord delivery per channel", () => {
       }).pipe(Effect.provide(logs.layer))
     }))
 
-  it.scoped("a channel in a 5xx outage does not hold up another; it gives up after about ten minutes, logged once", () =>
+  it.effect("a channel in a 5xx outage does not hold up another; it gives up after about ten minutes, logged once", () =>
     Effect.gen(function*() {
       const logs = yield* captureLogs
       yield* Effect.gen(function*() {
@@ -167,7 +168,7 @@ describe("Discord delivery under a long 429", () => {
   /** discord.js adds its 50 ms offset to Retry-After. */
   const offset = 50
 
-  it.scoped("a 429 asking for 90 s is waited out, then the part is sent once; logged once, as a warning", () =>
+  it.effect("a 429 asking for 90 s is waited out, then the part is sent once; logged once, as a warning", () =>
     Effect.gen(function*() {
       const logs = yield* captureLogs
       yield* Effect.gen(function*() {
@@ -175,7 +176,7 @@ describe("Discord delivery under a long 429", () => {
         const bridge = yield* outbound(fake, yield* tempDir())
         yield* fake.script("POST", new RegExp(`/channels/${channelA}/messages$`), [rateLimited(90)])
         const started = yield* Clock.currentTimeMillis
-        const sending = yield* bridge.send({ channel: channelA, text: "after the wait" }).pipe(Effect.fork)
+        const sending = yield* bridge.send({ channel: channelA, text: "after the wait" }).pipe(Effect.forkChild)
         yield* advanceTo(started + 90_000 + offset)
         yield* Fiber.join(sending)
         expect(postsTo(fake, channelA).map((record) => record.status)).toEqual([429, 200])
@@ -185,13 +186,13 @@ describe("Discord delivery under a long 429", () => {
       }).pipe(Effect.provide(logs.layer))
     }))
 
-  it.scoped("a 429 asking to wait past the part's fifteen minutes gives the reply up at once, saying so", () =>
+  it.effect("a 429 asking to wait past the part's fifteen minutes gives the reply up at once, saying so", () =>
     Effect.gen(function*() {
       const fake = yield* startFake
       const bridge = yield* outbound(fake, yield* tempDir())
       yield* fake.script("POST", new RegExp(`/channels/${channelA}/messages$`), [rateLimited(600), rateLimited(600)])
       const started = yield* Clock.currentTimeMillis
-      const sending = yield* bridge.send({ channel: channelA, text: "too late" }).pipe(Effect.flip, Effect.fork)
+      const sending = yield* bridge.send({ channel: channelA, text: "too late" }).pipe(Effect.flip, Effect.forkChild)
       // The first wait fits in the deadline; the second would end 5 minutes past it.
       yield* advanceTo(started + 600_000 + offset)
       const failure = yield* Fiber.join(sending)
@@ -205,7 +206,7 @@ describe("Discord delivery under a long 429", () => {
 })
 
 describe("Discord replies that read like Discord", () => {
-  it.scoped("the first part references the question, the others do not; a deleted question still gets its reply", () =>
+  it.effect("the first part references the question, the others do not; a deleted question still gets its reply", () =>
     Effect.gen(function*() {
       const fake = yield* startFake
       const bridge = yield* outbound(fake, yield* tempDir())
@@ -221,7 +222,7 @@ describe("Discord replies that read like Discord", () => {
       expect(postsTo(fake, channelA)[3]!.body).not.toHaveProperty("message_reference")
     }))
 
-  it.scoped("a slash command's reply edits its deferred response, then follows up; nothing goes to the channel", () =>
+  it.effect("a slash command's reply edits its deferred response, then follows up; nothing goes to the channel", () =>
     Effect.gen(function*() {
       const fake = yield* startFake
       const bridge = yield* outbound(fake, yield* tempDir())
@@ -240,7 +241,7 @@ describe("Discord replies that read like Discord", () => {
       expect(postsTo(fake, channelA).length).toBe(0)
     }))
 
-  it.scoped("past the interaction token's fifteen minutes, or when the webhook is refused, it goes to the channel", () =>
+  it.effect("past the interaction token's fifteen minutes, or when the webhook is refused, it goes to the channel", () =>
     Effect.gen(function*() {
       const fake = yield* startFake
       const bridge = yield* outbound(fake, yield* tempDir())
@@ -259,20 +260,18 @@ describe("Discord replies that read like Discord", () => {
 })
 
 describe("Discord outbox location", () => {
-  it.scoped("the layer journals owed replies in PLANCKCLAW_DIR", () =>
+  it.effect("the layer journals owed replies in PLANCKCLAW_DIR", () =>
     Effect.gen(function*() {
       const fake = yield* startFake
       const directory = yield* tempDir()
       yield* fake.refuseChannel(channelA, 502)
-      const provider = ConfigProvider.fromMap(
-        new Map([
+      const provider = ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([
           ["DISCORD_BOT_TOKEN", token],
           ["DISCORD_CHANNEL_ID", channelA],
           ["DISCORD_API_URL", fake.apiUrl],
           ["PLANCKCLAW_DIR", directory]
-        ])
-      )
-      const interact = Context.get(yield* Layer.build(Discord.layer).pipe(Effect.withConfigProvider(provider)), Interact)
+        ])), { preserveEmptyStrings: true })
+      const interact = Context.get(yield* Layer.build(Discord.layer).pipe(Effect.provideService(ConfigProvider.ConfigProvider, provider)), Interact)
       yield* interact.accept!({ channel: channelA, text: "journaled beside the memory" })
       expect(journal(directory)).toContain("journaled beside the memory")
     }))

@@ -52,7 +52,7 @@ const setup = (firstReply: string, secondReply: string) =>
   })
 
 describe("planckclaw run --bridge discord: nothing lost between the agent and Discord (built command)", () => {
-  it.scopedLive("stopped while Discord answers 5xx, it sends the reply once after the restart, without asking the brain again", () =>
+  it.live("stopped while Discord answers 5xx, it sends the reply once after the restart, without asking the brain again", () =>
     Effect.gen(function*() {
       const t = yield* setup("Answer kept through the outage.", "Second answer.")
       const first = yield* t.start(1)
@@ -75,7 +75,7 @@ describe("planckclaw run --bridge discord: nothing lost between the agent and Di
       expect(t.sent()).toEqual(["Answer kept through the outage.", "Second answer."])
     }), 90_000)
 
-  it.scopedLive("killed (SIGKILL) between the parts of a reply, it sends the remaining parts after the restart, none twice", () =>
+  it.live("killed (SIGKILL) between the parts of a reply, it sends the remaining parts after the restart, none twice", () =>
     Effect.gen(function*() {
       const t = yield* setup(longReply, "Short one.")
       const first = yield* t.start(1)

@@ -2,7 +2,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, ConfigProvider, Effect, Either, Option, Redacted, Stream, TestClock } from "effect"
+import { Chunk, ConfigProvider, Effect, Result, Option, Redacted, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import type { DiscordSettings } from "../../../src/interact/discord/Settings.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
@@ -51,9 +52,9 @@ const tempDir = Effect.acquireRelease(
 describe("Discord inbound: start-up and fatal errors", () => {
   const load = (entries: Record<string, string>) =>
     Discord.DiscordConfig.pipe(
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({ DISCORD_CHANNEL_ID: channelA, ...entries })))),
-      Effect.either,
-      Effect.map((result) => Either.isLeft(result) ? String(result.left) : "accepted")
+      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries({ DISCORD_CHANNEL_ID: channelA, ...entries }))), { preserveEmptyStrings: true })),
+      Effect.result,
+      Effect.map((result) => Result.isFailure(result) ? String(result.failure) : "accepted")
     )
 
   it.effect("names each Discord key in its own error", () =>
@@ -71,16 +72,14 @@ describe("Discord inbound: start-up and fatal errors", () => {
       const read = (value: string | undefined) =>
         Discord.DiscordConfig.pipe(
           Effect.map((config) => config.catchUp),
-          Effect.withConfigProvider(ConfigProvider.fromMap(
-            new Map(Object.entries({ DISCORD_CHANNEL_ID: channelA, ...(value === undefined ? {} : { DISCORD_CATCH_UP: value }) }))
-          ))
+          Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries({ DISCORD_CHANNEL_ID: channelA, ...(value === undefined ? {} : { DISCORD_CATCH_UP: value }) }))), { preserveEmptyStrings: true }))
         )
       expect(yield* read(undefined)).toEqual({ messages: 50, hours: 24 })
       expect(yield* read("off")).toEqual({ messages: 0, hours: 0 })
       expect(yield* read("20, 3h")).toEqual({ messages: 20, hours: 3 })
     }))
 
-  it.scoped("asks for the Direct Messages intent only when DMs are answered", () =>
+  it.effect("asks for the Direct Messages intent only when DMs are answered", () =>
     Effect.gen(function*() {
       const fake = yield* startFake()
       yield* Discord.make(settingsFor(fake, { directMessages: true }))
@@ -90,7 +89,7 @@ describe("Discord inbound: start-up and fatal errors", () => {
       expect(framesReceived(quiet, 2)[0]!.d.intents & 4096).toBe(0)
     }))
 
-  it.scoped("does not announce a retry for a rejected token", () =>
+  it.effect("does not announce a retry for a rejected token", () =>
     Effect.gen(function*() {
       const logs = yield* captureLogs
       const fake = yield* startFake({ token: "another-test-bot-token" })
@@ -99,7 +98,7 @@ describe("Discord inbound: start-up and fatal errors", () => {
       expect(logs.lines.filter((line) => /again in/.test(line))).toEqual([])
     }))
 
-  it.scoped("ends the run's stream with the refusal as its cause when Discord closes with 4014 after start-up", () =>
+  it.effect("ends the run's stream with the refusal as its cause when Discord closes with 4014 after start-up", () =>
     Effect.gen(function*() {
       const fake = yield* startFake()
       const bridge = yield* Discord.make(settingsFor(fake))
@@ -110,7 +109,7 @@ describe("Discord inbound: start-up and fatal errors", () => {
       expect(failure.message).toContain("Message Content Intent")
     }))
 
-  it.scoped("warns at ready about a configured channel the bot cannot see, naming it", () =>
+  it.effect("warns at ready about a configured channel the bot cannot see, naming it", () =>
     Effect.gen(function*() {
       const logs = yield* captureLogs
       const fake = yield* startFake({ hiddenChannelIds: [channelB] })
@@ -124,7 +123,7 @@ describe("Discord inbound: start-up and fatal errors", () => {
 })
 
 describe("Discord inbound: threads, mentions, attachments", () => {
-  it.scoped("answers in a thread under a configured channel, announced or looked up; not under another", () =>
+  it.effect("answers in a thread under a configured channel, announced or looked up; not under another", () =>
     Effect.gen(function*() {
       const fake = yield* startFake({ channelIds: [channelA, channelB, elsewhere] })
       const bridge = yield* Discord.connect(settingsFor(fake))
@@ -147,7 +146,7 @@ describe("Discord inbound: threads, mentions, attachments", () => {
       expect(restTo(fake, "POST", new RegExp(`/channels/${announced}/messages$`)).length).toBe(1)
     }))
 
-  it.scoped("answers a message that only mentions the bot", () =>
+  it.effect("answers a message that only mentions the bot", () =>
     Effect.gen(function*() {
       const fake = yield* startFake()
       const bridge = yield* Discord.make(settingsFor(fake))
@@ -155,7 +154,7 @@ describe("Discord inbound: threads, mentions, attachments", () => {
       expect(yield* take(bridge.messages, 1)).toEqual([{ channel: channelA, text: Discord.bareMentionText }])
     }))
 
-  it.scoped("adds a text attachment's content, names a binary or oversized one", () =>
+  it.effect("adds a text attachment's content, names a binary or oversized one", () =>
     Effect.gen(function*() {
       const fake = yield* startFake()
       const bridge = yield* Discord.make(settingsFor(fake, { attachmentBytes: 1024 }))
@@ -184,7 +183,7 @@ describe("Discord inbound: threads, mentions, attachments", () => {
 })
 
 describe("Discord inbound: slash commands", () => {
-  it.scoped("registers /ask, /compact, /usage and /forget for the configured server at start-up", () =>
+  it.effect("registers /ask, /compact, /usage and /forget for the configured server at start-up", () =>
     Effect.gen(function*() {
       const fake = yield* startFake()
       yield* Discord.make(settingsFor(fake))
@@ -196,7 +195,7 @@ describe("Discord inbound: slash commands", () => {
       expect((put!.body as ReadonlyArray<{ name: string }>).map((c) => c.name)).toEqual(["ask", "compact", "usage", "forget"])
     }))
 
-  it.scoped("defers each command at once and hands the agent its text, recording the interaction to follow up", () =>
+  it.effect("defers each command at once and hands the agent its text, recording the interaction to follow up", () =>
     Effect.gen(function*() {
       const fake = yield* startFake()
       const bridge = yield* Discord.connect(settingsFor(fake))
@@ -229,7 +228,7 @@ describe("Discord inbound: slash commands", () => {
       expect(callbacks[0]!.authorization).toBeUndefined()
     }))
 
-  it.scoped("refuses ephemerally in another channel or for someone not allowed", () =>
+  it.effect("refuses ephemerally in another channel or for someone not allowed", () =>
     Effect.gen(function*() {
       const fake = yield* startFake({ channelIds: [channelA, channelB, elsewhere] })
       const bridge = yield* Discord.connect(settingsFor(fake, { allowedUsers: Option.some([alice]) }))
@@ -244,7 +243,7 @@ describe("Discord inbound: slash commands", () => {
 })
 
 describe("Discord inbound: catch-up", () => {
-  it.scoped("answers, once and in order, what was sent while the bridge was stopped", () =>
+  it.effect("answers, once and in order, what was sent while the bridge was stopped", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const fake = yield* startFake()
@@ -277,7 +276,7 @@ describe("Discord inbound: catch-up", () => {
       expect(restTo(fake, "GET", /\/channels\/\d+\/messages$/).length).toBeGreaterThanOrEqual(2)
     }))
 
-  it.scoped("fetches what an invalid session lost, and answers each message once", () =>
+  it.effect("fetches what an invalid session lost, and answers each message once", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const fake = yield* startFake()
@@ -296,7 +295,7 @@ describe("Discord inbound: catch-up", () => {
       expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["live again"])
     }))
 
-  it.scoped("answers what was sent during a gateway outage, which the new session does not replay", () =>
+  it.effect("answers what was sent during a gateway outage, which the new session does not replay", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const logs = yield* captureLogs
@@ -320,7 +319,7 @@ describe("Discord inbound: catch-up", () => {
       expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["after"])
     }))
 
-  it.scoped("catches up a direct message conversation and a thread as well", () =>
+  it.effect("catches up a direct message conversation and a thread as well", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const fake = yield* startFake()
@@ -339,7 +338,7 @@ describe("Discord inbound: catch-up", () => {
       expect(got.map((m) => [m.channel, m.text]).sort()).toEqual([[dmChannel, "dm while away"], [thread, "thread while away"]].sort())
     }))
 
-  it.scoped("keeps to DISCORD_CATCH_UP: only the last messages of an outage", () =>
+  it.effect("keeps to DISCORD_CATCH_UP: only the last messages of an outage", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const logs = yield* captureLogs

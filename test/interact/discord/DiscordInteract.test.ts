@@ -2,22 +2,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import {
-  Chunk,
-  Clock,
-  ConfigProvider,
-  Context,
-  Duration,
-  Effect,
-  Either,
-  Fiber,
-  Layer,
-  Option,
-  Redacted,
-  Schedule,
-  Stream,
-  TestClock
-} from "effect"
+import { Chunk, Clock, ConfigProvider, Context, Duration, Effect, Result, Fiber, Layer, Option, Redacted, Schedule, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import { type InboundMessage, Interact, type InteractService } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
@@ -97,7 +83,7 @@ const typingStartedLater = (fake: FakeDiscord.FakeDiscord, channel: string) =>
   })
 
 describe("Discord bridge: connection", () => {
-  it.scoped("logs in with HELLO, IDENTIFY (token and the intents the settings use), READY and GUILD_CREATE", () =>
+  it.effect("logs in with HELLO, IDENTIFY (token and the intents the settings use), READY and GUILD_CREATE", () =>
     Effect.gen(function*() {
       const { fake } = yield* connect()
       const gatewayBot = restTo(fake, "GET", "/api/v10/gateway/bot")
@@ -112,7 +98,7 @@ describe("Discord bridge: connection", () => {
       expect(dispatchesSent(fake, "READY").length).toBe(1)
     }))
 
-  it.scoped("destroys the client on release: the gateway connection is closed normally", () =>
+  it.effect("destroys the client on release: the gateway connection is closed normally", () =>
     Effect.gen(function*() {
       const fake = yield* startFake()
       yield* Effect.scoped(Discord.make(settings(fake)))
@@ -120,7 +106,7 @@ describe("Discord bridge: connection", () => {
       expect(closed).toMatchObject({ connection: 1, code: 1000, by: "client" })
     }))
 
-  it.scoped("resumes the session after the gateway drops, and gets the message sent meanwhile", () =>
+  it.effect("resumes the session after the gateway drops, and gets the message sent meanwhile", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       yield* fake.closeGateway(4000)
@@ -132,7 +118,7 @@ describe("Discord bridge: connection", () => {
       expect(framesReceived(fake, 2).length).toBe(1)
     }))
 
-  it.scoped("identifies afresh when the session cannot be resumed, five seconds after the last IDENTIFY", () =>
+  it.effect("identifies afresh when the session cannot be resumed, five seconds after the last IDENTIFY", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       yield* fake.closeGateway(4007)
@@ -151,7 +137,7 @@ describe("Discord bridge: connection", () => {
       expect(yield* nextMessages(bridge, 1)).toEqual([{ channel: channelA, text: "after the new session" }])
     }))
 
-  it.scoped("backs off 5 s then 10 s while the gateway is down, and starts again at 5 s after a healthy connection", () =>
+  it.effect("backs off 5 s then 10 s while the gateway is down, and starts again at 5 s after a healthy connection", () =>
     Effect.gen(function*() {
       const logs = yield* captureLogs
       yield* Effect.gen(function*() {
@@ -185,12 +171,12 @@ describe("Discord bridge: connection", () => {
       }).pipe(Effect.provide(logs.layer))
     }))
 
-  it.scoped("keeps trying, with backoff, to reach a gateway that is down at startup", () =>
+  it.effect("keeps trying, with backoff, to reach a gateway that is down at startup", () =>
     Effect.gen(function*() {
       const logs = yield* captureLogs
       const fake = yield* startFake()
       yield* fake.gatewayDown
-      const login = yield* Discord.make(settings(fake)).pipe(Effect.provide(logs.layer), Effect.fork)
+      const login = yield* Discord.make(settings(fake)).pipe(Effect.provide(logs.layer), Effect.forkChild)
       const first = yield* logs.waitFor(/trying again in/)
       expect(delayIn(first)).toBeLessThanOrEqual(6)
       yield* TestClock.adjust("6 seconds")
@@ -202,12 +188,12 @@ describe("Discord bridge: connection", () => {
       expect(framesReceived(fake, 2).length).toBe(1)
     }))
 
-  it.scoped("retries a failed login with backoff", () =>
+  it.effect("retries a failed login with backoff", () =>
     Effect.gen(function*() {
       const logs = yield* captureLogs
       const fake = yield* startFake()
       yield* fake.script("GET", /\/gateway\/bot$/, [{ status: 502, body: { message: "Bad Gateway" } }])
-      const login = yield* Discord.make(settings(fake)).pipe(Effect.provide(logs.layer), Effect.fork)
+      const login = yield* Discord.make(settings(fake)).pipe(Effect.provide(logs.layer), Effect.forkChild)
       const line = yield* logs.waitFor(/Trying the Discord login again in/)
       expect(delayIn(line)).toBeGreaterThanOrEqual(4)
       expect(restTo(fake, "GET", "/api/v10/gateway/bot").length).toBe(1)
@@ -216,7 +202,7 @@ describe("Discord bridge: connection", () => {
       expect(restTo(fake, "GET", "/api/v10/gateway/bot").length).toBe(2)
     }))
 
-  it.scoped("reports a rejected token once, with what to do, and does not retry", () =>
+  it.effect("reports a rejected token once, with what to do, and does not retry", () =>
     Effect.gen(function*() {
       const fake = yield* startFake({ token: "another-token-not-secret" })
       const failure = yield* Discord.make(settings(fake)).pipe(Effect.flip)
@@ -233,7 +219,7 @@ describe("Discord bridge: connection", () => {
       expect(logins.map((record) => record.authorization)).toEqual([`Bot ${token}`, `Bot ${laterToken}`])
     }))
 
-  it.scoped("reports a refused Message Content intent (close 4014) once, with what to do", () =>
+  it.effect("reports a refused Message Content intent (close 4014) once, with what to do", () =>
     Effect.gen(function*() {
       const fake = yield* startFake({ identifyCloseCode: 4014 })
       const failure = yield* Discord.make(settings(fake)).pipe(Effect.flip)
@@ -249,7 +235,7 @@ describe("Discord bridge: connection", () => {
       expect(framesReceived(fake, 2).length).toBe(2)
     }))
 
-  it.scoped("ends the message stream with a clear error when Discord later closes with 4004", () =>
+  it.effect("ends the message stream with a clear error when Discord later closes with 4004", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       yield* fake.closeGateway(4004)
@@ -261,7 +247,7 @@ describe("Discord bridge: connection", () => {
 })
 
 describe("Discord bridge: who is answered", () => {
-  it.scoped("answers a message in the channel it came from, without the bot's mention", () =>
+  it.effect("answers a message in the channel it came from, without the bot's mention", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       yield* fake.messageCreate({ channelId: channelB, authorId: alice, content: `<@${botUserId}> hello there` })
@@ -277,7 +263,7 @@ describe("Discord bridge: who is answered", () => {
       expect(restTo(fake, "POST", messagesPath(channelA)).length).toBe(0)
     }))
 
-  it.scoped("passes hostile text through as it is, apart from the bot's own mention", () =>
+  it.effect("passes hostile text through as it is, apart from the bot's own mention", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       const hostile = "@everyone <@" + mallory + "> \u202Eevil\t```\n" + "Z\u0336".repeat(500) + "\n\\n\u0000 end"
@@ -285,7 +271,7 @@ describe("Discord bridge: who is answered", () => {
       expect(yield* nextMessages(bridge, 1)).toEqual([{ channel: channelA, text: hostile }])
     }))
 
-  it.scoped("ignores other channels, bots (itself included), webhooks, empty messages and repeats", () =>
+  it.effect("ignores other channels, bots (itself included), webhooks, empty messages and repeats", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       yield* fake.messageCreate({ channelId: elsewhere, authorId: alice, content: "wrong channel" })
@@ -312,7 +298,7 @@ describe("Discord bridge: who is answered", () => {
       ])
     }))
 
-  it.scoped("answers only allowed users, and their direct messages only when DISCORD_DMS is on", () =>
+  it.effect("answers only allowed users, and their direct messages only when DISCORD_DMS is on", () =>
     Effect.gen(function*() {
       const off = yield* connect({ allowedUsers: Option.some([alice]) })
       yield* off.fake.messageCreate({ channelId: channelA, authorId: mallory, content: "let me in" })
@@ -329,7 +315,7 @@ describe("Discord bridge: who is answered", () => {
       expect(restTo(on.fake, "POST", messagesPath(dmChannel)).length).toBe(1)
     }))
 
-  it.scoped("queues messages that arrive during a turn, in order", () =>
+  it.effect("queues messages that arrive during a turn, in order", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       const texts = Array.from({ length: 20 }, (_, index) => `message ${index}`)
@@ -344,7 +330,7 @@ describe("Discord bridge: who is answered", () => {
 const index = (text: string) => Number(text.split(" ")[1])
 
 describe("Discord bridge: replies", () => {
-  it.scoped("splits a 4500-character reply with a code block into ordered messages of at most 2000", () =>
+  it.effect("splits a 4500-character reply with a code block into ordered messages of at most 2000", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       const code = Array.from({ length: 90 }, (_, line) => `const value${line} = await compute(${line}) // x`).join("\n")
@@ -365,7 +351,7 @@ describe("Discord bridge: replies", () => {
       expect(new Set(nonces).size).toBe(3)
     }))
 
-  it.scoped("waits out a 429 as Retry-After says, then sends once", () =>
+  it.effect("waits out a 429 as Retry-After says, then sends once", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       yield* fake.script("POST", /\/messages$/, [{
@@ -386,7 +372,7 @@ describe("Discord bridge: replies", () => {
       expect((posts[1]!.body as { content: string }).content).toBe("patience")
     }))
 
-  it.scoped("gives up at once, naming the channel, when a 429 asks for a wait of an hour", () =>
+  it.effect("gives up at once, naming the channel, when a 429 asks for a wait of an hour", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       yield* fake.script("POST", /\/messages$/, [{
@@ -400,13 +386,13 @@ describe("Discord bridge: replies", () => {
       expect(restTo(fake, "POST", messagesPath(channelA)).length).toBe(1)
     }))
 
-  it.scoped("paces a 429 that gives no Retry-After on the send schedule instead of hammering", () =>
+  it.effect("paces a 429 that gives no Retry-After on the send schedule instead of hammering", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       const bare429 = { status: 429, body: { message: "You are being rate limited.", retry_after: 1, global: false } }
       yield* fake.script("POST", /\/messages$/, [bare429, bare429])
       const started = yield* Clock.currentTimeMillis
-      const sending = yield* bridge.send({ channel: channelA, text: "steady" }).pipe(Effect.fork)
+      const sending = yield* bridge.send({ channel: channelA, text: "steady" }).pipe(Effect.forkChild)
       // Each retry sleeps only once discord.js has read the 429 (real I/O): move the clock to that sleep, not before.
       yield* advanceTo(started + 1_000)
       yield* advanceTo(started + 3_000)
@@ -414,12 +400,12 @@ describe("Discord bridge: replies", () => {
       expect(restTo(fake, "POST", messagesPath(channelA)).map((record) => record.status)).toEqual([429, 429, 200])
     }).pipe(withPinnedJitter))
 
-  it.scoped("retries a 5xx on the send schedule with the same nonce", () =>
+  it.effect("retries a 5xx on the send schedule with the same nonce", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       yield* fake.script("POST", /\/messages$/, [{ status: 502, body: { message: "Bad Gateway" } }])
       const started = yield* Clock.currentTimeMillis
-      const sending = yield* bridge.send({ channel: channelA, text: "eventually" }).pipe(Effect.fork)
+      const sending = yield* bridge.send({ channel: channelA, text: "eventually" }).pipe(Effect.forkChild)
       // The retry sleeps only once discord.js has read the 502 (real I/O): move the clock to that sleep, not before.
       yield* advanceTo(started + 1_000)
       yield* Fiber.join(sending)
@@ -428,7 +414,7 @@ describe("Discord bridge: replies", () => {
       expect((posts[0]!.body as { nonce: string }).nonce).toBe((posts[1]!.body as { nonce: string }).nonce)
     }).pipe(withPinnedJitter))
 
-  it.scoped("fails the send, naming the channel, when Discord refuses it", () =>
+  it.effect("fails the send, naming the channel, when Discord refuses it", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       yield* fake.script("POST", /\/messages$/, [{ status: 403, body: { message: "Missing Permissions", code: 50013 } }])
@@ -440,7 +426,7 @@ describe("Discord bridge: replies", () => {
 })
 
 describe("Discord bridge: typing indicator", () => {
-  it.scoped("shows typing from acceptance, refreshes it every 8 s, and stops once the reply is sent", () =>
+  it.effect("shows typing from acceptance, refreshes it every 8 s, and stops once the reply is sent", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "think hard" })
@@ -456,7 +442,7 @@ describe("Discord bridge: typing indicator", () => {
       expect(restTo(fake, "POST", typingPath(channelA)).length).toBe(3)
     }))
 
-  it.scoped("stops typing when the reply finally fails", () =>
+  it.effect("stops typing when the reply finally fails", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       yield* fake.script("POST", /\/messages$/, [{ status: 404, body: { message: "Unknown Channel", code: 10003 } }])
@@ -485,8 +471,8 @@ describe("Discord bridge: timing", () => {
 describe("Discord bridge: configuration", () => {
   const load = (entries: Record<string, string>) =>
     Discord.DiscordConfig.pipe(
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(entries)))),
-      Effect.either
+      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(entries))), { preserveEmptyStrings: true })),
+      Effect.result
     )
 
   it.effect("reads a channel list, allowed users, DMs and the API URL", () =>
@@ -498,14 +484,14 @@ describe("Discord bridge: configuration", () => {
         DISCORD_DMS: "1",
         DISCORD_API_URL: "http://127.0.0.1:9/api/"
       })
-      expect(Either.isRight(config)).toBe(true)
-      if (Either.isLeft(config)) return
-      expect(config.right.channelIds).toEqual([channelA, channelB])
-      expect(config.right.allowedUsers).toEqual(Option.some([alice]))
-      expect(config.right.directMessages).toBe(true)
-      expect(config.right.apiUrl).toBe("http://127.0.0.1:9/api")
-      expect(Option.map(config.right.token, Redacted.value)).toEqual(Option.some(token))
-      expect(String(config.right.token)).not.toContain(token)
+      expect(Result.isSuccess(config)).toBe(true)
+      if (Result.isFailure(config)) return
+      expect(config.success.channelIds).toEqual([channelA, channelB])
+      expect(config.success.allowedUsers).toEqual(Option.some([alice]))
+      expect(config.success.directMessages).toBe(true)
+      expect(config.success.apiUrl).toBe("http://127.0.0.1:9/api")
+      expect(Option.map(config.success.token, Redacted.value)).toEqual(Option.some(token))
+      expect(String(config.success.token)).not.toContain(token)
     }))
 
   it.effect("defaults to discord.com, no DMs, everyone allowed, also for empty values", () =>
@@ -516,7 +502,7 @@ describe("Discord bridge: configuration", () => {
         DISCORD_DMS: "",
         DISCORD_API_URL: ""
       })
-      expect(Either.isRight(config) && config.right).toMatchObject({
+      expect(Result.isSuccess(config) && config.success).toMatchObject({
         apiUrl: "https://discord.com/api",
         directMessages: false,
         allowedUsers: Option.none(),
@@ -527,27 +513,25 @@ describe("Discord bridge: configuration", () => {
   it.effect("names a bad channel id", () =>
     Effect.gen(function*() {
       const config = yield* load({ DISCORD_CHANNEL_ID: `${channelA},general` })
-      const message = Either.isLeft(config) ? String(config.left) : ""
+      const message = Result.isFailure(config) ? String(config.failure) : ""
       expect(message).toContain("Invalid data at DISCORD_CHANNEL_ID:")
       expect(message).toContain("\"general\" is not a Discord id")
     }))
 
-  it.scoped("builds the Interact layer from configuration", () =>
+  it.effect("builds the Interact layer from configuration", () =>
     Effect.gen(function*() {
       const fake = yield* startFake()
       const memory = yield* Effect.acquireRelease(
         Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-discord-layer-"))),
         (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
       )
-      const provider = ConfigProvider.fromMap(
-        new Map([
+      const provider = ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([
           ["PLANCKCLAW_DIR", memory],
           ["DISCORD_BOT_TOKEN", `Bot ${token}`],
           ["DISCORD_CHANNEL_ID", channelB],
           ["DISCORD_API_URL", `${fake.apiUrl}/v10/`]
-        ])
-      )
-      const context = yield* Layer.build(Discord.layer).pipe(Effect.withConfigProvider(provider))
+        ])), { preserveEmptyStrings: true })
+      const context = yield* Layer.build(Discord.layer).pipe(Effect.provideService(ConfigProvider.ConfigProvider, provider))
       const interact = Context.get(context, Interact)
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "not configured here" })
       yield* fake.messageCreate({ channelId: channelB, authorId: alice, content: "configured" })
@@ -563,7 +547,7 @@ describe("Discord bridge: configuration", () => {
     Effect.gen(function*() {
       const failure = yield* Effect.scoped(Layer.build(Discord.layer)).pipe(
         Effect.flip,
-        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["DISCORD_CHANNEL_ID", channelA]])))
+        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["DISCORD_CHANNEL_ID", channelA]])), { preserveEmptyStrings: true }))
       )
       expect(failure).toMatchObject({ _tag: "MissingSetting", key: "DISCORD_BOT_TOKEN" })
       expect(failure.message).toMatch(/^DISCORD_BOT_TOKEN is not set: create a bot at /)

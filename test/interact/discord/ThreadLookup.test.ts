@@ -39,7 +39,7 @@ const lookupsOf = (fake: FakeDiscord.FakeDiscord, channel: string) =>
   fake.rest().filter((r) => r.method === "GET" && r.path.endsWith(`/channels/${channel}`)).map((r) => r.status)
 
 describe("Discord inbound: a thread's lookup failing for a while", () => {
-  it.scoped("a 5xx blip is retried: the message is answered, and the thread's next without a lookup", () =>
+  it.effect("a 5xx blip is retried: the message is answered, and the thread's next without a lookup", () =>
     Effect.gen(function*() {
       const { bridge, fake, thread } = yield* start
       // discord.js retries a 5xx once itself: two 502s are one failed lookup.
@@ -56,7 +56,7 @@ describe("Discord inbound: a thread's lookup failing for a while", () => {
       expect(lookupsOf(fake, thread)).toEqual([502, 502, 200])
     }))
 
-  it.scoped("a longer outage: the message is logged, then answered, in order, with the thread's next one", () =>
+  it.effect("a longer outage: the message is logged, then answered, in order, with the thread's next one", () =>
     Effect.gen(function*() {
       const { bridge, fake, logs, thread } = yield* start
       // Five attempts of two requests each: every retry fails.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Ref, TestClock } from "effect"
+import { Clock, Effect, Ref } from "effect"
+import { TestClock } from "effect/testing"
 import * as Typing from "../../../src/interact/discord/Typing.js"
 
 /** A `show` that records which channel it was called for and when (TestClock time, in seconds). */
@@ -16,7 +17,7 @@ const recorder = Effect.gen(function*() {
 const settle = Effect.repeatN(Effect.yieldNow(), 20)
 
 describe("Typing", () => {
-  it.scoped("shows at once and again every 8 seconds until the reply is out", () =>
+  it.effect("shows at once and again every 8 seconds until the reply is out", () =>
     Effect.gen(function*() {
       const { show, shown } = yield* recorder
       const typing = yield* Typing.make(show)
@@ -33,7 +34,7 @@ describe("Typing", () => {
       expect(yield* Ref.get(shown)).toEqual(["c1@0", "c1@8", "c1@16"])
     }))
 
-  it.scoped("keeps typing until every queued message in the channel has its reply", () =>
+  it.effect("keeps typing until every queued message in the channel has its reply", () =>
     Effect.gen(function*() {
       const { show, shown } = yield* recorder
       const typing = yield* Typing.make(show)
@@ -55,10 +56,10 @@ describe("Typing", () => {
       expect((yield* Ref.get(shown)).slice(6)).toEqual([])
     }))
 
-  it.scoped("keeps refreshing when showing fails, and still stops", () =>
+  it.effect("keeps refreshing when showing fails, and still stops", () =>
     Effect.gen(function*() {
       const attempts = yield* Ref.make(0)
-      const typing = yield* Typing.make(() => Ref.update(attempts, (n) => n + 1).pipe(Effect.zipRight(Effect.fail("503"))))
+      const typing = yield* Typing.make(() => Ref.update(attempts, (n) => n + 1).pipe(Effect.andThen(Effect.fail("503"))))
       yield* typing.begin("c1")
       yield* settle
       yield* TestClock.adjust("16 seconds")
@@ -68,10 +69,10 @@ describe("Typing", () => {
       expect(yield* Ref.get(attempts)).toBe(3)
     }))
 
-  it.scoped("does not wait for a request that hangs before refreshing", () =>
+  it.effect("does not wait for a request that hangs before refreshing", () =>
     Effect.gen(function*() {
       const attempts = yield* Ref.make(0)
-      const typing = yield* Typing.make(() => Ref.update(attempts, (n) => n + 1).pipe(Effect.zipRight(Effect.never)))
+      const typing = yield* Typing.make(() => Ref.update(attempts, (n) => n + 1).pipe(Effect.andThen(Effect.never)))
       yield* typing.begin("c1")
       yield* settle
       yield* TestClock.adjust("8 seconds")
@@ -83,7 +84,7 @@ describe("Typing", () => {
       yield* typing.end("c1")
     }))
 
-  it.scoped("gives up on a reply that never comes, and starts again for the next message", () =>
+  it.effect("gives up on a reply that never comes, and starts again for the next message", () =>
     Effect.gen(function*() {
       const { show, shown } = yield* recorder
       const typing = yield* Typing.make(show, { refreshEvery: "8 seconds", giveUpAfter: "1 minute" })
@@ -101,7 +102,7 @@ describe("Typing", () => {
       expect((yield* Ref.get(shown)).length).toBe(9)
     }))
 
-  it.scoped("forgets every reply still counted when it gives up: an end after that changes nothing", () =>
+  it.effect("forgets every reply still counted when it gives up: an end after that changes nothing", () =>
     Effect.gen(function*() {
       const { show, shown } = yield* recorder
       const typing = yield* Typing.make(show, { refreshEvery: "8 seconds", giveUpAfter: "16 seconds" })
@@ -122,7 +123,7 @@ describe("Typing", () => {
       expect(yield* Ref.get(shown)).toEqual(["c1@0", "c1@8", "c1@16", "c1@120"])
     }))
 
-  it.scoped("ignores an end without a begin", () =>
+  it.effect("ignores an end without a begin", () =>
     Effect.gen(function*() {
       const { show, shown } = yield* recorder
       const typing = yield* Typing.make(show)

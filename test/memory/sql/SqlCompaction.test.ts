@@ -1,4 +1,4 @@
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Layer, Option, Schedule, Stream } from "effect"
 import * as Agent from "../../../src/Agent.js"
@@ -15,12 +15,12 @@ import { freshDatabase, migrated } from "./SqlKit.js"
 
 const server = usePostgres()
 
-const settings = ConfigProvider.fromMap(new Map([
+const settings = ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([
   ["HISTORY_MAX", "4"],
   ["HISTORY_KEEP", "2"],
   ["PLANCKCLAW_PROMPT_CACHE", "0"],
   ["PLANCKCLAW_BRAIN", "scripted"]
-]))
+])), { preserveEmptyStrings: true })
 
 const lines = (n: number) =>
   Array.from({ length: n }, (_, i) => ({ role: i % 2 === 0 ? "user" as const : "assistant" as const, content: `m${i}` }))
@@ -36,7 +36,7 @@ const setup = (script: ReadonlyArray<ScriptedBrain.ScriptStep>, retry = Schedule
         Layer.provideMerge(memory),
         Layer.provide(Layer.merge(ScriptedBrain.layer(brain), InMemoryClaws.layer([]))),
         Layer.provideMerge(migrated(url)),
-        Layer.provide(Layer.setConfigProvider(settings))
+        Layer.provide(ConfigProvider.layer(settings))
       )
     )
     return { context, brain, sql: Context.get(context, SqlClient.SqlClient) }
@@ -74,7 +74,7 @@ describe("SQL memory: compaction", () => {
       yield* sql`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN RAISE EXCEPTION 'disk on fire'; END $$`
       yield* sql`CREATE TRIGGER refuse BEFORE UPDATE OF summary ON planckclaw_agents FOR EACH ROW EXECUTE FUNCTION refuse()`
-      const outcome = yield* Effect.either(Context.get(context, Compactor).compactNow)
+      const outcome = yield* Effect.result(Context.get(context, Compactor).compactNow)
       expect(outcome._tag).toBe("Left")
       expect(JSON.stringify(outcome)).toContain("disk on fire")
       expect(yield* historyOf(sql)).toEqual(lines(6))
@@ -89,7 +89,7 @@ describe("SQL memory: compaction", () => {
       yield* sql`CREATE FUNCTION die() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NEW; END $$`
       yield* sql`CREATE TRIGGER die BEFORE UPDATE OF summary ON planckclaw_agents FOR EACH ROW EXECUTE FUNCTION die()`
-      const outcome = yield* Effect.either(Context.get(context, Compactor).compactNow)
+      const outcome = yield* Effect.result(Context.get(context, Compactor).compactNow)
       expect(outcome._tag).toBe("Left")
       expect(yield* historyOf(sql)).toEqual(lines(6))
       expect(yield* summaryOf(sql)).toBe(null)

@@ -4,7 +4,7 @@
  * next snapshot is empty, a failure inside the commit leaves the old memory,
  * and a second forget within the same second gets its own archive.
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Schedule, type Scope } from "effect"
 import { renderForgetPreview } from "../../../src/Commands.js"
@@ -113,13 +113,13 @@ describe("SQL memory: forget", () => {
       const before = yield* historyRows
       // The agent's UPDATE fails after the rows were moved in the same transaction.
       yield* withSql((sql) =>
-        Effect.zipRight(
+        Effect.andThen(
           sql`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN RAISE EXCEPTION 'disk on fire'; END $$`,
           sql`CREATE TRIGGER refuse BEFORE UPDATE OF summary ON planckclaw_agents FOR EACH ROW EXECUTE FUNCTION refuse()`
         )
       )
-      const outcome = yield* Effect.either(memory.forget(STAMP))
+      const outcome = yield* Effect.result(memory.forget(STAMP))
       expect(outcome._tag).toBe("Left")
       expect(JSON.stringify(outcome)).toContain("disk on fire")
       expect(yield* historyRows).toEqual(before)
@@ -148,7 +148,7 @@ describe("SQL memory: forget", () => {
       expect(Option.isSome(plan)).toBe(true)
       yield* memory.forget(STAMP)
       yield* memory.append([{ role: "user", content: "fresh" }, { role: "assistant", content: "start" }])
-      const outcome = yield* Effect.either(folds.commitFold(Option.getOrThrow(plan), "Old summary."))
+      const outcome = yield* Effect.result(folds.commitFold(Option.getOrThrow(plan), "Old summary."))
       expect(outcome._tag).toBe("Left")
       expect(yield* summaryOf).toBeNull()
       expect((yield* memory.snapshot(10)).history.map((entry) => entry.content)).toEqual(["fresh", "start"])
@@ -159,7 +159,7 @@ describe("SQL memory: forget", () => {
       const memory = yield* alice
       const odd = "  {\"role\": \"user\", \"content\": \"spaced\"}"
       yield* withSql((sql) =>
-        Effect.zipRight(
+        Effect.andThen(
           sql`INSERT INTO planckclaw_history (agent_id, seq, line) VALUES ('alice', 1000, ${odd})`,
           sql`UPDATE planckclaw_agents SET history_unterminated = true WHERE agent_id = 'alice'`
         )

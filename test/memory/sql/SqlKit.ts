@@ -2,7 +2,7 @@
  * A fresh, migrated database per test on the file's throwaway server, and
  * the SqlClient on it.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import * as SqlMigrations from "../../../src/memory/sql/SqlMigrations.js"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import type * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlClient from "effect/sql/SqlClient"
 import { Effect, Layer, Option, type Scope } from "effect"
 import * as SqlInbox from "../../../src/memory/sql/SqlInbox.js"
 import * as SqlMemory from "../../../src/memory/sql/SqlMemory.js"

@@ -22,7 +22,7 @@ describe("SQL memory through a database outage", () => {
         yield* memory.append([{ role: "user", content: "before" }, { role: "assistant", content: "outage" }])
 
         yield* postgres.stop
-        const during = yield* Effect.fork(Effect.gen(function*() {
+        const during = yield* Effect.forkChild(Effect.gen(function*() {
           const pending = yield* inbox.accept({ channel: "http", text: "during", idempotencyKey: "k-during" })
           yield* memory.append([{ role: "user", content: "during" }, { role: "assistant", content: "outage" }], {
             exchange: pending.key!

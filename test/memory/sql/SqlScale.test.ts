@@ -1,5 +1,5 @@
-import type * as SqlClient from "@effect/sql/SqlClient"
-import type { Statement } from "@effect/sql/Statement"
+import type * as SqlClient from "effect/sql/SqlClient"
+import type { Statement } from "effect/sql/Statement"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as SqlMemory from "../../../src/memory/sql/SqlMemory.js"

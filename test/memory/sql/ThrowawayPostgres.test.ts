@@ -3,8 +3,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { SqlClient } from "@effect/sql"
-import { Effect, Either, Exit, Redacted, Schedule, Scope } from "effect"
+import { SqlClient } from "effect/sql"
+import { Effect, Result, Exit, Redacted, Schedule, Scope } from "effect"
 import { startPostgres } from "../../support/Postgres.js"
 
 describe("throwaway PostgreSQL", () => {
@@ -40,7 +40,7 @@ describe("throwaway PostgreSQL", () => {
         yield* sql`INSERT INTO kept VALUES (1), (2)`
       }).pipe(Effect.provide(client))
       yield* server.stop
-      const down = yield* Effect.either(query.pipe(Effect.provide(client)))
+      const down = yield* Effect.result(query.pipe(Effect.provide(client)))
       expect(down._tag).toBe("Left")
       yield* server.start
       expect(yield* query.pipe(Effect.provide(client))).toEqual([{ n: 2 }])
@@ -50,7 +50,7 @@ describe("throwaway PostgreSQL", () => {
     Effect.gen(function*() {
       // Started in a scope nobody closes, as in a test process killed mid-run.
       const abandoned = yield* Scope.make()
-      const orphan = yield* Scope.extend(startPostgres(), abandoned)
+      const orphan = yield* Scope.provide(startPostgres(), abandoned)
       const deadPid = spawnSync("true").pid
       fs.writeFileSync(path.join(orphan.directory, "owner.pid"), String(deadPid))
       const pid = Number(fs.readFileSync(path.join(orphan.directory, "data", "postmaster.pid"), "utf8").split("\n")[0])
@@ -59,15 +59,15 @@ describe("throwaway PostgreSQL", () => {
       // pg_ctl returns once the pid file is gone, a moment before the process exits; a zombie (whose parent,
       // after pg_ctl exited, may be an init that does not reap) has stopped too.
       const gone = Effect.sync(() => {
-        const state = Either.try(() => fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0])
-        return Either.isLeft(state) || state.right === "Z"
+        const state = Result.try(() => fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0])
+        return Result.isFailure(state) || state.success === "Z"
       })
       const stopped = yield* gone.pipe(
         Effect.filterOrFail((dead) => dead, () => `postmaster ${pid} still running`),
         Effect.retry({ schedule: Schedule.spaced("50 millis"), times: 100 }),
-        Effect.either
+        Effect.result
       )
-      expect(stopped).toEqual(Either.right(true))
+      expect(stopped).toEqual(Result.succeed(true))
       yield* Scope.close(abandoned, Exit.void)
     }), 120_000)
 })
