@@ -7,6 +7,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Tests spawn real processes and FIFOs; two cores, so keep the pool small.
     pool: "forks",
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } }
+    maxWorkers: 2
   }
 })
