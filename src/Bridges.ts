@@ -174,7 +174,7 @@ type Role = "interact" | "brain" | "claw"
 const flagOf = { interact: "bridge", brain: "brain", claw: "claw" } as const satisfies Record<Role, string>
 
 const presentSettings = (names: ReadonlyArray<string>) =>
-  Effect.forEach(names, (name) => Effect.map(Config.option(Config.string(name)), (value) => [name, value] as const)).pipe(
+  Effect.forEach(names, (name) => Effect.map(Config.option(Config.String(name)), (value) => [name, value] as const)).pipe(
     Effect.map((entries) =>
       Object.fromEntries(entries.flatMap(([name, value]) => Option.isSome(value) ? [[name, value.value]] : []))
     )
@@ -183,7 +183,7 @@ const presentSettings = (names: ReadonlyArray<string>) =>
 /** The one secret a role's executable receives, if it is set. */
 const secretFor = (name: Secrets.SecretName) =>
   Effect.map(
-    Config.option(Config.redacted(name)),
+    Config.option(Config.Redacted(name)),
     (value): Partial<Record<Secrets.SecretName, Redacted.Redacted<string>>> =>
       Option.isSome(value) ? { [name]: value.value } : {}
   )

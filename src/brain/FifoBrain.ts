@@ -20,7 +20,7 @@ import { BrainRetriesConfig, BrainTimeoutConfig } from "./BrainRetry.js"
 export interface FifoBrainOptions {
   readonly paths: Pick<FifoPaths, "brainIn" | "brainOut">
   /** How long one request may wait for its answer; default 5 minutes. */
-  readonly timeout?: Duration.DurationInput
+  readonly timeout?: Duration.Input
   /** Largest answer accepted; default 16 MiB. */
   readonly maxAnswerBytes?: number
   /** Where to hear that the bridge process exited (see Exchange), so a request it took is asked again at once. */
@@ -42,7 +42,7 @@ export const BridgePatienceConfig: Config.Config<Duration.Duration> = Config.map
 
 export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, FifoError, Scope.Scope> =>
   Effect.gen(function*() {
-    const timeout = Duration.decode(options.timeout ?? defaultTimeout)
+    const timeout = Duration.fromInputUnsafe(options.timeout ?? defaultTimeout)
     const exchange = yield* makeExchange({
       requestPath: options.paths.brainIn,
       answerPath: options.paths.brainOut,

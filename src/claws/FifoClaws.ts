@@ -8,8 +8,8 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
-import * as ParseResult from "effect/SchemaIssue"
 import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import type * as Scope from "effect/Scope"
 import {
   Claws,
@@ -32,9 +32,9 @@ import { madeOnFirstCall } from "../FirstCall.js"
 export interface FifoClawsOptions {
   readonly paths: Pick<FifoPaths, "clawIn" | "clawOut">
   /** How long discovery may take; default 30 seconds. */
-  readonly listTimeout?: Duration.DurationInput
+  readonly listTimeout?: Duration.Input
   /** How long one tool call may take; default 2 minutes. */
-  readonly callTimeout?: Duration.DurationInput
+  readonly callTimeout?: Duration.Input
   /** Largest answer accepted; default 16 MiB. */
   readonly maxAnswerBytes?: number
   /** Where to hear that the bridge process exited (see Exchange), so a call it took fails at once. */
@@ -46,6 +46,7 @@ export const defaultCallTimeout = Duration.minutes(2)
 
 const decodeTool = madeOnFirstCall(() => Schema.decodeUnknownResult(ToolDefinition))
 const isToolName = madeOnFirstCall(() => Schema.is(ToolName))
+const formatIssue = madeOnFirstCall(() => SchemaIssue.makeFormatterDefault())
 
 const problemOf = (element: unknown): ToolProblem | undefined => {
   if (typeof element !== "object" || element === null || !("problem" in element)) return undefined
@@ -73,7 +74,7 @@ export const decodeCatalog = (answer: string): Result.Result<ToolCatalog, ClawsE
     if (reported !== undefined) return void problems.push(reported)
     const decoded = decodeTool(element)
     if (Result.isFailure(decoded)) {
-      problems.push({ source, reason: ParseResult.TreeFormatter.formatErrorSync(decoded.failure) })
+      problems.push({ source, reason: formatIssue(decoded.failure.issue) })
     } else if (seen.has(decoded.success.name)) {
       problems.push({ source, reason: `duplicate tool name ${decoded.success.name}` })
     } else {
@@ -92,8 +93,8 @@ export const toToolResult = (name: string, answer: string): ToolResult => {
 
 export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, FifoError, Scope.Scope> =>
   Effect.gen(function*() {
-    const listTimeout = Duration.decode(options.listTimeout ?? defaultListTimeout)
-    const callTimeout = Duration.decode(options.callTimeout ?? defaultCallTimeout)
+    const listTimeout = Duration.fromInputUnsafe(options.listTimeout ?? defaultListTimeout)
+    const callTimeout = Duration.fromInputUnsafe(options.callTimeout ?? defaultCallTimeout)
     const exchange = yield* makeExchange({
       requestPath: options.paths.clawIn,
       answerPath: options.paths.clawOut,
@@ -120,7 +121,7 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
             : `claw bridge discovery failed: ${error.message}`,
           cause: error
         })),
-      decodeOnce
+      (answer) => Effect.fromResult(decodeOnce(answer))
     )
 
     // Made once: a call's path builds no handler objects or generators of its own (issue 11).

@@ -3,8 +3,8 @@
  * bridge that gives up answers `{"error":"timeout"|"fatal"}`. Pure codec.
  */
 import * as Result from "effect/Result"
-import * as ParseResult from "effect/SchemaIssue"
 import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import {
   answersError,
   type MessagesRequest,
@@ -214,8 +214,28 @@ export const brainErrorFrame = (reason: "timeout" | "fatal", misconfigured?: Mis
     ? `{"error":"${reason}"}\n\n`
     : `${JSON.stringify({ error: reason, misconfigured: { problem: misconfigured.problem, setting: misconfigured.setting } })}\n\n`
 
-// Fields the schema does not know (temperature, tool_choice, …) travel on untouched.
-const decodeRequest = madeOnFirstCall(() => Schema.decodeUnknownResult(MessagesRequestSchema, { onExcessProperty: "preserve" }))
+const decodeRequest = madeOnFirstCall(() => Schema.decodeUnknownResult(MessagesRequestSchema))
+const formatIssue = madeOnFirstCall(() => SchemaIssue.makeFormatterDefault())
+
+/**
+ * The decoded value with the fields the schema does not know (temperature,
+ * tool_choice, …) put back, at every depth, so they travel on untouched: the
+ * unknown fields of an object first, in the input's order, then the known
+ * ones in the schema's order (Effect 3's `onExcessProperty: "preserve"`,
+ * which Effect 4's decoding has not: it drops them).
+ */
+const withExcess = (input: unknown, decoded: unknown): unknown => {
+  if (Array.isArray(decoded)) {
+    return Array.isArray(input) && input.length === decoded.length
+      ? decoded.map((element, index) => withExcess(input[index], element))
+      : decoded
+  }
+  if (!isJsonObject(decoded) || !isJsonObject(input) || input === decoded) return decoded
+  const out: Record<string, unknown> = {}
+  for (const key of Object.keys(input)) if (!Object.prototype.hasOwnProperty.call(decoded, key)) out[key] = input[key]
+  for (const key of Object.keys(decoded)) out[key] = withExcess(input[key], decoded[key])
+  return out
+}
 
 /** Reads a brain request frame as a bridge receives it. */
 export const decodeBrainRequest = (frame: string): Result.Result<MessagesRequest, MalformedMessage> => {
@@ -224,10 +244,11 @@ export const decodeBrainRequest = (frame: string): Result.Result<MessagesRequest
     catch: () => new MalformedMessage({ message: `brain request is not JSON: ${excerpt(frame)}` })
   })
   return Result.flatMap(parsed, (json) =>
-    Result.mapError(decodeRequest(json), (error) =>
-      new MalformedMessage({
-        message: `brain request is not a Messages API request: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
-      })))
+    Result.match(decodeRequest(json), {
+      onFailure: (error) =>
+        Result.fail(new MalformedMessage({ message: `brain request is not a Messages API request: ${formatIssue(error.issue)}` })),
+      onSuccess: (request) => Result.succeed(withExcess(json, request) as MessagesRequest)
+    }))
 }
 
 const optionalString = (value: unknown) => value === undefined || typeof value === "string"

@@ -10,11 +10,10 @@
  * watchdog is restarted only for a deadline earlier than its wake-up, and
  * stops once it wakes with no timer set.
  */
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as FiberId from "effect/FiberId"
-import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 
 export interface Deadline {
@@ -25,15 +24,15 @@ export interface Deadline {
 
 export const makeDeadline: Effect.Effect<Deadline, never, Scope.Scope> = Effect.gen(function*() {
   // The builder's runtime and Clock: a TestClock in tests drives the watchdog.
-  const fork = Runtime.runFork(yield* Effect.runtime<never>())
-  const clock = yield* Effect.clock
-  // Monotonic on the live Clock (a wall-clock jump moves no deadline).
-  const now = () => Number(clock.unsafeCurrentTimeNanos()) / 1e6
+  const fork = Effect.runForkWith(yield* Effect.context<never>())
+  const clock = yield* Clock.Clock
+  // Monotonic (a wall-clock jump moves no deadline); a TestClock moves it as it is adjusted.
+  const now = () => Number(clock.monotonicTimeNanosUnsafe()) / 1e6
 
   let timer: { readonly at: number; readonly onExpiry: () => void } | undefined
   /** When the watchdog wakes up; undefined while none sleeps. */
   let wakeAt: number | undefined
-  let watchdog: Fiber.RuntimeFiber<void> | undefined
+  let watchdog: Fiber.Fiber<void> | undefined
   // Interruption is delivered asynchronously: a watchdog that was replaced
   // may still wake up, and must then do nothing.
   let generation = 0
@@ -56,7 +55,7 @@ export const makeDeadline: Effect.Effect<Deadline, never, Scope.Scope> = Effect.
       return more === undefined ? Effect.void : watch(own, more)
     })
   const restart = (at: number) => {
-    watchdog?.unsafeInterruptAsFork(FiberId.none)
+    watchdog?.interruptUnsafe()
     generation += 1
     wakeAt = at
     watchdog = fork(watch(generation, Math.max(0, at - now())))

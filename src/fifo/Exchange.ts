@@ -16,7 +16,6 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
-import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { makeDeadline } from "./Deadline.js"
 import { type FrameTooLarge, makeBlockFramer } from "./Framing.js"
@@ -48,7 +47,7 @@ export type FarEndExits = (onExit: Effect.Effect<void>) => Effect.Effect<void, n
 export interface Exchange {
   readonly ask: (
     request: string,
-    timeout: Duration.DurationInput
+    timeout: Duration.Input
   ) => Effect.Effect<string, AskError>
 }
 
@@ -61,7 +60,7 @@ const isFarEndExited = (error: AskError) => error._tag === "FarEndExited"
  * request the restarted bridge may answer anew (a brain request, a tool
  * listing). A second exit fails with FarEndExited.
  */
-export const askOnceMore = (exchange: Exchange, request: string, timeout: Duration.DurationInput) =>
+export const askOnceMore = (exchange: Exchange, request: string, timeout: Duration.Input) =>
   Effect.catchIf(exchange.ask(request, timeout), isFarEndExited, () => exchange.ask(request, timeout))
 
 /** One `ask`, from the moment it is queued until it is resumed or abandoned. */
@@ -97,7 +96,7 @@ export const makeExchange = (options: {
 }): Effect.Effect<Exchange, FifoError, Scope.Scope> =>
   Effect.gen(function*() {
     // Warnings start from callbacks: with the builder's runtime, they see its logger.
-    const fork = Runtime.runFork(yield* Effect.runtime<never>())
+    const fork = Effect.runForkWith(yield* Effect.context<never>())
     const warn = (message: string) => void fork(Effect.logWarning(message))
     const where = options.answerPath
 
@@ -173,7 +172,7 @@ export const makeExchange = (options: {
       if (head !== undefined && head.state === "sent" && owed === 1) {
         // The answer to the request in flight (no older one is owed).
         owed = 0
-        head.resume(frame)
+        head.resume(Effect.fromResult(frame))
         return finish(head)
       }
       if (owed === 0) return warn(`discarded an answer on ${where} that no request was waiting for`)
@@ -230,7 +229,7 @@ export const makeExchange = (options: {
 
     const ask: Exchange["ask"] = (request, timeout) =>
       Effect.callback<string, AskError>((resume) => {
-        const job: Job = { request, timeout: Duration.decode(timeout), resume, state: "queued" }
+        const job: Job = { request, timeout: Duration.fromInputUnsafe(timeout), resume, state: "queued" }
         jobs.push(job)
         if (jobs.length === 1) start(job)
         // Interrupted: a request already sent keeps its answer owed (the count

@@ -75,9 +75,9 @@ export interface ExternalBridgeOptions {
   /** Delay before each restart; default exponential from 1 s, capped at 1 min. */
   readonly restartSchedule?: Schedule.Schedule<unknown, BridgeExit>
   /** A run at least this long resets the backoff; default 1 minute. */
-  readonly healthyAfter?: Duration.DurationInput
+  readonly healthyAfter?: Duration.Input
   /** Time between SIGTERM and SIGKILL on shutdown; default 5 seconds. */
-  readonly killGrace?: Duration.DurationInput
+  readonly killGrace?: Duration.Input
 }
 
 export interface ExternalBridge {
@@ -100,9 +100,10 @@ export interface ExternalBridge {
   readonly exits: (onExit: Effect.Effect<void>) => Effect.Effect<void, never, Scope.Scope>
 }
 
-export const defaultRestartSchedule: Schedule.Schedule<unknown, BridgeExit> = Schedule.exponential("1 second").pipe(
-  Schedule.union(Schedule.spaced("1 minute"))
-)
+export const defaultRestartSchedule: Schedule.Schedule<unknown, BridgeExit> = Schedule.min([
+  Schedule.exponential("1 second"),
+  Schedule.spaced("1 minute")
+])
 
 /** The child's environment, as described in the module comment. */
 export const bridgeEnv = (
@@ -153,7 +154,7 @@ export const make = (options: ExternalBridgeOptions): Effect.Effect<ExternalBrid
   Effect.gen(function*() {
     yield* checkExecutable(options.command)
     const env = bridgeEnv(options)
-    const killGrace = Duration.decode(options.killGrace ?? Duration.seconds(5))
+    const killGrace = Duration.fromInputUnsafe(options.killGrace ?? Duration.seconds(5))
     const healthyAfter = Duration.toMillis(options.healthyAfter ?? Duration.minutes(1))
     const starts = yield* Ref.make(0)
     const pid = yield* Ref.make(Option.none<number>())
@@ -213,7 +214,9 @@ export const make = (options: ExternalBridgeOptions): Effect.Effect<ExternalBrid
     )
 
     const supervise = Effect.gen(function*() {
-      const backoff = yield* Schedule.driver(options.restartSchedule ?? defaultRestartSchedule)
+      const schedule = options.restartSchedule ?? defaultRestartSchedule
+      // The schedule's step, which sleeps each delay; made afresh to start the backoff over.
+      let backoff = yield* Schedule.toStepWithSleep(schedule)
       while (true) {
         const startedAt = yield* Clock.currentTimeMillis
         const exit = yield* runOnce
@@ -221,9 +224,9 @@ export const make = (options: ExternalBridgeOptions): Effect.Effect<ExternalBrid
           yield* Effect.logInfo(`bridge ${options.name} finished`)
           return yield* Deferred.succeed(finished, exit)
         }
-        if ((yield* Clock.currentTimeMillis) - startedAt >= healthyAfter) yield* backoff.reset
+        if ((yield* Clock.currentTimeMillis) - startedAt >= healthyAfter) backoff = yield* Schedule.toStepWithSleep(schedule)
         yield* Effect.logWarning(`bridge ${options.name} ${describeExit(exit)}; restarting after backoff`)
-        const again = yield* backoff.next(exit).pipe(Effect.option)
+        const again = yield* backoff(exit).pipe(Effect.option)
         if (Option.isNone(again)) {
           yield* Effect.logError(`bridge ${options.name} keeps failing; restart schedule exhausted, giving up`)
           return yield* Deferred.succeed(finished, exit)

@@ -68,9 +68,9 @@ export const fifoEnvNames = {
  * `PLANCKCLAW_<PIPE>` overrides one, as an external bridge receives them.
  */
 export const fifoPathsConfig: Config.Config<FifoPaths> = Config.all({
-  runDir: Config.string(fifoEnvNames.runDir).pipe(Config.withDefault(defaultRunDir)),
+  runDir: Config.String(fifoEnvNames.runDir).pipe(Config.withDefault(defaultRunDir)),
   overrides: Config.all(
-    Object.fromEntries(fifoKeys.map((key) => [key, Config.option(Config.string(fifoEnvNames[key]))])) as {
+    Object.fromEntries(fifoKeys.map((key) => [key, Config.option(Config.String(fifoEnvNames[key]))])) as {
       [K in FifoKey]: Config.Config<Option.Option<string>>
     }
   )

@@ -209,7 +209,7 @@ export const makeBlockFramer = (maxBlockBytes: number): Framer => {
 export const framed = (makeFramer: () => Framer) => <E, R>(chunks: Stream.Stream<Uint8Array, E, R>): Stream.Stream<Frame, E, R> =>
   Stream.suspend(() => {
     const framer = makeFramer()
-    return Stream.mapConcat(chunks, framer.push)
+    return Stream.flattenIterable(Stream.map(chunks, framer.push))
   })
 
 /** Limits that keep a misbehaving peer from growing our buffers without bound. */

@@ -44,7 +44,7 @@ export const make: Effect.Effect<Handover> = Effect.all({
 })
 
 const reach = (counter: SubscriptionRef.SubscriptionRef<number>, target: number): Effect.Effect<void> =>
-  counter.changes.pipe(Stream.takeUntil((n) => n >= target), Stream.runDrain)
+  SubscriptionRef.changes(counter).pipe(Stream.takeUntil((n) => n >= target), Stream.runDrain)
 
 /** Completes once the bridge's input has ended and the agent has read every line it forwarded. */
 export const inputConsumed = (handover: Handover): Effect.Effect<void> =>

@@ -100,7 +100,7 @@ const destroySocket = (socket: net.Socket) =>
   })
 
 const openSocket = (file: string, direction: "read" | "write"): Effect.Effect<net.Socket, FifoError, Scope.Scope> =>
-  Effect.acquireRelease(Effect.suspend(() => fifoSocket(file, direction)), destroySocket)
+  Effect.acquireRelease(Effect.suspend(() => Effect.fromResult(fifoSocket(file, direction))), destroySocket)
 
 /**
  * Takes every byte `file` holds unread at this moment, without waiting, on a
@@ -135,11 +135,11 @@ export const takeUnread = (file: string): Result.Result<Uint8Array, FifoError> =
 export const openReader = (file: string): Effect.Effect<FifoReader, FifoError, Scope.Scope> =>
   Effect.map(openSocket(file, "read"), (socket) => ({
     path: file,
-    chunks: NodeStream.fromReadable<FifoError, Uint8Array>(
-      () => socket,
-      (cause) => new FifoError({ message: `reading ${file} failed: ${describeError(cause)}`, cause }),
-      { closeOnDone: false }
-    ).pipe(
+    chunks: NodeStream.fromReadable<Uint8Array, FifoError>({
+      evaluate: () => socket,
+      onError: (cause) => new FifoError({ message: `reading ${file} failed: ${describeError(cause)}`, cause }),
+      closeOnDone: false
+    }).pipe(
       // We hold a write end too, so the stream only stops when the socket broke.
       // Made only then: an error captures a stack trace, which a start can spare.
       Stream.concat(Stream.failSync(() => new FifoError({ message: `FIFO ${file} closed unexpectedly` })))

@@ -129,7 +129,7 @@ export const serveInteract = (
     )
     const handover = options.handover
     const forwardMessages = handover === undefined
-      ? Effect.flatMap(inputEnded, (total) => delivered.changes.pipe(Stream.takeUntil((n) => n >= total), Stream.runDrain))
+      ? Effect.flatMap(inputEnded, (total) => SubscriptionRef.changes(delivered).pipe(Stream.takeUntil((n) => n >= total), Stream.runDrain))
       : Effect.flatMap(inputEnded, (total) => Deferred.succeed(handover.forwarded, total)).pipe(
         Effect.andThen(Effect.never)
       )

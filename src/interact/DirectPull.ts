@@ -5,25 +5,25 @@
  * machinery on every message, which costs more than the rest of the
  * message's way to the agent.
  */
-import type * as Chunk from "effect/Chunk"
-import type * as Effect from "effect/Effect"
-import type * as Option from "effect/Option"
+import type * as Arr from "effect/Array"
+import type * as Pull from "effect/Pull"
 import type * as Stream from "effect/Stream"
 import type { InboundMessage } from "../Interact.js"
 
-type Pull<E> = Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<E>>
+/** What `Stream.toPull` gives: the next messages, or a failure with `Cause.Done` at the end. */
+export type MessagePull<E> = Pull.Pull<Arr.NonEmptyReadonlyArray<InboundMessage>, E>
 
-const pulls = new WeakMap<Stream.Stream<InboundMessage, unknown>, Pull<unknown>>()
+const pulls = new WeakMap<Stream.Stream<InboundMessage, unknown>, MessagePull<unknown>>()
 
 /**
- * Records that `messages` is `Stream.repeatEffectChunkOption(pull)`: one
- * pull gives what the stream's next pull would (the same chunk, the same
- * end with None, the same failure with Some).
+ * Records that `messages` is `Stream.fromPull(Effect.succeed(pull))`: one
+ * pull gives what the stream's next pull would (the same messages, the same
+ * end with `Cause.Done`, the same failure), as one from `Stream.toPull` does.
  */
-export const register = <E>(messages: Stream.Stream<InboundMessage, E>, pull: Pull<E>): void => {
-  pulls.set(messages, pull as Pull<unknown>)
+export const register = <E>(messages: Stream.Stream<InboundMessage, E>, pull: MessagePull<E>): void => {
+  pulls.set(messages, pull as MessagePull<unknown>)
 }
 
 /** The pull registered for `messages`, or undefined for any other stream. */
-export const directPull = <E>(messages: Stream.Stream<InboundMessage, E>): Pull<E> | undefined =>
-  pulls.get(messages) as Pull<E> | undefined
+export const directPull = <E>(messages: Stream.Stream<InboundMessage, E>): MessagePull<E> | undefined =>
+  pulls.get(messages) as MessagePull<E> | undefined

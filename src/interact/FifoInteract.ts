@@ -10,13 +10,12 @@
  * one, and the next writer's line must not be glued to it (it could name
  * another channel, whose words would go to the first).
  */
-import * as Chunk from "effect/Chunk"
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -135,13 +134,13 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     let refusing = 0
 
     /** What a take gets now: the next line, the end of input, or the break; undefined: it waits. */
-    const takeNow = (): Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<InteractError>> | undefined => {
+    const takeNow = (): DirectPull.MessagePull<InteractError> | undefined => {
       if (refusing > 0) return undefined
       if (inbox.length > 0) {
         const next = inbox.shift()
-        return next === undefined ? Effect.fail(Option.none()) : Effect.succeed(Chunk.of(next))
+        return next === undefined ? Cause.done() : Effect.succeed([next])
       }
-      return broken === undefined ? undefined : Effect.fail(Option.some(broken))
+      return broken === undefined ? undefined : Effect.fail(broken)
     }
     const openValve = () => {
       if (paused && started && inbox.length < inboxLimit) {
@@ -231,13 +230,13 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     }
 
     // One message per pull: a consumer that stops after n messages takes exactly n.
-    const take: Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<InteractError>> = Effect.suspend(() => {
+    const take: DirectPull.MessagePull<InteractError> = Effect.suspend(() => {
       started = true
       const now = takeNow()
       openValve()
       return now ?? takers.wait(take)
     })
-    const messages: InteractService["messages"] = Stream.repeatEffectChunkOption(take)
+    const messages: InteractService["messages"] = Stream.fromPull(Effect.succeed(take))
     // Intake pulls `take` itself, without the stream's machinery per message.
     DirectPull.register(messages, take)
 

@@ -2,10 +2,10 @@
  * An in-memory Interact for tests and for embedding: the host offers
  * messages and takes replies from a queue.
  */
-import * as Chunk from "effect/Chunk"
+import type * as Arr from "effect/Array"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { type InboundMessage, Interact, type InteractService, type OutboundMessage } from "../Interact.js"
@@ -24,11 +24,10 @@ export interface InMemoryInteract {
 
 /** What `end` puts in line: the stream that takes it ends there. */
 const END = Symbol("end")
-type Item = Chunk.Chunk<InboundMessage> | typeof END
+type Item = Arr.NonEmptyReadonlyArray<InboundMessage> | typeof END
 
-const endOfStream: Effect.Effect<never, Option.Option<never>> = Effect.fail(Option.none())
-const deliver = (item: Item): Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<never>> =>
-  item === END ? endOfStream : Effect.succeed(item)
+const endOfStream: Effect.Effect<never, Cause.Done> = Cause.done()
+const deliver = (item: Item): DirectPull.MessagePull<never> => item === END ? endOfStream : Effect.succeed(item)
 
 export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
   // Messages waiting for a taker, and takers waiting for a message: a plain
@@ -43,13 +42,13 @@ export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
       takers.wakeAll()
     })
   // One message per pull: a consumer that stops early must not take buffered messages with it.
-  const take: Effect.Effect<Chunk.Chunk<InboundMessage>, Option.Option<never>> = Effect.suspend(() => {
+  const take: DirectPull.MessagePull<never> = Effect.suspend(() => {
     const first = waiting.shift()
     if (first !== undefined) return deliver(first)
     return takers.wait(take)
   })
   const replies = yield* Queue.unbounded<OutboundMessage>()
-  const messages = Stream.repeatEffectChunkOption(take)
+  const messages = Stream.fromPull(Effect.succeed(take))
   DirectPull.register(messages, take)
   const service: InteractService = {
     messages,
@@ -57,7 +56,7 @@ export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
   }
   return {
     service,
-    offer: (message) => put(Chunk.of(message)),
+    offer: (message) => put([message]),
     end: put(END),
     replies
   }

@@ -35,7 +35,7 @@ export const make = (draw: (text: string) => void): Effect.Effect<Spinner, never
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     let outstanding = 0
-    let fiber: Fiber.RuntimeFiber<unknown> | undefined
+    let fiber: Fiber.Fiber<unknown> | undefined
     let shown = false
 
     const spin = Effect.gen(function*() {

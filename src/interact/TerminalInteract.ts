@@ -9,13 +9,15 @@
  * slash command is the agent's (Commands.ts).
  */
 import * as readline from "node:readline"
+import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import { identity } from "effect/Function"
+import * as Latch from "effect/Latch"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 import * as Commands from "../Commands.js"
 import { Interact, InteractError, type InteractService, isBlank } from "../Interact.js"
@@ -105,15 +107,15 @@ export const make = (streams: TerminalStreams) =>
     // can be read before anyone pulls the stream, and must not be lost.
     const queue = yield* Queue.unbounded<Received>()
     // Opened by every arrival: waiting on it, unlike on a take, can be cut short without losing a line.
-    const arrived = yield* Effect.makeLatch(false)
+    const arrived = yield* Latch.make(false)
     let waitingBytes = 0
     const offer = (received: Received) => {
       if (received._tag === "Line") {
         waitingBytes += received.bytes
         if (waitingBytes > MAX_WAITING_BYTES) streams.input.pause()
       }
-      Queue.unsafeOffer(queue, received)
-      arrived.unsafeOpen()
+      Queue.offerUnsafe(queue, received)
+      arrived.openUnsafe()
     }
     const taken = (received: Received) =>
       Effect.sync(() => {
@@ -151,7 +153,7 @@ export const make = (streams: TerminalStreams) =>
     /** The next line if one arrives within `window`; nothing is taken when none does. */
     const nextWithin = (window: Duration.Duration): Effect.Effect<Option.Option<Received>> =>
       held !== undefined ? Effect.map(next, Option.some) : Effect.gen(function*() {
-        arrived.unsafeClose()
+        arrived.closeUnsafe()
         let polled = yield* Queue.poll(queue)
         if (Option.isNone(polled)) {
           yield* Effect.timeoutOption(arrived.await, window)
@@ -193,14 +195,14 @@ export const make = (streams: TerminalStreams) =>
       return write(streams.output, "Nothing was forgotten.\n").pipe(Effect.ignore, Effect.andThen(prompt), Effect.as(Option.none()))
     }
 
-    // None: the stream ends (end of input, or /quit).
-    const pull: Effect.Effect<Option.Option<string>, Option.Option<InteractError>> = Effect.gen(function*() {
+    // None: nothing to send for this line. Cause.Done: the stream ends (end of input, or /quit).
+    const pull: Effect.Effect<Option.Option<string>, InteractError | Cause.Done> = Effect.gen(function*() {
       const received = yield* next
       switch (received._tag) {
         case "End":
-          return yield* Effect.fail(Option.none())
+          return yield* Cause.done()
         case "Failed":
-          return yield* Effect.fail(Option.some(received.error))
+          return yield* Effect.fail(received.error)
         case "Oversized":
           yield* Effect.logWarning(
             `input line ${received.lineNumber} is ${received.bytes} bytes, over the ${MAX_LINE_BYTES}-byte ` +
@@ -209,7 +211,7 @@ export const make = (streams: TerminalStreams) =>
           return Option.none()
         case "Line": {
           const gathered = streams.interactive ? yield* gather(received.text) : received.text
-          if (isQuit(gathered)) return yield* Effect.fail(Option.none())
+          if (isQuit(gathered)) return yield* Cause.done()
           const answered = confirmingForget ? yield* answerForget(gathered) : Option.some(gathered)
           if (Option.isNone(answered)) return Option.none()
           const text = answered.value
@@ -224,8 +226,8 @@ export const make = (streams: TerminalStreams) =>
       }
     })
 
-    const messages = Stream.repeatEffectOption(pull).pipe(
-      Stream.filterMap(identity),
+    const messages = Stream.fromEffectRepeat(pull).pipe(
+      Stream.filterMap((text: Option.Option<string>) => Option.isSome(text) ? Result.succeed(text.value) : Result.failVoid),
       Stream.map((text) => ({ channel: CHANNEL, text }))
     )
 

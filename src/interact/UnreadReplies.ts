@@ -10,7 +10,6 @@
 import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
-import * as Runtime from "effect/Runtime"
 import { type FifoWriter, takeUnread } from "../fifo/PipeEnd.js"
 import * as SafeFile from "../memory/SafeFile.js"
 
@@ -28,11 +27,11 @@ export const resend = (file: string, writer: FifoWriter): Effect.Effect<void> =>
     if (Result.isFailure(kept)) return Effect.logWarning(`cannot read the replies kept from the last run: ${kept.failure.message}`)
     const text = kept.success ?? ""
     if (text === "") return Effect.sync(() => SafeFile.removeLeftover(file))
-    return Effect.flatMap(Effect.runtime<never>(), (runtime) =>
+    return Effect.flatMap(Effect.context<never>(), (context) =>
       Effect.sync(() =>
         writer.send(text, (error) => {
           if (error === undefined) SafeFile.removeLeftover(file)
-          else Runtime.runFork(runtime)(Effect.logWarning(`cannot send the replies kept in ${file}: ${error.message}`))
+          else Effect.runForkWith(context)(Effect.logWarning(`cannot send the replies kept in ${file}: ${error.message}`))
         })
       )).pipe(
         Effect.andThen(Effect.logInfo(`sending ${text.split("\n").length - 1} reply line(s) the last run left unread in ${writer.path}`))
