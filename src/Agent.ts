@@ -68,7 +68,7 @@ export const make = Effect.gen(function*() {
   // wait ends it too. The commit itself is never cut (uninterruptible), and
   // a kill at any instant loses nothing either way.
   yield* Effect.addFinalizer((exit) =>
-    Exit.isInterrupted(exit)
+    Exit.hasInterrupts(exit)
       ? compactor.stop
       : Effect.interruptible(compactor.settled).pipe(Effect.onInterrupt(() => compactor.stop))
   )
@@ -168,7 +168,7 @@ export const make = Effect.gen(function*() {
 
   /** Stores, oldest first, what earlier turns could not (a full disk); false while some still wait. */
   const storeBacklog = Effect.flatMap(inbox.backlog, (waiting) =>
-    waiting.length === 0 ? Effect.succeed(true) : Effect.reduce(waiting, true, (clear, exchange) =>
+    waiting.length === 0 ? Effect.succeed(true) : Effect.reduce(waiting, () => true, (clear: boolean, exchange) =>
       clear ? store(exchange, Option.match(exchange.reply, { onNone: () => "", onSome: (reply) => reply.text })) : Effect.succeed(false)))
 
   // The user gets the answer they were given either way; an exchange not
@@ -201,7 +201,7 @@ export const make = Effect.gen(function*() {
 
   // Composed step by step, not with Effect.gen, for the same reason as Turn.runWith.
   const handle = (pending: Pending, interact: InteractService): Effect.Effect<void> =>
-    compactor.turn(Effect.withFiberRuntime<void>((fiber) =>
+    compactor.turn(Effect.withFiber<void>((fiber) =>
       Tracing.span(
         decide(pending, (outcome) => finish(pending, outcome, interact), () => inbox.delivered(pending)),
         Tracing.recording(fiber),

@@ -1,37 +1,40 @@
 /**
- * `Effect.catch`, `catchAll` followed by `catchAllDefect`, and
- * `Effect.mapError`, as one `catchAllCause` each: the same handling, fewer
- * steps of the run loop on the way through. `catchAll` and `mapError` push a
- * handler for both outcomes and, on success, make and run one more effect to
- * pass the value on; a failure handler alone costs one push, popped unseen on
- * success. On the path of every turn (issue 11). And `Effect.ensuring` of a
- * synchronous release, for a region that is already uninterruptible.
+ * `Effect.catch`, `catch` followed by `catchDefect`, and `Effect.mapError`,
+ * as one `catchCause` each: the same handling, fewer steps of the run loop
+ * on the way through. Written for Effect 3, whose `catchAll` and `mapError`
+ * pushed a handler for both outcomes and, on success, made and ran one more
+ * effect to pass the value on; a failure handler alone costs one push,
+ * popped unseen on success. On the path of every turn (issue 11). Effect 4's
+ * `catch` and `mapError` are one `catchCause` themselves; the pair still
+ * saves a step. And `Effect.ensuring` of a synchronous release, for a region
+ * that is already uninterruptible.
  */
 import * as Cause from "effect/Cause"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
-import * as Option from "effect/Option"
 
-/** Every failure made a defect, as `catchAll` passes on a cause that holds defects. */
+/**
+ * Every failure made a defect, as `Effect.catch` passes on a cause that holds
+ * defects (a `Done` stays a failure, as there, so a pull still completes).
+ * The cause's error type is gone once its failures are defects; a `Done`
+ * kept is the runtime's signal, never one of ours.
+ */
 const electFailures = <E>(cause: Cause.Cause<E>): Cause.Cause<never> =>
-  Cause.match(cause, {
-    onEmpty: Cause.empty,
-    onFail: (error) => Cause.die(error),
-    onDie: (defect) => Cause.die(defect),
-    onInterrupt: (fiberId) => Cause.interrupt(fiberId),
-    onSequential: (left, right) => Cause.sequential(left, right),
-    onParallel: (left, right) => Cause.parallel(left, right)
-  })
+  Cause.hasFails(cause)
+    ? Cause.fromReasons(cause.reasons.map((reason) =>
+      Cause.isFailReason(reason) && !Cause.isDone(reason.error)
+        ? Cause.makeDieReason(reason.error).annotate(Cause.reasonAnnotations(reason))
+        : reason
+    )) as Cause.Cause<never>
+    : cause as Cause.Cause<never>
 
-/** What `catchAll` does with a cause: the handler for its first failure unless it holds a defect; else the cause. */
+/** What `Effect.catch` does with a cause: the handler for its first failure unless it holds a defect; else the cause. */
 const onCause = <E, B, E2, R2>(
   cause: Cause.Cause<E>,
   onFailure: (error: E) => Effect.Effect<B, E2, R2>
 ): Effect.Effect<B, E2, R2> => {
-  if (Cause.defects(cause).length > 0) return Effect.failCause(electFailures(cause))
-  const failures = Cause.failures(cause)
-  return Chunk.isNonEmpty(failures) ? onFailure(Chunk.headNonEmpty(failures)) : Effect.failCause(cause as Cause.Cause<never>)
+  if (Cause.hasDies(cause)) return Effect.failCause(electFailures(cause))
+  const failure = cause.reasons.find(Cause.isFailReason)
+  return failure !== undefined ? onFailure(failure.error) : Effect.failCause(cause as Cause.Cause<never>)
 }
 
 /** `Effect.catch(self, onFailure)`, in one step on success instead of two. */
@@ -51,18 +54,15 @@ export const catchFailureOrDefect = <A, E, R, B, R2, C, R3>(
   onDefect: (defect: unknown) => Effect.Effect<C, never, R3>
 ): Effect.Effect<A | B | C, never, R | R2 | R3> => {
   const defectOf = (cause: Cause.Cause<never>): Effect.Effect<C, never, R3> => {
-    const die = Cause.find(cause, (part) => Cause.isDieType(part) ? Option.some(part.defect) : Option.none())
-    return Option.isSome(die) ? onDefect(die.value) : Effect.failCause(cause)
+    const die = cause.reasons.find(Cause.isDieReason)
+    return die !== undefined ? onDefect(die.defect) : Effect.failCause(cause)
   }
   return Effect.catchCause(self, (cause) => Effect.catchCause(onCause(cause, onFailure), defectOf))
 }
 
 /** `Effect.mapError(self, f)`, in one step on success instead of two. */
 export const mapFailure = <A, E, R, E2>(self: Effect.Effect<A, E, R>, f: (error: E) => E2): Effect.Effect<A, E2, R> =>
-  Effect.catchCause(self, (cause) => {
-    const failure = Cause.failureOrCause(cause)
-    return Result.isFailure(failure) ? Effect.failSync(() => f(failure.failure)) : Effect.failCause(failure.success)
-  })
+  Effect.catchCause(self, (cause) => Effect.failCause(Cause.map(cause, f)))
 
 /**
  * Runs `release` once `self` ends, however it ends, then gives its outcome:

@@ -10,7 +10,6 @@
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { Agent } from "./AgentService.js"
@@ -23,8 +22,7 @@ import { APOLOGY } from "./Turn.js"
 import * as Wakeups from "./Wakeups.js"
 
 /** Restarts of a bridge's message stream after a defect: quick at first, then every 30 s at most. */
-const intakeRestarts = Schedule.exponential("100 millis").pipe(
-  Schedule.union(Schedule.spaced("30 seconds")),
+const intakeRestarts = Schedule.min([Schedule.exponential("100 millis"), Schedule.spaced("30 seconds")]).pipe(
   Schedule.jittered
 )
 
@@ -60,7 +58,7 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
     // The adapter's own pull when it registered one (FIFO, in memory): no stream on the way.
     const pull = DirectPull.directPull(interact.messages) ?? (yield* Stream.toPull(interact.messages))
     // Made once, not per message: undefined at the end of input.
-    const nextChunk = catchFailure(pull, (end) => Option.isNone(end) ? Effect.succeed(undefined) : Effect.fail(end.value))
+    const nextChunk = catchFailure(pull, (end) => Cause.isDone(end) ? Effect.succeed(undefined) : Effect.fail(end))
     while (true) {
       const chunk = yield* nextChunk
       if (chunk === undefined) return

@@ -6,19 +6,14 @@
  * made only when the fiber has another tracer (OpenTelemetry, a test's
  * recorder) and tracing is on; never with a stack trace.
  */
-import * as Context from "effect/Context"
-import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
-import * as FiberRef from "effect/References"
+import * as References from "effect/References"
 import * as Tracer from "effect/Tracer"
 
-const builtIn = Context.get(DefaultServices.liveServices, Tracer.Tracer)
-
 /** Whether spans made on `fiber` reach a tracer someone installed. */
-export const recording = (fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean =>
-  fiber.getFiberRef(FiberRef.currentTracerEnabled) &&
-  Context.get(fiber.getFiberRef(DefaultServices.currentServices), Tracer.Tracer) !== builtIn
+export const recording = (fiber: Fiber.Fiber<unknown, unknown>): boolean =>
+  fiber.getRef(References.TracerEnabled) && fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
 
 /**
  * `self` in a span named `name` when `recording` (see above), without a
@@ -37,4 +32,4 @@ export const span = <A, E, R>(
 /** `span`, deciding per run whether anyone records it: for an effect built before its fiber is known. */
 export const withSpan = (name: string, attributes?: Record<string, unknown>) =>
 <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withFiberRuntime<A, E, R>((fiber) => span(self, recording(fiber), name, attributes))
+  Effect.withFiber<A, E, R>((fiber) => span(self, recording(fiber), name, attributes))

@@ -157,7 +157,7 @@ const stoppedAfter = (rounds: number): TurnOutcome => ({
  * object saved counts on it (issue 11).
  */
 export const runWith = (ports: TurnPorts, { config, snapshot, text }: TurnInput): Effect.Effect<TurnOutcome> =>
-  Effect.withFiberRuntime<TurnOutcome>((fiber) => {
+  Effect.withFiber<TurnOutcome>((fiber) => {
     const recording = Tracing.recording(fiber)
     const cache = config.promptCache === true
     const ask = (tools: ReadonlyArray<ToolDefinition>): Effect.Effect<TurnOutcome, BrainError> => {

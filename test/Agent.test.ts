@@ -261,9 +261,9 @@ describe("Intake", () => {
       const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true)
       const stdout = vi.spyOn(console, "log")
       yield* Effect.addFinalizer(() => Effect.sync(() => (stderr.mockRestore(), stdout.mockRestore())))
-      // @effect/vitest removes Effect's default logger (the one that writes to stdout); a host has it.
+      // Effect's default logger (the one that writes to stdout), as a host has it.
       const h = yield* harness({ settings: { PLANCKCLAW_MAX_MESSAGE_BYTES: "10" }, script: [] }).pipe(
-        Effect.provide(Logger.add(Logger.defaultLogger))
+        Effect.provide(Logger.layer([Logger.defaultLogger], { mergeWithExisting: true }))
       )
       yield* h.say("x".repeat(11))
       const written = stderr.mock.calls.map(([chunk]) => String(chunk)).join("")

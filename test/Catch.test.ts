@@ -4,24 +4,24 @@
  * called with the same value.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, FiberId } from "effect"
+import { Cause, Effect, Exit } from "effect"
 import { catchFailure, catchFailureOrDefect, mapFailure } from "../src/Catch.js"
 
 class Boom {
   constructor(readonly name: string) {}
 }
 
-const fiber = FiberId.make(1, 0)
+const fiber = 1
 const causes: ReadonlyArray<[string, Cause.Cause<string>]> = [
   ["a failure", Cause.fail("f1")],
   ["a defect", Cause.die(new Boom("d1"))],
   ["an interruption", Cause.interrupt(fiber)],
   ["nothing", Cause.empty],
-  ["two failures in sequence", Cause.sequential(Cause.fail("f1"), Cause.fail("f2"))],
-  ["a failure then a defect", Cause.sequential(Cause.fail("f1"), Cause.die(new Boom("d1")))],
-  ["a defect then a failure", Cause.sequential(Cause.die(new Boom("d1")), Cause.fail("f1"))],
-  ["a failure beside an interruption", Cause.parallel(Cause.fail("f1"), Cause.interrupt(fiber))],
-  ["a defect beside an interruption", Cause.parallel(Cause.interrupt(fiber), Cause.die(new Boom("d2")))]
+  ["two failures in sequence", Cause.combine(Cause.fail("f1"), Cause.fail("f2"))],
+  ["a failure then a defect", Cause.combine(Cause.fail("f1"), Cause.die(new Boom("d1")))],
+  ["a defect then a failure", Cause.combine(Cause.die(new Boom("d1")), Cause.fail("f1"))],
+  ["a failure beside an interruption", Cause.combine(Cause.fail("f1"), Cause.interrupt(fiber))],
+  ["a defect beside an interruption", Cause.combine(Cause.interrupt(fiber), Cause.die(new Boom("d2")))]
 ]
 const outcomes: ReadonlyArray<[string, Effect.Effect<number, string>]> = [
   ["a success", Effect.succeed(1)],

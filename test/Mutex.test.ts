@@ -5,7 +5,7 @@
  * waiter woken then interrupted before it ran taking nothing.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Option } from "effect"
+import { Deferred, Effect, Exit, Fiber, Semaphore } from "effect"
 import * as Mutex from "../src/Mutex.js"
 
 interface Lock {
@@ -14,18 +14,18 @@ interface Lock {
 
 const kinds: ReadonlyArray<[string, Effect.Effect<Lock>]> = [
   ["Mutex", Effect.sync(Mutex.make)],
-  ["effect's Semaphore (the reference)", Effect.makeSemaphore(1)]
+  ["effect's Semaphore (the reference)", Semaphore.make(1)]
 ]
 
 /** Lets every fiber that can run do so. */
-const settle = Effect.forEach(Array.from({ length: 20 }), () => Effect.yieldNow(), { discard: true })
+const settle = Effect.forEach(Array.from({ length: 20 }), () => Effect.yieldNow, { discard: true })
 
 /** Whether a section started now gets the lock: it must have run once the others have settled. */
 const free = (lock: Lock) =>
   Effect.gen(function*() {
     const probe = yield* Effect.forkChild(lock.withPermits(1)(Effect.void))
     yield* settle
-    const done = Option.isSome(yield* Fiber.poll(probe))
+    const done = probe.pollUnsafe() !== undefined
     yield* Fiber.interrupt(probe)
     return done
   })
@@ -99,7 +99,7 @@ describe("Mutex", () => {
         // In one step: the holder is let go (waking the waiter) and the waiter is interrupted.
         yield* Effect.sync(() => {
           Deferred.doneUnsafe(gate, Exit.void)
-          waiter.unsafeInterruptAsFork(waiter.id())
+          waiter.interruptUnsafe(waiter.id)
         })
         yield* Fiber.join(holder)
         yield* Fiber.await(waiter)

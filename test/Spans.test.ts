@@ -17,8 +17,8 @@ const spanRecorder = Effect.gen(function*() {
   const base = yield* Effect.tracer
   const spans: Array<Tracer.Span> = []
   const tracer = EffectTracer.make({
-    span: (name, parent, context, links, startTime, kind, options) => {
-      const span = base.span(name, parent, context, links, startTime, kind, options)
+    span: (options) => {
+      const span = base.span(options)
       spans.push(span)
       return span
     },

@@ -73,7 +73,7 @@ describe("Turn.run", () => {
       const logged: Array<string> = []
       const logger = Logger.make(({ message }) => void logged.push(String(message)))
       const detail = "gave up after 5 attempts: HTTP 429: rate_limit_error: slow down"
-      yield* turn([new BrainError({ reason: "timeout", detail })]).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      yield* turn([new BrainError({ reason: "timeout", detail })]).pipe(Effect.provide(Logger.layer([logger])))
       expect(logged).toEqual([`brain gave up for now: ${detail}`])
     }))
 

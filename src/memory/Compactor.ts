@@ -5,7 +5,6 @@
  * stay strings from the file to the request: a million-line backlog is
  * folded in a small heap.
  */
-import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -144,7 +143,7 @@ export const make = Effect.gen(function*() {
       }
       const whole = yield* folds.readLinesToFold(plan.value)
       yield* Option.isSome(whole) ? foldFrom(whole.value, 0) : folds.linesToFold(plan.value).pipe(
-        Stream.runForEachChunk((lines) => foldFrom(Chunk.toReadonlyArray(lines), 0))
+        Stream.runForEachArray((lines) => foldFrom(lines, 0))
       )
       yield* flush
       if (requests === 0 && fold.skipped === 0) return Option.none()
@@ -168,7 +167,7 @@ export const make = Effect.gen(function*() {
       yield* gate.step
       return Option.some(report)
     })).pipe(
-      Effect.withSpan("Compactor.compact", { attributes: { force }, captureStackTrace: false }),
+      Effect.withSpan("Compactor.compact", { attributes: { force } }, { captureStackTrace: false }),
       // A host embedding the agent keeps its stdout for its own output.
       Logging.toStderr
     )
@@ -184,7 +183,7 @@ export const make = Effect.gen(function*() {
   // The background compaction in flight. Daemon fibers, ended by their owner's
   // scope (Agent.make: awaited when it closes normally, interrupted on shutdown),
   // not by the fiber that happened to start them.
-  let inFlight: Fiber.RuntimeFiber<void> | undefined
+  let inFlight: Fiber.Fiber<void> | undefined
   const logged = (effect: Effect.Effect<unknown, CompactionError>) =>
     effect.pipe(
       Effect.catch((error) =>

@@ -134,11 +134,11 @@ export const tryTakeSync = (path: string, options?: TakeOptions): Result.Result<
 }
 
 const tryTake = (path: string, options?: TakeOptions): Effect.Effect<void, LockHeld | LockFailed> =>
-  Effect.asVoid(Effect.flatMap(Clock.currentTimeMillis, (now) => tryTakeSync(path, { ...options, now })))
+  Effect.asVoid(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.fromResult(tryTakeSync(path, { ...options, now }))))
 
 /** A lock naming no pid yet: asked again until it is old enough to be a killed creator's, then taken over. */
 const beingWritten = (error: LockHeld | LockFailed) => error._tag === "LockHeld" && Number.isNaN(error.ownerPid)
-const untilWritten = Schedule.spaced(Duration.millis(50)).pipe(Schedule.upTo(Duration.millis(BEING_WRITTEN_MS + 200)))
+const untilWritten = Schedule.spaced(Duration.millis(50)).pipe(Schedule.upTo({ duration: Duration.millis(BEING_WRITTEN_MS + 200) }))
 
 /**
  * Releases a lock this process holds. Synchronous. The owner is read back
@@ -168,12 +168,12 @@ export const hold = (path: string, options?: TakeOptions): Effect.Effect<void, L
  */
 export const holdWaiting = (
   path: string,
-  patience: Duration.DurationInput = Duration.seconds(30)
+  patience: Duration.Input = Duration.seconds(30)
 ): Effect.Effect<void, LockHeld | LockFailed, Scope.Scope> =>
   Effect.acquireRelease(
     tryTake(path).pipe(
       Effect.retry({
-        schedule: Schedule.spaced(Duration.millis(5)).pipe(Schedule.upTo(patience)),
+        schedule: Schedule.spaced(Duration.millis(5)).pipe(Schedule.upTo({ duration: patience })),
         while: (error) => error._tag === "LockHeld"
       })
     ),

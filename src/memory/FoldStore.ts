@@ -103,10 +103,12 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
         )
       )
     ).pipe(
-      Effect.flatMap(Option.match({
-        onNone: () => Effect.fail(new CompactionBusy({ ownerPid: process.pid })),
-        onSome: Effect.succeed
-      }))
+      Effect.flatMap((ran) =>
+        Option.match(ran, {
+          onNone: () => Effect.fail(new CompactionBusy({ ownerPid: process.pid })),
+          onSome: (value) => Effect.succeed(value)
+        })
+      )
     )
 
   const planFold = (keep: number) =>

@@ -4,7 +4,6 @@
  */
 import * as fs from "node:fs"
 import { StringDecoder } from "node:string_decoder"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
@@ -180,18 +179,19 @@ export const extendCount = (fd: number, count: LineCount, size: number): LineCou
  * large backlog without holding it in memory.
  */
 export const streamLines = (path: string, end: number): Stream.Stream<string, Error> =>
-  Stream.acquireRelease(
-    // Never through a link planted in place of history.jsonl.
-    Effect.try({ try: () => fs.openSync(path, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW), catch: (e) => e as Error }),
-    (fd) => Effect.sync(() => fs.closeSync(fd))
-  ).pipe(
-    Stream.flatMap((fd) => {
+  Stream.unwrap(Effect.map(
+    // Open for the stream's life (its scope), never through a link planted in place of history.jsonl.
+    Effect.acquireRelease(
+      Effect.try({ try: () => fs.openSync(path, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW), catch: (e) => e as Error }),
+      (fd) => Effect.sync(() => fs.closeSync(fd))
+    ),
+    (fd) => {
       // Small blocks keep each block's strings short-lived: a million-line
       // fold then stays within a small heap instead of piling up garbage.
       const buffer = Buffer.allocUnsafe(128 * 1024)
       // Keeps a multi-byte character split across two blocks whole.
       const decoder = new StringDecoder("utf8")
-      return Stream.paginateChunkEffect({ position: 0, carry: "" }, (state) =>
+      return Stream.paginate({ position: 0, carry: "" }, (state: { readonly position: number; readonly carry: string }) =>
         Effect.try({
           try: () => {
             const length = Math.min(buffer.length, end - state.position)
@@ -199,7 +199,7 @@ export const streamLines = (path: string, end: number): Stream.Stream<string, Er
             if (n === 0) {
               const rest = state.carry + decoder.end()
               const last = rest.length > 0 ? [rest] : []
-              return [Chunk.unsafeFromArray(last), Option.none()] as const
+              return [last, Option.none()] as const
             }
             const text = state.carry + decoder.write(buffer.subarray(0, n))
             const cut = text.lastIndexOf("\n")
@@ -209,9 +209,9 @@ export const streamLines = (path: string, end: number): Stream.Stream<string, Er
             // A giant line is not an exchange: keep only its head, enough to be
             // reported as undecodable, instead of growing without bound.
             if (carry.length > MAX_LINE_BYTES) carry = carry.slice(0, 1024)
-            return [Chunk.unsafeFromArray(lines), Option.some({ position: state.position + n, carry })] as const
+            return [lines, Option.some({ position: state.position + n, carry })] as const
           },
           catch: (e) => e as Error
         }))
-    })
-  )
+    }
+  ))

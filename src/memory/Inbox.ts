@@ -43,7 +43,7 @@ const decodeRecord = madeOnFirstCall(() => {
       channel: Schema.String,
       text: Schema.String
     }), Schema.Struct({ answered: Schema.Number, reply: Schema.String, stored: Schema.Boolean }), Schema.Struct({ unstored: Schema.Number }), Schema.Struct({ stored: Schema.Number }), Schema.Struct({ delivered: Schema.Number })])
-  return Schema.decodeUnknownOption(Schema.parseJson(Record))
+  return Schema.decodeUnknownOption(Schema.fromJsonString(Record))
 })
 
 /** A message to accept: from a bridge, or from the HTTP service with the caller's Idempotency-Key. */

@@ -13,6 +13,7 @@ import * as Result from "effect/Result"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import * as Mutex from "../Mutex.js"
 import * as CommitMirror from "./CommitMirror.js"
 import { fsEffect, MemoryError } from "./MemoryFiles.js"
@@ -40,11 +41,11 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
     // turns before touching them.
     // Taken on every append: a Mutex, effect's Semaphore costing several times more per section.
     const writeMutex = Mutex.make()
-    const compactionMutex = yield* Effect.makeSemaphore(1)
+    const compactionMutex = yield* Semaphore.make(1)
     // Which fiber of this process holds the write lock file: a locked section,
     // or a commit alongside a run's appends for its whole length (which frees
     // writeMutex between its steps, for the appends, but never the file).
-    const lockFileMutex = yield* Effect.makeSemaphore(1)
+    const lockFileMutex = yield* Semaphore.make(1)
     let mirror: CommitMirror.CommitMirror | undefined
     let adopter: CommitMirror.Adopter | undefined
     let gateOpened: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = (effect) => effect
@@ -144,7 +145,7 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
       unlocked?: () => Result.Result<A, MemoryError>
     ): Effect.Effect<A, MemoryError> =>
       writeMutex.withPermits(1)(Effect.suspend(() => alongsideHolds ? Effect.map(fsEffect(what, run), Option.some) : Effect.succeedNone))
-        .pipe(Effect.flatMap(Option.match({ onNone: () => locked(what, run, unlocked), onSome: Effect.succeed })))
+        .pipe(Effect.flatMap((read) => Option.match(read, { onNone: () => locked(what, run, unlocked), onSome: (value) => Effect.succeed(value) })))
 
     /** The write lock file for the scope (uninterruptible: a lock taken always gets its release); true when taken clean. */
     const holdLockFile: Effect.Effect<boolean, MemoryError, Scope.Scope> = Effect.uninterruptible(Effect.suspend(() => {

@@ -6,6 +6,7 @@
  */
 import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import type * as Semaphore from "effect/Semaphore"
 import type * as Result from "effect/Result"
 import type * as CommitMirror from "./CommitMirror.js"
 import type * as FileLock from "./FileLock.js"
@@ -94,7 +95,7 @@ export interface MemoryDir {
    */
   readonly openGateWhileLocked?: (opened: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>) => void
   /** One compaction at a time in this process, before the compaction lock file. */
-  readonly compactionMutex: Effect.Semaphore
+  readonly compactionMutex: Semaphore.Semaphore
   /** Whether the last write to memory failed (a full disk). */
   readonly storageFailing: Effect.Effect<boolean>
   /** A write failure is logged once, with the free space, until a write succeeds again. */

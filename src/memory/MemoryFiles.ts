@@ -29,7 +29,7 @@ export class CompactionBusy extends Data.TaggedError("CompactionBusy")<{
   readonly ownerPid: number
 }> {}
 
-export const MemoryConfig = Config.string("PLANCKCLAW_DIR").pipe(
+export const MemoryConfig = Config.String("PLANCKCLAW_DIR").pipe(
   Config.withDefault("./memory"),
   Config.map((dir) => path.resolve(dir))
 )
@@ -40,9 +40,10 @@ export const fsEffect = <A>(
   run: () => Result.Result<A, MemoryError>,
   reason: MemoryError["reason"] = "io"
 ): Effect.Effect<A, MemoryError> =>
-  Effect.flatten(
-    Effect.try({ try: run, catch: (cause) => new MemoryError({ reason, message: `${what}: ${describeError(cause)}`, cause }) })
-  )
+  Effect.suspend(() => {
+    const ran = Result.try({ try: run, catch: (cause) => new MemoryError({ reason, message: `${what}: ${describeError(cause)}`, cause }) })
+    return Effect.fromResult(Result.isSuccess(ran) ? ran.success : Result.fail(ran.failure))
+  })
 
 export const fromFileError = (error: SafeFile.MemoryFileError) =>
   new MemoryError({ reason: error._tag === "MemoryFileRefused" ? "unwritable" : "io", message: error.message, cause: error })

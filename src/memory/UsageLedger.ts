@@ -85,14 +85,14 @@ export const heldAppender = (file: string) => {
     if (held === undefined || Result.isFailure(stat) || stat.success?.ino !== held.ino) {
       close()
       const opened = SafeFile.openWithStat(file, SafeFile.flags.append)
-      if (Result.isFailure(opened)) return opened
+      if (Result.isFailure(opened)) return Result.fail(opened.failure)
       held = { fd: opened.success.fd, ino: opened.success.stat.ino, end: -1 }
     }
     const current = held
     const sized = Result.isSuccess(stat) && stat.success !== undefined && stat.success.ino === current.ino
       ? Result.succeed(stat.success.size)
       : Result.try({ try: () => fs.fstatSync(current.fd).size, catch: (error) => SafeFile.failed(file, error) })
-    if (Result.isFailure(sized)) return sized
+    if (Result.isFailure(sized)) return Result.fail(sized.failure)
     const size = sized.success
     // A line torn by a crash: the next one starts on a line of its own.
     const whole = size === current.end || Result.getOrElse(Result.try(() => endsWithNewline(current.fd)), () => true)
@@ -104,7 +104,7 @@ export const heldAppender = (file: string) => {
   return { append, close }
 }
 
-const decodeLine = madeOnFirstCall(() => Schema.decodeUnknownOption(Schema.parseJson(UsageLine)))
+const decodeLine = madeOnFirstCall(() => Schema.decodeUnknownOption(Schema.fromJsonString(UsageLine)))
 
 /** Every whole, well-formed line of the ledger; torn or foreign lines are skipped and counted. */
 export const read = (file: string): Result.Result<{ readonly lines: Array<UsageLine>; readonly skipped: number }, SafeFile.MemoryFileError> =>

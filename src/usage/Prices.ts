@@ -11,12 +11,12 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/SchemaIssue"
 import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import { madeOnFirstCall } from "../FirstCall.js"
 import * as SafeFile from "../memory/SafeFile.js"
 
-const PerMillion = Schema.Number.pipe(Schema.nonNegative(), Schema.finite())
+const PerMillion = Schema.Number.check(Schema.isGreaterThanOrEqualTo(0), Schema.isFinite())
 
 export const Price = Schema.Struct({
   input: PerMillion,
@@ -26,7 +26,7 @@ export const Price = Schema.Struct({
 })
 export type Price = typeof Price.Type
 
-export const PriceTable = Schema.Record(Schema.String.pipe(Schema.minLength(1)), Price)
+export const PriceTable = Schema.Record(Schema.String.check(Schema.isMinLength(1)), Price)
 export type PriceTable = typeof PriceTable.Type
 
 const price = (input: number, output: number, cacheWrite: number, cacheRead: number): Price => ({
@@ -65,9 +65,10 @@ export class PricesError extends Data.TaggedError("PricesError")<{
   readonly message: string
 }> {}
 
-export const PricesFileConfig = Config.option(Config.nonEmptyString("PLANCKCLAW_PRICES"))
+export const PricesFileConfig = Config.option(Config.NonEmptyString("PLANCKCLAW_PRICES"))
 
 const decodeTable = madeOnFirstCall(() => Schema.decodeUnknownResult(PriceTable, { onExcessProperty: "error" }))
+const formatIssue = madeOnFirstCall(() => SchemaIssue.makeFormatterDefault())
 
 /** The table in `text`, or why not (naming the file). */
 export const parsePrices = (file: string, text: string): Result.Result<PriceTable, PricesError> => {
@@ -79,7 +80,7 @@ export const parsePrices = (file: string, text: string): Result.Result<PriceTabl
     new PricesError({
       reason: "invalid",
       message: `PLANCKCLAW_PRICES: ${file} is not a price table ({"model": {"input", "output", "cache_write", ` +
-        `"cache_read"} in USD per million tokens}): ${ParseResult.TreeFormatter.formatErrorSync(error).replace(/\s+/g, " ")}`
+        `"cache_read"} in USD per million tokens}): ${formatIssue(error.issue).replace(/\s+/g, " ")}`
     }))
 }
 
@@ -89,14 +90,14 @@ export const PricesConfig = PricesFileConfig.pipe(
     onNone: () => Effect.succeed(BUILT_IN),
     onSome: (file) =>
       Effect.flatMap(
-        Result.mapError(
+        Effect.fromResult(Result.mapError(
           SafeFile.read(file),
           (error) => new PricesError({ reason: "unreadable", message: `PLANCKCLAW_PRICES: cannot read ${file}: ${error.message}` })
-        ),
+        )),
         (text) =>
           text === undefined
             ? Effect.fail(new PricesError({ reason: "unreadable", message: `PLANCKCLAW_PRICES: ${file} does not exist` }))
-            : Effect.map(parsePrices(file, text), (table) => ({ ...BUILT_IN, ...table }))
+            : Effect.map(Effect.fromResult(parsePrices(file, text)), (table): PriceTable => ({ ...BUILT_IN, ...table }))
       )
   }))
 )

@@ -9,7 +9,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Deferred, Effect, Exit, Fiber, FiberId, Layer, Queue, Scope } from "effect"
+import { ConfigProvider, Context, Deferred, Effect, Exit, Fiber, Layer, Queue, Scope } from "effect"
 import * as Agent from "../../src/Agent.js"
 import { Brain, type MessagesRequest } from "../../src/Brain.js"
 import { text } from "../../src/brain/ScriptedBrain.js"
@@ -171,7 +171,7 @@ describe("background compaction", () => {
       const h = yield* heldAgent(scope)
       yield* h.say("u1")
       yield* Deferred.await(h.summaryAsked)
-      yield* Scope.close(scope, Exit.interrupt(FiberId.none))
+      yield* Scope.close(scope, Exit.interrupt())
       expect(h.read("summary.md")).toBeUndefined()
       expect(h.read("history.jsonl")).toBe(h.old.join("") + line("user", "u1") + line("assistant", "re: u1"))
       // Its lock went with it: the next compaction (of this or another process) is not refused.
@@ -186,7 +186,7 @@ describe("background compaction", () => {
       yield* Deferred.await(h.summaryAsked)
       // As serve's RcMap closes its agents when the host is interrupted: Exit.void, from an interrupted fiber.
       const host = yield* Effect.forkChild(Effect.onInterrupt(Effect.never, () => Scope.close(scope, Exit.void)))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* Fiber.interrupt(host)
       // Ended, not left waiting on the brain.
       yield* h.compactor.settled

@@ -56,7 +56,7 @@ const deadPid = Effect.callback<number>((resume) => {
 })
 
 /** Yields until `ready` holds (no clock involved: the commit's steps run between yields). */
-const until = (ready: Effect.Effect<boolean>, pass: Effect.Effect<void> = Effect.yieldNow()): Effect.Effect<void> =>
+const until = (ready: Effect.Effect<boolean>, pass: Effect.Effect<void> = Effect.yieldNow): Effect.Effect<void> =>
   Effect.flatMap(ready, (done) => done ? Effect.void : Effect.andThen(pass, until(ready, pass)))
 
 /** Lets the event loop run until `ready` holds (for what only a pass brings: an fsync's answer, the TurnGate's setImmediate). */
@@ -120,7 +120,7 @@ describe("a run's compaction commit alongside its appends", () => {
       expect(during.history.map((entry) => entry.content)).toEqual(["q5", "a5", "q6", "a6"])
       expect(yield* h.memory.hasMoreLinesThan(11)).toBe(true)
       // All of it returned while the commit still waits on the thread pool.
-      expect(Option.isNone(yield* Fiber.poll(commit))).toBe(true)
+      expect(commit.pollUnsafe()).toBeUndefined()
       expect(h.read("history.jsonl")).toBe(lines(1, 2, 3, 4, 5, 6))
       fsyncs.release()
       const result = yield* Fiber.join(commit)
@@ -185,12 +185,12 @@ describe("a run's compaction commit alongside its appends", () => {
       yield* until(Effect.sync(() => fsyncs.held.length > 0))
       // Swapped, its last fsync pending: the append goes to the new history at once.
       const append = yield* Effect.forkChild(h.memory.append(exchange(5), { exchange: "k5" }))
-      yield* Effect.repeatN(Effect.yieldNow(), 100)
-      const appended = yield* Fiber.poll(append)
+      yield* Effect.repeat(Effect.yieldNow, { times: 100 })
+      const appended = append.pollUnsafe()
       fsyncs.release()
-      expect(Option.isSome(appended) && Exit.isSuccess(appended.value)).toBe(true)
+      expect(appended !== undefined && Exit.isSuccess(appended)).toBe(true)
       expect(h.read("history.jsonl")).toBe(lines(3, 4, 5))
-      expect(Option.isNone(yield* Fiber.poll(commit))).toBe(true)
+      expect(commit.pollUnsafe()).toBeUndefined()
       expect((yield* Fiber.join(commit)).kept).toBe(4)
     }))
 

@@ -7,7 +7,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Result, Exit, Fiber, Option } from "effect"
+import { Duration, Effect, Result, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as FileLock from "../../src/memory/FileLock.js"
 import { tempDir } from "../support/Sandbox.js"
@@ -24,7 +24,7 @@ describe("FileLock.hold", () => {
       const held = yield* Effect.forkChild(FileLock.hold(lock))
       // Still young: waited on, not refused.
       yield* TestClock.adjust(Duration.millis(500))
-      expect(Option.isNone(yield* Fiber.poll(held))).toBe(true)
+      expect(held.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust(Duration.millis(500))
       expect(Exit.isSuccess(yield* Fiber.await(held))).toBe(true)
       expect(fs.readFileSync(lock, "utf8")).toBe(`${process.pid}\n`)

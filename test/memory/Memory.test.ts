@@ -2,7 +2,7 @@ import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Exit, Layer, Option, Stream } from "effect"
+import { Effect, Exit, Layer, Option, Stream } from "effect"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import { scanTail } from "../../src/memory/HistoryFile.js"
@@ -95,9 +95,9 @@ describe("compaction commit", () => {
       const { memory, folds, read } = yield* setup({ "history.jsonl": history })
       const plan = Option.getOrThrow(yield* folds.planFold(2))
       const folded = yield* folds.linesToFold(plan).pipe(Stream.runCollect)
-      expect(Chunk.toReadonlyArray(folded)).toEqual([line("user", "u1").trim(), line("assistant", "a1").trim()])
+      expect(folded).toEqual([line("user", "u1").trim(), line("assistant", "a1").trim()])
       // A usual fold is also read whole, without a stream: the same lines.
-      expect(yield* folds.readLinesToFold(plan)).toEqual(Option.some(Chunk.toReadonlyArray(folded)))
+      expect(yield* folds.readLinesToFold(plan)).toEqual(Option.some(folded))
       yield* memory.append([{ role: "user", content: "u3" }, { role: "assistant", content: "a3" }])
       const result = yield* folds.commitFold(plan, "new summary")
       expect(result.kept).toBe(4)
@@ -115,7 +115,7 @@ describe("compaction commit", () => {
       const plan = Option.getOrThrow(yield* folds.planFold(2))
       expect(plan.splitOffset).toBeGreaterThan(1024 * 1024)
       expect(yield* folds.readLinesToFold(plan)).toEqual(Option.none())
-      const folded = Chunk.toReadonlyArray(yield* folds.linesToFold(plan).pipe(Stream.runCollect))
+      const folded = yield* folds.linesToFold(plan).pipe(Stream.runCollect)
       expect(folded).toEqual(lines.slice(0, 598).map((each) => each.trim()))
     }))
 
