@@ -8,7 +8,6 @@
  */
 import * as HttpClient from "effect/http/HttpClient"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/Config"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -37,6 +36,7 @@ import {
   withRetries
 } from "./BrainRetry.js"
 import { postJson } from "./PostJson.js"
+import { isUnset } from "./UnsetSetting.js"
 import * as Tracing from "../Tracing.js"
 
 // Bridges reads the brain's patience through these names; their home is BrainRetry.
@@ -51,7 +51,7 @@ export const AnthropicConfig = Config.all({
   retry: BrainRetryConfig,
   debug: DebugConfig
 }).pipe(Config.map(({ retry, ...own }) => ({ ...own, ...retry })))
-export type AnthropicConfig = Config.Config.Success<typeof AnthropicConfig>
+export type AnthropicConfig = Config.Success<typeof AnthropicConfig>
 
 /**
  * The API's own words from an error body (`{"error":{"type","message"}}`), or an excerpt of the body;
@@ -103,8 +103,7 @@ export const misconfiguration = (
 
 export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
-    // Trace headers are no business of the API's.
-    const client = (yield* HttpClient.HttpClient).pipe(HttpClient.withTracerPropagation(false))
+    const client = yield* HttpClient.HttpClient
     const url = `${config.baseUrl.replace(/\/+$/, "")}/v1/messages`
     const apiKey = Redacted.value(config.apiKey)
     const headers = { "x-api-key": apiKey, "anthropic-version": API_VERSION }
@@ -145,17 +144,7 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
   })
 
 /** The key is unset (or empty); a key that is set but unusable is reported as itself. */
-const missesApiKey = (error: ConfigError.ConfigError): boolean => {
-  switch (error._op) {
-    case "And":
-    case "Or":
-      return missesApiKey(error.failure) || missesApiKey(error.success)
-    case "MissingData":
-      return error.path.includes("ANTHROPIC_API_KEY")
-    default:
-      return false
-  }
-}
+const missesApiKey = (error: Config.ConfigError): boolean => isUnset(error, "ANTHROPIC_API_KEY")
 
 export const missingApiKey = new MissingSetting({
   key: "ANTHROPIC_API_KEY",
@@ -163,7 +152,7 @@ export const missingApiKey = new MissingSetting({
     "ANTHROPIC_API_KEY is not set: add export ANTHROPIC_API_KEY=\"...\" to config.env (see config.env.example) or set it in the environment."
 })
 
-export const layer: Layer.Layer<Brain, ConfigError.ConfigError | MissingSetting, HttpClient.HttpClient> = Layer.effect(
+export const layer: Layer.Layer<Brain, Config.ConfigError | MissingSetting, HttpClient.HttpClient> = Layer.effect(
   Brain,
   AnthropicConfig.pipe(
     Effect.mapError((error) => missesApiKey(error) ? missingApiKey : error),

@@ -5,8 +5,9 @@
  */
 import * as path from "node:path"
 import * as Config from "effect/Config"
+import { nonEmptyString, withDefaultWhenUnset } from "./UnsetSetting.js"
 
-export const BrainChoiceConfig = Config.nonEmptyString("PLANCKCLAW_BRAIN").pipe(Config.withDefault("anthropic"))
+export const BrainChoiceConfig = withDefaultWhenUnset(nonEmptyString("PLANCKCLAW_BRAIN"), "PLANCKCLAW_BRAIN", "anthropic")
 
 /** The brain's name as the usage ledger writes it: the built-in name, an executable's file name, or `external`. */
 export const BrainLabelConfig = Config.map(BrainChoiceConfig, (choice) =>

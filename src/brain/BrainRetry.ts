@@ -18,7 +18,7 @@ import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import { BrainError, type Misconfigured, preview } from "../Brain.js"
-import { integerIn, secondsIn } from "../config/ConfigRange.js"
+import { checkedString, integerIn, secondsIn } from "../config/ConfigRange.js"
 import { rootCause } from "../Errors.js"
 import type { HttpAnswer } from "./PostJson.js"
 
@@ -29,27 +29,25 @@ export const BrainRetriesConfig = integerIn("PLANCKCLAW_BRAIN_RETRIES", { min: 0
 
 /** An API's base URL setting: http(s) only, without credentials, `fallback` when unset. */
 export const baseUrlConfig = (name: string, fallback: string): Config.Config<string> =>
-  Config.string(name).pipe(
-    Config.validate({
-      // Credentials: fetch refuses such a URL, and its error would carry the password into the log.
-      // A query or fragment: the API's path is added after the base, so it would land inside them.
-      message: `Expected an http(s) URL without credentials (no user:password@; the API key has a setting of its own) ` +
-        `and without a query or fragment (no ? or #), such as ${fallback}`,
-      validation: (value) => {
-        if (!URL.canParse(value) || value.includes("?") || value.includes("#")) return false
-        const url = new URL(value)
-        return ["http:", "https:"].includes(url.protocol) && url.username === "" && url.password === ""
-      }
-    }),
-    Config.withDefault(fallback)
-  )
+  checkedString(name, (value) => {
+    // Credentials: fetch refuses such a URL, and its error would carry the password into the log.
+    // A query or fragment: the API's path is added after the base, so it would land inside them.
+    const fine = URL.canParse(value) && !value.includes("?") && !value.includes("#") && (() => {
+      const url = new URL(value)
+      return ["http:", "https:"].includes(url.protocol) && url.username === "" && url.password === ""
+    })()
+    return fine
+      ? { value }
+      : `Expected an http(s) URL without credentials (no user:password@; the API key has a setting of its own) ` +
+        `and without a query or fragment (no ? or #), such as ${fallback}`
+  }).pipe(Config.withDefault(fallback))
 
 /** The retry settings of every HTTP brain. */
 export const BrainRetryConfig = Config.all({
   timeout: BrainTimeoutConfig.pipe(Config.map(Duration.seconds)),
   retries: BrainRetriesConfig
 })
-export type BrainRetryConfig = Config.Config.Success<typeof BrainRetryConfig>
+export type BrainRetryConfig = Config.Success<typeof BrainRetryConfig>
 
 /**
  * A failed attempt worth repeating: no connection, no answer in time, or a
@@ -74,20 +72,17 @@ export const RETRY_AFTER_CAP = Duration.seconds(60)
  * RETRY_AFTER_CAP), otherwise 1s, 2s, 4s, … with ±20% jitter, capped at
  * BACKOFF_CAP.
  */
-export const retrySchedule = (retries: number): Schedule.Schedule<unknown, AttemptFailure> => {
-  const backoff = Schedule.exponential(BACKOFF_BASE, 2).pipe(
+export const retrySchedule = (retries: number): Schedule.Schedule<Duration.Duration, AttemptFailure> =>
+  Schedule.exponential(BACKOFF_BASE, 2).pipe(
     Schedule.jittered,
-    Schedule.modifyDelay((_, delay) => Duration.min(delay, BACKOFF_CAP))
-  )
-  return Schedule.identity<AttemptFailure>().pipe(
-    Schedule.intersect(backoff),
-    Schedule.modifyDelay(([failure], delay) =>
-      failure._tag === "RetryableFailure" ? Option.getOrElse(failure.retryAfter, () => delay) : delay
+    Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, BACKOFF_CAP))),
+    Schedule.setInputType<AttemptFailure>(),
+    Schedule.modifyDelay(({ duration, input }) =>
+      Effect.succeed(input._tag === "RetryableFailure" ? Option.getOrElse(input.retryAfter, () => duration) : duration)
     ),
-    Schedule.whileInput((failure: AttemptFailure) => failure._tag === "RetryableFailure"),
-    Schedule.intersect(Schedule.recurs(retries))
+    Schedule.while(({ input }) => input._tag === "RetryableFailure"),
+    Schedule.upTo({ times: retries })
   )
-}
 
 // An HTTP-date as RFC 9110 sends it (IMF-fixdate): Date.parse alone reads "-1" or "1 2" as dates.
 const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/
@@ -144,11 +139,11 @@ export const attemptExchange = <A>(
       yield* report.debug(`${after}: ${error.detail}`)
       return yield* error
     }
-    if (error._tag === "RequestError" && error.reason !== "Transport") {
+    if (error._tag === "HttpClientError" && (error.reason._tag === "EncodeError" || error.reason._tag === "InvalidUrlError")) {
       yield* report.debug(`${after}: request not sent: ${error.message}`)
       return yield* new BrainError({ reason: "fatal", detail: `request not sent: ${report.scrub(error.message)}` })
     }
-    const detail = error._tag === "TimeoutException"
+    const detail = error._tag === "TimeoutError"
       ? report.noAnswer
       : report.unreachable(preview(report.scrub(rootCause(error.cause ?? error))))
     yield* report.debug(`${after}: ${detail}`)

@@ -146,7 +146,7 @@ export const toChatRequest = (request: MessagesRequest): ChatRequest => {
 
 // ---- the response ----
 
-const Optional = <A, I, R>(schema: Schema.Schema<A, I, R>) => Schema.optional(Schema.NullOr(schema))
+const Optional = <S extends Schema.Top>(schema: S) => Schema.optional(Schema.NullOr(schema))
 
 /**
  * The parts of a response we act on. Struct decoding ignores the rest

@@ -8,7 +8,6 @@
  */
 import * as HttpClient from "effect/http/HttpClient"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/Config"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -45,6 +44,7 @@ import {
 import { postJson } from "./PostJson.js"
 import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
 import * as Tracing from "../Tracing.js"
+import { nonEmptyString, optionWhenUnset } from "./UnsetSetting.js"
 
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -52,13 +52,13 @@ export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
  * A blank key (as a config.env for a local server may have) counts as none;
  * a key with characters a header cannot carry is refused, naming the key only.
  */
-const optionalKey = Config.option(Secrets.headerSecret("OPENAI_API_KEY"))
+const optionalKey = optionWhenUnset(Secrets.headerSecret("OPENAI_API_KEY"), "OPENAI_API_KEY")
 
 /**
  * The model to ask for. The agent's default is a Claude model, which no
  * OpenAI-compatible server serves: with this brain it must be set.
  */
-export const ModelConfig = Config.option(Config.nonEmptyString("PLANCKCLAW_MODEL"))
+export const ModelConfig = optionWhenUnset(nonEmptyString("PLANCKCLAW_MODEL"), "PLANCKCLAW_MODEL")
 
 export const missingModel = new MissingSetting({
   key: "PLANCKCLAW_MODEL",
@@ -72,7 +72,7 @@ export const OpenAiConfig = Config.all({
   retry: BrainRetryConfig,
   debug: DebugConfig
 }).pipe(Config.map(({ retry, ...own }) => ({ ...own, ...retry })))
-export type OpenAiConfig = Config.Config.Success<typeof OpenAiConfig>
+export type OpenAiConfig = Config.Success<typeof OpenAiConfig>
 
 /**
  * Loopback or private by the URL's host alone (no DNS): 127.0.0.0/8, ::1,
@@ -116,7 +116,7 @@ const apiMessage = (body: string, scrub: Scrub): string => {
 
 export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
-    const client = (yield* HttpClient.HttpClient).pipe(HttpClient.withTracerPropagation(false))
+    const client = yield* HttpClient.HttpClient
     const base = new URL(config.baseUrl)
     const url = `${config.baseUrl.replace(/\/+$/, "")}/chat/completions`
     const endpoint = `${shown(base)}/chat/completions`
@@ -224,10 +224,10 @@ export const requireKey = (config: OpenAiConfig): Effect.Effect<OpenAiConfig, Mi
     ? Effect.fail(missingApiKey(config.baseUrl))
     : Effect.succeed(config)
 
-export const layer: Layer.Layer<Brain, ConfigError.ConfigError | MissingSetting, HttpClient.HttpClient> = Layer.effect(
+export const layer: Layer.Layer<Brain, Config.ConfigError | MissingSetting, HttpClient.HttpClient> = Layer.effect(
   Brain,
   ModelConfig.pipe(
-    Effect.flatMap((model): Effect.Effect<OpenAiConfig, ConfigError.ConfigError | MissingSetting> =>
+    Effect.flatMap((model): Effect.Effect<OpenAiConfig, Config.ConfigError | MissingSetting> =>
       Option.isNone(model) ? Effect.fail(missingModel) : OpenAiConfig
     ),
     Effect.flatMap(requireKey),

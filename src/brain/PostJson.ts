@@ -4,7 +4,7 @@
  * up to a bound, so a server cannot take the key elsewhere or fill the memory.
  */
 import * as FetchHttpClient from "effect/http/FetchHttpClient"
-import type * as HttpClient from "effect/http/HttpClient"
+import * as HttpClient from "effect/http/HttpClient"
 import type * as HttpClientError from "effect/http/HttpClientError"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
@@ -71,6 +71,8 @@ export const postJson = (
     client.execute,
     // Read by the fetch client at each request; other clients (undici's) do not follow redirects.
     Effect.provideService(FetchHttpClient.RequestInit, noRedirects),
+    // Trace headers are no business of the API's.
+    Effect.provideService(HttpClient.TracerPropagationEnabled, false),
     Effect.flatMap((response) =>
       Effect.map(readCapped(response), (text) => ({
         status: response.status,

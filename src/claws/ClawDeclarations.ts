@@ -3,7 +3,7 @@
  * or an array of them. A bad line or item never hides the good ones.
  */
 import * as Result from "effect/Result"
-import * as ParseResult from "effect/SchemaIssue"
+import * as SchemaIssue from "effect/SchemaIssue"
 import * as Schema from "effect/Schema"
 import { type ToolCatalog, type ToolDefinition, ToolDefinition as ToolDefinitionSchema, type ToolProblem } from "../Claws.js"
 import { describeError } from "../Errors.js"
@@ -36,6 +36,7 @@ export interface Catalog extends ToolCatalog {
 }
 
 const decodeTool = madeOnFirstCall(() => Schema.decodeUnknownResult(ToolDefinitionSchema))
+const formatIssue = madeOnFirstCall(() => SchemaIssue.makeFormatterDefault())
 
 export const parseClawFile = (displayPath: string, text: string): ParsedFile => {
   const declarations: Array<Declaration> = []
@@ -79,7 +80,7 @@ export const parseClawFile = (displayPath: string, text: string): ParsedFile => 
         const where = Array.isArray(parsed.success) ? `item ${position + 1}: ` : ""
         problems.push({
           source,
-          reason: `${where}invalid tool definition: ${ParseResult.TreeFormatter.formatErrorSync(decoded.failure)}`
+          reason: `${where}invalid tool definition: ${formatIssue(decoded.failure.issue)}`
         })
       }
     })

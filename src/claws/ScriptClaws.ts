@@ -14,7 +14,6 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -22,7 +21,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { Claws, type ClawsService, type ToolCatalog, type ToolProblem, type ToolResult, unknownTool } from "../Claws.js"
-import { integerIn, secondsIn } from "../config/ConfigRange.js"
+import { checkedString, integerIn, secondsIn } from "../config/ConfigRange.js"
 import { childEnvironment, SecretValuesConfig } from "../config/Secrets.js"
 import { describeError, errnoCode } from "../Errors.js"
 import { describeJsonType, isJsonObject } from "../Json.js"
@@ -36,8 +35,7 @@ import { type Catalog, type Discovery, makeDiscovery, type WatchDirectory } from
 export const ClawTimeoutConfig = secondsIn("PLANCKCLAW_CLAW_TIMEOUT", { min: 0.1, max: 86_400 }, 30)
 
 export const ScriptsConfig = Config.all({
-  directory: Config.string("CLAWS_DIR").pipe(
-    Config.validate({ message: "must not be empty", validation: (dir) => dir.length > 0 }),
+  directory: checkedString("CLAWS_DIR", (dir) => dir.length > 0 ? { value: dir } : "must not be empty").pipe(
     Config.withDefault("./claws")
   ),
   timeout: ClawTimeoutConfig.pipe(Config.map(Duration.seconds)),
@@ -46,7 +44,7 @@ export const ScriptsConfig = Config.all({
   /** Values no child may inherit, whatever variable they hide in. */
   withheldSecrets: SecretValuesConfig
 })
-export type ScriptsConfig = Config.Config.Success<typeof ScriptsConfig>
+export type ScriptsConfig = Config.Success<typeof ScriptsConfig>
 
 const stderrExcerptMax = 2048
 const floodAllowance = 1024 * 1024
@@ -289,7 +287,7 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps):
   return service
 }
 
-export const layer: Layer.Layer<Claws, ConfigError.ConfigError> = Layer.effect(
+export const layer: Layer.Layer<Claws, Config.ConfigError> = Layer.effect(
   Claws,
   Effect.flatMap(ScriptsConfig, makeWatched)
 )

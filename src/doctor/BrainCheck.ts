@@ -45,7 +45,7 @@ const unreachable = (shown: string, setting: string, result: Exclude<HttpProbe.P
 const notChecked = (why: string) => skip("model", `not checked: ${why}`)
 
 const anthropic: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.HttpClient> = Effect.gen(function*() {
-  const key = yield* Config.option(Config.string("ANTHROPIC_API_KEY"))
+  const key = yield* Config.option(Config.String("ANTHROPIC_API_KEY"))
   if (Option.isNone(key) || key.value.trim() === "") {
     return [fail("brain", "ANTHROPIC_API_KEY is not set", "add export ANTHROPIC_API_KEY=\"...\" to config.env or set it in the environment")]
   }

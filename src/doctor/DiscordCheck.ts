@@ -83,7 +83,7 @@ const withSettings = (settings: DiscordSettings): Effect.Effect<ReadonlyArray<Fi
   })
 
 export const check: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.HttpClient> = Effect.gen(function*() {
-  const token = yield* Config.option(Config.string("DISCORD_BOT_TOKEN"))
+  const token = yield* Config.option(Config.String("DISCORD_BOT_TOKEN"))
   if (Option.isNone(token)) return [skip("discord", "not configured (DISCORD_BOT_TOKEN is not set)")]
   const settings = yield* Effect.flatMap(DiscordConfig, settingsFrom)
   return yield* withSettings(settings)

@@ -10,8 +10,7 @@ import * as Command from "effect/cli/Command"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import * as Logger from "effect/Logger"
-import * as LogLevel from "effect/LogLevel"
+import * as References from "effect/References"
 import { AgentConfig } from "../AgentConfig.js"
 import { BrainChoiceConfig } from "../brain/BrainChoice.js"
 import { BrainRetryConfig } from "../brain/BrainRetry.js"
@@ -86,7 +85,7 @@ export const runChecks = (colour: boolean): Effect.Effect<void, DoctorFailed> =>
     yield* tally(all)
   }).pipe(
     // Doctor reports in its lines; the warnings the checked parts log would say it twice.
-    Logger.withMinimumLogLevel(LogLevel.Error)
+    Effect.provideService(References.MinimumLogLevel, "Error")
   )
 
 /** config.env that does not parse is the first finding, and the last: nothing else can be read. */

@@ -264,7 +264,7 @@ export const run = (request: RunRequest): Effect.Effect<RunOutcome, SpawnError> 
 const runIn = (request: RunRequest, cwd: string): Effect.Effect<RunOutcome, SpawnError> =>
   Effect.gen(function*() {
     const ends: Ends = { done: yield* Deferred.make<RunOutcome, SpawnError>(), exit: yield* Deferred.make<void>() }
-    return yield* Effect.acquireRelease(Effect.suspend(() => start(request, cwd, ends)), stop).pipe(
+    return yield* Effect.acquireRelease(Effect.suspend(() => Effect.fromResult(start(request, cwd, ends))), stop).pipe(
       Effect.flatMap((running) => Effect.raceFirst(Deferred.await(ends.done), heldOpen(request, running, ends))),
       Effect.scoped
     )

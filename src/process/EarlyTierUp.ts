@@ -22,7 +22,7 @@
  * (V8Flags.ts); left alone when node was started with its own
  * `--interrupt-budget`. `PLANCKCLAW_V8_EARLY_TIER_UP=0` keeps V8's default.
  */
-import type * as ConfigError from "effect/Config"
+import type * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
@@ -70,7 +70,7 @@ export type During = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<
  * it once the process has used `grownUpCpu`, or after `youngFor`; that
  * fiber ends with the effect. Tests pass their own probes.
  */
-export const readChoice = (probes: Probes = live): Effect.Effect<During, ConfigError.ConfigError> =>
+export const readChoice = (probes: Probes = live): Effect.Effect<During, Config.ConfigError> =>
   Effect.map(EarlyTierUpConfig, (on): During => {
     const ownBudget = probes.execArgv.some((arg) => arg.startsWith("--interrupt-budget"))
     return on && !ownBudget ? (effect) => youngThenDefault(probes, effect) : (effect) => effect
@@ -79,8 +79,8 @@ export const readChoice = (probes: Probes = live): Effect.Effect<During, ConfigE
 const youngThenDefault = <A, E, R>(probes: Probes, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
   const grownUp = probes.cpuUsed.pipe(
     Effect.repeat({
-      schedule: Schedule.upTo(Schedule.spaced(checkEvery), youngFor),
-      until: (used) => Duration.greaterThanOrEqualTo(used, grownUpCpu)
+      schedule: Schedule.spaced(checkEvery).pipe(Schedule.upTo({ duration: youngFor })),
+      until: (used) => Duration.isGreaterThanOrEqualTo(used, grownUpCpu)
     }),
     Effect.flatMap((used) =>
       Effect.andThen(

@@ -231,7 +231,7 @@ const sent = (helper: Helper, id: number, command: string, line: string) =>
       // killed, its watchdog kills the group. (The wait is made interruptible, or the bound could not end it.)
       Effect.interruptible,
       Effect.timeout(stopBound),
-      Effect.catchTag("TimeoutException", () =>
+      Effect.catchTag("TimeoutError", () =>
         Effect.sync(() => {
           helper.killedBecause ??= `it did not answer a stop within ${Duration.format(stopBound)}`
           helper.child.kill("SIGKILL")

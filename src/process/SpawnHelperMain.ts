@@ -14,17 +14,16 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberRef from "effect/References"
-import * as HashSet from "effect/HashSet"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
+import * as References from "effect/References"
 import { errnoCode } from "../Errors.js"
 import * as Framing from "../fifo/Framing.js"
 import * as ChildProcess from "./ChildProcess.js"
 import { decodeToHelper, type FromHelper, maxLineBytes, type RunLine } from "./SpawnWire.js"
 
 interface Running {
-  readonly fiber: Fiber.RuntimeFiber<ChildProcess.RunOutcome, ChildProcess.SpawnError>
+  readonly fiber: Fiber.Fiber<ChildProcess.RunOutcome, ChildProcess.SpawnError>
   readonly warnings: ReadonlyArray<string>
 }
 const running = new Map<number, Running>()
@@ -38,7 +37,7 @@ const answer = (line: FromHelper): void => {
 /** What a run logged at warning or above, for its answer: the agent logs it (this process's stdout is the wire). */
 const collectWarnings = (warnings: Array<string>) =>
   Logger.make<unknown, void>(({ logLevel, message }) => {
-    if (!LogLevel.greaterThanEqual(logLevel, LogLevel.Warning)) return
+    if (!LogLevel.isGreaterThanOrEqualTo(logLevel, "Warn")) return
     warnings.push(Array.isArray(message) ? message.map(String).join(" ") : String(message))
   })
 
@@ -61,17 +60,17 @@ const start = (request: typeof RunLine.Type): void => {
   const warnings: Array<string> = []
   // Effect's default logger writes to stdout, which is the wire here: the run's logs go with its answer instead.
   const fiber = Effect.runFork(
-    Effect.locally(ChildProcess.run(request), FiberRef.currentLoggers, HashSet.make(collectWarnings(warnings)))
+    Effect.provideService(ChildProcess.run(request), References.CurrentLoggers, new Set([collectWarnings(warnings)]))
   )
   running.set(request.id, { fiber, warnings })
   fiber.addObserver((exit) => {
     running.delete(request.id)
     // A stopped run is answered by its Stop, once the group is reaped.
-    if (Exit.isInterrupted(exit)) return
+    if (Exit.hasInterrupts(exit)) return
     answer(Exit.match(exit, {
       onSuccess: (outcome) => outcomeLine(request.id, outcome, warnings),
       onFailure: (cause): FromHelper => {
-        const failure = Cause.failureOption(cause)
+        const failure = Cause.findErrorOption(cause)
         if (failure._tag === "None") return { _tag: "Failed", id: request.id, message: Cause.pretty(cause), ...withWarnings(warnings) }
         const code = errnoCode(failure.value.cause)
         return {

@@ -58,8 +58,8 @@ export const FromHelper = Schema.Union([DoneLine, FailedLine, StoppedLine])
 export type FromHelper = typeof FromHelper.Type
 
 // Made at the first line, not at load: every `run` loads this module, most never start a claw.
-export const decodeToHelper = madeOnFirstCall(() => Schema.decodeUnknownResult(Schema.parseJson(ToHelper)))
-export const decodeFromHelper = madeOnFirstCall(() => Schema.decodeUnknownResult(Schema.parseJson(FromHelper)))
+export const decodeToHelper = madeOnFirstCall(() => Schema.decodeUnknownResult(Schema.fromJsonString(ToHelper)))
+export const decodeFromHelper = madeOnFirstCall(() => Schema.decodeUnknownResult(Schema.fromJsonString(FromHelper)))
 
 /**
  * A wire line's bound, for the line framer both ends cut their input with

@@ -1,14 +1,14 @@
 import { FetchHttpClient } from "effect/http"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, ConfigProvider, Duration, Effect, Fiber, Redacted } from "effect"
+import { ConfigProvider, Duration, Effect, Fiber, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { Brain, type BrainError, type MessagesRequest } from "../../src/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
 import { MissingSetting } from "../../src/config/MissingSetting.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import { withPinnedJitter, withRealHttp } from "../support/TestClockHttp.js"
-import { advanceTo, awaitPendingSleep } from "../support/TestClockWait.js"
+import { advanceTo, awaitPendingSleep, pendingSleeps } from "../support/TestClockWait.js"
 import { captureConsole } from "../support/ConsoleCapture.js"
 
 const fakeKey = "test-key-not-secret"
@@ -131,7 +131,7 @@ describe("Anthropic brain", () => {
       yield* awaitPendingSleep(7_000)
       yield* TestClock.adjust("6900 millis")
       // Still asleep until 7s: the second attempt has not started.
-      expect(Chunk.toReadonlyArray(yield* TestClock.sleeps())).toContain(7_000)
+      expect(yield* pendingSleeps).toContain(7_000)
       expect(yield* server.requests).toHaveLength(1)
       yield* TestClock.adjust("100 millis")
       yield* server.awaitRequests(2)

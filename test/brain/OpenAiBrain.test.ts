@@ -1,12 +1,12 @@
 import { FetchHttpClient } from "effect/http"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, Fiber, Option, Random, Redacted } from "effect"
+import { ConfigProvider, Duration, Effect, Fiber, Option, Redacted } from "effect"
 import { Brain, type BrainError, type MessagesRequest } from "../../src/Brain.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import { MissingSetting } from "../../src/config/MissingSetting.js"
 import * as Server from "../support/ChatCompletionsServer.js"
-import { withRealHttp } from "../support/TestClockHttp.js"
+import { withPinnedJitter, withRealHttp } from "../support/TestClockHttp.js"
 import { advanceTo, awaitPendingSleep } from "../support/TestClockWait.js"
 
 const fakeKey = "sk-test-not-secret"
@@ -181,7 +181,7 @@ describe("OpenAI-compatible brain over HTTP", () => {
         expect(error.detail).toMatch(
           new RegExp(`^gave up after 2 attempts: cannot reach ${new URL(url).host}: .*ECONNREFUSED`)
         )
-      }).pipe(Effect.withRandom(Random.fixed([0.5])), Effect.provide(client)))
+      }).pipe(withPinnedJitter, Effect.provide(client)))
   }
 
   it.effect("a local server's one-character placeholder key leaves the host in the detail whole", () =>

@@ -6,7 +6,7 @@
  */
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, TestServices } from "effect"
+import { Duration, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
 import { captureLogs } from "../support/LogCapture.js"
@@ -18,7 +18,7 @@ const tempDir = Sandbox.tempDir("planckclaw-claw-sessions-")
 /** The pid written in `file`; SIGKILLed at the end of the test should it outlive it. */
 const pidToReap = (file: string) =>
   Effect.gen(function*() {
-    const pid = yield* Sandbox.pidIn(file).pipe(TestServices.provideLive)
+    const pid = yield* Sandbox.pidIn(file).pipe(TestClock.withLive)
     yield* Effect.addFinalizer(() => Effect.sync(() => Sandbox.isRunning(pid) && process.kill(pid, "SIGKILL")))
     return pid
   })
@@ -35,7 +35,7 @@ describe("Script claws: a claw's session", () => {
       const sleeping = yield* pidToReap(inner)
       yield* TestClock.adjust("2 seconds")
       expect(yield* Fiber.join(fiber)).toEqual({ content: "Tool slow timed out after 2s", isError: true })
-      yield* Sandbox.exited("timeout's command", sleeping).pipe(TestServices.provideLive)
+      yield* Sandbox.exited("timeout's command", sleeping).pipe(TestClock.withLive)
     }))
 
   it.effect("a claw whose setsid child keeps its stdout open answers with what it printed, not a timeout", () =>
@@ -54,7 +54,7 @@ describe("Script claws: a claw's session", () => {
       const fiber = yield* Effect.forkChild(claws.call("daemon", {}).pipe(Effect.provide(logs.layer)))
       const daemon = yield* pidToReap(holder)
       // The claw's 30 s are on the TestClock, never advanced; the helper's grace is real.
-      expect(yield* Fiber.join(fiber).pipe(Sandbox.within("the call to end"), TestServices.provideLive)).toEqual({
+      expect(yield* Fiber.join(fiber).pipe(Sandbox.within("the call to end"), TestClock.withLive)).toEqual({
         content: "printed-before-exit",
         isError: false
       })

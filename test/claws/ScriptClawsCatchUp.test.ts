@@ -84,7 +84,7 @@ describe("Script claws: the catch-up before a scan", () => {
       const catchUp = Scripts.makeCatchUp(2)
       const calls = yield* immediatesOf(Effect.gen(function*() {
         yield* catchUp
-        const late = yield* Effect.callback<Fiber.RuntimeFiber<void>>((resume) => {
+        const late = yield* Effect.callback<Fiber.Fiber<void>>((resume) => {
           setImmediate(() => resume(Effect.forkChild(catchUp)))
         })
         yield* Fiber.join(late)

@@ -9,7 +9,7 @@ import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Queue } from "effect"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
@@ -32,7 +32,7 @@ const served = (catchUps?: Scripts.CatchUps) =>
     const answers = yield* blocksFrom(paths.clawOut)
     const ask = Effect.andThen(
       requests.write("__list_tools__\n"),
-      Effect.map(answers.take, (answer) => (JSON.parse(answer) as Array<{ name: string }>).map((tool) => tool.name))
+      Effect.map(Queue.take(answers), (answer) => (JSON.parse(answer) as Array<{ name: string }>).map((tool) => tool.name))
     )
     return { dir, ask }
   })

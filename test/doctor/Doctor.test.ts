@@ -106,8 +106,8 @@ describe("doctor: the brain", () => {
       yield* server.awaitRequests(1)
       yield* awaitPendingSleep(10_000)
       yield* TestClock.adjust("9999 millis")
-      yield* Effect.yieldNow()
-      expect(fiber.unsafePoll()).toBeNull()
+      yield* Effect.yieldNow
+      expect(fiber.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust("1 millis")
       const findings = yield* Fiber.join(fiber)
       expect(lines(findings)[0]).toBe(`✘ brain: no answer from ${server.url} within 10s → check ANTHROPIC_BASE_URL and the network`)

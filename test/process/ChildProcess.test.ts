@@ -2,7 +2,7 @@ import * as childProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Option, TestServices } from "effect"
+import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
 import * as SpawnHelper from "../../src/process/SpawnHelper.js"
@@ -134,7 +134,7 @@ describe.each([
       const fiber = yield* Effect.forkChild(run(shell(`${ownGroupJob(dir)} until [ -s ${inner} ]; do sleep 0.01; done; echo done`)))
       const pids = yield* ownGroupPids(dir)
       // Bounded: before, the job kept stdout open for 1000 s.
-      const outcome = yield* Fiber.join(fiber).pipe(Sandbox.within("the run to end"), TestServices.provideLive)
+      const outcome = yield* Fiber.join(fiber).pipe(Sandbox.within("the run to end"), TestClock.withLive)
       expect(text(outcome.stdout)).toBe("done\n")
       expect(yield* eventually(() => pids.every((pid) => !Sandbox.isRunning(pid)))).toBe(true)
     }))
@@ -153,10 +153,10 @@ describe.each([
         // Before the fix no such wait existed: this one timed out.
         // The grace is 1 s (ChildProcess.outputGrace), as the warning says.
         yield* awaitPendingSleep(1000)
-        expect(yield* Fiber.poll(fiber)).toEqual(Option.none())
+        expect(fiber.pollUnsafe()).toBeUndefined()
         yield* TestClock.adjust("1 second")
       }
-      const outcome = yield* Fiber.join(fiber).pipe(Sandbox.within("the run to end"), TestServices.provideLive)
+      const outcome = yield* Fiber.join(fiber).pipe(Sandbox.within("the run to end"), TestClock.withLive)
       expect(text(outcome.stdout)).toBe("printed-before-exit\n")
       expect(outcome.exitCode).toBe(0)
       expect(logs.lines).toEqual([

@@ -8,7 +8,8 @@ import * as childProcess from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Fiber, TestServices } from "effect"
+import { Clock, Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import * as ChildProcess from "../../src/process/ChildProcess.js"
 import * as SpawnHelper from "../../src/process/SpawnHelper.js"
 import * as Sandbox from "../support/Sandbox.js"
@@ -126,15 +127,15 @@ describe("SpawnHelper.run", () => {
       const dir = yield* Sandbox.tempDir("planckclaw-helper-")
       const pidFile = path.join(dir, "pid")
       const fiber = yield* Effect.forkChild(SpawnHelper.run(shell(`echo $$ > ${pidFile}; sleep 1000`)))
-      const pgid = yield* TestServices.provideLive(Sandbox.pidIn(pidFile))
+      const pgid = yield* TestClock.withLive(Sandbox.pidIn(pidFile))
       const stuck = SpawnHelper.helperPid()!
       process.kill(stuck, "SIGSTOP")
       const interrupting = yield* Effect.forkChild(Fiber.interrupt(fiber))
       // The stop's bound is the only sleep: until it passes, the interruption waits.
       yield* advanceTo((yield* Clock.currentTimeMillis) + 5000)
       yield* Fiber.join(interrupting)
-      yield* TestServices.provideLive(Sandbox.gone("the stuck helper", stuck))
-      expect(yield* TestServices.provideLive(Sandbox.settles(() => Sandbox.groupGone(pgid), "50 millis"))).toBe(true)
+      yield* TestClock.withLive(Sandbox.gone("the stuck helper", stuck))
+      expect(yield* TestClock.withLive(Sandbox.settles(() => Sandbox.groupGone(pgid), "50 millis"))).toBe(true)
     }))
 
   it.live("without the helper's program, runs go on from this process, warned once", () =>
