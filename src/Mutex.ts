@@ -1,11 +1,13 @@
 /**
- * A lock for the fibers of one process, as `Effect.makeSemaphore(1)` with
+ * A lock for the fibers of one process, as `Semaphore.make(1)` with
  * `withPermits(1)`: one section at a time, the wait interruptible, the lock
- * let go however the section ends. Cheaper on the usual path, a free lock:
- * effect's Semaphore always takes its permit through an interruptible async
- * wait and lets it go in an `ensuring`, three uninterruptible masks and some
- * thirty run-loop steps a section; this is one mask and about eight. The
- * memory directory takes its write mutex on every append (issue 11).
+ * let go however the section ends. Written for Effect 3, where it was
+ * cheaper on the usual path, a free lock: that Semaphore always took its
+ * permit through an interruptible async wait and let it go in an
+ * `ensuring`, three uninterruptible masks and some thirty run-loop steps a
+ * section; this is one mask and about eight. Effect 4's Semaphore takes a
+ * free permit in one mask too (whether this stays is measured in phase B).
+ * The memory directory takes its write mutex on every append (issue 11).
  *
  * The lock is taken and let go only inside the uninterruptible region, so
  * an interruption can never leave it held; a waiter is only woken, and

@@ -46,7 +46,7 @@ describe("TurnGate", () => {
       yield* Fiber.join(step)
       expect(log).toEqual(["step"])
       const failed = yield* Effect.result(gate.turn(Effect.fail("no")))
-      expect(failed._tag).toBe("Left")
+      expect(failed._tag).toBe("Failure")
       yield* Fiber.join(yield* forkStep(gate, log, "after a failed turn"))
       expect(log).toEqual(["step", "after a failed turn"])
     }))
