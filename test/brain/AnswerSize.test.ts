@@ -3,7 +3,7 @@
  * fatal error saying so, not retried, and the rest is not read.
  */
 import { FetchHttpClient } from "effect/http"
-import { NodeHttpClient } from "@effect/platform-node"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option, Redacted } from "effect"
 import type { MessagesRequest } from "../../src/Brain.js"

@@ -1,5 +1,5 @@
 import { FetchHttpClient } from "effect/http"
-import { NodeHttpClient } from "@effect/platform-node"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Fiber, Redacted } from "effect"
 import { TestClock } from "effect/testing"
@@ -333,7 +333,7 @@ describe("Anthropic brain", () => {
         expect.stringMatching(/^stderr: \[planckclaw brain\] response \{"id":"msg_test".*"Hi\."/)
       ])
       expect(lines).toContain(
-        "log WARN: Anthropic API attempt 2 of 5 failed: HTTP 529: overloaded_error: Overloaded (<redacted>)"
+        "log Warn: Anthropic API attempt 2 of 5 failed: HTTP 529: overloaded_error: Overloaded (<redacted>)"
       )
       for (const line of lines) expect(line).not.toContain(fakeKey)
     })))

@@ -1,5 +1,5 @@
 import { FetchHttpClient } from "effect/http"
-import { NodeHttpClient } from "@effect/platform-node"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Fiber, Option, Redacted } from "effect"
 import { Brain, type BrainError, type MessagesRequest } from "../../src/Brain.js"

@@ -4,7 +4,7 @@
  * and not retried. Both brains, over fetch (what a run uses) and undici.
  */
 import { FetchHttpClient } from "effect/http"
-import { NodeHttpClient } from "@effect/platform-node"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option, Redacted } from "effect"
 import type { MessagesRequest } from "../../src/Brain.js"
