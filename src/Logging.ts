@@ -12,15 +12,13 @@ import { onOff } from "./config/ConfigRange.js"
 /** PLANCKCLAW_DEBUG: `1` or `true` (any case) turns it on, `0` or `false` off; anything else is refused. */
 export const DebugConfig = onOff("PLANCKCLAW_DEBUG")
 
-const levelWord: Record<string, string> = { Warn: "warning" }
-
 const stderrLogger = Logger.make(({ cause, fiber, logLevel, message }) => {
   const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
   const annotations = fiber.getRef(References.CurrentLogAnnotations)
   let fields = ""
   for (const key in annotations) fields += ` ${key}=${String(annotations[key])}`
   const detail = cause.reasons.length === 0 ? "" : `\n${Cause.pretty(cause)}`
-  process.stderr.write(`planckclaw ${levelWord[logLevel] ?? logLevel.toLowerCase()}: ${text}${fields}${detail}\n`)
+  process.stderr.write(`planckclaw ${logLevel.toLowerCase()}: ${text}${fields}${detail}\n`)
 })
 
 /** The stderr logger in place of every other, and the level `debug` asks for. */
