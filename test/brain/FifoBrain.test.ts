@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, Queue } from "effect"
 import type { MessagesRequest } from "../../src/Brain.js"
 import * as BrainFifo from "../../src/brain/FifoBrain.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
@@ -110,14 +110,14 @@ describe("FIFO brain timeouts", () => {
     Effect.gen(function*() {
       const { answer, brain, requests } = yield* withTestBridge
       const first = yield* Effect.forkChild(brain.complete(request("first")))
-      expect(yield* requests.take).toContain("first")
+      expect(yield* Queue.take(requests)).toContain("first")
       yield* advanceTo(30_000)
       const error = yield* Effect.flip(Fiber.join(first))
       expect(error.reason).toBe("timeout")
 
       yield* answer("late answer to first")
       const second = yield* Effect.forkChild(brain.complete(request("second")))
-      expect(yield* requests.take).toContain("second")
+      expect(yield* Queue.take(requests)).toContain("second")
       yield* answer("answer to second")
       expect(textOf(yield* Fiber.join(second))).toBe("answer to second")
     }))
@@ -126,14 +126,14 @@ describe("FIFO brain timeouts", () => {
     Effect.gen(function*() {
       const { answer, brain, requests } = yield* withTestBridge
       const first = yield* Effect.forkChild(brain.complete(request("first")))
-      expect(yield* requests.take).toContain("first")
+      expect(yield* Queue.take(requests)).toContain("first")
       yield* advanceTo(30_000)
       expect((yield* Effect.flip(Fiber.join(first))).reason).toBe("timeout")
 
       const second = yield* Effect.forkChild(brain.complete(request("second")))
       // The second request waits, up to its own 30-second timeout, for the first one's answer before it is sent.
       yield* advanceTo(60_000)
-      expect(yield* requests.take).toContain("second")
+      expect(yield* Queue.take(requests)).toContain("second")
       yield* answer("answer to second")
       expect(textOf(yield* Fiber.join(second))).toBe("answer to second")
     }))

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, Queue } from "effect"
 import * as ClawsFifo from "../../src/claws/FifoClaws.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
@@ -94,7 +94,7 @@ describe("FIFO claws failures", () => {
     Effect.gen(function*() {
       const { answers, claws, requests } = yield* withTestBridge
       const listing = yield* Effect.forkChild(claws.list)
-      expect(yield* requests.take).toBe("__list_tools__")
+      expect(yield* Queue.take(requests)).toBe("__list_tools__")
       yield* answers.write("{\"name\":\"not an array\"}\n\n")
       const error = yield* Effect.flip(Fiber.join(listing))
       expect(error.message).toContain("not a JSON array")
@@ -104,7 +104,7 @@ describe("FIFO claws failures", () => {
     Effect.gen(function*() {
       const { claws, requests } = yield* withTestBridge
       const calling = yield* Effect.forkChild(claws.call("slow", { a: 1 }))
-      expect(yield* requests.take).toBe("slow\t{\"a\":1}")
+      expect(yield* Queue.take(requests)).toBe("slow\t{\"a\":1}")
       yield* advanceTo(20_000) // the call timeout
       const result = yield* Fiber.join(calling)
       expect(result.isError).toBe(true)
@@ -115,7 +115,7 @@ describe("FIFO claws failures", () => {
     Effect.gen(function*() {
       const { claws, requests } = yield* withTestBridge
       const listing = yield* Effect.forkChild(claws.list)
-      expect(yield* requests.take).toBe("__list_tools__")
+      expect(yield* Queue.take(requests)).toBe("__list_tools__")
       yield* advanceTo(10_000) // the discovery timeout
       expect((yield* Effect.flip(Fiber.join(listing))).message).toContain("did not answer discovery within 10s")
     }))

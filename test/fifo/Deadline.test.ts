@@ -1,14 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Duration, Effect, Exit, Scope } from "effect"
+import { Duration, Effect, Exit, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { makeDeadline } from "../../src/fifo/Deadline.js"
+import { pendingSleeps } from "../support/TestClockWait.js"
 
 /** Lets the watchdog run until it sleeps until `instant` (ms on the TestClock). */
 const awaitSleepUntil = (instant: number): Effect.Effect<void> =>
   Effect.gen(function*() {
     for (let turn = 0; turn < 100_000; turn++) {
-      if (Chunk.some(yield* TestClock.sleeps(), (at) => at === instant)) return
-      yield* Effect.yieldNow()
+      if ((yield* pendingSleeps).includes(instant)) return
+      yield* Effect.yieldNow
     }
     return yield* Effect.die(new Error(`no sleep until ${instant}`))
   })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Effect, Result, Fiber } from "effect"
+import { Effect, Fiber, Queue, Result } from "effect"
 import { TestClock } from "effect/testing"
 import { makeExchange } from "../../src/fifo/Exchange.js"
 import { openWriter, takeUnread } from "../../src/fifo/PipeEnd.js"
@@ -34,11 +34,11 @@ describe("Exchange", () => {
     Effect.gen(function*() {
       const { answer, exchange, requests } = yield* withPeer
       const first = yield* Effect.forkChild(exchange.ask("first\n\n", "30 seconds"))
-      expect(yield* requests.take).toBe("first")
+      expect(yield* Queue.take(requests)).toBe("first")
       yield* Fiber.interrupt(first)
       const second = yield* Effect.forkChild(exchange.ask("second\n\n", "30 seconds"))
       yield* answer("late answer to first")
-      expect(yield* requests.take).toBe("second")
+      expect(yield* Queue.take(requests)).toBe("second")
       yield* answer("answer to second")
       expect(yield* Fiber.join(second)).toBe("answer to second")
     }))
@@ -50,11 +50,11 @@ describe("Exchange", () => {
       // The unasked answer arrives before the request, and is dropped: it must not be taken as its answer.
       expect(yield* logs.take).toMatch(/^WARN discarded an answer on .*out that no request was waiting for$/)
       const asked = yield* Effect.forkChild(exchange.ask("q\n\n", "30 seconds"))
-      expect(yield* requests.take).toBe("q")
+      expect(yield* Queue.take(requests)).toBe("q")
       yield* answer("x".repeat(100))
       expect((yield* Effect.flip(Fiber.join(asked)))._tag).toBe("FrameTooLarge")
       const next = yield* Effect.forkChild(exchange.ask("r\n\n", "30 seconds"))
-      expect(yield* requests.take).toBe("r")
+      expect(yield* Queue.take(requests)).toBe("r")
       yield* answer("fine")
       expect(yield* Fiber.join(next)).toBe("fine")
     }))
@@ -63,10 +63,10 @@ describe("Exchange", () => {
     Effect.gen(function*() {
       const { exchange, requests } = yield* withPeer
       const asked = yield* Effect.forkChild(exchange.ask("q\n\n", "10 seconds"))
-      expect(yield* requests.take).toBe("q")
+      expect(yield* Queue.take(requests)).toBe("q")
       yield* awaitPendingSleep(10_000)
       yield* TestClock.adjust("9 seconds")
-      expect(asked.unsafePoll()).toBeNull()
+      expect(asked.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust("1 second")
       expect((yield* Effect.flip(Fiber.join(asked)))._tag).toBe("ExchangeTimeout")
     }))
@@ -104,7 +104,7 @@ describe("Exchange, when the far end's process exits", () => {
     Effect.gen(function*() {
       const { answerNow, dies, exchange, readNow } = yield* withMortalPeer
       const asked = yield* Effect.forkChild(exchange.ask("q\n\n", "30 seconds"))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       expect(readNow()).toBe("q\n\n")
       // Written and dead in one go: the answer is in the pipe, unread, when the exit is heard.
       yield* Effect.sync(() => {
@@ -118,7 +118,7 @@ describe("Exchange, when the far end's process exits", () => {
     Effect.gen(function*() {
       const { dies, exchange, logs, readNow } = yield* withMortalPeer
       const first = yield* Effect.forkChild(exchange.ask("first\n\n", "30 seconds"))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       expect(readNow()).toBe("first\n\n")
       yield* Effect.sync(dies)
       const failed = yield* Effect.flip(Fiber.join(first))
@@ -127,7 +127,7 @@ describe("Exchange, when the far end's process exits", () => {
       expect(yield* logs.take).toMatch(/^WARN the bridge on .*out exited owing 1 answer\(s\)/)
       // Nothing is owed any more: the second request goes out at once and takes the next answer.
       yield* Effect.forkChild(exchange.ask("second\n\n", "30 seconds"))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       expect(readNow()).toBe("second\n\n")
     }))
 
@@ -136,13 +136,13 @@ describe("Exchange, when the far end's process exits", () => {
       const { dies, exchange, readNow, requestPath } = yield* withMortalPeer
       // Four times what a pipe holds: most of it waits in our socket when the far end dies.
       const big = yield* Effect.forkChild(exchange.ask(`${"x".repeat(256 * 1024)}\n\n`, "30 seconds"))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       expect(readNow().length).toBeGreaterThan(0)
       yield* Effect.sync(dies)
       expect((yield* Effect.flip(Fiber.join(big)))._tag).toBe("FarEndExited")
       const requests = yield* blocksFrom(requestPath)
       yield* Effect.forkChild(exchange.ask("next\n\n", "30 seconds"))
-      expect(yield* requests.take).toBe("next")
+      expect(yield* Queue.take(requests)).toBe("next")
     }))
 
   it.effect("a request waiting for a timed-out one's answer goes out at once", () =>
@@ -155,11 +155,11 @@ describe("Exchange, when the far end's process exits", () => {
       expect((yield* Effect.flip(Fiber.join(first)))._tag).toBe("ExchangeTimeout")
       // The second waits for the answer the first still owes …
       yield* Effect.forkChild(exchange.ask("second\n\n", "10 seconds"))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       expect(readNow()).toBe("")
       // … until the far end dies owing it.
       yield* Effect.sync(dies)
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       expect(readNow()).toBe("second\n\n")
     }))
 })

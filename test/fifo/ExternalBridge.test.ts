@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Effect, Exit, Fiber, Option, Queue, Redacted, Schedule, Scope, TestServices } from "effect"
+import { Effect, Exit, Fiber, Option, Queue, Redacted, Schedule, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { type BridgeExit, bridgeEnv, make } from "../../src/fifo/ExternalBridge.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
@@ -26,7 +26,7 @@ const readText = (file: string) => Effect.promise(() => fs.promises.readFile(fil
 const processGroupOf = (pid: number) => Effect.map(readText(`/proc/${pid}/stat`), (stat) => Number(stat.split(") ")[1]?.split(" ")[2]))
 
 /** Waits in real time (the TestClock stands still in these tests) until `pid` no longer runs; true. */
-const exited = (what: string, pid: number) => TestServices.provideLive(Sandbox.exited(what, pid))
+const exited = (what: string, pid: number) => TestClock.withLive(Sandbox.exited(what, pid))
 
 describe("bridgeEnv", () => {
   const paths = fifoPaths("/run/pc")
@@ -75,7 +75,7 @@ describe("ExternalBridge", () => {
         extraEnv: { SIGNAL: signal },
         secrets: { DISCORD_BOT_TOKEN: Redacted.make("test-token-not-secret") }
       })
-      expect(yield* started.take).toBe("started")
+      expect(yield* Queue.take(started)).toBe("started")
       const env = (yield* readText(path.join(paths.runDir, "env.txt"))).split("\n")
       expect(env).toContain("DISCORD_BOT_TOKEN=test-token-not-secret")
       expect(env.some((line) => line.startsWith("ANTHROPIC_API_KEY="))).toBe(false)
@@ -96,24 +96,27 @@ describe("ExternalBridge", () => {
         command: script,
         paths,
         extraEnv: { SIGNAL: signal },
-        restartSchedule: Schedule.exponential("1 second").pipe(Schedule.tapInput((exit: BridgeExit) => Queue.offer(deaths, exit)))
+        restartSchedule: Schedule.exponential("1 second").pipe(
+          Schedule.setInputType<BridgeExit>(),
+          Schedule.tap((step) => Queue.offer(deaths, step.input))
+        )
       })
-      expect(yield* started.take).toBe("started")
-      expect(yield* deaths.take).toEqual({ code: 3, signal: null })
+      expect(yield* Queue.take(started)).toBe("started")
+      expect(yield* Queue.take(deaths)).toEqual({ code: 3, signal: null })
       yield* awaitPendingSleep(1_000)
       yield* TestClock.adjust("999 millis")
       expect(yield* bridge.starts).toBe(1)
       yield* TestClock.adjust("1 millis")
-      expect(yield* started.take).toBe("started")
+      expect(yield* Queue.take(started)).toBe("started")
       expect(yield* bridge.starts).toBe(2)
 
       // The second delay is twice the first.
-      expect((yield* deaths.take).code).toBe(3)
+      expect((yield* Queue.take(deaths)).code).toBe(3)
       yield* awaitPendingSleep(3_000)
       yield* TestClock.adjust("1999 millis")
       expect(yield* bridge.starts).toBe(2)
       yield* TestClock.adjust("1 millis")
-      expect(yield* started.take).toBe("started")
+      expect(yield* Queue.take(started)).toBe("started")
       expect(yield* bridge.starts).toBe(3)
     }))
 
@@ -136,14 +139,14 @@ describe("ExternalBridge", () => {
       yield* bridge.exits(Effect.gen(function*() {
         yield* Queue.offer(heard, { starts: yield* bridge.starts, pid: yield* bridge.pid })
       }))
-      expect(yield* started.take).toBe("started")
+      expect(yield* Queue.take(started)).toBe("started")
       // Heard before the restart, with no child running.
-      expect(yield* heard.take).toEqual({ starts: 1, pid: Option.none() })
+      expect(yield* Queue.take(heard)).toEqual({ starts: 1, pid: Option.none() })
       // The helper it left in its group was killed with it.
       expect(yield* exited("the helper", Number(yield* readText(path.join(dir, "grandchild"))))).toBe(true)
       yield* advanceTo(1_000)
-      expect(yield* started.take).toBe("started")
-      expect(yield* heard.take).toEqual({ starts: 2, pid: Option.none() })
+      expect(yield* Queue.take(started)).toBe("started")
+      expect(yield* Queue.take(heard)).toEqual({ starts: 2, pid: Option.none() })
     }))
 
   it.effect("starts the backoff over after a run that lasted healthyAfter", () =>
@@ -166,9 +169,9 @@ describe("ExternalBridge", () => {
         restartSchedule: Schedule.exponential("1 second"),
         healthyAfter: "10 seconds"
       })
-      expect(yield* started.take).toBe("started 1")
+      expect(yield* Queue.take(started)).toBe("started 1")
       yield* advanceTo(1_000)
-      expect(yield* started.take).toBe("started 2")
+      expect(yield* Queue.take(started)).toBe("started 2")
       yield* TestClock.adjust("10 seconds")
       yield* release.write("go\n")
       // Without the reset this delay would be 2 seconds (a sleep until 13_000).
@@ -176,7 +179,7 @@ describe("ExternalBridge", () => {
       yield* TestClock.adjust("999 millis")
       expect(yield* bridge.starts).toBe(2)
       yield* TestClock.adjust("1 millis")
-      expect(yield* started.take).toBe("started 3")
+      expect(yield* Queue.take(started)).toBe("started 3")
     }))
 
   it.effect("with restart on-failure, lets a clean exit end the bridge; gives up when the schedule does", () =>
@@ -217,7 +220,7 @@ describe("ExternalBridge", () => {
         paths,
         extraEnv: { SIGNAL: signal, GRANDCHILD: path.join(dir, "grandchild") }
       }).pipe(Scope.provide(scope))
-      expect(yield* started.take).toBe("started")
+      expect(yield* Queue.take(started)).toBe("started")
       const leader = Option.getOrThrow(yield* bridge.pid)
       const grandchild = Number(yield* readText(path.join(dir, "grandchild")))
       expect(Sandbox.isRunning(grandchild)).toBe(true)
@@ -243,7 +246,7 @@ describe("ExternalBridge", () => {
         extraEnv: { SIGNAL: signal, GRANDCHILD: path.join(dir, "grandchild") },
         killGrace: "5 seconds"
       }).pipe(Scope.provide(scope))
-      expect(yield* started.take).toBe("started")
+      expect(yield* Queue.take(started)).toBe("started")
       const leader = Option.getOrThrow(yield* bridge.pid)
       const grandchild = Number(yield* readText(path.join(dir, "grandchild")))
       const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))

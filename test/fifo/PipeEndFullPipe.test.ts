@@ -19,8 +19,8 @@ describe("FIFO pipe ends with a full pipe", () => {
       const big = "x".repeat(4 * 65536)
       const writing = yield* Effect.forkChild(Effect.andThen(writer.write(big), writer.write("tail\n")))
       // Nothing reads yet: the big write cannot have completed.
-      yield* Effect.yieldNow()
-      expect(writing.unsafePoll()).toBeNull()
+      yield* Effect.yieldNow
+      expect(writing.pollUnsafe()).toBeUndefined()
       let received = ""
       const all = yield* Deferred.make<void>()
       const valve = yield* listenReader(file, {

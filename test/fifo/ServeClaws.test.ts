@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Effect, Result } from "effect"
+import { Effect, Queue, Result } from "effect"
 import type { ToolDefinition } from "../../src/Claws.js"
 import { decodeCatalog } from "../../src/claws/FifoClaws.js"
 import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
@@ -33,7 +33,7 @@ describe("ServeClaws", () => {
       const burst = Array.from({ length: 300 }, (_, i) => i % 50 === 0 ? "__list_tools__\n" : `echo\t{"n":${i}}\n`)
       yield* requests.write(burst.join("\n"))
       for (let i = 0; i < burst.length; i++) {
-        const answer = yield* answers.take
+        const answer = yield* Queue.take(answers)
         if (i % 50 === 0) expect(JSON.parse(answer)).toEqual([echo.definition])
         else expect(answer).toBe(`{"n":${i}}`)
       }

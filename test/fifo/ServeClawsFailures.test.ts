@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Effect } from "effect"
+import { Effect, Queue } from "effect"
 import { ClawsError, type ClawsService, type ToolDefinition } from "../../src/Claws.js"
 import { openWriter } from "../../src/fifo/PipeEnd.js"
 import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
@@ -41,13 +41,13 @@ describe("ServeClaws when serving fails", () => {
       yield* requests.write(
         ["__list_tools__", "__list_tools__", "boom\t{}", "no tab here", "ok\t{not json", "ok\t{}", "__list_tools__\r", ""].join("\n")
       )
-      expect(JSON.parse(yield* answers.take)).toEqual([tool("t1")])
-      expect(yield* answers.take).toBe("Error: claws directory gone")
-      expect(yield* answers.take).toBe("Error: tool crashed")
-      expect(yield* answers.take).toMatch(/^Error: claw request is neither __list_tools__ nor name<TAB>input: "no tab here"$/)
-      expect(yield* answers.take).toMatch(/^Error: input of tool ok is not JSON/)
-      expect(yield* answers.take).toBe("ran ok")
+      expect(JSON.parse(yield* Queue.take(answers))).toEqual([tool("t1")])
+      expect(yield* Queue.take(answers)).toBe("Error: claws directory gone")
+      expect(yield* Queue.take(answers)).toBe("Error: tool crashed")
+      expect(yield* Queue.take(answers)).toMatch(/^Error: claw request is neither __list_tools__ nor name<TAB>input: "no tab here"$/)
+      expect(yield* Queue.take(answers)).toMatch(/^Error: input of tool ok is not JSON/)
+      expect(yield* Queue.take(answers)).toBe("ran ok")
       // The kept listing effect runs the service again: a new catalogue is served.
-      expect(JSON.parse(yield* answers.take)).toEqual([tool("t3")])
+      expect(JSON.parse(yield* Queue.take(answers))).toEqual([tool("t3")])
     }))
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Result, Schema, Stream } from "effect"
+import { Effect, Result, Schema, Stream } from "effect"
 import fc from "fast-check"
 import { MessagesResponse } from "../../src/Brain.js"
 import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame, plainBrainAnswer } from "../../src/fifo/BrainFrame.js"
@@ -232,7 +232,7 @@ describe("framed", () => {
     Effect.gen(function*() {
       const chunks = splitAt(bytes("cli\tone\ncli\ttwo\ncli\tthree\n"), [1, 5, 6, 13, 14, 20])
       const frames = yield* Stream.fromIterable(chunks).pipe(framed(() => makeLineFramer(100)), Stream.runCollect)
-      expect(rights(Chunk.toReadonlyArray(frames))).toEqual(["cli\tone", "cli\ttwo", "cli\tthree"])
+      expect(rights(frames)).toEqual(["cli\tone", "cli\ttwo", "cli\tthree"])
     }))
 })
 

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Chunk, Effect, Fiber, Stream } from "effect"
+import { Effect, Fiber, Stream } from "effect"
 import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
 import * as DirectPull from "../../src/interact/DirectPull.js"
 import * as InteractFifo from "../../src/interact/FifoInteract.js"
@@ -26,23 +26,23 @@ describe("FifoInteract direct pull", () => {
     Effect.gen(function*() {
       const { interact, paths, pull } = yield* setup
       yield* sh(`printf 'cli\\tone\\ncli\\ttwo\\n' > "$P"`, { P: paths.interactIn })
-      expect(Chunk.toArray(yield* pull)).toEqual([{ channel: "cli", text: "one" }])
+      expect(yield* pull).toEqual([{ channel: "cli", text: "one" }])
       // The stream and the pull share one inbox: the stream goes on where the pull stopped.
       const viaStream = yield* interact.messages.pipe(Stream.take(1), Stream.runCollect)
-      expect(Chunk.toArray(viaStream)).toEqual([{ channel: "cli", text: "two" }])
+      expect(viaStream).toEqual([{ channel: "cli", text: "two" }])
       const waiting = yield* Effect.forkChild(pull)
       yield* sh(`printf '7\\tthree\\\\nlines\\n' > "$P"`, { P: paths.interactIn })
-      expect(Chunk.toArray(yield* Fiber.join(waiting))).toEqual([{ channel: "7", text: "three\nlines" }])
+      expect(yield* Fiber.join(waiting)).toEqual([{ channel: "7", text: "three\nlines" }])
     }))
 
   it.effect("a pull interrupted while waiting takes nothing: the next pull gets the line", () =>
     Effect.gen(function*() {
       const { paths, pull } = yield* setup
       const gaveUp = yield* Effect.forkChild(pull)
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* Fiber.interrupt(gaveUp)
       yield* sh(`printf 'cli\\tafter\\n' > "$P"`, { P: paths.interactIn })
-      expect(Chunk.toArray(yield* pull)).toEqual([{ channel: "cli", text: "after" }])
+      expect(yield* pull).toEqual([{ channel: "cli", text: "after" }])
     }))
 
   it.effect("gives what the stream gives, message for message", () =>
@@ -51,8 +51,8 @@ describe("FifoInteract direct pull", () => {
       const lines = Array.from({ length: 20 }, (_, i) => `c${i % 3}\\tmessage ${i}\\n`).join("")
       yield* sh(`printf '${lines}' > "$P"; printf '${lines}' > "$P"`, { P: paths.interactIn })
       const pulled = []
-      for (let i = 0; i < 20; i++) pulled.push(...Chunk.toArray(yield* pull))
-      const streamed = Chunk.toArray(yield* interact.messages.pipe(Stream.take(20), Stream.runCollect))
+      for (let i = 0; i < 20; i++) pulled.push(...yield* pull)
+      const streamed = yield* interact.messages.pipe(Stream.take(20), Stream.runCollect)
       expect(pulled).toEqual(streamed)
       expect(pulled.map((message) => message.text)).toEqual(Array.from({ length: 20 }, (_, i) => `message ${i}`))
     }))

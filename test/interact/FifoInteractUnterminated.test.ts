@@ -7,12 +7,12 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Chunk, Duration, Effect, Fiber, Stream } from "effect"
+import { Duration, Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
 import * as InteractFifo from "../../src/interact/FifoInteract.js"
 import { sh, tempDir } from "../support/FifoKit.js"
-import { advanceTo, yieldToEventLoop } from "../support/TestClockWait.js"
+import { advanceTo, pendingSleeps, yieldToEventLoop } from "../support/TestClockWait.js"
 
 const wait = Duration.toMillis(InteractFifo.unterminatedWait)
 
@@ -32,7 +32,7 @@ describe("FIFO interact, a line without its newline", () => {
       // Asleep once the piece was read: only then does the wait start.
       yield* advanceTo(wait)
       yield* write("bob\\tmy secret\\n")
-      expect(Chunk.toReadonlyArray(yield* Fiber.join(taking))).toEqual([
+      expect(yield* Fiber.join(taking)).toEqual([
         { channel: "alice", text: "hello" },
         { channel: "bob", text: "my secret" }
       ])
@@ -45,13 +45,13 @@ describe("FIFO interact, a line without its newline", () => {
       const lines = Array.from({ length: 65 }, (_, n) => `c\\tm${n}\\n`).join("")
       const first = yield* Effect.forkChild(interact.messages.pipe(Stream.take(1), Stream.runCollect))
       yield* write(`${lines}carol\\twor`)
-      expect(Chunk.toReadonlyArray(yield* Fiber.join(first))).toEqual([{ channel: "c", text: "m0" }])
+      expect(yield* Fiber.join(first)).toEqual([{ channel: "c", text: "m0" }])
       for (let turn = 0; turn < 20; turn++) yield* yieldToEventLoop
-      expect(yield* TestClock.sleeps()).toEqual(Chunk.empty())
+      expect(yield* pendingSleeps).toEqual([])
       yield* TestClock.adjust(Duration.times(InteractFifo.unterminatedWait, 5))
       const rest = yield* Effect.forkChild(interact.messages.pipe(Stream.take(65), Stream.runCollect))
       yield* write("ld\\n")
-      const taken = Chunk.toReadonlyArray(yield* Fiber.join(rest))
+      const taken = yield* Fiber.join(rest)
       expect(taken.slice(0, 64).map((message) => message.text)).toEqual(Array.from({ length: 64 }, (_, n) => `m${n + 1}`))
       expect(taken[64]).toEqual({ channel: "carol", text: "world" })
     }))

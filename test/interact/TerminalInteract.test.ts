@@ -2,7 +2,7 @@ import * as child from "node:child_process"
 import * as path from "node:path"
 import { PassThrough } from "node:stream"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Stream } from "effect"
+import { Effect, Stream } from "effect"
 import * as Terminal from "../../src/interact/TerminalInteract.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
@@ -23,8 +23,8 @@ const open = (options: { interactive: boolean; outputIsTerminal?: boolean }) =>
     return { input, output, written, terminal }
   })
 
-const texts = (terminal: Effect.Effect.Success<ReturnType<typeof open>>["terminal"]) =>
-  Stream.runCollect(terminal.messages).pipe(Effect.map((chunk) => Chunk.toArray(chunk).map((m) => m.text)))
+const texts = (terminal: Effect.Success<ReturnType<typeof open>>["terminal"]) =>
+  Stream.runCollect(terminal.messages).pipe(Effect.map((messages) => messages.map((m) => m.text)))
 
 describe("terminal bridge output", () => {
   it.effect("on a terminal, strips control sequences from a reply, keeping newlines and tabs", () =>

@@ -5,11 +5,11 @@
  */
 import { PassThrough } from "node:stream"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Deferred, Effect, Fiber, Stream } from "effect"
+import { Deferred, Effect, Fiber, Stream } from "effect"
 import * as Terminal from "../../src/interact/TerminalInteract.js"
 
 /** Lets the streams deliver what was written (readline reads on the next turns of the event loop). */
-const settle = Effect.promise(() => new Promise((resolve) => setImmediate(resolve))).pipe(Effect.repeatN(3))
+const settle = Effect.promise(() => new Promise((resolve) => setImmediate(resolve))).pipe(Effect.repeat({ times: 3 }))
 
 const open = (ready: Effect.Effect<void>) =>
   Effect.gen(function*() {
@@ -44,7 +44,7 @@ describe("the terminal's first prompt in a run", () => {
       t.input.write("early\r")
       yield* settle
       yield* Deferred.succeed(ready, undefined)
-      const messages = Chunk.toArray(yield* Fiber.join(first)).map((message) => message.text)
+      const messages = (yield* Fiber.join(first)).map((message) => message.text)
       expect(messages).toEqual(["early"])
     })))
 

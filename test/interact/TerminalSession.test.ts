@@ -5,7 +5,7 @@
  */
 import { PassThrough } from "node:stream"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Fiber, Stream } from "effect"
+import { Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Commands from "../../src/Commands.js"
 import * as Spinner from "../../src/interact/Spinner.js"
@@ -22,12 +22,12 @@ const open = (options: { interactive: boolean; outputIsTerminal?: boolean }) =>
   })
 
 /** Lets the streams deliver what was written (readline reads on the next turns of the event loop). */
-const settle = Effect.promise(() => new Promise((resolve) => setImmediate(resolve))).pipe(Effect.repeatN(3))
+const settle = Effect.promise(() => new Promise((resolve) => setImmediate(resolve))).pipe(Effect.repeat({ times: 3 }))
 
 /** The first `count` messages, collected in a fiber the test drives with TestClock. */
-const take = (terminal: Effect.Effect.Success<ReturnType<typeof open>>["terminal"], count: number) =>
+const take = (terminal: Effect.Success<ReturnType<typeof open>>["terminal"], count: number) =>
   Stream.runCollect(Stream.take(terminal.messages, count)).pipe(
-    Effect.map((chunk) => Chunk.toArray(chunk).map((message) => message.text)),
+    Effect.map((messages) => messages.map((message) => message.text)),
     Effect.forkChild
   )
 
@@ -81,7 +81,7 @@ describe("interactive terminal", () => {
       yield* settle
       yield* TestClock.adjust(Terminal.PASTE_WINDOW)
       t.input.write("never sent\r")
-      const sent = Chunk.toArray(yield* Fiber.join(messages)).map((message) => message.text)
+      const sent = (yield* Fiber.join(messages)).map((message) => message.text)
       expect(sent).toEqual(["hello"])
     }))
 
