@@ -107,6 +107,24 @@ describe("brain frames", () => {
     expect(request).toEqual({ model: "m", max_tokens: 5, temperature: 0.2, messages: [{ role: "user", content: "hi" }] })
   })
 
+  it("decode a request keeping unlisted fields at every depth, unlisted first, then the schema's order", () => {
+    const frame = JSON.stringify({
+      temperature: 0.2,
+      messages: [{ extra: 1, content: [{ text: "hi", type: "text", citations: [] }], role: "user" }],
+      model: "m",
+      max_tokens: 5,
+      tools: [{ name: "t", description: "d", input_schema: { type: "object" }, strict: true }]
+    })
+    // As Effect 3's onExcessProperty "preserve" wrote it back, byte for byte.
+    expect(JSON.stringify(Result.getOrThrow(decodeBrainRequest(frame)))).toBe(JSON.stringify({
+      temperature: 0.2,
+      model: "m",
+      max_tokens: 5,
+      tools: [{ strict: true, name: "t", description: "d", input_schema: { type: "object" } }],
+      messages: [{ extra: 1, role: "user", content: [{ citations: [], type: "text", text: "hi" }] }]
+    }))
+  })
+
   it("reject a request that is not JSON or not a Messages request", () => {
     expect(Result.isFailure(decodeBrainRequest("{nope"))).toBe(true)
     expect(Result.isFailure(decodeBrainRequest("{\"model\":\"m\"}"))).toBe(true)
