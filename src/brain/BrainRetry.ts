@@ -27,20 +27,22 @@ export const BrainTimeoutConfig = secondsIn("PLANCKCLAW_BRAIN_TIMEOUT", { min: 0
 /** Retries after the first attempt; also read by the agent's patience on the brain pipes (Bridges). */
 export const BrainRetriesConfig = integerIn("PLANCKCLAW_BRAIN_RETRIES", { min: 0, max: 100 }, 4)
 
+/** Whether `value` is a base URL an API's path can follow. */
+const isBaseUrl = (value: string): boolean => {
+  // Credentials: fetch refuses such a URL, and its error would carry the password into the log.
+  // A query or fragment: the API's path is added after the base, so it would land inside them.
+  if (!URL.canParse(value) || value.includes("?") || value.includes("#")) return false
+  const url = new URL(value)
+  return ["http:", "https:"].includes(url.protocol) && url.username === "" && url.password === ""
+}
+
 /** An API's base URL setting: http(s) only, without credentials, `fallback` when unset. */
 export const baseUrlConfig = (name: string, fallback: string): Config.Config<string> =>
-  checkedString(name, (value) => {
-    // Credentials: fetch refuses such a URL, and its error would carry the password into the log.
-    // A query or fragment: the API's path is added after the base, so it would land inside them.
-    const fine = URL.canParse(value) && !value.includes("?") && !value.includes("#") && (() => {
-      const url = new URL(value)
-      return ["http:", "https:"].includes(url.protocol) && url.username === "" && url.password === ""
-    })()
-    return fine
+  checkedString(name, (value) =>
+    isBaseUrl(value)
       ? { value }
       : `Expected an http(s) URL without credentials (no user:password@; the API key has a setting of its own) ` +
-        `and without a query or fragment (no ? or #), such as ${fallback}`
-  }).pipe(Config.withDefault(fallback))
+        `and without a query or fragment (no ? or #), such as ${fallback}`).pipe(Config.withDefault(fallback))
 
 /** The retry settings of every HTTP brain. */
 export const BrainRetryConfig = Config.all({
