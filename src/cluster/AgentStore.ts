@@ -13,6 +13,7 @@ import type * as Scope from "effect/Scope"
 import { Brain, type BrainService } from "../Brain.js"
 import * as SqlClient from "effect/sql/SqlClient"
 import * as Compactor from "../memory/Compactor.js"
+import { CompactionLocks, type CompactionLocksService } from "../memory/sql/SqlCompactionLocks.js"
 import * as SqlAgentMemory from "../memory/sql/SqlAgentMemory.js"
 import * as SqlUsageLedger from "../memory/sql/SqlUsageLedger.js"
 import * as Memory from "../memory/Memory.js"
@@ -51,6 +52,8 @@ export const postgres = (options: {
   readonly defaultSoulFile: string
   readonly provider: ConfigProvider.ConfigProvider
   readonly sql: SqlClient.SqlClient
+  /** The runner's one session for compaction locks, shared by all its agents (SqlCompactionLocks). */
+  readonly compactionLocks: CompactionLocksService
 }): AgentStoreService => {
   const { sql } = options
   return {
@@ -61,7 +64,11 @@ export const postgres = (options: {
           // Turns and compactions alike answer through the brain recording usage.
           Layer.provideMerge(SqlUsageLedger.layer(id)),
           Layer.provideMerge(SqlAgentMemory.memoryLayer(id, { fallbackSoulFile: options.defaultSoulFile })),
-          Layer.provide(Layer.merge(Layer.succeed(Brain, brain), Layer.succeed(SqlClient.SqlClient, sql)))
+          Layer.provide(Layer.mergeAll(
+            Layer.succeed(Brain, brain),
+            Layer.succeed(SqlClient.SqlClient, sql),
+            Layer.succeed(CompactionLocks, options.compactionLocks)
+          ))
         )
       ).pipe(
         Effect.provideService(ConfigProvider.ConfigProvider, options.provider),

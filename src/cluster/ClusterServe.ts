@@ -37,6 +37,7 @@ import * as Schedule from "effect/Schedule"
 import type { Brain } from "../Brain.js"
 import type { Claws } from "../Claws.js"
 import * as Logging from "../Logging.js"
+import * as SqlCompactionLocks from "../memory/sql/SqlCompactionLocks.js"
 import * as SqlMigrations from "../memory/sql/SqlMigrations.js"
 import * as AgentHost from "../service/AgentHost.js"
 import * as HttpApi from "../service/HttpApi.js"
@@ -95,7 +96,7 @@ export const databaseLayer = (config: ClusterConfig) =>
 
 /** Agents in the database (memory in PostgreSQL), after its migrations. */
 export const postgresStoreLayer = (config: ClusterConfig) =>
-  Layer.effect(
+  Layer.scoped(
     AgentStore.AgentStore,
     Effect.gen(function*() {
       const host = yield* AgentHost.HostConfig
@@ -106,7 +107,8 @@ export const postgresStoreLayer = (config: ClusterConfig) =>
         where: describeUrl(config.databaseUrl),
         defaultSoulFile: path.join(host.defaultDir, "soul.md"),
         provider: yield* Effect.configProviderWith(Effect.succeed),
-        sql: yield* SqlClient.SqlClient
+        sql: yield* SqlClient.SqlClient,
+        compactionLocks: yield* SqlCompactionLocks.make
       })
     })
   )

@@ -7,6 +7,7 @@ import * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
 import * as AgentStore from "../../src/cluster/AgentStore.js"
+import { CompactionLocks } from "../../src/memory/sql/SqlCompactionLocks.js"
 import { usePostgres } from "../support/Postgres.js"
 import { freshDatabase, migrated } from "../memory/sql/SqlKit.js"
 
@@ -16,9 +17,10 @@ const store = Effect.gen(function*() {
   const url = yield* freshDatabase(yield* server)
   const context = yield* Layer.build(migrated(url))
   const sql = yield* Effect.provide(SqlClient.SqlClient, context)
+  const compactionLocks = yield* Effect.provide(CompactionLocks, context)
   return {
     sql,
-    agents: AgentStore.postgres({ where: "test", defaultSoulFile: "", provider: ConfigProvider.fromEnvRecord(Object.fromEntries(new Map()), { preserveEmptyStrings: true }), sql })
+    agents: AgentStore.postgres({ where: "test", defaultSoulFile: "", provider: ConfigProvider.fromEnvRecord(Object.fromEntries(new Map()), { preserveEmptyStrings: true }), sql, compactionLocks })
   }
 })
 

@@ -206,6 +206,19 @@ export const post = (port: number, id: string, text: string, key?: string): Prom
     request.end(JSON.stringify({ text }))
   })
 
+/** Asks the agent to compact now (`POST /v1/agents/{id}/compact`). */
+export const compact = (port: number, id: string): Promise<Answer> =>
+  new Promise((resolve) => {
+    const request = http.request({ host: "127.0.0.1", port, method: "POST", path: `/v1/agents/${id}/compact`, agent }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") }))
+      response.on("error", () => resolve({ status: 0, body: {} }))
+    })
+    request.on("error", () => resolve({ status: 0, body: {} }))
+    request.end()
+  })
+
 export const get = (port: number, route: string): Promise<Answer> =>
   new Promise((resolve) => {
     http.get({ host: "127.0.0.1", port, path: route, agent }, (response) => {

@@ -6,7 +6,9 @@
  * environment (PLANCKCLAW_DATABASE_URL, PLANCKCLAW_RUNNER_ADDRESS, ...);
  * the HTTP API listens on RUNNER_HTTP (default 127.0.0.1:0) and announces
  * its address on stderr. With RUNNER_CALLS, every brain call appends the
- * user text it answered to that file.
+ * user text it answered to that file. With RUNNER_SUMMARY_HANGS=1, a
+ * compaction's summary request is noted there and never answered (a runner
+ * to kill mid-compaction).
  */
 import * as fs from "node:fs"
 import { Effect, Fiber, Layer, Logger, LogLevel } from "effect"
@@ -17,6 +19,7 @@ import * as HttpApi from "../../dist/service/HttpApi.js"
 
 const delay = Number(process.env.RUNNER_BRAIN_MS ?? 0)
 const calls = process.env.RUNNER_CALLS
+const summaryHangs = process.env.RUNNER_SUMMARY_HANGS === "1"
 
 const lastUserText = (request) => {
   const last = request.messages[request.messages.length - 1]
@@ -29,6 +32,7 @@ const brain = Layer.succeed(Brain, {
       if (delay > 0) yield* Effect.sleep(delay)
       const text = lastUserText(request)
       if (calls !== undefined) fs.appendFileSync(calls, `${JSON.stringify(text)}\n`)
+      if (summaryHangs && text.startsWith("EXISTING SUMMARY:")) return yield* Effect.never
       return { content: [{ type: "text", text: `reply to ${text}` }], stop_reason: "end_turn" }
     })
 })

@@ -2,12 +2,15 @@
  * Everything an agent keeps, in PostgreSQL, as the layers Agent.layer needs
  * besides its Claws: Memory (SqlMemory), Inbox (SqlInbox), Compactor (the
  * usual Compactor over SqlFoldStore: one transaction per commit) and the
- * Brain recording usage (SqlUsageLedger). Give it the bridge's Brain and a
- * SqlClient (PgClient); the migrations run first (SqlMigrations.layer).
+ * Brain recording usage (SqlUsageLedger). Give it the bridge's Brain, a
+ * SqlClient (PgClient) and the process's one CompactionLocks
+ * (SqlCompactionLocks.layer, shared by all its agents); the migrations run
+ * first (SqlMigrations.layer).
  *
  *   Agent.layer.pipe(
  *     Layer.provideMerge(SqlAgentMemory.layer(agentId, options)),
- *     Layer.provide(Layer.mergeAll(brain, claws, pgClient)))
+ *     Layer.provide(Layer.mergeAll(brain, claws, compactionLocks)),
+ *     Layer.provideMerge(pgClient))
  */
 import type * as SqlClient from "effect/sql/SqlClient"
 import type * as ConfigError from "effect/Config"
@@ -18,6 +21,7 @@ import { FoldStore } from "../FoldStore.js"
 import { Inbox } from "../Inbox.js"
 import { Memory } from "../Memory.js"
 import type { MemoryError } from "../MemoryDir.js"
+import type { CompactionLocks } from "./SqlCompactionLocks.js"
 import * as SqlFoldStore from "./SqlFoldStore.js"
 import * as SqlInbox from "./SqlInbox.js"
 import * as SqlMemory from "./SqlMemory.js"
@@ -29,7 +33,7 @@ export type SqlAgentMemoryOptions = SqlMemory.SqlMemoryOptions & SqlInbox.SqlInb
 export const memoryLayer = (
   agentId: string,
   options: SqlMemory.SqlMemoryOptions = {}
-): Layer.Layer<Memory | FoldStore, MemoryError, SqlClient.SqlClient> =>
+): Layer.Layer<Memory | FoldStore, MemoryError, SqlClient.SqlClient | CompactionLocks> =>
   Layer.merge(
     Layer.effect(Memory, SqlMemory.make(agentId, options)),
     Layer.effect(FoldStore, SqlFoldStore.make(agentId, options))
@@ -41,7 +45,7 @@ export const layer = (
 ): Layer.Layer<
   Memory | Inbox | Compactor.Compactor | Brain,
   MemoryError | ConfigError.ConfigError,
-  Brain | SqlClient.SqlClient
+  Brain | SqlClient.SqlClient | CompactionLocks
 > => {
   // Turns and compactions alike answer through the recording Brain.
   const brain = SqlUsageLedger.layer(agentId, options.retry)

@@ -6,9 +6,10 @@
  */
 import type * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Schedule, type Scope } from "effect"
+import { Effect, Result, Option, Schedule, type Scope } from "effect"
 import { renderForgetPreview } from "../../../src/Commands.js"
 import { DEFAULT_SOUL, encodeLine } from "../../../src/memory/Memory.js"
+import * as SqlCompactionLocks from "../../../src/memory/sql/SqlCompactionLocks.js"
 import * as SqlFoldStore from "../../../src/memory/sql/SqlFoldStore.js"
 import * as SqlForget from "../../../src/memory/sql/SqlForget.js"
 import * as SqlMemory from "../../../src/memory/sql/SqlMemory.js"
@@ -26,7 +27,7 @@ const OLD = [
   { role: "assistant" as const, content: "a2" }
 ]
 
-const inFreshDatabase = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient | Scope.Scope>) =>
+const inFreshDatabase = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient | SqlCompactionLocks.CompactionLocks | Scope.Scope>) =>
   Effect.gen(function*() {
     const url = yield* freshDatabase(yield* server)
     return yield* Effect.scoped(effect).pipe(Effect.provide(migrated(url)))
@@ -144,12 +145,15 @@ describe("SQL memory: forget", () => {
     inFreshDatabase(Effect.gen(function*() {
       const memory = yield* alice
       const folds = yield* SqlFoldStore.make("alice", { retry: Schedule.recurs(1) })
-      const plan = yield* folds.planFold(2)
-      expect(Option.isSome(plan)).toBe(true)
-      yield* memory.forget(STAMP)
-      yield* memory.append([{ role: "user", content: "fresh" }, { role: "assistant", content: "start" }])
-      const outcome = yield* Effect.result(folds.commitFold(Option.getOrThrow(plan), "Old summary."))
-      expect(outcome._tag).toBe("Left")
+      // Under its lease, as the Compactor commits: what refuses it is the forget, not a missing lease.
+      const outcome = yield* Effect.result(folds.exclusiveCompaction(Effect.gen(function*() {
+        const plan = yield* folds.planFold(2)
+        expect(Option.isSome(plan)).toBe(true)
+        yield* memory.forget(STAMP)
+        yield* memory.append([{ role: "user", content: "fresh" }, { role: "assistant", content: "start" }])
+        return yield* folds.commitFold(Option.getOrThrow(plan), "Old summary.")
+      })))
+      expect(Result.isFailure(outcome) && outcome.failure._tag === "MemoryError" && outcome.failure.reason).toBe("replaced")
       expect(yield* summaryOf).toBeNull()
       expect((yield* memory.snapshot(10)).history.map((entry) => entry.content)).toEqual(["fresh", "start"])
     })))

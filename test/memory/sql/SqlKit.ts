@@ -5,6 +5,7 @@
 import * as SqlClient from "effect/sql/SqlClient"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
+import * as SqlCompactionLocks from "../../../src/memory/sql/SqlCompactionLocks.js"
 import * as SqlMigrations from "../../../src/memory/sql/SqlMigrations.js"
 import type { PostgresServer } from "../../support/Postgres.js"
 
@@ -17,8 +18,9 @@ export const freshDatabase = (server: PostgresServer) =>
 export const clientLayer = (url: string): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, unknown> =>
   PgClient.layer({ url: Redacted.make(url), maxConnections: 4 })
 
-/** A migrated fresh database on `server` as a layer. */
-export const migrated = (url: string) => Layer.provideMerge(SqlMigrations.layer, clientLayer(url))
+/** A migrated fresh database on `server` as a layer, with this process's compaction locks on it. */
+export const migrated = (url: string) =>
+  Layer.provideMerge(SqlCompactionLocks.layer, Layer.provideMerge(SqlMigrations.layer, clientLayer(url)))
 
 export const withSql = <A, E, R>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E, R>) =>
   Effect.flatMap(SqlClient.SqlClient, f)
