@@ -96,7 +96,7 @@ export const databaseLayer = (config: ClusterConfig) =>
 
 /** Agents in the database (memory in PostgreSQL), after its migrations. */
 export const postgresStoreLayer = (config: ClusterConfig) =>
-  Layer.scoped(
+  Layer.effect(
     AgentStore.AgentStore,
     Effect.gen(function*() {
       const host = yield* AgentHost.HostConfig

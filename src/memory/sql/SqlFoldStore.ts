@@ -23,7 +23,7 @@ import * as crypto from "node:crypto"
 import * as SqlClient from "effect/sql/SqlClient"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import type * as Schedule from "effect/Schedule"
@@ -88,7 +88,7 @@ export const make = (
     })
 
     const exclusiveCompaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      mutex.withPermitsIfAvailable(1)(Effect.scoped(Effect.zipRight(lease, effect))).pipe(
+      mutex.withPermitsIfAvailable(1)(Effect.scoped(Effect.andThen(lease, effect))).pipe(
         Effect.flatMap(Option.match({
           onNone: () => Effect.fail(new CompactionBusy({ ownerPid: process.pid })),
           onSome: Effect.succeed
@@ -146,8 +146,8 @@ export const make = (
           // The row's lock orders this commit and a takeover of the lease: one after the other, never together.
           const agents = yield* sql<{ readonly epoch: string; readonly compacting_by: string | null }>`SELECT epoch, compacting_by
             FROM planckclaw_agents WHERE agent_id = ${agentId} FOR UPDATE`
-          if (Number(agents[0]?.epoch ?? -1) !== plan.inode) return Either.left(refused("replaced"))
-          if (Option.isNone(token) || agents[0]?.compacting_by !== token.value) return Either.left(refused("locked"))
+          if (Number(agents[0]?.epoch ?? -1) !== plan.inode) return Result.fail(refused("replaced"))
+          if (Option.isNone(token) || agents[0]?.compacting_by !== token.value) return Result.fail(refused("locked"))
           yield* sql`DELETE FROM planckclaw_history WHERE agent_id = ${agentId} AND seq < ${plan.splitOffset}`
           yield* sql`UPDATE planckclaw_agents SET summary = ${summaryText} WHERE agent_id = ${agentId}`
           yield* sql`DELETE FROM planckclaw_exchanges WHERE agent_id = ${agentId} AND stored < (
@@ -155,7 +155,7 @@ export const make = (
             ORDER BY stored DESC OFFSET ${EXCHANGES_KEPT} LIMIT 1)`
           const kept = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM planckclaw_history
             WHERE agent_id = ${agentId}`
-          return Either.right<FoldResult>({ kept: kept[0]?.n ?? 0, summaryBytes: Buffer.byteLength(summaryText, "utf8") })
+          return Result.succeed<FoldResult>({ kept: kept[0]?.n ?? 0, summaryBytes: Buffer.byteLength(summaryText, "utf8") })
         })).pipe(safely("committing compaction"), Effect.flatten))
     }
 
