@@ -8,10 +8,13 @@
  * runner's shards can move, not after a time.
  *
  * A process cut off from the database keeps its locks for as long as the
- * server keeps its session (its TCP keepalive settings bound that), and so
- * does it keep its shards. Once the server has ended it, another process may
- * take the lease over; the cut-off one, still folding, is refused at its
- * commit by the lease's token (SqlFoldStore.commitFold).
+ * server keeps its session (its TCP keepalive settings bound that). Its
+ * shards may move sooner: on PostgreSQL 14 and later the engine's own lock
+ * session ends once idle for the shard lock expiration, and a compaction of
+ * one of its agents elsewhere meanwhile is refused as busy. Once the server
+ * has ended the session, another process may take the lease over; the
+ * cut-off one, still folding, is refused at its commit by the lease's token
+ * (SqlFoldStore.commitFold).
  */
 import * as crypto from "node:crypto"
 import * as SqlClient from "effect/sql/SqlClient"
@@ -42,13 +45,23 @@ export class CompactionLocks extends Context.Service<
 >()("planckclaw/memory/sql/CompactionLocks") {}
 
 /**
- * The agent's lock: two 32-bit keys from a hash of its id. The engine's shard
- * locks use the one-key form, so the two never meet; a collision of two
- * agents' 64 bits would only make one compaction wait for the other.
+ * The first key of the cluster engine's shard locks (effect/cluster's
+ * SqlRunnerStorage, tables prefixed `cluster`): they take the two-key form
+ * too, (this namespace, the shard's number), an FNV-1a hash of
+ * `effect-cluster:cluster` that its source declares never to change.
+ */
+export const ENGINE_LOCK_NAMESPACE = -1455371005
+
+/**
+ * The agent's lock: two 32-bit keys from a hash of its id, the first never
+ * the engine's namespace, so a compaction lock and a shard lock never meet;
+ * a collision of two agents' 64 bits would only make one compaction wait for
+ * the other.
  */
 export const lockKeys = (agentId: string): readonly [number, number] => {
   const digest = crypto.createHash("sha256").update(`planckclaw compaction\0${agentId}`).digest()
-  return [digest.readInt32BE(0), digest.readInt32BE(4)]
+  const first = digest.readInt32BE(0)
+  return [first === ENGINE_LOCK_NAMESPACE ? ~first : first, digest.readInt32BE(4)]
 }
 
 /** One per process (per pool): every agent's compaction shares its session. */

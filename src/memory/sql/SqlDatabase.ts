@@ -5,9 +5,8 @@
  * anything uses it.
  */
 import * as SqlClient from "effect/sql/SqlClient"
-import { PgClient } from "@effect/sql-pg"
+import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
@@ -15,7 +14,7 @@ import { MemoryError } from "../MemoryDir.js"
 import * as SqlMigrations from "./SqlMigrations.js"
 import { describe } from "./SqlResilience.js"
 
-export const DatabaseUrlConfig: Config.Config<Redacted.Redacted<string>> = Config.redacted("PLANCKCLAW_DATABASE_URL")
+export const DatabaseUrlConfig: Config.Config<Redacted.Redacted<string>> = Config.Redacted("PLANCKCLAW_DATABASE_URL")
 
 /** Where the URL points, for messages: host, port and database, never the user's password. */
 export const describeUrl = (url: Redacted.Redacted<string>): string => {
@@ -27,17 +26,17 @@ export const describeUrl = (url: Redacted.Redacted<string>): string => {
 
 /** The client on `url`, migrated; a failure to connect or migrate is a MemoryError naming the server, not the password. */
 export const layerFor = (url: Redacted.Redacted<string>): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, MemoryError> =>
-  Layer.provideMerge(SqlMigrations.layer, PgClient.layer({ url, applicationName: "planckclaw" })).pipe(
-    Layer.catchAll((error) =>
-      Layer.fail(
+  Layer.catch(
+    Layer.provideMerge(SqlMigrations.layer, PgClient.layer({ url, applicationName: "planckclaw" })),
+    (error) =>
+      Layer.effectContext<SqlClient.SqlClient | PgClient.PgClient, MemoryError, never>(Effect.fail(
         new MemoryError({
           reason: "io",
           message: `cannot use the ${describeUrl(url)}: ${error._tag === "SqlError" ? describe(error) : error.message}`
         })
-      )
-    )
+      ))
   )
 
 /** The client on PLANCKCLAW_DATABASE_URL, migrated. */
-export const layer: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, MemoryError | ConfigError.ConfigError> = Layer
-  .unwrapEffect(Effect.map(DatabaseUrlConfig, layerFor))
+export const layer: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, MemoryError | Config.ConfigError> = Layer
+  .unwrap(Effect.map(DatabaseUrlConfig, layerFor))

@@ -21,11 +21,11 @@
  */
 import * as crypto from "node:crypto"
 import * as SqlClient from "effect/sql/SqlClient"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
+import * as Semaphore from "effect/Semaphore"
 import type * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import type { FoldPlan, FoldResult, FoldStoreService } from "../FoldStore.js"
@@ -49,7 +49,7 @@ export const make = (
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const retry = options.retry ?? defaultRetry
-    const mutex = yield* Effect.makeSemaphore(1)
+    const mutex = yield* Semaphore.make(1)
     const safely = (what: string) => resilient(`${what} (agent ${agentId})`, retry)
 
     const locks = yield* CompactionLocks
@@ -89,21 +89,20 @@ export const make = (
 
     const exclusiveCompaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       mutex.withPermitsIfAvailable(1)(Effect.scoped(Effect.andThen(lease, effect))).pipe(
-        Effect.flatMap(Option.match({
-          onNone: () => Effect.fail(new CompactionBusy({ ownerPid: process.pid })),
-          onSome: Effect.succeed
-        }))
+        Effect.flatMap((done) =>
+          Option.isSome(done) ? Effect.succeed(done.value) : Effect.fail(new CompactionBusy({ ownerPid: process.pid }))
+        )
       )
 
     const planFold = (keep: number) =>
       Effect.gen(function*() {
-        const agents = yield* sql<{ readonly epoch: string }>`SELECT epoch FROM planckclaw_agents WHERE agent_id = ${agentId}`
+        const agents = yield* sql<{ readonly epoch: bigint }>`SELECT epoch FROM planckclaw_agents WHERE agent_id = ${agentId}`
         const epoch = Number(agents[0]?.epoch ?? 0)
         // The first kept row; with keep = 0, one past the last row.
         const split = keep === 0
-          ? yield* sql<{ readonly seq: string }>`SELECT seq + 1 AS seq FROM planckclaw_history WHERE agent_id = ${agentId}
+          ? yield* sql<{ readonly seq: bigint }>`SELECT seq + 1 AS seq FROM planckclaw_history WHERE agent_id = ${agentId}
               ORDER BY seq DESC LIMIT 1`
-          : yield* sql<{ readonly seq: string }>`SELECT seq FROM planckclaw_history WHERE agent_id = ${agentId}
+          : yield* sql<{ readonly seq: bigint }>`SELECT seq FROM planckclaw_history WHERE agent_id = ${agentId}
               ORDER BY seq DESC OFFSET ${keep - 1} LIMIT 1`
         const first = split[0]
         if (first === undefined) return Option.none<FoldPlan>()
@@ -113,18 +112,18 @@ export const make = (
       }).pipe(safely("planning compaction"))
 
     const page = (plan: FoldPlan, from: number) =>
-      sql<HistoryRow & { readonly seq: string }>`SELECT seq, role, content, line FROM planckclaw_history
+      sql<HistoryRow & { readonly seq: bigint }>`SELECT seq, role, content, line FROM planckclaw_history
         WHERE agent_id = ${agentId} AND seq >= ${from} AND seq < ${plan.splitOffset}
         ORDER BY seq LIMIT ${PAGE_ROWS}`.pipe(safely("reading history to fold"))
 
     // Pages by sequence number: each query starts where the last ended, a backlog of any size in a small heap.
     const linesToFold = (plan: FoldPlan) =>
-      Stream.paginateChunkEffect(0, (from) =>
+      Stream.paginate(0, (from) =>
         Effect.map(page(plan, from), (rows) => {
           const last = rows[rows.length - 1]
           return [
-            Chunk.unsafeFromArray(rows.map(lineOfRow)),
-            rows.length < PAGE_ROWS || last === undefined ? Option.none() : Option.some(Number(last.seq) + 1)
+            rows.map(lineOfRow),
+            rows.length < PAGE_ROWS || last === undefined ? Option.none<number>() : Option.some(Number(last.seq) + 1)
           ] as const
         }))
 
@@ -144,7 +143,7 @@ export const make = (
       return Effect.flatMap(Ref.get(holding), (token) =>
         sql.withTransaction(Effect.gen(function*() {
           // The row's lock orders this commit and a takeover of the lease: one after the other, never together.
-          const agents = yield* sql<{ readonly epoch: string; readonly compacting_by: string | null }>`SELECT epoch, compacting_by
+          const agents = yield* sql<{ readonly epoch: bigint; readonly compacting_by: string | null }>`SELECT epoch, compacting_by
             FROM planckclaw_agents WHERE agent_id = ${agentId} FOR UPDATE`
           if (Number(agents[0]?.epoch ?? -1) !== plan.inode) return Result.fail(refused("replaced"))
           if (Option.isNone(token) || agents[0]?.compacting_by !== token.value) return Result.fail(refused("locked"))
@@ -155,8 +154,12 @@ export const make = (
             ORDER BY stored DESC OFFSET ${EXCHANGES_KEPT} LIMIT 1)`
           const kept = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM planckclaw_history
             WHERE agent_id = ${agentId}`
-          return Result.succeed<FoldResult>({ kept: kept[0]?.n ?? 0, summaryBytes: Buffer.byteLength(summaryText, "utf8") })
-        })).pipe(safely("committing compaction"), Effect.flatten))
+          const folded: Result.Result<FoldResult, MemoryError> = Result.succeed({
+            kept: kept[0]?.n ?? 0,
+            summaryBytes: Buffer.byteLength(summaryText, "utf8")
+          })
+          return folded
+        })).pipe(safely("committing compaction"), Effect.flatMap(Effect.fromResult)))
     }
 
     // Its size is not known before the pages are read: always paged.

@@ -43,7 +43,7 @@ const forgottenOf = (stamp: string, summary: boolean, historyLines: number): For
  */
 export const preview = (sql: SqlClient.SqlClient, agentId: string): Effect.Effect<ForgetPreview, SqlError> =>
   Effect.map(
-    sql<{ readonly lines: string; readonly bytes: string; readonly summary_bytes: string | null; readonly unterminated: boolean | null }>`
+    sql<{ readonly lines: bigint; readonly bytes: bigint; readonly summary_bytes: number | null; readonly unterminated: boolean | null }>`
       SELECT count(*) AS lines,
         coalesce(sum(coalesce(octet_length(line),
           20 + CASE WHEN role = 'assistant' THEN 11 ELSE 6 END + octet_length(to_json(coalesce(content, ''))::text)) + 1), 0) AS bytes,
@@ -77,7 +77,7 @@ const move = (sql: SqlClient.SqlClient, agentId: string, stamp: string, request:
     // The agent's row, locked: appends, compactions, imports and forgets of this agent take turns here.
     const agents = yield* sql<{ readonly summary: string | null; readonly history_unterminated: boolean }>`
       SELECT summary, history_unterminated FROM planckclaw_agents WHERE agent_id = ${agentId} FOR UPDATE`
-    const done = yield* sql<{ readonly stamp: string; readonly summarised: boolean; readonly history_lines: string }>`
+    const done = yield* sql<{ readonly stamp: string; readonly summarised: boolean; readonly history_lines: bigint }>`
       SELECT stamp, summary IS NOT NULL AS summarised, history_lines FROM planckclaw_archives
       WHERE agent_id = ${agentId} AND request = ${request}`
     if (done[0] !== undefined) {
@@ -95,7 +95,7 @@ const move = (sql: SqlClient.SqlClient, agentId: string, stamp: string, request:
     yield* sql`INSERT INTO planckclaw_archives (agent_id, stamp, request, summary, history_unterminated)
       VALUES (${agentId}, ${name}, ${request}, ${summary}, ${agent?.history_unterminated ?? false})`
     // One statement deletes the rows and archives exactly those.
-    const moved = yield* sql<{ readonly n: string }>`
+    const moved = yield* sql<{ readonly n: bigint }>`
       WITH moved AS (
         DELETE FROM planckclaw_history WHERE agent_id = ${agentId} RETURNING agent_id, seq, role, content, line, created),
       archived AS (
@@ -117,13 +117,17 @@ export const commit = (
   request: string
 ): Effect.Effect<Option.Option<Forgotten>, SqlError> => sql.withTransaction(move(sql, agentId, stamp, request))
 
-/** An archive as it was stored: its summary and its history rows in order (for tests and a future restore). */
+/**
+ * An archive as it was stored: its summary and its history rows in order
+ * (for tests and a future restore); bigint columns as bigints, as the driver
+ * reads them.
+ */
 export const readArchive = (sql: SqlClient.SqlClient, agentId: string, stamp: string) =>
   Effect.all({
-    archive: sql<{ readonly summary: string | null; readonly history_lines: string; readonly history_unterminated: boolean }>`
+    archive: sql<{ readonly summary: string | null; readonly history_lines: bigint; readonly history_unterminated: boolean }>`
       SELECT summary, history_lines, history_unterminated FROM planckclaw_archives
       WHERE agent_id = ${agentId} AND stamp = ${stamp}`,
-    rows: sql<{ readonly seq: string; readonly role: string | null; readonly content: string | null; readonly line: string | null }>`
+    rows: sql<{ readonly seq: bigint; readonly role: string | null; readonly content: string | null; readonly line: string | null }>`
       SELECT seq, role, content, line FROM planckclaw_archived_history
       WHERE agent_id = ${agentId} AND stamp = ${stamp} ORDER BY seq`
   })

@@ -98,7 +98,7 @@ export const make = (agentId: string, options: SqlInboxOptions = {}): Effect.Eff
         rows[0] !== undefined || message.idempotencyKey === undefined ? Effect.succeed(rows) : existing(message.idempotencyKey)).pipe(
           resilient(`journaling a message (inbox of agent ${agentId})`, retry),
           Effect.flatMap((rows) =>
-            rows[0] === undefined ? Effect.dieMessage("inbox: the accepted row vanished") : Effect.succeed(pendingOf(rows[0]))),
+            rows[0] === undefined ? Effect.die(new Error("inbox: the accepted row vanished")) : Effect.succeed(pendingOf(rows[0]))),
           Effect.catch((error) =>
             // Answered anyway, under an id no row has: not crash-safe, never lost in this process.
             Effect.as(Effect.logError(`${error.message}; the message is answered but not crash-safe`), {

@@ -17,11 +17,13 @@
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as SqlClient from "effect/sql/SqlClient"
+import * as Arr from "effect/Array"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import type * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import type { AppendOptions } from "../HistoryAppender.js"
 import type { HistoryEntry } from "../HistoryFile.js"
 import * as Layout from "../Layout.js"
@@ -45,7 +47,7 @@ export const locationOf = (agentId: string) => `/dev/null/planckclaw-postgresql/
 
 /** A MemoryDir that refuses every file operation: memory of this agent is in the database. */
 const guardDir = (agentId: string, storageFailing: Effect.Effect<boolean>, failing: (value: boolean) => void) =>
-  Effect.map(Effect.makeSemaphore(1), (compactionMutex): MemoryDir.MemoryDir => {
+  Effect.map(Semaphore.make(1), (compactionMutex): MemoryDir.MemoryDir => {
     const refuse = (what: string) =>
       new MemoryError({
         reason: "unwritable",
@@ -171,7 +173,7 @@ export const make = (
           if (sameAs(yield* tail(sql, agentId, entries.length), entries)) return
         }
         const rows = entries.map((entry, index) => ({ agent_id: agentId, seq: first + index, ...rowOfEntry(entry) }))
-        yield* sql`INSERT INTO planckclaw_history ${sql.insert(rows)}`
+        if (Arr.isArrayNonEmpty(rows)) yield* sql`INSERT INTO planckclaw_history ${sql.insert(rows)}`
       }))
 
     const append = (entries: ReadonlyArray<HistoryEntry>, appendOptions?: AppendOptions) =>

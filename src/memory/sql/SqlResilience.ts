@@ -16,36 +16,39 @@ import { MemoryError } from "../MemoryDir.js"
 
 /** Backs off from 100 ms to a 5 s pace, for up to 10 minutes; then the operation fails. */
 export const defaultRetry: Schedule.Schedule<unknown> = Schedule.exponential("100 millis", 2).pipe(
-  Schedule.modifyDelay((_, delay) => Duration.min(delay, Duration.seconds(5))),
-  Schedule.upTo("10 minutes")
+  Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.seconds(5)))),
+  Schedule.upTo({ duration: "10 minutes" })
 )
 
-interface Cause {
-  readonly code?: unknown
-  readonly message?: unknown
+/**
+ * What the driver said: @effect/sql-pg wraps the server's error (its SQLSTATE
+ * in `code`) or the socket's (ECONNREFUSED...) as the cause of the
+ * SqlError's reason; the reason's own message is the driver's generic one.
+ */
+const detailOf = (error: SqlError): { readonly code: string | undefined; readonly message: string } => {
+  const inner: unknown = error.reason.cause
+  const fields = typeof inner === "object" && inner !== null ? inner as { readonly code?: unknown; readonly message?: unknown } : {}
+  return {
+    code: typeof fields.code === "string" ? fields.code : undefined,
+    message: typeof fields.message === "string" && fields.message.length > 0 ? fields.message : error.message
+  }
 }
-
-const causeOf = (error: SqlError): Cause =>
-  typeof error.cause === "object" && error.cause !== null ? error.cause as Cause : {}
 
 /** Lost or refused connections, and a server shutting down or starting up: worth waiting for. */
 export const isTransient = (error: SqlError): boolean => {
-  const { code, message } = causeOf(error)
-  if (error.message === "Failed to acquire connection" || error.message === "Connection error") return true
-  if (typeof code === "string") {
-    // 08: connection exceptions; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now.
-    if (code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03") return true
-    if (["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "ENOENT"].includes(code)) return true
-  }
-  return typeof message === "string" &&
-    /Connection terminated|connection timeout|Client has encountered a connection error/i.test(message)
+  // The driver's own verdict: a connection that failed, was lost, timed out or could not be had from the pool.
+  if (error.reason._tag === "ConnectionError") return true
+  const { code } = detailOf(error)
+  if (code === undefined) return false
+  // 08: connection exceptions; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now.
+  return code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03" ||
+    ["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "ENOENT"].includes(code)
 }
 
 /** The error's own words, never the connection settings. */
 export const describe = (error: SqlError): string => {
-  const { code, message } = causeOf(error)
-  const detail = typeof message === "string" ? message : error.message
-  return typeof code === "string" ? `${detail} (${code})` : detail
+  const { code, message } = detailOf(error)
+  return code === undefined ? message : `${message} (${code})`
 }
 
 export const toMemoryError = (what: string) => (error: SqlError): MemoryError =>

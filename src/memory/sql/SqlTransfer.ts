@@ -15,6 +15,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as SqlClient from "effect/sql/SqlClient"
+import * as Arr from "effect/Array"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
@@ -65,9 +66,9 @@ export const importAgent = (
 ): Effect.Effect<TransferReport, MemoryError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const history = yield* readIfPresent(path.join(directory, FILES.history))
-    const summary = yield* readIfPresent(path.join(directory, FILES.summary))
-    const soul = yield* readIfPresent(path.join(directory, FILES.soul))
+    const history = yield* Effect.fromResult(readIfPresent(path.join(directory, FILES.history)))
+    const summary = yield* Effect.fromResult(readIfPresent(path.join(directory, FILES.summary)))
+    const soul = yield* Effect.fromResult(readIfPresent(path.join(directory, FILES.soul)))
     if (history === undefined && summary === undefined) {
       return yield* ioError(`nothing to import: ${directory} has neither ${FILES.history} nor ${FILES.summary}`)
     }
@@ -80,10 +81,10 @@ export const importAgent = (
       }
       rows.push({ agent_id: agentId, seq: index + 1, ...row.value })
     }
-    const usage = yield* Result.mapError(
+    const usage = yield* Effect.fromResult(Result.mapError(
       UsageLedger.read(path.join(directory, FILES.usage)),
       (error) => ioError(`cannot import ${FILES.usage}: ${error.message}`, error)
-    )
+    ))
 
     yield* sql.withTransaction(Effect.gen(function*() {
       const existing: ReadonlyArray<{ readonly lines: number; readonly summary: string | null }> = yield* sql<{ readonly lines: number; readonly summary: string | null }>`
@@ -103,12 +104,13 @@ export const importAgent = (
       yield* sql`DELETE FROM planckclaw_history WHERE agent_id = ${agentId}`
       yield* sql`DELETE FROM planckclaw_usage WHERE agent_id = ${agentId}`
       for (let start = 0; start < rows.length; start += BATCH) {
-        yield* sql`INSERT INTO planckclaw_history ${sql.insert(rows.slice(start, start + BATCH))}`
+        const batch = rows.slice(start, start + BATCH)
+        if (Arr.isArrayNonEmpty(batch)) yield* sql`INSERT INTO planckclaw_history ${sql.insert(batch)}`
       }
       for (let start = 0; start < usage.lines.length; start += BATCH) {
         yield* SqlUsageLedger.insert(sql, agentId, usage.lines.slice(start, start + BATCH))
       }
-    })).pipe(resilient(`importing agent ${agentId}`, options.retry ?? Schedule.stop))
+    })).pipe(resilient(`importing agent ${agentId}`, options.retry ?? Schedule.recurs(0)))
     return { lines: rows.length, summary: summary !== undefined, soul: soul !== undefined, usage: usage.lines.length }
   })
 
@@ -168,7 +170,7 @@ export const exportAgent = (
         let after = 0
         let first = true
         while (true) {
-          const page = yield* sql<HistoryRow & { readonly seq: string }>`SELECT seq, role, content, line
+          const page = yield* sql<HistoryRow & { readonly seq: bigint }>`SELECT seq, role, content, line
             FROM planckclaw_history WHERE agent_id = ${agentId} AND seq > ${after} ORDER BY seq LIMIT ${BATCH}`.pipe(
             Effect.mapError(toMemoryError(`exporting agent ${agentId}`))
           )

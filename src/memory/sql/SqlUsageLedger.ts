@@ -4,6 +4,7 @@
  * for files. Writing it never fails a turn: a failure is logged once.
  */
 import * as SqlClient from "effect/sql/SqlClient"
+import * as Arr from "effect/Array"
 import * as Clock from "effect/Clock"
 import type * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
@@ -14,8 +15,10 @@ import { BrainLabelConfig } from "../../brain/BrainChoice.js"
 import { lineOf, type UsageLine } from "../UsageLedger.js"
 import { defaultRetry, resilient } from "./SqlResilience.js"
 
-export const insert = (sql: SqlClient.SqlClient, agentId: string, lines: ReadonlyArray<UsageLine>) =>
-  sql`INSERT INTO planckclaw_usage ${sql.insert(lines.map((line) => ({ agent_id: agentId, ...line })))}`
+export const insert = (sql: SqlClient.SqlClient, agentId: string, lines: ReadonlyArray<UsageLine>) => {
+  const rows = lines.map((line) => ({ agent_id: agentId, ...line }))
+  return Arr.isArrayNonEmpty(rows) ? Effect.asVoid(sql`INSERT INTO planckclaw_usage ${sql.insert(rows)}`) : Effect.void
+}
 
 /** Every row of the agent's ledger, oldest first, as usage.jsonl lines. */
 export const read = (sql: SqlClient.SqlClient, agentId: string) =>

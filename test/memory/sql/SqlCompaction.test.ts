@@ -75,7 +75,7 @@ describe("SQL memory: compaction", () => {
         BEGIN RAISE EXCEPTION 'disk on fire'; END $$`
       yield* sql`CREATE TRIGGER refuse BEFORE UPDATE OF summary ON planckclaw_agents FOR EACH ROW EXECUTE FUNCTION refuse()`
       const outcome = yield* Effect.result(Context.get(context, Compactor).compactNow)
-      expect(outcome._tag).toBe("Left")
+      expect(outcome._tag).toBe("Failure")
       expect(JSON.stringify(outcome)).toContain("disk on fire")
       expect(yield* historyOf(sql)).toEqual(lines(6))
       expect(yield* summaryOf(sql)).toBe(null)
@@ -90,7 +90,7 @@ describe("SQL memory: compaction", () => {
         BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NEW; END $$`
       yield* sql`CREATE TRIGGER die BEFORE UPDATE OF summary ON planckclaw_agents FOR EACH ROW EXECUTE FUNCTION die()`
       const outcome = yield* Effect.result(Context.get(context, Compactor).compactNow)
-      expect(outcome._tag).toBe("Left")
+      expect(outcome._tag).toBe("Failure")
       expect(yield* historyOf(sql)).toEqual(lines(6))
       expect(yield* summaryOf(sql)).toBe(null)
       // The lease was given back: once the server lets it, the next compaction commits.

@@ -16,7 +16,7 @@ describe("SQL memory through a database outage", () => {
       yield* Effect.gen(function*() {
         // Every failed attempt is counted, so the test knows the writes really waited.
         const attempts = yield* Ref.make(0)
-        const retry = Schedule.spaced("50 millis").pipe(Schedule.tapInput(() => Ref.update(attempts, (n) => n + 1)))
+        const retry = Schedule.spaced("50 millis").pipe(Schedule.tap(() => Ref.update(attempts, (n) => n + 1)))
         const memory = yield* SqlMemory.make("alice", { retry })
         const inbox = yield* SqlInbox.make("alice", { retry })
         yield* memory.append([{ role: "user", content: "before" }, { role: "assistant", content: "outage" }])
@@ -35,7 +35,7 @@ describe("SQL memory through a database outage", () => {
           return n >= 2 ? n : undefined
         })
         expect(retriedBeforeRestart).toBeGreaterThanOrEqual(2)
-        expect(Option.isNone(yield* Fiber.poll(during))).toBe(true)
+        expect(during.pollUnsafe()).toBeUndefined()
         yield* postgres.start
         const pending = yield* Fiber.join(during)
         expect(pending.id).toBeGreaterThan(0)

@@ -41,7 +41,7 @@ describe("throwaway PostgreSQL", () => {
       }).pipe(Effect.provide(client))
       yield* server.stop
       const down = yield* Effect.result(query.pipe(Effect.provide(client)))
-      expect(down._tag).toBe("Left")
+      expect(down._tag).toBe("Failure")
       yield* server.start
       expect(yield* query.pipe(Effect.provide(client))).toEqual([{ n: 2 }])
     })), 120_000)
