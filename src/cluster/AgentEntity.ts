@@ -19,15 +19,16 @@ import * as crypto from "node:crypto"
 import * as ClusterSchema from "effect/cluster/ClusterSchema"
 import * as Entity from "effect/cluster/Entity"
 import * as Rpc from "effect/rpc/Rpc"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as AgentLoop from "../Agent.js"
 import { Brain, type BrainService } from "../Brain.js"
@@ -120,6 +121,12 @@ export class RunningAgents extends Context.Service<RunningAgents, Set<string>>()
 
 const describe = (error: unknown) => error instanceof Error ? error.message : String(error)
 
+/** An agent started on this runner: what its entity's messages call. */
+interface StartedAgent {
+  readonly send: (message: SendPayload) => Effect.Effect<Outcome, AgentUnavailable>
+  readonly compact: Effect.Effect<typeof CompactResult.Type, AgentUnavailable | CompactionRefused>
+}
+
 /** One agent, built when its entity starts on this runner. */
 const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
   Effect.gen(function*() {
@@ -138,7 +145,10 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
           Context.add(Claws, claws)
         )
       )))
-    ).pipe(Effect.provideService(ConfigProvider.ConfigProvider, parts.provider), Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: ${describe(error)}` })))
+    ).pipe(
+      Effect.provideService(ConfigProvider.ConfigProvider, parts.provider),
+      Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: ${describe(error)}` }))
+    )
     const agent = Context.get(built, AgentLoop.Agent)
     const compactor = Context.get(parts.memory, Compactor.Compactor)
     let nextId = 1
@@ -184,7 +194,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
         HostError: (failed) => Effect.fail(new AgentUnavailable({ message: failed.message }))
       })
     )
-    return { send, compact }
+    return { send, compact } satisfies StartedAgent
   })
 
 /**
@@ -195,7 +205,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
 export const layer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AgentHost.HostConfig
   const brain = yield* Brain
-  const permits = yield* Effect.makeSemaphore(config.maxConcurrentTurns)
+  const permits = yield* Semaphore.make(config.maxConcurrentTurns)
   const limited: BrainService = { complete: (request) => permits.withPermits(1)(brain.complete(request)) }
   const running = yield* RunningAgents
   return Agent.toLayer(
@@ -208,13 +218,13 @@ export const layer = Layer.unwrap(Effect.gen(function*() {
       // Started by its first message, and by the next one after a start that failed: a database
       // that did not answer for a moment must not refuse the agent until its idle release.
       // Messages come one at a time (concurrency 1), so no two starts overlap.
-      let agent: Effect.Effect.Success<ReturnType<typeof startAgent>> | undefined
+      let agent: StartedAgent | undefined
       const started = Effect.suspend(() => {
         if (agent !== undefined) return Effect.succeed(agent)
         if (!AgentId.is(raw)) return Effect.fail(new AgentUnavailable({ message: `agent id ${JSON.stringify(raw)} is not allowed` }))
         return Effect.gen(function*() {
           // Its own scope, closed at once if the start fails, so a failed start holds nothing.
-          const own = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+          const own = yield* Scope.fork(scope, "sequential")
           const made = yield* startAgent(raw, limited).pipe(
             Scope.provide(own),
             Effect.onExit((exit) => Exit.isFailure(exit) ? Scope.close(own, exit) : Effect.void),

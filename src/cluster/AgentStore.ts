@@ -114,7 +114,7 @@ export const postgres = (options: {
 }
 
 interface StatusRow {
-  readonly lines: string
+  readonly lines: bigint
   readonly summary_bytes: number | null
   readonly last: Date | null
 }

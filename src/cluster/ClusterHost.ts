@@ -50,7 +50,7 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
           return refuse("unavailable", error.message ?? `agent ${id} is unavailable`, id)
         case "CompactionRefused":
           return refuse((error as AgentEntity.CompactionRefused).reason, error.message ?? "", id)
-        case "TimeoutException":
+        case "TimeoutError":
           return refuse(
             "unavailable",
             `agent ${id} did not answer within ${timeout}: its runner may be failing over. The message is kept and ` +
@@ -105,7 +105,7 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
             onSuccess: (outcome) => Turn.isFailureReply(outcome.reply) ? outcome.attempt : payload.attempt
           })
           const earlierFailure = payload.idempotencyKey !== undefined && answered !== payload.attempt
-          if (!earlierFailure || retry === MAX_RETRIES) return yield* result
+          if (!earlierFailure || retry === MAX_RETRIES) return yield* Effect.fromResult(result)
         }
       })
 

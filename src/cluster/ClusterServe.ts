@@ -25,10 +25,14 @@ import * as SocketRunner from "effect/cluster/SocketRunner"
 import * as SqlMessageStorage from "effect/cluster/SqlMessageStorage"
 import * as SqlRunnerStorage from "effect/cluster/SqlRunnerStorage"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as RpcSerialization from "effect/rpc/RpcSerialization"
 import * as SqlClient from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Cause from "effect/Cause"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Result from "effect/Result"
 import * as Effect from "effect/Effect"
@@ -39,6 +43,7 @@ import type { Claws } from "../Claws.js"
 import * as Logging from "../Logging.js"
 import * as SqlCompactionLocks from "../memory/sql/SqlCompactionLocks.js"
 import * as SqlMigrations from "../memory/sql/SqlMigrations.js"
+import { describe } from "../memory/sql/SqlResilience.js"
 import * as AgentHost from "../service/AgentHost.js"
 import * as HttpApi from "../service/HttpApi.js"
 import * as AgentEntity from "./AgentEntity.js"
@@ -53,46 +58,58 @@ import * as TurnJournal from "./TurnJournal.js"
 /** The cluster could not start: the database is unreachable, or the agents' place is unusable. */
 export class ClusterStartError extends Data.TaggedError("ClusterStartError")<{ readonly message: string }> {}
 
-/**
- * Creates the cluster's tables before the runner starts: runners starting
- * together race to create them, and the engine treats a lost race as fatal;
- * here the loser tries again and finds them made.
- */
-const clusterTables = (config: ClusterConfig) =>
-  Layer.effectDiscard(
-    Effect.scoped(Layer.build(Layer.merge(SqlMessageStorage.layer, SqlRunnerStorage.layer).pipe(
-      Layer.provide(ShardingConfig.layer(shardingConfig(config)))
-    ))).pipe(
-      Effect.sandbox,
-      Effect.retry({ times: 5, schedule: Schedule.spaced("200 millis") }),
-      Effect.mapError((cause) => new ClusterStartError({ message: `cannot create the cluster's tables: ${Cause.pretty(cause)}` }))
-    )
-  )
+/** `layer` with its failure `f`'s (Effect 4's Layer has no mapError). */
+const mapLayerError = <A, E, R, E2>(layer: Layer.Layer<A, E, R>, f: (error: E) => E2): Layer.Layer<A, E2, R> =>
+  Layer.catch(layer, (error) => Layer.effectContext<A, E2, never>(Effect.fail(f(error))))
 
-/** This process as a runner (Sharding), over the SqlClient provided. */
-export const runnerLayer = (config: ClusterConfig): Layer.Layer<Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage, ClusterStartError, SqlClient.SqlClient> =>
-  SocketRunner.layer.pipe(
-    Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
-    Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))),
-    Layer.provideMerge(Layer.orDie(SqlMessageStorage.layer)),
-    Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
-    Layer.provide(ShardingConfig.layer(shardingConfig(config))),
-    Layer.provide(RpcSerialization.layerMsgPack),
-    Layer.mapError((error) =>
+/**
+ * Creates the cluster's tables (the engine's migrations) before the runner
+ * starts, a few tries before giving up: runners start together, and a
+ * database that has just come up may refuse the first connections.
+ */
+const clusterTables = Layer.effectDiscard(
+  Effect.scoped(Layer.build(Layer.merge(SqlMessageStorage.layerMigrations({}), SqlRunnerStorage.layerMigrations({})))).pipe(
+    Effect.sandbox,
+    Effect.retry({ times: 5, schedule: Schedule.spaced("200 millis") }),
+    Effect.mapError((cause) => new ClusterStartError({ message: `cannot create the cluster's tables: ${Cause.pretty(cause)}` }))
+  )
+)
+
+/**
+ * This process as a runner (Sharding), over the SqlClient provided. Peers
+ * speak the engine's default wire (RpcSerialization.layerSchemaBinary), as
+ * NodeClusterSocket.layer's runners do.
+ */
+export const runnerLayer = (
+  config: ClusterConfig
+): Layer.Layer<Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage, ClusterStartError, SqlClient.SqlClient> =>
+  mapLayerError(
+    SocketRunner.layer.pipe(
+      Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
+      Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))),
+      Layer.provideMerge(SqlMessageStorage.layerStorage({}).pipe(Layer.provide(NodeCrypto.layerDigest))),
+      Layer.provide(SqlRunnerStorage.layerStorage({})),
+      Layer.provide(ShardingConfig.layer(shardingConfig(config))),
+      Layer.provide(RpcSerialization.layerSchemaBinary())
+    ),
+    (error) =>
       new ClusterStartError({
         message: `cannot listen for peers on ${config.runnerAddress.host}:${config.runnerAddress.port} (PLANCKCLAW_RUNNER_ADDRESS): ${error.message}`
       })
-    ),
-    Layer.provide(clusterTables(config))
-  )
+  ).pipe(Layer.provide(clusterTables))
 
-/** The PostgreSQL client; its errors name the database without its password. */
-export const databaseLayer = (config: ClusterConfig) =>
-  PgClient.layer({ url: config.databaseUrl, maxConnections: 40, applicationName: "planckclaw" }).pipe(
-    Layer.mapError((error) =>
-      new ClusterStartError({ message: `cannot reach the ${describeUrl(config.databaseUrl)} (PLANCKCLAW_DATABASE_URL): ${error.message}` })
-    )
-  )
+/**
+ * The PostgreSQL client, once the database has answered (the pool connects
+ * only when asked); its errors name the database without its password.
+ */
+export const databaseLayer = (config: ClusterConfig): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, ClusterStartError> => {
+  const unreachable = (error: SqlError) =>
+    new ClusterStartError({ message: `cannot reach the ${describeUrl(config.databaseUrl)} (PLANCKCLAW_DATABASE_URL): ${describe(error)}` })
+  return mapLayerError(
+    PgClient.layer({ url: config.databaseUrl, maxConnections: 40, applicationName: "planckclaw" }),
+    unreachable
+  ).pipe(Layer.tap((context) => Effect.mapError(Context.get(context, SqlClient.SqlClient)`SELECT 1`, unreachable)))
+}
 
 /** Agents in the database (memory in PostgreSQL), after its migrations. */
 export const postgresStoreLayer = (config: ClusterConfig) =>
@@ -106,7 +123,7 @@ export const postgresStoreLayer = (config: ClusterConfig) =>
       return AgentStore.postgres({
         where: describeUrl(config.databaseUrl),
         defaultSoulFile: path.join(host.defaultDir, "soul.md"),
-        provider: yield* Effect.configProviderWith(Effect.succeed),
+        provider: yield* ConfigProvider.ConfigProvider,
         sql: yield* SqlClient.SqlClient,
         compactionLocks: yield* SqlCompactionLocks.make
       })
@@ -123,9 +140,7 @@ export const hostLayer = (config: ClusterConfig) =>
     // After the runner: its tables exist by then.
     Layer.provideMerge(Pruning.layer({ retentionSeconds: config.retentionSeconds })),
     Layer.provideMerge(runnerLayer(config)),
-    Layer.provide(TurnJournal.layer.pipe(
-      Layer.mapError((error) => new ClusterStartError({ message: `cannot prepare the database: ${error.message}` }))
-    ))
+    Layer.provide(mapLayerError(TurnJournal.layer, (error) => new ClusterStartError({ message: `cannot prepare the database: ${error.message}` })))
   )
 
 /** The runner, its agents and the host, over the database of `config`: what the HTTP API and Discord consume. */

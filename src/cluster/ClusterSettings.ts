@@ -6,14 +6,13 @@
  * unrelated variable move the runner.
  */
 import * as Config from "effect/Config"
-import * as ConfigError from "effect/Config"
-import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as RunnerAddress from "effect/cluster/RunnerAddress"
 import * as ShardingConfig from "effect/cluster/ShardingConfig"
-import { integerIn, secondsIn } from "../config/ConfigRange.js"
+import { integerIn, invalidSettings, secondsIn } from "../config/ConfigRange.js"
 import { DatabaseUrlConfig } from "../memory/sql/SqlDatabase.js"
 import { HostConfig } from "../service/AgentHost.js"
 
@@ -32,10 +31,14 @@ export const parseHostPort = (name: string, text: string): Result.Result<HostPor
   return Result.succeed({ host: match[1] ?? match[2]!, port })
 }
 
+// The message names the setting already: refused as a check of its own, not under its key again.
 const hostPort = (name: string) =>
-  Config.string(name).pipe(
-    Config.mapOrFail((text) =>
-      Result.mapError(parseHostPort(name, text), (message) => ConfigError.InvalidData([], message))
+  Config.String(name).pipe(
+    Config.mapEffect((text) =>
+      Result.match(parseHostPort(name, text), {
+        onFailure: (message) => Effect.fail(invalidSettings(message)),
+        onSuccess: Effect.succeed
+      })
     )
   )
 
@@ -69,12 +72,12 @@ export const ClusterConfig = Config.all({
   /** Seconds without a message before an agent is released (the same setting as `planckclaw serve`). */
   idleSeconds: Config.map(HostConfig, (host) => host.idleSeconds)
 })
-export type ClusterConfig = Config.Config.Success<typeof ClusterConfig>
+export type ClusterConfig = Config.Success<typeof ClusterConfig>
 
 const seconds = (value: number) => Duration.millis(Math.round(value * 1000))
 
 /** The engine's settings from ours; all of them, so nothing is left to its environment defaults. */
-export const shardingConfig = (config: ClusterConfig): Context.Tag.Service<ShardingConfig.ShardingConfig> => {
+export const shardingConfig = (config: ClusterConfig): ShardingConfig.ShardingConfig["Service"] => {
   const third = config.lockExpirationSeconds / 3
   return {
     ...ShardingConfig.defaults,
@@ -87,6 +90,8 @@ export const shardingConfig = (config: ClusterConfig): Context.Tag.Service<Shard
     refreshAssignmentsInterval: seconds(config.pollSeconds),
     entityMessagePollInterval: seconds(config.pollSeconds),
     entityMaxIdleTime: seconds(config.idleSeconds),
+    // As many agents at once as the runner's memory holds, as before effect/cluster 4 brought a cap (10,000).
+    maxResidentEntities: "unbounded",
     // The reply of a message sent to another runner is also read back from the database.
     entityReplyPollInterval: seconds(Math.min(config.pollSeconds, 0.2))
   }

@@ -10,8 +10,9 @@
  *
  * The engine's shard-lock health check failing says nothing of why: a
  * database that is only slow (a loaded machine) times it out too. But after
- * it the engine lets go of its shards and probes in silence, so it can be
- * the outage's only sign. While it lasts and no outage is told, the runner
+ * it the engine lets go of its shards and probes them, each failed probe a
+ * line of its own that says no more (left out here), so it can be the
+ * outage's only sign. While it lasts and no outage is told, the runner
  * asks the database itself (`SELECT 1`, every lock refresh interval); a
  * failure for want of the database is logged as one more sign, told as the
  * one line. A slow answer proves nothing; no answer three times running (a
@@ -20,21 +21,21 @@
 import * as SqlClient from "effect/sql/SqlClient"
 import { SqlError } from "effect/sql/SqlError"
 import * as Cause from "effect/Cause"
-import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as FiberRef from "effect/References"
-import * as HashSet from "effect/HashSet"
+import * as Latch from "effect/Latch"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
-import * as LogLevel from "effect/LogLevel"
+import * as References from "effect/References"
 import { describe, isTransient } from "../memory/sql/SqlResilience.js"
 
 const OUTAGE_TEXT = /^(database unavailable while|Could not read messages from storage)/
 /** The engine's lock health: a symptom of an outage while one lasts, its own news otherwise (a slow database). */
 const HEALTH_TEXT = /^Shard lock storage is unhealthy/
+/** The engine's probe of its locks while they are unhealthy, once per refresh interval: the spell is told already. */
+const STILL_TEXT = /^Shard lock storage is still unhealthy/
 const RECOVERED_TEXT = /^Shard lock storage has recovered/
 const BACK_TEXT = /^(database back;|Shard lock storage has recovered)/
 /** SqlResilience's words: `database unavailable while WHAT (WHY); waiting for it to come back`. */
@@ -46,7 +47,8 @@ const textOf = (message: unknown): string => Array.isArray(message) ? message.ma
 
 /** A transient SqlError anywhere in the cause, through the engine's wrappers (`PersistenceError.cause`). */
 const sqlProblem = (cause: Cause.Cause<unknown>): string | undefined => {
-  for (const top of [...Cause.failures(cause), ...Cause.defects(cause)]) {
+  for (const reason of cause.reasons) {
+    const top: unknown = Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : undefined
     let current: unknown = top
     for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
       if (current instanceof SqlError) return isTransient(current) ? describe(current) : undefined
@@ -64,7 +66,7 @@ export class LockProbe extends Context.Service<LockProbe, ProbeWanted>()("planck
 
 /** Whether the database should be asked, a latch open while it should (the probe waits on it), and how many times it started to be. */
 export interface ProbeWanted {
-  readonly latch: Effect.Latch
+  readonly latch: Latch.Latch
   now: boolean
   spells: number
 }
@@ -86,8 +88,8 @@ export const collapse = <Output>(
     const now = locksUnhealthy && !down
     if (now && !probe.now) probe.spells++
     probe.now = now
-    if (now) probe.latch.unsafeOpen()
-    else probe.latch.unsafeClose()
+    if (now) probe.latch.openUnsafe()
+    else probe.latch.closeUnsafe()
   }
   return Logger.make((options) => {
     const text = textOf(options.message)
@@ -104,19 +106,19 @@ export const collapse = <Output>(
       const why = problem ?? RESILIENT_WHY.exec(text)?.[1] ?? text
       return inner.log({
         ...options,
-        logLevel: LogLevel.Warning,
+        logLevel: "Warn",
         message: `the database is unavailable (${why}); waiting for it to come back (its further failures are not logged until then)`,
         cause: Cause.empty
       })
     }
     wanted()
-    if (down && HEALTH_TEXT.test(text)) return undefined
+    if ((down && HEALTH_TEXT.test(text)) || STILL_TEXT.test(text)) return undefined
     if (BACK_TEXT.test(text)) {
       if (down) {
         down = false
         backAt = at
         wanted()
-        return inner.log({ ...options, logLevel: LogLevel.Info, message: "the database is back; resuming", cause: Cause.empty })
+        return inner.log({ ...options, logLevel: "Info", message: "the database is back; resuming", cause: Cause.empty })
       }
       if (at - backAt < QUIET_AFTER_BACK_MS) return undefined
     }
@@ -125,23 +127,25 @@ export const collapse = <Output>(
 }
 
 /** Every logger of the layers it is provided to, collapsed; the LockProbe they open for `probeLayer`. */
-export const layer: Layer.Layer<LockProbe> = Layer.effect(
-  LockProbe,
+export const layer: Layer.Layer<LockProbe> = Layer.effectContext(
   Effect.gen(function*() {
-    const probe: ProbeWanted = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
-    yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.map((logger) => collapse(logger, probe)))
-    return probe
+    const probe: ProbeWanted = { latch: yield* Latch.make(false), now: false, spells: 0 }
+    const loggers = yield* References.CurrentLoggers
+    return Context.make(LockProbe, probe).pipe(
+      Context.add(References.CurrentLoggers, new Set([...loggers].map((logger) => collapse(logger, probe))))
+    )
   })
 )
 
-const timedOut = (cause: Cause.Cause<unknown>): boolean => Cause.failures(cause).pipe(Chunk.some(Cause.isTimeoutException))
+const timedOut = (cause: Cause.Cause<unknown>): boolean =>
+  cause.reasons.some((reason) => Cause.isFailReason(reason) && Cause.isTimeoutError(reason.error))
 
 /**
  * While the LockProbe is open, `check` every `every`, bounded by as much,
  * until a sign is logged (the collapse tells it): a failure for want of the
  * database, or no answer UNANSWERED_SIGN times in a row. A late answer is none.
  */
-export const probing = (check: Effect.Effect<unknown, SqlError>, every: Duration.DurationInput) =>
+export const probing = (check: Effect.Effect<unknown, SqlError>, every: Duration.Input) =>
   Effect.gen(function*() {
     const probe = yield* LockProbe
     // One spell of unhealthy locks; the count of unanswered checks starts over with the next.
@@ -155,7 +159,7 @@ export const probing = (check: Effect.Effect<unknown, SqlError>, every: Duration
         const exit = yield* Effect.exit(Effect.timeout(check, every))
         unanswered = Exit.isFailure(exit) && timedOut(exit.cause) ? unanswered + 1 : 0
         const why = Exit.isFailure(exit) ? sqlProblem(exit.cause) : undefined
-        const sign = why ?? (unanswered >= UNANSWERED_SIGN ? `no answer within ${Duration.format(every)}, ${unanswered} times in a row` : undefined)
+        const sign = why ?? (unanswered >= UNANSWERED_SIGN ? `no answer within ${Duration.format(Duration.fromInputUnsafe(every))}, ${unanswered} times in a row` : undefined)
         if (sign !== undefined) {
           return yield* Effect.logWarning(`database unavailable while checking the shard lock storage (${sign}); waiting for it to come back`)
         }
@@ -165,7 +169,7 @@ export const probing = (check: Effect.Effect<unknown, SqlError>, every: Duration
   })
 
 /** `probing` with `SELECT 1` over the runner's database. */
-export const probeLayer = (every: Duration.DurationInput): Layer.Layer<never, never, LockProbe | SqlClient.SqlClient> =>
+export const probeLayer = (every: Duration.Input): Layer.Layer<never, never, LockProbe | SqlClient.SqlClient> =>
   Layer.effectDiscard(
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient

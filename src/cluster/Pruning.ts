@@ -39,14 +39,14 @@ export interface PruningOptions {
   readonly batch?: number
 }
 
-/** Two-key advisory lock of its own (the engine's shard locks use one key): one runner prunes at a time. */
+/** Two-key advisory lock of its own (the engine's shard locks have another first key): one runner prunes at a time. */
 const LOCK = [0x706c616e, 0x7072756e] as const
 
 /** How often a runner prunes: a quarter of the retention, at most hourly. */
 export const interval = (retentionSeconds: number): Duration.Duration =>
   Duration.seconds(Math.min(3600, retentionSeconds / 4))
 
-const countOf = (rows: ReadonlyArray<{ readonly n: number | string }>) => Number(rows[0]?.n ?? 0)
+const countOf = (rows: ReadonlyArray<{ readonly n: number | string | bigint }>) => Number(rows[0]?.n ?? 0)
 
 /** One pass: every finished row older than the retention, batch by batch, each batch one transaction. */
 export const pruneOnce = (options: PruningOptions): Effect.Effect<Pruned, SqlError, SqlClient.SqlClient> =>
@@ -58,7 +58,7 @@ export const pruneOnce = (options: PruningOptions): Effect.Effect<Pruned, SqlErr
     const cutoffId = String(Snowflake.make({ timestamp: Math.max(cutoff, Snowflake.constEpochMillis), machineId: MachineId.make(0), sequence: 0 }))
     const before = new Date(cutoff)
 
-    const messages = sql<{ n: number }>`WITH old AS (
+    const messages = sql<{ n: bigint }>`WITH old AS (
         SELECT id FROM cluster_messages WHERE kind = 0 AND processed AND last_reply_id IS NOT NULL AND id < CAST(${cutoffId} AS BIGINT)
         LIMIT ${batch}
       ), gone AS (
@@ -69,7 +69,7 @@ export const pruneOnce = (options: PruningOptions): Effect.Effect<Pruned, SqlErr
         DELETE FROM cluster_messages n WHERE n.kind <> 0 AND n.request_id IN (SELECT request_id FROM gone)
       )
       SELECT count(*) AS n FROM gone`
-    const turns = sql<{ n: number }>`WITH gone AS (
+    const turns = sql<{ n: bigint }>`WITH gone AS (
         DELETE FROM planckclaw_cluster_turns WHERE (agent_id, message_key) IN (
           SELECT t.agent_id, t.message_key FROM planckclaw_cluster_turns t
           WHERE t.decided_at < ${before} AND NOT EXISTS (SELECT 1 FROM cluster_messages m
@@ -78,7 +78,7 @@ export const pruneOnce = (options: PruningOptions): Effect.Effect<Pruned, SqlErr
         ) RETURNING 1
       ) SELECT count(*) AS n FROM gone`
     // Only the cluster's exchange keys (`idem:`, `msg:`; AgentEntity.messageKey): memory's own inbox keys are not ours.
-    const exchanges = sql<{ n: number }>`WITH gone AS (
+    const exchanges = sql<{ n: bigint }>`WITH gone AS (
         DELETE FROM planckclaw_exchanges WHERE (agent_id, key) IN (
           SELECT e.agent_id, e.key FROM planckclaw_exchanges e
           WHERE e.stored < ${before} AND (e.key LIKE 'idem:%' OR e.key LIKE 'msg:%')
@@ -89,15 +89,18 @@ export const pruneOnce = (options: PruningOptions): Effect.Effect<Pruned, SqlErr
       ) SELECT count(*) AS n FROM gone`
 
     /** Batches until one comes back short; none at all when another runner is pruning. */
-    const drain = (statement: Effect.Effect<ReadonlyArray<{ n: number }>, SqlError>) =>
-      Effect.iterate({ total: 0, last: batch }, {
-        while: (state) => state.last >= batch,
-        body: (state) =>
-          sql.withTransaction(Effect.gen(function*() {
+    const drain = (statement: Effect.Effect<ReadonlyArray<{ n: number | string | bigint }>, SqlError>) =>
+      Effect.gen(function*() {
+        let total = 0
+        for (let last = batch; last >= batch;) {
+          last = yield* sql.withTransaction(Effect.gen(function*() {
             const locked = yield* sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${LOCK[0]}, ${LOCK[1]}) AS locked`
             return locked[0]?.locked === true ? countOf(yield* statement) : 0
-          })).pipe(Effect.map((last) => ({ total: state.total + last, last })))
-      }).pipe(Effect.map((state) => state.total))
+          }))
+          total += last
+        }
+        return total
+      })
 
     // Turns and exchange keys first: they are kept while their message is unfinished, which the messages table tells.
     const turnCount = yield* drain(turns)

@@ -40,7 +40,7 @@ describe("the cluster's AgentHost", () => {
       const agents = yield* AgentHost
       const fiber = yield* Effect.forkChild(agents.send("alice", { text: "hello", idempotencyKey: "k-1" }))
       yield* TestClock.adjust("29 seconds")
-      expect(fiber.unsafePoll()).toBeNull()
+      expect(fiber.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust("2 seconds")
       const exit = yield* Fiber.await(fiber)
       expect(Exit.isFailure(exit)).toBe(true)
@@ -64,10 +64,10 @@ describe("the cluster's AgentHost", () => {
 })
 
 describe("the test runners' placement of agents (Runners.placement)", () => {
-  it("hashes an entity id as @effect/cluster does, and gives each runner a share of the shards", async () => {
+  it("hashes an entity id as effect/cluster does, and gives each runner a share of the shards", async () => {
     // The package keeps its hash internal: read from its file, so a change to it fails here, not by chance later.
-    const packageDir = path.dirname(createRequire(import.meta.url).resolve("@effect/cluster/package.json"))
-    const internal = await import(pathToFileURL(path.join(packageDir, "dist/esm/internal/hash.js")).href) as {
+    const packageDir = path.dirname(createRequire(import.meta.url).resolve("effect/package.json"))
+    const internal = await import(pathToFileURL(path.join(packageDir, "dist/cluster/internal/hash.js")).href) as {
       readonly hashString: (text: string) => number
     }
     for (const id of ["discord-c300000000000000010", "alice", "a", "", "é-ü", "x".repeat(300)]) {

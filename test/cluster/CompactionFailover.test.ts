@@ -50,7 +50,7 @@ const compactingOn = (id: string, pid: number) =>
       Effect.map((rows) => (rows[0]?.by ?? "").startsWith(`${pid} `) && summaryRequests(killedCalls).length > 0),
       Effect.repeat({ until: (held) => held, schedule: Schedule.spaced("100 millis") }),
       Effect.timeout("60 seconds"),
-      Effect.catchTag("TimeoutException", () => Effect.dieMessage(`runner ${pid} did not come to compact ${id} within 60 s`))
+      Effect.catchTag("TimeoutError", () => Effect.die(new Error(`runner ${pid} did not come to compact ${id} within 60 s`)))
     )
   }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url) })), Effect.orDie)
 

@@ -4,14 +4,21 @@
  * come out as one line saying the database is unavailable, and one saying
  * it is back; other lines pass; an outage after a quiet minute is told anew.
  */
-import { SqlError } from "effect/sql/SqlError"
+import { ConnectionError, SqlError } from "effect/sql/SqlError"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Logger } from "effect"
+import { Cause, Effect, Latch, Logger } from "effect"
 import { TestClock } from "effect/testing"
 import type { SqlError as SqlErrorType } from "effect/sql/SqlError"
 import * as OutageLog from "../../src/cluster/OutageLog.js"
 
-const refused = new SqlError({ message: "Failed to acquire connection", cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }) })
+/** What @effect/sql-pg fails with when the server refuses the connection. */
+const refused = new SqlError({
+  reason: new ConnectionError({
+    cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }),
+    message: "PgConnection: Failed to connect",
+    operation: "connect"
+  })
+})
 /** What @effect/cluster wraps a storage failure in. */
 const persistence = { _tag: "PersistenceError", message: "storage", cause: refused }
 
@@ -20,9 +27,9 @@ const recorder = (withProbe: boolean) =>
   Effect.gen(function*() {
     const lines: Array<string> = []
     const recording = Logger.make(({ logLevel, message, cause }) =>
-      void lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}${Cause.isEmpty(cause) ? "" : " +cause"}`))
-    const probe = { latch: yield* Effect.makeLatch(false), now: false, spells: 0 }
-    const logged = Effect.provide(Logger.replace(Logger.defaultLogger, OutageLog.collapse(recording, withProbe ? probe : undefined)))
+      void lines.push(`${logLevel.toUpperCase()} ${Array.isArray(message) ? message.join(" ") : String(message)}${cause.reasons.length === 0 ? "" : " +cause"}`))
+    const probe = { latch: yield* Latch.make(false), now: false, spells: 0 }
+    const logged = Effect.provide(Logger.layer([OutageLog.collapse(recording, withProbe ? probe : undefined)]))
     return { lines, probe, logged }
   })
 
@@ -81,9 +88,10 @@ describe("OutageLog.collapse", () => {
       yield* TestClock.adjust("10 seconds")
       expect(checks).toBe(2)
 
-      // The outage whose first sign is the engine's timeout, after which the engine probes in silence.
+      // The outage whose first sign is the engine's timeout, after which the engine's probes say no more.
       database = "gone"
       yield* unhealthy.pipe(logged)
+      yield* Effect.logWarning("Shard lock storage is still unhealthy", Cause.fail(new Cause.TimeoutError("Operation timed out after '2s'"))).pipe(logged)
       yield* TestClock.adjust("2 seconds")
       expect(checks).toBe(3)
       // Told: no more checks until the database is back.

@@ -10,6 +10,7 @@ import * as MachineId from "effect/cluster/MachineId"
 import * as ShardingConfig from "effect/cluster/ShardingConfig"
 import * as Snowflake from "effect/cluster/Snowflake"
 import * as SqlMessageStorage from "effect/cluster/SqlMessageStorage"
+import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -53,8 +54,8 @@ const remaining = Effect.gen(function*() {
   const keys = (rows: ReadonlyArray<{ key: string }>) => rows.map((row) => row.key).sort()
   return {
     messages: keys(yield* sql<{ key: string }>`SELECT split_part(message_id, '/', 4) AS key FROM cluster_messages WHERE kind = 0`),
-    notes: Number((yield* sql<{ n: string }>`SELECT count(*) AS n FROM cluster_messages WHERE kind <> 0`)[0]!.n),
-    replies: Number((yield* sql<{ n: string }>`SELECT count(*) AS n FROM cluster_replies`)[0]!.n),
+    notes: Number((yield* sql<{ n: bigint }>`SELECT count(*) AS n FROM cluster_messages WHERE kind <> 0`)[0]!.n),
+    replies: Number((yield* sql<{ n: bigint }>`SELECT count(*) AS n FROM cluster_replies`)[0]!.n),
     turns: keys(yield* sql<{ key: string }>`SELECT message_key AS key FROM planckclaw_cluster_turns`),
     exchanges: keys(yield* sql<{ key: string }>`SELECT key FROM planckclaw_exchanges`)
   }
@@ -69,7 +70,7 @@ const remaining = Effect.gen(function*() {
 const afterPass = (next: number) => Effect.andThen(awaitPendingSleep(next), remaining)
 
 const tables = Layer.mergeAll(
-  SqlMessageStorage.layer.pipe(Layer.provide(ShardingConfig.layer())),
+  SqlMessageStorage.layer.pipe(Layer.provide([ShardingConfig.layer(), NodeCrypto.layerDigest])),
   TurnJournal.layer
 )
 

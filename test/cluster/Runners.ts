@@ -12,6 +12,7 @@ import * as RunnerAddress from "effect/cluster/RunnerAddress"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "effect/sql/SqlClient"
 import { Effect, HashRing, Redacted, Schedule } from "effect"
+import { ENGINE_LOCK_NAMESPACE } from "../../src/memory/sql/SqlCompactionLocks.js"
 import { baseEnv } from "../support/Cli.js"
 
 export const RUNNER = path.join(import.meta.dirname, "runner.mjs")
@@ -112,7 +113,7 @@ export const freePortWhere = async (acceptable: (port: number) => boolean, tries
   throw new Error(`no acceptable free port in ${tries} tries`)
 }
 
-// @effect/cluster's hash of an entity id (its internal/hash.ts hashString, which it does not export).
+// effect/cluster's hash of an entity id (its internal/hash.ts hashString, which it does not export).
 export const entityHash = (id: string): number => {
   let hash = 5381
   for (let index = id.length; index > 0;) hash = (hash * 33) ^ id.charCodeAt(--index)
@@ -154,15 +155,17 @@ export const startRunner = (env: Record<string, string>, script = RUNNER, choose
  * ring assigns them (HashRing.getShards caps each runner at its share): the
  * shards have moved to the runner that joined last, and an agent started
  * from then on stays where it starts. The engine holds shard n as the
- * session-level advisory lock 1000000 + n, all of a runner's on one session.
+ * session-level advisory lock (its namespace, 1000000 + n), all of a
+ * runner's on one session; pg_locks shows the namespace as an unsigned oid.
  */
 export const shardsSpread = (url: string, runners: number) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const share = SHARDS / runners
     let seen: ReadonlyArray<number> = []
-    const held = sql<{ n: string }>`SELECT count(*) AS n FROM pg_locks
-      WHERE locktype = 'advisory' AND granted AND classid = 0 AND objsubid = 1 AND objid BETWEEN 1000001 AND ${1_000_000 + SHARDS}
+    const held = sql<{ n: bigint }>`SELECT count(*) AS n FROM pg_locks
+      WHERE locktype = 'advisory' AND granted AND classid = ${ENGINE_LOCK_NAMESPACE >>> 0} AND objsubid = 2
+        AND objid BETWEEN 1000001 AND ${1_000_000 + SHARDS}
         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
       GROUP BY pid`.pipe(
       Effect.map((rows) => rows.map((row) => Number(row.n)).sort((a, b) => a - b)),
@@ -173,8 +176,8 @@ export const shardsSpread = (url: string, runners: number) =>
     yield* held.pipe(
       Effect.repeat({ until: (counts) => counts.length === runners && counts.every((n) => n === share), schedule: Schedule.spaced("100 millis") }),
       Effect.timeout("30 seconds"),
-      Effect.catchTag("TimeoutException", () =>
-        Effect.dieMessage(`${runners} runners did not come to hold ${share} shard locks each within 30 s; the sessions holding them hold ${JSON.stringify(seen)}`)
+      Effect.catchTag("TimeoutError", () =>
+        Effect.die(new Error(`${runners} runners did not come to hold ${share} shard locks each within 30 s; the sessions holding them hold ${JSON.stringify(seen)}`))
       )
     )
   }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url) })), Effect.orDie)

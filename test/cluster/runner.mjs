@@ -11,7 +11,7 @@
  * to kill mid-compaction).
  */
 import * as fs from "node:fs"
-import { Effect, Fiber, Layer, Logger, LogLevel } from "effect"
+import { Effect, Fiber, Layer, References } from "effect"
 import { Brain } from "../../dist/Brain.js"
 import * as InMemoryClaws from "../../dist/claws/InMemoryClaws.js"
 import * as ClusterServe from "../../dist/cluster/ClusterServe.js"
@@ -42,7 +42,7 @@ if (listen._tag === "Failure") throw new Error(listen.failure)
 
 const main = Layer.launch(ClusterServe.layer(listen.success).pipe(
   Layer.provide(Layer.merge(brain, InMemoryClaws.layer([]))),
-  Layer.provide(Logger.minimumLogLevel(process.env.RUNNER_LOG === "debug" ? LogLevel.Debug : LogLevel.Info))
+  Layer.provide(Layer.succeed(References.MinimumLogLevel, process.env.RUNNER_LOG === "debug" ? "Debug" : "Info"))
 )).pipe(
   Effect.catchCause((cause) => Effect.sync(() => {
     process.stderr.write(`runner failed: ${cause}\n`)
