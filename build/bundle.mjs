@@ -1,6 +1,6 @@
 /**
  * The two CommonJS bundles: dist/cli/bin.cjs (every command) and
- * dist/cli/run.cjs (a plain `run` line's own, smaller: no @effect/cli, no
+ * dist/cli/run.cjs (a plain `run` line's own, smaller: no effect/cli, no
  * Discord bridge), from tsc's output in dist/. Each Node built-in is wrapped
  * once per bundle (build/shared-builtins.mjs). Each bundle's first line is
  * the SHA-256 of the rest, which keys its code cache (bin/code-cache.cjs),
@@ -20,7 +20,7 @@ const common = {
   bundle: true,
   format: "cjs",
   platform: "node",
-  target: "node20",
+  target: "node22",
   outdir: "dist/cli",
   outExtension: { ".js": ".cjs" },
   external: ["discord.js"],

@@ -3,9 +3,10 @@
  * are composed here, at the edge, from the choices the flags make. The help people read is HelpText's.
  */
 import * as path from "node:path"
-import * as Args from "effect/cli/Argument"
+import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"
-import * as Options from "effect/cli/Flag"
+import * as Flag from "effect/cli/Flag"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -32,9 +33,9 @@ import { doctor } from "./doctor/DoctorCommand.js"
 import * as Prices from "./usage/Prices.js"
 import * as UsageReport from "./usage/UsageReport.js"
 
-const agentOption = Options.text("agent").pipe(
-  Options.optional,
-  Options.withDescription("compact agent ID of PLANCKCLAW_AGENTS_DIR (as `planckclaw serve` hosts it) instead of PLANCKCLAW_DIR")
+const agentOption = Flag.String("agent").pipe(
+  Flag.optional,
+  Flag.withDescription("compact agent ID of PLANCKCLAW_AGENTS_DIR (as `planckclaw serve` hosts it) instead of PLANCKCLAW_DIR")
 )
 
 /**
@@ -46,12 +47,12 @@ const forAgent = (agent: Option.Option<string>) => <A, E, R>(effect: Effect.Effe
     onNone: () => effect,
     onSome: (raw) =>
       Effect.gen(function*() {
-        const id = yield* AgentId.parse(raw)
+        const id = yield* Effect.fromResult(AgentId.parse(raw))
         const directory = path.join((yield* AgentHost.HostConfig).agentsDir, id)
         if (!AgentStatus.isAgentDirectory(directory)) {
           return yield* new AgentHost.HostError({ reason: "not-found", id, message: `no agent ${id}: ${directory} is not a directory` })
         }
-        const provider = yield* AgentSettings.provider(id, directory, yield* Effect.configProviderWith(Effect.succeed))
+        const provider = yield* AgentSettings.provider(id, directory, yield* ConfigProvider.ConfigProvider)
         return yield* Effect.provideService(effect, ConfigProvider.ConfigProvider, provider)
       })
   })
@@ -119,16 +120,16 @@ const tools = Command.make("tools", {}, () =>
 const usage = Command.make(
   "usage",
   {
-    since: Options.text("since").pipe(Options.optional, Options.withDescription("only days from this one on (YYYY-MM-DD)")),
-    json: Options.boolean("json").pipe(Options.withDescription("print the report as JSON"))
+    since: Flag.String("since").pipe(Flag.optional, Flag.withDescription("only days from this one on (YYYY-MM-DD)")),
+    json: Flag.Boolean("json").pipe(Flag.withDefault(false), Flag.withDescription("print the report as JSON"))
   },
   (options) =>
     Effect.gen(function*() {
-      const since = Option.isSome(options.since) ? yield* UsageReport.parseSince(options.since.value) : undefined
+      const since = Option.isSome(options.since) ? yield* Effect.fromResult(UsageReport.parseSince(options.since.value)) : undefined
       const prices = yield* Prices.PricesConfig
       const file = path.join(yield* Memory.MemoryConfig, UsageLedger.FILE_NAME)
       const ledger = yield* Effect.mapError(
-        UsageLedger.read(file),
+        Effect.fromResult(UsageLedger.read(file)),
         (error) => new Memory.MemoryError({ reason: "io", message: `cannot read ${file}: ${error.message}` })
       )
       const report = UsageReport.report(ledger.lines, ledger.skipped, prices, since)
@@ -151,26 +152,32 @@ const servedAlone = (name: BuiltinName): Bridges.RunChoices => ({
  * agent. It ends when it is done (an interact bridge whose input ended and
  * was answered), or fails when the run it serves ends.
  */
-const bridge = Command.make("bridge", { name: Args.choice(builtinNames.map((name): [string, BuiltinName] => [name, name])) }, () =>
-  Effect.gen(function*() {
-    const [brain, claws, interact] = [yield* Bridges.BrainEnd, yield* Bridges.ClawsEnd, yield* Bridges.InteractEnd]
-    const running = yield* RunningAgent.RunningAgent
-    // The first to end, in success or failure (raceAll would wait for a success).
-    yield* Effect.raceFirst(running.ended, Effect.raceFirst(brain.done, Effect.raceFirst(claws.done, interact.done)))
-  })).pipe(
-    Command.provide(({ name }) =>
+const servedBridge = Effect.gen(function*() {
+  const [brain, claws, interact] = [yield* Bridges.BrainEnd, yield* Bridges.ClawsEnd, yield* Bridges.InteractEnd]
+  const running = yield* RunningAgent.RunningAgent
+  // The first to end, in success or failure (raceAll would wait for a success).
+  yield* Effect.raceFirst(running.ended, Effect.raceFirst(brain.done, Effect.raceFirst(claws.done, interact.done)))
+})
+
+/** Its layers inside the settings, which come before anything they start. */
+const bridge = Command.make(
+  "bridge",
+  { name: Argument.Literals("NAME", builtinNames).pipe(Argument.withDescription("the built-in bridge to serve")) },
+  ({ name }) =>
+    Effect.provide(
+      servedBridge,
       Bridges.farEnds(servedAlone(name), { withAgent: false }).pipe(Layer.provideMerge(RunningAgent.layer))
-    ),
-    Command.transformHandler((effect) => withSettings(new Map())(effect)),
-    Command.withDescription(
-      "Serve one built-in bridge on the FIFOs of a running agent (PLANCKCLAW_RUN_DIR), as its own process."
-    )
+    ).pipe(withSettings(new Map()))
+).pipe(
+  Command.withDescription(
+    "Serve one built-in bridge on the FIFOs of a running agent (PLANCKCLAW_RUN_DIR), as its own process."
   )
+)
 
 /** `planckclaw help [TOPIC]`; bin.ts answers it before parsing (see HelpText), this declares it for completions. */
 const help = Command.make(
   "help",
-  { topic: Args.text({ name: "TOPIC" }).pipe(Args.withDescription("a command name, or config"), Args.optional) },
+  { topic: Argument.String("TOPIC").pipe(Argument.withDescription("a command name, or config"), Argument.optional) },
   ({ topic }) => {
     const answer = HelpText.answer(["help", ...Option.toArray(topic)], { version: "", color: false })
     return answer._tag === "Print" ? Console.log(answer.text) : Effect.void
@@ -184,5 +191,3 @@ export const command = Command.make("planckclaw").pipe(
   Command.withDescription(description),
   Command.withSubcommands(subcommands)
 )
-
-export const cli = (version: string) => Command.run(command, { name: "planckclaw", version })

@@ -2,15 +2,15 @@
  * What every command shares: the settings (the home's config.env, the
  * environment and flags, read once through the ConfigProvider, with the
  * secrets withdrawn first). The flags themselves are in CliFlags, apart, so a
- * plain `run` line (RunProgram) loads no @effect/cli.
+ * plain `run` line (RunProgram) loads no effect/cli.
  */
 import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/References"
-import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
+import * as References from "effect/References"
 import { AgentConfig } from "./AgentConfig.js"
 import * as AnthropicBrain from "./brain/AnthropicBrain.js"
 import { BrainChoiceConfig } from "./brain/BrainChoice.js"
@@ -117,9 +117,9 @@ export const withSettings = (flags: Map<string, string>) => <A, E, R>(effect: Ef
     const { home, notWiped, provider, unknown } = yield* settings(flags)
     yield* Effect.provideService(StartupConfig, ConfigProvider.ConfigProvider, provider)
     const debug = yield* Logging.DebugConfig.pipe(Effect.provideService(ConfigProvider.ConfigProvider, provider))
-    // @effect/cli's --log-level sets the minimum level around the handler; the default is info.
-    const chosen = yield* FiberRef.get(FiberRef.currentMinimumLogLevel)
-    const level = debug && LogLevel.greaterThan(chosen, LogLevel.Debug) ? LogLevel.Debug : chosen
+    // effect/cli's --log-level sets the minimum level around the handler; the default is info (Main).
+    const chosen = yield* References.MinimumLogLevel
+    const level: LogLevel.LogLevel = debug && LogLevel.isGreaterThan(chosen, "Debug") ? "Debug" : chosen
     const warning = Effect.andThen(
       notWiped === undefined ? Effect.void : Effect.logWarning(
         `cannot wipe the secrets from this process's start-up environment (${notWiped}): processes of this ` +
@@ -130,10 +130,10 @@ export const withSettings = (flags: Map<string, string>) => <A, E, R>(effect: Ef
       )
     )
     // The command's own output as it is (see PlainConsole).
-    const console = PlainConsole.original(yield* Effect.console)
+    const console = PlainConsole.original(yield* Console.Console)
     return yield* Effect.andThen(warning, effect).pipe(
-      Logger.withMinimumLogLevel(level),
-      Effect.withConsole(console),
+      Effect.provideService(References.MinimumLogLevel, level),
+      Effect.provideService(Console.Console, console),
       Effect.provideService(ConfigProvider.ConfigProvider, provider),
       Effect.provide(Logging.layer(debug))
     )

@@ -6,7 +6,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as Args from "effect/cli/Argument"
+import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
@@ -82,11 +82,11 @@ export const init = (target: Option.Option<string>) =>
     if (fs.existsSync(dir) && !fs.statSync(dir).isDirectory()) {
       return yield* new InitError({ reason: "io", message: `${dir} exists and is not a directory` })
     }
-    const all = yield* attempt("cannot list the package's claws", () => templates(root))
+    const all = yield* Effect.fromResult(attempt("cannot list the package's claws", () => templates(root)))
     const created: Array<Template> = []
     const kept: Array<Template> = []
     for (const template of all) {
-      const made = yield* place(root, dir, template)
+      const made = yield* Effect.fromResult(place(root, dir, template))
       ;(made ? created : kept).push(template)
     }
     const width = Math.max(...all.map((template) => template.to.length)) + 2
@@ -103,10 +103,10 @@ export const init = (target: Option.Option<string>) =>
 export const initCommand = Command.make(
   "init",
   {
-    // Text, not Args.directory: its check dies on a path through a file (ENOTDIR); init says what is wrong itself.
-    dir: Args.text({ name: "DIR" }).pipe(
-      Args.withDescription("where to make the home; default: PLANCKCLAW_HOME, else ~/.planckclaw"),
-      Args.optional
+    // Text, not Argument.Directory: init says what is wrong with the path itself (a path through a file, say).
+    dir: Argument.String("DIR").pipe(
+      Argument.withDescription("where to make the home; default: PLANCKCLAW_HOME, else ~/.planckclaw"),
+      Argument.optional
     )
   },
   ({ dir }) => init(dir)

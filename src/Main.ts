@@ -8,7 +8,7 @@
 import * as fs from "node:fs"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
-import * as ConfigError from "effect/Config"
+import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -40,7 +40,7 @@ const args = process.argv.slice(2)
 /**
  * Help and --version, answered before the command line is parsed (see
  * HelpText), `known` being the command names; else `program`, the command
- * line's parse and the command it chose (CliAnswer, with @effect/cli) or a
+ * line's parse and the command it chose (CliAnswer, with effect/cli) or a
  * command line read without it (RunProgram.plainRunOptions), whose exit code
  * it gives.
  */
@@ -48,7 +48,7 @@ export const answerWith = <R, E>(known: ReadonlyArray<string>, program: Effect.E
   const help = HelpText.answer(args, { version, color: HelpText.colorAllowed(process.stdout), known })
   return help._tag === "Print"
     ? Effect.as((help.toStderr === true ? Console.error : Console.log)(help.text), help.code)
-    : Effect.consoleWith((console) => Effect.withConsole(program, PlainConsole.make(console)))
+    : Console.consoleWith((console) => Effect.provideService(program, Console.Console, PlainConsole.make(console)))
 }
 
 /**
@@ -59,7 +59,7 @@ export const answerWith = <R, E>(known: ReadonlyArray<string>, program: Effect.E
  * (Ctrl-C, SIGTERM) is a clean stop.
  */
 const main = (commandLine: CommandLine) => commandLine.pipe(
-  Effect.catchIf(ConfigError.isConfigError, (error) => refuse(2, ConfigErrors.describe(error))),
+  Effect.catchIf((error): error is Config.ConfigError => error instanceof Config.ConfigError, (error) => refuse(2, ConfigErrors.describe(error))),
   Effect.catchTags({
     MissingSetting: (error) => refuseSetting(error.message),
     InitError: (error) => refuse(1, `init: ${error.message}`),
@@ -104,10 +104,9 @@ export const start = (commandLine: CommandLine): void => {
   // the main fiber on SIGINT and SIGTERM only, so HUP is passed on as TERM.
   process.on("SIGHUP", () => process.kill(process.pid, "SIGTERM"))
 
+  // Logs go to stderr through our own logger (Logging.layer, provided in main).
   NodeRuntime.runMain(main(commandLine), {
     disableErrorReporting: true,
-    // Logs go to stderr through our own logger; the pretty one writes to stdout.
-    disablePrettyLogger: true,
     // Exit explicitly: an idle keep-alive socket or stdin handle must not keep
     // a finished run alive.
     teardown: (exit: Exit.Exit<unknown, unknown>, onExit) => {

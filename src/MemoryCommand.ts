@@ -5,19 +5,19 @@
  * PostgreSQL of PLANCKCLAW_DATABASE_URL, exactly (memory/sql/SqlTransfer.ts).
  */
 import * as path from "node:path"
-import * as Args from "effect/cli/Argument"
+import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"
-import * as Options from "effect/cli/Flag"
+import * as Flag from "effect/cli/Flag"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { withSettings } from "./CliSettings.js"
 import type * as SqlTransfer from "./memory/sql/SqlTransfer.js"
 import * as AgentId from "./service/AgentId.js"
 
-const agentOption = Options.text("agent").pipe(Options.withDescription("the agent's id (as `planckclaw serve` names it)"))
-// Text, not Args.directory: its check dies on a path through a file (ENOTDIR); the command says what is wrong itself.
-const directoryArg = Args.text({ name: "DIR" }).pipe(
-  Args.withDescription("the directory of the agent's memory files")
+const agentOption = Flag.String("agent").pipe(Flag.withDescription("the agent's id (as `planckclaw serve` names it)"))
+// Text, not Argument.Directory: the command says what is wrong with the path itself (a path through a file, say).
+const directoryArg = Argument.String("DIR").pipe(
+  Argument.withDescription("the directory of the agent's memory files")
 )
 
 const described = (report: SqlTransfer.TransferReport) =>
@@ -38,7 +38,7 @@ const inDatabase = <A, E, R>(
   agent: string,
   run: (id: AgentId.AgentId, transfer: typeof SqlTransfer) => Effect.Effect<A, E, R>
 ) =>
-  Effect.flatMap(AgentId.parse(agent), (id) =>
+  Effect.flatMap(Effect.fromResult(AgentId.parse(agent)), (id) =>
     Effect.flatMap(sqlModules, ([database, transfer]) =>
       run(id, transfer).pipe(Effect.provide(database.layer), withSettings(new Map()))))
 
@@ -52,8 +52,9 @@ const exportCommand = Command.make("export", { agent: agentOption, directory: di
 const importCommand = Command.make("import", {
   agent: agentOption,
   directory: directoryArg,
-  replace: Options.boolean("replace").pipe(
-    Options.withDescription("overwrite the memory the agent already has in the database")
+  replace: Flag.Boolean("replace").pipe(
+    Flag.withDefault(false),
+    Flag.withDescription("overwrite the memory the agent already has in the database")
   )
 }, (options) =>
   inDatabase(options.agent, (id, transfer) => Effect.gen(function*() {

@@ -1,8 +1,8 @@
 /**
- * The console @effect/cli prints its own messages through (a usage error,
- * the help of a command HelpText does not describe): its text is styled with
- * ANSI codes unconditionally, so they are taken out when the stream is not a
- * terminal or NO_COLOR is set. Commands run with the ordinary console again
+ * The console the command line prints through before a command runs
+ * (effect/cli's completion script and wizard, CliAnswer's presenter): any
+ * ANSI codes in its text are taken out when the stream is not a terminal or
+ * NO_COLOR is set. Commands run with the ordinary console again
  * (CliSettings), so replies are never touched.
  */
 import * as Console from "effect/Console"

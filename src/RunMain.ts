@@ -1,7 +1,7 @@
 /**
  * Process entry of `planckclaw run` (dist/cli/run.cjs) for a plain `run`
  * line (the usual one, see RunProgram.plainRunOptions), read without
- * @effect/cli: this bundle leaves out @effect/cli, the Discord bridge
+ * effect/cli: this bundle leaves out effect/cli, the Discord bridge
  * (build/bundle.mjs) and the other commands' code (serve's HTTP server, the
  * cluster, SQL, the doctor, init, the memory commands), so a start reads and
  * evaluates less. bin/planckclaw sends any other line, and `run --bridge

@@ -1,9 +1,9 @@
 /**
- * `planckclaw run` without @effect/cli: what the run does, and a command
+ * `planckclaw run` without effect/cli: what the run does, and a command
  * line in its plain form read by hand. A plain `run` line (the usual one)
- * runs from here and loads no @effect/cli at all (its modules were about a
+ * runs from here and loads no effect/cli at all (its modules were about a
  * sixth of the run's bundle, evaluated at every start); RunCommand makes the
- * @effect/cli command of the same pieces, for every other line and for Cli.ts.
+ * effect/cli command of the same pieces, for every other line and for Cli.ts.
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -132,22 +132,22 @@ export const serve = Effect.gen(function*() {
 /** What the run's handler is given: its layers, for the bridges its flags choose (see runLayer). */
 export const layerFor = (options: RunOptions) => Layer.unwrap(Effect.map(runChoices(options), runLayer))
 
-/** The settings with the flags' (and the secrets' withdrawal) come before anything the layers start. */
-export const withRunSettings = <A, E, R>(effect: Effect.Effect<A, E, R>, options: RunOptions) =>
-  withSettings(runFlags(options))(effect)
-
-/** `run` with these options: `serve` in its layers and settings, as RunCommand.run composes them for @effect/cli. */
-export const runWith = (options: RunOptions) => withRunSettings(Effect.provide(serve, layerFor(options)), options)
+/**
+ * `run` with these options (RunCommand.run's handler too): `serve` in its
+ * layers, inside the settings with the flags', which (and the secrets'
+ * withdrawal with them) come before anything the layers start.
+ */
+export const runWith = (options: RunOptions) => withSettings(runFlags(options))(Effect.provide(serve, layerFor(options)))
 
 const valued = { "--bridge": "bridge", "--brain": "brain", "--claw": "claw" } as const
 
 /**
- * A `run` command line in its plain form, read without @effect/cli, whose
+ * A `run` command line in its plain form, read without effect/cli, whose
  * parser took a tenth of a start: `run`, then `--bridge X`, `--brain X` and
  * `--claw X` (each at most once, the value not empty and not like a flag) and
- * `--debug`, in any order. The options are the ones @effect/cli would give
+ * `--debug`, in any order. The options are the ones effect/cli would give
  * (test/RunPlainLine.test.ts compares them). Anything else is None and goes
- * to @effect/cli: other spellings, a repeated flag, @effect/cli's own options
+ * to effect/cli: other spellings, a repeated flag, effect/cli's own options
  * and every mistake, which it explains.
  */
 export const plainRunOptions = (args: ReadonlyArray<string>): Option.Option<RunOptions> => {

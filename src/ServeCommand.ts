@@ -6,7 +6,7 @@
  * (SIGINT, SIGTERM, SIGHUP).
  */
 import * as Command from "effect/cli/Command"
-import * as Options from "effect/cli/Flag"
+import * as Flag from "effect/cli/Flag"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -28,17 +28,17 @@ import type { Claws } from "./Claws.js"
 /** A `--http` value that is no HOST:PORT. */
 export class ListenFlagError extends Data.TaggedError("ListenFlagError")<{ readonly message: string }> {}
 
-const httpOption = Options.text("http").pipe(
-  Options.withDefault(`${HttpApi.DEFAULT_LISTEN.host}:${HttpApi.DEFAULT_LISTEN.port}`),
-  Options.withDescription(
+const httpOption = Flag.String("http").pipe(
+  Flag.withDefault(`${HttpApi.DEFAULT_LISTEN.host}:${HttpApi.DEFAULT_LISTEN.port}`),
+  Flag.withDescription(
     "where the HTTP API listens, HOST:PORT ([::1]:PORT for IPv6; port 0 picks a free one); a non-loopback host " +
       "needs PLANCKCLAW_HTTP_TOKEN"
   )
 )
 
-const brainOption = Options.text("brain").pipe(
-  Options.optional,
-  Options.withDescription(
+const brainOption = Flag.String("brain").pipe(
+  Flag.optional,
+  Flag.withDescription(
     "the brain, called in process: anthropic or openai (any Chat Completions API); default PLANCKCLAW_BRAIN, else anthropic"
   )
 )
@@ -55,16 +55,17 @@ const inProcessBrain = Effect.gen(function*() {
   return Bridges.brainAdapters[brain.name]
 })
 
-const bridgeOption = Options.choice("bridge", ["none", "discord"]).pipe(
-  Options.withDefault("none" as const),
-  Options.withDescription(
+const bridgeOption = Flag.Literals("bridge", ["none", "discord"]).pipe(
+  Flag.withDefault("none" as const),
+  Flag.withDescription(
     "discord: also answer Discord, one agent per channel, user or server (DISCORD_AGENT_PER); with --cluster, " +
       "one runner started with it holds the gateway at a time and the others wait to take over"
   )
 )
 
-const clusterOption = Options.boolean("cluster").pipe(
-  Options.withDescription(
+const clusterOption = Flag.Boolean("cluster").pipe(
+  Flag.withDefault(false),
+  Flag.withDescription(
     "join a cluster of runners over PostgreSQL (PLANCKCLAW_DATABASE_URL, PLANCKCLAW_RUNNER_ADDRESS): any runner answers for any agent"
   )
 )
@@ -93,7 +94,7 @@ export const serve = Command.make("serve", {
       const cluster = yield* Effect.promise(() => import("./cluster/ClusterServe.js"))
       const served: Effect.Effect<
         never,
-        Layer.Layer.Error<ReturnType<typeof HttpApi.layer>> | HostError | ClusterStartError | Effect.Effect.Error<ReturnType<typeof DiscordRoutes.run>>,
+        Layer.Error<ReturnType<typeof HttpApi.layer>> | HostError | ClusterStartError | Effect.Error<ReturnType<typeof DiscordRoutes.run>>,
         Brain | Claws
       > = cluster.serve(listen, { discord: options.bridge === "discord" })
       return yield* tierUpEarly(served).pipe(Effect.provide(Layer.merge(brain, ScriptClaws.layer)))

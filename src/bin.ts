@@ -17,7 +17,7 @@ const everyCommand: CommandLine = Effect.flatMap(Effect.promise(() => import("./
 /**
  * A `run` is parsed by a command line holding only `run`: its modules leave
  * out serve's HTTP server, the doctor, SQL and init, so a start loads less.
- * Anything else, and @effect/cli's own options (`--completions`, `--wizard`),
+ * Anything else, and effect/cli's own options (`--completions`, `--wizard`),
  * which speak of every command, get the whole command line. (bin/planckclaw
  * sends a plain `run` line to the run-only bundle, dist/cli/run.cjs, instead:
  * only other `run` lines reach this one.)

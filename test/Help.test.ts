@@ -7,39 +7,29 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as CliConfig from "effect/cli/CliConfig"
-import * as Command from "effect/cli/Command"
-import * as CommandDescriptor from "effect/cli/Completions"
-import * as HelpDoc from "effect/cli/HelpDoc"
+import type * as Command from "effect/cli/Command"
+import * as Completions from "effect/cli/Completions"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, HashMap } from "effect"
+import { Effect } from "effect"
 import { subcommands } from "../src/Cli.js"
 import { allKeys } from "../src/HelpConfig.js"
 import * as HelpText from "../src/HelpText.js"
-import { strip } from "../src/PlainConsole.js"
 import * as Cli from "./support/Cli.js"
 import { tempDir } from "./support/Sandbox.js"
 
 const ESC = "\u001b"
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any command of the list, whatever it needs
-type AnyCommand = Command.Command<string, any, any, any>
+type AnyCommand = Command.Command.Any
 
-/** The options @effect/cli parses for `command`, from its own help (built-ins left out). */
-const optionsIn = (help: HelpDoc.HelpDoc): Array<string> =>
-  [...strip(HelpDoc.toAnsiText(help)).matchAll(/^(--[a-z][a-z-]*)/gm)].map((match) => match[1]!)
+/** The flags effect/cli parses for a command and its subcommands (`memory export`), as its completions list them (built-ins left out). */
+const flagsOf = (command: Completions.CommandDescriptor): Array<string> => [
+  ...command.flags.map((flag) => `--${flag.name}`),
+  ...command.subcommands.flatMap(flagsOf)
+]
 
-/** The options @effect/cli parses for `command` and its subcommands (`memory export`), from its own help (built-ins left out). */
-const declaredOptions = (command: AnyCommand): Array<string> => {
-  const config = CliConfig.make({ showBuiltIns: false })
-  const children = [...HashMap.values(Command.getSubcommands(command))]
-  return [...new Set([
-    ...optionsIn(Command.getHelp(command, config)),
-    ...children.flatMap((child) => optionsIn(CommandDescriptor.getHelp(child, config)))
-  ])]
-}
+const declaredOptions = (command: AnyCommand): Array<string> => [...new Set(flagsOf(Completions.fromCommand(command)))]
 
-const commandName = (command: AnyCommand): string => [...Command.getNames(command)][0]!
+const commandName = (command: AnyCommand): string => command.name
 
 describe("help entries", () => {
   it("every command has an entry, and the entry describes every option it parses", () => {

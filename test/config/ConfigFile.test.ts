@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Config, ConfigError, Effect, Result, Option } from "effect"
+import { Config, ConfigProvider, Effect, Result, Option } from "effect"
 import { AgentConfig } from "../../src/AgentConfig.js"
 import { unknownKeys } from "../../src/CliSettings.js"
 import * as ConfigErrors from "../../src/config/ConfigErrors.js"
@@ -168,10 +168,10 @@ describe("config.env", () => {
         flags: new Map([["C", "flag"]])
       })
       const values = yield* Config.all([
-        Config.string("A"),
-        Config.string("B"),
-        Config.string("C"),
-        Config.string("D").pipe(Config.withDefault("unset"))
+        Config.String("A"),
+        Config.String("B"),
+        Config.String("C"),
+        Config.String("D").pipe(Config.withDefault("unset"))
       ]).pipe(Effect.provideService(ConfigProvider.ConfigProvider, provider))
       expect(values).toEqual(["file", "env", "flag", "unset"])
     }))
@@ -181,7 +181,7 @@ describe("config.env", () => {
       const attempt = (settings: Record<string, string>) =>
         Effect.flip(AgentConfig).pipe(
           Effect.provideService(ConfigProvider.ConfigProvider, ConfigFile.provider({ file: new Map(), environment: {}, flags: new Map(Object.entries(settings)) })),
-          Effect.map((error) => ConfigErrors.describe(error as ConfigError.ConfigError))
+          Effect.map((error) => ConfigErrors.describe(error))
         )
       expect(yield* attempt({ HISTORY_MAX: "lots" })).toContain(
         "configuration error: HISTORY_MAX: expected an integer from 1 to 1000000000, got \"lots\""

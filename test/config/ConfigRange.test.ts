@@ -126,9 +126,9 @@ describe("numeric settings have ranges", () => {
 
   it.effect("the brain's timeout and retries are declared once and shared: a fractional timeout reads as such", () =>
     Effect.gen(function*() {
-      expect(yield* Effect.flatten(load(BrainTimeoutConfig, { PLANCKCLAW_BRAIN_TIMEOUT: "2.5" }))).toBe(2.5)
-      expect(yield* Effect.flatten(load(BrainRetriesConfig, {}))).toBe(4)
-      expect(yield* Effect.flatten(load(ClawTimeoutConfig, { PLANCKCLAW_CLAW_TIMEOUT: "1.5" }))).toBe(1.5)
+      expect(yield* Effect.flatMap(load(BrainTimeoutConfig, { PLANCKCLAW_BRAIN_TIMEOUT: "2.5" }), Effect.fromResult)).toBe(2.5)
+      expect(yield* Effect.flatMap(load(BrainRetriesConfig, {}), Effect.fromResult)).toBe(4)
+      expect(yield* Effect.flatMap(load(ClawTimeoutConfig, { PLANCKCLAW_CLAW_TIMEOUT: "1.5" }), Effect.fromResult)).toBe(1.5)
     }))
 
   it.effect("HISTORY_KEEP must stay below HISTORY_MAX", () =>

@@ -1,14 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Config, ConfigError, ConfigProvider, Effect, Exit } from "effect"
+import { Cause, Config, ConfigProvider, Effect, Exit, Option, Schema } from "effect"
 import { AgentConfig } from "../../src/AgentConfig.js"
 import { StartupConfig } from "../../src/CliSettings.js"
 import * as ConfigErrors from "../../src/config/ConfigErrors.js"
 import * as ConfigFile from "../../src/config/ConfigFile.js"
 import * as LayeredProvider from "../../src/config/LayeredProvider.js"
 
-/** What settings were read through before: fromMap providers chained with orElse, flags first. */
+/** What settings were read through before: a provider per map, chained with orElse, flags first. */
 const chained = (maps: ReadonlyArray<Map<string, string>>) =>
-  maps.map((map) => ConfigProvider.fromEnvRecord(Object.fromEntries(map), { preserveEmptyStrings: true })).reduce((first, next) => ConfigProvider.orElse(first, () => next))
+  maps.map((map) => ConfigProvider.fromEnvRecord(Object.fromEntries(map), { preserveEmptyStrings: true }))
+    .reduce((first, next) => ConfigProvider.orElse(first, next))
 
 const settings = (layers: {
   readonly flags?: Record<string, string>
@@ -26,9 +27,9 @@ const settings = (layers: {
 const read = <A>(config: Config.Config<A>, provider: ConfigProvider.ConfigProvider) =>
   Effect.exit(Effect.provideService(config, ConfigProvider.ConfigProvider, provider))
 
-const message = <A>(exit: Exit.Exit<A, ConfigError.ConfigError>): string =>
+const message = <A>(exit: Exit.Exit<A, Config.ConfigError>): string =>
   Exit.match(exit, {
-    onFailure: (cause) => cause._tag === "Fail" ? ConfigErrors.describe(cause.error) : "defect",
+    onFailure: (cause) => Option.match(Cause.findErrorOption(cause), { onNone: () => "defect", onSome: ConfigErrors.describe }),
     onSuccess: (value) => `value ${JSON.stringify(value)}`
   })
 
@@ -41,9 +42,9 @@ describe("settings precedence (flags, environment, config.env, home defaults)", 
         defaults: { PLANCKCLAW_DIR: "/home/memory", CLAWS_DIR: "/home/claws", PLANCKCLAW_AGENTS_DIR: "/home/agents" }
       })
       const values = yield* Config.all([
-        Config.string("PLANCKCLAW_DIR"),
-        Config.string("CLAWS_DIR"),
-        Config.string("PLANCKCLAW_AGENTS_DIR")
+        Config.String("PLANCKCLAW_DIR"),
+        Config.String("CLAWS_DIR"),
+        Config.String("PLANCKCLAW_AGENTS_DIR")
       ]).pipe(Effect.provideService(ConfigProvider.ConfigProvider, provider))
       expect(values).toEqual(["/env/memory", "/file/claws", "/home/agents"])
     }))
@@ -64,18 +65,18 @@ describe("settings precedence (flags, environment, config.env, home defaults)", 
       const defaults = new Map([["A", "default"], ["Z", "default"]])
       const maps = [flags, environment, file, defaults]
       const configs: ReadonlyArray<Config.Config<unknown>> = [
-        Config.string("A"),
-        Config.string("C"),
-        Config.string("Z"),
-        Config.string("unset"),
-        Config.string("unset").pipe(Config.withDefault("fallback")),
-        Config.option(Config.string("unset")),
-        Config.integer("N"), // "x" in the flags does not parse: the environment's 7 is taken
-        Config.integer("M"),
-        Config.integer("unset"),
-        Config.array(Config.string(), "L"),
-        Config.string("L"),
-        Config.all([Config.string("A"), Config.integer("M")]),
+        Config.String("A"),
+        Config.String("C"),
+        Config.String("Z"),
+        Config.String("unset"),
+        Config.String("unset").pipe(Config.withDefault("fallback")),
+        Config.option(Config.String("unset")),
+        Config.Int("N"), // "x" in the flags does not parse: refused, as the chain refuses it (it falls back on a missing key only)
+        Config.Int("M"),
+        Config.Int("unset"),
+        Config.Array(Schema.String, "L"),
+        Config.String("L"),
+        Config.all([Config.String("A"), Config.Int("M")]),
         AgentConfig,
         StartupConfig
       ]

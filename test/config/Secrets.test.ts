@@ -94,7 +94,7 @@ describe("secret values", () => {
           withdrawnSecrets: new Map([["ANTHROPIC_API_KEY", "from-env"]]),
           flags: new Map(Object.entries(flags))
         })
-      const both = Config.all([Config.string("ANTHROPIC_API_KEY"), Config.string("DISCORD_BOT_TOKEN")])
+      const both = Config.all([Config.String("ANTHROPIC_API_KEY"), Config.String("DISCORD_BOT_TOKEN")])
       expect(yield* Effect.provideService(both, ConfigProvider.ConfigProvider, provider({}))).toEqual(["from-env", "token-from-file"])
       expect(yield* Effect.provideService(both, ConfigProvider.ConfigProvider, provider({ ANTHROPIC_API_KEY: "from-flag" }))).toEqual([
         "from-flag",

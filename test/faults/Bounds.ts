@@ -14,10 +14,10 @@ export { WaitTimedOut } from "../support/Sandbox.js"
 /** Generous: starting Node on a loaded two-core machine takes seconds. A bound, never a measurement. */
 export const BOUND = Duration.seconds(60)
 
-export const within = (what: string, bound: Duration.DurationInput = BOUND) => Sandbox.within(what, bound)
+export const within = (what: string, bound: Duration.Input = BOUND) => Sandbox.within(what, bound)
 
 /** Polls `probe` (a throw counts as "not yet") until it returns a value other than undefined. */
-export const eventually = <A>(what: string, probe: () => A | undefined, bound: Duration.DurationInput = BOUND) =>
+export const eventually = <A>(what: string, probe: () => A | undefined, bound: Duration.Input = BOUND) =>
   Sandbox.eventually(what, probe, bound)
 
 /** Waits until `pid` is gone for good (ESRCH): a zombie counts as still there. */

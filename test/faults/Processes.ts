@@ -25,7 +25,7 @@ export const spawnHelperOf = (pid: number) =>
  * Waits (briefly, polling) until no process started for this sandbox is
  * left, and returns whatever still is: `[]` means no orphan.
  */
-export const strays = (box: Sandbox, bound: Duration.DurationInput = Duration.seconds(10)) =>
+export const strays = (box: Sandbox, bound: Duration.Input = Duration.seconds(10)) =>
   eventually("the sandbox's processes to be gone", () => processesMentioning(box.dir).length === 0 ? true : undefined, bound)
     .pipe(
       Effect.as<Array<string>>([]),

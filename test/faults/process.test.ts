@@ -215,7 +215,7 @@ const inProcessAgent = (options: {
     const replies = yield* Queue.unbounded<OutboundMessage>()
     const captured: Captured = { errors: [] }
     const logger = Logger.make(({ cause, logLevel, message }) => {
-      if (logLevel._tag === "Error" || logLevel._tag === "Fatal") {
+      if (logLevel === "Error" || logLevel === "Fatal") {
         captured.errors.push(`${String(Array.isArray(message) ? message.join(" ") : message)} ${String(cause)}`)
       }
     })
@@ -230,7 +230,7 @@ const inProcessAgent = (options: {
     const context = yield* Layer.build(layer)
     yield* Intake.run.pipe(
       Effect.provide(context),
-      Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
+      Effect.provide(Logger.layer([logger])),
       Effect.forkScoped
     )
     return { box, replies, captured, take: within("a reply", "10 seconds")(Queue.take(replies)) }
@@ -252,8 +252,9 @@ const queuedInteract = (
   onSend: (message: OutboundMessage) => Effect.Effect<void> = () => Effect.void
 ) =>
 (replies: Queue.Queue<OutboundMessage>): InteractService => ({
-  messages: Stream.fromQueue(inbound, { maxChunkSize: 1 }).pipe(
-    Stream.mapEffect((message) => (message.text === "boom" ? Effect.dieMessage("the bridge broke on boom") : Effect.succeed(message)))
+  messages: Stream.fromQueue(inbound).pipe(
+    Stream.rechunk(1),
+    Stream.mapEffect((message) => (message.text === "boom" ? Effect.die(new Error("the bridge broke on boom")) : Effect.succeed(message)))
   ),
   send: (message) => Effect.andThen(onSend(message), Queue.offer(replies, message))
 })
@@ -266,7 +267,7 @@ describe("faults: process (defects in the agent loop)", () => {
         brain: {
           complete: (request) =>
             request.messages.some((message) => message.content === "crash")
-              ? Effect.dieMessage("a bug in the brain")
+              ? Effect.die(new Error("a bug in the brain"))
               : echoBrain.complete(request)
         },
         interact: queuedInteract(inbound)
@@ -291,7 +292,7 @@ describe("faults: process (defects in the agent loop)", () => {
         },
         claws: {
           list: Effect.succeed({ tools: [{ name: "buggy", description: "", input_schema: { type: "object" } }], problems: [] }),
-          call: () => Effect.dieMessage("a bug in the tool")
+          call: () => Effect.die(new Error("a bug in the tool"))
         },
         interact: queuedInteract(inbound)
       })
@@ -308,7 +309,7 @@ describe("faults: process (defects in the agent loop)", () => {
       const agent = yield* inProcessAgent({
         brain: echoBrain,
         interact: queuedInteract(inbound, (message) =>
-          message.channel === "cursed" ? Effect.dieMessage("the bridge cannot deliver to cursed") : Effect.void)
+          message.channel === "cursed" ? Effect.die(new Error("the bridge cannot deliver to cursed")) : Effect.void)
       })
       yield* Queue.offerAll(inbound, [{ channel: "cursed", text: "one" }, { channel: "ok", text: "two" }])
       expect(yield* agent.take).toMatchObject({ channel: "ok", text: "re: two" })
