@@ -8,6 +8,8 @@
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as RunnerAddress from "effect/cluster/RunnerAddress"
@@ -44,7 +46,40 @@ const hostPort = (name: string) =>
 
 export { describeUrl } from "../memory/sql/SqlDatabase.js"
 
-export const ClusterConfig = Config.all({
+/**
+ * Config.all, refusing with every setting that fails, not only the first
+ * (Effect 4's Config.all stops at the first): one run names all it lacks.
+ */
+const allReported = <const Configs extends Record<string, Config.Config<unknown>>>(
+  configs: Configs
+): Config.Config<{ -readonly [K in keyof Configs]: Config.Success<Configs[K]> }> => {
+  const attempts = Object.fromEntries(Object.entries(configs).map(([key, config]) => [
+    key,
+    config.pipe(
+      Config.map((value): Result.Result<unknown, Config.ConfigError> => Result.succeed(value)),
+      Config.orElse((error) => Config.succeed<Result.Result<unknown, Config.ConfigError>>(Result.fail(error)))
+    )
+  ]))
+  return Config.all(attempts).pipe(Config.mapEffect((results) => {
+    const failures = Object.values(results).filter(Result.isFailure).map((result) => result.failure)
+    const issues = failures.flatMap((error) => error.cause._tag === "SchemaError" ? [error.cause.issue] : [])
+    if (failures.length === 0) {
+      return Effect.succeed(
+        Object.fromEntries(Object.entries(results).map(([key, result]) => [key, Result.getOrUndefined(result)])) as {
+          -readonly [K in keyof Configs]: Config.Success<Configs[K]>
+        }
+      )
+    }
+    const [first, ...rest] = issues
+    return Effect.fail(
+      first === undefined || rest.length === 0 || issues.length < failures.length
+        ? failures[0]!
+        : new Config.ConfigError(new Schema.SchemaError(new SchemaIssue.Composite(Schema.Unknown.ast, [first, ...rest])))
+    )
+  }))
+}
+
+export const ClusterConfig = allReported({
   /** postgres://user:password@host:port/database; the password is never logged. */
   databaseUrl: DatabaseUrlConfig,
   /** Where this runner is reached by its peers (advertised in the database). */

@@ -14,7 +14,10 @@ import { MemoryError } from "../MemoryDir.js"
 import * as SqlMigrations from "./SqlMigrations.js"
 import { describe } from "./SqlResilience.js"
 
-export const DatabaseUrlConfig: Config.Config<Redacted.Redacted<string>> = Config.Redacted("PLANCKCLAW_DATABASE_URL")
+/** Read as a string and redacted at once: unset, it is reported as not set (Config.Redacted's refusal says "Expected string"). */
+export const DatabaseUrlConfig: Config.Config<Redacted.Redacted<string>> = Config.String("PLANCKCLAW_DATABASE_URL").pipe(
+  Config.map((url) => Redacted.make(url))
+)
 
 /** Where the URL points, for messages: host, port and database, never the user's password. */
 export const describeUrl = (url: Redacted.Redacted<string>): string => {
