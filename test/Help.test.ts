@@ -70,9 +70,14 @@ const declared = (() => {
       { min: number(match[2]!), max: number(match[3]!), fallback: number(match[4]!) }
     ])
   )
+  // Each way a key is declared: Effect's own configs (a list of literals comes first), and ours (ConfigRange,
+  // UnsetSetting, Secrets, BrainRetry).
   const read = new Set(
-    [...source.matchAll(/(?:Config\.(?:string|nonEmptyString|redacted)|Config\.literal\([^)]*\)|integerIn|secondsIn|onOff|headerSecret|baseUrlConfig)\(\s*"([A-Z][A-Z0-9_]+)"/g)]
-      .map((match) => match[1]!)
+    [
+      ...source.matchAll(
+        /(?:Config\.(?:String|NonEmptyString|Redacted)|Config\.Literals\(\[[^\]]*\],|\bnonEmptyString|checkedString|integerIn|secondsIn|onOff|headerSecret|baseUrlConfig)\(?\s*"([A-Z][A-Z0-9_]+)"/g
+      )
+    ].map((match) => match[1]!)
   )
   return { ranges, read }
 })()

@@ -78,10 +78,10 @@ export const read = (
 
 /**
  * flags, then environment, then file, then `defaults`: the first that has a
- * key wins (see LayeredProvider: a value that does not parse falls through,
- * as with ConfigProvider.orElse). `withdrawnSecrets` are the environment's
- * secrets, taken out of `process.env` at start-up (see Secrets.withdraw):
- * they rank as the environment does.
+ * key wins (see LayeredProvider: a value refused there is refused, naming
+ * the key, even when a later source has a good one). `withdrawnSecrets` are
+ * the environment's secrets, taken out of `process.env` at start-up (see
+ * Secrets.withdraw): they rank as the environment does.
  */
 export const provider = (options: {
   readonly file: Map<string, string>

@@ -252,8 +252,8 @@ const queuedInteract = (
   onSend: (message: OutboundMessage) => Effect.Effect<void> = () => Effect.void
 ) =>
 (replies: Queue.Queue<OutboundMessage>): InteractService => ({
-  messages: Stream.fromQueue(inbound).pipe(
-    Stream.rechunk(1),
+  // One message taken at a time: a defect loses only the message it broke on.
+  messages: Stream.fromEffectRepeat(Queue.take(inbound)).pipe(
     Stream.mapEffect((message) => (message.text === "boom" ? Effect.die(new Error("the bridge broke on boom")) : Effect.succeed(message)))
   ),
   send: (message) => Effect.andThen(onSend(message), Queue.offer(replies, message))
