@@ -5,8 +5,11 @@
  * and every memory operation waiting to retry (SqlResilience). The loggers
  * of the runner are wrapped so the first of these says the database is
  * unavailable and why, the rest are left out, and the first sign it is back
- * says so once. Anything else passes untouched. A failure after a minute
- * without one counts as a new outage (a recovery nobody announced).
+ * says so once. While it lasts and for a few seconds after, the engine's
+ * other storage failures (a storage call timed out) and its catching up
+ * (no runner healthy yet, a shard release still under way) are left out
+ * too. Anything else passes untouched. A failure after a minute without one counts as a new outage
+ * (a recovery nobody announced).
  *
  * The engine's shard-lock health check failing says nothing of why: a
  * database that is only slow (a loaded machine) times it out too. But after
@@ -40,22 +43,41 @@ const RECOVERED_TEXT = /^Shard lock storage has recovered/
 const BACK_TEXT = /^(database back;|Shard lock storage has recovered)/
 /** SqlResilience's words: `database unavailable while WHAT (WHY); waiting for it to come back`. */
 const RESILIENT_WHY = /^database unavailable while .*? \((.*)\); waiting for it to come back$/
+/** The engine catching up after an outage: no runner's heartbeat is fresh yet, a release of its shards still under way. */
+const AFTERMATH_TEXT = /^(No healthy runners available|Forced shard release is still pending)/
 const NEW_OUTAGE_AFTER_MS = 60_000
 const QUIET_AFTER_BACK_MS = 10_000
 
 const textOf = (message: unknown): string => Array.isArray(message) ? message.map(String).join(" ") : String(message)
 
-/** A transient SqlError anywhere in the cause, through the engine's wrappers (`PersistenceError.cause`). */
-const sqlProblem = (cause: Cause.Cause<unknown>): string | undefined => {
+/** The errors of `cause` and, within each, the chain of their causes (a few deep). */
+const causeChains = function*(cause: Cause.Cause<unknown>): Generator<unknown> {
   for (const reason of cause.reasons) {
-    const top: unknown = Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : undefined
-    let current: unknown = top
+    let current: unknown = Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : undefined
     for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
-      if (current instanceof SqlError) return isTransient(current) ? describe(current) : undefined
+      yield current
       current = (current as { readonly cause?: unknown }).cause
     }
   }
+}
+
+/** A transient SqlError anywhere in the cause, through the engine's wrappers (`PersistenceError.cause`). */
+const sqlProblem = (cause: Cause.Cause<unknown>): string | undefined => {
+  for (const error of causeChains(cause)) {
+    if (error instanceof SqlError) return isTransient(error) ? describe(error) : undefined
+  }
   return undefined
+}
+
+/**
+ * The engine's storage failing for a reason of its own (a storage call timed
+ * out): no sign of an outage by itself, but part of one while it lasts.
+ */
+const storageFailure = (cause: Cause.Cause<unknown>): boolean => {
+  for (const error of causeChains(cause)) {
+    if ((error as { readonly _tag?: unknown })._tag === "PersistenceError") return true
+  }
+  return false
 }
 
 /**
@@ -112,7 +134,9 @@ export const collapse = <Output>(
       })
     }
     wanted()
+    const outageOrJustAfter = down || at - backAt < QUIET_AFTER_BACK_MS
     if ((down && HEALTH_TEXT.test(text)) || STILL_TEXT.test(text)) return undefined
+    if (outageOrJustAfter && (storageFailure(options.cause) || AFTERMATH_TEXT.test(text))) return undefined
     if (BACK_TEXT.test(text)) {
       if (down) {
         down = false

@@ -46,12 +46,19 @@ describe("OutageLog.collapse", () => {
           yield* Effect.logWarning("Could not read messages from storage", Cause.fail(persistence))
           yield* TestClock.adjust("1 second")
         }
+        // A storage call that timed out meanwhile: part of the outage, not a line of its own.
+        yield* Effect.logWarning("Could not acquire/release shards", Cause.fail({ _tag: "PersistenceError", cause: new Cause.TimeoutError("Operation timed out after '2s'") }))
         yield* Effect.logWarning("database unavailable while reading the memory of agent a (read ECONNRESET (ECONNRESET)); waiting for it to come back")
         yield* Effect.logError("Shard lock storage is unhealthy", Cause.die(new Error("Operation timed out after '2s'")))
         yield* Effect.logInfo("Shard lock storage has recovered")
         yield* Effect.logInfo("database back; reading the memory of agent a resumed")
+        // The engine catching up: part of the outage too, for a few seconds.
+        yield* Effect.logWarning("No healthy runners available")
+        yield* Effect.logWarning("Could not release shards, retrying", Cause.fail({ _tag: "PersistenceError", cause: new Cause.TimeoutError("Operation timed out after '2s'") }))
         yield* Effect.logError("agent b: something unrelated", Cause.fail(new Error("boom")))
         yield* TestClock.adjust("2 minutes")
+        // Long after: the engine's own news again.
+        yield* Effect.logWarning("No healthy runners available")
         yield* Effect.logWarning("database unavailable while appending to the history of agent c (read ECONNRESET (ECONNRESET)); waiting for it to come back")
         yield* Effect.logWarning("Could not read messages from storage", Cause.fail(persistence))
       }).pipe(logged)
@@ -62,6 +69,7 @@ describe("OutageLog.collapse", () => {
         "WARN the database is unavailable (connect ECONNREFUSED 127.0.0.1:5432 (ECONNREFUSED)); waiting for it to come back (its further failures are not logged until then)",
         "INFO the database is back; resuming",
         "ERROR agent b: something unrelated +cause",
+        "WARN No healthy runners available",
         "WARN the database is unavailable (read ECONNRESET (ECONNRESET)); waiting for it to come back (its further failures are not logged until then)"
       ])
     }))
