@@ -10,7 +10,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Data, Duration, Effect, Result, Schedule, type Scope } from "effect"
+import { Clock, Data, Duration, Effect, Result, Schedule, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as Cli from "./Cli.js"
 
@@ -95,8 +95,17 @@ export const settles = (check: () => boolean, every: Duration.Input): Effect.Eff
   Effect.sync(check).pipe(
     Effect.repeat({ until: (ok) => ok, schedule: Schedule.spaced(every).pipe(Schedule.upTo({ duration: "15 seconds" })) }),
     Effect.andThen(Effect.sync(check)),
-    TestClock.withLive
+    onLiveClock
   )
+
+/**
+ * `effect` on the real clock: the TestClock's live one under a TestClock, as
+ * it is otherwise (`it.live`, or already inside `onLiveClock`), where
+ * `TestClock.withLive` would fail for want of a TestClock.
+ */
+export const onLiveClock = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Effect.service(Clock.Clock), (clock) =>
+    "withLive" in clock ? (clock as TestClock.TestClock).withLive(effect) : effect)
 
 /** Describes a process for an assertion message: pid, state, parent, command line. */
 export const describeProcess = (pid: number): string => {

@@ -3,7 +3,7 @@
  * jitter pinned to its midpoint (backoff exactly 1s, 2s, 4s, …), so a test
  * can wait for that very sleep (TestClockWait.advanceTo).
  */
-import { NodeHttpClient } from "@effect/platform-node"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Effect, Random } from "effect"
 
 /**
