@@ -1,5 +1,5 @@
 /**
- * The agent as an @effect/cluster entity, one per agent id, living on
+ * The agent as an effect/cluster entity, one per agent id, living on
  * whichever runner owns its shard. `Send` carries one message and returns
  * the turn's outcome; it is `Persisted`: the cluster stores the message in
  * PostgreSQL before it is processed, and a runner that dies leaves it to the

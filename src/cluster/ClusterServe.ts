@@ -2,7 +2,7 @@
  * `planckclaw serve --cluster`: this process joins the cluster as a runner
  * (PLANCKCLAW_RUNNER_ADDRESS, where its peers reach it) over one PostgreSQL
  * database (PLANCKCLAW_DATABASE_URL), which holds the runners, the shard
- * locks, every message and reply (@effect/cluster's tables) and the replies
+ * locks, every message and reply (effect/cluster's tables) and the replies
  * agents decided (TurnJournal). Agents are `Agent` entities spread over the
  * runners by shard; the HTTP API answers for any agent from any runner.
  * With `--bridge discord`, the runner holding the Discord gateway

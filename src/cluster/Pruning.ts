@@ -5,7 +5,7 @@
  * Clock's schedule, so a TestClock drives it). Until then an
  * Idempotency-Key holds; retried later, it is a new message.
  *
- * Only finished work goes. @effect/cluster's SqlMessageStorage keeps a
+ * Only finished work goes. effect/cluster's SqlMessageStorage keeps a
  * request in `cluster_messages` (id: a Snowflake, whose high bits are its
  * creation time; message_id: `Agent/<id>/Send/<key>`, the primary key that
  * makes a retry the same message) and its replies in `cluster_replies`

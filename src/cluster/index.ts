@@ -1,8 +1,8 @@
 /**
- * `planckclaw/cluster`: agents as @effect/cluster entities, their memory in
+ * `planckclaw/cluster`: agents as effect/cluster entities, their memory in
  * PostgreSQL (what `planckclaw serve --cluster` runs). A subpath of its own:
- * it needs the optional peers @effect/cluster, @effect/rpc, @effect/sql and
- * @effect/sql-pg, which the main entry never loads.
+ * it needs the optional peer @effect/sql-pg, and loads effect/cluster,
+ * effect/rpc and effect/sql, which the main entry never does.
  */
 export * as AgentEntity from "./AgentEntity.js"
 export * as ClusterHost from "./ClusterHost.js"

@@ -1,5 +1,5 @@
 /**
- * The Agent entity in process, over @effect/cluster's TestRunner (messages
+ * The Agent entity in process, over effect/cluster's TestRunner (messages
  * stored in memory, as persisted messages are in PostgreSQL), with each
  * agent's memory as files in a temp directory and the decided replies in
  * an in-memory TurnJournal: one message at a time in order, an

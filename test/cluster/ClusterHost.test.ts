@@ -1,5 +1,5 @@
 /**
- * The cluster's AgentHost in process, over @effect/cluster's TestRunner (an
+ * The cluster's AgentHost in process, over effect/cluster's TestRunner (an
  * in-memory cluster) without any runner holding the Agent entity: what a
  * send does when the agent's runner is gone (bounded by
  * PLANCKCLAW_CLUSTER_SEND_TIMEOUT, under TestClock), and the input it

@@ -19,7 +19,7 @@ const refused = new SqlError({
     operation: "connect"
   })
 })
-/** What @effect/cluster wraps a storage failure in. */
+/** What effect/cluster wraps a storage failure in. */
 const persistence = { _tag: "PersistenceError", message: "storage", cause: refused }
 
 /** A logger recording each line as "LEVEL message" (" +cause" when it carries one), through OutageLog.collapse. */

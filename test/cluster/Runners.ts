@@ -122,7 +122,7 @@ export const entityHash = (id: string): number => {
 
 /**
  * The runner port each of `agents` is placed on when runners on loopback at
- * `ports` share the SHARDS shards, as @effect/cluster places them: an
+ * `ports` share the SHARDS shards, as effect/cluster places them: an
  * entity's shard from its id (Sharding.getShardId), and the shards over the
  * runners' addresses by effect's HashRing (each of weight 1).
  */

@@ -1,5 +1,5 @@
 /**
- * The tables of memory in PostgreSQL, created by @effect/sql's migrator at
+ * The tables of memory in PostgreSQL, created by effect/sql's migrator at
  * start-up (the record below, in code: nothing to ship beside the bundle).
  * Migrations only ever add: a new schema change is a new numbered entry.
  *

@@ -65,7 +65,7 @@ export const resilient = (what: string, schedule: Schedule.Schedule<unknown> = d
   Effect.suspend(() => {
     let warned = false
     return effect.pipe(
-      // @effect/sql turns a failed COMMIT or ROLLBACK (the connection died in the transaction) into a defect.
+      // effect/sql turns a failed COMMIT or ROLLBACK (the connection died in the transaction) into a defect.
       Effect.catchDefect((defect) => defect instanceof SqlError ? Effect.fail(defect) : Effect.die(defect)),
       Effect.tapError((error) => {
         if (warned || !transient(error)) return Effect.void
