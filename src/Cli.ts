@@ -147,11 +147,7 @@ const servedAlone = (name: BuiltinName): Bridges.RunChoices => ({
   claw: name === "scripts" ? { _tag: "Builtin", name } : { _tag: "None" }
 })
 
-/**
- * `planckclaw bridge NAME`: one built-in bridge on the FIFOs of a running
- * agent. It ends when it is done (an interact bridge whose input ended and
- * was answered), or fails when the run it serves ends.
- */
+/** A bridge process's work: serve its far end until it, or the run it serves, ends. */
 const servedBridge = Effect.gen(function*() {
   const [brain, claws, interact] = [yield* Bridges.BrainEnd, yield* Bridges.ClawsEnd, yield* Bridges.InteractEnd]
   const running = yield* RunningAgent.RunningAgent
@@ -159,7 +155,12 @@ const servedBridge = Effect.gen(function*() {
   yield* Effect.raceFirst(running.ended, Effect.raceFirst(brain.done, Effect.raceFirst(claws.done, interact.done)))
 })
 
-/** Its layers inside the settings, which come before anything they start. */
+/**
+ * `planckclaw bridge NAME`: one built-in bridge on the FIFOs of a running
+ * agent. It ends when it is done (an interact bridge whose input ended and
+ * was answered), or fails when the run it serves ends. Its layers are built
+ * inside the settings, which come before anything they start.
+ */
 const bridge = Command.make(
   "bridge",
   { name: Argument.Literals("NAME", builtinNames).pipe(Argument.withDescription("the built-in bridge to serve")) },

@@ -59,7 +59,10 @@ export const answerWith = <R, E>(known: ReadonlyArray<string>, program: Effect.E
  * (Ctrl-C, SIGTERM) is a clean stop.
  */
 const main = (commandLine: CommandLine) => commandLine.pipe(
-  Effect.catchIf((error): error is Config.ConfigError => error instanceof Config.ConfigError, (error) => refuse(2, ConfigErrors.describe(error))),
+  Effect.catchIf(
+    (error): error is Config.ConfigError => error instanceof Config.ConfigError,
+    (error) => refuse(2, ConfigErrors.describe(error))
+  ),
   Effect.catchTags({
     MissingSetting: (error) => refuseSetting(error.message),
     InitError: (error) => refuse(1, `init: ${error.message}`),

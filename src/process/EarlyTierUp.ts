@@ -2,15 +2,18 @@
  * V8 optimises a young process's hot code sooner, then goes back to its own
  * pace.
  *
- * V8 compiles a function with its optimising tier once the function has run
- * enough bytecode (`--interrupt-budget`, 67,584 on Node 20, a few times
- * over). Much of a turn's code runs once per turn, so at V8's pace the
- * agent's code keeps being optimised, on V8's background threads, for its
- * first three to five thousand turns: those compiles take the cores the
- * turn's processes need, and until they land the turn runs slower code.
- * Measured at shipped settings (bench/OPTIMISATION-PLAN.md, alternated
- * runs of 2,000 FIFO turns after 300): a quarter of the budget gave p50
- * −0.16 ms, main-thread CPU −118 µs and p99 −0.8 ms over those turns.
+ * V8 compiles a function with its optimising tier (TurboFan) once the
+ * function has been called often enough: `--invocation-count-for-turbofan`,
+ * 3,000 on Node 22 and 24 (Node 20's V8 counted bytecode run instead, its
+ * `--interrupt-budget`, which later V8s refuse as an unknown flag). Much of
+ * a turn's code runs once per turn, so at V8's pace the agent's code keeps
+ * being optimised, on V8's background threads, for its first three to five
+ * thousand turns: those compiles take the cores the turn's processes need,
+ * and until they land the turn runs slower code. Measured on Node 20 at
+ * shipped settings (bench/OPTIMISATION-PLAN.md, alternated runs of 2,000
+ * FIFO turns after 300; not measured again on Node 22 and 24, with the
+ * count): a quarter of the budget gave p50 −0.16 ms, main-thread CPU
+ * −118 µs and p99 −0.8 ms over those turns.
  * Kept longer, it made later turns' tail worse (p99 +0.35 ms and more
  * background compiling after 16,000 turns, with V8's default back after 5 s
  * of CPU), so the default comes back once the process has used
@@ -20,7 +23,8 @@
  *
  * Set by the command line's own runs once the agent has started
  * (V8Flags.ts); left alone when node was started with its own
- * `--interrupt-budget`. `PLANCKCLAW_V8_EARLY_TIER_UP=0` keeps V8's default.
+ * `--invocation-count-for-turbofan`. `PLANCKCLAW_V8_EARLY_TIER_UP=0` keeps
+ * V8's default.
  */
 import type * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
@@ -32,10 +36,12 @@ import { setV8Flags } from "./V8Flags.js"
 /** `0`: leave V8's tier-up pace alone; unset or `1`: sooner while the process is young. */
 export const EarlyTierUpConfig = onOff("PLANCKCLAW_V8_EARLY_TIER_UP", true)
 
+/** The flag both settings are of: Node 22's and 24's V8 (12.4, 13.6) accept it. */
+const countFlag = "--invocation-count-for-turbofan"
 /** A quarter of V8's default: hot code is optimised four times sooner. */
-export const youngFlag = "--interrupt-budget=16384"
-/** V8's default on Node 20 (V8 11.3). */
-export const defaultFlag = "--interrupt-budget=67584"
+export const youngFlag = `${countFlag}=750`
+/** V8's default on Node 22 and 24. */
+export const defaultFlag = `${countFlag}=3000`
 /** Process CPU time (all threads, start-up included) after which V8's default comes back. */
 export const grownUpCpu = Duration.millis(2500)
 /** How often the CPU time is read until then. */
@@ -72,7 +78,7 @@ export type During = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<
  */
 export const readChoice = (probes: Probes = live): Effect.Effect<During, Config.ConfigError> =>
   Effect.map(EarlyTierUpConfig, (on): During => {
-    const ownBudget = probes.execArgv.some((arg) => arg.startsWith("--interrupt-budget"))
+    const ownBudget = probes.execArgv.some((arg) => arg.startsWith(countFlag))
     return on && !ownBudget ? (effect) => youngThenDefault(probes, effect) : (effect) => effect
   })
 
