@@ -9,6 +9,9 @@ const problems = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>): A
   switch (issue._tag) {
     case "Pointer":
       return problems(issue.issue, [...path, ...issue.path])
+    case "Encoding":
+      // A transformation (a redacted string, a number from text) over what was read: the inner issue says why.
+      return problems(issue.issue, path)
     case "Composite":
     case "AnyOf":
       return issue.issues.flatMap((inner) => problems(inner, path))
