@@ -2,8 +2,8 @@
  * Settings from maps in order of precedence (flags, environment, config.env,
  * home defaults): the first map that has a key gives its value, and an
  * invalid value there is refused (naming the key) even when a later map has
- * a good one. Empty values stay values: each source drops its own empty
- * ones (see ConfigFile), so an empty flag still means "empty".
+ * a good one. An empty value is no value, as in the original's shell (and
+ * as ConfigFile reads config.env and the environment): a default applies.
  */
 import * as ConfigProvider from "effect/ConfigProvider"
 
@@ -11,7 +11,8 @@ import * as ConfigProvider from "effect/ConfigProvider"
 export const layered = (maps: ReadonlyArray<ReadonlyMap<string, string>>): ConfigProvider.ConfigProvider => {
   const record: Record<string, string> = {}
   for (let i = maps.length - 1; i >= 0; i--) for (const [key, value] of maps[i]!) record[key] = value
-  return ConfigProvider.fromEnvRecord(record, { preserveEmptyStrings: true })
+  for (const key in record) if (record[key] === "") delete record[key]
+  return ConfigProvider.fromEnvRecord(record)
 }
 
 /** A provider of exactly these settings (tests, embedding). */
