@@ -10,8 +10,7 @@ import * as ConfigProvider from "effect/ConfigProvider"
 /** `maps[0]` wins over `maps[1]`, and so on. */
 export const layered = (maps: ReadonlyArray<ReadonlyMap<string, string>>): ConfigProvider.ConfigProvider => {
   const record: Record<string, string> = {}
-  for (let i = maps.length - 1; i >= 0; i--) for (const [key, value] of maps[i]!) record[key] = value
-  for (const key in record) if (record[key] === "") delete record[key]
+  for (let i = maps.length - 1; i >= 0; i--) for (const [key, value] of maps[i]!) if (value !== "") record[key] = value
   return ConfigProvider.fromEnvRecord(record)
 }
 
