@@ -30,6 +30,7 @@ import { describeJsonType, isJsonObject } from "./Json.js"
 import type { MemorySnapshot } from "./memory/Memory.js"
 import { conversation, systemPrompt, toolSpecsMemo, turnRequest } from "./Prompt.js"
 import * as Tracing from "./Tracing.js"
+import { wellFormed, wellFormedJson } from "./WellFormed.js"
 
 /** The original's words, for any turn the brain could not complete. */
 export const APOLOGY = "I'm temporarily unavailable. Please try again shortly."
@@ -88,6 +89,12 @@ const finalReply = (response: MessagesResponse): TurnOutcome => {
   return { stored: true, reply: cut ? `${text}\n\n[answer cut short: the model hit its token limit]` : text }
 }
 
+/** The response with every string of its text and tool-use blocks well-formed (WellFormed); itself when they were. */
+const wellFormedResponse = (response: MessagesResponse): MessagesResponse => {
+  const content = wellFormedJson(response.content)
+  return content === response.content ? response : { ...response, content }
+}
+
 const errorResult = (call: ToolUseBlock, content: string): ToolResultBlock => ({
   type: "tool_result",
   tool_use_id: call.id,
@@ -106,7 +113,8 @@ const runTool = (claws: ClawsService, call: ToolUseBlock, recording: boolean): E
           Effect.succeed<ToolResultBlock>({
             type: "tool_result",
             tool_use_id: call.id,
-            content: result.content,
+            // A claw bridge's result may spell a lone surrogate in JSON; the next request must not carry it.
+            content: wellFormed(result.content),
             ...(result.isError ? { is_error: true } : {})
           })
       }),
@@ -169,7 +177,9 @@ export const runWith = (ports: TurnPorts, { config, snapshot, text }: TurnInput)
       const round = (n: number): Effect.Effect<TurnOutcome, BrainError> =>
         Effect.flatMap(
           Tracing.span(ports.brain.complete(request()), recording, "Brain.complete", { round: n }),
-          (response) => {
+          (answer) => {
+            // A lone surrogate in what the model said becomes U+FFFD: in the reply stored and in the next round's echo.
+            const response = wellFormedResponse(answer)
             const calls = toolUsesOf(response)
             if (response.stop_reason !== "tool_use" || calls.length === 0) return Effect.succeed(finalReply(response))
             if (n >= config.maxToolRounds) return Effect.succeed(stoppedAfter(config.maxToolRounds))

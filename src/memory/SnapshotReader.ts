@@ -14,6 +14,7 @@ import * as Layout from "./Layout.js"
 import type * as MemoryDir from "./MemoryDir.js"
 import { type MemoryError, withHistory } from "./MemoryDir.js"
 import * as SafeFile from "./SafeFile.js"
+import { wellFormed } from "../WellFormed.js"
 
 export const DEFAULT_SOUL = "You are a helpful personal assistant."
 
@@ -65,12 +66,14 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
   const { lockedRead, paths } = memoryDir
   const reported = new Set<string>()
 
-  const reportSkipped = (lines: ReadonlyArray<string>) =>
+  const reportOnce = (what: string) => (lines: ReadonlyArray<string>) =>
     Effect.forEach(lines, (line) => {
       if (reported.has(line) || reported.size > 10_000) return Effect.void
       reported.add(line)
-      return Effect.logWarning(`history.jsonl: skipped a line that is not {"role","content"}: ${line.slice(0, 120)}`)
+      return Effect.logWarning(`history.jsonl: ${what}: ${line.slice(0, 120)}`)
     }, { discard: true })
+  const reportSkipped = reportOnce(`skipped a line that is not {"role","content"}`)
+  const reportRepaired = reportOnce("a line holds a lone UTF-16 surrogate (half a character); it is sent with U+FFFD in its place")
 
   // The last text trimmed, by file: the same cached text comes back turn after turn, and trim copies it.
   const trimmed = new Map<string, { readonly raw: string; readonly text: string }>()
@@ -194,26 +197,32 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
   const toSnapshot = (read: Read): Effect.Effect<MemorySnapshot> => {
     const history: Array<HistoryEntry> = []
     const skipped: Array<string> = []
+    const repaired: Array<string> = []
     let decoded: ReadonlyArray<HistoryEntry> = history
     if (read.cached !== undefined) {
       // A window never changes once made: shared as it is when every line decoded.
       if (allDecoded(read.cached)) decoded = read.cached
       else for (const entry of read.cached) if (entry !== undefined) history.push(entry)
     } else {
+      const onRepaired = (line: string) => void repaired.push(line)
       for (const line of read.lines) {
-        const entry = parseLine(line)
+        const entry = parseLine(line, onRepaired)
         if (Option.isSome(entry)) history.push(entry.value)
         else skipped.push(line)
       }
     }
     const { soul: soulRead, summary: summaryRead } = read
-    if (skipped.length === 0 && read.oversized.length === 0 && Either.isRight(soulRead) && Either.isRight(summaryRead)) {
+    if (
+      skipped.length === 0 && repaired.length === 0 && read.oversized.length === 0 && Either.isRight(soulRead) &&
+      Either.isRight(summaryRead)
+    ) {
       const soul = trimOnce("soul.md", soulRead.right ?? "")
       const summary = trimOnce("summary.md", summaryRead.right ?? "")
       return Effect.succeed({ soul: soul.length > 0 ? soul : fallbackSoul(), summary, history: decoded })
     }
     return Effect.gen(function*() {
       yield* reportSkipped(skipped)
+      yield* reportRepaired(repaired)
       for (const size of read.oversized) {
         yield* Effect.logWarning(`history.jsonl: skipped a ${size}-byte line, too long to be an exchange`)
       }
@@ -292,7 +301,8 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     // summary.md as renamed in (its change time is the rename's): trusted by status like one read.
     const stat = look(paths.summary)
     if (Either.isLeft(stat) || stat.right === undefined) return
-    summaryCache = { seen: seenOf(stat.right), text: summary, racy: Date.now() - stat.right.mtimeMs < RACY_MS }
+    // As summary.md holds it: its UTF-8 has U+FFFD for a lone surrogate of the model's answer.
+    summaryCache = { seen: seenOf(stat.right), text: wellFormed(summary), racy: Date.now() - stat.right.mtimeMs < RACY_MS }
     tailCache = {
       // Just written: trusted by inode and size, as after an append.
       seen: { ino: history.inode, size: history.size, mtimeMs: undefined, ctimeMs: undefined },
