@@ -95,7 +95,11 @@ export const make = Effect.gen(function*() {
   const respond = (message: InboundMessage): Effect.Effect<Turn.TurnOutcome> =>
     catchFailureOrDefect(
       Effect.flatMap(windowed, (snapshot) => Turn.runWith(ports, { snapshot, text: message.text, config })),
-      (error) => Effect.logError(`turn failed: ${error.message}`).pipe(Effect.as(Turn.failed)),
+      (error) =>
+        Effect.logError(`turn failed: ${error.message}`).pipe(
+          // A file to fix (a soul over its limit) is said as such: asking again would meet it again.
+          Effect.as(error.problem === undefined ? Turn.failed : { reply: Turn.memoryUnusableReply(error.problem), stored: false })
+        ),
       (defect) => Effect.logError("turn failed on an internal error; answered with an apology", defect).pipe(Effect.as(Turn.failed))
     )
 

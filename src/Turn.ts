@@ -128,8 +128,19 @@ const MISCONFIGURED = "I can't think right now: my brain is misconfigured ("
 /** What the user is told when the settings keep the brain from answering (a refused key, an unknown model). */
 export const misconfiguredReply = (problem: string): string => `${MISCONFIGURED}${problem}). The log says what to fix.`
 
-/** A reply that says the brain could not answer (an outage, a setting to fix): asking again may get an answer. */
-export const isFailureReply = (reply: string): boolean => reply === APOLOGY || reply.startsWith(MISCONFIGURED)
+const MEMORY_UNUSABLE = "I can't answer: a file of my memory is unusable ("
+
+/**
+ * What the user is told when memory keeps every turn from being answered
+ * until someone fixes a file (a soul over its limit): not the apology, as
+ * waiting would not help. `problem` names the file, never its path.
+ */
+export const memoryUnusableReply = (problem: string): string =>
+  `${MEMORY_UNUSABLE}${problem}). The log names the file to fix.`
+
+/** A reply that says the brain could not answer (an outage, a setting or file to fix): asking again may get an answer. */
+export const isFailureReply = (reply: string): boolean =>
+  reply === APOLOGY || reply.startsWith(MISCONFIGURED) || reply.startsWith(MEMORY_UNUSABLE)
 
 /**
  * A brain that gave up: the apology for what may pass (a timeout, an
