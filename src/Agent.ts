@@ -31,7 +31,7 @@ import { toolSpecsMemo } from "./Prompt.js"
 import * as Tracing from "./Tracing.js"
 import * as Turn from "./Turn.js"
 import * as Prices from "./usage/Prices.js"
-import { loneSurrogateProblem } from "./WellFormed.js"
+import { loneSurrogateRefusal } from "./WellFormed.js"
 
 export { Agent, type AgentService } from "./AgentService.js"
 export { APOLOGY, type TurnOutcome } from "./Turn.js"
@@ -127,10 +127,10 @@ export const make = Effect.gen(function*() {
         }))
     }
     // Refused whatever the bridge (Discord, HTTP, an embedding host): the model's API would refuse it, every turn.
-    const broken = loneSurrogateProblem(pending.text)
-    if (broken !== undefined) {
-      return Effect.flatMap(Effect.logWarning(`refused a message from ${pending.channel} that ${broken}`), () =>
-        then({ stored: false, reply: `Your message ${broken}. Nothing was processed: please send it again with the character whole.` }))
+    const refusal = loneSurrogateRefusal(pending.text)
+    if (refusal !== undefined) {
+      return Effect.flatMap(Effect.logWarning(`refused a message from ${pending.channel} holding a lone UTF-16 surrogate`), () =>
+        then({ stored: false, reply: refusal }))
     }
     return Option.match(sanitize(pending.text), {
       // Blank: no reply. Control characters alone: refused, so a bridge waiting for a reply gets one.

@@ -37,6 +37,18 @@ export const loneSurrogateProblem = (text: string): string | undefined => {
   return `holds a lone UTF-16 surrogate${where}: half of a character such as an emoji, which the model's API refuses`
 }
 
+/**
+ * The reply to a user's message holding a lone surrogate, or undefined for
+ * one that holds none: said by the agent (Agent.decide) and by a bridge in
+ * front of the interact pipe, whose UTF-8 cannot carry the half (Serve).
+ */
+export const loneSurrogateRefusal = (text: string): string | undefined => {
+  const problem = loneSurrogateProblem(text)
+  return problem === undefined
+    ? undefined
+    : `Your message ${problem}. Nothing was processed: please send it again with the character whole.`
+}
+
 /** Whether every string of a JSON value (keys too) is well-formed: a walk that makes nothing. */
 const allWellFormed = (value: unknown): boolean => {
   if (typeof value === "string") return isWellFormed(value)
