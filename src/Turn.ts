@@ -30,7 +30,7 @@ import { describeJsonType, isJsonObject } from "./Json.js"
 import type { MemorySnapshot } from "./memory/Memory.js"
 import { conversation, systemPrompt, toolSpecsMemo, turnRequest } from "./Prompt.js"
 import * as Tracing from "./Tracing.js"
-import { wellFormed, wellFormedJson } from "./WellFormed.js"
+import { isWellFormed, wellFormed, wellFormedJson } from "./WellFormed.js"
 
 /** The original's words, for any turn the brain could not complete. */
 export const APOLOGY = "I'm temporarily unavailable. Please try again shortly."
@@ -89,10 +89,17 @@ const finalReply = (response: MessagesResponse): TurnOutcome => {
   return { stored: true, reply: cut ? `${text}\n\n[answer cut short: the model hit its token limit]` : text }
 }
 
-/** The response with every string of its text and tool-use blocks well-formed (WellFormed); itself when they were. */
+/**
+ * The response with every string of its text and tool-use blocks well-formed
+ * (WellFormed): the only blocks a turn echoes or replies with. Itself when
+ * they were, found by a check of each text (no walk of a text block's keys).
+ */
 const wellFormedResponse = (response: MessagesResponse): MessagesResponse => {
-  const content = wellFormedJson(response.content)
-  return content === response.content ? response : { ...response, content }
+  for (const block of response.content) {
+    const whole = block.type === "text" && "text" in block ? isWellFormed(block.text) : block.type !== "tool_use" || wellFormedJson(block) === block
+    if (!whole) return { ...response, content: wellFormedJson(response.content) }
+  }
+  return response
 }
 
 const errorResult = (call: ToolUseBlock, content: string): ToolResultBlock => ({
