@@ -31,6 +31,7 @@ import { toolSpecsMemo } from "./Prompt.js"
 import * as Tracing from "./Tracing.js"
 import * as Turn from "./Turn.js"
 import * as Prices from "./usage/Prices.js"
+import { loneSurrogateRefusal } from "./WellFormed.js"
 
 export { Agent, type AgentService } from "./AgentService.js"
 export { APOLOGY, type TurnOutcome } from "./Turn.js"
@@ -94,7 +95,11 @@ export const make = Effect.gen(function*() {
   const respond = (message: InboundMessage): Effect.Effect<Turn.TurnOutcome> =>
     catchFailureOrDefect(
       Effect.flatMap(windowed, (snapshot) => Turn.runWith(ports, { snapshot, text: message.text, config })),
-      (error) => Effect.logError(`turn failed: ${error.message}`).pipe(Effect.as(Turn.failed)),
+      (error) =>
+        Effect.logError(`turn failed: ${error.message}`).pipe(
+          // A file to fix (a soul over its limit) is said as such: asking again would meet it again.
+          Effect.as(error.problem === undefined ? Turn.failed : { reply: Turn.memoryUnusableReply(error.problem), stored: false })
+        ),
       (defect) => Effect.logError("turn failed on an internal error; answered with an apology", defect).pipe(Effect.as(Turn.failed))
     )
 
@@ -120,6 +125,12 @@ export const make = Effect.gen(function*() {
           reply: `Your message is ${size} bytes; the limit is ${config.maxMessageBytes} bytes ` +
             "(PLANCKCLAW_MAX_MESSAGE_BYTES). Nothing was processed: please send it in smaller parts."
         }))
+    }
+    // Refused whatever the bridge (Discord, HTTP, an embedding host): the model's API would refuse it, every turn.
+    const refusal = loneSurrogateRefusal(pending.text)
+    if (refusal !== undefined) {
+      return Effect.flatMap(Effect.logWarning(`refused a message from ${pending.channel} holding a lone UTF-16 surrogate`), () =>
+        then({ stored: false, reply: refusal }))
     }
     return Option.match(sanitize(pending.text), {
       // Blank: no reply. Control characters alone: refused, so a bridge waiting for a reply gets one.

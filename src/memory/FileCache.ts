@@ -66,11 +66,27 @@ export interface CachedText {
   readonly racy: boolean
 }
 
-export const readText = (file: string): Either.Either<CachedText, SafeFile.MemoryFileError> => {
+export const readText = (file: string): Either.Either<CachedText, SafeFile.MemoryFileError> =>
+  // No size is over Infinity: the refusal is never made.
+  readTextUpTo(file, Infinity, (size) => SafeFile.failed(file, new Error(`${size} bytes is too large to read`)))
+
+/**
+ * `readText`, refusing a file over `maxBytes` by its size on the open
+ * descriptor, before reading a byte of it: `tooLarge(size)` is the refusal.
+ */
+export const readTextUpTo = <E>(
+  file: string,
+  maxBytes: number,
+  tooLarge: (size: number) => E
+): Either.Either<CachedText, SafeFile.MemoryFileError | E> => {
   const opened = SafeFile.openIfPresent(file, SafeFile.flags.read)
   if (Either.isLeft(opened)) return Either.left(opened.left)
   if (opened.right === undefined) return Either.right({ seen: undefined, text: undefined, racy: false })
   const { fd, stat } = opened.right
+  if (stat.size > maxBytes) {
+    Either.try(() => fs.closeSync(fd))
+    return Either.left(tooLarge(stat.size))
+  }
   const text = Either.try({ try: () => fs.readFileSync(fd, "utf8"), catch: (error) => SafeFile.failed(file, error) })
   Either.try(() => fs.closeSync(fd))
   return Either.map(text, (text) => ({ seen: seenOf(stat), text, racy: Date.now() - stat.mtimeMs < RACY_MS }))

@@ -36,7 +36,7 @@ import * as Logging from "../Logging.js"
 import { AgentHost, type HostError } from "./AgentHost.js"
 import * as AgentId from "./AgentId.js"
 import * as AgentStatus from "./AgentStatus.js"
-import { bearerMatches, isLoopback, noRoute, problem, refusedOrigin, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
+import { bearerMatches, illFormedText, isLoopback, noRoute, problem, refusedOrigin, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
 
 export const HttpConfig = Config.all({
   token: Config.option(Config.redacted("PLANCKCLAW_HTTP_TOKEN")).pipe(
@@ -200,6 +200,8 @@ export const router = (maxMessageBytes: number) => {
       if (isBlank(body["text"])) return problem(400, "bad-body", "\"text\" is blank: there is nothing to answer")
       const channel = body["channel"]
       if (channel !== undefined && typeof channel !== "string") return problem(400, "bad-body", "\"channel\" must be a string")
+      const illFormed = illFormedText(body)
+      if (Option.isSome(illFormed)) return illFormed.value
       const key = request.headers["idempotency-key"]
       const reply = yield* (yield* AgentHost).send(id, { text: body["text"], channel, idempotencyKey: key })
       return HttpServerResponse.unsafeJson(reply)
