@@ -72,8 +72,8 @@ describe("planckclaw serve stops (built command)", () => {
       const cut = yield* halfSent.closed
       expect(RawHttp.statuses(cut)).toEqual([503])
       expect(cut).toMatch(/^connection: close\r$/im)
-      // The message never arrived whole: nothing was journaled for it.
-      expect(fs.existsSync(path.join(t.agents, "alice", "inbox.jsonl"))).toBe(false)
+      // The message never arrived whole: the agent was not even started for it.
+      expect(fs.existsSync(path.join(t.agents, "alice"))).toBe(false)
       expect((yield* t.server.turns).length).toBe(0)
     }))
 
