@@ -11,32 +11,11 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
 import * as AnthropicServer from "./support/AnthropicServer.js"
-import * as Cli from "./support/Cli.js"
+import type * as Cli from "./support/Cli.js"
 import { line } from "./support/Harness.js"
 import * as RawHttp from "./support/RawHttp.js"
-import { eventually, sandbox, within } from "./support/Sandbox.js"
-
-/** A sandbox whose brain is a loopback server answering with `handler`; agents under `agents/`. */
-export const setup = (handler: AnthropicServer.Handler, extra: Record<string, string> = {}) =>
-  Effect.gen(function*() {
-    const server = yield* AnthropicServer.make(handler)
-    const box = yield* sandbox({ ANTHROPIC_API_KEY: "test-key-not-secret", ANTHROPIC_BASE_URL: server.url, ...extra }, "planckclaw-stop-")
-    const agents = box.path("agents")
-    const history = (id: string) => {
-      const file = path.join(agents, id, "history.jsonl")
-      return fs.existsSync(file) ? fs.readFileSync(file, "utf8") : ""
-    }
-    return { server, box, agents, history, env: box.envWith({ PLANCKCLAW_AGENTS_DIR: agents }) }
-  })
-
-/** Starts `serve` on a free loopback port; its port once it says where it listens. */
-export const startServe = (cwd: string, env: NodeJS.ProcessEnv) =>
-  Effect.gen(function*() {
-    const running = yield* Cli.start(["serve", "--http", "127.0.0.1:0"], { cwd, env })
-    const stderr = () => Effect.runSync(running.stderrSoFar)
-    const port = Number(yield* eventually("serve to say where it listens", () => /HTTP API on 127\.0\.0\.1:(\d+)/.exec(stderr())?.[1]))
-    return { running, port, base: `http://127.0.0.1:${port}`, stderr }
-  })
+import { eventually, within } from "./support/Sandbox.js"
+import { postMessage, setup, startServe } from "./support/ServeKit.js"
 
 const message = (text: string) => JSON.stringify({ text })
 
@@ -110,14 +89,7 @@ describe("planckclaw serve stops (built command)", () => {
       })
       const first = yield* startServe(t.box.dir, t.env)
       const key = { "idempotency-key": "stuck-1" }
-      const post = (base: string) =>
-        Effect.tryPromise(() =>
-          fetch(`${base}/v1/agents/alice/messages`, {
-            method: "POST",
-            headers: { "content-type": "application/json", ...key },
-            body: message("stuck")
-          }).then(async (response) => ({ status: response.status, body: await response.json() }))
-        )
+      const post = (base: string) => postMessage(base, "alice", "stuck", key)
       const waiting = yield* Effect.fork(Effect.either(post(first.base)))
       yield* within("the turn to reach the brain")(t.server.awaitRequests(1))
       expect((yield* stop(first.running)).code).toBe(0)
