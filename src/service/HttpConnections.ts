@@ -132,7 +132,8 @@ export const make = (limits: Limits): Effect.Effect<Connections> =>
         "PLANCKCLAW_STOP_GRACE is over: closing the connections left; the messages they carried that were accepted " +
           "are answered at the next start"
       ))
-      server.closeAllConnections()
+      // Every socket, not only those Node's closeAllConnections knows (it leaves out any taken over by an upgrade).
+      for (const socket of open) socket.destroy()
       yield* Deferred.await(closed)
     })
 
