@@ -7,6 +7,7 @@
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Either from "effect/Either"
+import type * as Option from "effect/Option"
 
 export interface Range {
   readonly min: number
@@ -32,6 +33,10 @@ export const integerIn = (name: string, range: Range, fallback: number): Config.
     Config.mapOrFail(inRange("an integer", /^-?\d{1,16}$/, range)),
     Config.withDefault(fallback)
   )
+
+/** A whole number within `range`, or None when unset: for a default the owner works out (it says how). */
+export const optionalIntegerIn = (name: string, range: Range): Config.Config<Option.Option<number>> =>
+  Config.option(Config.string(name).pipe(Config.mapOrFail(inRange("an integer", /^-?\d{1,16}$/, range))))
 
 /** A number of seconds within `range`, fractions allowed (`2.5`); `fallback` when unset. */
 export const secondsIn = (name: string, range: Range, fallback: number): Config.Config<number> =>

@@ -13,7 +13,7 @@
  * way (HttpRequestChecks). Bad input is a JSON error naming what was wrong,
  * and none touches an agent's memory.
  */
-import * as http from "node:http"
+import type * as http from "node:http"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Data from "effect/Data"
@@ -36,6 +36,8 @@ import * as Logging from "../Logging.js"
 import { AgentHost, type HostError } from "./AgentHost.js"
 import * as AgentId from "./AgentId.js"
 import * as AgentStatus from "./AgentStatus.js"
+import * as HttpConnections from "./HttpConnections.js"
+import * as HttpLimits from "./HttpLimits.js"
 import { bearerMatches, illFormedText, isLoopback, noRoute, problem, refusedOrigin, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
 
 export const HttpConfig = Config.all({
@@ -151,8 +153,12 @@ const readLimited = (source: http.IncomingMessage, limit: number) =>
     return Effect.sync(done)
   })
 
-/** The request's JSON body, read only up to `limit` bytes; a problem response otherwise. */
-const readBody = (limit: number, maxMessageBytes: number) =>
+/**
+ * The request's JSON body, read only up to `limit` bytes; a problem response
+ * otherwise, and a 503 if `stopping` completes first (a stop does not wait
+ * for a slow client's body).
+ */
+const readBody = (limit: number, maxMessageBytes: number, stopping: Effect.Effect<void>) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const tooLarge = HttpServerResponse.unsafeJson({
@@ -162,7 +168,8 @@ const readBody = (limit: number, maxMessageBytes: number) =>
     const declared = request.headers["content-length"]
     if (declared !== undefined && Number(declared) > limit) return yield* Effect.fail(tooLarge)
     const text = yield* readLimited(NodeHttpServerRequest.toIncomingMessage(request), limit).pipe(
-      Effect.mapError((message) => problem(400, "bad-body", `the body could not be read: ${message}`))
+      Effect.mapError((message) => problem(400, "bad-body", `the body could not be read: ${message}`)),
+      Effect.raceFirst(Effect.zipRight(stopping, Effect.fail(HttpConnections.stoppingAnswer())))
     )
     if (Option.isNone(text)) return yield* Effect.fail(tooLarge)
     const json = Either.try(() => JSON.parse(text.value) as unknown)
@@ -171,8 +178,8 @@ const readBody = (limit: number, maxMessageBytes: number) =>
     return json.right
   })
 
-/** The routes, over the AgentHost of the context. */
-export const router = (maxMessageBytes: number) => {
+/** The routes, over the AgentHost of the context; a body still being read when `stopping` completes gets a 503. */
+export const router = (maxMessageBytes: number, stopping: Effect.Effect<void> = Effect.never) => {
   // JSON may spell each byte of text in up to six (\u0000), plus room for the channel.
   const bodyLimit = 6 * maxMessageBytes + 4096
   return HttpRouter.empty.pipe(
@@ -194,7 +201,7 @@ export const router = (maxMessageBytes: number) => {
       const request = yield* HttpServerRequest.HttpServerRequest
       const media = unsupportedMedia(request.headers["content-type"])
       if (Option.isSome(media)) return media.value
-      const body = yield* readBody(bodyLimit, maxMessageBytes)
+      const body = yield* readBody(bodyLimit, maxMessageBytes, stopping)
       if (typeof body["text"] !== "string") return problem(400, "bad-body", "the body needs \"text\", a string")
       // The agent would send no reply to it (Interact.isBlank): refused here, before anything is journaled.
       if (isBlank(body["text"])) return problem(400, "bad-body", "\"text\" is blank: there is nothing to answer")
@@ -210,9 +217,9 @@ export const router = (maxMessageBytes: number) => {
 }
 
 /** The whole application: auth in front of every route but /v1/health. */
-export const app = Effect.gen(function*() {
+export const appStoppingOn = (stopping: Effect.Effect<void>) => Effect.gen(function*() {
   const config = yield* HttpConfig
-  const routes = router(config.maxMessageBytes)
+  const routes = router(config.maxMessageBytes, stopping)
   return Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const refused = refusedOrigin(request.headers, Option.isNone(config.token))
@@ -230,24 +237,32 @@ export const app = Effect.gen(function*() {
   })
 })
 
-/**
- * Refuses a non-loopback address without PLANCKCLAW_HTTP_TOKEN. `layer` runs
- * it too; a command runs it first, before the agent host `layer` needs is
- * started.
- */
-export const guard = (listen: Listen): Effect.Effect<void, HttpListenRefused | ConfigError.ConfigError> =>
-  Effect.flatMap(HttpConfig, (config) =>
+export const app = appStoppingOn(Effect.never)
+
+/** Refuses a non-loopback address without PLANCKCLAW_HTTP_TOKEN, and limits that leave no descriptors in reserve. */
+const checked = (listen: Listen): Effect.Effect<HttpLimits.Limits, HttpListenRefused | ConfigError.ConfigError> =>
+  Effect.flatMap(HttpConfig, (config): Effect.Effect<HttpLimits.Limits, HttpListenRefused | ConfigError.ConfigError> =>
     !isLoopback(listen.host) && Option.isNone(config.token)
-      ? new HttpListenRefused({
-        host: listen.host,
-        message: `refusing to listen on ${listen.host}, which is not a loopback address, without PLANCKCLAW_HTTP_TOKEN: ` +
-          "set a token, or listen on 127.0.0.1"
-      })
-      : Effect.void)
+      ? Effect.fail(
+        new HttpListenRefused({
+          host: listen.host,
+          message: `refusing to listen on ${listen.host}, which is not a loopback address, without PLANCKCLAW_HTTP_TOKEN: ` +
+            "set a token, or listen on 127.0.0.1"
+        })
+      )
+      : HttpLimits.read)
+
+/**
+ * What `layer` refuses (see `checked`); a command runs it first, before the
+ * agent host `layer` needs is started.
+ */
+export const guard = (listen: Listen): Effect.Effect<void, HttpListenRefused | ConfigError.ConfigError> => Effect.asVoid(checked(listen))
 
 /**
  * Serves the API on `listen` (port 0: any free port; the HttpServer in the
- * output tells which). Refuses a non-loopback address without a token.
+ * output tells which), its connections held to HttpLimits (HttpConnections).
+ * Refuses a non-loopback address without a token. Closing the layer's scope
+ * stops it: the requests in flight get PLANCKCLAW_STOP_GRACE.
  */
 export const layer = (listen: Listen): Layer.Layer<
   HttpServer.HttpServer,
@@ -255,16 +270,21 @@ export const layer = (listen: Listen): Layer.Layer<
   AgentHost
 > =>
   Layer.unwrapEffect(Effect.gen(function*() {
-    yield* guard(listen)
-    const served = yield* app
+    const limits = yield* checked(listen)
+    const connections = yield* HttpConnections.make(limits)
+    const served = connections.admit(yield* appStoppingOn(connections.stopping))
     const announce = Layer.effectDiscard(
       HttpServer.addressWith((address) =>
         Logging.toStderr(Effect.logInfo(`HTTP API on ${address._tag === "TcpAddress" ? hostPort(address.hostname, address.port) : address.path}`))
       )
     )
-    // No span per request: nothing exports them here, and building one (the URL, its attributes) costs every request.
-    const serving = HttpServer.serve(served).pipe(HttpMiddleware.withTracerDisabledWhen(() => true))
+    const serving = Layer.scopedDiscard(Effect.gen(function*() {
+      // No span per request: nothing exports them here, and building one (the URL, its attributes) costs every request.
+      yield* HttpServer.serveEffect(served).pipe(HttpMiddleware.withTracerDisabledWhenEffect(() => true))
+      // Added after the handler, so it runs before the handler is removed: a request during the stop is answered.
+      yield* Effect.addFinalizer(() => connections.stop)
+    }))
     return Layer.mergeAll(serving, announce).pipe(
-      Layer.provideMerge(NodeHttpServer.layer(() => http.createServer(), { host: listen.host, port: listen.port }))
+      Layer.provideMerge(NodeHttpServer.layer(() => connections.server, { host: listen.host, port: listen.port }))
     )
   }))
