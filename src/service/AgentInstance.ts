@@ -14,6 +14,7 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -65,6 +66,8 @@ export interface Instance {
   /** The messages a previous run left unanswered, being answered now. */
   readonly recovered: ReadonlyArray<Deferred.Deferred<Reply>>
   readonly compactNow: Effect.Effect<Option.Option<Compactor.CompactionReport>, Compactor.CompactionError>
+  /** Waits until the mailbox's fiber has ended and the background compaction in flight, if any, has settled. */
+  readonly quiet: Effect.Effect<void>
 }
 
 export interface Shared {
@@ -222,6 +225,7 @@ export const make = (options: {
     const mailbox: Array<Inbox.Pending> = [...inbox.recovered]
     let draining = false
     let stopped = false
+    let drainer: Fiber.RuntimeFiber<void> | undefined
     const next = Effect.sync(() => {
       const pending = mailbox.shift()
       if (pending === undefined) draining = false
@@ -241,8 +245,18 @@ export const make = (options: {
       draining = true
       // Interruptible though submit is not: a fork inherits that, and a turn's timeouts (the brain's
       // attempts, a claw's limit) work by interrupting what they bound.
-      return Effect.asVoid(Effect.forkIn(Effect.interruptible(drain), scope))
+      return Effect.flatMap(Effect.forkIn(Effect.interruptible(drain), scope), (fiber) =>
+        Effect.sync(() => {
+          drainer = fiber
+          // An idle agent keeps no ended fiber.
+          fiber.addObserver(() => {
+            if (drainer === fiber) drainer = undefined
+          })
+        }))
     })
+    const quiet = Effect.suspend(() => drainer === undefined ? Effect.void : Fiber.await(drainer)).pipe(
+      Effect.zipRight(compactor.settled)
+    )
     yield* wake
 
     // One submission at a time: the key checks, the journal and the queue agree on the order.
@@ -279,5 +293,5 @@ export const make = (options: {
         return Option.some(deferred)
       }).pipe(door.withPermits(1), Effect.uninterruptible)
 
-    return { submit, recovered, compactNow: compactor.compactNow } satisfies Instance
+    return { submit, recovered, compactNow: compactor.compactNow, quiet } satisfies Instance
   })
