@@ -31,6 +31,7 @@ import * as FoldStore from "../memory/FoldStore.js"
 import * as Inbox from "../memory/Inbox.js"
 import * as Layout from "../memory/Layout.js"
 import * as Memory from "../memory/Memory.js"
+import * as AgentInbox from "./AgentInbox.js"
 import * as AgentSettings from "./AgentSettings.js"
 import { HostError } from "./HostError.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
@@ -105,6 +106,13 @@ export const make = (options: {
   Effect.gen(function*() {
     const { directory, id, shared, waiters } = options
     const unavailable = (message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
+    const notJournaled = (error: Memory.MemoryError) =>
+      new HostError({
+        reason: Inbox.noRoom(error) ? "no-space" : "unavailable",
+        id,
+        message: `agent ${id}: ${Inbox.noRoom(error) ? "the disk is full: " : ""}${error.message}; ` +
+          "nothing was processed: send it again once it can be written"
+      })
     const settings = yield* AgentSettings.forAgent(id, directory, shared.provider, shared.settings)
     // Held while started: this process is then the only writer of the agent's journal and history.
     const ownerFile = shared.ownerFile()
@@ -118,16 +126,8 @@ export const make = (options: {
     const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys).pipe(
       Effect.mapError((error) => unavailable(error.message))
     )
-    // Whether each answered message's exchange goes to history: the agent tells the inbox.
-    const stored = new Map<number, boolean>()
-    const tracked: Inbox.InboxService = {
-      ...inbox,
-      answered: (pending, reply, isStored) =>
-        Effect.suspend(() => {
-          stored.set(pending.id, isStored)
-          return inbox.answered(pending, reply, isStored)
-        })
-    }
+    // Whether each exchange is on disk, and keys not recorded yet held in the journal (AgentInbox.ts).
+    const { inbox: tracked, storedOnDisk } = yield* AgentInbox.make(inbox, idempotency)
     const ports = Context.make(Memory.Memory, memory).pipe(
       Context.add(Inbox.Inbox, tracked),
       Context.add(Brain, shared.brain),
@@ -182,7 +182,7 @@ export const make = (options: {
         Effect.suspend(() => {
           if (current === undefined) return Effect.void
           const pending = current
-          const isStored = stored.get(pending.id) ?? Option.match(pending.reply, { onNone: () => false, onSome: (r) => r.stored })
+          const isStored = storedOnDisk.get(pending.id) ?? Option.match(pending.reply, { onNone: () => false, onSome: (r) => r.stored })
           return finish(pending, { reply: message.text, stored: isStored })
         })
     }
@@ -197,7 +197,7 @@ export const make = (options: {
         current = pending
         yield* handleWith(agent, pending, interact)
         current = undefined
-        stored.delete(pending.id)
+        storedOnDisk.delete(pending.id)
         // Nothing to answer (a blank message): the caller still hears back.
         yield* finish(pending, { reply: "", stored: false })
         return true
@@ -283,8 +283,8 @@ export const make = (options: {
             return Option.some(waiting.deferred)
           }
         }
-        // Journaled before anything else: from here a crash does not lose it.
-        const pending = yield* inbox.accept(message)
+        // Journaled before anything else: from here a crash does not lose it. Not taken when it cannot be.
+        const pending = yield* inbox.acceptJournaled(message).pipe(Effect.mapError(notJournaled))
         const deferred = yield* waiterFor(pending)
         mailbox.push(pending)
         // Ten thousand agents sent a message at once keep the journals of the last few open, not ten thousand.
