@@ -67,11 +67,13 @@ export const make = Effect.gen(function*() {
   // interruption, or closed normally by an interrupted fiber (serve's agents
   // on SIGTERM), whose interruptible wait ends at once; a signal during the
   // wait ends it too. The commit itself is never cut (uninterruptible), and
-  // a kill at any instant loses nothing either way.
+  // a kill at any instant loses nothing either way. The interruption that ends
+  // the wait is taken here (Effect.exit): passed on, it ended the closing of
+  // everything after it, in serve every agent but the first on SIGTERM.
   yield* Effect.addFinalizer((exit) =>
     Exit.isInterrupted(exit)
       ? compactor.stop
-      : Effect.interruptible(compactor.settled).pipe(Effect.onInterrupt(() => compactor.stop))
+      : Effect.interruptible(compactor.settled).pipe(Effect.onInterrupt(() => compactor.stop), Effect.exit, Effect.asVoid)
   )
 
   const command = Commands.make({

@@ -89,6 +89,16 @@ export interface AgentHostService {
   readonly compact: (id: string) => Effect.Effect<CompactResult, HostError>
 }
 
+/** One instance of an agent, as the host tracks it until its scope has closed. */
+interface Life {
+  /** Completed once every finalizer of the instance has run (its compaction settled, its files closed). */
+  readonly closed: Deferred.Deferred<void>
+  /** Replaced after a defect: closes once its callers let go, which the next instance's replies allow. */
+  restarting: boolean
+  /** Waits until the instance answers nothing more and its background compaction has ended. */
+  quiet: Effect.Effect<void>
+}
+
 export class AgentHost extends Context.Tag("planckclaw/AgentHost")<AgentHost, AgentHostService>() {}
 
 // Visible characters, spaces and tabs only: the journal keeps a key after a control character.
@@ -154,10 +164,26 @@ export const make = Effect.gen(function*() {
   const scope = yield* Effect.scope
   const waiters = new Map<string, AgentInstance.Waiters>()
   const running = new Set<string>()
+  // The newest instance of each agent, until its scope has closed.
+  const lives = new Map<string, Life>()
   const directoryOf = (id: AgentId.AgentId) => path.join(config.agentsDir, id)
 
   const start = (id: AgentId.AgentId) =>
     Effect.gen(function*() {
+      // An instance released while its compaction runs closes only once that is done; a message meanwhile
+      // starts the next instance after it, never beside it (the two would share the agent's files). One
+      // restarting after a defect still has callers holding it: the next waits for its background work only.
+      const before = lives.get(id)
+      if (before !== undefined) yield* before.restarting ? before.quiet : Deferred.await(before.closed)
+      const life: Life = { closed: yield* Deferred.make<void>(), restarting: false, quiet: Effect.void }
+      lives.set(id, life)
+      // Registered before the instance is made: it runs after all of the instance's own finalizers.
+      yield* Effect.addFinalizer(() =>
+        Effect.zipRight(
+          Effect.sync(() => lives.get(id) === life && lives.delete(id)),
+          Deferred.succeed(life.closed, undefined)
+        )
+      )
       const directory = directoryOf(id)
       // One mkdir(2) for a new agent; an existing one is checked to be a directory, not a link or a file.
       const made = Either.try(() => fs.mkdirSync(directory, { mode: 0o700 }))
@@ -174,7 +200,9 @@ export const make = Effect.gen(function*() {
           if (kept.byMessage.size === 0 && waiters.get(id) === kept) waiters.delete(id)
         })
       )
-      return yield* AgentInstance.make({ id, directory, shared, waiters: kept, restart: restart(id) })
+      const instance = yield* AgentInstance.make({ id, directory, shared, waiters: kept, restart: restart(id, life) })
+      life.quiet = instance.quiet
+      return instance
     }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
 
   const agents: RcMap.RcMap<AgentId.AgentId, AgentInstance.Instance, HostError> = yield* RcMap.make({
@@ -198,8 +226,10 @@ export const make = Effect.gen(function*() {
     )
 
   // A defect escaped a message: a fresh instance reads the journal and answers what was queued.
-  function restart(id: AgentId.AgentId): Effect.Effect<void> {
-    return RcMap.invalidate(agents, id).pipe(Effect.zipRight(answerRecovered(id)))
+  function restart(id: AgentId.AgentId, life: Life): Effect.Effect<void> {
+    return Effect.sync(() => {
+      life.restarting = true
+    }).pipe(Effect.zipRight(RcMap.invalidate(agents, id)), Effect.zipRight(answerRecovered(id)))
   }
 
   const existing = (raw: string) =>

@@ -83,7 +83,8 @@ const statusOf: Record<HostError["reason"], number> = {
   "unavailable": 503,
   "busy": 409,
   "failed": 502,
-  "key-reused": 422
+  "key-reused": 422,
+  "no-space": 507
 }
 const hostProblem = (error: HostError) => Effect.succeed(problem(statusOf[error.reason], error.reason, error.message))
 
