@@ -94,7 +94,7 @@ describe("planckclaw serve stops (built command)", () => {
       yield* within("the turn to reach the brain")(t.server.awaitRequests(1))
       expect((yield* stop(first.running)).code).toBe(0)
       // Its connection was closed without an answer; the message stays journaled, unanswered.
-      expect((yield* Fiber.join(waiting))._tag).toBe("Left")
+      expect((yield* Fiber.join(waiting))._tag).toBe("Failure")
       expect(t.history("alice")).toBe("")
 
       const second = yield* startServe(t.box.dir, t.env)

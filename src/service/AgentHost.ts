@@ -133,6 +133,16 @@ export const checkMessage = (raw: string, options: SendOptions, maxMessageBytes:
     return { id, channel, idempotencyKey }
   })
 
+/**
+ * A reply's wait, the caller going on once the agent's fiber lets go: Effect 4
+ * resumes a Deferred's waiter at once, inside the fiber that completes it,
+ * where Effect 3 resumed it later. The agent's steps after the reply that
+ * need no wait (the journal's `delivered`, closing its files when idle) are
+ * then done when the caller goes on, as they were.
+ */
+export const awaitReply = <A>(deferred: Deferred.Deferred<A>): Effect.Effect<A> =>
+  Effect.flatMap(Deferred.await(deferred), (reply) => Effect.as(Effect.yieldNow, reply))
+
 export const make = Effect.gen(function*() {
   const config = yield* HostConfig
   const hostProvider = yield* ConfigProvider.ConfigProvider
@@ -255,7 +265,7 @@ export const make = Effect.gen(function*() {
     })
 
   // The caller holds the agent started until its reply comes.
-  const send = (raw: string, options: SendOptions) => Effect.scoped(Effect.flatMap(accept(raw, options), Deferred.await))
+  const send = (raw: string, options: SendOptions) => Effect.scoped(Effect.flatMap(accept(raw, options), awaitReply))
 
   const status = (id: AgentId.AgentId) => AgentStatus.read(id, directoryOf(id), running.has(id))
 

@@ -285,18 +285,17 @@ export const layer = (listen: Listen): Layer.Layer<
     const limits = yield* checked(listen)
     const connections = yield* HttpConnections.make(limits)
     const served = connections.admit(yield* appStoppingOn(connections.stopping))
-    const announce = Layer.effectDiscard(
-      Effect.flatMap(HttpServer.HttpServer, ({ address }) =>
-        Logging.toStderr(Effect.logInfo(`HTTP API on ${address._tag === "UnixPathAddress" ? address.path : hostPort(NetAddress.formatIp(address.address), address.port)}`))
-      )
-    )
     const serving = Layer.effectDiscard(Effect.gen(function*() {
       // No span per request: nothing exports them here, and building one (the URL, its attributes) costs every request.
       yield* HttpServer.serveEffect(served).pipe(Effect.provideService(HttpMiddleware.TracerDisabledWhen, () => true))
       // Added after the handler, so it runs before the handler is removed: a request during the stop is answered.
       yield* Effect.addFinalizer(() => connections.stop)
+      // Said once the handler is in place: a request sent on reading it is answered.
+      const { address } = yield* HttpServer.HttpServer
+      const where = address._tag === "UnixPathAddress" ? address.path : hostPort(NetAddress.formatIp(address.address), address.port)
+      yield* Logging.toStderr(Effect.logInfo(`HTTP API on ${where}`))
     }))
-    return Layer.mergeAll(serving, announce).pipe(
+    return serving.pipe(
       Layer.provideMerge(NodeHttpServer.layer(() => connections.server, { host: listen.host, port: listen.port }))
     )
   }))
