@@ -31,6 +31,7 @@ import { toolSpecsMemo } from "./Prompt.js"
 import * as Tracing from "./Tracing.js"
 import * as Turn from "./Turn.js"
 import * as Prices from "./usage/Prices.js"
+import { loneSurrogateRefusal } from "./WellFormed.js"
 
 export { Agent, type AgentService } from "./AgentService.js"
 export { APOLOGY, type TurnOutcome } from "./Turn.js"
@@ -66,11 +67,13 @@ export const make = Effect.gen(function*() {
   // interruption, or closed normally by an interrupted fiber (serve's agents
   // on SIGTERM), whose interruptible wait ends at once; a signal during the
   // wait ends it too. The commit itself is never cut (uninterruptible), and
-  // a kill at any instant loses nothing either way.
+  // a kill at any instant loses nothing either way. The interruption that ends
+  // the wait is taken here (Effect.exit): passed on, it ended the closing of
+  // everything after it, in serve every agent but the first on SIGTERM.
   yield* Effect.addFinalizer((exit) =>
     Exit.hasInterrupts(exit)
       ? compactor.stop
-      : Effect.interruptible(compactor.settled).pipe(Effect.onInterrupt(() => compactor.stop))
+      : Effect.interruptible(compactor.settled).pipe(Effect.onInterrupt(() => compactor.stop), Effect.exit, Effect.asVoid)
   )
 
   const command = Commands.make({
@@ -94,7 +97,11 @@ export const make = Effect.gen(function*() {
   const respond = (message: InboundMessage): Effect.Effect<Turn.TurnOutcome> =>
     catchFailureOrDefect(
       Effect.flatMap(windowed, (snapshot) => Turn.runWith(ports, { snapshot, text: message.text, config })),
-      (error) => Effect.logError(`turn failed: ${error.message}`).pipe(Effect.as(Turn.failed)),
+      (error) =>
+        Effect.logError(`turn failed: ${error.message}`).pipe(
+          // A file to fix (a soul over its limit) is said as such: asking again would meet it again.
+          Effect.as(error.problem === undefined ? Turn.failed : { reply: Turn.memoryUnusableReply(error.problem), stored: false })
+        ),
       (defect) => Effect.logError("turn failed on an internal error; answered with an apology", defect).pipe(Effect.as(Turn.failed))
     )
 
@@ -120,6 +127,12 @@ export const make = Effect.gen(function*() {
           reply: `Your message is ${size} bytes; the limit is ${config.maxMessageBytes} bytes ` +
             "(PLANCKCLAW_MAX_MESSAGE_BYTES). Nothing was processed: please send it in smaller parts."
         }))
+    }
+    // Refused whatever the bridge (Discord, HTTP, an embedding host): the model's API would refuse it, every turn.
+    const refusal = loneSurrogateRefusal(pending.text)
+    if (refusal !== undefined) {
+      return Effect.flatMap(Effect.logWarning(`refused a message from ${pending.channel} holding a lone UTF-16 surrogate`), () =>
+        then({ stored: false, reply: refusal }))
     }
     return Option.match(sanitize(pending.text), {
       // Blank: no reply. Control characters alone: refused, so a bridge waiting for a reply gets one.

@@ -102,7 +102,21 @@ export const keySections: ReadonlyArray<KeySection> = [
       { key: "PLANCKCLAW_MAX_CONCURRENT_TURNS", default: "16", range: "1–10000", meaning: "brain calls in flight across all agents" },
       { key: "PLANCKCLAW_AGENT_IDLE", default: "600", range: "0.001–604800", meaning: "seconds without a message before an agent is released" },
       { key: "PLANCKCLAW_AGENTS_HOLDING_FILES", default: "128", range: "0–100000", meaning: "agents used last keeping their 3 memory files open between messages" },
-      { key: "PLANCKCLAW_IDEMPOTENCY_KEYS", default: "1000", range: "1–1000000", meaning: "replies kept per agent for Idempotency-Key retries" }
+      { key: "PLANCKCLAW_IDEMPOTENCY_KEYS", default: "1000", range: "1–1000000", meaning: "replies kept per agent for Idempotency-Key retries" },
+      {
+        key: "PLANCKCLAW_MAX_CONNECTIONS",
+        default: "1024, or ulimit -n less the reserve if lower",
+        range: "1–1000000, leaving the reserve",
+        meaning: "HTTP connections at once; the next 16 are answered 503, any beyond refused. The reserve: 3 per agent holding files, 4 per turn, 80"
+      },
+      { key: "PLANCKCLAW_HTTP_REQUEST_TIMEOUT", default: "30", range: "0.1–3600", meaning: "seconds a connection has to send a whole request, headers and body (a new one too); 408 after" },
+      { key: "PLANCKCLAW_HTTP_IDLE_TIMEOUT", default: "5", range: "0.1–3600", meaning: "seconds a kept-alive connection stays open without a request" },
+      {
+        key: "PLANCKCLAW_STOP_GRACE",
+        default: "30",
+        range: "0–3600",
+        meaning: "seconds a stop (SIGTERM, SIGINT) gives the requests in flight; then their connections close, and accepted messages are answered at the next start"
+      }
     ]
   },
   {

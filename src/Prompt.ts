@@ -9,10 +9,15 @@
  * turn until a compaction changes the summary, and the history by every
  * turn of an anchored window (CacheWindow). A compaction request has its own
  * system prompt and no breakpoint: it neither reads nor breaks the turns'.
+ *
+ * Every text a request carries is made well-formed here (WellFormed): a
+ * lone surrogate from history, a summary, a claw's catalogue or the user's
+ * text becomes U+FFFD, so no request is one the API refuses whole.
  */
 import { EPHEMERAL, type Message, type MessagesRequest, type TextBlock, type ToolSpec } from "./Brain.js"
 import type { ToolDefinition } from "./Claws.js"
 import type { HistoryEntry } from "./memory/Memory.js"
+import { wellFormed, wellFormedJson } from "./WellFormed.js"
 
 /**
  * The system prompt: the soul, then the summary when there is one. The last
@@ -21,10 +26,9 @@ import type { HistoryEntry } from "./memory/Memory.js"
  * encoder compare a new string with the text it kept, character by character.
  */
 export const systemPrompt = (soul: string, summary: string): string => {
-  if (summary.length === 0) return soul
   const last = lastPrompt
   if (last !== undefined && last.soul === soul && last.summary === summary) return last.text
-  const text = `${soul}\n---\nCONVERSATION SUMMARY:\n${summary}`
+  const text = wellFormed(summary.length === 0 ? soul : `${soul}\n---\nCONVERSATION SUMMARY:\n${summary}`)
   lastPrompt = { soul, summary, text }
   return text
 }
@@ -38,12 +42,15 @@ let lastPrompt: { readonly soul: string; readonly summary: string; readonly text
  */
 export const HISTORY_LINE_MAX_BYTES = 16 * 1024
 
-/** `text` cut to at most `maxBytes` bytes of UTF-8 (on a character boundary), with `…[cut: N bytes]` saying how much went. */
+/**
+ * `text` cut to at most `maxBytes` bytes of UTF-8 (on a character boundary), with `…[cut: N bytes]` saying how
+ * much went; well-formed either way (a lone surrogate becomes U+FFFD, as the cut's UTF-8 makes it).
+ */
 export const capText = (text: string, maxBytes = HISTORY_LINE_MAX_BYTES): string => {
   // Fewer UTF-16 units than maxBytes / 3 cannot exceed it: most lines skip the encoding.
-  if (text.length * 3 <= maxBytes) return text
+  if (text.length * 3 <= maxBytes) return wellFormed(text)
   const bytes = Buffer.from(text, "utf8")
-  if (bytes.length <= maxBytes) return text
+  if (bytes.length <= maxBytes) return wellFormed(text)
   let end = maxBytes
   // Back off continuation bytes (10xxxxxx) so no character is split.
   while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--
@@ -80,7 +87,7 @@ export const conversation = (history: ReadonlyArray<HistoryEntry>, text: string,
       }
     )
   }
-  messages.push({ role: "user", content: text })
+  messages.push({ role: "user", content: wellFormed(text) })
   return messages
 }
 
@@ -122,9 +129,10 @@ const lineMessage = (entry: HistoryEntry, cache: boolean): Message => {
  */
 export const toolSpecs = (tools: ReadonlyArray<ToolDefinition>, cache = false): Array<ToolSpec> =>
   [...tools].sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0).map((tool, index, sorted) => ({
-    name: tool.name,
-    description: tool.description,
-    input_schema: tool.input_schema,
+    // A claw bridge's catalogue is JSON: it may spell a lone surrogate.
+    name: wellFormed(tool.name),
+    description: wellFormed(tool.description),
+    input_schema: wellFormedJson(tool.input_schema),
     ...(cache && index === sorted.length - 1 ? { cache_control: EPHEMERAL } : {})
   }))
 
@@ -199,6 +207,7 @@ export const compactionRequest = (model: string, summary: string, lines: Readonl
   system: COMPACTION_SYSTEM,
   messages: [{
     role: "user",
-    content: `EXISTING SUMMARY:\n${summary}\n\nCONVERSATION TO SUMMARIZE:\n${lines.join("\n")}`
+    // The summary may be the last chunk's answer, not yet read back from summary.md.
+    content: wellFormed(`EXISTING SUMMARY:\n${summary}\n\nCONVERSATION TO SUMMARIZE:\n${lines.join("\n")}`)
   }]
 })

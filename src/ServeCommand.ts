@@ -5,6 +5,7 @@
  * PLANCKCLAW_BRAIN names, and the scripts of CLAWS_DIR. Runs until stopped
  * (SIGINT, SIGTERM, SIGHUP).
  */
+import * as path from "node:path"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
 import * as Data from "effect/Data"
@@ -14,6 +15,8 @@ import * as Layer from "effect/Layer"
 import * as Bridges from "./Bridges.js"
 import * as ScriptClaws from "./claws/ScriptClaws.js"
 import { debugOption } from "./CliFlags.js"
+import { MemoryConfig } from "./memory/MemoryFiles.js"
+import * as PromptFiles from "./memory/PromptFiles.js"
 import { runFlags, withSettings } from "./CliSettings.js"
 import * as EarlyTierUp from "./process/EarlyTierUp.js"
 import * as Pretenuring from "./process/Pretenuring.js"
@@ -88,6 +91,8 @@ export const serve = Command.make("serve", {
     const tierUpEarly = yield* EarlyTierUp.readChoice()
     // Before the host starts (and answers what a previous run left): HttpApi.layer is built after it.
     yield* HttpApi.guard(listen)
+    // The host's default soul goes whole into every request of an agent without its own: refused now if over its limit.
+    yield* Effect.fromResult(PromptFiles.check(path.join(yield* MemoryConfig, "soul.md")))
     // Brain and claws are built once and shared by every agent; the HTTP
     // layer logs "HTTP API on HOST:PORT" once it listens.
     if (options.cluster) {

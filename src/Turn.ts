@@ -30,6 +30,7 @@ import { describeJsonType, isJsonObject } from "./Json.js"
 import type { MemorySnapshot } from "./memory/Memory.js"
 import { conversation, systemPrompt, toolSpecsMemo, turnRequest } from "./Prompt.js"
 import * as Tracing from "./Tracing.js"
+import { isWellFormed, wellFormed, wellFormedJson } from "./WellFormed.js"
 
 /** The original's words, for any turn the brain could not complete. */
 export const APOLOGY = "I'm temporarily unavailable. Please try again shortly."
@@ -88,6 +89,19 @@ const finalReply = (response: MessagesResponse): TurnOutcome => {
   return { stored: true, reply: cut ? `${text}\n\n[answer cut short: the model hit its token limit]` : text }
 }
 
+/**
+ * The response with every string of its text and tool-use blocks well-formed
+ * (WellFormed): the only blocks a turn echoes or replies with. Itself when
+ * they were, found by a check of each text (no walk of a text block's keys).
+ */
+const wellFormedResponse = (response: MessagesResponse): MessagesResponse => {
+  for (const block of response.content) {
+    const whole = block.type === "text" && "text" in block ? isWellFormed(block.text) : block.type !== "tool_use" || wellFormedJson(block) === block
+    if (!whole) return { ...response, content: wellFormedJson(response.content) }
+  }
+  return response
+}
+
 const errorResult = (call: ToolUseBlock, content: string): ToolResultBlock => ({
   type: "tool_result",
   tool_use_id: call.id,
@@ -106,7 +120,8 @@ const runTool = (claws: ClawsService, call: ToolUseBlock, recording: boolean): E
           Effect.succeed<ToolResultBlock>({
             type: "tool_result",
             tool_use_id: call.id,
-            content: result.content,
+            // A claw bridge's result may spell a lone surrogate in JSON; the next request must not carry it.
+            content: wellFormed(result.content),
             ...(result.isError ? { is_error: true } : {})
           })
       }),
@@ -120,8 +135,19 @@ const MISCONFIGURED = "I can't think right now: my brain is misconfigured ("
 /** What the user is told when the settings keep the brain from answering (a refused key, an unknown model). */
 export const misconfiguredReply = (problem: string): string => `${MISCONFIGURED}${problem}). The log says what to fix.`
 
-/** A reply that says the brain could not answer (an outage, a setting to fix): asking again may get an answer. */
-export const isFailureReply = (reply: string): boolean => reply === APOLOGY || reply.startsWith(MISCONFIGURED)
+const MEMORY_UNUSABLE = "I can't answer: a file of my memory is unusable ("
+
+/**
+ * What the user is told when memory keeps every turn from being answered
+ * until someone fixes a file (a soul over its limit): not the apology, as
+ * waiting would not help. `problem` names the file, never its path.
+ */
+export const memoryUnusableReply = (problem: string): string =>
+  `${MEMORY_UNUSABLE}${problem}). The log names the file to fix.`
+
+/** A reply that says the brain could not answer (an outage, a setting or file to fix): asking again may get an answer. */
+export const isFailureReply = (reply: string): boolean =>
+  reply === APOLOGY || reply.startsWith(MISCONFIGURED) || reply.startsWith(MEMORY_UNUSABLE)
 
 /**
  * A brain that gave up: the apology for what may pass (a timeout, an
@@ -169,7 +195,9 @@ export const runWith = (ports: TurnPorts, { config, snapshot, text }: TurnInput)
       const round = (n: number): Effect.Effect<TurnOutcome, BrainError> =>
         Effect.flatMap(
           Tracing.span(ports.brain.complete(request()), recording, "Brain.complete", { round: n }),
-          (response) => {
+          (answer) => {
+            // A lone surrogate in what the model said becomes U+FFFD: in the reply stored and in the next round's echo.
+            const response = wellFormedResponse(answer)
             const calls = toolUsesOf(response)
             if (response.stop_reason !== "tool_use" || calls.length === 0) return Effect.succeed(finalReply(response))
             if (n >= config.maxToolRounds) return Effect.succeed(stoppedAfter(config.maxToolRounds))

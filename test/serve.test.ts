@@ -220,7 +220,7 @@ describe("planckclaw serve (built command)", () => {
       yield* exited("the killed serve", first.running.process.pid!)
       // The clients of the killed process get no reply.
       const lost = yield* Fiber.join(pending)
-      expect(lost.map((answer) => answer._tag)).toEqual(["Left", "Left"])
+      expect(lost.map((answer) => answer._tag)).toEqual(["Failure", "Failure"])
 
       const second = yield* startServe(t.box.dir, t.env)
       for (const id of ["alice", "bob"]) {

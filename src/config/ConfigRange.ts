@@ -6,6 +6,7 @@
  */
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 
@@ -51,6 +52,10 @@ const inRange = (expected: string, pattern: RegExp, range: Range) => (raw: strin
 /** A whole number within `range`; `fallback` when unset. */
 export const integerIn = (name: string, range: Range, fallback: number): Config.Config<number> =>
   checkedString(name, inRange("an integer", /^-?\d{1,16}$/, range)).pipe(Config.withDefault(fallback))
+
+/** A whole number within `range`, or None when unset: for a default the owner works out (it says how). */
+export const optionalIntegerIn = (name: string, range: Range): Config.Config<Option.Option<number>> =>
+  Config.option(checkedString(name, inRange("an integer", /^-?\d{1,16}$/, range)))
 
 /** A number of seconds within `range`, fractions allowed (`2.5`); `fallback` when unset. */
 export const secondsIn = (name: string, range: Range, fallback: number): Config.Config<number> =>

@@ -1,6 +1,6 @@
 /**
  * Doctor's directory lines: the memory directory (owner, mode, its files,
- * free space), another run holding it (the run lock), and the runtime
+ * a soul or summary over its limit, free space), another run holding it (the run lock), and the runtime
  * directory with the same rules `planckclaw run` applies before laying out
  * its pipes (RuntimeDirChecks). Nothing is created, changed or removed.
  */
@@ -14,6 +14,7 @@ import { describeError } from "../Errors.js"
 import { fifoPaths, fifoPathsConfig, pidFileName } from "../fifo/FifoPaths.js"
 import { leftoverPipes, lstatOption, previousRun, useAnother } from "../fifo/RuntimeDirChecks.js"
 import * as Layout from "../memory/Layout.js"
+import * as PromptFiles from "../memory/PromptFiles.js"
 import { MemoryConfig } from "../memory/MemoryDir.js"
 import * as SafeFile from "../memory/SafeFile.js"
 import { runLockName } from "../MemoryHold.js"
@@ -70,10 +71,17 @@ const memoryDirectory = (dir: string): ReadonlyArray<Finding> => {
     return [fail("memory", `${dir} can be written by other users (mode ${octal(mode)})`, `chmod 700 ${dir}`)]
   }
   // The files a run writes must be regular files of this user, never links (SafeFile).
-  const refused = [Layout.files(dir).soul, ...Layout.written(Layout.files(dir))].flatMap((file) => {
+  const files = Layout.files(dir)
+  const unsafe = [files.soul, ...Layout.written(files)].flatMap((file) => {
     const checked = SafeFile.check(file)
     return Result.isFailure(checked) ? [fail("memory", checked.failure.message, `move ${file} away or replace it by a regular file of yours`)] : []
   })
+  // What a run refuses at start (PromptFiles): every request would carry it whole.
+  const oversize = [files.soul, files.summary].flatMap((file) => {
+    const size = PromptFiles.oversizeOf(file)
+    return size === undefined ? [] : [fail("memory", PromptFiles.describeTooLarge(file, size), `shorten it to at most ${PromptFiles.LIMIT_TEXT}`)]
+  })
+  const refused = [...unsafe, ...oversize]
   const free = SafeFile.freeBytes(dir)
   if (free !== undefined && free < lowSpaceBytes) {
     return [...refused, fail("memory", `only ${formatBytes(free)} free on the disk of ${dir}`, "free some space: history cannot grow on a full disk")]

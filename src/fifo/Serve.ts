@@ -16,6 +16,7 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { BrainService } from "../Brain.js"
 import type { InteractError, InteractService } from "../Interact.js"
+import { loneSurrogateRefusal } from "../WellFormed.js"
 import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame } from "./BrainFrame.js"
 import { defaultMaxBlockBytes, defaultMaxLineBytes, type Frame, framed, makeBlockFramer, makeLineFramer } from "./Framing.js"
 import { decodeInteractLine, encodeInteractLine } from "./InteractLine.js"
@@ -120,11 +121,19 @@ export const serveInteract = (
     )
 
     const inputEnded = interact.messages.pipe(
-      Stream.runForEach((message) =>
-        Result.match(encodeInteractLine(message), {
+      Stream.runForEach((message) => {
+        // UTF-8 on the pipe would turn half a character into U+FFFD unsaid: refused here, as the agent refuses it.
+        const refusal = loneSurrogateRefusal(message.text)
+        if (refusal !== undefined) {
+          return interact.send({ channel: message.channel, text: refusal }).pipe(
+            Effect.catch((error) => Effect.logWarning(`reply to ${message.channel} not delivered: ${error.message}`))
+          )
+        }
+        return Result.match(encodeInteractLine(message), {
           onFailure: (error) => Effect.logWarning(`message not forwarded: ${error.message}`),
           onSuccess: (line) => Effect.andThen(toAgent.write(line), Ref.update(forwarded, (n) => n + 1))
-        })),
+        })
+      }),
       Effect.andThen(Ref.get(forwarded))
     )
     const handover = options.handover

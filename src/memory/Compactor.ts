@@ -16,6 +16,7 @@ import { Brain, type BrainError, responseText } from "../Brain.js"
 import { AgentConfig } from "../AgentConfig.js"
 import * as Logging from "../Logging.js"
 import { capText, COMPACTION_MAX_TOKENS, compactionRequest } from "../Prompt.js"
+import * as CompactionBackoff from "./CompactionBackoff.js"
 import * as FoldStore from "./FoldStore.js"
 import { type CompactionBusy, decodeLine, encodeLine, Memory, type MemoryError } from "./Memory.js"
 import * as TurnGate from "./TurnGate.js"
@@ -75,6 +76,8 @@ export const make = Effect.gen(function*() {
   const brain = yield* Brain
   // Each step is well under a millisecond of the thread; the turns come first.
   const gate = TurnGate.make()
+  // After a failure, no new try until history has grown (CompactionBackoff.ts).
+  const backoff = CompactionBackoff.make(config.historyKeep, config.historyMax)
   // A turn's locked section may wait for a run's commit, which holds the write lock file across its gated steps.
   memory.memoryDir.openGateWhileLocked?.((effect) => gate.opened(effect))
 
@@ -103,6 +106,10 @@ export const make = Effect.gen(function*() {
             new CompactionFailed({ message: `the brain could not summarise (${error.reason}: ${error.detail})` })
           ),
           Effect.flatMap((response) => {
+            // A tool call is no summary, whatever text came with it ("Let me check."): folding under it would lose the lines.
+            if (response.stop_reason === "tool_use" || response.content.some((block) => block.type === "tool_use")) {
+              return Effect.fail(new CompactionFailed({ message: "the brain answered the summary request with a tool call, not a summary" }))
+            }
             const summary = responseText(response).trim()
             if (summary.length === 0) {
               return Effect.fail(new CompactionFailed({ message: "the brain answered an empty summary" }))
@@ -177,19 +184,30 @@ export const make = Effect.gen(function*() {
   // the brain's summary could not be kept.
   const compactIfNeeded = gate.opened(Effect.flatMap(
     memory.storageFailing,
-    (failing) => failing ? Effect.succeedNone : Effect.flatMap(due, (needed) => needed ? run(false) : Effect.succeedNone)
+    (failing) =>
+      failing || backoff.exchangeStored() ? Effect.succeedNone : Effect.flatMap(due, (needed) => needed ? run(false) : Effect.succeedNone).pipe(
+        Effect.tapError((error) => Effect.sync(() => error._tag === "CompactionBusy" || backoff.failed())),
+        Effect.tap(() => Effect.sync(() => backoff.succeeded()))
+      )
   ))
 
   // The background compaction in flight. Daemon fibers, ended by their owner's
   // scope (Agent.make: awaited when it closes normally, interrupted on shutdown),
   // not by the fiber that happened to start them.
   let inFlight: Fiber.Fiber<void> | undefined
+  // Said once per failure, which is once per backoff: the turns meanwhile do not try, and log nothing.
+  // Only a failure of the brain's summary is known to leave history as it was.
   const logged = (effect: Effect.Effect<unknown, CompactionError>) =>
     effect.pipe(
+      Effect.tap(() => Effect.sync(() => backoff.succeeded())),
       Effect.catch((error) =>
-        error._tag === "CompactionBusy"
-          ? Effect.void
-          : Effect.logWarning(`compaction did not run: ${error.message}; history is intact and it will be tried again`)
+        error._tag === "CompactionBusy" ? Effect.void : Effect.suspend(() => {
+          const lines = backoff.failed()
+          return Effect.logWarning(
+            `compaction did not run: ${error.message}; ${error._tag === "CompactionFailed" ? "history is unchanged; " : ""}` +
+              `not tried again until ${lines} more lines of history are stored`
+          )
+        })
       ),
       Effect.asVoid,
       Logging.toStderr
@@ -221,7 +239,7 @@ export const make = Effect.gen(function*() {
   )
   // The question "is it due?" is asked here, in the turn's fiber: most turns end with it, and fork nothing.
   const startIfNeeded = Effect.suspend(() =>
-    inFlight !== undefined ? Effect.void : Effect.flatMap(
+    inFlight !== undefined || backoff.exchangeStored() ? Effect.void : Effect.flatMap(
       memory.storageFailing,
       (failing) =>
         failing ? Effect.void : Effect.matchEffect(due, {
@@ -235,7 +253,9 @@ export const make = Effect.gen(function*() {
     compactIfNeeded,
     // Own background work first: `/compact` must not answer "already running" about this very agent.
     // Asked for (`/compact`, often from a turn), it runs whole: its steps do not wait for the turn that waits for them.
-    compactNow: gate.opened(Effect.andThen(settled, Effect.suspend(() => run(true)))),
+    compactNow: gate.opened(Effect.andThen(settled, Effect.suspend(() => run(true)))).pipe(
+      Effect.tap(() => Effect.sync(() => backoff.succeeded()))
+    ),
     startIfNeeded,
     settled,
     stop: Effect.suspend(() => inFlight === undefined ? Effect.void : Fiber.interrupt(inFlight)).pipe(Effect.asVoid),

@@ -8,6 +8,7 @@ import * as Result from "effect/Result"
 import { describeError, errnoCode } from "../Errors.js"
 import * as Layout from "./Layout.js"
 import { fromFileError, fsEffect, MemoryError } from "./MemoryDir.js"
+import * as PromptFiles from "./PromptFiles.js"
 import { heldByRun } from "./RunHeld.js"
 import * as SafeFile from "./SafeFile.js"
 
@@ -26,16 +27,17 @@ export const ensureWritable = (directory: string): Effect.Effect<void, MemoryErr
 
 /**
  * That no file the agent writes is a link, a non-regular file or someone
- * else's, without opening any: what a service's agent checks at its start
- * (a few lstat calls), as a run does, so a planted file is a refusal
- * before its first message is accepted rather than a failed turn.
+ * else's, without opening any, and that soul.md and summary.md are within
+ * their limit (PromptFiles): what a service's agent checks at its start
+ * (a few lstat calls), as a run does, so a planted or oversize file is a
+ * refusal before its first message is accepted rather than a failed turn.
  */
 export const checkFiles = (paths: Layout.Paths): Result.Result<void, MemoryError> => {
   for (const file of Layout.written(paths)) {
     const checked = SafeFile.check(file)
     if (Result.isFailure(checked)) return Result.fail(fromFileError(checked.failure))
   }
-  return Result.succeed(undefined)
+  return PromptFiles.checkAll([paths.soul, paths.summary])
 }
 
 const probe = (directory: string): Effect.Effect<void, MemoryError> =>

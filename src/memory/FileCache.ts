@@ -66,11 +66,27 @@ export interface CachedText {
   readonly racy: boolean
 }
 
-export const readText = (file: string): Result.Result<CachedText, SafeFile.MemoryFileError> => {
+export const readText = (file: string): Result.Result<CachedText, SafeFile.MemoryFileError> =>
+  // No size is over Infinity: the refusal is never made.
+  readTextUpTo(file, Infinity, (size) => SafeFile.failed(file, new Error(`${size} bytes is too large to read`)))
+
+/**
+ * `readText`, refusing a file over `maxBytes` by its size on the open
+ * descriptor, before reading a byte of it: `tooLarge(size)` is the refusal.
+ */
+export const readTextUpTo = <E>(
+  file: string,
+  maxBytes: number,
+  tooLarge: (size: number) => E
+): Result.Result<CachedText, SafeFile.MemoryFileError | E> => {
   const opened = SafeFile.openIfPresent(file, SafeFile.flags.read)
   if (Result.isFailure(opened)) return Result.fail(opened.failure)
   if (opened.success === undefined) return Result.succeed({ seen: undefined, text: undefined, racy: false })
   const { fd, stat } = opened.success
+  if (stat.size > maxBytes) {
+    Result.try(() => fs.closeSync(fd))
+    return Result.fail(tooLarge(stat.size))
+  }
   const text = Result.try({ try: () => fs.readFileSync(fd, "utf8"), catch: (error) => SafeFile.failed(file, error) })
   Result.try(() => fs.closeSync(fd))
   return Result.map(text, (text) => ({ seen: seenOf(stat), text, racy: Date.now() - stat.mtimeMs < RACY_MS }))

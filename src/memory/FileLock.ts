@@ -6,6 +6,7 @@
  * equivalent.
  */
 import * as fs from "node:fs"
+import * as nodePath from "node:path"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
@@ -44,6 +45,14 @@ const BEING_WRITTEN_MS = 1000
 
 /** Errors of a disk with no room for the pid: a link still fits, its target lives in the inode. */
 const noRoom = new Set(["ENOSPC", "EDQUOT", "EFBIG"])
+
+/**
+ * The locks this process holds now, by absolute path. A lock naming this
+ * process's pid is stale only when it is not among them (an earlier process
+ * had the same pid); one of them is held, by another fiber or another store
+ * on the same directory, and is waited for or refused like another process's.
+ */
+const heldHere = new Set<string>()
 
 /** A lock just taken; `clean` when no lock file was there before (none was taken over from a dead owner). */
 export interface Taken {
@@ -114,12 +123,20 @@ const create = (path: string, options: TakeOptions | undefined): Result.Result<v
 export const tryTakeSync = (path: string, options?: TakeOptions): Result.Result<Taken, LockHeld | LockFailed> => {
   for (let attempt = 0; attempt < 3; attempt++) {
     const created = create(path, options)
-    if (Result.isSuccess(created)) return Result.succeed({ clean: attempt === 0 })
+    if (Result.isSuccess(created)) {
+      heldHere.add(nodePath.resolve(path))
+      return Result.succeed({ clean: attempt === 0 })
+    }
     if (created.failure !== "exists") return Result.fail(created.failure)
     const owner = readOwner(path)
-    // Our own pid on a file we do not hold in this process: left by an
-    // earlier process that had the same pid (containers reuse low pids).
-    if (heldBy(owner, path) && owner !== process.pid) return Result.fail(new LockHeld({ path, ownerPid: owner }))
+    if (owner === process.pid) {
+      // Held by this very process (another fiber, another store of the same directory): never stale.
+      if (heldHere.has(nodePath.resolve(path))) return Result.fail(new LockHeld({ path, ownerPid: owner }))
+      // Our own pid on a file this process does not hold: left by an earlier
+      // process that had the same pid (containers reuse low pids).
+    } else if (heldBy(owner, path)) {
+      return Result.fail(new LockHeld({ path, ownerPid: owner }))
+    }
     if (Number.isNaN(owner)) {
       // Being written right now by its creator, or truncated by a crash:
       // only a file older than a second is treated as stale.
@@ -148,6 +165,7 @@ const untilWritten = Schedule.spaced(Duration.millis(50)).pipe(Schedule.upTo({ d
  * owner's lock is never stale, and no other fiber ran in between.
  */
 export const releaseSync = (path: string, sameStep = false): void => {
+  heldHere.delete(nodePath.resolve(path))
   if (sameStep || readOwner(path) === process.pid) Result.try(() => fs.unlinkSync(path))
 }
 

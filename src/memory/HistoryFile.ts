@@ -9,6 +9,7 @@ import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import { isWellFormed, wellFormed } from "../WellFormed.js"
 
 const BLOCK = 64 * 1024
 
@@ -19,9 +20,13 @@ export const HistoryEntry = Schema.Struct({
 export type HistoryEntry = typeof HistoryEntry.Type
 
 
-/** A history line as the original agent writes it: exactly role and content. */
+/**
+ * A history line as the original agent writes it: exactly role and content.
+ * Well-formed: JSON would spell a lone surrogate as `\ud83d`, which every
+ * later read would have to repair (see parseLine).
+ */
 export const encodeEntry = (entry: HistoryEntry): string =>
-  JSON.stringify({ role: entry.role, content: entry.content })
+  JSON.stringify({ role: entry.role, content: wellFormed(entry.content) })
 
 const isEntry = (value: unknown): value is HistoryEntry => {
   if (typeof value !== "object" || value === null) return false
@@ -33,12 +38,18 @@ const isEntry = (value: unknown): value is HistoryEntry => {
  * JSON.parse and a type guard, not Schema.parseJson: a turn parses
  * HISTORY_KEEP lines and a compaction every line, and this is about 4x
  * faster. Accepts exactly what HistoryEntry accepts; extra keys are dropped.
+ * A content holding a lone surrogate (`\ud83d` in the JSON, written by
+ * hand or by an older build) is repaired, each lone half replaced by
+ * U+FFFD, and the line given to `repaired` so the reader can say so: the
+ * exchange is kept, and no request carries what the API refuses.
  */
-export const parseLine = (line: string): Option.Option<HistoryEntry> => {
+export const parseLine = (line: string, repaired?: (line: string) => void): Option.Option<HistoryEntry> => {
   const parsed = Result.try(() => JSON.parse(line) as unknown)
-  return Result.isSuccess(parsed) && isEntry(parsed.success)
-    ? Option.some({ role: parsed.success.role, content: parsed.success.content })
-    : Option.none()
+  if (Result.isFailure(parsed) || !isEntry(parsed.success)) return Option.none()
+  const { content, role } = parsed.success
+  if (isWellFormed(content)) return Option.some({ role, content })
+  repaired?.(line)
+  return Option.some({ role, content: wellFormed(content) })
 }
 
 const sizeOf = (fd: number): number => fs.fstatSync(fd).size

@@ -6,6 +6,8 @@
  * until it is (`stored`). The journal is emptied whenever nothing is left,
  * so it stays tiny. Each message carries a random key: the identity under
  * which history knows whether its exchange is stored (see memory/Ledger.ts).
+ * The records and their replay are InboxJournal.ts. `run` answers a message
+ * the journal could not take; serve refuses it (FileInbox.acceptJournaled).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -14,37 +16,24 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import { madeOnFirstCall } from "../FirstCall.js"
 import type { InboundMessage } from "../Interact.js"
+import {
+  acceptedRecord,
+  type Entry,
+  fresh,
+  isKept,
+  journaledWhole,
+  missingRecords,
+  type Pending,
+  replayEntries,
+  updateEntry
+} from "./InboxJournal.js"
 import { MemoryConfig, MemoryError } from "./Memory.js"
 import { newKey } from "./MessageKeys.js"
 import * as SafeFile from "./SafeFile.js"
 
-export interface Pending {
-  readonly id: number
-  /** Unique across runs (ids start over when the journal empties); absent in journals of older versions. */
-  readonly key?: string
-  /** The caller's Idempotency-Key (the HTTP service), journaled with the message; absent in older journals. */
-  readonly idempotencyKey?: string
-  readonly channel: string
-  readonly text: string
-  /** Set once the reply is decided; `stored` says whether the exchange goes to history. */
-  readonly reply: Option.Option<{ readonly text: string; readonly stored: boolean }>
-}
-
-/** A journal line's record; its schema and decoder are made at the first line a journal has, not at every start. */
-const decodeRecord = madeOnFirstCall(() => {
-  const Record = Schema.Union([Schema.Struct({
-      accepted: Schema.Number,
-      key: Schema.optional(Schema.String),
-      idempotencyKey: Schema.optional(Schema.String),
-      channel: Schema.String,
-      text: Schema.String
-    }), Schema.Struct({ answered: Schema.Number, reply: Schema.String, stored: Schema.Boolean }), Schema.Struct({ unstored: Schema.Number }), Schema.Struct({ stored: Schema.Number }), Schema.Struct({ delivered: Schema.Number })])
-  return Schema.decodeUnknownOption(Schema.fromJsonString(Record))
-})
+export { type Pending, replay } from "./InboxJournal.js"
 
 /** A message to accept: from a bridge, or from the HTTP service with the caller's Idempotency-Key. */
 export interface Accepting extends InboundMessage {
@@ -68,65 +57,27 @@ export interface InboxService {
 
 export class Inbox extends Context.Service<Inbox, InboxService>()("planckclaw/Inbox") {}
 
-interface Entry {
-  readonly pending: Pending
-  readonly unstored: boolean
-  readonly delivered: boolean
-  /** Its `accepted` record is in the journal (a full disk may have refused it). */
-  readonly journaled: boolean
+/** The journal file inbox, with what serve's agents need of it beyond InboxService (AgentInstance). */
+export interface FileInbox extends InboxService {
+  /** Accepts a message only once its `accepted` record is in the journal; else fails, keeping nothing of it. */
+  readonly acceptJournaled: (message: Accepting) => Effect.Effect<Pending, MemoryError>
+  /** Whether an exchange waiting to be stored is in the journal whole (message, reply, `unstored`): on disk. */
+  readonly kept: (pending: Pending) => boolean
+  /**
+   * Delivered, but left in the journal as not yet delivered until `release`
+   * (its Idempotency-Key could not be recorded: a restart finishes it again,
+   * recording the key, instead of forgetting it). Writes nothing.
+   */
+  readonly deliveredKept: (pending: Pending) => Effect.Effect<void>
+  readonly release: (pending: Pending) => Effect.Effect<void>
 }
 
-/** Replaces the entry `id` by what `change` makes of it; undefined removes it; a missing entry stays missing. */
-const updateEntry = (entries: Map<number, Entry>, id: number, change: (entry: Entry) => Entry | undefined): void => {
-  const entry = entries.get(id)
-  if (entry === undefined) return
-  const next = change(entry)
-  if (next === undefined) entries.delete(id)
-  else entries.set(id, next)
-}
-
-/** Replays the journal: every message not finished, in acceptance order. */
-const replayEntries = (text: string): Map<number, Entry> => {
-  const entries = new Map<number, Entry>()
-  const update = (id: number, change: (entry: Entry) => Entry | undefined) => updateEntry(entries, id, change)
-  for (const line of text.split("\n")) {
-    // No record, as the decoder would say too: an empty journal is one empty line, and a start need not make the decoder for it.
-    if (line === "") continue
-    const record = decodeRecord(line)
-    if (Option.isNone(record)) continue
-    const value = record.value
-    if ("accepted" in value) {
-      const pending: Pending = {
-        id: value.accepted,
-        ...(value.key === undefined ? {} : { key: value.key }),
-        ...(value.idempotencyKey === undefined ? {} : { idempotencyKey: value.idempotencyKey }),
-        channel: value.channel,
-        text: value.text,
-        reply: Option.none()
-      }
-      entries.set(value.accepted, { pending, unstored: false, delivered: false, journaled: true })
-    } else if ("answered" in value) {
-      update(value.answered, (entry) => ({
-        ...entry,
-        pending: { ...entry.pending, reply: Option.some({ text: value.reply, stored: value.stored }) }
-      }))
-    } else if ("unstored" in value) {
-      update(value.unstored, (entry) => ({ ...entry, unstored: true }))
-    } else if ("stored" in value) {
-      update(value.stored, (entry) => entry.delivered ? undefined : { ...entry, unstored: false })
-    } else {
-      update(value.delivered, (entry) => entry.unstored ? { ...entry, delivered: true } : undefined)
-    }
-  }
-  return entries
-}
-
-/** What is still to be answered, in acceptance order. */
-export const replay = (text: string): Array<Pending> =>
-  [...replayEntries(text).values()].filter((entry) => !entry.delivered).map((entry) => entry.pending)
+/** A journal write that failed for want of room (a full disk or quota, a file size limit). */
+export const noRoom = (error: MemoryError): boolean =>
+  error.cause instanceof SafeFile.MemoryFileFailed && ["ENOSPC", "EDQUOT", "EFBIG"].includes(error.cause.code ?? "")
 
 /** The inbox, and how to close the journal's descriptor it holds. */
-const open = (directory: string): Effect.Effect<{ readonly service: InboxService; readonly close: () => void }, MemoryError> =>
+const open = (directory: string): Effect.Effect<{ readonly service: FileInbox; readonly close: Effect.Effect<void> }, MemoryError> =>
   Effect.suspend(() => {
     const file = path.join(directory, ".inbox.jsonl")
     const refused = (error: SafeFile.MemoryFileError) =>
@@ -196,13 +147,6 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
         return cut
       })
     const write = (...records: ReadonlyArray<object>) => Effect.suspend(() => outcome(append(...records)))
-    const acceptedRecord = (pending: Pending) => ({
-      accepted: pending.id,
-      key: pending.key,
-      idempotencyKey: pending.idempotencyKey,
-      channel: pending.channel,
-      text: pending.text
-    })
 
     // Nothing left: start the journal afresh instead of growing it (truncating needs no space).
     const resetOr = (record: object) =>
@@ -213,51 +157,90 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
       )
 
     const change = (id: number, next: (entry: Entry) => Entry | undefined) => updateEntry(entries, id, next)
+    const newPending = (message: Accepting): Pending => ({
+      id: nextId++,
+      key: newKey(),
+      ...(message.idempotencyKey === undefined ? {} : { idempotencyKey: message.idempotencyKey }),
+      channel: message.channel,
+      text: message.text,
+      reply: Option.none()
+    })
+    const replyOf = (entry: Entry) => Option.match(entry.pending.reply, { onNone: () => "", onSome: (reply) => reply.text })
 
-    const service: InboxService = {
+    // Exchanges answered while neither history nor the journal took them live only in this process: at a stop,
+    // written to the journal if there is room now, else said to be lost (never in silence). One whose message the
+    // journal holds is answered again by the next start; its reply was not kept.
+    const close = Effect.suspend(() => {
+      let lost = 0
+      let again = 0
+      for (const entry of [...entries.values()]) {
+        if (!entry.unstored || isKept(entry)) continue
+        const delivered = entry.delivered && !entry.held ? [{ delivered: entry.pending.id }] : []
+        if (Result.isSuccess(append(...missingRecords(entry, replyOf(entry)), ...delivered))) change(entry.pending.id, journaledWhole)
+        else if (entry.journaled) again++
+        else lost++
+      }
+      drop()
+      if (lost === 0 && again === 0) return Effect.void
+      const free = SafeFile.freeBytes(directory)
+      return Effect.logError(
+        `at this stop neither history.jsonl nor the inbox journal ${file} could take ${lost + again} exchange(s) answered ` +
+          `meanwhile (${free ?? "unknown"} bytes free): ` +
+          [lost > 0 ? `${lost} are lost with this stop` : "", again > 0 ? `${again} keep only their message, which the next start answers again` : ""]
+            .filter((part) => part.length > 0).join("; ")
+      )
+    })
+
+    const service: FileInbox = {
       recovered: [...entries.values()].filter((entry) => !entry.delivered).map((entry) => entry.pending),
       accept: (message) =>
         Effect.suspend(() => {
-          const pending: Pending = {
-            id: nextId++,
-            key: newKey(),
-            ...(message.idempotencyKey === undefined ? {} : { idempotencyKey: message.idempotencyKey }),
-            channel: message.channel,
-            text: message.text,
-            reply: Option.none()
-          }
+          const pending = newPending(message)
           const written = append(acceptedRecord(pending))
-          entries.set(pending.id, { pending, unstored: false, delivered: false, journaled: Result.isSuccess(written) })
+          entries.set(pending.id, fresh(pending, Result.isSuccess(written)))
           return outcome(written).pipe(Effect.as(pending))
+        }),
+      acceptJournaled: (message) =>
+        Effect.suspend(() => {
+          const pending = newPending(message)
+          const written = append(acceptedRecord(pending))
+          if (Result.isSuccess(written)) {
+            entries.set(pending.id, fresh(pending, true))
+            return Effect.as(worked, pending)
+          }
+          const refusal = new MemoryError({ reason: "io", message: `cannot write the inbox journal: ${written.failure.message}`, cause: written.failure })
+          return Effect.andThen(report(written.failure), Effect.fail(refusal))
         }),
       answered: (pending, reply, stored) =>
         Effect.suspend(() => {
-          change(pending.id, (entry) => ({ ...entry, pending: { ...entry.pending, reply: Option.some({ text: reply, stored }) } }))
-          return write({ answered: pending.id, reply, stored })
+          const written = append({ answered: pending.id, reply, stored })
+          change(pending.id, (entry) => ({
+            ...entry,
+            pending: { ...entry.pending, reply: Option.some({ text: reply, stored }) },
+            answerJournaled: Result.isSuccess(written)
+          }))
+          return outcome(written)
         }),
       unstored: (pending, reply) =>
         Effect.suspend(() => {
-          const entry = entries.get(pending.id)
-          if (entry?.unstored === true) return Effect.void
-          const journaled = entry?.journaled ?? false
-          // Not journaled when accepted (the disk was full then): the whole exchange now, in one write.
-          const records = journaled
-            ? [{ unstored: pending.id }]
-            : [acceptedRecord(pending), { answered: pending.id, reply, stored: true }, { unstored: pending.id }]
-          const written = append(...records)
-          entries.set(pending.id, {
-            pending: { ...pending, reply: Option.some({ text: reply, stored: true }) },
-            unstored: true,
-            delivered: entry?.delivered ?? false,
-            journaled: journaled || Result.isSuccess(written)
-          })
+          const found = entries.get(pending.id)
+          if (found?.unstored === true) return Effect.void
+          // Not journaled when accepted or answered (the disk was full then): what is missing now, in one write.
+          const entry = found ?? fresh(pending, false)
+          const written = append(...missingRecords(entry, reply))
+          const waiting: Entry = { ...entry, pending: { ...pending, reply: Option.some({ text: reply, stored: true }) }, unstored: true }
+          entries.set(pending.id, Result.isSuccess(written) ? journaledWhole(waiting) : waiting)
           return outcome(written)
         }),
+      kept: (pending) => {
+        const entry = entries.get(pending.id)
+        return entry !== undefined && isKept(entry)
+      },
       stored: (pending) =>
         Effect.suspend(() => {
           // Most exchanges are stored on their first try: nothing to note.
           if (entries.get(pending.id)?.unstored !== true) return Effect.void
-          change(pending.id, (entry) => entry.delivered ? undefined : { ...entry, unstored: false })
+          change(pending.id, (entry) => entry.delivered && !entry.held ? undefined : { ...entry, unstored: false })
           return resetOr({ stored: pending.id })
         }),
       backlog: Effect.sync(() =>
@@ -268,15 +251,22 @@ const open = (directory: string): Effect.Effect<{ readonly service: InboxService
           change(pending.id, (entry) => entry.unstored ? { ...entry, delivered: true } : undefined)
           return resetOr({ delivered: pending.id })
         }),
+      deliveredKept: (pending) => Effect.sync(() => change(pending.id, (entry) => ({ ...entry, delivered: true, held: true }))),
+      release: (pending) =>
+        Effect.suspend(() => {
+          if (entries.get(pending.id)?.held !== true) return Effect.void
+          change(pending.id, (entry) => entry.unstored ? { ...entry, held: false } : undefined)
+          return resetOr({ delivered: pending.id })
+        }),
       closeFiles: Effect.sync(drop)
     }
-    return Effect.succeed({ service, close: drop })
+    return Effect.succeed({ service, close })
   })
 
 /** The inbox whose journal descriptor is closed with its scope. */
-export const make = (directory: string): Effect.Effect<InboxService, MemoryError, Scope.Scope> =>
+export const make = (directory: string): Effect.Effect<FileInbox, MemoryError, Scope.Scope> =>
   Effect.map(
-    Effect.acquireRelease(open(directory), (opened) => Effect.sync(opened.close)),
+    Effect.acquireRelease(open(directory), (opened) => opened.close),
     (opened) => opened.service
   )
 

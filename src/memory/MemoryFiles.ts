@@ -15,10 +15,13 @@ export class MemoryError extends Data.TaggedError("MemoryError")<{
    * `unwritable`: the directory cannot be written, or a memory file may not
    * be used (a link, not a regular file, someone else's); `locked`: the
    * write lock stayed held or could not be made; `replaced`: history was
-   * replaced or shortened under a compaction; `io`: any other failure.
+   * replaced or shortened under a compaction; `oversize`: soul.md or
+   * summary.md is over its limit (PromptFiles); `io`: any other failure.
    */
-  readonly reason: "unwritable" | "locked" | "io" | "replaced"
+  readonly reason: "unwritable" | "locked" | "io" | "replaced" | "oversize"
   readonly message: string
+  /** What the user is told when this keeps a turn from being answered: a few words, never a path. */
+  readonly problem?: string
   readonly cause?: unknown
   /** Already logged (a store failure is logged once, not once per turn). */
   readonly reported?: boolean

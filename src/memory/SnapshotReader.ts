@@ -3,17 +3,21 @@
  * history.jsonl. What the last snapshot read is kept, each file validated
  * by one lstat(2) on the next message, so a turn that finds nothing changed
  * reads nothing and takes no lock, and a hand edit is still seen then.
+ * A soul or summary over its limit (PromptFiles) fails the snapshot with
+ * the file named, rather than go into a request the API would refuse.
  */
 import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
-import { cachedText, type CachedText, look, RACY_MS, readText, type Seen, seenOf, unchanged } from "./FileCache.js"
+import { cachedText, type CachedText, look, RACY_MS, readTextUpTo, type Seen, seenOf, unchanged } from "./FileCache.js"
 import { type HistoryEntry, parseLine, readLines, scanTail } from "./HistoryFile.js"
 import * as Layout from "./Layout.js"
 import type * as MemoryDir from "./MemoryDir.js"
 import { type MemoryError, withHistory } from "./MemoryDir.js"
+import * as PromptFiles from "./PromptFiles.js"
 import * as SafeFile from "./SafeFile.js"
+import { wellFormed } from "../WellFormed.js"
 
 export const DEFAULT_SOUL = "You are a helpful personal assistant."
 
@@ -34,6 +38,12 @@ interface CachedTail {
   readonly keep: number
   readonly window: ReadonlyArray<HistoryEntry | undefined>
 }
+
+/** soul.md or summary.md as read: its text (undefined: absent), or why not (MemoryError: over its limit). */
+type PromptRead = Result.Result<string | undefined, SafeFile.MemoryFileError | MemoryError>
+
+/** A soul or summary, refused unread when it is over its limit. */
+const readPrompt = (file: string) => readTextUpTo(file, PromptFiles.PROMPT_FILE_MAX_BYTES, (size) => PromptFiles.tooLarge(file, size))
 
 export interface SnapshotReaderOptions {
   /** Read when soul.md is absent or empty, before DEFAULT_SOUL (a host's default persona). */
@@ -65,12 +75,14 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
   const { lockedRead, paths } = memoryDir
   const reported = new Set<string>()
 
-  const reportSkipped = (lines: ReadonlyArray<string>) =>
+  const reportOnce = (what: string) => (lines: ReadonlyArray<string>) =>
     Effect.forEach(lines, (line) => {
       if (reported.has(line) || reported.size > 10_000) return Effect.void
       reported.add(line)
-      return Effect.logWarning(`history.jsonl: skipped a line that is not {"role","content"}: ${line.slice(0, 120)}`)
+      return Effect.logWarning(`history.jsonl: ${what}: ${line.slice(0, 120)}`)
     }, { discard: true })
+  const reportSkipped = reportOnce(`skipped a line that is not {"role","content"}`)
+  const reportRepaired = reportOnce("a line holds a lone UTF-16 surrogate (half a character); it is sent with U+FFFD in its place")
 
   // The last text trimmed, by file: the same cached text comes back turn after turn, and trim copies it.
   const trimmed = new Map<string, { readonly raw: string; readonly text: string }>()
@@ -81,9 +93,13 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     trimmed.set(name, { raw, text })
     return text
   }
-  const readable = (name: string, text: Result.Result<string | undefined, SafeFile.MemoryFileError>, instead: string) =>
+  // Unreadable costs the persona or the summary, not the answer; over its limit, it fails the snapshot.
+  const readable = (name: string, text: PromptRead, instead: string): Effect.Effect<string, MemoryError> =>
     Result.match(text, {
-      onFailure: (error) => Effect.as(Effect.logWarning(`cannot read ${name} (${error.message}); answering with ${instead}`), ""),
+      onFailure: (error) =>
+        error._tag === "MemoryError"
+          ? Effect.fail(error)
+          : Effect.as(Effect.logWarning(`cannot read ${name} (${error.message}); answering with ${instead}`), ""),
       onSuccess: (content) => Effect.succeed(trimOnce(name, content ?? ""))
     })
 
@@ -98,7 +114,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     file: string,
     cache: CachedText | undefined,
     remember: (cache: CachedText) => void
-  ): Result.Result<string | undefined, SafeFile.MemoryFileError> => {
+  ): PromptRead => {
     const stat = look(file)
     if (Result.isFailure(stat)) return Result.fail(stat.failure)
     const cached = cachedText(cache, stat.success)
@@ -108,7 +124,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
       remember({ seen: undefined, text: undefined, racy: false })
       return Result.succeed(undefined)
     }
-    return Result.map(readText(file), (read) => {
+    return Result.map(readPrompt(file), (read) => {
       remember(read)
       return read.text
     })
@@ -117,8 +133,8 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
   const readSoul = () => textOf(paths.soul, soulCache, (read) => soulCache = read)
 
   interface Read {
-    readonly soul: Result.Result<string | undefined, SafeFile.MemoryFileError>
-    readonly summary: Result.Result<string | undefined, SafeFile.MemoryFileError>
+    readonly soul: PromptRead
+    readonly summary: PromptRead
     readonly lines: ReadonlyArray<string>
     readonly oversized: ReadonlyArray<number>
     /** Decoded lines, already checked: a cache hit. */
@@ -129,7 +145,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
   (): Result.Result<Read, MemoryError> => {
     // An unreadable soul or summary costs the persona or the summary, not the answer.
     const soul = readSoul()
-    const summaryRead = readText(files.summary)
+    const summaryRead = readPrompt(files.summary)
     if (cache && Result.isSuccess(summaryRead)) summaryCache = summaryRead.success
     const summary = Result.map(summaryRead, (read) => read.text)
     const tail = withHistory(files.history, SafeFile.flags.read, { lines: [] as ReadonlyArray<string>, oversized: [] as ReadonlyArray<number>, seen: undefined as Seen | undefined }, (fd) => {
@@ -171,7 +187,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     if (Option.isNone(summary) && summaryCache.racy) {
       // Written a moment ago (a compaction just committed it): unchanged
       // if it reads the same, which costs a read, not the lock.
-      const again = readText(paths.summary)
+      const again = readPrompt(paths.summary)
       if (Result.isSuccess(again) && again.success.text === summaryCache.text) {
         summaryCache = again.success
         summary = Option.some(again.success.text)
@@ -190,36 +206,49 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     return Option.some({ soul: readSoul(), summary: Result.succeed(summary.value), lines: [], oversized: [], cached: tail.window })
   }
 
+  /** The snapshot, with the host's soul when the agent has none of its own. */
+  const withSoul = (soul: string, summary: string, history: ReadonlyArray<HistoryEntry>): Effect.Effect<MemorySnapshot, MemoryError> => {
+    if (soul.length > 0) return Effect.succeed({ soul, summary, history })
+    const fallback = fallbackSoul()
+    return Result.isSuccess(fallback) ? Effect.succeed({ soul: fallback.success, summary, history }) : Effect.fail(fallback.failure)
+  }
+
   /** The snapshot from what was read: nothing to log in the usual case, so no generator or loop over logs. */
-  const toSnapshot = (read: Read): Effect.Effect<MemorySnapshot> => {
+  const toSnapshot = (read: Read): Effect.Effect<MemorySnapshot, MemoryError> => {
     const history: Array<HistoryEntry> = []
     const skipped: Array<string> = []
+    const repaired: Array<string> = []
     let decoded: ReadonlyArray<HistoryEntry> = history
     if (read.cached !== undefined) {
       // A window never changes once made: shared as it is when every line decoded.
       if (allDecoded(read.cached)) decoded = read.cached
       else for (const entry of read.cached) if (entry !== undefined) history.push(entry)
     } else {
+      const onRepaired = (line: string) => void repaired.push(line)
       for (const line of read.lines) {
-        const entry = parseLine(line)
+        const entry = parseLine(line, onRepaired)
         if (Option.isSome(entry)) history.push(entry.value)
         else skipped.push(line)
       }
     }
     const { soul: soulRead, summary: summaryRead } = read
-    if (skipped.length === 0 && read.oversized.length === 0 && Result.isSuccess(soulRead) && Result.isSuccess(summaryRead)) {
+    if (
+      skipped.length === 0 && repaired.length === 0 && read.oversized.length === 0 && Result.isSuccess(soulRead) &&
+      Result.isSuccess(summaryRead)
+    ) {
       const soul = trimOnce("soul.md", soulRead.success ?? "")
       const summary = trimOnce("summary.md", summaryRead.success ?? "")
-      return Effect.succeed({ soul: soul.length > 0 ? soul : fallbackSoul(), summary, history: decoded })
+      return withSoul(soul, summary, decoded)
     }
     return Effect.gen(function*() {
       yield* reportSkipped(skipped)
+      yield* reportRepaired(repaired)
       for (const size of read.oversized) {
         yield* Effect.logWarning(`history.jsonl: skipped a ${size}-byte line, too long to be an exchange`)
       }
       const soul = yield* readable("soul.md", soulRead, "the default persona")
       const summary = yield* readable("summary.md", summaryRead, "no summary")
-      return { soul: soul.length > 0 ? soul : fallbackSoul(), summary, history: decoded }
+      return yield* withSoul(soul, summary, decoded)
     })
   }
 
@@ -251,14 +280,15 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
 
   // The persona for an agent without a soul.md of its own: the fallback
   // file, validated by lstat like soul.md, so an edit applies to the next
-  // turn. Unreadable is as absent: the built-in persona.
+  // turn. Unreadable is as absent: the built-in persona; over its limit, a failure.
   let fallbackCache: CachedText | undefined
-  const fallbackSoul = (): string => {
+  const fallbackSoul = (): Result.Result<string, MemoryError> => {
     const file = options.fallbackSoulFile
-    if (file === undefined) return DEFAULT_SOUL
-    const text = Result.getOrUndefined(textOf(file, fallbackCache, (read) => fallbackCache = read))
-    const soul = (text ?? "").trim()
-    return soul.length > 0 ? soul : DEFAULT_SOUL
+    if (file === undefined) return Result.succeed(DEFAULT_SOUL)
+    const text = textOf(file, fallbackCache, (read) => fallbackCache = read)
+    if (Result.isFailure(text) && text.failure._tag === "MemoryError") return Result.fail(text.failure)
+    const soul = (Result.getOrUndefined(text) ?? "").trim()
+    return Result.succeed(soul.length > 0 ? soul : DEFAULT_SOUL)
   }
 
   const appended = (ino: number, size: number, end: number, entries: ReadonlyArray<HistoryEntry>) => {
@@ -292,7 +322,8 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     // summary.md as renamed in (its change time is the rename's): trusted by status like one read.
     const stat = look(paths.summary)
     if (Result.isFailure(stat) || stat.success === undefined) return
-    summaryCache = { seen: seenOf(stat.success), text: summary, racy: Date.now() - stat.success.mtimeMs < RACY_MS }
+    // As summary.md holds it: its UTF-8 has U+FFFD for a lone surrogate of the model's answer.
+    summaryCache = { seen: seenOf(stat.success), text: wellFormed(summary), racy: Date.now() - stat.success.mtimeMs < RACY_MS }
     tailCache = {
       // Just written: trusted by inode and size, as after an append.
       seen: { ino: history.inode, size: history.size, mtimeMs: undefined, ctimeMs: undefined },

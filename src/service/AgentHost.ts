@@ -10,7 +10,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/Config"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -20,6 +20,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as RcMap from "effect/RcMap"
 import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import { AgentConfig } from "../AgentConfig.js"
 import { Brain, type BrainService } from "../Brain.js"
 import { Claws } from "../Claws.js"
@@ -41,7 +42,7 @@ export type { Reply } from "./AgentInstance.js"
 export { HostError } from "./HostError.js"
 
 export const HostConfig = Config.all({
-  agentsDir: Config.string("PLANCKCLAW_AGENTS_DIR").pipe(Config.withDefault("./agents"), Config.map((dir) => path.resolve(dir))),
+  agentsDir: Config.String("PLANCKCLAW_AGENTS_DIR").pipe(Config.withDefault("./agents"), Config.map((dir) => path.resolve(dir))),
   /** Seconds without a message before an agent is released. */
   idleSeconds: secondsIn("PLANCKCLAW_AGENT_IDLE", { min: 0.001, max: 7 * 24 * 3600 }, 600),
   maxConcurrentTurns: integerIn("PLANCKCLAW_MAX_CONCURRENT_TURNS", { min: 1, max: 10_000 }, 16),
@@ -53,7 +54,7 @@ export const HostConfig = Config.all({
   /** The host's memory directory: its soul.md is the soul of agents without one. */
   defaultDir: MemoryConfig
 })
-export type HostConfig = Config.Config.Success<typeof HostConfig>
+export type HostConfig = Config.Success<typeof HostConfig>
 
 export interface SendOptions {
   readonly text: string
@@ -89,6 +90,16 @@ export interface AgentHostService {
   readonly compact: (id: string) => Effect.Effect<CompactResult, HostError>
 }
 
+/** One instance of an agent, as the host tracks it until its scope has closed. */
+interface Life {
+  /** Completed once every finalizer of the instance has run (its compaction settled, its files closed). */
+  readonly closed: Deferred.Deferred<void>
+  /** Replaced after a defect: closes once its callers let go, which the next instance's replies allow. */
+  restarting: boolean
+  /** Waits until the instance answers nothing more and its background compaction has ended. */
+  quiet: Effect.Effect<void>
+}
+
 export class AgentHost extends Context.Service<AgentHost, AgentHostService>()("planckclaw/AgentHost") {}
 
 // Visible characters, spaces and tabs only: the journal keeps a key after a control character.
@@ -122,12 +133,22 @@ export const checkMessage = (raw: string, options: SendOptions, maxMessageBytes:
     return { id, channel, idempotencyKey }
   })
 
+/**
+ * A reply's wait, the caller going on once the agent's fiber lets go: Effect 4
+ * resumes a Deferred's waiter at once, inside the fiber that completes it,
+ * where Effect 3 resumed it later. The agent's steps after the reply that
+ * need no wait (the journal's `delivered`, closing its files when idle) are
+ * then done when the caller goes on, as they were.
+ */
+export const awaitReply = <A>(deferred: Deferred.Deferred<A>): Effect.Effect<A> =>
+  Effect.flatMap(Deferred.await(deferred), (reply) => Effect.as(Effect.yieldNow, reply))
+
 export const make = Effect.gen(function*() {
   const config = yield* HostConfig
-  const hostProvider = yield* Effect.configProviderWith(Effect.succeed)
+  const hostProvider = yield* ConfigProvider.ConfigProvider
   const brain = yield* Brain
   const claws = yield* Claws
-  const permits = yield* Effect.makeSemaphore(config.maxConcurrentTurns)
+  const permits = yield* Semaphore.make(config.maxConcurrentTurns)
   const limited: BrainService = { complete: (request) => permits.withPermits(1)(brain.complete(request)) }
   const made = Result.try(() => fs.mkdirSync(config.agentsDir, { recursive: true, mode: 0o700 }))
   if (Result.isFailure(made) || !AgentStatus.isAgentDirectory(config.agentsDir)) {
@@ -154,10 +175,26 @@ export const make = Effect.gen(function*() {
   const scope = yield* Effect.scope
   const waiters = new Map<string, AgentInstance.Waiters>()
   const running = new Set<string>()
+  // The newest instance of each agent, until its scope has closed.
+  const lives = new Map<string, Life>()
   const directoryOf = (id: AgentId.AgentId) => path.join(config.agentsDir, id)
 
   const start = (id: AgentId.AgentId) =>
     Effect.gen(function*() {
+      // An instance released while its compaction runs closes only once that is done; a message meanwhile
+      // starts the next instance after it, never beside it (the two would share the agent's files). One
+      // restarting after a defect still has callers holding it: the next waits for its background work only.
+      const before = lives.get(id)
+      if (before !== undefined) yield* before.restarting ? before.quiet : Deferred.await(before.closed)
+      const life: Life = { closed: yield* Deferred.make<void>(), restarting: false, quiet: Effect.void }
+      lives.set(id, life)
+      // Registered before the instance is made: it runs after all of the instance's own finalizers.
+      yield* Effect.addFinalizer(() =>
+        Effect.andThen(
+          Effect.sync(() => lives.get(id) === life && lives.delete(id)),
+          Deferred.succeed(life.closed, undefined)
+        )
+      )
       const directory = directoryOf(id)
       // One mkdir(2) for a new agent; an existing one is checked to be a directory, not a link or a file.
       const made = Result.try(() => fs.mkdirSync(directory, { mode: 0o700 }))
@@ -174,7 +211,9 @@ export const make = Effect.gen(function*() {
           if (kept.byMessage.size === 0 && waiters.get(id) === kept) waiters.delete(id)
         })
       )
-      return yield* AgentInstance.make({ id, directory, shared, waiters: kept, restart: restart(id) })
+      const instance = yield* AgentInstance.make({ id, directory, shared, waiters: kept, restart: restart(id, life) })
+      life.quiet = instance.quiet
+      return instance
     }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
 
   const agents: RcMap.RcMap<AgentId.AgentId, AgentInstance.Instance, HostError> = yield* RcMap.make({
@@ -198,8 +237,10 @@ export const make = Effect.gen(function*() {
     )
 
   // A defect escaped a message: a fresh instance reads the journal and answers what was queued.
-  function restart(id: AgentId.AgentId): Effect.Effect<void> {
-    return RcMap.invalidate(agents, id).pipe(Effect.andThen(answerRecovered(id)))
+  function restart(id: AgentId.AgentId, life: Life): Effect.Effect<void> {
+    return Effect.sync(() => {
+      life.restarting = true
+    }).pipe(Effect.andThen(RcMap.invalidate(agents, id)), Effect.andThen(answerRecovered(id)))
   }
 
   const existing = (raw: string) =>
@@ -224,7 +265,7 @@ export const make = Effect.gen(function*() {
     })
 
   // The caller holds the agent started until its reply comes.
-  const send = (raw: string, options: SendOptions) => Effect.scoped(Effect.flatMap(accept(raw, options), Deferred.await))
+  const send = (raw: string, options: SendOptions) => Effect.scoped(Effect.flatMap(accept(raw, options), awaitReply))
 
   const status = (id: AgentId.AgentId) => AgentStatus.read(id, directoryOf(id), running.has(id))
 
@@ -256,7 +297,7 @@ export const make = Effect.gen(function*() {
   // a message meanwhile to an agent not yet found starts it, and its start answers what it left first.
   yield* Effect.tryPromise(() => fs.promises.readdir(config.agentsDir)).pipe(
     Effect.catch((error) =>
-      Effect.as(Effect.logWarning(`cannot list ${config.agentsDir} for messages left unanswered: ${String(error.error)}`), [] as Array<string>)
+      Effect.as(Effect.logWarning(`cannot list ${config.agentsDir} for messages left unanswered: ${String(error.cause)}`), [] as Array<string>)
     ),
     Effect.flatMap((names) => AgentStatus.forEachUnanswered(names.filter(AgentId.is), directoryOf, answerRecovered)),
     Effect.tap((found) => found > 0 ? Effect.logInfo(`${found} agent(s) had left messages unanswered; answering them`) : Effect.void),
@@ -274,4 +315,4 @@ export const make = Effect.gen(function*() {
 })
 
 /** The host; Brain and Claws are provided once and shared by every agent. */
-export const layer: Layer.Layer<AgentHost, ConfigError.ConfigError | HostError, Brain | Claws> = Layer.effect(AgentHost, Logging.toStderr(make))
+export const layer: Layer.Layer<AgentHost, Config.ConfigError | HostError, Brain | Claws> = Layer.effect(AgentHost, Logging.toStderr(make))

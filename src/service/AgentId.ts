@@ -17,10 +17,7 @@ const refusal = (raw: string): string | undefined =>
     ? `agent id ${shown(raw)} is not allowed: an id must match ${RULE} (lowercase letters, digits, '.', '_', '-'; at most 64; starting with a letter or digit)`
     : undefined
 
-export const AgentId = Schema.String.pipe(
-  Schema.filter((raw) => refusal(raw) ?? true),
-  Schema.brand("AgentId")
-)
+export const AgentId = Schema.String.check(Schema.makeFilter((raw) => refusal(raw) ?? true)).pipe(Schema.brand("AgentId"))
 export type AgentId = typeof AgentId.Type
 
 export class AgentIdRefused extends Data.TaggedError("AgentIdRefused")<{

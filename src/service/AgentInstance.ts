@@ -14,8 +14,10 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as Agent from "../Agent.js"
 import * as Turn from "../Turn.js"
@@ -30,6 +32,7 @@ import * as FoldStore from "../memory/FoldStore.js"
 import * as Inbox from "../memory/Inbox.js"
 import * as Layout from "../memory/Layout.js"
 import * as Memory from "../memory/Memory.js"
+import * as AgentInbox from "./AgentInbox.js"
 import * as AgentSettings from "./AgentSettings.js"
 import { HostError } from "./HostError.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
@@ -65,6 +68,8 @@ export interface Instance {
   /** The messages a previous run left unanswered, being answered now. */
   readonly recovered: ReadonlyArray<Deferred.Deferred<Reply>>
   readonly compactNow: Effect.Effect<Option.Option<Compactor.CompactionReport>, Compactor.CompactionError>
+  /** Waits until the mailbox's fiber has ended and the background compaction in flight, if any, has settled. */
+  readonly quiet: Effect.Effect<void>
 }
 
 export interface Shared {
@@ -102,12 +107,19 @@ export const make = (options: {
   Effect.gen(function*() {
     const { directory, id, shared, waiters } = options
     const unavailable = (message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
+    const notJournaled = (error: Memory.MemoryError) =>
+      new HostError({
+        reason: Inbox.noRoom(error) ? "no-space" : "unavailable",
+        id,
+        message: `agent ${id}: ${Inbox.noRoom(error) ? "the disk is full: " : ""}${error.message}; ` +
+          "nothing was processed: send it again once it can be written"
+      })
     const settings = yield* AgentSettings.forAgent(id, directory, shared.provider, shared.settings)
     // Held while started: this process is then the only writer of the agent's journal and history.
     const ownerFile = shared.ownerFile()
     yield* MemoryHold.holdAgent(directory, ownerFile).pipe(Effect.mapError((error) => unavailable(error.message)))
     // A planted link or directory refuses the agent now, before a message is accepted (a run exits 1).
-    yield* Effect.mapError(EnsureWritable.checkFiles(Layout.files(directory)), (error) => unavailable(error.message))
+    yield* Effect.mapError(Effect.fromResult(EnsureWritable.checkFiles(Layout.files(directory))), (error) => unavailable(error.message))
     // Built directly rather than from layers: an agent's start is most of the cost of its first message.
     // Without a soul.md of its own, the agent speaks with the host's default soul.
     const memory = yield* Memory.make(directory, { fallbackSoulFile: shared.defaultSoulFile, ownerFile })
@@ -115,16 +127,8 @@ export const make = (options: {
     const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys).pipe(
       Effect.mapError((error) => unavailable(error.message))
     )
-    // Whether each answered message's exchange goes to history: the agent tells the inbox.
-    const stored = new Map<number, boolean>()
-    const tracked: Inbox.InboxService = {
-      ...inbox,
-      answered: (pending, reply, isStored) =>
-        Effect.suspend(() => {
-          stored.set(pending.id, isStored)
-          return inbox.answered(pending, reply, isStored)
-        })
-    }
+    // Whether each exchange is on disk, and keys not recorded yet held in the journal (AgentInbox.ts).
+    const { inbox: tracked, storedOnDisk } = yield* AgentInbox.make(inbox, idempotency)
     const ports = Context.make(Memory.Memory, memory).pipe(
       Context.add(Inbox.Inbox, tracked),
       Context.add(Brain, shared.brain),
@@ -179,7 +183,7 @@ export const make = (options: {
         Effect.suspend(() => {
           if (current === undefined) return Effect.void
           const pending = current
-          const isStored = stored.get(pending.id) ?? Option.match(pending.reply, { onNone: () => false, onSome: (r) => r.stored })
+          const isStored = storedOnDisk.get(pending.id) ?? Option.match(pending.reply, { onNone: () => false, onSome: (r) => r.stored })
           return finish(pending, { reply: message.text, stored: isStored })
         })
     }
@@ -194,7 +198,7 @@ export const make = (options: {
         current = pending
         yield* handleWith(agent, pending, interact)
         current = undefined
-        stored.delete(pending.id)
+        storedOnDisk.delete(pending.id)
         // Nothing to answer (a blank message): the caller still hears back.
         yield* finish(pending, { reply: "", stored: false })
         return true
@@ -222,6 +226,7 @@ export const make = (options: {
     const mailbox: Array<Inbox.Pending> = [...inbox.recovered]
     let draining = false
     let stopped = false
+    let drainer: Fiber.Fiber<void> | undefined
     const next = Effect.sync(() => {
       const pending = mailbox.shift()
       if (pending === undefined) draining = false
@@ -241,12 +246,22 @@ export const make = (options: {
       draining = true
       // Interruptible though submit is not: a fork inherits that, and a turn's timeouts (the brain's
       // attempts, a claw's limit) work by interrupting what they bound.
-      return Effect.asVoid(Effect.forkIn(Effect.interruptible(drain), scope))
+      return Effect.flatMap(Effect.forkIn(Effect.interruptible(drain), scope), (fiber) =>
+        Effect.sync(() => {
+          drainer = fiber
+          // An idle agent keeps no ended fiber.
+          fiber.addObserver(() => {
+            if (drainer === fiber) drainer = undefined
+          })
+        }))
     })
+    const quiet = Effect.suspend(() => drainer === undefined ? Effect.void : Fiber.await(drainer)).pipe(
+      Effect.andThen(compactor.settled)
+    )
     yield* wake
 
     // One submission at a time: the key checks, the journal and the queue agree on the order.
-    const door = yield* Effect.makeSemaphore(1)
+    const door = yield* Semaphore.make(1)
     const submit = (message: Message) =>
       Effect.gen(function*() {
         if (stopped) return Option.none()
@@ -269,8 +284,8 @@ export const make = (options: {
             return Option.some(waiting.deferred)
           }
         }
-        // Journaled before anything else: from here a crash does not lose it.
-        const pending = yield* inbox.accept(message)
+        // Journaled before anything else: from here a crash does not lose it. Not taken when it cannot be.
+        const pending = yield* inbox.acceptJournaled(message).pipe(Effect.mapError(notJournaled))
         const deferred = yield* waiterFor(pending)
         mailbox.push(pending)
         // Ten thousand agents sent a message at once keep the journals of the last few open, not ten thousand.
@@ -279,5 +294,5 @@ export const make = (options: {
         return Option.some(deferred)
       }).pipe(door.withPermits(1), Effect.uninterruptible)
 
-    return { submit, recovered, compactNow: compactor.compactNow } satisfies Instance
+    return { submit, recovered, compactNow: compactor.compactNow, quiet } satisfies Instance
   })

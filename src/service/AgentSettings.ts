@@ -31,16 +31,11 @@ export interface Settings {
 }
 
 /**
- * `provider`, answering AgentConfig with `config` without parsing it again
- * (an agent and its compactor each read it at start).
+ * `config`, parsed from `provider`. (Effect 4's providers answer keys, not
+ * configs: an agent and its compactor each parse AgentConfig again from
+ * `provider` at start.)
  */
-export const withParsed = (config: AgentConfig, provider: ConfigProvider.ConfigProvider): Settings => ({
-  config,
-  provider: ConfigProvider.make({
-    load: (wanted) => (wanted === (AgentConfig as unknown) ? Effect.succeed(config as never) : provider.load(wanted)),
-    flattened: provider.flattened
-  })
-})
+export const withParsed = (config: AgentConfig, provider: ConfigProvider.ConfigProvider): Settings => ({ config, provider })
 
 const unavailable = (id: string, message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
 
@@ -69,7 +64,7 @@ export const provider = (
   Effect.map(ownValues(id, directory), (values) => over(values, directory, host))
 
 const over = (values: Map<string, string>, directory: string, host: ConfigProvider.ConfigProvider) =>
-  ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([...values, ["PLANCKCLAW_DIR", directory]])), { preserveEmptyStrings: true }).pipe(ConfigProvider.orElse(() => host))
+  ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([...values, ["PLANCKCLAW_DIR", directory]])), { preserveEmptyStrings: true }).pipe(ConfigProvider.orElse(host))
 
 /**
  * Agent `id`'s settings: `shared` (the host's) when it has no config.env,

@@ -21,6 +21,8 @@ export type HostErrorReason =
   | "failed"
   /** An Idempotency-Key sent again with another message than the one it was first sent with. */
   | "key-reused"
+  /** The agent's disk is full: the message could not be journaled, so it was not taken (nothing was processed). */
+  | "no-space"
 
 export class HostError extends Data.TaggedError("HostError")<{
   readonly reason: HostErrorReason

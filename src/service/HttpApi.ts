@@ -1,5 +1,6 @@
 /**
- * The agent host over HTTP (@effect/platform's server on Node):
+ * The agent host over HTTP (effect/http's router, served by
+ * @effect/platform-node's NodeHttpServer):
  *
  * - POST /v1/agents/{id}/messages {"text","channel"?} → 200 {"reply","stored"};
  *   an Idempotency-Key header makes retries safe
@@ -13,17 +14,18 @@
  * way (HttpRequestChecks). Bad input is a JSON error naming what was wrong,
  * and none touches an agent's memory.
  */
-import * as http from "node:http"
+import type * as http from "node:http"
+import type * as http2 from "node:http2"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/Config"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as NetAddress from "effect/net/NetAddress"
 import * as Redacted from "effect/Redacted"
 import * as HttpMiddleware from "effect/http/HttpMiddleware"
-import type { ServeError } from "effect/http/HttpServerError"
+import type { HttpServerError, ServeError } from "effect/http/HttpServerError"
 import * as HttpRouter from "effect/http/HttpRouter"
 import * as HttpServer from "effect/http/HttpServer"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
@@ -36,10 +38,12 @@ import * as Logging from "../Logging.js"
 import { AgentHost, type HostError } from "./AgentHost.js"
 import * as AgentId from "./AgentId.js"
 import * as AgentStatus from "./AgentStatus.js"
-import { bearerMatches, isLoopback, noRoute, problem, refusedOrigin, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
+import * as HttpConnections from "./HttpConnections.js"
+import * as HttpLimits from "./HttpLimits.js"
+import { bearerMatches, illFormedText, isLoopback, noRoute, problem, refusedOrigin, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
 
 export const HttpConfig = Config.all({
-  token: Config.option(Config.redacted("PLANCKCLAW_HTTP_TOKEN")).pipe(
+  token: Config.option(Config.Redacted("PLANCKCLAW_HTTP_TOKEN")).pipe(
     Config.map(Option.filter((token) => Redacted.value(token).length > 0))
   ),
   maxMessageBytes: Config.map(AgentConfig, (config) => config.maxMessageBytes)
@@ -81,9 +85,16 @@ const statusOf: Record<HostError["reason"], number> = {
   "unavailable": 503,
   "busy": 409,
   "failed": 502,
-  "key-reused": 422
+  "key-reused": 422,
+  "no-space": 507
 }
 const hostProblem = (error: HostError) => Effect.succeed(problem(statusOf[error.reason], error.reason, error.message))
+
+/** What the router fails with when no route takes the request: our 405, 400 or 404 (noRoute). */
+const routerProblem = (error: HttpServerError) =>
+  error.reason._tag === "RouteNotFound"
+    ? Effect.succeed(noRoute(error.reason.request.method, error.reason.request.url))
+    : Effect.fail(error)
 
 const idParam = Effect.flatMap(HttpRouter.params, (params) => {
   const raw = params["id"] ?? ""
@@ -120,7 +131,7 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** The body as text, read only up to `limit` bytes (a chunked body may declare no length). */
-const readLimited = (source: http.IncomingMessage, limit: number) =>
+const readLimited = (source: http.IncomingMessage | http2.Http2ServerRequest, limit: number) =>
   Effect.callback<Option.Option<string>, string>((resume) => {
     const chunks: Array<Buffer> = []
     let bytes = 0
@@ -151,18 +162,23 @@ const readLimited = (source: http.IncomingMessage, limit: number) =>
     return Effect.sync(done)
   })
 
-/** The request's JSON body, read only up to `limit` bytes; a problem response otherwise. */
-const readBody = (limit: number, maxMessageBytes: number) =>
+/**
+ * The request's JSON body, read only up to `limit` bytes; a problem response
+ * otherwise, and a 503 if `stopping` completes first (a stop does not wait
+ * for a slow client's body).
+ */
+const readBody = (limit: number, maxMessageBytes: number, stopping: Effect.Effect<void>) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const tooLarge = HttpServerResponse.unsafeJson({
+    const tooLarge = HttpServerResponse.jsonUnsafe({
       error: "too-large",
       message: `the body is over ${limit} bytes; a message may hold at most ${maxMessageBytes} bytes of text (PLANCKCLAW_MAX_MESSAGE_BYTES)`
     }, { status: 413, headers: { connection: "close" } })
     const declared = request.headers["content-length"]
     if (declared !== undefined && Number(declared) > limit) return yield* Effect.fail(tooLarge)
     const text = yield* readLimited(NodeHttpServerRequest.toIncomingMessage(request), limit).pipe(
-      Effect.mapError((message) => problem(400, "bad-body", `the body could not be read: ${message}`))
+      Effect.mapError((message) => problem(400, "bad-body", `the body could not be read: ${message}`)),
+      Effect.raceFirst(Effect.andThen(stopping, Effect.fail(HttpConnections.stoppingAnswer())))
     )
     if (Option.isNone(text)) return yield* Effect.fail(tooLarge)
     const json = Result.try(() => JSON.parse(text.value) as unknown)
@@ -171,46 +187,54 @@ const readBody = (limit: number, maxMessageBytes: number) =>
     return json.success
   })
 
-/** The routes, over the AgentHost of the context. */
-export const router = (maxMessageBytes: number) => {
+/**
+ * The routes, over the AgentHost of the context, as a layer of routes for an
+ * HttpRouter; a body still being read when `stopping` completes gets a 503.
+ */
+export const router = (maxMessageBytes: number, stopping: Effect.Effect<void> = Effect.never) => {
   // JSON may spell each byte of text in up to six (\u0000), plus room for the channel.
   const bodyLimit = 6 * maxMessageBytes + 4096
-  return HttpRouter.empty.pipe(
-    HttpRouter.get("/v1/health", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))),
-    HttpRouter.get("/v1/agents", Effect.gen(function*() {
+  return HttpRouter.addAll([
+    HttpRouter.route("GET", "/v1/health", Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "ok" }))),
+    HttpRouter.route("GET", "/v1/agents", Effect.gen(function*() {
       const page = yield* listPage
-      return HttpServerResponse.unsafeJson(yield* (yield* AgentHost).list(page))
+      return HttpServerResponse.jsonUnsafe(yield* (yield* AgentHost).list(page))
     })),
-    HttpRouter.get("/v1/agents/:id", Effect.gen(function*() {
+    HttpRouter.route("GET", "/v1/agents/:id", Effect.gen(function*() {
       const id = yield* idParam
-      return HttpServerResponse.unsafeJson(yield* (yield* AgentHost).get(id))
+      return HttpServerResponse.jsonUnsafe(yield* (yield* AgentHost).get(id))
     })),
-    HttpRouter.post("/v1/agents/:id/compact", Effect.gen(function*() {
+    HttpRouter.route("POST", "/v1/agents/:id/compact", Effect.gen(function*() {
       const id = yield* idParam
-      return HttpServerResponse.unsafeJson(yield* (yield* AgentHost).compact(id))
+      return HttpServerResponse.jsonUnsafe(yield* (yield* AgentHost).compact(id))
     })),
-    HttpRouter.post("/v1/agents/:id/messages", Effect.gen(function*() {
+    HttpRouter.route("POST", "/v1/agents/:id/messages", Effect.gen(function*() {
       const id = yield* idParam
       const request = yield* HttpServerRequest.HttpServerRequest
       const media = unsupportedMedia(request.headers["content-type"])
       if (Option.isSome(media)) return media.value
-      const body = yield* readBody(bodyLimit, maxMessageBytes)
+      const body = yield* readBody(bodyLimit, maxMessageBytes, stopping)
       if (typeof body["text"] !== "string") return problem(400, "bad-body", "the body needs \"text\", a string")
       // The agent would send no reply to it (Interact.isBlank): refused here, before anything is journaled.
       if (isBlank(body["text"])) return problem(400, "bad-body", "\"text\" is blank: there is nothing to answer")
       const channel = body["channel"]
       if (channel !== undefined && typeof channel !== "string") return problem(400, "bad-body", "\"channel\" must be a string")
+      const illFormed = illFormedText(body)
+      if (Option.isSome(illFormed)) return illFormed.value
       const key = request.headers["idempotency-key"]
       const reply = yield* (yield* AgentHost).send(id, { text: body["text"], channel, idempotencyKey: key })
-      return HttpServerResponse.unsafeJson(reply)
+      return HttpServerResponse.jsonUnsafe(reply)
     }))
-  )
+  ])
 }
 
-/** The whole application: auth in front of every route but /v1/health. */
-export const app = Effect.gen(function*() {
+/**
+ * The whole application: auth in front of every route but /v1/health. Its
+ * router is built in the scope (closing it ends the app).
+ */
+export const appStoppingOn = (stopping: Effect.Effect<void>) => Effect.gen(function*() {
   const config = yield* HttpConfig
-  const routes = router(config.maxMessageBytes)
+  const routes = yield* HttpRouter.toHttpEffect(router(config.maxMessageBytes, stopping))
   return Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const refused = refusedOrigin(request.headers, Option.isNone(config.token))
@@ -219,50 +243,59 @@ export const app = Effect.gen(function*() {
       return unauthorized()
     }
     return yield* routes.pipe(
-      Effect.catchIf(HttpServerResponse.isServerResponse, Effect.succeed),
-      Effect.catchTags({
-        HostError: hostProblem,
-        RouteNotFound: () => Effect.succeed(noRoute(request.method, request.url))
-      })
+      Effect.catchIf(HttpServerResponse.isHttpServerResponse, Effect.succeed),
+      Effect.catchTags({ HostError: hostProblem, HttpServerError: routerProblem })
     )
   })
 })
 
-/**
- * Refuses a non-loopback address without PLANCKCLAW_HTTP_TOKEN. `layer` runs
- * it too; a command runs it first, before the agent host `layer` needs is
- * started.
- */
-export const guard = (listen: Listen): Effect.Effect<void, HttpListenRefused | ConfigError.ConfigError> =>
-  Effect.flatMap(HttpConfig, (config) =>
+export const app = appStoppingOn(Effect.never)
+
+/** Refuses a non-loopback address without PLANCKCLAW_HTTP_TOKEN, and limits that leave no descriptors in reserve. */
+const checked = (listen: Listen): Effect.Effect<HttpLimits.Limits, HttpListenRefused | Config.ConfigError> =>
+  Effect.flatMap(HttpConfig, (config): Effect.Effect<HttpLimits.Limits, HttpListenRefused | Config.ConfigError> =>
     !isLoopback(listen.host) && Option.isNone(config.token)
-      ? new HttpListenRefused({
-        host: listen.host,
-        message: `refusing to listen on ${listen.host}, which is not a loopback address, without PLANCKCLAW_HTTP_TOKEN: ` +
-          "set a token, or listen on 127.0.0.1"
-      })
-      : Effect.void)
+      ? Effect.fail(
+        new HttpListenRefused({
+          host: listen.host,
+          message: `refusing to listen on ${listen.host}, which is not a loopback address, without PLANCKCLAW_HTTP_TOKEN: ` +
+            "set a token, or listen on 127.0.0.1"
+        })
+      )
+      : HttpLimits.read)
+
+/**
+ * What `layer` refuses (see `checked`); a command runs it first, before the
+ * agent host `layer` needs is started.
+ */
+export const guard = (listen: Listen): Effect.Effect<void, HttpListenRefused | Config.ConfigError> => Effect.asVoid(checked(listen))
 
 /**
  * Serves the API on `listen` (port 0: any free port; the HttpServer in the
- * output tells which). Refuses a non-loopback address without a token.
+ * output tells which), its connections held to HttpLimits (HttpConnections).
+ * Refuses a non-loopback address without a token. Closing the layer's scope
+ * stops it: the requests in flight get PLANCKCLAW_STOP_GRACE.
  */
 export const layer = (listen: Listen): Layer.Layer<
   HttpServer.HttpServer,
-  HttpListenRefused | ServeError | ConfigError.ConfigError,
+  HttpListenRefused | ServeError | Config.ConfigError,
   AgentHost
 > =>
   Layer.unwrap(Effect.gen(function*() {
-    yield* guard(listen)
-    const served = yield* app
-    const announce = Layer.effectDiscard(
-      HttpServer.addressWith((address) =>
-        Logging.toStderr(Effect.logInfo(`HTTP API on ${address._tag === "TcpAddress" ? hostPort(address.hostname, address.port) : address.path}`))
-      )
-    )
-    // No span per request: nothing exports them here, and building one (the URL, its attributes) costs every request.
-    const serving = HttpServer.serve(served).pipe(HttpMiddleware.withTracerDisabledWhen(() => true))
-    return Layer.mergeAll(serving, announce).pipe(
-      Layer.provideMerge(NodeHttpServer.layer(() => http.createServer(), { host: listen.host, port: listen.port }))
+    const limits = yield* checked(listen)
+    const connections = yield* HttpConnections.make(limits)
+    const served = connections.admit(yield* appStoppingOn(connections.stopping))
+    const serving = Layer.effectDiscard(Effect.gen(function*() {
+      // No span per request: nothing exports them here, and building one (the URL, its attributes) costs every request.
+      yield* HttpServer.serveEffect(served).pipe(Effect.provideService(HttpMiddleware.TracerDisabledWhen, () => true))
+      // Added after the handler, so it runs before the handler is removed: a request during the stop is answered.
+      yield* Effect.addFinalizer(() => connections.stop)
+      // Said once the handler is in place: a request sent on reading it is answered.
+      const { address } = yield* HttpServer.HttpServer
+      const where = address._tag === "UnixPathAddress" ? address.path : hostPort(NetAddress.formatIp(address.address), address.port)
+      yield* Logging.toStderr(Effect.logInfo(`HTTP API on ${where}`))
+    }))
+    return serving.pipe(
+      Layer.provideMerge(NodeHttpServer.layer(() => connections.server, { host: listen.host, port: listen.port }))
     )
   }))

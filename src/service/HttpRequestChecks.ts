@@ -11,16 +11,19 @@
  * - A known path asked with a method it does not take is a 405 with
  *   `Allow`; one whose id could not be read at all (broken
  *   percent-encoding, too long for the router) is a 400, not a 404.
+ * - A message's text or channel holding a lone UTF-16 surrogate (JSON's
+ *   `"\ud83d"`, half an emoji) is a 400: the model's API would refuse it.
  */
 import * as crypto from "node:crypto"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import { loneSurrogateProblem } from "../WellFormed.js"
 import * as AgentId from "./AgentId.js"
 
 export const problem = (status: number, error: string, message: string, headers: Record<string, string> = {}) =>
-  HttpServerResponse.unsafeJson({ error, message }, { status, headers })
+  HttpServerResponse.jsonUnsafe({ error, message }, { status, headers })
 
 /** A loopback address or `localhost`: what `--http` may listen on without a token, and what `Host` may name then. */
 export const isLoopback = (host: string): boolean =>
@@ -115,4 +118,16 @@ export const unsupportedMedia = (contentType: string | undefined): Option.Option
     "unsupported-media-type",
     `the body must be sent as Content-Type: application/json (UTF-8), not ${JSON.stringify((contentType ?? "none").slice(0, 100))}`
   ))
+}
+
+/** A 400 for a message body whose `text` or `channel` (strings, already checked) holds a lone surrogate (WellFormed). */
+export const illFormedText = (body: Readonly<Record<string, unknown>>): Option.Option<HttpServerResponse.HttpServerResponse> => {
+  for (const field of ["text", "channel"]) {
+    const value = body[field]
+    const broken = typeof value === "string" ? loneSurrogateProblem(value) : undefined
+    if (broken !== undefined) {
+      return Option.some(problem(400, "bad-body", `"${field}" ${broken}: send the character whole (both halves) or not at all`))
+    }
+  }
+  return Option.none()
 }

@@ -6,6 +6,9 @@
  * is cut off when the file is opened. The file keeps at most about twice
  * PLANCKCLAW_IDEMPOTENCY_KEYS lines: past that it is rewritten with the newest
  * keys (a new file, then a rename: a crash leaves the old or the new).
+ * A line that cannot be written (a full disk) is kept and written with the
+ * next one; until then the agent keeps the message in its inbox journal
+ * (AgentInstance), so a restart records the key rather than forgetting it.
  */
 import * as crypto from "node:crypto"
 import * as path from "node:path"
@@ -50,13 +53,21 @@ export class IdempotencyStoreError extends Data.TaggedError("IdempotencyStoreErr
 }> {}
 
 const decodeLine = madeOnFirstCall(() =>
-  Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ key: Schema.String, reply: Schema.String, stored: Schema.Boolean, request: Schema.optional(Schema.String) })))
+  Schema.decodeUnknownOption(Schema.fromJsonString(Schema.Struct({ key: Schema.String, reply: Schema.String, stored: Schema.Boolean, request: Schema.optional(Schema.String) })))
 )
 
 export interface IdempotencyStore {
   readonly lookup: (key: string) => Option.Option<Remembered>
-  /** Durable when it returns (as durable as the inbox journal): a write failure is logged, the reply still given. */
+  /**
+   * Durable when it returns (as durable as the inbox journal), with every
+   * line not written before; a write failure is logged (once until one
+   * works), the key kept in memory and left `unwritten`.
+   */
   readonly remember: (key: string, value: Remembered) => Effect.Effect<void>
+  /** Whether `key`'s line still waits to be written (a full disk). */
+  readonly unwritten: (key: string) => boolean
+  /** Writes the lines left unwritten, if any. */
+  readonly flush: Effect.Effect<void>
 }
 
 export const FILE = ".idempotency.jsonl"
@@ -70,9 +81,16 @@ export const open = (directory: string, keep: number): Effect.Effect<Idempotency
     if (Result.isFailure(loaded)) return Effect.fail(loaded.failure)
     // A Map keeps insertion order: the first entries are the oldest.
     const entries = new Map<string, Remembered>()
+    // Keys whose line could not be written yet, oldest first.
+    const unwritten = new Set<string>()
+    let failing = false
     let lines = 0
     const forgetOldest = () => {
-      while (entries.size > keep) entries.delete(entries.keys().next().value!)
+      while (entries.size > keep) {
+        const oldest = entries.keys().next().value!
+        entries.delete(oldest)
+        unwritten.delete(oldest)
+      }
     }
     for (const line of loaded.success.split("\n")) {
       const record = decodeLine(line)
@@ -97,20 +115,42 @@ export const open = (directory: string, keep: number): Effect.Effect<Idempotency
     // Checked as a memory file is; a short write is cut back off (appendAll).
     const append = (line: string) => SafeFile.appendText(file, line)
 
+    /** Writes the lines of the keys left unwritten (one append, or the rewrite it is time for). */
+    const writeUnwritten = Effect.suspend(() => {
+      const keys = [...unwritten].filter((key) => entries.has(key))
+      const written = lines + keys.length > 2 * keep
+        ? rewrite()
+        : Result.map(append(keys.map((key) => encode(key, entries.get(key)!)).join("")), () => {
+          lines += keys.length
+        })
+      if (Result.isSuccess(written)) {
+        unwritten.clear()
+        if (!failing) return Effect.void
+        failing = false
+        return Effect.logInfo(`${file} is writable again; the Idempotency-Keys it could not take are recorded`)
+      }
+      if (failing) return Effect.void
+      failing = true
+      return Effect.logError(
+        `cannot record Idempotency-Key(s) in ${file}: ${written.failure.message}; kept in the inbox journal until they can be ` +
+          "(logged once until it works)"
+      )
+    })
+
     const remember = (key: string, value: Remembered) =>
       Effect.suspend(() => {
         entries.delete(key)
         entries.set(key, value)
         forgetOldest()
-        const written = lines + 1 > 2 * keep
-          ? rewrite()
-          : Result.map(append(encode(key, value)), () => {
-            lines++
-          })
-        return Result.isSuccess(written)
-          ? Effect.void
-          : Effect.logError(`cannot record Idempotency-Key ${JSON.stringify(key)} in ${file}: ${written.failure.message}; a retry after a restart may run a second turn`)
+        unwritten.delete(key)
+        unwritten.add(key)
+        return writeUnwritten
       })
 
-    return Effect.succeed({ lookup: (key) => Option.fromNullishOr(entries.get(key)), remember })
+    return Effect.succeed({
+      lookup: (key) => Option.fromNullishOr(entries.get(key)),
+      remember,
+      unwritten: (key) => unwritten.has(key),
+      flush: Effect.suspend(() => unwritten.size === 0 ? Effect.void : writeUnwritten)
+    })
   })

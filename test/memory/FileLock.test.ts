@@ -5,6 +5,7 @@
  * instead of refusing the next start with "another run (pid NaN)".
  */
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Result, Exit, Fiber } from "effect"
@@ -40,4 +41,52 @@ describe("FileLock.hold", () => {
       expect(Result.isFailure(taken) && taken.failure._tag === "LockHeld" ? taken.failure.ownerPid : undefined).toBe(process.ppid)
       expect(fs.readFileSync(lock, "utf8")).toBe(`${process.ppid}\n`)
     }))
+})
+
+describe("FileLock: a lock this process holds", () => {
+  const kinds: ReadonlyArray<[string, (dir: string) => FileLock.TakeOptions]> = [
+    ["a file naming the pid", () => ({})],
+    ["a symbolic link to the pid", () => ({ link: true })],
+    ["a hard link to the owner file", (dir) => {
+      const owner = path.join(dir, `.planckclaw-owner-${process.pid}`)
+      fs.writeFileSync(owner, `${process.pid}\n`)
+      return { ownerFile: owner }
+    }]
+  ]
+  for (const [kind, options] of kinds) {
+    it.effect(`is never taken over as stale by the same process (${kind}); free again once released`, () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir()
+        const lock = path.join(dir, ".planckclaw-write.lock")
+        const taken = FileLock.tryTakeSync(lock, options(dir))
+        expect(Result.isSuccess(taken)).toBe(true)
+        const inode = fs.lstatSync(lock).ino
+        // A second taker in this process (another store on the same directory) is refused, naming this process.
+        const again = FileLock.tryTakeSync(lock, options(dir))
+        expect(Result.isFailure(again) && again.failure._tag === "LockHeld" ? again.failure.ownerPid : "taken").toBe(process.pid)
+        expect(fs.lstatSync(lock).ino).toBe(inode)
+        // hold refuses too; holdWaiting waits for the release instead of taking it (TestClock).
+        const held = yield* Effect.result(Effect.scoped(FileLock.hold(lock, options(dir))))
+        expect(Result.isFailure(held) && held.failure._tag === "LockHeld").toBe(true)
+        const waiting = yield* Effect.forkChild(Effect.scoped(FileLock.holdWaiting(lock)))
+        yield* TestClock.adjust(Duration.millis(50))
+        expect(waiting.pollUnsafe()).toBeUndefined()
+        expect(fs.lstatSync(lock).ino).toBe(inode)
+        FileLock.releaseSync(lock)
+        yield* TestClock.adjust(Duration.millis(10))
+        expect(Exit.isSuccess(yield* Fiber.await(waiting))).toBe(true)
+        expect(Result.isSuccess(FileLock.tryTakeSync(lock, options(dir)))).toBe(true)
+        FileLock.releaseSync(lock, true)
+      }))
+  }
+
+  it("a lock naming this pid that this process does not hold (an earlier process had the pid) is taken over", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-lock-"))
+    const lock = path.join(dir, ".planckclaw-run.lock")
+    fs.writeFileSync(lock, `${process.pid}\n`)
+    const taken = FileLock.tryTakeSync(lock)
+    expect(Result.isSuccess(taken) && !taken.success.clean).toBe(true)
+    FileLock.releaseSync(lock, true)
+    expect(fs.existsSync(lock)).toBe(false)
+  })
 })

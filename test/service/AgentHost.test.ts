@@ -41,7 +41,7 @@ describe("AgentId", () => {
   it("refuses ids that are not directory names under the rule, naming id and rule", () => {
     for (const bad of ["..", ".", "A", "a/b", "", "-a", "a".repeat(65), "a b", "é"]) {
       const parsed = AgentId.parse(bad)
-      expect(parsed._tag, bad).toBe("Left")
+      expect(parsed._tag, bad).toBe("Failure")
       if (parsed._tag === "Failure") {
         expect(parsed.failure.message).toContain(JSON.stringify(bad))
         expect(parsed.failure.message).toContain(AgentId.RULE)
@@ -228,11 +228,13 @@ describe("AgentHost", () => {
       // As the HTTP brains and the claws bound each wait: a race with the deadline, the loser interrupted.
       const brain = echoBrain((request) =>
         lastContent(request) === "hang"
-          ? Effect.never.pipe(Effect.timeoutTo({
-            duration: "3 seconds",
-            onTimeout: () => ScriptedBrain.text("gave up after 3 s"),
-            onSuccess: () => ScriptedBrain.text("unreachable")
-          }))
+          ? Effect.never.pipe(
+            Effect.as(ScriptedBrain.text("unreachable")),
+            Effect.timeoutOrElse({
+              duration: "3 seconds",
+              orElse: () => Effect.succeed(ScriptedBrain.text("gave up after 3 s"))
+            })
+          )
           : undefined
       )
       const agents = yield* startHost(root, brain.layer)

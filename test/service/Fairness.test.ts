@@ -34,7 +34,7 @@ const holders = (descriptors: ReadonlyArray<string>) => [...new Set(descriptors.
 
 /** Lets every forked fiber run as far as it can without time passing. */
 const settle = Effect.gen(function*() {
-  for (let round = 0; round < 20; round++) yield* Effect.yieldNow()
+  for (let round = 0; round < 20; round++) yield* Effect.yieldNow
 })
 
 describe("AgentHost under load", () => {
@@ -53,14 +53,14 @@ describe("AgentHost under load", () => {
         { concurrency: "unbounded" }
       )
       expect(fast.map((reply) => reply.reply)).toEqual(Array.from({ length: 20 }, (_, n) => `echo hi fast-${n}`))
-      expect(slow.unsafePoll()).toBeNull()
+      expect(slow.pollUnsafe()).toBeUndefined()
 
       // A second slow agent takes the last permit: a fast one now waits for a permit, not for the slow agents' turns to end.
       const slow2 = yield* Effect.forkChild(agents.send("slow-2", { text: "slow too" }))
       yield* settle
       const waiting = yield* Effect.forkChild(agents.send("fast-late", { text: "quick" }))
       yield* settle
-      expect(waiting.unsafePoll()).toBeNull()
+      expect(waiting.pollUnsafe()).toBeUndefined()
       // Journaled and waiting for the brain, they hold no descriptor (none may keep any here): thousands may wait at once.
       expect(openUnder(path.join(root, "agents"))).toEqual([])
       yield* TestClock.adjust("1 minute")

@@ -44,7 +44,7 @@ const serve = (values: Record<string, string> = {}, brain = echoBrain()) =>
       )
     )
     const address = Context.get(context, HttpServer.HttpServer).address
-    if (address._tag !== "TcpAddress") throw new Error("expected a TCP address")
+    if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
     return { port: address.port, root, brain }
   })
 

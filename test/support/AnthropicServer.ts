@@ -20,6 +20,7 @@ export {
   cutShort,
   delay,
   drop,
+  gated,
   hang,
   replies,
   type Reply,

@@ -36,11 +36,28 @@ export interface Running {
   readonly done: Effect.Effect<CliResult>
 }
 
-/** Starts the command (`bin`: another copy's, this repository's by default); it is killed when the scope closes if still running. */
-export const start = (args: ReadonlyArray<string>, options: { cwd: string; env: NodeJS.ProcessEnv; bin?: string }) =>
+export interface StartOptions {
+  readonly cwd: string
+  readonly env: NodeJS.ProcessEnv
+  /** Another copy's bin/planckclaw; this repository's by default. */
+  readonly bin?: string
+  /** `ulimit -n` (soft and hard) of the command, set by a shell that then execs it. */
+  readonly openFileLimit?: number
+}
+
+const spawn = (args: ReadonlyArray<string>, options: StartOptions) => {
+  const command = [process.execPath, options.bin ?? BIN, ...args]
+  const spawnOptions = { cwd: options.cwd, env: options.env }
+  return options.openFileLimit === undefined
+    ? child.spawn(command[0]!, command.slice(1), spawnOptions)
+    : child.spawn("/bin/sh", ["-c", `ulimit -n ${options.openFileLimit} && exec "$@"`, "sh", ...command], spawnOptions)
+}
+
+/** Starts the command; it is killed when the scope closes if still running. */
+export const start = (args: ReadonlyArray<string>, options: StartOptions) =>
   Effect.gen(function*() {
     const proc = yield* Effect.acquireRelease(
-      Effect.sync(() => child.spawn(process.execPath, [options.bin ?? BIN, ...args], { cwd: options.cwd, env: options.env })),
+      Effect.sync(() => spawn(args, options)),
       (proc) => Effect.sync(() => proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL"))
     )
     let stdout = ""
@@ -74,7 +91,7 @@ export const start = (args: ReadonlyArray<string>, options: { cwd: string; env: 
   })
 
 /** Runs the command to completion with `input` on stdin. */
-export const run = (args: ReadonlyArray<string>, options: { cwd: string; env: NodeJS.ProcessEnv; input?: string; bin?: string }) =>
+export const run = (args: ReadonlyArray<string>, options: StartOptions & { readonly input?: string }) =>
   Effect.scoped(
     Effect.gen(function*() {
       const running = yield* start(args, options)

@@ -3,8 +3,8 @@
  * a server on 127.0.0.1 that records every request and answers it with the
  * reply a handler picks for the n-th request. A reply is a status with
  * headers and body, a hang, a dropped socket, a body cut short, or any of
- * these after a delay of real milliseconds. The stand-ins add the shapes of
- * their API on top.
+ * these after a delay of real milliseconds or once the test opens a gate.
+ * The stand-ins add the shapes of their API on top.
  */
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -35,6 +35,8 @@ export type Reply =
   | { readonly _tag: "CutShort"; readonly body: string; readonly sent: number }
   /** Answers `reply` after `millis` of real time. */
   | { readonly _tag: "Delay"; readonly millis: number; readonly reply: Reply }
+  /** Answers `reply` once the test completes `gate`: a turn held until the test lets it end, on no timer. */
+  | { readonly _tag: "Gated"; readonly gate: Deferred.Deferred<void>; readonly reply: Reply }
   /** A 200 of `bytes` bytes sent in 1 MiB chunks without a content-length, until done or the client hangs up. */
   | { readonly _tag: "Flood"; readonly bytes: number; readonly sent: { value: number } }
 
@@ -67,6 +69,9 @@ export const cutShort = (body: string, sent: number): Reply => ({ _tag: "CutShor
 export const flood = (bytes: number): Extract<Reply, { _tag: "Flood" }> => ({ _tag: "Flood", bytes, sent: { value: 0 } })
 /** `reply`, after `millis` of real time: a slow server without a wait in the test. */
 export const delay = (millis: number, reply: Reply): Reply => ({ _tag: "Delay", millis, reply })
+
+/** `reply`, once `gate` is completed. */
+export const gated = (gate: Deferred.Deferred<void>, reply: Reply): Reply => ({ _tag: "Gated", gate, reply })
 
 /** Answers the n-th request with the n-th reply; requests past the end get the last one. */
 export const replies = (first: Reply, ...rest: ReadonlyArray<Reply>) => {
@@ -107,6 +112,9 @@ const answer = (reply: Reply, req: Http.IncomingMessage, res: Http.ServerRespons
       timers.add(timer)
       return
     }
+    case "Gated":
+      void Effect.runPromise(Deferred.await(reply.gate)).then(() => answer(reply.reply, req, res, timers))
+      return
     case "Drop":
       req.socket.destroy()
       return

@@ -5,7 +5,6 @@
  */
 import { Client, GatewayIntentBits, type IIdentifyThrottler } from "discord.js"
 import * as Effect from "effect/Effect"
-import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
@@ -75,7 +74,7 @@ const classifyLoginFailure = (options: LoginOptions, cause: unknown) =>
 const loginOnce = (options: LoginOptions, scope: Scope.Scope) =>
   Effect.gen(function*() {
     yield* options.onNewClient
-    const attempt = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+    const attempt = yield* Scope.fork(scope, "sequential")
     const client = yield* Effect.acquireRelease(
       Effect.sync(() => newClient(options)),
       destroyClient

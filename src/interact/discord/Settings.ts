@@ -3,14 +3,13 @@
  * configuration.
  */
 import * as Config from "effect/Config"
-import * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { headerSecret } from "../../config/Secrets.js"
 import { MissingSetting } from "../../config/MissingSetting.js"
-import { integerIn } from "../../config/ConfigRange.js"
+import { checkedString, integerIn } from "../../config/ConfigRange.js"
 
 export interface DiscordSettings {
   readonly token: Redacted.Redacted<string>
@@ -49,28 +48,28 @@ export const isDiscordId = (id: string): boolean => snowflake.test(id)
 export const isAllowed = (settings: DiscordSettings, userId: string): boolean =>
   Option.isNone(settings.allowedUsers) || settings.allowedUsers.value.includes(userId)
 
-const parseIds = (name: string, raw: string): Result.Result<ReadonlyArray<string>, ConfigError.ConfigError> => {
+/** A parse's value, or why it is refused: what ConfigRange.checkedString takes (it puts the key's name in front). */
+const checked = <A>(parse: (raw: string) => Result.Result<A, string>) => (raw: string): { readonly value: A } | string =>
+  Result.match(parse(raw), { onFailure: (message) => message, onSuccess: (value) => ({ value }) })
+
+const parseIds = (name: string, raw: string): Result.Result<ReadonlyArray<string>, string> => {
   const ids = raw.split(",").map((id) => id.trim()).filter((id) => id !== "")
-  // Config.mapOrFail puts the key's name in front of the path.
-  if (ids.length === 0) return Result.fail(ConfigError.InvalidData([], `${name} holds no id`))
+  if (ids.length === 0) return Result.fail(`${name} holds no id`)
   const bad = ids.find((id) => !isDiscordId(id))
   return bad === undefined
     ? Result.succeed(ids)
-    : Result.fail(ConfigError.InvalidData(
-      [],
-      `"${bad}" is not a Discord id (digits only; in Discord, enable Developer Mode and use Copy ID)`
-    ))
+    : Result.fail(`"${bad}" is not a Discord id (digits only; in Discord, enable Developer Mode and use Copy ID)`)
 }
 
-const parseSwitch = (raw: string): Result.Result<boolean, ConfigError.ConfigError> => {
+const parseSwitch = (raw: string): Result.Result<boolean, string> => {
   const value = raw.trim().toLowerCase()
   if (["", "0", "false", "no", "off", "n"].includes(value)) return Result.succeed(false)
   if (["1", "true", "yes", "on", "y"].includes(value)) return Result.succeed(true)
-  return Result.fail(ConfigError.InvalidData([], `"${raw}" is not 1 or 0`))
+  return Result.fail(`"${raw}" is not 1 or 0`)
 }
 
 /** `MESSAGES` or `MESSAGES,HOURSh` (`50,24h`); `0` or `off` turns catch-up off. */
-const parseCatchUp = (raw: string): Result.Result<CatchUpBounds, ConfigError.ConfigError> => {
+const parseCatchUp = (raw: string): Result.Result<CatchUpBounds, string> => {
   const value = raw.trim().toLowerCase()
   if (value === "") return Result.succeed(defaultCatchUp)
   if (value === "0" || value === "off") return Result.succeed({ messages: 0, hours: 0 })
@@ -79,18 +78,17 @@ const parseCatchUp = (raw: string): Result.Result<CatchUpBounds, ConfigError.Con
   const hours = match?.[2] === undefined ? defaultCatchUp.hours : Number(match[2])
   return match !== null && messages <= 1000 && hours >= 1 && hours <= 720
     ? Result.succeed({ messages, hours })
-    : Result.fail(ConfigError.InvalidData(
-      [],
+    : Result.fail(
       `expected MESSAGES or MESSAGES,HOURSh (0 to 1000 messages, 1 to 720 hours, e.g. 50,24h) or off, got ${JSON.stringify(raw)}`
-    ))
+    )
 }
 
-const parseApiUrl = (raw: string): Result.Result<string, ConfigError.ConfigError> => {
+const parseApiUrl = (raw: string): Result.Result<string, string> => {
   const url = raw.trim() === "" ? "https://discord.com/api" : raw.trim()
   // discord.js adds the version itself, so one given here is dropped.
   return /^https?:\/\/\S+$/.test(url)
     ? Result.succeed(url.replace(/\/+$/, "").replace(/\/v\d+$/, ""))
-    : Result.fail(ConfigError.InvalidData([], `"${raw}" is not an http(s) URL`))
+    : Result.fail(`"${raw}" is not an http(s) URL`)
 }
 
 /**
@@ -105,27 +103,25 @@ const parseApiUrl = (raw: string): Result.Result<string, ConfigError.ConfigError
 export const DiscordConfig = Config.all({
   // Checked without the "Bot " prefix `bareToken` drops: the space after it is no fault.
   token: Config.option(headerSecret("DISCORD_BOT_TOKEN", stripPrefix)),
-  channelIds: Config.string("DISCORD_CHANNEL_ID").pipe(
-    Config.mapOrFail((raw) => parseIds("DISCORD_CHANNEL_ID", raw))
-  ),
-  // mapOrFail before withDefault: the other way round, a bad value is reported without its key.
-  allowedUsers: Config.string("DISCORD_ALLOWED_USERS").pipe(
-    Config.mapOrFail((raw) =>
+  channelIds: checkedString("DISCORD_CHANNEL_ID", checked((raw) => parseIds("DISCORD_CHANNEL_ID", raw))),
+  // Checked before withDefault: the other way round, a bad value is reported without its key.
+  allowedUsers: checkedString(
+    "DISCORD_ALLOWED_USERS",
+    checked((raw) =>
       raw.trim() === ""
         ? Result.succeed(Option.none<ReadonlyArray<string>>())
         : Result.map(parseIds("DISCORD_ALLOWED_USERS", raw), Option.some)
-    ),
-    Config.withDefault(Option.none<ReadonlyArray<string>>())
-  ),
-  directMessages: Config.string("DISCORD_DMS").pipe(Config.mapOrFail(parseSwitch), Config.withDefault(false)),
-  apiUrl: Config.string("DISCORD_API_URL").pipe(Config.mapOrFail(parseApiUrl), Config.withDefault("https://discord.com/api")),
-  catchUp: Config.string("DISCORD_CATCH_UP").pipe(Config.mapOrFail(parseCatchUp), Config.withDefault(defaultCatchUp)),
+    )
+  ).pipe(Config.withDefault(Option.none<ReadonlyArray<string>>())),
+  directMessages: checkedString("DISCORD_DMS", checked(parseSwitch)).pipe(Config.withDefault(false)),
+  apiUrl: checkedString("DISCORD_API_URL", checked(parseApiUrl)).pipe(Config.withDefault("https://discord.com/api")),
+  catchUp: checkedString("DISCORD_CATCH_UP", checked(parseCatchUp)).pipe(Config.withDefault(defaultCatchUp)),
   attachmentBytes: integerIn("DISCORD_ATTACHMENT_BYTES", { min: 0, max: 8 * 1024 * 1024 }, 64 * 1024)
 })
 
 /** The settings, once the configuration is known to hold a token: without one the adapter cannot start. */
 export const settingsFrom = (
-  config: Config.Config.Success<typeof DiscordConfig>
+  config: Config.Success<typeof DiscordConfig>
 ): Effect.Effect<DiscordSettings, MissingSetting> =>
   Effect.gen(function*() {
     const token = Option.filter(config.token, (token) => Redacted.value(token).trim() !== "")
