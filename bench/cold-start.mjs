@@ -21,7 +21,11 @@
  *   runs (cold_start_fifos_x_node, cold_start_prompt_x_node).
  * - `planckclaw --version` and `--help` against a bare `node -e 0`, spawn to
  *   exit, interleaved (one of each per round, 2 × RUNS rounds), as medians
- *   and as ratios to node.
+ *   and as ratios to node. A start that exits 0 but writes on stderr (an
+ *   older build on a newer Node may refuse a V8 flag) is timed all the same,
+ *   and its first stderr line goes in the notes; a non-zero exit fails.
+ *
+ * PLANCKCLAW_BENCH_REPO=DIR times another checkout's build (bench/compare.mjs).
  */
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -120,6 +124,7 @@ const fifoRun = async (work, i) => {
   try {
     const at = await agent.fifosReady()
     await sleep(IDLE_MS)
+    sawStderr("planckclaw run --bridge none", agent.stderr())
     return { ms: at - agent.spawnedAt, rssMb: hasProc ? procMemoryMb(agent.pid).rss : Number.NaN }
   } finally {
     await agent.stop()
@@ -155,6 +160,16 @@ const firstReplyRun = async (work, i) => {
   }
 }
 
+/**
+ * What a start wrote on stderr while exiting 0 (e.g. a flag this Node
+ * refuses): still timed, and said in the notes, first line of each kind.
+ */
+const stderrSeen = new Map()
+const sawStderr = (what, text) => {
+  const line = text.trim().split("\n", 1)[0]
+  if (line !== "" && !stderrSeen.has(what)) stderrSeen.set(what, line)
+}
+
 /** Spawn to exit of `node ARGS`, ms. */
 const exitRun = (args) =>
   new Promise((resolve, reject) => {
@@ -167,6 +182,7 @@ const exitRun = (args) =>
     child.once("error", reject)
     child.once("exit", (code) => {
       const ms = performance.now() - started
+      if (code === 0) sawStderr(`node ${args.map((a) => (a === binPath ? "bin/planckclaw" : a)).join(" ")}`, stderr)
       if (code === 0) resolve(ms)
       else reject(new Error(`node ${args.join(" ")} exited ${code}: ${stderr}`))
     })
@@ -233,6 +249,7 @@ main(async () => {
       notes.push("cold start: util-linux `script` not found, so no pseudo-terminal: cold_start_ms and idle_rss_mb are the --bridge none figures (FIFOs in place)")
     }
     const cli = await cliAgainstNode(2 * RUNS)
+    for (const [what, line] of stderrSeen) notes.push(`cold start: \`${what}\` wrote on stderr (timed all the same): ${line}`)
     const headline = prompt ?? fifos
     return {
       metrics: {

@@ -7,17 +7,22 @@
  *   node --expose-gc bench/run.mjs                 all measurements
  *   node --expose-gc bench/run.mjs history discovery   some (other keys of results.json are kept)
  *
+ * PLANCKCLAW_BENCH_REPO=DIR measures another checkout's build (its dist/,
+ * bin/, claws/; see lib/work.mjs); bench/compare.mjs runs two builds in
+ * alternating rounds and prints them side by side.
+ *
  * Fixtures are generated under bench/.work/ (git-ignored) and removed.
  * Exit status 1 when a measurement fails (a wrong reply, hot reload not
  * honoured, a crash); a missed target is reported, not fatal.
  */
-import { execFileSync, fork } from "node:child_process"
+import { fork } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { benchDir, distDir, hasProc, repoDir } from "./lib/work.mjs"
+import { coresBusyNow, machine } from "./lib/machine.mjs"
+import { benchDir, buildDir, distDir } from "./lib/work.mjs"
 
-const MEASUREMENTS = ["turn-memory", "turn-fifo", "turn-tail", "syscalls", "discovery", "history", "compaction", "cold-start", "serve", "serve-syscalls", "cluster"]
+const MEASUREMENTS = ["turn-memory", "turn-fifo", "turn-tail", "syscalls", "discovery", "history", "compaction", "cold-start", "serve", "serve-syscalls", "brain-call", "cluster"]
 
 const atMost = (limit) => (v) => v <= limit
 const atLeast = (limit) => (v) => v >= limit
@@ -105,6 +110,15 @@ const TABLE = [
   { key: "http_conversation_cpu_us_per_request", label: "serve over HTTP: server main-thread CPU per request to a started agent (µs)" },
   { key: "serve_syscalls_first_message", label: "serve: system calls for a new agent's first message, main thread (strace -c, futex left out)" },
   { key: "serve_syscalls_next_message", label: "serve: system calls for a started agent's next message, main thread (strace -c, futex left out)" },
+  // One brain call to a model server on loopback (bench/brain-call.mjs): the client's main-thread CPU, beside bare clients.
+  { key: "brain_call_cpu_us_anthropic_fetch", label: "Brain call, AnthropicBrain over fetch (as shipped), main-thread CPU per call (µs)", target: "≤ 500", pass: atMost(500), ratio: "brain_call_anthropic_fetch_x_bare_fetch", ratioOf: "bare fetch" },
+  { key: "brain_call_cpu_us_anthropic_undici", label: "Brain call, AnthropicBrain over undici, main-thread CPU per call (µs)", target: "≤ 500", pass: atMost(500), ratio: "brain_call_anthropic_undici_x_bare_fetch", ratioOf: "bare fetch" },
+  { key: "brain_call_cpu_us_openai_fetch", label: "Brain call, OpenAiBrain (Chat Completions) over fetch, main-thread CPU per call (µs)", target: "≤ 500", pass: atMost(500), ratio: "brain_call_openai_fetch_x_bare_fetch", ratioOf: "bare fetch" },
+  { key: "brain_call_cpu_us_bare_fetch", label: "Bare `fetch` of the same request, main-thread CPU per call (µs)" },
+  { key: "brain_call_cpu_us_bare_http", label: "Bare `node:http` request, main-thread CPU per call (µs)", ratio: "brain_call_bare_http_x_bare_fetch", ratioOf: "bare fetch" },
+  { key: "brain_call_cpu_us_bare_fetch_stream", label: "Bare `fetch` of the same request, streamed (SSE), main-thread CPU per call (µs)" },
+  { key: "brain_call_p50_ms_anthropic_fetch", label: "Brain call, AnthropicBrain over fetch, p50 (ms)" },
+  { key: "brain_call_p50_ms_bare_fetch", label: "Bare `fetch`, p50 (ms)" },
   // Issue 16: runners of `serve --cluster` against one throwaway PostgreSQL, 1,000 agents, instant brain (no targets set).
   { key: "cluster_agents", label: "cluster: agents in each burst (BENCH_CLUSTER_AGENTS)" },
   { key: "cluster_turns_per_s_1_runner", label: "cluster: turns per second, 1,000 agents at once over HTTP, 1 runner" },
@@ -134,25 +148,6 @@ const runMeasurement = (name) =>
     })
   })
 
-const machine = () => {
-  const cpus = os.cpus()
-  let commit = null
-  try {
-    commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: repoDir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()
-  } catch {
-    commit = null
-  }
-  return {
-    cpu: cpus[0]?.model.trim() ?? "unknown",
-    cores: cpus.length,
-    memoryGiB: Math.round(os.totalmem() / 1024 ** 3),
-    os: `${os.type()} ${os.release()}`,
-    node: process.version,
-    commit,
-    date: new Date().toISOString()
-  }
-}
-
 const format = (value) =>
   value === null || value === undefined ? "skipped" : typeof value === "number" ? String(value) : String(value)
 
@@ -162,33 +157,10 @@ const table = (metrics) => {
     if (!(row.key in metrics)) continue
     const value = metrics[row.key]
     const result = row.pass === undefined ? "" : typeof value !== "number" ? "skipped" : row.pass(value, metrics) ? "pass" : "**miss**"
-    const ratio = row.ratio !== undefined && typeof metrics[row.ratio] === "number" ? `×${metrics[row.ratio]}` : ""
+    const ratio = row.ratio !== undefined && typeof metrics[row.ratio] === "number" ? `×${metrics[row.ratio]}${row.ratioOf ? ` ${row.ratioOf}` : ""}` : ""
     rows.push(`| ${row.label} | ${format(value)} | ${ratio} | ${row.target ?? ""} | ${result} |`)
   }
   return rows.join("\n")
-}
-
-/** All cores' jiffies from /proc/stat: busy and total. */
-const cpuJiffies = () => {
-  const fields = fs.readFileSync("/proc/stat", "utf8").split("\n", 1)[0].trim().split(/\s+/).slice(1).map(Number)
-  const total = fields.reduce((sum, value) => sum + value, 0)
-  const idle = fields[3] + (fields[4] ?? 0) // idle + iowait
-  return { busy: total - idle, total }
-}
-
-/**
- * Cores in use by the rest of the machine over one second, this process
- * waiting meanwhile. The 1-minute load average still counts a build that has
- * just ended (`npm run bench` builds first), so it cannot say whether the
- * machine is busy now.
- */
-const coresBusyNow = async () => {
-  if (!hasProc) return undefined
-  const before = cpuJiffies()
-  await new Promise((resolve) => setTimeout(resolve, 1000))
-  const after = cpuJiffies()
-  const total = after.total - before.total
-  return total > 0 ? Math.round(((after.busy - before.busy) / total) * os.cpus().length * 100) / 100 : undefined
 }
 
 const main = async () => {
@@ -213,7 +185,7 @@ const main = async () => {
 
   const file = path.join(benchDir, "results.json")
   const previous = wanted.length > 0 && fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) : {}
-  const info = { ...machine(), coresBusyBefore: busyBefore, loadAverage1mBefore: loadBefore, loadAverage1mAfter: loadAfter }
+  const info = { ...machine(buildDir), coresBusyBefore: busyBefore, loadAverage1mBefore: loadBefore, loadAverage1mAfter: loadAfter }
   const busy = busyBefore ?? loadBefore
   if (busy > info.cores / 2) {
     const measured = busyBefore === undefined ? "1-minute load average" : "cores in use in the second before the run"

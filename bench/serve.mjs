@@ -28,21 +28,25 @@
  *    adds to a started agent's message.
  *
  * Run: npm run build && node --expose-gc bench/serve.mjs
+ * (PLANCKCLAW_BENCH_REPO=DIR: another checkout's build, see bench/compare.mjs)
  */
 import { fork } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { ConfigProvider, Context, Effect, Layer, Logger, LogLevel } from "effect"
-import * as HttpServer from "effect/http/HttpServer"
-import { Brain } from "../dist/Brain.js"
-import * as InMemoryClaws from "../dist/claws/InMemoryClaws.js"
-import * as AgentHost from "../dist/service/AgentHost.js"
-import * as HttpApi from "../dist/service/HttpApi.js"
-import * as EarlyTierUp from "../dist/process/EarlyTierUp.js"
-import * as Pretenuring from "../dist/process/Pretenuring.js"
+import { effect, fromDist, httpServerModule, settingsLayer, settingsProvider, warningsAndUp, withSettings } from "./lib/build.mjs"
 import { main, progress } from "./lib/child.mjs"
 import { percentile, round } from "./lib/stats.mjs"
 import { benchDir, makeWorkDir } from "./lib/work.mjs"
+
+// The build's own (lib/build.mjs): PLANCKCLAW_BENCH_REPO picks another checkout's.
+const { Context, Effect, Layer } = effect
+const HttpServer = await httpServerModule()
+const { Brain } = await fromDist("Brain.js")
+const InMemoryClaws = await fromDist("claws/InMemoryClaws.js")
+const AgentHost = await fromDist("service/AgentHost.js")
+const HttpApi = await fromDist("service/HttpApi.js")
+const EarlyTierUp = await fromDist("process/EarlyTierUp.js")
+const Pretenuring = await fromDist("process/Pretenuring.js")
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 10_000)
 const WARM_UP = Number(process.env.BENCH_WARM_UP_AGENTS ?? 300)
@@ -105,7 +109,7 @@ const kbPerAgent = (above, agents) => round((above * 1024) / agents, 1)
 main(async () => {
   const work = makeWorkDir("serve")
   try {
-    const settings = ConfigProvider.fromMap(new Map([
+    const settings = settingsProvider([
       ["PLANCKCLAW_AGENTS_DIR", path.join(work.dir, "agents")],
       ["PLANCKCLAW_DIR", path.join(work.dir, "memory")],
       ["PLANCKCLAW_AGENT_IDLE", String(IDLE_SECONDS)],
@@ -113,17 +117,17 @@ main(async () => {
       // and PLANCKCLAW_V8_EARLY_TIER_UP=0 measure V8's defaults.
       ["PLANCKCLAW_V8_PRETENURING", process.env.PLANCKCLAW_V8_PRETENURING ?? "0"],
       ["PLANCKCLAW_V8_EARLY_TIER_UP", process.env.PLANCKCLAW_V8_EARLY_TIER_UP ?? "1"]
-    ]))
+    ])
     const layer = HttpApi.layer({ host: "127.0.0.1", port: 0 }).pipe(
       Layer.provideMerge(AgentHost.layer),
       Layer.provide(Layer.merge(instantBrain, InMemoryClaws.layer([]))),
-      Layer.provide(Layer.merge(ConfigProvider.layer(settings), Logger.minimumLogLevel(LogLevel.Warning)))
+      Layer.provide(Layer.merge(settingsLayer(settings), warningsAndUp))
     )
     const ids = Array.from({ length: AGENTS }, (_, n) => `agent-${n}`)
     return await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const context = yield* Layer.build(layer)
-      yield* Effect.provideService(Effect.flatten(Pretenuring.readChoice()), ConfigProvider.ConfigProvider, settings)
-      const tierUpEarly = yield* Effect.provideService(EarlyTierUp.readChoice(), ConfigProvider.ConfigProvider, settings)
+      yield* withSettings(Effect.flatten(Pretenuring.readChoice()), settings)
+      const tierUpEarly = yield* withSettings(EarlyTierUp.readChoice(), settings)
       const host = Context.get(context, AgentHost.AgentHost)
       const port = Context.get(context, HttpServer.HttpServer).address.port
       const send = (id) => Effect.runPromise(host.send(id, { text: "Remember this." }))

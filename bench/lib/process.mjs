@@ -6,7 +6,7 @@
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { binPath } from "./work.mjs"
+import { benchDir, binPath } from "./work.mjs"
 import { fifoNames } from "./fifo.mjs"
 
 /** The first child of `pid` (Linux). */
@@ -29,7 +29,7 @@ export const startDoNothing = ({ runDir, cwd, brain = "none", claw = "none", wra
     cwd,
     env,
     wrapper,
-    script: [path.join(path.dirname(binPath), "..", "bench", "do-nothing.mjs")]
+    script: [path.join(benchDir, "do-nothing.mjs")]
   })
 
 /**

@@ -7,10 +7,18 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
 export const benchDir = path.dirname(path.dirname(fileURLToPath(import.meta.url)))
+/** The checkout this bench is in: its fixtures (memory/soul.md for the do-nothing agent). */
 export const repoDir = path.dirname(benchDir)
-export const distDir = path.join(repoDir, "dist")
-export const clawsDir = path.join(repoDir, "claws")
-export const binPath = path.join(repoDir, "bin", "planckclaw")
+/**
+ * The build measured: the checkout named by PLANCKCLAW_BENCH_REPO (its
+ * dist/, bin/, claws/ and node_modules/, e.g. another commit's worktree, see
+ * bench/compare.mjs), or else this one. Only where the build comes from
+ * changes: every measurement stays this bench's.
+ */
+export const buildDir = path.resolve(process.env.PLANCKCLAW_BENCH_REPO || repoDir)
+export const distDir = path.join(buildDir, "dist")
+export const clawsDir = path.join(buildDir, "claws")
+export const binPath = path.join(buildDir, "bin", "planckclaw")
 
 /** A fresh directory under bench/.work for one measurement; `remove` deletes it. */
 export const makeWorkDir = (name) => {
