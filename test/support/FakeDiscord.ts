@@ -121,6 +121,15 @@ export interface FakeDiscord {
   readonly createThread: (parentId: string, options?: { readonly announce?: boolean }) => Effect.Effect<string>
   /** A file served at a loopback URL, for a message's attachments. */
   readonly attachment: (filename: string, contentType: string | undefined, body: Buffer | string) => FakeAttachment
+  /**
+   * A file whose download hangs: the request is logged when it arrives, and
+   * answered only once `release` runs (a CDN that never answers, until it does).
+   */
+  readonly stalledAttachment: (
+    filename: string,
+    contentType: string | undefined,
+    body: Buffer | string
+  ) => { readonly attachment: FakeAttachment; readonly release: Effect.Effect<void> }
   /** Dispatches an INTERACTION_CREATE for a slash command; returns its id and token. */
   readonly interactionCreate: (fields: InteractionFields) => Effect.Effect<{ readonly id: string; readonly token: string }>
 
@@ -219,7 +228,7 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
     const hidden = new Set(options.hiddenChannelIds ?? [])
     const stored = new Map<string, Array<Record<string, unknown> & { id: string; content?: unknown }>>()
     const threads = new Map<string, string>()
-    const files = new Map<string, { contentType: string | undefined; body: Buffer }>()
+    const files = new Map<string, { contentType: string | undefined; body: Buffer; held?: Array<() => void> }>()
     const directChannels = new Set<string>()
     const remember = (message: Record<string, unknown> & { id: string; channel_id: string }) => {
       const list = stored.get(message.channel_id) ?? []
@@ -361,8 +370,12 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
         if (method === "GET" && file !== null && files.has(file[1]!)) {
           restLog.push({ method, path, authorization: request.headers.authorization, body, status: 200, at: Date.now() })
           const served = files.get(file[1]!)!
-          response.writeHead(200, { "content-type": served.contentType ?? "application/octet-stream" })
-          response.end(served.body)
+          const answer = () => {
+            response.writeHead(200, { "content-type": served.contentType ?? "application/octet-stream" })
+            response.end(served.body)
+          }
+          if (served.held !== undefined) served.held.push(answer)
+          else answer()
           return notify()
         }
         const scripted = scripts.find((script) =>
@@ -507,6 +520,21 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
 
     const liveSession = () => live?.session ?? [...sessions.values()].at(-1)
 
+    const serveFile = (filename: string, contentType: string | undefined, body: Buffer | string) => {
+      const id = String(nextSnowflake++)
+      const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body
+      const file: { contentType: string | undefined; body: Buffer; held?: Array<() => void> } = { contentType, body: bytes }
+      files.set(id, file)
+      const attachment: FakeAttachment = {
+        id,
+        filename,
+        size: bytes.length,
+        url: `http://127.0.0.1:${restPort}/attachments/${id}/${filename}`,
+        ...(contentType === undefined ? {} : { content_type: contentType })
+      }
+      return { attachment, file }
+    }
+
     return {
       apiUrl: `http://127.0.0.1:${restPort}/api`,
       gatewayUrl,
@@ -589,16 +617,17 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
           }
           return id
         }),
-      attachment: (filename, contentType, body) => {
-        const id = String(nextSnowflake++)
-        const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body
-        files.set(id, { contentType, body: bytes })
+      attachment: (filename, contentType, body) => serveFile(filename, contentType, body).attachment,
+      stalledAttachment: (filename, contentType, body) => {
+        const held: Array<() => void> = []
+        const { attachment, file } = serveFile(filename, contentType, body)
+        file.held = held
         return {
-          id,
-          filename,
-          size: bytes.length,
-          url: `http://127.0.0.1:${restPort}/attachments/${id}/${filename}`,
-          ...(contentType === undefined ? {} : { content_type: contentType })
+          attachment,
+          release: Effect.sync(() => {
+            delete file.held
+            for (const answer of held.splice(0)) answer()
+          })
         }
       },
       interactionCreate: (fields) =>

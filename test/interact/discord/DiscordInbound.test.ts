@@ -217,7 +217,9 @@ describe("Discord inbound: slash commands", () => {
         options: [{ name: "confirm", type: 5, value: true }]
       })
       const got = yield* take(bridge.messages, 5)
-      expect(got.map((m) => m.text)).toEqual(["what is 2+2?", "/compact", "/usage", "/forget", "/forget confirm"])
+      // Each channel's commands in order; channels do not wait for one another.
+      expect(got.filter((m) => m.channel === channelA).map((m) => m.text)).toEqual(["what is 2+2?", "/compact", "/forget", "/forget confirm"])
+      expect(got.filter((m) => m.channel === channelB).map((m) => m.text)).toEqual(["/usage"])
       expect(got[0]).toMatchObject({
         channel: channelA,
         authorName: "Alice",

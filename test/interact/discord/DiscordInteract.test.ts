@@ -329,15 +329,19 @@ describe("Discord bridge: who is answered", () => {
       expect(restTo(on.fake, "POST", messagesPath(dmChannel)).length).toBe(1)
     }))
 
-  it.scoped("queues messages that arrive during a turn, in order", () =>
+  it.scoped("queues messages that arrive during a turn, each channel's in order", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       const texts = Array.from({ length: 20 }, (_, index) => `message ${index}`)
+      const channelOf = (text: string) => index(text) % 2 === 0 ? channelA : channelB
       for (const text of texts) {
-        yield* fake.messageCreate({ channelId: index(text) % 2 === 0 ? channelA : channelB, authorId: alice, content: text })
+        yield* fake.messageCreate({ channelId: channelOf(text), authorId: alice, content: text })
       }
       const received: ReadonlyArray<InboundMessage> = yield* nextMessages(bridge, texts.length)
-      expect(received.map((message) => message.text)).toEqual(texts)
+      for (const channel of [channelA, channelB]) {
+        expect(received.filter((message) => message.channel === channel).map((message) => message.text))
+          .toEqual(texts.filter((text) => channelOf(text) === channel))
+      }
     }))
 })
 
