@@ -141,11 +141,11 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
         return queued
       })
 
-    const channels = ChannelCatchUp.make({ settings, rest, state, kinds, accept })
-
     /** Work for `channel`, after the work already queued there; a failure is logged, the lane goes on. */
     const inLane = (channel: string, what: string, work: Effect.Effect<void>) =>
       lanes.run(channel, work.pipe(Effect.catchAllCause(logFailure(what))))
+
+    const channels = yield* ChannelCatchUp.make({ settings, rest, state, kinds, accept, inLane })
 
     const onInteraction = handleInteraction({ rest, settings, kinds, fresh, deliver })
 
