@@ -117,7 +117,7 @@ export interface FakeDiscord {
   // ---- inbound additions: history, threads, attachments, slash commands ----
   /** Every message created so far in a channel, oldest first (what GET /channels/{id}/messages lists). */
   readonly history: (channelId: string) => ReadonlyArray<{ readonly id: string; readonly content: string }>
-  /** A public thread under `parentId`, announced with THREAD_CREATE; returns its id. */
+  /** A public thread under `parentId`, announced with THREAD_CREATE, listed in every later GUILD_CREATE; returns its id. */
   readonly createThread: (parentId: string, options?: { readonly announce?: boolean }) => Effect.Effect<string>
   /** A file served at a loopback URL, for a message's attachments. */
   readonly attachment: (filename: string, contentType: string | undefined, body: Buffer | string) => FakeAttachment
@@ -467,7 +467,9 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
             shard: [0, 1],
             application: { id: options.botUserId, flags: 0 }
           })
-          return dispatchOn(session, "GUILD_CREATE", guild)
+          // With the server's active threads, as Discord lists them at the start of a session.
+          const activeThreads = [...threads.keys()].flatMap((id) => channelInfo(id) ?? [])
+          return dispatchOn(session, "GUILD_CREATE", { ...guild, threads: activeThreads })
         }
         case 6: {
           const session = sessions.get(payload.d?.session_id)

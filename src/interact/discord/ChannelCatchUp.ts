@@ -19,7 +19,7 @@ import * as FiberMap from "effect/FiberMap"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import type * as ChannelKinds from "./ChannelKinds.js"
+import * as ChannelKinds from "./ChannelKinds.js"
 import { type CatchUpState, type HistoryReadFailed, missedMessages } from "./CatchUp.js"
 import type { DiscordRest } from "./DiscordRest.js"
 import { decodeMessage, type GatewayMessage } from "./GatewayMessage.js"
@@ -46,6 +46,11 @@ export interface ChannelCatchUp {
     first: boolean,
     applicationId: string | undefined
   ) => Effect.Effect<ReadonlyArray<readonly [string, Effect.Effect<void>]>>
+  /**
+   * The catch-up of threads a GUILD_CREATE lists (the server's active threads, after each READY) that the
+   * bridge has never handled a message in, under a channel it had: made while it was away.
+   */
+  readonly newThreadsWork: (guildCreate: unknown) => ReadonlyArray<readonly [string, Effect.Effect<void>]>
 }
 
 /** Tries of a gap after the first failure: 1 s, doubling to a minute, while it lasts. */
@@ -66,6 +71,9 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
     const gaps = new Map<string, string>()
     const retrying = yield* FiberMap.make<string>()
     const commandGuilds = new Set<string>()
+    // The state as the current session began, and the threads it caught up that the state did not name.
+    let sessionStart: ReadonlyMap<string, string> = new Map()
+    const newThreadsCaughtUp = new Set<string>()
 
     /** Answers what `channelId` got after `after`, in order, once, and says how much it found. */
     const catchUpChannel = (channelId: string, after: string, kind: ChannelKinds.ChannelKind, bounds: CatchUpBounds) =>
@@ -196,6 +204,8 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
 
     const sessionWork: ChannelCatchUp["sessionWork"] = (first, applicationId) =>
       Effect.map(state.all, (handled) => {
+        sessionStart = handled
+        newThreadsCaughtUp.clear()
         const catchingUp = catchUpBounds.messages > 0
         const work = new Map<string, Effect.Effect<void>>()
         if (first) {
@@ -214,5 +224,20 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
         return [...work]
       })
 
-    return { onMessage, sessionWork }
+    const configured = new Set(settings.channelIds)
+
+    // A thread the state does not name had no message while the bridge listened (each moves the state), so
+    // what it holds after its channel's last message handled was sent while the bridge was away; that message
+    // is from before this session's catch-up, so a thread is not cut short by its channel's newer messages.
+    const newThreadsWork: ChannelCatchUp["newThreadsWork"] = (guildCreate) =>
+      catchUpBounds.messages === 0 ? [] : ChannelKinds.threadsOf(guildCreate).flatMap((thread) => {
+        const after = thread.parent_id === undefined || !configured.has(thread.parent_id)
+          ? undefined
+          : sessionStart.get(thread.parent_id)
+        if (after === undefined || sessionStart.has(thread.id) || newThreadsCaughtUp.has(thread.id)) return []
+        newThreadsCaughtUp.add(thread.id)
+        return [[thread.id, catchUpFrom(thread.id, after)] as const]
+      })
+
+    return { onMessage, sessionWork, newThreadsWork }
   })

@@ -180,6 +180,11 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
         case "THREAD_UPDATE":
           return kinds.learn(payload.d)
         case "GUILD_CREATE":
+          return Effect.zipRight(
+            kinds.learnThreadsOf(payload.d),
+            Effect.forEach(channels.newThreadsWork(payload.d), ([thread, work]) =>
+              inLane(thread, `catching up Discord thread ${thread}`, work), { discard: true })
+          )
         case "THREAD_LIST_SYNC":
           return kinds.learnThreadsOf(payload.d)
         default:

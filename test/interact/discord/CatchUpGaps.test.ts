@@ -101,3 +101,38 @@ describe("Discord catch-up: a history read that fails", () => {
       expect(got.map((message) => message.text)).toEqual(["missed 1", "missed 2", "Discord is back"])
     }))
 })
+
+describe("Discord catch-up: threads", () => {
+  it.scoped("catches up a thread made under a configured channel while the bridge was away", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
+      yield* stoppedAfterOne(fake, dir)
+      const thread = yield* fake.createThread(channelA, { announce: false })
+      for (const text of ["in the new thread 1", "in the new thread 2"]) {
+        yield* fake.messageCreate({ channelId: thread, authorId: alice, content: text, dispatch: false })
+      }
+      const bridge = yield* Discord.connect(settingsFor(fake), { stateDirectory: dir })
+      const got = yield* take(bridge.messages, 4)
+      expect(got.filter((message) => message.channel === channelA).map((message) => message.text)).toEqual(["missed 1", "missed 2"])
+      expect(got.filter((message) => message.channel === thread).map((message) => [message.kind, message.text])).toEqual([
+        ["thread", "in the new thread 1"],
+        ["thread", "in the new thread 2"]
+      ])
+      // Known from here on: its next message needs no lookup, and is answered once.
+      yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "live in the thread" })
+      expect((yield* take(bridge.messages, 1)).map((message) => message.text)).toEqual(["live in the thread"])
+      expect(fake.rest().filter((record) => record.method === "GET" && record.path === `/api/v10/channels/${thread}`)).toEqual([])
+    }))
+
+  it.scoped("leaves alone a thread that was there before the bridge first started", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
+      const thread = yield* fake.createThread(channelA, { announce: false })
+      yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "before the bot", dispatch: false })
+      const bridge = yield* Discord.connect(settingsFor(fake), { stateDirectory: dir })
+      yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "after the start" })
+      expect((yield* take(bridge.messages, 1)).map((message) => message.text)).toEqual(["after the start"])
+    }))
+})
