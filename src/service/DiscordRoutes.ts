@@ -20,6 +20,7 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { MissingSetting } from "../config/MissingSetting.js"
 import * as Discord from "../interact/discord/DiscordInteract.js"
@@ -101,25 +102,19 @@ export const run = (options: RunOptions = {}): Effect.Effect<
     const settings = yield* Effect.flatMap(Discord.DiscordConfig, settingsFrom)
     const bridge = yield* Discord.connect(settings, { stateDirectory: options.stateDirectory ?? host.directory })
     yield* Effect.logInfo(`Discord messages go to one agent per ${per} (DISCORD_AGENT_PER)`)
-    // The question a reply answers is recorded just before the reply goes out, so replies of
-    // different agents in one channel never take each other's question.
-    const channelLocks = new Map<string, Effect.Semaphore>()
-    const lockOf = (channel: string) => {
-      let lock = channelLocks.get(channel)
-      if (lock === undefined) channelLocks.set(channel, lock = Effect.unsafeMakeSemaphore(1))
-      return lock
-    }
     const { owed } = options
     // Keyed by the Discord message it answers: a reply sent twice (handed over again after a takeover) posts once.
     const outbound = (message: Discord.DiscordMessage, text: string) => ({ channel: message.channel, text, key: keyFor(message) })
     // With owed replies, a reply is done with once the outbox holds it; else once delivered.
-    const reply = (message: Discord.DiscordMessage, text: string) =>
-      lockOf(message.channel).withPermits(1)(
-        Effect.zipRight(
-          bridge.targets.expect(message.channel, message.target),
-          owed === undefined ? bridge.send(outbound(message, text)) : Effect.asVoid(bridge.accept(outbound(message, text)))
+    const reply = (message: Discord.DiscordMessage, text: string) => {
+      const target = Option.some(message.target)
+      return (owed === undefined
+        ? bridge.send(outbound(message, text), target)
+        : Effect.asVoid(bridge.accept(outbound(message, text), target))).pipe(
+          Effect.ignore,
+          Effect.zipRight(owed === undefined ? Effect.void : owed.done(message))
         )
-      ).pipe(Effect.ignore, Effect.zipRight(owed === undefined ? Effect.void : owed.done(message)))
+    }
 
     // Each agent's last message not yet answered: a reply goes out after the one before it
     // (a host may complete them out of order, as the cluster's replies come from storage).

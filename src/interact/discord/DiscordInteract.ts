@@ -22,7 +22,8 @@
  *   (Login).
  * - Replies go through a REST client of their own (Replies), so they
  *   are delivered while the gateway reconnects. What each reply answers (a
- *   message, a slash command) is paired through ReplyTargets.
+ *   message, a slash command) travels with it: on the pipes, in the channel
+ *   the agent answers on (ReplyTargets).
  * - A rejected token or a refused privileged intent is reported once with
  *   what to do, and never retried (Refusals, DiscordRefused), before start-up
  *   and after.
@@ -43,8 +44,8 @@ import { bareToken, DiscordConfig, type DiscordSettings, settingsFrom } from "./
 import { connectGateway } from "./Gateway.js"
 import { type BotUser, type DiscordMessage, makeInbound } from "./Inbound.js"
 import * as Outbox from "./Outbox.js"
-import { makeRestPost, makeSend, showTyping } from "./Replies.js"
-import * as ReplyTargets from "./ReplyTargets.js"
+import { makeRestPost, makeSend, type Sending, showTyping } from "./Replies.js"
+import { addressOf, parseAddress, type ReplyTarget } from "./ReplyTargets.js"
 import * as Typing from "./Typing.js"
 
 export { DiscordConfig, type DiscordSettings } from "./Settings.js"
@@ -74,11 +75,10 @@ export interface ConnectOptions {
 export interface DiscordBridge {
   /** Accepted messages in arrival order; fails with the refusal once Discord closes the gateway for good. */
   readonly messages: Stream.Stream<DiscordMessage, DiscordRefused>
-  /** Sends a reply; it answers the question `targets` holds next for its channel. */
-  readonly send: (message: OutboundMessage) => Effect.Effect<void, InteractError>
+  /** Sends a reply answering `target` (none: a plain message in the channel). */
+  readonly send: Sending["send"]
   /** Journals a reply in the outbox and delivers it in the background (see InteractService.accept). */
-  readonly accept: NonNullable<InteractService["accept"]>
-  readonly targets: ReplyTargets.ReplyTargets
+  readonly accept: Sending["accept"]
 }
 
 /**
@@ -96,8 +96,6 @@ export const connect = (
     const rest = yield* DiscordRest.make(settings.apiUrl, token)
     const typing = yield* Typing.make(showTyping(post))
     const state = yield* CatchUp.makeState(Option.map(Option.fromNullable(options.stateDirectory), CatchUp.stateFileIn))
-    // One for both sides: the inbound side records what each message asks, the outbound side answers it.
-    const targets = yield* ReplyTargets.make
     // Replies owed are journaled beside the catch-up state until Discord has accepted every part.
     const outbox = options.stateDirectory === undefined ? yield* Outbox.inMemory : yield* Outbox.make(options.stateDirectory)
     const inbound = yield* makeInbound({ settings, typing, rest, state })
@@ -107,28 +105,59 @@ export const connect = (
       messages: Stream.fromQueue(inbound.messages).pipe(
         Stream.interruptWhen(gatewayClosedForGood)
       ),
-      // The outbound side (Replies) answers `targets.take(channel)` with each reply.
-      ...yield* makeSend(post, typing, targets, outbox),
-      targets
+      ...yield* makeSend(post, typing, outbox)
     }
   })
 
-/** As `connect`, as the Interact port: the channel and text of each message, its question recorded for the reply. */
+/** Slash commands kept for their replies at most: an agent that never answers cannot grow this without bound. */
+const keptInteractions = 1000
+
+/**
+ * As `connect`, as the Interact port: each message's text, on a channel that
+ * names its question (ReplyTargets.addressOf), so each reply answers its own.
+ */
 export const make = (
   settings: DiscordSettings,
   options: ConnectOptions = {}
 ): Effect.Effect<InteractService, DiscordRefused, Scope.Scope> =>
-  Effect.map(connect(settings, options), (bridge) => ({
-    messages: bridge.messages.pipe(
-      Stream.mapEffect((message) =>
-        Effect.as(bridge.targets.expect(message.channel, message.target), { channel: message.channel, text: message.text })
+  Effect.map(connect(settings, options), (bridge) => {
+    // A slash command's reply needs its token, which never goes through the pipes.
+    const interactions = new Map<string, ReplyTarget>()
+    const remember = (target: ReplyTarget) => {
+      if (target._tag !== "Interaction") return
+      interactions.set(target.interactionId, target)
+      if (interactions.size > keptInteractions) interactions.delete(interactions.keys().next().value!)
+    }
+    /** The reply's channel and question, from the address it came back on. */
+    const answering = (reply: OutboundMessage) => {
+      const { channel, question } = parseAddress(reply.channel)
+      const target: Option.Option<ReplyTarget> = question === undefined
+        ? Option.none()
+        : question._tag === "Message"
+        ? Option.some({ _tag: "Message", messageId: question.id })
+        : Option.fromNullable(interactions.get(question.id))
+      if (question !== undefined) interactions.delete(question.id)
+      return { message: { ...reply, channel }, target }
+    }
+    return {
+      messages: bridge.messages.pipe(
+        Stream.map((message) => {
+          remember(message.target)
+          return { channel: addressOf(message.channel, message.target), text: message.text }
+        }),
+        // The refusal rides along as the cause: the run reports it as one line, exit 2 (bin.ts).
+        Stream.mapError((refused) => new InteractError({ message: refused.message, cause: refused }))
       ),
-      // The refusal rides along as the cause: the run reports it as one line, exit 2 (bin.ts).
-      Stream.mapError((refused) => new InteractError({ message: refused.message, cause: refused }))
-    ),
-    send: bridge.send,
-    accept: bridge.accept
-  }))
+      send: (reply) => {
+        const { message, target } = answering(reply)
+        return bridge.send(message, target)
+      },
+      accept: (reply) => {
+        const { message, target } = answering(reply)
+        return bridge.accept(message, target)
+      }
+    }
+  })
 
 /** The Discord interact adapter from configuration, its catch-up state in PLANCKCLAW_DIR; see `DiscordConfig` and `make`. */
 export const layer: Layer.Layer<Interact, ConfigError.ConfigError | MissingSetting | DiscordRefused> = Layer.scoped(

@@ -3,7 +3,9 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, ConfigProvider, Effect, Either, Option, Redacted, Stream, TestClock } from "effect"
+import type { InboundMessage } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
+import { parseAddress } from "../../../src/interact/discord/ReplyTargets.js"
 import type { DiscordSettings } from "../../../src/interact/discord/Settings.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { captureLogs } from "../../support/LogCapture.js"
@@ -32,6 +34,10 @@ const settingsFor = (fake: FakeDiscord.FakeDiscord, overrides: Partial<DiscordSe
 
 const take = <A, E>(messages: Stream.Stream<A, E>, count: number) =>
   messages.pipe(Stream.take(count), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+
+/** The Interact port's messages, each with the Discord channel its address names. */
+const takePlain = <E>(messages: Stream.Stream<InboundMessage, E>, count: number) =>
+  Effect.map(take(messages, count), (got) => got.map((message) => ({ ...message, channel: parseAddress(message.channel).channel })))
 
 const restTo = (fake: FakeDiscord.FakeDiscord, method: string, pattern: RegExp) =>
   fake.rest().filter((record) => record.method === method && pattern.test(record.path))
@@ -143,7 +149,7 @@ describe("Discord inbound: threads, mentions, attachments", () => {
       expect(restTo(fake, "GET", new RegExp(`/channels/${silent}$`)).length).toBe(1)
       // Channels and threads GUILD_CREATE and THREAD_CREATE named need no lookup.
       expect(restTo(fake, "GET", new RegExp(`/channels/(${foreign}|${elsewhere}|${announced})$`))).toEqual([])
-      yield* bridge.send({ channel: announced, text: "answered in the thread" })
+      yield* bridge.send({ channel: announced, text: "answered in the thread" }, Option.some(got[0]!.target))
       expect(restTo(fake, "POST", new RegExp(`/channels/${announced}/messages$`)).length).toBe(1)
     }))
 
@@ -152,7 +158,7 @@ describe("Discord inbound: threads, mentions, attachments", () => {
       const fake = yield* startFake()
       const bridge = yield* Discord.make(settingsFor(fake))
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: `<@!${botUserId}>` })
-      expect(yield* take(bridge.messages, 1)).toEqual([{ channel: channelA, text: Discord.bareMentionText }])
+      expect(yield* takePlain(bridge.messages, 1)).toEqual([{ channel: channelA, text: Discord.bareMentionText }])
     }))
 
   it.scoped("adds a text attachment's content, names a binary or oversized one", () =>
@@ -265,7 +271,7 @@ describe("Discord inbound: catch-up", () => {
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "while away 3" })
       const restarted = yield* Discord.make(settingsFor(fake), { stateDirectory: dir })
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "after the restart" })
-      const got = yield* take(restarted.messages, 4)
+      const got = yield* takePlain(restarted.messages, 4)
       expect(got.map((m) => m.text).sort()).toEqual(["after the restart", "while away 1", "while away 2", "while away 3"])
       // Per channel, in the order they were sent.
       expect(got.filter((m) => m.channel === channelA).map((m) => m.text)).toEqual([
@@ -332,12 +338,12 @@ describe("Discord inbound: catch-up", () => {
         const bridge = yield* Discord.make(dms, { stateDirectory: dir })
         yield* fake.messageCreate({ channelId: dmChannel, authorId: alice, content: "dm before", direct: true })
         yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "thread before" })
-        expect((yield* take(bridge.messages, 2)).map((m) => m.text)).toEqual(["dm before", "thread before"])
+        expect((yield* take(bridge.messages, 2)).map((m) => m.text).sort()).toEqual(["dm before", "thread before"])
       }))
       yield* fake.messageCreate({ channelId: dmChannel, authorId: alice, content: "dm while away", direct: true })
       yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "thread while away" })
       const bridge = yield* Discord.make(dms, { stateDirectory: dir })
-      const got = yield* take(bridge.messages, 2)
+      const got = yield* takePlain(bridge.messages, 2)
       expect(got.map((m) => [m.channel, m.text]).sort()).toEqual([[dmChannel, "dm while away"], [thread, "thread while away"]].sort())
     }))
 
