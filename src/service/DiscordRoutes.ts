@@ -161,8 +161,14 @@ export const run = (options: RunOptions = {}): Effect.Effect<
       const left = yield* owed.pending.pipe(
         Effect.catchAll((error) => Effect.as(Effect.logError(`Discord messages owed a reply could not be read: ${error.message}`), []))
       )
-      if (left.length > 0) yield* Effect.logInfo(`answering ${left.length} Discord message(s) the previous holder of the gateway had not`)
-      yield* Effect.forEach(left, (message) => route(message, true), { discard: true })
+      // A reply the outbox took already (the crash came before its note here) is not asked for nor posted again.
+      const answered = left.filter((message) => bridge.replyTaken(keyFor(message)))
+      const unanswered = left.filter((message) => !bridge.replyTaken(keyFor(message)))
+      yield* Effect.forEach(answered, owed.done, { discard: true })
+      if (unanswered.length > 0) {
+        yield* Effect.logInfo(`answering ${unanswered.length} Discord message(s) the previous holder of the gateway had not`)
+      }
+      yield* Effect.forEach(unanswered, (message) => route(message, true), { discard: true })
     }
     return yield* bridge.messages.pipe(
       Stream.runForEach((message) => route(message)),

@@ -143,6 +143,8 @@ export interface FakeDiscord {
   readonly created: () => ReadonlyArray<CreatedMessage>
   /** The message is gone: a reply referencing it with `fail_if_not_exists` not false gets 400 Unknown Message. */
   readonly deleteMessage: (id: string) => Effect.Effect<void>
+  /** Forgets every nonce seen so far, as Discord does after a few minutes: a post repeating one is a new message. */
+  readonly forgetNonces: Effect.Effect<void>
 }
 
 export interface CreatedMessage {
@@ -284,6 +286,8 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
     type Reply = (status: number, payload?: unknown) => void
     const refusals = new Map<string, { readonly status: number; allow: number }>()
     const createdLog: Array<CreatedMessage> = []
+    // Messages before this index have had their nonces forgotten.
+    let noncesFrom = 0
     const deleted = new Set<string>()
     const originals = new Map<string, CreatedMessage>()
     const messageObject = (message: CreatedMessage) => ({
@@ -311,7 +315,7 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
           return reply(400, { message: "Invalid Form Body", code: 50035 })
         }
         const earlier = fields.enforce_nonce === true && fields.nonce !== undefined
-          ? createdLog.find((message) => message.channelId === channelId && message.nonce === fields.nonce)
+          ? createdLog.slice(noncesFrom).find((message) => message.channelId === channelId && message.nonce === fields.nonce)
           : undefined
         if (earlier !== undefined) return reply(200, messageObject(earlier))
         const message: CreatedMessage = {
@@ -660,6 +664,7 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
           void (status === undefined ? refusals.delete(channel) : refusals.set(channel, { status, allow: after }))
         ),
       created: () => [...createdLog],
-      deleteMessage: (id) => Effect.sync(() => void deleted.add(id))
+      deleteMessage: (id) => Effect.sync(() => void deleted.add(id)),
+      forgetNonces: Effect.sync(() => void (noncesFrom = createdLog.length))
     }
   })

@@ -79,6 +79,8 @@ export interface DiscordBridge {
   readonly send: Sending["send"]
   /** Journals a reply in the outbox and delivers it in the background (see InteractService.accept). */
   readonly accept: Sending["accept"]
+  /** The outbox took a reply keyed `key` already (owed, or delivered): it is not sent again. */
+  readonly replyTaken: (key: string) => boolean
 }
 
 /**
@@ -105,7 +107,8 @@ export const connect = (
       messages: Stream.fromQueue(inbound.messages).pipe(
         Stream.interruptWhen(gatewayClosedForGood)
       ),
-      ...yield* makeSend(post, typing, outbox)
+      ...yield* makeSend(post, typing, outbox),
+      replyTaken: outbox.knows
     }
   })
 
@@ -137,7 +140,10 @@ export const make = (
         ? Option.some({ _tag: "Message", messageId: question.id })
         : Option.fromNullable(interactions.get(question.id))
       if (question !== undefined) interactions.delete(question.id)
-      return { message: { ...reply, channel }, target }
+      // Keyed by its question, as serve's replies are: its nonces are the same whoever sends it, and the
+      // outbox takes it once.
+      const key = question === undefined ? reply.key : `discord-${question.id}`
+      return { message: { ...reply, channel, key }, target }
     }
     return {
       messages: bridge.messages.pipe(

@@ -119,9 +119,15 @@ export const makeSend = (
           return yield* Deferred.make<void, InteractError>().pipe(Effect.tap((done) => Deferred.succeed(done, undefined)))
         }
         const { key } = message
+        if (key !== undefined && outbox.knows(key)) {
+          // Taken before (handed over again after a restart): owed already, or delivered; never posted twice.
+          yield* end
+          yield* Effect.logDebug(`The Discord reply to ${key} was taken already: not sent again`)
+          return yield* Deferred.make<void, InteractError>().pipe(Effect.tap((done) => Deferred.succeed(done, undefined)))
+        }
         const parts = yield* Effect.forEach(contents, (content, index) =>
           key === undefined ? Effect.map(newNonce, (nonce) => ({ content, nonce })) : Effect.succeed({ content, nonce: nonceFor(key, index) }))
-        const owed = yield* outbox.queue({ channel, parts, target, at: yield* Clock.currentTimeMillis })
+        const owed = yield* outbox.queue({ channel, parts, target, key, at: yield* Clock.currentTimeMillis })
         return yield* lanes.submit(owed, { then: end, report })
       })
 

@@ -70,7 +70,7 @@ describe("Discord outbox across a stop", () => {
       expect(contents(fake, channelA)).toEqual(["kept through the outage", "and the next"])
       const nonces = postsTo(fake, channelA).slice(0, 2).map((record) => (record.body as { nonce: string }).nonce)
       expect(nonces[0]).toBe(nonces[1])
-      expect(journal(directory)).toBe("")
+      expect(Outbox.replay(journal(directory))).toEqual([])
     }))
 
   it.scoped("a multi-part reply cut between parts resumes with the parts not yet accepted, none twice", () =>
@@ -269,5 +269,35 @@ describe("Discord outbox location", () => {
       const interact = Context.get(yield* Layer.build(Discord.layer).pipe(Effect.withConfigProvider(provider)), Interact)
       yield* interact.accept!({ channel: channelA, text: "journaled beside the memory" })
       expect(journal(directory)).toContain("journaled beside the memory")
+    }))
+})
+
+describe("Discord outbox journal", () => {
+  it.scoped("remembers the last 1,000 replies it finished across a reopen, and stays small", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const keyOf = (n: number) => `discord-5000000000000${String(n).padStart(5, "0")}`
+      yield* Effect.scoped(Effect.gen(function*() {
+        const outbox = yield* Outbox.make(directory)
+        for (let n = 1; n <= 1500; n++) {
+          const owed = yield* outbox.queue({
+            channel: channelA,
+            parts: [{ content: `reply ${n}`, nonce: `nonce-${n}` }],
+            target: Option.none(),
+            key: keyOf(n),
+            at: 0
+          })
+          yield* outbox.partSent(owed, 0)
+          yield* outbox.finished(owed)
+        }
+        // One still owed when the process stops.
+        yield* outbox.queue({ channel: channelA, parts: [{ content: "owed", nonce: "nonce-owed" }], target: Option.none(), key: keyOf(0), at: 0 })
+      }))
+      // Three records a reply: without the rewrites it would hold 4,500 lines.
+      expect(journal(directory).split("\n").length).toBeLessThan(1200)
+      const reopened = yield* Outbox.make(directory)
+      expect(reopened.recovered.map((entry) => entry.parts[0]!.content)).toEqual(["owed"])
+      expect([keyOf(0), keyOf(1500), keyOf(501)].map(reopened.knows)).toEqual([true, true, true])
+      expect(reopened.knows(keyOf(500))).toBe(false)
     }))
 })
