@@ -25,6 +25,7 @@ import * as Stream from "effect/Stream"
 import type { MissingSetting } from "../config/MissingSetting.js"
 import * as Discord from "../interact/discord/DiscordInteract.js"
 import type { DiscordRefused } from "../interact/discord/DiscordRefused.js"
+import { keyFor, type OwedReplies } from "../interact/discord/OwedMessages.js"
 import { settingsFrom } from "../interact/discord/Settings.js"
 import { AgentHost } from "./AgentHost.js"
 import { HostError } from "./HostError.js"
@@ -55,23 +56,9 @@ export const agentFor = (per: AgentPer, message: Discord.DiscordMessage): string
 export const textFor = (message: Discord.DiscordMessage): string =>
   message.text.startsWith("/") ? message.text : `${message.authorName.replace(/[\r\n]+/g, " ")}: ${message.text}`
 
-/** The Idempotency-Key of a Discord message or slash command: its Discord id. */
-export const keyFor = (message: Discord.DiscordMessage): string =>
-  `discord-${message.target._tag === "Message" ? message.target.messageId : message.target.interactionId}`
-
-/**
- * Messages handed to the host whose reply is not yet in the outbox, kept
- * where another process finds them (the cluster's database): a bridge that
- * takes over finishes them first.
- */
-export interface OwedReplies {
-  /** Notes a message before it is handed over; a failure refuses the message. */
-  readonly record: (message: Discord.DiscordMessage) => Effect.Effect<void, { readonly message: string }>
-  /** Its reply is in the outbox (or it was refused). */
-  readonly done: (message: Discord.DiscordMessage) => Effect.Effect<void>
-  /** The messages noted and not done, oldest first. */
-  readonly pending: Effect.Effect<ReadonlyArray<Discord.DiscordMessage>, { readonly message: string }>
-}
+// The Idempotency-Key of a Discord message or slash command (its Discord id), and where messages owed a reply
+// are noted (a file, the cluster's database): the bridge's, which keeps the same for `run`.
+export { keyFor, type OwedReplies } from "../interact/discord/OwedMessages.js"
 
 export interface RunOptions {
   readonly per?: AgentPer
@@ -133,12 +120,16 @@ export const run = (options: RunOptions = {}): Effect.Effect<
         yield* Effect.scoped(Effect.gen(function*() {
           const waiting = yield* (owed === undefined || noted ? Effect.void : owed.record(message)).pipe(
             Effect.mapError((error) => new HostError({ reason: "unavailable", message: error.message })),
+            // Noted owed: on disk, so catch-up may pass it.
+            Effect.tap(() => owed === undefined ? Effect.void : bridge.held(message)),
             Effect.zipRight(host.accept(agent, {
               text: textFor(message),
               channel: message.channel,
               ...(owed === undefined ? {} : { idempotencyKey: keyFor(message) })
             })),
             Effect.either,
+            // Without owed notes, the agent's journal holds it; a refused one is answered with why.
+            Effect.tap(() => owed === undefined ? bridge.held(message) : Effect.void),
             Effect.ensuring(Deferred.succeed(accepted, undefined))
           )
           if (Either.isLeft(waiting)) {

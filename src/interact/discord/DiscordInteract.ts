@@ -17,7 +17,11 @@
  *   message cannot throw inside it.
  * - After every new session (a restart, a fresh identify) the messages missed
  *   meanwhile are fetched over REST and answered, bounded by DISCORD_CATCH_UP
- *   (CatchUp); the last message handled per channel is kept beside the memory.
+ *   (CatchUp); where to resume per channel is kept beside the memory, moved
+ *   only past messages their taker holds on disk (Checkpoints, `held`). Each
+ *   channel's work runs in a lane of its own (Lanes, ChannelCatchUp).
+ * - As `run`'s port (RunPort), messages beside the agent are noted owed
+ *   (OwedMessages) until their reply is in the outbox.
  * - A failed login (Discord unreachable, 5xx) is retried on the same backoff
  *   (Login).
  * - Replies go through a REST client of their own (Replies), so they
@@ -34,9 +38,11 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { Interact, InteractError, type InteractService, type OutboundMessage } from "../../Interact.js"
+import { Interact, type InteractService } from "../../Interact.js"
 import type { MissingSetting } from "../../config/MissingSetting.js"
+import * as Layout from "../../memory/Layout.js"
 import { MemoryConfig } from "../../memory/MemoryDir.js"
+import { AgentReady } from "../AgentReady.js"
 import * as CatchUp from "./CatchUp.js"
 import type { DiscordRefused } from "./DiscordRefused.js"
 import * as DiscordRest from "./DiscordRest.js"
@@ -45,7 +51,8 @@ import { connectGateway } from "./Gateway.js"
 import { type BotUser, type DiscordMessage, makeInbound } from "./Inbound.js"
 import * as Outbox from "./Outbox.js"
 import { makeRestPost, makeSend, type Sending, showTyping } from "./Replies.js"
-import { addressOf, parseAddress, type ReplyTarget } from "./ReplyTargets.js"
+import * as OwedMessages from "./OwedMessages.js"
+import * as RunPort from "./RunPort.js"
 import * as Typing from "./Typing.js"
 
 export { DiscordConfig, type DiscordSettings } from "./Settings.js"
@@ -81,6 +88,8 @@ export interface DiscordBridge {
   readonly accept: Sending["accept"]
   /** The outbox took a reply keyed `key` already (owed, or delivered): it is not sent again. */
   readonly replyTaken: (key: string) => boolean
+  /** A message of `messages` is held durably by its taker: catch-up may pass it (see Checkpoints). */
+  readonly held: (message: DiscordMessage) => Effect.Effect<void>
 }
 
 /**
@@ -108,12 +117,19 @@ export const connect = (
         Stream.interruptWhen(gatewayClosedForGood)
       ),
       ...yield* makeSend(post, typing, outbox),
-      replyTaken: outbox.knows
+      replyTaken: outbox.knows,
+      held: inbound.held
     }
   })
 
-/** Slash commands kept for their replies at most: an agent that never answers cannot grow this without bound. */
-const keptInteractions = 1000
+export interface MakeOptions extends ConnectOptions {
+  /**
+   * `run` beside the agent: its inbox journal, read before the agent opens it. Messages are then noted owed
+   * beside the outbox until their reply is in it, and those the agent did not get are handed to it again
+   * (RunPort).
+   */
+  readonly agentInbox?: string | undefined
+}
 
 /**
  * As `connect`, as the Interact port: each message's text, on a channel that
@@ -121,55 +137,32 @@ const keptInteractions = 1000
  */
 export const make = (
   settings: DiscordSettings,
-  options: ConnectOptions = {}
+  options: MakeOptions = {}
 ): Effect.Effect<InteractService, DiscordRefused, Scope.Scope> =>
-  Effect.map(connect(settings, options), (bridge) => {
-    // A slash command's reply needs its token, which never goes through the pipes.
-    const interactions = new Map<string, ReplyTarget>()
-    const remember = (target: ReplyTarget) => {
-      if (target._tag !== "Interaction") return
-      interactions.set(target.interactionId, target)
-      if (interactions.size > keptInteractions) interactions.delete(interactions.keys().next().value!)
-    }
-    /** The reply's channel and question, from the address it came back on. */
-    const answering = (reply: OutboundMessage) => {
-      const { channel, question } = parseAddress(reply.channel)
-      const target: Option.Option<ReplyTarget> = question === undefined
-        ? Option.none()
-        : question._tag === "Message"
-        ? Option.some({ _tag: "Message", messageId: question.id })
-        : Option.fromNullable(interactions.get(question.id))
-      if (question !== undefined) interactions.delete(question.id)
-      // Keyed by its question, as serve's replies are: its nonces are the same whoever sends it, and the
-      // outbox takes it once.
-      const key = question === undefined ? reply.key : `discord-${question.id}`
-      return { message: { ...reply, channel, key }, target }
-    }
-    return {
-      messages: bridge.messages.pipe(
-        Stream.map((message) => {
-          remember(message.target)
-          return { channel: addressOf(message.channel, message.target), text: message.text }
-        }),
-        // The refusal rides along as the cause: the run reports it as one line, exit 2 (bin.ts).
-        Stream.mapError((refused) => new InteractError({ message: refused.message, cause: refused }))
-      ),
-      send: (reply) => {
-        const { message, target } = answering(reply)
-        return bridge.send(message, target)
-      },
-      accept: (reply) => {
-        const { message, target } = answering(reply)
-        return bridge.accept(message, target)
-      }
-    }
+  Effect.gen(function*() {
+    const { agentInbox, stateDirectory } = options
+    const owed = agentInbox === undefined || stateDirectory === undefined
+      ? Option.none()
+      : yield* OwedMessages.make(stateDirectory).pipe(
+        Effect.map(Option.some),
+        Effect.catchAll((error) =>
+          Effect.as(Effect.logError(`${error.message}; Discord messages are not noted owed in this run`), Option.none())
+        )
+      )
+    const bridge = yield* connect(settings, options)
+    return yield* RunPort.make(bridge, Option.map(owed, (notes) => ({ owed: notes, agentInbox: agentInbox! })))
   })
 
-/** The Discord interact adapter from configuration, its catch-up state in PLANCKCLAW_DIR; see `DiscordConfig` and `make`. */
+/**
+ * The Discord interact adapter from configuration, its catch-up state in PLANCKCLAW_DIR; see `DiscordConfig` and
+ * `make`. In a run (AgentReady is there) the agent is in this process, its inbox journal beside.
+ */
 export const layer: Layer.Layer<Interact, ConfigError.ConfigError | MissingSetting | DiscordRefused> = Layer.scoped(
   Interact,
   Effect.gen(function*() {
     const settings = yield* Effect.flatMap(DiscordConfig, settingsFrom)
-    return yield* make(settings, { stateDirectory: yield* MemoryConfig })
+    const memory = yield* MemoryConfig
+    const besideAgent = Option.isSome(yield* Effect.serviceOption(AgentReady))
+    return yield* make(settings, { stateDirectory: memory, ...(besideAgent ? { agentInbox: Layout.files(memory).inbox } : {}) })
   })
 )

@@ -20,6 +20,7 @@ import { withAttachments } from "./Attachments.js"
 import * as ChannelKinds from "./ChannelKinds.js"
 import type { CatchUpState } from "./CatchUp.js"
 import * as ChannelCatchUp from "./ChannelCatchUp.js"
+import * as Checkpoints from "./Checkpoints.js"
 import type { DiscordRest } from "./DiscordRest.js"
 import { decodeMessage, type GatewayMessage } from "./GatewayMessage.js"
 import { handleInteraction } from "./HandleInteraction.js"
@@ -71,6 +72,8 @@ export interface Inbound {
   readonly botUser: Effect.Effect<Option.Option<BotUser>>
   /** Takes every gateway dispatch, in order; handled in the background. */
   readonly onDispatch: (payload: GatewayDispatchPayload) => Effect.Effect<void>
+  /** The message is held durably by whoever took it: catch-up need not fetch it again (see Checkpoints). */
+  readonly held: (message: DiscordMessage) => Effect.Effect<void>
 }
 
 export interface InboundOptions {
@@ -101,6 +104,7 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
     const botUser = yield* Ref.make(Option.none<BotUser>())
     const recentIds = yield* Ref.make<ReadonlyArray<string>>([])
     const kinds = ChannelKinds.make(settings, rest)
+    const checkpoints = Checkpoints.make(state)
     const lanes = yield* Lanes.make
     let readies = 0
 
@@ -126,7 +130,9 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
           (message.type === undefined || conversationalTypes.has(message.type)) && isAllowed(settings, message.author.id) &&
           (text !== "" || mentioned || message.attachments.length > 0)
         const queued = talk && (yield* fresh(message.id))
-        if (queued) {
+        if (!queued) yield* checkpoints.passed(message.channel_id, message.id)
+        else {
+          yield* checkpoints.handedOn(message.channel_id, message.id)
           yield* deliver({
             channel: message.channel_id,
             kind,
@@ -137,7 +143,6 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
             target: { _tag: "Message", messageId: message.id }
           })
         }
-        yield* state.record(message.channel_id, message.id)
         return queued
       })
 
@@ -201,6 +206,8 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
     return {
       messages,
       botUser: Ref.get(botUser),
+      held: (message) =>
+        message.target._tag === "Message" ? checkpoints.held(message.channel, message.target.messageId) : Effect.void,
       onDispatch: (payload) =>
         Effect.zipRight(
           // The bot's name is known as soon as the login returns; the rest of READY is handled in order.
