@@ -5,9 +5,10 @@
  * on, while the download still hangs.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Option, Redacted, Stream } from "effect"
+import { Chunk, Clock, Effect, Option, Redacted, Stream } from "effect"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
+import { advanceTo } from "../../support/TestClockWait.js"
 
 const token = "test-bot-token"
 const botUserId = "100000000000000001"
@@ -56,5 +57,29 @@ describe("Discord inbound: each channel in its own lane", () => {
       const [fromA] = yield* take(bridge.messages, 1)
       expect(fromA!.channel).toBe(channelA)
       expect(fromA!.text).toBe("read this\n\n[attachment notes.txt]\nthe notes\n[end of notes.txt]")
+    }))
+})
+
+describe("Discord slash commands: within Discord's three seconds", () => {
+  it.scoped("a command from a thread Discord is slow to describe is refused, try again, after two seconds rather than fifteen", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
+      yield* Discord.connect({
+        token: Redacted.make(token),
+        channelIds: [channelA],
+        allowedUsers: Option.none(),
+        directMessages: false,
+        apiUrl: fake.apiUrl
+      })
+      const thread = yield* fake.createThread(channelA, { announce: false })
+      yield* fake.script("GET", new RegExp(`/channels/${thread}$`), Array.from({ length: 10 }, () => ({ status: 502, body: {} })))
+      const started = yield* Clock.currentTimeMillis
+      const ask = yield* fake.interactionCreate({ channelId: thread, userId: alice, name: "usage" })
+      yield* advanceTo(started + 2_000)
+      const [callback] = yield* fake.waitFor(() => {
+        const callbacks = fake.rest().filter((record) => record.path.endsWith(`/interactions/${ask.id}/${ask.token}/callback`))
+        return callbacks.length > 0 ? callbacks : undefined
+      })
+      expect(callback!.body).toEqual({ type: 4, data: { content: "I could not check this channel just now; please try again.", flags: 64 } })
     }))
 })
