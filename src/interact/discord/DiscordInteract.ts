@@ -90,6 +90,8 @@ export interface DiscordBridge {
   readonly replyTaken: (key: string) => boolean
   /** A message of `messages` is held durably by its taker: catch-up may pass it (see Checkpoints). */
   readonly held: (message: DiscordMessage) => Effect.Effect<void>
+  /** A message of `messages` its taker will not answer (answered before): catch-up may pass it, typing ends. */
+  readonly dropped: (message: DiscordMessage) => Effect.Effect<void>
 }
 
 /**
@@ -118,7 +120,8 @@ export const connect = (
       ),
       ...yield* makeSend(post, typing, outbox),
       replyTaken: outbox.knows,
-      held: inbound.held
+      held: inbound.held,
+      dropped: (message) => Effect.zipRight(inbound.held(message), typing.end(message.channel))
     }
   })
 

@@ -90,8 +90,12 @@ export const make = (bridge: DiscordBridge, beside: Option.Option<BesideAgent>):
           return Option.some(lineFor(message))
         }
         const key = keyFor(message)
-        // Fetched again by a catch-up that could not pass it: with the agent already, or answered.
-        if (asked.has(key) || bridge.replyTaken(key)) {
+        // Fetched again by a catch-up that could not pass it: answered already, or with the agent (its reply to come).
+        if (bridge.replyTaken(key)) {
+          yield* bridge.dropped(message)
+          return Option.none()
+        }
+        if (asked.has(key)) {
           yield* bridge.held(message)
           return Option.none()
         }

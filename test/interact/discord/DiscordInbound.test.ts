@@ -142,10 +142,11 @@ describe("Discord inbound: threads, mentions, attachments", () => {
       yield* fake.messageCreate({ channelId: announced, authorId: alice, content: "in a thread" })
       yield* fake.messageCreate({ channelId: silent, authorId: alice, content: "in a thread we learn of late" })
       const got = yield* take(bridge.messages, 2)
-      expect(got.map((m) => [m.channel, m.kind, m.text])).toEqual([
+      // Each thread in its own lane: in either order.
+      expect(got.map((m) => [m.channel, m.kind, m.text]).sort()).toEqual([
         [announced, "thread", "in a thread"],
         [silent, "thread", "in a thread we learn of late"]
-      ])
+      ].sort())
       expect(restTo(fake, "GET", new RegExp(`/channels/${silent}$`)).length).toBe(1)
       // Channels and threads GUILD_CREATE and THREAD_CREATE named need no lookup.
       expect(restTo(fake, "GET", new RegExp(`/channels/(${foreign}|${elsewhere}|${announced})$`))).toEqual([])
@@ -241,13 +242,23 @@ describe("Discord inbound: slash commands", () => {
     Effect.gen(function*() {
       const fake = yield* startFake({ channelIds: [channelA, channelB, elsewhere] })
       const bridge = yield* Discord.connect(settingsFor(fake, { allowedUsers: Option.some([alice]) }))
-      yield* fake.interactionCreate({ channelId: elsewhere, userId: alice, name: "compact" })
-      yield* fake.interactionCreate({ channelId: channelA, userId: mallory, name: "compact" })
-      yield* fake.interactionCreate({ channelId: dmChannel, userId: alice, name: "usage", direct: true })
-      yield* fake.interactionCreate({ channelId: channelA, userId: alice, name: "usage" })
+      const asked = [
+        yield* fake.interactionCreate({ channelId: elsewhere, userId: alice, name: "compact" }),
+        yield* fake.interactionCreate({ channelId: channelA, userId: mallory, name: "compact" }),
+        yield* fake.interactionCreate({ channelId: dmChannel, userId: alice, name: "usage", direct: true }),
+        yield* fake.interactionCreate({ channelId: channelA, userId: alice, name: "usage" })
+      ]
       expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["/usage"])
-      const bodies = restTo(fake, "POST", /\/callback$/).map((r) => r.body as { type: number; data?: { flags: number } })
-      expect(bodies.map((b) => [b.type, b.data?.flags])).toEqual([[4, 64], [4, 64], [4, 64], [5, undefined]])
+      // Each channel's commands in a lane of their own: the answers come in any order.
+      const callbacks = yield* fake.waitFor(() => {
+        const found = restTo(fake, "POST", /\/callback$/)
+        return found.length >= 4 ? found : undefined
+      })
+      const answerTo = (ask: { readonly id: string }) => {
+        const body = callbacks.find((r) => r.path.includes(`/interactions/${ask.id}/`))?.body as { type: number; data?: { flags: number } }
+        return [body.type, body.data?.flags]
+      }
+      expect(asked.map(answerTo)).toEqual([[4, 64], [4, 64], [4, 64], [5, undefined]])
     }))
 })
 
@@ -299,7 +310,7 @@ describe("Discord inbound: catch-up", () => {
       yield* TestClock.adjust("6 seconds")
       yield* fake.waitFor(() => dispatchesSent(fake, "READY")[1])
       const got = yield* take(bridge.messages, 2)
-      expect(got.map((m) => m.text)).toEqual(["lost 1", "lost 2"])
+      expect(got.map((m) => m.text).sort()).toEqual(["lost 1", "lost 2"])
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "live again" })
       expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["live again"])
     }))
@@ -322,8 +333,10 @@ describe("Discord inbound: catch-up", () => {
       yield* TestClock.adjust("12 seconds")
       yield* fake.waitFor(() => dispatchesSent(fake, "READY")[1])
       expect(framesReceived(fake, 6)).toEqual([])
-      const got = yield* take(bridge.messages, 3)
-      expect(got.map((m) => m.text)).toEqual(["during 1", "during 3", "during 2"])
+      const got = yield* takePlain(bridge.messages, 3)
+      // Each channel's in order; channels caught up side by side.
+      expect(got.filter((m) => m.channel === channelA).map((m) => m.text)).toEqual(["during 1", "during 3"])
+      expect(got.filter((m) => m.channel === channelB).map((m) => m.text)).toEqual(["during 2"])
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "after" })
       expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["after"])
     }))
