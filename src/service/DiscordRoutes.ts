@@ -13,7 +13,8 @@
  * each message goes under its Discord id as Idempotency-Key (handed over
  * twice, it is turned once) and is noted owed until its reply is in the
  * outbox, so the next start, or a runner that takes the gateway over, posts
- * the replies left.
+ * the replies left. The bridge's catch-up state passes a message only once
+ * it is noted (without notes: once its agent journaled it).
  */
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -129,7 +130,7 @@ export const run = (options: RunOptions = {}): Effect.Effect<
             })),
             Effect.either,
             // Without owed notes, the agent's journal holds it; a refused one is answered with why.
-            Effect.tap(() => owed === undefined ? bridge.held(message) : Effect.void),
+            Effect.tap(() => bridge.held(message)),
             Effect.ensuring(Deferred.succeed(accepted, undefined))
           )
           if (Either.isLeft(waiting)) {
