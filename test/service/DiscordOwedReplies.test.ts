@@ -126,3 +126,29 @@ describe("Discord replies handed over again", () => {
       ])
     }))
 })
+
+describe("Discord messages that cannot be noted owed", () => {
+  it.scopedLive("are answered with why, and the catch-up state passes them", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channel] })
+      const values = { DISCORD_BOT_TOKEN: token, DISCORD_CHANNEL_ID: channel, DISCORD_API_URL: fake.apiUrl }
+      const host = yield* Layer.build(hostLayer(root, echoBrain().layer, values))
+      const owed: DiscordRoutes.OwedReplies = {
+        record: () => Effect.fail({ message: "the disk is full" }),
+        done: () => Effect.void,
+        pending: Effect.succeed([])
+      }
+      yield* DiscordRoutes.run({ owed }).pipe(
+        Effect.provide(host),
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(values)))),
+        Effect.forkScoped
+      )
+      yield* fake.waitFor(() => fake.rest().find((record) => record.method === "PUT"))
+      const question = yield* fake.messageCreate({ channelId: channel, authorId: alice, content: "hello" })
+      yield* fake.waitFor(() => posts(fake).length === 1 ? true : undefined)
+      expect((posts(fake)[0]!.body as { content: string }).content).toBe("Sorry, I could not take that message: the disk is full")
+      const state = path.join(root, "agents", "discord-catch-up.json")
+      yield* untilChanged(state, () => fs.readFileSync(state, "utf8").includes(question))
+    }))
+})
