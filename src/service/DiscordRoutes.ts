@@ -13,17 +13,20 @@
  * each message goes under its Discord id as Idempotency-Key (handed over
  * twice, it is turned once) and is noted owed until its reply is in the
  * outbox, so the next start, or a runner that takes the gateway over, posts
- * the replies left.
+ * the replies left. The bridge's catch-up state passes a message only once
+ * it is noted (without notes: once its agent journaled it).
  */
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/Config"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { MissingSetting } from "../config/MissingSetting.js"
 import * as Discord from "../interact/discord/DiscordInteract.js"
 import type { DiscordRefused } from "../interact/discord/DiscordRefused.js"
+import { keyFor, type OwedReplies } from "../interact/discord/OwedMessages.js"
 import { settingsFrom } from "../interact/discord/Settings.js"
 import { AgentHost } from "./AgentHost.js"
 import { HostError } from "./HostError.js"
@@ -54,23 +57,9 @@ export const agentFor = (per: AgentPer, message: Discord.DiscordMessage): string
 export const textFor = (message: Discord.DiscordMessage): string =>
   message.text.startsWith("/") ? message.text : `${message.authorName.replace(/[\r\n]+/g, " ")}: ${message.text}`
 
-/** The Idempotency-Key of a Discord message or slash command: its Discord id. */
-export const keyFor = (message: Discord.DiscordMessage): string =>
-  `discord-${message.target._tag === "Message" ? message.target.messageId : message.target.interactionId}`
-
-/**
- * Messages handed to the host whose reply is not yet in the outbox, kept
- * where another process finds them (the cluster's database): a bridge that
- * takes over finishes them first.
- */
-export interface OwedReplies {
-  /** Notes a message before it is handed over; a failure refuses the message. */
-  readonly record: (message: Discord.DiscordMessage) => Effect.Effect<void, { readonly message: string }>
-  /** Its reply is in the outbox (or it was refused). */
-  readonly done: (message: Discord.DiscordMessage) => Effect.Effect<void>
-  /** The messages noted and not done, oldest first. */
-  readonly pending: Effect.Effect<ReadonlyArray<Discord.DiscordMessage>, { readonly message: string }>
-}
+// The Idempotency-Key of a Discord message or slash command (its Discord id), and where messages owed a reply
+// are noted (a file, the cluster's database): the bridge's, which keeps the same for `run`.
+export { keyFor, type OwedReplies } from "../interact/discord/OwedMessages.js"
 
 export interface RunOptions {
   readonly per?: AgentPer
@@ -101,25 +90,19 @@ export const run = (options: RunOptions = {}): Effect.Effect<
     const settings = yield* Effect.flatMap(Discord.DiscordConfig, settingsFrom)
     const bridge = yield* Discord.connect(settings, { stateDirectory: options.stateDirectory ?? host.directory })
     yield* Effect.logInfo(`Discord messages go to one agent per ${per} (DISCORD_AGENT_PER)`)
-    // The question a reply answers is recorded just before the reply goes out, so replies of
-    // different agents in one channel never take each other's question.
-    const channelLocks = new Map<string, Effect.Semaphore>()
-    const lockOf = (channel: string) => {
-      let lock = channelLocks.get(channel)
-      if (lock === undefined) channelLocks.set(channel, lock = Effect.unsafeMakeSemaphore(1))
-      return lock
-    }
     const { owed } = options
     // Keyed by the Discord message it answers: a reply sent twice (handed over again after a takeover) posts once.
     const outbound = (message: Discord.DiscordMessage, text: string) => ({ channel: message.channel, text, key: keyFor(message) })
     // With owed replies, a reply is done with once the outbox holds it; else once delivered.
-    const reply = (message: Discord.DiscordMessage, text: string) =>
-      lockOf(message.channel).withPermits(1)(
-        Effect.andThen(
-          bridge.targets.expect(message.channel, message.target),
-          owed === undefined ? bridge.send(outbound(message, text)) : Effect.asVoid(bridge.accept(outbound(message, text)))
+    const reply = (message: Discord.DiscordMessage, text: string) => {
+      const target = Option.some(message.target)
+      return (owed === undefined
+        ? bridge.send(outbound(message, text), target)
+        : Effect.asVoid(bridge.accept(outbound(message, text), target))).pipe(
+          Effect.ignore,
+          Effect.andThen(owed === undefined ? Effect.void : owed.done(message))
         )
-      ).pipe(Effect.ignore, Effect.andThen(owed === undefined ? Effect.void : owed.done(message)))
+    }
 
     // Each agent's last message not yet answered: a reply goes out after the one before it
     // (a host may complete them out of order, as the cluster's replies come from storage).
@@ -138,12 +121,16 @@ export const run = (options: RunOptions = {}): Effect.Effect<
         yield* Effect.scoped(Effect.gen(function*() {
           const waiting = yield* (owed === undefined || noted ? Effect.void : owed.record(message)).pipe(
             Effect.mapError((error) => new HostError({ reason: "unavailable", message: error.message })),
+            // Noted owed: on disk, so catch-up may pass it.
+            Effect.tap(() => owed === undefined ? Effect.void : bridge.held(message)),
             Effect.andThen(host.accept(agent, {
               text: textFor(message),
               channel: message.channel,
               ...(owed === undefined ? {} : { idempotencyKey: keyFor(message) })
             })),
             Effect.result,
+            // Without owed notes, the agent's journal holds it; a refused one is answered with why.
+            Effect.tap(() => bridge.held(message)),
             Effect.ensuring(Deferred.succeed(accepted, undefined))
           )
           if (Result.isFailure(waiting)) {
@@ -166,8 +153,14 @@ export const run = (options: RunOptions = {}): Effect.Effect<
       const left = yield* owed.pending.pipe(
         Effect.catch((error) => Effect.as(Effect.logError(`Discord messages owed a reply could not be read: ${error.message}`), []))
       )
-      if (left.length > 0) yield* Effect.logInfo(`answering ${left.length} Discord message(s) the previous holder of the gateway had not`)
-      yield* Effect.forEach(left, (message) => route(message, true), { discard: true })
+      // A reply the outbox took already (the crash came before its note here) is not asked for nor posted again.
+      const answered = left.filter((message) => bridge.replyTaken(keyFor(message)))
+      const unanswered = left.filter((message) => !bridge.replyTaken(keyFor(message)))
+      yield* Effect.forEach(answered, owed.done, { discard: true })
+      if (unanswered.length > 0) {
+        yield* Effect.logInfo(`answering ${unanswered.length} Discord message(s) the previous holder of the gateway had not`)
+      }
+      yield* Effect.forEach(unanswered, (message) => route(message, true), { discard: true })
     }
     return yield* bridge.messages.pipe(
       Stream.runForEach((message) => route(message)),

@@ -57,17 +57,16 @@ describe("Discord replies handed over again", () => {
     expect(nonceFor("discord-1", 65535).length).toBeLessThanOrEqual(25)
   })
 
-  it.live("a reply posted by a holder that died before noting it is sent again by the next holder and posted once", () =>
+  /** A gateway holder of the host in `root`, routing with `owed`; `stateDirectory`: its outbox and catch-up state elsewhere. */
+  const holders = (root: string, fake: FakeDiscord.FakeDiscord) =>
     Effect.gen(function*() {
-      const root = tempDir()
-      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channel] })
       const values = { DISCORD_BOT_TOKEN: token, DISCORD_CHANNEL_ID: channel, DISCORD_API_URL: fake.apiUrl }
       const host = yield* Layer.build(hostLayer(root, echoBrain().layer, values))
       const owed = neverDone()
-      const holder = (ready: number) =>
+      return (ready: number, stateDirectory?: string) =>
         Effect.gen(function*() {
           const term = yield* Scope.make()
-          yield* DiscordRoutes.run({ owed }).pipe(
+          yield* DiscordRoutes.run({ owed, ...(stateDirectory === undefined ? {} : { stateDirectory }) }).pipe(
             Effect.provide(host),
             Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(values))), { preserveEmptyStrings: true })),
             Effect.forkIn(term)
@@ -75,18 +74,47 @@ describe("Discord replies handed over again", () => {
           yield* fake.waitFor(() => fake.rest().filter((record) => record.method === "PUT").length >= ready ? true : undefined)
           return term
         })
+    })
 
+  /** The first holder posts the reply to "hello" and journals it delivered, but dies before noting it done. */
+  const postedThenDied = (root: string, fake: FakeDiscord.FakeDiscord, holder: (ready: number) => Effect.Effect<Scope.CloseableScope>) =>
+    Effect.gen(function*() {
       const first = yield* holder(1)
       const question = yield* fake.messageCreate({ channelId: channel, authorId: alice, nick: "Alice", content: "hello" })
-      // Posted and journaled as delivered (so nothing of it is left in the outbox for the next holder)...
       const outbox = path.join(root, "agents", outboxFileName)
       yield* fake.waitFor(() => posts(fake).length === 1 ? true : undefined)
       yield* untilChanged(outbox, () => replay(fs.readFileSync(outbox, "utf8")).length === 0)
-      // ...but not noted done: the holder dies here.
       yield* Scope.close(first, Exit.void)
+      return question
+    })
 
-      // The next holder finds the message still owed and sends its reply again.
+  it.live("a reply posted by a holder that died before noting it is not posted again by the next, however late it comes", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channel] })
+      const holder = yield* holders(root, fake)
+      const question = yield* postedThenDied(root, fake, holder)
+      // The restart comes after Discord has forgotten the reply's nonces.
+      yield* fake.forgetNonces
+
+      // The next holder finds the message still owed, and its outbox knows the reply went out.
       const second = yield* holder(2)
+      // No nickname: caught up or dispatched, it reads the same.
+      const later = yield* fake.messageCreate({ channelId: channel, authorId: alice, content: "and now?" })
+      yield* fake.waitFor(() => posts(fake).length === 2 ? true : undefined)
+      yield* Scope.close(second, Exit.void)
+      expect(fake.created().filter((message) => message.channelId === channel).map((message) => [message.content, message.reference]))
+        .toEqual([["echo Alice: hello", question], [`echo user-${alice}: and now?`, later]])
+    }))
+
+  it.live("a holder with an outbox of its own sends the reply again under the same nonces: Discord, remembering them, posts it once", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channel] })
+      const holder = yield* holders(root, fake)
+      const question = yield* postedThenDied(root, fake, holder)
+
+      const second = yield* holder(2, path.join(tempDir(), "elsewhere"))
       yield* fake.waitFor(() => posts(fake).length === 2 ? true : undefined)
       yield* Scope.close(second, Exit.void)
 
@@ -96,5 +124,31 @@ describe("Discord replies handed over again", () => {
       expect(fake.created().filter((message) => message.channelId === channel)).toEqual([
         expect.objectContaining({ content: "echo Alice: hello", reference: question })
       ])
+    }))
+})
+
+describe("Discord messages that cannot be noted owed", () => {
+  it.live("are answered with why, and the catch-up state passes them", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channel] })
+      const values = { DISCORD_BOT_TOKEN: token, DISCORD_CHANNEL_ID: channel, DISCORD_API_URL: fake.apiUrl }
+      const host = yield* Layer.build(hostLayer(root, echoBrain().layer, values))
+      const owed: DiscordRoutes.OwedReplies = {
+        record: () => Effect.fail({ message: "the disk is full" }),
+        done: () => Effect.void,
+        pending: Effect.succeed([])
+      }
+      yield* DiscordRoutes.run({ owed }).pipe(
+        Effect.provide(host),
+        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(values))), { preserveEmptyStrings: true })),
+        Effect.forkScoped
+      )
+      yield* fake.waitFor(() => fake.rest().find((record) => record.method === "PUT"))
+      const question = yield* fake.messageCreate({ channelId: channel, authorId: alice, content: "hello" })
+      yield* fake.waitFor(() => posts(fake).length === 1 ? true : undefined)
+      expect((posts(fake)[0]!.body as { content: string }).content).toBe("Sorry, I could not take that message: the disk is full")
+      const state = path.join(root, "agents", "discord-catch-up.json")
+      yield* untilChanged(state, () => fs.readFileSync(state, "utf8").includes(question))
     }))
 })

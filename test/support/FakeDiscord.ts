@@ -117,10 +117,19 @@ export interface FakeDiscord {
   // ---- inbound additions: history, threads, attachments, slash commands ----
   /** Every message created so far in a channel, oldest first (what GET /channels/{id}/messages lists). */
   readonly history: (channelId: string) => ReadonlyArray<{ readonly id: string; readonly content: string }>
-  /** A public thread under `parentId`, announced with THREAD_CREATE; returns its id. */
+  /** A public thread under `parentId`, announced with THREAD_CREATE, listed in every later GUILD_CREATE; returns its id. */
   readonly createThread: (parentId: string, options?: { readonly announce?: boolean }) => Effect.Effect<string>
   /** A file served at a loopback URL, for a message's attachments. */
   readonly attachment: (filename: string, contentType: string | undefined, body: Buffer | string) => FakeAttachment
+  /**
+   * A file whose download hangs: the request is logged when it arrives, and
+   * answered only once `release` runs (a CDN that never answers, until it does).
+   */
+  readonly stalledAttachment: (
+    filename: string,
+    contentType: string | undefined,
+    body: Buffer | string
+  ) => { readonly attachment: FakeAttachment; readonly release: Effect.Effect<void> }
   /** Dispatches an INTERACTION_CREATE for a slash command; returns its id and token. */
   readonly interactionCreate: (fields: InteractionFields) => Effect.Effect<{ readonly id: string; readonly token: string }>
 
@@ -134,6 +143,8 @@ export interface FakeDiscord {
   readonly created: () => ReadonlyArray<CreatedMessage>
   /** The message is gone: a reply referencing it with `fail_if_not_exists` not false gets 400 Unknown Message. */
   readonly deleteMessage: (id: string) => Effect.Effect<void>
+  /** Forgets every nonce seen so far, as Discord does after a few minutes: a post repeating one is a new message. */
+  readonly forgetNonces: Effect.Effect<void>
 }
 
 export interface CreatedMessage {
@@ -219,7 +230,7 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
     const hidden = new Set(options.hiddenChannelIds ?? [])
     const stored = new Map<string, Array<Record<string, unknown> & { id: string; content?: unknown }>>()
     const threads = new Map<string, string>()
-    const files = new Map<string, { contentType: string | undefined; body: Buffer }>()
+    const files = new Map<string, { contentType: string | undefined; body: Buffer; held?: Array<() => void> }>()
     const directChannels = new Set<string>()
     const remember = (message: Record<string, unknown> & { id: string; channel_id: string }) => {
       const list = stored.get(message.channel_id) ?? []
@@ -275,6 +286,8 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
     type Reply = (status: number, payload?: unknown) => void
     const refusals = new Map<string, { readonly status: number; allow: number }>()
     const createdLog: Array<CreatedMessage> = []
+    // Messages before this index have had their nonces forgotten.
+    let noncesFrom = 0
     const deleted = new Set<string>()
     const originals = new Map<string, CreatedMessage>()
     const messageObject = (message: CreatedMessage) => ({
@@ -302,7 +315,7 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
           return reply(400, { message: "Invalid Form Body", code: 50035 })
         }
         const earlier = fields.enforce_nonce === true && fields.nonce !== undefined
-          ? createdLog.find((message) => message.channelId === channelId && message.nonce === fields.nonce)
+          ? createdLog.slice(noncesFrom).find((message) => message.channelId === channelId && message.nonce === fields.nonce)
           : undefined
         if (earlier !== undefined) return reply(200, messageObject(earlier))
         const message: CreatedMessage = {
@@ -361,8 +374,12 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
         if (method === "GET" && file !== null && files.has(file[1]!)) {
           restLog.push({ method, path, authorization: request.headers.authorization, body, status: 200, at: Date.now() })
           const served = files.get(file[1]!)!
-          response.writeHead(200, { "content-type": served.contentType ?? "application/octet-stream" })
-          response.end(served.body)
+          const answer = () => {
+            response.writeHead(200, { "content-type": served.contentType ?? "application/octet-stream" })
+            response.end(served.body)
+          }
+          if (served.held !== undefined) served.held.push(answer)
+          else answer()
           return notify()
         }
         const scripted = scripts.find((script) =>
@@ -454,7 +471,9 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
             shard: [0, 1],
             application: { id: options.botUserId, flags: 0 }
           })
-          return dispatchOn(session, "GUILD_CREATE", guild)
+          // With the server's active threads, as Discord lists them at the start of a session.
+          const activeThreads = [...threads.keys()].flatMap((id) => channelInfo(id) ?? [])
+          return dispatchOn(session, "GUILD_CREATE", { ...guild, threads: activeThreads })
         }
         case 6: {
           const session = sessions.get(payload.d?.session_id)
@@ -506,6 +525,21 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
     const gatewayUrl = `ws://127.0.0.1:${gatewayPort}`
 
     const liveSession = () => live?.session ?? [...sessions.values()].at(-1)
+
+    const serveFile = (filename: string, contentType: string | undefined, body: Buffer | string) => {
+      const id = String(nextSnowflake++)
+      const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body
+      const file: { contentType: string | undefined; body: Buffer; held?: Array<() => void> } = { contentType, body: bytes }
+      files.set(id, file)
+      const attachment: FakeAttachment = {
+        id,
+        filename,
+        size: bytes.length,
+        url: `http://127.0.0.1:${restPort}/attachments/${id}/${filename}`,
+        ...(contentType === undefined ? {} : { content_type: contentType })
+      }
+      return { attachment, file }
+    }
 
     return {
       apiUrl: `http://127.0.0.1:${restPort}/api`,
@@ -589,16 +623,17 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
           }
           return id
         }),
-      attachment: (filename, contentType, body) => {
-        const id = String(nextSnowflake++)
-        const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body
-        files.set(id, { contentType, body: bytes })
+      attachment: (filename, contentType, body) => serveFile(filename, contentType, body).attachment,
+      stalledAttachment: (filename, contentType, body) => {
+        const held: Array<() => void> = []
+        const { attachment, file } = serveFile(filename, contentType, body)
+        file.held = held
         return {
-          id,
-          filename,
-          size: bytes.length,
-          url: `http://127.0.0.1:${restPort}/attachments/${id}/${filename}`,
-          ...(contentType === undefined ? {} : { content_type: contentType })
+          attachment,
+          release: Effect.sync(() => {
+            delete file.held
+            for (const answer of held.splice(0)) answer()
+          })
         }
       },
       interactionCreate: (fields) =>
@@ -629,6 +664,7 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
           void (status === undefined ? refusals.delete(channel) : refusals.set(channel, { status, allow: after }))
         ),
       created: () => [...createdLog],
-      deleteMessage: (id) => Effect.sync(() => void deleted.add(id))
+      deleteMessage: (id) => Effect.sync(() => void deleted.add(id)),
+      forgetNonces: Effect.sync(() => void (noncesFrom = createdLog.length))
     }
   })

@@ -8,13 +8,14 @@
 import * as path from "node:path"
 import { Routes } from "discord.js"
 import * as Clock from "effect/Clock"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SafeFile from "../../memory/SafeFile.js"
 import type { DiscordRest } from "./DiscordRest.js"
-import { describeRestError } from "./Refusals.js"
+import { describeRestError, isPermanent } from "./Refusals.js"
 import type { CatchUpBounds } from "./Settings.js"
 
 /** The state file's name, in PLANCKCLAW_DIR (run) or PLANCKCLAW_AGENTS_DIR (serve). */
@@ -85,6 +86,14 @@ export const makeState = (file: Option.Option<string>): Effect.Effect<CatchUpSta
     }
   })
 
+/** Discord did not give the messages a channel got (5xx, network, timeout; or refused them, `permanent`). */
+export class HistoryReadFailed extends Data.TaggedError("HistoryReadFailed")<{
+  /** What the last attempt got, for the log. */
+  readonly message: string
+  /** Discord refused (403, 404, a 4xx): asking again cannot help. */
+  readonly permanent: boolean
+}> {}
+
 /** A page of GET /channels/{id}/messages, Discord's largest. */
 const pageSize = 100
 /** Pages read per channel at most: DISCORD_CATCH_UP keeps at most 1000, ten pages. */
@@ -111,7 +120,10 @@ export const missedMessages = (
   channel: string,
   afterId: string,
   bounds: CatchUpBounds
-): Effect.Effect<{ readonly messages: ReadonlyArray<unknown>; readonly dropped: number; readonly more: boolean }, string> =>
+): Effect.Effect<
+  { readonly messages: ReadonlyArray<unknown>; readonly dropped: number; readonly more: boolean },
+  HistoryReadFailed
+> =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const oldest = snowflakeAt(now - bounds.hours * 3_600_000)
@@ -127,7 +139,9 @@ export const missedMessages = (
       const query: Record<string, string> = before === undefined
         ? { limit: String(pageSize) }
         : { before, limit: String(pageSize) }
-      const body = yield* rest.get(Routes.channelMessages(channel), query).pipe(Effect.mapError(describeRestError))
+      const body = yield* rest.get(Routes.channelMessages(channel), query).pipe(
+        Effect.mapError((cause) => new HistoryReadFailed({ message: describeRestError(cause), permanent: isPermanent(cause) }))
+      )
       const messages = (Array.isArray(body) ? body : []).flatMap((message: unknown) => {
         const id = idOf(message)
         return id === undefined ? [] : [{ id, message }]

@@ -46,6 +46,14 @@ export interface Origin {
   readonly channelType?: number | undefined
 }
 
+/** The threads a GUILD_CREATE or THREAD_LIST_SYNC lists (the server's active threads), decoded; others left out. */
+export const threadsOf = (payload: unknown): ReadonlyArray<ChannelInfo> =>
+  Result.match(decodeGuildThreads(payload), {
+    onFailure: () => [],
+    onSuccess: ({ threads }) =>
+      threads.flatMap((thread) => Result.match(decodeChannel(thread), { onFailure: () => [], onSuccess: (info) => [info] }))
+  })
+
 /** Discord could not say what a channel is (5xx, network, timeout) even after the retries; nothing was remembered. */
 export class ChannelLookupFailed extends Data.TaggedError("ChannelLookupFailed")<{
   readonly channelId: string

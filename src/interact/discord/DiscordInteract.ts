@@ -17,12 +17,17 @@
  *   message cannot throw inside it.
  * - After every new session (a restart, a fresh identify) the messages missed
  *   meanwhile are fetched over REST and answered, bounded by DISCORD_CATCH_UP
- *   (CatchUp); the last message handled per channel is kept beside the memory.
+ *   (CatchUp); where to resume per channel is kept beside the memory, moved
+ *   only past messages their taker holds on disk (Checkpoints, `held`). Each
+ *   channel's work runs in a lane of its own (Lanes, ChannelCatchUp).
+ * - As `run`'s port (RunPort), messages beside the agent are noted owed
+ *   (OwedMessages) until their reply is in the outbox.
  * - A failed login (Discord unreachable, 5xx) is retried on the same backoff
  *   (Login).
  * - Replies go through a REST client of their own (Replies), so they
  *   are delivered while the gateway reconnects. What each reply answers (a
- *   message, a slash command) is paired through ReplyTargets.
+ *   message, a slash command) travels with it: on the pipes, in the channel
+ *   the agent answers on (ReplyTargets).
  * - A rejected token or a refused privileged intent is reported once with
  *   what to do, and never retried (Refusals, DiscordRefused), before start-up
  *   and after.
@@ -33,9 +38,11 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { Interact, InteractError, type InteractService, type OutboundMessage } from "../../Interact.js"
+import { Interact, type InteractService } from "../../Interact.js"
 import type { MissingSetting } from "../../config/MissingSetting.js"
+import * as Layout from "../../memory/Layout.js"
 import { MemoryConfig } from "../../memory/MemoryDir.js"
+import { AgentReady } from "../AgentReady.js"
 import * as CatchUp from "./CatchUp.js"
 import type { DiscordRefused } from "./DiscordRefused.js"
 import * as DiscordRest from "./DiscordRest.js"
@@ -43,8 +50,9 @@ import { bareToken, DiscordConfig, type DiscordSettings, settingsFrom } from "./
 import { connectGateway } from "./Gateway.js"
 import { type BotUser, type DiscordMessage, makeInbound } from "./Inbound.js"
 import * as Outbox from "./Outbox.js"
-import { makeRestPost, makeSend, showTyping } from "./Replies.js"
-import * as ReplyTargets from "./ReplyTargets.js"
+import { makeRestPost, makeSend, type Sending, showTyping } from "./Replies.js"
+import * as OwedMessages from "./OwedMessages.js"
+import * as RunPort from "./RunPort.js"
 import * as Typing from "./Typing.js"
 
 export { DiscordConfig, type DiscordSettings } from "./Settings.js"
@@ -74,11 +82,16 @@ export interface ConnectOptions {
 export interface DiscordBridge {
   /** Accepted messages in arrival order; fails with the refusal once Discord closes the gateway for good. */
   readonly messages: Stream.Stream<DiscordMessage, DiscordRefused>
-  /** Sends a reply; it answers the question `targets` holds next for its channel. */
-  readonly send: (message: OutboundMessage) => Effect.Effect<void, InteractError>
+  /** Sends a reply answering `target` (none: a plain message in the channel). */
+  readonly send: Sending["send"]
   /** Journals a reply in the outbox and delivers it in the background (see InteractService.accept). */
-  readonly accept: NonNullable<InteractService["accept"]>
-  readonly targets: ReplyTargets.ReplyTargets
+  readonly accept: Sending["accept"]
+  /** The outbox took a reply keyed `key` already (owed, or delivered): it is not sent again. */
+  readonly replyTaken: (key: string) => boolean
+  /** A message of `messages` is held durably by its taker: catch-up may pass it (see Checkpoints). */
+  readonly held: (message: DiscordMessage) => Effect.Effect<void>
+  /** A message of `messages` its taker will not answer (answered before): catch-up may pass it, typing ends. */
+  readonly dropped: (message: DiscordMessage) => Effect.Effect<void>
 }
 
 /**
@@ -96,8 +109,6 @@ export const connect = (
     const rest = yield* DiscordRest.make(settings.apiUrl, token)
     const typing = yield* Typing.make(showTyping(post))
     const state = yield* CatchUp.makeState(Option.map(Option.fromNullishOr(options.stateDirectory), CatchUp.stateFileIn))
-    // One for both sides: the inbound side records what each message asks, the outbound side answers it.
-    const targets = yield* ReplyTargets.make
     // Replies owed are journaled beside the catch-up state until Discord has accepted every part.
     const outbox = options.stateDirectory === undefined ? yield* Outbox.inMemory : yield* Outbox.make(options.stateDirectory)
     const inbound = yield* makeInbound({ settings, typing, rest, state })
@@ -107,34 +118,54 @@ export const connect = (
       messages: Stream.fromQueue(inbound.messages).pipe(
         Stream.interruptWhen(gatewayClosedForGood)
       ),
-      // The outbound side (Replies) answers `targets.take(channel)` with each reply.
-      ...yield* makeSend(post, typing, targets, outbox),
-      targets
+      ...yield* makeSend(post, typing, outbox),
+      replyTaken: outbox.knows,
+      held: inbound.held,
+      dropped: (message) => Effect.andThen(inbound.held(message), typing.end(message.channel))
     }
   })
 
-/** As `connect`, as the Interact port: the channel and text of each message, its question recorded for the reply. */
+export interface MakeOptions extends ConnectOptions {
+  /**
+   * `run` beside the agent: its inbox journal, read before the agent opens it. Messages are then noted owed
+   * beside the outbox until their reply is in it, and those the agent did not get are handed to it again
+   * (RunPort).
+   */
+  readonly agentInbox?: string | undefined
+}
+
+/**
+ * As `connect`, as the Interact port: each message's text, on a channel that
+ * names its question (ReplyTargets.addressOf), so each reply answers its own.
+ */
 export const make = (
   settings: DiscordSettings,
-  options: ConnectOptions = {}
+  options: MakeOptions = {}
 ): Effect.Effect<InteractService, DiscordRefused, Scope.Scope> =>
-  Effect.map(connect(settings, options), (bridge) => ({
-    messages: bridge.messages.pipe(
-      Stream.mapEffect((message) =>
-        Effect.as(bridge.targets.expect(message.channel, message.target), { channel: message.channel, text: message.text })
-      ),
-      // The refusal rides along as the cause: the run reports it as one line, exit 2 (bin.ts).
-      Stream.mapError((refused) => new InteractError({ message: refused.message, cause: refused }))
-    ),
-    send: bridge.send,
-    accept: bridge.accept
-  }))
+  Effect.gen(function*() {
+    const { agentInbox, stateDirectory } = options
+    const owed = agentInbox === undefined || stateDirectory === undefined
+      ? Option.none()
+      : yield* OwedMessages.make(stateDirectory).pipe(
+        Effect.map(Option.some),
+        Effect.catch((error) =>
+          Effect.as(Effect.logError(`${error.message}; Discord messages are not noted owed in this run`), Option.none())
+        )
+      )
+    const bridge = yield* connect(settings, options)
+    return yield* RunPort.make(bridge, Option.map(owed, (notes) => ({ owed: notes, agentInbox: agentInbox! })))
+  })
 
-/** The Discord interact adapter from configuration, its catch-up state in PLANCKCLAW_DIR; see `DiscordConfig` and `make`. */
+/**
+ * The Discord interact adapter from configuration, its catch-up state in PLANCKCLAW_DIR; see `DiscordConfig` and
+ * `make`. In a run (AgentReady is there) the agent is in this process, its inbox journal beside.
+ */
 export const layer: Layer.Layer<Interact, ConfigError.ConfigError | MissingSetting | DiscordRefused> = Layer.effect(
   Interact,
   Effect.gen(function*() {
     const settings = yield* Effect.flatMap(DiscordConfig, settingsFrom)
-    return yield* make(settings, { stateDirectory: yield* MemoryConfig })
+    const memory = yield* MemoryConfig
+    const besideAgent = Option.isSome(yield* Effect.serviceOption(AgentReady))
+    return yield* make(settings, { stateDirectory: memory, ...(besideAgent ? { agentInbox: Layout.files(memory).inbox } : {}) })
   })
 )

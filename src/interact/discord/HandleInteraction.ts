@@ -3,9 +3,10 @@
  * adapter's channels or for someone not allowed, else acknowledged at once
  * and handed on like a message, its reply to follow up the interaction.
  */
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
-import type * as ChannelKinds from "./ChannelKinds.js"
+import * as ChannelKinds from "./ChannelKinds.js"
 import type { DiscordRest } from "./DiscordRest.js"
 import type { DiscordMessage } from "./Inbound.js"
 import { type DiscordSettings, isAllowed } from "./Settings.js"
@@ -20,6 +21,12 @@ export interface InteractionDeps {
   readonly deliver: (message: DiscordMessage) => Effect.Effect<void>
 }
 
+/**
+ * Discord drops an interaction not answered within three seconds: a channel
+ * Discord is slow to describe gets the "try again" refusal within two.
+ */
+const lookupDeadline = Duration.seconds(2)
+
 export const handleInteraction = ({ deliver, fresh, kinds, rest, settings }: InteractionDeps) => (raw: unknown) =>
   Effect.gen(function*() {
     const decoded = SlashCommands.decodeInteraction(raw)
@@ -30,6 +37,11 @@ export const handleInteraction = ({ deliver, fresh, kinds, rest, settings }: Int
     const channelId = interaction.channel_id ?? interaction.channel?.id
     if (text === undefined || asker === undefined || channelId === undefined) return
     const kind = yield* kinds.of({ channelId, guildId: interaction.guild_id, channelType: interaction.channel?.type }).pipe(
+      Effect.timeoutFail({
+        duration: lookupDeadline,
+        onTimeout: () =>
+          new ChannelKinds.ChannelLookupFailed({ channelId, message: `no answer within ${Duration.format(lookupDeadline)}` })
+      }),
       Effect.catchTag("ChannelLookupFailed", (failed) =>
         Effect.as(Effect.logWarning(`Discord channel ${channelId} could not be looked up (${failed.message})`), "unchecked" as const))
     )

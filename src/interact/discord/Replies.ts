@@ -3,7 +3,7 @@
  * 429s as Retry-After says), so they are delivered while the gateway
  * reconnects. A reply is cut into parts, each given a nonce Discord uses to
  * drop duplicates, journaled in the outbox (Outbox) with the question it
- * answers (ReplyTargets), and delivered on its channel's lane
+ * answers (ReplyTarget), and delivered on its channel's lane
  * (ChannelDelivery): the first part references the question, or edits the
  * deferred response of a slash command.
  */
@@ -14,11 +14,12 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import { InteractError, type InteractService, type OutboundMessage } from "../../Interact.js"
+import type * as Option from "effect/Option"
+import { InteractError, type OutboundMessage } from "../../Interact.js"
 import { makeLanes, type RestCall } from "./ChannelDelivery.js"
 import type { Outbox } from "./Outbox.js"
 import { chunkReply } from "./ReplyChunks.js"
-import type { ReplyTargets } from "./ReplyTargets.js"
+import type { ReplyTarget } from "./ReplyTargets.js"
 import { isDiscordId } from "./Settings.js"
 import type { TypingIndicator } from "./Typing.js"
 
@@ -78,6 +79,14 @@ const newNonce = Effect.sync(() => randomBytes(12).toString("hex"))
 export const nonceFor = (key: string, index: number): string =>
   createHash("sha256").update(key).digest("hex").slice(0, 20) + index.toString(16).padStart(4, "0")
 
+/** Sending a reply that answers `target` (none: a plain message in the channel). */
+export interface Sending {
+  /** Delivers it; fails once it finally cannot be. */
+  readonly send: (message: OutboundMessage, target: Option.Option<ReplyTarget>) => Effect.Effect<void, InteractError>
+  /** Journals it in the outbox and gives its delivery, which completes once it is delivered or given up (logged). */
+  readonly accept: (message: OutboundMessage, target: Option.Option<ReplyTarget>) => Effect.Effect<Effect.Effect<void>>
+}
+
 /**
  * The adapter's `send` and `accept`. Replies journaled by an earlier run are
  * queued first, before any new one; their typing indicators are long gone.
@@ -85,9 +94,8 @@ export const nonceFor = (key: string, index: number): string =>
 export const makeSend = (
   post: RestCall,
   typing: TypingIndicator,
-  targets: ReplyTargets,
   outbox: Outbox
-): Effect.Effect<Required<Pick<InteractService, "send" | "accept">>, never, Scope.Scope> =>
+): Effect.Effect<Sending, never, Scope.Scope> =>
   Effect.gen(function*() {
     const lanes = yield* makeLanes(post, outbox)
     if (outbox.recovered.length > 0) {
@@ -96,10 +104,9 @@ export const makeSend = (
     for (const owed of outbox.recovered) yield* lanes.submit(owed, { then: Effect.void, report: true })
 
     /** Journals and queues the reply; the Deferred completes once it is delivered or given up. */
-    const take = (message: OutboundMessage, report: boolean) =>
+    const take = (message: OutboundMessage, target: Option.Option<ReplyTarget>, report: boolean) =>
       Effect.gen(function*() {
         const { channel } = message
-        const target = yield* targets.take(channel)
         const end = typing.end(channel)
         if (!isDiscordId(channel)) {
           yield* end
@@ -112,16 +119,22 @@ export const makeSend = (
           return yield* Deferred.make<void, InteractError>().pipe(Effect.tap((done) => Deferred.succeed(done, undefined)))
         }
         const { key } = message
+        if (key !== undefined && outbox.knows(key)) {
+          // Taken before (handed over again after a restart): owed already, or delivered; never posted twice.
+          yield* end
+          yield* Effect.logDebug(`The Discord reply to ${key} was taken already: not sent again`)
+          return yield* Deferred.make<void, InteractError>().pipe(Effect.tap((done) => Deferred.succeed(done, undefined)))
+        }
         const parts = yield* Effect.forEach(contents, (content, index) =>
           key === undefined ? Effect.map(newNonce, (nonce) => ({ content, nonce })) : Effect.succeed({ content, nonce: nonceFor(key, index) }))
-        const owed = yield* outbox.queue({ channel, parts, target, at: yield* Clock.currentTimeMillis })
+        const owed = yield* outbox.queue({ channel, parts, target, key, at: yield* Clock.currentTimeMillis })
         return yield* lanes.submit(owed, { then: end, report })
       })
 
     return {
-      send: (message) => take(message, false).pipe(Effect.flatMap(Deferred.await)),
-      accept: (message) =>
-        take(message, true).pipe(
+      send: (message, target) => take(message, target, false).pipe(Effect.flatMap(Deferred.await)),
+      accept: (message, target) =>
+        take(message, target, true).pipe(
           Effect.map((done) => Effect.ignore(Deferred.await(done))),
           Effect.catch((error) => Effect.as(Effect.logError(error.message), Effect.void))
         )

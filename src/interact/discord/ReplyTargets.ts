@@ -1,13 +1,13 @@
 /**
- * What a reply answers, per channel: the inbound side records the question
- * (a message, or a slash-command interaction) when it hands a message to the
- * agent; the outbound side takes the oldest one when the agent's reply for
- * that channel arrives. The agent answers a channel's messages in order, so
- * a first-in first-out queue per channel pairs them. A reply with no recorded
- * question (one answered after a restart) is sent as a plain message.
+ * What a reply answers (a message, or a slash command's interaction), and
+ * how the run names it on the pipes. Each message goes to the agent on
+ * interact_in with a channel naming its question, `CHANNEL/mMESSAGE` or
+ * `CHANNEL/iINTERACTION`; the agent answers on that channel, so each reply
+ * line says which question it answers, whatever the order replies come in
+ * (a restart's recovered messages are answered first) and across restarts.
+ * A plain channel id (a bridge of another kind, a journal of an older
+ * version) names no question: its reply quotes none.
  */
-import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 
 /** The question a reply answers. */
 export type ReplyTarget =
@@ -19,32 +19,25 @@ export type ReplyTarget =
     readonly token: string
   }
 
-export interface ReplyTargets {
-  /** Records the question of the next message handed to the agent for `channel`. */
-  readonly expect: (channel: string, target: ReplyTarget) => Effect.Effect<void>
-  /** The oldest question of `channel` not yet answered, removed. */
-  readonly take: (channel: string) => Effect.Effect<Option.Option<ReplyTarget>>
+/** The Discord id a question goes by: the message's, or the interaction's. */
+export const questionId = (target: ReplyTarget): string =>
+  target._tag === "Message" ? target.messageId : target.interactionId
+
+/** The channel an answer to `target` in `channel` is addressed to on the pipes. */
+export const addressOf = (channel: string, target: ReplyTarget): string =>
+  `${channel}/${target._tag === "Message" ? "m" : "i"}${questionId(target)}`
+
+/** What a reply's address names: the channel, and the question when it names one. */
+export interface Address {
+  readonly channel: string
+  readonly question?: { readonly _tag: "Message" | "Interaction"; readonly id: string } | undefined
 }
 
-/** Questions kept per channel at most: an agent that never answers cannot grow this without bound. */
-const keptPerChannel = 1000
+const addressed = /^(\d{1,20})\/([mi])(\d{1,20})$/
 
-export const make: Effect.Effect<ReplyTargets> = Effect.sync(() => {
-  const waiting = new Map<string, Array<ReplyTarget>>()
-  return {
-    expect: (channel, target) =>
-      Effect.sync(() => {
-        const queue = waiting.get(channel) ?? []
-        queue.push(target)
-        if (queue.length > keptPerChannel) queue.shift()
-        waiting.set(channel, queue)
-      }),
-    take: (channel) =>
-      Effect.sync(() => {
-        const queue = waiting.get(channel)
-        const next = queue?.shift()
-        if (queue !== undefined && queue.length === 0) waiting.delete(channel)
-        return Option.fromNullishOr(next)
-      })
-  }
-})
+export const parseAddress = (address: string): Address => {
+  const parts = addressed.exec(address)
+  return parts === null
+    ? { channel: address }
+    : { channel: parts[1]!, question: { _tag: parts[2] === "m" ? "Message" : "Interaction", id: parts[3]! } }
+}

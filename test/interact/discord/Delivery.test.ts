@@ -12,7 +12,6 @@ import { Interact } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as Outbox from "../../../src/interact/discord/Outbox.js"
 import { makeRestPost, makeSend, showTyping } from "../../../src/interact/discord/Replies.js"
-import * as ReplyTargets from "../../../src/interact/discord/ReplyTargets.js"
 import * as Typing from "../../../src/interact/discord/Typing.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { captureLogs } from "../../support/LogCapture.js"
@@ -32,9 +31,8 @@ const outbound = (fake: FakeDiscord.FakeDiscord, directory: string) =>
   Effect.gen(function*() {
     const post = yield* makeRestPost(fake.apiUrl, token)
     const typing = yield* Typing.make(showTyping(post))
-    const targets = yield* ReplyTargets.make
     const outbox = yield* Outbox.make(directory)
-    return { ...(yield* makeSend(post, typing, targets, outbox)), targets }
+    return yield* makeSend(post, typing, outbox)
   })
 
 const contents = (fake: FakeDiscord.FakeDiscord, channel: string) =>
@@ -62,18 +60,18 @@ describe("Discord outbox across a stop", () => {
       yield* fake.refuseChannel(channelA, 502)
       yield* Effect.scoped(Effect.gen(function*() {
         const bridge = yield* outbound(fake, directory)
-        yield* bridge.accept({ channel: channelA, text: "kept through the outage" })
+        yield* bridge.accept({ channel: channelA, text: "kept through the outage" }, Option.none())
         yield* waitForStatus(fake, channelA, 502)
       }))
       expect(journal(directory)).toContain("kept through the outage")
       yield* fake.refuseChannel(channelA, undefined)
       const bridge = yield* outbound(fake, directory)
       // A later reply on the same lane waits for the recovered one, so both are done once it is.
-      yield* bridge.send({ channel: channelA, text: "and the next" })
+      yield* bridge.send({ channel: channelA, text: "and the next" }, Option.none())
       expect(contents(fake, channelA)).toEqual(["kept through the outage", "and the next"])
       const nonces = postsTo(fake, channelA).slice(0, 2).map((record) => (record.body as { nonce: string }).nonce)
       expect(nonces[0]).toBe(nonces[1])
-      expect(journal(directory)).toBe("")
+      expect(Outbox.replay(journal(directory))).toEqual([])
     }))
 
   it.effect("a multi-part reply cut between parts resumes with the parts not yet accepted, none twice", () =>
@@ -83,13 +81,13 @@ describe("Discord outbox across a stop", () => {
       yield* fake.refuseChannel(channelA, 503, 1)
       yield* Effect.scoped(Effect.gen(function*() {
         const bridge = yield* outbound(fake, directory)
-        yield* bridge.accept({ channel: channelA, text: longReply })
+        yield* bridge.accept({ channel: channelA, text: longReply }, Option.none())
         yield* waitForStatus(fake, channelA, 503)
       }))
       expect(contents(fake, channelA).length).toBe(1)
       yield* fake.refuseChannel(channelA, undefined)
       const bridge = yield* outbound(fake, directory)
-      yield* bridge.send({ channel: channelA, text: "after" })
+      yield* bridge.send({ channel: channelA, text: "after" }, Option.none())
       const sent = contents(fake, channelA)
       expect(sent.length).toBe(4)
       expect(sent.map((text) => text.split(" ")[0])).toEqual(["first", "second", "third", "after"])
@@ -120,8 +118,8 @@ describe("Discord delivery per channel", () => {
         const fake = yield* startFake
         const bridge = yield* outbound(fake, yield* tempDir())
         yield* fake.refuseChannel(channelB, 403)
-        const refused = yield* bridge.accept({ channel: channelB, text: "nope" })
-        const allowed = yield* bridge.accept({ channel: channelA, text: "yes" })
+        const refused = yield* bridge.accept({ channel: channelB, text: "nope" }, Option.none())
+        const allowed = yield* bridge.accept({ channel: channelA, text: "yes" }, Option.none())
         yield* Effect.all([allowed, refused])
         expect(contents(fake, channelA)).toEqual(["yes"])
         const aboutB = logs.lines.filter((line) => line.includes(channelB))
@@ -137,10 +135,10 @@ describe("Discord delivery per channel", () => {
         const fake = yield* startFake
         const bridge = yield* outbound(fake, yield* tempDir())
         yield* fake.refuseChannel(channelB, 502)
-        const stuck = yield* bridge.accept({ channel: channelB, text: "down" })
+        const stuck = yield* bridge.accept({ channel: channelB, text: "down" }, Option.none())
         yield* waitForStatus(fake, channelB, 502)
         // No clock moves: channel A is not waiting behind B's retries.
-        yield* bridge.send({ channel: channelA, text: "through at once" })
+        yield* bridge.send({ channel: channelA, text: "through at once" }, Option.none())
         expect(contents(fake, channelA)).toEqual(["through at once"])
         // Jitter pinned: retry n sleeps exactly min(2^n s, 60 s). Each sleep starts only once discord.js
         // has read the 502 (real I/O), so the clock moves to that very sleep once it exists, never before.
@@ -176,7 +174,7 @@ describe("Discord delivery under a long 429", () => {
         const bridge = yield* outbound(fake, yield* tempDir())
         yield* fake.script("POST", new RegExp(`/channels/${channelA}/messages$`), [rateLimited(90)])
         const started = yield* Clock.currentTimeMillis
-        const sending = yield* bridge.send({ channel: channelA, text: "after the wait" }).pipe(Effect.forkChild)
+        const sending = yield* bridge.send({ channel: channelA, text: "after the wait" }, Option.none()).pipe(Effect.forkChild)
         yield* advanceTo(started + 90_000 + offset)
         yield* Fiber.join(sending)
         expect(postsTo(fake, channelA).map((record) => record.status)).toEqual([429, 200])
@@ -192,7 +190,7 @@ describe("Discord delivery under a long 429", () => {
       const bridge = yield* outbound(fake, yield* tempDir())
       yield* fake.script("POST", new RegExp(`/channels/${channelA}/messages$`), [rateLimited(600), rateLimited(600)])
       const started = yield* Clock.currentTimeMillis
-      const sending = yield* bridge.send({ channel: channelA, text: "too late" }).pipe(Effect.flip, Effect.forkChild)
+      const sending = yield* bridge.send({ channel: channelA, text: "too late" }, Option.none()).pipe(Effect.flip, Effect.forkChild)
       // The first wait fits in the deadline; the second would end 5 minutes past it.
       yield* advanceTo(started + 600_000 + offset)
       const failure = yield* Fiber.join(sending)
@@ -210,15 +208,14 @@ describe("Discord replies that read like Discord", () => {
     Effect.gen(function*() {
       const fake = yield* startFake
       const bridge = yield* outbound(fake, yield* tempDir())
-      yield* bridge.targets.expect(channelA, { _tag: "Message", messageId: "500000000000000001" })
       yield* fake.deleteMessage("500000000000000001")
-      yield* bridge.send({ channel: channelA, text: longReply })
+      yield* bridge.send({ channel: channelA, text: longReply }, Option.some({ _tag: "Message", messageId: "500000000000000001" }))
       const bodies = postsTo(fake, channelA).map((record) => record.body as Record<string, unknown>)
       expect(bodies.length).toBe(3)
       expect(bodies[0]!.message_reference).toEqual({ message_id: "500000000000000001", fail_if_not_exists: false })
       expect(bodies.slice(1).map((body) => body.message_reference)).toEqual([undefined, undefined])
-      // The next reply answers nothing recorded: a plain message.
-      yield* bridge.send({ channel: channelA, text: "unprompted" })
+      // A reply that answers nothing: a plain message.
+      yield* bridge.send({ channel: channelA, text: "unprompted" }, Option.none())
       expect(postsTo(fake, channelA)[3]!.body).not.toHaveProperty("message_reference")
     }))
 
@@ -228,8 +225,7 @@ describe("Discord replies that read like Discord", () => {
       const bridge = yield* outbound(fake, yield* tempDir())
       yield* TestClock.setTime(Date.UTC(2026, 0, 1))
       const interactionId = snowflakeAt(Date.UTC(2026, 0, 1) - 60_000)
-      yield* bridge.targets.expect(channelA, { _tag: "Interaction", applicationId: botUserId, interactionId, token: "itoken-1" })
-      yield* bridge.send({ channel: channelA, text: longReply })
+      yield* bridge.send({ channel: channelA, text: longReply }, Option.some({ _tag: "Interaction", applicationId: botUserId, interactionId, token: "itoken-1" }))
       expect(fake.created().map((message) => [message.via, message.interactionToken])).toEqual([
         ["edit-original", "itoken-1"],
         ["follow-up", "itoken-1"],
@@ -247,14 +243,12 @@ describe("Discord replies that read like Discord", () => {
       const bridge = yield* outbound(fake, yield* tempDir())
       yield* TestClock.setTime(Date.UTC(2026, 0, 1))
       const stale = snowflakeAt(Date.UTC(2026, 0, 1) - 16 * 60_000)
-      yield* bridge.targets.expect(channelA, { _tag: "Interaction", applicationId: botUserId, interactionId: stale, token: "old" })
-      yield* bridge.send({ channel: channelA, text: "late answer" })
+      yield* bridge.send({ channel: channelA, text: "late answer" }, Option.some({ _tag: "Interaction", applicationId: botUserId, interactionId: stale, token: "old" }))
       expect(contents(fake, channelA)).toEqual(["late answer"])
 
       const fresh = snowflakeAt(Date.UTC(2026, 0, 1))
       yield* fake.script("PATCH", /\/webhooks\//, [{ status: 404, body: { message: "Unknown Webhook", code: 10015 } }])
-      yield* bridge.targets.expect(channelA, { _tag: "Interaction", applicationId: botUserId, interactionId: fresh, token: "gone" })
-      yield* bridge.send({ channel: channelA, text: "fallback" })
+      yield* bridge.send({ channel: channelA, text: "fallback" }, Option.some({ _tag: "Interaction", applicationId: botUserId, interactionId: fresh, token: "gone" }))
       expect(contents(fake, channelA)).toEqual(["late answer", "fallback"])
     }))
 })
@@ -274,5 +268,35 @@ describe("Discord outbox location", () => {
       const interact = Context.get(yield* Layer.build(Discord.layer).pipe(Effect.provideService(ConfigProvider.ConfigProvider, provider)), Interact)
       yield* interact.accept!({ channel: channelA, text: "journaled beside the memory" })
       expect(journal(directory)).toContain("journaled beside the memory")
+    }))
+})
+
+describe("Discord outbox journal", () => {
+  it.effect("remembers the last 1,000 replies it finished across a reopen, and stays small", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const keyOf = (n: number) => `discord-5000000000000${String(n).padStart(5, "0")}`
+      yield* Effect.scoped(Effect.gen(function*() {
+        const outbox = yield* Outbox.make(directory)
+        for (let n = 1; n <= 1500; n++) {
+          const owed = yield* outbox.queue({
+            channel: channelA,
+            parts: [{ content: `reply ${n}`, nonce: `nonce-${n}` }],
+            target: Option.none(),
+            key: keyOf(n),
+            at: 0
+          })
+          yield* outbox.partSent(owed, 0)
+          yield* outbox.finished(owed)
+        }
+        // One still owed when the process stops.
+        yield* outbox.queue({ channel: channelA, parts: [{ content: "owed", nonce: "nonce-owed" }], target: Option.none(), key: keyOf(0), at: 0 })
+      }))
+      // Three records a reply: without the rewrites it would hold 4,500 lines.
+      expect(journal(directory).split("\n").length).toBeLessThan(1200)
+      const reopened = yield* Outbox.make(directory)
+      expect(reopened.recovered.map((entry) => entry.parts[0]!.content)).toEqual(["owed"])
+      expect([keyOf(0), keyOf(1500), keyOf(501)].map(reopened.knows)).toEqual([true, true, true])
+      expect(reopened.knows(keyOf(500))).toBe(false)
     }))
 })

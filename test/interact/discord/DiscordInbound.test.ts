@@ -4,7 +4,9 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, ConfigProvider, Effect, Result, Option, Redacted, Stream } from "effect"
 import { TestClock } from "effect/testing"
+import type { InboundMessage } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
+import { parseAddress } from "../../../src/interact/discord/ReplyTargets.js"
 import type { DiscordSettings } from "../../../src/interact/discord/Settings.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { captureLogs } from "../../support/LogCapture.js"
@@ -33,6 +35,10 @@ const settingsFor = (fake: FakeDiscord.FakeDiscord, overrides: Partial<DiscordSe
 
 const take = <A, E>(messages: Stream.Stream<A, E>, count: number) =>
   messages.pipe(Stream.take(count), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+
+/** The Interact port's messages, each with the Discord channel its address names. */
+const takePlain = <E>(messages: Stream.Stream<InboundMessage, E>, count: number) =>
+  Effect.map(take(messages, count), (got) => got.map((message) => ({ ...message, channel: parseAddress(message.channel).channel })))
 
 const restTo = (fake: FakeDiscord.FakeDiscord, method: string, pattern: RegExp) =>
   fake.rest().filter((record) => record.method === method && pattern.test(record.path))
@@ -135,14 +141,15 @@ describe("Discord inbound: threads, mentions, attachments", () => {
       yield* fake.messageCreate({ channelId: announced, authorId: alice, content: "in a thread" })
       yield* fake.messageCreate({ channelId: silent, authorId: alice, content: "in a thread we learn of late" })
       const got = yield* take(bridge.messages, 2)
-      expect(got.map((m) => [m.channel, m.kind, m.text])).toEqual([
+      // Each thread in its own lane: in either order.
+      expect(got.map((m) => [m.channel, m.kind, m.text]).sort()).toEqual([
         [announced, "thread", "in a thread"],
         [silent, "thread", "in a thread we learn of late"]
-      ])
+      ].sort())
       expect(restTo(fake, "GET", new RegExp(`/channels/${silent}$`)).length).toBe(1)
       // Channels and threads GUILD_CREATE and THREAD_CREATE named need no lookup.
       expect(restTo(fake, "GET", new RegExp(`/channels/(${foreign}|${elsewhere}|${announced})$`))).toEqual([])
-      yield* bridge.send({ channel: announced, text: "answered in the thread" })
+      yield* bridge.send({ channel: announced, text: "answered in the thread" }, Option.some(got[0]!.target))
       expect(restTo(fake, "POST", new RegExp(`/channels/${announced}/messages$`)).length).toBe(1)
     }))
 
@@ -151,7 +158,7 @@ describe("Discord inbound: threads, mentions, attachments", () => {
       const fake = yield* startFake()
       const bridge = yield* Discord.make(settingsFor(fake))
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: `<@!${botUserId}>` })
-      expect(yield* take(bridge.messages, 1)).toEqual([{ channel: channelA, text: Discord.bareMentionText }])
+      expect(yield* takePlain(bridge.messages, 1)).toEqual([{ channel: channelA, text: Discord.bareMentionText }])
     }))
 
   it.effect("adds a text attachment's content, names a binary or oversized one", () =>
@@ -216,7 +223,9 @@ describe("Discord inbound: slash commands", () => {
         options: [{ name: "confirm", type: 5, value: true }]
       })
       const got = yield* take(bridge.messages, 5)
-      expect(got.map((m) => m.text)).toEqual(["what is 2+2?", "/compact", "/usage", "/forget", "/forget confirm"])
+      // Each channel's commands in order; channels do not wait for one another.
+      expect(got.filter((m) => m.channel === channelA).map((m) => m.text)).toEqual(["what is 2+2?", "/compact", "/forget", "/forget confirm"])
+      expect(got.filter((m) => m.channel === channelB).map((m) => m.text)).toEqual(["/usage"])
       expect(got[0]).toMatchObject({
         channel: channelA,
         authorName: "Alice",
@@ -232,13 +241,23 @@ describe("Discord inbound: slash commands", () => {
     Effect.gen(function*() {
       const fake = yield* startFake({ channelIds: [channelA, channelB, elsewhere] })
       const bridge = yield* Discord.connect(settingsFor(fake, { allowedUsers: Option.some([alice]) }))
-      yield* fake.interactionCreate({ channelId: elsewhere, userId: alice, name: "compact" })
-      yield* fake.interactionCreate({ channelId: channelA, userId: mallory, name: "compact" })
-      yield* fake.interactionCreate({ channelId: dmChannel, userId: alice, name: "usage", direct: true })
-      yield* fake.interactionCreate({ channelId: channelA, userId: alice, name: "usage" })
+      const asked = [
+        yield* fake.interactionCreate({ channelId: elsewhere, userId: alice, name: "compact" }),
+        yield* fake.interactionCreate({ channelId: channelA, userId: mallory, name: "compact" }),
+        yield* fake.interactionCreate({ channelId: dmChannel, userId: alice, name: "usage", direct: true }),
+        yield* fake.interactionCreate({ channelId: channelA, userId: alice, name: "usage" })
+      ]
       expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["/usage"])
-      const bodies = restTo(fake, "POST", /\/callback$/).map((r) => r.body as { type: number; data?: { flags: number } })
-      expect(bodies.map((b) => [b.type, b.data?.flags])).toEqual([[4, 64], [4, 64], [4, 64], [5, undefined]])
+      // Each channel's commands in a lane of their own: the answers come in any order.
+      const callbacks = yield* fake.waitFor(() => {
+        const found = restTo(fake, "POST", /\/callback$/)
+        return found.length >= 4 ? found : undefined
+      })
+      const answerTo = (ask: { readonly id: string }) => {
+        const body = callbacks.find((r) => r.path.includes(`/interactions/${ask.id}/`))?.body as { type: number; data?: { flags: number } }
+        return [body.type, body.data?.flags]
+      }
+      expect(asked.map(answerTo)).toEqual([[4, 64], [4, 64], [4, 64], [5, undefined]])
     }))
 })
 
@@ -262,7 +281,7 @@ describe("Discord inbound: catch-up", () => {
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "while away 3" })
       const restarted = yield* Discord.make(settingsFor(fake), { stateDirectory: dir })
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "after the restart" })
-      const got = yield* take(restarted.messages, 4)
+      const got = yield* takePlain(restarted.messages, 4)
       expect(got.map((m) => m.text).sort()).toEqual(["after the restart", "while away 1", "while away 2", "while away 3"])
       // Per channel, in the order they were sent.
       expect(got.filter((m) => m.channel === channelA).map((m) => m.text)).toEqual([
@@ -290,7 +309,7 @@ describe("Discord inbound: catch-up", () => {
       yield* TestClock.adjust("6 seconds")
       yield* fake.waitFor(() => dispatchesSent(fake, "READY")[1])
       const got = yield* take(bridge.messages, 2)
-      expect(got.map((m) => m.text)).toEqual(["lost 1", "lost 2"])
+      expect(got.map((m) => m.text).sort()).toEqual(["lost 1", "lost 2"])
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "live again" })
       expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["live again"])
     }))
@@ -313,8 +332,10 @@ describe("Discord inbound: catch-up", () => {
       yield* TestClock.adjust("12 seconds")
       yield* fake.waitFor(() => dispatchesSent(fake, "READY")[1])
       expect(framesReceived(fake, 6)).toEqual([])
-      const got = yield* take(bridge.messages, 3)
-      expect(got.map((m) => m.text)).toEqual(["during 1", "during 3", "during 2"])
+      const got = yield* takePlain(bridge.messages, 3)
+      // Each channel's in order; channels caught up side by side.
+      expect(got.filter((m) => m.channel === channelA).map((m) => m.text)).toEqual(["during 1", "during 3"])
+      expect(got.filter((m) => m.channel === channelB).map((m) => m.text)).toEqual(["during 2"])
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "after" })
       expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["after"])
     }))
@@ -329,12 +350,12 @@ describe("Discord inbound: catch-up", () => {
         const bridge = yield* Discord.make(dms, { stateDirectory: dir })
         yield* fake.messageCreate({ channelId: dmChannel, authorId: alice, content: "dm before", direct: true })
         yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "thread before" })
-        expect((yield* take(bridge.messages, 2)).map((m) => m.text)).toEqual(["dm before", "thread before"])
+        expect((yield* take(bridge.messages, 2)).map((m) => m.text).sort()).toEqual(["dm before", "thread before"])
       }))
       yield* fake.messageCreate({ channelId: dmChannel, authorId: alice, content: "dm while away", direct: true })
       yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "thread while away" })
       const bridge = yield* Discord.make(dms, { stateDirectory: dir })
-      const got = yield* take(bridge.messages, 2)
+      const got = yield* takePlain(bridge.messages, 2)
       expect(got.map((m) => [m.channel, m.text]).sort()).toEqual([[dmChannel, "dm while away"], [thread, "thread while away"]].sort())
     }))
 

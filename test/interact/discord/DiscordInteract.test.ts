@@ -6,6 +6,7 @@ import { Chunk, Clock, ConfigProvider, Context, Duration, Effect, Result, Fiber,
 import { TestClock } from "effect/testing"
 import { type InboundMessage, Interact, type InteractService } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
+import { parseAddress } from "../../../src/interact/discord/ReplyTargets.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { captureLogs } from "../../support/LogCapture.js"
 import { withPinnedJitter } from "../../support/TestClockHttp.js"
@@ -44,8 +45,14 @@ const connect = (overrides: Partial<Discord.DiscordSettings> = {}, fakeOptions: 
     return { fake, bridge }
   })
 
+/** The next messages, each with the Discord channel its address names (the question is asserted where it matters). */
 const nextMessages = (bridge: InteractService, count: number) =>
-  bridge.messages.pipe(Stream.take(count), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+  bridge.messages.pipe(
+    Stream.take(count),
+    Stream.runCollect,
+    Effect.map(Chunk.toReadonlyArray),
+    Effect.map((messages) => messages.map((message) => ({ ...message, channel: parseAddress(message.channel).channel })))
+  )
 
 const restTo = (fake: FakeDiscord.FakeDiscord, method: string, path: string) =>
   fake.rest().filter((record) => record.method === method && record.path === path)
@@ -263,6 +270,24 @@ describe("Discord bridge: who is answered", () => {
       expect(restTo(fake, "POST", messagesPath(channelA)).length).toBe(0)
     }))
 
+  it.effect("names each message's question in the channel it hands on, and a reply on that channel quotes it", () =>
+    Effect.gen(function*() {
+      const { bridge, fake } = yield* connect()
+      const first = yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "first" })
+      const second = yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "second" })
+      const got = yield* bridge.messages.pipe(Stream.take(2), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+      expect(got).toEqual([{ channel: `${channelA}/m${first}`, text: "first" }, { channel: `${channelA}/m${second}`, text: "second" }])
+      // Answered in another order than asked: each reply still quotes its own question; a plain channel quotes none.
+      yield* bridge.send({ channel: got[1]!.channel, text: "to the second" })
+      yield* bridge.send({ channel: got[0]!.channel, text: "to the first" })
+      yield* bridge.send({ channel: channelA, text: "to nobody" })
+      expect(fake.created().map((message) => [message.channelId, message.content, message.reference])).toEqual([
+        [channelA, "to the second", second],
+        [channelA, "to the first", first],
+        [channelA, "to nobody", undefined]
+      ])
+    }))
+
   it.effect("passes hostile text through as it is, apart from the bot's own mention", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
@@ -315,15 +340,19 @@ describe("Discord bridge: who is answered", () => {
       expect(restTo(on.fake, "POST", messagesPath(dmChannel)).length).toBe(1)
     }))
 
-  it.effect("queues messages that arrive during a turn, in order", () =>
+  it.effect("queues messages that arrive during a turn, each channel's in order", () =>
     Effect.gen(function*() {
       const { bridge, fake } = yield* connect()
       const texts = Array.from({ length: 20 }, (_, index) => `message ${index}`)
+      const channelOf = (text: string) => index(text) % 2 === 0 ? channelA : channelB
       for (const text of texts) {
-        yield* fake.messageCreate({ channelId: index(text) % 2 === 0 ? channelA : channelB, authorId: alice, content: text })
+        yield* fake.messageCreate({ channelId: channelOf(text), authorId: alice, content: text })
       }
       const received: ReadonlyArray<InboundMessage> = yield* nextMessages(bridge, texts.length)
-      expect(received.map((message) => message.text)).toEqual(texts)
+      for (const channel of [channelA, channelB]) {
+        expect(received.filter((message) => message.channel === channel).map((message) => message.text))
+          .toEqual(texts.filter((text) => channelOf(text) === channel))
+      }
     }))
 })
 

@@ -1,0 +1,243 @@
+/**
+ * What runs in a channel's lane (see Inbound): its messages, each after a
+ * lookup of what the channel is when it is new; and, at every new session,
+ * the messages it got while the bridge was away (CatchUp).
+ *
+ * When Discord cannot say what a channel is, or cannot give the messages it
+ * missed (5xx, network), the channel has a gap: from the last message
+ * handled there, nothing is handled until the gap is fetched, so the
+ * catch-up state never moves past it. The gap is tried again with each of
+ * the channel's messages (which it then includes) and on a schedule (1 s,
+ * doubling to a minute) until Discord answers; only a refusal (403, 404)
+ * ends it unfetched.
+ */
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as FiberMap from "effect/FiberMap"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import * as ChannelKinds from "./ChannelKinds.js"
+import { type CatchUpState, type HistoryReadFailed, missedMessages } from "./CatchUp.js"
+import type { DiscordRest } from "./DiscordRest.js"
+import { decodeMessage, type GatewayMessage } from "./GatewayMessage.js"
+import { describeRestError } from "./Refusals.js"
+import { type CatchUpBounds, defaultCatchUp, type DiscordSettings } from "./Settings.js"
+import * as SlashCommands from "./SlashCommands.js"
+
+export interface ChannelCatchUpOptions {
+  readonly settings: DiscordSettings
+  readonly rest: DiscordRest
+  readonly state: CatchUpState
+  readonly kinds: ChannelKinds.ChannelKinds
+  /** Filters and queues a message of a channel of `kind`; true when it was queued for the agent. */
+  readonly accept: (message: GatewayMessage, kind: ChannelKinds.ChannelKind) => Effect.Effect<boolean>
+  /** Runs `work` in the channel's lane, after what is queued there. */
+  readonly inLane: (channel: string, what: string, work: Effect.Effect<void>) => Effect.Effect<void>
+}
+
+export interface ChannelCatchUp {
+  /** A message from the gateway; run in its channel's lane. */
+  readonly onMessage: (message: GatewayMessage) => Effect.Effect<void>
+  /** What a new session asks of each channel (its lane's next work): checks at the first, then catch-up. */
+  readonly sessionWork: (
+    first: boolean,
+    applicationId: string | undefined
+  ) => Effect.Effect<ReadonlyArray<readonly [string, Effect.Effect<void>]>>
+  /**
+   * The catch-up of threads a GUILD_CREATE lists (the server's active threads, after each READY) that the
+   * bridge has never handled a message in, under a channel it had: made while it was away.
+   */
+  readonly newThreadsWork: (guildCreate: unknown) => ReadonlyArray<readonly [string, Effect.Effect<void>]>
+}
+
+/** Tries of a gap after the first failure: 1 s, doubling to a minute, while it lasts. */
+export const gapRetries = Schedule.exponential("1 second").pipe(
+  Schedule.modifyDelay((_, delay) => Duration.min(delay, Duration.minutes(1)))
+)
+
+const before = (id: string): string | undefined => /^\d{1,20}$/.test(id) ? String(BigInt(id) - 1n) : undefined
+
+export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatchUp, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { accept, inLane, kinds, rest, settings, state } = options
+    const catchUpBounds = settings.catchUp ?? defaultCatchUp
+    // A gap is caught up even with DISCORD_CATCH_UP off: its messages arrived while the bridge listened.
+    const gapBounds: CatchUpBounds = catchUpBounds.messages === 0 ? defaultCatchUp : catchUpBounds
+    // Channels with a gap, each with the id just before its first message not handled. Read and
+    // changed only in the channel's lane.
+    const gaps = new Map<string, string>()
+    const retrying = yield* FiberMap.make<string>()
+    const commandGuilds = new Set<string>()
+    // The state as the current session began, and the threads it caught up that the state did not name.
+    let sessionStart: ReadonlyMap<string, string> = new Map()
+    const newThreadsCaughtUp = new Set<string>()
+
+    /** Answers what `channelId` got after `after`, in order, once, and says how much it found. */
+    const catchUpChannel = (channelId: string, after: string, kind: ChannelKinds.ChannelKind, bounds: CatchUpBounds) =>
+      Effect.gen(function*() {
+        const { dropped, messages: found, more } = yield* missedMessages(rest, channelId, after, bounds)
+        let answered = 0
+        for (const raw of found) {
+          const decoded = decodeMessage(raw)
+          if (Result.isSuccess(decoded) && (yield* accept(decoded.success, kind))) answered++
+        }
+        if (found.length > 0 || dropped > 0 || more) {
+          yield* Effect.logInfo(
+            `Discord channel ${channelId}: ${found.length} message(s) sent while the bridge was away, ` +
+              `${answered} to answer` +
+              (dropped > 0 || more ? `; ${dropped}${more ? " or more" : ""} older one(s) beyond DISCORD_CATCH_UP skipped` : "")
+          )
+        }
+      })
+
+    /** Fetches the channel's gap; true once it is closed (fetched, not ours, or refused for good). */
+    const fillGap = (channelId: string): Effect.Effect<boolean> =>
+      Effect.gen(function*() {
+        const after = gaps.get(channelId)
+        if (after === undefined) return true
+        const kind = yield* Effect.result(kinds.ofId(channelId))
+        if (Result.isFailure(kind)) return false
+        const fetched = kind.success === undefined
+          ? Result.succeed(undefined)
+          : yield* Effect.result(catchUpChannel(channelId, after, kind.success, gapBounds))
+        if (Result.isFailure(fetched) && !fetched.failure.permanent) return false
+        gaps.delete(channelId)
+        if (Result.isFailure(fetched)) {
+          yield* Effect.logWarning(
+            `Discord refused the messages missed in channel ${channelId} (${fetched.failure.message}); they are not answered`
+          )
+        }
+        return true
+      })
+
+    /** One try of the gap in the channel's lane; fails while the gap stays open. */
+    const tryGap = (channelId: string) =>
+      Effect.gen(function*() {
+        const closed = yield* Deferred.make<boolean>()
+        yield* inLane(channelId, `fetching the gap in Discord channel ${channelId}`, Effect.flatMap(fillGap(channelId), (done) => Deferred.succeed(closed, done)))
+        if (!(yield* Deferred.await(closed))) return yield* Effect.fail("still open")
+      })
+
+    /** Remembers the gap (the earliest, if one is open already) and tries it again on the schedule. */
+    const openGap = (channelId: string, after: string, why: string) =>
+      Effect.gen(function*() {
+        if (!gaps.has(channelId)) gaps.set(channelId, after)
+        yield* Effect.logWarning(why)
+        yield* FiberMap.run(
+          retrying,
+          channelId,
+          tryGap(channelId).pipe(Effect.delay("1 second"), Effect.retry({ schedule: gapRetries }), Effect.ignore),
+          { onlyIfMissing: true }
+        )
+      })
+
+    const gapWarning = (channelId: string, failure: ChannelKinds.ChannelLookupFailed | HistoryReadFailed) =>
+      failure._tag === "ChannelLookupFailed"
+        ? `Discord channel ${channelId} could not be looked up (${failure.message})`
+        : `Discord messages missed in channel ${channelId} could not be fetched (${failure.message})`
+
+    const onMessage = (message: GatewayMessage) =>
+      Effect.gen(function*() {
+        const channelId = message.channel_id
+        // A gap comes first: this message is among what it fetches. While it stays open, so does this.
+        if (gaps.has(channelId) && !(yield* fillGap(channelId))) {
+          return yield* Effect.logDebug(`Discord message ${message.id} waits for the gap in channel ${channelId}`)
+        }
+        const kind = yield* kinds.of({ channelId, guildId: message.guild_id, channelType: message.channel_type }).pipe(Effect.result)
+        if (Result.isFailure(kind)) {
+          const gap = before(message.id)
+          if (gap === undefined) return
+          // The state notes the channel from here on, so a restart catches it up too.
+          if (Option.isNone(yield* state.last(channelId))) yield* state.record(channelId, gap)
+          return yield* openGap(channelId, gap, `${gapWarning(channelId, kind.failure)}; message ${message.id} there is answered once it can be`)
+        }
+        if (kind.success !== undefined) yield* accept(message, kind.success)
+      })
+
+    /**
+     * At the first READY, a configured channel is looked up: a warning if the bot cannot see it, the commands
+     * registered in its server. Where nothing was handled yet, catch-up starts from the channel's latest message
+     * (an empty channel: from its start), so what is sent during the next outage is not lost; nothing can have
+     * been missed there yet. True when the channel was seeded so.
+     */
+    const checkChannel = (channelId: string, applicationId: string | undefined) =>
+      kinds.lookup(channelId).pipe(
+        Effect.flatMap((info) =>
+          Effect.gen(function*() {
+            const seeded = Option.isNone(yield* state.last(channelId))
+            if (seeded) yield* state.record(channelId, info.last_message_id ?? "0")
+            if (info.guild_id !== undefined && applicationId !== undefined && !commandGuilds.has(info.guild_id)) {
+              commandGuilds.add(info.guild_id)
+              yield* SlashCommands.registerCommands(rest, applicationId, info.guild_id)
+            }
+            return seeded
+          })
+        ),
+        Effect.catch((cause) =>
+          Effect.as(
+            Effect.logWarning(
+              `DISCORD_CHANNEL_ID: the bot cannot see channel ${channelId} (${describeRestError(cause)}); ` +
+                "invite it to that server and give it View Channel, Read Message History and Send Messages there"
+            ),
+            false
+          )
+        )
+      )
+
+    /** Answers what the channel got after `after` while the bridge was away, in order, once; else leaves a gap. */
+    const catchUpFrom = (channelId: string, after: string) =>
+      Effect.gen(function*() {
+        if (gaps.has(channelId)) return void (yield* fillGap(channelId))
+        const caught = yield* kinds.ofId(channelId).pipe(
+          Effect.flatMap((kind) => kind === undefined ? Effect.void : catchUpChannel(channelId, after, kind, catchUpBounds)),
+          Effect.result
+        )
+        if (Result.isSuccess(caught)) return
+        if (caught.failure._tag === "HistoryReadFailed" && caught.failure.permanent) {
+          return yield* Effect.logWarning(`${gapWarning(channelId, caught.failure)}; they are not answered`)
+        }
+        yield* openGap(channelId, after, `${gapWarning(channelId, caught.failure)}; fetched once Discord answers`)
+      })
+
+    const sessionWork: ChannelCatchUp["sessionWork"] = (first, applicationId) =>
+      Effect.map(state.all, (handled) => {
+        sessionStart = handled
+        newThreadsCaughtUp.clear()
+        const catchingUp = catchUpBounds.messages > 0
+        const work = new Map<string, Effect.Effect<void>>()
+        if (first) {
+          for (const channelId of settings.channelIds) {
+            const after = handled.get(channelId)
+            work.set(
+              channelId,
+              Effect.flatMap(checkChannel(channelId, applicationId), (seeded) =>
+                seeded || !catchingUp || after === undefined ? Effect.void : catchUpFrom(channelId, after))
+            )
+          }
+        }
+        if (catchingUp) {
+          for (const [channelId, after] of handled) if (!work.has(channelId)) work.set(channelId, catchUpFrom(channelId, after))
+        }
+        return [...work]
+      })
+
+    const configured = new Set(settings.channelIds)
+
+    // A thread the state does not name had no message while the bridge listened (each moves the state), so
+    // what it holds after its channel's last message handled was sent while the bridge was away; that message
+    // is from before this session's catch-up, so a thread is not cut short by its channel's newer messages.
+    const newThreadsWork: ChannelCatchUp["newThreadsWork"] = (guildCreate) =>
+      catchUpBounds.messages === 0 ? [] : ChannelKinds.threadsOf(guildCreate).flatMap((thread) => {
+        const after = thread.parent_id === undefined || !configured.has(thread.parent_id)
+          ? undefined
+          : sessionStart.get(thread.parent_id)
+        if (after === undefined || sessionStart.has(thread.id) || newThreadsCaughtUp.has(thread.id)) return []
+        newThreadsCaughtUp.add(thread.id)
+        return [[thread.id, catchUpFrom(thread.id, after)] as const]
+      })
+
+    return { onMessage, sessionWork, newThreadsWork }
+  })

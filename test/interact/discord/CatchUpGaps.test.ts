@@ -1,0 +1,164 @@
+/**
+ * What catch-up must not forget: messages Discord would not list at the
+ * start (503 on the history read) are fetched once it answers, before the
+ * channel's newer ones, and the catch-up state does not move past them
+ * meanwhile. Time under TestClock.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Clock, Effect, Option, Redacted, Stream } from "effect"
+import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
+import type { DiscordSettings } from "../../../src/interact/discord/Settings.js"
+import * as FakeDiscord from "../../support/FakeDiscord.js"
+import { captureLogs } from "../../support/LogCapture.js"
+import { advanceTo } from "../../support/TestClockWait.js"
+
+const token = "test-bot-token"
+const botUserId = "100000000000000001"
+const guildId = "200000000000000001"
+const channelA = "300000000000000001"
+const alice = "400000000000000001"
+
+const unavailable = { status: 503, body: { message: "Service Unavailable" } }
+
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-discord-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+const take = <A, E>(messages: Stream.Stream<A, E>, count: number) =>
+  messages.pipe(Stream.take(count), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+
+const historyReads = (fake: FakeDiscord.FakeDiscord, channel: string) =>
+  fake.rest().filter((record) => record.method === "GET" && record.path === `/api/v10/channels/${channel}/messages`)
+
+const checkpointIn = (dir: string, channel: string): string | undefined => {
+  const file = path.join(dir, "discord-catch-up.json")
+  return fs.existsSync(file)
+    ? (JSON.parse(fs.readFileSync(file, "utf8")) as { channels: Record<string, string> }).channels[channel]
+    : undefined
+}
+
+const settingsFor = (fake: FakeDiscord.FakeDiscord): DiscordSettings => ({
+  token: Redacted.make(token),
+  channelIds: [channelA],
+  allowedUsers: Option.none(),
+  directMessages: false,
+  apiUrl: fake.apiUrl
+})
+
+/** A bridge that handled one message and stopped, and messages sent in `channel` while it was away. */
+const stoppedAfterOne = (fake: FakeDiscord.FakeDiscord, dir: string) =>
+  Effect.gen(function*() {
+    const seen = yield* Effect.scoped(Effect.gen(function*() {
+      const bridge = yield* Discord.connect(settingsFor(fake), { stateDirectory: dir })
+      const id = yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "seen" })
+      // Held durably by whoever took it (a run's note, serve's): catch-up may pass it.
+      yield* Effect.forEach(yield* take(bridge.messages, 1), bridge.held)
+      return id
+    }))
+    for (const text of ["missed 1", "missed 2"]) {
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: text, dispatch: false })
+    }
+    return seen
+  })
+
+describe("Discord catch-up: a history read that fails", () => {
+  it.effect("is tried again until Discord answers; the channel's newer message waits for it, and the state stays put", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const logs = yield* captureLogs
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
+      const seen = yield* stoppedAfterOne(fake, dir)
+      // discord.js tries a 5xx twice: two 503s are one failed read. Two failed reads: the start's, the live message's.
+      yield* fake.script("GET", new RegExp(`/channels/${channelA}/messages$`), Array.from({ length: 4 }, () => unavailable))
+      const started = yield* Clock.currentTimeMillis
+      const bridge = yield* Discord.connect(settingsFor(fake), { stateDirectory: dir }).pipe(Effect.provide(logs.layer))
+      expect(yield* logs.waitFor(/could not be fetched/)).toContain("503")
+
+      const live = yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "live during the outage" })
+      yield* fake.waitFor(() => historyReads(fake, channelA).length >= 4 ? true : undefined)
+      // Nothing moved past the messages Discord has not listed yet.
+      expect(checkpointIn(dir, channelA)).toBe(seen)
+
+      // Discord answers again: the retry fetches the gap, the live message with it, in order.
+      yield* advanceTo(started + 1_000)
+      const got = yield* take(bridge.messages, 3)
+      expect(got.map((message) => message.text)).toEqual(["missed 1", "missed 2", "live during the outage"])
+      yield* Effect.forEach(got, bridge.held)
+      expect(checkpointIn(dir, channelA)).toBe(live)
+      expect(historyReads(fake, channelA).map((record) => record.status)).toEqual([503, 503, 503, 503, 200])
+    }))
+
+  it.effect("is fetched with the channel's next message once Discord answers again", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const logs = yield* captureLogs
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
+      yield* stoppedAfterOne(fake, dir)
+      yield* fake.script("GET", new RegExp(`/channels/${channelA}/messages$`), [unavailable, unavailable])
+      const bridge = yield* Discord.connect(settingsFor(fake), { stateDirectory: dir }).pipe(Effect.provide(logs.layer))
+      yield* logs.waitFor(/could not be fetched/)
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "Discord is back" })
+      const got = yield* take(bridge.messages, 3)
+      expect(got.map((message) => message.text)).toEqual(["missed 1", "missed 2", "Discord is back"])
+    }))
+})
+
+describe("Discord catch-up: threads", () => {
+  it.effect("catches up a thread made under a configured channel while the bridge was away", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
+      yield* stoppedAfterOne(fake, dir)
+      const thread = yield* fake.createThread(channelA, { announce: false })
+      for (const text of ["in the new thread 1", "in the new thread 2"]) {
+        yield* fake.messageCreate({ channelId: thread, authorId: alice, content: text, dispatch: false })
+      }
+      const bridge = yield* Discord.connect(settingsFor(fake), { stateDirectory: dir })
+      const got = yield* take(bridge.messages, 4)
+      expect(got.filter((message) => message.channel === channelA).map((message) => message.text)).toEqual(["missed 1", "missed 2"])
+      expect(got.filter((message) => message.channel === thread).map((message) => [message.kind, message.text])).toEqual([
+        ["thread", "in the new thread 1"],
+        ["thread", "in the new thread 2"]
+      ])
+      // Known from here on: its next message needs no lookup, and is answered once.
+      yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "live in the thread" })
+      expect((yield* take(bridge.messages, 1)).map((message) => message.text)).toEqual(["live in the thread"])
+      expect(fake.rest().filter((record) => record.method === "GET" && record.path === `/api/v10/channels/${thread}`)).toEqual([])
+    }))
+
+  it.effect("leaves alone a thread that was there before the bridge first started", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
+      const thread = yield* fake.createThread(channelA, { announce: false })
+      yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "before the bot", dispatch: false })
+      const bridge = yield* Discord.connect(settingsFor(fake), { stateDirectory: dir })
+      yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "after the start" })
+      expect((yield* take(bridge.messages, 1)).map((message) => message.text)).toEqual(["after the start"])
+    }))
+})
+
+describe("Discord catch-up state: moved only past what is held", () => {
+  it.effect("stays before a message handed on until its taker holds it; messages not handed on pass once all before are held", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
+      const bridge = yield* Discord.connect(settingsFor(fake), { stateDirectory: dir })
+      yield* fake.waitFor(() => checkpointIn(dir, channelA))
+      const first = yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "first" })
+      yield* fake.messageCreate({ channelId: channelA, authorId: botUserId, content: "a bot's own", bot: true })
+      const second = yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "second" })
+      const [one, two] = yield* take(bridge.messages, 2)
+      // Just before "first": a kill now fetches it again, and what follows.
+      const beforeFirst = String(BigInt(first) - 1n)
+      expect(checkpointIn(dir, channelA)).toBe(beforeFirst)
+      yield* bridge.held(two!)
+      expect(checkpointIn(dir, channelA)).toBe(beforeFirst)
+      yield* bridge.held(one!)
+      expect(checkpointIn(dir, channelA)).toBe(second)
+    }))
+})
