@@ -28,13 +28,14 @@ import * as Discord from "../interact/discord/DiscordInteract.js"
 import type { DiscordRefused } from "../interact/discord/DiscordRefused.js"
 import { keyFor, type OwedReplies } from "../interact/discord/OwedMessages.js"
 import { settingsFrom } from "../interact/discord/Settings.js"
-import { AgentHost } from "./AgentHost.js"
+import { AgentHost, awaitReply } from "./AgentHost.js"
 import { HostError } from "./HostError.js"
 
 export type AgentPer = "channel" | "user" | "server" | "one"
 
 /** DISCORD_AGENT_PER: which agent answers a Discord message (default `channel`). */
-export const AgentPerConfig: Config.Config<AgentPer> = Config.literal("channel", "user", "server", "one")(
+export const AgentPerConfig: Config.Config<AgentPer> = Config.Literals(
+  ["channel", "user", "server", "one"],
   "DISCORD_AGENT_PER"
 ).pipe(Config.withDefault("channel" as const))
 
@@ -137,7 +138,7 @@ export const run = (options: RunOptions = {}): Effect.Effect<
             yield* Effect.logWarning(`Discord message for agent ${agent} refused: ${waiting.failure.message}`)
             return yield* inTurn(reply(message, `Sorry, I could not take that message: ${waiting.failure.message}`))
           }
-          const answer = yield* Deferred.await(waiting.success)
+          const answer = yield* awaitReply(waiting.success)
           yield* inTurn(reply(message, answer.reply))
         })).pipe(
           Effect.ensuring(Effect.sync(() => lastOfAgent.get(agent) === answered && lastOfAgent.delete(agent))),

@@ -9,7 +9,7 @@
  * by the test: a slow brain the test controls, without sleeps.
  */
 import * as fs from "node:fs"
-import { Effect, Fiber, Layer, Logger, LogLevel } from "effect"
+import { Effect, Fiber, Layer, References } from "effect"
 import { Brain } from "../../dist/Brain.js"
 import * as InMemoryClaws from "../../dist/claws/InMemoryClaws.js"
 import * as ClusterServe from "../../dist/cluster/ClusterServe.js"
@@ -50,7 +50,7 @@ if (listen._tag === "Failure") throw new Error(listen.failure)
 
 const main = ClusterServe.serve(listen.success, { discord: process.env.RUNNER_DISCORD !== "0" }).pipe(
   Effect.provide(Layer.merge(brain, InMemoryClaws.layer([]))),
-  Effect.provide(Logger.minimumLogLevel(process.env.RUNNER_LOG === "debug" ? LogLevel.Debug : LogLevel.Info)),
+  Effect.provideService(References.MinimumLogLevel, process.env.RUNNER_LOG === "debug" ? "Debug" : "Info"),
   Effect.catchCause((cause) => Effect.sync(() => {
     process.stderr.write(`runner failed: ${cause}\n`)
     process.exitCode = 1

@@ -77,7 +77,7 @@ describe("Discord replies handed over again", () => {
     })
 
   /** The first holder posts the reply to "hello" and journals it delivered, but dies before noting it done. */
-  const postedThenDied = (root: string, fake: FakeDiscord.FakeDiscord, holder: (ready: number) => Effect.Effect<Scope.CloseableScope>) =>
+  const postedThenDied = (root: string, fake: FakeDiscord.FakeDiscord, holder: (ready: number) => Effect.Effect<Scope.Closeable>) =>
     Effect.gen(function*() {
       const first = yield* holder(1)
       const question = yield* fake.messageCreate({ channelId: channel, authorId: alice, nick: "Alice", content: "hello" })

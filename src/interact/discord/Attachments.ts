@@ -8,13 +8,14 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { describeError } from "../../Errors.js"
+import { nullable, nullableOr } from "./Nullable.js"
 
 export const Attachment = Schema.Struct({
   id: Schema.String,
   filename: Schema.String,
-  size: Schema.optionalWith(Schema.Number, { nullable: true, default: () => 0 }),
+  size: nullableOr(Schema.Number, 0),
   url: Schema.String,
-  content_type: Schema.optionalWith(Schema.String, { nullable: true })
+  content_type: nullable(Schema.String)
 })
 export type Attachment = typeof Attachment.Type
 
@@ -45,7 +46,7 @@ const fetchText = (url: string, limit: number): Effect.Effect<string, string> =>
         ? Effect.fail(`larger than ${limit} bytes`)
         : Effect.try({ try: () => utf8.decode(got.bytes), catch: () => "not UTF-8 text" })
     ),
-    Effect.timeoutFail({ duration: fetchDeadline, onTimeout: () => "no answer within 20 s" })
+    Effect.timeoutOrElse({ duration: fetchDeadline, orElse: () => Effect.fail("no answer within 20 s") })
   )
 
 const named = (attachment: Attachment, why: string) =>

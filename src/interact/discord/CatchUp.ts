@@ -27,7 +27,7 @@ const StateFile = Schema.Struct({
   version: Schema.Literal(1),
   channels: Schema.Record(Schema.String, Schema.String)
 })
-const decodeState = Schema.decodeUnknownResult(Schema.parseJson(StateFile))
+const decodeState = Schema.decodeUnknownResult(Schema.fromJsonString(StateFile))
 
 /** Snowflakes grow with time; compared as numbers, never as strings of different lengths. */
 export const isAfter = (id: string, than: string): boolean => BigInt(id) > BigInt(than)

@@ -55,7 +55,7 @@ export interface ChannelCatchUp {
 
 /** Tries of a gap after the first failure: 1 s, doubling to a minute, while it lasts. */
 export const gapRetries = Schedule.exponential("1 second").pipe(
-  Schedule.modifyDelay((_, delay) => Duration.min(delay, Duration.minutes(1)))
+  Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.minutes(1))))
 )
 
 const before = (id: string): string | undefined => /^\d{1,20}$/.test(id) ? String(BigInt(id) - 1n) : undefined

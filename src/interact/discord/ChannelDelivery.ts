@@ -24,6 +24,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import { InteractError } from "../../Interact.js"
 import type { Outbox, Owed } from "./Outbox.js"
 import { describeRestError, isPermanent } from "./Refusals.js"
@@ -39,8 +40,8 @@ export type RestCall = (
 /** A failed part (5xx, network, timeout): 1 s doubling to 60 s, about ten minutes in all, then give up. */
 export const partRetry = Schedule.exponential("1 second").pipe(
   Schedule.jittered,
-  Schedule.modifyDelay((_, delay) => Duration.min(delay, Duration.seconds(60))),
-  Schedule.intersect(Schedule.recurs(15))
+  Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.seconds(60)))),
+  Schedule.upTo({ times: 15 })
 )
 
 /** Longest one part may take, rate limits and retries included. */
@@ -143,7 +144,7 @@ const sendPart = (call: RestCall, owed: Owed, route: Route, index: number, warne
       Effect.retry({ schedule: partRetry, while: (cause) => !isFinal(cause) })
     )
   }).pipe(
-    Effect.timeoutFail({ duration: partDeadline, onTimeout: () => `no success within ${Duration.format(partDeadline)}` }),
+    Effect.timeoutOrElse({ duration: partDeadline, orElse: () => Effect.fail(`no success within ${Duration.format(partDeadline)}`) }),
     Effect.mapError((cause) =>
       typeof cause === "string" ? cause : cause instanceof RateLimitPastDeadline ? cause.message : describeRestError(cause)
     ),
@@ -203,7 +204,7 @@ export const makeLanes = (call: RestCall, outbox: Outbox): Effect.Effect<Lanes, 
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const lanes = new Map<string, Queue.Queue<Job>>()
-    const lock = yield* Effect.makeSemaphore(1)
+    const lock = yield* Semaphore.make(1)
 
     const run = (job: Job) =>
       deliver(call, outbox, job.owed).pipe(

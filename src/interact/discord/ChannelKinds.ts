@@ -10,12 +10,12 @@ import { DiscordAPIError, Routes } from "discord.js"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
-import * as ParseResult from "effect/SchemaIssue"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { DiscordRest } from "./DiscordRest.js"
 import { describeRestError } from "./Refusals.js"
 import type { DiscordSettings } from "./Settings.js"
+import { nullable } from "./Nullable.js"
 
 export type ChannelKind = "channel" | "thread" | "direct"
 
@@ -23,16 +23,16 @@ export type ChannelKind = "channel" | "thread" | "direct"
 export const ChannelInfo = Schema.Struct({
   id: Schema.String,
   type: Schema.Number,
-  guild_id: Schema.optionalWith(Schema.String, { nullable: true }),
-  parent_id: Schema.optionalWith(Schema.String, { nullable: true }),
-  last_message_id: Schema.optionalWith(Schema.String, { nullable: true })
+  guild_id: nullable(Schema.String),
+  parent_id: nullable(Schema.String),
+  last_message_id: nullable(Schema.String)
 })
 export type ChannelInfo = typeof ChannelInfo.Type
 
 const decodeChannel = Schema.decodeUnknownResult(ChannelInfo)
 const GuildThreads = Schema.Struct({
-  channels: Schema.optionalWith(Schema.Array(Schema.Unknown), { default: () => [] }),
-  threads: Schema.optionalWith(Schema.Array(Schema.Unknown), { default: () => [] })
+  channels: Schema.Array(Schema.Unknown).pipe(Schema.withDecodingDefaultType(Effect.succeed([]))),
+  threads: Schema.Array(Schema.Unknown).pipe(Schema.withDecodingDefaultType(Effect.succeed([])))
 })
 const decodeGuildThreads = Schema.decodeUnknownResult(GuildThreads)
 
@@ -65,11 +65,11 @@ export class ChannelLookupFailed extends Data.TaggedError("ChannelLookupFailed")
  * Retries of a failed lookup: 1 s, 2 s, 4 s, 8 s (15 s in all, besides the
  * requests). Dispatches wait meanwhile, so a thread's messages stay in order.
  */
-export const lookupRetries = Schedule.intersect(Schedule.exponential("1 second"), Schedule.recurs(4))
+export const lookupRetries = Schedule.exponential("1 second").pipe(Schedule.upTo({ times: 4 }))
 
 /** Discord's own answer that the channel is not the bot's to see (or a 200 that is no channel): as final as a channel. */
 const isDefinite = (cause: unknown): boolean =>
-  (cause instanceof DiscordAPIError && (cause.status === 403 || cause.status === 404)) || ParseResult.isParseError(cause)
+  (cause instanceof DiscordAPIError && (cause.status === 403 || cause.status === 404)) || Schema.isSchemaError(cause)
 
 export interface ChannelKinds {
   /** What the channel is to the adapter; undefined when it is none of its business. */

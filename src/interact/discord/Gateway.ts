@@ -11,7 +11,6 @@ import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
-import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import type { DiscordRefused } from "./DiscordRefused.js"
 import { fatalCloseCodes } from "./Refusals.js"
@@ -64,7 +63,7 @@ const makeCloseWatch = Effect.gen(function*() {
  */
 const makeClientCallbacks = (handlers: GatewayHandlers): Effect.Effect<ClientCallbacks, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const runNow = Runtime.runSyncExit(yield* Effect.runtime<never>())
+    const runNow = Effect.runSyncExitWith(yield* Effect.context<never>())
     const runInBackground = yield* FiberSet.makeRuntime<never>()
     const report = (exit: Exit.Exit<unknown, unknown>) => {
       if (Exit.isFailure(exit)) runInBackground(Effect.logError("Discord bridge: a gateway event failed", exit.cause))
@@ -94,7 +93,7 @@ const makeClientCallbacks = (handlers: GatewayHandlers): Effect.Effect<ClientCal
       waitForIdentify: (_shardId, signal) =>
         new Promise<void>((resolve, reject) => {
           const fiber = runInBackground(handlers.waitToIdentify)
-          const abort = () => fiber.unsafeInterruptAsFork(fiber.id())
+          const abort = () => fiber.interruptUnsafe()
           signal.addEventListener("abort", abort, { once: true })
           fiber.addObserver((exit) => {
             signal.removeEventListener("abort", abort)

@@ -4,25 +4,24 @@
  */
 import * as Schema from "effect/Schema"
 import { Attachment } from "./Attachments.js"
+import { nullable, nullableOr } from "./Nullable.js"
 
 export const GatewayMessage = Schema.Struct({
   id: Schema.String,
   channel_id: Schema.String,
-  guild_id: Schema.optionalWith(Schema.String, { nullable: true }),
-  channel_type: Schema.optionalWith(Schema.Number, { nullable: true }),
-  webhook_id: Schema.optionalWith(Schema.String, { nullable: true }),
-  type: Schema.optionalWith(Schema.Number, { nullable: true }),
-  content: Schema.optionalWith(Schema.String, { nullable: true, default: () => "" }),
+  guild_id: nullable(Schema.String),
+  channel_type: nullable(Schema.Number),
+  webhook_id: nullable(Schema.String),
+  type: nullable(Schema.Number),
+  content: nullableOr(Schema.String, ""),
   author: Schema.Struct({
     id: Schema.String,
-    username: Schema.optionalWith(Schema.String, { nullable: true, default: () => "" }),
-    global_name: Schema.optionalWith(Schema.String, { nullable: true }),
-    bot: Schema.optionalWith(Schema.Boolean, { nullable: true, default: () => false })
+    username: nullableOr(Schema.String, ""),
+    global_name: nullable(Schema.String),
+    bot: nullableOr(Schema.Boolean, false)
   }),
-  member: Schema.optionalWith(Schema.Struct({ nick: Schema.optionalWith(Schema.String, { nullable: true }) }), {
-    nullable: true
-  }),
-  attachments: Schema.optionalWith(Schema.Array(Attachment), { nullable: true, default: () => [] })
+  member: nullable(Schema.Struct({ nick: nullable(Schema.String) })),
+  attachments: nullableOr(Schema.Array(Attachment), [])
 })
 export type GatewayMessage = typeof GatewayMessage.Type
 

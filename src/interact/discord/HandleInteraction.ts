@@ -37,10 +37,10 @@ export const handleInteraction = ({ deliver, fresh, kinds, rest, settings }: Int
     const channelId = interaction.channel_id ?? interaction.channel?.id
     if (text === undefined || asker === undefined || channelId === undefined) return
     const kind = yield* kinds.of({ channelId, guildId: interaction.guild_id, channelType: interaction.channel?.type }).pipe(
-      Effect.timeoutFail({
+      Effect.timeoutOrElse({
         duration: lookupDeadline,
-        onTimeout: () =>
-          new ChannelKinds.ChannelLookupFailed({ channelId, message: `no answer within ${Duration.format(lookupDeadline)}` })
+        orElse: () =>
+          Effect.fail(new ChannelKinds.ChannelLookupFailed({ channelId, message: `no answer within ${Duration.format(lookupDeadline)}` }))
       }),
       Effect.catchTag("ChannelLookupFailed", (failed) =>
         Effect.as(Effect.logWarning(`Discord channel ${channelId} could not be looked up (${failed.message})`), "unchecked" as const))

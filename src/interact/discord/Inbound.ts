@@ -28,10 +28,11 @@ import * as Lanes from "./Lanes.js"
 import type { ReplyTarget } from "./ReplyTargets.js"
 import { defaultAttachmentBytes, type DiscordSettings, isAllowed } from "./Settings.js"
 import type { TypingIndicator } from "./Typing.js"
+import { nullable } from "./Nullable.js"
 
 const GatewayReady = Schema.Struct({
   user: Schema.Struct({ id: Schema.String, username: Schema.String }),
-  application: Schema.optionalWith(Schema.Struct({ id: Schema.String }), { nullable: true })
+  application: nullable(Schema.Struct({ id: Schema.String }))
 })
 
 /** The bot's own account, as READY names it. */

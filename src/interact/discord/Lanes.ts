@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 
 export interface Lanes {
   /** Queues `work` behind the key's earlier work; returns at once. Its failures and defects are the caller's to catch. */
@@ -20,7 +21,7 @@ export const make: Effect.Effect<Lanes, never, Scope.Scope> = Effect.gen(functio
   const scope = yield* Effect.scope
   const lanes = new Map<string, Queue.Queue<Effect.Effect<void>>>()
   // Taking the last piece and closing the lane happen together, so no piece is queued on a lane that ended.
-  const lock = yield* Effect.makeSemaphore(1)
+  const lock = yield* Semaphore.make(1)
 
   const drain = (key: string, queue: Queue.Queue<Effect.Effect<void>>): Effect.Effect<void> =>
     Effect.gen(function*() {

@@ -100,14 +100,11 @@ export const login = (options: LoginOptions): Effect.Effect<void, DiscordRefused
       // The retry is announced only when it will happen: a refusal (a rejected token) is never retried.
       Effect.retry(
         reconnectBackoff.pipe(
-          Schedule.whileInput((error: LoginFailed | DiscordRefused) => error._tag === "LoginFailed"),
-          Schedule.onDecision((delay, decision) =>
-            decision._tag === "Continue"
-              ? Effect.logWarning(`Trying the Discord login again in ${seconds(delay)}`)
-              : Effect.void
-          )
+          Schedule.setInputType<LoginFailed | DiscordRefused>(),
+          Schedule.while(({ input }) => input._tag === "LoginFailed"),
+          Schedule.tap(({ duration }) => Effect.logWarning(`Trying the Discord login again in ${seconds(duration)}`))
         )
       ),
-      Effect.catchTag("LoginFailed", (error) => new DiscordRefused({ reason: "unreachable", message: error.message }))
+      Effect.catchTag("LoginFailed", (error) => Effect.fail(new DiscordRefused({ reason: "unreachable", message: error.message })))
     )
   })

@@ -76,7 +76,7 @@ const RecordSchema = Schema.Union([Schema.Struct({
     key: Schema.optional(Schema.String),
     at: Schema.Number
   }), Schema.Struct({ sent: Schema.Number, part: Schema.Number }), Schema.Struct({ finished: Schema.Number }), Schema.Struct({ answered: Schema.Array(Schema.String) })])
-const decodeRecord = Schema.decodeUnknownOption(Schema.parseJson(RecordSchema))
+const decodeRecord = Schema.decodeUnknownOption(Schema.fromJsonString(RecordSchema))
 
 /** Remembers `key` as answered, forgetting the oldest past the bound. */
 const addAnswered = (answered: Set<string>, key: string) => {

@@ -54,7 +54,7 @@ const fromStored = (decoded: Result.Result<typeof StoredMessage.Type, unknown>):
   Result.isSuccess(decoded) ? { ...decoded.success, guildId: decoded.success.guildId } : undefined
 
 const decodeValue = Schema.decodeUnknownResult(StoredMessage)
-const decodeJson = Schema.decodeUnknownResult(Schema.parseJson(StoredMessage))
+const decodeJson = Schema.decodeUnknownResult(Schema.fromJsonString(StoredMessage))
 
 /** A kept message back from its JSON, or undefined when it is not one. */
 export const parseStored = (json: string): DiscordMessage | undefined => fromStored(decodeJson(json))

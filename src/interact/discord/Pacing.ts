@@ -9,12 +9,13 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
+import * as Semaphore from "effect/Semaphore"
 
 /** Gateway reconnects and logins after a failure: 5 s doubling to 60 s, with jitter. Outputs each delay. */
 export const reconnectBackoff: Schedule.Schedule<Duration.Duration> = Schedule.exponential("5 seconds").pipe(
   Schedule.jittered,
-  Schedule.modifyDelay((_, delay) => Duration.min(delay, Duration.seconds(60))),
-  Schedule.delays
+  Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.seconds(60)))),
+  Schedule.map(({ duration }) => duration)
 )
 
 /** A delay as the logs show it. */
@@ -35,31 +36,38 @@ export interface GatewayPacing {
 }
 
 const makeReconnectPacing = Effect.gen(function*() {
-  const reconnects = yield* Schedule.driver(
+  // Each step logs its delay, then sleeps it; a new step function starts the backoff from the bottom.
+  const newBackoff = Schedule.toStepWithSleep(
     reconnectBackoff.pipe(
-      Schedule.tapOutput((delay) =>
-        Effect.logWarning(`Discord gateway connection failed; trying again in ${seconds(delay)}`)
+      Schedule.tap(({ duration }) =>
+        Effect.logWarning(`Discord gateway connection failed; trying again in ${seconds(duration)}`)
       )
     )
   )
+  const backoff = yield* Ref.make(yield* newBackoff)
+  // Set once the backoff has waited since it last started from the bottom.
+  const backedOff = yield* Ref.make(false)
   // Set while a connection attempt has not yet proved healthy: the next attempt means it failed.
   const awaitingHealthy = yield* Ref.make(false)
   const beforeConnect = Effect.gen(function*() {
     const previousFailed = yield* Ref.getAndSet(awaitingHealthy, true)
-    if (previousFailed) yield* Effect.ignore(reconnects.next(undefined))
+    if (previousFailed) {
+      yield* Ref.set(backedOff, true)
+      yield* Effect.ignore((yield* Ref.get(backoff))(undefined))
+    }
   })
   const onHealthy = Effect.gen(function*() {
     yield* Ref.set(awaitingHealthy, false)
-    if (Option.isSome(yield* reconnects.last.pipe(Effect.option))) {
+    if (yield* Ref.getAndSet(backedOff, false)) {
       yield* Effect.logInfo("Discord gateway connected again")
     }
-    yield* reconnects.reset
+    yield* Ref.set(backoff, yield* newBackoff)
   })
   return { beforeConnect, onHealthy, onNewClient: Ref.set(awaitingHealthy, false) }
 })
 
 const makeIdentifyThrottle = Effect.gen(function*() {
-  const identifyGate = yield* Effect.makeSemaphore(1)
+  const identifyGate = yield* Semaphore.make(1)
   const lastIdentify = yield* Ref.make(Option.none<number>())
   return identifyGate.withPermits(1)(Effect.gen(function*() {
     const last = yield* Ref.get(lastIdentify)

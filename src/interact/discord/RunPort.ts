@@ -19,6 +19,7 @@
  */
 import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
+import * as Filter from "effect/Filter"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -132,7 +133,7 @@ export const make = (bridge: DiscordBridge, beside: Option.Option<BesideAgent>):
     return {
       messages: Stream.concat(
         Stream.fromIterable(again.map(lineFor)),
-        bridge.messages.pipe(Stream.mapEffect(handOn), Stream.filterMap((line) => line))
+        bridge.messages.pipe(Stream.mapEffect(handOn), Stream.filterMap(Filter.fromPredicateOption((line: Option.Option<InboundMessage>) => line)))
       ).pipe(
         // The refusal rides along as the cause: the run reports it as one line, exit 2 (bin.ts).
         Stream.mapError((refused) => new InteractError({ message: refused.message, cause: refused }))

@@ -10,6 +10,7 @@ import * as Redacted from "effect/Redacted"
 import { headerSecret } from "../../config/Secrets.js"
 import { MissingSetting } from "../../config/MissingSetting.js"
 import { checkedString, integerIn } from "../../config/ConfigRange.js"
+import { optionWhenUnset } from "../../brain/UnsetSetting.js"
 
 export interface DiscordSettings {
   readonly token: Redacted.Redacted<string>
@@ -102,7 +103,7 @@ const parseApiUrl = (raw: string): Result.Result<string, string> => {
  */
 export const DiscordConfig = Config.all({
   // Checked without the "Bot " prefix `bareToken` drops: the space after it is no fault.
-  token: Config.option(headerSecret("DISCORD_BOT_TOKEN", stripPrefix)),
+  token: optionWhenUnset(headerSecret("DISCORD_BOT_TOKEN", stripPrefix), "DISCORD_BOT_TOKEN"),
   channelIds: checkedString("DISCORD_CHANNEL_ID", checked((raw) => parseIds("DISCORD_CHANNEL_ID", raw))),
   // Checked before withDefault: the other way round, a bad value is reported without its key.
   allowedUsers: checkedString(

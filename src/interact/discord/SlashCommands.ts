@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { DiscordRest } from "./DiscordRest.js"
 import { describeRestError } from "./Refusals.js"
+import { nullable, nullableOr } from "./Nullable.js"
 
 const stringOption = 3
 const booleanOption = 5
@@ -35,8 +36,8 @@ export const commandDefinitions = [
 
 const User = Schema.Struct({
   id: Schema.String,
-  username: Schema.optionalWith(Schema.String, { nullable: true, default: () => "" }),
-  global_name: Schema.optionalWith(Schema.String, { nullable: true })
+  username: nullableOr(Schema.String, ""),
+  global_name: nullable(Schema.String)
 })
 
 export const Interaction = Schema.Struct({
@@ -44,24 +45,15 @@ export const Interaction = Schema.Struct({
   application_id: Schema.String,
   type: Schema.Number,
   token: Schema.String,
-  channel_id: Schema.optionalWith(Schema.String, { nullable: true }),
-  channel: Schema.optionalWith(Schema.Struct({ id: Schema.String, type: Schema.Number }), { nullable: true }),
-  guild_id: Schema.optionalWith(Schema.String, { nullable: true }),
-  member: Schema.optionalWith(
-    Schema.Struct({ nick: Schema.optionalWith(Schema.String, { nullable: true }), user: User }),
-    { nullable: true }
-  ),
-  user: Schema.optionalWith(User, { nullable: true }),
-  data: Schema.optionalWith(
-    Schema.Struct({
+  channel_id: nullable(Schema.String),
+  channel: nullable(Schema.Struct({ id: Schema.String, type: Schema.Number })),
+  guild_id: nullable(Schema.String),
+  member: nullable(Schema.Struct({ nick: nullable(Schema.String), user: User })),
+  user: nullable(User),
+  data: nullable(Schema.Struct({
       name: Schema.String,
-      options: Schema.optionalWith(
-        Schema.Array(Schema.Struct({ name: Schema.String, value: Schema.optional(Schema.Unknown) })),
-        { nullable: true, default: () => [] }
-      )
-    }),
-    { nullable: true }
-  )
+      options: nullableOr(Schema.Array(Schema.Struct({ name: Schema.String, value: Schema.optional(Schema.Unknown) })), [])
+    }))
 })
 export type Interaction = typeof Interaction.Type
 

@@ -25,9 +25,9 @@ import type * as Scope from "effect/Scope"
 
 export interface TypingOptions {
   /** How often to show the indicator again; below Discord's ten seconds. */
-  readonly refreshEvery: Duration.DurationInput
+  readonly refreshEvery: Duration.Input
   /** How long it may show while waiting for replies that never come. */
-  readonly giveUpAfter: Duration.DurationInput
+  readonly giveUpAfter: Duration.Input
 }
 
 export const defaultTypingOptions: TypingOptions = { refreshEvery: "8 seconds", giveUpAfter: "10 minutes" }

@@ -6,7 +6,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Option, Redacted, Stream } from "effect"
+import { Effect, Option, Redacted, Stream } from "effect"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import type { DiscordSettings } from "../../../src/interact/discord/Settings.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
@@ -24,7 +24,7 @@ const tempDir = Effect.acquireRelease(
 )
 
 const take = <A, E>(messages: Stream.Stream<A, E>, count: number) =>
-  messages.pipe(Stream.take(count), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+  messages.pipe(Stream.take(count), Stream.runCollect)
 
 const historyReads = (fake: FakeDiscord.FakeDiscord) =>
   fake.rest().filter((record) => record.method === "GET" && /\/channels\/\d+\/messages/.test(record.path))

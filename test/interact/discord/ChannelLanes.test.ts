@@ -5,7 +5,7 @@
  * on, while the download still hangs.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Clock, Effect, Option, Redacted, Stream } from "effect"
+import { Clock, Effect, Option, Redacted, Stream } from "effect"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { advanceTo } from "../../support/TestClockWait.js"
@@ -18,7 +18,7 @@ const channelB = "300000000000000002"
 const alice = "400000000000000001"
 
 const take = <A, E>(messages: Stream.Stream<A, E>, count: number) =>
-  messages.pipe(Stream.take(count), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+  messages.pipe(Stream.take(count), Stream.runCollect)
 
 describe("Discord inbound: each channel in its own lane", () => {
   it.effect("a download that hangs in one channel holds up neither a slash command's acknowledgement nor a message in another", () =>

@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, ConfigProvider, Effect, Result, Option, Redacted, Stream } from "effect"
+import { ConfigProvider, Effect, Result, Option, Redacted, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import type { InboundMessage } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
@@ -34,7 +34,7 @@ const settingsFor = (fake: FakeDiscord.FakeDiscord, overrides: Partial<DiscordSe
 })
 
 const take = <A, E>(messages: Stream.Stream<A, E>, count: number) =>
-  messages.pipe(Stream.take(count), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+  messages.pipe(Stream.take(count), Stream.runCollect)
 
 /** The Interact port's messages, each with the Discord channel its address names. */
 const takePlain = <E>(messages: Stream.Stream<InboundMessage, E>, count: number) =>

@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Clock, ConfigProvider, Context, Duration, Effect, Result, Fiber, Layer, Option, Redacted, Schedule, Stream } from "effect"
+import { Clock, ConfigProvider, Context, Duration, Effect, Result, Fiber, Layer, Option, Redacted, Schedule, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { type InboundMessage, Interact, type InteractService } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
@@ -50,7 +50,6 @@ const nextMessages = (bridge: InteractService, count: number) =>
   bridge.messages.pipe(
     Stream.take(count),
     Stream.runCollect,
-    Effect.map(Chunk.toReadonlyArray),
     Effect.map((messages) => messages.map((message) => ({ ...message, channel: parseAddress(message.channel).channel })))
   )
 
@@ -72,7 +71,7 @@ const framesReceived = (fake: FakeDiscord.FakeDiscord, op: number) =>
 const dispatchesSent = (fake: FakeDiscord.FakeDiscord, t: string) =>
   fake.gateway().flatMap((record) => record.event === "sent" && record.t === t ? [record] : [])
 
-const reconnectBackoffSeconds = Discord.reconnectBackoff.pipe(Schedule.map(Duration.toSeconds))
+const reconnectBackoffSeconds = Discord.reconnectBackoff.pipe(Schedule.map(({ output }) => Duration.toSeconds(output)))
 
 const delayIn = (line: string): number => Number(/in (\d+) s/.exec(line)?.[1])
 
@@ -275,7 +274,7 @@ describe("Discord bridge: who is answered", () => {
       const { bridge, fake } = yield* connect()
       const first = yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "first" })
       const second = yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "second" })
-      const got = yield* bridge.messages.pipe(Stream.take(2), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+      const got = yield* bridge.messages.pipe(Stream.take(2), Stream.runCollect)
       expect(got).toEqual([{ channel: `${channelA}/m${first}`, text: "first" }, { channel: `${channelA}/m${second}`, text: "second" }])
       // Answered in another order than asked: each reply still quotes its own question; a plain channel quotes none.
       yield* bridge.send({ channel: got[1]!.channel, text: "to the second" })
@@ -488,9 +487,11 @@ describe("Discord bridge: typing indicator", () => {
 describe("Discord bridge: timing", () => {
   it.effect("backs off from 5 s, doubling, to a 60 s cap, with jitter", () =>
     Effect.gen(function*() {
-      const delays = yield* Schedule.run(reconnectBackoffSeconds, 0, Array.from({ length: 9 }))
+      const step = yield* Schedule.toStep(reconnectBackoffSeconds)
+      const delays: Array<number> = []
+      for (let attempt = 0; attempt < 9; attempt++) delays.push((yield* step(0, undefined))[0])
       const bounds = [[4, 6], [8, 12], [16, 24], [32, 48], [48, 60], [48, 60], [48, 60], [48, 60], [48, 60]]
-      Chunk.toReadonlyArray(delays).forEach((delay, attempt) => {
+      delays.forEach((delay, attempt) => {
         expect(delay).toBeGreaterThanOrEqual(bounds[attempt]![0]!)
         expect(delay).toBeLessThanOrEqual(bounds[attempt]![1]!)
       })

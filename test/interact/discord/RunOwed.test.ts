@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Option, Redacted, Stream } from "effect"
+import { Effect, Option, Redacted, Stream } from "effect"
 import type { InteractService } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as OwedMessages from "../../../src/interact/discord/OwedMessages.js"
@@ -28,7 +28,7 @@ const tempDir = Effect.acquireRelease(
 )
 
 const take = (bridge: InteractService, count: number) =>
-  bridge.messages.pipe(Stream.take(count), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+  bridge.messages.pipe(Stream.take(count), Stream.runCollect)
 
 describe("Discord in run, beside the agent: messages noted owed", () => {
   it.effect("after a kill, hands the agent again what its inbox did not hold, and answers each on its own question", () =>

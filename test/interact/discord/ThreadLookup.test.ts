@@ -3,7 +3,7 @@
  * only delayed, and the thread is not taken for another's. Time under TestClock.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Clock, Effect, Option, Redacted, Stream } from "effect"
+import { Clock, Effect, Option, Redacted, Stream } from "effect"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { captureLogs } from "../../support/LogCapture.js"
@@ -33,7 +33,7 @@ const start = Effect.gen(function*() {
 })
 
 const take = <A, E>(messages: Stream.Stream<A, E>, count: number) =>
-  messages.pipe(Stream.take(count), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+  messages.pipe(Stream.take(count), Stream.runCollect)
 
 const lookupsOf = (fake: FakeDiscord.FakeDiscord, channel: string) =>
   fake.rest().filter((r) => r.method === "GET" && r.path.endsWith(`/channels/${channel}`)).map((r) => r.status)

@@ -14,7 +14,7 @@ const recorder = Effect.gen(function*() {
 })
 
 /** Lets the typing fibers run what the last step made due. */
-const settle = Effect.repeatN(Effect.yieldNow(), 20)
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
 
 describe("Typing", () => {
   it.effect("shows at once and again every 8 seconds until the reply is out", () =>
