@@ -548,14 +548,19 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
       gateway: () => [...gatewayLog],
       waitFor: <A>(find: () => A | undefined) =>
         Effect.callback<A>((resume) => {
+          // A change seen while the fake is still handling what caused it (its own state half-updated) wakes the
+          // waiter once that handler has finished: Effect 4 would run the waiting fiber right here otherwise.
+          let registered = false
           const check = () => {
             const found = find()
             if (found === undefined) return
             watchers.delete(check)
-            resume(Effect.succeed(found))
+            if (registered) queueMicrotask(() => resume(Effect.succeed(found)))
+            else resume(Effect.succeed(found))
           }
           watchers.add(check)
           check()
+          registered = true
           return Effect.sync(() => watchers.delete(check))
         }),
       dispatch: (t, d) =>

@@ -4,6 +4,7 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, ConfigProvider, Context, Duration, Effect, Result, Fiber, Layer, Option, Redacted, Schedule, Stream } from "effect"
 import { TestClock } from "effect/testing"
+import * as ConfigErrors from "../../../src/config/ConfigErrors.js"
 import { type InboundMessage, Interact, type InteractService } from "../../../src/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import { parseAddress } from "../../../src/interact/discord/ReplyTargets.js"
@@ -543,9 +544,8 @@ describe("Discord bridge: configuration", () => {
   it.effect("names a bad channel id", () =>
     Effect.gen(function*() {
       const config = yield* load({ DISCORD_CHANNEL_ID: `${channelA},general` })
-      const message = Result.isFailure(config) ? String(config.failure) : ""
-      expect(message).toContain("Invalid data at DISCORD_CHANNEL_ID:")
-      expect(message).toContain("\"general\" is not a Discord id")
+      const message = Result.isFailure(config) ? ConfigErrors.describe(config.failure) : ""
+      expect(message).toContain("configuration error: DISCORD_CHANNEL_ID: \"general\" is not a Discord id")
     }))
 
   it.effect("builds the Interact layer from configuration", () =>
