@@ -34,10 +34,9 @@ import { HostError } from "./HostError.js"
 export type AgentPer = "channel" | "user" | "server" | "one"
 
 /** DISCORD_AGENT_PER: which agent answers a Discord message (default `channel`). */
-export const AgentPerConfig: Config.Config<AgentPer> = Config.Literals(
-  ["channel", "user", "server", "one"],
-  "DISCORD_AGENT_PER"
-).pipe(Config.withDefault("channel" as const))
+export const AgentPerConfig: Config.Config<AgentPer> = Config.Literals(["channel", "user", "server", "one"], "DISCORD_AGENT_PER").pipe(
+  Config.withDefault("channel" as const)
+)
 
 /** The agent a message goes to. */
 export const agentFor = (per: AgentPer, message: Discord.DiscordMessage): string => {
