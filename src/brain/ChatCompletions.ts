@@ -18,6 +18,7 @@ import type { Message, MessagesRequest, MessagesResponse, ResponseBlock, ToolRes
 import { preview, systemText } from "../Brain.js"
 import { madeOnFirstCall } from "../FirstCall.js"
 import { isJsonObject } from "../Json.js"
+import type { TokenField } from "./TokenField.js"
 
 // ---- the request ----
 
@@ -42,9 +43,11 @@ export interface ChatTool {
   readonly function: { readonly name: string; readonly description: string; readonly parameters: unknown }
 }
 
+/** The cap on the answer's length goes in one of two fields, as the server wants (TokenField). */
 export interface ChatRequest {
   readonly model: string
-  readonly max_tokens: number
+  readonly max_tokens?: number
+  readonly max_completion_tokens?: number
   readonly messages: ReadonlyArray<ChatMessage>
   readonly tools?: ReadonlyArray<ChatTool>
 }
@@ -108,7 +111,7 @@ const userMessages = (
   ]
 }
 
-export const toChatRequest = (request: MessagesRequest): ChatRequest => {
+export const toChatRequest = (request: MessagesRequest, tokenField: TokenField = "max_tokens"): ChatRequest => {
   // Calls whose input is not an object: their results get the invalid-arguments message.
   const malformed = new Map<string, { name: string; raw: string }>()
   for (const message of request.messages) {
@@ -130,7 +133,7 @@ export const toChatRequest = (request: MessagesRequest): ChatRequest => {
   const tools = request.tools ?? []
   return {
     model: request.model,
-    max_tokens: request.max_tokens,
+    ...(tokenField === "max_tokens" ? { max_tokens: request.max_tokens } : { max_completion_tokens: request.max_tokens }),
     messages,
     // An empty list is an invalid request for OpenAI: no tools means no key.
     ...(tools.length > 0

@@ -43,6 +43,7 @@ import {
 } from "./BrainRetry.js"
 import { postJson } from "./PostJson.js"
 import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
+import * as TokenField from "./TokenField.js"
 import * as Tracing from "../Tracing.js"
 import { nonEmptyString, optionWhenUnset } from "./UnsetSetting.js"
 
@@ -204,15 +205,37 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
       }
     })
 
-    const attempt = (body: string, model: string, number: number) =>
-      attemptExchange(postJson(client, url, headers, body), config.timeout, number, report, judgeAnswer(reading(model), debug))
+    const bodyOf = (request: MessagesRequest, field: TokenField.TokenField) => JSON.stringify(toChatRequest(request, field))
+    const exchange = (body: string, number: number, answered: ReturnType<typeof judgeAnswer<MessagesResponse>>) =>
+      attemptExchange(postJson(client, url, headers, body), config.timeout, number, report, answered)
+
+    /**
+     * One attempt with the length cap in the field this server takes; when
+     * it refuses that field, the same attempt asks once more with the other,
+     * and the server's choice is kept for the rest of the process.
+     */
+    const attempt = (request: MessagesRequest, number: number) =>
+      Effect.suspend(() => {
+        const { model } = request
+        const field = TokenField.fieldFor(url, config.baseUrl, model)
+        const judge = judgeAnswer(reading(model), debug)
+        return exchange(bodyOf(request, field), number, (answer, nowMillis, after) => {
+          if (!TokenField.refuses(answer.status, answer.body, field)) return judge(answer, nowMillis, after)
+          const other = TokenField.otherField(field)
+          const body = bodyOf(request, other)
+          return debug(`${after}: HTTP ${answer.status}: the server refuses ${field}: asking again with ${other}`).pipe(
+            Effect.andThen(Effect.sync(() => TokenField.learn(url, model, other))),
+            Effect.andThen(debug(`request ${body}`)),
+            Effect.andThen(exchange(body, number, judge))
+          )
+        })
+      })
 
     const complete = (request: MessagesRequest) =>
       Effect.gen(function*() {
-        const body = JSON.stringify(toChatRequest(request))
         yield* debug(`POST ${endpoint} (authorization: ${Option.isSome(apiKey) ? "Bearer <redacted>" : "none"})`)
-        yield* debug(`request ${body}`)
-        return yield* withRetries("OpenAI-compatible API", config.retries, (number) => attempt(body, request.model, number))
+        yield* debug(`request ${bodyOf(request, TokenField.fieldFor(url, config.baseUrl, request.model))}`)
+        return yield* withRetries("OpenAI-compatible API", config.retries, (number) => attempt(request, number))
       }).pipe(Tracing.withSpan("OpenAiBrain.complete", { model: request.model }))
 
     return Brain.of({ complete })

@@ -12,6 +12,9 @@
  *   ))
  *   // point OPENAI_BASE_URL at server.url (it ends in /v1), then:
  *   const [first] = yield* server.awaitRequests(1)
+ *
+ * `refusing(["max_tokens"], handler)` stands for a model that takes only
+ * `max_completion_tokens`, answering as OpenAI does for the o-series and gpt-5.
  */
 import { Effect, Result, type Scope } from "effect"
 import * as LoopbackHttp from "./LoopbackHttp.js"
@@ -116,6 +119,31 @@ export const apiError = (status: number, message: string, flavor: Flavor = "open
     case "llamacpp":
       return respond(status, { error: { code: status, message, type: status === 404 ? "not_found_error" : "server_error" } })
   }
+}
+
+/** OpenAI's own 400 for a model that does not take `field` (the o-series and gpt-5 refuse `max_tokens`). */
+export const unsupportedParameter = (field: "max_tokens" | "max_completion_tokens"): LoopbackHttp.Reply => {
+  const other = field === "max_tokens" ? "max_completion_tokens" : "max_tokens"
+  return respond(400, {
+    error: {
+      message: `Unsupported parameter: '${field}' is not supported with this model. Use '${other}' instead.`,
+      type: "invalid_request_error",
+      param: field,
+      code: "unsupported_parameter"
+    }
+  })
+}
+
+/**
+ * A server that refuses `fields` as the real API does (`unsupportedParameter`)
+ * whenever a request carries one of them, and answers the others with `handler`
+ * (given the index among all requests, refused ones included).
+ */
+export const refusing = (fields: ReadonlyArray<"max_tokens" | "max_completion_tokens">, handler: Handler): Handler =>
+(request, index) => {
+  const body = request.body
+  const refused = fields.find((field) => typeof body === "object" && body !== null && field in body)
+  return refused === undefined ? handler(request, index) : unsupportedParameter(refused)
 }
 
 export const make = (handler: Handler): Effect.Effect<ChatCompletionsServer, LoopbackHttp.ServerError, Scope.Scope> =>
