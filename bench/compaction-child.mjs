@@ -5,17 +5,19 @@
  * one JSON line: seconds, the report, and resident memory (MiB) before and
  * at peak (getrusage maxrss).
  */
-import { ConfigProvider, Effect, Layer, Option } from "effect"
-import { Brain } from "../dist/Brain.js"
-import * as Compaction from "../dist/memory/Compactor.js"
-import * as Memory from "../dist/memory/Memory.js"
 import * as A from "./lib/agent.mjs"
+import { effect, fromDist, settingsLayer, settingsProvider } from "./lib/build.mjs"
+
+const { Effect, Layer, Option } = effect
+const { Brain } = await fromDist("Brain.js")
+const Compaction = await fromDist("memory/Compactor.js")
+const Memory = await fromDist("memory/Memory.js")
 
 const memoryDir = process.argv[2]
 const layer = Compaction.layer.pipe(
   Layer.provideMerge(Memory.layer),
   Layer.provide(Layer.succeed(Brain, A.summaryBrain)),
-  Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_DIR", memoryDir]])), { preserveEmptyStrings: true })))
+  Layer.provide(settingsLayer(settingsProvider([["PLANCKCLAW_DIR", memoryDir]])))
 )
 
 const program = Effect.gen(function*() {

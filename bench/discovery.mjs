@@ -15,14 +15,16 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Duration, Effect, Exit, Scope } from "effect"
-import * as ScriptClaws from "../dist/claws/ScriptClaws.js"
-import * as A from "./lib/agent.mjs"
-import { main, progress } from "./lib/child.mjs"
 import { execFileSync } from "node:child_process"
-import * as ClawDiscovery from "../dist/claws/ClawDiscovery.js"
+import * as A from "./lib/agent.mjs"
+import { effect, fromDist, inScope } from "./lib/build.mjs"
+import { main, progress } from "./lib/child.mjs"
 import { median, percentile, round } from "./lib/stats.mjs"
 import { makeWorkDir } from "./lib/work.mjs"
+
+const { Duration, Effect, Exit, Scope } = effect
+const ScriptClaws = await fromDist("claws/ScriptClaws.js")
+const ClawDiscovery = await fromDist("claws/ClawDiscovery.js")
 
 const COUNTS = [1, 100, 1000]
 
@@ -129,7 +131,7 @@ const measureCount = (dir, count) =>
     yield* hotReload(scanning, dir, count, "stat scan")
     // Warm, watched: what the running agent pays.
     const scope = yield* Scope.make()
-    const watching = yield* Scope.provide(ScriptClaws.makeWatched(config(dir)), scope)
+    const watching = yield* inScope(ScriptClaws.makeWatched(config(dir)), scope)
     const watched = yield* warmLists(watching, count)
     yield* hotReload(watching, dir, count, "watched")
     yield* Scope.close(scope, Exit.void)

@@ -13,11 +13,13 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Effect } from "effect"
 import * as A from "./lib/agent.mjs"
+import { effect } from "./lib/build.mjs"
 import { main, progress } from "./lib/child.mjs"
 import { latencySummary, round } from "./lib/stats.mjs"
 import { clawsDir, freeBytes, makeWorkDir } from "./lib/work.mjs"
+
+const { Effect } = effect
 
 const KB = 1024
 const MB = 1024 * KB

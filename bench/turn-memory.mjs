@@ -16,11 +16,13 @@
  * weighs on each alike.
  */
 import * as path from "node:path"
-import { Effect } from "effect"
 import * as A from "./lib/agent.mjs"
+import { effect } from "./lib/build.mjs"
 import { main, progress } from "./lib/child.mjs"
 import { latencySummary, round } from "./lib/stats.mjs"
 import { clawsDir, makeWorkDir } from "./lib/work.mjs"
+
+const { Effect } = effect
 
 const ITERATIONS = Number(process.env.BENCH_TURNS ?? 2000)
 

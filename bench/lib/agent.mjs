@@ -5,17 +5,20 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { ConfigProvider, Effect, Layer, Logger, LogLevel, Queue } from "effect"
-import * as Agent from "../../dist/Agent.js"
-import * as Intake from "../../dist/Intake.js"
-import * as MemoryHold from "../../dist/MemoryHold.js"
-import { Brain } from "../../dist/Brain.js"
-import * as InMemoryClaws from "../../dist/claws/InMemoryClaws.js"
-import * as ScriptClaws from "../../dist/claws/ScriptClaws.js"
-import * as InMemoryInteract from "../../dist/interact/InMemoryInteract.js"
-import * as Logging from "../../dist/Logging.js"
-import { COMPACTION_SYSTEM } from "../../dist/Prompt.js"
+import { effect, fromDist, settingsLayer, settingsProvider, warningsAndUp } from "./build.mjs"
 import { REPLY, TOOL_REPLY } from "./fifo.mjs"
+
+// The measured build's (lib/build.mjs: PLANCKCLAW_BENCH_REPO picks another checkout's).
+const { Effect, Layer, Queue } = effect
+const Agent = await fromDist("Agent.js")
+const Intake = await fromDist("Intake.js")
+const MemoryHold = await fromDist("MemoryHold.js")
+const { Brain } = await fromDist("Brain.js")
+const InMemoryClaws = await fromDist("claws/InMemoryClaws.js")
+const ScriptClaws = await fromDist("claws/ScriptClaws.js")
+const InMemoryInteract = await fromDist("interact/InMemoryInteract.js")
+const Logging = await fromDist("Logging.js")
+const { COMPACTION_SYSTEM } = await fromDist("Prompt.js")
 
 export { REPLY, TOOL_REPLY }
 
@@ -84,7 +87,7 @@ export const seedHistory = (pairs) => {
  * Logs as the command line prints them (stderr), warnings and up only: the
  * info line each compaction writes would drown the progress lines.
  */
-export const logging = Layer.merge(Logging.layer(false), Logger.minimumLogLevel(LogLevel.Warning))
+export const logging = Layer.merge(Logging.layer(false), warningsAndUp)
 
 /**
  * Starts the agent (Agent.layerWithMemory + Intake.run) in the current
@@ -94,11 +97,11 @@ export const logging = Layer.merge(Logging.layer(false), Logger.minimumLogLevel(
 export const startAgent = ({ memoryDir, brain, claws, settings = {} }) =>
   Effect.gen(function*() {
     const interact = yield* InMemoryInteract.make
-    const provider = ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries({ PLANCKCLAW_DIR: memoryDir, PLANCKCLAW_MODEL: "bench-model", ...settings }))), { preserveEmptyStrings: true })
+    const provider = settingsProvider(Object.entries({ PLANCKCLAW_DIR: memoryDir, PLANCKCLAW_MODEL: "bench-model", ...settings }))
     const layer = Layer.merge(Agent.layerWithMemory, MemoryHold.layer).pipe(
       Layer.provide(Layer.merge(Layer.succeed(Brain, brain), claws)),
       Layer.provideMerge(InMemoryInteract.layer(interact)),
-      Layer.provide(ConfigProvider.layer(provider))
+      Layer.provide(settingsLayer(provider))
     )
     const context = yield* Layer.build(layer)
     yield* Intake.run.pipe(Effect.provide(context), Effect.forkScoped)

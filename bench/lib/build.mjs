@@ -62,6 +62,9 @@ export const withSettings = (self, provider) =>
     ? Effect.provideService(self, ConfigProvider.ConfigProvider, provider)
     : Effect.withConfigProvider(self, provider)
 
+/** `self` run with `scope` as its Scope (v3 Scope.extend, v4 Scope.provide). */
+export const inScope = (self, scope) => (isEffect4 ? effect.Scope.provide(self, scope) : effect.Scope.extend(self, scope))
+
 /** Logs at warning level and up only. */
 export const warningsAndUp = isEffect4
   ? Layer.succeed(effect.References.MinimumLogLevel, "Warn")

@@ -7,22 +7,24 @@
  *   node bench/lib/serve-host.mjs DIR AGENTS ROUNDS
  */
 import * as path from "node:path"
-import { ConfigProvider, Context, Effect, Layer, Logger, LogLevel } from "effect"
-import { Brain } from "../../dist/Brain.js"
-import * as InMemoryClaws from "../../dist/claws/InMemoryClaws.js"
-import * as AgentHost from "../../dist/service/AgentHost.js"
+import { effect, fromDist, settingsLayer, settingsProvider, warningsAndUp } from "./build.mjs"
+
+const { Context, Effect, Layer } = effect
+const { Brain } = await fromDist("Brain.js")
+const InMemoryClaws = await fromDist("claws/InMemoryClaws.js")
+const AgentHost = await fromDist("service/AgentHost.js")
 
 const [dir, agents, rounds] = [process.argv[2], Number(process.argv[3]), Number(process.argv[4])]
 const instantBrain = Layer.succeed(Brain, {
   complete: () => Effect.succeed({ content: [{ type: "text", text: "Noted." }], stop_reason: "end_turn" })
 })
-const settings = ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([
+const settings = settingsProvider([
   ["PLANCKCLAW_AGENTS_DIR", path.join(dir, "agents")],
   ["PLANCKCLAW_DIR", path.join(dir, "memory")]
-])), { preserveEmptyStrings: true })
+])
 const layer = AgentHost.layer.pipe(
   Layer.provide(Layer.merge(instantBrain, InMemoryClaws.layer([]))),
-  Layer.provide(Layer.merge(ConfigProvider.layer(settings), Logger.minimumLogLevel(LogLevel.Warning)))
+  Layer.provide(Layer.merge(settingsLayer(settings), warningsAndUp))
 )
 const ids = Array.from({ length: agents }, (_, n) => `agent-${n}`)
 
