@@ -193,12 +193,16 @@ describe("planckclaw serve (built command)", () => {
       expect(yield* post(base, "alice", "x".repeat(100))).toEqual({ status: 200, body: { reply: `re: ${"x".repeat(100)}`, stored: true } })
     }))
 
-  it.live("refuses a non-loopback address without a token, and a bad --http, in one line with exit 2", () =>
+  it.live("refuses a non-loopback address without a token, a token of spaces, and a bad --http, in one line with exit 2", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.echo)
       const open = yield* Cli.run(["serve", "--http", "0.0.0.0:0"], { cwd: t.box.dir, env: t.env })
       expect(open.code).toBe(2)
       expect(open.stderr).toMatch(/^planckclaw: refusing to listen on 0\.0\.0\.0.*PLANCKCLAW_HTTP_TOKEN.*\n$/)
+      // A token of spaces would lock everyone out: refused, naming the setting.
+      const blank = yield* Cli.run(["serve", "--http", "0.0.0.0:0"], { cwd: t.box.dir, env: { ...t.env, PLANCKCLAW_HTTP_TOKEN: "   " } })
+      expect(blank.code).toBe(2)
+      expect(blank.stderr).toMatch(/^planckclaw: configuration error: PLANCKCLAW_HTTP_TOKEN: is only white space[^\n]*\n$/)
       const bad = yield* Cli.run(["serve", "--http", "localhost"], { cwd: t.box.dir, env: t.env })
       expect(bad.code).toBe(2)
       expect(bad.stderr).toMatch(/^planckclaw: --http expects HOST:PORT.*\n$/)

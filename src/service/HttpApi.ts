@@ -23,7 +23,6 @@ import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as NetAddress from "effect/net/NetAddress"
-import * as Redacted from "effect/Redacted"
 import * as HttpMiddleware from "effect/http/HttpMiddleware"
 import type { HttpServerError, ServeError } from "effect/http/HttpServerError"
 import * as HttpRouter from "effect/http/HttpRouter"
@@ -40,12 +39,10 @@ import * as AgentId from "./AgentId.js"
 import * as AgentStatus from "./AgentStatus.js"
 import * as HttpConnections from "./HttpConnections.js"
 import * as HttpLimits from "./HttpLimits.js"
-import { bearerMatches, illFormedText, isLoopback, noRoute, problem, refusedOrigin, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
+import { bearerMatches, HttpTokenConfig, illFormedText, isLoopback, noRoute, problem, refusedOrigin, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
 
 export const HttpConfig = Config.all({
-  token: Config.option(Config.Redacted("PLANCKCLAW_HTTP_TOKEN")).pipe(
-    Config.map(Option.filter((token) => Redacted.value(token).length > 0))
-  ),
+  token: HttpTokenConfig,
   maxMessageBytes: Config.map(AgentConfig, (config) => config.maxMessageBytes)
 })
 

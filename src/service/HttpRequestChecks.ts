@@ -7,7 +7,9 @@
  * - Without PLANCKCLAW_HTTP_TOKEN (loopback only), `Host` must name a
  *   loopback address or `localhost`: a page whose name was rebound to
  *   127.0.0.1 (DNS rebinding) sends its own name there.
- * - The bearer token's scheme is read case-insensitively, as HTTP says.
+ * - The bearer token's scheme is read case-insensitively, as HTTP says; a
+ *   PLANCKCLAW_HTTP_TOKEN no client could send (white space only) is refused
+ *   at start.
  * - A known path asked with a method it does not take is a 405 with
  *   `Allow`; one whose id could not be read at all (broken
  *   percent-encoding, too long for the router) is a 400, not a 404.
@@ -15,10 +17,14 @@
  *   `"\ud83d"`, half an emoji) is a 400: the model's API would refuse it.
  */
 import * as crypto from "node:crypto"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import { invalidSetting } from "../config/ConfigRange.js"
+import { unpadded } from "../config/Secrets.js"
 import { loneSurrogateProblem } from "../WellFormed.js"
 import * as AgentId from "./AgentId.js"
 
@@ -60,6 +66,25 @@ export const refusedOrigin = (
   }
   return Option.none()
 }
+
+/**
+ * The bearer token: empty is none. One of white space only is refused, as no
+ * client could send it (HTTP drops the spaces around a header's value, so
+ * nobody could authenticate); the spaces around any other are dropped for
+ * the same reason (Secrets.unpadded).
+ */
+export const HttpTokenConfig = Config.option(Config.String("PLANCKCLAW_HTTP_TOKEN")).pipe(
+  Config.mapEffect((token) => {
+    if (Option.isNone(token) || token.value === "") return Effect.succeed(Option.none<Redacted.Redacted<string>>())
+    if (token.value.trim() === "") {
+      return Effect.fail(invalidSetting(
+        "PLANCKCLAW_HTTP_TOKEN",
+        "is only white space, which no client can send in a header; set a real token, or leave it empty to serve loopback only"
+      ))
+    }
+    return Effect.succeed(Option.some(Redacted.make(unpadded(token.value))))
+  })
+)
 
 const digest = (text: string) => crypto.createHash("sha256").update(text, "utf8").digest()
 

@@ -2,8 +2,9 @@ import * as fs from "node:fs"
 import * as http from "node:http"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Result, Layer } from "effect"
+import { type Config, Context, Effect, Result, Layer } from "effect"
 import * as HttpServer from "effect/http/HttpServer"
+import { describe as describeConfigError } from "../../src/config/ConfigErrors.js"
 import * as HttpApi from "../../src/service/HttpApi.js"
 import { echoBrain, hostLayer, historyOf, settings, tempDir } from "./Kit.js"
 
@@ -220,5 +221,24 @@ describe("HTTP API", () => {
       expect(Result.getOrThrow(HttpApi.parseListen("[::1]:7878"))).toEqual({ host: "::1", port: 7878 })
       expect(Result.isFailure(HttpApi.parseListen("localhost"))).toBe(true)
       expect(HttpApi.isLoopback("127.0.0.1") && HttpApi.isLoopback("::1") && !HttpApi.isLoopback("192.168.1.2")).toBe(true)
+    }))
+
+  it.effect("refuses a token of white space only, which no client could send, naming the setting", () =>
+    Effect.gen(function*() {
+      for (const [token, host] of [["   ", "0.0.0.0"], [" \t ", "0.0.0.0"], ["  ", "127.0.0.1"]] as const) {
+        const refused = yield* Effect.flip(HttpApi.guard({ host, port: 0 }).pipe(Effect.provide(settings({ PLANCKCLAW_HTTP_TOKEN: token }))))
+        expect(refused._tag).toBe("ConfigError")
+        expect(describeConfigError(refused as Config.ConfigError)).toMatch(/^configuration error: PLANCKCLAW_HTTP_TOKEN: is only white space/)
+      }
+      // Empty is no token: loopback only, as before.
+      const open = yield* Effect.flip(HttpApi.guard({ host: "0.0.0.0", port: 0 }).pipe(Effect.provide(settings({ PLANCKCLAW_HTTP_TOKEN: "" }))))
+      expect(open._tag).toBe("HttpListenRefused")
+    }))
+
+  it.live("drops the spaces around the token, as HTTP drops them around the header's value", () =>
+    Effect.gen(function*() {
+      const { port } = yield* serve({ PLANCKCLAW_HTTP_TOKEN: " s3cret  " })
+      expect((yield* call(port, "GET", "/v1/agents", { headers: { authorization: "Bearer s3cret" } })).status).toBe(200)
+      expect((yield* call(port, "GET", "/v1/agents", { headers: { authorization: "Bearer  s3cret " } })).status).toBe(200)
     }))
 })
