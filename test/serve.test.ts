@@ -104,6 +104,7 @@ describe("planckclaw serve (built command)", () => {
       const result = yield* running.done
       expect(result.code).toBe(0)
       expect(result.stderr).not.toContain("test-key-not-secret")
+      expect(result.stderr).not.toContain("can be written by other users")
     }))
 
   it.live("with PLANCKCLAW_HTTP_TOKEN, a request without the header gets 401 and touches no memory", () =>
@@ -191,6 +192,21 @@ describe("planckclaw serve (built command)", () => {
       expect((yield* t.server.turns).length).toBe(0)
       // Still serving after all that.
       expect(yield* post(base, "alice", "x".repeat(100))).toEqual({ status: 200, body: { reply: `re: ${"x".repeat(100)}`, stored: true } })
+    }))
+
+  it.live("warns when other users can write the agents directory or an agent's, and serves anyway", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(AnthropicServer.echo)
+      fs.mkdirSync(path.join(t.agents, "shared"), { recursive: true })
+      fs.chmodSync(t.agents, 0o777)
+      fs.chmodSync(path.join(t.agents, "shared"), 0o770)
+      const { running, base } = yield* startServe(t.box.dir, t.env)
+      const stderr = () => Effect.runSync(running.stderrSoFar)
+      expect(stderr()).toMatch(/PLANCKCLAW_AGENTS_DIR \S+ can be written by other users \(mode 0777\): .*chmod 700/)
+      expect((yield* post(base, "shared", "hi")).status).toBe(200)
+      expect(stderr()).toMatch(/agent directory \S+shared can be written by other users \(mode 0770\)/)
+      running.process.kill("SIGTERM")
+      expect((yield* running.done).code).toBe(0)
     }))
 
   it.live("refuses a non-loopback address without a token, a token of spaces, and a bad --http, in one line with exit 2", () =>

@@ -159,6 +159,7 @@ export const make = Effect.gen(function*() {
   yield* ensureWritable(config.agentsDir).pipe(
     Effect.catch((error) => refuse("unavailable", `PLANCKCLAW_AGENTS_DIR: ${error.message}`))
   )
+  yield* AgentStatus.warnIfOthersCanWrite(`PLANCKCLAW_AGENTS_DIR ${config.agentsDir}`, config.agentsDir, "every agent's")
   const agentConfig = yield* AgentConfig
   // Its removal is registered before the agents, so it runs after they let go: their locks are links to it.
   const ownerFile = yield* OwnerFile.onFirstUse(config.agentsDir)
@@ -201,6 +202,7 @@ export const make = Effect.gen(function*() {
       if (Result.isFailure(made) && !(errnoCode(made.failure) === "EEXIST" && AgentStatus.isAgentDirectory(directory))) {
         return yield* refuse("unavailable", `${directory} is not a directory this process can use (a link, a file, or unwritable)`, id)
       }
+      yield* AgentStatus.warnIfOthersCanWrite(`agent directory ${directory}`, directory, "this agent's")
       let own = waiters.get(id)
       if (own === undefined) waiters.set(id, own = AgentInstance.makeWaiters())
       const kept = own

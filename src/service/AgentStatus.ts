@@ -54,6 +54,38 @@ export const read = (id: string, directory: string, running: boolean): AgentInfo
 /** Whether `directory` is a real directory (not a link), and so may be an agent. */
 export const isAgentDirectory = (directory: string): boolean => stat(directory)?.isDirectory() === true
 
+const uid = process.getuid?.()
+
+/**
+ * Why users other than this one could change what is in `directory` (its
+ * group or other write bit, or another user owning it), and what to do, in
+ * words for a warning; `undefined` when only this user can, or it cannot be read.
+ */
+export const writableByOthers = (directory: string): { readonly problem: string; readonly fix: string } | undefined => {
+  const found = stat(directory)
+  if (found === undefined) return undefined
+  if (uid !== undefined && found.uid !== uid) {
+    return { problem: `is owned by uid ${found.uid}, not by this user (uid ${uid})`, fix: "use a directory of your own" }
+  }
+  const mode = (found.mode & 0o7777).toString(8).padStart(4, "0")
+  return (found.mode & 0o022) !== 0
+    ? { problem: `can be written by other users (mode ${mode})`, fix: `chmod 700 ${directory}` }
+    : undefined
+}
+
+/**
+ * A warning when users other than this one could change what is in
+ * `directory`: they could rewrite `whose` memory (soul, history) or plant
+ * files there. `what` names the directory.
+ */
+export const warnIfOthersCanWrite = (what: string, directory: string, whose: string): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const loose = writableByOthers(directory)
+    return loose === undefined
+      ? Effect.void
+      : Effect.logWarning(`${what} ${loose.problem}: they could change ${whose} memory; ${loose.fix}`)
+  })
+
 /** Whether the agent left messages unanswered (its inbox journal is not empty). */
 export const hasUnanswered = (directory: string): boolean => (stat(path.join(directory, ".inbox.jsonl"))?.size ?? 0) > 0
 
