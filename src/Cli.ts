@@ -121,7 +121,7 @@ const usage = Command.make(
   "usage",
   {
     since: Flag.String("since").pipe(Flag.optional, Flag.withDescription("only days from this one on (YYYY-MM-DD)")),
-    json: Flag.Boolean("json").pipe(Flag.withDefault(false), Flag.withDescription("print the report as JSON"))
+    json: Flag.Boolean("json").pipe(Flag.withoutNegation, Flag.withDefault(false), Flag.withDescription("print the report as JSON"))
   },
   (options) =>
     Effect.gen(function*() {

@@ -13,6 +13,7 @@ export const brainOption = Flag.String("brain").pipe(
   )
 )
 export const debugOption = Flag.Boolean("debug").pipe(
+  Flag.withoutNegation,
   Flag.withDefault(false),
   Flag.withDescription("print brain payloads and HTTP statuses to stderr (same as PLANCKCLAW_DEBUG=1)")
 )

@@ -19,6 +19,7 @@ import * as OpenAiBrain from "./brain/OpenAiBrain.js"
 import * as ScriptClaws from "./claws/ScriptClaws.js"
 import { fifoPathsConfig } from "./fifo/FifoPaths.js"
 import * as HelpConfig from "./HelpConfig.js"
+import * as HelpText from "./HelpText.js"
 import * as Home from "./Home.js"
 import { MemoryConfig } from "./memory/MemoryDir.js"
 import * as PlainConsole from "./PlainConsole.js"
@@ -51,18 +52,6 @@ const pipeKeys = ["INTERACT_IN", "INTERACT_OUT", "BRAIN_IN", "BRAIN_OUT", "CLAW_
 const knownKeys = new Set([...HelpConfig.allKeys.map((help) => help.key), ...pipeKeys])
 const ourPrefix = /^(PLANCKCLAW_|HISTORY_|CLAWS_|ANTHROPIC_|OPENAI_|DISCORD_)/
 
-const distance = (a: string, b: string): number => {
-  let row = Array.from({ length: b.length + 1 }, (_, index) => index)
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i]
-    for (let j = 1; j <= b.length; j++) {
-      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)))
-    }
-    row = next
-  }
-  return row[b.length]!
-}
-
 /**
  * A key of ours config.env sets that nothing reads (a typo, most likely),
  * with the known key it is closest to; other names are the user's own
@@ -70,8 +59,8 @@ const distance = (a: string, b: string): number => {
  */
 export const unknownKeys = (file: ReadonlyMap<string, string>): Array<string> =>
   [...file.keys()].filter((key) => !knownKeys.has(key)).flatMap((key) => {
-    const closest = [...knownKeys].sort((a, b) => distance(key, a) - distance(key, b))[0]!
-    const near = distance(key, closest) <= 3
+    const closest = [...knownKeys].sort((a, b) => HelpText.distance(key, a) - HelpText.distance(key, b))[0]!
+    const near = HelpText.distance(key, closest) <= 3
     return near ? [`${key} (did you mean ${closest}?)`] : ourPrefix.test(key) ? [key] : []
   })
 

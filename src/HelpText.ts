@@ -162,8 +162,8 @@ export const commands: ReadonlyArray<CommandHelp> = [
 
 const globalOptions: ReadonlyArray<OptionHelp> = [
   { name: "-h, --help", description: "show help (also after a command: planckclaw run --help)" },
-  { name: "--version", description: "print the version" },
-  { name: "--log-level LEVEL", description: "least severe log lines shown on stderr: all, trace, debug, info (default), warning, error, fatal, none" },
+  { name: "-v, --version", description: "print the version" },
+  { name: "--log-level LEVEL", description: "least severe log lines shown on stderr, before or after the command: all, trace, debug, info (default), warning, error, fatal, none" },
   { name: "--completions SHELL", description: "print a completion script for sh, bash, fish or zsh; e.g. source <(planckclaw --completions bash)" }
 ]
 
@@ -252,6 +252,24 @@ export const configHelp = (color: boolean): string =>
     ...section("Example", ["  $ planckclaw help config | grep -A1 HISTORY_"], color)
   ].join("\n")
 
+/** Edit distance (Levenshtein). */
+export const distance = (a: string, b: string): number => {
+  let row = Array.from({ length: b.length + 1 }, (_, index) => index)
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i]
+    for (let j = 1; j <= b.length; j++) next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)))
+    row = next
+  }
+  return row[b.length]!
+}
+
+/** ` (did you mean X?)` for the nearest of `candidates` within two edits of `input`, else nothing. */
+export const didYouMean = (input: string, candidates: ReadonlyArray<string>): string => {
+  const near = candidates.filter((candidate) => distance(input, candidate) <= 2)
+    .sort((a, b) => distance(input, a) - distance(input, b))
+  return near.length === 0 ? "" : ` (did you mean ${near[0]}?)`
+}
+
 export type Answer =
   | { readonly _tag: "Print"; readonly text: string; readonly code: number; readonly toStderr?: boolean }
   | { readonly _tag: "NotHelp" }
@@ -273,7 +291,7 @@ export const answer = (
 ): Answer => {
   const { color } = options
   const named = (name: string | undefined) => commands.find((command) => command.name === name)
-  if (args.length === 1 && args[0] === "--version") return print(options.version)
+  if (args.length === 1 && (args[0] === "--version" || args[0] === "-v")) return print(options.version)
   if (args.length === 0) return print(overview(color))
   if (args[0] === "help") {
     const topic = args[1]
@@ -282,11 +300,8 @@ export const answer = (
     if (topic === "config") return print(configHelp(color))
     const command = named(topic)
     if (command !== undefined) return print(commandHelp(command, color))
-    return print(
-      `planckclaw: no help on '${topic}': try ${[...commands.map((command) => command.name), "config"].join(", ")}`,
-      2,
-      true
-    )
+    const topics = [...commands.map((command) => command.name), "config"]
+    return print(`planckclaw: no help on '${topic}'${didYouMean(topic, topics)}: try ${topics.join(", ")}`, 2, true)
   }
   const asked = args.findIndex((arg) => arg === "--help" || arg === "-h")
   if (asked === -1) return { _tag: "NotHelp" }
@@ -297,6 +312,6 @@ export const answer = (
   const command = named(first)
   if (command !== undefined) return print(commandHelp(command, color))
   return options.known !== undefined && !options.known.includes(first)
-    ? print(`planckclaw: unknown command '${first}': see planckclaw --help`, 2, true)
+    ? print(`planckclaw: unknown command '${first}'${didYouMean(first, options.known)}: see planckclaw --help`, 2, true)
     : { _tag: "NotHelp" }
 }

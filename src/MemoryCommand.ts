@@ -53,6 +53,7 @@ const importCommand = Command.make("import", {
   agent: agentOption,
   directory: directoryArg,
   replace: Flag.Boolean("replace").pipe(
+    Flag.withoutNegation,
     Flag.withDefault(false),
     Flag.withDescription("overwrite the memory the agent already has in the database")
   )

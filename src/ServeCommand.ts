@@ -67,6 +67,7 @@ const bridgeOption = Flag.Literals("bridge", ["none", "discord"]).pipe(
 )
 
 const clusterOption = Flag.Boolean("cluster").pipe(
+  Flag.withoutNegation,
   Flag.withDefault(false),
   Flag.withDescription(
     "join a cluster of runners over PostgreSQL (PLANCKCLAW_DATABASE_URL, PLANCKCLAW_RUNNER_ADDRESS): any runner answers for any agent"

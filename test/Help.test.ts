@@ -15,7 +15,7 @@ import { subcommands } from "../src/Cli.js"
 import { allKeys } from "../src/HelpConfig.js"
 import * as HelpText from "../src/HelpText.js"
 import * as Cli from "./support/Cli.js"
-import { tempDir } from "./support/Sandbox.js"
+import { eventually, tempDir } from "./support/Sandbox.js"
 
 const ESC = "\u001b"
 
@@ -159,6 +159,69 @@ describe("help and version (built command)", () => {
       expect(bad.code).toBe(2)
       expect(bad.stderr).toContain("--bogus")
       expect(bad.stderr).not.toContain(ESC)
+    }))
+
+  it.live("a usage mistake is one planckclaw: line, with the nearest right name and which --help to read, exit 2", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir()
+      const env = Cli.baseEnv({ HOME: cwd })
+      const mistakes: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
+        [["rn"], "unknown command 'rn' (did you mean run?): see planckclaw --help"],
+        [["serve", "--htp", "127.0.0.1:0"], "unknown option --htp for serve (did you mean --http?): see planckclaw serve --help"],
+        // A run line goes to the command line holding only `run` (bin.ts): the same words.
+        [["run", "--bridg", "none"], "unknown option --bridg for run (did you mean --bridge?): see planckclaw run --help"],
+        [["run", "--no-debug"], "unknown option --no-debug for run: see planckclaw run --help"],
+        [["bridge", "clii"], "invalid NAME 'clii' for bridge: expected cli, discord, anthropic, openai or scripts (did you mean cli?): see planckclaw bridge --help"],
+        [["serve", "--bridge", "discrod"], "invalid value 'discrod' for --bridge: expected none or discord (did you mean discord?): see planckclaw serve --help"],
+        [["usage", "--since"], "--since needs a value: see planckclaw usage --help"],
+        [["memory", "export", "--agent", "alice"], "memory export needs DIR: see planckclaw memory export --help"],
+        [["tools", "extra"], "unexpected argument 'extra' for tools: see planckclaw tools --help"],
+        [["tols", "--help"], "unknown command 'tols' (did you mean tools?): see planckclaw --help"]
+      ]
+      for (const [args, line] of mistakes) {
+        const result = yield* Cli.run(args, { cwd, env })
+        expect(result.stderr, args.join(" ")).toBe(`planckclaw: ${line}\n`)
+        expect(result.stdout, args.join(" ")).toBe("")
+        expect(result.code, args.join(" ")).toBe(2)
+      }
+    }), 120_000)
+
+  it.live("--log-level works after the command's name too: serve --log-level debug starts, logging at debug", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const cwd = fs.realpathSync(yield* tempDir())
+      const env = Cli.baseEnv({ HOME: cwd, ANTHROPIC_API_KEY: "test-key-not-secret", PLANCKCLAW_AGENTS_DIR: path.join(cwd, "agents") })
+      const serve = yield* Cli.start(["serve", "--log-level", "debug", "--http", "127.0.0.1:0"], { cwd, env })
+      const started = yield* eventually("serve's address", () => Effect.runSync(serve.stderrSoFar).match(/HTTP API on \S+/)?.[0])
+      expect(started).toMatch(/^HTTP API on 127\.0\.0\.1:\d+$/)
+      expect(yield* serve.stderrSoFar).toContain("planckclaw debug: ")
+      serve.process.kill("SIGTERM")
+      expect((yield* serve.done).code).toBe(0)
+    })))
+
+  it.live("completions offer the values of --brain, --bridge and --claw, and only options the help describes", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir()
+      const fish = yield* Cli.run(["--completions", "fish"], { cwd, env: Cli.baseEnv({ HOME: cwd }) })
+      expect(fish.code).toBe(0)
+      const line = (command: string, flag: string) =>
+        fish.stdout.split("\n").find((entry) => entry.includes(`__fish_seen_subcommand_from ${command};`) && entry.includes(` -l ${flag} `))
+      expect(line("run", "bridge")).toContain("-a 'cli discord none'")
+      expect(line("run", "brain")).toContain("-a 'anthropic openai none'")
+      expect(line("run", "claw")).toContain("-a 'scripts none'")
+      expect(line("serve", "brain")).toContain("-a 'anthropic openai'")
+      expect(line("serve", "bridge")).toContain("-a 'none discord'")
+      expect(line("doctor", "brain")).toContain("-a 'anthropic openai none'")
+      // Every option a completion offers is one the command's help describes.
+      for (const entry of fish.stdout.split("\n")) {
+        const command = /__fish_seen_subcommand_from (\w+)/.exec(entry)?.[1]
+        const flag = / -l (\S+)/.exec(entry)?.[1] ?? /-a '--(\S+)'/.exec(entry)?.[1]
+        if (command === undefined || flag === undefined) continue
+        const help = HelpText.commands.find((candidate) => candidate.name === command)!
+        expect(help.options.map((option) => option.name.split(" ")[0]), `${command} --${flag}`).toContain(`--${flag}`)
+      }
+      const bash = yield* Cli.run(["--completions", "bash"], { cwd, env: Cli.baseEnv({ HOME: cwd }) })
+      expect(bash.stdout).toContain("'anthropic' 'openai' 'none'")
+      expect(bash.stdout).not.toContain("no-debug")
     }))
 
   it.live("--log-level chooses what a command logs", () =>

@@ -89,12 +89,12 @@ describe("planckclaw init, refused", () => {
       )
     }))
 
-  it.live("--wizard with no terminal on stdin: refused at once (exit 2) instead of waiting for answers", () =>
+  it.live("--wizard (effect/cli's question mode, never documented) is no option: refused at once (exit 2), never waiting for answers", () =>
     Effect.gen(function*() {
       const w = yield* world
       const result = yield* Cli.run(["--wizard"], { cwd: w.elsewhere, env: w.env, input: "" })
       expect(result.code).toBe(2)
-      expect(result.stderr).toBe("planckclaw: --wizard asks its questions at a terminal, and standard input is not one\n")
+      expect(result.stderr).toBe("planckclaw: unknown option --wizard: see planckclaw --help\n")
     }))
 })
 
