@@ -97,11 +97,24 @@ export const settings = (flags: Map<string, string>): Effect.Effect<Settings, Co
   })
 
 /**
+ * The line a start of `run` or `serve` says which home is in use and why
+ * (and, for a run, where its pipes are): shown at an interactive start
+ * (standard input and error on a terminal), a debug line otherwise, so
+ * scripts and pipes see nothing new.
+ */
+const announce = (home: Home.Home, runDir: string | undefined): Effect.Effect<void> => {
+  const line = `home ${home.dir} (${Home.why(home)})${runDir === undefined ? "" : `; its pipes in ${runDir}`}`
+  return process.stdin.isTTY === true && process.stderr.isTTY === true ? Effect.logInfo(line) : Effect.logDebug(line)
+}
+
+/**
  * Runs a command with its settings (see `settings`), checked at start-up
  * (StartupConfig), and logging set up: `--log-level` chooses the level,
- * `--debug` or PLANCKCLAW_DEBUG=1 lowers it to debug at least.
+ * `--debug` or PLANCKCLAW_DEBUG=1 lowers it to debug at least. `start`:
+ * the command is `run` (which lays out pipes) or `serve`, whose start says
+ * which home is in use (see announce).
  */
-export const withSettings = (flags: Map<string, string>) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+export const withSettings = (flags: Map<string, string>, start?: "run" | "serve") => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const { home, notWiped, provider, unknown } = yield* settings(flags)
     yield* Effect.provideService(StartupConfig, ConfigProvider.ConfigProvider, provider)
@@ -114,13 +127,18 @@ export const withSettings = (flags: Map<string, string>) => <A, E, R>(effect: Ef
         `cannot wipe the secrets from this process's start-up environment (${notWiped}): processes of this ` +
           "user, claws included, can read them in /proc; put them in config.env rather than the environment"
       ),
-      unknown.length === 0 ? Effect.void : Effect.logWarning(
-        `${Home.configFile(home)} sets ${unknown.join(", ")}, which nothing reads: \`planckclaw help config\` lists every key`
+      Effect.andThen(
+        unknown.length === 0 ? Effect.void : Effect.logWarning(
+          `${Home.configFile(home)} sets ${unknown.join(", ")}, which nothing reads: \`planckclaw help config\` lists every key`
+        ),
+        home.passedOver === undefined ? Effect.void : Effect.logWarning(Home.passedOverText(home.passedOver))
       )
     )
+    const runDir = start === "run" ? (yield* Effect.provideService(fifoPathsConfig, ConfigProvider.ConfigProvider, provider)).runDir : undefined
+    const started = start === undefined ? Effect.void : announce(home, runDir)
     // The command's own output as it is (see PlainConsole).
     const console = PlainConsole.original(yield* Console.Console)
-    return yield* Effect.andThen(warning, effect).pipe(
+    return yield* Effect.andThen(Effect.andThen(warning, started), effect).pipe(
       Effect.provideService(References.MinimumLogLevel, level),
       Effect.provideService(Console.Console, console),
       Effect.provideService(ConfigProvider.ConfigProvider, provider),

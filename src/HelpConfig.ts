@@ -26,7 +26,7 @@ export const keySections: ReadonlyArray<KeySection> = [
     keys: [
       {
         key: "PLANCKCLAW_HOME",
-        default: "current directory if it holds config.env, else ~/.planckclaw",
+        default: "the current directory if it is a home (config.env beside memory/, claws/ or agents/), else ~/.planckclaw",
         range: "directory (environment only)",
         meaning: "where config.env, memory/, claws/ and agents/ are found"
       }

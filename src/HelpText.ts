@@ -120,7 +120,7 @@ export const commands: ReadonlyArray<CommandHelp> = [
     usage: ["planckclaw init [DIR]"],
     description: "Creates the files of a home from the package's templates, only those missing: an existing file is " +
       "never overwritten. Says what it created and how to start.",
-    arguments: [{ name: "DIR", description: "where to make it; default PLANCKCLAW_HOME, else the current directory if it holds config.env, else ~/.planckclaw" }],
+    arguments: [{ name: "DIR", description: "where to make it; default PLANCKCLAW_HOME, else the current directory if it is a home, else ~/.planckclaw" }],
     options: [],
     examples: ["planckclaw init", "planckclaw init ~/agents/work && cd ~/agents/work && planckclaw run"]
   },
@@ -222,8 +222,9 @@ export const overview = (color: boolean): string =>
     ...section("Commands", list(commands.map((command) => ({ name: command.name, description: command.summary }))), color),
     ...section("Options", list(globalOptions), color),
     wrap(
-      "Settings come from config.env in the home (PLANCKCLAW_HOME; else the current directory if it holds " +
-        "config.env, else ~/.planckclaw), then the environment, then flags. `planckclaw help config` lists them.",
+      "Settings come from config.env in the home (PLANCKCLAW_HOME; else the current directory if it is a home: " +
+        "its config.env beside memory/, claws/ or agents/; else ~/.planckclaw), then the environment, then flags. " +
+        "`planckclaw help config` lists them.",
       78,
       ""
     ),

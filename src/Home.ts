@@ -1,8 +1,12 @@
 /**
  * The home: the directory holding `config.env`, `memory/`, `claws/` and
  * `agents/`. `PLANCKCLAW_HOME` names it; without it, the current directory
- * when it holds a `config.env` (a checkout, a project-local agent), else
- * `~/.planckclaw`, so an installed or linked command works from anywhere.
+ * when it is a PlanckClaw home (its `config.env` beside a `memory/`,
+ * `claws/` or `agents/` directory: what `planckclaw init` makes, or a
+ * checkout), else `~/.planckclaw`, so an installed or linked command works
+ * from anywhere. A `config.env` alone does not make a home: any folder may
+ * hold one for some other program, and taking it would start a fresh
+ * memory there with no claws.
  *
  * Relative paths in config.env are relative to the home; relative paths in
  * the environment or on the command line stay relative to the current
@@ -16,9 +20,38 @@ export interface Home {
   readonly dir: string
   /** How it was found, for messages: `PLANCKCLAW_HOME`, the current directory, or the default. */
   readonly foundBy: "PLANCKCLAW_HOME" | "current directory" | "default"
+  /**
+   * The default was taken although the current directory holds a config.env
+   * that sets keys of ours: that file, which is not read (the directory is
+   * no home: nothing of a home beside it).
+   */
+  readonly passedOver?: string
 }
 
 export const HOME_VARIABLE = "PLANCKCLAW_HOME"
+
+/** The directories beside config.env that make a folder a PlanckClaw home. */
+export const homeParts = ["memory", "claws", "agents"] as const
+
+const isDirectory = (file: string): boolean => fs.statSync(file, { throwIfNoEntry: false })?.isDirectory() === true
+
+/** Whether `dir` is a PlanckClaw home: its config.env beside a memory/, claws/ or agents/ directory. */
+export const isHome = (dir: string): boolean =>
+  fs.existsSync(path.join(dir, "config.env")) && homeParts.some((part) => isDirectory(path.join(dir, part)))
+
+// A line that sets one of our keys (`export` optional): the file was meant for planckclaw.
+const ourKey = /^[ \t]*(?:export[ \t]+)?(?:PLANCKCLAW_|ANTHROPIC_|OPENAI_|DISCORD_|HISTORY_|CLAWS_DIR\b)/m
+
+const setsOurKeys = (file: string): boolean => {
+  try {
+    return ourKey.test(fs.readFileSync(file, "utf8"))
+  } catch {
+    return false
+  }
+}
+
+/** `~/.planckclaw`: the home of a user who names none. */
+export const defaultHomeDir = (): string => path.join(os.homedir(), ".planckclaw")
 
 export const locate = (
   environment: Record<string, string | undefined> = process.env,
@@ -26,8 +59,10 @@ export const locate = (
 ): Home => {
   const named = environment[HOME_VARIABLE]
   if (named !== undefined && named.trim() !== "") return { dir: path.resolve(cwd, named), foundBy: "PLANCKCLAW_HOME" }
-  if (fs.existsSync(path.join(cwd, "config.env"))) return { dir: cwd, foundBy: "current directory" }
-  return { dir: path.join(os.homedir(), ".planckclaw"), foundBy: "default" }
+  if (isHome(cwd)) return { dir: cwd, foundBy: "current directory" }
+  const here = path.join(cwd, "config.env")
+  const passedOver = setsOurKeys(here) ? { passedOver: here } : {}
+  return { dir: defaultHomeDir(), foundBy: "default", ...passedOver }
 }
 
 export const configFile = (home: Home): string => path.join(home.dir, "config.env")
@@ -50,10 +85,29 @@ const isPath = (key: string, value: string): boolean =>
 export const resolveFilePaths = (home: Home, values: ReadonlyMap<string, string>): Map<string, string> =>
   new Map([...values].map(([key, value]) => [key, isPath(key, value) && value !== "" ? path.resolve(home.dir, value) : value]))
 
+/** Why this home is the one in use, for the start's line and doctor's. */
+export const why = (home: Home): string =>
+  home.foundBy === "PLANCKCLAW_HOME"
+    ? "from PLANCKCLAW_HOME"
+    : home.foundBy === "current directory"
+    ? "the current directory, a PlanckClaw home"
+    : "the default home"
+
+/** What is wrong with a config.env of ours in a directory that is no home, and what to do. */
+export const passedOver = (file: string): { readonly problem: string; readonly remedy: string } => ({
+  problem: `${file} is not read: its directory is no PlanckClaw home (no memory/, claws/ or agents/ beside it)`,
+  remedy: `\`planckclaw init ${path.dirname(file)}\` makes it one, or set PLANCKCLAW_HOME`
+})
+
+export const passedOverText = (file: string): string => {
+  const { problem, remedy } = passedOver(file)
+  return `${problem}; ${remedy}`
+}
+
 /** How a message tells the user where settings are read from. */
 export const describe = (home: Home): string =>
   home.foundBy === "PLANCKCLAW_HOME"
     ? `${configFile(home)}, from PLANCKCLAW_HOME`
     : home.foundBy === "current directory"
     ? `${configFile(home)}, in the current directory`
-    : `${configFile(home)}, the default home (PLANCKCLAW_HOME or a directory holding config.env picks another)`
+    : `${configFile(home)}, the default home (PLANCKCLAW_HOME or a directory holding a home's config.env and memory/ picks another)`

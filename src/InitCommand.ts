@@ -78,7 +78,8 @@ export const init = (target: Option.Option<string>) =>
     if (root === undefined || !fs.existsSync(path.join(root, "config.env.example"))) {
       return yield* new InitError({ reason: "no-templates", message: "cannot find the package's templates (config.env.example)" })
     }
-    const dir = Option.match(target, { onNone: () => Home.locate().dir, onSome: (given) => path.resolve(given) })
+    const home = Home.locate()
+    const dir = Option.match(target, { onNone: () => home.dir, onSome: (given) => path.resolve(given) })
     if (fs.existsSync(dir) && !fs.statSync(dir).isDirectory()) {
       return yield* new InitError({ reason: "io", message: `${dir} exists and is not a directory` })
     }
@@ -98,6 +99,8 @@ export const init = (target: Option.Option<string>) =>
       if (kept.length > 0) yield* Console.log(`Kept as they were: ${kept.map((template) => template.to).join(", ")}`)
     }
     yield* Console.log(howToUse(dir))
+    // Without DIR, a config.env of ours here that is no home's was passed over for the default: say so.
+    if (Option.isNone(target) && home.passedOver !== undefined) yield* Console.log(`Note: ${Home.passedOverText(home.passedOver)}.`)
   })
 
 export const initCommand = Command.make(
@@ -105,7 +108,7 @@ export const initCommand = Command.make(
   {
     // Text, not Argument.Directory: init says what is wrong with the path itself (a path through a file, say).
     dir: Argument.String("DIR").pipe(
-      Argument.withDescription("where to make the home; default: PLANCKCLAW_HOME, else ~/.planckclaw"),
+      Argument.withDescription("where to make the home; default: PLANCKCLAW_HOME, else the current directory if it is a home, else ~/.planckclaw"),
       Argument.optional
     )
   },

@@ -137,7 +137,7 @@ export const layerFor = (options: RunOptions) => Layer.unwrap(Effect.map(runChoi
  * layers, inside the settings with the flags', which (and the secrets'
  * withdrawal with them) come before anything the layers start.
  */
-export const runWith = (options: RunOptions) => withSettings(runFlags(options))(Effect.provide(serve, layerFor(options)))
+export const runWith = (options: RunOptions) => withSettings(runFlags(options), "run")(Effect.provide(serve, layerFor(options)))
 
 const valued = { "--bridge": "bridge", "--brain": "brain", "--claw": "claw" } as const
 

@@ -121,7 +121,7 @@ export const serve = Command.make("serve", {
     yield* tierUpEarly(options.bridge === "discord" ? Effect.raceFirst(http, discord) : http).pipe(
       Effect.provide(AgentHost.layer.pipe(Layer.provide(Layer.merge(brain, ScriptClaws.layer))))
     )
-  }).pipe(withSettings(runFlags(options)))).pipe(
+  }).pipe(withSettings(runFlags(options), "serve"))).pipe(
     Command.withDescription(
       "Serve every agent of PLANCKCLAW_AGENTS_DIR over the HTTP API, in one process, until stopped; with --cluster, " +
         "serve the agents of a PostgreSQL database as one runner of a cluster."

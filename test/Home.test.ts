@@ -2,7 +2,7 @@
  * The home, as a user meets it: `planckclaw init` into an empty and a
  * non-empty directory, then the built command run from another directory,
  * with PLANCKCLAW_HOME and with a home found by default (the current
- * directory holding config.env, else ~/.planckclaw), against a loopback
+ * directory when it is a home, else ~/.planckclaw), against a loopback
  * Anthropic server. Also: config.env written by hand, checked at start-up
  * even with nothing on stdin, and a `$(...)` in it that must not run.
  */
@@ -148,7 +148,7 @@ describe("the home, from another directory (built command)", () => {
       expect(fs.readdirSync(w.elsewhere)).toEqual([])
     }))
 
-  it.live("found by default: the current directory, when it holds config.env", () =>
+  it.live("found by default: the current directory, when it is a home", () =>
     Effect.gen(function*() {
       const w = yield* world
       const server = yield* AnthropicServer.make(AnthropicServer.echo)
@@ -176,6 +176,8 @@ describe("config.env written by hand (built command)", () => {
   it.live("a bad value is refused at start-up with the key, even with nothing on stdin", () =>
     Effect.gen(function*() {
       const w = yield* world
+      // A home by hand: config.env beside a memory/ (a config.env alone makes no home, see HomeChoice.test).
+      fs.mkdirSync(path.join(w.elsewhere, "memory"))
       fs.writeFileSync(path.join(w.elsewhere, "config.env"), "export ANTHROPIC_API_KEY=\"test-key\"\nHISTORY_MAX=lots # oops\n")
       const result = yield* Cli.run(["run"], { cwd: w.elsewhere, env: w.env, input: "" })
       expect(result.code).toBe(2)
@@ -191,6 +193,7 @@ describe("config.env written by hand (built command)", () => {
   it.live("a $(...) line is refused with its line number and never run", () =>
     Effect.gen(function*() {
       const w = yield* world
+      fs.mkdirSync(path.join(w.elsewhere, "claws"))
       const marker = path.join(w.root, "ran")
       fs.writeFileSync(path.join(w.elsewhere, "config.env"), `# mine\nexport PLANCKCLAW_MODEL=$(touch ${marker})\n`)
       const result = yield* Cli.run(["run"], { cwd: w.elsewhere, env: w.env, input: "hi\n" })

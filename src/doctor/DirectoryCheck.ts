@@ -1,5 +1,6 @@
 /**
- * Doctor's directory lines: the memory directory (owner, mode, its files,
+ * Doctor's directory lines: the home in use and why (and a config.env of
+ * ours passed over because its directory is no home), the memory directory (owner, mode, its files,
  * a soul or summary over its limit, free space), another run holding it (the run lock), and the runtime
  * directory with the same rules `planckclaw run` applies before laying out
  * its pipes (RuntimeDirChecks). Nothing is created, changed or removed.
@@ -10,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as ConfigErrors from "../config/ConfigErrors.js"
+import * as Home from "../Home.js"
 import { describeError } from "../Errors.js"
 import { fifoPaths, fifoPathsConfig, pidFileName } from "../fifo/FifoPaths.js"
 import { leftoverPipes, lstatOption, previousRun, useAnother } from "../fifo/RuntimeDirChecks.js"
@@ -89,6 +91,19 @@ const memoryDirectory = (dir: string): ReadonlyArray<Finding> => {
   const readable = (mode & 0o044) !== 0 ? ", readable by others" : ""
   return refused.length > 0 ? refused : [pass("memory", `${dir} (yours, mode ${octal(mode)}${readable}; ${freeText(dir)})`)]
 }
+
+/** The home in use and why; a config.env of ours in the current directory that is not read fails. */
+export const home: Effect.Effect<ReadonlyArray<Finding>> = Effect.sync(() => {
+  const found = Home.locate()
+  const file = Home.configFile(found)
+  const settings = fs.existsSync(file) ? "" : "; no config.env there yet (`planckclaw init` makes one)"
+  return [
+    pass("home", `${found.dir} (${Home.why(found)})${settings}`),
+    ...(found.passedOver === undefined ? [] : [
+      fail("home", Home.passedOver(found.passedOver).problem, Home.passedOver(found.passedOver).remedy)
+    ])
+  ]
+})
 
 /** Another live run (or a serve with this agent started) holds the memory directory's run lock (MemoryHold). */
 const runLock = (dir: string): Finding => {

@@ -1,6 +1,6 @@
 /**
  * `planckclaw doctor`: checks what a run needs, one line each with ✔ or ✘
- * and, for a failure, what to do: the settings parse; the brain is
+ * and, for a failure, what to do: the home in use; the settings parse; the brain is
  * reachable, accepts the key and serves the model; the claws; the memory
  * and runtime directories; another run holding the memory; Discord when it
  * is configured. Fails with DoctorFailed (exit 1) when any check failed.
@@ -54,6 +54,7 @@ const configuration: Effect.Effect<ReadonlyArray<Finding>> = Effect.map(
 
 /** Every check in order, each printed as soon as it is known. */
 export const checks: ReadonlyArray<Effect.Effect<ReadonlyArray<Finding>>> = [
+  DirectoryCheck.home,
   configuration,
   Effect.provide(BrainCheck.check, FetchHttpClient.layer),
   ClawsCheck.check,

@@ -38,6 +38,7 @@ describe("planckclaw doctor (built command)", () => {
       fs.writeFileSync(box.path("config.env"), `# from the console\nexport ANTHROPIC_API_KEY="${key}"\n`)
       const result = yield* Cli.run(["doctor"], { cwd: box.dir, env: box.env })
       expect(result.stdout.split("\n")).toEqual([
+        `✔ home: ${box.dir} (the current directory, a PlanckClaw home)`,
         "✔ configuration: config.env and the environment parse",
         `✔ brain: ${server.url} reachable, ANTHROPIC_API_KEY accepted`,
         `✔ model: ${model} is served`,
@@ -76,7 +77,22 @@ describe("planckclaw doctor (built command)", () => {
       )
       expect(lines.filter((line) => line.startsWith("✘"))).toHaveLength(2)
       expect(result.stdout + result.stderr).not.toContain("wrong-key")
-      expect(result.stderr).toBe("planckclaw: 2 of 10 checks failed\n")
+      expect(result.stderr).toBe("planckclaw: 2 of 11 checks failed\n")
+      expect(result.code).toBe(1)
+    }))
+
+  it.live("run in a folder whose config.env of ours is no home's: ✔ the home in use, ✘ the file not read and what to do, exit 1", () =>
+    Effect.gen(function*() {
+      const { box } = yield* setup({ ANTHROPIC_API_KEY: key })
+      const folder = yield* tempDir("planckclaw-doctor-folder-")
+      fs.writeFileSync(path.join(folder, "config.env"), "HISTORY_MAX=300\n")
+      const result = yield* Cli.run(["doctor"], { cwd: folder, env: { ...box.env, HOME: box.dir } })
+      const lines = result.stdout.split("\n")
+      expect(lines.slice(0, 2)).toEqual([
+        `✔ home: ${path.join(box.dir, ".planckclaw")} (the default home); no config.env there yet (\`planckclaw init\` makes one)`,
+        `✘ home: ${path.join(folder, "config.env")} is not read: its directory is no PlanckClaw home (no memory/, claws/ or agents/ beside it) → \`planckclaw init ${folder}\` makes it one, or set PLANCKCLAW_HOME`
+      ])
+      expect(lines.filter((line) => line.startsWith("✘"))).toHaveLength(1)
       expect(result.code).toBe(1)
     }))
 
@@ -110,7 +126,7 @@ describe("planckclaw doctor (built command)", () => {
       )
       expect(lines.filter((line) => line.startsWith("✘"))).toHaveLength(1)
       expect(lines).toContain("✔ claw dice.sh: roll_dice")
-      expect(result.stderr).toBe("planckclaw: 1 of 10 checks failed\n")
+      expect(result.stderr).toBe("planckclaw: 1 of 11 checks failed\n")
       expect(result.code).toBe(1)
     }))
 
