@@ -78,7 +78,7 @@ export const keySections: ReadonlyArray<KeySection> = [
       { key: "PLANCKCLAW_DEBUG", default: "0", range: "0, 1, true, false", meaning: "1: brain payloads and HTTP statuses on stderr (as --debug)" },
       { key: "PLANCKCLAW_V8_PRETENURING", default: "0", range: "0, 1, true, false", meaning: "1: keep V8's allocation-site pretenuring (run and serve turn it off)" },
       { key: "PLANCKCLAW_V8_EARLY_TIER_UP", default: "1", range: "0, 1, true, false", meaning: "0: keep V8's optimising pace (run and serve quicken it for their first 2.5 s of CPU, 10 minutes at most)" },
-      { key: "PLANCKCLAW_RUN_DIR", default: "/tmp/planckclaw", range: "directory, private to you", meaning: "runtime directory of the six named pipes" }
+      { key: "PLANCKCLAW_RUN_DIR", default: "/tmp/planckclaw for ~/.planckclaw; for another home, planckclaw-NAME-TAG in TMPDIR (/tmp), its own", range: "directory, private to you", meaning: "runtime directory of the six named pipes" }
     ]
   },
   {

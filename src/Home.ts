@@ -11,6 +11,11 @@
  * Relative paths in config.env are relative to the home; relative paths in
  * the environment or on the command line stay relative to the current
  * directory, as a shell user expects.
+ *
+ * Each home has a runtime directory of its own for the pipes of its run, so
+ * two homes can run at once: the default home keeps the original's
+ * `/tmp/planckclaw` (the original's scripts use it), any other home a
+ * private one under the temporary directory named after it (runDirFor).
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -67,12 +72,46 @@ export const locate = (
 
 export const configFile = (home: Home): string => path.join(home.dir, "config.env")
 
-/** Where each directory lives when its setting is unset: inside the home. */
+/** The original's runtime directory, which the default home keeps. */
+export const originalRunDir = "/tmp/planckclaw"
+
+/** `dir` with its symbolic links resolved when it exists, so one home has one name. */
+const canonical = (dir: string): string => {
+  try {
+    return fs.realpathSync(dir)
+  } catch {
+    return path.resolve(dir)
+  }
+}
+
+/** FNV-1a of `text`, base 36: a short, stable tag (a start loads no node:crypto for it). */
+const shortHash = (text: string): string => {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193)
+  return (hash >>> 0).toString(36)
+}
+
+/**
+ * The runtime directory a run of this home lays its pipes in when
+ * PLANCKCLAW_RUN_DIR is unset: `/tmp/planckclaw` for the default home
+ * (~/.planckclaw), else `planckclaw-<name>-<tag>` in the temporary
+ * directory (TMPDIR), the tag a hash of the home's path, so two homes
+ * never share one.
+ */
+export const runDirFor = (home: Home, tmpdir: string = os.tmpdir()): string => {
+  const dir = canonical(home.dir)
+  if (dir === canonical(defaultHomeDir())) return originalRunDir
+  const name = path.basename(dir).replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 24)
+  return path.join(tmpdir, `planckclaw-${name === "" ? "home" : name}-${shortHash(dir)}`)
+}
+
+/** Where each directory lives when its setting is unset: inside the home, and the home's runtime directory. */
 export const directoryDefaults = (home: Home): Map<string, string> =>
   new Map([
     ["PLANCKCLAW_DIR", path.join(home.dir, "memory")],
     ["CLAWS_DIR", path.join(home.dir, "claws")],
-    ["PLANCKCLAW_AGENTS_DIR", path.join(home.dir, "agents")]
+    ["PLANCKCLAW_AGENTS_DIR", path.join(home.dir, "agents")],
+    ["PLANCKCLAW_RUN_DIR", runDirFor(home)]
   ])
 
 /** Settings whose value is a path; PLANCKCLAW_BRAIN only when it names an executable (`./my_brain.sh`). */
