@@ -25,7 +25,9 @@ import { description, run } from "./RunCommand.js"
 import * as Bridges from "./Bridges.js"
 import * as ExecutableBrain from "./brain/ExecutableBrain.js"
 import * as ScriptClaws from "./claws/ScriptClaws.js"
+import * as BridgeClaim from "./fifo/BridgeClaim.js"
 import * as RunningAgent from "./fifo/RunningAgent.js"
+import * as RuntimeDir from "./fifo/RuntimeDir.js"
 import * as Compactor from "./memory/Compactor.js"
 import * as Memory from "./memory/Memory.js"
 import * as UsageLedger from "./memory/UsageLedger.js"
@@ -155,20 +157,28 @@ const servedBridge = Effect.gen(function*() {
   yield* Effect.raceFirst(running.ended, Effect.raceFirst(brain.done, Effect.raceFirst(claws.done, interact.done)))
 })
 
+/** The role a built-in bridge serves (see BridgeClaim). */
+const roleOf = (name: BuiltinName): BridgeClaim.Role =>
+  name === "cli" || name === "discord" ? "interact" : name === "scripts" ? "claw" : "brain"
+
 /**
  * `planckclaw bridge NAME`: one built-in bridge on the FIFOs of a running
- * agent. It ends when it is done (an interact bridge whose input ended and
- * was answered), or fails when the run it serves ends. Its layers are built
- * inside the settings, which come before anything they start.
+ * agent, once it has claimed its role there (one bridge per role: see
+ * BridgeClaim). It ends when it is done (an interact bridge whose input
+ * ended and was answered), or fails when the run it serves ends. Its layers
+ * are built inside the settings, which come before anything they start.
  */
 const bridge = Command.make(
   "bridge",
   { name: Argument.Literals("NAME", builtinNames).pipe(Argument.withDescription("the built-in bridge to serve")) },
-  ({ name }) =>
-    Effect.provide(
-      servedBridge,
-      Bridges.farEnds(servedAlone(name), { withAgent: false }).pipe(Layer.provideMerge(RunningAgent.layer))
-    ).pipe(withSettings(new Map()))
+  ({ name }) => {
+    const claimed = Layer.unwrap(Effect.gen(function*() {
+      const [paths, running] = [yield* RuntimeDir.RunPaths, yield* RunningAgent.RunningAgent]
+      yield* BridgeClaim.claim(paths.runDir, roleOf(name), running.pid)
+      return Bridges.farEnds(servedAlone(name), { withAgent: false })
+    }))
+    return Effect.provide(servedBridge, claimed.pipe(Layer.provideMerge(RunningAgent.layer))).pipe(withSettings(new Map()))
+  }
 ).pipe(
   Command.withDescription(
     "Serve one built-in bridge on the FIFOs of a running agent (PLANCKCLAW_RUN_DIR), as its own process."

@@ -16,6 +16,7 @@ import * as FifoClaws from "./claws/FifoClaws.js"
 import * as ScriptClaws from "./claws/ScriptClaws.js"
 import { runFlags, withSettings } from "./CliSettings.js"
 import type { FifoPaths } from "./fifo/FifoPaths.js"
+import type * as BridgeClaim from "./fifo/BridgeClaim.js"
 import * as Handover from "./fifo/Handover.js"
 import * as RuntimeDir from "./fifo/RuntimeDir.js"
 import * as Intake from "./Intake.js"
@@ -88,6 +89,12 @@ const builtinAdapters = (choices: Bridges.RunChoices) =>
     choices.bridge._tag === "Builtin" ? Bridges.interactAdapters[choices.bridge.name] : Layer.empty
   )
 
+/** The roles whose pipes the run serves itself (a built-in bridge or an executable it starts): claimed for it. */
+const servedRoles = (choices: Bridges.RunChoices): ReadonlyArray<BridgeClaim.Role> =>
+  ([["interact", choices.bridge], ["brain", choices.brain], ["claw", choices.claw]] as const).flatMap(([role, choice]) =>
+    choice._tag === "None" ? [] : [role]
+  )
+
 /**
  * What the run's handler gets: the memory directory held first; then the
  * runtime directory (its mkfifo child) and the built-in adapters side by
@@ -97,7 +104,7 @@ const builtinAdapters = (choices: Bridges.RunChoices) =>
  */
 const runLayer = (choices: Bridges.RunChoices) =>
   Layer.merge(Bridges.farEnds(choices, { withAgent: true }), Layer.effect(RuntimeDir.RunPaths, RuntimeDir.RunPaths)).pipe(
-    Layer.provide(Layer.merge(RuntimeDir.layer, builtinAdapters(choices))),
+    Layer.provide(Layer.merge(RuntimeDir.layerServing(servedRoles(choices)), builtinAdapters(choices))),
     Layer.provideMerge(AgentReady.layer),
     Layer.provideMerge(MemoryHold.layer)
   )

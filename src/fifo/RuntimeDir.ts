@@ -29,6 +29,7 @@ import {
   useAnother
 } from "./RuntimeDirChecks.js"
 import { RuntimeDirError } from "./RuntimeDirError.js"
+import * as BridgeClaim from "./BridgeClaim.js"
 
 export {
   defaultRunDir,
@@ -165,16 +166,24 @@ export const makeFifos = (files: ReadonlyArray<string>): Effect.Effect<ReadonlyM
 
 /**
  * Lays out the runtime directory for one run: makes it (0700) or checks that
- * it is private to us, claims it with `planckclaw.pid`, and makes the six
- * FIFOs (0600), replacing those of a dead run. On scope close exactly what
- * this run made goes: its FIFOs, its pid file, and the directories it made.
+ * it is private to us, claims it with `planckclaw.pid` and the roles it
+ * serves itself (`served`, see BridgeClaim), and makes the six FIFOs (0600),
+ * replacing those of a dead run. On scope close exactly what this run made
+ * goes: its FIFOs, its claims, its pid file, and the directories it made.
  * Refuses a symlink, a directory not private to us, one in use by a live
  * run, and any entry named like a pipe that it may not remove.
  */
-export const makeRuntimeDir = (runDir: string): Effect.Effect<FifoPaths, RuntimeDirError, Scope.Scope> =>
+export const makeRuntimeDir = (
+  runDir: string,
+  served: ReadonlyArray<BridgeClaim.Role> = []
+): Effect.Effect<FifoPaths, RuntimeDirError, Scope.Scope> =>
   Effect.gen(function*() {
     const paths = fifoPaths(runDir)
-    yield* Effect.acquireRelease(claimDirectory(paths.runDir), removeMade)
+    // What this run made goes last, once the bridge processes that joined it have let go of it.
+    yield* Effect.acquireRelease(
+      claimDirectory(paths.runDir),
+      (made) => made.length === 0 ? Effect.void : Effect.andThen(BridgeClaim.othersReleased(paths.runDir), removeMade(made))
+    )
     const pidFile = path.join(paths.runDir, pidFileName)
     const dead = yield* previousRun(paths.runDir, pidFile)
     const stale = yield* leftoverPipes(paths, Option.isSome(dead))
@@ -183,6 +192,9 @@ export const makeRuntimeDir = (runDir: string): Effect.Effect<FifoPaths, Runtime
       yield* ignoringMissing(attempt(`cannot remove stale ${pidFile}`, () => fs.unlinkSync(pidFile)))
     }
     yield* Effect.acquireRelease(writePidFile(paths.runDir, pidFile), releasePidFile)
+    // Before the FIFOs: a bridge process joins a run only once they are there (RunningAgent).
+    yield* BridgeClaim.clearDead(paths.runDir)
+    for (const role of served) yield* BridgeClaim.claim(paths.runDir, role, process.pid)
     yield* unlinkFifos(stale)
     const files = fifoKeys.map((key) => paths[key])
     yield* Effect.acquireRelease(
@@ -197,10 +209,14 @@ export class RunPaths extends Context.Service<RunPaths, FifoPaths>()("planckclaw
 
 /**
  * A runtime directory of our own, at PLANCKCLAW_RUN_DIR, for the life of the
- * layer. (The per-pipe variables are for a bridge process that joins a run;
- * the run itself lays every pipe out in the one directory.)
+ * layer, with the roles whose bridges the run serves itself claimed (see
+ * BridgeClaim). (The per-pipe variables are for a bridge process that joins
+ * a run; the run itself lays every pipe out in the one directory.)
  */
-export const layer: Layer.Layer<RunPaths, RuntimeDirError | ConfigError.ConfigError> = Layer.effect(
-  RunPaths,
-  Effect.flatMap(fifoPathsConfig, ({ runDir }) => makeRuntimeDir(runDir))
-)
+export const layerServing = (
+  served: ReadonlyArray<BridgeClaim.Role>
+): Layer.Layer<RunPaths, RuntimeDirError | ConfigError.ConfigError> =>
+  Layer.effect(RunPaths, Effect.flatMap(fifoPathsConfig, ({ runDir }) => makeRuntimeDir(runDir, served)))
+
+/** A runtime directory of our own whose pipes others serve (see layerServing). */
+export const layer: Layer.Layer<RunPaths, RuntimeDirError | ConfigError.ConfigError> = layerServing([])
