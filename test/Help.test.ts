@@ -111,6 +111,13 @@ describe("planckclaw help config", () => {
     }
   })
 
+  it("README's examples run the command as installed: no `npx planckclaw` (the name is not on the registry)", () => {
+    const readme = fs.readFileSync(path.join(Cli.REPO, "README.md"), "utf8")
+    const blocks = [...readme.matchAll(/```(?:sh)?\n([\s\S]*?)```/g)].map((match) => match[1]!)
+    expect(blocks.filter((block) => block.includes("npx planckclaw"))).toEqual([])
+    expect(readme).toContain("not published on the npm registry")
+  })
+
   it("config.env.example and the README's table mention every key", () => {
     const example = fs.readFileSync(path.join(Cli.REPO, "config.env.example"), "utf8")
     const readme = fs.readFileSync(path.join(Cli.REPO, "README.md"), "utf8")
