@@ -9,7 +9,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { headerSecret } from "../../config/Secrets.js"
 import { MissingSetting } from "../../config/MissingSetting.js"
-import { checkedString, integerIn } from "../../config/ConfigRange.js"
+import { checkedString, integerIn, missingSetting } from "../../config/ConfigRange.js"
 import { optionWhenUnset } from "../../brain/UnsetSetting.js"
 
 export interface DiscordSettings {
@@ -95,7 +95,8 @@ const parseApiUrl = (raw: string): Result.Result<string, string> => {
 /**
  * DISCORD_BOT_TOKEN (secret; its characters checked here, its presence by
  * `settingsFrom`, which reports a missing one as a MissingSetting),
- * DISCORD_CHANNEL_ID (one id or a comma-separated list),
+ * DISCORD_CHANNEL_ID (one id or a comma-separated list; its presence checked
+ * by `settingsFrom`, after the token's),
  * DISCORD_ALLOWED_USERS (optional list), DISCORD_DMS
  * (1/0, default 0), DISCORD_API_URL (default https://discord.com/api),
  * DISCORD_CATCH_UP (default 50,24h), DISCORD_ATTACHMENT_BYTES (default 65536). An
@@ -104,7 +105,8 @@ const parseApiUrl = (raw: string): Result.Result<string, string> => {
 export const DiscordConfig = Config.all({
   // Checked without the "Bot " prefix `bareToken` drops: the space after it is no fault.
   token: optionWhenUnset(headerSecret("DISCORD_BOT_TOKEN", stripPrefix), "DISCORD_BOT_TOKEN"),
-  channelIds: checkedString("DISCORD_CHANNEL_ID", checked((raw) => parseIds("DISCORD_CHANNEL_ID", raw))),
+  // Its absence is reported by `settingsFrom`, after a missing token: the first thing to set is named first.
+  channelIds: Config.option(checkedString("DISCORD_CHANNEL_ID", checked((raw) => parseIds("DISCORD_CHANNEL_ID", raw)))),
   // Checked before withDefault: the other way round, a bad value is reported without its key.
   allowedUsers: checkedString(
     "DISCORD_ALLOWED_USERS",
@@ -120,10 +122,14 @@ export const DiscordConfig = Config.all({
   attachmentBytes: integerIn("DISCORD_ATTACHMENT_BYTES", { min: 0, max: 8 * 1024 * 1024 }, 64 * 1024)
 })
 
-/** The settings, once the configuration is known to hold a token: without one the adapter cannot start. */
+/**
+ * The settings, once the configuration is known to hold a token and a
+ * channel: without them the adapter cannot start. A missing token is named
+ * before a missing channel, the order a new bot's owner sets them in.
+ */
 export const settingsFrom = (
   config: Config.Success<typeof DiscordConfig>
-): Effect.Effect<DiscordSettings, MissingSetting> =>
+): Effect.Effect<DiscordSettings, MissingSetting | Config.ConfigError> =>
   Effect.gen(function*() {
     const token = Option.filter(config.token, (token) => Redacted.value(token).trim() !== "")
     if (Option.isNone(token)) {
@@ -133,7 +139,8 @@ export const settingsFrom = (
           "(your application → Bot → Reset Token) and set DISCORD_BOT_TOKEN in config.env or the environment"
       })
     }
-    return { ...config, token: token.value }
+    if (Option.isNone(config.channelIds)) return yield* Effect.fail(missingSetting("DISCORD_CHANNEL_ID"))
+    return { ...config, token: token.value, channelIds: config.channelIds.value }
   })
 
 /** The token as Discord expects it: tokens are often pasted with the "Bot " prefix of the Authorization header. */

@@ -517,7 +517,7 @@ describe("Discord bridge: configuration", () => {
       })
       expect(Result.isSuccess(config)).toBe(true)
       if (Result.isFailure(config)) return
-      expect(config.success.channelIds).toEqual([channelA, channelB])
+      expect(config.success.channelIds).toEqual(Option.some([channelA, channelB]))
       expect(config.success.allowedUsers).toEqual(Option.some([alice]))
       expect(config.success.directMessages).toBe(true)
       expect(config.success.apiUrl).toBe("http://127.0.0.1:9/api")
@@ -581,5 +581,26 @@ describe("Discord bridge: configuration", () => {
       )
       expect(failure).toMatchObject({ _tag: "MissingSetting", key: "DISCORD_BOT_TOKEN" })
       expect(failure.message).toMatch(/^DISCORD_BOT_TOKEN is not set: create a bot at /)
+    }))
+
+  it.effect("with nothing set, names the missing token first, then the missing channel", () =>
+    Effect.gen(function*() {
+      const layerFailure = (entries: ReadonlyArray<[string, string]>) =>
+        Effect.scoped(Layer.build(Discord.layer)).pipe(
+          Effect.flip,
+          Effect.provideService(
+            ConfigProvider.ConfigProvider,
+            ConfigProvider.fromEnvRecord(Object.fromEntries(entries), { preserveEmptyStrings: true })
+          )
+        )
+      const nothing = yield* layerFailure([])
+      expect(nothing).toMatchObject({ _tag: "MissingSetting", key: "DISCORD_BOT_TOKEN" })
+      const emptyToken = yield* layerFailure([["DISCORD_BOT_TOKEN", ""]])
+      expect(emptyToken).toMatchObject({ _tag: "MissingSetting", key: "DISCORD_BOT_TOKEN" })
+      const noChannel = yield* layerFailure([["DISCORD_BOT_TOKEN", token]])
+      expect(noChannel._tag).toBe("ConfigError")
+      expect(ConfigErrors.describe(noChannel as Parameters<typeof ConfigErrors.describe>[0])).toBe(
+        "configuration error: DISCORD_CHANNEL_ID is not set"
+      )
     }))
 })
