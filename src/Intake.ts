@@ -13,9 +13,7 @@ import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { Agent } from "./AgentService.js"
-import { catchFailure } from "./Catch.js"
 import { Interact, type InteractError } from "./Interact.js"
-import * as DirectPull from "./interact/DirectPull.js"
 import * as Logging from "./Logging.js"
 import { Inbox, type Pending } from "./memory/Inbox.js"
 import { APOLOGY } from "./Turn.js"
@@ -53,18 +51,11 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
   const next: Effect.Effect<Pending | undefined> = Effect.suspend(() =>
     ready.length > 0 ? Effect.succeed(ready.shift()) : loop.wait(next)
   )
-  // Pulled by hand rather than with Stream.runForEach, which costs more per message than the rest of the intake.
-  const readAll: Effect.Effect<void, InteractError> = Effect.scoped(Effect.gen(function*() {
-    // The adapter's own pull when it registered one (FIFO, in memory): no stream on the way.
-    const pull = DirectPull.directPull(interact.messages) ?? (yield* Stream.toPull(interact.messages))
-    // Made once, not per message: undefined at the end of input.
-    const nextChunk = catchFailure(pull, (end) => Cause.isDone(end) ? Effect.succeed(undefined) : Effect.fail(end))
-    while (true) {
-      const chunk = yield* nextChunk
-      if (chunk === undefined) return
-      for (const message of chunk) put(yield* inbox.accept(message))
-    }
-  }))
+  // Every message of the bridge's stream, journaled as it is read; the stream's end ends it.
+  const readAll: Effect.Effect<void, InteractError> = Stream.runForEach(
+    interact.messages,
+    (message) => Effect.map(inbox.accept(message), put)
+  )
   yield* readAll.pipe(
     Effect.catch((error) => Effect.logError(`the interact bridge stopped: ${error.message}`)),
     // A defect while reading is a bug, not the end of input: read again, after a pause that grows.

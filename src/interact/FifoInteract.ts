@@ -10,12 +10,14 @@
  * one, and the next writer's line must not be glued to it (it could name
  * another channel, whose words would go to the first).
  */
+import type * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
+import type * as Pull from "effect/Pull"
 import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -26,11 +28,13 @@ import * as Handover from "../fifo/Handover.js"
 import { type InboundMessage, Interact, InteractError, type InteractService } from "../Interact.js"
 import { defaultMaxLineBytes, type Frame, type FrameTooLarge, makeLineFramer } from "../fifo/Framing.js"
 import { decodeInteractLine, encodeInteractLine } from "../fifo/InteractLine.js"
-import * as DirectPull from "./DirectPull.js"
 import * as UnreadReplies from "./UnreadReplies.js"
 import { mapFailure } from "../Catch.js"
 import * as Mutex from "../Mutex.js"
 import * as Wakeups from "../Wakeups.js"
+
+/** One pull of the message stream: the next message, or its end (`Cause.Done`) or failure. */
+type MessagePull<E> = Pull.Pull<Arr.NonEmptyReadonlyArray<InboundMessage>, E>
 
 export interface FifoInteractOptions {
   readonly paths: Pick<FifoPaths, "interactIn" | "interactOut">
@@ -134,7 +138,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     let refusing = 0
 
     /** What a take gets now: the next line, the end of input, or the break; undefined: it waits. */
-    const takeNow = (): DirectPull.MessagePull<InteractError> | undefined => {
+    const takeNow = (): MessagePull<InteractError> | undefined => {
       if (refusing > 0) return undefined
       if (inbox.length > 0) {
         const next = inbox.shift()
@@ -230,15 +234,13 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     }
 
     // One message per pull: a consumer that stops after n messages takes exactly n.
-    const take: DirectPull.MessagePull<InteractError> = Effect.suspend(() => {
+    const take: MessagePull<InteractError> = Effect.suspend(() => {
       started = true
       const now = takeNow()
       openValve()
       return now ?? takers.wait(take)
     })
     const messages: InteractService["messages"] = Stream.fromPull(Effect.succeed(take))
-    // Intake pulls `take` itself, without the stream's machinery per message.
-    DirectPull.register(messages, take)
 
     return { messages, send }
   })

@@ -6,11 +6,11 @@ import type * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as Pull from "effect/Pull"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { type InboundMessage, Interact, type InteractService, type OutboundMessage } from "../Interact.js"
 import * as Wakeups from "../Wakeups.js"
-import * as DirectPull from "./DirectPull.js"
 
 export interface InMemoryInteract {
   readonly service: InteractService
@@ -26,8 +26,11 @@ export interface InMemoryInteract {
 const END = Symbol("end")
 type Item = Arr.NonEmptyReadonlyArray<InboundMessage> | typeof END
 
+/** One pull of the message stream: the next message, or its end (`Cause.Done`). */
+type MessagePull = Pull.Pull<Arr.NonEmptyReadonlyArray<InboundMessage>>
+
 const endOfStream: Effect.Effect<never, Cause.Done> = Cause.done()
-const deliver = (item: Item): DirectPull.MessagePull<never> => item === END ? endOfStream : Effect.succeed(item)
+const deliver = (item: Item): MessagePull => item === END ? endOfStream : Effect.succeed(item)
 
 export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
   // Messages waiting for a taker, and takers waiting for a message: a plain
@@ -42,14 +45,13 @@ export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
       takers.wakeAll()
     })
   // One message per pull: a consumer that stops early must not take buffered messages with it.
-  const take: DirectPull.MessagePull<never> = Effect.suspend(() => {
+  const take: MessagePull = Effect.suspend(() => {
     const first = waiting.shift()
     if (first !== undefined) return deliver(first)
     return takers.wait(take)
   })
   const replies = yield* Queue.unbounded<OutboundMessage>()
   const messages = Stream.fromPull(Effect.succeed(take))
-  DirectPull.register(messages, take)
   const service: InteractService = {
     messages,
     send: (message) => Queue.offer(replies, message)

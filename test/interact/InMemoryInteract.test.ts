@@ -9,7 +9,6 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
-import * as DirectPull from "../../src/interact/DirectPull.js"
 import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
 
 const message = (text: string) => ({ channel: "test", text })
@@ -63,8 +62,8 @@ it.effect("a consumer interrupted while waiting takes nothing offered afterwards
 it.effect("a pull woken by a message in the same step as it is interrupted has the message: nothing is lost", () =>
   Effect.gen(function*() {
     const interact = yield* InMemoryInteract.make
-    // The pull Intake takes messages with (DirectPull), as a stream's pull would be.
-    const pull = DirectPull.directPull(interact.service.messages)!
+    // The stream's pull, one at a time, as Intake takes messages.
+    const pull = yield* Stream.toPull(interact.service.messages)
     const woken = yield* Effect.forkChild(pull)
     yield* Effect.yieldNow
     // In one step: the message arrives (waking the consumer) and the consumer is interrupted.
@@ -80,7 +79,7 @@ it.effect("a pull woken by a message in the same step as it is interrupted has t
 it.effect("a pull interrupted in the same step as a message arrives, before it, leaves the message to the next", () =>
   Effect.gen(function*() {
     const interact = yield* InMemoryInteract.make
-    const pull = DirectPull.directPull(interact.service.messages)!
+    const pull = yield* Stream.toPull(interact.service.messages)
     const gaveUp = yield* Effect.forkChild(pull)
     yield* Effect.yieldNow
     yield* Effect.sync(() => {

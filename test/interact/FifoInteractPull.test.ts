@@ -1,14 +1,14 @@
 /**
- * The FIFO interact's direct pull, which Intake reads instead of the
- * message stream: the same messages as the stream, one per pull, in order,
- * shared with the stream (nothing lost between the two), and a broken pipe
- * as the same failure.
+ * The FIFO interact's message stream, pulled as Intake reads it (one pull at
+ * a time, here through `Stream.toPull`; before, Intake took the adapter's own
+ * pull, DirectPull, past the stream): one message per pull, in order, shared
+ * by every run of the stream (nothing lost between two), and a pull
+ * interrupted while it waits takes nothing.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
 import { Effect, Fiber, Stream } from "effect"
 import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
-import * as DirectPull from "../../src/interact/DirectPull.js"
 import * as InteractFifo from "../../src/interact/FifoInteract.js"
 import { sh, tempDir } from "../support/FifoKit.js"
 
@@ -16,18 +16,17 @@ const setup = Effect.gen(function*() {
   const dir = yield* tempDir
   const paths = yield* makeRuntimeDir(path.join(dir, "run"))
   const interact = yield* InteractFifo.make({ paths })
-  const pull = DirectPull.directPull(interact.messages)
-  if (pull === undefined) return yield* Effect.die("a FIFO interact's stream has a direct pull")
+  const pull = yield* Stream.toPull(interact.messages)
   return { paths, interact, pull }
 })
 
-describe("FifoInteract direct pull", () => {
+describe("FifoInteract's message stream, pulled", () => {
   it.effect("pulls one message at a time, in order, and waits for the next", () =>
     Effect.gen(function*() {
       const { interact, paths, pull } = yield* setup
       yield* sh(`printf 'cli\\tone\\ncli\\ttwo\\n' > "$P"`, { P: paths.interactIn })
       expect(yield* pull).toEqual([{ channel: "cli", text: "one" }])
-      // The stream and the pull share one inbox: the stream goes on where the pull stopped.
+      // Every run of the stream takes from one inbox: another run goes on where the pull stopped.
       const viaStream = yield* interact.messages.pipe(Stream.take(1), Stream.runCollect)
       expect(viaStream).toEqual([{ channel: "cli", text: "two" }])
       const waiting = yield* Effect.forkChild(pull)
@@ -45,7 +44,7 @@ describe("FifoInteract direct pull", () => {
       expect(yield* pull).toEqual([{ channel: "cli", text: "after" }])
     }))
 
-  it.effect("gives what the stream gives, message for message", () =>
+  it.effect("gives what a whole run of the stream gives, message for message", () =>
     Effect.gen(function*() {
       const { interact, paths, pull } = yield* setup
       const lines = Array.from({ length: 20 }, (_, i) => `c${i % 3}\\tmessage ${i}\\n`).join("")
