@@ -3,20 +3,22 @@
  * by order (the wire carries no ids), late answers to timed-out requests
  * discarded.
  *
- * This is on the path of every turn (two exchanges for a plain turn, four
- * with a tool), so it is plain callbacks inside one `Effect.callback` per
- * request: answers are cut by the framer straight from the socket's data
- * events and handed to the request in flight. A Stream, a Queue, a race with
- * the reader's failure and a `timeoutFail` per request cost several times
- * the round trip itself; so does a sleeping fiber per request. Timeouts are
- * deadlines instead, read from Effect's Clock and watched by one sleeping
- * fiber per exchange (see `Deadlines`), so a TestClock still drives them.
+ * Effect's own pieces: a Semaphore lets one request on the wire at a time,
+ * in the order they were asked; the request in flight waits on a Deferred,
+ * which the answer completes as the framer cuts it from the socket's data
+ * events. Its timeout is our Deadline (one watchdog fiber per exchange on
+ * Effect's Clock, so a TestClock drives it), not a timer per request: see
+ * Deadline.ts for what `Effect.timeoutOrElse` or a sleeping fiber per
+ * request cost a turn.
  */
 import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import { makeDeadline } from "./Deadline.js"
 import { type FrameTooLarge, makeBlockFramer } from "./Framing.js"
 import { type FifoError } from "./FifoPaths.js"
@@ -63,24 +65,17 @@ const isFarEndExited = (error: AskError) => error._tag === "FarEndExited"
 export const askOnceMore = (exchange: Exchange, request: string, timeout: Duration.Input) =>
   Effect.catchIf(exchange.ask(request, timeout), isFarEndExited, () => exchange.ask(request, timeout))
 
-/** One `ask`, from the moment it is queued until it is resumed or abandoned. */
-interface Job {
-  readonly request: string
-  readonly timeout: Duration.Duration
-  readonly resume: (result: Effect.Effect<string, AskError>) => void
-  /** queued: behind another request; settling: waiting for owed answers; sent: written, awaiting its answer. */
-  state: "queued" | "settling" | "sent" | "done"
-}
 
 /**
  * The wire carries no request ids, so answers are matched by order, and
- * requests are serialized (a queue of jobs; only the head is on the wire). A
- * request that timed out (or was interrupted) still owes an answer: before
- * the next request is written, owed answers are awaited (up to that
- * request's timeout, afresh after each one that comes) and discarded, so a
- * late answer is never handed to the wrong request. Answers that nobody
- * asked for are dropped with a warning as they arrive. When the answer pipe
- * breaks, every request waiting and every later one fails with its error.
+ * requests are serialized (a Semaphore of one permit; only its holder is on
+ * the wire). A request that timed out (or was interrupted) still owes an
+ * answer: before the next request is written, owed answers are awaited (up
+ * to that request's timeout, afresh after each one that comes) and
+ * discarded, so a late answer is never handed to the wrong request. Answers
+ * that nobody asked for are dropped with a warning as they arrive. When the
+ * answer pipe breaks, the request in flight and every later one fail with
+ * its error.
  *
  * When the far end's process exits (`farEndExits`), what it wrote before
  * it died is still taken as answers, in order; then nothing more is owed:
@@ -95,94 +90,46 @@ export const makeExchange = (options: {
   readonly farEndExits?: FarEndExits
 }): Effect.Effect<Exchange, FifoError, Scope.Scope> =>
   Effect.gen(function*() {
-    // Warnings start from callbacks: with the builder's runtime, they see its logger.
+    // Warnings start from the reader's callbacks: with the builder's runtime, they see its logger.
     const fork = Effect.runForkWith(yield* Effect.context<never>())
     const warn = (message: string) => void fork(Effect.logWarning(message))
     const where = options.answerPath
 
-    const jobs: Array<Job> = []
+    // One request on the wire at a time, taken in the order they were asked.
+    const onTheWire = yield* Semaphore.make(1)
+    /**
+     * Answers still due: counted from the moment a request is sent, and kept
+     * when it times out or is interrupted (its answer must then be skipped).
+     */
     let owed = 0
+    /** The answer of the request in flight, while its asker waits for it. */
+    let inFlight: Deferred.Deferred<string, AskError> | undefined
+    /** Completed when an owed answer is settled (came late, or will never come), for a request waiting to go out. */
+    let settled: Deferred.Deferred<boolean> | undefined
     let broken: FifoError | undefined
 
-    // Only the job at the head of the queue has a timer: one deadline at a time.
-    const deadline = yield* makeDeadline
-    let timed: Job | undefined
-    const startTimer = (job: Job, onExpiry: () => void) => {
-      timed = job
-      deadline.set(job.timeout, () => {
-        timed = undefined
-        onExpiry()
-      })
+    const wakeSettling = () => {
+      const waiting = settled
+      settled = undefined
+      if (waiting !== undefined) Deferred.doneUnsafe(waiting, Exit.succeed(true))
     }
-    const stopTimer = (job: Job) => {
-      if (timed !== job) return
-      timed = undefined
-      deadline.clear()
-    }
-
-    /** Takes `job` off the queue for good and lets the next one start. */
-    const finish = (job: Job) => {
-      stopTimer(job)
-      job.state = "done"
-      if (jobs[0] === job) {
-        jobs.shift()
-        const next = jobs[0]
-        if (next !== undefined) start(next)
-      } else {
-        const index = jobs.indexOf(job)
-        if (index >= 0) jobs.splice(index, 1)
-      }
-    }
-
-    const send = (job: Job) => {
-      job.state = "sent"
-      // Counted as owed from the moment it is sent: if it times out or is
-      // interrupted, its answer is still due and must be skipped.
-      owed += 1
-      startTimer(job, () => {
-        job.resume(Effect.fail(new ExchangeTimeout({ message: `no answer on ${where} in time` })))
-        finish(job)
-      })
-      writer.send(job.request, (error) => {
-        // A write that fails was not sent whole: no answer is owed for it.
-        if (error === undefined || job.state !== "sent") return
-        owed -= 1
-        job.resume(Effect.fail(error))
-        finish(job)
-      })
-    }
-
-    const start = (job: Job) => {
-      if (broken !== undefined) {
-        job.resume(Effect.fail(broken))
-        return finish(job)
-      }
-      if (owed === 0) return send(job)
-      job.state = "settling"
-      const giveUp = () => {
-        warn(`no answer on ${where} to ${owed} request(s) that timed out; assuming they were dropped`)
-        owed = 0
-        send(job)
-      }
-      startTimer(job, giveUp)
+    /** Ends the request in flight with `outcome` (its asker resumes); nothing more is owed for it. */
+    const answer = (outcome: Exit.Exit<string, AskError>) => {
+      const asker = inFlight
+      inFlight = undefined
+      if (asker !== undefined) Deferred.doneUnsafe(asker, outcome)
     }
 
     const onFrame = (frame: Result.Result<string, FrameTooLarge>) => {
-      const head = jobs[0]
-      if (head !== undefined && head.state === "sent" && owed === 1) {
+      if (inFlight !== undefined && owed === 1) {
         // The answer to the request in flight (no older one is owed).
         owed = 0
-        head.resume(Effect.fromResult(frame))
-        return finish(head)
+        return answer(Result.isSuccess(frame) ? Exit.succeed(frame.success) : Exit.fail(frame.failure))
       }
       if (owed === 0) return warn(`discarded an answer on ${where} that no request was waiting for`)
       owed -= 1
       warn(`discarded a late answer on ${where} to a request that timed out`)
-      if (head !== undefined && head.state === "settling") {
-        stopTimer(head)
-        if (owed === 0) send(head)
-        else start(head)
-      }
+      wakeSettling()
     }
 
     let framer = makeBlockFramer(options.maxAnswerBytes)
@@ -203,14 +150,9 @@ export const makeExchange = (options: {
       const dropped = Result.flatMap(writer.dropQueued(), () => takeUnread(options.requestPath))
       if (Result.isFailure(dropped)) warn(dropped.failure.message)
       warn(`the bridge on ${where} exited owing ${lost} answer(s); its unanswered request(s) are dropped`)
-      const head = jobs[0]
-      if (head?.state === "sent") {
-        head.resume(Effect.fail(new FarEndExited({ message: `the bridge on ${where} exited before it answered` })))
-        finish(head)
-      } else if (head?.state === "settling") {
-        stopTimer(head)
-        send(head)
-      }
+      answer(Exit.fail(new FarEndExited({ message: `the bridge on ${where} exited before it answered` })))
+      // A request waiting for the owed answers goes out at once.
+      wakeSettling()
     }
     if (options.farEndExits !== undefined) yield* options.farEndExits(Effect.sync(farEndLost))
     yield* listenReader(options.answerPath, {
@@ -219,24 +161,62 @@ export const makeExchange = (options: {
       },
       onFailure: (error) => {
         broken = error
-        for (const job of jobs.splice(0)) {
-          stopTimer(job)
-          job.state = "done"
-          job.resume(Effect.fail(error))
-        }
+        answer(Exit.fail(error))
+        wakeSettling()
       }
     })
 
-    const ask: Exchange["ask"] = (request, timeout) =>
-      Effect.callback<string, AskError>((resume) => {
-        const job: Job = { request, timeout: Duration.fromInputUnsafe(timeout), resume, state: "queued" }
-        jobs.push(job)
-        if (jobs.length === 1) start(job)
-        // Interrupted: a request already sent keeps its answer owed (the count
-        // stays), so the next one skips it, as after a timeout.
-        return Effect.sync(() => {
-          if (job.state !== "done") finish(job)
+    // Only the holder of the wire has a timer: one deadline at a time.
+    const deadline = yield* makeDeadline
+
+    /** Waits until no answer is owed, each owed one for up to `timeout`; past that, assumes they were dropped. */
+    const settle = (timeout: Duration.Duration): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (owed === 0 || broken !== undefined) return Effect.void
+        const signal = Deferred.makeUnsafe<boolean>()
+        settled = signal
+        deadline.set(timeout, () => void Deferred.doneUnsafe(signal, Exit.succeed(false)))
+        const waited = Effect.onExit(Deferred.await(signal), () =>
+          Effect.sync(() => {
+            deadline.clear()
+            if (settled === signal) settled = undefined
+          }))
+        return Effect.flatMap(waited, (woken) => {
+          // Woken by an answer that came or a far end that died: wait for the rest, afresh.
+          if (woken) return settle(timeout)
+          if (owed > 0) warn(`no answer on ${where} to ${owed} request(s) that timed out; assuming they were dropped`)
+          owed = 0
+          return Effect.void
         })
+      })
+
+    const send = (request: string, timeout: Duration.Duration): Effect.Effect<string, AskError> =>
+      Effect.suspend(() => {
+        if (broken !== undefined) return Effect.fail(broken)
+        const asker = Deferred.makeUnsafe<string, AskError>()
+        inFlight = asker
+        owed += 1
+        writer.send(request, (error) => {
+          // A write that fails was not sent whole: no answer is owed for it.
+          if (error === undefined || inFlight !== asker) return
+          owed -= 1
+          answer(Exit.fail(error))
+        })
+        deadline.set(timeout, () => {
+          if (inFlight === asker) answer(Exit.fail(new ExchangeTimeout({ message: `no answer on ${where} in time` })))
+        })
+        return Effect.onExit(Deferred.await(asker), () =>
+          Effect.sync(() => {
+            deadline.clear()
+            // Timed out or interrupted: its answer stays owed (the count stays), so the next request skips it.
+            if (inFlight === asker) inFlight = undefined
+          }))
+      })
+
+    const ask: Exchange["ask"] = (request, timeout) =>
+      Effect.suspend(() => {
+        const patience = Duration.fromInputUnsafe(timeout)
+        return onTheWire.withPermits(1)(Effect.andThen(settle(patience), send(request, patience)))
       })
     return { ask }
   })
