@@ -14,7 +14,6 @@ import * as Option from "effect/Option"
 import { AgentConfig } from "./AgentConfig.js"
 import { Agent, type AgentService } from "./AgentService.js"
 import { Brain } from "./Brain.js"
-import { catchFailureOrDefect } from "./Catch.js"
 import * as CacheWindow from "./CacheWindow.js"
 import { Claws } from "./Claws.js"
 import * as Commands from "./Commands.js"
@@ -95,14 +94,16 @@ export const make = Effect.gen(function*() {
   })
 
   const respond = (message: InboundMessage): Effect.Effect<Turn.TurnOutcome> =>
-    catchFailureOrDefect(
-      Effect.flatMap(windowed, (snapshot) => Turn.runWith(ports, { snapshot, text: message.text, config })),
-      (error) =>
+    Effect.flatMap(windowed, (snapshot) => Turn.runWith(ports, { snapshot, text: message.text, config })).pipe(
+      Effect.catch((error) =>
         Effect.logError(`turn failed: ${error.message}`).pipe(
           // A file to fix (a soul over its limit) is said as such: asking again would meet it again.
           Effect.as(error.problem === undefined ? Turn.failed : { reply: Turn.memoryUnusableReply(error.problem), stored: false })
-        ),
-      (defect) => Effect.logError("turn failed on an internal error; answered with an apology", defect).pipe(Effect.as(Turn.failed))
+        )
+      ),
+      Effect.catchDefect((defect) =>
+        Effect.logError("turn failed on an internal error; answered with an apology", defect).pipe(Effect.as(Turn.failed))
+      )
     )
 
   /**
@@ -223,11 +224,10 @@ export const make = Effect.gen(function*() {
     ))
 
   const deliver = (interact: InteractService, message: OutboundMessage) =>
-    catchFailureOrDefect(
-      interact.send(message),
-      (error) => Effect.logError(`could not deliver a reply to channel ${message.channel}: ${error.message}`),
+    interact.send(message).pipe(
+      Effect.catch((error) => Effect.logError(`could not deliver a reply to channel ${message.channel}: ${error.message}`)),
       // A bridge bug must not cost the next message: the exchange is already remembered.
-      (defect) => Effect.logError(`could not deliver a reply to channel ${message.channel}: ${String(defect)}`)
+      Effect.catchDefect((defect) => Effect.logError(`could not deliver a reply to channel ${message.channel}: ${String(defect)}`))
     )
 
   // Exchanges a previous run answered but could not store are stored first.

@@ -9,6 +9,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Latch from "effect/Latch"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
@@ -17,7 +18,6 @@ import { Interact, type InteractError } from "./Interact.js"
 import * as Logging from "./Logging.js"
 import { Inbox, type Pending } from "./memory/Inbox.js"
 import { APOLOGY } from "./Turn.js"
-import * as Wakeups from "./Wakeups.js"
 
 /** Restarts of a bridge's message stream after a defect: quick at first, then every 30 s at most. */
 const intakeRestarts = Schedule.min([Schedule.exponential("100 millis"), Schedule.spaced("30 seconds")]).pipe(
@@ -40,17 +40,20 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
     yield* Effect.logInfo(`answering ${inbox.recovered.length} message(s) left unanswered by the previous run`)
   }
   // Journaled messages waiting for the agent, in order; `undefined` once no
-  // more will come. A plain array and a wake-up (see Wakeups): a Queue costs
-  // several times more per message, and this is on the path of every turn.
+  // more will come. The loop, finding none, closes the latch and waits for
+  // a `put` to open it (which resumes it at once, as a Queue's wake-up on the
+  // next tick of the scheduler would not).
   const ready: Array<Pending | undefined> = [...inbox.recovered]
-  const loop = Wakeups.make()
+  const arrived = Latch.makeUnsafe(false)
   const put = (item: Pending | undefined) => {
     ready.push(item)
-    loop.wakeAll()
+    arrived.openUnsafe()
   }
-  const next: Effect.Effect<Pending | undefined> = Effect.suspend(() =>
-    ready.length > 0 ? Effect.succeed(ready.shift()) : loop.wait(next)
-  )
+  const next: Effect.Effect<Pending | undefined> = Effect.suspend(() => {
+    if (ready.length > 0) return Effect.succeed(ready.shift())
+    arrived.closeUnsafe()
+    return Effect.andThen(arrived.await, next)
+  })
   // Every message of the bridge's stream, journaled as it is read; the stream's end ends it.
   const readAll: Effect.Effect<void, InteractError> = Stream.runForEach(
     interact.messages,

@@ -24,7 +24,6 @@ import {
   type ToolResultBlock,
   type ToolUseBlock
 } from "./Brain.js"
-import { catchFailure } from "./Catch.js"
 import { Claws, type ClawsService, type ToolDefinition } from "./Claws.js"
 import { describeJsonType, isJsonObject } from "./Json.js"
 import type { MemorySnapshot } from "./memory/Memory.js"
@@ -210,7 +209,7 @@ export const runWith = (ports: TurnPorts, { config, snapshot, text }: TurnInput)
         )
       return round(0)
     }
-    const turn = catchFailure(
+    const turn = Effect.catch(
       Effect.matchEffect(ports.claws.list, {
         onFailure: (error) =>
           Effect.andThen(Effect.logWarning(`tool discovery failed, answering without tools: ${error.message}`), ask([])),

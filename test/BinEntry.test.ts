@@ -128,10 +128,10 @@ describe("bin/planckclaw", () => {
   it("starts `run --bridge discord` from the whole bundle: the run-only one leaves the Discord bridge out", () => {
     const whole = cacheOf("bin.cjs", "run-dnn")
     fs.rmSync(whole, { force: true })
-    // No channel: the Discord bridge's own refusal, from the whole bundle.
+    // No token: the Discord bridge's own refusal, from the whole bundle.
     const refused = planckclaw(["run", "--bridge", "discord", "--brain", "none", "--claw", "none"])
     expect(refused.code).toBe(2)
-    expect(refused.stderr).toContain("DISCORD_CHANNEL_ID is not set")
+    expect(refused.stderr).toContain("DISCORD_BOT_TOKEN is not set")
     expect(refused.stderr).not.toContain("is not in dist/cli/run.cjs")
     expect(fs.existsSync(whole)).toBe(true)
     expect(fs.existsSync(cacheOf("run.cjs", "run-dnn"))).toBe(false)

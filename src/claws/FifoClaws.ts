@@ -22,7 +22,6 @@ import {
   type ToolResult,
   unknownTool
 } from "../Claws.js"
-import { mapFailure } from "../Catch.js"
 import { askOnceMore, type FarEndExited, type FarEndExits, makeExchange } from "../fifo/Exchange.js"
 import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
 import { decodeClawAnswer, encodeClawCall, listToolsRequest } from "../fifo/ClawFrame.js"
@@ -114,7 +113,7 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
 
     // Discovery changes nothing: after a crash of the bridge it is asked once more, of the restarted one.
     const list: ClawsService["list"] = Effect.flatMap(
-      mapFailure(askOnceMore(exchange, listToolsRequest, listTimeout), (error) =>
+      Effect.mapError(askOnceMore(exchange, listToolsRequest, listTimeout), (error) =>
         new ClawsError({
           message: error._tag === "ExchangeTimeout"
             ? `claw bridge did not answer discovery within ${Duration.format(listTimeout)}`

@@ -12,13 +12,13 @@
  * requester's order-based matching never slips.
  */
 import * as Effect from "effect/Effect"
+import * as Latch from "effect/Latch"
 import * as Result from "effect/Result"
 import type { ClawsError, ClawsService, ToolDefinition, ToolProblem, ToolResult } from "../Claws.js"
 import { type ClawRequest, decodeClawRequest, encodeClawAnswer } from "./ClawFrame.js"
 import { type FifoError, type FifoPaths } from "./FifoPaths.js"
 import { defaultMaxLineBytes, type Frame, makeLineFramer } from "./Framing.js"
 import { listenReader, openWriter } from "./PipeEnd.js"
-import * as Wakeups from "../Wakeups.js"
 
 export interface ServeClawsOptions {
   /** Largest request line accepted. */
@@ -81,8 +81,10 @@ export const serveClaws = (
     const pending: Array<Frame> = []
     let broken: FifoError | undefined
     let paused = false
-    // This loop is woken, not handed a line (see Wakeups).
-    const lines = Wakeups.make()
+    // This loop, finding no line, closes the latch and waits for a chunk or
+    // a break to open it (which resumes it at once, as a Queue's wake-up on
+    // the scheduler's next tick would not), then looks again.
+    const arrived = Latch.makeUnsafe(false)
     const valve = yield* listenReader(paths.clawIn, {
       onChunk: (chunk) => {
         for (const line of framer.push(chunk)) if (!isBlankLine(line)) pending.push(line)
@@ -90,11 +92,11 @@ export const serveClaws = (
           paused = true
           valve.pause()
         }
-        lines.wakeAll()
+        arrived.openUnsafe()
       },
       onFailure: (error) => {
         broken = error
-        lines.wakeAll()
+        arrived.openUnsafe()
       }
     })
     const open = () => {
@@ -110,8 +112,9 @@ export const serveClaws = (
         return Effect.succeed(line)
       }
       if (broken !== undefined) return Effect.fail(broken)
+      arrived.closeUnsafe()
       open()
-      return lines.wait(nextLine)
+      return Effect.andThen(arrived.await, nextLine)
     })
 
     const errorFrame = (message: string) => encodeClawAnswer(`Error: ${message}`)

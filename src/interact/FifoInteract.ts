@@ -16,10 +16,12 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as FiberSet from "effect/FiberSet"
+import * as Latch from "effect/Latch"
 import * as Layer from "effect/Layer"
 import type * as Pull from "effect/Pull"
 import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { listenReader, openWriter } from "../fifo/PipeEnd.js"
@@ -29,9 +31,6 @@ import { type InboundMessage, Interact, InteractError, type InteractService } fr
 import { defaultMaxLineBytes, type Frame, type FrameTooLarge, makeLineFramer } from "../fifo/Framing.js"
 import { decodeInteractLine, encodeInteractLine } from "../fifo/InteractLine.js"
 import * as UnreadReplies from "./UnreadReplies.js"
-import { mapFailure } from "../Catch.js"
-import * as Mutex from "../Mutex.js"
-import * as Wakeups from "../Wakeups.js"
 
 /** One pull of the message stream: the next message, or its end (`Cause.Done`) or failure. */
 type MessagePull<E> = Pull.Pull<Arr.NonEmptyReadonlyArray<InboundMessage>, E>
@@ -86,11 +85,11 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     const background = yield* FiberSet.makeRuntime<never>()
 
     const write = (line: string) =>
-      mapFailure(outbound.write(line), (error) => new InteractError({ message: error.message, cause: error }))
+      Effect.mapError(outbound.write(line), (error) => new InteractError({ message: error.message, cause: error }))
     // With a built-in bridge in this process, a reply is sent once the bridge
     // has it in its keeping (see Handover): the lock keeps each line's number
     // right. Without one, the socket keeps the writes in call order by itself.
-    const writeLock = Mutex.make()
+    const writeLock = yield* Semaphore.make(1)
     const send: InteractService["send"] = (message) =>
       Result.match(encodeInteractLine(message), {
         onFailure: (error) => new InteractError({ message: `cannot send reply: ${error.message}` }),
@@ -128,8 +127,10 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     // the agent is ready to journal them, lines wait in the pipe instead of
     // in memory.
     const inbox: Array<InboundMessage | undefined> = []
-    // Takers are woken, not handed a line (see Wakeups): one interrupted meanwhile takes nothing.
-    const takers = Wakeups.make()
+    // A taker finding nothing closes the latch and waits for a delivery to
+    // open it, then looks again: woken, not handed a line, so one
+    // interrupted meanwhile takes nothing.
+    const delivered = Latch.makeUnsafe(false)
     let broken: InteractError | undefined
     let started = false
     let paused = true
@@ -154,7 +155,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
       }
     }
     const deliver = () => {
-      if (refusing === 0 && (inbox.length > 0 || broken !== undefined)) takers.wakeAll()
+      if (refusing === 0 && (inbox.length > 0 || broken !== undefined)) delivered.openUnsafe()
       openValve()
     }
 
@@ -237,8 +238,9 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     const take: MessagePull<InteractError> = Effect.suspend(() => {
       started = true
       const now = takeNow()
+      if (now === undefined) delivered.closeUnsafe()
       openValve()
-      return now ?? takers.wait(take)
+      return now ?? Effect.andThen(delivered.await, take)
     })
     const messages: InteractService["messages"] = Stream.fromPull(Effect.succeed(take))
 

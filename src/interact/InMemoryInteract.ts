@@ -6,11 +6,11 @@ import type * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Latch from "effect/Latch"
 import type * as Pull from "effect/Pull"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { type InboundMessage, Interact, type InteractService, type OutboundMessage } from "../Interact.js"
-import * as Wakeups from "../Wakeups.js"
 
 export interface InMemoryInteract {
   readonly service: InteractService
@@ -33,22 +33,24 @@ const endOfStream: Effect.Effect<never, Cause.Done> = Cause.done()
 const deliver = (item: Item): MessagePull => item === END ? endOfStream : Effect.succeed(item)
 
 export const make: Effect.Effect<InMemoryInteract> = Effect.gen(function*() {
-  // Messages waiting for a taker, and takers waiting for a message: a plain
-  // array and resumes, since a Queue and a three-stage stream over it cost
-  // more per message than the rest of the in-memory path.
+  // Messages waiting for a taker, pulled one at a time. A taker finding
+  // none closes the latch and waits for a `put` to open it, then looks
+  // again: woken, not handed the message, so one interrupted meanwhile
+  // leaves it for the next. A `put` resumes a taker at once (a Queue's
+  // taker would run on the scheduler's next tick).
   const waiting: Array<Item> = []
-  // Takers are woken, not handed the message (see Wakeups): one interrupted meanwhile leaves it for the next.
-  const takers = Wakeups.make()
+  const arrived = Latch.makeUnsafe(false)
   const put = (item: Item) =>
     Effect.sync(() => {
       waiting.push(item)
-      takers.wakeAll()
+      arrived.openUnsafe()
     })
   // One message per pull: a consumer that stops early must not take buffered messages with it.
   const take: MessagePull = Effect.suspend(() => {
     const first = waiting.shift()
     if (first !== undefined) return deliver(first)
-    return takers.wait(take)
+    arrived.closeUnsafe()
+    return Effect.andThen(arrived.await, take)
   })
   const replies = yield* Queue.unbounded<OutboundMessage>()
   const messages = Stream.fromPull(Effect.succeed(take))

@@ -22,7 +22,6 @@ import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { catchFailure } from "../Catch.js"
 import * as Forget from "./Forget.js"
 import * as HistoryAppender from "./HistoryAppender.js"
 import type { AppendOptions } from "./HistoryAppender.js"
@@ -170,7 +169,7 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
         )
       // The write's value is void: storeWorked's takes its place without a step to restore it.
       const written: Effect.Effect<void, MemoryError> = write
-      return catchFailure(Effect.andThen(written, storeWorked), storeFailed)
+      return Effect.catch(Effect.andThen(written, storeWorked), storeFailed)
     }
 
     // Unchanged since the last count (our own appends keep it current): one

@@ -14,7 +14,6 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
-import * as Mutex from "../Mutex.js"
 import * as CommitMirror from "./CommitMirror.js"
 import { fsEffect, MemoryError } from "./MemoryFiles.js"
 import * as StoreHealth from "./StoreHealth.js"
@@ -38,9 +37,8 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
     const asLink = (): FileLock.TakeOptions =>
       options.ownerFile !== undefined ? given : { link: true, ownerFile: runLockFile(runKey) }
     // File locks identify owners by pid, so fibers of this process must take
-    // turns before touching them.
-    // Taken on every append: a Mutex, effect's Semaphore costing several times more per section.
-    const writeMutex = Mutex.make()
+    // turns before touching them. Taken on every append.
+    const writeMutex = yield* Semaphore.make(1)
     const compactionMutex = yield* Semaphore.make(1)
     // Which fiber of this process holds the write lock file: a locked section,
     // or a commit alongside a run's appends for its whole length (which frees

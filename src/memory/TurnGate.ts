@@ -15,7 +15,6 @@
  * started than this (bench/serve.mjs, 10,000 agents: 442.5 vs 433.6 MiB).
  */
 import * as Effect from "effect/Effect"
-import { thenRelease } from "../Catch.js"
 
 export class TurnGate {
   private turns = 0
@@ -25,15 +24,14 @@ export class TurnGate {
 
   /**
    * Runs a turn; steps that become due meanwhile wait until it ends. The
-   * count is taken and given back inside one uninterruptible region (as
-   * `Effect.ensuring` would give it back, in fewer run-loop steps), so no
-   * interruption can leave it counted.
+   * count is taken, and its release installed, inside one uninterruptible
+   * region, so no interruption can leave it counted.
    */
   turn<A, E, R>(turn: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
     return Effect.uninterruptibleMask((restore) =>
       Effect.suspend(() => {
         this.turns++
-        return thenRelease(restore(turn), () => this.leave())
+        return Effect.ensuring(restore(turn), Effect.sync(() => this.leave()))
       })
     )
   }

@@ -1,20 +1,20 @@
 /**
- * Mutex.ts against effect's Semaphore(1), which it stands for: one section
- * at a time, the lock let go however a section ends (success, failure,
- * defect, interruption), an interrupted waiter leaving its place, and a
- * waiter woken then interrupted before it ran taking nothing.
+ * Effect's Semaphore(1) with `withPermits(1)` as the lock of one process's
+ * fibers (MemoryDir's write lock, taken on every append; FifoInteract's
+ * write lock), which took the place of src/Mutex.ts: one section at a time,
+ * the lock let go however a section ends (success, failure, defect,
+ * interruption), an interrupted waiter leaving its place, and a waiter
+ * woken then interrupted before it ran taking nothing.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Semaphore } from "effect"
-import * as Mutex from "../src/Mutex.js"
 
 interface Lock {
   readonly withPermits: (permits: 1) => <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
 const kinds: ReadonlyArray<[string, Effect.Effect<Lock>]> = [
-  ["Mutex", Effect.sync(Mutex.make)],
-  ["effect's Semaphore (the reference)", Semaphore.make(1)]
+  ["Semaphore.make(1)", Semaphore.make(1)]
 ]
 
 /** Lets every fiber that can run do so. */
@@ -30,7 +30,7 @@ const free = (lock: Lock) =>
     return done
   })
 
-describe("Mutex", () => {
+describe("a write lock: Semaphore(1), withPermits(1)", () => {
   for (const [kind, makeLock] of kinds) {
     it.effect(`${kind}: one section at a time, the next once the first ends`, () =>
       Effect.gen(function*() {
