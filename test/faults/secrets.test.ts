@@ -164,7 +164,8 @@ describe("faults: secrets", () => {
       expect(mode(box.runDir)).toBe("700")
       for (const entry of fs.readdirSync(box.runDir)) expect([entry, mode(path.join(box.runDir, entry))]).toEqual([entry, "600"])
       expect(fs.readdirSync(box.runDir).sort()).toEqual(
-        ["brain_in", "brain_out", "claw_in", "claw_out", "interact_in", "interact_out", "planckclaw.pid"]
+        // The run serves the brain and the claws itself (--bridge none leaves the terminal's role to others): it claims those two.
+        ["brain-bridge.pid", "brain_in", "brain_out", "claw-bridge.pid", "claw_in", "claw_out", "interact_in", "interact_out", "planckclaw.pid"]
       )
       yield* client.send("one")
       yield* client.reply
