@@ -11,9 +11,14 @@
  * thousand turns: those compiles take the cores the turn's processes need,
  * and until they land the turn runs slower code. Measured on Node 20 at
  * shipped settings (bench/OPTIMISATION-PLAN.md, alternated runs of 2,000
- * FIFO turns after 300; not measured again on Node 22 and 24, with the
- * count): a quarter of the budget gave p50 −0.16 ms, main-thread CPU
- * −118 µs and p99 −0.8 ms over those turns.
+ * FIFO turns after 300): a quarter of the budget gave p50 −0.16 ms,
+ * main-thread CPU −118 µs and p99 −0.8 ms over those turns. With the count
+ * on Node 22.23 and 24.22 (bench/ab-p99.mjs, this build with
+ * PLANCKCLAW_V8_EARLY_TIER_UP=0 against =1, 6 paired runs of 2,000 turns
+ * after 300, on two cores kept busy by other work): on, the median of the
+ * runs' differences was main-thread CPU −136 µs per turn and p50 −0.27 ms
+ * on Node 22 (CPU lower in all 6 runs), −29 µs and −0.10 ms on Node 24
+ * (lower in 4 of 6); the p99s of those minutes (24–95 ms) say nothing.
  * Kept longer, it made later turns' tail worse (p99 +0.35 ms and more
  * background compiling after 16,000 turns, with V8's default back after 5 s
  * of CPU), so the default comes back once the process has used
