@@ -1,7 +1,8 @@
 /**
  * Host programs embedding the agent through the package's public entry
- * point, with their own in-memory transports: the README's example, read
- * from README.md and run as written, and a host that also runs a tool.
+ * point, with their own in-memory transports: the example of
+ * docs/embedding.md, read from the page and run as written, and a host that
+ * also runs a tool.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -10,16 +11,15 @@ import { ConfigProvider, Context, Effect, Layer, Queue } from "effect"
 import { Agent, AgentHost, Brain, InMemoryClaws, InMemoryInteract, Intake, ScriptedBrain } from "../src/index.js"
 import { tempDir } from "./support/Sandbox.js"
 
-/** The first ```ts block under "## Embedding" in README.md. */
+/** The first ```ts block of docs/embedding.md. */
 const readmeExample = (): string => {
-  const readme = fs.readFileSync(path.join(import.meta.dirname, "..", "README.md"), "utf8")
-  const section = readme.slice(readme.indexOf("\n## Embedding\n"))
-  const block = /```ts\n([\s\S]*?)```/.exec(section)
-  if (block === null) throw new Error("README.md has no ts block under ## Embedding")
+  const page = fs.readFileSync(path.join(import.meta.dirname, "..", "docs", "embedding.md"), "utf8")
+  const block = /```ts\n([\s\S]*?)```/.exec(page)
+  if (block === null) throw new Error("docs/embedding.md has no ts block")
   return block[1]!
 }
 
-it.effect("the README's embedding example runs as written", () =>
+it.effect("the embedding example of docs/embedding.md runs as written", () =>
   Effect.gen(function*() {
     const source = readmeExample()
     expect(source).toContain(`from "planckclaw"`)

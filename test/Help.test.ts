@@ -111,20 +111,27 @@ describe("planckclaw help config", () => {
     }
   })
 
-  it("README's examples run the command as installed: no `npx planckclaw` (the name is not on the registry)", () => {
+  it("README's and docs/' examples run the command as installed: no `npx planckclaw` (the name is not on the registry)", () => {
     const readme = fs.readFileSync(path.join(Cli.REPO, "README.md"), "utf8")
-    const blocks = [...readme.matchAll(/```(?:sh)?\n([\s\S]*?)```/g)].map((match) => match[1]!)
-    expect(blocks.filter((block) => block.includes("npx planckclaw"))).toEqual([])
+    const docs = fs.readdirSync(path.join(Cli.REPO, "docs")).filter((name) => name.endsWith(".md"))
+    expect(docs.length).toBeGreaterThan(5)
+    for (const page of [readme, ...docs.map((name) => fs.readFileSync(path.join(Cli.REPO, "docs", name), "utf8"))]) {
+      const blocks = [...page.matchAll(/```(?:sh)?\n([\s\S]*?)```/g)].map((match) => match[1]!)
+      expect(blocks.filter((block) => block.includes("npx planckclaw"))).toEqual([])
+    }
     expect(readme).toContain("not published on the npm registry")
   })
 
-  it("config.env.example and the README's table mention every key", () => {
+  it("config.env.example and the tables of docs/configuration.md mention every key", () => {
     const example = fs.readFileSync(path.join(Cli.REPO, "config.env.example"), "utf8")
-    const readme = fs.readFileSync(path.join(Cli.REPO, "README.md"), "utf8")
+    const reference = fs.readFileSync(path.join(Cli.REPO, "docs", "configuration.md"), "utf8")
+    // A key counts where it opens a table row, as the reference lists it.
+    const rows = new Set([...reference.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map((match) => match[1]!))
     for (const { key } of allKeys) {
       if (key !== "PLANCKCLAW_HOME") expect(example, key).toContain(`${key}=`)
-      expect(readme, key).toContain(`\`${key}\``)
+      expect(rows.has(key), key).toBe(true)
     }
+    expect([...rows].filter((key) => !allKeys.some((entry) => entry.key === key))).toEqual([])
   })
 })
 
