@@ -112,9 +112,9 @@ export class AgentsGroup extends HttpApiGroup.make("agents").add(
     query: Schema.Struct({ limit: Schema.optionalKey(limit), after: Schema.optionalKey(once.check(agentId("after: "))) })
       .annotate({ messageUnexpectedKey: UNKNOWN_QUERY_PARAMETER }),
     success: AgentList,
-    error: Errors.FromHost
+    error: Errors.ListErrors
   }).annotate(OpenApi.Description, "A page of the agents, in id order").annotate(HttpApi.QueryParseOptions, { onExcessProperty: "error" }),
-  HttpApiEndpoint.get("get", "/v1/agents/:id", { params: idParams, success: AgentInfo, error: Errors.FromHost })
+  HttpApiEndpoint.get("get", "/v1/agents/:id", { params: idParams, success: AgentInfo, error: Errors.GetErrors })
     .annotate(OpenApi.Description, "One agent, read from its directory without starting it"),
   HttpApiEndpoint.post("send", "/v1/agents/:id/messages", {
     params: idParams,
@@ -122,10 +122,10 @@ export class AgentsGroup extends HttpApiGroup.make("agents").add(
     payload: MessagePayload,
     success: Reply,
     // The body must be JSON in UTF-8, and is read only up to its limit (PLANCKCLAW_MAX_MESSAGE_BYTES).
-    error: [...Errors.FromHost, Errors.UnsupportedMediaType]
+    error: Errors.SendErrors
   })
     .annotate(OpenApi.Description, "Sends a message to the agent (started if released, created if new) and waits for its reply"),
-  HttpApiEndpoint.post("compact", "/v1/agents/:id/compact", { params: idParams, success: CompactResult, error: Errors.FromHost })
+  HttpApiEndpoint.post("compact", "/v1/agents/:id/compact", { params: idParams, success: CompactResult, error: Errors.CompactErrors })
     .annotate(OpenApi.Description, "Compacts the agent's memory now, whatever the length of its history")
 ).middleware(Authorization) {}
 

@@ -5,6 +5,7 @@
  * length). The server fails with these, the typed client decodes them, and
  * the OpenAPI document lists them.
  */
+import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { HostError } from "./HostError.js"
 
@@ -74,17 +75,11 @@ export class InsufficientStorage extends Schema.Error<InsufficientStorage>("Insu
 /** What any route may answer before it runs (HttpRequestChecks, HttpConnections). */
 export const Always = [Forbidden, ServiceUnavailable] as const
 
-/** What a route that asks the agent host may answer. */
-export const FromHost = [
-  ...Always,
-  BadRequest,
-  NotFound,
-  Conflict,
-  PayloadTooLarge,
-  UnprocessableEntity,
-  BadGateway,
-  InsufficientStorage
-] as const
+// What each route that asks the agent host may answer (ServiceUnavailable: the host could not read or start the agent).
+export const ListErrors = [...Always, BadRequest] as const
+export const GetErrors = [...Always, BadRequest, NotFound] as const
+export const CompactErrors = [...Always, BadRequest, NotFound, Conflict, BadGateway, InsufficientStorage] as const
+export const SendErrors = [...Always, BadRequest, PayloadTooLarge, UnsupportedMediaType, UnprocessableEntity, InsufficientStorage] as const
 
 export type HostProblem =
   | BadRequest
@@ -118,4 +113,19 @@ export const fromHost = (error: HostError): HostProblem => {
     case "no-space":
       return new InsufficientStorage({ error: "no-space", message })
   }
+}
+
+type ProblemClass = new(...args: ReadonlyArray<never>) => HostProblem | UnsupportedMediaType | Forbidden
+
+/**
+ * `fromHost`, for a route that declares `classes`: the host refuses it for
+ * no other reason, so another would be a defect (a 500) rather than an
+ * answer the OpenAPI document does not list.
+ */
+export const fromHostAmong = <const Classes extends ReadonlyArray<ProblemClass>>(classes: Classes) =>
+(error: HostError): Effect.Effect<never, Extract<HostProblem, InstanceType<Classes[number]>>> => {
+  const problem = fromHost(error)
+  return classes.some((declared) => problem instanceof declared)
+    ? Effect.fail(problem as Extract<HostProblem, InstanceType<Classes[number]>>)
+    : Effect.die(problem)
 }

@@ -111,19 +111,19 @@ const agents = (options: Options) =>
     const host = yield* AgentHost
     return handlers
       .handle("list", ({ query }) =>
-        Effect.mapError(
+        Effect.catch(
           host.list({ limit: query.limit === undefined ? AgentStatus.PAGE_LIMIT_DEFAULT : Number(query.limit), after: query.after }),
-          Errors.fromHost
+          Errors.fromHostAmong(Errors.ListErrors)
         ))
-      .handle("get", ({ params }) => Effect.mapError(host.get(params.id), Errors.fromHost))
-      .handle("compact", ({ params }) => Effect.mapError(host.compact(params.id), Errors.fromHost))
+      .handle("get", ({ params }) => Effect.catch(host.get(params.id), Errors.fromHostAmong(Errors.GetErrors)))
+      .handle("compact", ({ params }) => Effect.catch(host.compact(params.id), Errors.fromHostAmong(Errors.CompactErrors)))
       // Raw: the body is read and decoded by readMessage (see the module comment).
       .handleRaw("send", ({ headers, params, request }) =>
         readMessage(request, options).pipe(
           Effect.flatMap((message) =>
-            Effect.mapError(
+            Effect.catch(
               host.send(params.id, { text: message.text, channel: message.channel, idempotencyKey: headers["idempotency-key"] }),
-              Errors.fromHost
+              Errors.fromHostAmong(Errors.SendErrors)
             )
           ),
           respond
