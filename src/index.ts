@@ -58,6 +58,10 @@ export * as AgentHost from "./service/AgentHost.js"
 export * as AgentId from "./service/AgentId.js"
 export * as HostError from "./service/HostError.js"
 export * as HttpApi from "./service/HttpApi.js"
+// The HTTP API's contract (routes, Schemas, errors; its OpenAPI document) and a typed client of it.
+export * as HttpApiDefinition from "./service/HttpApiDefinition.js"
+export * as HttpApiErrors from "./service/HttpApiErrors.js"
+export * as HttpApiClientOf from "./service/HttpApiClientOf.js"
 
 // Past one machine (agents as @effect/cluster entities over PostgreSQL): `planckclaw/cluster`, a subpath of its
 // own, so a host that embeds only this entry needs none of @effect/cluster, @effect/rpc, @effect/sql, @effect/sql-pg.

@@ -13,8 +13,8 @@
  * - A known path asked with a method it does not take is a 405 with
  *   `Allow`; one whose id could not be read at all (broken
  *   percent-encoding, too long for the router) is a 400, not a 404.
- * - A message's text or channel holding a lone UTF-16 surrogate (JSON's
- *   `"\ud83d"`, half an emoji) is a 400: the model's API would refuse it.
+ * - What a route's Schemas refuse (HttpApiDefinition: the id, the query,
+ *   a header) is a 400 whose message is the one the failing Schema carries.
  */
 import * as crypto from "node:crypto"
 import * as Config from "effect/Config"
@@ -22,11 +22,13 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as SchemaIssue from "effect/SchemaIssue"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import type { HttpApiSchemaError } from "effect/http-api/HttpApiError"
 import { invalidSetting } from "../config/ConfigRange.js"
 import { unpadded } from "../config/Secrets.js"
-import { loneSurrogateProblem } from "../WellFormed.js"
 import * as AgentId from "./AgentId.js"
+import { UNKNOWN_QUERY_PARAMETER } from "./HttpApiDefinition.js"
 
 export const problem = (status: number, error: string, message: string, headers: Record<string, string> = {}) =>
   HttpServerResponse.jsonUnsafe({ error, message }, { status, headers })
@@ -89,9 +91,14 @@ export const HttpTokenConfig = Config.option(Config.String("PLANCKCLAW_HTTP_TOKE
 const digest = (text: string) => crypto.createHash("sha256").update(text, "utf8").digest()
 
 /** Equal-length digests compared with timingSafeEqual: neither the token nor its length leaks by timing. */
+export const credentialMatches = (credential: Redacted.Redacted<string>, token: Redacted.Redacted<string>): boolean =>
+  // The token is never empty (HttpTokenConfig): an empty credential, as a missing header decodes, never matches.
+  crypto.timingSafeEqual(digest(`Bearer ${Redacted.value(credential)}`), digest(`Bearer ${Redacted.value(token)}`))
+
+/** Whether an `Authorization` header carries the token (for a request no route takes). */
 export const bearerMatches = (header: string | undefined, token: Redacted.Redacted<string>): boolean => {
   const match = /^bearer +(.*)$/i.exec(header ?? "")
-  return crypto.timingSafeEqual(digest(match === null ? "" : `Bearer ${match[1]}`), digest(`Bearer ${Redacted.value(token)}`))
+  return credentialMatches(Redacted.make(match === null ? "" : match[1]!), token)
 }
 
 export const unauthorized = () =>
@@ -145,14 +152,35 @@ export const unsupportedMedia = (contentType: string | undefined): Option.Option
   ))
 }
 
-/** A 400 for a message body whose `text` or `channel` (strings, already checked) holds a lone surrogate (WellFormed). */
-export const illFormedText = (body: Readonly<Record<string, unknown>>): Option.Option<HttpServerResponse.HttpServerResponse> => {
-  for (const field of ["text", "channel"]) {
-    const value = body[field]
-    const broken = typeof value === "string" ? loneSurrogateProblem(value) : undefined
-    if (broken !== undefined) {
-      return Option.some(problem(400, "bad-body", `"${field}" ${broken}: send the character whole (both halves) or not at all`))
-    }
+const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** What the first failure of a decoding says, and where (the key of an object, if any). */
+export const firstIssue = (issue: SchemaIssue.Issue): { readonly message: string; readonly key: string | undefined } => {
+  const first = formatIssue(issue).issues[0]
+  const key = first?.path?.[0]
+  return { message: (first?.message ?? "the request could not be read").slice(0, 500), key: typeof key === "string" ? key : undefined }
+}
+
+/** The 400 for what a route's Schemas refused before it ran: its id, its query or a header. */
+export const schemaProblem = (error: HttpApiSchemaError): HttpServerResponse.HttpServerResponse => {
+  const { key, message } = firstIssue(error.cause.issue)
+  switch (error.kind) {
+    case "Params":
+      return problem(400, "bad-id", message)
+    case "Query":
+      return problem(
+        400,
+        "bad-query",
+        message === UNKNOWN_QUERY_PARAMETER
+          ? `unknown query parameter ${JSON.stringify((key ?? "").slice(0, 40))}; GET /v1/agents takes limit and after`
+          : message
+      )
+    case "Headers":
+      return problem(400, "bad-input", message)
+    case "Payload":
+      return problem(400, "bad-body", message)
+    default:
+      // An answer that does not fit its own Schema: ours to mend, not the client's.
+      return problem(500, "internal", `the answer could not be encoded (${error.kind})`)
   }
-  return Option.none()
 }

@@ -1,0 +1,155 @@
+/**
+ * The HTTP API's routes (HttpApiDefinition) over the AgentHost of the
+ * context, as HttpApiBuilder handlers, with the bearer token's check.
+ *
+ * A message's body is read here rather than by the builder: only up to its
+ * limit (a chunked body may declare no length), and raced against a stop (a
+ * stop does not wait for a slow client's body). It is then decoded once,
+ * with the route's own Schema (MessagePayload).
+ */
+import type * as http from "node:http"
+import type * as http2 from "node:http2"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import type { HttpServerRequest } from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
+import * as OpenApi from "effect/http-api/OpenApi"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import { AgentHost } from "./AgentHost.js"
+import * as AgentStatus from "./AgentStatus.js"
+import { Api, Authorization, MessagePayload } from "./HttpApiDefinition.js"
+import * as HttpApiDocs from "./HttpApiDocs.js"
+import * as Errors from "./HttpApiErrors.js"
+import * as HttpConnections from "./HttpConnections.js"
+import { credentialMatches, firstIssue, problem, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
+
+export interface Options {
+  readonly token: Option.Option<Redacted.Redacted<string>>
+  readonly maxMessageBytes: number
+  /** Completes when a stop begins: a body still being read is then answered 503. */
+  readonly stopping: Effect.Effect<void>
+}
+
+/** The body as text, read only up to `limit` bytes (None past it). */
+const readLimited = (source: http.IncomingMessage | http2.Http2ServerRequest, limit: number) =>
+  Effect.callback<Option.Option<string>, string>((resume) => {
+    const chunks: Array<Buffer> = []
+    let bytes = 0
+    const onData = (chunk: Buffer) => {
+      bytes += chunk.length
+      if (bytes <= limit) return void chunks.push(chunk)
+      // Over the limit: stop reading; the answer goes out and the connection closes after it.
+      done()
+      source.pause()
+      resume(Effect.succeed(Option.none()))
+    }
+    const onEnd = () => {
+      done()
+      resume(Effect.succeed(Option.some(Buffer.concat(chunks).toString("utf8"))))
+    }
+    const onError = (error: Error) => {
+      done()
+      resume(Effect.fail(error.message))
+    }
+    const done = () => {
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onError)
+    }
+    source.on("data", onData)
+    source.on("end", onEnd)
+    source.on("error", onError)
+    return Effect.sync(done)
+  })
+
+const decodeMessage = Schema.decodeUnknownResult(MessagePayload)
+
+/** The message a request carries, or the answer that says what is wrong with it. */
+const readMessage = (request: HttpServerRequest, options: Options) =>
+  Effect.gen(function*() {
+    const media = unsupportedMedia(request.headers["content-type"])
+    if (Option.isSome(media)) return yield* Effect.fail(media.value)
+    // JSON may spell each byte of text in up to six (\u0000), plus room for the channel.
+    const limit = 6 * options.maxMessageBytes + 4096
+    const tooLarge = problem(
+      413,
+      "too-large",
+      `the body is over ${limit} bytes; a message may hold at most ${options.maxMessageBytes} bytes of text (PLANCKCLAW_MAX_MESSAGE_BYTES)`,
+      { connection: "close" }
+    )
+    const declared = request.headers["content-length"]
+    if (declared !== undefined && Number(declared) > limit) return yield* Effect.fail(tooLarge)
+    const text = yield* readLimited(NodeHttpServerRequest.toIncomingMessage(request), limit).pipe(
+      Effect.mapError((message) => problem(400, "bad-body", `the body could not be read: ${message}`)),
+      Effect.raceFirst(Effect.andThen(options.stopping, Effect.fail(HttpConnections.stoppingAnswer())))
+    )
+    if (Option.isNone(text)) return yield* Effect.fail(tooLarge)
+    const json = Result.try(() => JSON.parse(text.value) as unknown)
+    if (Result.isFailure(json)) return yield* Effect.fail(problem(400, "bad-json", "the body is not JSON"))
+    const message = decodeMessage(json.success)
+    if (Result.isFailure(message)) return yield* Effect.fail(problem(400, "bad-body", firstIssue(message.failure.issue).message))
+    return message.success
+  })
+
+/** An answer made on the way (a refusal with its own headers) is the answer. */
+const respond = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.catchIf(
+    effect,
+    (error): error is Extract<E, HttpServerResponse.HttpServerResponse> => HttpServerResponse.isHttpServerResponse(error),
+    Effect.succeed
+  )
+
+const health = HttpApiBuilder.group(Api, "health", (handlers) => handlers.handle("health", () => Effect.succeed({ status: "ok" as const })))
+
+const agents = (options: Options) =>
+  HttpApiBuilder.group(Api, "agents", Effect.fnUntraced(function*(handlers) {
+    const host = yield* AgentHost
+    return handlers
+      .handle("list", ({ query }) =>
+        Effect.catch(
+          host.list({ limit: query.limit === undefined ? AgentStatus.PAGE_LIMIT_DEFAULT : Number(query.limit), after: query.after }),
+          Errors.fromHostAmong(Errors.ListErrors)
+        ))
+      .handle("get", ({ params }) => Effect.catch(host.get(params.id), Errors.fromHostAmong(Errors.GetErrors)))
+      .handle("compact", ({ params }) => Effect.catch(host.compact(params.id), Errors.fromHostAmong(Errors.CompactErrors)))
+      // Raw: the body is read and decoded by readMessage (see the module comment).
+      .handleRaw("send", ({ headers, params, request }) =>
+        readMessage(request, options).pipe(
+          Effect.flatMap((message) =>
+            Effect.catch(
+              host.send(params.id, { text: message.text, channel: message.channel, idempotencyKey: headers["idempotency-key"] }),
+              Errors.fromHostAmong(Errors.SendErrors)
+            )
+          ),
+          respond
+        ))
+  }))
+
+const docs = HttpApiBuilder.group(Api, "docs", (handlers) => {
+  // Made once, on the first request for it.
+  let spec: OpenApi.OpenAPISpec | undefined
+  let document: HttpServerResponse.HttpServerResponse | undefined
+  let reference: HttpServerResponse.HttpServerResponse | undefined
+  const specOnce = () => spec ??= OpenApi.fromApi(Api)
+  return handlers
+    .handle("openapi", () => Effect.sync(() => document ??= HttpServerResponse.jsonUnsafe(specOnce())))
+    .handle("reference", () => Effect.sync(() => reference ??= HttpApiDocs.response(specOnce())))
+})
+
+/** The token's check: without PLANCKCLAW_HTTP_TOKEN every request passes; with it, a 401 unless it is the bearer. */
+const authorization = (token: Options["token"]) =>
+  Layer.succeed(Authorization, {
+    bearer: (effect, { credential }) =>
+      Option.isNone(token) || credentialMatches(credential, token.value) ? effect : Effect.succeed(unauthorized())
+  })
+
+/** The API's routes, for an HttpRouter. */
+export const layer = (options: Options) =>
+  HttpApiBuilder.layer(Api).pipe(
+    Layer.provide(Layer.mergeAll(health, agents(options), docs).pipe(Layer.provideMerge(authorization(options.token))))
+  )
