@@ -6,14 +6,19 @@
  * modules (effect/cli) are bundled into dist/cli, never imported by the
  * library.
  *
- * The install itself (npm pack, a host on another 4.1 patch, `npm ls
- * effect`, tsc on the README example) needs the registry, so it is done by
- * hand: see the report of issue 10, B1.
+ * The peers are optional: the command bundles what it needs of them, so a
+ * global install (tested here, offline) fetches none (effect alone is 69 MB);
+ * a host has its own (test/HostProject.test.ts installs one).
  */
 import * as child from "node:child_process"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as AnthropicServer from "./support/AnthropicServer.js"
+import * as Cli from "./support/Cli.js"
+import { eventually, sandbox, within } from "./support/Sandbox.js"
 
 const root = path.join(import.meta.dirname, "..")
 const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as {
@@ -145,4 +150,76 @@ describe("the published package (npm pack, after npm run build)", () => {
     expect(unit).toMatch(/^Environment=PLANCKCLAW_HOME=\/var\/lib\/planckclaw$/m)
     expect(unit).toMatch(/^ExecStart=\S+planckclaw run --bridge discord$/m)
   })
+})
+
+/** npm as a user runs it: none of the npm_config_* this repository's npm passes its scripts (its .npmrc's legacy-peer-deps). */
+const userNpmEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
+  ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key))),
+  ...extra
+})
+/** Nothing listens on port 9: npm's proxy there makes any registry request fail, so the install provably stays offline. */
+const closedPort = "http://127.0.0.1:9/"
+
+describe("npm install -g of the packed tarball (after npm run build)", () => {
+  const prefix = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-global-"))
+  const installed = path.join(prefix, "lib", "node_modules", "planckclaw")
+  const command = path.join(prefix, "bin", "planckclaw")
+  let installOutput = ""
+
+  beforeAll(() => {
+    const packed = child.execFileSync("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", prefix], { cwd: root, encoding: "utf8", env: userNpmEnv() })
+    const tarball = path.join(prefix, (JSON.parse(packed) as Array<{ filename: string }>)[0]!.filename)
+    const install = child.spawnSync("npm", ["install", "-g", "--prefix", prefix, "--offline", "--no-audit", "--no-fund", "--proxy", closedPort, "--https-proxy", closedPort, tarball], {
+      cwd: prefix,
+      encoding: "utf8",
+      env: userNpmEnv()
+    })
+    installOutput = `${install.stdout}\n${install.stderr}`
+    if (install.status !== 0) throw new Error(`npm install -g failed:\n${installOutput}`)
+    fs.rmSync(tarball)
+  }, 120_000)
+  afterAll(() => fs.rmSync(prefix, { recursive: true, force: true }))
+
+  it("installs at most 40 MB: discord.js beside the bundles, none of the optional peers (effect, @effect/*, redis)", () => {
+    const kilobytes = Number(child.execFileSync("du", ["-sk", prefix], { encoding: "utf8" }).split("\t")[0])
+    console.log(`npm install -g: ${(kilobytes / 1024).toFixed(1)} MB`)
+    expect(kilobytes).toBeGreaterThan(1024)
+    expect(kilobytes).toBeLessThanOrEqual(40 * 1024)
+    const modules = fs.readdirSync(path.join(installed, "node_modules"))
+    expect(modules).toContain("discord.js")
+    for (const peer of ["effect", "@effect", "redis", "pg"]) expect(modules, peer).not.toContain(peer)
+    expect(installOutput).not.toMatch(/redis|ERESOLVE|peer dep/i)
+  })
+
+  it.live("run answers, serve serves and stops, doctor passes and usage counts, from the global install", () =>
+    Effect.gen(function*() {
+      const server = yield* AnthropicServer.make(AnthropicServer.echo)
+      const box = yield* sandbox({ ANTHROPIC_API_KEY: "test-key-not-secret", ANTHROPIC_BASE_URL: server.url })
+      const env = box.envWith({ PLANCKCLAW_HOME: box.dir, PLANCKCLAW_AGENTS_DIR: box.path("agents") })
+      const options = { cwd: box.dir, env, bin: command }
+
+      const ran = yield* Cli.run(["run"], { ...options, input: "hello from the global install\n" })
+      expect(ran).toMatchObject({ code: 0, stdout: "re: hello from the global install\n" })
+
+      const serve = yield* Cli.start(["serve", "--http", "127.0.0.1:0"], options)
+      const port = yield* eventually("serve to say where it listens", () => /HTTP API on 127\.0\.0\.1:(\d+)/.exec(Effect.runSync(serve.stderrSoFar))?.[1])
+      const answer = yield* Effect.promise(() =>
+        fetch(`http://127.0.0.1:${port}/v1/agents/alice/messages`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ text: "hi from serve" })
+        }).then((response) => response.json())
+      )
+      expect(answer).toEqual({ reply: "re: hi from serve", stored: true })
+      serve.process.kill("SIGTERM")
+      expect((yield* within("serve to exit after SIGTERM")(serve.done)).code).toBe(0)
+
+      const doctor = yield* Cli.run(["doctor"], options)
+      expect(doctor.stdout).not.toContain("✘")
+      expect(doctor.code).toBe(0)
+
+      const usage = yield* Cli.run(["usage"], options)
+      expect(usage.code).toBe(0)
+      expect(usage.stdout).toMatch(/^\d{4}-\d\d-\d\d\s+claude-test\s+1\s/m)
+    }), 60_000)
 })
