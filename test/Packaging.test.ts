@@ -165,10 +165,16 @@ describe("npm install -g of the packed tarball (after npm run build)", () => {
   const installed = path.join(prefix, "lib", "node_modules", "planckclaw")
   const command = path.join(prefix, "bin", "planckclaw")
   let installOutput = ""
+  let packedScripts: Array<string> = []
+  let manifestRestored = false
 
   beforeAll(() => {
-    const packed = child.execFileSync("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", prefix], { cwd: root, encoding: "utf8", env: userNpmEnv() })
-    const tarball = path.join(prefix, (JSON.parse(packed) as Array<{ filename: string }>)[0]!.filename)
+    // With its scripts, as a publisher packs: prepack takes `prepare` out of the packed manifest (build/pack-manifest.mjs).
+    const before = fs.readFileSync(path.join(root, "package.json"), "utf8")
+    const packed = child.execFileSync("npm", ["pack", "--json", "--pack-destination", prefix], { cwd: root, encoding: "utf8", env: userNpmEnv() })
+    packedScripts = Object.keys((JSON.parse(child.execFileSync("tar", ["-xzOf", path.join(prefix, (JSON.parse(packed.slice(packed.indexOf("["))) as Array<{ filename: string }>)[0]!.filename), "package/package.json"], { encoding: "utf8" })) as { scripts: object }).scripts)
+    manifestRestored = fs.readFileSync(path.join(root, "package.json"), "utf8") === before
+    const tarball = path.join(prefix, (JSON.parse(packed.slice(packed.indexOf("["))) as Array<{ filename: string }>)[0]!.filename)
     const install = child.spawnSync("npm", ["install", "-g", "--prefix", prefix, "--offline", "--no-audit", "--no-fund", "--proxy", closedPort, "--https-proxy", closedPort, tarball], {
       cwd: prefix,
       encoding: "utf8",
@@ -189,6 +195,14 @@ describe("npm install -g of the packed tarball (after npm run build)", () => {
     expect(modules).toContain("discord.js")
     for (const peer of ["effect", "@effect", "redis", "pg"]) expect(modules, peer).not.toContain(peer)
     expect(installOutput).not.toMatch(/redis|ERESOLVE|peer dep/i)
+  })
+
+  it("asks the installer to allow no install script: the packed manifest has no prepare, and the checkout's is put back as it was", () => {
+    expect(packedScripts).not.toContain("prepare")
+    expect(packedScripts.filter((name) => /^(pre|post)?install$|^prepare$/.test(name))).toEqual([])
+    expect(manifestRestored).toBe(true)
+    expect(fs.existsSync(path.join(root, ".package.json.packing"))).toBe(false)
+    expect(installOutput).not.toMatch(/prepare|install script|allow-scripts/i)
   })
 
   it.live("run answers, serve serves and stops, doctor passes and usage counts, from the global install", () =>
