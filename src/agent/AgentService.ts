@@ -5,8 +5,8 @@
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-import type { InboundMessage, InteractService } from "./Interact.js"
-import type { Pending } from "./memory/Inbox.js"
+import type { InboundMessage, InteractService } from "../ports/Interact.js"
+import type { Pending } from "../memory/Inbox.js"
 import type { TurnOutcome } from "./Turn.js"
 
 export interface AgentService {

@@ -16,7 +16,7 @@
  * again. The anchor lives in this process: after a restart the window is
  * anchored anew (the cache lasts five minutes anyway).
  */
-import type { HistoryEntry } from "./memory/Memory.js"
+import type { HistoryEntry } from "../memory/Memory.js"
 
 export interface Anchored {
   /** The lines to send, oldest first. */

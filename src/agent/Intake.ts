@@ -14,9 +14,9 @@ import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { Agent } from "./AgentService.js"
-import { Interact, type InteractError } from "./Interact.js"
-import * as Logging from "./Logging.js"
-import { Inbox, type Pending } from "./memory/Inbox.js"
+import { Interact, type InteractError } from "../ports/Interact.js"
+import * as Logging from "../runtime/Logging.js"
+import { Inbox, type Pending } from "../memory/Inbox.js"
 import { APOLOGY } from "./Turn.js"
 
 /** Restarts of a bridge's message stream after a defect: quick at first, then every 30 s at most. */

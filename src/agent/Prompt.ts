@@ -14,10 +14,10 @@
  * lone surrogate from history, a summary, a claw's catalogue or the user's
  * text becomes U+FFFD, so no request is one the API refuses whole.
  */
-import { EPHEMERAL, type Message, type MessagesRequest, type TextBlock, type ToolSpec } from "./Brain.js"
-import type { ToolDefinition } from "./Claws.js"
-import type { HistoryEntry } from "./memory/Memory.js"
-import { wellFormed, wellFormedJson } from "./WellFormed.js"
+import { EPHEMERAL, type Message, type MessagesRequest, type TextBlock, type ToolSpec } from "../ports/Brain.js"
+import type { ToolDefinition } from "../ports/Claws.js"
+import type { HistoryEntry } from "../memory/Memory.js"
+import { wellFormed, wellFormedJson } from "../runtime/WellFormed.js"
 
 /**
  * The system prompt: the soul, then the summary when there is one. The last

@@ -23,13 +23,13 @@ import {
   type TextBlock,
   type ToolResultBlock,
   type ToolUseBlock
-} from "./Brain.js"
-import { Claws, type ClawsService, type ToolDefinition } from "./Claws.js"
-import { describeJsonType, isJsonObject } from "./Json.js"
-import type { MemorySnapshot } from "./memory/Memory.js"
+} from "../ports/Brain.js"
+import { Claws, type ClawsService, type ToolDefinition } from "../ports/Claws.js"
+import { describeJsonType, isJsonObject } from "../runtime/Json.js"
+import type { MemorySnapshot } from "../memory/Memory.js"
 import { conversation, systemPrompt, toolSpecsMemo, turnRequest } from "./Prompt.js"
-import * as Tracing from "./Tracing.js"
-import { isWellFormed, wellFormed, wellFormedJson } from "./WellFormed.js"
+import * as Tracing from "../runtime/Tracing.js"
+import { isWellFormed, wellFormed, wellFormedJson } from "../runtime/WellFormed.js"
 
 /** The original's words, for any turn the brain could not complete. */
 export const APOLOGY = "I'm temporarily unavailable. Please try again shortly."

@@ -5,7 +5,7 @@
  * standard output is a terminal and NO_COLOR is unset. No imports beyond the
  * key table: `bin/planckclaw` answers help and `--version` with this module
  * alone, without loading the agent. test/Help.test.ts holds every command
- * and option of src/Cli.ts to an entry here.
+ * and option of src/cli/Cli.ts to an entry here.
  */
 import { keySections } from "./HelpConfig.js"
 

@@ -12,8 +12,8 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { answerWith, start } from "./Main.js"
-import { plainRunOptions, runWith } from "./RunProgram.js"
-import * as StackTraces from "./StackTraces.js"
+import { plainRunOptions, runWith } from "./commands/RunProgram.js"
+import * as StackTraces from "../runtime/StackTraces.js"
 
 // The modules have loaded: stack traces formatted as usual from here on.
 StackTraces.restore()

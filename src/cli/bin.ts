@@ -5,7 +5,7 @@
 import * as Effect from "effect/Effect"
 import { answer } from "./CliAnswer.js"
 import { type CommandLine, start } from "./Main.js"
-import * as StackTraces from "./StackTraces.js"
+import * as StackTraces from "../runtime/StackTraces.js"
 
 // The modules have loaded: stack traces formatted as usual from here on.
 StackTraces.restore()
@@ -26,6 +26,6 @@ const runOnly = args[0] === "run" && !args.some((arg) => ["--completions", "--wi
 
 start(
   runOnly
-    ? Effect.flatMap(Effect.promise(() => import("./RunCommand.js")), (module) => answer(module.runOnly))
+    ? Effect.flatMap(Effect.promise(() => import("./commands/RunCommand.js")), (module) => answer(module.runOnly))
     : everyCommand
 )

@@ -4,7 +4,7 @@
  * Each number's range is enforced at start-up (see ConfigRange).
  */
 import * as Config from "effect/Config"
-import { integerIn, onOff, validated } from "./config/ConfigRange.js"
+import { integerIn, onOff, validated } from "./ConfigRange.js"
 
 export const AgentConfig = validated(Config.all({
   model: Config.NonEmptyString("PLANCKCLAW_MODEL").pipe(Config.withDefault("claude-haiku-4-5-20251001")),

@@ -9,7 +9,7 @@ import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as SchemaIssue from "effect/SchemaIssue"
-import { missingSetting } from "../config/ConfigRange.js"
+import { missingSetting } from "./ConfigRange.js"
 
 /** Whether `issue` (found at `path`) says `key` is unset: missing, or empty where that means unset. */
 const unsetAt = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>, key: string): boolean => {

@@ -28,7 +28,7 @@ import { Memory } from "./Memory.js"
 import * as CommitAsync from "./CommitAsync.js"
 import * as CommitAlongside from "./CommitAlongside.js"
 import { CompactionBusy, fromFileError, fsEffect, type MemoryDir, MemoryError, withHistory } from "./MemoryDir.js"
-import * as SafeFile from "./SafeFile.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 
 export { CompactionBusy } from "./MemoryDir.js"
 

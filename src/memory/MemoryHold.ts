@@ -13,9 +13,9 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import * as FileLock from "./memory/FileLock.js"
-import * as Memory from "./memory/Memory.js"
-import * as RunHeld from "./memory/RunHeld.js"
+import * as FileLock from "./FileLock.js"
+import * as Memory from "./Memory.js"
+import * as RunHeld from "./RunHeld.js"
 
 /** Another live run holds the memory directory. */
 export class MemoryInUse extends Data.TaggedError("MemoryInUse")<{

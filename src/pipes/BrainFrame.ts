@@ -13,10 +13,10 @@ import {
   type Misconfigured,
   type ResponseBlock,
   type Usage
-} from "../Brain.js"
-import { madeOnFirstCall } from "../FirstCall.js"
-import { isJsonObject } from "../Json.js"
-import { MalformedMessage, compactJson, excerpt } from "./Framing.js"
+} from "../ports/Brain.js"
+import { madeOnFirstCall } from "../runtime/FirstCall.js"
+import { isJsonObject } from "../runtime/Json.js"
+import { MalformedMessage, compactJson, excerpt } from "../runtime/Framing.js"
 
 /** Compact single-line JSON, then the empty line that ends a brain frame. */
 export const encodeBrainFrame = (value: unknown): Result.Result<string, MalformedMessage> =>

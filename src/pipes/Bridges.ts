@@ -18,23 +18,23 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import { Brain } from "./Brain.js"
-import * as AnthropicBrain from "./brain/AnthropicBrain.js"
-import * as OpenAiBrain from "./brain/OpenAiBrain.js"
-import { Claws } from "./Claws.js"
-import * as ScriptClaws from "./claws/ScriptClaws.js"
-import type { MissingSetting } from "./config/MissingSetting.js"
-import * as Secrets from "./config/Secrets.js"
-import type { FarEndExits } from "./fifo/Exchange.js"
-import * as ExternalBridge from "./fifo/ExternalBridge.js"
-import type { FifoError, FifoPaths } from "./fifo/FifoPaths.js"
-import * as Handover from "./fifo/Handover.js"
-import { RunPaths } from "./fifo/RuntimeDir.js"
-import * as Serve from "./fifo/Serve.js"
-import { Interact, type InteractError } from "./Interact.js"
-import type { DiscordRefused } from "./interact/discord/DiscordRefused.js"
-import * as TerminalInteract from "./interact/TerminalInteract.js"
-import * as Logging from "./Logging.js"
+import { Brain } from "../ports/Brain.js"
+import * as AnthropicBrain from "../brain/AnthropicBrain.js"
+import * as OpenAiBrain from "../brain/OpenAiBrain.js"
+import { Claws } from "../ports/Claws.js"
+import * as ScriptClaws from "../claws/ScriptClaws.js"
+import type { MissingSetting } from "../config/MissingSetting.js"
+import * as Secrets from "../config/Secrets.js"
+import type { FarEndExits } from "./Exchange.js"
+import * as ExternalBridge from "./ExternalBridge.js"
+import type { FifoError, FifoPaths } from "./FifoPaths.js"
+import * as Handover from "./Handover.js"
+import { RunPaths } from "./RuntimeDir.js"
+import * as Serve from "./Serve.js"
+import { Interact, type InteractError } from "../ports/Interact.js"
+import type { DiscordRefused } from "../interact/discord/DiscordRefused.js"
+import * as TerminalInteract from "../interact/TerminalInteract.js"
+import * as Logging from "../runtime/Logging.js"
 
 export type Choice<Name extends string> =
   | { readonly _tag: "Builtin"; readonly name: Name }
@@ -75,7 +75,7 @@ export type AdapterFailure = ConfigError.ConfigError | MissingSetting | DiscordR
 
 // discord.js is heavy to load: only a Discord bridge pays for it.
 const discordAdapter: Layer.Layer<Interact, AdapterFailure> = Layer.unwrap(
-  Effect.promise(() => import("./interact/discord/DiscordInteract.js")).pipe(Effect.map((discord) => discord.layer))
+  Effect.promise(() => import("../interact/discord/DiscordInteract.js")).pipe(Effect.map((discord) => discord.layer))
 )
 
 /** The adapters a built-in bridge serves, by the name its flag gives. */
@@ -93,7 +93,7 @@ export type BrainName = keyof typeof brainAdapters
 export const brainNames = Object.keys(brainAdapters) as ReadonlyArray<BrainName>
 
 // Which brain thinks (PLANCKCLAW_BRAIN, overridden by --brain); declared beside the brains.
-export { BrainChoiceConfig } from "./brain/BrainChoice.js"
+export { BrainChoiceConfig } from "../config/BrainChoice.js"
 
 export const clawsAdapters = {
   scripts: ScriptClaws.layer

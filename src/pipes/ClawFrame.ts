@@ -7,7 +7,7 @@
  */
 import * as Data from "effect/Data"
 import * as Result from "effect/Result"
-import { MalformedMessage, compactJson, excerpt } from "./Framing.js"
+import { MalformedMessage, compactJson, excerpt } from "../runtime/Framing.js"
 
 export const listToolsCommand = "__list_tools__"
 export const listToolsRequest = `${listToolsCommand}\n`

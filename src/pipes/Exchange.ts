@@ -20,7 +20,7 @@ import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import { makeDeadline } from "./Deadline.js"
-import { type FrameTooLarge, makeBlockFramer } from "./Framing.js"
+import { type FrameTooLarge, makeBlockFramer } from "../runtime/Framing.js"
 import { type FifoError } from "./FifoPaths.js"
 import { listenReader, openWriter, takeUnread } from "./PipeEnd.js"
 

@@ -35,8 +35,8 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { isSecretName, type SecretName, secretNames } from "../config/Secrets.js"
 import { type FifoPaths, fifoEnvNames } from "./FifoPaths.js"
-import * as ProcessGroup from "../process/ProcessGroup.js"
-import * as Watchdog from "../process/Watchdog.js"
+import * as ProcessGroup from "../runtime/process/ProcessGroup.js"
+import * as Watchdog from "../runtime/process/Watchdog.js"
 
 /** The executable cannot be started (not an executable file); the message names the flag that chose it. */
 export class ExternalBridgeError extends Data.TaggedError("ExternalBridgeError")<{

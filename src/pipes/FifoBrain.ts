@@ -10,12 +10,12 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import { Brain, BrainError, type BrainService, decodeBrainAnswer, type MessagesResponse } from "../Brain.js"
-import { askOnceMore, type FarEndExited, type FarEndExits, makeExchange } from "../fifo/Exchange.js"
-import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
-import { makeRequestFrameEncoder, plainBrainAnswer } from "../fifo/BrainFrame.js"
-import { defaultMaxBlockBytes, type FrameTooLarge } from "../fifo/Framing.js"
-import { BrainRetriesConfig, BrainTimeoutConfig } from "./BrainRetry.js"
+import { Brain, BrainError, type BrainService, decodeBrainAnswer, type MessagesResponse } from "../ports/Brain.js"
+import { askOnceMore, type FarEndExited, type FarEndExits, makeExchange } from "./Exchange.js"
+import { type FifoError, type FifoPaths } from "./RuntimeDir.js"
+import { makeRequestFrameEncoder, plainBrainAnswer } from "./BrainFrame.js"
+import { defaultMaxBlockBytes, type FrameTooLarge } from "../runtime/Framing.js"
+import { BrainRetriesConfig, BrainTimeoutConfig } from "../brain/BrainRetry.js"
 
 export interface FifoBrainOptions {
   readonly paths: Pick<FifoPaths, "brainIn" | "brainOut">

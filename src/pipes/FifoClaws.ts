@@ -21,12 +21,12 @@ import {
   ToolName,
   type ToolResult,
   unknownTool
-} from "../Claws.js"
-import { askOnceMore, type FarEndExited, type FarEndExits, makeExchange } from "../fifo/Exchange.js"
-import { type FifoError, type FifoPaths } from "../fifo/RuntimeDir.js"
-import { decodeClawAnswer, encodeClawCall, listToolsRequest } from "../fifo/ClawFrame.js"
-import { defaultMaxBlockBytes, type FrameTooLarge } from "../fifo/Framing.js"
-import { madeOnFirstCall } from "../FirstCall.js"
+} from "../ports/Claws.js"
+import { askOnceMore, type FarEndExited, type FarEndExits, makeExchange } from "./Exchange.js"
+import { type FifoError, type FifoPaths } from "./RuntimeDir.js"
+import { decodeClawAnswer, encodeClawCall, listToolsRequest } from "./ClawFrame.js"
+import { defaultMaxBlockBytes, type FrameTooLarge } from "../runtime/Framing.js"
+import { madeOnFirstCall } from "../runtime/FirstCall.js"
 
 export interface FifoClawsOptions {
   readonly paths: Pick<FifoPaths, "clawIn" | "clawOut">

@@ -3,8 +3,8 @@
  * `\\`, newline `\n`, tab `\t`, carriage return `\r`). Pure codec.
  */
 import * as Result from "effect/Result"
-import type { InboundMessage, OutboundMessage } from "../Interact.js"
-import { MalformedMessage, excerpt } from "./Framing.js"
+import type { InboundMessage, OutboundMessage } from "../ports/Interact.js"
+import { MalformedMessage, excerpt } from "../runtime/Framing.js"
 
 const escapes: Record<string, string> = { "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r" }
 const unescapes: Record<string, string> = { "\\": "\\", n: "\n", t: "\t", r: "\r" }

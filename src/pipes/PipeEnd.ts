@@ -18,7 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { describeError, errnoCode } from "../Errors.js"
+import { describeError, errnoCode } from "../runtime/Errors.js"
 import { FifoError } from "./FifoPaths.js"
 
 /** Our reading end of a FIFO. */

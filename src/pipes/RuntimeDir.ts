@@ -15,7 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { describeError, errnoCode } from "../Errors.js"
+import { describeError, errnoCode } from "../runtime/Errors.js"
 import { type FifoPaths, fifoKeys, fifoPaths, fifoPathsConfig, pidFileName } from "./FifoPaths.js"
 import {
   attempt,

@@ -14,10 +14,10 @@
 import * as Effect from "effect/Effect"
 import * as Latch from "effect/Latch"
 import * as Result from "effect/Result"
-import type { ClawsError, ClawsService, ToolDefinition, ToolProblem, ToolResult } from "../Claws.js"
+import type { ClawsError, ClawsService, ToolDefinition, ToolProblem, ToolResult } from "../ports/Claws.js"
 import { type ClawRequest, decodeClawRequest, encodeClawAnswer } from "./ClawFrame.js"
 import { type FifoError, type FifoPaths } from "./FifoPaths.js"
-import { defaultMaxLineBytes, type Frame, makeLineFramer } from "./Framing.js"
+import { defaultMaxLineBytes, type Frame, makeLineFramer } from "../runtime/Framing.js"
 import { listenReader, openWriter } from "./PipeEnd.js"
 
 export interface ServeClawsOptions {

@@ -10,8 +10,8 @@
 import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
-import { type FifoWriter, takeUnread } from "../fifo/PipeEnd.js"
-import * as SafeFile from "../memory/SafeFile.js"
+import { type FifoWriter, takeUnread } from "./PipeEnd.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 
 /**
  * Puts back what the last run left unread, queued on `writer` before any new

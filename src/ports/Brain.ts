@@ -8,8 +8,8 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
-import { madeOnFirstCall } from "./FirstCall.js"
-import { isJsonObject } from "./Json.js"
+import { madeOnFirstCall } from "../runtime/FirstCall.js"
+import { isJsonObject } from "../runtime/Json.js"
 
 /**
  * A prompt-caching breakpoint (Anthropic): the API caches the request up to

@@ -7,7 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as References from "effect/References"
-import { onOff } from "./config/ConfigRange.js"
+import { onOff } from "../config/ConfigRange.js"
 
 /** PLANCKCLAW_DEBUG: `1` or `true` (any case) turns it on, `0` or `false` off; anything else is refused. */
 export const DebugConfig = onOff("PLANCKCLAW_DEBUG")

@@ -8,7 +8,7 @@
 import * as fs from "node:fs"
 import * as Data from "effect/Data"
 import * as Result from "effect/Result"
-import { describeError, errnoCode } from "../Errors.js"
+import { describeError, errnoCode } from "./Errors.js"
 
 /** The file is not one the agent may use: a link, not a regular file, or someone else's. */
 export class MemoryFileRefused extends Data.TaggedError("MemoryFileRefused")<{

@@ -10,10 +10,10 @@ import type * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schedule from "effect/Schedule"
-import { Brain, type BrainService } from "../../Brain.js"
-import { BrainLabelConfig } from "../../brain/BrainChoice.js"
-import { lineOf, type UsageLine } from "../UsageLedger.js"
-import { defaultRetry, resilient } from "./SqlResilience.js"
+import { Brain, type BrainService } from "../ports/Brain.js"
+import { BrainLabelConfig } from "../config/BrainChoice.js"
+import { lineOf, type UsageLine } from "./UsageLedger.js"
+import { defaultRetry, resilient } from "../memory/sql/SqlResilience.js"
 
 export const insert = (sql: SqlClient.SqlClient, agentId: string, lines: ReadonlyArray<UsageLine>) => {
   const rows = lines.map((line) => ({ agent_id: agentId, ...line }))

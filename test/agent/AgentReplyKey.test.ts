@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { text } from "../src/brain/ScriptedBrain.js"
-import { harness } from "./support/Harness.js"
+import { text } from "../../src/brain/ScriptedBrain.js"
+import { harness } from "../support/Harness.js"
 
 describe("the key of a reply", () => {
   it.effect("is its message's journal key, a different one for each message", () =>

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { BrainError } from "../../src/Brain.js"
+import { BrainError } from "../../src/ports/Brain.js"
 import { text } from "../../src/brain/ScriptedBrain.js"
-import { COMPACTION_SYSTEM } from "../../src/Prompt.js"
+import { COMPACTION_SYSTEM } from "../../src/agent/Prompt.js"
 import { harness, line } from "../support/Harness.js"
 
 const compactionRequest = (summary: string, lines: ReadonlyArray<string>) => ({

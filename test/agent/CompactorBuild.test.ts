@@ -11,7 +11,7 @@ import { Effect, Option } from "effect"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import { tempDir } from "../support/Sandbox.js"
-import { compactorOver, history } from "./CompactorKit.js"
+import { compactorOver, history } from "../memory/CompactorKit.js"
 
 describe("Compactor.make", () => {
   it.effect("builds no compaction until one runs; a due one and a forced one still compact", () =>

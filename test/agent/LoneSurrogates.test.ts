@@ -7,11 +7,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { text, toolUse } from "../src/brain/ScriptedBrain.js"
-import type { InMemoryTool } from "../src/claws/InMemoryClaws.js"
-import { harness, line } from "./support/Harness.js"
-import { captureLogs } from "./support/LogCapture.js"
-import { HIGH, loneSurrogates } from "./support/LoneSurrogates.js"
+import { text, toolUse } from "../../src/brain/ScriptedBrain.js"
+import type { InMemoryTool } from "../../src/claws/InMemoryClaws.js"
+import { harness, line } from "../support/Harness.js"
+import { captureLogs } from "../support/LogCapture.js"
+import { HIGH, loneSurrogates } from "../support/LoneSurrogates.js"
 
 const REPLACEMENT = "\uFFFD"
 

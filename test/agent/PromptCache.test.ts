@@ -7,9 +7,9 @@
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as AnthropicServer from "./support/AnthropicServer.js"
-import * as Cli from "./support/Cli.js"
-import { sandbox } from "./support/Sandbox.js"
+import * as AnthropicServer from "../support/AnthropicServer.js"
+import * as Cli from "../support/Cli.js"
+import { sandbox } from "../support/Sandbox.js"
 
 const MARK = ",\"cache_control\":{\"type\":\"ephemeral\"}"
 

@@ -6,9 +6,9 @@
  * the history lines `conversation` makes once per entry.
  */
 import { describe, expect, it } from "@effect/vitest"
-import type { ToolDefinition } from "../src/Claws.js"
-import type { HistoryEntry } from "../src/memory/Memory.js"
-import { capText, conversation, systemPrompt, toolSpecs, toolSpecsMemo } from "../src/Prompt.js"
+import type { ToolDefinition } from "../../src/ports/Claws.js"
+import type { HistoryEntry } from "../../src/memory/Memory.js"
+import { capText, conversation, systemPrompt, toolSpecs, toolSpecsMemo } from "../../src/agent/Prompt.js"
 
 const tool = (name: string, description = name): ToolDefinition => ({
   name,

@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
-import type { HistoryEntry } from "../src/memory/Memory.js"
-import { capText, conversation } from "../src/Prompt.js"
+import type { HistoryEntry } from "../../src/memory/Memory.js"
+import { capText, conversation } from "../../src/agent/Prompt.js"
 
 const fresh = (history: ReadonlyArray<HistoryEntry>, text: string, cache: boolean) => {
   const start = history[0]?.role === "assistant" ? 1 : 0

@@ -2,12 +2,12 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { text } from "../src/brain/ScriptedBrain.js"
-import * as Commands from "../src/Commands.js"
-import * as AnthropicServer from "./support/AnthropicServer.js"
-import * as Cli from "./support/Cli.js"
-import { diceTool, harness, line, timeTool } from "./support/Harness.js"
-import { tempDir } from "./support/Sandbox.js"
+import { text } from "../../src/brain/ScriptedBrain.js"
+import * as Commands from "../../src/agent/SlashCommands.js"
+import * as AnthropicServer from "../support/AnthropicServer.js"
+import * as Cli from "../support/Cli.js"
+import { diceTool, harness, line, timeTool } from "../support/Harness.js"
+import { tempDir } from "../support/Sandbox.js"
 
 const archives = (directory: string) =>
   fs.existsSync(path.join(directory, "archive")) ? fs.readdirSync(path.join(directory, "archive")).sort() : []

@@ -7,11 +7,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, type Tracer } from "effect"
 import * as EffectTracer from "effect/Tracer"
-import { Brain, BrainError, type BrainService } from "../src/Brain.js"
-import * as ScriptedBrain from "../src/brain/ScriptedBrain.js"
-import * as InMemoryClaws from "../src/claws/InMemoryClaws.js"
-import * as Turn from "../src/Turn.js"
-import { harness } from "./support/Harness.js"
+import { Brain, BrainError, type BrainService } from "../../src/ports/Brain.js"
+import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
+import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
+import * as Turn from "../../src/agent/Turn.js"
+import { harness } from "../support/Harness.js"
 
 const spanRecorder = Effect.gen(function*() {
   const base = yield* Effect.tracer

@@ -4,11 +4,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer, Logger } from "effect"
-import { BrainError } from "../src/Brain.js"
-import * as ScriptedBrain from "../src/brain/ScriptedBrain.js"
-import * as InMemoryClaws from "../src/claws/InMemoryClaws.js"
-import type { MemorySnapshot } from "../src/memory/Memory.js"
-import * as Turn from "../src/Turn.js"
+import { BrainError } from "../../src/ports/Brain.js"
+import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
+import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
+import type { MemorySnapshot } from "../../src/memory/Memory.js"
+import * as Turn from "../../src/agent/Turn.js"
 
 const config: Turn.TurnConfig = { model: "test-model", maxTokens: 100, maxToolRounds: 2 }
 const snapshot: MemorySnapshot = {

@@ -12,10 +12,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 
-const repo = path.join(import.meta.dirname, "..")
+const repo = path.join(import.meta.dirname, "..", "..")
 const bin = path.join(repo, "bin", "planckclaw")
 const cacheDir = path.join(repo, "dist", "cli", "code-cache")
-const { cacheName, optionsKey } = createRequire(import.meta.url)("../bin/code-cache.cjs") as {
+const { cacheName, optionsKey } = createRequire(import.meta.url)("../../bin/code-cache.cjs") as {
   readonly cacheName: (bundleBytes: Buffer, command: string, stat?: fs.Stats, options?: string) => string
   readonly optionsKey: (execArgv: ReadonlyArray<string>, nodeOptions: string | undefined) => string
 }

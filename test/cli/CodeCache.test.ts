@@ -15,9 +15,9 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
 
-const repo = path.join(import.meta.dirname, "..")
-const loader = pathToFileURL(path.join(import.meta.dirname, "..", "bin", "code-cache.mjs")).href
-const { wrapBundle } = createRequire(import.meta.url)("../bin/code-cache.cjs") as { readonly wrapBundle: (code: string) => string }
+const repo = path.join(import.meta.dirname, "..", "..")
+const loader = pathToFileURL(path.join(import.meta.dirname, "..", "..", "bin", "code-cache.mjs")).href
+const { wrapBundle } = createRequire(import.meta.url)("../../bin/code-cache.cjs") as { readonly wrapBundle: (code: string) => string }
 
 const dirs: Array<string> = []
 afterEach(() => {

@@ -7,7 +7,7 @@
 import { createRequire } from "node:module"
 import { describe, expect, it } from "vitest"
 
-const { cacheCommand } = createRequire(import.meta.url)("../bin/code-cache.cjs") as {
+const { cacheCommand } = createRequire(import.meta.url)("../../bin/code-cache.cjs") as {
   readonly cacheCommand: (args: ReadonlyArray<string>) => string | undefined
 }
 

@@ -1,5 +1,5 @@
 /**
- * Help that helps: every command of src/Cli.ts has a HelpText entry naming
+ * Help that helps: every command of src/cli/Cli.ts has a HelpText entry naming
  * each of its options; every `--help`, piped, is plain text whose usage
  * lines start with `planckclaw` and which ends with an example; `help
  * config` lists every key the sources read, with the range they enforce;
@@ -11,11 +11,11 @@ import type * as Command from "effect/cli/Command"
 import * as Completions from "effect/cli/Completions"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { subcommands } from "../src/Cli.js"
-import { allKeys } from "../src/HelpConfig.js"
-import * as HelpText from "../src/HelpText.js"
-import * as Cli from "./support/Cli.js"
-import { eventually, tempDir } from "./support/Sandbox.js"
+import { subcommands } from "../../src/cli/Cli.js"
+import { allKeys } from "../../src/cli/HelpConfig.js"
+import * as HelpText from "../../src/cli/HelpText.js"
+import * as Cli from "../support/Cli.js"
+import { eventually, tempDir } from "../support/Sandbox.js"
 
 const ESC = "\u001b"
 

@@ -7,9 +7,9 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import { describe, expect, it } from "vitest"
-import { command } from "../src/Cli.js"
-import { parseAndRun } from "../src/CliAnswer.js"
-import { runOnly } from "../src/RunCommand.js"
+import { command } from "../../src/cli/Cli.js"
+import { parseAndRun } from "../../src/cli/CliAnswer.js"
+import { runOnly } from "../../src/cli/commands/RunCommand.js"
 
 /** Parses `planckclaw ARGS` with `line` as bin.ts does (CliAnswer); what it printed and how it ended. */
 const parse = (line: typeof command | typeof runOnly, args: ReadonlyArray<string>) => {

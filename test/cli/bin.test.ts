@@ -7,12 +7,12 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { APOLOGY } from "../src/Agent.js"
-import * as AnthropicServer from "./support/AnthropicServer.js"
-import * as Cli from "./support/Cli.js"
-import * as FakeDiscord from "./support/FakeDiscord.js"
-import { line } from "./support/Harness.js"
-import { type Sandbox, sandbox } from "./support/Sandbox.js"
+import { APOLOGY } from "../../src/agent/Agent.js"
+import * as AnthropicServer from "../support/AnthropicServer.js"
+import * as Cli from "../support/Cli.js"
+import * as FakeDiscord from "../support/FakeDiscord.js"
+import { line } from "../support/Harness.js"
+import { type Sandbox, sandbox } from "../support/Sandbox.js"
 
 /** A sandbox with the shipped claws whose brain is a fresh loopback server answering with `handler`. */
 const setup = (handler: AnthropicServer.Handler, extra: Record<string, string> = {}) =>

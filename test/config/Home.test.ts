@@ -10,9 +10,9 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as AnthropicServer from "./support/AnthropicServer.js"
-import * as Cli from "./support/Cli.js"
-import { tempDir } from "./support/Sandbox.js"
+import * as AnthropicServer from "../support/AnthropicServer.js"
+import * as Cli from "../support/Cli.js"
+import { tempDir } from "../support/Sandbox.js"
 
 const shipped = ["config.env", "memory/soul.md", ...fs.readdirSync(path.join(Cli.REPO, "claws")).map((name) => `claws/${name}`)]
 

@@ -10,10 +10,10 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Home from "../src/Home.js"
-import * as AnthropicServer from "./support/AnthropicServer.js"
-import * as Cli from "./support/Cli.js"
-import { eventually, tempDir } from "./support/Sandbox.js"
+import * as Home from "../../src/config/Home.js"
+import * as AnthropicServer from "../support/AnthropicServer.js"
+import * as Cli from "../support/Cli.js"
+import { eventually, tempDir } from "../support/Sandbox.js"
 
 /** A user's world: a HOME whose ~/.planckclaw answers through `server`, a folder to stand in, no PLANCKCLAW_* settings. */
 const world = (server: string) =>

@@ -1,5 +1,5 @@
 /**
- * One bridge per role (src/fifo/BridgeClaim.ts): the run claims the roles
+ * One bridge per role (src/pipes/BridgeClaim.ts): the run claims the roles
  * it serves itself as it lays its directory out; a second claim is refused
  * while its holder lives, naming it; a dead holder's claim is taken over; a
  * claim goes with its scope, and the directory the run made goes after the
@@ -9,8 +9,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
-import * as BridgeClaim from "../../src/fifo/BridgeClaim.js"
-import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
+import * as BridgeClaim from "../../src/pipes/BridgeClaim.js"
+import { makeRuntimeDir } from "../../src/pipes/RuntimeDir.js"
 import { tempDir } from "../support/FifoKit.js"
 
 const deadPid = 2 ** 22 + 12345

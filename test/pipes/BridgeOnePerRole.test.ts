@@ -8,9 +8,9 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as AnthropicServer from "./support/AnthropicServer.js"
-import * as Cli from "./support/Cli.js"
-import { eventually, sandbox } from "./support/Sandbox.js"
+import * as AnthropicServer from "../support/AnthropicServer.js"
+import * as Cli from "../support/Cli.js"
+import { eventually, sandbox } from "../support/Sandbox.js"
 
 describe("planckclaw bridge, one per role (built command)", () => {
   it.live("beside a run's own terminal: `bridge cli` is refused, and the run's replies still reach its terminal", () =>

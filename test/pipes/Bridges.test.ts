@@ -9,9 +9,9 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ONLY_CONTROLS } from "../src/Agent.js"
-import * as AnthropicServer from "./support/AnthropicServer.js"
-import { REPO } from "./support/Cli.js"
+import { ONLY_CONTROLS } from "../../src/agent/Agent.js"
+import * as AnthropicServer from "../support/AnthropicServer.js"
+import { REPO } from "../support/Cli.js"
 import {
   allExited,
   fifoNames,
@@ -24,8 +24,8 @@ import {
   runDirLeft,
   sendRaw,
   shOk
-} from "./support/Pipes.js"
-import { isRunning, pidIn, type Sandbox, sandbox, within } from "./support/Sandbox.js"
+} from "../support/Pipes.js"
+import { isRunning, pidIn, type Sandbox, sandbox, within } from "../support/Sandbox.js"
 
 /** Real processes start slowly on a loaded machine; every wait inside is bounded well below this. */
 const timeout = 60_000
@@ -441,7 +441,7 @@ done
 
 /** The README's "Write your own bridge" example, read from the README so the two never drift. */
 const readmeBridge = (() => {
-  const readme = fs.readFileSync(new URL("../README.md", import.meta.url), "utf8")
+  const readme = fs.readFileSync(new URL("../../README.md", import.meta.url), "utf8")
   const section = readme.slice(readme.indexOf("### Write your own bridge"))
   const match = /```sh\n([\s\S]*?)```/.exec(section)
   if (match === null) throw new Error("README.md has no shell block under 'Write your own bridge'")

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Scope } from "effect"
 import { TestClock } from "effect/testing"
-import { makeDeadline } from "../../src/fifo/Deadline.js"
+import { makeDeadline } from "../../src/pipes/Deadline.js"
 import { pendingSleeps } from "../support/TestClockWait.js"
 
 /** Lets the watchdog run until it sleeps until `instant` (ms on the TestClock). */

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
 import { Effect, Fiber, Queue } from "effect"
-import * as ClawsFifo from "../../src/claws/FifoClaws.js"
-import { openWriter } from "../../src/fifo/PipeEnd.js"
-import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
+import * as ClawsFifo from "../../src/pipes/FifoClaws.js"
+import { openWriter } from "../../src/pipes/PipeEnd.js"
+import { makeRuntimeDir } from "../../src/pipes/RuntimeDir.js"
 import { linesFrom, spawnScoped, tempDir, writeScript } from "../support/FifoKit.js"
 import { advanceTo } from "../support/TestClockWait.js"
 

@@ -8,8 +8,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
 import { Effect, Fiber, Stream } from "effect"
-import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
-import * as InteractFifo from "../../src/interact/FifoInteract.js"
+import { makeRuntimeDir } from "../../src/pipes/RuntimeDir.js"
+import * as InteractFifo from "../../src/pipes/FifoInteract.js"
 import { sh, tempDir } from "../support/FifoKit.js"
 
 const setup = Effect.gen(function*() {

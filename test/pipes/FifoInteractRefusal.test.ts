@@ -6,9 +6,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
 import { Effect, Stream } from "effect"
-import { openWriter } from "../../src/fifo/PipeEnd.js"
-import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
-import * as InteractFifo from "../../src/interact/FifoInteract.js"
+import { openWriter } from "../../src/pipes/PipeEnd.js"
+import { makeRuntimeDir } from "../../src/pipes/RuntimeDir.js"
+import * as InteractFifo from "../../src/pipes/FifoInteract.js"
 import { linesFrom, takeN, tempDir } from "../support/FifoKit.js"
 
 const setup = Effect.gen(function*() {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
-import { makeBlockFramer, makeLineFramer } from "../../src/fifo/Framing.js"
+import { makeBlockFramer, makeLineFramer } from "../../src/runtime/Framing.js"
 
 const rights = (frames: ReadonlyArray<Result.Result<string, unknown>>) => frames.filter(Result.isSuccess).map((f) => f.success)
 

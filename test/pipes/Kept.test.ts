@@ -7,11 +7,11 @@
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Stream, SubscriptionRef } from "effect"
-import * as Handover from "../../src/fifo/Handover.js"
-import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
-import { serveInteract } from "../../src/fifo/Serve.js"
-import type { InteractService, OutboundMessage } from "../../src/Interact.js"
-import * as InteractFifo from "../../src/interact/FifoInteract.js"
+import * as Handover from "../../src/pipes/Handover.js"
+import { makeRuntimeDir } from "../../src/pipes/RuntimeDir.js"
+import { serveInteract } from "../../src/pipes/Serve.js"
+import type { InteractService, OutboundMessage } from "../../src/ports/Interact.js"
+import * as InteractFifo from "../../src/pipes/FifoInteract.js"
 import { tempDir } from "../support/FifoKit.js"
 
 const runtime = Effect.flatMap(tempDir, (dir) => makeRuntimeDir(path.join(dir, "run")))

@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { makeFifos, mkfifo } from "../../src/fifo/RuntimeDir.js"
+import { makeFifos, mkfifo } from "../../src/pipes/RuntimeDir.js"
 import { tempDir } from "../support/FifoKit.js"
 
 describe("mkfifo", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
 import { Deferred, Effect, Exit } from "effect"
-import { listenReader, openWriter } from "../../src/fifo/PipeEnd.js"
+import { listenReader, openWriter } from "../../src/pipes/PipeEnd.js"
 import { mkfifo, sh, tempDir } from "../support/FifoKit.js"
 
 const fifo = Effect.gen(function*() {

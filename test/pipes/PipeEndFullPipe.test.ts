@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
 import { Deferred, Effect, Exit, Fiber } from "effect"
-import { listenReader, openWriter } from "../../src/fifo/PipeEnd.js"
+import { listenReader, openWriter } from "../../src/pipes/PipeEnd.js"
 import { mkfifo, tempDir } from "../support/FifoKit.js"
 
 describe("FIFO pipe ends with a full pipe", () => {

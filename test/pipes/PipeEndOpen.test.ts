@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Exit, Scope } from "effect"
-import { openReader, openWriter } from "../../src/fifo/PipeEnd.js"
+import { openReader, openWriter } from "../../src/pipes/PipeEnd.js"
 import { mkfifo, tempDir } from "../support/FifoKit.js"
 
 describe("opening a FIFO end", () => {

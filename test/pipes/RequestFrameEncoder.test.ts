@@ -7,10 +7,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Result from "effect/Result"
 import fc from "fast-check"
-import type { MessagesRequest } from "../../src/Brain.js"
-import type { ToolDefinition } from "../../src/Claws.js"
-import { encodeBrainFrame, makeRequestFrameEncoder } from "../../src/fifo/BrainFrame.js"
-import { conversation, toolSpecsMemo, turnRequest } from "../../src/Prompt.js"
+import type { MessagesRequest } from "../../src/ports/Brain.js"
+import type { ToolDefinition } from "../../src/ports/Claws.js"
+import { encodeBrainFrame, makeRequestFrameEncoder } from "../../src/pipes/BrainFrame.js"
+import { conversation, toolSpecsMemo, turnRequest } from "../../src/agent/Prompt.js"
 
 const expected = (request: unknown) => `${JSON.stringify(request)}\n\n`
 

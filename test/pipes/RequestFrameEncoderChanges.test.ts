@@ -11,12 +11,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Result from "effect/Result"
 import fc from "fast-check"
-import { type Message, type MessagesRequest, systemText } from "../../src/Brain.js"
-import { anchoredWindow, linesToRead } from "../../src/CacheWindow.js"
-import type { ToolDefinition } from "../../src/Claws.js"
-import { encodeBrainFrame, makeRequestFrameEncoder } from "../../src/fifo/BrainFrame.js"
+import { type Message, type MessagesRequest, systemText } from "../../src/ports/Brain.js"
+import { anchoredWindow, linesToRead } from "../../src/agent/CacheWindow.js"
+import type { ToolDefinition } from "../../src/ports/Claws.js"
+import { encodeBrainFrame, makeRequestFrameEncoder } from "../../src/pipes/BrainFrame.js"
 import type { HistoryEntry } from "../../src/memory/Memory.js"
-import { compactionRequest, conversation, systemPrompt, toolSpecsMemo, turnRequest } from "../../src/Prompt.js"
+import { compactionRequest, conversation, systemPrompt, toolSpecsMemo, turnRequest } from "../../src/agent/Prompt.js"
 
 const fresh = (request: unknown) => `${JSON.stringify(request)}\n\n`
 

@@ -3,8 +3,8 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { ConfigProvider, Deferred, Effect, Exit, Fiber, Scope } from "effect"
-import { openReader, openWriter } from "../../src/fifo/PipeEnd.js"
-import { fifoNames, fifoPathsConfig, makeRuntimeDir, pidFileName } from "../../src/fifo/RuntimeDir.js"
+import { openReader, openWriter } from "../../src/pipes/PipeEnd.js"
+import { fifoNames, fifoPathsConfig, makeRuntimeDir, pidFileName } from "../../src/pipes/RuntimeDir.js"
 import { linesFrom, mkfifo, sh, spawnScoped, takeN, tempDir } from "../support/FifoKit.js"
 
 const stat = (file: string) => Effect.promise(() => fs.promises.lstat(file))

@@ -7,10 +7,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
 import { Effect, Queue } from "effect"
-import { ClawsError, type ClawsService, type ToolDefinition } from "../../src/Claws.js"
-import { openWriter } from "../../src/fifo/PipeEnd.js"
-import { makeRuntimeDir } from "../../src/fifo/RuntimeDir.js"
-import { serveClaws } from "../../src/fifo/ServeClaws.js"
+import { ClawsError, type ClawsService, type ToolDefinition } from "../../src/ports/Claws.js"
+import { openWriter } from "../../src/pipes/PipeEnd.js"
+import { makeRuntimeDir } from "../../src/pipes/RuntimeDir.js"
+import { serveClaws } from "../../src/pipes/ServeClaws.js"
 import { blocksFrom, tempDir } from "../support/FifoKit.js"
 
 const runtime = Effect.flatMap(tempDir, (dir) => makeRuntimeDir(path.join(dir, "run")))

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Result, Schema, Stream } from "effect"
 import fc from "fast-check"
-import { MessagesResponse } from "../../src/Brain.js"
-import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame, plainBrainAnswer } from "../../src/fifo/BrainFrame.js"
-import { decodeClawAnswer, decodeClawRequest, encodeClawAnswer, encodeClawCall } from "../../src/fifo/ClawFrame.js"
-import { type Frame, FrameTooLarge, framed, makeBlockFramer, makeLineFramer, MalformedMessage } from "../../src/fifo/Framing.js"
-import { decodeInteractLine, encodeInteractLine, escapeText, unescapeText } from "../../src/fifo/InteractLine.js"
+import { MessagesResponse } from "../../src/ports/Brain.js"
+import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame, plainBrainAnswer } from "../../src/pipes/BrainFrame.js"
+import { decodeClawAnswer, decodeClawRequest, encodeClawAnswer, encodeClawCall } from "../../src/pipes/ClawFrame.js"
+import { type Frame, FrameTooLarge, framed, makeBlockFramer, makeLineFramer, MalformedMessage } from "../../src/runtime/Framing.js"
+import { decodeInteractLine, encodeInteractLine, escapeText, unescapeText } from "../../src/pipes/InteractLine.js"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { madeOnFirstCall } from "../src/FirstCall.js"
+import { madeOnFirstCall } from "../../src/runtime/FirstCall.js"
 
 describe("madeOnFirstCall", () => {
   it("makes the function at its first call, once, and answers as the made function does", () => {

@@ -2,7 +2,7 @@
  * A bundle's modules load with stack traces formatted by function name only
  * (bin/code-cache.cjs), so Node's formatter is not run while they load; the
  * entry puts Node's formatter back before any command runs
- * (src/StackTraces.ts), and the loader does at the latest, even when
+ * (src/runtime/StackTraces.ts), and the loader does at the latest, even when
  * loading fails.
  */
 import * as child from "node:child_process"
@@ -11,9 +11,9 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
-import * as StackTraces from "../src/StackTraces.js"
+import * as StackTraces from "../../src/runtime/StackTraces.js"
 
-const loader = path.join(import.meta.dirname, "..", "bin", "code-cache.cjs")
+const loader = path.join(import.meta.dirname, "..", "..", "bin", "code-cache.cjs")
 const key = Symbol.for("planckclaw/prepareStackTrace")
 
 const dirs: Array<string> = []
@@ -67,7 +67,7 @@ describe("stack traces while a bundle loads", () => {
         `process.stderr.write = (text, ...rest) => write(String(text).startsWith("planckclaw:") ? ` +
         `(new Error("p").stack.includes("probe.cjs:") ? "node " : "names ") + text : text, ...rest)\n`
     )
-    const bin = path.join(import.meta.dirname, "..", "bin", "planckclaw")
+    const bin = path.join(import.meta.dirname, "..", "..", "bin", "planckclaw")
     // A plain line through the run bundle: refused by the run's handler, after the entry has run.
     const result = child.spawnSync(process.execPath, ["--require", probeFile, bin, "run", "--bridge", "bogus"], {
       cwd: dir,

@@ -13,9 +13,9 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
-import { describeError, errnoCode } from "./Errors.js"
-import * as Home from "./Home.js"
-import { packageRoot } from "./PackageRoot.js"
+import { describeError, errnoCode } from "../../runtime/Errors.js"
+import * as Home from "../../config/Home.js"
+import { packageRoot } from "../../config/PackageRoot.js"
 
 /** The home could not be made: the reason says whether the package or the target is at fault. */
 export class InitError extends Data.TaggedError("InitError")<{

@@ -10,9 +10,9 @@ import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import { withSettings } from "./CliSettings.js"
-import type * as SqlTransfer from "./memory/sql/SqlTransfer.js"
-import * as AgentId from "./service/AgentId.js"
+import { withSettings } from "../CliSettings.js"
+import type * as SqlTransfer from "../../memory/sql/SqlTransfer.js"
+import * as AgentId from "../../hosts/serve/AgentId.js"
 
 const agentOption = Flag.String("agent").pipe(Flag.withDescription("the agent's id (as `planckclaw serve` names it)"))
 // Text, not Argument.Directory: the command says what is wrong with the path itself (a path through a file, say).
@@ -30,7 +30,7 @@ const described = (report: SqlTransfer.TransferReport) =>
 
 /** The PostgreSQL client is loaded only by these commands: every other command starts without it. */
 const sqlModules = Effect.promise(() =>
-  Promise.all([import("./memory/sql/SqlDatabase.js"), import("./memory/sql/SqlTransfer.js")])
+  Promise.all([import("../../memory/sql/SqlDatabase.js"), import("../../memory/sql/SqlTransfer.js")])
 )
 
 /** The agent's id checked before anything connects, then `run` on the database. */

@@ -7,7 +7,7 @@
  */
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
-import { brainOption, debugOption } from "./CliFlags.js"
+import { brainOption, debugOption } from "../CliFlags.js"
 import { runWith } from "./RunProgram.js"
 
 export { plainRunOptions, type RunOptions, runWith } from "./RunProgram.js"

@@ -12,21 +12,21 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
-import * as Bridges from "./Bridges.js"
-import * as ScriptClaws from "./claws/ScriptClaws.js"
-import { debugOption } from "./CliFlags.js"
-import { MemoryConfig } from "./memory/MemoryFiles.js"
-import * as PromptFiles from "./memory/PromptFiles.js"
-import { runFlags, withSettings } from "./CliSettings.js"
-import * as EarlyTierUp from "./process/EarlyTierUp.js"
-import * as Pretenuring from "./process/Pretenuring.js"
-import * as AgentHost from "./service/AgentHost.js"
-import * as HttpApi from "./service/HttpApi.js"
-import { HostError } from "./service/HostError.js"
-import type { ClusterStartError } from "./cluster/ClusterServe.js"
-import type * as DiscordRoutes from "./service/DiscordRoutes.js"
-import type { Brain } from "./Brain.js"
-import type { Claws } from "./Claws.js"
+import * as Bridges from "../../pipes/Bridges.js"
+import * as ScriptClaws from "../../claws/ScriptClaws.js"
+import { debugOption } from "../CliFlags.js"
+import { MemoryConfig } from "../../memory/MemoryFiles.js"
+import * as PromptFiles from "../../memory/PromptFiles.js"
+import { runFlags, withSettings } from "../CliSettings.js"
+import * as EarlyTierUp from "../../runtime/process/EarlyTierUp.js"
+import * as Pretenuring from "../../runtime/process/Pretenuring.js"
+import * as AgentHost from "../../hosts/serve/AgentHost.js"
+import * as HttpApi from "../../hosts/serve/HttpApi.js"
+import { HostError } from "../../hosts/serve/HostError.js"
+import type { ClusterStartError } from "../../hosts/cluster/ClusterServe.js"
+import type * as DiscordRoutes from "../../hosts/serve/DiscordRoutes.js"
+import type { Brain } from "../../ports/Brain.js"
+import type { Claws } from "../../ports/Claws.js"
 
 /** A `--http` value that is no HOST:PORT. */
 export class ListenFlagError extends Data.TaggedError("ListenFlagError")<{ readonly message: string }> {}
@@ -97,7 +97,7 @@ export const serve = Command.make("serve", {
     // Brain and claws are built once and shared by every agent; the HTTP
     // layer logs "HTTP API on HOST:PORT" once it listens.
     if (options.cluster) {
-      const cluster = yield* Effect.promise(() => import("./cluster/ClusterServe.js"))
+      const cluster = yield* Effect.promise(() => import("../../hosts/cluster/ClusterServe.js"))
       const served: Effect.Effect<
         never,
         Layer.Error<ReturnType<typeof HttpApi.layer>> | HostError | ClusterStartError | Effect.Error<ReturnType<typeof DiscordRoutes.run>>,
@@ -111,8 +111,8 @@ export const serve = Command.make("serve", {
     // beside the outbox, so a stop between a message and its reply's outbox line loses no reply.
     const discord = Effect.gen(function*() {
       const [routes, owedFile, host] = yield* Effect.all([
-        Effect.promise(() => import("./service/DiscordRoutes.js")),
-        Effect.promise(() => import("./service/DiscordOwedFile.js")),
+        Effect.promise(() => import("../../hosts/serve/DiscordRoutes.js")),
+        Effect.promise(() => import("../../hosts/serve/DiscordOwedFile.js")),
         AgentHost.AgentHost
       ])
       const owed = yield* Effect.mapError(owedFile.make(host.directory), (error) => new HostError({ reason: "unavailable", message: error.message }))

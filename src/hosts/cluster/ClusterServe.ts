@@ -38,14 +38,14 @@ import * as Result from "effect/Result"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
-import type { Brain } from "../Brain.js"
-import type { Claws } from "../Claws.js"
-import * as Logging from "../Logging.js"
-import * as SqlCompactionLocks from "../memory/sql/SqlCompactionLocks.js"
-import * as SqlMigrations from "../memory/sql/SqlMigrations.js"
-import { describe } from "../memory/sql/SqlResilience.js"
-import * as AgentHost from "../service/AgentHost.js"
-import * as HttpApi from "../service/HttpApi.js"
+import type { Brain } from "../../ports/Brain.js"
+import type { Claws } from "../../ports/Claws.js"
+import * as Logging from "../../runtime/Logging.js"
+import * as SqlCompactionLocks from "../../memory/sql/SqlCompactionLocks.js"
+import * as SqlMigrations from "../../memory/sql/SqlMigrations.js"
+import { describe } from "../../memory/sql/SqlResilience.js"
+import * as AgentHost from "../serve/AgentHost.js"
+import * as HttpApi from "../serve/HttpApi.js"
 import * as AgentEntity from "./AgentEntity.js"
 import * as AgentStore from "./AgentStore.js"
 import * as ClusterHost from "./ClusterHost.js"
@@ -182,7 +182,7 @@ const discordRoutes = (config: ClusterConfig) =>
       return yield* new ClusterStartError({ message: `PLANCKCLAW_DIR ${defaultDir} cannot hold the Discord bridge's state: ${String(made.failure)}` })
     }
     // discord.js is heavy to load: only a Discord runner pays for it.
-    const routes = yield* Effect.promise(() => import("../service/DiscordRoutes.js"))
+    const routes = yield* Effect.promise(() => import("../serve/DiscordRoutes.js"))
     const owed = yield* Effect.flatMap(Effect.promise(() => import("./DiscordOwed.js")), (module) => module.make).pipe(
       Effect.mapError((error) => new ClusterStartError({ message: `cannot prepare the database for Discord: ${error.message}` }))
     )

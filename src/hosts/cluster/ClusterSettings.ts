@@ -14,9 +14,9 @@ import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as RunnerAddress from "effect/cluster/RunnerAddress"
 import * as ShardingConfig from "effect/cluster/ShardingConfig"
-import { integerIn, invalidSettings, secondsIn } from "../config/ConfigRange.js"
-import { DatabaseUrlConfig } from "../memory/sql/SqlDatabase.js"
-import { HostConfig } from "../service/AgentHost.js"
+import { integerIn, invalidSettings, secondsIn } from "../../config/ConfigRange.js"
+import { DatabaseUrlConfig } from "../../memory/sql/SqlDatabase.js"
+import { HostConfig } from "../serve/AgentHost.js"
 
 export interface HostPort {
   readonly host: string
@@ -44,7 +44,7 @@ const hostPort = (name: string) =>
     )
   )
 
-export { describeUrl } from "../memory/sql/SqlDatabase.js"
+export { describeUrl } from "../../memory/sql/SqlDatabase.js"
 
 /**
  * Config.all, refusing with every setting that fails, not only the first

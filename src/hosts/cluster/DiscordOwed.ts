@@ -12,9 +12,9 @@ import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
-import type * as Discord from "../interact/discord/DiscordInteract.js"
-import { keyFor, type OwedReplies, parseStored } from "../interact/discord/OwedMessages.js"
-import { resilient } from "../memory/sql/SqlResilience.js"
+import type * as Discord from "../../interact/discord/DiscordInteract.js"
+import { keyFor, type OwedReplies, parseStored } from "../../interact/discord/OwedMessages.js"
+import { resilient } from "../../memory/sql/SqlResilience.js"
 
 const migrations = Migrator.fromRecord({
   "1_owed": Effect.flatMap(SqlClient.SqlClient, (sql) =>

@@ -32,7 +32,7 @@ import * as Latch from "effect/Latch"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as References from "effect/References"
-import { describe, isTransient } from "../memory/sql/SqlResilience.js"
+import { describe, isTransient } from "../../memory/sql/SqlResilience.js"
 
 const OUTAGE_TEXT = /^(database unavailable while|Could not read messages from storage)/
 /** The engine's lock health: a symptom of an outage while one lasts, its own news otherwise (a slow database). */

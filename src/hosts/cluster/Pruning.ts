@@ -25,7 +25,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
-import { describe, isTransient } from "../memory/sql/SqlResilience.js"
+import { describe, isTransient } from "../../memory/sql/SqlResilience.js"
 
 export interface Pruned {
   readonly messages: number

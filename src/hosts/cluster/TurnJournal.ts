@@ -19,9 +19,9 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
-import type { InboxService, Pending } from "../memory/Inbox.js"
-import type { MemoryError } from "../memory/MemoryDir.js"
-import { resilient } from "../memory/sql/SqlResilience.js"
+import type { InboxService, Pending } from "../../memory/Inbox.js"
+import type { MemoryError } from "../../memory/MemoryDir.js"
+import { resilient } from "../../memory/sql/SqlResilience.js"
 
 export interface Decided {
   readonly reply: string

@@ -8,8 +8,8 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import type * as Inbox from "../memory/Inbox.js"
-import * as Turn from "../Turn.js"
+import type * as Inbox from "../../memory/Inbox.js"
+import * as Turn from "../../agent/Turn.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 
 export interface AgentInbox {

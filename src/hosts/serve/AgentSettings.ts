@@ -10,8 +10,8 @@
 import * as path from "node:path"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
-import { AgentConfig } from "../AgentConfig.js"
-import * as ConfigFile from "../config/ConfigFile.js"
+import { AgentConfig } from "../../config/AgentConfig.js"
+import * as ConfigFile from "../../config/ConfigFile.js"
 import { HostError } from "./HostError.js"
 
 /** The keys an agent's config.env may set: no secrets, no paths. */

@@ -3,7 +3,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
-import { nextTurn } from "../process/NextTurn.js"
+import { nextTurn } from "../../runtime/process/NextTurn.js"
 
 export interface AgentInfo {
   readonly id: string

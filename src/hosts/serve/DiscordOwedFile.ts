@@ -4,4 +4,4 @@
  * PLANCKCLAW_AGENTS_DIR: the file journal lives beside the Discord bridge,
  * which keeps the same for `run` (interact/discord/OwedMessages.ts).
  */
-export { FILE, make, parseStored, StoredMessage } from "../interact/discord/OwedMessages.js"
+export { FILE, make, parseStored, StoredMessage } from "../../interact/discord/OwedMessages.js"

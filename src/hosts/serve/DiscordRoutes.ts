@@ -23,11 +23,11 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import type { MissingSetting } from "../config/MissingSetting.js"
-import * as Discord from "../interact/discord/DiscordInteract.js"
-import type { DiscordRefused } from "../interact/discord/DiscordRefused.js"
-import { keyFor, type OwedReplies } from "../interact/discord/OwedMessages.js"
-import { settingsFrom } from "../interact/discord/Settings.js"
+import type { MissingSetting } from "../../config/MissingSetting.js"
+import * as Discord from "../../interact/discord/DiscordInteract.js"
+import type { DiscordRefused } from "../../interact/discord/DiscordRefused.js"
+import { keyFor, type OwedReplies } from "../../interact/discord/OwedMessages.js"
+import { settingsFrom } from "../../interact/discord/Settings.js"
 import { AgentHost, awaitReply } from "./AgentHost.js"
 import { HostError } from "./HostError.js"
 
@@ -59,7 +59,7 @@ export const textFor = (message: Discord.DiscordMessage): string =>
 
 // The Idempotency-Key of a Discord message or slash command (its Discord id), and where messages owed a reply
 // are noted (a file, the cluster's database): the bridge's, which keeps the same for `run`.
-export { keyFor, type OwedReplies } from "../interact/discord/OwedMessages.js"
+export { keyFor, type OwedReplies } from "../../interact/discord/OwedMessages.js"
 
 export interface RunOptions {
   readonly per?: AgentPer

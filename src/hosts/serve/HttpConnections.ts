@@ -26,7 +26,7 @@ import * as Option from "effect/Option"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import * as Logging from "../Logging.js"
+import * as Logging from "../../runtime/Logging.js"
 import { problem } from "./HttpRequestChecks.js"
 import { type Limits, OVER_CAP_ANSWERED } from "./HttpLimits.js"
 

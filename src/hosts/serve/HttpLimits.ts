@@ -21,7 +21,7 @@ import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
-import { invalidSetting, invalidSettings, optionalIntegerIn, secondsIn } from "../config/ConfigRange.js"
+import { invalidSetting, invalidSettings, optionalIntegerIn, secondsIn } from "../../config/ConfigRange.js"
 import { HostConfig } from "./AgentHost.js"
 
 /** The cap when PLANCKCLAW_MAX_CONNECTIONS is unset and the open-file limit allows it. */

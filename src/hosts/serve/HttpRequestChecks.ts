@@ -23,9 +23,9 @@ import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
-import { invalidSetting } from "../config/ConfigRange.js"
-import { unpadded } from "../config/Secrets.js"
-import { loneSurrogateProblem } from "../WellFormed.js"
+import { invalidSetting } from "../../config/ConfigRange.js"
+import { unpadded } from "../../config/Secrets.js"
+import { loneSurrogateProblem } from "../../runtime/WellFormed.js"
 import * as AgentId from "./AgentId.js"
 
 export const problem = (status: number, error: string, message: string, headers: Record<string, string> = {}) =>

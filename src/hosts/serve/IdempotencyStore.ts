@@ -17,9 +17,9 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { integerIn } from "../config/ConfigRange.js"
-import { madeOnFirstCall } from "../FirstCall.js"
-import * as SafeFile from "../memory/SafeFile.js"
+import { integerIn } from "../../config/ConfigRange.js"
+import { madeOnFirstCall } from "../../runtime/FirstCall.js"
+import * as SafeFile from "../../runtime/SafeFile.js"
 
 /** How many keys each agent remembers (the oldest are forgotten first). */
 export const IdempotencyConfig = integerIn("PLANCKCLAW_IDEMPOTENCY_KEYS", { min: 1, max: 1_000_000 }, 1000)

@@ -30,7 +30,7 @@ import type * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
-import { onOff } from "../config/ConfigRange.js"
+import { onOff } from "../../config/ConfigRange.js"
 import { setV8Flags } from "./V8Flags.js"
 
 /** `0`: leave V8's tier-up pace alone; unset or `1`: sooner while the process is young. */

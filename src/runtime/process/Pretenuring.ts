@@ -20,7 +20,7 @@
  */
 import type * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
-import { onOff } from "../config/ConfigRange.js"
+import { onOff } from "../../config/ConfigRange.js"
 import { setV8Flags } from "./V8Flags.js"
 
 /** `1`: leave V8's pretenuring on (its default); unset or `0`: the run turns it off. */

@@ -18,7 +18,7 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as References from "effect/References"
 import { errnoCode } from "../Errors.js"
-import * as Framing from "../fifo/Framing.js"
+import * as Framing from "../Framing.js"
 import * as ChildProcess from "./ChildProcess.js"
 import { decodeToHelper, type FromHelper, maxLineBytes, type RunLine } from "./SpawnWire.js"
 

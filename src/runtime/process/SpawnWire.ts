@@ -4,7 +4,7 @@
  * line that does not decode is a bug of ours: said as such, never guessed at.
  */
 import * as Schema from "effect/Schema"
-import { defaultMaxBlockBytes } from "../fifo/Framing.js"
+import { defaultMaxBlockBytes } from "../Framing.js"
 import { madeOnFirstCall } from "../FirstCall.js"
 
 const Id = Schema.Number

@@ -2,12 +2,12 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as SqlMemory from "../src/memory/sql/SqlMemory.js"
-import * as SqlTransfer from "../src/memory/sql/SqlTransfer.js"
-import * as Cli from "./support/Cli.js"
-import { usePostgres } from "./support/Postgres.js"
-import { tempDir } from "./support/Sandbox.js"
-import { freshDatabase, migrated } from "./memory/sql/SqlKit.js"
+import * as SqlMemory from "../../../src/memory/sql/SqlMemory.js"
+import * as SqlTransfer from "../../../src/memory/sql/SqlTransfer.js"
+import * as Cli from "../../support/Cli.js"
+import { usePostgres } from "../../support/Postgres.js"
+import { tempDir } from "../../support/Sandbox.js"
+import { freshDatabase, migrated } from "../../memory/sql/SqlKit.js"
 
 const server = usePostgres()
 

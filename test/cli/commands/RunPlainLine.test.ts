@@ -12,9 +12,9 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { describe, expect, it } from "vitest"
-import { plainRunOptions, type RunOptions, runOptions } from "../src/RunCommand.js"
+import { plainRunOptions, type RunOptions, runOptions } from "../../../src/cli/commands/RunCommand.js"
 
-const { forRunBundle } = createRequire(import.meta.url)("../bin/code-cache.cjs") as {
+const { forRunBundle } = createRequire(import.meta.url)("../../../bin/code-cache.cjs") as {
   readonly forRunBundle: (args: ReadonlyArray<string>) => boolean
 }
 

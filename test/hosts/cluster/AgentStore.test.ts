@@ -6,10 +6,10 @@
 import * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
-import * as AgentStore from "../../src/cluster/AgentStore.js"
-import { CompactionLocks } from "../../src/memory/sql/SqlCompactionLocks.js"
-import { usePostgres } from "../support/Postgres.js"
-import { freshDatabase, migrated } from "../memory/sql/SqlKit.js"
+import * as AgentStore from "../../../src/hosts/cluster/AgentStore.js"
+import { CompactionLocks } from "../../../src/memory/sql/SqlCompactionLocks.js"
+import { usePostgres } from "../../support/Postgres.js"
+import { freshDatabase, migrated } from "../../memory/sql/SqlKit.js"
 
 const server = usePostgres()
 

@@ -8,7 +8,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Cli from "../support/Cli.js"
+import * as Cli from "../../support/Cli.js"
 import { freePort } from "./Runners.js"
 
 describe("planckclaw serve --cluster (built command)", () => {

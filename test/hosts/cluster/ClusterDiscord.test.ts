@@ -15,9 +15,9 @@ import * as SqlClient from "effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest"
-import * as FakeDiscord from "../support/FakeDiscord.js"
-import { usePostgres } from "../support/Postgres.js"
-import * as Cli from "../support/Cli.js"
+import * as FakeDiscord from "../../support/FakeDiscord.js"
+import { usePostgres } from "../../support/Postgres.js"
+import * as Cli from "../../support/Cli.js"
 import { freePortWhere, get, onFreeRunnerPort, placement, PORT_TAKEN, type Runner, shardsSpread, startRunner } from "./Runners.js"
 
 const postgres = usePostgres({ database: "cluster_discord" })

@@ -11,7 +11,7 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "effect/sql/SqlClient"
 import { Effect, Redacted, Schedule } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { usePostgres } from "../support/Postgres.js"
+import { usePostgres } from "../../support/Postgres.js"
 import { brainCalls, histories } from "./ClusterKit.js"
 import { compact, placement, post, type Runner, shardsSpread, startRunner } from "./Runners.js"
 

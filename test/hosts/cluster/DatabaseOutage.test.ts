@@ -12,7 +12,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { usePostgres } from "../support/Postgres.js"
+import { usePostgres } from "../../support/Postgres.js"
 import { brainCalls, histories } from "./ClusterKit.js"
 import { post, type Runner, startRunner } from "./Runners.js"
 

@@ -12,7 +12,7 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "effect/sql/SqlClient"
 import { Layer, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { usePostgres } from "../support/Postgres.js"
+import { usePostgres } from "../../support/Postgres.js"
 import { get, post, type Runner, startRunner } from "./Runners.js"
 
 const postgres = usePostgres({ database: "cluster_failover" })

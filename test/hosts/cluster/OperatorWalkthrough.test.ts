@@ -15,9 +15,9 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import * as AnthropicServer from "../support/AnthropicServer.js"
-import * as Cli from "../support/Cli.js"
-import { usePostgres } from "../support/Postgres.js"
+import * as AnthropicServer from "../../support/AnthropicServer.js"
+import * as Cli from "../../support/Cli.js"
+import { usePostgres } from "../../support/Postgres.js"
 import { onFreeRunnerPort, post, spawnListening } from "./Runners.js"
 
 const server = usePostgres({ database: "postgres_admin" })

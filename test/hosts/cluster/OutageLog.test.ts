@@ -9,7 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Latch, Logger } from "effect"
 import { TestClock } from "effect/testing"
 import type { SqlError as SqlErrorType } from "effect/sql/SqlError"
-import * as OutageLog from "../../src/cluster/OutageLog.js"
+import * as OutageLog from "../../../src/hosts/cluster/OutageLog.js"
 
 /** What @effect/sql-pg fails with when the server refuses the connection. */
 const refused = new SqlError({

@@ -7,10 +7,10 @@
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Layer, Queue, Redacted } from "effect"
-import * as OutageLog from "../../src/cluster/OutageLog.js"
-import { captureLogs } from "../support/LogCapture.js"
-import { startPostgres } from "../support/Postgres.js"
-import * as Sandbox from "../support/Sandbox.js"
+import * as OutageLog from "../../../src/hosts/cluster/OutageLog.js"
+import { captureLogs } from "../../support/LogCapture.js"
+import { startPostgres } from "../../support/Postgres.js"
+import * as Sandbox from "../../support/Sandbox.js"
 
 describe("OutageLog.probeLayer", () => {
   it.live("the engine's lock health fails while PostgreSQL is down: the runner's check finds it gone, told as the one line", () =>

@@ -15,11 +15,11 @@ import * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import * as Pruning from "../../src/cluster/Pruning.js"
-import * as TurnJournal from "../../src/cluster/TurnJournal.js"
-import { usePostgres } from "../support/Postgres.js"
-import { advanceTo, awaitPendingSleep } from "../support/TestClockWait.js"
-import { freshDatabase, migrated } from "../memory/sql/SqlKit.js"
+import * as Pruning from "../../../src/hosts/cluster/Pruning.js"
+import * as TurnJournal from "../../../src/hosts/cluster/TurnJournal.js"
+import { usePostgres } from "../../support/Postgres.js"
+import { advanceTo, awaitPendingSleep } from "../../support/TestClockWait.js"
+import { freshDatabase, migrated } from "../../memory/sql/SqlKit.js"
 
 const server = usePostgres()
 

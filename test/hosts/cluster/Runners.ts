@@ -12,8 +12,8 @@ import * as RunnerAddress from "effect/cluster/RunnerAddress"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "effect/sql/SqlClient"
 import { Effect, HashRing, Redacted, Schedule } from "effect"
-import { ENGINE_LOCK_NAMESPACE } from "../../src/memory/sql/SqlCompactionLocks.js"
-import { baseEnv } from "../support/Cli.js"
+import { ENGINE_LOCK_NAMESPACE } from "../../../src/memory/sql/SqlCompactionLocks.js"
+import { baseEnv } from "../../support/Cli.js"
 
 export const RUNNER = path.join(import.meta.dirname, "runner.mjs")
 

@@ -10,10 +10,10 @@
  */
 import * as fs from "node:fs"
 import { Effect, Fiber, Layer, References } from "effect"
-import { Brain } from "../../dist/Brain.js"
-import * as InMemoryClaws from "../../dist/claws/InMemoryClaws.js"
-import * as ClusterServe from "../../dist/cluster/ClusterServe.js"
-import * as HttpApi from "../../dist/service/HttpApi.js"
+import { Brain } from "../../../dist/ports/Brain.js"
+import * as InMemoryClaws from "../../../dist/claws/InMemoryClaws.js"
+import * as ClusterServe from "../../../dist/hosts/cluster/ClusterServe.js"
+import * as HttpApi from "../../../dist/hosts/serve/HttpApi.js"
 
 const calls = process.env.RUNNER_CALLS
 const hold = process.env.RUNNER_HOLD

@@ -9,8 +9,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type * as Discord from "../../src/interact/discord/DiscordInteract.js"
-import * as DiscordOwedFile from "../../src/service/DiscordOwedFile.js"
+import type * as Discord from "../../../src/interact/discord/DiscordInteract.js"
+import * as DiscordOwedFile from "../../../src/hosts/serve/DiscordOwedFile.js"
 
 const directory = () => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-owed-"))
 const fileIn = (dir: string) => path.join(dir, DiscordOwedFile.FILE)

@@ -9,8 +9,8 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Result, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
-import { eventually } from "../support/Sandbox.js"
+import * as ScriptedBrain from "../../../src/brain/ScriptedBrain.js"
+import { eventually } from "../../support/Sandbox.js"
 import { echoBrain, historyOf, isCompaction, startHost, tempDir } from "./Kit.js"
 
 /** Slow for any message mentioning "slow": a minute of (test) time per brain call. */

@@ -4,8 +4,8 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { type Config, Context, Effect, Result, Layer } from "effect"
 import * as HttpServer from "effect/http/HttpServer"
-import { describe as describeConfigError } from "../../src/config/ConfigErrors.js"
-import * as HttpApi from "../../src/service/HttpApi.js"
+import { describe as describeConfigError } from "../../../src/config/ConfigErrors.js"
+import * as HttpApi from "../../../src/hosts/serve/HttpApi.js"
 import { echoBrain, hostLayer, historyOf, settings, tempDir } from "./Kit.js"
 
 interface Answer {

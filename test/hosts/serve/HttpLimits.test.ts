@@ -6,8 +6,8 @@
 import * as child from "node:child_process"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Result, Option } from "effect"
-import * as ConfigErrors from "../../src/config/ConfigErrors.js"
-import * as HttpLimits from "../../src/service/HttpLimits.js"
+import * as ConfigErrors from "../../../src/config/ConfigErrors.js"
+import * as HttpLimits from "../../../src/hosts/serve/HttpLimits.js"
 
 const load = (entries: Record<string, string>) =>
   Effect.result(Effect.provideService(HttpLimits.LimitsConfig, ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(entries))), { preserveEmptyStrings: true })))

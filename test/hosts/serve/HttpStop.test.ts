@@ -11,9 +11,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as HttpServer from "effect/http/HttpServer"
-import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
-import * as HttpApi from "../../src/service/HttpApi.js"
-import { awaitPendingSleep, yieldToEventLoop } from "../support/TestClockWait.js"
+import * as ScriptedBrain from "../../../src/brain/ScriptedBrain.js"
+import * as HttpApi from "../../../src/hosts/serve/HttpApi.js"
+import { awaitPendingSleep, yieldToEventLoop } from "../../support/TestClockWait.js"
 import { echoBrain, historyOf, hostLayer, lastUserText, settings, tempDir } from "./Kit.js"
 
 const GRACE_MILLIS = 30_000

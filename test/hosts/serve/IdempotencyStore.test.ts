@@ -9,7 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import * as IdempotencyStore from "../../src/service/IdempotencyStore.js"
+import * as IdempotencyStore from "../../../src/hosts/serve/IdempotencyStore.js"
 
 const directory = () => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-idem-"))
 const fileIn = (dir: string) => path.join(dir, IdempotencyStore.FILE)

@@ -12,9 +12,9 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
-import { yieldToEventLoop } from "../support/TestClockWait.js"
-import { captureLogs } from "../support/LogCapture.js"
+import * as ScriptedBrain from "../../../src/brain/ScriptedBrain.js"
+import { yieldToEventLoop } from "../../support/TestClockWait.js"
+import { captureLogs } from "../../support/LogCapture.js"
 import { echoBrain, historyOf, isCompaction, lastUserText, startHost, tempDir } from "./Kit.js"
 
 /** Lets every fiber (and the event loop) run as far as it can without time passing. */

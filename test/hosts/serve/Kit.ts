@@ -3,10 +3,10 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { ConfigProvider, Context, Effect, Layer } from "effect"
-import { Brain, type MessagesRequest, type MessagesResponse } from "../../src/Brain.js"
-import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
-import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
-import * as AgentHost from "../../src/service/AgentHost.js"
+import { Brain, type MessagesRequest, type MessagesResponse } from "../../../src/ports/Brain.js"
+import * as InMemoryClaws from "../../../src/claws/InMemoryClaws.js"
+import * as ScriptedBrain from "../../../src/brain/ScriptedBrain.js"
+import * as AgentHost from "../../../src/hosts/serve/AgentHost.js"
 
 export const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-serve-"))
 

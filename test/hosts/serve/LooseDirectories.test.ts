@@ -7,8 +7,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as AgentStatus from "../../src/service/AgentStatus.js"
-import { captureLogs } from "../support/LogCapture.js"
+import * as AgentStatus from "../../../src/hosts/serve/AgentStatus.js"
+import { captureLogs } from "../../support/LogCapture.js"
 import { echoBrain, startHost, tempDir } from "./Kit.js"
 
 const warnings = (lines: ReadonlyArray<string>) => lines.filter((line) => line.startsWith("WARN"))

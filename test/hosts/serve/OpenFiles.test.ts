@@ -1,7 +1,7 @@
 /** The budget of agents keeping their files open: least recently used closed first, forgotten ones never. */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as OpenFiles from "../../src/service/OpenFiles.js"
+import * as OpenFiles from "../../../src/hosts/serve/OpenFiles.js"
 
 const agents = (names: ReadonlyArray<string>) => {
   const closed: Array<string> = []

@@ -9,12 +9,12 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Data, Deferred, Effect, Fiber, Schedule } from "effect"
-import * as AnthropicServer from "./support/AnthropicServer.js"
-import * as Cli from "./support/Cli.js"
-import { line } from "./support/Harness.js"
-import * as RawHttp from "./support/RawHttp.js"
-import { eventually, within } from "./support/Sandbox.js"
-import { postMessage, setup, startServe } from "./support/ServeKit.js"
+import * as AnthropicServer from "../../support/AnthropicServer.js"
+import * as Cli from "../../support/Cli.js"
+import { line } from "../../support/Harness.js"
+import * as RawHttp from "../../support/RawHttp.js"
+import { eventually, within } from "../../support/Sandbox.js"
+import { postMessage, setup, startServe } from "../../support/ServeKit.js"
 
 class OverTheCap extends Data.TaggedError("OverTheCap") {}
 

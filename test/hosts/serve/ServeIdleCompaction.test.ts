@@ -11,9 +11,9 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Data, Effect } from "effect"
-import * as AnthropicServer from "./support/AnthropicServer.js"
-import * as Cli from "./support/Cli.js"
-import { eventually, sandbox } from "./support/Sandbox.js"
+import * as AnthropicServer from "../../support/AnthropicServer.js"
+import * as Cli from "../../support/Cli.js"
+import { eventually, sandbox } from "../../support/Sandbox.js"
 
 class FetchFailed extends Data.TaggedError("FetchFailed")<{ readonly message: string }> {}
 

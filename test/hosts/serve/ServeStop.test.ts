@@ -10,12 +10,12 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
-import * as AnthropicServer from "./support/AnthropicServer.js"
-import type * as Cli from "./support/Cli.js"
-import { line } from "./support/Harness.js"
-import * as RawHttp from "./support/RawHttp.js"
-import { eventually, within } from "./support/Sandbox.js"
-import { postMessage, setup, startServe } from "./support/ServeKit.js"
+import * as AnthropicServer from "../../support/AnthropicServer.js"
+import type * as Cli from "../../support/Cli.js"
+import { line } from "../../support/Harness.js"
+import * as RawHttp from "../../support/RawHttp.js"
+import { eventually, within } from "../../support/Sandbox.js"
+import { postMessage, setup, startServe } from "../../support/ServeKit.js"
 
 const message = (text: string) => JSON.stringify({ text })
 

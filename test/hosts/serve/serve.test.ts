@@ -7,10 +7,10 @@ import * as http from "node:http"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Data, Effect, Fiber } from "effect"
-import * as AnthropicServer from "./support/AnthropicServer.js"
-import * as Cli from "./support/Cli.js"
-import { line } from "./support/Harness.js"
-import { eventually, exited, sandbox } from "./support/Sandbox.js"
+import * as AnthropicServer from "../../support/AnthropicServer.js"
+import * as Cli from "../../support/Cli.js"
+import { line } from "../../support/Harness.js"
+import { eventually, exited, sandbox } from "../../support/Sandbox.js"
 
 class FetchFailed extends Data.TaggedError("FetchFailed")<{ readonly message: string }> {}
 

@@ -4,11 +4,11 @@ import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import * as ChildProcess from "../../src/process/ChildProcess.js"
-import * as SpawnHelper from "../../src/process/SpawnHelper.js"
-import { captureLogs } from "../support/LogCapture.js"
-import * as Sandbox from "../support/Sandbox.js"
-import { awaitPendingSleep } from "../support/TestClockWait.js"
+import * as ChildProcess from "../../../src/runtime/process/ChildProcess.js"
+import * as SpawnHelper from "../../../src/runtime/process/SpawnHelper.js"
+import { captureLogs } from "../../support/LogCapture.js"
+import * as Sandbox from "../../support/Sandbox.js"
+import { awaitPendingSleep } from "../../support/TestClockWait.js"
 
 const tempDir = Sandbox.tempDir("planckclaw-child-")
 

@@ -10,7 +10,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
 import { ConfigProvider, Deferred, Duration, Effect, Result, Fiber, Ref } from "effect"
 import { TestClock } from "effect/testing"
-import * as EarlyTierUp from "../../src/process/EarlyTierUp.js"
+import * as EarlyTierUp from "../../../src/runtime/process/EarlyTierUp.js"
 
 const fromMap = (entries: Record<string, string>) => ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(entries))), { preserveEmptyStrings: true })
 

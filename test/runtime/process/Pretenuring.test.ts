@@ -8,7 +8,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
 import { ConfigProvider, Effect, Result } from "effect"
-import { noPretenuringFlag, readChoice } from "../../src/process/Pretenuring.js"
+import { noPretenuringFlag, readChoice } from "../../../src/runtime/process/Pretenuring.js"
 
 const fromMap = (entries: Record<string, string>) => ConfigProvider.fromEnvRecord(Object.fromEntries(new Map(Object.entries(entries))), { preserveEmptyStrings: true })
 

@@ -10,12 +10,12 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import * as ChildProcess from "../../src/process/ChildProcess.js"
-import * as SpawnHelper from "../../src/process/SpawnHelper.js"
-import * as Sandbox from "../support/Sandbox.js"
-import { advanceTo } from "../support/TestClockWait.js"
+import * as ChildProcess from "../../../src/runtime/process/ChildProcess.js"
+import * as SpawnHelper from "../../../src/runtime/process/SpawnHelper.js"
+import * as Sandbox from "../../support/Sandbox.js"
+import { advanceTo } from "../../support/TestClockWait.js"
 
-const repo = path.resolve(import.meta.dirname, "..", "..")
+const repo = path.resolve(import.meta.dirname, "..", "..", "..")
 
 const shell = (script: string): ChildProcess.RunRequest => ({
   command: "/bin/sh",
@@ -158,7 +158,7 @@ describe("SpawnHelper.run", () => {
       fs.symlinkSync(path.join(repo, "node_modules"), path.join(root, "node_modules"))
       const script = [
         `import { Effect } from "effect"`,
-        `import * as SpawnHelper from "./dist/process/SpawnHelper.js"`,
+        `import * as SpawnHelper from "./dist/runtime/process/SpawnHelper.js"`,
         `const run = (text) => SpawnHelper.run({ command: "/bin/sh", args: ["-c", "echo " + text + " $PPID"], cwd: "/",`,
         `  env: { PATH: "/usr/bin:/bin" }, stdoutMax: 100, stderrMax: 100, floodAllowance: 100 })`,
         `for (const text of ["one", "two"]) {`,
@@ -182,7 +182,7 @@ describe("SpawnHelper.run", () => {
     Effect.gen(function*() {
       const script = [
         `import { Effect } from "effect"`,
-        `import * as SpawnHelper from ${JSON.stringify(path.join(repo, "dist/process/SpawnHelper.js"))}`,
+        `import * as SpawnHelper from ${JSON.stringify(path.join(repo, "dist/runtime/process/SpawnHelper.js"))}`,
         `const outcome = await Effect.runPromise(SpawnHelper.run({ command: "/bin/sh", args: ["-c", "echo done"], cwd: "/",`,
         `  env: { PATH: "/usr/bin:/bin" }, stdoutMax: 100, stderrMax: 100, floodAllowance: 100 }))`,
         `process.stdout.write(SpawnHelper.helperPid() + " " + Buffer.from(outcome.stdout).toString())`

@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Cli from "../support/Cli.js"
-import { sandbox } from "../support/Sandbox.js"
+import * as Cli from "../../support/Cli.js"
+import { sandbox } from "../../support/Sandbox.js"
 
 const pretenuringOff = "V8's allocation-site pretenuring turned off"
 const tierUpSooner = "V8 optimises hot code sooner"

@@ -11,7 +11,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Sandbox from "../support/Sandbox.js"
+import * as Sandbox from "../../support/Sandbox.js"
 
 const harness = path.join(import.meta.dirname, "watchdog-harness.mjs")
 

@@ -39,7 +39,7 @@ childProcess.spawn = (command, args, options) => {
 }
 syncBuiltinESMExports()
 
-const Watchdog = await import("../../dist/process/Watchdog.js")
+const Watchdog = await import("../../../dist/runtime/process/Watchdog.js")
 // own-group: the child is GNU timeout, which makes a group of its own (within the session), and its command.
 const job = scenario === "own-group"
   ? `timeout 1000 sh -c 'echo $$ > "${dir}/grandchild"; exec sleep 1000' &`

@@ -12,9 +12,9 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
-import { preview } from "../Brain.js"
-import { rootCause } from "../Errors.js"
-import { isJsonObject } from "../Json.js"
+import { preview } from "../../../ports/Brain.js"
+import { rootCause } from "../../../runtime/Errors.js"
+import { isJsonObject } from "../../../runtime/Json.js"
 
 export const probeTimeout = Duration.seconds(10)
 
@@ -68,6 +68,6 @@ export const shownUrl = (raw: string): string => {
 }
 
 /** `text` with the key replaced wherever it shows: an error body may echo it (Secrets.scrub). */
-export { scrub } from "../config/Secrets.js"
+export { scrub } from "../../../config/Secrets.js"
 
 export const seconds = Duration.format(probeTimeout)

@@ -5,9 +5,9 @@
 import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect } from "effect"
-import * as BrainCheck from "../../src/doctor/BrainCheck.js"
-import { render } from "../../src/doctor/DoctorCheck.js"
-import * as AnthropicServer from "../support/AnthropicServer.js"
+import * as BrainCheck from "../../../../src/cli/commands/doctor/BrainCheck.js"
+import { render } from "../../../../src/cli/commands/doctor/DoctorCheck.js"
+import * as AnthropicServer from "../../../support/AnthropicServer.js"
 
 const key = "sk-live-0123456789abcdefghijKLMN"
 
