@@ -17,6 +17,7 @@
 import { EPHEMERAL, type Message, type MessagesRequest, type TextBlock, type ToolSpec } from "../ports/Brain.js"
 import type { ToolDefinition } from "../ports/Claws.js"
 import type { HistoryEntry } from "../memory/Memory.js"
+import * as CompactionPrompt from "../memory/CompactionPrompt.js"
 import { wellFormed, wellFormedJson } from "../runtime/WellFormed.js"
 
 /**
@@ -195,16 +196,15 @@ export const turnRequest = (options: {
   messages: options.messages
 })
 
-/** The original PlanckClaw's compaction instruction, kept word for word. */
-export const COMPACTION_SYSTEM =
-  "You are a memory compaction assistant. Summarize the following conversation, preserving: key facts about the user, their preferences, decisions made, ongoing projects, and important context. Be concise but complete. Output only the summary, no preamble."
+// The compaction instruction lives beside the stores, where the usage ledger also reads it.
+export { COMPACTION_SYSTEM } from "../memory/CompactionPrompt.js"
 
 export const COMPACTION_MAX_TOKENS = 2048
 
 export const compactionRequest = (model: string, summary: string, lines: ReadonlyArray<string>): MessagesRequest => ({
   model,
   max_tokens: COMPACTION_MAX_TOKENS,
-  system: COMPACTION_SYSTEM,
+  system: CompactionPrompt.COMPACTION_SYSTEM,
   messages: [{
     role: "user",
     // The summary may be the last chunk's answer, not yet read back from summary.md.

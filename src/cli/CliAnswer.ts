@@ -1,6 +1,6 @@
 /**
  * The command line as effect/cli parses it: help and --version first (see
- * Main.answerWith), then its parse and the command it chose. The whole
+ * HelpFirst.answerWith), then its parse and the command it chose. The whole
  * command line's (bin.ts) only: a plain `run` line starts from RunMain's
  * bundle, which has none of effect/cli's modules.
  *
@@ -27,7 +27,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
 import * as HelpText from "./HelpText.js"
-import { answerWith, version } from "./Main.js"
+import { answerWith, version } from "./HelpFirst.js"
 
 /** The whole command line's type (a type only: Cli.js is not loaded for it). */
 type EveryCommand = typeof import("./Cli.js")["command"]

@@ -1,6 +1,7 @@
 /**
  * What both entries (bin.ts, every command; RunMain.ts, only `run`) share:
- * the command line (CliAnswer, or a plain `run` line) run under
+ * the command line (CliAnswer, or a plain `run` line, each answering help
+ * first: HelpFirst) run under
  * NodeRuntime.runMain, so SIGINT, SIGTERM and SIGHUP interrupt the main
  * fiber and every scope is closed, and every expected failure turned into
  * one line and an exit code.
@@ -14,15 +15,10 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type { CommandLine } from "./CliAnswer.js"
 import * as ConfigErrors from "../config/ConfigErrors.js"
-import * as HelpText from "./HelpText.js"
 import * as Home from "../config/Home.js"
 import * as Logging from "../runtime/Logging.js"
-import { packageVersion } from "../config/PackageRoot.js"
-import * as PlainConsole from "./PlainConsole.js"
 
 export type { CommandLine } from "./CliAnswer.js"
-
-export const version = packageVersion()
 
 /** An expected failure: one line on stderr, and the exit code. */
 const refuse = (code: number, message: string): Effect.Effect<number> =>
@@ -33,22 +29,6 @@ const refuseSetting = (message: string): Effect.Effect<number> => {
   const home = Home.locate()
   const there = fs.existsSync(Home.configFile(home))
   return refuse(2, `${message} [settings file: ${Home.describe(home)}${there ? "" : "; not there yet: `planckclaw init` makes it"}]`)
-}
-
-const args = process.argv.slice(2)
-
-/**
- * Help and --version, answered before the command line is parsed (see
- * HelpText), `known` being the command names; else `program`, the command
- * line's parse and the command it chose (CliAnswer, with effect/cli) or a
- * command line read without it (RunProgram.plainRunOptions), whose exit code
- * it gives.
- */
-export const answerWith = <R, E>(known: ReadonlyArray<string>, program: Effect.Effect<number, E, R>) => {
-  const help = HelpText.answer(args, { version, color: HelpText.colorAllowed(process.stdout), known })
-  return help._tag === "Print"
-    ? Effect.as((help.toStderr === true ? Console.error : Console.log)(help.text), help.code)
-    : Console.consoleWith((console) => Effect.provideService(program, Console.Console, PlainConsole.make(console)))
 }
 
 /**

@@ -11,7 +11,8 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { answerWith, start } from "./Main.js"
+import { answerWith } from "./HelpFirst.js"
+import { start } from "./Main.js"
 import { plainRunOptions, runWith } from "./commands/RunProgram.js"
 import * as StackTraces from "../runtime/StackTraces.js"
 
