@@ -4,7 +4,7 @@
  * that start with `planckclaw`, an example at the end) and plain text unless
  * standard output is a terminal and NO_COLOR is unset. No imports beyond the
  * key table: `bin/planckclaw` answers help and `--version` with this module
- * alone, without loading the agent. test/Help.test.ts holds every command
+ * alone, without loading the agent. test/cli/Help.test.ts holds every command
  * and option of src/cli/Cli.ts to an entry here.
  */
 import { keySections } from "./HelpConfig.js"

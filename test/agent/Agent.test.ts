@@ -40,7 +40,7 @@ describe("Agent", () => {
           text("It is 1700000000 and you rolled 4.")
         ],
         tools: [timeTool, diceTool],
-        // The requests without prompt-caching breakpoints (test/PromptCache.test.ts has them).
+        // The requests without prompt-caching breakpoints (test/agent/PromptCache.test.ts has them).
         settings: { PLANCKCLAW_PROMPT_CACHE: "0" }
       })
       const reply = yield* h.say("time and a d20?")
@@ -89,7 +89,7 @@ describe("Agent", () => {
         soul: "Soul text.\n",
         summary: "The user is Marc.\n",
         history: line("user", "u1") + line("assistant", "a1") + line("user", "u2") + line("assistant", "a2"),
-        // A plain HISTORY_KEEP tail: the anchored window of prompt caching is test/PromptCache.test.ts's.
+        // A plain HISTORY_KEEP tail: the anchored window of prompt caching is test/agent/PromptCache.test.ts's.
         settings: { HISTORY_KEEP: "3", PLANCKCLAW_PROMPT_CACHE: "0" },
         script: [text("hello")]
       })

@@ -3,7 +3,7 @@
  * transports (an embedding host's, and what Discord and serve feed the same
  * agent), with every request the brain got checked string by string.
  * The built command's entrances (HTTP, Discord, an existing history on
- * loopback) are in test/LoneSurrogatesCli.test.ts.
+ * loopback) are in test/cli/LoneSurrogatesCli.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"

@@ -109,7 +109,7 @@ describe("lone surrogates (built command)", () => {
         guildId: "400000000000000001",
         channelIds: [channel]
       })
-      // A worktree whose node_modules is a link: see test/DiscordCommand.test.ts.
+      // A worktree whose node_modules is a link: see test/interact/discord/DiscordCommand.test.ts.
       const linked = fs.lstatSync(path.join(Cli.REPO, "node_modules")).isSymbolicLink() ? { NODE_OPTIONS: "--preserve-symlinks" } : {}
       const { box, loneSent, server } = yield* setup(AnthropicServer.echo, {
         DISCORD_BOT_TOKEN: "test-bot-token",

@@ -2,7 +2,7 @@
  * A soul or summary over its limit (256 KiB) found while running: the turn
  * says what is wrong, not the apology for an outage, logs the file, and
  * asks no brain; mended, the next turn is answered. The refusals at start
- * (run, serve, compact, doctor) are in test/PromptFilesCli.test.ts.
+ * (run, serve, compact, doctor) are in test/memory/PromptFilesCli.test.ts.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"

@@ -1,5 +1,5 @@
 /**
- * Cluster runners as real processes (`node test/cluster/runner.mjs`, built
+ * Cluster runners as real processes (`node test/hosts/cluster/runner.mjs`, built
  * code from dist/), each with its runner port and HTTP port on loopback,
  * against one PostgreSQL database and one agents directory; an HTTP client
  * for their API; and when the shards have moved between them.

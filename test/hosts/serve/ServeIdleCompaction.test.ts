@@ -5,7 +5,7 @@
  * The next message must not start a second instance beside that compaction:
  * every exchange answered `stored: true` ends up once in summary or history,
  * and no compaction fails. (The same race under TestClock is
- * test/service/IdleRelease.test.ts; this one runs it on real files.)
+ * test/hosts/serve/IdleRelease.test.ts; this one runs it on real files.)
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
