@@ -8,7 +8,7 @@
  * package.json above it: for each build to start its own, put a copy of
  * package.json beside each copy (bench/.ab-a/package.json and
  * bench/.ab-a/dist), else both use this checkout's dist/cli/. Each run
- * starts both builds (`dist/bin.js run --claw
+ * starts both builds (`dist/cli/bin.js run --claw
  * scripts`, shipped settings, so compaction is on) and drives them as
  * turn-fifo.mjs drives its shipped-claws agent: per round, 50 plain turns,
  * then 7 tool rounds with claws/time.sh (a real child process), build A

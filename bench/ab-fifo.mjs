@@ -5,7 +5,7 @@
  *
  * DIST_A and DIST_B are copies of `dist/` (after `npm run build`) kept
  * inside this checkout, so their imports find its node_modules, e.g.
- * `cp -r dist bench/.work/dist-before`. Each build runs `dist/bin.js run`
+ * `cp -r dist bench/.work/dist-before`. Each build runs `dist/cli/bin.js run`
  * twice (shipped claws, and the instant external claw) and the do-nothing
  * agent once, all driven as turn-fifo.mjs drives them, in alternating
  * batches: plain turns, and tool rounds with the instant claw. Prints p50

@@ -12,7 +12,7 @@
  * tool), checking every answer:
  *
  * - anthropic_fetch: AnthropicBrain.layer over the fetch HTTP client, as the
- *   agent ships it (src/Bridges.ts);
+ *   agent ships it (src/pipes/Bridges.ts);
  * - anthropic_undici: the same layer over @effect/platform-node's undici client;
  * - openai_fetch: OpenAiBrain.layer over fetch, Chat Completions (the
  *   request translated and the answer translated back, as the agent does);
@@ -88,7 +88,7 @@ const checkText = (text) => {
 
 /** A brain layer built once (its scope closed at the end); each call runs `complete` to its answer. */
 const brainVariant = async (key, brainLayer, clientLayer, settings, scope) => {
-  const { Brain } = await fromDist("Brain.js")
+  const { Brain } = await fromDist("ports/Brain.js")
   const layer = brainLayer.pipe(Layer.provide(clientLayer), Layer.provide(settingsLayer(settingsProvider(settings))))
   const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
   const brain = Context.get(context, Brain)

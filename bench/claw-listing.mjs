@@ -31,7 +31,7 @@ import { pathToFileURL } from "node:url"
 import { Duration, Effect, Exit, Scope } from "effect"
 import { interleavedRuns } from "./lib/cpu.mjs"
 import { median, round } from "./lib/stats.mjs"
-import { benchDir, clawsDir, distDir, makeWorkDir } from "./lib/work.mjs"
+import { benchDir, clawsDir, distDir, distFile, makeWorkDir } from "./lib/work.mjs"
 
 const N = Number(process.argv[2] ?? 4000)
 const dists = [["", distDir], ...(process.argv[3] === undefined ? [] : [["B ", path.resolve(process.argv[3])]])]
@@ -57,13 +57,13 @@ const externalPair = () => {
 
 const scope = Effect.runSync(Scope.make())
 const build = (effect) => Effect.runPromise(Scope.provide(effect, scope))
-const importFrom = (dist, file) => import(pathToFileURL(path.join(dist, file)).href)
+const importFrom = (dist, file) => import(pathToFileURL(distFile(dist, file)).href)
 
 const variants = []
 for (const [tag, dist] of dists) {
-  const FifoClaws = await importFrom(dist, "claws/FifoClaws.js")
+  const FifoClaws = await importFrom(dist, "pipes/FifoClaws.js")
   const ScriptClaws = await importFrom(dist, "claws/ScriptClaws.js")
-  const ServeClaws = await importFrom(dist, "fifo/ServeClaws.js")
+  const ServeClaws = await importFrom(dist, "pipes/ServeClaws.js")
   const instant = await build(FifoClaws.make({ paths: externalPair() }))
   const shippedPair = fifoPair()
   const scripts = await build(ScriptClaws.makeWatched({

@@ -1,6 +1,6 @@
 /**
  * Agents past one machine (issue 16): runners of `planckclaw serve --cluster`
- * (test/cluster/runner.mjs: dist/ with an in-process brain that answers at
+ * (test/hosts/cluster/runner.mjs: dist/ with an in-process brain that answers at
  * once) as real processes on loopback, against one PostgreSQL.
  *
  * - cluster_turns_per_s_1_runner, cluster_turns_per_s_2_runners: 1,000
@@ -33,7 +33,7 @@ import { round } from "./lib/stats.mjs"
 const AGENTS = Number(process.env.BENCH_CLUSTER_AGENTS ?? 1000)
 const SOCKETS = Number(process.env.BENCH_HTTP_SOCKETS ?? 64)
 const PROBES = Number(process.env.BENCH_CLUSTER_PROBES ?? 50)
-const RUNNER = path.join(import.meta.dirname, "../test/cluster/runner.mjs")
+const RUNNER = path.join(import.meta.dirname, "../test/hosts/cluster/runner.mjs")
 const LOCK_EXPIRATION = process.env.BENCH_CLUSTER_LOCK_EXPIRATION ?? "6"
 
 const freePort = () =>

@@ -9,8 +9,8 @@ import * as A from "./lib/agent.mjs"
 import { effect, fromDist, settingsLayer, settingsProvider } from "./lib/build.mjs"
 
 const { Effect, Layer, Option } = effect
-const { Brain } = await fromDist("Brain.js")
-const Compaction = await fromDist("memory/Compactor.js")
+const { Brain } = await fromDist("ports/Brain.js")
+const Compaction = await fromDist("agent/Compactor.js")
 const Memory = await fromDist("memory/Memory.js")
 
 const memoryDir = process.argv[2]

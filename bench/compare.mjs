@@ -119,7 +119,7 @@ const parseArgs = (argv) => {
 
 /** A build's checkout: its dist/ must be built. */
 const describe = (name, dir) => {
-  for (const file of ["dist/bin.js", "bin/planckclaw", "node_modules/effect/package.json"]) {
+  for (const file of ["dist", "bin/planckclaw", "node_modules/effect/package.json"]) {
     if (!fs.existsSync(path.join(dir, file))) throw new Error(`${name} build ${dir} has no ${file}: run \`npm ci\` (it builds) or \`npm run build\` there`)
   }
   const effect = JSON.parse(fs.readFileSync(path.join(dir, "node_modules", "effect", "package.json"), "utf8")).version

@@ -11,12 +11,12 @@
  *   - callbacks: a net.Socket write and a 'data' callback, no Effect (the
  *     do-nothing agent's way).
  *   - one Effect.callback per request over the same kind of sockets.
- *   - makeExchange(...).ask from dist/fifo/Exchange.js.
+ *   - makeExchange(...).ask from dist/pipes/Exchange.js.
  * - interact: a client in this process writes `bench\tping\n` to
  *   interact_in and waits for the reply line on interact_out.
  *   - callbacks: the agent's side as plain sockets and a line splitter.
- *   - FifoInteract from dist/interact/FifoInteract.js served by the real
- *     dist/Intake.js, with an agent that only sends the reply and an inbox
+ *   - FifoInteract from dist/pipes/FifoInteract.js served by the real
+ *     dist/agent/Intake.js, with an agent that only sends the reply and an inbox
  *     that journals nothing.
  *
  * Prints, per variant, the median wall µs per round trip and this process's
@@ -29,12 +29,12 @@ import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Exit, Option, Scope } from "effect"
-import { Agent } from "../dist/AgentService.js"
-import * as Intake from "../dist/Intake.js"
-import { Interact } from "../dist/Interact.js"
+import { Agent } from "../dist/agent/AgentService.js"
+import * as Intake from "../dist/agent/Intake.js"
+import { Interact } from "../dist/ports/Interact.js"
 import { Inbox } from "../dist/memory/Inbox.js"
-import { makeExchange } from "../dist/fifo/Exchange.js"
-import * as FifoInteract from "../dist/interact/FifoInteract.js"
+import { makeExchange } from "../dist/pipes/Exchange.js"
+import * as FifoInteract from "../dist/pipes/FifoInteract.js"
 import { interleavedRuns } from "./lib/cpu.mjs"
 import { onFrames, openFifo } from "./lib/fifo.mjs"
 import { median, round } from "./lib/stats.mjs"
@@ -126,7 +126,7 @@ const ping = (client) => new Promise((resolve) => client.ask("bench\tping\n", re
 const variants = [
   ["brain: callbacks (socket write + 'data')", () => askPromise()],
   ["brain: one Effect.callback per request", () => Effect.runPromise(askAsync)],
-  ["brain: makeExchange(...).ask, dist/fifo/Exchange.js", () => Effect.runPromise(askReal)],
+  ["brain: makeExchange(...).ask, dist/pipes/Exchange.js", () => Effect.runPromise(askReal)],
   ["interact: callbacks", () => ping(rawClient)],
   ["interact: FifoInteract + Intake.run (agent only replies, inbox keeps nothing)", () => ping(realClient)]
 ]

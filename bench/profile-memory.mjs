@@ -22,7 +22,7 @@ import { pathToFileURL } from "node:url"
 import * as v8 from "node:v8"
 import { label, summarise, top } from "./lib/cpu-profile.mjs"
 import { round } from "./lib/stats.mjs"
-import { benchDir, clawsDir, distDir, repoDir } from "./lib/work.mjs"
+import { benchDir, clawsDir, distDir, distFile, repoDir } from "./lib/work.mjs"
 
 const MESSAGE = "What should I remember about this run?"
 const REPLY = "Noted: the benchmark ran."
@@ -33,19 +33,19 @@ const nowUs = () => Number(process.hrtime.bigint() / 1000n)
 // Child: one agent, WARMUP untimed turns, then TURNS timed ones.
 
 const child = async ({ dist, turns, memoryDir, stub, alloc }) => {
-  const load = (file) => import(pathToFileURL(path.join(dist, file)).href)
+  const load = (file) => import(pathToFileURL(distFile(dist, file)).href)
   const { ConfigProvider, Effect, Layer, Logger, LogLevel, Queue } = await import("effect")
-  const Agent = await load("Agent.js")
-  const Intake = await load("Intake.js")
-  const MemoryHold = await load("MemoryHold.js")
-  const { Brain } = await load("Brain.js")
+  const Agent = await load("agent/Agent.js")
+  const Intake = await load("agent/Intake.js")
+  const MemoryHold = await load("memory/MemoryHold.js")
+  const { Brain } = await load("ports/Brain.js")
   const ScriptClaws = await load("claws/ScriptClaws.js")
   const InMemoryInteract = await load("interact/InMemoryInteract.js")
-  const Logging = await load("Logging.js")
-  const { COMPACTION_SYSTEM } = await load("Prompt.js")
+  const Logging = await load("runtime/Logging.js")
+  const { COMPACTION_SYSTEM } = await load("agent/Prompt.js")
   const { Memory } = await load("memory/Memory.js")
   const { Inbox } = await load("memory/Inbox.js")
-  const { Compactor } = await load("memory/Compactor.js")
+  const { Compactor } = await load("agent/Compactor.js")
   const InMemoryClaws = await load("claws/InMemoryClaws.js")
   const { Option } = await import("effect")
 

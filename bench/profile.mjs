@@ -4,7 +4,7 @@
  *
  *   node bench/profile.mjs [TURNS] [--tool] [--claw scripts|instant] [--interval US] [--dist DIR]
  *
- * TURNS defaults to 2000. Runs the unbundled agent (`node dist/bin.js run
+ * TURNS defaults to 2000. Runs the unbundled agent (`node dist/cli/bin.js run
  * --bridge none --brain none --claw scripts`, so profile frames name dist/
  * files, one per src/ module) with `--cpu-prof --trace-gc`, the instant
  * brain served from here, TURNS plain turns after 300 untimed ones.
@@ -32,7 +32,7 @@ import { fifoPaths, interactClient, REPLY, serveBrain, serveClaws, TOOL_PREFIX, 
 import { startAgentProcess } from "./lib/process.mjs"
 import { summarise, top } from "./lib/cpu-profile.mjs"
 import { round } from "./lib/stats.mjs"
-import { benchDir, clawsDir, distDir } from "./lib/work.mjs"
+import { benchDir, clawsDir, distDir, distFile } from "./lib/work.mjs"
 
 const flags = process.argv.slice(2)
 const clawFlag = flags.indexOf("--claw")
@@ -62,7 +62,7 @@ const agent = startAgentProcess({
   env: { CLAWS_DIR: clawsDir },
   stdio: "pipe",
   nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${dir}`, ...(INTERVAL === undefined ? [] : [`--cpu-prof-interval=${INTERVAL}`]), "--trace-gc"],
-  script: [path.join(DIST, "bin.js"), "run"]
+  script: [distFile(DIST, "cli/bin.js"), "run"]
 })
 let gcLog = ""
 agent.child.stdout.setEncoding("utf8")
@@ -143,16 +143,16 @@ const profile = JSON.parse(fs.readFileSync(path.join(dir, profileFile), "utf8"))
  * runtime's loop, not under the function that built it.
  */
 const GROUPS = [
-  ["FIFO exchange (src/fifo/Exchange.ts)", (f) => f.url.endsWith("dist/fifo/Exchange.js")],
-  ["FIFO pipe ends + framing (src/fifo/PipeEnd.ts, Framing.ts)", (f) => /dist\/fifo\/(PipeEnd|Framing)\.js$/.test(f.url)],
-  ["interact line intake (src/interact/FifoInteract.ts)", (f) => f.url.endsWith("dist/interact/FifoInteract.js")],
+  ["FIFO exchange (src/pipes/Exchange.ts)", (f) => f.url.endsWith("dist/pipes/Exchange.js")],
+  ["FIFO pipe ends + framing (src/pipes/PipeEnd.ts, src/runtime/Framing.ts)", (f) => /dist\/(pipes\/PipeEnd|runtime\/Framing)\.js$/.test(f.url)],
+  ["interact line intake (src/pipes/FifoInteract.ts)", (f) => f.url.endsWith("dist/pipes/FifoInteract.js")],
   ["Schema decode/encode (effect Schema, ParseResult)", (f) => /effect\/dist\/esm\/(Schema|ParseResult|SchemaAST)\.js$/.test(f.url)],
-  ["tool catalogue decode (src/claws/FifoClaws.ts decodeCatalog)", (f) => f.url.endsWith("dist/claws/FifoClaws.js") && f.functionName === "decodeCatalog"],
+  ["tool catalogue decode (src/pipes/FifoClaws.ts decodeCatalog)", (f) => f.url.endsWith("dist/pipes/FifoClaws.js") && f.functionName === "decodeCatalog"],
   ["claw discovery scan (src/claws/ScriptClaws.ts)", (f) => f.url.endsWith("dist/claws/ScriptClaws.js")],
-  ["brain exchange (src/brain/FifoBrain.ts)", (f) => f.url.endsWith("dist/brain/FifoBrain.js")],
+  ["brain exchange (src/pipes/FifoBrain.ts)", (f) => f.url.endsWith("dist/pipes/FifoBrain.js")],
   ["memory lock cycle (src/memory/FileLock.ts tryTakeSync/releaseSync)", (f) => f.url.endsWith("dist/memory/FileLock.js")],
   ["leftover check (src/memory/Layout.ts recover)", (f) => f.url.endsWith("dist/memory/Layout.js") && f.functionName === "recover"],
-  ["ledger read+parse+encode+replace (src/memory/Ledger.ts, SafeFile.replace)", (f) => f.url.endsWith("dist/memory/Ledger.js") || (f.url.endsWith("dist/memory/SafeFile.js") && f.functionName === "replace")],
+  ["ledger read+parse+encode+replace (src/memory/Ledger.ts, SafeFile.replace)", (f) => f.url.endsWith("dist/memory/Ledger.js") || (f.url.endsWith("dist/runtime/SafeFile.js") && f.functionName === "replace")],
   ["inbox journal (src/memory/Inbox.ts)", (f) => f.url.endsWith("dist/memory/Inbox.js")],
   ["memory, all (src/memory/*)", (f) => f.url.includes("dist/memory/")],
   ["span (Effect.withSpan, stack capture)", (f) => /withSpan|addSpanStackTrace|makeSpan|NativeSpan|captureStackTrace/.test(f.functionName)],

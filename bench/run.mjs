@@ -20,7 +20,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { coresBusyNow, machine } from "./lib/machine.mjs"
-import { benchDir, buildDir, distDir } from "./lib/work.mjs"
+import { benchDir, buildDir, distDir, distFile } from "./lib/work.mjs"
 
 const MEASUREMENTS = ["turn-memory", "turn-fifo", "turn-tail", "syscalls", "discovery", "history", "compaction", "cold-start", "serve", "serve-syscalls", "brain-call", "cluster"]
 
@@ -164,7 +164,7 @@ const table = (metrics) => {
 }
 
 const main = async () => {
-  if (!fs.existsSync(path.join(distDir, "bin.js"))) {
+  if (!fs.existsSync(distFile(distDir, "cli/bin.js"))) {
     throw new Error("dist/ is missing: run `npm run bench` (it builds first) or `npm run build`")
   }
   const wanted = process.argv.slice(2)

@@ -41,12 +41,12 @@ import { benchDir, makeWorkDir } from "./lib/work.mjs"
 // The build's own (lib/build.mjs): PLANCKCLAW_BENCH_REPO picks another checkout's.
 const { Context, Effect, Layer } = effect
 const HttpServer = await httpServerModule()
-const { Brain } = await fromDist("Brain.js")
+const { Brain } = await fromDist("ports/Brain.js")
 const InMemoryClaws = await fromDist("claws/InMemoryClaws.js")
-const AgentHost = await fromDist("service/AgentHost.js")
-const HttpApi = await fromDist("service/HttpApi.js")
-const EarlyTierUp = await fromDist("process/EarlyTierUp.js")
-const Pretenuring = await fromDist("process/Pretenuring.js")
+const AgentHost = await fromDist("hosts/serve/AgentHost.js")
+const HttpApi = await fromDist("hosts/serve/HttpApi.js")
+const EarlyTierUp = await fromDist("runtime/process/EarlyTierUp.js")
+const Pretenuring = await fromDist("runtime/process/Pretenuring.js")
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 10_000)
 const WARM_UP = Number(process.env.BENCH_WARM_UP_AGENTS ?? 300)
@@ -113,7 +113,7 @@ main(async () => {
       ["PLANCKCLAW_AGENTS_DIR", path.join(work.dir, "agents")],
       ["PLANCKCLAW_DIR", path.join(work.dir, "memory")],
       ["PLANCKCLAW_AGENT_IDLE", String(IDLE_SECONDS)],
-      // As `planckclaw serve` does (src/process/Pretenuring.ts, EarlyTierUp.ts); PLANCKCLAW_V8_PRETENURING=1
+      // As `planckclaw serve` does (src/runtime/process/Pretenuring.ts, EarlyTierUp.ts); PLANCKCLAW_V8_PRETENURING=1
       // and PLANCKCLAW_V8_EARLY_TIER_UP=0 measure V8's defaults.
       ["PLANCKCLAW_V8_PRETENURING", process.env.PLANCKCLAW_V8_PRETENURING ?? "0"],
       ["PLANCKCLAW_V8_EARLY_TIER_UP", process.env.PLANCKCLAW_V8_EARLY_TIER_UP ?? "1"]

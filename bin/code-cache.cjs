@@ -23,7 +23,7 @@
  *
  * V8 also refuses a cache made after the process changed a flag of its own
  * (`v8.setFlagsFromString`, as `run` and `serve` do once ready: see
- * src/process/V8Flags.ts), so a cache still to be written is written just
+ * src/runtime/process/V8Flags.ts), so a cache still to be written is written just
  * before the first such change (beforeFlagsChange), or else once settled.
  */
 const { isAscii } = require("node:buffer")
@@ -210,7 +210,7 @@ const writeCache = (directories, name, data) => {
 
 /**
  * Where the bundle finds the function to call before it changes a V8 flag
- * (src/process/V8Flags.ts): it writes the caches still to be written, while
+ * (src/runtime/process/V8Flags.ts): it writes the caches still to be written, while
  * V8's flags are still the ones the next start will have.
  */
 const beforeFlagsChange = Symbol.for("planckclaw/beforeV8FlagsChange")
@@ -255,8 +255,8 @@ const whenSettled = (save) => {
  * modules load: effect's Utils formats one trace as it loads (to learn
  * whether a frame survives optimisation, from the names), and Node's own
  * formatting of that first trace cost a start milliseconds. Node's
- * formatter is kept under this key; the entries (src/bin.ts,
- * src/RunMain.ts) put it back before anything runs (src/StackTraces.ts),
+ * formatter is kept under this key; the entries (src/cli/bin.ts,
+ * src/cli/RunMain.ts) put it back before anything runs (src/runtime/StackTraces.ts),
  * `runBundle` does at the latest.
  */
 const formatterKey = Symbol.for("planckclaw/prepareStackTrace")

@@ -54,11 +54,12 @@ const withoutDiscord = {
   }
 }
 
-fs.rmSync("dist/cli", { recursive: true, force: true })
-await esbuild.build({ ...common, entryPoints: { bin: "dist/bin.js" }, plugins: [sharedBuiltins] })
-await esbuild.build({ ...common, entryPoints: { run: "dist/RunMain.js" }, plugins: [withoutDiscord, sharedBuiltins] })
-// The spawn helper (src/process/SpawnHelper.ts) starts at an agent's first claw call: one file, run as it is.
-await esbuild.build({ ...common, entryPoints: { "spawn-helper": "dist/process/SpawnHelperMain.js" }, define: {}, plugins: [sharedBuiltins] })
+// dist/cli/ also holds tsc's output of src/cli/ (the bundles' entries): only the bundles and their caches go.
+for (const name of ["bin.cjs", "run.cjs", "spawn-helper.cjs", "code-cache"]) fs.rmSync(`dist/cli/${name}`, { recursive: true, force: true })
+await esbuild.build({ ...common, entryPoints: { bin: "dist/cli/bin.js" }, plugins: [sharedBuiltins] })
+await esbuild.build({ ...common, entryPoints: { run: "dist/cli/RunMain.js" }, plugins: [withoutDiscord, sharedBuiltins] })
+// The spawn helper (src/runtime/process/SpawnHelper.ts) starts at an agent's first claw call: one file, run as it is.
+await esbuild.build({ ...common, entryPoints: { "spawn-helper": "dist/runtime/process/SpawnHelperMain.js" }, define: {}, plugins: [sharedBuiltins] })
 // Bridges.ts imports the Discord bridge some other way now: the run-only bundle would still carry it.
 if (discordLeftOut !== 1) throw new Error(`build/bundle.mjs: expected one dynamic import of DiscordInteract.js to leave out of run.cjs, found ${discordLeftOut}`)
 

@@ -27,10 +27,8 @@ const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
   devDependencies: Record<string, string>
 }
 
-/** Modules only the command line imports: esbuild bundles them into dist/cli. */
-const cliOnly = new Set(["Cli.ts", "CliAnswer.ts", "CliFlags.ts", "RunCommand.ts", "RunProgram.ts", "CliSettings.ts", "ServeCommand.ts", "MemoryCommand.ts", "InitCommand.ts", "bin.ts", "Main.ts", "RunMain.ts"])
-/** Folders index.ts does not export (memory in PostgreSQL): reached from the command line only, so bundled too. */
-const cliOnlyFolders = ["memory/sql/", "doctor/"]
+/** Folders only the command line imports (src/cli/: the entries, the commands, the doctor), and memory in PostgreSQL, which index.ts does not export: bundled into dist/cli. */
+const cliOnlyFolders = ["cli/", "memory/sql/"]
 
 const sourceFiles = (dir: string): Array<string> =>
   fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
@@ -52,7 +50,7 @@ const runtimePackages = (file: string): Array<string> =>
 describe("packaging", () => {
   const library = sourceFiles(path.join(root, "src")).filter((file) => {
     const relative = path.relative(path.join(root, "src"), file)
-    return !cliOnly.has(relative) && !cliOnlyFolders.some((folder) => relative.startsWith(folder))
+    return !cliOnlyFolders.some((folder) => relative.startsWith(folder))
   })
   const used = new Set(library.flatMap(runtimePackages))
 
@@ -80,7 +78,7 @@ describe("packaging", () => {
 
   it("the command line's modules are bundled, never imported by the library", () => {
     const isCli = (module: string) => module.startsWith("effect/cli/") || module.startsWith("@effect/cli")
-    const cli = sourceFiles(path.join(root, "src")).filter((file) => cliOnly.has(path.basename(file)))
+    const cli = sourceFiles(path.join(root, "src", "cli"))
     expect(cli.flatMap(runtimeModules).filter(isCli).length).toBeGreaterThan(0)
     expect(library.flatMap(runtimeModules).filter(isCli)).toEqual([])
     expect([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)].filter(isCli)).toEqual([])
@@ -107,7 +105,7 @@ describe("the published package (npm pack, after npm run build)", () => {
 
   it("ships the command, its templates and a LICENSE matching package.json; no settings, no memory", () => {
     const files = packed()
-    for (const needed of ["LICENSE", "bin/planckclaw", "bin/code-cache.mjs", "bin/code-cache.cjs", "bin/package.json", "dist/cli/bin.cjs", "dist/cli/run.cjs", "dist/HelpText.js", "dist/index.js", "config.env.example", "memory/soul.md"]) {
+    for (const needed of ["LICENSE", "bin/planckclaw", "bin/code-cache.mjs", "bin/code-cache.cjs", "bin/package.json", "dist/cli/bin.cjs", "dist/cli/run.cjs", "dist/cli/HelpText.js", "dist/index.js", "config.env.example", "memory/soul.md"]) {
       expect(files, needed).toContain(needed)
     }
     for (const claw of fs.readdirSync(path.join(root, "claws"))) expect(files).toContain(`claws/${claw}`)

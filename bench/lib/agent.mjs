@@ -10,15 +10,15 @@ import { REPLY, TOOL_REPLY } from "./fifo.mjs"
 
 // The measured build's (lib/build.mjs: PLANCKCLAW_BENCH_REPO picks another checkout's).
 const { Effect, Layer, Queue } = effect
-const Agent = await fromDist("Agent.js")
-const Intake = await fromDist("Intake.js")
-const MemoryHold = await fromDist("MemoryHold.js")
-const { Brain } = await fromDist("Brain.js")
+const Agent = await fromDist("agent/Agent.js")
+const Intake = await fromDist("agent/Intake.js")
+const MemoryHold = await fromDist("memory/MemoryHold.js")
+const { Brain } = await fromDist("ports/Brain.js")
 const InMemoryClaws = await fromDist("claws/InMemoryClaws.js")
 const ScriptClaws = await fromDist("claws/ScriptClaws.js")
 const InMemoryInteract = await fromDist("interact/InMemoryInteract.js")
-const Logging = await fromDist("Logging.js")
-const { COMPACTION_SYSTEM } = await fromDist("Prompt.js")
+const Logging = await fromDist("runtime/Logging.js")
+const { COMPACTION_SYSTEM } = await fromDist("agent/Prompt.js")
 
 export { REPLY, TOOL_REPLY }
 

@@ -13,7 +13,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import { buildDir, distDir } from "./work.mjs"
+import { buildDir, distDir, distFile } from "./work.mjs"
 
 /**
  * A bare specifier resolves from the importing file's directory: a tiny
@@ -31,8 +31,8 @@ const { load } = await import(pathToFileURL(loaderFile).href)
 /** A package module as the build's dist/ sees it, e.g. `fromBuild("effect")`. */
 export const fromBuild = (specifier) => load(specifier)
 
-/** A module of the build's dist/, e.g. `fromDist("brain/AnthropicBrain.js")`. */
-export const fromDist = (file) => import(pathToFileURL(path.join(distDir, file)).href)
+/** A module of the build's dist/, e.g. `fromDist("brain/AnthropicBrain.js")` (found where an older build has it too: distFile). */
+export const fromDist = (file) => import(pathToFileURL(distFile(distDir, file)).href)
 
 const versionOf = (name) => {
   const file = path.join(buildDir, "node_modules", ...name.split("/"), "package.json")

@@ -6,7 +6,7 @@
 import * as path from "node:path"
 import { fifoPaths, interactClient } from "./fifo.mjs"
 import { startAgentProcess, startDoNothing } from "./process.mjs"
-import { clawsDir } from "./work.mjs"
+import { clawsDir, distFile } from "./work.mjs"
 
 /** Waits for an agent process's FIFOs and opens its interact pipes; `stop` ends both. */
 const open = async (agent, runDir) => {
@@ -43,7 +43,7 @@ export const planckclaw = (work, name, brain, claw, { dist, env = {}, nodeArgs =
       cwd: work.dir,
       env: { CLAWS_DIR: clawsDir, ...env },
       nodeArgs,
-      ...(dist === undefined ? {} : { script: [path.join(dist, "bin.js"), "run"] })
+      ...(dist === undefined ? {} : { script: [distFile(dist, "cli/bin.js"), "run"] })
     }),
     runDir
   )

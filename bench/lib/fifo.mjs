@@ -58,7 +58,7 @@ const textAnswer = (text) => JSON.stringify({ content: [{ type: "text", text }],
 const plainAnswer = textAnswer(REPLY)
 const toolDone = textAnswer(TOOL_REPLY)
 const summary = textAnswer("The user benchmarks the agent.")
-// The original compaction instruction's opening words (src/Prompt.ts COMPACTION_SYSTEM).
+// The original compaction instruction's opening words (src/agent/Prompt.ts COMPACTION_SYSTEM).
 const compactionSystem = "You are a memory compaction assistant."
 let toolUseId = 0
 

@@ -10,9 +10,9 @@ import * as path from "node:path"
 import { effect, fromDist, settingsLayer, settingsProvider, warningsAndUp } from "./build.mjs"
 
 const { Context, Effect, Layer } = effect
-const { Brain } = await fromDist("Brain.js")
+const { Brain } = await fromDist("ports/Brain.js")
 const InMemoryClaws = await fromDist("claws/InMemoryClaws.js")
-const AgentHost = await fromDist("service/AgentHost.js")
+const AgentHost = await fromDist("hosts/serve/AgentHost.js")
 
 const [dir, agents, rounds] = [process.argv[2], Number(process.argv[3]), Number(process.argv[4])]
 const instantBrain = Layer.succeed(Brain, {

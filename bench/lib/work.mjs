@@ -20,6 +20,35 @@ export const distDir = path.join(buildDir, "dist")
 export const clawsDir = path.join(buildDir, "claws")
 export const binPath = path.join(buildDir, "bin", "planckclaw")
 
+/**
+ * Where a build measured against this one (an older commit's checkout, see
+ * compare.mjs) kept the dist/ modules the bench loads, before src/ was laid
+ * out in folders by role.
+ */
+const formerPlaces = {
+  "agent/Agent.js": "Agent.js",
+  "agent/Compactor.js": "memory/Compactor.js",
+  "agent/Intake.js": "Intake.js",
+  "agent/Prompt.js": "Prompt.js",
+  "cli/bin.js": "bin.js",
+  "hosts/serve/AgentHost.js": "service/AgentHost.js",
+  "hosts/serve/HttpApi.js": "service/HttpApi.js",
+  "memory/MemoryHold.js": "MemoryHold.js",
+  "pipes/FifoClaws.js": "claws/FifoClaws.js",
+  "pipes/ServeClaws.js": "fifo/ServeClaws.js",
+  "ports/Brain.js": "Brain.js",
+  "runtime/Logging.js": "Logging.js",
+  "runtime/process/EarlyTierUp.js": "process/EarlyTierUp.js",
+  "runtime/process/Pretenuring.js": "process/Pretenuring.js"
+}
+
+/** The path of `file` (as this layout names it) in the build output `dist`, or where an older build has it. */
+export const distFile = (dist, file) => {
+  const here = path.join(dist, file)
+  const before = formerPlaces[file]
+  return before === undefined || fs.existsSync(here) ? here : path.join(dist, before)
+}
+
 /** A fresh directory under bench/.work for one measurement; `remove` deletes it. */
 export const makeWorkDir = (name) => {
   const root = path.join(benchDir, ".work")

@@ -22,11 +22,11 @@ import {
   type MessagesResponse,
   preview,
   type Scrub
-} from "../Brain.js"
+} from "../ports/Brain.js"
 import { MissingSetting } from "../config/MissingSetting.js"
 import * as Secrets from "../config/Secrets.js"
-import { isJsonObject } from "../Json.js"
-import { DebugConfig } from "../Logging.js"
+import { isJsonObject } from "../runtime/Json.js"
+import { DebugConfig } from "../runtime/Logging.js"
 import {
   type AnswerReading,
   attemptExchange,
@@ -36,8 +36,8 @@ import {
   withRetries
 } from "./BrainRetry.js"
 import { postJson } from "./PostJson.js"
-import { isUnset } from "./UnsetSetting.js"
-import * as Tracing from "../Tracing.js"
+import { isUnset } from "../config/UnsetSetting.js"
+import * as Tracing from "../runtime/Tracing.js"
 
 // Bridges reads the brain's patience through these names; their home is BrainRetry.
 export { BrainRetriesConfig, BrainTimeoutConfig } from "./BrainRetry.js"

@@ -17,9 +17,9 @@ import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
-import { BrainError, type Misconfigured, preview } from "../Brain.js"
+import { BrainError, type Misconfigured, preview } from "../ports/Brain.js"
 import { checkedString, integerIn, secondsIn } from "../config/ConfigRange.js"
-import { rootCause } from "../Errors.js"
+import { rootCause } from "../runtime/Errors.js"
 import type { HttpAnswer } from "./PostJson.js"
 
 /** Seconds per HTTP attempt; also read by the agent's patience on the brain pipes (Bridges). */

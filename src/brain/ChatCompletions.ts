@@ -14,10 +14,10 @@
  */
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import type { Message, MessagesRequest, MessagesResponse, ResponseBlock, ToolResultBlock, ToolUseBlock } from "../Brain.js"
-import { preview, systemText } from "../Brain.js"
-import { madeOnFirstCall } from "../FirstCall.js"
-import { isJsonObject } from "../Json.js"
+import type { Message, MessagesRequest, MessagesResponse, ResponseBlock, ToolResultBlock, ToolUseBlock } from "../ports/Brain.js"
+import { preview, systemText } from "../ports/Brain.js"
+import { madeOnFirstCall } from "../runtime/FirstCall.js"
+import { isJsonObject } from "../runtime/Json.js"
 import type { TokenField } from "./TokenField.js"
 
 // ---- the request ----

@@ -28,11 +28,11 @@ import {
   oneLine,
   preview,
   type Scrub
-} from "../Brain.js"
+} from "../ports/Brain.js"
 import { MissingSetting } from "../config/MissingSetting.js"
 import * as Secrets from "../config/Secrets.js"
-import { isJsonObject } from "../Json.js"
-import { DebugConfig } from "../Logging.js"
+import { isJsonObject } from "../runtime/Json.js"
+import { DebugConfig } from "../runtime/Logging.js"
 import {
   type AnswerReading,
   attemptExchange,
@@ -44,8 +44,8 @@ import {
 import { postJson } from "./PostJson.js"
 import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
 import * as TokenField from "./TokenField.js"
-import * as Tracing from "../Tracing.js"
-import { nonEmptyString, optionWhenUnset } from "./UnsetSetting.js"
+import * as Tracing from "../runtime/Tracing.js"
+import { nonEmptyString, optionWhenUnset } from "../config/UnsetSetting.js"
 
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

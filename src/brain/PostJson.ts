@@ -10,7 +10,7 @@ import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import { BrainError } from "../Brain.js"
+import { BrainError } from "../ports/Brain.js"
 
 /** An HTTP answer, whatever its status. */
 export interface HttpAnswer {

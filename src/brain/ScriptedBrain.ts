@@ -5,7 +5,7 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
-import { Brain, BrainError, type BrainService, type MessagesRequest, type MessagesResponse } from "../Brain.js"
+import { Brain, BrainError, type BrainService, type MessagesRequest, type MessagesResponse } from "../ports/Brain.js"
 
 export type ScriptStep =
   | MessagesResponse

@@ -12,7 +12,7 @@
  * for the rest of the process (`learn`).
  */
 import * as Result from "effect/Result"
-import { isJsonObject } from "../Json.js"
+import { isJsonObject } from "../runtime/Json.js"
 
 export type TokenField = "max_tokens" | "max_completion_tokens"
 

@@ -5,10 +5,10 @@
 import * as Result from "effect/Result"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as Schema from "effect/Schema"
-import { type ToolCatalog, type ToolDefinition, ToolDefinition as ToolDefinitionSchema, type ToolProblem } from "../Claws.js"
-import { describeError } from "../Errors.js"
-import { madeOnFirstCall } from "../FirstCall.js"
-import { printable } from "../Printable.js"
+import { type ToolCatalog, type ToolDefinition, ToolDefinition as ToolDefinitionSchema, type ToolProblem } from "../ports/Claws.js"
+import { describeError } from "../runtime/Errors.js"
+import { madeOnFirstCall } from "../runtime/FirstCall.js"
+import { printable } from "../runtime/Printable.js"
 
 const toolsPrefix = "#TOOLS:"
 

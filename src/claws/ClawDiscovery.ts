@@ -19,8 +19,8 @@
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Result from "effect/Result"
-import { describeError } from "../Errors.js"
-import { printable } from "../Printable.js"
+import { describeError } from "../runtime/Errors.js"
+import { printable } from "../runtime/Printable.js"
 import { type Catalog, merge, type ParsedFile, parseClawFile } from "./ClawDeclarations.js"
 
 export { type Catalog, parseClawFile } from "./ClawDeclarations.js"

@@ -4,7 +4,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { Claws, type ClawsService, type ToolDefinition, type ToolResult, unknownTool } from "../Claws.js"
+import { Claws, type ClawsService, type ToolDefinition, type ToolResult, unknownTool } from "../ports/Claws.js"
 
 export interface InMemoryTool {
   readonly definition: ToolDefinition

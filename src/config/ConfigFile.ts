@@ -8,7 +8,7 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Data from "effect/Data"
 import * as Result from "effect/Result"
-import { describeError } from "../Errors.js"
+import { describeError } from "../runtime/Errors.js"
 import * as LayeredProvider from "./LayeredProvider.js"
 import * as ShellAssignment from "./ShellAssignment.js"
 

@@ -15,7 +15,7 @@ import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Redacted from "effect/Redacted"
-import { describeError } from "../Errors.js"
+import { describeError } from "../runtime/Errors.js"
 import { invalidSetting, missingSetting } from "./ConfigRange.js"
 
 export const secretNames = [

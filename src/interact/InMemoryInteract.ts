@@ -10,7 +10,7 @@ import * as Latch from "effect/Latch"
 import type * as Pull from "effect/Pull"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
-import { type InboundMessage, Interact, type InteractService, type OutboundMessage } from "../Interact.js"
+import { type InboundMessage, Interact, type InteractService, type OutboundMessage } from "../ports/Interact.js"
 
 export interface InMemoryInteract {
   readonly service: InteractService

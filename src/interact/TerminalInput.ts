@@ -3,7 +3,7 @@
  * to keep, a read failure, the end. Piped input is split here; interactive
  * input goes through readline (TerminalInteract.ts).
  */
-import { InteractError } from "../Interact.js"
+import { InteractError } from "../ports/Interact.js"
 
 /** One piped line may hold this much; a longer one is skipped with a warning rather than buffered. */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024

@@ -23,9 +23,9 @@ import * as CommitMirror from "./CommitMirror.js"
 import * as FileCache from "./FileCache.js"
 import * as Layout from "./Layout.js"
 import * as Ledger from "./Ledger.js"
-import type { FoldPlan, FoldResult } from "./FoldStore.js"
+import type { FoldPlan, FoldResult } from "./FoldPlan.js"
 import { type Alongside, fromFileError, MemoryError } from "./MemoryDir.js"
-import * as SafeFile from "./SafeFile.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 
 export interface Store {
   readonly paths: Layout.Paths

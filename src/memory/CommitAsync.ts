@@ -9,7 +9,7 @@
 import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
-import * as SafeFile from "./SafeFile.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 
 /** fsync(2) off the event loop. */
 export const fsyncOffLoop = (fd: number, file: string): Effect.Effect<void, SafeFile.MemoryFileFailed> =>

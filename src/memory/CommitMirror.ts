@@ -27,7 +27,7 @@
 import * as fs from "node:fs"
 import * as Result from "effect/Result"
 import * as Ledger from "./Ledger.js"
-import * as SafeFile from "./SafeFile.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 
 export interface CommitMirror {
   /** The history the appends go to, and where the fold split it. */

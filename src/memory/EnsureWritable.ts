@@ -5,12 +5,12 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
-import { describeError, errnoCode } from "../Errors.js"
+import { describeError, errnoCode } from "../runtime/Errors.js"
 import * as Layout from "./Layout.js"
 import { fromFileError, fsEffect, MemoryError } from "./MemoryDir.js"
 import * as PromptFiles from "./PromptFiles.js"
 import { heldByRun } from "./RunHeld.js"
-import * as SafeFile from "./SafeFile.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 
 const tolerated = new Set(["ENOSPC", "EDQUOT"])
 

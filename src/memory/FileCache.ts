@@ -7,7 +7,7 @@
 import * as fs from "node:fs"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
-import * as SafeFile from "./SafeFile.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 
 /**
  * A file as last seen: inode, size and times. Times are unknown right after

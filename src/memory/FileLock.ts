@@ -14,9 +14,9 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import { describeError, errnoCode } from "../Errors.js"
-import { readPidFileSync } from "../process/PidFile.js"
-import { heldBy } from "../process/PidLiveness.js"
+import { describeError, errnoCode } from "../runtime/Errors.js"
+import { readPidFileSync } from "../runtime/process/PidFile.js"
+import { heldBy } from "../runtime/process/PidLiveness.js"
 
 export class LockHeld extends Data.TaggedError("LockHeld")<{
   readonly path: string

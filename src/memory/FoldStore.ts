@@ -27,8 +27,9 @@ import * as Ledger from "./Ledger.js"
 import { Memory } from "./Memory.js"
 import * as CommitAsync from "./CommitAsync.js"
 import * as CommitAlongside from "./CommitAlongside.js"
+import type { FoldPlan, FoldResult } from "./FoldPlan.js"
 import { CompactionBusy, fromFileError, fsEffect, type MemoryDir, MemoryError, withHistory } from "./MemoryDir.js"
-import * as SafeFile from "./SafeFile.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 
 export { CompactionBusy } from "./MemoryDir.js"
 
@@ -44,18 +45,7 @@ interface NextFiles {
   readonly ledgerBytes: number
 }
 
-/** What a compaction will fold: everything before `splitOffset`. */
-export interface FoldPlan {
-  readonly splitOffset: number
-  readonly inode: number
-}
-
-export interface FoldResult {
-  /** Lines left in history after the commit (the kept tail plus any appended meanwhile). */
-  readonly kept: number
-  /** Size of the summary.md written. */
-  readonly summaryBytes: number
-}
+export type { FoldPlan, FoldResult } from "./FoldPlan.js"
 
 export interface FoldStoreService {
   /** Runs `effect` as the only compaction on this directory, across processes. */

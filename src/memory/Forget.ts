@@ -12,7 +12,7 @@ import * as path from "node:path"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Layout from "./Layout.js"
-import { describeError, errnoCode } from "../Errors.js"
+import { describeError, errnoCode } from "../runtime/Errors.js"
 import { fromFileError, MemoryError } from "./MemoryDir.js"
 
 /** What a forget would archive now. */

@@ -14,7 +14,7 @@ import { encodeEntry, type HistoryEntry, readRange, scanTail } from "./HistoryFi
 import * as Ledger from "./Ledger.js"
 import type * as Layout from "./Layout.js"
 import { type AloneOutcome, fromFileError, type MemoryError } from "./MemoryDir.js"
-import * as SafeFile from "./SafeFile.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 
 export interface AppendOptions {
   /**

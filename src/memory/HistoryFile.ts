@@ -9,7 +9,7 @@ import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { isWellFormed, wellFormed } from "../WellFormed.js"
+import { isWellFormed, wellFormed } from "../runtime/WellFormed.js"
 
 const BLOCK = 64 * 1024
 

@@ -17,7 +17,7 @@ import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import type { InboundMessage } from "../Interact.js"
+import type { InboundMessage } from "../ports/Interact.js"
 import {
   acceptedRecord,
   type Entry,
@@ -31,7 +31,7 @@ import {
 } from "./InboxJournal.js"
 import { MemoryConfig, MemoryError } from "./Memory.js"
 import { newKey } from "./MessageKeys.js"
-import * as SafeFile from "./SafeFile.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 
 export { type Pending, replay } from "./InboxJournal.js"
 

@@ -5,7 +5,7 @@
  */
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { madeOnFirstCall } from "../FirstCall.js"
+import { madeOnFirstCall } from "../runtime/FirstCall.js"
 
 export interface Pending {
   readonly id: number

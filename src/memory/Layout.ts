@@ -9,7 +9,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Result from "effect/Result"
-import * as SafeFile from "./SafeFile.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 
 export const files = (directory: string) => ({
   soul: path.join(directory, "soul.md"),

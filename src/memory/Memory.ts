@@ -38,7 +38,7 @@ import * as Layout from "./Layout.js"
 import * as MemoryDir from "./MemoryDir.js"
 import { ensureWritable } from "./EnsureWritable.js"
 import { MemoryConfig, type MemoryError, withHistory } from "./MemoryDir.js"
-import * as SafeFile from "./SafeFile.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 import * as SnapshotReader from "./SnapshotReader.js"
 import type { MemorySnapshot } from "./SnapshotReader.js"
 

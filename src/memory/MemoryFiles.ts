@@ -7,8 +7,8 @@ import * as Config from "effect/Config"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
-import { describeError } from "../Errors.js"
-import * as SafeFile from "./SafeFile.js"
+import { describeError } from "../runtime/Errors.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 
 export class MemoryError extends Data.TaggedError("MemoryError")<{
   /**

@@ -17,8 +17,8 @@ import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
-import { readPidFileSync } from "../process/PidFile.js"
-import { heldBy } from "../process/PidLiveness.js"
+import { readPidFileSync } from "../runtime/process/PidFile.js"
+import { heldBy } from "../runtime/process/PidLiveness.js"
 
 const PREFIX = ".planckclaw-owner-"
 

@@ -16,8 +16,8 @@ import * as Layout from "./Layout.js"
 import type * as MemoryDir from "./MemoryDir.js"
 import { type MemoryError, withHistory } from "./MemoryDir.js"
 import * as PromptFiles from "./PromptFiles.js"
-import * as SafeFile from "./SafeFile.js"
-import { wellFormed } from "../WellFormed.js"
+import * as SafeFile from "../runtime/SafeFile.js"
+import { wellFormed } from "../runtime/WellFormed.js"
 
 export const DEFAULT_SOUL = "You are a helpful personal assistant."
 

@@ -4,7 +4,7 @@
  */
 import * as Effect from "effect/Effect"
 import { MemoryError } from "./MemoryFiles.js"
-import * as SafeFile from "./SafeFile.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 
 export interface StoreHealth {
   /** Whether the last write to memory failed (a full disk). */

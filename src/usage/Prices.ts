@@ -13,8 +13,8 @@ import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
-import { madeOnFirstCall } from "../FirstCall.js"
-import * as SafeFile from "../memory/SafeFile.js"
+import { madeOnFirstCall } from "../runtime/FirstCall.js"
+import * as SafeFile from "../runtime/SafeFile.js"
 
 const PerMillion = Schema.Number.check(Schema.isGreaterThanOrEqualTo(0), Schema.isFinite())
 

@@ -6,7 +6,7 @@
  */
 import * as Data from "effect/Data"
 import * as Result from "effect/Result"
-import type { UsageLine } from "../memory/UsageLedger.js"
+import type { UsageLine } from "./UsageLedger.js"
 import { type PriceTable, priceOf } from "./Prices.js"
 
 /** `--since` is not a date in YYYY-MM-DD form. */

@@ -1,12 +1,12 @@
 /**
  * The HTTP brains' span (`AnthropicBrain.complete`, with the model) goes to
  * an installed tracer without a stack trace, even when the call fails (a
- * stack trace costs an Error per call); see src/Tracing.ts.
+ * stack trace costs an Error per call); see src/runtime/Tracing.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Redacted, type Tracer } from "effect"
 import * as EffectTracer from "effect/Tracer"
-import type { MessagesRequest } from "../../src/Brain.js"
+import type { MessagesRequest } from "../../src/ports/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import { withRealHttp } from "../support/TestClockHttp.js"

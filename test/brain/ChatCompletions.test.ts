@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
-import type { MessagesRequest } from "../../src/Brain.js"
+import type { MessagesRequest } from "../../src/ports/Brain.js"
 import {
   type ChatResponse,
   decodeChatResponse,

@@ -6,7 +6,7 @@
 import { FetchHttpClient } from "effect/http"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Result, Option, Redacted } from "effect"
-import { Brain, type BrainError, type MessagesRequest } from "../../src/Brain.js"
+import { Brain, type BrainError, type MessagesRequest } from "../../src/ports/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"

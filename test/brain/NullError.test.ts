@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option, Redacted } from "effect"
-import { decodeBrainAnswer, type MessagesRequest } from "../../src/Brain.js"
+import { decodeBrainAnswer, type MessagesRequest } from "../../src/ports/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"

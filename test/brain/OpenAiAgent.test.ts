@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option } from "effect"
-import type { MessagesRequest } from "../../src/Brain.js"
+import type { MessagesRequest } from "../../src/ports/Brain.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import * as Server from "../support/ChatCompletionsServer.js"
 import { diceTool, harness, line, timeTool } from "../support/Harness.js"

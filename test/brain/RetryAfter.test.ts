@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Option, Redacted } from "effect"
-import type { MessagesRequest } from "../../src/Brain.js"
+import type { MessagesRequest } from "../../src/ports/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
 import * as BrainRetry from "../../src/brain/BrainRetry.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"

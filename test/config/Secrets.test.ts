@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Config, ConfigProvider, Effect, Result, Option, Redacted } from "effect"
-import { optionWhenUnset } from "../../src/brain/UnsetSetting.js"
+import { optionWhenUnset } from "../../src/config/UnsetSetting.js"
 import * as ConfigErrors from "../../src/config/ConfigErrors.js"
 import * as ConfigFile from "../../src/config/ConfigFile.js"
 import { DiscordConfig } from "../../src/interact/discord/Settings.js"

@@ -30,7 +30,7 @@ export const FAKE_TOKEN = "test-token-not-secret-9b2e"
  * A sandbox for a fault test: Sandbox's, with a fake API key and a 5 s
  * brain timeout, then `settings`. Prompt caching is off: these tests check
  * what memory puts in a request in the plain shape (system a string, the last
- * HISTORY_KEEP lines); test/PromptCache.test.ts checks the cached shape.
+ * HISTORY_KEEP lines); test/agent/PromptCache.test.ts checks the cached shape.
  */
 export const sandbox = (settings: Record<string, string> = {}): Effect.Effect<Sandbox, never, Scope.Scope> =>
   Sandbox.sandbox(

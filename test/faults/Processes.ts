@@ -14,7 +14,7 @@ import { eventually, WaitTimedOut, within } from "./Bounds.js"
 export const watchdogOf = (pid: number) =>
   eventually(`planckclaw ${pid}'s watchdog`, () => childrenOf(pid, "groups=")[0])
 
-/** The spawn helper planckclaw `pid` started for its claws (src/process/SpawnHelper.ts), and the helper's watchdog. */
+/** The spawn helper planckclaw `pid` started for its claws (src/runtime/process/SpawnHelper.ts), and the helper's watchdog. */
 export const spawnHelperOf = (pid: number) =>
   Effect.gen(function*() {
     const helper = yield* eventually(`planckclaw ${pid}'s spawn helper`, () => childrenOf(pid, "spawn-helper.cjs")[0])

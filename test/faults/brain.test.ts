@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { APOLOGY } from "../../src/Agent.js"
-import { misconfiguredReply } from "../../src/Turn.js"
+import { APOLOGY } from "../../src/agent/Agent.js"
+import { misconfiguredReply } from "../../src/agent/Turn.js"
 import {
   apiError,
   cutShort,

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ONLY_CONTROLS } from "../../src/Agent.js"
+import { ONLY_CONTROLS } from "../../src/agent/Agent.js"
 import { echo, summaryItems } from "../support/AnthropicServer.js"
 import { answered, fifoAgent, session } from "./Campaign.js"
 

@@ -13,12 +13,12 @@
 import * as fs from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Logger, Queue, Stream } from "effect"
-import * as Agent from "../../src/Agent.js"
-import { Brain, type BrainService, type MessagesRequest } from "../../src/Brain.js"
-import { Claws, type ClawsService } from "../../src/Claws.js"
-import * as Intake from "../../src/Intake.js"
-import { Interact, type InteractService, type OutboundMessage } from "../../src/Interact.js"
-import { APOLOGY } from "../../src/Agent.js"
+import * as Agent from "../../src/agent/Agent.js"
+import { Brain, type BrainService, type MessagesRequest } from "../../src/ports/Brain.js"
+import { Claws, type ClawsService } from "../../src/ports/Claws.js"
+import * as Intake from "../../src/agent/Intake.js"
+import { Interact, type InteractService, type OutboundMessage } from "../../src/ports/Interact.js"
+import { APOLOGY } from "../../src/agent/Agent.js"
 import {
   make as brainServer,
   echo,

@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Result, Effect } from "effect"
-import { misconfiguredReply } from "../../src/Turn.js"
+import { misconfiguredReply } from "../../src/agent/Turn.js"
 import {
   apiError,
   make as brainServer,

@@ -7,7 +7,7 @@ import { PassThrough } from "node:stream"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import * as Commands from "../../src/Commands.js"
+import * as Commands from "../../src/agent/SlashCommands.js"
 import * as Spinner from "../../src/interact/Spinner.js"
 import * as Terminal from "../../src/interact/TerminalInteract.js"
 

@@ -4,9 +4,9 @@
  * at HISTORY_MAX 4 and HISTORY_KEEP 2.
  */
 import { ConfigProvider, Context, Effect } from "effect"
-import { Brain, type MessagesResponse } from "../../src/Brain.js"
+import { Brain, type MessagesResponse } from "../../src/ports/Brain.js"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
-import * as Compactor from "../../src/memory/Compactor.js"
+import * as Compactor from "../../src/agent/Compactor.js"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import { line } from "../support/Harness.js"

@@ -12,7 +12,7 @@ import { text } from "../../src/brain/ScriptedBrain.js"
 import * as Inbox from "../../src/memory/Inbox.js"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
-import { capText, conversation, HISTORY_LINE_MAX_BYTES } from "../../src/Prompt.js"
+import { capText, conversation, HISTORY_LINE_MAX_BYTES } from "../../src/agent/Prompt.js"
 import { harness, line, memoryStore } from "../support/Harness.js"
 import { tempDir } from "../support/Sandbox.js"
 

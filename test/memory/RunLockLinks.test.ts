@@ -12,7 +12,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Result, Option } from "effect"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
-import { hold, runLockName } from "../../src/MemoryHold.js"
+import { hold, runLockName } from "../../src/memory/MemoryHold.js"
 import { tempDir } from "../support/Sandbox.js"
 
 const exchange = (n: number) => [{ role: "user" as const, content: `q${n}` }, { role: "assistant" as const, content: `a${n}` }]

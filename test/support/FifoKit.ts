@@ -6,8 +6,8 @@ import { execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Deferred, Effect, Result, Exit, Queue, type Scope, Stream } from "effect"
-import { type FifoReader, openReader } from "../../src/fifo/PipeEnd.js"
-import { framed, makeBlockFramer, makeLineFramer } from "../../src/fifo/Framing.js"
+import { type FifoReader, openReader } from "../../src/pipes/PipeEnd.js"
+import { framed, makeBlockFramer, makeLineFramer } from "../../src/runtime/Framing.js"
 import * as Sandbox from "./Sandbox.js"
 
 export const tempDir: Effect.Effect<string, never, Scope.Scope> = Sandbox.tempDir("planckclaw-fifo-")

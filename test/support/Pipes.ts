@@ -12,7 +12,7 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Data, type Duration, Effect, Result, type Scope } from "effect"
-import * as RuntimeDir from "../../src/fifo/RuntimeDir.js"
+import * as RuntimeDir from "../../src/pipes/RuntimeDir.js"
 import * as Cli from "./Cli.js"
 import { defaultBound, eventually, exited, pidIn, type Sandbox, WaitTimedOut, within } from "./Sandbox.js"
 

@@ -7,7 +7,7 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { describeError } from "../../Errors.js"
+import { describeError } from "../../runtime/Errors.js"
 import { nullable, nullableOr } from "./Nullable.js"
 
 export const Attachment = Schema.Struct({

@@ -38,7 +38,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { Interact, type InteractService } from "../../Interact.js"
+import { Interact, type InteractService } from "../../ports/Interact.js"
 import type { MissingSetting } from "../../config/MissingSetting.js"
 import * as Layout from "../../memory/Layout.js"
 import { MemoryConfig } from "../../memory/MemoryDir.js"
@@ -48,9 +48,10 @@ import type { DiscordRefused } from "./DiscordRefused.js"
 import * as DiscordRest from "./DiscordRest.js"
 import { bareToken, DiscordConfig, type DiscordSettings, settingsFrom } from "./Settings.js"
 import { connectGateway } from "./Gateway.js"
-import { type BotUser, type DiscordMessage, makeInbound } from "./Inbound.js"
+import type { DiscordBridge } from "./DiscordBridge.js"
+import { type BotUser, makeInbound } from "./Inbound.js"
 import * as Outbox from "./Outbox.js"
-import { makeRestPost, makeSend, type Sending, showTyping } from "./Replies.js"
+import { makeRestPost, makeSend, showTyping } from "./Replies.js"
 import * as OwedMessages from "./OwedMessages.js"
 import * as RunPort from "./RunPort.js"
 import * as Typing from "./Typing.js"
@@ -78,21 +79,7 @@ export interface ConnectOptions {
   readonly stateDirectory?: string | undefined
 }
 
-/** The bridge with who sent each message, for hosts that route by it (DiscordRoutes). */
-export interface DiscordBridge {
-  /** Accepted messages in arrival order; fails with the refusal once Discord closes the gateway for good. */
-  readonly messages: Stream.Stream<DiscordMessage, DiscordRefused>
-  /** Sends a reply answering `target` (none: a plain message in the channel). */
-  readonly send: Sending["send"]
-  /** Journals a reply in the outbox and delivers it in the background (see InteractService.accept). */
-  readonly accept: Sending["accept"]
-  /** The outbox took a reply keyed `key` already (owed, or delivered): it is not sent again. */
-  readonly replyTaken: (key: string) => boolean
-  /** A message of `messages` is held durably by its taker: catch-up may pass it (see Checkpoints). */
-  readonly held: (message: DiscordMessage) => Effect.Effect<void>
-  /** A message of `messages` its taker will not answer (answered before): catch-up may pass it, typing ends. */
-  readonly dropped: (message: DiscordMessage) => Effect.Effect<void>
-}
+export type { DiscordBridge } from "./DiscordBridge.js"
 
 /**
  * Logs in (retrying with backoff while Discord is unreachable) and returns

@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as ChannelKinds from "./ChannelKinds.js"
 import type { DiscordRest } from "./DiscordRest.js"
-import type { DiscordMessage } from "./Inbound.js"
+import type { DiscordMessage } from "./DiscordBridge.js"
 import { type DiscordSettings, isAllowed } from "./Settings.js"
 import * as SlashCommands from "./SlashCommands.js"
 

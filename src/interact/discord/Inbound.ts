@@ -21,11 +21,11 @@ import * as ChannelKinds from "./ChannelKinds.js"
 import type { CatchUpState } from "./CatchUp.js"
 import * as ChannelCatchUp from "./ChannelCatchUp.js"
 import * as Checkpoints from "./Checkpoints.js"
+import type { DiscordMessage } from "./DiscordBridge.js"
 import type { DiscordRest } from "./DiscordRest.js"
 import { decodeMessage, type GatewayMessage } from "./GatewayMessage.js"
 import { handleInteraction } from "./HandleInteraction.js"
 import * as Lanes from "./Lanes.js"
-import type { ReplyTarget } from "./ReplyTargets.js"
 import { defaultAttachmentBytes, type DiscordSettings, isAllowed } from "./Settings.js"
 import type { TypingIndicator } from "./Typing.js"
 import { nullable } from "./Nullable.js"
@@ -40,17 +40,7 @@ export type BotUser = typeof GatewayReady.Type["user"]
 
 const decodeReady = Schema.decodeUnknownResult(GatewayReady)
 
-/** A message for the agent, with who sent it, where, and what its reply answers. */
-export interface DiscordMessage {
-  readonly channel: string
-  readonly kind: ChannelKinds.ChannelKind
-  readonly guildId: string | undefined
-  readonly authorId: string
-  /** Server nickname, else display name, else user name. */
-  readonly authorName: string
-  readonly text: string
-  readonly target: ReplyTarget
-}
+export type { DiscordMessage } from "./DiscordBridge.js"
 
 /** What the agent reads for a message that only mentions the bot: it was called, and answers. */
 export const bareMentionText = "(mentioned you without a message)"

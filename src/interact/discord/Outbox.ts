@@ -35,7 +35,7 @@ import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import * as SafeFile from "../../memory/SafeFile.js"
+import * as SafeFile from "../../runtime/SafeFile.js"
 import type { ReplyTarget } from "./ReplyTargets.js"
 
 export const outboxFileName = ".discord-outbox.jsonl"

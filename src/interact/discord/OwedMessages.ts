@@ -17,7 +17,7 @@ import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import * as SafeFile from "../../memory/SafeFile.js"
+import * as SafeFile from "../../runtime/SafeFile.js"
 import type { DiscordMessage } from "./Inbound.js"
 import { questionId } from "./ReplyTargets.js"
 

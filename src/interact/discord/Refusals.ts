@@ -4,7 +4,7 @@
  */
 import { DiscordAPIError, DiscordjsError, DiscordjsErrorCodes, HTTPError, RateLimitError } from "discord.js"
 import * as Data from "effect/Data"
-import { describeError } from "../../Errors.js"
+import { describeError } from "../../runtime/Errors.js"
 import { DiscordRefused } from "./DiscordRefused.js"
 
 /** A login that may succeed later (Discord unreachable, 5xx): retried on the reconnect backoff. */

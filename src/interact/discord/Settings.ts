@@ -10,7 +10,7 @@ import * as Redacted from "effect/Redacted"
 import { headerSecret } from "../../config/Secrets.js"
 import { MissingSetting } from "../../config/MissingSetting.js"
 import { checkedString, integerIn, missingSetting } from "../../config/ConfigRange.js"
-import { optionWhenUnset } from "../../brain/UnsetSetting.js"
+import { optionWhenUnset } from "../../config/UnsetSetting.js"
 
 export interface DiscordSettings {
   readonly token: Redacted.Redacted<string>

@@ -21,10 +21,10 @@ import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { MemoryError } from "../MemoryDir.js"
-import * as UsageLedger from "../UsageLedger.js"
+import * as UsageLedger from "../../usage/UsageLedger.js"
 import { type HistoryRow, lineOfRow, rowOfLine } from "./SqlHistoryRows.js"
 import { resilient, toMemoryError } from "./SqlResilience.js"
-import * as SqlUsageLedger from "./SqlUsageLedger.js"
+import * as SqlUsageLedger from "../../usage/SqlUsageLedger.js"
 
 export const FILES = { history: "history.jsonl", summary: "summary.md", soul: "soul.md", usage: "usage.jsonl" } as const
 

@@ -7,7 +7,7 @@
 import type * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Result, Option, Schedule, type Scope } from "effect"
-import { renderForgetPreview } from "../../../src/Commands.js"
+import { renderForgetPreview } from "../../../src/agent/SlashCommands.js"
 import { DEFAULT_SOUL, encodeLine } from "../../../src/memory/Memory.js"
 import * as SqlCompactionLocks from "../../../src/memory/sql/SqlCompactionLocks.js"
 import * as SqlFoldStore from "../../../src/memory/sql/SqlFoldStore.js"

@@ -1,0 +1,265 @@
+/**
+ * The agent: one accepted message from start to end. It journals the reply
+ * it decided, runs the turn (Turn.ts) for a new message, or the command
+ * (Commands.ts) for a slash command, remembers the exchange, delivers the
+ * reply and compacts when due. Serving a bridge's stream of messages is
+ * Intake.ts.
+ */
+import type * as ConfigError from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { AgentConfig } from "../config/AgentConfig.js"
+import { Agent, type AgentService } from "./AgentService.js"
+import { Brain } from "../ports/Brain.js"
+import * as CacheWindow from "./CacheWindow.js"
+import { Claws } from "../ports/Claws.js"
+import * as Commands from "./SlashCommands.js"
+import { type InboundMessage, type InteractService, isBlank, type OutboundMessage, sanitize } from "../ports/Interact.js"
+import * as Logging from "../runtime/Logging.js"
+import * as Compaction from "./Compactor.js"
+import { Compactor } from "./Compactor.js"
+import * as InboxStore from "../memory/Inbox.js"
+import { Inbox, type Pending } from "../memory/Inbox.js"
+import * as MemoryStore from "../memory/Memory.js"
+import { type HistoryEntry, Memory, type MemorySnapshot } from "../memory/Memory.js"
+import * as UsageLedger from "../usage/UsageLedger.js"
+import { toolSpecsMemo } from "./Prompt.js"
+import * as Tracing from "../runtime/Tracing.js"
+import * as Turn from "./Turn.js"
+import * as Prices from "../usage/Prices.js"
+import { loneSurrogateRefusal } from "../runtime/WellFormed.js"
+
+export { Agent, type AgentService } from "./AgentService.js"
+export { APOLOGY, type TurnOutcome } from "./Turn.js"
+
+/** The reply to a message that held only control characters (which are removed from every message). */
+export const ONLY_CONTROLS = "Your message held only control characters, which are removed: nothing was processed."
+
+export const make = Effect.gen(function*() {
+  const config = yield* AgentConfig
+  // The turn's ports, captured once, so the service's methods need nothing.
+  const brain = yield* Brain
+  const claws = yield* Claws
+  const ports: Turn.TurnPorts = { brain, claws, toolSpecs: toolSpecsMemo() }
+  const memory = yield* Memory
+  const compactor = yield* Compactor
+  const inbox = yield* Inbox
+  // Read once: a bad PLANCKCLAW_PRICES costs /usage its prices, not the agent its start.
+  const prices = Result.mapError(yield* Effect.result(Prices.PricesConfig), (error) => error.message)
+
+  // Where the cache-stable history window starts (CacheWindow); this process's alone.
+  let anchor: HistoryEntry | undefined
+  const windowed = !config.promptCache
+    ? memory.snapshot(config.historyKeep)
+    : Effect.map(memory.snapshot(CacheWindow.linesToRead(config.historyKeep)), (snapshot): MemorySnapshot => {
+      const window = CacheWindow.anchoredWindow(snapshot.history, config.historyKeep, anchor)
+      anchor = window.anchor
+      return { ...snapshot, history: window.history }
+    })
+
+  // Closed normally (a piped run's end, serve releasing an idle agent), the
+  // agent's scope waits for its compaction in flight, so none is lost. On
+  // shutdown it is interrupted, as an inline one was: the scope closed by an
+  // interruption, or closed normally by an interrupted fiber (serve's agents
+  // on SIGTERM), whose interruptible wait ends at once; a signal during the
+  // wait ends it too. The commit itself is never cut (uninterruptible), and
+  // a kill at any instant loses nothing either way. The interruption that ends
+  // the wait is taken here (Effect.exit): passed on, it ended the closing of
+  // everything after it, in serve every agent but the first on SIGTERM.
+  yield* Effect.addFinalizer((exit) =>
+    Exit.hasInterrupts(exit)
+      ? compactor.stop
+      : Effect.interruptible(compactor.settled).pipe(Effect.onInterrupt(() => compactor.stop), Effect.exit, Effect.asVoid)
+  )
+
+  const command = Commands.make({
+    claws,
+    compactor,
+    // A forget waits for this agent's compaction in flight, which would otherwise fail on the archived history.
+    memory: { ...memory, forget: (stamp) => Effect.andThen(compactor.settled, memory.forget(stamp)) },
+    prices,
+    // After a forget: the cache window's anchor belongs to the old history, and
+    // exchanges of the old conversation still waiting to be stored (a full disk) are dropped.
+    forgotten: Effect.gen(function*() {
+      anchor = undefined
+      const waiting = yield* inbox.backlog
+      yield* Effect.forEach(waiting, inbox.stored, { discard: true })
+      if (waiting.length > 0) {
+        yield* Effect.logWarning(`forget: dropped ${waiting.length} exchange(s) of the old conversation that could not be stored`)
+      }
+    })
+  })
+
+  const respond = (message: InboundMessage): Effect.Effect<Turn.TurnOutcome> =>
+    Effect.flatMap(windowed, (snapshot) => Turn.runWith(ports, { snapshot, text: message.text, config })).pipe(
+      Effect.catch((error) =>
+        Effect.logError(`turn failed: ${error.message}`).pipe(
+          // A file to fix (a soul over its limit) is said as such: asking again would meet it again.
+          Effect.as(error.problem === undefined ? Turn.failed : { reply: Turn.memoryUnusableReply(error.problem), stored: false })
+        )
+      ),
+      Effect.catchDefect((defect) =>
+        Effect.logError("turn failed on an internal error; answered with an apology", defect).pipe(Effect.as(Turn.failed))
+      )
+    )
+
+  /**
+   * Decides the reply to `pending`, journals it when it is new, and goes on
+   * with `then`; `none` when there is nothing to answer. Continued rather
+   * than returned as an Option: a step fewer and no Option per turn.
+   */
+  const decide = (
+    pending: Pending,
+    then: (outcome: Turn.TurnOutcome) => Effect.Effect<void>,
+    none: () => Effect.Effect<void>
+  ): Effect.Effect<void> => {
+    if (Option.isSome(pending.reply)) {
+      const decided = pending.reply.value
+      return then({ reply: decided.text, stored: decided.stored })
+    }
+    const size = Buffer.byteLength(pending.text, "utf8")
+    if (size > config.maxMessageBytes) {
+      return Effect.flatMap(Effect.logWarning(`rejected a ${size}-byte message from ${pending.channel}`), () =>
+        then({
+          stored: false,
+          reply: `Your message is ${size} bytes; the limit is ${config.maxMessageBytes} bytes ` +
+            "(PLANCKCLAW_MAX_MESSAGE_BYTES). Nothing was processed: please send it in smaller parts."
+        }))
+    }
+    // Refused whatever the bridge (Discord, HTTP, an embedding host): the model's API would refuse it, every turn.
+    const refusal = loneSurrogateRefusal(pending.text)
+    if (refusal !== undefined) {
+      return Effect.flatMap(Effect.logWarning(`refused a message from ${pending.channel} holding a lone UTF-16 surrogate`), () =>
+        then({ stored: false, reply: refusal }))
+    }
+    return Option.match(sanitize(pending.text), {
+      // Blank: no reply. Control characters alone: refused, so a bridge waiting for a reply gets one.
+      onNone: () => isBlank(pending.text) ? none() : then({ stored: false, reply: ONLY_CONTROLS }),
+      onSome: (text) =>
+        Effect.flatMap(
+          Option.match(Commands.parse(text), {
+            // A command is answered here and is no exchange: nothing of it is stored.
+            onSome: (parsed) => Effect.map(command(parsed), (reply): Turn.TurnOutcome => ({ reply, stored: false })),
+            onNone: () => respond({ channel: pending.channel, text })
+          }),
+          (outcome) => Effect.flatMap(inbox.answered(pending, outcome.reply, outcome.stored), () => then(outcome))
+        )
+    })
+  }
+
+  /**
+   * Appends one exchange. History knows it by its journal key, so a reply
+   * decided before a crash is never stored twice, and an identical later
+   * exchange still is.
+   */
+  const append = (pending: Pending, reply: string) => {
+    const text = Option.getOrElse(sanitize(pending.text), () => pending.text)
+    return memory.append(
+      [{ role: "user", content: text }, { role: "assistant", content: reply }],
+      pending.key !== undefined ? { exchange: pending.key } : { unlessLast: Option.isSome(pending.reply) }
+    )
+  }
+  // Memory logs a failure to write once; anything else is logged here.
+  const notAppended = (error: MemoryStore.MemoryError) =>
+    error.reported === true ? Effect.void : Effect.logError(`could not remember an exchange: ${error.message}`)
+
+  /** Appends one exchange; true once history holds it. */
+  const store = (pending: Pending, reply: string): Effect.Effect<boolean> =>
+    Effect.matchEffect(append(pending, reply), {
+      onFailure: (error) => Effect.as(notAppended(error), false),
+      onSuccess: () => Effect.as(inbox.stored(pending), true)
+    })
+
+  /** Appends one exchange, or keeps it in the journal as not stored. */
+  const storeOrKeep = (pending: Pending, reply: string): Effect.Effect<void> =>
+    Effect.matchEffect(append(pending, reply), {
+      onFailure: (error) => Effect.andThen(notAppended(error), inbox.unstored(pending, reply)),
+      onSuccess: () => inbox.stored(pending)
+    })
+
+  /** Stores, oldest first, what earlier turns could not (a full disk); false while some still wait. */
+  const storeBacklog = Effect.flatMap(inbox.backlog, (waiting) =>
+    waiting.length === 0 ? Effect.succeed(true) : Effect.reduce(waiting, () => true, (clear: boolean, exchange) =>
+      clear ? store(exchange, Option.match(exchange.reply, { onNone: () => "", onSome: (reply) => reply.text })) : Effect.succeed(false)))
+
+  // The user gets the answer they were given either way; an exchange not
+  // stored waits in the journal, behind any older one, to keep history in order.
+  const remember = (pending: Pending, outcome: Turn.TurnOutcome): Effect.Effect<void> =>
+    !outcome.stored ? Effect.void : Effect.flatMap(storeBacklog, (clear) =>
+      clear ? storeOrKeep(pending, outcome.reply) : inbox.unstored(pending, outcome.reply))
+
+  /**
+   * What follows a decided reply: remember, deliver, mark it delivered, and
+   * start a due compaction in the background when the exchange was stored:
+   * the next message is taken at once, not after the compaction. A turn
+   * running beside it reads recent history and a summary, and sees the old
+   * summary or the new one; either is right. The fold takes only lines older
+   * than the last HISTORY_KEEP when it was planned, and history only grows
+   * meanwhile, so the window a turn reads is kept whole by the commit: with
+   * the old summary the prompt is what it was before the compaction, with
+   * the new one what it is after (the commit renames summary before history,
+   * as for a `planckclaw compact` of another process).
+   */
+  const finish = (pending: Pending, outcome: Turn.TurnOutcome, interact: InteractService): Effect.Effect<void> =>
+    Effect.andThen(
+      remember(pending, outcome),
+      Effect.andThen(
+        // Under the message's journal key: a reply delivered again after a crash is the same reply (Discord's nonces).
+        deliver(interact, { channel: pending.channel, text: outcome.reply, key: pending.key }),
+        outcome.stored ? Effect.andThen(inbox.delivered(pending), compactor.startIfNeeded) : inbox.delivered(pending)
+      )
+    )
+
+  // Composed step by step, not with Effect.gen, for the same reason as Turn.runWith.
+  const handle = (pending: Pending, interact: InteractService): Effect.Effect<void> =>
+    compactor.turn(Effect.withFiber<void>((fiber) =>
+      Tracing.span(
+        decide(pending, (outcome) => finish(pending, outcome, interact), () => inbox.delivered(pending)),
+        Tracing.recording(fiber),
+        "Agent.handle"
+      )
+    ))
+
+  const deliver = (interact: InteractService, message: OutboundMessage) =>
+    interact.send(message).pipe(
+      Effect.catch((error) => Effect.logError(`could not deliver a reply to channel ${message.channel}: ${error.message}`)),
+      // A bridge bug must not cost the next message: the exchange is already remembered.
+      Effect.catchDefect((defect) => Effect.logError(`could not deliver a reply to channel ${message.channel}: ${String(defect)}`))
+    )
+
+  // Exchanges a previous run answered but could not store are stored first.
+  const waiting = (yield* inbox.backlog).length
+  if (waiting > 0 && (yield* storeBacklog)) yield* Effect.logInfo(`stored ${waiting} exchange(s) a previous run could not store`)
+
+  return { respond, handle } satisfies AgentService
+})
+
+// Logs of start-up (a stored backlog) go to stderr, as the intake loop's do.
+// Scoped: its release waits for (or, on shutdown, stops) the compaction in flight.
+export const layer: Layer.Layer<
+  Agent,
+  ConfigError.ConfigError,
+  Brain | Claws | Memory | Compactor | Inbox
+> = Layer.effect(Agent, Logging.toStderr(make))
+
+/**
+ * The agent with its memory (PLANCKCLAW_DIR), compaction and usage ledger: what a host
+ * needs to provide is a Brain and Claws, then run `Intake.run` (or `serve`)
+ * with an Interact.
+ */
+export const layerWithMemory: Layer.Layer<
+  Agent | Compactor | Memory | Inbox,
+  ConfigError.ConfigError | MemoryStore.MemoryError,
+  Brain | Claws
+> = layer.pipe(
+  Layer.provideMerge(Compaction.layer),
+  // Every answer the turns and the compactions get is counted in usage.jsonl.
+  Layer.provide(UsageLedger.layer),
+  Layer.provideMerge(Layer.merge(MemoryStore.layer, InboxStore.layer))
+)
+
+/** Serving a bridge's messages; the name embedding hosts know (see Intake.run). */
+export { run as serve } from "./Intake.js"

@@ -1,0 +1,95 @@
+/**
+ * Intake: serves an interact adapter's messages to the agent. Messages are
+ * journaled as soon as they are read, so what arrives during a turn waits in
+ * order and survives a crash; the agent takes them one at a time, in order.
+ *
+ * Agent.ts re-exports `run` as `Agent.serve` for hosts that know that name.
+ * This file needs only the Agent tag (AgentService.ts), not its
+ * implementation, so the two do not import each other.
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Latch from "effect/Latch"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import { Agent } from "./AgentService.js"
+import { Interact, type InteractError } from "../ports/Interact.js"
+import * as Logging from "../runtime/Logging.js"
+import { Inbox, type Pending } from "../memory/Inbox.js"
+import { APOLOGY } from "./Turn.js"
+
+/** Restarts of a bridge's message stream after a defect: quick at first, then every 30 s at most. */
+const intakeRestarts = Schedule.min([Schedule.exponential("100 millis"), Schedule.spaced("30 seconds")]).pipe(
+  Schedule.jittered
+)
+
+/**
+ * Answers the bridge's messages one at a time, in order, until its stream
+ * ends and every message read is handled (a piped run ends this way, after
+ * the last reply; a compaction it started in the background is waited for
+ * by the agent layer's release). A defect in one turn is
+ * logged and answered; the loop goes on. Logs go to stderr, never to a
+ * host's stdout.
+ */
+export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.scoped(Effect.gen(function*() {
+  const agent = yield* Agent
+  const interact = yield* Interact
+  const inbox = yield* Inbox
+  if (inbox.recovered.length > 0) {
+    yield* Effect.logInfo(`answering ${inbox.recovered.length} message(s) left unanswered by the previous run`)
+  }
+  // Journaled messages waiting for the agent, in order; `undefined` once no
+  // more will come. The loop, finding none, closes the latch and waits for
+  // a `put` to open it (which resumes it at once, as a Queue's wake-up on the
+  // next tick of the scheduler would not).
+  const ready: Array<Pending | undefined> = [...inbox.recovered]
+  const arrived = Latch.makeUnsafe(false)
+  const put = (item: Pending | undefined) => {
+    ready.push(item)
+    arrived.openUnsafe()
+  }
+  const next: Effect.Effect<Pending | undefined> = Effect.suspend(() => {
+    if (ready.length > 0) return Effect.succeed(ready.shift())
+    arrived.closeUnsafe()
+    return Effect.andThen(arrived.await, next)
+  })
+  // Every message of the bridge's stream, journaled as it is read; the stream's end ends it.
+  const readAll: Effect.Effect<void, InteractError> = Stream.runForEach(
+    interact.messages,
+    (message) => Effect.map(inbox.accept(message), put)
+  )
+  yield* readAll.pipe(
+    Effect.catch((error) => Effect.logError(`the interact bridge stopped: ${error.message}`)),
+    // A defect while reading is a bug, not the end of input: read again, after a pause that grows.
+    Effect.catchDefect((defect) =>
+      Effect.logError("reading from the interact bridge failed on an internal error; reading again", defect).pipe(
+        Effect.andThen(Effect.fail(defect))
+      )
+    ),
+    Effect.retry(intakeRestarts),
+    Effect.ignore,
+    Effect.ensuring(Effect.sync(() => put(undefined))),
+    Effect.forkScoped
+  )
+  while (true) {
+    const pending = yield* next
+    if (pending === undefined) return
+    yield* agent.handle(pending, interact).pipe(
+      Effect.catchDefect((defect) =>
+        Effect.logError("the agent loop hit an internal error and goes on", defect).pipe(
+          Effect.andThen(interact.send({ channel: pending.channel, text: APOLOGY })),
+          Effect.andThen(inbox.delivered(pending)),
+          Effect.catchCause((cause) =>
+            Cause.hasInterruptsOnly(cause)
+              ? Effect.interrupt
+              : Effect.logError("could not deliver the apology either", cause)
+          )
+        )
+      )
+    )
+  }
+})).pipe(Logging.toStderr)
+
+/** Serving as a Layer: the loop runs for the Layer's lifetime. */
+export const layer: Layer.Layer<never, never, Agent | Interact | Inbox> = Layer.effectDiscard(Effect.forkScoped(run))

@@ -1,0 +1,226 @@
+/**
+ * One turn: the tool loop. Given what memory holds and the user's text, it
+ * discovers tools, asks the brain, runs every tool call of every round and
+ * returns the reply. It depends only on the Brain and Claws ports; reading
+ * memory, remembering and answering are the agent's (Agent.ts).
+ *
+ * Spans (`Turn.run`, `Brain.complete` per round, `Claws.call` per tool call)
+ * are made only when a tracer is installed, and without a stack trace: a
+ * turn must cost nothing extra otherwise (Tracing.ts, the issue 11
+ * profile). That is also why `run` is a plain function, not `Effect.fn`: in
+ * effect 3.22 `Effect.fn` builds an Error on every call, whatever its span
+ * options say.
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import {
+  Brain,
+  type BrainError,
+  type BrainService,
+  type Message,
+  type MessagesResponse,
+  responseText,
+  type TextBlock,
+  type ToolResultBlock,
+  type ToolUseBlock
+} from "../ports/Brain.js"
+import { Claws, type ClawsService, type ToolDefinition } from "../ports/Claws.js"
+import { describeJsonType, isJsonObject } from "../runtime/Json.js"
+import type { MemorySnapshot } from "../memory/Memory.js"
+import { conversation, systemPrompt, toolSpecsMemo, turnRequest } from "./Prompt.js"
+import * as Tracing from "../runtime/Tracing.js"
+import { isWellFormed, wellFormed, wellFormedJson } from "../runtime/WellFormed.js"
+
+/** The original's words, for any turn the brain could not complete. */
+export const APOLOGY = "I'm temporarily unavailable. Please try again shortly."
+
+/** A turn's reply, and whether the exchange belongs in history (failed turns store nothing). */
+export interface TurnOutcome {
+  readonly reply: string
+  readonly stored: boolean
+}
+
+/** The slice of AgentConfig a turn reads. */
+export interface TurnConfig {
+  readonly model: string
+  readonly maxTokens: number
+  readonly maxToolRounds: number
+  /** Prompt-caching breakpoints (PLANCKCLAW_PROMPT_CACHE); off when absent. */
+  readonly promptCache?: boolean
+}
+
+export interface TurnInput {
+  readonly snapshot: MemorySnapshot
+  /** The user's message, already sanitized. */
+  readonly text: string
+  readonly config: TurnConfig
+}
+
+/** The answer for a turn that could not be completed; not stored. */
+export const failed: TurnOutcome = { reply: APOLOGY, stored: false }
+
+const toolUsesOf = (response: MessagesResponse): Array<ToolUseBlock> =>
+  response.content.filter((block): block is ToolUseBlock => block.type === "tool_use" && "id" in block)
+
+/** What the assistant said, as it must be echoed back in the next round. */
+const assistantTurn = (response: MessagesResponse): Message => ({
+  role: "assistant",
+  content: response.content.flatMap((block): Array<TextBlock | ToolUseBlock> =>
+    block.type === "tool_use" && "id" in block
+      ? [block as ToolUseBlock]
+      : block.type === "text" && "text" in block
+      ? [{ type: "text" as const, text: block.text }]
+      : []
+  )
+})
+
+const finalReply = (response: MessagesResponse): TurnOutcome => {
+  const text = responseText(response).trim()
+  const cut = response.stop_reason === "max_tokens"
+  if (text.length === 0) {
+    return {
+      stored: false,
+      reply: cut
+        ? "My answer was cut off before I could write anything (the model hit its token limit)."
+        : "I have no answer to that (the model returned an empty reply). Please try rephrasing."
+    }
+  }
+  return { stored: true, reply: cut ? `${text}\n\n[answer cut short: the model hit its token limit]` : text }
+}
+
+/**
+ * The response with every string of its text and tool-use blocks well-formed
+ * (WellFormed): the only blocks a turn echoes or replies with. Itself when
+ * they were, found by a check of each text (no walk of a text block's keys).
+ */
+const wellFormedResponse = (response: MessagesResponse): MessagesResponse => {
+  for (const block of response.content) {
+    const whole = block.type === "text" && "text" in block ? isWellFormed(block.text) : block.type !== "tool_use" || wellFormedJson(block) === block
+    if (!whole) return { ...response, content: wellFormedJson(response.content) }
+  }
+  return response
+}
+
+const errorResult = (call: ToolUseBlock, content: string): ToolResultBlock => ({
+  type: "tool_result",
+  tool_use_id: call.id,
+  content,
+  is_error: true
+})
+
+/** One tool call; every failure becomes an error result the model reads. */
+const runTool = (claws: ClawsService, call: ToolUseBlock, recording: boolean): Effect.Effect<ToolResultBlock> =>
+  Tracing.span(
+    !isJsonObject(call.input)
+      ? Effect.succeed(errorResult(call, `Tool input must be a JSON object, got ${describeJsonType(call.input)}`))
+      : Effect.matchEffect(claws.call(call.name, call.input), {
+        onFailure: (error) => Effect.succeed(errorResult(call, `Tool ${call.name} could not run: ${error.message}`)),
+        onSuccess: (result) =>
+          Effect.succeed<ToolResultBlock>({
+            type: "tool_result",
+            tool_use_id: call.id,
+            // A claw bridge's result may spell a lone surrogate in JSON; the next request must not carry it.
+            content: wellFormed(result.content),
+            ...(result.isError ? { is_error: true } : {})
+          })
+      }),
+    recording,
+    "Claws.call",
+    { tool: call.name }
+  )
+
+const MISCONFIGURED = "I can't think right now: my brain is misconfigured ("
+
+/** What the user is told when the settings keep the brain from answering (a refused key, an unknown model). */
+export const misconfiguredReply = (problem: string): string => `${MISCONFIGURED}${problem}). The log says what to fix.`
+
+const MEMORY_UNUSABLE = "I can't answer: a file of my memory is unusable ("
+
+/**
+ * What the user is told when memory keeps every turn from being answered
+ * until someone fixes a file (a soul over its limit): not the apology, as
+ * waiting would not help. `problem` names the file, never its path.
+ */
+export const memoryUnusableReply = (problem: string): string =>
+  `${MEMORY_UNUSABLE}${problem}). The log names the file to fix.`
+
+/** A reply that says the brain could not answer (an outage, a setting or file to fix): asking again may get an answer. */
+export const isFailureReply = (reply: string): boolean =>
+  reply === APOLOGY || reply.startsWith(MISCONFIGURED) || reply.startsWith(MEMORY_UNUSABLE)
+
+/**
+ * A brain that gave up: the apology for what may pass (a timeout, an
+ * outage), the misconfigured reply when a setting must change; the log
+ * names that setting, never its value.
+ */
+const unavailable = (error: BrainError) =>
+  error.misconfigured === undefined
+    // "timeout" is the wire's word for any failure that may pass (429, 5xx, no answer): the detail says which.
+    ? Effect.logWarning(`brain ${error.reason === "timeout" ? "gave up for now" : "failed"}: ${error.detail}`).pipe(Effect.as(failed))
+    : Effect.logError(
+      `brain is misconfigured (${error.misconfigured.problem}): fix ${error.misconfigured.setting}; ${error.detail}`
+    ).pipe(Effect.as<TurnOutcome>({ reply: misconfiguredReply(error.misconfigured.problem), stored: false }))
+
+/** What a turn runs on: the two ports, and the tool specs of the last catalogue (see Prompt.toolSpecsMemo). */
+export interface TurnPorts {
+  readonly brain: BrainService
+  readonly claws: ClawsService
+  readonly toolSpecs: ReturnType<typeof toolSpecsMemo>
+}
+
+const stoppedAfter = (rounds: number): TurnOutcome => ({
+  stored: false,
+  reply: `I stopped after ${rounds} rounds of tool calls without reaching an answer. ` +
+    "Please try again, perhaps with a narrower question."
+})
+
+/**
+ * Runs the tool loop to a reply. Never fails: a brain that gives up is
+ * answered with the apology. Defects (a bug in a tool or brain) are the
+ * caller's to catch. Composed step by step rather than with Effect.gen: the
+ * plain turn is one tool listing and one brain call, and every step and
+ * object saved counts on it (issue 11).
+ */
+export const runWith = (ports: TurnPorts, { config, snapshot, text }: TurnInput): Effect.Effect<TurnOutcome> =>
+  Effect.withFiber<TurnOutcome>((fiber) => {
+    const recording = Tracing.recording(fiber)
+    const cache = config.promptCache === true
+    const ask = (tools: ReadonlyArray<ToolDefinition>): Effect.Effect<TurnOutcome, BrainError> => {
+      const messages = conversation(snapshot.history, text, cache)
+      const system = systemPrompt(snapshot.soul, snapshot.summary)
+      const specs = ports.toolSpecs(tools, cache)
+      // Every round's request holds this same `messages` array, which grows by each round.
+      const request = () => turnRequest({ model: config.model, maxTokens: config.maxTokens, system, messages, tools, cache, specs })
+      const round = (n: number): Effect.Effect<TurnOutcome, BrainError> =>
+        Effect.flatMap(
+          Tracing.span(ports.brain.complete(request()), recording, "Brain.complete", { round: n }),
+          (answer) => {
+            // A lone surrogate in what the model said becomes U+FFFD: in the reply stored and in the next round's echo.
+            const response = wellFormedResponse(answer)
+            const calls = toolUsesOf(response)
+            if (response.stop_reason !== "tool_use" || calls.length === 0) return Effect.succeed(finalReply(response))
+            if (n >= config.maxToolRounds) return Effect.succeed(stoppedAfter(config.maxToolRounds))
+            // Every call of the round, in order, answered in one user message.
+            return Effect.flatMap(Effect.forEach(calls, (call) => runTool(ports.claws, call, recording)), (results) => {
+              messages.push(assistantTurn(response), { role: "user", content: results })
+              return round(n + 1)
+            })
+          }
+        )
+      return round(0)
+    }
+    const turn = Effect.catch(
+      Effect.matchEffect(ports.claws.list, {
+        onFailure: (error) =>
+          Effect.andThen(Effect.logWarning(`tool discovery failed, answering without tools: ${error.message}`), ask([])),
+        onSuccess: (catalog) => ask(catalog.tools)
+      }),
+      unavailable
+    )
+    return Tracing.span(turn, recording, "Turn.run")
+  })
+
+/** `runWith` on the Brain and Claws of the context. */
+export const run = (input: TurnInput): Effect.Effect<TurnOutcome, never, Brain | Claws> =>
+  Effect.flatMap(Effect.context<Brain | Claws>(), (context) =>
+    runWith({ brain: Context.get(context, Brain), claws: Context.get(context, Claws), toolSpecs: toolSpecsMemo() }, input))

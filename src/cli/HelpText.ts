@@ -1,0 +1,318 @@
+/**
+ * The help: `planckclaw --help`, `planckclaw CMD --help`, `planckclaw help
+ * [CMD|config]`. Written for people (every option described, usage lines
+ * that start with `planckclaw`, an example at the end) and plain text unless
+ * standard output is a terminal and NO_COLOR is unset. No imports beyond the
+ * key table: `bin/planckclaw` answers help and `--version` with this module
+ * alone, without loading the agent. test/cli/Help.test.ts holds every command
+ * and option of src/cli/Cli.ts to an entry here.
+ */
+import { keySections } from "./HelpConfig.js"
+
+export interface OptionHelp {
+  readonly name: string
+  readonly description: string
+}
+
+export interface CommandHelp {
+  readonly name: string
+  readonly summary: string
+  readonly usage: ReadonlyArray<string>
+  readonly description: string
+  readonly arguments?: ReadonlyArray<OptionHelp>
+  readonly options: ReadonlyArray<OptionHelp>
+  readonly examples: ReadonlyArray<string>
+}
+
+const debug: OptionHelp = { name: "--debug", description: "print brain payloads and HTTP statuses to stderr (same as PLANCKCLAW_DEBUG=1)" }
+const brain = (what: string): OptionHelp => ({
+  name: "--brain NAME",
+  description: `${what}; default PLANCKCLAW_BRAIN, else anthropic`
+})
+
+export const commands: ReadonlyArray<CommandHelp> = [
+  {
+    name: "run",
+    summary: "talk to the agent in the terminal, on Discord or through the pipes",
+    usage: [
+      "planckclaw run [--bridge cli|discord|none|PATH] [--brain anthropic|openai|none|PATH]",
+      "               [--claw scripts|none|PATH] [--debug]"
+    ],
+    description: "Runs one agent on the home's memory: answers messages from the chosen bridge one at a time until its " +
+      "input ends (Ctrl-D in the terminal; the end of a pipe). Piped input is one message per line, each answered on " +
+      "standard output; logs go to standard error.",
+    options: [
+      { name: "--bridge NAME", description: "who talks: cli (the terminal, default), discord (DISCORD_* settings), none (nothing serves the interact pipes) or the path of an executable bridge" },
+      brain("who thinks: anthropic, openai (any Chat Completions API), none (an outside process serves the brain pipes) or an executable"),
+      { name: "--claw NAME", description: "who acts: scripts (the claws in CLAWS_DIR, default), none (served from outside) or an executable" },
+      debug
+    ],
+    examples: ["planckclaw run", "printf 'hi\\nwhat time is it?\\n' | planckclaw run", "planckclaw run --bridge discord"]
+  },
+  {
+    name: "serve",
+    summary: "host many agents behind an HTTP API",
+    usage: [
+      "planckclaw serve [--http HOST:PORT] [--brain anthropic|openai] [--bridge none|discord] [--debug]",
+      "planckclaw serve --cluster [--http HOST:PORT] [--brain anthropic|openai] [--bridge none|discord] [--debug]"
+    ],
+    description: "Hosts every agent of PLANCKCLAW_AGENTS_DIR (agents/ in the home) in one process, each created on its " +
+      "first message, until stopped (Ctrl-C, SIGTERM, SIGHUP).",
+    options: [
+      { name: "--http HOST:PORT", description: "where the HTTP API listens (default 127.0.0.1:7878; [::1]:PORT for IPv6; port 0 picks a free one); a non-loopback host needs PLANCKCLAW_HTTP_TOKEN" },
+      brain("the brain, called in process: anthropic or openai"),
+      { name: "--bridge NAME", description: "none (the HTTP API only, default) or discord: answer Discord too, each message routed to an agent by DISCORD_AGENT_PER (with --cluster: one such runner holds the gateway, the others wait to take over)" },
+      { name: "--cluster", description: "join a cluster of runners over PostgreSQL (PLANCKCLAW_DATABASE_URL, PLANCKCLAW_RUNNER_ADDRESS): any runner answers for any agent, memory in the database" },
+      debug
+    ],
+    examples: [
+      "planckclaw serve --http 127.0.0.1:7878",
+      "curl -s -X POST http://127.0.0.1:7878/v1/agents/alice/messages -H 'content-type: application/json' -d '{\"text\": \"hi\"}'"
+    ]
+  },
+  {
+    name: "compact",
+    summary: "fold old history into summary.md now",
+    usage: ["planckclaw compact [--agent ID] [--debug]"],
+    description: "Summarises everything older than the last HISTORY_KEEP lines of history into summary.md, asking the " +
+      "brain PLANCKCLAW_BRAIN names (an executable bridge is started for the command, on pipes of its own). Safe while " +
+      "a run or serve is active on the same memory.",
+    options: [
+      { name: "--agent ID", description: "compact agent ID of PLANCKCLAW_AGENTS_DIR (as serve hosts it) instead of PLANCKCLAW_DIR" },
+      debug
+    ],
+    examples: ["planckclaw compact", "planckclaw compact --agent alice"]
+  },
+  {
+    name: "tools",
+    summary: "list the tools the claws declare",
+    usage: ["planckclaw tools"],
+    description: "Lists the tools declared by the claws in CLAWS_DIR (claws/ in the home), then every claw file or " +
+      "#TOOLS: line that was skipped, with the file, line and reason.",
+    options: [],
+    examples: ["planckclaw tools"]
+  },
+  {
+    name: "usage",
+    summary: "tokens and estimated cost per day and model",
+    usage: ["planckclaw usage [--since YYYY-MM-DD] [--json]"],
+    description: "Sums the usage ledger (usage.jsonl in the memory directory) per day (UTC) and model, with a cost " +
+      "estimated from list prices (PLANCKCLAW_PRICES adds your own). Reads only: safe while a run is active.",
+    options: [
+      { name: "--since YYYY-MM-DD", description: "only days from this one on" },
+      { name: "--json", description: "print the report as JSON" }
+    ],
+    examples: ["planckclaw usage --since 2025-06-01"]
+  },
+  {
+    name: "bridge",
+    summary: "serve one built-in bridge on a running agent's pipes",
+    usage: ["planckclaw bridge cli|discord|anthropic|openai|scripts"],
+    description: "Serves one built-in bridge, as a process of its own, on the pipes of the agent running in " +
+      "PLANCKCLAW_RUN_DIR (the original four-process layout). Refuses when no run owns them; ends when that run ends.",
+    arguments: [{ name: "NAME", description: "cli or discord (interact), anthropic or openai (brain), scripts (claws)" }],
+    options: [],
+    examples: ["planckclaw run --bridge none --brain none --claw none & planckclaw bridge anthropic"]
+  },
+  {
+    name: "init",
+    summary: "make a home: config.env, memory/soul.md, the shipped claws",
+    usage: ["planckclaw init [DIR]"],
+    description: "Creates the files of a home from the package's templates, only those missing: an existing file is " +
+      "never overwritten. Says what it created and how to start.",
+    arguments: [{ name: "DIR", description: "where to make it; default PLANCKCLAW_HOME, else the current directory if it is a home, else ~/.planckclaw" }],
+    options: [],
+    examples: ["planckclaw init", "planckclaw init ~/agents/work && cd ~/agents/work && planckclaw run"]
+  },
+  {
+    name: "doctor",
+    summary: "check the setup, one line per check, and say what to fix",
+    usage: ["planckclaw doctor [--brain NAME]"],
+    description: "Checks the configuration, the brain (one authenticated GET of the model, never a paid turn), the " +
+      "claws, the memory and runtime directories, another run holding the memory, and Discord when " +
+      "DISCORD_BOT_TOKEN is set. Each check is a line with ✔ or ✘ and what to do; exit 0 when all pass, 1 otherwise.",
+    options: [brain("the brain to check, as run --brain names it: anthropic or openai")],
+    examples: ["planckclaw doctor", "planckclaw doctor --brain openai"]
+  },
+  {
+    name: "memory",
+    summary: "move an agent's memory between files and PostgreSQL",
+    usage: ["planckclaw memory export --agent ID DIR", "planckclaw memory import --agent ID DIR [--replace]"],
+    description: "export writes the agent's history.jsonl, summary.md (and soul.md, usage.jsonl when it has them) " +
+      "from the database of PLANCKCLAW_DATABASE_URL into DIR, which must hold no memory files; import loads them " +
+      "into the database in one transaction, refusing an agent that already has memory unless --replace.",
+    arguments: [{ name: "DIR", description: "the directory of the agent's memory files" }],
+    options: [
+      { name: "--agent ID", description: "the agent's id, as planckclaw serve names it" },
+      { name: "--replace", description: "import: overwrite the memory the agent already has in the database" }
+    ],
+    examples: ["planckclaw memory export --agent discord-c123 ./backup", "planckclaw memory import --agent alice ./agents/alice"]
+  },
+  {
+    name: "help",
+    summary: "this help, a command's, or every configuration key",
+    usage: ["planckclaw help [COMMAND|config]"],
+    description: "Prints the help of a command (as `planckclaw COMMAND --help` does), or with `config` every setting " +
+      "config.env may hold, with its default and range.",
+    arguments: [{ name: "TOPIC", description: "a command name, or config" }],
+    options: [],
+    examples: ["planckclaw help config"]
+  }
+]
+
+const globalOptions: ReadonlyArray<OptionHelp> = [
+  { name: "-h, --help", description: "show help (also after a command: planckclaw run --help)" },
+  { name: "-v, --version", description: "print the version" },
+  { name: "--log-level LEVEL", description: "least severe log lines shown on stderr, before or after the command: all, trace, debug, info (default), warning, error, fatal, none" },
+  { name: "--completions SHELL", description: "print a completion script for sh, bash, fish or zsh; e.g. source <(planckclaw --completions bash)" }
+]
+
+/** Colour only for a terminal, and never under NO_COLOR (https://no-color.org) or TERM=dumb. */
+export const colorAllowed = (
+  stream: { readonly isTTY?: boolean },
+  environment: Record<string, string | undefined> = process.env
+): boolean => stream.isTTY === true && (environment["NO_COLOR"] ?? "") === "" && environment["TERM"] !== "dumb"
+
+const heading = (text: string, color: boolean) => (color ? `\u001b[1m${text}\u001b[0m` : text)
+
+/** Wraps `first` + `text` to `width` columns, every line after the first indented by `indent`. */
+const wrap = (text: string, width: number, indent: string, first = ""): string => {
+  const lines: Array<string> = []
+  let line = first
+  for (const word of text.split(/\s+/)) {
+    if (line.trim() !== "" && line.length + 1 + word.length > width) {
+      lines.push(line)
+      line = indent + word
+    } else line = line.trim() === "" ? line + word : `${line} ${word}`
+  }
+  lines.push(line)
+  return lines.join("\n")
+}
+
+const list = (items: ReadonlyArray<OptionHelp>): Array<string> => {
+  const width = Math.min(24, Math.max(...items.map((item) => item.name.length)) + 2)
+  return items.map((item) => {
+    const name = `  ${item.name}`.padEnd(width + 2)
+    const pad = " ".repeat(width + 2)
+    return name.length > width + 2
+      ? `${name}\n${wrap(item.description, 78, pad, pad)}`
+      : wrap(item.description, 78, pad, name)
+  })
+}
+
+const section = (title: string, body: ReadonlyArray<string>, color: boolean) => [heading(title, color), ...body, ""]
+
+export const commandHelp = (command: CommandHelp, color: boolean): string =>
+  [
+    ...section("Usage", command.usage.map((line) => `  ${line}`), color),
+    wrap(command.description, 78, ""),
+    "",
+    ...(command.arguments !== undefined ? section("Arguments", list(command.arguments), color) : []),
+    ...(command.options.length > 0 ? section("Options", list(command.options), color) : []),
+    ...section("Example", command.examples.map((line) => `  $ ${line}`), color)
+  ].join("\n")
+
+export const overview = (color: boolean): string =>
+  [
+    "planckclaw: a personal AI agent in your terminal, on Discord or behind HTTP.",
+    "Claude or any Chat Completions model thinks, shell-script claws act, and",
+    "its memory compacts itself.",
+    "",
+    ...section("Usage", ["  planckclaw COMMAND [OPTIONS]", "  planckclaw COMMAND --help", "  planckclaw help config"], color),
+    ...section("Commands", list(commands.map((command) => ({ name: command.name, description: command.summary }))), color),
+    ...section("Options", list(globalOptions), color),
+    wrap(
+      "Settings come from config.env in the home (PLANCKCLAW_HOME; else the current directory if it is a home: " +
+        "its config.env beside memory/, claws/ or agents/; else ~/.planckclaw), then the environment, then flags. " +
+        "`planckclaw help config` lists them.",
+      78,
+      ""
+    ),
+    "",
+    ...section("Example", ["  $ planckclaw init && planckclaw run"], color)
+  ].join("\n")
+
+export const configHelp = (color: boolean): string =>
+  [
+    wrap(
+      "config.env is read from the home, as shell assignments: export KEY=\"value\" (export optional, single or " +
+        "double quotes, # comments, $VAR and ${VAR} from the environment and earlier lines; $(...) is refused, never " +
+        "run). Then the environment, then flags override it. Empty values count as unset. Relative paths in config.env " +
+        "are relative to the home. Every value is checked at start-up.",
+      78,
+      ""
+    ),
+    "",
+    ...keySections.flatMap((keys) =>
+      section(keys.title, keys.keys.flatMap((key) => [
+        `  ${key.key}`,
+        wrap(key.meaning, 78, "      ", "      "),
+        wrap(`default: ${key.default}; accepts: ${key.range}`, 78, "        ", "      ")
+      ]), color)
+    ),
+    ...section("Example", ["  $ planckclaw help config | grep -A1 HISTORY_"], color)
+  ].join("\n")
+
+/** Edit distance (Levenshtein). */
+export const distance = (a: string, b: string): number => {
+  let row = Array.from({ length: b.length + 1 }, (_, index) => index)
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i]
+    for (let j = 1; j <= b.length; j++) next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)))
+    row = next
+  }
+  return row[b.length]!
+}
+
+/** ` (did you mean X?)` for the nearest of `candidates` within two edits of `input`, else nothing. */
+export const didYouMean = (input: string, candidates: ReadonlyArray<string>): string => {
+  const near = candidates.filter((candidate) => distance(input, candidate) <= 2)
+    .sort((a, b) => distance(input, a) - distance(input, b))
+  return near.length === 0 ? "" : ` (did you mean ${near[0]}?)`
+}
+
+export type Answer =
+  | { readonly _tag: "Print"; readonly text: string; readonly code: number; readonly toStderr?: boolean }
+  | { readonly _tag: "NotHelp" }
+
+const print = (text: string, code = 0, toStderr = false): Answer => ({ _tag: "Print", text, code, toStderr })
+
+/**
+ * What the arguments (after `planckclaw`) ask of the help, if anything.
+ * A command this module does not know is left to the command line.
+ */
+export const answer = (
+  args: ReadonlyArray<string>,
+  options: {
+    readonly version: string
+    readonly color: boolean
+    /** Every command the command line has, when known: any other word is refused rather than left to it. */
+    readonly known?: ReadonlyArray<string>
+  }
+): Answer => {
+  const { color } = options
+  const named = (name: string | undefined) => commands.find((command) => command.name === name)
+  if (args.length === 1 && (args[0] === "--version" || args[0] === "-v")) return print(options.version)
+  if (args.length === 0) return print(overview(color))
+  if (args[0] === "help") {
+    const topic = args[1]
+    if (topic === undefined) return print(overview(color))
+    if (topic === "--help" || topic === "-h") return print(commandHelp(named("help")!, color))
+    if (topic === "config") return print(configHelp(color))
+    const command = named(topic)
+    if (command !== undefined) return print(commandHelp(command, color))
+    const topics = [...commands.map((command) => command.name), "config"]
+    return print(`planckclaw: no help on '${topic}'${didYouMean(topic, topics)}: try ${topics.join(", ")}`, 2, true)
+  }
+  const asked = args.findIndex((arg) => arg === "--help" || arg === "-h")
+  if (asked === -1) return { _tag: "NotHelp" }
+  // The command is the first word before --help that is not an option (nor --log-level's value).
+  const before = args.slice(0, asked)
+  const first = before.find((arg, index) => !arg.startsWith("-") && before[index - 1] !== "--log-level")
+  if (first === undefined) return print(overview(color))
+  const command = named(first)
+  if (command !== undefined) return print(commandHelp(command, color))
+  return options.known !== undefined && !options.known.includes(first)
+    ? print(`planckclaw: unknown command '${first}'${didYouMean(first, options.known)}: see planckclaw --help`, 2, true)
+    : { _tag: "NotHelp" }
+}

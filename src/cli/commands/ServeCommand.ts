@@ -1,0 +1,129 @@
+/**
+ * `planckclaw serve`: every agent under PLANCKCLAW_AGENTS_DIR in one
+ * process, behind the HTTP API. The brain is called and the claws run in
+ * process (no FIFOs): the built-in brain adapter `--brain` or
+ * PLANCKCLAW_BRAIN names, and the scripts of CLAWS_DIR. Runs until stopped
+ * (SIGINT, SIGTERM, SIGHUP).
+ */
+import * as path from "node:path"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Layer from "effect/Layer"
+import * as Bridges from "../../pipes/Bridges.js"
+import * as ScriptClaws from "../../claws/ScriptClaws.js"
+import { debugOption } from "../CliFlags.js"
+import { MemoryConfig } from "../../memory/MemoryFiles.js"
+import * as PromptFiles from "../../memory/PromptFiles.js"
+import { runFlags, withSettings } from "../CliSettings.js"
+import * as EarlyTierUp from "../../runtime/process/EarlyTierUp.js"
+import * as Pretenuring from "../../runtime/process/Pretenuring.js"
+import * as AgentHost from "../../hosts/serve/AgentHost.js"
+import * as HttpApi from "../../hosts/serve/HttpApi.js"
+import { HostError } from "../../hosts/serve/HostError.js"
+import type { ClusterStartError } from "../../hosts/cluster/ClusterServe.js"
+import type * as DiscordRoutes from "../../hosts/serve/DiscordRoutes.js"
+import type { Brain } from "../../ports/Brain.js"
+import type { Claws } from "../../ports/Claws.js"
+
+/** A `--http` value that is no HOST:PORT. */
+export class ListenFlagError extends Data.TaggedError("ListenFlagError")<{ readonly message: string }> {}
+
+const httpOption = Flag.String("http").pipe(
+  Flag.withDefault(`${HttpApi.DEFAULT_LISTEN.host}:${HttpApi.DEFAULT_LISTEN.port}`),
+  Flag.withDescription(
+    "where the HTTP API listens, HOST:PORT ([::1]:PORT for IPv6; port 0 picks a free one); a non-loopback host " +
+      "needs PLANCKCLAW_HTTP_TOKEN"
+  )
+)
+
+const brainOption = Flag.String("brain").pipe(
+  Flag.optional,
+  Flag.withDescription(
+    "the brain, called in process: anthropic or openai (any Chat Completions API); default PLANCKCLAW_BRAIN, else anthropic"
+  )
+)
+
+/** The built-in brain the settings choose; `none` or an executable cannot serve in process. */
+const inProcessBrain = Effect.gen(function*() {
+  const brain = yield* Effect.flatMap(Bridges.BrainChoiceConfig, (name) => Bridges.choose("brain", name, Bridges.brainNames))
+  if (brain._tag !== "Builtin") {
+    return yield* new Bridges.BridgeChoiceError({
+      reason: "unknown",
+      message: "planckclaw serve calls a built-in brain in process: use --brain anthropic or --brain openai"
+    })
+  }
+  return Bridges.brainAdapters[brain.name]
+})
+
+const bridgeOption = Flag.Literals("bridge", ["none", "discord"]).pipe(
+  Flag.withDefault("none" as const),
+  Flag.withDescription(
+    "discord: also answer Discord, one agent per channel, user or server (DISCORD_AGENT_PER); with --cluster, " +
+      "one runner started with it holds the gateway at a time and the others wait to take over"
+  )
+)
+
+const clusterOption = Flag.Boolean("cluster").pipe(
+  Flag.withoutNegation,
+  Flag.withDefault(false),
+  Flag.withDescription(
+    "join a cluster of runners over PostgreSQL (PLANCKCLAW_DATABASE_URL, PLANCKCLAW_RUNNER_ADDRESS): any runner answers for any agent"
+  )
+)
+
+export const serve = Command.make("serve", {
+  http: httpOption,
+  brain: brainOption,
+  bridge: bridgeOption,
+  cluster: clusterOption,
+  debug: debugOption
+}, (options) =>
+  Effect.gen(function*() {
+    const listen = yield* Result.match(HttpApi.parseListen(options.http), {
+      onFailure: (message) => Effect.fail(new ListenFlagError({ message })),
+      onSuccess: Effect.succeed
+    })
+    const brain = yield* inProcessBrain
+    // Every agent this process serves runs turns like a run's (see Pretenuring, EarlyTierUp).
+    yield* Effect.flatten(Pretenuring.readChoice())
+    const tierUpEarly = yield* EarlyTierUp.readChoice()
+    // Before the host starts (and answers what a previous run left): HttpApi.layer is built after it.
+    yield* HttpApi.guard(listen)
+    // The host's default soul goes whole into every request of an agent without its own: refused now if over its limit.
+    yield* Effect.fromResult(PromptFiles.check(path.join(yield* MemoryConfig, "soul.md")))
+    // Brain and claws are built once and shared by every agent; the HTTP
+    // layer logs "HTTP API on HOST:PORT" once it listens.
+    if (options.cluster) {
+      const cluster = yield* Effect.promise(() => import("../../hosts/cluster/ClusterServe.js"))
+      const served: Effect.Effect<
+        never,
+        Layer.Error<ReturnType<typeof HttpApi.layer>> | HostError | ClusterStartError | Effect.Error<ReturnType<typeof DiscordRoutes.run>>,
+        Brain | Claws
+      > = cluster.serve(listen, { discord: options.bridge === "discord" })
+      return yield* tierUpEarly(served).pipe(Effect.provide(Layer.merge(brain, ScriptClaws.layer)))
+    }
+    // One host for both: Discord's agents are the HTTP API's too. A fatal Discord refusal ends the service.
+    const http = Layer.launch(HttpApi.layer(listen))
+    // discord.js is heavy to load: only a Discord bridge pays for it. The messages owed a reply are kept
+    // beside the outbox, so a stop between a message and its reply's outbox line loses no reply.
+    const discord = Effect.gen(function*() {
+      const [routes, owedFile, host] = yield* Effect.all([
+        Effect.promise(() => import("../../hosts/serve/DiscordRoutes.js")),
+        Effect.promise(() => import("../../hosts/serve/DiscordOwedFile.js")),
+        AgentHost.AgentHost
+      ])
+      const owed = yield* Effect.mapError(owedFile.make(host.directory), (error) => new HostError({ reason: "unavailable", message: error.message }))
+      return yield* routes.run({ owed })
+    })
+    yield* tierUpEarly(options.bridge === "discord" ? Effect.raceFirst(http, discord) : http).pipe(
+      Effect.provide(AgentHost.layer.pipe(Layer.provide(Layer.merge(brain, ScriptClaws.layer))))
+    )
+  }).pipe(withSettings(runFlags(options), "serve"))).pipe(
+    Command.withDescription(
+      "Serve every agent of PLANCKCLAW_AGENTS_DIR over the HTTP API, in one process, until stopped; with --cluster, " +
+        "serve the agents of a PostgreSQL database as one runner of a cluster."
+    )
+  )

@@ -1,0 +1,251 @@
+/**
+ * The agent as an effect/cluster entity, one per agent id, living on
+ * whichever runner owns its shard. `Send` carries one message and returns
+ * the turn's outcome; it is `Persisted`: the cluster stores the message in
+ * PostgreSQL before it is processed, and a runner that dies leaves it to the
+ * runner that takes the shard over. Messages to one entity are handled one
+ * at a time, in order (concurrency 1). The entity is released after
+ * PLANCKCLAW_AGENT_IDLE without a message.
+ *
+ * Each message carries a `key`, chosen by the sender: `idem:<Idempotency-Key>`
+ * when the caller gave one, else a fresh random one. It is the message's
+ * primary key in the cluster's storage, so a retry with the same
+ * Idempotency-Key through any runner is the same message (answered once,
+ * its stored reply given again), and it is the exchange's key in memory and
+ * in the TurnJournal, so a redelivery after a crash neither runs the turn
+ * again nor stores the exchange twice.
+ */
+import * as crypto from "node:crypto"
+import * as ClusterSchema from "effect/cluster/ClusterSchema"
+import * as Entity from "effect/cluster/Entity"
+import * as Rpc from "effect/rpc/Rpc"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import * as Stream from "effect/Stream"
+import * as AgentLoop from "../../agent/Agent.js"
+import { Brain, type BrainService } from "../../ports/Brain.js"
+import { Claws } from "../../ports/Claws.js"
+import type { InteractService } from "../../ports/Interact.js"
+import * as Compactor from "../../agent/Compactor.js"
+import { Inbox, type Pending } from "../../memory/Inbox.js"
+import * as AgentHost from "../serve/AgentHost.js"
+import * as AgentId from "../serve/AgentId.js"
+import * as IdempotencyStore from "../serve/IdempotencyStore.js"
+import { AgentStore } from "./AgentStore.js"
+import { clusterInbox, TurnJournal } from "./TurnJournal.js"
+
+/**
+ * The agent could not be started (its settings, its memory) or could not run
+ * the message. `attempt` echoes the message's, as Outcome does.
+ */
+export class AgentUnavailable extends Schema.TaggedError<AgentUnavailable>()("AgentUnavailable", {
+  message: Schema.String,
+  attempt: Schema.optional(Schema.String)
+}) {}
+
+/** A compaction that could not run: another holds the memory (`busy`) or it failed. */
+export class CompactionRefused extends Schema.TaggedError<CompactionRefused>()("CompactionRefused", {
+  reason: Schema.Literals(["busy", "failed"]),
+  message: Schema.String
+}) {}
+
+/**
+ * A turn's reply. `attempt` echoes the message's: a sender that finds
+ * another attempt's failure stored under its key knows it was not this one's
+ * (see retryKey). `request` names the message it answered
+ * (IdempotencyStore.requestOf): a key sent again with another message is
+ * refused, not answered with this reply.
+ */
+export const Outcome = Schema.Struct({
+  reply: Schema.String,
+  stored: Schema.Boolean,
+  attempt: Schema.optional(Schema.String),
+  request: Schema.optional(Schema.String)
+})
+export type Outcome = typeof Outcome.Type
+
+export const Send = Rpc.make("Send", {
+  payload: {
+    text: Schema.String,
+    channel: Schema.String,
+    /** The message's identity: its primary key in the cluster and its exchange key in memory. */
+    key: Schema.String,
+    idempotencyKey: Schema.optional(Schema.String),
+    /** Who sent it this time (random); echoed in its Outcome or AgentUnavailable. */
+    attempt: Schema.optional(Schema.String)
+  },
+  success: Outcome,
+  error: AgentUnavailable,
+  primaryKey: (message) => message.key
+})
+  .annotate(ClusterSchema.Persisted, true)
+  // A caller that stops waiting (a timeout) does not cancel the turn: the message stays accepted.
+  .annotate(ClusterSchema.Uninterruptible, "client")
+
+export type SendPayload = typeof Send.payloadSchema.Type
+
+export const CompactResult = Schema.Struct({
+  compacted: Schema.Boolean,
+  summarised: Schema.Number,
+  kept: Schema.Number,
+  summaryBytes: Schema.Number
+})
+
+export const Compact = Rpc.make("Compact", { success: CompactResult, error: Schema.Union([AgentUnavailable, CompactionRefused]) })
+
+export const Agent = Entity.make("Agent", [Send, Compact])
+
+/** The key a message is sent under (see the module's comment). */
+export const messageKey = (idempotencyKey: string | undefined): string =>
+  idempotencyKey !== undefined ? `idem:${idempotencyKey}` : `msg:${crypto.randomUUID()}`
+
+/**
+ * The key of the `retry`th send of an Idempotency-Key whose earlier sends
+ * were answered with a failure: the cluster keeps every reply under its
+ * message's key, a failure too, so a retry that must get a turn goes under
+ * the next key (ClusterHost walks them). An Idempotency-Key has no spaces,
+ * so no key of another message can look like one of these.
+ */
+export const retryKey = (key: string, retry: number): string => retry === 0 ? key : `${key} retry ${retry}`
+
+/** The ids of the agents started on this runner. */
+export class RunningAgents extends Context.Service<RunningAgents, Set<string>>()("planckclaw/cluster/RunningAgents") {}
+
+const describe = (error: unknown) => error instanceof Error ? error.message : String(error)
+
+/** An agent started on this runner: what its entity's messages call. */
+interface StartedAgent {
+  readonly send: (message: SendPayload) => Effect.Effect<Outcome, AgentUnavailable>
+  readonly compact: Effect.Effect<typeof CompactResult.Type, AgentUnavailable | CompactionRefused>
+}
+
+/** One agent, built when its entity starts on this runner. */
+const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
+  Effect.gen(function*() {
+    const store = yield* AgentStore
+    const journal = yield* TurnJournal
+    const claws = yield* Claws
+    const parts = yield* store.open(id, brain)
+    // Whether each answered message's exchange goes to history: the agent tells the inbox.
+    const storedByMessage = new Map<number, boolean>()
+    const inbox = clusterInbox(id, journal, (pending, stored) => void storedByMessage.set(pending.id, stored))
+    const built = yield* Layer.build(
+      AgentLoop.layer.pipe(Layer.provide(Layer.succeedContext(
+        parts.memory.pipe(
+          Context.add(Inbox, inbox),
+          Context.add(Brain, parts.brain),
+          Context.add(Claws, claws)
+        )
+      )))
+    ).pipe(
+      Effect.provideService(ConfigProvider.ConfigProvider, parts.provider),
+      Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: ${describe(error)}` }))
+    )
+    const agent = Context.get(built, AgentLoop.Agent)
+    const compactor = Context.get(parts.memory, Compactor.Compactor)
+    let nextId = 1
+
+    const send = (message: SendPayload) =>
+      Effect.gen(function*() {
+        const decided = yield* journal.lookup(id, message.key).pipe(
+          Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: the database did not answer: ${error.message}` }))
+        )
+        const pending: Pending = {
+          id: nextId++,
+          key: message.key,
+          ...(message.idempotencyKey === undefined ? {} : { idempotencyKey: message.idempotencyKey }),
+          channel: message.channel,
+          text: message.text,
+          reply: Option.map(decided, (value) => ({ text: value.reply, stored: value.stored }))
+        }
+        let outcome: Outcome = { reply: "", stored: false }
+        const interact: InteractService = {
+          messages: Stream.empty,
+          send: (reply) =>
+            Effect.sync(() => {
+              const stored = storedByMessage.get(pending.id) ?? Option.match(decided, { onNone: () => false, onSome: (d) => d.stored })
+              outcome = { reply: reply.text, stored }
+            })
+        }
+        yield* agent.handle(pending, interact)
+        storedByMessage.delete(pending.id)
+        const answered = { ...outcome, request: IdempotencyStore.requestOf(message) }
+        return message.attempt === undefined ? answered : { ...answered, attempt: message.attempt }
+      })
+
+    const compact = compactor.compactNow.pipe(
+      Effect.flatMap((report) =>
+        Option.isSome(report)
+          ? Effect.succeed({ compacted: true, summarised: report.value.summarised, kept: report.value.kept, summaryBytes: report.value.summaryBytes })
+          : Effect.map(store.status(id, true), (info) => ({ compacted: false, summarised: 0, kept: info.historyLines, summaryBytes: info.summaryBytes }))
+      ),
+      Effect.catchTags({
+        CompactionBusy: (busy) => Effect.fail(new CompactionRefused({ reason: "busy", message: `agent ${id} is being compacted by process ${busy.ownerPid}` })),
+        CompactionFailed: (failed) => Effect.fail(new CompactionRefused({ reason: "failed", message: `agent ${id}: ${failed.message}` })),
+        MemoryError: (failed) => Effect.fail(new CompactionRefused({ reason: "failed", message: `agent ${id}: ${failed.message}` })),
+        HostError: (failed) => Effect.fail(new AgentUnavailable({ message: failed.message }))
+      })
+    )
+    return { send, compact } satisfies StartedAgent
+  })
+
+/**
+ * The entity's behaviour on this runner. Brain calls in flight across all
+ * its agents are bounded by PLANCKCLAW_MAX_CONCURRENT_TURNS, as in
+ * `planckclaw serve`.
+ */
+export const layer = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* AgentHost.HostConfig
+  const brain = yield* Brain
+  const permits = yield* Semaphore.make(config.maxConcurrentTurns)
+  const limited: BrainService = { complete: (request) => permits.withPermits(1)(brain.complete(request)) }
+  const running = yield* RunningAgents
+  return Agent.toLayer(
+    Effect.gen(function*() {
+      const address = yield* Entity.CurrentAddress
+      const raw = address.entityId
+      running.add(raw)
+      yield* Effect.addFinalizer(() => Effect.sync(() => running.delete(raw)))
+      const scope = yield* Effect.scope
+      // Started by its first message, and by the next one after a start that failed: a database
+      // that did not answer for a moment must not refuse the agent until its idle release.
+      // Messages come one at a time (concurrency 1), so no two starts overlap.
+      let agent: StartedAgent | undefined
+      const started = Effect.suspend(() => {
+        if (agent !== undefined) return Effect.succeed(agent)
+        if (!AgentId.is(raw)) return Effect.fail(new AgentUnavailable({ message: `agent id ${JSON.stringify(raw)} is not allowed` }))
+        return Effect.gen(function*() {
+          // Its own scope, closed at once if the start fails, so a failed start holds nothing.
+          const own = yield* Scope.fork(scope, "sequential")
+          const made = yield* startAgent(raw, limited).pipe(
+            Scope.provide(own),
+            Effect.onExit((exit) => Exit.isFailure(exit) ? Scope.close(own, exit) : Effect.void),
+            Effect.mapError((error) => error instanceof AgentUnavailable ? error : new AgentUnavailable({ message: error.message })),
+            Effect.tapError((refused) => Effect.logError(refused.message))
+          )
+          agent = made
+          return made
+        })
+      })
+      /** A refusal names the attempt it answers (see AgentEntity.Outcome). */
+      const refusedFor = (attempt: string | undefined) => (error: AgentUnavailable) =>
+        attempt === undefined ? error : new AgentUnavailable({ message: error.message, attempt })
+      return Agent.of({
+        Send: (envelope) =>
+          Effect.flatMap(started, (ready) => ready.send(envelope.payload)).pipe(
+            Effect.mapError(refusedFor(envelope.payload.attempt))
+          ),
+        Compact: () => Effect.flatMap(started, (ready) => ready.compact)
+      })
+    }).pipe(Effect.annotateLogs("agent", "entity")),
+    { maxIdleTime: Duration.millis(Math.round(config.idleSeconds * 1000)), concurrency: 1 }
+  )
+})).pipe(Layer.provideMerge(Layer.sync(RunningAgents, () => new Set<string>())))

@@ -1,0 +1,128 @@
+/**
+ * Where an entity's agent keeps its memory: what the entity builds, per
+ * agent, when it starts (its Memory and Compactor, under the agent's
+ * settings), and where listing and status read. `postgres` keeps every
+ * agent in the database (SqlAgentMemory), so runners on different machines
+ * share them.
+ */
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import { Brain, type BrainService } from "../../ports/Brain.js"
+import * as SqlClient from "effect/sql/SqlClient"
+import * as Compactor from "../../agent/Compactor.js"
+import { CompactionLocks, type CompactionLocksService } from "../../memory/sql/SqlCompactionLocks.js"
+import * as SqlAgentMemory from "./SqlAgentMemory.js"
+import * as SqlUsageLedger from "../../usage/SqlUsageLedger.js"
+import * as Memory from "../../memory/Memory.js"
+import * as AgentId from "../serve/AgentId.js"
+import * as AgentStatus from "../serve/AgentStatus.js"
+import { HostError } from "../serve/HostError.js"
+
+export interface AgentParts {
+  readonly memory: Context.Context<Memory.Memory | Compactor.Compactor>
+  /** The brain the agent's turns call (the store may record usage through it). */
+  readonly brain: BrainService
+  /** The agent's settings (model, history sizes) over the host's. */
+  readonly provider: ConfigProvider.ConfigProvider
+}
+
+export interface AgentStoreService {
+  /** Where the agents are, for the log and the API (never a password). */
+  readonly where: string
+  readonly open: (id: AgentId.AgentId, brain: BrainService) => Effect.Effect<AgentParts, HostError, Scope.Scope>
+  readonly exists: (id: AgentId.AgentId) => Effect.Effect<boolean, HostError>
+  readonly status: (id: AgentId.AgentId, running: boolean) => Effect.Effect<AgentStatus.AgentInfo, HostError>
+  /** A page of the agents, each read as `status` reads one, in one query. */
+  readonly page: (page: AgentStatus.ListPage, isRunning: (id: string) => boolean) => Effect.Effect<AgentStatus.AgentList, HostError>
+}
+
+export class AgentStore extends Context.Service<AgentStore, AgentStoreService>()("planckclaw/cluster/AgentStore") {}
+
+const unavailable = (id: string, message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
+
+const databaseError = (what: string) => (error: { readonly message: string }) =>
+  new HostError({ reason: "unavailable", message: `${what}: the database did not answer: ${error.message}` })
+
+/** The agents in PostgreSQL (the tables of SqlMigrations.ts), as `memory import` leaves them. */
+export const postgres = (options: {
+  readonly where: string
+  readonly defaultSoulFile: string
+  readonly provider: ConfigProvider.ConfigProvider
+  readonly sql: SqlClient.SqlClient
+  /** The runner's one session for compaction locks, shared by all its agents (SqlCompactionLocks). */
+  readonly compactionLocks: CompactionLocksService
+}): AgentStoreService => {
+  const { sql } = options
+  return {
+    where: options.where,
+    open: (id, brain) =>
+      Layer.build(
+        Layer.effect(Compactor.Compactor, Compactor.make).pipe(
+          // Turns and compactions alike answer through the brain recording usage.
+          Layer.provideMerge(SqlUsageLedger.layer(id)),
+          Layer.provideMerge(SqlAgentMemory.memoryLayer(id, { fallbackSoulFile: options.defaultSoulFile })),
+          Layer.provide(Layer.mergeAll(
+            Layer.succeed(Brain, brain),
+            Layer.succeed(SqlClient.SqlClient, sql),
+            Layer.succeed(CompactionLocks, options.compactionLocks)
+          ))
+        )
+      ).pipe(
+        Effect.provideService(ConfigProvider.ConfigProvider, options.provider),
+        Effect.mapError((error) => unavailable(id, error._tag === "MemoryError" ? error.message : String(error))),
+        Effect.map((context) => ({
+          memory: context as Context.Context<Memory.Memory | Compactor.Compactor>,
+          provider: options.provider,
+          brain: Context.get(context, Brain)
+        }))
+      ),
+    exists: (id) =>
+      sql<{ readonly found: number }>`SELECT 1 AS found FROM planckclaw_agents WHERE agent_id = ${id}`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.mapError(databaseError(`agent ${id}`))
+      ),
+    status: (id, running) =>
+      sql<StatusRow>`SELECT
+          (SELECT count(*) FROM planckclaw_history WHERE agent_id = ${id}) AS lines,
+          (SELECT octet_length(summary) FROM planckclaw_agents WHERE agent_id = ${id}) AS summary_bytes,
+          (SELECT created FROM planckclaw_history WHERE agent_id = ${id} ORDER BY seq DESC LIMIT 1) AS last`.pipe(
+        Effect.map((rows) => statusOf(id, rows[0], running)),
+        Effect.mapError(databaseError(`agent ${id}`))
+      ),
+    // Ordered byte by byte (COLLATE "C"), as the file host sorts its ids: a page's `after` means the same in both.
+    page: ({ after, limit }, isRunning) =>
+      sql<StatusRow & { readonly agent_id: string }>`SELECT a.agent_id,
+          (SELECT count(*) FROM planckclaw_history h WHERE h.agent_id = a.agent_id) AS lines,
+          octet_length(a.summary) AS summary_bytes,
+          (SELECT h.created FROM planckclaw_history h WHERE h.agent_id = a.agent_id ORDER BY h.seq DESC LIMIT 1) AS last
+        FROM planckclaw_agents a
+        WHERE a.agent_id COLLATE "C" > ${after ?? ""}
+        ORDER BY a.agent_id COLLATE "C"
+        LIMIT ${limit + 1}`.pipe(
+        Effect.map((rows): AgentStatus.AgentList => ({
+          agents: rows.slice(0, limit).filter((row) => AgentId.is(row.agent_id)).map((row) =>
+            statusOf(row.agent_id, row, isRunning(row.agent_id))
+          ),
+          next: rows.length > limit ? rows[limit - 1]!.agent_id : null
+        })),
+        Effect.mapError(databaseError("listing the agents"))
+      )
+  }
+}
+
+interface StatusRow {
+  readonly lines: bigint
+  readonly summary_bytes: number | null
+  readonly last: Date | null
+}
+
+const statusOf = (id: string, row: StatusRow | undefined, running: boolean): AgentStatus.AgentInfo => ({
+  id,
+  historyLines: Number(row?.lines ?? 0),
+  summaryBytes: Number(row?.summary_bytes ?? 0),
+  lastMessageAt: row?.last ? new Date(row.last).toISOString() : null,
+  state: running ? "running" : "released"
+})

@@ -1,0 +1,175 @@
+/**
+ * The AgentHost of a cluster runner: the same service the HTTP API of
+ * `planckclaw serve` consumes, whose `send` and `compact` go to the agent's
+ * entity wherever it lives. A send waits at most
+ * PLANCKCLAW_CLUSTER_SEND_TIMEOUT (the entity's runner may be dead and its
+ * shard not moved yet); past it the caller gets `unavailable` (HTTP 503),
+ * and the message, already stored by the cluster, is still answered: a retry
+ * with the same Idempotency-Key returns that answer.
+ */
+import * as crypto from "node:crypto"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Layer from "effect/Layer"
+import * as Sharding from "effect/cluster/Sharding"
+import { SqlError } from "effect/sql/SqlError"
+import { describe } from "../../memory/sql/SqlResilience.js"
+import * as Turn from "../../agent/Turn.js"
+import * as AgentHost from "../serve/AgentHost.js"
+import type { HostError } from "../serve/HostError.js"
+import * as IdempotencyStore from "../serve/IdempotencyStore.js"
+import * as AgentEntity from "./AgentEntity.js"
+import { AgentStore } from "./AgentStore.js"
+
+/** What the database said, without the engine's wrapping (never the URL: SqlResilience.describe). */
+const databaseProblem = (error: { readonly cause?: unknown }): string =>
+  error.cause instanceof SqlError ? describe(error.cause) : "no answer"
+
+// The refusals are AgentHost's, so serve and the cluster answer bad input alike.
+const { parseId, refuse } = AgentHost
+
+/** How many times one Idempotency-Key answered with a failure is given a new turn (AgentEntity.retryKey). */
+export const MAX_RETRIES = 20
+
+export const make = (options: { readonly sendTimeoutSeconds: number }) =>
+  Effect.gen(function*() {
+    const config = yield* AgentHost.HostConfig
+    const store = yield* AgentStore
+    const running = yield* AgentEntity.RunningAgents
+    const client = yield* AgentEntity.Agent.client
+    const timeout = `${options.sendTimeoutSeconds} s (PLANCKCLAW_CLUSTER_SEND_TIMEOUT)`
+
+    /** The cluster's errors as the host's: the runner or the database is not there now. */
+    const clusterError = (id: string) => (error: { readonly _tag: string; readonly message?: string; readonly cause?: unknown }) => {
+      switch (error._tag) {
+        case "HostError":
+          // Ours already (a key sent again with another message): as it is.
+          return Effect.fail(error as HostError)
+        case "AgentUnavailable":
+          return refuse("unavailable", error.message ?? `agent ${id} is unavailable`, id)
+        case "CompactionRefused":
+          return refuse((error as AgentEntity.CompactionRefused).reason, error.message ?? "", id)
+        case "TimeoutError":
+          return refuse(
+            "unavailable",
+            `agent ${id} did not answer within ${timeout}: its runner may be failing over. The message is kept and ` +
+              "will be answered; send it again with the same Idempotency-Key to get that answer",
+            id
+          )
+        case "PersistenceError":
+          return refuse(
+            "unavailable",
+            `agent ${id}: the database is unavailable (${databaseProblem(error)}); the message may not be kept: ` +
+              "send it again with the same Idempotency-Key once the database is back (it is answered once)",
+            id
+          )
+        case "MailboxFull":
+          return refuse("unavailable", `agent ${id} has too many messages waiting; try again shortly`, id)
+        default:
+          return refuse("unavailable", `agent ${id}: the cluster could not take the message (${error._tag}${error.message ? `: ${error.message}` : ""})`, id)
+      }
+    }
+
+    /** The checked message as the entity's payload, under the key it is stored with. */
+    const prepare = (raw: string, message: AgentHost.SendOptions) =>
+      Effect.map(AgentHost.checkMessage(raw, message, config.maxMessageBytes), ({ channel, id, idempotencyKey: key }) => ({
+        id,
+        payload: {
+          text: message.text,
+          channel,
+          key: AgentEntity.messageKey(key),
+          ...(key === undefined ? {} : { idempotencyKey: key })
+        }
+      }))
+
+    /**
+     * Sends under the key's retries until one is not an earlier attempt's
+     * failure (see AgentEntity.retryKey): a failure is the answer only to the
+     * attempt that met it, as `serve` keeps no failure under a key, so the
+     * retry its reply asks for gets a turn. Past MAX_RETRIES the last failure
+     * is the answer.
+     */
+    const sendFrom = (id: string, payload: AgentEntity.SendPayload) =>
+      Effect.gen(function*() {
+        for (let retry = 0;; retry++) {
+          const result = yield* Effect.result(client(id).Send({ ...payload, key: AgentEntity.retryKey(payload.key, retry) }))
+          // Replies stored before `request` was kept cannot tell: they answer. A failure is no
+          // answer to keep (as in serve): another message after it goes on to the next retry key.
+          const request = Result.isSuccess(result) && !Turn.isFailureReply(result.success.reply) ? result.success.request : undefined
+          if (payload.idempotencyKey !== undefined && request !== undefined && request !== IdempotencyStore.requestOf(payload)) {
+            return yield* refuse("key-reused", IdempotencyStore.reusedKey(payload.idempotencyKey), id)
+          }
+          const answered = Result.match(result, {
+            onFailure: (error) => error._tag === "AgentUnavailable" ? error.attempt : payload.attempt,
+            onSuccess: (outcome) => Turn.isFailureReply(outcome.reply) ? outcome.attempt : payload.attempt
+          })
+          const earlierFailure = payload.idempotencyKey !== undefined && answered !== payload.attempt
+          if (!earlierFailure || retry === MAX_RETRIES) return yield* Effect.fromResult(result)
+        }
+      })
+
+    const send = (raw: string, message: AgentHost.SendOptions) =>
+      Effect.flatMap(prepare(raw, message), ({ id, payload }) =>
+        sendFrom(id, { ...payload, attempt: crypto.randomUUID() }).pipe(
+          Effect.map(({ reply, stored }) => ({ reply, stored })),
+          Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
+          Effect.catch(clusterError(id))
+        ))
+
+    /**
+     * Accepting is the cluster storing the message: sent with `discard`, it
+     * returns once PostgreSQL holds it, so a caller's next message is stored
+     * after it. The reply is awaited in the background by sending the same
+     * message again under its key, which the cluster answers with the first
+     * one's reply wherever the entity runs, so the caller meanwhile hands
+     * over messages for other agents (the Discord routes).
+     */
+    const accept = (raw: string, message: AgentHost.SendOptions) =>
+      Effect.gen(function*() {
+        const { id, payload } = yield* prepare(raw, message)
+        yield* client(id).Send(payload, { discard: true }).pipe(
+          Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
+          Effect.catch(clusterError(id))
+        )
+        const done = yield* Deferred.make<AgentHost.Reply>()
+        yield* client(id).Send(payload).pipe(
+          Effect.catch(clusterError(id)),
+          Effect.catch((refused) =>
+            Effect.as(Effect.logWarning(`agent ${id} could not answer a message: ${refused.message}`), {
+              reply: `Sorry, I could not answer that message: ${refused.message}`,
+              stored: false
+            })
+          ),
+          Effect.flatMap((reply) => Deferred.succeed(done, reply)),
+          Effect.forkScoped
+        )
+        return done
+      })
+
+    const existing = (raw: string) =>
+      Effect.flatMap(parseId(raw), (id) =>
+        Effect.flatMap(store.exists(id), (found) => found ? Effect.succeed(id) : refuse("not-found", `no agent ${id}`, id)))
+
+    const compact = (raw: string) =>
+      Effect.flatMap(existing(raw), (id) =>
+        client(id).Compact().pipe(
+          Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
+          Effect.catch(clusterError(id))
+        ))
+
+    return {
+      directory: store.where,
+      send,
+      accept,
+      list: (page) => store.page(page, (id) => running.has(id)),
+      get: (raw) => Effect.flatMap(existing(raw), (id) => store.status(id, running.has(id))),
+      compact
+    } satisfies AgentHost.AgentHostService
+  })
+
+export const layer = (options: { readonly sendTimeoutSeconds: number }): Layer.Layer<
+  AgentHost.AgentHost,
+  import("effect/Config").ConfigError,
+  AgentStore | AgentEntity.RunningAgents | Sharding.Sharding
+> => Layer.effect(AgentHost.AgentHost, make(options))

@@ -1,0 +1,120 @@
+/**
+ * The replies agents decided, by message, in PostgreSQL: what the inbox
+ * journal (.inbox.jsonl) is to one process, for the cluster. A reply is
+ * recorded when it is decided, before its exchange goes to memory; a message
+ * the cluster delivers again (its runner died before the reply reached the
+ * cluster's storage) finds its reply here, and the agent finishes it
+ * (stores the exchange unless memory holds it, answers) without a second
+ * turn. Rows of answered messages older than PLANCKCLAW_CLUSTER_RETENTION
+ * are pruned with the cluster's own (Pruning.ts).
+ *
+ * The cluster's own message storage is the inbox itself (accepted messages
+ * survive any runner), so `ClusterInbox` keeps nothing of its own on disk.
+ */
+import * as Migrator from "effect/sql/Migrator"
+import * as SqlClient from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import type { InboxService, Pending } from "../../memory/Inbox.js"
+import type { MemoryError } from "../../memory/MemoryDir.js"
+import { resilient } from "../../memory/sql/SqlResilience.js"
+
+export interface Decided {
+  readonly reply: string
+  readonly stored: boolean
+}
+
+export interface TurnJournalService {
+  /** Waits for a database that went away (SqlResilience), as memory does. */
+  readonly lookup: (agentId: string, key: string) => Effect.Effect<Option.Option<Decided>, MemoryError>
+  readonly record: (agentId: string, key: string, decided: Decided) => Effect.Effect<void, MemoryError>
+}
+
+export class TurnJournal extends Context.Service<TurnJournal, TurnJournalService>()("planckclaw/cluster/TurnJournal") {}
+
+const migrations = Migrator.fromRecord({
+  "1_turns": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`CREATE TABLE IF NOT EXISTS planckclaw_cluster_turns (
+      agent_id TEXT NOT NULL,
+      message_key TEXT NOT NULL,
+      reply TEXT NOT NULL,
+      stored BOOLEAN NOT NULL,
+      decided_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
+      PRIMARY KEY (agent_id, message_key)
+    )`.pipe(
+      Effect.andThen(sql`CREATE INDEX IF NOT EXISTS planckclaw_cluster_turns_decided ON planckclaw_cluster_turns (decided_at)`)
+    ))
+})
+
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // Runners starting together race to create the migrations table: the loser tries again.
+  yield* Migrator.make({})({ loader: migrations, table: "planckclaw_cluster_migrations" }).pipe(
+    Effect.retry({ times: 5, schedule: Schedule.spaced("200 millis"), while: (error) => error._tag === "SqlError" })
+  )
+  return {
+    lookup: (agentId, key) =>
+      sql<{ reply: string; stored: boolean }>`SELECT reply, stored FROM planckclaw_cluster_turns
+        WHERE agent_id = ${agentId} AND message_key = ${key}`.pipe(
+        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => ({ reply: row.reply, stored: row.stored }))),
+        resilient(`reading the decided reply of a message to agent ${agentId}`)
+      ),
+    record: (agentId, key, decided) =>
+      sql`INSERT INTO planckclaw_cluster_turns (agent_id, message_key, reply, stored)
+        VALUES (${agentId}, ${key}, ${decided.reply}, ${decided.stored})
+        ON CONFLICT (agent_id, message_key) DO NOTHING`.pipe(
+        Effect.asVoid,
+        resilient(`recording the decided reply of a message to agent ${agentId}`)
+      )
+  } satisfies TurnJournalService
+})
+
+export const layer: Layer.Layer<TurnJournal, SqlError | Migrator.MigrationError, SqlClient.SqlClient> = Layer.effect(TurnJournal, make)
+
+/**
+ * The Inbox the agent of an entity talks to: decided replies go to the
+ * journal (a failure to record one is logged; the turn still answers), and
+ * exchanges memory could not store wait here, in order, for the next turn.
+ */
+export const clusterInbox = (
+  agentId: string,
+  journal: TurnJournalService,
+  onAnswered: (pending: Pending, stored: boolean) => void
+): InboxService => {
+  let backlog: ReadonlyArray<Pending> = []
+  let nextId = 1
+  return {
+    recovered: [],
+    // Nothing held open: the journal is a table.
+    closeFiles: Effect.void,
+    accept: (message) =>
+      Effect.sync(() => ({
+        id: nextId++,
+        channel: message.channel,
+        text: message.text,
+        ...(message.idempotencyKey === undefined ? {} : { idempotencyKey: message.idempotencyKey }),
+        reply: Option.none()
+      })),
+    answered: (pending, reply, stored) =>
+      Effect.suspend(() => {
+        onAnswered(pending, stored)
+        if (pending.key === undefined) return Effect.void
+        return journal.record(agentId, pending.key, { reply, stored }).pipe(
+          Effect.catch((error) =>
+            Effect.logError(`agent ${agentId}: could not record a decided reply (${error.message}); a redelivery would run the turn again`)
+          )
+        )
+      }),
+    unstored: (pending, reply) =>
+      Effect.sync(() => {
+        backlog = [...backlog.filter((waiting) => waiting.id !== pending.id), { ...pending, reply: Option.some({ text: reply, stored: true }) }]
+      }),
+    stored: (pending) => Effect.sync(() => void (backlog = backlog.filter((waiting) => waiting.id !== pending.id))),
+    backlog: Effect.sync(() => backlog),
+    delivered: () => Effect.void
+  }
+}

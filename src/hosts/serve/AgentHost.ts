@@ -1,0 +1,320 @@
+/**
+ * Many agents in one process. An agent is a directory under
+ * PLANCKCLAW_AGENTS_DIR named by its id; it is started on its first message
+ * and released after PLANCKCLAW_AGENT_IDLE without one (an RcMap keyed by
+ * id). Agents run concurrently; brain calls in flight across all of them are
+ * bounded by PLANCKCLAW_MAX_CONCURRENT_TURNS. Brain and Claws are shared.
+ * From start-up on, agents that left messages unanswered are found in the
+ * background and started to answer them.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as Config from "effect/Config"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as RcMap from "effect/RcMap"
+import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import { AgentConfig } from "../../config/AgentConfig.js"
+import { Brain, type BrainService } from "../../ports/Brain.js"
+import { Claws } from "../../ports/Claws.js"
+import * as Logging from "../../runtime/Logging.js"
+import { errnoCode } from "../../runtime/Errors.js"
+import { ensureWritable, MemoryConfig } from "../../memory/Memory.js"
+import * as OwnerFile from "../../memory/OwnerFile.js"
+import * as AgentId from "./AgentId.js"
+import * as AgentInstance from "./AgentInstance.js"
+import * as AgentSettings from "./AgentSettings.js"
+import * as AgentStatus from "./AgentStatus.js"
+import { HostError } from "./HostError.js"
+import * as IdempotencyStore from "./IdempotencyStore.js"
+import * as OpenFiles from "./OpenFiles.js"
+import { integerIn, secondsIn } from "../../config/ConfigRange.js"
+
+export type { AgentInfo } from "./AgentStatus.js"
+export type { Reply } from "./AgentInstance.js"
+export { HostError } from "./HostError.js"
+
+export const HostConfig = Config.all({
+  agentsDir: Config.String("PLANCKCLAW_AGENTS_DIR").pipe(Config.withDefault("./agents"), Config.map((dir) => path.resolve(dir))),
+  /** Seconds without a message before an agent is released. */
+  idleSeconds: secondsIn("PLANCKCLAW_AGENT_IDLE", { min: 0.001, max: 7 * 24 * 3600 }, 600),
+  maxConcurrentTurns: integerIn("PLANCKCLAW_MAX_CONCURRENT_TURNS", { min: 1, max: 10_000 }, 16),
+  /** Started agents keeping their memory files open between messages (OpenFiles.ts), the most recently used. */
+  agentsHoldingFiles: integerIn("PLANCKCLAW_AGENTS_HOLDING_FILES", { min: 0, max: 100_000 }, 128),
+  idempotencyKeys: IdempotencyStore.IdempotencyConfig,
+  /** The host's limit; an agent's config.env may lower it for that agent (its reply then says so). */
+  maxMessageBytes: Config.map(AgentConfig, (config) => config.maxMessageBytes),
+  /** The host's memory directory: its soul.md is the soul of agents without one. */
+  defaultDir: MemoryConfig
+})
+export type HostConfig = Config.Success<typeof HostConfig>
+
+export interface SendOptions {
+  readonly text: string
+  /** Where the message came from (a Discord channel, "http"); default "http". */
+  readonly channel?: string | undefined
+  /** The same key for the same agent gives the same reply without a second turn, also after a restart. */
+  readonly idempotencyKey?: string | undefined
+}
+
+export interface CompactResult {
+  readonly compacted: boolean
+  readonly summarised: number
+  readonly kept: number
+  readonly summaryBytes: number
+}
+
+export interface AgentHostService {
+  readonly directory: string
+  /** Sends a message to agent `id` (started if released, created if new) and waits for its reply. */
+  readonly send: (id: string, message: SendOptions) => Effect.Effect<AgentInstance.Reply, HostError>
+  /**
+   * `send` in two steps: the message is journaled once this succeeds, and its
+   * reply completes the Deferred; the agent stays started while the scope is open.
+   */
+  readonly accept: (
+    id: string,
+    message: SendOptions
+  ) => Effect.Effect<Deferred.Deferred<AgentInstance.Reply>, HostError, Scope.Scope>
+  /** A page of the agents, in id order. */
+  readonly list: (page: AgentStatus.ListPage) => Effect.Effect<AgentStatus.AgentList, HostError>
+  readonly get: (id: string) => Effect.Effect<AgentStatus.AgentInfo, HostError>
+  /** Compacts agent `id` now, whatever the length of its history. */
+  readonly compact: (id: string) => Effect.Effect<CompactResult, HostError>
+}
+
+/** One instance of an agent, as the host tracks it until its scope has closed. */
+interface Life {
+  /** Completed once every finalizer of the instance has run (its compaction settled, its files closed). */
+  readonly closed: Deferred.Deferred<void>
+  /** Replaced after a defect: closes once its callers let go, which the next instance's replies allow. */
+  restarting: boolean
+  /** Waits until the instance answers nothing more and its background compaction has ended. */
+  quiet: Effect.Effect<void>
+}
+
+export class AgentHost extends Context.Service<AgentHost, AgentHostService>()("planckclaw/AgentHost") {}
+
+// Visible characters, spaces and tabs only: the journal keeps a key after a control character.
+const validChannel = (channel: string) => channel.length > 0 && channel.length <= 256 && !/[\u0000-\u001f\u007f]/.test(channel)
+
+/** A refusal of a host, naming the agent when there is one. */
+export const refuse = (reason: HostError["reason"], message: string, id?: string) =>
+  Effect.fail(new HostError({ reason, message, ...(id === undefined ? {} : { id }) }))
+
+/** An agent id from a request, or its refusal. */
+export const parseId = (raw: string): Effect.Effect<AgentId.AgentId, HostError> =>
+  Result.match(AgentId.parse(raw), {
+    onFailure: (refused) => refuse("bad-id", refused.message, raw),
+    onSuccess: Effect.succeed
+  })
+
+/** A message to send, checked as every host checks it (serve's and the cluster's): id, channel, key, size. */
+export const checkMessage = (raw: string, options: SendOptions, maxMessageBytes: number) =>
+  Effect.gen(function*() {
+    const id = yield* parseId(raw)
+    const channel = options.channel ?? "http"
+    if (!validChannel(channel)) return yield* refuse("bad-input", "channel must be 1 to 256 characters without control characters", id)
+    const idempotencyKey = options.idempotencyKey
+    if (idempotencyKey !== undefined && !IdempotencyStore.validKey(idempotencyKey)) {
+      return yield* refuse("bad-input", `Idempotency-Key must be ${IdempotencyStore.KEY_RULE}`, id)
+    }
+    const size = Buffer.byteLength(options.text, "utf8")
+    if (size > maxMessageBytes) {
+      return yield* refuse("too-large", `the message is ${size} bytes; the limit is ${maxMessageBytes} (PLANCKCLAW_MAX_MESSAGE_BYTES)`, id)
+    }
+    return { id, channel, idempotencyKey }
+  })
+
+/**
+ * A reply's wait, the caller going on once the agent's fiber lets go: Effect 4
+ * resumes a Deferred's waiter at once, inside the fiber that completes it,
+ * where Effect 3 resumed it later. The agent's steps after the reply that
+ * need no wait (the journal's `delivered`, closing its files when idle) are
+ * then done when the caller goes on, as they were.
+ */
+export const awaitReply = <A>(deferred: Deferred.Deferred<A>): Effect.Effect<A> =>
+  Effect.flatMap(Deferred.await(deferred), (reply) => Effect.as(Effect.yieldNow, reply))
+
+export const make = Effect.gen(function*() {
+  const config = yield* HostConfig
+  const hostProvider = yield* ConfigProvider.ConfigProvider
+  const brain = yield* Brain
+  const claws = yield* Claws
+  const permits = yield* Semaphore.make(config.maxConcurrentTurns)
+  const limited: BrainService = { complete: (request) => permits.withPermits(1)(brain.complete(request)) }
+  const made = Result.try(() => fs.mkdirSync(config.agentsDir, { recursive: true, mode: 0o700 }))
+  if (Result.isFailure(made) || !AgentStatus.isAgentDirectory(config.agentsDir)) {
+    return yield* refuse("unavailable", `PLANCKCLAW_AGENTS_DIR ${config.agentsDir} is not a directory this process can use`)
+  }
+  // Probed once for every agent (they share its filesystem) rather than at each agent's start;
+  // each memory file is still opened only if it is a regular file of this user, never through a link.
+  yield* ensureWritable(config.agentsDir).pipe(
+    Effect.catch((error) => refuse("unavailable", `PLANCKCLAW_AGENTS_DIR: ${error.message}`))
+  )
+  yield* AgentStatus.warnIfOthersCanWrite(`PLANCKCLAW_AGENTS_DIR ${config.agentsDir}`, config.agentsDir, "every agent's")
+  const agentConfig = yield* AgentConfig
+  // Its removal is registered before the agents, so it runs after they let go: their locks are links to it.
+  const ownerFile = yield* OwnerFile.onFirstUse(config.agentsDir)
+  const shared: AgentInstance.Shared = {
+    brain: limited,
+    claws,
+    provider: hostProvider,
+    settings: AgentSettings.withParsed(agentConfig, hostProvider),
+    defaultSoulFile: path.join(config.defaultDir, "soul.md"),
+    idempotencyKeys: config.idempotencyKeys,
+    openFiles: OpenFiles.make(config.agentsHoldingFiles),
+    ownerFile
+  }
+  const scope = yield* Effect.scope
+  const waiters = new Map<string, AgentInstance.Waiters>()
+  const running = new Set<string>()
+  // The newest instance of each agent, until its scope has closed.
+  const lives = new Map<string, Life>()
+  const directoryOf = (id: AgentId.AgentId) => path.join(config.agentsDir, id)
+
+  const start = (id: AgentId.AgentId) =>
+    Effect.gen(function*() {
+      // An instance released while its compaction runs closes only once that is done; a message meanwhile
+      // starts the next instance after it, never beside it (the two would share the agent's files). One
+      // restarting after a defect still has callers holding it: the next waits for its background work only.
+      const before = lives.get(id)
+      if (before !== undefined) yield* before.restarting ? before.quiet : Deferred.await(before.closed)
+      const life: Life = { closed: yield* Deferred.make<void>(), restarting: false, quiet: Effect.void }
+      lives.set(id, life)
+      // Registered before the instance is made: it runs after all of the instance's own finalizers.
+      yield* Effect.addFinalizer(() =>
+        Effect.andThen(
+          Effect.sync(() => lives.get(id) === life && lives.delete(id)),
+          Deferred.succeed(life.closed, undefined)
+        )
+      )
+      const directory = directoryOf(id)
+      // One mkdir(2) for a new agent; an existing one is checked to be a directory, not a link or a file.
+      const made = Result.try(() => fs.mkdirSync(directory, { mode: 0o700 }))
+      if (Result.isFailure(made) && !(errnoCode(made.failure) === "EEXIST" && AgentStatus.isAgentDirectory(directory))) {
+        return yield* refuse("unavailable", `${directory} is not a directory this process can use (a link, a file, or unwritable)`, id)
+      }
+      yield* AgentStatus.warnIfOthersCanWrite(`agent directory ${directory}`, directory, "this agent's")
+      let own = waiters.get(id)
+      if (own === undefined) waiters.set(id, own = AgentInstance.makeWaiters())
+      const kept = own
+      running.add(id)
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          running.delete(id)
+          if (kept.byMessage.size === 0 && waiters.get(id) === kept) waiters.delete(id)
+        })
+      )
+      const instance = yield* AgentInstance.make({ id, directory, shared, waiters: kept, restart: restart(id, life) })
+      life.quiet = instance.quiet
+      return instance
+    }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
+
+  const agents: RcMap.RcMap<AgentId.AgentId, AgentInstance.Instance, HostError> = yield* RcMap.make({
+    lookup: start,
+    idleTimeToLive: Duration.millis(Math.round(config.idleSeconds * 1000))
+  })
+
+  // RcMap keeps a failed start like a started agent until its idle time passes:
+  // forgotten at once, so the next message tries again (the other process
+  // holding the agent has stopped, its config.env was mended).
+  const started = (id: AgentId.AgentId) => RcMap.get(agents, id).pipe(Effect.tapError(() => RcMap.invalidate(agents, id)))
+
+  /** Holds agent `id` started until the messages it recovered are answered. */
+  const answerRecovered = (id: AgentId.AgentId) =>
+    Effect.scoped(
+      Effect.flatMap(started(id), (instance) => Effect.forEach(instance.recovered, Deferred.await, { discard: true }))
+    ).pipe(
+      Effect.catch((error) => Effect.logError(`agent ${id} could not answer what it left unanswered: ${error.message}`)),
+      Effect.forkIn(scope),
+      Effect.asVoid
+    )
+
+  // A defect escaped a message: a fresh instance reads the journal and answers what was queued.
+  function restart(id: AgentId.AgentId, life: Life): Effect.Effect<void> {
+    return Effect.sync(() => {
+      life.restarting = true
+    }).pipe(Effect.andThen(RcMap.invalidate(agents, id)), Effect.andThen(answerRecovered(id)))
+  }
+
+  const existing = (raw: string) =>
+    Effect.flatMap(parseId(raw), (id) =>
+      AgentStatus.isAgentDirectory(directoryOf(id)) ? Effect.succeed(id) : refuse("not-found", `no agent ${id}`, id))
+
+  /** Submits, retrying when it reached an instance stopping after a defect. */
+  const submit = (id: AgentId.AgentId, message: AgentInstance.Message) =>
+    Effect.gen(function*() {
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const instance = yield* started(id)
+        const submitted = yield* instance.submit(message)
+        if (Option.isSome(submitted)) return submitted.value
+      }
+      return yield* refuse("unavailable", `agent ${id} keeps restarting`, id)
+    })
+
+  const accept = (raw: string, options: SendOptions) =>
+    Effect.gen(function*() {
+      const { channel, id, idempotencyKey } = yield* checkMessage(raw, options, config.maxMessageBytes)
+      return yield* submit(id, { text: options.text, channel, idempotencyKey })
+    })
+
+  // The caller holds the agent started until its reply comes.
+  const send = (raw: string, options: SendOptions) => Effect.scoped(Effect.flatMap(accept(raw, options), awaitReply))
+
+  const status = (id: AgentId.AgentId) => AgentStatus.read(id, directoryOf(id), running.has(id))
+
+  const list = (page: AgentStatus.ListPage) =>
+    Effect.suspend(() => {
+      const names = Result.try(() => fs.readdirSync(config.agentsDir))
+      if (Result.isFailure(names)) return refuse("unavailable", `cannot list ${config.agentsDir}: ${String(names.failure)}`)
+      return AgentStatus.readPage(names.success.filter(AgentId.is).sort(), page, directoryOf, (id) => running.has(id))
+    })
+
+  const compact = (raw: string) =>
+    Effect.gen(function*() {
+      const id = yield* existing(raw)
+      const report = yield* Effect.scoped(Effect.flatMap(started(id), (instance) => instance.compactNow)).pipe(
+        Effect.catchTags({
+          CompactionBusy: (busy) => refuse("busy", `agent ${id} is being compacted by process ${busy.ownerPid}`, id),
+          CompactionFailed: (failed) => refuse("failed", `agent ${id}: ${failed.message}`, id),
+          MemoryError: (failed) => refuse("failed", `agent ${id}: ${failed.message}`, id)
+        })
+      )
+      return Option.match(report, {
+        onNone: (): CompactResult => ({ compacted: false, summarised: 0, kept: status(id).historyLines, summaryBytes: status(id).summaryBytes }),
+        onSome: (done): CompactResult => ({ compacted: true, summarised: done.summarised, kept: done.kept, summaryBytes: done.summaryBytes })
+      })
+    })
+
+  // Messages a previous run accepted and did not answer are answered now, not at the agent's next message.
+  // Found in the background, a step at a time, so the host is up at once however many agents there are;
+  // a message meanwhile to an agent not yet found starts it, and its start answers what it left first.
+  yield* Effect.tryPromise(() => fs.promises.readdir(config.agentsDir)).pipe(
+    Effect.catch((error) =>
+      Effect.as(Effect.logWarning(`cannot list ${config.agentsDir} for messages left unanswered: ${String(error.cause)}`), [] as Array<string>)
+    ),
+    Effect.flatMap((names) => AgentStatus.forEachUnanswered(names.filter(AgentId.is), directoryOf, answerRecovered)),
+    Effect.tap((found) => found > 0 ? Effect.logInfo(`${found} agent(s) had left messages unanswered; answering them`) : Effect.void),
+    Effect.forkIn(scope)
+  )
+
+  return {
+    directory: config.agentsDir,
+    send,
+    accept,
+    list,
+    get: (raw) => Effect.map(existing(raw), status),
+    compact
+  } satisfies AgentHostService
+})
+
+/** The host; Brain and Claws are provided once and shared by every agent. */
+export const layer: Layer.Layer<AgentHost, Config.ConfigError | HostError, Brain | Claws> = Layer.effect(AgentHost, Logging.toStderr(make))

@@ -1,0 +1,298 @@
+/**
+ * One running agent in the host: its memory, inbox, compactor and agent,
+ * made directly (no layers) under the agent's own settings, and a mailbox
+ * answering its messages one at a time, in arrival order, by a fiber that
+ * runs only while messages wait. Everything lives in the scope the host's
+ * RcMap gives it: closing it releases the fiber, the caches and the file
+ * handles (already closed whenever the mailbox is empty).
+ *
+ * A caller waits on a Deferred kept by the host per agent (`Waiters`), keyed
+ * by the message's journal key, so a restarted instance (after a defect)
+ * answers the callers of the messages it recovers from the journal.
+ */
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import * as Stream from "effect/Stream"
+import * as Agent from "../../agent/Agent.js"
+import * as Turn from "../../agent/Turn.js"
+import { Brain, type BrainService } from "../../ports/Brain.js"
+import { Claws, type ClawsService } from "../../ports/Claws.js"
+import type { InteractService } from "../../ports/Interact.js"
+import * as Logging from "../../runtime/Logging.js"
+import * as MemoryHold from "../../memory/MemoryHold.js"
+import * as Compactor from "../../agent/Compactor.js"
+import * as EnsureWritable from "../../memory/EnsureWritable.js"
+import * as FoldStore from "../../memory/FoldStore.js"
+import * as Inbox from "../../memory/Inbox.js"
+import * as Layout from "../../memory/Layout.js"
+import * as Memory from "../../memory/Memory.js"
+import * as AgentInbox from "./AgentInbox.js"
+import * as AgentSettings from "./AgentSettings.js"
+import { HostError } from "./HostError.js"
+import * as IdempotencyStore from "./IdempotencyStore.js"
+import * as OpenFiles from "./OpenFiles.js"
+
+export interface Reply {
+  readonly reply: string
+  readonly stored: boolean
+}
+
+export interface Message {
+  readonly text: string
+  readonly channel: string
+  readonly idempotencyKey?: string | undefined
+}
+
+/** The callers waiting on one agent's replies; kept by the host across restarts of the agent. */
+export interface Waiters {
+  /** By the message's journal key. */
+  readonly byMessage: Map<string, Deferred.Deferred<Reply>>
+  /** By Idempotency-Key, while the message is being answered, with that message (IdempotencyStore.requestOf). */
+  readonly byIdempotencyKey: Map<string, { readonly deferred: Deferred.Deferred<Reply>; readonly request: string }>
+}
+
+export const makeWaiters = (): Waiters => ({ byMessage: new Map(), byIdempotencyKey: new Map() })
+
+export interface Instance {
+  /**
+   * Journals the message and queues it; the Deferred completes with its
+   * reply. None once the instance stopped after a defect: ask the host again.
+   */
+  readonly submit: (message: Message) => Effect.Effect<Option.Option<Deferred.Deferred<Reply>>, HostError>
+  /** The messages a previous run left unanswered, being answered now. */
+  readonly recovered: ReadonlyArray<Deferred.Deferred<Reply>>
+  readonly compactNow: Effect.Effect<Option.Option<Compactor.CompactionReport>, Compactor.CompactionError>
+  /** Waits until the mailbox's fiber has ended and the background compaction in flight, if any, has settled. */
+  readonly quiet: Effect.Effect<void>
+}
+
+export interface Shared {
+  readonly brain: BrainService
+  readonly claws: ClawsService
+  /** The host's settings, under the agent's own. */
+  readonly provider: ConfigProvider.ConfigProvider
+  /** The host's agent settings, parsed once: those of every agent without a config.env. */
+  readonly settings: AgentSettings.Settings
+  readonly defaultSoulFile: string
+  readonly idempotencyKeys: number
+  /** This process's owner file in PLANCKCLAW_AGENTS_DIR: the agents' locks are hard links to it (OwnerFile.ts). */
+  readonly ownerFile: () => string | undefined
+  /** Which agents keep their files open between messages. */
+  readonly openFiles: OpenFiles.OpenFiles
+}
+
+const waiterKey = (pending: Inbox.Pending) => pending.key ?? `unkeyed-${pending.id}`
+
+/**
+ * Runs one accepted message to the end with `interact` as its way out.
+ * The one place that knows how Agent.handle receives its Interact.
+ */
+const handleWith = (agent: Agent.AgentService, pending: Inbox.Pending, interact: InteractService) =>
+  agent.handle(pending, interact)
+
+export const make = (options: {
+  readonly id: string
+  readonly directory: string
+  readonly shared: Shared
+  readonly waiters: Waiters
+  /** Called after a defect escaped a message: the host replaces this instance. */
+  readonly restart: Effect.Effect<void>
+}): Effect.Effect<Instance, HostError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { directory, id, shared, waiters } = options
+    const unavailable = (message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
+    const notJournaled = (error: Memory.MemoryError) =>
+      new HostError({
+        reason: Inbox.noRoom(error) ? "no-space" : "unavailable",
+        id,
+        message: `agent ${id}: ${Inbox.noRoom(error) ? "the disk is full: " : ""}${error.message}; ` +
+          "nothing was processed: send it again once it can be written"
+      })
+    const settings = yield* AgentSettings.forAgent(id, directory, shared.provider, shared.settings)
+    // Held while started: this process is then the only writer of the agent's journal and history.
+    const ownerFile = shared.ownerFile()
+    yield* MemoryHold.holdAgent(directory, ownerFile).pipe(Effect.mapError((error) => unavailable(error.message)))
+    // A planted link or directory refuses the agent now, before a message is accepted (a run exits 1).
+    yield* Effect.mapError(Effect.fromResult(EnsureWritable.checkFiles(Layout.files(directory))), (error) => unavailable(error.message))
+    // Built directly rather than from layers: an agent's start is most of the cost of its first message.
+    // Without a soul.md of its own, the agent speaks with the host's default soul.
+    const memory = yield* Memory.make(directory, { fallbackSoulFile: shared.defaultSoulFile, ownerFile })
+    const inbox = yield* Inbox.make(directory).pipe(Effect.mapError((error) => unavailable(error.message)))
+    const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys).pipe(
+      Effect.mapError((error) => unavailable(error.message))
+    )
+    // Whether each exchange is on disk, and keys not recorded yet held in the journal (AgentInbox.ts).
+    const { inbox: tracked, storedOnDisk } = yield* AgentInbox.make(inbox, idempotency)
+    const ports = Context.make(Memory.Memory, memory).pipe(
+      Context.add(Inbox.Inbox, tracked),
+      Context.add(Brain, shared.brain),
+      Context.add(Claws, shared.claws),
+      Context.add(FoldStore.FoldStore, FoldStore.make(memory.memoryDir))
+    )
+    const compactor = yield* Compactor.make.pipe(
+      Effect.provide(ports),
+      Effect.provideService(ConfigProvider.ConfigProvider, settings.provider),
+      Effect.mapError((error) => unavailable(String(error)))
+    )
+    const agent = yield* Agent.make.pipe(
+      Effect.provide(Context.add(ports, Compactor.Compactor, compactor)),
+      Effect.provideService(ConfigProvider.ConfigProvider, settings.provider),
+      Effect.mapError((error) => unavailable(String(error)))
+    )
+
+    const waiterFor = (pending: Inbox.Pending) =>
+      Effect.gen(function*() {
+        const existing = waiters.byMessage.get(waiterKey(pending))
+        if (existing !== undefined) return existing
+        const deferred = yield* Deferred.make<Reply>()
+        waiters.byMessage.set(waiterKey(pending), deferred)
+        const key = pending.idempotencyKey
+        if (key !== undefined && !waiters.byIdempotencyKey.has(key)) {
+          waiters.byIdempotencyKey.set(key, { deferred, request: IdempotencyStore.requestOf(pending) })
+        }
+        return deferred
+      })
+
+    /** Gives the caller its reply, after recording it under its Idempotency-Key. */
+    const finish = (pending: Inbox.Pending, reply: Reply) =>
+      Effect.gen(function*() {
+        const deferred = waiters.byMessage.get(waiterKey(pending))
+        if (deferred === undefined) return
+        const key = pending.idempotencyKey
+        if (key !== undefined) {
+          // A failure is not kept: the retry its reply asks for must get a turn, not the failure again.
+          if (!Turn.isFailureReply(reply.reply)) {
+            yield* idempotency.remember(key, { ...reply, request: IdempotencyStore.requestOf(pending) })
+          }
+          if (waiters.byIdempotencyKey.get(key)?.deferred === deferred) waiters.byIdempotencyKey.delete(key)
+        }
+        waiters.byMessage.delete(waiterKey(pending))
+        yield* Deferred.succeed(deferred, reply)
+      })
+
+    let current: Inbox.Pending | undefined
+    const interact: InteractService = {
+      messages: Stream.empty,
+      send: (message) =>
+        Effect.suspend(() => {
+          if (current === undefined) return Effect.void
+          const pending = current
+          const isStored = storedOnDisk.get(pending.id) ?? Option.match(pending.reply, { onNone: () => false, onSome: (r) => r.stored })
+          return finish(pending, { reply: message.text, stored: isStored })
+        })
+    }
+
+    const recovered = yield* Effect.forEach(inbox.recovered, waiterFor)
+    if (recovered.length > 0) {
+      yield* Effect.logInfo(`agent ${id}: answering ${recovered.length} message(s) left unanswered by the previous run`)
+    }
+
+    const answerOne = (pending: Inbox.Pending) =>
+      Effect.gen(function*() {
+        current = pending
+        yield* handleWith(agent, pending, interact)
+        current = undefined
+        storedOnDisk.delete(pending.id)
+        // Nothing to answer (a blank message): the caller still hears back.
+        yield* finish(pending, { reply: "", stored: false })
+        return true
+      }).pipe(
+        Effect.catchDefect((defect) =>
+          Effect.gen(function*() {
+            current = undefined
+            yield* Effect.logError(`agent ${id} hit an internal error; it answers with an apology and restarts`, defect)
+            yield* finish(pending, { reply: Agent.APOLOGY, stored: false })
+            yield* inbox.delivered(pending)
+            return false
+          })
+        )
+      )
+
+    // Its files stay open while it is among the agents used most recently
+    // (OpenFiles), so thousands of idle agents hold no descriptors.
+    const holder = {}
+    const closeFiles = Effect.andThen(memory.closeFiles, inbox.closeFiles)
+    yield* Effect.addFinalizer(() => Effect.sync(() => shared.openFiles.forget(holder)))
+
+    // The mailbox: a fiber runs only while messages wait (an idle agent costs
+    // no fiber), answering them one at a time in arrival order.
+    const scope = yield* Effect.scope
+    const mailbox: Array<Inbox.Pending> = [...inbox.recovered]
+    let draining = false
+    let stopped = false
+    let drainer: Fiber.Fiber<void> | undefined
+    const next = Effect.sync(() => {
+      const pending = mailbox.shift()
+      if (pending === undefined) draining = false
+      return pending
+    })
+    const drain: Effect.Effect<void> = Effect.gen(function*() {
+      for (let pending = yield* next; pending !== undefined; pending = yield* next) {
+        if (!(yield* answerOne(pending))) {
+          stopped = true
+          return yield* options.restart
+        }
+      }
+      yield* shared.openFiles.used(holder, closeFiles)
+    }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
+    const wake = Effect.suspend(() => {
+      if (draining || stopped || mailbox.length === 0) return Effect.void
+      draining = true
+      // Interruptible though submit is not: a fork inherits that, and a turn's timeouts (the brain's
+      // attempts, a claw's limit) work by interrupting what they bound.
+      return Effect.flatMap(Effect.forkIn(Effect.interruptible(drain), scope), (fiber) =>
+        Effect.sync(() => {
+          drainer = fiber
+          // An idle agent keeps no ended fiber.
+          fiber.addObserver(() => {
+            if (drainer === fiber) drainer = undefined
+          })
+        }))
+    })
+    const quiet = Effect.suspend(() => drainer === undefined ? Effect.void : Fiber.await(drainer)).pipe(
+      Effect.andThen(compactor.settled)
+    )
+    yield* wake
+
+    // One submission at a time: the key checks, the journal and the queue agree on the order.
+    const door = yield* Semaphore.make(1)
+    const submit = (message: Message) =>
+      Effect.gen(function*() {
+        if (stopped) return Option.none()
+        const key = message.idempotencyKey
+        if (key !== undefined) {
+          const request = IdempotencyStore.requestOf(message)
+          const done = idempotency.lookup(key)
+          if (Option.isSome(done)) {
+            // Lines written before the message was kept with its reply cannot tell: they answer.
+            if (done.value.request !== undefined && done.value.request !== request) {
+              return yield* new HostError({ reason: "key-reused", id, message: IdempotencyStore.reusedKey(key) })
+            }
+            const deferred = yield* Deferred.make<Reply>()
+            yield* Deferred.succeed(deferred, { reply: done.value.reply, stored: done.value.stored })
+            return Option.some(deferred)
+          }
+          const waiting = waiters.byIdempotencyKey.get(key)
+          if (waiting !== undefined) {
+            if (waiting.request !== request) return yield* new HostError({ reason: "key-reused", id, message: IdempotencyStore.reusedKey(key) })
+            return Option.some(waiting.deferred)
+          }
+        }
+        // Journaled before anything else: from here a crash does not lose it. Not taken when it cannot be.
+        const pending = yield* inbox.acceptJournaled(message).pipe(Effect.mapError(notJournaled))
+        const deferred = yield* waiterFor(pending)
+        mailbox.push(pending)
+        // Ten thousand agents sent a message at once keep the journals of the last few open, not ten thousand.
+        yield* shared.openFiles.used(holder, closeFiles)
+        yield* wake
+        return Option.some(deferred)
+      }).pipe(door.withPermits(1), Effect.uninterruptible)
+
+    return { submit, recovered, compactNow: compactor.compactNow, quiet } satisfies Instance
+  })

@@ -1,0 +1,87 @@
+/**
+ * Where one agent's settings come from: its own `config.env` (only the model
+ * and the turn settings), then the host's settings. PLANCKCLAW_DIR is the
+ * agent's directory, whatever the host has. (The soul is the agent's
+ * `soul.md`, or else the host's default soul, PLANCKCLAW_DIR/soul.md of the
+ * host, or else the built-in persona: Memory's `fallbackSoulFile`, given by
+ * AgentInstance.ts.) Most agents have no config.env: they share the host's
+ * settings, parsed once.
+ */
+import * as path from "node:path"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Effect from "effect/Effect"
+import { AgentConfig } from "../../config/AgentConfig.js"
+import * as ConfigFile from "../../config/ConfigFile.js"
+import { HostError } from "./HostError.js"
+
+/** The keys an agent's config.env may set: no secrets, no paths. */
+export const AGENT_KEYS: ReadonlySet<string> = new Set([
+  "PLANCKCLAW_MODEL",
+  "PLANCKCLAW_MAX_TOKENS",
+  "HISTORY_MAX",
+  "HISTORY_KEEP",
+  "PLANCKCLAW_MAX_TOOL_ROUNDS",
+  "PLANCKCLAW_MAX_MESSAGE_BYTES"
+])
+
+/** An agent's settings: its AgentConfig, parsed, and the provider its agent and compactor read. */
+export interface Settings {
+  readonly config: AgentConfig
+  readonly provider: ConfigProvider.ConfigProvider
+}
+
+/**
+ * `config`, parsed from `provider`. (Effect 4's providers answer keys, not
+ * configs: an agent and its compactor each parse AgentConfig again from
+ * `provider` at start.)
+ */
+export const withParsed = (config: AgentConfig, provider: ConfigProvider.ConfigProvider): Settings => ({ config, provider })
+
+const unavailable = (id: string, message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
+
+/** The agent's config.env, checked; empty when it has none. */
+const ownValues = (id: string, directory: string): Effect.Effect<Map<string, string>, HostError> =>
+  ConfigFile.read(path.join(directory, "config.env")).pipe(
+    Effect.mapError((error) => unavailable(id, error.message)),
+    Effect.filterOrFail(
+      (values) => [...values.keys()].every((key) => AGENT_KEYS.has(key)),
+      (values) => {
+        const refused = [...values.keys()].filter((key) => !AGENT_KEYS.has(key))
+        return unavailable(
+          id,
+          `${path.join(directory, "config.env")} may set only ${[...AGENT_KEYS].join(", ")}; refused: ${refused.join(", ")}`
+        )
+      }
+    )
+  )
+
+/** The agent's provider: its config.env and its directory over the host's provider. */
+export const provider = (
+  id: string,
+  directory: string,
+  host: ConfigProvider.ConfigProvider
+): Effect.Effect<ConfigProvider.ConfigProvider, HostError> =>
+  Effect.map(ownValues(id, directory), (values) => over(values, directory, host))
+
+const over = (values: Map<string, string>, directory: string, host: ConfigProvider.ConfigProvider) =>
+  ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([...values, ["PLANCKCLAW_DIR", directory]])), { preserveEmptyStrings: true }).pipe(ConfigProvider.orElse(host))
+
+/**
+ * Agent `id`'s settings: `shared` (the host's) when it has no config.env,
+ * else its config.env and directory over `host`, parsed once here.
+ */
+export const forAgent = (
+  id: string,
+  directory: string,
+  host: ConfigProvider.ConfigProvider,
+  shared: Settings
+): Effect.Effect<Settings, HostError> =>
+  Effect.flatMap(ownValues(id, directory), (values) => {
+    if (values.size === 0) return Effect.succeed(shared)
+    const agentProvider = over(values, directory, host)
+    return AgentConfig.pipe(
+      Effect.provideService(ConfigProvider.ConfigProvider, agentProvider),
+      Effect.mapError((error) => unavailable(id, String(error))),
+      Effect.map((config) => withParsed(config, agentProvider))
+    )
+  })

@@ -1,0 +1,170 @@
+/** What the host tells about an agent, read from its directory without starting it. */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import { nextTurn } from "../../runtime/process/NextTurn.js"
+
+export interface AgentInfo {
+  readonly id: string
+  /** Lines in history.jsonl. */
+  readonly historyLines: number
+  /** Size of summary.md. */
+  readonly summaryBytes: number
+  /** When the agent last took or stored a message (ISO 8601), null when never. */
+  readonly lastMessageAt: string | null
+  readonly state: "running" | "released"
+}
+
+// One buffer for every count: counting is synchronous, so no two use it at once.
+let chunk: Buffer | undefined
+
+/** Counts newlines in chunks, plus a last line without one: memory stays flat with a large history. */
+const countLines = (file: string): number => {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
+  try {
+    const buffer = chunk ??= Buffer.allocUnsafe(64 * 1024)
+    let lines = 0
+    let last = 0x0a
+    for (let read = fs.readSync(fd, buffer); read > 0; read = fs.readSync(fd, buffer)) {
+      for (let index = 0; index < read; index++) if (buffer[index] === 0x0a) lines++
+      last = buffer[read - 1]!
+    }
+    return last === 0x0a ? lines : lines + 1
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+const stat = (file: string) => Result.getOrUndefined(Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false })))
+
+export const read = (id: string, directory: string, running: boolean): AgentInfo => {
+  const history = path.join(directory, "history.jsonl")
+  const historyStat = stat(history)
+  const times = [historyStat, stat(path.join(directory, ".inbox.jsonl"))].flatMap((s) => s?.isFile() === true ? [s.mtimeMs] : [])
+  return {
+    id,
+    historyLines: historyStat?.isFile() === true ? Result.getOrElse(Result.try(() => countLines(history)), () => 0) : 0,
+    summaryBytes: stat(path.join(directory, "summary.md"))?.size ?? 0,
+    lastMessageAt: times.length === 0 ? null : new Date(Math.max(...times)).toISOString(),
+    state: running ? "running" : "released"
+  }
+}
+
+/** Whether `directory` is a real directory (not a link), and so may be an agent. */
+export const isAgentDirectory = (directory: string): boolean => stat(directory)?.isDirectory() === true
+
+const uid = process.getuid?.()
+
+/**
+ * Why users other than this one could change what is in `directory` (its
+ * group or other write bit, or another user owning it), and what to do, in
+ * words for a warning; `undefined` when only this user can, or it cannot be read.
+ */
+export const writableByOthers = (directory: string): { readonly problem: string; readonly fix: string } | undefined => {
+  const found = stat(directory)
+  if (found === undefined) return undefined
+  if (uid !== undefined && found.uid !== uid) {
+    return { problem: `is owned by uid ${found.uid}, not by this user (uid ${uid})`, fix: "use a directory of your own" }
+  }
+  const mode = (found.mode & 0o7777).toString(8).padStart(4, "0")
+  return (found.mode & 0o022) !== 0
+    ? { problem: `can be written by other users (mode ${mode})`, fix: `chmod 700 ${directory}` }
+    : undefined
+}
+
+/**
+ * A warning when users other than this one could change what is in
+ * `directory`: they could rewrite `whose` memory (soul, history) or plant
+ * files there. `what` names the directory.
+ */
+export const warnIfOthersCanWrite = (what: string, directory: string, whose: string): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const loose = writableByOthers(directory)
+    return loose === undefined
+      ? Effect.void
+      : Effect.logWarning(`${what} ${loose.problem}: they could change ${whose} memory; ${loose.fix}`)
+  })
+
+/** Whether the agent left messages unanswered (its inbox journal is not empty). */
+export const hasUnanswered = (directory: string): boolean => (stat(path.join(directory, ".inbox.jsonl"))?.size ?? 0) > 0
+
+/** Agents read per step of a listing or a scan: a step holds the event loop a few milliseconds at most. */
+const agentsPerStep = 32
+
+/** `each` on `items`, `agentsPerStep` at a time, with a turn of the event loop between steps. */
+const inSteps = <A, B, E>(
+  items: ReadonlyArray<A>,
+  each: (step: ReadonlyArray<A>) => Effect.Effect<ReadonlyArray<B>, E>
+): Effect.Effect<Array<B>, E> =>
+  Effect.gen(function*() {
+    const results: Array<B> = []
+    for (let start = 0; start < items.length; start += agentsPerStep) {
+      if (start > 0) yield* nextTurn
+      results.push(...(yield* each(items.slice(start, start + agentsPerStep))))
+    }
+    return results
+  })
+
+/** A page of a listing: the agents after `after` in id order (as JavaScript sorts strings), at most `limit`. */
+export interface ListPage {
+  readonly after?: string | undefined
+  readonly limit: number
+}
+
+/** Agents in a page: at most this many. */
+export const PAGE_LIMIT_MAX = 1000
+/** Agents in a page when the caller does not say. */
+export const PAGE_LIMIT_DEFAULT = 100
+
+export interface AgentList {
+  readonly agents: ReadonlyArray<AgentInfo>
+  /** The `after` of the next page; null when this page is the last. */
+  readonly next: string | null
+}
+
+/**
+ * A page of the agents among `sortedIds` (those whose directory is a real
+ * directory), each read as `read` does, a step at a time: a listing reads
+ * every agent's history to count its lines (some 55 µs an agent with a
+ * short one), and 10,000 agents read in one go held every other agent's
+ * turn for half a second.
+ */
+export const readPage = <Id extends string>(
+  sortedIds: ReadonlyArray<Id>,
+  page: ListPage,
+  directoryOf: (id: Id) => string,
+  isRunning: (id: Id) => boolean
+): Effect.Effect<AgentList> =>
+  Effect.gen(function*() {
+    const after = page.after
+    let index = after === undefined ? 0 : sortedIds.findIndex((id) => id > after)
+    if (index < 0) index = sortedIds.length
+    const agents: Array<AgentInfo> = []
+    for (let looked = 0; index < sortedIds.length && agents.length < page.limit; index++, looked++) {
+      if (looked > 0 && looked % agentsPerStep === 0) yield* nextTurn
+      const id = sortedIds[index]!
+      const directory = directoryOf(id)
+      if (isAgentDirectory(directory)) agents.push(read(id, directory, isRunning(id)))
+    }
+    return { agents, next: index < sortedIds.length ? sortedIds[index - 1]! : null }
+  })
+
+/**
+ * Runs `found` on each agent among `ids` that left messages unanswered, as
+ * it is found, a step at a time: one `lstat` an agent, which for 100,000
+ * agents (or a cold disk) is seconds that no other agent should wait for.
+ * Gives how many were found.
+ */
+export const forEachUnanswered = <Id extends string, E>(
+  ids: ReadonlyArray<Id>,
+  directoryOf: (id: Id) => string,
+  found: (id: Id) => Effect.Effect<void, E>
+): Effect.Effect<number, E> =>
+  Effect.map(
+    inSteps(ids, (step) => {
+      const left = step.filter((id) => hasUnanswered(directoryOf(id)))
+      return Effect.as(Effect.forEach(left, found, { discard: true }), left)
+    }),
+    (left) => left.length
+  )

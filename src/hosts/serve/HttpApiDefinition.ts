@@ -1,0 +1,148 @@
+/**
+ * The HTTP API as a contract (effect/http-api): each route, what it takes and
+ * answers as Schemas, its refusals with their statuses (HttpApiErrors), and
+ * the bearer token. A message is checked here, once, as its payload is
+ * decoded: the server (HttpApiHandlers) answers a decoding failure with the
+ * message the failing Schema carries. Nothing of the server is imported: the
+ * typed client (HttpApiClientOf) and the OpenAPI document are made from this.
+ */
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as HttpApi from "effect/http-api/HttpApi"
+import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
+import * as HttpApiMiddleware from "effect/http-api/HttpApiMiddleware"
+import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
+import * as HttpApiSecurity from "effect/http-api/HttpApiSecurity"
+import * as OpenApi from "effect/http-api/OpenApi"
+import { isBlank } from "../../ports/Interact.js"
+import { loneSurrogateProblem } from "../../runtime/WellFormed.js"
+import * as AgentId from "./AgentId.js"
+import * as AgentStatus from "./AgentStatus.js"
+import * as Errors from "./HttpApiErrors.js"
+import { KEY_RULE, validKey } from "./IdempotencyStore.js"
+
+/** What the GET /v1/agents query says of a parameter it does not take (HttpRequestChecks names it). */
+export const UNKNOWN_QUERY_PARAMETER = "unknown query parameter"
+
+/** A string a query may hold once: given twice it arrives as an array. */
+const once = Schema.String.annotate({ message: "limit and after may each be given once" })
+
+/** An agent id, refused with a message naming the id and the rule. */
+const agentId = (prefix: string) =>
+  Schema.makeFilter((raw: string) =>
+    Result.match(AgentId.parse(raw), { onFailure: (refused) => `${prefix}${refused.message}`, onSuccess: () => true }), {
+    description: "lowercase letters, digits, '.', '_', '-'; at most 64; starting with a letter or digit",
+    toJsonSchema: () => ({ pattern: `^${AgentId.RULE}$` })
+  })
+
+const limit = once.check(Schema.makeFilter((raw) => {
+  const size = /^\d{1,4}$/.test(raw) ? Number(raw) : Number.NaN
+  return (size >= 1 && size <= AgentStatus.PAGE_LIMIT_MAX) ||
+    `limit must be an integer from 1 to ${AgentStatus.PAGE_LIMIT_MAX}, got ${JSON.stringify(raw.slice(0, 40))}`
+}, { description: `Agents in the page: 1 to ${AgentStatus.PAGE_LIMIT_MAX} (default ${AgentStatus.PAGE_LIMIT_DEFAULT})`, toJsonSchema: () => ({ pattern: "^[0-9]{1,4}$" }) }))
+
+/** A text field whose lone UTF-16 surrogate (half an emoji) is refused: the model's API would refuse it. */
+const wellFormed = (field: string) =>
+  Schema.makeFilter((text: string) => {
+    const broken = loneSurrogateProblem(text)
+    return broken === undefined || `"${field}" ${broken}: send the character whole (both halves) or not at all`
+  })
+
+/** POST /v1/agents/{id}/messages: what the agent is sent. */
+export const MessagePayload = Schema.Struct({
+  text: Schema.String.annotate({ message: "the body needs \"text\", a string" }).check(
+    // The agent would send no reply to it (Interact.isBlank): refused here, before anything is journaled.
+    Schema.makeFilter((text) => !isBlank(text) || "\"text\" is blank: there is nothing to answer"),
+    wellFormed("text")
+  ).annotateKey({ messageMissingKey: "the body needs \"text\", a string", description: "The message (at most PLANCKCLAW_MAX_MESSAGE_BYTES bytes of UTF-8)" }),
+  channel: Schema.optionalKey(
+    Schema.String.annotate({ message: "\"channel\" must be a string" }).check(wellFormed("channel"))
+  ).annotateKey({ description: "Where the message came from: 1 to 256 characters without control characters (default \"http\")" })
+}).annotate({ message: "the body must be a JSON object" })
+
+export const MessageHeaders = Schema.Struct({
+  "idempotency-key": Schema.optionalKey(
+    Schema.String.check(Schema.makeFilter((key) => validKey(key) || `Idempotency-Key must be ${KEY_RULE}`))
+  ).annotateKey({ description: "The same key for the same agent gives the same reply without a second turn, also after a restart" })
+})
+
+export const Reply = Schema.Struct({
+  reply: Schema.String,
+  stored: Schema.Boolean.annotate({ description: "Whether the exchange is in the agent's memory" })
+})
+
+export const AgentInfo = Schema.Struct({
+  id: Schema.String,
+  historyLines: Schema.Int,
+  summaryBytes: Schema.Int,
+  lastMessageAt: Schema.NullOr(Schema.String).annotate({ description: "ISO 8601; null when never" }),
+  state: Schema.Literals(["running", "released"])
+})
+
+export const AgentList = Schema.Struct({
+  agents: Schema.Array(AgentInfo),
+  next: Schema.NullOr(Schema.String).annotate({ description: "The `after` of the next page; null on the last" })
+})
+
+export const CompactResult = Schema.Struct({
+  compacted: Schema.Boolean,
+  summarised: Schema.Int,
+  kept: Schema.Int,
+  summaryBytes: Schema.Int
+})
+
+/** The bearer token (PLANCKCLAW_HTTP_TOKEN) on every route but /v1/health; without one set, none is asked. */
+export class Authorization extends HttpApiMiddleware.Service<Authorization>()("planckclaw/HttpApi/Authorization", {
+  security: { bearer: HttpApiSecurity.bearer },
+  error: Errors.Unauthorized
+}) {}
+
+const idParams = { id: Schema.String.check(agentId("")) }
+
+export class HealthGroup extends HttpApiGroup.make("health", { topLevel: true }).add(
+  HttpApiEndpoint.get("health", "/v1/health", {
+    success: Schema.Struct({ status: Schema.Literal("ok") }),
+    error: Errors.Always
+  }).annotate(OpenApi.Description, "Whether the server answers; needs no token")
+) {}
+
+export class AgentsGroup extends HttpApiGroup.make("agents").add(
+  HttpApiEndpoint.get("list", "/v1/agents", {
+    query: Schema.Struct({ limit: Schema.optionalKey(limit), after: Schema.optionalKey(once.check(agentId("after: "))) })
+      .annotate({ messageUnexpectedKey: UNKNOWN_QUERY_PARAMETER }),
+    success: AgentList,
+    error: Errors.ListErrors
+  }).annotate(OpenApi.Description, "A page of the agents, in id order").annotate(HttpApi.QueryParseOptions, { onExcessProperty: "error" }),
+  HttpApiEndpoint.get("get", "/v1/agents/:id", { params: idParams, success: AgentInfo, error: Errors.GetErrors })
+    .annotate(OpenApi.Description, "One agent, read from its directory without starting it"),
+  HttpApiEndpoint.post("send", "/v1/agents/:id/messages", {
+    params: idParams,
+    headers: MessageHeaders,
+    payload: MessagePayload,
+    success: Reply,
+    // The body must be JSON in UTF-8, and is read only up to its limit (PLANCKCLAW_MAX_MESSAGE_BYTES).
+    error: Errors.SendErrors
+  })
+    .annotate(OpenApi.Description, "Sends a message to the agent (started if released, created if new) and waits for its reply"),
+  HttpApiEndpoint.post("compact", "/v1/agents/:id/compact", { params: idParams, success: CompactResult, error: Errors.CompactErrors })
+    .annotate(OpenApi.Description, "Compacts the agent's memory now, whatever the length of its history")
+).middleware(Authorization) {}
+
+export class DocsGroup extends HttpApiGroup.make("docs").add(
+  HttpApiEndpoint.get("openapi", "/v1/openapi.json", {
+    success: Schema.Record(Schema.String, Schema.Unknown).annotate({ description: "An OpenAPI 3 document" }),
+    error: Errors.Always
+  }).annotate(OpenApi.Description, "This document"),
+  HttpApiEndpoint.get("reference", "/v1/docs", {
+    success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" })),
+    error: Errors.Always
+  }).annotate(OpenApi.Description, "This document as a web page: self-contained, no script")
+).middleware(Authorization) {}
+
+export class Api extends HttpApi.make("planckclaw").add(HealthGroup).add(AgentsGroup).add(DocsGroup).annotateMerge(
+  OpenApi.annotations({
+    title: "PlanckClaw",
+    description: "The agent host of `planckclaw serve`: many agents, each a directory, each answering its messages in order."
+  })
+) {}

@@ -1,0 +1,18 @@
+/**
+ * What a compaction folds and what its commit leaves: the words both
+ * commits speak, the locked one (FoldStore.ts) and the one alongside a run's
+ * appends (CommitAlongside.ts), apart so neither imports the other for them.
+ */
+
+/** What a compaction will fold: everything before `splitOffset`. */
+export interface FoldPlan {
+  readonly splitOffset: number
+  readonly inode: number
+}
+
+export interface FoldResult {
+  /** Lines left in history after the commit (the kept tail plus any appended meanwhile). */
+  readonly kept: number
+  /** Size of the summary.md written. */
+  readonly summaryBytes: number
+}

@@ -1,0 +1,314 @@
+/**
+ * brain_in / brain_out: one compact JSON document, then an empty line; a
+ * bridge that gives up answers `{"error":"timeout"|"fatal"}`. Pure codec.
+ */
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import {
+  answersError,
+  type MessagesRequest,
+  MessagesRequest as MessagesRequestSchema,
+  type MessagesResponse,
+  type Misconfigured,
+  type ResponseBlock,
+  type Usage
+} from "../ports/Brain.js"
+import { madeOnFirstCall } from "../runtime/FirstCall.js"
+import { isJsonObject } from "../runtime/Json.js"
+import { MalformedMessage, compactJson, excerpt } from "../runtime/Framing.js"
+
+/** Compact single-line JSON, then the empty line that ends a brain frame. */
+export const encodeBrainFrame = (value: unknown): Result.Result<string, MalformedMessage> =>
+  Result.map(compactJson(value), (json) => `${json}\n\n`)
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false
+  const proto = Object.getPrototypeOf(value)
+  return (proto === Object.prototype || proto === null) && typeof (value as { toJSON?: unknown }).toJSON !== "function"
+}
+
+/**
+ * What was last written under one top-level key of a request: the key's
+ * `"key":`, made once; the last string and its JSON; the last array's
+ * elements (a copy: the caller's array may grow before the next request),
+ * their JSON joined by commas, and where each element's JSON ends in it;
+ * where that JSON begins in the frame being assembled.
+ */
+interface KeptField {
+  readonly prefix: string
+  text: string | undefined
+  textJson: string
+  items: Array<unknown>
+  ends: Array<number>
+  body: string
+  bodyAt: number
+}
+
+const keptField = (key: string): KeptField => ({
+  prefix: `${JSON.stringify(key)}:`,
+  text: undefined,
+  textJson: "",
+  items: [],
+  ends: [],
+  body: "",
+  bodyAt: 0
+})
+
+/** An array JSON writes element by element: not a subclass, no toJSON of its own. */
+const isPlainArray = (value: unknown): value is ReadonlyArray<unknown> =>
+  Array.isArray(value) && Object.getPrototypeOf(value) === Array.prototype &&
+  typeof (value as { toJSON?: unknown }).toJSON !== "function"
+
+/**
+ * The agent's request frames, assembled from pieces kept between requests:
+ * the JSON of each top-level array (the history messages, the tool specs)
+ * and of each top-level string by key while it is equal. A turn resends the
+ * same history messages and tool specs (Prompt keeps their identity), so
+ * most of the request's JSON is made once. The bytes are exactly
+ * `encodeBrainFrame`'s. Its caller's contract: a request's objects are never
+ * modified once made (Prompt's and Turn's are not; an array may grow, as a
+ * tool round's messages do); a value outside plain JSON data (toJSON, class
+ * instances) takes `encodeBrainFrame` whole.
+ *
+ * An array is matched against the one written last under its key, element
+ * by element by identity, so a replaced or reordered element is never
+ * served from the kept JSON. The history window grows (or slides) from one
+ * turn to the next, so the new array usually begins with a run of the last
+ * one's elements, then new ones: the run's JSON is the kept JSON cut at
+ * known offsets (all of it when the array is unchanged or only grew), and
+ * only the new elements are written. An array whose first element was not
+ * in the last one looks each element up by identity.
+ */
+export const makeRequestFrameEncoder = (): ((request: MessagesRequest) => Result.Result<string, MalformedMessage>) => {
+  const elements = new WeakMap<object, string>()
+  const fields = new Map<string, KeptField>()
+  /** JSON of an element never seen: undefined for one that only `encodeBrainFrame` may write. */
+  const freshJson = (element: unknown): string | undefined => {
+    if (!isPlainObject(element)) {
+      // Inside an array JSON writes undefined, functions and symbols as null.
+      if (element === undefined || typeof element === "function" || typeof element === "symbol") return "null"
+      return Array.isArray(element) || (typeof element === "object" && element !== null) ? undefined : JSON.stringify(element)
+    }
+    return JSON.stringify(element)
+  }
+  const elementJson = (element: unknown): string | undefined => {
+    if (typeof element !== "object" || element === null) return freshJson(element)
+    let json = elements.get(element)
+    if (json === undefined) {
+      json = freshJson(element)
+      if (json !== undefined) elements.set(element, json)
+    }
+    return json
+  }
+  /** The elements' JSON joined by commas, from the kept run and the new elements; `field` then holds `value`. */
+  const elementsJson = (field: KeptField, value: ReadonlyArray<unknown>): string | undefined => {
+    let { ends, items } = field
+    const kept = field.body
+    // Nothing is kept while this runs: an element JSON refuses, or throws on
+    // (a BigInt), leaves the field empty, never half-made.
+    field.items = []
+    field.body = ""
+    const count = value.length
+    const from = count === 0 || items.length === 0 ? -1 : items[0] === value[0] ? 0 : items.indexOf(value[0])
+    let body = ""
+    let run = 0
+    if (from < 0) {
+      items = []
+      ends = []
+    } else {
+      const most = Math.min(items.length - from, count)
+      run = 1
+      while (run < most && value[run] === items[from + run]) run++
+      const start = from === 0 ? 0 : ends[from - 1]! + 1
+      const end = ends[from + run - 1]!
+      body = start === 0 && end === kept.length ? kept : kept.slice(start, end)
+      if (from === 0) {
+        items.length = run
+        ends.length = run
+      } else {
+        items = items.slice(from, from + run)
+        const shifted = new Array<number>(run)
+        for (let i = 0; i < run; i++) shifted[i] = ends[from + i]! - start
+        ends = shifted
+      }
+    }
+    for (let i = run; i < count; i++) {
+      // Past a kept run, elements are new (the new user message, the lines just stored): no lookup.
+      const json = run === 0 ? elementJson(value[i]) : freshJson(value[i])
+      if (json === undefined) return undefined
+      body = i === 0 ? json : `${body},${json}`
+      items.push(value[i])
+      ends.push(body.length)
+    }
+    field.items = items
+    field.ends = ends
+    field.body = body
+    return body
+  }
+  /** JSON of a value other than a plain array. */
+  const valueJson = (field: KeptField, value: unknown): string | undefined => {
+    if (typeof value === "string") {
+      if (field.text !== value) {
+        field.textJson = JSON.stringify(value)
+        field.text = value
+      }
+      return field.textJson
+    }
+    return typeof value === "object" && value !== null && !isPlainObject(value) ? undefined : JSON.stringify(value)
+  }
+  /** The fields written as arrays by the request being assembled. */
+  const arrayFields: Array<KeptField> = []
+  const assemble = (request: unknown): string | undefined => {
+    if (!isPlainObject(request)) return undefined
+    arrayFields.length = 0
+    let json = "{"
+    let first = true
+    for (const key of Object.keys(request)) {
+      const value = request[key]
+      // Left out by JSON, as JSON.stringify leaves them out.
+      if (value === undefined || typeof value === "function" || typeof value === "symbol") continue
+      let field = fields.get(key)
+      if (field === undefined) {
+        field = keptField(key)
+        fields.set(key, field)
+      }
+      let part: string | undefined
+      if (isPlainArray(value)) {
+        const body = elementsJson(field, value)
+        if (body === undefined) return undefined
+        part = `[${body}]`
+        // After the "{" or ",", the key and the "[".
+        field.bodyAt = (first ? 1 : json.length + 1) + field.prefix.length + 1
+        arrayFields.push(field)
+      } else {
+        part = valueJson(field, value)
+        if (part === undefined) return undefined
+      }
+      json = first ? `{${field.prefix}${part}` : `${json},${field.prefix}${part}`
+      first = false
+    }
+    const frame = `${json}}\n\n`
+    // The kept bodies become slices of this frame. Slicing makes V8 flatten
+    // the frame (concatenated pieces) into one string once, which the pipe
+    // write needs anyway; the next request then cuts them without copying,
+    // where cutting a body still made of pieces would copy it all.
+    for (const field of arrayFields) field.body = frame.slice(field.bodyAt, field.bodyAt + field.body.length)
+    return frame
+  }
+  return (request) => {
+    // Anything JSON cannot write (a cycle, a BigInt) gets encodeBrainFrame's error.
+    const assembled = Result.try(() => assemble(request))
+    return Result.isSuccess(assembled) && assembled.success !== undefined ? Result.succeed(assembled.success) : encodeBrainFrame(request)
+  }
+}
+
+/**
+ * What a brain bridge answers when it gives up. A failure caused by the
+ * settings adds `misconfigured` ({problem, setting}, never a value) beside
+ * `error`: any root-level `error` key means failure, so an older agent reads
+ * it as a plain fatal answer.
+ */
+export const brainErrorFrame = (reason: "timeout" | "fatal", misconfigured?: Misconfigured): string =>
+  misconfigured === undefined
+    ? `{"error":"${reason}"}\n\n`
+    : `${JSON.stringify({ error: reason, misconfigured: { problem: misconfigured.problem, setting: misconfigured.setting } })}\n\n`
+
+const decodeRequest = madeOnFirstCall(() => Schema.decodeUnknownResult(MessagesRequestSchema))
+const formatIssue = madeOnFirstCall(() => SchemaIssue.makeFormatterDefault())
+
+/**
+ * The decoded value with the fields the schema does not know (temperature,
+ * tool_choice, …) put back, at every depth, so they travel on untouched: the
+ * unknown fields of an object first, in the input's order, then the known
+ * ones in the schema's order (Effect 3's `onExcessProperty: "preserve"`,
+ * which Effect 4's decoding has not: it drops them).
+ */
+const withExcess = (input: unknown, decoded: unknown): unknown => {
+  if (Array.isArray(decoded)) {
+    return Array.isArray(input) && input.length === decoded.length
+      ? decoded.map((element, index) => withExcess(input[index], element))
+      : decoded
+  }
+  if (!isJsonObject(decoded) || !isJsonObject(input) || input === decoded) return decoded
+  const out: Record<string, unknown> = {}
+  for (const key of Object.keys(input)) if (!Object.prototype.hasOwnProperty.call(decoded, key)) out[key] = input[key]
+  for (const key of Object.keys(decoded)) out[key] = withExcess(input[key], decoded[key])
+  return out
+}
+
+/** Reads a brain request frame as a bridge receives it. */
+export const decodeBrainRequest = (frame: string): Result.Result<MessagesRequest, MalformedMessage> => {
+  const parsed = Result.try({
+    try: () => JSON.parse(frame) as unknown,
+    catch: () => new MalformedMessage({ message: `brain request is not JSON: ${excerpt(frame)}` })
+  })
+  return Result.flatMap(parsed, (json) =>
+    Result.match(decodeRequest(json), {
+      onFailure: (error) =>
+        Result.fail(new MalformedMessage({ message: `brain request is not a Messages API request: ${formatIssue(error.issue)}` })),
+      onSuccess: (request) => Result.succeed(withExcess(json, request) as MessagesRequest)
+    }))
+}
+
+const optionalString = (value: unknown) => value === undefined || typeof value === "string"
+
+/** A text or tool_use block, rebuilt with exactly the fields the Schema keeps; undefined for any other shape. */
+const plainBlock = (block: unknown): ResponseBlock | undefined => {
+  if (!isJsonObject(block)) return undefined
+  if (block.type === "text" && typeof block.text === "string") return { type: "text", text: block.text }
+  if (
+    block.type === "tool_use" && typeof block.id === "string" && typeof block.name === "string" &&
+    Object.prototype.hasOwnProperty.call(block, "input")
+  ) {
+    return { type: "tool_use", id: block.id, name: block.name, input: block.input }
+  }
+  return undefined
+}
+
+/**
+ * The usual brain answer (text and tool_use blocks, string fields) read
+ * without the Schema, which costs more than the rest of the FIFO round trip.
+ * Builds the same value the Schema decode would (same fields, same order,
+ * unknown fields dropped); undefined for anything else, error answers
+ * included, which then take `decodeBrainAnswer` and its messages.
+ */
+export const plainBrainAnswer = (json: unknown): MessagesResponse | undefined => {
+  if (!isJsonObject(json) || answersError(json) || !Array.isArray(json.content)) return undefined
+  const { id, model, role, stop_reason, type } = json
+  if (!optionalString(id) || !optionalString(type) || !optionalString(role) || !optionalString(model)) return undefined
+  if (!optionalString(stop_reason) && stop_reason !== null) return undefined
+  const usage = plainUsage(json.usage)
+  if (usage === false) return undefined
+  const content: Array<ResponseBlock> = []
+  for (const block of json.content as ReadonlyArray<unknown>) {
+    const plain = plainBlock(block)
+    if (plain === undefined) return undefined
+    content.push(plain)
+  }
+  return {
+    ...(id === undefined ? {} : { id: id as string }),
+    ...(type === undefined ? {} : { type: type as string }),
+    ...(role === undefined ? {} : { role: role as string }),
+    ...(model === undefined ? {} : { model: model as string }),
+    content,
+    ...(stop_reason === undefined ? {} : { stop_reason: stop_reason as string | null }),
+    ...(usage === undefined ? {} : { usage })
+  }
+}
+
+const usageKeys = ["input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"] as const
+
+/** The token counts as the Schema keeps them (the four known keys), undefined when absent, false when odd. */
+const plainUsage = (value: unknown): Usage | null | undefined | false => {
+  if (value === undefined || value === null) return value
+  if (!isJsonObject(value)) return false
+  const usage: Record<string, number | null> = {}
+  for (const key of usageKeys) {
+    const count = value[key]
+    if (count === undefined) continue
+    if (count !== null && typeof count !== "number") return false
+    usage[key] = count
+  }
+  return usage as Usage
+}

@@ -1,0 +1,222 @@
+/**
+ * Request / answer over a FIFO pair: one request at a time, answers matched
+ * by order (the wire carries no ids), late answers to timed-out requests
+ * discarded.
+ *
+ * Effect's own pieces: a Semaphore lets one request on the wire at a time,
+ * in the order they were asked; the request in flight waits on a Deferred,
+ * which the answer completes as the framer cuts it from the socket's data
+ * events. Its timeout is our Deadline (one watchdog fiber per exchange on
+ * Effect's Clock, so a TestClock drives it), not a timer per request: see
+ * Deadline.ts for what `Effect.timeoutOrElse` or a sleeping fiber per
+ * request cost a turn.
+ */
+import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import { makeDeadline } from "./Deadline.js"
+import { type FrameTooLarge, makeBlockFramer } from "../runtime/Framing.js"
+import { type FifoError } from "./FifoPaths.js"
+import { listenReader, openWriter, takeUnread } from "./PipeEnd.js"
+
+/** No answer came within the time given to one request. */
+export class ExchangeTimeout extends Data.TaggedError("ExchangeTimeout")<{
+  readonly message: string
+}> {}
+
+/**
+ * The process serving the far end exited before it answered (an executable
+ * bridge that crashed): the request in flight will get no answer, and was
+ * dropped. Asking again reaches the restarted bridge.
+ */
+export class FarEndExited extends Data.TaggedError("FarEndExited")<{
+  readonly message: string
+}> {}
+
+/**
+ * How an exchange hears that the process on its far end exited: `onExit`
+ * is registered for the life of the scope and run after each exit, before
+ * a restart (Bridges gives this for an executable bridge of the same run).
+ */
+export type FarEndExits = (onExit: Effect.Effect<void>) => Effect.Effect<void, never, Scope.Scope>
+
+/** One request at a time on `requestPath`, one blank-line-terminated answer block on `answerPath`. */
+export interface Exchange {
+  readonly ask: (
+    request: string,
+    timeout: Duration.Input
+  ) => Effect.Effect<string, AskError>
+}
+
+export type AskError = FrameTooLarge | ExchangeTimeout | FarEndExited | FifoError
+
+const isFarEndExited = (error: AskError) => error._tag === "FarEndExited"
+
+/**
+ * `ask`, sent once more if the far end's process exited holding it: for a
+ * request the restarted bridge may answer anew (a brain request, a tool
+ * listing). A second exit fails with FarEndExited.
+ */
+export const askOnceMore = (exchange: Exchange, request: string, timeout: Duration.Input) =>
+  Effect.catchIf(exchange.ask(request, timeout), isFarEndExited, () => exchange.ask(request, timeout))
+
+
+/**
+ * The wire carries no request ids, so answers are matched by order, and
+ * requests are serialized (a Semaphore of one permit; only its holder is on
+ * the wire). A request that timed out (or was interrupted) still owes an
+ * answer: before the next request is written, owed answers are awaited (up
+ * to that request's timeout, afresh after each one that comes) and
+ * discarded, so a late answer is never handed to the wrong request. Answers
+ * that nobody asked for are dropped with a warning as they arrive. When the
+ * answer pipe breaks, the request in flight and every later one fail with
+ * its error.
+ *
+ * When the far end's process exits (`farEndExits`), what it wrote before
+ * it died is still taken as answers, in order; then nothing more is owed:
+ * the requests it read or left unread are dropped (a restarted bridge must
+ * not answer them as if they were new), and the request in flight fails
+ * with FarEndExited at once instead of waiting out its timeout.
+ */
+export const makeExchange = (options: {
+  readonly requestPath: string
+  readonly answerPath: string
+  readonly maxAnswerBytes: number
+  readonly farEndExits?: FarEndExits
+}): Effect.Effect<Exchange, FifoError, Scope.Scope> =>
+  Effect.gen(function*() {
+    // Warnings start from the reader's callbacks: with the builder's runtime, they see its logger.
+    const fork = Effect.runForkWith(yield* Effect.context<never>())
+    const warn = (message: string) => void fork(Effect.logWarning(message))
+    const where = options.answerPath
+
+    // One request on the wire at a time, taken in the order they were asked.
+    const onTheWire = yield* Semaphore.make(1)
+    /**
+     * Answers still due: counted from the moment a request is sent, and kept
+     * when it times out or is interrupted (its answer must then be skipped).
+     */
+    let owed = 0
+    /** The answer of the request in flight, while its asker waits for it. */
+    let inFlight: Deferred.Deferred<string, AskError> | undefined
+    /** Completed when an owed answer is settled (came late, or will never come), for a request waiting to go out. */
+    let settled: Deferred.Deferred<boolean> | undefined
+    let broken: FifoError | undefined
+
+    const wakeSettling = () => {
+      const waiting = settled
+      settled = undefined
+      if (waiting !== undefined) Deferred.doneUnsafe(waiting, Exit.succeed(true))
+    }
+    /** Ends the request in flight with `outcome` (its asker resumes); nothing more is owed for it. */
+    const answer = (outcome: Exit.Exit<string, AskError>) => {
+      const asker = inFlight
+      inFlight = undefined
+      if (asker !== undefined) Deferred.doneUnsafe(asker, outcome)
+    }
+
+    const onFrame = (frame: Result.Result<string, FrameTooLarge>) => {
+      if (inFlight !== undefined && owed === 1) {
+        // The answer to the request in flight (no older one is owed).
+        owed = 0
+        return answer(Result.isSuccess(frame) ? Exit.succeed(frame.success) : Exit.fail(frame.failure))
+      }
+      if (owed === 0) return warn(`discarded an answer on ${where} that no request was waiting for`)
+      owed -= 1
+      warn(`discarded a late answer on ${where} to a request that timed out`)
+      wakeSettling()
+    }
+
+    let framer = makeBlockFramer(options.maxAnswerBytes)
+    const writer = yield* openWriter(options.requestPath)
+
+    const farEndLost = () => {
+      if (broken !== undefined) return
+      // Answers it wrote before it died and still in the pipe are still its answers (our socket
+      // flows, so it holds none back).
+      const written = takeUnread(options.answerPath)
+      if (Result.isSuccess(written)) for (const frame of framer.push(written.success)) onFrame(frame)
+      // An answer cut short by its death is no answer; the next bridge starts a fresh one.
+      framer = makeBlockFramer(options.maxAnswerBytes)
+      if (owed === 0) return
+      const lost = owed
+      owed = 0
+      // What it read will never be answered, and what it left unread must not be answered as new.
+      const dropped = Result.flatMap(writer.dropQueued(), () => takeUnread(options.requestPath))
+      if (Result.isFailure(dropped)) warn(dropped.failure.message)
+      warn(`the bridge on ${where} exited owing ${lost} answer(s); its unanswered request(s) are dropped`)
+      answer(Exit.fail(new FarEndExited({ message: `the bridge on ${where} exited before it answered` })))
+      // A request waiting for the owed answers goes out at once.
+      wakeSettling()
+    }
+    if (options.farEndExits !== undefined) yield* options.farEndExits(Effect.sync(farEndLost))
+    yield* listenReader(options.answerPath, {
+      onChunk: (chunk) => {
+        for (const frame of framer.push(chunk)) onFrame(frame)
+      },
+      onFailure: (error) => {
+        broken = error
+        answer(Exit.fail(error))
+        wakeSettling()
+      }
+    })
+
+    // Only the holder of the wire has a timer: one deadline at a time.
+    const deadline = yield* makeDeadline
+
+    /** Waits until no answer is owed, each owed one for up to `timeout`; past that, assumes they were dropped. */
+    const settle = (timeout: Duration.Duration): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (owed === 0 || broken !== undefined) return Effect.void
+        const signal = Deferred.makeUnsafe<boolean>()
+        settled = signal
+        deadline.set(timeout, () => void Deferred.doneUnsafe(signal, Exit.succeed(false)))
+        const waited = Effect.onExit(Deferred.await(signal), () =>
+          Effect.sync(() => {
+            deadline.clear()
+            if (settled === signal) settled = undefined
+          }))
+        return Effect.flatMap(waited, (woken) => {
+          // Woken by an answer that came or a far end that died: wait for the rest, afresh.
+          if (woken) return settle(timeout)
+          if (owed > 0) warn(`no answer on ${where} to ${owed} request(s) that timed out; assuming they were dropped`)
+          owed = 0
+          return Effect.void
+        })
+      })
+
+    const send = (request: string, timeout: Duration.Duration): Effect.Effect<string, AskError> =>
+      Effect.suspend(() => {
+        if (broken !== undefined) return Effect.fail(broken)
+        const asker = Deferred.makeUnsafe<string, AskError>()
+        inFlight = asker
+        owed += 1
+        writer.send(request, (error) => {
+          // A write that fails was not sent whole: no answer is owed for it.
+          if (error === undefined || inFlight !== asker) return
+          owed -= 1
+          answer(Exit.fail(error))
+        })
+        deadline.set(timeout, () => {
+          if (inFlight === asker) answer(Exit.fail(new ExchangeTimeout({ message: `no answer on ${where} in time` })))
+        })
+        return Effect.onExit(Deferred.await(asker), () =>
+          Effect.sync(() => {
+            deadline.clear()
+            // Timed out or interrupted: its answer stays owed (the count stays), so the next request skips it.
+            if (inFlight === asker) inFlight = undefined
+          }))
+      })
+
+    const ask: Exchange["ask"] = (request, timeout) =>
+      Effect.suspend(() => {
+        const patience = Duration.fromInputUnsafe(timeout)
+        return onTheWire.withPermits(1)(Effect.andThen(settle(patience), send(request, patience)))
+      })
+    return { ask }
+  })

@@ -1,0 +1,78 @@
+/**
+ * The agent's side of the brain FIFOs: a request frame goes to brain_in,
+ * one answer frame comes back on brain_out. Whatever serves the other end
+ * (the built-in Anthropic bridge, an external executable) answers Messages
+ * API JSON or `{"error":"timeout"|"fatal"}`.
+ */
+import * as Config from "effect/Config"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import { Brain, BrainError, type BrainService, decodeBrainAnswer, type MessagesResponse } from "../ports/Brain.js"
+import { askOnceMore, type FarEndExited, type FarEndExits, makeExchange } from "./Exchange.js"
+import { type FifoError, type FifoPaths } from "./RuntimeDir.js"
+import { makeRequestFrameEncoder, plainBrainAnswer } from "./BrainFrame.js"
+import { defaultMaxBlockBytes, type FrameTooLarge } from "../runtime/Framing.js"
+import { BrainRetriesConfig, BrainTimeoutConfig } from "../brain/BrainRetry.js"
+
+export interface FifoBrainOptions {
+  readonly paths: Pick<FifoPaths, "brainIn" | "brainOut">
+  /** How long one request may wait for its answer; default 5 minutes. */
+  readonly timeout?: Duration.Input
+  /** Largest answer accepted; default 16 MiB. */
+  readonly maxAnswerBytes?: number
+  /** Where to hear that the bridge process exited (see Exchange), so a request it took is asked again at once. */
+  readonly farEndExits?: FarEndExits
+}
+
+export const defaultTimeout = Duration.minutes(5)
+
+/**
+ * How long the agent waits on brain_out for a bridge of its own: longer than
+ * a built-in bridge's own give-up time (every attempt timing out, plus the
+ * longest backoffs), so the bridge's error answer, not the agent's timeout,
+ * ends a hopeless request.
+ */
+export const BridgePatienceConfig: Config.Config<Duration.Duration> = Config.map(
+  Config.all([BrainTimeoutConfig, BrainRetriesConfig]),
+  ([timeout, retries]) => Duration.seconds((timeout + 60) * (retries + 1) + 60)
+)
+
+export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, FifoError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const timeout = Duration.fromInputUnsafe(options.timeout ?? defaultTimeout)
+    const exchange = yield* makeExchange({
+      requestPath: options.paths.brainIn,
+      answerPath: options.paths.brainOut,
+      maxAnswerBytes: options.maxAnswerBytes ?? defaultMaxBlockBytes,
+      ...(options.farEndExits === undefined ? {} : { farEndExits: options.farEndExits })
+    })
+    // Each turn resends the same history messages and tool specs: their JSON is kept.
+    const encodeRequest = makeRequestFrameEncoder()
+    // Made once: a turn's path builds no handler objects or generators of its own.
+    const exchangeFailures = {
+      ExchangeTimeout: () =>
+        new BrainError({ reason: "timeout", detail: `no answer on brain_out within ${Duration.format(timeout)}` }),
+      FrameTooLarge: (error: FrameTooLarge) => new BrainError({ reason: "fatal", detail: `brain answer ${error.message}` }),
+      FifoError: (error: FifoError) => new BrainError({ reason: "fatal", detail: error.message }),
+      FarEndExited: (error: FarEndExited) => new BrainError({ reason: "fatal", detail: `${error.message}, twice` })
+    }
+    // The usual answer skips the Schema; anything else (errors, other
+    // blocks, odd fields) takes the full decode and its messages.
+    const readAnswer = (answer: string): Effect.Effect<MessagesResponse, BrainError> => {
+      const json = Result.try(() => JSON.parse(answer) as unknown)
+      const plain = Result.isSuccess(json) ? plainBrainAnswer(json.success) : undefined
+      return plain !== undefined ? Effect.succeed(plain) : decodeBrainAnswer(answer)
+    }
+    const complete: BrainService["complete"] = (request) => {
+      const frame = encodeRequest(request)
+      if (Result.isFailure(frame)) return Effect.fail(new BrainError({ reason: "fatal", detail: frame.failure.message }))
+      // A bridge that crashed with the request is restarted: the request goes once more, to the new one.
+      return Effect.flatMap(Effect.catchTags(askOnceMore(exchange, frame.success, timeout), exchangeFailures), readAnswer)
+    }
+    return { complete }
+  })
+
+export const layer = (options: FifoBrainOptions): Layer.Layer<Brain, FifoError> => Layer.effect(Brain, make(options))

@@ -1,0 +1,251 @@
+/**
+ * The agent's side of the interact FIFOs: messages arrive on interact_in as
+ * `{channel}\t{escaped text}\n` lines, replies leave on interact_out the same
+ * way. Writers may open and close interact_in per message (`printf … >`),
+ * and a reader of interact_out may come and go: replies wait in the pipe.
+ * A line longer than `maxLineBytes` is never buffered whole nor passed on
+ * cut short: its sender (the channel at the start of the line) is told it
+ * was refused. Part of a line that waits `unterminatedWait` for its newline
+ * while the pipe flows is taken as a whole line: its writer closed without
+ * one, and the next writer's line must not be glued to it (it could name
+ * another channel, whose words would go to the first).
+ */
+import type * as Arr from "effect/Array"
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as FiberSet from "effect/FiberSet"
+import * as Latch from "effect/Latch"
+import * as Layer from "effect/Layer"
+import type * as Pull from "effect/Pull"
+import * as Ref from "effect/Ref"
+import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import { listenReader, openWriter } from "./PipeEnd.js"
+import { type FifoError, type FifoPaths } from "./RuntimeDir.js"
+import * as Handover from "./Handover.js"
+import { type InboundMessage, Interact, InteractError, type InteractService } from "../ports/Interact.js"
+import { defaultMaxLineBytes, type Frame, type FrameTooLarge, makeLineFramer } from "../runtime/Framing.js"
+import { decodeInteractLine, encodeInteractLine } from "./InteractLine.js"
+import * as UnreadReplies from "./UnreadReplies.js"
+
+/** One pull of the message stream: the next message, or its end (`Cause.Done`) or failure. */
+type MessagePull<E> = Pull.Pull<Arr.NonEmptyReadonlyArray<InboundMessage>, E>
+
+export interface FifoInteractOptions {
+  readonly paths: Pick<FifoPaths, "interactIn" | "interactOut">
+  /** Longest inbound line accepted; default 1 MiB. */
+  readonly maxLineBytes?: number
+  /**
+   * Set when a built-in bridge of this process serves the far end: `messages`
+   * then ends once the bridge's input has ended and every line it forwarded
+   * has been read, and the counts let the run wait for the last replies.
+   */
+  readonly handover?: Handover.Handover
+  /**
+   * Where the replies still unread in interact_out when this closes are
+   * kept, to be written to it first when the next one opens: a reply
+   * counts as delivered once in the pipe, and a pipe loses what it holds
+   * when its last descriptor closes. For a far end outside this process
+   * (with a built-in bridge, Handover sees the last replies read).
+   */
+  readonly keepUnread?: string
+}
+
+/** What the sender of a line longer than the pipe accepts is told. */
+export const oversizedReply = (limit: number): string =>
+  `Your message is more than ${limit} bytes long, more than this agent accepts. ` +
+  "Nothing was processed: please send it in smaller parts."
+
+/**
+ * How long part of a line may wait for the rest while the reader takes
+ * what comes: a writer sends a line in one write, or in pieces microseconds
+ * apart, so a line still open after this was left without its newline.
+ */
+export const unterminatedWait = Duration.seconds(2)
+
+/** Messages read ahead of the agent at most (more only within one read): then the reader pauses. */
+const inboxLimit = 64
+
+export const make = (options: FifoInteractOptions): Effect.Effect<InteractService, FifoError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const outbound = yield* openWriter(options.paths.interactOut)
+    const kept = options.keepUnread
+    if (kept !== undefined) {
+      yield* UnreadReplies.resend(kept, outbound)
+      // Run before the writer closes (finalizers run last added first), while the pipe still holds them.
+      yield* Effect.addFinalizer(() => UnreadReplies.keep(kept, options.paths.interactOut))
+    }
+    const maxLineBytes = options.maxLineBytes ?? defaultMaxLineBytes
+    const handover = options.handover
+    // Refusals, warnings and counts start from the reader's callbacks; they end with the scope.
+    const background = yield* FiberSet.makeRuntime<never>()
+
+    const write = (line: string) =>
+      Effect.mapError(outbound.write(line), (error) => new InteractError({ message: error.message, cause: error }))
+    // With a built-in bridge in this process, a reply is sent once the bridge
+    // has it in its keeping (see Handover): the lock keeps each line's number
+    // right. Without one, the socket keeps the writes in call order by itself.
+    const writeLock = yield* Semaphore.make(1)
+    const send: InteractService["send"] = (message) =>
+      Result.match(encodeInteractLine(message), {
+        onFailure: (error) => new InteractError({ message: `cannot send reply: ${error.message}` }),
+        onSuccess: (line) =>
+          handover === undefined ? write(line) : write(line).pipe(
+            Effect.andThen(Ref.updateAndGet(handover.written, (n) => n + 1)),
+            writeLock.withPermits(1),
+            Effect.flatMap((count) => Handover.replyKept(handover, count))
+          )
+      })
+
+    // A line too long to hold never reaches the agent, so its sender is told
+    // here (its channel is in the line's first bytes): never a silent drop.
+    const refuseOversized = (error: FrameTooLarge) => {
+      const head = error.head ?? ""
+      const tab = head.indexOf("\t")
+      if (tab === -1) {
+        return Effect.logWarning(`ignored a line on interact_in with no channel in its first bytes: ${error.message}`)
+      }
+      const channel = head.slice(0, tab)
+      return Effect.logWarning(`refused a line on interact_in from ${channel}: ${error.message}`).pipe(
+        Effect.andThen(send({ channel, text: oversizedReply(error.limit) })),
+        Effect.catch((failure) => Effect.logWarning(`could not tell ${channel} its message was refused: ${failure.message}`))
+      )
+    }
+    const countRead = (lines: number) => {
+      if (handover !== undefined && lines > 0) background(SubscriptionRef.update(handover.read, (n) => n + lines))
+    }
+
+    // One inbox for the life of the scope, fed straight from the socket's
+    // data events, so a line is never half-read by a consumer that stops:
+    // every run of `messages` takes from it. `undefined` marks the end of
+    // input (after every message read before it). Reading starts when
+    // `messages` is first pulled, and pauses while the inbox is full: until
+    // the agent is ready to journal them, lines wait in the pipe instead of
+    // in memory.
+    const inbox: Array<InboundMessage | undefined> = []
+    // A taker finding nothing closes the latch and waits for a delivery to
+    // open it, then looks again: woken, not handed a line, so one
+    // interrupted meanwhile takes nothing.
+    const delivered = Latch.makeUnsafe(false)
+    let broken: InteractError | undefined
+    let started = false
+    let paused = true
+    // While a refusal is being sent, no later line reaches the agent, so the
+    // refusal goes out before any reply to a line that followed it.
+    let refusing = 0
+
+    /** What a take gets now: the next line, the end of input, or the break; undefined: it waits. */
+    const takeNow = (): MessagePull<InteractError> | undefined => {
+      if (refusing > 0) return undefined
+      if (inbox.length > 0) {
+        const next = inbox.shift()
+        return next === undefined ? Cause.done() : Effect.succeed([next])
+      }
+      return broken === undefined ? undefined : Effect.fail(broken)
+    }
+    const openValve = () => {
+      if (paused && started && inbox.length < inboxLimit) {
+        paused = false
+        valve.resume()
+        watchUnterminated()
+      }
+    }
+    const deliver = () => {
+      if (refusing === 0 && (inbox.length > 0 || broken !== undefined)) delivered.openUnsafe()
+      openValve()
+    }
+
+    const framer = makeLineFramer(maxLineBytes)
+    const onFrames = (frames: ReadonlyArray<Frame>) => {
+      let counted = 0
+      for (const line of frames) {
+        if (Result.isFailure(line)) {
+          refusing += 1
+          background(refuseOversized(line.failure).pipe(
+            // Counted once answered: a piped run waits for the replies it counted.
+            Effect.ensuring(Effect.sync(() => {
+              refusing -= 1
+              countRead(1)
+              deliver()
+            }))
+          ))
+          continue
+        }
+        const message = decodeInteractLine(line.success)
+        if (Result.isFailure(message)) background(Effect.logWarning(`ignored a line on interact_in: ${message.failure.message}`))
+        else inbox.push(message.success)
+        counted += 1
+      }
+      countRead(counted)
+      if (inbox.length >= inboxLimit) {
+        paused = true
+        valve.pause()
+      }
+      deliver()
+    }
+
+    // Each chunk is a new generation: a line left open is ended only if nothing came for a whole wait.
+    // Not while paused: the rest of the line is then in the pipe, waiting for us.
+    let generation = 0
+    let watching = false
+    const watchUnterminated = () => {
+      if (watching || paused || !framer.holding()) return
+      watching = true
+      const seen = generation
+      background(Effect.sleep(unterminatedWait).pipe(Effect.andThen(Effect.suspend(() => {
+        watching = false
+        if (seen !== generation || paused) {
+          watchUnterminated()
+          return Effect.void
+        }
+        const frames = framer.end()
+        if (frames.length === 0) return Effect.void
+        onFrames(frames)
+        return Effect.logWarning(
+          `a line on interact_in had no newline after ${Duration.format(unterminatedWait)} with nothing more: ` +
+            "taken as a whole line (a writer must end each line with \\n)"
+        )
+      }))))
+    }
+    const onChunk = (chunk: Uint8Array) => {
+      generation++
+      onFrames(framer.push(chunk))
+      if (!watching && framer.holding()) watchUnterminated()
+    }
+    const valve = yield* listenReader(options.paths.interactIn, {
+      onChunk,
+      onFailure: (error) => {
+        broken = new InteractError({ message: error.message, cause: error })
+        deliver()
+      }
+    }, { paused: true })
+
+    if (handover !== undefined) {
+      yield* Handover.inputConsumed(handover).pipe(
+        Effect.andThen(Effect.sync(() => {
+          inbox.push(undefined)
+          deliver()
+        })),
+        Effect.forkScoped
+      )
+    }
+
+    // One message per pull: a consumer that stops after n messages takes exactly n.
+    const take: MessagePull<InteractError> = Effect.suspend(() => {
+      started = true
+      const now = takeNow()
+      if (now === undefined) delivered.closeUnsafe()
+      openValve()
+      return now ?? Effect.andThen(delivered.await, take)
+    })
+    const messages: InteractService["messages"] = Stream.fromPull(Effect.succeed(take))
+
+    return { messages, send }
+  })
+
+export const layer = (options: FifoInteractOptions): Layer.Layer<Interact, FifoError> =>
+  Layer.effect(Interact, make(options))

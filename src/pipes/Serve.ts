@@ -1,0 +1,147 @@
+/**
+ * The bridge side of the FIFOs: serve an Interact, Brain or Claws service on
+ * the far ends of the pipes the agent speaks through. Each function opens its
+ * two FIFOs for as long as it runs; fork it (`Effect.forkScoped`) and
+ * interrupting the fiber closes them.
+ *
+ * Requests are answered one at a time, in order, and every request gets
+ * exactly one answer (an error answer when it cannot be served), so the
+ * requester's order-based matching never slips.
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Ref from "effect/Ref"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import type { BrainService } from "../ports/Brain.js"
+import type { InteractError, InteractService } from "../ports/Interact.js"
+import { loneSurrogateRefusal } from "../runtime/WellFormed.js"
+import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame } from "./BrainFrame.js"
+import { defaultMaxBlockBytes, defaultMaxLineBytes, type Frame, framed, makeBlockFramer, makeLineFramer } from "../runtime/Framing.js"
+import { decodeInteractLine, encodeInteractLine } from "./InteractLine.js"
+import { openReader, openWriter } from "./PipeEnd.js"
+import { type FifoError, type FifoPaths } from "./FifoPaths.js"
+import type * as Handover from "./Handover.js"
+
+export interface ServeOptions {
+  /** Largest request accepted (a line for interact and claws, a block for the brain). */
+  readonly maxRequestBytes?: number
+}
+
+/**
+ * Reads brain_in frames, answers each on brain_out: the response JSON, or
+ * `{"error":"timeout"|"fatal"}` when the brain fails or the request is bad.
+ */
+export const serveBrain = (
+  brain: BrainService,
+  paths: Pick<FifoPaths, "brainIn" | "brainOut">,
+  options: ServeOptions = {}
+): Effect.Effect<never, FifoError> =>
+  Effect.scoped(Effect.gen(function*() {
+    const requests = yield* openReader(paths.brainIn)
+    const answers = yield* openWriter(paths.brainOut)
+    const answer = (frame: Frame): Effect.Effect<string> =>
+      Result.match(Result.flatMap(frame, decodeBrainRequest), {
+        onFailure: (error) => Effect.as(Effect.logWarning(`bad request on brain_in: ${error.message}`), brainErrorFrame("fatal")),
+        onSuccess: (request) =>
+          brain.complete(request).pipe(
+            Effect.map((response) =>
+              Result.getOrElse(encodeBrainFrame(response), () => brainErrorFrame("fatal"))
+            ),
+            Effect.catchTag("BrainError", (error) =>
+              Effect.as(
+                Effect.logWarning(`brain failed (${error.reason}): ${error.detail}`),
+                brainErrorFrame(error.reason, error.misconfigured)
+              )),
+            Effect.catchDefect((defect) =>
+              Effect.as(Effect.logError("brain crashed", defect), brainErrorFrame("fatal")))
+          )
+      })
+    return yield* requests.chunks.pipe(
+      framed(() => makeBlockFramer(options.maxRequestBytes ?? defaultMaxBlockBytes)),
+      Stream.runForEach((frame) => Effect.flatMap(answer(frame), answers.write)),
+      Effect.andThen(Effect.never)
+    )
+  }))
+
+// The claws' side has its own module (plain callbacks, on every message's path with `--claw scripts`).
+export { serveClaws } from "./ServeClaws.js"
+
+/**
+ * Forwards the service's messages to interact_in and delivers the lines of
+ * interact_out through `send`.
+ *
+ * With a `handover` (the agent runs in this process) it never completes on
+ * its own: when the service's input ends it reports how many lines it
+ * forwarded and keeps delivering, and the run decides when all is done.
+ * Without one (a bridge process of its own, which cannot see the agent) it
+ * completes once the input has ended and as many replies have been
+ * delivered as messages were forwarded, so a bridge whose input closed
+ * still shows the last answers.
+ */
+export const serveInteract = (
+  interact: InteractService,
+  paths: Pick<FifoPaths, "interactIn" | "interactOut">,
+  options: ServeOptions & { readonly handover?: Handover.Handover } = {}
+): Effect.Effect<void, FifoError | InteractError> =>
+  Effect.scoped(Effect.gen(function*() {
+    const toAgent = yield* openWriter(paths.interactIn)
+    const fromAgent = yield* openReader(paths.interactOut)
+    const forwarded = yield* Ref.make(0)
+    const delivered = options.handover?.delivered ?? (yield* SubscriptionRef.make(0))
+    const countDelivered = SubscriptionRef.update(delivered, (n) => n + 1)
+    // Lines that are not replies count as kept too: the agent's count of lines written includes them.
+    const kept = options.handover === undefined ? Effect.void : SubscriptionRef.update(options.handover.kept, (n) => n + 1)
+
+    const deliverReplies = fromAgent.chunks.pipe(
+      framed(() => makeLineFramer(options.maxRequestBytes ?? defaultMaxLineBytes)),
+      Stream.runForEach((line) =>
+        Result.match(Result.flatMap(line, decodeInteractLine), {
+          onFailure: (error) =>
+            Effect.logWarning(`ignored a line on interact_out: ${error.message}`).pipe(
+              Effect.andThen(kept),
+              Effect.andThen(countDelivered)
+            ),
+          // An adapter with a journal of its own keeps the reply at once and
+          // delivers it in the background; any other delivers it before the next line.
+          onSuccess: (reply) =>
+            interact.accept === undefined
+              ? interact.send(reply).pipe(
+                Effect.catch((error) => Effect.logWarning(`reply to ${reply.channel} not delivered: ${error.message}`)),
+                Effect.andThen(kept),
+                Effect.andThen(countDelivered)
+              )
+              : interact.accept(reply).pipe(
+                Effect.tap(() => kept),
+                Effect.flatMap((delivery) => Effect.forkScoped(Effect.andThen(delivery, countDelivered)))
+              )
+        }).pipe(Effect.asVoid)),
+      Effect.andThen(Effect.never)
+    )
+
+    const inputEnded = interact.messages.pipe(
+      Stream.runForEach((message) => {
+        // UTF-8 on the pipe would turn half a character into U+FFFD unsaid: refused here, as the agent refuses it.
+        const refusal = loneSurrogateRefusal(message.text)
+        if (refusal !== undefined) {
+          return interact.send({ channel: message.channel, text: refusal }).pipe(
+            Effect.catch((error) => Effect.logWarning(`reply to ${message.channel} not delivered: ${error.message}`))
+          )
+        }
+        return Result.match(encodeInteractLine(message), {
+          onFailure: (error) => Effect.logWarning(`message not forwarded: ${error.message}`),
+          onSuccess: (line) => Effect.andThen(toAgent.write(line), Ref.update(forwarded, (n) => n + 1))
+        })
+      }),
+      Effect.andThen(Ref.get(forwarded))
+    )
+    const handover = options.handover
+    const forwardMessages = handover === undefined
+      ? Effect.flatMap(inputEnded, (total) => SubscriptionRef.changes(delivered).pipe(Stream.takeUntil((n) => n >= total), Stream.runDrain))
+      : Effect.flatMap(inputEnded, (total) => Deferred.succeed(handover.forwarded, total)).pipe(
+        Effect.andThen(Effect.never)
+      )
+
+    return yield* Effect.raceFirst(forwardMessages, deliverReplies)
+  }))

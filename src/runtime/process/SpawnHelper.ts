@@ -1,0 +1,283 @@
+/**
+ * Claws run from a spawn helper: one small Node process of ours
+ * (SpawnHelperMain.ts) that starts them and hands back what they printed.
+ *
+ * Why: Node's spawn forks the whole calling process and blocks its one
+ * thread until the child has exec'd. For an agent that was 4–8 ms of its
+ * thread per claw call here, and more as its heap grows, while no other
+ * turn moved (serve holds thousands of agents on that thread). Afterwards,
+ * every page the agent wrote took a copy-on-write fault once
+ * (bench/fork-spill.mjs). The helper pays the fork instead, on its own
+ * thread; this process writes one line and reads one back.
+ *
+ * It is started at the first run, with an environment of nothing but PATH
+ * (it holds no secret: each request carries the claw's own environment,
+ * secrets withheld), in a session of its own (Ctrl-C in the terminal is
+ * this process's to handle). It never keeps this process alive by itself,
+ * and it ends when this process ends, however that happens: it reads end of
+ * file on its stdin, kills every group it still runs and exits. Should it
+ * die, its own watchdog kills those groups, the runs waiting for it fail
+ * saying so, and the next run starts a new helper. One that does not
+ * answer a stop within 5 s is killed, so it cannot hold a shutdown. Should
+ * it not start, or end by itself before answering anything, runs go on
+ * from this process, warned once.
+ *
+ * Module state on purpose, like the watchdog's: one helper per process.
+ */
+import { type ChildProcess as NodeChild, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import { describeError } from "../Errors.js"
+import { printable } from "../Printable.js"
+import * as Framing from "../Framing.js"
+import { packageRoot } from "../../config/PackageRoot.js"
+import * as ChildProcess from "./ChildProcess.js"
+import { decodeFromHelper, type FromHelper, maxLineBytes, type ToHelper } from "./SpawnWire.js"
+
+type Resume = (effect: Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError>) => void
+
+interface Pending {
+  readonly command: string
+  readonly resume: Resume
+  /** Set once the run was interrupted: called when the helper says its group is reaped. */
+  onStopped?: (warnings: ReadonlyArray<string> | undefined) => void
+}
+
+interface Helper {
+  readonly child: NodeChild
+  readonly pid: number
+  readonly pending: Map<number, Pending>
+  nextId: number
+  /** Whether it answered anything yet: one that ends by itself before it did is not started again. */
+  answered: boolean
+  /** The start of what it wrote on stderr, for the report should it die. */
+  stderr: string
+  /** Why it was killed, when this process killed it. */
+  killedBecause?: string
+}
+
+let helper: Helper | undefined
+/** How long an interrupted run waits for the helper to say its group is gone. */
+const stopBound = Duration.seconds(5)
+/** Why runs go on from this process; logged once. */
+let unavailable: string | undefined
+let warned = false
+
+/** The helper's program, bundled into dist/cli/spawn-helper.cjs (found from the package root: this module may be in a bundle). */
+const helperScript = (): Result.Result<string, string> => {
+  const root = packageRoot()
+  const script = root === undefined ? undefined : path.join(root, "dist", "cli", "spawn-helper.cjs")
+  return script !== undefined && fs.existsSync(script)
+    ? Result.succeed(script)
+    : Result.fail(`its program ${script ?? "dist/cli/spawn-helper.cjs"} is missing`)
+}
+
+const send = (running: Helper, line: ToHelper): void => {
+  running.child.stdin?.write(`${JSON.stringify(line)}\n`)
+}
+
+/**
+ * A run's line, or why it cannot be sent: a line longer than the helper
+ * frames would end the helper, and every run it holds for other callers
+ * (in `serve`, other agents' claws), so an input that large is refused here.
+ */
+const runLine = (id: number, request: ChildProcess.RunRequest): Result.Result<string, ChildProcess.SpawnError> => {
+  const line = JSON.stringify({ _tag: "Run", id, ...request, args: [...request.args], env: { ...request.env } } satisfies ToHelper)
+  const bytes = Buffer.byteLength(line)
+  return bytes <= maxLineBytes ? Result.succeed(`${line}\n`) : Result.fail(
+    new ChildProcess.SpawnError({
+      message: `cannot run ${printable(request.command)}: its arguments and environment take ${bytes} bytes, more than a run may pass (${maxLineBytes})`,
+      cause: undefined
+    })
+  )
+}
+
+/** The handles keep this process alive only while a run waits for its answer. */
+const hold = (running: Helper, held: boolean): void => {
+  for (const handle of [running.child, running.child.stdout]) {
+    const h = handle as { ref?: () => void; unref?: () => void } | null
+    if (held) h?.ref?.()
+    else h?.unref?.()
+  }
+}
+
+const settle = (running: Helper, id: number): Pending | undefined => {
+  const pending = running.pending.get(id)
+  if (pending === undefined) return undefined
+  running.pending.delete(id)
+  if (running.pending.size === 0) hold(running, false)
+  return pending
+}
+
+const toOutcome = (line: Extract<FromHelper, { _tag: "Done" }>): ChildProcess.RunOutcome => ({
+  stdout: Buffer.from(line.stdout, "base64"),
+  stdoutTruncated: line.stdoutTruncated,
+  stderr: Buffer.from(line.stderr, "base64"),
+  stderrTruncated: line.stderrTruncated,
+  exitCode: line.exitCode,
+  signal: line.signal as NodeJS.Signals | null,
+  flooded: line.flooded
+})
+
+/** What a run logged in the helper, logged here, by the fiber that waited for it. */
+const logged = (warnings: ReadonlyArray<string> | undefined): Effect.Effect<void> =>
+  warnings === undefined ? Effect.void : Effect.forEach(warnings, (warning) => Effect.logWarning(warning), { discard: true })
+
+const onLine = (running: Helper, frame: Framing.Frame): void => {
+  const decoded = Result.flatMap(frame, (text) => decodeFromHelper(text))
+  if (Result.isFailure(decoded)) {
+    running.killedBecause = `it answered a line this process cannot read (${decoded.failure.message.slice(0, 300)})`
+    running.child.kill("SIGKILL")
+    return
+  }
+  running.answered = true
+  const line = decoded.success
+  const pending = settle(running, line.id)
+  if (pending === undefined) return
+  // An interrupted run waits only for its group to be gone: it is, once the run ended.
+  if (pending.onStopped !== undefined) return pending.onStopped(line.warnings)
+  if (line._tag === "Done") pending.resume(Effect.as(logged(line.warnings), toOutcome(line)))
+  else if (line._tag === "Failed") {
+    const cause = Object.assign(new Error(line.message), line.code === undefined ? {} : { code: line.code })
+    pending.resume(Effect.andThen(logged(line.warnings), Effect.fail(new ChildProcess.SpawnError({ message: line.message, cause }))))
+  }
+}
+
+const onExit = (running: Helper, code: number | null, signal: NodeJS.Signals | null): void => {
+  if (helper === running) helper = undefined
+  const how = running.killedBecause ?? (signal !== null ? `killed by ${signal}` : `exit code ${code}`)
+  const said = running.stderr.trim() === "" ? "" : `: ${running.stderr.trim().slice(0, 500)}`
+  // One that ended by itself (or said what it should not) before any answer will not do better next time;
+  // one killed by a signal (the OOM killer) may.
+  const broken = !running.answered && (signal === null || running.killedBecause !== undefined)
+  if (broken && unavailable === undefined) unavailable = `the spawn helper ended before it answered (${how}${said})`
+  for (const id of [...running.pending.keys()]) {
+    const pending = settle(running, id)!
+    if (pending.onStopped !== undefined) pending.onStopped(undefined)
+    else {
+      const message = `cannot run ${printable(pending.command)}: the spawn helper ended (${how}${said}); its watchdog kills what it started`
+      pending.resume(Effect.fail(new ChildProcess.SpawnError({ message, cause: undefined })))
+    }
+  }
+}
+
+const start = (): Result.Result<Helper, string> => {
+  const script = helperScript()
+  if (Result.isFailure(script)) return Result.fail(script.failure)
+  const spawned = Result.try({
+    try: () =>
+      spawn(process.execPath, [script.success], {
+        detached: true,
+        stdio: ["pipe", "pipe", "pipe"],
+        env: { PATH: "/usr/bin:/bin" }
+      }),
+    catch: describeError
+  })
+  if (Result.isFailure(spawned)) return Result.fail(`node could not be started: ${spawned.failure}`)
+  const child = spawned.success
+  // A failed spawn (EAGAIN) reports through 'error' and has no pid; the exit says the rest.
+  child.on("error", () => undefined)
+  child.stdin?.on("error", () => undefined)
+  if (child.pid === undefined) return Result.fail("node could not be started")
+  const running: Helper = { child, pid: child.pid, pending: new Map(), nextId: 0, answered: false, stderr: "" }
+  const lines = Framing.makeLineFramer(maxLineBytes)
+  child.stdout?.on("data", (chunk: Buffer) => {
+    for (const frame of lines.push(chunk)) onLine(running, frame)
+  })
+  child.stderr?.setEncoding("utf8")
+  child.stderr?.on("data", (chunk: string) => {
+    if (running.stderr.length < 2048) running.stderr += chunk
+  })
+  child.on("exit", (code, signal) => onExit(running, code, signal))
+  ;(child.stdin as { unref?: () => void } | null)?.unref?.()
+  ;(child.stderr as { unref?: () => void } | null)?.unref?.()
+  hold(running, false)
+  return Result.succeed(running)
+}
+
+const current = (): Result.Result<Helper, string> => {
+  if (unavailable !== undefined) return Result.fail(unavailable)
+  if (helper !== undefined && helper.child.exitCode === null && helper.child.signalCode === null) {
+    return Result.succeed(helper)
+  }
+  const started = start()
+  if (Result.isFailure(started)) unavailable = started.failure
+  else helper = started.success
+  return started
+}
+
+const inHelper = (helper: Helper, request: ChildProcess.RunRequest) =>
+  Effect.suspend(() => {
+    const id = helper.nextId++
+    const line = runLine(id, request)
+    return Result.isFailure(line) ? Effect.fail(line.failure) : sent(helper, id, request.command, line.success)
+  })
+
+const sent = (helper: Helper, id: number, command: string, line: string) =>
+  Effect.callback<ChildProcess.RunOutcome, ChildProcess.SpawnError>((resume) => {
+    const pending: Pending = { command, resume }
+    helper.pending.set(id, pending)
+    if (helper.pending.size === 1) hold(helper, true)
+    helper.child.stdin?.write(line)
+    return Effect.callback<void>((stopped) => {
+      if (!helper.pending.has(id)) return stopped(Effect.void)
+      pending.onStopped = (warnings) => stopped(logged(warnings))
+      send(helper, { _tag: "Stop", id })
+    }).pipe(
+      // A helper that does not answer (stopped by someone, or stuck) must not hold a shutdown:
+      // killed, its watchdog kills the group. (The wait is made interruptible, or the bound could not end it.)
+      Effect.interruptible,
+      Effect.timeout(stopBound),
+      Effect.catchTag("TimeoutError", () =>
+        Effect.sync(() => {
+          helper.killedBecause ??= `it did not answer a stop within ${Duration.format(stopBound)}`
+          helper.child.kill("SIGKILL")
+        }))
+    )
+  })
+
+/**
+ * ChildProcess.run, from the spawn helper. Interrupting it kills the whole
+ * group and returns once the helper has reaped it, as ChildProcess.run does.
+ */
+export const run = (request: ChildProcess.RunRequest): Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError> =>
+  Effect.suspend(() => {
+    const running = current()
+    if (Result.isSuccess(running)) return inHelper(running.success, request)
+    const warning = warned ? Effect.void : Effect.logWarning(`claws are started from this process: ${running.failure}`)
+    warned = true
+    return Effect.andThen(warning, ChildProcess.run(request))
+  })
+
+/**
+ * Whether claws would start from the helper (`planckclaw doctor`): a command
+ * that does nothing, run through it. Its pid, or why claws start from this
+ * process instead.
+ */
+export const probe: Effect.Effect<Result.Result<number, string>> = Effect.suspend(() => {
+  const running = current()
+  if (Result.isFailure(running)) return Effect.succeed(Result.fail(running.failure))
+  const { pid } = running.success
+  return inHelper(running.success, {
+    command: "/bin/sh",
+    args: ["-c", "exit 0"],
+    cwd: "/",
+    env: { PATH: "/usr/bin:/bin" },
+    stdoutMax: 0,
+    stderrMax: 1024,
+    floodAllowance: 0
+  }).pipe(
+    Effect.map((outcome) =>
+      outcome.exitCode === 0
+        ? Result.succeed(pid)
+        : Result.fail(`a command that does nothing ended with ${outcome.signal ?? `exit code ${outcome.exitCode}`}`)
+    ),
+    Effect.catch((error) => Effect.succeed(Result.fail(error.message)))
+  )
+})
+
+/** The running helper's pid, if one runs (for tests). */
+export const helperPid = (): number | undefined => helper?.pid

@@ -1,0 +1,93 @@
+/**
+ * The usage ledger in PostgreSQL: one row per brain answer (the columns of
+ * a usage.jsonl line), written by a Brain decorator, as UsageLedger.ts does
+ * for files. Writing it never fails a turn: a failure is logged once.
+ */
+import * as SqlClient from "effect/sql/SqlClient"
+import * as Arr from "effect/Array"
+import * as Clock from "effect/Clock"
+import type * as ConfigError from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Schedule from "effect/Schedule"
+import { Brain, type BrainService } from "../ports/Brain.js"
+import { BrainLabelConfig } from "../config/BrainChoice.js"
+import { lineOf, type UsageLine } from "./UsageLedger.js"
+import { defaultRetry, resilient } from "../memory/sql/SqlResilience.js"
+
+export const insert = (sql: SqlClient.SqlClient, agentId: string, lines: ReadonlyArray<UsageLine>) => {
+  const rows = lines.map((line) => ({ agent_id: agentId, ...line }))
+  return Arr.isArrayNonEmpty(rows) ? Effect.asVoid(sql`INSERT INTO planckclaw_usage ${sql.insert(rows)}`) : Effect.void
+}
+
+/** Every row of the agent's ledger, oldest first, as usage.jsonl lines. */
+export const read = (sql: SqlClient.SqlClient, agentId: string) =>
+  sql<{
+    readonly at: string
+    readonly kind: "turn" | "compaction"
+    readonly brain: string
+    readonly model: string
+    readonly ms: number
+    readonly input: string
+    readonly output: string
+    readonly cache_write: string
+    readonly cache_read: string
+  }>`SELECT to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, kind, brain, model, ms,
+      input, output, cache_write, cache_read
+    FROM planckclaw_usage WHERE agent_id = ${agentId} ORDER BY id`.pipe(
+    Effect.map((rows) =>
+      rows.map((row): UsageLine => ({
+        at: row.at,
+        kind: row.kind,
+        brain: row.brain,
+        model: row.model,
+        ms: row.ms,
+        input: Number(row.input),
+        output: Number(row.output),
+        cache_write: Number(row.cache_write),
+        cache_read: Number(row.cache_read)
+      }))
+    )
+  )
+
+/** `brain` with every answer recorded for `agentId`; a failed write is logged once and never fails the call. */
+export const recording = (
+  brain: BrainService,
+  agentId: string,
+  label: string,
+  retry: Schedule.Schedule<unknown> = defaultRetry
+): Effect.Effect<BrainService, never, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    let warned = false
+    return {
+      complete: (request) =>
+        Effect.gen(function*() {
+          const started = yield* Clock.currentTimeMillis
+          const response = yield* brain.complete(request)
+          const ended = yield* Clock.currentTimeMillis
+          yield* insert(sql, agentId, [lineOf(request, response, label, started, ended)]).pipe(
+            resilient(`recording usage of agent ${agentId}`, retry),
+            Effect.catch((error) => {
+              if (warned) return Effect.void
+              warned = true
+              return Effect.logWarning(`usage ledger not written (${error.message}); turns go on without it`)
+            })
+          )
+          return response
+        })
+    } satisfies BrainService
+  })
+
+/** The Brain recording into the database: provide it the bridge's Brain and a SqlClient. */
+export const layer = (
+  agentId: string,
+  retry?: Schedule.Schedule<unknown>
+): Layer.Layer<Brain, ConfigError.ConfigError, Brain | SqlClient.SqlClient> =>
+  Layer.effect(
+    Brain,
+    Effect.gen(function*() {
+      const label = yield* BrainLabelConfig
+      return yield* recording(yield* Brain, agentId, label, retry)
+    })
+  )

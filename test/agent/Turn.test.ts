@@ -1,0 +1,86 @@
+/**
+ * The tool loop on its own: a snapshot and a text in, a reply out, with a
+ * scripted brain and in-memory tools and no memory directory.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Effect, Exit, Layer, Logger } from "effect"
+import { BrainError } from "../../src/ports/Brain.js"
+import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
+import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
+import type { MemorySnapshot } from "../../src/memory/Memory.js"
+import * as Turn from "../../src/agent/Turn.js"
+
+const config: Turn.TurnConfig = { model: "test-model", maxTokens: 100, maxToolRounds: 2 }
+const snapshot: MemorySnapshot = {
+  soul: "Soul.",
+  summary: "Summary.",
+  history: [{ role: "assistant", content: "dropped" }, { role: "user", content: "u1" }, { role: "assistant", content: "a1" }]
+}
+
+const echoTool: InMemoryClaws.InMemoryTool = {
+  definition: { name: "echo", description: "Echoes", input_schema: { type: "object", properties: {} } },
+  run: (input) => Effect.succeed({ content: JSON.stringify(input), isError: false })
+}
+
+const turn = (script: ReadonlyArray<ScriptedBrain.ScriptStep>, tools: ReadonlyArray<InMemoryClaws.InMemoryTool> = []) =>
+  Effect.gen(function*() {
+    const brain = yield* ScriptedBrain.make(script)
+    const exit = yield* Turn.run({ snapshot, text: "question", config }).pipe(
+      Effect.provide(Layer.merge(ScriptedBrain.layer(brain), InMemoryClaws.layer(tools))),
+      Effect.exit
+    )
+    return { exit, requests: yield* brain.requests }
+  })
+
+describe("Turn.run", () => {
+  it.effect("answers from soul, summary and history, and says the exchange belongs in history", () =>
+    Effect.gen(function*() {
+      const { exit, requests } = yield* turn([ScriptedBrain.text("  answer  ")])
+      expect(exit).toEqual(Exit.succeed({ reply: "answer", stored: true }))
+      expect(requests).toEqual([{
+        model: "test-model",
+        max_tokens: 100,
+        system: "Soul.\n---\nCONVERSATION SUMMARY:\nSummary.",
+        messages: [
+          { role: "user", content: "u1" },
+          { role: "assistant", content: "a1" },
+          { role: "user", content: "question" }
+        ]
+      }])
+    }))
+
+  it.effect("runs tool rounds and stops after maxToolRounds without storing", () =>
+    Effect.gen(function*() {
+      const call = ScriptedBrain.toolUse([{ id: "t", name: "echo", input: { n: 1 } }])
+      const { exit, requests } = yield* turn([call, call, call, ScriptedBrain.text("never")], [echoTool])
+      expect(requests).toHaveLength(3)
+      expect(requests[1]!.messages.at(-1)).toEqual({
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: "t", content: "{\"n\":1}" }]
+      })
+      expect(Exit.isSuccess(exit) && exit.value.stored).toBe(false)
+      expect(Exit.isSuccess(exit) && exit.value.reply).toContain("I stopped after 2 rounds of tool calls")
+    }))
+
+  it.effect("answers with the apology, not stored, when the brain gives up", () =>
+    Effect.gen(function*() {
+      const { exit } = yield* turn([new BrainError({ reason: "fatal", detail: "test" })])
+      expect(exit).toEqual(Exit.succeed({ reply: Turn.APOLOGY, stored: false }))
+    }))
+
+  it.effect("logs what the brain said, not \"timeout\", for a failure that may pass (a 429 after its retries)", () =>
+    Effect.gen(function*() {
+      const logged: Array<string> = []
+      const logger = Logger.make(({ message }) => void logged.push(String(message)))
+      const detail = "gave up after 5 attempts: HTTP 429: rate_limit_error: slow down"
+      yield* turn([new BrainError({ reason: "timeout", detail })]).pipe(Effect.provide(Logger.layer([logger])))
+      expect(logged).toEqual([`brain gave up for now: ${detail}`])
+    }))
+
+  it.effect("leaves a defect in a tool to its caller", () =>
+    Effect.gen(function*() {
+      const broken: InMemoryClaws.InMemoryTool = { definition: echoTool.definition, run: () => Effect.die("boom") }
+      const { exit } = yield* turn([ScriptedBrain.toolUse([{ id: "t", name: "echo", input: {} }])], [broken])
+      expect(Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
+    }))
+})

@@ -1,0 +1,133 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as SqlMemory from "../../../src/memory/sql/SqlMemory.js"
+import * as SqlTransfer from "../../../src/memory/sql/SqlTransfer.js"
+import * as Cli from "../../support/Cli.js"
+import { usePostgres } from "../../support/Postgres.js"
+import { tempDir } from "../../support/Sandbox.js"
+import { freshDatabase, migrated } from "../../memory/sql/SqlKit.js"
+
+const server = usePostgres()
+
+// Every oddity a history.jsonl can hold, each of which must come back byte for byte.
+const oddHistory = [
+  `{"role":"user","content":"héllo wörld 👋 日本語"}`,
+  `{"role":"assistant","content":"line\\nbreak \\"quoted\\" tab\\t back\\\\slash \\u2028 sep"}`,
+  `{"role":"user","content":"\\u00e9 escaped the long way"}`,
+  `{"content":"keys swapped","role":"assistant"}`,
+  `{ "role": "user", "content": "spaced out" }`,
+  `{"role":"user","content":"extra keys","ts":123}`,
+  `{"role":"assistant","content":"nul \\u0000 inside"}`,
+  `not json at all`,
+  ``,
+  `{"role":"system","content":"not a history role"}`,
+  `{"role":"user","content":"crlf"}\r`,
+  `{"role":"assistant","content":"last"}`
+].join("\n") + "\n"
+
+const summaryText = "Marc likes dice — and «quotes».\n\nSecond paragraph, no final newline"
+
+const writeFiles = (directory: string, files: Record<string, string | Buffer>) => {
+  fs.mkdirSync(directory, { recursive: true })
+  for (const [name, content] of Object.entries(files)) fs.writeFileSync(path.join(directory, name), content)
+}
+
+const inDatabase = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const url = yield* freshDatabase(yield* server)
+    return yield* effect.pipe(Effect.provide(migrated(url)))
+  })
+
+describe("memory export/import", () => {
+  it.effect("files → database → files is byte for byte, oddities included, and the agent reads and appends in between", () =>
+    inDatabase(Effect.gen(function*() {
+      const root = yield* tempDir()
+      const source = path.join(root, "source")
+      writeFiles(source, { "history.jsonl": oddHistory, "summary.md": summaryText, "soul.md": "You are Ada.\n" })
+      const imported = yield* SqlTransfer.importAgent("alice", source)
+      expect(imported).toEqual({ lines: 12, summary: true, soul: true, usage: 0 })
+
+      const back = path.join(root, "back")
+      expect((yield* SqlTransfer.exportAgent("alice", back)).lines).toBe(12)
+      for (const name of ["history.jsonl", "summary.md", "soul.md"]) {
+        expect(fs.readFileSync(path.join(back, name)).equals(fs.readFileSync(path.join(source, name)))).toBe(true)
+      }
+
+      // The imported memory is the agent's: the readable lines, in order, and appends after them.
+      const memory = yield* SqlMemory.make("alice")
+      const snapshot = yield* memory.snapshot(4)
+      expect(snapshot.soul).toBe("You are Ada.")
+      expect(snapshot.summary).toBe(summaryText)
+      expect(snapshot.history).toEqual([{ role: "user", content: "crlf" }, { role: "assistant", content: "last" }])
+      yield* memory.append([{ role: "user", content: "new ✓" }, { role: "assistant", content: "ok" }])
+      const after = path.join(root, "after")
+      yield* SqlTransfer.exportAgent("alice", after)
+      expect(fs.readFileSync(path.join(after, "history.jsonl"), "utf8")).toBe(
+        oddHistory + `{"role":"user","content":"new ✓"}\n{"role":"assistant","content":"ok"}\n`
+      )
+    })))
+
+  it.effect("keeps a missing final newline, an absent summary, and the usage ledger", () =>
+    inDatabase(Effect.gen(function*() {
+      const root = yield* tempDir()
+      const usage = `{"at":"2026-11-30T10:00:00.123Z","kind":"turn","brain":"anthropic","model":"m","ms":812,"input":10,"output":5,"cache_write":0,"cache_read":3}\n`
+      writeFiles(path.join(root, "in"), { "history.jsonl": `{"role":"user","content":"a"}\n{"role":"assistant","content":"b"}`, "usage.jsonl": usage })
+      yield* SqlTransfer.importAgent("bob", path.join(root, "in"))
+      yield* SqlTransfer.exportAgent("bob", path.join(root, "out"))
+      expect(fs.readFileSync(path.join(root, "out", "history.jsonl"), "utf8")).toBe(`{"role":"user","content":"a"}\n{"role":"assistant","content":"b"}`)
+      expect(fs.existsSync(path.join(root, "out", "summary.md"))).toBe(false)
+      expect(fs.readFileSync(path.join(root, "out", "usage.jsonl"), "utf8")).toBe(usage)
+    })))
+
+  it.effect("refuses, changing nothing: memory already there, a directory holding memory, a file that is not UTF-8", () =>
+    inDatabase(Effect.gen(function*() {
+      const root = yield* tempDir()
+      writeFiles(path.join(root, "one"), { "history.jsonl": `{"role":"user","content":"one"}\n` })
+      writeFiles(path.join(root, "two"), { "history.jsonl": `{"role":"user","content":"two"}\n` })
+      writeFiles(path.join(root, "bad"), { "history.jsonl": Buffer.from([0x7b, 0xff, 0xfe, 0x7d, 0x0a]) })
+      yield* SqlTransfer.importAgent("carol", path.join(root, "one"))
+      const again = yield* Effect.flip(SqlTransfer.importAgent("carol", path.join(root, "two")))
+      expect(again.message).toContain("already has memory in the database")
+      const bad = yield* Effect.flip(SqlTransfer.importAgent("dave", path.join(root, "bad")))
+      expect(bad.message).toContain("not valid UTF-8")
+      const occupied = yield* Effect.flip(SqlTransfer.exportAgent("carol", path.join(root, "two")))
+      expect(occupied.message).toContain("already holds history.jsonl")
+      expect(fs.readFileSync(path.join(root, "two", "history.jsonl"), "utf8")).toBe(`{"role":"user","content":"two"}\n`)
+      // --replace overwrites, whole.
+      yield* SqlTransfer.importAgent("carol", path.join(root, "two"), { replace: true })
+      yield* SqlTransfer.exportAgent("carol", path.join(root, "check"))
+      expect(fs.readFileSync(path.join(root, "check", "history.jsonl"), "utf8")).toBe(`{"role":"user","content":"two"}\n`)
+    })))
+})
+
+describe("planckclaw memory (the built command)", () => {
+  it.effect("imports and exports through PLANCKCLAW_DATABASE_URL, and never shows its password", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase(yield* server)
+      const root = yield* tempDir()
+      writeFiles(path.join(root, "in"), { "history.jsonl": oddHistory, "summary.md": summaryText })
+      const env = Cli.baseEnv({ PLANCKCLAW_DATABASE_URL: url })
+      const imported = yield* Cli.run(["memory", "import", "--agent", "alice", path.join(root, "in")], { cwd: root, env })
+      expect(imported.stdout).toContain("imported agent alice")
+      expect(imported.code).toBe(0)
+      const exported = yield* Cli.run(["memory", "export", "--agent", "alice", path.join(root, "out")], { cwd: root, env })
+      expect(exported.code).toBe(0)
+      expect(fs.readFileSync(path.join(root, "out", "history.jsonl"), "utf8")).toBe(oddHistory)
+      expect(fs.readFileSync(path.join(root, "out", "summary.md"), "utf8")).toBe(summaryText)
+
+      const password = (yield* server).password
+      const wrong = url.replace(`:${password}@`, ":not-the-password@")
+      const refused = yield* Cli.run(["memory", "export", "--agent", "alice", path.join(root, "x")], {
+        cwd: root,
+        env: Cli.baseEnv({ PLANCKCLAW_DATABASE_URL: wrong })
+      })
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toContain("password authentication failed")
+      expect(refused.stderr + refused.stdout).not.toContain("not-the-password")
+      const again = yield* Cli.run(["memory", "import", "--agent", "alice", path.join(root, "in")], { cwd: root, env })
+      expect(again.code).toBe(1)
+      expect(again.stderr + again.stdout).not.toContain(password)
+    }))
+})

@@ -1,0 +1,143 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as path from "node:path"
+import { Effect, Fiber, Queue, Stream } from "effect"
+import { BrainError } from "../../src/ports/Brain.js"
+import * as BrainFifo from "../../src/pipes/FifoBrain.js"
+import * as Scripted from "../../src/brain/ScriptedBrain.js"
+import * as ClawsFifo from "../../src/pipes/FifoClaws.js"
+import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
+import { openWriter } from "../../src/pipes/PipeEnd.js"
+import { makeRuntimeDir } from "../../src/pipes/RuntimeDir.js"
+import { serveBrain, serveClaws, serveInteract } from "../../src/pipes/Serve.js"
+import * as InteractFifo from "../../src/pipes/FifoInteract.js"
+import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
+import { blocksFrom, sh, tempDir } from "../support/FifoKit.js"
+
+const runtime = Effect.flatMap(tempDir, (dir) => makeRuntimeDir(path.join(dir, "run")))
+
+describe("serveBrain", () => {
+  it.effect("answers a shell agent's request frame with the brain's response", () =>
+    Effect.gen(function*() {
+      const paths = yield* runtime
+      const scripted = yield* Scripted.make([Scripted.text("Hello from the brain")])
+      yield* Effect.forkScoped(serveBrain(scripted.service, paths))
+      // What the original agent does: one frame in, read lines up to the empty one.
+      const answer = yield* sh(
+        `printf '%s\\n\\n' "$REQ" > "$IN"; while IFS= read -r l; do [ -z "$l" ] && break; printf '%s' "$l"; done < "$OUT"`,
+        {
+          IN: paths.brainIn,
+          OUT: paths.brainOut,
+          REQ: "{\"model\":\"m\",\"max_tokens\":9,\"metadata\":{\"user_id\":\"u\"},\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+        }
+      )
+      expect(JSON.parse(answer)).toEqual({ content: [{ type: "text", text: "Hello from the brain" }], stop_reason: "end_turn" })
+      expect(yield* scripted.requests).toEqual([
+        { model: "m", max_tokens: 9, metadata: { user_id: "u" }, messages: [{ role: "user", content: "hi" }] }
+      ])
+    }))
+
+  it.effect("answers {\"error\":…} for a failed brain or a bad request, one answer per request", () =>
+    Effect.gen(function*() {
+      const paths = yield* runtime
+      const scripted = yield* Scripted.make([
+        new BrainError({ reason: "timeout", detail: "upstream slow" }),
+        new BrainError({ reason: "fatal", detail: "upstream broken" }),
+        Scripted.text("fine again")
+      ])
+      yield* Effect.forkScoped(serveBrain(scripted.service, paths))
+      const requests = yield* openWriter(paths.brainIn)
+      const answers = yield* blocksFrom(paths.brainOut)
+      const ask = (frame: string) => Effect.andThen(requests.write(frame), Queue.take(answers))
+      const good = "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[]}\n\n"
+      expect(yield* ask(good)).toBe("{\"error\":\"timeout\"}")
+      expect(yield* ask("not json at all\n\n")).toBe("{\"error\":\"fatal\"}")
+      expect(yield* ask("{\"model\":\"m\"}\n\n")).toBe("{\"error\":\"fatal\"}")
+      expect(yield* ask(good)).toBe("{\"error\":\"fatal\"}")
+      expect(JSON.parse(yield* ask(good)).content[0].text).toBe("fine again")
+    }))
+
+  it.effect("serves the FIFO brain client end to end", () =>
+    Effect.gen(function*() {
+      const paths = yield* runtime
+      const scripted = yield* Scripted.make([
+        Scripted.toolUse([{ id: "t1", name: "echo", input: { text: "x" } }], "Let me check."),
+        new BrainError({ reason: "timeout", detail: "slow" })
+      ])
+      yield* Effect.forkScoped(serveBrain(scripted.service, paths))
+      const brain = yield* BrainFifo.make({ paths })
+      const request = { model: "m", max_tokens: 10, messages: [{ role: "user" as const, content: "go" }] }
+      expect(yield* brain.complete(request)).toEqual(
+        Scripted.toolUse([{ id: "t1", name: "echo", input: { text: "x" } }], "Let me check.")
+      )
+      expect((yield* Effect.flip(brain.complete(request))).reason).toBe("timeout")
+    }))
+})
+
+describe("serveClaws", () => {
+  const tools: ReadonlyArray<InMemoryClaws.InMemoryTool> = [
+    {
+      definition: { name: "report", description: "Multi-line output", input_schema: { type: "object" } },
+      run: () => Effect.succeed({ content: "Title\r\n\r\nBody line\n\n\nEnd\n", isError: false })
+    },
+    {
+      definition: { name: "broken", description: "Always fails", input_schema: { type: "object" } },
+      run: () => Effect.succeed({ content: "disk full", isError: true })
+    },
+    {
+      definition: { name: "echo", description: "Echo", input_schema: { type: "object" } },
+      run: (input) => Effect.succeed({ content: JSON.stringify(input), isError: false })
+    }
+  ]
+
+  it.effect("serves the FIFO claws client end to end, empty lines in results included", () =>
+    Effect.gen(function*() {
+      const paths = yield* runtime
+      yield* Effect.forkScoped(serveClaws(InMemoryClaws.make(tools), paths))
+      const claws = yield* ClawsFifo.make({ paths })
+      expect((yield* claws.list).tools.map((tool) => tool.name)).toEqual(["report", "broken", "echo"])
+      expect(yield* claws.call("report", {})).toEqual({ content: "Title\n\nBody line\n\n\nEnd", isError: false })
+      expect(yield* claws.call("broken", {})).toEqual({ content: "Error: disk full", isError: true })
+      expect(yield* claws.call("missing", {})).toEqual({ content: "Unknown tool: missing", isError: true })
+      expect(yield* claws.call("echo", { a: [1, "two"] })).toEqual({ content: "{\"a\":[1,\"two\"]}", isError: false })
+    }))
+
+  it.effect("answers an original agent's requests, and a malformed one with an error", () =>
+    Effect.gen(function*() {
+      const paths = yield* runtime
+      yield* Effect.forkScoped(serveClaws(InMemoryClaws.make(tools), paths))
+      const requests = yield* openWriter(paths.clawIn)
+      const answers = yield* blocksFrom(paths.clawOut)
+      yield* requests.write("__list_tools__\n")
+      expect(JSON.parse(yield* Queue.take(answers)).map((tool: { name: string }) => tool.name)).toEqual(["report", "broken", "echo"])
+      // An empty line is no request: it gets no answer, so the next answer is the next request's.
+      yield* requests.write("\nno tab here\necho\t{\"k\":true}\n")
+      expect(yield* Queue.take(answers)).toContain("Error: claw request is neither")
+      expect(yield* Queue.take(answers)).toBe("{\"k\":true}")
+    }))
+})
+
+describe("serveInteract", () => {
+  it.effect("carries messages to the agent and replies back, and ends once input ended and every reply was delivered", () =>
+    Effect.gen(function*() {
+      const paths = yield* runtime
+      const user = yield* InMemoryInteract.make
+      const agentSide = yield* InteractFifo.make({ paths })
+      yield* user.offer({ channel: "cli", text: "first\nmessage" })
+      yield* user.offer({ channel: "cli", text: "second" })
+      yield* user.end
+      const serving = yield* Effect.forkScoped(serveInteract(user.service, paths))
+
+      const inbound = yield* agentSide.messages.pipe(Stream.take(2), Stream.runCollect)
+      expect([...inbound]).toEqual([{ channel: "cli", text: "first\nmessage" }, { channel: "cli", text: "second" }])
+
+      yield* agentSide.send({ channel: "cli", text: "answer\tone" })
+      expect(yield* Queue.take(user.replies)).toEqual({ channel: "cli", text: "answer\tone" })
+      // One reply is still owed: the bridge keeps running.
+      yield* Effect.yieldNow
+      expect(serving.pollUnsafe()).toBeUndefined()
+
+      yield* agentSide.send({ channel: "cli", text: "answer two" })
+      expect(yield* Queue.take(user.replies)).toEqual({ channel: "cli", text: "answer two" })
+      yield* Fiber.join(serving)
+    }))
+})
