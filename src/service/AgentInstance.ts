@@ -18,12 +18,10 @@ import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
-import * as Stream from "effect/Stream"
 import * as Agent from "../Agent.js"
 import * as Turn from "../Turn.js"
 import { Brain, type BrainService } from "../Brain.js"
 import { Claws, type ClawsService } from "../Claws.js"
-import type { InteractService } from "../Interact.js"
 import * as Logging from "../Logging.js"
 import * as MemoryHold from "../MemoryHold.js"
 import * as Compactor from "../memory/Compactor.js"
@@ -89,12 +87,8 @@ export interface Shared {
 
 const waiterKey = (pending: Inbox.Pending) => pending.key ?? `unkeyed-${pending.id}`
 
-/**
- * Runs one accepted message to the end with `interact` as its way out.
- * The one place that knows how Agent.handle receives its Interact.
- */
-const handleWith = (agent: Agent.AgentService, pending: Inbox.Pending, interact: InteractService) =>
-  agent.handle(pending, interact)
+/** The reply to a message the agent does not answer (a blank one): the caller still hears back. */
+const NOTHING: Reply = { reply: "", stored: false }
 
 export const make = (options: {
   readonly id: string
@@ -127,8 +121,8 @@ export const make = (options: {
     const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys).pipe(
       Effect.mapError((error) => unavailable(error.message))
     )
-    // Whether each exchange is on disk, and keys not recorded yet held in the journal (AgentInbox.ts).
-    const { inbox: tracked, storedOnDisk } = yield* AgentInbox.make(inbox, idempotency)
+    // Keys not recorded yet held in the journal (AgentInbox.ts).
+    const tracked = yield* AgentInbox.make(inbox, idempotency)
     const ports = Context.make(Memory.Memory, memory).pipe(
       Context.add(Inbox.Inbox, tracked),
       Context.add(Brain, shared.brain),
@@ -176,36 +170,21 @@ export const make = (options: {
         yield* Deferred.succeed(deferred, reply)
       })
 
-    let current: Inbox.Pending | undefined
-    const interact: InteractService = {
-      messages: Stream.empty,
-      send: (message) =>
-        Effect.suspend(() => {
-          if (current === undefined) return Effect.void
-          const pending = current
-          const isStored = storedOnDisk.get(pending.id) ?? Option.match(pending.reply, { onNone: () => false, onSome: (r) => r.stored })
-          return finish(pending, { reply: message.text, stored: isStored })
-        })
-    }
-
     const recovered = yield* Effect.forEach(inbox.recovered, waiterFor)
     if (recovered.length > 0) {
       yield* Effect.logInfo(`agent ${id}: answering ${recovered.length} message(s) left unanswered by the previous run`)
     }
 
+    // The agent's outcome goes to its caller (recorded under its Idempotency-Key), then the agent lets it go.
     const answerOne = (pending: Inbox.Pending) =>
       Effect.gen(function*() {
-        current = pending
-        yield* handleWith(agent, pending, interact)
-        current = undefined
-        storedOnDisk.delete(pending.id)
-        // Nothing to answer (a blank message): the caller still hears back.
-        yield* finish(pending, { reply: "", stored: false })
+        const outcome = yield* agent.respond(pending)
+        yield* finish(pending, Option.match(outcome, { onNone: () => NOTHING, onSome: ({ reply, stored }) => ({ reply, stored }) }))
+        yield* agent.delivered(pending, outcome)
         return true
       }).pipe(
         Effect.catchDefect((defect) =>
           Effect.gen(function*() {
-            current = undefined
             yield* Effect.logError(`agent ${id} hit an internal error; it answers with an apology and restarts`, defect)
             yield* finish(pending, { reply: Agent.APOLOGY, stored: false })
             yield* inbox.delivered(pending)
