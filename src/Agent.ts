@@ -22,6 +22,7 @@ import { isBlank, sanitize } from "./Interact.js"
 import * as Logging from "./Logging.js"
 import * as Compaction from "./memory/Compactor.js"
 import { Compactor } from "./memory/Compactor.js"
+import * as FoldStore from "./memory/FoldStore.js"
 import * as InboxStore from "./memory/Inbox.js"
 import { Inbox, type Pending } from "./memory/Inbox.js"
 import * as MemoryStore from "./memory/Memory.js"
@@ -235,11 +236,30 @@ export const make = Effect.gen(function*() {
 
 // Logs of start-up (a stored backlog) go to stderr, as the intake loop's do.
 // Scoped: its release waits for (or, on shutdown, stops) the compaction in flight.
+/** The agent given its compactor: a part of `fromPorts`, for a host that brings a compactor of its own. */
 export const layer: Layer.Layer<
   Agent,
   ConfigError.ConfigError,
   Brain | Claws | Memory | Compactor | Inbox
 > = Layer.effect(Agent, Logging.toStderr(make))
+
+/**
+ * What an agent is built from: its memory store (Memory, and the FoldStore
+ * its compactions commit through), its inbox journal, its Brain (recording
+ * usage when the host keeps a ledger) and its Claws.
+ */
+export type AgentPorts = Brain | Claws | Memory | FoldStore.FoldStore | Inbox
+
+/**
+ * The one composition of an agent: from its ports, the agent and its
+ * compactor. `run` (layerWithMemory), `serve` (each agent of its map) and
+ * the cluster's entity all build their agents with it. A function: each call
+ * is a layer of its own, never shared by memoization between two agents of
+ * one process. Its release waits for the compaction in flight (see make).
+ */
+export const fromPorts = (): Layer.Layer<Agent | Compactor, ConfigError.ConfigError, AgentPorts> =>
+  // Both layers made here, not the module's `layer`: a LayerMap would give every key the first key's agent.
+  Layer.effect(Agent, Logging.toStderr(make)).pipe(Layer.provideMerge(Layer.effect(Compactor, Compaction.make)))
 
 /**
  * The agent with its memory (PLANCKCLAW_DIR), compaction and usage ledger: what a host
@@ -250,10 +270,9 @@ export const layerWithMemory: Layer.Layer<
   Agent | Compactor | Memory | Inbox,
   ConfigError.ConfigError | MemoryStore.MemoryError,
   Brain | Claws
-> = layer.pipe(
-  Layer.provideMerge(Compaction.layer),
+> = fromPorts().pipe(
   // Every answer the turns and the compactions get is counted in usage.jsonl.
-  Layer.provide(UsageLedger.layer),
+  Layer.provide(Layer.merge(UsageLedger.layer, FoldStore.layer)),
   Layer.provideMerge(Layer.merge(MemoryStore.layer, InboxStore.layer))
 )
 

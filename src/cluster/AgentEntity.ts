@@ -133,8 +133,9 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
     const claws = yield* Claws
     const parts = yield* store.open(id, brain)
     const inbox = clusterInbox(id, journal)
+    // The agent as every host composes it (Agent.fromPorts), on the store's memory and the journal's inbox.
     const built = yield* Layer.build(
-      AgentLoop.layer.pipe(Layer.provide(Layer.succeedContext(
+      AgentLoop.fromPorts().pipe(Layer.provide(Layer.succeedContext(
         parts.memory.pipe(
           Context.add(Inbox, inbox),
           Context.add(Brain, parts.brain),
@@ -146,7 +147,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
       Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: ${describe(error)}` }))
     )
     const agent = Context.get(built, AgentLoop.Agent)
-    const compactor = Context.get(parts.memory, Compactor.Compactor)
+    const compactor = Context.get(built, Compactor.Compactor)
     let nextId = 1
 
     const send = (message: SendPayload) =>

@@ -1,9 +1,9 @@
 /**
- * One running agent in the host: its memory, inbox, compactor and agent,
- * made directly (no layers) under the agent's own settings, and a mailbox
- * answering its messages one at a time, in arrival order, by a fiber that
+ * One running agent in the host: its memory and inbox made directly, its
+ * agent and compactor from them by Agent.fromPorts (the one composition of
+ * an agent), under the agent's own settings, and a mailbox answering its messages one at a time, in arrival order, by a fiber that
  * runs only while messages wait. Everything lives in the scope the host's
- * RcMap gives it: closing it releases the fiber, the caches and the file
+ * LayerMap gives it: closing it releases the fiber, the caches and the file
  * handles (already closed whenever the mailbox is empty).
  *
  * A caller waits on a Deferred kept by the host per agent (`Waiters`), keyed
@@ -15,6 +15,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
@@ -57,7 +58,7 @@ export interface Waiters {
 
 export const makeWaiters = (): Waiters => ({ byMessage: new Map(), byIdempotencyKey: new Map() })
 
-export interface Instance {
+export interface InstanceService {
   /**
    * Journals the message and queues it; the Deferred completes with its
    * reply. None once the instance stopped after a defect: ask the host again.
@@ -69,6 +70,9 @@ export interface Instance {
   /** Waits until the mailbox's fiber has ended and the background compaction in flight, if any, has settled. */
   readonly quiet: Effect.Effect<void>
 }
+
+/** One started agent of the host, as its LayerMap holds it. */
+export class Instance extends Context.Service<Instance, InstanceService>()("planckclaw/service/AgentInstance") {}
 
 export interface Shared {
   readonly brain: BrainService
@@ -97,7 +101,7 @@ export const make = (options: {
   readonly waiters: Waiters
   /** Called after a defect escaped a message: the host replaces this instance. */
   readonly restart: Effect.Effect<void>
-}): Effect.Effect<Instance, HostError, Scope.Scope> =>
+}): Effect.Effect<InstanceService, HostError, Scope.Scope> =>
   Effect.gen(function*() {
     const { directory, id, shared, waiters } = options
     const unavailable = (message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
@@ -114,8 +118,8 @@ export const make = (options: {
     yield* MemoryHold.holdAgent(directory, ownerFile).pipe(Effect.mapError((error) => unavailable(error.message)))
     // A planted link or directory refuses the agent now, before a message is accepted (a run exits 1).
     yield* Effect.mapError(Effect.fromResult(EnsureWritable.checkFiles(Layout.files(directory))), (error) => unavailable(error.message))
-    // Built directly rather than from layers: an agent's start is most of the cost of its first message.
-    // Without a soul.md of its own, the agent speaks with the host's default soul.
+    // Memory and inbox built directly rather than from layers: an agent's start is most of the cost of its
+    // first message, and these take the host's shared parts (the owner file, the default soul). Without a soul.md of its own, the agent speaks with the host's default soul.
     const memory = yield* Memory.make(directory, { fallbackSoulFile: shared.defaultSoulFile, ownerFile })
     const inbox = yield* Inbox.make(directory).pipe(Effect.mapError((error) => unavailable(error.message)))
     const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys).pipe(
@@ -129,16 +133,13 @@ export const make = (options: {
       Context.add(Claws, shared.claws),
       Context.add(FoldStore.FoldStore, FoldStore.make(memory.memoryDir))
     )
-    const compactor = yield* Compactor.make.pipe(
-      Effect.provide(ports),
+    // The agent as every host composes it (Agent.fromPorts), under the agent's own settings.
+    const built = yield* Layer.buildWithScope(Agent.fromPorts().pipe(Layer.provide(Layer.succeedContext(ports))), yield* Effect.scope).pipe(
       Effect.provideService(ConfigProvider.ConfigProvider, settings.provider),
       Effect.mapError((error) => unavailable(String(error)))
     )
-    const agent = yield* Agent.make.pipe(
-      Effect.provide(Context.add(ports, Compactor.Compactor, compactor)),
-      Effect.provideService(ConfigProvider.ConfigProvider, settings.provider),
-      Effect.mapError((error) => unavailable(String(error)))
-    )
+    const agent = Context.get(built, Agent.Agent)
+    const compactor = Context.get(built, Compactor.Compactor)
 
     const waiterFor = (pending: Inbox.Pending) =>
       Effect.gen(function*() {
@@ -273,5 +274,5 @@ export const make = (options: {
         return Option.some(deferred)
       }).pipe(door.withPermits(1), Effect.uninterruptible)
 
-    return { submit, recovered, compactNow: compactor.compactNow, quiet } satisfies Instance
+    return { submit, recovered, compactNow: compactor.compactNow, quiet } satisfies InstanceService
   })
