@@ -109,7 +109,10 @@ const inbox = {
   accept: (message) => Effect.sync(() => ({ id: ++accepted, ...message, reply: Option.none() })),
   delivered: () => Effect.void
 }
-const agent = { handle: (pending, interact) => interact.send({ channel: pending.channel, text: "pong" }) }
+const agent = {
+  respond: () => Effect.succeed(Option.some({ reply: "pong", stored: false, toolCalls: [], usage: { input: 0, output: 0, cacheWrite: 0, cacheRead: 0 } })),
+  delivered: () => Effect.void
+}
 await build(Effect.gen(function*() {
   const interact = yield* FifoInteract.make({ paths: { interactIn: realInteract.in, interactOut: realInteract.out } })
   yield* Intake.run.pipe(

@@ -81,7 +81,7 @@ const child = async ({ dist, turns, memoryDir, stub, alloc }) => {
       recovered: [],
       accept: (message) => Effect.sync(() => ({ id: ++id, key: `k${id}`, channel: message.channel, text: message.text, reply: Option.none() })),
       answered: () => Effect.void,
-      unstored: () => Effect.void,
+      unstored: () => Effect.succeed(false),
       stored: () => Effect.void,
       backlog: Effect.succeed([]),
       delivered: () => Effect.void,

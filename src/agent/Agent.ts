@@ -1,9 +1,10 @@
 /**
- * The agent: one accepted message from start to end. It journals the reply
- * it decided, runs the turn (Turn.ts) for a new message, or the command
- * (Commands.ts) for a slash command, remembers the exchange, delivers the
- * reply and compacts when due. Serving a bridge's stream of messages is
- * Intake.ts.
+ * The agent: one accepted message to its outcome. It runs the turn
+ * (Turn.ts) for a new message, or the command (Commands.ts) for a slash
+ * command, journals the reply it decided, remembers the exchange and
+ * returns the outcome (reply, stored, tool calls, usage) for its transport
+ * to deliver; once delivered, it compacts when due. Serving a bridge's
+ * stream of messages is Intake.ts.
  */
 import type * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
@@ -17,10 +18,11 @@ import { Brain } from "../ports/Brain.js"
 import * as CacheWindow from "./CacheWindow.js"
 import { Claws } from "../ports/Claws.js"
 import * as Commands from "./SlashCommands.js"
-import { type InboundMessage, type InteractService, isBlank, type OutboundMessage, sanitize } from "../ports/Interact.js"
+import { isBlank, sanitize } from "../ports/Interact.js"
 import * as Logging from "../runtime/Logging.js"
 import * as Compaction from "./Compactor.js"
 import { Compactor } from "./Compactor.js"
+import * as FoldStore from "../memory/FoldStore.js"
 import * as InboxStore from "../memory/Inbox.js"
 import { Inbox, type Pending } from "../memory/Inbox.js"
 import * as MemoryStore from "../memory/Memory.js"
@@ -33,7 +35,7 @@ import * as Prices from "../usage/Prices.js"
 import { loneSurrogateRefusal } from "../runtime/WellFormed.js"
 
 export { Agent, type AgentService } from "./AgentService.js"
-export { APOLOGY, type TurnOutcome } from "./Turn.js"
+export { APOLOGY, type ToolCallMade, type TurnOutcome, type TurnUsage } from "./Turn.js"
 
 /** The reply to a message that held only control characters (which are removed from every message). */
 export const ONLY_CONTROLS = "Your message held only control characters, which are removed: nothing was processed."
@@ -93,12 +95,12 @@ export const make = Effect.gen(function*() {
     })
   })
 
-  const respond = (message: InboundMessage): Effect.Effect<Turn.TurnOutcome> =>
-    Effect.flatMap(windowed, (snapshot) => Turn.runWith(ports, { snapshot, text: message.text, config })).pipe(
+  const runTurn = (text: string): Effect.Effect<Turn.TurnOutcome> =>
+    Effect.flatMap(windowed, (snapshot) => Turn.runWith(ports, { snapshot, text, config })).pipe(
       Effect.catch((error) =>
         Effect.logError(`turn failed: ${error.message}`).pipe(
           // A file to fix (a soul over its limit) is said as such: asking again would meet it again.
-          Effect.as(error.problem === undefined ? Turn.failed : { reply: Turn.memoryUnusableReply(error.problem), stored: false })
+          Effect.as(error.problem === undefined ? Turn.failed : Turn.withoutTurn({ reply: Turn.memoryUnusableReply(error.problem), stored: false }))
         )
       ),
       Effect.catchDefect((defect) =>
@@ -111,39 +113,39 @@ export const make = Effect.gen(function*() {
    * with `then`; `none` when there is nothing to answer. Continued rather
    * than returned as an Option: a step fewer and no Option per turn.
    */
-  const decide = (
+  const decide = <A>(
     pending: Pending,
-    then: (outcome: Turn.TurnOutcome) => Effect.Effect<void>,
-    none: () => Effect.Effect<void>
-  ): Effect.Effect<void> => {
+    then: (outcome: Turn.TurnOutcome) => Effect.Effect<A>,
+    none: () => Effect.Effect<A>
+  ): Effect.Effect<A> => {
     if (Option.isSome(pending.reply)) {
       const decided = pending.reply.value
-      return then({ reply: decided.text, stored: decided.stored })
+      return then(Turn.withoutTurn({ reply: decided.text, stored: decided.stored }))
     }
     const size = Buffer.byteLength(pending.text, "utf8")
     if (size > config.maxMessageBytes) {
       return Effect.flatMap(Effect.logWarning(`rejected a ${size}-byte message from ${pending.channel}`), () =>
-        then({
+        then(Turn.withoutTurn({
           stored: false,
           reply: `Your message is ${size} bytes; the limit is ${config.maxMessageBytes} bytes ` +
             "(PLANCKCLAW_MAX_MESSAGE_BYTES). Nothing was processed: please send it in smaller parts."
-        }))
+        })))
     }
     // Refused whatever the bridge (Discord, HTTP, an embedding host): the model's API would refuse it, every turn.
     const refusal = loneSurrogateRefusal(pending.text)
     if (refusal !== undefined) {
       return Effect.flatMap(Effect.logWarning(`refused a message from ${pending.channel} holding a lone UTF-16 surrogate`), () =>
-        then({ stored: false, reply: refusal }))
+        then(Turn.withoutTurn({ stored: false, reply: refusal })))
     }
     return Option.match(sanitize(pending.text), {
       // Blank: no reply. Control characters alone: refused, so a bridge waiting for a reply gets one.
-      onNone: () => isBlank(pending.text) ? none() : then({ stored: false, reply: ONLY_CONTROLS }),
+      onNone: () => isBlank(pending.text) ? none() : then(Turn.withoutTurn({ stored: false, reply: ONLY_CONTROLS })),
       onSome: (text) =>
         Effect.flatMap(
           Option.match(Commands.parse(text), {
             // A command is answered here and is no exchange: nothing of it is stored.
-            onSome: (parsed) => Effect.map(command(parsed), (reply): Turn.TurnOutcome => ({ reply, stored: false })),
-            onNone: () => respond({ channel: pending.channel, text })
+            onSome: (parsed) => Effect.map(command(parsed), (reply) => Turn.withoutTurn({ reply, stored: false })),
+            onNone: () => runTurn(text)
           }),
           (outcome) => Effect.flatMap(inbox.answered(pending, outcome.reply, outcome.stored), () => then(outcome))
         )
@@ -173,11 +175,11 @@ export const make = Effect.gen(function*() {
       onSuccess: () => Effect.as(inbox.stored(pending), true)
     })
 
-  /** Appends one exchange, or keeps it in the journal as not stored. */
-  const storeOrKeep = (pending: Pending, reply: string): Effect.Effect<void> =>
+  /** Appends one exchange, or keeps it in the journal as not stored; true once either holds it on disk. */
+  const storeOrKeep = (pending: Pending, reply: string): Effect.Effect<boolean> =>
     Effect.matchEffect(append(pending, reply), {
       onFailure: (error) => Effect.andThen(notAppended(error), inbox.unstored(pending, reply)),
-      onSuccess: () => inbox.stored(pending)
+      onSuccess: () => Effect.as(inbox.stored(pending), true)
     })
 
   /** Stores, oldest first, what earlier turns could not (a full disk); false while some still wait. */
@@ -186,64 +188,78 @@ export const make = Effect.gen(function*() {
       clear ? store(exchange, Option.match(exchange.reply, { onNone: () => "", onSome: (reply) => reply.text })) : Effect.succeed(false)))
 
   // The user gets the answer they were given either way; an exchange not
-  // stored waits in the journal, behind any older one, to keep history in order.
-  const remember = (pending: Pending, outcome: Turn.TurnOutcome): Effect.Effect<void> =>
-    !outcome.stored ? Effect.void : Effect.flatMap(storeBacklog, (clear) =>
+  // stored waits in the journal, behind any older one, to keep history in
+  // order. True once the exchange is on disk (history or the journal).
+  const remember = (pending: Pending, outcome: Turn.TurnOutcome): Effect.Effect<boolean> =>
+    !outcome.stored ? Effect.succeed(false) : Effect.flatMap(storeBacklog, (clear) =>
       clear ? storeOrKeep(pending, outcome.reply) : inbox.unstored(pending, outcome.reply))
 
-  /**
-   * What follows a decided reply: remember, deliver, mark it delivered, and
-   * start a due compaction in the background when the exchange was stored:
-   * the next message is taken at once, not after the compaction. A turn
-   * running beside it reads recent history and a summary, and sees the old
-   * summary or the new one; either is right. The fold takes only lines older
-   * than the last HISTORY_KEEP when it was planned, and history only grows
-   * meanwhile, so the window a turn reads is kept whole by the commit: with
-   * the old summary the prompt is what it was before the compaction, with
-   * the new one what it is after (the commit renames summary before history,
-   * as for a `planckclaw compact` of another process).
-   */
-  const finish = (pending: Pending, outcome: Turn.TurnOutcome, interact: InteractService): Effect.Effect<void> =>
-    Effect.andThen(
-      remember(pending, outcome),
-      Effect.andThen(
-        // Under the message's journal key: a reply delivered again after a crash is the same reply (Discord's nonces).
-        deliver(interact, { channel: pending.channel, text: outcome.reply, key: pending.key }),
-        outcome.stored ? Effect.andThen(inbox.delivered(pending), compactor.startIfNeeded) : inbox.delivered(pending)
-      )
-    )
+  /** The outcome, remembered: `stored` says whether the exchange is on disk. */
+  const remembered = (pending: Pending, outcome: Turn.TurnOutcome): Effect.Effect<Option.Option<Turn.TurnOutcome>> =>
+    Effect.map(remember(pending, outcome), (onDisk) => Option.some(onDisk === outcome.stored ? outcome : { ...outcome, stored: onDisk }))
+
+  const nothing = () => Effect.succeedNone
 
   // Composed step by step, not with Effect.gen, for the same reason as Turn.runWith.
-  const handle = (pending: Pending, interact: InteractService): Effect.Effect<void> =>
-    compactor.turn(Effect.withFiber<void>((fiber) =>
+  const respond = (pending: Pending): Effect.Effect<Option.Option<Turn.TurnOutcome>> =>
+    compactor.turn(Effect.withFiber((fiber) =>
       Tracing.span(
-        decide(pending, (outcome) => finish(pending, outcome, interact), () => inbox.delivered(pending)),
+        decide(pending, (outcome) => remembered(pending, outcome), nothing),
         Tracing.recording(fiber),
-        "Agent.handle"
+        "Agent.respond"
       )
     ))
 
-  const deliver = (interact: InteractService, message: OutboundMessage) =>
-    interact.send(message).pipe(
-      Effect.catch((error) => Effect.logError(`could not deliver a reply to channel ${message.channel}: ${error.message}`)),
-      // A bridge bug must not cost the next message: the exchange is already remembered.
-      Effect.catchDefect((defect) => Effect.logError(`could not deliver a reply to channel ${message.channel}: ${String(defect)}`))
-    )
+  /**
+   * Once the reply is delivered: the journal lets the message go, and a due
+   * compaction starts in the background when the exchange was stored, so the
+   * next message is taken at once, not after the compaction. A turn running
+   * beside it reads recent history and a summary, and sees the old summary or
+   * the new one; either is right. The fold takes only lines older than the
+   * last HISTORY_KEEP when it was planned, and history only grows meanwhile,
+   * so the window a turn reads is kept whole by the commit: with the old
+   * summary the prompt is what it was before the compaction, with the new one
+   * what it is after (the commit renames summary before history, as for a
+   * `planckclaw compact` of another process).
+   */
+  const delivered = (pending: Pending, outcome: Option.Option<Turn.TurnOutcome>): Effect.Effect<void> =>
+    Option.isSome(outcome) && outcome.value.stored
+      ? Effect.andThen(inbox.delivered(pending), compactor.startIfNeeded)
+      : inbox.delivered(pending)
 
   // Exchanges a previous run answered but could not store are stored first.
   const waiting = (yield* inbox.backlog).length
   if (waiting > 0 && (yield* storeBacklog)) yield* Effect.logInfo(`stored ${waiting} exchange(s) a previous run could not store`)
 
-  return { respond, handle } satisfies AgentService
+  return { respond, delivered } satisfies AgentService
 })
 
 // Logs of start-up (a stored backlog) go to stderr, as the intake loop's do.
 // Scoped: its release waits for (or, on shutdown, stops) the compaction in flight.
+/** The agent given its compactor: a part of `fromPorts`, for a host that brings a compactor of its own. */
 export const layer: Layer.Layer<
   Agent,
   ConfigError.ConfigError,
   Brain | Claws | Memory | Compactor | Inbox
 > = Layer.effect(Agent, Logging.toStderr(make))
+
+/**
+ * What an agent is built from: its memory store (Memory, and the FoldStore
+ * its compactions commit through), its inbox journal, its Brain (recording
+ * usage when the host keeps a ledger) and its Claws.
+ */
+export type AgentPorts = Brain | Claws | Memory | FoldStore.FoldStore | Inbox
+
+/**
+ * The one composition of an agent: from its ports, the agent and its
+ * compactor. `run` (layerWithMemory), `serve` (each agent of its map) and
+ * the cluster's entity all build their agents with it. A function: each call
+ * is a layer of its own, never shared by memoization between two agents of
+ * one process. Its release waits for the compaction in flight (see make).
+ */
+export const fromPorts = (): Layer.Layer<Agent | Compactor, ConfigError.ConfigError, AgentPorts> =>
+  // Both layers made here, not the module's `layer`: a LayerMap would give every key the first key's agent.
+  Layer.effect(Agent, Logging.toStderr(make)).pipe(Layer.provideMerge(Layer.effect(Compactor, Compaction.make)))
 
 /**
  * The agent with its memory (PLANCKCLAW_DIR), compaction and usage ledger: what a host
@@ -254,10 +270,9 @@ export const layerWithMemory: Layer.Layer<
   Agent | Compactor | Memory | Inbox,
   ConfigError.ConfigError | MemoryStore.MemoryError,
   Brain | Claws
-> = layer.pipe(
-  Layer.provideMerge(Compaction.layer),
+> = fromPorts().pipe(
   // Every answer the turns and the compactions get is counted in usage.jsonl.
-  Layer.provide(UsageLedger.layer),
+  Layer.provide(Layer.merge(UsageLedger.layer, FoldStore.layer)),
   Layer.provideMerge(Layer.merge(MemoryStore.layer, InboxStore.layer))
 )
 

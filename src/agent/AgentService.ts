@@ -1,24 +1,32 @@
 /**
- * The Agent tag and what the agent offers: what Intake needs from it. It is
- * apart from its one implementation (Agent.ts) so that Agent.ts can name
+ * The Agent tag and what the agent offers: what its transports (Intake's
+ * pipes, serve's mailbox, the cluster's entity) need from it. It is apart
+ * from its one implementation (Agent.ts) so that Agent.ts can name
  * `Intake.run` as `Agent.serve` (contract C2) without an import cycle.
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-import type { InboundMessage, InteractService } from "../ports/Interact.js"
+import type * as Option from "effect/Option"
 import type { Pending } from "../memory/Inbox.js"
 import type { TurnOutcome } from "./Turn.js"
 
 export interface AgentService {
-  /** Runs one turn. Never fails: failures become replies that are not stored. */
-  readonly respond: (message: InboundMessage) => Effect.Effect<TurnOutcome>
   /**
-   * Takes one accepted message to the end: validates it, answers it (or
-   * finishes a reply decided before a crash), remembers the exchange,
-   * delivers it through `interact`, and starts a due compaction in the
-   * background (the agent layer's release waits for it).
+   * Answers one accepted (journaled) message: decides its reply (a turn, a
+   * command, a refusal, or the reply decided before a crash), journals it
+   * and remembers the exchange. The outcome says `stored: true` only once the
+   * exchange is on disk (in history, or whole in the journal waiting for
+   * room). None for a blank message, which gets no reply. Never fails: a
+   * failure becomes a reply that is not stored. The transport delivers the
+   * reply, then calls `delivered`.
    */
-  readonly handle: (message: Pending, interact: InteractService) => Effect.Effect<void>
+  readonly respond: (message: Pending) => Effect.Effect<Option.Option<TurnOutcome>>
+  /**
+   * The transport has delivered `respond`'s outcome (or given up on it): the
+   * journal lets the message go, and a compaction due after a stored
+   * exchange starts in the background (the agent layer's release waits for it).
+   */
+  readonly delivered: (message: Pending, outcome: Option.Option<TurnOutcome>) => Effect.Effect<void>
 }
 
 export class Agent extends Context.Service<Agent, AgentService>()("planckclaw/Agent") {}

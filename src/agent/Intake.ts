@@ -11,13 +11,22 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Latch from "effect/Latch"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { Agent } from "./AgentService.js"
-import { Interact, type InteractError } from "../ports/Interact.js"
+import { Interact, type InteractError, type InteractService, type OutboundMessage } from "../ports/Interact.js"
 import * as Logging from "../runtime/Logging.js"
 import { Inbox, type Pending } from "../memory/Inbox.js"
 import { APOLOGY } from "./Turn.js"
+
+/** Delivers one reply; a failure is logged, and the next message is taken all the same. */
+const deliver = (interact: InteractService, message: OutboundMessage) =>
+  interact.send(message).pipe(
+    Effect.catch((error) => Effect.logError(`could not deliver a reply to channel ${message.channel}: ${error.message}`)),
+    // A bridge bug must not cost the next message: the exchange is already remembered.
+    Effect.catchDefect((defect) => Effect.logError(`could not deliver a reply to channel ${message.channel}: ${String(defect)}`))
+  )
 
 /** Restarts of a bridge's message stream after a defect: quick at first, then every 30 s at most. */
 const intakeRestarts = Schedule.min([Schedule.exponential("100 millis"), Schedule.spaced("30 seconds")]).pipe(
@@ -25,8 +34,8 @@ const intakeRestarts = Schedule.min([Schedule.exponential("100 millis"), Schedul
 )
 
 /**
- * Answers the bridge's messages one at a time, in order, until its stream
- * ends and every message read is handled (a piped run ends this way, after
+ * Answers the bridge's messages one at a time, in order, and delivers each
+ * reply through it, until its stream ends and every message read is handled (a piped run ends this way, after
  * the last reply; a compaction it started in the background is waited for
  * by the agent layer's release). A defect in one turn is
  * logged and answered; the loop goes on. Logs go to stderr, never to a
@@ -72,10 +81,20 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
     Effect.ensuring(Effect.sync(() => put(undefined))),
     Effect.forkScoped
   )
+  // The agent's outcome, delivered through the bridge (under the message's journal key: a reply
+  // delivered again after a crash is the same reply, Discord's nonces), then marked delivered.
+  const answer = (pending: Pending) =>
+    Effect.flatMap(agent.respond(pending), (outcome) =>
+      Option.isNone(outcome)
+        ? agent.delivered(pending, outcome)
+        : Effect.andThen(
+          deliver(interact, { channel: pending.channel, text: outcome.value.reply, key: pending.key }),
+          agent.delivered(pending, outcome)
+        ))
   while (true) {
     const pending = yield* next
     if (pending === undefined) return
-    yield* agent.handle(pending, interact).pipe(
+    yield* answer(pending).pipe(
       Effect.catchDefect((defect) =>
         Effect.logError("the agent loop hit an internal error and goes on", defect).pipe(
           Effect.andThen(interact.send({ channel: pending.channel, text: APOLOGY })),

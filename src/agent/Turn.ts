@@ -34,11 +34,42 @@ import { isWellFormed, wellFormed, wellFormedJson } from "../runtime/WellFormed.
 /** The original's words, for any turn the brain could not complete. */
 export const APOLOGY = "I'm temporarily unavailable. Please try again shortly."
 
-/** A turn's reply, and whether the exchange belongs in history (failed turns store nothing). */
-export interface TurnOutcome {
+/** A reply, and whether the exchange belongs in history (failed turns store nothing). */
+export interface Answer {
   readonly reply: string
   readonly stored: boolean
 }
+
+/** One tool call a turn made: the tool's name, and whether it gave a result (not an error). */
+export interface ToolCallMade {
+  readonly name: string
+  readonly ok: boolean
+}
+
+/** The tokens a turn's brain answers counted, summed over its rounds (0 where a brain sends none). */
+export interface TurnUsage {
+  readonly input: number
+  readonly output: number
+  readonly cacheWrite: number
+  readonly cacheRead: number
+}
+
+/**
+ * What a message came to: its reply, whether the exchange is stored (once
+ * the agent has answered it: on disk), the tool calls its turn made and the
+ * tokens it used. A reply that needed no brain (a command, a refusal) made
+ * no tool calls and used nothing.
+ */
+export interface TurnOutcome extends Answer {
+  readonly toolCalls: ReadonlyArray<ToolCallMade>
+  readonly usage: TurnUsage
+}
+
+export const NO_TOOL_CALLS: ReadonlyArray<ToolCallMade> = Object.freeze([])
+export const NO_USAGE: TurnUsage = Object.freeze({ input: 0, output: 0, cacheWrite: 0, cacheRead: 0 })
+
+/** The outcome of an answer that needed no brain. */
+export const withoutTurn = (answer: Answer): TurnOutcome => ({ ...answer, toolCalls: NO_TOOL_CALLS, usage: NO_USAGE })
 
 /** The slice of AgentConfig a turn reads. */
 export interface TurnConfig {
@@ -57,7 +88,7 @@ export interface TurnInput {
 }
 
 /** The answer for a turn that could not be completed; not stored. */
-export const failed: TurnOutcome = { reply: APOLOGY, stored: false }
+export const failed: TurnOutcome = withoutTurn({ reply: APOLOGY, stored: false })
 
 const toolUsesOf = (response: MessagesResponse): Array<ToolUseBlock> =>
   response.content.filter((block): block is ToolUseBlock => block.type === "tool_use" && "id" in block)
@@ -74,7 +105,7 @@ const assistantTurn = (response: MessagesResponse): Message => ({
   )
 })
 
-const finalReply = (response: MessagesResponse): TurnOutcome => {
+const finalReply = (response: MessagesResponse): Answer => {
   const text = responseText(response).trim()
   const cut = response.stop_reason === "max_tokens"
   if (text.length === 0) {
@@ -108,9 +139,14 @@ const errorResult = (call: ToolUseBlock, content: string): ToolResultBlock => ({
   is_error: true
 })
 
-/** One tool call; every failure becomes an error result the model reads. */
-const runTool = (claws: ClawsService, call: ToolUseBlock, recording: boolean): Effect.Effect<ToolResultBlock> =>
-  Tracing.span(
+/** One tool call; every failure becomes an error result the model reads. Noted in `made`. */
+const runTool = (
+  claws: ClawsService,
+  call: ToolUseBlock,
+  recording: boolean,
+  made: Array<ToolCallMade>
+): Effect.Effect<ToolResultBlock> =>
+  Effect.tap(Tracing.span(
     !isJsonObject(call.input)
       ? Effect.succeed(errorResult(call, `Tool input must be a JSON object, got ${describeJsonType(call.input)}`))
       : Effect.matchEffect(claws.call(call.name, call.input), {
@@ -127,7 +163,7 @@ const runTool = (claws: ClawsService, call: ToolUseBlock, recording: boolean): E
     recording,
     "Claws.call",
     { tool: call.name }
-  )
+  ), (result) => Effect.sync(() => void made.push({ name: call.name, ok: result.is_error !== true })))
 
 const MISCONFIGURED = "I can't think right now: my brain is misconfigured ("
 
@@ -159,7 +195,7 @@ const unavailable = (error: BrainError) =>
     ? Effect.logWarning(`brain ${error.reason === "timeout" ? "gave up for now" : "failed"}: ${error.detail}`).pipe(Effect.as(failed))
     : Effect.logError(
       `brain is misconfigured (${error.misconfigured.problem}): fix ${error.misconfigured.setting}; ${error.detail}`
-    ).pipe(Effect.as<TurnOutcome>({ reply: misconfiguredReply(error.misconfigured.problem), stored: false }))
+    ).pipe(Effect.as<Answer>({ reply: misconfiguredReply(error.misconfigured.problem), stored: false }))
 
 /** What a turn runs on: the two ports, and the tool specs of the last catalogue (see Prompt.toolSpecsMemo). */
 export interface TurnPorts {
@@ -168,7 +204,7 @@ export interface TurnPorts {
   readonly toolSpecs: ReturnType<typeof toolSpecsMemo>
 }
 
-const stoppedAfter = (rounds: number): TurnOutcome => ({
+const stoppedAfter = (rounds: number): Answer => ({
   stored: false,
   reply: `I stopped after ${rounds} rounds of tool calls without reaching an answer. ` +
     "Please try again, perhaps with a narrower question."
@@ -185,23 +221,27 @@ export const runWith = (ports: TurnPorts, { config, snapshot, text }: TurnInput)
   Effect.withFiber<TurnOutcome>((fiber) => {
     const recording = Tracing.recording(fiber)
     const cache = config.promptCache === true
-    const ask = (tools: ReadonlyArray<ToolDefinition>): Effect.Effect<TurnOutcome, BrainError> => {
+    // What the turn did, noted as it goes: a brain that gives up after a tool round still made those calls.
+    const toolCalls: Array<ToolCallMade> = []
+    const usage = { input: 0, output: 0, cacheWrite: 0, cacheRead: 0 }
+    const ask = (tools: ReadonlyArray<ToolDefinition>): Effect.Effect<Answer, BrainError> => {
       const messages = conversation(snapshot.history, text, cache)
       const system = systemPrompt(snapshot.soul, snapshot.summary)
       const specs = ports.toolSpecs(tools, cache)
       // Every round's request holds this same `messages` array, which grows by each round.
       const request = () => turnRequest({ model: config.model, maxTokens: config.maxTokens, system, messages, tools, cache, specs })
-      const round = (n: number): Effect.Effect<TurnOutcome, BrainError> =>
+      const round = (n: number): Effect.Effect<Answer, BrainError> =>
         Effect.flatMap(
           Tracing.span(ports.brain.complete(request()), recording, "Brain.complete", { round: n }),
           (answer) => {
+            count(usage, answer.usage)
             // A lone surrogate in what the model said becomes U+FFFD: in the reply stored and in the next round's echo.
             const response = wellFormedResponse(answer)
             const calls = toolUsesOf(response)
             if (response.stop_reason !== "tool_use" || calls.length === 0) return Effect.succeed(finalReply(response))
             if (n >= config.maxToolRounds) return Effect.succeed(stoppedAfter(config.maxToolRounds))
             // Every call of the round, in order, answered in one user message.
-            return Effect.flatMap(Effect.forEach(calls, (call) => runTool(ports.claws, call, recording)), (results) => {
+            return Effect.flatMap(Effect.forEach(calls, (call) => runTool(ports.claws, call, recording, toolCalls)), (results) => {
               messages.push(assistantTurn(response), { role: "user", content: results })
               return round(n + 1)
             })
@@ -217,8 +257,23 @@ export const runWith = (ports: TurnPorts, { config, snapshot, text }: TurnInput)
       }),
       unavailable
     )
-    return Tracing.span(turn, recording, "Turn.run")
+    return Effect.map(
+      Tracing.span(turn, recording, "Turn.run"),
+      (answer): TurnOutcome => ({ reply: answer.reply, stored: answer.stored, toolCalls, usage })
+    )
   })
+
+/** Adds one answer's token counts to the turn's. */
+const count = (
+  usage: { input: number; output: number; cacheWrite: number; cacheRead: number },
+  answered: MessagesResponse["usage"]
+): void => {
+  if (answered === undefined || answered === null) return
+  usage.input += answered.input_tokens ?? 0
+  usage.output += answered.output_tokens ?? 0
+  usage.cacheWrite += answered.cache_creation_input_tokens ?? 0
+  usage.cacheRead += answered.cache_read_input_tokens ?? 0
+}
 
 /** `runWith` on the Brain and Claws of the context. */
 export const run = (input: TurnInput): Effect.Effect<TurnOutcome, never, Brain | Claws> =>

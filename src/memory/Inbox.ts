@@ -45,8 +45,12 @@ export interface InboxService {
   readonly recovered: ReadonlyArray<Pending>
   readonly accept: (message: Accepting) => Effect.Effect<Pending>
   readonly answered: (pending: Pending, reply: string, stored: boolean) => Effect.Effect<void>
-  /** The exchange could not be stored: it is kept until `stored`, even once delivered. */
-  readonly unstored: (pending: Pending, reply: string) => Effect.Effect<void>
+  /**
+   * The exchange could not be stored: it is kept until `stored`, even once
+   * delivered. True when the inbox holds it whole (message and reply) where
+   * a crash does not lose it: on disk.
+   */
+  readonly unstored: (pending: Pending, reply: string) => Effect.Effect<boolean>
   readonly stored: (pending: Pending) => Effect.Effect<void>
   /** Exchanges delivered but not stored yet, oldest first, each with its reply. */
   readonly backlog: Effect.Effect<ReadonlyArray<Pending>>
@@ -61,8 +65,6 @@ export class Inbox extends Context.Service<Inbox, InboxService>()("planckclaw/In
 export interface FileInbox extends InboxService {
   /** Accepts a message only once its `accepted` record is in the journal; else fails, keeping nothing of it. */
   readonly acceptJournaled: (message: Accepting) => Effect.Effect<Pending, MemoryError>
-  /** Whether an exchange waiting to be stored is in the journal whole (message, reply, `unstored`): on disk. */
-  readonly kept: (pending: Pending) => boolean
   /**
    * Delivered, but left in the journal as not yet delivered until `release`
    * (its Idempotency-Key could not be recorded: a restart finishes it again,
@@ -224,18 +226,15 @@ const open = (directory: string): Effect.Effect<{ readonly service: FileInbox; r
       unstored: (pending, reply) =>
         Effect.suspend(() => {
           const found = entries.get(pending.id)
-          if (found?.unstored === true) return Effect.void
+          if (found?.unstored === true) return Effect.succeed(isKept(found))
           // Not journaled when accepted or answered (the disk was full then): what is missing now, in one write.
           const entry = found ?? fresh(pending, false)
           const written = append(...missingRecords(entry, reply))
           const waiting: Entry = { ...entry, pending: { ...pending, reply: Option.some({ text: reply, stored: true }) }, unstored: true }
-          entries.set(pending.id, Result.isSuccess(written) ? journaledWhole(waiting) : waiting)
-          return outcome(written)
+          const kept = Result.isSuccess(written) ? journaledWhole(waiting) : waiting
+          entries.set(pending.id, kept)
+          return Effect.as(outcome(written), isKept(kept))
         }),
-      kept: (pending) => {
-        const entry = entries.get(pending.id)
-        return entry !== undefined && isKept(entry)
-      },
       stored: (pending) =>
         Effect.suspend(() => {
           // Most exchanges are stored on their first try: nothing to note.

@@ -1,5 +1,5 @@
 /**
- * The spans of a message: `Agent.handle` around `Turn.run`, one
+ * The spans of a message: `Agent.respond` around `Turn.run`, one
  * `Brain.complete` per round and one `Claws.call` per tool call, recorded
  * by an in-memory tracer (Effect's own tracer, with every span it makes
  * kept in a list).
@@ -93,15 +93,15 @@ describe("spans", () => {
       ])
     }))
 
-  it.effect("a message's turn runs inside Agent.handle", () =>
+  it.effect("a message's turn runs inside Agent.respond", () =>
     Effect.gen(function*() {
       const { recorded, tracer } = yield* spanRecorder
       const h = yield* harness({ script, tools: [tool("first"), tool("second")] }).pipe(Effect.withTracer(tracer))
       expect((yield* h.say("go")).text).toBe("answer")
-      const names = recorded().filter((span) => ["Agent.handle", "Turn.run", "Brain.complete", "Claws.call"].includes(span.name))
+      const names = recorded().filter((span) => ["Agent.respond", "Turn.run", "Brain.complete", "Claws.call"].includes(span.name))
       expect(names).toEqual([
-        { name: "Agent.handle", parent: undefined, attributes: {} },
-        { name: "Turn.run", parent: "Agent.handle", attributes: {} },
+        { name: "Agent.respond", parent: undefined, attributes: {} },
+        { name: "Turn.run", parent: "Agent.respond", attributes: {} },
         ...turnSpans
       ])
     }))

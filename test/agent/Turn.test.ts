@@ -36,7 +36,7 @@ describe("Turn.run", () => {
   it.effect("answers from soul, summary and history, and says the exchange belongs in history", () =>
     Effect.gen(function*() {
       const { exit, requests } = yield* turn([ScriptedBrain.text("  answer  ")])
-      expect(exit).toEqual(Exit.succeed({ reply: "answer", stored: true }))
+      expect(exit).toEqual(Exit.succeed({ reply: "answer", stored: true, toolCalls: [], usage: Turn.NO_USAGE }))
       expect(requests).toEqual([{
         model: "test-model",
         max_tokens: 100,
@@ -59,13 +59,14 @@ describe("Turn.run", () => {
         content: [{ type: "tool_result", tool_use_id: "t", content: "{\"n\":1}" }]
       })
       expect(Exit.isSuccess(exit) && exit.value.stored).toBe(false)
+      expect(Exit.isSuccess(exit) && exit.value.toolCalls).toEqual([{ name: "echo", ok: true }, { name: "echo", ok: true }])
       expect(Exit.isSuccess(exit) && exit.value.reply).toContain("I stopped after 2 rounds of tool calls")
     }))
 
   it.effect("answers with the apology, not stored, when the brain gives up", () =>
     Effect.gen(function*() {
       const { exit } = yield* turn([new BrainError({ reason: "fatal", detail: "test" })])
-      expect(exit).toEqual(Exit.succeed({ reply: Turn.APOLOGY, stored: false }))
+      expect(exit).toEqual(Exit.succeed({ reply: Turn.APOLOGY, stored: false, toolCalls: [], usage: Turn.NO_USAGE }))
     }))
 
   it.effect("logs what the brain said, not \"timeout\", for a failure that may pass (a 429 after its retries)", () =>

@@ -29,11 +29,9 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
-import * as Stream from "effect/Stream"
 import * as AgentLoop from "../../agent/Agent.js"
 import { Brain, type BrainService } from "../../ports/Brain.js"
 import { Claws } from "../../ports/Claws.js"
-import type { InteractService } from "../../ports/Interact.js"
 import * as Compactor from "../../agent/Compactor.js"
 import { Inbox, type Pending } from "../../memory/Inbox.js"
 import * as AgentHost from "../serve/AgentHost.js"
@@ -134,11 +132,10 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
     const journal = yield* TurnJournal
     const claws = yield* Claws
     const parts = yield* store.open(id, brain)
-    // Whether each answered message's exchange goes to history: the agent tells the inbox.
-    const storedByMessage = new Map<number, boolean>()
-    const inbox = clusterInbox(id, journal, (pending, stored) => void storedByMessage.set(pending.id, stored))
+    const inbox = clusterInbox(id, journal)
+    // The agent as every host composes it (Agent.fromPorts), on the store's memory and the journal's inbox.
     const built = yield* Layer.build(
-      AgentLoop.layer.pipe(Layer.provide(Layer.succeedContext(
+      AgentLoop.fromPorts().pipe(Layer.provide(Layer.succeedContext(
         parts.memory.pipe(
           Context.add(Inbox, inbox),
           Context.add(Brain, parts.brain),
@@ -150,7 +147,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
       Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: ${describe(error)}` }))
     )
     const agent = Context.get(built, AgentLoop.Agent)
-    const compactor = Context.get(parts.memory, Compactor.Compactor)
+    const compactor = Context.get(built, Compactor.Compactor)
     let nextId = 1
 
     const send = (message: SendPayload) =>
@@ -166,18 +163,14 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
           text: message.text,
           reply: Option.map(decided, (value) => ({ text: value.reply, stored: value.stored }))
         }
-        let outcome: Outcome = { reply: "", stored: false }
-        const interact: InteractService = {
-          messages: Stream.empty,
-          send: (reply) =>
-            Effect.sync(() => {
-              const stored = storedByMessage.get(pending.id) ?? Option.match(decided, { onNone: () => false, onSome: (d) => d.stored })
-              outcome = { reply: reply.text, stored }
-            })
-        }
-        yield* agent.handle(pending, interact)
-        storedByMessage.delete(pending.id)
-        const answered = { ...outcome, request: IdempotencyStore.requestOf(message) }
+        // The entity's reply is the delivery: the agent lets the message go once it is made.
+        const outcome = yield* agent.respond(pending)
+        yield* agent.delivered(pending, outcome)
+        const answered: Outcome = Option.match(outcome, {
+          // A blank message: no reply.
+          onNone: () => ({ reply: "", stored: false, request: IdempotencyStore.requestOf(message) }),
+          onSome: ({ reply, stored }) => ({ reply, stored, request: IdempotencyStore.requestOf(message) })
+        })
         return message.attempt === undefined ? answered : { ...answered, attempt: message.attempt }
       })
 

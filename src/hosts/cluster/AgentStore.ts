@@ -1,7 +1,7 @@
 /**
  * Where an entity's agent keeps its memory: what the entity builds, per
- * agent, when it starts (its Memory and Compactor, under the agent's
- * settings), and where listing and status read. `postgres` keeps every
+ * agent, when it starts (its Memory and FoldStore, and its brain recording
+ * usage, under the agent's settings; Agent.fromPorts builds the rest), and where listing and status read. `postgres` keeps every
  * agent in the database (SqlAgentMemory), so runners on different machines
  * share them.
  */
@@ -12,7 +12,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { Brain, type BrainService } from "../../ports/Brain.js"
 import * as SqlClient from "effect/sql/SqlClient"
-import * as Compactor from "../../agent/Compactor.js"
+import type { FoldStore } from "../../memory/FoldStore.js"
 import { CompactionLocks, type CompactionLocksService } from "../../memory/sql/SqlCompactionLocks.js"
 import * as SqlAgentMemory from "./SqlAgentMemory.js"
 import * as SqlUsageLedger from "../../usage/SqlUsageLedger.js"
@@ -22,7 +22,8 @@ import * as AgentStatus from "../serve/AgentStatus.js"
 import { HostError } from "../serve/HostError.js"
 
 export interface AgentParts {
-  readonly memory: Context.Context<Memory.Memory | Compactor.Compactor>
+  /** The agent's memory store: what Agent.fromPorts builds its agent and compactor on, with the inbox, brain and claws. */
+  readonly memory: Context.Context<Memory.Memory | FoldStore>
   /** The brain the agent's turns call (the store may record usage through it). */
   readonly brain: BrainService
   /** The agent's settings (model, history sizes) over the host's. */
@@ -60,9 +61,8 @@ export const postgres = (options: {
     where: options.where,
     open: (id, brain) =>
       Layer.build(
-        Layer.effect(Compactor.Compactor, Compactor.make).pipe(
-          // Turns and compactions alike answer through the brain recording usage.
-          Layer.provideMerge(SqlUsageLedger.layer(id)),
+        // Turns and compactions alike answer through the brain recording usage.
+        SqlUsageLedger.layer(id).pipe(
           Layer.provideMerge(SqlAgentMemory.memoryLayer(id, { fallbackSoulFile: options.defaultSoulFile })),
           Layer.provide(Layer.mergeAll(
             Layer.succeed(Brain, brain),
@@ -74,7 +74,7 @@ export const postgres = (options: {
         Effect.provideService(ConfigProvider.ConfigProvider, options.provider),
         Effect.mapError((error) => unavailable(id, error._tag === "MemoryError" ? error.message : String(error))),
         Effect.map((context) => ({
-          memory: context as Context.Context<Memory.Memory | Compactor.Compactor>,
+          memory: context as Context.Context<Memory.Memory | FoldStore>,
           provider: options.provider,
           brain: Context.get(context, Brain)
         }))

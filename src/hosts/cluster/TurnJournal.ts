@@ -79,14 +79,14 @@ export const layer: Layer.Layer<TurnJournal, SqlError | Migrator.MigrationError,
  * The Inbox the agent of an entity talks to: decided replies go to the
  * journal (a failure to record one is logged; the turn still answers), and
  * exchanges memory could not store wait here, in order, for the next turn.
+ * Such an exchange is on disk when its message is (the cluster's storage)
+ * and its reply too (the journal): a redelivery stores it.
  */
-export const clusterInbox = (
-  agentId: string,
-  journal: TurnJournalService,
-  onAnswered: (pending: Pending, stored: boolean) => void
-): InboxService => {
+export const clusterInbox = (agentId: string, journal: TurnJournalService): InboxService => {
   let backlog: ReadonlyArray<Pending> = []
   let nextId = 1
+  // The messages being answered whose decided reply the journal holds.
+  const recorded = new Set<number>()
   return {
     recovered: [],
     // Nothing held open: the journal is a table.
@@ -101,9 +101,9 @@ export const clusterInbox = (
       })),
     answered: (pending, reply, stored) =>
       Effect.suspend(() => {
-        onAnswered(pending, stored)
         if (pending.key === undefined) return Effect.void
         return journal.record(agentId, pending.key, { reply, stored }).pipe(
+          Effect.andThen(Effect.sync(() => void recorded.add(pending.id))),
           Effect.catch((error) =>
             Effect.logError(`agent ${agentId}: could not record a decided reply (${error.message}); a redelivery would run the turn again`)
           )
@@ -112,9 +112,11 @@ export const clusterInbox = (
     unstored: (pending, reply) =>
       Effect.sync(() => {
         backlog = [...backlog.filter((waiting) => waiting.id !== pending.id), { ...pending, reply: Option.some({ text: reply, stored: true }) }]
+        // A reply decided before came from the journal.
+        return Option.isSome(pending.reply) || recorded.has(pending.id)
       }),
     stored: (pending) => Effect.sync(() => void (backlog = backlog.filter((waiting) => waiting.id !== pending.id))),
     backlog: Effect.sync(() => backlog),
-    delivered: () => Effect.void
+    delivered: (pending) => Effect.sync(() => void recorded.delete(pending.id))
   }
 }

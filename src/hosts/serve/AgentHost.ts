@@ -1,8 +1,8 @@
 /**
  * Many agents in one process. An agent is a directory under
  * PLANCKCLAW_AGENTS_DIR named by its id; it is started on its first message
- * and released after PLANCKCLAW_AGENT_IDLE without one (an RcMap keyed by
- * id). Agents run concurrently; brain calls in flight across all of them are
+ * and released after PLANCKCLAW_AGENT_IDLE without one (a LayerMap keyed by
+ * id, each agent built by Agent.fromPorts inside AgentInstance). Agents run concurrently; brain calls in flight across all of them are
  * bounded by PLANCKCLAW_MAX_CONCURRENT_TURNS. Brain and Claws are shared.
  * From start-up on, agents that left messages unanswered are found in the
  * background and started to answer them.
@@ -18,7 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as RcMap from "effect/RcMap"
+import * as LayerMap from "effect/LayerMap"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import { AgentConfig } from "../../config/AgentConfig.js"
@@ -218,15 +218,19 @@ export const make = Effect.gen(function*() {
       return instance
     }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
 
-  const agents: RcMap.RcMap<AgentId.AgentId, AgentInstance.Instance, HostError> = yield* RcMap.make({
-    lookup: start,
+  // The agents by id, each built by its own layer (a fresh one per start: the map memoizes layers by reference).
+  const agents = yield* LayerMap.make((id: AgentId.AgentId) => Layer.effect(AgentInstance.Instance, start(id)), {
     idleTimeToLive: Duration.millis(Math.round(config.idleSeconds * 1000))
   })
 
-  // RcMap keeps a failed start like a started agent until its idle time passes:
+  // The map keeps a failed start like a started agent until its idle time passes:
   // forgotten at once, so the next message tries again (the other process
   // holding the agent has stopped, its config.env was mended).
-  const started = (id: AgentId.AgentId) => RcMap.get(agents, id).pipe(Effect.tapError(() => RcMap.invalidate(agents, id)))
+  const started = (id: AgentId.AgentId) =>
+    agents.contextEffect(id).pipe(
+      Effect.map((context) => Context.get(context, AgentInstance.Instance)),
+      Effect.tapError(() => agents.invalidate(id))
+    )
 
   /** Holds agent `id` started until the messages it recovered are answered. */
   const answerRecovered = (id: AgentId.AgentId) =>
@@ -242,7 +246,7 @@ export const make = Effect.gen(function*() {
   function restart(id: AgentId.AgentId, life: Life): Effect.Effect<void> {
     return Effect.sync(() => {
       life.restarting = true
-    }).pipe(Effect.andThen(RcMap.invalidate(agents, id)), Effect.andThen(answerRecovered(id)))
+    }).pipe(Effect.andThen(agents.invalidate(id)), Effect.andThen(answerRecovered(id)))
   }
 
   const existing = (raw: string) =>

@@ -1,9 +1,8 @@
 /**
- * A serve agent's inbox as its Agent sees it: the file inbox, watched so the
- * reply can say truly whether its exchange is on disk (`stored`), and kept
- * from letting a delivered message go while its Idempotency-Key is not
- * recorded yet (a full disk): the journal keeps it, so a restart records the
- * key instead of forgetting it, and a retry runs no second turn.
+ * A serve agent's inbox as its Agent sees it: the file inbox, kept from
+ * letting a delivered message go while its Idempotency-Key is not recorded
+ * yet (a full disk): the journal keeps it, so a restart records the key
+ * instead of forgetting it, and a retry runs no second turn.
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -12,20 +11,10 @@ import type * as Inbox from "../../memory/Inbox.js"
 import * as Turn from "../../agent/Turn.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 
-export interface AgentInbox {
-  readonly inbox: Inbox.InboxService
-  /**
-   * By message id, while it is being answered: whether its exchange is on
-   * disk (history, or whole in the journal waiting for room). Set when the
-   * agent decides an exchange goes to history, and again if it could not be stored.
-   */
-  readonly storedOnDisk: Map<number, boolean>
-}
-
 export const make = (
   inbox: Inbox.FileInbox,
   idempotency: IdempotencyStore.IdempotencyStore
-): Effect.Effect<AgentInbox, never, Scope.Scope> =>
+): Effect.Effect<Inbox.InboxService, never, Scope.Scope> =>
   Effect.gen(function*() {
     // An exchange left by the previous run waiting for room in history keeps its Idempotency-Key here, before
     // this start stores it and the journal lets it go: a retry after the restart gets its reply, not a second turn.
@@ -37,7 +26,6 @@ export const make = (
         yield* idempotency.remember(key, { reply: text, stored, request: IdempotencyStore.requestOf(pending) })
       }
     }
-    const storedOnDisk = new Map<number, boolean>()
     // Messages delivered whose Idempotency-Key could not be recorded yet: kept in the journal until it is.
     const heldByKey = new Map<string, Inbox.Pending>()
     const releaseRecorded = Effect.suspend(() =>
@@ -52,13 +40,6 @@ export const make = (
 
     const watched: Inbox.InboxService = {
       ...inbox,
-      answered: (pending, reply, stored) =>
-        Effect.suspend(() => {
-          storedOnDisk.set(pending.id, stored)
-          return inbox.answered(pending, reply, stored)
-        }),
-      unstored: (pending, reply) =>
-        Effect.tap(inbox.unstored(pending, reply), () => Effect.sync(() => storedOnDisk.set(pending.id, inbox.kept(pending)))),
       delivered: (pending) =>
         Effect.suspend(() => {
           const key = pending.idempotencyKey
@@ -70,5 +51,5 @@ export const make = (
           return Effect.andThen(recordHeld, inbox.delivered(pending))
         })
     }
-    return { inbox: watched, storedOnDisk }
+    return watched
   })

@@ -1,9 +1,9 @@
 /**
- * One running agent in the host: its memory, inbox, compactor and agent,
- * made directly (no layers) under the agent's own settings, and a mailbox
- * answering its messages one at a time, in arrival order, by a fiber that
+ * One running agent in the host: its memory and inbox made directly, its
+ * agent and compactor from them by Agent.fromPorts (the one composition of
+ * an agent), under the agent's own settings, and a mailbox answering its messages one at a time, in arrival order, by a fiber that
  * runs only while messages wait. Everything lives in the scope the host's
- * RcMap gives it: closing it releases the fiber, the caches and the file
+ * LayerMap gives it: closing it releases the fiber, the caches and the file
  * handles (already closed whenever the mailbox is empty).
  *
  * A caller waits on a Deferred kept by the host per agent (`Waiters`), keyed
@@ -15,15 +15,14 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
-import * as Stream from "effect/Stream"
 import * as Agent from "../../agent/Agent.js"
 import * as Turn from "../../agent/Turn.js"
 import { Brain, type BrainService } from "../../ports/Brain.js"
 import { Claws, type ClawsService } from "../../ports/Claws.js"
-import type { InteractService } from "../../ports/Interact.js"
 import * as Logging from "../../runtime/Logging.js"
 import * as MemoryHold from "../../memory/MemoryHold.js"
 import * as Compactor from "../../agent/Compactor.js"
@@ -59,7 +58,7 @@ export interface Waiters {
 
 export const makeWaiters = (): Waiters => ({ byMessage: new Map(), byIdempotencyKey: new Map() })
 
-export interface Instance {
+export interface InstanceService {
   /**
    * Journals the message and queues it; the Deferred completes with its
    * reply. None once the instance stopped after a defect: ask the host again.
@@ -71,6 +70,9 @@ export interface Instance {
   /** Waits until the mailbox's fiber has ended and the background compaction in flight, if any, has settled. */
   readonly quiet: Effect.Effect<void>
 }
+
+/** One started agent of the host, as its LayerMap holds it. */
+export class Instance extends Context.Service<Instance, InstanceService>()("planckclaw/service/AgentInstance") {}
 
 export interface Shared {
   readonly brain: BrainService
@@ -89,12 +91,8 @@ export interface Shared {
 
 const waiterKey = (pending: Inbox.Pending) => pending.key ?? `unkeyed-${pending.id}`
 
-/**
- * Runs one accepted message to the end with `interact` as its way out.
- * The one place that knows how Agent.handle receives its Interact.
- */
-const handleWith = (agent: Agent.AgentService, pending: Inbox.Pending, interact: InteractService) =>
-  agent.handle(pending, interact)
+/** The reply to a message the agent does not answer (a blank one): the caller still hears back. */
+const NOTHING: Reply = { reply: "", stored: false }
 
 export const make = (options: {
   readonly id: string
@@ -103,7 +101,7 @@ export const make = (options: {
   readonly waiters: Waiters
   /** Called after a defect escaped a message: the host replaces this instance. */
   readonly restart: Effect.Effect<void>
-}): Effect.Effect<Instance, HostError, Scope.Scope> =>
+}): Effect.Effect<InstanceService, HostError, Scope.Scope> =>
   Effect.gen(function*() {
     const { directory, id, shared, waiters } = options
     const unavailable = (message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
@@ -120,31 +118,28 @@ export const make = (options: {
     yield* MemoryHold.holdAgent(directory, ownerFile).pipe(Effect.mapError((error) => unavailable(error.message)))
     // A planted link or directory refuses the agent now, before a message is accepted (a run exits 1).
     yield* Effect.mapError(Effect.fromResult(EnsureWritable.checkFiles(Layout.files(directory))), (error) => unavailable(error.message))
-    // Built directly rather than from layers: an agent's start is most of the cost of its first message.
-    // Without a soul.md of its own, the agent speaks with the host's default soul.
+    // Memory and inbox built directly rather than from layers: an agent's start is most of the cost of its
+    // first message, and these take the host's shared parts (the owner file, the default soul). Without a soul.md of its own, the agent speaks with the host's default soul.
     const memory = yield* Memory.make(directory, { fallbackSoulFile: shared.defaultSoulFile, ownerFile })
     const inbox = yield* Inbox.make(directory).pipe(Effect.mapError((error) => unavailable(error.message)))
     const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys).pipe(
       Effect.mapError((error) => unavailable(error.message))
     )
-    // Whether each exchange is on disk, and keys not recorded yet held in the journal (AgentInbox.ts).
-    const { inbox: tracked, storedOnDisk } = yield* AgentInbox.make(inbox, idempotency)
+    // Keys not recorded yet held in the journal (AgentInbox.ts).
+    const tracked = yield* AgentInbox.make(inbox, idempotency)
     const ports = Context.make(Memory.Memory, memory).pipe(
       Context.add(Inbox.Inbox, tracked),
       Context.add(Brain, shared.brain),
       Context.add(Claws, shared.claws),
       Context.add(FoldStore.FoldStore, FoldStore.make(memory.memoryDir))
     )
-    const compactor = yield* Compactor.make.pipe(
-      Effect.provide(ports),
+    // The agent as every host composes it (Agent.fromPorts), under the agent's own settings.
+    const built = yield* Layer.buildWithScope(Agent.fromPorts().pipe(Layer.provide(Layer.succeedContext(ports))), yield* Effect.scope).pipe(
       Effect.provideService(ConfigProvider.ConfigProvider, settings.provider),
       Effect.mapError((error) => unavailable(String(error)))
     )
-    const agent = yield* Agent.make.pipe(
-      Effect.provide(Context.add(ports, Compactor.Compactor, compactor)),
-      Effect.provideService(ConfigProvider.ConfigProvider, settings.provider),
-      Effect.mapError((error) => unavailable(String(error)))
-    )
+    const agent = Context.get(built, Agent.Agent)
+    const compactor = Context.get(built, Compactor.Compactor)
 
     const waiterFor = (pending: Inbox.Pending) =>
       Effect.gen(function*() {
@@ -176,36 +171,21 @@ export const make = (options: {
         yield* Deferred.succeed(deferred, reply)
       })
 
-    let current: Inbox.Pending | undefined
-    const interact: InteractService = {
-      messages: Stream.empty,
-      send: (message) =>
-        Effect.suspend(() => {
-          if (current === undefined) return Effect.void
-          const pending = current
-          const isStored = storedOnDisk.get(pending.id) ?? Option.match(pending.reply, { onNone: () => false, onSome: (r) => r.stored })
-          return finish(pending, { reply: message.text, stored: isStored })
-        })
-    }
-
     const recovered = yield* Effect.forEach(inbox.recovered, waiterFor)
     if (recovered.length > 0) {
       yield* Effect.logInfo(`agent ${id}: answering ${recovered.length} message(s) left unanswered by the previous run`)
     }
 
+    // The agent's outcome goes to its caller (recorded under its Idempotency-Key), then the agent lets it go.
     const answerOne = (pending: Inbox.Pending) =>
       Effect.gen(function*() {
-        current = pending
-        yield* handleWith(agent, pending, interact)
-        current = undefined
-        storedOnDisk.delete(pending.id)
-        // Nothing to answer (a blank message): the caller still hears back.
-        yield* finish(pending, { reply: "", stored: false })
+        const outcome = yield* agent.respond(pending)
+        yield* finish(pending, Option.match(outcome, { onNone: () => NOTHING, onSome: ({ reply, stored }) => ({ reply, stored }) }))
+        yield* agent.delivered(pending, outcome)
         return true
       }).pipe(
         Effect.catchDefect((defect) =>
           Effect.gen(function*() {
-            current = undefined
             yield* Effect.logError(`agent ${id} hit an internal error; it answers with an apology and restarts`, defect)
             yield* finish(pending, { reply: Agent.APOLOGY, stored: false })
             yield* inbox.delivered(pending)
@@ -294,5 +274,5 @@ export const make = (options: {
         return Option.some(deferred)
       }).pipe(door.withPermits(1), Effect.uninterruptible)
 
-    return { submit, recovered, compactNow: compactor.compactNow, quiet } satisfies Instance
+    return { submit, recovered, compactNow: compactor.compactNow, quiet } satisfies InstanceService
   })

@@ -76,13 +76,15 @@ export const make = (agentId: string, options: SqlInboxOptions = {}): Effect.Eff
     )
     let localIds = 0
 
-    /** A write that could not be made is logged, never fails the message. */
-    const write = (what: string, statement: Effect.Effect<unknown, import("effect/sql/SqlError").SqlError>) =>
+    /** A write that could not be made is logged, never fails the message; true once it was made. */
+    const written = (what: string, statement: Effect.Effect<unknown, import("effect/sql/SqlError").SqlError>) =>
       statement.pipe(
         resilient(`${what} (inbox of agent ${agentId})`, retry),
-        Effect.catch((error) => Effect.logError(`${error.message}; the message is answered but not crash-safe`)),
-        Effect.asVoid
+        Effect.as(true),
+        Effect.catch((error) => Effect.as(Effect.logError(`${error.message}; the message is answered but not crash-safe`), false))
       )
+    const write = (what: string, statement: Effect.Effect<unknown, import("effect/sql/SqlError").SqlError>) =>
+      Effect.asVoid(written(what, statement))
 
     const insert = (message: Accepting) =>
       sql<Row>`INSERT INTO planckclaw_inbox (agent_id, key, idempotency_key, channel, text)
@@ -125,7 +127,7 @@ export const make = (agentId: string, options: SqlInboxOptions = {}): Effect.Eff
             pending: { ...pending, reply: Option.some({ text: reply, stored: true }) },
             delivered: unstored.get(pending.id)?.delivered ?? false
           })
-          return write(
+          return written(
             "noting an exchange not stored",
             sql`UPDATE planckclaw_inbox SET reply = ${reply}, stored = true, unstored = true WHERE id = ${pending.id}`
           )

@@ -18,7 +18,7 @@ import * as InMemoryClaws from "../../../src/claws/InMemoryClaws.js"
 import * as AgentEntity from "../../../src/hosts/cluster/AgentEntity.js"
 import { AgentStore } from "../../../src/hosts/cluster/AgentStore.js"
 import { type Decided, TurnJournal } from "../../../src/hosts/cluster/TurnJournal.js"
-import * as Compactor from "../../../src/agent/Compactor.js"
+import * as FoldStore from "../../../src/memory/FoldStore.js"
 import * as Memory from "../../../src/memory/Memory.js"
 import * as ClusterHost from "../../../src/hosts/cluster/ClusterHost.js"
 import * as AgentHost from "../../../src/hosts/serve/AgentHost.js"
@@ -52,7 +52,7 @@ const setup = (journaled: Map<string, Decided>) => {
         return Effect.fail(new HostError({ reason: "unavailable", id, message: `agent ${id}: the test's database is down` }))
       }
       const provider = ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_DIR", path.join(root, id)]])), { preserveEmptyStrings: true })
-      return Layer.build(Compactor.layer.pipe(Layer.provideMerge(Memory.layer), Layer.provide(Layer.succeed(Brain, agentBrain)))).pipe(
+      return Layer.build(FoldStore.layer.pipe(Layer.provideMerge(Memory.layer))).pipe(
         Effect.provideService(ConfigProvider.ConfigProvider, provider),
         Effect.orDie,
         Effect.map((memory) => ({ memory, provider, brain: agentBrain }))

@@ -1,12 +1,12 @@
 import * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Layer, Option, Schedule, Stream } from "effect"
+import { ConfigProvider, Context, Effect, Layer, Option, Schedule } from "effect"
 import * as Agent from "../../../src/agent/Agent.js"
 import * as ScriptedBrain from "../../../src/brain/ScriptedBrain.js"
 import { text } from "../../../src/brain/ScriptedBrain.js"
 import * as InMemoryClaws from "../../../src/claws/InMemoryClaws.js"
 import { Compactor } from "../../../src/agent/Compactor.js"
-import { Inbox } from "../../../src/memory/Inbox.js"
+import { Inbox, type Pending } from "../../../src/memory/Inbox.js"
 import { encodeLine, Memory } from "../../../src/memory/Memory.js"
 import * as SqlAgentMemory from "../../../src/hosts/cluster/SqlAgentMemory.js"
 import * as SqlUsageLedger from "../../../src/usage/SqlUsageLedger.js"
@@ -107,18 +107,17 @@ describe("SQL memory: an agent's turn", () => {
       const { context, brain, sql } = yield* setup([text("hello Marc")])
       const agent = Context.get(context, Agent.Agent)
       const inbox = Context.get(context, Inbox)
-      const sent: Array<string> = []
-      const interact = {
-        messages: Stream.empty,
-        send: (message: { readonly text: string }) => Effect.sync(() => void sent.push(message.text))
-      }
+      const answer = (pending: Pending) =>
+        Effect.flatMap(agent.respond(pending), (outcome) => Effect.as(agent.delivered(pending, outcome), outcome))
       const pending = yield* inbox.accept({ channel: "http", text: "hi", idempotencyKey: "m-1" })
-      yield* agent.handle(pending, interact)
+      const first = yield* answer(pending)
       // The same message again (a retry, or a redelivery after a runner died): the decided reply, no new turn.
       const again = yield* inbox.accept({ channel: "http", text: "hi", idempotencyKey: "m-1" })
       expect(again.reply).toEqual(Option.some({ text: "hello Marc", stored: true }))
-      yield* agent.handle(again, interact)
-      expect(sent).toEqual(["hello Marc", "hello Marc"])
+      const second = yield* answer(again)
+      expect([first, second].map((outcome) => Option.map(outcome, ({ reply, stored }) => ({ reply, stored })))).toEqual(
+        [Option.some({ reply: "hello Marc", stored: true }), Option.some({ reply: "hello Marc", stored: true })]
+      )
       expect((yield* brain.requests).length).toBe(1)
       expect(yield* historyOf(sql)).toEqual([{ role: "user", content: "hi" }, { role: "assistant", content: "hello Marc" }])
       expect((yield* SqlUsageLedger.read(sql, "alice")).map((line) => line.kind)).toEqual(["turn"])
