@@ -32,7 +32,8 @@ const planckclaw = (args: ReadonlyArray<string>, preload: ReadonlyArray<string> 
   const result = child.spawnSync(process.execPath, [...preload, bin, ...args], {
     cwd: dir,
     encoding: "utf8",
-    env: { ...process.env, HOME: dir, XDG_CACHE_HOME: path.join(dir, "cache"), PLANCKCLAW_DIR: path.join(dir, "memory") }
+    // Pipes of its own too: the default runtime directory may be held by a run of the machine's user.
+    env: { ...process.env, HOME: dir, XDG_CACHE_HOME: path.join(dir, "cache"), PLANCKCLAW_DIR: path.join(dir, "memory"), PLANCKCLAW_RUN_DIR: path.join(dir, "run") }
   })
   return { code: result.status, stdout: result.stdout, stderr: result.stderr, dir }
 }
@@ -152,7 +153,8 @@ describe("bin/planckclaw", () => {
     const result = child.spawnSync(process.execPath, ["-e", script, "run", "--bogus"], {
       cwd: dir,
       encoding: "utf8",
-      env: { ...process.env, HOME: dir, XDG_CACHE_HOME: path.join(dir, "cache"), PLANCKCLAW_DIR: path.join(dir, "memory") }
+      // Pipes of its own too: the default runtime directory may be held by a run of the machine's user.
+    env: { ...process.env, HOME: dir, XDG_CACHE_HOME: path.join(dir, "cache"), PLANCKCLAW_DIR: path.join(dir, "memory"), PLANCKCLAW_RUN_DIR: path.join(dir, "run") }
     })
     expect(result.status).toBe(0)
     expect(result.stdout).toBe("started:false\n")
