@@ -1,7 +1,8 @@
 /**
  * The user's documentation holds together: README stays a short guide, every
  * relative link and #anchor in README.md, docs/ and bench/'s pages resolves
- * (GitHub's heading slugs), and README and docs/ name no commit or issue
+ * (GitHub's heading slugs), every path of the repository README, docs/ and
+ * bench/README.md name exists, and README and docs/ name no commit or issue
  * (those belong in bench/HISTORY.md and the history of the repository).
  */
 import * as fs from "node:fs"
@@ -56,6 +57,22 @@ const brokenLinks = (file: string): Array<string> =>
     })
   )
 
+/**
+ * Every `src/`, `bin/`, `bench/` or `test/` path a page names (in prose or
+ * code) that does not exist, as `file:line: path`. Not a path inside another
+ * (`/bin/sh`, `~/src/planckclaw`); a trailing `.` or `,` ends the sentence.
+ */
+/** Paths the pages name as what a run writes, not what the repository holds. */
+const written = new Set(["bench/.work/", "bench/compare-results.json"])
+
+const missingPaths = (file: string): Array<string> =>
+  read(file).split("\n").flatMap((line, index) =>
+    [...line.matchAll(/(?<![\w~./-])(?:src|bin|bench|test)\/[\w./-]*/g)].flatMap((match) => {
+      const named = match[0].replace(/[.,]+$/, "")
+      return written.has(named) || fs.existsSync(path.join(root, named)) ? [] : [`${file}:${index + 1}: ${named}`]
+    })
+  )
+
 describe("the documentation", () => {
   it("README is a guide of at most 400 lines that starts both ways in two commands", () => {
     const readme = read("README.md")
@@ -73,6 +90,20 @@ describe("the documentation", () => {
     fs.writeFileSync(path.join(root, probe), "# Probe\n\n[a](nowhere.md) [b](README.md#no-such-heading) [c](#probe)\n")
     try {
       expect(brokenLinks(probe)).toEqual([`${probe}:3: no file nowhere.md`, `${probe}:3: no anchor README.md#no-such-heading`])
+    } finally {
+      fs.rmSync(path.join(root, probe), { force: true })
+    }
+  })
+
+  it("every src/, bin/, bench/ and test/ path README, docs/ and bench/README.md name exists", () => {
+    expect([...guides, "bench/README.md"].flatMap(missingPaths)).toEqual([])
+  })
+
+  it("finds a path that does not exist when one is named", () => {
+    const probe = path.join("docs", `.probe-paths-${process.pid}.md`)
+    fs.writeFileSync(path.join(root, probe), "See `src/agent/Agent.ts`, src/Nowhere.ts. and bench/run.mjs, not /bin/sh or ~/src/x.\n")
+    try {
+      expect(missingPaths(probe)).toEqual([`${probe}:1: src/Nowhere.ts`])
     } finally {
       fs.rmSync(path.join(root, probe), { force: true })
     }

@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Layer, Queue } from "effect"
-import { Agent, AgentHost, Brain, InMemoryClaws, InMemoryInteract, Intake, ScriptedBrain } from "../src/index.js"
+import { Agent, AgentHost, Brain, InMemoryClaws, InMemoryInteract, ScriptedBrain } from "../src/index.js"
 import { tempDir } from "./support/Sandbox.js"
 
 /** The first ```ts block of docs/embedding.md. */
@@ -52,7 +52,7 @@ const hostProgram = (memoryDir: string) =>
       Layer.provide(Layer.merge(ScriptedBrain.layer(brain), claws)),
       Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_DIR", memoryDir]])), { preserveEmptyStrings: true })))
     )
-    yield* Intake.run.pipe(
+    yield* Agent.serve.pipe(
       Effect.provide(Layer.merge(agent, InMemoryInteract.layer(users))),
       Effect.forkScoped
     )
