@@ -52,19 +52,19 @@ const inRange = (expected: string, pattern: RegExp, range: Range) => (raw: strin
 }
 
 /** A whole number within `range`; `fallback` when unset. */
-export const integerIn = (name: string, range: Range, fallback: number): Config.Config<number> =>
+const integerIn = (name: string, range: Range, fallback: number): Config.Config<number> =>
   checkedString(name, inRange("an integer", /^-?\d{1,16}$/, range)).pipe(Config.withDefault(fallback))
 
 /** A whole number within `range`, or None when unset: for a default the owner works out (it says how). */
-export const optionalIntegerIn = (name: string, range: Range): Config.Config<Option.Option<number>> =>
+const optionalIntegerIn = (name: string, range: Range): Config.Config<Option.Option<number>> =>
   Config.option(checkedString(name, inRange("an integer", /^-?\d{1,16}$/, range)))
 
 /** A number of seconds within `range`, fractions allowed (`2.5`); `fallback` when unset. */
-export const secondsIn = (name: string, range: Range, fallback: number): Config.Config<number> =>
+const secondsIn = (name: string, range: Range, fallback: number): Config.Config<number> =>
   checkedString(name, inRange("a number of seconds", /^-?\d{1,16}(\.\d{1,9})?$/, range)).pipe(Config.withDefault(fallback))
 
 /** `1`, `0`, `true` or `false` in any case; `false` when empty, `fallback` (false unless given) when unset. */
-export const onOff = (name: string, fallback = false): Config.Config<boolean> =>
+const onOff = (name: string, fallback = false): Config.Config<boolean> =>
   checkedString(name, (raw) => {
     const value = raw.trim().toLowerCase()
     if (["", "0", "false"].includes(value)) return { value: false }
