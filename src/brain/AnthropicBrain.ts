@@ -37,17 +37,18 @@ import {
 } from "./BrainRetry.js"
 import { postJson } from "./PostJson.js"
 import { isUnset } from "../config/UnsetSetting.js"
+import { AnthropicApiKey, AnthropicBaseUrl, Model } from "../config/settings/Brain.js"
 import * as Tracing from "../runtime/Tracing.js"
 
 // Bridges reads the brain's patience through these names; their home is BrainRetry.
 export { BrainRetriesConfig, BrainTimeoutConfig } from "./BrainRetry.js"
 
 export const API_VERSION = "2023-06-01"
-export const DEFAULT_BASE_URL = "https://api.anthropic.com"
+export const DEFAULT_BASE_URL = AnthropicBaseUrl.default
 
 export const AnthropicConfig = Config.all({
-  apiKey: Secrets.headerSecret("ANTHROPIC_API_KEY"),
-  baseUrl: baseUrlConfig("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL),
+  apiKey: Secrets.headerSecret(AnthropicApiKey.key),
+  baseUrl: baseUrlConfig(AnthropicBaseUrl),
   retry: BrainRetryConfig,
   debug: DebugConfig
 }).pipe(Config.map(({ retry, ...own }) => ({ ...own, ...retry })))
@@ -81,19 +82,19 @@ export const misconfiguration = (
     case 403:
       return {
         problem: "the API key was refused",
-        setting: "ANTHROPIC_API_KEY",
+        setting: AnthropicApiKey.key,
         fix: "check ANTHROPIC_API_KEY is a valid key for this API"
       }
     case 404:
       return {
         problem: "the model or API address is unknown",
-        setting: "PLANCKCLAW_MODEL",
+        setting: Model.key,
         fix: `check PLANCKCLAW_MODEL (${model}) names a model this API serves, and ANTHROPIC_BASE_URL`
       }
     case 400:
       return {
         problem: "the API refused the request as invalid",
-        setting: "PLANCKCLAW_MODEL",
+        setting: Model.key,
         fix: `check PLANCKCLAW_MODEL (${model}) and PLANCKCLAW_MAX_TOKENS are within the model's limits`
       }
     default:
@@ -121,7 +122,7 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
     const reading = (model: string): AnswerReading<MessagesResponse> => ({
       decode: (body) => decodeBrainAnswer(body, scrub),
       said: (body) => describeErrorBody(body, scrub),
-      baseUrlSetting: "ANTHROPIC_BASE_URL",
+      baseUrlSetting: AnthropicBaseUrl.key,
       scrub,
       permanent: (status) => {
         const wrong = misconfiguration(status, model)
@@ -144,10 +145,10 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
   })
 
 /** The key is unset (or empty); a key that is set but unusable is reported as itself. */
-const missesApiKey = (error: Config.ConfigError): boolean => isUnset(error, "ANTHROPIC_API_KEY")
+const missesApiKey = (error: Config.ConfigError): boolean => isUnset(error, AnthropicApiKey.key)
 
 export const missingApiKey = new MissingSetting({
-  key: "ANTHROPIC_API_KEY",
+  key: AnthropicApiKey.key,
   message:
     "ANTHROPIC_API_KEY is not set: add export ANTHROPIC_API_KEY=\"...\" to config.env (see config.env.example) or set it in the environment."
 })

@@ -18,14 +18,16 @@ import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import { BrainError, type Misconfigured, preview } from "../ports/Brain.js"
-import { checkedString, integerIn, secondsIn } from "../config/ConfigRange.js"
+import { numberOf, textOf } from "../config/ConfigRange.js"
+import type { TextSetting } from "../config/Setting.js"
+import { BrainRetries, BrainTimeout } from "../config/settings/Brain.js"
 import { rootCause } from "../runtime/Errors.js"
 import type { HttpAnswer } from "./PostJson.js"
 
 /** Seconds per HTTP attempt; also read by the agent's patience on the brain pipes (Bridges). */
-export const BrainTimeoutConfig = secondsIn("PLANCKCLAW_BRAIN_TIMEOUT", { min: 0.1, max: 3600 }, 60)
+export const BrainTimeoutConfig = numberOf(BrainTimeout)
 /** Retries after the first attempt; also read by the agent's patience on the brain pipes (Bridges). */
-export const BrainRetriesConfig = integerIn("PLANCKCLAW_BRAIN_RETRIES", { min: 0, max: 100 }, 4)
+export const BrainRetriesConfig = numberOf(BrainRetries)
 
 /** Whether `value` is a base URL an API's path can follow. */
 const isBaseUrl = (value: string): boolean => {
@@ -36,13 +38,13 @@ const isBaseUrl = (value: string): boolean => {
   return ["http:", "https:"].includes(url.protocol) && url.username === "" && url.password === ""
 }
 
-/** An API's base URL setting: http(s) only, without credentials, `fallback` when unset. */
-export const baseUrlConfig = (name: string, fallback: string): Config.Config<string> =>
-  checkedString(name, (value) =>
+/** An API's base URL setting: http(s) only, without credentials, its default when unset. */
+export const baseUrlConfig = (setting: TextSetting & { readonly default: string }): Config.Config<string> =>
+  textOf(setting, (value) =>
     isBaseUrl(value)
       ? { value }
       : `Expected an http(s) URL without credentials (no user:password@; the API key has a setting of its own) ` +
-        `and without a query or fragment (no ? or #), such as ${fallback}`).pipe(Config.withDefault(fallback))
+        `and without a query or fragment (no ? or #), such as ${setting.default}`)
 
 /** The retry settings of every HTTP brain. */
 export const BrainRetryConfig = Config.all({

@@ -46,30 +46,31 @@ import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompl
 import * as TokenField from "./TokenField.js"
 import * as Tracing from "../runtime/Tracing.js"
 import { nonEmptyString, optionWhenUnset } from "../config/UnsetSetting.js"
+import { Model, OpenAiApiKey, OpenAiBaseUrl } from "../config/settings/Brain.js"
 
-export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
+export const DEFAULT_BASE_URL = OpenAiBaseUrl.default
 
 /**
  * A blank key (as a config.env for a local server may have) counts as none;
  * a key with characters a header cannot carry is refused, naming the key only.
  */
-const optionalKey = optionWhenUnset(Secrets.headerSecret("OPENAI_API_KEY"), "OPENAI_API_KEY")
+const optionalKey = optionWhenUnset(Secrets.headerSecret(OpenAiApiKey.key), OpenAiApiKey.key)
 
 /**
  * The model to ask for. The agent's default is a Claude model, which no
  * OpenAI-compatible server serves: with this brain it must be set.
  */
-export const ModelConfig = optionWhenUnset(nonEmptyString("PLANCKCLAW_MODEL"), "PLANCKCLAW_MODEL")
+export const ModelConfig = optionWhenUnset(nonEmptyString(Model.key), Model.key)
 
 export const missingModel = new MissingSetting({
-  key: "PLANCKCLAW_MODEL",
+  key: Model.key,
   message: "PLANCKCLAW_MODEL is not set: the openai brain needs the model its server serves " +
     "(e.g. export PLANCKCLAW_MODEL=\"gpt-4.1-mini\" or \"qwen3:8b\" in config.env); the default is a Claude model."
 })
 
 export const OpenAiConfig = Config.all({
   apiKey: optionalKey,
-  baseUrl: baseUrlConfig("OPENAI_BASE_URL", DEFAULT_BASE_URL),
+  baseUrl: baseUrlConfig(OpenAiBaseUrl),
   retry: BrainRetryConfig,
   debug: DebugConfig
 }).pipe(Config.map(({ retry, ...own }) => ({ ...own, ...retry })))
@@ -94,7 +95,7 @@ const shown = (url: URL): string => `${url.origin}${url.pathname}`.replace(/\/+$
 
 export const missingApiKey = (baseUrl: string) =>
   new MissingSetting({
-    key: "OPENAI_API_KEY",
+    key: OpenAiApiKey.key,
     message: `OPENAI_API_KEY is not set: ${shown(new URL(baseUrl))} is not a loopback or private address, so it needs a key; ` +
       "add export OPENAI_API_KEY=\"...\" to config.env or set it in the environment."
   })
@@ -152,13 +153,13 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
         case 401:
         case 403:
           return Option.isSome(apiKey)
-            ? { problem: "the API key was refused", setting: "OPENAI_API_KEY" }
-            : { problem: "the server wants an API key", setting: "OPENAI_API_KEY" }
+            ? { problem: "the API key was refused", setting: OpenAiApiKey.key }
+            : { problem: "the server wants an API key", setting: OpenAiApiKey.key }
         case 404:
-          return { problem: "the model or API address is unknown", setting: "PLANCKCLAW_MODEL" }
+          return { problem: "the model or API address is unknown", setting: Model.key }
         case 400:
         case 422:
-          return { problem: "the API refused the request as invalid", setting: "PLANCKCLAW_MODEL" }
+          return { problem: "the API refused the request as invalid", setting: Model.key }
         default:
           return undefined
       }
@@ -195,7 +196,7 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
     const reading = (model: string): AnswerReading<MessagesResponse> => ({
       decode,
       said: (body) => apiMessage(body, scrub),
-      baseUrlSetting: "OPENAI_BASE_URL",
+      baseUrlSetting: OpenAiBaseUrl.key,
       scrub,
       // Any 5xx: local servers answer odd ones (501 while loading a model).
       retryable: (status) => status >= 500,

@@ -21,7 +21,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { Claws, type ClawsService, type ToolCatalog, type ToolProblem, type ToolResult, unknownTool } from "../ports/Claws.js"
-import { checkedString, integerIn, secondsIn } from "../config/ConfigRange.js"
+import { numberOf, textOf } from "../config/ConfigRange.js"
+import { ClawOutputMax, ClawsDir, ClawTimeout } from "../config/settings/Claws.js"
 import { childEnvironment, SecretValuesConfig } from "../config/Secrets.js"
 import { describeError, errnoCode } from "../runtime/Errors.js"
 import { describeJsonType, isJsonObject } from "../runtime/Json.js"
@@ -32,15 +33,12 @@ import * as Tracing from "../runtime/Tracing.js"
 import { type Catalog, type Discovery, makeDiscovery, type WatchDirectory } from "./ClawDiscovery.js"
 
 /** Seconds before a claw's whole session is killed; also read by the agent's patience on the claw pipes (Bridges). */
-export const ClawTimeoutConfig = secondsIn("PLANCKCLAW_CLAW_TIMEOUT", { min: 0.1, max: 86_400 }, 30)
+export const ClawTimeoutConfig = numberOf(ClawTimeout)
 
 export const ScriptsConfig = Config.all({
-  directory: checkedString("CLAWS_DIR", (dir) => dir.length > 0 ? { value: dir } : "must not be empty").pipe(
-    Config.withDefault("./claws")
-  ),
+  directory: textOf(ClawsDir, (dir) => dir.length > 0 ? { value: dir } : "must not be empty"),
   timeout: ClawTimeoutConfig.pipe(Config.map(Duration.seconds)),
-  // Past 1 MiB a result would crowd out the conversation anyway.
-  outputMax: integerIn("PLANCKCLAW_CLAW_OUTPUT_MAX", { min: 1, max: 1024 * 1024 }, 16_384),
+  outputMax: numberOf(ClawOutputMax),
   /** Values no child may inherit, whatever variable they hide in. */
   withheldSecrets: SecretValuesConfig
 })

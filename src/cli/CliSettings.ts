@@ -12,13 +12,10 @@ import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as References from "effect/References"
 import { AgentConfig } from "../config/AgentConfig.js"
-import * as AnthropicBrain from "../brain/AnthropicBrain.js"
 import { BrainChoiceConfig } from "../config/BrainChoice.js"
 import * as BrainRetry from "../brain/BrainRetry.js"
-import * as OpenAiBrain from "../brain/OpenAiBrain.js"
 import * as ScriptClaws from "../claws/ScriptClaws.js"
 import { fifoPathsConfig } from "../pipes/FifoPaths.js"
-import * as HelpConfig from "./HelpConfig.js"
 import * as HelpText from "./HelpText.js"
 import * as Home from "../config/Home.js"
 import { MemoryConfig } from "../memory/MemoryDir.js"
@@ -26,6 +23,9 @@ import * as PlainConsole from "./PlainConsole.js"
 import { HostConfig } from "../hosts/serve/AgentHost.js"
 import * as ConfigFile from "../config/ConfigFile.js"
 import * as Secrets from "../config/Secrets.js"
+import * as AllSettings from "../config/settings/All.js"
+import { Debug } from "../config/settings/Agent.js"
+import * as BrainSettings from "../config/settings/Brain.js"
 import * as Logging from "../runtime/Logging.js"
 
 /**
@@ -38,8 +38,8 @@ export const StartupConfig = Config.all([
   AgentConfig,
   ScriptClaws.ScriptsConfig,
   BrainRetry.BrainRetryConfig,
-  BrainRetry.baseUrlConfig("ANTHROPIC_BASE_URL", AnthropicBrain.DEFAULT_BASE_URL),
-  BrainRetry.baseUrlConfig("OPENAI_BASE_URL", OpenAiBrain.DEFAULT_BASE_URL),
+  BrainRetry.baseUrlConfig(BrainSettings.AnthropicBaseUrl),
+  BrainRetry.baseUrlConfig(BrainSettings.OpenAiBaseUrl),
   BrainChoiceConfig,
   Logging.DebugConfig,
   MemoryConfig,
@@ -47,9 +47,7 @@ export const StartupConfig = Config.all([
   fifoPathsConfig
 ])
 
-// Pipe paths an external bridge receives; set by hand only to move one pipe.
-const pipeKeys = ["INTERACT_IN", "INTERACT_OUT", "BRAIN_IN", "BRAIN_OUT", "CLAW_IN", "CLAW_OUT"].map((pipe) => `PLANCKCLAW_${pipe}`)
-const knownKeys = new Set([...HelpConfig.allKeys.map((help) => help.key), ...pipeKeys])
+const knownKeys: ReadonlySet<string> = new Set(AllSettings.all.map((setting) => setting.key))
 const ourPrefix = /^(PLANCKCLAW_|HISTORY_|CLAWS_|ANTHROPIC_|OPENAI_|DISCORD_)/
 
 /**
@@ -146,8 +144,8 @@ export const withSettings = (flags: Map<string, string>, start?: "run" | "serve"
     )
   })
 
-export const debugFlags = (debug: boolean) => new Map(debug ? [["PLANCKCLAW_DEBUG", "1"]] : [])
+export const debugFlags = (debug: boolean) => new Map(debug ? [[Debug.key, "1"]] : [])
 
 /** `run`'s and `serve`'s flags as settings: `--brain` overrides PLANCKCLAW_BRAIN. */
 export const runFlags = (options: { readonly debug: boolean; readonly brain: Option.Option<string> }) =>
-  new Map([...debugFlags(options.debug), ...Option.toArray(options.brain).map((brain) => ["PLANCKCLAW_BRAIN", brain] as const)])
+  new Map([...debugFlags(options.debug), ...Option.toArray(options.brain).map((brain) => [BrainSettings.BrainChoice.key, brain] as const)])

@@ -5,9 +5,10 @@
  */
 import * as path from "node:path"
 import * as Config from "effect/Config"
+import { BrainChoice } from "./settings/Brain.js"
 import { nonEmptyString, withDefaultWhenUnset } from "./UnsetSetting.js"
 
-export const BrainChoiceConfig = withDefaultWhenUnset(nonEmptyString("PLANCKCLAW_BRAIN"), "PLANCKCLAW_BRAIN", "anthropic")
+export const BrainChoiceConfig = withDefaultWhenUnset(nonEmptyString(BrainChoice.key), BrainChoice.key, BrainChoice.default)
 
 /** The brain's name as the usage ledger writes it: the built-in name, an executable's file name, or `external`. */
 export const BrainLabelConfig = Config.map(BrainChoiceConfig, (choice) =>

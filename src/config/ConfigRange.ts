@@ -1,14 +1,16 @@
 /**
- * Numeric and on/off settings with their allowed range, for the modules that
- * declare them. Values are plain decimals only: `1e20`, `0x10` or
- * `99999999999999999999` would be read by `Number` as something the user
- * probably did not mean, so they are refused with the key and the range.
+ * Each setting's Config, built from its declaration (src/config/settings/):
+ * the range checked and the default used are the ones `help config` shows.
+ * Numbers are plain decimals only: `1e20`, `0x10` or `99999999999999999999`
+ * would be read by `Number` as something the user probably did not mean, so
+ * they are refused with the key and the range.
  */
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
+import type { ChoiceSetting, NumberSetting, SwitchSetting, TextSetting } from "./Setting.js"
 
 export interface Range {
   readonly min: number
@@ -50,22 +52,57 @@ const inRange = (expected: string, pattern: RegExp, range: Range) => (raw: strin
 }
 
 /** A whole number within `range`; `fallback` when unset. */
-export const integerIn = (name: string, range: Range, fallback: number): Config.Config<number> =>
+const integerIn = (name: string, range: Range, fallback: number): Config.Config<number> =>
   checkedString(name, inRange("an integer", /^-?\d{1,16}$/, range)).pipe(Config.withDefault(fallback))
 
 /** A whole number within `range`, or None when unset: for a default the owner works out (it says how). */
-export const optionalIntegerIn = (name: string, range: Range): Config.Config<Option.Option<number>> =>
+const optionalIntegerIn = (name: string, range: Range): Config.Config<Option.Option<number>> =>
   Config.option(checkedString(name, inRange("an integer", /^-?\d{1,16}$/, range)))
 
 /** A number of seconds within `range`, fractions allowed (`2.5`); `fallback` when unset. */
-export const secondsIn = (name: string, range: Range, fallback: number): Config.Config<number> =>
+const secondsIn = (name: string, range: Range, fallback: number): Config.Config<number> =>
   checkedString(name, inRange("a number of seconds", /^-?\d{1,16}(\.\d{1,9})?$/, range)).pipe(Config.withDefault(fallback))
 
 /** `1`, `0`, `true` or `false` in any case; `false` when empty, `fallback` (false unless given) when unset. */
-export const onOff = (name: string, fallback = false): Config.Config<boolean> =>
+const onOff = (name: string, fallback = false): Config.Config<boolean> =>
   checkedString(name, (raw) => {
     const value = raw.trim().toLowerCase()
     if (["", "0", "false"].includes(value)) return { value: false }
     if (["1", "true"].includes(value)) return { value: true }
     return `expected 1, 0, true or false, got ${shown(raw)}`
   }).pipe(Config.withDefault(fallback))
+
+/** A number setting: its range, and its default when unset. */
+export const numberOf = (setting: NumberSetting & { readonly default: number }): Config.Config<number> =>
+  setting.kind === "integer" ? integerIn(setting.key, setting, setting.default) : secondsIn(setting.key, setting, setting.default)
+
+/** A whole number setting whose default its owner works out: None when unset. */
+export const optionalNumberOf = (setting: NumberSetting & { readonly kind: "integer" }): Config.Config<Option.Option<number>> =>
+  optionalIntegerIn(setting.key, setting)
+
+/** An on/off setting, its default when unset. */
+export const switchOf = (setting: SwitchSetting): Config.Config<boolean> => onOff(setting.key, setting.default)
+
+/** One of a setting's words, its default when unset. */
+export const choiceOf = <const Choice extends string>(
+  setting: ChoiceSetting & { readonly choices: ReadonlyArray<Choice>; readonly default: Choice }
+): Config.Config<Choice> => Config.Literals(setting.choices, setting.key).pipe(Config.withDefault(setting.default))
+
+/**
+ * A text setting, checked by `check` (a value, or the reason it is refused,
+ * said after the key); when unset, its declared default goes through the same
+ * check, so the value used is the one `help config` shows.
+ */
+export const textOf: {
+  (setting: TextSetting & { readonly default: string }): Config.Config<string>
+  <A>(setting: TextSetting & { readonly default: string }, check: (raw: string) => { readonly value: A } | string): Config.Config<A>
+} = <A>(
+  setting: TextSetting & { readonly default: string },
+  check?: (raw: string) => { readonly value: A } | string
+): Config.Config<A | string> => {
+  const raw = Config.String(setting.key).pipe(Config.withDefault(setting.default))
+  return check === undefined ? raw : raw.pipe(Config.mapEffect((text) => {
+    const checked = check(text)
+    return typeof checked === "string" ? Effect.fail(invalidSetting(setting.key, checked)) : Effect.succeed(checked.value)
+  }))
+}

@@ -20,11 +20,18 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as Settings from "./settings/All.js"
+import { RunDir } from "./settings/Agent.js"
+import { BrainChoice } from "./settings/Brain.js"
+import { ClawsDir } from "./settings/Claws.js"
+import { PlanckclawHome } from "./settings/Home.js"
+import { MemoryDir } from "./settings/Memory.js"
+import { AgentsDir } from "./settings/Serve.js"
 
 export interface Home {
   readonly dir: string
   /** How it was found, for messages: `PLANCKCLAW_HOME`, the current directory, or the default. */
-  readonly foundBy: "PLANCKCLAW_HOME" | "current directory" | "default"
+  readonly foundBy: typeof PlanckclawHome.key | "current directory" | "default"
   /**
    * The default was taken although the current directory holds a config.env
    * that sets keys of ours: that file, which is not read (the directory is
@@ -33,7 +40,7 @@ export interface Home {
   readonly passedOver?: string
 }
 
-export const HOME_VARIABLE = "PLANCKCLAW_HOME"
+export const HOME_VARIABLE = PlanckclawHome.key
 
 /** The directories beside config.env that make a folder a PlanckClaw home. */
 export const homeParts = ["memory", "claws", "agents"] as const
@@ -63,7 +70,7 @@ export const locate = (
   cwd: string = process.cwd()
 ): Home => {
   const named = environment[HOME_VARIABLE]
-  if (named !== undefined && named.trim() !== "") return { dir: path.resolve(cwd, named), foundBy: "PLANCKCLAW_HOME" }
+  if (named !== undefined && named.trim() !== "") return { dir: path.resolve(cwd, named), foundBy: PlanckclawHome.key }
   if (isHome(cwd)) return { dir: cwd, foundBy: "current directory" }
   const here = path.join(cwd, "config.env")
   const passedOver = setsOurKeys(here) ? { passedOver: here } : {}
@@ -108,17 +115,17 @@ export const runDirFor = (home: Home, tmpdir: string = os.tmpdir()): string => {
 /** Where each directory lives when its setting is unset: inside the home, and the home's runtime directory. */
 export const directoryDefaults = (home: Home): Map<string, string> =>
   new Map([
-    ["PLANCKCLAW_DIR", path.join(home.dir, "memory")],
-    ["CLAWS_DIR", path.join(home.dir, "claws")],
-    ["PLANCKCLAW_AGENTS_DIR", path.join(home.dir, "agents")],
-    ["PLANCKCLAW_RUN_DIR", runDirFor(home)]
+    [MemoryDir.key, path.join(home.dir, "memory")],
+    [ClawsDir.key, path.join(home.dir, "claws")],
+    [AgentsDir.key, path.join(home.dir, "agents")],
+    [RunDir.key, runDirFor(home)]
   ])
 
 /** Settings whose value is a path; PLANCKCLAW_BRAIN only when it names an executable (`./my_brain.sh`). */
-const pathKeys = new Set(["PLANCKCLAW_DIR", "CLAWS_DIR", "PLANCKCLAW_AGENTS_DIR", "PLANCKCLAW_RUN_DIR", "PLANCKCLAW_PRICES"])
+const pathKeys: ReadonlySet<string> = new Set(Settings.pathKeys)
 
 const isPath = (key: string, value: string): boolean =>
-  pathKeys.has(key) || (key === "PLANCKCLAW_BRAIN" && value.includes("/"))
+  pathKeys.has(key) || (key === BrainChoice.key && value.includes("/"))
 
 /** config.env's values with its relative paths made absolute against the home. */
 export const resolveFilePaths = (home: Home, values: ReadonlyMap<string, string>): Map<string, string> =>
@@ -126,7 +133,7 @@ export const resolveFilePaths = (home: Home, values: ReadonlyMap<string, string>
 
 /** Why this home is the one in use, for the start's line and doctor's. */
 export const why = (home: Home): string =>
-  home.foundBy === "PLANCKCLAW_HOME"
+  home.foundBy === PlanckclawHome.key
     ? "from PLANCKCLAW_HOME"
     : home.foundBy === "current directory"
     ? "the current directory, a PlanckClaw home"
@@ -145,7 +152,7 @@ export const passedOverText = (file: string): string => {
 
 /** How a message tells the user where settings are read from. */
 export const describe = (home: Home): string =>
-  home.foundBy === "PLANCKCLAW_HOME"
+  home.foundBy === PlanckclawHome.key
     ? `${configFile(home)}, from PLANCKCLAW_HOME`
     : home.foundBy === "current directory"
     ? `${configFile(home)}, in the current directory`

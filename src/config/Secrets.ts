@@ -17,15 +17,11 @@ import * as Result from "effect/Result"
 import * as Redacted from "effect/Redacted"
 import { describeError } from "../runtime/Errors.js"
 import { invalidSetting, missingSetting } from "./ConfigRange.js"
+import { type SecretKey, secretKeys } from "./settings/All.js"
 
-export const secretNames = [
-  "ANTHROPIC_API_KEY",
-  "OPENAI_API_KEY",
-  "DISCORD_BOT_TOKEN",
-  "PLANCKCLAW_HTTP_TOKEN",
-  "PLANCKCLAW_DATABASE_URL"
-] as const
-export type SecretName = (typeof secretNames)[number]
+/** The settings declared secret (src/config/settings/). */
+export const secretNames: ReadonlyArray<SecretKey> = secretKeys
+export type SecretName = SecretKey
 
 export const isSecretName = (name: string): name is SecretName => (secretNames as ReadonlyArray<string>).includes(name)
 

@@ -7,6 +7,8 @@ import * as Config from "effect/Config"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
+import { textOf } from "../config/ConfigRange.js"
+import { MemoryDir } from "../config/settings/Memory.js"
 import { describeError } from "../runtime/Errors.js"
 import * as SafeFile from "../runtime/SafeFile.js"
 
@@ -32,10 +34,7 @@ export class CompactionBusy extends Data.TaggedError("CompactionBusy")<{
   readonly ownerPid: number
 }> {}
 
-export const MemoryConfig = Config.String("PLANCKCLAW_DIR").pipe(
-  Config.withDefault("./memory"),
-  Config.map((dir) => path.resolve(dir))
-)
+export const MemoryConfig = textOf(MemoryDir).pipe(Config.map((dir) => path.resolve(dir)))
 
 /** Runs a synchronous file operation; a throw is a MemoryError naming `what`. */
 export const fsEffect = <A>(

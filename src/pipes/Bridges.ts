@@ -25,6 +25,10 @@ import { Claws } from "../ports/Claws.js"
 import * as ScriptClaws from "../claws/ScriptClaws.js"
 import type { MissingSetting } from "../config/MissingSetting.js"
 import * as Secrets from "../config/Secrets.js"
+import { Debug } from "../config/settings/Agent.js"
+import { AnthropicApiKey, AnthropicBaseUrl, Model, OpenAiApiKey, OpenAiBaseUrl } from "../config/settings/Brain.js"
+import { ClawsDir } from "../config/settings/Claws.js"
+import * as DiscordSetting from "../config/settings/Discord.js"
 import type { FarEndExits } from "./Exchange.js"
 import * as ExternalBridge from "./ExternalBridge.js"
 import type { FifoError, FifoPaths } from "./FifoPaths.js"
@@ -173,8 +177,8 @@ type Role = "interact" | "brain" | "claw"
 
 const flagOf = { interact: "bridge", brain: "brain", claw: "claw" } as const satisfies Record<Role, string>
 
-const presentSettings = (names: ReadonlyArray<string>) =>
-  Effect.forEach(names, (name) => Effect.map(Config.option(Config.String(name)), (value) => [name, value] as const)).pipe(
+const presentSettings = (settings: ReadonlyArray<{ readonly key: string }>) =>
+  Effect.forEach(settings, ({ key }) => Effect.map(Config.option(Config.String(key)), (value) => [key, value] as const)).pipe(
     Effect.map((entries) =>
       Object.fromEntries(entries.flatMap(([name, value]) => Option.isSome(value) ? [[name, value.value]] : []))
     )
@@ -201,14 +205,14 @@ const executableOptions = (
           name: role,
           command,
           paths,
-          secrets: yield* secretFor("DISCORD_BOT_TOKEN"),
+          secrets: yield* secretFor(DiscordSetting.BotToken.key),
           extraEnv: yield* presentSettings([
-            "DISCORD_CHANNEL_ID",
-            "DISCORD_ALLOWED_USERS",
-            "DISCORD_DMS",
-            "DISCORD_API_URL",
-            "DISCORD_CATCH_UP",
-            "DISCORD_ATTACHMENT_BYTES"
+            DiscordSetting.ChannelId,
+            DiscordSetting.AllowedUsers,
+            DiscordSetting.DirectMessages,
+            DiscordSetting.ApiUrl,
+            DiscordSetting.CatchUp,
+            DiscordSetting.AttachmentBytes
           ]),
           // A terminal bridge reads our terminal, and its exit on end of input ends the run.
           stdin: "inherit",
@@ -220,13 +224,13 @@ const executableOptions = (
           command,
           paths,
           // Whichever API it calls: both brains' keys, nothing else.
-          secrets: { ...yield* secretFor("ANTHROPIC_API_KEY"), ...yield* secretFor("OPENAI_API_KEY") },
-          extraEnv: yield* presentSettings(["ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "PLANCKCLAW_MODEL", "PLANCKCLAW_DEBUG"]),
+          secrets: { ...yield* secretFor(AnthropicApiKey.key), ...yield* secretFor(OpenAiApiKey.key) },
+          extraEnv: yield* presentSettings([AnthropicBaseUrl, OpenAiBaseUrl, Model, Debug]),
           // Our stdout carries only replies: what it prints is diagnostics.
           stdout: "stderr"
         }
       case "claw":
-        return { name: role, command, paths, extraEnv: yield* presentSettings(["CLAWS_DIR"]), stdout: "stderr" }
+        return { name: role, command, paths, extraEnv: yield* presentSettings([ClawsDir]), stdout: "stderr" }
     }
   })
 

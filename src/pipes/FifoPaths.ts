@@ -6,6 +6,7 @@ import * as path from "node:path"
 import * as Config from "effect/Config"
 import * as Data from "effect/Data"
 import * as Option from "effect/Option"
+import { PipePaths, RunDir } from "../config/settings/Agent.js"
 
 /** A pipe could not be opened, read or written. (Laying out the directory fails with RuntimeDirError.) */
 export class FifoError extends Data.TaggedError("FifoError")<{
@@ -37,7 +38,7 @@ export type FifoKey = keyof typeof fifoNames
 export const fifoKeys = Object.keys(fifoNames) as ReadonlyArray<FifoKey>
 
 export const pidFileName = "planckclaw.pid"
-export const defaultRunDir = "/tmp/planckclaw"
+export const defaultRunDir = RunDir.default
 
 export const fifoPaths = (runDir: string): FifoPaths => {
   const dir = path.resolve(runDir)
@@ -54,13 +55,13 @@ export const fifoPaths = (runDir: string): FifoPaths => {
 
 /** The variables an external bridge receives, and a bridge process reads back. */
 export const fifoEnvNames = {
-  runDir: "PLANCKCLAW_RUN_DIR",
-  interactIn: "PLANCKCLAW_INTERACT_IN",
-  interactOut: "PLANCKCLAW_INTERACT_OUT",
-  brainIn: "PLANCKCLAW_BRAIN_IN",
-  brainOut: "PLANCKCLAW_BRAIN_OUT",
-  clawIn: "PLANCKCLAW_CLAW_IN",
-  clawOut: "PLANCKCLAW_CLAW_OUT"
+  runDir: RunDir.key,
+  interactIn: PipePaths.interactIn.key,
+  interactOut: PipePaths.interactOut.key,
+  brainIn: PipePaths.brainIn.key,
+  brainOut: PipePaths.brainOut.key,
+  clawIn: PipePaths.clawIn.key,
+  clawOut: PipePaths.clawOut.key
 } as const
 
 /**

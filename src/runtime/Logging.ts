@@ -7,10 +7,11 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as References from "effect/References"
-import { onOff } from "../config/ConfigRange.js"
+import { switchOf } from "../config/ConfigRange.js"
+import { Debug } from "../config/settings/Agent.js"
 
 /** PLANCKCLAW_DEBUG: `1` or `true` (any case) turns it on, `0` or `false` off; anything else is refused. */
-export const DebugConfig = onOff("PLANCKCLAW_DEBUG")
+export const DebugConfig = switchOf(Debug)
 
 const stderrLogger = Logger.make(({ cause, fiber, logLevel, message }) => {
   const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)

@@ -13,6 +13,7 @@ import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
+import { Prices as PricesSetting } from "../config/settings/Brain.js"
 import { madeOnFirstCall } from "../runtime/FirstCall.js"
 import * as SafeFile from "../runtime/SafeFile.js"
 
@@ -65,7 +66,7 @@ export class PricesError extends Data.TaggedError("PricesError")<{
   readonly message: string
 }> {}
 
-export const PricesFileConfig = Config.option(Config.NonEmptyString("PLANCKCLAW_PRICES"))
+export const PricesFileConfig = Config.option(Config.NonEmptyString(PricesSetting.key))
 
 const decodeTable = madeOnFirstCall(() => Schema.decodeUnknownResult(PriceTable, { onExcessProperty: "error" }))
 const formatIssue = madeOnFirstCall(() => SchemaIssue.makeFormatterDefault())

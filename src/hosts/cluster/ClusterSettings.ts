@@ -14,7 +14,8 @@ import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as RunnerAddress from "effect/cluster/RunnerAddress"
 import * as ShardingConfig from "effect/cluster/ShardingConfig"
-import { integerIn, invalidSettings, secondsIn } from "../../config/ConfigRange.js"
+import { invalidSettings, numberOf } from "../../config/ConfigRange.js"
+import * as ClusterSetting from "../../config/settings/Cluster.js"
 import { DatabaseUrlConfig } from "../../memory/sql/SqlDatabase.js"
 import { HostConfig } from "../serve/AgentHost.js"
 
@@ -83,27 +84,27 @@ export const ClusterConfig = allReported({
   /** postgres://user:password@host:port/database; the password is never logged. */
   databaseUrl: DatabaseUrlConfig,
   /** Where this runner is reached by its peers (advertised in the database). */
-  runnerAddress: hostPort("PLANCKCLAW_RUNNER_ADDRESS"),
+  runnerAddress: hostPort(ClusterSetting.RunnerAddress.key),
   /** Where it listens, when not the address it advertises (0.0.0.0:PORT behind NAT or in a container). */
-  runnerListen: Config.option(hostPort("PLANCKCLAW_RUNNER_LISTEN")),
+  runnerListen: Config.option(hostPort(ClusterSetting.RunnerListen.key)),
   /** Shards agents are spread over; every runner of one database must use the same number. */
-  shards: integerIn("PLANCKCLAW_CLUSTER_SHARDS", { min: 1, max: 10_000 }, 300),
+  shards: numberOf(ClusterSetting.Shards),
   /**
    * A runner whose heartbeat is older than this counts as dead and its shards
    * move: the failover time is about this plus the poll interval. Heartbeats
    * and health checks run every third of it.
    */
-  lockExpirationSeconds: secondsIn("PLANCKCLAW_CLUSTER_LOCK_EXPIRATION", { min: 3, max: 600 }, 10),
+  lockExpirationSeconds: numberOf(ClusterSetting.LockExpiration),
   /** How often a runner reads shard assignments and messages left in the database. */
-  pollSeconds: secondsIn("PLANCKCLAW_CLUSTER_POLL", { min: 0.05, max: 60 }, 1),
+  pollSeconds: numberOf(ClusterSetting.Poll),
   /** How long an HTTP send waits for the agent's reply (its runner may be failing over) before a 503. */
-  sendTimeoutSeconds: secondsIn("PLANCKCLAW_CLUSTER_SEND_TIMEOUT", { min: 1, max: 3600 }, 60),
+  sendTimeoutSeconds: numberOf(ClusterSetting.SendTimeout),
   /**
    * How long answered messages, their replies and decided turns are kept
    * (Pruning.ts): an Idempotency-Key holds at least this long; retried
    * later, it is a new message. At least an hour, above any send timeout.
    */
-  retentionSeconds: secondsIn("PLANCKCLAW_CLUSTER_RETENTION", { min: 3600, max: 3650 * 86_400 }, 7 * 86_400),
+  retentionSeconds: numberOf(ClusterSetting.Retention),
   /** Seconds without a message before an agent is released (the same setting as `planckclaw serve`). */
   idleSeconds: Config.map(HostConfig, (host) => host.idleSeconds)
 })

@@ -35,19 +35,20 @@ import * as AgentStatus from "./AgentStatus.js"
 import { HostError } from "./HostError.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as OpenFiles from "./OpenFiles.js"
-import { integerIn, secondsIn } from "../../config/ConfigRange.js"
+import { numberOf, textOf } from "../../config/ConfigRange.js"
+import { AgentIdle, AgentsDir, AgentsHoldingFiles, MaxConcurrentTurns } from "../../config/settings/Serve.js"
 
 export type { AgentInfo } from "./AgentStatus.js"
 export type { Reply } from "./AgentInstance.js"
 export { HostError } from "./HostError.js"
 
 export const HostConfig = Config.all({
-  agentsDir: Config.String("PLANCKCLAW_AGENTS_DIR").pipe(Config.withDefault("./agents"), Config.map((dir) => path.resolve(dir))),
+  agentsDir: textOf(AgentsDir).pipe(Config.map((dir) => path.resolve(dir))),
   /** Seconds without a message before an agent is released. */
-  idleSeconds: secondsIn("PLANCKCLAW_AGENT_IDLE", { min: 0.001, max: 7 * 24 * 3600 }, 600),
-  maxConcurrentTurns: integerIn("PLANCKCLAW_MAX_CONCURRENT_TURNS", { min: 1, max: 10_000 }, 16),
+  idleSeconds: numberOf(AgentIdle),
+  maxConcurrentTurns: numberOf(MaxConcurrentTurns),
   /** Started agents keeping their memory files open between messages (OpenFiles.ts), the most recently used. */
-  agentsHoldingFiles: integerIn("PLANCKCLAW_AGENTS_HOLDING_FILES", { min: 0, max: 100_000 }, 128),
+  agentsHoldingFiles: numberOf(AgentsHoldingFiles),
   idempotencyKeys: IdempotencyStore.IdempotencyConfig,
   /** The host's limit; an agent's config.env may lower it for that agent (its reply then says so). */
   maxMessageBytes: Config.map(AgentConfig, (config) => config.maxMessageBytes),

@@ -12,17 +12,12 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import { AgentConfig } from "../../config/AgentConfig.js"
 import * as ConfigFile from "../../config/ConfigFile.js"
+import { perAgentKeys } from "../../config/settings/All.js"
+import { MemoryDir } from "../../config/settings/Memory.js"
 import { HostError } from "./HostError.js"
 
 /** The keys an agent's config.env may set: no secrets, no paths. */
-export const AGENT_KEYS: ReadonlySet<string> = new Set([
-  "PLANCKCLAW_MODEL",
-  "PLANCKCLAW_MAX_TOKENS",
-  "HISTORY_MAX",
-  "HISTORY_KEEP",
-  "PLANCKCLAW_MAX_TOOL_ROUNDS",
-  "PLANCKCLAW_MAX_MESSAGE_BYTES"
-])
+export const AGENT_KEYS: ReadonlySet<string> = new Set(perAgentKeys)
 
 /** An agent's settings: its AgentConfig, parsed, and the provider its agent and compactor read. */
 export interface Settings {
@@ -64,7 +59,7 @@ export const provider = (
   Effect.map(ownValues(id, directory), (values) => over(values, directory, host))
 
 const over = (values: Map<string, string>, directory: string, host: ConfigProvider.ConfigProvider) =>
-  ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([...values, ["PLANCKCLAW_DIR", directory]])), { preserveEmptyStrings: true }).pipe(ConfigProvider.orElse(host))
+  ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([...values, [MemoryDir.key, directory]])), { preserveEmptyStrings: true }).pipe(ConfigProvider.orElse(host))
 
 /**
  * Agent `id`'s settings: `shared` (the host's) when it has no config.env,

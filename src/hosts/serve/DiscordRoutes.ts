@@ -23,7 +23,9 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import { choiceOf } from "../../config/ConfigRange.js"
 import type { MissingSetting } from "../../config/MissingSetting.js"
+import * as DiscordSetting from "../../config/settings/Discord.js"
 import * as Discord from "../../interact/discord/DiscordInteract.js"
 import type { DiscordRefused } from "../../interact/discord/DiscordRefused.js"
 import { keyFor, type OwedReplies } from "../../interact/discord/OwedMessages.js"
@@ -31,12 +33,10 @@ import { settingsFrom } from "../../interact/discord/Settings.js"
 import { AgentHost, awaitReply } from "./AgentHost.js"
 import { HostError } from "./HostError.js"
 
-export type AgentPer = "channel" | "user" | "server" | "one"
+export type AgentPer = (typeof DiscordSetting.AgentPer.choices)[number]
 
 /** DISCORD_AGENT_PER: which agent answers a Discord message (default `channel`). */
-export const AgentPerConfig: Config.Config<AgentPer> = Config.Literals(["channel", "user", "server", "one"], "DISCORD_AGENT_PER").pipe(
-  Config.withDefault("channel" as const)
-)
+export const AgentPerConfig: Config.Config<AgentPer> = choiceOf(DiscordSetting.AgentPer)
 
 /** The agent a message goes to. */
 export const agentFor = (per: AgentPer, message: Discord.DiscordMessage): string => {

@@ -21,7 +21,8 @@ import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
-import { invalidSetting, invalidSettings, optionalIntegerIn, secondsIn } from "../../config/ConfigRange.js"
+import { invalidSetting, invalidSettings, numberOf, optionalNumberOf } from "../../config/ConfigRange.js"
+import { HttpIdleTimeout, HttpRequestTimeout, MaxConnections, StopGrace } from "../../config/settings/Serve.js"
 import { HostConfig } from "./AgentHost.js"
 
 /** The cap when PLANCKCLAW_MAX_CONNECTIONS is unset and the open-file limit allows it. */
@@ -32,10 +33,10 @@ export const OVER_CAP_ANSWERED = 16
 const PROCESS_RESERVE = 64
 
 export const LimitsConfig = Config.all({
-  maxConnections: optionalIntegerIn("PLANCKCLAW_MAX_CONNECTIONS", { min: 1, max: 1_000_000 }),
-  requestSeconds: secondsIn("PLANCKCLAW_HTTP_REQUEST_TIMEOUT", { min: 0.1, max: 3600 }, 30),
-  idleSeconds: secondsIn("PLANCKCLAW_HTTP_IDLE_TIMEOUT", { min: 0.1, max: 3600 }, 5),
-  stopGraceSeconds: secondsIn("PLANCKCLAW_STOP_GRACE", { min: 0, max: 3600 }, 30),
+  maxConnections: optionalNumberOf(MaxConnections),
+  requestSeconds: numberOf(HttpRequestTimeout),
+  idleSeconds: numberOf(HttpIdleTimeout),
+  stopGraceSeconds: numberOf(StopGrace),
   // What the reserve is made of, as the host declares it.
   host: Config.map(HostConfig, ({ agentsHoldingFiles, maxConcurrentTurns }) => ({ agentsHoldingFiles, maxConcurrentTurns }))
 })
@@ -95,7 +96,7 @@ export const resolve = (
   }
   if (Option.isSome(maxConnections) && maxConnections.value > room) {
     return Result.fail(invalidSetting(
-      "PLANCKCLAW_MAX_CONNECTIONS",
+      MaxConnections.key,
       `${maxConnections.value} connections would eat into the descriptors kept in reserve: ${why(limit.value)}; ` +
         `set at most ${room}, or raise ulimit -n`
     ))

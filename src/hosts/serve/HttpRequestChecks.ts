@@ -27,6 +27,7 @@ import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import type { HttpApiSchemaError } from "effect/http-api/HttpApiError"
 import { invalidSetting } from "../../config/ConfigRange.js"
 import { unpadded } from "../../config/Secrets.js"
+import { HttpToken } from "../../config/settings/Serve.js"
 import * as AgentId from "./AgentId.js"
 import { UNKNOWN_QUERY_PARAMETER } from "./HttpApiDefinition.js"
 
@@ -75,12 +76,12 @@ export const refusedOrigin = (
  * nobody could authenticate); the spaces around any other are dropped for
  * the same reason (Secrets.unpadded).
  */
-export const HttpTokenConfig = Config.option(Config.String("PLANCKCLAW_HTTP_TOKEN")).pipe(
+export const HttpTokenConfig = Config.option(Config.String(HttpToken.key)).pipe(
   Config.mapEffect((token) => {
     if (Option.isNone(token) || token.value === "") return Effect.succeed(Option.none<Redacted.Redacted<string>>())
     if (token.value.trim() === "") {
       return Effect.fail(invalidSetting(
-        "PLANCKCLAW_HTTP_TOKEN",
+        HttpToken.key,
         "is only white space, which no client can send in a header; set a real token, or leave it empty to serve loopback only"
       ))
     }

@@ -17,12 +17,13 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { integerIn } from "../../config/ConfigRange.js"
+import { numberOf } from "../../config/ConfigRange.js"
+import { IdempotencyKeys } from "../../config/settings/Serve.js"
 import { madeOnFirstCall } from "../../runtime/FirstCall.js"
 import * as SafeFile from "../../runtime/SafeFile.js"
 
 /** How many keys each agent remembers (the oldest are forgotten first). */
-export const IdempotencyConfig = integerIn("PLANCKCLAW_IDEMPOTENCY_KEYS", { min: 1, max: 1_000_000 }, 1000)
+export const IdempotencyConfig = numberOf(IdempotencyKeys)
 
 /** What a key may be: 1 to 200 visible ASCII characters. */
 export const KEY_RULE = "1 to 200 visible ASCII characters (no spaces)"

@@ -9,7 +9,8 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { headerSecret } from "../../config/Secrets.js"
 import { MissingSetting } from "../../config/MissingSetting.js"
-import { checkedString, integerIn, missingSetting } from "../../config/ConfigRange.js"
+import { checkedString, missingSetting, numberOf, textOf } from "../../config/ConfigRange.js"
+import { AllowedUsers, ApiUrl, AttachmentBytes, BotToken, CatchUp, ChannelId, DirectMessages } from "../../config/settings/Discord.js"
 import { optionWhenUnset } from "../../config/UnsetSetting.js"
 
 export interface DiscordSettings {
@@ -35,8 +36,8 @@ export interface CatchUpBounds {
 }
 
 export const defaultCatchUp: CatchUpBounds = { messages: 50, hours: 24 }
-/** DISCORD_ATTACHMENT_BYTES unset (the literal in DiscordConfig is what `help config` is checked against). */
-export const defaultAttachmentBytes = 64 * 1024
+/** DISCORD_ATTACHMENT_BYTES unset. */
+export const defaultAttachmentBytes = AttachmentBytes.default
 
 const stripPrefix = (token: string): string => token.trim().replace(/^(Bot|Bearer) +/i, "")
 
@@ -85,7 +86,7 @@ const parseCatchUp = (raw: string): Result.Result<CatchUpBounds, string> => {
 }
 
 const parseApiUrl = (raw: string): Result.Result<string, string> => {
-  const url = raw.trim() === "" ? "https://discord.com/api" : raw.trim()
+  const url = raw.trim() === "" ? ApiUrl.default : raw.trim()
   // discord.js adds the version itself, so one given here is dropped.
   return /^https?:\/\/\S+$/.test(url)
     ? Result.succeed(url.replace(/\/+$/, "").replace(/\/v\d+$/, ""))
@@ -104,22 +105,22 @@ const parseApiUrl = (raw: string): Result.Result<string, string> => {
  */
 export const DiscordConfig = Config.all({
   // Checked without the "Bot " prefix `bareToken` drops: the space after it is no fault.
-  token: optionWhenUnset(headerSecret("DISCORD_BOT_TOKEN", stripPrefix), "DISCORD_BOT_TOKEN"),
+  token: optionWhenUnset(headerSecret(BotToken.key, stripPrefix), BotToken.key),
   // Its absence is reported by `settingsFrom`, after a missing token: the first thing to set is named first.
-  channelIds: Config.option(checkedString("DISCORD_CHANNEL_ID", checked((raw) => parseIds("DISCORD_CHANNEL_ID", raw)))),
+  channelIds: Config.option(checkedString(ChannelId.key, checked((raw) => parseIds(ChannelId.key, raw)))),
   // Checked before withDefault: the other way round, a bad value is reported without its key.
   allowedUsers: checkedString(
-    "DISCORD_ALLOWED_USERS",
+    AllowedUsers.key,
     checked((raw) =>
       raw.trim() === ""
         ? Result.succeed(Option.none<ReadonlyArray<string>>())
-        : Result.map(parseIds("DISCORD_ALLOWED_USERS", raw), Option.some)
+        : Result.map(parseIds(AllowedUsers.key, raw), Option.some)
     )
   ).pipe(Config.withDefault(Option.none<ReadonlyArray<string>>())),
-  directMessages: checkedString("DISCORD_DMS", checked(parseSwitch)).pipe(Config.withDefault(false)),
-  apiUrl: checkedString("DISCORD_API_URL", checked(parseApiUrl)).pipe(Config.withDefault("https://discord.com/api")),
-  catchUp: checkedString("DISCORD_CATCH_UP", checked(parseCatchUp)).pipe(Config.withDefault(defaultCatchUp)),
-  attachmentBytes: integerIn("DISCORD_ATTACHMENT_BYTES", { min: 0, max: 8 * 1024 * 1024 }, 64 * 1024)
+  directMessages: textOf(DirectMessages, checked(parseSwitch)),
+  apiUrl: textOf(ApiUrl, checked(parseApiUrl)),
+  catchUp: textOf(CatchUp, checked(parseCatchUp)),
+  attachmentBytes: numberOf(AttachmentBytes)
 })
 
 /**
@@ -134,12 +135,12 @@ export const settingsFrom = (
     const token = Option.filter(config.token, (token) => Redacted.value(token).trim() !== "")
     if (Option.isNone(token)) {
       return yield* new MissingSetting({
-        key: "DISCORD_BOT_TOKEN",
+        key: BotToken.key,
         message: "DISCORD_BOT_TOKEN is not set: create a bot at https://discord.com/developers/applications " +
           "(your application → Bot → Reset Token) and set DISCORD_BOT_TOKEN in config.env or the environment"
       })
     }
-    if (Option.isNone(config.channelIds)) return yield* Effect.fail(missingSetting("DISCORD_CHANNEL_ID"))
+    if (Option.isNone(config.channelIds)) return yield* Effect.fail(missingSetting(ChannelId.key))
     return { ...config, token: token.value, channelIds: config.channelIds.value }
   })
 

@@ -10,12 +10,13 @@ import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import { DatabaseUrl } from "../../config/settings/Cluster.js"
 import { MemoryError } from "../MemoryDir.js"
 import * as SqlMigrations from "./SqlMigrations.js"
 import { describe } from "./SqlResilience.js"
 
 /** Read as a string and redacted at once: unset, it is reported as not set (Config.Redacted's refusal says "Expected string"). */
-export const DatabaseUrlConfig: Config.Config<Redacted.Redacted<string>> = Config.String("PLANCKCLAW_DATABASE_URL").pipe(
+export const DatabaseUrlConfig: Config.Config<Redacted.Redacted<string>> = Config.String(DatabaseUrl.key).pipe(
   Config.map((url) => Redacted.make(url))
 )
 

@@ -35,11 +35,12 @@ import type * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
-import { onOff } from "../../config/ConfigRange.js"
+import { switchOf } from "../../config/ConfigRange.js"
+import { V8EarlyTierUp } from "../../config/settings/Agent.js"
 import { setV8Flags } from "./V8Flags.js"
 
 /** `0`: leave V8's tier-up pace alone; unset or `1`: sooner while the process is young. */
-export const EarlyTierUpConfig = onOff("PLANCKCLAW_V8_EARLY_TIER_UP", true)
+export const EarlyTierUpConfig = switchOf(V8EarlyTierUp)
 
 /** The flag both settings are of: Node 22's and 24's V8 (12.4, 13.6) accept it. */
 const countFlag = "--invocation-count-for-turbofan"

@@ -20,11 +20,12 @@
  */
 import type * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
-import { onOff } from "../../config/ConfigRange.js"
+import { switchOf } from "../../config/ConfigRange.js"
+import { V8Pretenuring } from "../../config/settings/Agent.js"
 import { setV8Flags } from "./V8Flags.js"
 
 /** `1`: leave V8's pretenuring on (its default); unset or `0`: the run turns it off. */
-export const PretenuringConfig = onOff("PLANCKCLAW_V8_PRETENURING", false)
+export const PretenuringConfig = switchOf(V8Pretenuring)
 
 /** The V8 flag that turns allocation-site pretenuring off. */
 export const noPretenuringFlag = "--no-allocation-site-pretenuring"

@@ -17,6 +17,7 @@ import { BrainChoiceConfig } from "../../../config/BrainChoice.js"
 import * as OpenAiBrain from "../../../brain/OpenAiBrain.js"
 import * as Bridges from "../../../pipes/Bridges.js"
 import * as ConfigErrors from "../../../config/ConfigErrors.js"
+import { AnthropicApiKey, AnthropicBaseUrl, OpenAiBaseUrl } from "../../../config/settings/Brain.js"
 import { isJsonObject } from "../../../runtime/Json.js"
 import { fail, type Finding, pass, skip } from "./DoctorCheck.js"
 import * as HttpProbe from "./HttpProbe.js"
@@ -45,8 +46,8 @@ const unreachable = (shown: string, setting: string, result: Exclude<HttpProbe.P
 const notChecked = (why: string) => skip("model", `not checked: ${why}`)
 
 const anthropic: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.HttpClient> = Effect.gen(function*() {
-  const key = yield* Config.option(Config.String("ANTHROPIC_API_KEY"))
-  if (Option.isNone(key) || key.value.trim() === "") {
+  const key = yield* Config.option(Config.Redacted(AnthropicApiKey.key))
+  if (Option.isNone(key) || Redacted.value(key.value).trim() === "") {
     return [fail("brain", "ANTHROPIC_API_KEY is not set", "add export ANTHROPIC_API_KEY=\"...\" to config.env or set it in the environment")]
   }
   // The key's own check (characters a header cannot carry) and the base URL's, as the brain reads them.
@@ -58,7 +59,7 @@ const anthropic: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.HttpCli
     `${config.baseUrl.replace(/\/+$/, "")}/v1/models/${encodeURIComponent(model)}`,
     { "x-api-key": secret, "anthropic-version": AnthropicBrain.API_VERSION }
   )
-  if (result._tag !== "Answered") return [unreachable(shown, "ANTHROPIC_BASE_URL", result), notChecked("the API was not reached")]
+  if (result._tag !== "Answered") return [unreachable(shown, AnthropicBaseUrl.key, result), notChecked("the API was not reached")]
   switch (result.status) {
     case 200:
       return [pass("brain", `${shown} reachable, ANTHROPIC_API_KEY accepted`), pass("model", `${model} is served`)]
@@ -106,7 +107,7 @@ const openai: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.HttpClient
   // The list: to check the key when no model is set, and the model on servers without /models/{model}.
   const list = Effect.gen(function*() {
     const listing = yield* HttpProbe.get(`${base}/models`, headers)
-    if (listing._tag !== "Answered") return [unreachable(shown, "OPENAI_BASE_URL", listing), notChecked("the server was not reached")]
+    if (listing._tag !== "Answered") return [unreachable(shown, OpenAiBaseUrl.key, listing), notChecked("the server was not reached")]
     if (listing.status === 401 || listing.status === 403) return [refused(listing.status), notChecked("the key was rejected")]
     if (listing.status === 404) {
       return [fail("brain", `${shown} serves no /models (404)`, "check OPENAI_BASE_URL (it usually ends in /v1)"), notChecked("no model list")]
@@ -124,7 +125,7 @@ const openai: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.HttpClient
 
   if (Option.isNone(model)) return yield* list
   const result = yield* HttpProbe.get(`${base}/models/${encodeURIComponent(model.value)}`, headers)
-  if (result._tag !== "Answered") return [unreachable(shown, "OPENAI_BASE_URL", result), notChecked("the server was not reached")]
+  if (result._tag !== "Answered") return [unreachable(shown, OpenAiBaseUrl.key, result), notChecked("the server was not reached")]
   switch (result.status) {
     case 200:
       return [accepted, pass("model", `${model.value} is served`)]

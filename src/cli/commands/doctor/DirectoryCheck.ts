@@ -12,6 +12,8 @@ import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as ConfigErrors from "../../../config/ConfigErrors.js"
 import * as Home from "../../../config/Home.js"
+import { RunDir } from "../../../config/settings/Agent.js"
+import { MemoryDir } from "../../../config/settings/Memory.js"
 import { describeError } from "../../../runtime/Errors.js"
 import { fifoPaths, fifoPathsConfig, pidFileName } from "../../../pipes/FifoPaths.js"
 import { leftoverPipes, lstatOption, previousRun, useAnother } from "../../../pipes/RuntimeDirChecks.js"
@@ -62,7 +64,7 @@ const uid = process.getuid?.()
 const memoryDirectory = (dir: string): ReadonlyArray<Finding> => {
   const stat = Result.try(() => fs.statSync(dir, { throwIfNoEntry: false }))
   if (Result.isFailure(stat)) return [fail("memory", `cannot inspect ${dir}: ${describeError(stat.failure)}`, "set PLANCKCLAW_DIR to a directory you can use")]
-  if (stat.success === undefined) return [notYet("memory", dir, "PLANCKCLAW_DIR")]
+  if (stat.success === undefined) return [notYet("memory", dir, MemoryDir.key)]
   if (!stat.success.isDirectory()) return [fail("memory", `${dir} is not a directory`, "set PLANCKCLAW_DIR to a directory")]
   const { mode } = stat.success
   if (uid !== undefined && stat.success.uid !== uid) {
@@ -131,7 +133,7 @@ export const runtime: Effect.Effect<ReadonlyArray<Finding>> = Effect.gen(functio
   const paths = fifoPaths(runDir)
   const dir = paths.runDir
   const found = yield* lstatOption(dir)
-  if (Option.isNone(found)) return [notYet("runtime", dir, "PLANCKCLAW_RUN_DIR")]
+  if (Option.isNone(found)) return [notYet("runtime", dir, RunDir.key)]
   const stat = found.value
   if (stat.isSymbolicLink()) return [fail("runtime", `${dir} is a symbolic link; a run refuses it`, useAnother)]
   if (!stat.isDirectory()) return [fail("runtime", `${dir} is not a directory`, useAnother)]

@@ -9,6 +9,7 @@ import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as ConfigErrors from "../../../config/ConfigErrors.js"
+import { BotToken } from "../../../config/settings/Discord.js"
 import { bareToken, DiscordConfig, type DiscordSettings, settingsFrom } from "../../../interact/discord/Settings.js"
 import { isJsonObject } from "../../../runtime/Json.js"
 import { fail, type Finding, pass, skip } from "./DoctorCheck.js"
@@ -83,7 +84,7 @@ const withSettings = (settings: DiscordSettings): Effect.Effect<ReadonlyArray<Fi
   })
 
 export const check: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.HttpClient> = Effect.gen(function*() {
-  const token = yield* Config.option(Config.String("DISCORD_BOT_TOKEN"))
+  const token = yield* Config.option(Config.Redacted(BotToken.key))
   if (Option.isNone(token)) return [skip("discord", "not configured (DISCORD_BOT_TOKEN is not set)")]
   const settings = yield* Effect.flatMap(DiscordConfig, settingsFrom)
   return yield* withSettings(settings)

@@ -1,0 +1,95 @@
+/** The agent's turn, its logging and V8 tuning, and the runtime directory of its six pipes. */
+import type { NumberSetting, SwitchSetting, TextSetting } from "../Setting.js"
+
+export const MaxToolRounds = {
+  key: "PLANCKCLAW_MAX_TOOL_ROUNDS",
+  kind: "integer",
+  min: 1,
+  max: 100,
+  default: 8,
+  description: "tool rounds per turn",
+  perAgent: true
+} as const satisfies NumberSetting
+
+export const MaxMessageBytes = {
+  key: "PLANCKCLAW_MAX_MESSAGE_BYTES",
+  kind: "integer",
+  min: 1,
+  // An interact line is at most 1 MiB (Wire.defaultMaxLineBytes): a larger limit could never apply.
+  max: 1024 * 1024,
+  default: 64 * 1024,
+  description: "largest accepted message, in bytes; a larger one is refused with a reply",
+  perAgent: true
+} as const satisfies NumberSetting
+
+export const Debug = {
+  key: "PLANCKCLAW_DEBUG",
+  kind: "switch",
+  default: false,
+  description: "1: brain payloads and HTTP statuses on stderr (as --debug); the key is never printed"
+} as const satisfies SwitchSetting
+
+export const V8Pretenuring = {
+  key: "PLANCKCLAW_V8_PRETENURING",
+  kind: "switch",
+  default: false,
+  description: "1: keep V8's allocation-site pretenuring (run and serve turn it off once started)",
+  details: "see [Performance](performance.md)"
+} as const satisfies SwitchSetting
+
+export const V8EarlyTierUp = {
+  key: "PLANCKCLAW_V8_EARLY_TIER_UP",
+  kind: "switch",
+  default: true,
+  description:
+    "0: keep V8's optimising pace (run and serve have it optimise four times sooner for their first 2.5 s of CPU, 10 minutes at most)",
+  details: "a fresh agent reaches full speed in fewer turns; see [Performance](performance.md)"
+} as const satisfies SwitchSetting
+
+export const RunDir = {
+  key: "PLANCKCLAW_RUN_DIR",
+  kind: "text",
+  accepts: "directory, private to you",
+  default: "/tmp/planckclaw",
+  defaultText: "/tmp/planckclaw for ~/.planckclaw; for another home, planckclaw-NAME-TAG in TMPDIR (/tmp), its own",
+  description: "runtime directory of the six named pipes",
+  details: "see [The home](#the-home)",
+  path: true
+} as const satisfies TextSetting
+
+const pipe = <const Key extends string>(key: Key, name: string) => ({
+  key,
+  kind: "text",
+  accepts: "path",
+  defaultText: `${name} in PLANCKCLAW_RUN_DIR`,
+  description: `the ${name} pipe alone, elsewhere (what an external bridge is given); set by hand only to move that one pipe`,
+  path: true
+} as const satisfies TextSetting)
+
+/** One pipe each, by FifoPaths' names; unset, each is in the runtime directory. */
+export const PipePaths = {
+  interactIn: pipe("PLANCKCLAW_INTERACT_IN", "interact_in"),
+  interactOut: pipe("PLANCKCLAW_INTERACT_OUT", "interact_out"),
+  brainIn: pipe("PLANCKCLAW_BRAIN_IN", "brain_in"),
+  brainOut: pipe("PLANCKCLAW_BRAIN_OUT", "brain_out"),
+  clawIn: pipe("PLANCKCLAW_CLAW_IN", "claw_in"),
+  clawOut: pipe("PLANCKCLAW_CLAW_OUT", "claw_out")
+} as const
+
+export const group = {
+  title: "Agent",
+  settings: [
+    MaxToolRounds,
+    MaxMessageBytes,
+    Debug,
+    V8Pretenuring,
+    V8EarlyTierUp,
+    RunDir,
+    PipePaths.interactIn,
+    PipePaths.interactOut,
+    PipePaths.brainIn,
+    PipePaths.brainOut,
+    PipePaths.clawIn,
+    PipePaths.clawOut
+  ]
+} as const
