@@ -21,6 +21,7 @@ import * as Option from "effect/Option"
 import * as LayerMap from "effect/LayerMap"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
+import * as Agent from "../../agent/Agent.js"
 import { AgentConfig } from "../../config/AgentConfig.js"
 import { Brain, type BrainService } from "../../ports/Brain.js"
 import { Claws } from "../../ports/Claws.js"
@@ -98,6 +99,8 @@ interface Life {
   restarting: boolean
   /** Waits until the instance answers nothing more and its background compaction has ended. */
   quiet: Effect.Effect<void>
+  /** What it had not answered when a defect stopped it, for the next instance (InstanceService.handOver). */
+  handOver: Effect.Effect<ReadonlyArray<AgentInstance.Waiting>>
 }
 
 export class AgentHost extends Context.Service<AgentHost, AgentHostService>()("planckclaw/AgentHost") {}
@@ -174,7 +177,6 @@ export const make = Effect.gen(function*() {
     ownerFile
   }
   const scope = yield* Effect.scope
-  const waiters = new Map<string, AgentInstance.Waiters>()
   const running = new Set<string>()
   // The newest instance of each agent, until its scope has closed.
   const lives = new Map<string, Life>()
@@ -184,10 +186,22 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       // An instance released while its compaction runs closes only once that is done; a message meanwhile
       // starts the next instance after it, never beside it (the two would share the agent's files). One
-      // restarting after a defect still has callers holding it: the next waits for its background work only.
+      // restarting after a defect still has callers holding it: the next waits for its background work only,
+      // and takes over the messages it had not answered, with their callers.
       const before = lives.get(id)
-      if (before !== undefined) yield* before.restarting ? before.quiet : Deferred.await(before.closed)
-      const life: Life = { closed: yield* Deferred.make<void>(), restarting: false, quiet: Effect.void }
+      if (before !== undefined && !before.restarting) yield* Deferred.await(before.closed)
+      const handedOver = before?.restarting === true ? yield* Effect.andThen(before.quiet, before.handOver) : []
+      return yield* startAfter(id, handedOver).pipe(
+        // The journal keeps their messages for a later start; their callers hear back now rather than never.
+        Effect.onError(() =>
+          Effect.forEach(handedOver, (left) => Deferred.succeed(left.reply, { reply: Agent.APOLOGY, stored: false }), { discard: true })
+        )
+      )
+    }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
+
+  const startAfter = (id: AgentId.AgentId, handedOver: ReadonlyArray<AgentInstance.Waiting>) =>
+    Effect.gen(function*() {
+      const life: Life = { closed: yield* Deferred.make<void>(), restarting: false, quiet: Effect.void, handOver: Effect.succeed([]) }
       lives.set(id, life)
       // Registered before the instance is made: it runs after all of the instance's own finalizers.
       yield* Effect.addFinalizer(() =>
@@ -203,20 +217,13 @@ export const make = Effect.gen(function*() {
         return yield* refuse("unavailable", `${directory} is not a directory this process can use (a link, a file, or unwritable)`, id)
       }
       yield* AgentStatus.warnIfOthersCanWrite(`agent directory ${directory}`, directory, "this agent's")
-      let own = waiters.get(id)
-      if (own === undefined) waiters.set(id, own = AgentInstance.makeWaiters())
-      const kept = own
       running.add(id)
-      yield* Effect.addFinalizer(() =>
-        Effect.sync(() => {
-          running.delete(id)
-          if (kept.byMessage.size === 0 && waiters.get(id) === kept) waiters.delete(id)
-        })
-      )
-      const instance = yield* AgentInstance.make({ id, directory, shared, waiters: kept, restart: restart(id, life) })
+      yield* Effect.addFinalizer(() => Effect.sync(() => running.delete(id)))
+      const instance = yield* AgentInstance.make({ id, directory, shared, handedOver, restart: restart(id, life) })
       life.quiet = instance.quiet
+      life.handOver = instance.handOver
       return instance
-    }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
+    })
 
   // The agents by id, each built by its own layer (a fresh one per start: the map memoizes layers by reference).
   const agents = yield* LayerMap.make((id: AgentId.AgentId) => Layer.effect(AgentInstance.Instance, start(id)), {
