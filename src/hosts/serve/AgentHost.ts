@@ -34,6 +34,7 @@ import * as AgentInstance from "./AgentInstance.js"
 import * as AgentSettings from "./AgentSettings.js"
 import * as AgentStatus from "./AgentStatus.js"
 import { HostError } from "./HostError.js"
+import * as HostMessage from "./HostMessage.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as OpenFiles from "./OpenFiles.js"
 import { integerIn, secondsIn } from "../../config/ConfigRange.js"
@@ -57,13 +58,7 @@ export const HostConfig = Config.all({
 })
 export type HostConfig = Config.Success<typeof HostConfig>
 
-export interface SendOptions {
-  readonly text: string
-  /** Where the message came from (a Discord channel, "http"); default "http". */
-  readonly channel?: string | undefined
-  /** The same key for the same agent gives the same reply without a second turn, also after a restart. */
-  readonly idempotencyKey?: string | undefined
-}
+export type { SendOptions } from "./HostMessage.js"
 
 export interface CompactResult {
   readonly compacted: boolean
@@ -74,15 +69,22 @@ export interface CompactResult {
 
 export interface AgentHostService {
   readonly directory: string
-  /** Sends a message to agent `id` (started if released, created if new) and waits for its reply. */
-  readonly send: (id: string, message: SendOptions) => Effect.Effect<AgentInstance.Reply, HostError>
   /**
-   * `send` in two steps: the message is journaled once this succeeds, and its
-   * reply completes the Deferred; the agent stays started while the scope is open.
+   * Sends a checked message to its agent (started if released, created if
+   * new) and waits for its reply: what the HTTP API calls with the message
+   * its Schemas decoded (HostMessage).
+   */
+  readonly sendChecked: (message: HostMessage.HostMessage) => Effect.Effect<AgentInstance.Reply, HostError>
+  /** `sendChecked` of a message given as it came (an embedder's): checked first, by HostMessage.decoder. */
+  readonly send: (id: string, message: HostMessage.SendOptions) => Effect.Effect<AgentInstance.Reply, HostError>
+  /**
+   * `send` in two steps (Discord's routes): the message is checked as `send`
+   * checks it and journaled once this succeeds, and its reply completes the
+   * Deferred; the agent stays started while the scope is open.
    */
   readonly accept: (
     id: string,
-    message: SendOptions
+    message: HostMessage.SendOptions
   ) => Effect.Effect<Deferred.Deferred<AgentInstance.Reply>, HostError, Scope.Scope>
   /** A page of the agents, in id order. */
   readonly list: (page: AgentStatus.ListPage) => Effect.Effect<AgentStatus.AgentList, HostError>
@@ -105,9 +107,6 @@ interface Life {
 
 export class AgentHost extends Context.Service<AgentHost, AgentHostService>()("planckclaw/AgentHost") {}
 
-// Visible characters, spaces and tabs only: the journal keeps a key after a control character.
-const validChannel = (channel: string) => channel.length > 0 && channel.length <= 256 && !/[\u0000-\u001f\u007f]/.test(channel)
-
 /** A refusal of a host, naming the agent when there is one. */
 export const refuse = (reason: HostError["reason"], message: string, id?: string) =>
   Effect.fail(new HostError({ reason, message, ...(id === undefined ? {} : { id }) }))
@@ -117,23 +116,6 @@ export const parseId = (raw: string): Effect.Effect<AgentId.AgentId, HostError> 
   Result.match(AgentId.parse(raw), {
     onFailure: (refused) => refuse("bad-id", refused.message, raw),
     onSuccess: Effect.succeed
-  })
-
-/** A message to send, checked as every host checks it (serve's and the cluster's): id, channel, key, size. */
-export const checkMessage = (raw: string, options: SendOptions, maxMessageBytes: number) =>
-  Effect.gen(function*() {
-    const id = yield* parseId(raw)
-    const channel = options.channel ?? "http"
-    if (!validChannel(channel)) return yield* refuse("bad-input", "channel must be 1 to 256 characters without control characters", id)
-    const idempotencyKey = options.idempotencyKey
-    if (idempotencyKey !== undefined && !IdempotencyStore.validKey(idempotencyKey)) {
-      return yield* refuse("bad-input", `Idempotency-Key must be ${IdempotencyStore.KEY_RULE}`, id)
-    }
-    const size = Buffer.byteLength(options.text, "utf8")
-    if (size > maxMessageBytes) {
-      return yield* refuse("too-large", `the message is ${size} bytes; the limit is ${maxMessageBytes} (PLANCKCLAW_MAX_MESSAGE_BYTES)`, id)
-    }
-    return { id, channel, idempotencyKey }
   })
 
 /**
@@ -271,14 +253,10 @@ export const make = Effect.gen(function*() {
       return yield* refuse("unavailable", `agent ${id} keeps restarting`, id)
     })
 
-  const accept = (raw: string, options: SendOptions) =>
-    Effect.gen(function*() {
-      const { channel, id, idempotencyKey } = yield* checkMessage(raw, options, config.maxMessageBytes)
-      return yield* submit(id, { text: options.text, channel, idempotencyKey })
-    })
-
+  const check = HostMessage.decoder(config.maxMessageBytes)
+  const acceptChecked = ({ id, ...message }: HostMessage.HostMessage) => submit(id, message)
   // The caller holds the agent started until its reply comes.
-  const send = (raw: string, options: SendOptions) => Effect.scoped(Effect.flatMap(accept(raw, options), awaitReply))
+  const sendChecked = (message: HostMessage.HostMessage) => Effect.scoped(Effect.flatMap(acceptChecked(message), awaitReply))
 
   const status = (id: AgentId.AgentId) => AgentStatus.read(id, directoryOf(id), running.has(id))
 
@@ -319,8 +297,9 @@ export const make = Effect.gen(function*() {
 
   return {
     directory: config.agentsDir,
-    send,
-    accept,
+    sendChecked,
+    send: (raw, options) => Effect.flatMap(check(raw, options), sendChecked),
+    accept: (raw, options) => Effect.flatMap(check(raw, options), acceptChecked),
     list,
     get: (raw) => Effect.map(existing(raw), status),
     compact
