@@ -18,6 +18,7 @@ import { describe } from "../../memory/sql/SqlResilience.js"
 import * as Turn from "../../agent/Turn.js"
 import * as AgentHost from "../serve/AgentHost.js"
 import type { HostError } from "../serve/HostError.js"
+import * as HostMessage from "../serve/HostMessage.js"
 import * as IdempotencyStore from "../serve/IdempotencyStore.js"
 import * as AgentEntity from "./AgentEntity.js"
 import { AgentStore } from "./AgentStore.js"
@@ -71,17 +72,19 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
       }
     }
 
+    // Checked as serve checks it (the same Schemas), for what comes unchecked (Discord's routes, an embedder).
+    const check = HostMessage.decoder(config.maxMessageBytes)
+
     /** The checked message as the entity's payload, under the key it is stored with. */
-    const prepare = (raw: string, message: AgentHost.SendOptions) =>
-      Effect.map(AgentHost.checkMessage(raw, message, config.maxMessageBytes), ({ channel, id, idempotencyKey: key }) => ({
-        id,
-        payload: {
-          text: message.text,
-          channel,
-          key: AgentEntity.messageKey(key),
-          ...(key === undefined ? {} : { idempotencyKey: key })
-        }
-      }))
+    const prepare = ({ channel, id, idempotencyKey: key, text }: HostMessage.HostMessage) => ({
+      id,
+      payload: {
+        text,
+        channel,
+        key: AgentEntity.messageKey(key),
+        ...(key === undefined ? {} : { idempotencyKey: key })
+      }
+    })
 
     /**
      * Sends under the key's retries until one is not an earlier attempt's
@@ -109,13 +112,14 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
         }
       })
 
-    const send = (raw: string, message: AgentHost.SendOptions) =>
-      Effect.flatMap(prepare(raw, message), ({ id, payload }) =>
-        sendFrom(id, { ...payload, attempt: crypto.randomUUID() }).pipe(
-          Effect.map(({ reply, stored }) => ({ reply, stored })),
-          Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
-          Effect.catch(clusterError(id))
-        ))
+    const sendChecked = (message: HostMessage.HostMessage) => {
+      const { id, payload } = prepare(message)
+      return sendFrom(id, { ...payload, attempt: crypto.randomUUID() }).pipe(
+        Effect.map(({ reply, stored }) => ({ reply, stored })),
+        Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
+        Effect.catch(clusterError(id))
+      )
+    }
 
     /**
      * Accepting is the cluster storing the message: sent with `discard`, it
@@ -127,7 +131,7 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
      */
     const accept = (raw: string, message: AgentHost.SendOptions) =>
       Effect.gen(function*() {
-        const { id, payload } = yield* prepare(raw, message)
+        const { id, payload } = prepare(yield* check(raw, message))
         yield* client(id).Send(payload, { discard: true }).pipe(
           Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
           Effect.catch(clusterError(id))
@@ -160,7 +164,8 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
 
     return {
       directory: store.where,
-      send,
+      sendChecked,
+      send: (raw, message) => Effect.flatMap(check(raw, message), sendChecked),
       accept,
       list: (page) => store.page(page, (id) => running.has(id)),
       get: (raw) => Effect.flatMap(existing(raw), (id) => store.status(id, running.has(id))),

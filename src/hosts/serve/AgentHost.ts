@@ -21,6 +21,7 @@ import * as Option from "effect/Option"
 import * as LayerMap from "effect/LayerMap"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
+import * as Agent from "../../agent/Agent.js"
 import { AgentConfig } from "../../config/AgentConfig.js"
 import { Brain, type BrainService } from "../../ports/Brain.js"
 import { Claws } from "../../ports/Claws.js"
@@ -33,6 +34,7 @@ import * as AgentInstance from "./AgentInstance.js"
 import * as AgentSettings from "./AgentSettings.js"
 import * as AgentStatus from "./AgentStatus.js"
 import { HostError } from "./HostError.js"
+import * as HostMessage from "./HostMessage.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as OpenFiles from "./OpenFiles.js"
 import { numberOf, textOf } from "../../config/ConfigRange.js"
@@ -57,13 +59,7 @@ export const HostConfig = Config.all({
 })
 export type HostConfig = Config.Success<typeof HostConfig>
 
-export interface SendOptions {
-  readonly text: string
-  /** Where the message came from (a Discord channel, "http"); default "http". */
-  readonly channel?: string | undefined
-  /** The same key for the same agent gives the same reply without a second turn, also after a restart. */
-  readonly idempotencyKey?: string | undefined
-}
+export type { SendOptions } from "./HostMessage.js"
 
 export interface CompactResult {
   readonly compacted: boolean
@@ -74,15 +70,22 @@ export interface CompactResult {
 
 export interface AgentHostService {
   readonly directory: string
-  /** Sends a message to agent `id` (started if released, created if new) and waits for its reply. */
-  readonly send: (id: string, message: SendOptions) => Effect.Effect<AgentInstance.Reply, HostError>
   /**
-   * `send` in two steps: the message is journaled once this succeeds, and its
-   * reply completes the Deferred; the agent stays started while the scope is open.
+   * Sends a checked message to its agent (started if released, created if
+   * new) and waits for its reply: what the HTTP API calls with the message
+   * its Schemas decoded (HostMessage).
+   */
+  readonly sendChecked: (message: HostMessage.HostMessage) => Effect.Effect<AgentInstance.Reply, HostError>
+  /** `sendChecked` of a message given as it came (an embedder's): checked first, by HostMessage.decoder. */
+  readonly send: (id: string, message: HostMessage.SendOptions) => Effect.Effect<AgentInstance.Reply, HostError>
+  /**
+   * `send` in two steps (Discord's routes): the message is checked as `send`
+   * checks it and journaled once this succeeds, and its reply completes the
+   * Deferred; the agent stays started while the scope is open.
    */
   readonly accept: (
     id: string,
-    message: SendOptions
+    message: HostMessage.SendOptions
   ) => Effect.Effect<Deferred.Deferred<AgentInstance.Reply>, HostError, Scope.Scope>
   /** A page of the agents, in id order. */
   readonly list: (page: AgentStatus.ListPage) => Effect.Effect<AgentStatus.AgentList, HostError>
@@ -99,12 +102,11 @@ interface Life {
   restarting: boolean
   /** Waits until the instance answers nothing more and its background compaction has ended. */
   quiet: Effect.Effect<void>
+  /** What it had not answered when a defect stopped it, for the next instance (InstanceService.handOver). */
+  handOver: Effect.Effect<ReadonlyArray<AgentInstance.Waiting>>
 }
 
 export class AgentHost extends Context.Service<AgentHost, AgentHostService>()("planckclaw/AgentHost") {}
-
-// Visible characters, spaces and tabs only: the journal keeps a key after a control character.
-const validChannel = (channel: string) => channel.length > 0 && channel.length <= 256 && !/[\u0000-\u001f\u007f]/.test(channel)
 
 /** A refusal of a host, naming the agent when there is one. */
 export const refuse = (reason: HostError["reason"], message: string, id?: string) =>
@@ -115,23 +117,6 @@ export const parseId = (raw: string): Effect.Effect<AgentId.AgentId, HostError> 
   Result.match(AgentId.parse(raw), {
     onFailure: (refused) => refuse("bad-id", refused.message, raw),
     onSuccess: Effect.succeed
-  })
-
-/** A message to send, checked as every host checks it (serve's and the cluster's): id, channel, key, size. */
-export const checkMessage = (raw: string, options: SendOptions, maxMessageBytes: number) =>
-  Effect.gen(function*() {
-    const id = yield* parseId(raw)
-    const channel = options.channel ?? "http"
-    if (!validChannel(channel)) return yield* refuse("bad-input", "channel must be 1 to 256 characters without control characters", id)
-    const idempotencyKey = options.idempotencyKey
-    if (idempotencyKey !== undefined && !IdempotencyStore.validKey(idempotencyKey)) {
-      return yield* refuse("bad-input", `Idempotency-Key must be ${IdempotencyStore.KEY_RULE}`, id)
-    }
-    const size = Buffer.byteLength(options.text, "utf8")
-    if (size > maxMessageBytes) {
-      return yield* refuse("too-large", `the message is ${size} bytes; the limit is ${maxMessageBytes} (PLANCKCLAW_MAX_MESSAGE_BYTES)`, id)
-    }
-    return { id, channel, idempotencyKey }
   })
 
 /**
@@ -175,7 +160,6 @@ export const make = Effect.gen(function*() {
     ownerFile
   }
   const scope = yield* Effect.scope
-  const waiters = new Map<string, AgentInstance.Waiters>()
   const running = new Set<string>()
   // The newest instance of each agent, until its scope has closed.
   const lives = new Map<string, Life>()
@@ -185,10 +169,22 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       // An instance released while its compaction runs closes only once that is done; a message meanwhile
       // starts the next instance after it, never beside it (the two would share the agent's files). One
-      // restarting after a defect still has callers holding it: the next waits for its background work only.
+      // restarting after a defect still has callers holding it: the next waits for its background work only,
+      // and takes over the messages it had not answered, with their callers.
       const before = lives.get(id)
-      if (before !== undefined) yield* before.restarting ? before.quiet : Deferred.await(before.closed)
-      const life: Life = { closed: yield* Deferred.make<void>(), restarting: false, quiet: Effect.void }
+      if (before !== undefined && !before.restarting) yield* Deferred.await(before.closed)
+      const handedOver = before?.restarting === true ? yield* Effect.andThen(before.quiet, before.handOver) : []
+      return yield* startAfter(id, handedOver).pipe(
+        // The journal keeps their messages for a later start; their callers hear back now rather than never.
+        Effect.onError(() =>
+          Effect.forEach(handedOver, (left) => Deferred.succeed(left.reply, { reply: Agent.APOLOGY, stored: false }), { discard: true })
+        )
+      )
+    }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
+
+  const startAfter = (id: AgentId.AgentId, handedOver: ReadonlyArray<AgentInstance.Waiting>) =>
+    Effect.gen(function*() {
+      const life: Life = { closed: yield* Deferred.make<void>(), restarting: false, quiet: Effect.void, handOver: Effect.succeed([]) }
       lives.set(id, life)
       // Registered before the instance is made: it runs after all of the instance's own finalizers.
       yield* Effect.addFinalizer(() =>
@@ -204,20 +200,13 @@ export const make = Effect.gen(function*() {
         return yield* refuse("unavailable", `${directory} is not a directory this process can use (a link, a file, or unwritable)`, id)
       }
       yield* AgentStatus.warnIfOthersCanWrite(`agent directory ${directory}`, directory, "this agent's")
-      let own = waiters.get(id)
-      if (own === undefined) waiters.set(id, own = AgentInstance.makeWaiters())
-      const kept = own
       running.add(id)
-      yield* Effect.addFinalizer(() =>
-        Effect.sync(() => {
-          running.delete(id)
-          if (kept.byMessage.size === 0 && waiters.get(id) === kept) waiters.delete(id)
-        })
-      )
-      const instance = yield* AgentInstance.make({ id, directory, shared, waiters: kept, restart: restart(id, life) })
+      yield* Effect.addFinalizer(() => Effect.sync(() => running.delete(id)))
+      const instance = yield* AgentInstance.make({ id, directory, shared, handedOver, restart: restart(id, life) })
       life.quiet = instance.quiet
+      life.handOver = instance.handOver
       return instance
-    }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
+    })
 
   // The agents by id, each built by its own layer (a fresh one per start: the map memoizes layers by reference).
   const agents = yield* LayerMap.make((id: AgentId.AgentId) => Layer.effect(AgentInstance.Instance, start(id)), {
@@ -265,14 +254,10 @@ export const make = Effect.gen(function*() {
       return yield* refuse("unavailable", `agent ${id} keeps restarting`, id)
     })
 
-  const accept = (raw: string, options: SendOptions) =>
-    Effect.gen(function*() {
-      const { channel, id, idempotencyKey } = yield* checkMessage(raw, options, config.maxMessageBytes)
-      return yield* submit(id, { text: options.text, channel, idempotencyKey })
-    })
-
+  const check = HostMessage.decoder(config.maxMessageBytes)
+  const acceptChecked = ({ id, ...message }: HostMessage.HostMessage) => submit(id, message)
   // The caller holds the agent started until its reply comes.
-  const send = (raw: string, options: SendOptions) => Effect.scoped(Effect.flatMap(accept(raw, options), awaitReply))
+  const sendChecked = (message: HostMessage.HostMessage) => Effect.scoped(Effect.flatMap(acceptChecked(message), awaitReply))
 
   const status = (id: AgentId.AgentId) => AgentStatus.read(id, directoryOf(id), running.has(id))
 
@@ -313,8 +298,9 @@ export const make = Effect.gen(function*() {
 
   return {
     directory: config.agentsDir,
-    send,
-    accept,
+    sendChecked,
+    send: (raw, options) => Effect.flatMap(check(raw, options), sendChecked),
+    accept: (raw, options) => Effect.flatMap(check(raw, options), acceptChecked),
     list,
     get: (raw) => Effect.map(existing(raw), status),
     compact

@@ -6,9 +6,11 @@
  * LayerMap gives it: closing it releases the fiber, the caches and the file
  * handles (already closed whenever the mailbox is empty).
  *
- * A caller waits on a Deferred kept by the host per agent (`Waiters`), keyed
- * by the message's journal key, so a restarted instance (after a defect)
- * answers the callers of the messages it recovers from the journal.
+ * Each message goes into the mailbox with the Deferred its caller waits on
+ * (`Waiting`), and its outcome is given to that Deferred. An instance stopped
+ * by a defect hands the messages it had not answered, with their Deferreds,
+ * to the next one (`handOver`), which reads them back from the journal and
+ * answers them to the same callers.
  */
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
@@ -17,6 +19,8 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Agent from "../../agent/Agent.js"
@@ -35,6 +39,7 @@ import * as AgentInbox from "./AgentInbox.js"
 import * as AgentSettings from "./AgentSettings.js"
 import { HostError } from "./HostError.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
+import * as KeysInFlight from "./KeysInFlight.js"
 import * as OpenFiles from "./OpenFiles.js"
 
 export interface Reply {
@@ -48,15 +53,11 @@ export interface Message {
   readonly idempotencyKey?: string | undefined
 }
 
-/** The callers waiting on one agent's replies; kept by the host across restarts of the agent. */
-export interface Waiters {
-  /** By the message's journal key. */
-  readonly byMessage: Map<string, Deferred.Deferred<Reply>>
-  /** By Idempotency-Key, while the message is being answered, with that message (IdempotencyStore.requestOf). */
-  readonly byIdempotencyKey: Map<string, { readonly deferred: Deferred.Deferred<Reply>; readonly request: string }>
+/** A journaled message with the Deferred its caller (or callers, under one Idempotency-Key) waits on. */
+export interface Waiting {
+  readonly pending: Inbox.Pending
+  readonly reply: Deferred.Deferred<Reply>
 }
-
-export const makeWaiters = (): Waiters => ({ byMessage: new Map(), byIdempotencyKey: new Map() })
 
 export interface InstanceService {
   /**
@@ -69,6 +70,12 @@ export interface InstanceService {
   readonly compactNow: Effect.Effect<Option.Option<Compactor.CompactionReport>, Compactor.CompactionError>
   /** Waits until the mailbox's fiber has ended and the background compaction in flight, if any, has settled. */
   readonly quiet: Effect.Effect<void>
+  /**
+   * Once a defect stopped it: the messages it took and had not answered,
+   * with their callers' Deferreds, for the next instance (`make`'s
+   * `handedOver`). Taken once; nothing is added to the mailbox after.
+   */
+  readonly handOver: Effect.Effect<ReadonlyArray<Waiting>>
 }
 
 /** One started agent of the host, as its LayerMap holds it. */
@@ -89,7 +96,8 @@ export interface Shared {
   readonly openFiles: OpenFiles.OpenFiles
 }
 
-const waiterKey = (pending: Inbox.Pending) => pending.key ?? `unkeyed-${pending.id}`
+/** Which journal line a message is: how a message handed over is found again in the next instance's journal. */
+const journalKey = (pending: Inbox.Pending) => pending.key ?? `unkeyed-${pending.id}`
 
 /** The reply to a message the agent does not answer (a blank one): the caller still hears back. */
 const NOTHING: Reply = { reply: "", stored: false }
@@ -98,12 +106,13 @@ export const make = (options: {
   readonly id: string
   readonly directory: string
   readonly shared: Shared
-  readonly waiters: Waiters
+  /** What the instance before this one, stopped by a defect, had not answered (its `handOver`). */
+  readonly handedOver: ReadonlyArray<Waiting>
   /** Called after a defect escaped a message: the host replaces this instance. */
   readonly restart: Effect.Effect<void>
 }): Effect.Effect<InstanceService, HostError, Scope.Scope> =>
   Effect.gen(function*() {
-    const { directory, id, shared, waiters } = options
+    const { directory, id, shared } = options
     const unavailable = (message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
     const notJournaled = (error: Memory.MemoryError) =>
       new HostError({
@@ -141,54 +150,61 @@ export const make = (options: {
     const agent = Context.get(built, Agent.Agent)
     const compactor = Context.get(built, Compactor.Compactor)
 
-    const waiterFor = (pending: Inbox.Pending) =>
-      Effect.gen(function*() {
-        const existing = waiters.byMessage.get(waiterKey(pending))
-        if (existing !== undefined) return existing
-        const deferred = yield* Deferred.make<Reply>()
-        waiters.byMessage.set(waiterKey(pending), deferred)
-        const key = pending.idempotencyKey
-        if (key !== undefined && !waiters.byIdempotencyKey.has(key)) {
-          waiters.byIdempotencyKey.set(key, { deferred, request: IdempotencyStore.requestOf(pending) })
-        }
-        return deferred
-      })
+    // The messages being answered, by Idempotency-Key: a request sent again under one waits for its reply.
+    const inFlight = KeysInFlight.make<Reply>()
+    const waiting = (pending: Inbox.Pending, reply: Deferred.Deferred<Reply>): Waiting => {
+      const key = pending.idempotencyKey
+      if (key !== undefined) inFlight.add(key, IdempotencyStore.requestOf(pending), reply)
+      return { pending, reply }
+    }
 
-    /** Gives the caller its reply, after recording it under its Idempotency-Key. */
-    const finish = (pending: Inbox.Pending, reply: Reply) =>
+    /** Gives the caller its reply, after recording it under its Idempotency-Key (once: a later outcome is dropped). */
+    const finish = ({ pending, reply: deferred }: Waiting, reply: Reply) =>
       Effect.gen(function*() {
-        const deferred = waiters.byMessage.get(waiterKey(pending))
-        if (deferred === undefined) return
+        if (yield* Deferred.isDone(deferred)) return
         const key = pending.idempotencyKey
         if (key !== undefined) {
           // A failure is not kept: the retry its reply asks for must get a turn, not the failure again.
           if (!Turn.isFailureReply(reply.reply)) {
             yield* idempotency.remember(key, { ...reply, request: IdempotencyStore.requestOf(pending) })
           }
-          if (waiters.byIdempotencyKey.get(key)?.deferred === deferred) waiters.byIdempotencyKey.delete(key)
+          inFlight.settle(key, deferred)
         }
-        waiters.byMessage.delete(waiterKey(pending))
         yield* Deferred.succeed(deferred, reply)
       })
 
-    const recovered = yield* Effect.forEach(inbox.recovered, waiterFor)
+    // The journal holds what the instance before left unanswered; its callers' Deferreds come with the hand-over.
+    const callers = new Map(options.handedOver.map((left) => [journalKey(left.pending), left.reply]))
+    const recoveredWaiting = yield* Effect.forEach(inbox.recovered, (pending) =>
+      Effect.map(
+        Effect.suspend(() => {
+          const handed = callers.get(journalKey(pending))
+          callers.delete(journalKey(pending))
+          return handed === undefined ? Deferred.make<Reply>() : Effect.succeed(handed)
+        }),
+        (reply) => waiting(pending, reply)
+      ))
+    // Not in the journal (it cannot be: they were journaled and not delivered); their callers still hear back.
+    yield* Effect.forEach(callers.values(), (reply) => Deferred.succeed(reply, { reply: Agent.APOLOGY, stored: false }), { discard: true })
+    const recovered = recoveredWaiting.map((left) => left.reply)
     if (recovered.length > 0) {
       yield* Effect.logInfo(`agent ${id}: answering ${recovered.length} message(s) left unanswered by the previous run`)
     }
 
     // The agent's outcome goes to its caller (recorded under its Idempotency-Key), then the agent lets it go.
-    const answerOne = (pending: Inbox.Pending) =>
+    const answerOne = (next: Waiting) =>
       Effect.gen(function*() {
+        const { pending } = next
         const outcome = yield* agent.respond(pending)
-        yield* finish(pending, Option.match(outcome, { onNone: () => NOTHING, onSome: ({ reply, stored }) => ({ reply, stored }) }))
+        yield* finish(next, Option.match(outcome, { onNone: () => NOTHING, onSome: ({ reply, stored }) => ({ reply, stored }) }))
         yield* agent.delivered(pending, outcome)
         return true
       }).pipe(
         Effect.catchDefect((defect) =>
           Effect.gen(function*() {
             yield* Effect.logError(`agent ${id} hit an internal error; it answers with an apology and restarts`, defect)
-            yield* finish(pending, { reply: Agent.APOLOGY, stored: false })
-            yield* inbox.delivered(pending)
+            yield* finish(next, { reply: Agent.APOLOGY, stored: false })
+            yield* inbox.delivered(next.pending)
             return false
           })
         )
@@ -203,18 +219,20 @@ export const make = (options: {
     // The mailbox: a fiber runs only while messages wait (an idle agent costs
     // no fiber), answering them one at a time in arrival order.
     const scope = yield* Effect.scope
-    const mailbox: Array<Inbox.Pending> = [...inbox.recovered]
+    const mailbox = yield* Queue.unbounded<Waiting>()
+    Queue.offerAllUnsafe(mailbox, recoveredWaiting)
     let draining = false
     let stopped = false
     let drainer: Fiber.Fiber<void> | undefined
-    const next = Effect.sync(() => {
-      const pending = mailbox.shift()
-      if (pending === undefined) draining = false
-      return pending
+    // Taken and `draining` cleared in one step: a message offered meanwhile wakes a new fiber.
+    const takeNext = Effect.sync(() => {
+      const taken = Queue.takeUnsafe(mailbox)
+      if (taken === undefined) draining = false
+      return taken === undefined || taken._tag === "Failure" ? undefined : taken.value
     })
     const drain: Effect.Effect<void> = Effect.gen(function*() {
-      for (let pending = yield* next; pending !== undefined; pending = yield* next) {
-        if (!(yield* answerOne(pending))) {
+      for (let next = yield* takeNext; next !== undefined; next = yield* takeNext) {
+        if (!(yield* answerOne(next))) {
           stopped = true
           return yield* options.restart
         }
@@ -222,7 +240,7 @@ export const make = (options: {
       yield* shared.openFiles.used(holder, closeFiles)
     }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
     const wake = Effect.suspend(() => {
-      if (draining || stopped || mailbox.length === 0) return Effect.void
+      if (draining || stopped || Queue.sizeUnsafe(mailbox) === 0) return Effect.void
       draining = true
       // Interruptible though submit is not: a fork inherits that, and a turn's timeouts (the brain's
       // attempts, a claw's limit) work by interrupting what they bound.
@@ -242,6 +260,7 @@ export const make = (options: {
 
     // One submission at a time: the key checks, the journal and the queue agree on the order.
     const door = yield* Semaphore.make(1)
+    const reused = (key: string) => new HostError({ reason: "key-reused", id, message: IdempotencyStore.reusedKey(key) })
     const submit = (message: Message) =>
       Effect.gen(function*() {
         if (stopped) return Option.none()
@@ -251,28 +270,34 @@ export const make = (options: {
           const done = idempotency.lookup(key)
           if (Option.isSome(done)) {
             // Lines written before the message was kept with its reply cannot tell: they answer.
-            if (done.value.request !== undefined && done.value.request !== request) {
-              return yield* new HostError({ reason: "key-reused", id, message: IdempotencyStore.reusedKey(key) })
-            }
-            const deferred = yield* Deferred.make<Reply>()
-            yield* Deferred.succeed(deferred, { reply: done.value.reply, stored: done.value.stored })
-            return Option.some(deferred)
+            if (done.value.request !== undefined && done.value.request !== request) return yield* reused(key)
+            const answered = yield* Deferred.make<Reply>()
+            yield* Deferred.succeed(answered, { reply: done.value.reply, stored: done.value.stored })
+            return Option.some(answered)
           }
-          const waiting = waiters.byIdempotencyKey.get(key)
-          if (waiting !== undefined) {
-            if (waiting.request !== request) return yield* new HostError({ reason: "key-reused", id, message: IdempotencyStore.reusedKey(key) })
-            return Option.some(waiting.deferred)
-          }
+          const joined = inFlight.join(key, request)
+          if (Result.isFailure(joined)) return yield* reused(key)
+          if (Option.isSome(joined.success)) return joined.success
         }
         // Journaled before anything else: from here a crash does not lose it. Not taken when it cannot be.
         const pending = yield* inbox.acceptJournaled(message).pipe(Effect.mapError(notJournaled))
-        const deferred = yield* waiterFor(pending)
-        mailbox.push(pending)
+        const next = waiting(pending, yield* Deferred.make<Reply>())
+        Queue.offerUnsafe(mailbox, next)
         // Ten thousand agents sent a message at once keep the journals of the last few open, not ten thousand.
         yield* shared.openFiles.used(holder, closeFiles)
         yield* wake
-        return Option.some(deferred)
+        return Option.some(next.reply)
       }).pipe(door.withPermits(1), Effect.uninterruptible)
 
-    return { submit, recovered, compactNow: compactor.compactNow, quiet } satisfies InstanceService
+    // Under the door: a submission in progress ends first, and any after it finds the instance stopped.
+    const handOver = Effect.sync(() => {
+      if (!stopped) return []
+      const left: Array<Waiting> = []
+      for (let taken = Queue.takeUnsafe(mailbox); taken !== undefined && taken._tag === "Success"; taken = Queue.takeUnsafe(mailbox)) {
+        left.push(taken.value)
+      }
+      return left
+    }).pipe(door.withPermits(1))
+
+    return { submit, recovered, compactNow: compactor.compactNow, quiet, handOver } satisfies InstanceService
   })

@@ -1,9 +1,10 @@
 /**
  * The HTTP API as a contract (effect/http-api): each route, what it takes and
  * answers as Schemas, its refusals with their statuses (HttpApiErrors), and
- * the bearer token. A message is checked here, once, as its payload is
- * decoded: the server (HttpApiHandlers) answers a decoding failure with the
- * message the failing Schema carries. Nothing of the server is imported: the
+ * the bearer token. A message is checked here, once, as its id, header and
+ * payload are decoded (the Schemas of HostMessage): the server
+ * (HttpApiHandlers) answers a decoding failure with the message the failing
+ * Schema carries, and hands the host the checked message. Nothing of the server is imported: the
  * typed client (HttpApiClientOf) and the OpenAPI document are made from this.
  */
 import * as Result from "effect/Result"
@@ -15,12 +16,10 @@ import * as HttpApiMiddleware from "effect/http-api/HttpApiMiddleware"
 import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import * as HttpApiSecurity from "effect/http-api/HttpApiSecurity"
 import * as OpenApi from "effect/http-api/OpenApi"
-import { isBlank } from "../../ports/Interact.js"
-import { loneSurrogateProblem } from "../../runtime/WellFormed.js"
 import * as AgentId from "./AgentId.js"
 import * as AgentStatus from "./AgentStatus.js"
+import * as HostMessage from "./HostMessage.js"
 import * as Errors from "./HttpApiErrors.js"
-import { KEY_RULE, validKey } from "./IdempotencyStore.js"
 
 /** What the GET /v1/agents query says of a parameter it does not take (HttpRequestChecks names it). */
 export const UNKNOWN_QUERY_PARAMETER = "unknown query parameter"
@@ -42,29 +41,16 @@ const limit = once.check(Schema.makeFilter((raw) => {
     `limit must be an integer from 1 to ${AgentStatus.PAGE_LIMIT_MAX}, got ${JSON.stringify(raw.slice(0, 40))}`
 }, { description: `Agents in the page: 1 to ${AgentStatus.PAGE_LIMIT_MAX} (default ${AgentStatus.PAGE_LIMIT_DEFAULT})`, toJsonSchema: () => ({ pattern: "^[0-9]{1,4}$" }) }))
 
-/** A text field whose lone UTF-16 surrogate (half an emoji) is refused: the model's API would refuse it. */
-const wellFormed = (field: string) =>
-  Schema.makeFilter((text: string) => {
-    const broken = loneSurrogateProblem(text)
-    return broken === undefined || `"${field}" ${broken}: send the character whole (both halves) or not at all`
-  })
-
-/** POST /v1/agents/{id}/messages: what the agent is sent. */
-export const MessagePayload = Schema.Struct({
-  text: Schema.String.annotate({ message: "the body needs \"text\", a string" }).check(
-    // The agent would send no reply to it (Interact.isBlank): refused here, before anything is journaled.
-    Schema.makeFilter((text) => !isBlank(text) || "\"text\" is blank: there is nothing to answer"),
-    wellFormed("text")
-  ).annotateKey({ messageMissingKey: "the body needs \"text\", a string", description: "The message (at most PLANCKCLAW_MAX_MESSAGE_BYTES bytes of UTF-8)" }),
-  channel: Schema.optionalKey(
-    Schema.String.annotate({ message: "\"channel\" must be a string" }).check(wellFormed("channel"))
-  ).annotateKey({ description: "Where the message came from: 1 to 256 characters without control characters (default \"http\")" })
-}).annotate({ message: "the body must be a JSON object" })
+/**
+ * POST /v1/agents/{id}/messages: what the agent is sent (HostMessage.payload). The server decodes it with the
+ * limit it was started with (PLANCKCLAW_MAX_MESSAGE_BYTES); the contract states the limit by name only.
+ */
+export const MessagePayload = HostMessage.payload(Number.MAX_SAFE_INTEGER)
 
 export const MessageHeaders = Schema.Struct({
-  "idempotency-key": Schema.optionalKey(
-    Schema.String.check(Schema.makeFilter((key) => validKey(key) || `Idempotency-Key must be ${KEY_RULE}`))
-  ).annotateKey({ description: "The same key for the same agent gives the same reply without a second turn, also after a restart" })
+  "idempotency-key": Schema.optionalKey(HostMessage.IdempotencyKey).annotateKey({
+    description: "The same key for the same agent gives the same reply without a second turn, also after a restart"
+  })
 })
 
 export const Reply = Schema.Struct({

@@ -5,7 +5,8 @@
  * A message's body is read here rather than by the builder: only up to its
  * limit (a chunked body may declare no length), and raced against a stop (a
  * stop does not wait for a slow client's body). It is then decoded once,
- * with the route's own Schema (MessagePayload).
+ * with the route's own Schema (HostMessage.payload) under the server's
+ * limit, and the host is handed the checked message.
  */
 import type * as http from "node:http"
 import type * as http2 from "node:http2"
@@ -15,6 +16,7 @@ import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import type * as SchemaIssue from "effect/SchemaIssue"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
@@ -22,11 +24,12 @@ import * as OpenApi from "effect/http-api/OpenApi"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { AgentHost } from "./AgentHost.js"
 import * as AgentStatus from "./AgentStatus.js"
-import { Api, Authorization, MessagePayload } from "./HttpApiDefinition.js"
+import * as HostMessage from "./HostMessage.js"
+import { Api, Authorization } from "./HttpApiDefinition.js"
 import * as HttpApiDocs from "./HttpApiDocs.js"
 import * as Errors from "./HttpApiErrors.js"
 import * as HttpConnections from "./HttpConnections.js"
-import { credentialMatches, firstIssue, problem, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
+import { credentialMatches, problem, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
 
 export interface Options {
   readonly token: Option.Option<Redacted.Redacted<string>>
@@ -67,10 +70,25 @@ const readLimited = (source: http.IncomingMessage | http2.Http2ServerRequest, li
     return Effect.sync(done)
   })
 
-const decodeMessage = Schema.decodeUnknownResult(MessagePayload)
+/** What a body's Schema refused, as the API answers it: the refusal the failed check names, else a bad body. */
+const refusedBody = (issue: SchemaIssue.Issue) => {
+  const { message } = HostMessage.firstIssue(issue)
+  switch (HostMessage.refusalOf(issue)) {
+    case "too-large":
+      return new Errors.PayloadTooLarge({ error: "too-large", message })
+    case "bad-input":
+      return new Errors.BadRequest({ error: "bad-input", message })
+    default:
+      return problem(400, "bad-body", message)
+  }
+}
 
-/** The message a request carries, or the answer that says what is wrong with it. */
-const readMessage = (request: HttpServerRequest, options: Options) =>
+/** The message a request's body carries, or the answer that says what is wrong with it. */
+const readMessage = (
+  request: HttpServerRequest,
+  options: Options,
+  decodeMessage: (body: unknown) => Result.Result<{ readonly text: string; readonly channel?: string }, Schema.SchemaError>
+) =>
   Effect.gen(function*() {
     const media = unsupportedMedia(request.headers["content-type"])
     if (Option.isSome(media)) return yield* Effect.fail(media.value)
@@ -92,7 +110,7 @@ const readMessage = (request: HttpServerRequest, options: Options) =>
     const json = Result.try(() => JSON.parse(text.value) as unknown)
     if (Result.isFailure(json)) return yield* Effect.fail(problem(400, "bad-json", "the body is not JSON"))
     const message = decodeMessage(json.success)
-    if (Result.isFailure(message)) return yield* Effect.fail(problem(400, "bad-body", firstIssue(message.failure.issue).message))
+    if (Result.isFailure(message)) return yield* Effect.fail(refusedBody(message.failure.issue))
     return message.success
   })
 
@@ -109,6 +127,7 @@ const health = HttpApiBuilder.group(Api, "health", (handlers) => handlers.handle
 const agents = (options: Options) =>
   HttpApiBuilder.group(Api, "agents", Effect.fnUntraced(function*(handlers) {
     const host = yield* AgentHost
+    const decodeMessage = Schema.decodeUnknownResult(HostMessage.payload(options.maxMessageBytes))
     return handlers
       .handle("list", ({ query }) =>
         Effect.catch(
@@ -119,10 +138,10 @@ const agents = (options: Options) =>
       .handle("compact", ({ params }) => Effect.catch(host.compact(params.id), Errors.fromHostAmong(Errors.CompactErrors)))
       // Raw: the body is read and decoded by readMessage (see the module comment).
       .handleRaw("send", ({ headers, params, request }) =>
-        readMessage(request, options).pipe(
-          Effect.flatMap((message) =>
+        readMessage(request, options, decodeMessage).pipe(
+          Effect.flatMap((body) =>
             Effect.catch(
-              host.send(params.id, { text: message.text, channel: message.channel, idempotencyKey: headers["idempotency-key"] }),
+              host.sendChecked(HostMessage.ofCheckedParts(params.id, body, headers["idempotency-key"])),
               Errors.fromHostAmong(Errors.SendErrors)
             )
           ),

@@ -22,13 +22,13 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import * as SchemaIssue from "effect/SchemaIssue"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import type { HttpApiSchemaError } from "effect/http-api/HttpApiError"
 import { invalidSetting } from "../../config/ConfigRange.js"
 import { unpadded } from "../../config/Secrets.js"
 import { HttpToken } from "../../config/settings/Serve.js"
 import * as AgentId from "./AgentId.js"
+import { firstIssue } from "./HostMessage.js"
 import { UNKNOWN_QUERY_PARAMETER } from "./HttpApiDefinition.js"
 
 export const problem = (status: number, error: string, message: string, headers: Record<string, string> = {}) =>
@@ -153,14 +153,6 @@ export const unsupportedMedia = (contentType: string | undefined): Option.Option
   ))
 }
 
-const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
-
-/** What the first failure of a decoding says, and where (the key of an object, if any). */
-export const firstIssue = (issue: SchemaIssue.Issue): { readonly message: string; readonly key: string | undefined } => {
-  const first = formatIssue(issue).issues[0]
-  const key = first?.path?.[0]
-  return { message: (first?.message ?? "the request could not be read").slice(0, 500), key: typeof key === "string" ? key : undefined }
-}
 
 /** The 400 for what a route's Schemas refused before it ran: its id, its query or a header. */
 export const schemaProblem = (error: HttpApiSchemaError): HttpServerResponse.HttpServerResponse => {
