@@ -62,8 +62,9 @@ describe("planckclaw serve's connections (built command)", () => {
       for (const connection of flood) yield* connection.write(RawHttp.request("GET", "/v1/agents"))
       const received = yield* Effect.forEach(flood, (connection) => within("the flood to be answered or refused")(connection.closed))
       const answered = received.filter((text) => text !== "")
+      // How many are closed without a byte depends on the machine's pace: serve may answer and close each
+      // before the next arrives (so all 60 read 503), or take many at once (some closed unanswered).
       expect(answered.length).toBeGreaterThan(0)
-      expect(answered.length).toBeLessThan(60)
       for (const text of answered) {
         expect(RawHttp.statuses(text)).toEqual([503])
         expect(text).toContain("\"error\":\"too-many-connections\"")
