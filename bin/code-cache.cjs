@@ -133,7 +133,9 @@ const bridgeCodes = {
  * executable, `-` for the brain the settings choose), as each compiles
  * other functions: a cache made by `run --bridge none --brain none --claw
  * none` lacks the terminal's, the brain's and the claws'. Any other line
- * of `run` (another spelling, a repeated flag) is just `run`.
+ * of `run` is just `run`. The plain form is RunProgram.plainRunOptions's
+ * (each flag at most once), so bin/planckclaw can tell by it which lines the
+ * run-only bundle runs (forRunBundle).
  */
 const cacheCommand = (args) => {
   if (args[0] !== "run") return args[0]
@@ -152,6 +154,16 @@ const cacheCommand = (args) => {
     i++
   }
   return `run-${chosen["--bridge"]}${chosen["--brain"]}${chosen["--claw"]}`
+}
+
+/**
+ * Whether `args` is a line the run-only bundle (dist/cli/run.cjs) runs: a
+ * `run` line in the plain form (see cacheCommand) with any bridge but
+ * Discord's, which that bundle leaves out (build/bundle.mjs).
+ */
+const forRunBundle = (args) => {
+  const command = args[0] === "run" ? cacheCommand(args) : "run"
+  return command !== "run" && !command.startsWith("run-d")
 }
 
 /** A cache file, or a temporary one a start stopped while writing (see writeCache). */
@@ -243,8 +255,8 @@ const whenSettled = (save) => {
  * modules load: effect's Utils formats one trace as it loads (to learn
  * whether a frame survives optimisation, from the names), and Node's own
  * formatting of that first trace cost a start milliseconds. Node's
- * formatter is kept under this key; the entry (src/cli/bin.ts)
- * puts it back before anything runs (src/runtime/StackTraces.ts),
+ * formatter is kept under this key; the entries (src/cli/bin.ts,
+ * src/cli/RunMain.ts) put it back before anything runs (src/runtime/StackTraces.ts),
  * `runBundle` does at the latest.
  */
 const formatterKey = Symbol.for("planckclaw/prepareStackTrace")
@@ -316,4 +328,4 @@ const runBundle = (url, command = cacheCommand(process.argv.slice(2)), module = 
   return script
 }
 
-module.exports = { cacheCommand, cacheDirectories, cacheName, optionsKey, runBundle, wrapBundle }
+module.exports = { cacheCommand, cacheDirectories, cacheName, forRunBundle, optionsKey, runBundle, wrapBundle }

@@ -1,7 +1,8 @@
 /**
- * The command line's CommonJS bundle, dist/cli/bin.cjs (every command), and
- * the spawn helper's, from tsc's output in dist/. Each Node built-in is
- * wrapped once per bundle (build/shared-builtins.mjs). The command line's first line is
+ * The two CommonJS bundles: dist/cli/bin.cjs (every command) and
+ * dist/cli/run.cjs (a plain `run` line's own, smaller: no effect/cli, no
+ * Discord bridge), from tsc's output in dist/. Each Node built-in is wrapped
+ * once per bundle (build/shared-builtins.mjs). Each bundle's first line is
  * the SHA-256 of the rest, which keys its code cache (bin/code-cache.cjs),
  * so a start does not hash a megabyte; the rest is the code inside the
  * function it runs in (code-cache.cjs's wrapBundle), so a start compiles
@@ -29,13 +30,40 @@ const common = {
   logLevel: "warning"
 }
 
+/**
+ * The run-only bundle leaves the Discord bridge out (bin/planckclaw starts
+ * `run --bridge discord` from bin.cjs, see code-cache.cjs's forRunBundle):
+ * Bridges.ts imports it with a dynamic import(), for which esbuild would wrap
+ * every module it reaches, most of the bundle, in a lazily called
+ * initialiser, which costs a start milliseconds of evaluation.
+ */
+let discordLeftOut = 0
+const withoutDiscord = {
+  name: "without-discord",
+  setup(build) {
+    build.onResolve({ filter: /\/interact\/discord\/DiscordInteract\.js$/ }, (args) => {
+      if (args.kind !== "dynamic-import") return undefined
+      discordLeftOut++
+      return { path: "DiscordInteract", namespace: "left-out" }
+    })
+    build.onLoad({ filter: /.*/, namespace: "left-out" }, () => ({
+      // Importing nothing (an import would be wrapped too): reaching it is a bug of the routing, said as such.
+      contents: `throw new Error("the Discord bridge is not in dist/cli/run.cjs: bin/planckclaw starts run --bridge discord from dist/cli/bin.cjs")\n`,
+      loader: "js"
+    }))
+  }
+}
+
 // dist/cli/ also holds tsc's output of src/cli/ (the bundles' entries): only the bundles and their caches go.
 for (const name of ["bin.cjs", "run.cjs", "spawn-helper.cjs", "code-cache"]) fs.rmSync(`dist/cli/${name}`, { recursive: true, force: true })
 await esbuild.build({ ...common, entryPoints: { bin: "dist/cli/bin.js" }, plugins: [sharedBuiltins] })
+await esbuild.build({ ...common, entryPoints: { run: "dist/cli/RunMain.js" }, plugins: [withoutDiscord, sharedBuiltins] })
 // The spawn helper (src/runtime/process/SpawnHelper.ts) starts at an agent's first claw call: one file, run as it is.
 await esbuild.build({ ...common, entryPoints: { "spawn-helper": "dist/runtime/process/SpawnHelperMain.js" }, define: {}, plugins: [sharedBuiltins] })
+// Bridges.ts imports the Discord bridge some other way now: the run-only bundle would still carry it.
+if (discordLeftOut !== 1) throw new Error(`build/bundle.mjs: expected one dynamic import of DiscordInteract.js to leave out of run.cjs, found ${discordLeftOut}`)
 
-for (const name of ["bin"]) {
+for (const name of ["bin", "run"]) {
   const file = `dist/cli/${name}.cjs`
   const code = Buffer.from(wrapBundle(fs.readFileSync(file, "latin1")), "latin1")
   const hash = createHash("sha256").update(code).digest("hex")

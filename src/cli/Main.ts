@@ -1,6 +1,6 @@
 /**
- * The command line's process (bin.ts): effect/cli's parse and the command it
- * chose (CliAnswer) run under NodeRuntime.runMain, so SIGINT, SIGTERM and
+ * The command line's process (bin.ts: effect/cli's parse and the command it
+ * chose, CliAnswer; RunMain.ts: a plain `run` line) run under NodeRuntime.runMain, so SIGINT, SIGTERM and
  * SIGHUP interrupt the main fiber and every scope is closed. The exit code
  * is decided here and nowhere else in the bundle: 0 for a command that
  * ended (or a help printed), 2 for a usage mistake, and for every expected
@@ -86,7 +86,7 @@ const main = (commandLine: CommandLine) => commandLine.pipe(
   )
 )
 
-/** Runs `commandLine` (effect/cli's parse and the command it chose) as the process. */
+/** Runs `commandLine` (effect/cli's parse and the command it chose, or a plain run) as the process. */
 export const start = (commandLine: CommandLine): void => {
   // A closed terminal (SIGHUP) stops a run like Ctrl-C: the runtime interrupts
   // the main fiber on SIGINT and SIGTERM only, so HUP is passed on as TERM.

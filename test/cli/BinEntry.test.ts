@@ -1,8 +1,8 @@
 /**
  * bin/planckclaw: a CommonJS entry (so a start does not set up Node's ES
- * module loader) that starts every command line, `run` included, from the
- * one bundle of the command line (dist/cli/bin.cjs), parsed by effect/cli.
- * Each start is the built command as a child process.
+ * module loader) that starts a `run` from the run-only bundle
+ * (dist/cli/run.cjs) and every other command from the whole one
+ * (dist/cli/bin.cjs). Each start is the built command as a child process.
  */
 import * as child from "node:child_process"
 import { createHash } from "node:crypto"
@@ -47,7 +47,7 @@ const cacheOf = (bundle: string, command: string, execArgv: ReadonlyArray<string
 
 describe("the bundles", () => {
   it("start with the SHA-256 of the rest, which keys their code cache without hashing at start, and are already wrapped", () => {
-    for (const bundle of ["bin.cjs"]) {
+    for (const bundle of ["bin.cjs", "run.cjs"]) {
       const bytes = fs.readFileSync(path.join(repo, "dist", "cli", bundle))
       const newline = bytes.indexOf(10)
       const line = bytes.subarray(0, newline).toString("latin1")
@@ -62,7 +62,7 @@ describe("the bundles", () => {
   })
 
   it("make each Node built-in's namespace once, shared by every importing file (build/shared-builtins.mjs)", () => {
-    for (const bundle of ["bin.cjs"]) {
+    for (const bundle of ["bin.cjs", "run.cjs"]) {
       const source = fs.readFileSync(path.join(repo, "dist", "cli", bundle), "utf8")
       expect(source).not.toMatch(/__toESM\(require\("node:/)
       // Nor is one left to a dynamic import(), which fails in the vm.Script the bundle runs as.
@@ -87,25 +87,25 @@ describe("bin/planckclaw", () => {
     expect(result.stderr).toContain(`main:${bin}\n`)
   })
 
-  it("parses every `run` line with the one command line: another spelling of the same flags gets the same answer", () => {
-    const cache = cacheOf("bin.cjs", "run-x-s")
-    for (const file of [cache, cacheOf("bin.cjs", "run"), cacheOf("bin.cjs", "tools")]) fs.rmSync(file, { force: true })
-    // A bridge that is not there: refused by the run's own check, whichever way the flag is spelled.
-    const spaced = planckclaw(["run", "--bridge", "nonsense"])
-    expect(spaced.code).toBe(2)
-    expect(spaced.stderr).toContain("planckclaw: unknown bridge 'nonsense'")
-    const joined = planckclaw(["run", "--bridge=nonsense"])
-    expect(joined).toMatchObject({ code: spaced.code, stdout: spaced.stdout, stderr: spaced.stderr })
-    // The bundle made its cache on the way out, under the run's bridges (and `run` for the other spelling).
-    expect(fs.existsSync(cache)).toBe(true)
-    expect(fs.existsSync(cacheOf("bin.cjs", "run"))).toBe(true)
+  it("starts a plain `run` line from the run-only bundle, and other lines and commands from the whole one", () => {
+    const plain = cacheOf("run.cjs", "run-x-s")
+    const other = cacheOf("bin.cjs", "run")
+    const tools = cacheOf("bin.cjs", "tools")
+    for (const file of [plain, other, tools, cacheOf("run.cjs", "run")]) fs.rmSync(file, { force: true })
+    // A plain line with a bridge that is not there: the run-only bundle refuses it.
+    const unknown = planckclaw(["run", "--bridge", "nonsense"])
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr).toContain("planckclaw: unknown bridge 'nonsense'")
+    // The bundle that ran made its cache on the way out.
+    expect(fs.existsSync(plain)).toBe(true)
+    // A refused flag is not a plain line: the whole command line answers (and exits 2).
     const refused = planckclaw(["run", "--bogus"])
     expect(refused.code).toBe(2)
     expect(refused.stderr).toBe("planckclaw: unknown option --bogus for run: see planckclaw run --help\n")
+    expect(fs.existsSync(other)).toBe(true)
+    expect(fs.existsSync(cacheOf("run.cjs", "run"))).toBe(false)
     expect(planckclaw(["tools"]).code).toBe(0)
-    expect(fs.existsSync(cacheOf("bin.cjs", "tools"))).toBe(true)
-    // No second bundle beside it.
-    expect(fs.readdirSync(path.join(repo, "dist", "cli")).filter((name) => name.endsWith(".cjs")).sort()).toEqual(["bin.cjs", "spawn-helper.cjs"])
+    expect(fs.existsSync(tools)).toBe(true)
   })
 
   it("keeps a code cache per set of node options, as V8 refuses one made under other flags", () => {
@@ -125,14 +125,37 @@ describe("bin/planckclaw", () => {
     expect(fs.statSync(flagged).ino).toBe(made)
   })
 
-  it("starts `run --bridge discord` from the same bundle, which holds the Discord bridge", () => {
+  it("starts `run --bridge discord` from the whole bundle: the run-only one leaves the Discord bridge out", () => {
     const whole = cacheOf("bin.cjs", "run-dnn")
     fs.rmSync(whole, { force: true })
-    // No token: the Discord bridge's own refusal.
+    // No token: the Discord bridge's own refusal, from the whole bundle.
     const refused = planckclaw(["run", "--bridge", "discord", "--brain", "none", "--claw", "none"])
     expect(refused.code).toBe(2)
     expect(refused.stderr).toContain("DISCORD_BOT_TOKEN is not set")
+    expect(refused.stderr).not.toContain("is not in dist/cli/run.cjs")
     expect(fs.existsSync(whole)).toBe(true)
+    expect(fs.existsSync(cacheOf("run.cjs", "run-dnn"))).toBe(false)
+    // The Discord bridge is what requires discord.js: the run-only bundle has no such require.
+    expect(fs.readFileSync(path.join(repo, "dist", "cli", "run.cjs"), "latin1")).not.toContain("discord.js")
     expect(fs.readFileSync(path.join(repo, "dist", "cli", "bin.cjs"), "latin1")).toContain("require(\"discord.js\")")
+  })
+
+  it("the run-only bundle starts nothing for a line that is not plain, and says so", () => {
+    const script = [
+      `const { runBundle } = require(${JSON.stringify(path.join(repo, "bin", "code-cache.cjs"))})`,
+      `const run = { exports: {} }`,
+      `runBundle(require("node:url").pathToFileURL(${JSON.stringify(path.join(repo, "dist", "cli", "run.cjs"))}), "run", run)`,
+      `process.stdout.write("started:" + run.exports.started + "\\n")`
+    ].join("\n")
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-run-only-"))
+    dirs.push(dir)
+    const result = child.spawnSync(process.execPath, ["-e", script, "run", "--bogus"], {
+      cwd: dir,
+      encoding: "utf8",
+      env: { ...process.env, HOME: dir, XDG_CACHE_HOME: path.join(dir, "cache"), PLANCKCLAW_DIR: path.join(dir, "memory") }
+    })
+    expect(result.status).toBe(0)
+    expect(result.stdout).toBe("started:false\n")
+    expect(fs.existsSync(path.join(dir, "memory"))).toBe(false)
   })
 })

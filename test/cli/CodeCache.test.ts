@@ -147,13 +147,13 @@ describe("the code cache of the command line's bundle", () => {
   })
 
   it("made by the built `planckclaw run`, is used by its next start, not made again", async () => {
-    // A copy of the command with its bundle, so no other test's start touches this cache.
+    // A copy of the command with its run-only bundle, so no other test's start touches this cache.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-code-cache-run-"))
     dirs.push(dir)
     fs.cpSync(path.join(repo, "bin"), path.join(dir, "bin"), { recursive: true })
     fs.cpSync(path.join(repo, "package.json"), path.join(dir, "package.json"))
     fs.mkdirSync(path.join(dir, "dist", "cli"), { recursive: true })
-    fs.cpSync(path.join(repo, "dist", "cli", "bin.cjs"), path.join(dir, "dist", "cli", "bin.cjs"))
+    fs.cpSync(path.join(repo, "dist", "cli", "run.cjs"), path.join(dir, "dist", "cli", "run.cjs"))
     const cacheDir = path.join(dir, "dist", "cli", "code-cache")
     const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: dir, XDG_CACHE_HOME: path.join(dir, "xdg") }
     /** Starts the agent, waits until it has changed V8's flags (said under --debug), stops it. */

@@ -32,7 +32,7 @@ const probe = `const named = () => new Error("x").stack; const kind = () => name
 /** Runs `body` as a bundle through the loader in a fresh node; the lines printed. */
 const load = (body: string): Array<string> => {
   const dir = tempDir()
-  const bundle = path.join(dir, "cli", "bin.cjs")
+  const bundle = path.join(dir, "cli", "run.cjs")
   fs.mkdirSync(path.dirname(bundle))
   fs.writeFileSync(bundle, `${probe}\n${body}`)
   const program = `const { runBundle } = require(${JSON.stringify(loader)})

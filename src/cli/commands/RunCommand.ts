@@ -8,7 +8,7 @@ import { brainOption, debugOption } from "../CliFlags.js"
 import * as HelpText from "../HelpText.js"
 import { runWith } from "./RunProgram.js"
 
-export { type RunOptions, runWith } from "./RunProgram.js"
+export { plainRunOptions, type RunOptions, runWith } from "./RunProgram.js"
 
 const bridgeOption = Flag.String("bridge").pipe(
   Flag.withDefault("cli"),

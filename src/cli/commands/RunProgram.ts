@@ -143,3 +143,40 @@ export const layerFor = (options: RunOptions) => Layer.unwrap(Effect.map(runChoi
  * withdrawal with them) come before anything the layers start.
  */
 export const runWith = (options: RunOptions) => withSettings(runFlags(options), "run")(Effect.provide(serve, layerFor(options)))
+
+const valued = { "--bridge": "bridge", "--brain": "brain", "--claw": "claw" } as const
+
+/**
+ * A `run` command line in its plain form, read without effect/cli, whose
+ * parser took a tenth of a start: `run`, then `--bridge X`, `--brain X` and
+ * `--claw X` (each at most once, the value not empty and not like a flag) and
+ * `--debug`, in any order. The options are the ones effect/cli would give
+ * (test/RunPlainLine.test.ts compares them). Anything else is None and goes
+ * to effect/cli: other spellings, a repeated flag, effect/cli's own options
+ * and every mistake, which it explains.
+ */
+export const plainRunOptions = (args: ReadonlyArray<string>): Option.Option<RunOptions> => {
+  if (args[0] !== "run") return Option.none()
+  const values: Partial<Record<(typeof valued)[keyof typeof valued], string>> = {}
+  let debug = false
+  for (let i = 1; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === "--debug" && !debug) {
+      debug = true
+      continue
+    }
+    const key = Object.hasOwn(valued, arg) ? valued[arg as keyof typeof valued] : undefined
+    const value = args[i + 1]
+    if (key === undefined || values[key] !== undefined || value === undefined || value === "" || value.startsWith("-")) {
+      return Option.none()
+    }
+    values[key] = value
+    i++
+  }
+  return Option.some({
+    bridge: values.bridge ?? "cli",
+    brain: Option.fromNullishOr(values.brain),
+    claw: values.claw ?? "scripts",
+    debug
+  })
+}
