@@ -123,7 +123,7 @@ const describe = (name, dir) => {
     if (!fs.existsSync(path.join(dir, file))) throw new Error(`${name} build ${dir} has no ${file}: run \`npm ci\` (it builds) or \`npm run build\` there`)
   }
   const effect = JSON.parse(fs.readFileSync(path.join(dir, "node_modules", "effect", "package.json"), "utf8")).version
-  const bundled = fs.existsSync(path.join(dir, "dist", "cli", "run.cjs"))
+  const bundled = fs.existsSync(path.join(dir, "dist", "cli", "bin.cjs"))
   return { dir, commit: machine(dir).commit, effect, bundled }
 }
 

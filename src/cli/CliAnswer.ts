@@ -1,8 +1,5 @@
 /**
- * The command line as effect/cli parses it: help and --version first (see
- * HelpFirst.answerWith), then its parse and the command it chose. The whole
- * command line's (bin.ts) only: a plain `run` line starts from RunMain's
- * bundle, which has none of effect/cli's modules.
+ * The command line as effect/cli parses it, and the command it chose (bin.ts).
  *
  * What effect/cli would print itself goes through our presenter instead: the
  * help people read is HelpText's, --version is the version alone, and a usage
@@ -26,8 +23,11 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
+import { packageVersion } from "../config/PackageRoot.js"
 import * as HelpText from "./HelpText.js"
-import { answerWith, version } from "./HelpFirst.js"
+import * as PlainConsole from "./PlainConsole.js"
+
+export const version = packageVersion()
 
 /** The whole command line's type (a type only: Cli.js is not loaded for it). */
 type EveryCommand = typeof import("./Cli.js")["command"]
@@ -168,32 +168,23 @@ const environment = Layer.mergeAll(
   CliConfig.layer({ builtIns })
 )
 
-/** The usage mistake effect/cli printed (through `presenter`): none for a help it printed instead of a command. */
-const isShowHelp = (error: unknown): error is CliError.ShowHelp => CliError.isCliError(error) && error._tag === "ShowHelp"
-
 /**
  * effect/cli's parse of `args` (after `planckclaw`) with `command`, and the
- * command it chose: 0 once that has run, 2 for a usage mistake, which has
- * been printed.
+ * command it chose. A help or a usage mistake it printed (through
+ * `presenter`) fails with its CliError.ShowHelp, whose exit code Main picks.
+ * What effect/cli prints itself goes through PlainConsole (no colour codes
+ * into a pipe); the command runs with the ordinary console (CliSettings).
  */
 export const parseAndRun = <Name extends string, Input, ContextInput, E, R>(
   command: Command.Command<Name, Input, ContextInput, E, R>,
-  args: ReadonlyArray<string>
+  args: ReadonlyArray<string> = process.argv.slice(2)
 ) =>
-  Command.runWith(command, { version })(args).pipe(
-    Effect.as(0),
-    Effect.catchIf(isShowHelp, (help) => Effect.succeed(help.errors.length === 0 ? 0 : 2)),
-    Effect.provide(environment)
+  Console.consoleWith((console) =>
+    Command.runWith(command, { version })(args).pipe(
+      Effect.provide(environment),
+      Effect.provideService(Console.Console, PlainConsole.make(console))
+    )
   )
 
-/** Help, or effect/cli's parse of `command` and the command it chose; a usage problem exits 2. */
-export const answer = <Name extends string, Input, ContextInput, E, R>(
-  command: Command.Command<Name, Input, ContextInput, E, R>
-) =>
-  answerWith(
-    command.subcommands.flatMap((group) => group.commands.map((subcommand) => subcommand.name)),
-    parseAndRun(command, process.argv.slice(2))
-  )
-
-/** Help, a parse and the command it chose, with every command's failures and needs. */
-export type CommandLine = ReturnType<typeof answer<"planckclaw", unknown, {}, Command.Error<EveryCommand>, Command.Services<EveryCommand>>>
+/** effect/cli's parse of the whole command line and the command it chose, with every command's failures and needs. */
+export type CommandLine = ReturnType<typeof parseAndRun<"planckclaw", unknown, {}, Command.Error<EveryCommand>, Command.Services<EveryCommand>>>

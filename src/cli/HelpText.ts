@@ -316,3 +316,18 @@ export const answer = (
     ? print(`planckclaw: unknown command '${first}'${didYouMean(first, options.known)}: see planckclaw --help`, 2, true)
     : { _tag: "NotHelp" }
 }
+
+/**
+ * The help's words for `name` (an option such as `--bridge`, or an argument
+ * such as `NAME`) of `command`, which the command line's flags and arguments
+ * carry too (completion scripts show them): one wording, written here.
+ * Empty for one the help lacks, which test/cli/Help.test.ts refuses.
+ */
+export const describe = (command: string, name: string): string => {
+  const entry = commands.find((help) => help.name === command)
+  const described = [...(entry?.options ?? []), ...(entry?.arguments ?? [])]
+  return described.find((option) => option.name.split(" ")[0] === name)?.description ?? ""
+}
+
+/** The help's one-line summary of `command`, as the overview lists it. */
+export const summary = (command: string): string => commands.find((help) => help.name === command)?.summary ?? ""

@@ -1,10 +1,11 @@
 /**
- * What both entries (bin.ts, every command; RunMain.ts, only `run`) share:
- * the command line (CliAnswer, or a plain `run` line, each answering help
- * first: HelpFirst) run under
- * NodeRuntime.runMain, so SIGINT, SIGTERM and SIGHUP interrupt the main
- * fiber and every scope is closed, and every expected failure turned into
- * one line and an exit code.
+ * The command line's process (bin.ts: effect/cli's parse and the command it
+ * chose, CliAnswer; RunMain.ts: a plain `run` line) run under NodeRuntime.runMain, so SIGINT, SIGTERM and
+ * SIGHUP interrupt the main fiber and every scope is closed. The exit code
+ * is decided here and nowhere else in the bundle: 0 for a command that
+ * ended (or a help printed), 2 for a usage mistake, and for every expected
+ * failure one line and its code (bin/planckclaw decides those of the
+ * answers it gives without the bundle: --version alone and the help).
  */
 import * as fs from "node:fs"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
@@ -39,6 +40,9 @@ const refuseSetting = (message: string): Effect.Effect<number> => {
  * (Ctrl-C, SIGTERM) is a clean stop.
  */
 const main = (commandLine: CommandLine) => commandLine.pipe(
+  Effect.as(0),
+  // effect/cli has printed the help asked for (0) or the usage mistake (2: see CliAnswer.presenter).
+  Effect.catchTag("ShowHelp", (shown) => Effect.succeed(shown.errors.length === 0 ? 0 : 2)),
   Effect.catchIf(
     (error): error is Config.ConfigError => error instanceof Config.ConfigError,
     (error) => refuse(2, ConfigErrors.describe(error))
@@ -72,6 +76,7 @@ const main = (commandLine: CommandLine) => commandLine.pipe(
     // Each failed check has printed its line already.
     DoctorFailed: (error) => refuse(1, error.message),
     ClusterStartError: (error) => refuse(1, error.message),
+    HelpTopicUnknown: (error) => refuse(2, error.message),
   }),
   Effect.provide(Logging.layer(false)),
   Effect.catchCause((cause) =>
@@ -81,7 +86,7 @@ const main = (commandLine: CommandLine) => commandLine.pipe(
   )
 )
 
-/** Runs `commandLine` (help, a parse and the command it chose) as the process. */
+/** Runs `commandLine` (effect/cli's parse and the command it chose, or a plain run) as the process. */
 export const start = (commandLine: CommandLine): void => {
   // A closed terminal (SIGHUP) stops a run like Ctrl-C: the runtime interrupts
   // the main fiber on SIGINT and SIGTERM only, so HUP is passed on as TERM.

@@ -1,4 +1,10 @@
 /**
+ * Kept beside the one command tree (Cli.ts) because the cold-start row needs
+ * it: with every `run` line parsed by that tree in one bundle, cold start to
+ * the prompt was 389 ms against 203 ms (× 1.70 of `node -e 0`'s ratio, range
+ * 1.47-1.92, 2 rounds of 8, Node 24.22, 2-core VM; target 250 ms), and with a
+ * run-only effect/cli tree still 311 ms (× 1.25). bench/compare.mjs cold-start.
+ *
  * Process entry of `planckclaw run` (dist/cli/run.cjs) for a plain `run`
  * line (the usual one, see RunProgram.plainRunOptions), read without
  * effect/cli: this bundle leaves out effect/cli, the Discord bridge
@@ -9,9 +15,7 @@
  * `run` with RunCommand.runOnly); should one reach this bundle anyway, it
  * starts nothing and says so (`started`), and bin/planckclaw hands it on.
  */
-import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { answerWith } from "./HelpFirst.js"
 import { start } from "./Main.js"
 import { plainRunOptions, runWith } from "./commands/RunProgram.js"
 import * as StackTraces from "../runtime/StackTraces.js"
@@ -22,8 +26,8 @@ StackTraces.restore()
 // The same choice as bin/planckclaw's (code-cache.cjs's forRunBundle): the Discord bridge is not in this bundle.
 const plain = Option.filter(plainRunOptions(process.argv.slice(2)), (options) => options.bridge !== "discord")
 
-// `run` is the only command this bundle knows: what its help would know.
-if (Option.isSome(plain)) start(answerWith(["run"], Effect.as(runWith(plain.value), 0)))
+// A plain line holds no --help (bin/planckclaw answers that): the run itself, its exit code Main's.
+if (Option.isSome(plain)) start(runWith(plain.value))
 
 /** Whether this bundle started the run (a plain line); if not, bin/planckclaw runs the whole command line. */
 export const started: boolean = Option.isSome(plain)

@@ -1,9 +1,7 @@
 /**
- * `planckclaw run` without effect/cli: what the run does, and a command
- * line in its plain form read by hand. A plain `run` line (the usual one)
- * runs from here and loads no effect/cli at all (its modules were about a
- * sixth of the run's bundle, evaluated at every start); RunCommand makes the
- * effect/cli command of the same pieces, for every other line and for Cli.ts.
+ * What `planckclaw run` does: its Layers, composed from the bridges its
+ * flags choose, and the agent served on the pipes. RunCommand is the
+ * effect/cli command of it.
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"

@@ -1,0 +1,37 @@
+import * as path from "node:path"
+import * as Flag from "effect/cli/Flag"
+import * as Command from "effect/cli/Command"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Memory from "../../memory/Memory.js"
+import * as Prices from "../../usage/Prices.js"
+import * as UsageLedger from "../../usage/UsageLedger.js"
+import * as UsageReport from "../../usage/UsageReport.js"
+import { withSettings } from "../CliSettings.js"
+import * as HelpText from "../HelpText.js"
+
+/**
+ * `planckclaw usage`: the usage ledger summed per day and model, with an
+ * estimated cost; reads only, so it is safe while a run is active.
+ */
+export const usage = Command.make(
+  "usage",
+  {
+    since: Flag.String("since").pipe(Flag.optional, Flag.withDescription(HelpText.describe("usage", "--since"))),
+    json: Flag.Boolean("json").pipe(Flag.withoutNegation, Flag.withDefault(false), Flag.withDescription(HelpText.describe("usage", "--json")))
+  },
+  (options) =>
+    Effect.gen(function*() {
+      const since = Option.isSome(options.since) ? yield* Effect.fromResult(UsageReport.parseSince(options.since.value)) : undefined
+      const prices = yield* Prices.PricesConfig
+      const file = path.join(yield* Memory.MemoryConfig, UsageLedger.FILE_NAME)
+      const ledger = yield* Effect.mapError(
+        Effect.fromResult(UsageLedger.read(file)),
+        (error) => new Memory.MemoryError({ reason: "io", message: `cannot read ${file}: ${error.message}` })
+      )
+      const report = UsageReport.report(ledger.lines, ledger.skipped, prices, since)
+      yield* Console.log(options.json ? JSON.stringify(report, null, 2) : UsageReport.render(report))
+    }).pipe(withSettings(new Map()))
+).pipe(Command.withDescription(HelpText.summary("usage")))
+
