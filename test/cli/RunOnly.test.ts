@@ -10,13 +10,14 @@ import { describe, expect, it } from "vitest"
 import { command } from "../../src/cli/Cli.js"
 import { parseAndRun } from "../../src/cli/CliAnswer.js"
 import { runOnly } from "../../src/cli/commands/RunCommand.js"
+import * as SpawnHelper from "../../src/runtime/process/SpawnHelper.js"
 
 /** Parses `planckclaw ARGS` with `line` as bin.ts does (CliAnswer); what it printed and how it ended. */
 const parse = (line: typeof command | typeof runOnly, args: ReadonlyArray<string>) => {
   const printed: Array<string> = []
   const record = (...values: ReadonlyArray<unknown>) => void printed.push(values.map(String).join(" "))
   const console = new Proxy({} as Console.Console, { get: () => record })
-  const exit = Effect.runSync(Effect.exit(parseAndRun(line, args).pipe(Effect.provideService(Console.Console, console))))
+  const exit = Effect.runSync(Effect.exit(parseAndRun(line, args).pipe(Effect.provideService(Console.Console, console), Effect.provide(SpawnHelper.layer))))
   return { printed, exit: Exit.isSuccess(exit) ? exit.value : String(exit.cause) }
 }
 
