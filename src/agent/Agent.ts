@@ -28,7 +28,7 @@ import { Inbox, type Pending } from "../memory/Inbox.js"
 import * as MemoryStore from "../memory/Memory.js"
 import { type HistoryEntry, Memory, type MemorySnapshot } from "../memory/Memory.js"
 import * as UsageLedger from "../usage/UsageLedger.js"
-import { toolSpecsMemo } from "./Prompt.js"
+import { promptMemo } from "./Prompt.js"
 import * as Tracing from "../runtime/Tracing.js"
 import * as Turn from "./Turn.js"
 import * as Prices from "../usage/Prices.js"
@@ -45,7 +45,7 @@ export const make = Effect.gen(function*() {
   // The turn's ports, captured once, so the service's methods need nothing.
   const brain = yield* Brain
   const claws = yield* Claws
-  const ports: Turn.TurnPorts = { brain, claws, toolSpecs: toolSpecsMemo() }
+  const ports: Turn.TurnPorts = { brain, claws, prompt: promptMemo() }
   const memory = yield* Memory
   const compactor = yield* Compactor
   const inbox = yield* Inbox

@@ -27,7 +27,7 @@ import {
 import { Claws, type ClawsService, type ToolDefinition } from "../ports/Claws.js"
 import { describeJsonType, isJsonObject } from "../runtime/Json.js"
 import type { MemorySnapshot } from "../memory/Memory.js"
-import { conversation, systemPrompt, toolSpecsMemo, turnRequest } from "./Prompt.js"
+import { type PromptMemo, promptMemo } from "./Prompt.js"
 import * as Tracing from "../runtime/Tracing.js"
 import { isWellFormed, wellFormed, wellFormedJson } from "../runtime/WellFormed.js"
 
@@ -197,11 +197,11 @@ const unavailable = (error: BrainError) =>
       `brain is misconfigured (${error.misconfigured.problem}): fix ${error.misconfigured.setting}; ${error.detail}`
     ).pipe(Effect.as<Answer>({ reply: misconfiguredReply(error.misconfigured.problem), stored: false }))
 
-/** What a turn runs on: the two ports, and the tool specs of the last catalogue (see Prompt.toolSpecsMemo). */
+/** What a turn runs on: the two ports, and the agent's memo of what its last turn sent (see Prompt.promptMemo). */
 export interface TurnPorts {
   readonly brain: BrainService
   readonly claws: ClawsService
-  readonly toolSpecs: ReturnType<typeof toolSpecsMemo>
+  readonly prompt: PromptMemo
 }
 
 const stoppedAfter = (rounds: number): Answer => ({
@@ -225,11 +225,12 @@ export const runWith = (ports: TurnPorts, { config, snapshot, text }: TurnInput)
     const toolCalls: Array<ToolCallMade> = []
     const usage = { input: 0, output: 0, cacheWrite: 0, cacheRead: 0 }
     const ask = (tools: ReadonlyArray<ToolDefinition>): Effect.Effect<Answer, BrainError> => {
-      const messages = conversation(snapshot.history, text, cache)
-      const system = systemPrompt(snapshot.soul, snapshot.summary)
-      const specs = ports.toolSpecs(tools, cache)
+      const { prompt } = ports
+      const messages = prompt.conversation(snapshot.history, text, cache)
+      const system = prompt.systemPrompt(snapshot.soul, snapshot.summary)
+      const specs = prompt.toolSpecs(tools, cache)
       // Every round's request holds this same `messages` array, which grows by each round.
-      const request = () => turnRequest({ model: config.model, maxTokens: config.maxTokens, system, messages, tools, cache, specs })
+      const request = () => prompt.turnRequest({ model: config.model, maxTokens: config.maxTokens, system, messages, tools, cache, specs })
       const round = (n: number): Effect.Effect<Answer, BrainError> =>
         Effect.flatMap(
           Tracing.span(ports.brain.complete(request()), recording, "Brain.complete", { round: n }),
@@ -278,4 +279,4 @@ const count = (
 /** `runWith` on the Brain and Claws of the context. */
 export const run = (input: TurnInput): Effect.Effect<TurnOutcome, never, Brain | Claws> =>
   Effect.flatMap(Effect.context<Brain | Claws>(), (context) =>
-    runWith({ brain: Context.get(context, Brain), claws: Context.get(context, Claws), toolSpecs: toolSpecsMemo() }, input))
+    runWith({ brain: Context.get(context, Brain), claws: Context.get(context, Claws), prompt: promptMemo() }, input))

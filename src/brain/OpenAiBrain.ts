@@ -116,7 +116,11 @@ const apiMessage = (body: string, scrub: Scrub): string => {
   return body.trim() === "" ? "(empty body)" : preview(scrub(body))
 }
 
-export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, HttpClient.HttpClient> =>
+export const make = (
+  config: OpenAiConfig,
+  /** What this brain learned of the length cap's field, by model (a test may hand it one that learned already). */
+  fields: TokenField.FieldMemory = TokenField.makeMemory(config.baseUrl)
+): Effect.Effect<BrainService, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const client = yield* HttpClient.HttpClient
     const base = new URL(config.baseUrl)
@@ -213,19 +217,19 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
     /**
      * One attempt with the length cap in the field this server takes; when
      * it refuses that field, the same attempt asks once more with the other,
-     * and the server's choice is kept for the rest of the process.
+     * and the server's choice is kept by this brain (TokenField.makeMemory).
      */
     const attempt = (request: MessagesRequest, number: number) =>
       Effect.suspend(() => {
         const { model } = request
-        const field = TokenField.fieldFor(url, config.baseUrl, model)
+        const field = fields.fieldFor(model)
         const judge = judgeAnswer(reading(model), debug)
         return exchange(bodyOf(request, field), number, (answer, nowMillis, after) => {
           if (!TokenField.refuses(answer.status, answer.body, field)) return judge(answer, nowMillis, after)
           const other = TokenField.otherField(field)
           const body = bodyOf(request, other)
           return debug(`${after}: HTTP ${answer.status}: the server refuses ${field}: asking again with ${other}`).pipe(
-            Effect.andThen(Effect.sync(() => TokenField.learn(url, model, other))),
+            Effect.andThen(Effect.sync(() => fields.learn(model, other))),
             Effect.andThen(debug(`request ${body}`)),
             Effect.andThen(exchange(body, number, judge))
           )
@@ -235,7 +239,7 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
     const complete = (request: MessagesRequest) =>
       Effect.gen(function*() {
         yield* debug(`POST ${endpoint} (authorization: ${Option.isSome(apiKey) ? "Bearer <redacted>" : "none"})`)
-        yield* debug(`request ${bodyOf(request, TokenField.fieldFor(url, config.baseUrl, request.model))}`)
+        yield* debug(`request ${bodyOf(request, fields.fieldFor(request.model))}`)
         return yield* withRetries("OpenAI-compatible API", config.retries, (number) => attempt(request, number))
       }).pipe(Tracing.withSpan("OpenAiBrain.complete", { model: request.model }))
 

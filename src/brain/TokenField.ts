@@ -8,8 +8,8 @@
  * The first choice is `max_completion_tokens` for those model families on
  * api.openai.com, `max_tokens` everywhere else. An answer that refuses the
  * field sent (`refuses`) makes the brain send the same request once more with
- * the other field, and the answer is remembered for that endpoint and model
- * for the rest of the process (`learn`).
+ * the other field, and the answer is remembered by that brain (its endpoint)
+ * for that model, for the rest of the brain's life (`makeMemory`).
  */
 import * as Result from "effect/Result"
 import { isJsonObject } from "../runtime/Json.js"
@@ -30,16 +30,23 @@ export const firstChoice = (baseUrl: string, model: string): TokenField =>
     ? "max_completion_tokens"
     : "max_tokens"
 
-// What servers said, for the process: `${endpoint} ${model}` -> the field it takes.
-const learned = new Map<string, TokenField>()
+/** What one brain learned of its endpoint: the field it takes for each model, once its server said so. */
+export interface FieldMemory {
+  /** The field to send for `model`. */
+  readonly fieldFor: (model: string) => TokenField
+  /** Remembers, for the rest of the brain's life, that its endpoint takes `field` for `model`. */
+  readonly learn: (model: string, field: TokenField) => void
+}
 
-/** The field to send to `endpoint` (the full /chat/completions URL) for `model`. */
-export const fieldFor = (endpoint: string, baseUrl: string, model: string): TokenField =>
-  learned.get(`${endpoint} ${model}`) ?? firstChoice(baseUrl, model)
-
-/** Remembers, for the rest of the process, that `endpoint` takes `field` for `model`. */
-export const learn = (endpoint: string, model: string, field: TokenField): void => {
-  learned.set(`${endpoint} ${model}`, field)
+/** A brain's memory of the fields its endpoint (at `baseUrl`) takes: empty, so `firstChoice` until a server says. */
+export const makeMemory = (baseUrl: string): FieldMemory => {
+  const learned = new Map<string, TokenField>()
+  return {
+    fieldFor: (model) => learned.get(model) ?? firstChoice(baseUrl, model),
+    learn: (model, field) => {
+      learned.set(model, field)
+    }
+  }
 }
 
 /**

@@ -155,8 +155,8 @@ const safetyScan = (discovery: Discovery) =>
   })
 
 /** Claws found by a full stat scan of the directory on every list (a one-off listing, as `planckclaw tools`). */
-export const make = (config: ScriptsConfig): Effect.Effect<ClawsService> =>
-  Effect.sync(() => build(config, makeDiscovery(config.directory), makeCatchUps()))
+export const make = (config: ScriptsConfig): Effect.Effect<ClawsService, never, SpawnHelper.SpawnHelper> =>
+  Effect.map(SpawnHelper.SpawnHelper, (helper) => build(config, makeDiscovery(config.directory), makeCatchUps(), helper))
 
 /**
  * Claws found with change notification on the directory for the life of
@@ -169,15 +169,16 @@ export const makeWatched = (
   startWatch?: WatchDirectory,
   /** The waits before a scan, unless a test counts them. */
   catchUps: CatchUps = makeCatchUps()
-): Effect.Effect<ClawsService, never, Scope.Scope> =>
+): Effect.Effect<ClawsService, never, Scope.Scope | SpawnHelper.SpawnHelper> =>
   Effect.gen(function*() {
+    const helper = yield* SpawnHelper.SpawnHelper
     const discovery = makeDiscovery(config.directory, startWatch)
     yield* Effect.acquireRelease(Effect.sync(discovery.watch), (stop) => Effect.sync(stop))
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(safetyScanInterval), safetyScan(discovery))))
-    return build(config, discovery, catchUps)
+    return build(config, discovery, catchUps, helper)
   })
 
-const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps): ClawsService => {
+const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps, helper: SpawnHelper.SpawnHelperService): ClawsService => {
   let reported = new Set<string>()
   const watchFailuresLogged = new Set<string>()
 
@@ -238,7 +239,7 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps):
         stderrMax: stderrExcerptMax,
         floodAllowance
       }
-      return SpawnHelper.run(request).pipe(
+      return helper.run(request).pipe(
         Effect.timeoutOption(config.timeout),
         Effect.map(Option.match({
           onNone: (): ToolResult => ({
@@ -285,7 +286,15 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps):
   return service
 }
 
-export const layer: Layer.Layer<Claws, Config.ConfigError> = Layer.effect(
+/**
+ * The spawn helper claws start from, and the watchdog of what they start:
+ * what `layer` needs, ended with the scope it is provided in (a command
+ * provides it at its entry; an embedder beside `layer`).
+ */
+export const processesLayer = SpawnHelper.layer
+
+/** Needs the spawn helper its claws start from (processesLayer). */
+export const layer: Layer.Layer<Claws, Config.ConfigError, SpawnHelper.SpawnHelper> = Layer.effect(
   Claws,
   Effect.flatMap(ScriptsConfig, makeWatched)
 )

@@ -18,6 +18,7 @@ import type { CommandLine } from "./CliAnswer.js"
 import * as ConfigErrors from "../config/ConfigErrors.js"
 import * as Home from "../config/Home.js"
 import * as Logging from "../runtime/Logging.js"
+import * as SpawnHelper from "../runtime/process/SpawnHelper.js"
 
 export type { CommandLine } from "./CliAnswer.js"
 
@@ -78,6 +79,8 @@ const main = (commandLine: CommandLine) => commandLine.pipe(
     ClusterStartError: (error) => refuse(1, error.message),
     HelpTopicUnknown: (error) => refuse(2, error.message),
   }),
+  // The spawn helper and the watchdog of the command's processes, ended with it (started at their first use).
+  Effect.provide(SpawnHelper.layer),
   Effect.provide(Logging.layer(false)),
   Effect.catchCause((cause) =>
     Cause.hasInterruptsOnly(cause)

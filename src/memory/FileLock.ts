@@ -51,6 +51,7 @@ const noRoom = new Set(["ENOSPC", "EDQUOT", "EFBIG"])
  * process's pid is stale only when it is not among them (an earlier process
  * had the same pid); one of them is held, by another fiber or another store
  * on the same directory, and is waited for or refused like another process's.
+ * Process-wide by nature: a lock names the pid, so what this pid holds is known to every scope of it.
  */
 const heldHere = new Set<string>()
 

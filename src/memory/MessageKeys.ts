@@ -30,6 +30,7 @@ export const randomHex = (count: number, device = "/dev/urandom"): string => {
   return bytes.toString("hex")
 }
 
+// Process-wide by nature: a key must be unique across every inbox of the process, whatever scope opened it.
 let prefix: string | undefined
 let counter = 0
 

@@ -22,7 +22,10 @@ import { heldBy } from "../runtime/process/PidLiveness.js"
 
 const PREFIX = ".planckclaw-owner-"
 
-/** By directory: this process's owner file there and how many hold it. */
+/**
+ * By directory: this process's owner file there and how many hold it.
+ * Process-wide by nature: the file is named by the pid, one per process, shared by every scope that locks there.
+ */
 const made = new Map<string, { readonly file: string; holders: number }>()
 
 /** Owner files of processes no longer running (or an earlier process with this pid). */

@@ -8,7 +8,9 @@ import * as path from "node:path"
 /**
  * Directories whose run lock (MemoryHold.ts) this process holds: no other
  * process appends to their history, so an append may go without the
- * per-append write lock file (see `MemoryDir.appendAlone`).
+ * per-append write lock file (see `MemoryDir.appendAlone`). Process-wide
+ * by nature: the run lock names the pid, and every store of this process on
+ * the directory may append alone under it.
  */
 const runHeld = new Map<string, { holders: number; readonly lockFile: string | undefined }>()
 

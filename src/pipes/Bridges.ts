@@ -39,6 +39,8 @@ import { Interact, type InteractError } from "../ports/Interact.js"
 import type { DiscordRefused } from "../interact/discord/DiscordRefused.js"
 import * as TerminalInteract from "../interact/TerminalInteract.js"
 import * as Logging from "../runtime/Logging.js"
+import type { SpawnHelper } from "../runtime/process/SpawnHelper.js"
+import type { Watchdog } from "../runtime/process/Watchdog.js"
 
 export type Choice<Name extends string> =
   | { readonly _tag: "Builtin"; readonly name: Name }
@@ -77,6 +79,13 @@ export const choose = <Name extends string>(
 /** What building an adapter can fail with: a setting, or a refusal it cannot get past. */
 export type AdapterFailure = ConfigError.ConfigError | MissingSetting | DiscordRefused
 
+/**
+ * What the far ends need from the command's entry beyond the run's paths:
+ * the spawn helper the built-in claws start claws from, and the watchdog an
+ * executable bridge is listed with (SpawnHelper.layer gives both).
+ */
+export type ProcessServices = SpawnHelper | Watchdog
+
 // discord.js is heavy to load: only a Discord bridge pays for it.
 const discordAdapter: Layer.Layer<Interact, AdapterFailure> = Layer.unwrap(
   Effect.promise(() => import("../interact/discord/DiscordInteract.js")).pipe(Effect.map((discord) => discord.layer))
@@ -101,7 +110,7 @@ export { BrainChoiceConfig } from "../config/BrainChoice.js"
 
 export const clawsAdapters = {
   scripts: ScriptClaws.layer
-} satisfies Record<string, Layer.Layer<Claws, AdapterFailure>>
+} satisfies Record<string, Layer.Layer<Claws, AdapterFailure, SpawnHelper>>
 
 /** One far end, once started. */
 export interface FarEnd {
@@ -142,7 +151,9 @@ const builtinBrain = (adapter: Layer.Layer<Brain, AdapterFailure>): Layer.Layer<
     })
   ).pipe(Layer.provide(adapter))
 
-const builtinClaws = (adapter: Layer.Layer<Claws, AdapterFailure>): Layer.Layer<ClawsEnd, AdapterFailure, RunPaths> =>
+const builtinClaws = (
+  adapter: Layer.Layer<Claws, AdapterFailure, SpawnHelper>
+): Layer.Layer<ClawsEnd, AdapterFailure, RunPaths | SpawnHelper> =>
   Layer.effect(
     ClawsEnd,
     Effect.gen(function*() {
@@ -253,14 +264,16 @@ const nobody: FarEnd = { done: Effect.never, exits: noExits }
 
 export type FarEndFailure = AdapterFailure | ExternalBridge.ExternalBridgeError
 
-export const brainEnd = (choice: Choice<keyof typeof brainAdapters>): Layer.Layer<BrainEnd, FarEndFailure, RunPaths> =>
+export const brainEnd = (choice: Choice<keyof typeof brainAdapters>): Layer.Layer<BrainEnd, FarEndFailure, RunPaths | Watchdog> =>
   choice._tag === "Builtin"
     ? builtinBrain(brainAdapters[choice.name])
     : choice._tag === "External"
     ? Layer.effect(BrainEnd, executable("brain", choice.path))
     : Layer.succeed(BrainEnd, nobody)
 
-export const clawsEnd = (choice: Choice<keyof typeof clawsAdapters>): Layer.Layer<ClawsEnd, FarEndFailure, RunPaths> =>
+export const clawsEnd = (
+  choice: Choice<keyof typeof clawsAdapters>
+): Layer.Layer<ClawsEnd, FarEndFailure, RunPaths | ProcessServices> =>
   choice._tag === "Builtin"
     ? builtinClaws(clawsAdapters[choice.name])
     : choice._tag === "External"
@@ -270,7 +283,7 @@ export const clawsEnd = (choice: Choice<keyof typeof clawsAdapters>): Layer.Laye
 export const interactEnd = (
   choice: Choice<keyof typeof interactAdapters>,
   options: { readonly withAgent: boolean }
-): Layer.Layer<InteractEnd, FarEndFailure, RunPaths> =>
+): Layer.Layer<InteractEnd, FarEndFailure, RunPaths | Watchdog> =>
   choice._tag === "Builtin"
     ? builtinInteract(interactAdapters[choice.name], options.withAgent)
     : choice._tag === "External"
@@ -292,7 +305,7 @@ export interface RunChoices {
 export const farEnds = (
   choices: RunChoices,
   options: { readonly withAgent: boolean }
-): Layer.Layer<BrainEnd | ClawsEnd | InteractEnd, FarEndFailure, RunPaths> =>
+): Layer.Layer<BrainEnd | ClawsEnd | InteractEnd, FarEndFailure, RunPaths | ProcessServices> =>
   interactEnd(choices.bridge, options).pipe(
     Layer.provideMerge(clawsEnd(choices.claw)),
     Layer.provideMerge(brainEnd(choices.brain))

@@ -15,6 +15,7 @@ import * as Bridges from "./Bridges.js"
 import type { FifoError } from "./FifoPaths.js"
 import * as RuntimeDir from "./RuntimeDir.js"
 import * as ChildProcess from "../runtime/process/ChildProcess.js"
+import type { Watchdog } from "../runtime/process/Watchdog.js"
 import * as FifoBrain from "./FifoBrain.js"
 
 /** A private directory (0700) for the command's pipes, removed with the layer (or by a later command, if this one is killed). */
@@ -26,7 +27,7 @@ const privateRunDir = Effect.mapError(
 /** The Brain answered by the executable `command` over pipes of its own. */
 export const layer = (
   command: string
-): Layer.Layer<Brain, Bridges.FarEndFailure | RuntimeDir.RuntimeDirError | FifoError | ConfigError.ConfigError> =>
+): Layer.Layer<Brain, Bridges.FarEndFailure | RuntimeDir.RuntimeDirError | FifoError | ConfigError.ConfigError, Watchdog> =>
   Layer.unwrap(Effect.gen(function*() {
     const paths = yield* RuntimeDir.makeRuntimeDir(yield* privateRunDir)
     const timeout = yield* FifoBrain.BridgePatienceConfig

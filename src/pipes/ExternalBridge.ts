@@ -150,9 +150,12 @@ const checkExecutable = (command: string): Effect.Effect<void, ExternalBridgeErr
     })
     : Effect.void
 
-export const make = (options: ExternalBridgeOptions): Effect.Effect<ExternalBridge, ExternalBridgeError, Scope.Scope> =>
+export const make = (
+  options: ExternalBridgeOptions
+): Effect.Effect<ExternalBridge, ExternalBridgeError, Scope.Scope | Watchdog.Watchdog> =>
   Effect.gen(function*() {
     yield* checkExecutable(options.command)
+    const watchdog = yield* Watchdog.Watchdog
     const env = bridgeEnv(options)
     const killGrace = Duration.fromInputUnsafe(options.killGrace ?? Duration.seconds(5))
     const healthyAfter = Duration.toMillis(options.healthyAfter ?? Duration.minutes(1))
@@ -163,7 +166,7 @@ export const make = (options: ExternalBridgeOptions): Effect.Effect<ExternalBrid
     const start = Effect.gen(function*() {
       const exited = yield* Deferred.make<BridgeExit>()
       // Listed with the watchdog as it starts: a kill of this process a moment later must not leave it running.
-      const spawned = Watchdog.spawnGuarded(options.command, options.args ?? [], {
+      const spawned = watchdog.spawnGuarded(options.command, options.args ?? [], {
         env,
         stdio: [options.stdin ?? "ignore", options.stdout === "stderr" ? 2 : "inherit", "inherit"]
       })
@@ -202,7 +205,7 @@ export const make = (options: ExternalBridgeOptions): Effect.Effect<ExternalBrid
         // Whatever the leader left behind in its group goes too.
         yield* signalGroup(child.pid, "SIGKILL")
         yield* Deferred.await(child.exited)
-        yield* Watchdog.untrack(child.pid)
+        watchdog.untrackGroup(child.pid)
       })
 
     const onExits = new Set<Effect.Effect<void>>()

@@ -68,10 +68,10 @@ const releasePidFile = (pidFile: string): Effect.Effect<void> =>
  * Where mkfifo is tried, in order: the usual path first, which spares the
  * child a search of PATH (a PATH with shims and tool directories first costs
  * the child a failed exec in each), then PATH's. Once the usual one is found
- * missing, only PATH's is tried. Node has no call that makes a FIFO, hence
- * the child.
+ * missing, only PATH's is tried by that runtime directory's later mkfifo
+ * (see makeFifos). Node has no call that makes a FIFO, hence the child.
  */
-let mkfifoCommands: ReadonlyArray<string> = ["/usr/bin/mkfifo", "mkfifo"]
+const mkfifoCommands: ReadonlyArray<string> = ["/usr/bin/mkfifo", "mkfifo"]
 
 const isAscii = (text: string): boolean => !/[^\x20-\x7e]/.test(text)
 
@@ -121,22 +121,26 @@ const mkfifoOnce = (
     return Effect.sync(() => child.kill())
   })
 
-/** Runs the first mkfifo of `commands` that is there (see mkfifoOnce); the last one's absence is the error. */
+/**
+ * Runs the first mkfifo of `commands` that is there (see mkfifoOnce); the
+ * last one's absence is the error. Whether it made them all, and the
+ * commands from the one that was there on (for a second mkfifo to skip the missing).
+ */
 const runMkfifo = (
   paths: ReadonlyArray<string>,
   commands: ReadonlyArray<string>,
   explain: boolean
-): Effect.Effect<boolean, RuntimeDirError> =>
+): Effect.Effect<{ readonly made: boolean; readonly commands: ReadonlyArray<string> }, RuntimeDirError> =>
   Effect.suspend(() => {
     const [command, ...rest] = commands
     if (command === undefined) return Effect.fail(new RuntimeDirError({ reason: "io", message: "mkfifo failed: no mkfifo to run" }))
-    return Effect.catchTag(mkfifoOnce(command, paths, explain), "MkfifoMissing", () => {
-      if (rest.length === 0) {
-        return Effect.fail(new RuntimeDirError({ reason: "io", message: `mkfifo failed: spawn ${command} ENOENT` }))
-      }
-      if (commands === mkfifoCommands) mkfifoCommands = rest
-      return runMkfifo(paths, rest, explain)
-    })
+    return mkfifoOnce(command, paths, explain).pipe(
+      Effect.map((made) => ({ made, commands })),
+      Effect.catchTag("MkfifoMissing", () =>
+        rest.length === 0
+          ? Effect.fail(new RuntimeDirError({ reason: "io", message: `mkfifo failed: spawn ${command} ENOENT` }))
+          : runMkfifo(paths, rest, explain))
+    )
   })
 
 /** Makes the FIFOs with the first mkfifo of `commands` that is there; a failure says mkfifo's own words. */
@@ -154,10 +158,14 @@ const unlinkFifos = (files: ReadonlyArray<string>, made?: ReadonlyMap<string, nu
         : Effect.void), { discard: true })
 
 /** Makes the six FIFOs (0600); each was checked absent under our pid file, so a failure removes only what mkfifo made. */
-export const makeFifos = (files: ReadonlyArray<string>): Effect.Effect<ReadonlyMap<string, number>, RuntimeDirError> =>
-  runMkfifo(files, mkfifoCommands, false).pipe(
-    // Failed unexplained: what it made goes, and a second mkfifo, its stderr read, says why (or, the cause gone, makes them).
-    Effect.flatMap((made) => made ? Effect.void : Effect.andThen(unlinkFifos(files), mkfifo(files))),
+export const makeFifos = (
+  files: ReadonlyArray<string>,
+  commands: ReadonlyArray<string> = mkfifoCommands
+): Effect.Effect<ReadonlyMap<string, number>, RuntimeDirError> =>
+  runMkfifo(files, commands, false).pipe(
+    // Failed unexplained: what it made goes, and a second mkfifo (the one that was there), its stderr read,
+    // says why (or, the cause gone, makes them).
+    Effect.flatMap((ran) => ran.made ? Effect.void : Effect.andThen(unlinkFifos(files), mkfifo(files, ran.commands))),
     Effect.tapError(() => Effect.ignore(unlinkFifos(files))),
     Effect.andThen(Effect.forEach(files, (file) =>
       attempt(`cannot inspect ${file}`, () => fs.lstatSync(file)).pipe(Effect.map((stat) => [file, stat.ino] as const)))),

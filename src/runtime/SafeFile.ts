@@ -35,6 +35,7 @@ export const failed = (path: string, error: unknown) => {
  * This process's uid, asked once per `process.getuid` function: the call is
  * a system call each time and planckclaw never changes its uid; a replaced
  * function (a test seeing the files as another user's) is asked again.
+ * Process-wide by nature: the uid is the process's, the same for every scope.
  */
 let uidCache: { readonly of: (() => number) | undefined; readonly uid: number | undefined } | undefined
 const currentUid = (): number | undefined => {

@@ -1,13 +1,13 @@
 /**
- * `conversation` finds the lines of a window that slides, grows, jumps or
- * alternates with another agent's window (serve) by position in the last
- * one: the messages are always those of the lines given, as a fresh build
+ * An agent's `conversation` (Prompt.promptMemo) finds the lines of a window
+ * that slides, grows, jumps or alternates with another by position in the
+ * last one: the messages are always those of the lines given, as a fresh build
  * makes them, and the same message objects for the same entries.
  */
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
 import type { HistoryEntry } from "../../src/memory/Memory.js"
-import { capText, conversation } from "../../src/agent/Prompt.js"
+import { capText, promptMemo } from "../../src/agent/Prompt.js"
 
 const fresh = (history: ReadonlyArray<HistoryEntry>, text: string, cache: boolean) => {
   const start = history[0]?.role === "assistant" ? 1 : 0
@@ -24,6 +24,7 @@ const fresh = (history: ReadonlyArray<HistoryEntry>, text: string, cache: boolea
 
 describe("conversation over moving windows", () => {
   it("makes the messages of the lines given, whatever the last window was", () => {
+    const { conversation } = promptMemo()
     const pool: Array<HistoryEntry> = Array.from({ length: 30 }, (_, i) => ({
       role: i % 2 === 0 ? "user" : "assistant",
       content: `line ${i}`
@@ -42,7 +43,8 @@ describe("conversation over moving windows", () => {
     )
   })
 
-  it("hands out the same message object for an entry as the window slides and another agent's comes between", () => {
+  it("hands out the same message object for an entry as the window slides and another window comes between", () => {
+    const { conversation } = promptMemo()
     const lines = (name: string) =>
       Array.from({ length: 12 }, (_, i): HistoryEntry => ({ role: i % 2 === 0 ? "user" : "assistant", content: `${name} ${i}` }))
     const mine = lines("mine")

@@ -1,7 +1,7 @@
 /**
  * The length cap's field: `max_completion_tokens` for the o-series and gpt-5
- * on api.openai.com, `max_tokens` everywhere else, and a switch (kept for the
- * process) when a server refuses the field it was sent.
+ * on api.openai.com, `max_tokens` everywhere else, and a switch (kept by the
+ * brain, TokenField.makeMemory) when a server refuses the field it was sent.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Option, Redacted } from "effect"
@@ -13,7 +13,6 @@ import * as Server from "../support/ChatCompletionsServer.js"
 import { withRealHttp } from "../support/TestClockHttp.js"
 import { advanceTo, awaitPendingSleep } from "../support/TestClockWait.js"
 
-// Each test its own model: what a server said is remembered for the process, by endpoint and model.
 const request = (model: string): MessagesRequest => ({ model, max_tokens: 256, messages: [{ role: "user", content: "Hello?" }] })
 
 const settings = (baseUrl: string): OpenAi.OpenAiConfig => ({
@@ -37,23 +36,27 @@ describe("the length cap's field", () => {
       const brain = yield* OpenAi.make(settings(server.url))
       const answer = yield* brain.complete(request("model-refusing-max-tokens"))
       expect(answer.content).toEqual([{ type: "text", text: "Hi." }])
-      // Remembered for the process: another request, even from another brain, goes straight to the field it takes.
+      // Remembered by the brain: its next requests go straight to the field it takes.
       yield* brain.complete(request("model-refusing-max-tokens"))
-      yield* (yield* OpenAi.make(settings(server.url))).complete(request("model-refusing-max-tokens"))
+      yield* brain.complete(request("model-refusing-max-tokens"))
       expect(capsOf(yield* server.requests)).toEqual([
         "max_tokens=256",
         "max_completion_tokens=256",
         "max_completion_tokens=256",
         "max_completion_tokens=256"
       ])
+      // Another brain (another command, another host) has learned nothing yet: it asks as a first brain does.
+      yield* (yield* OpenAi.make(settings(server.url))).complete(request("model-refusing-max-tokens"))
+      expect(capsOf(yield* server.requests).slice(4)).toEqual(["max_tokens=256", "max_completion_tokens=256"])
     })))
 
   it.effect("a server refusing max_completion_tokens is asked again with max_tokens", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.refusing(["max_completion_tokens"], Server.replies(Server.text("Old."))))
-      // As if an earlier answer had said this endpoint wants max_completion_tokens for it.
-      TokenField.learn(`${server.url}/chat/completions`, "model-refusing-completion", "max_completion_tokens")
-      const brain = yield* OpenAi.make(settings(server.url))
+      // As if an earlier answer had told this brain its endpoint wants max_completion_tokens for it.
+      const fields = TokenField.makeMemory(server.url)
+      fields.learn("model-refusing-completion", "max_completion_tokens")
+      const brain = yield* OpenAi.make(settings(server.url), fields)
       expect((yield* brain.complete(request("model-refusing-completion"))).content).toEqual([{ type: "text", text: "Old." }])
       yield* brain.complete(request("model-refusing-completion"))
       expect(capsOf(yield* server.requests)).toEqual(["max_completion_tokens=256", "max_tokens=256", "max_tokens=256"])

@@ -1,5 +1,6 @@
 /** What one claw file declares, and what is said about a declaration it cannot take. */
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect } from "@effect/vitest"
+import { it } from "../support/ProcessServices.js"
 import { Effect } from "effect"
 import { maxDeclarationBytes, parseClawFile } from "../../src/claws/ClawDeclarations.js"
 import * as Scripts from "../../src/claws/ScriptClaws.js"

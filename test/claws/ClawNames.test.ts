@@ -5,11 +5,11 @@
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect } from "@effect/vitest"
+import { it, runInHelper } from "../support/ProcessServices.js"
 import { ConfigProvider, Effect } from "effect"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
 import * as ClawsCheck from "../../src/cli/commands/doctor/ClawsCheck.js"
-import * as SpawnHelper from "../../src/runtime/process/SpawnHelper.js"
 import { printable } from "../../src/runtime/Printable.js"
 import * as Cli from "../support/Cli.js"
 import { captureLogs } from "../support/LogCapture.js"
@@ -70,7 +70,7 @@ describe("a claw named with a newline", () => {
   it.effect("a claw that cannot be started is named escaped in the error (logged by the caller)", () =>
     Effect.gen(function*() {
       const dir = yield* Sandbox.tempDir("planckclaw-names-")
-      const error = yield* SpawnHelper.run({
+      const error = yield* runInHelper({
         command: Path.join(dir, forged),
         args: [],
         cwd: dir,

@@ -5,7 +5,8 @@
  * with what it printed a grace after its exit.
  */
 import * as Path from "node:path"
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect } from "@effect/vitest"
+import { it } from "../support/ProcessServices.js"
 import { Duration, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as Scripts from "../../src/claws/ScriptClaws.js"

@@ -12,7 +12,7 @@ import { text } from "../../src/brain/ScriptedBrain.js"
 import * as Inbox from "../../src/memory/Inbox.js"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
-import { capText, conversation, HISTORY_LINE_MAX_BYTES } from "../../src/agent/Prompt.js"
+import { capText, HISTORY_LINE_MAX_BYTES, promptMemo } from "../../src/agent/Prompt.js"
 import { harness, line, memoryStore } from "../support/Harness.js"
 import { tempDir } from "../support/Sandbox.js"
 
@@ -210,7 +210,7 @@ describe("a history line of many megabytes", () => {
     expect(Buffer.byteLength(kept)).toBeLessThanOrEqual(HISTORY_LINE_MAX_BYTES)
     expect(kept).toBe("é".repeat(HISTORY_LINE_MAX_BYTES / 2))
     expect(cut).toBe(`${kept}…[cut: ${Buffer.byteLength(long) - Buffer.byteLength(kept)} bytes]`)
-    expect(conversation([{ role: "user", content: long }], "next")[0]!.content).toBe(cut)
+    expect(promptMemo().conversation([{ role: "user", content: long }], "next")[0]!.content).toBe(cut)
   })
 
   it.effect("is sent cut with every turn, and kept whole in history.jsonl", () =>

@@ -1,4 +1,5 @@
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect } from "@effect/vitest"
+import { it } from "../support/ProcessServices.js"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Exit, Fiber, Option, Queue, Redacted, Schedule, Scope } from "effect"

@@ -63,4 +63,22 @@ describe("mkfifo", () => {
       expect(refused.message).not.toContain(partly[0])
       for (const file of partly) expect(fs.existsSync(file)).toBe(false)
     }))
+
+  it.effect("a run's FIFOs with the first mkfifo missing: PATH's makes them, and says why it cannot", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      // A mkfifo that counts its starts, then is PATH's.
+      const starts = path.join(dir, "starts")
+      const counting = path.join(dir, "counting-mkfifo")
+      fs.writeFileSync(counting, `#!/bin/sh\necho >> ${starts}\nexec mkfifo "$@"\n`, { mode: 0o700 })
+      const commands = [path.join(dir, "missing", "mkfifo"), counting]
+      const files = ["a", "b"].map((name) => path.join(dir, name))
+      expect([...(yield* makeFifos(files, commands)).keys()]).toEqual(files)
+      const partly = [path.join(dir, "c"), path.join(dir, "gone", "e")]
+      const refused = yield* Effect.flip(makeFifos(partly, commands))
+      expect(refused.message).toContain(partly[1])
+      expect(refused.message).not.toContain("ENOENT")
+      // One start for the first, two for the second (unexplained, then explained).
+      expect(fs.readFileSync(starts, "utf8")).toBe("\n\n\n")
+    }))
 })

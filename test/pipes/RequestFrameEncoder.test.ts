@@ -10,7 +10,7 @@ import fc from "fast-check"
 import type { MessagesRequest } from "../../src/ports/Brain.js"
 import type { ToolDefinition } from "../../src/ports/Claws.js"
 import { encodeBrainFrame, makeRequestFrameEncoder } from "../../src/pipes/BrainFrame.js"
-import { conversation, toolSpecsMemo, turnRequest } from "../../src/agent/Prompt.js"
+import { promptMemo } from "../../src/agent/Prompt.js"
 
 const expected = (request: unknown) => `${JSON.stringify(request)}\n\n`
 
@@ -23,7 +23,7 @@ describe("request frames from kept pieces", () => {
   it("are the bytes of JSON.stringify over turns that resend the same history and tool specs", () => {
     for (const cache of [false, true]) {
       const encode = makeRequestFrameEncoder()
-      const specs = toolSpecsMemo()
+      const { conversation, toolSpecs: specs, turnRequest } = promptMemo()
       const history: Array<{ role: "user" | "assistant"; content: string }> = []
       for (let turn = 0; turn < 6; turn++) {
         const text = `message ${turn} with "quotes", \\ and émoji 🦀`

@@ -16,7 +16,7 @@ import { anchoredWindow, linesToRead } from "../../src/agent/CacheWindow.js"
 import type { ToolDefinition } from "../../src/ports/Claws.js"
 import { encodeBrainFrame, makeRequestFrameEncoder } from "../../src/pipes/BrainFrame.js"
 import type { HistoryEntry } from "../../src/memory/Memory.js"
-import { compactionRequest, conversation, systemPrompt, toolSpecsMemo, turnRequest } from "../../src/agent/Prompt.js"
+import { compactionRequest, promptMemo } from "../../src/agent/Prompt.js"
 
 const fresh = (request: unknown) => `${JSON.stringify(request)}\n\n`
 
@@ -52,7 +52,8 @@ const step: fc.Arbitrary<Step> = fc.oneof(
  */
 const replay = (steps: ReadonlyArray<Step>, keep: number, cache: boolean) => {
   const encode = makeRequestFrameEncoder()
-  const specs = toolSpecsMemo()
+  // One agent's memo, as Agent.make gives its turns.
+  const { conversation, systemPrompt, toolSpecs: specs, turnRequest } = promptMemo()
   const check = (request: MessagesRequest) => expect(Result.getOrThrow(encode(request))).toBe(fresh(request))
   let declared = [0, 1, 2, 3].map((i) => tool(`tool${i}`, `does ${i}`))
   let tools: ReadonlyArray<ToolDefinition> = declared.slice(0, 2)

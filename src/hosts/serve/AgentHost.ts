@@ -259,13 +259,14 @@ export const make = Effect.gen(function*() {
   // The caller holds the agent started until its reply comes.
   const sendChecked = (message: HostMessage.HostMessage) => Effect.scoped(Effect.flatMap(acceptChecked(message), awaitReply))
 
-  const status = (id: AgentId.AgentId) => AgentStatus.read(id, directoryOf(id), running.has(id))
+  const statusReader = AgentStatus.makeReader()
+  const status = (id: AgentId.AgentId) => statusReader.read(id, directoryOf(id), running.has(id))
 
   const list = (page: AgentStatus.ListPage) =>
     Effect.suspend(() => {
       const names = Result.try(() => fs.readdirSync(config.agentsDir))
       if (Result.isFailure(names)) return refuse("unavailable", `cannot list ${config.agentsDir}: ${String(names.failure)}`)
-      return AgentStatus.readPage(names.success.filter(AgentId.is).sort(), page, directoryOf, (id) => running.has(id))
+      return statusReader.readPage(names.success.filter(AgentId.is).sort(), page, directoryOf, (id) => running.has(id))
     })
 
   const compact = (raw: string) =>

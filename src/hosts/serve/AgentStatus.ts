@@ -16,14 +16,13 @@ export interface AgentInfo {
   readonly state: "running" | "released"
 }
 
-// One buffer for every count: counting is synchronous, so no two use it at once.
-let chunk: Buffer | undefined
-
-/** Counts newlines in chunks, plus a last line without one: memory stays flat with a large history. */
-const countLines = (file: string): number => {
+/**
+ * Counts newlines in chunks of `buffer`, plus a last line without one: memory
+ * stays flat with a large history.
+ */
+const countLines = (file: string, buffer: Buffer): number => {
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
   try {
-    const buffer = chunk ??= Buffer.allocUnsafe(64 * 1024)
     let lines = 0
     let last = 0x0a
     for (let read = fs.readSync(fd, buffer); read > 0; read = fs.readSync(fd, buffer)) {
@@ -38,13 +37,13 @@ const countLines = (file: string): number => {
 
 const stat = (file: string) => Result.getOrUndefined(Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false })))
 
-export const read = (id: string, directory: string, running: boolean): AgentInfo => {
+const readWith = (buffer: Buffer, id: string, directory: string, running: boolean): AgentInfo => {
   const history = path.join(directory, "history.jsonl")
   const historyStat = stat(history)
   const times = [historyStat, stat(path.join(directory, ".inbox.jsonl"))].flatMap((s) => s?.isFile() === true ? [s.mtimeMs] : [])
   return {
     id,
-    historyLines: historyStat?.isFile() === true ? Result.getOrElse(Result.try(() => countLines(history)), () => 0) : 0,
+    historyLines: historyStat?.isFile() === true ? Result.getOrElse(Result.try(() => countLines(history, buffer)), () => 0) : 0,
     summaryBytes: stat(path.join(directory, "summary.md"))?.size ?? 0,
     lastMessageAt: times.length === 0 ? null : new Date(Math.max(...times)).toISOString(),
     state: running ? "running" : "released"
@@ -123,14 +122,39 @@ export interface AgentList {
   readonly next: string | null
 }
 
+/** What a host reads its agents' status with (`makeReader`, one per host). */
+export interface StatusReader {
+  /** An agent's status, read from its directory. */
+  readonly read: (id: string, directory: string, running: boolean) => AgentInfo
+  /**
+   * A page of the agents among `sortedIds` (those whose directory is a real
+   * directory), each read as `read` does, a step at a time: a listing reads
+   * every agent's history to count its lines (some 55 µs an agent with a
+   * short one), and 10,000 agents read in one go held every other agent's
+   * turn for half a second.
+   */
+  readonly readPage: <Id extends string>(
+    sortedIds: ReadonlyArray<Id>,
+    page: ListPage,
+    directoryOf: (id: Id) => string,
+    isRunning: (id: Id) => boolean
+  ) => Effect.Effect<AgentList>
+}
+
 /**
- * A page of the agents among `sortedIds` (those whose directory is a real
- * directory), each read as `read` does, a step at a time: a listing reads
- * every agent's history to count its lines (some 55 µs an agent with a
- * short one), and 10,000 agents read in one go held every other agent's
- * turn for half a second.
+ * A host's reader, with the one buffer every count of its histories uses:
+ * counting is synchronous, so no two use it at once, and a listing of
+ * thousands of agents allocates none.
  */
-export const readPage = <Id extends string>(
+export const makeReader = (): StatusReader => {
+  let chunk: Buffer | undefined
+  const read = (id: string, directory: string, running: boolean): AgentInfo =>
+    readWith(chunk ??= Buffer.allocUnsafe(64 * 1024), id, directory, running)
+  return { read, readPage: (sortedIds, page, directoryOf, isRunning) => readPage(read, sortedIds, page, directoryOf, isRunning) }
+}
+
+const readPage = <Id extends string>(
+  read: StatusReader["read"],
   sortedIds: ReadonlyArray<Id>,
   page: ListPage,
   directoryOf: (id: Id) => string,

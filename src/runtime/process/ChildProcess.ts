@@ -14,8 +14,8 @@
  * and its session is killed, whatever still holds its stdout or stderr is
  * outside it (a daemon started with setsid): the run waits `outputGrace`
  * for end of file, then answers with what was read, and logs a warning. While it runs, the group is listed
- * with the process's watchdog, which kills its session should the agent
- * die without closing its scopes (SIGKILL).
+ * with the watchdog in context (Watchdog), which kills its session should
+ * the agent die without closing its scopes (SIGKILL).
  */
 import type * as NodeChildProcess from "node:child_process"
 import * as fs from "node:fs"
@@ -31,7 +31,7 @@ import { describeError } from "../Errors.js"
 import { printable } from "../Printable.js"
 import { heldBy } from "./PidLiveness.js"
 import { signalSession } from "./ProcessGroup.js"
-import { spawnGuarded, untrackGroup } from "./Watchdog.js"
+import { Watchdog, type WatchdogService } from "./Watchdog.js"
 
 /**
  * Where a run's process works: a directory that exists, or a private one
@@ -124,6 +124,7 @@ interface Running {
  * that must see it.
  */
 const start = (
+  { spawnGuarded, untrackGroup }: WatchdogService,
   request: RunRequest,
   cwd: string,
   { done, exit }: Ends
@@ -198,7 +199,11 @@ const stop = (running: Running): Effect.Effect<void> =>
     signalSession(child.pid, "SIGKILL")
   })
 
-/** The parents and prefixes swept in this process (see sweepLeftovers): once each. */
+/**
+ * The parents and prefixes swept in this process (see sweepLeftovers): once
+ * each. Process-wide by nature: what a sweep removes was left by other
+ * processes, now dead, and is the same whichever scope of this one sweeps.
+ */
 const swept = new Set<string>()
 
 /**
@@ -254,17 +259,18 @@ export const privateDirectory = (parent: string, prefix: string): Effect.Effect<
  * Runs the request to completion. Interrupting the returned effect kills the
  * whole process group; apply a timeout with `Effect.timeout*` on the result.
  */
-export const run = (request: RunRequest): Effect.Effect<RunOutcome, SpawnError> =>
+export const run = (request: RunRequest): Effect.Effect<RunOutcome, SpawnError, Watchdog> =>
   typeof request.cwd === "string"
     ? runIn(request, request.cwd)
     // The directory outlives the process group: `runIn` returns (or is
     // interrupted) only once the group is killed and reaped.
     : Effect.scoped(Effect.flatMap(privateDirectory(request.cwd.privateIn, request.cwd.prefix), (cwd) => runIn(request, cwd)))
 
-const runIn = (request: RunRequest, cwd: string): Effect.Effect<RunOutcome, SpawnError> =>
+const runIn = (request: RunRequest, cwd: string): Effect.Effect<RunOutcome, SpawnError, Watchdog> =>
   Effect.gen(function*() {
+    const watchdog = yield* Watchdog
     const ends: Ends = { done: yield* Deferred.make<RunOutcome, SpawnError>(), exit: yield* Deferred.make<void>() }
-    return yield* Effect.acquireRelease(Effect.suspend(() => Effect.fromResult(start(request, cwd, ends))), stop).pipe(
+    return yield* Effect.acquireRelease(Effect.suspend(() => Effect.fromResult(start(watchdog, request, cwd, ends))), stop).pipe(
       Effect.flatMap((running) => Effect.raceFirst(Deferred.await(ends.done), heldOpen(request, running, ends))),
       Effect.scoped
     )

@@ -10,7 +10,10 @@
  * (bench/fork-spill.mjs). The helper pays the fork instead, on its own
  * thread; this process writes one line and reads one back.
  *
- * It is started at the first run, with an environment of nothing but PATH
+ * It is a scoped service (`layer`, with the watchdog it needs): the command
+ * provides it at its entry, and its scope's end (the end of the run) ends
+ * the helper as this process's end would. It is started at the first run,
+ * with an environment of nothing but PATH
  * (it holds no secret: each request carries the claw's own environment,
  * secrets withheld), in a session of its own (Ctrl-C in the terminal is
  * this process's to handle). It never keeps this process alive by itself,
@@ -20,21 +23,23 @@
  * saying so, and the next run starts a new helper. One that does not
  * answer a stop within 5 s is killed, so it cannot hold a shutdown. Should
  * it not start, or end by itself before answering anything, runs go on
- * from this process, warned once.
- *
- * Module state on purpose, like the watchdog's: one helper per process.
+ * from this process (with the same watchdog), warned once.
  */
 import { type ChildProcess as NodeChild, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
 import { describeError } from "../Errors.js"
 import { printable } from "../Printable.js"
 import * as Framing from "../Framing.js"
 import { packageRoot } from "../../config/PackageRoot.js"
 import * as ChildProcess from "./ChildProcess.js"
+import * as Watchdog from "./Watchdog.js"
 import { decodeFromHelper, type FromHelper, maxLineBytes, type ToHelper } from "./SpawnWire.js"
 
 type Resume = (effect: Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError>) => void
@@ -59,12 +64,16 @@ interface Helper {
   killedBecause?: string
 }
 
-let helper: Helper | undefined
+/** A scope's helper: the one running, or why runs go on from this process. */
+interface State {
+  helper: Helper | undefined
+  /** Why runs go on from this process; logged once (`warned`). */
+  unavailable: string | undefined
+  warned: boolean
+}
+
 /** How long an interrupted run waits for the helper to say its group is gone. */
 const stopBound = Duration.seconds(5)
-/** Why runs go on from this process; logged once. */
-let unavailable: string | undefined
-let warned = false
 
 /** The helper's program, bundled into dist/cli/spawn-helper.cjs (found from the package root: this module may be in a bundle). */
 const helperScript = (): Result.Result<string, string> => {
@@ -146,14 +155,14 @@ const onLine = (running: Helper, frame: Framing.Frame): void => {
   }
 }
 
-const onExit = (running: Helper, code: number | null, signal: NodeJS.Signals | null): void => {
-  if (helper === running) helper = undefined
+const onExit = (state: State, running: Helper, code: number | null, signal: NodeJS.Signals | null): void => {
+  if (state.helper === running) state.helper = undefined
   const how = running.killedBecause ?? (signal !== null ? `killed by ${signal}` : `exit code ${code}`)
   const said = running.stderr.trim() === "" ? "" : `: ${running.stderr.trim().slice(0, 500)}`
   // One that ended by itself (or said what it should not) before any answer will not do better next time;
   // one killed by a signal (the OOM killer) may.
   const broken = !running.answered && (signal === null || running.killedBecause !== undefined)
-  if (broken && unavailable === undefined) unavailable = `the spawn helper ended before it answered (${how}${said})`
+  if (broken && state.unavailable === undefined) state.unavailable = `the spawn helper ended before it answered (${how}${said})`
   for (const id of [...running.pending.keys()]) {
     const pending = settle(running, id)!
     if (pending.onStopped !== undefined) pending.onStopped(undefined)
@@ -164,7 +173,7 @@ const onExit = (running: Helper, code: number | null, signal: NodeJS.Signals | n
   }
 }
 
-const start = (): Result.Result<Helper, string> => {
+const start = (state: State): Result.Result<Helper, string> => {
   const script = helperScript()
   if (Result.isFailure(script)) return Result.fail(script.failure)
   const spawned = Result.try({
@@ -191,21 +200,22 @@ const start = (): Result.Result<Helper, string> => {
   child.stderr?.on("data", (chunk: string) => {
     if (running.stderr.length < 2048) running.stderr += chunk
   })
-  child.on("exit", (code, signal) => onExit(running, code, signal))
+  child.on("exit", (code, signal) => onExit(state, running, code, signal))
   ;(child.stdin as { unref?: () => void } | null)?.unref?.()
   ;(child.stderr as { unref?: () => void } | null)?.unref?.()
   hold(running, false)
   return Result.succeed(running)
 }
 
-const current = (): Result.Result<Helper, string> => {
-  if (unavailable !== undefined) return Result.fail(unavailable)
+const current = (state: State): Result.Result<Helper, string> => {
+  if (state.unavailable !== undefined) return Result.fail(state.unavailable)
+  const { helper } = state
   if (helper !== undefined && helper.child.exitCode === null && helper.child.signalCode === null) {
     return Result.succeed(helper)
   }
-  const started = start()
-  if (Result.isFailure(started)) unavailable = started.failure
-  else helper = started.success
+  const started = start(state)
+  if (Result.isFailure(started)) state.unavailable = started.failure
+  else state.helper = started.success
   return started
 }
 
@@ -239,45 +249,77 @@ const sent = (helper: Helper, id: number, command: string, line: string) =>
     )
   })
 
+export interface SpawnHelperService {
+  /**
+   * ChildProcess.run, from the spawn helper. Interrupting it kills the whole
+   * group and returns once the helper has reaped it, as ChildProcess.run does.
+   */
+  readonly run: (request: ChildProcess.RunRequest) => Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError>
+  /**
+   * Whether claws would start from the helper (`planckclaw doctor`): a
+   * command that does nothing, run through it. Its pid, or why claws start
+   * from this process instead.
+   */
+  readonly probe: Effect.Effect<Result.Result<number, string>>
+  /** The running helper's pid, if one runs (for tests). */
+  readonly helperPid: () => number | undefined
+}
+
+export class SpawnHelper extends Context.Service<SpawnHelper, SpawnHelperService>()("planckclaw/SpawnHelper") {}
+
 /**
- * ChildProcess.run, from the spawn helper. Interrupting it kills the whole
- * group and returns once the helper has reaped it, as ChildProcess.run does.
+ * The spawn helper of a scope: started at the first run; at the scope's
+ * end, told end of file (as this process's end would), so it kills what it
+ * still runs and exits. Runs that go on from this process use `watchdog`.
  */
-export const run = (request: ChildProcess.RunRequest): Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError> =>
-  Effect.suspend(() => {
-    const running = current()
-    if (Result.isSuccess(running)) return inHelper(running.success, request)
-    const warning = warned ? Effect.void : Effect.logWarning(`claws are started from this process: ${running.failure}`)
-    warned = true
-    return Effect.andThen(warning, ChildProcess.run(request))
+export const make: Effect.Effect<SpawnHelperService, never, Scope.Scope | Watchdog.Watchdog> = Effect.gen(function*() {
+  const watchdog = yield* Watchdog.Watchdog
+  const state: State = { helper: undefined, unavailable: undefined, warned: false }
+  yield* Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      state.unavailable = "the spawn helper's scope has ended (planckclaw is stopping)"
+      state.helper?.child.stdin?.end()
+    })
+  )
+
+  const run = (request: ChildProcess.RunRequest): Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError> =>
+    Effect.suspend(() => {
+      const running = current(state)
+      if (Result.isSuccess(running)) return inHelper(running.success, request)
+      const warning = state.warned ? Effect.void : Effect.logWarning(`claws are started from this process: ${running.failure}`)
+      state.warned = true
+      return Effect.andThen(warning, Effect.provideService(ChildProcess.run(request), Watchdog.Watchdog, watchdog))
+    })
+
+  const probe: Effect.Effect<Result.Result<number, string>> = Effect.suspend(() => {
+    const running = current(state)
+    if (Result.isFailure(running)) return Effect.succeed(Result.fail(running.failure))
+    const { pid } = running.success
+    return inHelper(running.success, {
+      command: "/bin/sh",
+      args: ["-c", "exit 0"],
+      cwd: "/",
+      env: { PATH: "/usr/bin:/bin" },
+      stdoutMax: 0,
+      stderrMax: 1024,
+      floodAllowance: 0
+    }).pipe(
+      Effect.map((outcome) =>
+        outcome.exitCode === 0
+          ? Result.succeed(pid)
+          : Result.fail(`a command that does nothing ended with ${outcome.signal ?? `exit code ${outcome.exitCode}`}`)
+      ),
+      Effect.catch((error) => Effect.succeed(Result.fail(error.message)))
+    )
   })
 
-/**
- * Whether claws would start from the helper (`planckclaw doctor`): a command
- * that does nothing, run through it. Its pid, or why claws start from this
- * process instead.
- */
-export const probe: Effect.Effect<Result.Result<number, string>> = Effect.suspend(() => {
-  const running = current()
-  if (Result.isFailure(running)) return Effect.succeed(Result.fail(running.failure))
-  const { pid } = running.success
-  return inHelper(running.success, {
-    command: "/bin/sh",
-    args: ["-c", "exit 0"],
-    cwd: "/",
-    env: { PATH: "/usr/bin:/bin" },
-    stdoutMax: 0,
-    stderrMax: 1024,
-    floodAllowance: 0
-  }).pipe(
-    Effect.map((outcome) =>
-      outcome.exitCode === 0
-        ? Result.succeed(pid)
-        : Result.fail(`a command that does nothing ended with ${outcome.signal ?? `exit code ${outcome.exitCode}`}`)
-    ),
-    Effect.catch((error) => Effect.succeed(Result.fail(error.message)))
-  )
+  return { run, probe, helperPid: () => state.helper?.pid }
 })
 
-/** The running helper's pid, if one runs (for tests). */
-export const helperPid = (): number | undefined => helper?.pid
+/** The spawn helper and the watchdog of a command's run: provided at its entry, ended with it. */
+export const layer: Layer.Layer<SpawnHelper | Watchdog.Watchdog> = Layer.effect(SpawnHelper, make).pipe(
+  Layer.provideMerge(Watchdog.layer)
+)
+
+/** `probe` of the spawn helper in context. */
+export const probe: Effect.Effect<Result.Result<number, string>, never, SpawnHelper> = Effect.flatMap(SpawnHelper, (helper) => helper.probe)

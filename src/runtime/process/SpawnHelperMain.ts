@@ -8,6 +8,10 @@
  * group still running is killed and reaped, then the helper exits. A line
  * it cannot read is a bug in this package: it says so on stderr and exits,
  * killing what it runs, and the agent reports that to the runs it waits for.
+ *
+ * This is the main of a process of its own: its module state (the runs it
+ * holds, whether it is ending, its watchdog's scope) is that process's,
+ * which ends with it.
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -17,9 +21,11 @@ import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as References from "effect/References"
+import * as Scope from "effect/Scope"
 import { errnoCode } from "../Errors.js"
 import * as Framing from "../Framing.js"
 import * as ChildProcess from "./ChildProcess.js"
+import * as Watchdog from "./Watchdog.js"
 import { decodeToHelper, type FromHelper, maxLineBytes, type RunLine } from "./SpawnWire.js"
 
 interface Running {
@@ -27,6 +33,10 @@ interface Running {
   readonly warnings: ReadonlyArray<string>
 }
 const running = new Map<number, Running>()
+
+// This process's watchdog, for every group it starts: its scope ends when the process does (`end`).
+const watchdogScope = Scope.makeUnsafe()
+const watchdog = Effect.runSync(Scope.provide(Watchdog.make, watchdogScope))
 
 // The agent is gone when its end of the pipe is: end of file on stdin says so, an EPIPE here adds nothing.
 process.stdout.on("error", () => undefined)
@@ -60,7 +70,10 @@ const start = (request: typeof RunLine.Type): void => {
   const warnings: Array<string> = []
   // Effect's default logger writes to stdout, which is the wire here: the run's logs go with its answer instead.
   const fiber = Effect.runFork(
-    Effect.provideService(ChildProcess.run(request), References.CurrentLoggers, new Set([collectWarnings(warnings)]))
+    ChildProcess.run(request).pipe(
+      Effect.provideService(Watchdog.Watchdog, watchdog),
+      Effect.provideService(References.CurrentLoggers, new Set([collectWarnings(warnings)]))
+    )
   )
   running.set(request.id, { fiber, warnings })
   fiber.addObserver((exit) => {
@@ -96,7 +109,9 @@ let ending = false
 const end = (code: number): void => {
   if (ending) return
   ending = true
-  Effect.runFork(Fiber.interruptAll([...running.values()].map((run) => run.fiber))).addObserver(() => process.exit(code))
+  Effect.runFork(
+    Fiber.interruptAll([...running.values()].map((run) => run.fiber)).pipe(Effect.andThen(Scope.close(watchdogScope, Exit.void)))
+  ).addObserver(() => process.exit(code))
 }
 
 const lines = Framing.makeLineFramer(maxLineBytes)

@@ -21,15 +21,21 @@
  * of file and the command never starts. A watchdog that cannot be started
  * fails the spawn; one killed by a signal is replaced and told every group.
  *
- * Module state on purpose: it stands for this process's death, of which
- * there is one.
+ * A scoped service (`layer`): the command provides it at its entry, so one
+ * watchdog stands for the process, started at the first guarded spawn; the
+ * scope's end (the end of the run) closes its stdin as the process's death
+ * would, and it exits (signalling what is still listed, which after a clean
+ * stop is nothing).
  */
 import { type ChildProcess, spawn, type StdioNull, type StdioPipe } from "node:child_process"
 import * as fs from "node:fs"
 import type { Writable } from "node:stream"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
 import { describeError } from "../Errors.js"
 
 /** Seconds between SIGTERM and SIGKILL for groups left behind. */
@@ -80,66 +86,6 @@ export class GuardedSpawnFailed extends Data.TaggedError("GuardedSpawnFailed")<{
   readonly cause: unknown
 }> {}
 
-const tracked = new Set<number>()
-let watchdog: ChildProcess | undefined
-
-const isUsable = (child: ChildProcess | undefined): child is ChildProcess =>
-  child !== undefined && child.exitCode === null && child.signalCode === null &&
-  child.stdin?.writable === true
-
-/** The running watchdog, started (and told every tracked group) if there is none. */
-const current = (): Result.Result<ChildProcess, unknown> => {
-  if (isUsable(watchdog)) return Result.succeed(watchdog)
-  const started = Result.try(() =>
-    spawn("/bin/sh", ["-c", script], {
-      detached: true,
-      stdio: ["pipe", "ignore", "ignore"],
-      env: { PATH: "/usr/bin:/bin" }
-    })
-  )
-  if (Result.isFailure(started)) return started
-  const child = started.success
-  // A failed spawn (EAGAIN, ENOENT) reports through 'error' and has no pid.
-  child.on("error", () => undefined)
-  child.stdin?.on("error", () => undefined)
-  // It must never keep this process alive: it exists for when this process is gone.
-  child.unref()
-  ;(child.stdin as { unref?: () => void } | null)?.unref?.()
-  if (child.pid === undefined) {
-    child.stdin?.destroy()
-    return Result.fail("/bin/sh could not be spawned")
-  }
-  watchdog = child
-  // Killed by someone while groups run: a new one takes over the list at once.
-  child.once("exit", (_code, signal) => {
-    if (watchdog !== child) return
-    watchdog = undefined
-    if (signal !== null && tracked.size > 0) current()
-  })
-  if (tracked.size > 0) child.stdin?.write([...tracked].map((pgid) => `+${pgid}\n`).join(""))
-  return Result.succeed(child)
-}
-
-/**
- * Hands the group to the watchdog, then `then(true)` once the line is with
- * the kernel (a SIGKILL from then on still reaches the watchdog), or
- * `then(false)` when no watchdog can take it.
- */
-const list = (pgid: number, then: (listed: boolean) => void, retried = false): void => {
-  const running = current()
-  if (Result.isFailure(running)) return then(false)
-  tracked.add(pgid)
-  running.success.stdin?.write(`+${pgid}\n`, (error) => {
-    if (error === undefined || error === null) return then(true)
-    // That watchdog died before taking it; the next one is told every tracked group, this one too.
-    if (retried) {
-      tracked.delete(pgid)
-      return then(false)
-    }
-    list(pgid, then, true)
-  })
-}
-
 export interface GuardedOptions {
   readonly cwd?: string
   readonly env: Readonly<Record<string, string | undefined>>
@@ -147,61 +93,152 @@ export interface GuardedOptions {
   readonly stdio: readonly [StdioNull | StdioPipe, StdioNull | StdioPipe | number, StdioNull | StdioPipe]
 }
 
-/**
- * Spawns `command` in a process group of its own (its pid is the group id),
- * listed with the watchdog before the command starts: no instant exists in
- * which a kill of this process leaves it running. Fails when the command
- * cannot be executed, or when no watchdog can be started (rather than run
- * a group nothing would kill).
- */
-export const spawnGuarded = (
-  command: string,
-  args: ReadonlyArray<string>,
-  options: GuardedOptions
-): Result.Result<ChildProcess, GuardedSpawnFailed> => {
-  // The gate execs the command: checked here so a missing one still fails the spawn with its errno.
-  if (command.includes("/")) {
-    const access = Result.try(() => fs.accessSync(command, fs.constants.X_OK))
-    if (Result.isFailure(access)) return Result.fail(new GuardedSpawnFailed({ message: describeError(access.failure), cause: access.failure }))
-  }
-  const running = current()
-  if (Result.isFailure(running)) {
-    return Result.fail(
-      new GuardedSpawnFailed({
-        message: `no watchdog could be started to stop it should planckclaw be killed (${describeError(running.failure)})`,
-        cause: running.failure
+
+export interface WatchdogService {
+  /**
+   * Spawns `command` in a process group of its own (its pid is the group
+   * id), listed with the watchdog before the command starts: no instant
+   * exists in which a kill of this process leaves it running. Fails when
+   * the command cannot be executed, or when no watchdog can be started
+   * (rather than run a group nothing would kill).
+   */
+  readonly spawnGuarded: (
+    command: string,
+    args: ReadonlyArray<string>,
+    options: GuardedOptions
+  ) => Result.Result<ChildProcess, GuardedSpawnFailed>
+  /** The group is gone (or killed): the watchdog must not signal it later, its id may be reused. */
+  readonly untrackGroup: (pgid: number) => void
+}
+
+export class Watchdog extends Context.Service<Watchdog, WatchdogService>()("planckclaw/Watchdog") {}
+
+const isUsable = (child: ChildProcess | undefined): child is ChildProcess =>
+  child !== undefined && child.exitCode === null && child.signalCode === null &&
+  child.stdin?.writable === true
+
+/** The watchdog of a scope: started at its first guarded spawn, its stdin closed (its end of file) when the scope ends. */
+export const make: Effect.Effect<WatchdogService, never, Scope.Scope> = Effect.map(
+  Effect.acquireRelease(Effect.sync(makeWatchdog), (watchdog) => Effect.sync(watchdog.end)),
+  ({ spawnGuarded, untrackGroup }) => ({ spawnGuarded, untrackGroup })
+)
+
+/** One watchdog for the scope the layer is built in (a command provides it at its entry). */
+export const layer: Layer.Layer<Watchdog> = Layer.effect(Watchdog, make)
+
+/** `untrackGroup` of the watchdog in context. */
+export const untrack = (pgid: number): Effect.Effect<void, never, Watchdog> =>
+  Effect.map(Watchdog, (watchdog) => watchdog.untrackGroup(pgid))
+
+function makeWatchdog(): WatchdogService & { readonly end: () => void } {
+  const tracked = new Set<number>()
+  let watchdog: ChildProcess | undefined
+  let ended = false
+
+  /** The running watchdog, started (and told every tracked group) if there is none. */
+  const current = (): Result.Result<ChildProcess, unknown> => {
+    if (isUsable(watchdog)) return Result.succeed(watchdog)
+    if (ended) return Result.fail("its scope has ended (planckclaw is stopping)")
+    const started = Result.try(() =>
+      spawn("/bin/sh", ["-c", script], {
+        detached: true,
+        stdio: ["pipe", "ignore", "ignore"],
+        env: { PATH: "/usr/bin:/bin" }
       })
     )
+    if (Result.isFailure(started)) return started
+    const child = started.success
+    // A failed spawn (EAGAIN, ENOENT) reports through 'error' and has no pid.
+    child.on("error", () => undefined)
+    child.stdin?.on("error", () => undefined)
+    // It must never keep this process alive: it exists for when this process is gone.
+    child.unref()
+    ;(child.stdin as { unref?: () => void } | null)?.unref?.()
+    if (child.pid === undefined) {
+      child.stdin?.destroy()
+      return Result.fail("/bin/sh could not be spawned")
+    }
+    watchdog = child
+    // Killed by someone while groups run: a new one takes over the list at once.
+    child.once("exit", (_code, signal) => {
+      if (watchdog !== child) return
+      watchdog = undefined
+      if (signal !== null && tracked.size > 0) current()
+    })
+    if (tracked.size > 0) child.stdin?.write([...tracked].map((pgid) => `+${pgid}\n`).join(""))
+    return Result.succeed(child)
   }
-  const spawned = Result.try({
-    try: () =>
-      spawn("/bin/sh", ["-c", gate("PWD" in options.env), "planckclaw-gate", command, ...args], {
-        cwd: options.cwd,
-        env: options.env,
-        stdio: [...options.stdio, "pipe"],
-        detached: true
-      }),
-    catch: (cause) => new GuardedSpawnFailed({ message: describeError(cause), cause })
-  })
-  if (Result.isFailure(spawned)) return spawned
-  const child = spawned.success
-  const gateSocket = child.stdio[3] as Writable | null
-  gateSocket?.on("error", () => undefined)
-  const answer = (line: string) => gateSocket?.write(`${line}\n`, () => gateSocket.destroy())
-  if (child.pid === undefined) {
-    // Nothing started; the child's 'error' event says why.
-    gateSocket?.destroy()
+
+  /**
+   * Hands the group to the watchdog, then `then(true)` once the line is with
+   * the kernel (a SIGKILL from then on still reaches the watchdog), or
+   * `then(false)` when no watchdog can take it.
+   */
+  const list = (pgid: number, then: (listed: boolean) => void, retried = false): void => {
+    const running = current()
+    if (Result.isFailure(running)) return then(false)
+    tracked.add(pgid)
+    running.success.stdin?.write(`+${pgid}\n`, (error) => {
+      if (error === undefined || error === null) return then(true)
+      // That watchdog died before taking it; the next one is told every tracked group, this one too.
+      if (retried) {
+        tracked.delete(pgid)
+        return then(false)
+      }
+      list(pgid, then, true)
+    })
+  }
+
+  const spawnGuarded: WatchdogService["spawnGuarded"] = (command, args, options) => {
+    // The gate execs the command: checked here so a missing one still fails the spawn with its errno.
+    if (command.includes("/")) {
+      const access = Result.try(() => fs.accessSync(command, fs.constants.X_OK))
+      if (Result.isFailure(access)) return Result.fail(new GuardedSpawnFailed({ message: describeError(access.failure), cause: access.failure }))
+    }
+    const running = current()
+    if (Result.isFailure(running)) {
+      return Result.fail(
+        new GuardedSpawnFailed({
+          message: `no watchdog could be started to stop it should planckclaw be killed (${describeError(running.failure)})`,
+          cause: running.failure
+        })
+      )
+    }
+    const spawned = Result.try({
+      try: () =>
+        spawn("/bin/sh", ["-c", gate("PWD" in options.env), "planckclaw-gate", command, ...args], {
+          cwd: options.cwd,
+          env: options.env,
+          stdio: [...options.stdio, "pipe"],
+          detached: true
+        }),
+      catch: (cause) => new GuardedSpawnFailed({ message: describeError(cause), cause })
+    })
+    if (Result.isFailure(spawned)) return spawned
+    const child = spawned.success
+    const gateSocket = child.stdio[3] as Writable | null
+    gateSocket?.on("error", () => undefined)
+    const answer = (line: string) => gateSocket?.write(`${line}\n`, () => gateSocket.destroy())
+    if (child.pid === undefined) {
+      // Nothing started; the child's 'error' event says why.
+      gateSocket?.destroy()
+      return spawned
+    }
+    const pgid = child.pid
+    list(pgid, (listed) => answer(listed ? "" : "not started: no watchdog could take its process group"))
     return spawned
   }
-  const pgid = child.pid
-  list(pgid, (listed) => answer(listed ? "" : "not started: no watchdog could take its process group"))
-  return spawned
-}
 
-/** The group is gone (or killed): the watchdog must not signal it later, its id may be reused. */
-export const untrackGroup = (pgid: number): void => {
-  if (!tracked.delete(pgid)) return
-  if (isUsable(watchdog)) watchdog.stdin?.write(`-${pgid}\n`)
-}
+  const untrackGroup = (pgid: number): void => {
+    if (!tracked.delete(pgid)) return
+    if (isUsable(watchdog)) watchdog.stdin?.write(`-${pgid}\n`)
+  }
 
-export const untrack = (pgid: number): Effect.Effect<void> => Effect.sync(() => untrackGroup(pgid))
+  /** The scope's end: end of file for the watchdog, as this process's death would be. */
+  const end = (): void => {
+    ended = true
+    watchdog?.stdin?.end()
+  }
+
+  return { spawnGuarded, untrackGroup, end }
+}

@@ -4,12 +4,12 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect } from "@effect/vitest"
+import { helperPid, it } from "../../support/ProcessServices.js"
 import { Context, Effect, Layer } from "effect"
 import { Brain, type MessagesRequest } from "../../../src/ports/Brain.js"
 import * as ScriptedBrain from "../../../src/brain/ScriptedBrain.js"
 import * as ScriptClaws from "../../../src/claws/ScriptClaws.js"
-import * as SpawnHelper from "../../../src/runtime/process/SpawnHelper.js"
 import * as AgentHost from "../../../src/hosts/serve/AgentHost.js"
 import { tool } from "../../support/Sandbox.js"
 import { settings, tempDir } from "./Kit.js"
@@ -48,7 +48,7 @@ describe("serve with shell claws", () => {
       ).pipe(Effect.map(Context.get(AgentHost.AgentHost)))
       const ids = ["a", "b", "c", "d"]
       const replies = yield* Effect.forEach(ids, (id) => host.send(id, { text: `hello from ${id}` }), { concurrency: "unbounded" })
-      const helper = SpawnHelper.helperPid()
+      const helper = yield* helperPid
       expect(helper).toBeGreaterThan(0)
       expect(helper).not.toBe(process.pid)
       for (const reply of replies) expect(reply).toEqual({ reply: `claw said: "parent ${helper}"`, stored: true })

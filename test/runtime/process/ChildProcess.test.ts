@@ -1,11 +1,11 @@
 import * as childProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect } from "@effect/vitest"
+import { it, type ProcessServices, runInHelper } from "../../support/ProcessServices.js"
 import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as ChildProcess from "../../../src/runtime/process/ChildProcess.js"
-import * as SpawnHelper from "../../../src/runtime/process/SpawnHelper.js"
 import { captureLogs } from "../../support/LogCapture.js"
 import * as Sandbox from "../../support/Sandbox.js"
 import { awaitPendingSleep } from "../../support/TestClockWait.js"
@@ -58,10 +58,16 @@ const readPid = (file: string) =>
 
 // The same behaviour whether this process spawns the command or its spawn helper does (what claws use).
 // The grace for output held open is this test's TestClock in this process; in the helper, its real clock.
-describe.each([
+const runs: ReadonlyArray<{
+  readonly where: string
+  readonly run: (request: ChildProcess.RunRequest) => Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError, ProcessServices>
+  readonly clocked: boolean
+}> = [
+  // With the test's watchdog (support/ProcessServices), as a command's.
   { where: "ChildProcess.run, spawned here", run: ChildProcess.run, clocked: true },
-  { where: "SpawnHelper.run, spawned by the helper", run: SpawnHelper.run, clocked: false }
-])("$where", ({ clocked, run }) => {
+  { where: "SpawnHelper.run, spawned by the helper", run: runInHelper, clocked: false }
+]
+describe.each(runs)("$where", ({ clocked, run }) => {
   it.effect("collects stdout, stderr and the exit code", () =>
     Effect.gen(function*() {
       const outcome = yield* run(shell("printf out; printf err >&2; exit 7"))

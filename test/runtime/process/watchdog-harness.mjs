@@ -39,13 +39,16 @@ childProcess.spawn = (command, args, options) => {
 }
 syncBuiltinESMExports()
 
+const { Effect, Scope } = await import("effect")
 const Watchdog = await import("../../../dist/runtime/process/Watchdog.js")
+// The watchdog of a scope that this stand-in never closes: only its death is the end of file.
+const watchdog = Effect.runSync(Scope.provide(Watchdog.make, Scope.makeUnsafe()))
 // own-group: the child is GNU timeout, which makes a group of its own (within the session), and its command.
 const job = scenario === "own-group"
   ? `timeout 1000 sh -c 'echo $$ > "${dir}/grandchild"; exec sleep 1000' &`
   : "sleep 1000 &"
 const script = `echo $$ > "${dir}/ran"; trap '' TERM; ${job} echo $! > "${dir}/child"; wait`
-const result = Watchdog.spawnGuarded("/bin/sh", ["-c", script], {
+const result = watchdog.spawnGuarded("/bin/sh", ["-c", script], {
   env: { PATH: "/usr/bin:/bin" },
   stdio: ["ignore", "ignore", "ignore"]
 })

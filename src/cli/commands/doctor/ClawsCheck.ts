@@ -55,7 +55,9 @@ export const check: Effect.Effect<ReadonlyArray<Finding>> = Effect.gen(function*
     if (tools.length > 0) return [pass(claw, tools.join(", ")), ...problems]
     return problems.length > 0 ? problems : [skip(claw, "declares no tools (no #TOOLS: line)")]
   })
-  const helper = yield* SpawnHelper.probe
+  // The command's helper (provided at its entry: a layer is shared by reference),
+  // or, the check run alone, one of its own, ended with it.
+  const helper = yield* Effect.provide(SpawnHelper.probe, SpawnHelper.layer)
   const starter = Result.match(helper, {
     onSuccess: (pid) => pass("claw starter", `the spawn helper (pid ${pid}) starts claws`),
     onFailure: (why) =>

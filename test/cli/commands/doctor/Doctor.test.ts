@@ -19,11 +19,10 @@ import * as DirectoryCheck from "../../../../src/cli/commands/doctor/DirectoryCh
 import * as DiscordCheck from "../../../../src/cli/commands/doctor/DiscordCheck.js"
 import { colourWanted, type Finding, render } from "../../../../src/cli/commands/doctor/DoctorCheck.js"
 import { runLockName } from "../../../../src/memory/MemoryHold.js"
-import * as SpawnHelper from "../../../../src/runtime/process/SpawnHelper.js"
 import * as AnthropicServer from "../../../support/AnthropicServer.js"
 import * as ChatCompletionsServer from "../../../support/ChatCompletionsServer.js"
 import * as FakeDiscord from "../../../support/FakeDiscord.js"
-import { sandbox, tool } from "../../../support/Sandbox.js"
+import { gone, sandbox, tool } from "../../../support/Sandbox.js"
 import { awaitPendingSleep } from "../../../support/TestClockWait.js"
 
 const key = "test-key-not-secret"
@@ -186,10 +185,13 @@ describe("doctor: claws, memory, runtime", () => {
         ),
         "✔ claw dice.sh: roll_dice, flip_coin",
         "– claw helper.sh: declares no tools (no #TOOLS: line)",
-        // Tried for real: the helper it names is the one that runs.
-        `✔ claw starter: the spawn helper (pid ${SpawnHelper.helperPid()}) starts claws`
+        // Tried for real, by a helper of the check's own.
+        expect.stringMatching(/^✔ claw starter: the spawn helper \(pid \d+\) starts claws$/)
       ])
-      expect(SpawnHelper.helperPid()).toBeGreaterThan(0)
+      const helper = Number(/pid (\d+)/.exec(lines(findings).at(-1)!)![1])
+      expect(helper).not.toBe(process.pid)
+      // Ended with the check: doctor leaves no helper behind.
+      yield* TestClock.withLive(gone("the check's spawn helper", helper))
       const missing = yield* ClawsCheck.check.pipe(withSettings({ CLAWS_DIR: box.path("nowhere") }))
       expect(lines(missing)).toEqual([
         `✘ claws: ${box.path("nowhere")} does not exist → create it and put your claws (*.sh) in it, or set CLAWS_DIR`
