@@ -13,6 +13,8 @@ export type Received =
   | { readonly _tag: "Line"; readonly text: string; readonly bytes: number }
   | { readonly _tag: "Oversized"; readonly lineNumber: number; readonly bytes: number }
   | { readonly _tag: "Failed"; readonly error: InteractError }
+  /** Ctrl-C on an interactive terminal; `cleared`: it emptied a half-typed line (see CtrlC.ts). */
+  | { readonly _tag: "Interrupt"; readonly cleared: boolean }
   | { readonly _tag: "End" }
 
 export const END: Received = { _tag: "End" }
