@@ -112,6 +112,8 @@ export const makeExchange = (options: {
     let broken: FifoError | undefined
     /** Requests written so far: the number of the last one on the wire. */
     let written = 0
+    /** Owed answers of requests given up on purpose (Abandon), discarded without a warning. */
+    let givenUp = 0
 
     const wakeSettling = () => {
       const waiting = settled
@@ -133,7 +135,9 @@ export const makeExchange = (options: {
       }
       if (owed === 0) return warn(`discarded an answer on ${where} that no request was waiting for`)
       owed -= 1
-      warn(`discarded a late answer on ${where} to a request that timed out`)
+      // The answer to a request given up on purpose (a cancelled turn) is expected: nothing to warn of.
+      if (givenUp > 0) givenUp -= 1
+      else warn(`discarded a late answer on ${where} to a request that timed out`)
       wakeSettling()
     }
 
@@ -151,6 +155,7 @@ export const makeExchange = (options: {
       if (owed === 0) return
       const lost = owed
       owed = 0
+      givenUp = 0
       // What it read will never be answered, and what it left unread must not be answered as new.
       const dropped = Result.flatMap(writer.dropQueued(), () => takeUnread(options.requestPath))
       if (Result.isFailure(dropped)) warn(dropped.failure.message)
@@ -191,6 +196,7 @@ export const makeExchange = (options: {
           if (woken) return settle(timeout)
           if (owed > 0) warn(`no answer on ${where} to ${owed} request(s) that timed out; assuming they were dropped`)
           owed = 0
+          givenUp = 0
           return Effect.void
         })
       })
@@ -218,7 +224,10 @@ export const makeExchange = (options: {
             if (inFlight !== asker) return
             inFlight = undefined
             // Interrupted (a cancelled turn): a bridge of this process stops its work and answers at once.
-            if (Exit.hasInterrupts(exit)) options.abandon?.(number)
+            if (Exit.hasInterrupts(exit) && options.abandon !== undefined) {
+              givenUp += 1
+              options.abandon(number)
+            }
           }))
       })
 
