@@ -139,7 +139,13 @@ export const serveInteract = (
         }
         return Result.match(encodeInteractLine(message), {
           onFailure: (error) => Effect.logWarning(`message not forwarded: ${error.message}`),
-          onSuccess: (line) => Effect.andThen(toAgent.write(line), Ref.update(forwarded, (n) => n + 1))
+          // Every line counts for the agent's reads (Handover); without one, the count waits for
+          // replies, and a cancel gets none.
+          onSuccess: (line) =>
+            Effect.andThen(
+              toAgent.write(line),
+              message.cancel === true && options.handover === undefined ? Effect.void : Ref.update(forwarded, (n) => n + 1)
+            )
         })
       }),
       Effect.andThen(Ref.get(forwarded))
