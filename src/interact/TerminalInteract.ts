@@ -8,7 +8,6 @@
  * Either way `/quit` ends the session as the end of input does; every other
  * slash command is the agent's (Commands.ts).
  */
-import * as readline from "node:readline"
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -24,13 +23,12 @@ import { cancelFor, type InboundMessage, Interact, InteractError, type InteractS
 import { AgentReady } from "./AgentReady.js"
 import * as CtrlC from "./CtrlC.js"
 import * as Spinner from "./Spinner.js"
-import { END, MAX_LINE_BYTES, readPiped, type Received } from "./TerminalInput.js"
+import { MAX_LINE_BYTES, readInteractive, readPiped, type Received } from "./TerminalInput.js"
 import { stripControlSequences } from "./TerminalText.js"
 
-export { MAX_LINE_BYTES } from "./TerminalInput.js"
+export { MAX_LINE_BYTES, PROMPT, SHOW_CURSOR } from "./TerminalInput.js"
 
 export const CHANNEL = "cli"
-export const PROMPT = "planckclaw> "
 /** The question after the agent's answer to /forget; `y` sends `/forget confirm`. */
 export const FORGET_QUESTION = "Archive it all and start afresh? [y/N] "
 /** The prompt after a line ending with `\`: the message goes on. */
@@ -44,8 +42,6 @@ export const QUIT_HELP = "/quit            leave (or Ctrl-D)"
  * typing never presses Enter twice this fast.
  */
 export const PASTE_WINDOW = Duration.millis(30)
-/** Written as the terminal is given back, whatever hid the cursor. */
-export const SHOW_CURSOR = "\u001b[?25h"
 /** Piped input is not read on while this many bytes of lines wait to be taken. */
 const MAX_WAITING_BYTES = 16 * 1024 * 1024
 
@@ -76,54 +72,6 @@ const write = (output: NodeJS.WritableStream, text: string) =>
       )
     )
   })
-
-/**
- * Interactive input through readline: line editing and the prompt. Returns
- * how to show the prompt and how to stop reading.
- */
-const readInteractive = (streams: TerminalStreams, offer: (received: Received) => void) => {
-  const lines = readline.createInterface({
-    input: streams.input,
-    output: streams.output,
-    prompt: PROMPT,
-    terminal: true,
-    crlfDelay: Infinity
-  })
-  // Whether the cursor stands after a prompt (and what is typed there), not at the start of a line.
-  let prompted = false
-  lines.on("line", (line) => {
-    prompted = false
-    offer({ _tag: "Line", text: line, bytes: 0 })
-  })
-  lines.on("close", () => offer(END))
-  // In raw mode Ctrl-C reaches readline instead of the process: a half-typed
-  // line is emptied here, where readline's buffer is; the rest is CtrlC.ts's.
-  lines.on("SIGINT", () => {
-    const cleared = lines.line.length > 0
-    if (cleared) {
-      lines.write(null, { ctrl: true, name: "e" })
-      lines.write(null, { ctrl: true, name: "u" })
-    }
-    offer({ _tag: "Interrupt", cleared })
-  })
-  return {
-    prompt: (shown: string = PROMPT) => {
-      prompted = true
-      lines.setPrompt(shown)
-      lines.prompt()
-    },
-    /** The text written next starts a line of its own. */
-    newLine: () => {
-      prompted = false
-    },
-    // The shell's prompt must not be glued to ours: the line is ended, and the cursor shown.
-    close: () => {
-      lines.close()
-      streams.output.write(`${prompted ? "\n" : ""}${SHOW_CURSOR}`)
-      prompted = false
-    }
-  }
-}
 
 export const make = (streams: TerminalStreams) =>
   Effect.gen(function*() {
