@@ -147,7 +147,8 @@ export const make = Effect.gen(function*() {
             onSome: (parsed) => Effect.map(command(parsed), (reply) => Turn.withoutTurn({ reply, stored: false })),
             onNone: () => runTurn(text)
           }),
-          (outcome) => Effect.flatMap(inbox.answered(pending, outcome.reply, outcome.stored), () => then(outcome))
+          // Once decided, the reply is journaled and kept whole: a cancel (an interruption) ends the turn before, never here.
+          (outcome) => Effect.uninterruptible(Effect.flatMap(inbox.answered(pending, outcome.reply, outcome.stored), () => then(outcome)))
         )
     })
   }
@@ -204,7 +205,7 @@ export const make = Effect.gen(function*() {
   const respond = (pending: Pending): Effect.Effect<Option.Option<Turn.TurnOutcome>> =>
     compactor.turn(Effect.withFiber((fiber) =>
       Tracing.span(
-        decide(pending, (outcome) => remembered(pending, outcome), nothing),
+        decide(pending, (outcome) => Effect.uninterruptible(remembered(pending, outcome)), nothing),
         Tracing.recording(fiber),
         "Agent.respond"
       )

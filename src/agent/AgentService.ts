@@ -18,7 +18,10 @@ export interface AgentService {
    * exchange is on disk (in history, or whole in the journal waiting for
    * room). None for a blank message, which gets no reply. Never fails: a
    * failure becomes a reply that is not stored. The transport delivers the
-   * reply, then calls `delivered`.
+   * reply, then calls `delivered`. Interrupted before the reply is decided
+   * (a cancel: the brain's request and the claws running are interrupted),
+   * nothing of the message is journaled as answered or stored; once it is
+   * decided, it runs to its end.
    */
   readonly respond: (message: Pending) => Effect.Effect<Option.Option<TurnOutcome>>
   /**

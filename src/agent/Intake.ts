@@ -2,6 +2,8 @@
  * Intake: serves an interact adapter's messages to the agent. Messages are
  * journaled as soon as they are read, so what arrives during a turn waits in
  * order and survives a crash; the agent takes them one at a time, in order.
+ * A cancel from a channel (Ctrl-C on the terminal) closes that channel's
+ * messages not yet answered, interrupting the turn running for one of them.
  *
  * Agent.ts re-exports `run` as `Agent.serve` for hosts that know that name.
  * This file needs only the Agent tag (AgentService.ts), not its
@@ -9,16 +11,18 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Latch from "effect/Latch"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { Agent } from "./AgentService.js"
-import { Interact, type InteractError, type InteractService, type OutboundMessage } from "../ports/Interact.js"
+import { CANCELLED, Interact, type InteractError, type InteractService, type OutboundMessage } from "../ports/Interact.js"
 import * as Logging from "../runtime/Logging.js"
 import { Inbox, type Pending } from "../memory/Inbox.js"
-import { APOLOGY } from "./Turn.js"
+import { APOLOGY, type TurnOutcome } from "./Turn.js"
 
 /** Delivers one reply; a failure is logged, and the next message is taken all the same. */
 const deliver = (interact: InteractService, message: OutboundMessage) =>
@@ -63,10 +67,23 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
     arrived.closeUnsafe()
     return Effect.andThen(arrived.await, next)
   })
+  // A cancel (Ctrl-C on the terminal) for a channel: its messages read
+  // before it and not answered yet are cancelled, the running turn among
+  // them interrupted. A reply decided meanwhile is delivered all the same.
+  const cancelled = new Set<number>()
+  let running: { readonly pending: Pending; readonly fiber: Fiber.Fiber<Option.Option<TurnOutcome>> } | undefined
+  const cancel = (channel: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      for (const waiting of ready) if (waiting !== undefined && waiting.channel === channel) cancelled.add(waiting.id)
+      const current = running
+      if (current === undefined || current.pending.channel !== channel) return Effect.void
+      cancelled.add(current.pending.id)
+      return Fiber.interrupt(current.fiber)
+    })
   // Every message of the bridge's stream, journaled as it is read; the stream's end ends it.
   const readAll: Effect.Effect<void, InteractError> = Stream.runForEach(
     interact.messages,
-    (message) => Effect.map(inbox.accept(message), put)
+    (message) => message.cancel === true ? cancel(message.channel) : Effect.map(inbox.accept(message), put)
   )
   yield* readAll.pipe(
     Effect.catch((error) => Effect.logError(`the interact bridge stopped: ${error.message}`)),
@@ -83,18 +100,44 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
   )
   // The agent's outcome, delivered through the bridge (under the message's journal key: a reply
   // delivered again after a crash is the same reply, Discord's nonces), then marked delivered.
+  const answered = (pending: Pending, outcome: Option.Option<TurnOutcome>) =>
+    Option.isNone(outcome)
+      ? agent.delivered(pending, outcome)
+      : Effect.andThen(
+        deliver(interact, { channel: pending.channel, text: outcome.value.reply, key: pending.key }),
+        agent.delivered(pending, outcome)
+      )
+  // Closed in the journal as cancelled (never answered at a next start), then said so.
+  const closeCancelled = (pending: Pending) =>
+    Effect.andThen(
+      (inbox.cancelled ?? inbox.delivered)(pending),
+      deliver(interact, { channel: pending.channel, text: CANCELLED, key: pending.key })
+    )
+  // The turn runs in a fiber of its own, which a cancel interrupts; one that
+  // ended before the interruption took hold is answered as usual.
   const answer = (pending: Pending) =>
-    Effect.flatMap(agent.respond(pending), (outcome) =>
-      Option.isNone(outcome)
-        ? agent.delivered(pending, outcome)
-        : Effect.andThen(
-          deliver(interact, { channel: pending.channel, text: outcome.value.reply, key: pending.key }),
-          agent.delivered(pending, outcome)
-        ))
+    Effect.flatMap(Effect.forkChild(agent.respond(pending), { startImmediately: true }), (fiber) => {
+      running = { pending, fiber }
+      return Fiber.await(fiber).pipe(
+        Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+        Effect.ensuring(Effect.sync(() => {
+          running = undefined
+        })),
+        Effect.flatMap((exit) =>
+          Exit.isSuccess(exit)
+            ? answered(pending, exit.value)
+            : cancelled.has(pending.id) && Exit.hasInterrupts(exit)
+            ? closeCancelled(pending)
+            : exit
+        )
+      )
+    })
   while (true) {
     const pending = yield* next
     if (pending === undefined) return
-    yield* answer(pending).pipe(
+    const settle = cancelled.has(pending.id) ? closeCancelled(pending) : answer(pending)
+    yield* settle.pipe(
+      Effect.ensuring(Effect.sync(() => cancelled.delete(pending.id))),
       Effect.catchDefect((defect) =>
         Effect.logError("the agent loop hit an internal error and goes on", defect).pipe(
           Effect.andThen(interact.send({ channel: pending.channel, text: APOLOGY })),

@@ -69,6 +69,9 @@ export const make = (draw: (text: string) => void): Effect.Effect<Spinner, never
       )
     })
 
+    // A spinner drawn when the terminal is given back is erased, so the shell's prompt starts a clean line.
+    yield* Effect.addFinalizer(() => stop)
+
     return {
       waiting: Effect.suspend(() => {
         outstanding++

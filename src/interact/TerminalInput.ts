@@ -1,9 +1,14 @@
 /**
  * What the terminal bridge reads, as it hands it over: lines, lines too long
- * to keep, a read failure, the end. Piped input is split here; interactive
- * input goes through readline (TerminalInteract.ts).
+ * to keep, a read failure, a Ctrl-C, the end. Piped input is split here;
+ * interactive input goes through readline.
  */
+import * as readline from "node:readline"
 import { InteractError } from "../ports/Interact.js"
+
+export const PROMPT = "planckclaw> "
+/** Written as the terminal is given back, whatever hid the cursor. */
+export const SHOW_CURSOR = "\u001b[?25h"
 
 /** One piped line may hold this much; a longer one is skipped with a warning rather than buffered. */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -13,6 +18,8 @@ export type Received =
   | { readonly _tag: "Line"; readonly text: string; readonly bytes: number }
   | { readonly _tag: "Oversized"; readonly lineNumber: number; readonly bytes: number }
   | { readonly _tag: "Failed"; readonly error: InteractError }
+  /** Ctrl-C on an interactive terminal; `cleared`: it emptied a half-typed line (see CtrlC.ts). */
+  | { readonly _tag: "Interrupt"; readonly cleared: boolean }
   | { readonly _tag: "End" }
 
 export const END: Received = { _tag: "End" }
@@ -76,6 +83,54 @@ export const readPiped = (input: NodeJS.ReadableStream, offer: (received: Receiv
       input.removeListener("close", onEnd)
       input.removeListener("error", onError)
       input.pause()
+    }
+  }
+}
+
+/**
+ * Interactive input through readline: line editing and the prompt. Returns
+ * how to show the prompt and how to stop reading.
+ */
+export const readInteractive = (streams: { readonly input: NodeJS.ReadableStream; readonly output: NodeJS.WritableStream }, offer: (received: Received) => void) => {
+  const lines = readline.createInterface({
+    input: streams.input,
+    output: streams.output,
+    prompt: PROMPT,
+    terminal: true,
+    crlfDelay: Infinity
+  })
+  // Whether the cursor stands after a prompt (and what is typed there), not at the start of a line.
+  let prompted = false
+  lines.on("line", (line) => {
+    prompted = false
+    offer({ _tag: "Line", text: line, bytes: 0 })
+  })
+  lines.on("close", () => offer(END))
+  // In raw mode Ctrl-C reaches readline instead of the process: a half-typed
+  // line is emptied here, where readline's buffer is; the rest is CtrlC.ts's.
+  lines.on("SIGINT", () => {
+    const cleared = lines.line.length > 0
+    if (cleared) {
+      lines.write(null, { ctrl: true, name: "e" })
+      lines.write(null, { ctrl: true, name: "u" })
+    }
+    offer({ _tag: "Interrupt", cleared })
+  })
+  return {
+    prompt: (shown: string = PROMPT) => {
+      prompted = true
+      lines.setPrompt(shown)
+      lines.prompt()
+    },
+    /** The text written next starts a line of its own. */
+    newLine: () => {
+      prompted = false
+    },
+    // The shell's prompt must not be glued to ours: the line is ended, and the cursor shown.
+    close: () => {
+      lines.close()
+      streams.output.write(`${prompted ? "\n" : ""}${SHOW_CURSOR}`)
+      prompted = false
     }
   }
 }

@@ -8,7 +8,6 @@
  * Either way `/quit` ends the session as the end of input does; every other
  * slash command is the agent's (Commands.ts).
  */
-import * as readline from "node:readline"
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -20,16 +19,16 @@ import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 import * as Commands from "../agent/SlashCommands.js"
-import { Interact, InteractError, type InteractService, isBlank } from "../ports/Interact.js"
+import { cancelFor, type InboundMessage, Interact, InteractError, type InteractService, isBlank } from "../ports/Interact.js"
 import { AgentReady } from "./AgentReady.js"
+import * as CtrlC from "./CtrlC.js"
 import * as Spinner from "./Spinner.js"
-import { END, MAX_LINE_BYTES, readPiped, type Received } from "./TerminalInput.js"
+import { MAX_LINE_BYTES, readInteractive, readPiped, type Received } from "./TerminalInput.js"
 import { stripControlSequences } from "./TerminalText.js"
 
-export { MAX_LINE_BYTES } from "./TerminalInput.js"
+export { MAX_LINE_BYTES, PROMPT, SHOW_CURSOR } from "./TerminalInput.js"
 
 export const CHANNEL = "cli"
-export const PROMPT = "planckclaw> "
 /** The question after the agent's answer to /forget; `y` sends `/forget confirm`. */
 export const FORGET_QUESTION = "Archive it all and start afresh? [y/N] "
 /** The prompt after a line ending with `\`: the message goes on. */
@@ -49,7 +48,7 @@ const MAX_WAITING_BYTES = 16 * 1024 * 1024
 export interface TerminalStreams {
   readonly input: NodeJS.ReadableStream
   readonly output: NodeJS.WritableStream
-  /** Interactive mode: prompt, line editing, Ctrl-C ends the run. */
+  /** Interactive mode: prompt, line editing, Ctrl-C cancels or clears (CtrlC.ts). */
   readonly interactive: boolean
   /** The output is a terminal: control sequences in replies are removed. Defaults to `interactive`. */
   readonly outputIsTerminal?: boolean
@@ -73,32 +72,6 @@ const write = (output: NodeJS.WritableStream, text: string) =>
       )
     )
   })
-
-/**
- * Interactive input through readline: line editing and the prompt. Returns
- * how to show the prompt and how to stop reading.
- */
-const readInteractive = (streams: TerminalStreams, offer: (received: Received) => void) => {
-  const lines = readline.createInterface({
-    input: streams.input,
-    output: streams.output,
-    prompt: PROMPT,
-    terminal: true,
-    crlfDelay: Infinity
-  })
-  lines.on("line", (line) => offer({ _tag: "Line", text: line, bytes: 0 }))
-  lines.on("close", () => offer(END))
-  // In raw mode Ctrl-C reaches readline instead of the process: hand it
-  // back as the signal, so the runtime tears everything down as usual.
-  lines.on("SIGINT", () => process.kill(process.pid, "SIGINT"))
-  return {
-    prompt: (shown: string = PROMPT) => {
-      lines.setPrompt(shown)
-      lines.prompt()
-    },
-    close: () => lines.close()
-  }
-}
 
 export const make = (streams: TerminalStreams) =>
   Effect.gen(function*() {
@@ -128,7 +101,7 @@ export const make = (streams: TerminalStreams) =>
       Effect.sync(() =>
         streams.interactive
           ? readInteractive(streams, offer)
-          : { prompt: (_shown?: string) => undefined, ...readPiped(streams.input, offer) }
+          : { prompt: (_shown?: string) => undefined, newLine: () => undefined, ...readPiped(streams.input, offer) }
       ),
       (reader) => Effect.sync(() => reader.close())
     )
@@ -163,8 +136,11 @@ export const make = (streams: TerminalStreams) =>
         return polled
       })
 
-    /** The message a first line starts: lines pasted with it, and lines a trailing `\` continues. */
-    const gather = (first: string) =>
+    /**
+     * The message a first line starts: lines pasted with it, and lines a
+     * trailing `\` continues; none when a Ctrl-C drops the unfinished message.
+     */
+    const gather = (first: string): Effect.Effect<Option.Option<string>> =>
       Effect.gen(function*() {
         const lines = [first]
         while (true) {
@@ -176,13 +152,17 @@ export const make = (streams: TerminalStreams) =>
           }
           const more = continued ? Option.some(yield* next) : yield* nextWithin(PASTE_WINDOW)
           if (Option.isNone(more)) break
+          if (continued && more.value._tag === "Interrupt") {
+            yield* interrupted
+            return Option.none()
+          }
           if (more.value._tag !== "Line") {
             held = more.value
             break
           }
           lines.push(more.value.text)
         }
-        return lines.join("\n")
+        return Option.some(lines.join("\n"))
       })
 
     // The agent described what /forget archives: the next line answers y/N (interactive only).
@@ -195,12 +175,37 @@ export const make = (streams: TerminalStreams) =>
       return write(streams.output, "Nothing was forgotten.\n").pipe(Effect.ignore, Effect.andThen(prompt), Effect.as(Option.none()))
     }
 
-    // None: nothing to send for this line. Cause.Done: the stream ends (end of input, or /quit).
-    const pull: Effect.Effect<Option.Option<string>, InteractError | Cause.Done> = Effect.gen(function*() {
+    // Messages sent and not answered yet: a Ctrl-C meanwhile cancels them.
+    let awaiting = 0
+    const ctrlC = CtrlC.make()
+    /** A Ctrl-C's `^C`, ending the line it was pressed on. */
+    const interrupted = Effect.sync(() => {
+      reader.newLine()
+      streams.output.write(`${CtrlC.ECHO}\n`)
+    })
+
+    // None: nothing to send for this input. Cause.Done: the stream ends (end of input, /quit, Ctrl-C twice).
+    const pull: Effect.Effect<Option.Option<InboundMessage>, InteractError | Cause.Done> = Effect.gen(function*() {
       const received = yield* next
       switch (received._tag) {
         case "End":
           return yield* Cause.done()
+        case "Interrupt": {
+          const action = yield* ctrlC({ cleared: received.cleared, busy: awaiting > 0 })
+          if (action === "cleared") return Option.none()
+          // The spinner runs on until the agent's replies say each message was cancelled.
+          if (action === "cancel") return Option.some(cancelFor(CHANNEL))
+          yield* interrupted
+          if (action === "leave") return yield* Cause.done()
+          if (confirmingForget) {
+            confirmingForget = false
+            yield* write(streams.output, "Nothing was forgotten.\n").pipe(Effect.ignore)
+          } else {
+            yield* write(streams.output, `${CtrlC.LEAVE_HINT}\n`).pipe(Effect.ignore)
+          }
+          yield* prompt
+          return Option.none()
+        }
         case "Failed":
           return yield* Effect.fail(received.error)
         case "Oversized":
@@ -210,7 +215,12 @@ export const make = (streams: TerminalStreams) =>
           )
           return Option.none()
         case "Line": {
-          const gathered = streams.interactive ? yield* gather(received.text) : received.text
+          const whole = streams.interactive ? yield* gather(received.text) : Option.some(received.text)
+          if (Option.isNone(whole)) {
+            yield* prompt
+            return Option.none()
+          }
+          const gathered = whole.value
           if (isQuit(gathered)) return yield* Cause.done()
           const answered = confirmingForget ? yield* answerForget(gathered) : Option.some(gathered)
           if (Option.isNone(answered)) return Option.none()
@@ -221,14 +231,14 @@ export const make = (streams: TerminalStreams) =>
             return Option.none()
           }
           if (Option.isSome(spinner)) yield* spinner.value.waiting
-          return Option.some(text)
+          awaiting++
+          return Option.some({ channel: CHANNEL, text })
         }
       }
     })
 
     const messages = Stream.fromEffectRepeat(pull).pipe(
-      Stream.filterMap((text: Option.Option<string>) => Option.isSome(text) ? Result.succeed(text.value) : Result.failVoid),
-      Stream.map((text) => ({ channel: CHANNEL, text }))
+      Stream.filterMap((message: Option.Option<InboundMessage>) => Option.isSome(message) ? Result.succeed(message.value) : Result.failVoid)
     )
 
     // The agent's /help, with the terminal's own command in it.
@@ -241,6 +251,7 @@ export const make = (streams: TerminalStreams) =>
       messages,
       send: (message) =>
         Effect.gen(function*() {
+          awaiting = Math.max(0, awaiting - 1)
           const more = Option.isSome(spinner) ? yield* spinner.value.answered : false
           const asking = asksToForget(message.text)
           const text = asking ? message.text.slice(0, -Commands.FORGET_ASK.length).trimEnd() : withQuit(message.text)

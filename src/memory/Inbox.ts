@@ -55,6 +55,14 @@ export interface InboxService {
   /** Exchanges delivered but not stored yet, oldest first, each with its reply. */
   readonly backlog: Effect.Effect<ReadonlyArray<Pending>>
   readonly delivered: (pending: Pending) => Effect.Effect<void>
+  /**
+   * Closes a message its user cancelled before its reply was decided (a
+   * Ctrl-C on the terminal): it is not answered at the next start, and
+   * nothing of it is stored. Absent where no host receives cancels (the
+   * PostgreSQL inbox of serve and the cluster, whose bridges send none);
+   * Intake then closes it as delivered, which has the same effect.
+   */
+  readonly cancelled?: (pending: Pending) => Effect.Effect<void>
   /** Closes the journal's descriptor held between records; the next record opens it again (a host with many idle agents). */
   readonly closeFiles: Effect.Effect<void>
 }
@@ -249,6 +257,11 @@ const open = (directory: string): Effect.Effect<{ readonly service: FileInbox; r
         Effect.suspend(() => {
           change(pending.id, (entry) => entry.unstored ? { ...entry, delivered: true } : undefined)
           return resetOr({ delivered: pending.id })
+        }),
+      cancelled: (pending) =>
+        Effect.suspend(() => {
+          change(pending.id, () => undefined)
+          return resetOr({ cancelled: pending.id })
         }),
       deliveredKept: (pending) => Effect.sync(() => change(pending.id, (entry) => ({ ...entry, delivered: true, held: true }))),
       release: (pending) =>

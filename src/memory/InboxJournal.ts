@@ -1,7 +1,10 @@
 /**
  * The inbox journal's records and their replay (Inbox.ts writes them): one
  * JSON record per line, each message moving accepted → answered → delivered,
- * with `unstored` / `stored` while its exchange waits for room in history.
+ * with `unstored` / `stored` while its exchange waits for room in history,
+ * or accepted → cancelled when its user cancelled it before a reply was
+ * decided (a Ctrl-C on the terminal): a cancelled message is never answered.
+ * A version that predates `cancelled` skips the record and answers it again.
  */
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -27,7 +30,7 @@ const decodeRecord = madeOnFirstCall(() => {
       idempotencyKey: Schema.optional(Schema.String),
       channel: Schema.String,
       text: Schema.String
-    }), Schema.Struct({ answered: Schema.Number, reply: Schema.String, stored: Schema.Boolean }), Schema.Struct({ unstored: Schema.Number }), Schema.Struct({ stored: Schema.Number }), Schema.Struct({ delivered: Schema.Number })])
+    }), Schema.Struct({ answered: Schema.Number, reply: Schema.String, stored: Schema.Boolean }), Schema.Struct({ unstored: Schema.Number }), Schema.Struct({ stored: Schema.Number }), Schema.Struct({ delivered: Schema.Number }), Schema.Struct({ cancelled: Schema.Number })])
   return Schema.decodeUnknownOption(Schema.fromJsonString(Record))
 })
 
@@ -116,6 +119,8 @@ export const replayEntries = (text: string): Map<number, Entry> => {
       update(value.unstored, (entry) => ({ ...entry, unstored: true, unstoredJournaled: true }))
     } else if ("stored" in value) {
       update(value.stored, (entry) => entry.delivered ? undefined : { ...entry, unstored: false })
+    } else if ("cancelled" in value) {
+      update(value.cancelled, () => undefined)
     } else {
       update(value.delivered, (entry) => entry.unstored ? { ...entry, delivered: true } : undefined)
     }

@@ -29,6 +29,7 @@ import { Debug } from "../config/settings/Agent.js"
 import { AnthropicApiKey, AnthropicBaseUrl, Model, OpenAiApiKey, OpenAiBaseUrl } from "../config/settings/Brain.js"
 import { ClawsDir } from "../config/settings/Claws.js"
 import * as DiscordSetting from "../config/settings/Discord.js"
+import { abandonNothing, type AbandonRequests, make as makeAbandon } from "./Abandon.js"
 import type { FarEndExits } from "./Exchange.js"
 import * as ExternalBridge from "./ExternalBridge.js"
 import type { FifoError, FifoPaths } from "./FifoPaths.js"
@@ -127,6 +128,8 @@ export interface FarEnd {
    * bridge and `none` never report one.
    */
   readonly exits: FarEndExits
+  /** Where the near end gives up a request (a cancelled turn): a built-in bridge stops its work (Abandon). */
+  readonly abandon: AbandonRequests
 }
 
 export interface InteractFarEnd extends FarEnd {
@@ -147,7 +150,8 @@ const builtinBrain = (adapter: Layer.Layer<Brain, AdapterFailure>): Layer.Layer<
     BrainEnd,
     Effect.gen(function*() {
       const brain = yield* Brain
-      return { done: yield* forkServing(Serve.serveBrain(brain, yield* RunPaths)), exits: noExits }
+      const given = makeAbandon()
+      return { done: yield* forkServing(Serve.serveBrain(brain, yield* RunPaths, { abandon: given })), exits: noExits, abandon: given.abandon }
     })
   ).pipe(Layer.provide(adapter))
 
@@ -158,7 +162,8 @@ const builtinClaws = (
     ClawsEnd,
     Effect.gen(function*() {
       const claws = yield* Claws
-      return { done: yield* forkServing(Serve.serveClaws(claws, yield* RunPaths)), exits: noExits }
+      const given = makeAbandon()
+      return { done: yield* forkServing(Serve.serveClaws(claws, yield* RunPaths, { abandon: given })), exits: noExits, abandon: given.abandon }
     })
   ).pipe(Layer.provide(adapter))
 
@@ -180,7 +185,7 @@ const builtinInteract = (
       const done = yield* forkServing(
         Serve.serveInteract(interact, paths, Option.match(handover, { onNone: () => ({}), onSome: (h) => ({ handover: h }) }))
       )
-      return { done, handover, exits: noExits }
+      return { done, handover, exits: noExits, abandon: abandonNothing }
     })
   ).pipe(Layer.provide(adapter))
 
@@ -254,13 +259,13 @@ const executable = (role: Role, command: string) =>
         new ExternalBridge.ExternalBridgeError({ message: `--${flagOf[role]} ${command}: ${error.message}`, cause: error })
       )
     )
-    return { done: Effect.asVoid(bridge.finished), exits: bridge.exits } satisfies FarEnd
+    return { done: Effect.asVoid(bridge.finished), exits: bridge.exits, abandon: abandonNothing } satisfies FarEnd
   })
 
 /** A far end with no process of ours to watch: a built-in bridge's fiber, or whoever opens the pipes. */
 const noExits: FarEndExits = () => Effect.void
 
-const nobody: FarEnd = { done: Effect.never, exits: noExits }
+const nobody: FarEnd = { done: Effect.never, exits: noExits, abandon: abandonNothing }
 
 export type FarEndFailure = AdapterFailure | ExternalBridge.ExternalBridgeError
 

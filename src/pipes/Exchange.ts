@@ -19,6 +19,7 @@ import * as Exit from "effect/Exit"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
+import type { AbandonRequests } from "./Abandon.js"
 import { makeDeadline } from "./Deadline.js"
 import { type FrameTooLarge, makeBlockFramer } from "../runtime/Framing.js"
 import { type FifoError } from "./FifoPaths.js"
@@ -88,6 +89,8 @@ export const makeExchange = (options: {
   readonly answerPath: string
   readonly maxAnswerBytes: number
   readonly farEndExits?: FarEndExits
+  /** Told of a request interrupted before its answer came (a cancelled turn), by its number on the wire (see Abandon). */
+  readonly abandon?: AbandonRequests
 }): Effect.Effect<Exchange, FifoError, Scope.Scope> =>
   Effect.gen(function*() {
     // Warnings start from the reader's callbacks: with the builder's runtime, they see its logger.
@@ -107,6 +110,10 @@ export const makeExchange = (options: {
     /** Completed when an owed answer is settled (came late, or will never come), for a request waiting to go out. */
     let settled: Deferred.Deferred<boolean> | undefined
     let broken: FifoError | undefined
+    /** Requests written so far: the number of the last one on the wire. */
+    let written = 0
+    /** Owed answers of requests given up on purpose (Abandon), discarded without a warning. */
+    let givenUp = 0
 
     const wakeSettling = () => {
       const waiting = settled
@@ -128,7 +135,9 @@ export const makeExchange = (options: {
       }
       if (owed === 0) return warn(`discarded an answer on ${where} that no request was waiting for`)
       owed -= 1
-      warn(`discarded a late answer on ${where} to a request that timed out`)
+      // The answer to a request given up on purpose (a cancelled turn) is expected: nothing to warn of.
+      if (givenUp > 0) givenUp -= 1
+      else warn(`discarded a late answer on ${where} to a request that timed out`)
       wakeSettling()
     }
 
@@ -146,6 +155,7 @@ export const makeExchange = (options: {
       if (owed === 0) return
       const lost = owed
       owed = 0
+      givenUp = 0
       // What it read will never be answered, and what it left unread must not be answered as new.
       const dropped = Result.flatMap(writer.dropQueued(), () => takeUnread(options.requestPath))
       if (Result.isFailure(dropped)) warn(dropped.failure.message)
@@ -186,6 +196,7 @@ export const makeExchange = (options: {
           if (woken) return settle(timeout)
           if (owed > 0) warn(`no answer on ${where} to ${owed} request(s) that timed out; assuming they were dropped`)
           owed = 0
+          givenUp = 0
           return Effect.void
         })
       })
@@ -196,6 +207,7 @@ export const makeExchange = (options: {
         const asker = Deferred.makeUnsafe<string, AskError>()
         inFlight = asker
         owed += 1
+        const number = ++written
         writer.send(request, (error) => {
           // A write that fails was not sent whole: no answer is owed for it.
           if (error === undefined || inFlight !== asker) return
@@ -205,11 +217,17 @@ export const makeExchange = (options: {
         deadline.set(timeout, () => {
           if (inFlight === asker) answer(Exit.fail(new ExchangeTimeout({ message: `no answer on ${where} in time` })))
         })
-        return Effect.onExit(Deferred.await(asker), () =>
+        return Effect.onExit(Deferred.await(asker), (exit) =>
           Effect.sync(() => {
             deadline.clear()
             // Timed out or interrupted: its answer stays owed (the count stays), so the next request skips it.
-            if (inFlight === asker) inFlight = undefined
+            if (inFlight !== asker) return
+            inFlight = undefined
+            // Interrupted (a cancelled turn): a bridge of this process stops its work and answers at once.
+            if (Exit.hasInterrupts(exit) && options.abandon !== undefined) {
+              givenUp += 1
+              options.abandon(number)
+            }
           }))
       })
 

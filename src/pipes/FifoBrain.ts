@@ -11,6 +11,7 @@ import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { Brain, BrainError, type BrainService, decodeBrainAnswer, type MessagesResponse } from "../ports/Brain.js"
+import type { AbandonRequests } from "./Abandon.js"
 import { askOnceMore, type FarEndExited, type FarEndExits, makeExchange } from "./Exchange.js"
 import { type FifoError, type FifoPaths } from "./RuntimeDir.js"
 import { makeRequestFrameEncoder, plainBrainAnswer } from "./BrainFrame.js"
@@ -25,6 +26,8 @@ export interface FifoBrainOptions {
   readonly maxAnswerBytes?: number
   /** Where to hear that the bridge process exited (see Exchange), so a request it took is asked again at once. */
   readonly farEndExits?: FarEndExits
+  /** A built-in bridge of this process, told of a request the agent gave up (see Abandon). */
+  readonly abandon?: AbandonRequests
 }
 
 export const defaultTimeout = Duration.minutes(5)
@@ -47,7 +50,8 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
       requestPath: options.paths.brainIn,
       answerPath: options.paths.brainOut,
       maxAnswerBytes: options.maxAnswerBytes ?? defaultMaxBlockBytes,
-      ...(options.farEndExits === undefined ? {} : { farEndExits: options.farEndExits })
+      ...(options.farEndExits === undefined ? {} : { farEndExits: options.farEndExits }),
+      ...(options.abandon === undefined ? {} : { abandon: options.abandon })
     })
     // Each turn resends the same history messages and tool specs: their JSON is kept.
     const encodeRequest = makeRequestFrameEncoder()

@@ -22,6 +22,7 @@ import {
   type ToolResult,
   unknownTool
 } from "../ports/Claws.js"
+import type { AbandonRequests } from "./Abandon.js"
 import { askOnceMore, type FarEndExited, type FarEndExits, makeExchange } from "./Exchange.js"
 import { type FifoError, type FifoPaths } from "./RuntimeDir.js"
 import { decodeClawAnswer, encodeClawCall, listToolsRequest } from "./ClawFrame.js"
@@ -38,6 +39,8 @@ export interface FifoClawsOptions {
   readonly maxAnswerBytes?: number
   /** Where to hear that the bridge process exited (see Exchange), so a call it took fails at once. */
   readonly farEndExits?: FarEndExits
+  /** A built-in bridge of this process, told of a request the agent gave up (see Abandon). */
+  readonly abandon?: AbandonRequests
 }
 
 export const defaultListTimeout = Duration.seconds(30)
@@ -98,7 +101,8 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
       requestPath: options.paths.clawIn,
       answerPath: options.paths.clawOut,
       maxAnswerBytes: options.maxAnswerBytes ?? defaultMaxBlockBytes,
-      ...(options.farEndExits === undefined ? {} : { farEndExits: options.farEndExits })
+      ...(options.farEndExits === undefined ? {} : { farEndExits: options.farEndExits }),
+      ...(options.abandon === undefined ? {} : { abandon: options.abandon })
     })
 
     // Discovery runs before every message and the answer rarely changes:

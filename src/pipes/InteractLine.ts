@@ -1,9 +1,13 @@
 /**
  * interact_in / interact_out: `{channel}\t{text}\n`, text escaped (backslash
  * `\\`, newline `\n`, tab `\t`, carriage return `\r`). Pure codec.
+ *
+ * A cancel (Ctrl-C on the terminal) is `{channel}\t\t\n`: a text of one raw
+ * tab, which no encoder writes (a tab travels as `\t`). An agent that predates
+ * it reads a blank message, which it answers with nothing.
  */
 import * as Result from "effect/Result"
-import type { InboundMessage, OutboundMessage } from "../ports/Interact.js"
+import { cancelFor, type InboundMessage, type OutboundMessage } from "../ports/Interact.js"
 import { MalformedMessage, excerpt } from "../runtime/Framing.js"
 
 const escapes: Record<string, string> = { "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r" }
@@ -16,11 +20,14 @@ export const escapeText = (text: string): string => text.replace(/[\\\n\t\r]/g, 
 export const unescapeText = (escaped: string): string =>
   escaped.replace(/\\([\\ntr])/g, (sequence, c: string) => unescapes[c] ?? sequence)
 
-/** `{channel}\t{escaped text}\n`; a channel holding a tab, CR or LF cannot be framed. */
-export const encodeInteractLine = (message: OutboundMessage): Result.Result<string, MalformedMessage> =>
+/** What follows the channel's tab on a cancel line. */
+const CANCEL_TEXT = "\t"
+
+/** `{channel}\t{escaped text}\n` (a cancel: `{channel}\t\t\n`); a channel holding a tab, CR or LF cannot be framed. */
+export const encodeInteractLine = (message: OutboundMessage | InboundMessage): Result.Result<string, MalformedMessage> =>
   /[\t\r\n]/.test(message.channel)
     ? Result.fail(new MalformedMessage({ message: `channel ${JSON.stringify(message.channel)} holds a tab or line break` }))
-    : Result.succeed(`${message.channel}\t${escapeText(message.text)}\n`)
+    : Result.succeed(`${message.channel}\t${"cancel" in message && message.cancel === true ? CANCEL_TEXT : escapeText(message.text)}\n`)
 
 /**
  * Decodes one interact line (without its `\n`): the channel runs up to the
@@ -36,5 +43,7 @@ export const decodeInteractLine = (line: string): Result.Result<InboundMessage, 
   const channel = line.slice(0, tab)
   return channel.includes("\uFFFD")
     ? Result.fail(new MalformedMessage({ message: `interact line's channel is not valid UTF-8 (a reply could not name it): ${excerpt(line)}` }))
+    : line.slice(tab + 1) === CANCEL_TEXT
+    ? Result.succeed(cancelFor(channel))
     : Result.succeed({ channel, text: unescapeText(line.slice(tab + 1)) })
 }

@@ -15,6 +15,7 @@ import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { BrainService } from "../ports/Brain.js"
+import type * as Abandon from "./Abandon.js"
 import type { InteractError, InteractService } from "../ports/Interact.js"
 import { loneSurrogateRefusal } from "../runtime/WellFormed.js"
 import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame } from "./BrainFrame.js"
@@ -27,6 +28,8 @@ import type * as Handover from "./Handover.js"
 export interface ServeOptions {
   /** Largest request accepted (a line for interact and claws, a block for the brain). */
   readonly maxRequestBytes?: number
+  /** Requests the agent in this process gave up: their work is interrupted (see Abandon). */
+  readonly abandon?: Abandon.Abandon
 }
 
 /**
@@ -41,11 +44,13 @@ export const serveBrain = (
   Effect.scoped(Effect.gen(function*() {
     const requests = yield* openReader(paths.brainIn)
     const answers = yield* openWriter(paths.brainOut)
-    const answer = (frame: Frame): Effect.Effect<string> =>
+    const abandon = options.abandon
+    let read = 0
+    const answer = (frame: Frame, number: number): Effect.Effect<string> =>
       Result.match(Result.flatMap(frame, decodeBrainRequest), {
         onFailure: (error) => Effect.as(Effect.logWarning(`bad request on brain_in: ${error.message}`), brainErrorFrame("fatal")),
-        onSuccess: (request) =>
-          brain.complete(request).pipe(
+        onSuccess: (request) => {
+          const work = brain.complete(request).pipe(
             Effect.map((response) =>
               Result.getOrElse(encodeBrainFrame(response), () => brainErrorFrame("fatal"))
             ),
@@ -57,10 +62,13 @@ export const serveBrain = (
             Effect.catchDefect((defect) =>
               Effect.as(Effect.logError("brain crashed", defect), brainErrorFrame("fatal")))
           )
+          // Given up by the agent: its HTTP request is aborted, and the answer it no longer waits for is an error.
+          return abandon === undefined ? work : abandon.serve(number, work, brainErrorFrame("fatal"))
+        }
       })
     return yield* requests.chunks.pipe(
       framed(() => makeBlockFramer(options.maxRequestBytes ?? defaultMaxBlockBytes)),
-      Stream.runForEach((frame) => Effect.flatMap(answer(frame), answers.write)),
+      Stream.runForEach((frame) => Effect.flatMap(answer(frame, ++read), answers.write)),
       Effect.andThen(Effect.never)
     )
   }))
@@ -131,7 +139,13 @@ export const serveInteract = (
         }
         return Result.match(encodeInteractLine(message), {
           onFailure: (error) => Effect.logWarning(`message not forwarded: ${error.message}`),
-          onSuccess: (line) => Effect.andThen(toAgent.write(line), Ref.update(forwarded, (n) => n + 1))
+          // Every line counts for the agent's reads (Handover); without one, the count waits for
+          // replies, and a cancel gets none.
+          onSuccess: (line) =>
+            Effect.andThen(
+              toAgent.write(line),
+              message.cancel === true && options.handover === undefined ? Effect.void : Ref.update(forwarded, (n) => n + 1)
+            )
         })
       }),
       Effect.andThen(Ref.get(forwarded))

@@ -14,6 +14,7 @@
 import * as Effect from "effect/Effect"
 import * as Latch from "effect/Latch"
 import * as Result from "effect/Result"
+import type * as Abandon from "./Abandon.js"
 import type { ClawsError, ClawsService, ToolDefinition, ToolProblem, ToolResult } from "../ports/Claws.js"
 import { type ClawRequest, decodeClawRequest, encodeClawAnswer } from "./ClawFrame.js"
 import { type FifoError, type FifoPaths } from "./FifoPaths.js"
@@ -23,6 +24,8 @@ import { listenReader, openWriter } from "./PipeEnd.js"
 export interface ServeClawsOptions {
   /** Largest request line accepted. */
   readonly maxRequestBytes?: number
+  /** Requests the agent in this process gave up: a claw running for one is killed (see Abandon). */
+  readonly abandon?: Abandon.Abandon
 }
 
 /** Text of a tool result as the agent must read it back: a failed tool's answer begins with `Error:`. */
@@ -130,16 +133,21 @@ export const serveClaws = (
     // once per problem); logging them here too would repeat them per message.
     // They travel with the listing, for `/tools`.
     const listAnswer = answered(Effect.map(claws.listOnRequest ?? claws.list, (catalog) => catalogFrame(catalog.tools, catalog.problems)))
-    const answer = (request: ClawRequest): Effect.Effect<string> =>
-      request._tag === "ListTools"
-        ? listAnswer
-        : answered(Effect.map(claws.call(request.name, request.input), (result) => encodeClawAnswer(resultText(request.name, result))))
-    const serveLine = (line: Frame): Effect.Effect<void, FifoError> =>
+    const abandon = options.abandon
+    let read = 0
+    const call = (request: Extract<ClawRequest, { readonly _tag: "Call" }>, number: number): Effect.Effect<string> => {
+      const work = answered(Effect.map(claws.call(request.name, request.input), (result) => encodeClawAnswer(resultText(request.name, result))))
+      // Given up by the agent (its turn cancelled): the claw is interrupted, which kills its process group.
+      return abandon === undefined ? work : abandon.serve(number, work, errorFrame(`tool ${request.name} was cancelled`))
+    }
+    const answer = (request: ClawRequest, number: number): Effect.Effect<string> =>
+      request._tag === "ListTools" ? listAnswer : call(request, number)
+    const serveLine = (line: Frame, number: number): Effect.Effect<void, FifoError> =>
       Effect.flatMap(
         Result.match(Result.flatMap(line, decodeClawRequest), {
           onFailure: (error) =>
             Effect.logWarning(`bad request on claw_in: ${error.message}`).pipe(Effect.as(errorFrame(error.message))),
-          onSuccess: answer
+          onSuccess: (request) => answer(request, number)
         }),
         answers.write
       )
@@ -147,6 +155,6 @@ export const serveClaws = (
     // Not Effect.forever, which yields to the scheduler after every request:
     // each request already waits for its line, and the runtime still yields
     // a fiber that runs long without waiting.
-    const serveAll: Effect.Effect<never, FifoError> = Effect.flatMap(nextLine, (line) => Effect.flatMap(serveLine(line), () => serveAll))
+    const serveAll: Effect.Effect<never, FifoError> = Effect.flatMap(nextLine, (line) => Effect.flatMap(serveLine(line, ++read), () => serveAll))
     return yield* serveAll
   }))

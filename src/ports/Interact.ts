@@ -13,7 +13,19 @@ import type * as Stream from "effect/Stream"
 export interface InboundMessage {
   readonly channel: string
   readonly text: string
+  /**
+   * Not a message but a cancel (a Ctrl-C on the terminal): the channel's
+   * messages not answered yet are answered `CANCELLED`, the turn running for
+   * one of them interrupted, and none of them stored. Its text is empty.
+   */
+  readonly cancel?: boolean
 }
+
+/** The reply to a message cancelled before its reply was decided. */
+export const CANCELLED = "Cancelled: nothing of that message was kept."
+
+/** A cancel for `channel` (see `InboundMessage.cancel`). */
+export const cancelFor = (channel: string): InboundMessage => ({ channel, text: "", cancel: true })
 
 /** A reply for a channel. */
 export interface OutboundMessage {

@@ -46,6 +46,24 @@ describe("Inbox journal", () => {
       ])
     }))
 
+  it.effect("closes a cancelled message with a record of its own: a restart does not answer it", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const file = path.join(directory, ".inbox.jsonl")
+      const inbox = yield* Inbox.make(directory)
+      const cancelled = yield* inbox.accept({ channel: "cli", text: "never mind" })
+      const kept = yield* inbox.accept({ channel: "cli", text: "still wanted" })
+      yield* inbox.cancelled!(cancelled)
+      expect(fs.readFileSync(file, "utf8")).toContain(`{"cancelled":${cancelled.id}}`)
+      const restarted = yield* Inbox.make(directory)
+      expect(restarted.recovered.map((p) => p.text)).toEqual(["still wanted"])
+      expect(Inbox.replay(journal({ accepted: 1, channel: "a", text: "x" }, { cancelled: 1 }))).toEqual([])
+      // Nothing left: the journal starts afresh, as after a delivery.
+      yield* restarted.cancelled!(restarted.recovered[0]!)
+      expect(fs.readFileSync(file, "utf8")).toBe("")
+      expect(kept.id).toBe(cancelled.id + 1)
+    }))
+
   it.effect("empties itself when nothing is pending, and numbers on after a restart", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()

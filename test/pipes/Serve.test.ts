@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
 import { Effect, Fiber, Queue, Stream } from "effect"
 import { BrainError } from "../../src/ports/Brain.js"
+import { CANCELLED, cancelFor } from "../../src/ports/Interact.js"
 import * as BrainFifo from "../../src/pipes/FifoBrain.js"
 import * as Scripted from "../../src/brain/ScriptedBrain.js"
 import * as ClawsFifo from "../../src/pipes/FifoClaws.js"
@@ -138,6 +139,22 @@ describe("serveInteract", () => {
 
       yield* agentSide.send({ channel: "cli", text: "answer two" })
       expect(yield* Queue.take(user.replies)).toEqual({ channel: "cli", text: "answer two" })
+      yield* Fiber.join(serving)
+    }))
+
+  it.effect("carries a cancel as its line, and owes no reply for it: a bridge process ends once the message is answered", () =>
+    Effect.gen(function*() {
+      const paths = yield* runtime
+      const user = yield* InMemoryInteract.make
+      const agentSide = yield* InteractFifo.make({ paths })
+      yield* user.offer({ channel: "cli", text: "long task" })
+      yield* user.offer(cancelFor("cli"))
+      yield* user.end
+      const serving = yield* Effect.forkScoped(serveInteract(user.service, paths))
+      const inbound = yield* agentSide.messages.pipe(Stream.take(2), Stream.runCollect)
+      expect([...inbound]).toEqual([{ channel: "cli", text: "long task" }, cancelFor("cli")])
+      yield* agentSide.send({ channel: "cli", text: CANCELLED })
+      expect((yield* Queue.take(user.replies)).text).toBe(CANCELLED)
       yield* Fiber.join(serving)
     }))
 })

@@ -6,6 +6,7 @@ import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame, plainBrainAnswer
 import { decodeClawAnswer, decodeClawRequest, encodeClawAnswer, encodeClawCall } from "../../src/pipes/ClawFrame.js"
 import { type Frame, FrameTooLarge, framed, makeBlockFramer, makeLineFramer, MalformedMessage } from "../../src/runtime/Framing.js"
 import { decodeInteractLine, encodeInteractLine, escapeText, unescapeText } from "../../src/pipes/InteractLine.js"
+import { cancelFor } from "../../src/ports/Interact.js"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 
@@ -80,6 +81,17 @@ describe("interact escaping", () => {
     const badChannel = decodeInteractLine(bytesOf("user-", [0xff, 0xfe], "\thello"))
     expect(Result.isFailure(badChannel) && badChannel.failure.message).toContain("channel is not valid UTF-8")
     expect(Result.getOrThrow(decodeInteractLine(bytesOf("cli\thi ", [0xff])))).toEqual({ channel: "cli", text: "hi \uFFFD" })
+  })
+
+  it("frames a cancel as a text of one raw tab, which no message encodes to", () => {
+    expect(Result.getOrThrow(encodeInteractLine(cancelFor("cli")))).toBe("cli\t\t\n")
+    expect(Result.getOrThrow(decodeInteractLine("cli\t\t"))).toEqual(cancelFor("cli"))
+    // A message of one tab travels escaped, and stays a (blank) message.
+    const tab = Result.getOrThrow(encodeInteractLine({ channel: "cli", text: "\t" }))
+    expect(tab).toBe("cli\t\\t\n")
+    expect(Result.getOrThrow(decodeInteractLine(tab.slice(0, -1)))).toEqual({ channel: "cli", text: "\t" })
+    // Two raw tabs and more text is a message, as before.
+    expect(Result.getOrThrow(decodeInteractLine("cli\t\tx"))).toEqual({ channel: "cli", text: "\tx" })
   })
 
   it("refuses a channel that would break the line", () => {

@@ -50,9 +50,15 @@ const nearEnds = (
         FifoBrain.layer({
           paths,
           timeout: brainPatience,
-          farEndExits: farEnds.brain.exits
+          farEndExits: farEnds.brain.exits,
+          abandon: farEnds.brain.abandon
         }),
-        FifoClaws.layer({ paths, callTimeout: Duration.seconds(clawTimeout + 60), farEndExits: farEnds.claws.exits })
+        FifoClaws.layer({
+          paths,
+          callTimeout: Duration.seconds(clawTimeout + 60),
+          farEndExits: farEnds.claws.exits,
+          abandon: farEnds.claws.abandon
+        })
       )),
       Layer.merge(FifoInteract.layer({ paths, ...shared }))
     )
