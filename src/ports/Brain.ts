@@ -1,13 +1,15 @@
 /**
- * The Brain port: Anthropic Messages API JSON in, Messages API JSON out.
- * Implementations: the Anthropic HTTP API, an external process over FIFOs,
- * a scripted brain for tests.
+ * The Brain port: Anthropic Messages API JSON in, Messages API JSON out,
+ * whole (`complete`) or as it is written (`stream`). Implementations: the
+ * Anthropic HTTP API, an OpenAI-compatible HTTP API, an external process
+ * over FIFOs, a scripted brain for tests.
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
+import * as Stream from "effect/Stream"
 import { madeOnFirstCall } from "../runtime/FirstCall.js"
 import { isJsonObject } from "../runtime/Json.js"
 
@@ -131,9 +133,31 @@ export class BrainError extends Schema.TaggedError<BrainError>()("BrainError", {
   misconfigured: Schema.optional(Misconfigured)
 }) {}
 
+/**
+ * What a streamed answer is made of: the text as the model writes it, then
+ * the whole answer, always last and exactly once (the response `complete`
+ * would have returned, text deltas included in its blocks).
+ */
+export type BrainEvent =
+  | { readonly _tag: "TextDelta"; readonly text: string }
+  | { readonly _tag: "Answer"; readonly response: MessagesResponse }
+
+export const textDelta = (text: string): BrainEvent => ({ _tag: "TextDelta", text })
+export const answerEvent = (response: MessagesResponse): BrainEvent => ({ _tag: "Answer", response })
+
 export interface BrainService {
   readonly complete: (request: MessagesRequest) => Effect.Effect<MessagesResponse, BrainError>
+  /**
+   * The same answer as it is written, ending in its `Answer`. A brain without
+   * it (the pipes, a script) answers in one piece: see `streamOf`. Whatever
+   * wraps a brain (the usage ledger, a concurrency limit) passes it on.
+   */
+  readonly stream?: ((request: MessagesRequest) => Stream.Stream<BrainEvent, BrainError>) | undefined
 }
+
+/** `brain`'s stream of `request`: its own, or its complete answer as the one event. */
+export const streamOf = (brain: BrainService, request: MessagesRequest): Stream.Stream<BrainEvent, BrainError> =>
+  brain.stream !== undefined ? brain.stream(request) : Stream.fromEffect(Effect.map(brain.complete(request), answerEvent))
 
 export class Brain extends Context.Service<Brain, BrainService>()("planckclaw/Brain") {}
 
