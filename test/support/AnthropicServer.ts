@@ -83,9 +83,18 @@ export const message = (content: ReadonlyArray<unknown>, stopReason: string | nu
 /** A 200 answer whose content is one text block. */
 export const text = (reply: string): LoopbackHttp.Reply => message([{ type: "text", text: reply }])
 
-/** A `tool_use` answer: a short text block, then one block per call. */
-export const toolUse = (calls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly input: unknown }>) =>
-  message([{ type: "text", text: "Let me check." }, ...calls.map((call) => ({ type: "tool_use", ...call }))], "tool_use")
+/**
+ * A `tool_use` answer: a short text block (`preamble`, none when null), then
+ * one block per call. The reply begins with the preamble.
+ */
+export const toolUse = (
+  calls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly input: unknown }>,
+  preamble: string | null = "Let me check."
+) =>
+  message([
+    ...(preamble === null ? [] : [{ type: "text", text: preamble }]),
+    ...calls.map((call) => ({ type: "tool_use", ...call }))
+  ], "tool_use")
 
 /** An error answer shaped like the real API's: `{"type":"error","error":{"type","message"}}`. */
 export const apiError = (
