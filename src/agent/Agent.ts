@@ -12,6 +12,8 @@ import * as Result from "effect/Result"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
 import { AgentConfig } from "../config/AgentConfig.js"
 import { Agent, type AgentService } from "./AgentService.js"
 import { Brain } from "../ports/Brain.js"
@@ -35,7 +37,7 @@ import * as Prices from "../usage/Prices.js"
 import { loneSurrogateRefusal } from "../runtime/WellFormed.js"
 
 export { Agent, type AgentService } from "./AgentService.js"
-export { APOLOGY, type ToolCallMade, type TurnOutcome, type TurnUsage } from "./Turn.js"
+export { APOLOGY, type ToolCallMade, type TurnEvent, type TurnOutcome, type TurnUsage } from "./Turn.js"
 
 /** The reply to a message that held only control characters (which are removed from every message). */
 export const ONLY_CONTROLS = "Your message held only control characters, which are removed: nothing was processed."
@@ -95,8 +97,8 @@ export const make = Effect.gen(function*() {
     })
   })
 
-  const runTurn = (text: string): Effect.Effect<Turn.TurnOutcome> =>
-    Effect.flatMap(windowed, (snapshot) => Turn.runWith(ports, { snapshot, text, config })).pipe(
+  const runTurn = (text: string, onEvent?: Turn.TurnListener): Effect.Effect<Turn.TurnOutcome> =>
+    Effect.flatMap(windowed, (snapshot) => Turn.runWith(ports, { snapshot, text, config, onEvent })).pipe(
       Effect.catch((error) =>
         Effect.logError(`turn failed: ${error.message}`).pipe(
           // A file to fix (a soul over its limit) is said as such: asking again would meet it again.
@@ -116,7 +118,8 @@ export const make = Effect.gen(function*() {
   const decide = <A>(
     pending: Pending,
     then: (outcome: Turn.TurnOutcome) => Effect.Effect<A>,
-    none: () => Effect.Effect<A>
+    none: () => Effect.Effect<A>,
+    onEvent?: Turn.TurnListener
   ): Effect.Effect<A> => {
     if (Option.isSome(pending.reply)) {
       const decided = pending.reply.value
@@ -145,7 +148,7 @@ export const make = Effect.gen(function*() {
           Option.match(Commands.parse(text), {
             // A command is answered here and is no exchange: nothing of it is stored.
             onSome: (parsed) => Effect.map(command(parsed), (reply) => Turn.withoutTurn({ reply, stored: false })),
-            onNone: () => runTurn(text)
+            onNone: () => runTurn(text, onEvent)
           }),
           // Once decided, the reply is journaled and kept whole: a cancel (an interruption) ends the turn before, never here.
           (outcome) => Effect.uninterruptible(Effect.flatMap(inbox.answered(pending, outcome.reply, outcome.stored), () => then(outcome)))
@@ -211,6 +214,27 @@ export const make = Effect.gen(function*() {
       )
     ))
 
+  /** `respond`, telling `onEvent` what the turn does as it goes, then its outcome (End) once remembered. */
+  const respondListening = (pending: Pending, onEvent: Turn.TurnListener): Effect.Effect<Option.Option<Turn.TurnOutcome>> =>
+    compactor.turn(Effect.withFiber((fiber) =>
+      Tracing.span(
+        decide(
+          pending,
+          (outcome) =>
+            Effect.tap(remembered(pending, outcome), (kept) => Option.isSome(kept) ? onEvent({ _tag: "End", ...kept.value }) : Effect.void),
+          nothing,
+          onEvent
+        ),
+        Tracing.recording(fiber),
+        "Agent.respond"
+      )
+    ))
+
+  const respondStreaming = (pending: Pending): Stream.Stream<Turn.TurnEvent> =>
+    Stream.callback<Turn.TurnEvent>((queue) =>
+      Effect.andThen(respondListening(pending, (event) => Effect.asVoid(Queue.offer(queue, event))), Queue.end(queue))
+    )
+
   /**
    * Once the reply is delivered: the journal lets the message go, and a due
    * compaction starts in the background when the exchange was stored, so the
@@ -232,7 +256,7 @@ export const make = Effect.gen(function*() {
   const waiting = (yield* inbox.backlog).length
   if (waiting > 0 && (yield* storeBacklog)) yield* Effect.logInfo(`stored ${waiting} exchange(s) a previous run could not store`)
 
-  return { respond, delivered } satisfies AgentService
+  return { respond, respondStreaming, delivered } satisfies AgentService
 })
 
 // Logs of start-up (a stored backlog) go to stderr, as the intake loop's do.

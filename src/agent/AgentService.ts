@@ -7,8 +7,9 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
+import type * as Stream from "effect/Stream"
 import type { Pending } from "../memory/Inbox.js"
-import type { TurnOutcome } from "./Turn.js"
+import type { TurnEvent, TurnOutcome } from "./Turn.js"
 
 export interface AgentService {
   /**
@@ -24,6 +25,13 @@ export interface AgentService {
    * decided, it runs to its end.
    */
   readonly respond: (message: Pending) => Effect.Effect<Option.Option<TurnOutcome>>
+  /**
+   * `respond` as it goes: the turn's events (its text as the model writes
+   * it, each tool call and its result), then `End`, the outcome `respond`
+   * would return, once remembered. A blank message ends it with no event.
+   * Done with it, the transport calls `delivered` with that outcome.
+   */
+  readonly respondStreaming: (message: Pending) => Stream.Stream<TurnEvent>
   /**
    * The transport has delivered `respond`'s outcome (or given up on it): the
    * journal lets the message go, and a compaction due after a stored

@@ -4,6 +4,11 @@
  * returns the reply. It depends only on the Brain and Claws ports; reading
  * memory, remembering and answering are the agent's (Agent.ts).
  *
+ * With a listener (`onEvent`), a turn tells what it does as it goes: the
+ * model's text as it is written (in one piece from a brain that does not
+ * stream), each tool call as it starts and its result. The text a model
+ * writes before its tool calls is part of the reply, before the final text.
+ *
  * Spans (`Turn.run`, `Brain.complete` per round, `Claws.call` per tool call)
  * are made only when a tracer is installed, and without a stack trace: a
  * turn must cost nothing extra otherwise (Tracing.ts, the issue 11
@@ -11,6 +16,7 @@
  * effect 3.22 `Effect.fn` builds an Error on every call, whatever its span
  * options say.
  */
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import {
@@ -30,46 +36,30 @@ import type { MemorySnapshot } from "../memory/Memory.js"
 import { type PromptMemo, promptMemo } from "./Prompt.js"
 import * as Tracing from "../runtime/Tracing.js"
 import { isWellFormed, wellFormed, wellFormedJson } from "../runtime/WellFormed.js"
+import { askBrain } from "./TurnAsk.js"
+import {
+  type Answer,
+  type ToolCallMade,
+  type TurnListener,
+  type TurnOutcome,
+  withoutTurn
+} from "./TurnOutcome.js"
+
+export {
+  type Answer,
+  NO_TOOL_CALLS,
+  NO_USAGE,
+  type ToolCallMade,
+  type TurnEvent,
+  type TurnListener,
+  type TurnOutcome,
+  type TurnUsage,
+  withoutTurn
+} from "./TurnOutcome.js"
 
 /** The original's words, for any turn the brain could not complete. */
 export const APOLOGY = "I'm temporarily unavailable. Please try again shortly."
 
-/** A reply, and whether the exchange belongs in history (failed turns store nothing). */
-export interface Answer {
-  readonly reply: string
-  readonly stored: boolean
-}
-
-/** One tool call a turn made: the tool's name, and whether it gave a result (not an error). */
-export interface ToolCallMade {
-  readonly name: string
-  readonly ok: boolean
-}
-
-/** The tokens a turn's brain answers counted, summed over its rounds (0 where a brain sends none). */
-export interface TurnUsage {
-  readonly input: number
-  readonly output: number
-  readonly cacheWrite: number
-  readonly cacheRead: number
-}
-
-/**
- * What a message came to: its reply, whether the exchange is stored (once
- * the agent has answered it: on disk), the tool calls its turn made and the
- * tokens it used. A reply that needed no brain (a command, a refusal) made
- * no tool calls and used nothing.
- */
-export interface TurnOutcome extends Answer {
-  readonly toolCalls: ReadonlyArray<ToolCallMade>
-  readonly usage: TurnUsage
-}
-
-export const NO_TOOL_CALLS: ReadonlyArray<ToolCallMade> = Object.freeze([])
-export const NO_USAGE: TurnUsage = Object.freeze({ input: 0, output: 0, cacheWrite: 0, cacheRead: 0 })
-
-/** The outcome of an answer that needed no brain. */
-export const withoutTurn = (answer: Answer): TurnOutcome => ({ ...answer, toolCalls: NO_TOOL_CALLS, usage: NO_USAGE })
 
 /** The slice of AgentConfig a turn reads. */
 export interface TurnConfig {
@@ -80,11 +70,14 @@ export interface TurnConfig {
   readonly promptCache?: boolean
 }
 
+
 export interface TurnInput {
   readonly snapshot: MemorySnapshot
   /** The user's message, already sanitized. */
   readonly text: string
   readonly config: TurnConfig
+  /** Told the turn's events as they happen; none when absent. */
+  readonly onEvent?: TurnListener | undefined
 }
 
 /** The answer for a turn that could not be completed; not stored. */
@@ -105,9 +98,12 @@ const assistantTurn = (response: MessagesResponse): Message => ({
   )
 })
 
-const finalReply = (response: MessagesResponse): Answer => {
-  const text = responseText(response).trim()
+/** The reply: what the model said before its tool calls (`before`), then its final text. */
+const finalReply = (response: MessagesResponse, before: ReadonlyArray<string>): Answer => {
+  const last = responseText(response).trim()
   const cut = response.stop_reason === "max_tokens"
+  // Without a final text the turn has no answer, whatever was said on the way.
+  const text = last.length === 0 || before.length === 0 ? last : [...before, last].join("\n\n")
   if (text.length === 0) {
     return {
       stored: false,
@@ -139,8 +135,23 @@ const errorResult = (call: ToolUseBlock, content: string): ToolResultBlock => ({
   is_error: true
 })
 
-/** One tool call; every failure becomes an error result the model reads. Noted in `made`. */
+/** One tool call; every failure becomes an error result the model reads. Noted in `made`, told to `onEvent`. */
 const runTool = (
+  claws: ClawsService,
+  call: ToolUseBlock,
+  recording: boolean,
+  made: Array<ToolCallMade>,
+  onEvent: TurnListener | undefined
+): Effect.Effect<ToolResultBlock> =>
+  onEvent === undefined ? runToolQuietly(claws, call, recording, made) : Effect.andThen(
+    onEvent({ _tag: "ToolCallStart", name: call.name, input: call.input }),
+    Effect.flatMap(Clock.currentTimeMillis, (started) =>
+      Effect.tap(runToolQuietly(claws, call, recording, made), (result) =>
+        Effect.flatMap(Clock.currentTimeMillis, (ended) =>
+          onEvent({ _tag: "ToolResult", name: call.name, ok: result.is_error !== true, ms: ended - started }))))
+  )
+
+const runToolQuietly = (
   claws: ClawsService,
   call: ToolUseBlock,
   recording: boolean,
@@ -217,13 +228,15 @@ const stoppedAfter = (rounds: number): Answer => ({
  * plain turn is one tool listing and one brain call, and every step and
  * object saved counts on it (issue 11).
  */
-export const runWith = (ports: TurnPorts, { config, snapshot, text }: TurnInput): Effect.Effect<TurnOutcome> =>
+export const runWith = (ports: TurnPorts, { config, onEvent, snapshot, text }: TurnInput): Effect.Effect<TurnOutcome> =>
   Effect.withFiber<TurnOutcome>((fiber) => {
     const recording = Tracing.recording(fiber)
     const cache = config.promptCache === true
     // What the turn did, noted as it goes: a brain that gives up after a tool round still made those calls.
     const toolCalls: Array<ToolCallMade> = []
     const usage = { input: 0, output: 0, cacheWrite: 0, cacheRead: 0 }
+    // What the model said before its tool calls, round by round: the reply begins with it.
+    const said: Array<string> = []
     const ask = (tools: ReadonlyArray<ToolDefinition>): Effect.Effect<Answer, BrainError> => {
       const { prompt } = ports
       const messages = prompt.conversation(snapshot.history, text, cache)
@@ -233,19 +246,26 @@ export const runWith = (ports: TurnPorts, { config, snapshot, text }: TurnInput)
       const request = () => prompt.turnRequest({ model: config.model, maxTokens: config.maxTokens, system, messages, tools, cache, specs })
       const round = (n: number): Effect.Effect<Answer, BrainError> =>
         Effect.flatMap(
-          Tracing.span(ports.brain.complete(request()), recording, "Brain.complete", { round: n }),
-          (answer) => {
+          Tracing.span(askBrain(ports.brain, request(), onEvent), recording, "Brain.complete", { round: n }),
+          ({ answer, told }) => {
             count(usage, answer.usage)
             // A lone surrogate in what the model said becomes U+FFFD: in the reply stored and in the next round's echo.
             const response = wellFormedResponse(answer)
             const calls = toolUsesOf(response)
-            if (response.stop_reason !== "tool_use" || calls.length === 0) return Effect.succeed(finalReply(response))
-            if (n >= config.maxToolRounds) return Effect.succeed(stoppedAfter(config.maxToolRounds))
+            const spoken = responseText(response)
+            // A brain that answered whole: its text, told in one piece.
+            const tell = onEvent === undefined || told || spoken === "" ? Effect.void : onEvent({ _tag: "TextDelta", text: spoken })
+            if (response.stop_reason !== "tool_use" || calls.length === 0) return Effect.as(tell, finalReply(response, said))
+            if (n >= config.maxToolRounds) return Effect.as(tell, stoppedAfter(config.maxToolRounds))
+            if (spoken.trim() !== "") said.push(spoken.trim())
             // Every call of the round, in order, answered in one user message.
-            return Effect.flatMap(Effect.forEach(calls, (call) => runTool(ports.claws, call, recording, toolCalls)), (results) => {
-              messages.push(assistantTurn(response), { role: "user", content: results })
-              return round(n + 1)
-            })
+            return Effect.andThen(
+              tell,
+              Effect.flatMap(Effect.forEach(calls, (call) => runTool(ports.claws, call, recording, toolCalls, onEvent)), (results) => {
+                messages.push(assistantTurn(response), { role: "user", content: results })
+                return round(n + 1)
+              })
+            )
           }
         )
       return round(0)

@@ -1,6 +1,7 @@
 /**
  * The Brain as the Anthropic Messages API: one `POST /v1/messages` per
- * request, each attempt bounded by a timeout, failed attempts retried under
+ * request (`stream` asks for server-sent events: AnthropicStream, SseResponse),
+ * each attempt bounded by a timeout, failed attempts retried under
  * the shared schedule (BrainRetry). Retryable failures that outlast the
  * retries become `BrainError("timeout")`; an answer the API will not change
  * its mind about (400, 401, a body that is not a Messages response) becomes
@@ -14,13 +15,17 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import {
+  answerEvent,
   Brain,
+  type BrainEvent,
   type BrainService,
   decodeBrainAnswer,
   type MessagesRequest,
   type MessagesResponse,
   preview,
+  type BrainError,
   type Scrub
 } from "../ports/Brain.js"
 import { MissingSetting } from "../config/MissingSetting.js"
@@ -29,6 +34,7 @@ import { isJsonObject } from "../runtime/Json.js"
 import { DebugConfig } from "../runtime/Logging.js"
 import {
   type AnswerReading,
+  type AttemptFailure,
   attemptExchange,
   baseUrlConfig,
   BrainRetryConfig,
@@ -36,6 +42,8 @@ import {
   withRetries
 } from "./BrainRetry.js"
 import { postJson } from "./PostJson.js"
+import { assemble } from "./AnthropicStream.js"
+import { eventsOf, postForEvents } from "./SseResponse.js"
 import { isUnset } from "../config/UnsetSetting.js"
 import { AnthropicApiKey, AnthropicBaseUrl, Model } from "../config/settings/Brain.js"
 import * as Tracing from "../runtime/Tracing.js"
@@ -141,7 +149,41 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
         return yield* withRetries("Anthropic API", config.retries, (number) => attempt(body, request.model, number))
       }).pipe(Tracing.withSpan("AnthropicBrain.complete", { model: request.model }))
 
-    return Brain.of({ complete })
+    const words = { silent: `no more of the answer within ${Duration.toSeconds(config.timeout)}s`, scrub }
+
+    /** One attempt at a streamed answer: its events, or a whole answer (a server that does not stream) as one. */
+    const streamAttempt = (body: string, model: string, number: number) => {
+      const judge = judgeAnswer(reading(model), debug)
+      return attemptExchange(
+        postForEvents(client, url, headers, body, config.timeout, words),
+        config.timeout,
+        number,
+        report,
+        (answer, nowMillis, after): Effect.Effect<Stream.Stream<BrainEvent, BrainError>, AttemptFailure> => {
+          const events = eventsOf(answer)
+          if (events === undefined) return Effect.map(judge(answer, nowMillis, after), (response) => Stream.make(answerEvent(response)))
+          return Effect.as(
+            debug(`${after}: HTTP ${answer.status}, streaming`),
+            assemble(events, (raw) => decodeBrainAnswer(raw, scrub), scrub).pipe(
+              Stream.tap((event) => event._tag === "Answer" ? debug(`response ${JSON.stringify(event.response)}`) : Effect.void)
+            )
+          )
+        }
+      )
+    }
+
+    // Retried up to the answer's first byte only: text a listener was given is never sent twice.
+    const stream = (request: MessagesRequest) =>
+      Stream.unwrap(
+        Effect.gen(function*() {
+          const body = JSON.stringify({ ...request, stream: true })
+          yield* debug(`POST ${url} (x-api-key: <redacted>, anthropic-version: ${API_VERSION})`)
+          yield* debug(`request ${body}`)
+          return yield* withRetries("Anthropic API", config.retries, (number) => streamAttempt(body, request.model, number))
+        }).pipe(Tracing.withSpan("AnthropicBrain.stream", { model: request.model }))
+      )
+
+    return Brain.of({ complete, stream })
   })
 
 /** The key is unset (or empty); a key that is set but unusable is reported as itself. */

@@ -4,9 +4,12 @@
  * `POST {OPENAI_BASE_URL}/chat/completions` per request, translated by
  * ChatCompletions, with the HTTP brains' shared timeout and retries (BrainRetry).
  * Permanent answers (400, 401, 403, 404, …) fail at once with
- * `BrainError("fatal")` and a detail naming the setting to fix.
+ * `BrainError("fatal")` and a detail naming the setting to fix. `stream`
+ * asks for the answer as it is written (ChatStream, SseResponse); a server
+ * that answers whole anyway is read as one answer.
  */
 import * as HttpClient from "effect/http/HttpClient"
+import type * as HttpClientError from "effect/http/HttpClientError"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
@@ -16,10 +19,13 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
+import * as Stream from "effect/Stream"
 import {
+  answerEvent,
   answersError,
   Brain,
   BrainError,
+  type BrainEvent,
   type BrainService,
   type MessagesRequest,
   type MessagesResponse,
@@ -35,13 +41,16 @@ import { isJsonObject } from "../runtime/Json.js"
 import { DebugConfig } from "../runtime/Logging.js"
 import {
   type AnswerReading,
+  type AttemptFailure,
   attemptExchange,
   baseUrlConfig,
   BrainRetryConfig,
   judgeAnswer,
   withRetries
 } from "./BrainRetry.js"
-import { postJson } from "./PostJson.js"
+import { type HttpAnswer, postJson } from "./PostJson.js"
+import { assemble, streamingRequest } from "./ChatStream.js"
+import { eventsOf, postForEvents } from "./SseResponse.js"
 import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
 import * as TokenField from "./TokenField.js"
 import * as Tracing from "../runtime/Tracing.js"
@@ -210,40 +219,76 @@ export const make = (
       }
     })
 
-    const bodyOf = (request: MessagesRequest, field: TokenField.TokenField) => JSON.stringify(toChatRequest(request, field))
-    const exchange = (body: string, number: number, answered: ReturnType<typeof judgeAnswer<MessagesResponse>>) =>
-      attemptExchange(postJson(client, url, headers, body), config.timeout, number, report, answered)
+    /** How one kind of call goes on the wire: its post, its body, what it makes of an answer. */
+    interface Way<A> {
+      readonly post: (body: string) => Effect.Effect<HttpAnswer, HttpClientError.HttpClientError | BrainError>
+      readonly bodyOf: (request: MessagesRequest, field: TokenField.TokenField) => string
+      readonly answered: (
+        judge: ReturnType<typeof judgeAnswer<MessagesResponse>>
+      ) => (answer: HttpAnswer, nowMillis: number, after: string) => Effect.Effect<A, AttemptFailure>
+    }
+
+    const whole: Way<MessagesResponse> = {
+      post: (body) => postJson(client, url, headers, body),
+      bodyOf: (request, field) => JSON.stringify(toChatRequest(request, field)),
+      answered: (judge) => judge
+    }
+
+    const words = { silent: `no more of the answer from ${base.host} within ${Duration.toSeconds(config.timeout)}s`, scrub }
+    const streamed: Way<Stream.Stream<BrainEvent, BrainError>> = {
+      post: (body) => postForEvents(client, url, headers, body, config.timeout, words),
+      bodyOf: (request, field) => JSON.stringify(streamingRequest(toChatRequest(request, field))),
+      answered: (judge) => (answer, nowMillis, after) => {
+        const events = eventsOf(answer)
+        if (events === undefined) return Effect.map(judge(answer, nowMillis, after), (response) => Stream.make(answerEvent(response)))
+        return Effect.as(
+          debug(`${after}: HTTP ${answer.status}, streaming`),
+          assemble(events, (raw) => Effect.map(decode(raw), answerEvent), scrub).pipe(
+            Stream.tap((event) => event._tag === "Answer" ? debug(`response ${JSON.stringify(event.response)}`) : Effect.void)
+          )
+        )
+      }
+    }
 
     /**
      * One attempt with the length cap in the field this server takes; when
      * it refuses that field, the same attempt asks once more with the other,
      * and the server's choice is kept by this brain (TokenField.makeMemory).
      */
-    const attempt = (request: MessagesRequest, number: number) =>
+    const attempt = <A>(way: Way<A>, request: MessagesRequest, number: number) =>
       Effect.suspend(() => {
         const { model } = request
         const field = fields.fieldFor(model)
-        const judge = judgeAnswer(reading(model), debug)
-        return exchange(bodyOf(request, field), number, (answer, nowMillis, after) => {
-          if (!TokenField.refuses(answer.status, answer.body, field)) return judge(answer, nowMillis, after)
+        const answered = way.answered(judgeAnswer(reading(model), debug))
+        const exchange = (body: string, then: typeof answered) =>
+          attemptExchange(way.post(body), config.timeout, number, report, then)
+        return exchange(way.bodyOf(request, field), (answer, nowMillis, after) => {
+          if (!TokenField.refuses(answer.status, answer.body, field)) return answered(answer, nowMillis, after)
           const other = TokenField.otherField(field)
-          const body = bodyOf(request, other)
+          const body = way.bodyOf(request, other)
           return debug(`${after}: HTTP ${answer.status}: the server refuses ${field}: asking again with ${other}`).pipe(
             Effect.andThen(Effect.sync(() => fields.learn(model, other))),
             Effect.andThen(debug(`request ${body}`)),
-            Effect.andThen(exchange(body, number, judge))
+            Effect.andThen(exchange(body, answered))
           )
         })
       })
 
-    const complete = (request: MessagesRequest) =>
+    const call = <A>(way: Way<A>, request: MessagesRequest) =>
       Effect.gen(function*() {
         yield* debug(`POST ${endpoint} (authorization: ${Option.isSome(apiKey) ? "Bearer <redacted>" : "none"})`)
-        yield* debug(`request ${bodyOf(request, fields.fieldFor(request.model))}`)
-        return yield* withRetries("OpenAI-compatible API", config.retries, (number) => attempt(request, number))
-      }).pipe(Tracing.withSpan("OpenAiBrain.complete", { model: request.model }))
+        yield* debug(`request ${way.bodyOf(request, fields.fieldFor(request.model))}`)
+        return yield* withRetries("OpenAI-compatible API", config.retries, (number) => attempt(way, request, number))
+      })
 
-    return Brain.of({ complete })
+    const complete = (request: MessagesRequest) =>
+      call(whole, request).pipe(Tracing.withSpan("OpenAiBrain.complete", { model: request.model }))
+
+    // Retried up to the answer's first byte only: text a listener was given is never sent twice.
+    const stream = (request: MessagesRequest) =>
+      Stream.unwrap(call(streamed, request).pipe(Tracing.withSpan("OpenAiBrain.stream", { model: request.model })))
+
+    return Brain.of({ complete, stream })
   })
 
 /** The key is required only for a public base URL. */

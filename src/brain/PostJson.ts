@@ -37,7 +37,7 @@ const answerTooLarge = new BrainError({
 })
 
 /** The body as text, read as it streams in and dropped once it passes ANSWER_MAX_BYTES. */
-const readCapped = (
+export const readCapped = (
   response: HttpClientResponse.HttpClientResponse
 ): Effect.Effect<string, HttpClientError.HttpClientError | BrainError> => {
   const announced = Number(response.headers["content-length"])

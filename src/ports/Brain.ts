@@ -1,13 +1,17 @@
 /**
- * The Brain port: Anthropic Messages API JSON in, Messages API JSON out.
- * Implementations: the Anthropic HTTP API, an external process over FIFOs,
- * a scripted brain for tests.
+ * The Brain port: Anthropic Messages API JSON in, Messages API JSON out,
+ * whole (`complete`) or as it is written (`stream`). Implementations: the
+ * Anthropic HTTP API, an OpenAI-compatible HTTP API, an external process
+ * over FIFOs, a scripted brain for tests.
  */
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
+import type * as Semaphore from "effect/Semaphore"
+import * as Stream from "effect/Stream"
 import { madeOnFirstCall } from "../runtime/FirstCall.js"
 import { isJsonObject } from "../runtime/Json.js"
 
@@ -131,9 +135,53 @@ export class BrainError extends Schema.TaggedError<BrainError>()("BrainError", {
   misconfigured: Schema.optional(Misconfigured)
 }) {}
 
+/**
+ * What a streamed answer is made of: the text as the model writes it, then
+ * the whole answer, always last and exactly once (the response `complete`
+ * would have returned, text deltas included in its blocks).
+ */
+export type BrainEvent =
+  | { readonly _tag: "TextDelta"; readonly text: string }
+  | { readonly _tag: "Answer"; readonly response: MessagesResponse }
+
+export const textDelta = (text: string): BrainEvent => ({ _tag: "TextDelta", text })
+export const answerEvent = (response: MessagesResponse): BrainEvent => ({ _tag: "Answer", response })
+
 export interface BrainService {
   readonly complete: (request: MessagesRequest) => Effect.Effect<MessagesResponse, BrainError>
+  /**
+   * The same answer as it is written, ending in its `Answer`. A brain without
+   * it (the pipes, a script) answers in one piece: see `streamOf`. Whatever
+   * wraps a brain (the usage ledger, a concurrency limit) passes it on.
+   */
+  readonly stream?: ((request: MessagesRequest) => Stream.Stream<BrainEvent, BrainError>) | undefined
 }
+
+/** `brain`'s stream of `request`: its own, or its complete answer as the one event. */
+export const streamOf = (brain: BrainService, request: MessagesRequest): Stream.Stream<BrainEvent, BrainError> =>
+  brain.stream !== undefined ? brain.stream(request) : Stream.fromEffect(Effect.map(brain.complete(request), answerEvent))
+
+/**
+ * `brain` with `onAnswer` run on each answer, whole or at the end of its
+ * stream, given the request and when the call started: what a ledger wraps.
+ */
+export const tapAnswers = (
+  brain: BrainService,
+  onAnswer: (request: MessagesRequest, startedMillis: number, response: MessagesResponse) => Effect.Effect<void>
+): BrainService => ({
+  complete: (request) =>
+    Effect.flatMap(Clock.currentTimeMillis, (started) => Effect.tap(brain.complete(request), (response) => onAnswer(request, started, response))),
+  // A brain that answers only whole stays so: the turn then takes its cheaper way (complete).
+  stream: brain.stream === undefined ? undefined : (request) =>
+    Stream.unwrap(Effect.map(Clock.currentTimeMillis, (started) =>
+      Stream.tap(streamOf(brain, request), (event) => event._tag === "Answer" ? onAnswer(request, started, event.response) : Effect.void)))
+})
+
+/** `brain` with each call holding one of `permits` until its answer is whole (a stream: until it ends). */
+export const limitedBy = (brain: BrainService, permits: Semaphore.Semaphore): BrainService => ({
+  complete: (request) => permits.withPermits(1)(brain.complete(request)),
+  stream: brain.stream === undefined ? undefined : (request) => Stream.unwrap(Effect.as(permits.takeScoped(1), streamOf(brain, request)))
+})
 
 export class Brain extends Context.Service<Brain, BrainService>()("planckclaw/Brain") {}
 

@@ -10,7 +10,7 @@ import type * as ConfigError from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schedule from "effect/Schedule"
-import { Brain, type BrainService } from "../ports/Brain.js"
+import { Brain, type BrainService, tapAnswers } from "../ports/Brain.js"
 import { BrainLabelConfig } from "../config/BrainChoice.js"
 import { lineOf, type UsageLine } from "./UsageLedger.js"
 import { defaultRetry, resilient } from "../memory/sql/SqlResilience.js"
@@ -60,23 +60,17 @@ export const recording = (
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     let warned = false
-    return {
-      complete: (request) =>
-        Effect.gen(function*() {
-          const started = yield* Clock.currentTimeMillis
-          const response = yield* brain.complete(request)
-          const ended = yield* Clock.currentTimeMillis
-          yield* insert(sql, agentId, [lineOf(request, response, label, started, ended)]).pipe(
-            resilient(`recording usage of agent ${agentId}`, retry),
-            Effect.catch((error) => {
-              if (warned) return Effect.void
-              warned = true
-              return Effect.logWarning(`usage ledger not written (${error.message}); turns go on without it`)
-            })
-          )
-          return response
-        })
-    } satisfies BrainService
+    // Whole answers and streamed ones alike (tapAnswers).
+    return tapAnswers(brain, (request, started, response) =>
+      Effect.flatMap(Clock.currentTimeMillis, (ended) =>
+        insert(sql, agentId, [lineOf(request, response, label, started, ended)]).pipe(
+          resilient(`recording usage of agent ${agentId}`, retry),
+          Effect.catch((error) => {
+            if (warned) return Effect.void
+            warned = true
+            return Effect.logWarning(`usage ledger not written (${error.message}); turns go on without it`)
+          })
+        )))
   })
 
 /** The Brain recording into the database: provide it the bridge's Brain and a SqlClient. */

@@ -20,7 +20,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import { Brain, type BrainService, type MessagesRequest, type MessagesResponse, systemText } from "../ports/Brain.js"
+import { Brain, type BrainService, type MessagesRequest, type MessagesResponse, systemText, tapAnswers } from "../ports/Brain.js"
 import { BrainLabelConfig } from "../config/BrainChoice.js"
 import { madeOnFirstCall } from "../runtime/FirstCall.js"
 import { COMPACTION_SYSTEM } from "../memory/CompactionPrompt.js"
@@ -125,18 +125,14 @@ export const recording = (brain: BrainService, file: string, label: string): Eff
   Effect.gen(function*() {
     let warned = false
     const ledger = yield* Effect.acquireRelease(Effect.sync(() => heldAppender(file)), (held) => Effect.sync(held.close))
-    // Plain flatMaps, not a generator: this wraps every brain call.
-    const record = (request: MessagesRequest, started: number) => (response: MessagesResponse) =>
+    // Plain steps, not a generator: this wraps every brain call, whole or streamed (tapAnswers).
+    return tapAnswers(brain, (request, started, response) =>
       Effect.flatMap(Clock.currentTimeMillis, (ended) => {
         const written = ledger.append([lineOf(request, response, label, started, ended)])
-        if (Result.isSuccess(written) || warned) return Effect.succeed(response)
+        if (Result.isSuccess(written) || warned) return Effect.void
         warned = true
-        return Effect.as(Effect.logWarning(`usage ledger not written (${written.failure.message}); turns go on without it`), response)
-      })
-    return {
-      complete: (request) =>
-        Effect.flatMap(Clock.currentTimeMillis, (started) => Effect.flatMap(brain.complete(request), record(request, started)))
-    } satisfies BrainService
+        return Effect.logWarning(`usage ledger not written (${written.failure.message}); turns go on without it`)
+      }))
   })
 
 /**

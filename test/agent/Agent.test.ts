@@ -44,7 +44,8 @@ describe("Agent", () => {
         settings: { PLANCKCLAW_PROMPT_CACHE: "0" }
       })
       const reply = yield* h.say("time and a d20?")
-      expect(reply).toMatchObject({ channel: "cli", text: "It is 1700000000 and you rolled 4." })
+      // What the model said before its tool calls begins the reply (issue 48).
+      expect(reply).toMatchObject({ channel: "cli", text: "Let me check.\n\nIt is 1700000000 and you rolled 4." })
 
       const requests = yield* h.requests
       expect(requests).toHaveLength(3)
@@ -77,9 +78,9 @@ describe("Agent", () => {
           { role: "user", content: [{ type: "tool_result", tool_use_id: "tu_3", content: "1700000000" }] }
         ]
       })
-      // Tool calls are not stored: only the user text and the final answer.
+      // Tool calls are not stored: only the user text and the reply, the text before the calls included.
       expect(h.read("history.jsonl")).toBe(
-        line("user", "time and a d20?") + line("assistant", "It is 1700000000 and you rolled 4.")
+        line("user", "time and a d20?") + line("assistant", "Let me check.\n\nIt is 1700000000 and you rolled 4.")
       )
     }))
 

@@ -56,7 +56,7 @@ describe("lone surrogates", () => {
         script: [toolUse([{ id: "tu_1", name: "echo", input: { q: `x${HIGH}` } }], `Let me check ${HIGH}`), text("done")],
         tools: [echo]
       })
-      expect((yield* h.say("go")).text).toBe("done")
+      expect((yield* h.say("go")).text).toBe(`Let me check ${REPLACEMENT}\n\ndone`)
       const requests = yield* h.requests
       expect(requests).toHaveLength(2)
       expect(loneSurrogates(requests)).toEqual([])

@@ -45,7 +45,8 @@ describe("the agent on an OpenAI-compatible server", () => {
         Server.text("It is 1700000000 and you rolled 4.")
       ))
       const h = yield* agentOn(server, 3)
-      expect(yield* h.say("time and a d20?")).toMatchObject({ channel: "cli", text: "It is 1700000000 and you rolled 4." })
+      // What the model said before its tool calls begins the reply (issue 48).
+      expect(yield* h.say("time and a d20?")).toMatchObject({ channel: "cli", text: "Let me check.\n\nIt is 1700000000 and you rolled 4." })
 
       const base = { model: "test-model", max_tokens: 1024 }
       const first = [{ role: "system", content: "You are Planck." }, { role: "user", content: "time and a d20?" }]
@@ -75,7 +76,7 @@ describe("the agent on an OpenAI-compatible server", () => {
         JSON.stringify({ ...base, messages, tools: wireTools })
       ))
       expect(h.read("history.jsonl")).toBe(
-        line("user", "time and a d20?") + line("assistant", "It is 1700000000 and you rolled 4.")
+        line("user", "time and a d20?") + line("assistant", "Let me check.\n\nIt is 1700000000 and you rolled 4.")
       )
     })))
 

@@ -63,7 +63,8 @@ describe("planckclaw run (built command)", () => {
       ))
       const result = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "what time is it? roll 2d20\nhi\n" })
       expect(result.code).toBe(0)
-      expect(result.stdout).toBe("It is noon and you rolled well.\nHello again.\n")
+      // The reply begins with what the model wrote before its tool calls.
+      expect(result.stdout).toBe("Let me check.\n\nIt is noon and you rolled well.\nHello again.\n")
       expect(result.stderr).not.toContain("test-key-not-secret")
 
       const requests = yield* t.server.awaitRequests(3)
@@ -82,12 +83,12 @@ describe("planckclaw run (built command)", () => {
         { role: "user", content: [{ type: "text", text: "what time is it? roll 2d20" }] },
         {
           role: "assistant",
-          content: [{ type: "text", text: "It is noon and you rolled well.", cache_control: { type: "ephemeral" } }]
+          content: [{ type: "text", text: "Let me check.\n\nIt is noon and you rolled well.", cache_control: { type: "ephemeral" } }]
         },
         { role: "user", content: "hi" }
       ])
       expect(t.read("history.jsonl")).toBe(
-        line("user", "what time is it? roll 2d20") + line("assistant", "It is noon and you rolled well.") +
+        line("user", "what time is it? roll 2d20") + line("assistant", "Let me check.\n\nIt is noon and you rolled well.") +
           line("user", "hi") + line("assistant", "Hello again.")
       )
     }))

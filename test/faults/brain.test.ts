@@ -231,7 +231,8 @@ describe("faults: brain", () => {
         { CLAWS_DIR: SHIPPED_CLAWS },
         ["first", "second"]
       )
-      expect(t.replies).toEqual(["No such tool, sorry.", "B"])
+      // The text the model wrote before its calls begins the reply (issue 48).
+      expect(t.replies).toEqual(["Let me check.", "", "No such tool, sorry.", "B"])
       expect(t.requests[1]!.body.messages[2]).toEqual({
         role: "user",
         content: [
@@ -239,7 +240,7 @@ describe("faults: brain", () => {
           { type: "tool_result", tool_use_id: "tu_2", content: "Unknown tool: bad name!", is_error: true }
         ]
       })
-      expect(t.box.memoryFile("history.jsonl")).toBe(answered(["first", "No such tool, sorry."], ["second", "B"]))
+      expect(t.box.memoryFile("history.jsonl")).toBe(answered(["first", "Let me check.\n\nNo such tool, sorry."], ["second", "B"]))
     }), TIMEOUT)
 
   it.live("brain: tool_use input that is not an object → error results, then the answer", () =>
@@ -258,7 +259,7 @@ describe("faults: brain", () => {
         { CLAWS_DIR: SHIPPED_CLAWS },
         ["first", "second"]
       )
-      expect(t.replies).toEqual(["Done.", "B"])
+      expect(t.replies).toEqual(["Let me check.", "", "Done.", "B"])
       const results = t.requests[1]!.body.messages[2]!.content as Array<
         { tool_use_id: string; content: string; is_error?: boolean }
       >

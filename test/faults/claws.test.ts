@@ -40,7 +40,7 @@ describe("faults: claws", () => {
           `${tool("hang")}\necho $$ > "$D/hang.pid"\nsleep 1000 &\necho $! > "$D/hang-child.pid"\nsleep 1000\n`
         )
       })
-      expect(t.replies).toEqual(["Here is what the tool said.", "B"])
+      expect(t.replies).toEqual(["Let me check.", "", "Here is what the tool said.", "B"])
       expect(resultsIn(t.requests, 1)).toEqual([
         { type: "tool_result", tool_use_id: "tu_1", content: "Error: Tool hang timed out after 1s", is_error: true }
       ])
@@ -48,7 +48,8 @@ describe("faults: claws", () => {
       yield* gone("the hanging claw", yield* pidIn(t.box.path("hang.pid")))
       yield* gone("the claw's background child", yield* pidIn(t.box.path("hang-child.pid")))
       expect(t.box.memoryFile("history.jsonl")).toBe(
-        answered(["first", "Here is what the tool said."], ["second", "B"])
+        // The text the model wrote before its calls begins the reply (issue 48).
+        answered(["first", "Let me check.\n\nHere is what the tool said."], ["second", "B"])
       )
     }), TIMEOUT)
 
@@ -57,7 +58,7 @@ describe("faults: claws", () => {
       const t = yield* session(callOnce("flood"), { PLANCKCLAW_CLAW_OUTPUT_MAX: "1000" }, ["first", "second"], (box) => {
         box.claw("flood.sh", `${tool("flood")}\necho $$ > "$D/flood.pid"\nexec yes flooding\n`)
       })
-      expect(t.replies).toEqual(["Here is what the tool said.", "B"])
+      expect(t.replies).toEqual(["Let me check.", "", "Here is what the tool said.", "B"])
       const [result] = resultsIn(t.requests, 1)
       expect(result!.is_error).toBeUndefined()
       expect(result!.content).toMatch(/^(flooding\n)+[a-z]*\n\[output truncated at 1000 bytes\]$/)
@@ -76,7 +77,7 @@ describe("faults: claws", () => {
         box.claw("fail.sh", `${tool("fail")}\necho partial\necho "it broke" >&2\nexit 3\n`)
         box.claw("crash.sh", `${tool("crash")}\nkill -SEGV $$\n`)
       })
-      expect(t.replies).toEqual(["Both failed.", "B"])
+      expect(t.replies).toEqual(["Let me check.", "", "Both failed.", "B"])
       expect(resultsIn(t.requests, 1)).toEqual([
         {
           type: "tool_result",
@@ -93,7 +94,7 @@ describe("faults: claws", () => {
       const t = yield* session(callOnce("latin1"), {}, ["first", "second"], (box) => {
         box.claw("latin1.sh", `${tool("latin1")}\nprintf 'caf\\351 \\377\\376 ok \\342\\202'\n`)
       })
-      expect(t.replies).toEqual(["Here is what the tool said.", "B"])
+      expect(t.replies).toEqual(["Let me check.", "", "Here is what the tool said.", "B"])
       expect(resultsIn(t.requests, 1)[0]!.content).toBe("caf\uFFFD \uFFFD\uFFFD ok \uFFFD")
     }), TIMEOUT)
 
@@ -112,7 +113,7 @@ describe("faults: claws", () => {
           ].join("\n") + "\n"
         )
       })
-      expect(t.replies).toEqual(["Here is what the tool said.", "B"])
+      expect(t.replies).toEqual(["Let me check.", "", "Here is what the tool said.", "B"])
       expect(toolNames(t.requests[0]!)).toEqual(["good"])
       expect(toolNames(t.requests[2]!)).toEqual(["good"])
       expect(resultsIn(t.requests, 1)[0]!.content).toBe("fine")
@@ -131,7 +132,7 @@ describe("faults: claws", () => {
         box.claw("a.sh", `${tool("dup", "from a")}\necho "a ran"\n`)
         box.claw("b.sh", `${tool("dup", "from b")}\n${tool("only_b")}\necho "b ran"\n`)
       })
-      expect(t.replies).toEqual(["Here is what the tool said.", "B"])
+      expect(t.replies).toEqual(["Let me check.", "", "Here is what the tool said.", "B"])
       expect(t.requests[0]!.body.tools).toEqual([
         { name: "dup", description: "from a", input_schema: { type: "object", properties: {} } },
         { name: "only_b", description: "only_b tool", input_schema: { type: "object", properties: {} } }
@@ -155,7 +156,7 @@ describe("faults: claws", () => {
           ) + `\necho "long name ran"\n`
         )
       })
-      expect(t.replies).toEqual(["re: first", "re: second"])
+      expect(t.replies).toEqual(["Let me check.", "", "re: first", "re: second"])
       expect(toolNames(t.requests[0]!)).toEqual(["x".repeat(64)])
       expect(resultsIn(t.requests, 1)).toEqual([
         { type: "tool_result", tool_use_id: "tu_1", content: "Unknown tool: bad name!", is_error: true },
@@ -171,7 +172,7 @@ describe("faults: claws", () => {
       const t = yield* session(callOnce("leaky"), {}, ["first", "second"], (box) => {
         box.claw("leaky.sh", `${tool("leaky")}\nsleep 1000 &\necho $! > "$D/leaky-child.pid"\necho started\n`)
       })
-      expect(t.replies).toEqual(["Here is what the tool said.", "B"])
+      expect(t.replies).toEqual(["Let me check.", "", "Here is what the tool said.", "B"])
       expect(resultsIn(t.requests, 1)[0]!.content).toBe("started")
       yield* gone("the claw's background child", yield* pidIn(t.box.path("leaky-child.pid")))
     }), TIMEOUT)

@@ -206,7 +206,8 @@ describe("faults: crashes", () => {
         const wantsTool = asked.endsWith("-1") || asked.endsWith("-3")
         return jittered(
           wantsTool && typeof last?.content === "string"
-            ? toolUse([{ id: `tu_${asked}`, name: "get_time", input: {} }])
+            // No text before the call: every reply stays `re: TEXT`, which the ledger reads.
+            ? toolUse([{ id: `tu_${asked}`, name: "get_time", input: {} }], null)
             : text(`re: ${asked}`)
         )
       }

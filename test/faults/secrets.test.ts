@@ -77,7 +77,8 @@ describe("faults: secrets", () => {
       const run = yield* planckclawToEnd(box, ["run", "--debug"], env, "first\nsecond\n")
       expect(run.code, run.stderr).toBe(0)
       // A 401 is a refused key: the misconfigured reply, not the apology.
-      expect(run.stdout).toBe(`re: first\n${misconfiguredReply("the API key was refused")}\n`)
+      // The first reply begins with what the model wrote before its tool call.
+      expect(run.stdout).toBe(`Let me check.\n\nre: first\n${misconfiguredReply("the API key was refused")}\n`)
       // Debug output is really on, and the key it would show is redacted.
       expect(run.stderr).toContain("[planckclaw brain] request {")
       expect(run.stderr).toContain("x-api-key: <redacted>")

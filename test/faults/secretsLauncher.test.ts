@@ -64,7 +64,8 @@ const spyRun = (where: "environment" | "config.env" | "both") =>
       : { ...withoutKey, ...secrets, SOME_COPY_OF_THE_KEY: FAKE_KEY }
     const run = yield* planckclawToEnd(box, ["run"], env, "spy\n")
     expect(run.code, run.stderr).toBe(0)
-    expect(run.stdout).toBe("done\n")
+    // The reply begins with what the model wrote before its tool call.
+    expect(run.stdout).toBe("Let me check.\n\ndone\n")
     // The agent still had the key: the API got it.
     const requests = yield* server.requests
     expect(requests.length).toBe(2)

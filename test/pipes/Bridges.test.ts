@@ -356,7 +356,7 @@ printf 'The clock says 12:00.'
       )
       yield* runWithoutBridge(box, ["--brain", brain])
       yield* sendRaw(box.runDir, "cli\twhat time is it?\n")
-      expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tIt is noon, says the clock."])
+      expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tLet me look.\\n\\nIt is noon, says the clock."])
 
       const first = JSON.parse(box.read("request-1.json") ?? "null") as AnthropicServer.MessagesBody
       expect(first.tools?.map((tool) => tool.name)).toEqual(["get_time"])
@@ -427,7 +427,7 @@ done
       )
       yield* runWithoutBridge(box, ["--claw", claws])
       yield* sendRaw(box.runDir, "cli\twhat is a fifo?\n")
-      expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tA fifo is a named pipe."])
+      expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tLet me check.\\n\\nA fifo is a named pipe."])
       const requests = yield* requestsTo(server, 2)
       expect(requests[0]!.body.tools?.map((tool) => tool.name)).toEqual(["lookup"])
       expect(toolResultsOf(requests[1]!.body)).toEqual([
@@ -490,8 +490,8 @@ describe("a bridge that dies mid-conversation is restarted, and no reply is lost
       yield* runWithoutBridge(box, ["--claw", claws])
       yield* sendRaw(box.runDir, "cli\talpha\ncli\tbeta\n")
       expect(yield* receiveRaw(box.runDir, 2)).toEqual([
-        "cli\ttool said: found {\"word\":\"alpha\"}",
-        "cli\ttool said: found {\"word\":\"beta\"}"
+        "cli\tLet me check.\\n\\ntool said: found {\"word\":\"alpha\"}",
+        "cli\tLet me check.\\n\\ntool said: found {\"word\":\"beta\"}"
       ])
       const requests = yield* requestsTo(server, 4)
       // Both turns discovered the tool: the first from the bridge before it died, the second after its restart.
@@ -522,10 +522,10 @@ describe("a bridge that dies holding a request: the request is not left to the p
       yield* runWithoutBridge(box, ["--claw", claws])
       yield* sendRaw(box.runDir, "cli\talpha\n")
       expect(yield* receiveRaw(box.runDir, 1)).toEqual([
-        "cli\ttool said: Error: the claw bridge exited before tool lookup answered; it is being restarted"
+        "cli\tLet me check.\\n\\ntool said: Error: the claw bridge exited before tool lookup answered; it is being restarted"
       ])
       yield* sendRaw(box.runDir, "cli\tbeta\n")
-      expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\ttool said: found {\"word\":\"beta\"}"])
+      expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tLet me check.\\n\\ntool said: found {\"word\":\"beta\"}"])
       const requests = yield* requestsTo(server, 4)
       expect(toolResultsOf(requests[1]!.body)[0]?.is_error).toBe(true)
       expect(box.read("claw.starts")?.trim().split("\n")).toHaveLength(2)
@@ -549,7 +549,7 @@ describe("planckclaw bridge NAME: built-in bridges as processes of their own", (
       yield* listening(box.runDir)
 
       yield* sendRaw(box.runDir, "cli\twhat time is it?\n")
-      expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tChecked the clock."])
+      expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tLet me check.\\n\\nChecked the clock."])
       const requests = yield* requestsTo(server, 2)
       expect(requests[0]!.body.tools?.map((tool) => tool.name).sort()).toEqual(["get_time", "roll_dice", "system_status"])
       const [result] = toolResultsOf(requests[1]!.body)

@@ -20,6 +20,7 @@ export {
   cutShort,
   delay,
   drop,
+  events,
   gated,
   hang,
   replies,
@@ -82,9 +83,18 @@ export const message = (content: ReadonlyArray<unknown>, stopReason: string | nu
 /** A 200 answer whose content is one text block. */
 export const text = (reply: string): LoopbackHttp.Reply => message([{ type: "text", text: reply }])
 
-/** A `tool_use` answer: a short text block, then one block per call. */
-export const toolUse = (calls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly input: unknown }>) =>
-  message([{ type: "text", text: "Let me check." }, ...calls.map((call) => ({ type: "tool_use", ...call }))], "tool_use")
+/**
+ * A `tool_use` answer: a short text block (`preamble`, none when null), then
+ * one block per call. The reply begins with the preamble.
+ */
+export const toolUse = (
+  calls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly input: unknown }>,
+  preamble: string | null = "Let me check."
+) =>
+  message([
+    ...(preamble === null ? [] : [{ type: "text", text: preamble }]),
+    ...calls.map((call) => ({ type: "tool_use", ...call }))
+  ], "tool_use")
 
 /** An error answer shaped like the real API's: `{"type":"error","error":{"type","message"}}`. */
 export const apiError = (
@@ -93,6 +103,86 @@ export const apiError = (
   detail: string,
   headers: Readonly<Record<string, string>> = {}
 ): LoopbackHttp.Reply => LoopbackHttp.respond(status, { type: "error", error: { type, message: detail } }, headers)
+
+// ---------------------------------------------------------------------------
+// Streamed answers (server-sent events, as the API sends them with "stream": true)
+
+/** One server-sent event: its type as `event:`, its data as JSON. */
+export const sse = (data: { readonly type: string } & Record<string, unknown>): string =>
+  `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`
+
+/** A block of a streamed answer: text in the pieces it is sent in, or a tool call whose input goes in two JSON pieces. */
+export type StreamedBlock =
+  | { readonly type: "text"; readonly pieces: ReadonlyArray<string> }
+  | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: unknown }
+
+export interface StreamedUsage {
+  readonly input_tokens?: number
+  readonly output_tokens?: number
+  readonly cache_creation_input_tokens?: number
+  readonly cache_read_input_tokens?: number
+}
+
+/** The events of one block at `index`: its start, its deltas, its stop. */
+export const blockEvents = (block: StreamedBlock, index: number): Array<string> => {
+  if (block.type === "text") {
+    return [
+      sse({ type: "content_block_start", index, content_block: { type: "text", text: "" } }),
+      ...block.pieces.map((text) => sse({ type: "content_block_delta", index, delta: { type: "text_delta", text } })),
+      sse({ type: "content_block_stop", index })
+    ]
+  }
+  const json = JSON.stringify(block.input)
+  const half = Math.floor(json.length / 2)
+  return [
+    sse({ type: "content_block_start", index, content_block: { type: "tool_use", id: block.id, name: block.name, input: {} } }),
+    ...[json.slice(0, half), json.slice(half)].map((partial_json) =>
+      sse({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json } })
+    ),
+    sse({ type: "content_block_stop", index })
+  ]
+}
+
+/** The opening event: the message, no content yet, its input usage (and a first output count, as the API sends). */
+export const messageStart = (usage: StreamedUsage = { input_tokens: 12, output_tokens: 1 }): string =>
+  sse({
+    type: "message_start",
+    message: {
+      id: "msg_stream",
+      type: "message",
+      role: "assistant",
+      model: "claude-test",
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage
+    }
+  })
+
+/** The closing events: the stop reason and the final output count, then message_stop. */
+export const messageEnd = (stopReason: string, usage: StreamedUsage = { output_tokens: 7 }): Array<string> => [
+  sse({ type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: null }, usage }),
+  sse({ type: "message_stop" })
+]
+
+/** Every event of a whole streamed answer, ping included, in the API's order. */
+export const streamEvents = (
+  blocks: ReadonlyArray<StreamedBlock>,
+  options: { readonly stopReason?: string; readonly start?: StreamedUsage; readonly end?: StreamedUsage } = {}
+): Array<string> => [
+  messageStart(options.start),
+  sse({ type: "ping" }),
+  ...blocks.flatMap(blockEvents),
+  ...messageEnd(options.stopReason ?? (blocks.some((block) => block.type === "tool_use") ? "tool_use" : "end_turn"), options.end)
+]
+
+/** A streamed answer whose one text block comes in `pieces`. */
+export const streamedText = (...pieces: ReadonlyArray<string>): LoopbackHttp.Reply =>
+  LoopbackHttp.events(streamEvents([{ type: "text", pieces }]))
+
+/** Streams when the request asks for it (`"stream": true`), answers `whole` otherwise. */
+export const streamingWhenAsked = (streamed: LoopbackHttp.Reply, whole: LoopbackHttp.Reply): Handler => (request) =>
+  (request.body as { readonly stream?: unknown }).stream === true ? streamed : whole
 
 // ---------------------------------------------------------------------------
 // Reading requests, and an echo brain

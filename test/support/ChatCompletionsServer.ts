@@ -20,7 +20,7 @@ import { Effect, Result, type Scope } from "effect"
 import * as LoopbackHttp from "./LoopbackHttp.js"
 import { respond } from "./LoopbackHttp.js"
 
-export { delay, drop, hang, type RecordedRequest, replies, type Reply, respond, unusedUrl } from "./LoopbackHttp.js"
+export { delay, drop, events, hang, type RecordedRequest, replies, type Reply, respond, unusedUrl } from "./LoopbackHttp.js"
 
 /** `body` is the request parsed as JSON, `undefined` when it is not JSON. */
 export type Handler = LoopbackHttp.Handler
@@ -145,6 +145,59 @@ export const refusing = (fields: ReadonlyArray<"max_tokens" | "max_completion_to
   const refused = fields.find((field) => typeof body === "object" && body !== null && field in body)
   return refused === undefined ? handler(request, index) : unsupportedParameter(refused)
 }
+
+// ---------------------------------------------------------------------------
+// Streamed answers (stream: true): chunks as OpenAI sends them
+
+/** One chunk of a streamed completion: `delta` for the first choice, its finish reason once it ends. */
+export const chunk = (delta: Record<string, unknown>, finishReason: string | null = null): string =>
+  `data: ${
+    JSON.stringify({
+      id: "chatcmpl-stream",
+      object: "chat.completion.chunk",
+      created: 1700000000,
+      model: "gpt-test",
+      system_fingerprint: "fp_test",
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }]
+    })
+  }\n\n`
+
+export const DONE = "data: [DONE]\n\n"
+
+/** The last chunk when usage is asked for (stream_options.include_usage): no choices, the counts. */
+export const usageChunk = (usage: Record<string, unknown> = {
+  prompt_tokens: 30,
+  completion_tokens: 5,
+  total_tokens: 35,
+  prompt_tokens_details: { cached_tokens: 10 }
+}): string =>
+  `data: ${JSON.stringify({ id: "chatcmpl-stream", object: "chat.completion.chunk", created: 1700000000, model: "gpt-test", choices: [], usage })}\n\n`
+
+/** The chunks of one tool call at `index`: its id and name with empty arguments, then the arguments in two pieces. */
+export const callChunks = (index: number, id: string, name: string, args: string): Array<string> => {
+  const half = Math.floor(args.length / 2)
+  return [
+    chunk({ tool_calls: [{ index, id, type: "function", function: { name, arguments: "" } }] }),
+    ...[args.slice(0, half), args.slice(half)].map((piece) => chunk({ tool_calls: [{ index, function: { arguments: piece } }] }))
+  ]
+}
+
+/** Every chunk of a streamed answer: the role, the text in `pieces`, the calls, the finish, the usage, [DONE]. */
+export const streamChunks = (
+  pieces: ReadonlyArray<string>,
+  calls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly args: string }> = [],
+  finishReason = calls.length > 0 ? "tool_calls" : "stop"
+): Array<string> => [
+  chunk({ role: "assistant", content: "", refusal: null }),
+  ...pieces.map((content) => chunk({ content })),
+  ...calls.flatMap((call, index) => callChunks(index, call.id, call.name, call.args)),
+  chunk({}, finishReason),
+  usageChunk(),
+  DONE
+]
+
+/** A streamed answer whose text comes in `pieces`. */
+export const streamedText = (...pieces: ReadonlyArray<string>): LoopbackHttp.Reply => LoopbackHttp.events(streamChunks(pieces))
 
 export const make = (handler: Handler): Effect.Effect<ChatCompletionsServer, LoopbackHttp.ServerError, Scope.Scope> =>
   Effect.map(

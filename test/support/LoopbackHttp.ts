@@ -39,6 +39,17 @@ export type Reply =
   | { readonly _tag: "Gated"; readonly gate: Deferred.Deferred<void>; readonly reply: Reply }
   /** A 200 of `bytes` bytes sent in 1 MiB chunks without a content-length, until done or the client hangs up. */
   | { readonly _tag: "Flood"; readonly bytes: number; readonly sent: { value: number } }
+  /**
+   * A 200 `text/event-stream` written piece by piece (chunked), each piece
+   * flushed on its own; a Deferred in `pieces` holds the rest until the test
+   * completes it. Then `end`: the response ends, the socket is destroyed
+   * mid-answer, or nothing more is sent.
+   */
+  | {
+    readonly _tag: "Events"
+    readonly pieces: ReadonlyArray<string | Deferred.Deferred<void>>
+    readonly end: "end" | "drop" | "hang"
+  }
 
 /** Chooses the reply to the request numbered `index` (0 for the first request). */
 export type Handler<Body = unknown> = (request: RecordedRequest<Body>, index: number) => Reply
@@ -69,6 +80,12 @@ export const cutShort = (body: string, sent: number): Reply => ({ _tag: "CutShor
 export const flood = (bytes: number): Extract<Reply, { _tag: "Flood" }> => ({ _tag: "Flood", bytes, sent: { value: 0 } })
 /** `reply`, after `millis` of real time: a slow server without a wait in the test. */
 export const delay = (millis: number, reply: Reply): Reply => ({ _tag: "Delay", millis, reply })
+
+/** A 200 event stream of `pieces` (strings written in turn, Deferreds waited for), then `end`. */
+export const events = (
+  pieces: ReadonlyArray<string | Deferred.Deferred<void>>,
+  end: "end" | "drop" | "hang" = "end"
+): Reply => ({ _tag: "Events", pieces, end })
 
 /** `reply`, once `gate` is completed. */
 export const gated = (gate: Deferred.Deferred<void>, reply: Reply): Reply => ({ _tag: "Gated", gate, reply })
@@ -130,6 +147,23 @@ const answer = (reply: Reply, req: Http.IncomingMessage, res: Http.ServerRespons
         res.end()
       }
       more()
+      return
+    }
+    case "Events": {
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" })
+      res.flushHeaders()
+      const from = (index: number): void => {
+        if (res.destroyed) return
+        const piece = reply.pieces[index]
+        if (piece === undefined) {
+          if (reply.end === "end") res.end()
+          else if (reply.end === "drop") req.socket.destroy()
+          return
+        }
+        if (typeof piece === "string") return void res.write(piece, () => from(index + 1))
+        void Effect.runPromise(Deferred.await(piece)).then(() => from(index + 1))
+      }
+      from(0)
       return
     }
     case "Hang":

@@ -30,7 +30,7 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as AgentLoop from "../../agent/Agent.js"
-import { Brain, type BrainService } from "../../ports/Brain.js"
+import { Brain, type BrainService, limitedBy } from "../../ports/Brain.js"
 import { Claws } from "../../ports/Claws.js"
 import * as Compactor from "../../agent/Compactor.js"
 import { Inbox, type Pending } from "../../memory/Inbox.js"
@@ -199,7 +199,7 @@ export const layer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AgentHost.HostConfig
   const brain = yield* Brain
   const permits = yield* Semaphore.make(config.maxConcurrentTurns)
-  const limited: BrainService = { complete: (request) => permits.withPermits(1)(brain.complete(request)) }
+  const limited: BrainService = limitedBy(brain, permits)
   const running = yield* RunningAgents
   return Agent.toLayer(
     Effect.gen(function*() {

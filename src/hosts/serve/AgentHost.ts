@@ -23,7 +23,7 @@ import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Agent from "../../agent/Agent.js"
 import { AgentConfig } from "../../config/AgentConfig.js"
-import { Brain, type BrainService } from "../../ports/Brain.js"
+import { Brain, type BrainService, limitedBy } from "../../ports/Brain.js"
 import { Claws } from "../../ports/Claws.js"
 import * as Logging from "../../runtime/Logging.js"
 import { errnoCode } from "../../runtime/Errors.js"
@@ -135,7 +135,7 @@ export const make = Effect.gen(function*() {
   const brain = yield* Brain
   const claws = yield* Claws
   const permits = yield* Semaphore.make(config.maxConcurrentTurns)
-  const limited: BrainService = { complete: (request) => permits.withPermits(1)(brain.complete(request)) }
+  const limited: BrainService = limitedBy(brain, permits)
   const made = Result.try(() => fs.mkdirSync(config.agentsDir, { recursive: true, mode: 0o700 }))
   if (Result.isFailure(made) || !AgentStatus.isAgentDirectory(config.agentsDir)) {
     return yield* refuse("unavailable", `PLANCKCLAW_AGENTS_DIR ${config.agentsDir} is not a directory this process can use`)

@@ -1,0 +1,187 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Duration, Effect, Fiber, Queue, Redacted, Stream } from "effect"
+import { type BrainEvent, type MessagesRequest, type MessagesResponse } from "../../src/ports/Brain.js"
+import * as Anthropic from "../../src/brain/AnthropicBrain.js"
+import * as AnthropicServer from "../support/AnthropicServer.js"
+import { withRealHttp } from "../support/TestClockHttp.js"
+import { advanceTo } from "../support/TestClockWait.js"
+
+const { blockEvents, events, messageEnd, messageStart, sse, streamEvents } = AnthropicServer
+
+const request: MessagesRequest = {
+  model: "claude-haiku-4-5-20251001",
+  max_tokens: 1024,
+  tools: [{
+    name: "weather",
+    description: "Current weather for a city",
+    input_schema: { type: "object", properties: { city: { type: "string" } } },
+    cache_control: { type: "ephemeral" }
+  }],
+  system: [{ type: "text", text: "You are terse.", cache_control: { type: "ephemeral" } }],
+  messages: [{ role: "user", content: [{ type: "text", text: "Weather in Lyon?", cache_control: { type: "ephemeral" } }] }]
+}
+
+const settings = (baseUrl: string, overrides: Partial<Anthropic.AnthropicConfig> = {}): Anthropic.AnthropicConfig => ({
+  apiKey: Redacted.make("test-key-not-secret"),
+  baseUrl,
+  timeout: Duration.seconds(60),
+  retries: 4,
+  debug: false,
+  ...overrides
+})
+
+/** Streams `request` in the background, every event into a queue as it arrives. */
+const startStream = (config: Anthropic.AnthropicConfig) =>
+  Effect.gen(function*() {
+    const brain = yield* Anthropic.make(config)
+    const arrived = yield* Queue.unbounded<BrainEvent>()
+    const fiber = yield* Effect.forkChild(Stream.runForEach(brain.stream!(request), (event) => Queue.offer(arrived, event)))
+    return { arrived, fiber }
+  })
+
+const collect = (config: Anthropic.AnthropicConfig) =>
+  Effect.flatMap(Anthropic.make(config), (brain) => Stream.runCollect(brain.stream!(request)))
+
+const answerOf = (all: ReadonlyArray<BrainEvent>): MessagesResponse => {
+  const last = all.at(-1)
+  if (last?._tag !== "Answer") throw new Error(`the stream did not end in its answer: ${JSON.stringify(last)}`)
+  return last.response
+}
+
+const deltas = (all: ReadonlyArray<BrainEvent>) => all.flatMap((event) => event._tag === "TextDelta" ? [event.text] : [])
+
+describe("Anthropic brain, streamed", () => {
+  it.effect("asks for a stream with the same request and cache breakpoints, and passes text on before the answer ends", () =>
+    withRealHttp(Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(events([
+        messageStart({ input_tokens: 12, output_tokens: 1, cache_creation_input_tokens: 300, cache_read_input_tokens: 2000 }),
+        sse({ type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }),
+        sse({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Sunny " } }),
+        gate,
+        sse({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "in Lyon." } }),
+        sse({ type: "content_block_stop", index: 0 }),
+        ...messageEnd("end_turn", { output_tokens: 9 })
+      ])))
+      const { arrived, fiber } = yield* startStream(settings(server.url))
+
+      // The first piece of text is here while the server still holds the rest.
+      expect(yield* Queue.take(arrived)).toEqual({ _tag: "TextDelta", text: "Sunny " })
+      expect(fiber.pollUnsafe()).toBeUndefined()
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(fiber)
+      const rest = yield* Queue.takeAll(arrived)
+      expect(deltas(rest)).toEqual(["in Lyon."])
+      expect(answerOf(rest)).toEqual({
+        id: "msg_stream",
+        type: "message",
+        role: "assistant",
+        model: "claude-test",
+        content: [{ type: "text", text: "Sunny in Lyon." }],
+        stop_reason: "end_turn",
+        // The input counts of message_start; the output count of message_delta (a total, not an increment).
+        usage: { input_tokens: 12, output_tokens: 9, cache_creation_input_tokens: 300, cache_read_input_tokens: 2000 }
+      })
+
+      const [received, ...others] = yield* server.requests
+      expect(others).toEqual([])
+      // The wire's one change: "stream": true after the request, its cache breakpoints as they were.
+      expect(received?.rawBody).toBe(JSON.stringify({ ...request, stream: true }))
+    })))
+
+  it.effect("assembles tool calls from their JSON pieces, after the text written before them", () =>
+    withRealHttp(Effect.gen(function*() {
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(events(streamEvents([
+        { type: "text", pieces: ["Let me ", "check."] },
+        { type: "tool_use", id: "toolu_1", name: "weather", input: { city: "Lyon", days: [1, 2] } },
+        { type: "tool_use", id: "toolu_2", name: "clock", input: {} }
+      ]))))
+      const all = yield* collect(settings(server.url))
+      expect(deltas(all)).toEqual(["Let me ", "check."])
+      const answer = answerOf(all)
+      expect(answer.stop_reason).toBe("tool_use")
+      expect(answer.content).toEqual([
+        { type: "text", text: "Let me check." },
+        { type: "tool_use", id: "toolu_1", name: "weather", input: { city: "Lyon", days: [1, 2] } },
+        { type: "tool_use", id: "toolu_2", name: "clock", input: {} }
+      ])
+    })))
+
+  it.effect("a server that ignores stream and answers JSON is read as one answer, nothing lost", () =>
+    withRealHttp(Effect.gen(function*() {
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.toolUse([
+        { id: "toolu_1", name: "weather", input: { city: "Lyon" } }
+      ])))
+      const all = yield* collect(settings(server.url))
+      expect(all).toHaveLength(1)
+      expect(answerOf(all)).toEqual({
+        id: "msg_test",
+        type: "message",
+        role: "assistant",
+        model: "claude-test",
+        content: [{ type: "text", text: "Let me check." }, { type: "tool_use", id: "toolu_1", name: "weather", input: { city: "Lyon" } }],
+        stop_reason: "tool_use",
+        usage: { input_tokens: 1, output_tokens: 1 }
+      })
+    })))
+
+  it.effect("retries a 529 before the stream starts, and the text comes once", () =>
+    withRealHttp(Effect.gen(function*() {
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(
+        AnthropicServer.apiError(529, "overloaded_error", "Overloaded"),
+        AnthropicServer.apiError(503, "api_error", "Service unavailable"),
+        AnthropicServer.streamedText("Back ", "again.")
+      ))
+      const { arrived, fiber } = yield* startStream(settings(server.url))
+      yield* server.awaitRequests(1)
+      yield* advanceTo(1_000)
+      yield* server.awaitRequests(2)
+      yield* advanceTo(3_000)
+      yield* Fiber.join(fiber)
+      const all = yield* Queue.takeAll(arrived)
+      expect(deltas(all)).toEqual(["Back ", "again."])
+      expect(answerOf(all).content).toEqual([{ type: "text", text: "Back again." }])
+      expect(yield* server.requests).toHaveLength(3)
+    })))
+
+  it.effect("a stream the server cuts mid-way fails as a transient brain error, and is not asked again", () =>
+    withRealHttp(Effect.gen(function*() {
+      const begun = [messageStart(), ...blockEvents({ type: "text", pieces: ["Half an "] }, 0).slice(0, 2)]
+      for (const end of ["drop", "end"] as const) {
+        const server = yield* AnthropicServer.make(AnthropicServer.replies(events(begun, end)))
+        const { arrived, fiber } = yield* startStream(settings(server.url))
+        const error = yield* Effect.flip(Fiber.join(fiber))
+        expect(error.reason).toBe("timeout")
+        expect(error.detail).toMatch(end === "drop" ? /^the answer broke off: / : /^the answer stream ended before the answer was complete$/)
+        expect(yield* Queue.takeAll(arrived)).toEqual([{ _tag: "TextDelta", text: "Half an " }])
+        expect(yield* server.requests).toHaveLength(1)
+      }
+    })))
+
+  it.effect("an overloaded error in the stream is transient; an invalid request is fatal", () =>
+    withRealHttp(Effect.gen(function*() {
+      for (const [type, reason] of [["overloaded_error", "timeout"], ["invalid_request_error", "fatal"]] as const) {
+        const server = yield* AnthropicServer.make(AnthropicServer.replies(events([
+          messageStart(),
+          sse({ type: "error", error: { type, message: "Something happened" } })
+        ])))
+        const error = yield* Effect.flip(collect(settings(server.url)))
+        expect(error.reason).toBe(reason)
+        expect(error.detail).toBe(`the API broke off its answer with an error: ${type}: Something happened`)
+      }
+    })))
+
+  it.effect("a stream that falls silent for the timeout fails as a transient brain error", () =>
+    withRealHttp(Effect.gen(function*() {
+      const begun = [messageStart(), ...blockEvents({ type: "text", pieces: ["Then "] }, 0).slice(0, 2)]
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(events(begun, "hang")))
+      const { arrived, fiber } = yield* startStream(settings(server.url, { timeout: Duration.seconds(10) }))
+      // The answer has begun: the only timer left is the wait for its next piece.
+      expect(yield* Queue.take(arrived)).toEqual({ _tag: "TextDelta", text: "Then " })
+      yield* advanceTo(10_000)
+      const error = yield* Effect.flip(Fiber.join(fiber))
+      expect(error.reason).toBe("timeout")
+      expect(error.detail).toBe("no more of the answer within 10s")
+      expect(yield* server.requests).toHaveLength(1)
+    })))
+})

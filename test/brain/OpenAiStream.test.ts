@@ -1,0 +1,169 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Duration, Effect, Fiber, Option, Queue, Redacted, Stream } from "effect"
+import { type BrainEvent, type MessagesRequest, type MessagesResponse } from "../../src/ports/Brain.js"
+import * as OpenAi from "../../src/brain/OpenAiBrain.js"
+import * as Server from "../support/ChatCompletionsServer.js"
+import { withRealHttp } from "../support/TestClockHttp.js"
+import { advanceTo } from "../support/TestClockWait.js"
+
+const { chunk, DONE, events, streamChunks, usageChunk } = Server
+
+const request: MessagesRequest = {
+  model: "gpt-test",
+  max_tokens: 256,
+  system: "Be brief.",
+  messages: [{ role: "user", content: "Hello?" }]
+}
+
+const settings = (baseUrl: string, overrides: Partial<OpenAi.OpenAiConfig> = {}): OpenAi.OpenAiConfig => ({
+  apiKey: Option.some(Redacted.make("test-key-not-secret")),
+  baseUrl,
+  timeout: Duration.seconds(60),
+  retries: 4,
+  debug: false,
+  ...overrides
+})
+
+const startStream = (config: OpenAi.OpenAiConfig) =>
+  Effect.gen(function*() {
+    const brain = yield* OpenAi.make(config)
+    const arrived = yield* Queue.unbounded<BrainEvent>()
+    const fiber = yield* Effect.forkChild(Stream.runForEach(brain.stream!(request), (event) => Queue.offer(arrived, event)))
+    return { arrived, fiber }
+  })
+
+const collect = (config: OpenAi.OpenAiConfig) => Effect.flatMap(OpenAi.make(config), (brain) => Stream.runCollect(brain.stream!(request)))
+
+const answerOf = (all: ReadonlyArray<BrainEvent>): MessagesResponse => {
+  const last = all.at(-1)
+  if (last?._tag !== "Answer") throw new Error(`the stream did not end in its answer: ${JSON.stringify(last)}`)
+  return last.response
+}
+
+const deltas = (all: ReadonlyArray<BrainEvent>) => all.flatMap((event) => event._tag === "TextDelta" ? [event.text] : [])
+
+describe("OpenAI-compatible brain, streamed", () => {
+  it.effect("asks for a stream with usage, and passes text on before the answer ends", () =>
+    withRealHttp(Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const server = yield* Server.make(Server.replies(events([
+        chunk({ role: "assistant", content: "" }),
+        chunk({ content: "Hel" }),
+        gate,
+        chunk({ content: "lo." }),
+        chunk({}, "stop"),
+        usageChunk(),
+        DONE
+      ])))
+      const { arrived, fiber } = yield* startStream(settings(server.url))
+
+      expect(yield* Queue.take(arrived)).toEqual({ _tag: "TextDelta", text: "Hel" })
+      expect(fiber.pollUnsafe()).toBeUndefined()
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(fiber)
+      const rest = yield* Queue.takeAll(arrived)
+      expect(deltas(rest)).toEqual(["lo."])
+      expect(answerOf(rest)).toEqual({
+        id: "chatcmpl-stream",
+        type: "message",
+        role: "assistant",
+        model: "gpt-test",
+        content: [{ type: "text", text: "Hello." }],
+        stop_reason: "end_turn",
+        // The last chunk's counts, cached tokens apart as the Messages API counts them.
+        usage: { input_tokens: 20, output_tokens: 5, cache_read_input_tokens: 10 }
+      })
+      const [received, ...others] = yield* server.requests
+      expect(others).toEqual([])
+      expect(received?.rawBody).toBe(JSON.stringify({
+        model: "gpt-test",
+        max_tokens: 256,
+        messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Hello?" }],
+        stream: true,
+        stream_options: { include_usage: true }
+      }))
+    })))
+
+  it.effect("assembles tool calls from their pieces by index, after the text written before them", () =>
+    withRealHttp(Effect.gen(function*() {
+      const server = yield* Server.make(Server.replies(events(streamChunks(["Let me ", "check."], [
+        { id: "call_1", name: "weather", args: "{\"city\":\"Lyon\"}" },
+        { id: "call_2", name: "clock", args: "" }
+      ]))))
+      const all = yield* collect(settings(server.url))
+      expect(deltas(all)).toEqual(["Let me ", "check."])
+      const answer = answerOf(all)
+      expect(answer.stop_reason).toBe("tool_use")
+      expect(answer.content).toEqual([
+        { type: "text", text: "Let me check." },
+        { type: "tool_use", id: "call_1", name: "weather", input: { city: "Lyon" } },
+        { type: "tool_use", id: "call_2", name: "clock", input: {} }
+      ])
+    })))
+
+  it.effect("a server that ignores stream and answers JSON is read as one answer, nothing lost", () =>
+    withRealHttp(Effect.gen(function*() {
+      for (const flavor of ["openai", "ollama", "llamacpp"] as const) {
+        const server = yield* Server.make(Server.replies(Server.text("Whole.", flavor)))
+        const all = yield* collect(settings(server.url))
+        expect(all).toHaveLength(1)
+        expect(answerOf(all).content).toEqual([{ type: "text", text: "Whole." }])
+        expect(answerOf(all).usage?.output_tokens).toBe(5)
+      }
+    })))
+
+  it.effect("a stream without a usage chunk or [DONE] still ends at its finish reason", () =>
+    withRealHttp(Effect.gen(function*() {
+      const server = yield* Server.make(Server.replies(events([chunk({ content: "Brief." }), chunk({}, "stop")])))
+      const answer = answerOf(yield* collect(settings(server.url)))
+      expect(answer.content).toEqual([{ type: "text", text: "Brief." }])
+      expect(answer.usage).toBeUndefined()
+    })))
+
+  it.effect("retries a 503 before the stream starts, and the text comes once", () =>
+    withRealHttp(Effect.gen(function*() {
+      const server = yield* Server.make(Server.replies(Server.apiError(503, "Loading model"), Server.streamedText("Rea", "dy.")))
+      const { arrived, fiber } = yield* startStream(settings(server.url))
+      yield* server.awaitRequests(1)
+      yield* advanceTo(1_000)
+      yield* Fiber.join(fiber)
+      const all = yield* Queue.takeAll(arrived)
+      expect(deltas(all)).toEqual(["Rea", "dy."])
+      expect(answerOf(all).content).toEqual([{ type: "text", text: "Ready." }])
+      expect(yield* server.requests).toHaveLength(2)
+    })))
+
+  it.effect("asks again with max_completion_tokens when the server refuses max_tokens, streaming both times", () =>
+    withRealHttp(Effect.gen(function*() {
+      const server = yield* Server.make(Server.refusing(["max_tokens"], Server.replies(Server.streamedText("Fine."))))
+      const all = yield* collect(settings(server.url))
+      expect(answerOf(all).content).toEqual([{ type: "text", text: "Fine." }])
+      const [refused, asked] = yield* server.requests
+      expect(refused?.body).toMatchObject({ max_tokens: 256, stream: true })
+      expect(asked?.body).toMatchObject({ max_completion_tokens: 256, stream: true, stream_options: { include_usage: true } })
+    })))
+
+  it.effect("a stream the server cuts mid-way fails as a transient brain error, and is not asked again", () =>
+    withRealHttp(Effect.gen(function*() {
+      for (const end of ["drop", "end"] as const) {
+        const server = yield* Server.make(Server.replies(events([chunk({ content: "Half an " })], end)))
+        const { arrived, fiber } = yield* startStream(settings(server.url))
+        const error = yield* Effect.flip(Fiber.join(fiber))
+        expect(error.reason).toBe("timeout")
+        expect(error.detail).toMatch(end === "drop" ? /^the answer broke off: / : /^the answer stream ended before the answer was complete$/)
+        expect(yield* Queue.takeAll(arrived)).toEqual([{ _tag: "TextDelta", text: "Half an " }])
+        expect(yield* server.requests).toHaveLength(1)
+      }
+    })))
+
+  it.effect("an error the server puts in its stream fails the answer", () =>
+    withRealHttp(Effect.gen(function*() {
+      const server = yield* Server.make(Server.replies(events([
+        chunk({ content: "Sta" }),
+        `data: ${JSON.stringify({ error: { message: "model crashed", type: "server_error" } })}\n\n`
+      ])))
+      const error = yield* Effect.flip(collect(settings(server.url)))
+      expect(error.reason).toBe("timeout")
+      expect(error.detail).toBe("the server broke off its answer with an error: model crashed")
+    })))
+})
