@@ -116,7 +116,8 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
       noAnswer: `no answer within ${Duration.toSeconds(config.timeout)}s`,
       unreachable: (reason: string) => `connection failed: cannot reach ${new URL(config.baseUrl).host}: ${reason}`,
       scrub,
-      debug
+      debug,
+      address: { baseUrl: config.baseUrl, setting: AnthropicBaseUrl.key }
     }
 
     const reading = (model: string): AnswerReading<MessagesResponse> => ({

@@ -190,7 +190,8 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
       noAnswer: `no answer from ${base.host} within ${Duration.toSeconds(config.timeout)}s`,
       unreachable: (reason: string) => `cannot reach ${base.host}: ${reason}`,
       scrub,
-      debug
+      debug,
+      address: { baseUrl: config.baseUrl, setting: OpenAiBaseUrl.key }
     }
 
     const reading = (model: string): AnswerReading<MessagesResponse> => ({

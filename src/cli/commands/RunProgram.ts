@@ -9,6 +9,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Agent from "../../agent/Agent.js"
 import * as FifoBrain from "../../pipes/FifoBrain.js"
+import * as Unreachable from "../../brain/Unreachable.js"
 import * as Bridges from "../../pipes/Bridges.js"
 import * as FifoClaws from "../../pipes/FifoClaws.js"
 import * as ScriptClaws from "../../claws/ScriptClaws.js"
@@ -18,6 +19,8 @@ import type * as BridgeClaim from "../../pipes/BridgeClaim.js"
 import * as Handover from "../../pipes/Handover.js"
 import * as RuntimeDir from "../../pipes/RuntimeDir.js"
 import * as Intake from "../../agent/Intake.js"
+import { Interact } from "../../ports/Interact.js"
+import * as RunReplies from "./RunReplies.js"
 import * as AgentReady from "../../interact/AgentReady.js"
 import * as FifoInteract from "../../pipes/FifoInteract.js"
 import * as MemoryHold from "../../memory/MemoryHold.js"
@@ -112,9 +115,11 @@ const runLayer = (choices: Bridges.RunChoices) =>
  * the bridges on their far ends (layerFor, see runLayer) and the agent on
  * the near ends; once the agent's layers are built it can take a message,
  * and the terminal shows its prompt (AgentReady). Ends when an interact bridge whose input ended has
- * delivered its last reply; with `--bridge none` it runs until stopped.
+ * delivered its last reply; with `--bridge none` it runs until stopped. `piped` (the terminal
+ * bridge on a standard input that is no terminal): it then fails with UnansweredMessages when
+ * any reply said the brain could not answer.
  */
-export const serve = Effect.gen(function*() {
+export const serve = (options: { readonly piped: boolean } = { piped: false }) => Effect.gen(function*() {
   const paths = yield* RuntimeDir.RunPaths
   const interact = yield* Bridges.InteractEnd
   const brain = yield* Bridges.BrainEnd
@@ -127,11 +132,15 @@ export const serve = Effect.gen(function*() {
   // replies still in interact_out reach the user (see Handover). Without a
   // built-in interact bridge, an executable's exit ends the run, and with
   // none it goes on until stopped.
-  const serving = Effect.andThen(AgentReady.signal, Effect.andThen(turnOffPretenuring, tierUpEarly(Intake.run))).pipe(
+  // Every reply counted: a piped run in which one said the brain could not answer exits non-zero (RunReplies).
+  const tally = yield* RunReplies.makeTally
+  const intake = Effect.flatMap(Interact, (near) => Effect.provideService(Intake.run, Interact, RunReplies.counting(near, tally)))
+  const serving = Effect.andThen(AgentReady.signal, Effect.andThen(turnOffPretenuring, tierUpEarly(intake))).pipe(
     Effect.provide(nearEnds(paths, { brain, claws, interact })),
     Effect.andThen(Option.match(interact.handover, { onNone: () => Effect.void, onSome: Handover.repliesDelivered }))
   )
   yield* Effect.raceFirst(serving, interact.done)
+  if (options.piped) yield* RunReplies.verdict(tally)
 })
 
 /** What the run's handler is given: its layers, for the bridges its flags choose (see runLayer). */
@@ -142,7 +151,13 @@ export const layerFor = (options: RunOptions) => Layer.unwrap(Effect.map(runChoi
  * layers, inside the settings with the flags', which (and the secrets'
  * withdrawal with them) come before anything the layers start.
  */
-export const runWith = (options: RunOptions) => withSettings(runFlags(options), "run")(Effect.provide(serve, layerFor(options)))
+export const runWith = (options: RunOptions) =>
+  withSettings(runFlags(options), "run")(
+    // Its user waits at the terminal or in a script: a brain that cannot be reached is said at once (see Unreachable).
+    Effect.provide(serve({ piped: options.bridge === "cli" && process.stdin.isTTY !== true }), layerFor(options)).pipe(
+      Effect.provideService(Unreachable.GiveUpWhenUnreachable, true)
+    )
+  )
 
 const valued = { "--bridge": "bridge", "--brain": "brain", "--claw": "claw" } as const
 
