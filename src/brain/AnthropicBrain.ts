@@ -35,6 +35,7 @@ import {
   judgeAnswer,
   withRetries
 } from "./BrainRetry.js"
+import * as ModelList from "./ModelList.js"
 import { postJson } from "./PostJson.js"
 import { isUnset } from "../config/UnsetSetting.js"
 import { AnthropicApiKey, AnthropicBaseUrl, Model } from "../config/settings/Brain.js"
@@ -105,7 +106,8 @@ export const misconfiguration = (
 export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const client = yield* HttpClient.HttpClient
-    const url = `${config.baseUrl.replace(/\/+$/, "")}/v1/messages`
+    const base = config.baseUrl.replace(/\/+$/, "")
+    const url = `${base}/v1/messages`
     const apiKey = Redacted.value(config.apiKey)
     const headers = { "x-api-key": apiKey, "anthropic-version": API_VERSION }
     // Defence in depth: whatever the server echoes, the key never leaves in a detail or debug line.
@@ -125,6 +127,7 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
       said: (body) => describeErrorBody(body, scrub),
       baseUrlSetting: AnthropicBaseUrl.key,
       scrub,
+      models: { model, offered: ModelList.fetchIds(client, `${base}/v1/models?limit=1000`, headers, config.timeout) },
       permanent: (status) => {
         const wrong = misconfiguration(status, model)
         return wrong === undefined ? {} : { fix: wrong.fix, misconfigured: { problem: wrong.problem, setting: wrong.setting } }

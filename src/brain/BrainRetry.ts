@@ -20,9 +20,10 @@ import * as Schedule from "effect/Schedule"
 import { BrainError, type Misconfigured, preview } from "../ports/Brain.js"
 import { numberOf, textOf } from "../config/ConfigRange.js"
 import type { TextSetting } from "../config/Setting.js"
-import { BrainRetries, BrainTimeout } from "../config/settings/Brain.js"
+import { BrainRetries, BrainTimeout, Model } from "../config/settings/Brain.js"
 import { rootCause } from "../runtime/Errors.js"
 import type { HttpAnswer } from "./PostJson.js"
+import * as ModelList from "./ModelList.js"
 import * as Unreachable from "./Unreachable.js"
 
 /** Seconds per HTTP attempt; also read by the agent's patience on the brain pipes (Bridges). */
@@ -185,13 +186,16 @@ export interface AnswerReading<A> {
   readonly scrub: (text: string) => string
   /** For a status that will not change its mind: what to fix, and which setting is wrong. */
   readonly permanent: (status: number) => { readonly fix?: string; readonly misconfigured?: Misconfigured }
+  /** How to list the server's models, for an answer that the model is unknown (ModelList). */
+  readonly models?: ModelList.ModelListing
 }
 
 /**
  * One answer judged the same way for every HTTP brain: 2xx is decoded, a
  * transient status retried (honouring retry-after), a redirect a fatal
  * misconfiguration of the base URL, anything else a fatal BrainError that
- * says what to fix, never a secret.
+ * says what to fix, never a secret; a 404 about the model says the models
+ * the server offers, when it lists them (ModelList).
  */
 export const judgeAnswer = <A>(
   reading: AnswerReading<A>,
@@ -219,6 +223,15 @@ export const judgeAnswer = <A>(
     yield* debug(`${after}: ${detail}`)
     if (RETRYABLE_STATUSES.has(status) || reading.retryable?.(status) === true) {
       return yield* new RetryableFailure({ detail, retryAfter: parseRetryAfter(retryAfter, nowMillis) })
+    }
+    if (reading.models !== undefined && ModelList.saysModelUnknown(status, answer.body)) {
+      const { model, offered } = reading.models
+      const listed = yield* offered
+      if (Option.isSome(listed) && !listed.value.includes(model)) {
+        const problem = reading.scrub(ModelList.notServed(model, listed.value))
+        yield* debug(`${after}: ${problem}`)
+        return yield* new BrainError({ reason: "fatal", detail: `${detail}: ${problem}`, misconfigured: { problem, setting: Model.key } })
+      }
     }
     const { fix, misconfigured } = reading.permanent(status)
     return yield* new BrainError({

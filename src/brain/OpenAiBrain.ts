@@ -41,6 +41,7 @@ import {
   judgeAnswer,
   withRetries
 } from "./BrainRetry.js"
+import * as ModelList from "./ModelList.js"
 import { postJson } from "./PostJson.js"
 import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
 import * as TokenField from "./TokenField.js"
@@ -201,6 +202,7 @@ export const make = (config: OpenAiConfig): Effect.Effect<BrainService, never, H
       scrub,
       // Any 5xx: local servers answer odd ones (501 while loading a model).
       retryable: (status) => status >= 500,
+      models: { model, offered: ModelList.fetchIds(client, `${config.baseUrl.replace(/\/+$/, "")}/models`, headers, config.timeout) },
       permanent: (status) => {
         const wrong = misconfigured(status)
         return { fix: advice(status, model), ...(wrong === undefined ? {} : { misconfigured: wrong }) }
