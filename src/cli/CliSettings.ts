@@ -146,6 +146,16 @@ export const withSettings = (flags: Map<string, string>, start?: "run" | "serve"
 
 export const debugFlags = (debug: boolean) => new Map(debug ? [[Debug.key, "1"]] : [])
 
-/** `run`'s and `serve`'s flags as settings: `--brain` overrides PLANCKCLAW_BRAIN. */
-export const runFlags = (options: { readonly debug: boolean; readonly brain: Option.Option<string> }) =>
-  new Map([...debugFlags(options.debug), ...Option.toArray(options.brain).map((brain) => [BrainSettings.BrainChoice.key, brain] as const)])
+/** `--model` as a setting: it overrides PLANCKCLAW_MODEL. */
+export const modelFlags = (model: Option.Option<string> | undefined) =>
+  Option.toArray(model ?? Option.none()).map((name) => [BrainSettings.Model.key, name] as const)
+
+/** `run`'s and `serve`'s flags as settings: `--brain` overrides PLANCKCLAW_BRAIN, `--model` PLANCKCLAW_MODEL. */
+export const runFlags = (
+  options: { readonly debug: boolean; readonly brain: Option.Option<string>; readonly model?: Option.Option<string> }
+) =>
+  new Map([
+    ...debugFlags(options.debug),
+    ...Option.toArray(options.brain).map((brain) => [BrainSettings.BrainChoice.key, brain] as const),
+    ...modelFlags(options.model)
+  ])

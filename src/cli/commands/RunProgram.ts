@@ -66,6 +66,7 @@ export interface RunOptions {
   readonly bridge: string
   readonly brain: Option.Option<string>
   readonly claw: string
+  readonly model: Option.Option<string>
   readonly debug: boolean
 }
 
@@ -159,12 +160,12 @@ export const runWith = (options: RunOptions) =>
     )
   )
 
-const valued = { "--bridge": "bridge", "--brain": "brain", "--claw": "claw" } as const
+const valued = { "--bridge": "bridge", "--brain": "brain", "--claw": "claw", "--model": "model" } as const
 
 /**
  * A `run` command line in its plain form, read without effect/cli, whose
- * parser took a tenth of a start: `run`, then `--bridge X`, `--brain X` and
- * `--claw X` (each at most once, the value not empty and not like a flag) and
+ * parser took a tenth of a start: `run`, then `--bridge X`, `--brain X`,
+ * `--claw X` and `--model X` (each at most once, the value not empty and not like a flag) and
  * `--debug`, in any order. The options are the ones effect/cli would give
  * (test/RunPlainLine.test.ts compares them). Anything else is None and goes
  * to effect/cli: other spellings, a repeated flag, effect/cli's own options
@@ -192,6 +193,7 @@ export const plainRunOptions = (args: ReadonlyArray<string>): Option.Option<RunO
     bridge: values.bridge ?? "cli",
     brain: Option.fromNullishOr(values.brain),
     claw: values.claw ?? "scripts",
+    model: Option.fromNullishOr(values.model),
     debug
   })
 }
