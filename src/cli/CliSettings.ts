@@ -96,13 +96,16 @@ export const settings = (flags: Map<string, string>): Effect.Effect<Settings, Co
 
 /**
  * The line a start of `run` or `serve` says which home is in use and why
- * (and, for a run, where its pipes are): shown at an interactive start
- * (standard input and error on a terminal), a debug line otherwise, so
- * scripts and pipes see nothing new.
+ * (and, for a run, where its pipes are): shown at an interactive start of
+ * serve (standard input and error on a terminal), a debug line otherwise, so
+ * scripts and pipes see nothing new. An interactive run says its home in its
+ * start line (StartLine), with the brain, model and tools.
  */
 const announce = (home: Home.Home, runDir: string | undefined): Effect.Effect<void> => {
   const line = `home ${home.dir} (${Home.why(home)})${runDir === undefined ? "" : `; its pipes in ${runDir}`}`
-  return process.stdin.isTTY === true && process.stderr.isTTY === true ? Effect.logInfo(line) : Effect.logDebug(line)
+  return runDir === undefined && process.stdin.isTTY === true && process.stderr.isTTY === true
+    ? Effect.logInfo(line)
+    : Effect.logDebug(line)
 }
 
 /**

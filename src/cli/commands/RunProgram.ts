@@ -21,6 +21,7 @@ import * as RuntimeDir from "../../pipes/RuntimeDir.js"
 import * as Intake from "../../agent/Intake.js"
 import { Interact } from "../../ports/Interact.js"
 import * as RunReplies from "./RunReplies.js"
+import * as StartLine from "./StartLine.js"
 import * as AgentReady from "../../interact/AgentReady.js"
 import * as FifoInteract from "../../pipes/FifoInteract.js"
 import * as MemoryHold from "../../memory/MemoryHold.js"
@@ -48,8 +49,9 @@ const nearEnds = (
       onNone: () => ({ keepUnread: Layout.files(memory).unreadReplies }),
       onSome: (h) => ({ handover: h })
     })
+    // The near ends stay in the context too: the start line asks the claws' catalogue (StartLine).
     return Agent.layerWithMemory.pipe(
-      Layer.provide(Layer.mergeAll(
+      Layer.provideMerge(Layer.mergeAll(
         FifoBrain.layer({
           paths,
           timeout: brainPatience,
@@ -118,9 +120,13 @@ const runLayer = (choices: Bridges.RunChoices) =>
  * and the terminal shows its prompt (AgentReady). Ends when an interact bridge whose input ended has
  * delivered its last reply; with `--bridge none` it runs until stopped. `piped` (the terminal
  * bridge on a standard input that is no terminal): it then fails with UnansweredMessages when
- * any reply said the brain could not answer.
+ * any reply said the brain could not answer. `interactive`: the start line comes before the prompt.
  */
-export const serve = (options: { readonly piped: boolean } = { piped: false }) => Effect.gen(function*() {
+export const serve = (options: {
+  readonly piped: boolean
+  readonly interactive: boolean
+  readonly clawsServed: boolean
+}) => Effect.gen(function*() {
   const paths = yield* RuntimeDir.RunPaths
   const interact = yield* Bridges.InteractEnd
   const brain = yield* Bridges.BrainEnd
@@ -136,7 +142,8 @@ export const serve = (options: { readonly piped: boolean } = { piped: false }) =
   // Every reply counted: a piped run in which one said the brain could not answer exits non-zero (RunReplies).
   const tally = yield* RunReplies.makeTally
   const intake = Effect.flatMap(Interact, (near) => Effect.provideService(Intake.run, Interact, RunReplies.counting(near, tally)))
-  const serving = Effect.andThen(AgentReady.signal, Effect.andThen(turnOffPretenuring, tierUpEarly(intake))).pipe(
+  const ready = Effect.andThen(StartLine.say(options.interactive, options.clawsServed), AgentReady.signal)
+  const serving = Effect.andThen(ready, Effect.andThen(turnOffPretenuring, tierUpEarly(intake))).pipe(
     Effect.provide(nearEnds(paths, { brain, claws, interact })),
     Effect.andThen(Option.match(interact.handover, { onNone: () => Effect.void, onSome: Handover.repliesDelivered }))
   )
@@ -155,10 +162,20 @@ export const layerFor = (options: RunOptions) => Layer.unwrap(Effect.map(runChoi
 export const runWith = (options: RunOptions) =>
   withSettings(runFlags(options), "run")(
     // Its user waits at the terminal or in a script: a brain that cannot be reached is said at once (see Unreachable).
-    Effect.provide(serve({ piped: options.bridge === "cli" && process.stdin.isTTY !== true }), layerFor(options)).pipe(
+    Effect.provide(serve(terminalOf(options)), layerFor(options)).pipe(
       Effect.provideService(Unreachable.GiveUpWhenUnreachable, true)
     )
   )
+
+/** How the run's terminal is used: piped (its exit status counts the replies) or interactive (the start line). */
+const terminalOf = (options: RunOptions) => {
+  const terminal = options.bridge === "cli"
+  return {
+    piped: terminal && process.stdin.isTTY !== true,
+    interactive: terminal && process.stdin.isTTY === true && process.stdout.isTTY === true,
+    clawsServed: options.claw !== "none"
+  }
+}
 
 const valued = { "--bridge": "bridge", "--brain": "brain", "--claw": "claw", "--model": "model" } as const
 
