@@ -75,7 +75,8 @@ describe("faults: secrets", () => {
         HISTORY_KEEP: "0"
       })
       const run = yield* planckclawToEnd(box, ["run", "--debug"], env, "first\nsecond\n")
-      expect(run.code, run.stderr).toBe(0)
+      // Piped, and one reply said the brain could not answer: exit 3.
+      expect(run.code, run.stderr).toBe(3)
       // A 401 is a refused key: the misconfigured reply, not the apology.
       expect(run.stdout).toBe(`re: first\n${misconfiguredReply("the API key was refused")}\n`)
       // Debug output is really on, and the key it would show is redacted.
