@@ -153,6 +153,12 @@ const cacheCommand = (args) => {
       continue
     }
     const value = args[i + 1]
+    // The model chooses no code: any name, once, keeps the line plain.
+    if (flag === "--model" && !seen.has(flag) && value !== undefined && value !== "" && !value.startsWith("-")) {
+      seen.add(flag)
+      i++
+      continue
+    }
     if (!Object.hasOwn(chosen, flag) || seen.has(flag) || value === undefined || value === "" || value.startsWith("-")) return "run"
     seen.add(flag)
     chosen[flag] = Object.hasOwn(bridgeCodes[flag], value) ? bridgeCodes[flag][value] : "x"

@@ -41,6 +41,7 @@ import {
   judgeAnswer,
   withRetries
 } from "./BrainRetry.js"
+import * as ModelList from "./ModelList.js"
 import { postJson } from "./PostJson.js"
 import { assemble } from "./AnthropicStream.js"
 import { eventsOf, postForEvents } from "./SseResponse.js"
@@ -113,7 +114,8 @@ export const misconfiguration = (
 export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const client = yield* HttpClient.HttpClient
-    const url = `${config.baseUrl.replace(/\/+$/, "")}/v1/messages`
+    const base = config.baseUrl.replace(/\/+$/, "")
+    const url = `${base}/v1/messages`
     const apiKey = Redacted.value(config.apiKey)
     const headers = { "x-api-key": apiKey, "anthropic-version": API_VERSION }
     // Defence in depth: whatever the server echoes, the key never leaves in a detail or debug line.
@@ -124,7 +126,8 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
       noAnswer: `no answer within ${Duration.toSeconds(config.timeout)}s`,
       unreachable: (reason: string) => `connection failed: cannot reach ${new URL(config.baseUrl).host}: ${reason}`,
       scrub,
-      debug
+      debug,
+      address: { baseUrl: config.baseUrl, setting: AnthropicBaseUrl.key }
     }
 
     const reading = (model: string): AnswerReading<MessagesResponse> => ({
@@ -132,6 +135,7 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
       said: (body) => describeErrorBody(body, scrub),
       baseUrlSetting: AnthropicBaseUrl.key,
       scrub,
+      models: { model, offered: ModelList.fetchIds(client, `${base}/v1/models?limit=1000`, headers, config.timeout) },
       permanent: (status) => {
         const wrong = misconfiguration(status, model)
         return wrong === undefined ? {} : { fix: wrong.fix, misconfigured: { problem: wrong.problem, setting: wrong.setting } }

@@ -20,9 +20,11 @@ import * as Schedule from "effect/Schedule"
 import { BrainError, type Misconfigured, preview } from "../ports/Brain.js"
 import { numberOf, textOf } from "../config/ConfigRange.js"
 import type { TextSetting } from "../config/Setting.js"
-import { BrainRetries, BrainTimeout } from "../config/settings/Brain.js"
+import { BrainRetries, BrainTimeout, Model } from "../config/settings/Brain.js"
 import { rootCause } from "../runtime/Errors.js"
 import type { HttpAnswer } from "./PostJson.js"
+import * as ModelList from "./ModelList.js"
+import * as Unreachable from "./Unreachable.js"
 
 /** Seconds per HTTP attempt; also read by the agent's patience on the brain pipes (Bridges). */
 export const BrainTimeoutConfig = numberOf(BrainTimeout)
@@ -61,6 +63,8 @@ export type BrainRetryConfig = Config.Success<typeof BrainRetryConfig>
 export class RetryableFailure extends Data.TaggedError("RetryableFailure")<{
   readonly detail: string
   readonly retryAfter: Option.Option<Duration.Duration>
+  /** Set when the server could not be reached at all (refused, unknown host): see Unreachable. */
+  readonly unreachable?: Misconfigured
 }> {}
 
 export type AttemptFailure = RetryableFailure | BrainError
@@ -76,7 +80,10 @@ export const RETRY_AFTER_CAP = Duration.seconds(60)
  * RETRY_AFTER_CAP), otherwise 1s, 2s, 4s, … with ±20% jitter, capped at
  * BACKOFF_CAP.
  */
-export const retrySchedule = (retries: number): Schedule.Schedule<Duration.Duration, AttemptFailure> =>
+export const retrySchedule = (
+  retries: number,
+  giveUpWhenUnreachable = false
+): Schedule.Schedule<Duration.Duration, AttemptFailure> =>
   Schedule.exponential(BACKOFF_BASE, 2).pipe(
     Schedule.jittered,
     Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, BACKOFF_CAP))),
@@ -84,7 +91,9 @@ export const retrySchedule = (retries: number): Schedule.Schedule<Duration.Durat
     Schedule.modifyDelay(({ duration, input }) =>
       Effect.succeed(input._tag === "RetryableFailure" ? Option.getOrElse(input.retryAfter, () => duration) : duration)
     ),
-    Schedule.while(({ input }) => input._tag === "RetryableFailure"),
+    Schedule.while(({ input }) =>
+      input._tag === "RetryableFailure" && !(giveUpWhenUnreachable && input.unreachable !== undefined)
+    ),
     Schedule.upTo({ times: retries })
   )
 
@@ -117,6 +126,8 @@ export interface AttemptReport {
   /** Takes the key out of any text that may hold it. */
   readonly scrub: (text: string) => string
   readonly debug: (line: string) => Effect.Effect<void>
+  /** The API's address: a refused connection or an unknown host is said with it (Unreachable). */
+  readonly address?: Unreachable.BrainAddress
 }
 
 /**
@@ -147,11 +158,20 @@ export const attemptExchange = <A>(
       yield* report.debug(`${after}: request not sent: ${error.message}`)
       return yield* new BrainError({ reason: "fatal", detail: `request not sent: ${report.scrub(error.message)}` })
     }
-    const detail = error._tag === "TimeoutError"
-      ? report.noAnswer
-      : report.unreachable(preview(report.scrub(rootCause(error.cause ?? error))))
-    yield* report.debug(`${after}: ${detail}`)
-    return yield* new RetryableFailure({ detail, retryAfter: Option.none() })
+    if (error._tag === "TimeoutError") {
+      yield* report.debug(`${after}: ${report.noAnswer}`)
+      return yield* new RetryableFailure({ detail: report.noAnswer, retryAfter: Option.none() })
+    }
+    const cause = report.unreachable(preview(report.scrub(rootCause(error.cause ?? error))))
+    yield* report.debug(`${after}: ${cause}`)
+    const kind = report.address === undefined ? undefined : Unreachable.classify(error)
+    return yield* kind === undefined || report.address === undefined
+      ? new RetryableFailure({ detail: cause, retryAfter: Option.none() })
+      : new RetryableFailure({
+        detail: report.scrub(Unreachable.describe(kind, report.address)),
+        retryAfter: Option.none(),
+        unreachable: Unreachable.misconfigured(kind, report.address)
+      })
   })
 
 /** How one brain reads an HTTP answer: its body when it succeeded, and what a failed one means. */
@@ -166,13 +186,16 @@ export interface AnswerReading<A> {
   readonly scrub: (text: string) => string
   /** For a status that will not change its mind: what to fix, and which setting is wrong. */
   readonly permanent: (status: number) => { readonly fix?: string; readonly misconfigured?: Misconfigured }
+  /** How to list the server's models, for an answer that the model is unknown (ModelList). */
+  readonly models?: ModelList.ModelListing
 }
 
 /**
  * One answer judged the same way for every HTTP brain: 2xx is decoded, a
  * transient status retried (honouring retry-after), a redirect a fatal
  * misconfiguration of the base URL, anything else a fatal BrainError that
- * says what to fix, never a secret.
+ * says what to fix, never a secret; a 404 about the model says the models
+ * the server offers, when it lists them (ModelList).
  */
 export const judgeAnswer = <A>(
   reading: AnswerReading<A>,
@@ -201,6 +224,15 @@ export const judgeAnswer = <A>(
     if (RETRYABLE_STATUSES.has(status) || reading.retryable?.(status) === true) {
       return yield* new RetryableFailure({ detail, retryAfter: parseRetryAfter(retryAfter, nowMillis) })
     }
+    if (reading.models !== undefined && ModelList.saysModelUnknown(status, answer.body)) {
+      const { model, offered } = reading.models
+      const listed = yield* offered
+      if (Option.isSome(listed) && !listed.value.includes(model)) {
+        const problem = reading.scrub(ModelList.notServed(model, listed.value))
+        yield* debug(`${after}: ${problem}`)
+        return yield* new BrainError({ reason: "fatal", detail: `${detail}: ${problem}`, misconfigured: { problem, setting: Model.key } })
+      }
+    }
     const { fix, misconfigured } = reading.permanent(status)
     return yield* new BrainError({
       reason: "fatal",
@@ -212,7 +244,9 @@ export const judgeAnswer = <A>(
 /**
  * Runs `attempt` (numbered from 1) until it succeeds, fails for good, or
  * the retries are spent; each failed retryable attempt is logged as a
- * warning naming `api`.
+ * warning naming `api`. Under GiveUpWhenUnreachable (a run) a server that
+ * refuses the connection or whose host is unknown ends it at once, as a
+ * fatal BrainError that names the address and the setting to check.
  */
 export const withRetries = <A>(
   api: string,
@@ -221,16 +255,21 @@ export const withRetries = <A>(
 ): Effect.Effect<A, BrainError> =>
   Effect.gen(function*() {
     const attempts = yield* Ref.make(0)
+    const giveUp = yield* Unreachable.GiveUpWhenUnreachable
+    const final = (failure: RetryableFailure) => giveUp && failure.unreachable !== undefined
     return yield* Ref.updateAndGet(attempts, (n) => n + 1).pipe(
       Effect.flatMap((number) =>
         attempt(number).pipe(
           Effect.tapErrorTag("RetryableFailure", (failure) =>
-            Effect.logWarning(`${api} attempt ${number} of ${retries + 1} failed: ${failure.detail}`))
+            // The failure that ends it is said once, by whoever reports the BrainError.
+            final(failure) ? Effect.void : Effect.logWarning(`${api} attempt ${number} of ${retries + 1} failed: ${failure.detail}`))
         )
       ),
-      Effect.retry(retrySchedule(retries)),
+      Effect.retry(retrySchedule(retries, giveUp)),
       Effect.catchTag("RetryableFailure", (failure) =>
-        Effect.flatMap(Ref.get(attempts), (count) =>
+        final(failure) && failure.unreachable !== undefined
+          ? Effect.fail(new BrainError({ reason: "fatal", detail: failure.detail, misconfigured: failure.unreachable }))
+          : Effect.flatMap(Ref.get(attempts), (count) =>
           new BrainError({
             reason: "timeout",
             detail: `gave up after ${count} attempt${count === 1 ? "" : "s"}: ${failure.detail}`

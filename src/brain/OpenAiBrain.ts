@@ -48,6 +48,7 @@ import {
   judgeAnswer,
   withRetries
 } from "./BrainRetry.js"
+import * as ModelList from "./ModelList.js"
 import { type HttpAnswer, postJson } from "./PostJson.js"
 import { assemble, streamingRequest } from "./ChatStream.js"
 import { eventsOf, postForEvents } from "./SseResponse.js"
@@ -203,7 +204,8 @@ export const make = (
       noAnswer: `no answer from ${base.host} within ${Duration.toSeconds(config.timeout)}s`,
       unreachable: (reason: string) => `cannot reach ${base.host}: ${reason}`,
       scrub,
-      debug
+      debug,
+      address: { baseUrl: config.baseUrl, setting: OpenAiBaseUrl.key }
     }
 
     const reading = (model: string): AnswerReading<MessagesResponse> => ({
@@ -213,6 +215,7 @@ export const make = (
       scrub,
       // Any 5xx: local servers answer odd ones (501 while loading a model).
       retryable: (status) => status >= 500,
+      models: { model, offered: ModelList.fetchIds(client, `${config.baseUrl.replace(/\/+$/, "")}/models`, headers, config.timeout) },
       permanent: (status) => {
         const wrong = misconfigured(status)
         return { fix: advice(status, model), ...(wrong === undefined ? {} : { misconfigured: wrong }) }

@@ -1,5 +1,5 @@
 /**
- * The `--brain` and `--debug` flags every command that starts an agent
+ * The `--brain`, `--model` and `--debug` flags every command that starts an agent
  * shares, as effect/cli flags. Apart from CliSettings, which a plain `run`
  * line uses without effect/cli (see RunProgram).
  */
@@ -11,6 +11,10 @@ export const brainOption = Flag.String("brain").pipe(
     "brain bridge: anthropic, openai (any Chat Completions API), none (an outside process serves the brain pipes) " +
       "or an executable; default PLANCKCLAW_BRAIN, else anthropic"
   )
+)
+export const modelOption = Flag.String("model").pipe(
+  Flag.optional,
+  Flag.withDescription("the model to ask, for turns and compaction; overrides PLANCKCLAW_MODEL")
 )
 export const debugOption = Flag.Boolean("debug").pipe(
   Flag.withoutNegation,

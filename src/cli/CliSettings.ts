@@ -96,13 +96,16 @@ export const settings = (flags: Map<string, string>): Effect.Effect<Settings, Co
 
 /**
  * The line a start of `run` or `serve` says which home is in use and why
- * (and, for a run, where its pipes are): shown at an interactive start
- * (standard input and error on a terminal), a debug line otherwise, so
- * scripts and pipes see nothing new.
+ * (and, for a run, where its pipes are): shown at an interactive start of
+ * serve (standard input and error on a terminal), a debug line otherwise, so
+ * scripts and pipes see nothing new. An interactive run says its home in its
+ * start line (StartLine), with the brain, model and tools.
  */
 const announce = (home: Home.Home, runDir: string | undefined): Effect.Effect<void> => {
   const line = `home ${home.dir} (${Home.why(home)})${runDir === undefined ? "" : `; its pipes in ${runDir}`}`
-  return process.stdin.isTTY === true && process.stderr.isTTY === true ? Effect.logInfo(line) : Effect.logDebug(line)
+  return runDir === undefined && process.stdin.isTTY === true && process.stderr.isTTY === true
+    ? Effect.logInfo(line)
+    : Effect.logDebug(line)
 }
 
 /**
@@ -146,6 +149,16 @@ export const withSettings = (flags: Map<string, string>, start?: "run" | "serve"
 
 export const debugFlags = (debug: boolean) => new Map(debug ? [[Debug.key, "1"]] : [])
 
-/** `run`'s and `serve`'s flags as settings: `--brain` overrides PLANCKCLAW_BRAIN. */
-export const runFlags = (options: { readonly debug: boolean; readonly brain: Option.Option<string> }) =>
-  new Map([...debugFlags(options.debug), ...Option.toArray(options.brain).map((brain) => [BrainSettings.BrainChoice.key, brain] as const)])
+/** `--model` as a setting: it overrides PLANCKCLAW_MODEL. */
+export const modelFlags = (model: Option.Option<string> | undefined) =>
+  Option.toArray(model ?? Option.none()).map((name) => [BrainSettings.Model.key, name] as const)
+
+/** `run`'s and `serve`'s flags as settings: `--brain` overrides PLANCKCLAW_BRAIN, `--model` PLANCKCLAW_MODEL. */
+export const runFlags = (
+  options: { readonly debug: boolean; readonly brain: Option.Option<string>; readonly model?: Option.Option<string> }
+) =>
+  new Map([
+    ...debugFlags(options.debug),
+    ...Option.toArray(options.brain).map((brain) => [BrainSettings.BrainChoice.key, brain] as const),
+    ...modelFlags(options.model)
+  ])

@@ -25,6 +25,10 @@ export interface CommandHelp {
 }
 
 const debug: OptionHelp = { name: "--debug", description: "print brain payloads and HTTP statuses to stderr (same as PLANCKCLAW_DEBUG=1)" }
+const model: OptionHelp = {
+  name: "--model NAME",
+  description: "the model to ask, for turns and compaction; overrides PLANCKCLAW_MODEL"
+}
 const brain = (what: string): OptionHelp => ({
   name: "--brain NAME",
   description: `${what}; default PLANCKCLAW_BRAIN, else anthropic`
@@ -36,7 +40,7 @@ export const commands: ReadonlyArray<CommandHelp> = [
     summary: "talk to the agent in the terminal, on Discord or through the pipes",
     usage: [
       "planckclaw run [--bridge cli|discord|none|PATH] [--brain anthropic|openai|none|PATH]",
-      "               [--claw scripts|none|PATH] [--debug]"
+      "               [--claw scripts|none|PATH] [--model NAME] [--debug]"
     ],
     description: "Runs one agent on the home's memory: answers messages from the chosen bridge one at a time until its " +
       "input ends (Ctrl-D in the terminal; the end of a pipe). Piped input is one message per line, each answered on " +
@@ -45,6 +49,7 @@ export const commands: ReadonlyArray<CommandHelp> = [
       { name: "--bridge NAME", description: "who talks: cli (the terminal, default), discord (DISCORD_* settings), none (nothing serves the interact pipes) or the path of an executable bridge" },
       brain("who thinks: anthropic, openai (any Chat Completions API), none (an outside process serves the brain pipes) or an executable"),
       { name: "--claw NAME", description: "who acts: scripts (the claws in CLAWS_DIR, default), none (served from outside) or an executable" },
+      model,
       debug
     ],
     examples: ["planckclaw run", "printf 'hi\\nwhat time is it?\\n' | planckclaw run", "planckclaw run --bridge discord"]
@@ -53,14 +58,16 @@ export const commands: ReadonlyArray<CommandHelp> = [
     name: "serve",
     summary: "host many agents behind an HTTP API",
     usage: [
-      "planckclaw serve [--http HOST:PORT] [--brain anthropic|openai] [--bridge none|discord] [--debug]",
-      "planckclaw serve --cluster [--http HOST:PORT] [--brain anthropic|openai] [--bridge none|discord] [--debug]"
+      "planckclaw serve [--http HOST:PORT] [--brain anthropic|openai] [--model NAME] [--bridge none|discord] [--debug]",
+      "planckclaw serve --cluster [--http HOST:PORT] [--brain anthropic|openai] [--model NAME] [--bridge none|discord]",
+      "                 [--debug]"
     ],
     description: "Hosts every agent of PLANCKCLAW_AGENTS_DIR (agents/ in the home) in one process, each created on its " +
       "first message, until stopped (Ctrl-C, SIGTERM, SIGHUP).",
     options: [
       { name: "--http HOST:PORT", description: "where the HTTP API listens (default 127.0.0.1:7878; [::1]:PORT for IPv6; port 0 picks a free one); a non-loopback host needs PLANCKCLAW_HTTP_TOKEN" },
       brain("the brain, called in process: anthropic or openai"),
+      { name: "--model NAME", description: "the model to ask, for every agent without a model in its own config.env; overrides PLANCKCLAW_MODEL" },
       { name: "--bridge NAME", description: "none (the HTTP API only, default) or discord: answer Discord too, each message routed to an agent by DISCORD_AGENT_PER (with --cluster: one such runner holds the gateway, the others wait to take over)" },
       { name: "--cluster", description: "join a cluster of runners over PostgreSQL (PLANCKCLAW_DATABASE_URL, PLANCKCLAW_RUNNER_ADDRESS): any runner answers for any agent, memory in the database" },
       debug
@@ -73,12 +80,13 @@ export const commands: ReadonlyArray<CommandHelp> = [
   {
     name: "compact",
     summary: "fold old history into summary.md now",
-    usage: ["planckclaw compact [--agent ID] [--debug]"],
+    usage: ["planckclaw compact [--agent ID] [--model NAME] [--debug]"],
     description: "Summarises everything older than the last HISTORY_KEEP lines of history into summary.md, asking the " +
       "brain PLANCKCLAW_BRAIN names (an executable bridge is started for the command, on pipes of its own). Safe while " +
       "a run or serve is active on the same memory.",
     options: [
       { name: "--agent ID", description: "compact agent ID of PLANCKCLAW_AGENTS_DIR (as serve hosts it) instead of PLANCKCLAW_DIR" },
+      model,
       debug
     ],
     examples: ["planckclaw compact", "planckclaw compact --agent alice"]

@@ -3,7 +3,8 @@
  * chose, CliAnswer; RunMain.ts: a plain `run` line) run under NodeRuntime.runMain, so SIGINT, SIGTERM and
  * SIGHUP interrupt the main fiber and every scope is closed. The exit code
  * is decided here and nowhere else in the bundle: 0 for a command that
- * ended (or a help printed), 2 for a usage mistake, and for every expected
+ * ended (or a help printed), 2 for a usage mistake, 3 for a piped run in
+ * which a reply said the brain could not answer, and for every expected
  * failure one line and its code (bin/planckclaw decides those of the
  * answers it gives without the bundle: --version alone and the help).
  */
@@ -78,6 +79,8 @@ const main = (commandLine: CommandLine) => commandLine.pipe(
     DoctorFailed: (error) => refuse(1, error.message),
     ClusterStartError: (error) => refuse(1, error.message),
     HelpTopicUnknown: (error) => refuse(2, error.message),
+    // A piped run answered everything it could; some replies said the brain could not answer.
+    UnansweredMessages: (error) => refuse(3, error.message),
   }),
   // The spawn helper and the watchdog of the command's processes, ended with it (started at their first use).
   Effect.provide(SpawnHelper.layer),

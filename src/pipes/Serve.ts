@@ -56,7 +56,8 @@ export const serveBrain = (
             ),
             Effect.catchTag("BrainError", (error) =>
               Effect.as(
-                Effect.logWarning(`brain failed (${error.reason}): ${error.detail}`),
+                // Not the wire's word ("timeout" stands for any failure that may pass): the detail says what happened.
+                Effect.logWarning(`${error.reason === "timeout" ? "brain gave up for now" : "brain failed"}: ${error.detail}`),
                 brainErrorFrame(error.reason, error.misconfigured)
               )),
             Effect.catchDefect((defect) =>

@@ -116,7 +116,8 @@ export const systemText = (system: MessagesRequest["system"]): string | undefine
 /**
  * What the user's settings got wrong, as a permanent answer showed it:
  * `problem` is the few words the user is told ("the API key was refused"),
- * `setting` the key to fix. Neither ever holds a value.
+ * `setting` the key to fix. Neither ever holds a secret or an address; an
+ * unknown model's problem names it and the models the server offers.
  */
 export const Misconfigured = Schema.Struct({ problem: Schema.String, setting: Schema.String })
 export type Misconfigured = typeof Misconfigured.Type

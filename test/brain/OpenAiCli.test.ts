@@ -103,7 +103,7 @@ describe("planckclaw run --brain openai (built command)", () => {
         Server.text("unused")
       ), { OPENAI_API_KEY: "test-not-a-key" })
       const result = yield* Cli.run(["run", "--brain", "openai"], { cwd: box.dir, env: box.env, input: "hi\n" })
-      expect(result.code).toBe(0)
+      expect(result.code).toBe(3)
       expect(result.stdout).toBe(
         "I can't think right now: my brain is misconfigured (the API key was refused). The log says what to fix.\n"
       )

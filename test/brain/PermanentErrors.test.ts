@@ -67,7 +67,7 @@ describe("permanent answers are not retried, and say which setting to fix", () =
       })))
   }
 
-  it.effect("a refused connection is retried and names the host it tried, on both brains", () =>
+  it.effect("a refused connection is retried and names the URL it tried, on both brains", () =>
     withRealHttp(Effect.gen(function*() {
       for (const [url, make] of [[yield* AnthropicServer.unusedUrl, anthropic], [`${yield* ChatServer.unusedUrl}/v1`, openai]] as const) {
         const started = (yield* Effect.clockWith((clock) => clock.currentTimeMillis))
@@ -76,7 +76,7 @@ describe("permanent answers are not retried, and say which setting to fix", () =
         yield* advanceTo(started + 3_000)
         const error = yield* failureOf(fiber)
         expect(error.reason).toBe("timeout")
-        expect(error.detail).toContain(`cannot reach ${new URL(url).host}`)
+        expect(error.detail).toContain(`nothing is listening at ${url}: is the model server running?`)
         expect(error.misconfigured).toBeUndefined()
       }
     })))

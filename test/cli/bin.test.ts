@@ -93,14 +93,15 @@ describe("planckclaw run (built command)", () => {
       )
     }))
 
-  it.live("apologises when the brain fails, stores nothing, and goes on", () =>
+  it.live("apologises when the brain fails, stores nothing, goes on, and exits 3", () =>
     Effect.gen(function*() {
       const t = yield* setup(AnthropicServer.replies(
         AnthropicServer.apiError(503, "api_error", "Service unavailable"),
         AnthropicServer.text("Recovered.")
       ))
       const result = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "one\ntwo\n" })
-      expect(result.code).toBe(0)
+      // Every message answered in turn; one reply was the apology, so the exit status says so.
+      expect(result.code).toBe(3)
       expect(result.stdout).toBe(`${APOLOGY}\nRecovered.\n`)
       expect(result.stderr).toContain("Service unavailable")
       expect(t.read("history.jsonl")).toBe(line("user", "two") + line("assistant", "Recovered."))
@@ -113,7 +114,7 @@ describe("planckclaw run (built command)", () => {
         AnthropicServer.apiError(401, "authentication_error", "invalid x-api-key")
       ))
       const result = yield* Cli.run(["run"], { cwd: t.cwd, env: t.env, input: "one\ntwo\n" })
-      expect(result.code).toBe(0)
+      expect(result.code).toBe(3)
       expect(result.stdout).toBe(
         "I can't think right now: my brain is misconfigured (the API refused the request as invalid). " +
           "The log says what to fix.\n" +

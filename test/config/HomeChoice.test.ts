@@ -88,7 +88,7 @@ describe("which folder is the home (built command)", () => {
       expect(quiet.stderr).toBe("")
     }))
 
-  it.live("at a terminal the start says it at the default level, before the prompt", () =>
+  it.live("at a terminal the start line says it, before the prompt", () =>
     Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.echo)
       const w = yield* world(server.url)
@@ -108,7 +108,9 @@ describe("which folder is the home (built command)", () => {
       let screen = ""
       session.stdout.on("data", (chunk: Buffer) => void (screen += chunk.toString("utf8")))
       yield* eventually("the prompt", () => (screen.includes("planckclaw> ") ? true : undefined))
-      expect(screen).toContain(`planckclaw info: home ${w.defaultHome} (the default home); its pipes in ${path.join(w.root, "run")}`)
+      // Said once, in the run's start line (with the brain, model and tools), not again in the log.
+      expect(screen).toMatch(/home ~\/\.planckclaw \(the default home\) · brain anthropic \(http:\/\/127\.0\.0\.1:\d+\) · model \S+ · \d+ tools?\r?\n/)
+      expect(screen).not.toContain("planckclaw info: home")
       session.stdin.write("\u0004")
     }))
 })

@@ -9,6 +9,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { expect } from "@effect/vitest"
 import { Effect, Result, type Scope } from "effect"
+import { isFailureReply } from "../../src/agent/Turn.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
 import { line } from "../support/Harness.js"
@@ -78,7 +79,8 @@ export interface Session {
 /**
  * Runs `planckclaw run` (terminal bridge) with `inputs` piped in, one per
  * line, against `handler`, after `prepare` set up the sandbox; then checks
- * that it ended cleanly: status 0, no process left, no runtime directory.
+ * that it ended cleanly: status 0 (3 when a reply said the brain could not
+ * answer), no process left, no runtime directory.
  */
 export const session = (
   handler: Handler,
@@ -94,10 +96,12 @@ export const session = (
       box.envWith({ ANTHROPIC_BASE_URL: server.url, ...settings }),
       inputs.map((input) => `${input}\n`).join("")
     )
-    expect(result.code, result.stderr).toBe(0)
+    const replies = result.stdout.split("\n").slice(0, -1)
+    // A piped run exits 3 when a reply said the brain could not answer (RunReplies), else 0.
+    expect(result.code, result.stderr).toBe(replies.some(isFailureReply) ? 3 : 0)
     expect(yield* strays(box)).toEqual([])
     expect(fs.existsSync(box.runDir)).toBe(false)
-    return { box, result, replies: result.stdout.split("\n").slice(0, -1), requests: yield* server.requests }
+    return { box, result, replies, requests: yield* server.requests }
   })
 
 /** History lines for these exchanges, in order. */

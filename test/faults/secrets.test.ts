@@ -75,7 +75,8 @@ describe("faults: secrets", () => {
         HISTORY_KEEP: "0"
       })
       const run = yield* planckclawToEnd(box, ["run", "--debug"], env, "first\nsecond\n")
-      expect(run.code, run.stderr).toBe(0)
+      // Piped, and one reply said the brain could not answer: exit 3.
+      expect(run.code, run.stderr).toBe(3)
       // A 401 is a refused key: the misconfigured reply, not the apology.
       // The first reply begins with what the model wrote before its tool call.
       expect(run.stdout).toBe(`Let me check.\n\nre: first\n${misconfiguredReply("the API key was refused")}\n`)

@@ -19,8 +19,8 @@ import * as Memory from "../../memory/Memory.js"
 import * as Bridges from "../../pipes/Bridges.js"
 import * as ExecutableBrain from "../../pipes/ExecutableBrain.js"
 import * as UsageLedger from "../../usage/UsageLedger.js"
-import { debugOption } from "../CliFlags.js"
-import { debugFlags, withSettings } from "../CliSettings.js"
+import { debugOption, modelOption } from "../CliFlags.js"
+import { debugFlags, modelFlags, withSettings } from "../CliSettings.js"
 import * as HelpText from "../HelpText.js"
 
 const agentOption = Flag.String("agent").pipe(
@@ -49,7 +49,7 @@ const forAgent = (agent: Option.Option<string>) => <A, E, R>(effect: Effect.Effe
 
 export const compact = Command.make(
   "compact",
-  { debug: debugOption, agent: agentOption },
+  { debug: debugOption, agent: agentOption, model: modelOption },
   (options) =>
     Effect.gen(function*() {
       // Compaction runs on its own: a built-in brain asks the API directly, an executable one
@@ -83,6 +83,6 @@ export const compact = Command.make(
               (done.skipped > 0 ? `; dropped ${done.skipped} undecodable lines` : "") + "."
           )
       })
-    }).pipe(forAgent(options.agent), withSettings(debugFlags(options.debug)))
+    }).pipe(forAgent(options.agent), withSettings(new Map([...debugFlags(options.debug), ...modelFlags(options.model)])))
 ).pipe(Command.withDescription(HelpText.summary("compact")))
 

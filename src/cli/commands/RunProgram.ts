@@ -9,6 +9,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Agent from "../../agent/Agent.js"
 import * as FifoBrain from "../../pipes/FifoBrain.js"
+import * as Unreachable from "../../brain/Unreachable.js"
 import * as Bridges from "../../pipes/Bridges.js"
 import * as FifoClaws from "../../pipes/FifoClaws.js"
 import * as ScriptClaws from "../../claws/ScriptClaws.js"
@@ -18,6 +19,9 @@ import type * as BridgeClaim from "../../pipes/BridgeClaim.js"
 import * as Handover from "../../pipes/Handover.js"
 import * as RuntimeDir from "../../pipes/RuntimeDir.js"
 import * as Intake from "../../agent/Intake.js"
+import { Interact } from "../../ports/Interact.js"
+import * as RunReplies from "./RunReplies.js"
+import * as StartLine from "./StartLine.js"
 import * as AgentReady from "../../interact/AgentReady.js"
 import * as FifoInteract from "../../pipes/FifoInteract.js"
 import * as MemoryHold from "../../memory/MemoryHold.js"
@@ -45,8 +49,9 @@ const nearEnds = (
       onNone: () => ({ keepUnread: Layout.files(memory).unreadReplies }),
       onSome: (h) => ({ handover: h })
     })
+    // The near ends stay in the context too: the start line asks the claws' catalogue (StartLine).
     return Agent.layerWithMemory.pipe(
-      Layer.provide(Layer.mergeAll(
+      Layer.provideMerge(Layer.mergeAll(
         FifoBrain.layer({
           paths,
           timeout: brainPatience,
@@ -69,6 +74,7 @@ export interface RunOptions {
   readonly bridge: string
   readonly brain: Option.Option<string>
   readonly claw: string
+  readonly model: Option.Option<string>
   readonly debug: boolean
 }
 
@@ -118,9 +124,15 @@ const runLayer = (choices: Bridges.RunChoices) =>
  * the bridges on their far ends (layerFor, see runLayer) and the agent on
  * the near ends; once the agent's layers are built it can take a message,
  * and the terminal shows its prompt (AgentReady). Ends when an interact bridge whose input ended has
- * delivered its last reply; with `--bridge none` it runs until stopped.
+ * delivered its last reply; with `--bridge none` it runs until stopped. `piped` (the terminal
+ * bridge on a standard input that is no terminal): it then fails with UnansweredMessages when
+ * any reply said the brain could not answer. `interactive`: the start line comes before the prompt.
  */
-export const serve = Effect.gen(function*() {
+export const serve = (options: {
+  readonly piped: boolean
+  readonly interactive: boolean
+  readonly clawsServed: boolean
+}) => Effect.gen(function*() {
   const paths = yield* RuntimeDir.RunPaths
   const interact = yield* Bridges.InteractEnd
   const brain = yield* Bridges.BrainEnd
@@ -133,11 +145,16 @@ export const serve = Effect.gen(function*() {
   // replies still in interact_out reach the user (see Handover). Without a
   // built-in interact bridge, an executable's exit ends the run, and with
   // none it goes on until stopped.
-  const serving = Effect.andThen(AgentReady.signal, Effect.andThen(turnOffPretenuring, tierUpEarly(Intake.run))).pipe(
+  // Every reply counted: a piped run in which one said the brain could not answer exits non-zero (RunReplies).
+  const tally = yield* RunReplies.makeTally
+  const intake = Effect.flatMap(Interact, (near) => Effect.provideService(Intake.run, Interact, RunReplies.counting(near, tally)))
+  const ready = Effect.andThen(StartLine.say(options.interactive, options.clawsServed), AgentReady.signal)
+  const serving = Effect.andThen(ready, Effect.andThen(turnOffPretenuring, tierUpEarly(intake))).pipe(
     Effect.provide(nearEnds(paths, { brain, claws, interact })),
     Effect.andThen(Option.match(interact.handover, { onNone: () => Effect.void, onSome: Handover.repliesDelivered }))
   )
   yield* Effect.raceFirst(serving, interact.done)
+  if (options.piped) yield* RunReplies.verdict(tally)
 })
 
 /** What the run's handler is given: its layers, for the bridges its flags choose (see runLayer). */
@@ -148,14 +165,30 @@ export const layerFor = (options: RunOptions) => Layer.unwrap(Effect.map(runChoi
  * layers, inside the settings with the flags', which (and the secrets'
  * withdrawal with them) come before anything the layers start.
  */
-export const runWith = (options: RunOptions) => withSettings(runFlags(options), "run")(Effect.provide(serve, layerFor(options)))
+export const runWith = (options: RunOptions) =>
+  withSettings(runFlags(options), "run")(
+    // Its user waits at the terminal or in a script: a brain that cannot be reached is said at once (see Unreachable).
+    Effect.provide(serve(terminalOf(options)), layerFor(options)).pipe(
+      Effect.provideService(Unreachable.GiveUpWhenUnreachable, true)
+    )
+  )
 
-const valued = { "--bridge": "bridge", "--brain": "brain", "--claw": "claw" } as const
+/** How the run's terminal is used: piped (its exit status counts the replies) or interactive (the start line). */
+const terminalOf = (options: RunOptions) => {
+  const terminal = options.bridge === "cli"
+  return {
+    piped: terminal && process.stdin.isTTY !== true,
+    interactive: terminal && process.stdin.isTTY === true && process.stdout.isTTY === true,
+    clawsServed: options.claw !== "none"
+  }
+}
+
+const valued = { "--bridge": "bridge", "--brain": "brain", "--claw": "claw", "--model": "model" } as const
 
 /**
  * A `run` command line in its plain form, read without effect/cli, whose
- * parser took a tenth of a start: `run`, then `--bridge X`, `--brain X` and
- * `--claw X` (each at most once, the value not empty and not like a flag) and
+ * parser took a tenth of a start: `run`, then `--bridge X`, `--brain X`,
+ * `--claw X` and `--model X` (each at most once, the value not empty and not like a flag) and
  * `--debug`, in any order. The options are the ones effect/cli would give
  * (test/RunPlainLine.test.ts compares them). Anything else is None and goes
  * to effect/cli: other spellings, a repeated flag, effect/cli's own options
@@ -183,6 +216,7 @@ export const plainRunOptions = (args: ReadonlyArray<string>): Option.Option<RunO
     bridge: values.bridge ?? "cli",
     brain: Option.fromNullishOr(values.brain),
     claw: values.claw ?? "scripts",
+    model: Option.fromNullishOr(values.model),
     debug
   })
 }

@@ -14,7 +14,7 @@ import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Bridges from "../../pipes/Bridges.js"
 import * as ScriptClaws from "../../claws/ScriptClaws.js"
-import { debugOption } from "../CliFlags.js"
+import { debugOption, modelOption } from "../CliFlags.js"
 import { MemoryConfig } from "../../memory/MemoryFiles.js"
 import * as PromptFiles from "../../memory/PromptFiles.js"
 import { runFlags, withSettings } from "../CliSettings.js"
@@ -79,6 +79,7 @@ export const serve = Command.make("serve", {
   brain: brainOption,
   bridge: bridgeOption,
   cluster: clusterOption,
+  model: modelOption,
   debug: debugOption
 }, (options) =>
   Effect.gen(function*() {

@@ -52,7 +52,7 @@ export const Model = {
   kind: "text",
   accepts: "non-empty",
   default: "claude-haiku-4-5-20251001",
-  description: "model for turns and compaction; required with the openai brain (the default is a Claude model)",
+  description: "model for turns and compaction (--model overrides it); required with the openai brain (the default is a Claude model)",
   perAgent: true
 } as const satisfies TextSetting
 

@@ -38,7 +38,9 @@ describe("a plain `run` line", () => {
     [["run", "--bridge", "./bridges/my bridge.sh", "--claw", "/usr/local/bin/claws"]],
     [["run", "--debug", "--brain", "run"]],
     [["run", "--bridge", "discord"]],
-    [["run", "--bridge", "./discord"]]
+    [["run", "--bridge", "./discord"]],
+    [["run", "--model", "qwen3:8b"]],
+    [["run", "--brain", "openai", "--model", "gpt-4.1-mini", "--debug"]]
   ])("planckclaw %j: the options effect/cli gives", (args) => {
     expect(plainRunOptions(args)).toEqual(Option.some(parsedByCli(args)))
     expect(forRunBundle(args)).toBe(parsedByCli(args).bridge !== "discord")
@@ -53,6 +55,9 @@ describe("a plain `run` line", () => {
     [["run", "--bridge=none"]],
     [["run", "--bridge", "none", "--bridge", "cli"]],
     [["run", "--debug", "--debug"]],
+    [["run", "--model", "a", "--model", "b"]],
+    [["run", "--model"]],
+    [["run", "--model", "--debug"]],
     [["run", "--debug", "true"]],
     [["run", "--Bridge", "none"]],
     [["run", "--log-level", "debug"]],

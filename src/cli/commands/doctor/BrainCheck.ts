@@ -14,7 +14,9 @@ import * as Redacted from "effect/Redacted"
 import { AgentConfig } from "../../../config/AgentConfig.js"
 import * as AnthropicBrain from "../../../brain/AnthropicBrain.js"
 import { BrainChoiceConfig } from "../../../config/BrainChoice.js"
+import * as ModelList from "../../../brain/ModelList.js"
 import * as OpenAiBrain from "../../../brain/OpenAiBrain.js"
+import * as Unreachable from "../../../brain/Unreachable.js"
 import * as Bridges from "../../../pipes/Bridges.js"
 import * as ConfigErrors from "../../../config/ConfigErrors.js"
 import { AnthropicApiKey, AnthropicBaseUrl, OpenAiBaseUrl } from "../../../config/settings/Brain.js"
@@ -41,6 +43,10 @@ const otherAnswer = (shown: string, status: number, words: string): Finding =>
 const unreachable = (shown: string, setting: string, result: Exclude<HttpProbe.ProbeResult, { _tag: "Answered" }>) =>
   result._tag === "NoAnswer"
     ? fail("brain", `no answer from ${shown} within ${HttpProbe.seconds}`, `check ${setting} and the network`)
+    : result.kind === "refused"
+    ? fail("brain", Unreachable.describe("refused", { baseUrl: shown, setting }), `start it, or set ${setting} to where it listens`)
+    : result.kind === "unknown-host"
+    ? fail("brain", Unreachable.describe("unknown-host", { baseUrl: shown, setting }), "check the host name and the network")
     : fail("brain", `cannot reach ${shown}: ${result.detail}`, `check ${setting} and the network`)
 
 const notChecked = (why: string) => skip("model", `not checked: ${why}`)
@@ -69,11 +75,20 @@ const anthropic: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.HttpCli
         fail("brain", `${shown} rejected ANTHROPIC_API_KEY (${result.status})`, "set ANTHROPIC_API_KEY to a valid key (console.anthropic.com → API keys)"),
         notChecked("the key was rejected")
       ]
-    case 404:
+    case 404: {
+      // The models it does serve, when it lists them (ModelList): the line says what to choose from.
+      const listing = yield* HttpProbe.get(
+        `${config.baseUrl.replace(/\/+$/, "")}/v1/models?limit=1000`,
+        { "x-api-key": secret, "anthropic-version": AnthropicBrain.API_VERSION }
+      )
+      const ids = listing._tag === "Answered" && listing.status === 200 ? ModelList.idsOf(listing.body) : undefined
       return [
         pass("brain", `${shown} reachable, ANTHROPIC_API_KEY accepted`),
-        fail("model", `${model} is not served by ${shown} (404)`, "set PLANCKCLAW_MODEL to a model the API serves (and ANTHROPIC_BASE_URL without /v1)")
+        ids === undefined
+          ? fail("model", `${model} is not served by ${shown} (404)`, "set PLANCKCLAW_MODEL to a model the API serves (and ANTHROPIC_BASE_URL without /v1)")
+          : fail("model", `${ModelList.notServed(model, ids)} (${shown})`, "set PLANCKCLAW_MODEL (or --model) to one of them")
       ]
+    }
     default:
       return [otherAnswer(shown, result.status, HttpProbe.apiWords(result.body, (text) => HttpProbe.scrub(text, secret))), notChecked("the API failed")]
   }

@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import { preview } from "../../../ports/Brain.js"
+import * as Unreachable from "../../../brain/Unreachable.js"
 import { rootCause } from "../../../runtime/Errors.js"
 import { isJsonObject } from "../../../runtime/Json.js"
 
@@ -20,7 +21,7 @@ export const probeTimeout = Duration.seconds(10)
 
 export type ProbeResult =
   | { readonly _tag: "Answered"; readonly status: number; readonly body: string }
-  | { readonly _tag: "Unreachable"; readonly detail: string }
+  | { readonly _tag: "Unreachable"; readonly detail: string; readonly kind: Unreachable.UnreachableKind | undefined }
   | { readonly _tag: "NoAnswer" }
 
 /** The innermost system error of a failed fetch (`fetch failed` wraps `connect ECONNREFUSED …`). */
@@ -40,7 +41,9 @@ export const get = (url: string, headers: Record<string, string>): Effect.Effect
         onNone: (): ProbeResult => ({ _tag: "NoAnswer" }),
         onSome: ({ body, status }): ProbeResult => ({ _tag: "Answered", status, body })
       })),
-      Effect.catch((error) => Effect.succeed<ProbeResult>({ _tag: "Unreachable", detail: transportDetail(error) }))
+      Effect.catch((error) =>
+        Effect.succeed<ProbeResult>({ _tag: "Unreachable", detail: transportDetail(error), kind: Unreachable.classify(error) })
+      )
     ))
 
 /** A JSON body, or undefined. */
