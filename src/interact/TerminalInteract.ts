@@ -58,6 +58,11 @@ export interface TerminalStreams {
    * prompt wait for it (lines typed meanwhile are kept). Absent: at once.
    */
   readonly ready?: Effect.Effect<void>
+  /**
+   * Where each tool call's line goes when the output is no terminal (`--verbose`: stderr);
+   * absent, none is written. On a terminal they show dim among the text.
+   */
+  readonly toolLines?: NodeJS.WritableStream
 }
 
 /** `/quit`, whatever the case and spaces around it. */
@@ -250,9 +255,12 @@ export const make = (streams: TerminalStreams) =>
 
     // Where a person watches the output, the turn shows as it goes; piped output gets the reply alone.
     const progress = stripReplies ? Option.some(TurnProgress.make((text) => void streams.output.write(text))) : Option.none()
+    const toolLog = streams.toolLines === undefined
+      ? undefined
+      : TurnProgress.makeToolLog((line) => void streams.toolLines?.write(line))
     const event: InteractService["event"] = (_channel, turnEvent) =>
       Option.match(progress, {
-        onNone: () => Effect.void,
+        onNone: () => Effect.sync(() => toolLog?.(turnEvent)),
         onSome: (shown) =>
           Effect.andThen(
             Option.isSome(spinner) && !shown.started() ? spinner.value.quiet : Effect.void,
@@ -262,7 +270,7 @@ export const make = (streams: TerminalStreams) =>
 
     const service: InteractService = {
       messages,
-      ...(Option.isSome(progress) ? { event } : {}),
+      ...(Option.isSome(progress) || toolLog !== undefined ? { event } : {}),
       send: (message) =>
         Effect.gen(function*() {
           awaiting = Math.max(0, awaiting - 1)

@@ -35,14 +35,35 @@ export interface TurnProgress {
   readonly finish: (reply: string) => string
 }
 
+/** Inputs of calls started and not answered yet, by tool name, in order: a result takes its call's. */
+const makeCalls = () => {
+  const calls = new Map<string, Array<unknown>>()
+  return {
+    start: (name: string, input: unknown) => void calls.set(name, [...(calls.get(name) ?? []), input]),
+    end: (name: string): unknown => (calls.get(name) ?? []).shift(),
+    clear: () => calls.clear()
+  }
+}
+
+/**
+ * Where the output is no terminal (`--verbose`): each tool call as a plain
+ * line on its own stream (stderr), the reply's stream left as it is.
+ */
+export const makeToolLog = (write: (text: string) => void): ((event: InteractEvent) => void) => {
+  const calls = makeCalls()
+  return (event) => {
+    if (event._tag === "ToolCallStart") calls.start(event.name, event.input)
+    if (event._tag === "ToolResult") write(toolLine(event.name, calls.end(event.name), event.ok, event.ms, false))
+  }
+}
+
 export const make = (write: (text: string) => void): TurnProgress => {
   // Text shown between tool calls: the reply joins them with a blank line (Turn.finalReply).
   let parts: Array<string> = []
   let current = ""
   let atLineStart = true
   let shown = false
-  // Inputs of calls started and not answered yet, by tool name, in order.
-  const calls = new Map<string, Array<unknown>>()
+  const calls = makeCalls()
 
   const put = (text: string) => {
     if (text === "") return
@@ -62,12 +83,11 @@ export const make = (write: (text: string) => void): TurnProgress => {
       case "ToolCallStart": {
         if (current !== "") parts.push(current)
         current = ""
-        calls.set(event.name, [...(calls.get(event.name) ?? []), event.input])
+        calls.start(event.name, event.input)
         return
       }
       case "ToolResult": {
-        const waiting = calls.get(event.name) ?? []
-        const input = waiting.shift()
+        const input = calls.end(event.name)
         if (!atLineStart) put("\n")
         put(toolLine(event.name, input, event.ok, event.ms))
         return
