@@ -115,8 +115,28 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
     )
   // The turn runs in a fiber of its own, which a cancel interrupts; one that
   // ended before the interruption took hold is answered as usual.
+  // An adapter that shows the turn as it goes gets its events, then the reply as usual.
+  const show = interact.event
+  const respond = (pending: Pending): Effect.Effect<Option.Option<TurnOutcome>> =>
+    show === undefined ? agent.respond(pending) : Effect.suspend(() => {
+      let outcome: Option.Option<TurnOutcome> = Option.none()
+      return agent.respondStreaming(pending).pipe(
+        Stream.runForEach((event) => {
+          if (event._tag !== "End") {
+            // Only what is shown is lost when the adapter fails: the reply comes all the same.
+            return show(pending.channel, event).pipe(
+              Effect.catch((error) => Effect.logDebug(`could not show an event to channel ${pending.channel}: ${error.message}`))
+            )
+          }
+          const { _tag, ...decided } = event
+          outcome = Option.some(decided)
+          return Effect.void
+        }),
+        Effect.andThen(Effect.sync(() => outcome))
+      )
+    })
   const answer = (pending: Pending) =>
-    Effect.flatMap(Effect.forkChild(agent.respond(pending), { startImmediately: true }), (fiber) => {
+    Effect.flatMap(Effect.forkChild(respond(pending), { startImmediately: true }), (fiber) => {
       running = { pending, fiber }
       return Fiber.await(fiber).pipe(
         Effect.onInterrupt(() => Fiber.interrupt(fiber)),

@@ -28,6 +28,8 @@ export interface Spinner {
   readonly answered: Effect.Effect<boolean>
   /** After the reply is written: spins again, counting from now, if other messages still wait. */
   readonly resume: Effect.Effect<void>
+  /** The turn shows itself (its first event): the line is erased until the reply, the message still waiting. */
+  readonly quiet: Effect.Effect<void>
 }
 
 /** A spinner that writes with `draw` (synchronously, to the terminal); its fiber lives in `scope`. */
@@ -81,6 +83,7 @@ export const make = (draw: (text: string) => void): Effect.Effect<Spinner, never
         outstanding = Math.max(0, outstanding - 1)
         return Effect.as(stop, outstanding > 0)
       }),
-      resume: Effect.suspend(() => outstanding > 0 && fiber === undefined ? start : Effect.void)
+      resume: Effect.suspend(() => outstanding > 0 && fiber === undefined ? start : Effect.void),
+      quiet: stop
     }
   })

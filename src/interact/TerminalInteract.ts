@@ -25,6 +25,7 @@ import * as CtrlC from "./CtrlC.js"
 import * as Spinner from "./Spinner.js"
 import { MAX_LINE_BYTES, readInteractive, readPiped, type Received } from "./TerminalInput.js"
 import { stripControlSequences } from "./TerminalText.js"
+import * as TurnProgress from "./TurnProgress.js"
 
 export { MAX_LINE_BYTES, PROMPT, SHOW_CURSOR } from "./TerminalInput.js"
 
@@ -57,6 +58,11 @@ export interface TerminalStreams {
    * prompt wait for it (lines typed meanwhile are kept). Absent: at once.
    */
   readonly ready?: Effect.Effect<void>
+  /**
+   * Where each tool call's line goes when the output is no terminal (`--verbose`: stderr);
+   * absent, none is written. On a terminal they show dim among the text.
+   */
+  readonly toolLines?: NodeJS.WritableStream
 }
 
 /** `/quit`, whatever the case and spaces around it. */
@@ -247,15 +253,32 @@ export const make = (streams: TerminalStreams) =>
     // On a terminal the agent's "send /forget confirm" becomes a y/N question.
     const asksToForget = (text: string) => streams.interactive && text.endsWith(Commands.FORGET_ASK)
 
+    // Where a person watches the output, the turn shows as it goes; piped output gets the reply alone.
+    const progress = stripReplies ? Option.some(TurnProgress.make((text) => void streams.output.write(text))) : Option.none()
+    const toolLog = streams.toolLines === undefined
+      ? undefined
+      : TurnProgress.makeToolLog((line) => void streams.toolLines?.write(line))
+    const event: InteractService["event"] = (_channel, turnEvent) =>
+      Option.match(progress, {
+        onNone: () => Effect.sync(() => toolLog?.(turnEvent)),
+        onSome: (shown) =>
+          Effect.andThen(
+            Option.isSome(spinner) && !shown.started() ? spinner.value.quiet : Effect.void,
+            Effect.sync(() => shown.show(turnEvent))
+          )
+      })
+
     const service: InteractService = {
       messages,
+      ...(Option.isSome(progress) || toolLog !== undefined ? { event } : {}),
       send: (message) =>
         Effect.gen(function*() {
           awaiting = Math.max(0, awaiting - 1)
           const more = Option.isSome(spinner) ? yield* spinner.value.answered : false
           const asking = asksToForget(message.text)
           const text = asking ? message.text.slice(0, -Commands.FORGET_ASK.length).trimEnd() : withQuit(message.text)
-          yield* write(streams.output, `${stripReplies ? stripControlSequences(text) : text}\n`)
+          const clean = stripReplies ? stripControlSequences(text) : text
+          yield* write(streams.output, Option.isSome(progress) ? progress.value.finish(clean) : `${clean}\n`)
           if (Option.isSome(spinner)) yield* spinner.value.resume
           if (asking && !more) {
             confirmingForget = true

@@ -181,7 +181,7 @@ const builtinInteract = (
     Effect.gen(function*() {
       const interact = yield* Interact
       const paths = yield* RunPaths
-      const handover = withAgent ? Option.some(yield* Handover.make) : Option.none()
+      const handover = withAgent ? Option.some(yield* Handover.make({ events: interact.event !== undefined })) : Option.none()
       const done = yield* forkServing(
         Serve.serveInteract(interact, paths, Option.match(handover, { onNone: () => ({}), onSome: (h) => ({ handover: h }) }))
       )

@@ -29,7 +29,7 @@ import { type FifoError, type FifoPaths } from "./RuntimeDir.js"
 import * as Handover from "./Handover.js"
 import { type InboundMessage, Interact, InteractError, type InteractService } from "../ports/Interact.js"
 import { defaultMaxLineBytes, type Frame, type FrameTooLarge, makeLineFramer } from "../runtime/Framing.js"
-import { decodeInteractLine, encodeInteractLine } from "./InteractLine.js"
+import { decodeInteractLine, encodeEventLine, encodeInteractLine } from "./InteractLine.js"
 import * as UnreadReplies from "./UnreadReplies.js"
 
 /** One pull of the message stream: the next message, or its end (`Cause.Done`) or failure. */
@@ -244,7 +244,13 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     })
     const messages: InteractService["messages"] = Stream.fromPull(Effect.succeed(take))
 
-    return { messages, send }
+    // Events only to a built-in bridge that shows them: an executable bridge may be the original's, which would print them.
+    const event: InteractService["event"] = (channel, turnEvent) =>
+      Result.match(encodeEventLine(channel, turnEvent), {
+        onFailure: (error) => new InteractError({ message: `cannot send event: ${error.message}` }),
+        onSuccess: write
+      })
+    return handover?.events === true ? { messages, send, event } : { messages, send }
   })
 
 export const layer = (options: FifoInteractOptions): Layer.Layer<Interact, FifoError> =>

@@ -33,15 +33,25 @@ export interface Handover {
   readonly kept: SubscriptionRef.SubscriptionRef<number>
   /** Replies the bridge has taken from interact_out and handed to its user. */
   readonly delivered: SubscriptionRef.SubscriptionRef<number>
+  /**
+   * The bridge shows a turn as it goes (the terminal): the agent writes its
+   * events to interact_out before the reply (InteractLine.encodeEventLine).
+   * Event lines are not counted as replies on either end.
+   */
+  readonly events: boolean
 }
 
-export const make: Effect.Effect<Handover> = Effect.all({
-  forwarded: Deferred.make<number>(),
-  read: SubscriptionRef.make(0),
-  written: Ref.make(0),
-  kept: SubscriptionRef.make(0),
-  delivered: SubscriptionRef.make(0)
-})
+export const make = (options: { readonly events?: boolean } = {}): Effect.Effect<Handover> =>
+  Effect.map(
+    Effect.all({
+      forwarded: Deferred.make<number>(),
+      read: SubscriptionRef.make(0),
+      written: Ref.make(0),
+      kept: SubscriptionRef.make(0),
+      delivered: SubscriptionRef.make(0)
+    }),
+    (counts) => ({ ...counts, events: options.events === true })
+  )
 
 const reach = (counter: SubscriptionRef.SubscriptionRef<number>, target: number): Effect.Effect<void> =>
   SubscriptionRef.changes(counter).pipe(Stream.takeUntil((n) => n >= target), Stream.runDrain)

@@ -7,7 +7,7 @@
  * it reads a blank message, which it answers with nothing.
  */
 import * as Result from "effect/Result"
-import { cancelFor, type InboundMessage, type OutboundMessage } from "../ports/Interact.js"
+import { cancelFor, type InboundMessage, type InteractEvent, type OutboundMessage } from "../ports/Interact.js"
 import { MalformedMessage, excerpt } from "../runtime/Framing.js"
 
 const escapes: Record<string, string> = { "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r" }
@@ -46,4 +46,63 @@ export const decodeInteractLine = (line: string): Result.Result<InboundMessage, 
     : line.slice(tab + 1) === CANCEL_TEXT
     ? Result.succeed(cancelFor(channel))
     : Result.succeed({ channel, text: unescapeText(line.slice(tab + 1)) })
+}
+
+/**
+ * A streaming event on interact_out, only to a bridge that asked for them:
+ * `{channel}\t\t{kind}\t{escaped payload}\n`. Its text starts with a raw
+ * tab, which no reply's escaped text does. Kinds: `text` (the delta itself),
+ * `tool` (JSON `{"name","input"}`), `result` (JSON `{"name","ok","ms"}`).
+ */
+export const encodeEventLine = (channel: string, event: InteractEvent): Result.Result<string, MalformedMessage> => {
+  if (/[\t\r\n]/.test(channel)) {
+    return Result.fail(new MalformedMessage({ message: `channel ${JSON.stringify(channel)} holds a tab or line break` }))
+  }
+  const [kind, payload] = event._tag === "TextDelta"
+    ? ["text", event.text]
+    : event._tag === "ToolCallStart"
+    ? ["tool", JSON.stringify({ name: event.name, input: event.input ?? null })]
+    : ["result", JSON.stringify({ name: event.name, ok: event.ok, ms: event.ms })]
+  return Result.succeed(`${channel}\t\t${kind}\t${escapeText(payload)}\n`)
+}
+
+/** A line read from interact_out: a reply, or an event (see `encodeEventLine`). */
+export type OutboundLine =
+  | { readonly _tag: "Reply"; readonly reply: OutboundMessage }
+  | { readonly _tag: "Event"; readonly channel: string; readonly event: InteractEvent }
+  /** An event line this bridge cannot read (a later kind, or a bad payload): skipped, never shown as a reply. */
+  | { readonly _tag: "UnknownEvent"; readonly channel: string; readonly problem: string }
+
+const parseJson = (text: string): unknown => Result.getOrUndefined(Result.try(() => JSON.parse(text) as unknown))
+
+const eventOf = (kind: string, payload: string): InteractEvent | undefined => {
+  if (kind === "text") return { _tag: "TextDelta", text: payload }
+  const json = parseJson(payload)
+  if (typeof json !== "object" || json === null || typeof (json as { name?: unknown }).name !== "string") return undefined
+  const fields = json as { name: string; input?: unknown; ok?: unknown; ms?: unknown }
+  if (kind === "tool") return { _tag: "ToolCallStart", name: fields.name, input: fields.input }
+  return kind === "result" && typeof fields.ok === "boolean" && typeof fields.ms === "number"
+    ? { _tag: "ToolResult", name: fields.name, ok: fields.ok, ms: fields.ms }
+    : undefined
+}
+
+/**
+ * Decodes one interact_out line (without its `\n`). An event this bridge
+ * cannot read is told apart, to be skipped: later agents may send more kinds.
+ */
+export const decodeOutboundLine = (line: string): Result.Result<OutboundLine, MalformedMessage> => {
+  const tab = line.indexOf("\t")
+  if (tab === -1 || line[tab + 1] !== "\t") {
+    return Result.map(decodeInteractLine(line), (reply) => ({ _tag: "Reply", reply }) as const)
+  }
+  const channel = line.slice(0, tab)
+  const rest = line.slice(tab + 2)
+  const kindEnd = rest.indexOf("\t")
+  const kind = kindEnd === -1 ? rest : rest.slice(0, kindEnd)
+  const event = kindEnd === -1 ? undefined : eventOf(kind, unescapeText(rest.slice(kindEnd + 1)))
+  return Result.succeed(
+    event !== undefined
+      ? { _tag: "Event", channel, event }
+      : { _tag: "UnknownEvent", channel, problem: `event ${JSON.stringify(kind)} unknown or malformed: ${excerpt(line)}` }
+  )
 }

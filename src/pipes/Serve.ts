@@ -16,11 +16,11 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { BrainService } from "../ports/Brain.js"
 import type * as Abandon from "./Abandon.js"
-import type { InteractError, InteractService } from "../ports/Interact.js"
+import type { InteractError, InteractService, OutboundMessage } from "../ports/Interact.js"
 import { loneSurrogateRefusal } from "../runtime/WellFormed.js"
 import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame } from "./BrainFrame.js"
 import { defaultMaxBlockBytes, defaultMaxLineBytes, type Frame, framed, makeBlockFramer, makeLineFramer } from "../runtime/Framing.js"
-import { decodeInteractLine, encodeInteractLine } from "./InteractLine.js"
+import { decodeOutboundLine, encodeInteractLine } from "./InteractLine.js"
 import { openReader, openWriter } from "./PipeEnd.js"
 import { type FifoError, type FifoPaths } from "./FifoPaths.js"
 import type * as Handover from "./Handover.js"
@@ -103,27 +103,39 @@ export const serveInteract = (
     // Lines that are not replies count as kept too: the agent's count of lines written includes them.
     const kept = options.handover === undefined ? Effect.void : SubscriptionRef.update(options.handover.kept, (n) => n + 1)
 
+    // An adapter with a journal of its own keeps the reply at once and
+    // delivers it in the background; any other delivers it before the next line.
+    const deliverReply = (reply: OutboundMessage) =>
+      interact.accept === undefined
+        ? interact.send(reply).pipe(
+          Effect.catch((error) => Effect.logWarning(`reply to ${reply.channel} not delivered: ${error.message}`)),
+          Effect.andThen(kept),
+          Effect.andThen(countDelivered)
+        )
+        : interact.accept(reply).pipe(
+          Effect.tap(() => kept),
+          Effect.flatMap((delivery) => Effect.forkScoped(Effect.andThen(delivery, countDelivered)))
+        )
+
     const deliverReplies = fromAgent.chunks.pipe(
       framed(() => makeLineFramer(options.maxRequestBytes ?? defaultMaxLineBytes)),
       Stream.runForEach((line) =>
-        Result.match(Result.flatMap(line, decodeInteractLine), {
+        Result.match(Result.flatMap(line, decodeOutboundLine), {
           onFailure: (error) =>
             Effect.logWarning(`ignored a line on interact_out: ${error.message}`).pipe(
               Effect.andThen(kept),
               Effect.andThen(countDelivered)
             ),
-          // An adapter with a journal of its own keeps the reply at once and
-          // delivers it in the background; any other delivers it before the next line.
-          onSuccess: (reply) =>
-            interact.accept === undefined
-              ? interact.send(reply).pipe(
-                Effect.catch((error) => Effect.logWarning(`reply to ${reply.channel} not delivered: ${error.message}`)),
-                Effect.andThen(kept),
-                Effect.andThen(countDelivered)
-              )
-              : interact.accept(reply).pipe(
-                Effect.tap(() => kept),
-                Effect.flatMap((delivery) => Effect.forkScoped(Effect.andThen(delivery, countDelivered)))
+          // An event is no reply: shown if the adapter shows them, and counted on neither end.
+          onSuccess: (read) =>
+            read._tag === "Reply"
+              ? deliverReply(read.reply)
+              : read._tag === "UnknownEvent"
+              ? Effect.logDebug(`skipped an event on interact_out: ${read.problem}`)
+              : interact.event === undefined
+              ? Effect.void
+              : interact.event(read.channel, read.event).pipe(
+                Effect.catch((error) => Effect.logWarning(`event for ${read.channel} not shown: ${error.message}`))
               )
         }).pipe(Effect.asVoid)),
       Effect.andThen(Effect.never)

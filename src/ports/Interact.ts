@@ -40,6 +40,16 @@ export interface OutboundMessage {
   readonly key?: string | undefined
 }
 
+/**
+ * What a turn does while its reply is being written, for an adapter that
+ * shows it (the terminal): the model's text as it comes, each tool call,
+ * each tool's outcome. The reply still comes whole through `send`.
+ */
+export type InteractEvent =
+  | { readonly _tag: "TextDelta"; readonly text: string }
+  | { readonly _tag: "ToolCallStart"; readonly name: string; readonly input: unknown }
+  | { readonly _tag: "ToolResult"; readonly name: string; readonly ok: boolean; readonly ms: number }
+
 export class InteractError extends Data.TaggedError("InteractError")<{
   readonly message: string
   readonly cause?: unknown
@@ -62,6 +72,12 @@ export interface InteractService {
    * logs a failure). Adapters without one deliver within `send`.
    */
   readonly accept?: (message: OutboundMessage) => Effect.Effect<Effect.Effect<void>>
+  /**
+   * An adapter that shows a turn as it goes takes its events here, for the
+   * channel's message being answered, before its reply. Absent: the agent
+   * sends none (and a pipe carries none).
+   */
+  readonly event?: (channel: string, event: InteractEvent) => Effect.Effect<void, InteractError>
 }
 
 export class Interact extends Context.Service<Interact, InteractService>()("planckclaw/Interact") {}

@@ -20,7 +20,7 @@ describe("Handover: a reply is the bridge's once it keeps it", () => {
   it.effect("the agent's send waits for the bridge to journal the reply; delivery is counted when it is done", () =>
     Effect.gen(function*() {
       const paths = yield* runtime
-      const handover = yield* Handover.make
+      const handover = yield* Handover.make()
       const journaled = yield* Deferred.make<void>()
       const delivered = yield* Deferred.make<void>()
       const asked = yield* Deferred.make<void>()
