@@ -10,18 +10,23 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Config from "effect/Config"
+import type * as Cause from "effect/Cause"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as LayerMap from "effect/LayerMap"
-import type * as Scope from "effect/Scope"
+import * as Queue from "effect/Queue"
+import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
+import * as Stream from "effect/Stream"
 import * as Agent from "../../agent/Agent.js"
+import type * as Turn from "../../agent/Turn.js"
 import { AgentConfig } from "../../config/AgentConfig.js"
 import { Brain, type BrainService, limitedBy } from "../../ports/Brain.js"
 import { Claws } from "../../ports/Claws.js"
@@ -68,6 +73,13 @@ export interface CompactResult {
   readonly summaryBytes: number
 }
 
+/** A message being answered as it goes: the turn's events, then its reply. */
+export interface Streaming {
+  /** Text, tool calls and their results as the turn makes them (never its End); ends before the reply is given. */
+  readonly events: Stream.Stream<Exclude<Turn.TurnEvent, { readonly _tag: "End" }>>
+  readonly reply: Effect.Effect<AgentInstance.Reply>
+}
+
 export interface AgentHostService {
   readonly directory: string
   /**
@@ -76,6 +88,14 @@ export interface AgentHostService {
    * its Schemas decoded (HostMessage).
    */
   readonly sendChecked: (message: HostMessage.HostMessage) => Effect.Effect<AgentInstance.Reply, HostError>
+  /**
+   * `sendChecked`, telling the turn as it goes (the HTTP API's SSE answer).
+   * The turn runs in the agent's fiber, and the agent stays started until it
+   * is answered: a caller that stops reading loses nothing (its reply is
+   * stored, and kept under its Idempotency-Key). Absent from a host that
+   * cannot tell a turn as it goes (the cluster's): the HTTP API then streams its reply alone.
+   */
+  readonly streamChecked?: (message: HostMessage.HostMessage) => Effect.Effect<Streaming, HostError>
   /** `sendChecked` of a message given as it came (an embedder's): checked first, by HostMessage.decoder. */
   readonly send: (id: string, message: HostMessage.SendOptions) => Effect.Effect<AgentInstance.Reply, HostError>
   /**
@@ -177,7 +197,7 @@ export const make = Effect.gen(function*() {
       return yield* startAfter(id, handedOver).pipe(
         // The journal keeps their messages for a later start; their callers hear back now rather than never.
         Effect.onError(() =>
-          Effect.forEach(handedOver, (left) => Deferred.succeed(left.reply, { reply: Agent.APOLOGY, stored: false }), { discard: true })
+          Effect.forEach(handedOver, (left) => AgentInstance.answer(left, { reply: Agent.APOLOGY, stored: false }), { discard: true })
         )
       )
     }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
@@ -244,11 +264,11 @@ export const make = Effect.gen(function*() {
       AgentStatus.isAgentDirectory(directoryOf(id)) ? Effect.succeed(id) : refuse("not-found", `no agent ${id}`, id))
 
   /** Submits, retrying when it reached an instance stopping after a defect. */
-  const submit = (id: AgentId.AgentId, message: AgentInstance.Message) =>
+  const submit = (id: AgentId.AgentId, message: AgentInstance.Message, events?: AgentInstance.EventSink) =>
     Effect.gen(function*() {
       for (let attempt = 0; attempt < 5; attempt++) {
         const instance = yield* started(id)
-        const submitted = yield* instance.submit(message)
+        const submitted = yield* instance.submit(message, events)
         if (Option.isSome(submitted)) return submitted.value
       }
       return yield* refuse("unavailable", `agent ${id} keeps restarting`, id)
@@ -258,6 +278,20 @@ export const make = Effect.gen(function*() {
   const acceptChecked = ({ id, ...message }: HostMessage.HostMessage) => submit(id, message)
   // The caller holds the agent started until its reply comes.
   const sendChecked = (message: HostMessage.HostMessage) => Effect.scoped(Effect.flatMap(acceptChecked(message), awaitReply))
+  // Held started by a scope of its own, closed when the reply is given, not when the caller goes.
+  const streamChecked = ({ id, ...message }: HostMessage.HostMessage) =>
+    Effect.gen(function*() {
+      const events: AgentInstance.EventSink = yield* Queue.unbounded<Turn.TurnEvent, Cause.Done>()
+      const held = yield* Scope.make()
+      const reply = yield* submit(id, message, events).pipe(Scope.provide(held), Effect.onError(() => Scope.close(held, Exit.void)))
+      yield* Effect.forkIn(Effect.ensuring(Deferred.await(reply), Scope.close(held, Exit.void)), scope)
+      const told = Stream.fromQueue(events).pipe(
+        Stream.filter((event): event is Exclude<Turn.TurnEvent, { readonly _tag: "End" }> => event._tag !== "End"),
+        // A caller gone: what the turn says next is not kept for nobody.
+        Stream.ensuring(Queue.shutdown(events))
+      )
+      return { events: told, reply: awaitReply(reply) } satisfies Streaming
+    }).pipe(Effect.uninterruptible)
 
   const statusReader = AgentStatus.makeReader()
   const status = (id: AgentId.AgentId) => statusReader.read(id, directoryOf(id), running.has(id))
@@ -300,6 +334,7 @@ export const make = Effect.gen(function*() {
   return {
     directory: config.agentsDir,
     sendChecked,
+    streamChecked,
     send: (raw, options) => Effect.flatMap(check(raw, options), sendChecked),
     accept: (raw, options) => Effect.flatMap(check(raw, options), acceptChecked),
     list,
