@@ -10,23 +10,18 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Config from "effect/Config"
-import type * as Cause from "effect/Cause"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as LayerMap from "effect/LayerMap"
-import * as Queue from "effect/Queue"
-import * as Scope from "effect/Scope"
+import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
-import * as Stream from "effect/Stream"
 import * as Agent from "../../agent/Agent.js"
-import type * as Turn from "../../agent/Turn.js"
 import { AgentConfig } from "../../config/AgentConfig.js"
 import { Brain, type BrainService, limitedBy } from "../../ports/Brain.js"
 import { Claws } from "../../ports/Claws.js"
@@ -42,6 +37,7 @@ import { HostError } from "./HostError.js"
 import * as HostMessage from "./HostMessage.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as OpenFiles from "./OpenFiles.js"
+import * as TurnStream from "./TurnStream.js"
 import { numberOf, textOf } from "../../config/ConfigRange.js"
 import { AgentIdle, AgentsDir, AgentsHoldingFiles, MaxConcurrentTurns } from "../../config/settings/Serve.js"
 
@@ -73,13 +69,6 @@ export interface CompactResult {
   readonly summaryBytes: number
 }
 
-/** A message being answered as it goes: the turn's events, then its reply. */
-export interface Streaming {
-  /** Text, tool calls and their results as the turn makes them (never its End); ends before the reply is given. */
-  readonly events: Stream.Stream<Exclude<Turn.TurnEvent, { readonly _tag: "End" }>>
-  readonly reply: Effect.Effect<AgentInstance.Reply>
-}
-
 export interface AgentHostService {
   readonly directory: string
   /**
@@ -89,13 +78,10 @@ export interface AgentHostService {
    */
   readonly sendChecked: (message: HostMessage.HostMessage) => Effect.Effect<AgentInstance.Reply, HostError>
   /**
-   * `sendChecked`, telling the turn as it goes (the HTTP API's SSE answer).
-   * The turn runs in the agent's fiber, and the agent stays started until it
-   * is answered: a caller that stops reading loses nothing (its reply is
-   * stored, and kept under its Idempotency-Key). Absent from a host that
-   * cannot tell a turn as it goes (the cluster's): the HTTP API then streams its reply alone.
+   * `sendChecked` telling the turn as it goes (TurnStream.streaming: a caller gone loses nothing).
+   * Absent from a host that cannot (the cluster's): the HTTP API then streams its reply alone.
    */
-  readonly streamChecked?: (message: HostMessage.HostMessage) => Effect.Effect<Streaming, HostError>
+  readonly streamChecked?: (message: HostMessage.HostMessage) => Effect.Effect<TurnStream.Streaming, HostError>
   /** `sendChecked` of a message given as it came (an embedder's): checked first, by HostMessage.decoder. */
   readonly send: (id: string, message: HostMessage.SendOptions) => Effect.Effect<AgentInstance.Reply, HostError>
   /**
@@ -197,7 +183,7 @@ export const make = Effect.gen(function*() {
       return yield* startAfter(id, handedOver).pipe(
         // The journal keeps their messages for a later start; their callers hear back now rather than never.
         Effect.onError(() =>
-          Effect.forEach(handedOver, (left) => AgentInstance.answer(left, { reply: Agent.APOLOGY, stored: false }), { discard: true })
+          Effect.forEach(handedOver, (left) => TurnStream.answer(left, { reply: Agent.APOLOGY, stored: false }), { discard: true })
         )
       )
     }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
@@ -278,20 +264,8 @@ export const make = Effect.gen(function*() {
   const acceptChecked = ({ id, ...message }: HostMessage.HostMessage) => submit(id, message)
   // The caller holds the agent started until its reply comes.
   const sendChecked = (message: HostMessage.HostMessage) => Effect.scoped(Effect.flatMap(acceptChecked(message), awaitReply))
-  // Held started by a scope of its own, closed when the reply is given, not when the caller goes.
   const streamChecked = ({ id, ...message }: HostMessage.HostMessage) =>
-    Effect.gen(function*() {
-      const events: AgentInstance.EventSink = yield* Queue.unbounded<Turn.TurnEvent, Cause.Done>()
-      const held = yield* Scope.make()
-      const reply = yield* submit(id, message, events).pipe(Scope.provide(held), Effect.onError(() => Scope.close(held, Exit.void)))
-      yield* Effect.forkIn(Effect.ensuring(Deferred.await(reply), Scope.close(held, Exit.void)), scope)
-      const told = Stream.fromQueue(events).pipe(
-        Stream.filter((event): event is Exclude<Turn.TurnEvent, { readonly _tag: "End" }> => event._tag !== "End"),
-        // A caller gone: what the turn says next is not kept for nobody.
-        Stream.ensuring(Queue.shutdown(events))
-      )
-      return { events: told, reply: awaitReply(reply) } satisfies Streaming
-    }).pipe(Effect.uninterruptible)
+    TurnStream.streaming((events) => submit(id, message, events), scope, awaitReply)
 
   const statusReader = AgentStatus.makeReader()
   const status = (id: AgentId.AgentId) => statusReader.read(id, directoryOf(id), running.has(id))

@@ -14,7 +14,6 @@
  * (an SSE request) adds an event sink: the turn's events go to it as they
  * come, and it is ended once the reply is given (`answer`).
  */
-import type * as Cause from "effect/Cause"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -26,7 +25,6 @@ import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
-import * as Stream from "effect/Stream"
 import * as Agent from "../../agent/Agent.js"
 import * as Turn from "../../agent/Turn.js"
 import { Brain, type BrainService } from "../../ports/Brain.js"
@@ -45,6 +43,7 @@ import { HostError } from "./HostError.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as KeysInFlight from "./KeysInFlight.js"
 import * as OpenFiles from "./OpenFiles.js"
+import { answer, endWithout, type EventSink, respondTelling } from "./TurnStream.js"
 
 export interface Reply {
   readonly reply: string
@@ -57,19 +56,13 @@ export interface Message {
   readonly idempotencyKey?: string | undefined
 }
 
-/** Where a caller reads the turn's events (text, tool calls, their results) as they come; ended once its reply is given. */
-export type EventSink = Queue.Queue<Turn.TurnEvent, Cause.Done>
-
 /** A journaled message with the Deferred its caller (or callers, under one Idempotency-Key) waits on. */
+export type { EventSink } from "./TurnStream.js"
 export interface Waiting {
   readonly pending: Inbox.Pending
   readonly reply: Deferred.Deferred<Reply>
   readonly events?: EventSink | undefined
 }
-
-/** Gives a caller its reply, and ends its event sink after it: the sink's reader then reads the reply. */
-export const answer = (waiting: Pick<Waiting, "reply" | "events">, reply: Reply) =>
-  Effect.andThen(Deferred.succeed(waiting.reply, reply), waiting.events === undefined ? Effect.void : Queue.end(waiting.events))
 
 export interface InstanceService {
   /**
@@ -205,23 +198,11 @@ export const make = (options: {
       yield* Effect.logInfo(`agent ${id}: answering ${recovered.length} message(s) left unanswered by the previous run`)
     }
 
-    /** `respond`, its events told to `events` as the turn goes; the outcome is the End's. */
-    const respondTelling = (pending: Inbox.Pending, events: EventSink) =>
-      Effect.suspend(() => {
-        let outcome: Option.Option<Turn.TurnOutcome> = Option.none()
-        return Stream.runForEach(agent.respondStreaming(pending), (event) => {
-          if (event._tag !== "End") return Effect.asVoid(Queue.offer(events, event))
-          const { _tag, ...ended } = event
-          outcome = Option.some(ended)
-          return Effect.void
-        }).pipe(Effect.map(() => outcome))
-      })
-
     // The agent's outcome goes to its caller (recorded under its Idempotency-Key), then the agent lets it go.
     const answerOne = (next: Waiting) =>
       Effect.gen(function*() {
         const { pending } = next
-        const outcome = yield* (next.events === undefined ? agent.respond(pending) : respondTelling(pending, next.events))
+        const outcome = yield* (next.events === undefined ? agent.respond(pending) : respondTelling(agent, pending, next.events))
         yield* finish(next, Option.match(outcome, { onNone: () => NOTHING, onSome: ({ reply, stored }) => ({ reply, stored }) }))
         yield* agent.delivered(pending, outcome)
         return true
@@ -291,8 +272,7 @@ export const make = (options: {
       Effect.gen(function*() {
         if (stopped) return Option.none()
         // Answered without a turn of its own: the caller reads the reply alone.
-        const without = (reply: Deferred.Deferred<Reply>) =>
-          Effect.as(events === undefined ? Effect.void : Queue.end(events), Option.some(reply))
+        const without = (reply: Deferred.Deferred<Reply>) => Effect.as(endWithout(events), Option.some(reply))
         const key = message.idempotencyKey
         if (key !== undefined) {
           const request = IdempotencyStore.requestOf(message)

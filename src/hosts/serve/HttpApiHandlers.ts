@@ -23,7 +23,6 @@ import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import * as OpenApi from "effect/http-api/OpenApi"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import type { TurnEvent } from "../../agent/Turn.js"
 import { AgentHost, type AgentHostService, type HostError } from "./AgentHost.js"
 import type * as AgentInstance from "./AgentInstance.js"
 import * as AgentStatus from "./AgentStatus.js"
@@ -32,6 +31,7 @@ import { Api, Authorization, type MessageEvent } from "./HttpApiDefinition.js"
 import * as HttpApiDocs from "./HttpApiDocs.js"
 import * as Errors from "./HttpApiErrors.js"
 import * as HttpConnections from "./HttpConnections.js"
+import type { Told } from "./TurnStream.js"
 import { credentialMatches, problem, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
 
 export interface Options {
@@ -133,7 +133,7 @@ export const wantsEvents = (accept: string | undefined) =>
   })
 
 /** A turn event as the stream names it (HttpApiDefinition.MessageEvent). */
-const onTheWire = (event: Exclude<TurnEvent, { readonly _tag: "End" }>): MessageEvent => {
+const onTheWire = (event: Told): MessageEvent => {
   switch (event._tag) {
     case "TextDelta":
       return { event: "text", data: { text: event.text } }
