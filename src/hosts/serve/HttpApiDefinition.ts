@@ -69,7 +69,7 @@ const sseEvent = <const Name extends string, S extends Schema.Top>(event: Name, 
 export const MessageEvent = Schema.Union([
   sseEvent("text", Schema.Struct({ text: Schema.String }), "Text the model wrote, as it writes it"),
   sseEvent("tool", Schema.Struct({ name: Schema.String, input: Schema.Unknown }), "A tool call the model made, before it runs"),
-  sseEvent("tool-result", Schema.Struct({ name: Schema.String, ok: Schema.Boolean, ms: Schema.Number }), "A tool call's outcome and duration"),
+  sseEvent("tool-result", Schema.Struct({ name: Schema.String, ok: Schema.Boolean, ms: Schema.Finite }), "A tool call's outcome and duration"),
   sseEvent("end", Reply, "The reply, as the JSON answer gives it: always the last event")
 ])
 export type MessageEvent = typeof MessageEvent.Type
