@@ -147,6 +147,10 @@ describe("a message answered as server-sent events", () => {
       const { port } = yield* serve(server.url)
       const answer = yield* postJson(port, "bob", "hi")
       expect(answer).toEqual({ status: 200, contentType: "application/json", body: { reply: "Hello.", stored: true } })
+      // Events refused (q=0) or not listed: JSON too.
+      for (const accept of ["text/event-stream;q=0", "application/json, text/*"]) {
+        expect(yield* postJson(port, "bob", "hi", { accept })).toMatchObject({ status: 200, contentType: "application/json" })
+      }
       // Refused before the agent takes it: the refusal's JSON, not a stream.
       const refused = yield* streamMessage(port, "Bad..Id", "hi")
       expect((yield* refused.answer).status).toBe(400)
