@@ -37,6 +37,7 @@ import { HostError } from "./HostError.js"
 import * as HostMessage from "./HostMessage.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as OpenFiles from "./OpenFiles.js"
+import * as TurnStream from "./TurnStream.js"
 import { numberOf, textOf } from "../../config/ConfigRange.js"
 import { AgentIdle, AgentsDir, AgentsHoldingFiles, MaxConcurrentTurns } from "../../config/settings/Serve.js"
 
@@ -76,6 +77,11 @@ export interface AgentHostService {
    * its Schemas decoded (HostMessage).
    */
   readonly sendChecked: (message: HostMessage.HostMessage) => Effect.Effect<AgentInstance.Reply, HostError>
+  /**
+   * `sendChecked` telling the turn as it goes (TurnStream.streaming: a caller gone loses nothing).
+   * Absent from a host that cannot (the cluster's): the HTTP API then streams its reply alone.
+   */
+  readonly streamChecked?: (message: HostMessage.HostMessage) => Effect.Effect<TurnStream.Streaming, HostError>
   /** `sendChecked` of a message given as it came (an embedder's): checked first, by HostMessage.decoder. */
   readonly send: (id: string, message: HostMessage.SendOptions) => Effect.Effect<AgentInstance.Reply, HostError>
   /**
@@ -177,7 +183,7 @@ export const make = Effect.gen(function*() {
       return yield* startAfter(id, handedOver).pipe(
         // The journal keeps their messages for a later start; their callers hear back now rather than never.
         Effect.onError(() =>
-          Effect.forEach(handedOver, (left) => Deferred.succeed(left.reply, { reply: Agent.APOLOGY, stored: false }), { discard: true })
+          Effect.forEach(handedOver, (left) => TurnStream.answer(left, { reply: Agent.APOLOGY, stored: false }), { discard: true })
         )
       )
     }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)
@@ -244,11 +250,11 @@ export const make = Effect.gen(function*() {
       AgentStatus.isAgentDirectory(directoryOf(id)) ? Effect.succeed(id) : refuse("not-found", `no agent ${id}`, id))
 
   /** Submits, retrying when it reached an instance stopping after a defect. */
-  const submit = (id: AgentId.AgentId, message: AgentInstance.Message) =>
+  const submit = (id: AgentId.AgentId, message: AgentInstance.Message, events?: AgentInstance.EventSink) =>
     Effect.gen(function*() {
       for (let attempt = 0; attempt < 5; attempt++) {
         const instance = yield* started(id)
-        const submitted = yield* instance.submit(message)
+        const submitted = yield* instance.submit(message, events)
         if (Option.isSome(submitted)) return submitted.value
       }
       return yield* refuse("unavailable", `agent ${id} keeps restarting`, id)
@@ -258,6 +264,8 @@ export const make = Effect.gen(function*() {
   const acceptChecked = ({ id, ...message }: HostMessage.HostMessage) => submit(id, message)
   // The caller holds the agent started until its reply comes.
   const sendChecked = (message: HostMessage.HostMessage) => Effect.scoped(Effect.flatMap(acceptChecked(message), awaitReply))
+  const streamChecked = ({ id, ...message }: HostMessage.HostMessage) =>
+    TurnStream.streaming((events) => submit(id, message, events), scope, awaitReply)
 
   const statusReader = AgentStatus.makeReader()
   const status = (id: AgentId.AgentId) => statusReader.read(id, directoryOf(id), running.has(id))
@@ -300,6 +308,7 @@ export const make = Effect.gen(function*() {
   return {
     directory: config.agentsDir,
     sendChecked,
+    streamChecked,
     send: (raw, options) => Effect.flatMap(check(raw, options), sendChecked),
     accept: (raw, options) => Effect.flatMap(check(raw, options), acceptChecked),
     list,

@@ -10,7 +10,9 @@
  * (`Waiting`), and its outcome is given to that Deferred. An instance stopped
  * by a defect hands the messages it had not answered, with their Deferreds,
  * to the next one (`handOver`), which reads them back from the journal and
- * answers them to the same callers.
+ * answers them to the same callers. A caller reading the turn as it goes
+ * (an SSE request) adds an event sink: the turn's events go to it as they
+ * come, and it is ended once the reply is given (`answer`).
  */
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
@@ -41,6 +43,7 @@ import { HostError } from "./HostError.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as KeysInFlight from "./KeysInFlight.js"
 import * as OpenFiles from "./OpenFiles.js"
+import { answer, endWithout, type EventSink, respondTelling } from "./TurnStream.js"
 
 export interface Reply {
   readonly reply: string
@@ -54,17 +57,21 @@ export interface Message {
 }
 
 /** A journaled message with the Deferred its caller (or callers, under one Idempotency-Key) waits on. */
+export type { EventSink } from "./TurnStream.js"
 export interface Waiting {
   readonly pending: Inbox.Pending
   readonly reply: Deferred.Deferred<Reply>
+  readonly events?: EventSink | undefined
 }
 
 export interface InstanceService {
   /**
    * Journals the message and queues it; the Deferred completes with its
    * reply. None once the instance stopped after a defect: ask the host again.
+   * With `events`, the turn's events go there as it runs; a message answered
+   * before (its Idempotency-Key) or being answered for another caller ends it at once.
    */
-  readonly submit: (message: Message) => Effect.Effect<Option.Option<Deferred.Deferred<Reply>>, HostError>
+  readonly submit: (message: Message, events?: EventSink) => Effect.Effect<Option.Option<Deferred.Deferred<Reply>>, HostError>
   /** The messages a previous run left unanswered, being answered now. */
   readonly recovered: ReadonlyArray<Deferred.Deferred<Reply>>
   readonly compactNow: Effect.Effect<Option.Option<Compactor.CompactionReport>, Compactor.CompactionError>
@@ -152,16 +159,17 @@ export const make = (options: {
 
     // The messages being answered, by Idempotency-Key: a request sent again under one waits for its reply.
     const inFlight = KeysInFlight.make<Reply>()
-    const waiting = (pending: Inbox.Pending, reply: Deferred.Deferred<Reply>): Waiting => {
+    const waiting = (pending: Inbox.Pending, reply: Deferred.Deferred<Reply>, events?: EventSink): Waiting => {
       const key = pending.idempotencyKey
       if (key !== undefined) inFlight.add(key, IdempotencyStore.requestOf(pending), reply)
-      return { pending, reply }
+      return { pending, reply, events }
     }
 
     /** Gives the caller its reply, after recording it under its Idempotency-Key (once: a later outcome is dropped). */
-    const finish = ({ pending, reply: deferred }: Waiting, reply: Reply) =>
+    const finish = (next: Waiting, reply: Reply) =>
       Effect.gen(function*() {
-        if (yield* Deferred.isDone(deferred)) return
+        const { pending, reply: deferred } = next
+        if (yield* Deferred.isDone(deferred)) return yield* answer(next, reply)
         const key = pending.idempotencyKey
         if (key !== undefined) {
           // A failure is not kept: the retry its reply asks for must get a turn, not the failure again.
@@ -170,22 +178,21 @@ export const make = (options: {
           }
           inFlight.settle(key, deferred)
         }
-        yield* Deferred.succeed(deferred, reply)
+        yield* answer(next, reply)
       })
 
     // The journal holds what the instance before left unanswered; its callers' Deferreds come with the hand-over.
-    const callers = new Map(options.handedOver.map((left) => [journalKey(left.pending), left.reply]))
+    const callers = new Map(options.handedOver.map((left) => [journalKey(left.pending), left]))
     const recoveredWaiting = yield* Effect.forEach(inbox.recovered, (pending) =>
-      Effect.map(
-        Effect.suspend(() => {
-          const handed = callers.get(journalKey(pending))
-          callers.delete(journalKey(pending))
-          return handed === undefined ? Deferred.make<Reply>() : Effect.succeed(handed)
-        }),
-        (reply) => waiting(pending, reply)
-      ))
+      Effect.suspend(() => {
+        const handed = callers.get(journalKey(pending))
+        callers.delete(journalKey(pending))
+        return handed === undefined
+          ? Effect.map(Deferred.make<Reply>(), (reply) => waiting(pending, reply))
+          : Effect.succeed(waiting(pending, handed.reply, handed.events))
+      }))
     // Not in the journal (it cannot be: they were journaled and not delivered); their callers still hear back.
-    yield* Effect.forEach(callers.values(), (reply) => Deferred.succeed(reply, { reply: Agent.APOLOGY, stored: false }), { discard: true })
+    yield* Effect.forEach(callers.values(), (left) => answer(left, { reply: Agent.APOLOGY, stored: false }), { discard: true })
     const recovered = recoveredWaiting.map((left) => left.reply)
     if (recovered.length > 0) {
       yield* Effect.logInfo(`agent ${id}: answering ${recovered.length} message(s) left unanswered by the previous run`)
@@ -195,7 +202,7 @@ export const make = (options: {
     const answerOne = (next: Waiting) =>
       Effect.gen(function*() {
         const { pending } = next
-        const outcome = yield* agent.respond(pending)
+        const outcome = yield* (next.events === undefined ? agent.respond(pending) : respondTelling(agent, pending, next.events))
         yield* finish(next, Option.match(outcome, { onNone: () => NOTHING, onSome: ({ reply, stored }) => ({ reply, stored }) }))
         yield* agent.delivered(pending, outcome)
         return true
@@ -261,9 +268,11 @@ export const make = (options: {
     // One submission at a time: the key checks, the journal and the queue agree on the order.
     const door = yield* Semaphore.make(1)
     const reused = (key: string) => new HostError({ reason: "key-reused", id, message: IdempotencyStore.reusedKey(key) })
-    const submit = (message: Message) =>
+    const submit = (message: Message, events?: EventSink) =>
       Effect.gen(function*() {
         if (stopped) return Option.none()
+        // Answered without a turn of its own: the caller reads the reply alone.
+        const without = (reply: Deferred.Deferred<Reply>) => Effect.as(endWithout(events), Option.some(reply))
         const key = message.idempotencyKey
         if (key !== undefined) {
           const request = IdempotencyStore.requestOf(message)
@@ -273,15 +282,15 @@ export const make = (options: {
             if (done.value.request !== undefined && done.value.request !== request) return yield* reused(key)
             const answered = yield* Deferred.make<Reply>()
             yield* Deferred.succeed(answered, { reply: done.value.reply, stored: done.value.stored })
-            return Option.some(answered)
+            return yield* without(answered)
           }
           const joined = inFlight.join(key, request)
           if (Result.isFailure(joined)) return yield* reused(key)
-          if (Option.isSome(joined.success)) return joined.success
+          if (Option.isSome(joined.success)) return yield* without(joined.success.value)
         }
         // Journaled before anything else: from here a crash does not lose it. Not taken when it cannot be.
         const pending = yield* inbox.acceptJournaled(message).pipe(Effect.mapError(notJournaled))
-        const next = waiting(pending, yield* Deferred.make<Reply>())
+        const next = waiting(pending, yield* Deferred.make<Reply>(), events)
         Queue.offerUnsafe(mailbox, next)
         // Ten thousand agents sent a message at once keep the journals of the last few open, not ten thousand.
         yield* shared.openFiles.used(holder, closeFiles)

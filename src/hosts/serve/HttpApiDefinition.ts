@@ -50,6 +50,9 @@ export const MessagePayload = HostMessage.payload(Number.MAX_SAFE_INTEGER)
 export const MessageHeaders = Schema.Struct({
   "idempotency-key": Schema.optionalKey(HostMessage.IdempotencyKey).annotateKey({
     description: "The same key for the same agent gives the same reply without a second turn, also after a restart"
+  }),
+  accept: Schema.optionalKey(Schema.String).annotateKey({
+    description: "text/event-stream: the turn is told as it goes, as server-sent events ending with `end`; otherwise the reply as JSON"
   })
 })
 
@@ -57,6 +60,22 @@ export const Reply = Schema.Struct({
   reply: Schema.String,
   stored: Schema.Boolean.annotate({ description: "Whether the exchange is in the agent's memory" })
 })
+
+/** One server-sent event of a message's stream: its name, and its data as JSON. */
+const sseEvent = <const Name extends string, S extends Schema.Top>(event: Name, data: S, description: string) =>
+  Schema.Struct({ event: Schema.Literal(event), data: Schema.fromJsonString(Schema.toCodecJson(data)) }).annotate({ description })
+
+/** What POST /v1/agents/{id}/messages tells, with `Accept: text/event-stream`, as the turn goes. */
+export const MessageEvent = Schema.Union([
+  sseEvent("text", Schema.Struct({ text: Schema.String }), "Text the model wrote, as it writes it"),
+  sseEvent("tool", Schema.Struct({ name: Schema.String, input: Schema.Unknown }), "A tool call the model made, before it runs"),
+  sseEvent("tool-result", Schema.Struct({ name: Schema.String, ok: Schema.Boolean, ms: Schema.Finite }), "A tool call's outcome and duration"),
+  sseEvent("end", Reply, "The reply, as the JSON answer gives it: always the last event")
+])
+export type MessageEvent = typeof MessageEvent.Type
+
+/** The message's answer as server-sent events; a comment every 15 s keeps a quiet connection (a long tool call) open. */
+export const MessageEvents = HttpApiSchema.StreamSse({ events: MessageEvent, keepAlive: "15 seconds" })
 
 export const AgentInfo = Schema.Struct({
   id: Schema.String,
@@ -106,11 +125,15 @@ export class AgentsGroup extends HttpApiGroup.make("agents").add(
     params: idParams,
     headers: MessageHeaders,
     payload: MessagePayload,
-    success: Reply,
+    // JSON, or with Accept: text/event-stream the turn as it goes.
+    success: [Reply, MessageEvents],
     // The body must be JSON in UTF-8, and is read only up to its limit (PLANCKCLAW_MAX_MESSAGE_BYTES).
     error: Errors.SendErrors
   })
-    .annotate(OpenApi.Description, "Sends a message to the agent (started if released, created if new) and waits for its reply"),
+    .annotate(
+      OpenApi.Description,
+      "Sends a message to the agent (started if released, created if new) and waits for its reply; with Accept: text/event-stream, tells the turn as it goes"
+    ),
   HttpApiEndpoint.post("compact", "/v1/agents/:id/compact", { params: idParams, success: CompactResult, error: Errors.CompactErrors })
     .annotate(OpenApi.Description, "Compacts the agent's memory now, whatever the length of its history")
 ).middleware(Authorization) {}

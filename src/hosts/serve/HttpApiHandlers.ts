@@ -16,19 +16,22 @@ import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type * as SchemaIssue from "effect/SchemaIssue"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import * as OpenApi from "effect/http-api/OpenApi"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import { AgentHost } from "./AgentHost.js"
+import { AgentHost, type AgentHostService, type HostError } from "./AgentHost.js"
+import type * as AgentInstance from "./AgentInstance.js"
 import * as AgentStatus from "./AgentStatus.js"
 import * as HostMessage from "./HostMessage.js"
-import { Api, Authorization } from "./HttpApiDefinition.js"
+import { Api, Authorization, type MessageEvent } from "./HttpApiDefinition.js"
 import * as HttpApiDocs from "./HttpApiDocs.js"
 import * as Errors from "./HttpApiErrors.js"
 import * as HttpConnections from "./HttpConnections.js"
+import type { Told } from "./TurnStream.js"
 import { credentialMatches, problem, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
 
 export interface Options {
@@ -122,6 +125,34 @@ const respond = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.succeed
   )
 
+/** Whether an Accept header asks for server-sent events: text/event-stream listed, its q not 0. */
+export const wantsEvents = (accept: string | undefined) =>
+  accept !== undefined && accept.split(",").some((range) => {
+    const [type, ...parameters] = range.split(";").map((part) => part.trim().toLowerCase())
+    return type === "text/event-stream" && !parameters.some((parameter) => /^q=0(\.0*)?$/.test(parameter))
+  })
+
+/** A turn event as the stream names it (HttpApiDefinition.MessageEvent). */
+const onTheWire = (event: Told): MessageEvent => {
+  switch (event._tag) {
+    case "TextDelta":
+      return { event: "text", data: { text: event.text } }
+    case "ToolCallStart":
+      return { event: "tool", data: { name: event.name, input: event.input } }
+    case "ToolResult":
+      return { event: "tool-result", data: { name: event.name, ok: event.ok, ms: event.ms } }
+  }
+}
+
+/** The turn's events, then `end` with its reply; a refusal (before the agent took it) is answered as for JSON. */
+const streamed = (host: AgentHostService, message: HostMessage.HostMessage) =>
+  Effect.map(
+    // A host that cannot tell the turn as it goes: its reply alone.
+    host.streamChecked?.(message) ?? Effect.map(host.sendChecked(message), (reply) => ({ events: Stream.empty, reply: Effect.succeed(reply) })),
+    ({ events, reply }): Stream.Stream<MessageEvent> =>
+      Stream.concat(Stream.map(events, onTheWire), Stream.fromEffect(Effect.map(reply, (data): MessageEvent => ({ event: "end", data }))))
+  )
+
 const health = HttpApiBuilder.group(Api, "health", (handlers) => handlers.handle("health", () => Effect.succeed({ status: "ok" as const })))
 
 const agents = (options: Options) =>
@@ -139,12 +170,16 @@ const agents = (options: Options) =>
       // Raw: the body is read and decoded by readMessage (see the module comment).
       .handleRaw("send", ({ headers, params, request }) =>
         readMessage(request, options, decodeMessage).pipe(
-          Effect.flatMap((body) =>
-            Effect.catch(
-              host.sendChecked(HostMessage.ofCheckedParts(params.id, body, headers["idempotency-key"])),
+          Effect.flatMap((body) => {
+            const message = HostMessage.ofCheckedParts(params.id, body, headers["idempotency-key"])
+            const answer: Effect.Effect<AgentInstance.Reply | Stream.Stream<MessageEvent>, HostError> = wantsEvents(headers.accept)
+              ? streamed(host, message)
+              : host.sendChecked(message)
+            return Effect.catch(
+              answer,
               Errors.fromHostAmong(Errors.SendErrors)
             )
-          ),
+          }),
           respond
         ))
   }))

@@ -114,6 +114,18 @@ describe("the HTTP API's contract", () => {
       const body = spec.paths["/v1/agents/{id}/messages"].post.requestBody
       expect(body.required).toBe(true)
       expect(Object.keys(body.content)).toEqual(["application/json"])
+      // Its answer: the reply as JSON, or with Accept: text/event-stream the turn's events, each its data's Schema.
+      const sent = spec.paths["/v1/agents/{id}/messages"].post
+      expect(Object.keys(sent.responses["200"].content).sort()).toEqual(["application/json", "text/event-stream"])
+      expect(sent.parameters.filter((parameter: { in: string }) => parameter.in === "header").map((parameter: { name: string }) => parameter.name).sort())
+        .toEqual(["accept", "idempotency-key"])
+      const stream = sent.responses["200"].content["text/event-stream"]
+      expect(stream["x-effect-stream"].encoding).toBe("sse")
+      const told = Object.fromEntries(
+        (stream.schema.anyOf as Array<{ properties: { event: { enum: Array<string> }; data: { contentSchema: { required: Array<string> } } } }>)
+          .map(({ properties }) => [properties.event.enum.join(), properties.data.contentSchema.required])
+      )
+      expect(told).toEqual({ text: ["text"], tool: ["name", "input"], "tool-result": ["name", "ok", "ms"], end: ["reply", "stored"] })
       for (const ref of refsIn(spec)) {
         expect(ref, ref).toMatch(/^#\/components\/schemas\//)
         expect(spec.components.schemas[ref.slice("#/components/schemas/".length)], ref).toBeDefined()

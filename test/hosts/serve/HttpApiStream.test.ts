@@ -1,0 +1,188 @@
+/**
+ * A message answered as server-sent events (`Accept: text/event-stream`):
+ * the real API on loopback, the real Anthropic brain streaming from a
+ * loopback stand-in held at a gate, and a plain node:http client reading
+ * the events as they arrive.
+ */
+import * as http from "node:http"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import { describe, expect, it } from "@effect/vitest"
+import { type Cause, Context, Deferred, Duration, Effect, Layer, Queue, Redacted } from "effect"
+import * as HttpServer from "effect/http/HttpServer"
+import * as Anthropic from "../../../src/brain/AnthropicBrain.js"
+import * as InMemoryClaws from "../../../src/claws/InMemoryClaws.js"
+import * as AgentHost from "../../../src/hosts/serve/AgentHost.js"
+import * as HttpApi from "../../../src/hosts/serve/HttpApi.js"
+import { Brain } from "../../../src/ports/Brain.js"
+import * as AnthropicServer from "../../support/AnthropicServer.js"
+import { timeTool } from "../../support/Harness.js"
+import { eventually } from "../../support/Sandbox.js"
+import { historyOf, settings, tempDir } from "./Kit.js"
+
+const { blockEvents, events, messageEnd, messageStart, streamEvents } = AnthropicServer
+
+/** The API on a free loopback port, its agents on the Anthropic brain at `url` with the time tool. */
+const serve = (url: string) =>
+  Effect.gen(function*() {
+    const root = tempDir()
+    const values = {
+      PLANCKCLAW_AGENTS_DIR: `${root}/agents`,
+      PLANCKCLAW_DIR: `${root}/memory`,
+      PLANCKCLAW_MODEL: "test-model"
+    }
+    const brain = Layer.effect(
+      Brain,
+      Anthropic.make({ apiKey: Redacted.make("test-key-not-secret"), baseUrl: url, timeout: Duration.seconds(60), retries: 0, debug: false })
+    ).pipe(Layer.provide(NodeHttpClient.layerUndici))
+    const host = AgentHost.layer.pipe(Layer.provide(Layer.merge(brain, InMemoryClaws.layer([timeTool]))), Layer.provide(settings(values)))
+    const context = yield* Layer.build(HttpApi.layer({ host: "127.0.0.1", port: 0 }).pipe(Layer.provide(host), Layer.provide(settings(values))))
+    const address = Context.get(context, HttpServer.HttpServer).address
+    return { port: address._tag === "UnixPathAddress" ? 0 : address.port, root }
+  })
+
+interface SseEvent {
+  readonly event: string
+  readonly data: unknown
+}
+
+/**
+ * A POST of `text` with node:http; its server-sent events go into a queue as
+ * they arrive, and it ends with the response. `cut` destroys the connection, as a client that goes away.
+ */
+const streamMessage = (port: number, id: string, text: string, headers: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const arrived = yield* Queue.unbounded<SseEvent, Cause.Done>()
+    const answer = yield* Deferred.make<{ readonly status: number; readonly contentType: string | undefined }>()
+    const request = http.request({
+      host: "127.0.0.1",
+      port,
+      method: "POST",
+      path: `/v1/agents/${id}/messages`,
+      headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
+      agent: false
+    }, (response) => {
+      Deferred.doneUnsafe(answer, Effect.succeed({ status: response.statusCode ?? 0, contentType: response.headers["content-type"] }))
+      let buffered = ""
+      response.setEncoding("utf8")
+      response.on("data", (chunk: string) => {
+        buffered += chunk
+        for (let end = buffered.indexOf("\n\n"); end >= 0; end = buffered.indexOf("\n\n")) {
+          const block = buffered.slice(0, end)
+          buffered = buffered.slice(end + 2)
+          const fields = new Map(block.split("\n").filter((line) => !line.startsWith(":")).map((line) => {
+            const colon = line.indexOf(":")
+            return [line.slice(0, colon), line.slice(colon + 1).trimStart()] as const
+          }))
+          if (fields.has("event")) Queue.offerUnsafe(arrived, { event: fields.get("event")!, data: JSON.parse(fields.get("data") ?? "null") })
+        }
+      })
+      response.on("end", () => Queue.endUnsafe(arrived))
+    })
+    request.on("error", () => Queue.endUnsafe(arrived))
+    request.end(JSON.stringify({ text }))
+    return { arrived, answer: Deferred.await(answer), cut: Effect.sync(() => request.destroy()) }
+  })
+
+/** A POST answered as JSON: its status, content type and parsed body. */
+const postJson = (port: number, id: string, text: string, headers: Record<string, string> = {}) =>
+  Effect.tryPromise(() =>
+    fetch(`http://127.0.0.1:${port}/v1/agents/${id}/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ text })
+    }).then(async (response) => ({ status: response.status, contentType: response.headers.get("content-type"), body: await response.json() }))
+  )
+
+/** The first answer calls the time tool after a line of text; the second writes "It is " and holds "noon." until `gate`. */
+const toolThenGated = (gate: Deferred.Deferred<void>) =>
+  AnthropicServer.replies(
+    events(streamEvents([
+      { type: "text", pieces: ["Let me ", "check."] },
+      { type: "tool_use", id: "toolu_1", name: "get_time", input: {} }
+    ])),
+    events([
+      messageStart(),
+      ...blockEvents({ type: "text", pieces: ["It is ", "noon."] }, 0).slice(0, 2),
+      gate,
+      ...blockEvents({ type: "text", pieces: ["It is ", "noon."] }, 0).slice(2),
+      ...messageEnd("end_turn")
+    ])
+  )
+
+const REPLY = "Let me check.\n\nIt is noon."
+
+describe("a message answered as server-sent events", () => {
+  it.live("tells the text, the tool call and its result as the turn goes, before the brain has finished, then ends with the reply", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const server = yield* AnthropicServer.make(toolThenGated(gate))
+      const { port, root } = yield* serve(server.url)
+      const client = yield* streamMessage(port, "alice", "What time is it?")
+      expect(yield* client.answer).toEqual({ status: 200, contentType: "text/event-stream" })
+
+      // Everything up to "It is ", while the brain still holds "noon." back.
+      const told: Array<SseEvent> = []
+      for (let n = 0; n < 5; n++) told.push(yield* Queue.take(client.arrived))
+      expect(told.map(({ data, event }) => event === "tool-result" ? { event, data: { ...(data as object), ms: 0 } } : { event, data })).toEqual([
+        { event: "text", data: { text: "Let me " } },
+        { event: "text", data: { text: "check." } },
+        { event: "tool", data: { name: "get_time", input: {} } },
+        { event: "tool-result", data: { name: "get_time", ok: true, ms: 0 } },
+        { event: "text", data: { text: "It is " } }
+      ])
+      expect(typeof (told[3]!.data as { ms: unknown }).ms).toBe("number")
+      expect(historyOf(root, "alice")).toEqual([])
+
+      yield* Deferred.succeed(gate, undefined)
+      expect(yield* Queue.collect(client.arrived)).toEqual([
+        { event: "text", data: { text: "noon." } },
+        { event: "end", data: { reply: REPLY, stored: true } }
+      ])
+      expect(historyOf(root, "alice")).toEqual([{ role: "user", content: "What time is it?" }, { role: "assistant", content: REPLY }])
+    }))
+
+  it.live("without Accept: text/event-stream the answer is the JSON reply, as before", () =>
+    Effect.gen(function*() {
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.text("Hello.")))
+      const { port } = yield* serve(server.url)
+      const answer = yield* postJson(port, "bob", "hi")
+      expect(answer).toEqual({ status: 200, contentType: "application/json", body: { reply: "Hello.", stored: true } })
+      // Events refused (q=0) or not listed: JSON too.
+      for (const accept of ["text/event-stream;q=0", "application/json, text/*"]) {
+        expect(yield* postJson(port, "bob", "hi", { accept })).toMatchObject({ status: 200, contentType: "application/json" })
+      }
+      // Refused before the agent takes it: the refusal's JSON, not a stream.
+      const refused = yield* streamMessage(port, "Bad..Id", "hi")
+      expect((yield* refused.answer).status).toBe(400)
+    }))
+
+  it.live("a client gone mid-turn loses nothing: the turn ends and is stored, a retry under its key gets the reply without a second brain call", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const server = yield* AnthropicServer.make(toolThenGated(gate))
+      const { port, root } = yield* serve(server.url)
+      const key = { "idempotency-key": "msg-1" }
+      const client = yield* streamMessage(port, "carol", "What time is it?", key)
+      expect(yield* Queue.take(client.arrived)).toEqual({ event: "text", data: { text: "Let me " } })
+      yield* client.cut
+      // The health route answered on a new connection: the server has read the cut one's close by then.
+      expect((yield* Effect.tryPromise(() => fetch(`http://127.0.0.1:${port}/v1/health`))).status).toBe(200)
+
+      yield* Deferred.succeed(gate, undefined)
+      const exchange = [{ role: "user", content: "What time is it?" }, { role: "assistant", content: REPLY }]
+      yield* eventually("the turn to be stored", () => historyOf(root, "carol").length === 2 ? true : undefined)
+      expect(historyOf(root, "carol")).toEqual(exchange)
+
+      // Retried as JSON, then as a stream: the kept reply, as JSON and as one `end` event.
+      expect(yield* postJson(port, "carol", "What time is it?", key)).toEqual({
+        status: 200,
+        contentType: "application/json",
+        body: { reply: REPLY, stored: true }
+      })
+      const retried = yield* streamMessage(port, "carol", "What time is it?", key)
+      expect(yield* Queue.collect(retried.arrived)).toEqual([{ event: "end", data: { reply: REPLY, stored: true } }])
+      // Two brain calls, both of the first turn (the tool call, then the answer).
+      expect(yield* server.turns).toHaveLength(2)
+      expect(historyOf(root, "carol")).toEqual(exchange)
+    }))
+})
