@@ -43,12 +43,7 @@ import { HostError } from "./HostError.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as KeysInFlight from "./KeysInFlight.js"
 import * as OpenFiles from "./OpenFiles.js"
-import { answer, endWithout, type EventSink, respondTelling } from "./TurnStream.js"
-
-export interface Reply {
-  readonly reply: string
-  readonly stored: boolean
-}
+import { answer, endWithout, type EventSink, type Reply, respondTelling, type Waiting } from "./TurnStream.js"
 
 export interface Message {
   readonly text: string
@@ -57,12 +52,7 @@ export interface Message {
 }
 
 /** A journaled message with the Deferred its caller (or callers, under one Idempotency-Key) waits on. */
-export type { EventSink } from "./TurnStream.js"
-export interface Waiting {
-  readonly pending: Inbox.Pending
-  readonly reply: Deferred.Deferred<Reply>
-  readonly events?: EventSink | undefined
-}
+export type { EventSink, Reply, Waiting } from "./TurnStream.js"
 
 export interface InstanceService {
   /**

@@ -15,8 +15,20 @@ import * as Stream from "effect/Stream"
 import type * as Agent from "../../agent/Agent.js"
 import type * as Turn from "../../agent/Turn.js"
 import type * as Inbox from "../../memory/Inbox.js"
-import type { Reply, Waiting } from "./AgentInstance.js"
 import type { HostError } from "./HostError.js"
+
+/** A caller's answer: the reply and whether the exchange is on disk. */
+export interface Reply {
+  readonly reply: string
+  readonly stored: boolean
+}
+
+/** A journaled message in the mailbox, with its caller's reply to complete and, when asked for, its event sink. */
+export interface Waiting {
+  readonly pending: Inbox.Pending
+  readonly reply: Deferred.Deferred<Reply>
+  readonly events?: EventSink | undefined
+}
 
 /** What a turn tells as it goes: its events but the End (the caller's reply says that). */
 export type Told = Exclude<Turn.TurnEvent, { readonly _tag: "End" }>
