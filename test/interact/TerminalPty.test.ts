@@ -4,18 +4,13 @@
  * Every slash command, pasted and continued lines, the spinner, a
  * misconfigured brain told plainly, and /quit ending the run.
  */
-import * as child from "node:child_process"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
-import { eventually, tempDir, within } from "../support/Sandbox.js"
-
-const quote = (text: string) => `'${text.replace(/'/g, "'\\''")}'`
-
-// eslint-disable-next-line no-control-regex
-const ESCAPES = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[\]PX^_][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[()][0-9A-Za-z]|\u001b[=>]/g
+import { session } from "../support/PtySession.js"
+import { tempDir } from "../support/Sandbox.js"
 
 const setup = (handler: AnthropicServer.Handler) =>
   Effect.gen(function*() {
@@ -34,38 +29,6 @@ const setup = (handler: AnthropicServer.Handler) =>
       LINES: "50"
     })
     return { server, cwd, env }
-  })
-
-/** `planckclaw run` with its standard input and output on a pseudo-terminal; what is written is typed. */
-const session = (options: { cwd: string; env: NodeJS.ProcessEnv }) =>
-  Effect.gen(function*() {
-    const command = `exec ${quote(process.execPath)} ${quote(Cli.BIN)} run`
-    const proc = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        child.spawn("script", ["-qfec", command, "/dev/null"], { cwd: options.cwd, env: options.env, stdio: ["pipe", "pipe", "pipe"] })
-      ),
-      (proc) => Effect.sync(() => proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL"))
-    )
-    let raw = ""
-    proc.stdout.on("data", (chunk: Buffer) => void (raw += chunk.toString("utf8")))
-    const exited = new Promise<number | null>((resolve) => proc.on("close", (code) => resolve(code)))
-    const screen = () => raw.replace(ESCAPES, "").replace(/\r/g, "")
-    let seen = 0
-    return {
-      raw: () => raw,
-      screen,
-      type: (text: string) => Effect.sync(() => void proc.stdin.write(text)),
-      /** Waits for `text` to appear after what the last wait found; returns the output in between. */
-      until: (text: string) =>
-        eventually(`${JSON.stringify(text)} on the terminal`, () => {
-          const found = screen().indexOf(text, seen)
-          if (found === -1) return undefined
-          const between = screen().slice(seen, found + text.length)
-          seen = found + text.length
-          return between
-        }),
-      exit: within("the run to end", "20 seconds")(Effect.promise(() => exited))
-    }
   })
 
 describe("planckclaw run in a pseudo-terminal", () => {
