@@ -220,8 +220,11 @@ export const make = Effect.gen(function*() {
       Tracing.span(
         decide(
           pending,
+          // Kept whole, as in `respond`: a cancel ends the turn before this, never here.
           (outcome) =>
-            Effect.tap(remembered(pending, outcome), (kept) => Option.isSome(kept) ? onEvent({ _tag: "End", ...kept.value }) : Effect.void),
+            Effect.uninterruptible(
+              Effect.tap(remembered(pending, outcome), (kept) => Option.isSome(kept) ? onEvent({ _tag: "End", ...kept.value }) : Effect.void)
+            ),
           nothing,
           onEvent
         ),
