@@ -19,6 +19,9 @@
  * runs' differences was main-thread CPU −136 µs per turn and p50 −0.27 ms
  * on Node 22 (CPU lower in all 6 runs), −29 µs and −0.10 ms on Node 24
  * (lower in 4 of 6); the p99s of those minutes (24–95 ms) say nothing.
+ * Again on Node 24 on a quieter machine (bench/compare-runs/
+ * tier-up-off-on-node24.txt): CPU −58 µs and p50 −0.06 ms, but p99
+ * +1.3 ms (higher in 5 of 6 runs): on Node 24 the tail may pay for it.
  * Kept longer, it made later turns' tail worse (p99 +0.35 ms and more
  * background compiling after 16,000 turns, with V8's default back after 5 s
  * of CPU), so the default comes back once the process has used
