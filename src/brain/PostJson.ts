@@ -56,6 +56,27 @@ export const readCapped = (
 }
 
 /**
+ * POSTs a JSON `body` to a brain's API, whole answers and streamed ones
+ * alike: a redirect is an answer, never followed (it would carry the key),
+ * and no trace headers go out.
+ */
+export const sendJson = (
+  client: HttpClient.HttpClient,
+  url: string,
+  headers: Record<string, string>,
+  body: string
+): Effect.Effect<HttpClientResponse.HttpClientResponse, HttpClientError.HttpClientError> =>
+  HttpClientRequest.post(url).pipe(
+    HttpClientRequest.setHeaders(headers),
+    HttpClientRequest.bodyText(body, "application/json"),
+    client.execute,
+    // Read by the fetch client at each request; other clients (undici's) do not follow redirects.
+    Effect.provideService(FetchHttpClient.RequestInit, noRedirects),
+    // Trace headers are no business of the API's.
+    Effect.provideService(HttpClient.TracerPropagationEnabled, false)
+  )
+
+/**
  * POSTs a JSON `body` and reads the whole answer, up to ANSWER_MAX_BYTES (a
  * fatal BrainError past it); a redirect is an answer, not followed.
  */
@@ -65,14 +86,7 @@ export const postJson = (
   headers: Record<string, string>,
   body: string
 ): Effect.Effect<HttpAnswer, HttpClientError.HttpClientError | BrainError> =>
-  HttpClientRequest.post(url).pipe(
-    HttpClientRequest.setHeaders(headers),
-    HttpClientRequest.bodyText(body, "application/json"),
-    client.execute,
-    // Read by the fetch client at each request; other clients (undici's) do not follow redirects.
-    Effect.provideService(FetchHttpClient.RequestInit, noRedirects),
-    // Trace headers are no business of the API's.
-    Effect.provideService(HttpClient.TracerPropagationEnabled, false),
+  sendJson(client, url, headers, body).pipe(
     Effect.flatMap((response) =>
       Effect.map(readCapped(response), (text) => ({
         status: response.status,

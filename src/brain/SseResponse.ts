@@ -12,10 +12,8 @@
  * timeout) fails as a transient BrainError ("timeout"): the turn answers
  * with the apology and stores nothing of the half answer.
  */
-import * as FetchHttpClient from "effect/http/FetchHttpClient"
-import * as HttpClient from "effect/http/HttpClient"
+import type * as HttpClient from "effect/http/HttpClient"
 import type * as HttpClientError from "effect/http/HttpClientError"
-import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -24,7 +22,7 @@ import * as Sse from "effect/encoding/Sse"
 import * as Stream from "effect/Stream"
 import { BrainError, preview } from "../ports/Brain.js"
 import { rootCause } from "../runtime/Errors.js"
-import { ANSWER_MAX_BYTES, type HttpAnswer, readCapped } from "./PostJson.js"
+import { ANSWER_MAX_BYTES, type HttpAnswer, readCapped, sendJson } from "./PostJson.js"
 
 /** An answer whose body is events (`events`), or read whole (`body`, as PostJson's). */
 export interface StreamingAnswer extends HttpAnswer {
@@ -107,13 +105,7 @@ export const postForEvents = (
   timeout: Duration.Duration,
   words: StreamWords
 ): Effect.Effect<StreamingAnswer, HttpClientError.HttpClientError | BrainError> =>
-  HttpClientRequest.post(url).pipe(
-    HttpClientRequest.setHeaders(headers),
-    HttpClientRequest.bodyText(body, "application/json"),
-    client.execute,
-    // As PostJson: a redirect is never followed (it would carry the key), and trace headers stay here.
-    Effect.provideService(FetchHttpClient.RequestInit, { redirect: "manual" }),
-    Effect.provideService(HttpClient.TracerPropagationEnabled, false),
+  sendJson(client, url, headers, body).pipe(
     Effect.flatMap((response): Effect.Effect<StreamingAnswer, HttpClientError.HttpClientError | BrainError> => {
       const head = {
         status: response.status,
