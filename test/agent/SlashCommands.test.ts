@@ -140,14 +140,7 @@ describe("Commands through the agent", () => {
 const cliSetup = Effect.gen(function*() {
   const server = yield* AnthropicServer.make(AnthropicServer.echo)
   const cwd = yield* tempDir("planckclaw-commands-")
-  const env = Cli.baseEnv({
-    ANTHROPIC_API_KEY: "test-key-not-secret",
-    ANTHROPIC_BASE_URL: server.url,
-    PLANCKCLAW_DIR: path.join(cwd, "memory"),
-    CLAWS_DIR: path.join(Cli.REPO, "claws"),
-    PLANCKCLAW_BRAIN_RETRIES: "0",
-    PLANCKCLAW_RUN_DIR: path.join(cwd, "run")
-  })
+  const env = Cli.runEnv(cwd, server.url)
   return { server, cwd, env }
 })
 

@@ -4,7 +4,6 @@
  * Every slash command, pasted and continued lines, the spinner, a
  * misconfigured brain told plainly, and /quit ending the run.
  */
-import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as AnthropicServer from "../support/AnthropicServer.js"
@@ -16,13 +15,7 @@ const setup = (handler: AnthropicServer.Handler) =>
   Effect.gen(function*() {
     const server = yield* AnthropicServer.make(handler)
     const cwd = yield* tempDir("planckclaw-pty-")
-    const env = Cli.baseEnv({
-      ANTHROPIC_API_KEY: "test-key-not-secret",
-      ANTHROPIC_BASE_URL: server.url,
-      PLANCKCLAW_DIR: path.join(cwd, "memory"),
-      CLAWS_DIR: path.join(Cli.REPO, "claws"),
-      PLANCKCLAW_BRAIN_RETRIES: "0",
-      PLANCKCLAW_RUN_DIR: path.join(cwd, "run"),
+    const env = Cli.runEnv(cwd, server.url, {
       SHELL: "/bin/sh",
       TERM: "xterm",
       COLUMNS: "200",

@@ -6,7 +6,6 @@
  * alone, as before.
  */
 import * as child from "node:child_process"
-import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
 import * as AnthropicServer from "../support/AnthropicServer.js"
@@ -20,14 +19,7 @@ const setup = (...replies: [AnthropicServer.Reply, ...Array<AnthropicServer.Repl
   Effect.gen(function*() {
     const server = yield* AnthropicServer.make(AnthropicServer.replies(...replies))
     const cwd = yield* tempDir("planckclaw-streaming-")
-    const env = Cli.baseEnv({
-      ANTHROPIC_API_KEY: "test-key-not-secret",
-      ANTHROPIC_BASE_URL: server.url,
-      PLANCKCLAW_DIR: path.join(cwd, "memory"),
-      CLAWS_DIR: path.join(Cli.REPO, "claws"),
-      PLANCKCLAW_BRAIN_RETRIES: "0",
-      PLANCKCLAW_RUN_DIR: path.join(cwd, "run")
-    })
+    const env = Cli.runEnv(cwd, server.url)
     return { server, cwd, env }
   })
 

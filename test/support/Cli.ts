@@ -25,6 +25,21 @@ export const baseEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
   return { ...env, ...extra }
 }
 
+/**
+ * The built `run` of this checkout against an Anthropic server at `brainUrl`
+ * (no retries), with the shipped claws, its memory and pipes in `dir`.
+ */
+export const runEnv = (dir: string, brainUrl: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv =>
+  baseEnv({
+    ANTHROPIC_API_KEY: "test-key-not-secret",
+    ANTHROPIC_BASE_URL: brainUrl,
+    PLANCKCLAW_DIR: path.join(dir, "memory"),
+    CLAWS_DIR: path.join(REPO, "claws"),
+    PLANCKCLAW_BRAIN_RETRIES: "0",
+    PLANCKCLAW_RUN_DIR: path.join(dir, "run"),
+    ...extra
+  })
+
 export interface Running {
   readonly process: child.ChildProcessWithoutNullStreams
   readonly write: (text: string) => Effect.Effect<void>
