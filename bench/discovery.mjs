@@ -183,7 +183,11 @@ main(async () => {
     writtenAt = makeClaws(agentDir, 1000)
     await whenSettled(writtenAt)
     for (const [index, count] of COUNTS.entries()) {
-      const result = await Effect.runPromise(measureCount(dirs[index], count).pipe(Effect.provide(A.logging)))
+      const measured = measureCount(dirs[index], count).pipe(Effect.provide(A.logging))
+      // Builds since the spawn helper became a scoped service need it provided (older builds have no processesLayer).
+      const result = await Effect.runPromise(
+        ScriptClaws.processesLayer === undefined ? measured : Effect.provide(measured, ScriptClaws.processesLayer)
+      )
       progress(
         `${count} claws: warm ${result.warmMs} ms watched (p99 ${result.warmP99Ms}, ${result.syscallsPerWatchedList} stat per list), ` +
           `${result.scanMs} ms stat scan (p99 ${result.scanP99Ms}), cold ${result.coldMs} ms; hot reload ok on both`

@@ -58,7 +58,10 @@ export const toolRoundBrain = (toolName) => {
 export const summaryBrain = { complete: () => Effect.succeed(summary) }
 
 /** The shipped claws (or any directory of them) through the real ScriptClaws discovery. */
-export const scriptClaws = ScriptClaws.layer
+// Builds since the spawn helper became a scoped service need it provided (older builds have no processesLayer).
+export const scriptClaws = ScriptClaws.processesLayer === undefined
+  ? ScriptClaws.layer
+  : Layer.provide(ScriptClaws.layer, ScriptClaws.processesLayer)
 
 /** A get_time tool served in-process, to time a tool round without fork/exec. */
 export const inProcessClaws = InMemoryClaws.layer([{
