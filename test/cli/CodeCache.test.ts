@@ -166,7 +166,7 @@ describe("the code cache of the command line's bundle", () => {
         let stderr = ""
         agent.stderr.setEncoding("utf8").on("data", (chunk: string) => {
           stderr += chunk
-          if (stderr.includes("optimises hot code sooner")) agent.kill("SIGTERM")
+          if (stderr.includes("pretenuring turned off")) agent.kill("SIGTERM")
         })
         agent.on("error", reject)
         agent.on("exit", () => resolve(stderr))

@@ -40,10 +40,10 @@ export const V8Pretenuring = {
 export const V8EarlyTierUp = {
   key: "PLANCKCLAW_V8_EARLY_TIER_UP",
   kind: "switch",
-  default: true,
+  default: false,
   description:
-    "0: keep V8's optimising pace (run and serve have it optimise four times sooner for their first 2.5 s of CPU, 10 minutes at most)",
-  details: "a fresh agent reaches full speed in fewer turns; see [Performance](performance.md)"
+    "1: run and serve have V8 optimise four times sooner for their first 2.5 s of CPU (10 minutes at most)",
+  details: "less CPU per turn while young, but a longer p99 tail on Node 22 and 24; see [Performance](performance.md)"
 } as const satisfies SwitchSetting
 
 export const RunDir = {

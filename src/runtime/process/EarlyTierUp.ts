@@ -19,9 +19,11 @@
  * runs' differences was main-thread CPU −136 µs per turn and p50 −0.27 ms
  * on Node 22 (CPU lower in all 6 runs), −29 µs and −0.10 ms on Node 24
  * (lower in 4 of 6); the p99s of those minutes (24–95 ms) say nothing.
- * Again on Node 24 on a quieter machine (bench/compare-runs/
- * tier-up-off-on-node24.txt): CPU −58 µs and p50 −0.06 ms, but p99
- * +1.3 ms (higher in 5 of 6 runs): on Node 24 the tail may pay for it.
+ * On a quiet machine (bench/compare-runs/tier-up-off-on-quiet.txt) it still
+ * saved CPU (−97 µs on Node 22, −35 µs on Node 24) but lengthened the p99
+ * (+0.60 ms, higher in 5 of 6 runs; +1.95 ms, 6 of 6), and with it on the
+ * FIFO turn's tail was the one row worse than the Effect 3 build's: so it is
+ * opt-in (`PLANCKCLAW_V8_EARLY_TIER_UP=1`), for throughput over tail.
  * Kept longer, it made later turns' tail worse (p99 +0.35 ms and more
  * background compiling after 16,000 turns, with V8's default back after 5 s
  * of CPU), so the default comes back once the process has used
@@ -31,8 +33,7 @@
  *
  * Set by the command line's own runs once the agent has started
  * (V8Flags.ts); left alone when node was started with its own
- * `--invocation-count-for-turbofan`. `PLANCKCLAW_V8_EARLY_TIER_UP=0` keeps
- * V8's default.
+ * `--invocation-count-for-turbofan`. Unset or `0` keeps V8's default.
  */
 import type * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
@@ -42,7 +43,7 @@ import { switchOf } from "../../config/ConfigRange.js"
 import { V8EarlyTierUp } from "../../config/settings/Agent.js"
 import { setV8Flags } from "./V8Flags.js"
 
-/** `0`: leave V8's tier-up pace alone; unset or `1`: sooner while the process is young. */
+/** Unset or `0`: leave V8's tier-up pace alone; `1`: sooner while the process is young. */
 export const EarlyTierUpConfig = switchOf(V8EarlyTierUp)
 
 /** The flag both settings are of: Node 22's and 24's V8 (12.4, 13.6) accept it. */
@@ -109,7 +110,7 @@ const youngThenDefault = <A, E, R>(probes: Probes, effect: Effect.Effect<A, E, R
       probes.setFlags(youngFlag),
       Effect.logDebug(
         `V8 optimises hot code sooner until the process has used ${Duration.format(grownUpCpu)} of CPU ` +
-          "(PLANCKCLAW_V8_EARLY_TIER_UP=0 keeps V8's default)"
+          "(PLANCKCLAW_V8_EARLY_TIER_UP=1)"
       )
     ),
     Effect.scoped(Effect.andThen(Effect.forkScoped(grownUp), effect))

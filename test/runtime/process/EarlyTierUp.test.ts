@@ -27,7 +27,8 @@ const recording = (execArgv: ReadonlyArray<string> = []) =>
     return { flags, cpu, probes }
   })
 
-const choose = (probes: EarlyTierUp.Probes, settings: Record<string, string> = {}) =>
+// Opted in unless a test says otherwise: V8's own pace is the default.
+const choose = (probes: EarlyTierUp.Probes, settings: Record<string, string> = { PLANCKCLAW_V8_EARLY_TIER_UP: "1" }) =>
   Effect.provideService(EarlyTierUp.readChoice(probes), ConfigProvider.ConfigProvider, fromMap(settings))
 
 describe("EarlyTierUp", () => {
@@ -76,10 +77,14 @@ describe("EarlyTierUp", () => {
       expect(failed).toEqual(Result.fail("no"))
     }))
 
-  it.effect("leaves V8 alone with PLANCKCLAW_V8_EARLY_TIER_UP=0, or when node was given its own --invocation-count-for-turbofan", () =>
+  it.effect("leaves V8 alone by default, with PLANCKCLAW_V8_EARLY_TIER_UP=0, or when node was given its own --invocation-count-for-turbofan", () =>
     Effect.gen(function*() {
       for (
-        const [settings, execArgv] of [[{ PLANCKCLAW_V8_EARLY_TIER_UP: "0" }, []], [{}, ["--invocation-count-for-turbofan=1000"]]] as const
+        const [settings, execArgv] of [
+          [{}, []],
+          [{ PLANCKCLAW_V8_EARLY_TIER_UP: "0" }, []],
+          [{ PLANCKCLAW_V8_EARLY_TIER_UP: "1" }, ["--invocation-count-for-turbofan=1000"]]
+        ] as const
       ) {
         const { flags, probes } = yield* recording(execArgv)
         expect(yield* (yield* choose(probes, settings))(Effect.succeed("as is"))).toBe("as is")

@@ -1,9 +1,9 @@
 /**
  * The built command's run tunes V8 once its agent has started, and says so
- * at debug level: pretenuring off (Pretenuring.ts) and the quicker warm-up
- * (EarlyTierUp.ts), both through V8Flags.setV8Flags, whose node:v8 must load
- * inside the bundle (a vm.Script, where it must not be a dynamic import).
- * The settings keep V8's defaults.
+ * at debug level: pretenuring off (Pretenuring.ts) by default and the
+ * quicker warm-up (EarlyTierUp.ts) when opted in, both through
+ * V8Flags.setV8Flags, whose node:v8 must load inside the bundle (a
+ * vm.Script, where it must not be a dynamic import). The settings choose.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -14,11 +14,19 @@ const pretenuringOff = "V8's allocation-site pretenuring turned off"
 const tierUpSooner = "V8 optimises hot code sooner"
 
 describe("V8Flags", () => {
-  it.live("the built run sets its V8 flags once started, and the settings keep V8's defaults", () =>
+  it.live("the built run sets its V8 flags once started, as the settings choose", () =>
     Effect.gen(function*() {
       const box = yield* sandbox()
       // No input: the run starts, its agent is ready, the input ends, the run ends.
-      const tuned = yield* Cli.run(["run", "--brain", "none", "--debug"], { cwd: box.dir, env: box.env, input: "" })
+      const shipped = yield* Cli.run(["run", "--brain", "none", "--debug"], { cwd: box.dir, env: box.env, input: "" })
+      expect(shipped.code, shipped.stderr).toBe(0)
+      expect(shipped.stderr).toContain(pretenuringOff)
+      expect(shipped.stderr).not.toContain(tierUpSooner)
+      const tuned = yield* Cli.run(["run", "--brain", "none", "--debug"], {
+        cwd: box.dir,
+        env: box.envWith({ PLANCKCLAW_V8_EARLY_TIER_UP: "1" }),
+        input: ""
+      })
       expect(tuned.code, tuned.stderr).toBe(0)
       expect(tuned.stderr).toContain(pretenuringOff)
       expect(tuned.stderr).toContain(tierUpSooner)
