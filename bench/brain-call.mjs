@@ -14,6 +14,7 @@
  * - anthropic_fetch: AnthropicBrain.layer over the fetch HTTP client, as the
  *   agent ships it (src/pipes/Bridges.ts);
  * - anthropic_undici: the same layer over @effect/platform-node's undici client;
+ * - anthropic_node_http: the same over its node:http client (keep-alive agent);
  * - openai_fetch: OpenAiBrain.layer over fetch, Chat Completions (the
  *   request translated and the answer translated back, as the agent does);
  * - bare_fetch: `fetch` POSTs the same JSON to /v1/messages, reads the
@@ -29,11 +30,11 @@
  * kernel's schedstat of this thread over each batch), the p50 of each call's
  * wall time, and each brain's CPU as a ratio to the bare fetch of the same run.
  *
- * Streaming: the brains do not stream yet. The model server already answers
- * `"stream": true` with server-sent events; BENCH_BRAIN_STREAMING=1 adds a
- * bare fetch reading that stream (bare_fetch_stream). When a brain streams,
- * add its rows in `streamingVariants` below (same shape as `brainVariant`),
- * and their keys to run.mjs's and compare.mjs's tables.
+ * Streaming (a build whose brains stream, as the agent's turns ask them to):
+ * the model server answers `"stream": true` with server-sent events, read to
+ * their end by the brains' `stream` (anthropic_fetch_stream,
+ * anthropic_node_http_stream, openai_fetch_stream) and by a bare fetch
+ * (bare_fetch_stream). BENCH_BRAIN_STREAMING=0 leaves them out.
  *
  *   node --expose-gc bench/brain-call.mjs
  */
@@ -49,12 +50,12 @@ import { benchDir, repoDir } from "./lib/work.mjs"
 
 const CALLS = Number(process.env.BENCH_BRAIN_CALLS ?? 3000)
 const ROUNDS = Number(process.env.BENCH_BRAIN_ROUNDS ?? 20)
-const STREAMING = process.env.BENCH_BRAIN_STREAMING === "1"
+const STREAMING = process.env.BENCH_BRAIN_STREAMING !== "0"
 const REPLY = "Noted."
 const API_KEY = "bench-key-not-secret"
 const ANTHROPIC_VERSION = "2023-06-01"
 
-const { Context, Effect, Exit, Layer, Scope } = effect
+const { Context, Effect, Exit, Layer, Scope, Stream } = effect
 
 /** A turn-sized request, as the agent sends one after some conversation. */
 const request = (() => {
@@ -96,6 +97,20 @@ const brainVariant = async (key, brainLayer, clientLayer, settings, scope) => {
     const answer = await Effect.runPromise(brain.complete(request))
     checkText(answer.content[0]?.text)
   }]
+}
+
+/** The same layer, each call reading `stream` to its end (the text gathered from its deltas); none if the build's brains don't stream. */
+const streamVariant = async (key, brainLayer, clientLayer, settings, scope) => {
+  const { Brain } = await fromDist("ports/Brain.js")
+  const layer = brainLayer.pipe(Layer.provide(clientLayer), Layer.provide(settingsLayer(settingsProvider(settings))))
+  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
+  const brain = Context.get(context, Brain)
+  if (brain.stream === undefined) return []
+  return [[key, async () => {
+    const events = await Effect.runPromise(Stream.runCollect(brain.stream(request)))
+    const answer = [...events].find((event) => event._tag === "Answer")
+    checkText(answer?.response.content[0]?.text)
+  }]]
 }
 
 /** POST with a bare fetch: the text, parsed. */
@@ -144,13 +159,16 @@ const bareFetchStream = (url, headers, request) => {
   }
 }
 
-/**
- * Streaming rows: today a bare fetch only (BENCH_BRAIN_STREAMING=1). A
- * streaming brain goes here as `brainVariant("anthropic_fetch_stream", …)`
- * once the brains can stream.
- */
-const streamingVariants = async ({ messagesUrl, headers }) =>
-  STREAMING ? [["bare_fetch_stream", bareFetchStream(messagesUrl, headers, request)]] : []
+/** Streaming rows: the brains' own streams (a build whose brains stream) beside a bare fetch of the same stream. */
+const streamingVariants = async ({ messagesUrl, headers, brains, clients, anthropicSettings, openAiSettings, scope }) =>
+  STREAMING
+    ? [
+      ["bare_fetch_stream", bareFetchStream(messagesUrl, headers, request)],
+      ...(await streamVariant("anthropic_fetch_stream", brains.anthropic, clients.fetch, anthropicSettings, scope)),
+      ...(await streamVariant("anthropic_node_http_stream", brains.anthropic, clients.nodeHttp, anthropicSettings, scope)),
+      ...(await streamVariant("openai_fetch_stream", brains.openai, clients.fetch, openAiSettings, scope))
+    ]
+    : []
 
 main(async () => {
   const server = await startModelServer()
@@ -171,9 +189,18 @@ main(async () => {
       ["bare_http", bareHttp(server.port, headers, body)],
       await brainVariant("anthropic_fetch", AnthropicBrain.layer, clients.fetch, anthropicSettings, scope),
       await brainVariant("anthropic_undici", AnthropicBrain.layer, clients.undici, anthropicSettings, scope),
+      await brainVariant("anthropic_node_http", AnthropicBrain.layer, clients.nodeHttp, anthropicSettings, scope),
       await brainVariant("openai_fetch", OpenAiBrain.layer, clients.fetch, openAiSettings, scope),
       ["run_promise", async () => checkText((await Effect.runPromise(ready)).content[0].text)],
-      ...(await streamingVariants({ messagesUrl, headers }))
+      ...(await streamingVariants({
+        messagesUrl,
+        headers,
+        brains: { anthropic: AnthropicBrain.layer, openai: OpenAiBrain.layer },
+        clients,
+        anthropicSettings,
+        openAiSettings,
+        scope
+      }))
     ]
     progress(`brain call: ${describeBuild()}, ${variants.length} variants, ${CALLS} calls each in ${ROUNDS} rounds`)
     globalThis.gc?.()
@@ -187,7 +214,8 @@ main(async () => {
       metrics[`brain_call_p50_ms_${key}`] = p50Ms
       detail[key] = { calls: times[k].length, cpuUs, p50Ms }
     })
-    for (const key of ["anthropic_fetch", "anthropic_undici", "openai_fetch", "bare_http"]) {
+    for (const [key] of variants) {
+      if (key === "bare_fetch" || key === "run_promise") continue
       metrics[`brain_call_${key}_x_bare_fetch`] = round(metrics[`brain_call_cpu_us_${key}`] / metrics.brain_call_cpu_us_bare_fetch, 2)
     }
     for (const [key] of variants) {

@@ -77,7 +77,8 @@ export const httpServerModule = () => fromBuild(isEffect4 ? "effect/http/HttpSer
 export const httpClientLayers = async () => {
   const fetch = await fromBuild(isEffect4 ? "effect/http/FetchHttpClient" : "@effect/platform/FetchHttpClient")
   const node = await fromBuild("@effect/platform-node/NodeHttpClient")
-  return { fetch: fetch.layer, undici: node.layerUndici }
+  // node:http on a keep-alive agent: Effect 4's layerNodeHttp, Effect 3's NodeHttpClient.layer.
+  return { fetch: fetch.layer, undici: node.layerUndici, nodeHttp: node.layerNodeHttp ?? node.layer }
 }
 
 /** The build's own version line, for reports. */

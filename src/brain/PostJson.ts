@@ -42,6 +42,8 @@ export const readCapped = (
 ): Effect.Effect<string, HttpClientError.HttpClientError | BrainError> => {
   const announced = Number(response.headers["content-length"])
   if (announced > ANSWER_MAX_BYTES) return Effect.fail(answerTooLarge)
+  // An announced length is all the HTTP/1.1 parser reads: the body in one piece, without a stream's machinery per chunk.
+  if (response.headers["content-length"] !== undefined && Number.isSafeInteger(announced)) return response.text
   const chunks: Array<Uint8Array> = []
   let size = 0
   return response.stream.pipe(
