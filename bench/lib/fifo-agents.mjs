@@ -31,9 +31,10 @@ const open = async (agent, runDir) => {
 /**
  * `planckclaw run --bridge none --brain BRAIN --claw CLAW` (the shipped
  * claws' directory as CLAWS_DIR); `dist` runs another build's unbundled
- * `bin.js` instead of bin/planckclaw, `env` adds settings, `nodeArgs` Node options.
+ * `bin.js` instead of bin/planckclaw, `env` adds settings, `node` another
+ * Node executable, `nodeArgs` Node options.
  */
-export const planckclaw = (work, name, brain, claw, { dist, env = {}, nodeArgs = [] } = {}) => {
+export const planckclaw = (work, name, brain, claw, { dist, env = {}, node, nodeArgs = [] } = {}) => {
   const runDir = path.join(work.dir, `${name}-run`)
   return open(
     startAgentProcess({
@@ -43,6 +44,7 @@ export const planckclaw = (work, name, brain, claw, { dist, env = {}, nodeArgs =
       cwd: work.dir,
       env: { CLAWS_DIR: clawsDir, ...env },
       nodeArgs,
+      ...(node === undefined ? {} : { node }),
       ...(dist === undefined ? {} : { script: [distFile(dist, "cli/bin.js"), "run"] })
     }),
     runDir

@@ -38,13 +38,13 @@ export const startDoNothing = ({ runDir, cwd, brain = "none", claw = "none", wra
  * directory, so no config.env of the checkout is read). The runtime directory is created
  * here (0700, as the agent would) so it can be watched from the start.
  */
-export const startAgentProcess = ({ args, runDir, memoryDir, cwd, env = {}, stdio = "ignore", nodeArgs = [], script = [binPath, "run"], wrapper = [] }) => {
+export const startAgentProcess = ({ args, runDir, memoryDir, cwd, env = {}, stdio = "ignore", node = process.execPath, nodeArgs = [], script = [binPath, "run"], wrapper = [] }) => {
   fs.mkdirSync(runDir, { recursive: true, mode: 0o700 })
   fs.mkdirSync(memoryDir, { recursive: true })
   let stderr = ""
   let exited = null
   const spawnedAt = performance.now()
-  const argv = [process.execPath, ...nodeArgs, ...script, ...args]
+  const argv = [node, ...nodeArgs, ...script, ...args]
   const command = [...wrapper, ...argv]
   const child = spawn(command[0], command.slice(1), {
     cwd,

@@ -29,6 +29,7 @@ import * as Layout from "../../memory/Layout.js"
 import * as MemoryFiles from "../../memory/MemoryFiles.js"
 import * as EarlyTierUp from "../../runtime/process/EarlyTierUp.js"
 import * as Pretenuring from "../../runtime/process/Pretenuring.js"
+import * as YoungGeneration from "../../runtime/process/YoungGeneration.js"
 
 /**
  * The agent on the near ends of the pipes: it speaks only through them. Its
@@ -137,9 +138,10 @@ export const serve = (options: {
   const interact = yield* Bridges.InteractEnd
   const brain = yield* Bridges.BrainEnd
   const claws = yield* Bridges.ClawsEnd
-  // Read now, so a malformed value is refused at start-up; applied once the agent has started (see Pretenuring, EarlyTierUp).
+  // Read now, so a malformed value is refused at start-up; applied once the agent has started (see Pretenuring, EarlyTierUp, YoungGeneration).
   const turnOffPretenuring = yield* Pretenuring.readChoice()
   const tierUpEarly = yield* EarlyTierUp.readChoice()
+  const capYoungGeneration = yield* YoungGeneration.readChoice()
   // The agent's loop ends once every line of this run is read, answered, and
   // the work it started (delivery, a due compaction) is done; then the last
   // replies still in interact_out reach the user (see Handover). Without a
@@ -149,7 +151,7 @@ export const serve = (options: {
   const tally = yield* RunReplies.makeTally
   const intake = Effect.flatMap(Interact, (near) => Effect.provideService(Intake.run, Interact, RunReplies.counting(near, tally)))
   const ready = Effect.andThen(StartLine.say(options.interactive, options.clawsServed), AgentReady.signal)
-  const serving = Effect.andThen(ready, Effect.andThen(turnOffPretenuring, tierUpEarly(intake))).pipe(
+  const serving = Effect.andThen(ready, Effect.andThen(turnOffPretenuring, capYoungGeneration(tierUpEarly(intake)))).pipe(
     Effect.provide(nearEnds(paths, { brain, claws, interact })),
     Effect.andThen(Option.match(interact.handover, { onNone: () => Effect.void, onSome: Handover.repliesDelivered }))
   )

@@ -20,6 +20,7 @@ import * as PromptFiles from "../../memory/PromptFiles.js"
 import { runFlags, withSettings } from "../CliSettings.js"
 import * as EarlyTierUp from "../../runtime/process/EarlyTierUp.js"
 import * as Pretenuring from "../../runtime/process/Pretenuring.js"
+import * as YoungGeneration from "../../runtime/process/YoungGeneration.js"
 import * as AgentHost from "../../hosts/serve/AgentHost.js"
 import * as HttpApi from "../../hosts/serve/HttpApi.js"
 import { HostError } from "../../hosts/serve/HostError.js"
@@ -88,9 +89,11 @@ export const serve = Command.make("serve", {
       onSuccess: Effect.succeed
     })
     const brain = yield* inProcessBrain
-    // Every agent this process serves runs turns like a run's (see Pretenuring, EarlyTierUp).
+    // Every agent this process serves runs turns like a run's (see Pretenuring, EarlyTierUp, YoungGeneration).
     yield* Effect.flatten(Pretenuring.readChoice())
-    const tierUpEarly = yield* EarlyTierUp.readChoice()
+    const earlyTierUp = yield* EarlyTierUp.readChoice()
+    const capYoungGeneration = yield* YoungGeneration.readChoice()
+    const tunedV8: EarlyTierUp.During = (effect) => capYoungGeneration(earlyTierUp(effect))
     // Before the host starts (and answers what a previous run left): HttpApi.layer is built after it.
     yield* HttpApi.guard(listen)
     // The host's default soul goes whole into every request of an agent without its own: refused now if over its limit.
@@ -104,7 +107,7 @@ export const serve = Command.make("serve", {
         Layer.Error<ReturnType<typeof HttpApi.layer>> | HostError | ClusterStartError | Effect.Error<ReturnType<typeof DiscordRoutes.run>>,
         Brain | Claws
       > = cluster.serve(listen, { discord: options.bridge === "discord" })
-      return yield* tierUpEarly(served).pipe(Effect.provide(Layer.merge(brain, ScriptClaws.layer)))
+      return yield* tunedV8(served).pipe(Effect.provide(Layer.merge(brain, ScriptClaws.layer)))
     }
     // One host for both: Discord's agents are the HTTP API's too. A fatal Discord refusal ends the service.
     const http = Layer.launch(HttpApi.layer(listen))
@@ -119,7 +122,7 @@ export const serve = Command.make("serve", {
       const owed = yield* Effect.mapError(owedFile.make(host.directory), (error) => new HostError({ reason: "unavailable", message: error.message }))
       return yield* routes.run({ owed })
     })
-    yield* tierUpEarly(options.bridge === "discord" ? Effect.raceFirst(http, discord) : http).pipe(
+    yield* tunedV8(options.bridge === "discord" ? Effect.raceFirst(http, discord) : http).pipe(
       Effect.provide(AgentHost.layer.pipe(Layer.provide(Layer.merge(brain, ScriptClaws.layer))))
     )
   }).pipe(withSettings(runFlags(options), "serve"))).pipe(

@@ -46,6 +46,14 @@ export const V8EarlyTierUp = {
   details: "less CPU per turn while young, but a longer p99 tail on Node 22 and 24; see [Performance](performance.md)"
 } as const satisfies SwitchSetting
 
+export const V8YoungGenerationCap = {
+  key: "PLANCKCLAW_V8_YOUNG_GENERATION_CAP",
+  kind: "switch",
+  default: true,
+  description: "0: let V8 grow its young generation as far as its version does (run and serve stop it at 16 MiB)",
+  details: "a long run holds less memory (on Node 24, 101 MiB against 148 after 30,000 turns); see [Performance](performance.md)"
+} as const satisfies SwitchSetting
+
 export const RunDir = {
   key: "PLANCKCLAW_RUN_DIR",
   kind: "text",
@@ -84,6 +92,7 @@ export const group = {
     Debug,
     V8Pretenuring,
     V8EarlyTierUp,
+    V8YoungGenerationCap,
     RunDir,
     PipePaths.interactIn,
     PipePaths.interactOut,

@@ -1,0 +1,107 @@
+/**
+ * V8's young generation kept small for a long-running agent.
+ *
+ * V8 grows its young generation (two semi-spaces) while many objects
+ * survive scavenges, up to a maximum its version chooses: 16 MiB a
+ * semi-space on Node 22, 32 MiB on Node 24. The agent's turns get it there
+ * within a few thousand turns, its pages stay resident, and V8 sizes the old
+ * generation's growth after it: a `planckclaw run` held 148 MiB after 30,000
+ * FIFO turns on Node 24 against 115 MiB on Node 22 (bench/run-memory.mjs).
+ * Stopped at 16 MiB in all (8 MiB a semi-space), the same run held 101 MiB
+ * on Node 24 and 112 MiB on Node 22; stopped at 32 MiB, 127 MiB on Node 24.
+ * Main-thread CPU and p50 per turn were the same either way (bench/ab-p99.mjs,
+ * 6 paired runs of 4,000 turns on each line: −1.3 and −0.9 µs, −0.005 and
+ * −0.017 ms; the p99s, on a busy machine, +0.15 and −1.2 ms).
+ *
+ * `--max-semi-space-size` only counts on node's command line, which costs
+ * every start (V8Flags.ts). What V8 reads at each growth is its growth
+ * factor: once the young generation has reached `capBytes` (checked after
+ * each collection, through Node's performance observer), the factor goes to
+ * 1, so it grows no further. `PLANCKCLAW_V8_YOUNG_GENERATION_CAP=0` keeps
+ * V8's choice; a `--max-semi-space-size` or `--semi-space-growth-factor` of
+ * your own on node's command line (or NODE_OPTIONS) is left alone. Set by the
+ * command line's own runs once the agent has started, never by a Layer an
+ * embedding application builds.
+ */
+import type * as Config from "effect/Config"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import { switchOf } from "../../config/ConfigRange.js"
+import { V8YoungGenerationCap } from "../../config/settings/Agent.js"
+import { setV8Flags } from "./V8Flags.js"
+
+/** Unset or `1`: the run stops the young generation at `capBytes`; `0`: V8's own choice. */
+export const YoungGenerationConfig = switchOf(V8YoungGenerationCap)
+
+/** The young generation's size (both semi-spaces, as V8 reports it) past which it grows no further. */
+export const capBytes = 16 * 1024 * 1024
+
+/** The flag V8 reads at each growth of the young generation: 1 grows it no further. */
+export const noGrowthFlag = "--semi-space-growth-factor=1"
+
+const ownFlags = ["--max-semi-space-size", "--semi-space-growth-factor"]
+
+/** What the cap reads of the process; tests pass their own. */
+export interface Probes {
+  readonly setFlags: (flags: string) => Effect.Effect<void>
+  /** The young generation's size now, in bytes. */
+  readonly youngBytes: () => number
+  /** Calls `listener` after each garbage collection until the returned function is called. */
+  readonly afterEachCollection: (listener: () => void) => () => void
+  /** Node's options: its command line and NODE_OPTIONS. */
+  readonly nodeOptions: ReadonlyArray<string>
+}
+
+const live = (): Probes => ({
+  setFlags: setV8Flags,
+  youngBytes: () => {
+    // Loaded once the agent has started (as V8Flags loads node:v8), never at the start itself.
+    const v8 = process.getBuiltinModule("node:v8")
+    return v8.getHeapSpaceStatistics().find((space) => space.space_name === "new_space")?.space_size ?? 0
+  },
+  afterEachCollection: (listener) => {
+    const { PerformanceObserver } = process.getBuiltinModule("node:perf_hooks")
+    const observer = new PerformanceObserver(listener)
+    observer.observe({ entryTypes: ["gc"] })
+    return () => observer.disconnect()
+  },
+  nodeOptions: [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)]
+})
+
+/** Runs `effect` as it is. */
+export type During = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
+/** Resolves after the first collection that leaves the young generation at `capBytes` or more; listens until then. */
+const reachesCap = (probes: Probes): Effect.Effect<number> =>
+  Effect.flatMap(Deferred.make<number>(), (reached) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() =>
+        probes.afterEachCollection(() => {
+          const size = probes.youngBytes()
+          if (size >= capBytes) Deferred.doneUnsafe(reached, Effect.succeed(size))
+        })
+      ),
+      () => Deferred.await(reached),
+      (stopListening) => Effect.sync(stopListening)
+    ))
+
+/**
+ * Reads the setting (so a malformed value is refused at start-up with the
+ * others). What it gives runs an effect (the agent's serving) with a fiber
+ * beside it that stops the young generation's growth once it has reached
+ * `capBytes`; that fiber ends with the effect.
+ */
+export const readChoice = (probes: Probes = live()): Effect.Effect<During, Config.ConfigError> =>
+  Effect.map(YoungGenerationConfig, (on): During => {
+    const ownSize = probes.nodeOptions.some((option) => ownFlags.some((flag) => option.startsWith(flag)))
+    if (!on || ownSize) return (effect) => effect
+    const cap = Effect.flatMap(reachesCap(probes), (size) =>
+      Effect.andThen(
+        probes.setFlags(noGrowthFlag),
+        Effect.logDebug(
+          `V8's young generation grows no further (${Math.round(size / 1048576)} MiB; ` +
+            "PLANCKCLAW_V8_YOUNG_GENERATION_CAP=0 keeps V8's choice)"
+        )
+      ))
+    return (effect) => Effect.scoped(Effect.andThen(Effect.forkScoped(cap), effect))
+  })

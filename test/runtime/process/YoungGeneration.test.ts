@@ -1,0 +1,117 @@
+/**
+ * The young generation's cap: nothing set until a collection leaves it at
+ * Node 22's size, then growth stopped once, the observer gone with the
+ * serving; left alone when the setting or node's own options say so. And on
+ * this Node's real V8: the flag, set while running, keeps a process that
+ * allocates hard at the cap, where without it V8 grows further (Node 24).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
+import { ConfigProvider, Deferred, Effect, Fiber, Result } from "effect"
+import { TestClock } from "effect/testing"
+import * as YoungGeneration from "../../../src/runtime/process/YoungGeneration.js"
+
+const fromMap = (entries: Record<string, string>) => ConfigProvider.fromEnvRecord(entries, { preserveEmptyStrings: true })
+
+/** Probes whose collections and young-generation size the test drives. */
+const recording = (nodeOptions: ReadonlyArray<string> = []) => {
+  const flags: Array<string> = []
+  const state = { size: 1024 * 1024, listeners: new Set<() => void>() }
+  const probes: YoungGeneration.Probes = {
+    setFlags: (set) => Effect.sync(() => void flags.push(set)),
+    youngBytes: () => state.size,
+    afterEachCollection: (listener) => {
+      state.listeners.add(listener)
+      return () => void state.listeners.delete(listener)
+    },
+    nodeOptions
+  }
+  const collect = (size: number) => {
+    state.size = size
+    for (const listener of [...state.listeners]) listener()
+  }
+  return { flags, state, probes, collect }
+}
+
+const choose = (probes: YoungGeneration.Probes, settings: Record<string, string> = {}) =>
+  Effect.provideService(YoungGeneration.readChoice(probes), ConfigProvider.ConfigProvider, fromMap(settings))
+
+describe("YoungGeneration", () => {
+  it.effect("stops the growth once a collection leaves the young generation at the cap, and stops listening", () =>
+    Effect.gen(function*() {
+      const { collect, flags, probes, state } = recording()
+      const during = yield* choose(probes)
+      const stop = yield* Deferred.make<void>()
+      const serving = yield* Effect.forkChild(during(Deferred.await(stop)))
+      yield* TestClock.adjust(0)
+      expect(state.listeners.size).toBe(1)
+      collect(YoungGeneration.capBytes / 2)
+      yield* TestClock.adjust(0)
+      expect(flags).toEqual([])
+      collect(YoungGeneration.capBytes)
+      yield* TestClock.adjust(0)
+      expect(flags).toEqual([YoungGeneration.noGrowthFlag])
+      expect(state.listeners.size).toBe(0)
+      collect(2 * YoungGeneration.capBytes)
+      expect(flags).toEqual([YoungGeneration.noGrowthFlag])
+      yield* Deferred.succeed(stop, undefined)
+      yield* Fiber.join(serving)
+    }))
+
+  it.effect("stops listening when the serving ends before the cap", () =>
+    Effect.gen(function*() {
+      const { flags, probes, state } = recording()
+      expect(yield* (yield* choose(probes))(Effect.succeed(42))).toBe(42)
+      expect(state.listeners.size).toBe(0)
+      expect(flags).toEqual([])
+    }))
+
+  it.effect("leaves V8 alone with PLANCKCLAW_V8_YOUNG_GENERATION_CAP=0, or node's own young-generation options", () =>
+    Effect.gen(function*() {
+      for (
+        const [settings, options] of [
+          [{ PLANCKCLAW_V8_YOUNG_GENERATION_CAP: "0" }, []],
+          [{}, ["--max-semi-space-size=64"]],
+          [{}, ["--semi-space-growth-factor=4"]]
+        ] as const
+      ) {
+        const { collect, flags, probes, state } = recording(options)
+        const during = yield* choose(probes, settings)
+        const serving = yield* Effect.forkChild(during(Effect.never))
+        yield* TestClock.adjust(0)
+        collect(4 * YoungGeneration.capBytes)
+        yield* TestClock.adjust(0)
+        expect([options, state.listeners.size, flags]).toEqual([options, 0, []])
+        yield* Fiber.interrupt(serving)
+      }
+    }))
+
+  it.effect("refuses a malformed setting, naming the key", () =>
+    Effect.gen(function*() {
+      const { probes } = recording()
+      const result = yield* Effect.result(choose(probes, { PLANCKCLAW_V8_YOUNG_GENERATION_CAP: "small" }))
+      expect(Result.isFailure(result) && String(result.failure)).toContain("PLANCKCLAW_V8_YOUNG_GENERATION_CAP")
+    }))
+
+  it("on this Node's V8, the flag set while running keeps the young generation at the size it has", () => {
+    // Short-lived objects with a working set large enough that V8 grows its young generation as far as it may.
+    const program = (setFirst: boolean) => `
+      const v8 = require("node:v8")
+      const young = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space").space_size
+      let grown = 0
+      const churn = (rounds) => { let keep = []; for (let i = 0; i < rounds; i++) { keep.push({ i, a: [i] }); if (keep.length > 40000) keep = [] } }
+      if (${setFirst}) { while (young() < ${YoungGeneration.capBytes / 2}) churn(10000); grown = young(); v8.setFlagsFromString(${JSON.stringify(YoungGeneration.noGrowthFlag)}) }
+      churn(4e6)
+      console.log(JSON.stringify({ grown, end: young() }))`
+    const run = (setFirst: boolean) => {
+      const child = spawnSync(process.execPath, ["-e", program(setFirst)], { encoding: "utf8" })
+      expect([child.status, child.stderr]).toEqual([0, ""])
+      return JSON.parse(child.stdout) as { grown: number; end: number }
+    }
+    const free = run(false)
+    const capped = run(true)
+    // Without the flag V8 grows past where the flag was set; with it, the young generation stays there.
+    expect(free.end).toBeGreaterThan(capped.grown)
+    expect(capped.end).toBe(capped.grown)
+  })
+})
