@@ -4,8 +4,11 @@
  * brain_out (asked with `"stream":true`), and each piece is on the screen
  * while the loopback brain still holds the rest of its answer back.
  */
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
+import { CANCELLED } from "../../src/ports/Interact.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
 import * as LoopbackHttp from "../support/LoopbackHttp.js"
@@ -51,5 +54,37 @@ describe("planckclaw run streams text through the pipes", () => {
       expect(requests.map((request) => (request.body as { readonly stream?: unknown }).stream)).toEqual([true])
       yield* s.type("/quit\r")
       expect(yield* s.exit).toBe(0)
+    }))
+
+  it.live("Ctrl-C after some text was streamed cancels the turn: the rest never comes, nothing is stored", () =>
+    Effect.gen(function*() {
+      const never = yield* Deferred.make<void>()
+      const halted = LoopbackHttp.events([
+        AnthropicServer.messageStart(),
+        ...AnthropicServer.blockEvents({ type: "text", pieces: ["Half a "] }, 0).slice(0, 2),
+        never
+      ])
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(halted, AnthropicServer.text("Whole again.")))
+      const cwd = yield* tempDir("planckclaw-run-stream-cancel-")
+      const env = Cli.runEnv(cwd, server.url, { SHELL: "/bin/sh", TERM: "xterm", COLUMNS: "200", LINES: "50" })
+      const s = yield* session({ cwd, env })
+      yield* s.until("planckclaw> ")
+      yield* s.type("start\r")
+      yield* s.until("Half a ")
+      yield* s.type("\u0003")
+      // The cancel is said on a line of its own, after the text shown.
+      expect(yield* s.until(CANCELLED)).toBe(`\n${CANCELLED}`)
+      yield* s.until("planckclaw> ")
+      yield* s.type("again\r")
+      yield* s.until("Whole again.")
+      yield* s.until("planckclaw> ")
+      yield* s.type("/quit\r")
+      expect(yield* s.exit).toBe(0)
+      // Only the second message and its reply were kept.
+      const history = fs.readFileSync(path.join(cwd, "memory", "history.jsonl"), "utf8")
+      expect(history.trim().split("\n").map((line) => JSON.parse(line))).toEqual([
+        { role: "user", content: "again" },
+        { role: "assistant", content: "Whole again." }
+      ])
     }))
 })
