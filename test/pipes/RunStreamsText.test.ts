@@ -12,6 +12,7 @@ import { CANCELLED } from "../../src/ports/Interact.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
 import * as LoopbackHttp from "../support/LoopbackHttp.js"
+import { mkfifo, sh, writeScript } from "../support/FifoKit.js"
 import { session } from "../support/PtySession.js"
 import { tempDir } from "../support/Sandbox.js"
 
@@ -86,5 +87,51 @@ describe("planckclaw run streams text through the pipes", () => {
         { role: "user", content: "again" },
         { role: "assistant", content: "Whole again." }
       ])
+    }))
+
+  it.live("a --brain executable that says it streams has its text shown piece by piece too", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir("planckclaw-run-stream-exec-")
+      const gate = path.join(cwd, "gate")
+      yield* mkfifo(gate)
+      // Streams only when offered (PLANCKCLAW_EVENTS=1) and asked ("stream":true); the story's
+      // second half waits until the test opens the gate.
+      const bridge = yield* writeScript(cwd, "brain.sh", `
+[ "$PLANCKCLAW_EVENTS" = 1 ] && printf '{"planckclaw_events":1}\\n\\n' > "$PLANCKCLAW_BRAIN_OUT"
+delta() { printf '{"stream_event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"%s"}}}\\n\\n' "$1"; }
+answer() { printf '{"content":[{"type":"text","text":"%s"}],"stop_reason":"end_turn"}\\n\\n' "$1"; }
+while :; do
+  payload=""
+  while IFS= read -r line; do
+    [ -z "$line" ] && break
+    payload="$line"
+  done < "$PLANCKCLAW_BRAIN_IN"
+  [ -z "$payload" ] && continue
+  case "$payload" in
+    *story*'"stream":true'*)
+      delta "First part, " > "$PLANCKCLAW_BRAIN_OUT"
+      read -r go < "$GATE"
+      { delta "second part."; answer "First part, second part."; } > "$PLANCKCLAW_BRAIN_OUT" ;;
+    *story*) answer "NOT STREAMED" > "$PLANCKCLAW_BRAIN_OUT" ;;
+    *) answer "ready." > "$PLANCKCLAW_BRAIN_OUT" ;;
+  esac
+done
+`)
+      const env = Cli.runEnv(cwd, "http://127.0.0.1:9", { GATE: gate, SHELL: "/bin/sh", TERM: "xterm", COLUMNS: "200", LINES: "50" })
+      const s = yield* session({ cwd, env, args: ["--brain", bridge] })
+      yield* s.until("planckclaw> ")
+      // Answered after the hello on brain_out: from here on the bridge is known to stream.
+      yield* s.type("warm up\r")
+      yield* s.until("ready.")
+      yield* s.type("a story please\r")
+      yield* s.until("First part, ")
+      expect(s.screen()).not.toContain("second part.")
+      yield* sh(`printf 'go\\n' > "$GATE"`, { GATE: gate })
+      yield* s.until("second part.")
+      yield* s.until("planckclaw> ")
+      expect(s.screen()).not.toContain("NOT STREAMED")
+      expect(s.screen().split("First part, second part.").length).toBe(2)
+      yield* s.type("/quit\r")
+      expect(yield* s.exit).toBe(0)
     }))
 })
