@@ -52,7 +52,7 @@ export const serveBrain = (
     let read = 0
     // Each text delta goes out as it comes; a pipe that broke fails the answer's write too, which ends serving.
     const tell = (text: string) => Effect.ignore(answers.write(textEventFrame(text)))
-    const whole = (request: MessagesRequest, streamed: boolean) => {
+    const answerOf = (request: MessagesRequest, streamed: boolean) => {
       if (!streamed || brain.stream === undefined) return brain.complete(request)
       let answer: MessagesResponse | undefined
       return Effect.andThen(
@@ -73,7 +73,7 @@ export const serveBrain = (
         onFailure: (error) => Effect.as(Effect.logWarning(`bad request on brain_in: ${error.message}`), brainErrorFrame("fatal")),
         onSuccess: (received) => {
           const { request, streamed } = takeStreamFlag(received)
-          const work = whole(request, streamed).pipe(
+          const work = answerOf(request, streamed).pipe(
             Effect.map((response) =>
               Result.getOrElse(encodeBrainFrame(response), () => brainErrorFrame("fatal"))
             ),
