@@ -148,7 +148,8 @@ const cacheCommand = (args) => {
   const seen = new Set()
   for (let i = 1; i < args.length; i++) {
     const flag = args[i]
-    if (flag === "--debug" && !seen.has(flag)) {
+    // Neither chooses code: each, once, keeps the line plain.
+    if ((flag === "--debug" || flag === "--verbose") && !seen.has(flag)) {
       seen.add(flag)
       continue
     }

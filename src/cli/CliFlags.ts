@@ -1,6 +1,6 @@
 /**
  * The `--brain`, `--model` and `--debug` flags every command that starts an agent
- * shares, as effect/cli flags. Apart from CliSettings, which a plain `run`
+ * shares (and run's `--verbose`), as effect/cli flags. Apart from CliSettings, which a plain `run`
  * line uses without effect/cli (see RunProgram).
  */
 import * as Flag from "effect/cli/Flag"
@@ -20,4 +20,9 @@ export const debugOption = Flag.Boolean("debug").pipe(
   Flag.withoutNegation,
   Flag.withDefault(false),
   Flag.withDescription("print brain payloads and HTTP statuses to stderr (same as PLANCKCLAW_DEBUG=1)")
+)
+export const verboseOption = Flag.Boolean("verbose").pipe(
+  Flag.withoutNegation,
+  Flag.withDefault(false),
+  Flag.withDescription("when standard output is not a terminal, a line per tool call on stderr; stdout stays the replies")
 )

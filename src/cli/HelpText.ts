@@ -40,7 +40,7 @@ export const commands: ReadonlyArray<CommandHelp> = [
     summary: "talk to the agent in the terminal, on Discord or through the pipes",
     usage: [
       "planckclaw run [--bridge cli|discord|none|PATH] [--brain anthropic|openai|none|PATH]",
-      "               [--claw scripts|none|PATH] [--model NAME] [--debug]"
+      "               [--claw scripts|none|PATH] [--model NAME] [--verbose] [--debug]"
     ],
     description: "Runs one agent on the home's memory: answers messages from the chosen bridge one at a time until its " +
       "input ends (Ctrl-D in the terminal; the end of a pipe). Piped input is one message per line, each answered on " +
@@ -50,6 +50,7 @@ export const commands: ReadonlyArray<CommandHelp> = [
       brain("who thinks: anthropic, openai (any Chat Completions API), none (an outside process serves the brain pipes) or an executable"),
       { name: "--claw NAME", description: "who acts: scripts (the claws in CLAWS_DIR, default), none (served from outside) or an executable" },
       model,
+      { name: "--verbose", description: "when standard output is not a terminal, a line per tool call on stderr; stdout stays the replies" },
       debug
     ],
     examples: ["planckclaw run", "printf 'hi\\nwhat time is it?\\n' | planckclaw run", "planckclaw run --bridge discord"]

@@ -21,6 +21,7 @@ import * as Stream from "effect/Stream"
 import * as Commands from "../agent/SlashCommands.js"
 import { cancelFor, type InboundMessage, Interact, InteractError, type InteractService, isBlank } from "../ports/Interact.js"
 import { AgentReady } from "./AgentReady.js"
+import { ToolLines } from "./ToolLines.js"
 import * as CtrlC from "./CtrlC.js"
 import * as Spinner from "./Spinner.js"
 import { MAX_LINE_BYTES, readInteractive, readPiped, type Received } from "./TerminalInput.js"
@@ -290,15 +291,19 @@ export const make = (streams: TerminalStreams) =>
     return service
   })
 
-/** On this process's standard input and output; in a run, the first prompt waits for its AgentReady. */
+/**
+ * On this process's standard input and output; in a run, the first prompt
+ * waits for its AgentReady, and tool lines go where its ToolLines says.
+ */
 export const layer: Layer.Layer<Interact> = Layer.effect(
   Interact,
-  Effect.flatMap(Effect.serviceOption(AgentReady), (ready) =>
+  Effect.flatMap(Effect.all([Effect.serviceOption(AgentReady), Effect.serviceOption(ToolLines)]), ([ready, toolLines]) =>
     make({
       input: process.stdin,
       output: process.stdout,
       interactive: process.stdin.isTTY === true,
       outputIsTerminal: process.stdout.isTTY === true,
-      ...Option.match(ready, { onNone: () => ({}), onSome: (signal) => ({ ready: Deferred.await(signal) }) })
+      ...Option.match(ready, { onNone: () => ({}), onSome: (signal) => ({ ready: Deferred.await(signal) }) }),
+      ...Option.match(toolLines, { onNone: () => ({}), onSome: (stream) => ({ toolLines: stream }) })
     }))
 )

@@ -25,7 +25,8 @@ import { Claws } from "../ports/Claws.js"
 import * as ScriptClaws from "../claws/ScriptClaws.js"
 import type { MissingSetting } from "../config/MissingSetting.js"
 import * as Secrets from "../config/Secrets.js"
-import { Debug } from "../config/settings/Agent.js"
+import { Debug, Events } from "../config/settings/Agent.js"
+import { switchOf } from "../config/ConfigRange.js"
 import { AnthropicApiKey, AnthropicBaseUrl, Model, OpenAiApiKey, OpenAiBaseUrl } from "../config/settings/Brain.js"
 import { ClawsDir } from "../config/settings/Claws.js"
 import * as DiscordSetting from "../config/settings/Discord.js"
@@ -130,12 +131,22 @@ export interface FarEnd {
   readonly exits: FarEndExits
   /** Where the near end gives up a request (a cancelled turn): a built-in bridge stops its work (Abandon). */
   readonly abandon: AbandonRequests
+  /**
+   * Whether it is offered the turns' events: `builtin`, a bridge of the run
+   * that takes them (a brain streams when asked, FifoBrain); `announced`, an
+   * executable started with PLANCKCLAW_EVENTS=1, which opts in itself
+   * (docs/pipes.md). Absent: none, as the original's bridges expect.
+   */
+  readonly events?: "builtin" | "announced"
 }
 
 export interface InteractFarEnd extends FarEnd {
   /** Shared by a built-in interact bridge of a run with the agent (see Handover); none otherwise. */
   readonly handover: Option.Option<Handover.Handover>
 }
+
+/** PLANCKCLAW_EVENTS: whether an executable bridge is offered events (on unless set to 0). */
+export const EventsConfig = switchOf(Events)
 
 export class BrainEnd extends Context.Service<BrainEnd, FarEnd>()("planckclaw/BrainEnd") {}
 export class ClawsEnd extends Context.Service<ClawsEnd, FarEnd>()("planckclaw/ClawsEnd") {}
@@ -151,7 +162,13 @@ const builtinBrain = (adapter: Layer.Layer<Brain, AdapterFailure>): Layer.Layer<
     Effect.gen(function*() {
       const brain = yield* Brain
       const given = makeAbandon()
-      return { done: yield* forkServing(Serve.serveBrain(brain, yield* RunPaths, { abandon: given })), exits: noExits, abandon: given.abandon }
+      return {
+        done: yield* forkServing(Serve.serveBrain(brain, yield* RunPaths, { abandon: given })),
+        exits: noExits,
+        abandon: given.abandon,
+        // It streams when asked, if its brain does (Serve.serveBrain).
+        events: "builtin"
+      } satisfies FarEnd
     })
   ).pipe(Layer.provide(adapter))
 
@@ -253,13 +270,21 @@ const executableOptions = (
 /** An executable bridge for the life of the layer; done when it will not be started again. */
 const executable = (role: Role, command: string) =>
   Effect.gen(function*() {
-    const options = yield* executableOptions(role, command, yield* RunPaths)
+    const given = yield* executableOptions(role, command, yield* RunPaths)
+    // An interact or brain bridge may take the turns' events if it asks (a claw has none to take).
+    const offered = role !== "claw" && (yield* EventsConfig)
+    const options = offered ? { ...given, extraEnv: { ...given.extraEnv, [Events.key]: "1" } } : given
     const bridge = yield* ExternalBridge.make(options).pipe(
       Effect.mapError((error) =>
         new ExternalBridge.ExternalBridgeError({ message: `--${flagOf[role]} ${command}: ${error.message}`, cause: error })
       )
     )
-    return { done: Effect.asVoid(bridge.finished), exits: bridge.exits, abandon: abandonNothing } satisfies FarEnd
+    return {
+      done: Effect.asVoid(bridge.finished),
+      exits: bridge.exits,
+      abandon: abandonNothing,
+      ...(offered ? { events: "announced" as const } : {})
+    } satisfies FarEnd
   })
 
 /** A far end with no process of ours to watch: a built-in bridge's fiber, or whoever opens the pipes. */

@@ -50,7 +50,9 @@ export type FarEndExits = (onExit: Effect.Effect<void>) => Effect.Effect<void, n
 export interface Exchange {
   readonly ask: (
     request: string,
-    timeout: Duration.Input
+    timeout: Duration.Input,
+    /** Given each interim frame (see `interim`) that comes for this request before its answer. */
+    onInterim?: (frame: string) => void
   ) => Effect.Effect<string, AskError>
 }
 
@@ -65,6 +67,9 @@ const isFarEndExited = (error: AskError) => error._tag === "FarEndExited"
  */
 export const askOnceMore = (exchange: Exchange, request: string, timeout: Duration.Input) =>
   Effect.catchIf(exchange.ask(request, timeout), isFarEndExited, () => exchange.ask(request, timeout))
+
+/** Whether an ask failed because the far end's process exited holding the request. */
+export const farEndExited = isFarEndExited
 
 
 /**
@@ -91,6 +96,13 @@ export const makeExchange = (options: {
   readonly farEndExits?: FarEndExits
   /** Told of a request interrupted before its answer came (a cancelled turn), by its number on the wire (see Abandon). */
   readonly abandon?: AbandonRequests
+  /**
+   * Frames that are no answer (a brain bridge's stream events and its
+   * hello, see BrainFrame): shown every frame as it comes, true for one that
+   * is interim. Such a frame is handed to the request in flight, if any,
+   * and never counted as an answer; one for a request given up is dropped.
+   */
+  readonly interim?: (frame: string) => boolean
 }): Effect.Effect<Exchange, FifoError, Scope.Scope> =>
   Effect.gen(function*() {
     // Warnings start from the reader's callbacks: with the builder's runtime, they see its logger.
@@ -107,6 +119,9 @@ export const makeExchange = (options: {
     let owed = 0
     /** The answer of the request in flight, while its asker waits for it. */
     let inFlight: Deferred.Deferred<string, AskError> | undefined
+    /** Where the request in flight takes its interim frames. */
+    let inFlightInterim: ((frame: string) => void) | undefined
+    const interim = options.interim
     /** Completed when an owed answer is settled (came late, or will never come), for a request waiting to go out. */
     let settled: Deferred.Deferred<boolean> | undefined
     let broken: FifoError | undefined
@@ -124,10 +139,16 @@ export const makeExchange = (options: {
     const answer = (outcome: Exit.Exit<string, AskError>) => {
       const asker = inFlight
       inFlight = undefined
+      inFlightInterim = undefined
       if (asker !== undefined) Deferred.doneUnsafe(asker, outcome)
     }
 
     const onFrame = (frame: Result.Result<string, FrameTooLarge>) => {
+      if (interim !== undefined && Result.isSuccess(frame) && interim(frame.success)) {
+        // Only the request in flight (no older answer owed) takes it: one given up has no one to show it to.
+        if (inFlight !== undefined && owed === 1) inFlightInterim?.(frame.success)
+        return
+      }
       if (inFlight !== undefined && owed === 1) {
         // The answer to the request in flight (no older one is owed).
         owed = 0
@@ -201,11 +222,16 @@ export const makeExchange = (options: {
         })
       })
 
-    const send = (request: string, timeout: Duration.Duration): Effect.Effect<string, AskError> =>
+    const send = (
+      request: string,
+      timeout: Duration.Duration,
+      onInterim: ((frame: string) => void) | undefined
+    ): Effect.Effect<string, AskError> =>
       Effect.suspend(() => {
         if (broken !== undefined) return Effect.fail(broken)
         const asker = Deferred.makeUnsafe<string, AskError>()
         inFlight = asker
+        inFlightInterim = onInterim
         owed += 1
         const number = ++written
         writer.send(request, (error) => {
@@ -223,6 +249,7 @@ export const makeExchange = (options: {
             // Timed out or interrupted: its answer stays owed (the count stays), so the next request skips it.
             if (inFlight !== asker) return
             inFlight = undefined
+            inFlightInterim = undefined
             // Interrupted (a cancelled turn): a bridge of this process stops its work and answers at once.
             if (Exit.hasInterrupts(exit) && options.abandon !== undefined) {
               givenUp += 1
@@ -231,10 +258,10 @@ export const makeExchange = (options: {
           }))
       })
 
-    const ask: Exchange["ask"] = (request, timeout) =>
+    const ask: Exchange["ask"] = (request, timeout, onInterim) =>
       Effect.suspend(() => {
         const patience = Duration.fromInputUnsafe(timeout)
-        return onTheWire.withPermits(1)(Effect.andThen(settle(patience), send(request, patience)))
+        return onTheWire.withPermits(1)(Effect.andThen(settle(patience), send(request, patience, onInterim)))
       })
     return { ask }
   })

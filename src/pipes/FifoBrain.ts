@@ -2,17 +2,32 @@
  * The agent's side of the brain FIFOs: a request frame goes to brain_in,
  * one answer frame comes back on brain_out. Whatever serves the other end
  * (the built-in Anthropic bridge, an external executable) answers Messages
- * API JSON or `{"error":"timeout"|"fatal"}`.
+ * API JSON or `{"error":"timeout"|"fatal"}`. A bridge that streams (see
+ * `streaming`) is asked with `"stream":true` and may send the answer's text
+ * as event frames before it (BrainStreamFrame).
  */
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
 import type * as Scope from "effect/Scope"
-import { Brain, BrainError, type BrainService, decodeBrainAnswer, type MessagesResponse } from "../ports/Brain.js"
+import {
+  answerEvent,
+  Brain,
+  BrainError,
+  type BrainEvent,
+  type BrainService,
+  decodeBrainAnswer,
+  type MessagesRequest,
+  type MessagesResponse,
+  textDelta
+} from "../ports/Brain.js"
 import type { AbandonRequests } from "./Abandon.js"
-import { askOnceMore, type FarEndExited, type FarEndExits, makeExchange } from "./Exchange.js"
+import { askOnceMore, type FarEndExited, type FarEndExits, farEndExited, makeExchange } from "./Exchange.js"
+import { eventText, interimKind } from "./BrainStreamFrame.js"
 import { type FifoError, type FifoPaths } from "./RuntimeDir.js"
 import { makeRequestFrameEncoder, plainBrainAnswer } from "./BrainFrame.js"
 import { defaultMaxBlockBytes, type FrameTooLarge } from "../runtime/Framing.js"
@@ -28,6 +43,14 @@ export interface FifoBrainOptions {
   readonly farEndExits?: FarEndExits
   /** A built-in bridge of this process, told of a request the agent gave up (see Abandon). */
   readonly abandon?: AbandonRequests
+  /**
+   * Whether to ask the bridge for the answer as it is written (the Brain's
+   * `stream`): `builtin`, a bridge of this run that streams when asked;
+   * `announced`, an executable told it may, once it has said it can (its
+   * hello frame; until then a request is answered whole). Absent: never
+   * asked, as the original's bridges are.
+   */
+  readonly streaming?: "builtin" | "announced"
 }
 
 export const defaultTimeout = Duration.minutes(5)
@@ -46,10 +69,18 @@ export const BridgePatienceConfig: Config.Config<Duration.Duration> = Config.map
 export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, FifoError, Scope.Scope> =>
   Effect.gen(function*() {
     const timeout = Duration.fromInputUnsafe(options.timeout ?? defaultTimeout)
+    // Whether a request may ask for events: a bridge of the run streams, an executable once it said so.
+    let streams = options.streaming === "builtin"
     const exchange = yield* makeExchange({
       requestPath: options.paths.brainIn,
       answerPath: options.paths.brainOut,
       maxAnswerBytes: options.maxAnswerBytes ?? defaultMaxBlockBytes,
+      // Event frames and a hello are never answers, whichever bridge sends them.
+      interim: (frame) => {
+        const kind = interimKind(frame)
+        if (kind === "hello" && options.streaming === "announced") streams = true
+        return kind !== undefined
+      },
       ...(options.farEndExits === undefined ? {} : { farEndExits: options.farEndExits }),
       ...(options.abandon === undefined ? {} : { abandon: options.abandon })
     })
@@ -76,7 +107,37 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
       // A bridge that crashed with the request is restarted: the request goes once more, to the new one.
       return Effect.flatMap(Effect.catchTags(askOnceMore(exchange, frame.success, timeout), exchangeFailures), readAnswer)
     }
-    return { complete }
+    const stream = (request: MessagesRequest): Stream.Stream<BrainEvent, BrainError> =>
+      Stream.callback<BrainEvent, BrainError>((queue) => {
+        if (!streams) {
+          return Effect.matchEffect(complete(request), {
+            onFailure: (error) => Queue.fail(queue, error),
+            onSuccess: (answer) => Effect.andThen(Queue.offer(queue, answerEvent(answer)), Queue.end(queue))
+          })
+        }
+        const frame = encodeRequest({ ...request, stream: true } as MessagesRequest)
+        if (Result.isFailure(frame)) return Queue.fail(queue, new BrainError({ reason: "fatal", detail: frame.failure.message }))
+        let told = false
+        const onEvent = (event: string) => {
+          const text = eventText(event)
+          if (text === undefined || text === "") return
+          told = true
+          Queue.offerUnsafe(queue, textDelta(text))
+        }
+        const ask = exchange.ask(frame.success, timeout, onEvent)
+        // Asked once more of a restarted bridge only if none of its text was shown: none is ever shown twice.
+        const asked = Effect.catchIf(ask, (error) => farEndExited(error) && !told, () => exchange.ask(frame.success, timeout, onEvent))
+        const failures = {
+          ...exchangeFailures,
+          FarEndExited: (error: FarEndExited) =>
+            new BrainError({ reason: "fatal", detail: `${error.message}${told ? ", part of its answer shown" : ", twice"}` })
+        }
+        return Effect.matchEffect(Effect.flatMap(Effect.catchTags(asked, failures), readAnswer), {
+          onFailure: (error) => Queue.fail(queue, error),
+          onSuccess: (answer) => Effect.andThen(Queue.offer(queue, answerEvent(answer)), Queue.end(queue))
+        })
+      })
+    return options.streaming === undefined ? { complete } : { complete, stream }
   })
 
 export const layer = (options: FifoBrainOptions): Layer.Layer<Brain, FifoError> => Layer.effect(Brain, make(options))

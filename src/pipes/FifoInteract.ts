@@ -29,7 +29,7 @@ import { type FifoError, type FifoPaths } from "./RuntimeDir.js"
 import * as Handover from "./Handover.js"
 import { type InboundMessage, Interact, InteractError, type InteractService } from "../ports/Interact.js"
 import { defaultMaxLineBytes, type Frame, type FrameTooLarge, makeLineFramer } from "../runtime/Framing.js"
-import { decodeInteractLine, encodeEventLine, encodeInteractLine } from "./InteractLine.js"
+import { decodeInteractLine, encodeEventLine, encodeInteractLine, eventsOptInChannel } from "./InteractLine.js"
 import * as UnreadReplies from "./UnreadReplies.js"
 
 /** One pull of the message stream: the next message, or its end (`Cause.Done`) or failure. */
@@ -53,6 +53,13 @@ export interface FifoInteractOptions {
    * (with a built-in bridge, Handover sees the last replies read).
    */
   readonly keepUnread?: string
+  /**
+   * The far end is an executable offered the turns' events (it was started
+   * with PLANCKCLAW_EVENTS=1): they go to a channel once the bridge opted in
+   * for it (`{channel}\t\tevents`, InteractLine.encodeEventsOptIn); other
+   * channels, and a bridge that never asks, see replies alone.
+   */
+  readonly eventsOnRequest?: boolean
 }
 
 /** What the sender of a line longer than the pipe accepts is told. */
@@ -159,10 +166,22 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
       openValve()
     }
 
+    /** Channels whose bridge asked for the turns' events (eventsOnRequest). */
+    const optedIn = new Set<string>()
+    const eventsOnRequest = options.eventsOnRequest === true && handover === undefined
+
     const framer = makeLineFramer(maxLineBytes)
     const onFrames = (frames: ReadonlyArray<Frame>) => {
       let counted = 0
       for (const line of frames) {
+        const optIn = Result.isSuccess(line) ? eventsOptInChannel(line.success) : undefined
+        if (optIn !== undefined) {
+          // Not a message: a bridge not offered events (no PLANCKCLAW_EVENTS) is not answered either.
+          if (eventsOnRequest) optedIn.add(optIn)
+          else background(Effect.logDebug(`ignored an opt-in to events on interact_in for ${optIn}: this bridge is offered none`))
+          counted += 1
+          continue
+        }
         if (Result.isFailure(line)) {
           refusing += 1
           background(refuseOversized(line.failure).pipe(
@@ -244,13 +263,13 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     })
     const messages: InteractService["messages"] = Stream.fromPull(Effect.succeed(take))
 
-    // Events only to a built-in bridge that shows them: an executable bridge may be the original's, which would print them.
+    // Events only to a bridge that shows them: an executable bridge may be the original's, which would print them.
     const event: InteractService["event"] = (channel, turnEvent) =>
-      Result.match(encodeEventLine(channel, turnEvent), {
+      eventsOnRequest && !optedIn.has(channel) ? Effect.void : Result.match(encodeEventLine(channel, turnEvent), {
         onFailure: (error) => new InteractError({ message: `cannot send event: ${error.message}` }),
         onSuccess: write
       })
-    return handover?.events === true ? { messages, send, event } : { messages, send }
+    return handover?.events === true || eventsOnRequest ? { messages, send, event } : { messages, send }
   })
 
 export const layer = (options: FifoInteractOptions): Layer.Layer<Interact, FifoError> =>

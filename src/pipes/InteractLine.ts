@@ -66,6 +66,23 @@ export const encodeEventLine = (channel: string, event: InteractEvent): Result.R
   return Result.succeed(`${channel}\t\t${kind}\t${escapeText(payload)}\n`)
 }
 
+/** What follows the channel's tab on an opt-in line. */
+const EVENTS_TEXT = "\tevents"
+
+/**
+ * A bridge's opt-in to the events of `channel`'s turns: `{channel}\t\tevents\n`,
+ * a text of a raw tab and a word, which no message encodes to. It is no
+ * message: never answered, never journaled.
+ */
+export const encodeEventsOptIn = (channel: string): string => `${channel}\t${EVENTS_TEXT}\n`
+
+/** The channel an interact_in line (without its `\n`) opts in to events for; undefined for any other line. */
+export const eventsOptInChannel = (line: string): string | undefined => {
+  if (!line.endsWith(EVENTS_TEXT)) return undefined
+  const tab = line.indexOf("\t")
+  return tab === line.length - EVENTS_TEXT.length - 1 && tab > 0 ? line.slice(0, tab) : undefined
+}
+
 /** A line read from interact_out: a reply, or an event (see `encodeEventLine`). */
 export type OutboundLine =
   | { readonly _tag: "Reply"; readonly reply: OutboundMessage }

@@ -14,7 +14,8 @@ import * as Result from "effect/Result"
 import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import type { BrainService } from "../ports/Brain.js"
+import { BrainError, type BrainService, type MessagesRequest, type MessagesResponse, streamOf } from "../ports/Brain.js"
+import { takeStreamFlag, textEventFrame } from "./BrainStreamFrame.js"
 import type * as Abandon from "./Abandon.js"
 import type { InteractError, InteractService, OutboundMessage } from "../ports/Interact.js"
 import { loneSurrogateRefusal } from "../runtime/WellFormed.js"
@@ -35,6 +36,9 @@ export interface ServeOptions {
 /**
  * Reads brain_in frames, answers each on brain_out: the response JSON, or
  * `{"error":"timeout"|"fatal"}` when the brain fails or the request is bad.
+ * A request with `"stream":true` from a brain that streams gets its text as
+ * event frames first (BrainStreamFrame); without it, or from a brain that
+ * answers whole, the answer alone, as the original's bridges answer.
  */
 export const serveBrain = (
   brain: BrainService,
@@ -46,11 +50,30 @@ export const serveBrain = (
     const answers = yield* openWriter(paths.brainOut)
     const abandon = options.abandon
     let read = 0
+    // Each text delta goes out as it comes; a pipe that broke fails the answer's write too, which ends serving.
+    const tell = (text: string) => Effect.ignore(answers.write(textEventFrame(text)))
+    const answerOf = (request: MessagesRequest, streamed: boolean) => {
+      if (!streamed || brain.stream === undefined) return brain.complete(request)
+      let answer: MessagesResponse | undefined
+      return Effect.andThen(
+        Stream.runForEach(streamOf(brain, request), (event) => {
+          if (event._tag === "Answer") answer = event.response
+          return event._tag === "TextDelta" && event.text !== "" ? tell(event.text) : Effect.void
+        }),
+        // A brain's stream ends with its answer (Brain.BrainEvent); one that did not failed.
+        Effect.suspend(() =>
+          answer === undefined
+            ? Effect.fail(new BrainError({ reason: "fatal", detail: "the brain's stream ended without its answer" }))
+            : Effect.succeed(answer)
+        )
+      )
+    }
     const answer = (frame: Frame, number: number): Effect.Effect<string> =>
       Result.match(Result.flatMap(frame, decodeBrainRequest), {
         onFailure: (error) => Effect.as(Effect.logWarning(`bad request on brain_in: ${error.message}`), brainErrorFrame("fatal")),
-        onSuccess: (request) => {
-          const work = brain.complete(request).pipe(
+        onSuccess: (received) => {
+          const { request, streamed } = takeStreamFlag(received)
+          const work = answerOf(request, streamed).pipe(
             Effect.map((response) =>
               Result.getOrElse(encodeBrainFrame(response), () => brainErrorFrame("fatal"))
             ),

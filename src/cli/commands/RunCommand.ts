@@ -4,7 +4,7 @@
  */
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
-import { brainOption, debugOption, modelOption } from "../CliFlags.js"
+import { brainOption, debugOption, modelOption, verboseOption } from "../CliFlags.js"
 import * as HelpText from "../HelpText.js"
 import { runWith } from "./RunProgram.js"
 
@@ -19,7 +19,7 @@ const clawOption = Flag.String("claw").pipe(
   Flag.withDescription(HelpText.describe("run", "--claw"))
 )
 
-export const runOptions = { bridge: bridgeOption, brain: brainOption, claw: clawOption, model: modelOption, debug: debugOption }
+export const runOptions = { bridge: bridgeOption, brain: brainOption, claw: clawOption, model: modelOption, debug: debugOption, verbose: verboseOption }
 
 /**
  * `planckclaw run` (RunProgram.runWith): its layers for the bridges the flags

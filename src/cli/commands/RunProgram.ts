@@ -23,6 +23,7 @@ import { Interact } from "../../ports/Interact.js"
 import * as RunReplies from "./RunReplies.js"
 import * as StartLine from "./StartLine.js"
 import * as AgentReady from "../../interact/AgentReady.js"
+import { ToolLines } from "../../interact/ToolLines.js"
 import * as FifoInteract from "../../pipes/FifoInteract.js"
 import * as MemoryHold from "../../memory/MemoryHold.js"
 import * as Layout from "../../memory/Layout.js"
@@ -47,9 +48,16 @@ const nearEnds = (
     // Without a built-in bridge to wait for, what the far end left unread at the stop is kept for the next run.
     const memory = yield* MemoryFiles.MemoryConfig
     const shared = Option.match(farEnds.interact.handover, {
-      onNone: () => ({ keepUnread: Layout.files(memory).unreadReplies }),
+      onNone: () => ({
+        keepUnread: Layout.files(memory).unreadReplies,
+        ...(farEnds.interact.events === "announced" ? { eventsOnRequest: true } : {})
+      }),
       onSome: (h) => ({ handover: h })
     })
+    // The brain streams only where a turn may be shown as it goes: a piped run's wire stays as it was.
+    const shown = Option.match(farEnds.interact.handover, { onNone: () => false, onSome: (h) => h.events }) ||
+      farEnds.interact.events === "announced"
+    const streaming = shown ? farEnds.brain.events : undefined
     // The near ends stay in the context too: the start line asks the claws' catalogue (StartLine).
     return Agent.layerWithMemory.pipe(
       Layer.provideMerge(Layer.mergeAll(
@@ -57,7 +65,8 @@ const nearEnds = (
           paths,
           timeout: brainPatience,
           farEndExits: farEnds.brain.exits,
-          abandon: farEnds.brain.abandon
+          abandon: farEnds.brain.abandon,
+          ...(streaming === undefined ? {} : { streaming })
         }),
         FifoClaws.layer({
           paths,
@@ -77,6 +86,8 @@ export interface RunOptions {
   readonly claw: string
   readonly model: Option.Option<string>
   readonly debug: boolean
+  /** Tool lines on stderr when stdout is no terminal (ToolLines). */
+  readonly verbose: boolean
 }
 
 /** What the flags choose; an unknown name or a path that is no file is refused before anything starts. */
@@ -171,7 +182,8 @@ export const runWith = (options: RunOptions) =>
   withSettings(runFlags(options), "run")(
     // Its user waits at the terminal or in a script: a brain that cannot be reached is said at once (see Unreachable).
     Effect.provide(serve(terminalOf(options)), layerFor(options)).pipe(
-      Effect.provideService(Unreachable.GiveUpWhenUnreachable, true)
+      Effect.provideService(Unreachable.GiveUpWhenUnreachable, true),
+      options.verbose ? Effect.provideService(ToolLines, process.stderr) : (effect) => effect
     )
   )
 
@@ -190,8 +202,8 @@ const valued = { "--bridge": "bridge", "--brain": "brain", "--claw": "claw", "--
 /**
  * A `run` command line in its plain form, read without effect/cli, whose
  * parser took a tenth of a start: `run`, then `--bridge X`, `--brain X`,
- * `--claw X` and `--model X` (each at most once, the value not empty and not like a flag) and
- * `--debug`, in any order. The options are the ones effect/cli would give
+ * `--claw X` and `--model X` (each at most once, the value not empty and not like a flag),
+ * `--debug` and `--verbose`, in any order. The options are the ones effect/cli would give
  * (test/RunPlainLine.test.ts compares them). Anything else is None and goes
  * to effect/cli: other spellings, a repeated flag, effect/cli's own options
  * and every mistake, which it explains.
@@ -200,10 +212,15 @@ export const plainRunOptions = (args: ReadonlyArray<string>): Option.Option<RunO
   if (args[0] !== "run") return Option.none()
   const values: Partial<Record<(typeof valued)[keyof typeof valued], string>> = {}
   let debug = false
+  let verbose = false
   for (let i = 1; i < args.length; i++) {
     const arg = args[i]!
     if (arg === "--debug" && !debug) {
       debug = true
+      continue
+    }
+    if (arg === "--verbose" && !verbose) {
+      verbose = true
       continue
     }
     const key = Object.hasOwn(valued, arg) ? valued[arg as keyof typeof valued] : undefined
@@ -219,6 +236,7 @@ export const plainRunOptions = (args: ReadonlyArray<string>): Option.Option<RunO
     brain: Option.fromNullishOr(values.brain),
     claw: values.claw ?? "scripts",
     model: Option.fromNullishOr(values.model),
-    debug
+    debug,
+    verbose
   })
 }

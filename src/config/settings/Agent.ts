@@ -29,6 +29,15 @@ export const Debug = {
   description: "1: brain payloads and HTTP statuses on stderr (as --debug); the key is never printed"
 } as const satisfies SwitchSetting
 
+export const Events = {
+  key: "PLANCKCLAW_EVENTS",
+  kind: "switch",
+  default: true,
+  description: "1: an executable bridge a run starts is offered the turns' events (text as it is written, tool calls) " +
+    "and gets PLANCKCLAW_EVENTS=1; 0: none is",
+  details: "it opts in as [the pipes](pipes.md#streaming-events-opt-in) say; the original's bridges never do"
+} as const satisfies SwitchSetting
+
 export const V8Pretenuring = {
   key: "PLANCKCLAW_V8_PRETENURING",
   kind: "switch",
@@ -90,6 +99,7 @@ export const group = {
     MaxToolRounds,
     MaxMessageBytes,
     Debug,
+    Events,
     V8Pretenuring,
     V8EarlyTierUp,
     V8YoungGenerationCap,

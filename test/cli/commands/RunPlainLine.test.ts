@@ -40,7 +40,9 @@ describe("a plain `run` line", () => {
     [["run", "--bridge", "discord"]],
     [["run", "--bridge", "./discord"]],
     [["run", "--model", "qwen3:8b"]],
-    [["run", "--brain", "openai", "--model", "gpt-4.1-mini", "--debug"]]
+    [["run", "--brain", "openai", "--model", "gpt-4.1-mini", "--debug"]],
+    [["run", "--verbose"]],
+    [["run", "--verbose", "--bridge", "none", "--debug"]]
   ])("planckclaw %j: the options effect/cli gives", (args) => {
     expect(plainRunOptions(args)).toEqual(Option.some(parsedByCli(args)))
     expect(forRunBundle(args)).toBe(parsedByCli(args).bridge !== "discord")
@@ -55,6 +57,8 @@ describe("a plain `run` line", () => {
     [["run", "--bridge=none"]],
     [["run", "--bridge", "none", "--bridge", "cli"]],
     [["run", "--debug", "--debug"]],
+    [["run", "--verbose", "--verbose"]],
+    [["run", "--verbose", "true"]],
     [["run", "--model", "a", "--model", "b"]],
     [["run", "--model"]],
     [["run", "--model", "--debug"]],
