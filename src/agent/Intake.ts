@@ -117,8 +117,9 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
   // ended before the interruption took hold is answered as usual.
   // An adapter that shows the turn as it goes gets its events, then the reply as usual.
   const show = interact.event
+  // A channel no one watches is answered the plain way: no events made, the brain not asked for a stream.
   const respond = (pending: Pending): Effect.Effect<Option.Option<TurnOutcome>> =>
-    show === undefined ? agent.respond(pending) : Effect.suspend(() => {
+    show === undefined || interact.showsEvents?.(pending.channel) === false ? agent.respond(pending) : Effect.suspend(() => {
       let outcome: Option.Option<TurnOutcome> = Option.none()
       return agent.respondStreaming(pending).pipe(
         Stream.runForEach((event) => {

@@ -156,14 +156,18 @@ export class InteractEnd extends Context.Service<InteractEnd, InteractFarEnd>()(
 const forkServing = <E>(serving: Effect.Effect<void, E>) =>
   Effect.map(Effect.forkScoped(Logging.toStderr(serving)), (fiber) => Fiber.join(fiber))
 
-const builtinBrain = (adapter: Layer.Layer<Brain, AdapterFailure>): Layer.Layer<BrainEnd, AdapterFailure, RunPaths> =>
+/** A built-in brain bridge; `withAgent` false: a bridge process of its own, which says it streams (Serve.serveBrain). */
+const builtinBrain = (
+  adapter: Layer.Layer<Brain, AdapterFailure>,
+  withAgent: boolean
+): Layer.Layer<BrainEnd, AdapterFailure, RunPaths> =>
   Layer.effect(
     BrainEnd,
     Effect.gen(function*() {
       const brain = yield* Brain
       const given = makeAbandon()
       return {
-        done: yield* forkServing(Serve.serveBrain(brain, yield* RunPaths, { abandon: given })),
+        done: yield* forkServing(Serve.serveBrain(brain, yield* RunPaths, { abandon: given, announce: !withAgent })),
         exits: noExits,
         abandon: given.abandon,
         // It streams when asked, if its brain does (Serve.serveBrain).
@@ -294,12 +298,25 @@ const nobody: FarEnd = { done: Effect.never, exits: noExits, abandon: abandonNot
 
 export type FarEndFailure = AdapterFailure | ExternalBridge.ExternalBridgeError
 
-export const brainEnd = (choice: Choice<keyof typeof brainAdapters>): Layer.Layer<BrainEnd, FarEndFailure, RunPaths | Watchdog> =>
+/**
+ * Whoever opens the pipes of a `none` bridge (a `planckclaw bridge` process, a
+ * bridge of your own): offered the turns' events as an executable is, if it
+ * asks for them (docs/pipes.md).
+ */
+const anybody: Effect.Effect<FarEnd, Config.ConfigError> = Effect.map(
+  EventsConfig,
+  (offered): FarEnd => offered ? { ...nobody, events: "announced" } : nobody
+)
+
+export const brainEnd = (
+  choice: Choice<keyof typeof brainAdapters>,
+  options: { readonly withAgent: boolean } = { withAgent: true }
+): Layer.Layer<BrainEnd, FarEndFailure, RunPaths | Watchdog> =>
   choice._tag === "Builtin"
-    ? builtinBrain(brainAdapters[choice.name])
+    ? builtinBrain(brainAdapters[choice.name], options.withAgent)
     : choice._tag === "External"
     ? Layer.effect(BrainEnd, executable("brain", choice.path))
-    : Layer.succeed(BrainEnd, nobody)
+    : Layer.effect(BrainEnd, anybody)
 
 export const clawsEnd = (
   choice: Choice<keyof typeof clawsAdapters>
@@ -318,7 +335,7 @@ export const interactEnd = (
     ? builtinInteract(interactAdapters[choice.name], options.withAgent)
     : choice._tag === "External"
     ? Layer.effect(InteractEnd, Effect.map(executable("interact", choice.path), (end) => ({ ...end, handover: Option.none() })))
-    : Layer.succeed(InteractEnd, { ...nobody, handover: Option.none() })
+    : Layer.effect(InteractEnd, Effect.map(anybody, (end) => ({ ...end, handover: Option.none() })))
 
 export interface RunChoices {
   readonly bridge: Choice<keyof typeof interactAdapters>
@@ -338,5 +355,5 @@ export const farEnds = (
 ): Layer.Layer<BrainEnd | ClawsEnd | InteractEnd, FarEndFailure, RunPaths | ProcessServices> =>
   interactEnd(choices.bridge, options).pipe(
     Layer.provideMerge(clawsEnd(choices.claw)),
-    Layer.provideMerge(brainEnd(choices.brain))
+    Layer.provideMerge(brainEnd(choices.brain, options))
   )

@@ -269,7 +269,8 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
         onFailure: (error) => new InteractError({ message: `cannot send event: ${error.message}` }),
         onSuccess: write
       })
-    return handover?.events === true || eventsOnRequest ? { messages, send, event } : { messages, send }
+    if (eventsOnRequest) return { messages, send, event, showsEvents: (channel) => optedIn.has(channel) }
+    return handover?.events === true ? { messages, send, event } : { messages, send }
   })
 
 export const layer = (options: FifoInteractOptions): Layer.Layer<Interact, FifoError> =>

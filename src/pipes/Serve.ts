@@ -15,13 +15,13 @@ import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { BrainError, type BrainService, type MessagesRequest, type MessagesResponse, streamOf } from "../ports/Brain.js"
-import { takeStreamFlag, textEventFrame } from "./BrainStreamFrame.js"
+import { STREAMS_HELLO, takeStreamFlag, textEventFrame } from "./BrainStreamFrame.js"
 import type * as Abandon from "./Abandon.js"
 import type { InteractError, InteractService, OutboundMessage } from "../ports/Interact.js"
 import { loneSurrogateRefusal } from "../runtime/WellFormed.js"
 import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame } from "./BrainFrame.js"
 import { defaultMaxBlockBytes, defaultMaxLineBytes, type Frame, framed, makeBlockFramer, makeLineFramer } from "../runtime/Framing.js"
-import { decodeOutboundLine, encodeInteractLine } from "./InteractLine.js"
+import { decodeOutboundLine, encodeEventsOptIn, encodeInteractLine } from "./InteractLine.js"
 import { openReader, openWriter } from "./PipeEnd.js"
 import { type FifoError, type FifoPaths } from "./FifoPaths.js"
 import type * as Handover from "./Handover.js"
@@ -39,15 +39,18 @@ export interface ServeOptions {
  * A request with `"stream":true` from a brain that streams gets its text as
  * event frames first (BrainStreamFrame); without it, or from a brain that
  * answers whole, the answer alone, as the original's bridges answer.
+ * `announce`: a bridge process of its own says first that it streams (the
+ * hello frame), as an executable does; the agent of the same run knows it.
  */
 export const serveBrain = (
   brain: BrainService,
   paths: Pick<FifoPaths, "brainIn" | "brainOut">,
-  options: ServeOptions = {}
+  options: ServeOptions & { readonly announce?: boolean } = {}
 ): Effect.Effect<never, FifoError> =>
   Effect.scoped(Effect.gen(function*() {
     const requests = yield* openReader(paths.brainIn)
     const answers = yield* openWriter(paths.brainOut)
+    if (options.announce === true && brain.stream !== undefined) yield* answers.write(STREAMS_HELLO)
     const abandon = options.abandon
     let read = 0
     // Each text delta goes out as it comes; a pipe that broke fails the answer's write too, which ends serving.
@@ -164,6 +167,15 @@ export const serveInteract = (
       Effect.andThen(Effect.never)
     )
 
+    // A bridge process of its own that shows turns as they go asks the agent for each channel's events,
+    // before the channel's first message (docs/pipes.md); with the agent in the same run (Handover), it has them.
+    const optingIn = interact.event !== undefined && options.handover === undefined
+    const optedIn = new Set<string>()
+    const optIn = (channel: string) =>
+      !optingIn || optedIn.has(channel) ? Effect.void : Effect.andThen(
+        Effect.sync(() => optedIn.add(channel)),
+        toAgent.write(encodeEventsOptIn(channel))
+      )
     const inputEnded = interact.messages.pipe(
       Stream.runForEach((message) => {
         // UTF-8 on the pipe would turn half a character into U+FFFD unsaid: refused here, as the agent refuses it.
@@ -179,7 +191,7 @@ export const serveInteract = (
           // replies, and a cancel gets none.
           onSuccess: (line) =>
             Effect.andThen(
-              toAgent.write(line),
+              Effect.andThen(optIn(message.channel), toAgent.write(line)),
               message.cancel === true && options.handover === undefined ? Effect.void : Ref.update(forwarded, (n) => n + 1)
             )
         })

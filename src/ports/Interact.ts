@@ -78,6 +78,12 @@ export interface InteractService {
    * sends none (and a pipe carries none).
    */
   readonly event?: (channel: string, event: InteractEvent) => Effect.Effect<void, InteractError>
+  /**
+   * Whether `channel`'s turns are shown as they go (`event` takes them), for
+   * an adapter that shows some channels only (a pipe whose bridge opts in
+   * per channel). Absent: every channel's, when `event` is there.
+   */
+  readonly showsEvents?: (channel: string) => boolean
 }
 
 export class Interact extends Context.Service<Interact, InteractService>()("planckclaw/Interact") {}

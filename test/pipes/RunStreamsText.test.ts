@@ -14,7 +14,7 @@ import * as Cli from "../support/Cli.js"
 import * as LoopbackHttp from "../support/LoopbackHttp.js"
 import { mkfifo, sh, writeScript } from "../support/FifoKit.js"
 import { session } from "../support/PtySession.js"
-import { tempDir } from "../support/Sandbox.js"
+import { eventually, tempDir } from "../support/Sandbox.js"
 
 describe("planckclaw run streams text through the pipes", () => {
   it.live("a slowly streaming brain's text appears piece by piece before the turn ends", () =>
@@ -88,6 +88,51 @@ describe("planckclaw run streams text through the pipes", () => {
         { role: "assistant", content: "Whole again." }
       ])
     }))
+
+  for (const layout of ["three processes", "four processes"] as const) {
+    it.live(`run --bridge none with \`planckclaw bridge cli\` on a terminal (${layout}): the bridge opts in, and the text streams there too`, () =>
+      Effect.gen(function*() {
+        const second = yield* Deferred.make<void>()
+        const streamed = LoopbackHttp.events([
+          AnthropicServer.messageStart(),
+          ...AnthropicServer.blockEvents({ type: "text", pieces: ["Far away, "] }, 0).slice(0, 2),
+          second,
+          AnthropicServer.sse({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "long ago." } }),
+          AnthropicServer.sse({ type: "content_block_stop", index: 0 }),
+          ...AnthropicServer.messageEnd("end_turn")
+        ])
+        // The story streams when asked for; anything else is answered whole.
+        const server = yield* AnthropicServer.make((request) => {
+          const body = request.body as { readonly stream?: unknown; readonly messages: ReadonlyArray<{ readonly content: unknown }> }
+          return body.stream === true && String(body.messages.at(-1)?.content) === "far away" ? streamed : AnthropicServer.text("ready.")
+        })
+        const cwd = yield* tempDir("planckclaw-bridge-cli-stream-")
+        const runDir = path.join(cwd, "run")
+        const env = Cli.runEnv(cwd, server.url, { PLANCKCLAW_RUN_DIR: runDir, SHELL: "/bin/sh", TERM: "xterm", COLUMNS: "200", LINES: "50" })
+        // The agent (with its built-in brain, or with the brain as a bridge process that says it streams),
+        // then the terminal as a process of its own.
+        const alone = layout === "four processes"
+        yield* Cli.start(["run", "--bridge", "none", ...(alone ? ["--brain", "none"] : [])], { cwd, env })
+        yield* eventually("the run's pipes", () => fs.existsSync(path.join(runDir, "interact_out")) || undefined)
+        if (alone) yield* Cli.start(["bridge", "anthropic"], { cwd, env })
+        const s = yield* session({ cwd, env, command: ["bridge", "cli"] })
+        yield* s.until("planckclaw> ")
+        // Once this is answered the agent has read what the brain bridge said before it, its hello among it
+        // (a request asked before that is asked whole: docs/pipes.md).
+        yield* s.type("warm up\r")
+        yield* s.until("ready.")
+        yield* s.until("planckclaw> ")
+        yield* s.type("far away\r")
+        yield* s.until("Far away, ")
+        expect(s.screen()).not.toContain("long ago.")
+        yield* Deferred.succeed(second, undefined)
+        yield* s.until("long ago.")
+        yield* s.until("planckclaw> ")
+        expect(s.screen().split("Far away, long ago.").length).toBe(2)
+        const requests = yield* server.requests
+        expect(requests.at(-1)?.body).toMatchObject({ stream: true })
+      }))
+  }
 
   it.live("a --brain executable that says it streams has its text shown piece by piece too", () =>
     Effect.gen(function*() {

@@ -1,5 +1,5 @@
 /**
- * The built `planckclaw run` with its standard input and output on a
+ * The built `planckclaw run` (or another command: `command`) with its standard input and output on a
  * pseudo-terminal (util-linux `script`): what is written is typed, what it
  * prints is read back, raw and with its escape sequences removed.
  */
@@ -13,9 +13,12 @@ const quote = (text: string) => `'${text.replace(/'/g, "'\\''")}'`
 // eslint-disable-next-line no-control-regex
 export const ESCAPES = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[\]PX^_][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[()][0-9A-Za-z]|\u001b[=>]/g
 
-export const session = (options: { cwd: string; env: NodeJS.ProcessEnv; args?: ReadonlyArray<string> }) =>
+export const session = (
+  options: { cwd: string; env: NodeJS.ProcessEnv; args?: ReadonlyArray<string>; command?: ReadonlyArray<string> }
+) =>
   Effect.gen(function*() {
-    const command = [`exec ${quote(process.execPath)} ${quote(Cli.BIN)} run`, ...(options.args ?? []).map(quote)].join(" ")
+    const command = [`exec ${quote(process.execPath)} ${quote(Cli.BIN)}`, ...[...(options.command ?? ["run"]), ...(options.args ?? [])].map(quote)]
+      .join(" ")
     const proc = yield* Effect.acquireRelease(
       Effect.sync(() =>
         child.spawn("script", ["-qfec", command, "/dev/null"], { cwd: options.cwd, env: options.env, stdio: ["pipe", "pipe", "pipe"] })
