@@ -103,14 +103,16 @@ export const commands: ReadonlyArray<CommandHelp> = [
   {
     name: "usage",
     summary: "tokens and estimated cost per day and model",
-    usage: ["planckclaw usage [--since YYYY-MM-DD] [--json]"],
+    usage: ["planckclaw usage [--agent ID] [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--json]"],
     description: "Sums the usage ledger (usage.jsonl in the memory directory) per day (UTC) and model, with a cost " +
       "estimated from list prices (PLANCKCLAW_PRICES adds your own). Reads only: safe while a run is active.",
     options: [
+      { name: "--agent ID", description: "the ledger of agent ID of PLANCKCLAW_AGENTS_DIR (as serve keeps it) instead of PLANCKCLAW_DIR's" },
       { name: "--since YYYY-MM-DD", description: "only days from this one on" },
+      { name: "--until YYYY-MM-DD", description: "only days up to this one" },
       { name: "--json", description: "print the report as JSON" }
     ],
-    examples: ["planckclaw usage --since 2025-06-01"]
+    examples: ["planckclaw usage --since 2025-06-01", "planckclaw usage --agent alice --json"]
   },
   {
     name: "bridge",

@@ -23,6 +23,7 @@ import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Agent from "../../agent/Agent.js"
 import { AgentConfig } from "../../config/AgentConfig.js"
+import { BrainLabelConfig } from "../../config/BrainChoice.js"
 import { Brain, type BrainService, limitedBy } from "../../ports/Brain.js"
 import { Claws } from "../../ports/Claws.js"
 import * as Logging from "../../runtime/Logging.js"
@@ -30,7 +31,10 @@ import { errnoCode } from "../../runtime/Errors.js"
 import { ensureWritable, MemoryConfig } from "../../memory/Memory.js"
 import * as OwnerFile from "../../memory/OwnerFile.js"
 import * as AgentId from "./AgentId.js"
+import * as Prices from "../../usage/Prices.js"
+import type * as UsageReport from "../../usage/UsageReport.js"
 import * as AgentInstance from "./AgentInstance.js"
+import * as AgentRecords from "./AgentRecords.js"
 import * as AgentSettings from "./AgentSettings.js"
 import * as AgentStatus from "./AgentStatus.js"
 import { HostError } from "./HostError.js"
@@ -98,6 +102,12 @@ export interface AgentHostService {
   readonly get: (id: string) => Effect.Effect<AgentStatus.AgentInfo, HostError>
   /** Compacts agent `id` now, whatever the length of its history. */
   readonly compact: (id: string) => Effect.Effect<CompactResult, HostError>
+  /** A page of agent `id`'s history, newest first (AgentRecords.historyPage). Absent from the cluster's host. */
+  readonly history?: (id: string, page: { readonly before?: number | undefined; readonly limit: number }) => Effect.Effect<AgentRecords.HistoryPage, HostError>
+  /** Agent `id`'s usage ledger for a period, per day and model. Absent from the cluster's host. */
+  readonly usage?: (id: string, period: AgentRecords.Period) => Effect.Effect<UsageReport.Report, HostError>
+  /** Every agent's usage for a period, per agent and day. Absent from the cluster's host. */
+  readonly usageAll?: (period: AgentRecords.Period) => Effect.Effect<AgentRecords.AllUsage, HostError>
 }
 
 /** One instance of an agent, as the host tracks it until its scope has closed. */
@@ -153,6 +163,7 @@ export const make = Effect.gen(function*() {
   )
   yield* AgentStatus.warnIfOthersCanWrite(`PLANCKCLAW_AGENTS_DIR ${config.agentsDir}`, config.agentsDir, "every agent's")
   const agentConfig = yield* AgentConfig
+  const prices = yield* Prices.PricesConfig.pipe(Effect.catchTag("PricesError", (error) => refuse("unavailable", error.message)))
   // Its removal is registered before the agents, so it runs after they let go: their locks are links to it.
   const ownerFile = yield* OwnerFile.onFirstUse(config.agentsDir)
   const shared: AgentInstance.Shared = {
@@ -163,7 +174,8 @@ export const make = Effect.gen(function*() {
     defaultSoulFile: path.join(config.defaultDir, "soul.md"),
     idempotencyKeys: config.idempotencyKeys,
     openFiles: OpenFiles.make(config.agentsHoldingFiles),
-    ownerFile
+    ownerFile,
+    brainLabel: yield* BrainLabelConfig
   }
   const scope = yield* Effect.scope
   const running = new Set<string>()
@@ -267,15 +279,27 @@ export const make = Effect.gen(function*() {
   const streamChecked = ({ id, ...message }: HostMessage.HostMessage) =>
     TurnStream.streaming((events) => submit(id, message, events), scope, awaitReply)
 
-  const statusReader = AgentStatus.makeReader()
+  const statusReader = AgentStatus.makeReader(prices)
   const status = (id: AgentId.AgentId) => statusReader.read(id, directoryOf(id), running.has(id))
 
+  const agentIds = Effect.suspend(() => {
+    const names = Result.try(() => fs.readdirSync(config.agentsDir))
+    return Result.isFailure(names)
+      ? refuse("unavailable", `cannot list ${config.agentsDir}: ${String(names.failure)}`)
+      : Effect.succeed(names.success.filter(AgentId.is).sort())
+  })
   const list = (page: AgentStatus.ListPage) =>
-    Effect.suspend(() => {
-      const names = Result.try(() => fs.readdirSync(config.agentsDir))
-      if (Result.isFailure(names)) return refuse("unavailable", `cannot list ${config.agentsDir}: ${String(names.failure)}`)
-      return statusReader.readPage(names.success.filter(AgentId.is).sort(), page, directoryOf, (id) => running.has(id))
-    })
+    Effect.flatMap(agentIds, (ids) => statusReader.readPage(ids, page, directoryOf, (id) => running.has(id)))
+  const readOf = <A>(id: AgentId.AgentId, read: Result.Result<A, string>) =>
+    Result.match(read, { onFailure: (message) => refuse("unavailable", `agent ${id}: ${message}`, id), onSuccess: Effect.succeed })
+  const records = {
+    history: (raw: string, page: { readonly before?: number | undefined; readonly limit: number }) =>
+      Effect.flatMap(existing(raw), (id) => readOf(id, AgentRecords.historyPage(directoryOf(id), page.before, page.limit))),
+    usage: (raw: string, period: AgentRecords.Period) =>
+      Effect.flatMap(existing(raw), (id) => readOf(id, AgentRecords.usageOf(directoryOf(id), prices, period))),
+    usageAll: (period: AgentRecords.Period) =>
+      Effect.flatMap(agentIds, (ids) => AgentRecords.usageOfAll(ids, (id) => directoryOf(id as AgentId.AgentId), prices, period))
+  }
 
   const compact = (raw: string) =>
     Effect.gen(function*() {
@@ -313,7 +337,8 @@ export const make = Effect.gen(function*() {
     accept: (raw, options) => Effect.flatMap(check(raw, options), acceptChecked),
     list,
     get: (raw) => Effect.map(existing(raw), status),
-    compact
+    compact,
+    ...records
   } satisfies AgentHostService
 })
 

@@ -14,6 +14,7 @@
  * (an SSE request) adds an event sink: the turn's events go to it as they
  * come, and it is ended once the reply is given (`answer`).
  */
+import * as path from "node:path"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -37,6 +38,7 @@ import * as FoldStore from "../../memory/FoldStore.js"
 import * as Inbox from "../../memory/Inbox.js"
 import * as Layout from "../../memory/Layout.js"
 import * as Memory from "../../memory/Memory.js"
+import * as UsageLedger from "../../usage/UsageLedger.js"
 import * as AgentInbox from "./AgentInbox.js"
 import * as AgentSettings from "./AgentSettings.js"
 import { HostError } from "./HostError.js"
@@ -91,6 +93,8 @@ export interface Shared {
   readonly ownerFile: () => string | undefined
   /** Which agents keep their files open between messages. */
   readonly openFiles: OpenFiles.OpenFiles
+  /** The brain's name in each agent's usage ledger (usage.jsonl); absent: the agents keep none. */
+  readonly brainLabel?: string | undefined
 }
 
 /** Which journal line a message is: how a message handed over is found again in the next instance's journal. */
@@ -133,9 +137,13 @@ export const make = (options: {
     )
     // Keys not recorded yet held in the journal (AgentInbox.ts).
     const tracked = yield* AgentInbox.make(inbox, idempotency)
+    // Every answer of its turns and compactions counted in its own usage.jsonl, as `run` counts them.
+    const brain = shared.brainLabel === undefined
+      ? shared.brain
+      : yield* UsageLedger.recording(shared.brain, path.join(directory, UsageLedger.FILE_NAME), shared.brainLabel, { held: false })
     const ports = Context.make(Memory.Memory, memory).pipe(
       Context.add(Inbox.Inbox, tracked),
-      Context.add(Brain, shared.brain),
+      Context.add(Brain, brain),
       Context.add(Claws, shared.claws),
       Context.add(FoldStore.FoldStore, FoldStore.make(memory.memoryDir))
     )

@@ -25,6 +25,7 @@ import * as OpenApi from "effect/http-api/OpenApi"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { AgentHost, type AgentHostService, type HostError } from "./AgentHost.js"
 import type * as AgentInstance from "./AgentInstance.js"
+import * as HttpApiRecordsHandlers from "./HttpApiRecordsHandlers.js"
 import * as AgentStatus from "./AgentStatus.js"
 import * as HostMessage from "./HostMessage.js"
 import { Api, Authorization, type MessageEvent } from "./HttpApiDefinition.js"
@@ -162,7 +163,7 @@ const agents = (options: Options) =>
     return handlers
       .handle("list", ({ query }) =>
         Effect.catch(
-          host.list({ limit: query.limit === undefined ? AgentStatus.PAGE_LIMIT_DEFAULT : Number(query.limit), after: query.after }),
+          host.list({ limit: query.limit === undefined ? AgentStatus.PAGE_LIMIT_DEFAULT : Number(query.limit), after: query.after, search: query.search }),
           Errors.fromHostAmong(Errors.ListErrors)
         ))
       .handle("get", ({ params }) => Effect.catch(host.get(params.id), Errors.fromHostAmong(Errors.GetErrors)))
@@ -205,5 +206,5 @@ const authorization = (token: Options["token"]) =>
 /** The API's routes, for an HttpRouter. */
 export const layer = (options: Options) =>
   HttpApiBuilder.layer(Api).pipe(
-    Layer.provide(Layer.mergeAll(health, agents(options), docs).pipe(Layer.provideMerge(authorization(options.token))))
+    Layer.provide(Layer.mergeAll(health, agents(options), HttpApiRecordsHandlers.group, docs).pipe(Layer.provideMerge(authorization(options.token))))
   )

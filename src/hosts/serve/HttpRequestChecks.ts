@@ -165,7 +165,7 @@ export const schemaProblem = (error: HttpApiSchemaError): HttpServerResponse.Htt
         400,
         "bad-query",
         message === UNKNOWN_QUERY_PARAMETER
-          ? `unknown query parameter ${JSON.stringify((key ?? "").slice(0, 40))}; GET /v1/agents takes limit and after`
+          ? `unknown query parameter ${JSON.stringify((key ?? "").slice(0, 40))}; GET /v1/agents takes limit, after and search`
           : message
       )
     case "Headers":
