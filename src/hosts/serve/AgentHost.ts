@@ -106,6 +106,8 @@ export interface AgentHostService {
   readonly history?: (id: string, page: { readonly before?: number | undefined; readonly limit: number }) => Effect.Effect<AgentRecords.HistoryPage, HostError>
   /** Agent `id`'s usage ledger for a period, per day and model. Absent from the cluster's host. */
   readonly usage?: (id: string, period: AgentRecords.Period) => Effect.Effect<UsageReport.Report, HostError>
+  /** Agent `id`'s soul and summary, read-only. Absent from the cluster's host. */
+  readonly memory?: (id: string) => Effect.Effect<AgentRecords.MemoryText, HostError>
   /** Every agent's usage for a period, per agent and day. Absent from the cluster's host. */
   readonly usageAll?: (period: AgentRecords.Period) => Effect.Effect<AgentRecords.AllUsage, HostError>
 }
@@ -297,6 +299,7 @@ export const make = Effect.gen(function*() {
       Effect.flatMap(existing(raw), (id) => readOf(id, AgentRecords.historyPage(directoryOf(id), page.before, page.limit))),
     usage: (raw: string, period: AgentRecords.Period) =>
       Effect.flatMap(existing(raw), (id) => readOf(id, AgentRecords.usageOf(directoryOf(id), prices, period))),
+    memory: (raw: string) => Effect.flatMap(existing(raw), (id) => readOf(id, AgentRecords.memoryOf(directoryOf(id), shared.defaultSoulFile))),
     usageAll: (period: AgentRecords.Period) =>
       Effect.flatMap(agentIds, (ids) => AgentRecords.usageOfAll(ids, (id) => directoryOf(id as AgentId.AgentId), prices, period))
   }

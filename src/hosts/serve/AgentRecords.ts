@@ -10,6 +10,8 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import * as BackwardLines from "../../memory/BackwardLines.js"
+import { DEFAULT_SOUL } from "../../memory/SnapshotReader.js"
+import * as SafeFile from "../../runtime/SafeFile.js"
 import { parseLine } from "../../memory/HistoryFile.js"
 import { nextTurn } from "../../runtime/process/NextTurn.js"
 import type { PriceTable } from "../../usage/Prices.js"
@@ -115,3 +117,21 @@ export const usageOfAll = (
       }
     }
   })
+
+export interface MemoryText {
+  /** The soul the agent speaks with: its own soul.md, else the host's, else the built-in persona. */
+  readonly soul: string
+  readonly summary: string
+}
+
+/** An agent's soul and summary as they are on disk now, for reading (never a link, never another user's file). */
+export const memoryOf = (directory: string, defaultSoulFile: string): Result.Result<MemoryText, string> => {
+  const read = (file: string) => Result.mapError(SafeFile.read(file), (error) => error.message)
+  const own = read(path.join(directory, "soul.md"))
+  if (Result.isFailure(own)) return Result.fail(own.failure)
+  const summary = read(path.join(directory, "summary.md"))
+  if (Result.isFailure(summary)) return Result.fail(summary.failure)
+  const host = own.success?.trim() ? Result.succeed(own.success) : read(defaultSoulFile)
+  const soul = Result.isSuccess(host) && host.success?.trim() ? host.success : DEFAULT_SOUL
+  return Result.succeed({ soul, summary: summary.success ?? "" })
+}

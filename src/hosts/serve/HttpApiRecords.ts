@@ -69,6 +69,8 @@ export const AllUsage = Schema.Struct({
   total: Schema.Struct(counts)
 })
 
+export const MemoryText = Schema.Struct({ soul: Schema.String, summary: Schema.String })
+
 export const makeGroup = <Params extends Schema.Top>(idParams: { readonly id: Params }) =>
   HttpApiGroup.make("records").add(
     HttpApiEndpoint.get("history", "/v1/agents/:id/history", { params: idParams, query: HistoryQuery, success: HistoryPage, error: Errors.GetErrors })
@@ -77,6 +79,8 @@ export const makeGroup = <Params extends Schema.Top>(idParams: { readonly id: Pa
     HttpApiEndpoint.get("usage", "/v1/agents/:id/usage", { params: idParams, query: PeriodQuery, success: AgentUsage, error: Errors.GetErrors })
       .annotate(OpenApi.Description, "The agent's usage ledger for a period, per day and model, with an estimated cost")
       .annotate(HttpApi.QueryParseOptions, { onExcessProperty: "error" }),
+    HttpApiEndpoint.get("memory", "/v1/agents/:id/memory", { params: idParams, success: MemoryText, error: Errors.GetErrors })
+      .annotate(OpenApi.Description, "The agent's soul (its own, else the host's, else the built-in one) and summary, as they are on disk"),
     HttpApiEndpoint.get("usageAll", "/v1/usage", { query: PeriodQuery, success: AllUsage, error: Errors.ListErrors })
       .annotate(OpenApi.Description, "Every agent's usage for a period, per agent and day")
       .annotate(HttpApi.QueryParseOptions, { onExcessProperty: "error" })

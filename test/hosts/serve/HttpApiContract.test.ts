@@ -75,6 +75,7 @@ const ROUTES: ReadonlyArray<readonly [string, string, ReadonlyArray<string>]> = 
   ["post", "/v1/agents/{id}/compact", ["200", "400", "401", "403", "404", "409", "502", "503", "507"]],
   ["get", "/v1/agents/{id}/history", ["200", "400", "401", "403", "404", "503"]],
   ["get", "/v1/agents/{id}/usage", ["200", "400", "401", "403", "404", "503"]],
+  ["get", "/v1/agents/{id}/memory", ["200", "400", "401", "403", "404", "503"]],
   ["get", "/v1/usage", ["200", "400", "401", "403", "503"]],
   ["get", "/v1/openapi.json", ["200", "401", "403", "503"]],
   ["get", "/v1/docs", ["200", "401", "403", "503"]]
