@@ -58,7 +58,8 @@ export const commands: ReadonlyArray<CommandHelp> = [
     name: "serve",
     summary: "host many agents behind an HTTP API",
     usage: [
-      "planckclaw serve [--http HOST:PORT] [--brain anthropic|openai] [--model NAME] [--bridge none|discord] [--debug]",
+      "planckclaw serve [--http HOST:PORT] [--brain anthropic|openai] [--model NAME] [--bridge none|discord] [--no-console]",
+      "                 [--debug]",
       "planckclaw serve --cluster [--http HOST:PORT] [--brain anthropic|openai] [--model NAME] [--bridge none|discord]",
       "                 [--debug]"
     ],
@@ -69,6 +70,7 @@ export const commands: ReadonlyArray<CommandHelp> = [
       brain("the brain, called in process: anthropic or openai"),
       { name: "--model NAME", description: "the model to ask, for every agent without a model in its own config.env; overrides PLANCKCLAW_MODEL" },
       { name: "--bridge NAME", description: "none (the HTTP API only, default) or discord: answer Discord too, each message routed to an agent by DISCORD_AGENT_PER (with --cluster: one such runner holds the gateway, the others wait to take over)" },
+      { name: "--no-console", description: "serve the API alone, without the web console at / (PLANCKCLAW_CONSOLE=0)" },
       { name: "--cluster", description: "join a cluster of runners over PostgreSQL (PLANCKCLAW_DATABASE_URL, PLANCKCLAW_RUNNER_ADDRESS): any runner answers for any agent, memory in the database" },
       debug
     ],

@@ -49,9 +49,14 @@ const hostName = (header: string): string => {
 /** A 403 for a request from a web page or to a name that is not loopback (see the module comment). */
 export const refusedOrigin = (
   headers: Readonly<Record<string, string | undefined>>,
-  loopbackOnly: boolean
+  loopbackOnly: boolean,
+  /** The web console is served: its own page (Origin the server's own, http://<Host>) may call the API. */
+  ownPageAllowed = false
 ): Option.Option<HttpServerResponse.HttpServerResponse> => {
-  if (headers["origin"] !== undefined) {
+  const origin = headers["origin"]
+  const ownPage = ownPageAllowed && origin !== undefined && headers["host"] !== undefined &&
+    origin.toLowerCase() === `http://${headers["host"].trim().toLowerCase()}`
+  if (origin !== undefined && !ownPage) {
     return Option.some(problem(
       403,
       "cross-origin",
