@@ -1,0 +1,197 @@
+/**
+ * The web console in a real browser: Debian's chromium (/usr/bin/chromium,
+ * installed by .ci/run) driven by playwright-core, against the built
+ * `planckclaw serve` with a token and an Anthropic stand-in on loopback.
+ * Signs in (a wrong token refused), lists and searches agents, pages an
+ * agent's history by scrolling up, chats with a new agent (a tool line with
+ * its outcome, a reply seen while it is still being written), compacts,
+ * forgets after a confirmation, cancels a turn, reads usage equal to the
+ * ledgers; and checks the page's CSP, its weight, and that nothing left loopback.
+ */
+import * as crypto from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as zlib from "node:zlib"
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect } from "effect"
+import { chromium } from "playwright-core"
+import * as AnthropicServer from "../support/AnthropicServer.js"
+import * as LoopbackHttp from "../support/LoopbackHttp.js"
+import { tool } from "../support/Sandbox.js"
+import { setup, startServe } from "../support/ServeKit.js"
+
+const CHROMIUM = "/usr/bin/chromium"
+const FLAGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync"
+]
+
+/** The stand-in: a tool call for the time, a story held mid-sentence until `storyGate`, a turn that never ends for "hang". */
+const brain = (storyGate: Deferred.Deferred<void>): AnthropicServer.Handler => (request) => {
+  if (AnthropicServer.isCompaction(request)) return AnthropicServer.listingSummary(request)
+  const said = AnthropicServer.lastUserText(request.body)
+  const last = request.body.messages[request.body.messages.length - 1]
+  const afterTool = last !== undefined && Array.isArray(last.content)
+  const streamed = (request.body as { readonly stream?: unknown }).stream === true
+  if (said === "hang") return LoopbackHttp.hang
+  if (said === "what time is it?") {
+    if (afterTool) return streamed ? AnthropicServer.streamedText("It is ", "noon.") : AnthropicServer.text("It is noon.")
+    return streamed
+      ? LoopbackHttp.events(AnthropicServer.streamEvents([{ type: "text", pieces: ["Let me check."] }, { type: "tool_use", id: "t1", name: "clock", input: {} }]))
+      : AnthropicServer.toolUse([{ id: "t1", name: "clock", input: {} }])
+  }
+  if (said === "tell me a story" && streamed) {
+    const [start, ping, ...rest] = AnthropicServer.streamEvents([{ type: "text", pieces: ["Once upon ", "a time."] }])
+    // After the block's start and its first piece, the rest waits for the gate.
+    return LoopbackHttp.events([start!, ping!, rest[0]!, rest[1]!, storyGate, ...rest.slice(2)])
+  }
+  return AnthropicServer.text(`re: ${said}`)
+}
+
+describe("the web console in chromium", () => {
+  it.live("signs in, lists, chats with streaming and tools, pages history, compacts, forgets, cancels, shows usage", () =>
+    Effect.gen(function*() {
+      expect(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: .ci/run installs it (apt-get install chromium)`).toBe(true)
+      const storyGate = yield* Deferred.make<void>()
+      const token = `test-token-${crypto.randomUUID()}`
+      const { agents, box, env, server } = yield* setup(brain(storyGate), { PLANCKCLAW_HTTP_TOKEN: token })
+      box.claw("clock.sh", `${tool("clock")}\necho noon\n`)
+      const serve = yield* startServe(box.dir, env)
+      const auth = { authorization: `Bearer ${token}` }
+      // Alice has 40 exchanges (80 lines) to page through; carol exists too.
+      for (let n = 0; n < 40; n++) {
+        yield* Effect.promise(() =>
+          fetch(`${serve.base}/v1/agents/alice/messages`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ text: `note ${n}` }) }))
+      }
+      yield* Effect.promise(() =>
+        fetch(`${serve.base}/v1/agents/carol/messages`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ text: "hi" }) }))
+
+      // Another origin is still refused, with the token too.
+      const foreign = yield* Effect.promise(() => fetch(`${serve.base}/v1/agents`, { headers: { ...auth, origin: "http://attacker.example" } }))
+      expect(foreign.status).toBe(403)
+
+      const profile = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-chromium-"))
+      const context = yield* Effect.acquireRelease(
+        Effect.promise(() => chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1000, height: 800 } })),
+        (context) => Effect.promise(() => context.close()).pipe(Effect.andThen(Effect.sync(() => fs.rmSync(profile, { recursive: true, force: true }))))
+      )
+      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
+      const requested: Array<string> = []
+      const cspViolations: Array<string> = []
+      page.on("request", (request) => requested.push(request.url()))
+      page.on("console", (message) => {
+        if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text())
+      })
+      const run = <A>(step: () => Promise<A>) => Effect.promise(step)
+
+      const loaded = yield* run(() => page.goto(`${serve.base}/`))
+      const csp = loaded!.headers()["content-security-policy"] ?? ""
+      expect(csp).toContain("default-src 'self'")
+      expect(csp).toContain("script-src 'self'")
+      expect(csp).not.toContain("unsafe-inline")
+      const html = yield* run(() => loaded!.text())
+      expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/)
+
+      // Sign in: a wrong token is said so; the right one is kept in sessionStorage only.
+      yield* run(() => page.getByLabel("Token (PLANCKCLAW_HTTP_TOKEN)").fill("not-the-token"))
+      yield* run(() => page.getByRole("button", { name: "Sign in" }).click())
+      yield* run(() => page.getByText("That token is wrong").waitFor())
+      yield* run(() => page.getByLabel("Token (PLANCKCLAW_HTTP_TOKEN)").fill(token))
+      yield* run(() => page.keyboard.press("Enter"))
+      yield* run(() => page.getByRole("button", { name: "Chat with alice" }).waitFor())
+      const storage = yield* run(() => page.evaluate<{ session: number; local: number }>("({ session: sessionStorage.length, local: localStorage.length })"))
+      expect(storage).toEqual({ session: 1, local: 0 })
+
+      // The list, searched.
+      yield* run(() => page.getByRole("button", { name: "Chat with carol" }).waitFor())
+      yield* run(() => page.getByLabel("Search agents by id").fill("car"))
+      yield* run(() => page.getByRole("button", { name: "Chat with alice" }).waitFor({ state: "detached" }))
+      expect(yield* run(() => page.getByRole("button", { name: "Chat with carol" }).isVisible())).toBe(true)
+      yield* run(() => page.getByLabel("Search agents by id").fill(""))
+
+      // Alice's history: the newest page first, earlier pages as the log is scrolled up.
+      yield* run(() => page.getByRole("button", { name: "Chat with alice" }).click())
+      const log = page.getByRole("log", { name: "Conversation with alice" })
+      yield* run(() => log.getByText("re: note 39").waitFor())
+      expect(yield* run(() => log.locator(".msg").count())).toBe(30)
+      for (const shown of [60, 80]) {
+        yield* run(() => log.evaluate((element) => { element.scrollTop = 0; element.dispatchEvent(new Event("scroll")) }))
+        yield* run(() => page.waitForFunction(`document.querySelectorAll(".log .msg").length === ${shown}`))
+      }
+      expect(yield* run(() => log.locator(".msg").first().textContent())).toBe("You:note 0")
+      expect(yield* run(() => page.getByRole("button", { name: "No earlier messages" }).isDisabled())).toBe(true)
+
+      // A new agent, from the keyboard: a tool line with its outcome, then the reply.
+      yield* run(() => page.getByRole("button", { name: "Agents" }).first().click())
+      yield* run(() => page.getByLabel("Agent id (a new one starts a new agent)").fill("bob"))
+      yield* run(() => page.keyboard.press("Enter"))
+      const message = page.getByLabel(/Message to bob/)
+      yield* run(() => message.fill("what time is it?"))
+      yield* run(() => message.press("Enter"))
+      yield* run(() => page.getByText("✓ clock succeeded").waitFor())
+      yield* run(() => page.getByText("bob answered.").waitFor())
+      expect(yield* run(() => page.locator(".msg.assistant .text").last().textContent())).toBe("Let me check.\n\nIt is noon.")
+
+      // The reply shows while it is still being written.
+      yield* run(() => message.fill("tell me a story"))
+      yield* run(() => message.press("Enter"))
+      yield* run(() => page.locator(".msg.assistant .text").last().getByText("Once upon").waitFor())
+      expect(yield* run(() => page.locator(".msg.assistant .text").last().textContent())).toBe("Once upon ")
+      yield* Deferred.succeed(storyGate, undefined)
+      yield* run(() => page.locator(".msg.assistant .text").last().getByText("Once upon a time.").waitFor())
+
+      // Compact now, then forget after a confirmation naming the agent.
+      yield* run(() => page.getByRole("button", { name: "Compact now" }).click())
+      yield* run(() => page.getByText(/^bob (compacted|had nothing to compact)/).waitFor())
+      yield* run(() => page.getByRole("button", { name: "Forget…" }).click())
+      const dialog = page.getByRole("dialog", { name: "Forget bob?" })
+      yield* run(() => dialog.waitFor())
+      yield* run(() => dialog.getByRole("button", { name: "Keep it" }).click())
+      yield* run(() => page.getByText("bob was not forgotten.").waitFor())
+      expect(fs.readFileSync(path.join(agents, "bob", "history.jsonl"), "utf8")).toContain("Once upon a time.")
+      yield* run(() => page.getByRole("button", { name: "Forget…" }).click())
+      yield* run(() => dialog.getByRole("button", { name: "Forget bob" }).click())
+      yield* run(() => page.getByText(/^bob: Forgotten/).waitFor())
+      expect(fs.existsSync(path.join(agents, "bob", "history.jsonl")) ? fs.readFileSync(path.join(agents, "bob", "history.jsonl"), "utf8") : "").toBe("")
+
+      // A turn cancelled: the page stops listening and says so.
+      yield* run(() => message.fill("hang"))
+      yield* run(() => message.press("Enter"))
+      yield* run(() => page.getByText("bob is answering…").waitFor())
+      yield* run(() => page.getByRole("button", { name: "Cancel turn" }).click())
+      yield* run(() => page.getByText("Turn cancelled.").waitFor())
+
+      // Usage: the figures are the ledgers'.
+      yield* run(() => page.getByRole("button", { name: "Usage" }).click())
+      yield* run(() => page.getByText(/^Usage from/).waitFor())
+      const ledgerInput = ["alice", "bob", "carol"].flatMap((id) => {
+        const file = path.join(agents, id, "usage.jsonl")
+        return fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line).input as number) : []
+      }).reduce((sum, input) => sum + input, 0)
+      const totals = yield* run(() => page.locator("tfoot td").allTextContents())
+      expect(Number(totals[1])).toBe(ledgerInput)
+      expect(ledgerInput).toBeGreaterThan(0)
+
+      // At phone width nothing scrolls sideways but the tables' own boxes.
+      yield* run(() => page.setViewportSize({ width: 360, height: 740 }))
+      expect(yield* run(() => page.evaluate<number>("document.documentElement.scrollWidth"))).toBeLessThanOrEqual(360)
+
+      expect(cspViolations).toEqual([])
+      expect(requested.filter((url) => !url.startsWith(`${serve.base}/`))).toEqual([])
+      expect((yield* server.requests).length).toBeGreaterThan(0)
+    }), 120_000)
+
+  it("weighs at most 150 KB gzipped, with no inline script", () => {
+    const dir = path.join(import.meta.dirname, "..", "..", "dist", "web-console")
+    const files = fs.readdirSync(dir)
+    expect(files.sort()).toEqual(["console.css", "console.js", "index.html"])
+    const gzipped = files.reduce((sum, name) => sum + zlib.gzipSync(fs.readFileSync(path.join(dir, name))).length, 0)
+    expect(gzipped).toBeLessThanOrEqual(150 * 1024)
+  })
+})
