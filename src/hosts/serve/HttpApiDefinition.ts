@@ -20,6 +20,7 @@ import * as AgentId from "./AgentId.js"
 import * as AgentStatus from "./AgentStatus.js"
 import * as HostMessage from "./HostMessage.js"
 import * as Errors from "./HttpApiErrors.js"
+import * as HttpApiAgUi from "./HttpApiAgUi.js"
 import * as HttpApiRecords from "./HttpApiRecords.js"
 
 /** What the GET /v1/agents query says of a parameter it does not take (HttpRequestChecks names it). */
@@ -158,7 +159,9 @@ export class DocsGroup extends HttpApiGroup.make("docs").add(
 
 export class RecordsGroup extends HttpApiRecords.makeGroup(idParams).middleware(Authorization) {}
 
-export class Api extends HttpApi.make("planckclaw").add(HealthGroup).add(AgentsGroup).add(RecordsGroup).add(DocsGroup).annotateMerge(
+export class AgUiGroup extends HttpApiAgUi.makeGroup(idParams).middleware(Authorization) {}
+
+export class Api extends HttpApi.make("planckclaw").add(HealthGroup).add(AgentsGroup).add(RecordsGroup).add(AgUiGroup).add(DocsGroup).annotateMerge(
   OpenApi.annotations({
     title: "PlanckClaw",
     description: "The agent host of `planckclaw serve`: many agents, each a directory, each answering its messages in order."

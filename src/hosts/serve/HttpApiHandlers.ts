@@ -25,6 +25,7 @@ import * as OpenApi from "effect/http-api/OpenApi"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { AgentHost, type AgentHostService, type HostError } from "./AgentHost.js"
 import type * as AgentInstance from "./AgentInstance.js"
+import * as HttpApiAgUiHandlers from "./HttpApiAgUiHandlers.js"
 import * as HttpApiRecordsHandlers from "./HttpApiRecordsHandlers.js"
 import * as AgentStatus from "./AgentStatus.js"
 import * as HostMessage from "./HostMessage.js"
@@ -206,5 +207,5 @@ const authorization = (token: Options["token"]) =>
 /** The API's routes, for an HttpRouter. */
 export const layer = (options: Options) =>
   HttpApiBuilder.layer(Api).pipe(
-    Layer.provide(Layer.mergeAll(health, agents(options), HttpApiRecordsHandlers.group, docs).pipe(Layer.provideMerge(authorization(options.token))))
+    Layer.provide(Layer.mergeAll(health, agents(options), HttpApiRecordsHandlers.group, HttpApiAgUiHandlers.group(options), docs).pipe(Layer.provideMerge(authorization(options.token))))
   )
