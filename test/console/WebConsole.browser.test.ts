@@ -22,6 +22,13 @@ import { tool } from "../support/Sandbox.js"
 import { setup, startServe } from "../support/ServeKit.js"
 
 const CHROMIUM = "/usr/bin/chromium"
+
+/** The page's globals, as a function run in the page sees them (the test's own types have no DOM; the cast is erased, so the function runs as written). */
+interface PageGlobals {
+  readonly document: { querySelectorAll(selector: string): { readonly length: number }; readonly documentElement: { readonly scrollWidth: number } }
+  readonly sessionStorage: { readonly length: number }
+  readonly localStorage: { readonly length: number }
+}
 const FLAGS = [
   "--no-sandbox",
   "--disable-gpu",
@@ -105,7 +112,7 @@ describe("the web console in chromium", () => {
       yield* run(() => page.getByLabel("Token (PLANCKCLAW_HTTP_TOKEN)").fill(token))
       yield* run(() => page.keyboard.press("Enter"))
       yield* run(() => page.getByRole("button", { name: "Chat with alice" }).waitFor())
-      const storage = yield* run(() => page.evaluate<{ session: number; local: number }>("({ session: sessionStorage.length, local: localStorage.length })"))
+      const storage = yield* run(() => page.evaluate(() => ({ session: (globalThis as unknown as PageGlobals).sessionStorage.length, local: (globalThis as unknown as PageGlobals).localStorage.length })))
       expect(storage).toEqual({ session: 1, local: 0 })
 
       // The list, searched.
@@ -122,7 +129,7 @@ describe("the web console in chromium", () => {
       expect(yield* run(() => log.locator(".msg").count())).toBe(30)
       for (const shown of [60, 80]) {
         yield* run(() => log.evaluate((element) => { element.scrollTop = 0; element.dispatchEvent(new Event("scroll")) }))
-        yield* run(() => page.waitForFunction(`document.querySelectorAll(".log .msg").length === ${shown}`))
+        yield* run(() => page.waitForFunction((count) => (globalThis as unknown as PageGlobals).document.querySelectorAll(".log .msg").length === count, shown))
       }
       expect(yield* run(() => log.locator(".msg").first().textContent())).toBe("You:note 0")
       expect(yield* run(() => page.getByRole("button", { name: "No earlier messages" }).isDisabled())).toBe(true)
@@ -145,6 +152,11 @@ describe("the web console in chromium", () => {
       expect(yield* run(() => page.locator(".msg.assistant .text").last().textContent())).toBe("Once upon ")
       yield* Deferred.succeed(storyGate, undefined)
       yield* run(() => page.locator(".msg.assistant .text").last().getByText("Once upon a time.").waitFor())
+
+      // Its soul and summary, read-only.
+      yield* run(() => page.getByText("Soul and summary (read-only)").click())
+      yield* run(() => page.getByLabel("Soul of bob").getByText("You are a helpful personal assistant.").waitFor())
+      expect(yield* run(() => page.getByLabel("Summary of bob").textContent())).toBe("(no summary yet)")
 
       // Compact now, then forget after a confirmation naming the agent.
       yield* run(() => page.getByRole("button", { name: "Compact now" }).click())
@@ -180,7 +192,7 @@ describe("the web console in chromium", () => {
 
       // At phone width nothing scrolls sideways but the tables' own boxes.
       yield* run(() => page.setViewportSize({ width: 360, height: 740 }))
-      expect(yield* run(() => page.evaluate<number>("document.documentElement.scrollWidth"))).toBeLessThanOrEqual(360)
+      expect(yield* run(() => page.evaluate(() => (globalThis as unknown as PageGlobals).document.documentElement.scrollWidth))).toBeLessThanOrEqual(360)
 
       expect(cspViolations).toEqual([])
       expect(requested.filter((url) => !url.startsWith(`${serve.base}/`))).toEqual([])

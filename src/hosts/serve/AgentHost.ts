@@ -32,7 +32,6 @@ import { ensureWritable, MemoryConfig } from "../../memory/Memory.js"
 import * as OwnerFile from "../../memory/OwnerFile.js"
 import * as AgentId from "./AgentId.js"
 import * as Prices from "../../usage/Prices.js"
-import type * as UsageReport from "../../usage/UsageReport.js"
 import * as AgentInstance from "./AgentInstance.js"
 import * as AgentRecords from "./AgentRecords.js"
 import * as AgentSettings from "./AgentSettings.js"
@@ -73,7 +72,8 @@ export interface CompactResult {
   readonly summaryBytes: number
 }
 
-export interface AgentHostService {
+/** The records (history pages, usage, soul and summary) are absent from the cluster's host. */
+export interface AgentHostService extends Partial<AgentRecords.Records> {
   readonly directory: string
   /**
    * Sends a checked message to its agent (started if released, created if
@@ -102,14 +102,6 @@ export interface AgentHostService {
   readonly get: (id: string) => Effect.Effect<AgentStatus.AgentInfo, HostError>
   /** Compacts agent `id` now, whatever the length of its history. */
   readonly compact: (id: string) => Effect.Effect<CompactResult, HostError>
-  /** A page of agent `id`'s history, newest first (AgentRecords.historyPage). Absent from the cluster's host. */
-  readonly history?: (id: string, page: { readonly before?: number | undefined; readonly limit: number }) => Effect.Effect<AgentRecords.HistoryPage, HostError>
-  /** Agent `id`'s usage ledger for a period, per day and model. Absent from the cluster's host. */
-  readonly usage?: (id: string, period: AgentRecords.Period) => Effect.Effect<UsageReport.Report, HostError>
-  /** Agent `id`'s soul and summary, read-only. Absent from the cluster's host. */
-  readonly memory?: (id: string) => Effect.Effect<AgentRecords.MemoryText, HostError>
-  /** Every agent's usage for a period, per agent and day. Absent from the cluster's host. */
-  readonly usageAll?: (period: AgentRecords.Period) => Effect.Effect<AgentRecords.AllUsage, HostError>
 }
 
 /** One instance of an agent, as the host tracks it until its scope has closed. */
@@ -292,17 +284,7 @@ export const make = Effect.gen(function*() {
   })
   const list = (page: AgentStatus.ListPage) =>
     Effect.flatMap(agentIds, (ids) => statusReader.readPage(ids, page, directoryOf, (id) => running.has(id)))
-  const readOf = <A>(id: AgentId.AgentId, read: Result.Result<A, string>) =>
-    Result.match(read, { onFailure: (message) => refuse("unavailable", `agent ${id}: ${message}`, id), onSuccess: Effect.succeed })
-  const records = {
-    history: (raw: string, page: { readonly before?: number | undefined; readonly limit: number }) =>
-      Effect.flatMap(existing(raw), (id) => readOf(id, AgentRecords.historyPage(directoryOf(id), page.before, page.limit))),
-    usage: (raw: string, period: AgentRecords.Period) =>
-      Effect.flatMap(existing(raw), (id) => readOf(id, AgentRecords.usageOf(directoryOf(id), prices, period))),
-    memory: (raw: string) => Effect.flatMap(existing(raw), (id) => readOf(id, AgentRecords.memoryOf(directoryOf(id), shared.defaultSoulFile))),
-    usageAll: (period: AgentRecords.Period) =>
-      Effect.flatMap(agentIds, (ids) => AgentRecords.usageOfAll(ids, (id) => directoryOf(id as AgentId.AgentId), prices, period))
-  }
+  const records = AgentRecords.forHost({ existing, agentIds, directoryOf, prices, defaultSoulFile: shared.defaultSoulFile })
 
   const compact = (raw: string) =>
     Effect.gen(function*() {

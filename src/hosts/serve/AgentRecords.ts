@@ -9,6 +9,8 @@ import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
+import type { AgentId } from "./AgentId.js"
+import { HostError } from "./HostError.js"
 import * as BackwardLines from "../../memory/BackwardLines.js"
 import { DEFAULT_SOUL } from "../../memory/SnapshotReader.js"
 import * as SafeFile from "../../runtime/SafeFile.js"
@@ -134,4 +136,39 @@ export const memoryOf = (directory: string, defaultSoulFile: string): Result.Res
   const host = own.success?.trim() ? Result.succeed(own.success) : read(defaultSoulFile)
   const soul = Result.isSuccess(host) && host.success?.trim() ? host.success : DEFAULT_SOUL
   return Result.succeed({ soul, summary: summary.success ?? "" })
+}
+
+/** What a host answers of its agents' records, each agent named by a raw id (refused as the host refuses it). */
+export interface Records {
+  /** A page of agent `id`'s history, newest first (historyPage). */
+  readonly history: (id: string, page: { readonly before?: number | undefined; readonly limit: number }) => Effect.Effect<HistoryPage, HostError>
+  /** Agent `id`'s usage ledger for a period, per day and model. */
+  readonly usage: (id: string, period: Period) => Effect.Effect<UsageReport.Report, HostError>
+  /** Agent `id`'s soul and summary, read-only. */
+  readonly memory: (id: string) => Effect.Effect<MemoryText, HostError>
+  /** Every agent's usage for a period, per agent and day. */
+  readonly usageAll: (period: Period) => Effect.Effect<AllUsage, HostError>
+}
+
+/** The records of a host's agents: `existing` checks an id names an agent, `agentIds` lists them. */
+export const forHost = (host: {
+  readonly existing: (raw: string) => Effect.Effect<AgentId, HostError>
+  readonly agentIds: Effect.Effect<ReadonlyArray<AgentId>, HostError>
+  readonly directoryOf: (id: AgentId) => string
+  readonly prices: PriceTable
+  readonly defaultSoulFile: string
+}): Records => {
+  const readOf = <A>(id: AgentId, read: Result.Result<A, string>) =>
+    Result.match(read, {
+      onFailure: (message) => Effect.fail(new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })),
+      onSuccess: Effect.succeed
+    })
+  const inAgent = <A>(raw: string, read: (directory: string) => Result.Result<A, string>) =>
+    Effect.flatMap(host.existing(raw), (id) => readOf(id, read(host.directoryOf(id))))
+  return {
+    history: (raw, page) => inAgent(raw, (directory) => historyPage(directory, page.before, page.limit)),
+    usage: (raw, period) => inAgent(raw, (directory) => usageOf(directory, host.prices, period)),
+    memory: (raw) => inAgent(raw, (directory) => memoryOf(directory, host.defaultSoulFile)),
+    usageAll: (period) => Effect.flatMap(host.agentIds, (ids) => usageOfAll(ids, (id) => host.directoryOf(id as AgentId), host.prices, period))
+  }
 }
