@@ -30,7 +30,7 @@ export const agentsView = (openChat: (id: string) => void): HTMLElement => {
           h("td", {}, when(agent.lastMessageAt)),
           h("td", { class: "num" }, String(agent.historyLines)),
           h("td", { class: "num" }, String(agent.today?.tokens ?? 0)),
-          h("td", { class: "num" }, dollars(agent.today?.cost ?? 0))
+          h("td", { class: "num" }, dollars(agent.today === undefined ? 0 : agent.today.cost))
         )))
       if (page.agents.length === 0) body.append(h("tr", {}, h("td", { colspan: "6" }, search === "" ? "No agents yet: open a chat with a new id." : `No agent id holds “${search}”.`)))
       pageLabel.textContent = `Page ${cursors.length}${page.agents.length === 0 ? "" : `: ${page.agents[0]!.id} to ${page.agents[page.agents.length - 1]!.id}`}`

@@ -55,10 +55,21 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
     if (said === "" || turn !== undefined) return
     text.value = ""
     log.append(messageLine("user", said))
-    const reply = messageLine("assistant", "")
-    const replyText = reply.querySelector(".text")!
-    log.append(reply)
-    log.scrollTop = log.scrollHeight
+    // The reply as it is written: a piece of text per round, each tool call a line between them.
+    let segment: HTMLElement | undefined
+    let told = false
+    const writing = () => {
+      if (segment === undefined) {
+        segment = messageLine("assistant", "")
+        log.append(segment)
+      }
+      return segment.querySelector(".text")!
+    }
+    const line = (element: HTMLElement) => {
+      if (segment !== undefined && writing().textContent === "") segment.remove()
+      segment = undefined
+      log.append(element)
+    }
     const running = new AbortController()
     turn = running
     send.disabled = true
@@ -69,19 +80,20 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
       await streamMessage(id, said, running.signal, (event) => {
         switch (event.event) {
           case "text":
-            replyText.textContent += event.data.text
+            told = true
+            writing().textContent += event.data.text
             break
           case "tool": {
-            const line = h("div", { class: "tool running" }, `⋯ ${event.data.name} ${JSON.stringify(event.data.input)}`)
-            pending.push({ name: event.data.name, line })
-            reply.before(line)
+            const running = h("div", { class: "tool running" }, `⋯ ${event.data.name} ${JSON.stringify(event.data.input)}`)
+            pending.push({ name: event.data.name, line: running })
+            line(running)
             break
           }
           case "tool-result": {
             const index = pending.findIndex((call) => call.name === event.data.name)
             const call = index === -1 ? undefined : pending.splice(index, 1)[0]
             const outcome = `${event.data.ok ? "✓" : "✗"} ${event.data.name} ${event.data.ok ? "succeeded" : "failed"} (${Math.round(event.data.ms)} ms)`
-            if (call === undefined) reply.before(h("div", { class: `tool ${event.data.ok ? "ok" : "failed"}` }, outcome))
+            if (call === undefined) line(h("div", { class: `tool ${event.data.ok ? "ok" : "failed"}` }, outcome))
             else {
               call.line.textContent = outcome
               call.line.className = `tool ${event.data.ok ? "ok" : "failed"}`
@@ -89,17 +101,18 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
             break
           }
           case "end":
-            replyText.textContent = event.data.reply
+            // Told in one piece (a command, a reply kept under its key): the reply itself.
+            if (!told) writing().textContent = event.data.reply
             say(event.data.stored ? `${id} answered.` : `${id} answered; the exchange was not stored.`)
         }
         log.scrollTop = log.scrollHeight
       })
     } catch (error) {
       if (running.signal.aborted) {
-        reply.append(h("div", { class: "tool failed" }, "Cancelled: this page stopped listening. The agent still finishes the turn and keeps it in its history."))
+        line(h("div", { class: "tool failed" }, "Cancelled: this page stopped listening. The agent still finishes the turn and keeps it in its history."))
         say("Turn cancelled.")
       } else {
-        reply.append(h("div", { class: "tool failed" }, `Not sent: ${(error as Error).message}`))
+        line(h("div", { class: "tool failed" }, `Not sent: ${(error as Error).message}`))
         say(`The message was not answered: ${(error as Error).message}`, true)
       }
     } finally {

@@ -143,7 +143,13 @@ describe("the web console in chromium", () => {
       yield* run(() => message.press("Enter"))
       yield* run(() => page.getByText("✓ clock succeeded").waitFor())
       yield* run(() => page.getByText("bob answered.").waitFor())
-      expect(yield* run(() => page.locator(".msg.assistant .text").last().textContent())).toBe("Let me check.\n\nIt is noon.")
+      // The text before the tool call, its line, then the text after it.
+      expect(yield* run(() => page.locator(".log > *").evaluateAll((elements) => elements.slice(-4).map((element) => element.textContent)))).toEqual([
+        "You:what time is it?",
+        "Agent:Let me check.",
+        expect.stringMatching(/^✓ clock succeeded \(\d+ ms\)$/),
+        "Agent:It is noon."
+      ])
 
       // The reply shows while it is still being written.
       yield* run(() => message.fill("tell me a story"))
