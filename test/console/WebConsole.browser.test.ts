@@ -188,13 +188,17 @@ describe("the web console in chromium", () => {
       // Usage: the figures are the ledgers'.
       yield* run(() => page.getByRole("button", { name: "Usage" }).click())
       yield* run(() => page.getByText(/^Usage from/).waitFor())
-      const ledgerInput = ["alice", "bob", "carol"].flatMap((id) => {
+      const ledger = ["alice", "bob", "carol"].flatMap((id) => {
         const file = path.join(agents, id, "usage.jsonl")
-        return fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line).input as number) : []
-      }).reduce((sum, input) => sum + input, 0)
+        return fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line)) : []
+      })
+      const sum = (key: string) => ledger.reduce((total, line) => total + (line[key] as number), 0)
       const totals = yield* run(() => page.locator("tfoot td").allTextContents())
-      expect(Number(totals[1])).toBe(ledgerInput)
-      expect(ledgerInput).toBeGreaterThan(0)
+      expect(totals.slice(0, 5).map(Number)).toEqual([ledger.length, sum("input"), sum("output"), sum("cache_write"), sum("cache_read")])
+      expect(ledger.length).toBeGreaterThan(40)
+      // One row per agent and day: alice's shows her own ledger's count.
+      const aliceRow = yield* run(() => page.getByRole("row", { name: /^alice / }).locator("td").allTextContents())
+      expect(Number(aliceRow[1])).toBe(fs.readFileSync(path.join(agents, "alice", "usage.jsonl"), "utf8").trim().split("\n").length)
 
       // At phone width nothing scrolls sideways but the tables' own boxes.
       yield* run(() => page.setViewportSize({ width: 360, height: 740 }))
