@@ -199,6 +199,9 @@ describe("the web console in chromium", () => {
       // One row per agent and day: alice's shows her own ledger's count.
       const aliceRow = yield* run(() => page.getByRole("row", { name: /^alice / }).locator("td").allTextContents())
       expect(Number(aliceRow[1])).toBe(fs.readFileSync(path.join(agents, "alice", "usage.jsonl"), "utf8").trim().split("\n").length)
+      yield* run(() => page.getByLabel("Only agents whose id holds").fill("bo"))
+      yield* run(() => page.getByRole("row", { name: /^alice / }).waitFor({ state: "detached" }))
+      expect(yield* run(() => page.getByRole("row", { name: /^bob / }).isVisible())).toBe(true)
 
       // At phone width nothing scrolls sideways but the tables' own boxes.
       yield* run(() => page.setViewportSize({ width: 360, height: 740 }))
