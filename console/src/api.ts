@@ -88,13 +88,14 @@ const parseEvents = (block: string): TurnEvent | undefined => {
 export const streamMessage = async (
   id: string,
   text: string,
+  key: string,
   signal: AbortSignal,
   onEvent: (event: TurnEvent) => void
 ): Promise<void> => {
   const response = await fetch(`${agentPath(id)}/messages`, {
     method: "POST",
     signal,
-    headers: headers({ "content-type": "application/json", accept: "text/event-stream", "idempotency-key": `console-${crypto.randomUUID()}` }),
+    headers: headers({ "content-type": "application/json", accept: "text/event-stream", "idempotency-key": key }),
     body: JSON.stringify({ text, channel: "console" })
   })
   if (!response.ok || response.body === null) throw await failure(response)
@@ -110,4 +111,11 @@ export const streamMessage = async (
       if (event !== undefined) onEvent(event)
     }
   }
+}
+
+/** Asks the agent to cancel the turn of the message sent under `key`: whether it had one running or queued. */
+export const cancelTurn = async (id: string, key: string): Promise<boolean> => {
+  const response = await fetch(`${agentPath(id)}/cancel`, { method: "POST", headers: headers({ "idempotency-key": key }) })
+  if (!response.ok) throw await failure(response)
+  return ((await response.json()) as { cancelled: boolean }).cancelled
 }

@@ -5,7 +5,7 @@
  * that can be cancelled, and the agent's actions: compact now, forget (after
  * a confirmation naming it), its soul and summary read-only.
  */
-import { agentPath, ApiError, getJson, type HistoryEntry, postJson, streamMessage } from "./api.js"
+import { agentPath, ApiError, cancelTurn, getJson, type HistoryEntry, postJson, streamMessage } from "./api.js"
 import { h, say } from "./dom.js"
 
 const messageLine = (role: "user" | "assistant", text: string) =>
@@ -48,7 +48,15 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
   const text = h("textarea", { name: "text", rows: "3", required: true })
   const send = h("button", { type: "submit" }, "Send")
   const cancel = h("button", { type: "button", disabled: true }, "Cancel turn")
-  let turn: AbortController | undefined
+  let turn: { readonly stop: AbortController; readonly key: string } | undefined
+  // The agent stops the turn and answers its stream with the cancellation; if it had none to stop, the page stops listening.
+  const cancelIt = async () => {
+    const running = turn
+    if (running === undefined) return
+    cancel.disabled = true
+    const stopped = await cancelTurn(id, running.key).catch(() => false)
+    if (!stopped) running.stop.abort()
+  }
 
   const sendMessage = async () => {
     const said = text.value.trim()
@@ -71,13 +79,14 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
       log.append(element)
     }
     const running = new AbortController()
-    turn = running
+    const key = `console-${crypto.randomUUID()}`
+    turn = { stop: running, key }
     send.disabled = true
     cancel.disabled = false
     say(`${id} is answering…`)
     const pending: Array<{ name: string; line: HTMLElement }> = []
     try {
-      await streamMessage(id, said, running.signal, (event) => {
+      await streamMessage(id, said, key, running.signal, (event) => {
         switch (event.event) {
           case "text":
             told = true
@@ -102,15 +111,17 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
           }
           case "end":
             // Told in one piece (a command, a reply kept under its key): the reply itself.
-            if (!told) writing().textContent = event.data.reply
-            say(event.data.stored ? `${id} answered.` : `${id} answered; the exchange was not stored.`)
+            if (!told || event.data.reply.startsWith("Cancelled:")) writing().textContent = event.data.reply
+            say(event.data.reply.startsWith("Cancelled:")
+              ? "Turn cancelled: nothing was stored."
+              : event.data.stored ? `${id} answered.` : `${id} answered; the exchange was not stored.`)
         }
         log.scrollTop = log.scrollHeight
       })
     } catch (error) {
       if (running.signal.aborted) {
-        line(h("div", { class: "tool failed" }, "Cancelled: this page stopped listening. The agent still finishes the turn and keeps it in its history."))
-        say("Turn cancelled.")
+        line(h("div", { class: "tool failed" }, "This page stopped listening: the turn had ended, or the agent could not stop it (it then finishes it and keeps it)."))
+        say("Stopped listening.")
       } else {
         line(h("div", { class: "tool failed" }, `Not sent: ${(error as Error).message}`))
         say(`The message was not answered: ${(error as Error).message}`, true)
@@ -121,13 +132,13 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
       cancel.disabled = true
     }
   }
-  cancel.addEventListener("click", () => turn?.abort())
+  cancel.addEventListener("click", () => void cancelIt())
   text.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey) {
       event.preventDefault()
       void sendMessage()
     }
-    if (event.key === "Escape") turn?.abort()
+    if (event.key === "Escape") void cancelIt()
   })
 
   const memory = h("div")

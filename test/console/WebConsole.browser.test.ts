@@ -18,7 +18,7 @@ import { Deferred, Effect } from "effect"
 import { chromium } from "playwright-core"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as LoopbackHttp from "../support/LoopbackHttp.js"
-import { tool } from "../support/Sandbox.js"
+import { eventually, tool } from "../support/Sandbox.js"
 import { setup, startServe } from "../support/ServeKit.js"
 
 const CHROMIUM = "/usr/bin/chromium"
@@ -178,12 +178,20 @@ describe("the web console in chromium", () => {
       yield* run(() => page.getByText(/^bob: Forgotten/).waitFor())
       expect(fs.existsSync(path.join(agents, "bob", "history.jsonl")) ? fs.readFileSync(path.join(agents, "bob", "history.jsonl"), "utf8") : "").toBe("")
 
-      // A turn cancelled: the page stops listening and says so.
+      // A turn cancelled while the brain has not answered: the agent stops it, stores nothing, and answers the next message.
       yield* run(() => message.fill("hang"))
       yield* run(() => message.press("Enter"))
       yield* run(() => page.getByText("bob is answering…").waitFor())
+      yield* eventually("the hanging brain call", () =>
+        Effect.runSync(server.requests).some((request) => AnthropicServer.lastUserText(request.body) === "hang") || undefined)
       yield* run(() => page.getByRole("button", { name: "Cancel turn" }).click())
-      yield* run(() => page.getByText("Turn cancelled.").waitFor())
+      yield* run(() => page.getByText("Turn cancelled: nothing was stored.").waitFor())
+      expect(yield* run(() => page.locator(".msg.assistant .text").last().textContent())).toMatch(/^Cancelled: the turn was stopped/)
+      yield* run(() => message.fill("after the cancel"))
+      yield* run(() => message.press("Enter"))
+      yield* run(() => page.locator(".msg.assistant .text").last().getByText("re: after the cancel").waitFor())
+      expect(fs.readFileSync(path.join(agents, "bob", "history.jsonl"), "utf8")).not.toContain("hang")
+      expect(fs.readFileSync(path.join(agents, "bob", "history.jsonl"), "utf8")).toContain("after the cancel")
 
       // Usage: the figures are the ledgers'.
       yield* run(() => page.getByRole("button", { name: "Usage" }).click())

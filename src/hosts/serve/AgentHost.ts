@@ -102,6 +102,8 @@ export interface AgentHostService extends Partial<AgentRecords.Records> {
   readonly get: (id: string) => Effect.Effect<AgentStatus.AgentInfo, HostError>
   /** Compacts agent `id` now, whatever the length of its history. */
   readonly compact: (id: string) => Effect.Effect<CompactResult, HostError>
+  /** Cancels agent `id`'s turn of the message under Idempotency-Key `key` (TurnCancels): whether one was running or queued. */
+  readonly cancel?: (id: string, key: string) => Effect.Effect<boolean, HostError>
 }
 
 /** One instance of an agent, as the host tracks it until its scope has closed. */
@@ -323,6 +325,10 @@ export const make = Effect.gen(function*() {
     list,
     get: (raw) => Effect.map(existing(raw), status),
     compact,
+    // Only a started agent has a turn to cancel: a released one is not started for it.
+    cancel: (raw, key) =>
+      Effect.flatMap(existing(raw), (id) =>
+        running.has(id) ? Effect.scoped(Effect.flatMap(started(id), (instance) => instance.cancel(key))) : Effect.succeed(false)),
     ...records
   } satisfies AgentHostService
 })

@@ -45,6 +45,7 @@ import { HostError } from "./HostError.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as KeysInFlight from "./KeysInFlight.js"
 import * as OpenFiles from "./OpenFiles.js"
+import * as TurnCancels from "./TurnCancels.js"
 import { answer, endWithout, type EventSink, type Reply, respondTelling, type Waiting } from "./TurnStream.js"
 
 export interface Message {
@@ -75,6 +76,8 @@ export interface InstanceService {
    * `handedOver`). Taken once; nothing is added to the mailbox after.
    */
   readonly handOver: Effect.Effect<ReadonlyArray<Waiting>>
+  /** Cancels the turn of the message under this Idempotency-Key (TurnCancels): whether one was running or queued. */
+  readonly cancel: (key: string) => Effect.Effect<boolean>
 }
 
 /** One started agent of the host, as its LayerMap holds it. */
@@ -157,9 +160,11 @@ export const make = (options: {
 
     // The messages being answered, by Idempotency-Key: a request sent again under one waits for its reply.
     const inFlight = KeysInFlight.make<Reply>()
+    const cancels = TurnCancels.make()
     const waiting = (pending: Inbox.Pending, reply: Deferred.Deferred<Reply>, events?: EventSink): Waiting => {
       const key = pending.idempotencyKey
       if (key !== undefined) inFlight.add(key, IdempotencyStore.requestOf(pending), reply)
+      if (key !== undefined) cancels.queued(key)
       return { pending, reply, events }
     }
 
@@ -171,7 +176,7 @@ export const make = (options: {
         const key = pending.idempotencyKey
         if (key !== undefined) {
           // A failure is not kept: the retry its reply asks for must get a turn, not the failure again.
-          if (!Turn.isFailureReply(reply.reply)) {
+          if (!Turn.isFailureReply(reply.reply) && reply.reply !== TurnCancels.CANCELLED) {
             yield* idempotency.remember(key, { ...reply, request: IdempotencyStore.requestOf(pending) })
           }
           inFlight.settle(key, deferred)
@@ -200,7 +205,14 @@ export const make = (options: {
     const answerOne = (next: Waiting) =>
       Effect.gen(function*() {
         const { pending } = next
-        const outcome = yield* (next.events === undefined ? agent.respond(pending) : respondTelling(agent, pending, next.events))
+        const ran = yield* cancels.run(pending.idempotencyKey, next.events === undefined ? agent.respond(pending) : respondTelling(agent, pending, next.events))
+        if (Option.isNone(ran)) {
+          // Cancelled: nothing was stored, and the journal lets the message go.
+          yield* finish(next, { reply: TurnCancels.CANCELLED, stored: false })
+          yield* inbox.delivered(pending)
+          return true
+        }
+        const outcome = ran.value
         yield* finish(next, Option.match(outcome, { onNone: () => NOTHING, onSome: ({ reply, stored }) => ({ reply, stored }) }))
         yield* agent.delivered(pending, outcome)
         return true
@@ -306,5 +318,5 @@ export const make = (options: {
       return left
     }).pipe(door.withPermits(1))
 
-    return { submit, recovered, compactNow: compactor.compactNow, quiet, handOver } satisfies InstanceService
+    return { submit, recovered, compactNow: compactor.compactNow, quiet, handOver, cancel: cancels.cancel } satisfies InstanceService
   })

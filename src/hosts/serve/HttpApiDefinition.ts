@@ -142,6 +142,12 @@ export class AgentsGroup extends HttpApiGroup.make("agents").add(
       OpenApi.Description,
       "Sends a message to the agent (started if released, created if new) and waits for its reply; with Accept: text/event-stream, tells the turn as it goes"
     ),
+  HttpApiEndpoint.post("cancel", "/v1/agents/:id/cancel", {
+    params: idParams,
+    headers: Schema.Struct({ "idempotency-key": HostMessage.IdempotencyKey.annotate({ description: "The key the message was sent with" }) }),
+    success: Schema.Struct({ cancelled: Schema.Boolean.annotate({ description: "Whether its turn was running or queued (false: answered already, or unknown)" }) }),
+    error: Errors.GetErrors
+  }).annotate(OpenApi.Description, "Cancels the turn of the message sent under this Idempotency-Key: its caller is answered that it was cancelled, nothing is stored"),
   HttpApiEndpoint.post("compact", "/v1/agents/:id/compact", { params: idParams, success: CompactResult, error: Errors.CompactErrors })
     .annotate(OpenApi.Description, "Compacts the agent's memory now, whatever the length of its history")
 ).middleware(Authorization) {}

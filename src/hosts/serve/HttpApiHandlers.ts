@@ -168,6 +168,10 @@ const agents = (options: Options) =>
           Errors.fromHostAmong(Errors.ListErrors)
         ))
       .handle("get", ({ params }) => Effect.catch(host.get(params.id), Errors.fromHostAmong(Errors.GetErrors)))
+      .handle("cancel", ({ headers, params }) =>
+        host.cancel === undefined
+          ? Effect.fail(new Errors.ServiceUnavailable({ error: "unavailable", message: "this host (--cluster) cannot cancel a turn yet" }))
+          : Effect.catch(Effect.map(host.cancel(params.id, headers["idempotency-key"]), (cancelled) => ({ cancelled })), Errors.fromHostAmong(Errors.GetErrors)))
       .handle("compact", ({ params }) => Effect.catch(host.compact(params.id), Errors.fromHostAmong(Errors.CompactErrors)))
       // Raw: the body is read and decoded by readMessage (see the module comment).
       .handleRaw("send", ({ headers, params, request }) =>

@@ -73,6 +73,7 @@ const ROUTES: ReadonlyArray<readonly [string, string, ReadonlyArray<string>]> = 
   ["get", "/v1/agents/{id}", ["200", "400", "401", "403", "404", "503"]],
   ["post", "/v1/agents/{id}/messages", ["200", "400", "401", "403", "413", "415", "422", "503", "507"]],
   ["post", "/v1/agents/{id}/compact", ["200", "400", "401", "403", "404", "409", "502", "503", "507"]],
+  ["post", "/v1/agents/{id}/cancel", ["200", "400", "401", "403", "404", "503"]],
   ["get", "/v1/agents/{id}/history", ["200", "400", "401", "403", "404", "503"]],
   ["get", "/v1/agents/{id}/usage", ["200", "400", "401", "403", "404", "503"]],
   ["get", "/v1/agents/{id}/memory", ["200", "400", "401", "403", "404", "503"]],
