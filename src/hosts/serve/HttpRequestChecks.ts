@@ -3,7 +3,11 @@
  *
  * - Web pages are refused. A browser adds `Origin` to every cross-site POST
  *   and may send a `text/plain` one to 127.0.0.1 without asking first; the
- *   API is for programs, so any request that carries `Origin` is a 403.
+ *   API is for programs, so any request that carries `Origin` is a 403,
+ *   but for the web console's own page when it is served: an `Origin` of
+ *   `http://` and the request's own `Host`. Another site's page cannot send
+ *   that: without a token `Host` must be loopback (below), so the origin is
+ *   this server's own; with one, a rebound name's page still has no token.
  * - Without PLANCKCLAW_HTTP_TOKEN (loopback only), `Host` must name a
  *   loopback address or `localhost`: a page whose name was rebound to
  *   127.0.0.1 (DNS rebinding) sends its own name there.
