@@ -115,6 +115,16 @@ describe("the web console in chromium", () => {
       const storage = yield* run(() => page.evaluate(() => ({ session: (globalThis as unknown as PageGlobals).sessionStorage.length, local: (globalThis as unknown as PageGlobals).localStorage.length })))
       expect(storage).toEqual({ session: 1, local: 0 })
 
+      // Every field has a label a screen reader reads, and every button a name.
+      const unlabelled = () => page.evaluate(() => {
+        const { document } = globalThis as unknown as { document: { querySelectorAll(selector: string): Iterable<{ readonly labels: { readonly length: number } | null; readonly outerHTML: string; readonly textContent: string | null; getAttribute(name: string): string | null }> } }
+        return [
+          ...[...document.querySelectorAll("input, textarea")].filter((field) => (field.labels?.length ?? 0) === 0).map((field) => field.outerHTML),
+          ...[...document.querySelectorAll("button")].filter((button) => (button.textContent ?? "").trim() === "" && button.getAttribute("aria-label") === null).map((button) => button.outerHTML)
+        ]
+      })
+      expect(yield* run(unlabelled)).toEqual([])
+
       // The list, searched.
       yield* run(() => page.getByRole("button", { name: "Chat with carol" }).waitFor())
       yield* run(() => page.getByLabel("Search agents by id").fill("car"))
@@ -150,6 +160,8 @@ describe("the web console in chromium", () => {
         expect.stringMatching(/^✓ clock succeeded \(\d+ ms\)$/),
         "Agent:It is noon."
       ])
+
+      expect(yield* run(unlabelled)).toEqual([])
 
       // The reply shows while it is still being written.
       yield* run(() => message.fill("tell me a story"))
