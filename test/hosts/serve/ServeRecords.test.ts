@@ -72,6 +72,10 @@ describe("serve's usage ledgers and history pages (built command)", () => {
       const cli = yield* Cli.run(["usage", "--agent", "alice", "--json"], { cwd: box.dir, env })
       expect(cli.code).toBe(0)
       expect(JSON.parse(cli.stdout).total).toEqual(one.body.total)
+      const before = yield* Cli.run(["usage", "--agent", "alice", "--until", "2000-01-01", "--json"], { cwd: box.dir, env })
+      expect([before.code, JSON.parse(before.stdout).rows]).toEqual([0, []])
+      const badUntil = yield* Cli.run(["usage", "--until", "2025-13-01"], { cwd: box.dir, env })
+      expect([badUntil.code === 0, badUntil.stderr]).toEqual([false, expect.stringContaining("--until \"2025-13-01\": expected a date as YYYY-MM-DD")])
       const missing = yield* Cli.run(["usage", "--agent", "nobody"], { cwd: box.dir, env })
       expect([missing.code === 0, missing.stderr]).toEqual([false, expect.stringContaining("no agent nobody")])
 
