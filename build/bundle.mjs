@@ -69,3 +69,18 @@ for (const name of ["bin", "run"]) {
   const hash = createHash("sha256").update(code).digest("hex")
   fs.writeFileSync(file, Buffer.concat([Buffer.from(`// planckclaw-bundle-sha256:${hash}\n`), code]))
 }
+
+// The web console (console/, served by `serve` at /): one browser script, its page and style sheet, in dist/web-console/.
+fs.rmSync("dist/web-console", { recursive: true, force: true })
+await esbuild.build({
+  entryPoints: { console: "console/src/main.ts" },
+  bundle: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2022",
+  outdir: "dist/web-console",
+  minify: true,
+  legalComments: "none",
+  logLevel: "warning"
+})
+for (const name of ["index.html", "console.css"]) fs.copyFileSync(`console/${name}`, `dist/web-console/${name}`)

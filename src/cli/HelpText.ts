@@ -59,7 +59,8 @@ export const commands: ReadonlyArray<CommandHelp> = [
     name: "serve",
     summary: "host many agents behind an HTTP API",
     usage: [
-      "planckclaw serve [--http HOST:PORT] [--brain anthropic|openai] [--model NAME] [--bridge none|discord] [--debug]",
+      "planckclaw serve [--http HOST:PORT] [--brain anthropic|openai] [--model NAME] [--bridge none|discord] [--no-console]",
+      "                 [--debug]",
       "planckclaw serve --cluster [--http HOST:PORT] [--brain anthropic|openai] [--model NAME] [--bridge none|discord]",
       "                 [--debug]"
     ],
@@ -70,6 +71,7 @@ export const commands: ReadonlyArray<CommandHelp> = [
       brain("the brain, called in process: anthropic or openai"),
       { name: "--model NAME", description: "the model to ask, for every agent without a model in its own config.env; overrides PLANCKCLAW_MODEL" },
       { name: "--bridge NAME", description: "none (the HTTP API only, default) or discord: answer Discord too, each message routed to an agent by DISCORD_AGENT_PER (with --cluster: one such runner holds the gateway, the others wait to take over)" },
+      { name: "--no-console", description: "serve the API alone, without the web console at / (PLANCKCLAW_CONSOLE=0)" },
       { name: "--cluster", description: "join a cluster of runners over PostgreSQL (PLANCKCLAW_DATABASE_URL, PLANCKCLAW_RUNNER_ADDRESS): any runner answers for any agent, memory in the database" },
       debug
     ],
@@ -104,14 +106,16 @@ export const commands: ReadonlyArray<CommandHelp> = [
   {
     name: "usage",
     summary: "tokens and estimated cost per day and model",
-    usage: ["planckclaw usage [--since YYYY-MM-DD] [--json]"],
+    usage: ["planckclaw usage [--agent ID] [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--json]"],
     description: "Sums the usage ledger (usage.jsonl in the memory directory) per day (UTC) and model, with a cost " +
       "estimated from list prices (PLANCKCLAW_PRICES adds your own). Reads only: safe while a run is active.",
     options: [
+      { name: "--agent ID", description: "the ledger of agent ID of PLANCKCLAW_AGENTS_DIR (as serve keeps it) instead of PLANCKCLAW_DIR's" },
       { name: "--since YYYY-MM-DD", description: "only days from this one on" },
+      { name: "--until YYYY-MM-DD", description: "only days up to this one" },
       { name: "--json", description: "print the report as JSON" }
     ],
-    examples: ["planckclaw usage --since 2025-06-01"]
+    examples: ["planckclaw usage --since 2025-06-01", "planckclaw usage --agent alice --json"]
   },
   {
     name: "bridge",

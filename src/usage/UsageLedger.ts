@@ -24,6 +24,7 @@ import { Brain, type BrainService, type MessagesRequest, type MessagesResponse, 
 import { BrainLabelConfig } from "../config/BrainChoice.js"
 import { madeOnFirstCall } from "../runtime/FirstCall.js"
 import { COMPACTION_SYSTEM } from "../memory/CompactionPrompt.js"
+import * as BackwardLines from "../memory/BackwardLines.js"
 import { endsWithNewline, splitLines } from "../memory/HistoryFile.js"
 import { Memory } from "../memory/Memory.js"
 import * as SafeFile from "../runtime/SafeFile.js"
@@ -120,15 +121,26 @@ export const read = (file: string): Result.Result<{ readonly lines: Array<UsageL
     return { lines, skipped }
   })
 
-/** `brain` with every answer recorded in `file`; a failed write is logged once and never fails the call. */
-export const recording = (brain: BrainService, file: string, label: string): Effect.Effect<BrainService, never, Scope.Scope> =>
+/**
+ * `brain` with every answer recorded in `file`; a failed write is logged once and never fails the call.
+ * `held: false` closes the ledger after each line: `serve`'s agents, thousands of them started at once,
+ * keep no descriptor for it between answers (see OpenFiles).
+ */
+export const recording = (
+  brain: BrainService,
+  file: string,
+  label: string,
+  options: { readonly held?: boolean } = {}
+): Effect.Effect<BrainService, never, Scope.Scope> =>
   Effect.gen(function*() {
     let warned = false
     const ledger = yield* Effect.acquireRelease(Effect.sync(() => heldAppender(file)), (held) => Effect.sync(held.close))
+    const held = options.held ?? true
     // Plain steps, not a generator: this wraps every brain call, whole or streamed (tapAnswers).
     return tapAnswers(brain, (request, started, response) =>
       Effect.flatMap(Clock.currentTimeMillis, (ended) => {
         const written = ledger.append([lineOf(request, response, label, started, ended)])
+        if (!held) ledger.close()
         if (Result.isSuccess(written) || warned) return Effect.void
         warned = true
         return Effect.logWarning(`usage ledger not written (${written.failure.message}); turns go on without it`)
@@ -148,3 +160,26 @@ export const layer: Layer.Layer<Brain, ConfigError.ConfigError, Brain | Memory> 
     return yield* recording(yield* Brain, path.join(memory.directory, FILE_NAME), label)
   })
 )
+
+/**
+ * The lines of the ledger from day `since` (YYYY-MM-DD, UTC) on, read
+ * backwards from the end (the ledger is appended in time order): today's
+ * usage of an agent costs the same with a year of lines before it.
+ */
+export const readSinceDay = (file: string, since: string): Array<UsageLine> => {
+  const lines: Array<UsageLine> = []
+  const opened = Result.try(() => fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW))
+  if (Result.isFailure(opened)) return lines
+  const fd = opened.success
+  Result.try(() =>
+    BackwardLines.visitBackward(fd, BackwardLines.sizeOf(fd), ({ line }) => {
+      const decoded = decodeLine(line)
+      if (Option.isNone(decoded)) return true
+      if (decoded.value.at.slice(0, 10) < since) return false
+      lines.push(decoded.value)
+      return true
+    })
+  )
+  Result.try(() => fs.closeSync(fd))
+  return lines.reverse()
+}

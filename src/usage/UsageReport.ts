@@ -15,14 +15,17 @@ export class UsageSinceError extends Data.TaggedError("UsageSinceError")<{
   readonly message: string
 }> {}
 
-/** The day `--since` names, checked to be a real calendar date. */
-export const parseSince = (value: string): Result.Result<string, UsageSinceError> => {
+/** Whether `value` is a real calendar date as YYYY-MM-DD. */
+export const isDay = (value: string): boolean => {
   const date = new Date(`${value}T00:00:00Z`)
-  const valid = /^\d{4}-\d{2}-\d{2}$/.test(value) && !Number.isNaN(date.getTime()) && date.toISOString().startsWith(value)
-  return valid ? Result.succeed(value) : Result.fail(
-    new UsageSinceError({ reason: "invalid", message: `--since ${JSON.stringify(value)}: expected a date as YYYY-MM-DD` })
-  )
+  return /^\d{4}-\d{2}-\d{2}$/.test(value) && !Number.isNaN(date.getTime()) && date.toISOString().startsWith(value)
 }
+
+/** The day `--since` (or `name`) names, checked to be a real calendar date. */
+export const parseSince = (value: string, name = "--since"): Result.Result<string, UsageSinceError> =>
+  isDay(value) ? Result.succeed(value) : Result.fail(
+    new UsageSinceError({ reason: "invalid", message: `${name} ${JSON.stringify(value)}: expected a date as YYYY-MM-DD` })
+  )
 
 export interface Totals {
   readonly requests: number
@@ -57,12 +60,13 @@ export const report = (
   lines: ReadonlyArray<UsageLine>,
   skipped: number,
   table: PriceTable,
-  since: string | undefined
+  since: string | undefined,
+  until?: string | undefined
 ): Report => {
   const groups = new Map<string, { day: string; model: string; requests: number; input: number; output: number; cache_write: number; cache_read: number }>()
   for (const line of lines) {
     const day = line.at.slice(0, 10)
-    if (since !== undefined && day < since) continue
+    if ((since !== undefined && day < since) || (until !== undefined && day > until)) continue
     const key = `${day}\u0000${line.model}`
     const group = groups.get(key) ?? { day, model: line.model, requests: 0, input: 0, output: 0, cache_write: 0, cache_read: 0 }
     group.requests++
@@ -125,4 +129,31 @@ export const render = (r: Report): string => {
     `estimated ${dollars(t.cost)}${t.unpriced.length > 0 ? ` (no price for ${t.unpriced.join(", ")})` : ""}.`,
     ...(r.skipped > 0 ? [`Skipped ${r.skipped} unreadable ledger line${r.skipped === 1 ? "" : "s"}.`] : [])
   ].join("\n")
+}
+
+/** One agent's usage on one day, all models together. */
+export interface AgentDay extends Totals {
+  readonly agent: string
+  readonly day: string
+}
+
+/** An agent's report folded per day (its models summed; cost null when some model of the day has no price). */
+export const perDay = (agent: string, r: Report): Array<AgentDay> => {
+  const days = new Map<string, AgentDay>()
+  for (const row of r.rows) {
+    const before = days.get(row.day)
+    days.set(row.day, before === undefined
+      ? { agent, day: row.day, requests: row.requests, input: row.input, output: row.output, cache_write: row.cache_write, cache_read: row.cache_read, cost: row.cost }
+      : {
+        agent,
+        day: row.day,
+        requests: before.requests + row.requests,
+        input: before.input + row.input,
+        output: before.output + row.output,
+        cache_write: before.cache_write + row.cache_write,
+        cache_read: before.cache_read + row.cache_read,
+        cost: before.cost === null || row.cost === null ? null : before.cost + row.cost
+      })
+  }
+  return [...days.values()]
 }

@@ -18,6 +18,7 @@ import { debugOption, modelOption } from "../CliFlags.js"
 import { MemoryConfig } from "../../memory/MemoryFiles.js"
 import * as PromptFiles from "../../memory/PromptFiles.js"
 import { runFlags, withSettings } from "../CliSettings.js"
+import { WebConsole } from "../../config/settings/Serve.js"
 import * as EarlyTierUp from "../../runtime/process/EarlyTierUp.js"
 import * as Pretenuring from "../../runtime/process/Pretenuring.js"
 import * as YoungGeneration from "../../runtime/process/YoungGeneration.js"
@@ -67,6 +68,13 @@ const bridgeOption = Flag.Literals("bridge", ["none", "discord"]).pipe(
   )
 )
 
+// PLANCKCLAW_CONSOLE=0 for this start.
+const noConsoleOption = Flag.Boolean("no-console").pipe(
+  Flag.withoutNegation,
+  Flag.withDefault(false),
+  Flag.withDescription("serve the API alone, without the web console at / (PLANCKCLAW_CONSOLE=0)")
+)
+
 const clusterOption = Flag.Boolean("cluster").pipe(
   Flag.withoutNegation,
   Flag.withDefault(false),
@@ -80,6 +88,7 @@ export const serve = Command.make("serve", {
   brain: brainOption,
   bridge: bridgeOption,
   cluster: clusterOption,
+  noConsole: noConsoleOption,
   model: modelOption,
   debug: debugOption
 }, (options) =>
@@ -125,7 +134,10 @@ export const serve = Command.make("serve", {
     yield* tunedV8(options.bridge === "discord" ? Effect.raceFirst(http, discord) : http).pipe(
       Effect.provide(AgentHost.layer.pipe(Layer.provide(Layer.merge(brain, ScriptClaws.layer))))
     )
-  }).pipe(withSettings(runFlags(options), "serve"))).pipe(
+  }).pipe(withSettings(
+    new Map([...runFlags(options), ...(options.noConsole ? [[WebConsole.key, "0"] as const] : [])]),
+    "serve"
+  ))).pipe(
     Command.withDescription(
       "Serve every agent of PLANCKCLAW_AGENTS_DIR over the HTTP API, in one process, until stopped; with --cluster, " +
         "serve the agents of a PostgreSQL database as one runner of a cluster."

@@ -4,12 +4,32 @@ import * as Command from "effect/cli/Command"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { textOf } from "../../config/ConfigRange.js"
+import { AgentsDir } from "../../config/settings/Serve.js"
+import * as AgentId from "../../hosts/serve/AgentId.js"
+import * as AgentStatus from "../../hosts/serve/AgentStatus.js"
+import { HostError } from "../../hosts/serve/HostError.js"
 import * as Memory from "../../memory/Memory.js"
 import * as Prices from "../../usage/Prices.js"
 import * as UsageLedger from "../../usage/UsageLedger.js"
 import * as UsageReport from "../../usage/UsageReport.js"
 import { withSettings } from "../CliSettings.js"
 import * as HelpText from "../HelpText.js"
+
+/** The memory directory, or with `--agent ID` that agent's directory under PLANCKCLAW_AGENTS_DIR (as `serve` keeps it). */
+const ledgerDirectory = (agent: Option.Option<string>) =>
+  Option.match(agent, {
+    onNone: () => Memory.MemoryConfig,
+    onSome: (raw) =>
+      Effect.gen(function*() {
+        const id = yield* Effect.fromResult(AgentId.parse(raw))
+        const directory = path.join(path.resolve(yield* textOf(AgentsDir)), id)
+        if (!AgentStatus.isAgentDirectory(directory)) {
+          return yield* new HostError({ reason: "not-found", id, message: `no agent ${id}: ${directory} is not a directory` })
+        }
+        return directory
+      })
+  })
 
 /**
  * `planckclaw usage`: the usage ledger summed per day and model, with an
@@ -19,18 +39,21 @@ export const usage = Command.make(
   "usage",
   {
     since: Flag.String("since").pipe(Flag.optional, Flag.withDescription(HelpText.describe("usage", "--since"))),
+    until: Flag.String("until").pipe(Flag.optional, Flag.withDescription(HelpText.describe("usage", "--until"))),
+    agent: Flag.String("agent").pipe(Flag.optional, Flag.withDescription(HelpText.describe("usage", "--agent"))),
     json: Flag.Boolean("json").pipe(Flag.withoutNegation, Flag.withDefault(false), Flag.withDescription(HelpText.describe("usage", "--json")))
   },
   (options) =>
     Effect.gen(function*() {
       const since = Option.isSome(options.since) ? yield* Effect.fromResult(UsageReport.parseSince(options.since.value)) : undefined
+      const until = Option.isSome(options.until) ? yield* Effect.fromResult(UsageReport.parseSince(options.until.value, "--until")) : undefined
       const prices = yield* Prices.PricesConfig
-      const file = path.join(yield* Memory.MemoryConfig, UsageLedger.FILE_NAME)
+      const file = path.join(yield* ledgerDirectory(options.agent), UsageLedger.FILE_NAME)
       const ledger = yield* Effect.mapError(
         Effect.fromResult(UsageLedger.read(file)),
         (error) => new Memory.MemoryError({ reason: "io", message: `cannot read ${file}: ${error.message}` })
       )
-      const report = UsageReport.report(ledger.lines, ledger.skipped, prices, since)
+      const report = UsageReport.report(ledger.lines, ledger.skipped, prices, since, until)
       yield* Console.log(options.json ? JSON.stringify(report, null, 2) : UsageReport.render(report))
     }).pipe(withSettings(new Map()))
 ).pipe(Command.withDescription(HelpText.summary("usage")))

@@ -1,5 +1,5 @@
 /** `planckclaw serve`: its agents, its HTTP API and its limits. */
-import type { NumberSetting, TextSetting } from "../Setting.js"
+import type { NumberSetting, SwitchSetting, TextSetting } from "../Setting.js"
 
 export const AgentsDir = {
   key: "PLANCKCLAW_AGENTS_DIR",
@@ -20,6 +20,14 @@ export const HttpToken = {
   description: "Bearer token every route but /v1/health needs; without it, serve listens on loopback only",
   secret: true
 } as const satisfies TextSetting
+
+export const WebConsole = {
+  key: "PLANCKCLAW_CONSOLE",
+  kind: "switch",
+  default: true,
+  description: "the web console at / on serve's address (--no-console turns it off)",
+  details: "see [the console](serve.md#the-web-console)"
+} as const satisfies SwitchSetting
 
 export const MaxConcurrentTurns = {
   key: "PLANCKCLAW_MAX_CONCURRENT_TURNS",
@@ -106,6 +114,7 @@ export const group = {
   settings: [
     AgentsDir,
     HttpToken,
+    WebConsole,
     MaxConcurrentTurns,
     AgentIdle,
     AgentsHoldingFiles,

@@ -23,6 +23,7 @@ import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Agent from "../../agent/Agent.js"
 import { AgentConfig } from "../../config/AgentConfig.js"
+import { BrainLabelConfig } from "../../config/BrainChoice.js"
 import { Brain, type BrainService, limitedBy } from "../../ports/Brain.js"
 import { Claws } from "../../ports/Claws.js"
 import * as Logging from "../../runtime/Logging.js"
@@ -30,7 +31,9 @@ import { errnoCode } from "../../runtime/Errors.js"
 import { ensureWritable, MemoryConfig } from "../../memory/Memory.js"
 import * as OwnerFile from "../../memory/OwnerFile.js"
 import * as AgentId from "./AgentId.js"
+import * as Prices from "../../usage/Prices.js"
 import * as AgentInstance from "./AgentInstance.js"
+import * as AgentRecords from "./AgentRecords.js"
 import * as AgentSettings from "./AgentSettings.js"
 import * as AgentStatus from "./AgentStatus.js"
 import { HostError } from "./HostError.js"
@@ -69,7 +72,8 @@ export interface CompactResult {
   readonly summaryBytes: number
 }
 
-export interface AgentHostService {
+/** The records (history pages, usage, soul and summary) are absent from the cluster's host. */
+export interface AgentHostService extends Partial<AgentRecords.Records> {
   readonly directory: string
   /**
    * Sends a checked message to its agent (started if released, created if
@@ -98,6 +102,8 @@ export interface AgentHostService {
   readonly get: (id: string) => Effect.Effect<AgentStatus.AgentInfo, HostError>
   /** Compacts agent `id` now, whatever the length of its history. */
   readonly compact: (id: string) => Effect.Effect<CompactResult, HostError>
+  /** Cancels agent `id`'s turn of the message under Idempotency-Key `key` (TurnCancels): whether one was running or queued. */
+  readonly cancel?: (id: string, key: string) => Effect.Effect<boolean, HostError>
 }
 
 /** One instance of an agent, as the host tracks it until its scope has closed. */
@@ -153,6 +159,7 @@ export const make = Effect.gen(function*() {
   )
   yield* AgentStatus.warnIfOthersCanWrite(`PLANCKCLAW_AGENTS_DIR ${config.agentsDir}`, config.agentsDir, "every agent's")
   const agentConfig = yield* AgentConfig
+  const prices = yield* Prices.PricesConfig.pipe(Effect.catchTag("PricesError", (error) => refuse("unavailable", error.message)))
   // Its removal is registered before the agents, so it runs after they let go: their locks are links to it.
   const ownerFile = yield* OwnerFile.onFirstUse(config.agentsDir)
   const shared: AgentInstance.Shared = {
@@ -163,7 +170,8 @@ export const make = Effect.gen(function*() {
     defaultSoulFile: path.join(config.defaultDir, "soul.md"),
     idempotencyKeys: config.idempotencyKeys,
     openFiles: OpenFiles.make(config.agentsHoldingFiles),
-    ownerFile
+    ownerFile,
+    brainLabel: yield* BrainLabelConfig
   }
   const scope = yield* Effect.scope
   const running = new Set<string>()
@@ -267,15 +275,18 @@ export const make = Effect.gen(function*() {
   const streamChecked = ({ id, ...message }: HostMessage.HostMessage) =>
     TurnStream.streaming((events) => submit(id, message, events), scope, awaitReply)
 
-  const statusReader = AgentStatus.makeReader()
+  const statusReader = AgentStatus.makeReader(prices)
   const status = (id: AgentId.AgentId) => statusReader.read(id, directoryOf(id), running.has(id))
 
+  const agentIds = Effect.suspend(() => {
+    const names = Result.try(() => fs.readdirSync(config.agentsDir))
+    return Result.isFailure(names)
+      ? refuse("unavailable", `cannot list ${config.agentsDir}: ${String(names.failure)}`)
+      : Effect.succeed(names.success.filter(AgentId.is).sort())
+  })
   const list = (page: AgentStatus.ListPage) =>
-    Effect.suspend(() => {
-      const names = Result.try(() => fs.readdirSync(config.agentsDir))
-      if (Result.isFailure(names)) return refuse("unavailable", `cannot list ${config.agentsDir}: ${String(names.failure)}`)
-      return statusReader.readPage(names.success.filter(AgentId.is).sort(), page, directoryOf, (id) => running.has(id))
-    })
+    Effect.flatMap(agentIds, (ids) => statusReader.readPage(ids, page, directoryOf, (id) => running.has(id)))
+  const records = AgentRecords.forHost({ existing, agentIds, directoryOf, prices, defaultSoulFile: shared.defaultSoulFile })
 
   const compact = (raw: string) =>
     Effect.gen(function*() {
@@ -313,7 +324,12 @@ export const make = Effect.gen(function*() {
     accept: (raw, options) => Effect.flatMap(check(raw, options), acceptChecked),
     list,
     get: (raw) => Effect.map(existing(raw), status),
-    compact
+    compact,
+    // Only a started agent has a turn to cancel: a released one is not started for it.
+    cancel: (raw, key) =>
+      Effect.flatMap(existing(raw), (id) =>
+        running.has(id) ? Effect.scoped(Effect.flatMap(started(id), (instance) => instance.cancel(key))) : Effect.succeed(false)),
+    ...records
   } satisfies AgentHostService
 })
 

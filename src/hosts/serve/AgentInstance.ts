@@ -14,6 +14,7 @@
  * (an SSE request) adds an event sink: the turn's events go to it as they
  * come, and it is ended once the reply is given (`answer`).
  */
+import * as path from "node:path"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -37,12 +38,14 @@ import * as FoldStore from "../../memory/FoldStore.js"
 import * as Inbox from "../../memory/Inbox.js"
 import * as Layout from "../../memory/Layout.js"
 import * as Memory from "../../memory/Memory.js"
+import * as UsageLedger from "../../usage/UsageLedger.js"
 import * as AgentInbox from "./AgentInbox.js"
 import * as AgentSettings from "./AgentSettings.js"
 import { HostError } from "./HostError.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as KeysInFlight from "./KeysInFlight.js"
 import * as OpenFiles from "./OpenFiles.js"
+import * as TurnCancels from "./TurnCancels.js"
 import { answer, endWithout, type EventSink, type Reply, respondTelling, type Waiting } from "./TurnStream.js"
 
 export interface Message {
@@ -73,6 +76,8 @@ export interface InstanceService {
    * `handedOver`). Taken once; nothing is added to the mailbox after.
    */
   readonly handOver: Effect.Effect<ReadonlyArray<Waiting>>
+  /** Cancels the turn of the message under this Idempotency-Key (TurnCancels): whether one was running or queued. */
+  readonly cancel: (key: string) => Effect.Effect<boolean>
 }
 
 /** One started agent of the host, as its LayerMap holds it. */
@@ -91,6 +96,8 @@ export interface Shared {
   readonly ownerFile: () => string | undefined
   /** Which agents keep their files open between messages. */
   readonly openFiles: OpenFiles.OpenFiles
+  /** The brain's name in each agent's usage ledger (usage.jsonl); absent: the agents keep none. */
+  readonly brainLabel?: string | undefined
 }
 
 /** Which journal line a message is: how a message handed over is found again in the next instance's journal. */
@@ -133,9 +140,13 @@ export const make = (options: {
     )
     // Keys not recorded yet held in the journal (AgentInbox.ts).
     const tracked = yield* AgentInbox.make(inbox, idempotency)
+    // Every answer of its turns and compactions counted in its own usage.jsonl, as `run` counts them.
+    const brain = shared.brainLabel === undefined
+      ? shared.brain
+      : yield* UsageLedger.recording(shared.brain, path.join(directory, UsageLedger.FILE_NAME), shared.brainLabel, { held: false })
     const ports = Context.make(Memory.Memory, memory).pipe(
       Context.add(Inbox.Inbox, tracked),
-      Context.add(Brain, shared.brain),
+      Context.add(Brain, brain),
       Context.add(Claws, shared.claws),
       Context.add(FoldStore.FoldStore, FoldStore.make(memory.memoryDir))
     )
@@ -149,9 +160,11 @@ export const make = (options: {
 
     // The messages being answered, by Idempotency-Key: a request sent again under one waits for its reply.
     const inFlight = KeysInFlight.make<Reply>()
+    const cancels = TurnCancels.make()
     const waiting = (pending: Inbox.Pending, reply: Deferred.Deferred<Reply>, events?: EventSink): Waiting => {
       const key = pending.idempotencyKey
       if (key !== undefined) inFlight.add(key, IdempotencyStore.requestOf(pending), reply)
+      if (key !== undefined) cancels.queued(key)
       return { pending, reply, events }
     }
 
@@ -163,7 +176,7 @@ export const make = (options: {
         const key = pending.idempotencyKey
         if (key !== undefined) {
           // A failure is not kept: the retry its reply asks for must get a turn, not the failure again.
-          if (!Turn.isFailureReply(reply.reply)) {
+          if (!Turn.isFailureReply(reply.reply) && reply.reply !== TurnCancels.CANCELLED) {
             yield* idempotency.remember(key, { ...reply, request: IdempotencyStore.requestOf(pending) })
           }
           inFlight.settle(key, deferred)
@@ -192,7 +205,14 @@ export const make = (options: {
     const answerOne = (next: Waiting) =>
       Effect.gen(function*() {
         const { pending } = next
-        const outcome = yield* (next.events === undefined ? agent.respond(pending) : respondTelling(agent, pending, next.events))
+        const ran = yield* cancels.run(pending.idempotencyKey, next.events === undefined ? agent.respond(pending) : respondTelling(agent, pending, next.events))
+        if (Option.isNone(ran)) {
+          // Cancelled: nothing was stored, and the journal lets the message go.
+          yield* finish(next, { reply: TurnCancels.CANCELLED, stored: false })
+          yield* inbox.delivered(pending)
+          return true
+        }
+        const outcome = ran.value
         yield* finish(next, Option.match(outcome, { onNone: () => NOTHING, onSome: ({ reply, stored }) => ({ reply, stored }) }))
         yield* agent.delivered(pending, outcome)
         return true
@@ -298,5 +318,5 @@ export const make = (options: {
       return left
     }).pipe(door.withPermits(1))
 
-    return { submit, recovered, compactNow: compactor.compactNow, quiet, handOver } satisfies InstanceService
+    return { submit, recovered, compactNow: compactor.compactNow, quiet, handOver, cancel: cancels.cancel } satisfies InstanceService
   })

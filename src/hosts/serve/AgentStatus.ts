@@ -4,6 +4,9 @@ import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import { nextTurn } from "../../runtime/process/NextTurn.js"
+import type { PriceTable } from "../../usage/Prices.js"
+import * as UsageLedger from "../../usage/UsageLedger.js"
+import * as UsageReport from "../../usage/UsageReport.js"
 
 export interface AgentInfo {
   readonly id: string
@@ -14,6 +17,8 @@ export interface AgentInfo {
   /** When the agent last took or stored a message (ISO 8601), null when never. */
   readonly lastMessageAt: string | null
   readonly state: "running" | "released"
+  /** Its usage ledger's figures for today (UTC): every token counted, and the estimated cost (null: a model without a price). */
+  readonly today?: { readonly tokens: number; readonly cost: number | null }
 }
 
 /**
@@ -37,7 +42,14 @@ const countLines = (file: string, buffer: Buffer): number => {
 
 const stat = (file: string) => Result.getOrUndefined(Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false })))
 
-const readWith = (buffer: Buffer, id: string, directory: string, running: boolean): AgentInfo => {
+/** Today's figures of an agent's ledger, read from its end back to today's first line. */
+export const todayOf = (directory: string, prices: PriceTable, now = new Date()): NonNullable<AgentInfo["today"]> => {
+  const day = now.toISOString().slice(0, 10)
+  const { total } = UsageReport.report(UsageLedger.readSinceDay(path.join(directory, UsageLedger.FILE_NAME), day), 0, prices, day)
+  return { tokens: total.input + total.output + total.cache_write + total.cache_read, cost: total.unpriced.length > 0 ? null : total.cost }
+}
+
+const readWith = (buffer: Buffer, id: string, directory: string, running: boolean, prices?: PriceTable): AgentInfo => {
   const history = path.join(directory, "history.jsonl")
   const historyStat = stat(history)
   const times = [historyStat, stat(path.join(directory, ".inbox.jsonl"))].flatMap((s) => s?.isFile() === true ? [s.mtimeMs] : [])
@@ -46,7 +58,8 @@ const readWith = (buffer: Buffer, id: string, directory: string, running: boolea
     historyLines: historyStat?.isFile() === true ? Result.getOrElse(Result.try(() => countLines(history, buffer)), () => 0) : 0,
     summaryBytes: stat(path.join(directory, "summary.md"))?.size ?? 0,
     lastMessageAt: times.length === 0 ? null : new Date(Math.max(...times)).toISOString(),
-    state: running ? "running" : "released"
+    state: running ? "running" : "released",
+    ...(prices === undefined ? {} : { today: todayOf(directory, prices) })
   }
 }
 
@@ -109,6 +122,8 @@ const inSteps = <A, B, E>(
 export interface ListPage {
   readonly after?: string | undefined
   readonly limit: number
+  /** Only the agents whose id holds this text. */
+  readonly search?: string | undefined
 }
 
 /** Agents in a page: at most this many. */
@@ -146,10 +161,10 @@ export interface StatusReader {
  * counting is synchronous, so no two use it at once, and a listing of
  * thousands of agents allocates none.
  */
-export const makeReader = (): StatusReader => {
+export const makeReader = (prices?: PriceTable): StatusReader => {
   let chunk: Buffer | undefined
   const read = (id: string, directory: string, running: boolean): AgentInfo =>
-    readWith(chunk ??= Buffer.allocUnsafe(64 * 1024), id, directory, running)
+    readWith(chunk ??= Buffer.allocUnsafe(64 * 1024), id, directory, running, prices)
   return { read, readPage: (sortedIds, page, directoryOf, isRunning) => readPage(read, sortedIds, page, directoryOf, isRunning) }
 }
 
@@ -162,16 +177,18 @@ const readPage = <Id extends string>(
 ): Effect.Effect<AgentList> =>
   Effect.gen(function*() {
     const after = page.after
-    let index = after === undefined ? 0 : sortedIds.findIndex((id) => id > after)
-    if (index < 0) index = sortedIds.length
+    const search = page.search
+    const ids = search === undefined || search === "" ? sortedIds : sortedIds.filter((id) => id.includes(search))
+    let index = after === undefined ? 0 : ids.findIndex((id) => id > after)
+    if (index < 0) index = ids.length
     const agents: Array<AgentInfo> = []
-    for (let looked = 0; index < sortedIds.length && agents.length < page.limit; index++, looked++) {
+    for (let looked = 0; index < ids.length && agents.length < page.limit; index++, looked++) {
       if (looked > 0 && looked % agentsPerStep === 0) yield* nextTurn
-      const id = sortedIds[index]!
+      const id = ids[index]!
       const directory = directoryOf(id)
       if (isAgentDirectory(directory)) agents.push(read(id, directory, isRunning(id)))
     }
-    return { agents, next: index < sortedIds.length ? sortedIds[index - 1]! : null }
+    return { agents, next: index < ids.length ? ids[index - 1]! : null }
   })
 
 /**

@@ -32,15 +32,19 @@ import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { AgentConfig } from "../../config/AgentConfig.js"
+import { switchOf } from "../../config/ConfigRange.js"
+import { WebConsole as WebConsoleSetting } from "../../config/settings/Serve.js"
 import * as Logging from "../../runtime/Logging.js"
 import type { AgentHost } from "./AgentHost.js"
 import * as HttpApiHandlers from "./HttpApiHandlers.js"
 import * as HttpConnections from "./HttpConnections.js"
 import * as HttpLimits from "./HttpLimits.js"
+import * as WebConsole from "./WebConsole.js"
 import { bearerMatches, HttpTokenConfig, isLoopback, noRoute, refusedOrigin, schemaProblem, unauthorized } from "./HttpRequestChecks.js"
 
 export const HttpConfig = Config.all({
   token: HttpTokenConfig,
+  console: switchOf(WebConsoleSetting),
   maxMessageBytes: Config.map(AgentConfig, (config) => config.maxMessageBytes)
 })
 
@@ -84,9 +88,17 @@ const routerProblem = (token: Option.Option<Redacted.Redacted<string>>) => (erro
 const schemaProblemOf = (defect: unknown) =>
   HttpApiSchemaError.is(defect) ? Effect.succeed(schemaProblem(defect)) : Effect.die(defect)
 
+/** The built console, or a warning saying why `/` serves none (the API is served either way). */
+const consoleOrWarning = Effect.suspend(() =>
+  Result.match(WebConsole.load(), {
+    onFailure: (why) => Effect.as(Logging.toStderr(Effect.logWarning(`no web console at /: ${why}`)), undefined),
+    onSuccess: (served) => Effect.succeed(served)
+  })
+)
+
 /**
  * The whole application: the routes of HttpApiDefinition (HttpApiHandlers),
- * web pages refused in front of them (HttpRequestChecks). Its router is built
+ * web pages refused in front of them (HttpRequestChecks) but the console's own (WebConsole, at /). Its router is built
  * in the scope (closing it ends the app); a body still being read when
  * `stopping` completes gets a 503.
  */
@@ -98,9 +110,13 @@ export const appStoppingOn = (stopping: Effect.Effect<void>) => Effect.gen(funct
     )
   )
   const noRoute = routerProblem(config.token)
+  const webConsole = config.console ? yield* consoleOrWarning : undefined
   return Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const refused = refusedOrigin(request.headers, Option.isNone(config.token))
+    // The console's files hold nothing secret: served to anyone, the page then asks for the token.
+    const page = webConsole?.answer(request.method, request.url)
+    if (page !== undefined && Option.isSome(page)) return page.value
+    const refused = refusedOrigin(request.headers, Option.isNone(config.token), webConsole !== undefined)
     if (Option.isSome(refused)) return refused.value
     return yield* routes.pipe(
       Effect.catchTag("HttpServerError", noRoute),

@@ -20,12 +20,14 @@ import * as AgentId from "./AgentId.js"
 import * as AgentStatus from "./AgentStatus.js"
 import * as HostMessage from "./HostMessage.js"
 import * as Errors from "./HttpApiErrors.js"
+import * as HttpApiAgUi from "./HttpApiAgUi.js"
+import * as HttpApiRecords from "./HttpApiRecords.js"
 
 /** What the GET /v1/agents query says of a parameter it does not take (HttpRequestChecks names it). */
 export const UNKNOWN_QUERY_PARAMETER = "unknown query parameter"
 
 /** A string a query may hold once: given twice it arrives as an array. */
-const once = Schema.String.annotate({ message: "limit and after may each be given once" })
+const once = Schema.String.annotate({ message: "limit, after and search may each be given once" })
 
 /** An agent id, refused with a message naming the id and the rule. */
 const agentId = (prefix: string) =>
@@ -82,7 +84,9 @@ export const AgentInfo = Schema.Struct({
   historyLines: Schema.Int,
   summaryBytes: Schema.Int,
   lastMessageAt: Schema.NullOr(Schema.String).annotate({ description: "ISO 8601; null when never" }),
-  state: Schema.Literals(["running", "released"])
+  state: Schema.Literals(["running", "released"]),
+  today: Schema.optionalKey(Schema.Struct({ tokens: Schema.Int, cost: Schema.NullOr(Schema.Number) }))
+    .annotateKey({ description: "Today's usage (UTC) from its ledger: every token, and the estimated cost (null: a model without a price)" })
 })
 
 export const AgentList = Schema.Struct({
@@ -114,7 +118,11 @@ export class HealthGroup extends HttpApiGroup.make("health", { topLevel: true })
 
 export class AgentsGroup extends HttpApiGroup.make("agents").add(
   HttpApiEndpoint.get("list", "/v1/agents", {
-    query: Schema.Struct({ limit: Schema.optionalKey(limit), after: Schema.optionalKey(once.check(agentId("after: "))) })
+    query: Schema.Struct({
+      limit: Schema.optionalKey(limit),
+      after: Schema.optionalKey(once.check(agentId("after: "))),
+      search: Schema.optionalKey(once.annotate({ description: "Only the agents whose id holds this text" }))
+    })
       .annotate({ messageUnexpectedKey: UNKNOWN_QUERY_PARAMETER }),
     success: AgentList,
     error: Errors.ListErrors
@@ -134,6 +142,12 @@ export class AgentsGroup extends HttpApiGroup.make("agents").add(
       OpenApi.Description,
       "Sends a message to the agent (started if released, created if new) and waits for its reply; with Accept: text/event-stream, tells the turn as it goes"
     ),
+  HttpApiEndpoint.post("cancel", "/v1/agents/:id/cancel", {
+    params: idParams,
+    headers: Schema.Struct({ "idempotency-key": HostMessage.IdempotencyKey.annotate({ description: "The key the message was sent with" }) }),
+    success: Schema.Struct({ cancelled: Schema.Boolean.annotate({ description: "Whether its turn was running or queued (false: answered already, or unknown)" }) }),
+    error: Errors.GetErrors
+  }).annotate(OpenApi.Description, "Cancels the turn of the message sent under this Idempotency-Key: its caller is answered that it was cancelled, nothing is stored"),
   HttpApiEndpoint.post("compact", "/v1/agents/:id/compact", { params: idParams, success: CompactResult, error: Errors.CompactErrors })
     .annotate(OpenApi.Description, "Compacts the agent's memory now, whatever the length of its history")
 ).middleware(Authorization) {}
@@ -149,7 +163,11 @@ export class DocsGroup extends HttpApiGroup.make("docs").add(
   }).annotate(OpenApi.Description, "This document as a web page: self-contained, no script")
 ).middleware(Authorization) {}
 
-export class Api extends HttpApi.make("planckclaw").add(HealthGroup).add(AgentsGroup).add(DocsGroup).annotateMerge(
+export class RecordsGroup extends HttpApiRecords.makeGroup(idParams).middleware(Authorization) {}
+
+export class AgUiGroup extends HttpApiAgUi.makeGroup(idParams).middleware(Authorization) {}
+
+export class Api extends HttpApi.make("planckclaw").add(HealthGroup).add(AgentsGroup).add(RecordsGroup).add(AgUiGroup).add(DocsGroup).annotateMerge(
   OpenApi.annotations({
     title: "PlanckClaw",
     description: "The agent host of `planckclaw serve`: many agents, each a directory, each answering its messages in order."

@@ -25,6 +25,8 @@ import * as OpenApi from "effect/http-api/OpenApi"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { AgentHost, type AgentHostService, type HostError } from "./AgentHost.js"
 import type * as AgentInstance from "./AgentInstance.js"
+import * as HttpApiAgUiHandlers from "./HttpApiAgUiHandlers.js"
+import * as HttpApiRecordsHandlers from "./HttpApiRecordsHandlers.js"
 import * as AgentStatus from "./AgentStatus.js"
 import * as HostMessage from "./HostMessage.js"
 import { Api, Authorization, type MessageEvent } from "./HttpApiDefinition.js"
@@ -162,10 +164,14 @@ const agents = (options: Options) =>
     return handlers
       .handle("list", ({ query }) =>
         Effect.catch(
-          host.list({ limit: query.limit === undefined ? AgentStatus.PAGE_LIMIT_DEFAULT : Number(query.limit), after: query.after }),
+          host.list({ limit: query.limit === undefined ? AgentStatus.PAGE_LIMIT_DEFAULT : Number(query.limit), after: query.after, search: query.search }),
           Errors.fromHostAmong(Errors.ListErrors)
         ))
       .handle("get", ({ params }) => Effect.catch(host.get(params.id), Errors.fromHostAmong(Errors.GetErrors)))
+      .handle("cancel", ({ headers, params }) =>
+        host.cancel === undefined
+          ? Effect.fail(new Errors.ServiceUnavailable({ error: "unavailable", message: "this host (--cluster) cannot cancel a turn yet" }))
+          : Effect.catch(Effect.map(host.cancel(params.id, headers["idempotency-key"]), (cancelled) => ({ cancelled })), Errors.fromHostAmong(Errors.GetErrors)))
       .handle("compact", ({ params }) => Effect.catch(host.compact(params.id), Errors.fromHostAmong(Errors.CompactErrors)))
       // Raw: the body is read and decoded by readMessage (see the module comment).
       .handleRaw("send", ({ headers, params, request }) =>
@@ -205,5 +211,5 @@ const authorization = (token: Options["token"]) =>
 /** The API's routes, for an HttpRouter. */
 export const layer = (options: Options) =>
   HttpApiBuilder.layer(Api).pipe(
-    Layer.provide(Layer.mergeAll(health, agents(options), docs).pipe(Layer.provideMerge(authorization(options.token))))
+    Layer.provide(Layer.mergeAll(health, agents(options), HttpApiRecordsHandlers.group, HttpApiAgUiHandlers.group(options), docs).pipe(Layer.provideMerge(authorization(options.token))))
   )

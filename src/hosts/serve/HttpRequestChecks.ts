@@ -3,7 +3,11 @@
  *
  * - Web pages are refused. A browser adds `Origin` to every cross-site POST
  *   and may send a `text/plain` one to 127.0.0.1 without asking first; the
- *   API is for programs, so any request that carries `Origin` is a 403.
+ *   API is for programs, so any request that carries `Origin` is a 403,
+ *   but for the web console's own page when it is served: an `Origin` of
+ *   `http://` and the request's own `Host`. Another site's page cannot send
+ *   that: without a token `Host` must be loopback (below), so the origin is
+ *   this server's own; with one, a rebound name's page still has no token.
  * - Without PLANCKCLAW_HTTP_TOKEN (loopback only), `Host` must name a
  *   loopback address or `localhost`: a page whose name was rebound to
  *   127.0.0.1 (DNS rebinding) sends its own name there.
@@ -49,9 +53,14 @@ const hostName = (header: string): string => {
 /** A 403 for a request from a web page or to a name that is not loopback (see the module comment). */
 export const refusedOrigin = (
   headers: Readonly<Record<string, string | undefined>>,
-  loopbackOnly: boolean
+  loopbackOnly: boolean,
+  /** The web console is served: its own page (Origin the server's own, http://<Host>) may call the API. */
+  ownPageAllowed = false
 ): Option.Option<HttpServerResponse.HttpServerResponse> => {
-  if (headers["origin"] !== undefined) {
+  const origin = headers["origin"]
+  const ownPage = ownPageAllowed && origin !== undefined && headers["host"] !== undefined &&
+    origin.toLowerCase() === `http://${headers["host"].trim().toLowerCase()}`
+  if (origin !== undefined && !ownPage) {
     return Option.some(problem(
       403,
       "cross-origin",
@@ -165,7 +174,7 @@ export const schemaProblem = (error: HttpApiSchemaError): HttpServerResponse.Htt
         400,
         "bad-query",
         message === UNKNOWN_QUERY_PARAMETER
-          ? `unknown query parameter ${JSON.stringify((key ?? "").slice(0, 40))}; GET /v1/agents takes limit and after`
+          ? `unknown query parameter ${JSON.stringify((key ?? "").slice(0, 40))}; GET /v1/agents takes limit, after and search`
           : message
       )
     case "Headers":

@@ -110,9 +110,9 @@ describe("HTTP API", () => {
         ["limit=ten", "limit must be an integer from 1 to 1000, got \"ten\""],
         ["limit=-5", "limit must be an integer from 1 to 1000, got \"-5\""],
         ["limit=", "limit must be an integer from 1 to 1000, got \"\""],
-        ["limit=2&limit=3", "limit and after may each be given once"],
+        ["limit=2&limit=3", "limit, after and search may each be given once"],
         ["after=Alice", "after: agent id \"Alice\" is not allowed"],
-        ["page=2", "unknown query parameter \"page\"; GET /v1/agents takes limit and after"]
+        ["page=2", "unknown query parameter \"page\"; GET /v1/agents takes limit, after and search"]
       ]
       for (const [query, message] of cases) {
         const answer = yield* call(port, "GET", `/v1/agents?${query}`)

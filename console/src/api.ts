@@ -1,0 +1,121 @@
+/**
+ * The console's calls to the API on its own origin: the token (kept in
+ * sessionStorage only, for this browser session) as a bearer, JSON in and
+ * out, and a message's turn read as server-sent events from a fetch body
+ * (EventSource cannot POST).
+ */
+const TOKEN_KEY = "planckclaw-token"
+
+export const token = {
+  get: (): string | null => sessionStorage.getItem(TOKEN_KEY),
+  set: (value: string) => sessionStorage.setItem(TOKEN_KEY, value),
+  clear: () => sessionStorage.removeItem(TOKEN_KEY)
+}
+
+/** A refusal of the API: its status and its `{error, message}`. */
+export class ApiError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string) {
+    super(message)
+  }
+}
+
+const headers = (extra: Record<string, string> = {}): Record<string, string> => {
+  const bearer = token.get()
+  return bearer === null ? extra : { ...extra, authorization: `Bearer ${bearer}` }
+}
+
+const failure = async (response: Response): Promise<ApiError> => {
+  const body = await response.json().catch(() => ({})) as { error?: string; message?: string }
+  return new ApiError(response.status, body.error ?? "http", body.message ?? `${response.status} ${response.statusText}`)
+}
+
+export const getJson = async <A>(path: string): Promise<A> => {
+  const response = await fetch(path, { headers: headers() })
+  if (!response.ok) throw await failure(response)
+  return await response.json() as A
+}
+
+export const postJson = async <A>(path: string, body?: unknown): Promise<A> => {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: headers({ "content-type": "application/json" }),
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  if (!response.ok) throw await failure(response)
+  return await response.json() as A
+}
+
+export const agentPath = (id: string) => `/v1/agents/${encodeURIComponent(id)}`
+
+export interface AgentInfo {
+  readonly id: string
+  readonly historyLines: number
+  readonly summaryBytes: number
+  readonly lastMessageAt: string | null
+  readonly state: "running" | "released"
+  readonly today?: { readonly tokens: number; readonly cost: number | null }
+}
+
+export interface HistoryEntry {
+  readonly at: number
+  readonly role: "user" | "assistant"
+  readonly content: string
+}
+
+export type TurnEvent =
+  | { readonly event: "text"; readonly data: { readonly text: string } }
+  | { readonly event: "tool"; readonly data: { readonly name: string; readonly input: unknown } }
+  | { readonly event: "tool-result"; readonly data: { readonly name: string; readonly ok: boolean; readonly ms: number } }
+  | { readonly event: "end"; readonly data: { readonly reply: string; readonly stored: boolean } }
+
+/** Splits a server-sent event stream into its events (comments and keep-alives dropped). */
+const parseEvents = (block: string): TurnEvent | undefined => {
+  let event = "message"
+  const data: Array<string> = []
+  for (const line of block.split("\n")) {
+    if (line.startsWith(":")) continue
+    const colon = line.indexOf(":")
+    const field = colon === -1 ? line : line.slice(0, colon)
+    const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "")
+    if (field === "event") event = value
+    else if (field === "data") data.push(value)
+  }
+  if (data.length === 0) return undefined
+  return { event, data: JSON.parse(data.join("\n")) } as TurnEvent
+}
+
+/** Sends a message and calls `onEvent` for each event of its turn, until `end` or `signal` aborts. */
+export const streamMessage = async (
+  id: string,
+  text: string,
+  key: string,
+  signal: AbortSignal,
+  onEvent: (event: TurnEvent) => void
+): Promise<void> => {
+  const response = await fetch(`${agentPath(id)}/messages`, {
+    method: "POST",
+    signal,
+    headers: headers({ "content-type": "application/json", accept: "text/event-stream", "idempotency-key": key }),
+    body: JSON.stringify({ text, channel: "console" })
+  })
+  if (!response.ok || response.body === null) throw await failure(response)
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
+  let buffered = ""
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) return
+    buffered += value.replace(/\r\n?/g, "\n")
+    for (let end = buffered.indexOf("\n\n"); end !== -1; end = buffered.indexOf("\n\n")) {
+      const event = parseEvents(buffered.slice(0, end))
+      buffered = buffered.slice(end + 2)
+      if (event !== undefined) onEvent(event)
+    }
+  }
+}
+
+/** Asks the agent to cancel the turn of the message sent under `key`: whether it had one running or queued. */
+export const cancelTurn = async (id: string, key: string): Promise<boolean> => {
+  const response = await fetch(`${agentPath(id)}/cancel`, { method: "POST", headers: headers({ "idempotency-key": key }) })
+  if (!response.ok) throw await failure(response)
+  return ((await response.json()) as { cancelled: boolean }).cancelled
+}

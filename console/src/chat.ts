@@ -1,0 +1,211 @@
+/**
+ * A chat with one agent: its earlier exchanges loaded page by page as the
+ * log is scrolled up (GET …/history?before=), a message's reply streamed in
+ * as the agent writes it with a line per tool call and its outcome, a turn
+ * that can be cancelled, and the agent's actions: compact now, forget (after
+ * a confirmation naming it), its soul and summary read-only.
+ */
+import { agentPath, ApiError, cancelTurn, getJson, type HistoryEntry, postJson, streamMessage } from "./api.js"
+import { h, say } from "./dom.js"
+
+const messageLine = (role: "user" | "assistant", text: string) =>
+  h("div", { class: `msg ${role}` }, h("span", { class: "who" }, role === "user" ? "You:" : "Agent:"), h("span", { class: "text" }, text))
+
+export const chatView = (id: string, back: () => void): HTMLElement => {
+  const log = h("div", { class: "log", role: "log", "aria-label": `Conversation with ${id}`, tabindex: "0" })
+  const earlier = h("button", { type: "button", onclick: () => void loadEarlier() }, "Load earlier messages")
+  let before: number | null | undefined
+  let loading = false
+
+  const loadEarlier = async () => {
+    if (loading || before === null) return
+    loading = true
+    try {
+      const query = new URLSearchParams({ limit: "30" })
+      if (before !== undefined) query.set("before", String(before))
+      const page = await getJson<{ entries: ReadonlyArray<HistoryEntry>; next: number | null }>(`${agentPath(id)}/history?${query}`)
+      const height = log.scrollHeight
+      log.prepend(...[...page.entries].reverse().map((entry) => messageLine(entry.role, entry.content)))
+      // The first page shows the newest at the bottom; later ones keep what was on screen in place.
+      log.scrollTop = before === undefined ? log.scrollHeight : log.scrollHeight - height
+      before = page.next
+      earlier.disabled = before === null
+      earlier.textContent = before === null ? "No earlier messages" : "Load earlier messages"
+    } catch (error) {
+      // A new agent has no history yet.
+      if (!(error instanceof ApiError && error.status === 404)) say(`History could not be read: ${(error as Error).message}`, true)
+      before = null
+      earlier.disabled = true
+      earlier.textContent = "No earlier messages"
+    } finally {
+      loading = false
+    }
+  }
+  log.addEventListener("scroll", () => {
+    if (log.scrollTop < 40) void loadEarlier()
+  })
+
+  const text = h("textarea", { name: "text", rows: "3", required: true })
+  const send = h("button", { type: "submit" }, "Send")
+  const cancel = h("button", { type: "button", disabled: true }, "Cancel turn")
+  let turn: { readonly stop: AbortController; readonly key: string } | undefined
+  // The agent stops the turn and answers its stream with the cancellation; if it had none to stop, the page stops listening.
+  const cancelIt = async () => {
+    const running = turn
+    if (running === undefined) return
+    cancel.disabled = true
+    const stopped = await cancelTurn(id, running.key).catch(() => false)
+    if (!stopped) running.stop.abort()
+  }
+
+  const sendMessage = async () => {
+    const said = text.value.trim()
+    if (said === "" || turn !== undefined) return
+    text.value = ""
+    log.append(messageLine("user", said))
+    // The reply as it is written: a piece of text per round, each tool call a line between them.
+    let segment: HTMLElement | undefined
+    let told = false
+    const writing = () => {
+      if (segment === undefined) {
+        segment = messageLine("assistant", "")
+        log.append(segment)
+      }
+      return segment.querySelector(".text")!
+    }
+    const line = (element: HTMLElement) => {
+      if (segment !== undefined && writing().textContent === "") segment.remove()
+      segment = undefined
+      log.append(element)
+    }
+    const running = new AbortController()
+    const key = `console-${crypto.randomUUID()}`
+    turn = { stop: running, key }
+    send.disabled = true
+    cancel.disabled = false
+    say(`${id} is answering…`)
+    const pending: Array<{ name: string; line: HTMLElement }> = []
+    try {
+      await streamMessage(id, said, key, running.signal, (event) => {
+        switch (event.event) {
+          case "text":
+            told = true
+            writing().textContent += event.data.text
+            break
+          case "tool": {
+            const running = h("div", { class: "tool running" }, `⋯ ${event.data.name} ${JSON.stringify(event.data.input)}`)
+            pending.push({ name: event.data.name, line: running })
+            line(running)
+            break
+          }
+          case "tool-result": {
+            const index = pending.findIndex((call) => call.name === event.data.name)
+            const call = index === -1 ? undefined : pending.splice(index, 1)[0]
+            const outcome = `${event.data.ok ? "✓" : "✗"} ${event.data.name} ${event.data.ok ? "succeeded" : "failed"} (${Math.round(event.data.ms)} ms)`
+            if (call === undefined) line(h("div", { class: `tool ${event.data.ok ? "ok" : "failed"}` }, outcome))
+            else {
+              call.line.textContent = outcome
+              call.line.className = `tool ${event.data.ok ? "ok" : "failed"}`
+            }
+            break
+          }
+          case "end":
+            // Told in one piece (a command, a reply kept under its key): the reply itself.
+            if (!told || event.data.reply.startsWith("Cancelled:")) writing().textContent = event.data.reply
+            say(event.data.reply.startsWith("Cancelled:")
+              ? "Turn cancelled: nothing was stored."
+              : event.data.stored ? `${id} answered.` : `${id} answered; the exchange was not stored.`)
+        }
+        log.scrollTop = log.scrollHeight
+      })
+    } catch (error) {
+      if (running.signal.aborted) {
+        line(h("div", { class: "tool failed" }, "This page stopped listening: the turn had ended, or the agent could not stop it (it then finishes it and keeps it)."))
+        say("Stopped listening.")
+      } else {
+        line(h("div", { class: "tool failed" }, `Not sent: ${(error as Error).message}`))
+        say(`The message was not answered: ${(error as Error).message}`, true)
+      }
+    } finally {
+      turn = undefined
+      send.disabled = false
+      cancel.disabled = true
+    }
+  }
+  cancel.addEventListener("click", () => void cancelIt())
+  text.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault()
+      void sendMessage()
+    }
+    if (event.key === "Escape") void cancelIt()
+  })
+
+  const memory = h("div")
+  const showMemory = async () => {
+    try {
+      const read = await getJson<{ soul: string; summary: string }>(`${agentPath(id)}/memory`)
+      memory.replaceChildren(
+        h("h3", {}, "Soul"), h("pre", { class: "readonly", tabindex: "0", "aria-label": `Soul of ${id}` }, read.soul),
+        h("h3", {}, "Summary"), h("pre", { class: "readonly", tabindex: "0", "aria-label": `Summary of ${id}` }, read.summary === "" ? "(no summary yet)" : read.summary))
+    } catch (error) {
+      memory.replaceChildren(h("p", { class: "error" }, `Soul and summary could not be read: ${(error as Error).message}`))
+    }
+  }
+  const details = h("details", {}, h("summary", {}, "Soul and summary (read-only)"), memory)
+  details.addEventListener("toggle", () => {
+    if (details.open) void showMemory()
+  })
+
+  const compact = h("button", { type: "button" }, "Compact now")
+  compact.addEventListener("click", async () => {
+    compact.disabled = true
+    say(`Compacting ${id}…`)
+    try {
+      const done = await postJson<{ compacted: boolean; summarised: number; kept: number }>(`${agentPath(id)}/compact`)
+      say(done.compacted ? `${id} compacted: ${done.summarised} lines summarised, ${done.kept} kept.` : `${id} had nothing to compact.`)
+      if (details.open) void showMemory()
+    } catch (error) {
+      say(`${id} could not be compacted: ${(error as Error).message}`, true)
+    } finally {
+      compact.disabled = false
+    }
+  })
+
+  const confirmForget = h("dialog", { "aria-labelledby": "forget-title" },
+    h("h3", { id: "forget-title" }, `Forget ${id}?`),
+    h("p", {}, `Agent ${id}'s history and summary move to an archive in its directory (nothing is deleted); its next message starts afresh.`),
+    h("form", { method: "dialog", class: "row" },
+      h("button", { value: "cancel", autofocus: true }, "Keep it"),
+      h("button", { value: "forget" }, `Forget ${id}`)))
+  confirmForget.addEventListener("close", async () => {
+    if (confirmForget.returnValue !== "forget") return say(`${id} was not forgotten.`)
+    try {
+      // The agent forgets in its own order, after the turns before it (its /forget command).
+      const done = await postJson<{ reply: string }>(`${agentPath(id)}/messages`, { text: "/forget confirm", channel: "console" })
+      log.replaceChildren(messageLine("assistant", done.reply))
+      before = null
+      earlier.disabled = true
+      say(`${id}: ${done.reply}`)
+      if (details.open) void showMemory()
+    } catch (error) {
+      say(`${id} could not be forgotten: ${(error as Error).message}`, true)
+    }
+  })
+  const forget = h("button", { type: "button", onclick: () => confirmForget.showModal() }, "Forget…")
+
+  void loadEarlier()
+  const composer = h("form", { class: "composer", onsubmit: (event) => { event.preventDefault(); void sendMessage() } },
+    h("label", {}, `Message to ${id} (Enter sends, Shift+Enter a new line, Escape cancels)`, text),
+    h("div", { class: "row" }, send, cancel))
+  return h("section", { "aria-labelledby": "chat-title" },
+    h("div", { class: "row" },
+      h("button", { type: "button", onclick: back }, "← Agents"),
+      h("h2", { id: "chat-title" }, `Chat with ${id}`)),
+    h("div", { class: "row" }, compact, forget),
+    details,
+    confirmForget,
+    earlier,
+    log,
+    composer)
+}

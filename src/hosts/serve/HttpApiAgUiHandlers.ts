@@ -1,0 +1,33 @@
+/**
+ * POST /v1/agents/{id}/ag-ui (HttpApiAgUi): the run's last user message
+ * checked as any message is (HostMessage.decoder: its size, its key),
+ * handed to the agent like the console's, and the turn told as AG-UI events.
+ * A refusal (a run without a user message, a bad id, a full disk) comes
+ * before the stream, as the JSON error of the message route.
+ */
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
+import { AgentHost } from "./AgentHost.js"
+import * as HostMessage from "./HostMessage.js"
+import * as HttpApiAgUi from "./HttpApiAgUi.js"
+import { Api } from "./HttpApiDefinition.js"
+import * as Errors from "./HttpApiErrors.js"
+
+export const group = (options: { readonly maxMessageBytes: number }) =>
+  HttpApiBuilder.group(Api, "agUi", Effect.fnUntraced(function*(handlers) {
+    const host = yield* AgentHost
+    const check = HostMessage.decoder(options.maxMessageBytes)
+    return handlers.handle("run", ({ params, payload }) =>
+      Effect.gen(function*() {
+        const text = HttpApiAgUi.lastUserText(payload)
+        if (text === undefined) {
+          return yield* new Errors.BadRequest({ error: "bad-input", message: "the run has no user message to send to the agent" })
+        }
+        const message = yield* check(params.id, { text, channel: "ag-ui", idempotencyKey: `ag-ui-${payload.runId}` })
+        const turn = host.streamChecked === undefined
+          ? yield* Effect.map(host.sendChecked(message), (reply) => ({ events: Stream.empty, reply: Effect.succeed(reply) }))
+          : yield* host.streamChecked(message)
+        return yield* HttpApiAgUi.respond(payload, HttpApiAgUi.toAgUi(payload.runId, turn.events, turn.reply))
+      }).pipe(Effect.catchTag("HostError", Errors.fromHostAmong(Errors.SendErrors))))
+  }))

@@ -1,0 +1,53 @@
+/**
+ * Cancelling a turn by its message's Idempotency-Key: a turn running is
+ * interrupted (as a stop interrupts it: its brain call and tool calls end
+ * with their scopes, nothing is stored), a message still queued is
+ * answered without a turn. Either way its caller gets CANCELLED, which is
+ * not kept under the key, so the same key may be sent again for a turn.
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+
+export const CANCELLED = "Cancelled: the turn was stopped before it finished; nothing was stored."
+
+export interface TurnCancels {
+  /** A message under `key` was queued. */
+  readonly queued: (key: string) => void
+  /** Runs the turn of a message under `key` (none: not cancellable); none when it was cancelled, before or during. */
+  readonly run: <A, E, R>(key: string | undefined, turn: Effect.Effect<A, E, R>) => Effect.Effect<Option.Option<A>, E, R>
+  /** Cancels the turn of `key`: whether one was running or queued. */
+  readonly cancel: (key: string) => Effect.Effect<boolean>
+}
+
+export const make = (): TurnCancels => {
+  const queued = new Set<string>()
+  const asked = new Set<string>()
+  let current: { readonly key: string; readonly signal: Deferred.Deferred<void> } | undefined
+  return {
+    queued: (key) => {
+      queued.add(key)
+    },
+    run: (key, turn) =>
+      Effect.suspend(() => {
+        if (key === undefined) return Effect.map(turn, Option.some)
+        queued.delete(key)
+        if (asked.delete(key)) return Effect.succeed(Option.none())
+        return Effect.flatMap(Deferred.make<void>(), (signal) => {
+          current = { key, signal }
+          return Effect.raceFirst(Effect.map(turn, Option.some), Effect.as(Deferred.await(signal), Option.none())).pipe(
+            Effect.ensuring(Effect.sync(() => {
+              current = undefined
+            }))
+          )
+        })
+      }),
+    cancel: (key) =>
+      Effect.suspend(() => {
+        if (current?.key === key) return Effect.as(Deferred.succeed(current.signal, undefined), true)
+        if (!queued.has(key)) return Effect.succeed(false)
+        asked.add(key)
+        return Effect.succeed(true)
+      })
+  }
+}

@@ -1,0 +1,34 @@
+/** A turn cancelled by its key: interrupted while running, skipped while queued, unknown keys refused. */
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Option } from "effect"
+import * as TurnCancels from "../../../src/hosts/serve/TurnCancels.js"
+
+describe("TurnCancels", () => {
+  it.effect("a running turn is interrupted, a queued one never runs, another key is not cancelled", () =>
+    Effect.gen(function*() {
+      const cancels = TurnCancels.make()
+      const started = yield* Deferred.make<void>()
+      let interrupted = false
+      cancels.queued("a")
+      const running = yield* Effect.forkChild(cancels.run("a", Effect.andThen(Deferred.succeed(started, undefined), Effect.never).pipe(
+        Effect.onInterrupt(() => Effect.sync(() => { interrupted = true }))
+      )))
+      yield* Deferred.await(started)
+      expect(yield* cancels.cancel("other")).toBe(false)
+      expect(yield* cancels.cancel("a")).toBe(true)
+      expect(yield* Fiber.join(running)).toEqual(Option.none())
+      expect(interrupted).toBe(true)
+      // Answered: cancelling it again finds nothing.
+      expect(yield* cancels.cancel("a")).toBe(false)
+
+      cancels.queued("b")
+      expect(yield* cancels.cancel("b")).toBe(true)
+      let ran = false
+      expect(yield* cancels.run("b", Effect.sync(() => { ran = true }))).toEqual(Option.none())
+      expect(ran).toBe(false)
+      // Without a key, or not cancelled: the turn's own outcome.
+      expect(yield* cancels.run(undefined, Effect.succeed(1))).toEqual(Option.some(1))
+      cancels.queued("c")
+      expect(yield* cancels.run("c", Effect.succeed(2))).toEqual(Option.some(2))
+    }))
+})
