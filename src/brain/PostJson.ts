@@ -31,7 +31,8 @@ const absolute = (location: string | undefined, base: string): string | undefine
 /** The most of an answer read: far beyond any real one, short of a body that never ends filling the memory. */
 export const ANSWER_MAX_BYTES = 32 * 1024 * 1024
 
-const answerTooLarge = new BrainError({
+/** Said of an answer past ANSWER_MAX_BYTES, whole or streamed. */
+export const answerTooLarge = new BrainError({
   reason: "fatal",
   detail: `the API's answer was larger than ${ANSWER_MAX_BYTES / (1024 * 1024)} MiB`
 })
