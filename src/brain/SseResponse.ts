@@ -15,7 +15,7 @@
  */
 import type * as HttpClient from "effect/http/HttpClient"
 import type * as HttpClientError from "effect/http/HttpClientError"
-import type * as HttpClientResponse from "effect/http/HttpClientResponse"
+import type * as Headers from "effect/http/Headers"
 import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import type * as Duration from "effect/Duration"
@@ -44,9 +44,8 @@ export interface StreamWords {
   readonly scrub: (text: string) => string
 }
 
-const isEventStream = (response: HttpClientResponse.HttpClientResponse): boolean =>
-  response.status >= 200 && response.status < 300 &&
-  (response.headers["content-type"] ?? "").toLowerCase().startsWith("text/event-stream")
+const isEventStream = (status: number, headers: Headers.Headers): boolean =>
+  status >= 200 && status < 300 && (headers["content-type"] ?? "").toLowerCase().startsWith("text/event-stream")
 
 const absolute = (location: string | undefined, base: string): string | undefined =>
   location === undefined ? undefined : URL.canParse(location, base) ? new URL(location, base).href : location
@@ -167,14 +166,16 @@ export const postForEvents = (
 ): Effect.Effect<StreamingAnswer, HttpClientError.HttpClientError | BrainError> =>
   sendJson(client, url, headers, body).pipe(
     Effect.flatMap((response): Effect.Effect<StreamingAnswer, HttpClientError.HttpClientError | BrainError> => {
+      // Read once: a client may build the headers anew at each reading (undici's does).
+      const answered = response.headers
       const head = {
         status: response.status,
-        retryAfter: response.headers["retry-after"],
-        location: absolute(response.headers["location"], url)
+        retryAfter: answered["retry-after"],
+        location: absolute(answered["location"], url)
       }
-      return isEventStream(response)
+      return isEventStream(head.status, answered)
         ? Effect.succeed({ ...head, body: "", events: answerEvents(response.stream, timeout, words, assembly) })
-        : Effect.map(readCapped(response), (text) => ({ ...head, body: text, events: undefined }))
+        : Effect.map(readCapped(response, answered), (text) => ({ ...head, body: text, events: undefined }))
     })
   )
 
