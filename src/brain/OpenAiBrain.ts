@@ -282,7 +282,8 @@ export const make = (
     const call = <A>(way: Way<A>, request: MessagesRequest) =>
       Effect.gen(function*() {
         yield* debug(`POST ${endpoint} (authorization: ${Option.isSome(apiKey) ? "Bearer <redacted>" : "none"})`)
-        yield* debug(`request ${way.bodyOf(request, fields.fieldFor(request.model))}`)
+        // Only when debugging: the body is a turn's worth of JSON, made again by the attempt.
+        if (config.debug) yield* debug(`request ${way.bodyOf(request, fields.fieldFor(request.model))}`)
         return yield* withRetries("OpenAI-compatible API", config.retries, (number) => attempt(way, request, number))
       })
 
