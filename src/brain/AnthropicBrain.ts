@@ -135,7 +135,11 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
       said: (body) => describeErrorBody(body, scrub),
       baseUrlSetting: AnthropicBaseUrl.key,
       scrub,
-      models: { model, offered: ModelList.fetchIds(client, `${base}/v1/models?limit=1000`, headers, config.timeout) },
+      // Built when a 404 asks for it, not for every call.
+      models: {
+        model,
+        offered: Effect.suspend(() => ModelList.fetchIds(client, `${base}/v1/models?limit=1000`, headers, config.timeout))
+      },
       permanent: (status) => {
         const wrong = misconfiguration(status, model)
         return wrong === undefined ? {} : { fix: wrong.fix, misconfigured: { problem: wrong.problem, setting: wrong.setting } }

@@ -215,7 +215,11 @@ export const make = (
       scrub,
       // Any 5xx: local servers answer odd ones (501 while loading a model).
       retryable: (status) => status >= 500,
-      models: { model, offered: ModelList.fetchIds(client, `${config.baseUrl.replace(/\/+$/, "")}/models`, headers, config.timeout) },
+      // Built when a 404 asks for it, not for every call.
+      models: {
+        model,
+        offered: Effect.suspend(() => ModelList.fetchIds(client, `${config.baseUrl.replace(/\/+$/, "")}/models`, headers, config.timeout))
+      },
       permanent: (status) => {
         const wrong = misconfigured(status)
         return { fix: advice(status, model), ...(wrong === undefined ? {} : { misconfigured: wrong }) }
