@@ -5,11 +5,11 @@
  * builds, so a start that has not called a brain yet does not pay for it
  * (bench/cold-start.mjs).
  *
- * Why not the fetch client: on loopback (bench/brain-call.mjs, same run,
- * main-thread CPU per call) the Anthropic brain's whole answer cost ≈ 700 µs
- * over fetch against ≈ 430 over undici, its streamed one ≈ 870 against
- * ≈ 560. Undici, as fetch is told here (PostJson), follows no redirect: a
- * redirect comes back as the answer.
+ * Why not the fetch client: on loopback (bench/brain-call.mjs, five runs,
+ * main-thread CPU per call) the Anthropic brain's whole answer cost 591–685
+ * µs over fetch against 294–378 over this client, its streamed one 782–944
+ * against 490–620. Undici, as fetch is told here (PostJson), follows no
+ * redirect: a redirect comes back as the answer.
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Effect from "effect/Effect"
