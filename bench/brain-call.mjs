@@ -11,11 +11,13 @@
  * (soul.md as the system prompt, 40 history messages and the new one, one
  * tool), checking every answer:
  *
- * - anthropic_fetch: AnthropicBrain.layer over the fetch HTTP client, as the
- *   agent ships it (src/pipes/Bridges.ts);
- * - anthropic_undici: the same layer over @effect/platform-node's undici client;
- * - anthropic_node_http: the same over its node:http client (keep-alive agent);
- * - openai_fetch: OpenAiBrain.layer over fetch, Chat Completions (the
+ * - anthropic_shipped: AnthropicBrain.layer over the HTTP client the agent
+ *   ships its brains with (src/pipes/Bridges.ts: src/brain/BrainHttpClient.ts,
+ *   undici loaded at the first call; fetch in builds before it);
+ * - anthropic_fetch: the same layer over Effect's fetch client;
+ * - anthropic_undici: over @effect/platform-node's undici client;
+ * - anthropic_node_http: over its node:http client (keep-alive agent);
+ * - openai_shipped, openai_fetch: OpenAiBrain.layer, Chat Completions (the
  *   request translated and the answer translated back, as the agent does);
  * - bare_fetch: `fetch` POSTs the same JSON to /v1/messages, reads the
  *   text and parses it (Node's own undici, keep-alive);
@@ -32,9 +34,13 @@
  *
  * Streaming (a build whose brains stream, as the agent's turns ask them to):
  * the model server answers `"stream": true` with server-sent events, read to
- * their end by the brains' `stream` (anthropic_fetch_stream,
- * anthropic_node_http_stream, openai_fetch_stream) and by a bare fetch
- * (bare_fetch_stream). BENCH_BRAIN_STREAMING=0 leaves them out.
+ * their end by the brains' `stream` over each client (the same names with
+ * `_stream`) and by a bare fetch (bare_fetch_stream).
+ * BENCH_BRAIN_STREAMING=0 leaves them out.
+ *
+ * The figures of issue 52: brain_http_cpu_us_per_call, the most any shipped
+ * row costs (anthropic and openai, whole and streamed; target ≤ 500 µs), and
+ * fetch_cpu_us_per_call, the bare fetch of the same run.
  *
  *   node --expose-gc bench/brain-call.mjs
  */
@@ -164,8 +170,11 @@ const streamingVariants = async ({ messagesUrl, headers, brains, clients, anthro
   STREAMING
     ? [
       ["bare_fetch_stream", bareFetchStream(messagesUrl, headers, request)],
+      ...(await streamVariant("anthropic_shipped_stream", brains.anthropic, clients.shipped, anthropicSettings, scope)),
       ...(await streamVariant("anthropic_fetch_stream", brains.anthropic, clients.fetch, anthropicSettings, scope)),
+      ...(await streamVariant("anthropic_undici_stream", brains.anthropic, clients.undici, anthropicSettings, scope)),
       ...(await streamVariant("anthropic_node_http_stream", brains.anthropic, clients.nodeHttp, anthropicSettings, scope)),
+      ...(await streamVariant("openai_shipped_stream", brains.openai, clients.shipped, openAiSettings, scope)),
       ...(await streamVariant("openai_fetch_stream", brains.openai, clients.fetch, openAiSettings, scope))
     ]
     : []
@@ -187,9 +196,11 @@ main(async () => {
     const variants = [
       ["bare_fetch", bareFetch(messagesUrl, headers, body)],
       ["bare_http", bareHttp(server.port, headers, body)],
+      await brainVariant("anthropic_shipped", AnthropicBrain.layer, clients.shipped, anthropicSettings, scope),
       await brainVariant("anthropic_fetch", AnthropicBrain.layer, clients.fetch, anthropicSettings, scope),
       await brainVariant("anthropic_undici", AnthropicBrain.layer, clients.undici, anthropicSettings, scope),
       await brainVariant("anthropic_node_http", AnthropicBrain.layer, clients.nodeHttp, anthropicSettings, scope),
+      await brainVariant("openai_shipped", OpenAiBrain.layer, clients.shipped, openAiSettings, scope),
       await brainVariant("openai_fetch", OpenAiBrain.layer, clients.fetch, openAiSettings, scope),
       ["run_promise", async () => checkText((await Effect.runPromise(ready)).content[0].text)],
       ...(await streamingVariants({
@@ -218,6 +229,10 @@ main(async () => {
       if (key === "bare_fetch" || key === "run_promise") continue
       metrics[`brain_call_${key}_x_bare_fetch`] = round(metrics[`brain_call_cpu_us_${key}`] / metrics.brain_call_cpu_us_bare_fetch, 2)
     }
+    // Issue 52's keys: the dearest shipped row, and the bare fetch beside it.
+    const shipped = variants.map(([key]) => key).filter((key) => key.includes("_shipped"))
+    metrics.brain_http_cpu_us_per_call = Math.max(...shipped.map((key) => metrics[`brain_call_cpu_us_${key}`]))
+    metrics.fetch_cpu_us_per_call = metrics.brain_call_cpu_us_bare_fetch
     for (const [key] of variants) {
       progress(`${key}: main-thread CPU ${metrics[`brain_call_cpu_us_${key}`]} µs/call, p50 ${metrics[`brain_call_p50_ms_${key}`]} ms`)
     }

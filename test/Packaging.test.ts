@@ -105,7 +105,7 @@ describe("the published package (npm pack, after npm run build)", () => {
 
   it("ships the command, its templates and a LICENSE matching package.json; no settings, no memory", () => {
     const files = packed()
-    for (const needed of ["LICENSE", "bin/planckclaw", "bin/code-cache.mjs", "bin/code-cache.cjs", "bin/package.json", "dist/cli/bin.cjs", "dist/cli/run.cjs", "dist/cli/HelpText.js", "dist/index.js", "config.env.example", "memory/soul.md"]) {
+    for (const needed of ["LICENSE", "bin/planckclaw", "bin/code-cache.mjs", "bin/code-cache.cjs", "bin/package.json", "dist/cli/bin.cjs", "dist/cli/run.cjs", "dist/cli/undici.cjs", "dist/cli/HelpText.js", "dist/index.js", "config.env.example", "memory/soul.md"]) {
       expect(files, needed).toContain(needed)
     }
     for (const claw of fs.readdirSync(path.join(root, "claws"))) expect(files).toContain(`claws/${claw}`)

@@ -73,12 +73,20 @@ export const warningsAndUp = isEffect4
 /** The module of the HTTP server's service (`HttpServer.HttpServer`). */
 export const httpServerModule = () => fromBuild(isEffect4 ? "effect/http/HttpServer" : "@effect/platform/HttpServer")
 
-/** The modules of the fetch and the undici HTTP clients, `{ fetch, undici }`, each with its `layer`. */
+/**
+ * The HTTP client layers a brain can be given: `fetch`, `undici`, `nodeHttp`
+ * (node:http on a keep-alive agent: Effect 4's layerNodeHttpOptions, whose
+ * plain layerNodeHttp opens a connection per request; Effect 3's
+ * NodeHttpClient.layer) and `shipped`, the one the build's Bridges gives its
+ * brains (its brain/BrainHttpClient.js where it has one, fetch before).
+ */
 export const httpClientLayers = async () => {
   const fetch = await fromBuild(isEffect4 ? "effect/http/FetchHttpClient" : "@effect/platform/FetchHttpClient")
   const node = await fromBuild("@effect/platform-node/NodeHttpClient")
-  // node:http on a keep-alive agent: Effect 4's layerNodeHttp, Effect 3's NodeHttpClient.layer.
-  return { fetch: fetch.layer, undici: node.layerUndici, nodeHttp: node.layerNodeHttp ?? node.layer }
+  const nodeHttp = node.layerNodeHttpOptions?.({ keepAlive: true }) ?? node.layerNodeHttp ?? node.layer
+  const shippedFile = distFile(distDir, "brain/BrainHttpClient.js")
+  const shipped = fs.existsSync(shippedFile) ? (await fromDist("brain/BrainHttpClient.js")).layer : fetch.layer
+  return { fetch: fetch.layer, undici: node.layerUndici, nodeHttp, shipped }
 }
 
 /** The build's own version line, for reports. */

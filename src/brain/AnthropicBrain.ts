@@ -43,7 +43,7 @@ import {
 } from "./BrainRetry.js"
 import * as ModelList from "./ModelList.js"
 import { postJson } from "./PostJson.js"
-import { assemble } from "./AnthropicStream.js"
+import { assembly } from "./AnthropicStream.js"
 import { eventsOf, postForEvents } from "./SseResponse.js"
 import { isUnset } from "../config/UnsetSetting.js"
 import { AnthropicApiKey, AnthropicBaseUrl, Model } from "../config/settings/Brain.js"
@@ -135,7 +135,11 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
       said: (body) => describeErrorBody(body, scrub),
       baseUrlSetting: AnthropicBaseUrl.key,
       scrub,
-      models: { model, offered: ModelList.fetchIds(client, `${base}/v1/models?limit=1000`, headers, config.timeout) },
+      // Built when a 404 asks for it, not for every call.
+      models: {
+        model,
+        offered: Effect.suspend(() => ModelList.fetchIds(client, `${base}/v1/models?limit=1000`, headers, config.timeout))
+      },
       permanent: (status) => {
         const wrong = misconfiguration(status, model)
         return wrong === undefined ? {} : { fix: wrong.fix, misconfigured: { problem: wrong.problem, setting: wrong.setting } }
@@ -155,23 +159,23 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
 
     const words = { silent: `no more of the answer within ${Duration.toSeconds(config.timeout)}s`, scrub }
 
+    const decodeStreamed = (raw: string) =>
+      config.debug
+        ? Effect.tap(decodeBrainAnswer(raw, scrub), (response) => debug(`response ${JSON.stringify(response)}`))
+        : decodeBrainAnswer(raw, scrub)
+
     /** One attempt at a streamed answer: its events, or a whole answer (a server that does not stream) as one. */
     const streamAttempt = (body: string, model: string, number: number) => {
       const judge = judgeAnswer(reading(model), debug)
       return attemptExchange(
-        postForEvents(client, url, headers, body, config.timeout, words),
+        postForEvents(client, url, headers, body, config.timeout, words, () => assembly(decodeStreamed, scrub)),
         config.timeout,
         number,
         report,
         (answer, nowMillis, after): Effect.Effect<Stream.Stream<BrainEvent, BrainError>, AttemptFailure> => {
           const events = eventsOf(answer)
           if (events === undefined) return Effect.map(judge(answer, nowMillis, after), (response) => Stream.make(answerEvent(response)))
-          return Effect.as(
-            debug(`${after}: HTTP ${answer.status}, streaming`),
-            assemble(events, (raw) => decodeBrainAnswer(raw, scrub), scrub).pipe(
-              Stream.tap((event) => event._tag === "Answer" ? debug(`response ${JSON.stringify(event.response)}`) : Effect.void)
-            )
-          )
+          return Effect.as(debug(`${after}: HTTP ${answer.status}, streaming`), events)
         }
       )
     }

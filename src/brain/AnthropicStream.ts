@@ -12,7 +12,6 @@
 import * as Effect from "effect/Effect"
 import type * as Sse from "effect/encoding/Sse"
 import * as Result from "effect/Result"
-import * as Stream from "effect/Stream"
 import {
   answerEvent,
   type BrainEvent,
@@ -23,11 +22,9 @@ import {
   textDelta
 } from "../ports/Brain.js"
 import { isJsonObject } from "../runtime/Json.js"
-import { dataOf } from "./SseResponse.js"
+import { type Assembly, dataOf } from "./SseResponse.js"
 
 type JsonObject = Record<string, unknown>
-
-const NOTHING: ReadonlyArray<BrainEvent> = []
 
 /** Error types the API documents as passing: the same request may succeed later. */
 const TRANSIENT_ERRORS: ReadonlySet<unknown> = new Set(["overloaded_error", "api_error", "rate_limit_error", "timeout_error"])
@@ -40,97 +37,92 @@ const inputOf = (pieces: string | undefined, started: unknown): unknown => {
 }
 
 /**
- * `events` as brain events: each text delta, then the assembled answer,
- * checked by `decode` (the Messages response Schema, as a whole answer is).
+ * One answer's events as brain events: each text delta, then the assembled
+ * answer, checked by `decode` (the Messages response Schema, as a whole
+ * answer is).
  */
-export const assemble = (
-  events: Stream.Stream<Sse.Event, BrainError>,
+export const assembly = (
   decode: (raw: string) => Effect.Effect<MessagesResponse, BrainError>,
   scrub: Scrub
-): Stream.Stream<BrainEvent, BrainError> =>
-  Stream.suspend(() => {
-    let message: JsonObject = {}
-    let usage: JsonObject | undefined
-    let stopReason: unknown = null
-    let stopped = false
-    const blocks: Array<JsonObject | undefined> = []
-    const inputs: Array<string | undefined> = []
+): Assembly => {
+  let message: JsonObject = {}
+  let usage: JsonObject | undefined
+  let stopReason: unknown = null
+  let stopped = false
+  const blocks: Array<JsonObject | undefined> = []
+  const inputs: Array<string | undefined> = []
 
-    const take = (event: Sse.Event): Effect.Effect<ReadonlyArray<BrainEvent>, BrainError> => {
-      const data = dataOf(event)
-      if (!isJsonObject(data)) {
-        return Effect.fail(new BrainError({ reason: "fatal", detail: `an event of the answer is not JSON: ${preview(scrub(event.data))}` }))
-      }
-      const index = typeof data.index === "number" ? data.index : -1
-      switch (data.type) {
-        case "message_start": {
-          if (!isJsonObject(data.message)) return Effect.succeed(NOTHING)
-          const { content: _content, usage: started, ...rest } = data.message
-          message = rest
-          usage = isJsonObject(started) ? { ...started } : undefined
-          if ("stop_reason" in rest) stopReason = rest.stop_reason
-          return Effect.succeed(NOTHING)
-        }
-        case "content_block_start": {
-          if (index < 0 || !isJsonObject(data.content_block)) return Effect.succeed(NOTHING)
-          const block = { ...data.content_block }
-          blocks[index] = block
-          if (block.type === "tool_use") inputs[index] = ""
-          return Effect.succeed(block.type === "text" && typeof block.text === "string" && block.text !== "" ? [textDelta(block.text)] : NOTHING)
-        }
-        case "content_block_delta": {
-          const block = blocks[index]
-          const delta = data.delta
-          if (block === undefined || !isJsonObject(delta)) return Effect.succeed(NOTHING)
-          if (delta.type === "text_delta" && typeof delta.text === "string") {
-            block.text = `${typeof block.text === "string" ? block.text : ""}${delta.text}`
-            return Effect.succeed([textDelta(delta.text)])
-          }
-          if (delta.type === "input_json_delta" && typeof delta.partial_json === "string") {
-            inputs[index] = `${inputs[index] ?? ""}${delta.partial_json}`
-          }
-          return Effect.succeed(NOTHING)
-        }
-        case "message_delta": {
-          if (isJsonObject(data.delta) && "stop_reason" in data.delta) stopReason = data.delta.stop_reason
-          if (isJsonObject(data.usage)) {
-            const counts = data.usage
-            usage = { ...usage, ...Object.fromEntries(Object.entries(counts).filter(([, value]) => value !== null && value !== undefined)) }
-          }
-          return Effect.succeed(NOTHING)
-        }
-        case "message_stop":
-          stopped = true
-          return Effect.succeed(NOTHING)
-        case "error": {
-          const error = isJsonObject(data.error) ? data.error : {}
-          const words = [error.type, error.message].filter((part): part is string => typeof part === "string").join(": ")
-          return Effect.fail(
-            new BrainError({
-              reason: TRANSIENT_ERRORS.has(error.type) ? "timeout" : "fatal",
-              detail: `the API broke off its answer with an error: ${preview(scrub(words === "" ? event.data : words))}`
-            })
-          )
-        }
-        default:
-          return Effect.succeed(NOTHING)
-      }
+  const take = (event: Sse.Event, out: Array<BrainEvent>): BrainError | undefined => {
+    const data = dataOf(event)
+    if (!isJsonObject(data)) {
+      return new BrainError({ reason: "fatal", detail: `an event of the answer is not JSON: ${preview(scrub(event.data))}` })
     }
-
-    const finish = Effect.suspend((): Effect.Effect<BrainEvent, BrainError> => {
-      if (!stopped) {
-        return Effect.fail(new BrainError({ reason: "timeout", detail: "the answer stream ended before the answer was complete" }))
+    const index = typeof data.index === "number" ? data.index : -1
+    switch (data.type) {
+      case "message_start": {
+        if (!isJsonObject(data.message)) return undefined
+        const { content: _content, usage: started, ...rest } = data.message
+        message = rest
+        usage = isJsonObject(started) ? { ...started } : undefined
+        if ("stop_reason" in rest) stopReason = rest.stop_reason
+        return undefined
       }
-      const content = blocks.flatMap((block, index) =>
-        block === undefined ? [] : [block.type === "tool_use" ? { ...block, input: inputOf(inputs[index], block.input) } : block]
-      )
-      const whole = { ...message, content, stop_reason: stopReason, ...(usage === undefined ? {} : { usage }) }
-      return Effect.map(decode(JSON.stringify(whole)), answerEvent)
-    })
+      case "content_block_start": {
+        if (index < 0 || !isJsonObject(data.content_block)) return undefined
+        const block = { ...data.content_block }
+        blocks[index] = block
+        if (block.type === "tool_use") inputs[index] = ""
+        if (block.type === "text" && typeof block.text === "string" && block.text !== "") out.push(textDelta(block.text))
+        return undefined
+      }
+      case "content_block_delta": {
+        const block = blocks[index]
+        const delta = data.delta
+        if (block === undefined || !isJsonObject(delta)) return undefined
+        if (delta.type === "text_delta" && typeof delta.text === "string") {
+          block.text = `${typeof block.text === "string" ? block.text : ""}${delta.text}`
+          out.push(textDelta(delta.text))
+          return undefined
+        }
+        if (delta.type === "input_json_delta" && typeof delta.partial_json === "string") {
+          inputs[index] = `${inputs[index] ?? ""}${delta.partial_json}`
+        }
+        return undefined
+      }
+      case "message_delta": {
+        if (isJsonObject(data.delta) && "stop_reason" in data.delta) stopReason = data.delta.stop_reason
+        if (isJsonObject(data.usage)) {
+          const counts = data.usage
+          usage = { ...usage, ...Object.fromEntries(Object.entries(counts).filter(([, value]) => value !== null && value !== undefined)) }
+        }
+        return undefined
+      }
+      case "message_stop":
+        stopped = true
+        return undefined
+      case "error": {
+        const error = isJsonObject(data.error) ? data.error : {}
+        const words = [error.type, error.message].filter((part): part is string => typeof part === "string").join(": ")
+        return new BrainError({
+          reason: TRANSIENT_ERRORS.has(error.type) ? "timeout" : "fatal",
+          detail: `the API broke off its answer with an error: ${preview(scrub(words === "" ? event.data : words))}`
+        })
+      }
+      default:
+        return undefined
+    }
+  }
 
-    return events.pipe(
-      Stream.mapEffect(take),
-      Stream.flattenIterable,
-      Stream.concat(Stream.fromEffect(finish))
+  const finish = (): Effect.Effect<BrainEvent, BrainError> => {
+    if (!stopped) {
+      return Effect.fail(new BrainError({ reason: "timeout", detail: "the answer stream ended before the answer was complete" }))
+    }
+    const content = blocks.flatMap((block, index) =>
+      block === undefined ? [] : [block.type === "tool_use" ? { ...block, input: inputOf(inputs[index], block.input) } : block]
     )
-  })
+    const whole = { ...message, content, stop_reason: stopReason, ...(usage === undefined ? {} : { usage }) }
+    return Effect.map(decode(JSON.stringify(whole)), answerEvent)
+  }
+
+  return { take, finish }
+}

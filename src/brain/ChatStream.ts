@@ -10,10 +10,9 @@
  */
 import * as Effect from "effect/Effect"
 import type * as Sse from "effect/encoding/Sse"
-import * as Stream from "effect/Stream"
 import { answersError, type BrainEvent, BrainError, preview, type Scrub, textDelta } from "../ports/Brain.js"
 import { isJsonObject } from "../runtime/Json.js"
-import { dataOf } from "./SseResponse.js"
+import { type Assembly, dataOf } from "./SseResponse.js"
 
 /** The request of `chat`, asking for a stream whose last chunk counts the tokens. */
 export const streamingRequest = <R extends object>(chat: R) => ({ ...chat, stream: true, stream_options: { include_usage: true } })
@@ -24,8 +23,6 @@ interface CallPieces {
   arguments: unknown
 }
 
-const NOTHING: ReadonlyArray<BrainEvent> = []
-
 /** The words of an error object a server put in its stream. */
 const errorWords = (error: unknown): string =>
   typeof error === "string"
@@ -35,103 +32,96 @@ const errorWords = (error: unknown): string =>
     : JSON.stringify(error)
 
 /**
- * `events` as brain events: each piece of text, then the assembled response
- * read by `decode` (the whole-answer reader: its Schema, ids for calls that
- * have none, usage as the Messages API counts it).
+ * One answer's chunks as brain events: each piece of text, then the
+ * assembled response read by `decode` (the whole-answer reader: its Schema,
+ * ids for calls that have none, usage as the Messages API counts it).
  */
-export const assemble = (
-  events: Stream.Stream<Sse.Event, BrainError>,
+export const assembly = (
   decode: (raw: string) => Effect.Effect<BrainEvent, BrainError>,
   scrub: Scrub
-): Stream.Stream<BrainEvent, BrainError> =>
-  Stream.suspend(() => {
-    let id: unknown
-    let model: unknown
-    let content = ""
-    let refusal = ""
-    let finishReason: unknown
-    let usage: unknown
-    let done = false
-    const calls: Array<CallPieces> = []
+): Assembly => {
+  let id: unknown
+  let model: unknown
+  let content = ""
+  let refusal = ""
+  let finishReason: unknown
+  let usage: unknown
+  let done = false
+  const calls: Array<CallPieces> = []
 
-    const addCall = (piece: unknown, position: number): void => {
-      if (!isJsonObject(piece)) return
-      const index = typeof piece.index === "number" ? piece.index : position
-      const call = calls[index] ??= { arguments: "" }
-      if (typeof piece.id === "string" && piece.id !== "") call.id = piece.id
-      const fn = piece.function
-      if (!isJsonObject(fn)) return
-      if (typeof fn.name === "string" && fn.name !== "" && call.name === undefined) call.name = fn.name
-      if (typeof fn.arguments === "string") {
-        call.arguments = typeof call.arguments === "string" ? `${call.arguments}${fn.arguments}` : fn.arguments
-      } else if (fn.arguments !== undefined && fn.arguments !== null) {
-        call.arguments = fn.arguments // a server that sends the arguments as an object
-      }
+  const addCall = (piece: unknown, position: number): void => {
+    if (!isJsonObject(piece)) return
+    const index = typeof piece.index === "number" ? piece.index : position
+    const call = calls[index] ??= { arguments: "" }
+    if (typeof piece.id === "string" && piece.id !== "") call.id = piece.id
+    const fn = piece.function
+    if (!isJsonObject(fn)) return
+    if (typeof fn.name === "string" && fn.name !== "" && call.name === undefined) call.name = fn.name
+    if (typeof fn.arguments === "string") {
+      call.arguments = typeof call.arguments === "string" ? `${call.arguments}${fn.arguments}` : fn.arguments
+    } else if (fn.arguments !== undefined && fn.arguments !== null) {
+      call.arguments = fn.arguments // a server that sends the arguments as an object
     }
+  }
 
-    const take = (event: Sse.Event): Effect.Effect<ReadonlyArray<BrainEvent>, BrainError> => {
-      if (event.data.trim() === "[DONE]") {
-        done = true
-        return Effect.succeed(NOTHING)
-      }
-      const chunk = dataOf(event)
-      if (!isJsonObject(chunk)) {
-        return Effect.fail(new BrainError({ reason: "fatal", detail: `a chunk of the answer is not JSON: ${preview(scrub(event.data))}` }))
-      }
-      if (answersError(chunk)) {
-        return Effect.fail(
-          new BrainError({
-            reason: "timeout",
-            detail: `the server broke off its answer with an error: ${preview(scrub(errorWords(chunk.error)))}`
-          })
-        )
-      }
-      id ??= chunk.id
-      model ??= chunk.model
-      if (isJsonObject(chunk.usage)) usage = chunk.usage
-      const choice = Array.isArray(chunk.choices)
-        ? chunk.choices.find((each) => isJsonObject(each) && (each.index === undefined || each.index === 0))
-        : undefined
-      if (!isJsonObject(choice)) return Effect.succeed(NOTHING)
-      if (typeof choice.finish_reason === "string") finishReason = choice.finish_reason
-      const delta = choice.delta
-      if (!isJsonObject(delta)) return Effect.succeed(NOTHING)
-      if (typeof delta.refusal === "string") refusal += delta.refusal
-      if (Array.isArray(delta.tool_calls)) delta.tool_calls.forEach(addCall)
-      if (typeof delta.content !== "string" || delta.content === "") return Effect.succeed(NOTHING)
-      content += delta.content
-      return Effect.succeed([textDelta(delta.content)])
+  const take = (event: Sse.Event, out: Array<BrainEvent>): BrainError | undefined => {
+    if (event.data.trim() === "[DONE]") {
+      done = true
+      return undefined
     }
+    const chunk = dataOf(event)
+    if (!isJsonObject(chunk)) {
+      return new BrainError({ reason: "fatal", detail: `a chunk of the answer is not JSON: ${preview(scrub(event.data))}` })
+    }
+    if (answersError(chunk)) {
+      return new BrainError({
+        reason: "timeout",
+        detail: `the server broke off its answer with an error: ${preview(scrub(errorWords(chunk.error)))}`
+      })
+    }
+    id ??= chunk.id
+    model ??= chunk.model
+    if (isJsonObject(chunk.usage)) usage = chunk.usage
+    const choice = Array.isArray(chunk.choices)
+      ? chunk.choices.find((each) => isJsonObject(each) && (each.index === undefined || each.index === 0))
+      : undefined
+    if (!isJsonObject(choice)) return undefined
+    if (typeof choice.finish_reason === "string") finishReason = choice.finish_reason
+    const delta = choice.delta
+    if (!isJsonObject(delta)) return undefined
+    if (typeof delta.refusal === "string") refusal += delta.refusal
+    if (Array.isArray(delta.tool_calls)) delta.tool_calls.forEach(addCall)
+    if (typeof delta.content !== "string" || delta.content === "") return undefined
+    content += delta.content
+    out.push(textDelta(delta.content))
+    return undefined
+  }
 
-    const finish = Effect.suspend((): Effect.Effect<BrainEvent, BrainError> => {
-      if (!done && finishReason === undefined) {
-        return Effect.fail(new BrainError({ reason: "timeout", detail: "the answer stream ended before the answer was complete" }))
-      }
-      const toolCalls = calls.flatMap((call) =>
-        call === undefined
-          ? []
-          : [{ ...(call.id !== undefined ? { id: call.id } : {}), type: "function", function: { name: call.name, arguments: call.arguments } }]
-      )
-      const whole = {
-        ...(typeof id === "string" ? { id } : {}),
-        ...(typeof model === "string" ? { model } : {}),
-        choices: [{
-          message: {
-            role: "assistant",
-            content: content === "" ? null : content,
-            ...(refusal !== "" ? { refusal } : {}),
-            ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {})
-          },
-          finish_reason: typeof finishReason === "string" ? finishReason : null
-        }],
-        ...(usage !== undefined ? { usage } : {})
-      }
-      return decode(JSON.stringify(whole))
-    })
-
-    return events.pipe(
-      Stream.mapEffect(take),
-      Stream.flattenIterable,
-      Stream.concat(Stream.fromEffect(finish))
+  const finish = (): Effect.Effect<BrainEvent, BrainError> => {
+    if (!done && finishReason === undefined) {
+      return Effect.fail(new BrainError({ reason: "timeout", detail: "the answer stream ended before the answer was complete" }))
+    }
+    const toolCalls = calls.flatMap((call) =>
+      call === undefined
+        ? []
+        : [{ ...(call.id !== undefined ? { id: call.id } : {}), type: "function", function: { name: call.name, arguments: call.arguments } }]
     )
-  })
+    const whole = {
+      ...(typeof id === "string" ? { id } : {}),
+      ...(typeof model === "string" ? { model } : {}),
+      choices: [{
+        message: {
+          role: "assistant",
+          content: content === "" ? null : content,
+          ...(refusal !== "" ? { refusal } : {}),
+          ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {})
+        },
+        finish_reason: typeof finishReason === "string" ? finishReason : null
+      }],
+      ...(usage !== undefined ? { usage } : {})
+    }
+    return decode(JSON.stringify(whole))
+  }
+
+  return { take, finish }
+}

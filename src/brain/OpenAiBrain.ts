@@ -50,7 +50,7 @@ import {
 } from "./BrainRetry.js"
 import * as ModelList from "./ModelList.js"
 import { type HttpAnswer, postJson } from "./PostJson.js"
-import { assemble, streamingRequest } from "./ChatStream.js"
+import { assembly, streamingRequest } from "./ChatStream.js"
 import { eventsOf, postForEvents } from "./SseResponse.js"
 import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
 import * as TokenField from "./TokenField.js"
@@ -215,7 +215,11 @@ export const make = (
       scrub,
       // Any 5xx: local servers answer odd ones (501 while loading a model).
       retryable: (status) => status >= 500,
-      models: { model, offered: ModelList.fetchIds(client, `${config.baseUrl.replace(/\/+$/, "")}/models`, headers, config.timeout) },
+      // Built when a 404 asks for it, not for every call.
+      models: {
+        model,
+        offered: Effect.suspend(() => ModelList.fetchIds(client, `${config.baseUrl.replace(/\/+$/, "")}/models`, headers, config.timeout))
+      },
       permanent: (status) => {
         const wrong = misconfigured(status)
         return { fix: advice(status, model), ...(wrong === undefined ? {} : { misconfigured: wrong }) }
@@ -237,19 +241,21 @@ export const make = (
       answered: (judge) => judge
     }
 
+    const decodeStreamed = (raw: string) =>
+      Effect.map(
+        config.debug ? Effect.tap(decode(raw), (response) => debug(`response ${JSON.stringify(response)}`)) : decode(raw),
+        answerEvent
+      )
+
     const words = { silent: `no more of the answer from ${base.host} within ${Duration.toSeconds(config.timeout)}s`, scrub }
     const streamed: Way<Stream.Stream<BrainEvent, BrainError>> = {
-      post: (body) => postForEvents(client, url, headers, body, config.timeout, words),
+      post: (body) =>
+        postForEvents(client, url, headers, body, config.timeout, words, () => assembly(decodeStreamed, scrub)),
       bodyOf: (request, field) => JSON.stringify(streamingRequest(toChatRequest(request, field))),
       answered: (judge) => (answer, nowMillis, after) => {
         const events = eventsOf(answer)
         if (events === undefined) return Effect.map(judge(answer, nowMillis, after), (response) => Stream.make(answerEvent(response)))
-        return Effect.as(
-          debug(`${after}: HTTP ${answer.status}, streaming`),
-          assemble(events, (raw) => Effect.map(decode(raw), answerEvent), scrub).pipe(
-            Stream.tap((event) => event._tag === "Answer" ? debug(`response ${JSON.stringify(event.response)}`) : Effect.void)
-          )
-        )
+        return Effect.as(debug(`${after}: HTTP ${answer.status}, streaming`), events)
       }
     }
 
@@ -280,7 +286,8 @@ export const make = (
     const call = <A>(way: Way<A>, request: MessagesRequest) =>
       Effect.gen(function*() {
         yield* debug(`POST ${endpoint} (authorization: ${Option.isSome(apiKey) ? "Bearer <redacted>" : "none"})`)
-        yield* debug(`request ${way.bodyOf(request, fields.fieldFor(request.model))}`)
+        // Only when debugging: the body is a turn's worth of JSON, made again by the attempt.
+        if (config.debug) yield* debug(`request ${way.bodyOf(request, fields.fieldFor(request.model))}`)
         return yield* withRetries("OpenAI-compatible API", config.retries, (number) => attempt(way, request, number))
       })
 

@@ -4,6 +4,7 @@
  * up to a bound, so a server cannot take the key elsewhere or fill the memory.
  */
 import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import type * as Headers from "effect/http/Headers"
 import * as HttpClient from "effect/http/HttpClient"
 import type * as HttpClientError from "effect/http/HttpClientError"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
@@ -31,19 +32,22 @@ const absolute = (location: string | undefined, base: string): string | undefine
 /** The most of an answer read: far beyond any real one, short of a body that never ends filling the memory. */
 export const ANSWER_MAX_BYTES = 32 * 1024 * 1024
 
-const answerTooLarge = new BrainError({
+/** Said of an answer past ANSWER_MAX_BYTES, whole or streamed. */
+export const answerTooLarge = new BrainError({
   reason: "fatal",
   detail: `the API's answer was larger than ${ANSWER_MAX_BYTES / (1024 * 1024)} MiB`
 })
 
 /** The body as text, read as it streams in and dropped once it passes ANSWER_MAX_BYTES. */
 export const readCapped = (
-  response: HttpClientResponse.HttpClientResponse
+  response: HttpClientResponse.HttpClientResponse,
+  headers: Headers.Headers = response.headers
 ): Effect.Effect<string, HttpClientError.HttpClientError | BrainError> => {
-  const announced = Number(response.headers["content-length"])
+  const length = headers["content-length"]
+  const announced = Number(length)
   if (announced > ANSWER_MAX_BYTES) return Effect.fail(answerTooLarge)
   // An announced length is all the HTTP/1.1 parser reads: the body in one piece, without a stream's machinery per chunk.
-  if (response.headers["content-length"] !== undefined && Number.isSafeInteger(announced)) return response.text
+  if (length !== undefined && Number.isSafeInteger(announced)) return response.text
   const chunks: Array<Uint8Array> = []
   let size = 0
   return response.stream.pipe(
@@ -89,12 +93,14 @@ export const postJson = (
   body: string
 ): Effect.Effect<HttpAnswer, HttpClientError.HttpClientError | BrainError> =>
   sendJson(client, url, headers, body).pipe(
-    Effect.flatMap((response) =>
-      Effect.map(readCapped(response), (text) => ({
+    Effect.flatMap((response) => {
+      // Read once: a client may build the headers anew at each reading (undici's does).
+      const answered = response.headers
+      return Effect.map(readCapped(response, answered), (text) => ({
         status: response.status,
-        retryAfter: response.headers["retry-after"],
-        location: absolute(response.headers["location"], url),
+        retryAfter: answered["retry-after"],
+        location: absolute(answered["location"], url),
         body: text
       }))
-    )
+    })
   )

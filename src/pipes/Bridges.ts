@@ -8,7 +8,6 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/Config"
 import * as Context from "effect/Context"
@@ -19,6 +18,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { Brain } from "../ports/Brain.js"
+import * as BrainHttpClient from "../brain/BrainHttpClient.js"
 import * as AnthropicBrain from "../brain/AnthropicBrain.js"
 import * as OpenAiBrain from "../brain/OpenAiBrain.js"
 import { Claws } from "../ports/Claws.js"
@@ -100,8 +100,8 @@ export const interactAdapters = {
 } satisfies Record<string, Layer.Layer<Interact, AdapterFailure>>
 
 export const brainAdapters = {
-  anthropic: AnthropicBrain.layer.pipe(Layer.provide(FetchHttpClient.layer)),
-  openai: OpenAiBrain.layer.pipe(Layer.provide(FetchHttpClient.layer))
+  anthropic: AnthropicBrain.layer.pipe(Layer.provide(BrainHttpClient.layer)),
+  openai: OpenAiBrain.layer.pipe(Layer.provide(BrainHttpClient.layer))
 } satisfies Record<string, Layer.Layer<Brain, AdapterFailure>>
 
 export type BrainName = keyof typeof brainAdapters

@@ -8,6 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option, Redacted } from "effect"
 import type { MessagesRequest } from "../../src/ports/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
+import * as BrainHttpClient from "../../src/brain/BrainHttpClient.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as ChatServer from "../support/ChatCompletionsServer.js"
@@ -17,7 +18,11 @@ import { withPinnedJitter } from "../support/TestClockHttp.js"
 const MiB = 1024 * 1024
 const request: MessagesRequest = { model: "m", max_tokens: 16, messages: [{ role: "user", content: "Hi" }] }
 const common = { timeout: Duration.seconds(60), retries: 4, debug: false }
-const clients = [["fetch", FetchHttpClient.layer], ["undici", NodeHttpClient.layerUndici]] as const
+const clients = [
+  ["the shipped client", BrainHttpClient.layer],
+  ["fetch", FetchHttpClient.layer],
+  ["undici", NodeHttpClient.layerUndici]
+] as const
 
 describe("an answer larger than 32 MiB", () => {
   for (const [clientName, client] of clients) {

@@ -1,7 +1,8 @@
 /**
  * A redirect is never followed (the key would go to the host it names): it
  * is a fatal misconfiguration of the base URL, named with where it points,
- * and not retried. Both brains, over fetch (what a run uses) and undici.
+ * and not retried. Both brains, over the client a run uses (BrainHttpClient),
+ * fetch and undici.
  */
 import { FetchHttpClient } from "effect/http"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
@@ -9,6 +10,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option, Redacted } from "effect"
 import type { MessagesRequest } from "../../src/ports/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
+import * as BrainHttpClient from "../../src/brain/BrainHttpClient.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as ChatServer from "../support/ChatCompletionsServer.js"
@@ -17,7 +19,11 @@ import { withPinnedJitter } from "../support/TestClockHttp.js"
 const key = "sk-redirect-test-0123456789"
 const request: MessagesRequest = { model: "m", max_tokens: 16, messages: [{ role: "user", content: "Hi" }] }
 const common = { timeout: Duration.seconds(60), retries: 4, debug: false }
-const clients = [["fetch", FetchHttpClient.layer], ["undici", NodeHttpClient.layerUndici]] as const
+const clients = [
+  ["the shipped client", BrainHttpClient.layer],
+  ["fetch", FetchHttpClient.layer],
+  ["undici", NodeHttpClient.layerUndici]
+] as const
 
 describe("a redirect from the API", () => {
   for (const [clientName, client] of clients) {
