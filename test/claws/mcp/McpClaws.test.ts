@@ -101,6 +101,19 @@ describe("MCP servers as claws", () => {
       yield* Sandbox.gone("the killed server", first)
     }), 60_000)
 
+  it.live("reaches a server over HTTP (url and headers), and answers an error while it is gone", () =>
+    Effect.gen(function*() {
+      const port = yield* McpServers.freePort
+      const server = yield* McpServers.httpEverything(port)
+      const mcp = yield* start({ remote: { url: `http://127.0.0.1:${port}/mcp`, headers: { "X-Test": "1" } } })
+      expect((yield* mcp.call("mcp__remote__echo", { message: "over http" })).content).toBe("Echo: over http")
+      server.kill("SIGKILL")
+      yield* Sandbox.exited("the HTTP server", server.pid!)
+      const gone = yield* mcp.call("mcp__remote__echo", { message: "anyone?" })
+      expect(gone.isError).toBe(true)
+      expect(gone.content).toMatch(/MCP server remote is not running/)
+    }), 60_000)
+
   it.live("keeps server-filesystem to the directory it was given", () =>
     Effect.gen(function*() {
       const dir = Fs.realpathSync(yield* Sandbox.tempDir("planckclaw-mcp-fs-"))
