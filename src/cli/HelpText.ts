@@ -93,10 +93,11 @@ export const commands: ReadonlyArray<CommandHelp> = [
   },
   {
     name: "tools",
-    summary: "list the tools the claws declare",
+    summary: "list the tools the claws and MCP servers offer",
     usage: ["planckclaw tools"],
     description: "Lists the tools declared by the claws in CLAWS_DIR (claws/ in the home), then every claw file or " +
-      "#TOOLS: line that was skipped, with the file, line and reason.",
+      "#TOOLS: line that was skipped, with the file, line and reason; then starts each MCP server of mcp.json and " +
+      "lists its tools as the model sees them (mcp__SERVER__TOOL), or why it offers none.",
     options: [],
     examples: ["planckclaw tools"]
   },
@@ -137,7 +138,7 @@ export const commands: ReadonlyArray<CommandHelp> = [
     summary: "check the setup, one line per check, and say what to fix",
     usage: ["planckclaw doctor [--brain NAME]"],
     description: "Checks the configuration, the brain (one authenticated GET of the model, never a paid turn), the " +
-      "claws, the memory and runtime directories, another run holding the memory, and Discord when " +
+      "claws, the MCP servers of mcp.json (each started), the memory and runtime directories, another run holding the memory, and Discord when " +
       "DISCORD_BOT_TOKEN is set. Each check is a line with ✔ or ✘ and what to do; exit 0 when all pass, 1 otherwise.",
     options: [brain("the brain to check, as run --brain names it: anthropic or openai")],
     examples: ["planckclaw doctor", "planckclaw doctor --brain openai"]

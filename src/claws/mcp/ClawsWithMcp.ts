@@ -58,18 +58,18 @@ export const platformLayer = Layer.mergeAll(
   FetchHttpClient.layer
 )
 
-/** The MCP side alone, for the settings in context: servers from the configured mcp.json. */
-export const makeMcp = Effect.gen(function*() {
+/** The MCP side alone, for the settings in context: servers from the configured mcp.json (its problems not logged). */
+export const makeMcp = (options: { readonly logDown: boolean }) => Effect.gen(function*() {
   const file = yield* McpConfigFile
   const scripts = yield* ScriptClaws.ScriptsConfig
   const servers = McpConfig.read(file)
-  for (const problem of servers.problems) yield* Effect.logWarning(`MCP problem at ${problem.source}: ${problem.reason}`)
   // Built in the caller's scope: the servers' processes live as long as it.
   const platform = yield* Layer.build(platformLayer)
   const mcp = yield* McpClaws.make(servers, {
     timeout: scripts.timeout,
     outputMax: scripts.outputMax,
-    withheldSecrets: scripts.withheldSecrets
+    withheldSecrets: scripts.withheldSecrets,
+    logDown: options.logDown
   }).pipe(Effect.provideContext(platform))
   return { servers, mcp }
 })
@@ -78,7 +78,8 @@ export const makeMcp = Effect.gen(function*() {
 export const makeWatched: Effect.Effect<ClawsService, Config.ConfigError, Scope.Scope | SpawnHelper.SpawnHelper> = Effect
   .gen(function*() {
     const scripts = yield* Effect.flatMap(ScriptClaws.ScriptsConfig, (config) => ScriptClaws.makeWatched(config))
-    const { mcp, servers } = yield* makeMcp
+    const { mcp, servers } = yield* makeMcp({ logDown: true })
+    for (const problem of servers.problems) yield* Effect.logWarning(`MCP problem at ${problem.source}: ${problem.reason}`)
     return servers.servers.length === 0 && servers.problems.length === 0 ? scripts : withMcp(scripts, mcp)
   })
 

@@ -14,12 +14,16 @@ import type { ClawsService, ToolCatalog, ToolDefinition, ToolProblem, ToolResult
 import { unknownTool } from "../../ports/Claws.js"
 import { describeJsonType, isJsonObject } from "../../runtime/Json.js"
 import { printable } from "../../runtime/Printable.js"
-import type { McpServers } from "./McpConfig.js"
+import type { McpServers, ServerEntry } from "./McpConfig.js"
 import * as McpConnection from "./McpConnection.js"
 
 export const toolPrefix = "mcp__"
 
 const validName = /^[A-Za-z0-9_-]{1,64}$/
+
+/** How a server is reached, in a line: its command line, or its URL. */
+export const describeServer = (entry: ServerEntry): string =>
+  printable(entry._tag === "Stdio" ? [entry.command, ...entry.args].join(" ") : entry.url)
 
 export const toolName = (server: string, tool: string): string => `${toolPrefix}${server}__${tool}`
 

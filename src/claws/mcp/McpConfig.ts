@@ -68,7 +68,8 @@ export interface McpServers {
   readonly problems: ReadonlyArray<ToolProblem>
 }
 
-const formatIssue = (issue: SchemaIssue.Issue): string => SchemaIssue.makeFormatterDefault()(issue)
+/** One line: the formatter's "at [path]" line joined to its message. */
+const formatIssue = (issue: SchemaIssue.Issue): string => SchemaIssue.makeFormatterDefault()(issue).replace(/\s*\n\s*/g, " ")
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)

@@ -32,7 +32,9 @@ import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { ToolResult } from "../../ports/Claws.js"
+import { describeError } from "../../runtime/Errors.js"
 import { printable } from "../../runtime/Printable.js"
+import { nextTurn } from "../../runtime/process/NextTurn.js"
 import type { ServerEntry } from "./McpConfig.js"
 import { serverEnvironment } from "./McpEnvironment.js"
 import { toToolResult } from "./McpResult.js"
@@ -51,6 +53,8 @@ export interface ConnectionSettings {
   /** Values no server may be given, whatever variable its entry puts them in. */
   readonly withheldSecrets: ReadonlyArray<Redacted.Redacted<string>>
   readonly restartSchedule?: Schedule.Schedule<unknown, unknown>
+  /** Log a server found down (the agent); doctor and `tools` say it themselves. */
+  readonly logDown?: boolean
 }
 
 export type ConnectionState =
@@ -73,6 +77,9 @@ export interface Connection {
   readonly pid: () => number | undefined
 }
 
+/** How long a server whose start failed is given to exit, so its exit and stderr say why. */
+const exitGrace = Duration.millis(500)
+
 /** The last bytes a server wrote to stderr, said when it fails. */
 const stderrTailMax = 1024
 
@@ -81,6 +88,12 @@ interface Up {
   readonly tools: ReadonlyArray<McpSchema.Tool>
   /** Completed with why, when the server is found dead. */
   readonly died: Deferred.Deferred<string>
+}
+
+/** The error's words, and its cause's (why a spawn failed: ENOENT...) when it has one. */
+const describeClientError = (error: McpClientError): string => {
+  const cause = "cause" in error.reason ? error.reason.cause : undefined
+  return cause === undefined ? error.message : `${error.message}: ${describeError(cause)}`
 }
 
 /** A failure that says the server is gone, not that one call went wrong. */
@@ -156,7 +169,7 @@ export const make = (
         McpClient.make({ name: "planckclaw", version: "0.1.0", timeout: settings.timeout }).pipe(
           Effect.provideService(McpClient.Transport, connected)
         )).pipe(
-          Effect.mapError((error) => error.message),
+          Effect.mapError(describeClientError),
           Effect.provideService(HttpClient.HttpClient, httpClient)
         )
 
@@ -165,11 +178,25 @@ export const make = (
       return printable(tail === "" ? reason : `${reason}; its stderr ends: ${tail.slice(-300)}`)
     }
 
+    /**
+     * Why a start failed, in the process's own words when it exited: its
+     * exit and the end of its stderr (read a moment after, as a write to a
+     * closed stdin is often seen before the exit), not the broken pipe.
+     */
+    const startFailure = (reason: string, died: Deferred.Deferred<string>) =>
+      Effect.gen(function*() {
+        if (entry._tag !== "Stdio" || pid === undefined) return yield* Effect.fail(reason)
+        const exit = yield* Deferred.await(died).pipe(Effect.timeoutOption(exitGrace))
+        yield* nextTurn
+        return yield* Effect.fail(Option.getOrElse(exit, () => reason))
+      })
+
     /** One life of the server: started, up until found dead; fails with why. */
     const session = Effect.gen(function*() {
       stderrTail = ""
+      pid = undefined
       const died = yield* Deferred.make<string>()
-      const client = yield* connect(died)
+      const client = yield* connect(died).pipe(Effect.catch((reason) => startFailure(reason, died)))
       const tools = yield* client.listTools().pipe(Effect.mapError((error) => `cannot list its tools: ${error.message}`))
       up = { client, tools, died }
       lastTools = tools
@@ -188,7 +215,9 @@ export const make = (
           pid = undefined
           const why = withStderr(reason)
           return Effect.andThen(
-            Effect.logWarning(`MCP server ${entry.name} is down (${why}); starting it again after a backoff`),
+            settings.logDown === false
+              ? Effect.void
+              : Effect.logWarning(`MCP server ${entry.name} is down (${why}); starting it again after a backoff`),
             Effect.andThen(settle({ _tag: "Down", reason: why }), Effect.sync(() => {
               settled = Deferred.makeUnsafe<void>()
             }))
