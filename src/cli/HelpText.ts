@@ -158,6 +158,23 @@ export const commands: ReadonlyArray<CommandHelp> = [
     examples: ["planckclaw memory export --agent discord-c123 ./backup", "planckclaw memory import --agent alice ./agents/alice"]
   },
   {
+    name: "mcp",
+    summary: "serve this home's claws and agent to an MCP client (stdio)",
+    usage: ["planckclaw mcp [--brain anthropic|openai] [--model NAME] [--debug]"],
+    description: "Speaks MCP on standard input and output, for Claude Desktop, Cursor or any MCP client that starts " +
+      "a command: the claws of CLAWS_DIR as tools (their #TOOLS: schemas), and ask_agent, which sends a message to " +
+      "the agent and returns its reply (remembered as a turn). Ends when the client closes its input.",
+    options: [
+      brain("the brain ask_agent calls, in process: anthropic or openai"),
+      model,
+      debug
+    ],
+    examples: [
+      "planckclaw mcp",
+      "{\"mcpServers\": {\"planckclaw\": {\"command\": \"planckclaw\", \"args\": [\"mcp\"]}}}   (claude_desktop_config.json)"
+    ]
+  },
+  {
     name: "help",
     summary: "this help, a command's, or every configuration key",
     usage: ["planckclaw help [COMMAND|config]"],
