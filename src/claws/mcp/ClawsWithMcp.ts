@@ -6,27 +6,24 @@
  * problem with its source. Without servers (no mcp.json, or none usable)
  * the scripts are the service, as before.
  */
-import * as NodeChildProcessSpawner from "@effect/platform-node/NodeChildProcessSpawner"
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import * as NodePath from "@effect/platform-node/NodePath"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
-import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { textOf } from "../../config/ConfigRange.js"
 import { McpConfig as McpConfigSetting } from "../../config/settings/Claws.js"
-import { Claws, type ClawsService, type ToolCatalog, type ToolProblem } from "../../ports/Claws.js"
+import { Claws, type ClawsService, type ToolCatalog, type ToolProblem, unknownTool } from "../../ports/Claws.js"
 import type * as SpawnHelper from "../../runtime/process/SpawnHelper.js"
 import * as ScriptClaws from "../ScriptClaws.js"
-import * as McpClaws from "./McpClaws.js"
+import type { McpClaws } from "./McpClaws.js"
 import * as McpConfig from "./McpConfig.js"
+import { toolPrefix } from "./McpNames.js"
 
 export const McpConfigFile = textOf(McpConfigSetting, (file) => file.length > 0 ? { value: file } : "must not be empty")
 
 const reserved = (source: string, name: string): ToolProblem => ({
   source,
-  reason: `tool "${name}" left out: names starting ${McpClaws.toolPrefix} are the MCP servers' (mcp.json)`
+  reason: `tool "${name}" left out: names starting ${toolPrefix} are the MCP servers' (mcp.json)`
 })
 
 /** `scripts` and `mcp` as one service; a claw that declares an `mcp__` name is left out, with why. */
@@ -35,9 +32,9 @@ export const withMcp = (scripts: ClawsService, mcp: ClawsService): ClawsService 
   let last: { readonly scripts: ToolCatalog; readonly mcp: ToolCatalog; readonly merged: ToolCatalog } | undefined
   const merge = (fromScripts: ToolCatalog, fromMcp: ToolCatalog): ToolCatalog => {
     if (last !== undefined && last.scripts === fromScripts && last.mcp === fromMcp) return last.merged
-    const clash = fromScripts.tools.filter((tool) => tool.name.startsWith(McpClaws.toolPrefix))
+    const clash = fromScripts.tools.filter((tool) => tool.name.startsWith(toolPrefix))
     const merged: ToolCatalog = {
-      tools: [...fromScripts.tools.filter((tool) => !tool.name.startsWith(McpClaws.toolPrefix)), ...fromMcp.tools],
+      tools: [...fromScripts.tools.filter((tool) => !tool.name.startsWith(toolPrefix)), ...fromMcp.tools],
       problems: [...fromScripts.problems, ...clash.map((tool) => reserved("claws", tool.name)), ...fromMcp.problems]
     }
     last = { scripts: fromScripts, mcp: fromMcp, merged }
@@ -48,31 +45,37 @@ export const withMcp = (scripts: ClawsService, mcp: ClawsService): ClawsService 
   return {
     list: both(scripts.list),
     listOnRequest: both(scripts.listOnRequest ?? scripts.list),
-    call: (name, input) => name.startsWith(McpClaws.toolPrefix) ? mcp.call(name, input) : scripts.call(name, input)
+    call: (name, input) => name.startsWith(toolPrefix) ? mcp.call(name, input) : scripts.call(name, input)
   }
 }
 
-/** What MCP servers run on here: processes through effect's Node spawner, HTTP through fetch. */
-export const platformLayer = Layer.mergeAll(
-  NodeChildProcessSpawner.layer.pipe(Layer.provide(Layer.merge(NodeFileSystem.layer, NodePath.layer))),
-  FetchHttpClient.layer
-)
-
-/** The MCP side alone, for the settings in context: servers from the configured mcp.json (its problems not logged). */
-export const makeMcp = (options: { readonly logDown: boolean }) => Effect.gen(function*() {
-  const file = yield* McpConfigFile
-  const scripts = yield* ScriptClaws.ScriptsConfig
-  const servers = McpConfig.read(file)
-  // Built in the caller's scope: the servers' processes live as long as it.
-  const platform = yield* Layer.build(platformLayer)
-  const mcp = yield* McpClaws.make(servers, {
-    timeout: scripts.timeout,
-    outputMax: scripts.outputMax,
-    withheldSecrets: scripts.withheldSecrets,
-    logDown: options.logDown
-  }).pipe(Effect.provideContext(platform))
-  return { servers, mcp }
+/** What a file without servers offers: its problems, no tools. */
+const withoutServers = (servers: McpConfig.McpServers): McpClaws => ({
+  list: Effect.succeed({ tools: [], problems: servers.problems }),
+  call: (name) => Effect.succeed(unknownTool(name)),
+  connections: new Map()
 })
+
+/**
+ * The MCP side alone, for the settings in context: the servers of the
+ * configured mcp.json (its problems not logged). The MCP client is loaded
+ * only when the file names a server.
+ */
+export const makeMcp = (options: { readonly logDown: boolean }) =>
+  Effect.gen(function*() {
+    const file = yield* McpConfigFile
+    const scripts = yield* ScriptClaws.ScriptsConfig
+    const servers = McpConfig.read(file)
+    if (servers.servers.length === 0) return { servers, mcp: withoutServers(servers) }
+    const McpClaws = yield* Effect.promise(() => import("./McpClaws.js"))
+    const mcp = yield* McpClaws.makeOnPlatform(servers, {
+      timeout: scripts.timeout,
+      outputMax: scripts.outputMax,
+      withheldSecrets: scripts.withheldSecrets,
+      logDown: options.logDown
+    })
+    return { servers, mcp }
+  })
 
 /** The watched scripts with the MCP servers' tools beside them (the running agent). */
 export const makeWatched: Effect.Effect<ClawsService, Config.ConfigError, Scope.Scope | SpawnHelper.SpawnHelper> = Effect

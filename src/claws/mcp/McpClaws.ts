@@ -1,12 +1,17 @@
 /**
- * The tools of the MCP servers in mcp.json as claws: each named
- * `mcp__SERVER__TOOL`, so none can collide with a claw's (a claw may not
- * declare a name that starts `mcp__`, see withMcp) nor with another
- * server's (a server's name holds no `__`). A tool whose full name would not
- * be a valid tool name (more than 64 characters, or characters outside
- * letters, digits, `_` and `-`) is left out, with why.
+ * The tools of the MCP servers in mcp.json as claws, each named
+ * `mcp__SERVER__TOOL` (McpNames). A tool whose full name would not be a
+ * valid tool name (more than 64 characters, or characters outside letters,
+ * digits, `_` and `-`) is left out, with why. Loaded only when mcp.json
+ * names a server (ClawsWithMcp imports it then): the MCP client is a good
+ * part of a start's evaluation otherwise.
  */
+import * as NodeChildProcessSpawner from "@effect/platform-node/NodeChildProcessSpawner"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
 import * as Effect from "effect/Effect"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as Layer from "effect/Layer"
 import type * as HttpClient from "effect/http/HttpClient"
 import type * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
 import type * as Scope from "effect/Scope"
@@ -14,26 +19,11 @@ import type { ClawsService, ToolCatalog, ToolDefinition, ToolProblem, ToolResult
 import { unknownTool } from "../../ports/Claws.js"
 import { describeJsonType, isJsonObject } from "../../runtime/Json.js"
 import { printable } from "../../runtime/Printable.js"
-import type { McpServers, ServerEntry } from "./McpConfig.js"
+import type { McpServers } from "./McpConfig.js"
 import * as McpConnection from "./McpConnection.js"
-
-export const toolPrefix = "mcp__"
+import { parseToolName, toolName } from "./McpNames.js"
 
 const validName = /^[A-Za-z0-9_-]{1,64}$/
-
-/** How a server is reached, in a line: its command line, or its URL. */
-export const describeServer = (entry: ServerEntry): string =>
-  printable(entry._tag === "Stdio" ? [entry.command, ...entry.args].join(" ") : entry.url)
-
-export const toolName = (server: string, tool: string): string => `${toolPrefix}${server}__${tool}`
-
-/** The server and the tool a full name stands for; undefined when it is no MCP tool's name. */
-export const parseToolName = (name: string): { readonly server: string; readonly tool: string } | undefined => {
-  if (!name.startsWith(toolPrefix)) return undefined
-  const rest = name.slice(toolPrefix.length)
-  const split = rest.indexOf("__")
-  return split <= 0 ? undefined : { server: rest.slice(0, split), tool: rest.slice(split + 2) }
-}
 
 export interface McpClaws extends ClawsService {
   /** Every configured server, by name (doctor and `tools` report them one by one). */
@@ -94,3 +84,13 @@ export const make = (
 
     return { list, call, connections }
   })
+
+/** What MCP servers run on here: processes through effect's Node spawner, HTTP through fetch. */
+export const platformLayer = Layer.mergeAll(
+  NodeChildProcessSpawner.layer.pipe(Layer.provide(Layer.merge(NodeFileSystem.layer, NodePath.layer))),
+  FetchHttpClient.layer
+)
+
+/** `make` on this platform, built in the caller's scope: the servers' processes live as long as it. */
+export const makeOnPlatform = (config: McpServers, settings: McpConnection.ConnectionSettings) =>
+  Effect.flatMap(Layer.build(platformLayer), (platform) => make(config, settings).pipe(Effect.provideContext(platform)))

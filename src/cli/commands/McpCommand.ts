@@ -6,9 +6,6 @@
  * calls it: the built-in adapter `--brain` or PLANCKCLAW_BRAIN names.
  * Standard output carries only the protocol; logs go to standard error.
  */
-import * as NodeStdio from "@effect/platform-node/NodeStdio"
-import * as McpProtocol from "effect/ai/McpProtocol"
-import * as McpServer from "effect/ai/McpServer"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
 import * as Effect from "effect/Effect"
@@ -16,8 +13,6 @@ import * as Layer from "effect/Layer"
 import * as Agent from "../../agent/Agent.js"
 import * as ClawsWithMcp from "../../claws/mcp/ClawsWithMcp.js"
 import * as ScriptClaws from "../../claws/ScriptClaws.js"
-import { packageVersion } from "../../config/PackageRoot.js"
-import * as McpHost from "../../hosts/mcp/McpHost.js"
 import * as MemoryHold from "../../memory/MemoryHold.js"
 import * as Bridges from "../../pipes/Bridges.js"
 import { debugOption, modelOption } from "../CliFlags.js"
@@ -41,9 +36,6 @@ const inProcessBrain = Effect.gen(function*() {
   return Bridges.brainAdapters[brain.name]
 })
 
-/** Every revision effect/ai's server speaks over stdio, so older clients connect too. */
-const protocols = [McpProtocol.v2025_11_25, McpProtocol.v2025_06_18, McpProtocol.v2025_03_26, McpProtocol.v2024_11_05] as const
-
 export const mcp = Command.make("mcp", { brain: brainOption, model: modelOption, debug: debugOption }, (options) =>
   Effect.gen(function*() {
     const brain = yield* inProcessBrain
@@ -53,15 +45,9 @@ export const mcp = Command.make("mcp", { brain: brainOption, model: modelOption,
       Layer.provide(Layer.merge(brain, ClawsWithMcp.layer)),
       Layer.provideMerge(MemoryHold.layer)
     )
-    const agent = yield* McpHost.lazyAgent(agentLayer, yield* Effect.scope)
-    yield* Layer.launch(
-      McpServer.layerStdio({
-        name: "planckclaw",
-        version: packageVersion(),
-        protocols,
-        registrations: McpHost.registrations(claws, agent)
-      }).pipe(Layer.provide(NodeStdio.layer))
-    )
+    // effect/ai's server is loaded only by this command, not at every start of the others.
+    const McpStdio = yield* Effect.promise(() => import("../../hosts/mcp/McpStdio.js"))
+    yield* McpStdio.serve(claws, agentLayer)
   }).pipe(Effect.scoped, withSettings(runFlags(options)))).pipe(
     Command.withDescription(HelpText.summary("mcp"))
   )

@@ -7,7 +7,7 @@ import * as Command from "effect/cli/Command"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as ClawsWithMcp from "../../claws/mcp/ClawsWithMcp.js"
-import * as McpClaws from "../../claws/mcp/McpClaws.js"
+import * as McpNames from "../../claws/mcp/McpNames.js"
 import * as ScriptClaws from "../../claws/ScriptClaws.js"
 import type { ToolProblem } from "../../ports/Claws.js"
 import { printable } from "../../runtime/Printable.js"
@@ -28,12 +28,12 @@ const mcpTools = Effect.gen(function*() {
   const catalog = yield* mcp.list
   for (const connection of mcp.connections.values()) {
     const name = connection.entry.name
-    const tools = catalog.tools.filter((tool) => McpClaws.parseToolName(tool.name)?.server === name)
+    const tools = catalog.tools.filter((tool) => McpNames.parseToolName(tool.name)?.server === name)
     const state = connection.state()
     yield* Console.log(
       state._tag === "Down"
-        ? `MCP server ${name} (${McpClaws.describeServer(connection.entry)}) is not running: ${state.reason}`
-        : `Tools of MCP server ${name} (${McpClaws.describeServer(connection.entry)}):`
+        ? `MCP server ${name} (${McpNames.describeServer(connection.entry)}) is not running: ${state.reason}`
+        : `Tools of MCP server ${name} (${McpNames.describeServer(connection.entry)}):`
     )
     if (state._tag !== "Down") for (const tool of tools) yield* Console.log(`  ${tool.name}  ${printable(tool.description)}`)
   }

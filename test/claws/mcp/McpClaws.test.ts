@@ -8,9 +8,8 @@
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, Layer, Redacted, Scope } from "effect"
+import { Duration, Effect, Exit, Fiber, Redacted, Scope } from "effect"
 import { TestClock } from "effect/testing"
-import * as ClawsWithMcp from "../../../src/claws/mcp/ClawsWithMcp.js"
 import * as McpClaws from "../../../src/claws/mcp/McpClaws.js"
 import * as McpConfig from "../../../src/claws/mcp/McpConfig.js"
 import { advanceTo, awaitPendingSleep, yieldToEventLoop } from "../../support/TestClockWait.js"
@@ -24,10 +23,7 @@ const serversOf = (entries: Record<string, unknown>, dir = "/tmp") =>
 
 const start = (entries: Record<string, unknown>, withheldSecrets: Array<Redacted.Redacted<string>> = []) =>
   Effect.gen(function*() {
-    const platform = yield* Layer.build(ClawsWithMcp.platformLayer)
-    return yield* McpClaws.make(serversOf(entries), { timeout, outputMax: 16_384, withheldSecrets }).pipe(
-      Effect.provideContext(platform)
-    )
+    return yield* McpClaws.makeOnPlatform(serversOf(entries), { timeout, outputMax: 16_384, withheldSecrets })
   })
 
 /** Lets real I/O run until `check` holds (under the TestClock too); the bound only turns a hang into a failure. */

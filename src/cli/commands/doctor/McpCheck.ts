@@ -6,7 +6,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as ClawsWithMcp from "../../../claws/mcp/ClawsWithMcp.js"
-import { describeServer } from "../../../claws/mcp/McpClaws.js"
+import { describeServer } from "../../../claws/mcp/McpNames.js"
 import { serverEnvironment } from "../../../claws/mcp/McpEnvironment.js"
 import * as ScriptClaws from "../../../claws/ScriptClaws.js"
 import * as ConfigErrors from "../../../config/ConfigErrors.js"
