@@ -120,9 +120,13 @@ export const make = (
     /** Completed when the start under way ends, up or down. */
     let settled = yield* Deferred.make<void>()
 
+    /** Why the server was last down: set once a start has failed or the server died. */
+    let lastDown: string | undefined
+    let firstStartWaited = false
     const settle = (next: ConnectionState) =>
       Effect.suspend(() => {
         state = next
+        if (next._tag === "Down") lastDown = next.reason
         return Deferred.succeed(settled, undefined)
       })
 
@@ -239,11 +243,16 @@ export const make = (
       )
     })
 
-    /** Up, or why not, once the start under way (if any) has ended; at most `timeout`. */
+    /** Up, or why not, once the first start (if under way) has ended, waited for at most `timeout`. */
     const current: Effect.Effect<Up | string> = Effect.gen(function*() {
       yield* ensureStarted
+      // Only the first start is waited for: a server that hangs at every start would hold every message for the timeout.
+      if (state._tag === "Starting" && firstStartWaited) {
+        return lastDown === undefined ? "still starting" : `being started again after: ${lastDown}`
+      }
       if (state._tag === "Starting") {
         const waited = yield* Deferred.await(settled).pipe(Effect.timeoutOption(settings.timeout))
+        firstStartWaited = true
         if (Option.isNone(waited)) return `still starting after ${Duration.format(settings.timeout)}`
       }
       if (up !== undefined) return up

@@ -92,9 +92,32 @@ describe("MCP servers as claws", () => {
       yield* awaitPendingSleep(1000)
       expect(connection.state()._tag).toBe("Down")
       yield* advanceTo(1000)
+      // A restart is not waited for by a call (it answers at once); once up, the tools answer again.
+      yield* until("the server to be up again", () => connection.state()._tag === "Up")
       expect((yield* mcp.call("mcp__everything__echo", { message: "three" })).content).toBe("Echo: three")
       expect(connection.pid()).not.toBe(first)
       yield* Sandbox.gone("the killed server", first)
+    }), 60_000)
+
+  it.effect("a server that hangs at its start holds the first message for the timeout only, not every one after", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const mcp = yield* start({ stuck: { command: "/bin/sh", args: ["-c", "exec sleep 600"] } }).pipe(Scope.provide(scope))
+      const first = yield* Effect.forkChild(mcp.list)
+      yield* advanceTo(Duration.toMillis(timeout))
+      const listed = yield* Fiber.join(first)
+      expect(listed.tools).toEqual([])
+      expect(listed.problems[0]?.reason).toBe("not running: still starting after 30s")
+      // Down, or started again and hanging again: either way the next lists and calls answer at once (no clock moved).
+      const again = yield* mcp.list
+      expect(again.problems[0]?.reason).toMatch(/^not running: (still starting|.*timed out)/)
+      const call = yield* mcp.call("mcp__stuck__anything", {})
+      expect(call.isError).toBe(true)
+      expect(call.content).toMatch(/MCP server stuck is not running/)
+      // McpClient's stop waits 5 s (this clock) for a server that ignores its closed stdin, then SIGTERM.
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      yield* TestClock.adjust("10 seconds")
+      yield* Fiber.join(closing)
     }), 60_000)
 
   it.live("reaches a server over HTTP (url and headers), and answers an error while it is gone", () =>
