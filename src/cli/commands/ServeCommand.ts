@@ -120,7 +120,8 @@ export const serve = Command.make("serve", {
       return yield* routes.run({ owed })
     })
     yield* tierUpEarly(options.bridge === "discord" ? Effect.raceFirst(http, discord) : http).pipe(
-      Effect.provide(AgentHost.layer.pipe(Layer.provide(Layer.merge(brain, ClawsWithMcp.layer))))
+      // The claws stay in the context too: POST /v1/mcp offers them (McpRoute).
+      Effect.provide(AgentHost.layer.pipe(Layer.provideMerge(Layer.merge(brain, ClawsWithMcp.layer))))
     )
   }).pipe(withSettings(runFlags(options), "serve"))).pipe(
     Command.withDescription(

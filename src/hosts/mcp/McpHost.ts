@@ -30,10 +30,10 @@ export const askToolName = "ask_agent"
 /** The channel an ask's exchange is remembered under, unless it names one. */
 export const defaultChannel = "mcp"
 
-const text = (result: ToolResult): McpSchema.CallToolResult =>
+export const text = (result: ToolResult): McpSchema.CallToolResult =>
   new McpSchema.CallToolResult({ isError: result.isError, content: [{ type: "text", text: result.content }] })
 
-const clawTool = (claws: ClawsService, definition: ToolDefinition) => ({
+export const clawTool = (claws: ClawsService, definition: ToolDefinition) => ({
   tool: new McpSchema.Tool({
     name: definition.name,
     description: definition.description,
