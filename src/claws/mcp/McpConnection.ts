@@ -19,6 +19,7 @@ import type { McpClientError } from "effect/ai/McpClientError"
 import * as McpProtocol from "effect/ai/McpProtocol"
 import type * as McpSchema from "effect/ai/McpSchema"
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -38,6 +39,9 @@ import { nextTurn } from "../../runtime/process/NextTurn.js"
 import type { ServerEntry } from "./McpConfig.js"
 import { serverEnvironment } from "./McpEnvironment.js"
 import { toToolResult } from "./McpResult.js"
+
+/** How long a server must have been up for its death to restart it at once, on a fresh backoff. */
+export const healthyLife = Duration.minutes(1)
 
 export const restartSchedule: Schedule.Schedule<Duration.Duration, unknown> = Schedule.min([
   Schedule.exponential("1 second"),
@@ -195,7 +199,12 @@ export const make = (
         return yield* Effect.fail(Option.getOrElse(exit, () => reason))
       })
 
-    /** One life of the server: started, up until found dead; fails with why. */
+    /**
+     * One life of the server: started, up until found dead. Fails with why
+     * when it could not start or died young; succeeds with why when it had
+     * lived healthyLife, so the backoff starts over (a server that crashes
+     * once a day is not left a minute down each time).
+     */
     const session = Effect.gen(function*() {
       stderrTail = ""
       pid = undefined
@@ -205,30 +214,37 @@ export const make = (
       up = { client, tools, died }
       lastTools = tools
       yield* settle({ _tag: "Up", tools })
-      return yield* Effect.fail(yield* Deferred.await(died))
+      const upAt = yield* Clock.currentTimeMillis
+      const reason = yield* Deferred.await(died)
+      const lived = (yield* Clock.currentTimeMillis) - upAt
+      return lived >= Duration.toMillis(healthyLife) ? reason : yield* Effect.fail(reason)
     }).pipe(Effect.scoped)
 
-    const supervise = Effect.suspend(() => {
+    /** Down for `reason`: said (unless the scope is closing), its calls answered at once until it is started again. */
+    const down = (reason: string) =>
+      Effect.suspend(() => {
+        if (stopping) return Effect.interrupt
+        up = undefined
+        pid = undefined
+        const why = withStderr(reason)
+        return Effect.andThen(
+          settings.logDown === false
+            ? Effect.void
+            : Effect.logWarning(`MCP server ${entry.name} is down (${why}); starting it again after a backoff`),
+          Effect.andThen(settle({ _tag: "Down", reason: why }), Effect.sync(() => {
+            settled = Deferred.makeUnsafe<void>()
+          }))
+        )
+      })
+
+    const attempt = Effect.suspend(() => {
       state = { _tag: "Starting" }
       return session
-    }).pipe(
-      Effect.tapError((reason) =>
-        Effect.suspend(() => {
-          if (stopping) return Effect.interrupt
-          up = undefined
-          pid = undefined
-          const why = withStderr(reason)
-          return Effect.andThen(
-            settings.logDown === false
-              ? Effect.void
-              : Effect.logWarning(`MCP server ${entry.name} is down (${why}); starting it again after a backoff`),
-            Effect.andThen(settle({ _tag: "Down", reason: why }), Effect.sync(() => {
-              settled = Deferred.makeUnsafe<void>()
-            }))
-          )
-        })
-      ),
-      Effect.retry(settings.restartSchedule ?? restartSchedule)
+    }).pipe(Effect.tapError(down))
+
+    // Retried on the schedule while it fails; after a long life, started again at once, on a fresh schedule.
+    const supervise = Effect.forever(
+      attempt.pipe(Effect.retry(settings.restartSchedule ?? restartSchedule), Effect.flatMap(down))
     )
 
     const ensureStarted = Effect.suspend(() => {

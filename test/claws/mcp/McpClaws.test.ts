@@ -99,6 +99,19 @@ describe("MCP servers as claws", () => {
       yield* Sandbox.gone("the killed server", first)
     }), 60_000)
 
+  it.effect("a server that dies after a long healthy life is started again at once, the backoff starting over", () =>
+    Effect.gen(function*() {
+      const mcp = yield* start({ everything: McpServers.everything() })
+      const connection = mcp.connections.get("everything")!
+      expect((yield* mcp.call("mcp__everything__echo", { message: "one" })).content).toBe("Echo: one")
+      const first = connection.pid()!
+      yield* TestClock.adjust("2 minutes")
+      process.kill(first, "SIGKILL")
+      // No clock moved: up again without a backoff.
+      yield* until("the server to be started again", () => connection.state()._tag === "Up" && connection.pid() !== first)
+      expect((yield* mcp.call("mcp__everything__echo", { message: "two" })).content).toBe("Echo: two")
+    }), 60_000)
+
   it.effect("a server that hangs at its start holds the first message for the timeout only, not every one after", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
