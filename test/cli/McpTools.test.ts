@@ -17,6 +17,7 @@ const home = Effect.gen(function*() {
       everything: McpServers.everything(),
       missing: { command: box.path("no-such-server") },
       crashy: { command: "/bin/sh", args: ["-c", "echo cannot open the database >&2; exit 3"] },
+      leaky: { ...McpServers.everything({ ANTHROPIC_API_KEY: "copied-by-mistake" }) },
       bad: { url: "ftp://example.test" }
     }
   }))
@@ -47,6 +48,10 @@ describe("MCP servers in tools and doctor", () => {
       expect(lines).toContainEqual(expect.stringMatching(/^✘ mcp server missing: .*no-such-server: Cannot spawn MCP server.* → check its command or URL by hand$/))
       expect(lines).toContainEqual(expect.stringMatching(/^✘ mcp server crashy: .*: exited with code 3; its stderr ends: cannot open the database/))
       expect(lines).toContainEqual(expect.stringMatching(/^✘ mcp.json: .*server "bad": must be an http:\/\/ or https:\/\/ URL/))
+      expect(lines).toContainEqual(expect.stringMatching(/^✔ mcp server leaky: 12 tools/))
+      expect(lines).toContainEqual(
+        "✘ mcp server leaky: its env names ANTHROPIC_API_KEY, which hold the agent's secrets: not passed → remove them from its entry"
+      )
       expect(result.stderr).not.toContain("is down")
     }), 60_000)
 })
