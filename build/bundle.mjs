@@ -46,9 +46,11 @@ const withoutDiscord = {
       discordLeftOut++
       return { path: "DiscordInteract", namespace: "left-out" }
     })
-    build.onLoad({ filter: /.*/, namespace: "left-out" }, () => ({
+    build.onLoad({ filter: /.*/, namespace: "left-out" }, (args) => ({
       // Importing nothing (an import would be wrapped too): reaching it is a bug of the routing, said as such.
-      contents: `throw new Error("the Discord bridge is not in dist/cli/run.cjs: bin/planckclaw starts run --bridge discord from dist/cli/bin.cjs")\n`,
+      contents: args.path === "McpClaws"
+        ? `throw new Error("the MCP client is not in dist/cli/run.cjs: a run whose home has an mcp.json starts from dist/cli/bin.cjs")\n`
+        : `throw new Error("the Discord bridge is not in dist/cli/run.cjs: bin/planckclaw starts run --bridge discord from dist/cli/bin.cjs")\n`,
       loader: "js"
     }))
   }
@@ -74,14 +76,32 @@ const undiciApart = {
   }
 }
 
+/**
+ * The MCP client too (ClawsWithMcp imports it when mcp.json names a
+ * server): a run whose home has an mcp.json starts from bin.cjs
+ * (RunMain's `started`), so run.cjs neither evaluates nor wraps it.
+ */
+let mcpLeftOut = 0
+const withoutMcp = {
+  name: "without-mcp",
+  setup(build) {
+    build.onResolve({ filter: /(^|\/)McpClaws\.js$/ }, (args) => {
+      if (args.kind !== "dynamic-import" || !args.importer.endsWith("ClawsWithMcp.js")) return undefined
+      mcpLeftOut++
+      return { path: "McpClaws", namespace: "left-out" }
+    })
+  }
+}
+
 // dist/cli/ also holds tsc's output of src/cli/ (the bundles' entries): only the bundles and their caches go.
 for (const name of ["bin.cjs", "run.cjs", "spawn-helper.cjs", "undici.cjs", "code-cache"]) fs.rmSync(`dist/cli/${name}`, { recursive: true, force: true })
 await esbuild.build({ ...common, entryPoints: { bin: "dist/cli/bin.js" }, plugins: [undiciApart, sharedBuiltins] })
-await esbuild.build({ ...common, entryPoints: { run: "dist/cli/RunMain.js" }, plugins: [withoutDiscord, undiciApart, sharedBuiltins] })
+await esbuild.build({ ...common, entryPoints: { run: "dist/cli/RunMain.js" }, plugins: [withoutDiscord, withoutMcp, undiciApart, sharedBuiltins] })
 await esbuild.build({ ...common, entryPoints: { undici: "node_modules/@effect/platform-node/dist/Undici.js" }, define: {}, plugins: [sharedBuiltins] })
 // The spawn helper (src/runtime/process/SpawnHelper.ts) starts at an agent's first claw call: one file, run as it is.
 await esbuild.build({ ...common, entryPoints: { "spawn-helper": "dist/runtime/process/SpawnHelperMain.js" }, define: {}, plugins: [sharedBuiltins] })
 // Bridges.ts imports the Discord bridge some other way now: the run-only bundle would still carry it.
+if (mcpLeftOut !== 1) throw new Error(`build/bundle.mjs: expected one dynamic import of McpClaws.js to leave out of run.cjs, found ${mcpLeftOut}`)
 if (discordLeftOut !== 1) throw new Error(`build/bundle.mjs: expected one dynamic import of DiscordInteract.js to leave out of run.cjs, found ${discordLeftOut}`)
 
 for (const name of ["bin", "run"]) {

@@ -1,6 +1,6 @@
 /**
  * The command line: one effect/cli command tree, `planckclaw run | serve |
- * compact | tools | usage | bridge | init | doctor | memory | help`, one
+ * compact | tools | usage | bridge | init | doctor | memory | mcp | help`, one
  * file per command under commands/, each composing its own Layers from the
  * choices its flags make. Every line bin/planckclaw does not answer itself
  * (--version alone, the help: see its figures) is parsed by this tree.
@@ -11,6 +11,7 @@ import { compact } from "./commands/CompactCommand.js"
 import { doctor } from "./commands/doctor/DoctorCommand.js"
 import { help } from "./commands/HelpCommand.js"
 import { initCommand } from "./commands/InitCommand.js"
+import { mcp } from "./commands/McpCommand.js"
 import { memory } from "./commands/MemoryCommand.js"
 import { run } from "./commands/RunCommand.js"
 import { serve } from "./commands/ServeCommand.js"
@@ -18,7 +19,7 @@ import { tools } from "./commands/ToolsCommand.js"
 import { usage } from "./commands/UsageCommand.js"
 
 /** Every subcommand, in the order the help lists them. */
-export const subcommands = [run, serve, compact, tools, usage, bridge, initCommand, doctor, memory, help] as const
+export const subcommands = [run, serve, compact, tools, usage, bridge, initCommand, doctor, memory, mcp, help] as const
 
 /** The top command's description (the help people read is HelpText's overview). */
 export const description =

@@ -96,10 +96,11 @@ export const commands: ReadonlyArray<CommandHelp> = [
   },
   {
     name: "tools",
-    summary: "list the tools the claws declare",
+    summary: "list the tools the claws and MCP servers offer",
     usage: ["planckclaw tools"],
     description: "Lists the tools declared by the claws in CLAWS_DIR (claws/ in the home), then every claw file or " +
-      "#TOOLS: line that was skipped, with the file, line and reason.",
+      "#TOOLS: line that was skipped, with the file, line and reason; then starts each MCP server of mcp.json and " +
+      "lists its tools as the model sees them (mcp__SERVER__TOOL), or why it offers none.",
     options: [],
     examples: ["planckclaw tools"]
   },
@@ -142,7 +143,7 @@ export const commands: ReadonlyArray<CommandHelp> = [
     summary: "check the setup, one line per check, and say what to fix",
     usage: ["planckclaw doctor [--brain NAME]"],
     description: "Checks the configuration, the brain (one authenticated GET of the model, never a paid turn), the " +
-      "claws, the memory and runtime directories, another run holding the memory, and Discord when " +
+      "claws, the MCP servers of mcp.json (each started), the memory and runtime directories, another run holding the memory, and Discord when " +
       "DISCORD_BOT_TOKEN is set. Each check is a line with ✔ or ✘ and what to do; exit 0 when all pass, 1 otherwise.",
     options: [brain("the brain to check, as run --brain names it: anthropic or openai")],
     examples: ["planckclaw doctor", "planckclaw doctor --brain openai"]
@@ -160,6 +161,23 @@ export const commands: ReadonlyArray<CommandHelp> = [
       { name: "--replace", description: "import: overwrite the memory the agent already has in the database" }
     ],
     examples: ["planckclaw memory export --agent discord-c123 ./backup", "planckclaw memory import --agent alice ./agents/alice"]
+  },
+  {
+    name: "mcp",
+    summary: "serve this home's claws and agent to an MCP client (stdio)",
+    usage: ["planckclaw mcp [--brain anthropic|openai] [--model NAME] [--debug]"],
+    description: "Speaks MCP on standard input and output, for Claude Desktop, Cursor or any MCP client that starts " +
+      "a command: the claws of CLAWS_DIR as tools (their #TOOLS: schemas), and ask_agent, which sends a message to " +
+      "the agent and returns its reply (remembered as a turn). Ends when the client closes its input.",
+    options: [
+      brain("the brain ask_agent calls, in process: anthropic or openai"),
+      model,
+      debug
+    ],
+    examples: [
+      "planckclaw mcp",
+      "{\"mcpServers\": {\"planckclaw\": {\"command\": \"planckclaw\", \"args\": [\"mcp\"]}}}   (claude_desktop_config.json)"
+    ]
   },
   {
     name: "help",

@@ -19,12 +19,17 @@ import * as Option from "effect/Option"
 import { start } from "./Main.js"
 import { plainRunOptions, runWith } from "./commands/RunProgram.js"
 import * as StackTraces from "../runtime/StackTraces.js"
+import { mcpConfigPresent } from "../claws/mcp/McpPresence.js"
 
 // The modules have loaded: stack traces formatted as usual from here on.
 StackTraces.restore()
 
-// The same choice as bin/planckclaw's (code-cache.cjs's forRunBundle): the Discord bridge is not in this bundle.
-const plain = Option.filter(plainRunOptions(process.argv.slice(2)), (options) => options.bridge !== "discord")
+// The same choice as bin/planckclaw's (code-cache.cjs's forRunBundle): the Discord bridge is not in this bundle,
+// nor the MCP client (build/bundle.mjs): a home with an mcp.json is run from bin.cjs.
+const plain = Option.filter(
+  plainRunOptions(process.argv.slice(2)),
+  (options) => options.bridge !== "discord" && !mcpConfigPresent()
+)
 
 // A plain line holds no --help (bin/planckclaw answers that): the run itself, its exit code Main's.
 if (Option.isSome(plain)) start(runWith(plain.value))

@@ -23,7 +23,7 @@ import * as path from "node:path"
 import * as Settings from "./settings/All.js"
 import { RunDir } from "./settings/Agent.js"
 import { BrainChoice } from "./settings/Brain.js"
-import { ClawsDir } from "./settings/Claws.js"
+import { ClawsDir, McpConfig } from "./settings/Claws.js"
 import { PlanckclawHome } from "./settings/Home.js"
 import { MemoryDir } from "./settings/Memory.js"
 import { AgentsDir } from "./settings/Serve.js"
@@ -117,6 +117,7 @@ export const directoryDefaults = (home: Home): Map<string, string> =>
   new Map([
     [MemoryDir.key, path.join(home.dir, "memory")],
     [ClawsDir.key, path.join(home.dir, "claws")],
+    [McpConfig.key, path.join(home.dir, "mcp.json")],
     [AgentsDir.key, path.join(home.dir, "agents")],
     [RunDir.key, runDirFor(home)]
   ])

@@ -129,6 +129,25 @@ export const childEnvironment = (withheld: ReadonlyArray<Redacted.Redacted<strin
   return env
 }
 
+/**
+ * `env` without the secrets, by name and by value (an MCP server's
+ * environment, which its mcp.json entry names): what is kept, and the names
+ * left out.
+ */
+export const withoutSecrets = (
+  env: Readonly<Record<string, string>>,
+  withheld: ReadonlyArray<Redacted.Redacted<string>>
+): { readonly env: Record<string, string>; readonly left: ReadonlyArray<string> } => {
+  const values = secretValues([...secretNames.map((name) => process.env[name]), ...withheld.map(Redacted.value)])
+  const kept: Record<string, string> = {}
+  const left: Array<string> = []
+  for (const [key, value] of Object.entries(env)) {
+    if (isSecretName(key) || holdsSecret(value, values)) left.push(key)
+    else kept[key] = value
+  }
+  return { env: kept, left }
+}
+
 // ---------------------------------------------------------------------------
 // Withdrawing secrets from this process's environment
 

@@ -22,7 +22,7 @@ import * as BrainHttpClient from "../brain/BrainHttpClient.js"
 import * as AnthropicBrain from "../brain/AnthropicBrain.js"
 import * as OpenAiBrain from "../brain/OpenAiBrain.js"
 import { Claws } from "../ports/Claws.js"
-import * as ScriptClaws from "../claws/ScriptClaws.js"
+import * as ClawsWithMcp from "../claws/mcp/ClawsWithMcp.js"
 import type { MissingSetting } from "../config/MissingSetting.js"
 import * as Secrets from "../config/Secrets.js"
 import { Debug, Events } from "../config/settings/Agent.js"
@@ -111,7 +111,8 @@ export const brainNames = Object.keys(brainAdapters) as ReadonlyArray<BrainName>
 export { BrainChoiceConfig } from "../config/BrainChoice.js"
 
 export const clawsAdapters = {
-  scripts: ScriptClaws.layer
+  // The scripts, with the tools of mcp.json's MCP servers beside them.
+  scripts: ClawsWithMcp.layer
 } satisfies Record<string, Layer.Layer<Claws, AdapterFailure, SpawnHelper>>
 
 /** One far end, once started. */

@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Bridges from "../../pipes/Bridges.js"
-import * as ScriptClaws from "../../claws/ScriptClaws.js"
+import * as ClawsWithMcp from "../../claws/mcp/ClawsWithMcp.js"
 import { debugOption, modelOption } from "../CliFlags.js"
 import { MemoryConfig } from "../../memory/MemoryFiles.js"
 import * as PromptFiles from "../../memory/PromptFiles.js"
@@ -116,7 +116,7 @@ export const serve = Command.make("serve", {
         Layer.Error<ReturnType<typeof HttpApi.layer>> | HostError | ClusterStartError | Effect.Error<ReturnType<typeof DiscordRoutes.run>>,
         Brain | Claws
       > = cluster.serve(listen, { discord: options.bridge === "discord" })
-      return yield* tunedV8(served).pipe(Effect.provide(Layer.merge(brain, ScriptClaws.layer)))
+      return yield* tunedV8(served).pipe(Effect.provide(Layer.merge(brain, ClawsWithMcp.layer)))
     }
     // One host for both: Discord's agents are the HTTP API's too. A fatal Discord refusal ends the service.
     const http = Layer.launch(HttpApi.layer(listen))
@@ -132,7 +132,8 @@ export const serve = Command.make("serve", {
       return yield* routes.run({ owed })
     })
     yield* tunedV8(options.bridge === "discord" ? Effect.raceFirst(http, discord) : http).pipe(
-      Effect.provide(AgentHost.layer.pipe(Layer.provide(Layer.merge(brain, ScriptClaws.layer))))
+      // The claws stay in the context too: POST /v1/mcp offers them (McpRoute).
+      Effect.provide(AgentHost.layer.pipe(Layer.provideMerge(Layer.merge(brain, ClawsWithMcp.layer))))
     )
   }).pipe(withSettings(
     new Map([...runFlags(options), ...(options.noConsole ? [[WebConsole.key, "0"] as const] : [])]),

@@ -31,4 +31,15 @@ export const ClawOutputMax = {
   description: "bytes of claw output kept (the cut is marked)"
 } as const satisfies NumberSetting
 
-export const group = { title: "Claws", settings: [ClawsDir, ClawTimeout, ClawOutputMax] } as const
+export const McpConfig = {
+  key: "PLANCKCLAW_MCP_CONFIG",
+  kind: "text",
+  accepts: "file",
+  default: "./mcp.json",
+  defaultText: "mcp.json in the home",
+  description: "the MCP servers whose tools are offered beside the claws (docs/mcp.md); a missing file means none",
+  path: true,
+  example: "mcp.json"
+} as const satisfies TextSetting
+
+export const group = { title: "Claws", settings: [ClawsDir, ClawTimeout, ClawOutputMax, McpConfig] } as const

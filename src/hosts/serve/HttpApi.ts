@@ -9,6 +9,7 @@
  * - GET /v1/agents?limit=&after= (a page, in id order, with the `after` of the next),
  *   GET /v1/agents/{id}, POST /v1/agents/{id}/compact
  * - GET /v1/health, without auth; GET /v1/openapi.json, GET /v1/docs
+ * - POST /v1/mcp: the claws and ask_agent over MCP (McpRoute)
  *
  * With PLANCKCLAW_HTTP_TOKEN set every other route needs
  * `Authorization: Bearer <token>`, compared in constant time; without one the
@@ -111,6 +112,9 @@ export const appStoppingOn = (stopping: Effect.Effect<void>) => Effect.gen(funct
   )
   const noRoute = routerProblem(config.token)
   const webConsole = config.console ? yield* consoleOrWarning : undefined
+  // POST /v1/mcp (McpRoute), loaded here: effect/ai's server is no part of the other commands' start.
+  const mcp = yield* Effect.flatMap(Effect.promise(() => import("./McpRoute.js")), (route) =>
+    Effect.map(route.make, (handler) => ({ isMcpUrl: route.isMcpUrl, handler })))
   return Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     // The console's files hold nothing secret: served to anyone, the page then asks for the token.
@@ -118,6 +122,10 @@ export const appStoppingOn = (stopping: Effect.Effect<void>) => Effect.gen(funct
     if (page !== undefined && Option.isSome(page)) return page.value
     const refused = refusedOrigin(request.headers, Option.isNone(config.token), webConsole !== undefined)
     if (Option.isSome(refused)) return refused.value
+    if (mcp.isMcpUrl(request.url)) {
+      if (Option.isSome(config.token) && !bearerMatches(request.headers["authorization"], config.token.value)) return unauthorized()
+      return yield* mcp.handler.pipe(Effect.catchTag("HttpServerError", noRoute))
+    }
     return yield* routes.pipe(
       Effect.catchTag("HttpServerError", noRoute),
       Effect.catchDefect(schemaProblemOf)

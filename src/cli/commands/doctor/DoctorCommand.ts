@@ -25,6 +25,7 @@ import * as BrainCheck from "./BrainCheck.js"
 import * as ClawsCheck from "./ClawsCheck.js"
 import * as DirectoryCheck from "./DirectoryCheck.js"
 import * as DiscordCheck from "./DiscordCheck.js"
+import * as McpCheck from "./McpCheck.js"
 import { colourWanted, DoctorFailed, fail, type Finding, pass, render } from "./DoctorCheck.js"
 
 /** The settings every run reads, whatever its bridges; each bridge's own are checked on its line. */
@@ -58,6 +59,7 @@ export const checks: ReadonlyArray<Effect.Effect<ReadonlyArray<Finding>>> = [
   configuration,
   Effect.provide(BrainCheck.check, FetchHttpClient.layer),
   ClawsCheck.check,
+  McpCheck.check,
   DirectoryCheck.memory,
   DirectoryCheck.runtime,
   Effect.provide(DiscordCheck.check, FetchHttpClient.layer)

@@ -1,0 +1,307 @@
+/**
+ * One MCP server from mcp.json, supervised, through effect/ai's McpClient
+ * (its stdio transport starts the process through effect's
+ * ChildProcessSpawner; its HTTP transport posts through HttpClient).
+ *
+ * Started on first use (a list or a call), not when the agent starts. A
+ * server whose process exits, or whose transport fails under a call, is
+ * down: its tools answer an error result at once (the turn goes on), and it
+ * is started again after a backoff (restartSchedule: 1 s doubling to a
+ * minute). A start that fails is retried the same way, so a server that
+ * cannot start costs one attempt a minute, not one per message.
+ *
+ * The protocol revision is 2025-11-25, the one revision before 2026-07-28
+ * (which few servers speak yet) that effect/ai's McpClient speaks: a server
+ * that insists on an older one is refused, with why (docs/mcp.md).
+ */
+import * as McpClient from "effect/ai/McpClient"
+import type { McpClientError } from "effect/ai/McpClientError"
+import * as McpProtocol from "effect/ai/McpProtocol"
+import type * as McpSchema from "effect/ai/McpSchema"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as HttpClient from "effect/http/HttpClient"
+import * as Option from "effect/Option"
+import * as ChildProcess from "effect/process/ChildProcess"
+import * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
+import type * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type { ToolResult } from "../../ports/Claws.js"
+import { describeError } from "../../runtime/Errors.js"
+import { printable } from "../../runtime/Printable.js"
+import { nextTurn } from "../../runtime/process/NextTurn.js"
+import type { ServerEntry } from "./McpConfig.js"
+import { serverEnvironment } from "./McpEnvironment.js"
+import { toToolResult } from "./McpResult.js"
+
+/** How long a server must have been up for its death to restart it at once, on a fresh backoff. */
+export const healthyLife = Duration.minutes(1)
+
+export const restartSchedule: Schedule.Schedule<Duration.Duration, unknown> = Schedule.min([
+  Schedule.exponential("1 second"),
+  Schedule.spaced("1 minute")
+])
+
+
+export interface ConnectionSettings {
+  /** How long a start or a call may take (the claws' timeout). */
+  readonly timeout: Duration.Duration
+  /** Bytes of a result kept (the claws' output cap). */
+  readonly outputMax: number
+  /** Values no server may be given, whatever variable its entry puts them in. */
+  readonly withheldSecrets: ReadonlyArray<Redacted.Redacted<string>>
+  readonly restartSchedule?: Schedule.Schedule<unknown, unknown>
+  /** Log a server found down (the agent); doctor and `tools` say it themselves. */
+  readonly logDown?: boolean
+}
+
+export type ConnectionState =
+  | { readonly _tag: "Idle" }
+  | { readonly _tag: "Starting" }
+  | { readonly _tag: "Up"; readonly tools: ReadonlyArray<McpSchema.Tool> }
+  | { readonly _tag: "Down"; readonly reason: string }
+
+export interface Connection {
+  readonly entry: ServerEntry
+  /**
+   * Its tools: started on first use, waiting up to the timeout for a start
+   * under way. Down: the tools it had when last up (a call answers an
+   * error), and why it is down.
+   */
+  readonly tools: Effect.Effect<{ readonly tools: ReadonlyArray<McpSchema.Tool>; readonly down: string | undefined }>
+  readonly call: (tool: string, input: Record<string, unknown>) => Effect.Effect<ToolResult>
+  readonly state: () => ConnectionState
+  /** The process of a stdio server while it runs. */
+  readonly pid: () => number | undefined
+}
+
+/** How long a server whose start failed is given to exit, so its exit and stderr say why. */
+const exitGrace = Duration.millis(500)
+
+/** The last bytes a server wrote to stderr, said when it fails. */
+const stderrTailMax = 1024
+
+interface Up {
+  readonly client: McpClient.McpClient
+  readonly tools: ReadonlyArray<McpSchema.Tool>
+  /** Completed with why, when the server is found dead. */
+  readonly died: Deferred.Deferred<string>
+}
+
+/** The error's words, and its cause's (why a spawn failed: ENOENT...) when it has one. */
+const describeClientError = (error: McpClientError): string => {
+  const cause = "cause" in error.reason ? error.reason.cause : undefined
+  return cause === undefined ? error.message : `${error.message}: ${describeError(cause)}`
+}
+
+/** A failure that says the server is gone, not that one call went wrong. */
+const isTransportFailure = (error: McpClientError): boolean =>
+  error.reason._tag === "TransportError" || error.reason._tag === "ClosedError" ||
+  (error.reason._tag === "HttpError" && error.reason.status === 404)
+
+export const make = (
+  entry: ServerEntry,
+  settings: ConnectionSettings
+): Effect.Effect<Connection, never, Scope.Scope | ChildProcessSpawner.ChildProcessSpawner | HttpClient.HttpClient> =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    // Only these two: the client and its process belong to the session's scope, not to this one.
+    const httpClient = yield* HttpClient.HttpClient
+    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
+    let state: ConnectionState = { _tag: "Idle" }
+    let up: Up | undefined
+    let lastTools: ReadonlyArray<McpSchema.Tool> = []
+    let pid: number | undefined
+    let stderrTail = ""
+    /** Set once the scope closes: the server's exit is then ours, not a failure. */
+    let stopping = false
+    /** Completed when the start under way ends, up or down. */
+    let settled = yield* Deferred.make<void>()
+
+    /** Why the server was last down: set once a start has failed or the server died. */
+    let lastDown: string | undefined
+    let firstStartWaited = false
+    const settle = (next: ConnectionState) =>
+      Effect.suspend(() => {
+        state = next
+        if (next._tag === "Down") lastDown = next.reason
+        return Deferred.succeed(settled, undefined)
+      })
+
+    /** The spawner the stdio transport uses: it notes the process and keeps the end of its stderr. */
+    const noting = (died: Deferred.Deferred<string>) =>
+      ChildProcessSpawner.make((command) =>
+        spawner.spawn(command).pipe(Effect.map((handle) => {
+          pid = handle.pid
+          return ChildProcessSpawner.makeHandle({
+            ...handle,
+            // A signal makes exitCode fail (effect's Node spawner): either way the server is gone,
+            // unless the wait was only interrupted (the scope closing).
+            exitCode: handle.exitCode.pipe(Effect.onExit((exit) =>
+              Exit.isSuccess(exit)
+                ? Deferred.succeed(died, `exited with code ${exit.value}`)
+                : Cause.hasInterruptsOnly(exit.cause)
+                ? Effect.void
+                : Deferred.succeed(died, "was killed by a signal")
+            )),
+            stderr: handle.stderr.pipe(Stream.tap((chunk) =>
+              Effect.sync(() => {
+                stderrTail = (stderrTail + Buffer.from(chunk).toString("utf8")).slice(-stderrTailMax)
+              })
+            ))
+          })
+        }))
+      )
+
+    const transport = (died: Deferred.Deferred<string>) =>
+      entry._tag === "Stdio"
+        ? McpClient.stdio({
+          command: ChildProcess.make(entry.command, [...entry.args], {
+            cwd: entry.cwd,
+            env: serverEnvironment(entry.env, settings.withheldSecrets).env,
+            extendEnv: false
+          }),
+          protocol: McpProtocol.v2025_11_25
+        }).pipe(Effect.provideService(ChildProcessSpawner.ChildProcessSpawner, noting(died)))
+        : McpClient.http({ url: entry.url, headers: entry.headers, protocol: McpProtocol.v2025_11_25 })
+
+    /** A client, in `session`'s scope; fails with why not. */
+    const connect = (died: Deferred.Deferred<string>) =>
+      Effect.flatMap(transport(died), (connected) =>
+        McpClient.make({ name: "planckclaw", version: "0.1.0", timeout: settings.timeout }).pipe(
+          Effect.provideService(McpClient.Transport, connected)
+        )).pipe(
+          Effect.mapError(describeClientError),
+          Effect.provideService(HttpClient.HttpClient, httpClient)
+        )
+
+    const withStderr = (reason: string): string => {
+      const tail = stderrTail.trim()
+      return printable(tail === "" ? reason : `${reason}; its stderr ends: ${tail.slice(-300)}`)
+    }
+
+    /**
+     * Why a start failed, in the process's own words when it exited: its
+     * exit and the end of its stderr (read a moment after, as a write to a
+     * closed stdin is often seen before the exit), not the broken pipe.
+     */
+    const startFailure = (reason: string, died: Deferred.Deferred<string>) =>
+      Effect.gen(function*() {
+        if (entry._tag !== "Stdio" || pid === undefined) return yield* Effect.fail(reason)
+        const exit = yield* Deferred.await(died).pipe(Effect.timeoutOption(exitGrace))
+        yield* nextTurn
+        return yield* Effect.fail(Option.getOrElse(exit, () => reason))
+      })
+
+    /**
+     * One life of the server: started, up until found dead. Fails with why
+     * when it could not start or died young; succeeds with why when it had
+     * lived healthyLife, so the backoff starts over (a server that crashes
+     * once a day is not left a minute down each time).
+     */
+    const session = Effect.gen(function*() {
+      stderrTail = ""
+      pid = undefined
+      const died = yield* Deferred.make<string>()
+      const client = yield* connect(died).pipe(Effect.catch((reason) => startFailure(reason, died)))
+      const tools = yield* client.listTools().pipe(Effect.mapError((error) => `cannot list its tools: ${error.message}`))
+      up = { client, tools, died }
+      lastTools = tools
+      yield* settle({ _tag: "Up", tools })
+      const upAt = yield* Clock.currentTimeMillis
+      const reason = yield* Deferred.await(died)
+      const lived = (yield* Clock.currentTimeMillis) - upAt
+      return lived >= Duration.toMillis(healthyLife) ? reason : yield* Effect.fail(reason)
+    }).pipe(Effect.scoped)
+
+    /** Down for `reason`: said (unless the scope is closing), its calls answered at once until it is started again. */
+    const down = (reason: string) =>
+      Effect.suspend(() => {
+        if (stopping) return Effect.interrupt
+        up = undefined
+        pid = undefined
+        const why = withStderr(reason)
+        return Effect.andThen(
+          settings.logDown === false
+            ? Effect.void
+            : Effect.logWarning(`MCP server ${entry.name} is down (${why}); starting it again after a backoff`),
+          Effect.andThen(settle({ _tag: "Down", reason: why }), Effect.sync(() => {
+            settled = Deferred.makeUnsafe<void>()
+          }))
+        )
+      })
+
+    const attempt = Effect.suspend(() => {
+      state = { _tag: "Starting" }
+      return session
+    }).pipe(Effect.tapError(down))
+
+    // Retried on the schedule while it fails; after a long life, started again at once, on a fresh schedule.
+    const supervise = Effect.forever(
+      attempt.pipe(Effect.retry(settings.restartSchedule ?? restartSchedule), Effect.flatMap(down))
+    )
+
+    const ensureStarted = Effect.suspend(() => {
+      if (state._tag !== "Idle") return Effect.void
+      state = { _tag: "Starting" }
+      // Added after the fork, so it runs before the fork is interrupted: an exit from then on is the stop's.
+      return Effect.andThen(
+        Effect.forkIn(supervise, scope),
+        Scope.addFinalizer(scope, Effect.sync(() => {
+          stopping = true
+        }))
+      )
+    })
+
+    /** Up, or why not, once the first start (if under way) has ended, waited for at most `timeout`. */
+    const current: Effect.Effect<Up | string> = Effect.gen(function*() {
+      yield* ensureStarted
+      // Only the first start is waited for: a server that hangs at every start would hold every message for the timeout.
+      if (state._tag === "Starting" && firstStartWaited) {
+        return lastDown === undefined ? "still starting" : `being started again after: ${lastDown}`
+      }
+      if (state._tag === "Starting") {
+        const waited = yield* Deferred.await(settled).pipe(Effect.timeoutOption(settings.timeout))
+        firstStartWaited = true
+        if (Option.isNone(waited)) return `still starting after ${Duration.format(settings.timeout)}`
+      }
+      if (up !== undefined) return up
+      return state._tag === "Down" ? state.reason : "not running"
+    })
+
+    const tools = Effect.map(current, (now) =>
+      typeof now === "string" ? { tools: lastTools, down: now } : { tools: now.tools, down: undefined })
+
+    const downResult = (name: string, reason: string): ToolResult => ({
+      content: `Tool ${name}: MCP server ${entry.name} is not running (${reason}); it is being restarted, try again shortly`,
+      isError: true
+    })
+
+    const call = (name: string, input: Record<string, unknown>): Effect.Effect<ToolResult> =>
+      Effect.gen(function*() {
+        const now = yield* current
+        if (typeof now === "string") return downResult(name, now)
+        const tool = now.tools.find((candidate) => candidate.name === name)
+        if (tool === undefined) return { content: `Unknown tool: ${name} (MCP server ${entry.name} offers no such tool)`, isError: true }
+        const outcome = yield* Effect.result(now.client.callTool({ tool, arguments: input }))
+        if (outcome._tag === "Success") return toToolResult(outcome.success, settings.outputMax)
+        const error = outcome.failure
+        if (!isTransportFailure(error)) return { content: printable(`Tool ${name} failed: ${error.message}`), isError: true }
+        yield* Deferred.succeed(now.died, error.message)
+        return downResult(name, withStderr(error.message))
+      }).pipe(
+        Effect.timeoutOption(settings.timeout),
+        Effect.map(Option.getOrElse((): ToolResult => ({
+          content: `Tool ${name} timed out after ${Duration.format(settings.timeout)}`,
+          isError: true
+        })))
+      )
+
+    return { entry, tools, call, state: () => state, pid: () => pid }
+  })

@@ -1,0 +1,130 @@
+/**
+ * PlanckClaw as an MCP server (effect/ai's McpServer): the home's claws as
+ * MCP tools, each with its `#TOOLS:` declaration as its input schema, run
+ * with the claws' limits; and `ask_agent`, which sends a message to the
+ * agent (its soul, memory and claws, MCP servers included) and returns its
+ * reply, remembered as a turn typed at the terminal would be.
+ *
+ * The tools are the claws found when the server starts. The agent is
+ * built on the first ask, holding the memory directory as `run` does: while
+ * a run holds it, ask_agent answers an error saying so (and is tried again
+ * at the next ask); the claws' tools work regardless. Asks are answered one
+ * at a time, in order.
+ */
+import * as McpSchema from "effect/ai/McpSchema"
+import * as McpServer from "effect/ai/McpServer"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import { Agent } from "../../agent/Agent.js"
+import { Inbox } from "../../memory/Inbox.js"
+import type { ClawsService, ToolDefinition, ToolResult } from "../../ports/Claws.js"
+import { describeError } from "../../runtime/Errors.js"
+
+export const askToolName = "ask_agent"
+
+/** The channel an ask's exchange is remembered under, unless it names one. */
+export const defaultChannel = "mcp"
+
+export const text = (result: ToolResult): McpSchema.CallToolResult =>
+  new McpSchema.CallToolResult({ isError: result.isError, content: [{ type: "text", text: result.content }] })
+
+export const clawTool = (claws: ClawsService, definition: ToolDefinition) => ({
+  tool: new McpSchema.Tool({
+    name: definition.name,
+    description: definition.description,
+    inputSchema: definition.input_schema as McpSchema.Tool["inputSchema"]
+  }),
+  annotations: Context.empty(),
+  handle: (payload: unknown) => Effect.map(claws.call(definition.name, payload ?? {}), text).pipe(
+    Effect.catch((error) => Effect.succeed(text({ content: `Tool ${definition.name} failed: ${error.message}`, isError: true })))
+  )
+})
+
+const askTool = new McpSchema.Tool({
+  name: askToolName,
+  description: "Send a message to the PlanckClaw agent (its persona, memory and tools) and return its reply. " +
+    "The exchange is remembered as a conversation turn.",
+  inputSchema: {
+    type: "object",
+    properties: {
+      message: { type: "string", description: "what to say to the agent" },
+      channel: { type: "string", description: `the conversation's channel in the agent's memory (default "${defaultChannel}")` }
+    },
+    required: ["message"]
+  }
+})
+
+/** An agent, built on first use in `scope`; a failed build is said and tried again next time. */
+export const lazyAgent = <E, R>(
+  layer: Layer.Layer<Agent | Inbox, E, R>,
+  scope: Scope.Scope
+): Effect.Effect<Effect.Effect<Context.Context<Agent | Inbox>, string>, never, R> =>
+  Effect.gen(function*() {
+    const services = yield* Effect.context<R>()
+    const lock = yield* Semaphore.make(1)
+    let built: Context.Context<Agent | Inbox> | undefined
+    return lock.withPermits(1)(Effect.suspend(() => {
+      if (built !== undefined) return Effect.succeed(built)
+      return Effect.gen(function*() {
+        const attempt = yield* Scope.fork(scope, "sequential")
+        const exit = yield* Effect.exit(Layer.buildWithScope(layer, attempt).pipe(Effect.provideContext(services)))
+        if (Exit.isSuccess(exit)) return built = exit.value
+        yield* Scope.close(attempt, exit)
+        const error = Option.getOrUndefined(Exit.findErrorOption(exit))
+        return yield* Effect.fail(error === undefined ? "the agent could not start" : describeError(error))
+      })
+    }))
+  })
+
+/** One ask: the message accepted, answered and remembered; the reply as the tool's result. */
+const ask = (agentContext: Effect.Effect<Context.Context<Agent | Inbox>, string>, lock: Semaphore.Semaphore) =>
+(payload: unknown): Effect.Effect<McpSchema.CallToolResult> => {
+  const input = (payload ?? {}) as { readonly message?: unknown; readonly channel?: unknown }
+  if (typeof input.message !== "string" || input.message.trim() === "") {
+    return Effect.succeed(text({ content: `${askToolName}: "message" must be a non-empty string`, isError: true }))
+  }
+  const message = input.message
+  const channel = typeof input.channel === "string" && input.channel !== "" ? input.channel : defaultChannel
+  return lock.withPermits(1)(Effect.gen(function*() {
+    const context = yield* agentContext
+    const agent = Context.get(context, Agent)
+    const inbox = Context.get(context, Inbox)
+    const pending = yield* inbox.accept({ channel, text: message })
+    const outcome = yield* agent.respond(pending)
+    yield* agent.delivered(pending, outcome)
+    return Option.match(outcome, {
+      onNone: () => text({ content: "(no reply: the message was blank)", isError: true }),
+      onSome: (answer) => text({ content: answer.reply, isError: false })
+    })
+  })).pipe(
+    Effect.catch((reason) => Effect.succeed(text({ content: `${askToolName}: the agent cannot answer: ${reason}`, isError: true })))
+  )
+}
+
+/**
+ * The registrations of the MCP server: every claw of `claws`' catalogue
+ * now, and ask_agent on `agentContext`.
+ */
+export const registrations = (
+  claws: ClawsService,
+  agentContext: Effect.Effect<Context.Context<Agent | Inbox>, string>
+): Layer.Layer<never, never, McpServer.McpServer> =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const server = yield* McpServer.McpServer
+    const catalog = yield* Effect.orElseSucceed(claws.list, () => ({ tools: [], problems: [] }))
+    for (const problem of catalog.problems) yield* Effect.logWarning(`claw problem at ${problem.source}: ${problem.reason}`)
+    for (const definition of catalog.tools) {
+      if (definition.name === askToolName) {
+        yield* Effect.logWarning(`claw tool ${askToolName} is not offered over MCP: the name is the agent's ask tool`)
+        continue
+      }
+      yield* server.addTool(clawTool(claws, definition))
+    }
+    const lock = yield* Semaphore.make(1)
+    yield* server.addTool({ tool: askTool, annotations: Context.empty(), handle: ask(agentContext, lock) })
+  }))

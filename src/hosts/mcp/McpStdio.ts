@@ -1,0 +1,33 @@
+/**
+ * `planckclaw mcp`'s server: effect/ai's McpServer on this process's
+ * standard input and output, with McpHost's tools, until the client closes
+ * its input (the stdio protocol then ends the fiber that launched it, with
+ * exit code 0).
+ */
+import * as NodeStdio from "@effect/platform-node/NodeStdio"
+import * as McpProtocol from "effect/ai/McpProtocol"
+import * as McpServer from "effect/ai/McpServer"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { Agent } from "../../agent/Agent.js"
+import { packageVersion } from "../../config/PackageRoot.js"
+import type { Inbox } from "../../memory/Inbox.js"
+import type { ClawsService } from "../../ports/Claws.js"
+import * as McpHost from "./McpHost.js"
+
+/** Every revision effect/ai's server speaks over stdio, so older clients connect too. */
+const protocols = [McpProtocol.v2025_11_25, McpProtocol.v2025_06_18, McpProtocol.v2025_03_26, McpProtocol.v2024_11_05] as const
+
+/** Serves `claws` and ask_agent (on the agent `agentLayer` builds at the first ask) until the client leaves. */
+export const serve = <E, R>(claws: ClawsService, agentLayer: Layer.Layer<Agent | Inbox, E, R>) =>
+  Effect.gen(function*() {
+    const agent = yield* McpHost.lazyAgent(agentLayer, yield* Effect.scope)
+    return yield* Layer.launch(
+      McpServer.layerStdio({
+        name: "planckclaw",
+        version: packageVersion(),
+        protocols,
+        registrations: McpHost.registrations(claws, agent)
+      }).pipe(Layer.provide(NodeStdio.layer))
+    )
+  })

@@ -1,0 +1,199 @@
+/**
+ * MCP servers' tools as claws, against the real reference servers over
+ * stdio (from node_modules): a call answered, a hung call cut at the
+ * timeout, a killed server restarted after its backoff (TestClock, no
+ * sleeps), the filesystem server kept to its directory, and no secret in
+ * a server's environment.
+ */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Exit, Fiber, Redacted, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import * as McpClaws from "../../../src/claws/mcp/McpClaws.js"
+import * as McpConfig from "../../../src/claws/mcp/McpConfig.js"
+import { advanceTo, awaitPendingSleep, yieldToEventLoop } from "../../support/TestClockWait.js"
+import * as McpServers from "../../support/McpServers.js"
+import * as Sandbox from "../../support/Sandbox.js"
+
+const timeout = Duration.seconds(30)
+
+const serversOf = (entries: Record<string, unknown>, dir = "/tmp") =>
+  McpConfig.parse(Path.join(dir, "mcp.json"), JSON.stringify({ mcpServers: entries }))
+
+const start = (entries: Record<string, unknown>, withheldSecrets: Array<Redacted.Redacted<string>> = []) =>
+  Effect.gen(function*() {
+    return yield* McpClaws.makeOnPlatform(serversOf(entries), { timeout, outputMax: 16_384, withheldSecrets })
+  })
+
+/** Lets real I/O run until `check` holds (under the TestClock too); the bound only turns a hang into a failure. */
+const until = (what: string, check: () => boolean) =>
+  Effect.gen(function*() {
+    while (!check()) yield* yieldToEventLoop
+  }).pipe(Sandbox.within(what), Sandbox.onLiveClock)
+
+describe("MCP servers as claws", () => {
+  it.live("offers a server's tools under its prefix, and a model's call of echo gets the echo", () =>
+    Effect.gen(function*() {
+      const mcp = yield* start({ everything: McpServers.everything() })
+      const catalog = yield* mcp.list
+      const echo = catalog.tools.find((tool) => tool.name === "mcp__everything__echo")
+      expect(echo?.description).toBe("Echoes back the input string")
+      expect(echo?.input_schema).toMatchObject({ type: "object", required: ["message"] })
+      expect(echo?.input_schema).not.toHaveProperty("$schema")
+      expect(catalog.problems).toEqual([])
+      expect(yield* mcp.call("mcp__everything__echo", { message: "hello from the model" })).toEqual({
+        content: "Echo: hello from the model",
+        isError: false
+      })
+      expect(yield* mcp.call("mcp__everything__no-such-tool", {})).toMatchObject({ isError: true })
+      expect(yield* mcp.call("mcp__other__echo", {})).toEqual({ content: "Unknown tool: mcp__other__echo", isError: true })
+      expect((yield* mcp.call("mcp__everything__echo", [1])).content).toMatch(/must be a JSON object/)
+    }), 60_000)
+
+  it.effect("cuts a call that takes too long at the timeout, and the server still answers", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const mcp = yield* start({ everything: McpServers.everything() }).pipe(Scope.provide(scope))
+      yield* mcp.list
+      // Past the deadlines of the start, so the call's own is the one moved to.
+      yield* TestClock.adjust("1 second")
+      const slow = yield* Effect.forkChild(
+        mcp.call("mcp__everything__trigger-long-running-operation", { duration: 600, steps: 2 })
+      )
+      yield* advanceTo(1000 + Duration.toMillis(timeout))
+      expect(yield* Fiber.join(slow)).toEqual({
+        content: "Tool trigger-long-running-operation timed out after 30s",
+        isError: true
+      })
+      expect((yield* mcp.call("mcp__everything__echo", { message: "still here" })).content).toBe("Echo: still here")
+      // The server, still busy with the operation, outlives its stdin: McpClient waits 5 s (this clock) before SIGTERM.
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      yield* advanceTo(1000 + Duration.toMillis(timeout) + 5000)
+      yield* Fiber.join(closing)
+    }), 60_000)
+
+  it.effect("answers an error while a killed server is down, and starts it again after the backoff", () =>
+    Effect.gen(function*() {
+      const mcp = yield* start({ everything: McpServers.everything() })
+      const connection = mcp.connections.get("everything")!
+      expect((yield* mcp.call("mcp__everything__echo", { message: "one" })).content).toBe("Echo: one")
+      const first = connection.pid()!
+      process.kill(first, "SIGKILL")
+      yield* until("the server to be found dead", () => connection.state()._tag === "Down")
+      const meanwhile = yield* mcp.call("mcp__everything__echo", { message: "two" })
+      expect(meanwhile.isError).toBe(true)
+      expect(meanwhile.content).toMatch(/MCP server everything is not running \(was killed by a signal/)
+      // Still listed while down, so a turn that offered it gets an error result, not "unknown tool".
+      const listed = yield* mcp.list
+      expect(listed.tools.map((tool) => tool.name)).toContain("mcp__everything__echo")
+      expect(listed.problems[0]?.reason).toMatch(/^not running: was killed by a signal/)
+      // The first restart waits 1 s of the TestClock (restartSchedule), and not before.
+      yield* awaitPendingSleep(1000)
+      expect(connection.state()._tag).toBe("Down")
+      yield* advanceTo(1000)
+      // A restart is not waited for by a call (it answers at once); once up, the tools answer again.
+      yield* until("the server to be up again", () => connection.state()._tag === "Up")
+      expect((yield* mcp.call("mcp__everything__echo", { message: "three" })).content).toBe("Echo: three")
+      expect(connection.pid()).not.toBe(first)
+      yield* Sandbox.gone("the killed server", first)
+    }), 60_000)
+
+  it.effect("a server that dies after a long healthy life is started again at once, the backoff starting over", () =>
+    Effect.gen(function*() {
+      const mcp = yield* start({ everything: McpServers.everything() })
+      const connection = mcp.connections.get("everything")!
+      expect((yield* mcp.call("mcp__everything__echo", { message: "one" })).content).toBe("Echo: one")
+      const first = connection.pid()!
+      yield* TestClock.adjust("2 minutes")
+      process.kill(first, "SIGKILL")
+      // No clock moved: up again without a backoff.
+      yield* until("the server to be started again", () => connection.state()._tag === "Up" && connection.pid() !== first)
+      expect((yield* mcp.call("mcp__everything__echo", { message: "two" })).content).toBe("Echo: two")
+    }), 60_000)
+
+  it.effect("a server that hangs at its start holds the first message for the timeout only, not every one after", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const mcp = yield* start({ stuck: { command: "/bin/sh", args: ["-c", "exec sleep 600"] } }).pipe(Scope.provide(scope))
+      const first = yield* Effect.forkChild(mcp.list)
+      yield* advanceTo(Duration.toMillis(timeout))
+      const listed = yield* Fiber.join(first)
+      expect(listed.tools).toEqual([])
+      expect(listed.problems[0]?.reason).toBe("not running: still starting after 30s")
+      // Down, or started again and hanging again: either way the next lists and calls answer at once (no clock moved).
+      const again = yield* mcp.list
+      expect(again.problems[0]?.reason).toMatch(/^not running: (still starting|.*timed out)/)
+      const call = yield* mcp.call("mcp__stuck__anything", {})
+      expect(call.isError).toBe(true)
+      expect(call.content).toMatch(/MCP server stuck is not running/)
+      // McpClient's stop waits 5 s (this clock) for a server that ignores its closed stdin, then SIGTERM.
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      yield* TestClock.adjust("10 seconds")
+      yield* Fiber.join(closing)
+    }), 60_000)
+
+  it.live("reaches a server over HTTP (url and headers), and answers an error while it is gone", () =>
+    Effect.gen(function*() {
+      const port = yield* McpServers.freePort
+      const server = yield* McpServers.httpEverything(port)
+      const mcp = yield* start({ remote: { url: `http://127.0.0.1:${port}/mcp`, headers: { "X-Test": "1" } } })
+      expect((yield* mcp.call("mcp__remote__echo", { message: "over http" })).content).toBe("Echo: over http")
+      server.kill("SIGKILL")
+      yield* Sandbox.exited("the HTTP server", server.pid!)
+      const gone = yield* mcp.call("mcp__remote__echo", { message: "anyone?" })
+      expect(gone.isError).toBe(true)
+      expect(gone.content).toMatch(/MCP server remote is not running/)
+    }), 60_000)
+
+  it.live("keeps server-filesystem to the directory it was given", () =>
+    Effect.gen(function*() {
+      const dir = Fs.realpathSync(yield* Sandbox.tempDir("planckclaw-mcp-fs-"))
+      Fs.writeFileSync(Path.join(dir, "note.txt"), "inside the sandbox")
+      const mcp = yield* start({ files: McpServers.filesystem(dir) })
+      const names = (yield* mcp.list).tools.map((tool) => tool.name)
+      expect(names).toContain("mcp__files__read_text_file")
+      const inside = yield* mcp.call("mcp__files__read_text_file", { path: Path.join(dir, "note.txt") })
+      expect(inside).toEqual({ content: "inside the sandbox", isError: false })
+      const outside = yield* mcp.call("mcp__files__read_text_file", { path: "/etc/hostname" })
+      expect(outside.isError).toBe(true)
+      expect(outside.content).toMatch(/Access denied|outside allowed directories/i)
+    }), 60_000)
+
+  it.live("gives a server only its entry's variables and the basics, never a secret", () =>
+    Effect.gen(function*() {
+      const secret = `test-key-${Math.random().toString(36).slice(2)}`
+      const saved = process.env.ANTHROPIC_API_KEY
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          process.env.ANTHROPIC_API_KEY = secret
+          process.env.PLANCKCLAW_UNRELATED_VARIABLE = "not for servers"
+        }),
+        () =>
+          Effect.sync(() => {
+            if (saved === undefined) delete process.env.ANTHROPIC_API_KEY
+            else process.env.ANTHROPIC_API_KEY = saved
+            delete process.env.PLANCKCLAW_UNRELATED_VARIABLE
+          })
+      )
+      const discordToken = `discord-${Math.random().toString(36).slice(2)}-token`
+      const mcp = yield* start(
+        {
+          everything: McpServers.everything({
+            GREETING: "named in mcp.json",
+            ANTHROPIC_API_KEY: "copied by mistake",
+            SNEAKY: `Bearer ${discordToken}`
+          })
+        },
+        [Redacted.make(discordToken)]
+      )
+      const env = JSON.parse((yield* mcp.call("mcp__everything__get-env", {})).content) as Record<string, string>
+      expect(env.GREETING).toBe("named in mcp.json")
+      expect(env.PATH).toBe(process.env.PATH)
+      expect(env).not.toHaveProperty("ANTHROPIC_API_KEY")
+      expect(env).not.toHaveProperty("SNEAKY")
+      expect(env).not.toHaveProperty("PLANCKCLAW_UNRELATED_VARIABLE")
+      expect(JSON.stringify(env)).not.toContain(secret)
+      expect(JSON.stringify(env)).not.toContain(discordToken)
+    }), 60_000)
+})

@@ -1,0 +1,85 @@
+/**
+ * mcp.json as other MCP clients write it: read with Schema, each bad entry
+ * refused with the file and the reason, and the claws unharmed by a bad file.
+ */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as ClawsWithMcp from "../../../src/claws/mcp/ClawsWithMcp.js"
+import * as McpConfig from "../../../src/claws/mcp/McpConfig.js"
+import * as InMemoryClaws from "../../../src/claws/InMemoryClaws.js"
+import * as Sandbox from "../../support/Sandbox.js"
+
+const file = "/home/me/.planckclaw/mcp.json"
+
+describe("mcp.json", () => {
+  it("reads Claude Desktop's format: stdio servers with args and env, HTTP servers with headers", () => {
+    const read = McpConfig.parse(file, JSON.stringify({
+      mcpServers: {
+        filesystem: { command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], env: { A: "1" } },
+        remote: { type: "http", url: "https://example.test/mcp", headers: { Authorization: "Bearer abc" } },
+        notes: { command: "notes-server", cwd: "data" },
+        off: { command: "x", disabled: true }
+      }
+    }))
+    expect(read.problems).toEqual([])
+    expect(read.servers).toEqual([
+      { _tag: "Stdio", name: "filesystem", command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], env: { A: "1" }, cwd: "/home/me/.planckclaw" },
+      { _tag: "Http", name: "remote", url: "https://example.test/mcp", headers: { Authorization: "Bearer abc" } },
+      { _tag: "Stdio", name: "notes", command: "notes-server", args: [], env: {}, cwd: "/home/me/.planckclaw/data" }
+    ])
+  })
+
+  it("refuses a bad entry with the file and the reason, and keeps the good ones", () => {
+    const read = McpConfig.parse(file, JSON.stringify({
+      mcpServers: {
+        good: { command: "ok" },
+        "two__parts": { command: "ok" },
+        noCommand: { args: ["x"] },
+        badArgs: { command: "x", args: "not a list" },
+        both: { command: "x", url: "http://x" },
+        ftp: { url: "ftp://x" }
+      }
+    }))
+    expect(read.servers.map((server) => server.name)).toEqual(["good"])
+    const reasons = Object.fromEntries(read.problems.map((problem) => [problem.source, problem.reason]))
+    expect(reasons[`${file}: server "two__parts"`]).toMatch(/without __/)
+    expect(reasons[`${file}: server "noCommand"`]).toMatch(/needs "command".*or "url"/)
+    expect(reasons[`${file}: server "badArgs"`]).toMatch(/args/)
+    expect(reasons[`${file}: server "both"`]).toMatch(/not both/)
+    expect(reasons[`${file}: server "ftp"`]).toMatch(/http:\/\/ or https:\/\//)
+  })
+
+  it("refuses a file that is no JSON, or not in the mcpServers format, naming the file", () => {
+    expect(McpConfig.parse(file, "{ nope").problems).toEqual([{ source: file, reason: expect.stringMatching(/^not JSON: /) }])
+    expect(McpConfig.parse(file, "{\"servers\": {}}").problems[0]?.reason).toMatch(/no "mcpServers" object/)
+    expect(McpConfig.parse(file, "[]").problems[0]?.reason).toMatch(/must be a JSON object/)
+  })
+
+  it.effect("a missing file means no servers and no problem", () =>
+    Effect.gen(function*() {
+      const dir = yield* Sandbox.tempDir("planckclaw-mcp-config-")
+      expect(McpConfig.read(Path.join(dir, "mcp.json"))).toEqual({ file: Path.join(dir, "mcp.json"), servers: [], problems: [] })
+      Fs.writeFileSync(Path.join(dir, "mcp.json"), "not json")
+      expect(McpConfig.read(Path.join(dir, "mcp.json")).problems).toHaveLength(1)
+    }))
+
+  it.effect("with a bad mcp.json the claws still work, and a claw may not take an MCP tool's name", () =>
+    Effect.gen(function*() {
+      const scripts = InMemoryClaws.make([
+        { definition: { name: "dice", description: "roll", input_schema: { type: "object", properties: {} } }, run: () => Effect.succeed({ content: "4", isError: false }) },
+        { definition: { name: "mcp__fake__tool", description: "", input_schema: { type: "object", properties: {} } }, run: () => Effect.succeed({ content: "no", isError: false }) }
+      ])
+      const broken = McpConfig.parse(file, "{ nope")
+      const mcp = { list: Effect.succeed({ tools: [], problems: broken.problems }), call: () => Effect.die("no MCP tool exists") }
+      const claws = ClawsWithMcp.withMcp(scripts, mcp)
+      const catalog = yield* claws.list
+      expect(catalog.tools.map((tool) => tool.name)).toEqual(["dice"])
+      expect(catalog.problems.map((problem) => problem.source)).toEqual(["claws", file])
+      expect(catalog.problems[0]?.reason).toMatch(/names starting mcp__ are the MCP servers'/)
+      expect(yield* claws.call("dice", {})).toEqual({ content: "4", isError: false })
+      // The same catalogues give the same object (the agent's warm path).
+      expect(yield* claws.list).toBe(catalog)
+    }))
+})
