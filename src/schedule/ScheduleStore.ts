@@ -1,0 +1,135 @@
+/**
+ * An agent's schedule: `schedules.json` in its memory directory, read and
+ * decoded whole (a file that does not decode is refused with the file and
+ * the reason, never half used), changed under a lock beside it by whoever
+ * changes it (`schedule add` while a run fires entries), and replaced
+ * through a temporary file and a rename, synced: what `add` answers as
+ * stored is on disk.
+ */
+import * as crypto from "node:crypto"
+import * as path from "node:path"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import * as FileLock from "../memory/FileLock.js"
+import * as SafeFile from "../runtime/SafeFile.js"
+import { Entry, problem, type When } from "./ScheduleEntry.js"
+
+export const FILE_NAME = "schedules.json"
+
+/** The schedule file of the agent whose memory is `directory`. */
+export const fileIn = (directory: string): string => path.join(directory, FILE_NAME)
+
+export class ScheduleError extends Data.TaggedError("ScheduleError")<{
+  /** BadFile: the file does not decode; Refused: the request; NotFound: no such id; Io: the disk. */
+  readonly reason: "BadFile" | "Refused" | "NotFound" | "Io"
+  readonly message: string
+}> {}
+
+const ScheduleFile = Schema.Struct({ entries: Schema.Array(Entry) })
+
+const decodeFile = Schema.decodeUnknownResult(Schema.fromJsonString(ScheduleFile))
+const formatIssue = SchemaIssue.makeFormatterDefault()
+
+const badFile = (file: string, reason: string) =>
+  new ScheduleError({ reason: "BadFile", message: `${file} is refused: ${reason} (fix or remove it)` })
+
+const io = (file: string, error: SafeFile.MemoryFileError) =>
+  new ScheduleError({ reason: "Io", message: `cannot use ${file}: ${error.message}` })
+
+/** The entries of `text` (the file's content), or why the file is refused. */
+export const decode = (file: string, text: string): Result.Result<ReadonlyArray<Entry>, ScheduleError> => {
+  const decoded = decodeFile(text)
+  if (Result.isFailure(decoded)) return Result.fail(badFile(file, formatIssue(decoded.failure.issue)))
+  const seen = new Set<string>()
+  for (const entry of decoded.success.entries) {
+    const wrong = problem(entry)
+    if (wrong !== undefined) return Result.fail(badFile(file, `entry ${entry.id}: ${wrong}`))
+    if (seen.has(entry.id)) return Result.fail(badFile(file, `two entries have the id ${entry.id}`))
+    seen.add(entry.id)
+  }
+  return Result.succeed(decoded.success.entries)
+}
+
+/** The entries of the schedule file; none when there is no file. */
+export const read = (file: string): Effect.Effect<ReadonlyArray<Entry>, ScheduleError> =>
+  Effect.flatMap(
+    Effect.mapError(Effect.fromResult(SafeFile.read(file)), (error) => io(file, error)),
+    (text) => text === undefined ? Effect.succeed([]) : Effect.fromResult(decode(file, text))
+  )
+
+const encode = (entries: ReadonlyArray<Entry>) => `${JSON.stringify({ entries }, null, 2)}\n`
+
+/**
+ * Changes the schedule under its lock: `change` gets the entries on disk
+ * and returns the new ones (unchanged when it returns the same array) and
+ * its answer, which is given once the new file is synced.
+ */
+export const modify = <A>(
+  file: string,
+  change: (entries: ReadonlyArray<Entry>) => Result.Result<{ readonly entries: ReadonlyArray<Entry>; readonly value: A }, ScheduleError>
+): Effect.Effect<A, ScheduleError> =>
+  Effect.scoped(Effect.gen(function*() {
+    yield* Effect.mapError(FileLock.holdWaiting(`${file}.lock`), (error) =>
+      new ScheduleError({ reason: "Io", message: `cannot lock ${file}: ${error.message}` }))
+    const entries = yield* read(file)
+    const changed = yield* Effect.fromResult(change(entries))
+    if (changed.entries !== entries) {
+      yield* Effect.mapError(Effect.fromResult(SafeFile.replace(file, encode(changed.entries), true)), (error) => io(file, error))
+    }
+    return changed.value
+  }))
+
+/** What `add` is given: the entry without its id and creation time. */
+export interface Draft {
+  readonly when: When
+  readonly text: string
+  readonly to: string
+}
+
+/** A new id: 8 lowercase hex digits, not among `taken`. */
+const newId = (taken: ReadonlyArray<Entry>): string => {
+  for (;;) {
+    const id = crypto.randomBytes(4).toString("hex")
+    if (!taken.some((entry) => entry.id === id)) return id
+  }
+}
+
+/** Adds an entry made at `nowMs`; the entry as stored. */
+export const add = (file: string, draft: Draft, nowMs: number): Effect.Effect<Entry, ScheduleError> =>
+  modify(file, (entries) => {
+    if (draft.text.trim() === "") return Result.fail(new ScheduleError({ reason: "Refused", message: "the message is empty" }))
+    const entry: Entry = { id: newId(entries), when: draft.when, text: draft.text, to: draft.to, created: new Date(nowMs).toISOString() }
+    const wrong = problem(entry)
+    return wrong !== undefined
+      ? Result.fail(new ScheduleError({ reason: "Refused", message: wrong }))
+      : Result.succeed({ entries: [...entries, entry], value: entry })
+  })
+
+/** Removes the entry `id`; the entry removed. */
+export const remove = (file: string, id: string): Effect.Effect<Entry, ScheduleError> =>
+  modify(file, (entries) => {
+    const found = entries.find((entry) => entry.id === id)
+    return found === undefined
+      ? Result.fail(new ScheduleError({ reason: "NotFound", message: `no schedule entry ${id} in ${file}` }))
+      : Result.succeed({ entries: entries.filter((entry) => entry !== found), value: found })
+  })
+
+/**
+ * Records that entry `id` fired for (or skipped past) the occurrence at
+ * `occurrenceMs`: a single time is then removed, being done. False when the
+ * entry is gone or already past that occurrence (another process fired it).
+ */
+export const markRun = (file: string, id: string, occurrenceMs: number): Effect.Effect<boolean, ScheduleError> =>
+  modify(file, (entries) => {
+    const found = entries.find((entry) => entry.id === id)
+    if (found === undefined || (found.lastRun !== undefined && Date.parse(found.lastRun) >= occurrenceMs)) {
+      return Result.succeed({ entries, value: false })
+    }
+    const next = found.when._tag === "At"
+      ? entries.filter((entry) => entry !== found)
+      : entries.map((entry) => entry === found ? { ...entry, lastRun: new Date(occurrenceMs).toISOString() } : entry)
+    return Result.succeed({ entries: next, value: true })
+  })
