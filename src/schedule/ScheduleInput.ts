@@ -51,7 +51,7 @@ export const parseAt = (text: string, zone: string, nowMs: number): Result.Resul
   const trimmed = text.trim()
   const relative = /^(?:\+|in\s+)(.+)$/i.exec(trimmed)
   const resolved: Result.Result<number, string> = relative !== null
-    ? Result.map(parseInterval(relative[1]!), (seconds) => nowMs + seconds * 1000)
+    ? Result.map(parseInterval(relative[1]!), (seconds) => Math.round(nowMs / 1000) * 1000 + seconds * 1000)
     : wallOrInstant(trimmed, zone, nowMs)
   return Result.flatMap(resolved, (at) =>
     at > nowMs

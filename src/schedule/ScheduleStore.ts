@@ -7,6 +7,7 @@
  * stored is on disk.
  */
 import * as crypto from "node:crypto"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -72,6 +73,11 @@ export const modify = <A>(
   change: (entries: ReadonlyArray<Entry>) => Result.Result<{ readonly entries: ReadonlyArray<Entry>; readonly value: A }, ScheduleError>
 ): Effect.Effect<A, ScheduleError> =>
   Effect.scoped(Effect.gen(function*() {
+    // A new home's memory directory may not exist yet: made as the agent would make it (private).
+    yield* Effect.mapError(
+      Effect.fromResult(Result.try({ try: () => fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 }), catch: (error) => SafeFile.failed(path.dirname(file), error) })),
+      (error) => io(file, error)
+    )
     yield* Effect.mapError(FileLock.holdWaiting(`${file}.lock`), (error) =>
       new ScheduleError({ reason: "Io", message: `cannot lock ${file}: ${error.message}` }))
     const entries = yield* read(file)
@@ -101,7 +107,9 @@ const newId = (taken: ReadonlyArray<Entry>): string => {
 export const add = (file: string, draft: Draft, nowMs: number): Effect.Effect<Entry, ScheduleError> =>
   modify(file, (entries) => {
     if (draft.text.trim() === "") return Result.fail(new ScheduleError({ reason: "Refused", message: "the message is empty" }))
-    const entry: Entry = { id: newId(entries), when: draft.when, text: draft.text, to: draft.to, created: new Date(nowMs).toISOString() }
+    // Whole seconds: intervals count from it, and the list reads better.
+    const created = new Date(Math.floor(nowMs / 1000) * 1000).toISOString()
+    const entry: Entry = { id: newId(entries), when: draft.when, text: draft.text, to: draft.to, created }
     const wrong = problem(entry)
     return wrong !== undefined
       ? Result.fail(new ScheduleError({ reason: "Refused", message: wrong }))
