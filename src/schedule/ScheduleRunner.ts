@@ -72,8 +72,9 @@ const pass = (options: RunnerOptions, now: number): Effect.Effect<number | undef
     return soonest
   })
 
-export const make = (options: RunnerOptions): Effect.Effect<Runner> =>
-  Effect.map(Latch.make(false), (wake) => {
+/** A runner; `wake`, when given, is the latch a change is signalled on (shared with the schedule tool). */
+export const make = (options: RunnerOptions, wake?: Latch.Latch): Effect.Effect<Runner> =>
+  Effect.map(wake === undefined ? Latch.make(false) : Effect.succeed(wake), (wake) => {
     // The latch is closed before the file is read: a change signalled during the pass wakes the next sleep.
     const iteration = Effect.gen(function*() {
       yield* wake.close

@@ -6,6 +6,7 @@
  * The bridge's own end of input still ends the stream.
  */
 import * as Effect from "effect/Effect"
+import type * as Latch from "effect/Latch"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -18,6 +19,8 @@ export interface ScheduledOptions {
   readonly graceMs: number
   readonly pollMs: number
   readonly routes: ScheduleDelivery.Routes
+  /** The latch the schedule tool signals a change on, when the host offers it. */
+  readonly wake?: Latch.Latch | undefined
 }
 
 /** `near` with the schedule fired into it for the scope; `changed` makes the runner read the file again at once. */
@@ -36,7 +39,7 @@ export const withSchedule = (
           Effect.logInfo(`schedule ${entry.id}: firing for ${new Date(occurrenceMs).toISOString()}`),
           Queue.offer(fired, { channel: ScheduleDelivery.channelOf(entry), text: ScheduleDelivery.messageOf(entry) })
         )
-    })
+    }, options.wake)
     yield* Effect.forkScoped(runner.run)
     const interact: InteractService = {
       ...near,
