@@ -73,25 +73,29 @@ export const postWebhook = (url: string, body: WebhookBody): Effect.Effect<void,
 /** Delivers the reply to a scheduled message (its channel from `channelOf`); every failure is logged, never raised. */
 export const deliver = (routes: Routes, channel: string, reply: string): Effect.Effect<void> => {
   const named = parseChannel(channel)
-  if (named === undefined) return Effect.logError(`not a scheduled message's channel: ${channel}`)
-  const destination = parseDestination(named.to)
-  const kept = (why: string) => Effect.logWarning(`schedule ${named.id}: ${why}; the reply is in memory only`)
+  return named === undefined ? Effect.logError(`not a scheduled message's channel: ${channel}`) : deliverTo(routes, named.id, named.to, reply)
+}
+
+/** Delivers the reply to a firing of entry `id` to `to`; every failure is logged, never raised. */
+export const deliverTo = (routes: Routes, id: string, to: string, reply: string): Effect.Effect<void> => {
+  const destination = parseDestination(to)
+  const kept = (why: string) => Effect.logWarning(`schedule ${id}: ${why}; the reply is in memory only`)
   if (Result.isFailure(destination)) return kept(destination.failure)
-  const to = destination.success
   const failed = (error: { readonly message: string } | string) =>
-    Effect.logError(`schedule ${named.id}: could not deliver its reply to ${named.to}: ${typeof error === "string" ? error : error.message}`)
-  switch (to._tag) {
+    Effect.logError(`schedule ${id}: could not deliver its reply to ${to}: ${typeof error === "string" ? error : error.message}`)
+  const target = destination.success
+  switch (target._tag) {
     case "None":
       return Effect.void
     case "Terminal":
       return routes.terminal === undefined
         ? kept("this host has no terminal")
-        : Effect.catch(routes.terminal(`[schedule ${named.id}] ${reply}`), failed)
+        : Effect.catch(routes.terminal(`[schedule ${id}] ${reply}`), failed)
     case "Discord":
       return routes.discord === undefined
         ? kept("this host has no Discord bridge")
-        : Effect.catch(routes.discord(to.channel, reply), failed)
+        : Effect.catch(routes.discord(target.channel, reply), failed)
     case "Webhook":
-      return Effect.catch(postWebhook(to.url, { agent: routes.agent, schedule: named.id, reply }), failed)
+      return Effect.catch(postWebhook(target.url, { agent: routes.agent, schedule: id, reply }), failed)
   }
 }
