@@ -36,7 +36,7 @@ export const withSchedule = (
       pollMs: options.pollMs,
       fire: (entry, occurrenceMs) =>
         Effect.andThen(
-          Effect.logInfo(`schedule ${entry.id}: firing for ${new Date(occurrenceMs).toISOString()}`),
+          Effect.logDebug(`schedule ${entry.id}: firing for ${new Date(occurrenceMs).toISOString()}`),
           Queue.offer(fired, { channel: ScheduleDelivery.channelOf(entry), text: ScheduleDelivery.messageOf(entry) })
         )
     }, options.wake)

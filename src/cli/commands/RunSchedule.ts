@@ -5,10 +5,12 @@
  * Discord channel (the discord bridge), a webhook, or kept in memory only;
  * and the schedule tools offered to the model beside the claws.
  */
-import type * as Config from "effect/Config"
+import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Latch from "effect/Latch"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { ChannelId } from "../../config/settings/Discord.js"
 import * as MemoryFiles from "../../memory/MemoryFiles.js"
 import { Claws } from "../../ports/Claws.js"
 import type { InteractService } from "../../ports/Interact.js"
@@ -39,10 +41,13 @@ export const claws = (schedule: RunSchedule): Layer.Layer<Claws, Config.ConfigEr
     Effect.gen(function*() {
       const inner = yield* Claws
       const file = ScheduleStore.fileIn(yield* MemoryFiles.MemoryConfig)
+      // On Discord, what the model schedules answers in the bridge's (first) channel unless it names another.
+      const channels = schedule.bridge === "discord" ? yield* Config.option(Config.String(ChannelId.key)) : Option.none()
+      const firstChannel = Option.flatMap(channels, (ids) => Option.fromNullishOr(ids.split(",").map((id) => id.trim()).find((id) => id !== "")))
       return ScheduleTool.withScheduleTools(inner, {
         file,
         changed: Effect.asVoid(schedule.wake.open),
-        defaultTo: schedule.bridge === "discord" ? "none" : "terminal",
+        defaultTo: schedule.bridge === "discord" ? Option.match(firstChannel, { onNone: () => "none", onSome: (id) => `discord:${id}` }) : "terminal",
         discord: schedule.bridge === "discord"
       })
     })
