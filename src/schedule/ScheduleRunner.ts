@@ -23,8 +23,8 @@ import { type Entry, nextOf, occurrenceAfter, occurrenceAtOrBefore } from "./Sch
 import * as ScheduleStore from "./ScheduleStore.js"
 
 export interface RunnerOptions {
-  /** The agent's schedules.json. */
-  readonly file: string
+  /** The agent's schedule: its schedules.json (ScheduleStore.fileStore), or the cluster's row. */
+  readonly store: ScheduleStore.Store
   /** How old an occurrence may be and still fire (PLANCKCLAW_SCHEDULE_GRACE). */
   readonly graceMs: number
   /** How often the file is read again for changes made elsewhere. */
@@ -44,7 +44,7 @@ const iso = (ms: number) => new Date(ms).toISOString()
 /** One look at the schedule at `now`: each entry due fired or skipped; the next instant one is due. */
 const pass = (options: RunnerOptions, now: number): Effect.Effect<number | undefined, ScheduleStore.ScheduleError> =>
   Effect.gen(function*() {
-    const entries = yield* ScheduleStore.read(options.file)
+    const entries = yield* options.store.read
     let soonest: number | undefined
     const consider = (at: number | undefined) => {
       if (at !== undefined && (soonest === undefined || at < soonest)) soonest = at
@@ -57,7 +57,7 @@ const pass = (options: RunnerOptions, now: number): Effect.Effect<number | undef
       }
       const created = Date.parse(entry.created)
       const latest = occurrenceAtOrBefore(entry.when, created, now) ?? due
-      const recorded = yield* ScheduleStore.markRun(options.file, entry.id, latest)
+      const recorded = yield* options.store.modify(ScheduleStore.markingRun(entry.id, latest))
       if (recorded) {
         if (now - latest <= options.graceMs) yield* options.fire(entry, latest)
         else {

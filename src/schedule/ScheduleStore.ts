@@ -54,24 +54,25 @@ export const decode = (file: string, text: string): Result.Result<ReadonlyArray<
   return Result.succeed(decoded.success.entries)
 }
 
+/** The entries as the file (or the cluster's row) holds them. */
+export const encode = (entries: ReadonlyArray<Entry>) => `${JSON.stringify({ entries }, null, 2)}\n`
+
 /** The entries of the schedule file; none when there is no file. */
 export const read = (file: string): Effect.Effect<ReadonlyArray<Entry>, ScheduleError> =>
-  Effect.flatMap(
-    Effect.mapError(Effect.fromResult(SafeFile.read(file)), (error) => io(file, error)),
-    (text) => text === undefined ? Effect.succeed([]) : Effect.fromResult(decode(file, text))
-  )
+  // Suspended: the file is read each time the effect runs (a runner's every pass), not once when it is made.
+  Effect.suspend(() => {
+    const text = SafeFile.read(file)
+    if (Result.isFailure(text)) return Effect.fail(io(file, text.failure))
+    return text.success === undefined ? Effect.succeed([]) : Effect.fromResult(decode(file, text.success))
+  })
 
-const encode = (entries: ReadonlyArray<Entry>) => `${JSON.stringify({ entries }, null, 2)}\n`
 
 /**
  * Changes the schedule under its lock: `change` gets the entries on disk
  * and returns the new ones (unchanged when it returns the same array) and
  * its answer, which is given once the new file is synced.
  */
-export const modify = <A>(
-  file: string,
-  change: (entries: ReadonlyArray<Entry>) => Result.Result<{ readonly entries: ReadonlyArray<Entry>; readonly value: A }, ScheduleError>
-): Effect.Effect<A, ScheduleError> =>
+export const modify = <A>(file: string, change: Change<A>): Effect.Effect<A, ScheduleError> =>
   Effect.scoped(Effect.gen(function*() {
     // A new home's memory directory may not exist yet: made as the agent would make it (private).
     yield* Effect.mapError(
@@ -103,41 +104,59 @@ const newId = (taken: ReadonlyArray<Entry>): string => {
   }
 }
 
-/** Adds an entry made at `nowMs`; the entry as stored. */
-export const add = (file: string, draft: Draft, nowMs: number): Effect.Effect<Entry, ScheduleError> =>
-  modify(file, (entries) => {
-    if (draft.text.trim() === "") return Result.fail(new ScheduleError({ reason: "Refused", message: "the message is empty" }))
-    // Whole seconds: intervals count from it, and the list reads better.
-    const created = new Date(Math.floor(nowMs / 1000) * 1000).toISOString()
-    const entry: Entry = { id: newId(entries), when: draft.when, text: draft.text, to: draft.to, created }
-    const wrong = problem(entry)
-    return wrong !== undefined
-      ? Result.fail(new ScheduleError({ reason: "Refused", message: wrong }))
-      : Result.succeed({ entries: [...entries, entry], value: entry })
-  })
+/** A change of the entries: the new entries (the same array when unchanged) and its answer, or a refusal. */
+export type Change<A> = (
+  entries: ReadonlyArray<Entry>
+) => Result.Result<{ readonly entries: ReadonlyArray<Entry>; readonly value: A }, ScheduleError>
 
-/** Removes the entry `id`; the entry removed. */
-export const remove = (file: string, id: string): Effect.Effect<Entry, ScheduleError> =>
-  modify(file, (entries) => {
-    const found = entries.find((entry) => entry.id === id)
-    return found === undefined
-      ? Result.fail(new ScheduleError({ reason: "NotFound", message: `no schedule entry ${id} in ${file}` }))
-      : Result.succeed({ entries: entries.filter((entry) => entry !== found), value: found })
-  })
+/** Where an agent's schedule is kept: its file (here), or a row of the cluster's database (hosts/cluster). */
+export interface Store {
+  readonly read: Effect.Effect<ReadonlyArray<Entry>, ScheduleError>
+  readonly modify: <A>(change: Change<A>) => Effect.Effect<A, ScheduleError>
+}
+
+/** The schedule in the file `file`. */
+export const fileStore = (file: string): Store => ({ read: read(file), modify: (change) => modify(file, change) })
+
+/** Adds an entry made at `nowMs`; the entry as stored. */
+export const adding = (draft: Draft, nowMs: number): Change<Entry> => (entries) => {
+  if (draft.text.trim() === "") return Result.fail(new ScheduleError({ reason: "Refused", message: "the message is empty" }))
+  // Whole seconds: intervals count from it, and the list reads better.
+  const created = new Date(Math.floor(nowMs / 1000) * 1000).toISOString()
+  const entry: Entry = { id: newId(entries), when: draft.when, text: draft.text, to: draft.to, created }
+  const wrong = problem(entry)
+  return wrong !== undefined
+    ? Result.fail(new ScheduleError({ reason: "Refused", message: wrong }))
+    : Result.succeed({ entries: [...entries, entry], value: entry })
+}
+
+/** Removes the entry `id`; the entry removed. `where` names the schedule in the refusal. */
+export const removing = (id: string, where: string): Change<Entry> => (entries) => {
+  const found = entries.find((entry) => entry.id === id)
+  return found === undefined
+    ? Result.fail(new ScheduleError({ reason: "NotFound", message: `no schedule entry ${id} in ${where}` }))
+    : Result.succeed({ entries: entries.filter((entry) => entry !== found), value: found })
+}
 
 /**
  * Records that entry `id` fired for (or skipped past) the occurrence at
  * `occurrenceMs`: a single time is then removed, being done. False when the
  * entry is gone or already past that occurrence (another process fired it).
  */
+export const markingRun = (id: string, occurrenceMs: number): Change<boolean> => (entries) => {
+  const found = entries.find((entry) => entry.id === id)
+  if (found === undefined || (found.lastRun !== undefined && Date.parse(found.lastRun) >= occurrenceMs)) {
+    return Result.succeed({ entries, value: false })
+  }
+  const next = found.when._tag === "At"
+    ? entries.filter((entry) => entry !== found)
+    : entries.map((entry) => entry === found ? { ...entry, lastRun: new Date(occurrenceMs).toISOString() } : entry)
+  return Result.succeed({ entries: next, value: true })
+}
+
+export const add = (file: string, draft: Draft, nowMs: number): Effect.Effect<Entry, ScheduleError> => modify(file, adding(draft, nowMs))
+
+export const remove = (file: string, id: string): Effect.Effect<Entry, ScheduleError> => modify(file, removing(id, file))
+
 export const markRun = (file: string, id: string, occurrenceMs: number): Effect.Effect<boolean, ScheduleError> =>
-  modify(file, (entries) => {
-    const found = entries.find((entry) => entry.id === id)
-    if (found === undefined || (found.lastRun !== undefined && Date.parse(found.lastRun) >= occurrenceMs)) {
-      return Result.succeed({ entries, value: false })
-    }
-    const next = found.when._tag === "At"
-      ? entries.filter((entry) => entry !== found)
-      : entries.map((entry) => entry === found ? { ...entry, lastRun: new Date(occurrenceMs).toISOString() } : entry)
-    return Result.succeed({ entries: next, value: true })
-  })
+  modify(file, markingRun(id, occurrenceMs))

@@ -13,6 +13,7 @@ import * as Stream from "effect/Stream"
 import type { InboundMessage, InteractService } from "../ports/Interact.js"
 import * as ScheduleDelivery from "./ScheduleDelivery.js"
 import * as ScheduleRunner from "./ScheduleRunner.js"
+import * as ScheduleStore from "./ScheduleStore.js"
 
 export interface ScheduledOptions {
   readonly file: string
@@ -31,7 +32,7 @@ export const withSchedule = (
   Effect.gen(function*() {
     const fired = yield* Queue.unbounded<InboundMessage>()
     const runner = yield* ScheduleRunner.make({
-      file: options.file,
+      store: ScheduleStore.fileStore(options.file),
       graceMs: options.graceMs,
       pollMs: options.pollMs,
       fire: (entry, occurrenceMs) =>

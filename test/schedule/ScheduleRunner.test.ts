@@ -28,7 +28,7 @@ interface Firing {
 /** A runner on `file` whose firings are kept in `fired`, with the clock's time at each. */
 const runner = (file: string, fired: Array<Firing>, graceMs = 10 * 60_000) =>
   ScheduleRunner.make({
-    file,
+    store: ScheduleStore.fileStore(file),
     graceMs,
     pollMs: HOUR,
     fire: (entry, occurrenceMs) =>
