@@ -1,0 +1,106 @@
+/**
+ * Schedules in the cluster (issue 51): two runner processes on loopback
+ * against a throwaway PostgreSQL, the entries in planckclaw_schedules. Each
+ * single time fires once across both runners (one turn, one webhook POST),
+ * and an entry every second fires once per occurrence, never twice.
+ */
+import * as fs from "node:fs"
+import * as http from "node:http"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as SqlClient from "effect/sql/SqlClient"
+import { Effect, Layer, Redacted, Schedule } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as ClusterSchedules from "../../src/hosts/cluster/ClusterSchedules.js"
+import * as ScheduleStore from "../../src/schedule/ScheduleStore.js"
+import { histories, brainCalls } from "../hosts/cluster/ClusterKit.js"
+import { type Runner, startRunner } from "../hosts/cluster/Runners.js"
+import { usePostgres } from "../support/Postgres.js"
+import { eventually } from "../support/Sandbox.js"
+
+const postgres = usePostgres({ database: "cluster_schedules" })
+
+const work = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-cluster-schedules-"))
+const calls = path.join(work, "calls.log")
+let runners: Array<Runner> = []
+const posted: Array<{ agent: string; schedule: string; reply: string }> = []
+const receiver = http.createServer((req, res) => {
+  let body = ""
+  req.on("data", (chunk: Buffer) => body += chunk.toString("utf8"))
+  req.on("end", () => {
+    posted.push(JSON.parse(body))
+    res.writeHead(204).end()
+  })
+})
+
+beforeAll(async () => {
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+  const server = await Effect.runPromise(postgres)
+  const env = { PLANCKCLAW_DATABASE_URL: server.url, PLANCKCLAW_DIR: path.join(work, "memory"), RUNNER_CALLS: calls }
+  runners = await Promise.all([startRunner(env), startRunner(env)])
+}, 90_000)
+
+afterAll(async () => {
+  await Promise.all(runners.map((runner) => runner.kill("SIGKILL")))
+  receiver.close()
+  fs.rmSync(work, { recursive: true, force: true })
+})
+
+const database = () => Layer.unwrap(Effect.map(postgres, (server) => PgClient.layer({ url: Redacted.make(server.url) })))
+
+/** Adds an entry to `agent`'s schedule in the database, as the cluster keeps it. */
+const add = (agent: string, draft: ScheduleStore.Draft) =>
+  Effect.runPromise(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* ClusterSchedules.sqlStore(sql, agent).modify(ScheduleStore.adding(draft, Date.now()))
+  }).pipe(Effect.provide(database())))
+
+const scheduledLines = (lines: ReadonlyArray<{ role: string; content: string }> | undefined, id: string) =>
+  (lines ?? []).filter((line) => line.role === "user" && line.content.startsWith(`[scheduled ${id}]`)).length
+
+describe("planckclaw serve --cluster, two runners, with schedules", () => {
+  it("fires each occurrence once across the runners, through the agents' entities; webhooks get the replies", async () => {
+    const url = await Effect.runPromise(Effect.map(postgres, (server) => server.url))
+    const hook = `webhook:http://127.0.0.1:${(receiver.address() as { port: number }).port}/h`
+    const at = new Date(Date.now() + 1500).toISOString()
+    const once = await Promise.all(["ann", "ben", "cat"].map((agent) => add(agent, { when: { _tag: "At", at }, text: `remind ${agent}`, to: hook })))
+    const tick = await add("dee", { when: { _tag: "Every", seconds: 1 }, text: "tick", to: "none" })
+
+    // Every single time answered once, its reply POSTed once; then four more ticks, time for any double to show.
+    await Effect.runPromise(eventually("three webhook posts", () => posted.length >= 3 ? true : undefined, "30 seconds"))
+    const firstTicks = scheduledLines((await histories(url)).get("dee"), tick.id)
+    const fired = await Effect.runPromise(Effect.tryPromise(() => histories(url)).pipe(
+      Effect.flatMap((all) => scheduledLines(all.get("dee"), tick.id) >= firstTicks + 4 ? Effect.succeed(all) : Effect.fail("not yet")),
+      // Polled every 50 ms, for 30 s at most.
+      Effect.retry({ schedule: Schedule.spaced("50 millis"), times: 600 })
+    ))
+    expect(posted.map((post) => post.agent).sort()).toEqual(["ann", "ben", "cat"])
+    for (const [index, agent] of ["ann", "ben", "cat"].entries()) {
+      expect(posted.find((post) => post.agent === agent)).toEqual({
+        agent,
+        schedule: once[index]!.id,
+        reply: `reply to [scheduled ${once[index]!.id}] remind ${agent}`
+      })
+      expect(scheduledLines(fired.get(agent), once[index]!.id)).toBe(1)
+      expect(brainCalls(calls).get(`[scheduled ${once[index]!.id}] remind ${agent}`)).toBe(1)
+    }
+    // The ticks: one turn per firing (no turn twice), and no more firings than seconds that passed.
+    const ticks = scheduledLines(fired.get("dee"), tick.id)
+    expect(brainCalls(calls).get(`[scheduled ${tick.id}] tick`)).toBe(ticks)
+    const row = await Effect.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      return yield* ClusterSchedules.sqlStore(sql, "dee").read
+    }).pipe(Effect.provide(database())))
+    const seconds = (Date.parse(row[0]!.lastRun!) - Date.parse(row[0]!.created)) / 1000
+    expect(ticks).toBeLessThanOrEqual(seconds)
+    // The single times are done and gone from the database.
+    for (const agent of ["ann", "ben", "cat"]) {
+      const left = await Effect.runPromise(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        return yield* ClusterSchedules.sqlStore(sql, agent).read
+      }).pipe(Effect.provide(database())))
+      expect(left).toEqual([])
+    }
+  }, 90_000)
+})
