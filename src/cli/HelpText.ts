@@ -160,10 +160,10 @@ export const commands: ReadonlyArray<CommandHelp> = [
     name: "schedule",
     summary: "messages the agent receives on a schedule: reminders, digests, heartbeats",
     usage: [
-      "planckclaw schedule add [--agent ID] (--cron EXPR [--tz ZONE] | --every DURATION | --at TIME)",
+      "planckclaw schedule add [--agent ID [--cluster]] (--cron EXPR [--tz ZONE] | --every DURATION | --at TIME)",
       "                        [--to terminal|discord:CHANNEL|webhook:URL|none] TEXT",
-      "planckclaw schedule list [--agent ID] [--json]",
-      "planckclaw schedule remove [--agent ID] ID"
+      "planckclaw schedule list [--agent ID [--cluster]] [--json]",
+      "planckclaw schedule remove [--agent ID [--cluster]] ID"
     ],
     description: "Keeps the agent's schedule in schedules.json in its memory directory. A running run (or serve, for " +
       "its agents) sends TEXT to the agent when an entry is due, as a turn marked [scheduled ID] in history, and the " +
@@ -172,6 +172,7 @@ export const commands: ReadonlyArray<CommandHelp> = [
     arguments: [{ name: "TEXT", description: "add: the message the agent receives; remove: ID, the entry's id" }],
     options: [
       { name: "--agent ID", description: "the schedule of agent ID of PLANCKCLAW_AGENTS_DIR (as serve hosts it) instead of PLANCKCLAW_DIR's" },
+      { name: "--cluster", description: "with --agent: agent ID's schedule in the cluster's database (PLANCKCLAW_DATABASE_URL), fired by serve --cluster" },
       { name: "--cron EXPR", description: "a cron expression: 5 fields (minute hour day month weekday) or 6 with seconds first" },
       { name: "--tz ZONE", description: "the IANA time zone of --cron or of a wall-clock --at (default: this machine's)" },
       { name: "--every DURATION", description: "an interval from now: 30s, 5m, 1h30m, 2d (whole seconds, at least 1s)" },

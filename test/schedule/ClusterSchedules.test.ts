@@ -18,6 +18,8 @@ import { histories, brainCalls } from "../hosts/cluster/ClusterKit.js"
 import { type Runner, startRunner } from "../hosts/cluster/Runners.js"
 import { usePostgres } from "../support/Postgres.js"
 import { eventually } from "../support/Sandbox.js"
+import * as Cli from "../support/Cli.js"
+import { baseEnv } from "../support/Cli.js"
 
 const postgres = usePostgres({ database: "cluster_schedules" })
 
@@ -102,5 +104,26 @@ describe("planckclaw serve --cluster, two runners, with schedules", () => {
       }).pipe(Effect.provide(database())))
       expect(left).toEqual([])
     }
+  }, 90_000)
+
+  it("planckclaw schedule add|list|remove --agent ID --cluster: the entry in the database, fired by the cluster", async () => {
+    const url = await Effect.runPromise(Effect.map(postgres, (server) => server.url))
+    const hook = `webhook:http://127.0.0.1:${(receiver.address() as { port: number }).port}/h`
+    const env = baseEnv({ PLANCKCLAW_HOME: work, PLANCKCLAW_DIR: path.join(work, "cli-memory"), PLANCKCLAW_DATABASE_URL: url })
+    const schedule = (...args: Array<string>) => Effect.runPromise(Cli.run(["schedule", ...args], { cwd: work, env }))
+    const added = await schedule("add", "--agent", "eve", "--cluster", "--at", "+2s", "--to", hook, "remind eve")
+    expect(added.stderr).toBe("")
+    const id = /^added ([0-9a-f]{8}):/.exec(added.stdout)![1]!
+    const kept = await schedule("add", "--agent", "eve", "--cluster", "--every", "1h", "--to", "none", "hourly")
+    const keptId = /^added ([0-9a-f]{8}):/.exec(kept.stdout)![1]!
+    const listed = JSON.parse((await schedule("list", "--agent", "eve", "--cluster", "--json")).stdout) as ReadonlyArray<{ id: string; next: string }>
+    expect(listed.map((entry) => entry.id)).toEqual([id, keptId])
+    expect((await schedule("remove", "--agent", "eve", "--cluster", keptId)).stdout).toContain(`removed ${keptId}`)
+    const without = await schedule("list", "--cluster", "--json")
+    expect(without.code).toBe(2)
+    expect(without.stderr).toContain("--cluster needs --agent ID")
+    await Effect.runPromise(eventually("eve's reminder", () => posted.find((post) => post.agent === "eve"), "30 seconds"))
+    expect(posted.filter((post) => post.agent === "eve")).toEqual([{ agent: "eve", schedule: id, reply: `reply to [scheduled ${id}] remind eve` }])
+    expect(JSON.parse((await schedule("list", "--agent", "eve", "--cluster", "--json")).stdout)).toEqual([])
   }, 90_000)
 })

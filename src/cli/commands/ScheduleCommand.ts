@@ -12,6 +12,7 @@ import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as SqlClient from "effect/sql/SqlClient"
 import { BotToken } from "../../config/settings/Discord.js"
 import * as AgentHost from "../../hosts/serve/AgentHost.js"
 import * as AgentId from "../../hosts/serve/AgentId.js"
@@ -42,6 +43,33 @@ const fileOf = (agent: Option.Option<string>) =>
       })
   })
 
+/** The PostgreSQL client and the cluster's schedules are loaded only with --cluster. */
+const clusterModules = Effect.promise(() =>
+  Promise.all([import("../../memory/sql/SqlDatabase.js"), import("../../hosts/cluster/ClusterSchedules.js")])
+)
+
+/**
+ * `use` on the schedule the flags name: with --cluster, agent ID's row in
+ * the cluster's database (PLANCKCLAW_DATABASE_URL); else a file (fileOf).
+ */
+const withStore = <A, E, R>(
+  options: { readonly agent: Option.Option<string>; readonly cluster: boolean },
+  use: (store: ScheduleStore.Store, where: string) => Effect.Effect<A, E, R>
+) => {
+  if (!options.cluster) return Effect.flatMap(fileOf(options.agent), (file) => use(ScheduleStore.fileStore(file), file))
+  const agent = options.agent
+  if (Option.isNone(agent)) return Effect.fail(refused("--cluster needs --agent ID: the cluster's schedules are its agents'"))
+  return Effect.gen(function*() {
+    const id = yield* Effect.fromResult(AgentId.parse(agent.value))
+    const [database, cluster] = yield* clusterModules
+    return yield* Effect.flatMap(SqlClient.SqlClient, (sql) => use(cluster.sqlStore(sql, id), `the cluster's schedule of agent ${id}`)).pipe(
+      Effect.provide(database.layer)
+    )
+  })
+}
+
+const clusterOption = Flag.Boolean("cluster").pipe(Flag.withoutNegation, Flag.withDefault(false), Flag.withDescription(describe("--cluster")))
+
 const refused = (message: string) => new ScheduleStore.ScheduleError({ reason: "Refused", message })
 
 /** A discord: destination needs a Discord bot to deliver through: refused at once when none is configured. */
@@ -65,6 +93,7 @@ const line = (entry: ScheduleEntry.Entry, next: number | undefined) =>
 
 const addCommand = Command.make("add", {
   agent: agentOption,
+  cluster: clusterOption,
   cron: optionalText("cron", "--cron"),
   tz: optionalText("tz", "--tz"),
   every: optionalText("every", "--every"),
@@ -85,18 +114,18 @@ const addCommand = Command.make("add", {
     )
     if (Option.isSome(options.tz) && when._tag === "Every") return yield* refused("--tz goes with --cron or --at, not --every")
     yield* checkDestination(options.to)
-    const file = yield* fileOf(options.agent)
-    const entry = yield* ScheduleStore.add(file, { when, text: options.text, to: options.to }, now)
+    const entry = yield* withStore(options, (store) => store.modify(ScheduleStore.adding({ when, text: options.text, to: options.to }, now)))
     const next = ScheduleEntry.nextOf(entry)
     yield* Console.log(`added ${entry.id}: ${ScheduleEntry.describeWhen(entry.when)}, next ${next === undefined ? "none" : new Date(next).toISOString()}, to ${entry.to}`)
   }).pipe(withSettings(new Map()))).pipe(Command.withDescription("Add an entry: when it fires, where the reply goes, and TEXT."))
 
 const listCommand = Command.make("list", {
   agent: agentOption,
+  cluster: clusterOption,
   json: Flag.Boolean("json").pipe(Flag.withoutNegation, Flag.withDefault(false), Flag.withDescription(describe("--json")))
 }, (options) =>
   Effect.gen(function*() {
-    const entries = yield* Effect.flatMap(fileOf(options.agent), ScheduleStore.read)
+    const entries = yield* withStore(options, (store) => store.read)
     const rows = entries.map((entry) => ({ entry, next: ScheduleEntry.nextOf(entry) }))
     if (options.json) {
       const json = rows.map(({ entry, next }) => ({ ...entry, next: next === undefined ? null : new Date(next).toISOString() }))
@@ -107,10 +136,11 @@ const listCommand = Command.make("list", {
 
 const removeCommand = Command.make("remove", {
   agent: agentOption,
+  cluster: clusterOption,
   id: Argument.String("ID").pipe(Argument.withDescription("the entry's id, as list shows it"))
 }, (options) =>
   Effect.gen(function*() {
-    const removed = yield* Effect.flatMap(fileOf(options.agent), (file) => ScheduleStore.remove(file, options.id))
+    const removed = yield* withStore(options, (store, where) => store.modify(ScheduleStore.removing(options.id, where)))
     yield* Console.log(`removed ${removed.id}: ${ScheduleEntry.describeWhen(removed.when)} ${JSON.stringify(removed.text)}`)
   }).pipe(withSettings(new Map()))).pipe(Command.withDescription("Remove the entry ID."))
 
