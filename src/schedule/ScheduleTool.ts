@@ -19,8 +19,8 @@ export const LIST = "schedule_list"
 export const REMOVE = "schedule_remove"
 
 export interface ToolOptions {
-  /** The agent's schedules.json. */
-  readonly file: string
+  /** The agent's schedule (ScheduleStore.fileStore of its schedules.json, or the cluster's row). */
+  readonly store: ScheduleStore.Store
   /** Tells the host's runner the file changed. */
   readonly changed: Effect.Effect<void>
   /** Where a reply goes when the model names no destination (the host's terminal, say). */
@@ -86,14 +86,14 @@ const run = (options: ToolOptions, name: string, input: unknown): Effect.Effect<
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     if (name === LIST) {
-      const entries = yield* ScheduleStore.read(options.file)
+      const entries = yield* options.store.read
       const lines = entries.length === 0 ? ["no scheduled messages"] : entries.map(describeEntry)
       return ok([`now: ${iso(now)} (this machine's zone: ${ScheduleInput.localZone()})`, ...lines].join("\n"))
     }
     if (name === REMOVE) {
       const decoded = Schema.decodeUnknownResult(RemoveInput)(input)
       if (Result.isFailure(decoded)) return refused("schedule_remove needs {\"id\": \"...\"}")
-      const removed = yield* ScheduleStore.remove(options.file, decoded.success.id)
+      const removed = yield* options.store.modify(ScheduleStore.removing(decoded.success.id, "your schedule"))
       yield* options.changed
       return ok(`removed ${describeEntry(removed)}`)
     }
@@ -108,7 +108,7 @@ const run = (options: ToolOptions, name: string, input: unknown): Effect.Effect<
     if (destination.success._tag === "Discord" && !options.discord) {
       return refused(`${to}: this agent runs without a Discord bridge, so nothing could deliver there`)
     }
-    const entry = yield* ScheduleStore.add(options.file, { when: when.success, text: request.text, to }, now)
+    const entry = yield* options.store.modify(ScheduleStore.adding({ when: when.success, text: request.text, to }, now))
     yield* options.changed
     return ok(`scheduled ${describeEntry(entry)} (now: ${iso(now)})`)
   }).pipe(Effect.catchTag("ScheduleError", (error) => Effect.succeed(refused(error.message))))

@@ -42,7 +42,7 @@ const agentWithSchedule = (script: ReadonlyArray<ScriptedBrain.ScriptStep>) =>
     const user = yield* InMemoryInteract.make
     const wake = yield* Latch.make(false)
     const claws = ScheduleTool.withScheduleTools(InMemoryClaws.make([]), {
-      file,
+      store: ScheduleStore.fileStore(file),
       changed: Effect.asVoid(wake.open),
       defaultTo: "terminal",
       discord: false

@@ -11,6 +11,7 @@ import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import * as AgentHost from "../../src/hosts/serve/AgentHost.js"
 import * as ServeSchedules from "../../src/hosts/serve/ServeSchedules.js"
+import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import { echoBrain, historyOf, startHost, tempDir } from "../hosts/serve/Kit.js"
 import * as LoopbackHttp from "../support/LoopbackHttp.js"
 import { advanceTo, yieldToEventLoop } from "../support/TestClockWait.js"
@@ -45,5 +46,28 @@ describe("serve's schedules", () => {
       while (historyOf(root, "bob").length < 2) yield* yieldToEventLoop
       expect(historyOf(root, "bob")[0]).toEqual({ role: "user", content: "[scheduled b1] call the bank" })
       expect(JSON.parse(fs.readFileSync(path.join(root, "agents", "bob", "schedules.json"), "utf8")).entries).toEqual([])
+    }))
+
+  it.effect("an agent of serve schedules its own reminder with the tool; serve fires it", () =>
+    Effect.gen(function*() {
+      const receiver = yield* LoopbackHttp.serve(() => LoopbackHttp.respond(204, ""), (raw) => JSON.parse(raw) as unknown)
+      const root = tempDir()
+      const hook = `webhook:http://127.0.0.1:${receiver.port}/h`
+      yield* TestClock.setTime(T0)
+      const brain = echoBrain((request) => {
+        const last = request.messages.at(-1)!
+        if (typeof last.content === "string" && last.content === "check the build every 30 seconds") {
+          return Effect.succeed(ScriptedBrain.toolUse([{ id: "t1", name: "schedule_add", input: { text: "Check the build.", every: "30s", to: hook } }]))
+        }
+        return typeof last.content === "string" ? undefined : Effect.succeed(ScriptedBrain.text("Scheduled."))
+      })
+      const host = yield* startHost(root, brain.layer)
+      yield* Effect.forkScoped(ServeSchedules.run({ pollMs: 10_000 }).pipe(Effect.provideService(AgentHost.AgentHost, host)))
+      expect((yield* host.send("carol", { text: "check the build every 30 seconds" })).reply).toBe("Scheduled.")
+      const entries = JSON.parse(fs.readFileSync(path.join(root, "agents", "carol", "schedules.json"), "utf8")).entries
+      expect(entries).toMatchObject([{ text: "Check the build.", to: hook, when: { _tag: "Every", seconds: 30 } }])
+      for (const at of [10_000, 20_000, 30_000]) yield* advanceTo(T0 + at)
+      const [posted] = yield* receiver.awaitRequests(1)
+      expect(posted!.body).toEqual({ agent: "carol", schedule: entries[0].id, reply: "echo [scheduled " + entries[0].id + "] Check the build." })
     }))
 })

@@ -45,7 +45,7 @@ export const claws = (schedule: RunSchedule): Layer.Layer<Claws, Config.ConfigEr
       const channels = schedule.bridge === "discord" ? yield* Config.option(Config.String(ChannelId.key)) : Option.none()
       const firstChannel = Option.flatMap(channels, (ids) => Option.fromNullishOr(ids.split(",").map((id) => id.trim()).find((id) => id !== "")))
       return ScheduleTool.withScheduleTools(inner, {
-        file,
+        store: ScheduleStore.fileStore(file),
         changed: Effect.asVoid(schedule.wake.open),
         defaultTo: schedule.bridge === "discord" ? Option.match(firstChannel, { onNone: () => "none", onSome: (id) => `discord:${id}` }) : "terminal",
         discord: schedule.bridge === "discord"
