@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as ClusterSchedules from "../../src/hosts/cluster/ClusterSchedules.js"
 import * as ScheduleStore from "../../src/schedule/ScheduleStore.js"
 import { histories, brainCalls } from "../hosts/cluster/ClusterKit.js"
-import { type Runner, startRunner } from "../hosts/cluster/Runners.js"
+import { post, type Runner, startRunner } from "../hosts/cluster/Runners.js"
 import { usePostgres } from "../support/Postgres.js"
 import { eventually } from "../support/Sandbox.js"
 import * as Cli from "../support/Cli.js"
@@ -111,19 +111,34 @@ describe("planckclaw serve --cluster, two runners, with schedules", () => {
     const hook = `webhook:http://127.0.0.1:${(receiver.address() as { port: number }).port}/h`
     const env = baseEnv({ PLANCKCLAW_HOME: work, PLANCKCLAW_DIR: path.join(work, "cli-memory"), PLANCKCLAW_DATABASE_URL: url })
     const schedule = (...args: Array<string>) => Effect.runPromise(Cli.run(["schedule", ...args], { cwd: work, env }))
-    const added = await schedule("add", "--agent", "eve", "--cluster", "--at", "+2s", "--to", hook, "remind eve")
-    expect(added.stderr).toBe("")
-    const id = /^added ([0-9a-f]{8}):/.exec(added.stdout)![1]!
+    const later = await schedule("add", "--agent", "eve", "--cluster", "--at", "+1h", "--to", "none", "later")
+    expect(later.stderr).toBe("")
+    const laterId = /^added ([0-9a-f]{8}):/.exec(later.stdout)![1]!
     const kept = await schedule("add", "--agent", "eve", "--cluster", "--every", "1h", "--to", "none", "hourly")
     const keptId = /^added ([0-9a-f]{8}):/.exec(kept.stdout)![1]!
     const listed = JSON.parse((await schedule("list", "--agent", "eve", "--cluster", "--json")).stdout) as ReadonlyArray<{ id: string; next: string }>
-    expect(listed.map((entry) => entry.id)).toEqual([id, keptId])
-    expect((await schedule("remove", "--agent", "eve", "--cluster", keptId)).stdout).toContain(`removed ${keptId}`)
+    expect(listed.map((entry) => entry.id)).toEqual([laterId, keptId])
+    expect((await schedule("remove", "--agent", "eve", "--cluster", laterId)).stdout).toContain(`removed ${laterId}`)
     const without = await schedule("list", "--cluster", "--json")
     expect(without.code).toBe(2)
     expect(without.stderr).toContain("--cluster needs --agent ID")
+    // A reminder two seconds ahead, fired by the cluster.
+    const added = await schedule("add", "--agent", "eve", "--cluster", "--at", "+2s", "--to", hook, "remind eve")
+    const id = /^added ([0-9a-f]{8}):/.exec(added.stdout)![1]!
     await Effect.runPromise(eventually("eve's reminder", () => posted.find((post) => post.agent === "eve"), "30 seconds"))
     expect(posted.filter((post) => post.agent === "eve")).toEqual([{ agent: "eve", schedule: id, reply: `reply to [scheduled ${id}] remind eve` }])
-    expect(JSON.parse((await schedule("list", "--agent", "eve", "--cluster", "--json")).stdout)).toEqual([])
+    expect(JSON.parse((await schedule("list", "--agent", "eve", "--cluster", "--json")).stdout).map((entry: { id: string }) => entry.id)).toEqual([keptId])
+  }, 90_000)
+
+  it("an agent of the cluster sets its own reminder with the tool (in chat, through any runner); the cluster fires it once", async () => {
+    const hook = `webhook:http://127.0.0.1:${(receiver.address() as { port: number }).port}/h`
+    const asked = await post(runners[1]!.httpPort, "fay", `schedule_add ${JSON.stringify({ text: "remind fay", at: "+2s", to: hook })}`)
+    expect(asked.status).toBe(200)
+    const reply = (asked.body as { reply: string }).reply
+    expect(reply).toMatch(/^scheduled: scheduled [0-9a-f]{8}: at /)
+    const id = /scheduled ([0-9a-f]{8}):/.exec(reply.slice("scheduled: ".length))![1]!
+    await Effect.runPromise(eventually("fay's reminder", () => posted.find((one) => one.agent === "fay"), "30 seconds"))
+    expect(posted.filter((one) => one.agent === "fay")).toEqual([{ agent: "fay", schedule: id, reply: `reply to [scheduled ${id}] remind fay` }])
+    expect(brainCalls(calls).get(`[scheduled ${id}] remind fay`)).toBe(1)
   }, 90_000)
 })
