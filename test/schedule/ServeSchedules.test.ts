@@ -12,7 +12,8 @@ import { TestClock } from "effect/testing"
 import * as AgentHost from "../../src/hosts/serve/AgentHost.js"
 import * as ServeSchedules from "../../src/hosts/serve/ServeSchedules.js"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
-import { echoBrain, historyOf, startHost, tempDir } from "../hosts/serve/Kit.js"
+import { echoBrain, historyOf, settings, startHost, tempDir } from "../hosts/serve/Kit.js"
+import * as FakeDiscord from "../support/FakeDiscord.js"
 import * as LoopbackHttp from "../support/LoopbackHttp.js"
 import { advanceTo, yieldToEventLoop } from "../support/TestClockWait.js"
 
@@ -69,5 +70,27 @@ describe("serve's schedules", () => {
       for (const at of [10_000, 20_000, 30_000]) yield* advanceTo(T0 + at)
       const [posted] = yield* receiver.awaitRequests(1)
       expect(posted!.body).toEqual({ agent: "carol", schedule: entries[0].id, reply: "echo [scheduled " + entries[0].id + "] Check the build." })
+    }))
+
+  it.live("a reply to discord:CHANNEL is posted in the channel over Discord's REST API with the bot's token", () =>
+    Effect.gen(function*() {
+      const channel = "200000000000000001"
+      const fake = yield* FakeDiscord.make({ token: "test-bot-token", botUserId: "100000000000000001", guildId: "400000000000000001", channelIds: [channel] })
+      const root = tempDir()
+      fs.mkdirSync(path.join(root, "agents", "dan"), { recursive: true })
+      // Hourly, made an hour and two seconds ago: its run two seconds ago fires at start (grace).
+      const created = new Date(Date.now() - HOUR - 2000).toISOString()
+      fs.writeFileSync(path.join(root, "agents", "dan", "schedules.json"), JSON.stringify({
+        entries: [{ id: "d1", when: { _tag: "Every", seconds: 3600 }, text: "morning digest", to: `discord:${channel}`, created }]
+      }))
+      const host = yield* startHost(root, echoBrain().layer)
+      yield* Effect.forkScoped(ServeSchedules.run({ pollMs: HOUR }).pipe(
+        Effect.provideService(AgentHost.AgentHost, host),
+        Effect.provide(settings({ DISCORD_BOT_TOKEN: "test-bot-token", DISCORD_API_URL: fake.apiUrl }))
+      ))
+      const posted = yield* fake.waitFor(() =>
+        fake.rest().find((record) => record.method === "POST" && record.path === `/api/v10/channels/${channel}/messages`))
+      expect((posted.body as { content: string }).content).toBe("echo [scheduled d1] morning digest")
+      expect(posted.authorization).toBe("Bot test-bot-token")
     }))
 })

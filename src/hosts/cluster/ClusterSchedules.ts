@@ -24,6 +24,7 @@ import * as ScheduleDelivery from "../../schedule/ScheduleDelivery.js"
 import * as ScheduleRunner from "../../schedule/ScheduleRunner.js"
 import * as ScheduleStore from "../../schedule/ScheduleStore.js"
 import * as AgentHost from "../serve/AgentHost.js"
+import * as ScheduleDiscord from "../serve/ScheduleDiscord.js"
 
 /** How often the table is looked at for agents with a schedule, and each row read again. */
 export const POLL_MS = 2000
@@ -65,6 +66,8 @@ const fireAll = (pollMs: number) =>
     const sql = yield* SqlClient.SqlClient
     const host = yield* AgentHost.AgentHost
     const graceMs = yield* Effect.orDie(ScheduleRunner.GraceConfig)
+    // Discord channels get their replies over REST with the bot's token, when there is one (ScheduleDiscord).
+    const discord = yield* ScheduleDiscord.make
     const runners = yield* FiberMap.make<string>()
     const turns = yield* FiberSet.make()
     const start = (agent: string) =>
@@ -80,7 +83,7 @@ const fireAll = (pollMs: number) =>
                 channel: `schedule/${entry.id}`,
                 idempotencyKey: `schedule-${entry.id}-${occurrenceMs}`
               })
-              yield* ScheduleDelivery.deliverTo({ agent }, entry.id, entry.to, reply.reply)
+              yield* ScheduleDelivery.deliverTo({ agent, discord }, entry.id, entry.to, reply.reply)
             }).pipe(Effect.catch((error) => Effect.logError(`schedule ${entry.id} of agent ${agent}: ${error.message}`))), {
               startImmediately: true
             }).pipe(Effect.asVoid)

@@ -6,7 +6,7 @@
  * turn journaled, stored, compacted, counted), under an idempotency key of
  * the entry and occurrence, so one occurrence sent twice is answered once;
  * the reply goes to a webhook or stays in memory (serve has no terminal,
- * and its Discord routes are not offered to schedules yet).
+ * Discord channels get theirs over REST with the bot's token).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -20,6 +20,7 @@ import * as ScheduleRunner from "../../schedule/ScheduleRunner.js"
 import * as ScheduleStore from "../../schedule/ScheduleStore.js"
 import * as AgentHost from "./AgentHost.js"
 import * as AgentId from "./AgentId.js"
+import * as ScheduleDiscord from "./ScheduleDiscord.js"
 
 /** How often the agents' directory and each schedule file are looked at again. */
 export const POLL_MS = 5000
@@ -35,6 +36,8 @@ export const run = (options: { readonly pollMs?: number } = {}) =>
     const host = yield* AgentHost.AgentHost
     const graceMs = yield* ScheduleRunner.GraceConfig
     const pollMs = options.pollMs ?? POLL_MS
+    // Discord channels get their replies over REST with the bot's token, when there is one (ScheduleDiscord).
+    const discord = yield* ScheduleDiscord.make
     const runners = yield* FiberMap.make<string>()
     const turns = yield* FiberSet.make()
     const start = (id: string) =>
@@ -52,7 +55,7 @@ export const run = (options: { readonly pollMs?: number } = {}) =>
                 channel: `schedule/${entry.id}`,
                 idempotencyKey: `schedule-${entry.id}-${occurrenceMs}`
               })
-              yield* ScheduleDelivery.deliverTo({ agent: id }, entry.id, entry.to, reply.reply)
+              yield* ScheduleDelivery.deliverTo({ agent: id, discord }, entry.id, entry.to, reply.reply)
             }).pipe(Effect.catch((error) => Effect.logError(`schedule ${entry.id} of agent ${id}: ${error.message}`))), { startImmediately: true }).pipe(Effect.asVoid)
         }),
         (runner) => FiberMap.run(runners, id, runner.run, { onlyIfMissing: true })
