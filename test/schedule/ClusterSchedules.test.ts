@@ -141,4 +141,36 @@ describe("planckclaw serve --cluster, two runners, with schedules", () => {
     expect(posted.filter((one) => one.agent === "fay")).toEqual([{ agent: "fay", schedule: id, reply: `reply to [scheduled ${id}] remind fay` }])
     expect(brainCalls(calls).get(`[scheduled ${id}] remind fay`)).toBe(1)
   }, 90_000)
+
+  // Last: it kills a runner.
+  it("when the runner firing the schedules dies, the other takes over: every tick still a turn of its own, none twice", async () => {
+    const url = await Effect.runPromise(Effect.map(postgres, (server) => server.url))
+    const tick = await add("gus", { when: { _tag: "Every", seconds: 1 }, text: "gus tick", to: "none" })
+    const firing = "the cluster's schedules fire on this runner"
+    const ticksOf = async () => scheduledLines((await histories(url)).get("gus"), tick.id)
+    const waitTicks = (count: number) =>
+      Effect.runPromise(Effect.tryPromise(ticksOf).pipe(
+        Effect.flatMap((ticks) => ticks >= count ? Effect.succeed(ticks) : Effect.fail("not yet")),
+        Effect.retry({ schedule: Schedule.spaced("50 millis"), times: 800 })
+      ))
+    await waitTicks(2)
+    // The singleton may have moved as the runners came up (its guards held then too): the holder is the one it last started on.
+    const stopped = "the cluster's schedules no longer fire on this runner"
+    const holds = (output: string) => output.lastIndexOf(firing) > output.lastIndexOf(stopped)
+    const holder = runners.find((runner) => holds(runner.output()))!
+    const other = runners.find((runner) => runner !== holder)!
+    expect(holds(other.output())).toBe(false)
+    const before = other.output().length
+    await holder.kill("SIGKILL")
+    await Effect.runPromise(eventually("the other runner to take the schedules over", () => other.output().slice(before).includes(firing) ? true : undefined, "40 seconds"))
+    const atTakeOver = await ticksOf()
+    await waitTicks(atTakeOver + 3)
+    const ticks = await ticksOf()
+    expect(brainCalls(calls).get(`[scheduled ${tick.id}] gus tick`)).toBe(ticks)
+    const row = await Effect.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      return yield* ClusterSchedules.sqlStore(sql, "gus").read
+    }).pipe(Effect.provide(database())))
+    expect(ticks).toBeLessThanOrEqual((Date.parse(row[0]!.lastRun!) - Date.parse(row[0]!.created)) / 1000)
+  }, 90_000)
 })

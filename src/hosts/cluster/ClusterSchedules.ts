@@ -65,6 +65,9 @@ const fireAll = (pollMs: number) =>
   Effect.scoped(Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const host = yield* AgentHost.AgentHost
+    // Said once per runner that takes the singleton over: where the cluster's schedules fire now.
+    yield* Effect.logInfo("the cluster's schedules fire on this runner")
+    yield* Effect.addFinalizer(() => Effect.logInfo("the cluster's schedules no longer fire on this runner"))
     const graceMs = yield* Effect.orDie(ScheduleRunner.GraceConfig)
     // Discord channels get their replies over REST with the bot's token, when there is one (ScheduleDiscord).
     const discord = yield* ScheduleDiscord.make
