@@ -75,12 +75,17 @@ const pass = (options: RunnerOptions, now: number): Effect.Effect<number | undef
 /** A runner; `wake`, when given, is the latch a change is signalled on (shared with the schedule tool). */
 export const make = (options: RunnerOptions, wake?: Latch.Latch): Effect.Effect<Runner> =>
   Effect.map(wake === undefined ? Latch.make(false) : Effect.succeed(wake), (wake) => {
+    // A schedule that cannot be used (a bad file) is said once, not at every look, and again once it changes.
+    let said: string | undefined
+    const refused = (message: string) =>
+      message === said ? Effect.void : Effect.andThen(Effect.sync(() => void (said = message)), Effect.logError(`schedule not fired: ${message}`))
     // The latch is closed before the file is read: a change signalled during the pass wakes the next sleep.
     const iteration = Effect.gen(function*() {
       yield* wake.close
       const now = yield* Clock.currentTimeMillis
       const soonest = yield* pass(options, now).pipe(
-        Effect.catch((error) => Effect.as(Effect.logError(`schedule not fired: ${error.message}`), undefined))
+        Effect.tap(() => Effect.sync(() => void (said = undefined))),
+        Effect.catch((error) => Effect.as(refused(error.message), undefined))
       )
       const wait = Math.max(0, Math.min(options.pollMs, soonest === undefined ? options.pollMs : soonest - now))
       yield* Effect.raceFirst(Effect.sleep(Duration.millis(wait)), wake.await)

@@ -6,6 +6,7 @@
  * The bridge's own end of input still ends the stream.
  */
 import * as Effect from "effect/Effect"
+import * as FiberSet from "effect/FiberSet"
 import type * as Latch from "effect/Latch"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
@@ -42,13 +43,21 @@ export const withSchedule = (
         )
     }, options.wake)
     yield* Effect.forkScoped(runner.run)
+    // A webhook's delivery (retried, a slow receiver) runs beside the intake: the next message is not held up by
+    // it; the scope's end waits for those in flight (a piped run's last reply). The others are quick, and in order.
+    const deliveries = yield* FiberSet.make()
+    yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(deliveries))
+    const deliver = (channel: string, text: string) =>
+      ScheduleDelivery.parseChannel(channel)?.to.startsWith("webhook:") === true
+        ? Effect.asVoid(FiberSet.run(deliveries, ScheduleDelivery.deliver(options.routes, channel, text), { startImmediately: true }))
+        : ScheduleDelivery.deliver(options.routes, channel, text)
     const interact: InteractService = {
       ...near,
       messages: Stream.merge(near.messages, Stream.fromQueue(fired), { haltStrategy: "left" }),
       send: (message) =>
         ScheduleDelivery.parseChannel(message.channel) === undefined
           ? near.send(message)
-          : ScheduleDelivery.deliver(options.routes, message.channel, message.text),
+          : deliver(message.channel, message.text),
       // A scheduled turn shows nothing as it goes on the bridge: its reply goes elsewhere.
       ...(near.event === undefined ? {} : {
         event: (channel, event) => ScheduleDelivery.parseChannel(channel) === undefined ? near.event!(channel, event) : Effect.void
@@ -57,7 +66,7 @@ export const withSchedule = (
         accept: (message) =>
           ScheduleDelivery.parseChannel(message.channel) === undefined
             ? near.accept!(message)
-            : Effect.succeed(ScheduleDelivery.deliver(options.routes, message.channel, message.text))
+            : Effect.as(deliver(message.channel, message.text), Effect.void)
       })
     }
     return { interact, changed: runner.changed }

@@ -148,4 +148,28 @@ describe("the schedule runner", () => {
       expect(fired[1]!.occurrence).toBe(iso(T0 + 35 * 60_000))
       yield* Fiber.interrupt(fiber)
     }))
+
+  it.effect("a file that does not decode is said once, not at every look; fixed, its entries fire", () =>
+    Effect.gen(function*() {
+      const file = ScheduleStore.fileIn(yield* tempDir())
+      fs.writeFileSync(file, "{ not json")
+      const logs = yield* captureLogs
+      yield* TestClock.setTime(T0)
+      const fired: Array<Firing> = []
+      const runner = yield* ScheduleRunner.make({
+        store: ScheduleStore.fileStore(file),
+        graceMs: 600_000,
+        pollMs: 1000,
+        fire: (entry) => Effect.sync(() => void fired.push({ id: entry.id, occurrence: "", clock: "" }))
+      })
+      const fiber = yield* Effect.forkChild(Effect.provide(runner.run, logs.layer))
+      yield* TestClock.adjust(Duration.seconds(5))
+      expect(logs.lines.filter((line) => line.includes("schedule not fired"))).toEqual([
+        expect.stringContaining(`ERROR schedule not fired: ${file} is refused`)
+      ])
+      write(file, [{ id: "fixed", when: { _tag: "Every", seconds: 2 }, text: "tick", to: "none", created: iso(T0 + 5000) }])
+      yield* TestClock.adjust(Duration.seconds(3))
+      expect(fired.map((firing) => firing.id)).toEqual(["fixed"])
+      yield* Fiber.interrupt(fiber)
+    }))
 })
