@@ -92,4 +92,22 @@ describe("planckclaw schedule", () => {
       expect(bad.stderr).toContain(`${path.join(memory, "schedules.json")} is refused`)
       expect(fs.readFileSync(path.join(memory, "schedules.json"), "utf8")).toBe("{\"entries\": 3}")
     }))
+
+  it.effect("--agent ID: the schedule of that agent of serve; its default destination is memory only, and terminal is refused", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir()
+      const agents = path.join(cwd, "agents")
+      const env = Cli.baseEnv({ PLANCKCLAW_HOME: cwd, PLANCKCLAW_DIR: path.join(cwd, "memory"), PLANCKCLAW_AGENTS_DIR: agents })
+      const missing = yield* Cli.run(["schedule", "add", "--agent", "alice", "--every", "5m", "x"], { cwd, env })
+      expect(missing.code).toBe(1)
+      expect(missing.stderr).toContain("no agent alice")
+      fs.mkdirSync(path.join(agents, "alice"), { recursive: true })
+      const added = yield* Cli.run(["schedule", "add", "--agent", "alice", "--every", "5m", "check"], { cwd, env })
+      expect(added.stdout).toContain("to none")
+      const terminal = yield* Cli.run(["schedule", "add", "--agent", "alice", "--every", "5m", "--to", "terminal", "x"], { cwd, env })
+      expect(terminal.code).toBe(2)
+      expect(terminal.stderr).toContain("which has no terminal")
+      const entries = JSON.parse(fs.readFileSync(path.join(agents, "alice", "schedules.json"), "utf8")).entries
+      expect(entries).toMatchObject([{ text: "check", to: "none" }])
+    }))
 })

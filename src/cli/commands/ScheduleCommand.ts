@@ -98,7 +98,7 @@ const addCommand = Command.make("add", {
   tz: optionalText("tz", "--tz"),
   every: optionalText("every", "--every"),
   at: optionalText("at", "--at"),
-  to: Flag.String("to").pipe(Flag.withDefault("terminal"), Flag.withDescription(describe("--to"))),
+  to: Flag.String("to").pipe(Flag.optional, Flag.withDescription(describe("--to"))),
   text: Argument.String("TEXT").pipe(Argument.withDescription("the message the agent receives"))
 }, (options) =>
   Effect.gen(function*() {
@@ -113,8 +113,13 @@ const addCommand = Command.make("add", {
       refused
     )
     if (Option.isSome(options.tz) && when._tag === "Every") return yield* refused("--tz goes with --cron or --at, not --every")
-    yield* checkDestination(options.to)
-    const entry = yield* withStore(options, (store) => store.modify(ScheduleStore.adding({ when, text: options.text, to: options.to }, now)))
+    // An agent of serve or the cluster has no terminal: its default is memory only, and `terminal` is refused.
+    const to = Option.getOrElse(options.to, () => Option.isSome(options.agent) ? "none" : "terminal")
+    if (Option.isSome(options.agent) && to === "terminal") {
+      return yield* refused(`--to terminal: agent ${options.agent.value} is served by serve, which has no terminal (webhook:URL, discord:CHANNEL or none)`)
+    }
+    yield* checkDestination(to)
+    const entry = yield* withStore(options, (store) => store.modify(ScheduleStore.adding({ when, text: options.text, to }, now)))
     const next = ScheduleEntry.nextOf(entry)
     yield* Console.log(`added ${entry.id}: ${ScheduleEntry.describeWhen(entry.when)}, next ${next === undefined ? "none" : new Date(next).toISOString()}, to ${entry.to}`)
   }).pipe(withSettings(new Map()))).pipe(Command.withDescription("Add an entry: when it fires, where the reply goes, and TEXT."))
