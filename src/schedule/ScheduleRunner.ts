@@ -23,8 +23,8 @@ import { type Entry, nextOf, occurrenceAfter, occurrenceAtOrBefore } from "./Sch
 import * as ScheduleStore from "./ScheduleStore.js"
 
 export interface RunnerOptions {
-  /** The agent's schedule: its schedules.json (ScheduleStore.fileStore), or the cluster's row. */
-  readonly store: ScheduleStore.Store
+  /** What is fired: an agent's schedule (`fromStore`), or every agent's of the cluster at once. */
+  readonly store: RunnerStore
   /** How old an occurrence may be and still fire (PLANCKCLAW_SCHEDULE_GRACE). */
   readonly graceMs: number
   /** How often the file is read again for changes made elsewhere. */
@@ -32,6 +32,18 @@ export interface RunnerOptions {
   /** Hands the entry's message to the agent, for its occurrence at `occurrenceMs`. */
   readonly fire: (entry: Entry, occurrenceMs: number) => Effect.Effect<void>
 }
+
+/** The entries a runner fires, and how it records a firing (false: already recorded, by another). */
+export interface RunnerStore {
+  readonly read: Effect.Effect<ReadonlyArray<Entry>, ScheduleStore.ScheduleError>
+  readonly markRun: (id: string, occurrenceMs: number) => Effect.Effect<boolean, ScheduleStore.ScheduleError>
+}
+
+/** One agent's schedule as a runner's. */
+export const fromStore = (store: ScheduleStore.Store): RunnerStore => ({
+  read: store.read,
+  markRun: (id, occurrenceMs) => store.modify(ScheduleStore.markingRun(id, occurrenceMs))
+})
 
 /** A runner, and the signal that makes it read the file again at once. */
 export interface Runner {
@@ -57,7 +69,7 @@ const pass = (options: RunnerOptions, now: number): Effect.Effect<number | undef
       }
       const created = Date.parse(entry.created)
       const latest = occurrenceAtOrBefore(entry.when, created, now) ?? due
-      const recorded = yield* options.store.modify(ScheduleStore.markingRun(entry.id, latest))
+      const recorded = yield* options.store.markRun(entry.id, latest)
       if (recorded) {
         if (now - latest <= options.graceMs) yield* options.fire(entry, latest)
         else {

@@ -33,7 +33,7 @@ export const withSchedule = (
   Effect.gen(function*() {
     const fired = yield* Queue.unbounded<InboundMessage>()
     const runner = yield* ScheduleRunner.make({
-      store: ScheduleStore.fileStore(options.file),
+      store: ScheduleRunner.fromStore(ScheduleStore.fileStore(options.file)),
       graceMs: options.graceMs,
       pollMs: options.pollMs,
       fire: (entry, occurrenceMs) =>

@@ -28,7 +28,7 @@ interface Firing {
 /** A runner on `file` whose firings are kept in `fired`, with the clock's time at each. */
 const runner = (file: string, fired: Array<Firing>, graceMs = 10 * 60_000) =>
   ScheduleRunner.make({
-    store: ScheduleStore.fileStore(file),
+    store: ScheduleRunner.fromStore(ScheduleStore.fileStore(file)),
     graceMs,
     pollMs: HOUR,
     fire: (entry, occurrenceMs) =>
@@ -157,7 +157,7 @@ describe("the schedule runner", () => {
       yield* TestClock.setTime(T0)
       const fired: Array<Firing> = []
       const runner = yield* ScheduleRunner.make({
-        store: ScheduleStore.fileStore(file),
+        store: ScheduleRunner.fromStore(ScheduleStore.fileStore(file)),
         graceMs: 600_000,
         pollMs: 1000,
         fire: (entry) => Effect.sync(() => void fired.push({ id: entry.id, occurrence: "", clock: "" }))

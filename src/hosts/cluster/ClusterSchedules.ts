@@ -13,10 +13,8 @@
  * runs, each with its own cron, interval or time.
  */
 import * as Effect from "effect/Effect"
-import * as FiberMap from "effect/FiberMap"
 import * as FiberSet from "effect/FiberSet"
 import * as Result from "effect/Result"
-import * as Schedule from "effect/Schedule"
 import * as Singleton from "effect/cluster/Singleton"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
@@ -26,7 +24,7 @@ import * as ScheduleStore from "../../schedule/ScheduleStore.js"
 import * as AgentHost from "../serve/AgentHost.js"
 import * as ScheduleDiscord from "../serve/ScheduleDiscord.js"
 
-/** How often the table is looked at for agents with a schedule, and each row read again. */
+/** How often the table is read again (one query for every agent's entries). */
 export const POLL_MS = 2000
 
 const EMPTY = ScheduleStore.encode([])
@@ -60,7 +58,46 @@ export const sqlStore = (sql: SqlClient.SqlClient, agent: string): ScheduleStore
   }
 }
 
-/** The firing loop: a runner per agent with a row, each firing sent through the host. */
+/** An entry of agent `agent` as the cluster's one runner knows it: `AGENT/ID`. */
+const SEPARATOR = "/"
+const split = (key: string) => {
+  const at = key.indexOf(SEPARATOR)
+  return { agent: key.slice(0, at), id: key.slice(at + 1) }
+}
+
+/**
+ * Every agent's entries as one runner's: read in one query (a row that does
+ * not decode is said, once per reason, and skipped: the other agents' fire),
+ * and a firing recorded in its agent's row, under that row's lock.
+ */
+const everyAgent = (sql: SqlClient.SqlClient): ScheduleRunner.RunnerStore => {
+  const said = new Map<string, string>()
+  return {
+    read: sql<{ agent_id: string; entries: string }>`SELECT agent_id, entries FROM planckclaw_schedules`.pipe(
+      Effect.mapError(failed("*")),
+      Effect.flatMap((rows) =>
+        Effect.map(
+          Effect.forEach(rows, (row) => {
+            const decoded = ScheduleStore.decode(where(row.agent_id), row.entries)
+            if (Result.isSuccess(decoded)) {
+              said.delete(row.agent_id)
+              return Effect.succeed(decoded.success.map((entry) => ({ ...entry, id: `${row.agent_id}${SEPARATOR}${entry.id}` })))
+            }
+            if (said.get(row.agent_id) === decoded.failure.message) return Effect.succeed([])
+            said.set(row.agent_id, decoded.failure.message)
+            return Effect.as(Effect.logError(`schedule not fired: ${decoded.failure.message}`), [])
+          }),
+          (all) => all.flat()
+        ))
+    ),
+    markRun: (key, occurrenceMs) => {
+      const { agent, id } = split(key)
+      return sqlStore(sql, agent).modify(ScheduleStore.markingRun(id, occurrenceMs))
+    }
+  }
+}
+
+/** The firing loop: every agent's entries in one runner, each firing sent through the host. */
 const fireAll = (pollMs: number) =>
   Effect.scoped(Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -71,33 +108,28 @@ const fireAll = (pollMs: number) =>
     const graceMs = yield* Effect.orDie(ScheduleRunner.GraceConfig)
     // Discord channels get their replies over REST with the bot's token, when there is one (ScheduleDiscord).
     const discord = yield* ScheduleDiscord.make
-    const runners = yield* FiberMap.make<string>()
     const turns = yield* FiberSet.make()
-    const start = (agent: string) =>
-      Effect.flatMap(
-        ScheduleRunner.make({
-          store: sqlStore(sql, agent),
-          graceMs,
-          pollMs,
-          fire: (entry, occurrenceMs) =>
-            FiberSet.run(turns, Effect.gen(function*() {
-              const reply = yield* host.send(agent, {
-                text: ScheduleDelivery.messageOf(entry),
-                channel: `schedule/${entry.id}`,
-                idempotencyKey: `schedule-${entry.id}-${occurrenceMs}`
-              })
-              yield* ScheduleDelivery.deliverTo({ agent, discord }, entry.id, entry.to, reply.reply)
-            }).pipe(Effect.catch((error) => Effect.logError(`schedule ${entry.id} of agent ${agent}: ${error.message}`))), {
-              startImmediately: true
-            }).pipe(Effect.asVoid)
-        }),
-        (runner) => FiberMap.run(runners, agent, runner.run, { onlyIfMissing: true })
-      )
-    const look = sql<{ agent_id: string }>`SELECT agent_id FROM planckclaw_schedules`.pipe(
-      Effect.flatMap((rows) => Effect.forEach(rows, (row) => start(row.agent_id), { discard: true })),
-      Effect.catchTag("SqlError", (error) => Effect.logWarning(`schedules not read: ${error.message}`))
-    )
-    return yield* Effect.repeat(look, Schedule.spaced(pollMs)).pipe(Effect.andThen(Effect.never))
+    const runner = yield* ScheduleRunner.make({
+      store: everyAgent(sql),
+      graceMs,
+      pollMs,
+      fire: (keyed, occurrenceMs) => {
+        const { agent, id } = split(keyed.id)
+        const entry = { ...keyed, id }
+        // The turn runs beside the runner: a long one holds back no other entry.
+        return FiberSet.run(turns, Effect.gen(function*() {
+          const reply = yield* host.send(agent, {
+            text: ScheduleDelivery.messageOf(entry),
+            channel: `schedule/${id}`,
+            idempotencyKey: `schedule-${id}-${occurrenceMs}`
+          })
+          yield* ScheduleDelivery.deliverTo({ agent, discord }, id, entry.to, reply.reply)
+        }).pipe(Effect.catch((error) => Effect.logError(`schedule ${id} of agent ${agent}: ${error.message}`))), {
+          startImmediately: true
+        }).pipe(Effect.asVoid)
+      }
+    })
+    return yield* runner.run
   }))
 
 /** The cluster's schedules, fired on one runner at a time (a Singleton of the cluster). */

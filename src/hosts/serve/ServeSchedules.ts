@@ -43,7 +43,7 @@ export const run = (options: { readonly pollMs?: number } = {}) =>
     const start = (id: string) =>
       Effect.flatMap(
         ScheduleRunner.make({
-          store: ScheduleStore.fileStore(ScheduleStore.fileIn(path.join(host.directory, id))),
+          store: ScheduleRunner.fromStore(ScheduleStore.fileStore(ScheduleStore.fileIn(path.join(host.directory, id)))),
           graceMs,
           pollMs,
           // The turn runs beside the runner: a long one holds back no other entry.
