@@ -14,7 +14,7 @@ const layers: ReadonlyArray<ReadonlyArray<string>> = [
   ["cli"], // the entries, argument parsing, help, exit codes, one file per command (commands/, doctor/)
   ["hosts"], // many agents: serve (HTTP and Discord), the cluster
   ["pipes"], // both ends of the six FIFOs, and the bridges served on their far ends
-  ["brain", "claws", "interact"], // the adapters of each port; never the wiring above them
+  ["brain", "claws", "interact", "schedule"], // the adapters of each port; the schedule (its store, firing, delivery, tool); never the wiring above them
   ["agent"], // the agent, its turn, intake, prompt, slash commands, compaction
   ["usage", "memory"], // the stores: memory (files, SQL), the usage ledger
   ["ports"], // Brain, Claws, Interact: what the agent talks to

@@ -1,6 +1,6 @@
 /**
  * The command line: one effect/cli command tree, `planckclaw run | serve |
- * compact | tools | usage | bridge | init | doctor | memory | mcp | help`, one
+ * compact | tools | usage | bridge | init | doctor | memory | mcp | schedule | help`, one
  * file per command under commands/, each composing its own Layers from the
  * choices its flags make. Every line bin/planckclaw does not answer itself
  * (--version alone, the help: see its figures) is parsed by this tree.
@@ -14,12 +14,13 @@ import { initCommand } from "./commands/InitCommand.js"
 import { mcp } from "./commands/McpCommand.js"
 import { memory } from "./commands/MemoryCommand.js"
 import { run } from "./commands/RunCommand.js"
+import { schedule } from "./commands/ScheduleCommand.js"
 import { serve } from "./commands/ServeCommand.js"
 import { tools } from "./commands/ToolsCommand.js"
 import { usage } from "./commands/UsageCommand.js"
 
 /** Every subcommand, in the order the help lists them. */
-export const subcommands = [run, serve, compact, tools, usage, bridge, initCommand, doctor, memory, mcp, help] as const
+export const subcommands = [run, serve, compact, tools, usage, bridge, initCommand, doctor, memory, mcp, schedule, help] as const
 
 /** The top command's description (the help people read is HelpText's overview). */
 export const description =

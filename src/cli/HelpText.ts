@@ -180,6 +180,36 @@ export const commands: ReadonlyArray<CommandHelp> = [
     ]
   },
   {
+    name: "schedule",
+    summary: "messages the agent receives on a schedule: reminders, digests, heartbeats",
+    usage: [
+      "planckclaw schedule add [--agent ID [--cluster]] (--cron EXPR [--tz ZONE] | --every DURATION | --at TIME)",
+      "                        [--to terminal|discord:CHANNEL|webhook:URL|none] TEXT",
+      "planckclaw schedule list [--agent ID [--cluster]] [--json]",
+      "planckclaw schedule remove [--agent ID [--cluster]] ID"
+    ],
+    description: "Keeps the agent's schedule in schedules.json in its memory directory. A running run (or serve, for " +
+      "its agents) sends TEXT to the agent when an entry is due, as a turn marked [scheduled ID] in history, and the " +
+      "reply goes to --to. A run missed within PLANCKCLAW_SCHEDULE_GRACE fires once at the next start; older ones are " +
+      "skipped. The agent can manage its own entries too (its schedule tools).",
+    arguments: [{ name: "TEXT", description: "add: the message the agent receives; remove: ID, the entry's id" }],
+    options: [
+      { name: "--agent ID", description: "the schedule of agent ID of PLANCKCLAW_AGENTS_DIR (as serve hosts it) instead of PLANCKCLAW_DIR's" },
+      { name: "--cluster", description: "with --agent: agent ID's schedule in the cluster's database (PLANCKCLAW_DATABASE_URL), fired by serve --cluster" },
+      { name: "--cron EXPR", description: "a cron expression: 5 fields (minute hour day month weekday) or 6 with seconds first" },
+      { name: "--tz ZONE", description: "the IANA time zone of --cron or of a wall-clock --at (default: this machine's)" },
+      { name: "--every DURATION", description: "an interval from now: 30s, 5m, 1h30m, 2d (whole seconds, at least 1s)" },
+      { name: "--at TIME", description: "once: +10m, 09:00 (its next coming), 2026-12-24 09:00, or 2026-12-24T08:00:00Z; never in the past" },
+      { name: "--to WHERE", description: "where the reply goes: terminal (the run's; the default without --agent), discord:CHANNEL_ID, webhook:URL (POST of {agent, schedule, reply}) or none (memory only; the default with --agent)" },
+      { name: "--json", description: "list: print the entries as JSON, each with its next run" }
+    ],
+    examples: [
+      "planckclaw schedule add --at 09:00 'remind me to call the bank'",
+      "planckclaw schedule add --cron '0 8 * * 1-5' --tz Europe/Paris --to discord:123456789012345678 'summarise the news'",
+      "planckclaw schedule add --every 30m --to webhook:https://example.com/hook 'check the build; say only if it broke'"
+    ]
+  },
+  {
     name: "help",
     summary: "this help, a command's, or every configuration key",
     usage: ["planckclaw help [COMMAND|config]"],

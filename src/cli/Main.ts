@@ -81,6 +81,8 @@ const main = (commandLine: CommandLine) => commandLine.pipe(
     HelpTopicUnknown: (error) => refuse(2, error.message),
     // A piped run answered everything it could; some replies said the brain could not answer.
     UnansweredMessages: (error) => refuse(3, error.message),
+    // A schedule request or file refused is the user's to fix (2); the disk's failure is the machine's (1).
+    ScheduleError: (error) => refuse(error.reason === "Io" ? 1 : 2, error.message),
   }),
   // The spawn helper and the watchdog of the command's processes, ended with it (started at their first use).
   Effect.provide(SpawnHelper.layer),

@@ -126,6 +126,18 @@ export const readInteractive = (streams: { readonly input: NodeJS.ReadableStream
     newLine: () => {
       prompted = false
     },
+    /**
+     * `text` shown while nothing was asked (a scheduled message's reply):
+     * above the prompt, which is drawn again below it with what is typed
+     * there and the cursor where it was.
+     */
+    interject: (text: string) => {
+      if (!prompted) return void streams.output.write(text)
+      readline.cursorTo(streams.output, 0)
+      readline.clearScreenDown(streams.output)
+      streams.output.write(text)
+      lines.prompt(true)
+    },
     // The shell's prompt must not be glued to ours: the line is ended, and the cursor shown.
     close: () => {
       lines.close()

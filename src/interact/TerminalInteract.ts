@@ -108,7 +108,12 @@ export const make = (streams: TerminalStreams) =>
       Effect.sync(() =>
         streams.interactive
           ? readInteractive(streams, offer)
-          : { prompt: (_shown?: string) => undefined, newLine: () => undefined, ...readPiped(streams.input, offer) }
+          : {
+            prompt: (_shown?: string) => undefined,
+            newLine: () => undefined,
+            interject: (text: string) => void streams.output.write(text),
+            ...readPiped(streams.input, offer)
+          }
       ),
       (reader) => Effect.sync(() => reader.close())
     )
@@ -274,11 +279,13 @@ export const make = (streams: TerminalStreams) =>
       ...(Option.isSome(progress) || toolLog !== undefined ? { event } : {}),
       send: (message) =>
         Effect.gen(function*() {
-          awaiting = Math.max(0, awaiting - 1)
-          const more = Option.isSome(spinner) ? yield* spinner.value.answered : false
           const asking = asksToForget(message.text)
           const text = asking ? message.text.slice(0, -Commands.FORGET_ASK.length).trimEnd() : withQuit(message.text)
           const clean = stripReplies ? stripControlSequences(text) : text
+          // A reply to nothing asked (a scheduled message's): shown above the prompt, which stays as it was.
+          if (awaiting === 0 && streams.interactive && !asking) return yield* Effect.sync(() => reader.interject(`${clean}\n`))
+          awaiting = Math.max(0, awaiting - 1)
+          const more = Option.isSome(spinner) ? yield* spinner.value.answered : false
           yield* write(streams.output, Option.isSome(progress) ? progress.value.finish(clean) : `${clean}\n`)
           if (Option.isSome(spinner)) yield* spinner.value.resume
           if (asking && !more) {

@@ -67,6 +67,6 @@ describe("planckclaw run with mcp.json", () => {
       expect(result.stderr).toContain(`${t.box.path("mcp.json")}: server "broken"`)
       expect(result.stderr).toContain("needs \"command\"")
       const [first] = yield* t.server.awaitRequests(1)
-      expect((first!.body.tools ?? []).map((tool) => tool.name)).toEqual(["roll"])
+      expect((first!.body.tools ?? []).map((tool) => tool.name)).toEqual(["roll", "schedule_add", "schedule_list", "schedule_remove"])
     }), 60_000)
 })

@@ -45,7 +45,8 @@ describe("npm start (the quick start)", () => {
       expect(result.code).toBe(0)
       expect(result.stdout).toBe("Hello from the checkout.\n")
       const [request] = yield* server.awaitRequests(1)
-      expect((request!.body.tools ?? []).map((tool) => tool.name).sort()).toEqual(["get_time", "roll_dice", "system_status"])
+      // The shipped claws, and the schedule tools every run offers beside them.
+      expect((request!.body.tools ?? []).map((tool) => tool.name).sort()).toEqual(["get_time", "roll_dice", "schedule_add", "schedule_list", "schedule_remove", "system_status"])
       expect(box.memoryFile("history.jsonl")).toBe(line("user", "hi") + line("assistant", "Hello from the checkout."))
     }), 60_000)
 })
@@ -70,7 +71,7 @@ describe("planckclaw run (built command)", () => {
       const requests = yield* t.server.awaitRequests(3)
       expect(requests.map((r) => r.path)).toEqual(["/v1/messages", "/v1/messages", "/v1/messages"])
       const first = requests[0]!.body
-      expect((first.tools ?? []).map((tool) => tool.name).sort()).toEqual(["get_time", "roll_dice", "system_status"])
+      expect((first.tools ?? []).map((tool) => tool.name).sort()).toEqual(["get_time", "roll_dice", "schedule_add", "schedule_list", "schedule_remove", "system_status"])
       expect(first.messages).toEqual([{ role: "user", content: "what time is it? roll 2d20" }])
       const second = requests[1]!.body
       const results = second.messages[2]!.content as Array<{ tool_use_id: string; content: string }>

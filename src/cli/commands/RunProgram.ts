@@ -21,6 +21,7 @@ import * as RuntimeDir from "../../pipes/RuntimeDir.js"
 import * as Intake from "../../agent/Intake.js"
 import { Interact } from "../../ports/Interact.js"
 import * as RunReplies from "./RunReplies.js"
+import * as RunSchedule from "./RunSchedule.js"
 import * as StartLine from "./StartLine.js"
 import * as AgentReady from "../../interact/AgentReady.js"
 import { ToolLines } from "../../interact/ToolLines.js"
@@ -40,7 +41,8 @@ import * as YoungGeneration from "../../runtime/process/YoungGeneration.js"
  */
 const nearEnds = (
   paths: FifoPaths,
-  farEnds: { readonly brain: Bridges.FarEnd; readonly claws: Bridges.FarEnd; readonly interact: Bridges.InteractFarEnd }
+  farEnds: { readonly brain: Bridges.FarEnd; readonly claws: Bridges.FarEnd; readonly interact: Bridges.InteractFarEnd },
+  schedule: RunSchedule.RunSchedule
 ) =>
   Layer.unwrap(Effect.gen(function*() {
     const brainPatience = yield* FifoBrain.BridgePatienceConfig
@@ -59,7 +61,9 @@ const nearEnds = (
       farEnds.interact.events === "announced"
     const streaming = shown ? farEnds.brain.events : undefined
     // The near ends stay in the context too: the start line asks the claws' catalogue (StartLine).
+    // The agent's claws have the schedule tools beside them (RunSchedule); the start line counts the claws' own.
     return Agent.layerWithMemory.pipe(
+      Layer.provide(RunSchedule.claws(schedule)),
       Layer.provideMerge(Layer.mergeAll(
         FifoBrain.layer({
           paths,
@@ -144,6 +148,7 @@ export const serve = (options: {
   readonly piped: boolean
   readonly interactive: boolean
   readonly clawsServed: boolean
+  readonly bridge: string
 }) => Effect.gen(function*() {
   const paths = yield* RuntimeDir.RunPaths
   const interact = yield* Bridges.InteractEnd
@@ -160,10 +165,14 @@ export const serve = (options: {
   // none it goes on until stopped.
   // Every reply counted: a piped run in which one said the brain could not answer exits non-zero (RunReplies).
   const tally = yield* RunReplies.makeTally
-  const intake = Effect.flatMap(Interact, (near) => Effect.provideService(Intake.run, Interact, RunReplies.counting(near, tally)))
+  // The schedule's entries fire into the agent beside the bridge's messages (RunSchedule).
+  const schedule = yield* RunSchedule.make(options.bridge)
+  const intake = Effect.flatMap(Interact, (near) =>
+    Effect.scoped(Effect.flatMap(RunSchedule.interact(schedule, RunReplies.counting(near, tally)), (scheduled) =>
+      Effect.provideService(Intake.run, Interact, scheduled))))
   const ready = Effect.andThen(StartLine.say(options.interactive, options.clawsServed), AgentReady.signal)
   const serving = Effect.andThen(ready, Effect.andThen(turnOffPretenuring, capYoungGeneration(tierUpEarly(intake)))).pipe(
-    Effect.provide(nearEnds(paths, { brain, claws, interact })),
+    Effect.provide(nearEnds(paths, { brain, claws, interact }, schedule)),
     Effect.andThen(Option.match(interact.handover, { onNone: () => Effect.void, onSome: Handover.repliesDelivered }))
   )
   yield* Effect.raceFirst(serving, interact.done)
@@ -193,7 +202,8 @@ const terminalOf = (options: RunOptions) => {
   return {
     piped: terminal && process.stdin.isTTY !== true,
     interactive: terminal && process.stdin.isTTY === true && process.stdout.isTTY === true,
-    clawsServed: options.claw !== "none"
+    clawsServed: options.claw !== "none",
+    bridge: options.bridge
   }
 }
 

@@ -24,6 +24,7 @@ import * as Pretenuring from "../../runtime/process/Pretenuring.js"
 import * as YoungGeneration from "../../runtime/process/YoungGeneration.js"
 import * as AgentHost from "../../hosts/serve/AgentHost.js"
 import * as HttpApi from "../../hosts/serve/HttpApi.js"
+import * as ServeSchedules from "../../hosts/serve/ServeSchedules.js"
 import { HostError } from "../../hosts/serve/HostError.js"
 import type { ClusterStartError } from "../../hosts/cluster/ClusterServe.js"
 import type * as DiscordRoutes from "../../hosts/serve/DiscordRoutes.js"
@@ -119,7 +120,8 @@ export const serve = Command.make("serve", {
       return yield* tunedV8(served).pipe(Effect.provide(Layer.merge(brain, ClawsWithMcp.layer)))
     }
     // One host for both: Discord's agents are the HTTP API's too. A fatal Discord refusal ends the service.
-    const http = Layer.launch(HttpApi.layer(listen))
+    // The agents' schedules fire beside it (ServeSchedules), through the same host.
+    const http = Effect.raceFirst(Layer.launch(HttpApi.layer(listen)), ServeSchedules.run())
     // discord.js is heavy to load: only a Discord bridge pays for it. The messages owed a reply are kept
     // beside the outbox, so a stop between a message and its reply's outbox line loses no reply.
     const discord = Effect.gen(function*() {

@@ -10,9 +10,10 @@ import * as Cluster from "./Cluster.js"
 import * as Discord from "./Discord.js"
 import * as Home from "./Home.js"
 import * as Memory from "./Memory.js"
+import * as Schedule from "./Schedule.js"
 import * as Serve from "./Serve.js"
 
-export const groups = [Home.group, Brain.group, Memory.group, Claws.group, Agent.group, Discord.group, Serve.group, Cluster.group] as const
+export const groups = [Home.group, Brain.group, Memory.group, Claws.group, Agent.group, Discord.group, Serve.group, Cluster.group, Schedule.group] as const
 
 type Declared = (typeof groups)[number]["settings"][number]
 

@@ -29,15 +29,18 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as AgentLoop from "../../agent/Agent.js"
 import { Brain, type BrainService, limitedBy } from "../../ports/Brain.js"
 import { Claws } from "../../ports/Claws.js"
 import * as Compactor from "../../agent/Compactor.js"
 import { Inbox, type Pending } from "../../memory/Inbox.js"
+import * as ScheduleTool from "../../schedule/ScheduleTool.js"
 import * as AgentHost from "../serve/AgentHost.js"
 import * as AgentId from "../serve/AgentId.js"
 import * as IdempotencyStore from "../serve/IdempotencyStore.js"
 import { AgentStore } from "./AgentStore.js"
+import * as ClusterSchedules from "./ClusterSchedules.js"
 import { clusterInbox, TurnJournal } from "./TurnJournal.js"
 
 /**
@@ -130,7 +133,14 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
   Effect.gen(function*() {
     const store = yield* AgentStore
     const journal = yield* TurnJournal
-    const claws = yield* Claws
+    const shared = yield* Claws
+    // The schedule tools beside the claws, on the agent's row of the cluster's schedules (ClusterSchedules).
+    const sql = yield* Effect.serviceOption(SqlClient.SqlClient)
+    const claws = Option.match(sql, {
+      onNone: () => shared,
+      onSome: (client) =>
+        ScheduleTool.withScheduleTools(shared, { store: ClusterSchedules.sqlStore(client, id), changed: Effect.void, defaultTo: "none", discord: false })
+    })
     const parts = yield* store.open(id, brain)
     const inbox = clusterInbox(id, journal)
     // The agent as every host composes it (Agent.fromPorts), on the store's memory and the journal's inbox.

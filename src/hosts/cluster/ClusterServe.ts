@@ -49,6 +49,7 @@ import * as HttpApi from "../serve/HttpApi.js"
 import * as AgentEntity from "./AgentEntity.js"
 import * as AgentStore from "./AgentStore.js"
 import * as ClusterHost from "./ClusterHost.js"
+import * as ClusterSchedules from "./ClusterSchedules.js"
 import { ClusterConfig, describeUrl, shardingConfig } from "./ClusterSettings.js"
 import * as DiscordGateway from "./DiscordGateway.js"
 import * as OutageLog from "./OutageLog.js"
@@ -146,7 +147,8 @@ export const hostLayer = (config: ClusterConfig) =>
 /** The runner, its agents and the host, over the database of `config`: what the HTTP API and Discord consume. */
 export const servedLayer = (config: ClusterConfig) =>
   Layer.merge(
-    hostLayer(config).pipe(Layer.provide(postgresStoreLayer(config))),
+    // The agents' schedules fire on one runner of the cluster at a time (ClusterSchedules).
+    ClusterSchedules.layer().pipe(Layer.provideMerge(hostLayer(config).pipe(Layer.provide(postgresStoreLayer(config))))),
     // Asks the database itself while the engine's shard locks are unhealthy, at the engine's refresh pace.
     OutageLog.probeLayer(shardingConfig(config).shardLockRefreshInterval)
   ).pipe(

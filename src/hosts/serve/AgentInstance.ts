@@ -30,6 +30,8 @@ import * as Agent from "../../agent/Agent.js"
 import * as Turn from "../../agent/Turn.js"
 import { Brain, type BrainService } from "../../ports/Brain.js"
 import { Claws, type ClawsService } from "../../ports/Claws.js"
+import * as ScheduleStore from "../../schedule/ScheduleStore.js"
+import * as ScheduleTool from "../../schedule/ScheduleTool.js"
 import * as Logging from "../../runtime/Logging.js"
 import * as MemoryHold from "../../memory/MemoryHold.js"
 import * as Compactor from "../../agent/Compactor.js"
@@ -147,7 +149,13 @@ export const make = (options: {
     const ports = Context.make(Memory.Memory, memory).pipe(
       Context.add(Inbox.Inbox, tracked),
       Context.add(Brain, brain),
-      Context.add(Claws, shared.claws),
+      // The schedule tools beside the claws, on the agent's schedules.json (fired by ServeSchedules).
+      Context.add(Claws, ScheduleTool.withScheduleTools(shared.claws, {
+        store: ScheduleStore.fileStore(ScheduleStore.fileIn(directory)),
+        changed: Effect.void,
+        defaultTo: "none",
+        discord: false
+      })),
       Context.add(FoldStore.FoldStore, FoldStore.make(memory.memoryDir))
     )
     // The agent as every host composes it (Agent.fromPorts), under the agent's own settings.

@@ -18,6 +18,8 @@
  * - `planckclaw_archives` and `planckclaw_archived_history` (2): what
  *   `/forget` moved away, by (agent_id, stamp): the summary as it was, and
  *   the history rows as they were (SqlForget.ts).
+ * - `planckclaw_schedules` (3): one row per agent with a schedule: its
+ *   entries as schedules.json holds them (hosts/cluster/ClusterSchedules.ts).
  */
 import * as Migrator from "effect/sql/Migrator"
 import * as SqlClient from "effect/sql/SqlClient"
@@ -118,9 +120,18 @@ const createArchives = Effect.gen(function*() {
   )`
 })
 
+const createSchedules = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE planckclaw_schedules (
+    agent_id text PRIMARY KEY,
+    entries text NOT NULL
+  )`
+})
+
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "1_memory": createTables,
-  "2_forget_archive": createArchives
+  "2_forget_archive": createArchives,
+  "3_schedules": createSchedules
 }
 
 /**

@@ -8,7 +8,9 @@
  * its address on stderr. With RUNNER_CALLS, every brain call appends the
  * user text it answered to that file. With RUNNER_SUMMARY_HANGS=1, a
  * compaction's summary request is noted there and never answered (a runner
- * to kill mid-compaction).
+ * to kill mid-compaction). A message `schedule_add {JSON}` is answered with
+ * a call of the schedule tool with that input, then `scheduled` (the model
+ * setting a reminder in chat).
  */
 import * as fs from "node:fs"
 import { Effect, Fiber, Layer, References } from "effect"
@@ -33,6 +35,14 @@ const brain = Layer.succeed(Brain, {
       const text = lastUserText(request)
       if (calls !== undefined) fs.appendFileSync(calls, `${JSON.stringify(text)}\n`)
       if (summaryHangs && text.startsWith("EXISTING SUMMARY:")) return yield* Effect.never
+      const last = request.messages[request.messages.length - 1]
+      if (typeof last.content === "string" && last.content.startsWith("schedule_add ")) {
+        const input = JSON.parse(last.content.slice("schedule_add ".length))
+        return { content: [{ type: "tool_use", id: "t1", name: "schedule_add", input }], stop_reason: "tool_use" }
+      }
+      if (typeof last.content !== "string" && last.content.some((block) => block.type === "tool_result")) {
+        return { content: [{ type: "text", text: `scheduled: ${last.content.map((block) => block.content).join("")}` }], stop_reason: "end_turn" }
+      }
       return { content: [{ type: "text", text: `reply to ${text}` }], stop_reason: "end_turn" }
     })
 })

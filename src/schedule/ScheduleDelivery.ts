@@ -1,0 +1,101 @@
+/**
+ * A scheduled message on its way through the agent and back: the channel
+ * it is journaled under names its entry and destination (so a reply decided
+ * after a crash, or after a single time's entry was removed, still knows
+ * where it goes), its text is marked as scheduled (that mark is what
+ * history keeps: `[scheduled ID] TEXT` in the user line, readable by any
+ * build), and the reply is routed to the terminal, a Discord channel, an
+ * HTTP webhook (POST of `{agent, schedule, reply}`), or nowhere but memory.
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Schedule from "effect/Schedule"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import type { InteractError } from "../ports/Interact.js"
+import { type Entry, parseDestination } from "./ScheduleEntry.js"
+
+const PREFIX = "schedule/"
+
+/** The channel a scheduled message of `entry` is journaled and answered under. */
+export const channelOf = (entry: Entry): string => `${PREFIX}${entry.id}/${entry.to}`
+
+/** The entry id and destination a scheduled message's channel names; undefined for any other channel. */
+export const parseChannel = (channel: string): { readonly id: string; readonly to: string } | undefined => {
+  if (!channel.startsWith(PREFIX)) return undefined
+  const rest = channel.slice(PREFIX.length)
+  const slash = rest.indexOf("/")
+  return slash <= 0 ? undefined : { id: rest.slice(0, slash), to: rest.slice(slash + 1) }
+}
+
+/** The text the agent receives (and history keeps) for a firing of `entry`. */
+export const messageOf = (entry: Entry): string => `[scheduled ${entry.id}] ${entry.text}`
+
+/** How a host reaches each destination; a destination it has none for is logged and kept in memory only. */
+export interface Routes {
+  /** The agent's name, in a webhook's body. */
+  readonly agent: string
+  /** The terminal of a running `run` (its terminal bridge). */
+  readonly terminal?: ((text: string) => Effect.Effect<void, InteractError>) | undefined
+  /** A Discord channel, through the host's Discord bridge. */
+  readonly discord?: ((channel: string, text: string) => Effect.Effect<void, InteractError>) | undefined
+}
+
+/** What a webhook receives. */
+export interface WebhookBody {
+  readonly agent: string
+  readonly schedule: string
+  readonly reply: string
+}
+
+// A receiver briefly down gets the reply a little later: three more tries, 1 s, 2 s, 4 s apart.
+const webhookRetries = Schedule.max([Schedule.exponential(Duration.seconds(1)), Schedule.recurs(3)])
+
+/** POSTs `body` to `url` as JSON; fails with the reason when no 2xx answer comes. */
+export const postWebhook = (url: string, body: WebhookBody): Effect.Effect<void, string> =>
+  Effect.gen(function*() {
+    const client = yield* HttpClient.HttpClient
+    const response = yield* HttpClientRequest.post(url).pipe(
+      HttpClientRequest.bodyText(JSON.stringify(body), "application/json"),
+      client.execute,
+      Effect.provideService(HttpClient.TracerPropagationEnabled, false),
+      Effect.mapError((error) => `webhook ${url}: ${error.message}`)
+    )
+    if (response.status < 200 || response.status > 299) return yield* Effect.fail(`webhook ${url} answered HTTP ${response.status}`)
+  }).pipe(
+    Effect.timeoutOrElse({ duration: Duration.seconds(30), orElse: () => Effect.fail(`webhook ${url}: no answer within 30 s`) }),
+    Effect.retry(webhookRetries),
+    Effect.provide(FetchHttpClient.layer)
+  )
+
+/** Delivers the reply to a scheduled message (its channel from `channelOf`); every failure is logged, never raised. */
+export const deliver = (routes: Routes, channel: string, reply: string): Effect.Effect<void> => {
+  const named = parseChannel(channel)
+  return named === undefined ? Effect.logError(`not a scheduled message's channel: ${channel}`) : deliverTo(routes, named.id, named.to, reply)
+}
+
+/** Delivers the reply to a firing of entry `id` to `to`; every failure is logged, never raised. */
+export const deliverTo = (routes: Routes, id: string, to: string, reply: string): Effect.Effect<void> => {
+  const destination = parseDestination(to)
+  const kept = (why: string) => Effect.logWarning(`schedule ${id}: ${why}; the reply is in memory only`)
+  if (Result.isFailure(destination)) return kept(destination.failure)
+  const failed = (error: { readonly message: string } | string) =>
+    Effect.logError(`schedule ${id}: could not deliver its reply to ${to}: ${typeof error === "string" ? error : error.message}`)
+  const target = destination.success
+  switch (target._tag) {
+    case "None":
+      return Effect.void
+    case "Terminal":
+      return routes.terminal === undefined
+        ? kept("this host has no terminal")
+        : Effect.catch(routes.terminal(`[schedule ${id}] ${reply}`), failed)
+    case "Discord":
+      return routes.discord === undefined
+        ? kept("this host has no Discord bridge")
+        : Effect.catch(routes.discord(target.channel, reply), failed)
+    case "Webhook":
+      return Effect.catch(postWebhook(target.url, { agent: routes.agent, schedule: id, reply }), failed)
+  }
+}

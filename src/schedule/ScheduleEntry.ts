@@ -1,0 +1,166 @@
+/**
+ * One entry of an agent's schedule: when it fires (a cron expression in a
+ * time zone, an interval from its creation, or a single instant), the text
+ * the agent receives, and where the reply goes. Plain data as stored in
+ * schedules.json (ScheduleStore), and the instants it fires at, in epoch
+ * milliseconds: computed from the entry alone, so every host agrees.
+ */
+import * as Cron from "effect/Cron"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+
+export const When = Schema.Union([
+  /** A cron expression (5 fields, or 6 with seconds) read in an IANA time zone. */
+  Schema.TaggedStruct("Cron", { expression: Schema.String, zone: Schema.String }),
+  /** Every `seconds`, counted from the entry's creation. */
+  Schema.TaggedStruct("Every", { seconds: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)) }),
+  /** Once, at an instant (ISO 8601, UTC). */
+  Schema.TaggedStruct("At", { at: Schema.String })
+])
+export type When = typeof When.Type
+
+const ID = /^[a-z0-9]{1,32}$/
+
+export const Entry = Schema.Struct({
+  id: Schema.String.check(Schema.isPattern(ID, { message: "an id is 1 to 32 lowercase letters and digits" })),
+  when: When,
+  text: Schema.NonEmptyString,
+  /** `terminal`, `discord:CHANNEL`, `webhook:URL` or `none` (Destination). */
+  to: Schema.String,
+  /** When the entry was made (ISO 8601): intervals count from it, nothing fires before it. */
+  created: Schema.String,
+  /** The occurrence it last fired for, or skipped past (ISO 8601). */
+  lastRun: Schema.optionalKey(Schema.String)
+})
+export type Entry = typeof Entry.Type
+
+/** Where a scheduled message's reply goes. */
+export type Destination =
+  | { readonly _tag: "Terminal" }
+  | { readonly _tag: "Discord"; readonly channel: string }
+  | { readonly _tag: "Webhook"; readonly url: string }
+  | { readonly _tag: "None" }
+
+const DESTINATIONS = "terminal, discord:CHANNEL_ID, webhook:http(s)://URL or none"
+
+/** A destination as written (`--to`, the tool's `to`, the file), or why it is refused. */
+export const parseDestination = (text: string): Result.Result<Destination, string> => {
+  if (text === "terminal") return Result.succeed({ _tag: "Terminal" })
+  if (text === "none") return Result.succeed({ _tag: "None" })
+  if (text.startsWith("discord:")) {
+    const channel = text.slice("discord:".length)
+    return /^\d{1,20}$/.test(channel)
+      ? Result.succeed({ _tag: "Discord", channel })
+      : Result.fail(`"${text}": a Discord channel is its numeric id (discord:123456789012345678)`)
+  }
+  if (text.startsWith("webhook:")) {
+    const url = text.slice("webhook:".length)
+    const parsed = Result.try(() => new URL(url))
+    return Result.isSuccess(parsed) && (parsed.success.protocol === "http:" || parsed.success.protocol === "https:")
+      ? Result.succeed({ _tag: "Webhook", url })
+      : Result.fail(`"${text}": a webhook is an http:// or https:// URL (webhook:https://example.com/hook)`)
+  }
+  return Result.fail(`unknown destination "${text}": one of ${DESTINATIONS}`)
+}
+
+/** The cron of a Cron entry, or why it is refused (a bad expression or time zone). */
+export const cronOf = (expression: string, zone: string): Result.Result<Cron.Cron, string> =>
+  Result.mapError(Cron.parse(expression, zone), (error) =>
+    error.input === zone && error.input !== expression
+      ? `unknown time zone "${zone}" (an IANA name such as Europe/Paris, or UTC)`
+      : `bad cron expression "${expression}": ${error.message} (5 fields, minute to weekday, or 6 with seconds first)`)
+
+const instant = (iso: string): number | undefined => {
+  const ms = Date.parse(iso)
+  return Number.isNaN(ms) ? undefined : ms
+}
+
+/** Why a decoded entry cannot be used (its cron, zone, instants, destination), or undefined. */
+export const problem = (entry: Entry): string | undefined => {
+  if (instant(entry.created) === undefined) return `created "${entry.created}" is no ISO 8601 time`
+  if (entry.lastRun !== undefined && instant(entry.lastRun) === undefined) return `lastRun "${entry.lastRun}" is no ISO 8601 time`
+  if (entry.when._tag === "At" && instant(entry.when.at) === undefined) return `at "${entry.when.at}" is no ISO 8601 time`
+  if (entry.when._tag === "Cron") {
+    const cron = cronOf(entry.when.expression, entry.when.zone)
+    if (Result.isFailure(cron)) return cron.failure
+  }
+  const to = parseDestination(entry.to)
+  return Result.isFailure(to) ? to.failure : undefined
+}
+
+// A cron that matches no date (30 February) would be searched for ever: Cron gives up past a few years and throws.
+const safely = (f: () => Date): number | undefined => Result.getOrUndefined(Result.map(Result.try(f), (date) => date.getTime()))
+
+/** The first occurrence strictly after `afterMs`; undefined when there is none (a single time already passed). */
+export const occurrenceAfter = (when: When, createdMs: number, afterMs: number): number | undefined => {
+  switch (when._tag) {
+    case "Cron":
+      return Result.match(cronOf(when.expression, when.zone), {
+        onFailure: () => undefined,
+        onSuccess: (cron) => safely(() => Cron.next(cron, new Date(Math.max(afterMs, createdMs))))
+      })
+    case "Every": {
+      const step = when.seconds * 1000
+      const k = afterMs < createdMs ? 1 : Math.floor((afterMs - createdMs) / step) + 1
+      return createdMs + k * step
+    }
+    case "At": {
+      const at = instant(when.at)
+      return at !== undefined && at > afterMs ? at : undefined
+    }
+  }
+}
+
+/** The latest occurrence at or before `nowMs` and after the entry's creation; undefined when there is none. */
+export const occurrenceAtOrBefore = (when: When, createdMs: number, nowMs: number): number | undefined => {
+  switch (when._tag) {
+    case "Cron": {
+      const latest = Result.match(cronOf(when.expression, when.zone), {
+        onFailure: () => undefined,
+        // prev is strict: a millisecond later finds an occurrence at `nowMs` itself.
+        onSuccess: (cron) => safely(() => Cron.prev(cron, new Date(nowMs + 1)))
+      })
+      return latest !== undefined && latest > createdMs ? latest : undefined
+    }
+    case "Every": {
+      const k = Math.floor((nowMs - createdMs) / (when.seconds * 1000))
+      return k >= 1 ? createdMs + k * when.seconds * 1000 : undefined
+    }
+    case "At": {
+      const at = instant(when.at)
+      return at !== undefined && at <= nowMs ? at : undefined
+    }
+  }
+}
+
+/** Where an entry's counting starts: its last run, else its creation. */
+export const baseOf = (entry: Entry): number => instant(entry.lastRun ?? entry.created) ?? 0
+
+/** The entry's next occurrence after its last run (or creation); undefined once a single time has fired. */
+export const nextOf = (entry: Entry): number | undefined =>
+  occurrenceAfter(entry.when, instant(entry.created) ?? 0, baseOf(entry))
+
+/** The entry's `when`, in the words of `schedule add`. */
+export const describeWhen = (when: When): string => {
+  switch (when._tag) {
+    case "Cron":
+      return `cron "${when.expression}" (${when.zone})`
+    case "Every":
+      return `every ${formatSeconds(when.seconds)}`
+    case "At":
+      return `at ${when.at}`
+  }
+}
+
+/** 90 → `1m30s`. */
+export const formatSeconds = (seconds: number): string => {
+  const units = [["d", 86400], ["h", 3600], ["m", 60], ["s", 1]] as const
+  let left = seconds
+  let text = ""
+  for (const [unit, size] of units) {
+    const n = Math.floor(left / size)
+    if (n > 0) text += `${n}${unit}`
+    left -= n * size
+  }
+  return text === "" ? "0s" : text
+}

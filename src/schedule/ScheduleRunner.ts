@@ -1,0 +1,110 @@
+/**
+ * Fires an agent's schedule: one fiber that reads schedules.json, hands
+ * each entry due to `fire` once, records it (lastRun) and sleeps until the
+ * next entry is due, a change is signalled (the schedule tool), or the next
+ * look at the file (another process's `schedule add`). Time is the Clock's,
+ * so tests drive it with TestClock.
+ *
+ * The grace rule: an entry due is fired for its latest occurrence only
+ * (never a burst of the ones missed), and only when that occurrence is at
+ * most `graceMs` old; an older one is skipped and logged. After downtime
+ * this fires once at start what was missed within the grace period.
+ * The occurrence is recorded before it is handed on: a crash in between
+ * loses that one firing rather than repeating it.
+ */
+import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Latch from "effect/Latch"
+import { numberOf } from "../config/ConfigRange.js"
+import { ScheduleGrace } from "../config/settings/Schedule.js"
+import { type Entry, nextOf, occurrenceAfter, occurrenceAtOrBefore } from "./ScheduleEntry.js"
+import * as ScheduleStore from "./ScheduleStore.js"
+
+export interface RunnerOptions {
+  /** What is fired: an agent's schedule (`fromStore`), or every agent's of the cluster at once. */
+  readonly store: RunnerStore
+  /** How old an occurrence may be and still fire (PLANCKCLAW_SCHEDULE_GRACE). */
+  readonly graceMs: number
+  /** How often the file is read again for changes made elsewhere. */
+  readonly pollMs: number
+  /** Hands the entry's message to the agent, for its occurrence at `occurrenceMs`. */
+  readonly fire: (entry: Entry, occurrenceMs: number) => Effect.Effect<void>
+}
+
+/** The entries a runner fires, and how it records a firing (false: already recorded, by another). */
+export interface RunnerStore {
+  readonly read: Effect.Effect<ReadonlyArray<Entry>, ScheduleStore.ScheduleError>
+  readonly markRun: (id: string, occurrenceMs: number) => Effect.Effect<boolean, ScheduleStore.ScheduleError>
+}
+
+/** One agent's schedule as a runner's. */
+export const fromStore = (store: ScheduleStore.Store): RunnerStore => ({
+  read: store.read,
+  markRun: (id, occurrenceMs) => store.modify(ScheduleStore.markingRun(id, occurrenceMs))
+})
+
+/** A runner, and the signal that makes it read the file again at once. */
+export interface Runner {
+  readonly run: Effect.Effect<never>
+  readonly changed: Effect.Effect<void>
+}
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+/** One look at the schedule at `now`: each entry due fired or skipped; the next instant one is due. */
+const pass = (options: RunnerOptions, now: number): Effect.Effect<number | undefined, ScheduleStore.ScheduleError> =>
+  Effect.gen(function*() {
+    const entries = yield* options.store.read
+    let soonest: number | undefined
+    const consider = (at: number | undefined) => {
+      if (at !== undefined && (soonest === undefined || at < soonest)) soonest = at
+    }
+    for (const entry of entries) {
+      const due = nextOf(entry)
+      if (due === undefined || due > now) {
+        consider(due)
+        continue
+      }
+      const created = Date.parse(entry.created)
+      const latest = occurrenceAtOrBefore(entry.when, created, now) ?? due
+      const recorded = yield* options.store.markRun(entry.id, latest)
+      if (recorded) {
+        if (now - latest <= options.graceMs) yield* options.fire(entry, latest)
+        else {
+          yield* Effect.logWarning(
+            `schedule ${entry.id}: missed ${due === latest ? `its run at ${iso(latest)}` : `its runs from ${iso(due)} to ${iso(latest)}`}, ` +
+              `older than the grace period (${options.graceMs / 1000} s, PLANCKCLAW_SCHEDULE_GRACE): skipped`
+          )
+        }
+      }
+      consider(occurrenceAfter(entry.when, created, latest))
+    }
+    return soonest
+  })
+
+/** A runner; `wake`, when given, is the latch a change is signalled on (shared with the schedule tool). */
+export const make = (options: RunnerOptions, wake?: Latch.Latch): Effect.Effect<Runner> =>
+  Effect.map(wake === undefined ? Latch.make(false) : Effect.succeed(wake), (wake) => {
+    // A schedule that cannot be used (a bad file) is said once, not at every look, and again once it changes.
+    let said: string | undefined
+    const refused = (message: string) =>
+      message === said ? Effect.void : Effect.andThen(Effect.sync(() => void (said = message)), Effect.logError(`schedule not fired: ${message}`))
+    // The latch is closed before the file is read: a change signalled during the pass wakes the next sleep.
+    const iteration = Effect.gen(function*() {
+      yield* wake.close
+      const now = yield* Clock.currentTimeMillis
+      const soonest = yield* pass(options, now).pipe(
+        Effect.tap(() => Effect.sync(() => void (said = undefined))),
+        Effect.catch((error) => Effect.as(refused(error.message), undefined))
+      )
+      const wait = Math.max(0, Math.min(options.pollMs, soonest === undefined ? options.pollMs : soonest - now))
+      yield* Effect.raceFirst(Effect.sleep(Duration.millis(wait)), wake.await)
+    })
+    const loop: Effect.Effect<never> = Effect.forever(iteration)
+    return { run: loop, changed: wake.open.pipe(Effect.asVoid) }
+  })
+
+/** PLANCKCLAW_SCHEDULE_GRACE, in milliseconds. */
+export const GraceConfig = Config.map(numberOf(ScheduleGrace), (seconds) => seconds * 1000)

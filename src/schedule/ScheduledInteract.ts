@@ -1,0 +1,73 @@
+/**
+ * A host's interact bridge with the agent's schedule beside it: the
+ * scheduled messages join the bridge's messages (so each is a turn like any
+ * other: journaled by the intake, stored, compacted, counted in the usage
+ * ledger) and their replies go to their destinations, not to the bridge.
+ * The bridge's own end of input still ends the stream.
+ */
+import * as Effect from "effect/Effect"
+import * as FiberSet from "effect/FiberSet"
+import type * as Latch from "effect/Latch"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type { InboundMessage, InteractService } from "../ports/Interact.js"
+import * as ScheduleDelivery from "./ScheduleDelivery.js"
+import * as ScheduleRunner from "./ScheduleRunner.js"
+import * as ScheduleStore from "./ScheduleStore.js"
+
+export interface ScheduledOptions {
+  readonly file: string
+  readonly graceMs: number
+  readonly pollMs: number
+  readonly routes: ScheduleDelivery.Routes
+  /** The latch the schedule tool signals a change on, when the host offers it. */
+  readonly wake?: Latch.Latch | undefined
+}
+
+/** `near` with the schedule fired into it for the scope; `changed` makes the runner read the file again at once. */
+export const withSchedule = (
+  near: InteractService,
+  options: ScheduledOptions
+): Effect.Effect<{ readonly interact: InteractService; readonly changed: Effect.Effect<void> }, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const fired = yield* Queue.unbounded<InboundMessage>()
+    const runner = yield* ScheduleRunner.make({
+      store: ScheduleRunner.fromStore(ScheduleStore.fileStore(options.file)),
+      graceMs: options.graceMs,
+      pollMs: options.pollMs,
+      fire: (entry, occurrenceMs) =>
+        Effect.andThen(
+          Effect.logDebug(`schedule ${entry.id}: firing for ${new Date(occurrenceMs).toISOString()}`),
+          Queue.offer(fired, { channel: ScheduleDelivery.channelOf(entry), text: ScheduleDelivery.messageOf(entry) })
+        )
+    }, options.wake)
+    yield* Effect.forkScoped(runner.run)
+    // A webhook's delivery (retried, a slow receiver) runs beside the intake: the next message is not held up by
+    // it; the scope's end waits for those in flight (a piped run's last reply). The others are quick, and in order.
+    const deliveries = yield* FiberSet.make()
+    yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(deliveries))
+    const deliver = (channel: string, text: string) =>
+      ScheduleDelivery.parseChannel(channel)?.to.startsWith("webhook:") === true
+        ? Effect.asVoid(FiberSet.run(deliveries, ScheduleDelivery.deliver(options.routes, channel, text), { startImmediately: true }))
+        : ScheduleDelivery.deliver(options.routes, channel, text)
+    const interact: InteractService = {
+      ...near,
+      messages: Stream.merge(near.messages, Stream.fromQueue(fired), { haltStrategy: "left" }),
+      send: (message) =>
+        ScheduleDelivery.parseChannel(message.channel) === undefined
+          ? near.send(message)
+          : deliver(message.channel, message.text),
+      // A scheduled turn shows nothing as it goes on the bridge: its reply goes elsewhere.
+      ...(near.event === undefined ? {} : {
+        event: (channel, event) => ScheduleDelivery.parseChannel(channel) === undefined ? near.event!(channel, event) : Effect.void
+      }),
+      ...(near.accept === undefined ? {} : {
+        accept: (message) =>
+          ScheduleDelivery.parseChannel(message.channel) === undefined
+            ? near.accept!(message)
+            : Effect.as(deliver(message.channel, message.text), Effect.void)
+      })
+    }
+    return { interact, changed: runner.changed }
+  })

@@ -1,0 +1,113 @@
+/**
+ * `planckclaw schedule add | list | remove` through the built command, as a
+ * user runs it (issue 51): entries stored in the agent's memory directory,
+ * listed with their next run, removed by id; bad expressions, past times,
+ * unknown destinations and a Discord destination without a bot refused with
+ * the reason (exit 2), nothing written.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Cli from "../support/Cli.js"
+import { tempDir } from "../support/Sandbox.js"
+
+const DAY = 86_400_000
+
+describe("planckclaw schedule", () => {
+  it.effect("add, list (text and JSON, with the next run), remove", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir()
+      const memory = path.join(cwd, "memory")
+      const env = Cli.baseEnv({ PLANCKCLAW_HOME: cwd, PLANCKCLAW_DIR: memory })
+      const schedule = (...args: Array<string>) => Cli.run(["schedule", ...args], { cwd, env })
+
+      const daily = yield* schedule("add", "--cron", "0 9 * * *", "--tz", "Europe/Paris", "--to", "none", "summarise the news")
+      expect(daily.stderr).toBe("")
+      expect(daily.code).toBe(0)
+      expect(daily.stdout).toMatch(/^added [0-9a-f]{8}: cron "0 9 \* \* \*" \(Europe\/Paris\), next \S+T0[78]:00:00\.000Z, to none\n$/)
+      const reminder = yield* schedule("add", "--at", "+1h", "--to", "webhook:http://127.0.0.1:9/hook", "call the bank")
+      expect(reminder.code).toBe(0)
+      const every = yield* schedule("add", "--every", "90s", "check the build")
+      expect(every.stdout).toContain("every 1m30s")
+      expect(every.stdout).toContain("to terminal")
+
+      const listed = yield* schedule("list", "--json")
+      expect(listed.code).toBe(0)
+      const entries = JSON.parse(listed.stdout) as ReadonlyArray<{ id: string; text: string; to: string; next: string; created: string }>
+      expect(entries.map((entry) => [entry.text, entry.to])).toEqual([
+        ["summarise the news", "none"],
+        ["call the bank", "webhook:http://127.0.0.1:9/hook"],
+        ["check the build", "terminal"]
+      ])
+      // Each with its next run: within a day for the cron, an hour for the reminder, 90 s after creation for the interval.
+      const [cron, at] = entries.map((entry) => Date.parse(entry.next) - Date.now())
+      expect(cron).toBeGreaterThan(0)
+      expect(cron).toBeLessThanOrEqual(DAY)
+      expect(at).toBeGreaterThan(50 * 60_000)
+      expect(at).toBeLessThanOrEqual(60 * 60_000)
+      expect(Date.parse(entries[2]!.next) - Date.parse(entries[2]!.created)).toBe(90_000)
+      // The file is the agent's, in its memory directory.
+      expect(JSON.parse(fs.readFileSync(path.join(memory, "schedules.json"), "utf8")).entries).toHaveLength(3)
+
+      const text = yield* schedule("list")
+      expect(text.stdout.split("\n").filter((line) => line !== "")).toHaveLength(3)
+      expect(text.stdout).toContain(`${entries[1]!.id}  at `)
+      expect(text.stdout).toContain("last never")
+
+      const removed = yield* schedule("remove", entries[1]!.id)
+      expect(removed.code).toBe(0)
+      expect(removed.stdout).toContain(`removed ${entries[1]!.id}`)
+      const again = yield* schedule("remove", entries[1]!.id)
+      expect(again.code).toBe(2)
+      expect(again.stderr).toContain(`no schedule entry ${entries[1]!.id}`)
+      expect(JSON.parse((yield* schedule("list", "--json")).stdout)).toHaveLength(2)
+    }))
+
+  it.effect("refuses with the reason, exit 2, and writes nothing", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir()
+      const memory = path.join(cwd, "memory")
+      const env = Cli.baseEnv({ PLANCKCLAW_HOME: cwd, PLANCKCLAW_DIR: memory })
+      const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
+        [["--cron", "61 * * * *", "x"], "bad cron expression"],
+        [["--cron", "0 9 * * *", "--tz", "Mars/Olympus", "x"], 'unknown time zone "Mars/Olympus"'],
+        [["--at", "2020-01-01T09:00:00Z", "x"], "is in the past"],
+        [["--every", "0s", "x"], "at least 1s"],
+        [["--every", "5m", "--at", "+1m", "x"], "exactly one of --cron, --every or --at"],
+        [["--every", "5m", "--to", "pager:42", "x"], 'unknown destination "pager:42"'],
+        [["--every", "5m", "--to", "discord:123456789012345678", "x"], "no Discord bot is configured (DISCORD_BOT_TOKEN)"]
+      ]
+      for (const [args, reason] of cases) {
+        const refused = yield* Cli.run(["schedule", "add", ...args], { cwd, env })
+        expect(refused.code, args.join(" ")).toBe(2)
+        expect(refused.stderr, args.join(" ")).toContain(reason)
+      }
+      expect(fs.existsSync(path.join(memory, "schedules.json"))).toBe(false)
+      // A file that does not decode: refused with its path and the reason, left as it was.
+      fs.mkdirSync(memory, { recursive: true })
+      fs.writeFileSync(path.join(memory, "schedules.json"), "{\"entries\": 3}")
+      const bad = yield* Cli.run(["schedule", "list"], { cwd, env })
+      expect(bad.code).toBe(2)
+      expect(bad.stderr).toContain(`${path.join(memory, "schedules.json")} is refused`)
+      expect(fs.readFileSync(path.join(memory, "schedules.json"), "utf8")).toBe("{\"entries\": 3}")
+    }))
+
+  it.effect("--agent ID: the schedule of that agent of serve; its default destination is memory only, and terminal is refused", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir()
+      const agents = path.join(cwd, "agents")
+      const env = Cli.baseEnv({ PLANCKCLAW_HOME: cwd, PLANCKCLAW_DIR: path.join(cwd, "memory"), PLANCKCLAW_AGENTS_DIR: agents })
+      const missing = yield* Cli.run(["schedule", "add", "--agent", "alice", "--every", "5m", "x"], { cwd, env })
+      expect(missing.code).toBe(1)
+      expect(missing.stderr).toContain("no agent alice")
+      fs.mkdirSync(path.join(agents, "alice"), { recursive: true })
+      const added = yield* Cli.run(["schedule", "add", "--agent", "alice", "--every", "5m", "check"], { cwd, env })
+      expect(added.stdout).toContain("to none")
+      const terminal = yield* Cli.run(["schedule", "add", "--agent", "alice", "--every", "5m", "--to", "terminal", "x"], { cwd, env })
+      expect(terminal.code).toBe(2)
+      expect(terminal.stderr).toContain("which has no terminal")
+      const entries = JSON.parse(fs.readFileSync(path.join(agents, "alice", "schedules.json"), "utf8")).entries
+      expect(entries).toMatchObject([{ text: "check", to: "none" }])
+    }))
+})

@@ -1,0 +1,136 @@
+/**
+ * The schedule as data (issue 51): schedules.json in the agent's memory
+ * directory, decoded whole or refused with the file and the reason; what a
+ * user or the model writes for an entry's time read or refused with the
+ * reason (bad expressions, unknown zones, past times, unknown destinations).
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Result } from "effect"
+import * as ScheduleEntry from "../../src/schedule/ScheduleEntry.js"
+import * as ScheduleInput from "../../src/schedule/ScheduleInput.js"
+import * as ScheduleStore from "../../src/schedule/ScheduleStore.js"
+import { tempDir } from "../support/Sandbox.js"
+
+const now = Date.parse("2026-03-07T12:00:00Z")
+const when = (input: ScheduleInput.WhenInput) => ScheduleInput.parseWhen(input, now)
+const failure = <A>(result: Result.Result<A, string>) => Result.isFailure(result) ? result.failure : `accepted: ${JSON.stringify(result)}`
+
+describe("what a schedule entry's time is written as", () => {
+  it("a cron expression in a time zone, an interval down to seconds, a single time", () => {
+    expect(when({ cron: "0 9 * * 1-5", tz: "Europe/Paris" })).toEqual(
+      Result.succeed({ _tag: "Cron", expression: "0 9 * * 1-5", zone: "Europe/Paris" })
+    )
+    expect(when({ every: "30m" })).toEqual(Result.succeed({ _tag: "Every", seconds: 1800 }))
+    expect(when({ every: "1h30m" })).toEqual(Result.succeed({ _tag: "Every", seconds: 5400 }))
+    expect(when({ every: "5s" })).toEqual(Result.succeed({ _tag: "Every", seconds: 5 }))
+    expect(when({ every: "2 minutes" })).toEqual(Result.succeed({ _tag: "Every", seconds: 120 }))
+    expect(when({ at: "+10m" })).toEqual(Result.succeed({ _tag: "At", at: "2026-03-07T12:10:00.000Z" }))
+    expect(when({ at: "in 90s" })).toEqual(Result.succeed({ _tag: "At", at: "2026-03-07T12:01:30.000Z" }))
+    // 09:00 in Paris has passed today (13:00 there): its next coming is tomorrow's.
+    expect(when({ at: "09:00", tz: "Europe/Paris" })).toEqual(Result.succeed({ _tag: "At", at: "2026-03-08T08:00:00.000Z" }))
+    expect(when({ at: "21:30", tz: "America/New_York" })).toEqual(Result.succeed({ _tag: "At", at: "2026-03-08T02:30:00.000Z" }))
+    // A wall-clock date in a zone, after New York's change to daylight-saving time (8 March 2026).
+    expect(when({ at: "2026-03-09 09:00", tz: "America/New_York" })).toEqual(
+      Result.succeed({ _tag: "At", at: "2026-03-09T13:00:00.000Z" })
+    )
+    expect(when({ at: "2026-03-08T06:00:00+01:00" })).toEqual(Result.succeed({ _tag: "At", at: "2026-03-08T05:00:00.000Z" }))
+  })
+
+  it("refuses bad expressions, unknown zones, past times, intervals under a second, and two ways at once, with the reason", () => {
+    expect(failure(when({ cron: "every day at nine", tz: "UTC" }))).toContain('bad cron expression "every day at nine"')
+    expect(failure(when({ cron: "0 61 * * *", tz: "UTC" }))).toContain("bad cron expression")
+    expect(failure(when({ cron: "0 9 * * *", tz: "Mars/Olympus" }))).toContain('unknown time zone "Mars/Olympus"')
+    expect(failure(when({ cron: "0 0 30 2 *", tz: "UTC" }))).toContain("never fires")
+    expect(failure(when({ at: "2026-03-07T11:59:00Z" }))).toBe(
+      "2026-03-07T11:59:00.000Z is in the past (now is 2026-03-07T12:00:00.000Z)"
+    )
+    expect(failure(when({ at: "2025-01-01 09:00", tz: "UTC" }))).toContain("is in the past")
+    expect(failure(when({ at: "tomorrow-ish" }))).toContain('bad time "tomorrow-ish"')
+    expect(failure(when({ at: "25:00" }))).toContain('bad time of day "25:00"')
+    expect(failure(when({ every: "0s" }))).toContain("at least 1s")
+    expect(failure(when({ every: "500 millis" }))).toContain("whole seconds")
+    expect(failure(when({ every: "often" }))).toContain('bad interval "often"')
+    expect(failure(when({ every: "5m", at: "+1m" }))).toContain("exactly one of")
+    expect(failure(when({}))).toContain("exactly one of")
+  })
+
+  it("destinations: terminal, discord:CHANNEL, webhook:URL, none; anything else refused with the reason", () => {
+    expect(ScheduleEntry.parseDestination("terminal")).toEqual(Result.succeed({ _tag: "Terminal" }))
+    expect(ScheduleEntry.parseDestination("discord:123456789012345678")).toEqual(
+      Result.succeed({ _tag: "Discord", channel: "123456789012345678" })
+    )
+    expect(ScheduleEntry.parseDestination("webhook:http://127.0.0.1:9/hook")).toEqual(
+      Result.succeed({ _tag: "Webhook", url: "http://127.0.0.1:9/hook" })
+    )
+    expect(failure(ScheduleEntry.parseDestination("email:me@example.com"))).toContain('unknown destination "email:me@example.com"')
+    expect(failure(ScheduleEntry.parseDestination("discord:general"))).toContain("numeric id")
+    expect(failure(ScheduleEntry.parseDestination("webhook:ftp://example.com"))).toContain("http:// or https://")
+  })
+})
+
+describe("schedules.json", () => {
+  const draft = { when: { _tag: "Every", seconds: 60 }, text: "check the build", to: "none" } as const
+
+  it.effect("an entry added is on disk, listed, recorded when run, and removed by its id", () =>
+    Effect.gen(function*() {
+      const file = ScheduleStore.fileIn(yield* tempDir())
+      expect(yield* ScheduleStore.read(file)).toEqual([])
+      const entry = yield* ScheduleStore.add(file, draft, now)
+      expect(entry).toMatchObject({ text: "check the build", to: "none", created: "2026-03-07T12:00:00.000Z" })
+      expect(entry.id).toMatch(/^[0-9a-f]{8}$/)
+      expect(JSON.parse(fs.readFileSync(file, "utf8"))).toEqual({ entries: [entry] })
+      expect(ScheduleEntry.nextOf(entry)).toBe(now + 60_000)
+      expect(yield* ScheduleStore.markRun(file, entry.id, now + 60_000)).toBe(true)
+      // Already past that occurrence: another process fired it.
+      expect(yield* ScheduleStore.markRun(file, entry.id, now + 60_000)).toBe(false)
+      const [recorded] = yield* ScheduleStore.read(file)
+      expect(recorded!.lastRun).toBe("2026-03-07T12:01:00.000Z")
+      expect(ScheduleEntry.nextOf(recorded!)).toBe(now + 120_000)
+      expect(yield* ScheduleStore.remove(file, entry.id)).toEqual(recorded)
+      expect(yield* ScheduleStore.read(file)).toEqual([])
+      const missing = yield* Effect.flip(ScheduleStore.remove(file, entry.id))
+      expect(missing).toMatchObject({ reason: "NotFound", message: `no schedule entry ${entry.id} in ${file}` })
+    }))
+
+  it.effect("a single time is removed once it has fired", () =>
+    Effect.gen(function*() {
+      const file = ScheduleStore.fileIn(yield* tempDir())
+      const entry = yield* ScheduleStore.add(file, { ...draft, when: { _tag: "At", at: "2026-03-07T12:05:00.000Z" } }, now)
+      expect(yield* ScheduleStore.markRun(file, entry.id, Date.parse("2026-03-07T12:05:00Z"))).toBe(true)
+      expect(yield* ScheduleStore.read(file)).toEqual([])
+    }))
+
+  it.effect("an entry with an unknown destination is refused with the reason, and nothing is written", () =>
+    Effect.gen(function*() {
+      const file = ScheduleStore.fileIn(yield* tempDir())
+      const refused = yield* Effect.flip(ScheduleStore.add(file, { ...draft, to: "pager:42" }, now))
+      expect(refused).toMatchObject({ reason: "Refused" })
+      expect(refused.message).toContain('unknown destination "pager:42"')
+      expect(fs.existsSync(file)).toBe(false)
+    }))
+
+  it.effect("a file that does not decode is refused with the file and the reason, and left as it was", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir()
+      const file = path.join(dir, "schedules.json")
+      const cases: ReadonlyArray<readonly [string, string]> = [
+        ["{not json", "is refused"],
+        [JSON.stringify({ entries: [{ id: "a1", text: "x", to: "none", created: "2026-03-07T12:00:00Z" }] }), "when"],
+        [JSON.stringify({ entries: [{ id: "a1", when: { _tag: "Cron", expression: "0 9 * * *", zone: "Nowhere/City" }, text: "x", to: "none", created: "2026-03-07T12:00:00Z" }] }), 'entry a1: unknown time zone "Nowhere/City"'],
+        [JSON.stringify({ entries: [{ id: "a1", when: { _tag: "Every", seconds: 5 }, text: "x", to: "fax:1", created: "2026-03-07T12:00:00Z" }] }), 'entry a1: unknown destination "fax:1"'],
+        [JSON.stringify({ entries: [1, 2].map(() => ({ id: "a1", when: { _tag: "Every", seconds: 5 }, text: "x", to: "none", created: "2026-03-07T12:00:00Z" })) }), "two entries have the id a1"]
+      ]
+      for (const [text, reason] of cases) {
+        fs.writeFileSync(file, text)
+        const refused = yield* Effect.flip(ScheduleStore.read(file))
+        expect(refused.reason).toBe("BadFile")
+        expect(refused.message).toContain(`${file} is refused`)
+        expect(refused.message).toContain(reason)
+        // Refused for a change too, and not overwritten.
+        yield* Effect.flip(ScheduleStore.add(file, draft, now))
+        expect(fs.readFileSync(file, "utf8")).toBe(text)
+      }
+    }))
+})
