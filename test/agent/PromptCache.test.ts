@@ -10,6 +10,7 @@ import { Effect } from "effect"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
 import { sandbox } from "../support/Sandbox.js"
+import * as ScheduleTool from "../../src/schedule/ScheduleTool.js"
 
 const MARK = ",\"cache_control\":{\"type\":\"ephemeral\"}"
 
@@ -40,8 +41,9 @@ describe("prompt caching (built command)", () => {
       const first = JSON.parse(raws[0]!) as Record<string, unknown>
       expect(Object.keys(first)).toEqual(["model", "max_tokens", "tools", "system", "messages"])
       const tools = first.tools as Array<{ name: string; cache_control?: unknown }>
-      expect(tools.map((tool) => tool.name)).toEqual(["get_time", "roll_dice", "system_status"])
-      expect(tools.map((tool) => tool.cache_control)).toEqual([undefined, undefined, { type: "ephemeral" }])
+      expect(tools.map((tool) => tool.name)).toEqual(["get_time", "roll_dice", "system_status", ScheduleTool.ADD, ScheduleTool.LIST, ScheduleTool.REMOVE].sort())
+      // The breakpoint on the last tool, whichever it is.
+      expect(tools.map((tool) => tool.cache_control)).toEqual([...tools.slice(1).map(() => undefined), { type: "ephemeral" }])
       expect(first.system).toEqual([{ type: "text", text: expect.any(String), cache_control: { type: "ephemeral" } }])
       // No history yet: two breakpoints; then three (the older history's last line).
       expect(raws.map(countMarks)).toEqual([2, 3, 3, 3, 3, 3])

@@ -154,7 +154,8 @@ describe("Commands through the built command over the pipes", () => {
       expect(result.stderr).toBe("")
       const out = result.stdout
       expect(out).toContain(`${Commands.helpText(["/quit            leave (or Ctrl-D)"])}\n`)
-      expect(out).toContain("3 tools:\n")
+      // The shipped claws' three, and the schedule tools every run offers.
+      expect(out).toContain("6 tools:\n")
       expect(out).toMatch(/\nget_time — Get the current time/)
       expect(out).toContain("No usage ledger yet: nothing has been counted.\n")
       expect(out).toContain("Nothing to compact: history holds no lines older than the last HISTORY_KEEP.\n")
@@ -177,7 +178,7 @@ describe("Commands through the built command over the pipes", () => {
       )
       const result = yield* Cli.run(["run"], { cwd: t.cwd, env: { ...t.env, CLAWS_DIR: claws }, input: "/tools\n" })
       expect(result.code).toBe(0)
-      expect(result.stdout).toContain("1 tool:\ngood_one — Works\n")
+      expect(result.stdout).toContain("4 tools:\ngood_one — Works\n")
       expect(result.stdout).toContain("1 declaration could not be read:\n")
       expect(result.stdout).toContain(`${path.join(claws, "mixed.sh")}:3: invalid JSON after #TOOLS:`)
     }), 60_000)

@@ -11,6 +11,7 @@ import * as Server from "../support/ChatCompletionsServer.js"
 import * as Cli from "../support/Cli.js"
 import { line } from "../support/Harness.js"
 import { sandbox } from "../support/Sandbox.js"
+import * as ScheduleTool from "../../src/schedule/ScheduleTool.js"
 
 const setup = (handler: Server.Handler, extra: Record<string, string> = {}) =>
   Effect.gen(function*() {
@@ -55,7 +56,7 @@ describe("planckclaw run --brain openai (built command)", () => {
       expect(requests.every((r) => r.headers.authorization === undefined)).toBe(true)
       const [first, second, third] = requests.map((r) => r.body as ChatBody)
       expect(first!.model).toBe("qwen3:8b")
-      expect((first!.tools ?? []).map((tool) => tool.function.name).sort()).toEqual(["get_time", "roll_dice", "system_status"])
+      expect((first!.tools ?? []).map((tool) => tool.function.name).sort()).toEqual(["get_time", "roll_dice", "system_status", ScheduleTool.ADD, ScheduleTool.LIST, ScheduleTool.REMOVE].sort())
       const results = second!.messages.filter((m) => m.role === "tool")
       expect(results.map((m) => m.tool_call_id)).toEqual(["call_1", "call_2"])
       expect(String(results[0]!.content)).toMatch(/Unix timestamp: \d+/)

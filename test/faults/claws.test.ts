@@ -10,6 +10,7 @@ import { type Handler, lastUserText, type RecordedRequest, replies, text, toolUs
 import { tool } from "../support/Sandbox.js"
 import { gone, pidIn } from "./Bounds.js"
 import { answered, session } from "./Campaign.js"
+import * as ScheduleTool from "../../src/schedule/ScheduleTool.js"
 
 const TIMEOUT = 120_000
 
@@ -25,7 +26,10 @@ const resultsIn = (requests: ReadonlyArray<RecordedRequest>, index: number): Arr
   return messages[messages.length - 1]!.content as Array<ToolResultBlock>
 }
 
-const toolNames = (request: RecordedRequest) => (request.body.tools ?? []).map((declared) => declared.name)
+// The schedule tools every run offers beside the claws: what these cases test is the claws'.
+const scheduleTools: ReadonlyArray<string> = [ScheduleTool.ADD, ScheduleTool.LIST, ScheduleTool.REMOVE]
+const toolNames = (request: RecordedRequest) =>
+  (request.body.tools ?? []).map((declared) => declared.name).filter((name) => !scheduleTools.includes(name))
 
 /** The model calls `name` once for the first message, then answers in text. */
 const callOnce = (name: string, input: unknown = {}): Handler =>
@@ -133,7 +137,7 @@ describe("faults: claws", () => {
         box.claw("b.sh", `${tool("dup", "from b")}\n${tool("only_b")}\necho "b ran"\n`)
       })
       expect(t.replies).toEqual(["Let me check.", "", "Here is what the tool said.", "B"])
-      expect(t.requests[0]!.body.tools).toEqual([
+      expect(t.requests[0]!.body.tools?.filter((declared) => !scheduleTools.includes(declared.name))).toEqual([
         { name: "dup", description: "from a", input_schema: { type: "object", properties: {} } },
         { name: "only_b", description: "only_b tool", input_schema: { type: "object", properties: {} } }
       ])
@@ -181,7 +185,8 @@ describe("faults: claws", () => {
     Effect.gen(function*() {
       const t = yield* session(replies(text("A"), text("B")), { CLAWS_DIR: "/nonexistent/claws" }, ["first", "second"])
       expect(t.replies).toEqual(["A", "B"])
-      expect(t.requests[0]!.body.tools).toBeUndefined()
+      // No claw's tool: only the schedule tools every run offers.
+      expect(t.requests[0]!.body.tools?.map((declared) => declared.name)).toEqual(scheduleTools)
       expect(t.result.stderr).toContain("cannot read the claws directory")
     }), TIMEOUT)
 })

@@ -26,6 +26,7 @@ import {
   shOk
 } from "../support/Pipes.js"
 import { isRunning, pidIn, type Sandbox, sandbox, within } from "../support/Sandbox.js"
+import * as ScheduleTool from "../../src/schedule/ScheduleTool.js"
 
 /** Real processes start slowly on a loaded machine; every wait inside is bounded well below this. */
 const timeout = 60_000
@@ -359,7 +360,7 @@ printf 'The clock says 12:00.'
       expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tLet me look.\\n\\nIt is noon, says the clock."])
 
       const first = JSON.parse(box.read("request-1.json") ?? "null") as AnthropicServer.MessagesBody
-      expect(first.tools?.map((tool) => tool.name)).toEqual(["get_time"])
+      expect(first.tools?.map((tool) => tool.name)).toEqual(["get_time", ScheduleTool.ADD, ScheduleTool.LIST, ScheduleTool.REMOVE])
       expect(first.messages).toEqual([{ role: "user", content: "what time is it?" }])
       const second = JSON.parse(box.read("request-2.json") ?? "null") as AnthropicServer.MessagesBody
       expect(second.messages[1]).toEqual({
@@ -429,7 +430,7 @@ done
       yield* sendRaw(box.runDir, "cli\twhat is a fifo?\n")
       expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tLet me check.\\n\\nA fifo is a named pipe."])
       const requests = yield* requestsTo(server, 2)
-      expect(requests[0]!.body.tools?.map((tool) => tool.name)).toEqual(["lookup"])
+      expect(requests[0]!.body.tools?.map((tool) => tool.name)).toEqual(["lookup", ScheduleTool.ADD, ScheduleTool.LIST, ScheduleTool.REMOVE])
       expect(toolResultsOf(requests[1]!.body)).toEqual([
         { type: "tool_result", tool_use_id: "tu_1", content: "lookup called with {\"word\":\"fifo\"}\nand a second line" }
       ])
@@ -495,8 +496,8 @@ describe("a bridge that dies mid-conversation is restarted, and no reply is lost
       ])
       const requests = yield* requestsTo(server, 4)
       // Both turns discovered the tool: the first from the bridge before it died, the second after its restart.
-      expect(requests[0]!.body.tools?.map((tool) => tool.name)).toEqual(["lookup"])
-      expect(requests[2]!.body.tools?.map((tool) => tool.name)).toEqual(["lookup"])
+      expect(requests[0]!.body.tools?.map((tool) => tool.name)).toEqual(["lookup", ScheduleTool.ADD, ScheduleTool.LIST, ScheduleTool.REMOVE])
+      expect(requests[2]!.body.tools?.map((tool) => tool.name)).toEqual(["lookup", ScheduleTool.ADD, ScheduleTool.LIST, ScheduleTool.REMOVE])
       expect(box.read("claw.starts")?.trim().split("\n")).toHaveLength(2)
     }), timeout)
 })
@@ -551,7 +552,7 @@ describe("planckclaw bridge NAME: built-in bridges as processes of their own", (
       yield* sendRaw(box.runDir, "cli\twhat time is it?\n")
       expect(yield* receiveRaw(box.runDir, 1)).toEqual(["cli\tLet me check.\\n\\nChecked the clock."])
       const requests = yield* requestsTo(server, 2)
-      expect(requests[0]!.body.tools?.map((tool) => tool.name).sort()).toEqual(["get_time", "roll_dice", "system_status"])
+      expect(requests[0]!.body.tools?.map((tool) => tool.name).sort()).toEqual(["get_time", "roll_dice", "system_status", ScheduleTool.ADD, ScheduleTool.LIST, ScheduleTool.REMOVE].sort())
       const [result] = toolResultsOf(requests[1]!.body)
       expect(result?.tool_use_id).toBe("tu_0")
       expect(result?.content).toMatch(/^Unix timestamp: \d+\nISO-8601 UTC: /)
