@@ -19,7 +19,7 @@ import type { ClawsService, ToolCatalog, ToolDefinition, ToolProblem, ToolResult
 import { unknownTool } from "../../ports/Claws.js"
 import { describeJsonType, isJsonObject } from "../../runtime/Json.js"
 import { printable } from "../../runtime/Printable.js"
-import type { McpServers } from "./McpConfig.js"
+import type { McpServers, ServerEntry } from "./McpConfig.js"
 import * as McpConnection from "./McpConnection.js"
 import { parseToolName, toolName } from "./McpNames.js"
 
@@ -36,14 +36,14 @@ const inputSchemaOf = (schema: Readonly<Record<string, unknown>>): ToolDefinitio
   return { ...rest, type: "object" }
 }
 
-/** One server's tools as tool definitions, and the ones left out. */
-const definitions = (connection: McpConnection.Connection) =>
+/** One server's tools as tool definitions (under `server`, the name its mcp.json gives it), and the ones left out. */
+const definitions = (server: string, connection: McpConnection.Connection) =>
   Effect.map(connection.tools, ({ down, tools }) => {
-    const source = `mcp.json: server ${connection.entry.name}`
+    const source = `mcp.json: server ${server}`
     const problems: Array<ToolProblem> = down === undefined ? [] : [{ source, reason: `not running: ${down}` }]
     const defined: Array<ToolDefinition> = []
     for (const tool of tools) {
-      const name = toolName(connection.entry.name, tool.name)
+      const name = toolName(server, tool.name)
       if (!validName.test(name)) {
         problems.push({
           source,
@@ -56,6 +56,36 @@ const definitions = (connection: McpConnection.Connection) =>
     return { tools: defined, problems }
   })
 
+/**
+ * The tools of `connections` (by the name their mcp.json gives them), with
+ * `problems` (the file's) first. A connection may be shared with other
+ * agents under another name (serve's pool): the names here are this one's.
+ */
+export const fromConnections = (
+  connections: ReadonlyMap<string, McpConnection.Connection>,
+  problems: ReadonlyArray<ToolProblem>
+): McpClaws => {
+  const list: Effect.Effect<ToolCatalog> = Effect.map(
+    Effect.forEach([...connections], ([server, connection]) => definitions(server, connection), { concurrency: "unbounded" }),
+    (each) => ({
+      tools: each.flatMap((one) => one.tools),
+      problems: [...problems, ...each.flatMap((one) => one.problems)]
+    })
+  )
+
+  const call = (name: string, input: unknown): Effect.Effect<ToolResult> => {
+    const parsed = parseToolName(name)
+    const connection = parsed === undefined ? undefined : connections.get(parsed.server)
+    if (parsed === undefined || connection === undefined) return Effect.succeed(unknownTool(name))
+    if (!isJsonObject(input)) {
+      return Effect.succeed({ content: `Tool ${name}: input must be a JSON object, got ${describeJsonType(input)}`, isError: true })
+    }
+    return connection.call(parsed.tool, input)
+  }
+
+  return { list, call, connections }
+}
+
 export const make = (
   config: McpServers,
   settings: McpConnection.ConnectionSettings
@@ -63,26 +93,7 @@ export const make = (
   Effect.gen(function*() {
     const connections = new Map<string, McpConnection.Connection>()
     for (const entry of config.servers) connections.set(entry.name, yield* McpConnection.make(entry, settings))
-
-    const list: Effect.Effect<ToolCatalog> = Effect.map(
-      Effect.forEach([...connections.values()], definitions, { concurrency: "unbounded" }),
-      (each) => ({
-        tools: each.flatMap((one) => one.tools),
-        problems: [...config.problems, ...each.flatMap((one) => one.problems)]
-      })
-    )
-
-    const call = (name: string, input: unknown): Effect.Effect<ToolResult> => {
-      const parsed = parseToolName(name)
-      const connection = parsed === undefined ? undefined : connections.get(parsed.server)
-      if (parsed === undefined || connection === undefined) return Effect.succeed(unknownTool(name))
-      if (!isJsonObject(input)) {
-        return Effect.succeed({ content: `Tool ${name}: input must be a JSON object, got ${describeJsonType(input)}`, isError: true })
-      }
-      return connection.call(parsed.tool, input)
-    }
-
-    return { list, call, connections }
+    return fromConnections(connections, config.problems)
   })
 
 /** What MCP servers run on here: processes through effect's Node spawner, HTTP through fetch. */
@@ -94,3 +105,7 @@ export const platformLayer = Layer.mergeAll(
 /** `make` on this platform, built in the caller's scope: the servers' processes live as long as it. */
 export const makeOnPlatform = (config: McpServers, settings: McpConnection.ConnectionSettings) =>
   Effect.flatMap(Layer.build(platformLayer), (platform) => make(config, settings).pipe(Effect.provideContext(platform)))
+
+/** One server's connection on this platform, in the caller's scope (serve's pool: McpPool). */
+export const connectOnPlatform = (entry: ServerEntry, settings: McpConnection.ConnectionSettings) =>
+  Effect.flatMap(Layer.build(platformLayer), (platform) => McpConnection.make(entry, settings).pipe(Effect.provideContext(platform)))

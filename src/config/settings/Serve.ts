@@ -109,6 +109,17 @@ export const StopGrace = {
   details: "see [`planckclaw serve`](serve.md)"
 } as const satisfies NumberSetting
 
+export const McpServersMax = {
+  key: "PLANCKCLAW_MCP_SERVERS_MAX",
+  kind: "integer",
+  min: 1,
+  max: 10_000,
+  default: 32,
+  description: "MCP servers of the agents' own mcp.json files at once, each shared by the agents naming it; " +
+    "past it an agent's new server is refused, with why",
+  details: "see [MCP in serve](mcp.md#in-serve-each-agents-own-mcpjson)"
+} as const satisfies NumberSetting
+
 export const group = {
   title: "Serve (planckclaw serve)",
   settings: [
@@ -122,6 +133,7 @@ export const group = {
     MaxConnections,
     HttpRequestTimeout,
     HttpIdleTimeout,
-    StopGrace
+    StopGrace,
+    McpServersMax
   ]
 } as const

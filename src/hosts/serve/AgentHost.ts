@@ -42,7 +42,9 @@ import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as OpenFiles from "./OpenFiles.js"
 import * as TurnStream from "./TurnStream.js"
 import { numberOf, textOf } from "../../config/ConfigRange.js"
-import { AgentIdle, AgentsDir, AgentsHoldingFiles, MaxConcurrentTurns } from "../../config/settings/Serve.js"
+import { AgentIdle, AgentsDir, AgentsHoldingFiles, MaxConcurrentTurns, McpServersMax } from "../../config/settings/Serve.js"
+import * as ScriptClaws from "../../claws/ScriptClaws.js"
+import * as McpPool from "./McpPool.js"
 
 export type { AgentInfo } from "./AgentStatus.js"
 export type { Reply } from "./AgentInstance.js"
@@ -141,6 +143,15 @@ export const parseId = (raw: string): Effect.Effect<AgentId.AgentId, HostError> 
 export const awaitReply = <A>(deferred: Deferred.Deferred<A>): Effect.Effect<A> =>
   Effect.flatMap(Deferred.await(deferred), (reply) => Effect.as(Effect.yieldNow, reply))
 
+/** The pool of the agents' own MCP servers, under the claws' limits (cheap: the MCP client loads with a first server). */
+const makeMcpPool = Effect.gen(function*() {
+  const claws = yield* ScriptClaws.ScriptsConfig
+  return yield* McpPool.make({
+    capacity: yield* numberOf(McpServersMax),
+    connection: { timeout: claws.timeout, outputMax: claws.outputMax, withheldSecrets: claws.withheldSecrets, logDown: true }
+  })
+})
+
 export const make = Effect.gen(function*() {
   const config = yield* HostConfig
   const hostProvider = yield* ConfigProvider.ConfigProvider
@@ -171,7 +182,8 @@ export const make = Effect.gen(function*() {
     idempotencyKeys: config.idempotencyKeys,
     openFiles: OpenFiles.make(config.agentsHoldingFiles),
     ownerFile,
-    brainLabel: yield* BrainLabelConfig
+    brainLabel: yield* BrainLabelConfig,
+    mcpPool: yield* makeMcpPool
   }
   const scope = yield* Effect.scope
   const running = new Set<string>()

@@ -42,8 +42,10 @@ import * as Layout from "../../memory/Layout.js"
 import * as Memory from "../../memory/Memory.js"
 import * as UsageLedger from "../../usage/UsageLedger.js"
 import * as AgentInbox from "./AgentInbox.js"
+import * as AgentMcp from "./AgentMcp.js"
 import * as AgentSettings from "./AgentSettings.js"
 import { HostError } from "./HostError.js"
+import type { McpPool } from "./McpPool.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as KeysInFlight from "./KeysInFlight.js"
 import * as OpenFiles from "./OpenFiles.js"
@@ -100,6 +102,8 @@ export interface Shared {
   readonly openFiles: OpenFiles.OpenFiles
   /** The brain's name in each agent's usage ledger (usage.jsonl); absent: the agents keep none. */
   readonly brainLabel?: string | undefined
+  /** The MCP servers of the agents' own mcp.json, shared by the agents naming the same one (AgentMcp). */
+  readonly mcpPool?: McpPool | undefined
 }
 
 /** Which journal line a message is: how a message handed over is found again in the next instance's journal. */
@@ -146,11 +150,13 @@ export const make = (options: {
     const brain = shared.brainLabel === undefined
       ? shared.brain
       : yield* UsageLedger.recording(shared.brain, path.join(directory, UsageLedger.FILE_NAME), shared.brainLabel, { held: false })
+    // Its own mcp.json's servers beside the host's claws, held while it is started.
+    const claws = yield* AgentMcp.clawsFor({ directory, base: shared.claws, pool: shared.mcpPool })
     const ports = Context.make(Memory.Memory, memory).pipe(
       Context.add(Inbox.Inbox, tracked),
       Context.add(Brain, brain),
       // The schedule tools beside the claws, on the agent's schedules.json (fired by ServeSchedules).
-      Context.add(Claws, ScheduleTool.withScheduleTools(shared.claws, {
+      Context.add(Claws, ScheduleTool.withScheduleTools(claws, {
         store: ScheduleStore.fileStore(ScheduleStore.fileIn(directory)),
         changed: Effect.void,
         defaultTo: "none",

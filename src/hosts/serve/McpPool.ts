@@ -1,0 +1,66 @@
+/**
+ * The MCP servers of serve's agents' own mcp.json files, one process (or
+ * HTTP session) per server however many agents name it: an RcMap keyed by
+ * the entry's identity (command, args, env and cwd; or url and headers),
+ * its name aside. An agent holds each of its servers while it is started;
+ * a server no started agent holds is stopped after `idle`. At most
+ * `capacity` servers at once (PLANCKCLAW_MCP_SERVERS_MAX, the idle ones
+ * counted): past it, a new one is refused, with why.
+ *
+ * The MCP client is loaded on the first server's lookup, not before.
+ */
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as RcMap from "effect/RcMap"
+import type * as Scope from "effect/Scope"
+import type { ServerEntry } from "../../claws/mcp/McpConfig.js"
+import type { Connection, ConnectionSettings } from "../../claws/mcp/McpConnection.js"
+import { McpServersMax } from "../../config/settings/Serve.js"
+
+/** How long a server no started agent uses is kept, so an agent released and asked again finds it up. */
+export const idleRelease = Duration.minutes(1)
+
+export interface McpPool {
+  /** The server of `entry`, held for the caller's scope; fails with why when the bound is reached. */
+  readonly acquire: (entry: ServerEntry) => Effect.Effect<Connection, string, Scope.Scope>
+}
+
+const sorted = (record: Readonly<Record<string, string>>) => Object.entries(record).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)
+
+/** What makes two entries the same server: all but its name. */
+export const identity = (entry: ServerEntry): string =>
+  entry._tag === "Stdio"
+    ? JSON.stringify(["stdio", entry.command, entry.args, sorted(entry.env), entry.cwd])
+    : JSON.stringify(["http", entry.url, sorted(entry.headers)])
+
+export const make = (options: {
+  readonly capacity: number
+  readonly idle?: Duration.Duration
+  readonly connection: ConnectionSettings
+}): Effect.Effect<McpPool, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    // The entry a key was first asked with (the same server whatever its name: the first name is in its log lines).
+    const entries = new Map<string, ServerEntry>()
+    const servers = yield* RcMap.make({
+      lookup: (key: string) =>
+        Effect.flatMap(
+          Effect.promise(() => import("../../claws/mcp/McpClaws.js")),
+          (McpClaws) => McpClaws.connectOnPlatform(entries.get(key)!, options.connection)
+        ),
+      capacity: options.capacity,
+      idleTimeToLive: options.idle ?? idleRelease
+    })
+    const acquire = (entry: ServerEntry) =>
+      Effect.suspend(() => {
+        const key = identity(entry)
+        if (!entries.has(key)) entries.set(key, entry)
+        return RcMap.get(servers, key)
+      }).pipe(Effect.mapError((error) =>
+        Cause.isExceededCapacityError(error)
+          ? `refused: ${options.capacity} MCP servers already run for the agents (${McpServersMax.key}); ` +
+            "it starts once one of them is no longer used"
+          : String(error)
+      ))
+    return { acquire }
+  })
