@@ -39,6 +39,10 @@ export const viewOf = (entry: ScheduleEntry.Entry): ScheduleView => {
   }
 }
 
+/** The schedule a store holds (its file, or the cluster's row), shown. */
+export const listOf = (store: ScheduleStore.Store): Effect.Effect<ScheduleList, ScheduleStore.ScheduleError> =>
+  Effect.map(store.read, (entries) => ({ entries: entries.map(viewOf) }))
+
 /** The schedule of the agent whose directory is `directory`: none without a schedules.json; a file that does not decode is refused with its path and reason. */
 export const schedulesOf = (directory: string): Effect.Effect<ScheduleList, ScheduleStore.ScheduleError> =>
-  Effect.map(ScheduleStore.read(ScheduleStore.fileIn(directory)), (entries) => ({ entries: entries.map(viewOf) }))
+  listOf(ScheduleStore.fileStore(ScheduleStore.fileIn(directory)))

@@ -98,7 +98,7 @@ export const makeGroup = <Params extends Schema.Top>(idParams: { readonly id: Pa
     HttpApiEndpoint.get("memory", "/v1/agents/:id/memory", { params: idParams, success: MemoryText, error: Errors.GetErrors })
       .annotate(OpenApi.Description, "The agent's soul (its own, else the host's, else the built-in one) and summary, as they are on disk"),
     HttpApiEndpoint.get("schedules", "/v1/agents/:id/schedules", { params: idParams, success: ScheduleList, error: Errors.GetErrors })
-      .annotate(OpenApi.Description, "The agent's schedule entries with their last and next runs; a schedules.json that does not decode is a 503 naming the file and the reason"),
+      .annotate(OpenApi.Description, "The agent's schedule entries with their last and next runs; a schedule that does not decode (its schedules.json, or its row in the cluster) is a 503 naming it and the reason"),
     HttpApiEndpoint.get("usageAll", "/v1/usage", { query: PeriodQuery, success: AllUsage, error: Errors.ListErrors })
       .annotate(OpenApi.Description, "Every agent's usage for a period, per agent and day")
       .annotate(HttpApi.QueryParseOptions, { onExcessProperty: "error" })
