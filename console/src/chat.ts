@@ -3,10 +3,11 @@
  * log is scrolled up (GET …/history?before=), a message's reply streamed in
  * as the agent writes it with a line per tool call and its outcome, a turn
  * that can be cancelled, and the agent's actions: compact now, forget (after
- * a confirmation naming it), its soul and summary read-only.
+ * a confirmation naming it), its soul and summary read-only, its schedule.
  */
 import { agentPath, ApiError, cancelTurn, getJson, type HistoryEntry, postJson, streamMessage } from "./api.js"
 import { h, say } from "./dom.js"
+import { schedulesSection } from "./schedules.js"
 
 const messageLine = (role: "user" | "assistant", text: string) =>
   h("div", { class: `msg ${role}` }, h("span", { class: "who" }, role === "user" ? "You:" : "Agent:"), h("span", { class: "text" }, text))
@@ -204,6 +205,7 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
       h("h2", { id: "chat-title" }, `Chat with ${id}`)),
     h("div", { class: "row" }, compact, forget),
     details,
+    schedulesSection(id),
     confirmForget,
     earlier,
     log,

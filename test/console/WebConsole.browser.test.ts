@@ -5,7 +5,8 @@
  * Signs in (a wrong token refused), lists and searches agents, pages an
  * agent's history by scrolling up, chats with a new agent (a tool line with
  * its outcome, a reply seen while it is still being written), compacts,
- * forgets after a confirmation, cancels a turn, reads usage equal to the
+ * forgets after a confirmation, cancels a turn, lists an agent's schedule
+ * with its next run (none for another), reads usage equal to the
  * ledgers; and checks the page's CSP, its weight, and that nothing left loopback.
  */
 import * as crypto from "node:crypto"
@@ -17,6 +18,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
 import { chromium } from "playwright-core"
 import * as AnthropicServer from "../support/AnthropicServer.js"
+import * as Cli from "../support/Cli.js"
 import * as LoopbackHttp from "../support/LoopbackHttp.js"
 import { eventually, tool } from "../support/Sandbox.js"
 import { setup, startServe } from "../support/ServeKit.js"
@@ -62,7 +64,7 @@ const brain = (storyGate: Deferred.Deferred<void>): AnthropicServer.Handler => (
 }
 
 describe("the web console in chromium", () => {
-  it.live("signs in, lists, chats with streaming and tools, pages history, compacts, forgets, cancels, shows usage", () =>
+  it.live("signs in, lists, chats with streaming and tools, pages history, shows schedules, compacts, forgets, cancels, shows usage", () =>
     Effect.gen(function*() {
       expect(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: .ci/run installs it (apt-get install chromium)`).toBe(true)
       const storyGate = yield* Deferred.make<void>()
@@ -78,6 +80,11 @@ describe("the web console in chromium", () => {
       }
       yield* Effect.promise(() =>
         fetch(`${serve.base}/v1/agents/carol/messages`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ text: "hi" }) }))
+
+      // Alice has a schedule, added by the built command: an hourly check.
+      const added = yield* Cli.run(["schedule", "add", "--agent", "alice", "--every", "1h", "--to", "none", "check the build"], { cwd: box.dir, env })
+      expect(added.code, added.stderr).toBe(0)
+      const hourly = (JSON.parse(fs.readFileSync(path.join(agents, "alice", "schedules.json"), "utf8")) as { entries: Array<{ id: string; created: string }> }).entries[0]!
 
       // Another origin is still refused, with the token too.
       const foreign = yield* Effect.promise(() => fetch(`${serve.base}/v1/agents`, { headers: { ...auth, origin: "http://attacker.example" } }))
@@ -144,6 +151,17 @@ describe("the web console in chromium", () => {
       expect(yield* run(() => log.locator(".msg").first().textContent())).toBe("You:note 0")
       expect(yield* run(() => page.getByRole("button", { name: "No earlier messages" }).isDisabled())).toBe(true)
 
+      // Her schedule, opened from the keyboard: the entry with its next run in local time, and no last run yet; at phone width too.
+      yield* run(() => page.getByText("Schedules", { exact: true }).focus())
+      yield* run(() => page.keyboard.press("Enter"))
+      const scheduled = page.getByRole("region", { name: "Schedules of alice" }).locator("tr", { hasText: "check the build" })
+      yield* run(() => scheduled.waitFor())
+      const nextLocal = yield* run(() => page.evaluate((iso) => new Date(iso).toLocaleString(), new Date(Date.parse(hourly.created) + 3_600_000).toISOString()))
+      expect(yield* run(() => scheduled.locator("td").allTextContents())).toEqual(["every 1h", nextLocal, "never", "memory only", hourly.id])
+      yield* run(() => page.setViewportSize({ width: 360, height: 740 }))
+      expect(yield* run(() => page.evaluate(() => (globalThis as unknown as PageGlobals).document.documentElement.scrollWidth))).toBeLessThanOrEqual(360)
+      yield* run(() => page.setViewportSize({ width: 1000, height: 800 }))
+
       // A new agent, from the keyboard: a tool line with its outcome, then the reply.
       yield* run(() => page.getByRole("button", { name: "Agents" }).first().click())
       yield* run(() => page.getByLabel("Agent id (a new one starts a new agent)").fill("bob"))
@@ -175,6 +193,8 @@ describe("the web console in chromium", () => {
       yield* run(() => page.getByText("Soul and summary (read-only)").click())
       yield* run(() => page.getByLabel("Soul of bob").getByText("You are a helpful personal assistant.").waitFor())
       expect(yield* run(() => page.getByLabel("Summary of bob").textContent())).toBe("(no summary yet)")
+      yield* run(() => page.getByText("Schedules", { exact: true }).click())
+      yield* run(() => page.getByText(/^bob has no schedule\. Add one with planckclaw schedule add --agent bob/).waitFor())
 
       // Compact now, then forget after a confirmation naming the agent.
       yield* run(() => page.getByRole("button", { name: "Compact now" }).click())

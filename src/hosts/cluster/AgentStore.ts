@@ -18,6 +18,8 @@ import * as SqlAgentMemory from "./SqlAgentMemory.js"
 import * as SqlUsageLedger from "../../usage/SqlUsageLedger.js"
 import * as Memory from "../../memory/Memory.js"
 import * as AgentId from "../serve/AgentId.js"
+import * as AgentSchedules from "../serve/AgentSchedules.js"
+import * as ClusterSchedules from "./ClusterSchedules.js"
 import * as AgentStatus from "../serve/AgentStatus.js"
 import { HostError } from "../serve/HostError.js"
 
@@ -38,6 +40,8 @@ export interface AgentStoreService {
   readonly status: (id: AgentId.AgentId, running: boolean) => Effect.Effect<AgentStatus.AgentInfo, HostError>
   /** A page of the agents, each read as `status` reads one, in one query. */
   readonly page: (page: AgentStatus.ListPage, isRunning: (id: string) => boolean) => Effect.Effect<AgentStatus.AgentList, HostError>
+  /** The agent's schedule with its last and next runs (its row of planckclaw_schedules); absent: the host answers 503. */
+  readonly schedules?: (id: AgentId.AgentId) => Effect.Effect<AgentSchedules.ScheduleList, HostError>
 }
 
 export class AgentStore extends Context.Service<AgentStore, AgentStoreService>()("planckclaw/cluster/AgentStore") {}
@@ -109,7 +113,9 @@ export const postgres = (options: {
           next: rows.length > limit ? rows[limit - 1]!.agent_id : null
         })),
         Effect.mapError(databaseError("listing the agents"))
-      )
+      ),
+    schedules: (id) =>
+      Effect.mapError(AgentSchedules.listOf(ClusterSchedules.sqlStore(sql, id)), (error) => unavailable(id, error.message))
   }
 }
 

@@ -155,6 +155,9 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
       Effect.flatMap(parseId(raw), (id) =>
         Effect.flatMap(store.exists(id), (found) => found ? Effect.succeed(id) : refuse("not-found", `no agent ${id}`, id)))
 
+    // Read from the agent's row of planckclaw_schedules (AgentStore), where the store has one.
+    const { schedules } = store
+
     const compact = (raw: string) =>
       Effect.flatMap(existing(raw), (id) =>
         client(id).Compact().pipe(
@@ -169,7 +172,8 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
       accept,
       list: (page) => store.page(page, (id) => running.has(id)),
       get: (raw) => Effect.flatMap(existing(raw), (id) => store.status(id, running.has(id))),
-      compact
+      compact,
+      ...(schedules === undefined ? {} : { schedules: (raw: string) => Effect.flatMap(existing(raw), schedules) })
     } satisfies AgentHost.AgentHostService
   })
 

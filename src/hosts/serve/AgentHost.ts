@@ -74,7 +74,7 @@ export interface CompactResult {
   readonly summaryBytes: number
 }
 
-/** The records (history pages, usage, soul and summary) are absent from the cluster's host. */
+/** The records (history pages, usage, soul and summary) are absent from the cluster's host; its schedules are read from the database. */
 export interface AgentHostService extends Partial<AgentRecords.Records> {
   readonly directory: string
   /**

@@ -2,7 +2,7 @@
  * What the host reads of its agents' files without starting them: a page of
  * an agent's history, newest first (read backwards from the end, never the
  * whole file), and the usage ledgers (usage.jsonl) of one agent or of all,
- * summed per agent and day for a period.
+ * summed per agent and day for a period; its soul and summary; its schedule.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -11,6 +11,7 @@ import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import type { AgentId } from "./AgentId.js"
 import { HostError } from "./HostError.js"
+import { type ScheduleList, schedulesOf } from "./AgentSchedules.js"
 import * as BackwardLines from "../../memory/BackwardLines.js"
 import { DEFAULT_SOUL } from "../../memory/SnapshotReader.js"
 import * as SafeFile from "../../runtime/SafeFile.js"
@@ -146,6 +147,8 @@ export interface Records {
   readonly usage: (id: string, period: Period) => Effect.Effect<UsageReport.Report, HostError>
   /** Agent `id`'s soul and summary, read-only. */
   readonly memory: (id: string) => Effect.Effect<MemoryText, HostError>
+  /** Agent `id`'s schedule entries with their last and next runs (AgentSchedules). */
+  readonly schedules: (id: string) => Effect.Effect<ScheduleList, HostError>
   /** Every agent's usage for a period, per agent and day. */
   readonly usageAll: (period: Period) => Effect.Effect<AllUsage, HostError>
 }
@@ -169,6 +172,9 @@ export const forHost = (host: {
     history: (raw, page) => inAgent(raw, (directory) => historyPage(directory, page.before, page.limit)),
     usage: (raw, period) => inAgent(raw, (directory) => usageOf(directory, host.prices, period)),
     memory: (raw) => inAgent(raw, (directory) => memoryOf(directory, host.defaultSoulFile)),
+    schedules: (raw) =>
+      Effect.flatMap(host.existing(raw), (id) =>
+        Effect.mapError(schedulesOf(host.directoryOf(id)), (error) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${error.message}` }))),
     usageAll: (period) => Effect.flatMap(host.agentIds, (ids) => usageOfAll(ids, (id) => host.directoryOf(id as AgentId), host.prices, period))
   }
 }

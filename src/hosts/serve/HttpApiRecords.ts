@@ -2,13 +2,14 @@
  * The routes that read an agent's records without starting it, as a
  * contract (HttpApiDefinition adds the group): a page of its history,
  * newest first, and the usage ledgers, one agent's or all of them per agent
- * and day, for a period.
+ * and day, for a period; its soul and summary; its schedule.
  */
 import * as Schema from "effect/Schema"
 import * as HttpApi from "effect/http-api/HttpApi"
 import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
 import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
 import * as OpenApi from "effect/http-api/OpenApi"
+import * as ScheduleEntry from "../../schedule/ScheduleEntry.js"
 import * as UsageReport from "../../usage/UsageReport.js"
 import { HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX } from "./AgentRecords.js"
 import * as Errors from "./HttpApiErrors.js"
@@ -71,6 +72,21 @@ export const AllUsage = Schema.Struct({
 
 export const MemoryText = Schema.Struct({ soul: Schema.String, summary: Schema.String })
 
+export const ScheduleList = Schema.Struct({
+  entries: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    when: ScheduleEntry.When.annotate({ description: "As schedules.json holds it: a cron expression and its time zone, an interval in seconds, or one instant" }),
+    written: Schema.String.annotate({ description: "`when` in the words of `planckclaw schedule list`" }),
+    text: Schema.String.annotate({ description: "The message the agent receives" }),
+    to: Schema.String.annotate({ description: "Where the reply goes: terminal, discord:CHANNEL_ID, webhook:URL or none" }),
+    created: Schema.String,
+    lastRun: Schema.NullOr(Schema.String).annotate({ description: "The occurrence it last fired for or skipped past (ISO 8601); null before its first" }),
+    nextRun: Schema.NullOr(Schema.String).annotate({
+      description: "The occurrence after the last run, or after its creation (ISO 8601); in the past when no host fired it then; null when there is none"
+    })
+  })).annotate({ description: "In the file's order; empty when the agent has no schedules.json" })
+})
+
 export const makeGroup = <Params extends Schema.Top>(idParams: { readonly id: Params }) =>
   HttpApiGroup.make("records").add(
     HttpApiEndpoint.get("history", "/v1/agents/:id/history", { params: idParams, query: HistoryQuery, success: HistoryPage, error: Errors.GetErrors })
@@ -81,6 +97,8 @@ export const makeGroup = <Params extends Schema.Top>(idParams: { readonly id: Pa
       .annotate(HttpApi.QueryParseOptions, { onExcessProperty: "error" }),
     HttpApiEndpoint.get("memory", "/v1/agents/:id/memory", { params: idParams, success: MemoryText, error: Errors.GetErrors })
       .annotate(OpenApi.Description, "The agent's soul (its own, else the host's, else the built-in one) and summary, as they are on disk"),
+    HttpApiEndpoint.get("schedules", "/v1/agents/:id/schedules", { params: idParams, success: ScheduleList, error: Errors.GetErrors })
+      .annotate(OpenApi.Description, "The agent's schedule entries with their last and next runs; a schedule that does not decode (its schedules.json, or its row in the cluster) is a 503 naming it and the reason"),
     HttpApiEndpoint.get("usageAll", "/v1/usage", { query: PeriodQuery, success: AllUsage, error: Errors.ListErrors })
       .annotate(OpenApi.Description, "Every agent's usage for a period, per agent and day")
       .annotate(HttpApi.QueryParseOptions, { onExcessProperty: "error" })

@@ -28,6 +28,8 @@ export const group = HttpApiBuilder.group(Api, "records", Effect.fnUntraced(func
       host.usage === undefined ? notKept("usage") : Effect.catch(host.usage(params.id, query), Errors.fromHostAmong(Errors.GetErrors)))
     .handle("memory", ({ params }) =>
       host.memory === undefined ? notKept("soul and summary") : Effect.catch(host.memory(params.id), Errors.fromHostAmong(Errors.GetErrors)))
+    .handle("schedules", ({ params }) =>
+      host.schedules === undefined ? notKept("schedules") : Effect.catch(host.schedules(params.id), Errors.fromHostAmong(Errors.GetErrors)))
     .handle("usageAll", ({ query }) =>
       host.usageAll === undefined ? notKept("usage") : Effect.catch(host.usageAll(query), Errors.fromHostAmong(Errors.ListErrors)))
 }))

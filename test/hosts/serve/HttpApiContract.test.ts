@@ -77,6 +77,7 @@ const ROUTES: ReadonlyArray<readonly [string, string, ReadonlyArray<string>]> = 
   ["get", "/v1/agents/{id}/history", ["200", "400", "401", "403", "404", "503"]],
   ["get", "/v1/agents/{id}/usage", ["200", "400", "401", "403", "404", "503"]],
   ["get", "/v1/agents/{id}/memory", ["200", "400", "401", "403", "404", "503"]],
+  ["get", "/v1/agents/{id}/schedules", ["200", "400", "401", "403", "404", "503"]],
   ["get", "/v1/usage", ["200", "400", "401", "403", "503"]],
   ["post", "/v1/agents/{id}/ag-ui", ["200", "400", "401", "403", "413", "415", "422", "503", "507"]],
   ["get", "/v1/openapi.json", ["200", "401", "403", "503"]],
