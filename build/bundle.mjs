@@ -79,14 +79,18 @@ const undiciApart = {
 /**
  * The MCP client too (ClawsWithMcp imports it when mcp.json names a
  * server): a run whose home has an mcp.json starts from bin.cjs
- * (RunMain's `started`), so run.cjs neither evaluates nor wraps it.
+ * (RunMain's `started`), so run.cjs neither evaluates nor wraps it. serve's
+ * agent host imports it the same way (McpPool, AgentMcp), and run.cjs holds
+ * the host's module for its settings (CliSettings): left out there too, or
+ * esbuild wraps the modules they share and a run fails at its first pipe.
  */
+const mcpImporters = ["claws/mcp/ClawsWithMcp.js", "hosts/serve/McpPool.js", "hosts/serve/AgentMcp.js"]
 let mcpLeftOut = 0
 const withoutMcp = {
   name: "without-mcp",
   setup(build) {
     build.onResolve({ filter: /(^|\/)McpClaws\.js$/ }, (args) => {
-      if (args.kind !== "dynamic-import" || !args.importer.endsWith("ClawsWithMcp.js")) return undefined
+      if (args.kind !== "dynamic-import" || !mcpImporters.some((importer) => args.importer.endsWith(importer))) return undefined
       mcpLeftOut++
       return { path: "McpClaws", namespace: "left-out" }
     })
@@ -101,7 +105,9 @@ await esbuild.build({ ...common, entryPoints: { undici: "node_modules/@effect/pl
 // The spawn helper (src/runtime/process/SpawnHelper.ts) starts at an agent's first claw call: one file, run as it is.
 await esbuild.build({ ...common, entryPoints: { "spawn-helper": "dist/runtime/process/SpawnHelperMain.js" }, define: {}, plugins: [sharedBuiltins] })
 // Bridges.ts imports the Discord bridge some other way now: the run-only bundle would still carry it.
-if (mcpLeftOut !== 1) throw new Error(`build/bundle.mjs: expected one dynamic import of McpClaws.js to leave out of run.cjs, found ${mcpLeftOut}`)
+if (mcpLeftOut !== mcpImporters.length) {
+  throw new Error(`build/bundle.mjs: expected ${mcpImporters.length} dynamic imports of McpClaws.js to leave out of run.cjs, found ${mcpLeftOut}`)
+}
 if (discordLeftOut !== 1) throw new Error(`build/bundle.mjs: expected one dynamic import of DiscordInteract.js to leave out of run.cjs, found ${discordLeftOut}`)
 
 for (const name of ["bin", "run"]) {
