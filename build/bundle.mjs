@@ -77,6 +77,29 @@ const undiciApart = {
 }
 
 /**
+ * platform-node's HTTP client imports its WebSocket upgrade with import(),
+ * which the brains never ask for; reached, it made esbuild wrap every module
+ * it shares with the rest of run.cjs (Effect's core among them) in a lazily
+ * called initialiser: about a hundred more for each start to evaluate that
+ * way. Left out of run.cjs (an upgrade there is a bug, said as such).
+ */
+let upgradeLeftOut = 0
+const withoutClientUpgrade = {
+  name: "without-client-upgrade",
+  setup(build) {
+    build.onResolve({ filter: /^\.\/internal\/upgrade\.js$/ }, (args) => {
+      if (args.kind !== "dynamic-import" || !/[\\/]@effect[\\/]platform-node[\\/]dist[\\/]NodeHttpClient\.js$/.test(args.importer)) return undefined
+      upgradeLeftOut++
+      return { path: "upgrade", namespace: "upgrade-left-out" }
+    })
+    build.onLoad({ filter: /.*/, namespace: "upgrade-left-out" }, () => ({
+      contents: `throw new Error("dist/cli/run.cjs has no WebSocket upgrade for the HTTP client: its brains never ask for one")\n`,
+      loader: "js"
+    }))
+  }
+}
+
+/**
  * The MCP client too (ClawsWithMcp imports it when mcp.json names a
  * server): a run whose home has an mcp.json starts from bin.cjs
  * (RunMain's `started`), so run.cjs neither evaluates nor wraps it. serve's
@@ -100,11 +123,12 @@ const withoutMcp = {
 // dist/cli/ also holds tsc's output of src/cli/ (the bundles' entries): only the bundles and their caches go.
 for (const name of ["bin.cjs", "run.cjs", "spawn-helper.cjs", "undici.cjs", "code-cache"]) fs.rmSync(`dist/cli/${name}`, { recursive: true, force: true })
 await esbuild.build({ ...common, entryPoints: { bin: "dist/cli/bin.js" }, plugins: [undiciApart, sharedBuiltins] })
-await esbuild.build({ ...common, entryPoints: { run: "dist/cli/RunMain.js" }, plugins: [withoutDiscord, withoutMcp, undiciApart, sharedBuiltins] })
+await esbuild.build({ ...common, entryPoints: { run: "dist/cli/RunMain.js" }, plugins: [withoutDiscord, withoutMcp, withoutClientUpgrade, undiciApart, sharedBuiltins] })
 await esbuild.build({ ...common, entryPoints: { undici: "node_modules/@effect/platform-node/dist/Undici.js" }, define: {}, plugins: [sharedBuiltins] })
 // The spawn helper (src/runtime/process/SpawnHelper.ts) starts at an agent's first claw call: one file, run as it is.
 await esbuild.build({ ...common, entryPoints: { "spawn-helper": "dist/runtime/process/SpawnHelperMain.js" }, define: {}, plugins: [sharedBuiltins] })
 // Bridges.ts imports the Discord bridge some other way now: the run-only bundle would still carry it.
+if (upgradeLeftOut !== 1) throw new Error(`build/bundle.mjs: expected one dynamic import of the HTTP client's upgrade to leave out of run.cjs, found ${upgradeLeftOut}`)
 if (mcpLeftOut !== mcpImporters.length) {
   throw new Error(`build/bundle.mjs: expected ${mcpImporters.length} dynamic imports of McpClaws.js to leave out of run.cjs, found ${mcpLeftOut}`)
 }
