@@ -13,14 +13,18 @@ const endedWithoutAnswer = new BrainError({ reason: "fatal", detail: "the brain'
 /**
  * One brain call of a turn: the answer, and whether its text was told to
  * `onEvent` as it came. A brain that streams is asked for a stream, its text
- * told as written; one that does not is asked for the whole answer.
+ * told as written; one that does not, or a turn no one watches, asks for the
+ * whole answer (a stream nobody reads cost a FIFO turn 77 µs of CPU and
+ * 0.07 ms of p50, bench/ab-p99.mjs).
  */
 export const askBrain = (
   brain: BrainService,
   request: MessagesRequest,
   onEvent: TurnListener | undefined
 ): Effect.Effect<{ readonly answer: MessagesResponse; readonly told: boolean }, BrainError> => {
-  if (brain.stream === undefined) return Effect.map(brain.complete(request), (answer) => ({ answer, told: false }))
+  if (brain.stream === undefined || onEvent === undefined) {
+    return Effect.map(brain.complete(request), (answer) => ({ answer, told: false }))
+  }
   let answer: MessagesResponse | undefined
   let told = false
   return Effect.flatMap(
