@@ -59,7 +59,7 @@ export const V8YoungGenerationCap = {
   key: "PLANCKCLAW_V8_YOUNG_GENERATION_CAP",
   kind: "switch",
   default: true,
-  description: "0: let V8 grow its young generation as far as its version does (run and serve stop it at 16 MiB)",
+  description: "0: let V8 grow its young generation as far as its version does (on Node 24, run and serve stop it at 16 MiB)",
   details: "a long run holds less memory (on Node 24, 101 MiB against 148 after 30,000 turns); see [Performance](performance.md)"
 } as const satisfies SwitchSetting
 
