@@ -9,12 +9,14 @@
  * FIFO turns on Node 24 against 115 MiB on Node 22 (bench/run-memory.mjs).
  * Stopped at 16 MiB in all (8 MiB a semi-space), the same run held 101 MiB
  * on Node 24 and 112 MiB on Node 22; stopped at 32 MiB, 127 MiB on Node 24.
- * Main-thread CPU and p50 per turn were the same either way (bench/ab-p99.mjs,
- * 6 paired runs of 4,000 turns on each line: −1.3 and −0.9 µs, −0.005 and
- * −0.017 ms; the p99s, on a busy machine, +0.15 and −1.2 ms).
+ * On Node 24, main-thread CPU and p50 per turn were the same either way
+ * (bench/ab-p99.mjs, 6 paired runs of 4,000 turns: −1.3 µs, −0.005 ms; the
+ * p99, on a busy machine, +0.15 ms).
  *
  * Only on a V8 whose default is the larger one (Node 24's): on Node 22 the
- * cap would take the young generation below V8's own size, and cost CPU.
+ * cap takes the young generation below V8's own size, and the FIFO turn's
+ * CPU against the Effect 3 build read ×1.17 with it, ×0.93 without
+ * (bench/compare.mjs, one quiet run each; paired runs had read −0.9 µs).
  *
  * `--max-semi-space-size` only counts on node's command line, which costs
  * every start (V8Flags.ts). What V8 reads at each growth is its growth
@@ -74,11 +76,7 @@ const live = (): Probes => ({
   v8Major: Number(process.versions.v8.split(".")[0])
 })
 
-/**
- * The first V8 whose young generation grows past 32 MiB by default (Node 24's). Node 22's V8 stops
- * there already, and stopped at 16 its FIFO turn read CPU ×1.17 against the Effect 3 build where it
- * had read ×0.93 without (bench/compare.mjs, one run each): left alone there.
- */
+/** The first V8 whose young generation grows past 32 MiB by default (Node 24's); Node 22's stops there. */
 const largerYoungFrom = 13
 
 /** Runs `effect` as it is. */
