@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Fiber, Queue, Redacted, Stream } from "effect"
-import { type BrainEvent, type MessagesRequest, type MessagesResponse } from "../../src/ports/Brain.js"
+import { type MessagesRequest } from "../../src/ports/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
+import * as BrainStreams from "../support/BrainStreams.js"
 import { withRealHttp } from "../support/TestClockHttp.js"
 import { advanceTo } from "../support/TestClockWait.js"
 
@@ -30,25 +31,12 @@ const settings = (baseUrl: string, overrides: Partial<Anthropic.AnthropicConfig>
   ...overrides
 })
 
-/** Streams `request` in the background, every event into a queue as it arrives. */
-const startStream = (config: Anthropic.AnthropicConfig) =>
-  Effect.gen(function*() {
-    const brain = yield* Anthropic.make(config)
-    const arrived = yield* Queue.unbounded<BrainEvent>()
-    const fiber = yield* Effect.forkChild(Stream.runForEach(brain.stream!(request), (event) => Queue.offer(arrived, event)))
-    return { arrived, fiber }
-  })
+const startStream = (config: Anthropic.AnthropicConfig) => BrainStreams.startStream(Anthropic.make(config), request)
 
 const collect = (config: Anthropic.AnthropicConfig) =>
   Effect.flatMap(Anthropic.make(config), (brain) => Stream.runCollect(brain.stream!(request)))
 
-const answerOf = (all: ReadonlyArray<BrainEvent>): MessagesResponse => {
-  const last = all.at(-1)
-  if (last?._tag !== "Answer") throw new Error(`the stream did not end in its answer: ${JSON.stringify(last)}`)
-  return last.response
-}
-
-const deltas = (all: ReadonlyArray<BrainEvent>) => all.flatMap((event) => event._tag === "TextDelta" ? [event.text] : [])
+const { answerOf, deltas } = BrainStreams
 
 describe("Anthropic brain, streamed", () => {
   it.effect("asks for a stream with the same request and cache breakpoints, and passes text on before the answer ends", () =>

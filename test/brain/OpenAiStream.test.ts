@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Fiber, Option, Queue, Redacted, Stream } from "effect"
-import { type BrainEvent, type MessagesRequest, type MessagesResponse } from "../../src/ports/Brain.js"
+import { type MessagesRequest } from "../../src/ports/Brain.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import * as Server from "../support/ChatCompletionsServer.js"
+import * as BrainStreams from "../support/BrainStreams.js"
 import { withRealHttp } from "../support/TestClockHttp.js"
 import { advanceTo } from "../support/TestClockWait.js"
 
@@ -24,23 +25,11 @@ const settings = (baseUrl: string, overrides: Partial<OpenAi.OpenAiConfig> = {})
   ...overrides
 })
 
-const startStream = (config: OpenAi.OpenAiConfig) =>
-  Effect.gen(function*() {
-    const brain = yield* OpenAi.make(config)
-    const arrived = yield* Queue.unbounded<BrainEvent>()
-    const fiber = yield* Effect.forkChild(Stream.runForEach(brain.stream!(request), (event) => Queue.offer(arrived, event)))
-    return { arrived, fiber }
-  })
+const startStream = (config: OpenAi.OpenAiConfig) => BrainStreams.startStream(OpenAi.make(config), request)
 
 const collect = (config: OpenAi.OpenAiConfig) => Effect.flatMap(OpenAi.make(config), (brain) => Stream.runCollect(brain.stream!(request)))
 
-const answerOf = (all: ReadonlyArray<BrainEvent>): MessagesResponse => {
-  const last = all.at(-1)
-  if (last?._tag !== "Answer") throw new Error(`the stream did not end in its answer: ${JSON.stringify(last)}`)
-  return last.response
-}
-
-const deltas = (all: ReadonlyArray<BrainEvent>) => all.flatMap((event) => event._tag === "TextDelta" ? [event.text] : [])
+const { answerOf, deltas } = BrainStreams
 
 describe("OpenAI-compatible brain, streamed", () => {
   it.effect("asks for a stream with usage, and passes text on before the answer ends", () =>
