@@ -21,6 +21,7 @@ import { runFlags, withSettings } from "../CliSettings.js"
 import { WebConsole } from "../../config/settings/Serve.js"
 import * as EarlyTierUp from "../../runtime/process/EarlyTierUp.js"
 import * as Pretenuring from "../../runtime/process/Pretenuring.js"
+import type * as V8Flags from "../../runtime/process/V8Flags.js"
 import * as YoungGeneration from "../../runtime/process/YoungGeneration.js"
 import * as AgentHost from "../../hosts/serve/AgentHost.js"
 import * as HttpApi from "../../hosts/serve/HttpApi.js"
@@ -103,7 +104,7 @@ export const serve = Command.make("serve", {
     yield* Effect.flatten(Pretenuring.readChoice())
     const earlyTierUp = yield* EarlyTierUp.readChoice()
     const capYoungGeneration = yield* YoungGeneration.readChoice()
-    const tunedV8: EarlyTierUp.During = (effect) => capYoungGeneration(earlyTierUp(effect))
+    const tunedV8: V8Flags.During = (effect) => capYoungGeneration(earlyTierUp(effect))
     // Before the host starts (and answers what a previous run left): HttpApi.layer is built after it.
     yield* HttpApi.guard(listen)
     // The host's default soul goes whole into every request of an agent without its own: refused now if over its limit.

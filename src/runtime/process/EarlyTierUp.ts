@@ -41,7 +41,7 @@ import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import { switchOf } from "../../config/ConfigRange.js"
 import { V8EarlyTierUp } from "../../config/settings/Agent.js"
-import { setV8Flags } from "./V8Flags.js"
+import { type During, setV8Flags } from "./V8Flags.js"
 
 /** Unset or `0`: leave V8's tier-up pace alone; `1`: sooner while the process is young. */
 export const EarlyTierUpConfig = switchOf(V8EarlyTierUp)
@@ -75,9 +75,6 @@ const live: Probes = {
   }),
   execArgv: process.execArgv
 }
-
-/** Runs `effect` as it is. */
-export type During = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 
 /**
  * Reads the setting (so a malformed value is refused at start-up with the

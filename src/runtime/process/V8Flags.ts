@@ -19,6 +19,9 @@ const writeOwedCodeCaches = (): void => {
   if (typeof write === "function") write()
 }
 
+/** Runs an effect (the agent's serving) as it is, with a V8 tuning beside it: EarlyTierUp's, YoungGeneration's. */
+export type During = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
 // Loaded only when a flag is set, after the start: loading node:v8 costs a start ~1.5 ms.
 export const setV8Flags = (flags: string): Effect.Effect<void> =>
   Effect.map(Effect.promise(() => import("node:v8")), (v8) => {

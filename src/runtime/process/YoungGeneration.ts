@@ -33,7 +33,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import { switchOf } from "../../config/ConfigRange.js"
 import { V8YoungGenerationCap } from "../../config/settings/Agent.js"
-import { setV8Flags } from "./V8Flags.js"
+import { type During, setV8Flags } from "./V8Flags.js"
 
 /** Unset or `1`: the run stops the young generation at `capBytes`; `0`: V8's own choice. */
 export const YoungGenerationConfig = switchOf(V8YoungGenerationCap)
@@ -78,9 +78,6 @@ const live = (): Probes => ({
 
 /** The first V8 whose young generation grows past 32 MiB by default (Node 24's); Node 22's stops there. */
 const largerYoungFrom = 13
-
-/** Runs `effect` as it is. */
-export type During = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 
 /** Resolves after the first collection that leaves the young generation at `capBytes` or more; listens until then. */
 const reachesCap = (probes: Probes): Effect.Effect<number> =>
