@@ -123,29 +123,32 @@ export const read = (file: string): Result.Result<{ readonly lines: Array<UsageL
 
 /**
  * `brain` with every answer recorded in `file`; a failed write is logged once and never fails the call.
- * `held: false` closes the ledger after each line: `serve`'s agents, thousands of them started at once,
- * keep no descriptor for it between answers (see OpenFiles).
+ * The ledger stays open between answers; `closeFile` closes it (the next answer opens it again): `serve`
+ * closes it with an agent's other files when the agent is no longer among those keeping theirs open
+ * (OpenFiles). The scope closes it for good.
  */
-export const recording = (
+export const recorder = (
   brain: BrainService,
   file: string,
-  label: string,
-  options: { readonly held?: boolean } = {}
-): Effect.Effect<BrainService, never, Scope.Scope> =>
+  label: string
+): Effect.Effect<{ readonly brain: BrainService; readonly closeFile: Effect.Effect<void> }, never, Scope.Scope> =>
   Effect.gen(function*() {
     let warned = false
     const ledger = yield* Effect.acquireRelease(Effect.sync(() => heldAppender(file)), (held) => Effect.sync(held.close))
-    const held = options.held ?? true
     // Plain steps, not a generator: this wraps every brain call, whole or streamed (tapAnswers).
-    return tapAnswers(brain, (request, started, response) =>
+    const recorded = tapAnswers(brain, (request, started, response) =>
       Effect.flatMap(Clock.currentTimeMillis, (ended) => {
         const written = ledger.append([lineOf(request, response, label, started, ended)])
-        if (!held) ledger.close()
         if (Result.isSuccess(written) || warned) return Effect.void
         warned = true
         return Effect.logWarning(`usage ledger not written (${written.failure.message}); turns go on without it`)
       }))
+    return { brain: recorded, closeFile: Effect.sync(ledger.close) }
   })
+
+/** `recorder`'s brain alone: the ledger held open until the scope closes. */
+export const recording = (brain: BrainService, file: string, label: string): Effect.Effect<BrainService, never, Scope.Scope> =>
+  Effect.map(recorder(brain, file, label), (recorded) => recorded.brain)
 
 /**
  * The Brain, recording into the memory directory's ledger: provide it the

@@ -53,8 +53,8 @@ export const AgentsHoldingFiles = {
   min: 0,
   max: 100_000,
   default: 128,
-  description: "agents used last keeping their 3 memory files open between messages; 0: every agent closes them",
-  details: "the files are history, its ledger and the inbox journal; the other agents close them after each message"
+  description: "agents used last keeping their 4 memory files open between messages; 0: every agent closes them",
+  details: "the files are history, its ledger, the inbox journal and usage.jsonl; the other agents close them after each message"
 } as const satisfies NumberSetting
 
 export const IdempotencyKeys = {
@@ -75,7 +75,7 @@ export const MaxConnections = {
   default: undefined,
   defaultText: "1024, or ulimit -n less the reserve if lower",
   description: "HTTP connections at once; the next 16 are answered 503, any beyond refused. " +
-    "The reserve: 3 per agent holding files, 4 per turn, 80",
+    "The reserve: 4 per agent holding files, 4 per turn, 80",
   details: "a value eating into the reserve is refused at start (exit 2)",
   example: "1024"
 } as const satisfies NumberSetting

@@ -147,9 +147,10 @@ export const make = (options: {
     // Keys not recorded yet held in the journal (AgentInbox.ts).
     const tracked = yield* AgentInbox.make(inbox, idempotency)
     // Every answer of its turns and compactions counted in its own usage.jsonl, as `run` counts them.
-    const brain = shared.brainLabel === undefined
-      ? shared.brain
-      : yield* UsageLedger.recording(shared.brain, path.join(directory, UsageLedger.FILE_NAME), shared.brainLabel, { held: false })
+    const usage = shared.brainLabel === undefined
+      ? { brain: shared.brain, closeFile: Effect.void }
+      : yield* UsageLedger.recorder(shared.brain, path.join(directory, UsageLedger.FILE_NAME), shared.brainLabel)
+    const brain = usage.brain
     // Its own mcp.json's servers beside the host's claws, held while it is started.
     const claws = yield* AgentMcp.clawsFor({ directory, base: shared.claws, pool: shared.mcpPool })
     const ports = Context.make(Memory.Memory, memory).pipe(
@@ -244,7 +245,7 @@ export const make = (options: {
     // Its files stay open while it is among the agents used most recently
     // (OpenFiles), so thousands of idle agents hold no descriptors.
     const holder = {}
-    const closeFiles = Effect.andThen(memory.closeFiles, inbox.closeFiles)
+    const closeFiles = Effect.andThen(memory.closeFiles, Effect.andThen(inbox.closeFiles, usage.closeFile))
     yield* Effect.addFinalizer(() => Effect.sync(() => shared.openFiles.forget(holder)))
 
     // The mailbox: a fiber runs only while messages wait (an idle agent costs

@@ -48,9 +48,9 @@ export interface Limits {
   readonly stopGraceSeconds: number
 }
 
-/** Descriptors kept from connections: 3 memory files per agent holding them, 4 per turn (brain connection, claw pipes). */
+/** Descriptors kept from connections: 4 memory files per agent holding them, 4 per turn (brain connection, claw pipes). */
 export const reserveFor = (host: { readonly agentsHoldingFiles: number; readonly maxConcurrentTurns: number }): number =>
-  PROCESS_RESERVE + OVER_CAP_ANSWERED + 3 * host.agentsHoldingFiles + 4 * host.maxConcurrentTurns
+  PROCESS_RESERVE + OVER_CAP_ANSWERED + 4 * host.agentsHoldingFiles + 4 * host.maxConcurrentTurns
 
 /** A soft limit as Linux or `ulimit -n` print it; None for "unlimited" or anything unreadable. */
 const limitIn = (text: string | undefined): Option.Option<number> =>
@@ -80,7 +80,7 @@ export const resolve = (
   const { host, maxConnections, ...timeouts } = config
   const reserve = reserveFor(host)
   const why = (files: number) =>
-    `the open-file limit (ulimit -n) is ${files} and ${reserve} descriptors are kept in reserve: 3 for each of ` +
+    `the open-file limit (ulimit -n) is ${files} and ${reserve} descriptors are kept in reserve: 4 for each of ` +
     `PLANCKCLAW_AGENTS_HOLDING_FILES (${host.agentsHoldingFiles}) agents' memory files, 4 for each of PLANCKCLAW_MAX_CONCURRENT_TURNS ` +
     `(${host.maxConcurrentTurns}) turns' brain connection and claw pipes, ${PROCESS_RESERVE + OVER_CAP_ANSWERED} for the process ` +
     "and the connections answered 503 over the cap"

@@ -1,8 +1,8 @@
 /**
  * Which started agents keep their memory files open between messages. An
- * agent holds up to three descriptors (history, its ledger, the inbox
- * journal); keeping them saves opening, checking and closing each file at
- * every message, and lets its appends go without the write lock file (see
+ * agent holds up to four descriptors (history, its ledger, the inbox
+ * journal, usage.jsonl); keeping them saves opening, checking and closing
+ * each file at every message, and lets its appends go without the write lock file (see
  * MemoryDir.appendAlone). The host keeps them for the agents used most
  * recently, up to a budget, and closes the files of the least recently used
  * beyond it, so ten thousand agents sent a message at once still fit in
@@ -24,7 +24,7 @@ export interface OpenFiles {
   readonly size: () => number
 }
 
-/** `budget`: agents keeping their files open at most (PLANCKCLAW_AGENTS_HOLDING_FILES), three descriptors each. */
+/** `budget`: agents keeping their files open at most (PLANCKCLAW_AGENTS_HOLDING_FILES), four descriptors each. */
 export const make = (budget: number): OpenFiles => {
   // A Map iterates in insertion order: its first key is the least recently used.
   const keeping = new Map<object, Effect.Effect<void>>()

@@ -45,20 +45,20 @@ describe("HttpLimits", () => {
     Effect.gen(function*() {
       const cap = (entries: Record<string, string>, limit: number) =>
         Effect.map(resolved(entries, Option.some(limit)), Result.map((limits) => limits.maxConnections))
-      // 80 + 3 × 128 + 4 × 16 = 528 by default.
-      expect(HttpLimits.reserveFor({ agentsHoldingFiles: 128, maxConcurrentTurns: 16 })).toBe(528)
+      // 80 + 4 × 128 + 4 × 16 = 656 by default.
+      expect(HttpLimits.reserveFor({ agentsHoldingFiles: 128, maxConcurrentTurns: 16 })).toBe(656)
       expect(yield* cap({}, 1_048_576)).toEqual(Result.succeed(1024))
-      expect(yield* cap({}, 1024)).toEqual(Result.succeed(496))
-      expect(yield* cap({}, 529)).toEqual(Result.succeed(1))
+      expect(yield* cap({}, 1024)).toEqual(Result.succeed(368))
+      expect(yield* cap({}, 657)).toEqual(Result.succeed(1))
       expect(yield* cap({ PLANCKCLAW_AGENTS_HOLDING_FILES: "0", PLANCKCLAW_MAX_CONCURRENT_TURNS: "1" }, 1024)).toEqual(Result.succeed(1024 - 84))
-      expect(yield* cap({ PLANCKCLAW_MAX_CONNECTIONS: "496" }, 1024)).toEqual(Result.succeed(496))
-      const over = yield* cap({ PLANCKCLAW_MAX_CONNECTIONS: "497" }, 1024)
+      expect(yield* cap({ PLANCKCLAW_MAX_CONNECTIONS: "368" }, 1024)).toEqual(Result.succeed(368))
+      const over = yield* cap({ PLANCKCLAW_MAX_CONNECTIONS: "369" }, 1024)
       expect(Result.isFailure(over) ? over.failure : "").toMatch(
-        /^configuration error: PLANCKCLAW_MAX_CONNECTIONS: 497 connections would eat into .*; set at most 496, or raise ulimit -n$/
+        /^configuration error: PLANCKCLAW_MAX_CONNECTIONS: 369 connections would eat into .*; set at most 368, or raise ulimit -n$/
       )
-      const none = yield* cap({}, 528)
+      const none = yield* cap({}, 656)
       expect(Result.isFailure(none) ? none.failure : "").toContain(
-        "serve would have no descriptors left for connections: the open-file limit (ulimit -n) is 528 and 528 descriptors are kept in reserve"
+        "serve would have no descriptors left for connections: the open-file limit (ulimit -n) is 656 and 656 descriptors are kept in reserve"
       )
     }))
 

@@ -116,11 +116,11 @@ describe("planckclaw serve's connections (built command)", () => {
           Cli.start(["serve", "--http", "127.0.0.1:0"], { cwd: t.box.dir, env: { ...t.env, ...extra }, openFileLimit }),
           (running) => within("serve to refuse its settings")(running.done)
         ))
-      // The reserve by default: 80 + 3 × 128 agents' files + 4 × 16 turns = 528.
+      // The reserve by default: 80 + 4 × 128 agents' files + 4 × 16 turns = 656.
       const tooMany = yield* serve({ PLANCKCLAW_MAX_CONNECTIONS: "1000" }, 1024)
       expect(tooMany.code).toBe(2)
       expect(tooMany.stderr).toMatch(
-        /^planckclaw: configuration error: PLANCKCLAW_MAX_CONNECTIONS: 1000 connections would eat into the descriptors kept in reserve: the open-file limit \(ulimit -n\) is 1024 and 528 descriptors are kept in reserve.*; set at most 496, or raise ulimit -n\n$/
+        /^planckclaw: configuration error: PLANCKCLAW_MAX_CONNECTIONS: 1000 connections would eat into the descriptors kept in reserve: the open-file limit \(ulimit -n\) is 1024 and 656 descriptors are kept in reserve.*; set at most 368, or raise ulimit -n\n$/
       )
       const none = yield* serve({}, 256)
       expect(none.code).toBe(2)
