@@ -50,6 +50,14 @@ export type { AgentInfo } from "./AgentStatus.js"
 export type { Reply } from "./AgentInstance.js"
 export { HostError } from "./HostError.js"
 
+/**
+ * Messages being accepted at once: their agent started if it was not, the
+ * message journaled and queued. That is synchronous work on the one thread
+ * (directories, locks, files), so a few at a time keep it busy; more only
+ * interleave them.
+ */
+const ACCEPTS_AT_ONCE = 8
+
 export const HostConfig = Config.all({
   agentsDir: textOf(AgentsDir).pipe(Config.map((dir) => path.resolve(dir))),
   /** Seconds without a message before an agent is released. */
@@ -114,6 +122,8 @@ interface Life {
   readonly closed: Deferred.Deferred<void>
   /** Replaced after a defect: closes once its callers let go, which the next instance's replies allow. */
   restarting: boolean
+  /** Its scope has begun to close (released when idle, or the host stopping). */
+  closing: boolean
   /** Waits until the instance answers nothing more and its background compaction has ended. */
   quiet: Effect.Effect<void>
   /** What it had not answered when a defect stopped it, for the next instance (InstanceService.handOver). */
@@ -159,6 +169,11 @@ export const make = Effect.gen(function*() {
   const claws = yield* Claws
   const permits = yield* Semaphore.make(config.maxConcurrentTurns)
   const limited: BrainService = limitedBy(brain, permits)
+  // Messages are accepted a few at a time, in the order they came. Ten thousand accepted all at once
+  // would share the thread step by step, each step of each waiting behind the same step of all the
+  // others, and the first reply would come only when the last message had been journaled; this way
+  // the first agents answer while later messages are still being accepted.
+  const accepting = yield* Semaphore.make(ACCEPTS_AT_ONCE)
   const made = Result.try(() => fs.mkdirSync(config.agentsDir, { recursive: true, mode: 0o700 }))
   if (Result.isFailure(made) || !AgentStatus.isAgentDirectory(config.agentsDir)) {
     return yield* refuse("unavailable", `PLANCKCLAW_AGENTS_DIR ${config.agentsDir} is not a directory this process can use`)
@@ -210,7 +225,13 @@ export const make = Effect.gen(function*() {
 
   const startAfter = (id: AgentId.AgentId, handedOver: ReadonlyArray<AgentInstance.Waiting>) =>
     Effect.gen(function*() {
-      const life: Life = { closed: yield* Deferred.make<void>(), restarting: false, quiet: Effect.void, handOver: Effect.succeed([]) }
+      const life: Life = {
+        closed: yield* Deferred.make<void>(),
+        restarting: false,
+        closing: false,
+        quiet: Effect.void,
+        handOver: Effect.succeed([])
+      }
       lives.set(id, life)
       // Registered before the instance is made: it runs after all of the instance's own finalizers.
       yield* Effect.addFinalizer(() =>
@@ -231,6 +252,10 @@ export const make = Effect.gen(function*() {
       const instance = yield* AgentInstance.make({ id, directory, shared, handedOver, restart: restart(id, life) })
       life.quiet = instance.quiet
       life.handOver = instance.handOver
+      // Added last, run first when the scope closes.
+      yield* Effect.addFinalizer(() => Effect.sync(() => {
+        life.closing = true
+      }))
       return instance
     })
 
@@ -273,8 +298,15 @@ export const make = Effect.gen(function*() {
   const submit = (id: AgentId.AgentId, message: AgentInstance.Message, events?: AgentInstance.EventSink) =>
     Effect.gen(function*() {
       for (let attempt = 0; attempt < 5; attempt++) {
-        const instance = yield* started(id)
-        const submitted = yield* instance.submit(message, events)
+        // An instance still closing (its compaction settling) is waited for here, holding no permit.
+        const before = lives.get(id)
+        if (before !== undefined && before.closing && !before.restarting) yield* Deferred.await(before.closed)
+        const submitted = yield* Effect.flatMap(started(id), (instance) => instance.submit(message, events)).pipe(
+          // A permit passes straight to the next message waiting: without a yield here, every message
+          // would be accepted before any agent's turn began.
+          Effect.tap(() => Effect.yieldNow),
+          accepting.withPermits(1)
+        )
         if (Option.isSome(submitted)) return submitted.value
       }
       return yield* refuse("unavailable", `agent ${id} keeps restarting`, id)

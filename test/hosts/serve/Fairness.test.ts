@@ -1,8 +1,9 @@
 /**
  * The bound on brain calls across agents, and what a started agent holds:
  * a slow agent delays another only when every permit of
- * PLANCKCLAW_MAX_CONCURRENT_TURNS is taken (TestClock, no sleeps), and only
- * the PLANCKCLAW_AGENTS_HOLDING_FILES agents used last keep file descriptors.
+ * PLANCKCLAW_MAX_CONCURRENT_TURNS is taken (TestClock, no sleeps), only
+ * the PLANCKCLAW_AGENTS_HOLDING_FILES agents used last keep file descriptors,
+ * and in a burst the first agents answer before the last are accepted.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -38,6 +39,26 @@ const settle = Effect.gen(function*() {
 })
 
 describe("AgentHost under load", () => {
+  it.live("a burst of new agents: the first turns run while later messages are still being accepted, and all are answered", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const agentsDir = path.join(root, "agents")
+      // How many agents had journaled their message when each turn reached the brain.
+      const acceptedAtCall: Array<number> = []
+      const brain = echoBrain((request) => {
+        if (isCompaction(request)) return undefined
+        acceptedAtCall.push(fs.readdirSync(agentsDir).filter((id) => fs.existsSync(path.join(agentsDir, id, ".inbox.jsonl"))).length)
+        return undefined
+      })
+      const agents = yield* startHost(root, brain.layer)
+      const ids = Array.from({ length: 200 }, (_, n) => `burst-${n}`)
+      const replies = yield* Effect.forEach(ids, (id) => agents.send(id, { text: id }), { concurrency: "unbounded" })
+      expect(replies).toEqual(ids.map((id) => ({ reply: `echo ${id}`, stored: true })))
+      expect(acceptedAtCall.length).toBe(ids.length)
+      // Accepted all at once, the first turn would begin only once all 200 were journaled.
+      expect(acceptedAtCall[0]).toBeLessThan(50)
+    }))
+
   it.effect("a slow agent never delays another while a permit is free; with all taken, the others wait for one (TestClock)", () =>
     Effect.gen(function*() {
       const root = tempDir()
@@ -79,15 +100,19 @@ describe("AgentHost under load", () => {
       expect(yield* Effect.forEach(ids, (id) => Effect.map(agents.get(id), (info) => info.state))).toEqual(ids.map(() => "running"))
       const kept = openUnder(path.join(root, "agents"))
       expect(holders(kept).length).toBe(5)
-      // History and the inbox journal (a first exchange writes the ledger whole, through a rename).
-      expect(kept.map((file) => path.basename(file)).sort()).toEqual([...Array(5).fill(".inbox.jsonl"), ...Array(5).fill("history.jsonl")])
+      // History, the inbox journal and usage.jsonl (a first exchange writes the ledger whole, through a rename).
+      expect(kept.map((file) => path.basename(file)).sort()).toEqual([
+        ...Array(5).fill(".inbox.jsonl"),
+        ...Array(5).fill("history.jsonl"),
+        ...Array(5).fill("usage.jsonl")
+      ])
 
-      // Answered one after another: the last five used are the ones keeping theirs, three files each.
+      // Answered one after another: the last five used are the ones keeping theirs, four files each.
       for (const id of ids) yield* agents.send(id, { text: "two" })
       const last = openUnder(path.join(root, "agents"))
       expect(holders(last)).toEqual(["idle-25", "idle-26", "idle-27", "idle-28", "idle-29"])
-      expect(new Set(last.map((file) => path.basename(file)))).toEqual(new Set(["history.jsonl", ".history-ledger.json", ".inbox.jsonl"]))
-      expect(last.length).toBe(15)
+      expect(new Set(last.map((file) => path.basename(file)))).toEqual(new Set(["history.jsonl", ".history-ledger.json", ".inbox.jsonl", "usage.jsonl"]))
+      expect(last.length).toBe(20)
       // idle-0 closed its files long ago: its next message opens them again.
       expect(yield* agents.send("idle-0", { text: "three" })).toEqual({ reply: "echo three", stored: true })
       expect(historyOf(root, "idle-0").map((line) => line.content)).toEqual(["one", "echo one", "two", "echo two", "three", "echo three"])
