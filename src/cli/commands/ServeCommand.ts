@@ -22,6 +22,7 @@ import { WebConsole } from "../../config/settings/Serve.js"
 import * as EarlyTierUp from "../../runtime/process/EarlyTierUp.js"
 import * as Pretenuring from "../../runtime/process/Pretenuring.js"
 import type * as V8Flags from "../../runtime/process/V8Flags.js"
+import * as IdleCollection from "../../runtime/process/IdleCollection.js"
 import * as YoungGeneration from "../../runtime/process/YoungGeneration.js"
 import * as AgentHost from "../../hosts/serve/AgentHost.js"
 import * as HttpApi from "../../hosts/serve/HttpApi.js"
@@ -122,7 +123,11 @@ export const serve = Command.make("serve", {
     }
     // One host for both: Discord's agents are the HTTP API's too. A fatal Discord refusal ends the service.
     // The agents' schedules fire beside it (ServeSchedules), through the same host.
-    const http = Effect.raceFirst(Layer.launch(HttpApi.layer(listen)), ServeSchedules.run())
+    // Released agents' memory given back once the host is quiet (IdleCollection).
+    const quietSeconds = yield* IdleCollection.QuietSecondsConfig
+    const collecting = Effect.flatMap(AgentHost.AgentHost, (host) =>
+      host.activity === undefined ? Effect.never : IdleCollection.run(host.activity, quietSeconds))
+    const http = Effect.raceFirst(Effect.raceFirst(Layer.launch(HttpApi.layer(listen)), ServeSchedules.run()), collecting)
     // discord.js is heavy to load: only a Discord bridge pays for it. The messages owed a reply are kept
     // beside the outbox, so a stop between a message and its reply's outbox line loses no reply.
     const discord = Effect.gen(function*() {

@@ -120,6 +120,16 @@ export const McpServersMax = {
   details: "see [MCP in serve](mcp.md#in-serve-each-agents-own-mcpjson)"
 } as const satisfies NumberSetting
 
+export const IdleCollection = {
+  key: "PLANCKCLAW_IDLE_COLLECTION",
+  kind: "seconds",
+  min: 0,
+  max: 24 * 3600,
+  default: 10,
+  description: "after agents were released, seconds without a message before serve gives their memory back (one full garbage collection); 0: never",
+  details: "see [memory](serve.md#memory)"
+} as const satisfies NumberSetting
+
 export const group = {
   title: "Serve (planckclaw serve)",
   settings: [
@@ -129,6 +139,7 @@ export const group = {
     MaxConcurrentTurns,
     AgentIdle,
     AgentsHoldingFiles,
+    IdleCollection,
     IdempotencyKeys,
     MaxConnections,
     HttpRequestTimeout,

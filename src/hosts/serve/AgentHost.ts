@@ -21,6 +21,7 @@ import * as Option from "effect/Option"
 import * as LayerMap from "effect/LayerMap"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
+import type * as IdleCollection from "../../runtime/process/IdleCollection.js"
 import * as Agent from "../../agent/Agent.js"
 import { AgentConfig } from "../../config/AgentConfig.js"
 import { BrainLabelConfig } from "../../config/BrainChoice.js"
@@ -114,6 +115,8 @@ export interface AgentHostService extends Partial<AgentRecords.Records> {
   readonly compact: (id: string) => Effect.Effect<CompactResult, HostError>
   /** Cancels agent `id`'s turn of the message under Idempotency-Key `key` (TurnCancels): whether one was running or queued. */
   readonly cancel?: (id: string, key: string) => Effect.Effect<boolean, HostError>
+  /** Messages accepted and agents released so far (IdleCollection reads them). */
+  readonly activity?: () => IdleCollection.Activity
 }
 
 /** One instance of an agent, as the host tracks it until its scope has closed. */
@@ -202,6 +205,7 @@ export const make = Effect.gen(function*() {
   }
   const scope = yield* Effect.scope
   const running = new Set<string>()
+  const activity = { accepted: 0, released: 0 }
   // The newest instance of each agent, until its scope has closed.
   const lives = new Map<string, Life>()
   const directoryOf = (id: AgentId.AgentId) => path.join(config.agentsDir, id)
@@ -248,7 +252,11 @@ export const make = Effect.gen(function*() {
       }
       yield* AgentStatus.warnIfOthersCanWrite(`agent directory ${directory}`, directory, "this agent's")
       running.add(id)
-      yield* Effect.addFinalizer(() => Effect.sync(() => running.delete(id)))
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          running.delete(id)
+          activity.released++
+        }))
       const instance = yield* AgentInstance.make({ id, directory, shared, handedOver, restart: restart(id, life) })
       life.quiet = instance.quiet
       life.handOver = instance.handOver
@@ -307,7 +315,10 @@ export const make = Effect.gen(function*() {
           Effect.tap(() => Effect.yieldNow),
           accepting.withPermits(1)
         )
-        if (Option.isSome(submitted)) return submitted.value
+        if (Option.isSome(submitted)) {
+          activity.accepted++
+          return submitted.value
+        }
       }
       return yield* refuse("unavailable", `agent ${id} keeps restarting`, id)
     })
@@ -362,6 +373,7 @@ export const make = Effect.gen(function*() {
 
   return {
     directory: config.agentsDir,
+    activity: () => ({ ...activity }),
     sendChecked,
     streamChecked,
     send: (raw, options) => Effect.flatMap(check(raw, options), sendChecked),
