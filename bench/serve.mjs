@@ -10,8 +10,14 @@
  *    AgentHost.send: serve_turns_per_s, serve_p50_ms and serve_p99_ms (each
  *    from the burst's start to its reply), serve_rss_mb_10k_active (resident
  *    memory with the 10,000 started, after a full GC),
- *    serve_rss_mb_10k_released (after PLANCKCLAW_AGENT_IDLE passed and they
- *    were released, after a full GC), each against the idle process.
+ *    serve_rss_mb_60s_after_release (60 s after PLANCKCLAW_AGENT_IDLE passed
+ *    and they were released, no collection forced: the host gives their
+ *    memory back itself, IdleCollection, as `serve` runs it),
+ *    serve_rss_mb_10k_released (then after a full GC), each against the
+ *    idle process; serve_kib_per_agent (the active figure above idle, per
+ *    agent); serve_burst_p50_over_duration (the median reply's latency over
+ *    the burst's length: about 0.5 when replies come evenly through the
+ *    burst, 1 when they all come at its end) and serve_burst_first_reply_ms.
  * 3. The same burst over the HTTP API on loopback: a load generator in a
  *    second process (bench/lib/http-load.mjs) sends one request per agent
  *    over BENCH_HTTP_SOCKETS keep-alive connections: http_requests_per_s,
@@ -26,15 +32,19 @@
  *    http_conversation_requests_per_s and
  *    http_conversation_cpu_us_per_request (the server's), what the HTTP API
  *    adds to a started agent's message.
+ * 6. The HTTP layer's own cost: http_layer_cpu_us_per_request (5 less 4, per
+ *    message), beside Effect 4's router alone answering the same requests
+ *    in a process of its own (bench/lib/bare-router.mjs):
+ *    effect_router_cpu_us_per_request and http_layer_x_effect_router.
  *
  * Run: npm run build && node --expose-gc bench/serve.mjs
  * (PLANCKCLAW_BENCH_REPO=DIR: another checkout's build, see bench/compare.mjs)
  */
-import { fork } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { effect, fromDist, httpServerModule, settingsLayer, settingsProvider, warningsAndUp, withSettings } from "./lib/build.mjs"
 import { main, progress } from "./lib/child.mjs"
+import { forkServer, httpBurst as httpLoad, processCpuUs } from "./lib/http-burst.mjs"
 import { percentile, round } from "./lib/stats.mjs"
 import { benchDir, makeWorkDir } from "./lib/work.mjs"
 
@@ -47,11 +57,15 @@ const AgentHost = await fromDist("hosts/serve/AgentHost.js")
 const HttpApi = await fromDist("hosts/serve/HttpApi.js")
 const EarlyTierUp = await fromDist("runtime/process/EarlyTierUp.js")
 const Pretenuring = await fromDist("runtime/process/Pretenuring.js")
+// As `planckclaw serve` runs it beside its host; absent from builds before it (bench/compare.mjs).
+const IdleCollection = await fromDist("runtime/process/IdleCollection.js").catch(() => undefined)
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 10_000)
 const WARM_UP = Number(process.env.BENCH_WARM_UP_AGENTS ?? 300)
 // Longer than the burst takes, so every agent is still running when the active figure is taken.
 const IDLE_SECONDS = Number(process.env.BENCH_AGENT_IDLE ?? 30)
+// Resident memory is read this long after the release, with no collection forced (issue 52 item 4).
+const AFTER_RELEASE_SECONDS = 60
 const SOCKETS = Number(process.env.BENCH_HTTP_SOCKETS ?? 64)
 const CONVERSATION_AGENTS = 100
 const CONVERSATION_ROUNDS = Number(process.env.BENCH_CONVERSATION_ROUNDS ?? 20)
@@ -95,14 +109,7 @@ const burst = async (ids, send) => {
 }
 
 /** The same burst from a second process over keep-alive connections. */
-const httpBurst = (port, ids) =>
-  new Promise((resolve, reject) => {
-    const child = fork(path.join(benchDir, "lib", "http-load.mjs"), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
-    child.once("message", (result) => (result.error === undefined ? resolve(result) : reject(new Error(result.error))))
-    child.once("error", reject)
-    child.once("exit", (code) => { if (code !== 0) reject(new Error(`the HTTP load generator exited with ${code}`)) })
-    child.send({ port, ids, sockets: SOCKETS, text: "And this." })
-  })
+const httpBurst = (port, ids) => httpLoad(port, ids, { sockets: SOCKETS })
 
 const kbPerAgent = (above, agents) => round((above * 1024) / agents, 1)
 
@@ -142,6 +149,11 @@ main(async () => {
         }
       }
 
+      if (IdleCollection !== undefined && host.activity !== undefined) {
+        const quietSeconds = yield* withSettings(Effect.gen(function*() { return yield* IdleCollection.QuietSecondsConfig }), settings)
+        yield* Effect.forkScoped(IdleCollection.run(host.activity, quietSeconds))
+      }
+
       return yield* tierUpEarly(Effect.gen(function*() {
         progress(`serve: warm-up with ${WARM_UP} agents, then ${IDLE_SECONDS + 2} s for their release`)
         yield* Effect.promise(() => burst(Array.from({ length: WARM_UP }, (_, n) => `warm-up-${n}`), send))
@@ -152,8 +164,9 @@ main(async () => {
         const inProcess = yield* Effect.promise(() => burst(ids, send))
         const active = yield* Effect.promise(memory)
         const running = yield* Effect.promise(runningNow)
-        progress(`serve: ${round(inProcess.wallMs, 0)} ms, ${running} running, ${active.rss} MB; ${IDLE_SECONDS + 2} s for their release`)
-        yield* Effect.promise(() => sleep((IDLE_SECONDS + 2) * 1000))
+        progress(`serve: ${round(inProcess.wallMs, 0)} ms, ${running} running, ${active.rss} MB; ${IDLE_SECONDS} s for their release, then ${AFTER_RELEASE_SECONDS} s`)
+        yield* Effect.promise(() => sleep((IDLE_SECONDS + AFTER_RELEASE_SECONDS) * 1000))
+        const afterRelease = round(process.memoryUsage.rss() / 1024 / 1024, 1)
         const released = yield* Effect.promise(memory)
         const stillRunning = yield* Effect.promise(runningNow)
 
@@ -179,6 +192,20 @@ main(async () => {
         const httpConversation = yield* Effect.promise(() => httpBurst(port, Array.from({ length: turns }, (_, n) => talking[n % CONVERSATION_AGENTS])))
         const httpConversationUsed = process.cpuUsage(httpConversationCpu)
 
+        progress(`http: Effect 4's router alone (bench/lib/bare-router.mjs), the same ${turns} requests`)
+        const router = yield* Effect.promise(async () => {
+          const server = await forkServer("bare-router.mjs", ["effect"])
+          try {
+            await httpBurst(server.port, talking)
+            const before = processCpuUs(server.child.pid)
+            await httpBurst(server.port, Array.from({ length: turns }, (_, n) => talking[n % CONVERSATION_AGENTS]))
+            return (processCpuUs(server.child.pid).all - before.all) / turns
+          } finally {
+            server.child.kill("SIGTERM")
+          }
+        })
+        const httpLayerUs = (httpConversationUsed.user + httpConversationUsed.system - conversationUsed.user - conversationUsed.system) / turns
+
         const notes = []
         if (running < AGENTS) {
           notes.push(`serve: only ${running} of ${AGENTS} agents were still running when the active figure was taken (the burst outlasted BENCH_AGENT_IDLE=${IDLE_SECONDS}): serve_rss_mb_10k_active is low`)
@@ -195,6 +222,10 @@ main(async () => {
             serve_rss_mb_10k_active: active.rss,
             serve_rss_mb_10k_released: released.rss,
             serve_kb_per_active_agent: kbPerAgent(active.rss - idle.rss, AGENTS),
+            serve_kib_per_agent: kbPerAgent(active.rss - idle.rss, AGENTS),
+            serve_rss_mb_60s_after_release: afterRelease,
+            serve_burst_p50_over_duration: round(percentile(inProcess.latencies, 50) / inProcess.wallMs, 2),
+            serve_burst_first_reply_ms: round(Math.min(...inProcess.latencies), 0),
             serve_mb_released_above_idle: round(released.rss - idle.rss, 1),
             serve_heap_mb_idle: idle.heap,
             serve_heap_mb_10k_active: active.heap,
@@ -209,7 +240,10 @@ main(async () => {
             serve_conversation_turns_per_s: Math.round((turns / conversationMs) * 1000),
             serve_conversation_cpu_us_per_turn: Math.round((conversationUsed.user + conversationUsed.system) / turns),
             http_conversation_requests_per_s: Math.round((turns / httpConversation.wallMs) * 1000),
-            http_conversation_cpu_us_per_request: Math.round((httpConversationUsed.user + httpConversationUsed.system) / turns)
+            http_conversation_cpu_us_per_request: Math.round((httpConversationUsed.user + httpConversationUsed.system) / turns),
+            http_layer_cpu_us_per_request: Math.round(httpLayerUs),
+            effect_router_cpu_us_per_request: Math.round(router),
+            http_layer_x_effect_router: round(httpLayerUs / router, 2)
           },
           notes
         }
