@@ -22,7 +22,7 @@ import * as path from "node:path"
 import { coresBusyNow, machine } from "./lib/machine.mjs"
 import { benchDir, buildDir, distDir, distFile } from "./lib/work.mjs"
 
-const MEASUREMENTS = ["turn-memory", "turn-fifo", "turn-tail", "syscalls", "discovery", "history", "compaction", "cold-start", "serve", "serve-syscalls", "brain-call", "cluster"]
+const MEASUREMENTS = ["turn-memory", "turn-fifo", "turn-tail", "syscalls", "discovery", "history", "compaction", "cold-start", "serve", "serve-syscalls", "serve-model", "brain-call", "cluster"]
 
 const atMost = (limit) => (v) => v <= limit
 const atLeast = (limit) => (v) => v >= limit
@@ -108,6 +108,30 @@ const TABLE = [
   { key: "serve_conversation_cpu_us_per_turn", label: "serve: main-thread CPU per turn of those started agents (µs)" },
   { key: "http_conversation_requests_per_s", label: "serve over HTTP: requests per second, the same started agents, keep-alive" },
   { key: "http_conversation_cpu_us_per_request", label: "serve over HTTP: server main-thread CPU per request to a started agent (µs)" },
+  { key: "serve_kib_per_agent", label: "serve: RSS per started agent above idle, after a full GC (KiB)", target: "≤ 50", pass: atMost(50) },
+  {
+    key: "serve_rss_mb_60s_after_release",
+    label: "serve: RSS 60 s after the 10,000 were released, no collection forced (MiB)",
+    target: "≤ idle + 50",
+    pass: (v, all) => typeof all.serve_rss_mb_idle === "number" && v <= all.serve_rss_mb_idle + 50
+  },
+  { key: "serve_burst_p50_over_duration", label: "serve: burst of 10,000 at once in process, median reply latency ÷ the burst's length", target: "≤ 0.25", pass: atMost(0.25) },
+  { key: "serve_burst_first_reply_ms", label: "serve: burst of 10,000 at once in process, first reply (ms)" },
+  { key: "http_layer_cpu_us_per_request", label: "serve over HTTP: the HTTP layer's own CPU per request to a started agent (HTTP less in process, µs)" },
+  { key: "effect_router_cpu_us_per_request", label: "Effect 4's router alone, same requests, CPU per request (µs)" },
+  { key: "http_layer_x_effect_router", label: "serve's HTTP layer ÷ Effect 4's router alone (CPU per request)", target: "≤ 2", pass: atMost(2) },
+  // Issue 52 item 2: `planckclaw serve` as users run it, its brain calling a model server on loopback (bench/serve-model.mjs).
+  { key: "serve_http_model_req_s_new", label: "serve with a model over HTTP: requests per second, new agents (one message each), 64 connections", target: "≥ 800", pass: atLeast(800) },
+  { key: "serve_http_model_p50_ms_new", label: "serve with a model over HTTP: p50, new agents (ms)" },
+  { key: "serve_http_model_p99_ms_new", label: "serve with a model over HTTP: p99, new agents (ms)" },
+  { key: "serve_http_model_cpu_us_per_request_new", label: "serve with a model over HTTP: main-thread CPU per request, new agents (µs)" },
+  { key: "serve_http_model_req_s_started", label: "serve with a model over HTTP: requests per second, 100 started agents, 64 connections", target: "≥ 1500", pass: atLeast(1500) },
+  { key: "serve_http_model_p50_ms_started", label: "serve with a model over HTTP: p50, started agents (ms)" },
+  { key: "serve_http_model_p99_ms_started", label: "serve with a model over HTTP: p99, started agents (ms)" },
+  { key: "serve_http_model_cpu_us_per_request_started", label: "serve with a model over HTTP: main-thread CPU per request, started agents (µs)" },
+  { key: "effect_router_req_s", label: "Effect 4's router alone, same load: requests per second" },
+  { key: "node_http_req_s", label: "Bare node:http server, same load: requests per second" },
+  { key: "node_http_cpu_us_per_request", label: "Bare node:http server: main-thread CPU per request (µs)" },
   { key: "serve_syscalls_first_message", label: "serve: system calls for a new agent's first message, main thread (strace -c, futex left out)" },
   { key: "serve_syscalls_next_message", label: "serve: system calls for a started agent's next message, main thread (strace -c, futex left out)" },
   // One brain call to a model server on loopback (bench/brain-call.mjs): the client's main-thread CPU, beside bare clients.
@@ -131,7 +155,8 @@ const TABLE = [
   { key: "cluster_agents", label: "cluster: agents in each burst (BENCH_CLUSTER_AGENTS)" },
   { key: "cluster_turns_per_s_1_runner", label: "cluster: turns per second, 1,000 agents at once over HTTP, 1 runner" },
   { key: "cluster_turns_per_s_2_runners", label: "cluster: turns per second, 1,000 agents at once over HTTP, 2 runners" },
-  { key: "cluster_failover_s", label: "cluster: SIGKILL of a runner until its agents answer again (s)" },
+  { key: "cluster_scaling_2_over_1", label: "cluster: turns per second with 2 runners ÷ with 1, same run", target: "≥ 1.6", pass: atLeast(1.6) },
+  { key: "cluster_failover_s", label: "cluster: SIGKILL of a runner until its agents answer again (s)", target: "≤ 5", pass: atMost(5) },
   { key: "cluster_lock_expiration_s", label: "cluster: PLANCKCLAW_CLUSTER_LOCK_EXPIRATION used for failover (s)" }
 ]
 
