@@ -6,8 +6,8 @@
  *
  *   node --expose-gc bench/compare.mjs --old DIR --new DIR [--rounds N] [--bound 0.1] [--json FILE] [KEY...]
  *
- * KEYs are measurements of run.mjs: turn-fifo, cold-start, serve,
- * brain-call (all four by default). DIR is a checkout with its dist/ built
+ * KEYs are measurements of run.mjs: turn-fifo, cold-start, serve, serve-model,
+ * brain-call (all five by default). DIR is a checkout with its dist/ built
  * and its node_modules/ installed (`npm ci`); `--new .` is this one. Each
  * round runs every KEY once per build, each run a fresh node process with
  * PLANCKCLAW_BENCH_REPO=DIR (lib/work.mjs: that checkout's dist/, bin/,
@@ -38,7 +38,7 @@ import { coresBusyNow, machine } from "./lib/machine.mjs"
 import { round } from "./lib/stats.mjs"
 import { benchDir } from "./lib/work.mjs"
 
-const KEYS = ["turn-fifo", "cold-start", "serve", "brain-call"]
+const KEYS = ["turn-fifo", "cold-start", "serve", "serve-model", "brain-call"]
 
 /**
  * The rows, by measurement: `better` says which way is good; `gate`: held
@@ -80,6 +80,11 @@ const ROWS = [
   { key: "http_requests_per_s", label: "serve over HTTP: requests per second", better: "higher" },
   { key: "http_cpu_us_per_request", label: "serve over HTTP: server main-thread CPU per request, agent start included (µs)", better: "lower" },
   { key: "http_conversation_cpu_us_per_request", label: "serve over HTTP: server main-thread CPU per request to a started agent (µs)", better: "lower" },
+  // serve-model: the built `planckclaw serve`, its brain calling a model server on loopback, over HTTP.
+  { key: "serve_http_model_req_s_new", label: "serve with a model over HTTP: requests per second, new agents", better: "higher" },
+  { key: "serve_http_model_cpu_us_per_request_new", label: "serve with a model over HTTP: main-thread CPU per request, new agents (µs)", better: "lower" },
+  { key: "serve_http_model_req_s_started", label: "serve with a model over HTTP: requests per second, started agents", better: "higher" },
+  { key: "serve_http_model_cpu_us_per_request_started", label: "serve with a model over HTTP: main-thread CPU per request, started agents (µs)", better: "lower" },
   // brain-call: one call to a model server on loopback, the client's main-thread CPU.
   { key: "brain_http_cpu_us_per_call", label: "Brain call over the shipped client, the dearest of whole and streamed, both brains: main-thread CPU (µs)", better: "lower", gate: true, target: { text: "≤ 500", pass: (v) => v <= 500 } },
   { key: "brain_call_cpu_us_anthropic_shipped", label: "Brain call, AnthropicBrain over the shipped client (fetch before BrainHttpClient): main-thread CPU (µs)", better: "lower", gate: true, target: { text: "≤ 500", pass: (v) => v <= 500 } },
