@@ -3,9 +3,9 @@
  *
  * V8 collects garbage only when the program allocates. After ten thousand
  * agents were released, an idle `serve` allocates almost nothing, so their
- * memory stayed garbage, and resident, for good: 741 MiB an hour later
- * against 164 idle. One full collection gives it back (133 MiB ten seconds
- * later), so one is run when agents were released since the last and no
+ * memory stayed garbage, and resident, as long as it was idle: 741 MiB
+ * still a minute after the release, against 164 before the burst. One full
+ * collection gives it back (133 MiB ten seconds later), so one is run when agents were released since the last and no
  * message came for a whole quiet interval (PLANCKCLAW_IDLE_COLLECTION).
  * A busy process allocates, and V8 collects it on its own.
  *
