@@ -12,6 +12,9 @@
  *   message each (each started by its message);
  * - serve_http_model_req_s_started and the same figures _started: 100 of
  *   them, started, sent BENCH_MODEL_ROUNDS (30) messages each;
+ * - serve_http_model_req_s_restarted and the same figures _restarted: once
+ *   all were released (PLANCKCLAW_AGENT_IDLE 20 s here), each agent sent one
+ *   message again: started anew, its files already made;
  * - beside them, in the same run and under the same load: Effect 4's router
  *   alone (bench/lib/bare-router.mjs, the same route with nothing behind it)
  *   and a bare node:http server: effect_router_req_s,
@@ -37,6 +40,8 @@ const ROUNDS = Number(process.env.BENCH_MODEL_ROUNDS ?? 30)
 const SOCKETS = Number(process.env.BENCH_HTTP_SOCKETS ?? 64)
 const BRAIN = process.env.BENCH_MODEL_BRAIN ?? "anthropic"
 const TALKING = 100
+// Longer than the new agents' burst takes, so none is released during it.
+const IDLE_SECONDS = 20
 
 /** `planckclaw serve --http 127.0.0.1:0` over `home`, its brain at the model server: { child, port }. */
 const startServe = (home, modelPort) =>
@@ -47,6 +52,7 @@ const startServe = (home, modelPort) =>
         PATH: process.env.PATH,
         HOME: home,
         PLANCKCLAW_HOME: home,
+        PLANCKCLAW_AGENT_IDLE: String(IDLE_SECONDS),
         ANTHROPIC_BASE_URL: model,
         ANTHROPIC_API_KEY: "bench-key",
         OPENAI_BASE_URL: `${model}/v1`,
@@ -102,10 +108,13 @@ main(async () => {
     progress(`serve-model: ${fresh.perSecond}/s; ${TALKING} of them, ${ROUNDS} rounds`)
     const started = await measure(pid, serve.port, rounds(ids.slice(0, TALKING), ROUNDS))
     const rss = processRssMb(pid)
+    progress(`serve-model: ${started.perSecond}/s; ${IDLE_SECONDS + 5} s for their release, then each sent one more`)
+    await new Promise((resolve) => setTimeout(resolve, (IDLE_SECONDS + 5) * 1000))
+    const restarted = await measure(pid, serve.port, ids)
     const lines = fs.readFileSync(path.join(work.dir, "agents", ids[0], "history.jsonl"), "utf8").split("\n").length - 1
-    if (lines !== 2 * (ROUNDS + 1)) throw new Error(`agent ${ids[0]} has ${lines} history lines after ${ROUNDS + 1} exchanges`)
+    if (lines !== 2 * (ROUNDS + 2)) throw new Error(`agent ${ids[0]} has ${lines} history lines after ${ROUNDS + 2} exchanges`)
 
-    progress(`serve-model: Effect 4's router alone, then node:http, ${started.perSecond > 0 ? ROUNDS * TALKING : 0} requests each`)
+    progress(`serve-model: Effect 4's router alone, then node:http, ${ROUNDS * TALKING} requests each`)
     const baseline = async (kind) => {
       const server = await forkServer("bare-router.mjs", [kind])
       children.push(server.child)
@@ -128,6 +137,10 @@ main(async () => {
         serve_http_model_p99_ms_started: started.p99,
         serve_http_model_cpu_us_per_request_started: started.mainCpuUs,
         serve_http_model_process_cpu_us_per_request_started: started.allCpuUs,
+        serve_http_model_req_s_restarted: restarted.perSecond,
+        serve_http_model_p50_ms_restarted: restarted.p50,
+        serve_http_model_p99_ms_restarted: restarted.p99,
+        serve_http_model_cpu_us_per_request_restarted: restarted.mainCpuUs,
         serve_http_model_rss_mb: rss,
         effect_router_req_s: router.perSecond,
         effect_router_cpu_us_per_request: router.mainCpuUs,
