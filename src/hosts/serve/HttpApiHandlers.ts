@@ -99,19 +99,25 @@ const readMessage = (
     if (Option.isSome(media)) return yield* Effect.fail(media.value)
     // JSON may spell each byte of text in up to six (\u0000), plus room for the channel.
     const limit = 6 * options.maxMessageBytes + 4096
-    const tooLarge = problem(
+    // Made only when sent: a response built for every request costs its JSON and headers.
+    const tooLarge = () => problem(
       413,
       "too-large",
       `the body is over ${limit} bytes; a message may hold at most ${options.maxMessageBytes} bytes of text (PLANCKCLAW_MAX_MESSAGE_BYTES)`,
       { connection: "close" }
     )
     const declared = request.headers["content-length"]
-    if (declared !== undefined && Number(declared) > limit) return yield* Effect.fail(tooLarge)
-    const text = yield* readLimited(NodeHttpServerRequest.toIncomingMessage(request), limit).pipe(
-      Effect.mapError((message) => problem(400, "bad-body", `the body could not be read: ${message}`)),
-      Effect.raceFirst(Effect.andThen(options.stopping, Effect.fail(HttpConnections.stoppingAnswer())))
+    if (declared !== undefined && Number(declared) > limit) return yield* Effect.fail(tooLarge())
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    const read = readLimited(incoming, limit).pipe(
+      Effect.mapError((message) => problem(400, "bad-body", `the body could not be read: ${message}`))
     )
-    if (Option.isNone(text)) return yield* Effect.fail(tooLarge)
+    // A body still arriving is raced against a stop; one received whole (a message's usual body, parsed
+    // with its headers) cannot keep the stop waiting, and is read without the race's two fibers.
+    const text = yield* incoming.complete
+      ? read
+      : Effect.raceFirst(read, Effect.andThen(options.stopping, Effect.failSync(HttpConnections.stoppingAnswer)))
+    if (Option.isNone(text)) return yield* Effect.fail(tooLarge())
     const json = Result.try(() => JSON.parse(text.value) as unknown)
     if (Result.isFailure(json)) return yield* Effect.fail(problem(400, "bad-json", "the body is not JSON"))
     const message = decodeMessage(json.success)
