@@ -117,8 +117,8 @@ const TABLE = [
   },
   { key: "serve_burst_p50_over_duration", label: "serve: burst of 10,000 at once in process, median reply latency ÷ the burst's length", target: "≤ 0.25", pass: atMost(0.25) },
   { key: "serve_burst_first_reply_ms", label: "serve: burst of 10,000 at once in process, first reply (ms)" },
-  { key: "http_layer_cpu_us_per_request", label: "serve over HTTP: the HTTP layer's own CPU per request to a started agent (HTTP less in process, µs)" },
-  { key: "effect_router_cpu_us_per_request", label: "Effect 4's router alone, same requests, CPU per request (µs)" },
+  { key: "http_layer_cpu_us_per_request", label: "serve's HTTP layer alone (its API over a host answering at once), main-thread CPU per request (µs)" },
+  { key: "effect_router_cpu_us_per_request", label: "Effect 4's router alone, same load, main-thread CPU per request (µs)" },
   { key: "http_layer_x_effect_router", label: "serve's HTTP layer ÷ Effect 4's router alone (CPU per request)", target: "≤ 2", pass: atMost(2) },
   // Issue 52 item 2: `planckclaw serve` as users run it, its brain calling a model server on loopback (bench/serve-model.mjs).
   { key: "serve_http_model_req_s_new", label: "serve with a model over HTTP: requests per second, new agents (one message each), 64 connections", target: "≥ 800", pass: atLeast(800) },

@@ -17,9 +17,9 @@
  *   message again: started anew, its files already made;
  * - beside them, in the same run and under the same load: Effect 4's router
  *   alone (bench/lib/bare-router.mjs, the same route with nothing behind it)
- *   and a bare node:http server: effect_router_req_s,
- *   effect_router_cpu_us_per_request, node_http_req_s,
- *   node_http_cpu_us_per_request.
+ *   and a bare node:http server: effect_router_req_s, node_http_req_s,
+ *   node_http_cpu_us_per_request (the HTTP layer's CPU beside the router's
+ *   is bench/serve.mjs's row).
  *
  * Before the timed phases: 300 new agents and 10 rounds of 100 started ones
  * (the JIT has seen both paths).
@@ -143,7 +143,6 @@ main(async () => {
         serve_http_model_cpu_us_per_request_restarted: restarted.mainCpuUs,
         serve_http_model_rss_mb: rss,
         effect_router_req_s: router.perSecond,
-        effect_router_cpu_us_per_request: router.mainCpuUs,
         node_http_req_s: node.perSecond,
         node_http_cpu_us_per_request: node.mainCpuUs
       },

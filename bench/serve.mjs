@@ -32,10 +32,11 @@
  *    http_conversation_requests_per_s and
  *    http_conversation_cpu_us_per_request (the server's), what the HTTP API
  *    adds to a started agent's message.
- * 6. The HTTP layer's own cost: http_layer_cpu_us_per_request (5 less 4, per
- *    message), beside Effect 4's router alone answering the same requests
- *    in a process of its own (bench/lib/bare-router.mjs):
- *    effect_router_cpu_us_per_request and http_layer_x_effect_router.
+ * 6. The HTTP layer's own cost: the build's HTTP API over a host answering
+ *    at once (bench/lib/http-layer-server.mjs), beside Effect 4's router
+ *    alone (bench/lib/bare-router.mjs), each in a process of its own under
+ *    the same load: main-thread CPU per request, http_layer_cpu_us_per_request
+ *    and effect_router_cpu_us_per_request, and http_layer_x_effect_router.
  *
  * Run: npm run build && node --expose-gc bench/serve.mjs
  * (PLANCKCLAW_BENCH_REPO=DIR: another checkout's build, see bench/compare.mjs)
@@ -57,6 +58,8 @@ const AgentHost = await fromDist("hosts/serve/AgentHost.js")
 const HttpApi = await fromDist("hosts/serve/HttpApi.js")
 const EarlyTierUp = await fromDist("runtime/process/EarlyTierUp.js")
 const Pretenuring = await fromDist("runtime/process/Pretenuring.js")
+// Absent from builds before it (bench/compare.mjs): they leave V8's young generation its own size.
+const YoungGeneration = await fromDist("runtime/process/YoungGeneration.js").catch(() => undefined)
 // As `planckclaw serve` runs it beside its host; absent from builds before it (bench/compare.mjs).
 const IdleCollection = await fromDist("runtime/process/IdleCollection.js").catch(() => undefined)
 
@@ -135,6 +138,7 @@ main(async () => {
       const context = yield* Layer.build(layer)
       yield* withSettings(Effect.flatten(Pretenuring.readChoice()), settings)
       const tierUpEarly = yield* withSettings(EarlyTierUp.readChoice(), settings)
+      const capYoungGeneration = YoungGeneration === undefined ? (effect) => effect : yield* withSettings(YoungGeneration.readChoice(), settings)
       const host = Context.get(context, AgentHost.AgentHost)
       const port = Context.get(context, HttpServer.HttpServer).address.port
       const send = (id) => Effect.runPromise(host.send(id, { text: "Remember this." }))
@@ -154,7 +158,7 @@ main(async () => {
         yield* Effect.forkScoped(IdleCollection.run(host.activity, quietSeconds))
       }
 
-      return yield* tierUpEarly(Effect.gen(function*() {
+      return yield* capYoungGeneration(tierUpEarly(Effect.gen(function*() {
         progress(`serve: warm-up with ${WARM_UP} agents, then ${IDLE_SECONDS + 2} s for their release`)
         yield* Effect.promise(() => burst(Array.from({ length: WARM_UP }, (_, n) => `warm-up-${n}`), send))
         yield* Effect.promise(() => sleep((IDLE_SECONDS + 2) * 1000))
@@ -192,19 +196,23 @@ main(async () => {
         const httpConversation = yield* Effect.promise(() => httpBurst(port, Array.from({ length: turns }, (_, n) => talking[n % CONVERSATION_AGENTS])))
         const httpConversationUsed = process.cpuUsage(httpConversationCpu)
 
-        progress(`http: Effect 4's router alone (bench/lib/bare-router.mjs), the same ${turns} requests`)
-        const router = yield* Effect.promise(async () => {
-          const server = await forkServer("bare-router.mjs", ["effect"])
+        progress(`http: serve's HTTP layer over a host answering at once, then Effect 4's router alone, ${turns} requests each`)
+        // A build whose HTTP API this server cannot host (an older one, bench/compare.mjs) has no such row.
+        const cpuPerRequest = (script, args) => Effect.promise(async () => {
+          const server = await forkServer(script, args).catch(() => undefined)
+          if (server === undefined) return undefined
           try {
-            await httpBurst(server.port, talking)
+            const load = Array.from({ length: turns }, (_, n) => talking[n % CONVERSATION_AGENTS])
+            await httpBurst(server.port, load)
             const before = processCpuUs(server.child.pid)
-            await httpBurst(server.port, Array.from({ length: turns }, (_, n) => talking[n % CONVERSATION_AGENTS]))
-            return (processCpuUs(server.child.pid).all - before.all) / turns
+            await httpBurst(server.port, load)
+            return (processCpuUs(server.child.pid).main - before.main) / turns
           } finally {
             server.child.kill("SIGTERM")
           }
         })
-        const httpLayerUs = (httpConversationUsed.user + httpConversationUsed.system - conversationUsed.user - conversationUsed.system) / turns
+        const httpLayerUs = yield* cpuPerRequest("http-layer-server.mjs", [])
+        const router = yield* cpuPerRequest("bare-router.mjs", ["effect"])
 
         const notes = []
         if (running < AGENTS) {
@@ -241,13 +249,15 @@ main(async () => {
             serve_conversation_cpu_us_per_turn: Math.round((conversationUsed.user + conversationUsed.system) / turns),
             http_conversation_requests_per_s: Math.round((turns / httpConversation.wallMs) * 1000),
             http_conversation_cpu_us_per_request: Math.round((httpConversationUsed.user + httpConversationUsed.system) / turns),
-            http_layer_cpu_us_per_request: Math.round(httpLayerUs),
-            effect_router_cpu_us_per_request: Math.round(router),
-            http_layer_x_effect_router: round(httpLayerUs / router, 2)
+            ...(httpLayerUs === undefined ? {} : {
+              http_layer_cpu_us_per_request: Math.round(httpLayerUs),
+              http_layer_x_effect_router: round(httpLayerUs / router, 2)
+            }),
+            effect_router_cpu_us_per_request: Math.round(router)
           },
           notes
         }
-      }))
+      })))
     })))
   } finally {
     work.remove()
