@@ -165,7 +165,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
 
     const send = (message: SendPayload) =>
       Effect.gen(function*() {
-        const decided = yield* journal.lookup(id, message.key).pipe(
+        const decided = yield* (parts.lookup === undefined ? journal.lookup(id, message.key) : parts.lookup(message.key)).pipe(
           Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: the database did not answer: ${error.message}` }))
         )
         const pending: Pending = {

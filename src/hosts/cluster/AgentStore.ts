@@ -20,6 +20,7 @@ import * as Memory from "../../memory/Memory.js"
 import * as AgentId from "../serve/AgentId.js"
 import * as AgentSchedules from "../serve/AgentSchedules.js"
 import * as ClusterSchedules from "./ClusterSchedules.js"
+import * as TurnReads from "./TurnReads.js"
 import * as TurnWrites from "./TurnWrites.js"
 import * as AgentStatus from "../serve/AgentStatus.js"
 import { HostError } from "../serve/HostError.js"
@@ -33,6 +34,8 @@ export interface AgentParts {
   readonly provider: ConfigProvider.ConfigProvider
   /** What waits for a turn's exchange (TurnWrites), when the store writes them together. */
   readonly writes?: TurnWrites.TurnWrites
+  /** The TurnJournal's lookup, when the store reads the turn's memory with it (TurnReads). */
+  readonly lookup?: TurnReads.TurnReads["lookup"]
 }
 
 export interface AgentStoreService {
@@ -64,6 +67,8 @@ export const postgres = (options: {
   readonly compactionLocks: CompactionLocksService
 }): AgentStoreService => {
   const { sql } = options
+  // Every agent of this store reads and compacts with the same sizes (the host's settings).
+  const learnt = TurnWrites.sizes()
   return {
     where: options.where,
     open: (id, brain) =>
@@ -80,11 +85,15 @@ export const postgres = (options: {
         // A turn's reply, usage and exchange go in one statement (TurnWrites); turns and compactions
         // alike answer through the brain recording usage.
         const writes = TurnWrites.make()
+        // And what it reads, with the journal's question (TurnReads).
+        const reads = TurnReads.make(sql, id, learnt, { fallbackSoulFile: options.defaultSoulFile })
+        const memory = reads.memory(TurnWrites.memory(Context.get(context, Memory.Memory), sql, id, writes, learnt))
         return {
-          memory: Context.add(context, Memory.Memory, TurnWrites.memory(Context.get(context, Memory.Memory), sql, id, writes)),
+          memory: Context.add(context, Memory.Memory, memory),
           provider: options.provider,
           brain: TurnWrites.recordingBrain(brain, sql, id, label, writes),
-          writes
+          writes,
+          lookup: reads.lookup
         }
       }).pipe(
         Effect.provideService(ConfigProvider.ConfigProvider, options.provider),

@@ -42,6 +42,19 @@ export interface TurnWrites {
 
 export const make = (): TurnWrites => ({ decided: new Map(), usage: [] })
 
+/**
+ * The sizes every agent of a runner's store asks with (they share the
+ * host's settings): the lines a turn's snapshot reads (TurnReads) and the
+ * compaction's threshold (HISTORY_MAX), learnt from the first agent that
+ * asks, so a new agent's first turn reads and writes as a started one's.
+ */
+export interface Sizes {
+  keep: number | undefined
+  limit: number | undefined
+}
+
+export const sizes = (): Sizes => ({ keep: undefined, limit: undefined })
+
 /** The usage waiting, taken (so it is written once). */
 export const takeUsage = (writes: TurnWrites): ReadonlyArray<UsageLine> => {
   const taken = writes.usage
@@ -125,10 +138,10 @@ export const memory = (
   sql: SqlClient.SqlClient,
   agentId: string,
   writes: TurnWrites,
+  // The compaction asks with one limit (HISTORY_MAX): learnt from its first question.
+  learnt: Sizes,
   retry: Schedule.Schedule<unknown> = defaultRetry
 ): MemoryService => {
-  // The compaction asks with one limit (HISTORY_MAX): learnt from its first question.
-  let limit: number | undefined
   let answered: Check | undefined
 
   const append = (entries: ReadonlyArray<HistoryEntry>, options?: AppendOptions) => {
@@ -137,12 +150,12 @@ export const memory = (
     return Effect.suspend(() => {
       const decided = writes.decided.get(key)
       const usage = takeUsage(writes)
-      return appendTurn(sql, agentId, entries, key, decided, usage, limit).pipe(
+      return appendTurn(sql, agentId, entries, key, decided, usage, learnt.limit).pipe(
         resilient(`appending to the history of agent ${agentId}`, retry),
         Effect.tap(([row]) =>
           Effect.sync(() => {
             writes.decided.delete(key)
-            const asked = limit
+            const asked = learnt.limit
             answered = asked !== undefined && row?.more !== null && row?.more !== undefined ? { limit: asked, more: row.more } : undefined
           })
         ),
@@ -162,7 +175,7 @@ export const memory = (
   // The answer the last append left is taken once: a compaction asks again under its lock, and that goes to the database.
   const hasMoreLinesThan = (asked: number) =>
     Effect.suspend(() => {
-      limit = asked
+      learnt.limit = asked
       const known = answered
       answered = undefined
       return known !== undefined && known.limit === asked ? Effect.succeed(known.more) : base.hasMoreLinesThan(asked)

@@ -4,7 +4,7 @@
  * database logs every statement of its own (log_statement), and the test
  * reads the turn's from the server's log. No transaction of several round
  * trips: the engine's final reply is one statement (ReplyStatement), the
- * turn's writes one more (TurnWrites).
+ * turn's writes one more (TurnWrites), its reads one (TurnReads).
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -61,5 +61,21 @@ describe("a cluster turn's round trips", () => {
     const writes = statements.filter((statement) => /^(INSERT|UPDATE|WITH)[\s\S]*planckclaw_/.test(statement))
     expect(writes).toHaveLength(1)
     expect(writes[0]).toMatch(/planckclaw_cluster_turns[\s\S]*planckclaw_exchanges[\s\S]*planckclaw_history/)
+    // And what it reads: the journal's decided reply with the agent's row and history tail, in one.
+    const reads = statements.filter((statement) => /^SELECT[\s\S]*planckclaw_/.test(statement))
+    expect(reads).toHaveLength(1)
+    expect(reads[0]).toMatch(/planckclaw_history[\s\S]*planckclaw_cluster_turns[\s\S]*planckclaw_agents/)
+  }, 60_000)
+
+  it("a new agent's first turn, once another agent has had one, reads and writes as a started agent's", async () => {
+    let status = 0
+    const statements = await statementsDuring(async () => {
+      status = (await post(runner!.httpPort, "bob", "hello")).status
+    })
+    expect(status).toBe(200)
+    const ours = statements.filter((statement) => /planckclaw_/.test(statement))
+    // Its row made (SqlMemory at start), then one read and one write.
+    expect(ours).toHaveLength(3)
+    expect(ours[0]).toMatch(/^INSERT INTO planckclaw_agents/)
   }, 60_000)
 })
