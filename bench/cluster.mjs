@@ -288,8 +288,9 @@ main(async () => {
     const failoverMs = performance.now() - killedAt
     await checkHistories(two.url, ids, new Set(probes))
     await checkHistories(one.url, ids, new Set())
+    // The runners' CPU per turn summed (each runner's in the notes).
     const cpu = (prefix, measure) => ({
-      [`${prefix}_runners`]: measure.runners.join(" + "),
+      [`${prefix}_runners`]: round(measure.runners.reduce((sum, ms) => sum + ms, 0), 2),
       ...(measure.postgres === undefined ? {} : { [`${prefix}_postgres`]: measure.postgres }),
       [`${prefix}_load`]: measure.load
     })
@@ -311,7 +312,8 @@ main(async () => {
       },
       notes: [
         `cluster: runners, PostgreSQL and the load share the same ${os.availableParallelism()} cores`,
-        "cluster: failover checked: every probe answered once with its reply, every history its exchanges once each, in order"
+        "cluster: failover checked: every probe answered once with its reply, every history its exchanges once each, in order",
+        `cluster: CPU ms per turn of each of the 2 runners: new agents ${twoRunners.cpuNew.runners.join(" + ")}, started ${twoRunners.cpuStarted.runners.join(" + ")}`
       ]
     }
   } finally {
