@@ -48,8 +48,8 @@ export const coalesce = (
         if (waiting.get(key) === batch) waiting.delete(key)
         return storage.refresh(address, [...batch.shards])
       })).pipe(
-        Effect.exit,
-        Effect.flatMap((exit: Exit.Exit<ReadonlyArray<ShardId>, PersistenceError>) => Deferred.done(batch.done, exit)),
+        // Interrupted too (the runner stopping): its callers are told, not left waiting.
+        Effect.onExit((exit: Exit.Exit<ReadonlyArray<ShardId>, PersistenceError>) => Deferred.done(batch.done, exit)),
         Effect.forkIn(scope, { startImmediately: true })
       )
 
