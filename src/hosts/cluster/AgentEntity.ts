@@ -142,7 +142,10 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
         ScheduleTool.withScheduleTools(shared, { store: ClusterSchedules.sqlStore(client, id), changed: Effect.void, defaultTo: "none", discord: false })
     })
     const parts = yield* store.open(id, brain)
-    const inbox = clusterInbox(id, journal)
+    const inbox = Option.match(sql, {
+      onNone: () => clusterInbox(id, journal),
+      onSome: (client) => clusterInbox(id, journal, parts.writes === undefined ? undefined : { waiting: parts.writes, sql: client })
+    })
     // The agent as every host composes it (Agent.fromPorts), on the store's memory and the journal's inbox.
     const built = yield* Layer.build(
       AgentLoop.fromPorts().pipe(Layer.provide(Layer.succeedContext(
@@ -162,7 +165,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
 
     const send = (message: SendPayload) =>
       Effect.gen(function*() {
-        const decided = yield* journal.lookup(id, message.key).pipe(
+        const decided = yield* (parts.lookup === undefined ? journal.lookup(id, message.key) : parts.lookup(message.key)).pipe(
           Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: the database did not answer: ${error.message}` }))
         )
         const pending: Pending = {

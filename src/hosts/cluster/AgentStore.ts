@@ -10,16 +10,18 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import { Brain, type BrainService } from "../../ports/Brain.js"
+import type { BrainService } from "../../ports/Brain.js"
+import { BrainLabelConfig } from "../../config/BrainChoice.js"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { FoldStore } from "../../memory/FoldStore.js"
 import { CompactionLocks, type CompactionLocksService } from "../../memory/sql/SqlCompactionLocks.js"
 import * as SqlAgentMemory from "./SqlAgentMemory.js"
-import * as SqlUsageLedger from "../../usage/SqlUsageLedger.js"
 import * as Memory from "../../memory/Memory.js"
 import * as AgentId from "../serve/AgentId.js"
 import * as AgentSchedules from "../serve/AgentSchedules.js"
 import * as ClusterSchedules from "./ClusterSchedules.js"
+import * as TurnReads from "./TurnReads.js"
+import * as TurnWrites from "./TurnWrites.js"
 import * as AgentStatus from "../serve/AgentStatus.js"
 import { HostError } from "../serve/HostError.js"
 
@@ -30,6 +32,10 @@ export interface AgentParts {
   readonly brain: BrainService
   /** The agent's settings (model, history sizes) over the host's. */
   readonly provider: ConfigProvider.ConfigProvider
+  /** What waits for a turn's exchange (TurnWrites), when the store writes them together. */
+  readonly writes?: TurnWrites.TurnWrites
+  /** The TurnJournal's lookup, when the store reads the turn's memory with it (TurnReads). */
+  readonly lookup?: TurnReads.TurnReads["lookup"]
 }
 
 export interface AgentStoreService {
@@ -61,27 +67,37 @@ export const postgres = (options: {
   readonly compactionLocks: CompactionLocksService
 }): AgentStoreService => {
   const { sql } = options
+  // Every agent of this store reads and compacts with the same sizes (the host's settings).
+  const learnt = TurnWrites.sizes()
   return {
     where: options.where,
     open: (id, brain) =>
-      Layer.build(
-        // Turns and compactions alike answer through the brain recording usage.
-        SqlUsageLedger.layer(id).pipe(
-          Layer.provideMerge(SqlAgentMemory.memoryLayer(id, { fallbackSoulFile: options.defaultSoulFile })),
-          Layer.provide(Layer.mergeAll(
-            Layer.succeed(Brain, brain),
-            Layer.succeed(SqlClient.SqlClient, sql),
-            Layer.succeed(CompactionLocks, options.compactionLocks)
-          ))
+      Effect.gen(function*() {
+        const context = yield* Layer.build(
+          SqlAgentMemory.memoryLayer(id, { fallbackSoulFile: options.defaultSoulFile }).pipe(
+            Layer.provide(Layer.mergeAll(
+              Layer.succeed(SqlClient.SqlClient, sql),
+              Layer.succeed(CompactionLocks, options.compactionLocks)
+            ))
+          )
         )
-      ).pipe(
-        Effect.provideService(ConfigProvider.ConfigProvider, options.provider),
-        Effect.mapError((error) => unavailable(id, error._tag === "MemoryError" ? error.message : String(error))),
-        Effect.map((context) => ({
-          memory: context as Context.Context<Memory.Memory | FoldStore>,
+        const label = yield* BrainLabelConfig
+        // A turn's reply, usage and exchange go in one statement (TurnWrites); turns and compactions
+        // alike answer through the brain recording usage.
+        const writes = TurnWrites.make()
+        // And what it reads, with the journal's question (TurnReads).
+        const reads = TurnReads.make(sql, id, learnt, { fallbackSoulFile: options.defaultSoulFile })
+        const memory = reads.memory(TurnWrites.memory(Context.get(context, Memory.Memory), sql, id, writes, learnt))
+        return {
+          memory: Context.add(context, Memory.Memory, memory),
           provider: options.provider,
-          brain: Context.get(context, Brain)
-        }))
+          brain: TurnWrites.recordingBrain(brain, sql, id, label, writes),
+          writes,
+          lookup: reads.lookup
+        }
+      }).pipe(
+        Effect.provideService(ConfigProvider.ConfigProvider, options.provider),
+        Effect.mapError((error) => unavailable(id, error._tag === "MemoryError" ? error.message : String(error)))
       ),
     exists: (id) =>
       sql<{ readonly found: number }>`SELECT 1 AS found FROM planckclaw_agents WHERE agent_id = ${id}`.pipe(

@@ -54,6 +54,8 @@ import { ClusterConfig, describeUrl, shardingConfig } from "./ClusterSettings.js
 import * as DiscordGateway from "./DiscordGateway.js"
 import * as OutageLog from "./OutageLog.js"
 import * as Pruning from "./Pruning.js"
+import * as ReplyStatement from "./ReplyStatement.js"
+import * as ShardLockRefresh from "./ShardLockRefresh.js"
 import * as TurnJournal from "./TurnJournal.js"
 
 /** The cluster could not start: the database is unreachable, or the agents' place is unusable. */
@@ -88,8 +90,10 @@ export const runnerLayer = (
     SocketRunner.layer.pipe(
       Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
       Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))),
-      Layer.provideMerge(SqlMessageStorage.layerStorage({}).pipe(Layer.provide(NodeCrypto.layerDigest))),
-      Layer.provide(SqlRunnerStorage.layerStorage({})),
+      // The engine's storage, with a final reply stored in one statement (ReplyStatement).
+      Layer.provideMerge(ReplyStatement.layer.pipe(Layer.provide(NodeCrypto.layerDigest))),
+      // Shard lock refreshes go together (ShardLockRefresh): each reply waits for one, not one each.
+      Layer.provide(ShardLockRefresh.layer(SqlRunnerStorage.layerStorage({}))),
       Layer.provide(ShardingConfig.layer(shardingConfig(config))),
       Layer.provide(RpcSerialization.layerSchemaBinary())
     ),

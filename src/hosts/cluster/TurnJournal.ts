@@ -22,6 +22,7 @@ import * as Schedule from "effect/Schedule"
 import type { InboxService, Pending } from "../../memory/Inbox.js"
 import type { MemoryError } from "../../memory/MemoryDir.js"
 import { resilient } from "../../memory/sql/SqlResilience.js"
+import * as TurnWrites from "./TurnWrites.js"
 
 export interface Decided {
   readonly reply: string
@@ -81,12 +82,36 @@ export const layer: Layer.Layer<TurnJournal, SqlError | Migrator.MigrationError,
  * exchanges memory could not store wait here, in order, for the next turn.
  * Such an exchange is on disk when its message is (the cluster's storage)
  * and its reply too (the journal): a redelivery stores it.
+ *
+ * With `writes` (TurnWrites), a reply whose exchange is to be stored waits
+ * there and goes with the exchange, in one statement; when the exchange
+ * cannot be stored, and in any case before the reply leaves (`delivered`),
+ * what still waits is written on its own.
  */
-export const clusterInbox = (agentId: string, journal: TurnJournalService): InboxService => {
+export const clusterInbox = (agentId: string, journal: TurnJournalService, writes?: {
+  readonly waiting: TurnWrites.TurnWrites
+  readonly sql: SqlClient.SqlClient
+}): InboxService => {
   let backlog: ReadonlyArray<Pending> = []
   let nextId = 1
   // The messages being answered whose decided reply the journal holds.
   const recorded = new Set<number>()
+  const notRecorded = (error: MemoryError) =>
+    Effect.logError(`agent ${agentId}: could not record a decided reply (${error.message}); a redelivery would run the turn again`)
+  const record = (pending: Pending, decided: Decided) =>
+    journal.record(agentId, pending.key!, decided).pipe(
+      Effect.andThen(Effect.sync(() => void recorded.add(pending.id))),
+      Effect.catch(notRecorded)
+    )
+  /** What waits for this message's exchange, written now. */
+  const flush = (pending: Pending) =>
+    writes === undefined ? Effect.void : TurnWrites.flush(
+      writes.sql,
+      agentId,
+      writes.waiting,
+      pending.key,
+      (key, decided) => Effect.andThen(journal.record(agentId, key, decided), Effect.sync(() => void recorded.add(pending.id)))
+    ).pipe(Effect.catch(notRecorded))
   return {
     recovered: [],
     // Nothing held open: the journal is a table.
@@ -102,21 +127,22 @@ export const clusterInbox = (agentId: string, journal: TurnJournalService): Inbo
     answered: (pending, reply, stored) =>
       Effect.suspend(() => {
         if (pending.key === undefined) return Effect.void
-        return journal.record(agentId, pending.key, { reply, stored }).pipe(
-          Effect.andThen(Effect.sync(() => void recorded.add(pending.id))),
-          Effect.catch((error) =>
-            Effect.logError(`agent ${agentId}: could not record a decided reply (${error.message}); a redelivery would run the turn again`)
-          )
-        )
+        // To be stored: the reply goes with its exchange (TurnWrites.memory).
+        if (writes !== undefined && stored) return Effect.sync(() => void writes.waiting.decided.set(pending.key!, { reply, stored }))
+        return record(pending, { reply, stored })
       }),
     unstored: (pending, reply) =>
-      Effect.sync(() => {
-        backlog = [...backlog.filter((waiting) => waiting.id !== pending.id), { ...pending, reply: Option.some({ text: reply, stored: true }) }]
-        // A reply decided before came from the journal.
-        return Option.isSome(pending.reply) || recorded.has(pending.id)
-      }),
+      Effect.andThen(
+        flush(pending),
+        Effect.sync(() => {
+          backlog = [...backlog.filter((waiting) => waiting.id !== pending.id), { ...pending, reply: Option.some({ text: reply, stored: true }) }]
+          // A reply decided before came from the journal.
+          return Option.isSome(pending.reply) || recorded.has(pending.id)
+        })
+      ),
     stored: (pending) => Effect.sync(() => void (backlog = backlog.filter((waiting) => waiting.id !== pending.id))),
     backlog: Effect.sync(() => backlog),
-    delivered: (pending) => Effect.sync(() => void recorded.delete(pending.id))
+    // Before the reply leaves: nothing of the turn still waits.
+    delivered: (pending) => Effect.andThen(flush(pending), Effect.sync(() => void recorded.delete(pending.id)))
   }
 }
