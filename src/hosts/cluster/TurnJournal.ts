@@ -24,10 +24,8 @@ import type { MemoryError } from "../../memory/MemoryDir.js"
 import { resilient } from "../../memory/sql/SqlResilience.js"
 import * as TurnWrites from "./TurnWrites.js"
 
-export interface Decided {
-  readonly reply: string
-  readonly stored: boolean
-}
+export type { Decided } from "./TurnWrites.js"
+type Decided = TurnWrites.Decided
 
 export interface TurnJournalService {
   /** Waits for a database that went away (SqlResilience), as memory does. */

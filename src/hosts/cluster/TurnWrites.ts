@@ -30,7 +30,12 @@ import { defaultRetry, resilient } from "../../memory/sql/SqlResilience.js"
 import { type BrainService, tapAnswers } from "../../ports/Brain.js"
 import * as SqlUsageLedger from "../../usage/SqlUsageLedger.js"
 import { lineOf, type UsageLine } from "../../usage/UsageLedger.js"
-import type { Decided } from "./TurnJournal.js"
+
+/** A message's reply as decided: what it answers, and whether its exchange is stored. */
+export interface Decided {
+  readonly reply: string
+  readonly stored: boolean
+}
 
 /** What waits for the turn's exchange, per agent (its turns run one at a time). */
 export interface TurnWrites {
