@@ -1,11 +1,12 @@
 /**
  * Agents driven over their interact pipes from this process, as an external
- * interact bridge would: planckclaw (`run --bridge none`) or the do-nothing
- * agent, each with its own runtime and memory directories under `work.dir`.
+ * interact bridge would: planckclaw (`run --bridge none`), the do-nothing
+ * agent or the original assembly agent, each with its own runtime and memory
+ * directories under `work.dir`.
  */
 import * as path from "node:path"
 import { fifoPaths, interactClient } from "./fifo.mjs"
-import { startAgentProcess, startDoNothing } from "./process.mjs"
+import { startAgentProcess, startDoNothing, startOriginalAgent } from "./process.mjs"
 import { clawsDir, distFile } from "./work.mjs"
 
 /** Waits for an agent process's FIFOs and opens its interact pipes; `stop` ends both. */
@@ -55,4 +56,32 @@ export const planckclaw = (work, name, brain, claw, { dist, env = {}, node, node
 export const doNothing = (work, brain, claw) => {
   const runDir = path.join(work.dir, "nothing-run")
   return open(startDoNothing({ runDir, cwd: work.dir, brain, claw }), runDir)
+}
+
+/**
+ * The original assembly agent (the built binary at `binary`) with the same
+ * bridges, its FIFOs in `work.dir`/original-run (lib/process.mjs). Its
+ * blocking opens wait for the interact pipes, so they are opened first.
+ */
+export const originalAgent = async (work, binary, brain, claw) => {
+  const runDir = path.join(work.dir, "original-run")
+  const agent = startOriginalAgent({ binary, runDir, memoryDir: path.join(work.dir, "original-memory"), cwd: work.dir, brain, claw })
+  const client = interactClient(fifoPaths(runDir))
+  const stop = async () => {
+    client.close()
+    await agent.stop()
+  }
+  try {
+    await agent.opened()
+  } catch (error) {
+    await stop()
+    throw error
+  }
+  // A reply that cannot come (the agent died, e.g. the unfixed snapshot at its first compaction) fails the run rather than hang it.
+  const died = new Promise((_, reject) =>
+    agent.child.once("exit", (code, signal) => reject(new Error(`the original agent exited (${code ?? signal}) in the middle of the run`)))
+  )
+  died.catch(() => undefined)
+  const ask = (text) => Promise.race([client.ask(text), died])
+  return { agent, pid: agent.pid, client: { ...client, ask }, stop }
 }

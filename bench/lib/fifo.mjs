@@ -57,7 +57,9 @@ export const TOOL_PREFIX = "tool:"
 const textAnswer = (text) => JSON.stringify({ content: [{ type: "text", text }], stop_reason: "end_turn" })
 const plainAnswer = textAnswer(REPLY)
 const toolDone = textAnswer(TOOL_REPLY)
-const summary = textAnswer("The user benchmarks the agent.")
+/** The instant brain's summary for a compaction request. */
+export const SUMMARY = "The user benchmarks the agent."
+const summary = textAnswer(SUMMARY)
 // The original compaction instruction's opening words (src/agent/Prompt.ts COMPACTION_SYSTEM).
 const compactionSystem = "You are a memory compaction assistant."
 let toolUseId = 0

@@ -3,11 +3,11 @@
  * memory directories, watched until its six FIFOs are in place, stopped with
  * SIGTERM like a user would.
  */
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { benchDir, binPath } from "./work.mjs"
-import { fifoNames } from "./fifo.mjs"
+import { fifoNames, fifoPaths } from "./fifo.mjs"
 
 /** The first child of `pid` (Linux). */
 export const childOf = (pid) => {
@@ -31,6 +31,105 @@ export const startDoNothing = ({ runDir, cwd, brain = "none", claw = "none", wra
     wrapper,
     script: [path.join(benchDir, "do-nothing.mjs")]
   })
+
+/** Whether process `pid` has `file` open (Linux /proc). */
+const holds = (pid, file) => {
+  try {
+    return fs.readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === file
+      } catch {
+        return false
+      }
+    })
+  } catch {
+    return false
+  }
+}
+
+/** Where the original assembly agent opens its six FIFOs (compiled into it). */
+export const ORIGINAL_FIFO_DIR = "/tmp/planckclaw"
+
+/**
+ * The original assembly agent (frntn/planckclaw, built outside this
+ * repository; its path in BENCH_ORIGINAL_AGENT) started as its launcher
+ * planckclaw.sh starts it: the six FIFOs made first, the brain and claw
+ * bridges started with them, then the binary, with PLANCKCLAW_DIR for its
+ * memory and the launcher's empty history.jsonl and summary.md (no soul.md:
+ * it then uses its built-in soul, the very default planckclaw uses). Its
+ * FIFO paths are compiled in (/tmp/planckclaw/...): that name is made a
+ * symbolic link to `runDir` for the run, and refused if it already exists
+ * (a running original, or another bench). The bridges get the same
+ * PLANCKCLAW_* variables planckclaw gives its external bridges.
+ */
+export const startOriginalAgent = ({ binary, runDir, memoryDir, cwd, brain, claw }) => {
+  fs.accessSync(binary, fs.constants.X_OK)
+  fs.mkdirSync(runDir, { recursive: true, mode: 0o700 })
+  fs.mkdirSync(memoryDir, { recursive: true })
+  for (const file of ["history.jsonl", "summary.md"]) fs.writeFileSync(path.join(memoryDir, file), "")
+  execFileSync("mkfifo", ["-m", "600", ...fifoNames.map((name) => path.join(runDir, name))])
+  try {
+    fs.symlinkSync(runDir, ORIGINAL_FIFO_DIR)
+  } catch (error) {
+    throw new Error(`cannot link ${ORIGINAL_FIFO_DIR} to the run directory (${error.code}): is an original agent or another bench running? Remove it if it is stale.`)
+  }
+  const unlink = () => {
+    if (fs.lstatSync(ORIGINAL_FIFO_DIR, { throwIfNoEntry: false })?.isSymbolicLink() && fs.readlinkSync(ORIGINAL_FIFO_DIR) === runDir) {
+      fs.unlinkSync(ORIGINAL_FIFO_DIR)
+    }
+  }
+  const paths = fifoPaths(runDir)
+  const bridgeEnv = {
+    ...process.env,
+    PLANCKCLAW_INTERACT_IN: paths.interactIn,
+    PLANCKCLAW_INTERACT_OUT: paths.interactOut,
+    PLANCKCLAW_BRAIN_IN: paths.brainIn,
+    PLANCKCLAW_BRAIN_OUT: paths.brainOut,
+    PLANCKCLAW_CLAW_IN: paths.clawIn,
+    PLANCKCLAW_CLAW_OUT: paths.clawOut
+  }
+  const bridges = [brain, claw].map((command) => spawn(command, [], { cwd, env: bridgeEnv, stdio: ["ignore", "ignore", "inherit"] }))
+  const stopBridges = () =>
+    Promise.all(
+      bridges.map(
+        (bridge) =>
+          new Promise((resolve) => {
+            if (bridge.exitCode !== null || bridge.signalCode !== null) return resolve()
+            bridge.once("exit", () => resolve())
+            bridge.kill("SIGTERM")
+          })
+      )
+    )
+  const agent = startAgentProcess({ args: [], runDir, memoryDir, cwd, node: binary, script: [] })
+  const lastOpened = fs.realpathSync(paths.clawIn)
+  return {
+    ...agent,
+    /**
+     * Resolves once the binary holds claw_in, the last FIFO it opens before
+     * its first read (its opens block until the far ends are open, so the
+     * interact pipes must be opened first); rejects if it exits or takes 5 s.
+     */
+    opened: () =>
+      new Promise((resolve, reject) => {
+        const started = performance.now()
+        const poll = () => {
+          if (agent.child.exitCode !== null || agent.child.signalCode !== null) {
+            return reject(new Error(`the original agent exited (${agent.child.exitCode ?? agent.child.signalCode}):\n${agent.stderr()}`))
+          }
+          if (holds(agent.pid, lastOpened)) return resolve(performance.now())
+          if (performance.now() - started > 5000) return reject(new Error(`the original agent did not open ${lastOpened} within 5 s`))
+          setTimeout(poll, 5)
+        }
+        poll()
+      }),
+    stop: async () => {
+      const exited = await agent.stop()
+      await stopBridges()
+      unlink()
+      return exited
+    }
+  }
+}
 
 /**
  * Spawns `[WRAPPER] node [NODE_ARGS] bin/planckclaw run ARGS` (or another
