@@ -53,6 +53,12 @@ const TABLE = [
   { key: "turn_other_threads_cpu_us_fifo_late", label: "CPU of the agent's other threads per plain turn, turns 20,301–24,300 (µs)" },
   { key: "turn_cpu_us_fifo", label: "Main-thread CPU per plain turn, FIFOs, shipped claws (µs)", target: "≤ 800", pass: atMost(800), ratio: "turn_cpu_fifo_x_nothing" },
   { key: "turn_cpu_us_fifo_instant_claw", label: "Main-thread CPU per plain turn, FIFOs, instant claw (µs)", target: "≤ 800", pass: atMost(800), ratio: "turn_cpu_fifo_instant_claw_x_nothing" },
+  // Issue 52 item 5: the original assembly agent in the same rounds (only with BENCH_ORIGINAL_AGENT, see docs/performance.md).
+  { key: "turn_p50_ms_fifo_original", label: "Original assembly agent: turn p50, FIFOs, instant bridges (ms)" },
+  { key: "turn_p99_ms_fifo_original", label: "Original assembly agent: turn p99, FIFOs (ms)" },
+  { key: "turn_cpu_us_fifo_original", label: "Original assembly agent: CPU per plain turn (µs)" },
+  { key: "turn_p50_fifo_instant_claw_x_original", label: "Turn p50, instant claw ÷ the original's, same rounds", target: "≤ 1.0", pass: atMost(1) },
+  { key: "turn_cpu_fifo_instant_claw_x_original", label: "CPU per plain turn, instant claw ÷ the original's, same rounds", target: "≤ 1.2", pass: atMost(1.2) },
   { key: "turn_syscalls_fifo", label: "System calls per plain turn, FIFOs, shipped claws (strace -f -c)", target: "≤ 20", pass: atMost(20), ratio: "turn_syscalls_fifo_x_nothing" },
   { key: "turn_syscalls_fifo_instant_claw", label: "System calls per plain turn, FIFOs, instant claw" },
   { key: "turn_msgs_per_s_fifo", label: "Turns per second, FIFOs, shipped claws" },
