@@ -25,7 +25,7 @@ import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { fifoNames, fifoPaths, onFrames, openFifo } from "./lib/fifo.mjs"
+import { bridgeEnvironment, fifoNames, fifoPaths, onFrames, openFifo } from "./lib/fifo.mjs"
 
 const [runDir, brainCommand = "none", clawCommand = "none"] = process.argv.slice(2)
 if (runDir === undefined) {
@@ -42,15 +42,7 @@ fs.mkdirSync(runDir, { recursive: true, mode: 0o700 })
 const missing = fifoNames.map((name) => path.join(runDir, name)).filter((file) => !fs.existsSync(file))
 if (missing.length > 0) execFileSync("mkfifo", ["-m", "600", ...missing])
 
-const bridgeEnv = {
-  ...process.env,
-  PLANCKCLAW_INTERACT_IN: paths.interactIn,
-  PLANCKCLAW_INTERACT_OUT: paths.interactOut,
-  PLANCKCLAW_BRAIN_IN: paths.brainIn,
-  PLANCKCLAW_BRAIN_OUT: paths.brainOut,
-  PLANCKCLAW_CLAW_IN: paths.clawIn,
-  PLANCKCLAW_CLAW_OUT: paths.clawOut
-}
+const bridgeEnv = bridgeEnvironment(runDir)
 const children = [brainCommand, clawCommand]
   .filter((command) => command !== "none")
   .map((command) => spawn(command, [], { env: bridgeEnv, stdio: ["ignore", "ignore", "inherit"] }))

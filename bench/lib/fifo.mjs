@@ -19,6 +19,20 @@ export const fifoPaths = (runDir) => ({
   clawOut: path.join(runDir, "claw_out")
 })
 
+/** The environment a bridge process is started with: this one's, and where the six FIFOs of `runDir` are. */
+export const bridgeEnvironment = (runDir) => {
+  const paths = fifoPaths(runDir)
+  return {
+    ...process.env,
+    PLANCKCLAW_INTERACT_IN: paths.interactIn,
+    PLANCKCLAW_INTERACT_OUT: paths.interactOut,
+    PLANCKCLAW_BRAIN_IN: paths.brainIn,
+    PLANCKCLAW_BRAIN_OUT: paths.brainOut,
+    PLANCKCLAW_CLAW_IN: paths.clawIn,
+    PLANCKCLAW_CLAW_OUT: paths.clawOut
+  }
+}
+
 /** One end of a FIFO, used in one direction only. */
 export const openFifo = (file, direction) => {
   const fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_NONBLOCK)

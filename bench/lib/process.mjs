@@ -7,7 +7,7 @@ import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { benchDir, binPath } from "./work.mjs"
-import { fifoNames, fifoPaths } from "./fifo.mjs"
+import { bridgeEnvironment, fifoNames, fifoPaths } from "./fifo.mjs"
 
 /** The first child of `pid` (Linux). */
 export const childOf = (pid) => {
@@ -79,15 +79,7 @@ export const startOriginalAgent = ({ binary, runDir, memoryDir, cwd, brain, claw
     }
   }
   const paths = fifoPaths(runDir)
-  const bridgeEnv = {
-    ...process.env,
-    PLANCKCLAW_INTERACT_IN: paths.interactIn,
-    PLANCKCLAW_INTERACT_OUT: paths.interactOut,
-    PLANCKCLAW_BRAIN_IN: paths.brainIn,
-    PLANCKCLAW_BRAIN_OUT: paths.brainOut,
-    PLANCKCLAW_CLAW_IN: paths.clawIn,
-    PLANCKCLAW_CLAW_OUT: paths.clawOut
-  }
+  const bridgeEnv = bridgeEnvironment(runDir)
   const bridges = [brain, claw].map((command) => spawn(command, [], { cwd, env: bridgeEnv, stdio: ["ignore", "ignore", "inherit"] }))
   const stopBridges = () =>
     Promise.all(
