@@ -14,7 +14,7 @@ import { openWriter } from "../../src/pipes/PipeEnd.js"
 import { makeRuntimeDir } from "../../src/pipes/RuntimeDir.js"
 import { serveBrain } from "../../src/pipes/Serve.js"
 import { answerEvent, type BrainService, type MessagesRequest, type MessagesResponse, textDelta } from "../../src/ports/Brain.js"
-import { blocksFrom, spawnScoped, tempDir, writeScript } from "../support/FifoKit.js"
+import { blocksFrom, eachBrainRequest, spawnScoped, tempDir, writeScript } from "../support/FifoKit.js"
 
 const request = (content: string): MessagesRequest => ({ model: "test-model", max_tokens: 64, messages: [{ role: "user", content }] })
 
@@ -23,14 +23,7 @@ const request = (content: string): MessagesRequest => ({ model: "test-model", ma
 // whose text says whether the request asked for a stream.
 const streamingBridge = `
 printf '{"planckclaw_events":1}\\n\\n' > "$PLANCKCLAW_BRAIN_OUT"
-while :; do
-  payload=""
-  while IFS= read -r line; do
-    [ -z "$line" ] && break
-    payload="$line"
-  done < "$PLANCKCLAW_BRAIN_IN"
-  [ -z "$payload" ] && continue
-  case "$payload" in
+${eachBrainRequest(`  case "$payload" in
     *'"stream":true'*)
       { printf '{"stream_event":{"type":"ping"}}\\n\\n'
         printf '{"stream_event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}}\\n\\n'
@@ -39,21 +32,14 @@ while :; do
       } > "$PLANCKCLAW_BRAIN_OUT" ;;
     *) printf '{"content":[{"type":"text","text":"whole"}],"stop_reason":"end_turn"}\\n\\n' > "$PLANCKCLAW_BRAIN_OUT" ;;
   esac
-done
+`)}
 `
 
 // The original's kind of bridge: knows nothing of streaming, echoes the request it got.
 const plainBridge = `
-while :; do
-  payload=""
-  while IFS= read -r line; do
-    [ -z "$line" ] && break
-    payload="$line"
-  done < "$PLANCKCLAW_BRAIN_IN"
-  [ -z "$payload" ] && continue
-  escaped=$(printf '%s' "$payload" | sed 's/\\\\/\\\\\\\\/g; s/"/\\\\"/g')
+${eachBrainRequest(`  escaped=$(printf '%s' "$payload" | sed 's/\\\\/\\\\\\\\/g; s/"/\\\\"/g')
   printf '{"content":[{"type":"text","text":"%s"}],"stop_reason":"end_turn"}\\n\\n' "$escaped" > "$PLANCKCLAW_BRAIN_OUT"
-done
+`)}
 `
 
 const withBridge = (script: string) =>

@@ -5,7 +5,7 @@ import type { MessagesRequest } from "../../src/ports/Brain.js"
 import * as BrainFifo from "../../src/pipes/FifoBrain.js"
 import { openWriter } from "../../src/pipes/PipeEnd.js"
 import { makeRuntimeDir } from "../../src/pipes/RuntimeDir.js"
-import { blocksFrom, spawnScoped, tempDir, writeScript } from "../support/FifoKit.js"
+import { blocksFrom, eachBrainRequest, spawnScoped, tempDir, writeScript } from "../support/FifoKit.js"
 import { advanceTo } from "../support/TestClockWait.js"
 
 // Plays the original bridge_brain.sh: reopens brain_in for every request and
@@ -13,14 +13,7 @@ import { advanceTo } from "../support/TestClockWait.js"
 // the original's `echo "$RESPONSE\n\n"`, which adds a third newline).
 const originalBrainBridge = `
 n=0
-while :; do
-  payload=""
-  while IFS= read -r line; do
-    [ -z "$line" ] && break
-    payload="$line"
-  done < "$PLANCKCLAW_BRAIN_IN"
-  [ -z "$payload" ] && continue
-  n=$((n + 1))
+${eachBrainRequest(`  n=$((n + 1))
   case "$payload" in
     *please-timeout*) printf '{"error":"timeout"}\\n\\n' > "$PLANCKCLAW_BRAIN_OUT" ;;
     *please-fail*) printf '{"error":{"type":"overloaded_error"}}\\n\\n' > "$PLANCKCLAW_BRAIN_OUT" ;;
@@ -31,7 +24,7 @@ while :; do
       echo "{\\"id\\":\\"msg_$n\\",\\"type\\":\\"message\\",\\"role\\":\\"assistant\\",\\"content\\":[{\\"type\\":\\"text\\",\\"text\\":\\"echo $text (\${#payload} bytes)\\"}],\\"stop_reason\\":\\"end_turn\\"}\\n\\n" > "$PLANCKCLAW_BRAIN_OUT"
       ;;
   esac
-done
+`)}
 `
 
 const request = (content: string): MessagesRequest => ({

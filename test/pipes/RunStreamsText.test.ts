@@ -12,7 +12,7 @@ import { CANCELLED } from "../../src/ports/Interact.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
 import * as LoopbackHttp from "../support/LoopbackHttp.js"
-import { mkfifo, sh, writeScript } from "../support/FifoKit.js"
+import { eachBrainRequest, mkfifo, sh, writeScript } from "../support/FifoKit.js"
 import { session } from "../support/PtySession.js"
 import { eventually, tempDir } from "../support/Sandbox.js"
 
@@ -145,14 +145,7 @@ describe("planckclaw run streams text through the pipes", () => {
 [ "$PLANCKCLAW_EVENTS" = 1 ] && printf '{"planckclaw_events":1}\\n\\n' > "$PLANCKCLAW_BRAIN_OUT"
 delta() { printf '{"stream_event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"%s"}}}\\n\\n' "$1"; }
 answer() { printf '{"content":[{"type":"text","text":"%s"}],"stop_reason":"end_turn"}\\n\\n' "$1"; }
-while :; do
-  payload=""
-  while IFS= read -r line; do
-    [ -z "$line" ] && break
-    payload="$line"
-  done < "$PLANCKCLAW_BRAIN_IN"
-  [ -z "$payload" ] && continue
-  case "$payload" in
+${eachBrainRequest(`  case "$payload" in
     *story*'"stream":true'*)
       delta "First part, " > "$PLANCKCLAW_BRAIN_OUT"
       read -r go < "$GATE"
@@ -160,7 +153,7 @@ while :; do
     *story*) answer "NOT STREAMED" > "$PLANCKCLAW_BRAIN_OUT" ;;
     *) answer "ready." > "$PLANCKCLAW_BRAIN_OUT" ;;
   esac
-done
+`)}
 `)
       const env = Cli.runEnv(cwd, "http://127.0.0.1:9", { GATE: gate, SHELL: "/bin/sh", TERM: "xterm", COLUMNS: "200", LINES: "50" })
       const s = yield* session({ cwd, env, args: ["--brain", bridge] })

@@ -73,3 +73,17 @@ export const blocksFrom = (file: string): Effect.Effect<Queue.Dequeue<string>, n
 
 export const takeN = <A>(queue: Queue.Dequeue<A>, n: number): Effect.Effect<ReadonlyArray<A>> =>
   Queue.takeBetween(queue, n, n)
+
+/**
+ * A brain bridge's loop as the original bridge_brain.sh reads: brain_in
+ * reopened for every request and read up to its empty line; `body` (shell)
+ * runs for each request with its last line in `$payload`.
+ */
+export const eachBrainRequest = (body: string): string => `while :; do
+  payload=""
+  while IFS= read -r line; do
+    [ -z "$line" ] && break
+    payload="$line"
+  done < "$PLANCKCLAW_BRAIN_IN"
+  [ -z "$payload" ] && continue
+${body}done`
