@@ -2,7 +2,6 @@
  * `planckclaw compact [--agent ID]`: old history folded into summary.md now,
  * by the brain the settings name, beside any run or serve of the same memory.
  */
-import * as path from "node:path"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
 import * as ConfigProvider from "effect/ConfigProvider"
@@ -10,8 +9,6 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as AgentHost from "../../hosts/serve/AgentHost.js"
-import * as AgentId from "../../hosts/serve/AgentId.js"
 import * as AgentSettings from "../../hosts/serve/AgentSettings.js"
 import * as AgentStatus from "../../hosts/serve/AgentStatus.js"
 import * as Compactor from "../../agent/Compactor.js"
@@ -37,11 +34,7 @@ const forAgent = (agent: Option.Option<string>) => <A, E, R>(effect: Effect.Effe
     onNone: () => effect,
     onSome: (raw) =>
       Effect.gen(function*() {
-        const id = yield* Effect.fromResult(AgentId.parse(raw))
-        const directory = path.join((yield* AgentHost.HostConfig).agentsDir, id)
-        if (!AgentStatus.isAgentDirectory(directory)) {
-          return yield* new AgentHost.HostError({ reason: "not-found", id, message: `no agent ${id}: ${directory} is not a directory` })
-        }
+        const { directory, id } = yield* AgentStatus.existingAgent(raw)
         const provider = yield* AgentSettings.provider(id, directory, yield* ConfigProvider.ConfigProvider)
         return yield* Effect.provideService(effect, ConfigProvider.ConfigProvider, provider)
       })

@@ -3,7 +3,6 @@
  * (schedules.json in its memory directory, see src/schedule/), changed
  * beside a running `run` or `serve`, which fire its entries.
  */
-import * as path from "node:path"
 import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
@@ -14,7 +13,6 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as SqlClient from "effect/sql/SqlClient"
 import { BotToken } from "../../config/settings/Discord.js"
-import * as AgentHost from "../../hosts/serve/AgentHost.js"
 import * as AgentId from "../../hosts/serve/AgentId.js"
 import * as AgentStatus from "../../hosts/serve/AgentStatus.js"
 import * as Memory from "../../memory/Memory.js"
@@ -32,15 +30,7 @@ const optionalText = (name: string, help: string) => Flag.String(name).pipe(Flag
 const fileOf = (agent: Option.Option<string>) =>
   Option.match(agent, {
     onNone: () => Effect.map(Memory.MemoryConfig, ScheduleStore.fileIn),
-    onSome: (raw) =>
-      Effect.gen(function*() {
-        const id = yield* Effect.fromResult(AgentId.parse(raw))
-        const directory = path.join((yield* AgentHost.HostConfig).agentsDir, id)
-        if (!AgentStatus.isAgentDirectory(directory)) {
-          return yield* new AgentHost.HostError({ reason: "not-found", id, message: `no agent ${id}: ${directory} is not a directory` })
-        }
-        return ScheduleStore.fileIn(directory)
-      })
+    onSome: (raw) => Effect.map(AgentStatus.existingAgent(raw), (agent) => ScheduleStore.fileIn(agent.directory))
   })
 
 /** The PostgreSQL client and the cluster's schedules are loaded only with --cluster. */

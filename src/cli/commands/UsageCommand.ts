@@ -4,11 +4,7 @@ import * as Command from "effect/cli/Command"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { textOf } from "../../config/ConfigRange.js"
-import { AgentsDir } from "../../config/settings/Serve.js"
-import * as AgentId from "../../hosts/serve/AgentId.js"
 import * as AgentStatus from "../../hosts/serve/AgentStatus.js"
-import { HostError } from "../../hosts/serve/HostError.js"
 import * as Memory from "../../memory/Memory.js"
 import * as Prices from "../../usage/Prices.js"
 import * as UsageLedger from "../../usage/UsageLedger.js"
@@ -20,15 +16,7 @@ import * as HelpText from "../HelpText.js"
 const ledgerDirectory = (agent: Option.Option<string>) =>
   Option.match(agent, {
     onNone: () => Memory.MemoryConfig,
-    onSome: (raw) =>
-      Effect.gen(function*() {
-        const id = yield* Effect.fromResult(AgentId.parse(raw))
-        const directory = path.join(path.resolve(yield* textOf(AgentsDir)), id)
-        if (!AgentStatus.isAgentDirectory(directory)) {
-          return yield* new HostError({ reason: "not-found", id, message: `no agent ${id}: ${directory} is not a directory` })
-        }
-        return directory
-      })
+    onSome: (raw) => Effect.map(AgentStatus.existingAgent(raw), (agent) => agent.directory)
   })
 
 /**

@@ -3,10 +3,14 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
+import { textOf } from "../../config/ConfigRange.js"
+import { AgentsDir } from "../../config/settings/Serve.js"
 import { nextTurn } from "../../runtime/process/NextTurn.js"
 import type { PriceTable } from "../../usage/Prices.js"
 import * as UsageLedger from "../../usage/UsageLedger.js"
 import * as UsageReport from "../../usage/UsageReport.js"
+import * as AgentId from "./AgentId.js"
+import { HostError } from "./HostError.js"
 
 export interface AgentInfo {
   readonly id: string
@@ -65,6 +69,21 @@ const readWith = (buffer: Buffer, id: string, directory: string, running: boolea
 
 /** Whether `directory` is a real directory (not a link), and so may be an agent. */
 export const isAgentDirectory = (directory: string): boolean => stat(directory)?.isDirectory() === true
+
+/**
+ * Agent `raw`'s directory under PLANCKCLAW_AGENTS_DIR, as `serve` keeps it
+ * (the commands' `--agent ID`); refused when the id is not one or no such
+ * agent exists.
+ */
+export const existingAgent = (raw: string) =>
+  Effect.gen(function*() {
+    const id = yield* Effect.fromResult(AgentId.parse(raw))
+    const directory = path.join(path.resolve(yield* textOf(AgentsDir)), id)
+    if (!isAgentDirectory(directory)) {
+      return yield* new HostError({ reason: "not-found", id, message: `no agent ${id}: ${directory} is not a directory` })
+    }
+    return { id, directory }
+  })
 
 const uid = process.getuid?.()
 
