@@ -22,6 +22,7 @@ import {
   type BrainEvent,
   type BrainService,
   decodeBrainAnswer,
+  decodeBrainAnswerJson,
   type MessagesRequest,
   type MessagesResponse,
   preview,
@@ -159,10 +160,11 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
 
     const words = { silent: `no more of the answer within ${Duration.toSeconds(config.timeout)}s`, scrub }
 
-    const decodeStreamed = (raw: string) =>
+    // The answer assembled from its events is decoded as it is: no JSON text to write and parse again.
+    const decodeStreamed = (whole: unknown) =>
       config.debug
-        ? Effect.tap(decodeBrainAnswer(raw, scrub), (response) => debug(`response ${JSON.stringify(response)}`))
-        : decodeBrainAnswer(raw, scrub)
+        ? Effect.tap(decodeBrainAnswerJson(whole, scrub), (response) => debug(`response ${JSON.stringify(response)}`))
+        : decodeBrainAnswerJson(whole, scrub)
 
     /** One attempt at a streamed answer: its events, or a whole answer (a server that does not stream) as one. */
     const streamAttempt = (body: string, model: string, number: number) => {

@@ -42,7 +42,7 @@ const inputOf = (pieces: string | undefined, started: unknown): unknown => {
  * answer is).
  */
 export const assembly = (
-  decode: (raw: string) => Effect.Effect<MessagesResponse, BrainError>,
+  decode: (whole: unknown) => Effect.Effect<MessagesResponse, BrainError>,
   scrub: Scrub
 ): Assembly => {
   let message: JsonObject = {}
@@ -121,7 +121,7 @@ export const assembly = (
       block === undefined ? [] : [block.type === "tool_use" ? { ...block, input: inputOf(inputs[index], block.input) } : block]
     )
     const whole = { ...message, content, stop_reason: stopReason, ...(usage === undefined ? {} : { usage }) }
-    return Effect.map(decode(JSON.stringify(whole)), answerEvent)
+    return Effect.map(decode(whole), answerEvent)
   }
 
   return { take, finish }

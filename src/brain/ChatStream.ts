@@ -37,7 +37,7 @@ const errorWords = (error: unknown): string =>
  * ids for calls that have none, usage as the Messages API counts it).
  */
 export const assembly = (
-  decode: (raw: string) => Effect.Effect<BrainEvent, BrainError>,
+  decode: (whole: unknown) => Effect.Effect<BrainEvent, BrainError>,
   scrub: Scrub
 ): Assembly => {
   let id: unknown
@@ -120,7 +120,7 @@ export const assembly = (
       }],
       ...(usage !== undefined ? { usage } : {})
     }
-    return decode(JSON.stringify(whole))
+    return decode(whole)
   }
 
   return { take, finish }

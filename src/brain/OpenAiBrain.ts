@@ -184,14 +184,20 @@ export const make = (
       onSome: (key) => ({ authorization: `Bearer ${key}` })
     })
 
+    const fatal = (detail: string) => Effect.fail(new BrainError({ reason: "fatal", detail: scrub(detail) }))
+
     const decode = (answer: string): Effect.Effect<MessagesResponse, BrainError> => {
-      const fatal = (detail: string) => Effect.fail(new BrainError({ reason: "fatal", detail: scrub(detail) }))
       const json = Result.try(() => JSON.parse(answer) as unknown)
       if (Result.isFailure(json)) return fatal(`answer is not JSON: ${preview(scrub(answer))}`)
-      if (answersError(json.success)) {
-        return fatal(`server answered error: ${apiMessage(answer, scrub)}`)
+      return decodeJson(json.success, answer)
+    }
+
+    /** An answer already parsed (`text`: its JSON, written again only when an error must quote it). */
+    const decodeJson = (json: unknown, text?: string): Effect.Effect<MessagesResponse, BrainError> => {
+      if (answersError(json)) {
+        return fatal(`server answered error: ${apiMessage(text ?? JSON.stringify(json), scrub)}`)
       }
-      const decoded = decodeSparingUsage(decodeChatResponse, json.success, scrub)
+      const decoded = decodeSparingUsage(decodeChatResponse, json, scrub)
       if (Result.isFailure(decoded)) return fatal(`answer is not a Chat Completions response: ${oneLine(decoded.failure, scrub)}`)
       const { answer: chat, warning } = decoded.success
       return Effect.andThen(warning, Ref.updateAndGet(responses, (n) => n + 1)).pipe(Effect.flatMap((number) => {
@@ -241,9 +247,10 @@ export const make = (
       answered: (judge) => judge
     }
 
-    const decodeStreamed = (raw: string) =>
+    // The answer assembled from its chunks is decoded as it is: no JSON text to write and parse again.
+    const decodeStreamed = (whole: unknown) =>
       Effect.map(
-        config.debug ? Effect.tap(decode(raw), (response) => debug(`response ${JSON.stringify(response)}`)) : decode(raw),
+        config.debug ? Effect.tap(decodeJson(whole), (response) => debug(`response ${JSON.stringify(response)}`)) : decodeJson(whole),
         answerEvent
       )
 

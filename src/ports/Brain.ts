@@ -211,7 +211,11 @@ export const decodeBrainAnswer = (raw: string, scrub: Scrub = keepAll): Effect.E
   if (Result.isFailure(parsed)) {
     return Effect.fail(new BrainError({ reason: "fatal", detail: `answer is not JSON: ${preview(scrub(raw))}` }))
   }
-  const json = parsed.success
+  return decodeBrainAnswerJson(parsed.success, scrub)
+}
+
+/** `decodeBrainAnswer` of an answer already parsed: a streamed one, assembled from its events. */
+export const decodeBrainAnswerJson = (json: unknown, scrub: Scrub = keepAll): Effect.Effect<MessagesResponse, BrainError> => {
   if (answersError(json)) {
     const error = json.error
     const reason = error === "timeout" ? "timeout" : "fatal"
