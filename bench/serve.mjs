@@ -37,6 +37,12 @@
  *    alone (bench/lib/bare-router.mjs), each in a process of its own under
  *    the same load: main-thread CPU per request, http_layer_cpu_us_per_request
  *    and effect_router_cpu_us_per_request, and http_layer_x_effect_router.
+ *    Each server first answers BENCH_LAYER_REQUESTS (20,000) requests, then
+ *    as many are measured: a server that runs for days runs optimised code,
+ *    and in the first few thousand requests the JIT is still compiling (the
+ *    HTTP layer has more code to compile than the router alone: measured
+ *    after 2,000 requests, both cost about twice as much, the layer ×2.2–2.5
+ *    the router).
  *
  * Run: npm run build && node --expose-gc bench/serve.mjs
  * (PLANCKCLAW_BENCH_REPO=DIR: another checkout's build, see bench/compare.mjs)
@@ -72,6 +78,7 @@ const AFTER_RELEASE_SECONDS = 60
 const SOCKETS = Number(process.env.BENCH_HTTP_SOCKETS ?? 64)
 const CONVERSATION_AGENTS = 100
 const CONVERSATION_ROUNDS = Number(process.env.BENCH_CONVERSATION_ROUNDS ?? 20)
+const LAYER_REQUESTS = Number(process.env.BENCH_LAYER_REQUESTS ?? 20_000)
 
 const instantBrain = Layer.succeed(Brain, {
   complete: () => Effect.succeed({ content: [{ type: "text", text: "Noted." }], stop_reason: "end_turn" })
@@ -196,17 +203,17 @@ main(async () => {
         const httpConversation = yield* Effect.promise(() => httpBurst(port, Array.from({ length: turns }, (_, n) => talking[n % CONVERSATION_AGENTS])))
         const httpConversationUsed = process.cpuUsage(httpConversationCpu)
 
-        progress(`http: serve's HTTP layer over a host answering at once, then Effect 4's router alone, ${turns} requests each`)
+        progress(`http: serve's HTTP layer over a host answering at once, then Effect 4's router alone, ${LAYER_REQUESTS} requests each after as many`)
         // A build whose HTTP API this server cannot host (an older one, bench/compare.mjs) has no such row.
         const cpuPerRequest = (script, args) => Effect.promise(async () => {
           const server = await forkServer(script, args).catch(() => undefined)
           if (server === undefined) return undefined
           try {
-            const load = Array.from({ length: turns }, (_, n) => talking[n % CONVERSATION_AGENTS])
+            const load = Array.from({ length: LAYER_REQUESTS }, (_, n) => talking[n % CONVERSATION_AGENTS])
             await httpBurst(server.port, load)
             const before = processCpuUs(server.child.pid)
             await httpBurst(server.port, load)
-            return (processCpuUs(server.child.pid).main - before.main) / turns
+            return (processCpuUs(server.child.pid).main - before.main) / LAYER_REQUESTS
           } finally {
             server.child.kill("SIGTERM")
           }
