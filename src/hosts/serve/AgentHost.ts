@@ -19,9 +19,7 @@ import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as LayerMap from "effect/LayerMap"
-import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
-import type * as IdleCollection from "../../runtime/process/IdleCollection.js"
 import * as Agent from "../../agent/Agent.js"
 import { AgentConfig } from "../../config/AgentConfig.js"
 import { BrainLabelConfig } from "../../config/BrainChoice.js"
@@ -29,27 +27,31 @@ import { Brain, type BrainService, limitedBy } from "../../ports/Brain.js"
 import { Claws } from "../../ports/Claws.js"
 import * as Logging from "../../runtime/Logging.js"
 import { errnoCode } from "../../runtime/Errors.js"
-import { ensureWritable, MemoryConfig } from "../../memory/Memory.js"
+import { ensureWritable } from "../../memory/Memory.js"
 import * as OwnerFile from "../../memory/OwnerFile.js"
 import * as AgentId from "./AgentId.js"
 import * as Prices from "../../usage/Prices.js"
 import * as AgentInstance from "./AgentInstance.js"
+import type { Life } from "./AgentInstanceService.js"
 import * as AgentRecords from "./AgentRecords.js"
 import * as AgentSettings from "./AgentSettings.js"
 import * as AgentStatus from "./AgentStatus.js"
-import { HostError } from "./HostError.js"
+import { AgentHost, type AgentHostService, awaitReply, type CompactResult, parseId, refuse } from "./AgentHostService.js"
+import type { HostError } from "./HostError.js"
+import { HostConfig } from "./HostConfig.js"
 import * as HostMessage from "./HostMessage.js"
-import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as OpenFiles from "./OpenFiles.js"
 import * as TurnStream from "./TurnStream.js"
-import { numberOf, textOf } from "../../config/ConfigRange.js"
-import { AgentIdle, AgentsDir, AgentsHoldingFiles, MaxConcurrentTurns, McpServersMax } from "../../config/settings/Serve.js"
+import { numberOf } from "../../config/ConfigRange.js"
+import { McpServersMax } from "../../config/settings/Serve.js"
 import * as ScriptClaws from "../../claws/ScriptClaws.js"
 import * as McpPool from "./McpPool.js"
 
 export type { AgentInfo } from "./AgentStatus.js"
 export type { Reply } from "./AgentInstance.js"
 export { HostError } from "./HostError.js"
+export { HostConfig } from "./HostConfig.js"
+export { AgentHost, type AgentHostService, awaitReply, type CompactResult, parseId, refuse } from "./AgentHostService.js"
 
 /**
  * Messages being accepted at once: their agent started if it was not, the
@@ -59,102 +61,7 @@ export { HostError } from "./HostError.js"
  */
 const ACCEPTS_AT_ONCE = 8
 
-export const HostConfig = Config.all({
-  agentsDir: textOf(AgentsDir).pipe(Config.map((dir) => path.resolve(dir))),
-  /** Seconds without a message before an agent is released. */
-  idleSeconds: numberOf(AgentIdle),
-  maxConcurrentTurns: numberOf(MaxConcurrentTurns),
-  /** Started agents keeping their memory files open between messages (OpenFiles.ts), the most recently used. */
-  agentsHoldingFiles: numberOf(AgentsHoldingFiles),
-  idempotencyKeys: IdempotencyStore.IdempotencyConfig,
-  /** The host's limit; an agent's config.env may lower it for that agent (its reply then says so). */
-  maxMessageBytes: Config.map(AgentConfig, (config) => config.maxMessageBytes),
-  /** The host's memory directory: its soul.md is the soul of agents without one. */
-  defaultDir: MemoryConfig
-})
-export type HostConfig = Config.Success<typeof HostConfig>
-
 export type { SendOptions } from "./HostMessage.js"
-
-export interface CompactResult {
-  readonly compacted: boolean
-  readonly summarised: number
-  readonly kept: number
-  readonly summaryBytes: number
-}
-
-/** The records (history pages, usage, soul and summary) are absent from the cluster's host; its schedules are read from the database. */
-export interface AgentHostService extends Partial<AgentRecords.Records> {
-  readonly directory: string
-  /**
-   * Sends a checked message to its agent (started if released, created if
-   * new) and waits for its reply: what the HTTP API calls with the message
-   * its Schemas decoded (HostMessage).
-   */
-  readonly sendChecked: (message: HostMessage.HostMessage) => Effect.Effect<AgentInstance.Reply, HostError>
-  /**
-   * `sendChecked` telling the turn as it goes (TurnStream.streaming: a caller gone loses nothing).
-   * Absent from a host that cannot (the cluster's): the HTTP API then streams its reply alone.
-   */
-  readonly streamChecked?: (message: HostMessage.HostMessage) => Effect.Effect<TurnStream.Streaming, HostError>
-  /** `sendChecked` of a message given as it came (an embedder's): checked first, by HostMessage.decoder. */
-  readonly send: (id: string, message: HostMessage.SendOptions) => Effect.Effect<AgentInstance.Reply, HostError>
-  /**
-   * `send` in two steps (Discord's routes): the message is checked as `send`
-   * checks it and journaled once this succeeds, and its reply completes the
-   * Deferred; the agent stays started while the scope is open.
-   */
-  readonly accept: (
-    id: string,
-    message: HostMessage.SendOptions
-  ) => Effect.Effect<Deferred.Deferred<AgentInstance.Reply>, HostError, Scope.Scope>
-  /** A page of the agents, in id order. */
-  readonly list: (page: AgentStatus.ListPage) => Effect.Effect<AgentStatus.AgentList, HostError>
-  readonly get: (id: string) => Effect.Effect<AgentStatus.AgentInfo, HostError>
-  /** Compacts agent `id` now, whatever the length of its history. */
-  readonly compact: (id: string) => Effect.Effect<CompactResult, HostError>
-  /** Cancels agent `id`'s turn of the message under Idempotency-Key `key` (TurnCancels): whether one was running or queued. */
-  readonly cancel?: (id: string, key: string) => Effect.Effect<boolean, HostError>
-  /** Messages accepted and agents released so far (IdleCollection reads them). */
-  readonly activity?: () => IdleCollection.Activity
-}
-
-/** One instance of an agent, as the host tracks it until its scope has closed. */
-interface Life {
-  /** Completed once every finalizer of the instance has run (its compaction settled, its files closed). */
-  readonly closed: Deferred.Deferred<void>
-  /** Replaced after a defect: closes once its callers let go, which the next instance's replies allow. */
-  restarting: boolean
-  /** Its scope has begun to close (released when idle, or the host stopping). */
-  closing: boolean
-  /** Waits until the instance answers nothing more and its background compaction has ended. */
-  quiet: Effect.Effect<void>
-  /** What it had not answered when a defect stopped it, for the next instance (InstanceService.handOver). */
-  handOver: Effect.Effect<ReadonlyArray<AgentInstance.Waiting>>
-}
-
-export class AgentHost extends Context.Service<AgentHost, AgentHostService>()("planckclaw/AgentHost") {}
-
-/** A refusal of a host, naming the agent when there is one. */
-export const refuse = (reason: HostError["reason"], message: string, id?: string) =>
-  Effect.fail(new HostError({ reason, message, ...(id === undefined ? {} : { id }) }))
-
-/** An agent id from a request, or its refusal. */
-export const parseId = (raw: string): Effect.Effect<AgentId.AgentId, HostError> =>
-  Result.match(AgentId.parse(raw), {
-    onFailure: (refused) => refuse("bad-id", refused.message, raw),
-    onSuccess: Effect.succeed
-  })
-
-/**
- * A reply's wait, the caller going on once the agent's fiber lets go: Effect 4
- * resumes a Deferred's waiter at once, inside the fiber that completes it,
- * where Effect 3 resumed it later. The agent's steps after the reply that
- * need no wait (the journal's `delivered`, closing its files when idle) are
- * then done when the caller goes on, as they were.
- */
-export const awaitReply = <A>(deferred: Deferred.Deferred<A>): Effect.Effect<A> =>
-  Effect.flatMap(Deferred.await(deferred), (reply) => Effect.as(Effect.yieldNow, reply))
 
 /** The pool of the agents' own MCP servers, under the claws' limits (cheap: the MCP client loads with a first server). */
 const makeMcpPool = Effect.gen(function*() {

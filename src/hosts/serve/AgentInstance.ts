@@ -28,8 +28,8 @@ import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Agent from "../../agent/Agent.js"
 import * as Turn from "../../agent/Turn.js"
-import { Brain, type BrainService } from "../../ports/Brain.js"
-import { Claws, type ClawsService } from "../../ports/Claws.js"
+import { Brain } from "../../ports/Brain.js"
+import { Claws } from "../../ports/Claws.js"
 import * as ScheduleStore from "../../schedule/ScheduleStore.js"
 import * as ScheduleTool from "../../schedule/ScheduleTool.js"
 import * as Logging from "../../runtime/Logging.js"
@@ -43,68 +43,18 @@ import * as Memory from "../../memory/Memory.js"
 import * as UsageLedger from "../../usage/UsageLedger.js"
 import * as AgentInbox from "./AgentInbox.js"
 import * as AgentMcp from "./AgentMcp.js"
+import type { InstanceService, Message, Shared } from "./AgentInstanceService.js"
 import * as AgentSettings from "./AgentSettings.js"
 import { HostError } from "./HostError.js"
-import type { McpPool } from "./McpPool.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as KeysInFlight from "./KeysInFlight.js"
-import * as OpenFiles from "./OpenFiles.js"
 import * as TurnCancels from "./TurnCancels.js"
 import { answer, endWithout, type EventSink, type Reply, respondTelling, type Waiting } from "./TurnStream.js"
 
-export interface Message {
-  readonly text: string
-  readonly channel: string
-  readonly idempotencyKey?: string | undefined
-}
+export { Instance, type InstanceService, type Message, type Shared } from "./AgentInstanceService.js"
 
 /** A journaled message with the Deferred its caller (or callers, under one Idempotency-Key) waits on. */
 export type { EventSink, Reply, Waiting } from "./TurnStream.js"
-
-export interface InstanceService {
-  /**
-   * Journals the message and queues it; the Deferred completes with its
-   * reply. None once the instance stopped after a defect: ask the host again.
-   * With `events`, the turn's events go there as it runs; a message answered
-   * before (its Idempotency-Key) or being answered for another caller ends it at once.
-   */
-  readonly submit: (message: Message, events?: EventSink) => Effect.Effect<Option.Option<Deferred.Deferred<Reply>>, HostError>
-  /** The messages a previous run left unanswered, being answered now. */
-  readonly recovered: ReadonlyArray<Deferred.Deferred<Reply>>
-  readonly compactNow: Effect.Effect<Option.Option<Compactor.CompactionReport>, Compactor.CompactionError>
-  /** Waits until the mailbox's fiber has ended and the background compaction in flight, if any, has settled. */
-  readonly quiet: Effect.Effect<void>
-  /**
-   * Once a defect stopped it: the messages it took and had not answered,
-   * with their callers' Deferreds, for the next instance (`make`'s
-   * `handedOver`). Taken once; nothing is added to the mailbox after.
-   */
-  readonly handOver: Effect.Effect<ReadonlyArray<Waiting>>
-  /** Cancels the turn of the message under this Idempotency-Key (TurnCancels): whether one was running or queued. */
-  readonly cancel: (key: string) => Effect.Effect<boolean>
-}
-
-/** One started agent of the host, as its LayerMap holds it. */
-export class Instance extends Context.Service<Instance, InstanceService>()("planckclaw/service/AgentInstance") {}
-
-export interface Shared {
-  readonly brain: BrainService
-  readonly claws: ClawsService
-  /** The host's settings, under the agent's own. */
-  readonly provider: ConfigProvider.ConfigProvider
-  /** The host's agent settings, parsed once: those of every agent without a config.env. */
-  readonly settings: AgentSettings.Settings
-  readonly defaultSoulFile: string
-  readonly idempotencyKeys: number
-  /** This process's owner file in PLANCKCLAW_AGENTS_DIR: the agents' locks are hard links to it (OwnerFile.ts). */
-  readonly ownerFile: () => string | undefined
-  /** Which agents keep their files open between messages. */
-  readonly openFiles: OpenFiles.OpenFiles
-  /** The brain's name in each agent's usage ledger (usage.jsonl); absent: the agents keep none. */
-  readonly brainLabel?: string | undefined
-  /** The MCP servers of the agents' own mcp.json, shared by the agents naming the same one (AgentMcp). */
-  readonly mcpPool?: McpPool | undefined
-}
 
 /** Which journal line a message is: how a message handed over is found again in the next instance's journal. */
 const journalKey = (pending: Inbox.Pending) => pending.key ?? `unkeyed-${pending.id}`
