@@ -6,17 +6,12 @@
  * always speaks through the six FIFOs. Cli.ts composes these Layers from the
  * flags.
  */
-import * as fs from "node:fs"
-import * as path from "node:path"
-import * as Config from "effect/Config"
+import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/Config"
-import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Redacted from "effect/Redacted"
 import { Brain } from "../ports/Brain.js"
 import * as BrainHttpClient from "../brain/BrainHttpClient.js"
 import * as AnthropicBrain from "../brain/AnthropicBrain.js"
@@ -24,59 +19,26 @@ import * as OpenAiBrain from "../brain/OpenAiBrain.js"
 import { Claws } from "../ports/Claws.js"
 import * as ClawsWithMcp from "../claws/mcp/ClawsWithMcp.js"
 import type { MissingSetting } from "../config/MissingSetting.js"
-import * as Secrets from "../config/Secrets.js"
-import { Debug, Events } from "../config/settings/Agent.js"
-import { switchOf } from "../config/ConfigRange.js"
-import { AnthropicApiKey, AnthropicBaseUrl, Model, OpenAiApiKey, OpenAiBaseUrl } from "../config/settings/Brain.js"
-import { ClawsDir } from "../config/settings/Claws.js"
-import * as DiscordSetting from "../config/settings/Discord.js"
-import { abandonNothing, type AbandonRequests, make as makeAbandon } from "./Abandon.js"
+import { abandonNothing, make as makeAbandon } from "./Abandon.js"
+import type { Choice } from "./BridgeChoice.js"
 import type { FarEndExits } from "./Exchange.js"
-import * as ExternalBridge from "./ExternalBridge.js"
-import type { FifoError, FifoPaths } from "./FifoPaths.js"
+import { EventsConfig, executable } from "./ExecutableEnd.js"
+import type * as ExternalBridge from "./ExternalBridge.js"
+import { BrainEnd, ClawsEnd, type FarEnd, InteractEnd } from "./FarEnd.js"
 import * as Handover from "./Handover.js"
 import { RunPaths } from "./RuntimeDir.js"
 import * as Serve from "./Serve.js"
-import { Interact, type InteractError } from "../ports/Interact.js"
+import { Interact } from "../ports/Interact.js"
 import type { DiscordRefused } from "../interact/discord/DiscordRefused.js"
 import * as TerminalInteract from "../interact/TerminalInteract.js"
 import * as Logging from "../runtime/Logging.js"
 import type { SpawnHelper } from "../runtime/process/SpawnHelper.js"
 import type { Watchdog } from "../runtime/process/Watchdog.js"
 
-export type Choice<Name extends string> =
-  | { readonly _tag: "Builtin"; readonly name: Name }
-  | { readonly _tag: "External"; readonly path: string }
-  | { readonly _tag: "None" }
-
-/** A bridge flag names no built-in bridge and no executable file. */
-export class BridgeChoiceError extends Data.TaggedError("BridgeChoiceError")<{
-  readonly reason: "unknown" | "not-executable"
-  readonly message: string
-}> {}
-
-/** Reads a bridge flag: a built-in name, `none`, or a path to an executable. */
-export const choose = <Name extends string>(
-  role: string,
-  value: string,
-  builtins: ReadonlyArray<Name>
-): Effect.Effect<Choice<Name>, BridgeChoiceError> => {
-  if (value === "none") return Effect.succeed({ _tag: "None" })
-  if ((builtins as ReadonlyArray<string>).includes(value)) return Effect.succeed({ _tag: "Builtin", name: value as Name })
-  if (value.includes("/") || fs.existsSync(value)) {
-    const resolved = path.resolve(value)
-    const usable = fs.existsSync(resolved) && fs.statSync(resolved).isFile()
-    return usable ? Effect.succeed({ _tag: "External", path: resolved }) : Effect.fail(
-      new BridgeChoiceError({ reason: "not-executable", message: `--${role} ${value}: no such executable file` })
-    )
-  }
-  return Effect.fail(
-    new BridgeChoiceError({
-      reason: "unknown",
-      message: `unknown ${role} '${value}': expected ${[...builtins, "none"].join(", ")} or a path to an executable`
-    })
-  )
-}
+// Declared in modules of their own (a flag read, a far end, an executable bridge); callers keep finding them here.
+export { BridgeChoiceError, type Choice, choose } from "./BridgeChoice.js"
+export { EventsConfig } from "./ExecutableEnd.js"
+export { BrainEnd, ClawsEnd, type FarEnd, InteractEnd, type InteractFarEnd } from "./FarEnd.js"
 
 /** What building an adapter can fail with: a setting, or a refusal it cannot get past. */
 export type AdapterFailure = ConfigError.ConfigError | MissingSetting | DiscordRefused
@@ -114,44 +76,6 @@ export const clawsAdapters = {
   // The scripts, with the tools of mcp.json's MCP servers beside them.
   scripts: ClawsWithMcp.layer
 } satisfies Record<string, Layer.Layer<Claws, AdapterFailure, SpawnHelper>>
-
-/** One far end, once started. */
-export interface FarEnd {
-  /**
-   * Completes when the bridge is done on its own (an executable that exited
-   * cleanly, a bridge process's interact input ended and answered); fails
-   * when serving the pipes fails. A built-in bridge in a run, and `none`,
-   * never complete: the run decides when it is over.
-   */
-  readonly done: Effect.Effect<void, FifoError | InteractError>
-  /**
-   * Where the near end hears that the far end's process exited, so what it
-   * owed is not waited for (an executable bridge; see Exchange). A built-in
-   * bridge and `none` never report one.
-   */
-  readonly exits: FarEndExits
-  /** Where the near end gives up a request (a cancelled turn): a built-in bridge stops its work (Abandon). */
-  readonly abandon: AbandonRequests
-  /**
-   * Whether it is offered the turns' events: `builtin`, a bridge of the run
-   * that takes them (a brain streams when asked, FifoBrain); `announced`, an
-   * executable started with PLANCKCLAW_EVENTS=1, which opts in itself
-   * (docs/pipes.md). Absent: none, as the original's bridges expect.
-   */
-  readonly events?: "builtin" | "announced"
-}
-
-export interface InteractFarEnd extends FarEnd {
-  /** Shared by a built-in interact bridge of a run with the agent (see Handover); none otherwise. */
-  readonly handover: Option.Option<Handover.Handover>
-}
-
-/** PLANCKCLAW_EVENTS: whether an executable bridge is offered events (on unless set to 0). */
-export const EventsConfig = switchOf(Events)
-
-export class BrainEnd extends Context.Service<BrainEnd, FarEnd>()("planckclaw/BrainEnd") {}
-export class ClawsEnd extends Context.Service<ClawsEnd, FarEnd>()("planckclaw/ClawsEnd") {}
-export class InteractEnd extends Context.Service<InteractEnd, InteractFarEnd>()("planckclaw/InteractEnd") {}
 
 /** Serves in a fiber of the layer's scope, logging to stderr: stdout carries only replies. */
 const forkServing = <E>(serving: Effect.Effect<void, E>) =>
@@ -210,87 +134,6 @@ const builtinInteract = (
       return { done, handover, exits: noExits, abandon: abandonNothing }
     })
   ).pipe(Layer.provide(adapter))
-
-type Role = "interact" | "brain" | "claw"
-
-const flagOf = { interact: "bridge", brain: "brain", claw: "claw" } as const satisfies Record<Role, string>
-
-const presentSettings = (settings: ReadonlyArray<{ readonly key: string }>) =>
-  Effect.forEach(settings, ({ key }) => Effect.map(Config.option(Config.String(key)), (value) => [key, value] as const)).pipe(
-    Effect.map((entries) =>
-      Object.fromEntries(entries.flatMap(([name, value]) => Option.isSome(value) ? [[name, value.value]] : []))
-    )
-  )
-
-/** The one secret a role's executable receives, if it is set. */
-const secretFor = (name: Secrets.SecretName) =>
-  Effect.map(
-    Config.option(Config.Redacted(name)),
-    (value): Partial<Record<Secrets.SecretName, Redacted.Redacted<string>>> =>
-      Option.isSome(value) ? { [name]: value.value } : {}
-  )
-
-/** What an executable bridge of each role is started with: settings it reads, and only the secret it needs. */
-const executableOptions = (
-  role: Role,
-  command: string,
-  paths: FifoPaths
-): Effect.Effect<ExternalBridge.ExternalBridgeOptions, ConfigError.ConfigError> =>
-  Effect.gen(function*() {
-    switch (role) {
-      case "interact":
-        return {
-          name: role,
-          command,
-          paths,
-          secrets: yield* secretFor(DiscordSetting.BotToken.key),
-          extraEnv: yield* presentSettings([
-            DiscordSetting.ChannelId,
-            DiscordSetting.AllowedUsers,
-            DiscordSetting.DirectMessages,
-            DiscordSetting.ApiUrl,
-            DiscordSetting.CatchUp,
-            DiscordSetting.AttachmentBytes
-          ]),
-          // A terminal bridge reads our terminal, and its exit on end of input ends the run.
-          stdin: "inherit",
-          restart: "on-failure"
-        }
-      case "brain":
-        return {
-          name: role,
-          command,
-          paths,
-          // Whichever API it calls: both brains' keys, nothing else.
-          secrets: { ...yield* secretFor(AnthropicApiKey.key), ...yield* secretFor(OpenAiApiKey.key) },
-          extraEnv: yield* presentSettings([AnthropicBaseUrl, OpenAiBaseUrl, Model, Debug]),
-          // Our stdout carries only replies: what it prints is diagnostics.
-          stdout: "stderr"
-        }
-      case "claw":
-        return { name: role, command, paths, extraEnv: yield* presentSettings([ClawsDir]), stdout: "stderr" }
-    }
-  })
-
-/** An executable bridge for the life of the layer; done when it will not be started again. */
-const executable = (role: Role, command: string) =>
-  Effect.gen(function*() {
-    const given = yield* executableOptions(role, command, yield* RunPaths)
-    // An interact or brain bridge may take the turns' events if it asks (a claw has none to take).
-    const offered = role !== "claw" && (yield* EventsConfig)
-    const options = offered ? { ...given, extraEnv: { ...given.extraEnv, [Events.key]: "1" } } : given
-    const bridge = yield* ExternalBridge.make(options).pipe(
-      Effect.mapError((error) =>
-        new ExternalBridge.ExternalBridgeError({ message: `--${flagOf[role]} ${command}: ${error.message}`, cause: error })
-      )
-    )
-    return {
-      done: Effect.asVoid(bridge.finished),
-      exits: bridge.exits,
-      abandon: abandonNothing,
-      ...(offered ? { events: "announced" as const } : {})
-    } satisfies FarEnd
-  })
 
 /** A far end with no process of ours to watch: a built-in bridge's fiber, or whoever opens the pipes. */
 const noExits: FarEndExits = () => Effect.void
