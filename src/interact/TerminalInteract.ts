@@ -25,20 +25,15 @@ import { ToolLines } from "./ToolLines.js"
 import * as CtrlC from "./CtrlC.js"
 import * as Spinner from "./Spinner.js"
 import { MAX_LINE_BYTES, readInteractive, readPiped, type Received } from "./TerminalInput.js"
+import { type TerminalStreams, write } from "./TerminalStreams.js"
 import { stripControlSequences } from "./TerminalText.js"
+import { CHANNEL, CONTINUATION, FORGET_QUESTION, HINT, isQuit, QUIT_HELP } from "./TerminalWords.js"
 import * as TurnProgress from "./TurnProgress.js"
 
 export { MAX_LINE_BYTES, PROMPT, SHOW_CURSOR } from "./TerminalInput.js"
+export type { TerminalStreams } from "./TerminalStreams.js"
+export { CHANNEL, CONTINUATION, FORGET_QUESTION, HINT, QUIT_HELP } from "./TerminalWords.js"
 
-export const CHANNEL = "cli"
-/** The question after the agent's answer to /forget; `y` sends `/forget confirm`. */
-export const FORGET_QUESTION = "Archive it all and start afresh? [y/N] "
-/** The prompt after a line ending with `\`: the message goes on. */
-export const CONTINUATION = "... "
-/** Said once when an interactive session starts. */
-export const HINT = "PlanckClaw: /help for commands, /quit or Ctrl-D to leave. End a line with \\ to go on to the next."
-/** The terminal's own command, added to the agent's /help. */
-export const QUIT_HELP = "/quit            leave (or Ctrl-D)"
 /**
  * Lines arriving this close together are one pasted message; a person
  * typing never presses Enter twice this fast.
@@ -46,39 +41,6 @@ export const QUIT_HELP = "/quit            leave (or Ctrl-D)"
 export const PASTE_WINDOW = Duration.millis(30)
 /** Piped input is not read on while this many bytes of lines wait to be taken. */
 const MAX_WAITING_BYTES = 16 * 1024 * 1024
-
-export interface TerminalStreams {
-  readonly input: NodeJS.ReadableStream
-  readonly output: NodeJS.WritableStream
-  /** Interactive mode: prompt, line editing, Ctrl-C cancels or clears (CtrlC.ts). */
-  readonly interactive: boolean
-  /** The output is a terminal: control sequences in replies are removed. Defaults to `interactive`. */
-  readonly outputIsTerminal?: boolean
-  /**
-   * Completes once the agent can take a message: the hint and the first
-   * prompt wait for it (lines typed meanwhile are kept). Absent: at once.
-   */
-  readonly ready?: Effect.Effect<void>
-  /**
-   * Where each tool call's line goes when the output is no terminal (`--verbose`: stderr);
-   * absent, none is written. On a terminal they show dim among the text.
-   */
-  readonly toolLines?: NodeJS.WritableStream
-}
-
-/** `/quit`, whatever the case and spaces around it. */
-const isQuit = (text: string) => text.trim().toLowerCase() === "/quit"
-
-const write = (output: NodeJS.WritableStream, text: string) =>
-  Effect.callback<void, InteractError>((resume) => {
-    output.write(text, (error) =>
-      resume(
-        error === null || error === undefined
-          ? Effect.void
-          : Effect.fail(new InteractError({ message: `cannot write to the terminal: ${error.message}`, cause: error }))
-      )
-    )
-  })
 
 export const make = (streams: TerminalStreams) =>
   Effect.gen(function*() {

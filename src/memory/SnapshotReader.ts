@@ -10,23 +10,17 @@ import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
-import { cachedText, type CachedText, look, RACY_MS, readTextUpTo, type Seen, seenOf, unchanged } from "./FileCache.js"
+import { cachedText, type CachedText, look, RACY_MS, type Seen, seenOf, unchanged } from "./FileCache.js"
 import { type HistoryEntry, parseLine, readLines, scanTail } from "./HistoryFile.js"
 import * as Layout from "./Layout.js"
+import { DEFAULT_SOUL, type MemorySnapshot, type SnapshotReader, type SnapshotReaderOptions } from "./MemorySnapshot.js"
 import type * as MemoryDir from "./MemoryDir.js"
 import { type MemoryError, withHistory } from "./MemoryDir.js"
-import * as PromptFiles from "./PromptFiles.js"
+import { type PromptRead, readPrompt, textOf } from "./PromptFileCache.js"
 import * as SafeFile from "../runtime/SafeFile.js"
 import { wellFormed } from "../runtime/WellFormed.js"
 
-export const DEFAULT_SOUL = "You are a helpful personal assistant."
-
-export interface MemorySnapshot {
-  readonly soul: string
-  readonly summary: string
-  /** The last lines of history that decoded, oldest first. */
-  readonly history: ReadonlyArray<HistoryEntry>
-}
+export { DEFAULT_SOUL, type MemorySnapshot, type SnapshotReader, type SnapshotReaderOptions } from "./MemorySnapshot.js"
 
 /** Whether every line of a cached window decoded (the usual case). */
 const allDecoded = (window: ReadonlyArray<HistoryEntry | undefined>): window is ReadonlyArray<HistoryEntry> =>
@@ -37,38 +31,6 @@ interface CachedTail {
   readonly seen: Seen | undefined
   readonly keep: number
   readonly window: ReadonlyArray<HistoryEntry | undefined>
-}
-
-/** soul.md or summary.md as read: its text (undefined: absent), or why not (MemoryError: over its limit). */
-type PromptRead = Result.Result<string | undefined, SafeFile.MemoryFileError | MemoryError>
-
-/** A soul or summary, refused unread when it is over its limit. */
-const readPrompt = (file: string) => readTextUpTo(file, PromptFiles.PROMPT_FILE_MAX_BYTES, (size) => PromptFiles.tooLarge(file, size))
-
-export interface SnapshotReaderOptions {
-  /** Read when soul.md is absent or empty, before DEFAULT_SOUL (a host's default persona). */
-  readonly fallbackSoulFile?: string | undefined
-}
-
-export interface SnapshotReader {
-  readonly snapshot: (keep: number) => Effect.Effect<MemorySnapshot, MemoryError>
-  /**
-   * Keeps the cached tail current after this process appended `entries` to
-   * history (inode `ino`) growing it from `size` to `end` bytes, under the lock.
-   */
-  readonly appended: (ino: number, size: number, end: number, entries: ReadonlyArray<HistoryEntry>) => void
-  /**
-   * After this process's compaction swapped in `summary` and a history of
-   * `lines` lines (the last lines of the old one, which was `oldHistory`),
-   * under the lock: the cached tail follows, without reading either again.
-   */
-  readonly committed: (
-    oldHistory: { readonly inode: number; readonly size: number },
-    history: { readonly inode: number; readonly size: number; readonly lines: number },
-    summary: string
-  ) => void
-  /** Forgets what it cached of summary and history (a forget moved them): the next snapshot reads them anew. */
-  readonly reset: () => void
 }
 
 export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOptions = {}): SnapshotReader => {
@@ -109,26 +71,6 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
   let soulCache: CachedText | undefined
   let summaryCache: CachedText | undefined
   let tailCache: CachedTail | undefined
-
-  const textOf = (
-    file: string,
-    cache: CachedText | undefined,
-    remember: (cache: CachedText) => void
-  ): PromptRead => {
-    const stat = look(file)
-    if (Result.isFailure(stat)) return Result.fail(stat.failure)
-    const cached = cachedText(cache, stat.success)
-    if (Option.isSome(cached)) return Result.succeed(cached.value)
-    if (stat.success === undefined) {
-      // Absent when looked at: as if opened then, without an open(2) bound to fail.
-      remember({ seen: undefined, text: undefined, racy: false })
-      return Result.succeed(undefined)
-    }
-    return Result.map(readPrompt(file), (read) => {
-      remember(read)
-      return read.text
-    })
-  }
 
   const readSoul = () => textOf(paths.soul, soulCache, (read) => soulCache = read)
 
