@@ -38,11 +38,12 @@
  *    the same load: main-thread CPU per request, http_layer_cpu_us_per_request
  *    and effect_router_cpu_us_per_request, and http_layer_x_effect_router.
  *    Each server first answers BENCH_LAYER_REQUESTS (20,000) requests, then
- *    as many are measured: a server that runs for days runs optimised code,
- *    and in the first few thousand requests the JIT is still compiling (the
- *    HTTP layer has more code to compile than the router alone: measured
- *    after 2,000 requests, both cost about twice as much, the layer ×2.2–2.5
- *    the router).
+ *    as many are measured in six rounds, alternated between the two
+ *    (bench/lib/http-layer-cost.mjs says why): a server that runs for days
+ *    runs optimised code, and in the first few thousand requests the JIT is
+ *    still compiling (the HTTP layer has more code to compile than the
+ *    router alone: measured after 2,000 requests, both cost about twice as
+ *    much, the layer ×2.2–2.5 the router).
  *
  * Run: npm run build && node --expose-gc bench/serve.mjs
  * (PLANCKCLAW_BENCH_REPO=DIR: another checkout's build, see bench/compare.mjs)
@@ -51,7 +52,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { effect, fromDist, httpServerModule, settingsLayer, settingsProvider, warningsAndUp, withSettings } from "./lib/build.mjs"
 import { main, progress } from "./lib/child.mjs"
-import { forkServer, httpBurst as httpLoad, processCpuUs } from "./lib/http-burst.mjs"
+import { httpBurst as httpLoad } from "./lib/http-burst.mjs"
+import { layerAndRouterCpu } from "./lib/http-layer-cost.mjs"
 import { percentile, round } from "./lib/stats.mjs"
 import { benchDir, makeWorkDir } from "./lib/work.mjs"
 
@@ -79,6 +81,7 @@ const SOCKETS = Number(process.env.BENCH_HTTP_SOCKETS ?? 64)
 const CONVERSATION_AGENTS = 100
 const CONVERSATION_ROUNDS = Number(process.env.BENCH_CONVERSATION_ROUNDS ?? 20)
 const LAYER_REQUESTS = Number(process.env.BENCH_LAYER_REQUESTS ?? 20_000)
+const LAYER_ROUNDS = 6
 
 const instantBrain = Layer.succeed(Brain, {
   complete: () => Effect.succeed({ content: [{ type: "text", text: "Noted." }], stop_reason: "end_turn" })
@@ -203,23 +206,10 @@ main(async () => {
         const httpConversation = yield* Effect.promise(() => httpBurst(port, Array.from({ length: turns }, (_, n) => talking[n % CONVERSATION_AGENTS])))
         const httpConversationUsed = process.cpuUsage(httpConversationCpu)
 
-        progress(`http: serve's HTTP layer over a host answering at once, then Effect 4's router alone, ${LAYER_REQUESTS} requests each after as many`)
-        // A build whose HTTP API this server cannot host (an older one, bench/compare.mjs) has no such row.
-        const cpuPerRequest = (script, args) => Effect.promise(async () => {
-          const server = await forkServer(script, args).catch(() => undefined)
-          if (server === undefined) return undefined
-          try {
-            const load = Array.from({ length: LAYER_REQUESTS }, (_, n) => talking[n % CONVERSATION_AGENTS])
-            await httpBurst(server.port, load)
-            const before = processCpuUs(server.child.pid)
-            await httpBurst(server.port, load)
-            return (processCpuUs(server.child.pid).main - before.main) / LAYER_REQUESTS
-          } finally {
-            server.child.kill("SIGTERM")
-          }
-        })
-        const httpLayerUs = yield* cpuPerRequest("http-layer-server.mjs", [])
-        const router = yield* cpuPerRequest("bare-router.mjs", ["effect"])
+        progress(`http: serve's HTTP layer over a host answering at once beside Effect 4's router alone, ${LAYER_REQUESTS} requests each after as many, in ${LAYER_ROUNDS} alternated rounds`)
+        // A build whose HTTP API this server cannot host (an older one, bench/compare.mjs) has no layer row.
+        const { layer: httpLayerUs, router } = yield* Effect.promise(() =>
+          layerAndRouterCpu(talking, { requests: LAYER_REQUESTS, rounds: LAYER_ROUNDS, sockets: SOCKETS }))
 
         const notes = []
         if (running < AGENTS) {
