@@ -4,6 +4,8 @@
  * out, and a message's turn read as server-sent events from a fetch body
  * (EventSource cannot POST).
  */
+import type { TurnEvent } from "../../src/hosts/serve/WireShapes.js"
+
 const TOKEN_KEY = "planckclaw-token"
 
 export const token = {
@@ -47,26 +49,8 @@ export const postJson = async <A>(path: string, body?: unknown): Promise<A> => {
 
 export const agentPath = (id: string) => `/v1/agents/${encodeURIComponent(id)}`
 
-export interface AgentInfo {
-  readonly id: string
-  readonly historyLines: number
-  readonly summaryBytes: number
-  readonly lastMessageAt: string | null
-  readonly state: "running" | "released"
-  readonly today?: { readonly tokens: number; readonly cost: number | null }
-}
-
-export interface HistoryEntry {
-  readonly at: number
-  readonly role: "user" | "assistant"
-  readonly content: string
-}
-
-export type TurnEvent =
-  | { readonly event: "text"; readonly data: { readonly text: string } }
-  | { readonly event: "tool"; readonly data: { readonly name: string; readonly input: unknown } }
-  | { readonly event: "tool-result"; readonly data: { readonly name: string; readonly ok: boolean; readonly ms: number } }
-  | { readonly event: "end"; readonly data: { readonly reply: string; readonly stored: boolean } }
+// The API's answers, as the server's Schemas are checked to give them (types only: nothing of the server is bundled).
+export type { AgentInfo, AllUsage, HistoryEntry, TurnEvent, UsageCounts } from "../../src/hosts/serve/WireShapes.js"
 
 /** Splits a server-sent event stream into its events (comments and keep-alives dropped). */
 const parseEvents = (block: string): TurnEvent | undefined => {

@@ -1,9 +1,7 @@
 /** Usage per agent and day for a chosen period (GET /v1/usage?since=&until=). */
-import { getJson } from "./api.js"
+import { type AllUsage, getJson, type UsageCounts as Counts } from "./api.js"
 import { dollars, h, say, today } from "./dom.js"
 
-interface Counts { requests: number; input: number; output: number; cache_write: number; cache_read: number; cost: number | null }
-interface AllUsage { rows: ReadonlyArray<Counts & { agent: string; day: string }>; total: Counts }
 
 const cells = (row: Counts) => [
   h("td", { class: "num" }, String(row.requests)),

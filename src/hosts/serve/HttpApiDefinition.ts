@@ -22,6 +22,7 @@ import * as HostMessage from "./HostMessage.js"
 import * as Errors from "./HttpApiErrors.js"
 import * as HttpApiAgUi from "./HttpApiAgUi.js"
 import * as HttpApiRecords from "./HttpApiRecords.js"
+import type * as WireShapes from "./WireShapes.js"
 
 /** What the GET /v1/agents query says of a parameter it does not take (HttpRequestChecks names it). */
 export const UNKNOWN_QUERY_PARAMETER = "unknown query parameter"
@@ -76,6 +77,10 @@ export const MessageEvent = Schema.Union([
 ])
 export type MessageEvent = typeof MessageEvent.Type
 
+// The web console reads these answers as WireShapes' types: a change here must be made there too.
+true satisfies WireShapes.Same<typeof Reply.Type, WireShapes.Reply>
+true satisfies WireShapes.Same<MessageEvent, WireShapes.TurnEvent>
+
 /** The message's answer as server-sent events; a comment every 15 s keeps a quiet connection (a long tool call) open. */
 export const MessageEvents = HttpApiSchema.StreamSse({ events: MessageEvent, keepAlive: "15 seconds" })
 
@@ -88,6 +93,8 @@ export const AgentInfo = Schema.Struct({
   today: Schema.optionalKey(Schema.Struct({ tokens: Schema.Int, cost: Schema.NullOr(Schema.Number) }))
     .annotateKey({ description: "Today's usage (UTC) from its ledger: every token, and the estimated cost (null: a model without a price)" })
 })
+
+true satisfies WireShapes.Same<typeof AgentInfo.Type, WireShapes.AgentInfo>
 
 export const AgentList = Schema.Struct({
   agents: Schema.Array(AgentInfo),

@@ -13,6 +13,7 @@ import * as ScheduleEntry from "../../schedule/ScheduleEntry.js"
 import * as UsageReport from "../../usage/UsageReport.js"
 import { HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX } from "./AgentRecords.js"
 import * as Errors from "./HttpApiErrors.js"
+import type * as WireShapes from "./WireShapes.js"
 
 const once = (name: string) => Schema.String.annotate({ message: `${name} may be given once` })
 
@@ -69,6 +70,10 @@ export const AllUsage = Schema.Struct({
   rows: Schema.Array(Schema.Struct({ agent: Schema.String, day: Schema.String, ...counts })).annotate({ description: "By agent, then day" }),
   total: Schema.Struct(counts)
 })
+
+// The web console reads these answers as WireShapes' types: a change here must be made there too.
+true satisfies WireShapes.Same<typeof HistoryPage.Type["entries"][number], WireShapes.HistoryEntry>
+true satisfies WireShapes.Same<typeof AllUsage.Type, WireShapes.AllUsage>
 
 export const MemoryText = Schema.Struct({ soul: Schema.String, summary: Schema.String })
 
