@@ -11,19 +11,10 @@ import * as UsageLedger from "../../usage/UsageLedger.js"
 import * as UsageReport from "../../usage/UsageReport.js"
 import * as AgentId from "./AgentId.js"
 import { HostError } from "./HostError.js"
+import type { AgentInfo } from "./WireShapes.js"
 
-export interface AgentInfo {
-  readonly id: string
-  /** Lines in history.jsonl. */
-  readonly historyLines: number
-  /** Size of summary.md. */
-  readonly summaryBytes: number
-  /** When the agent last took or stored a message (ISO 8601), null when never. */
-  readonly lastMessageAt: string | null
-  readonly state: "running" | "released"
-  /** Its usage ledger's figures for today (UTC): every token counted, and the estimated cost (null: a model without a price). */
-  readonly today?: { readonly tokens: number; readonly cost: number | null }
-}
+// What the API says of an agent: one type for the server and the web console (WireShapes).
+export type { AgentInfo }
 
 /**
  * Counts newlines in chunks of `buffer`, plus a last line without one: memory

@@ -9,10 +9,14 @@
 /** One agent, as GET /v1/agents lists it and GET /v1/agents/{id} gives it. */
 export interface AgentInfo {
   readonly id: string
+  /** Lines in history.jsonl. */
   readonly historyLines: number
+  /** Size of summary.md. */
   readonly summaryBytes: number
+  /** When the agent last took or stored a message (ISO 8601), null when never. */
   readonly lastMessageAt: string | null
   readonly state: "running" | "released"
+  /** Its usage ledger's figures for today (UTC): every token counted, and the estimated cost (null: a model without a price). */
   readonly today?: { readonly tokens: number; readonly cost: number | null }
 }
 
