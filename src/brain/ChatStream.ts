@@ -104,7 +104,12 @@ export const assembly = (
     const toolCalls = calls.flatMap((call) =>
       call === undefined
         ? []
-        : [{ ...(call.id !== undefined ? { id: call.id } : {}), type: "function", function: { name: call.name, arguments: call.arguments } }]
+        // A piece never sent is left out (not undefined), as the JSON this was read back from used to leave it.
+        : [{
+          ...(call.id !== undefined ? { id: call.id } : {}),
+          type: "function",
+          function: { ...(call.name !== undefined ? { name: call.name } : {}), arguments: call.arguments }
+        }]
     )
     const whole = {
       ...(typeof id === "string" ? { id } : {}),

@@ -90,6 +90,20 @@ describe("OpenAI-compatible brain, streamed", () => {
       ])
     })))
 
+  it.effect("a streamed tool call that never names its function is refused as the whole answer would be, naming what is missing", () =>
+    withRealHttp(Effect.gen(function*() {
+      const server = yield* Server.make(Server.replies(events([
+        chunk({ tool_calls: [{ index: 0, id: "call_1", function: { arguments: "{}" } }] }),
+        chunk({}, "tool_calls"),
+        DONE
+      ])))
+      const error = yield* Effect.flip(collect(settings(server.url, { retries: 0 })))
+      expect(error.reason).toBe("fatal")
+      expect(error.detail).toContain("answer is not a Chat Completions response")
+      expect(error.detail).toContain("function.name")
+      expect(error.detail).toContain("Missing key")
+    })))
+
   it.effect("a server that ignores stream and answers JSON is read as one answer, nothing lost", () =>
     withRealHttp(Effect.gen(function*() {
       for (const flavor of ["openai", "ollama", "llamacpp"] as const) {
