@@ -19,6 +19,7 @@ import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as LayerMap from "effect/LayerMap"
+import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Agent from "../../agent/Agent.js"
 import { AgentConfig } from "../../config/AgentConfig.js"
@@ -111,6 +112,7 @@ export const make = Effect.gen(function*() {
     mcpPool: yield* makeMcpPool
   }
   const scope = yield* Effect.scope
+  const hostContext = yield* Effect.context<never>()
   const running = new Set<string>()
   const activity = { accepted: 0, released: 0 }
   // The newest instance of each agent, until its scope has closed.
@@ -184,6 +186,8 @@ export const make = Effect.gen(function*() {
   // holding the agent has stopped, its config.env was mended).
   const started = (id: AgentId.AgentId) =>
     agents.contextEffect(id).pipe(
+      // In the host's context, not the first caller's (the map merges it in, the agent would keep an HTTP request's).
+      Effect.updateContext((caller: Context.Context<Scope.Scope>) => Context.add(hostContext, Scope.Scope, Context.get(caller, Scope.Scope))),
       Effect.map((context) => Context.get(context, AgentInstance.Instance)),
       Effect.tapError(() => agents.invalidate(id))
     )
