@@ -104,7 +104,7 @@ export const assembly = (
     const toolCalls = calls.flatMap((call) =>
       call === undefined
         ? []
-        // A piece never sent is left out (not undefined), as the JSON this was read back from used to leave it.
+        // A piece never sent is left out, not undefined: the Schema tells a missing key from an undefined one.
         : [{
           ...(call.id !== undefined ? { id: call.id } : {}),
           type: "function",

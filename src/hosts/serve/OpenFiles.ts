@@ -6,8 +6,9 @@
  * lock file (see MemoryDir.appendAlone). The host keeps them for the
  * agents used most recently, up to a budget, and closes the files of the
  * least recently used beyond it, so ten thousand agents sent a message at
- * once still fit in the usual `ulimit -n`. A closed file is opened again by the agent's next
- * write, so closing may happen between any two steps of a message.
+ * once still fit in the usual `ulimit -n`. A closed file is opened again
+ * by the agent's next write, so closing may happen between any two steps
+ * of a message.
  */
 import * as Effect from "effect/Effect"
 
