@@ -46,7 +46,9 @@ export const LockExpiration = {
   max: 600,
   default: 10,
   description: "seconds after which a silent runner counts as dead and its agents move",
-  details: "Failover takes about this long. Heartbeats and lock refreshes run every third of it and must finish " +
+  details: "A runner whose process dies is counted out sooner, once PostgreSQL has closed its connections (at the " +
+    "next PLANCKCLAW_CLUSTER_POLL); this bound is for a runner frozen or cut off with its connections still open, " +
+    "or a machine gone without closing them. Heartbeats and lock refreshes run every third of it and must finish " +
     "within that third, so on a slow database or a loaded machine a short value makes healthy runners give up " +
     "their shards; 6 s is the lowest we found steady on a busy 2-core machine."
 } as const satisfies NumberSetting

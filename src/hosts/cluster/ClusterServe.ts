@@ -55,6 +55,7 @@ import * as DiscordGateway from "./DiscordGateway.js"
 import * as OutageLog from "./OutageLog.js"
 import * as Pruning from "./Pruning.js"
 import * as ReplyStatement from "./ReplyStatement.js"
+import * as RunnerPresence from "./RunnerPresence.js"
 import * as ShardLockRefresh from "./ShardLockRefresh.js"
 import * as TurnJournal from "./TurnJournal.js"
 
@@ -93,7 +94,8 @@ export const runnerLayer = (
       // The engine's storage, with a final reply stored in one statement (ReplyStatement).
       Layer.provideMerge(ReplyStatement.layer.pipe(Layer.provide(NodeCrypto.layerDigest))),
       // Shard lock refreshes go together (ShardLockRefresh): each reply waits for one, not one each.
-      Layer.provide(ShardLockRefresh.layer(SqlRunnerStorage.layerStorage({}))),
+      // A runner no longer connected to the database is counted out at once (RunnerPresence).
+      Layer.provide(ShardLockRefresh.layer(RunnerPresence.layer(SqlRunnerStorage.layerStorage({})))),
       Layer.provide(ShardingConfig.layer(shardingConfig(config))),
       Layer.provide(RpcSerialization.layerSchemaBinary())
     ),
@@ -111,7 +113,8 @@ export const databaseLayer = (config: ClusterConfig): Layer.Layer<SqlClient.SqlC
   const unreachable = (error: SqlError) =>
     new ClusterStartError({ message: `cannot reach the ${describeUrl(config.databaseUrl)} (PLANCKCLAW_DATABASE_URL): ${describe(error)}` })
   return mapLayerError(
-    PgClient.layer({ url: config.databaseUrl, maxConnections: 40, applicationName: "planckclaw" }),
+    // Every connection is named for this runner: RunnerPresence counts a runner while one is open.
+    PgClient.layer({ url: config.databaseUrl, maxConnections: 40, applicationName: RunnerPresence.applicationName(config.runnerAddress) }),
     unreachable
   ).pipe(Layer.tap((context) => Effect.mapError(Context.get(context, SqlClient.SqlClient)`SELECT 1`, unreachable)))
 }

@@ -91,8 +91,10 @@ export const ClusterConfig = allReported({
   shards: numberOf(ClusterSetting.Shards),
   /**
    * A runner whose heartbeat is older than this counts as dead and its shards
-   * move: the failover time is about this plus the poll interval. Heartbeats
-   * and health checks run every third of it.
+   * move. A runner whose connections to the database have closed counts as
+   * dead at once (RunnerPresence), so this bounds the failover only for a
+   * runner frozen or cut off with them open. Heartbeats and health checks run
+   * every third of it.
    */
   lockExpirationSeconds: numberOf(ClusterSetting.LockExpiration),
   /** How often a runner reads shard assignments and messages left in the database. */
