@@ -24,6 +24,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Data, Effect, Result, Exit, Scope } from "effect"
 import { afterAll, beforeAll } from "vitest"
+import { MACHINE_TMP } from "./TestRunTmp.js"
 
 /** The server could not be found, initialised, started, stopped or asked for a database. */
 export class PostgresError extends Data.TaggedError("PostgresError")<{
@@ -197,9 +198,11 @@ const startServer = (binaries: string, dir: string, port: number, runAs: RunAs |
 const templateFor = (binaries: string, runAs: RunAs | undefined): Effect.Effect<string, PostgresError> =>
   Effect.gen(function*() {
     const key = crypto.createHash("sha256").update(`${binaries}\0${runAs?.uid ?? process.getuid?.() ?? 0}`).digest("hex")
-    const ready = path.join(os.tmpdir(), `${TEMPLATE_PREFIX}${key.slice(0, 16)}`)
+    // In the machine's temporary directory, not the test run's (test/support/TestRunTmp.ts): kept between runs.
+    const machineTmp = process.env[MACHINE_TMP] ?? os.tmpdir()
+    const ready = path.join(machineTmp, `${TEMPLATE_PREFIX}${key.slice(0, 16)}`)
     if (fs.existsSync(ready)) return ready
-    const building = fs.mkdtempSync(path.join(os.tmpdir(), `${TEMPLATE_PREFIX}building-`))
+    const building = fs.mkdtempSync(path.join(machineTmp, `${TEMPLATE_PREFIX}building-`))
     fs.writeFileSync(path.join(building, "pwfile"), `${PASSWORD}\n`)
     if (runAs !== undefined) {
       fs.chownSync(building, runAs.uid, runAs.gid)
