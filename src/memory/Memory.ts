@@ -40,7 +40,7 @@ import { ensureWritable } from "./EnsureWritable.js"
 import { MemoryConfig, type MemoryError, withHistory } from "./MemoryDir.js"
 import * as SafeFile from "../runtime/SafeFile.js"
 import * as SnapshotReader from "./SnapshotReader.js"
-import type { MemorySnapshot } from "./SnapshotReader.js"
+import type { MemorySnapshot, SnapshotReaderOptions } from "./SnapshotReader.js"
 
 export type { AppendOptions } from "./HistoryAppender.js"
 export type { HistoryEntry } from "./HistoryFile.js"
@@ -55,6 +55,8 @@ export interface MemoryOptions {
    * at each snapshot like soul.md, so an edit applies to the next turn.
    */
   readonly fallbackSoulFile?: string | undefined
+  /** That file's reader shared by a host's agents (FallbackSoul.reader), so its text is kept once. */
+  readonly fallbackSoul?: SnapshotReaderOptions["fallbackSoul"]
   /** This process's owner file for the directory's locks (OwnerFile.ts): they are then hard links to it. */
   readonly ownerFile?: string | undefined
 }

@@ -5,6 +5,7 @@
  * one sitting; SnapshotReader.ts re-exports all of it.
  */
 import type * as Effect from "effect/Effect"
+import type * as Result from "effect/Result"
 import type { HistoryEntry } from "./HistoryFile.js"
 import type { MemoryError } from "./MemoryDir.js"
 
@@ -20,6 +21,8 @@ export interface MemorySnapshot {
 export interface SnapshotReaderOptions {
   /** Read when soul.md is absent or empty, before DEFAULT_SOUL (a host's default persona). */
   readonly fallbackSoulFile?: string | undefined
+  /** The reader of that file (FallbackSoul.reader) shared by a host's agents, so its text is kept once. */
+  readonly fallbackSoul?: (() => Result.Result<string, MemoryError>) | undefined
 }
 
 export interface SnapshotReader {

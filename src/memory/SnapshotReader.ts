@@ -10,10 +10,11 @@ import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
+import * as FallbackSoul from "./FallbackSoul.js"
 import { cachedText, type CachedText, look, RACY_MS, type Seen, seenOf, unchanged } from "./FileCache.js"
 import { type HistoryEntry, parseLine, readLines, scanTail } from "./HistoryFile.js"
 import * as Layout from "./Layout.js"
-import { DEFAULT_SOUL, type MemorySnapshot, type SnapshotReader, type SnapshotReaderOptions } from "./MemorySnapshot.js"
+import type { MemorySnapshot, SnapshotReader, SnapshotReaderOptions } from "./MemorySnapshot.js"
 import type * as MemoryDir from "./MemoryDir.js"
 import { type MemoryError, withHistory } from "./MemoryDir.js"
 import { type PromptRead, readPrompt, textOf } from "./PromptFileCache.js"
@@ -220,18 +221,8 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
         )
     })
 
-  // The persona for an agent without a soul.md of its own: the fallback
-  // file, validated by lstat like soul.md, so an edit applies to the next
-  // turn. Unreadable is as absent: the built-in persona; over its limit, a failure.
-  let fallbackCache: CachedText | undefined
-  const fallbackSoul = (): Result.Result<string, MemoryError> => {
-    const file = options.fallbackSoulFile
-    if (file === undefined) return Result.succeed(DEFAULT_SOUL)
-    const text = textOf(file, fallbackCache, (read) => fallbackCache = read)
-    if (Result.isFailure(text) && text.failure._tag === "MemoryError") return Result.fail(text.failure)
-    const soul = (Result.getOrUndefined(text) ?? "").trim()
-    return Result.succeed(soul.length > 0 ? soul : DEFAULT_SOUL)
-  }
+  // The persona for an agent without a soul.md of its own (FallbackSoul).
+  const fallbackSoul = options.fallbackSoul ?? FallbackSoul.reader(options.fallbackSoulFile)
 
   const appended = (ino: number, size: number, end: number, entries: ReadonlyArray<HistoryEntry>) => {
     // The snapshot's tail, when it was history as found here.

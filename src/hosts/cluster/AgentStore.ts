@@ -24,6 +24,7 @@ import * as TurnReads from "./TurnReads.js"
 import * as TurnWrites from "./TurnWrites.js"
 import * as AgentStatus from "../serve/AgentStatus.js"
 import { HostError } from "../serve/HostError.js"
+import * as FallbackSoul from "../../memory/FallbackSoul.js"
 
 export interface AgentParts {
   /** The agent's memory store: what Agent.fromPorts builds its agent and compactor on, with the inbox, brain and claws. */
@@ -69,12 +70,14 @@ export const postgres = (options: {
   const { sql } = options
   // Every agent of this store reads and compacts with the same sizes (the host's settings).
   const learnt = TurnWrites.sizes()
+  // And the same host's soul, read by one reader for them all (its text kept once).
+  const fallbackSoul = FallbackSoul.reader(options.defaultSoulFile)
   return {
     where: options.where,
     open: (id, brain) =>
       Effect.gen(function*() {
         const context = yield* Layer.build(
-          SqlAgentMemory.memoryLayer(id, { fallbackSoulFile: options.defaultSoulFile }).pipe(
+          SqlAgentMemory.memoryLayer(id, { fallbackSoul }).pipe(
             Layer.provide(Layer.mergeAll(
               Layer.succeed(SqlClient.SqlClient, sql),
               Layer.succeed(CompactionLocks, options.compactionLocks)
@@ -86,7 +89,7 @@ export const postgres = (options: {
         // alike answer through the brain recording usage.
         const writes = TurnWrites.make()
         // And what it reads, with the journal's question (TurnReads).
-        const reads = TurnReads.make(sql, id, learnt, { fallbackSoulFile: options.defaultSoulFile })
+        const reads = TurnReads.make(sql, id, learnt, { fallbackSoul })
         const memory = reads.memory(TurnWrites.memory(Context.get(context, Memory.Memory), sql, id, writes, learnt))
         return {
           memory: Context.add(context, Memory.Memory, memory),

@@ -9,13 +9,13 @@
  * A snapshot of another size (a compaction's), or a second one, is read
  * from the database as before (SqlMemory).
  */
-import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import type * as Schedule from "effect/Schedule"
 import type * as SqlClient from "effect/sql/SqlClient"
-import { DEFAULT_SOUL, type MemoryService, type MemorySnapshot } from "../../memory/Memory.js"
+import * as FallbackSoul from "../../memory/FallbackSoul.js"
+import type { MemoryService, MemorySnapshot } from "../../memory/Memory.js"
 import { entryOfRow, type HistoryRow } from "../../memory/sql/SqlHistoryRows.js"
 import { defaultRetry, resilient } from "../../memory/sql/SqlResilience.js"
 import type { Decided } from "./TurnJournal.js"
@@ -40,13 +40,10 @@ export const statement = (sql: SqlClient.SqlClient, agentId: string, key: string
     LEFT JOIN planckclaw_agents a ON a.agent_id = ${agentId}`
 }
 
-/** As SqlMemory reads it: the agent's soul, else the host's default soul file, else DEFAULT_SOUL. */
-const soulOf = (soul: string | null, fallbackSoulFile: string | undefined): string => {
+/** As SqlMemory reads it: the agent's soul, else the host's (FallbackSoul), which may refuse (over its limit). */
+const soulOf = (soul: string | null, fallbackSoul: FallbackSoul.Reader): Result.Result<string, unknown> => {
   const own = (soul ?? "").trim()
-  if (own.length > 0) return own
-  if (fallbackSoulFile === undefined) return DEFAULT_SOUL
-  const text = Result.getOrElse(Result.try(() => fs.readFileSync(fallbackSoulFile, "utf8").trim()), () => "")
-  return text.length > 0 ? text : DEFAULT_SOUL
+  return own.length > 0 ? Result.succeed(own) : fallbackSoul()
 }
 
 export interface TurnReads {
@@ -61,8 +58,9 @@ export const make = (
   agentId: string,
   // How many lines a turn's snapshot reads: learnt from the first one of the store's agents.
   learnt: Sizes,
-  options: { readonly fallbackSoulFile?: string | undefined; readonly retry?: Schedule.Schedule<unknown> | undefined } = {}
+  options: { readonly fallbackSoul?: FallbackSoul.Reader | undefined; readonly retry?: Schedule.Schedule<unknown> | undefined } = {}
 ): TurnReads => {
+  const fallbackSoul = options.fallbackSoul ?? FallbackSoul.reader(undefined)
   let brought: { readonly keep: number; readonly snapshot: MemorySnapshot } | undefined
 
   const lookup = (key: string) =>
@@ -75,11 +73,12 @@ export const make = (
           if (row !== undefined && asked !== undefined) {
             const rows = row.tail === null ? [] : (JSON.parse(row.tail) as Array<[string | null, string | null, string | null]>)
             const history = rows.reverse().flatMap(([role, content, line]) => Option.toArray(entryOfRow({ role, content, line } satisfies HistoryRow)))
-            // Lines that are not entries: left to SqlMemory's own read, which reports them.
-            if (history.length === rows.length) {
+            const soul = soulOf(row.soul, fallbackSoul)
+            // Lines that are not entries, or a host's soul refused: left to SqlMemory's own read, which reports them.
+            if (history.length === rows.length && Result.isSuccess(soul)) {
               brought = {
                 keep: asked,
-                snapshot: { soul: soulOf(row.soul, options.fallbackSoulFile), summary: (row.summary ?? "").trim(), history }
+                snapshot: { soul: soul.success, summary: (row.summary ?? "").trim(), history }
               }
             }
           }

@@ -47,6 +47,7 @@ import { numberOf } from "../../config/ConfigRange.js"
 import { McpServersMax } from "../../config/settings/Serve.js"
 import * as ScriptClaws from "../../claws/ScriptClaws.js"
 import * as McpPool from "./McpPool.js"
+import * as FallbackSoul from "../../memory/FallbackSoul.js"
 
 export type { AgentInfo } from "./AgentStatus.js"
 export type { Reply } from "./AgentInstance.js"
@@ -105,6 +106,7 @@ export const make = Effect.gen(function*() {
     provider: hostProvider,
     settings: AgentSettings.withParsed(agentConfig, hostProvider),
     defaultSoulFile: path.join(config.defaultDir, "soul.md"),
+    defaultSoul: FallbackSoul.reader(path.join(config.defaultDir, "soul.md")),
     idempotencyKeys: config.idempotencyKeys,
     openFiles: OpenFiles.make(config.agentsHoldingFiles),
     ownerFile,

@@ -17,6 +17,7 @@ import type { HostError } from "./HostError.js"
 import type { McpPool } from "./McpPool.js"
 import type * as OpenFiles from "./OpenFiles.js"
 import type { EventSink, Reply, Waiting } from "./TurnStream.js"
+import type * as FallbackSoul from "../../memory/FallbackSoul.js"
 
 export interface Message {
   readonly text: string
@@ -58,6 +59,8 @@ export interface Shared {
   /** The host's agent settings, parsed once: those of every agent without a config.env. */
   readonly settings: AgentSettings.Settings
   readonly defaultSoulFile: string
+  /** The host's soul for agents without their own, read from defaultSoulFile by one reader for all (its text kept once). */
+  readonly defaultSoul?: FallbackSoul.Reader | undefined
   readonly idempotencyKeys: number
   /** This process's owner file in PLANCKCLAW_AGENTS_DIR: the agents' locks are hard links to it (OwnerFile.ts). */
   readonly ownerFile: () => string | undefined

@@ -15,7 +15,6 @@
  * /dev/null), so a file-side layer wired to it by mistake writes nothing.
  */
 import * as crypto from "node:crypto"
-import * as fs from "node:fs"
 import * as SqlClient from "effect/sql/SqlClient"
 import * as Arr from "effect/Array"
 import * as Effect from "effect/Effect"
@@ -30,7 +29,7 @@ import * as Layout from "../Layout.js"
 import type { MemoryService } from "../Memory.js"
 import { MemoryError } from "../MemoryDir.js"
 import type * as MemoryDir from "../MemoryDir.js"
-import { DEFAULT_SOUL } from "../SnapshotReader.js"
+import * as FallbackSoul from "../FallbackSoul.js"
 import * as SqlForget from "./SqlForget.js"
 import { entryOfRow, type HistoryRow, rowOfEntry } from "./SqlHistoryRows.js"
 import { defaultRetry, resilient } from "./SqlResilience.js"
@@ -38,6 +37,8 @@ import { defaultRetry, resilient } from "./SqlResilience.js"
 export interface SqlMemoryOptions {
   /** The persona when the agent has none in the database (a host's default soul file), before DEFAULT_SOUL. */
   readonly fallbackSoulFile?: string | undefined
+  /** That file's reader shared by a host's agents (FallbackSoul.reader), so its text is kept once. */
+  readonly fallbackSoul?: FallbackSoul.Reader | undefined
   /** How operations wait for a database that went away (SqlResilience.defaultRetry). */
   readonly retry?: Schedule.Schedule<unknown> | undefined
 }
@@ -65,12 +66,6 @@ const guardDir = (agentId: string, storageFailing: Effect.Effect<boolean>, faili
       storeWorked: Effect.sync(() => failing(false))
     }
   })
-
-const readSoulFile = (file: string | undefined): string => {
-  if (file === undefined) return DEFAULT_SOUL
-  const text = Result.getOrElse(Result.try(() => fs.readFileSync(file, "utf8").trim()), () => "")
-  return text.length > 0 ? text : DEFAULT_SOUL
-}
 
 /** Creates the agent's row if it has none yet. */
 export const ensureAgent = (sql: SqlClient.SqlClient, agentId: string) =>
@@ -118,6 +113,8 @@ export const make = (
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const retry = options.retry ?? defaultRetry
+    // The persona when the agent has none in the database (FallbackSoul).
+    const fallbackSoul = options.fallbackSoul ?? FallbackSoul.reader(options.fallbackSoulFile)
     let failing = false
     const storageFailing = Effect.sync(() => failing)
     const memoryDir = yield* guardDir(agentId, storageFailing, (value) => {
@@ -143,9 +140,11 @@ export const make = (
         resilient(`reading the memory of agent ${agentId}`, retry),
         Effect.flatMap(([agents, rows]) => {
           const history = rows.flatMap((row) => Option.toArray(entryOfRow(row)))
-          const soul = (agents[0]?.soul ?? "").trim()
+          const own = (agents[0]?.soul ?? "").trim()
+          const soul = own.length > 0 ? Result.succeed(own) : fallbackSoul()
+          if (Result.isFailure(soul)) return Effect.fail(soul.failure)
           return Effect.as(reportSkipped(rows.length - history.length), {
-            soul: soul.length > 0 ? soul : readSoulFile(options.fallbackSoulFile),
+            soul: soul.success,
             summary: (agents[0]?.summary ?? "").trim(),
             history
           })

@@ -1,10 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import type * as SqlClient from "effect/sql/SqlClient"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { Effect, Layer, Option, type Scope } from "effect"
 import * as SqlInbox from "../../../src/memory/sql/SqlInbox.js"
 import * as SqlMemory from "../../../src/memory/sql/SqlMemory.js"
 import * as SqlMigrations from "../../../src/memory/sql/SqlMigrations.js"
+import * as FallbackSoul from "../../../src/memory/FallbackSoul.js"
 import { DEFAULT_SOUL } from "../../../src/memory/Memory.js"
+import { PROMPT_FILE_MAX_BYTES } from "../../../src/memory/PromptFiles.js"
 import { usePostgres } from "../../support/Postgres.js"
 import { clientLayer, freshDatabase, migrated, withSql } from "./SqlKit.js"
 
@@ -17,6 +22,33 @@ const inFreshDatabase = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient |
   })
 
 describe("SqlMemory", () => {
+  it.live("an agent without a soul speaks with the host's soul file, read as the file memory reads it, edits seen", () =>
+    inFreshDatabase(Effect.gen(function*() {
+      const host = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-host-soul-"))
+      const file = path.join(host, "soul.md")
+      // One reader for the host's agents, as a cluster's store holds it.
+      const fallbackSoul = FallbackSoul.reader(file)
+      const alice = yield* SqlMemory.make("alice", { fallbackSoul })
+      const bob = yield* SqlMemory.make("bob", { fallbackSoul })
+      expect((yield* alice.snapshot(10)).soul).toBe(DEFAULT_SOUL)
+      fs.writeFileSync(file, "host persona A\n")
+      expect((yield* alice.snapshot(10)).soul).toBe("host persona A")
+      expect((yield* bob.snapshot(10)).soul).toBe("host persona A")
+      fs.writeFileSync(file, "host persona B, longer\n")
+      expect((yield* bob.snapshot(10)).soul).toBe("host persona B, longer")
+      // A link is never followed, as for soul.md: the built-in persona.
+      fs.writeFileSync(path.join(host, "elsewhere.md"), "followed a link")
+      fs.rmSync(file)
+      fs.symlinkSync(path.join(host, "elsewhere.md"), file)
+      expect((yield* alice.snapshot(10)).soul).toBe(DEFAULT_SOUL)
+      // Over the limit: refused, saying so, rather than sent whole to the brain.
+      fs.rmSync(file)
+      fs.writeFileSync(file, "x".repeat(PROMPT_FILE_MAX_BYTES + 1))
+      const refused = yield* Effect.flip(alice.snapshot(10))
+      expect(refused.message).toContain(`${file} is ${PROMPT_FILE_MAX_BYTES + 1} bytes`)
+      fs.rmSync(host, { recursive: true, force: true })
+    })))
+
   it.live("appends, reads the tail in order and counts lines like the files", () =>
     inFreshDatabase(Effect.gen(function*() {
       const memory = yield* SqlMemory.make("alice")
