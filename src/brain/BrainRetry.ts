@@ -136,13 +136,13 @@ export interface AttemptReport {
  * answer is a RetryableFailure, a request that could not be built a fatal
  * BrainError.
  */
-export const attemptExchange = <A>(
-  exchange: Effect.Effect<HttpAnswer, HttpClientError.HttpClientError | BrainError>,
+export const attemptExchange = <A, R = never>(
+  exchange: Effect.Effect<HttpAnswer, HttpClientError.HttpClientError | BrainError, R>,
   timeout: Duration.Duration,
   number: number,
   report: AttemptReport,
-  answered: (answer: HttpAnswer, nowMillis: number, after: string) => Effect.Effect<A, AttemptFailure>
-): Effect.Effect<A, AttemptFailure> =>
+  answered: (answer: HttpAnswer, nowMillis: number, after: string) => Effect.Effect<A, AttemptFailure, R>
+): Effect.Effect<A, AttemptFailure, R> =>
   Effect.gen(function*() {
     const started = yield* Clock.currentTimeMillis
     const outcome = yield* exchange.pipe(Effect.timeout(timeout), Effect.result)
@@ -248,11 +248,11 @@ export const judgeAnswer = <A>(
  * refuses the connection or whose host is unknown ends it at once, as a
  * fatal BrainError that names the address and the setting to check.
  */
-export const withRetries = <A>(
+export const withRetries = <A, R = never>(
   api: string,
   retries: number,
-  attempt: (number: number) => Effect.Effect<A, AttemptFailure>
-): Effect.Effect<A, BrainError> =>
+  attempt: (number: number) => Effect.Effect<A, AttemptFailure, R>
+): Effect.Effect<A, BrainError, R> =>
   Effect.gen(function*() {
     const attempts = yield* Ref.make(0)
     const giveUp = yield* Unreachable.GiveUpWhenUnreachable

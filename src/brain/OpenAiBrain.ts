@@ -19,6 +19,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import {
   answerEvent,
@@ -189,8 +190,8 @@ export const make = (
     })
 
     /** How one kind of call goes on the wire: its post, its body, what it makes of an answer. */
-    interface Way<A> {
-      readonly post: (body: string) => Effect.Effect<HttpAnswer, HttpClientError.HttpClientError | BrainError>
+    interface Way<A, R = never> {
+      readonly post: (body: string) => Effect.Effect<HttpAnswer, HttpClientError.HttpClientError | BrainError, R>
       readonly bodyOf: (request: MessagesRequest, field: TokenField.TokenField) => string
       readonly answered: (
         judge: ReturnType<typeof judgeAnswer<MessagesResponse>>
@@ -211,7 +212,8 @@ export const make = (
       )
 
     const words = { silent: `no more of the answer from ${base.host} within ${Duration.toSeconds(config.timeout)}s`, scrub }
-    const streamed: Way<Stream.Stream<BrainEvent, BrainError>> = {
+    // Its request lives in the stream's scope (SseResponse.postForEvents).
+    const streamed: Way<Stream.Stream<BrainEvent, BrainError>, Scope.Scope> = {
       post: (body) =>
         postForEvents(client, url, headers, body, config.timeout, words, () => assembly(decodeStreamed, scrub)),
       bodyOf: (request, field) => JSON.stringify(streamingRequest(toChatRequest(request, field))),
@@ -227,13 +229,15 @@ export const make = (
      * it refuses that field, the same attempt asks once more with the other,
      * and the server's choice is kept by this brain (TokenField.makeMemory).
      */
-    const attempt = <A>(way: Way<A>, request: MessagesRequest, number: number) =>
+    const attempt = <A, R>(way: Way<A, R>, request: MessagesRequest, number: number) =>
       Effect.suspend(() => {
         const { model } = request
         const field = fields.fieldFor(model)
         const answered = way.answered(judgeAnswer(reading(model), debug))
-        const exchange = (body: string, then: typeof answered) =>
-          attemptExchange(way.post(body), config.timeout, number, report, then)
+        const exchange = (
+          body: string,
+          then: (answer: HttpAnswer, nowMillis: number, after: string) => Effect.Effect<A, AttemptFailure, R>
+        ): Effect.Effect<A, AttemptFailure, R> => attemptExchange(way.post(body), config.timeout, number, report, then)
         return exchange(way.bodyOf(request, field), (answer, nowMillis, after) => {
           if (!TokenField.refuses(answer.status, answer.body, field)) return answered(answer, nowMillis, after)
           const other = TokenField.otherField(field)
@@ -246,7 +250,7 @@ export const make = (
         })
       })
 
-    const call = <A>(way: Way<A>, request: MessagesRequest) =>
+    const call = <A, R>(way: Way<A, R>, request: MessagesRequest) =>
       Effect.gen(function*() {
         yield* debug(`POST ${endpoint} (authorization: ${Option.isSome(apiKey) ? "Bearer <redacted>" : "none"})`)
         // Only when debugging: the body is a turn's worth of JSON, made again by the attempt.

@@ -66,12 +66,12 @@ export const readCapped = (
  * alike: a redirect is an answer, never followed (it would carry the key),
  * and no trace headers go out.
  */
-export const sendJson = (
-  client: HttpClient.HttpClient,
+export const sendJson = <R = never>(
+  client: HttpClient.HttpClient.With<HttpClientError.HttpClientError, R>,
   url: string,
   headers: Record<string, string>,
   body: string
-): Effect.Effect<HttpClientResponse.HttpClientResponse, HttpClientError.HttpClientError> =>
+): Effect.Effect<HttpClientResponse.HttpClientResponse, HttpClientError.HttpClientError, R> =>
   HttpClientRequest.post(url).pipe(
     HttpClientRequest.setHeaders(headers),
     HttpClientRequest.bodyText(body, "application/json"),

@@ -13,15 +13,18 @@
  * timeout) fails as a transient BrainError ("timeout"): the turn answers
  * with the apology and stores nothing of the half answer.
  */
-import type * as HttpClient from "effect/http/HttpClient"
+import * as HttpClient from "effect/http/HttpClient"
 import type * as HttpClientError from "effect/http/HttpClientError"
 import type * as Headers from "effect/http/Headers"
 import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
-import type * as Duration from "effect/Duration"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Pull from "effect/Pull"
 import * as Result from "effect/Result"
+import * as Scope from "effect/Scope"
 import * as Sse from "effect/encoding/Sse"
 import * as Stream from "effect/Stream"
 import { type BrainEvent, BrainError, preview } from "../ports/Brain.js"
@@ -75,16 +78,20 @@ const ENDED: ReadonlyArray<Uint8Array> = []
  * each of those is a stage with its own pull per element, and a streamed
  * answer spent ≈ 930 µs of CPU in them against a canned client (issue 52;
  * Stream.timeoutOrElse alone ≈ 120 µs, as it merges the stream with a timer
- * fiber). The timeout is Effect's own, on each read.
+ * fiber). The silence is watched by one fiber for the whole answer, which
+ * ends the request (`abort`) once a read has waited `timeout`: an
+ * Effect.timeout on each read raced a timer fiber against it, about 24 µs
+ * of every read of a streamed answer.
  */
 const answerEvents = (
   bytes: Stream.Stream<Uint8Array, HttpClientError.HttpClientError>,
   timeout: Duration.Duration,
   words: StreamWords,
-  assembly: () => Assembly
+  assembly: () => Assembly,
+  abort: Effect.Effect<void>
 ): Stream.Stream<BrainEvent, BrainError> =>
-  Stream.transformPull(bytes, (upstream) =>
-    Effect.sync(() => {
+  Stream.transformPull(bytes, (upstream, scope) =>
+    Effect.gen(function*() {
       const assembling = assembly()
       const decoder = new TextDecoder()
       let out: Array<BrainEvent> = []
@@ -95,17 +102,32 @@ const answerEvents = (
         if (failure === undefined && event._tag === "Event") failure = assembling.take(event, out)
       }, { maxEventSize: ANSWER_MAX_BYTES })
 
-      const read = upstream.pipe(
+      // When the read now under way began (Effect's clock), undefined between reads: a consumer
+      // slow to pull is not a silent server. Past `timeout`, the watchdog ends the request.
+      const clock = yield* Clock.Clock
+      const timeoutMillis = Duration.toMillis(timeout)
+      let waitingSince: number | undefined
+      let silent = false
+      const watch: Effect.Effect<void> = Effect.suspend(() => {
+        const since = waitingSince
+        const waited = since === undefined ? 0 : clock.currentTimeMillisUnsafe() - since
+        if (waited < timeoutMillis) return Effect.flatMap(Effect.sleep(timeoutMillis - waited), () => watch)
+        silent = true
+        return abort
+      })
+      yield* Effect.forkIn(watch, scope)
+
+      const read = Effect.suspend(() => {
+        waitingSince = clock.currentTimeMillisUnsafe()
+        return upstream
+      }).pipe(
+        Effect.onExit(() => Effect.sync(() => waitingSince = undefined)),
         Effect.mapError((error) =>
           Cause.isDone(error) ? error : new BrainError({
             reason: "timeout",
-            detail: `the answer broke off: ${preview(words.scrub(rootCause(error.cause ?? error)))}`
+            detail: silent ? words.silent : `the answer broke off: ${preview(words.scrub(rootCause(error.cause ?? error)))}`
           })
         ),
-        Effect.timeoutOrElse({
-          duration: timeout,
-          orElse: () => Effect.fail(new BrainError({ reason: "timeout", detail: words.silent }))
-        }),
         Pull.catchDone(() => Effect.succeed(ENDED))
       )
 
@@ -154,6 +176,10 @@ const answerEvents = (
  * POSTs a JSON `body`; an event stream is answered at its headers, with its
  * events (assembled by `assembly`) bounded by `timeout` between reads,
  * anything else read whole. A redirect is an answer, never followed (PostJson).
+ *
+ * The request belongs to a scope of its own within the caller's (a brain's
+ * stream): it ends with the caller's, as before, or sooner when the answer
+ * falls silent (answerEvents), which aborts its body.
  */
 export const postForEvents = (
   client: HttpClient.HttpClient,
@@ -163,21 +189,26 @@ export const postForEvents = (
   timeout: Duration.Duration,
   words: StreamWords,
   assembly: () => Assembly
-): Effect.Effect<StreamingAnswer, HttpClientError.HttpClientError | BrainError> =>
-  sendJson(client, url, headers, body).pipe(
-    Effect.flatMap((response): Effect.Effect<StreamingAnswer, HttpClientError.HttpClientError | BrainError> => {
-      // Read once: a client may build the headers anew at each reading (undici's does).
-      const answered = response.headers
-      const head = {
-        status: response.status,
-        retryAfter: answered["retry-after"],
-        location: absolute(answered["location"], url)
-      }
-      return isEventStream(head.status, answered)
-        ? Effect.succeed({ ...head, body: "", events: answerEvents(response.stream, timeout, words, assembly) })
-        : Effect.map(readCapped(response, answered), (text) => ({ ...head, body: text, events: undefined }))
-    })
-  )
+): Effect.Effect<StreamingAnswer, HttpClientError.HttpClientError | BrainError, Scope.Scope> =>
+  Effect.flatMap(Effect.flatMap(Effect.scope, (caller) => Scope.fork(caller)), (owner) =>
+    sendJson(HttpClient.withScope(client), url, headers, body).pipe(
+      Scope.provide(owner),
+      Effect.flatMap((response): Effect.Effect<StreamingAnswer, HttpClientError.HttpClientError | BrainError> => {
+        // Read once: a client may build the headers anew at each reading (undici's does).
+        const answered = response.headers
+        const head = {
+          status: response.status,
+          retryAfter: answered["retry-after"],
+          location: absolute(answered["location"], url)
+        }
+        const end = Scope.close(owner, Exit.void)
+        return isEventStream(head.status, answered)
+          ? Effect.succeed({ ...head, body: "", events: answerEvents(response.stream, timeout, words, assembly, end) })
+          : Effect.map(readCapped(response, answered), (text) => ({ ...head, body: text, events: undefined })).pipe(Effect.ensuring(end))
+      }),
+      // No events to read: the request's scope ends here, not with the caller's.
+      Effect.onError(() => Scope.close(owner, Exit.void))
+    ))
 
 /** An event's `data` as JSON; undefined when it is not. */
 export const dataOf = (event: Sse.Event): unknown => Result.getOrUndefined(Result.try(() => JSON.parse(event.data) as unknown))
