@@ -3,9 +3,10 @@ import { Deferred, Duration, Effect, Fiber, Queue, Redacted, Stream } from "effe
 import { type MessagesRequest } from "../../src/ports/Brain.js"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
+import { TestClock } from "effect/testing"
 import * as BrainStreams from "../support/BrainStreams.js"
 import { withRealHttp } from "../support/TestClockHttp.js"
-import { advanceTo } from "../support/TestClockWait.js"
+import { advanceTo, awaitPendingSleep, yieldToEventLoop } from "../support/TestClockWait.js"
 
 const { blockEvents, events, messageEnd, messageStart, sse, streamEvents } = AnthropicServer
 
@@ -157,6 +158,31 @@ describe("Anthropic brain, streamed", () => {
         expect(error.reason).toBe(reason)
         expect(error.detail).toBe(`the API broke off its answer with an error: ${type}: Something happened`)
       }
+    })))
+
+  it.effect("a stream whose pieces each come within the timeout is read to its end, however long it lasts", () =>
+    withRealHttp(Effect.gen(function*() {
+      const second = yield* Deferred.make<void>()
+      const third = yield* Deferred.make<void>()
+      const [start, one, two, three, stop] = blockEvents({ type: "text", pieces: ["One, ", "two, ", "three."] }, 0)
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(events([
+        messageStart(), start!, one!, second, two!, third, three!, stop!, ...messageEnd("end_turn")
+      ])))
+      const { arrived, fiber } = yield* startStream(settings(server.url, { timeout: Duration.seconds(10) }))
+      expect(yield* Queue.take(arrived)).toEqual({ _tag: "TextDelta", text: "One, " })
+      yield* awaitPendingSleep(10_000)
+      yield* TestClock.adjust(Duration.seconds(6))
+      yield* Deferred.succeed(second, undefined)
+      expect(yield* Queue.take(arrived)).toEqual({ _tag: "TextDelta", text: "two, " })
+      // 12 s after the answer began, 6 s after its last piece: not silent for the timeout.
+      yield* TestClock.adjust(Duration.seconds(6))
+      for (let pass = 0; pass < 20; pass++) yield* yieldToEventLoop
+      expect(fiber.pollUnsafe()).toBeUndefined()
+      yield* Deferred.succeed(third, undefined)
+      yield* Fiber.join(fiber)
+      const rest = yield* Queue.takeAll(arrived)
+      expect(deltas(rest)).toEqual(["three."])
+      expect(answerOf(rest).content).toEqual([{ type: "text", text: "One, two, three." }])
     })))
 
   it.effect("a stream that falls silent for the timeout fails as a transient brain error", () =>
