@@ -41,7 +41,7 @@ export const statement = (sql: SqlClient.SqlClient, agentId: string, key: string
 }
 
 /** As SqlMemory reads it: the agent's soul, else the host's (FallbackSoul), which may refuse (over its limit). */
-const soulOf = (soul: string | null, fallbackSoul: FallbackSoul.Reader): Result.Result<string, unknown> => {
+const soulOf = (soul: string | null, fallbackSoul: FallbackSoul.Reader): ReturnType<FallbackSoul.Reader> => {
   const own = (soul ?? "").trim()
   return own.length > 0 ? Result.succeed(own) : fallbackSoul()
 }
