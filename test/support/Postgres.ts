@@ -24,7 +24,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Data, Effect, Result, Exit, Scope } from "effect"
 import { afterAll, beforeAll } from "vitest"
-import { MACHINE_TMP } from "./TestRunTmp.js"
+import { isAlive, MACHINE_TMP } from "./TestRunTmp.js"
 
 /** The server could not be found, initialised, started, stopped or asked for a database. */
 export class PostgresError extends Data.TaggedError("PostgresError")<{
@@ -134,13 +134,6 @@ const freePort: Effect.Effect<number, PostgresError> = Effect.callback((resume) 
     server.close(() => resume(Effect.succeed(port)))
   })
 })
-
-const isAlive = (pid: number): boolean =>
-  Result.match(Result.try(() => process.kill(pid, 0)), {
-    onSuccess: () => true,
-    // EPERM: it exists but belongs to someone else.
-    onFailure: (error) => (error as NodeJS.ErrnoException).code === "EPERM"
-  })
 
 const readOr = (file: string, fallback: string): string =>
   Result.getOrElse(Result.try(() => fs.readFileSync(file, "utf8")), () => fallback)

@@ -11,6 +11,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as Result from "effect/Result"
 
 const PREFIX = "planckclaw-test-run-"
 const OWNER_FILE = "owner.pid"
@@ -18,15 +19,12 @@ const OWNER_FILE = "owner.pid"
 /** The machine's temporary directory, for what is kept between runs. */
 export const MACHINE_TMP = "PLANCKCLAW_TEST_MACHINE_TMP"
 
-const alive = (pid: number): boolean => {
-  if (!Number.isInteger(pid) || pid <= 0) return false
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
+/** Whether process `pid` runs (EPERM: it does, as someone else's). */
+export const isAlive = (pid: number): boolean =>
+  Number.isInteger(pid) && pid > 0 && Result.match(Result.try(() => process.kill(pid, 0)), {
+    onSuccess: () => true,
+    onFailure: (error) => (error as NodeJS.ErrnoException).code === "EPERM"
+  })
 
 const removeDeadRuns = (machineTmp: string) => {
   for (const name of fs.readdirSync(machineTmp)) {
@@ -39,7 +37,7 @@ const removeDeadRuns = (machineTmp: string) => {
       // Not ours to judge without an owner (being made, or not a run's): left alone.
       continue
     }
-    if (!alive(owner)) fs.rmSync(dir, { recursive: true, force: true })
+    if (!isAlive(owner)) fs.rmSync(dir, { recursive: true, force: true })
   }
 }
 

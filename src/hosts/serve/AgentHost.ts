@@ -100,13 +100,14 @@ export const make = Effect.gen(function*() {
   const prices = yield* Prices.PricesConfig.pipe(Effect.catchTag("PricesError", (error) => refuse("unavailable", error.message)))
   // Its removal is registered before the agents, so it runs after they let go: their locks are links to it.
   const ownerFile = yield* OwnerFile.onFirstUse(config.agentsDir)
+  const defaultSoulFile = path.join(config.defaultDir, "soul.md")
   const shared: AgentInstance.Shared = {
     brain: limited,
     claws,
     provider: hostProvider,
     settings: AgentSettings.withParsed(agentConfig, hostProvider),
-    defaultSoulFile: path.join(config.defaultDir, "soul.md"),
-    defaultSoul: FallbackSoul.reader(path.join(config.defaultDir, "soul.md")),
+    defaultSoulFile,
+    defaultSoul: FallbackSoul.reader(defaultSoulFile),
     idempotencyKeys: config.idempotencyKeys,
     openFiles: OpenFiles.make(config.agentsHoldingFiles),
     ownerFile,
