@@ -41,12 +41,15 @@ import { describeError } from "../Errors.js"
 /** Seconds between SIGTERM and SIGKILL for groups left behind. */
 export const graceSeconds = 2
 
+// The groups already listed come as arguments: a replacement knows them from
+// its exec on (a line written after it starts could come too late).
 // `kill -SIG -PGID` (no `--`): dash's builtin does not take one. A group
 // listed twice (a replay racing a write) is kept once, so one `-` forgets it.
 // Each group leads a session (setsid): `sweep` also signals every other
 // process of it (field 6 of /proc/PID/stat, counted after the command name's
 // last `) `), which a group of its own (GNU timeout) would otherwise hide.
 const script = `groups=" "
+for g do groups="$groups$g "; done
 while IFS= read -r line; do
   case $line in
     +*) g=\${line#+}
@@ -140,7 +143,7 @@ function makeWatchdog(): WatchdogService & { readonly end: () => void } {
     if (isUsable(watchdog)) return Result.succeed(watchdog)
     if (ended) return Result.fail("its scope has ended (planckclaw is stopping)")
     const started = Result.try(() =>
-      spawn("/bin/sh", ["-c", script], {
+      spawn("/bin/sh", ["-c", script, "planckclaw-watchdog", ...[...tracked].map(String)], {
         detached: true,
         stdio: ["pipe", "ignore", "ignore"],
         env: { PATH: "/usr/bin:/bin" }
@@ -165,7 +168,6 @@ function makeWatchdog(): WatchdogService & { readonly end: () => void } {
       watchdog = undefined
       if (signal !== null && tracked.size > 0) current()
     })
-    if (tracked.size > 0) child.stdin?.write([...tracked].map((pgid) => `+${pgid}\n`).join(""))
     return Result.succeed(child)
   }
 

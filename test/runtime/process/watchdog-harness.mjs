@@ -8,7 +8,9 @@
  * - die-at-spawn: SIGKILL itself the instant the group's process exists,
  *   before anything could list it.
  * - no-watchdog: the watchdog's own spawn throws (as EAGAIN does).
- * - wait: run until killed.
+ * - wait: run until killed; a replacement watchdog's spawn returns only a
+ *   second after its process exists (as when this process is preempted
+ *   there), so a kill comes before anything more is written to it.
  * - own-group: as wait, the child being `timeout 1000 sh -c …` (a group of
  *   its own), whose command writes `grandchild`.
  *
@@ -25,12 +27,14 @@ import * as path from "node:path"
 
 const [scenario, dir] = process.argv.slice(2)
 const realSpawn = childProcess.spawn
+let watchdogs = 0
 childProcess.spawn = (command, args, options) => {
   const isWatchdog = args?.[1]?.includes("groups=") === true
   if (isWatchdog && scenario === "no-watchdog") {
     throw Object.assign(new Error("spawn /bin/sh EAGAIN"), { code: "EAGAIN" })
   }
   const child = realSpawn(command, args, options)
+  if (isWatchdog && scenario === "wait" && watchdogs++ > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000)
   if (!isWatchdog && scenario === "die-at-spawn") {
     fs.writeFileSync(path.join(dir, "spawned"), String(child.pid))
     process.kill(process.pid, "SIGKILL")
