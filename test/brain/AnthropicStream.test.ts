@@ -197,5 +197,25 @@ describe("Anthropic brain, streamed", () => {
       expect(error.reason).toBe("timeout")
       expect(error.detail).toBe("no more of the answer within 10s")
       expect(yield* server.requests).toHaveLength(1)
+      // The request is ended, not left holding a connection.
+      yield* server.hungUp(0)
+    })))
+
+  it.effect("a stream left before its end hangs up its request", () =>
+    withRealHttp(Effect.gen(function*() {
+      const rest = yield* Deferred.make<void>()
+      const [start, one, two, stop] = blockEvents({ type: "text", pieces: ["One, ", "two."] }, 0)
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(
+        events([messageStart(), start!, one!, rest, two!, stop!, ...messageEnd("end_turn")]),
+        events([messageStart(), ...blockEvents({ type: "text", pieces: ["Whole."] }, 0), ...messageEnd("end_turn")])
+      ))
+      const brain = yield* Anthropic.make(settings(server.url))
+      const first = yield* Stream.runCollect(Stream.take(brain.stream!(request), 1))
+      expect(deltas(first)).toEqual(["One, "])
+      yield* server.hungUp(0)
+      // The next answer is read whole as ever.
+      const whole = yield* Stream.runCollect(brain.stream!(request))
+      expect(answerOf(whole).content).toEqual([{ type: "text", text: "Whole." }])
+      expect(yield* server.requests).toHaveLength(2)
     })))
 })

@@ -107,6 +107,8 @@ export interface LoopbackServer<Body> {
    * real-clock suites bound it with their `within`.
    */
   readonly awaitRequests: (count: number) => Effect.Effect<ReadonlyArray<RecordedRequest<Body>>>
+  /** Waits until the client hangs up on request `index` before its answer has ended (unbounded, as awaitRequests). */
+  readonly hungUp: (index: number) => Effect.Effect<void>
 }
 
 const answer = (reply: Reply, req: Http.IncomingMessage, res: Http.ServerResponse, timers: Set<NodeJS.Timeout>): void => {
@@ -171,6 +173,15 @@ const answer = (reply: Reply, req: Http.IncomingMessage, res: Http.ServerRespons
   }
 }
 
+/** A Deferred per request index, made when first asked for. */
+const perRequest = () => {
+  const made: Array<Deferred.Deferred<void>> = []
+  return (index: number): Deferred.Deferred<void> => {
+    for (let i = made.length; i <= index; i++) made.push(Deferred.makeUnsafe<void>())
+    return made[index]!
+  }
+}
+
 /**
  * Serves `handler` on 127.0.0.1 for the life of the scope; `port` 0 picks
  * a free one. `parse` turns the raw body into the stand-in's `body`.
@@ -182,12 +193,9 @@ export const serve = <Body>(
 ): Effect.Effect<LoopbackServer<Body>, ServerError, Scope.Scope> =>
   Effect.gen(function*() {
     const recorded: Array<RecordedRequest<Body>> = []
-    // arrivals[i] completes when request i has been recorded.
-    const arrivals: Array<Deferred.Deferred<void>> = []
-    const arrival = (index: number): Deferred.Deferred<void> => {
-      for (let i = arrivals.length; i <= index; i++) arrivals.push(Deferred.makeUnsafe<void>())
-      return arrivals[index]!
-    }
+    // arrival(i) completes when request i has been recorded; hangUp(i) when its client hangs up before the answer's end.
+    const arrival = perRequest()
+    const hangUp = perRequest()
     const timers = new Set<NodeJS.Timeout>()
 
     const server = Http.createServer((req, res) => {
@@ -206,6 +214,9 @@ export const serve = <Body>(
         }
         const index = recorded.length
         recorded.push(request)
+        res.once("close", () => {
+          if (!res.writableFinished) Deferred.doneUnsafe(hangUp(index), Exit.void)
+        })
         answer(handler(request, index), req, res, timers)
         Deferred.doneUnsafe(arrival(index), Exit.void)
       })
@@ -231,7 +242,8 @@ export const serve = <Body>(
       awaitRequests: (count) =>
         count <= 0
           ? Effect.sync(() => [...recorded])
-          : Deferred.await(arrival(count - 1)).pipe(Effect.andThen(Effect.sync(() => [...recorded])))
+          : Deferred.await(arrival(count - 1)).pipe(Effect.andThen(Effect.sync(() => [...recorded]))),
+      hungUp: (index) => Deferred.await(hangUp(index))
     }
   })
 
