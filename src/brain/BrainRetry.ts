@@ -15,7 +15,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
-import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import { BrainError, type Misconfigured, preview } from "../ports/Brain.js"
 import { numberOf, textOf } from "../config/ConfigRange.js"
@@ -247,32 +246,43 @@ export const judgeAnswer = <A>(
  * warning naming `api`. Under GiveUpWhenUnreachable (a run) a server that
  * refuses the connection or whose host is unknown ends it at once, as a
  * fatal BrainError that names the address and the setting to check.
+ *
+ * The first attempt runs alone: the schedule and Effect.retry are set up
+ * only once it has failed (about 12 of 17 µs per call here, and nearly
+ * every call succeeds at once), its failure handed to them as the first.
  */
 export const withRetries = <A, R = never>(
   api: string,
   retries: number,
   attempt: (number: number) => Effect.Effect<A, AttemptFailure, R>
 ): Effect.Effect<A, BrainError, R> =>
-  Effect.gen(function*() {
-    const attempts = yield* Ref.make(0)
-    const giveUp = yield* Unreachable.GiveUpWhenUnreachable
+  Effect.flatMap(Effect.service(Unreachable.GiveUpWhenUnreachable), (giveUp) => {
     const final = (failure: RetryableFailure) => giveUp && failure.unreachable !== undefined
-    return yield* Ref.updateAndGet(attempts, (n) => n + 1).pipe(
-      Effect.flatMap((number) =>
-        attempt(number).pipe(
-          Effect.tapErrorTag("RetryableFailure", (failure) =>
-            // The failure that ends it is said once, by whoever reports the BrainError.
-            final(failure) ? Effect.void : Effect.logWarning(`${api} attempt ${number} of ${retries + 1} failed: ${failure.detail}`))
-        )
-      ),
-      Effect.retry(retrySchedule(retries, giveUp)),
-      Effect.catchTag("RetryableFailure", (failure) =>
+    let attempts = 0
+    const next = Effect.suspend(() => {
+      const number = ++attempts
+      return attempt(number).pipe(
+        Effect.tapErrorTag("RetryableFailure", (failure) =>
+          // The failure that ends it is said once, by whoever reports the BrainError.
+          final(failure) ? Effect.void : Effect.logWarning(`${api} attempt ${number} of ${retries + 1} failed: ${failure.detail}`))
+      )
+    })
+    const givenUp = (failure: RetryableFailure): Effect.Effect<never, BrainError> =>
+      Effect.fail(
         final(failure) && failure.unreachable !== undefined
-          ? Effect.fail(new BrainError({ reason: "fatal", detail: failure.detail, misconfigured: failure.unreachable }))
-          : Effect.flatMap(Ref.get(attempts), (count) =>
-          new BrainError({
+          ? new BrainError({ reason: "fatal", detail: failure.detail, misconfigured: failure.unreachable })
+          : new BrainError({
             reason: "timeout",
-            detail: `gave up after ${count} attempt${count === 1 ? "" : "s"}: ${failure.detail}`
-          })))
-    )
+            detail: `gave up after ${attempts} attempt${attempts === 1 ? "" : "s"}: ${failure.detail}`
+          })
+      )
+    return Effect.catchTag(next, "RetryableFailure", (first) => {
+      let replay: RetryableFailure | undefined = first
+      const again = Effect.suspend(() => {
+        const failed = replay
+        replay = undefined
+        return failed === undefined ? next : Effect.fail(failed)
+      })
+      return again.pipe(Effect.retry(retrySchedule(retries, giveUp)), Effect.catchTag("RetryableFailure", givenUp))
+    })
   })
