@@ -101,13 +101,14 @@ export const make = Effect.gen(function*() {
   // Its removal is registered before the agents, so it runs after they let go: their locks are links to it.
   const ownerFile = yield* OwnerFile.onFirstUse(config.agentsDir)
   const defaultSoulFile = path.join(config.defaultDir, "soul.md")
+  const defaultSoul = FallbackSoul.reader(defaultSoulFile)
   const shared: AgentInstance.Shared = {
     brain: limited,
     claws,
     provider: hostProvider,
     settings: AgentSettings.withParsed(agentConfig, hostProvider),
     defaultSoulFile,
-    defaultSoul: FallbackSoul.reader(defaultSoulFile),
+    defaultSoul,
     idempotencyKeys: config.idempotencyKeys,
     openFiles: OpenFiles.make(config.agentsHoldingFiles),
     ownerFile,
@@ -255,7 +256,7 @@ export const make = Effect.gen(function*() {
   })
   const list = (page: AgentStatus.ListPage) =>
     Effect.flatMap(agentIds, (ids) => statusReader.readPage(ids, page, directoryOf, (id) => running.has(id)))
-  const records = AgentRecords.forHost({ existing, agentIds, directoryOf, prices, defaultSoulFile: shared.defaultSoulFile })
+  const records = AgentRecords.forHost({ existing, agentIds, directoryOf, prices, hostSoul: defaultSoul })
 
   const compact = (raw: string) =>
     Effect.gen(function*() {

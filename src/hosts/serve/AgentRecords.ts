@@ -13,7 +13,7 @@ import type { AgentId } from "./AgentId.js"
 import { HostError } from "./HostError.js"
 import { type ScheduleList, schedulesOf } from "./AgentSchedules.js"
 import * as BackwardLines from "../../memory/BackwardLines.js"
-import { DEFAULT_SOUL } from "../../memory/SnapshotReader.js"
+import type * as FallbackSoul from "../../memory/FallbackSoul.js"
 import * as SafeFile from "../../runtime/SafeFile.js"
 import { parseLine } from "../../memory/HistoryFile.js"
 import { nextTurn } from "../../runtime/process/NextTurn.js"
@@ -127,16 +127,20 @@ export interface MemoryText {
   readonly summary: string
 }
 
-/** An agent's soul and summary as they are on disk now, for reading (never a link, never another user's file). */
-export const memoryOf = (directory: string, defaultSoulFile: string): Result.Result<MemoryText, string> => {
+/**
+ * An agent's soul and summary as they are on disk now, for reading (never a
+ * link, never another user's file). Without a soul of its own, the host's
+ * as its turns read it (`hostSoul`, the host's one reader: its limit, its
+ * failures, the built-in persona when there is none).
+ */
+export const memoryOf = (directory: string, hostSoul: FallbackSoul.Reader): Result.Result<MemoryText, string> => {
   const read = (file: string) => Result.mapError(SafeFile.read(file), (error) => error.message)
   const own = read(path.join(directory, "soul.md"))
   if (Result.isFailure(own)) return Result.fail(own.failure)
   const summary = read(path.join(directory, "summary.md"))
   if (Result.isFailure(summary)) return Result.fail(summary.failure)
-  const host = own.success?.trim() ? Result.succeed(own.success) : read(defaultSoulFile)
-  const soul = Result.isSuccess(host) && host.success?.trim() ? host.success : DEFAULT_SOUL
-  return Result.succeed({ soul, summary: summary.success ?? "" })
+  const soul = own.success?.trim() ? Result.succeed(own.success) : Result.mapError(hostSoul(), (error) => error.message)
+  return Result.map(soul, (text) => ({ soul: text, summary: summary.success ?? "" }))
 }
 
 /** What a host answers of its agents' records, each agent named by a raw id (refused as the host refuses it). */
@@ -159,7 +163,7 @@ export const forHost = (host: {
   readonly agentIds: Effect.Effect<ReadonlyArray<AgentId>, HostError>
   readonly directoryOf: (id: AgentId) => string
   readonly prices: PriceTable
-  readonly defaultSoulFile: string
+  readonly hostSoul: FallbackSoul.Reader
 }): Records => {
   const readOf = <A>(id: AgentId, read: Result.Result<A, string>) =>
     Result.match(read, {
@@ -171,7 +175,7 @@ export const forHost = (host: {
   return {
     history: (raw, page) => inAgent(raw, (directory) => historyPage(directory, page.before, page.limit)),
     usage: (raw, period) => inAgent(raw, (directory) => usageOf(directory, host.prices, period)),
-    memory: (raw) => inAgent(raw, (directory) => memoryOf(directory, host.defaultSoulFile)),
+    memory: (raw) => inAgent(raw, (directory) => memoryOf(directory, host.hostSoul)),
     schedules: (raw) =>
       Effect.flatMap(host.existing(raw), (id) =>
         Effect.mapError(schedulesOf(host.directoryOf(id)), (error) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${error.message}` }))),

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest"
 import { Result } from "effect"
 import * as AgentRecords from "../../../src/hosts/serve/AgentRecords.js"
 import * as AgentStatus from "../../../src/hosts/serve/AgentStatus.js"
+import * as FallbackSoul from "../../../src/memory/FallbackSoul.js"
 import { tempDir } from "./Kit.js"
 
 const line = (at: string, input: number) =>
@@ -31,14 +32,19 @@ describe("AgentRecords", () => {
     expect(AgentStatus.todayOf(dir, PRICES, new Date("2026-01-03T02:00:00Z"))).toEqual({ tokens: 6, cost: null })
   })
 
-  it("the soul is the agent's own, else the host's, else the built-in one; the summary as it is", () => {
+  it("the soul is the agent's own, else the host's as its turns read it, else the built-in one; the summary as it is", () => {
     const dir = tempDir()
-    const hostSoul = path.join(dir, "host-soul.md")
+    const hostSoulFile = path.join(dir, "host-soul.md")
+    const hostSoul = FallbackSoul.reader(hostSoulFile)
     const agent = path.join(dir, "agent")
     fs.mkdirSync(agent)
     expect(Result.getOrThrow(AgentRecords.memoryOf(agent, hostSoul))).toEqual({ soul: "You are a helpful personal assistant.", summary: "" })
-    fs.writeFileSync(hostSoul, "You are the host's.")
+    fs.writeFileSync(hostSoulFile, "You are the host's.")
     expect(Result.getOrThrow(AgentRecords.memoryOf(agent, hostSoul)).soul).toBe("You are the host's.")
+    // Past its limit the turns fail on it, and so does this reading: never a soul the agent does not speak with.
+    fs.writeFileSync(hostSoulFile, "x".repeat(300 * 1024))
+    const refused = AgentRecords.memoryOf(agent, hostSoul)
+    expect(Result.isFailure(refused) && refused.failure).toMatch(/host-soul\.md.*256 KiB/)
     fs.writeFileSync(path.join(agent, "soul.md"), "You are Ada.")
     fs.writeFileSync(path.join(agent, "summary.md"), "We met.")
     expect(Result.getOrThrow(AgentRecords.memoryOf(agent, hostSoul))).toEqual({ soul: "You are Ada.", summary: "We met." })
