@@ -14,7 +14,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
-import { AgentConfig } from "../config/AgentConfig.js"
+import { agentConfig } from "../config/AgentConfig.js"
 import { Agent, type AgentService } from "./AgentService.js"
 import { Brain } from "../ports/Brain.js"
 import * as CacheWindow from "./CacheWindow.js"
@@ -43,7 +43,7 @@ export { APOLOGY, type ToolCallMade, type TurnEvent, type TurnOutcome, type Turn
 export const ONLY_CONTROLS = "Your message held only control characters, which are removed: nothing was processed."
 
 export const make = Effect.gen(function*() {
-  const config = yield* AgentConfig
+  const config = yield* agentConfig
   // The turn's ports, captured once, so the service's methods need nothing.
   const brain = yield* Brain
   const claws = yield* Claws
@@ -51,8 +51,11 @@ export const make = Effect.gen(function*() {
   const memory = yield* Memory
   const compactor = yield* Compactor
   const inbox = yield* Inbox
-  // Read once: a bad PLANCKCLAW_PRICES costs /usage its prices, not the agent its start.
-  const prices = Result.mapError(yield* Effect.result(Prices.PricesConfig), (error) => error.message)
+  // Read once (or as the host read it): a bad PLANCKCLAW_PRICES costs /usage its prices, not the agent its start.
+  const parsedPrices = yield* Effect.service(Prices.ParsedPrices)
+  const prices = parsedPrices !== undefined
+    ? Result.succeed(parsedPrices)
+    : Result.mapError(yield* Effect.result(Prices.PricesConfig), (error) => error.message)
 
   // Where the cache-stable history window starts (CacheWindow); this process's alone.
   let anchor: HistoryEntry | undefined

@@ -13,7 +13,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { Brain, type BrainError, responseText } from "../ports/Brain.js"
-import { AgentConfig } from "../config/AgentConfig.js"
+import { agentConfig } from "../config/AgentConfig.js"
 import * as Logging from "../runtime/Logging.js"
 import { capText, COMPACTION_MAX_TOKENS, compactionRequest } from "./Prompt.js"
 import * as CompactionBackoff from "../memory/CompactionBackoff.js"
@@ -70,7 +70,7 @@ export interface CompactorService {
 export class Compactor extends Context.Service<Compactor, CompactorService>()("planckclaw/Compactor") {}
 
 export const make = Effect.gen(function*() {
-  const config = yield* AgentConfig
+  const config = yield* agentConfig
   const memory = yield* Memory
   const folds = yield* FoldStore.FoldStore
   const brain = yield* Brain

@@ -7,6 +7,7 @@
  * after any `vendor/` prefix (OpenRouter's `openai/gpt-4.1-mini`).
  */
 import * as Config from "effect/Config"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -84,6 +85,11 @@ export const parsePrices = (file: string, text: string): Result.Result<PriceTabl
         `"cache_read"} in USD per million tokens}): ${formatIssue(error.issue).replace(/\s+/g, " ")}`
     }))
 }
+
+/** The price table as the host already read it (serve's host, once for all its agents); undefined: none given. */
+export const ParsedPrices = Context.Reference<PriceTable | undefined>("planckclaw/usage/ParsedPrices", {
+  defaultValue: () => undefined
+})
 
 /** The built-in table, with PLANCKCLAW_PRICES's entries over it when set. */
 export const PricesConfig = PricesFileConfig.pipe(

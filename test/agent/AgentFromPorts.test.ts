@@ -8,8 +8,9 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, LayerMap, Option } from "effect"
+import { ConfigProvider, Context, Effect, Layer, LayerMap, Option } from "effect"
 import * as Agent from "../../src/agent/Agent.js"
+import { AgentConfig, ParsedAgentConfig } from "../../src/config/AgentConfig.js"
 import { Brain, systemText } from "../../src/ports/Brain.js"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
@@ -62,5 +63,37 @@ describe("Agent.fromPorts in a map of agents", () => {
       for (const id of ["ann", "bob"]) {
         expect(fs.readFileSync(path.join(root, id, "history.jsonl"), "utf8")).toContain(`soul: I am ${id}.`)
       }
+    })))
+
+  it.effect("takes the settings its host parsed as they are: the agent and its compactor do not parse them again", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const root = yield* tempDir("planckclaw-fromports-")
+      const asked: Array<number> = []
+      const counting = Layer.succeed(Brain, {
+        complete: (request) => Effect.sync(() => (asked.push(request.max_tokens), ScriptedBrain.text("ok")))
+      })
+      const parsed = { ...(yield* AgentConfig.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord({})))), maxTokens: 777 }
+      const ports = Layer.unwrap(Effect.map(Memory.make(root), (memory) =>
+        Layer.mergeAll(
+          Layer.succeed(Memory.Memory, memory),
+          Layer.succeed(FoldStore.FoldStore, FoldStore.make(memory.memoryDir)),
+          Layer.effect(InboxStore.Inbox, InboxStore.make(root)),
+          counting,
+          InMemoryClaws.layer([])
+        )))
+      // Settings that would not parse: given the parsed ones, nothing reads them.
+      const context = yield* Layer.build(Agent.fromPorts().pipe(Layer.provideMerge(ports))).pipe(
+        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord({ PLANCKCLAW_MAX_TOKENS: "many" })),
+        Effect.provideService(ParsedAgentConfig, parsed)
+      )
+      const pending = yield* Context.get(context, InboxStore.Inbox).accept({ channel: "me", text: "hello" })
+      const outcome = yield* Context.get(context, Agent.Agent).respond(pending)
+      expect(Option.map(outcome, ({ reply }) => reply)).toEqual(Option.some("ok"))
+      expect(asked).toEqual([777])
+      // Without them, the same settings are parsed, and refused.
+      const refused = yield* Effect.flip(Layer.build(Agent.fromPorts().pipe(Layer.provideMerge(ports))).pipe(
+        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord({ PLANCKCLAW_MAX_TOKENS: "many" }))
+      ))
+      expect(String(refused)).toContain("PLANCKCLAW_MAX_TOKENS")
     })))
 })

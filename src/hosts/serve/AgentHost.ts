@@ -107,6 +107,7 @@ export const make = Effect.gen(function*() {
     claws,
     provider: hostProvider,
     settings: AgentSettings.withParsed(agentConfig, hostProvider),
+    prices,
     defaultSoulFile,
     defaultSoul,
     idempotencyKeys: config.idempotencyKeys,

@@ -27,6 +27,7 @@ import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Agent from "../../agent/Agent.js"
+import { ParsedAgentConfig } from "../../config/AgentConfig.js"
 import * as Turn from "../../agent/Turn.js"
 import { Brain } from "../../ports/Brain.js"
 import { Claws } from "../../ports/Claws.js"
@@ -40,6 +41,7 @@ import * as FoldStore from "../../memory/FoldStore.js"
 import * as Inbox from "../../memory/Inbox.js"
 import * as Layout from "../../memory/Layout.js"
 import * as Memory from "../../memory/Memory.js"
+import { ParsedPrices } from "../../usage/Prices.js"
 import * as UsageLedger from "../../usage/UsageLedger.js"
 import * as AgentInbox from "./AgentInbox.js"
 import * as AgentMcp from "./AgentMcp.js"
@@ -118,6 +120,9 @@ export const make = (options: {
     // The agent as every host composes it (Agent.fromPorts), under the agent's own settings.
     const built = yield* Layer.buildWithScope(Agent.fromPorts().pipe(Layer.provide(Layer.succeedContext(ports))), yield* Effect.scope).pipe(
       Effect.provideService(ConfigProvider.ConfigProvider, settings.provider),
+      // Parsed once already (AgentSettings, the host): not again by the agent and its compactor.
+      Effect.provideService(ParsedAgentConfig, settings.config),
+      Effect.provideService(ParsedPrices, shared.prices),
       Effect.mapError((error) => unavailable(String(error)))
     )
     const agent = Context.get(built, Agent.Agent)

@@ -18,6 +18,7 @@ import type { McpPool } from "./McpPool.js"
 import type * as OpenFiles from "./OpenFiles.js"
 import type { EventSink, Reply, Waiting } from "./TurnStream.js"
 import type * as FallbackSoul from "../../memory/FallbackSoul.js"
+import type { PriceTable } from "../../usage/Prices.js"
 
 export interface Message {
   readonly text: string
@@ -58,6 +59,8 @@ export interface Shared {
   readonly provider: ConfigProvider.ConfigProvider
   /** The host's agent settings, parsed once: those of every agent without a config.env. */
   readonly settings: AgentSettings.Settings
+  /** The price table, read once by the host (an agent's config.env cannot set it). */
+  readonly prices?: PriceTable | undefined
   readonly defaultSoulFile: string
   /** The host's soul for agents without their own, read from defaultSoulFile by one reader for all (its text kept once). */
   readonly defaultSoul?: FallbackSoul.Reader | undefined
