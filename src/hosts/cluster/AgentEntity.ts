@@ -34,6 +34,7 @@ import * as AgentLoop from "../../agent/Agent.js"
 import { Brain, type BrainService, limitedBy } from "../../ports/Brain.js"
 import { Claws } from "../../ports/Claws.js"
 import * as Compactor from "../../agent/Compactor.js"
+import { ParsedAgentConfig } from "../../config/AgentConfig.js"
 import { Inbox, type Pending } from "../../memory/Inbox.js"
 import * as ScheduleTool from "../../schedule/ScheduleTool.js"
 import * as AgentHost from "../serve/AgentHost.js"
@@ -157,6 +158,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
       )))
     ).pipe(
       Effect.provideService(ConfigProvider.ConfigProvider, parts.provider),
+      Effect.provideService(ParsedAgentConfig, parts.settings),
       Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: ${describe(error)}` }))
     )
     const agent = Context.get(built, AgentLoop.Agent)

@@ -25,6 +25,7 @@ import * as TurnWrites from "./TurnWrites.js"
 import * as AgentStatus from "../serve/AgentStatus.js"
 import { HostError } from "../serve/HostError.js"
 import * as FallbackSoul from "../../memory/FallbackSoul.js"
+import { AgentConfig as AgentConfigSettings, type AgentConfig } from "../../config/AgentConfig.js"
 
 export interface AgentParts {
   /** The agent's memory store: what Agent.fromPorts builds its agent and compactor on, with the inbox, brain and claws. */
@@ -33,6 +34,8 @@ export interface AgentParts {
   readonly brain: BrainService
   /** The agent's settings (model, history sizes) over the host's. */
   readonly provider: ConfigProvider.ConfigProvider
+  /** Those settings parsed, once for the store's agents: not again by each agent and its compactor. */
+  readonly settings?: AgentConfig | undefined
   /** What waits for a turn's exchange (TurnWrites), when the store writes them together. */
   readonly writes?: TurnWrites.TurnWrites
   /** The TurnJournal's lookup, when the store reads the turn's memory with it (TurnReads). */
@@ -72,6 +75,8 @@ export const postgres = (options: {
   const learnt = TurnWrites.sizes()
   // And the same host's soul, read by one reader for them all (its text kept once).
   const fallbackSoul = FallbackSoul.reader(options.defaultSoulFile)
+  // And the same settings, parsed at the first agent's start.
+  let settings: AgentConfig | undefined
   return {
     where: options.where,
     open: (id, brain) =>
@@ -85,6 +90,7 @@ export const postgres = (options: {
           )
         )
         const label = yield* BrainLabelConfig
+        settings ??= yield* AgentConfigSettings
         // A turn's reply, usage and exchange go in one statement (TurnWrites); turns and compactions
         // alike answer through the brain recording usage.
         const writes = TurnWrites.make()
@@ -94,6 +100,7 @@ export const postgres = (options: {
         return {
           memory: Context.add(context, Memory.Memory, memory),
           provider: options.provider,
+          settings,
           brain: TurnWrites.recordingBrain(brain, sql, id, label, writes),
           writes,
           lookup: reads.lookup
