@@ -24,14 +24,14 @@ const brain = Layer.succeed(Brain, {
   complete: (request) => Effect.succeed(ScriptedBrain.text(`soul: ${(systemText(request.system) ?? "").split("\n")[0] ?? ""}`))
 })
 
-/** The ports of the agent kept in `directory`: its file memory and journal, the shared brain and claws. */
-const portsOf = (directory: string) =>
+/** The ports of the agent kept in `directory`: its file memory and journal, the shared brain (or `thinking`) and claws. */
+const portsOf = (directory: string, thinking: Layer.Layer<Brain> = brain) =>
   Layer.unwrap(Effect.map(Memory.make(directory), (memory) =>
     Layer.mergeAll(
       Layer.succeed(Memory.Memory, memory),
       Layer.succeed(FoldStore.FoldStore, FoldStore.make(memory.memoryDir)),
       Layer.effect(InboxStore.Inbox, InboxStore.make(directory)),
-      brain,
+      thinking,
       InMemoryClaws.layer([])
     )))
 
@@ -73,14 +73,7 @@ describe("Agent.fromPorts in a map of agents", () => {
         complete: (request) => Effect.sync(() => (asked.push(request.max_tokens), ScriptedBrain.text("ok")))
       })
       const parsed = { ...(yield* AgentConfig.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord({})))), maxTokens: 777 }
-      const ports = Layer.unwrap(Effect.map(Memory.make(root), (memory) =>
-        Layer.mergeAll(
-          Layer.succeed(Memory.Memory, memory),
-          Layer.succeed(FoldStore.FoldStore, FoldStore.make(memory.memoryDir)),
-          Layer.effect(InboxStore.Inbox, InboxStore.make(root)),
-          counting,
-          InMemoryClaws.layer([])
-        )))
+      const ports = portsOf(root, counting)
       // Settings that would not parse: given the parsed ones, nothing reads them.
       const context = yield* Layer.build(Agent.fromPorts().pipe(Layer.provideMerge(ports))).pipe(
         Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord({ PLANCKCLAW_MAX_TOKENS: "many" })),
