@@ -26,9 +26,9 @@ export interface Settings {
 }
 
 /**
- * `config`, parsed from `provider`. (Effect 4's providers answer keys, not
- * configs: an agent and its compactor each parse AgentConfig again from
- * `provider` at start.)
+ * `config`, parsed from `provider`. The agent and its compactor take
+ * `config` as it is (AgentInstance provides it as ParsedAgentConfig);
+ * `provider` answers any other setting they read.
  */
 export const withParsed = (config: AgentConfig, provider: ConfigProvider.ConfigProvider): Settings => ({ config, provider })
 
