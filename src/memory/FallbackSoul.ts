@@ -27,3 +27,9 @@ export const reader = (file: string | undefined): Reader => {
     return Result.succeed(soul.length > 0 ? soul : DEFAULT_SOUL)
   }
 }
+
+/** An agent's own soul as the database holds it (trimmed), else the host's from `fallback`. */
+export const ownOr = (own: string | null | undefined, fallback: Reader): Result.Result<string, MemoryError> => {
+  const text = (own ?? "").trim()
+  return text.length > 0 ? Result.succeed(text) : fallback()
+}

@@ -40,12 +40,6 @@ export const statement = (sql: SqlClient.SqlClient, agentId: string, key: string
     LEFT JOIN planckclaw_agents a ON a.agent_id = ${agentId}`
 }
 
-/** As SqlMemory reads it: the agent's soul, else the host's (FallbackSoul), which may refuse (over its limit). */
-const soulOf = (soul: string | null, fallbackSoul: FallbackSoul.Reader): ReturnType<FallbackSoul.Reader> => {
-  const own = (soul ?? "").trim()
-  return own.length > 0 ? Result.succeed(own) : fallbackSoul()
-}
-
 export interface TurnReads {
   /** The message's decided reply (the TurnJournal's lookup), bringing the turn's snapshot with it. */
   readonly lookup: (key: string) => Effect.Effect<Option.Option<Decided>, import("../../memory/MemoryDir.js").MemoryError>
@@ -73,7 +67,8 @@ export const make = (
           if (row !== undefined && asked !== undefined) {
             const rows = row.tail === null ? [] : (JSON.parse(row.tail) as Array<[string | null, string | null, string | null]>)
             const history = rows.reverse().flatMap(([role, content, line]) => Option.toArray(entryOfRow({ role, content, line } satisfies HistoryRow)))
-            const soul = soulOf(row.soul, fallbackSoul)
+            // As SqlMemory reads it: the agent's soul, else the host's, which may refuse (over its limit).
+            const soul = FallbackSoul.ownOr(row.soul, fallbackSoul)
             // Lines that are not entries, or a host's soul refused: left to SqlMemory's own read, which reports them.
             if (history.length === rows.length && Result.isSuccess(soul)) {
               brought = {

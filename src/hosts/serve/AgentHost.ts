@@ -108,7 +108,6 @@ export const make = Effect.gen(function*() {
     provider: hostProvider,
     settings: AgentSettings.withParsed(agentConfig, hostProvider),
     prices,
-    defaultSoulFile,
     defaultSoul,
     idempotencyKeys: config.idempotencyKeys,
     openFiles: OpenFiles.make(config.agentsHoldingFiles),

@@ -91,7 +91,7 @@ export const make = (options: {
     yield* Effect.mapError(Effect.fromResult(EnsureWritable.checkFiles(Layout.files(directory))), (error) => unavailable(error.message))
     // Memory and inbox built directly rather than from layers: an agent's start is most of the cost of its
     // first message, and these take the host's shared parts (the owner file, the default soul). Without a soul.md of its own, the agent speaks with the host's default soul.
-    const memory = yield* Memory.make(directory, { fallbackSoulFile: shared.defaultSoulFile, fallbackSoul: shared.defaultSoul, ownerFile })
+    const memory = yield* Memory.make(directory, { fallbackSoul: shared.defaultSoul, ownerFile })
     const inbox = yield* Inbox.make(directory).pipe(Effect.mapError((error) => unavailable(error.message)))
     const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys).pipe(
       Effect.mapError((error) => unavailable(error.message))

@@ -61,9 +61,8 @@ export interface Shared {
   readonly settings: AgentSettings.Settings
   /** The price table, read once by the host (an agent's config.env cannot set it). */
   readonly prices?: PriceTable | undefined
-  readonly defaultSoulFile: string
-  /** The host's soul for agents without their own, read from defaultSoulFile by one reader for all (its text kept once). */
-  readonly defaultSoul?: FallbackSoul.Reader | undefined
+  /** The host's soul for agents without their own (its soul.md), one reader for all: its text kept once. */
+  readonly defaultSoul: FallbackSoul.Reader
   readonly idempotencyKeys: number
   /** This process's owner file in PLANCKCLAW_AGENTS_DIR: the agents' locks are hard links to it (OwnerFile.ts). */
   readonly ownerFile: () => string | undefined

@@ -3,7 +3,7 @@
  * and the turn settings), then the host's settings. PLANCKCLAW_DIR is the
  * agent's directory, whatever the host has. (The soul is the agent's
  * `soul.md`, or else the host's default soul, PLANCKCLAW_DIR/soul.md of the
- * host, or else the built-in persona: Memory's `fallbackSoulFile`, given by
+ * host, or else the built-in persona: Memory's `fallbackSoul`, given by
  * AgentInstance.ts.) Most agents have no config.env: they share the host's
  * settings, parsed once.
  */

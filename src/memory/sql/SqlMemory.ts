@@ -140,8 +140,7 @@ export const make = (
         resilient(`reading the memory of agent ${agentId}`, retry),
         Effect.flatMap(([agents, rows]) => {
           const history = rows.flatMap((row) => Option.toArray(entryOfRow(row)))
-          const own = (agents[0]?.soul ?? "").trim()
-          const soul = own.length > 0 ? Result.succeed(own) : fallbackSoul()
+          const soul = FallbackSoul.ownOr(agents[0]?.soul, fallbackSoul)
           if (Result.isFailure(soul)) return Effect.fail(soul.failure)
           return Effect.as(reportSkipped(rows.length - history.length), {
             soul: soul.success,

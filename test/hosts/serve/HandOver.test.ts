@@ -6,6 +6,7 @@ import * as Agent from "../../../src/agent/Agent.js"
 import * as ScriptedBrain from "../../../src/brain/ScriptedBrain.js"
 import * as InMemoryClaws from "../../../src/claws/InMemoryClaws.js"
 import { AgentConfig } from "../../../src/config/AgentConfig.js"
+import * as FallbackSoul from "../../../src/memory/FallbackSoul.js"
 import * as Inbox from "../../../src/memory/Inbox.js"
 import * as AgentInstance from "../../../src/hosts/serve/AgentInstance.js"
 import type { Reply } from "../../../src/hosts/serve/AgentHost.js"
@@ -34,7 +35,7 @@ describe("an agent instance started after one a defect stopped", () => {
           claws: InMemoryClaws.make([]),
           provider,
           settings: AgentSettings.withParsed(config, provider),
-          defaultSoulFile: path.join(root, "memory", "soul.md"),
+          defaultSoul: FallbackSoul.reader(path.join(root, "memory", "soul.md")),
           idempotencyKeys: 100,
           ownerFile: () => undefined,
           openFiles: OpenFiles.make(8)
