@@ -6,7 +6,7 @@
  * test/PublicApi.test.ts pins these names: a change here is a deliberate one.
  */
 
-// The agent: one message to its outcome (Agent.respond), built from its ports (Agent.fromPorts, Agent.layerWithMemory) and its compactor.
+// The agent: one message to its outcome (Agent.respond), built from its ports (Agent.makeFromPorts, as a layer Agent.fromPorts, Agent.layerWithMemory) and its compactor.
 export * as Agent from "./agent/Agent.js"
 export * as Compactor from "./agent/Compactor.js"
 

@@ -147,16 +147,13 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
       onNone: () => clusterInbox(id, journal),
       onSome: (client) => clusterInbox(id, journal, parts.writes === undefined ? undefined : { waiting: parts.writes, sql: client })
     })
-    // The agent as every host composes it (Agent.fromPorts), on the store's memory and the journal's inbox.
-    const built = yield* Layer.build(
-      AgentLoop.fromPorts().pipe(Layer.provide(Layer.succeedContext(
-        parts.memory.pipe(
-          Context.add(Inbox, inbox),
-          Context.add(Brain, parts.brain),
-          Context.add(Claws, claws)
-        )
-      )))
-    ).pipe(
+    // The agent as every host composes it (Agent.makeFromPorts), on the store's memory and the journal's inbox.
+    const built = yield* AgentLoop.makeFromPorts.pipe(
+      Effect.provideContext(parts.memory.pipe(
+        Context.add(Inbox, inbox),
+        Context.add(Brain, parts.brain),
+        Context.add(Claws, claws)
+      )),
       Effect.provideService(ConfigProvider.ConfigProvider, parts.provider),
       Effect.provideService(ParsedAgentConfig, parts.settings),
       Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: ${describe(error)}` }))

@@ -1,7 +1,7 @@
 /**
  * Where an entity's agent keeps its memory: what the entity builds, per
  * agent, when it starts (its Memory and FoldStore, and its brain recording
- * usage, under the agent's settings; Agent.fromPorts builds the rest), and where listing and status read. `postgres` keeps every
+ * usage, under the agent's settings; Agent.makeFromPorts builds the rest), and where listing and status read. `postgres` keeps every
  * agent in the database (SqlAgentMemory), so runners on different machines
  * share them.
  */
@@ -28,7 +28,7 @@ import * as FallbackSoul from "../../memory/FallbackSoul.js"
 import { AgentConfig as AgentConfigSettings, type AgentConfig } from "../../config/AgentConfig.js"
 
 export interface AgentParts {
-  /** The agent's memory store: what Agent.fromPorts builds its agent and compactor on, with the inbox, brain and claws. */
+  /** The agent's memory store: what Agent.makeFromPorts builds its agent and compactor on, with the inbox, brain and claws. */
   readonly memory: Context.Context<Memory.Memory | FoldStore>
   /** The brain the agent's turns call (the store may record usage through it). */
   readonly brain: BrainService

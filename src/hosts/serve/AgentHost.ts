@@ -2,7 +2,7 @@
  * Many agents in one process. An agent is a directory under
  * PLANCKCLAW_AGENTS_DIR named by its id; it is started on its first message
  * and released after PLANCKCLAW_AGENT_IDLE without one (a LayerMap keyed by
- * id, each agent built by Agent.fromPorts inside AgentInstance). Agents run concurrently; brain calls in flight across all of them are
+ * id, each agent built by Agent.makeFromPorts inside AgentInstance). Agents run concurrently; brain calls in flight across all of them are
  * bounded by PLANCKCLAW_MAX_CONCURRENT_TURNS. Brain and Claws are shared.
  * From start-up on, agents that left messages unanswered are found in the
  * background and started to answer them.

@@ -1,6 +1,6 @@
 /**
  * One running agent in the host: its memory and inbox made directly, its
- * agent and compactor from them by Agent.fromPorts (the one composition of
+ * agent and compactor from them by Agent.makeFromPorts (the one composition of
  * an agent), under the agent's own settings, and a mailbox answering its messages one at a time, in arrival order, by a fiber that
  * runs only while messages wait. Everything lives in the scope the host's
  * LayerMap gives it: closing it releases the fiber, the caches and the file
@@ -20,7 +20,6 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
@@ -117,8 +116,9 @@ export const make = (options: {
       })),
       Context.add(FoldStore.FoldStore, FoldStore.make(memory.memoryDir))
     )
-    // The agent as every host composes it (Agent.fromPorts), under the agent's own settings.
-    const built = yield* Layer.buildWithScope(Agent.fromPorts().pipe(Layer.provide(Layer.succeedContext(ports))), yield* Effect.scope).pipe(
+    // The agent as every host composes it (Agent.makeFromPorts), under the agent's own settings.
+    const built = yield* Agent.makeFromPorts.pipe(
+      Effect.provideContext(ports),
       Effect.provideService(ConfigProvider.ConfigProvider, settings.provider),
       // Parsed once already (AgentSettings, the host): not again by the agent and its compactor.
       Effect.provideService(ParsedAgentConfig, settings.config),
