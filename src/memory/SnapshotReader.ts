@@ -36,10 +36,12 @@ interface CachedTail {
 
 export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOptions = {}): SnapshotReader => {
   const { lockedRead, paths } = memoryDir
-  const reported = new Set<string>()
+  // Made at the first report or trim: most agents never need them, and an empty Set or Map costs 150-190 bytes.
+  let reported: Set<string> | undefined
 
   const reportOnce = (what: string) => (lines: ReadonlyArray<string>) =>
     Effect.forEach(lines, (line) => {
+      reported ??= new Set()
       if (reported.has(line) || reported.size > 10_000) return Effect.void
       reported.add(line)
       return Effect.logWarning(`history.jsonl: ${what}: ${line.slice(0, 120)}`)
@@ -48,8 +50,9 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
   const reportRepaired = reportOnce("a line holds a lone UTF-16 surrogate (half a character); it is sent with U+FFFD in its place")
 
   // The last text trimmed, by file: the same cached text comes back turn after turn, and trim copies it.
-  const trimmed = new Map<string, { readonly raw: string; readonly text: string }>()
+  let trimmed: Map<string, { readonly raw: string; readonly text: string }> | undefined
   const trimOnce = (name: string, raw: string): string => {
+    trimmed ??= new Map()
     const last = trimmed.get(name)
     if (last !== undefined && last.raw === raw) return last.text
     const text = raw.trim()

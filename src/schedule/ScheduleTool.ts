@@ -114,18 +114,20 @@ const run = (options: ToolOptions, name: string, input: unknown): Effect.Effect<
   }).pipe(Effect.catchTag("ScheduleError", (error) => Effect.succeed(refused(error.message))))
 
 /** `claws` with the schedule tools beside its own (which keep their names; a claw's tool of the same name is hidden). */
-let lastDefinitions: { readonly zone: string; readonly tools: ReadonlyArray<ToolDefinition> } | undefined
+let lastDefinitions: { readonly zone: string; readonly tools: ReadonlyArray<ToolDefinition>; readonly names: ReadonlySet<string> } | undefined
 
 /** `definitions` of the machine's zone, the same objects for every agent while the zone is the same (their specs' JSON is then made once). */
-const localDefinitions = (): ReadonlyArray<ToolDefinition> => {
+const localDefinitions = () => {
   const zone = ScheduleInput.localZone()
-  if (lastDefinitions === undefined || lastDefinitions.zone !== zone) lastDefinitions = { zone, tools: definitions(zone) }
-  return lastDefinitions.tools
+  if (lastDefinitions === undefined || lastDefinitions.zone !== zone) {
+    const tools = definitions(zone)
+    lastDefinitions = { zone, tools, names: new Set(tools.map((tool) => tool.name)) }
+  }
+  return lastDefinitions
 }
 
 export const withScheduleTools = (claws: ClawsService, options: ToolOptions): ClawsService => {
-  const ours = localDefinitions()
-  const names = new Set(ours.map((tool) => tool.name))
+  const { names, tools: ours } = localDefinitions()
   const extended = <E>(list: Effect.Effect<{ readonly tools: ReadonlyArray<ToolDefinition>; readonly problems: ReadonlyArray<{ readonly source: string; readonly reason: string }> }, E>) =>
     Effect.map(list, (catalog) => ({ ...catalog, tools: [...catalog.tools.filter((tool) => !names.has(tool.name)), ...ours] }))
   return {

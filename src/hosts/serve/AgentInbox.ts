@@ -27,14 +27,19 @@ export const make = (
       }
     }
     // Messages delivered whose Idempotency-Key could not be recorded yet: kept in the journal until it is.
-    const heldByKey = new Map<string, Inbox.Pending>()
-    const releaseRecorded = Effect.suspend(() =>
-      Effect.forEach([...heldByKey].filter(([key]) => !idempotency.unwritten(key)), ([key, pending]) => {
-        heldByKey.delete(key)
-        return inbox.release(pending)
-      }, { discard: true })
+    // (Made at the first one: most agents never hold any, and an empty Map costs 190 bytes.)
+    let heldByKey: Map<string, Inbox.Pending> | undefined
+    // Read after the flush: the keys it recorded go.
+    const releaseRecorded = (held: Map<string, Inbox.Pending>) =>
+      Effect.suspend(() =>
+        Effect.forEach([...held].filter(([key]) => !idempotency.unwritten(key)), ([key, pending]) => {
+          held.delete(key)
+          return inbox.release(pending)
+        }, { discard: true })
+      )
+    const recordHeld = Effect.suspend(() =>
+      heldByKey === undefined || heldByKey.size === 0 ? Effect.void : Effect.andThen(idempotency.flush, releaseRecorded(heldByKey))
     )
-    const recordHeld = Effect.suspend(() => heldByKey.size === 0 ? Effect.void : Effect.andThen(idempotency.flush, releaseRecorded))
     // At a stop, one more try for the keys not recorded yet (before the journal closes: registered after it opened).
     yield* Effect.addFinalizer(() => recordHeld)
 
@@ -44,6 +49,7 @@ export const make = (
         Effect.suspend(() => {
           const key = pending.idempotencyKey
           if (key !== undefined && idempotency.unwritten(key)) {
+            heldByKey ??= new Map()
             heldByKey.set(key, pending)
             return inbox.deliveredKept(pending)
           }

@@ -63,6 +63,32 @@ const journalKey = (pending: Inbox.Pending) => pending.key ?? `unkeyed-${pending
 /** The reply to a message the agent does not answer (a blank one): the caller still hears back. */
 const NOTHING: Reply = { reply: "", stored: false }
 
+/**
+ * The journal's recovered messages, each with its caller: the one handed
+ * over for its journal line, else a new Deferred. A caller handed over but
+ * not in the journal (it cannot be: it was journaled and not delivered)
+ * still hears back. A function of its own: the Map lives through the start
+ * only, not in the context every closure of the instance keeps.
+ */
+const waitersOf = (
+  recovered: ReadonlyArray<Inbox.Pending>,
+  handedOver: ReadonlyArray<Waiting>,
+  waiting: (pending: Inbox.Pending, reply: Deferred.Deferred<Reply>, events?: EventSink) => Waiting
+): Effect.Effect<Array<Waiting>> =>
+  Effect.gen(function*() {
+    const callers = new Map(handedOver.map((left) => [journalKey(left.pending), left]))
+    const found = yield* Effect.forEach(recovered, (pending) =>
+      Effect.suspend(() => {
+        const handed = callers.get(journalKey(pending))
+        callers.delete(journalKey(pending))
+        return handed === undefined
+          ? Effect.map(Deferred.make<Reply>(), (reply) => waiting(pending, reply))
+          : Effect.succeed(waiting(pending, handed.reply, handed.events))
+      }))
+    yield* Effect.forEach(callers.values(), (left) => answer(left, { reply: Agent.APOLOGY, stored: false }), { discard: true })
+    return found
+  })
+
 export const make = (options: {
   readonly id: string
   readonly directory: string
@@ -155,17 +181,7 @@ export const make = (options: {
       })
 
     // The journal holds what the instance before left unanswered; its callers' Deferreds come with the hand-over.
-    const callers = new Map(options.handedOver.map((left) => [journalKey(left.pending), left]))
-    const recoveredWaiting = yield* Effect.forEach(inbox.recovered, (pending) =>
-      Effect.suspend(() => {
-        const handed = callers.get(journalKey(pending))
-        callers.delete(journalKey(pending))
-        return handed === undefined
-          ? Effect.map(Deferred.make<Reply>(), (reply) => waiting(pending, reply))
-          : Effect.succeed(waiting(pending, handed.reply, handed.events))
-      }))
-    // Not in the journal (it cannot be: they were journaled and not delivered); their callers still hear back.
-    yield* Effect.forEach(callers.values(), (left) => answer(left, { reply: Agent.APOLOGY, stored: false }), { discard: true })
+    const recoveredWaiting = yield* waitersOf(inbox.recovered, options.handedOver, waiting)
     const recovered = recoveredWaiting.map((left) => left.reply)
     if (recovered.length > 0) {
       yield* Effect.logInfo(`agent ${id}: answering ${recovered.length} message(s) left unanswered by the previous run`)

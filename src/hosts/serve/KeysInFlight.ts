@@ -24,18 +24,20 @@ export interface KeysInFlight<Reply> {
 }
 
 export const make = <Reply>(): KeysInFlight<Reply> => {
-  const entries = new Map<string, { readonly reply: Deferred.Deferred<Reply>; readonly request: string }>()
+  // Made at the first key: most agents are sent none, and an empty Map costs 190 bytes.
+  let entries: Map<string, { readonly reply: Deferred.Deferred<Reply>; readonly request: string }> | undefined
   return {
     join: (key, request) => {
-      const entry = entries.get(key)
+      const entry = entries?.get(key)
       if (entry === undefined) return Result.succeed(Option.none())
       return entry.request === request ? Result.succeed(Option.some(entry.reply)) : Result.fail("key-reused")
     },
     add: (key, request, reply) => {
+      entries ??= new Map()
       if (!entries.has(key)) entries.set(key, { reply, request })
     },
     settle: (key, reply) => {
-      if (entries.get(key)?.reply === reply) entries.delete(key)
+      if (entries?.get(key)?.reply === reply) entries.delete(key)
     }
   }
 }

@@ -21,18 +21,20 @@ export interface TurnCancels {
 }
 
 export const make = (): TurnCancels => {
-  const queued = new Set<string>()
-  const asked = new Set<string>()
+  // Made at the first key: most agents are sent none, and an empty Set costs 150 bytes.
+  let queued: Set<string> | undefined
+  let asked: Set<string> | undefined
   let current: { readonly key: string; readonly signal: Deferred.Deferred<void> } | undefined
   return {
     queued: (key) => {
+      queued ??= new Set()
       queued.add(key)
     },
     run: (key, turn) =>
       Effect.suspend(() => {
         if (key === undefined) return Effect.map(turn, Option.some)
-        queued.delete(key)
-        if (asked.delete(key)) return Effect.succeed(Option.none())
+        queued?.delete(key)
+        if (asked?.delete(key)) return Effect.succeed(Option.none())
         return Effect.flatMap(Deferred.make<void>(), (signal) => {
           current = { key, signal }
           return Effect.raceFirst(Effect.map(turn, Option.some), Effect.as(Deferred.await(signal), Option.none())).pipe(
@@ -45,7 +47,8 @@ export const make = (): TurnCancels => {
     cancel: (key) =>
       Effect.suspend(() => {
         if (current?.key === key) return Effect.as(Deferred.succeed(current.signal, undefined), true)
-        if (!queued.has(key)) return Effect.succeed(false)
+        if (!queued?.has(key)) return Effect.succeed(false)
+        asked ??= new Set()
         asked.add(key)
         return Effect.succeed(true)
       })
