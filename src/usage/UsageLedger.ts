@@ -83,20 +83,25 @@ export const heldAppender = (file: string) => {
   }
   const append = (lines: ReadonlyArray<UsageLine>): Result.Result<void, SafeFile.MemoryFileError> => {
     const stat = Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false }))
+    // The size the open's own check read: a new file's first line needs no other fstat.
+    let openedSize: number | undefined
     if (held === undefined || Result.isFailure(stat) || stat.success?.ino !== held.ino) {
       close()
       const opened = SafeFile.openWithStat(file, SafeFile.flags.append)
       if (Result.isFailure(opened)) return Result.fail(opened.failure)
       held = { fd: opened.success.fd, ino: opened.success.stat.ino, end: -1 }
+      openedSize = opened.success.stat.size
     }
     const current = held
     const sized = Result.isSuccess(stat) && stat.success !== undefined && stat.success.ino === current.ino
       ? Result.succeed(stat.success.size)
+      : openedSize !== undefined
+      ? Result.succeed(openedSize)
       : Result.try({ try: () => fs.fstatSync(current.fd).size, catch: (error) => SafeFile.failed(file, error) })
     if (Result.isFailure(sized)) return Result.fail(sized.failure)
     const size = sized.success
     // A line torn by a crash: the next one starts on a line of its own.
-    const whole = size === current.end || Result.getOrElse(Result.try(() => endsWithNewline(current.fd)), () => true)
+    const whole = size === 0 || size === current.end || Result.getOrElse(Result.try(() => endsWithNewline(current.fd)), () => true)
     const bytes = Buffer.from(whole ? encode(lines) : `\n${encode(lines)}`, "utf8")
     const written = SafeFile.appendAll(current.fd, file, bytes, size)
     current.end = Result.isSuccess(written) ? size + bytes.length : -1
