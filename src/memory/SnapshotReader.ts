@@ -36,7 +36,8 @@ interface CachedTail {
 
 export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOptions = {}): SnapshotReader => {
   const { lockedRead, paths } = memoryDir
-  // Made at the first report or trim: most agents never need them, and an empty Set or Map costs 150-190 bytes.
+  // Made when first needed (an empty Set or Map costs 150-190 bytes): an agent with no bad history line,
+  // nor a soul or summary of its own, never needs them.
   let reported: Set<string> | undefined
 
   const reportOnce = (what: string) => (lines: ReadonlyArray<string>) =>
@@ -52,6 +53,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
   // The last text trimmed, by file: the same cached text comes back turn after turn, and trim copies it.
   let trimmed: Map<string, { readonly raw: string; readonly text: string }> | undefined
   const trimOnce = (name: string, raw: string): string => {
+    if (raw === "") return raw
     trimmed ??= new Map()
     const last = trimmed.get(name)
     if (last !== undefined && last.raw === raw) return last.text

@@ -113,7 +113,6 @@ const run = (options: ToolOptions, name: string, input: unknown): Effect.Effect<
     return ok(`scheduled ${describeEntry(entry)} (now: ${iso(now)})`)
   }).pipe(Effect.catchTag("ScheduleError", (error) => Effect.succeed(refused(error.message))))
 
-/** `claws` with the schedule tools beside its own (which keep their names; a claw's tool of the same name is hidden). */
 let lastDefinitions: { readonly zone: string; readonly tools: ReadonlyArray<ToolDefinition>; readonly names: ReadonlySet<string> } | undefined
 
 /** `definitions` of the machine's zone, the same objects for every agent while the zone is the same (their specs' JSON is then made once). */
@@ -126,6 +125,7 @@ const localDefinitions = () => {
   return lastDefinitions
 }
 
+/** `claws` with the schedule tools beside its own (which keep their names; a claw's tool of the same name is hidden). */
 export const withScheduleTools = (claws: ClawsService, options: ToolOptions): ClawsService => {
   const { names, tools: ours } = localDefinitions()
   const extended = <E>(list: Effect.Effect<{ readonly tools: ReadonlyArray<ToolDefinition>; readonly problems: ReadonlyArray<{ readonly source: string; readonly reason: string }> }, E>) =>
