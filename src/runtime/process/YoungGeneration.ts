@@ -20,17 +20,18 @@
  *
  * `--max-semi-space-size` only counts on node's command line, which costs
  * every start (V8Flags.ts). What V8 reads at each growth is its growth
- * factor: once the young generation has reached `capBytes` (checked after
- * each collection, through Node's performance observer), the factor goes to
- * 1, so it grows no further. `PLANCKCLAW_V8_YOUNG_GENERATION_CAP=0` keeps
+ * factor: while the young generation is at `capBytes` (checked after each
+ * collection, through Node's performance observer), the factor is 1, so it
+ * grows no further; once V8 has shrunk it (a quiet process), the factor is
+ * V8's own again, so it can grow back to the cap. `PLANCKCLAW_V8_YOUNG_GENERATION_CAP=0` keeps
  * V8's choice; a `--max-semi-space-size` or `--semi-space-growth-factor` of
  * your own on node's command line (or NODE_OPTIONS) is left alone. Set by the
  * command line's own runs once the agent has started, never by a Layer an
  * embedding application builds.
  */
 import type * as Config from "effect/Config"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
 import { switchOf } from "../../config/ConfigRange.js"
 import { V8YoungGenerationCap } from "../../config/settings/Agent.js"
 import { type During, setV8Flags } from "./V8Flags.js"
@@ -79,36 +80,53 @@ const live = (): Probes => ({
 /** The first V8 whose young generation grows past 32 MiB by default (Node 24's); Node 22's stops there. */
 const largerYoungFrom = 13
 
-/** Resolves after the first collection that leaves the young generation at `capBytes` or more; listens until then. */
-const reachesCap = (probes: Probes): Effect.Effect<number> =>
-  Effect.flatMap(Deferred.make<number>(), (reached) =>
+/** V8's own growth factor (`--semi-space-growth-factor`'s default): set back once V8 has shrunk the young generation. */
+export const growthFlag = "--semi-space-growth-factor=2"
+
+/**
+ * After each collection, whether the young generation is at `capBytes` or
+ * more (true) or back under it (false), each change once, for as long as
+ * the returned effect runs. V8 shrinks the young generation when the
+ * process goes quiet (its memory reducer); a growth factor left at 1 would
+ * then hold it at its smallest for good, and every later turn would pay
+ * many small collections (a `serve` after its first quiet minute scavenged
+ * every 0.6 MiB instead of every 16).
+ */
+const capChanges = (probes: Probes, apply: (capped: boolean, size: number) => Effect.Effect<void>): Effect.Effect<never> =>
+  Effect.flatMap(Queue.sliding<readonly [boolean, number]>(8), (changes) =>
     Effect.acquireUseRelease(
-      Effect.sync(() =>
-        probes.afterEachCollection(() => {
+      Effect.sync(() => {
+        let capped = false
+        return probes.afterEachCollection(() => {
           const size = probes.youngBytes()
-          if (size >= capBytes) Deferred.doneUnsafe(reached, Effect.succeed(size))
+          if ((size >= capBytes) === capped) return
+          capped = !capped
+          Queue.offerUnsafe(changes, [capped, size])
         })
-      ),
-      () => Deferred.await(reached),
+      }),
+      () => Effect.forever(Effect.flatMap(Queue.take(changes), ([capped, size]) => apply(capped, size))),
       (stopListening) => Effect.sync(stopListening)
     ))
 
 /**
  * Reads the setting (so a malformed value is refused at start-up with the
  * others). What it gives runs an effect (the agent's serving) with a fiber
- * beside it that stops the young generation's growth once it has reached
- * `capBytes`; that fiber ends with the effect.
+ * beside it that stops the young generation's growth whenever it is at
+ * `capBytes`, and lets it grow again once V8 has shrunk it; that fiber ends
+ * with the effect.
  */
 export const readChoice = (probes: Probes = live()): Effect.Effect<During, Config.ConfigError> =>
   Effect.map(YoungGenerationConfig, (on): During => {
     const ownSize = probes.nodeOptions.some((option) => ownFlags.some((flag) => option.startsWith(flag)))
     if (!on || ownSize || probes.v8Major < largerYoungFrom) return (effect) => effect
-    const cap = Effect.flatMap(reachesCap(probes), (size) =>
+    const cap = capChanges(probes, (capped, size) =>
       Effect.andThen(
-        probes.setFlags(noGrowthFlag),
+        probes.setFlags(capped ? noGrowthFlag : growthFlag),
         Effect.logDebug(
-          `V8's young generation grows no further (${Math.round(size / 1048576)} MiB; ` +
-            "PLANCKCLAW_V8_YOUNG_GENERATION_CAP=0 keeps V8's choice)"
+          capped
+            ? `V8's young generation grows no further (${Math.round(size / 1048576)} MiB; ` +
+              "PLANCKCLAW_V8_YOUNG_GENERATION_CAP=0 keeps V8's choice)"
+            : `V8 shrank its young generation (${Math.round(size / 1048576)} MiB): it may grow again, up to the cap`
         )
       ))
     return (effect) => Effect.scoped(Effect.andThen(Effect.forkScoped(cap), effect))

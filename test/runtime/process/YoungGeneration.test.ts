@@ -1,9 +1,11 @@
 /**
  * The young generation's cap: nothing set until a collection leaves it at
- * Node 22's size, then growth stopped once, the observer gone with the
+ * the cap, then growth stopped, allowed again once V8 has shrunk it below
+ * the cap, and stopped again at the cap, the observer gone with the
  * serving; left alone when the setting or node's own options say so. And on
  * this Node's real V8: the flag, set while running, keeps a process that
- * allocates hard at the cap, where without it V8 grows further (Node 24).
+ * allocates hard at the cap, where without it V8 grows further (Node 24),
+ * and V8's own factor set back lets it grow again.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
@@ -38,7 +40,7 @@ const choose = (probes: YoungGeneration.Probes, settings: Record<string, string>
   Effect.provideService(YoungGeneration.readChoice(probes), ConfigProvider.ConfigProvider, fromMap(settings))
 
 describe("YoungGeneration", () => {
-  it.effect("stops the growth once a collection leaves the young generation at the cap, and stops listening", () =>
+  it.effect("stops the growth at the cap, lets it grow again once V8 has shrunk it, and stops listening with the serving", () =>
     Effect.gen(function*() {
       const { collect, flags, probes, state } = recording()
       const during = yield* choose(probes)
@@ -52,11 +54,23 @@ describe("YoungGeneration", () => {
       collect(YoungGeneration.capBytes)
       yield* TestClock.adjust(0)
       expect(flags).toEqual([YoungGeneration.noGrowthFlag])
-      expect(state.listeners.size).toBe(0)
       collect(2 * YoungGeneration.capBytes)
+      yield* TestClock.adjust(0)
       expect(flags).toEqual([YoungGeneration.noGrowthFlag])
+      // A quiet process: V8's memory reducer shrank it to its smallest.
+      collect(YoungGeneration.capBytes / 16)
+      yield* TestClock.adjust(0)
+      expect(flags).toEqual([YoungGeneration.noGrowthFlag, YoungGeneration.growthFlag])
+      collect(YoungGeneration.capBytes / 8)
+      yield* TestClock.adjust(0)
+      expect(flags).toEqual([YoungGeneration.noGrowthFlag, YoungGeneration.growthFlag])
+      collect(YoungGeneration.capBytes)
+      yield* TestClock.adjust(0)
+      expect(flags).toEqual([YoungGeneration.noGrowthFlag, YoungGeneration.growthFlag, YoungGeneration.noGrowthFlag])
+      expect(state.listeners.size).toBe(1)
       yield* Deferred.succeed(stop, undefined)
       yield* Fiber.join(serving)
+      expect(state.listeners.size).toBe(0)
     }))
 
   it.effect("stops listening when the serving ends before the cap", () =>
@@ -116,5 +130,25 @@ describe("YoungGeneration", () => {
     // Without the flag V8 grows past where the flag was set; with it, the young generation stays there.
     expect(free.end).toBeGreaterThan(capped.grown)
     expect(capped.end).toBe(capped.grown)
+  })
+
+  it("on this Node's V8, V8's own growth factor set back while running lets the young generation grow again", () => {
+    const program = `
+      const v8 = require("node:v8")
+      const young = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space").space_size
+      const churn = (rounds) => { let keep = []; for (let i = 0; i < rounds; i++) { keep.push({ i, a: [i] }); if (keep.length > 40000) keep = [] } }
+      while (young() < ${YoungGeneration.capBytes / 4}) churn(10000)
+      v8.setFlagsFromString(${JSON.stringify(YoungGeneration.noGrowthFlag)})
+      const held = young()
+      churn(4e6)
+      const stillHeld = young()
+      v8.setFlagsFromString(${JSON.stringify(YoungGeneration.growthFlag)})
+      churn(4e6)
+      console.log(JSON.stringify({ held, stillHeld, end: young() }))`
+    const child = spawnSync(process.execPath, ["-e", program], { encoding: "utf8" })
+    expect([child.status, child.stderr]).toEqual([0, ""])
+    const { end, held, stillHeld } = JSON.parse(child.stdout) as { held: number; stillHeld: number; end: number }
+    expect(stillHeld).toBe(held)
+    expect(end).toBeGreaterThan(held)
   })
 })
