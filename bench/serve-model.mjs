@@ -149,7 +149,15 @@ main(async () => {
       notes: []
     }
   } finally {
-    for (const child of children) child.kill("SIGTERM")
+    // Removed once they have exited: a serve still stopping writes into its agents' directories.
+    await Promise.all(children.map((child) =>
+      child.exitCode !== null || child.signalCode !== null
+        ? undefined
+        : new Promise((resolve) => {
+          child.once("exit", resolve)
+          child.kill("SIGTERM")
+        })
+    ))
     work.remove()
   }
 })
