@@ -54,10 +54,7 @@ export const make = Effect.gen(function*() {
   const compactor = yield* Compactor
   const inbox = yield* Inbox
   // Read once (or as the host read it): a bad PLANCKCLAW_PRICES costs /usage its prices, not the agent its start.
-  const parsedPrices = yield* Effect.service(Prices.ParsedPrices)
-  const prices = parsedPrices !== undefined
-    ? Result.succeed(parsedPrices)
-    : Result.mapError(yield* Effect.result(Prices.PricesConfig), (error) => error.message)
+  const prices = Result.mapError(yield* Effect.result(Prices.priceTable), (error) => error.message)
 
   // Where the cache-stable history window starts (CacheWindow); this process's alone.
   let anchor: HistoryEntry | undefined

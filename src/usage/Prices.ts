@@ -109,6 +109,12 @@ export const PricesConfig = PricesFileConfig.pipe(
   }))
 )
 
+/** The price table: as the host read it (ParsedPrices), else read from the settings in context. */
+export const priceTable = Effect.flatMap(
+  Effect.service(ParsedPrices),
+  (parsed) => parsed === undefined ? PricesConfig : Effect.succeed(parsed)
+)
+
 /** The price of `model`: the longest table name it starts with, after any `vendor/` prefix. */
 export const priceOf = (table: PriceTable, model: string): Price | undefined => {
   const bare = model.includes("/") ? model.slice(model.lastIndexOf("/") + 1) : model
