@@ -32,6 +32,7 @@ import {
 import { MissingSetting } from "../config/MissingSetting.js"
 import * as Secrets from "../config/Secrets.js"
 import { isJsonObject } from "../runtime/Json.js"
+import * as KeptJson from "../runtime/KeptJson.js"
 import { DebugConfig } from "../runtime/Logging.js"
 import {
   type AnswerReading,
@@ -150,9 +151,13 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
     const attempt = (body: string, model: string, number: number) =>
       attemptExchange(postJson(client, url, headers, body), config.timeout, number, report, judgeAnswer(reading(model), debug))
 
+    // The JSON of the history messages and tool specs each turn resends, written once (KeptJson).
+    const requestJson = KeptJson.make()
+    const bodyOf = (request: MessagesRequest & { readonly stream?: true }): string => requestJson(request) ?? JSON.stringify(request)
+
     const complete = (request: MessagesRequest) =>
       Effect.gen(function*() {
-        const body = JSON.stringify(request)
+        const body = bodyOf(request)
         yield* debug(`POST ${url} (x-api-key: <redacted>, anthropic-version: ${API_VERSION})`)
         yield* debug(`request ${body}`)
         return yield* withRetries("Anthropic API", config.retries, (number) => attempt(body, request.model, number))
@@ -186,7 +191,7 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
     const stream = (request: MessagesRequest) =>
       Stream.unwrap(
         Effect.gen(function*() {
-          const body = JSON.stringify({ ...request, stream: true })
+          const body = bodyOf({ ...request, stream: true })
           yield* debug(`POST ${url} (x-api-key: <redacted>, anthropic-version: ${API_VERSION})`)
           yield* debug(`request ${body}`)
           return yield* withRetries("Anthropic API", config.retries, (number) => streamAttempt(body, request.model, number))
