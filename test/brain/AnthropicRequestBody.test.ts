@@ -51,7 +51,7 @@ describe("Anthropic request bodies from kept JSON", () => {
           })
           const streamed = (turn + agent.name.length) % 2 === 0
           if (streamed) {
-            yield* Stream.runDrain(brain.stream(request))
+            yield* Stream.runDrain(brain.stream!(request))
             sent.push(JSON.stringify({ ...request, stream: true }))
           } else {
             yield* brain.complete(request)
