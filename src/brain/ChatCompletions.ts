@@ -14,7 +14,7 @@
  */
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import type { Message, MessagesRequest, MessagesResponse, ResponseBlock, ToolResultBlock, ToolUseBlock } from "../ports/Brain.js"
+import type { Message, MessagesRequest, MessagesResponse, ResponseBlock, ToolResultBlock, ToolSpec, ToolUseBlock } from "../ports/Brain.js"
 import { preview, systemText } from "../ports/Brain.js"
 import { madeOnFirstCall } from "../runtime/FirstCall.js"
 import { isJsonObject } from "../runtime/Json.js"
@@ -111,7 +111,21 @@ const userMessages = (
   ]
 }
 
-export const toChatRequest = (request: MessagesRequest, tokenField: TokenField = "max_tokens"): ChatRequest => {
+/**
+ * What one brain's conversions keep between requests: each turn resends the
+ * same history messages and tool specs, so each is converted once and the
+ * same ChatMessage handed out again, whose JSON KeptJson then keeps too.
+ * Only what depends on nothing else in the request is kept: a tool result
+ * whose call had malformed arguments is converted anew each time.
+ */
+export interface ChatConversions {
+  readonly messages: WeakMap<Message, ReadonlyArray<ChatMessage>>
+  readonly tools: WeakMap<ReadonlyArray<ToolSpec>, ReadonlyArray<ChatTool>>
+}
+
+export const chatConversions = (): ChatConversions => ({ messages: new WeakMap(), tools: new WeakMap() })
+
+const malformedCalls = (request: MessagesRequest): Map<string, { name: string; raw: string }> => {
   // Calls whose input is not an object: their results get the invalid-arguments message.
   const malformed = new Map<string, { name: string; raw: string }>()
   for (const message of request.messages) {
@@ -122,28 +136,56 @@ export const toChatRequest = (request: MessagesRequest, tokenField: TokenField =
       }
     }
   }
+  return malformed
+}
+
+/** Whether a user message's conversion reads the request's malformed calls. */
+const readsMalformed = (message: Message, malformed: ReadonlyMap<string, unknown>): boolean =>
+  malformed.size > 0 && typeof message.content !== "string" &&
+  message.content.some((block) => block.type === "tool_result" && block.is_error === true && malformed.has(block.tool_use_id))
+
+const chatTools = (tools: ReadonlyArray<ToolSpec>): ReadonlyArray<ChatTool> =>
+  tools.map((tool): ChatTool => ({
+    type: "function",
+    function: { name: tool.name, description: tool.description, parameters: tool.input_schema }
+  }))
+
+export const toChatRequest = (
+  request: MessagesRequest,
+  tokenField: TokenField = "max_tokens",
+  kept: ChatConversions = chatConversions()
+): ChatRequest => {
+  const malformed = malformedCalls(request)
+  const convert = (message: Message): ReadonlyArray<ChatMessage> =>
+    message.role === "assistant" ? [assistantMessage(message.content)] : userMessages(message.content, malformed)
   const system = systemText(request.system)
-  const messages: Array<ChatMessage> = [
-    // Cache breakpoints (cache_control) are Anthropic's: this wire drops them.
-    ...(system !== undefined ? [{ role: "system" as const, content: system }] : []),
-    ...request.messages.flatMap((message) =>
-      message.role === "assistant" ? [assistantMessage(message.content)] : userMessages(message.content, malformed)
-    )
-  ]
+  const messages: Array<ChatMessage> = []
+  // Cache breakpoints (cache_control) are Anthropic's: this wire drops them.
+  if (system !== undefined) messages.push({ role: "system", content: system })
+  for (const message of request.messages) {
+    if (readsMalformed(message, malformed)) {
+      messages.push(...convert(message))
+      continue
+    }
+    let converted = kept.messages.get(message)
+    if (converted === undefined) {
+      converted = convert(message)
+      kept.messages.set(message, converted)
+    }
+    messages.push(...converted)
+  }
   const tools = request.tools ?? []
+  let specs = kept.tools.get(tools)
+  if (specs === undefined) {
+    specs = chatTools(tools)
+    kept.tools.set(tools, specs)
+  }
   return {
     model: request.model,
     ...(tokenField === "max_tokens" ? { max_tokens: request.max_tokens } : { max_completion_tokens: request.max_tokens }),
     messages,
     // An empty list is an invalid request for OpenAI: no tools means no key.
-    ...(tools.length > 0
-      ? {
-        tools: tools.map((tool): ChatTool => ({
-          type: "function",
-          function: { name: tool.name, description: tool.description, parameters: tool.input_schema }
-        }))
-      }
-      : {})
+    ...(tools.length > 0 ? { tools: specs } : {})
   }
 }
 

@@ -39,6 +39,7 @@ import {
 import type { MissingSetting } from "../config/MissingSetting.js"
 import * as Secrets from "../config/Secrets.js"
 import { isJsonObject } from "../runtime/Json.js"
+import * as KeptJson from "../runtime/KeptJson.js"
 import {
   type AnswerReading,
   type AttemptFailure,
@@ -50,7 +51,7 @@ import * as ModelList from "./ModelList.js"
 import { type HttpAnswer, postJson } from "./PostJson.js"
 import { assembly, streamingRequest } from "./ChatStream.js"
 import { eventsOf, postForEvents } from "./SseResponse.js"
-import { decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
+import { type ChatRequest, chatConversions, decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
 import * as TokenField from "./TokenField.js"
 import * as Tracing from "../runtime/Tracing.js"
 import { Model, OpenAiApiKey, OpenAiBaseUrl } from "../config/settings/Brain.js"
@@ -189,6 +190,11 @@ export const make = (
       }
     })
 
+    // Each history message and tool spec converted once (ChatConversions), its JSON written once (KeptJson).
+    const conversions = chatConversions()
+    const requestJson = KeptJson.make()
+    const chatBody = (request: ChatRequest): string => requestJson(request) ?? JSON.stringify(request)
+
     /** How one kind of call goes on the wire: its post, its body, what it makes of an answer. */
     interface Way<A, R = never> {
       readonly post: (body: string) => Effect.Effect<HttpAnswer, HttpClientError.HttpClientError | BrainError, R>
@@ -200,7 +206,7 @@ export const make = (
 
     const whole: Way<MessagesResponse> = {
       post: (body) => postJson(client, url, headers, body),
-      bodyOf: (request, field) => JSON.stringify(toChatRequest(request, field)),
+      bodyOf: (request, field) => chatBody(toChatRequest(request, field, conversions)),
       answered: (judge) => judge
     }
 
@@ -216,7 +222,7 @@ export const make = (
     const streamed: Way<Stream.Stream<BrainEvent, BrainError>, Scope.Scope> = {
       post: (body) =>
         postForEvents(client, url, headers, body, config.timeout, words, () => assembly(decodeStreamed, scrub)),
-      bodyOf: (request, field) => JSON.stringify(streamingRequest(toChatRequest(request, field))),
+      bodyOf: (request, field) => chatBody(streamingRequest(toChatRequest(request, field, conversions))),
       answered: (judge) => (answer, nowMillis, after) => {
         const events = eventsOf(answer)
         if (events === undefined) return Effect.map(judge(answer, nowMillis, after), (response) => Stream.make(answerEvent(response)))
