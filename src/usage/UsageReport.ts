@@ -56,27 +56,43 @@ const costOf = (table: PriceTable, model: string, t: Omit<Totals, "cost" | "requ
     t.cache_write * price.cache_write + t.cache_read * price.cache_read) / 1_000_000
 }
 
-export const report = (
-  lines: ReadonlyArray<UsageLine>,
-  skipped: number,
-  table: PriceTable,
-  since: string | undefined,
-  until?: string | undefined
-): Report => {
-  const groups = new Map<string, { day: string; model: string; requests: number; input: number; output: number; cache_write: number; cache_read: number }>()
+/** One day's and model's sums, before pricing: what `report` groups a ledger into (the cluster's SQL groups its rows alike). */
+export interface Group {
+  readonly day: string
+  readonly model: string
+  readonly requests: number
+  readonly input: number
+  readonly output: number
+  readonly cache_write: number
+  readonly cache_read: number
+}
+
+/** The ledger's lines of the period (days of `at`, UTC, both ends included) summed per day and model. */
+export const groups = (lines: ReadonlyArray<UsageLine>, since: string | undefined, until: string | undefined): Array<Group> => {
+  const byKey = new Map<string, { day: string; model: string; requests: number; input: number; output: number; cache_write: number; cache_read: number }>()
   for (const line of lines) {
     const day = line.at.slice(0, 10)
     if ((since !== undefined && day < since) || (until !== undefined && day > until)) continue
     const key = `${day}\u0000${line.model}`
-    const group = groups.get(key) ?? { day, model: line.model, requests: 0, input: 0, output: 0, cache_write: 0, cache_read: 0 }
+    const group = byKey.get(key) ?? { day, model: line.model, requests: 0, input: 0, output: 0, cache_write: 0, cache_read: 0 }
     group.requests++
     group.input += line.input
     group.output += line.output
     group.cache_write += line.cache_write
     group.cache_read += line.cache_read
-    groups.set(key, group)
+    byKey.set(key, group)
   }
-  const rows = [...groups.values()]
+  return [...byKey.values()]
+}
+
+/** The report of a period's groups (any order: sorted by day, then model), priced from `table`. */
+export const reportOfGroups = (
+  grouped: ReadonlyArray<Group>,
+  skipped: number,
+  table: PriceTable,
+  since: string | undefined
+): Report => {
+  const rows = [...grouped]
     .sort((a, b) => a.day < b.day ? -1 : a.day > b.day ? 1 : a.model < b.model ? -1 : a.model > b.model ? 1 : 0)
     .map((group): Row => ({ ...group, cost: costOf(table, group.model, group) }))
   const sum = (pick: (row: Row) => number) => rows.reduce((total, row) => total + pick(row), 0)
@@ -101,6 +117,14 @@ export const report = (
     skipped
   }
 }
+
+export const report = (
+  lines: ReadonlyArray<UsageLine>,
+  skipped: number,
+  table: PriceTable,
+  since: string | undefined,
+  until?: string | undefined
+): Report => reportOfGroups(groups(lines, since, until), skipped, table, since)
 
 const dollars = (cost: number | null): string => cost === null ? "no price" : `$${cost.toFixed(4)}`
 

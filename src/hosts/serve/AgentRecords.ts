@@ -26,7 +26,7 @@ export const HISTORY_LIMIT_MAX = 200
 export const HISTORY_LIMIT_DEFAULT = 50
 
 export interface HistoryEntryAt {
-  /** Where the line starts in history.jsonl: give it as `before` for the entries older than this one. */
+  /** Where the line starts in history.jsonl (the cluster: the row's sequence number): give it as `before` for the entries older than this one. */
   readonly at: number
   readonly role: "user" | "assistant"
   readonly content: string
@@ -104,22 +104,27 @@ export const usageOfAll = (
       const report = usageOf(directoryOf(id), prices, period)
       if (Result.isSuccess(report)) rows.push(...UsageReport.perDay(id, report.success))
     }
-    const sum = (pick: (row: UsageReport.AgentDay) => number) => rows.reduce((total, row) => total + pick(row), 0)
-    const unpriced = rows.some((row) => row.cost === null)
-    return {
-      since: period.since ?? null,
-      until: period.until ?? null,
-      rows,
-      total: {
-        requests: sum((row) => row.requests),
-        input: sum((row) => row.input),
-        output: sum((row) => row.output),
-        cache_write: sum((row) => row.cache_write),
-        cache_read: sum((row) => row.cache_read),
-        cost: unpriced ? null : sum((row) => row.cost ?? 0)
-      }
-    }
+    return allUsageOf(period, rows)
   })
+
+/** The answer of `usageAll` for the rows of a period (per agent and day, by agent id then day): the rows and their total. */
+export const allUsageOf = (period: Period, rows: ReadonlyArray<UsageReport.AgentDay>): AllUsage => {
+  const sum = (pick: (row: UsageReport.AgentDay) => number) => rows.reduce((total, row) => total + pick(row), 0)
+  const unpriced = rows.some((row) => row.cost === null)
+  return {
+    since: period.since ?? null,
+    until: period.until ?? null,
+    rows,
+    total: {
+      requests: sum((row) => row.requests),
+      input: sum((row) => row.input),
+      output: sum((row) => row.output),
+      cache_write: sum((row) => row.cache_write),
+      cache_read: sum((row) => row.cache_read),
+      cost: unpriced ? null : sum((row) => row.cost ?? 0)
+    }
+  }
+}
 
 export interface MemoryText {
   /** The soul the agent speaks with: its own soul.md, else the host's, else the built-in persona. */
@@ -139,8 +144,17 @@ export const memoryOf = (directory: string, hostSoul: FallbackSoul.Reader): Resu
   if (Result.isFailure(own)) return Result.fail(own.failure)
   const summary = read(path.join(directory, "summary.md"))
   if (Result.isFailure(summary)) return Result.fail(summary.failure)
-  const soul = own.success?.trim() ? Result.succeed(own.success) : Result.mapError(hostSoul(), (error) => error.message)
-  return Result.map(soul, (text) => ({ soul: text, summary: summary.success ?? "" }))
+  return memoryTextOf(own.success, summary.success, hostSoul)
+}
+
+/** The soul and summary of an agent whose own soul and summary are these (absent: none), as `memoryOf` answers them. */
+export const memoryTextOf = (
+  own: string | null | undefined,
+  summary: string | null | undefined,
+  hostSoul: FallbackSoul.Reader
+): Result.Result<MemoryText, string> => {
+  const soul = own?.trim() ? Result.succeed(own) : Result.mapError(hostSoul(), (error) => error.message)
+  return Result.map(soul, (text) => ({ soul: text, summary: summary ?? "" }))
 }
 
 /** What a host answers of its agents' records, each agent named by a raw id (refused as the host refuses it). */
