@@ -19,6 +19,7 @@ import * as SqlAgentMemory from "./SqlAgentMemory.js"
 import * as Memory from "../../memory/Memory.js"
 import * as AgentId from "../serve/AgentId.js"
 import * as AgentSchedules from "../serve/AgentSchedules.js"
+import * as ClusterRecords from "./ClusterRecords.js"
 import * as ClusterSchedules from "./ClusterSchedules.js"
 import * as TurnReads from "./TurnReads.js"
 import * as TurnWrites from "./TurnWrites.js"
@@ -26,6 +27,7 @@ import * as AgentStatus from "../serve/AgentStatus.js"
 import { HostError } from "../serve/HostError.js"
 import * as FallbackSoul from "../../memory/FallbackSoul.js"
 import { AgentConfig as AgentConfigSettings, type AgentConfig } from "../../config/AgentConfig.js"
+import { BUILT_IN, type PriceTable } from "../../usage/Prices.js"
 
 export interface AgentParts {
   /** The agent's memory store: what Agent.makeFromPorts builds its agent and compactor on, with the inbox, brain and claws. */
@@ -52,6 +54,8 @@ export interface AgentStoreService {
   readonly page: (page: AgentStatus.ListPage, isRunning: (id: string) => boolean) => Effect.Effect<AgentStatus.AgentList, HostError>
   /** The agent's schedule with its last and next runs (its row of planckclaw_schedules); absent: the host answers 503. */
   readonly schedules?: (id: AgentId.AgentId) => Effect.Effect<AgentSchedules.ScheduleList, HostError>
+  /** Its history pages, usage, soul and summary, read from the database (ClusterRecords); absent: the host answers 503. */
+  readonly records?: ClusterRecords.ClusterRecords
 }
 
 export class AgentStore extends Context.Service<AgentStore, AgentStoreService>()("planckclaw/cluster/AgentStore") {}
@@ -66,6 +70,8 @@ export const postgres = (options: {
   readonly where: string
   readonly defaultSoulFile: string
   readonly provider: ConfigProvider.ConfigProvider
+  /** The price table the usage routes price the ledgers with (PLANCKCLAW_PRICES over the built-in one); the built-in one by default. */
+  readonly prices?: PriceTable | undefined
   readonly sql: SqlClient.SqlClient
   /** The runner's one session for compaction locks, shared by all its agents (SqlCompactionLocks). */
   readonly compactionLocks: CompactionLocksService
@@ -141,7 +147,8 @@ export const postgres = (options: {
         Effect.mapError(databaseError("listing the agents"))
       ),
     schedules: (id) =>
-      Effect.mapError(AgentSchedules.listOf(ClusterSchedules.sqlStore(sql, id)), (error) => unavailable(id, error.message))
+      Effect.mapError(AgentSchedules.listOf(ClusterSchedules.sqlStore(sql, id)), (error) => unavailable(id, error.message)),
+    records: ClusterRecords.make({ sql, prices: options.prices ?? BUILT_IN, hostSoul: fallbackSoul })
   }
 }
 

@@ -17,6 +17,7 @@ import { SqlError } from "effect/sql/SqlError"
 import { describe } from "../../memory/sql/SqlResilience.js"
 import * as Turn from "../../agent/Turn.js"
 import * as AgentHost from "../serve/AgentHost.js"
+import type * as AgentRecords from "../serve/AgentRecords.js"
 import type { HostError } from "../serve/HostError.js"
 import * as HostMessage from "../serve/HostMessage.js"
 import * as IdempotencyStore from "../serve/IdempotencyStore.js"
@@ -155,8 +156,8 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
       Effect.flatMap(parseId(raw), (id) =>
         Effect.flatMap(store.exists(id), (found) => found ? Effect.succeed(id) : refuse("not-found", `no agent ${id}`, id)))
 
-    // Read from the agent's row of planckclaw_schedules (AgentStore), where the store has one.
-    const { schedules } = store
+    // Read from the database (the agent's row of planckclaw_schedules, ClusterRecords), where the store has one.
+    const { records, schedules } = store
 
     const compact = (raw: string) =>
       Effect.flatMap(existing(raw), (id) =>
@@ -173,7 +174,14 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
       list: (page) => store.page(page, (id) => running.has(id)),
       get: (raw) => Effect.flatMap(existing(raw), (id) => store.status(id, running.has(id))),
       compact,
-      ...(schedules === undefined ? {} : { schedules: (raw: string) => Effect.flatMap(existing(raw), schedules) })
+      ...(schedules === undefined ? {} : { schedules: (raw: string) => Effect.flatMap(existing(raw), schedules) }),
+      ...(records === undefined ? {} : {
+        history: (raw: string, page: { readonly before?: number | undefined; readonly limit: number }) =>
+          Effect.flatMap(existing(raw), (id) => records.history(id, page)),
+        usage: (raw: string, period: AgentRecords.Period) => Effect.flatMap(existing(raw), (id) => records.usage(id, period)),
+        memory: (raw: string) => Effect.flatMap(existing(raw), records.memory),
+        usageAll: records.usageAll
+      })
     } satisfies AgentHost.AgentHostService
   })
 

@@ -41,6 +41,7 @@ import * as Schedule from "effect/Schedule"
 import type { Brain } from "../../ports/Brain.js"
 import type { Claws } from "../../ports/Claws.js"
 import * as Logging from "../../runtime/Logging.js"
+import * as Prices from "../../usage/Prices.js"
 import * as SqlCompactionLocks from "../../memory/sql/SqlCompactionLocks.js"
 import * as SqlMigrations from "../../memory/sql/SqlMigrations.js"
 import { describe } from "../../memory/sql/SqlResilience.js"
@@ -128,8 +129,11 @@ export const postgresStoreLayer = (config: ClusterConfig) =>
       yield* SqlMigrations.run.pipe(
         Effect.mapError((error) => new ClusterStartError({ message: `cannot prepare the memory tables: ${error.message}` }))
       )
+      // Read once, as `serve` reads it: a table that cannot be used stops the start, naming PLANCKCLAW_PRICES.
+      const prices = yield* Prices.PricesConfig.pipe(Effect.mapError((error) => new ClusterStartError({ message: error.message })))
       return AgentStore.postgres({
         where: describeUrl(config.databaseUrl),
+        prices,
         defaultSoulFile: path.join(host.defaultDir, "soul.md"),
         provider: yield* ConfigProvider.ConfigProvider,
         sql: yield* SqlClient.SqlClient,

@@ -25,7 +25,7 @@ export interface CompactResult {
   readonly summaryBytes: number
 }
 
-/** The records (history pages, usage, soul and summary) are absent from the cluster's host; its schedules are read from the database. */
+/** The records (history pages, usage, soul and summary, schedules): read from the files by `serve`'s host, from the database by the cluster's (ClusterRecords); a host without them answers 503. */
 export interface AgentHostService extends Partial<AgentRecords.Records> {
   readonly directory: string
   /**

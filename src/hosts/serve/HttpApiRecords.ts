@@ -23,8 +23,8 @@ const historyLimit = once("limit").check(Schema.makeFilter((raw) => {
 }, { description: `Exchanges in the page: 1 to ${HISTORY_LIMIT_MAX} (default ${HISTORY_LIMIT_DEFAULT})`, toJsonSchema: () => ({ pattern: "^[0-9]{1,4}$" }) }))
 
 const before = once("before").check(Schema.makeFilter(
-  (raw) => /^\d{1,15}$/.test(raw) || `before must be a byte offset (the \`next\` of the page before), got ${JSON.stringify(raw.slice(0, 40))}`,
-  { description: "The `next` of the previous page: the entries that start before this byte of history.jsonl", toJsonSchema: () => ({ pattern: "^[0-9]{1,15}$" }) }
+  (raw) => /^\d{1,15}$/.test(raw) || `before must be the \`next\` of a page (a whole number), got ${JSON.stringify(raw.slice(0, 40))}`,
+  { description: "The `next` of the previous page: the entries before that position", toJsonSchema: () => ({ pattern: "^[0-9]{1,15}$" }) }
 ))
 
 const day = (name: string) =>
@@ -41,7 +41,9 @@ export const HistoryQuery = Schema.Struct({ before: Schema.optionalKey(before), 
 
 export const HistoryPage = Schema.Struct({
   entries: Schema.Array(Schema.Struct({
-    at: Schema.Int.annotate({ description: "Where the line starts in history.jsonl" }),
+    at: Schema.Int.annotate({
+      description: "The entry's position, to give as `before` (opaque: a byte offset of history.jsonl in `serve`, a row's sequence number with --cluster)"
+    }),
     role: Schema.Literals(["user", "assistant"]),
     content: Schema.String
   })).annotate({ description: "Newest first" }),

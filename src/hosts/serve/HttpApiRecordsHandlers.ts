@@ -1,7 +1,7 @@
 /**
  * The records routes (HttpApiRecords): an agent's history pages and the
  * usage ledgers, read by the host without starting the agent. A host that
- * keeps no such records (the cluster's) answers 503 naming the route.
+ * keeps no such records (an AgentHost made without them) answers 503 naming the route.
  */
 import * as Effect from "effect/Effect"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
@@ -11,7 +11,7 @@ import { Api } from "./HttpApiDefinition.js"
 import * as Errors from "./HttpApiErrors.js"
 
 const notKept = (what: string) =>
-  Effect.fail(new Errors.ServiceUnavailable({ error: "unavailable", message: `this host (--cluster) does not serve ${what} yet` }))
+  Effect.fail(new Errors.ServiceUnavailable({ error: "unavailable", message: `this host does not serve ${what}` }))
 
 export const group = HttpApiBuilder.group(Api, "records", Effect.fnUntraced(function*(handlers) {
   const host = yield* AgentHost

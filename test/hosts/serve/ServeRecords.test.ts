@@ -119,7 +119,7 @@ describe("serve's usage ledgers and history pages (built command)", () => {
 
       for (const [query, message] of [
         ["limit=0", "limit must be an integer from 1 to 200"],
-        ["before=-1", "before must be a byte offset"],
+        ["before=-1", "before must be the `next` of a page"],
         ["page=2", "unknown query parameter"]
       ] as const) {
         const refused = yield* getJson(serve.base, `/v1/agents/carol/history?${query}`)
