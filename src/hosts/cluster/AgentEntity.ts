@@ -4,8 +4,10 @@
  * the turn's outcome; it is `Persisted`: the cluster stores the message in
  * PostgreSQL before it is processed, and a runner that dies leaves it to the
  * runner that takes the shard over. Messages to one entity are handled one
- * at a time, in order (concurrency 1). The entity is released after
- * PLANCKCLAW_AGENT_IDLE without a message.
+ * at a time, in order. `Cancel` cancels the turn of a message under an
+ * Idempotency-Key, running or waiting its turn, as `serve` does
+ * (TurnCancels). The entity is released after PLANCKCLAW_AGENT_IDLE without
+ * a message.
  *
  * Each message carries a `key`, chosen by the sender: `idem:<Idempotency-Key>`
  * when the caller gave one, else a fresh random one. It is the message's
@@ -40,6 +42,7 @@ import * as ScheduleTool from "../../schedule/ScheduleTool.js"
 import * as AgentHost from "../serve/AgentHost.js"
 import * as AgentId from "../serve/AgentId.js"
 import * as IdempotencyStore from "../serve/IdempotencyStore.js"
+import * as TurnCancels from "../serve/TurnCancels.js"
 import { AgentStore } from "./AgentStore.js"
 import * as ClusterSchedules from "./ClusterSchedules.js"
 import { clusterInbox, TurnJournal } from "./TurnJournal.js"
@@ -103,7 +106,14 @@ export const CompactResult = Schema.Struct({
 
 export const Compact = Rpc.make("Compact", { success: CompactResult, error: Schema.Union([AgentUnavailable, CompactionRefused]) })
 
-export const Agent = Entity.make("Agent", [Send, Compact])
+/**
+ * Cancels the turn of the message sent under this Idempotency-Key, running
+ * or waiting its turn on the agent's runner (TurnCancels): whether there was
+ * one. Not persisted: it is for the messages there now.
+ */
+export const Cancel = Rpc.make("Cancel", { payload: { idempotencyKey: Schema.String }, success: Schema.Boolean })
+
+export const Agent = Entity.make("Agent", [Send, Compact, Cancel])
 
 /** The key a message is sent under (see the module's comment). */
 export const messageKey = (idempotencyKey: string | undefined): string =>
@@ -118,7 +128,7 @@ export const messageKey = (idempotencyKey: string | undefined): string =>
  */
 export const retryKey = (key: string, retry: number): string => retry === 0 ? key : `${key} retry ${retry}`
 
-/** The ids of the agents started on this runner. */
+/** The ids of the agents started on this runner (a Cancel alone does not start one). */
 export class RunningAgents extends Context.Service<RunningAgents, Set<string>>()("planckclaw/cluster/RunningAgents") {}
 
 const describe = (error: unknown) => error instanceof Error ? error.message : String(error)
@@ -130,7 +140,7 @@ interface StartedAgent {
 }
 
 /** One agent, built when its entity starts on this runner. */
-const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
+const startAgent = (id: AgentId.AgentId, brain: BrainService, cancels: TurnCancels.TurnCancels) =>
   Effect.gen(function*() {
     const store = yield* AgentStore
     const journal = yield* TurnJournal
@@ -176,13 +186,19 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService) =>
           reply: Option.map(decided, (value) => ({ text: value.reply, stored: value.stored }))
         }
         // The entity's reply is the delivery: the agent lets the message go once it is made.
-        const outcome = yield* agent.respond(pending)
+        const ran = yield* cancels.run(message.idempotencyKey, agent.respond(pending))
+        // None when cancelled (nothing stored, nothing decided) or for a blank message.
+        const outcome = Option.flatten(ran)
         yield* agent.delivered(pending, outcome)
-        const answered: Outcome = Option.match(outcome, {
-          // A blank message: no reply.
-          onNone: () => ({ reply: "", stored: false, request: IdempotencyStore.requestOf(message) }),
-          onSome: ({ reply, stored }) => ({ reply, stored, request: IdempotencyStore.requestOf(message) })
-        })
+        const request = IdempotencyStore.requestOf(message)
+        const answered: Outcome = Option.isNone(ran)
+          // Answered as `serve` answers a cancelled turn; ClusterHost keeps no such reply under the key.
+          ? { reply: TurnCancels.CANCELLED, stored: false, request }
+          : Option.match(outcome, {
+            // A blank message: no reply.
+            onNone: () => ({ reply: "", stored: false, request }),
+            onSome: ({ reply, stored }) => ({ reply, stored, request })
+          })
         return message.attempt === undefined ? answered : { ...answered, attempt: message.attempt }
       })
 
@@ -217,12 +233,16 @@ export const layer = Layer.unwrap(Effect.gen(function*() {
     Effect.gen(function*() {
       const address = yield* Entity.CurrentAddress
       const raw = address.entityId
-      running.add(raw)
       yield* Effect.addFinalizer(() => Effect.sync(() => running.delete(raw)))
       const scope = yield* Effect.scope
+      // One message at a time, in order, as the engine's `concurrency: 1` would take them, but taken
+      // inside each message's own fiber (Rpc.fork), where a message waiting for its turn is known,
+      // from its arrival to its answer, so a Cancel finds it (TurnCancels, by Idempotency-Key).
+      const oneAtATime = yield* Semaphore.make(1)
+      const cancels = TurnCancels.make()
       // Started by its first message, and by the next one after a start that failed: a database
       // that did not answer for a moment must not refuse the agent until its idle release.
-      // Messages come one at a time (concurrency 1), so no two starts overlap.
+      // Messages come one at a time, so no two starts overlap.
       let agent: StartedAgent | undefined
       const started = Effect.suspend(() => {
         if (agent !== undefined) return Effect.succeed(agent)
@@ -230,13 +250,14 @@ export const layer = Layer.unwrap(Effect.gen(function*() {
         return Effect.gen(function*() {
           // Its own scope, closed at once if the start fails, so a failed start holds nothing.
           const own = yield* Scope.fork(scope, "sequential")
-          const made = yield* startAgent(raw, limited).pipe(
+          const made = yield* startAgent(raw, limited, cancels).pipe(
             Scope.provide(own),
             Effect.onExit((exit) => Exit.isFailure(exit) ? Scope.close(own, exit) : Effect.void),
             Effect.mapError((error) => error instanceof AgentUnavailable ? error : new AgentUnavailable({ message: error.message })),
             Effect.tapError((refused) => Effect.logError(refused.message))
           )
           agent = made
+          running.add(raw)
           return made
         })
       })
@@ -244,13 +265,21 @@ export const layer = Layer.unwrap(Effect.gen(function*() {
       const refusedFor = (attempt: string | undefined) => (error: AgentUnavailable) =>
         attempt === undefined ? error : new AgentUnavailable({ message: error.message, attempt })
       return Agent.of({
-        Send: (envelope) =>
-          Effect.flatMap(started, (ready) => ready.send(envelope.payload)).pipe(
-            Effect.mapError(refusedFor(envelope.payload.attempt))
-          ),
-        Compact: () => Effect.flatMap(started, (ready) => ready.compact)
+        Send: ({ payload }) =>
+          Rpc.fork(Effect.suspend(() => {
+            const key = payload.idempotencyKey
+            if (key !== undefined) cancels.queued(key)
+            return oneAtATime.withPermit(Effect.flatMap(started, (ready) => ready.send(payload))).pipe(
+              Effect.ensuring(Effect.sync(() => key !== undefined && cancels.settled(key))),
+              Effect.mapError(refusedFor(payload.attempt))
+            )
+          })),
+        Compact: () => Rpc.fork(oneAtATime.withPermit(Effect.flatMap(started, (ready) => ready.compact))),
+        // Beside the messages: never waits for a turn, never starts the agent.
+        Cancel: ({ payload }) => Rpc.fork(cancels.cancel(payload.idempotencyKey))
       })
     }).pipe(Effect.annotateLogs("agent", "entity")),
-    { maxIdleTime: Duration.millis(Math.round(config.idleSeconds * 1000)), concurrency: 1 }
+    // Every message is forked (Rpc.fork) and takes `oneAtATime` itself.
+    { maxIdleTime: Duration.millis(Math.round(config.idleSeconds * 1000)) }
   )
 })).pipe(Layer.provideMerge(Layer.sync(RunningAgents, () => new Set<string>())))

@@ -21,6 +21,7 @@ import type * as AgentRecords from "../serve/AgentRecords.js"
 import type { HostError } from "../serve/HostError.js"
 import * as HostMessage from "../serve/HostMessage.js"
 import * as IdempotencyStore from "../serve/IdempotencyStore.js"
+import * as TurnCancels from "../serve/TurnCancels.js"
 import * as AgentEntity from "./AgentEntity.js"
 import { AgentStore } from "./AgentStore.js"
 
@@ -30,6 +31,9 @@ const databaseProblem = (error: { readonly cause?: unknown }): string =>
 
 // The refusals are AgentHost's, so serve and the cluster answer bad input alike.
 const { parseId, refuse } = AgentHost
+
+/** A reply that answers its attempt only, as `serve` keeps none under a key: a failure, a cancelled turn. */
+const notKept = (reply: string) => Turn.isFailureReply(reply) || reply === TurnCancels.CANCELLED
 
 /** How many times one Idempotency-Key answered with a failure is given a new turn (AgentEntity.retryKey). */
 export const MAX_RETRIES = 20
@@ -98,15 +102,15 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
       Effect.gen(function*() {
         for (let retry = 0;; retry++) {
           const result = yield* Effect.result(client(id).Send({ ...payload, key: AgentEntity.retryKey(payload.key, retry) }))
-          // Replies stored before `request` was kept cannot tell: they answer. A failure is no
+          // Replies stored before `request` was kept cannot tell: they answer. A failure or a cancel is no
           // answer to keep (as in serve): another message after it goes on to the next retry key.
-          const request = Result.isSuccess(result) && !Turn.isFailureReply(result.success.reply) ? result.success.request : undefined
+          const request = Result.isSuccess(result) && !notKept(result.success.reply) ? result.success.request : undefined
           if (payload.idempotencyKey !== undefined && request !== undefined && request !== IdempotencyStore.requestOf(payload)) {
             return yield* refuse("key-reused", IdempotencyStore.reusedKey(payload.idempotencyKey), id)
           }
           const answered = Result.match(result, {
             onFailure: (error) => error._tag === "AgentUnavailable" ? error.attempt : payload.attempt,
-            onSuccess: (outcome) => Turn.isFailureReply(outcome.reply) ? outcome.attempt : payload.attempt
+            onSuccess: (outcome) => notKept(outcome.reply) ? outcome.attempt : payload.attempt
           })
           const earlierFailure = payload.idempotencyKey !== undefined && answered !== payload.attempt
           if (!earlierFailure || retry === MAX_RETRIES) return yield* Effect.fromResult(result)
@@ -166,6 +170,18 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
           Effect.catch(clusterError(id))
         ))
 
+    /**
+     * The turn of the key's latest attempt, running or waiting its turn on
+     * the agent's runner (AgentEntity's Cancel): its sender is answered
+     * CANCELLED and nothing is stored, as in `serve`.
+     */
+    const cancel = (raw: string, key: string) =>
+      Effect.flatMap(existing(raw), (id) =>
+        client(id).Cancel({ idempotencyKey: key }).pipe(
+          Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
+          Effect.catch(clusterError(id))
+        ))
+
     return {
       directory: store.where,
       sendChecked,
@@ -174,6 +190,7 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
       list: (page) => store.page(page, (id) => running.has(id)),
       get: (raw) => Effect.flatMap(existing(raw), (id) => store.status(id, running.has(id))),
       compact,
+      cancel,
       ...(schedules === undefined ? {} : { schedules: (raw: string) => Effect.flatMap(existing(raw), schedules) }),
       ...(records === undefined ? {} : {
         history: (raw: string, page: { readonly before?: number | undefined; readonly limit: number }) =>

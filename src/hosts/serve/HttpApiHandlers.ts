@@ -176,7 +176,7 @@ const agents = (options: Options) =>
       .handle("get", ({ params }) => Effect.catch(host.get(params.id), Errors.fromHostAmong(Errors.GetErrors)))
       .handle("cancel", ({ headers, params }) =>
         host.cancel === undefined
-          ? Effect.fail(new Errors.ServiceUnavailable({ error: "unavailable", message: "this host (--cluster) cannot cancel a turn yet" }))
+          ? Effect.fail(new Errors.ServiceUnavailable({ error: "unavailable", message: "this host cannot cancel a turn" }))
           : Effect.catch(Effect.map(host.cancel(params.id, headers["idempotency-key"]), (cancelled) => ({ cancelled })), Errors.fromHostAmong(Errors.GetErrors)))
       .handle("compact", ({ params }) => Effect.catch(host.compact(params.id), Errors.fromHostAmong(Errors.CompactErrors)))
       // Raw: the body is read and decoded by readMessage (see the module comment).

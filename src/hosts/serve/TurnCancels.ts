@@ -18,6 +18,8 @@ export interface TurnCancels {
   readonly run: <A, E, R>(key: string | undefined, turn: Effect.Effect<A, E, R>) => Effect.Effect<Option.Option<A>, E, R>
   /** Cancels the turn of `key`: whether one was running or queued. */
   readonly cancel: (key: string) => Effect.Effect<boolean>
+  /** The message under `key` was answered, with its turn run or without (the cluster: its agent could not start). */
+  readonly settled: (key: string) => void
 }
 
 export const make = (): TurnCancels => {
@@ -51,6 +53,10 @@ export const make = (): TurnCancels => {
         asked ??= new Set()
         asked.add(key)
         return Effect.succeed(true)
-      })
+      }),
+    settled: (key) => {
+      queued?.delete(key)
+      asked?.delete(key)
+    }
   }
 }

@@ -24,15 +24,16 @@ export const HOST_SOUL = "You are the host's soul, for these tests."
 /**
  * Turns answered `echo TEXT` with token counts that grow with the text (so
  * agents' sums differ), compactions with a summary listing the user's
- * messages; the first "hold" is never answered (a turn held in its brain call).
+ * messages; the first call for a text starting with "hold" is never
+ * answered (a turn held in its brain call).
  */
 export const brain = (): AnthropicServer.Handler => {
-  let held = false
+  const held = new Set<string>()
   return (request) => {
     if (AnthropicServer.isCompaction(request)) return AnthropicServer.listingSummary(request)
     const said = AnthropicServer.lastUserText(request.body)
-    if (said === "hold" && !held) {
-      held = true
+    if (said.startsWith("hold") && !held.has(said)) {
+      held.add(said)
       return LoopbackHttp.hang
     }
     return LoopbackHttp.respond(200, {
@@ -89,12 +90,12 @@ export const onBoth = async <A>(hosts: ReadonlyArray<Host>, exchanges: (host: Ho
 
 /**
  * Both hosts for a test file, started in beforeAll and stopped in
- * afterAll; `onRunnerA` is an agent id the cluster places on its first
+ * afterAll; `onRunnerA` are agent ids the cluster places on its first
  * runner, so requests through the second are forwarded to it.
  */
 export const useBothHosts = (postgres: Effect.Effect<PostgresServer>) => {
   let scope: Scope.Closeable | undefined
-  const state: { hosts: ReadonlyArray<Host>; onRunnerA: string; url: string } = { hosts: [], onRunnerA: "", url: "" }
+  const state: { hosts: ReadonlyArray<Host>; onRunnerA: ReadonlyArray<string> } = { hosts: [], onRunnerA: [] }
   beforeAll(async () => {
     scope = Effect.runSync(Scope.make())
     const server = await Effect.runPromise(postgres)
@@ -132,8 +133,7 @@ export const useBothHosts = (postgres: Effect.Effect<PostgresServer>) => {
       yield* shardsSpread(server.url, 2)
       const candidates = Array.from({ length: 50 }, (_, n) => `held-${n}`)
       const placed = placement([a.runnerPort, b.runnerPort], candidates)
-      state.onRunnerA = candidates[placed.indexOf(a.runnerPort)]!
-      state.url = server.url
+      state.onRunnerA = candidates.filter((_, n) => placed[n] === a.runnerPort)
       const clusterHost: Host = {
         name: "serve --cluster",
         bases: [`http://127.0.0.1:${a.httpPort}`, `http://127.0.0.1:${b.httpPort}`],

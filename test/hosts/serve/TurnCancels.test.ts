@@ -31,4 +31,15 @@ describe("TurnCancels", () => {
       cancels.queued("c")
       expect(yield* cancels.run("c", Effect.succeed(2))).toEqual(Option.some(2))
     }))
+
+  it.effect("a message settled without its turn (its agent did not start) is no longer cancellable, and its key's next turn runs", () =>
+    Effect.gen(function*() {
+      const cancels = TurnCancels.make()
+      cancels.queued("d")
+      expect(yield* cancels.cancel("d")).toBe(true)
+      cancels.settled("d")
+      expect(yield* cancels.cancel("d")).toBe(false)
+      cancels.queued("d")
+      expect(yield* cancels.run("d", Effect.succeed(3))).toEqual(Option.some(3))
+    }))
 })
