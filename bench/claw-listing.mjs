@@ -64,14 +64,18 @@ for (const [tag, dist] of dists) {
   const FifoClaws = await importFrom(dist, "pipes/FifoClaws.js")
   const ScriptClaws = await importFrom(dist, "claws/ScriptClaws.js")
   const ServeClaws = await importFrom(dist, "pipes/ServeClaws.js")
+  const SpawnHelper = await importFrom(dist, "runtime/process/SpawnHelper.js")
+  const { Layer } = await import("effect")
+  // The claws start their scripts through the spawn helper, one for the bench's scope.
+  const helper = await build(Layer.build(SpawnHelper.layer))
   const instant = await build(FifoClaws.make({ paths: externalPair() }))
   const shippedPair = fifoPair()
-  const scripts = await build(ScriptClaws.makeWatched({
+  const scripts = await build(Effect.provideContext(ScriptClaws.makeWatched({
     directory: clawsDir,
     timeout: Duration.seconds(30),
     outputMax: 16_384,
     withheldSecrets: []
-  }))
+  }), helper))
   await build(Effect.forkScoped(ServeClaws.serveClaws(scripts, shippedPair)))
   const shipped = await build(FifoClaws.make({ paths: shippedPair }))
   const expectTools = (least) => (catalog) => {
@@ -125,5 +129,12 @@ for (let k = 0; k < variants.length; k++) {
 }
 
 await Effect.runPromise(Scope.close(scope, Exit.void))
-for (const child of children) child.kill("SIGTERM")
+// The work directory goes once the claws have exited, so none writes into it while it is removed.
+await Promise.all(children.map((child) =>
+  new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    child.once("exit", resolve)
+    child.kill("SIGTERM")
+  })
+))
 work.remove()

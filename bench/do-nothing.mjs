@@ -99,7 +99,13 @@ onFrames(lines, "\n", (line) => {
   queue = queue.then(() => turn(channel, text))
 })
 
+// Exits once its bridges have, so its bench removes the run directory with nothing left running in it.
 process.on("SIGTERM", () => {
-  for (const child of children) child.kill("SIGTERM")
-  process.exit(0)
+  Promise.all(children.map((child) =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve()
+      child.once("exit", resolve)
+      child.kill("SIGTERM")
+    })
+  )).then(() => process.exit(0))
 })
