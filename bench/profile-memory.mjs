@@ -34,12 +34,13 @@ const nowUs = () => Number(process.hrtime.bigint() / 1000n)
 
 const child = async ({ dist, turns, memoryDir, stub, alloc }) => {
   const load = (file) => import(pathToFileURL(distFile(dist, file)).href)
-  const { ConfigProvider, Effect, Layer, Logger, LogLevel, Queue } = await import("effect")
+  const { ConfigProvider, Effect, Layer, Queue, References } = await import("effect")
   const Agent = await load("agent/Agent.js")
   const Intake = await load("agent/Intake.js")
   const MemoryHold = await load("memory/MemoryHold.js")
   const { Brain } = await load("ports/Brain.js")
   const ScriptClaws = await load("claws/ScriptClaws.js")
+  const SpawnHelper = await load("runtime/process/SpawnHelper.js")
   const InMemoryInteract = await load("interact/InMemoryInteract.js")
   const Logging = await load("runtime/Logging.js")
   const { COMPACTION_SYSTEM } = await load("agent/Prompt.js")
@@ -107,7 +108,7 @@ const child = async ({ dist, turns, memoryDir, stub, alloc }) => {
     const interact = yield* InMemoryInteract.make
     const provider = ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_DIR", memoryDir], ["PLANCKCLAW_MODEL", "bench-model"], ["CLAWS_DIR", clawsDir]])), { preserveEmptyStrings: true })
     const layer = (stub ? Agent.layer.pipe(Layer.provideMerge(stubMemory())) : Layer.merge(Agent.layerWithMemory, MemoryHold.layer)).pipe(
-      Layer.provide(Layer.merge(Layer.succeed(Brain, brain), stub ? stubClaws : ScriptClaws.layer)),
+      Layer.provide(Layer.merge(Layer.succeed(Brain, brain), stub ? stubClaws : ScriptClaws.layer.pipe(Layer.provide(SpawnHelper.layer)))),
       Layer.provideMerge(InMemoryInteract.layer(interact)),
       Layer.provide(ConfigProvider.layer(provider))
     )
@@ -145,7 +146,7 @@ const child = async ({ dist, turns, memoryDir, stub, alloc }) => {
       heapGrowthMb: (globalThis.gc?.(), v8.getHeapStatistics().used_heap_size - heapBefore) / 1024 / 1024,
       allocation
     }
-  })).pipe(Effect.provide(Layer.merge(Logging.layer(false), Logger.minimumLogLevel(LogLevel.Warning))))
+  })).pipe(Effect.provide(Layer.merge(Logging.layer(false), Layer.succeed(References.MinimumLogLevel, "Warn"))))
   process.send(await Effect.runPromise(program))
 }
 
