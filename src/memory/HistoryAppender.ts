@@ -115,6 +115,29 @@ export const make = (
       })
     })
 
+  /**
+   * No ledger yet (a new agent's first exchange): made by its first record,
+   * appended, not written whole through a temporary file (one new inode
+   * fewer). A torn line reads as no ledger, as a torn last line is skipped.
+   * Undefined when the file was made meanwhile: it is then written whole.
+   */
+  const startLedger = (next: Ledger.Ledger, record: string): Result.Result<void, SafeFile.MemoryFileError> | undefined => {
+    closeHeld(ledgerFd)
+    ledgerFd = undefined
+    ledgerCache = undefined
+    const opened = heldFor(paths.ledger, undefined, undefined)
+    if (Result.isFailure(opened)) return Result.fail(opened.failure)
+    const bytes = Buffer.from(record, "utf8")
+    const { fd, ino, stat } = opened.success
+    const written = (stat?.size ?? 0) === 0 ? SafeFile.appendAll(fd, paths.ledger, bytes, 0) : undefined
+    if (written === undefined || Result.isFailure(written)) closeHeld(opened.success)
+    else {
+      ledgerFd = { fd, ino }
+      ledgerCache = { seen: { ino, size: bytes.length, mtimeMs: undefined, ctimeMs: undefined }, ledger: next, endsWithNewline: true, lines: 2 }
+    }
+    return written
+  }
+
   /** Names [start, end) of history for `key` before it is written: one appended line, or the whole ledger anew now and then. */
   const noteAhead = (
     ledger: Ledger.Ledger,
@@ -126,6 +149,10 @@ export const make = (
   ): Result.Result<void, SafeFile.MemoryFileError> => {
     const next = Ledger.record(ledger, inode, key, start, end)
     const cache = ledgerCache
+    if (stat === undefined && ledger === Ledger.empty) {
+      const made = startLedger(next, Ledger.encodeRecord(inode, key, start, end))
+      if (made !== undefined) return made
+    }
     if (cache === undefined || stat === undefined || cache.lines > 2 * Ledger.KEEP || ledger.inode !== inode) {
       // Absent, grown long, or about another history file: written whole, through a rename.
       closeHeld(ledgerFd)

@@ -61,14 +61,31 @@ describe("an exchange is known by its journal key, not its text", () => {
       const { directory, memory, read } = yield* setup()
       yield* memory.append(exchange("hi", "hello"), { exchange: "k1" })
       // The ledger names k2's range first; the crash comes before history gets it.
+      // As the agent names a range ahead: one record line appended to the ledger.
       const ledgerFile = path.join(directory, ".history-ledger.json")
-      const ledger = JSON.parse(read(".history-ledger.json")) as { inode: number; exchanges: Array<object> }
-      const size = fs.statSync(path.join(directory, "history.jsonl")).size
+      const { ino: inode, size } = fs.statSync(path.join(directory, "history.jsonl"))
       const bytes = Buffer.byteLength(line("user", "hi") + line("assistant", "hello"))
-      fs.writeFileSync(ledgerFile, JSON.stringify({ ...ledger, exchanges: [...ledger.exchanges, { key: "k2", start: size, end: size + bytes }] }))
+      expect(read(".history-ledger.json")).toContain(`"key":"k1"`)
+      fs.appendFileSync(ledgerFile, `${JSON.stringify({ inode, key: "k2", start: size, end: size + bytes })}\n`)
       yield* memory.append(exchange("hi", "hello"), { exchange: "k2" })
       yield* memory.append(exchange("hi", "hello"), { exchange: "k2" })
       expect(read("history.jsonl")).toBe((line("user", "hi") + line("assistant", "hello")).repeat(2))
+    }))
+
+  it.effect("a new ledger starts as its first record; a crash that tore it leaves the exchange appended once", () =>
+    Effect.gen(function*() {
+      const first = yield* setup()
+      yield* first.memory.append(exchange("hi", "hello"), { exchange: "k1" })
+      const { ino: inode } = fs.statSync(path.join(first.directory, "history.jsonl"))
+      const bytes = Buffer.byteLength(line("user", "hi") + line("assistant", "hello"))
+      // Appended, not written whole through a temporary file: the record line alone.
+      expect(first.read(".history-ledger.json")).toBe(`${JSON.stringify({ inode, key: "k1", start: 0, end: bytes })}\n`)
+      expect(fs.readdirSync(first.directory).filter((name) => name.endsWith(".tmp"))).toEqual([])
+      // A crash in the middle of that first write: the torn line names nothing.
+      const torn = yield* setup({ ".history-ledger.json": `{"inode":${inode},"key":"k1","sta` })
+      yield* torn.memory.append(exchange("hi", "hello"), { exchange: "k1" })
+      yield* torn.memory.append(exchange("hi", "hello"), { exchange: "k1" })
+      expect(torn.read("history.jsonl")).toBe(line("user", "hi") + line("assistant", "hello"))
     }))
 
   it.effect("a compaction moves the ledger with the lines it keeps: a replay after it stores nothing twice", () =>

@@ -100,8 +100,9 @@ describe("AgentHost under load", () => {
       expect(yield* Effect.forEach(ids, (id) => Effect.map(agents.get(id), (info) => info.state))).toEqual(ids.map(() => "running"))
       const kept = openUnder(path.join(root, "agents"))
       expect(holders(kept).length).toBe(5)
-      // History, the inbox journal and usage.jsonl (a first exchange writes the ledger whole, through a rename).
+      // History, its ledger (made by its first record, appended), the inbox journal and usage.jsonl.
       expect(kept.map((file) => path.basename(file)).sort()).toEqual([
+        ...Array(5).fill(".history-ledger.json"),
         ...Array(5).fill(".inbox.jsonl"),
         ...Array(5).fill("history.jsonl"),
         ...Array(5).fill("usage.jsonl")
