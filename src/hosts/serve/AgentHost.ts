@@ -43,9 +43,6 @@ import { HostConfig } from "./HostConfig.js"
 import * as HostMessage from "./HostMessage.js"
 import * as OpenFiles from "./OpenFiles.js"
 import * as TurnStream from "./TurnStream.js"
-import { numberOf } from "../../config/ConfigRange.js"
-import { McpServersMax } from "../../config/settings/Serve.js"
-import * as ScriptClaws from "../../claws/ScriptClaws.js"
 import * as McpPool from "./McpPool.js"
 import * as FallbackSoul from "../../memory/FallbackSoul.js"
 
@@ -65,14 +62,8 @@ const ACCEPTS_AT_ONCE = 8
 
 export type { SendOptions } from "./HostMessage.js"
 
-/** The pool of the agents' own MCP servers, under the claws' limits (cheap: the MCP client loads with a first server). */
-const makeMcpPool = Effect.gen(function*() {
-  const claws = yield* ScriptClaws.ScriptsConfig
-  return yield* McpPool.make({
-    capacity: yield* numberOf(McpServersMax),
-    connection: { timeout: claws.timeout, outputMax: claws.outputMax, withheldSecrets: claws.withheldSecrets, logDown: true }
-  })
-})
+/** The pool of the agents' own MCP servers (cheap: the MCP client loads with a first server). */
+const makeMcpPool = McpPool.fromSettings({ logDown: true })
 
 export const make = Effect.gen(function*() {
   const config = yield* HostConfig

@@ -55,32 +55,62 @@ const clawsOf = (connections: ReadonlyMap<string, Connection>, problems: Readonl
     : Effect.map(Effect.promise(() => import("../../claws/mcp/McpClaws.js")), (McpClaws) =>
       McpClaws.fromConnections(connections, problems))
 
+/** What an agent's own mcp.json gives it, its servers held for the caller's scope. */
+export interface OwnServers {
+  /** The file as read: its servers, and its refused entries (with the file and the reason). */
+  readonly config: McpConfig.McpServers
+  /** Every name the file gives: each replaces the home's server of that name, even one refused here (the agent asked for its own). */
+  readonly names: ReadonlySet<string>
+  /** The servers held, by their name in the file. */
+  readonly connections: ReadonlyMap<string, Connection>
+  /** The servers the pool refused (past its bound), with the file and why. */
+  readonly refused: ReadonlyArray<ToolProblem>
+  /** Their tools, the file's problems and the pool's refusals first. */
+  readonly claws: ClawsService
+}
+
+/** The file of the agent in `directory`. */
+export const fileIn = (directory: string): string => path.join(directory, FILE_NAME)
+
 /**
- * The claws of the agent in `directory`: `base` alone without an mcp.json
- * there. The pool's servers get no secret (McpEnvironment, under the host's
- * secrets: an agent's config.env holds none).
+ * The own servers of the agent in `directory`, each held from `pool`;
+ * undefined when it has no mcp.json there, or one naming no server and
+ * refusing nothing. The pool's servers get no secret (McpEnvironment,
+ * under the host's secrets: an agent's config.env holds none).
  */
+export const ownServers = (
+  directory: string,
+  pool: McpPool | undefined
+): Effect.Effect<OwnServers | undefined, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const file = fileIn(directory)
+    const config = McpConfig.read(file)
+    if (config.servers.length === 0 && config.problems.length === 0) return undefined
+    const refused: Array<ToolProblem> = []
+    const connections = new Map<string, Connection>()
+    for (const entry of config.servers) {
+      const held = pool === undefined
+        ? Effect.fail("refused: this host shares no MCP servers between agents")
+        : pool.acquire(entry)
+      const acquired = yield* Effect.result(held)
+      if (acquired._tag === "Success") connections.set(entry.name, acquired.success)
+      else refused.push({ source: `${file}: server ${JSON.stringify(entry.name)}`, reason: acquired.failure })
+    }
+    const claws = yield* clawsOf(connections, [...config.problems, ...refused])
+    return { config, names: new Set(config.servers.map((entry) => entry.name)), connections, refused, claws }
+  })
+
+/** The claws of the agent in `directory`: `base` alone without an mcp.json there. */
 export const clawsFor = (options: {
   readonly directory: string
   readonly base: ClawsService
   readonly pool: McpPool | undefined
 }): Effect.Effect<ClawsService, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const file = path.join(options.directory, FILE_NAME)
-    const config = McpConfig.read(file)
-    if (config.servers.length === 0 && config.problems.length === 0) return options.base
-    const problems: Array<ToolProblem> = [...config.problems]
-    const connections = new Map<string, Connection>()
-    for (const entry of config.servers) {
-      const held = options.pool === undefined
-        ? Effect.fail("refused: this host shares no MCP servers between agents")
-        : options.pool.acquire(entry)
-      const acquired = yield* Effect.result(held)
-      if (acquired._tag === "Success") connections.set(entry.name, acquired.success)
-      else problems.push({ source: `${file}: server ${JSON.stringify(entry.name)}`, reason: acquired.failure })
+    const own = yield* ownServers(options.directory, options.pool)
+    if (own === undefined) return options.base
+    for (const problem of [...own.config.problems, ...own.refused]) {
+      yield* Effect.logWarning(`MCP problem at ${problem.source}: ${problem.reason}`)
     }
-    for (const problem of problems) yield* Effect.logWarning(`MCP problem at ${problem.source}: ${problem.reason}`)
-    const own = yield* clawsOf(connections, problems)
-    // Every name the file gives replaces the home's, even one refused here: the agent asked for its own.
-    return withOwnServers(options.base, own, new Set(config.servers.map((entry) => entry.name)))
+    return withOwnServers(options.base, own.claws, own.names)
   })

@@ -16,6 +16,8 @@ import * as RcMap from "effect/RcMap"
 import type * as Scope from "effect/Scope"
 import type { ServerEntry } from "../../claws/mcp/McpConfig.js"
 import type { Connection, ConnectionSettings } from "../../claws/mcp/McpConnection.js"
+import * as ScriptClaws from "../../claws/ScriptClaws.js"
+import { numberOf } from "../../config/ConfigRange.js"
 import { McpServersMax } from "../../config/settings/Serve.js"
 
 /** How long a server no started agent uses is kept, so an agent released and asked again finds it up. */
@@ -63,4 +65,23 @@ export const make = (options: {
           : String(error)
       ))
     return { acquire }
+  })
+
+/**
+ * The pool of the settings in context: PLANCKCLAW_MCP_SERVERS_MAX servers,
+ * under the claws' limits (serve's, and `tools` and `doctor` with --agent).
+ * `logDown`: whether a server that goes down is logged (the commands say it in their lines).
+ */
+export const fromSettings = (options: { readonly logDown: boolean }) =>
+  Effect.gen(function*() {
+    const claws = yield* ScriptClaws.ScriptsConfig
+    return yield* make({
+      capacity: yield* numberOf(McpServersMax),
+      connection: {
+        timeout: claws.timeout,
+        outputMax: claws.outputMax,
+        withheldSecrets: claws.withheldSecrets,
+        logDown: options.logDown
+      }
+    })
   })
