@@ -94,12 +94,18 @@ export const commands: ReadonlyArray<CommandHelp> = [
   {
     name: "tools",
     summary: "list the tools the claws and MCP servers offer",
-    usage: ["planckclaw tools"],
+    usage: ["planckclaw tools [--agent ID]"],
     description: "Lists the tools declared by the claws in CLAWS_DIR (claws/ in the home), then every claw file or " +
       "#TOOLS: line that was skipped, with the file, line and reason; then starts each MCP server of mcp.json and " +
       "lists its tools as the model sees them (mcp__SERVER__TOOL), or why it offers none.",
-    options: [],
-    examples: ["planckclaw tools"]
+    options: [
+      {
+        name: "--agent ID",
+        description: "what agent ID of PLANCKCLAW_AGENTS_DIR is offered under serve: its own mcp.json's servers too " +
+          "(each started), in place of the home's of the same name"
+      }
+    ],
+    examples: ["planckclaw tools", "planckclaw tools --agent alice"]
   },
   {
     name: "usage",

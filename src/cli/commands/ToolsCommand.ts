@@ -1,56 +1,36 @@
 /**
  * `planckclaw tools`: the tools the claws declare, and every declaration
  * skipped, with why; then each MCP server of mcp.json, started to ask it,
- * with its tools (as the model sees their names) or why it offers none.
+ * with its tools (as the model sees their names) or why it offers none
+ * (ToolsMcp). With `--agent ID`, what that agent of `serve` is offered: its
+ * own mcp.json's servers too, in place of the home's of the same name.
  */
 import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import * as ClawsWithMcp from "../../claws/mcp/ClawsWithMcp.js"
-import * as McpNames from "../../claws/mcp/McpNames.js"
+import * as Option from "effect/Option"
 import * as ScriptClaws from "../../claws/ScriptClaws.js"
-import type { ToolProblem } from "../../ports/Claws.js"
-import { printable } from "../../runtime/Printable.js"
+import * as AgentStatus from "../../hosts/serve/AgentStatus.js"
 import { withSettings } from "../CliSettings.js"
 import * as HelpText from "../HelpText.js"
+import * as ToolsMcp from "./ToolsMcp.js"
 
-const skipped = (problems: ReadonlyArray<ToolProblem>) =>
-  Effect.gen(function*() {
-    if (problems.length === 0) return
-    yield* Console.log(`Skipped ${problems.length} declaration${problems.length === 1 ? "" : "s"}:`)
-    for (const problem of problems) yield* Console.log(`  ${problem.source}: ${problem.reason}`)
-  })
-
-/** The MCP servers' lines; nothing when mcp.json names none. */
-const mcpTools = Effect.gen(function*() {
-  const { mcp, servers } = yield* ClawsWithMcp.makeMcp({ logDown: false })
-  if (servers.servers.length === 0 && servers.problems.length === 0) return
-  const catalog = yield* mcp.list
-  for (const connection of mcp.connections.values()) {
-    const name = connection.entry.name
-    const tools = catalog.tools.filter((tool) => McpNames.parseToolName(tool.name)?.server === name)
-    const state = connection.state()
-    yield* Console.log(
-      state._tag === "Down"
-        ? `MCP server ${name} (${McpNames.describeServer(connection.entry)}) is not running: ${state.reason}`
-        : `Tools of MCP server ${name} (${McpNames.describeServer(connection.entry)}):`
-    )
-    if (state._tag !== "Down") for (const tool of tools) yield* Console.log(`  ${tool.name}  ${printable(tool.description)}`)
-  }
-  yield* skipped(catalog.problems.filter((problem) => !/^not running: /.test(problem.reason)))
-}).pipe(Effect.scoped)
-
-export const tools = Command.make("tools", {}, () =>
-  Effect.gen(function*() {
-    const config = yield* ScriptClaws.ScriptsConfig
-    const claws = yield* ScriptClaws.make(config)
-    const catalog = yield* claws.list
-    yield* Console.log(
-      catalog.tools.length === 0 ? `No tools found in ${config.directory}.` : `Tools in ${config.directory}:`
-    )
-    for (const tool of catalog.tools) yield* Console.log(`  ${tool.name}  ${tool.description}`)
-    yield* skipped(catalog.problems)
-    yield* mcpTools
-  }).pipe(withSettings(new Map()))).pipe(
-    Command.withDescription(HelpText.summary("tools"))
-  )
+export const tools = Command.make(
+  "tools",
+  { agent: Flag.String("agent").pipe(Flag.optional, Flag.withDescription(HelpText.describe("tools", "--agent"))) },
+  (options) =>
+    Effect.gen(function*() {
+      // An agent that is not one is refused before anything is listed or started.
+      const agent = Option.isSome(options.agent) ? yield* AgentStatus.existingAgent(options.agent.value) : undefined
+      const config = yield* ScriptClaws.ScriptsConfig
+      const claws = yield* ScriptClaws.make(config)
+      const catalog = yield* claws.list
+      yield* Console.log(
+        catalog.tools.length === 0 ? `No tools found in ${config.directory}.` : `Tools in ${config.directory}:`
+      )
+      for (const tool of catalog.tools) yield* Console.log(`  ${tool.name}  ${tool.description}`)
+      yield* ToolsMcp.skipped(catalog.problems)
+      yield* ToolsMcp.lines(agent)
+    }).pipe(withSettings(new Map()))
+).pipe(Command.withDescription(HelpText.summary("tools")))
