@@ -144,12 +144,19 @@ export const commands: ReadonlyArray<CommandHelp> = [
   {
     name: "doctor",
     summary: "check the setup, one line per check, and say what to fix",
-    usage: ["planckclaw doctor [--brain NAME]"],
+    usage: ["planckclaw doctor [--brain NAME] [--agent ID]"],
     description: "Checks the configuration, the brain (one authenticated GET of the model, never a paid turn), the " +
       "claws, the MCP servers of mcp.json (each started), the memory and runtime directories, another run holding the memory, and Discord when " +
       "DISCORD_BOT_TOKEN is set. Each check is a line with ✔ or ✘ and what to do; exit 0 when all pass, 1 otherwise.",
-    options: [brain("the brain to check, as run --brain names it: anthropic or openai")],
-    examples: ["planckclaw doctor", "planckclaw doctor --brain openai"]
+    options: [
+      brain("the brain to check, as run --brain names it: anthropic or openai"),
+      {
+        name: "--agent ID",
+        description: "also check agent ID of PLANCKCLAW_AGENTS_DIR (serve's): its directory, and its own mcp.json " +
+          "(each refused entry with why, each server started)"
+      }
+    ],
+    examples: ["planckclaw doctor", "planckclaw doctor --brain openai", "planckclaw doctor --agent alice"]
   },
   {
     name: "memory",

@@ -86,4 +86,47 @@ describe("tools and doctor with --agent: an agent's own mcp.json", () => {
       expect(bad.stderr).toMatch(/^planckclaw: agent id "\.\.\/alice" is not allowed.*\n$/)
       expect(bad.stdout).toBe("")
     }), 60_000)
+
+  it.live("doctor --agent checks the agent's directory and own mcp.json: each server started, each refused entry failing with file and reason", () =>
+    Effect.gen(function*() {
+      const { box, doctorEnv } = yield* home
+      const alice = yield* Cli.run(["doctor", "--agent", "alice"], { cwd: box.dir, env: doctorEnv })
+      expect(alice.code).toBe(1)
+      const lines = alice.stdout.split("\n")
+      expect(lines).toContain(`✔ agent alice: ${box.path("agents/alice")}`)
+      expect(lines).toContainEqual(expect.stringMatching(/^✔ mcp server files of agent alice: 14 tools: read_file, read_text_file, .*list_allowed_directories$/))
+      expect(lines).toContain(
+        `✘ mcp.json of agent alice: ${box.path("agents/alice/mcp.json")}: server "bad": must be an http:// or https:// URL at ["url"] → fix that entry (docs/mcp.md shows the format)`
+      )
+      // The home's servers are checked as before: other agents are offered them.
+      expect(lines).toContainEqual(expect.stringMatching(/^✔ mcp server files: 12 tools: echo, /))
+
+      const carol = yield* Cli.run(["doctor", "--agent", "carol"], { cwd: box.dir, env: doctorEnv })
+      expect(carol.stdout.split("\n")).toContain(
+        `✘ mcp.json of agent carol: ${box.path("agents/carol/mcp.json")}: not JSON: Unexpected end of JSON input → fix that entry (docs/mcp.md shows the format)`
+      )
+      const bob = yield* Cli.run(["doctor", "--agent", "bob"], { cwd: box.dir, env: doctorEnv })
+      expect(bob.stdout.split("\n")).toContain(
+        `✔ mcp.json of agent bob: none (no ${box.path("agents/bob/mcp.json")}): the agent is offered the home's MCP servers alone`
+      )
+
+      const plain = yield* Cli.run(["doctor"], { cwd: box.dir, env: doctorEnv })
+      expect(plain.stdout).not.toContain("agent alice")
+      expect(plain.stdout.split("\n").length).toBe(lines.length - 3)
+    }), 60_000)
+
+  it.live("doctor --agent fails its line for an unknown agent or a bad id", () =>
+    Effect.gen(function*() {
+      const { box, doctorEnv } = yield* home
+      const missing = yield* Cli.run(["doctor", "--agent", "nobody"], { cwd: box.dir, env: doctorEnv })
+      expect(missing.code).toBe(1)
+      expect(missing.stdout.split("\n")).toContain(
+        `✘ agent: no agent nobody: ${box.path("agents/nobody")} is not a directory → check the id, and PLANCKCLAW_AGENTS_DIR (serve's agents)`
+      )
+      const bad = yield* Cli.run(["doctor", "--agent", "../alice"], { cwd: box.dir, env: doctorEnv })
+      expect(bad.code).toBe(1)
+      expect(bad.stdout.split("\n")).toContainEqual(
+        expect.stringMatching(/^✘ agent: agent id "\.\.\/alice" is not allowed.* → give the name of its directory under PLANCKCLAW_AGENTS_DIR$/)
+      )
+    }), 60_000)
 })
