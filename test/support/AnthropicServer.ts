@@ -67,6 +67,22 @@ export const make = (
 // ---------------------------------------------------------------------------
 // Answers
 
+/**
+ * `echo TEXT` as a 200 Messages API answer whose token counts grow with the
+ * text (so agents' usage sums differ): the records and cluster suites' turn.
+ */
+export const countingEcho = (said: string): LoopbackHttp.Reply =>
+  LoopbackHttp.respond(200, {
+    id: "msg_test",
+    type: "message",
+    role: "assistant",
+    model: "claude-haiku-4-5-20251001",
+    content: [{ type: "text", text: `echo ${said}` }],
+    stop_reason: "end_turn",
+    stop_sequence: null,
+    usage: { input_tokens: 100 + said.length, output_tokens: 10, cache_creation_input_tokens: 5, cache_read_input_tokens: 7 }
+  })
+
 /** A 200 Messages API answer with these content blocks. */
 export const message = (content: ReadonlyArray<unknown>, stopReason: string | null = "end_turn"): LoopbackHttp.Reply =>
   LoopbackHttp.respond(200, {

@@ -36,16 +36,7 @@ export const brain = (): AnthropicServer.Handler => {
       held.add(said)
       return LoopbackHttp.hang
     }
-    return LoopbackHttp.respond(200, {
-      id: "msg_test",
-      type: "message",
-      role: "assistant",
-      model: "claude-haiku-4-5-20251001",
-      content: [{ type: "text", text: `echo ${said}` }],
-      stop_reason: "end_turn",
-      stop_sequence: null,
-      usage: { input_tokens: 100 + said.length, output_tokens: 10, cache_creation_input_tokens: 5, cache_read_input_tokens: 7 }
-    })
+    return AnthropicServer.countingEcho(said)
   }
 }
 

@@ -11,23 +11,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as AnthropicServer from "../../support/AnthropicServer.js"
 import * as Cli from "../../support/Cli.js"
-import * as LoopbackHttp from "../../support/LoopbackHttp.js"
 import { postMessage, setup, startServe } from "../../support/ServeKit.js"
 
 /** An answer echoing the message, reporting tokens that grow with its length, so each agent's sums differ. */
-const counting: AnthropicServer.Handler = (request) => {
-  const said = AnthropicServer.lastUserText(request.body)
-  return LoopbackHttp.respond(200, {
-    id: "msg_test",
-    type: "message",
-    role: "assistant",
-    model: "claude-haiku-4-5-20251001",
-    content: [{ type: "text", text: `echo ${said}` }],
-    stop_reason: "end_turn",
-    stop_sequence: null,
-    usage: { input_tokens: 100 + said.length, output_tokens: 10, cache_creation_input_tokens: 5, cache_read_input_tokens: 7 }
-  })
-}
+const counting: AnthropicServer.Handler = (request) => AnthropicServer.countingEcho(AnthropicServer.lastUserText(request.body))
 
 const getJson = (base: string, target: string) =>
   Effect.tryPromise(() =>
