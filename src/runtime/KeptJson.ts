@@ -69,9 +69,10 @@ const freshJson = (element: unknown): string | undefined => {
  * array usually begins with a run of that one's elements, then new ones:
  * only the new ones are written. One maker may serve the requests of many
  * agents whose turns interleave (serve's brain): each agent's array is
- * found again by its first element, not only when it follows the last
- * array of all. An array whose first element is in none looks each element
- * up by identity.
+ * found again by its first element (or its second, after a first made anew
+ * for each request), not only when it follows the last array of all. An
+ * array found in none, or that parts from the one found, looks its other
+ * elements up by identity.
  */
 export const make = (suffix = ""): ((request: unknown) => string | undefined) => {
   const elements = new WeakMap<object, string>()
@@ -85,41 +86,57 @@ export const make = (suffix = ""): ((request: unknown) => string | undefined) =>
     }
     return json
   }
-  /** The array `value` continues: the one its first element was last written in, else the key's last one. */
+  /**
+   * The array `value` continues: the one its first element was last written
+   * in, else its second's (a first element made anew for each request: the
+   * Chat Completions system message), else the key's last one.
+   */
   const keptArrayOf = (kept: KeptKey, value: ReadonlyArray<unknown>): KeptArray => {
-    const head = value[0]
+    const [head, next] = value
     if (typeof head !== "object" || head === null || kept.last.items[0] === head) return kept.last
-    return kept.owners.get(head) ?? (kept.last.items.length === 0 ? kept.last : { items: [], jsons: [] })
+    const found = kept.owners.get(head) ?? (typeof next === "object" && next !== null ? kept.owners.get(next) : undefined)
+    return found ?? (kept.last.items.length === 0 ? kept.last : { items: [], jsons: [] })
   }
   /** The elements' JSON joined by commas, from the kept run and the new elements; `array` then holds `value`. */
   const elementsJson = (kept: KeptKey, array: KeptArray, value: ReadonlyArray<unknown>): string | undefined => {
-    let { items, jsons } = array
+    const { items: was, jsons: wasJson } = array
     // Nothing is kept while this runs: an element JSON refuses, or throws on
     // (a BigInt), leaves the array empty, never half-made.
     array.items = []
     array.jsons = []
     const count = value.length
-    const from = count === 0 || items.length === 0 ? -1 : items[0] === value[0] ? 0 : items.indexOf(value[0])
+    let lead = 0
+    let from = count === 0 || was.length === 0 ? -1 : was[0] === value[0] ? 0 : was.indexOf(value[0])
+    if (from < 0 && count > 1 && was.length > 1) {
+      // The run may begin at the second element, the first written on its own.
+      from = was[1] === value[1] ? 1 : was.indexOf(value[1])
+      lead = from < 0 ? 0 : 1
+    }
+    const items: Array<unknown> = []
+    const jsons: Array<string> = []
+    if (lead === 1) {
+      const json = freshJson(value[0])
+      if (json === undefined) return undefined
+      items.push(value[0])
+      jsons.push(json)
+    }
     let run = 0
-    if (from < 0) {
-      items = []
-      jsons = []
-    } else {
-      const most = Math.min(items.length - from, count)
+    if (from >= 0) {
+      const most = Math.min(was.length - from, count - lead)
       run = 1
-      while (run < most && value[run] === items[from + run]) run++
-      if (from === 0) {
-        items.length = run
-        jsons.length = run
-      } else {
-        items = items.slice(from, from + run)
-        jsons = jsons.slice(from, from + run)
+      while (run < most && value[lead + run] === was[from + run]) run++
+      for (let k = 0; k < run; k++) {
+        items.push(was[from + k])
+        jsons.push(wasJson[from + k]!)
       }
     }
-    for (let i = run; i < count; i++) {
+    // Past a run that reached the kept array's end, elements are new (the new user message, the lines just
+    // stored): no lookup. Past one that did not (an edited window, another agent's array that began alike),
+    // and with no run, each is looked up.
+    const lookUp = run === 0 || from + run < was.length
+    for (let i = lead + run; i < count; i++) {
       const item = value[i]
-      // Past a kept run, elements are new (the new user message, the lines just stored): no lookup.
-      const json = run === 0 ? elementJson(item) : freshJson(item)
+      const json = lookUp ? elementJson(item) : freshJson(item)
       if (json === undefined) return undefined
       items.push(item)
       jsons.push(json)
