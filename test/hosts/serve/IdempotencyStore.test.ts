@@ -53,4 +53,14 @@ describe("IdempotencyStore", () => {
       expect(refused.message).toBe(`cannot read ${fileIn(dir)}: ${fileIn(dir)} is a symbolic link; refusing to follow it (make it a regular file)`)
       expect(fs.readFileSync(target, "utf8")).toBe("")
     }))
+
+  it.effect("refuses a link to nothing as well: an absent file is seen by lstat, which does not follow it", () =>
+    Effect.gen(function*() {
+      const dir = directory()
+      const target = path.join(dir, "not-yet")
+      fs.symlinkSync(target, fileIn(dir))
+      const refused = yield* Effect.flip(IdempotencyStore.open(dir, 10))
+      expect(refused.message).toBe(`cannot read ${fileIn(dir)}: ${fileIn(dir)} is a symbolic link; refusing to follow it (make it a regular file)`)
+      expect(fs.existsSync(target)).toBe(false)
+    }))
 })
