@@ -121,8 +121,14 @@ export const parse = (file: string, text: string): McpServers => {
   return { file, servers, problems }
 }
 
-/** `file` read and parsed; a missing file means no servers and no problem. */
+/**
+ * `file` read and parsed; a missing file means no servers and no problem.
+ * Most of serve's agents have none: an lstat finds that without the
+ * exception a failed read throws (several times the lstat's cost).
+ */
 export const read = (file: string): McpServers => {
+  const entry = Result.try(() => Fs.lstatSync(file, { throwIfNoEntry: false }))
+  if (Result.isSuccess(entry) && entry.success === undefined) return { file, servers: [], problems: [] }
   const text = Result.try(() => Fs.readFileSync(file, "utf8"))
   if (Result.isSuccess(text)) return parse(file, text.success)
   if (errnoCode(text.failure) === "ENOENT") return { file, servers: [], problems: [] }
