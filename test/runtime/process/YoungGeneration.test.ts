@@ -148,7 +148,9 @@ describe("YoungGeneration", () => {
     const child = spawnSync(process.execPath, ["-e", program], { encoding: "utf8" })
     expect([child.status, child.stderr]).toEqual([0, ""])
     const { end, held, stillHeld } = JSON.parse(child.stdout) as { held: number; stillHeld: number; end: number }
-    expect(stillHeld).toBe(held)
-    expect(end).toBeGreaterThan(held)
+    // Held: not doubled (V8 may still move its size by a page or so, as it did once under load: 4 to 4.75 MiB).
+    expect(stillHeld).toBeLessThan(2 * held)
+    // Let go: grown by V8's own factor, at least once (32 to 128 MiB here, from 4).
+    expect(end).toBeGreaterThanOrEqual(2 * held)
   })
 })
