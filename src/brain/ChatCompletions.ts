@@ -174,18 +174,21 @@ export const toChatRequest = (
     }
     messages.push(...converted)
   }
-  const tools = request.tools ?? []
-  let specs = kept.tools.get(tools)
-  if (specs === undefined) {
-    specs = chatTools(tools)
-    kept.tools.set(tools, specs)
+  const tools = request.tools
+  let specs: ReadonlyArray<ChatTool> | undefined
+  if (tools !== undefined && tools.length > 0) {
+    specs = kept.tools.get(tools)
+    if (specs === undefined) {
+      specs = chatTools(tools)
+      kept.tools.set(tools, specs)
+    }
   }
   return {
     model: request.model,
     ...(tokenField === "max_tokens" ? { max_tokens: request.max_tokens } : { max_completion_tokens: request.max_tokens }),
     messages,
     // An empty list is an invalid request for OpenAI: no tools means no key.
-    ...(tools.length > 0 ? { tools: specs } : {})
+    ...(specs !== undefined ? { tools: specs } : {})
   }
 }
 

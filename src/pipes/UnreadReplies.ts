@@ -7,7 +7,6 @@
  * A reader in the middle of a line at that very instant keeps its start;
  * the rest is kept.
  */
-import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import { type FifoWriter, takeUnread } from "./PipeEnd.js"
@@ -20,12 +19,11 @@ import * as SafeFile from "../runtime/SafeFile.js"
  */
 export const resend = (file: string, writer: FifoWriter): Effect.Effect<void> =>
   Effect.suspend(() => {
-    // An lstat first: there is usually nothing, and a failed open costs an error's stack trace.
-    const present = Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false }) !== undefined)
-    if (Result.isSuccess(present) && !present.success) return Effect.void
+    // There is usually nothing: SafeFile.read sees that by an lstat, without a failed open.
     const kept = SafeFile.read(file)
     if (Result.isFailure(kept)) return Effect.logWarning(`cannot read the replies kept from the last run: ${kept.failure.message}`)
-    const text = kept.success ?? ""
+    if (kept.success === undefined) return Effect.void
+    const text = kept.success
     if (text === "") return Effect.sync(() => SafeFile.removeLeftover(file))
     return Effect.flatMap(Effect.context<never>(), (context) =>
       Effect.sync(() =>

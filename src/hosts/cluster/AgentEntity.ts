@@ -37,6 +37,7 @@ import { Brain, type BrainService, limitedBy } from "../../ports/Brain.js"
 import { Claws } from "../../ports/Claws.js"
 import * as Compactor from "../../agent/Compactor.js"
 import { ParsedAgentConfig } from "../../config/AgentConfig.js"
+import { ParsedPrices } from "../../usage/Prices.js"
 import { Inbox, type Pending } from "../../memory/Inbox.js"
 import * as ScheduleTool from "../../schedule/ScheduleTool.js"
 import * as AgentHost from "../serve/AgentHost.js"
@@ -166,6 +167,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService, cancels: TurnCance
       )),
       Effect.provideService(ConfigProvider.ConfigProvider, parts.provider),
       Effect.provideService(ParsedAgentConfig, parts.settings),
+      Effect.provideService(ParsedPrices, parts.prices),
       Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: ${describe(error)}` }))
     )
     const agent = Context.get(built, AgentLoop.Agent)

@@ -38,6 +38,8 @@ export interface AgentParts {
   readonly provider: ConfigProvider.ConfigProvider
   /** Those settings parsed, once for the store's agents: not again by each agent and its compactor. */
   readonly settings?: AgentConfig | undefined
+  /** The price table, read once for the store's agents (ParsedPrices); absent: each agent reads PLANCKCLAW_PRICES. */
+  readonly prices?: PriceTable | undefined
   /** What waits for a turn's exchange (TurnWrites), when the store writes them together. */
   readonly writes?: TurnWrites.TurnWrites
   /** The TurnJournal's lookup, when the store reads the turn's memory with it (TurnReads). */
@@ -107,6 +109,7 @@ export const postgres = (options: {
           memory: Context.add(context, Memory.Memory, memory),
           provider: options.provider,
           settings,
+          prices: options.prices,
           brain: TurnWrites.recordingBrain(brain, sql, id, label, writes),
           writes,
           lookup: reads.lookup
