@@ -2,26 +2,30 @@
  * A host project on the Effect 4.1 line, as a user would make one: it
  * installs this checkout's packed tarball (npm pack, after npm run build)
  * beside effect, @effect/platform-node, @effect/vitest, vitest (and vite),
- * typescript and @types/node at this lock file's versions (4.1.5: the
- * newest 4.1 patch npm's cache holds), gets one copy of effect,
+ * typescript and @types/node at this lock file's versions, gets one copy of effect,
  * typechecks and runs the embedding example (the first ```ts block under
  * "## Embedding", in README.md or docs/embedding.md) and a TestClock test of
- * its own. The install is offline (npm's cache holds every package since
- * `npm ci`), and npm's proxy is a closed loopback port, so that any attempt
- * to reach the registry fails the test. (Pointing the registry itself there
- * would not do: npm's cache keys the registry's documents by their URL.)
+ * its own. The install's packages come from a registry on loopback serving
+ * this lock file's (test/support/LoopbackRegistry.ts), with npm's proxy a
+ * closed loopback port, so that any attempt to reach another address fails
+ * the test.
  */
 import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as LoopbackRegistry from "./support/LoopbackRegistry.js"
 
 const root = path.join(import.meta.dirname, "..")
 const host = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-host-"))
 const timings: Record<string, number> = {}
-/** Nothing listens on port 9 (discard): a request through this proxy fails at once. */
-const closedPort = "http://127.0.0.1:9/"
+
+/** npm as a user runs it: without the npm_config_* this repository's npm hands its scripts (its .npmrc). */
+const userEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
+  ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key))),
+  ...extra
+})
 
 /** Runs a command in the host project; its stdout (it throws with stderr when the command fails). */
 const sh = (what: string, command: string, args: ReadonlyArray<string>, cwd = host) => {
@@ -29,13 +33,8 @@ const sh = (what: string, command: string, args: ReadonlyArray<string>, cwd = ho
   const result = child.spawnSync(command, args, {
     cwd,
     encoding: "utf8",
-    // npm as a user runs it: without the npm_config_* this repository's npm hands its scripts (its .npmrc).
-    env: {
-      ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key))),
-      npm_config_offline: "true",
-      npm_config_proxy: closedPort,
-      npm_config_https_proxy: closedPort
-    }
+    // Offline: nothing after the install asks a registry.
+    env: userEnv({ npm_config_offline: "true", npm_config_proxy: LoopbackRegistry.closedPort, npm_config_https_proxy: LoopbackRegistry.closedPort })
   })
   timings[what] = Date.now() - started
   if (result.status !== 0) throw new Error(`${what}: ${command} ${args.join(" ")} exited ${result.status}\n${result.stdout}\n${result.stderr}`)
@@ -111,7 +110,7 @@ console.log(JSON.stringify(reply))
 `
 
 describe("a host project on the Effect 4.1 line (after npm run build)", () => {
-  beforeAll(() => {
+  beforeAll(async () => {
     const packed = JSON.parse(sh("npm pack", "npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", host], root)) as Array<{ filename: string }>
     const tarball = path.join(host, packed[0]!.filename)
     const versions = Object.fromEntries(
@@ -139,9 +138,17 @@ describe("a host project on the Effect 4.1 line (after npm run build)", () => {
     fs.writeFileSync(path.join(host, "example.ts"), embeddingExample())
     fs.writeFileSync(path.join(host, "run-example.ts"), runner)
     fs.writeFileSync(path.join(host, "host.test.ts"), hostTest)
-    // --legacy-peer-deps for @effect/platform-node 4.1.5's own peer, redis (not optional there, not in npm's
-    // cache): a host online without it gets redis from that package, not from planckclaw's optional peers.
-    sh("npm install", "npm", ["install", "--offline", "--legacy-peer-deps", "--no-audit", "--no-fund", "--proxy", closedPort, "--https-proxy", closedPort])
+    // --legacy-peer-deps for @effect/platform-node's own peer, redis (not optional there, not in this lock
+    // file): a host online without it gets redis from that package, not from planckclaw's optional peers.
+    const registry = await LoopbackRegistry.start(root, userEnv())
+    const started = Date.now()
+    try {
+      await LoopbackRegistry.run("npm", ["install", "--legacy-peer-deps"], { cwd: host, env: userEnv(registry.npmEnv(path.join(host, ".npm-cache"))) })
+    } finally {
+      timings["npm install"] = Date.now() - started
+      await registry.close()
+    }
+    expect(registry.unknown).toEqual([])
   }, 180_000)
 
   afterAll(() => {

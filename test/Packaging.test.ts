@@ -7,7 +7,7 @@
  * library.
  *
  * The peers are optional: the command bundles what it needs of them, so a
- * global install (tested here, offline) fetches none (effect alone is 69 MB);
+ * global install (tested here, against a registry on loopback) fetches none (effect alone is 69 MB);
  * a host has its own (test/HostProject.test.ts installs one).
  */
 import * as child from "node:child_process"
@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as AnthropicServer from "./support/AnthropicServer.js"
 import * as Cli from "./support/Cli.js"
+import * as LoopbackRegistry from "./support/LoopbackRegistry.js"
 import { eventually, sandbox, within } from "./support/Sandbox.js"
 
 const root = path.join(import.meta.dirname, "..")
@@ -155,8 +156,6 @@ const userNpmEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
   ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key))),
   ...extra
 })
-/** Nothing listens on port 9: npm's proxy there makes any registry request fail, so the install provably stays offline. */
-const closedPort = "http://127.0.0.1:9/"
 
 describe("npm install -g of the packed tarball (after npm run build)", () => {
   const prefix = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-global-"))
@@ -166,21 +165,27 @@ describe("npm install -g of the packed tarball (after npm run build)", () => {
   let packedScripts: Array<string> = []
   let manifestRestored = false
 
-  beforeAll(() => {
+  beforeAll(async () => {
     // With its scripts, as a publisher packs: prepack takes `prepare` out of the packed manifest (build/pack-manifest.mjs).
     const before = fs.readFileSync(path.join(root, "package.json"), "utf8")
     const packed = child.execFileSync("npm", ["pack", "--json", "--pack-destination", prefix], { cwd: root, encoding: "utf8", env: userNpmEnv() })
     packedScripts = Object.keys((JSON.parse(child.execFileSync("tar", ["-xzOf", path.join(prefix, (JSON.parse(packed.slice(packed.indexOf("["))) as Array<{ filename: string }>)[0]!.filename), "package/package.json"], { encoding: "utf8" })) as { scripts: object }).scripts)
     manifestRestored = fs.readFileSync(path.join(root, "package.json"), "utf8") === before
     const tarball = path.join(prefix, (JSON.parse(packed.slice(packed.indexOf("["))) as Array<{ filename: string }>)[0]!.filename)
-    const install = child.spawnSync("npm", ["install", "-g", "--prefix", prefix, "--offline", "--no-audit", "--no-fund", "--proxy", closedPort, "--https-proxy", closedPort, tarball], {
-      cwd: prefix,
-      encoding: "utf8",
-      env: userNpmEnv()
-    })
-    installOutput = `${install.stdout}\n${install.stderr}`
-    if (install.status !== 0) throw new Error(`npm install -g failed:\n${installOutput}`)
+    // Its dependencies from a registry on loopback serving this lock file's packages (LoopbackRegistry.ts): nothing beyond it is reached.
+    const registry = await LoopbackRegistry.start(root, userNpmEnv())
+    try {
+      const install = await LoopbackRegistry.run("npm", ["install", "-g", "--prefix", prefix, tarball], {
+        cwd: prefix,
+        env: userNpmEnv(registry.npmEnv(path.join(prefix, ".npm-cache")))
+      })
+      installOutput = `${install.stdout}\n${install.stderr}`
+    } finally {
+      await registry.close()
+    }
+    expect(registry.unknown).toEqual([])
     fs.rmSync(tarball)
+    fs.rmSync(path.join(prefix, ".npm-cache"), { recursive: true, force: true })
   }, 120_000)
   afterAll(() => fs.rmSync(prefix, { recursive: true, force: true }))
 
