@@ -104,12 +104,23 @@ const idOf = (message: unknown): string | undefined => {
   return typeof id === "string" && /^\d{1,20}$/.test(id) ? id : undefined
 }
 
+/**
+ * A bot's or a webhook's message, which the bridge never answers (Inbound's
+ * filter): not a missed message, so not counted against DISCORD_CATCH_UP.
+ * Else the bridge's own replies, posted while a burst was being taken, would
+ * push the burst's older messages out of the window after a kill.
+ */
+const neverAnswered = (message: unknown): boolean => {
+  const raw = message as { readonly author?: { readonly bot?: unknown } | null; readonly webhook_id?: unknown } | null
+  return raw?.author?.bot === true || (raw?.webhook_id !== undefined && raw?.webhook_id !== null)
+}
+
 const byId = (a: { readonly id: string }, b: { readonly id: string }) =>
   BigInt(a.id) < BigInt(b.id) ? -1 : BigInt(a.id) > BigInt(b.id) ? 1 : 0
 
 /**
  * The messages of `channel` after `afterId`, oldest first: the last
- * `bounds.messages` of them, none older than `bounds.hours`. Read backwards
+ * `bounds.messages` of them, none older than `bounds.hours`, and no bot's. Read backwards
  * from the newest, page by page, until `afterId` or enough: in a flood the
  * newest are the ones to answer. `dropped` counts the older ones read and
  * skipped; `more` says older ones were left unread. Raw, for the caller to
@@ -146,7 +157,7 @@ export const missedMessages = (
         const id = idOf(message)
         return id === undefined ? [] : [{ id, message }]
       })
-      for (const { id, message } of messages) if (isAfter(id, after)) found.set(id, message)
+      for (const { id, message } of messages) if (isAfter(id, after) && !neverAnswered(message)) found.set(id, message)
       const oldestRead = messages.reduce<string | undefined>(
         (least, next) => least === undefined || isAfter(least, next.id) ? next.id : least,
         undefined

@@ -376,4 +376,29 @@ describe("Discord inbound: catch-up", () => {
       expect((yield* take(bridge.messages, 2)).map((m) => m.text)).toEqual(["missed 4", "missed 5"])
       expect(yield* logs.waitFor(/3 older one\(s\) beyond DISCORD_CATCH_UP skipped/)).toContain(channelA)
     }))
+
+  it.effect("counts against DISCORD_CATCH_UP only messages it could answer: its own replies and other bots' and webhooks' are not missed messages", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const logs = yield* captureLogs
+      const fake = yield* startFake()
+      yield* Effect.scoped(Effect.gen(function*() {
+        const bridge = yield* Discord.make(settingsFor(fake), { stateDirectory: dir })
+        yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "seen" })
+        yield* take(bridge.messages, 1)
+      }))
+      // As after a kill in a burst: the bridge's replies posted among the messages it had not held yet.
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "missed 1" })
+      for (let n = 1; n <= 3; n++) yield* fake.messageCreate({ channelId: channelA, authorId: botUserId, content: `re: earlier ${n}`, bot: true })
+      yield* fake.messageCreate({ channelId: channelA, authorId: "900000000000000009", content: "another bot", bot: true })
+      yield* fake.messageCreate({ channelId: channelA, authorId: "900000000000000010", content: "a webhook", webhook: true })
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "missed 2" })
+      const bridge = yield* Discord.make(settingsFor(fake, { catchUp: { messages: 2, hours: 24 } }), { stateDirectory: dir }).pipe(
+        Effect.provide(logs.layer)
+      )
+      expect((yield* take(bridge.messages, 2)).map((m) => m.text)).toEqual(["missed 1", "missed 2"])
+      const found = yield* logs.waitFor(/sent while the bridge was away/)
+      expect(found).toContain("2 message(s) sent while the bridge was away, 2 to answer")
+      expect(found).not.toContain("skipped")
+    }))
 })
