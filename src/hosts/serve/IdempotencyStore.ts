@@ -94,6 +94,8 @@ export const open = (directory: string, keep: number): Effect.Effect<Idempotency
       }
     }
     for (const line of loaded.success.split("\n")) {
+      // No record, as the decoder would say too, at far less cost: an absent or empty file is one empty line.
+      if (line === "") continue
       const record = decodeLine(line)
       if (Option.isNone(record)) continue
       lines++
