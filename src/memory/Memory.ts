@@ -59,6 +59,8 @@ export interface MemoryOptions {
   readonly fallbackSoul?: SnapshotReaderOptions["fallbackSoul"]
   /** This process's owner file for the directory's locks (OwnerFile.ts): they are then hard links to it. */
   readonly ownerFile?: string | undefined
+  /** The directory was made just now by this process: nothing of an interrupted commit to look for (MemoryDir). */
+  readonly fresh?: boolean | undefined
 }
 
 /** Up to this size, a history file met for the first time by an append is counted then, in one read. */
@@ -249,7 +251,7 @@ export const fromDir = (
   )
 
 export const make = (directory: string, options: MemoryOptions = {}): Effect.Effect<MemoryService, never, Scope.Scope> =>
-  Effect.flatMap(MemoryDir.make(directory, { ownerFile: options.ownerFile }), (memoryDir) => fromDir(memoryDir, options))
+  Effect.flatMap(MemoryDir.make(directory, { ownerFile: options.ownerFile, fresh: options.fresh }), (memoryDir) => fromDir(memoryDir, options))
 
 /** Memory on PLANCKCLAW_DIR. Scoped: releasing the layer (an agent released by the service) closes its descriptors. */
 export const layerWith = (

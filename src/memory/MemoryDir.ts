@@ -27,8 +27,16 @@ export type { Alongside, MemoryDir } from "./MemoryDirService.js"
 
 export { CompactionBusy, fromFileError, fsEffect, MemoryConfig, MemoryError, withHistory } from "./MemoryFiles.js"
 
-/** `ownerFile`: this process's owner file for the locks (OwnerFile.ts), when there is one on this file system. */
-export const make = (directory: string, options: { readonly ownerFile?: string | undefined } = {}): Effect.Effect<MemoryDir> =>
+/**
+ * `ownerFile`: this process's owner file for the locks (OwnerFile.ts), when
+ * there is one on this file system. `fresh`: the directory was made just now
+ * by this process (a new agent of `serve`), so no commit can have been left
+ * half done in it.
+ */
+export const make = (
+  directory: string,
+  options: { readonly ownerFile?: string | undefined; readonly fresh?: boolean | undefined } = {}
+): Effect.Effect<MemoryDir> =>
   Effect.gen(function*() {
     const paths = Layout.files(directory)
     const runKey = path.resolve(directory)
@@ -56,7 +64,7 @@ export const make = (directory: string, options: { readonly ownerFile?: string |
     // interrupted compaction; later ones check only the commit journal,
     // unless the lock was taken over from a dead owner (who may have died
     // mid-compaction).
-    let leftoversCleared = false
+    let leftoversCleared = options.fresh === true
     // The last locked section ended well: no commit of this process is left half done.
     let settled = false
     // This process holds the compaction lock file: no other process can commit now.

@@ -161,7 +161,9 @@ export const make = Effect.gen(function*() {
           running.delete(id)
           activity.released++
         }))
-      const instance = yield* AgentInstance.make({ id, directory, shared, handedOver, restart: restart(id, life) })
+      // Made by the mkdir above: a new agent's start looks for none of the files it cannot have yet.
+      const fresh = Result.isSuccess(made)
+      const instance = yield* AgentInstance.make({ id, directory, shared, handedOver, restart: restart(id, life), fresh })
       life.quiet = instance.quiet
       life.handOver = instance.handOver
       // Added last, run first when the scope closes.

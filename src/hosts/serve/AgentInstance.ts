@@ -97,9 +97,12 @@ export const make = (options: {
   readonly handedOver: ReadonlyArray<Waiting>
   /** Called after a defect escaped a message: the host replaces this instance. */
   readonly restart: Effect.Effect<void>
+  /** Its directory was made by this start: none of the files a start reads or checks (config.env, mcp.json, ...) is looked for. */
+  readonly fresh?: boolean | undefined
 }): Effect.Effect<InstanceService, HostError, Scope.Scope> =>
   Effect.gen(function*() {
     const { directory, id, shared } = options
+    const fresh = options.fresh === true
     const unavailable = (message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
     const notJournaled = (error: Memory.MemoryError) =>
       new HostError({
@@ -108,17 +111,17 @@ export const make = (options: {
         message: `agent ${id}: ${Inbox.noRoom(error) ? "the disk is full: " : ""}${error.message}; ` +
           "nothing was processed: send it again once it can be written"
       })
-    const settings = yield* AgentSettings.forAgent(id, directory, shared.provider, shared.settings)
+    const settings = yield* AgentSettings.forAgent(id, directory, shared.provider, shared.settings, fresh)
     // Held while started: this process is then the only writer of the agent's journal and history.
     const ownerFile = shared.ownerFile()
     yield* MemoryHold.holdAgent(directory, ownerFile).pipe(Effect.mapError((error) => unavailable(error.message)))
     // A planted link or directory refuses the agent now, before a message is accepted (a run exits 1).
-    yield* Effect.mapError(Effect.fromResult(EnsureWritable.checkFiles(Layout.files(directory))), (error) => unavailable(error.message))
+    if (!fresh) yield* Effect.mapError(Effect.fromResult(EnsureWritable.checkFiles(Layout.files(directory))), (error) => unavailable(error.message))
     // Memory and inbox built directly rather than from layers: an agent's start is most of the cost of its
     // first message, and these take the host's shared parts (the owner file, the default soul). Without a soul.md of its own, the agent speaks with the host's default soul.
-    const memory = yield* Memory.make(directory, { fallbackSoul: shared.defaultSoul, ownerFile })
+    const memory = yield* Memory.make(directory, { fallbackSoul: shared.defaultSoul, ownerFile, fresh })
     const inbox = yield* Inbox.make(directory).pipe(Effect.mapError((error) => unavailable(error.message)))
-    const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys).pipe(
+    const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys, fresh).pipe(
       Effect.mapError((error) => unavailable(error.message))
     )
     // Keys not recorded yet held in the journal (AgentInbox.ts).
@@ -129,7 +132,7 @@ export const make = (options: {
       : yield* UsageLedger.recorder(shared.brain, path.join(directory, UsageLedger.FILE_NAME), shared.brainLabel)
     const brain = usage.brain
     // Its own mcp.json's servers beside the host's claws, held while it is started.
-    const claws = yield* AgentMcp.clawsFor({ directory, base: shared.claws, pool: shared.mcpPool })
+    const claws = yield* AgentMcp.clawsFor({ directory, base: shared.claws, pool: shared.mcpPool, fresh })
     const ports = Context.make(Memory.Memory, memory).pipe(
       Context.add(Inbox.Inbox, tracked),
       Context.add(Brain, brain),

@@ -105,8 +105,11 @@ export const clawsFor = (options: {
   readonly directory: string
   readonly base: ClawsService
   readonly pool: McpPool | undefined
+  /** The directory was made just now: it has no mcp.json to read. */
+  readonly fresh?: boolean | undefined
 }): Effect.Effect<ClawsService, never, Scope.Scope> =>
   Effect.gen(function*() {
+    if (options.fresh === true) return options.base
     const own = yield* ownServers(options.directory, options.pool)
     if (own === undefined) return options.base
     for (const problem of [...own.config.problems, ...own.refused]) {

@@ -63,15 +63,17 @@ const over = (values: Map<string, string>, directory: string, host: ConfigProvid
 
 /**
  * Agent `id`'s settings: `shared` (the host's) when it has no config.env,
- * else its config.env and directory over `host`, parsed once here.
+ * else its config.env and directory over `host`, parsed once here. A
+ * `fresh` directory (made just now) has none to look for.
  */
 export const forAgent = (
   id: string,
   directory: string,
   host: ConfigProvider.ConfigProvider,
-  shared: Settings
+  shared: Settings,
+  fresh = false
 ): Effect.Effect<Settings, HostError> =>
-  Effect.flatMap(ownValues(id, directory), (values) => {
+  Effect.flatMap(fresh ? Effect.succeed(new Map<string, string>()) : ownValues(id, directory), (values) => {
     if (values.size === 0) return Effect.succeed(shared)
     const agentProvider = over(values, directory, host)
     return AgentConfig.pipe(

@@ -73,12 +73,14 @@ export interface IdempotencyStore {
 
 export const FILE = ".idempotency.jsonl"
 
-/** Opens (or finds absent) the store of `directory`; the file is read once, here. */
-export const open = (directory: string, keep: number): Effect.Effect<IdempotencyStore, IdempotencyStoreError> =>
+/** Opens (or finds absent) the store of `directory`; the file is read once, here (not at all in a `fresh` directory, made just now). */
+export const open = (directory: string, keep: number, fresh = false): Effect.Effect<IdempotencyStore, IdempotencyStoreError> =>
   Effect.suspend(() => {
     const file = path.join(directory, FILE)
     // Never through a link, only a regular file of this user; a torn last line is cut off.
-    const loaded = Result.mapError(SafeFile.readJournal(file), (error) => new IdempotencyStoreError({ message: `cannot read ${file}: ${error.message}` }))
+    const loaded = fresh
+      ? Result.succeed("")
+      : Result.mapError(SafeFile.readJournal(file), (error) => new IdempotencyStoreError({ message: `cannot read ${file}: ${error.message}` }))
     if (Result.isFailure(loaded)) return Effect.fail(loaded.failure)
     // A Map keeps insertion order: the first entries are the oldest.
     const entries = new Map<string, Remembered>()
