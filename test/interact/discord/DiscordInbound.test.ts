@@ -359,16 +359,22 @@ describe("Discord inbound: catch-up", () => {
       expect(got.map((m) => [m.channel, m.text]).sort()).toEqual([[dmChannel, "dm while away"], [thread, "thread while away"]].sort())
     }))
 
+  /** A bridge that handled one message in channelA ("seen") and stopped: what is sent next is missed. */
+  const oneSeenThenAway = Effect.gen(function*() {
+    const dir = yield* tempDir
+    const logs = yield* captureLogs
+    const fake = yield* startFake()
+    yield* Effect.scoped(Effect.gen(function*() {
+      const bridge = yield* Discord.make(settingsFor(fake), { stateDirectory: dir })
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "seen" })
+      yield* take(bridge.messages, 1)
+    }))
+    return { dir, fake, logs }
+  })
+
   it.effect("keeps to DISCORD_CATCH_UP: only the last messages of an outage", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const logs = yield* captureLogs
-      const fake = yield* startFake()
-      yield* Effect.scoped(Effect.gen(function*() {
-        const bridge = yield* Discord.make(settingsFor(fake), { stateDirectory: dir })
-        yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "seen" })
-        yield* take(bridge.messages, 1)
-      }))
+      const { dir, fake, logs } = yield* oneSeenThenAway
       for (let n = 1; n <= 5; n++) yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: `missed ${n}` })
       const bridge = yield* Discord.make(settingsFor(fake, { catchUp: { messages: 2, hours: 24 } }), { stateDirectory: dir }).pipe(
         Effect.provide(logs.layer)
@@ -379,14 +385,7 @@ describe("Discord inbound: catch-up", () => {
 
   it.effect("counts against DISCORD_CATCH_UP only messages it could answer: its own replies and other bots' and webhooks' are not missed messages", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const logs = yield* captureLogs
-      const fake = yield* startFake()
-      yield* Effect.scoped(Effect.gen(function*() {
-        const bridge = yield* Discord.make(settingsFor(fake), { stateDirectory: dir })
-        yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "seen" })
-        yield* take(bridge.messages, 1)
-      }))
+      const { dir, fake, logs } = yield* oneSeenThenAway
       // As after a kill in a burst: the bridge's replies posted among the messages it had not held yet.
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "missed 1" })
       for (let n = 1; n <= 3; n++) yield* fake.messageCreate({ channelId: channelA, authorId: botUserId, content: `re: earlier ${n}`, bot: true })
