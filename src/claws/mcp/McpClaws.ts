@@ -36,10 +36,14 @@ const inputSchemaOf = (schema: Readonly<Record<string, unknown>>): ToolDefinitio
   return { ...rest, type: "object" }
 }
 
-/** One server's tools as tool definitions (under `server`, the name its mcp.json gives it), and the ones left out. */
-const definitions = (server: string, connection: McpConnection.Connection) =>
+/**
+ * One server's tools as tool definitions (under `server`, the name its
+ * mcp.json gives it), and the ones left out, each problem naming that file
+ * and server as its configuration problems do (McpConfig).
+ */
+const definitions = (server: string, connection: McpConnection.Connection, file: string) =>
   Effect.map(connection.tools, ({ down, tools }) => {
-    const source = `mcp.json: server ${server}`
+    const source = `${printable(file)}: server ${printable(JSON.stringify(server))}`
     const problems: Array<ToolProblem> = down === undefined ? [] : [{ source, reason: `not running: ${down}` }]
     const defined: Array<ToolDefinition> = []
     for (const tool of tools) {
@@ -57,16 +61,17 @@ const definitions = (server: string, connection: McpConnection.Connection) =>
   })
 
 /**
- * The tools of `connections` (by the name their mcp.json gives them), with
- * `problems` (the file's) first. A connection may be shared with other
- * agents under another name (serve's pool): the names here are this one's.
+ * The tools of `connections` (by the name their mcp.json, `file`, gives
+ * them), with `problems` (the file's) first. A connection may be shared with
+ * other agents under another name (serve's pool): the names here are this one's.
  */
 export const fromConnections = (
   connections: ReadonlyMap<string, McpConnection.Connection>,
-  problems: ReadonlyArray<ToolProblem>
+  problems: ReadonlyArray<ToolProblem>,
+  file: string
 ): McpClaws => {
   const list: Effect.Effect<ToolCatalog> = Effect.map(
-    Effect.forEach([...connections], ([server, connection]) => definitions(server, connection), { concurrency: "unbounded" }),
+    Effect.forEach([...connections], ([server, connection]) => definitions(server, connection, file), { concurrency: "unbounded" }),
     (each) => ({
       tools: each.flatMap((one) => one.tools),
       problems: [...problems, ...each.flatMap((one) => one.problems)]
@@ -93,7 +98,7 @@ export const make = (
   Effect.gen(function*() {
     const connections = new Map<string, McpConnection.Connection>()
     for (const entry of config.servers) connections.set(entry.name, yield* McpConnection.make(entry, settings))
-    return fromConnections(connections, config.problems)
+    return fromConnections(connections, config.problems, config.file)
   })
 
 /** What MCP servers run on here: processes through effect's Node spawner, HTTP through fetch. */

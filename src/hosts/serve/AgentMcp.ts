@@ -45,15 +45,15 @@ export const withOwnServers = (base: ClawsService, own: ClawsService, servers: R
   }
 }
 
-/** The tools of `connections` under their names in the agent's file (McpClaws, loaded only when there are some). */
-const clawsOf = (connections: ReadonlyMap<string, Connection>, problems: ReadonlyArray<ToolProblem>) =>
+/** The tools of `connections` under their names in the agent's `file` (McpClaws, loaded only when there are some). */
+const clawsOf = (connections: ReadonlyMap<string, Connection>, problems: ReadonlyArray<ToolProblem>, file: string) =>
   connections.size === 0
     ? Effect.succeed<ClawsService>({
       list: Effect.succeed({ tools: [], problems }),
       call: (name) => Effect.succeed(unknownTool(name))
     })
     : Effect.map(Effect.promise(() => import("../../claws/mcp/McpClaws.js")), (McpClaws) =>
-      McpClaws.fromConnections(connections, problems))
+      McpClaws.fromConnections(connections, problems, file))
 
 /** What an agent's own mcp.json gives it, its servers held for the caller's scope. */
 export interface OwnServers {
@@ -96,7 +96,7 @@ export const ownServers = (
       if (acquired._tag === "Success") connections.set(entry.name, acquired.success)
       else refused.push({ source: `${file}: server ${JSON.stringify(entry.name)}`, reason: acquired.failure })
     }
-    const claws = yield* clawsOf(connections, [...config.problems, ...refused])
+    const claws = yield* clawsOf(connections, [...config.problems, ...refused], file)
     return { config, names: new Set(config.servers.map((entry) => entry.name)), connections, refused, claws }
   })
 

@@ -88,6 +88,8 @@ describe("MCP servers as claws", () => {
       const listed = yield* mcp.list
       expect(listed.tools.map((tool) => tool.name)).toContain("mcp__everything__echo")
       expect(listed.problems[0]?.reason).toMatch(/^not running: was killed by a signal/)
+      // Named as the file's own problems are: the file, then the server.
+      expect(listed.problems[0]?.source).toBe('/tmp/mcp.json: server "everything"')
       // The first restart waits 1 s of the TestClock (restartSchedule), and not before.
       yield* awaitPendingSleep(1000)
       expect(connection.state()._tag).toBe("Down")

@@ -113,6 +113,19 @@ describe("serve: each agent's own mcp.json", () => {
       expect(processesMarked(`own-${tag}`)).toEqual([])
     }), 60_000)
 
+  it.live("an agent's own server that is not running is named with the agent's file, not the home's mcp.json", () =>
+    Effect.gen(function*() {
+      const pool = yield* McpPool.make({ capacity: 2, connection: settings })
+      const directory = agentDir(fileOf({ broken: { command: Path.join(Os.tmpdir(), "no-such-mcp-server-here") } }))
+      const claws = yield* clawsIn(yield* Effect.scope, directory, pool)
+      const catalog = yield* claws.list
+      expect(catalog.problems).toEqual([{
+        source: `${Path.join(directory, "mcp.json")}: server "broken"`,
+        reason: expect.stringMatching(/^not running: /)
+      }])
+      expect(catalog.tools.map((tool) => tool.name)).toEqual(["hello", "mcp__everything__echo"])
+    }), 60_000)
+
   it.live("a bad mcp.json refuses only its own tools, with the file and the reason; without one, the host's claws as they are", () =>
     Effect.gen(function*() {
       const pool = yield* McpPool.make({ capacity: 4, connection: settings })
