@@ -20,13 +20,14 @@ export const yieldToEventLoop = Effect.callback<void>((resume) => {
  * Waits until something is asleep on the TestClock until `deadline` (in test
  * clock millis). Code under test registers its sleeps only after real I/O (an
  * answer, a child's exit), so the clock must not move before they exist; the
- * deadline says which sleep, so a stale or wrong one does not count. The
+ * deadline says which sleep, so a stale or wrong one does not count, and
+ * `count` how many fibers must be asleep until then. The
  * real-time watchdog only turns a hang into a readable failure; no assertion
  * depends on real time.
  */
-export const awaitPendingSleep = (deadline: number) =>
+export const awaitPendingSleep = (deadline: number, count = 1) =>
   Effect.gen(function*() {
-    while (!(yield* pendingSleeps).includes(deadline)) {
+    while ((yield* pendingSleeps).filter((timestamp) => timestamp === deadline).length < count) {
       yield* yieldToEventLoop
     }
   }).pipe(
@@ -34,7 +35,7 @@ export const awaitPendingSleep = (deadline: number) =>
       TestClock.withLive(Effect.sleep("10 seconds")).pipe(
         Effect.andThen(pendingSleeps),
         Effect.flatMap((pending) =>
-          Effect.die(new Error(`nothing went to sleep until ${deadline} ms; pending sleeps: ${pending.join(", ")}`))
+          Effect.die(new Error(`not ${count} asleep until ${deadline} ms; pending sleeps: ${pending.join(", ")}`))
         )
       )
     )

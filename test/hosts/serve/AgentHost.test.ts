@@ -10,6 +10,7 @@ import * as Agent from "../../../src/agent/Agent.js"
 import type { MessagesRequest } from "../../../src/ports/Brain.js"
 import * as ScriptedBrain from "../../../src/brain/ScriptedBrain.js"
 import { eventually } from "../../support/Sandbox.js"
+import { advanceTo } from "../../support/TestClockWait.js"
 import { echoBrain, historyOf, isCompaction, lastUserText, startHost, tempDir } from "./Kit.js"
 
 /** A host over a fresh agents directory, made for the test to lay agents in by hand. */
@@ -239,7 +240,8 @@ describe("AgentHost", () => {
       )
       const agents = yield* startHost(root, brain.layer)
       const reply = yield* Effect.forkChild(agents.send("patient", { text: "hang" }))
-      yield* TestClock.adjust("3 seconds")
+      // Moved once the brain's wait has begun (docs/development.md), not after a number of yields.
+      yield* advanceTo(3_000)
       expect(yield* Fiber.join(reply)).toEqual({ reply: "gave up after 3 s", stored: true })
     }).pipe(Effect.scoped))
 

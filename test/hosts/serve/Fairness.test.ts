@@ -12,6 +12,7 @@ import { Deferred, Effect, Result, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as ScriptedBrain from "../../../src/brain/ScriptedBrain.js"
 import { eventually } from "../../support/Sandbox.js"
+import { awaitPendingSleep } from "../../support/TestClockWait.js"
 import { echoBrain, historyOf, isCompaction, startHost, tempDir } from "./Kit.js"
 
 /** Slow for any message mentioning "slow": a minute of (test) time per brain call. */
@@ -78,7 +79,8 @@ describe("AgentHost under load", () => {
 
       // A second slow agent takes the last permit: a fast one now waits for a permit, not for the slow agents' turns to end.
       const slow2 = yield* Effect.forkChild(agents.send("slow-2", { text: "slow too" }))
-      yield* settle
+      // Both slow agents asleep in the brain before the clock moves (docs/development.md).
+      yield* awaitPendingSleep(60_000, 2)
       const waiting = yield* Effect.forkChild(agents.send("fast-late", { text: "quick" }))
       yield* settle
       expect(waiting.pollUnsafe()).toBeUndefined()
