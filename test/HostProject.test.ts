@@ -140,10 +140,10 @@ describe("a host project on the Effect 4.1 line (after npm run build)", () => {
     fs.writeFileSync(path.join(host, "host.test.ts"), hostTest)
     // --legacy-peer-deps for @effect/platform-node's own peer, redis (not optional there, not in this lock
     // file): a host online without it gets redis from that package, not from planckclaw's optional peers.
-    const registry = await LoopbackRegistry.start(root, userEnv())
+    const registry = await LoopbackRegistry.start(root)
     const started = Date.now()
     try {
-      await LoopbackRegistry.run("npm", ["install", "--legacy-peer-deps"], { cwd: host, env: userEnv(registry.npmEnv(path.join(host, ".npm-cache"))) })
+      await registry.npm(["install", "--legacy-peer-deps"], { cwd: host, env: userEnv(), cache: path.join(host, ".npm-cache") })
     } finally {
       timings["npm install"] = Date.now() - started
       await registry.close()

@@ -173,11 +173,12 @@ describe("npm install -g of the packed tarball (after npm run build)", () => {
     manifestRestored = fs.readFileSync(path.join(root, "package.json"), "utf8") === before
     const tarball = path.join(prefix, (JSON.parse(packed.slice(packed.indexOf("["))) as Array<{ filename: string }>)[0]!.filename)
     // Its dependencies from a registry on loopback serving this lock file's packages (LoopbackRegistry.ts): nothing beyond it is reached.
-    const registry = await LoopbackRegistry.start(root, userNpmEnv())
+    const registry = await LoopbackRegistry.start(root)
     try {
-      const install = await LoopbackRegistry.run("npm", ["install", "-g", "--prefix", prefix, tarball], {
+      const install = await registry.npm(["install", "-g", "--prefix", prefix, tarball], {
         cwd: prefix,
-        env: userNpmEnv(registry.npmEnv(path.join(prefix, ".npm-cache")))
+        env: userNpmEnv(),
+        cache: path.join(prefix, ".npm-cache")
       })
       installOutput = `${install.stdout}\n${install.stderr}`
     } finally {

@@ -52,6 +52,18 @@ export interface LoopbackRegistry {
    * npm looks those up (ws's bufferutil) and installs none.
    */
   readonly unknown: ReadonlyArray<string>
+  /** The tarballs asked for that npm's cache does not hold (its content was cleaned since `npm ci`). */
+  readonly missing: ReadonlyArray<string>
+  /** Where the tarballs are read from: the cache of the npm running this test (`npm config get cache`). */
+  readonly npmCache: string
+  /**
+   * `npm ARGS` in `cwd` against this registry (`env`, then npmEnv with a cache
+   * of its own in `cache`); a failure says which tarballs npm's cache lacked.
+   */
+  readonly npm: (
+    args: ReadonlyArray<string>,
+    options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv; readonly cache: string }
+  ) => Promise<{ readonly stdout: string; readonly stderr: string }>
   readonly close: () => Promise<void>
 }
 
@@ -69,9 +81,13 @@ const nameOf = (key: string, entry: LockEntry): string =>
 /** Nothing listens on port 9 (discard): whatever npm sends through this proxy fails at once. */
 export const closedPort = "http://127.0.0.1:9/"
 
-/** Starts the registry over `root`'s package-lock.json and the cache of the npm that `env` runs. */
-export const start = async (root: string, env: NodeJS.ProcessEnv): Promise<LoopbackRegistry> => {
-  const npmCache = child.execFileSync("npm", ["config", "get", "cache"], { encoding: "utf8", env }).trim()
+/**
+ * Starts the registry over `root`'s package-lock.json and the cache of the
+ * npm running this test: asked with this process's environment, whose
+ * npm_config_cache (or NPM_CONFIG_CACHE) is the one `npm ci` filled.
+ */
+export const start = async (root: string): Promise<LoopbackRegistry> => {
+  const npmCache = child.execFileSync("npm", ["config", "get", "cache"], { encoding: "utf8", env: process.env }).trim()
   const lock = JSON.parse(fs.readFileSync(path.join(root, "package-lock.json"), "utf8")) as {
     readonly packages: Record<string, LockEntry>
   }
@@ -90,15 +106,21 @@ export const start = async (root: string, env: NodeJS.ProcessEnv): Promise<Loopb
       .map(([name]) => name)
   ))
   const unknown: Array<string> = []
+  const missing: Array<string> = []
 
   const server = http.createServer((request, response) => {
     const address = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     const url = decodeURIComponent((request.url ?? "/").split("?")[0]!)
-    const tarball = /^\/(.+)\/-\/[^/]+-(\d[^/]*)\.tgz$/.exec(url)
+    // `/NAME/-/BASE-VERSION.tgz`: the version is what follows the package's base name (it may hold dashes: 1.0.0-rc-1).
+    const tarball = /^\/(.+)\/-\/([^/]+)\.tgz$/.exec(url)
     if (tarball !== null) {
-      const entry = byName.get(tarball[1]!)?.get(tarball[2]!)
+      const name = tarball[1]!
+      const base = name.startsWith("@") ? name.split("/")[1]! : name
+      const version = tarball[2]!.startsWith(`${base}-`) ? tarball[2]!.slice(base.length + 1) : undefined
+      const entry = version === undefined ? undefined : byName.get(name)?.get(version)
       const file = entry?.integrity === undefined ? undefined : contentPath(npmCache, entry.integrity)
       if (file === undefined || !fs.existsSync(file)) {
+        missing.push(url)
         response.writeHead(404, { "content-type": "application/json" })
         response.end(JSON.stringify({ error: `${url}: not in npm's cache at ${npmCache} (run npm ci first)` }))
         return
@@ -126,19 +148,27 @@ export const start = async (root: string, env: NodeJS.ProcessEnv): Promise<Loopb
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
+  const npmEnv = (cache: string) => ({
+    npm_config_registry: url,
+    npm_config_cache: cache,
+    npm_config_proxy: closedPort,
+    npm_config_https_proxy: closedPort,
+    npm_config_noproxy: "127.0.0.1",
+    npm_config_audit: "false",
+    npm_config_fund: "false",
+    npm_config_update_notifier: "false"
+  })
   return {
     url,
-    npmEnv: (cache) => ({
-      npm_config_registry: url,
-      npm_config_cache: cache,
-      npm_config_proxy: closedPort,
-      npm_config_https_proxy: closedPort,
-      npm_config_noproxy: "127.0.0.1",
-      npm_config_audit: "false",
-      npm_config_fund: "false",
-      npm_config_update_notifier: "false"
-    }),
+    npmEnv,
+    npm: (args, { cache, cwd, env }) =>
+      run("npm", args, { cwd, env: { ...env, ...npmEnv(cache) } }).catch((error: unknown) => {
+        const why = missing.length === 0 ? "" : `\nnot in npm's cache at ${npmCache} (run npm ci again): ${missing.join(", ")}`
+        return Promise.reject(new Error(`${error instanceof Error ? error.message : String(error)}${why}`))
+      }),
     unknown,
+    missing,
+    npmCache,
     close: () => new Promise<void>((resolve) => server.close(() => resolve()))
   }
 }

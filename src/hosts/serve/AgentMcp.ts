@@ -13,6 +13,7 @@ import * as McpConfig from "../../claws/mcp/McpConfig.js"
 import type { Connection } from "../../claws/mcp/McpConnection.js"
 import { parseToolName } from "../../claws/mcp/McpNames.js"
 import { type ClawsService, type ToolCatalog, type ToolProblem, unknownTool } from "../../ports/Claws.js"
+import { printable } from "../../runtime/Printable.js"
 import type { McpPool } from "./McpPool.js"
 
 export const FILE_NAME = "mcp.json"
@@ -94,7 +95,7 @@ export const ownServers = (
         : pool.acquire(entry)
       const acquired = yield* Effect.result(held)
       if (acquired._tag === "Success") connections.set(entry.name, acquired.success)
-      else refused.push({ source: `${file}: server ${JSON.stringify(entry.name)}`, reason: acquired.failure })
+      else refused.push({ source: `${printable(file)}: server ${printable(JSON.stringify(entry.name))}`, reason: acquired.failure })
     }
     const claws = yield* clawsOf(connections, [...config.problems, ...refused], file)
     return { config, names: new Set(config.servers.map((entry) => entry.name)), connections, refused, claws }

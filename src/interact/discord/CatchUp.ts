@@ -96,55 +96,66 @@ export class HistoryReadFailed extends Data.TaggedError("HistoryReadFailed")<{
 
 /** A page of GET /channels/{id}/messages, Discord's largest. */
 const pageSize = 100
-/** Pages read per channel at most: DISCORD_CATCH_UP keeps at most 1000, ten pages. */
-const maxPages = 11
+/**
+ * Pages read per channel at most: DISCORD_CATCH_UP keeps at most 1000
+ * messages, and the bridge's own replies and other bots' messages, read but
+ * not counted, may be as many again.
+ */
+export const maxPages = 21
 
 const idOf = (message: unknown): string | undefined => {
   const id = (message as { id?: unknown } | null)?.id
   return typeof id === "string" && /^\d{1,20}$/.test(id) ? id : undefined
 }
 
-/**
- * A bot's or a webhook's message, which the bridge never answers (Inbound's
- * filter): not a missed message, so not counted against DISCORD_CATCH_UP.
- * Else the bridge's own replies, posted while a burst was being taken, would
- * push the burst's older messages out of the window after a kill.
- */
-const neverAnswered = (message: unknown): boolean => {
-  const raw = message as { readonly author?: { readonly bot?: unknown } | null; readonly webhook_id?: unknown } | null
-  return raw?.author?.bot === true || (raw?.webhook_id !== undefined && raw?.webhook_id !== null)
-}
-
 const byId = (a: { readonly id: string }, b: { readonly id: string }) =>
   BigInt(a.id) < BigInt(b.id) ? -1 : BigInt(a.id) > BigInt(b.id) ? 1 : 0
 
+export interface MissedMessages {
+  /** Raw, oldest first, for the caller to decode and filter like a MESSAGE_CREATE. */
+  readonly messages: ReadonlyArray<unknown>
+  /** Older ones read and left out: past the window. */
+  readonly dropped: number
+  /** Older ones left unread because the window was full. */
+  readonly more: boolean
+  /** Older ones left unread because `maxPages` were read before the window was full. */
+  readonly pageLimited: boolean
+  /** The newest message read after `afterId`, counted or not: catch-up may pass it once the others are handled. */
+  readonly newest: string | undefined
+}
+
 /**
  * The messages of `channel` after `afterId`, oldest first: the last
- * `bounds.messages` of them, none older than `bounds.hours`, and no bot's. Read backwards
- * from the newest, page by page, until `afterId` or enough: in a flood the
- * newest are the ones to answer. `dropped` counts the older ones read and
- * skipped; `more` says older ones were left unread. Raw, for the caller to
- * decode and filter like a MESSAGE_CREATE.
+ * `bounds.messages` of those `counts` keeps (the ones the bridge could
+ * answer: not its own replies, nor another bot's), none older than
+ * `bounds.hours`. The others are read but take no place in the window, so
+ * the bridge's replies posted during a burst cannot push the burst's older
+ * messages out of it after a kill. Read backwards from the newest, page by
+ * page, until `afterId` or enough: in a flood the newest are the ones to answer.
  */
 export const missedMessages = (
   rest: DiscordRest,
   channel: string,
   afterId: string,
-  bounds: CatchUpBounds
-): Effect.Effect<
-  { readonly messages: ReadonlyArray<unknown>; readonly dropped: number; readonly more: boolean },
-  HistoryReadFailed
-> =>
+  bounds: CatchUpBounds,
+  counts: (message: unknown) => boolean
+): Effect.Effect<MissedMessages, HistoryReadFailed> =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const oldest = snowflakeAt(now - bounds.hours * 3_600_000)
     const after = isAfter(oldest, afterId) ? oldest : afterId
     const found = new Map<string, unknown>()
+    let newest: string | undefined
     let before: string | undefined = undefined
     let more = false
+    let pageLimited = false
     for (let page = 0;; page++) {
-      if (found.size >= bounds.messages || page === maxPages) {
+      if (found.size >= bounds.messages) {
         more = true
+        break
+      }
+      if (page === maxPages) {
+        pageLimited = true
         break
       }
       const query: Record<string, string> = before === undefined
@@ -157,7 +168,11 @@ export const missedMessages = (
         const id = idOf(message)
         return id === undefined ? [] : [{ id, message }]
       })
-      for (const { id, message } of messages) if (isAfter(id, after) && !neverAnswered(message)) found.set(id, message)
+      for (const { id, message } of messages) {
+        if (!isAfter(id, after)) continue
+        if (newest === undefined || isAfter(id, newest)) newest = id
+        if (counts(message)) found.set(id, message)
+      }
       const oldestRead = messages.reduce<string | undefined>(
         (least, next) => least === undefined || isAfter(least, next.id) ? next.id : least,
         undefined
@@ -168,5 +183,5 @@ export const missedMessages = (
     }
     const sorted = [...found].map(([id, message]) => ({ id, message })).sort(byId)
     const kept = sorted.slice(Math.max(0, sorted.length - bounds.messages))
-    return { messages: kept.map((entry) => entry.message), dropped: sorted.length - kept.length, more }
+    return { messages: kept.map((entry) => entry.message), dropped: sorted.length - kept.length, more, pageLimited, newest }
   })

@@ -20,7 +20,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as ChannelKinds from "./ChannelKinds.js"
-import { type CatchUpState, type HistoryReadFailed, missedMessages } from "./CatchUp.js"
+import { type CatchUpState, type HistoryReadFailed, maxPages, missedMessages } from "./CatchUp.js"
 import type { DiscordRest } from "./DiscordRest.js"
 import { decodeMessage, type GatewayMessage } from "./GatewayMessage.js"
 import { describeRestError } from "./Refusals.js"
@@ -34,6 +34,10 @@ export interface ChannelCatchUpOptions {
   readonly kinds: ChannelKinds.ChannelKinds
   /** Filters and queues a message of a channel of `kind`; true when it was queued for the agent. */
   readonly accept: (message: GatewayMessage, kind: ChannelKinds.ChannelKind) => Effect.Effect<boolean>
+  /** Whether a message is one the bridge could answer (not a bot's, not filtered out): only those fill DISCORD_CATCH_UP. */
+  readonly counts: (message: GatewayMessage) => boolean
+  /** `messageId` in `channel` was handled without being handed on (Checkpoints.passed). */
+  readonly passed: (channel: string, messageId: string) => Effect.Effect<void>
   /** Runs `work` in the channel's lane, after what is queued there. */
   readonly inLane: (channel: string, what: string, work: Effect.Effect<void>) => Effect.Effect<void>
 }
@@ -62,7 +66,8 @@ const before = (id: string): string | undefined => /^\d{1,20}$/.test(id) ? Strin
 
 export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatchUp, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { accept, inLane, kinds, rest, settings, state } = options
+    const { accept, inLane, kinds, passed, rest, settings, state } = options
+    const counts = (raw: unknown) => Result.match(decodeMessage(raw), { onFailure: () => false, onSuccess: options.counts })
     const catchUpBounds = settings.catchUp ?? defaultCatchUp
     // A gap is caught up even with DISCORD_CATCH_UP off: its messages arrived while the bridge listened.
     const gapBounds: CatchUpBounds = catchUpBounds.messages === 0 ? defaultCatchUp : catchUpBounds
@@ -78,17 +83,20 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
     /** Answers what `channelId` got after `after`, in order, once, and says how much it found. */
     const catchUpChannel = (channelId: string, after: string, kind: ChannelKinds.ChannelKind, bounds: CatchUpBounds) =>
       Effect.gen(function*() {
-        const { dropped, messages: found, more } = yield* missedMessages(rest, channelId, after, bounds)
+        const { dropped, messages: found, more, newest, pageLimited } = yield* missedMessages(rest, channelId, after, bounds, counts)
         let answered = 0
         for (const raw of found) {
           const decoded = decodeMessage(raw)
           if (Result.isSuccess(decoded) && (yield* accept(decoded.success, kind))) answered++
         }
-        if (found.length > 0 || dropped > 0 || more) {
+        // What was read and not counted (the bridge's replies, other bots'): passed too, not read again next session.
+        if (newest !== undefined) yield* passed(channelId, newest)
+        if (found.length > 0 || dropped > 0 || more || pageLimited) {
           yield* Effect.logInfo(
             `Discord channel ${channelId}: ${found.length} message(s) sent while the bridge was away, ` +
               `${answered} to answer` +
-              (dropped > 0 || more ? `; ${dropped}${more ? " or more" : ""} older one(s) beyond DISCORD_CATCH_UP skipped` : "")
+              (dropped > 0 || more ? `; ${dropped}${more ? " or more" : ""} older one(s) beyond DISCORD_CATCH_UP skipped` : "") +
+              (pageLimited ? `; older ones not read (at most ${maxPages * 100} messages are read per channel)` : "")
           )
         }
       })

@@ -106,6 +106,11 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
     const deliver = (message: DiscordMessage) =>
       Effect.andThen(typing.begin(message.channel), Queue.offer(messages, message))
 
+    /** A person's conversational message (no bot's, no webhook's, no join or pin), from someone DISCORD_ALLOWED_USERS lets in. */
+    const fromSomeoneAllowed = (message: GatewayMessage): boolean =>
+      !message.author.bot && message.webhook_id === undefined &&
+      (message.type === undefined || conversationalTypes.has(message.type)) && isAllowed(settings, message.author.id)
+
     /**
      * Filters, reads attachments, queues; remembers the message as handled in its channel either way.
      * True when it was queued for the agent.
@@ -117,8 +122,7 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
         const bot = Option.getOrUndefined(yield* Ref.get(botUser))
         const text = withoutMention(message.content, bot?.id).trim()
         const mentioned = bot !== undefined && message.content.trim() !== "" && mentionOf(bot.id).test(message.content)
-        const talk = !message.author.bot && message.author.id !== bot?.id && message.webhook_id === undefined &&
-          (message.type === undefined || conversationalTypes.has(message.type)) && isAllowed(settings, message.author.id) &&
+        const talk = fromSomeoneAllowed(message) && message.author.id !== bot?.id &&
           (text !== "" || mentioned || message.attachments.length > 0)
         const queued = talk && (yield* fresh(message.id))
         if (!queued) yield* checkpoints.passed(message.channel_id, message.id)
@@ -141,7 +145,7 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
     const inLane = (channel: string, what: string, work: Effect.Effect<void>) =>
       lanes.run(channel, work.pipe(Effect.catchCause(logFailure(what))))
 
-    const channels = yield* ChannelCatchUp.make({ settings, rest, state, kinds, accept, inLane })
+    const channels = yield* ChannelCatchUp.make({ settings, rest, state, kinds, accept, counts: fromSomeoneAllowed, passed: checkpoints.passed, inLane })
 
     const onInteraction = handleInteraction({ rest, settings, kinds, fresh, deliver })
 

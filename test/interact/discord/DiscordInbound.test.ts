@@ -383,7 +383,7 @@ describe("Discord inbound: catch-up", () => {
       expect(yield* logs.waitFor(/3 older one\(s\) beyond DISCORD_CATCH_UP skipped/)).toContain(channelA)
     }))
 
-  it.effect("counts against DISCORD_CATCH_UP only messages it could answer: its own replies and other bots' and webhooks' are not missed messages", () =>
+  it.effect("counts against DISCORD_CATCH_UP only messages it could answer, and passes the others: its own replies, other bots', webhooks', people DISCORD_ALLOWED_USERS leaves out", () =>
     Effect.gen(function*() {
       const { dir, fake, logs } = yield* oneSeenThenAway
       // As after a kill in a burst: the bridge's replies posted among the messages it had not held yet.
@@ -391,13 +391,33 @@ describe("Discord inbound: catch-up", () => {
       for (let n = 1; n <= 3; n++) yield* fake.messageCreate({ channelId: channelA, authorId: botUserId, content: `re: earlier ${n}`, bot: true })
       yield* fake.messageCreate({ channelId: channelA, authorId: "900000000000000009", content: "another bot", bot: true })
       yield* fake.messageCreate({ channelId: channelA, authorId: "900000000000000010", content: "a webhook", webhook: true })
+      yield* fake.messageCreate({ channelId: channelA, authorId: mallory, content: "not let in" })
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "missed 2" })
-      const bridge = yield* Discord.make(settingsFor(fake, { catchUp: { messages: 2, hours: 24 } }), { stateDirectory: dir }).pipe(
+      const last = yield* fake.messageCreate({ channelId: channelA, authorId: botUserId, content: "re: missed 1", bot: true })
+      yield* Effect.scoped(Effect.gen(function*() {
+        const settings = settingsFor(fake, { catchUp: { messages: 2, hours: 24 }, allowedUsers: Option.some([alice]) })
+        const bridge = yield* Discord.make(settings, { stateDirectory: dir }).pipe(Effect.provide(logs.layer))
+        expect((yield* take(bridge.messages, 2)).map((m) => m.text)).toEqual(["missed 1", "missed 2"])
+        const found = yield* logs.waitFor(/sent while the bridge was away/)
+        expect(found).toContain("2 message(s) sent while the bridge was away, 2 to answer")
+        expect(found).not.toContain("skipped")
+      }))
+      // Read and passed: the next session starts after the bridge's last reply, not before it.
+      expect(JSON.parse(fs.readFileSync(path.join(dir, "discord-catch-up.json"), "utf8")).channels[channelA]).toBe(last)
+    }))
+
+  it.effect("reads at most 21 pages of a channel: past them it says older ones were not read, not that the window was full", () =>
+    Effect.gen(function*() {
+      const { dir, fake, logs } = yield* oneSeenThenAway
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "missed, too far back" })
+      for (let n = 1; n <= 2_150; n++) yield* fake.messageCreate({ channelId: channelA, authorId: "900000000000000009", content: `bot ${n}`, bot: true })
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "missed, recent" })
+      const bridge = yield* Discord.make(settingsFor(fake, { catchUp: { messages: 5, hours: 24 } }), { stateDirectory: dir }).pipe(
         Effect.provide(logs.layer)
       )
-      expect((yield* take(bridge.messages, 2)).map((m) => m.text)).toEqual(["missed 1", "missed 2"])
+      expect((yield* take(bridge.messages, 1)).map((m) => m.text)).toEqual(["missed, recent"])
       const found = yield* logs.waitFor(/sent while the bridge was away/)
-      expect(found).toContain("2 message(s) sent while the bridge was away, 2 to answer")
-      expect(found).not.toContain("skipped")
+      expect(found).toContain("1 message(s) sent while the bridge was away, 1 to answer; older ones not read (at most 2100 messages are read per channel)")
+      expect(found).not.toContain("DISCORD_CATCH_UP")
     }))
 })
