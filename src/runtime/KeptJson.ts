@@ -112,28 +112,36 @@ export const make = (suffix = ""): ((request: unknown) => string | undefined) =>
       from = was[1] === value[1] ? 1 : was.indexOf(value[1])
       lead = from < 0 ? 0 : 1
     }
-    const items: Array<unknown> = []
-    const jsons: Array<string> = []
-    if (lead === 1) {
-      const json = freshJson(value[0])
-      if (json === undefined) return undefined
-      items.push(value[0])
-      jsons.push(json)
-    }
     let run = 0
     if (from >= 0) {
       const most = Math.min(was.length - from, count - lead)
       run = 1
       while (run < most && value[lead + run] === was[from + run]) run++
-      for (let k = 0; k < run; k++) {
-        items.push(was[from + k])
-        jsons.push(wasJson[from + k]!)
-      }
     }
     // Past a run that reached the kept array's end, elements are new (the new user message, the lines just
     // stored): no lookup. Past one that did not (an edited window, another agent's array that began alike),
     // and with no run, each is looked up.
     const lookUp = run === 0 || from + run < was.length
+    let items: Array<unknown> = was
+    let jsons: Array<string> = wasJson
+    if (lead === 0 && from === 0) {
+      // The usual case, the kept array going on: cut back to the run where it is, not copied.
+      items.length = run
+      jsons.length = run
+    } else {
+      items = []
+      jsons = []
+      if (lead === 1) {
+        const json = freshJson(value[0])
+        if (json === undefined) return undefined
+        items.push(value[0])
+        jsons.push(json)
+      }
+      for (let k = 0; k < run; k++) {
+        items.push(was[from + k])
+        jsons.push(wasJson[from + k]!)
+      }
+    }
     for (let i = lead + run; i < count; i++) {
       const item = value[i]
       const json = lookUp ? elementJson(item) : freshJson(item)

@@ -42,23 +42,16 @@ const manifestFields = [
 ] as const
 
 export interface LoopbackRegistry {
-  /** The registry's address, for npm's `--registry`. */
-  readonly url: string
-  /** npm's settings for an install against it: this registry, a cache of its own, every other address through a closed proxy. */
-  readonly npmEnv: (cache: string) => Record<string, string>
   /**
    * The packages asked for that the lock file does not name (an install that
    * wanted more than the lock has), but for optional peers of its packages:
    * npm looks those up (ws's bufferutil) and installs none.
    */
   readonly unknown: ReadonlyArray<string>
-  /** The tarballs asked for that npm's cache does not hold (its content was cleaned since `npm ci`). */
-  readonly missing: ReadonlyArray<string>
-  /** Where the tarballs are read from: the cache of the npm running this test (`npm config get cache`). */
-  readonly npmCache: string
   /**
-   * `npm ARGS` in `cwd` against this registry (`env`, then npmEnv with a cache
-   * of its own in `cache`); a failure says which tarballs npm's cache lacked.
+   * `npm ARGS` in `cwd` against this registry: `env`, then this registry, a
+   * cache of its own in `cache` and every other address through a closed
+   * proxy. A failure says which tarballs npm's cache lacked (cleaned since `npm ci`).
    */
   readonly npm: (
     args: ReadonlyArray<string>,
@@ -148,6 +141,7 @@ export const start = async (root: string): Promise<LoopbackRegistry> => {
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
+  // npm's settings for an install against it.
   const npmEnv = (cache: string) => ({
     npm_config_registry: url,
     npm_config_cache: cache,
@@ -159,22 +153,18 @@ export const start = async (root: string): Promise<LoopbackRegistry> => {
     npm_config_update_notifier: "false"
   })
   return {
-    url,
-    npmEnv,
     npm: (args, { cache, cwd, env }) =>
       run("npm", args, { cwd, env: { ...env, ...npmEnv(cache) } }).catch((error: unknown) => {
         const why = missing.length === 0 ? "" : `\nnot in npm's cache at ${npmCache} (run npm ci again): ${missing.join(", ")}`
         return Promise.reject(new Error(`${error instanceof Error ? error.message : String(error)}${why}`))
       }),
     unknown,
-    missing,
-    npmCache,
     close: () => new Promise<void>((resolve) => server.close(() => resolve()))
   }
 }
 
 /** Runs a command to its end without blocking this process (the registry answers meanwhile); throws with its output when it fails. */
-export const run = (command: string, args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv }) =>
+const run = (command: string, args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv }) =>
   new Promise<{ readonly stdout: string; readonly stderr: string }>((resolve, reject) => {
     const spawned = child.spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] })
     let stdout = ""

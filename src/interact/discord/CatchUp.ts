@@ -111,9 +111,9 @@ const idOf = (message: unknown): string | undefined => {
 const byId = (a: { readonly id: string }, b: { readonly id: string }) =>
   BigInt(a.id) < BigInt(b.id) ? -1 : BigInt(a.id) > BigInt(b.id) ? 1 : 0
 
-export interface MissedMessages {
-  /** Raw, oldest first, for the caller to decode and filter like a MESSAGE_CREATE. */
-  readonly messages: ReadonlyArray<unknown>
+export interface MissedMessages<A> {
+  /** As `read` made them, oldest first. */
+  readonly messages: ReadonlyArray<A>
   /** Older ones read and left out: past the window. */
   readonly dropped: number
   /** Older ones left unread because the window was full. */
@@ -126,25 +126,25 @@ export interface MissedMessages {
 
 /**
  * The messages of `channel` after `afterId`, oldest first: the last
- * `bounds.messages` of those `counts` keeps (the ones the bridge could
- * answer: not its own replies, nor another bot's), none older than
+ * `bounds.messages` of those `read` makes something of (the ones the bridge
+ * could answer, decoded: not its own replies, nor another bot's), none older than
  * `bounds.hours`. The others are read but take no place in the window, so
  * the bridge's replies posted during a burst cannot push the burst's older
  * messages out of it after a kill. Read backwards from the newest, page by
  * page, until `afterId` or enough: in a flood the newest are the ones to answer.
  */
-export const missedMessages = (
+export const missedMessages = <A>(
   rest: DiscordRest,
   channel: string,
   afterId: string,
   bounds: CatchUpBounds,
-  counts: (message: unknown) => boolean
-): Effect.Effect<MissedMessages, HistoryReadFailed> =>
+  read: (message: unknown) => A | undefined
+): Effect.Effect<MissedMessages<A>, HistoryReadFailed> =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const oldest = snowflakeAt(now - bounds.hours * 3_600_000)
     const after = isAfter(oldest, afterId) ? oldest : afterId
-    const found = new Map<string, unknown>()
+    const found = new Map<string, A>()
     let newest: string | undefined
     let before: string | undefined = undefined
     let more = false
@@ -171,7 +171,8 @@ export const missedMessages = (
       for (const { id, message } of messages) {
         if (!isAfter(id, after)) continue
         if (newest === undefined || isAfter(id, newest)) newest = id
-        if (counts(message)) found.set(id, message)
+        const counted = read(message)
+        if (counted !== undefined) found.set(id, counted)
       }
       const oldestRead = messages.reduce<string | undefined>(
         (least, next) => least === undefined || isAfter(least, next.id) ? next.id : least,

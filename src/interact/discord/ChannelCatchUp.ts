@@ -67,7 +67,11 @@ const before = (id: string): string | undefined => /^\d{1,20}$/.test(id) ? Strin
 export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatchUp, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { accept, inLane, kinds, passed, rest, settings, state } = options
-    const counts = (raw: unknown) => Result.match(decodeMessage(raw), { onFailure: () => false, onSuccess: options.counts })
+    // Decoded once: those the bridge could answer, the only ones the window counts.
+    const read = (raw: unknown): GatewayMessage | undefined => {
+      const decoded = decodeMessage(raw)
+      return Result.isSuccess(decoded) && options.counts(decoded.success) ? decoded.success : undefined
+    }
     const catchUpBounds = settings.catchUp ?? defaultCatchUp
     // A gap is caught up even with DISCORD_CATCH_UP off: its messages arrived while the bridge listened.
     const gapBounds: CatchUpBounds = catchUpBounds.messages === 0 ? defaultCatchUp : catchUpBounds
@@ -83,12 +87,9 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
     /** Answers what `channelId` got after `after`, in order, once, and says how much it found. */
     const catchUpChannel = (channelId: string, after: string, kind: ChannelKinds.ChannelKind, bounds: CatchUpBounds) =>
       Effect.gen(function*() {
-        const { dropped, messages: found, more, newest, pageLimited } = yield* missedMessages(rest, channelId, after, bounds, counts)
+        const { dropped, messages: found, more, newest, pageLimited } = yield* missedMessages(rest, channelId, after, bounds, read)
         let answered = 0
-        for (const raw of found) {
-          const decoded = decodeMessage(raw)
-          if (Result.isSuccess(decoded) && (yield* accept(decoded.success, kind))) answered++
-        }
+        for (const message of found) if (yield* accept(message, kind)) answered++
         // What was read and not counted (the bridge's replies, other bots'): passed too, not read again next session.
         if (newest !== undefined) yield* passed(channelId, newest)
         if (found.length > 0 || dropped > 0 || more || pageLimited) {
