@@ -59,7 +59,11 @@ export interface MemoryOptions {
   readonly fallbackSoul?: SnapshotReaderOptions["fallbackSoul"]
   /** This process's owner file for the directory's locks (OwnerFile.ts): they are then hard links to it. */
   readonly ownerFile?: string | undefined
-  /** The directory was made just now by this process: nothing of an interrupted commit to look for (MemoryDir). */
+  /**
+   * The directory was made just now by this process: nothing of an
+   * interrupted commit to look for (MemoryDir), and no summary or history
+   * for the first snapshot to read under the lock (SnapshotReader).
+   */
   readonly fresh?: boolean | undefined
 }
 

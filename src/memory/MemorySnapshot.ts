@@ -23,6 +23,12 @@ export interface SnapshotReaderOptions {
   readonly fallbackSoulFile?: string | undefined
   /** The reader of that file (FallbackSoul.reader) shared by a host's agents, so its text is kept once. */
   readonly fallbackSoul?: (() => Result.Result<string, MemoryError>) | undefined
+  /**
+   * The directory was made just now: its first snapshot is known to hold no
+   * summary and no history, so it is not read under the write lock (each
+   * file is still checked by one lstat, so one put there meanwhile is read).
+   */
+  readonly fresh?: boolean | undefined
 }
 
 export interface SnapshotReader {

@@ -75,8 +75,9 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
   // message, so a hand edit is seen then. soul.md is written by no one but
   // its editor; summary.md and history.jsonl by a compaction commit too.
   let soulCache: CachedText | undefined
-  let summaryCache: CachedText | undefined
-  let tailCache: CachedTail | undefined
+  // A directory made just now: as if a read had found neither summary nor history.
+  let summaryCache: CachedText | undefined = options.fresh === true ? { seen: undefined, text: undefined, racy: false } : undefined
+  let tailCache: CachedTail | undefined = options.fresh === true ? { seen: undefined, keep: 0, window: [] } : undefined
 
   const readSoul = () => textOf(paths.soul, soulCache, (read) => soulCache = read)
 
@@ -127,8 +128,13 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
    * is read again under the lock.
    */
   const fromCache = (keep: number): Option.Option<Read> => {
-    const tail = tailCache
-    if (tail === undefined || tail.keep !== keep || summaryCache === undefined) return Option.none()
+    let tail = tailCache
+    if (tail === undefined || summaryCache === undefined) return Option.none()
+    if (tail.keep !== keep) {
+      // No history file holds no line, whatever the window: kept for this one, which the next appends fill.
+      if (tail.seen !== undefined || tail.window.length > 0) return Option.none()
+      tail = { seen: undefined, keep, window: [] }
+    }
     const summaryStat = look(paths.summary)
     if (Result.isFailure(summaryStat)) return Option.none()
     let summary = cachedText(summaryCache, summaryStat.success)
@@ -148,6 +154,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     if (stat === undefined ? tail.seen !== undefined : tail.seen === undefined || !unchanged(tail.seen, stat)) {
       return Option.none()
     }
+    tailCache = tail
     if (stat !== undefined && tail.seen !== undefined && tail.seen.mtimeMs === undefined && Date.now() - stat.mtimeMs >= RACY_MS) {
       tailCache = { ...tail, seen: seenOf(stat) }
     }

@@ -9,7 +9,8 @@ import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Result, Option } from "effect"
+import { Effect, Fiber, Option, Result } from "effect"
+import { TestClock } from "effect/testing"
 import * as FileCache from "../../src/memory/FileCache.js"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
@@ -36,7 +37,60 @@ const age = (file: string, secondsAgo: number) => {
   fs.utimesSync(file, when, when)
 }
 
+/** The directory's write lock, as another live process holds it: a locked read would wait for it. Let go with the scope, or by the returned effect. */
+const heldByAnother = (file: string) =>
+  Effect.gen(function*() {
+    const other = child.spawn("sleep", ["60"], { stdio: "ignore" })
+    yield* Effect.addFinalizer(() => Effect.sync(() => other.kill()))
+    fs.symlinkSync(String(other.pid), file)
+    return Effect.sync(() => fs.rmSync(file))
+  })
+
+/** `read`'s value if it comes without waiting for a lock (none if still waiting after 5 s of the test clock). */
+const withoutWaiting = <A, E>(read: Effect.Effect<A, E>) =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.forkChild(Effect.timeoutOption(read, "5 seconds"))
+    yield* TestClock.adjust("5 seconds")
+    return yield* Fiber.join(fiber)
+  })
+
 describe("snapshot caches", () => {
+  it.effect("a directory made just now: the first snapshot reads nothing under the lock, and the appends keep its window", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const memory = yield* Memory.make(directory, { fresh: true })
+      const lock = path.join(directory, ".planckclaw-write.lock")
+      const letGo = yield* heldByAnother(lock)
+      expect(yield* withoutWaiting(memory.snapshot(40))).toEqual(Option.some({ soul: Memory.DEFAULT_SOUL, summary: "", history: [] }))
+      yield* letGo
+      yield* memory.append(exchange("u1", "a1"), { exchange: "k1" })
+      yield* heldByAnother(lock)
+      // Served from the window the first snapshot kept (for 40 lines), which the append filled.
+      const window = yield* withoutWaiting(memory.snapshot(40))
+      expect(Option.map(window, (read) => read.history.map((entry) => entry.content))).toEqual(Option.some(["u1", "a1"]))
+    }))
+
+  it.effect("a directory made just now: a summary or history put there before the first snapshot is read", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const memory = yield* Memory.make(directory, { fresh: true })
+      fs.writeFileSync(path.join(directory, "summary.md"), "put there by hand")
+      fs.writeFileSync(path.join(directory, "history.jsonl"), line("user", "u0"))
+      expect(yield* memory.snapshot(40)).toMatchObject({ summary: "put there by hand", history: [{ role: "user", content: "u0" }] })
+    }))
+
+  it.effect("no history read for one window answers another without the lock, until a history appears", () =>
+    Effect.gen(function*() {
+      const { file, memory } = yield* setup({ "summary.md": "summary A" })
+      age(file("summary.md"), 3600)
+      expect((yield* memory.snapshot(40)).history).toEqual([])
+      const letGo = yield* heldByAnother(file(".planckclaw-write.lock"))
+      expect(yield* withoutWaiting(memory.snapshot(80))).toEqual(Option.some({ soul: Memory.DEFAULT_SOUL, summary: "summary A", history: [] }))
+      yield* letGo
+      fs.writeFileSync(file("history.jsonl"), line("user", "u0"))
+      expect((yield* memory.snapshot(40)).history.map((entry) => entry.content)).toEqual(["u0"])
+    }))
+
   it.effect("a hand edit of soul.md or summary.md between two turns is seen, even one of the same size right away", () =>
     Effect.gen(function*() {
       const { file, memory } = yield* setup({ "soul.md": "persona A", "summary.md": "summary A" })
