@@ -133,10 +133,12 @@ main(async () => {
       ["PLANCKCLAW_AGENTS_DIR", path.join(work.dir, "agents")],
       ["PLANCKCLAW_DIR", path.join(work.dir, "memory")],
       ["PLANCKCLAW_AGENT_IDLE", String(IDLE_SECONDS)],
-      // As `planckclaw serve` does (src/runtime/process/Pretenuring.ts, EarlyTierUp.ts); PLANCKCLAW_V8_PRETENURING=1
-      // and PLANCKCLAW_V8_EARLY_TIER_UP=1 (opt-in) measure the other choices.
+      // As `planckclaw serve` does (src/runtime/process/Pretenuring.ts, EarlyTierUp.ts, YoungGeneration.ts);
+      // PLANCKCLAW_V8_PRETENURING=1, PLANCKCLAW_V8_EARLY_TIER_UP=1 (opt-in) and
+      // PLANCKCLAW_V8_YOUNG_GENERATION_CAP=0 measure the other choices.
       ["PLANCKCLAW_V8_PRETENURING", process.env.PLANCKCLAW_V8_PRETENURING ?? "0"],
-      ["PLANCKCLAW_V8_EARLY_TIER_UP", process.env.PLANCKCLAW_V8_EARLY_TIER_UP ?? "0"]
+      ["PLANCKCLAW_V8_EARLY_TIER_UP", process.env.PLANCKCLAW_V8_EARLY_TIER_UP ?? "0"],
+      ["PLANCKCLAW_V8_YOUNG_GENERATION_CAP", process.env.PLANCKCLAW_V8_YOUNG_GENERATION_CAP ?? "1"]
     ])
     const layer = HttpApi.layer({ host: "127.0.0.1", port: 0 }).pipe(
       Layer.provideMerge(AgentHost.layer),
