@@ -122,6 +122,12 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
         // The lines just written, counted from what was written, not read back.
         known = { inode: ino, size: end, lines: known.lines + entries.length, endsWithNewline: true }
         appended = current
+      } else if (size === 0) {
+        // A file empty until now (a new agent's first append): its lines are
+        // those just written, one per entry, not read back. The next check
+        // still stats it, as for any file not counted before.
+        known = { inode: ino, size: end, lines: entries.length, endsWithNewline: true }
+        appended = false
       } else if (known !== undefined && known.inode === ino && known.size < size) {
         known = extendCount(fd, known, end)
         appended = current

@@ -82,10 +82,11 @@ export const heldAppender = (file: string) => {
     if (fd !== undefined) Result.try(() => fs.closeSync(fd))
   }
   const append = (lines: ReadonlyArray<UsageLine>): Result.Result<void, SafeFile.MemoryFileError> => {
-    const stat = Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false }))
+    // Nothing held (the agent's first answer since its start): opened, and sized by the open's own check.
+    const stat = held === undefined ? undefined : Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false }))
     // The size the open's own check read: a new file's first line needs no other fstat.
     let openedSize: number | undefined
-    if (held === undefined || Result.isFailure(stat) || stat.success?.ino !== held.ino) {
+    if (held === undefined || stat === undefined || Result.isFailure(stat) || stat.success?.ino !== held.ino) {
       close()
       const opened = SafeFile.openWithStat(file, SafeFile.flags.append)
       if (Result.isFailure(opened)) return Result.fail(opened.failure)
@@ -93,7 +94,7 @@ export const heldAppender = (file: string) => {
       openedSize = opened.success.stat.size
     }
     const current = held
-    const sized = Result.isSuccess(stat) && stat.success !== undefined && stat.success.ino === current.ino
+    const sized = stat !== undefined && Result.isSuccess(stat) && stat.success !== undefined && stat.success.ino === current.ino
       ? Result.succeed(stat.success.size)
       : openedSize !== undefined
       ? Result.succeed(openedSize)

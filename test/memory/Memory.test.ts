@@ -57,6 +57,23 @@ describe("history tail", () => {
       expect(read("history.jsonl")).toBe(line("user", "u1") + "{\"role\":\"assistant\",\"content\":\"a \\\"quoted\\\"\\nline\"}\n")
     }))
 
+  it.effect("counts what it appends to an empty history as the whole file, even one emptied by hand since the last count", () =>
+    Effect.gen(function*() {
+      const { directory, memory } = yield* setup()
+      const file = path.join(directory, "history.jsonl")
+      yield* memory.append([{ role: "user", content: "one\ntwo" }, { role: "assistant", content: "a" }])
+      expect(yield* memory.hasMoreLinesThan(1)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(2)).toBe(false)
+      yield* memory.append([{ role: "user", content: "u" }, { role: "assistant", content: "a" }])
+      expect(yield* memory.hasMoreLinesThan(3)).toBe(true)
+      // Emptied in place (the same inode): the next append starts the count over.
+      fs.truncateSync(file, 0)
+      yield* memory.append([{ role: "user", content: "after" }])
+      expect(yield* memory.hasMoreLinesThan(0)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(1)).toBe(false)
+      expect(fs.readFileSync(file, "utf8")).toBe(line("user", "after"))
+    }))
+
   it.effect("keeps the line count right across its own appends, other writers and a replaced file", () =>
     Effect.gen(function*() {
       const { directory, memory } = yield* setup({ "history.jsonl": manyLines(3).trimEnd() })
