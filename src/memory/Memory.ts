@@ -61,8 +61,9 @@ export interface MemoryOptions {
   readonly ownerFile?: string | undefined
   /**
    * The directory was made just now by this process: nothing of an
-   * interrupted commit to look for (MemoryDir), and no summary or history
-   * for the first snapshot to read under the lock (SnapshotReader).
+   * interrupted commit to look for (MemoryDir), no summary or history for
+   * the first snapshot to read under the lock (SnapshotReader), and the
+   * first append makes history and ledger itself (HistoryAppender).
    */
   readonly fresh?: boolean | undefined
 }
@@ -145,7 +146,7 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
       }
       // And the snapshot's tail, when it was history as found here.
       reader.appended(ino, size, end, entries)
-    }, () => memoryDir.mirror?.())
+    }, () => memoryDir.mirror?.(), { fresh: options.fresh })
 
     // This process's compaction swapped new files in alongside its appends:
     // taken as they are, so the next turn neither reads them nor appends under the lock.

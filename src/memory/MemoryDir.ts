@@ -31,7 +31,7 @@ export { CompactionBusy, fromFileError, fsEffect, MemoryConfig, MemoryError, wit
  * `ownerFile`: this process's owner file for the locks (OwnerFile.ts), when
  * there is one on this file system. `fresh`: the directory was made just now
  * by this process (a new agent of `serve`), so no commit can have been left
- * half done in it.
+ * half done in it, and a run's first append may go without the lock.
  */
 export const make = (
   directory: string,
@@ -65,8 +65,8 @@ export const make = (
     // unless the lock was taken over from a dead owner (who may have died
     // mid-compaction).
     let leftoversCleared = options.fresh === true
-    // The last locked section ended well: no commit of this process is left half done.
-    let settled = false
+    // The last locked section ended well: no commit of this process is left half done (none yet in a directory made just now).
+    let settled = options.fresh === true
     // This process holds the compaction lock file: no other process can commit now.
     let ownCompaction = false
     const recover = (clean: boolean) => {

@@ -148,5 +148,45 @@ describe("a run's appends without the write lock file", () => {
     }))
 })
 
+describe("the first append in a directory made just now", () => {
+  const fresh = Effect.gen(function*() {
+    const directory = yield* tempDir()
+    yield* Effect.acquireRelease(Effect.sync(() => RunHeld.holdForRun(directory)), (release) => Effect.sync(release))
+    const memory = yield* Memory.make(directory, { fresh: true })
+    const file = (name: string) => path.join(directory, name)
+    return { directory, memory, file, read: (name: string) => fs.readFileSync(file(name), "utf8") }
+  })
+
+  it.effect("makes history and ledger itself, without the write lock file, and the ledger names the exchange", () =>
+    Effect.gen(function*() {
+      const { directory, file, memory, read } = yield* fresh
+      const other = yield* sleeper
+      fs.symlinkSync(String(other.pid), file(".planckclaw-write.lock"))
+      yield* memory.append(exchange(1), { exchange: "k1" })
+      yield* memory.append(exchange(2), { exchange: "k2" })
+      expect(read("history.jsonl")).toBe(lines(1, 2))
+      const inode = fs.statSync(file("history.jsonl")).ino
+      expect(read(".history-ledger.json").trim().split("\n").map((entry) => JSON.parse(entry))).toMatchObject([
+        { inode, key: "k1" },
+        { inode, key: "k2" }
+      ])
+      fs.rmSync(file(".planckclaw-write.lock"))
+      // Read back by another store, the ledger holds k1: a replay of it writes nothing.
+      const again = yield* Memory.make(directory)
+      yield* again.append(exchange(1), { exchange: "k1" })
+      expect(read("history.jsonl")).toBe(lines(1, 2))
+    }))
+
+  it.effect("with a history put there before it, goes through the write lock and after that history", () =>
+    Effect.gen(function*() {
+      const { file, memory, read } = yield* fresh
+      fs.writeFileSync(file("history.jsonl"), line("user", "by hand"))
+      yield* memory.append(exchange(1), { exchange: "k1" })
+      expect(read("history.jsonl")).toBe(line("user", "by hand") + lines(1))
+      expect(yield* memory.hasMoreLinesThan(2)).toBe(true)
+      expect(yield* memory.hasMoreLinesThan(3)).toBe(false)
+    }))
+})
+
 /** Whether `file` is a symbolic link (existsSync follows it). */
 const isLink = (file: string): boolean => fs.lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink() ?? false
