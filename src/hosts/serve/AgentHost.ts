@@ -154,15 +154,16 @@ export const make = Effect.gen(function*() {
       if (Result.isFailure(made) && !(errnoCode(made.failure) === "EEXIST" && AgentStatus.isAgentDirectory(directory))) {
         return yield* refuse("unavailable", `${directory} is not a directory this process can use (a link, a file, or unwritable)`, id)
       }
-      yield* AgentStatus.warnIfOthersCanWrite(`agent directory ${directory}`, directory, "this agent's")
+      // Made by the mkdir above: a new agent's start looks for none of the files it cannot have yet,
+      // and its directory is ours, mode 0700 or less (the umask only takes bits away).
+      const fresh = Result.isSuccess(made)
+      if (!fresh) yield* AgentStatus.warnIfOthersCanWrite(`agent directory ${directory}`, directory, "this agent's")
       running.add(id)
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
           running.delete(id)
           activity.released++
         }))
-      // Made by the mkdir above: a new agent's start looks for none of the files it cannot have yet.
-      const fresh = Result.isSuccess(made)
       const instance = yield* AgentInstance.make({ id, directory, shared, handedOver, restart: restart(id, life), fresh })
       life.quiet = instance.quiet
       life.handOver = instance.handOver
