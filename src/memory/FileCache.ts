@@ -73,13 +73,15 @@ export const readText = (file: string): Result.Result<CachedText, SafeFile.Memor
 /**
  * `readText`, refusing a file over `maxBytes` by its size on the open
  * descriptor, before reading a byte of it: `tooLarge(size)` is the refusal.
+ * `found`: an lstat has just found the file, so it is opened without another.
  */
 export const readTextUpTo = <E>(
   file: string,
   maxBytes: number,
-  tooLarge: (size: number) => E
+  tooLarge: (size: number) => E,
+  found = false
 ): Result.Result<CachedText, SafeFile.MemoryFileError | E> => {
-  const opened = SafeFile.openIfPresent(file, SafeFile.flags.read)
+  const opened = (found ? SafeFile.openFound : SafeFile.openIfPresent)(file, SafeFile.flags.read)
   if (Result.isFailure(opened)) return Result.fail(opened.failure)
   if (opened.success === undefined) return Result.succeed({ seen: undefined, text: undefined, racy: false })
   const { fd, stat } = opened.success

@@ -14,8 +14,9 @@ import type * as SafeFile from "../runtime/SafeFile.js"
 /** soul.md or summary.md as read: its text (undefined: absent), or why not (MemoryError: over its limit). */
 export type PromptRead = Result.Result<string | undefined, SafeFile.MemoryFileError | MemoryError>
 
-/** A soul or summary, refused unread when it is over its limit. */
-export const readPrompt = (file: string) => readTextUpTo(file, PromptFiles.PROMPT_FILE_MAX_BYTES, (size) => PromptFiles.tooLarge(file, size))
+/** A soul or summary, refused unread when it is over its limit; `found`: an lstat has just found it. */
+export const readPrompt = (file: string, found = false) =>
+  readTextUpTo(file, PromptFiles.PROMPT_FILE_MAX_BYTES, (size) => PromptFiles.tooLarge(file, size), found)
 
 /** `file`'s text: `cache`'s while one lstat finds the file unchanged, else read anew and `remember`ed. */
 export const textOf = (
@@ -32,7 +33,7 @@ export const textOf = (
     remember({ seen: undefined, text: undefined, racy: false })
     return Result.succeed(undefined)
   }
-  return Result.map(readPrompt(file), (read) => {
+  return Result.map(readPrompt(file, true), (read) => {
     remember(read)
     return read.text
   })

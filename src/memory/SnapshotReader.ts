@@ -141,7 +141,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     if (Option.isNone(summary) && summaryCache.racy) {
       // Written a moment ago (a compaction just committed it): unchanged
       // if it reads the same, which costs a read, not the lock.
-      const again = readPrompt(paths.summary)
+      const again = readPrompt(paths.summary, summaryStat.success !== undefined)
       if (Result.isSuccess(again) && again.success.text === summaryCache.text) {
         summaryCache = again.success
         summary = Option.some(again.success.text)

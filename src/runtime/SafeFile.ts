@@ -113,6 +113,10 @@ export const openIfPresent = (path: string, how: number): Result.Result<Opened |
     : openChecked(path, how, () => Result.succeed(undefined))
 }
 
+/** `openIfPresent` for a path an lstat has just found: opened at once (undefined if it went in between). */
+export const openFound = (path: string, how: number): Result.Result<Opened | undefined, MemoryFileError> =>
+  openChecked(path, how, () => Result.succeed(undefined))
+
 const openChecked = <B>(
   path: string,
   how: number,
