@@ -103,9 +103,9 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
 
   const planFold = (keep: number) =>
     locked("planning compaction", () =>
-      withHistory(paths.history, SafeFile.flags.read, Option.none<FoldPlan>(), (fd) => {
-        const tail = scanTail(fd, keep)
-        const inode = fs.fstatSync(fd).ino
+      withHistory(paths.history, SafeFile.flags.read, Option.none<FoldPlan>(), (fd, stat) => {
+        const tail = scanTail(fd, keep, stat.size)
+        const inode = stat.ino
         // keep = 0 folds everything; otherwise a short history has nothing older.
         const older = keep === 0 ? tail.offset > 0 : tail.count === keep && tail.offset > 0
         return Result.succeed(older ? Option.some({ splitOffset: tail.offset, inode }) : Option.none<FoldPlan>())
@@ -176,8 +176,7 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
 
   /** The part of history the fold keeps: from the split to the end, as it is now (under the lock). */
   const readRest = (plan: FoldPlan): Result.Result<{ readonly buffer: Buffer; readonly size: number }, MemoryError> => {
-    const rest = withHistory(paths.history, SafeFile.flags.read, undefined, (fd) => {
-      const stat = fs.fstatSync(fd)
+    const rest = withHistory(paths.history, SafeFile.flags.read, undefined, (fd, stat) => {
       if (stat.ino !== plan.inode || stat.size < plan.splitOffset) return Result.succeed(undefined)
       const buffer = Buffer.allocUnsafe(stat.size - plan.splitOffset)
       fs.readSync(fd, buffer, 0, buffer.length, plan.splitOffset)

@@ -65,8 +65,7 @@ export interface Tail {
  * Finds where the last `lines` lines begin by scanning back from the end in
  * blocks. A final line without its newline counts as a line.
  */
-export const scanTail = (fd: number, lines: number): Tail => {
-  const size = sizeOf(fd)
+export const scanTail = (fd: number, lines: number, size: number = sizeOf(fd)): Tail => {
   if (size === 0 || lines <= 0) return { offset: size, count: 0 }
   const buffer = Buffer.allocUnsafe(BLOCK)
   let count = 0
@@ -149,8 +148,7 @@ export const splitLines = (text: string): Array<string> => {
 }
 
 /** Whether the file is empty or ends with a newline (else an append must add one first). */
-export const endsWithNewline = (fd: number): boolean => {
-  const size = sizeOf(fd)
+export const endsWithNewline = (fd: number, size: number = sizeOf(fd)): boolean => {
   if (size === 0) return true
   const last = Buffer.allocUnsafe(1)
   fs.readSync(fd, last, 0, 1, size - 1)

@@ -87,7 +87,7 @@ export const make = (file: string): LedgerFile => {
         if (cache.seen.mtimeMs === undefined) cache = { ...cache, seen: seenOf(stat) }
         return Result.succeed({ ledger: cache.ledger, stat })
       }
-      return Result.map(readText(file), (read) => {
+      return Result.map(readText(file, true), (read) => {
         const text = read.text ?? ""
         const ledger = Ledger.parse(read.text)
         cache = read.seen === undefined ? undefined : {

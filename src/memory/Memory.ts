@@ -204,17 +204,16 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
       })
 
     const count = (limit: number, file: string) => () =>
-      withHistory(file, SafeFile.flags.read, false, (fd) => {
-        const stat = fs.fstatSync(fd)
+      withHistory(file, SafeFile.flags.read, false, (fd, stat) => {
         if (known !== undefined && known.inode === stat.ino && known.size <= stat.size) {
           known = extendCount(fd, known, stat.size)
           return Result.succeed(known.lines > limit)
         }
         // Unknown or rewritten file: scan back at most limit + 1 lines; reaching
         // the start means the count is exact and worth keeping.
-        const tail = scanTail(fd, limit + 1)
+        const tail = scanTail(fd, limit + 1, stat.size)
         if (tail.count > limit) return Result.succeed(true)
-        known = { inode: stat.ino, size: stat.size, lines: tail.count, endsWithNewline: endsWithNewline(fd) }
+        known = { inode: stat.ino, size: stat.size, lines: tail.count, endsWithNewline: endsWithNewline(fd, stat.size) }
         return Result.succeed(false)
       })
 

@@ -2,6 +2,7 @@
  * The memory directory's error, setting and the file helpers every store
  * on it uses (re-exported by MemoryDir.ts).
  */
+import type * as fs from "node:fs"
 import * as path from "node:path"
 import * as Config from "effect/Config"
 import * as Data from "effect/Data"
@@ -55,7 +56,7 @@ export const withHistory = <A>(
   file: string,
   how: number,
   absent: A,
-  use: (fd: number) => Result.Result<A, MemoryError>
+  use: (fd: number, stat: fs.Stats) => Result.Result<A, MemoryError>
 ): Result.Result<A, MemoryError> => {
   const result = SafeFile.withFileIfPresent(file, how, absent, use)
   if (Result.isSuccess(result)) return Result.succeed(result.success)

@@ -6,7 +6,6 @@
  * A soul or summary over its limit (PromptFiles) fails the snapshot with
  * the file named, rather than go into a request the API would refuse.
  */
-import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
@@ -97,9 +96,8 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     const summaryRead = readPrompt(files.summary)
     if (cache && Result.isSuccess(summaryRead)) summaryCache = summaryRead.success
     const summary = Result.map(summaryRead, (read) => read.text)
-    const tail = withHistory(files.history, SafeFile.flags.read, { lines: [] as ReadonlyArray<string>, oversized: [] as ReadonlyArray<number>, seen: undefined as Seen | undefined }, (fd) => {
-      const stat = fs.fstatSync(fd)
-      const read = readLines(fd, scanTail(fd, keep).offset, stat.size)
+    const tail = withHistory(files.history, SafeFile.flags.read, { lines: [] as ReadonlyArray<string>, oversized: [] as ReadonlyArray<number>, seen: undefined as Seen | undefined }, (fd, stat) => {
+      const read = readLines(fd, scanTail(fd, keep, stat.size).offset, stat.size)
       return Result.succeed({ ...read, seen: seenOf(stat) })
     })
     return Result.map(tail, (tail) => {

@@ -153,15 +153,15 @@ export const withFile = <A, E>(
   use: (fd: number) => Result.Result<A, E>
 ): Result.Result<A, E | MemoryFileError> => Result.flatMap(open(path, how), (fd) => using(path, fd, use))
 
-/** `withFile`, or `absent` when there is no such file. */
+/** `withFile`, or `absent` when there is no such file; `use` gets the status the open's own check read. */
 export const withFileIfPresent = <A, E, B>(
   path: string,
   how: number,
   absent: B,
-  use: (fd: number) => Result.Result<A, E>
+  use: (fd: number, stat: fs.Stats) => Result.Result<A, E>
 ): Result.Result<A | B, E | MemoryFileError> =>
   Result.flatMap(openIfPresent(path, how), (opened): Result.Result<A | B, E | MemoryFileError> =>
-    opened === undefined ? Result.succeed(absent) : using(path, opened.fd, use))
+    opened === undefined ? Result.succeed(absent) : using(path, opened.fd, (fd) => use(fd, opened.stat)))
 
 /** Reads a memory file whole; undefined when it does not exist. */
 export const read = (path: string): Result.Result<string | undefined, MemoryFileError> =>
@@ -172,12 +172,25 @@ export const read = (path: string): Result.Result<string | undefined, MemoryFile
  * torn last record (power loss, full disk) is cut off: that needs no free space.
  */
 export const readJournal = (path: string): Result.Result<string, MemoryFileError> =>
-  withFileIfPresent(path, fs.constants.O_RDWR, "", (fd) => {
-    const bytes = fs.readFileSync(fd)
+  withFileIfPresent(path, fs.constants.O_RDWR, "", (fd, stat) => {
+    // Its size as the open found it: this process is the journal's only writer (the run lock).
+    const bytes = readUpTo(fd, stat.size)
     const end = bytes.lastIndexOf(0x0a) + 1
     if (end < bytes.length) fs.ftruncateSync(fd, end)
     return Result.succeed(bytes.toString("utf8", 0, end))
   })
+
+/** The first `size` bytes of `fd` (fewer if it ends sooner), without a status of its own as readFileSync takes. */
+const readUpTo = (fd: number, size: number): Buffer => {
+  const bytes = Buffer.allocUnsafe(size)
+  let read = 0
+  while (read < size) {
+    const n = fs.readSync(fd, bytes, read, size - read, read)
+    if (n === 0) break
+    read += n
+  }
+  return bytes.subarray(0, read)
+}
 
 /**
  * Writes all of `data` at the end of `fd` (opened for appending), checking

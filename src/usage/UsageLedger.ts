@@ -102,7 +102,7 @@ export const heldAppender = (file: string) => {
     if (Result.isFailure(sized)) return Result.fail(sized.failure)
     const size = sized.success
     // A line torn by a crash: the next one starts on a line of its own.
-    const whole = size === 0 || size === current.end || Result.getOrElse(Result.try(() => endsWithNewline(current.fd)), () => true)
+    const whole = size === 0 || size === current.end || Result.getOrElse(Result.try(() => endsWithNewline(current.fd, size)), () => true)
     const bytes = Buffer.from(whole ? encode(lines) : `\n${encode(lines)}`, "utf8")
     const written = SafeFile.appendAll(current.fd, file, bytes, size)
     current.end = Result.isSuccess(written) ? size + bytes.length : -1
