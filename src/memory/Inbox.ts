@@ -97,9 +97,9 @@ const open = (directory: string): Effect.Effect<{ readonly service: FileInbox; r
         cause: error
       })
     // Only a regular file of this user, never through a link; a torn last record is cut off.
-    const opened = SafeFile.readJournal(file)
+    const opened = SafeFile.openJournal(file)
     if (Result.isFailure(opened)) return Effect.fail(refused(opened.failure))
-    const entries = replayEntries(opened.success)
+    const entries = replayEntries(opened.success?.text ?? "")
     let nextId = [...entries.keys()].reduce((max, id) => Math.max(max, id), 0) + 1
     let failing = false
 
@@ -127,7 +127,10 @@ const open = (directory: string): Effect.Effect<{ readonly service: FileInbox; r
     // (MemoryHold.ts: a run's, or a started agent's in serve) makes this
     // process the journal's only writer, so its size is
     // known here, for cutting back a write that did not land whole.
-    let journal: { readonly fd: number; size: number } | undefined
+    // Kept from the read above when there was a journal; else made by the first record.
+    let journal: { readonly fd: number; size: number } | undefined = opened.success === undefined
+      ? undefined
+      : { fd: opened.success.fd, size: opened.success.size }
     const held = (): Result.Result<{ readonly fd: number; size: number }, SafeFile.MemoryFileError> => {
       if (journal !== undefined) return Result.succeed(journal)
       return Result.map(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => {
