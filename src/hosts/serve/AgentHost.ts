@@ -151,13 +151,14 @@ export const make = Effect.gen(function*() {
       const directory = directoryOf(id)
       // One mkdir(2) for a new agent; an existing one is checked to be a directory, not a link or a file.
       const made = Result.try(() => fs.mkdirSync(directory, { mode: 0o700 }))
-      if (Result.isFailure(made) && !(errnoCode(made.failure) === "EEXIST" && AgentStatus.isAgentDirectory(directory))) {
+      const existing = Result.isFailure(made) && errnoCode(made.failure) === "EEXIST" ? AgentStatus.directoryStatus(directory) : undefined
+      if (Result.isFailure(made) && existing === undefined) {
         return yield* refuse("unavailable", `${directory} is not a directory this process can use (a link, a file, or unwritable)`, id)
       }
       // Made by the mkdir above: a new agent's start looks for none of the files it cannot have yet,
       // and its directory is ours, mode 0700 or less (the umask only takes bits away).
       const fresh = Result.isSuccess(made)
-      if (!fresh) yield* AgentStatus.warnIfOthersCanWrite(`agent directory ${directory}`, directory, "this agent's")
+      if (!fresh) yield* AgentStatus.warnIfOthersCanWrite(`agent directory ${directory}`, directory, "this agent's", existing)
       running.add(id)
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {

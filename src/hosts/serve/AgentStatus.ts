@@ -61,6 +61,12 @@ const readWith = (buffer: Buffer, id: string, directory: string, running: boolea
 /** Whether `directory` is a real directory (not a link), and so may be an agent. */
 export const isAgentDirectory = (directory: string): boolean => stat(directory)?.isDirectory() === true
 
+/** The agent directory's status (lstat: a link is not one), undefined when there is nothing there. */
+export const directoryStatus = (directory: string): fs.Stats | undefined => {
+  const found = stat(directory)
+  return found?.isDirectory() === true ? found : undefined
+}
+
 /**
  * Agent `raw`'s directory under PLANCKCLAW_AGENTS_DIR, as `serve` keeps it
  * (the commands' `--agent ID`); refused when the id is not one or no such
@@ -83,8 +89,10 @@ const uid = process.getuid?.()
  * group or other write bit, or another user owning it), and what to do, in
  * words for a warning; `undefined` when only this user can, or it cannot be read.
  */
-export const writableByOthers = (directory: string): { readonly problem: string; readonly fix: string } | undefined => {
-  const found = stat(directory)
+export const writableByOthers = (
+  directory: string,
+  found: fs.Stats | undefined = stat(directory)
+): { readonly problem: string; readonly fix: string } | undefined => {
   if (found === undefined) return undefined
   if (uid !== undefined && found.uid !== uid) {
     return { problem: `is owned by uid ${found.uid}, not by this user (uid ${uid})`, fix: "use a directory of your own" }
@@ -100,9 +108,9 @@ export const writableByOthers = (directory: string): { readonly problem: string;
  * `directory`: they could rewrite `whose` memory (soul, history) or plant
  * files there. `what` names the directory.
  */
-export const warnIfOthersCanWrite = (what: string, directory: string, whose: string): Effect.Effect<void> =>
+export const warnIfOthersCanWrite = (what: string, directory: string, whose: string, found?: fs.Stats): Effect.Effect<void> =>
   Effect.suspend(() => {
-    const loose = writableByOthers(directory)
+    const loose = writableByOthers(directory, found ?? stat(directory))
     return loose === undefined
       ? Effect.void
       : Effect.logWarning(`${what} ${loose.problem}: they could change ${whose} memory; ${loose.fix}`)
