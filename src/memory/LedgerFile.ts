@@ -8,7 +8,7 @@
 import * as fs from "node:fs"
 import * as Result from "effect/Result"
 import type * as CommitMirror from "./CommitMirror.js"
-import { look, readText, type Seen, seenOf, unchanged } from "./FileCache.js"
+import { look, RACY_MS, type Seen, seenOf, unchanged } from "./FileCache.js"
 import * as Ledger from "./Ledger.js"
 import * as SafeFile from "../runtime/SafeFile.js"
 
@@ -77,8 +77,10 @@ export const make = (file: string): LedgerFile => {
     held = undefined
   }
 
-  const current = () =>
-    Result.flatMap(look(file), (stat) => {
+  type Current = Result.Result<{ readonly ledger: Ledger.Ledger; readonly stat: fs.Stats | undefined }, SafeFile.MemoryFileError>
+
+  const current = (): Current =>
+    Result.flatMap(look(file), (stat): Current => {
       if (stat === undefined) {
         cache = undefined
         return Result.succeed({ ledger: Ledger.empty, stat })
@@ -87,16 +89,28 @@ export const make = (file: string): LedgerFile => {
         if (cache.seen.mtimeMs === undefined) cache = { ...cache, seen: seenOf(stat) }
         return Result.succeed({ ledger: cache.ledger, stat })
       }
-      return Result.map(readText(file, true), (read) => {
-        const text = read.text ?? ""
-        const ledger = Ledger.parse(read.text)
-        cache = read.seen === undefined ? undefined : {
-          seen: read.racy ? { ...read.seen, mtimeMs: undefined, ctimeMs: undefined } : read.seen,
+      // Read through the descriptor the next record is appended by (its lstat just found it: no other).
+      return Result.flatMap(SafeFile.openFound(file, SafeFile.flags.appendExisting), (opened): Current => {
+        dropHeld()
+        cache = undefined
+        if (opened === undefined) return Result.succeed({ ledger: Ledger.empty, stat: undefined })
+        const read = Result.try({ try: () => SafeFile.readUpTo(opened.fd, opened.stat.size), catch: (error) => SafeFile.failed(file, error) })
+        if (Result.isFailure(read)) {
+          closeHeld(opened)
+          return Result.fail(read.failure)
+        }
+        held = { fd: opened.fd, ino: opened.stat.ino }
+        const text = read.success.toString("utf8")
+        const ledger = Ledger.parse(text)
+        const seen = seenOf(opened.stat)
+        cache = {
+          // Racily clean: trusted by inode and size only until our next note.
+          seen: Date.now() - opened.stat.mtimeMs < RACY_MS ? { ...seen, mtimeMs: undefined, ctimeMs: undefined } : seen,
           ledger,
           endsWithNewline: text.length === 0 || text.endsWith("\n"),
           lines: text.split("\n").length
         }
-        return { ledger, stat: read.seen === undefined ? undefined : stat }
+        return Result.succeed({ ledger, stat: opened.stat })
       })
     })
 

@@ -76,6 +76,8 @@ const { O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_RDWR, O_T
 export const flags = {
   read: O_RDONLY,
   append: O_RDWR | O_APPEND | O_CREAT,
+  /** `append` for a file that must be there already: never made by the open. */
+  appendExisting: O_RDWR | O_APPEND,
   rewrite: O_WRONLY | O_CREAT | O_TRUNC,
   createNew: O_WRONLY | O_CREAT | O_EXCL,
   /** A next file a run's history store takes over after the swap, as if opened with `append`. */
@@ -195,7 +197,7 @@ const completeRecords = (fd: number, size: number): { readonly text: string; rea
 }
 
 /** The first `size` bytes of `fd` (fewer if it ends sooner), without a status of its own as readFileSync takes. */
-const readUpTo = (fd: number, size: number): Buffer => {
+export const readUpTo = (fd: number, size: number): Buffer => {
   const bytes = Buffer.allocUnsafe(size)
   let read = 0
   while (read < size) {
