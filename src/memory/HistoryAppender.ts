@@ -139,18 +139,25 @@ export const make = (
   const done: AloneOutcome<void> = { _tag: "Done", value: undefined }
 
   const writeAlone = (entries: ReadonlyArray<HistoryEntry>, key: string): Result.Result<AloneOutcome<void>, MemoryError> => {
+    // Made empty just now, by this very call: nothing to check of it yet.
+    let made = false
     if (unstarted) {
       unstarted = false
-      if (historyFd === undefined && !startBoth()) return Result.succeed(locked)
+      if (historyFd === undefined) {
+        if (!startBoth()) return Result.succeed(locked)
+        made = true
+      }
     }
     const history = historyFd
     const end = lastEnd
     if (history === undefined || end === undefined || end.ino !== history.ino || !ledgerFile.canNoteAlone(history.ino, key)) {
       return Result.succeed(locked)
     }
-    const stat = look(paths.history)
-    if (Result.isFailure(stat)) return Result.fail(fromFileError(stat.failure))
-    if (stat.success === undefined || stat.success.ino !== end.ino || stat.success.size !== end.size) return Result.succeed(locked)
+    if (!made) {
+      const stat = look(paths.history)
+      if (Result.isFailure(stat)) return Result.fail(fromFileError(stat.failure))
+      if (stat.success === undefined || stat.success.ino !== end.ino || stat.success.size !== end.size) return Result.succeed(locked)
+    }
     const size = end.size
     const bytes = Buffer.from(entries.map((entry) => `${encodeEntry(entry)}\n`).join(""), "utf8")
     // Written ahead: names the range before it is filled, so a crash in between is seen.

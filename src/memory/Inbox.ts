@@ -87,7 +87,7 @@ export const noRoom = (error: MemoryError): boolean =>
   error.cause instanceof SafeFile.MemoryFileFailed && ["ENOSPC", "EDQUOT", "EFBIG"].includes(error.cause.code ?? "")
 
 /** The inbox, and how to close the journal's descriptor it holds. */
-const open = (directory: string): Effect.Effect<{ readonly service: FileInbox; readonly close: Effect.Effect<void> }, MemoryError> =>
+const open = (directory: string, madeNow: boolean): Effect.Effect<{ readonly service: FileInbox; readonly close: Effect.Effect<void> }, MemoryError> =>
   Effect.suspend(() => {
     const file = path.join(directory, ".inbox.jsonl")
     const refused = (error: SafeFile.MemoryFileError) =>
@@ -97,7 +97,8 @@ const open = (directory: string): Effect.Effect<{ readonly service: FileInbox; r
         cause: error
       })
     // Only a regular file of this user, never through a link; a torn last record is cut off.
-    const opened = SafeFile.openJournal(file)
+    // A directory made just now has no journal yet: the first record makes it.
+    const opened = madeNow ? Result.succeed(undefined) : SafeFile.openJournal(file)
     if (Result.isFailure(opened)) return Effect.fail(refused(opened.failure))
     const entries = replayEntries(opened.success?.text ?? "")
     let nextId = [...entries.keys()].reduce((max, id) => Math.max(max, id), 0) + 1
@@ -279,9 +280,12 @@ const open = (directory: string): Effect.Effect<{ readonly service: FileInbox; r
   })
 
 /** The inbox whose journal descriptor is closed with its scope. */
-export const make = (directory: string): Effect.Effect<FileInbox, MemoryError, Scope.Scope> =>
+export const make = (
+  directory: string,
+  options: { readonly fresh?: boolean | undefined } = {}
+): Effect.Effect<FileInbox, MemoryError, Scope.Scope> =>
   Effect.map(
-    Effect.acquireRelease(open(directory), (opened) => opened.close),
+    Effect.acquireRelease(open(directory, options.fresh === true), (opened) => opened.close),
     (opened) => opened.service
   )
 

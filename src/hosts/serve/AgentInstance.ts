@@ -120,7 +120,7 @@ export const make = (options: {
     // Memory and inbox built directly rather than from layers: an agent's start is most of the cost of its
     // first message, and these take the host's shared parts (the owner file, the default soul). Without a soul.md of its own, the agent speaks with the host's default soul.
     const memory = yield* Memory.make(directory, { fallbackSoul: shared.defaultSoul, ownerFile, fresh })
-    const inbox = yield* Inbox.make(directory).pipe(Effect.mapError((error) => unavailable(error.message)))
+    const inbox = yield* Inbox.make(directory, { fresh }).pipe(Effect.mapError((error) => unavailable(error.message)))
     const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys, fresh).pipe(
       Effect.mapError((error) => unavailable(error.message))
     )
