@@ -8,7 +8,7 @@
 import * as fs from "node:fs"
 import * as Result from "effect/Result"
 import type * as CommitMirror from "./CommitMirror.js"
-import { look, RACY_MS, type Seen, seenOf, unchanged } from "./FileCache.js"
+import { look, RACY_MS, readText, type Seen, seenOf, unchanged } from "./FileCache.js"
 import * as Ledger from "./Ledger.js"
 import * as SafeFile from "../runtime/SafeFile.js"
 
@@ -79,6 +79,29 @@ export const make = (file: string): LedgerFile => {
 
   type Current = Result.Result<{ readonly ledger: Ledger.Ledger; readonly stat: fs.Stats | undefined }, SafeFile.MemoryFileError>
 
+  /** The ledger as the cache keeps it, from its text and status. */
+  const remember = (text: string, seen: Seen, racy: boolean) => {
+    const ledger = Ledger.parse(text)
+    cache = {
+      // Racily clean: trusted by inode and size only until our next note.
+      seen: racy ? { ...seen, mtimeMs: undefined, ctimeMs: undefined } : seen,
+      ledger,
+      endsWithNewline: text.length === 0 || text.endsWith("\n"),
+      lines: text.split("\n").length
+    }
+    return ledger
+  }
+
+  /** Read alone (a ledger this process may not write: its next note then says why), as found by `stat`. */
+  const readOnly = (stat: fs.Stats): Current =>
+    Result.map(readText(file, true), (read) => {
+      if (read.seen === undefined) {
+        cache = undefined
+        return { ledger: Ledger.empty, stat: undefined }
+      }
+      return { ledger: remember(read.text ?? "", read.seen, read.racy), stat }
+    })
+
   const current = (): Current =>
     Result.flatMap(look(file), (stat): Current => {
       if (stat === undefined) {
@@ -90,28 +113,20 @@ export const make = (file: string): LedgerFile => {
         return Result.succeed({ ledger: cache.ledger, stat })
       }
       // Read through the descriptor the next record is appended by (its lstat just found it: no other).
-      return Result.flatMap(SafeFile.openFound(file, SafeFile.flags.appendExisting), (opened): Current => {
-        dropHeld()
-        cache = undefined
-        if (opened === undefined) return Result.succeed({ ledger: Ledger.empty, stat: undefined })
-        const read = Result.try({ try: () => SafeFile.readUpTo(opened.fd, opened.stat.size), catch: (error) => SafeFile.failed(file, error) })
-        if (Result.isFailure(read)) {
-          closeHeld(opened)
-          return Result.fail(read.failure)
-        }
-        held = { fd: opened.fd, ino: opened.stat.ino }
-        const text = read.success.toString("utf8")
-        const ledger = Ledger.parse(text)
-        const seen = seenOf(opened.stat)
-        cache = {
-          // Racily clean: trusted by inode and size only until our next note.
-          seen: Date.now() - opened.stat.mtimeMs < RACY_MS ? { ...seen, mtimeMs: undefined, ctimeMs: undefined } : seen,
-          ledger,
-          endsWithNewline: text.length === 0 || text.endsWith("\n"),
-          lines: text.split("\n").length
-        }
-        return Result.succeed({ ledger, stat: opened.stat })
-      })
+      dropHeld()
+      cache = undefined
+      const opened = SafeFile.openFound(file, SafeFile.flags.appendExisting)
+      // Not writable (its mode, a read-only mount): read alone, as a replay it already holds needs no write.
+      if (Result.isFailure(opened)) return readOnly(stat)
+      if (opened.success === undefined) return Result.succeed({ ledger: Ledger.empty, stat: undefined })
+      const { fd, stat: found } = opened.success
+      const read = Result.try({ try: () => SafeFile.readUpTo(fd, found.size), catch: (error) => SafeFile.failed(file, error) })
+      if (Result.isFailure(read)) {
+        closeHeld(opened.success)
+        return Result.fail(read.failure)
+      }
+      held = { fd, ino: found.ino }
+      return Result.succeed({ ledger: remember(read.success.toString("utf8"), seenOf(found), Date.now() - found.mtimeMs < RACY_MS), stat: found })
     })
 
   /**

@@ -221,6 +221,8 @@ export const make = (options: {
     const holder = {}
     const closeFiles = Effect.andThen(memory.closeFiles, Effect.andThen(inbox.closeFiles, usage.closeFile))
     yield* Effect.addFinalizer(() => Effect.sync(() => shared.openFiles.forget(holder)))
+    // Started again, it holds the journal it read (Inbox): counted among the agents keeping files from now.
+    if (!fresh) yield* shared.openFiles.used(holder, closeFiles)
 
     // The mailbox: a fiber runs only while messages wait (an idle agent costs
     // no fiber), answering them one at a time in arrival order.

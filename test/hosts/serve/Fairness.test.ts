@@ -122,6 +122,20 @@ describe("AgentHost under load", () => {
       expect(holders(openUnder(path.join(root, "agents")))).toEqual(["idle-0", "idle-26", "idle-27", "idle-28", "idle-29"])
     }))
 
+  it.live("agents started again to answer retries from their idempotency keys keep no more files open than PLANCKCLAW_AGENTS_HOLDING_FILES", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const ids = Array.from({ length: 6 }, (_, n) => `again-${n}`)
+      const send = (agents: Effect.Success<ReturnType<typeof startHost>>) =>
+        Effect.forEach(ids, (id) => agents.send(id, { text: "one", idempotencyKey: `key-${id}` }), { concurrency: "unbounded" })
+      yield* Effect.scoped(Effect.flatMap(startHost(root, echoBrain().layer), send))
+      // A new host: each retry starts its agent again, which reads its journal and answers from its keys, with no turn.
+      const agents = yield* startHost(root, echoBrain().layer, { PLANCKCLAW_AGENTS_HOLDING_FILES: "2" })
+      expect(yield* send(agents)).toEqual(ids.map(() => ({ reply: "echo one", stored: true })))
+      expect(historyOf(root, "again-0").map((line) => line.content)).toEqual(["one", "echo one"])
+      expect(holders(openUnder(path.join(root, "agents"))).length).toBeLessThanOrEqual(2)
+    }))
+
   it.live("agents whose files the budget keeps closing, other agents talking meanwhile, compact and lose, repeat or reorder no exchange", () =>
     Effect.gen(function*() {
       const root = tempDir()
