@@ -46,6 +46,22 @@ describe("Inbox journal", () => {
       ])
     }))
 
+  it.effect("a journal torn by a crash is cut back to its last whole record at start, and the next record follows it", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const file = path.join(directory, ".inbox.jsonl")
+      fs.writeFileSync(file, journal({ accepted: 1, key: "k1", channel: "cli", text: "kept" }) + "{\"accepted\":2,\"te")
+      const inbox = yield* Inbox.make(directory)
+      expect(inbox.recovered.map((p) => p.text)).toEqual(["kept"])
+      const next = yield* inbox.accept({ channel: "cli", text: "after" })
+      const records = fs.readFileSync(file, "utf8").split("\n")
+      expect(records.at(-1)).toBe("")
+      expect(records.slice(0, -1).map((record) => JSON.parse(record))).toMatchObject([
+        { accepted: 1, text: "kept" },
+        { accepted: next.id, text: "after" }
+      ])
+    }))
+
   it.effect("closes a cancelled message with a record of its own: a restart does not answer it", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()

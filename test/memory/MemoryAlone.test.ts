@@ -177,6 +177,20 @@ describe("the first append in a directory made just now", () => {
       expect(read("history.jsonl")).toBe(lines(1, 2))
     }))
 
+  it.effect("with a ledger put there before it, makes history, then goes through the lock and names the exchange anew", () =>
+    Effect.gen(function*() {
+      const { directory, file, memory, read } = yield* fresh
+      fs.writeFileSync(file(".history-ledger.json"), `${JSON.stringify({ inode: 1, exchanges: [{ key: "k1", start: 0, end: 10 }] })}\n`)
+      yield* memory.append(exchange(1), { exchange: "k1" })
+      expect(read("history.jsonl")).toBe(lines(1))
+      const inode = fs.statSync(file("history.jsonl")).ino
+      expect(JSON.parse(read(".history-ledger.json").trim().split("\n").at(-1)!)).toMatchObject({ inode })
+      // Read back by another store: k1 is held, so a replay writes nothing.
+      const again = yield* Memory.make(directory)
+      yield* again.append(exchange(1), { exchange: "k1" })
+      expect(read("history.jsonl")).toBe(lines(1))
+    }))
+
   it.effect("with a history put there before it, goes through the write lock and after that history", () =>
     Effect.gen(function*() {
       const { file, memory, read } = yield* fresh
