@@ -66,10 +66,9 @@ export interface CachedText {
   readonly racy: boolean
 }
 
-/** The file's text and status (`found`: an lstat has just found it, so it is opened without another). */
-export const readText = (file: string, found = false): Result.Result<CachedText, SafeFile.MemoryFileError> =>
+export const readText = (file: string): Result.Result<CachedText, SafeFile.MemoryFileError> =>
   // No size is over Infinity: the refusal is never made.
-  readTextUpTo(file, Infinity, (size) => SafeFile.failed(file, new Error(`${size} bytes is too large to read`)), found)
+  readTextUpTo(file, Infinity, (size) => SafeFile.failed(file, new Error(`${size} bytes is too large to read`)))
 
 /**
  * `readText`, refusing a file over `maxBytes` by its size on the open

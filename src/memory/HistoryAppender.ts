@@ -64,7 +64,7 @@ export const make = (
   mirror: () => CommitMirror.CommitMirror | undefined = () => undefined,
   options: { readonly fresh?: boolean | undefined } = {}
 ): HistoryAppender => {
-  let historyFd: LedgerFile.Held | undefined
+  let historyFd: SafeFile.Held | undefined
   const ledgerFile = LedgerFile.make(paths.ledger)
   // history.jsonl as this process left it after its last append.
   let lastEnd: { readonly ino: number; readonly size: number } | undefined
@@ -82,7 +82,7 @@ export const make = (
     if (Result.isFailure(history)) return false
     const ino = history.success.stat.ino
     if (!ledgerFile.startEmpty(ino)) {
-      LedgerFile.closeHeld(history.success)
+      SafeFile.closeHeld(history.success)
       return false
     }
     historyFd = { fd: history.success.fd, ino }
@@ -95,7 +95,7 @@ export const make = (
     unstarted = false
     const historyStat = look(paths.history)
     if (Result.isFailure(historyStat)) return Result.fail(fromFileError(historyStat.failure))
-    const held = LedgerFile.heldFor(paths.history, historyFd, historyStat.success)
+    const held = SafeFile.heldFor(paths.history, historyFd, historyStat.success)
     if (Result.isFailure(held)) {
       historyFd = undefined
       return Result.fail(fromFileError(held.failure))
@@ -184,7 +184,7 @@ export const make = (
 
   const close = () => {
     // Forgotten, not only closed: a later append must not write to a descriptor number reused by another file.
-    LedgerFile.closeHeld(historyFd)
+    SafeFile.closeHeld(historyFd)
     historyFd = undefined
     ledgerFile.close()
   }

@@ -8,30 +8,9 @@
 import * as fs from "node:fs"
 import * as Result from "effect/Result"
 import type * as CommitMirror from "./CommitMirror.js"
-import { look, RACY_MS, readText, type Seen, seenOf, unchanged } from "./FileCache.js"
+import { look, RACY_MS, type Seen, seenOf, unchanged } from "./FileCache.js"
 import * as Ledger from "./Ledger.js"
 import * as SafeFile from "../runtime/SafeFile.js"
-
-/** A descriptor held open, and the inode it was opened on. */
-export interface Held {
-  readonly fd: number
-  readonly ino: number
-}
-
-export const closeHeld = (held: { readonly fd: number } | undefined) => {
-  if (held !== undefined) Result.try(() => fs.closeSync(held.fd))
-}
-
-/** The held descriptor of `file` if `stat` is its file, else `file` opened anew (and held). */
-export const heldFor = (
-  file: string,
-  held: Held | undefined,
-  stat: fs.Stats | undefined
-): Result.Result<Held & { readonly stat: fs.Stats | undefined }, SafeFile.MemoryFileError> => {
-  if (held !== undefined && stat !== undefined && stat.ino === held.ino) return Result.succeed({ ...held, stat })
-  closeHeld(held)
-  return Result.map(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => ({ fd, ino: stat.ino, stat }))
-}
 
 export interface LedgerFile {
   /** The ledger, read again only when the file is not as this process left it, and its status (undefined: absent). */
@@ -62,7 +41,7 @@ export interface LedgerFile {
 }
 
 export const make = (file: string): LedgerFile => {
-  let held: Held | undefined
+  let held: SafeFile.Held | undefined
   let cache: {
     readonly seen: Seen
     readonly ledger: Ledger.Ledger
@@ -73,34 +52,11 @@ export const make = (file: string): LedgerFile => {
   } | undefined
 
   const dropHeld = () => {
-    closeHeld(held)
+    SafeFile.closeHeld(held)
     held = undefined
   }
 
   type Current = Result.Result<{ readonly ledger: Ledger.Ledger; readonly stat: fs.Stats | undefined }, SafeFile.MemoryFileError>
-
-  /** The ledger as the cache keeps it, from its text and status. */
-  const remember = (text: string, seen: Seen, racy: boolean) => {
-    const ledger = Ledger.parse(text)
-    cache = {
-      // Racily clean: trusted by inode and size only until our next note.
-      seen: racy ? { ...seen, mtimeMs: undefined, ctimeMs: undefined } : seen,
-      ledger,
-      endsWithNewline: text.length === 0 || text.endsWith("\n"),
-      lines: text.split("\n").length
-    }
-    return ledger
-  }
-
-  /** Read alone (a ledger this process may not write: its next note then says why), as found by `stat`. */
-  const readOnly = (stat: fs.Stats): Current =>
-    Result.map(readText(file, true), (read) => {
-      if (read.seen === undefined) {
-        cache = undefined
-        return { ledger: Ledger.empty, stat: undefined }
-      }
-      return { ledger: remember(read.text ?? "", read.seen, read.racy), stat }
-    })
 
   const current = (): Current =>
     Result.flatMap(look(file), (stat): Current => {
@@ -113,20 +69,29 @@ export const make = (file: string): LedgerFile => {
         return Result.succeed({ ledger: cache.ledger, stat })
       }
       // Read through the descriptor the next record is appended by (its lstat just found it: no other).
+      // One this process may not write (its mode, a read-only mount) is read alone: a replay it already holds needs no write.
       dropHeld()
       cache = undefined
-      const opened = SafeFile.openFound(file, SafeFile.flags.appendExisting)
-      // Not writable (its mode, a read-only mount): read alone, as a replay it already holds needs no write.
-      if (Result.isFailure(opened)) return readOnly(stat)
+      const writable = SafeFile.openFound(file, SafeFile.flags.appendExisting)
+      const opened = Result.isSuccess(writable) ? writable : SafeFile.openFound(file, SafeFile.flags.read)
+      if (Result.isFailure(opened)) return Result.fail(opened.failure)
       if (opened.success === undefined) return Result.succeed({ ledger: Ledger.empty, stat: undefined })
       const { fd, stat: found } = opened.success
       const read = Result.try({ try: () => SafeFile.readUpTo(fd, found.size), catch: (error) => SafeFile.failed(file, error) })
-      if (Result.isFailure(read)) {
-        closeHeld(opened.success)
-        return Result.fail(read.failure)
+      if (Result.isSuccess(read) && Result.isSuccess(writable)) held = { fd, ino: found.ino }
+      else SafeFile.closeHeld(opened.success)
+      if (Result.isFailure(read)) return Result.fail(read.failure)
+      const text = read.success.toString("utf8")
+      const ledger = Ledger.parse(text)
+      const seen = seenOf(found)
+      cache = {
+        // Racily clean: trusted by inode and size only until our next note.
+        seen: Date.now() - found.mtimeMs < RACY_MS ? { ...seen, mtimeMs: undefined, ctimeMs: undefined } : seen,
+        ledger,
+        endsWithNewline: text.length === 0 || text.endsWith("\n"),
+        lines: text.split("\n").length
       }
-      held = { fd, ino: found.ino }
-      return Result.succeed({ ledger: remember(read.success.toString("utf8"), seenOf(found), Date.now() - found.mtimeMs < RACY_MS), stat: found })
+      return Result.succeed({ ledger, stat: found })
     })
 
   /**
@@ -138,12 +103,12 @@ export const make = (file: string): LedgerFile => {
   const startWith = (next: Ledger.Ledger, record: string): Result.Result<void, SafeFile.MemoryFileError> | undefined => {
     dropHeld()
     cache = undefined
-    const opened = heldFor(file, undefined, undefined)
+    const opened = SafeFile.heldFor(file, undefined, undefined)
     if (Result.isFailure(opened)) return Result.fail(opened.failure)
     const bytes = Buffer.from(record, "utf8")
     const { fd, ino, stat } = opened.success
     const written = (stat?.size ?? 0) === 0 ? SafeFile.appendAll(fd, file, bytes, 0) : undefined
-    if (written === undefined || Result.isFailure(written)) closeHeld(opened.success)
+    if (written === undefined || Result.isFailure(written)) SafeFile.closeHeld(opened.success)
     else {
       held = { fd, ino }
       cache = { seen: { ino, size: bytes.length, mtimeMs: undefined, ctimeMs: undefined }, ledger: next, endsWithNewline: true, lines: 2 }
@@ -165,7 +130,7 @@ export const make = (file: string): LedgerFile => {
       // Read back (and held) at the next append: the rename gave it a new inode.
       return SafeFile.replace(file, Ledger.encode(next))
     }
-    const opened = heldFor(file, held, stat)
+    const opened = SafeFile.heldFor(file, held, stat)
     if (Result.isFailure(opened)) {
       held = undefined
       return Result.fail(opened.failure)

@@ -115,6 +115,27 @@ export const openIfPresent = (path: string, how: number): Result.Result<Opened |
     : openChecked(path, how, () => Result.succeed(undefined))
 }
 
+/** A descriptor held open, and the inode it was opened on. */
+export interface Held {
+  readonly fd: number
+  readonly ino: number
+}
+
+export const closeHeld = (held: { readonly fd: number } | undefined) => {
+  if (held !== undefined) Result.try(() => fs.closeSync(held.fd))
+}
+
+/** The held descriptor of `file` if `stat` is its file, else `file` opened anew (and held). */
+export const heldFor = (
+  file: string,
+  held: Held | undefined,
+  stat: fs.Stats | undefined
+): Result.Result<Held & { readonly stat: fs.Stats | undefined }, MemoryFileError> => {
+  if (held !== undefined && stat !== undefined && stat.ino === held.ino) return Result.succeed({ ...held, stat })
+  closeHeld(held)
+  return Result.map(openWithStat(file, flags.append), ({ fd, stat }) => ({ fd, ino: stat.ino, stat }))
+}
+
 /** `openIfPresent` for a path an lstat has just found: opened at once (undefined if it went in between). */
 export const openFound = (path: string, how: number): Result.Result<Opened | undefined, MemoryFileError> =>
   openChecked(path, how, () => Result.succeed(undefined))

@@ -58,14 +58,14 @@ const readWith = (buffer: Buffer, id: string, directory: string, running: boolea
   }
 }
 
-/** Whether `directory` is a real directory (not a link), and so may be an agent. */
-export const isAgentDirectory = (directory: string): boolean => stat(directory)?.isDirectory() === true
-
-/** The agent directory's status (lstat: a link is not one), undefined when there is nothing there. */
+/** The agent directory's status (lstat: a link is not one), undefined when there is no directory there. */
 export const directoryStatus = (directory: string): fs.Stats | undefined => {
   const found = stat(directory)
   return found?.isDirectory() === true ? found : undefined
 }
+
+/** Whether `directory` is a real directory (not a link), and so may be an agent. */
+export const isAgentDirectory = (directory: string): boolean => directoryStatus(directory) !== undefined
 
 /**
  * Agent `raw`'s directory under PLANCKCLAW_AGENTS_DIR, as `serve` keeps it
@@ -110,7 +110,7 @@ export const writableByOthers = (
  */
 export const warnIfOthersCanWrite = (what: string, directory: string, whose: string, found?: fs.Stats): Effect.Effect<void> =>
   Effect.suspend(() => {
-    const loose = writableByOthers(directory, found ?? stat(directory))
+    const loose = writableByOthers(directory, found)
     return loose === undefined
       ? Effect.void
       : Effect.logWarning(`${what} ${loose.problem}: they could change ${whose} memory; ${loose.fix}`)
