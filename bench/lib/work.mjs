@@ -49,12 +49,30 @@ export const distFile = (dist, file) => {
   return before === undefined || fs.existsSync(here) ? here : path.join(dist, before)
 }
 
-/** A fresh directory under bench/.work for one measurement; `remove` deletes it. */
+/**
+ * Set by bench/run.mjs for the measurements it runs: a finished work
+ * directory is moved into bench/.work/.spent rather than deleted, and run.mjs
+ * deletes them all after the last measurement. On ext4 without a journal
+ * (the disk of this bench's VMs) the inode allocator skips every inode freed
+ * in the last 60 s (300 s while its table block is dirty), so deleting the
+ * tens of thousands of files one measurement made left each file created in
+ * the next minute several times dearer: the next measurement timed the
+ * bench's clean-up (see docs/performance.md, "New agents").
+ */
+export const DEFER_REMOVAL = "PLANCKCLAW_BENCH_DEFER_REMOVAL"
+export const spentDir = path.join(benchDir, ".work", ".spent")
+
+/** A fresh directory under bench/.work for one measurement; `remove` deletes it, or moves it aside in a whole run. */
 export const makeWorkDir = (name) => {
   const root = path.join(benchDir, ".work")
   fs.mkdirSync(root, { recursive: true })
   const dir = fs.mkdtempSync(path.join(root, `${name}-`))
-  return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) }
+  const remove = () => {
+    if (process.env[DEFER_REMOVAL] !== "1") return fs.rmSync(dir, { recursive: true, force: true })
+    fs.mkdirSync(spentDir, { recursive: true })
+    fs.renameSync(dir, path.join(spentDir, path.basename(dir)))
+  }
+  return { dir, remove }
 }
 
 /** Bytes free for an unprivileged user on the filesystem holding `dir`. */
