@@ -36,7 +36,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { coresBusyNow, machine } from "./lib/machine.mjs"
 import { round } from "./lib/stats.mjs"
-import { benchDir } from "./lib/work.mjs"
+import { benchDir, deferWorkRemoval } from "./lib/work.mjs"
 
 const KEYS = ["turn-fifo", "cold-start", "serve", "serve-model", "brain-call"]
 
@@ -258,11 +258,8 @@ const main = async () => {
   if (failures.length > 0) process.exitCode = 1
 }
 
-/** bench/.work holds only what a measurement is using: remove it once it is empty. */
-const tidy = () => {
-  const work = path.join(benchDir, ".work")
-  if (fs.existsSync(work) && fs.readdirSync(work).length === 0) fs.rmdirSync(work)
-}
+// Each measurement's files are deleted after the last one, not between them (see lib/work.mjs).
+const tidy = deferWorkRemoval()
 
 main()
   .catch((error) => {

@@ -21,7 +21,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { coresBusyNow, machine } from "./lib/machine.mjs"
-import { benchDir, buildDir, DEFER_REMOVAL, distDir, distFile, spentDir } from "./lib/work.mjs"
+import { benchDir, buildDir, deferWorkRemoval, distDir, distFile } from "./lib/work.mjs"
 
 const MEASUREMENTS = ["turn-memory", "turn-fifo", "turn-tail", "syscalls", "discovery", "history", "compaction", "cold-start", "serve", "serve-syscalls", "serve-model", "brain-call", "cluster"]
 
@@ -218,8 +218,6 @@ const main = async () => {
   if (unknown.length > 0) throw new Error(`unknown measurement(s) ${unknown.join(", ")}; choose from ${MEASUREMENTS.join(", ")}`)
   const selected = wanted.length > 0 ? MEASUREMENTS.filter((name) => wanted.includes(name)) : MEASUREMENTS
 
-  // Each measurement's files are deleted after the last one, not between them (see lib/work.mjs).
-  process.env[DEFER_REMOVAL] = "1"
   const loadBefore = os.loadavg()[0]
   const busyBefore = await coresBusyNow()
   const metrics = {}
@@ -250,12 +248,8 @@ const main = async () => {
   console.log(`Wrote ${path.relative(process.cwd(), file)}`)
 }
 
-/** bench/.work holds only what a measurement is using: the spent directories go, then .work once it is empty. */
-const tidy = () => {
-  fs.rmSync(spentDir, { recursive: true, force: true })
-  const work = path.join(benchDir, ".work")
-  if (fs.existsSync(work) && fs.readdirSync(work).length === 0) fs.rmdirSync(work)
-}
+// Each measurement's files are deleted after the last one, not between them (see lib/work.mjs).
+const tidy = deferWorkRemoval()
 
 main()
   .catch((error) => {

@@ -14,7 +14,8 @@
  *    and they were released, no collection forced: the host gives their
  *    memory back itself, IdleCollection, as `serve` runs it),
  *    serve_rss_mb_10k_released (then after a full GC), each against the
- *    idle process; serve_kib_per_agent (the active figure above idle, per
+ *    idle process, and serve_heap_total_mb_* beside them (the pages V8
+ *    holds: a resident figure far above it is the allocator's); serve_kib_per_agent (the active figure above idle, per
  *    agent); serve_burst_p50_over_duration (the median reply's latency over
  *    the burst's length: about 0.5 when replies come evenly through the
  *    burst, 1 when they all come at its end) and serve_burst_first_reply_ms.
@@ -90,7 +91,8 @@ const instantBrain = Layer.succeed(Brain, {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
- * Resident memory and heap after a full GC, MiB. V8 hands the pages a GC
+ * Resident memory, V8's heap in use and its total (pages held, used or
+ * not) after a full GC, MiB. V8 hands the pages a GC
  * freed back to the system from a background thread, tens of milliseconds
  * later: read at once, the resident figure still held them (179 MiB after
  * the 10,000 were released, 116 a twentieth of a second later), so it is
@@ -99,7 +101,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const memory = async () => {
   globalThis.gc?.()
   globalThis.gc?.()
-  const heap = process.memoryUsage().heapUsed
+  const { heapUsed: heap, heapTotal } = process.memoryUsage()
   let rss = process.memoryUsage.rss()
   for (let waited = 0; waited < 5000; waited += 200) {
     await sleep(200)
@@ -108,7 +110,7 @@ const memory = async () => {
     rss = next
     if (settled) break
   }
-  return { rss: round(rss / 1024 / 1024, 1), heap: round(heap / 1024 / 1024, 1) }
+  return { rss: round(rss / 1024 / 1024, 1), heap: round(heap / 1024 / 1024, 1), heapTotal: round(heapTotal / 1024 / 1024, 1) }
 }
 
 /** Sends one message to each agent at once; latencies from the start, in ms; main-thread CPU per message, µs. */
@@ -183,6 +185,8 @@ main(async () => {
         progress(`serve: ${round(inProcess.wallMs, 0)} ms, ${running} running, ${active.rss} MB; ${IDLE_SECONDS} s for their release, then ${AFTER_RELEASE_SECONDS} s`)
         yield* Effect.promise(() => sleep((IDLE_SECONDS + AFTER_RELEASE_SECONDS) * 1000))
         const afterRelease = round(process.memoryUsage.rss() / 1024 / 1024, 1)
+        // V8's heap as it stands then, pages freed but kept included: tells V8's part from the allocator's.
+        const heapTotalAfterRelease = round(process.memoryUsage().heapTotal / 1024 / 1024, 1)
         const released = yield* Effect.promise(memory)
         const stillRunning = yield* Effect.promise(runningNow)
 
@@ -237,6 +241,9 @@ main(async () => {
             serve_heap_mb_idle: idle.heap,
             serve_heap_mb_10k_active: active.heap,
             serve_heap_mb_10k_released: released.heap,
+            serve_heap_total_mb_idle: idle.heapTotal,
+            serve_heap_total_mb_60s_after_release: heapTotalAfterRelease,
+            serve_heap_total_mb_10k_released: released.heapTotal,
             serve_running_after_burst: running,
             serve_running_after_idle: stillRunning,
             http_requests_per_s: Math.round((AGENTS / overHttp.wallMs) * 1000),

@@ -50,17 +50,17 @@ export const distFile = (dist, file) => {
 }
 
 /**
- * Set by bench/run.mjs for the measurements it runs: a finished work
- * directory is moved into bench/.work/.spent rather than deleted, and run.mjs
- * deletes them all after the last measurement. On ext4 without a journal
+ * Set by bench/run.mjs and compare.mjs for the measurements they run: a
+ * finished work directory is moved into bench/.work/.spent rather than
+ * deleted, and they delete them all after the last measurement. On ext4 without a journal
  * (the disk of this bench's VMs) the inode allocator skips every inode freed
  * in the last 60 s (300 s while its table block is dirty), so deleting the
  * tens of thousands of files one measurement made left each file created in
  * the next minute several times dearer: the next measurement timed the
  * bench's clean-up (see docs/performance.md, "New agents").
  */
-export const DEFER_REMOVAL = "PLANCKCLAW_BENCH_DEFER_REMOVAL"
-export const spentDir = path.join(benchDir, ".work", ".spent")
+const DEFER_REMOVAL = "PLANCKCLAW_BENCH_DEFER_REMOVAL"
+const spentDir = path.join(benchDir, ".work", ".spent")
 
 /** A fresh directory under bench/.work for one measurement; `remove` deletes it, or moves it aside in a whole run. */
 export const makeWorkDir = (name) => {
@@ -73,6 +73,20 @@ export const makeWorkDir = (name) => {
     fs.renameSync(dir, path.join(spentDir, path.basename(dir)))
   }
   return { dir, remove }
+}
+
+/**
+ * For a runner of several measurements (run.mjs, compare.mjs): has them
+ * move their work directories aside, and gives the clean-up to call after
+ * the last one (it deletes them, then bench/.work once it is empty).
+ */
+export const deferWorkRemoval = () => {
+  process.env[DEFER_REMOVAL] = "1"
+  return () => {
+    fs.rmSync(spentDir, { recursive: true, force: true })
+    const root = path.join(benchDir, ".work")
+    if (fs.existsSync(root) && fs.readdirSync(root).length === 0) fs.rmdirSync(root)
+  }
 }
 
 /** Bytes free for an unprivileged user on the filesystem holding `dir`. */
