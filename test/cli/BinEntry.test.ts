@@ -160,4 +160,28 @@ describe("bin/planckclaw", () => {
     expect(result.stdout).toBe("started:false\n")
     expect(fs.existsSync(path.join(dir, "memory"))).toBe(false)
   })
+
+  /** A probe that has the process report `version` as its Node version, as an older Node would. */
+  const nodeVersionProbe = (version: string) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-bin-node-"))
+    dirs.push(dir)
+    const probe = path.join(dir, "node-version.cjs")
+    fs.writeFileSync(probe, `Object.defineProperty(process, "versions", { value: { ...process.versions, node: ${JSON.stringify(version)} } })\n`)
+    return ["-r", probe]
+  }
+
+  it("refuses to start on a Node older than package.json's engines, saying which is needed, and makes nothing", () => {
+    const engines = JSON.parse(fs.readFileSync(path.join(repo, "package.json"), "utf8")).engines.node
+    expect(engines).toBe(">=22.19")
+    for (const old of ["20.20.2", "22.18.0"]) {
+      const refused = planckclaw(["run", "--bridge", "none"], nodeVersionProbe(old))
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toBe(`planckclaw needs Node.js 22.19 or newer (22 or 24); this is Node.js ${old}\n`)
+      expect(refused.stdout).toBe("")
+      expect(fs.existsSync(path.join(refused.dir, "memory"))).toBe(false)
+    }
+    const least = planckclaw(["--version"], nodeVersionProbe("22.19.0"))
+    expect(least.code).toBe(0)
+    expect(least.stdout.trim()).toBe(JSON.parse(fs.readFileSync(path.join(repo, "package.json"), "utf8")).version)
+  })
 })
