@@ -63,9 +63,10 @@ const startServe = (home, modelPort) =>
     let said = ""
     child.stderr.setEncoding("utf8")
     child.stderr.on("data", (text) => {
-      said += text
+      // The last of what it said, for a failure's message (a brain that failed says why).
+      said = (said + text).slice(-4000)
       const listening = /HTTP API on 127\.0\.0\.1:(\d+)/.exec(said)
-      if (listening !== null) resolve({ child, port: Number(listening[1]) })
+      if (listening !== null) resolve({ child, port: Number(listening[1]), said: () => said })
     })
     child.once("error", reject)
     child.once("exit", (code) => reject(new Error(`planckclaw serve exited with ${code} before listening:\n${said}`)))
@@ -90,11 +91,12 @@ const rounds = (ids, count) => Array.from({ length: ids.length * count }, (_, n)
 main(async () => {
   const work = makeWorkDir("serve-model")
   const children = []
+  let serve
   try {
     fs.mkdirSync(path.join(work.dir, "claws"))
     const model = await forkServer("model-server.mjs")
     children.push(model.child)
-    const serve = await startServe(work.dir, model.port)
+    serve = await startServe(work.dir, model.port)
     children.push(serve.child)
     const pid = serve.child.pid
 
@@ -148,6 +150,8 @@ main(async () => {
       },
       notes: []
     }
+  } catch (error) {
+    throw serve === undefined ? error : new Error(`${error.message}\nwhat planckclaw serve said last:\n${serve.said()}`)
   } finally {
     // Removed once they have exited: a serve still stopping writes into its agents' directories.
     await Promise.all(children.map((child) =>

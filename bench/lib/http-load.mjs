@@ -17,10 +17,13 @@ const post = (agent, port, id, body) =>
       (response) => {
         const chunks = []
         response.on("data", (chunk) => chunks.push(chunk))
-        response.on("end", () =>
-          response.statusCode === 200
-            ? resolve()
-            : reject(new Error(`HTTP ${response.statusCode} for ${id}: ${Buffer.concat(chunks).toString("utf8")}`)))
+        // A reply the agent did not store (its brain failed: `stored: false`) is not a measured turn.
+        response.on("end", () => {
+          const body = Buffer.concat(chunks).toString("utf8")
+          if (response.statusCode !== 200) reject(new Error(`HTTP ${response.statusCode} for ${id}: ${body}`))
+          else if (body.includes('"stored":false')) reject(new Error(`the reply to ${id} was not stored (its brain failed?): ${body}`))
+          else resolve()
+        })
       }
     )
     request.on("error", reject)
