@@ -14,9 +14,10 @@
  *    and they were released, no collection forced: the host gives their
  *    memory back itself, IdleCollection, as `serve` runs it),
  *    serve_rss_mb_10k_released (then after a full GC), each against the
- *    idle process, and serve_heap_total_mb_* beside them (the pages V8
- *    holds: a resident figure far above it is the allocator's); serve_kib_per_agent (the active figure above idle, per
- *    agent); serve_burst_p50_over_duration (the median reply's latency over
+ *    idle process, and serve_heap_total_mb_* beside them (what V8's heap
+ *    spaces hold, used or not: a resident figure far above it is memory
+ *    outside them, the allocator's or pages V8 has not given back);
+ *    serve_kib_per_agent (the active figure above idle, per agent); serve_burst_p50_over_duration (the median reply's latency over
  *    the burst's length: about 0.5 when replies come evenly through the
  *    burst, 1 when they all come at its end) and serve_burst_first_reply_ms.
  * 3. The same burst over the HTTP API on loopback: a load generator in a
@@ -91,12 +92,12 @@ const instantBrain = Layer.succeed(Brain, {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
- * Resident memory, V8's heap in use and its total (pages held, used or
- * not) after a full GC, MiB. V8 hands the pages a GC
- * freed back to the system from a background thread, tens of milliseconds
- * later: read at once, the resident figure still held them (179 MiB after
- * the 10,000 were released, 116 a twentieth of a second later), so it is
- * read once two readings 200 ms apart agree within 1 MiB (at most 5 s).
+ * Resident memory, V8's heap in use and its total (what its spaces hold,
+ * used or not) after a full GC, MiB. V8 hands the pages a GC freed back to
+ * the system from a background thread, tens of milliseconds later: read
+ * at once, the resident figure still held them (179 MiB after the 10,000
+ * were released, 116 a twentieth of a second later), so it is read once
+ * two readings 200 ms apart agree within 1 MiB (at most 5 s).
  */
 const memory = async () => {
   globalThis.gc?.()
@@ -185,7 +186,7 @@ main(async () => {
         progress(`serve: ${round(inProcess.wallMs, 0)} ms, ${running} running, ${active.rss} MB; ${IDLE_SECONDS} s for their release, then ${AFTER_RELEASE_SECONDS} s`)
         yield* Effect.promise(() => sleep((IDLE_SECONDS + AFTER_RELEASE_SECONDS) * 1000))
         const afterRelease = round(process.memoryUsage.rss() / 1024 / 1024, 1)
-        // V8's heap as it stands then, pages freed but kept included: tells V8's part from the allocator's.
+        // What V8's heap spaces hold then, used or not: the rest of the resident figure is outside them.
         const heapTotalAfterRelease = round(process.memoryUsage().heapTotal / 1024 / 1024, 1)
         const released = yield* Effect.promise(memory)
         const stillRunning = yield* Effect.promise(runningNow)

@@ -52,12 +52,13 @@ export const distFile = (dist, file) => {
 /**
  * Set by bench/run.mjs and compare.mjs for the measurements they run: a
  * finished work directory is moved into bench/.work/.spent rather than
- * deleted, and they delete them all after the last measurement. On ext4 without a journal
- * (the disk of this bench's VMs) the inode allocator skips every inode freed
- * in the last 60 s (300 s while its table block is dirty), so deleting the
- * tens of thousands of files one measurement made left each file created in
- * the next minute several times dearer: the next measurement timed the
- * bench's clean-up (see docs/performance.md, "New agents").
+ * deleted, and they delete them all after the last measurement. On ext4
+ * without a journal (the disk of this bench's VMs) the inode allocator
+ * skips every inode freed in the last minute (six while its inode-table
+ * block is not written back), so deleting the tens of thousands of files
+ * one measurement made left each file made in the next minutes several
+ * times dearer: the next measurement timed the bench's clean-up (see
+ * docs/performance.md, "Why file creation varied").
  */
 const DEFER_REMOVAL = "PLANCKCLAW_BENCH_DEFER_REMOVAL"
 const spentDir = path.join(benchDir, ".work", ".spent")
