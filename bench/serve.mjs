@@ -17,8 +17,9 @@
  *    idle process, and serve_heap_total_mb_* beside them (what V8's heap
  *    spaces hold, used or not: a resident figure far above it is memory
  *    outside them, the allocator's or pages V8 has not given back);
- *    serve_kib_per_agent (the active figure above idle, per agent); serve_burst_p50_over_duration (the median reply's latency over
- *    the burst's length: about 0.5 when replies come evenly through the
+ *    serve_kib_per_agent (the active figure above idle, per agent);
+ *    serve_burst_p50_over_duration (the median reply's latency over the
+ *    burst's length: about 0.5 when replies come evenly through the
  *    burst, 1 when they all come at its end) and serve_burst_first_reply_ms.
  * 3. The same burst over the HTTP API on loopback: a load generator in a
  *    second process (bench/lib/http-load.mjs) sends one request per agent

@@ -61,13 +61,13 @@ export const distFile = (dist, file) => {
  * docs/performance.md, "Why file creation varied").
  */
 const DEFER_REMOVAL = "PLANCKCLAW_BENCH_DEFER_REMOVAL"
-const spentDir = path.join(benchDir, ".work", ".spent")
+const workRoot = path.join(benchDir, ".work")
+const spentDir = path.join(workRoot, ".spent")
 
 /** A fresh directory under bench/.work for one measurement; `remove` deletes it, or moves it aside in a whole run. */
 export const makeWorkDir = (name) => {
-  const root = path.join(benchDir, ".work")
-  fs.mkdirSync(root, { recursive: true })
-  const dir = fs.mkdtempSync(path.join(root, `${name}-`))
+  fs.mkdirSync(workRoot, { recursive: true })
+  const dir = fs.mkdtempSync(path.join(workRoot, `${name}-`))
   const remove = () => {
     if (process.env[DEFER_REMOVAL] !== "1") return fs.rmSync(dir, { recursive: true, force: true })
     fs.mkdirSync(spentDir, { recursive: true })
@@ -85,8 +85,7 @@ export const deferWorkRemoval = () => {
   process.env[DEFER_REMOVAL] = "1"
   return () => {
     fs.rmSync(spentDir, { recursive: true, force: true })
-    const root = path.join(benchDir, ".work")
-    if (fs.existsSync(root) && fs.readdirSync(root).length === 0) fs.rmdirSync(root)
+    if (fs.existsSync(workRoot) && fs.readdirSync(workRoot).length === 0) fs.rmdirSync(workRoot)
   }
 }
 
