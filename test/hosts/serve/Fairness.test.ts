@@ -23,12 +23,17 @@ const slowBrain = () =>
       : undefined
   )
 
-/** This process's descriptors open on files under `dir`. */
+/**
+ * This process's descriptors open on files inside `dir`'s agent directories.
+ * Not `dir` itself: the host's scan for messages left unanswered lists it on
+ * libuv's thread pool, holding a descriptor on it while the listing runs,
+ * which on a loaded machine can outlast the messages a test sends.
+ */
 const openUnder = (dir: string) =>
   fs.readdirSync("/proc/self/fd").flatMap((fd) => {
     // A descriptor closed since the listing has no link to read.
     const target = Result.getOrElse(Result.try(() => fs.readlinkSync(path.join("/proc/self/fd", fd))), () => "")
-    return target.startsWith(dir) ? [target] : []
+    return target.startsWith(`${dir}${path.sep}`) ? [target] : []
   })
 
 /** The agents (directory names) holding any of `descriptors`. */
