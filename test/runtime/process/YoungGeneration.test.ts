@@ -127,9 +127,11 @@ describe("YoungGeneration", () => {
     }
     const free = run(false)
     const capped = run(true)
-    // Without the flag V8 grows past where the flag was set; with it, the young generation stays there.
+    // Without the flag V8 grows past where the flag was set (to 32-128 MiB from 8 here, doubling each time);
+    // with it, the young generation does not double again. Not exactly where it was: under load (a clean-clone
+    // CI run) V8 moved it from 8 to 10.25 MiB with the factor at 1.
     expect(free.end).toBeGreaterThan(capped.grown)
-    expect(capped.end).toBe(capped.grown)
+    expect(capped.end).toBeLessThan(2 * capped.grown)
   })
 
   it("on this Node's V8, V8's own growth factor set back while running lets the young generation grow again", () => {
