@@ -38,14 +38,13 @@ import * as FifoInteract from "../dist/pipes/FifoInteract.js"
 import { interleavedRuns } from "./lib/cpu.mjs"
 import { onFrames, openFifo } from "./lib/fifo.mjs"
 import { median, round } from "./lib/stats.mjs"
-import { benchDir } from "./lib/work.mjs"
+import { benchDir, makeWorkDir } from "./lib/work.mjs"
 
 const N = Number(process.argv[2] ?? 4000)
 const ROUNDS = 20
 const REQUEST = `${JSON.stringify({ model: "m", max_tokens: 1, messages: [{ role: "user", content: "x" }] })}\n\n`
 
-fs.mkdirSync(path.join(benchDir, ".work"), { recursive: true })
-const dir = fs.mkdtempSync(path.join(benchDir, ".work", "exchange-"))
+const { dir, remove } = makeWorkDir("exchange")
 const fifoPair = (name) => {
   const pair = { in: path.join(dir, `${name}_in`), out: path.join(dir, `${name}_out`) }
   execFileSync("mkfifo", [pair.in, pair.out])
@@ -146,4 +145,4 @@ for (let k = 0; k < variants.length; k++) {
 for (const close of closers) close()
 await Effect.runPromise(Scope.close(scope, Exit.void))
 for (const brain of brains) brain.kill("SIGTERM")
-fs.rmSync(dir, { recursive: true, force: true })
+remove()

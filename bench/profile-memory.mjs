@@ -22,7 +22,7 @@ import { pathToFileURL } from "node:url"
 import * as v8 from "node:v8"
 import { label, summarise, top } from "./lib/cpu-profile.mjs"
 import { round } from "./lib/stats.mjs"
-import { benchDir, clawsDir, distDir, distFile, repoDir } from "./lib/work.mjs"
+import { clawsDir, distDir, distFile, makeWorkDir, repoDir } from "./lib/work.mjs"
 
 const MESSAGE = "What should I remember about this run?"
 const REPLY = "Noted: the benchmark ran."
@@ -174,16 +174,13 @@ if (process.argv[2] === "--child") {
 // ---------------------------------------------------------------------------
 // Parent
 
-const workRoot = path.join(benchDir, ".work")
-fs.mkdirSync(workRoot, { recursive: true })
-
 const stub = process.argv.includes("--stub")
 const alloc = process.argv.includes("--alloc")
 const args = process.argv.slice(2).filter((arg) => arg !== "--stub" && arg !== "--alloc")
 
 const runChild = (dist, turns, nodeArgs = []) =>
   new Promise((resolve, reject) => {
-    const dir = fs.mkdtempSync(path.join(workRoot, "profile-memory-"))
+    const { dir, remove } = makeWorkDir("profile-memory")
     const options = { dist: path.resolve(dist), turns, memoryDir: path.join(dir, "memory"), stub, alloc }
     const proc = fork(new URL(import.meta.url).pathname, ["--child", JSON.stringify(options)], {
       execArgv: ["--expose-gc", ...nodeArgs.map((arg) => arg.replace("$DIR", dir))],
@@ -194,7 +191,7 @@ const runChild = (dist, turns, nodeArgs = []) =>
       result = message
     })
     proc.once("error", reject)
-    proc.once("exit", (code) => (code === 0 && result !== undefined ? resolve({ ...result, dir }) : reject(new Error(`child failed (${code})`))))
+    proc.once("exit", (code) => (code === 0 && result !== undefined ? resolve({ ...result, dir, remove }) : reject(new Error(`child failed (${code})`))))
   })
 
 if (args[0] === "--compare") {
@@ -205,7 +202,7 @@ if (args[0] === "--compare") {
   for (let i = 0; i < runs; i++) {
     for (const dist of i % 2 === 0 ? [a, b] : [b, a]) {
       const r = await runChild(dist, turns)
-      fs.rmSync(r.dir, { recursive: true, force: true })
+      r.remove()
       results[dist].push(r)
       console.log(`${dist}: p50 ${round(r.p50, 4)} ms, p99 ${round(r.p99, 4)} ms, mean ${round(r.meanMs, 4)} ms, heap +${round(r.heapGrowthMb, 1)} MiB, ~${Math.round(r.bytesPerTurn / 1024)} KiB/turn`)
     }
