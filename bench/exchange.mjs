@@ -26,7 +26,6 @@
  * by the CPU column and by differences between variants of one run.
  */
 import { execFileSync, spawn } from "node:child_process"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Exit, Option, Scope } from "effect"
 import { Agent } from "../dist/agent/AgentService.js"
