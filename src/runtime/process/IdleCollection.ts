@@ -12,14 +12,12 @@
  * The collection is V8's own `gc` extension, reached with `--expose-gc` set
  * once the process runs (V8Flags) and read from a new context, as a major
  * collection posted as a task (`execution: "async"`) in its memory-reducing
- * flavour (`"last-resort"`). The regular one frees the heap but keeps the
- * freed pages mapped for reuse: in four runs of ten of bench/serve.mjs,
- * 573–587 MiB stayed resident a minute after the release (451 MiB of it in
- * V8's 256 KiB pages) with a heap total of about 110 MiB; this flavour
- * gives the pages back (153 and 165 MiB in the two runs after the change,
- * heap total 38.7). It costs a longer pause, taken only when quiet: about
- * 0.4 s against 0.1 for a heap with 200 MB still live. Used only by the
- * command line's `serve`: an embedding application's process, its V8.
+ * flavour (`"last-resort"`): the regular one frees the heap but keeps the
+ * freed pages mapped for reuse, which after a fast burst left hundreds of
+ * MiB resident (docs/performance.md, "Memory"). Its longer pause (about
+ * 0.4 s against 0.1 with 200 MB still live) is taken only when quiet. Used
+ * only by the command line's `serve`: an embedding application's process,
+ * its V8.
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
