@@ -19,13 +19,30 @@ export interface Seen {
   readonly size: number
   readonly mtimeMs: number | undefined
   readonly ctimeMs: number | undefined
+  /**
+   * With the times unknown: the latest change time this process's own step
+   * explains. A later one is another writer's (a same-size edit by hand),
+   * which inode and size alone would miss.
+   */
+  readonly leftAtMs?: number
 }
 
 export const seenOf = (stat: fs.Stats): Seen => ({ ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs })
 
+/**
+ * A file as this process has just left it (written, or read while racily
+ * clean): inode and size, times unknown. File times come from the kernel's
+ * coarse clock, never ahead of the real-time one; the millisecond added
+ * covers `Date.now()`'s rounding down.
+ */
+export const justLeft = (ino: number, size: number): Seen =>
+  ({ ino, size, mtimeMs: undefined, ctimeMs: undefined, leftAtMs: Date.now() + 1 })
+
 export const unchanged = (seen: Seen, stat: fs.Stats): boolean =>
   seen.ino === stat.ino && seen.size === stat.size &&
-  (seen.mtimeMs === undefined || (seen.mtimeMs === stat.mtimeMs && seen.ctimeMs === stat.ctimeMs))
+  (seen.mtimeMs === undefined
+    ? stat.ctimeMs <= (seen.leftAtMs ?? Infinity)
+    : seen.mtimeMs === stat.mtimeMs && seen.ctimeMs === stat.ctimeMs)
 
 /**
  * A file modified this close to when it was read may be modified again

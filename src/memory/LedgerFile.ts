@@ -8,7 +8,7 @@
 import * as fs from "node:fs"
 import * as Result from "effect/Result"
 import type * as CommitMirror from "./CommitMirror.js"
-import { look, RACY_MS, type Seen, seenOf, unchanged } from "./FileCache.js"
+import { justLeft, look, RACY_MS, type Seen, seenOf, unchanged } from "./FileCache.js"
 import * as Ledger from "./Ledger.js"
 import * as SafeFile from "../runtime/SafeFile.js"
 
@@ -86,7 +86,7 @@ export const make = (file: string): LedgerFile => {
       const seen = seenOf(found)
       cache = {
         // Racily clean: trusted by inode and size only until our next note.
-        seen: Date.now() - found.mtimeMs < RACY_MS ? { ...seen, mtimeMs: undefined, ctimeMs: undefined } : seen,
+        seen: Date.now() - found.mtimeMs < RACY_MS ? justLeft(seen.ino, seen.size) : seen,
         ledger,
         endsWithNewline: text.length === 0 || text.endsWith("\n"),
         lines: text.split("\n").length
@@ -111,7 +111,7 @@ export const make = (file: string): LedgerFile => {
     if (written === undefined || Result.isFailure(written)) SafeFile.closeHeld(opened.success)
     else {
       held = { fd, ino }
-      cache = { seen: { ino, size: bytes.length, mtimeMs: undefined, ctimeMs: undefined }, ledger: next, endsWithNewline: true, lines: 2 }
+      cache = { seen: justLeft(ino, bytes.length), ledger: next, endsWithNewline: true, lines: 2 }
     }
     return written
   }
@@ -141,7 +141,7 @@ export const make = (file: string): LedgerFile => {
     const written = SafeFile.appendAll(opened.success.fd, file, bytes, size)
     cache = Result.isSuccess(written)
       ? {
-        seen: { ino: opened.success.ino, size: size + bytes.length, mtimeMs: undefined, ctimeMs: undefined },
+        seen: justLeft(opened.success.ino, size + bytes.length),
         ledger: next,
         endsWithNewline: true,
         lines: known.lines + 1
@@ -172,7 +172,7 @@ export const make = (file: string): LedgerFile => {
     }
     Ledger.recordNewInPlace(owned, key, start, end)
     cache = {
-      seen: { ino: known.seen.ino, size: known.seen.size + record.length, mtimeMs: undefined, ctimeMs: undefined },
+      seen: justLeft(known.seen.ino, known.seen.size + record.length),
       ledger,
       endsWithNewline: true,
       lines: known.lines + 1,
@@ -187,7 +187,7 @@ export const make = (file: string): LedgerFile => {
     dropHeld()
     held = { fd: made.success.fd, ino: made.success.stat.ino }
     cache = {
-      seen: { ino: made.success.stat.ino, size: 0, mtimeMs: undefined, ctimeMs: undefined },
+      seen: justLeft(made.success.stat.ino, 0),
       ledger: { inode, exchanges: [] },
       endsWithNewline: true,
       lines: 1
@@ -200,7 +200,7 @@ export const make = (file: string): LedgerFile => {
     if (held !== undefined) fs.close(held.fd, () => undefined)
     held = { fd: committed.fd, ino: committed.inode }
     cache = {
-      seen: { ino: committed.inode, size: committed.size, mtimeMs: undefined, ctimeMs: undefined },
+      seen: justLeft(committed.inode, committed.size),
       ledger: committed.value,
       endsWithNewline: true,
       lines: committed.lines

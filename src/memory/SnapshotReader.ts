@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as FallbackSoul from "./FallbackSoul.js"
-import { cachedText, type CachedText, look, RACY_MS, type Seen, seenOf, unchanged } from "./FileCache.js"
+import { cachedText, type CachedText, justLeft, look, RACY_MS, type Seen, seenOf, unchanged } from "./FileCache.js"
 import { type HistoryEntry, parseLine, readLines, scanTail } from "./HistoryFile.js"
 import * as Layout from "./Layout.js"
 import type { MemorySnapshot, SnapshotReader, SnapshotReaderOptions } from "./MemorySnapshot.js"
@@ -109,7 +109,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
         }
         if (tail.seen !== undefined && Date.now() - (tail.seen.mtimeMs ?? 0) < RACY_MS) {
           // Racily clean: trusted by inode and size only until our next append or look.
-          tailCache = { ...tailCache, seen: { ...tail.seen, mtimeMs: undefined, ctimeMs: undefined } }
+          tailCache = { ...tailCache, seen: justLeft(tail.seen.ino, tail.seen.size) }
         }
       } else if (cache) {
         tailCache = undefined
@@ -245,7 +245,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
       const window = tail.window.slice(Math.min(from, tail.window.length))
       for (let i = Math.max(0, from - tail.window.length); i < entries.length; i++) window.push(entries[i])
       tailCache = {
-        seen: { ino, size: end, mtimeMs: undefined, ctimeMs: undefined },
+        seen: justLeft(ino, end),
         keep: tail.keep,
         window
       }
@@ -269,7 +269,7 @@ export const make = (memoryDir: MemoryDir.MemoryDir, options: SnapshotReaderOpti
     summaryCache = { seen: seenOf(stat.success), text: wellFormed(summary), racy: Date.now() - stat.success.mtimeMs < RACY_MS }
     tailCache = {
       // Just written: trusted by inode and size, as after an append.
-      seen: { ino: history.inode, size: history.size, mtimeMs: undefined, ctimeMs: undefined },
+      seen: justLeft(history.inode, history.size),
       keep: tail.keep,
       window: tail.window.length > history.lines ? tail.window.slice(tail.window.length - history.lines) : tail.window
     }

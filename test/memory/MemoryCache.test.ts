@@ -8,7 +8,7 @@
 import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect, it, vi } from "@effect/vitest"
 import { Effect, Fiber, Option, Result } from "effect"
 import { TestClock } from "effect/testing"
 import * as FileCache from "../../src/memory/FileCache.js"
@@ -169,6 +169,45 @@ describe("snapshot caches", () => {
       yield* memory.append(exchange("u2", "a2"), { exchange: "k2" })
       expect((yield* memory.snapshot(3)).history.map((entry) => entry.content)).toEqual(["a1", "u2", "a2"])
       expect((yield* memory.snapshot(6)).history.map((entry) => entry.content)).toEqual(["u0", "a0", "u1", "a1", "u2", "a2"])
+    }))
+
+  // Date.now() set a second back while the store writes or reads: a hand
+  // edit made a moment later is then surely past the store's own step,
+  // whatever the kernel's clock tick (an edit in the same tick is not told apart).
+  const aSecondAgo = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => {
+        const now = Date.now()
+        return vi.spyOn(Date, "now").mockImplementation(() => now - 1000)
+      }),
+      () => effect,
+      (spy) => Effect.sync(() => spy.mockRestore())
+    )
+
+  it.effect("a same-size hand edit of history.jsonl after the store's own append is seen on the next message and after", () =>
+    Effect.gen(function*() {
+      const { file, memory } = yield* setup()
+      yield* memory.snapshot(10)
+      yield* aSecondAgo(memory.append(exchange("what is 2+2", "it is 5"), { exchange: "k1" }))
+      const before = fs.statSync(file("history.jsonl"))
+      // In place, the same length (as an editor saving over it, or `cp` onto it).
+      fs.writeFileSync(file("history.jsonl"), fs.readFileSync(file("history.jsonl"), "utf8").replace("it is 5", "it is 4"))
+      const after = fs.statSync(file("history.jsonl"))
+      expect([after.ino, after.size]).toEqual([before.ino, before.size])
+      expect((yield* memory.snapshot(10)).history.map((entry) => entry.content)).toEqual(["what is 2+2", "it is 4"])
+      expect((yield* memory.snapshot(10)).history.map((entry) => entry.content)).toEqual(["what is 2+2", "it is 4"])
+      // The store's next append follows the edited text.
+      yield* memory.append(exchange("and 3+3", "6"), { exchange: "k2" })
+      expect((yield* memory.snapshot(10)).history.map((entry) => entry.content)).toEqual(["what is 2+2", "it is 4", "and 3+3", "6"])
+    }))
+
+  it.effect("a same-size hand edit of history.jsonl just after a read of a history written a moment before is seen", () =>
+    Effect.gen(function*() {
+      const { file, memory } = yield* setup({ "history.jsonl": line("user", "u1") + line("assistant", "five") })
+      // Read while racily clean (written just now): trusted by inode and size, not by times.
+      expect((yield* aSecondAgo(memory.snapshot(10))).history.map((entry) => entry.content)).toEqual(["u1", "five"])
+      fs.writeFileSync(file("history.jsonl"), line("user", "u1") + line("assistant", "FIVE"))
+      expect((yield* memory.snapshot(10)).history.map((entry) => entry.content)).toEqual(["u1", "FIVE"])
     }))
 
   it.effect("a history line appended by another process is seen on the next snapshot and counted", () =>
