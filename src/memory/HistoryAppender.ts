@@ -39,6 +39,8 @@ export interface HistoryAppender {
    * anything is not known so (the caller then runs `writeLines` under the lock).
    */
   readonly writeAlone: (entries: ReadonlyArray<HistoryEntry>, key: string) => Result.Result<AloneOutcome<void>, MemoryError>
+  /** After `writeAlone` was Done and no compaction lock seen: the file written to is still history (not renamed over). */
+  readonly stillLinked: () => boolean
   /**
    * Takes over the files a compaction of this process just swapped in
    * (their descriptors, and what they hold), so the next append needs
@@ -196,7 +198,19 @@ export const make = (
     lastEnd = undefined
   }
 
-  return { writeLines, writeAlone, adopt, knownLedger: ledgerFile.known, close, reset }
+  /**
+   * After an append without the lock, once no compaction lock was seen:
+   * the history written to is still linked. A compaction of another
+   * process that read history before the write and renamed its own in
+   * before that look left it unlinked, the exchange with it.
+   */
+  const stillLinked = (): boolean => {
+    const history = historyFd
+    const stat = history === undefined ? undefined : Result.try(() => fs.fstatSync(history.fd))
+    return stat !== undefined && Result.isSuccess(stat) && stat.success.nlink > 0
+  }
+
+  return { writeLines, writeAlone, stillLinked, adopt, knownLedger: ledgerFile.known, close, reset }
 }
 
 /** Whether history, `size` bytes long, is empty or ends with a newline: one pread(2). */

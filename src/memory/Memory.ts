@@ -180,7 +180,8 @@ const open = (memoryDir: MemoryDir.MemoryDir, options: MemoryOptions): Effect.Ef
           "appending to history.jsonl",
           () => appender.writeAlone(entries, key),
           appender.writeLines(entries, options),
-          rewrite(entries, options)
+          rewrite(entries, options),
+          appender.stillLinked
         )
       // The write's value is void: storeWorked's takes its place without a step to restore it.
       const written: Effect.Effect<void, MemoryError> = write

@@ -242,12 +242,18 @@ export const make = (
       what: string,
       fast: () => Result.Result<AloneOutcome<A>, MemoryError>,
       slow: () => Result.Result<A, MemoryError>,
-      redo: () => Result.Result<A, MemoryError>
+      redo: () => Result.Result<A, MemoryError>,
+      stillInPlace: () => boolean
     ): Effect.Effect<A, MemoryError> =>
       Effect.suspend(() => !heldByRun(runKey) ? locked(what, slow) : writeMutex.withPermits(1)(Effect.suspend(() => {
         if (!(leftoversCleared && settled)) return Effect.succeed("locked" as const)
+        // In this order: a compaction that read before the write holds its lock until its renames are done.
         return Effect.map(fsEffect(what, fast), (outcome) =>
-          outcome._tag === "Locked" ? "locked" as const : othersCompacting() ? "conflict" as const : outcome)
+          outcome._tag === "Locked"
+            ? "locked" as const
+            : othersCompacting() || !stillInPlace()
+            ? "conflict" as const
+            : outcome)
       })).pipe(Effect.flatMap((outcome) =>
         outcome === "locked"
           ? locked(what, slow)

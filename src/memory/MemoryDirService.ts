@@ -25,10 +25,11 @@ export interface MemoryDir {
   readonly holdCompactionLock?: Effect.Effect<void, FileLock.LockHeld | FileLock.LockFailed, Scope.Scope>
   /**
    * For a run holding its run lock, the only process that appends: runs
-   * `fast` without the write lock file, then checks (one access(2)) that no
-   * other process started a compaction meanwhile; if one did, runs `redo`
-   * under the lock, which must make the append exactly once (the ledger
-   * tells whether it landed). When `fast` declines (Locked), or in any other
+   * `fast` without the write lock file, then checks (one lstat(2)) that no
+   * other process's compaction is under way, and then (`stillInPlace`) that
+   * none committed since the write; if one is or did, runs `redo` under
+   * the lock, which must make the append exactly once (the ledger tells
+   * whether it landed). When `fast` declines (Locked), or in any other
    * case (a serve agent, the first section of a process, after a failed
    * one): `slow` under the lock. Absent on a directory that is no
    * directory (SqlMemory's guard): then every append is locked.
@@ -37,7 +38,8 @@ export interface MemoryDir {
     what: string,
     fast: () => Result.Result<AloneOutcome<A>, MemoryError>,
     slow: () => Result.Result<A, MemoryError>,
-    redo: () => Result.Result<A, MemoryError>
+    redo: () => Result.Result<A, MemoryError>,
+    stillInPlace: () => boolean
   ) => Effect.Effect<A, MemoryError>
   /** Told by this process's compaction when it holds (true) or released (false) the compaction lock file. */
   readonly compacting?: (held: boolean) => void

@@ -3,10 +3,13 @@
  * to its memory directory: its appends skip the per-append write lock
  * file, and a compaction of another process (`planckclaw compact` beside
  * the run) is seen by its compaction lock file, checked after each write,
- * or by history's new inode, checked before. Each exchange lands exactly once.
+ * by history's new inode, checked before, or by the written file unlinked,
+ * checked last. Each exchange lands exactly once.
  */
 import * as child from "node:child_process"
 import * as fs from "node:fs"
+import fsModule from "node:fs"
+import { syncBuiltinESMExports } from "node:module"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
@@ -145,6 +148,40 @@ describe("a run's appends without the write lock file", () => {
       expect(read("summary.md")).toBe("second summary\n")
       const snapshot = yield* memory.snapshot(10)
       expect(snapshot.history.map((entry) => entry.content)).toEqual(["q4", "a4", "q5", "a5", "q6", "a6"])
+    }))
+  it.effect("a compaction of another process that read before an append's write and committed right after it loses no line", () =>
+    Effect.gen(function*() {
+      const { file, memory, read } = yield* setup(true)
+      yield* memory.append(exchange(3), { exchange: "k3" })
+      // The other process, at the worst instants: its read of the kept tail just
+      // before the run's write(2) of history, its renames and the release of its
+      // compaction lock just after it, before the run looks for that lock.
+      const realWrite = fsModule.writeSync
+      let interleaved = false
+      fsModule.writeSync = ((fd: number, buffer: any, ...rest: Array<any>) => {
+        if (interleaved || !Buffer.isBuffer(buffer) || !buffer.toString("utf8").includes("\"q4\"")) {
+          return (realWrite as any)(fd, buffer, ...rest)
+        }
+        interleaved = true
+        const kept = fs.readFileSync(file("history.jsonl")).subarray(Buffer.byteLength(lines(1)))
+        const wrote = (realWrite as any)(fd, buffer, ...rest)
+        fs.writeFileSync(file(".summary.md.next"), "folded q1\n")
+        fs.writeFileSync(file(".history.jsonl.next"), kept)
+        fs.renameSync(file(".summary.md.next"), file("summary.md"))
+        fs.renameSync(file(".history.jsonl.next"), file("history.jsonl"))
+        return wrote
+      }) as typeof fsModule.writeSync
+      syncBuiltinESMExports()
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          fsModule.writeSync = realWrite
+          syncBuiltinESMExports()
+        })
+      )
+      yield* memory.append(exchange(4), { exchange: "k4" })
+      expect(interleaved).toBe(true)
+      yield* memory.append(exchange(5), { exchange: "k5" })
+      expect(read("history.jsonl")).toBe(lines(2, 3, 4, 5))
     }))
 })
 
