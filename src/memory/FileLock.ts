@@ -120,6 +120,51 @@ const create = (path: string, options: TakeOptions | undefined): Result.Result<v
   return createFile(path)
 }
 
+/** Why a lock that exists is not stale: held (by whom), or undefined when it may be taken over. */
+const heldNow = (path: string, now: number | undefined): LockHeld | undefined => {
+  const owner = readOwner(path)
+  if (owner === process.pid) {
+    // Held by this very process (another fiber, another store of the same directory): never stale.
+    if (heldHere.has(nodePath.resolve(path))) return new LockHeld({ path, ownerPid: owner })
+    // Our own pid on a file this process does not hold: left by an earlier
+    // process that had the same pid (containers reuse low pids).
+  } else if (heldBy(owner, path)) {
+    return new LockHeld({ path, ownerPid: owner })
+  }
+  if (Number.isNaN(owner)) {
+    // Being written right now by its creator, or truncated by a crash:
+    // only a file older than a second is treated as stale.
+    const stat = Result.try(() => fs.lstatSync(path))
+    if (Result.isSuccess(stat) && (now ?? Date.now()) - stat.success.mtimeMs < BEING_WRITTEN_MS) {
+      return new LockHeld({ path, ownerPid: owner })
+    }
+  }
+  return undefined
+}
+
+/**
+ * Removes a stale lock, one process at a time: two that both found it
+ * stale would otherwise race, and the later unlink would remove the lock
+ * the earlier had just taken, so both would hold it. The remover holds
+ * `<lock>.takeover` and judges the lock again under it. While another
+ * process is taking over, the lock reads as being written (a wait, then
+ * its new owner). A guard left by a killed taker is judged like a lock.
+ */
+const removeStale = (path: string, now: number | undefined): LockHeld | LockFailed | undefined => {
+  const guard = `${path}.takeover`
+  const guarded = createFile(guard)
+  if (Result.isFailure(guarded)) {
+    if (guarded.failure !== "exists") return guarded.failure
+    if (heldNow(guard, now) !== undefined) return new LockHeld({ path, ownerPid: Number.NaN })
+    Result.try(() => fs.unlinkSync(guard))
+    return undefined
+  }
+  const held = heldNow(path, now)
+  if (held === undefined) Result.try(() => fs.unlinkSync(path))
+  Result.try(() => fs.unlinkSync(guard))
+  return held
+}
+
 /** One attempt: take the lock, or say who holds it. Synchronous. */
 export const tryTakeSync = (path: string, options?: TakeOptions): Result.Result<Taken, LockHeld | LockFailed> => {
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -129,24 +174,8 @@ export const tryTakeSync = (path: string, options?: TakeOptions): Result.Result<
       return Result.succeed({ clean: attempt === 0 })
     }
     if (created.failure !== "exists") return Result.fail(created.failure)
-    const owner = readOwner(path)
-    if (owner === process.pid) {
-      // Held by this very process (another fiber, another store of the same directory): never stale.
-      if (heldHere.has(nodePath.resolve(path))) return Result.fail(new LockHeld({ path, ownerPid: owner }))
-      // Our own pid on a file this process does not hold: left by an earlier
-      // process that had the same pid (containers reuse low pids).
-    } else if (heldBy(owner, path)) {
-      return Result.fail(new LockHeld({ path, ownerPid: owner }))
-    }
-    if (Number.isNaN(owner)) {
-      // Being written right now by its creator, or truncated by a crash:
-      // only a file older than a second is treated as stale.
-      const stat = Result.try(() => fs.lstatSync(path))
-      if (Result.isSuccess(stat) && (options?.now ?? Date.now()) - stat.success.mtimeMs < BEING_WRITTEN_MS) {
-        return Result.fail(new LockHeld({ path, ownerPid: owner }))
-      }
-    }
-    Result.try(() => fs.unlinkSync(path))
+    const held = heldNow(path, options?.now) ?? removeStale(path, options?.now)
+    if (held !== undefined) return Result.fail(held)
   }
   return Result.fail(new LockFailed({ path, code: undefined, message: "lock file keeps reappearing" }))
 }
