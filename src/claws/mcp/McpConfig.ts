@@ -19,11 +19,13 @@ import { printable } from "../../runtime/Printable.js"
 
 /**
  * A server's name: the middle of its tools' names (`mcp__NAME__tool`), so
- * letters, digits, `-` and single `_`, never `__`, which separates them.
+ * letters, digits, `-` and single `_`, never `__`, which separates them;
+ * nor a last `_`, which would make `NAME___tool` read as NAME without it
+ * and a tool `_tool` (McpNames.parseToolName splits at the first `__`).
  */
 export const ServerName = Schema.String.check(
-  Schema.isPattern(/^(?!.*__)[A-Za-z0-9_-]{1,32}$/, {
-    message: "a server name is 1 to 32 letters, digits, - or _, without __ (it goes into its tools' names)"
+  Schema.isPattern(/^(?!.*__)(?!.*_$)[A-Za-z0-9_-]{1,32}$/, {
+    message: "a server name is 1 to 32 letters, digits, - or _, without __ and not ending in _ (it goes into its tools' names, mcp__NAME__TOOL)"
   })
 )
 

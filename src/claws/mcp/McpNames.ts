@@ -1,7 +1,8 @@
 /**
  * The names MCP tools go by: `mcp__SERVER__TOOL`, so none can collide with a
  * claw's (a claw may not declare a name that starts `mcp__`, see
- * ClawsWithMcp) nor with another server's (a server's name holds no `__`).
+ * ClawsWithMcp) nor with another server's (a server's name holds no `__`
+ * and does not end in `_`, so the first `__` after the prefix ends it).
  * Apart from McpClaws so that what only names them (the agent's claws
  * without servers, `tools`) does not load the MCP client.
  */

@@ -8,6 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as ClawsWithMcp from "../../../src/claws/mcp/ClawsWithMcp.js"
 import * as McpConfig from "../../../src/claws/mcp/McpConfig.js"
+import * as McpNames from "../../../src/claws/mcp/McpNames.js"
 import * as InMemoryClaws from "../../../src/claws/InMemoryClaws.js"
 import * as Sandbox from "../../support/Sandbox.js"
 
@@ -49,6 +50,22 @@ describe("mcp.json", () => {
     expect(reasons[`${file}: server "badArgs"`]).toMatch(/args/)
     expect(reasons[`${file}: server "both"`]).toMatch(/not both/)
     expect(reasons[`${file}: server "ftp"`]).toMatch(/http:\/\/ or https:\/\//)
+  })
+
+  it("refuses a server name ending in _, whose tools' names would read as another server's; every name kept reads back whole", () => {
+    const read = McpConfig.parse(file, JSON.stringify({
+      mcpServers: { files_: { command: "ok" }, files: { command: "ok" }, _lead: { command: "ok" }, "a_b-c": { command: "ok" }, _: { command: "ok" } }
+    }))
+    expect(read.servers.map((server) => server.name)).toEqual(["files", "_lead", "a_b-c"])
+    expect(read.problems).toEqual([
+      { source: `${file}: server "files_"`, reason: expect.stringContaining("not ending in _") },
+      { source: `${file}: server "_"`, reason: expect.stringContaining("not ending in _") }
+    ])
+    for (const server of read.servers) {
+      for (const tool of ["echo", "_echo", "read_text_file"]) {
+        expect(McpNames.parseToolName(McpNames.toolName(server.name, tool))).toEqual({ server: server.name, tool })
+      }
+    }
   })
 
   it("refuses a file that is no JSON, or not in the mcpServers format, naming the file", () => {
