@@ -75,11 +75,45 @@ const instant = (iso: string): number | undefined => {
   return Number.isNaN(ms) ? undefined : ms
 }
 
-/** Why a decoded entry cannot be used (its cron, zone, instants, destination), or undefined. */
+/**
+ * The bounds that keep every occurrence a date can hold (a Date ends in the
+ * year 275760, and formatting one past it throws): an interval is at most
+ * 100 years, an instant before the year 10000.
+ */
+const MAX_INTERVAL_SECONDS = 100 * 365 * 86_400
+const INSTANTS_END = Date.UTC(10_000, 0, 1)
+
+/** Why an instant is refused (the year 10000 or later), or undefined. */
+export const instantProblem = (ms: number): string | undefined =>
+  ms < INSTANTS_END ? undefined : "is past the year 9999 (the last a schedule holds)"
+
+/** Why an interval is refused (over 100 years), or undefined. */
+export const intervalProblem = (seconds: number): string | undefined =>
+  seconds <= MAX_INTERVAL_SECONDS ? undefined : `is over 100 years (${MAX_INTERVAL_SECONDS / 86_400}d, the longest a schedule holds)`
+
+/** `ms` in ISO 8601; never throws: one no date can hold is said so. */
+export const formatInstant = (ms: number): string =>
+  Result.getOrElse(Result.try(() => new Date(ms).toISOString()), () => `${ms} ms from 1970 (beyond any date)`)
+
+/** Why `text`, the time of the entry's field `name`, is refused (no ISO 8601 time, or too late), or undefined. */
+const timeProblem = (name: string, text: string): string | undefined => {
+  const ms = instant(text)
+  if (ms === undefined) return `${name} "${text}" is no ISO 8601 time`
+  const late = instantProblem(ms)
+  return late === undefined ? undefined : `${name} "${text}" ${late}`
+}
+
+/** Why a decoded entry cannot be used (its cron, zone, instants, interval, destination), or undefined. */
 export const problem = (entry: Entry): string | undefined => {
-  if (instant(entry.created) === undefined) return `created "${entry.created}" is no ISO 8601 time`
-  if (entry.lastRun !== undefined && instant(entry.lastRun) === undefined) return `lastRun "${entry.lastRun}" is no ISO 8601 time`
-  if (entry.when._tag === "At" && instant(entry.when.at) === undefined) return `at "${entry.when.at}" is no ISO 8601 time`
+  const times = [["created", entry.created], ["lastRun", entry.lastRun], ["at", entry.when._tag === "At" ? entry.when.at : undefined]] as const
+  for (const [name, text] of times) {
+    const wrong = text === undefined ? undefined : timeProblem(name, text)
+    if (wrong !== undefined) return wrong
+  }
+  if (entry.when._tag === "Every") {
+    const long = intervalProblem(entry.when.seconds)
+    if (long !== undefined) return `every ${entry.when.seconds} s ${long}`
+  }
   if (entry.when._tag === "Cron") {
     const cron = cronOf(entry.when.expression, entry.when.zone)
     if (Result.isFailure(cron)) return cron.failure

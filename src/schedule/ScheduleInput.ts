@@ -1,14 +1,15 @@
 /**
  * What a user (`schedule add`) or the model (the schedule tool) writes for
  * an entry's time, read into a When, or refused with the reason: a bad cron
- * expression or time zone, an interval under a second, a time in the past.
+ * expression or time zone, an interval under a second or over 100 years, a
+ * time in the past or past the year 9999.
  */
 import * as Cron from "effect/Cron"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
-import { cronOf, occurrenceAfter, type When } from "./ScheduleEntry.js"
+import { cronOf, formatInstant, instantProblem, intervalProblem, occurrenceAfter, type When } from "./ScheduleEntry.js"
 
 /** The three ways to say when; exactly one is given. */
 export interface WhenInput {
@@ -35,15 +36,18 @@ export const localZone = (): string => {
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 }
 const COMPACT = /^(?:\d+[smhdw])+$/
 
-/** `30m`, `1h30m`, `90s`, `2d`, or Effect's `30 minutes`: whole seconds, at least one. */
+/** `30m`, `1h30m`, `90s`, `2d`, or Effect's `30 minutes`: whole seconds, at least one, at most 100 years. */
 export const parseInterval = (text: string): Result.Result<number, string> => {
   const trimmed = text.trim()
   const ms = COMPACT.test(trimmed)
     ? [...trimmed.matchAll(/(\d+)([smhdw])/g)].reduce((sum, [, n, unit]) => sum + Number(n) * UNITS[unit!]! * 1000, 0)
     : Option.match(Duration.fromInput(trimmed as Duration.Input), { onNone: () => Number.NaN, onSome: Duration.toMillis })
-  if (!Number.isFinite(ms)) {
+  // Infinite (a number too long to hold, or "Infinity") is no format error: it is refused as too long below.
+  if (Number.isNaN(ms)) {
     return Result.fail(`bad interval "${text}": write it as 30s, 5m, 1h30m, 2d (or "30 minutes")`)
   }
+  const long = intervalProblem(ms / 1000)
+  if (long !== undefined) return Result.fail(`bad interval "${text}": it ${long}`)
   if (ms < 1000 || ms % 1000 !== 0) return Result.fail(`bad interval "${text}": whole seconds, at least 1s`)
   return Result.succeed(ms / 1000)
 }
@@ -55,7 +59,8 @@ const WITH_OFFSET = /(?:Z|[+-]\d{2}:?\d{2})$/i
 /**
  * A single time: `+10m` or `in 10m` (from now), `09:00` (its next coming in
  * the zone), `2026-12-24 09:00` (a wall-clock time in the zone), or an ISO
- * 8601 instant with its offset (`2026-12-24T08:00:00Z`). Past times are refused.
+ * 8601 instant with its offset (`2026-12-24T08:00:00Z`). Past times, and
+ * times past the year 9999, are refused.
  */
 export const parseAt = (text: string, zone: string, nowMs: number): Result.Result<number, string> => {
   const trimmed = text.trim()
@@ -63,10 +68,13 @@ export const parseAt = (text: string, zone: string, nowMs: number): Result.Resul
   const resolved: Result.Result<number, string> = relative !== null
     ? Result.map(parseInterval(relative[1]!), (seconds) => Math.round(nowMs / 1000) * 1000 + seconds * 1000)
     : wallOrInstant(trimmed, zone, nowMs)
-  return Result.flatMap(resolved, (at) =>
-    at > nowMs
+  return Result.flatMap(resolved, (at) => {
+    const late = instantProblem(at)
+    if (late !== undefined) return Result.fail(`"${text}" ${late}`)
+    return at > nowMs
       ? Result.succeed(at)
-      : Result.fail(`${new Date(at).toISOString()} is in the past (now is ${new Date(nowMs).toISOString()})`))
+      : Result.fail(`${formatInstant(at)} is in the past (now is ${formatInstant(nowMs)})`)
+  })
 }
 
 const wallOrInstant = (text: string, zone: string, nowMs: number): Result.Result<number, string> => {
@@ -114,5 +122,5 @@ export const parseWhen = (input: WhenInput, nowMs: number): Result.Result<When, 
   if (input.tz !== undefined && Option.isNone(DateTime.zoneFromString(input.tz))) {
     return Result.fail(`unknown time zone "${input.tz}"`)
   }
-  return Result.map(parseAt(input.at!, zone, nowMs), (at): When => ({ _tag: "At", at: new Date(at).toISOString() }))
+  return Result.map(parseAt(input.at!, zone, nowMs), (at): When => ({ _tag: "At", at: formatInstant(at) }))
 }

@@ -19,7 +19,7 @@ import * as Effect from "effect/Effect"
 import * as Latch from "effect/Latch"
 import { numberOf } from "../config/ConfigRange.js"
 import { ScheduleGrace } from "../config/settings/Schedule.js"
-import { type Entry, nextOf, occurrenceAfter, occurrenceAtOrBefore } from "./ScheduleEntry.js"
+import { type Entry, formatInstant as iso, nextOf, occurrenceAfter, occurrenceAtOrBefore } from "./ScheduleEntry.js"
 import * as ScheduleStore from "./ScheduleStore.js"
 
 export interface RunnerOptions {
@@ -50,8 +50,6 @@ export interface Runner {
   readonly run: Effect.Effect<never>
   readonly changed: Effect.Effect<void>
 }
-
-const iso = (ms: number) => new Date(ms).toISOString()
 
 /** One look at the schedule at `now`: each entry due fired or skipped; the next instant one is due. */
 const pass = (options: RunnerOptions, now: number): Effect.Effect<number | undefined, ScheduleStore.ScheduleError> =>

@@ -16,7 +16,7 @@ import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as FileLock from "../memory/FileLock.js"
 import * as SafeFile from "../runtime/SafeFile.js"
-import { Entry, problem, type When } from "./ScheduleEntry.js"
+import { Entry, formatInstant, problem, type When } from "./ScheduleEntry.js"
 
 export const FILE_NAME = "schedules.json"
 
@@ -122,7 +122,7 @@ export const fileStore = (file: string): Store => ({ read: read(file), modify: (
 export const adding = (draft: Draft, nowMs: number): Change<Entry> => (entries) => {
   if (draft.text.trim() === "") return Result.fail(new ScheduleError({ reason: "Refused", message: "the message is empty" }))
   // Whole seconds: intervals count from it, and the list reads better.
-  const created = new Date(Math.floor(nowMs / 1000) * 1000).toISOString()
+  const created = formatInstant(Math.floor(nowMs / 1000) * 1000)
   const entry: Entry = { id: newId(entries), when: draft.when, text: draft.text, to: draft.to, created }
   const wrong = problem(entry)
   return wrong !== undefined
@@ -150,7 +150,7 @@ export const markingRun = (id: string, occurrenceMs: number): Change<boolean> =>
   }
   const next = found.when._tag === "At"
     ? entries.filter((entry) => entry !== found)
-    : entries.map((entry) => entry === found ? { ...entry, lastRun: new Date(occurrenceMs).toISOString() } : entry)
+    : entries.map((entry) => entry === found ? { ...entry, lastRun: formatInstant(occurrenceMs) } : entry)
   return Result.succeed({ entries: next, value: true })
 }
 

@@ -75,7 +75,7 @@ const RemoveInput = Schema.Struct({ id: Schema.String })
 
 const ok = (content: string): ToolResult => ({ content, isError: false })
 const refused = (content: string): ToolResult => ({ content, isError: true })
-const iso = (ms: number | undefined) => ms === undefined ? "none" : new Date(ms).toISOString()
+const iso = (ms: number | undefined) => ms === undefined ? "none" : ScheduleEntry.formatInstant(ms)
 
 const describeEntry = (entry: ScheduleEntry.Entry) =>
   `${entry.id}: ${ScheduleEntry.describeWhen(entry.when)}, next ${iso(ScheduleEntry.nextOf(entry))}, ` +

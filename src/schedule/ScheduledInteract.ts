@@ -13,6 +13,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { InboundMessage, InteractService } from "../ports/Interact.js"
 import * as ScheduleDelivery from "./ScheduleDelivery.js"
+import { formatInstant } from "./ScheduleEntry.js"
 import * as ScheduleRunner from "./ScheduleRunner.js"
 import * as ScheduleStore from "./ScheduleStore.js"
 
@@ -38,7 +39,7 @@ export const withSchedule = (
       pollMs: options.pollMs,
       fire: (entry, occurrenceMs) =>
         Effect.andThen(
-          Effect.logDebug(`schedule ${entry.id}: firing for ${new Date(occurrenceMs).toISOString()}`),
+          Effect.logDebug(`schedule ${entry.id}: firing for ${formatInstant(occurrenceMs)}`),
           Queue.offer(fired, { channel: ScheduleDelivery.channelOf(entry), text: ScheduleDelivery.messageOf(entry) })
         )
     }, options.wake)

@@ -114,7 +114,8 @@ describe("the schedule tools, called by the model", () => {
         ScriptedBrain.toolUse([
           { id: "a", name: "schedule_add", input: { text: "x", at: "2020-01-01T00:00:00Z" } },
           { id: "b", name: "schedule_add", input: { text: "x", every: "1h", to: "discord:123456789012345678" } },
-          { id: "c", name: "schedule_add", input: { text: "digest", cron: "0 7 * * *", tz: "Europe/Paris", to: "none" } }
+          { id: "c", name: "schedule_add", input: { text: "digest", cron: "0 7 * * *", tz: "Europe/Paris", to: "none" } },
+          { id: "e", name: "schedule_add", input: { text: "x", every: "99999999999d" } }
         ]),
         (request) => Effect.sync(() => keep(request)).pipe(Effect.as(ScriptedBrain.toolUse([{ id: "d", name: "schedule_list", input: {} }]))),
         (request) => Effect.sync(() => keep(request)).pipe(Effect.as(ScriptedBrain.text("done")))
@@ -123,11 +124,33 @@ describe("the schedule tools, called by the model", () => {
       expect((yield* Queue.take(user.replies)).text).toBe("done")
       expect(results[0]).toContain("is in the past")
       expect(results[0]).toContain("without a Discord bridge")
+      expect(results[0]).toContain('bad interval \\"99999999999d\\": it is over 100 years')
       expect(results[0]).toContain('"is_error":true')
-      const [entry] = yield* ScheduleStore.read(file)
+      const entries = yield* ScheduleStore.read(file)
+      expect(entries).toHaveLength(1)
+      const [entry] = entries
       expect(entry).toMatchObject({ text: "digest", when: { _tag: "Cron", expression: "0 7 * * *", zone: "Europe/Paris" } })
       expect(results[1]).toContain("now: 2026-06-01T08:00:00.000Z")
       expect(results[1]).toContain(`${entry!.id}: cron \\"0 7 * * *\\" (Europe/Paris), next 2026-06-02T05:00:00.000Z`)
+    }))
+
+  it.effect("an entry an older build stored, whose next run no date can hold: each tool answers the refusal with the entry and why", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const file = ScheduleStore.fileIn(yield* tempDir())
+      fs.writeFileSync(file, JSON.stringify({ entries: [
+        { id: "big", when: { _tag: "Every", seconds: 8_639_999_999_913_600 }, text: "x", to: "none", created: new Date(T0).toISOString() }
+      ] }))
+      const claws = ScheduleTool.withScheduleTools(InMemoryClaws.make([]), {
+        store: ScheduleStore.fileStore(file),
+        changed: Effect.void,
+        defaultTo: "none",
+        discord: false
+      })
+      const refusal = { isError: true, content: expect.stringContaining("entry big: every 8639999999913600 s is over 100 years") }
+      expect(yield* claws.call("schedule_list", {})).toEqual(refusal)
+      expect(yield* claws.call("schedule_add", { text: "x", every: "5m" })).toEqual(refusal)
+      expect(yield* claws.call("schedule_remove", { id: "big" })).toEqual(refusal)
     }))
 
   it.effect("a reminder whose destination is a webhook is POSTed to a receiver on loopback as {agent, schedule, reply}", () =>

@@ -2,8 +2,9 @@
  * `planckclaw schedule add | list | remove` through the built command, as a
  * user runs it (issue 51): entries stored in the agent's memory directory,
  * listed with their next run, removed by id; bad expressions, past times,
- * unknown destinations and a Discord destination without a bot refused with
- * the reason (exit 2), nothing written.
+ * intervals no date can hold, unknown destinations
+ * and a Discord destination without a bot refused with the reason (exit 2),
+ * nothing written.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -75,6 +76,8 @@ describe("planckclaw schedule", () => {
         [["--cron", "0 9 * * *", "--tz", "Mars/Olympus", "x"], 'unknown time zone "Mars/Olympus"'],
         [["--at", "2020-01-01T09:00:00Z", "x"], "is in the past"],
         [["--every", "0s", "x"], "at least 1s"],
+        [["--every", "99999999999d", "x"], 'bad interval "99999999999d": it is over 100 years'],
+        [["--at", "+99999999999d", "x"], 'bad interval "99999999999d": it is over 100 years'],
         [["--every", "5m", "--at", "+1m", "x"], "exactly one of --cron, --every or --at"],
         [["--every", "5m", "--to", "pager:42", "x"], 'unknown destination "pager:42"'],
         [["--every", "5m", "--to", "discord:123456789012345678", "x"], "no Discord bot is configured (DISCORD_BOT_TOKEN)"]
@@ -92,6 +95,11 @@ describe("planckclaw schedule", () => {
       expect(bad.code).toBe(2)
       expect(bad.stderr).toContain(`${path.join(memory, "schedules.json")} is refused`)
       expect(fs.readFileSync(path.join(memory, "schedules.json"), "utf8")).toBe("{\"entries\": 3}")
+      // An interval an older build stored, whose next run no date can hold: refused with the entry and why, not a crash.
+      const older = JSON.stringify({ entries: [{ id: "big", when: { _tag: "Every", seconds: 8_639_999_999_913_600 }, text: "x", to: "none", created: "2026-03-07T12:00:00Z" }] })
+      fs.writeFileSync(path.join(memory, "schedules.json"), older)
+      const listed = yield* Cli.run(["schedule", "list"], { cwd, env })
+      expect({ code: listed.code, stderr: listed.stderr }).toEqual({ code: 2, stderr: expect.stringContaining("entry big: every 8639999999913600 s is over 100 years") })
     }))
 
   it.effect("--agent ID: the schedule of that agent of serve; its default destination is memory only, and terminal is refused", () =>

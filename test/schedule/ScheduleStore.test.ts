@@ -56,6 +56,19 @@ describe("what a schedule entry's time is written as", () => {
     expect(failure(when({}))).toContain("exactly one of")
   })
 
+  it("refuses intervals over 100 years and times past the year 9999 with the reason, where formatting them would throw", () => {
+    expect(when({ every: "36500d" })).toEqual(Result.succeed({ _tag: "Every", seconds: 36500 * 86_400 }))
+    expect(failure(when({ every: "36501d" }))).toBe('bad interval "36501d": it is over 100 years (36500d, the longest a schedule holds)')
+    expect(failure(when({ every: "99999999999d" }))).toContain("over 100 years")
+    expect(failure(when({ every: `${"9".repeat(400)}s` }))).toContain("over 100 years")
+    expect(failure(when({ every: "Infinity" }))).toContain("over 100 years")
+    expect(failure(when({ at: "+99999999999d" }))).toContain("over 100 years")
+    expect(when({ at: "9999-12-31T23:59:00Z" })).toEqual(Result.succeed({ _tag: "At", at: "9999-12-31T23:59:00.000Z" }))
+    // 23:00 in New York on the last day of 9999 is in the year 10000 in UTC.
+    expect(failure(when({ at: "9999-12-31 23:00", tz: "America/New_York" }))).toBe('"9999-12-31 23:00" is past the year 9999 (the last a schedule holds)')
+    expect(ScheduleEntry.formatInstant(1e300)).toBe("1e+300 ms from 1970 (beyond any date)")
+  })
+
   it("destinations: terminal, discord:CHANNEL, webhook:URL, none; anything else refused with the reason", () => {
     expect(ScheduleEntry.parseDestination("terminal")).toEqual(Result.succeed({ _tag: "Terminal" }))
     expect(ScheduleEntry.parseDestination("discord:123456789012345678")).toEqual(
@@ -120,7 +133,11 @@ describe("schedules.json", () => {
         [JSON.stringify({ entries: [{ id: "a1", text: "x", to: "none", created: "2026-03-07T12:00:00Z" }] }), "when"],
         [JSON.stringify({ entries: [{ id: "a1", when: { _tag: "Cron", expression: "0 9 * * *", zone: "Nowhere/City" }, text: "x", to: "none", created: "2026-03-07T12:00:00Z" }] }), 'entry a1: unknown time zone "Nowhere/City"'],
         [JSON.stringify({ entries: [{ id: "a1", when: { _tag: "Every", seconds: 5 }, text: "x", to: "fax:1", created: "2026-03-07T12:00:00Z" }] }), 'entry a1: unknown destination "fax:1"'],
-        [JSON.stringify({ entries: [1, 2].map(() => ({ id: "a1", when: { _tag: "Every", seconds: 5 }, text: "x", to: "none", created: "2026-03-07T12:00:00Z" })) }), "two entries have the id a1"]
+        [JSON.stringify({ entries: [1, 2].map(() => ({ id: "a1", when: { _tag: "Every", seconds: 5 }, text: "x", to: "none", created: "2026-03-07T12:00:00Z" })) }), "two entries have the id a1"],
+        // What an older build stored for --every 99999999999d and --at +99999999999d, whose times no Date can format.
+        [JSON.stringify({ entries: [{ id: "big", when: { _tag: "Every", seconds: 8_639_999_999_913_600 }, text: "x", to: "none", created: "2026-03-07T12:00:00Z" }] }), "entry big: every 8639999999913600 s is over 100 years"],
+        [JSON.stringify({ entries: [{ id: "far", when: { _tag: "At", at: "+100000-01-01T00:00:00Z" }, text: "x", to: "none", created: "2026-03-07T12:00:00Z" }] }), 'entry far: at "+100000-01-01T00:00:00Z" is past the year 9999'],
+        [JSON.stringify({ entries: [{ id: "late", when: { _tag: "Every", seconds: 5 }, text: "x", to: "none", created: "2026-03-07T12:00:00Z", lastRun: "+100000-01-01T00:00:00Z" }] }), 'entry late: lastRun "+100000-01-01T00:00:00Z" is past the year 9999']
       ]
       for (const [text, reason] of cases) {
         fs.writeFileSync(file, text)

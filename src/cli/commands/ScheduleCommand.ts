@@ -76,9 +76,11 @@ const checkDestination = (to: string) =>
     }
   })
 
+const nextText = (next: number | undefined) => next === undefined ? "none" : ScheduleEntry.formatInstant(next)
+
 /** An entry's line in `list`: id, when, next run, last run, destination, text. */
 const line = (entry: ScheduleEntry.Entry, next: number | undefined) =>
-  `${entry.id}  ${ScheduleEntry.describeWhen(entry.when)}  next ${next === undefined ? "none" : new Date(next).toISOString()}` +
+  `${entry.id}  ${ScheduleEntry.describeWhen(entry.when)}  next ${nextText(next)}` +
   `  last ${entry.lastRun ?? "never"}  to ${entry.to}  ${JSON.stringify(entry.text)}`
 
 const addCommand = Command.make("add", {
@@ -110,8 +112,7 @@ const addCommand = Command.make("add", {
     }
     yield* checkDestination(to)
     const entry = yield* withStore(options, (store) => store.modify(ScheduleStore.adding({ when, text: options.text, to }, now)))
-    const next = ScheduleEntry.nextOf(entry)
-    yield* Console.log(`added ${entry.id}: ${ScheduleEntry.describeWhen(entry.when)}, next ${next === undefined ? "none" : new Date(next).toISOString()}, to ${entry.to}`)
+    yield* Console.log(`added ${entry.id}: ${ScheduleEntry.describeWhen(entry.when)}, next ${nextText(ScheduleEntry.nextOf(entry))}, to ${entry.to}`)
   }).pipe(withSettings(new Map()))).pipe(Command.withDescription("Add an entry: when it fires, where the reply goes, and TEXT."))
 
 const listCommand = Command.make("list", {
@@ -123,7 +124,7 @@ const listCommand = Command.make("list", {
     const entries = yield* withStore(options, (store) => store.read)
     const rows = entries.map((entry) => ({ entry, next: ScheduleEntry.nextOf(entry) }))
     if (options.json) {
-      const json = rows.map(({ entry, next }) => ({ ...entry, next: next === undefined ? null : new Date(next).toISOString() }))
+      const json = rows.map(({ entry, next }) => ({ ...entry, next: next === undefined ? null : ScheduleEntry.formatInstant(next) }))
       return yield* Console.log(JSON.stringify(json, null, 2))
     }
     yield* Console.log(rows.length === 0 ? "no schedule entries" : rows.map(({ entry, next }) => line(entry, next)).join("\n"))
