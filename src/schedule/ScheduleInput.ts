@@ -2,7 +2,8 @@
  * What a user (`schedule add`) or the model (the schedule tool) writes for
  * an entry's time, read into a When, or refused with the reason: a bad cron
  * expression or time zone, an interval under a second or over 100 years, a
- * time in the past or past the year 9999.
+ * date that does not exist (30 February), a time in the past or past the
+ * year 9999.
  */
 import * as Cron from "effect/Cron"
 import * as DateTime from "effect/DateTime"
@@ -54,7 +55,52 @@ export const parseInterval = (text: string): Result.Result<number, string> => {
 
 const WALL_TIME = /^(\d{1,2}):(\d{2})(?::(\d{2}))?$/
 const WALL_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2}))?$/
-const WITH_OFFSET = /(?:Z|[+-]\d{2}:?\d{2})$/i
+const INSTANT = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:(Z)|([+-])(\d{2}):?(\d{2}))$/i
+
+const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
+
+/** A date and time's fields as written (month 1 to 12). */
+interface Fields {
+  readonly year: number
+  readonly month: number
+  readonly day: number
+  readonly hour: number
+  readonly minute: number
+  readonly second: number
+}
+
+/** The UTC instant of `fields` read as UTC; setUTCFullYear, as Date.UTC takes the years 0 to 99 for 1900 to 1999. */
+const utcMillis = (fields: Fields): number => {
+  const date = new Date(0)
+  date.setUTCFullYear(fields.year, fields.month - 1, fields.day)
+  date.setUTCHours(fields.hour, fields.minute, fields.second, 0)
+  return date.getTime()
+}
+
+/**
+ * Why `fields` name no date and time (30 February, month 13, 24:00), or
+ * undefined. Checked before reading them: Date and DateTime would roll
+ * them over to another day (30 February to 2 March).
+ */
+const calendarProblem = (fields: Fields): string | undefined => {
+  if (fields.month < 1 || fields.month > 12) return `there is no month ${fields.month}`
+  const date = new Date(0)
+  date.setUTCFullYear(fields.year, fields.month, 0)
+  const days = date.getUTCDate()
+  if (fields.day < 1 || fields.day > days) return `${MONTHS[fields.month - 1]} ${fields.year} has ${days} days`
+  if (fields.hour > 23) return `there is no hour ${fields.hour} (00 to 23)`
+  if (fields.minute > 59) return `there is no minute ${fields.minute} (00 to 59)`
+  if (fields.second > 59) return `there is no second ${fields.second} (00 to 59)`
+  return undefined
+}
+
+/** The fields of a match of WALL_DATE_TIME or INSTANT (its first six groups), or why they name no date. */
+const fieldsOf = (text: string, groups: ReadonlyArray<string | undefined>): Result.Result<Fields, string> => {
+  const [year, month, day, hour, minute, second] = groups.slice(1, 7).map((group) => Number(group ?? 0))
+  const fields = { year: year!, month: month!, day: day!, hour: hour!, minute: minute!, second: second! }
+  const wrong = calendarProblem(fields)
+  return wrong === undefined ? Result.succeed(fields) : Result.fail(`bad date "${text}": ${wrong}`)
+}
 
 /**
  * A single time: `+10m` or `in 10m` (from now), `09:00` (its next coming in
@@ -88,20 +134,23 @@ const wallOrInstant = (text: string, zone: string, nowMs: number): Result.Result
   }
   const wall = WALL_DATE_TIME.exec(text)
   if (wall !== null) {
-    const [, year, month, day, hour, minute, second] = wall.map(Number)
     if (Option.isNone(DateTime.zoneFromString(zone))) return Result.fail(`unknown time zone "${zone}"`)
-    return Option.match(
-      DateTime.makeZoned(
-        { year: year!, month: month!, day: day!, hour: hour!, minute: minute!, second: Number.isNaN(second) ? 0 : second!, millisecond: 0 },
-        { timeZone: zone, adjustForTimeZone: true }
-      ),
-      { onNone: () => Result.fail(`bad date and time "${text}"`), onSome: (zoned) => Result.succeed(DateTime.toEpochMillis(zoned)) }
-    )
+    // A time the zone skips (02:30 as clocks go forward) is moved forward by the gap; one it has twice is the first.
+    return Result.flatMap(fieldsOf(text, wall), (fields) =>
+      Option.match(DateTime.makeZoned({ ...fields, millisecond: 0 }, { timeZone: zone, adjustForTimeZone: true }), {
+        onNone: () => Result.fail(`bad date and time "${text}"`),
+        onSome: (zoned) => Result.succeed(DateTime.toEpochMillis(zoned))
+      }))
   }
-  const ms = WITH_OFFSET.test(text) ? Date.parse(text) : Number.NaN
-  return Number.isNaN(ms)
-    ? Result.fail(`bad time "${text}": write +10m, 09:00, 2026-12-24 09:00, or 2026-12-24T08:00:00Z`)
-    : Result.succeed(ms)
+  const iso = INSTANT.exec(text)
+  if (iso === null) return Result.fail(`bad time "${text}": write +10m, 09:00, 2026-12-24 09:00, or 2026-12-24T08:00:00Z`)
+  const [fraction, utc, sign, offsetHours, offsetMinutes] = iso.slice(7)
+  if (utc === undefined && (Number(offsetHours) > 23 || Number(offsetMinutes) > 59)) {
+    return Result.fail(`bad date "${text}": an offset is at most ±23:59`)
+  }
+  const offsetMs = utc !== undefined ? 0 : (sign === "-" ? -1 : 1) * (Number(offsetHours) * 60 + Number(offsetMinutes)) * 60_000
+  const millis = Number((fraction ?? "").padEnd(3, "0").slice(0, 3))
+  return Result.map(fieldsOf(text, iso), (fields) => utcMillis(fields) + millis - offsetMs)
 }
 
 /** The When of exactly one of cron, every or at, or why it is refused. */

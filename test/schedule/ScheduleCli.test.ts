@@ -2,7 +2,7 @@
  * `planckclaw schedule add | list | remove` through the built command, as a
  * user runs it (issue 51): entries stored in the agent's memory directory,
  * listed with their next run, removed by id; bad expressions, past times,
- * intervals no date can hold, unknown destinations
+ * dates that do not exist, intervals no date can hold, unknown destinations
  * and a Discord destination without a bot refused with the reason (exit 2),
  * nothing written.
  */
@@ -78,6 +78,7 @@ describe("planckclaw schedule", () => {
         [["--every", "0s", "x"], "at least 1s"],
         [["--every", "99999999999d", "x"], 'bad interval "99999999999d": it is over 100 years'],
         [["--at", "+99999999999d", "x"], 'bad interval "99999999999d": it is over 100 years'],
+        [["--at", "2027-02-30 09:00", "--tz", "UTC", "x"], 'bad date "2027-02-30 09:00": February 2027 has 28 days'],
         [["--every", "5m", "--at", "+1m", "x"], "exactly one of --cron, --every or --at"],
         [["--every", "5m", "--to", "pager:42", "x"], 'unknown destination "pager:42"'],
         [["--every", "5m", "--to", "discord:123456789012345678", "x"], "no Discord bot is configured (DISCORD_BOT_TOKEN)"]

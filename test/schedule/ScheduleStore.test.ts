@@ -69,6 +69,26 @@ describe("what a schedule entry's time is written as", () => {
     expect(ScheduleEntry.formatInstant(1e300)).toBe("1e+300 ms from 1970 (beyond any date)")
   })
 
+  it("refuses a date that does not exist rather than moving it to another day; reads offsets and fractions of a second", () => {
+    expect(failure(when({ at: "2027-02-30 09:00", tz: "UTC" }))).toBe('bad date "2027-02-30 09:00": February 2027 has 28 days')
+    expect(failure(when({ at: "2027-02-30T09:00:00Z" }))).toBe('bad date "2027-02-30T09:00:00Z": February 2027 has 28 days')
+    expect(failure(when({ at: "2027-13-01 09:00", tz: "UTC" }))).toBe('bad date "2027-13-01 09:00": there is no month 13')
+    expect(failure(when({ at: "2027-04-00 09:00", tz: "UTC" }))).toBe('bad date "2027-04-00 09:00": April 2027 has 30 days')
+    expect(failure(when({ at: "2027-02-28 24:00", tz: "UTC" }))).toBe('bad date "2027-02-28 24:00": there is no hour 24 (00 to 23)')
+    expect(failure(when({ at: "2027-02-28T09:60:00+01:00" }))).toBe('bad date "2027-02-28T09:60:00+01:00": there is no minute 60 (00 to 59)')
+    expect(failure(when({ at: "2027-02-28T09:00:00+25:00" }))).toBe('bad date "2027-02-28T09:00:00+25:00": an offset is at most ±23:59')
+    expect(when({ at: "2028-02-29 09:00", tz: "UTC" })).toEqual(Result.succeed({ _tag: "At", at: "2028-02-29T09:00:00.000Z" }))
+    expect(when({ at: "2027-02-28T09:00:00.25-0130" })).toEqual(Result.succeed({ _tag: "At", at: "2027-02-28T10:30:00.250Z" }))
+    expect(when({ at: "2027-02-28 09:00z" })).toEqual(Result.succeed({ _tag: "At", at: "2027-02-28T09:00:00.000Z" }))
+  })
+
+  it("a wall-clock time the zone skips is moved forward by the gap; one it has twice is the first", () => {
+    // New York goes from 02:00 to 03:00 on 8 March 2026: 02:30 is 03:30 EDT.
+    expect(when({ at: "2026-03-08 02:30", tz: "America/New_York" })).toEqual(Result.succeed({ _tag: "At", at: "2026-03-08T07:30:00.000Z" }))
+    // And from 02:00 back to 01:00 on 1 November 2026: 01:30 is first 01:30 EDT.
+    expect(when({ at: "2026-11-01 01:30", tz: "America/New_York" })).toEqual(Result.succeed({ _tag: "At", at: "2026-11-01T05:30:00.000Z" }))
+  })
+
   it("destinations: terminal, discord:CHANNEL, webhook:URL, none; anything else refused with the reason", () => {
     expect(ScheduleEntry.parseDestination("terminal")).toEqual(Result.succeed({ _tag: "Terminal" }))
     expect(ScheduleEntry.parseDestination("discord:123456789012345678")).toEqual(
