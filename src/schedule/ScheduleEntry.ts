@@ -167,12 +167,35 @@ export const occurrenceAtOrBefore = (when: When, createdMs: number, nowMs: numbe
   }
 }
 
-/** Where an entry's counting starts: its last run, else its creation. */
-export const baseOf = (entry: Entry): number => instant(entry.lastRun ?? entry.created) ?? 0
+/**
+ * How far past now a recorded time (created, lastRun) may be and still be
+ * trusted: a cluster's runners' clocks differ by less. One later than that
+ * was written while the clock was ahead, and it has gone back since.
+ */
+export const CLOCK_SLACK_MS = 60_000
 
-/** The entry's next occurrence after its last run (or creation); undefined once a single time has fired. */
-export const nextOf = (entry: Entry): number | undefined =>
-  occurrenceAfter(entry.when, instant(entry.created) ?? 0, baseOf(entry))
+/** `ms`, or `nowMs` when `ms` is later than now by more than the slack. */
+const trusted = (ms: number, nowMs: number): number => ms > nowMs + CLOCK_SLACK_MS ? nowMs : ms
+
+/** Whether the entry's creation or last run is later than `nowMs` by more than the slack (the clock went back since). */
+export const isAheadOf = (entry: Entry, nowMs: number): boolean =>
+  [entry.created, entry.lastRun].some((text) => text !== undefined && (instant(text) ?? 0) > nowMs + CLOCK_SLACK_MS)
+
+/**
+ * Where an entry's counting starts: its last run, else its creation; at
+ * `nowMs` when that is later than it (isAheadOf): a clock that went back
+ * does not stop the entry until it catches up.
+ */
+export const baseOf = (entry: Entry, nowMs = Number.POSITIVE_INFINITY): number =>
+  trusted(instant(entry.lastRun ?? entry.created) ?? 0, nowMs)
+
+/**
+ * The entry's next occurrence after its last run (or creation), counted
+ * from `nowMs` when they are later than it (baseOf); undefined once a
+ * single time has fired. Without `nowMs`, as recorded.
+ */
+export const nextOf = (entry: Entry, nowMs = Number.POSITIVE_INFINITY): number | undefined =>
+  occurrenceAfter(entry.when, trusted(instant(entry.created) ?? 0, nowMs), baseOf(entry, nowMs))
 
 /** The entry's `when`, in the words of `schedule add`. */
 export const describeWhen = (when: When): string => {

@@ -11,6 +11,11 @@
  * this fires once at start what was missed within the grace period.
  * The occurrence is recorded before it is handed on: a crash in between
  * loses that one firing rather than repeating it.
+ *
+ * A clock that went back (it was ahead when an entry was created or last
+ * fired, then set right) leaves those times in the future: they are set to
+ * now, said once, and the entry fires at its next occurrence after now
+ * rather than waiting for the clock to catch up.
  */
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
@@ -19,7 +24,7 @@ import * as Effect from "effect/Effect"
 import * as Latch from "effect/Latch"
 import { numberOf } from "../config/ConfigRange.js"
 import { ScheduleGrace } from "../config/settings/Schedule.js"
-import { type Entry, formatInstant as iso, nextOf, occurrenceAfter, occurrenceAtOrBefore } from "./ScheduleEntry.js"
+import { type Entry, formatInstant as iso, isAheadOf, nextOf, occurrenceAfter, occurrenceAtOrBefore } from "./ScheduleEntry.js"
 import * as ScheduleStore from "./ScheduleStore.js"
 
 export interface RunnerOptions {
@@ -37,12 +42,15 @@ export interface RunnerOptions {
 export interface RunnerStore {
   readonly read: Effect.Effect<ReadonlyArray<Entry>, ScheduleStore.ScheduleError>
   readonly markRun: (id: string, occurrenceMs: number) => Effect.Effect<boolean, ScheduleStore.ScheduleError>
+  /** Sets an entry's times later than `nowMs` to it (ScheduleStore.rewinding); false: not ahead (any more). */
+  readonly rewind: (id: string, nowMs: number) => Effect.Effect<boolean, ScheduleStore.ScheduleError>
 }
 
 /** One agent's schedule as a runner's. */
 export const fromStore = (store: ScheduleStore.Store): RunnerStore => ({
   read: store.read,
-  markRun: (id, occurrenceMs) => store.modify(ScheduleStore.markingRun(id, occurrenceMs))
+  markRun: (id, occurrenceMs) => store.modify(ScheduleStore.markingRun(id, occurrenceMs)),
+  rewind: (id, nowMs) => store.modify(ScheduleStore.rewinding(id, nowMs))
 })
 
 /** A runner, and the signal that makes it read the file again at once. */
@@ -50,6 +58,8 @@ export interface Runner {
   readonly run: Effect.Effect<never>
   readonly changed: Effect.Effect<void>
 }
+
+const nextOrNone = (ms: number | undefined) => ms === undefined ? "none" : iso(ms)
 
 /** One look at the schedule at `now`: each entry due fired or skipped; the next instant one is due. */
 const pass = (options: RunnerOptions, now: number): Effect.Effect<number | undefined, ScheduleStore.ScheduleError> =>
@@ -60,6 +70,18 @@ const pass = (options: RunnerOptions, now: number): Effect.Effect<number | undef
       if (at !== undefined && (soonest === undefined || at < soonest)) soonest = at
     }
     for (const entry of entries) {
+      if (isAheadOf(entry, now)) {
+        // Recorded in the store, so said once (by the runner that set it right).
+        if (yield* options.store.rewind(entry.id, now)) {
+          const ahead = entry.lastRun !== undefined && Date.parse(entry.lastRun) > now ? `last run ${entry.lastRun}` : `creation ${entry.created}`
+          yield* Effect.logWarning(
+            `schedule ${entry.id}: its ${ahead} is later than now (${iso(now)}): the clock went back; ` +
+              `it counts from now, next run ${nextOrNone(nextOf(entry, now))}`
+          )
+        }
+        consider(nextOf(entry, now))
+        continue
+      }
       const due = nextOf(entry)
       if (due === undefined || due > now) {
         consider(due)

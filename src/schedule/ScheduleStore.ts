@@ -16,7 +16,7 @@ import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as FileLock from "../memory/FileLock.js"
 import * as SafeFile from "../runtime/SafeFile.js"
-import { Entry, formatInstant, problem, type When } from "./ScheduleEntry.js"
+import { Entry, formatInstant, isAheadOf, problem, type When } from "./ScheduleEntry.js"
 
 export const FILE_NAME = "schedules.json"
 
@@ -152,6 +152,25 @@ export const markingRun = (id: string, occurrenceMs: number): Change<boolean> =>
     ? entries.filter((entry) => entry !== found)
     : entries.map((entry) => entry === found ? { ...entry, lastRun: formatInstant(occurrenceMs) } : entry)
   return Result.succeed({ entries: next, value: true })
+}
+
+/**
+ * Sets entry `id`'s creation and last run, when later than `nowMs`
+ * (isAheadOf: written while the clock was ahead), to `nowMs`: it counts
+ * from now, firing at its next occurrence after it, not once per
+ * occurrence the clock skipped. False when the entry is gone or no longer
+ * ahead (another process set it right).
+ */
+export const rewinding = (id: string, nowMs: number): Change<boolean> => (entries) => {
+  const found = entries.find((entry) => entry.id === id)
+  if (found === undefined || !isAheadOf(found, nowMs)) return Result.succeed({ entries, value: false })
+  const now = formatInstant(nowMs)
+  // Created is kept to whole seconds (adding), as intervals count from it.
+  const created = Date.parse(found.created) > nowMs ? formatInstant(Math.floor(nowMs / 1000) * 1000) : found.created
+  const rewound: Entry = found.lastRun !== undefined && Date.parse(found.lastRun) > nowMs
+    ? { ...found, created, lastRun: now }
+    : { ...found, created }
+  return Result.succeed({ entries: entries.map((entry) => entry === found ? rewound : entry), value: true })
 }
 
 export const add = (file: string, draft: Draft, nowMs: number): Effect.Effect<Entry, ScheduleError> => modify(file, adding(draft, nowMs))

@@ -77,8 +77,8 @@ const ok = (content: string): ToolResult => ({ content, isError: false })
 const refused = (content: string): ToolResult => ({ content, isError: true })
 const iso = (ms: number | undefined) => ms === undefined ? "none" : ScheduleEntry.formatInstant(ms)
 
-const describeEntry = (entry: ScheduleEntry.Entry) =>
-  `${entry.id}: ${ScheduleEntry.describeWhen(entry.when)}, next ${iso(ScheduleEntry.nextOf(entry))}, ` +
+const describeEntry = (entry: ScheduleEntry.Entry, now: number) =>
+  `${entry.id}: ${ScheduleEntry.describeWhen(entry.when)}, next ${iso(ScheduleEntry.nextOf(entry, now))}, ` +
   `last ${entry.lastRun ?? "never"}, to ${entry.to}: ${JSON.stringify(entry.text)}`
 
 /** Runs one of the schedule tools; the store's refusals and failures become tool errors with the reason. */
@@ -87,7 +87,7 @@ const run = (options: ToolOptions, name: string, input: unknown): Effect.Effect<
     const now = yield* Clock.currentTimeMillis
     if (name === LIST) {
       const entries = yield* options.store.read
-      const lines = entries.length === 0 ? ["no scheduled messages"] : entries.map(describeEntry)
+      const lines = entries.length === 0 ? ["no scheduled messages"] : entries.map((entry) => describeEntry(entry, now))
       return ok([`now: ${iso(now)} (this machine's zone: ${ScheduleInput.localZone()})`, ...lines].join("\n"))
     }
     if (name === REMOVE) {
@@ -95,7 +95,7 @@ const run = (options: ToolOptions, name: string, input: unknown): Effect.Effect<
       if (Result.isFailure(decoded)) return refused("schedule_remove needs {\"id\": \"...\"}")
       const removed = yield* options.store.modify(ScheduleStore.removing(decoded.success.id, "your schedule"))
       yield* options.changed
-      return ok(`removed ${describeEntry(removed)}`)
+      return ok(`removed ${describeEntry(removed, now)}`)
     }
     const decoded = Schema.decodeUnknownResult(AddInput)(input)
     if (Result.isFailure(decoded)) return refused("schedule_add needs {\"text\": \"...\"} and one of cron, every, at, as strings")
@@ -110,7 +110,7 @@ const run = (options: ToolOptions, name: string, input: unknown): Effect.Effect<
     }
     const entry = yield* options.store.modify(ScheduleStore.adding({ when: when.success, text: request.text, to }, now))
     yield* options.changed
-    return ok(`scheduled ${describeEntry(entry)} (now: ${iso(now)})`)
+    return ok(`scheduled ${describeEntry(entry, now)} (now: ${iso(now)})`)
   }).pipe(Effect.catchTag("ScheduleError", (error) => Effect.succeed(refused(error.message))))
 
 let lastDefinitions: { readonly zone: string; readonly tools: ReadonlyArray<ToolDefinition>; readonly names: ReadonlySet<string> } | undefined

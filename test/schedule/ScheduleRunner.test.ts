@@ -3,7 +3,8 @@
  * and single-time entries fire at their instants across a day and New
  * York's change to daylight-saving time; after a restart, a miss within the
  * grace period fires once at start, older misses are skipped and logged,
- * never a burst.
+ * never a burst; a clock set back after it ran ahead does not stop an entry
+ * until it catches up.
  */
 import * as fs from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
@@ -147,6 +148,39 @@ describe("the schedule runner", () => {
       expect(fired).toHaveLength(2)
       expect(fired[1]!.occurrence).toBe(iso(T0 + 35 * 60_000))
       yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("a clock set back after it ran ahead: each entry counts from now, said once, and fires at its next occurrence, not a burst", () =>
+    Effect.gen(function*() {
+      const YEAR = 365 * 24 * HOUR
+      const file = ScheduleStore.fileIn(yield* tempDir())
+      write(file, [{ id: "minutely", when: { _tag: "Every", seconds: 60 }, text: "tick", to: "none", created: iso(T0) }])
+      const logs = yield* captureLogs
+      const fired: Array<Firing> = []
+      // The machine boots with its clock a year ahead: the entry fires for then, and one is added then.
+      yield* TestClock.setTime(T0 + YEAR)
+      const ahead = yield* Effect.forkChild((yield* runner(file, fired, 0)).run)
+      yield* TestClock.adjust(Duration.seconds(1))
+      yield* Fiber.interrupt(ahead)
+      expect(fired.map((firing) => firing.occurrence)).toEqual([iso(T0 + YEAR)])
+      fired.length = 0
+      yield* ScheduleStore.add(file, { when: { _tag: "Every", seconds: 300 }, text: "check", to: "none" }, T0 + YEAR + 1000)
+      // The clock is set right; the agent restarts; ten minutes pass.
+      yield* TestClock.setTime(T0 + 2 * 60_000)
+      const set = yield* Effect.forkChild(Effect.provide((yield* runner(file, fired, 0)).run, logs.layer))
+      yield* TestClock.adjust(Duration.minutes(10))
+      yield* Fiber.interrupt(set)
+      const [minutely, added] = yield* ScheduleStore.read(file)
+      expect(fired.filter((firing) => firing.id === "minutely").map((firing) => firing.occurrence)).toEqual(
+        Array.from({ length: 10 }, (_, i) => iso(T0 + (3 + i) * 60_000))
+      )
+      expect(fired.filter((firing) => firing.id === added!.id).map((firing) => firing.occurrence)).toEqual([iso(T0 + 7 * 60_000), iso(T0 + 12 * 60_000)])
+      expect(minutely!.lastRun).toBe(iso(T0 + 12 * 60_000))
+      expect(added!.created).toBe(iso(T0 + 2 * 60_000))
+      expect(logs.lines.filter((line) => line.includes("the clock went back"))).toEqual([
+        `WARN schedule minutely: its last run ${iso(T0 + YEAR)} is later than now (${iso(T0 + 2 * 60_000)}): the clock went back; it counts from now, next run ${iso(T0 + 3 * 60_000)}`,
+        `WARN schedule ${added!.id}: its creation ${iso(T0 + YEAR + 1000)} is later than now (${iso(T0 + 2 * 60_000)}): the clock went back; it counts from now, next run ${iso(T0 + 7 * 60_000)}`
+      ])
     }))
 
   it.effect("a file that does not decode is said once, not at every look; fixed, its entries fire", () =>

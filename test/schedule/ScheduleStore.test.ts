@@ -135,6 +135,24 @@ describe("schedules.json", () => {
       expect(yield* ScheduleStore.read(file)).toEqual([])
     }))
 
+  it.effect("a last run later than now (the clock went back) counts from now; one under a minute ahead (clocks of a cluster differ) is kept", () =>
+    Effect.gen(function*() {
+      const file = ScheduleStore.fileIn(yield* tempDir())
+      const entry = yield* ScheduleStore.add(file, draft, now)
+      yield* ScheduleStore.markRun(file, entry.id, now + 30_000)
+      // 30 s ahead: trusted, so an occurrence already fired by a runner whose clock is ahead does not fire again.
+      expect(yield* ScheduleStore.modify(file, ScheduleStore.rewinding(entry.id, now))).toBe(false)
+      expect(ScheduleEntry.nextOf((yield* ScheduleStore.read(file))[0]!, now)).toBe(now + 60_000)
+      yield* ScheduleStore.markRun(file, entry.id, now + 86_400_000)
+      const [ahead] = yield* ScheduleStore.read(file)
+      // As recorded it waits a day; from now, the next minute.
+      expect(ScheduleEntry.nextOf(ahead!)).toBe(now + 86_460_000)
+      expect(ScheduleEntry.nextOf(ahead!, now + 5_000)).toBe(now + 60_000)
+      expect(yield* ScheduleStore.modify(file, ScheduleStore.rewinding(entry.id, now + 5_000))).toBe(true)
+      expect((yield* ScheduleStore.read(file))[0]).toEqual({ ...entry, lastRun: "2026-03-07T12:00:05.000Z" })
+      expect(yield* ScheduleStore.modify(file, ScheduleStore.rewinding(entry.id, now + 5_000))).toBe(false)
+    }))
+
   it.effect("an entry with an unknown destination is refused with the reason, and nothing is written", () =>
     Effect.gen(function*() {
       const file = ScheduleStore.fileIn(yield* tempDir())

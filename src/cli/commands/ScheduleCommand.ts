@@ -112,7 +112,7 @@ const addCommand = Command.make("add", {
     }
     yield* checkDestination(to)
     const entry = yield* withStore(options, (store) => store.modify(ScheduleStore.adding({ when, text: options.text, to }, now)))
-    yield* Console.log(`added ${entry.id}: ${ScheduleEntry.describeWhen(entry.when)}, next ${nextText(ScheduleEntry.nextOf(entry))}, to ${entry.to}`)
+    yield* Console.log(`added ${entry.id}: ${ScheduleEntry.describeWhen(entry.when)}, next ${nextText(ScheduleEntry.nextOf(entry, now))}, to ${entry.to}`)
   }).pipe(withSettings(new Map()))).pipe(Command.withDescription("Add an entry: when it fires, where the reply goes, and TEXT."))
 
 const listCommand = Command.make("list", {
@@ -122,7 +122,8 @@ const listCommand = Command.make("list", {
 }, (options) =>
   Effect.gen(function*() {
     const entries = yield* withStore(options, (store) => store.read)
-    const rows = entries.map((entry) => ({ entry, next: ScheduleEntry.nextOf(entry) }))
+    const now = yield* Clock.currentTimeMillis
+    const rows = entries.map((entry) => ({ entry, next: ScheduleEntry.nextOf(entry, now) }))
     if (options.json) {
       const json = rows.map(({ entry, next }) => ({ ...entry, next: next === undefined ? null : ScheduleEntry.formatInstant(next) }))
       return yield* Console.log(JSON.stringify(json, null, 2))

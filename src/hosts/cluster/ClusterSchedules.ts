@@ -93,6 +93,10 @@ const everyAgent = (sql: SqlClient.SqlClient): ScheduleRunner.RunnerStore => {
     markRun: (key, occurrenceMs) => {
       const { agent, id } = split(key)
       return sqlStore(sql, agent).modify(ScheduleStore.markingRun(id, occurrenceMs))
+    },
+    rewind: (key, nowMs) => {
+      const { agent, id } = split(key)
+      return sqlStore(sql, agent).modify(ScheduleStore.rewinding(id, nowMs))
     }
   }
 }
