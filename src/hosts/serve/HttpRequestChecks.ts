@@ -14,9 +14,10 @@
  * - The bearer token's scheme is read case-insensitively, as HTTP says; a
  *   PLANCKCLAW_HTTP_TOKEN no client could send (white space only) is refused
  *   at start.
- * - A known path asked with a method it does not take is a 405 with
- *   `Allow`; one whose id could not be read at all (broken
- *   percent-encoding, too long for the router) is a 400, not a 404.
+ * - A known path (any of HttpApiDefinition's endpoints) asked with a
+ *   method it does not take is a 405 with `Allow`; one whose id could not
+ *   be read at all (broken percent-encoding, too long for the router) is a
+ *   400, not a 404.
  * - What a route's Schemas refuse (HttpApiDefinition: the id, the query,
  *   a header) is a 400 whose message is the one the failing Schema carries.
  */
@@ -33,7 +34,7 @@ import { unpadded } from "../../config/Secrets.js"
 import { HttpToken } from "../../config/settings/Serve.js"
 import * as AgentId from "./AgentId.js"
 import { firstIssue } from "./HostMessage.js"
-import { UNKNOWN_QUERY_PARAMETER } from "./HttpApiDefinition.js"
+import { Api, UNKNOWN_QUERY_PARAMETER } from "./HttpApiDefinition.js"
 
 export const problem = (status: number, error: string, message: string, headers: Record<string, string> = {}) =>
   HttpServerResponse.jsonUnsafe({ error, message }, { status, headers })
@@ -116,14 +117,31 @@ export const unauthorized = () =>
     "www-authenticate": "Bearer realm=\"planckclaw\""
   })
 
-/** The API's paths and the methods each takes; `id` marks the agent id's place. */
-const routes: ReadonlyArray<{ readonly pattern: RegExp; readonly methods: ReadonlyArray<string>; readonly id: boolean }> = [
-  { pattern: /^\/v1\/health$/, methods: ["GET"], id: false },
-  { pattern: /^\/v1\/agents$/, methods: ["GET"], id: false },
-  { pattern: /^\/v1\/agents\/([^/]*)$/, methods: ["GET"], id: true },
-  { pattern: /^\/v1\/agents\/([^/]*)\/messages$/, methods: ["POST"], id: true },
-  { pattern: /^\/v1\/agents\/([^/]*)\/compact$/, methods: ["POST"], id: true }
-]
+interface Route {
+  /** Its path as a pattern, the agent id (if any) in the group `id`. */
+  readonly pattern: RegExp
+  readonly methods: ReadonlyArray<string>
+}
+
+const literal = (segment: string) => segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+/**
+ * The API's paths and the methods each takes, read from its endpoints
+ * (HttpApiDefinition), so a route added there is covered here too.
+ */
+const routes: ReadonlyArray<Route> = (() => {
+  const byPath = new Map<string, Array<string>>()
+  for (const group of Object.values(Api.groups)) {
+    for (const endpoint of Object.values(group.endpoints)) {
+      const methods = byPath.get(endpoint.path) ?? []
+      if (!methods.includes(endpoint.method)) methods.push(endpoint.method)
+      byPath.set(endpoint.path, methods)
+    }
+  }
+  const segmentPattern = (segment: string) =>
+    segment === ":id" ? "(?<id>[^/]*)" : segment.startsWith(":") ? "[^/]*" : literal(segment)
+  return [...byPath].map(([path, methods]): Route => ({ pattern: new RegExp(`^${path.split("/").map(segmentPattern).join("/")}$`), methods }))
+})()
 
 const decoded = (raw: string): string => Result.getOrElse(Result.try(() => decodeURIComponent(raw)), () => raw)
 
@@ -138,8 +156,8 @@ export const noRoute = (method: string, url: string): HttpServerResponse.HttpSer
         allow: route.methods.join(", ")
       })
     }
-    if (route.id) {
-      const raw = match[1] ?? ""
+    const raw = match.groups?.["id"]
+    if (raw !== undefined) {
       const refused = AgentId.parse(decoded(raw))
       const message = refused._tag === "Failure"
         ? refused.failure.message

@@ -1,0 +1,86 @@
+/**
+ * docs/serve.md's Errors, on every route of the API: a known path asked
+ * with another method is a 405 with `Allow`, an id that is not valid
+ * percent-encoding a 400 `bad-id` (the routes read from the API's
+ * definition, so a route added there cannot be left out).
+ */
+import * as http from "node:http"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import * as HttpServer from "effect/http/HttpServer"
+import * as HttpApi from "../../../src/hosts/serve/HttpApi.js"
+import { Api } from "../../../src/hosts/serve/HttpApiDefinition.js"
+import { echoBrain, hostLayer, settings, tempDir } from "./Kit.js"
+
+interface Answer {
+  readonly status: number
+  readonly text: string
+  readonly headers: http.IncomingHttpHeaders
+}
+
+const call = (port: number, method: string, target: string, options: { body?: string; headers?: Record<string, string> } = {}) =>
+  Effect.callback<Answer>((resume) => {
+    const request = http.request({ host: "127.0.0.1", port, method, path: target, headers: options.headers, agent: false }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () => resume(Effect.succeed({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8"), headers: response.headers })))
+    })
+    request.on("error", (error) => resume(Effect.die(error)))
+    request.end(options.body)
+  })
+
+/** The JSON problem of an answer: its status, `error` and `message` (a die if the body is not JSON). */
+const problemOf = (answer: Answer) => {
+  const body = JSON.parse(answer.text) as { error: unknown; message: unknown }
+  return { status: answer.status, error: body.error, message: body.message }
+}
+
+const serve = () =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(
+      HttpApi.layer({ host: "127.0.0.1", port: 0 }).pipe(Layer.provide(hostLayer(tempDir(), echoBrain().layer)), Layer.provide(settings({})))
+    )
+    const address = Context.get(context, HttpServer.HttpServer).address
+    if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
+    return { port: address.port }
+  })
+
+/** Each path of the API (`:id` as `id`) with the methods it takes, from its definition. */
+const routes = (id: string) => {
+  const byPath = new Map<string, Set<string>>()
+  for (const group of Object.values(Api.groups)) {
+    for (const endpoint of Object.values(group.endpoints)) {
+      const path = endpoint.path.replace(":id", id)
+      byPath.set(path, (byPath.get(path) ?? new Set()).add(endpoint.method))
+    }
+  }
+  return [...byPath]
+}
+
+describe("HTTP API refusals (docs/serve.md, Errors)", () => {
+  it.live("every route asked with a method it does not take is a 405 with Allow naming the ones it takes", () =>
+    Effect.gen(function*() {
+      const { port } = yield* serve()
+      const all = routes("a")
+      expect(all.map(([path]) => path)).toEqual(expect.arrayContaining(["/v1/agents/a/cancel", "/v1/agents/a/ag-ui", "/v1/usage"]))
+      for (const [path, methods] of all) {
+        const method = ["GET", "POST", "DELETE"].find((candidate) => !methods.has(candidate))!
+        const answer = yield* call(port, method, path)
+        expect(`${method} ${path} -> ${answer.status}`).toBe(`${method} ${path} -> 405`)
+        expect(problemOf(answer).error).toBe("method-not-allowed")
+        expect(answer.headers["allow"]?.split(", ").sort()).toEqual([...methods].sort())
+      }
+    }))
+
+  it.live("on every route with an agent id, one that is not valid percent-encoding is a 400 bad-id", () =>
+    Effect.gen(function*() {
+      const { port } = yield* serve()
+      for (const id of ["%zz", "%E0%A4%A"]) {
+        for (const [path, methods] of routes(id).filter(([path]) => path.includes(id))) {
+          const method = [...methods][0]!
+          const answer = yield* call(port, method, path, { headers: { "idempotency-key": "k", "content-type": "application/json" }, body: "{}" })
+          expect(`${method} ${path} -> ${answer.status} ${problemOf(answer).error}`).toBe(`${method} ${path} -> 400 bad-id`)
+        }
+      }
+    }))
+})
