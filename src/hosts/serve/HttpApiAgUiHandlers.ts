@@ -2,10 +2,12 @@
  * POST /v1/agents/{id}/ag-ui (HttpApiAgUi): the run's last user message
  * checked as any message is (HostMessage.decoder: its size, its key),
  * handed to the agent like the console's, and the turn told as AG-UI events.
- * A refusal (a run without a user message, a bad id, a full disk) comes
- * before the stream, as the JSON error of the message route.
+ * A refusal (a run without a user message, a runId that cannot be a key,
+ * a bad id, a full disk) comes before the stream, as the JSON error of the
+ * message route.
  */
 import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { AgentHost } from "./AgentHost.js"
@@ -13,6 +15,21 @@ import * as HostMessage from "./HostMessage.js"
 import * as HttpApiAgUi from "./HttpApiAgUi.js"
 import { Api } from "./HttpApiDefinition.js"
 import * as Errors from "./HttpApiErrors.js"
+import { KEY_MAX_LENGTH, validKey } from "./IdempotencyStore.js"
+
+/** Before a run's id in its Idempotency-Key: no key of the JSON route can name an AG-UI run's reply. */
+const KEY_PREFIX = "ag-ui-"
+
+/** The run's Idempotency-Key, or what is wrong with its runId (the client sent no key: the runId is what it must mend). */
+const runKey = (runId: string): Result.Result<string, string> => {
+  const key = `${KEY_PREFIX}${runId}`
+  if (runId !== "" && validKey(key)) return Result.succeed(key)
+  const shown = runId.length > 40 ? `${JSON.stringify(runId.slice(0, 40))}... (${runId.length} characters)` : JSON.stringify(runId)
+  return Result.fail(
+    `runId must be 1 to ${KEY_MAX_LENGTH - KEY_PREFIX.length} visible ASCII characters (no spaces): it is the run's ` +
+      `Idempotency-Key, ${KEY_PREFIX}<runId>; got ${shown}`
+  )
+}
 
 export const group = (options: { readonly maxMessageBytes: number }) =>
   HttpApiBuilder.group(Api, "agUi", Effect.fnUntraced(function*(handlers) {
@@ -24,7 +41,9 @@ export const group = (options: { readonly maxMessageBytes: number }) =>
         if (text === undefined) {
           return yield* new Errors.BadRequest({ error: "bad-input", message: "the run has no user message to send to the agent" })
         }
-        const message = yield* check(params.id, { text, channel: "ag-ui", idempotencyKey: `ag-ui-${payload.runId}` })
+        const key = runKey(payload.runId)
+        if (Result.isFailure(key)) return yield* new Errors.BadRequest({ error: "bad-input", message: key.failure })
+        const message = yield* check(params.id, { text, channel: "ag-ui", idempotencyKey: key.success })
         const turn = host.streamChecked === undefined
           ? yield* Effect.map(host.sendChecked(message), (reply) => ({ events: Stream.empty, reply: Effect.succeed(reply) }))
           : yield* host.streamChecked(message)

@@ -151,7 +151,11 @@ export class AgentsGroup extends HttpApiGroup.make("agents").add(
     ),
   HttpApiEndpoint.post("cancel", "/v1/agents/:id/cancel", {
     params: idParams,
-    headers: Schema.Struct({ "idempotency-key": HostMessage.IdempotencyKey.annotate({ description: "The key the message was sent with" }) }),
+    headers: Schema.Struct({
+      "idempotency-key": HostMessage.IdempotencyKey.annotate({ description: "The key the message was sent with" }).annotateKey({
+        messageMissingKey: "a cancel needs the Idempotency-Key header the message was sent with"
+      })
+    }),
     success: Schema.Struct({ cancelled: Schema.Boolean.annotate({ description: "Whether its turn was running or queued (false: answered already, or unknown)" }) }),
     error: Errors.GetErrors
   }).annotate(OpenApi.Description, "Cancels the turn of the message sent under this Idempotency-Key: its caller is answered that it was cancelled, nothing is stored"),

@@ -25,9 +25,10 @@ import * as SafeFile from "../../runtime/SafeFile.js"
 /** How many keys each agent remembers (the oldest are forgotten first). */
 export const IdempotencyConfig = numberOf(IdempotencyKeys)
 
-/** What a key may be: 1 to 200 visible ASCII characters. */
-export const KEY_RULE = "1 to 200 visible ASCII characters (no spaces)"
-export const validKey = (key: string): boolean => /^[\x21-\x7e]{1,200}$/.test(key)
+/** What a key may be: 1 to KEY_MAX_LENGTH visible ASCII characters. */
+export const KEY_MAX_LENGTH = 200
+export const KEY_RULE = `1 to ${KEY_MAX_LENGTH} visible ASCII characters (no spaces)`
+export const validKey = (key: string): boolean => key.length <= KEY_MAX_LENGTH && /^[\x21-\x7e]+$/.test(key)
 
 export interface Remembered {
   readonly reply: string

@@ -2,7 +2,8 @@
  * docs/serve.md's Errors, on every route of the API: a known path asked
  * with another method is a 405 with `Allow`, an id that is not valid
  * percent-encoding a 400 `bad-id` (the routes read from the API's
- * definition, so a route added there cannot be left out).
+ * definition, so a route added there cannot be left out); and the refusals
+ * of the cancel and AG-UI routes say what the client sent wrong.
  */
 import * as http from "node:http"
 import { describe, expect, it } from "@effect/vitest"
@@ -37,12 +38,13 @@ const problemOf = (answer: Answer) => {
 
 const serve = () =>
   Effect.gen(function*() {
+    const brain = echoBrain()
     const context = yield* Layer.build(
-      HttpApi.layer({ host: "127.0.0.1", port: 0 }).pipe(Layer.provide(hostLayer(tempDir(), echoBrain().layer)), Layer.provide(settings({})))
+      HttpApi.layer({ host: "127.0.0.1", port: 0 }).pipe(Layer.provide(hostLayer(tempDir(), brain.layer)), Layer.provide(settings({})))
     )
     const address = Context.get(context, HttpServer.HttpServer).address
     if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
-    return { port: address.port }
+    return { port: address.port, brain }
   })
 
 /** Each path of the API (`:id` as `id`) with the methods it takes, from its definition. */
@@ -56,6 +58,9 @@ const routes = (id: string) => {
   }
   return [...byPath]
 }
+
+const agUiRun = (runId: string) =>
+  JSON.stringify({ threadId: "t", runId, state: {}, tools: [], context: [], forwardedProps: {}, messages: [{ id: "m1", role: "user", content: "hello" }] })
 
 describe("HTTP API refusals (docs/serve.md, Errors)", () => {
   it.live("every route asked with a method it does not take is a 405 with Allow naming the ones it takes", () =>
@@ -82,5 +87,28 @@ describe("HTTP API refusals (docs/serve.md, Errors)", () => {
           expect(`${method} ${path} -> ${answer.status} ${problemOf(answer).error}`).toBe(`${method} ${path} -> 400 bad-id`)
         }
       }
+    }))
+
+  it.live("a cancel without its Idempotency-Key names the header it needs", () =>
+    Effect.gen(function*() {
+      const { port } = yield* serve()
+      const answer = problemOf(yield* call(port, "POST", "/v1/agents/a/cancel"))
+      expect(answer).toMatchObject({ status: 400, error: "bad-input" })
+      expect(answer.message).toMatch(/Idempotency-Key header/)
+    }))
+
+  it.live("an AG-UI runId that cannot make its Idempotency-Key is refused naming runId, not a header the client never sent", () =>
+    Effect.gen(function*() {
+      const { brain, port } = yield* serve()
+      for (const runId of ["run 1", "r".repeat(195), ""]) {
+        const answer = problemOf(yield* call(port, "POST", "/v1/agents/a/ag-ui", { body: agUiRun(runId), headers: { "content-type": "application/json" } }))
+        expect(answer).toMatchObject({ status: 400, error: "bad-input" })
+        expect(answer.message).toMatch(/^runId must be 1 to 194 visible ASCII characters/)
+      }
+      expect(brain.requests).toEqual([])
+      // The longest runId that fits is run.
+      const longest = yield* call(port, "POST", "/v1/agents/a/ag-ui", { body: agUiRun("r".repeat(194)), headers: { "content-type": "application/json" } })
+      expect(longest.status).toBe(200)
+      expect(longest.text).toContain("echo hello")
     }))
 })
