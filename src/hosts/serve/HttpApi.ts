@@ -9,7 +9,8 @@
  * - GET /v1/agents?limit=&after= (a page, in id order, with the `after` of the next),
  *   GET /v1/agents/{id}, POST /v1/agents/{id}/compact
  * - GET /v1/health, without auth; GET /v1/openapi.json, GET /v1/docs
- * - POST /v1/mcp: the claws and ask_agent over MCP (McpRoute)
+ * - POST /v1/mcp: the claws and ask_agent over MCP (McpRoute), its body held
+ *   to its limit (HttpBodyLimits) before McpServer reads it
  *
  * With PLANCKCLAW_HTTP_TOKEN set every other route needs
  * `Authorization: Bearer <token>`, compared in constant time; without one the
@@ -38,6 +39,7 @@ import { WebConsole as WebConsoleSetting } from "../../config/settings/Serve.js"
 import * as Logging from "../../runtime/Logging.js"
 import type { AgentHost } from "./AgentHost.js"
 import * as HttpApiHandlers from "./HttpApiHandlers.js"
+import * as HttpBodyLimits from "./HttpBodyLimits.js"
 import * as HttpConnections from "./HttpConnections.js"
 import * as HttpLimits from "./HttpLimits.js"
 import * as WebConsole from "./WebConsole.js"
@@ -112,6 +114,10 @@ export const appStoppingOn = (stopping: Effect.Effect<void>) => Effect.gen(funct
   )
   const noRoute = routerProblem(config.token)
   const webConsole = config.console ? yield* consoleOrWarning : undefined
+  const mcpBody = HttpBodyLimits.limited(
+    HttpBodyLimits.mcpBodyLimit(config.maxMessageBytes),
+    `an MCP request may be as large as a message's body: 6 × PLANCKCLAW_MAX_MESSAGE_BYTES (${config.maxMessageBytes}) + 4096 bytes`
+  )
   // POST /v1/mcp (McpRoute), loaded here: effect/ai's server is no part of the other commands' start.
   const mcp = yield* Effect.flatMap(Effect.promise(() => import("./McpRoute.js")), (route) =>
     Effect.map(route.make, (handler) => ({ isMcpUrl: route.isMcpUrl, handler })))
@@ -124,7 +130,7 @@ export const appStoppingOn = (stopping: Effect.Effect<void>) => Effect.gen(funct
     if (Option.isSome(refused)) return refused.value
     if (mcp.isMcpUrl(request.url)) {
       if (Option.isSome(config.token) && !bearerMatches(request.headers["authorization"], config.token.value)) return unauthorized()
-      return yield* mcp.handler.pipe(Effect.catchTag("HttpServerError", noRoute))
+      return yield* mcpBody(mcp.handler).pipe(Effect.catchTag("HttpServerError", noRoute))
     }
     return yield* routes.pipe(
       Effect.catchTag("HttpServerError", noRoute),

@@ -17,11 +17,20 @@ import * as AgUiSchema from "effect/ai/AgUiSchema"
 import * as AgUiServer from "effect/ai/AgUiServer"
 import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
 import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
+import * as HttpApiMiddleware from "effect/http-api/HttpApiMiddleware"
 import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import * as OpenApi from "effect/http-api/OpenApi"
 import type { Reply } from "./AgentInstance.js"
 import * as Errors from "./HttpApiErrors.js"
 import type { Told } from "./TurnStream.js"
+
+/**
+ * Holds a run's body to its limit before it is read, and refuses one not
+ * sent as JSON (the server's HttpApiAgUiHandlers.runBody): as the message
+ * route's, each refusal is among the route's errors. Applied inside the
+ * token's check, so a request without the token is refused before its body is read.
+ */
+export class RunBody extends HttpApiMiddleware.Service<RunBody>()("planckclaw/HttpApi/AgUiRunBody") {}
 
 export const makeGroup = <Params extends Schema.Top>(idParams: { readonly id: Params }) =>
   HttpApiGroup.make("agUi").add(
@@ -36,7 +45,7 @@ export const makeGroup = <Params extends Schema.Top>(idParams: { readonly id: Pa
     }).annotate(
       OpenApi.Description,
       "Runs the agent as an AG-UI agent: its last user message is sent to the agent (runId as the Idempotency-Key), and the turn is told as AG-UI events"
-    )
+    ).middleware(RunBody)
   )
 
 /** The text of the run's last user message, or undefined when it has none. */

@@ -4,17 +4,22 @@
  * handed to the agent like the console's, and the turn told as AG-UI events.
  * A refusal (a run without a user message, a runId that cannot be a key,
  * a bad id, a full disk) comes before the stream, as the JSON error of the
- * message route.
+ * message route. Its body is held to its limit before it is read (runBody).
  */
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { AgentHost } from "./AgentHost.js"
 import * as HostMessage from "./HostMessage.js"
 import * as HttpApiAgUi from "./HttpApiAgUi.js"
 import { Api } from "./HttpApiDefinition.js"
 import * as Errors from "./HttpApiErrors.js"
+import { AGUI_RUN_MESSAGES, agUiBodyLimit, limited } from "./HttpBodyLimits.js"
+import { unsupportedMedia } from "./HttpRequestChecks.js"
 import { KEY_MAX_LENGTH, validKey } from "./IdempotencyStore.js"
 
 /** Before a run's id in its Idempotency-Key: no key of the JSON route can name an AG-UI run's reply. */
@@ -29,6 +34,25 @@ const runKey = (runId: string): Result.Result<string, string> => {
     `runId must be 1 to ${KEY_MAX_LENGTH - KEY_PREFIX.length} visible ASCII characters (no spaces): it is the run's ` +
       `Idempotency-Key, ${KEY_PREFIX}<runId>; got ${shown}`
   )
+}
+
+/**
+ * The run's body: JSON, of at most agUiBodyLimit bytes (a 415 or a 413 as the
+ * message route answers them, the body unread). Without this, Effect would
+ * read a body of any size and answer another media type in plain text.
+ */
+export const runBody = (options: { readonly maxMessageBytes: number }) => {
+  const limit = agUiBodyLimit(options.maxMessageBytes)
+  const held = limited(
+    limit,
+    `an AG-UI run may carry ${AGUI_RUN_MESSAGES} messages' worth of conversation, each of at most ` +
+      `${options.maxMessageBytes} bytes of text (PLANCKCLAW_MAX_MESSAGE_BYTES); start a new thread: the agent keeps its own memory`
+  )
+  return Layer.succeed(HttpApiAgUi.RunBody, (run) =>
+    Effect.gen(function*() {
+      const media = unsupportedMedia((yield* HttpServerRequest.HttpServerRequest).headers["content-type"])
+      return Option.isSome(media) ? media.value : yield* held(run)
+    }))
 }
 
 export const group = (options: { readonly maxMessageBytes: number }) =>

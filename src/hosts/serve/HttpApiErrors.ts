@@ -42,7 +42,7 @@ export class Conflict extends Schema.Error<Conflict>("Conflict")({
 export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")({
   error: Schema.Literal("too-large"),
   message
-}, { httpApiStatus: 413, description: "The message is over PLANCKCLAW_MAX_MESSAGE_BYTES" }) {}
+}, { httpApiStatus: 413, description: "The message is over PLANCKCLAW_MAX_MESSAGE_BYTES, or the body over the route's limit" }) {}
 
 export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("UnsupportedMediaType")({
   error: Schema.Literal("unsupported-media-type"),

@@ -32,6 +32,7 @@ import * as HostMessage from "./HostMessage.js"
 import { Api, Authorization, type MessageEvent } from "./HttpApiDefinition.js"
 import * as HttpApiDocs from "./HttpApiDocs.js"
 import * as Errors from "./HttpApiErrors.js"
+import { messageBodyLimit, tooLarge as tooLargeBody } from "./HttpBodyLimits.js"
 import * as HttpConnections from "./HttpConnections.js"
 import type { Told } from "./TurnStream.js"
 import { credentialMatches, problem, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
@@ -97,15 +98,8 @@ const readMessage = (
   Effect.gen(function*() {
     const media = unsupportedMedia(request.headers["content-type"])
     if (Option.isSome(media)) return yield* Effect.fail(media.value)
-    // JSON may spell each byte of text in up to six (\u0000), plus room for the channel.
-    const limit = 6 * options.maxMessageBytes + 4096
-    // Made only when sent: a response built for every request costs its JSON and headers.
-    const tooLarge = () => problem(
-      413,
-      "too-large",
-      `the body is over ${limit} bytes; a message may hold at most ${options.maxMessageBytes} bytes of text (PLANCKCLAW_MAX_MESSAGE_BYTES)`,
-      { connection: "close" }
-    )
+    const limit = messageBodyLimit(options.maxMessageBytes)
+    const tooLarge = () => tooLargeBody(limit, `a message may hold at most ${options.maxMessageBytes} bytes of text (PLANCKCLAW_MAX_MESSAGE_BYTES)`)
     const declared = request.headers["content-length"]
     if (declared !== undefined && Number(declared) > limit) return yield* Effect.fail(tooLarge())
     const incoming = NodeHttpServerRequest.toIncomingMessage(request)
@@ -217,5 +211,9 @@ const authorization = (token: Options["token"]) =>
 /** The API's routes, for an HttpRouter. */
 export const layer = (options: Options) =>
   HttpApiBuilder.layer(Api).pipe(
-    Layer.provide(Layer.mergeAll(health, agents(options), HttpApiRecordsHandlers.group, HttpApiAgUiHandlers.group(options), docs).pipe(Layer.provideMerge(authorization(options.token))))
+    Layer.provide(
+      Layer.mergeAll(health, agents(options), HttpApiRecordsHandlers.group, HttpApiAgUiHandlers.group(options), docs).pipe(
+        Layer.provideMerge(Layer.merge(authorization(options.token), HttpApiAgUiHandlers.runBody(options)))
+      )
+    )
   )

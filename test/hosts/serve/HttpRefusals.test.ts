@@ -3,7 +3,7 @@
  * with another method is a 405 with `Allow`, an id that is not valid
  * percent-encoding a 400 `bad-id` (the routes read from the API's
  * definition, so a route added there cannot be left out); and the refusals
- * of the cancel and AG-UI routes say what the client sent wrong.
+ * of the cancel and AG-UI routes say, as JSON, what the client sent wrong.
  */
 import * as http from "node:http"
 import { describe, expect, it } from "@effect/vitest"
@@ -95,6 +95,16 @@ describe("HTTP API refusals (docs/serve.md, Errors)", () => {
       const answer = problemOf(yield* call(port, "POST", "/v1/agents/a/cancel"))
       expect(answer).toMatchObject({ status: 400, error: "bad-input" })
       expect(answer.message).toMatch(/Idempotency-Key header/)
+    }))
+
+  it.live("an AG-UI run not sent as JSON is the message route's 415, as JSON", () =>
+    Effect.gen(function*() {
+      const { brain, port } = yield* serve()
+      for (const contentType of ["text/plain", "application/json; charset=latin1"]) {
+        const answer = yield* call(port, "POST", "/v1/agents/a/ag-ui", { body: agUiRun("r1"), headers: { "content-type": contentType } })
+        expect(problemOf(answer)).toMatchObject({ status: 415, error: "unsupported-media-type" })
+      }
+      expect(brain.requests).toEqual([])
     }))
 
   it.live("an AG-UI runId that cannot make its Idempotency-Key is refused naming runId, not a header the client never sent", () =>

@@ -1,0 +1,109 @@
+/**
+ * How large a body each route takes (HttpBodyLimits, docs/serve.md): a body
+ * over its route's cap is a 413 JSON problem answered before the body is
+ * read whole, whether its size was declared or it comes in chunks.
+ */
+import * as http from "node:http"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import * as HttpServer from "effect/http/HttpServer"
+import * as HttpApi from "../../../src/hosts/serve/HttpApi.js"
+import { agUiBodyLimit, mcpBodyLimit } from "../../../src/hosts/serve/HttpBodyLimits.js"
+import { echoBrain, hostLayer, settings, tempDir } from "./Kit.js"
+
+interface Answer {
+  readonly status: number
+  readonly text: string
+}
+
+const serve = (values: Record<string, string>) =>
+  Effect.gen(function*() {
+    const root = tempDir()
+    const brain = echoBrain()
+    const context = yield* Layer.build(
+      HttpApi.layer({ host: "127.0.0.1", port: 0 }).pipe(Layer.provide(hostLayer(root, brain.layer, values)), Layer.provide(settings(values)))
+    )
+    const address = Context.get(context, HttpServer.HttpServer).address
+    if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
+    return { port: address.port, root, brain }
+  })
+
+/**
+ * A POST that sends `sent` bytes of its body and never ends it: the answer
+ * can only come if the server answers before reading the body whole. With
+ * `declared`, the body is announced at that length; without, it is chunked.
+ */
+const postUnfinished = (port: number, target: string, options: { readonly sent: number; readonly declared?: number }) =>
+  Effect.callback<Answer>((resume) => {
+    const headers: Record<string, string | number> = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...(options.declared === undefined ? { "transfer-encoding": "chunked" } : { "content-length": options.declared })
+    }
+    const request = http.request({ host: "127.0.0.1", port, method: "POST", path: target, headers, agent: false }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () => {
+        request.destroy()
+        resume(Effect.succeed({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }))
+      })
+    })
+    // The server closes the connection after its answer: the rest of the body cannot be sent.
+    request.on("error", () => {})
+    const chunk = Buffer.alloc(64 * 1024, "x")
+    for (let left = options.sent; left > 0; left -= chunk.length) request.write(left >= chunk.length ? chunk : chunk.subarray(0, left))
+    return Effect.sync(() => request.destroy())
+  })
+
+const post = (port: number, target: string, body: string) =>
+  Effect.callback<Answer>((resume) => {
+    const request = http.request(
+      { host: "127.0.0.1", port, method: "POST", path: target, headers: { "content-type": "application/json" }, agent: false },
+      (response) => {
+        const chunks: Array<Buffer> = []
+        response.on("data", (chunk: Buffer) => chunks.push(chunk))
+        response.on("end", () => resume(Effect.succeed({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") })))
+      }
+    )
+    request.on("error", (error) => resume(Effect.die(error)))
+    request.end(body)
+  })
+
+const tooLarge = (answer: Answer) => {
+  expect(answer.status).toBe(413)
+  const body = JSON.parse(answer.text) as { error: string; message: string }
+  expect(body.error).toBe("too-large")
+  return body.message
+}
+
+describe("HTTP body limits", () => {
+  it.live("an AG-UI run or an MCP request over its cap is a 413 before its body is read, declared or chunked", () =>
+    Effect.gen(function*() {
+      const { brain, port } = yield* serve({ PLANCKCLAW_MAX_MESSAGE_BYTES: "1000" })
+      for (const [target, cap] of [["/v1/agents/a/ag-ui", agUiBodyLimit(1000)], ["/v1/mcp", mcpBodyLimit(1000)]] as const) {
+        // Announced far over the cap: refused on its headers alone.
+        expect(tooLarge(yield* postUnfinished(port, target, { sent: 1, declared: 300 * 1024 * 1024 }))).toContain(`over ${cap} bytes`)
+        // Chunked: read up to the cap, then refused while the client is still sending.
+        expect(tooLarge(yield* postUnfinished(port, target, { sent: cap + 1 }))).toContain("PLANCKCLAW_MAX_MESSAGE_BYTES")
+      }
+      expect(brain.requests).toEqual([])
+    }))
+
+  it.live("an AG-UI run under its cap, though larger than a message's body, is read whole and answered", () =>
+    Effect.gen(function*() {
+      const { port } = yield* serve({ PLANCKCLAW_MAX_MESSAGE_BYTES: "1000" })
+      // An earlier conversation the client sends again, larger than one message's body (6 × 1000 + 4096).
+      const earlier = Array.from({ length: 8 }, (_, index) => ({ id: `a${index}`, role: "assistant", content: "z".repeat(1500) }))
+      const run = yield* post(port, "/v1/agents/a/ag-ui", JSON.stringify({
+        threadId: "t",
+        runId: "r1",
+        state: {},
+        tools: [],
+        context: [],
+        forwardedProps: {},
+        messages: [...earlier, { id: "m1", role: "user", content: "hello" }]
+      }))
+      expect(run.status).toBe(200)
+      expect(run.text).toContain("echo hello")
+    }))
+})
