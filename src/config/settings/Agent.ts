@@ -19,6 +19,8 @@ export const MaxMessageBytes = {
   max: 1024 * 1024,
   default: 64 * 1024,
   description: "largest accepted message, in bytes; a larger one is refused with a reply",
+  details: "over `serve`'s HTTP API, a 413 `too-large`. There the host's value caps every agent's and bounds each route's body " +
+    "([serve](serve.md#the-http-api)); an agent's own `config.env` may only lower it",
   perAgent: true
 } as const satisfies NumberSetting
 

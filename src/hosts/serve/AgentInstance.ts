@@ -112,6 +112,7 @@ export const make = (options: {
           "nothing was processed: send it again once it can be written"
       })
     const settings = yield* AgentSettings.forAgent(id, directory, shared.provider, shared.settings, fresh)
+    const overOwnLimit = yield* AgentSettings.ownMessageLimit(id, settings, shared.settings)
     // Held while started: this process is then the only writer of the agent's journal and history.
     const ownerFile = shared.ownerFile()
     yield* MemoryHold.holdAgent(directory, ownerFile).pipe(Effect.mapError((error) => unavailable(error.message)))
@@ -272,6 +273,8 @@ export const make = (options: {
     const submit = (message: Message, events?: EventSink) =>
       Effect.gen(function*() {
         if (stopped) return Option.none()
+        const tooLarge = overOwnLimit?.(message.text)
+        if (tooLarge !== undefined) return yield* tooLarge
         // Answered without a turn of its own: the caller reads the reply alone.
         const without = (reply: Deferred.Deferred<Reply>) => Effect.as(endWithout(events), Option.some(reply))
         const key = message.idempotencyKey

@@ -82,3 +82,38 @@ export const forAgent = (
       Effect.map((config) => withParsed(config, agentProvider))
     )
   })
+
+/**
+ * The check of agent `id`'s own PLANCKCLAW_MAX_MESSAGE_BYTES, which may lower
+ * the host's for its messages but not raise it: the host's caps every message
+ * (its HTTP body is read only that far, and checked against it). A message
+ * over a lower limit is refused before it is journaled, as too large; a limit
+ * above the host's is warned of at the agent's start. Undefined when the
+ * host's check is the agent's.
+ */
+export const ownMessageLimit = (
+  id: string,
+  own: Settings,
+  host: Settings
+): Effect.Effect<((text: string) => HostError | undefined) | undefined> => {
+  const limit = own.config.maxMessageBytes
+  const hostLimit = host.config.maxMessageBytes
+  if (limit > hostLimit) {
+    return Effect.as(
+      Effect.logWarning(
+        `agent ${id}: PLANCKCLAW_MAX_MESSAGE_BYTES ${limit} in its config.env is over the host's ${hostLimit}, which caps ` +
+          `every agent's: its messages are held to ${hostLimit} bytes (an agent's own value can only lower the host's)`
+      ),
+      undefined
+    )
+  }
+  if (limit === hostLimit) return Effect.succeed(undefined)
+  return Effect.succeed((text) => {
+    const size = Buffer.byteLength(text, "utf8")
+    return size <= limit ? undefined : new HostError({
+      reason: "too-large",
+      id,
+      message: `the message is ${size} bytes; agent ${id} takes at most ${limit} (PLANCKCLAW_MAX_MESSAGE_BYTES in its config.env)`
+    })
+  })
+}

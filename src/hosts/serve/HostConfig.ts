@@ -19,7 +19,7 @@ export const HostConfig = Config.all({
   /** Started agents keeping their memory files open between messages (OpenFiles.ts), the most recently used. */
   agentsHoldingFiles: numberOf(AgentsHoldingFiles),
   idempotencyKeys: IdempotencyStore.IdempotencyConfig,
-  /** The host's limit; an agent's config.env may lower it for that agent (its reply then says so). */
+  /** The host's limit, which caps every agent's; an agent's config.env may lower it for that agent (AgentSettings.ownMessageLimit). */
   maxMessageBytes: Config.map(AgentConfig, (config) => config.maxMessageBytes),
   /** The host's memory directory: its soul.md is the soul of agents without one. */
   defaultDir: MemoryConfig

@@ -48,7 +48,7 @@ export const Text = (maxBytes: number) =>
     wellFormed("text"),
     Schema.makeFilter((text) => {
       const size = Buffer.byteLength(text, "utf8")
-      return size <= maxBytes || `the message is ${size} bytes; the limit is ${maxBytes} (PLANCKCLAW_MAX_MESSAGE_BYTES)`
+      return size <= maxBytes || `the message is ${size} bytes; the limit is ${maxBytes} (the host's PLANCKCLAW_MAX_MESSAGE_BYTES)`
     }, refusal("too-large"))
   )
 

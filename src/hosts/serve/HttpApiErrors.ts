@@ -42,7 +42,10 @@ export class Conflict extends Schema.Error<Conflict>("Conflict")({
 export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")({
   error: Schema.Literal("too-large"),
   message
-}, { httpApiStatus: 413, description: "The message is over PLANCKCLAW_MAX_MESSAGE_BYTES, or the body over the route's limit" }) {}
+}, {
+  httpApiStatus: 413,
+  description: "The message is over PLANCKCLAW_MAX_MESSAGE_BYTES (the host's, or the agent's own lower one), or the body over the route's limit"
+}) {}
 
 export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("UnsupportedMediaType")({
   error: Schema.Literal("unsupported-media-type"),

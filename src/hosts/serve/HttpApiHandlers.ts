@@ -99,7 +99,7 @@ const readMessage = (
     const media = unsupportedMedia(request.headers["content-type"])
     if (Option.isSome(media)) return yield* Effect.fail(media.value)
     const limit = messageBodyLimit(options.maxMessageBytes)
-    const tooLarge = () => tooLargeBody(limit, `a message may hold at most ${options.maxMessageBytes} bytes of text (PLANCKCLAW_MAX_MESSAGE_BYTES)`)
+    const tooLarge = () => tooLargeBody(limit, `a message may hold at most ${options.maxMessageBytes} bytes of text (the host's PLANCKCLAW_MAX_MESSAGE_BYTES)`)
     const declared = request.headers["content-length"]
     if (declared !== undefined && Number(declared) > limit) return yield* Effect.fail(tooLarge())
     const incoming = NodeHttpServerRequest.toIncomingMessage(request)

@@ -17,7 +17,7 @@ describe("a message sent to the agent host without HTTP (an embedder, Discord's 
         ["a", { text: "x", channel: "bad\u0001" }, "bad-input", "channel must be 1 to 256 characters without control characters"],
         ["a", { text: "x", channel: "" }, "bad-input", "channel must be 1 to 256 characters without control characters"],
         ["a", { text: "x", idempotencyKey: "has space" }, "bad-input", "Idempotency-Key must be 1 to 200 visible ASCII"],
-        ["a", { text: "é".repeat(51) }, "too-large", "the message is 102 bytes; the limit is 100 (PLANCKCLAW_MAX_MESSAGE_BYTES)"],
+        ["a", { text: "é".repeat(51) }, "too-large", "the message is 102 bytes; the limit is 100 (the host's PLANCKCLAW_MAX_MESSAGE_BYTES)"],
         ["Bob", { text: "x" }, "bad-id", "agent id \"Bob\" is not allowed: an id must match"]
       ]
       for (const [id, message, reason, says] of cases) {

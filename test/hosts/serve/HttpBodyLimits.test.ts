@@ -1,24 +1,31 @@
 /**
- * How large a body each route takes (HttpBodyLimits, docs/serve.md): a body
- * over its route's cap is a 413 JSON problem answered before the body is
- * read whole, whether its size was declared or it comes in chunks.
+ * How large a body each route takes (HttpBodyLimits), and the limit of a
+ * message (docs/serve.md): a body over its route's cap is a 413 JSON
+ * problem answered before the body is read whole, whether its size was
+ * declared or it comes in chunks; the host's PLANCKCLAW_MAX_MESSAGE_BYTES
+ * caps every message, and an agent's own config.env may lower it (a 413
+ * naming it), never raise it.
  */
+import * as fs from "node:fs"
 import * as http from "node:http"
+import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import * as HttpServer from "effect/http/HttpServer"
 import * as HttpApi from "../../../src/hosts/serve/HttpApi.js"
 import { agUiBodyLimit, mcpBodyLimit } from "../../../src/hosts/serve/HttpBodyLimits.js"
-import { echoBrain, hostLayer, settings, tempDir } from "./Kit.js"
+import { captureLogs } from "../../support/LogCapture.js"
+import { echoBrain, historyOf, hostLayer, settings, tempDir } from "./Kit.js"
 
 interface Answer {
   readonly status: number
   readonly text: string
 }
 
-const serve = (values: Record<string, string>) =>
+const serve = (values: Record<string, string>, before: (root: string) => void = () => {}) =>
   Effect.gen(function*() {
     const root = tempDir()
+    before(root)
     const brain = echoBrain()
     const context = yield* Layer.build(
       HttpApi.layer({ host: "127.0.0.1", port: 0 }).pipe(Layer.provide(hostLayer(root, brain.layer, values)), Layer.provide(settings(values)))
@@ -105,5 +112,38 @@ describe("HTTP body limits", () => {
       }))
       expect(run.status).toBe(200)
       expect(run.text).toContain("echo hello")
+    }))
+
+  it.live("an agent's own lower limit refuses its larger messages with a 413 naming its config.env; nothing is journaled", () =>
+    Effect.gen(function*() {
+      const { brain, port, root } = yield* serve({ PLANCKCLAW_MAX_MESSAGE_BYTES: "1000" }, (root) => {
+        fs.mkdirSync(path.join(root, "agents", "small"), { recursive: true, mode: 0o700 })
+        fs.writeFileSync(path.join(root, "agents", "small", "config.env"), "PLANCKCLAW_MAX_MESSAGE_BYTES=10\n", { mode: 0o600 })
+      })
+      const message = tooLarge(yield* post(port, "/v1/agents/small/messages", JSON.stringify({ text: "y".repeat(20) })))
+      expect(message).toBe("the message is 20 bytes; agent small takes at most 10 (PLANCKCLAW_MAX_MESSAGE_BYTES in its config.env)")
+      expect(brain.requests).toEqual([])
+      // Within its limit: answered.
+      expect((yield* post(port, "/v1/agents/small/messages", JSON.stringify({ text: "short" }))).status).toBe(200)
+      expect(historyOf(root, "small").map((entry) => entry.content)).toEqual(["short", "echo short"])
+    }))
+
+  it.live("an agent's own limit above the host's does not raise it: the host's caps every message, and the agent's start warns", () =>
+    Effect.gen(function*() {
+      const logs = yield* captureLogs
+      yield* Effect.gen(function*() {
+        const { brain, port } = yield* serve({ PLANCKCLAW_MAX_MESSAGE_BYTES: "1000" }, (root) => {
+          fs.mkdirSync(path.join(root, "agents", "big"), { recursive: true, mode: 0o700 })
+          fs.writeFileSync(path.join(root, "agents", "big", "config.env"), "PLANCKCLAW_MAX_MESSAGE_BYTES=4000\n", { mode: 0o600 })
+        })
+        const message = tooLarge(yield* post(port, "/v1/agents/big/messages", JSON.stringify({ text: "y".repeat(2000) })))
+        expect(message).toBe("the message is 2000 bytes; the limit is 1000 (the host's PLANCKCLAW_MAX_MESSAGE_BYTES)")
+        expect(brain.requests).toEqual([])
+        expect((yield* post(port, "/v1/agents/big/messages", JSON.stringify({ text: "hi" }))).status).toBe(200)
+        expect(logs.lines.filter((line) => line.startsWith("WARN"))).toEqual([
+          "WARN agent big: PLANCKCLAW_MAX_MESSAGE_BYTES 4000 in its config.env is over the host's 1000, which caps every agent's: " +
+          "its messages are held to 1000 bytes (an agent's own value can only lower the host's)"
+        ])
+      }).pipe(Effect.scoped, Effect.provide(logs.layer))
     }))
 })
