@@ -35,6 +35,7 @@ import * as UsageLedger from "../usage/UsageLedger.js"
 import { promptMemo } from "./Prompt.js"
 import * as Tracing from "../runtime/Tracing.js"
 import * as Turn from "./Turn.js"
+import { TurnCommit } from "./TurnCommit.js"
 import * as Prices from "../usage/Prices.js"
 import { loneSurrogateRefusal } from "../runtime/WellFormed.js"
 
@@ -113,6 +114,14 @@ export const make = Effect.gen(function*() {
     )
 
   /**
+   * `commit` (journaling or storing a decided reply) kept whole, begun only
+   * if no cancel came first (TurnCommit); otherwise the turn waits for the
+   * cancel's interruption, and nothing of the reply is written.
+   */
+  const committing = <A>(commit: Effect.Effect<A>): Effect.Effect<A> =>
+    Effect.flatMap(Effect.service(TurnCommit), (mayCommit) => mayCommit() ? Effect.uninterruptible(commit) : Effect.never)
+
+  /**
    * Decides the reply to `pending`, journals it when it is new, and goes on
    * with `then`; `none` when there is nothing to answer. Continued rather
    * than returned as an Option: a step fewer and no Option per turn.
@@ -153,7 +162,7 @@ export const make = Effect.gen(function*() {
             onNone: () => runTurn(text, onEvent)
           }),
           // Once decided, the reply is journaled and kept whole: a cancel (an interruption) ends the turn before, never here.
-          (outcome) => Effect.uninterruptible(Effect.flatMap(inbox.answered(pending, outcome.reply, outcome.stored), () => then(outcome)))
+          (outcome) => committing(Effect.flatMap(inbox.answered(pending, outcome.reply, outcome.stored), () => then(outcome)))
         )
     })
   }
@@ -210,7 +219,7 @@ export const make = Effect.gen(function*() {
   const respond = (pending: Pending): Effect.Effect<Option.Option<Turn.TurnOutcome>> =>
     compactor.turn(Effect.withFiber((fiber) =>
       Tracing.span(
-        decide(pending, (outcome) => Effect.uninterruptible(remembered(pending, outcome)), nothing),
+        decide(pending, (outcome) => committing(remembered(pending, outcome)), nothing),
         Tracing.recording(fiber),
         "Agent.respond"
       )
@@ -224,7 +233,7 @@ export const make = Effect.gen(function*() {
           pending,
           // Kept whole, as in `respond`: a cancel ends the turn before this, never here.
           (outcome) =>
-            Effect.uninterruptible(
+            committing(
               Effect.tap(remembered(pending, outcome), (kept) => Option.isSome(kept) ? onEvent({ _tag: "End", ...kept.value }) : Effect.void)
             ),
           nothing,

@@ -1,7 +1,25 @@
-/** A turn cancelled by its key: interrupted while running, skipped while queued, unknown keys refused. */
+/**
+ * A turn cancelled by its key: interrupted while running, skipped while
+ * queued, unknown keys refused; too late once the turn commits its reply.
+ */
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Option } from "effect"
+import { TurnCommit } from "../../../src/agent/TurnCommit.js"
 import * as TurnCancels from "../../../src/hosts/serve/TurnCancels.js"
+
+/**
+ * A turn as the agent runs one: its reply decided once `decided` is done,
+ * without interruption in between (the agent's journal write), then
+ * committed only if TurnCommit allows, else waiting to be interrupted.
+ */
+const turnCommittingAfter = (started: Deferred.Deferred<void>, decided: Deferred.Deferred<void>, asked: Array<boolean>) =>
+  Effect.gen(function*() {
+    yield* Deferred.succeed(started, undefined)
+    yield* Effect.uninterruptible(Deferred.await(decided))
+    const mayCommit = (yield* Effect.service(TurnCommit))()
+    asked.push(mayCommit)
+    return mayCommit ? "stored" : yield* Effect.never
+  })
 
 describe("TurnCancels", () => {
   it.effect("a running turn is interrupted, a queued one never runs, another key is not cancelled", () =>
@@ -41,5 +59,28 @@ describe("TurnCancels", () => {
       expect(yield* cancels.cancel("d")).toBe(false)
       cancels.queued("d")
       expect(yield* cancels.run("d", Effect.succeed(3))).toEqual(Option.some(3))
+    }))
+
+  it.effect("a cancel once the turn commits its reply is too late (false, the reply comes); one before keeps it from committing", () =>
+    Effect.gen(function*() {
+      const cancels = TurnCancels.make()
+      const asked: Array<boolean> = []
+      const [started, decided] = [yield* Deferred.make<void>(), yield* Deferred.make<void>()]
+      const committed = yield* Effect.forkChild(cancels.run("a", turnCommittingAfter(started, decided, asked)))
+      yield* Deferred.await(started)
+      yield* Deferred.succeed(decided, undefined)
+      yield* Effect.yieldNow
+      expect(asked).toEqual([true])
+      expect(yield* cancels.cancel("a")).toBe(false)
+      expect(yield* Fiber.join(committed)).toEqual(Option.some("stored"))
+
+      // The cancel comes while the reply is being decided, the turn not interruptible: it never commits.
+      const [startedB, decidedB] = [yield* Deferred.make<void>(), yield* Deferred.make<void>()]
+      const cancelled = yield* Effect.forkChild(cancels.run("b", turnCommittingAfter(startedB, decidedB, asked)))
+      yield* Deferred.await(startedB)
+      expect(yield* cancels.cancel("b")).toBe(true)
+      yield* Deferred.succeed(decidedB, undefined)
+      expect(yield* Fiber.join(cancelled)).toEqual(Option.none())
+      expect(asked).toEqual([true, false])
     }))
 })
