@@ -68,7 +68,15 @@ export class RetryableFailure extends Data.TaggedError("RetryableFailure")<{
 
 export type AttemptFailure = RetryableFailure | BrainError
 
-export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504, 529])
+/**
+ * A status worth another attempt, for every HTTP brain: 408, 429 and any
+ * 5xx. Proxies and CDNs in front of an API answer their own (Cloudflare's
+ * 520-524), and local servers odd ones (501 while loading a model); a 501
+ * that means it for good costs the retries, then the apology.
+ */
+export const isRetryableStatus = (status: number): boolean =>
+  status === 408 || status === 429 || (status >= 500 && status < 600)
+
 export const BACKOFF_BASE = Duration.seconds(1)
 export const BACKOFF_CAP = Duration.seconds(30)
 export const RETRY_AFTER_CAP = Duration.seconds(60)
@@ -178,8 +186,6 @@ export interface AnswerReading<A> {
   readonly decode: (body: string) => Effect.Effect<A, BrainError>
   /** The API's own words from an error body, scrubbed of the key. */
   readonly said: (body: string) => string
-  /** Statuses worth another attempt (beyond RETRYABLE_STATUSES). */
-  readonly retryable?: (status: number) => boolean
   /** The setting that holds the API's address, named when it answers with a redirect. */
   readonly baseUrlSetting: string
   readonly scrub: (text: string) => string
@@ -220,7 +226,7 @@ export const judgeAnswer = <A>(
     }
     const detail = `HTTP ${status}: ${reading.said(answer.body)}`
     yield* debug(`${after}: ${detail}`)
-    if (RETRYABLE_STATUSES.has(status) || reading.retryable?.(status) === true) {
+    if (isRetryableStatus(status)) {
       return yield* new RetryableFailure({ detail, retryAfter: parseRetryAfter(retryAfter, nowMillis) })
     }
     if (reading.models !== undefined && ModelList.saysModelUnknown(status, answer.body)) {

@@ -177,8 +177,6 @@ export const make = (
       said: (body) => apiMessage(body, scrub),
       baseUrlSetting: OpenAiBaseUrl.key,
       scrub,
-      // Any 5xx: local servers answer odd ones (501 while loading a model).
-      retryable: (status) => status >= 500,
       // Built when a 404 asks for it, not for every call.
       models: {
         model,

@@ -67,6 +67,24 @@ describe("permanent answers are not retried, and say which setting to fix", () =
       })))
   }
 
+  // A proxy's or CDN's own 5xx (Cloudflare's 520-524 before api.anthropic.com, a 501 while a local model loads).
+  for (const status of [501, 505, 520, 522, 524]) {
+    it.effect(`a ${status} is retried like any 5xx, then answered, on both brains`, () =>
+      withRealHttp(Effect.gen(function*() {
+        const page = AnthropicServer.respond(status, `<html>error code: ${status}</html>`, { "content-type": "text/html" })
+        const a = yield* AnthropicServer.make(AnthropicServer.replies(page, AnthropicServer.text("Recovered.")))
+        const o = yield* ChatServer.make(ChatServer.replies(page, ChatServer.text("Recovered.")))
+        for (const [server, make] of [[a, anthropic], [o, openai]] as const) {
+          const started = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+          const fiber = yield* Effect.forkChild((yield* make(server.url)).complete(request))
+          yield* server.awaitRequests(1)
+          yield* advanceTo(started + 1_000)
+          expect((yield* Fiber.join(fiber)).content).toEqual([{ type: "text", text: "Recovered." }])
+          expect(yield* server.requests).toHaveLength(2)
+        }
+      })))
+  }
+
   it.effect("a refused connection is retried and names the URL it tried, on both brains", () =>
     withRealHttp(Effect.gen(function*() {
       for (const [url, make] of [[yield* AnthropicServer.unusedUrl, anthropic], [`${yield* ChatServer.unusedUrl}/v1`, openai]] as const) {
