@@ -4,9 +4,10 @@
  * would have sent whole, then read as one (ChatCompletions). Each chunk's
  * delta adds to the first choice: its text (passed on as it comes), its
  * refusal, its tool calls by their `index` (the id and name in the first
- * piece, the arguments in pieces). The usage comes in a last chunk with no
- * choices. `data: [DONE]` ends it; a stream that ends without it and without
- * a finish reason was cut, and fails: half an answer is never one.
+ * piece, the arguments in pieces), or, without one, by their id and name.
+ * The usage comes in a last chunk with no choices. `data: [DONE]` ends it;
+ * a stream that ends without it and without a finish reason was cut, and
+ * fails: half an answer is never one.
  */
 import * as Effect from "effect/Effect"
 import type * as Sse from "effect/encoding/Sse"
@@ -49,9 +50,26 @@ export const assembly = (
   let done = false
   const calls: Array<CallPieces> = []
 
-  const addCall = (piece: unknown, position: number): void => {
+  /**
+   * Where a piece without `index` goes (Gemini, older Ollama, mistral.rs and
+   * SGLang send each call whole, in a chunk of its own): a new id, or a name
+   * when the last call has one, starts a call; a piece with neither continues
+   * the last.
+   */
+  const unindexedSlot = (piece: Record<string, unknown>): number => {
+    const last = calls.length - 1
+    const current = calls[last]
+    if (current === undefined) return calls.length
+    const id = piece.id
+    if (typeof id === "string" && id !== "" && current.id !== undefined) return id === current.id ? last : calls.length
+    const fn = piece.function
+    const named = isJsonObject(fn) && typeof fn.name === "string" && fn.name !== ""
+    return named && current.name !== undefined ? calls.length : last
+  }
+
+  const addCall = (piece: unknown): void => {
     if (!isJsonObject(piece)) return
-    const index = typeof piece.index === "number" ? piece.index : position
+    const index = typeof piece.index === "number" ? piece.index : unindexedSlot(piece)
     const call = calls[index] ??= { arguments: "" }
     if (typeof piece.id === "string" && piece.id !== "") call.id = piece.id
     const fn = piece.function

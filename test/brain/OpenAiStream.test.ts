@@ -90,6 +90,42 @@ describe("OpenAI-compatible brain, streamed", () => {
       ])
     })))
 
+  it.effect("tool calls without index, each whole in its own chunk (Gemini, older Ollama, SGLang), stay apart", () =>
+    withRealHttp(Effect.gen(function*() {
+      const call = (id: string, name: string, args: string) =>
+        chunk({ tool_calls: [{ id, type: "function", function: { name, arguments: args } }] })
+      const server = yield* Server.make(Server.replies(events([
+        chunk({ role: "assistant", content: "" }),
+        call("call_a", "weather", "{\"city\":\"Lyon\"}"),
+        call("call_b", "clock", "{\"tz\":\"UTC\"}"),
+        chunk({}, "tool_calls"),
+        DONE
+      ])))
+      expect(answerOf(yield* collect(settings(server.url, { retries: 0 }))).content).toEqual([
+        { type: "tool_use", id: "call_a", name: "weather", input: { city: "Lyon" } },
+        { type: "tool_use", id: "call_b", name: "clock", input: { tz: "UTC" } }
+      ])
+    })))
+
+  it.effect("without index, a piece with neither id nor name continues the call before it; a new name starts one", () =>
+    withRealHttp(Effect.gen(function*() {
+      const piece = (fn: { name?: string; arguments: string }, id?: string) =>
+        chunk({ tool_calls: [{ ...(id === undefined ? {} : { id }), function: fn }] })
+      const server = yield* Server.make(Server.replies(events([
+        piece({ name: "weather", arguments: "" }, "call_a"),
+        piece({ arguments: "{\"city\":" }),
+        piece({ arguments: "\"Lyon\"}" }, "call_a"), // its own id again: the same call
+        piece({ name: "clock", arguments: "{\"tz\":" }), // no id (some local servers): its name starts it
+        piece({ arguments: "\"UTC\"}" }),
+        chunk({}, "tool_calls"),
+        DONE
+      ])))
+      const [first, second, ...rest] = answerOf(yield* collect(settings(server.url, { retries: 0 }))).content
+      expect(first).toEqual({ type: "tool_use", id: "call_a", name: "weather", input: { city: "Lyon" } })
+      expect(second).toMatchObject({ type: "tool_use", name: "clock", input: { tz: "UTC" } })
+      expect(rest).toEqual([])
+    })))
+
   it.effect("a streamed tool call that never names its function is refused as the whole answer would be, naming what is missing", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(events([
