@@ -37,6 +37,7 @@ import { type PromptMemo, promptMemo } from "./Prompt.js"
 import * as Tracing from "../runtime/Tracing.js"
 import { isWellFormed, wellFormed, wellFormedJson } from "../runtime/WellFormed.js"
 import { askBrain } from "./TurnAsk.js"
+import { finalReply, stoppedAfter } from "./TurnReply.js"
 import {
   type Answer,
   type ToolCallMade,
@@ -97,23 +98,6 @@ const assistantTurn = (response: MessagesResponse): Message => ({
       : []
   )
 })
-
-/** The reply: what the model said before its tool calls (`before`), then its final text. */
-const finalReply = (response: MessagesResponse, before: ReadonlyArray<string>): Answer => {
-  const last = responseText(response).trim()
-  const cut = response.stop_reason === "max_tokens"
-  // Without a final text the turn has no answer, whatever was said on the way.
-  const text = last.length === 0 || before.length === 0 ? last : [...before, last].join("\n\n")
-  if (text.length === 0) {
-    return {
-      stored: false,
-      reply: cut
-        ? "My answer was cut off before I could write anything (the model hit its token limit)."
-        : "I have no answer to that (the model returned an empty reply). Please try rephrasing."
-    }
-  }
-  return { stored: true, reply: cut ? `${text}\n\n[answer cut short: the model hit its token limit]` : text }
-}
 
 /**
  * The response with every string of its text and tool-use blocks well-formed
@@ -214,12 +198,6 @@ export interface TurnPorts {
   readonly claws: ClawsService
   readonly prompt: PromptMemo
 }
-
-const stoppedAfter = (rounds: number): Answer => ({
-  stored: false,
-  reply: `I stopped after ${rounds} rounds of tool calls without reaching an answer. ` +
-    "Please try again, perhaps with a narrower question."
-})
 
 /**
  * Runs the tool loop to a reply. Never fails: a brain that gives up is

@@ -233,12 +233,13 @@ export type ChatResponse = ReturnType<typeof chatResponseSchema>["Type"]
 export const decodeChatResponse = madeOnFirstCall(() => Schema.decodeUnknownResult(chatResponseSchema()))
 
 /**
- * `length` is a cut answer even with calls in it (their arguments may be
- * cut too); otherwise any call means a tool round, whatever the reason says
- * (some servers answer calls with `stop`).
+ * `length` is a cut answer and `content_filter` one the safety filter stopped
+ * (`refusal`, as the Messages API names it), even with calls in it (their
+ * arguments may be cut too); otherwise any call means a tool round, whatever
+ * the reason says (some servers answer calls with `stop`).
  */
 export const stopReasonOf = (finishReason: string | null | undefined, hasCalls: boolean): string =>
-  finishReason === "length" ? "max_tokens" : hasCalls ? "tool_use" : "end_turn"
+  finishReason === "length" ? "max_tokens" : finishReason === "content_filter" ? "refusal" : hasCalls ? "tool_use" : "end_turn"
 
 const inputOf = (raw: unknown): unknown => {
   if (raw === undefined || raw === null) return {}

@@ -63,6 +63,21 @@ describe("Turn.run", () => {
       expect(Exit.isSuccess(exit) && exit.value.reply).toContain("I stopped after 2 rounds of tool calls")
     }))
 
+  it.effect("says an answer the model's safety filter stopped (stop_reason refusal) was cut short, and stores nothing", () =>
+    Effect.gen(function*() {
+      const outcome = (reply: string) => Exit.succeed({ reply, stored: false, toolCalls: [], usage: Turn.NO_USAGE })
+      const partial = yield* turn([{ content: [{ type: "text", text: "Sure. Step one is to " }], stop_reason: "refusal" }])
+      expect(partial.exit).toEqual(outcome("Sure. Step one is to\n\n[answer cut short: the model's safety filter stopped it]"))
+      const nothing = yield* turn([{ content: [], stop_reason: "refusal" }])
+      expect(nothing.exit).toEqual(outcome("My answer was refused before I could write anything (the model's safety filter stopped it)."))
+      // A call in a stopped answer may be cut too: it is not run.
+      const withCall = yield* turn([{
+        content: [{ type: "text", text: "Let me" }, { type: "tool_use", id: "t", name: "echo", input: {} }],
+        stop_reason: "refusal"
+      }], [echoTool])
+      expect(withCall.exit).toEqual(outcome("Let me\n\n[answer cut short: the model's safety filter stopped it]"))
+    }))
+
   it.effect("answers with the apology, not stored, when the brain gives up", () =>
     Effect.gen(function*() {
       const { exit } = yield* turn([new BrainError({ reason: "fatal", detail: "test" })])

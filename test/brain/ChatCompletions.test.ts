@@ -181,17 +181,19 @@ describe("fromChatResponse", () => {
     })
   })
 
-  it("maps finish_reason: stop, null, content_filter → end_turn; length → max_tokens; calls under stop → tool_use", () => {
+  it("maps finish_reason: stop, null → end_turn; length → max_tokens; content_filter → refusal; calls under stop → tool_use", () => {
     const reasons = (finish: string | null, message: object = { content: "x" }) =>
       translate(choice(message, finish)).stop_reason
     expect(reasons("stop")).toBe("end_turn")
     expect(reasons(null)).toBe("end_turn")
-    expect(reasons("content_filter")).toBe("end_turn")
+    // The safety filter stopped it part-way: not a whole answer (Turn says so and stores nothing).
+    expect(reasons("content_filter")).toBe("refusal")
     expect(reasons("length")).toBe("max_tokens")
     const calls = { content: null, tool_calls: [{ id: "c", function: { name: "t", arguments: "{}" } }] }
     expect(reasons("tool_calls", calls)).toBe("tool_use")
     expect(reasons("stop", calls)).toBe("tool_use")
     expect(reasons("length", calls)).toBe("max_tokens")
+    expect(reasons("content_filter", calls)).toBe("refusal")
   })
 
   it("keeps arguments that are not a JSON object as the raw string; empty or missing ones are {}", () => {
