@@ -101,11 +101,17 @@ export const readInteractive = (streams: { readonly input: NodeJS.ReadableStream
   })
   // Whether the cursor stands after a prompt (and what is typed there), not at the start of a line.
   let prompted = false
+  // Once readline has closed (Ctrl-D, even while a turn runs) it throws on every prompt: the replies
+  // still owed are printed plainly, and nothing is asked any more.
+  let closed = false
   lines.on("line", (line) => {
     prompted = false
     offer({ _tag: "Line", text: line, bytes: 0 })
   })
-  lines.on("close", () => offer(END))
+  lines.on("close", () => {
+    closed = true
+    offer(END)
+  })
   // In raw mode Ctrl-C reaches readline instead of the process: a half-typed
   // line is emptied here, where readline's buffer is; the rest is CtrlC.ts's.
   lines.on("SIGINT", () => {
@@ -118,6 +124,7 @@ export const readInteractive = (streams: { readonly input: NodeJS.ReadableStream
   })
   return {
     prompt: (shown: string = PROMPT) => {
+      if (closed) return
       prompted = true
       lines.setPrompt(shown)
       lines.prompt()
@@ -132,6 +139,12 @@ export const readInteractive = (streams: { readonly input: NodeJS.ReadableStream
      * there and the cursor where it was.
      */
     interject: (text: string) => {
+      if (closed) {
+        // Ctrl-D at the prompt: the text starts a line of its own, with no prompt drawn again under it.
+        streams.output.write(`${prompted ? "\n" : ""}${text}`)
+        prompted = false
+        return
+      }
       if (!prompted) return void streams.output.write(text)
       readline.cursorTo(streams.output, 0)
       readline.clearScreenDown(streams.output)

@@ -103,6 +103,17 @@ export const serveBrain = (
 // The claws' side has its own module (plain callbacks, on every message's path with `--claw scripts`).
 export { serveClaws } from "./ServeClaws.js"
 
+/** A bug in the adapter while it delivers is logged: the replies after it, and the run, go on. */
+const deliveryDefect = (reply: OutboundMessage) => (defect: unknown) =>
+  Effect.logError(`reply to ${reply.channel} not delivered: the bridge failed on an internal error`, defect)
+
+/** Delivered through the adapter's `send`; a failure or a defect is logged, and what follows goes on. */
+const sendLogged = (interact: InteractService, reply: OutboundMessage) =>
+  interact.send(reply).pipe(
+    Effect.catch((error) => Effect.logWarning(`reply to ${reply.channel} not delivered: ${error.message}`)),
+    Effect.catchDefect(deliveryDefect(reply))
+  )
+
 /**
  * Forwards the service's messages to interact_in and delivers the lines of
  * interact_out through `send`.
@@ -133,14 +144,15 @@ export const serveInteract = (
     // delivers it in the background; any other delivers it before the next line.
     const deliverReply = (reply: OutboundMessage) =>
       interact.accept === undefined
-        ? interact.send(reply).pipe(
-          Effect.catch((error) => Effect.logWarning(`reply to ${reply.channel} not delivered: ${error.message}`)),
+        ? sendLogged(interact, reply).pipe(
           Effect.andThen(kept),
           Effect.andThen(countDelivered)
         )
         : interact.accept(reply).pipe(
           Effect.tap(() => kept),
-          Effect.flatMap((delivery) => Effect.forkScoped(Effect.andThen(delivery, countDelivered)))
+          Effect.flatMap((delivery) =>
+            Effect.forkScoped(Effect.andThen(delivery.pipe(Effect.catchDefect(deliveryDefect(reply))), countDelivered))
+          )
         )
 
     const deliverReplies = fromAgent.chunks.pipe(
@@ -181,9 +193,7 @@ export const serveInteract = (
         // UTF-8 on the pipe would turn half a character into U+FFFD unsaid: refused here, as the agent refuses it.
         const refusal = loneSurrogateRefusal(message.text)
         if (refusal !== undefined) {
-          return interact.send({ channel: message.channel, text: refusal }).pipe(
-            Effect.catch((error) => Effect.logWarning(`reply to ${message.channel} not delivered: ${error.message}`))
-          )
+          return sendLogged(interact, { channel: message.channel, text: refusal })
         }
         return Result.match(encodeInteractLine(message), {
           onFailure: (error) => Effect.logWarning(`message not forwarded: ${error.message}`),

@@ -2,14 +2,15 @@
  * A session in a real pseudo-terminal: the built `planckclaw run` under
  * util-linux `script`, typed at through the pty, against a loopback brain.
  * Every slash command, pasted and continued lines, the spinner, a
- * misconfigured brain told plainly, and /quit ending the run.
+ * misconfigured brain told plainly, /quit ending the run, and Ctrl-D ending
+ * it at the prompt or while a turn runs.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
 import { session } from "../support/PtySession.js"
-import { tempDir } from "../support/Sandbox.js"
+import { eventually, tempDir } from "../support/Sandbox.js"
 
 const setup = (handler: AnthropicServer.Handler) =>
   Effect.gen(function*() {
@@ -107,5 +108,19 @@ describe("planckclaw run in a pseudo-terminal", () => {
       yield* s.until("my brain is misconfigured")
       yield* s.type("\u0004")
       expect(yield* s.exit).toBe(0)
+    }), 60_000)
+
+  it.live("Ctrl-D while a turn runs: the reply is shown, then the run leaves with 0, as Ctrl-D at the prompt does", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(() => AnthropicServer.delay(800, AnthropicServer.text("slow answer")))
+      const s = yield* session(t)
+      yield* s.until("planckclaw> ")
+      yield* s.type("slow\r")
+      yield* eventually("the brain to get the request", () => Effect.runSync(t.server.turns).length === 1 || undefined)
+      yield* s.type("\u0004")
+      const code = yield* s.exit
+      const screen = s.screen()
+      expect(screen).toContain("slow answer")
+      expect({ code, crashed: screen.includes("unexpected failure") }, screen).toEqual({ code: 0, crashed: false })
     }), 60_000)
 })

@@ -122,6 +122,24 @@ describe("interactive terminal", () => {
       expect(yield* Fiber.join(after)).toEqual(["/usage"])
     }))
 
+  it.effect("Ctrl-D while the agent works ends the input; the replies still owed are printed, with no prompt or question drawn", () =>
+    Effect.gen(function*() {
+      const t = yield* open({ interactive: true })
+      const messages = yield* Stream.runCollect(t.terminal.messages).pipe(Effect.forkChild)
+      t.input.write("hello\r")
+      yield* settle
+      yield* TestClock.adjust(Terminal.PASTE_WINDOW)
+      t.input.write("\u0004")
+      yield* settle
+      expect((yield* Fiber.join(messages)).map((message) => message.text)).toEqual(["hello"])
+      const before = t.all().length
+      // Readline throws on a prompt once closed: each of these died with ERR_USE_AFTER_CLOSE.
+      yield* t.terminal.send({ channel: "cli", text: "the answer" })
+      yield* t.terminal.send({ channel: "cli", text: `This archives our conversation. ${Commands.FORGET_ASK}` })
+      yield* t.terminal.send({ channel: "cli", text: "a scheduled reply" })
+      expect(t.all().slice(before)).toBe("the answer\nThis archives our conversation.\na scheduled reply\n")
+    }))
+
   it.effect("spins with the seconds elapsed while the agent works, and clears the line before the reply", () =>
     Effect.gen(function*() {
       const t = yield* open({ interactive: true })

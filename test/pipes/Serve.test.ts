@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
 import { Effect, Fiber, Queue, Stream } from "effect"
 import { BrainError } from "../../src/ports/Brain.js"
-import { CANCELLED, cancelFor } from "../../src/ports/Interact.js"
+import { CANCELLED, cancelFor, type OutboundMessage } from "../../src/ports/Interact.js"
 import * as BrainFifo from "../../src/pipes/FifoBrain.js"
 import * as Scripted from "../../src/brain/ScriptedBrain.js"
 import * as ClawsFifo from "../../src/pipes/FifoClaws.js"
@@ -13,6 +13,7 @@ import { serveBrain, serveClaws, serveInteract } from "../../src/pipes/Serve.js"
 import * as InteractFifo from "../../src/pipes/FifoInteract.js"
 import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
 import { blocksFrom, sh, tempDir } from "../support/FifoKit.js"
+import { captureLogs } from "../support/LogCapture.js"
 
 const runtime = Effect.flatMap(tempDir, (dir) => makeRuntimeDir(path.join(dir, "run")))
 
@@ -156,5 +157,31 @@ describe("serveInteract", () => {
       yield* agentSide.send({ channel: "cli", text: CANCELLED })
       expect((yield* Queue.take(user.replies)).text).toBe(CANCELLED)
       yield* Fiber.join(serving)
+    }))
+
+  it.effect("a bridge that dies delivering a reply has it logged, and delivers the next one: serving goes on to its end", () =>
+    Effect.gen(function*() {
+      const paths = yield* runtime
+      const logs = yield* captureLogs
+      const user = yield* InMemoryInteract.make
+      // As the terminal did, drawing its prompt on a readline Ctrl-D had closed.
+      const dying = {
+        ...user.service,
+        send: (reply: OutboundMessage) =>
+          reply.text === "first answer" ? Effect.die(new Error("readline was closed")) : user.service.send(reply)
+      }
+      const agentSide = yield* InteractFifo.make({ paths })
+      yield* user.offer({ channel: "cli", text: "first" })
+      yield* user.offer({ channel: "cli", text: "second" })
+      yield* user.end
+      const serving = yield* Effect.forkScoped(serveInteract(dying, paths).pipe(Effect.provide(logs.layer)))
+      yield* agentSide.messages.pipe(Stream.take(2), Stream.runDrain)
+      yield* agentSide.send({ channel: "cli", text: "first answer" })
+      yield* agentSide.send({ channel: "cli", text: "second answer" })
+      expect((yield* Queue.take(user.replies)).text).toBe("second answer")
+      yield* Fiber.join(serving)
+      expect(logs.lines.filter((line) => line.startsWith("ERROR"))).toEqual([
+        expect.stringContaining("reply to cli not delivered: the bridge failed on an internal error")
+      ])
     }))
 })
