@@ -2,8 +2,9 @@
  * A turn shown on the terminal as it goes: the model's text as it is
  * written, and one dim line per tool call (its name, a short form of its
  * input, its outcome, its milliseconds). The reply then comes whole; only
- * what was not shown yet of it is printed. A reply that is not the text
- * shown (an apology, a cancel) is printed whole on a line of its own.
+ * what was not shown yet of it is printed (whitespace the turn trimmed off
+ * the text shown makes no difference). A reply that is not the text shown
+ * (an apology, a cancel) is printed whole on a line of its own.
  */
 import type { InteractEvent } from "../ports/Interact.js"
 import { stripControlSequences } from "./TerminalText.js"
@@ -58,7 +59,7 @@ export const makeToolLog = (write: (text: string) => void): ((event: InteractEve
 }
 
 export const make = (write: (text: string) => void): TurnProgress => {
-  // Text shown between tool calls: the reply joins them with a blank line (Turn.finalReply).
+  // Text shown between tool calls, as written: the reply joins them trimmed with a blank line (Turn.finalReply).
   let parts: Array<string> = []
   let current = ""
   let atLineStart = true
@@ -96,7 +97,9 @@ export const make = (write: (text: string) => void): TurnProgress => {
   }
 
   const finish = (reply: string): string => {
-    const said = [...parts, current].filter((part) => part !== "").join("\n\n")
+    // The reply holds each text trimmed, and none that was blank (Turn.finalReply): what was shown is
+    // compared the same way, or a newline a model ends with would print the whole reply again.
+    const said = [...parts, current].map((part) => part.trim()).filter((part) => part !== "").join("\n\n")
     const wasShown = shown
     const lineOpen = !atLineStart
     parts = []

@@ -2,8 +2,8 @@
  * A session in a real pseudo-terminal: the built `planckclaw run` under
  * util-linux `script`, typed at through the pty, against a loopback brain.
  * Every slash command, pasted and continued lines, the spinner, a
- * misconfigured brain told plainly, /quit ending the run, and Ctrl-D ending
- * it at the prompt or while a turn runs.
+ * misconfigured brain told plainly, a reply shown once, /quit ending the
+ * run, and Ctrl-D ending it at the prompt or while a turn runs.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -122,5 +122,19 @@ describe("planckclaw run in a pseudo-terminal", () => {
       const screen = s.screen()
       expect(screen).toContain("slow answer")
       expect({ code, crashed: screen.includes("unexpected failure") }, screen).toEqual({ code: 0, crashed: false })
+    }), 60_000)
+
+  it.live("a model's answer ending with a newline is shown once: the reply, trimmed, adds nothing to it", () =>
+    Effect.gen(function*() {
+      const t = yield* setup(() => AnthropicServer.text("Hello there.\n"))
+      const s = yield* session(t)
+      yield* s.until("planckclaw> ")
+      yield* s.type("hi\r")
+      yield* s.until("Hello there.")
+      yield* s.until("planckclaw> ")
+      yield* s.type("/quit\r")
+      expect(yield* s.exit).toBe(0)
+      const screen = s.screen()
+      expect(screen.split("Hello there.").length - 1, JSON.stringify(screen)).toBe(1)
     }), 60_000)
 })
