@@ -18,6 +18,7 @@ import * as Logging from "../runtime/Logging.js"
 import { capText, COMPACTION_MAX_TOKENS, compactionRequest } from "./Prompt.js"
 import * as CompactionBackoff from "../memory/CompactionBackoff.js"
 import * as FoldStore from "../memory/FoldStore.js"
+import { LIMIT_TEXT, PROMPT_FILE_MAX_BYTES } from "../memory/PromptFiles.js"
 import { type CompactionBusy, decodeLine, encodeLine, Memory, type MemoryError } from "../memory/Memory.js"
 import * as TurnGate from "../memory/TurnGate.js"
 
@@ -113,6 +114,17 @@ export const make = Effect.gen(function*() {
             const summary = responseText(response).trim()
             if (summary.length === 0) {
               return Effect.fail(new CompactionFailed({ message: "the brain answered an empty summary" }))
+            }
+            // summary.md holds it and a newline (FoldStore); past its limit, as from a brain that ignores
+            // max_tokens, every start would refuse the directory.
+            const summaryFileBytes = Buffer.byteLength(summary, "utf8") + 1
+            if (summaryFileBytes > PROMPT_FILE_MAX_BYTES) {
+              return Effect.fail(
+                new CompactionFailed({
+                  message: `the brain's summary would make summary.md ${summaryFileBytes} bytes, over its limit of ` +
+                    `${PROMPT_FILE_MAX_BYTES} bytes (${LIMIT_TEXT})`
+                })
+              )
             }
             fold.summary = summary
             fold.summarised += fold.batch.length

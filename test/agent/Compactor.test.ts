@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { BrainError } from "../../src/ports/Brain.js"
 import { text } from "../../src/brain/ScriptedBrain.js"
 import { COMPACTION_SYSTEM } from "../../src/agent/Prompt.js"
+import { PROMPT_FILE_MAX_BYTES } from "../../src/memory/PromptFiles.js"
 import { harness, line } from "../support/Harness.js"
 
 const compactionRequest = (summary: string, lines: ReadonlyArray<string>) => ({
@@ -123,5 +124,35 @@ describe("Compaction", () => {
       const requests = yield* h.requests
       expect(requests[1]).toEqual(compactionRequest("", [line("user", "u1"), line("assistant", "a1")]))
       expect(h.read("history.jsonl")).toBe(line("user", "u2") + line("assistant", "a2"))
+    }))
+
+  it.effect("refuses a summary that would make summary.md larger than its limit: memory unchanged, /compact says so", () =>
+    Effect.gen(function*() {
+      const old = [line("user", "u1"), line("assistant", "a1"), line("user", "u2"), line("assistant", "a2")].join("")
+      // Counted in UTF-8 bytes, as the limit is: half as many characters, each of two bytes, and the newline.
+      const oversized = "é".repeat(PROMPT_FILE_MAX_BYTES / 2)
+      const atTheLimit = "S".repeat(PROMPT_FILE_MAX_BYTES - 1)
+      const h = yield* harness({
+        settings: { HISTORY_MAX: "100", HISTORY_KEEP: "2", PLANCKCLAW_PROMPT_CACHE: "0" },
+        summary: "before\n",
+        history: old,
+        script: [text(oversized), text("a3"), text(atTheLimit), text("a4")]
+      })
+      expect((yield* h.say("/compact")).text).toBe(
+        `Compaction failed: the brain's summary would make summary.md ${PROMPT_FILE_MAX_BYTES + 1} bytes, ` +
+          `over its limit of ${PROMPT_FILE_MAX_BYTES} bytes (256 KiB). History is intact.`
+      )
+      expect(h.read("summary.md")).toBe("before\n")
+      expect(h.read("history.jsonl")).toBe(old)
+      // The next turn is answered with the summary as it was.
+      expect((yield* h.say("u3")).text).toBe("a3")
+      expect((yield* h.requests)[1]!.system).toContain("CONVERSATION SUMMARY:\nbefore")
+
+      // A summary that fits exactly is committed, and the next turn carries it.
+      expect((yield* h.say("/compact")).text).toContain("Compacted: summarised 4 lines")
+      expect(Buffer.byteLength(h.read("summary.md")!, "utf8")).toBe(PROMPT_FILE_MAX_BYTES)
+      expect((yield* h.say("u4")).text).toBe("a4")
+      expect((yield* h.requests)[3]!.system).toContain(atTheLimit)
+      yield* h.finish
     }))
 })

@@ -1,8 +1,9 @@
 /**
- * A compaction whose summary comes back unusable (a tool call, empty text)
- * is not asked again after every turn: after a failure no new try until
- * history has grown by HISTORY_KEEP / 2 lines, the wait doubling with each
- * failure in a row up to HISTORY_MAX lines; each failure is logged once.
+ * A compaction whose summary comes back unusable (a tool call, empty text,
+ * more than summary.md may hold) is not asked again after every turn: after
+ * a failure no new try until history has grown by HISTORY_KEEP / 2 lines,
+ * the wait doubling with each failure in a row up to HISTORY_MAX lines; each
+ * failure is logged once.
  * For `run` (the agent with Intake, as a run serves its bridge) and for
  * serve's agents (AgentHost): both use the one Compactor.
  */
@@ -18,6 +19,7 @@ import * as Intake from "../../src/agent/Intake.js"
 import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
 import { Compactor } from "../../src/agent/Compactor.js"
 import * as CompactionBackoff from "../../src/memory/CompactionBackoff.js"
+import * as PromptFiles from "../../src/memory/PromptFiles.js"
 import { COMPACTION_SYSTEM } from "../../src/agent/Prompt.js"
 import { captureLogs } from "../support/LogCapture.js"
 import { yieldToEventLoop } from "../support/TestClockWait.js"
@@ -61,7 +63,13 @@ describe("compaction backoff", () => {
     expect(CompactionBackoff.make(0, 5).failed()).toBe(2)
   })
 
-  for (const [kind, unusable] of [["a tool call", toolCall], ["empty text", text("  ")]] as const) {
+  const tooLarge = text("S".repeat(PromptFiles.PROMPT_FILE_MAX_BYTES))
+  const said = {
+    "a tool call": "with a tool call, not a summary",
+    "empty text": "an empty summary",
+    "a summary over summary.md's limit": "over its limit of 262144 bytes"
+  }
+  for (const [kind, unusable] of [["a tool call", toolCall], ["empty text", text("  ")], ["a summary over summary.md's limit", tooLarge]] as const) {
     it.effect(`run: summaries answered with ${kind} are asked after turns ${EXPECTED.join(", ")} of ${TURNS}, each failure logged once`, () =>
       Effect.gen(function*() {
         const logs = yield* captureLogs
@@ -97,7 +105,7 @@ describe("compaction backoff", () => {
         expect(asked).toEqual(EXPECTED)
         const warnings = logs.lines.filter((line) => line.includes("compaction did not run"))
         expect(warnings).toHaveLength(EXPECTED.length)
-        expect(warnings[0]).toContain(kind === "a tool call" ? "with a tool call, not a summary" : "an empty summary")
+        expect(warnings[0]).toContain(said[kind])
         expect(warnings[0]).toContain("history is unchanged; not tried again until 4 more lines of history are stored")
         expect(warnings[2]).toContain("until 10 more lines")
         // Nothing was folded away under an unusable summary.
