@@ -111,6 +111,10 @@ export const make = Effect.gen(function*() {
             if (response.stop_reason === "tool_use" || response.content.some((block) => block.type === "tool_use")) {
               return Effect.fail(new CompactionFailed({ message: "the brain answered the summary request with a tool call, not a summary" }))
             }
+            // Stopped by the model's safety filter: what came before the stop is part of a summary, never one.
+            if (response.stop_reason === "refusal") {
+              return Effect.fail(new CompactionFailed({ message: "the model's safety filter stopped the summary" }))
+            }
             const summary = responseText(response).trim()
             if (summary.length === 0) {
               return Effect.fail(new CompactionFailed({ message: "the brain answered an empty summary" }))

@@ -67,9 +67,18 @@ describe("compaction backoff", () => {
   const said = {
     "a tool call": "with a tool call, not a summary",
     "empty text": "an empty summary",
-    "a summary over summary.md's limit": "over its limit of 262144 bytes"
+    "a summary over summary.md's limit": "over its limit of 262144 bytes",
+    "a summary the safety filter stopped": "the model's safety filter stopped the summary"
   }
-  for (const [kind, unusable] of [["a tool call", toolCall], ["empty text", text("  ")], ["a summary over summary.md's limit", tooLarge]] as const) {
+  const refused = { ...text("The conversation so far: the user asked"), stop_reason: "refusal" as const }
+  for (
+    const [kind, unusable] of [
+      ["a tool call", toolCall],
+      ["empty text", text("  ")],
+      ["a summary over summary.md's limit", tooLarge],
+      ["a summary the safety filter stopped", refused]
+    ] as const
+  ) {
     it.effect(`run: summaries answered with ${kind} are asked after turns ${EXPECTED.join(", ")} of ${TURNS}, each failure logged once`, () =>
       Effect.gen(function*() {
         const logs = yield* captureLogs
