@@ -139,6 +139,8 @@ export interface FakeDiscord {
    * back to undefined; with `after`, only once that many more were accepted.
    */
   readonly refuseChannel: (channel: string, status: number | undefined, after?: number) => Effect.Effect<void>
+  /** The next `count` messages posted to `channel` are created, but answered 502, as if Discord's answer were lost. */
+  readonly loseAnswers: (channel: string, count: number) => Effect.Effect<void>
   /** Messages created (channel posts and webhook follow-ups), a repeated nonce counted once, as Discord does. */
   readonly created: () => ReadonlyArray<CreatedMessage>
   /** The message is gone: a reply referencing it with `fail_if_not_exists` not false gets 400 Unknown Message. */
@@ -285,6 +287,7 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
     // ---- Outbound: replies the bot posts ----
     type Reply = (status: number, payload?: unknown) => void
     const refusals = new Map<string, { readonly status: number; allow: number }>()
+    const lostAnswers = new Map<string, number>()
     const createdLog: Array<CreatedMessage> = []
     // Messages before this index have had their nonces forgotten.
     let noncesFrom = 0
@@ -328,6 +331,11 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
         }
         createdLog.push(message)
         remember(messageObject(message))
+        const lost = lostAnswers.get(channelId) ?? 0
+        if (lost > 0) {
+          lostAnswers.set(channelId, lost - 1)
+          return reply(502, { message: "Bad Gateway", code: 0 })
+        }
         return reply(200, messageObject(message))
       },
       webhook: (method: string, token: string, original: boolean, body: unknown, reply: Reply) => {
@@ -668,6 +676,7 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
         Effect.sync(() =>
           void (status === undefined ? refusals.delete(channel) : refusals.set(channel, { status, allow: after }))
         ),
+      loseAnswers: (channel, count) => Effect.sync(() => void lostAnswers.set(channel, count)),
       created: () => [...createdLog],
       deleteMessage: (id) => Effect.sync(() => void deleted.add(id)),
       forgetNonces: Effect.sync(() => void (noncesFrom = createdLog.length))

@@ -26,6 +26,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import { InteractError } from "../../ports/Interact.js"
+import { channelPostBody, noMentions } from "./ChannelPost.js"
 import type { Outbox, Owed } from "./Outbox.js"
 import { describeRestError, isPermanent } from "./Refusals.js"
 import type { ReplyTarget } from "./ReplyTargets.js"
@@ -73,22 +74,10 @@ const routeFor = (target: Option.Option<ReplyTarget>, index: number, now: number
 const webhookRoute = (route: { applicationId: string; token: string }) =>
   `/webhooks/${route.applicationId}/${encodeURIComponent(route.token)}` as const
 
-/** No pings: a reply quotes what the model wrote, and must not mention @everyone on its behalf. */
-const noMentions = { parse: [] }
-
 const request = (call: RestCall, channel: string, route: Route, part: Owed["parts"][number]) => {
   switch (route._tag) {
     case "Channel":
-      return call(`/channels/${channel}/messages`, {
-        content: part.content,
-        nonce: part.nonce,
-        enforce_nonce: true,
-        allowed_mentions: noMentions,
-        ...Option.match(route.reference, {
-          onNone: () => ({}),
-          onSome: (id) => ({ message_reference: { message_id: id, fail_if_not_exists: false } })
-        })
-      })
+      return call(`/channels/${channel}/messages`, channelPostBody(part, route.reference))
     case "EditOriginal":
       return call(`${webhookRoute(route)}/messages/@original`, { content: part.content, allowed_mentions: noMentions }, {
         method: "PATCH",

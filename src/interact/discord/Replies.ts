@@ -7,7 +7,6 @@
  * (ChannelDelivery): the first part references the question, or edits the
  * deferred response of a slash command.
  */
-import { createHash, randomBytes } from "node:crypto"
 import { REST, Routes } from "discord.js"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
@@ -17,6 +16,7 @@ import type * as Scope from "effect/Scope"
 import type * as Option from "effect/Option"
 import { InteractError, type OutboundMessage } from "../../ports/Interact.js"
 import { makeLanes, type RestCall } from "./ChannelDelivery.js"
+import { newNonce, nonceFor } from "./ChannelPost.js"
 import type { Outbox } from "./Outbox.js"
 import { chunkReply } from "./ReplyChunks.js"
 import type { ReplyTarget } from "./ReplyTargets.js"
@@ -67,17 +67,6 @@ export const makeRestPost = (apiUrl: string, token: string): Effect.Effect<RestC
 /** Shows "typing…" in a channel for ten seconds, or until the bot posts there. */
 export const showTyping = (post: RestCall) => (channel: string): Effect.Effect<unknown, unknown> =>
   post(Routes.channelTyping(channel))
-
-const newNonce = Effect.sync(() => randomBytes(12).toString("hex"))
-
-/**
- * The nonce of part `index` of the reply to the message `key` names: the same
- * whoever sends it, so a reply handed over twice (a gateway holder that died
- * after posting, before noting it posted) is one message while Discord
- * remembers the nonce (minutes). 24 characters; Discord allows 25.
- */
-export const nonceFor = (key: string, index: number): string =>
-  createHash("sha256").update(key).digest("hex").slice(0, 20) + index.toString(16).padStart(4, "0")
 
 /** Sending a reply that answers `target` (none: a plain message in the channel). */
 export interface Sending {
