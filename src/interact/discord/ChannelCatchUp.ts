@@ -10,6 +10,12 @@
  * the channel's messages (which it then includes) and on a schedule (1 s,
  * doubling to a minute) until Discord answers; only a refusal (403, 404)
  * ends it unfetched.
+ *
+ * A message read over REST does not name its server: it is given its
+ * channel's (ChannelKinds.guildOf), so it reaches the agent a live one
+ * would (DISCORD_AGENT_PER=server). A server Discord cannot say yet leaves
+ * a gap, as a failed read does; one it will not say leaves the messages
+ * unanswered, logged, rather than sent to the wrong agent.
  */
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -20,7 +26,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as ChannelKinds from "./ChannelKinds.js"
-import { type CatchUpState, type HistoryReadFailed, maxPages, missedMessages } from "./CatchUp.js"
+import { type CatchUpState, HistoryReadFailed, maxPages, missedMessages } from "./CatchUp.js"
 import type { DiscordRest } from "./DiscordRest.js"
 import { decodeMessage, type GatewayMessage } from "./GatewayMessage.js"
 import { describeRestError } from "./Refusals.js"
@@ -84,12 +90,22 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
     let sessionStart: ReadonlyMap<string, string> = new Map()
     const newThreadsCaughtUp = new Set<string>()
 
+    /** The server of the channel's messages read over REST, which do not name it; none for direct messages. */
+    const serverOf = (channelId: string, kind: ChannelKinds.ChannelKind, found: ReadonlyArray<GatewayMessage>) =>
+      Effect.gen(function*() {
+        if (kind === "direct" || found.every((message) => message.guild_id !== undefined)) return undefined
+        const guild = yield* kinds.guildOf(channelId)
+        if (guild !== undefined) return guild
+        return yield* new HistoryReadFailed({ message: "Discord would not say which server the channel is in", permanent: true })
+      })
+
     /** Answers what `channelId` got after `after`, in order, once, and says how much it found. */
     const catchUpChannel = (channelId: string, after: string, kind: ChannelKinds.ChannelKind, bounds: CatchUpBounds) =>
       Effect.gen(function*() {
         const { dropped, messages: found, more, newest, pageLimited } = yield* missedMessages(rest, channelId, after, bounds, read)
+        const guild = yield* serverOf(channelId, kind, found)
         let answered = 0
-        for (const message of found) if (yield* accept(message, kind)) answered++
+        for (const message of found) if (yield* accept({ ...message, guild_id: message.guild_id ?? guild }, kind)) answered++
         // What was read and not counted (the bridge's replies, other bots'): passed too, not read again next session.
         if (newest !== undefined) yield* passed(channelId, newest)
         if (found.length > 0 || dropped > 0 || more || pageLimited) {
@@ -112,7 +128,7 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
         const fetched = kind.success === undefined
           ? Result.succeed(undefined)
           : yield* Effect.result(catchUpChannel(channelId, after, kind.success, gapBounds))
-        if (Result.isFailure(fetched) && !fetched.failure.permanent) return false
+        if (Result.isFailure(fetched) && (fetched.failure._tag === "ChannelLookupFailed" || !fetched.failure.permanent)) return false
         gaps.delete(channelId)
         if (Result.isFailure(fetched)) {
           yield* Effect.logWarning(

@@ -5,6 +5,10 @@
  * messages when they are answered. Only Discord's definite answers are kept
  * (the channel, or 403/404); a lookup failing otherwise is retried a few
  * times, then reported, and asked again next time.
+ *
+ * Also the server of each of the adapter's channels, learnt where Discord
+ * says it (a live message, a lookup, THREAD_CREATE, GUILD_CREATE): a message
+ * read over REST (catch-up) does not name its server.
  */
 import { DiscordAPIError, Routes } from "discord.js"
 import * as Data from "effect/Data"
@@ -31,6 +35,9 @@ export type ChannelInfo = typeof ChannelInfo.Type
 
 const decodeChannel = Schema.decodeUnknownResult(ChannelInfo)
 const GuildThreads = Schema.Struct({
+  // GUILD_CREATE's own id; THREAD_LIST_SYNC's guild_id. GUILD_CREATE's channels leave out their guild_id.
+  id: nullable(Schema.String),
+  guild_id: nullable(Schema.String),
   channels: Schema.Array(Schema.Unknown).pipe(Schema.withDecodingDefaultType(Effect.succeed([]))),
   threads: Schema.Array(Schema.Unknown).pipe(Schema.withDecodingDefaultType(Effect.succeed([])))
 })
@@ -82,12 +89,21 @@ export interface ChannelKinds {
   readonly learnThreadsOf: (payload: unknown) => Effect.Effect<void>
   /** GET /channels/{id}: what Discord says about a channel, or why it would not. */
   readonly lookup: (channelId: string) => Effect.Effect<ChannelInfo, unknown>
+  /**
+   * The server a channel or thread of the adapter's is in: as learnt, else
+   * looked up (GET /channels/{id}, retried as `of` does). Undefined when
+   * Discord names none or will not say (403, 404).
+   */
+  readonly guildOf: (channelId: string) => Effect.Effect<string | undefined, ChannelLookupFailed>
 }
 
 export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds => {
   const configured = new Set(settings.channelIds)
   // Threads and channels seen; null for one that is not ours. Threads under a configured channel are few.
   const known = new Map<string, ChannelKind | null>()
+  // The server of each channel and thread of the adapter's (no others: as few as they are).
+  const guilds = new Map<string, string>()
+  const isGuildKind = (kind: ChannelKind | null | undefined) => kind === "channel" || kind === "thread"
   const kindOf = (info: ChannelInfo): ChannelKind | null =>
     configured.has(info.id)
       ? "channel"
@@ -96,14 +112,20 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
       : directTypes.has(info.type) && settings.directMessages
       ? "direct"
       : null
-  const remember = (info: ChannelInfo) => {
+  /** Notes the server of `info` when it is one of the adapter's; `guildId`: the server of a listing that leaves it out. */
+  const noteGuild = (info: ChannelInfo, guildId?: string) => {
+    const guild = info.guild_id ?? guildId
+    if (guild !== undefined && isGuildKind(kindOf(info))) guilds.set(info.id, guild)
+  }
+  const remember = (info: ChannelInfo, guildId?: string) => {
     const kind = kindOf(info)
     // A DM's kind follows the settings; only guild channels are worth keeping.
     if (kind !== "direct") known.set(info.id, kind)
+    noteGuild(info, guildId)
     return kind
   }
-  const learn = (channel: unknown) =>
-    Effect.sync(() => Result.map(decodeChannel(channel), remember))
+  const learn = (channel: unknown, guildId?: string) =>
+    Effect.sync(() => Result.map(decodeChannel(channel), (info) => remember(info, guildId)))
 
   const lookup = (channelId: string) =>
     rest.get(Routes.channel(channelId)).pipe(
@@ -112,8 +134,21 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
           onFailure: (error) => Effect.fail(error),
           onSuccess: Effect.succeed
         })
-      )
+      ),
+      Effect.tap((info) => Effect.sync(() => noteGuild(info)))
     )
+
+  /** A lookup retried while a retry may help; Discord's definite refusal (403, 404) is a success here: undefined. */
+  const lookupRetried = (channelId: string) =>
+    Effect.gen(function*() {
+      const info = yield* lookup(channelId).pipe(
+        Effect.retry({ schedule: lookupRetries, while: (cause) => !isDefinite(cause) }),
+        Effect.result
+      )
+      if (Result.isSuccess(info)) return info.success
+      if (isDefinite(info.failure)) return undefined
+      return yield* new ChannelLookupFailed({ channelId, message: describeRestError(info.failure) })
+    })
 
   const ofGuildChannel = (channelId: string) =>
     Effect.gen(function*() {
@@ -122,33 +157,38 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
       if (seen !== undefined) return seen ?? undefined
       // Not seen before: looked up, and remembered once Discord has said what it is. A failure that
       // may pass is not remembered: it would drop every later message of the thread.
-      const info = yield* lookup(channelId).pipe(
-        Effect.retry({ schedule: lookupRetries, while: (cause) => !isDefinite(cause) }),
-        Effect.result
-      )
-      if (Result.isSuccess(info)) return remember(info.success) ?? undefined
-      if (isDefinite(info.failure)) {
-        yield* Effect.logDebug(`Discord channel ${channelId} is not the bot's to see; its messages are ignored`)
-        known.set(channelId, null)
-        return undefined
-      }
-      return yield* new ChannelLookupFailed({ channelId, message: describeRestError(info.failure) })
+      const info = yield* lookupRetried(channelId)
+      if (info !== undefined) return remember(info) ?? undefined
+      yield* Effect.logDebug(`Discord channel ${channelId} is not the bot's to see; its messages are ignored`)
+      known.set(channelId, null)
+      return undefined
+    })
+
+  const guildOf = (channelId: string) =>
+    Effect.suspend(() => {
+      const seen = guilds.get(channelId)
+      return seen !== undefined ? Effect.succeed(seen) : Effect.map(lookupRetried(channelId), (info) => info?.guild_id)
     })
 
   return {
-    learn,
+    learn: (channel) => learn(channel),
     lookup,
+    guildOf,
     ofId: ofGuildChannel,
     learnThreadsOf: (payload) =>
       Result.match(decodeGuildThreads(payload), {
         onFailure: () => Effect.void,
         // A server's channels too: a message in one of them then needs no lookup to be ignored.
-        onSuccess: ({ channels, threads }) => Effect.forEach([...channels, ...threads], learn, { discard: true })
+        onSuccess: ({ channels, guild_id, id, threads }) =>
+          Effect.forEach([...channels, ...threads], (channel) => learn(channel, guild_id ?? id), { discard: true })
       }),
     of: (origin) =>
       !configured.has(origin.channelId) && origin.guildId === undefined &&
         (origin.channelType === undefined || directTypes.has(origin.channelType))
         ? Effect.succeed(settings.directMessages ? "direct" : undefined)
-        : ofGuildChannel(origin.channelId)
+        : Effect.tap(ofGuildChannel(origin.channelId), (kind) =>
+          Effect.sync(() => {
+            if (origin.guildId !== undefined && isGuildKind(kind)) guilds.set(origin.channelId, origin.guildId)
+          }))
   }
 }

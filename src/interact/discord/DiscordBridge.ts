@@ -16,9 +16,10 @@ import type { ReplyTarget } from "./ReplyTargets.js"
 export interface DiscordMessage {
   readonly channel: string
   readonly kind: ChannelKinds.ChannelKind
+  /** The server; undefined for a direct message only (one read over REST is given its channel's). */
   readonly guildId: string | undefined
   readonly authorId: string
-  /** Server nickname, else display name, else user name. */
+  /** Server nickname (a message read over REST has none), else display name, else user name. */
   readonly authorName: string
   readonly text: string
   readonly target: ReplyTarget

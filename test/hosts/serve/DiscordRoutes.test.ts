@@ -84,6 +84,25 @@ describe("Discord in serve: one agent per channel, user, server or one; DMs to t
       }))
   }
 
+  it.live("DISCORD_AGENT_PER=server: a message caught up after a new session goes to the server's agent, as a live one does", () =>
+    Effect.gen(function*() {
+      const { fake, root } = yield* serveDiscord("server")
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, nick: "Alice", content: "live" })
+      yield* fake.waitFor(() => repliesIn(fake, channelA).length === 1 ? true : undefined)
+      // Sent while the session is gone: read by catch-up over REST, where a message names no server nor nickname.
+      yield* fake.invalidateSession(false)
+      yield* fake.messageCreate({ channelId: channelA, authorId: bob, nick: "Bobby", globalName: "Bob", content: "missed", dispatch: false })
+      yield* fake.waitFor(() => repliesIn(fake, channelA).length === 2 ? true : undefined)
+      expect(agentsIn(root)).toEqual([`discord-g${guildId}`])
+      // No server nickname over REST: the display name, as a live message without a nickname.
+      expect(historyOf(root, `discord-g${guildId}`).map((line) => line.content)).toEqual([
+        "Alice: live",
+        "echo Alice: live",
+        "Bob: missed",
+        "echo Bob: missed"
+      ])
+    }), 60_000)
+
   it.effect("names DISCORD_AGENT_PER when its value is none of the four", () =>
     Effect.gen(function*() {
       const failure = yield* DiscordRoutes.AgentPerConfig.pipe(

@@ -2,14 +2,17 @@
  * What catch-up must not forget: messages Discord would not list at the
  * start (503 on the history read) are fetched once it answers, before the
  * channel's newer ones, and the catch-up state does not move past them
- * meanwhile. Time under TestClock.
+ * meanwhile; and messages read over REST, which name no server, are given
+ * their channel's. Time under TestClock.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Option, Redacted, Stream } from "effect"
+import * as ChannelKinds from "../../../src/interact/discord/ChannelKinds.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
+import * as DiscordRest from "../../../src/interact/discord/DiscordRest.js"
 import type { DiscordSettings } from "../../../src/interact/discord/Settings.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { captureLogs } from "../../support/LogCapture.js"
@@ -19,6 +22,7 @@ const token = "test-bot-token"
 const botUserId = "100000000000000001"
 const guildId = "200000000000000001"
 const channelA = "300000000000000001"
+const channelB = "300000000000000002"
 const alice = "400000000000000001"
 
 const unavailable = { status: 503, body: { message: "Service Unavailable" } }
@@ -87,6 +91,8 @@ describe("Discord catch-up: a history read that fails", () => {
       yield* advanceTo(started + 1_000)
       const got = yield* take(bridge.messages, 3)
       expect(got.map((message) => message.text)).toEqual(["missed 1", "missed 2", "live during the outage"])
+      // Read over REST, yet in the channel's server, as the live one.
+      expect(got.map((message) => message.guildId)).toEqual([guildId, guildId, guildId])
       yield* Effect.forEach(got, bridge.held)
       expect(checkpointIn(dir, channelA)).toBe(live)
       expect(historyReads(fake, channelA).map((record) => record.status)).toEqual([503, 503, 503, 503, 200])
@@ -120,10 +126,11 @@ describe("Discord catch-up: threads", () => {
       const bridge = yield* Discord.connect(settingsFor(fake), { stateDirectory: dir })
       const got = yield* take(bridge.messages, 4)
       expect(got.filter((message) => message.channel === channelA).map((message) => message.text)).toEqual(["missed 1", "missed 2"])
-      expect(got.filter((message) => message.channel === thread).map((message) => [message.kind, message.text])).toEqual([
-        ["thread", "in the new thread 1"],
-        ["thread", "in the new thread 2"]
-      ])
+      expect(got.filter((message) => message.channel === thread).map((message) => [message.kind, message.guildId, message.text]))
+        .toEqual([
+          ["thread", guildId, "in the new thread 1"],
+          ["thread", guildId, "in the new thread 2"]
+        ])
       // Known from here on: its next message needs no lookup, and is answered once.
       yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "live in the thread" })
       expect((yield* take(bridge.messages, 1)).map((message) => message.text)).toEqual(["live in the thread"])
@@ -139,6 +146,29 @@ describe("Discord catch-up: threads", () => {
       const bridge = yield* Discord.connect(settingsFor(fake), { stateDirectory: dir })
       yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "after the start" })
       expect((yield* take(bridge.messages, 1)).map((message) => message.text)).toEqual(["after the start"])
+    }))
+})
+
+describe("Discord catch-up: the server of a channel, which messages read over REST do not name", () => {
+  const lookupsOf = (fake: FakeDiscord.FakeDiscord, channel: string) =>
+    fake.rest().filter((record) => record.method === "GET" && record.path === `/api/v10/channels/${channel}`)
+
+  it.effect("is learnt from a GUILD_CREATE's own id, else looked up once; none for a channel Discord will not show", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA], hiddenChannelIds: [channelB] })
+      const rest = yield* DiscordRest.make(fake.apiUrl, token)
+      const kinds = ChannelKinds.make({ ...settingsFor(fake), channelIds: [channelA, channelB] }, rest)
+      // GUILD_CREATE lists its channels without their guild_id, as Discord does.
+      yield* kinds.learnThreadsOf({ id: guildId, channels: [{ id: channelA, type: 0 }], threads: [] })
+      expect(yield* kinds.guildOf(channelA)).toBe(guildId)
+      expect(lookupsOf(fake, channelA)).toEqual([])
+      // A thread known without its server: looked up at the first need, then known.
+      const thread = yield* fake.createThread(channelA, { announce: false })
+      yield* kinds.learn({ id: thread, type: 11, parent_id: channelA })
+      expect(yield* kinds.guildOf(thread)).toBe(guildId)
+      expect(yield* kinds.guildOf(thread)).toBe(guildId)
+      expect(lookupsOf(fake, thread).map((record) => record.status)).toEqual([200])
+      expect(yield* kinds.guildOf(channelB)).toBeUndefined()
     }))
 })
 
