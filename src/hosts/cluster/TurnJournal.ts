@@ -78,8 +78,10 @@ export const layer: Layer.Layer<TurnJournal, SqlError | Migrator.MigrationError,
  * The Inbox the agent of an entity talks to: decided replies go to the
  * journal (a failure to record one is logged; the turn still answers), and
  * exchanges memory could not store wait here, in order, for the next turn.
- * Such an exchange is on disk when its message is (the cluster's storage)
- * and its reply too (the journal): a redelivery stores it.
+ * Such an exchange is in this process only: once its reply is stored by the
+ * cluster, nothing delivers its message again, so a release or a restart
+ * loses it, and its caller is told `stored: false` (a redelivery before that,
+ * after a crash, finds the decided reply in the journal and stores it).
  *
  * With `writes` (TurnWrites), a reply whose exchange is to be stored waits
  * there and goes with the exchange, in one statement; when the exchange
@@ -92,15 +94,8 @@ export const clusterInbox = (agentId: string, journal: TurnJournalService, write
 }): InboxService => {
   let backlog: ReadonlyArray<Pending> = []
   let nextId = 1
-  // The messages being answered whose decided reply the journal holds.
-  const recorded = new Set<number>()
   const notRecorded = (error: MemoryError) =>
     Effect.logError(`agent ${agentId}: could not record a decided reply (${error.message}); a redelivery would run the turn again`)
-  const record = (pending: Pending, decided: Decided) =>
-    journal.record(agentId, pending.key!, decided).pipe(
-      Effect.andThen(Effect.sync(() => void recorded.add(pending.id))),
-      Effect.catch(notRecorded)
-    )
   /** What waits for this message's exchange, written now. */
   const flush = (pending: Pending) =>
     writes === undefined ? Effect.void : TurnWrites.flush(
@@ -108,7 +103,7 @@ export const clusterInbox = (agentId: string, journal: TurnJournalService, write
       agentId,
       writes.waiting,
       pending.key,
-      (key, decided) => Effect.andThen(journal.record(agentId, key, decided), Effect.sync(() => void recorded.add(pending.id)))
+      (key, decided) => journal.record(agentId, key, decided)
     ).pipe(Effect.catch(notRecorded))
   return {
     recovered: [],
@@ -127,20 +122,20 @@ export const clusterInbox = (agentId: string, journal: TurnJournalService, write
         if (pending.key === undefined) return Effect.void
         // To be stored: the reply goes with its exchange (TurnWrites.memory).
         if (writes !== undefined && stored) return Effect.sync(() => void writes.waiting.decided.set(pending.key!, { reply, stored }))
-        return record(pending, { reply, stored })
+        return journal.record(agentId, pending.key, { reply, stored }).pipe(Effect.catch(notRecorded))
       }),
+    // Waits in this process only (see above): never on disk, whatever the journal holds of it.
     unstored: (pending, reply) =>
       Effect.andThen(
         flush(pending),
         Effect.sync(() => {
           backlog = [...backlog.filter((waiting) => waiting.id !== pending.id), { ...pending, reply: Option.some({ text: reply, stored: true }) }]
-          // A reply decided before came from the journal.
-          return Option.isSome(pending.reply) || recorded.has(pending.id)
+          return false
         })
       ),
     stored: (pending) => Effect.sync(() => void (backlog = backlog.filter((waiting) => waiting.id !== pending.id))),
     backlog: Effect.sync(() => backlog),
     // Before the reply leaves: nothing of the turn still waits.
-    delivered: (pending) => Effect.andThen(flush(pending), Effect.sync(() => void recorded.delete(pending.id)))
+    delivered: flush
   }
 }
