@@ -22,10 +22,10 @@ import * as Schedule from "effect/Schedule"
 import type { InboxService, Pending } from "../../memory/Inbox.js"
 import type { MemoryError } from "../../memory/MemoryDir.js"
 import { resilient } from "../../memory/sql/SqlResilience.js"
+import { type Columns, type Decided, decidedOf, migrations } from "./DecidedRows.js"
 import * as TurnWrites from "./TurnWrites.js"
 
-export type { Decided } from "./TurnWrites.js"
-type Decided = TurnWrites.Decided
+export type { Decided } from "./DecidedRows.js"
 
 export interface TurnJournalService {
   /** Waits for a database that went away (SqlResilience), as memory does. */
@@ -35,20 +35,6 @@ export interface TurnJournalService {
 
 export class TurnJournal extends Context.Service<TurnJournal, TurnJournalService>()("planckclaw/cluster/TurnJournal") {}
 
-const migrations = Migrator.fromRecord({
-  "1_turns": Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql`CREATE TABLE IF NOT EXISTS planckclaw_cluster_turns (
-      agent_id TEXT NOT NULL,
-      message_key TEXT NOT NULL,
-      reply TEXT NOT NULL,
-      stored BOOLEAN NOT NULL,
-      decided_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
-      PRIMARY KEY (agent_id, message_key)
-    )`.pipe(
-      Effect.andThen(sql`CREATE INDEX IF NOT EXISTS planckclaw_cluster_turns_decided ON planckclaw_cluster_turns (decided_at)`)
-    ))
-})
-
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // Runners starting together race to create the migrations table: the loser tries again.
@@ -57,15 +43,13 @@ export const make = Effect.gen(function*() {
   )
   return {
     lookup: (agentId, key) =>
-      sql<{ reply: string; stored: boolean }>`SELECT reply, stored FROM planckclaw_cluster_turns
+      sql<Columns & { stored: boolean }>`SELECT reply, reply_json, stored FROM planckclaw_cluster_turns
         WHERE agent_id = ${agentId} AND message_key = ${key}`.pipe(
-        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => ({ reply: row.reply, stored: row.stored }))),
+        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), decidedOf)),
         resilient(`reading the decided reply of a message to agent ${agentId}`)
       ),
     record: (agentId, key, decided) =>
-      sql`INSERT INTO planckclaw_cluster_turns (agent_id, message_key, reply, stored)
-        VALUES (${agentId}, ${key}, ${decided.reply}, ${decided.stored})
-        ON CONFLICT (agent_id, message_key) DO NOTHING`.pipe(
+      TurnWrites.insertTurn(sql, agentId, key, decided).pipe(
         Effect.asVoid,
         resilient(`recording the decided reply of a message to agent ${agentId}`)
       )
@@ -120,9 +104,10 @@ export const clusterInbox = (agentId: string, journal: TurnJournalService, write
     answered: (pending, reply, stored) =>
       Effect.suspend(() => {
         if (pending.key === undefined) return Effect.void
+        const decided: Decided = { reply, stored }
         // To be stored: the reply goes with its exchange (TurnWrites.memory).
-        if (writes !== undefined && stored) return Effect.sync(() => void writes.waiting.decided.set(pending.key!, { reply, stored }))
-        return journal.record(agentId, pending.key, { reply, stored }).pipe(Effect.catch(notRecorded))
+        if (writes !== undefined && stored) return Effect.sync(() => void writes.waiting.decided.set(pending.key!, decided))
+        return journal.record(agentId, pending.key, decided).pipe(Effect.catch(notRecorded))
       }),
     // Waits in this process only (see above): never on disk, whatever the journal holds of it.
     unstored: (pending, reply) =>

@@ -30,12 +30,9 @@ import { defaultRetry, resilient } from "../../memory/sql/SqlResilience.js"
 import { type BrainService, tapAnswers } from "../../ports/Brain.js"
 import * as SqlUsageLedger from "../../usage/SqlUsageLedger.js"
 import { lineOf, type UsageLine } from "../../usage/UsageLedger.js"
+import { columnsOf, type Decided, storableUsage } from "./DecidedRows.js"
 
-/** A message's reply as decided: what it answers, and whether its exchange is stored. */
-export interface Decided {
-  readonly reply: string
-  readonly stored: boolean
-}
+export type { Decided } from "./DecidedRows.js"
 
 /** What waits for the turn's exchange, per agent (its turns run one at a time). */
 export interface TurnWrites {
@@ -67,6 +64,14 @@ export const takeUsage = (writes: TurnWrites): ReadonlyArray<UsageLine> => {
   return taken
 }
 
+/** The decided reply of message `key` as its row (DecidedRows), unless the message has one already. */
+export const insertTurn = (sql: SqlClient.SqlClient, agentId: string, key: string, decided: Decided) => {
+  const columns = columnsOf(decided)
+  return sql`INSERT INTO planckclaw_cluster_turns (agent_id, message_key, reply, reply_json, stored)
+    VALUES (${agentId}, ${key}, ${columns.reply}, ${columns.reply_json}::text, ${decided.stored})
+    ON CONFLICT (agent_id, message_key) DO NOTHING`
+}
+
 /** Where the statement leaves the answer to "more than `limit` lines?", for the compaction that asks next. */
 interface Check {
   readonly limit: number
@@ -94,9 +99,7 @@ export const appendTurn = (
     return sql`(${index}::int, ${row.role}::text, ${row.content}::text, ${row.line}::text)`
   }))
   const turn = decided === undefined ? sql`` : sql`turn AS (
-      INSERT INTO planckclaw_cluster_turns (agent_id, message_key, reply, stored)
-      VALUES (${agentId}, ${key}, ${decided.reply}, ${decided.stored})
-      ON CONFLICT (agent_id, message_key) DO NOTHING
+      ${insertTurn(sql, agentId, key, decided)}
     ),`
   // Only with the exchange: a statement run again after its answer was lost counts nothing twice.
   const used = usage.length > 0
@@ -105,7 +108,7 @@ export const appendTurn = (
       SELECT ${agentId}, v.at::timestamptz, v.kind, v.brain, v.model, v.ms::float8, v.input::bigint, v.output::bigint,
         v.cache_write::bigint, v.cache_read::bigint
       FROM (VALUES ${
-      sql.join(", ", false)(usage.map((line) =>
+      sql.join(", ", false)(usage.map(storableUsage).map((line) =>
         sql`(${line.at}, ${line.kind}::text, ${line.brain}::text, ${line.model}::text, ${line.ms}, ${line.input}, ${line.output}, ${line.cache_write}, ${line.cache_read})`
       ))
     }) AS v(at, kind, brain, model, ms, input, output, cache_write, cache_read)
@@ -207,7 +210,7 @@ export const recordingBrain = (
     Effect.flatMap(Clock.currentTimeMillis, (ended) => {
       const line = lineOf(request, response, label, started, ended)
       if (line.kind === "turn") return Effect.sync(() => void writes.usage.push(line))
-      return SqlUsageLedger.insert(sql, agentId, [line]).pipe(
+      return SqlUsageLedger.insert(sql, agentId, [storableUsage(line)]).pipe(
         resilient(`recording usage of agent ${agentId}`, retry),
         Effect.catch((error) => {
           if (warned) return Effect.void
@@ -233,7 +236,7 @@ export const flush = (
     const reply = key === undefined || decided === undefined
       ? Effect.void
       : Effect.tap(record(key, decided), () => Effect.sync(() => void writes.decided.delete(key)))
-    const used = usage.length === 0 ? Effect.void : SqlUsageLedger.insert(sql, agentId, usage).pipe(
+    const used = usage.length === 0 ? Effect.void : SqlUsageLedger.insert(sql, agentId, usage.map(storableUsage)).pipe(
       resilient(`recording usage of agent ${agentId}`, retry),
       Effect.catch((error) => Effect.logWarning(`usage ledger not written (${error.message}); turns go on without it`))
     )

@@ -1,0 +1,74 @@
+/**
+ * A decided reply as a row of planckclaw_cluster_turns holds it, and back,
+ * exactly. A TEXT column cannot hold a NUL character, and a reply can carry
+ * one (a model echoing a tool's output): such a reply is kept as its JSON
+ * string in `reply_json`, with `reply` holding it with each NUL as U+FFFD,
+ * which is what a runner of an earlier version (it reads `reply` only)
+ * answers.
+ *
+ * The usage rows a turn writes go in TEXT columns too: a brain or model name
+ * holding a NUL (only a broken backend sends one) is kept with U+FFFD in its
+ * place, rather than failing the turn's one statement.
+ */
+import * as Migrator from "effect/sql/Migrator"
+import * as SqlClient from "effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import type { UsageLine } from "../../usage/UsageLedger.js"
+
+/** A message's reply as decided: what it answers, and whether its exchange is stored. */
+export interface Decided {
+  readonly reply: string
+  readonly stored: boolean
+}
+
+const NUL = "\u0000"
+
+/** `text` as a TEXT column can hold it: each NUL as U+FFFD. */
+export const storable = (text: string): string => text.includes(NUL) ? text.replaceAll(NUL, "\uFFFD") : text
+
+/** The columns of a decided reply. */
+export interface Columns {
+  readonly reply: string
+  readonly reply_json: string | null
+}
+
+export const columnsOf = (decided: Decided): Columns => ({
+  reply: storable(decided.reply),
+  reply_json: decided.reply.includes(NUL) ? JSON.stringify(decided.reply) : null
+})
+
+/** The reply the columns hold: `reply_json` when there is one (and it reads as a string), else `reply`. */
+export const replyOf = (columns: { readonly reply: string; readonly reply_json: string | null }): string => {
+  if (columns.reply_json === null) return columns.reply
+  const parsed = Result.try(() => JSON.parse(columns.reply_json!) as unknown)
+  return Result.isSuccess(parsed) && typeof parsed.success === "string" ? parsed.success : columns.reply
+}
+
+/** The decided reply of a row. */
+export const decidedOf = (row: Columns & { readonly stored: boolean }): Decided => ({ reply: replyOf(row), stored: row.stored })
+
+/** A usage line whose texts a TEXT column can hold. */
+export const storableUsage = (line: UsageLine): UsageLine =>
+  line.brain.includes(NUL) || line.model.includes(NUL) ? { ...line, brain: storable(line.brain), model: storable(line.model) } : line
+
+/**
+ * The table's migrations, in planckclaw_cluster_migrations: they only ever
+ * add (a new change is a new numbered entry), so runners of an earlier
+ * version go on reading and writing the table while others start.
+ */
+export const migrations = Migrator.fromRecord({
+  "1_turns": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`CREATE TABLE IF NOT EXISTS planckclaw_cluster_turns (
+      agent_id TEXT NOT NULL,
+      message_key TEXT NOT NULL,
+      reply TEXT NOT NULL,
+      stored BOOLEAN NOT NULL,
+      decided_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
+      PRIMARY KEY (agent_id, message_key)
+    )`.pipe(
+      Effect.andThen(sql`CREATE INDEX IF NOT EXISTS planckclaw_cluster_turns_decided ON planckclaw_cluster_turns (decided_at)`)
+    )),
+  "2_exact_replies": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`ALTER TABLE planckclaw_cluster_turns ADD COLUMN IF NOT EXISTS reply_json TEXT`)
+})
