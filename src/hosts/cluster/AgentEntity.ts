@@ -46,6 +46,7 @@ import * as IdempotencyStore from "../serve/IdempotencyStore.js"
 import * as TurnCancels from "../serve/TurnCancels.js"
 import { AgentStore } from "./AgentStore.js"
 import * as ClusterSchedules from "./ClusterSchedules.js"
+import { answersAnother } from "./DecidedRows.js"
 import { clusterInbox, TurnJournal } from "./TurnJournal.js"
 
 /**
@@ -179,6 +180,11 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService, cancels: TurnCance
         const decided = yield* (parts.lookup === undefined ? journal.lookup(id, message.key) : parts.lookup(message.key)).pipe(
           Effect.mapError((error) => new AgentUnavailable({ message: `agent ${id}: the database did not answer: ${error.message}` }))
         )
+        const request = IdempotencyStore.requestOf(message)
+        // Decided for another message under this key (its own pruned before it): that message's answer, with its
+        // request, which ClusterHost refuses for this one (key-reused), and no attempt of this one (a failure it
+        // answered is another attempt's). Nothing runs, nothing is stored.
+        if (Option.isSome(decided) && answersAnother(decided.value, request)) return decided.value
         const pending: Pending = {
           id: nextId++,
           key: message.key,
@@ -192,7 +198,6 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService, cancels: TurnCance
         // None when cancelled (nothing stored, nothing decided) or for a blank message.
         const outcome = Option.flatten(ran)
         yield* agent.delivered(pending, outcome)
-        const request = IdempotencyStore.requestOf(message)
         const answered: Outcome = Option.isNone(ran)
           // Answered as `serve` answers a cancelled turn; ClusterHost keeps no such reply under the key.
           ? { reply: TurnCancels.CANCELLED, stored: false, request }

@@ -4,7 +4,9 @@
  * one (a model echoing a tool's output): such a reply is kept as its JSON
  * string in `reply_json`, with `reply` holding it with each NUL as U+FFFD,
  * which is what a runner of an earlier version (it reads `reply` only)
- * answers.
+ * answers. `request` names the message the reply answers
+ * (IdempotencyStore.requestOf), so a reply is never taken for another
+ * message sent under the same key.
  *
  * The usage rows a turn writes go in TEXT columns too: a brain or model name
  * holding a NUL (only a broken backend sends one) is kept with U+FFFD in its
@@ -16,10 +18,12 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type { UsageLine } from "../../usage/UsageLedger.js"
 
-/** A message's reply as decided: what it answers, and whether its exchange is stored. */
+/** A message's reply as decided: what it answers, whether its exchange is stored, and (when known) the message it answers. */
 export interface Decided {
   readonly reply: string
   readonly stored: boolean
+  /** IdempotencyStore.requestOf of the message; absent in rows written before it was kept. */
+  readonly request?: string | undefined
 }
 
 const NUL = "\u0000"
@@ -31,11 +35,13 @@ export const storable = (text: string): string => text.includes(NUL) ? text.repl
 export interface Columns {
   readonly reply: string
   readonly reply_json: string | null
+  readonly request: string | null
 }
 
 export const columnsOf = (decided: Decided): Columns => ({
   reply: storable(decided.reply),
-  reply_json: decided.reply.includes(NUL) ? JSON.stringify(decided.reply) : null
+  reply_json: decided.reply.includes(NUL) ? JSON.stringify(decided.reply) : null,
+  request: decided.request ?? null
 })
 
 /** The reply the columns hold: `reply_json` when there is one (and it reads as a string), else `reply`. */
@@ -46,7 +52,15 @@ export const replyOf = (columns: { readonly reply: string; readonly reply_json: 
 }
 
 /** The decided reply of a row. */
-export const decidedOf = (row: Columns & { readonly stored: boolean }): Decided => ({ reply: replyOf(row), stored: row.stored })
+export const decidedOf = (row: Columns & { readonly stored: boolean }): Decided => ({
+  reply: replyOf(row),
+  stored: row.stored,
+  ...(row.request === null ? {} : { request: row.request })
+})
+
+/** Whether `decided` was kept for another message than the one `request` names (a key reused). */
+export const answersAnother = (decided: Decided, request: string): boolean =>
+  decided.request !== undefined && decided.request !== request
 
 /** A usage line whose texts a TEXT column can hold. */
 export const storableUsage = (line: UsageLine): UsageLine =>
@@ -70,5 +84,7 @@ export const migrations = Migrator.fromRecord({
       Effect.andThen(sql`CREATE INDEX IF NOT EXISTS planckclaw_cluster_turns_decided ON planckclaw_cluster_turns (decided_at)`)
     )),
   "2_exact_replies": Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql`ALTER TABLE planckclaw_cluster_turns ADD COLUMN IF NOT EXISTS reply_json TEXT`)
+    sql`ALTER TABLE planckclaw_cluster_turns ADD COLUMN IF NOT EXISTS reply_json TEXT`),
+  "3_requests": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`ALTER TABLE planckclaw_cluster_turns ADD COLUMN IF NOT EXISTS request TEXT`)
 })

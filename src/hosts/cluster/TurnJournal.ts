@@ -22,6 +22,7 @@ import * as Schedule from "effect/Schedule"
 import type { InboxService, Pending } from "../../memory/Inbox.js"
 import type { MemoryError } from "../../memory/MemoryDir.js"
 import { resilient } from "../../memory/sql/SqlResilience.js"
+import * as IdempotencyStore from "../serve/IdempotencyStore.js"
 import { type Columns, type Decided, decidedOf, migrations } from "./DecidedRows.js"
 import * as TurnWrites from "./TurnWrites.js"
 
@@ -43,7 +44,7 @@ export const make = Effect.gen(function*() {
   )
   return {
     lookup: (agentId, key) =>
-      sql<Columns & { stored: boolean }>`SELECT reply, reply_json, stored FROM planckclaw_cluster_turns
+      sql<Columns & { stored: boolean }>`SELECT reply, reply_json, request, stored FROM planckclaw_cluster_turns
         WHERE agent_id = ${agentId} AND message_key = ${key}`.pipe(
         Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), decidedOf)),
         resilient(`reading the decided reply of a message to agent ${agentId}`)
@@ -104,7 +105,8 @@ export const clusterInbox = (agentId: string, journal: TurnJournalService, write
     answered: (pending, reply, stored) =>
       Effect.suspend(() => {
         if (pending.key === undefined) return Effect.void
-        const decided: Decided = { reply, stored }
+        // Kept with the message it answers, so it is never taken for another under the same key.
+        const decided: Decided = { reply, stored, request: IdempotencyStore.requestOf(pending) }
         // To be stored: the reply goes with its exchange (TurnWrites.memory).
         if (writes !== undefined && stored) return Effect.sync(() => void writes.waiting.decided.set(pending.key!, decided))
         return journal.record(agentId, pending.key, decided).pipe(Effect.catch(notRecorded))

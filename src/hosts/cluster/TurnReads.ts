@@ -24,6 +24,7 @@ import type { Sizes } from "./TurnWrites.js"
 interface Row {
   readonly decided_reply: string | null
   readonly decided_reply_json: string | null
+  readonly decided_request: string | null
   readonly decided_stored: boolean | null
   readonly summary: string | null
   readonly soul: string | null
@@ -35,7 +36,8 @@ interface Row {
 export const statement = (sql: SqlClient.SqlClient, agentId: string, key: string, keep: number | undefined) => {
   const tail = keep === undefined || keep <= 0 ? sql`NULL::text` : sql`(SELECT json_agg(json_build_array(h.role, h.content, h.line))::text
       FROM (SELECT role, content, line FROM planckclaw_history WHERE agent_id = ${agentId} ORDER BY seq DESC LIMIT ${keep}) h)`
-  return sql<Row>`SELECT t.reply AS decided_reply, t.reply_json AS decided_reply_json, t.stored AS decided_stored, a.summary, a.soul, ${tail} AS tail
+  return sql<Row>`SELECT t.reply AS decided_reply, t.reply_json AS decided_reply_json,
+      t.request AS decided_request, t.stored AS decided_stored, a.summary, a.soul, ${tail} AS tail
     FROM (SELECT 1) AS one
     LEFT JOIN planckclaw_cluster_turns t ON t.agent_id = ${agentId} AND t.message_key = ${key}
     LEFT JOIN planckclaw_agents a ON a.agent_id = ${agentId}`
@@ -83,6 +85,7 @@ export const make = (
             : Option.some(decidedOf({
               reply: row.decided_reply,
               reply_json: row.decided_reply_json,
+              request: row.decided_request,
               stored: row.decided_stored === true
             }))
         })

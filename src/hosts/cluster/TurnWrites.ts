@@ -67,8 +67,8 @@ export const takeUsage = (writes: TurnWrites): ReadonlyArray<UsageLine> => {
 /** The decided reply of message `key` as its row (DecidedRows), unless the message has one already. */
 export const insertTurn = (sql: SqlClient.SqlClient, agentId: string, key: string, decided: Decided) => {
   const columns = columnsOf(decided)
-  return sql`INSERT INTO planckclaw_cluster_turns (agent_id, message_key, reply, reply_json, stored)
-    VALUES (${agentId}, ${key}, ${columns.reply}, ${columns.reply_json}::text, ${decided.stored})
+  return sql`INSERT INTO planckclaw_cluster_turns (agent_id, message_key, reply, reply_json, request, stored)
+    VALUES (${agentId}, ${key}, ${columns.reply}, ${columns.reply_json}::text, ${columns.request}::text, ${decided.stored})
     ON CONFLICT (agent_id, message_key) DO NOTHING`
 }
 

@@ -68,8 +68,10 @@ const setup = (journaled: Map<string, Decided>) => {
   })
   const parts = Layer.mergeAll(brain, InMemoryClaws.layer([]), store, journal)
   const layer = AgentEntity.layer.pipe(Layer.provideMerge(TestRunner.layer), Layer.provide(parts))
-  const history = (id: string) =>
-    fs.readFileSync(path.join(root, id, "history.jsonl"), "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line))
+  const history = (id: string) => {
+    const file = path.join(root, id, "history.jsonl")
+    return fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line)) : []
+  }
   return { layer, parts, asked, history, failing }
 }
 
@@ -160,6 +162,30 @@ describe("the cluster's AgentHost over the Agent entity", () => {
       expect(other.message).toContain("was already used for another message")
       expect(yield* agents.send("gus", { text: "pay 10", idempotencyKey: "k-5" })).toEqual({ reply: "reply to pay 10", stored: true })
       expect(kit.asked).toEqual(["pay 10"])
+    }).pipe(Effect.provide(withHost(kit)), Effect.scoped)
+  })
+
+  it.live("refuses a key whose decided reply answered another message, gone from the cluster's storage (pruned before its turn), with no turn", () => {
+    // A runner whose message storage no longer holds the first message under k-7; the journal still has its turn.
+    const kit = setup(new Map([["hal/idem:k-7", { reply: "reply to pay 10", stored: true, request: IdempotencyStore.requestOf({ channel: "http", text: "pay 10" }) }]]))
+    return Effect.gen(function*() {
+      const agents = yield* AgentHost.AgentHost
+      const other = yield* Effect.flip(agents.send("hal", { text: "pay 1000", idempotencyKey: "k-7" }))
+      expect(other.reason).toBe("key-reused")
+      // The message the reply answered, sent again, still gets it.
+      expect(yield* agents.send("hal", { text: "pay 10", idempotencyKey: "k-7" })).toEqual({ reply: "reply to pay 10", stored: true })
+      expect(kit.asked).toEqual([])
+      expect(kit.history("hal")).toEqual([])
+    }).pipe(Effect.provide(withHost(kit)), Effect.scoped)
+  })
+
+  it.live("gives a turn to a message under a key whose decided failure answered another message gone from the cluster's storage", () => {
+    const kit = setup(new Map([["ida/idem:k-8", { reply: Turn.APOLOGY, stored: false, request: IdempotencyStore.requestOf({ channel: "http", text: "pay 10" }) }]]))
+    return Effect.gen(function*() {
+      const agents = yield* AgentHost.AgentHost
+      // A failure is kept under no key, as in serve: the next retry key gets the turn.
+      expect(yield* agents.send("ida", { text: "pay 20", idempotencyKey: "k-8" })).toEqual({ reply: "reply to pay 20", stored: true })
+      expect(kit.asked).toEqual(["pay 20"])
     }).pipe(Effect.provide(withHost(kit)), Effect.scoped)
   })
 

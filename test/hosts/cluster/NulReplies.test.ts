@@ -102,7 +102,7 @@ describe("a reply holding a NUL in a cluster", () => {
       yield* sql`INSERT INTO planckclaw_cluster_turns (agent_id, message_key, reply, stored) VALUES ('cid', 'idem:old', 'an old reply', TRUE)`
       const journal = yield* TurnJournal.make
       expect(yield* journal.lookup("cid", "idem:old")).toEqual(Option.some({ reply: "an old reply", stored: true }))
-      yield* journal.record("cid", "idem:new", { reply: `a${NUL}b`, stored: false })
-      expect(yield* journal.lookup("cid", "idem:new")).toEqual(Option.some({ reply: `a${NUL}b`, stored: false }))
+      yield* journal.record("cid", "idem:new", { reply: `a${NUL}b`, stored: false, request: "r" })
+      expect(yield* journal.lookup("cid", "idem:new")).toEqual(Option.some({ reply: `a${NUL}b`, stored: false, request: "r" }))
     })), 60_000)
 })
