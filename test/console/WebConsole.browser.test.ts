@@ -11,19 +11,16 @@
  */
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import * as zlib from "node:zlib"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
-import { chromium } from "playwright-core"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
+import { CHROMIUM, page as chromiumPage } from "../support/ConsoleBrowser.js"
 import * as LoopbackHttp from "../support/LoopbackHttp.js"
 import { eventually, tool } from "../support/Sandbox.js"
 import { setup, startServe } from "../support/ServeKit.js"
-
-const CHROMIUM = "/usr/bin/chromium"
 
 /** The page's globals, as a function run in the page sees them (the test's own types have no DOM; the cast is erased, so the function runs as written). */
 interface PageGlobals {
@@ -31,16 +28,6 @@ interface PageGlobals {
   readonly sessionStorage: { readonly length: number }
   readonly localStorage: { readonly length: number }
 }
-const FLAGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync"
-]
-
 /** The stand-in: a tool call for the time, a story held mid-sentence until `storyGate`, a turn that never ends for "hang". */
 const brain = (storyGate: Deferred.Deferred<void>): AnthropicServer.Handler => (request) => {
   if (AnthropicServer.isCompaction(request)) return AnthropicServer.listingSummary(request)
@@ -90,12 +77,7 @@ describe("the web console in chromium", () => {
       const foreign = yield* Effect.promise(() => fetch(`${serve.base}/v1/agents`, { headers: { ...auth, origin: "http://attacker.example" } }))
       expect(foreign.status).toBe(403)
 
-      const profile = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-chromium-"))
-      const context = yield* Effect.acquireRelease(
-        Effect.promise(() => chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1000, height: 800 } })),
-        (context) => Effect.promise(() => context.close()).pipe(Effect.andThen(Effect.sync(() => fs.rmSync(profile, { recursive: true, force: true }))))
-      )
-      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
+      const page = yield* chromiumPage({ viewport: { width: 1000, height: 800 } })
       const requested: Array<string> = []
       const cspViolations: Array<string> = []
       page.on("request", (request) => requested.push(request.url()))
