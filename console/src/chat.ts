@@ -1,50 +1,19 @@
 /**
  * A chat with one agent: its earlier exchanges loaded page by page as the
- * log is scrolled up (GET …/history?before=), a message's reply streamed in
+ * log is scrolled up (history.ts), a message's reply streamed in
  * as the agent writes it with a line per tool call and its outcome, a turn
  * that can be cancelled, and the agent's actions: compact now, forget (after
  * a confirmation naming it), its soul and summary read-only, its schedule.
  */
-import { agentPath, ApiError, cancelTurn, getJson, type HistoryEntry, postJson, streamMessage } from "./api.js"
-import { h, say } from "./dom.js"
+import { agentPath, cancelTurn, getJson, postJson, streamMessage } from "./api.js"
+import { h, messageLine, say } from "./dom.js"
+import { history } from "./history.js"
 import { schedulesSection } from "./schedules.js"
-
-const messageLine = (role: "user" | "assistant", text: string) =>
-  h("div", { class: `msg ${role}` }, h("span", { class: "who" }, role === "user" ? "You:" : "Agent:"), h("span", { class: "text" }, text))
 
 export const chatView = (id: string, back: () => void): HTMLElement => {
   const log = h("div", { class: "log", role: "log", "aria-label": `Conversation with ${id}`, tabindex: "0" })
-  const earlier = h("button", { type: "button", onclick: () => void loadEarlier() }, "Load earlier messages")
-  let before: number | null | undefined
-  let loading = false
-
-  const loadEarlier = async () => {
-    if (loading || before === null) return
-    loading = true
-    try {
-      const query = new URLSearchParams({ limit: "30" })
-      if (before !== undefined) query.set("before", String(before))
-      const page = await getJson<{ entries: ReadonlyArray<HistoryEntry>; next: number | null }>(`${agentPath(id)}/history?${query}`)
-      const height = log.scrollHeight
-      log.prepend(...[...page.entries].reverse().map((entry) => messageLine(entry.role, entry.content)))
-      // The first page shows the newest at the bottom; later ones keep what was on screen in place.
-      log.scrollTop = before === undefined ? log.scrollHeight : log.scrollHeight - height
-      before = page.next
-      earlier.disabled = before === null
-      earlier.textContent = before === null ? "No earlier messages" : "Load earlier messages"
-    } catch (error) {
-      // A new agent has no history yet.
-      if (!(error instanceof ApiError && error.status === 404)) say(`History could not be read: ${(error as Error).message}`, true)
-      before = null
-      earlier.disabled = true
-      earlier.textContent = "No earlier messages"
-    } finally {
-      loading = false
-    }
-  }
-  log.addEventListener("scroll", () => {
-    if (log.scrollTop < 40) void loadEarlier()
-  })
+  // A turn's lines are not kept when the log starts again from the newest page.
+  const pages = history(id, log, () => [])
 
   const text = h("textarea", { name: "text", rows: "3", required: true })
   const send = h("button", { type: "submit" }, "Send")
@@ -164,7 +133,9 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
     say(`Compacting ${id}…`)
     try {
       const done = await postJson<{ compacted: boolean; summarised: number; kept: number }>(`${agentPath(id)}/compact`)
-      say(done.compacted ? `${id} compacted: ${done.summarised} lines summarised, ${done.kept} kept.` : `${id} had nothing to compact.`)
+      // The history file was rewritten: the pages' positions point elsewhere in it now.
+      if (done.compacted) await pages.reload(`${id} compacted: ${done.summarised} lines summarised, ${done.kept} kept.`)
+      else say(`${id} had nothing to compact.`)
       if (details.open) void showMemory()
     } catch (error) {
       say(`${id} could not be compacted: ${(error as Error).message}`, true)
@@ -185,8 +156,7 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
       // The agent forgets in its own order, after the turns before it (its /forget command).
       const done = await postJson<{ reply: string }>(`${agentPath(id)}/messages`, { text: "/forget confirm", channel: "console" })
       log.replaceChildren(messageLine("assistant", done.reply))
-      before = null
-      earlier.disabled = true
+      pages.ended()
       say(`${id}: ${done.reply}`)
       if (details.open) void showMemory()
     } catch (error) {
@@ -195,7 +165,7 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
   })
   const forget = h("button", { type: "button", onclick: () => confirmForget.showModal() }, "Forget…")
 
-  void loadEarlier()
+  void pages.loadEarlier()
   const composer = h("form", { class: "composer", onsubmit: (event) => { event.preventDefault(); void sendMessage() } },
     h("label", {}, `Message to ${id} (Enter sends, Shift+Enter a new line, Escape cancels)`, text),
     h("div", { class: "row" }, send, cancel))
@@ -207,7 +177,7 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
     details,
     schedulesSection(id),
     confirmForget,
-    earlier,
+    pages.earlier,
     log,
     composer)
 }

@@ -28,3 +28,7 @@ export const dollars = (cost: number | null | undefined) => cost === null || cos
 export const when = (iso: string | null) => iso === null ? "never" : new Date(iso).toLocaleString()
 
 export const today = () => new Date().toISOString().slice(0, 10)
+
+/** One line of a conversation's log. */
+export const messageLine = (role: "user" | "assistant", text: string) =>
+  h("div", { class: `msg ${role}` }, h("span", { class: "who" }, role === "user" ? "You:" : "Agent:"), h("span", { class: "text" }, text))
