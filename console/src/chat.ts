@@ -1,13 +1,15 @@
 /**
  * A chat with one agent: its earlier exchanges loaded page by page as the
- * log is scrolled up (history.ts), a message's reply streamed in
- * as the agent writes it with a line per tool call and its outcome, a turn
- * that can be cancelled, and the agent's actions: compact now, forget (after
- * a confirmation naming it), its soul and summary read-only, its schedule.
+ * log is scrolled up (history.ts), a message's reply streamed in as the
+ * agent writes it with a line per tool call and its outcome, a turn that
+ * can be cancelled (Escape, wherever the focus is), and the agent's
+ * actions: compact now, forget (after a confirmation naming it), its soul
+ * and summary read-only, its schedule.
  */
 import { agentPath, cancelTurn, getJson, postJson, streamMessage } from "./api.js"
 import { h, messageLine, say } from "./dom.js"
 import { history } from "./history.js"
+import { beyondTold, isCancelled } from "./replies.js"
 import { schedulesSection } from "./schedules.js"
 
 export const chatView = (id: string, back: () => void): HTMLElement => {
@@ -35,7 +37,8 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
     log.append(messageLine("user", said))
     // The reply as it is written: a piece of text per round, each tool call a line between them.
     let segment: HTMLElement | undefined
-    let told = false
+    // Every piece of text told, for the `end` to say only what they did not.
+    let told = ""
     const writing = () => {
       if (segment === undefined) {
         segment = messageLine("assistant", "")
@@ -53,13 +56,15 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
     turn = { stop: running, key }
     send.disabled = true
     cancel.disabled = false
+    // Not left on the Send button now disabled: Escape and the next message start from the box.
+    text.focus()
     say(`${id} is answering…`)
     const pending: Array<{ name: string; line: HTMLElement }> = []
     try {
       await streamMessage(id, said, key, running.signal, (event) => {
         switch (event.event) {
           case "text":
-            told = true
+            told += event.data.text
             writing().textContent += event.data.text
             break
           case "tool": {
@@ -79,12 +84,16 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
             }
             break
           }
-          case "end":
-            // Told in one piece (a command, a reply kept under its key): the reply itself.
-            if (!told || event.data.reply.startsWith("Cancelled:")) writing().textContent = event.data.reply
-            say(event.data.reply.startsWith("Cancelled:")
+          case "end": {
+            const cancelled = isCancelled(event.data)
+            // Told in one piece (a command, a reply kept under its key), the reply itself; told as it went, only what
+            // it adds (a note that it was cut short), or all of it when it is another text (the brain failed midway).
+            const rest = cancelled ? event.data.reply : beyondTold(event.data.reply, told) ?? event.data.reply
+            if (rest !== "") line(messageLine("assistant", rest))
+            say(cancelled
               ? "Turn cancelled: nothing was stored."
               : event.data.stored ? `${id} answered.` : `${id} answered; the exchange was not stored.`)
+          }
         }
         log.scrollTop = log.scrollHeight
       })
@@ -108,7 +117,6 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
       event.preventDefault()
       void sendMessage()
     }
-    if (event.key === "Escape") void cancelIt()
   })
 
   const memory = h("div")
@@ -169,7 +177,7 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
   const composer = h("form", { class: "composer", onsubmit: (event) => { event.preventDefault(); void sendMessage() } },
     h("label", {}, `Message to ${id} (Enter sends, Shift+Enter a new line, Escape cancels)`, text),
     h("div", { class: "row" }, send, cancel))
-  return h("section", { "aria-labelledby": "chat-title" },
+  const view = h("section", { "aria-labelledby": "chat-title" },
     h("div", { class: "row" },
       h("button", { type: "button", onclick: back }, "← Agents"),
       h("h2", { id: "chat-title" }, `Chat with ${id}`)),
@@ -180,4 +188,13 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
     pages.earlier,
     log,
     composer)
+
+  // Escape cancels the turn wherever the focus is (Send leaves it nowhere), but in a dialog, which Escape closes.
+  const onKey = (event: KeyboardEvent) => {
+    if (!view.isConnected) return document.removeEventListener("keydown", onKey)
+    if (event.key !== "Escape" || event.defaultPrevented || document.querySelector("dialog[open]") !== null) return
+    void cancelIt()
+  }
+  document.addEventListener("keydown", onKey)
+  return view
 }

@@ -1,0 +1,103 @@
+/**
+ * The console's turns, in chromium (test/support/ConsoleBrowser.ts) against
+ * the built `serve`. A model's reply starting with "Cancelled:" is an
+ * answer, not a cancelled turn, and text told around a tool line is shown
+ * once. Escape cancels a turn sent with the Send button, wherever the focus
+ * is, but not from the Forget dialog, which it closes.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as AnthropicServer from "../support/AnthropicServer.js"
+import * as Cli from "../support/Cli.js"
+import * as ConsoleBrowser from "../support/ConsoleBrowser.js"
+import * as LoopbackHttp from "../support/LoopbackHttp.js"
+import { eventually, tool } from "../support/Sandbox.js"
+import { setup } from "../support/ServeKit.js"
+
+const { logLines, step } = ConsoleBrowser
+
+/** `serve` on `port`: the page's origin stays the same across a restart. */
+const serveOn = (port: number, cwd: string, env: NodeJS.ProcessEnv) =>
+  Effect.gen(function*() {
+    const running = yield* Cli.start(["serve", "--http", `127.0.0.1:${port}`], { cwd, env })
+    yield* eventually("serve to listen", () => Effect.runSync(running.stderrSoFar).includes("HTTP API on") || undefined)
+    return running
+  })
+
+/** The exchanges of an agent's history.jsonl, as `role: content`. */
+const stored = (agents: string, id: string) =>
+  fs.readFileSync(path.join(agents, id, "history.jsonl"), "utf8").split("\n").filter((line) => line !== "").map((line) => {
+    const entry = JSON.parse(line) as { role: string; content: string }
+    return `${entry.role}: ${entry.content}`
+  })
+
+describe("the console's turns in chromium", () => {
+  it.live("a stored reply starting with 'Cancelled:' is an answer, and the text around its tool line is shown once", () =>
+    Effect.gen(function*() {
+      const asked = "is my dentist appointment still on?"
+      const { agents, box, env } = yield* setup((request) => {
+        if (AnthropicServer.isCompaction(request)) return AnthropicServer.listingSummary(request)
+        const last = request.body.messages[request.body.messages.length - 1]
+        const afterTool = last !== undefined && Array.isArray(last.content)
+        const streamed = (request.body as { readonly stream?: unknown }).stream === true
+        if (afterTool) return streamed ? AnthropicServer.streamedText("Your 9am dentist ", "appointment is off.") : AnthropicServer.text("Your 9am dentist appointment is off.")
+        return streamed
+          ? LoopbackHttp.events(AnthropicServer.streamEvents([{ type: "text", pieces: ["Cancelled: ", "let me check."] }, { type: "tool_use", id: "t1", name: "clock", input: {} }]))
+          : AnthropicServer.toolUse([{ id: "t1", name: "clock", input: {} }])
+      })
+      box.claw("clock.sh", `${tool("clock")}\necho noon\n`)
+      const port = yield* LoopbackHttp.unusedPort
+      yield* serveOn(port, box.dir, env)
+      const page = yield* ConsoleBrowser.page()
+      yield* step(() => page.goto(`http://127.0.0.1:${port}/`))
+      yield* step(() => page.getByLabel("Agent id (a new one starts a new agent)").fill("carol"))
+      yield* step(() => page.keyboard.press("Enter"))
+      const message = page.getByLabel(/Message to carol/)
+      yield* step(() => message.fill(asked))
+      yield* step(() => message.press("Enter"))
+      yield* step(() => page.getByText(/^(carol answered|Turn cancelled)/).waitFor())
+      expect(yield* step(() => page.locator("#status").textContent())).toBe("carol answered.")
+      expect(yield* logLines(page)).toEqual([
+        `You:${asked}`,
+        "Agent:Cancelled: let me check.",
+        expect.stringMatching(/^✓ clock succeeded \(\d+ ms\)$/),
+        "Agent:Your 9am dentist appointment is off."
+      ])
+      expect(stored(agents, "carol")).toEqual([`user: ${asked}`, "assistant: Cancelled: let me check.\n\nYour 9am dentist appointment is off."])
+    }), 120_000)
+
+  it.live("Escape cancels a turn sent with the Send button, the focus back in the message box; in the Forget dialog it only closes the dialog", () =>
+    Effect.gen(function*() {
+      const { box, env, server } = yield* setup((request) => {
+        if (AnthropicServer.isCompaction(request)) return AnthropicServer.listingSummary(request)
+        return AnthropicServer.lastUserText(request.body) === "hang" ? LoopbackHttp.hang : AnthropicServer.text("ok")
+      })
+      const port = yield* LoopbackHttp.unusedPort
+      yield* serveOn(port, box.dir, env)
+      const page = yield* ConsoleBrowser.page()
+      yield* step(() => page.goto(`http://127.0.0.1:${port}/`))
+      yield* step(() => page.getByLabel("Agent id (a new one starts a new agent)").fill("dave"))
+      yield* step(() => page.keyboard.press("Enter"))
+      yield* step(() => page.getByLabel(/Message to dave/).fill("hang"))
+      yield* step(() => page.getByRole("button", { name: "Send" }).click())
+      yield* step(() => page.getByText("dave is answering…").waitFor())
+      yield* eventually("the hanging brain call", () =>
+        Effect.runSync(server.requests).some((request) => AnthropicServer.lastUserText(request.body) === "hang") || undefined)
+      const focused = () => step(() => page.evaluate(() => (globalThis as unknown as { document: { activeElement: { tagName: string } | null } }).document.activeElement?.tagName))
+      expect(yield* focused()).toBe("TEXTAREA")
+
+      // Escape in the dialog closes it and leaves the turn running.
+      yield* step(() => page.getByRole("button", { name: "Forget…" }).click())
+      yield* step(() => page.getByRole("dialog", { name: "Forget dave?" }).waitFor())
+      yield* step(() => page.keyboard.press("Escape"))
+      yield* step(() => page.getByText("dave was not forgotten.").waitFor())
+      expect(yield* step(() => page.getByRole("button", { name: "Cancel turn" }).isEnabled())).toBe(true)
+
+      // Then, the focus outside the message box, Escape cancels it.
+      expect(yield* focused()).not.toBe("TEXTAREA")
+      yield* step(() => page.keyboard.press("Escape"))
+      yield* step(() => page.getByText("Turn cancelled: nothing was stored.").waitFor())
+    }), 120_000)
+})
