@@ -68,7 +68,18 @@ const parseEvents = (block: string): TurnEvent | undefined => {
   return { event, data: JSON.parse(data.join("\n")) } as TurnEvent
 }
 
-/** Sends a message and calls `onEvent` for each event of its turn, until `end` or `signal` aborts. */
+/**
+ * The stream of a message cut after the agent took it (its 200 came): the
+ * message is journaled and will be answered, only this page lost its turn.
+ * Sent again under its Idempotency-Key, it gets that reply.
+ */
+export class StreamCut extends Error {}
+
+/**
+ * Sends a message and calls `onEvent` for each event of its turn, until `end`
+ * or `signal` aborts. A failure before the response is the fetch's (or an
+ * ApiError); one after it, a stream ending without `end` included, a StreamCut.
+ */
 export const streamMessage = async (
   id: string,
   text: string,
@@ -84,15 +95,24 @@ export const streamMessage = async (
   })
   if (!response.ok || response.body === null) throw await failure(response)
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
+  const read = async () => {
+    try {
+      return await reader.read()
+    } catch (error) {
+      throw signal.aborted ? error : new StreamCut((error as Error).message)
+    }
+  }
   let buffered = ""
   for (;;) {
-    const { done, value } = await reader.read()
-    if (done) return
+    const { done, value } = await read()
+    if (done) throw new StreamCut("the stream ended before the reply")
     buffered += value.replace(/\r\n?/g, "\n")
     for (let end = buffered.indexOf("\n\n"); end !== -1; end = buffered.indexOf("\n\n")) {
       const event = parseEvents(buffered.slice(0, end))
       buffered = buffered.slice(end + 2)
-      if (event !== undefined) onEvent(event)
+      if (event === undefined) continue
+      onEvent(event)
+      if (event.event === "end") return
     }
   }
 }

@@ -2,120 +2,35 @@
  * A chat with one agent: its earlier exchanges loaded page by page as the
  * log is scrolled up (history.ts), a message's reply streamed in as the
  * agent writes it with a line per tool call and its outcome, a turn that
- * can be cancelled (Escape, wherever the focus is), and the agent's
- * actions: compact now, forget (after a confirmation naming it), its soul
- * and summary read-only, its schedule.
+ * can be cancelled (Escape, wherever the focus is) and a cut one retried
+ * (exchange.ts), and the agent's actions: compact now, forget (after a
+ * confirmation naming it), its soul and summary read-only, its schedule.
  */
-import { agentPath, cancelTurn, getJson, postJson, streamMessage } from "./api.js"
+import { agentPath, getJson, postJson } from "./api.js"
 import { h, messageLine, say } from "./dom.js"
+import { exchanges } from "./exchange.js"
 import { history } from "./history.js"
-import { beyondTold, isCancelled } from "./replies.js"
 import { schedulesSection } from "./schedules.js"
 
 export const chatView = (id: string, back: () => void): HTMLElement => {
   const log = h("div", { class: "log", role: "log", "aria-label": `Conversation with ${id}`, tabindex: "0" })
-  // A turn's lines are not kept when the log starts again from the newest page.
-  const pages = history(id, log, () => [])
-
   const text = h("textarea", { name: "text", rows: "3", required: true })
   const send = h("button", { type: "submit" }, "Send")
   const cancel = h("button", { type: "button", disabled: true }, "Cancel turn")
-  let turn: { readonly stop: AbortController; readonly key: string } | undefined
-  // The agent stops the turn and answers its stream with the cancellation; if it had none to stop, the page stops listening.
-  const cancelIt = async () => {
-    const running = turn
-    if (running === undefined) return
-    cancel.disabled = true
-    const stopped = await cancelTurn(id, running.key).catch(() => false)
-    if (!stopped) running.stop.abort()
-  }
+  const turns = exchanges(id, log, { text, send, cancel })
+  const pages = history(id, log, turns.unsettled)
 
-  const sendMessage = async () => {
+  const sendMessage = () => {
     const said = text.value.trim()
-    if (said === "" || turn !== undefined) return
+    if (said === "" || turns.running()) return
     text.value = ""
-    log.append(messageLine("user", said))
-    // The reply as it is written: a piece of text per round, each tool call a line between them.
-    let segment: HTMLElement | undefined
-    // Every piece of text told, for the `end` to say only what they did not.
-    let told = ""
-    const writing = () => {
-      if (segment === undefined) {
-        segment = messageLine("assistant", "")
-        log.append(segment)
-      }
-      return segment.querySelector(".text")!
-    }
-    const line = (element: HTMLElement) => {
-      if (segment !== undefined && writing().textContent === "") segment.remove()
-      segment = undefined
-      log.append(element)
-    }
-    const running = new AbortController()
-    const key = `console-${crypto.randomUUID()}`
-    turn = { stop: running, key }
-    send.disabled = true
-    cancel.disabled = false
-    // Not left on the Send button now disabled: Escape and the next message start from the box.
-    text.focus()
-    say(`${id} is answering…`)
-    const pending: Array<{ name: string; line: HTMLElement }> = []
-    try {
-      await streamMessage(id, said, key, running.signal, (event) => {
-        switch (event.event) {
-          case "text":
-            told += event.data.text
-            writing().textContent += event.data.text
-            break
-          case "tool": {
-            const running = h("div", { class: "tool running" }, `⋯ ${event.data.name} ${JSON.stringify(event.data.input)}`)
-            pending.push({ name: event.data.name, line: running })
-            line(running)
-            break
-          }
-          case "tool-result": {
-            const index = pending.findIndex((call) => call.name === event.data.name)
-            const call = index === -1 ? undefined : pending.splice(index, 1)[0]
-            const outcome = `${event.data.ok ? "✓" : "✗"} ${event.data.name} ${event.data.ok ? "succeeded" : "failed"} (${Math.round(event.data.ms)} ms)`
-            if (call === undefined) line(h("div", { class: `tool ${event.data.ok ? "ok" : "failed"}` }, outcome))
-            else {
-              call.line.textContent = outcome
-              call.line.className = `tool ${event.data.ok ? "ok" : "failed"}`
-            }
-            break
-          }
-          case "end": {
-            const cancelled = isCancelled(event.data)
-            // Told in one piece (a command, a reply kept under its key), the reply itself; told as it went, only what
-            // it adds (a note that it was cut short), or all of it when it is another text (the brain failed midway).
-            const rest = cancelled ? event.data.reply : beyondTold(event.data.reply, told) ?? event.data.reply
-            if (rest !== "") line(messageLine("assistant", rest))
-            say(cancelled
-              ? "Turn cancelled: nothing was stored."
-              : event.data.stored ? `${id} answered.` : `${id} answered; the exchange was not stored.`)
-          }
-        }
-        log.scrollTop = log.scrollHeight
-      })
-    } catch (error) {
-      if (running.signal.aborted) {
-        line(h("div", { class: "tool failed" }, "This page stopped listening: the turn had ended, or the agent could not stop it (it then finishes it and keeps it)."))
-        say("Stopped listening.")
-      } else {
-        line(h("div", { class: "tool failed" }, `Not sent: ${(error as Error).message}`))
-        say(`The message was not answered: ${(error as Error).message}`, true)
-      }
-    } finally {
-      turn = undefined
-      send.disabled = false
-      cancel.disabled = true
-    }
+    void turns.send(said)
   }
-  cancel.addEventListener("click", () => void cancelIt())
+  cancel.addEventListener("click", () => void turns.cancel())
   text.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey) {
       event.preventDefault()
-      void sendMessage()
+      sendMessage()
     }
   })
 
@@ -174,7 +89,7 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
   const forget = h("button", { type: "button", onclick: () => confirmForget.showModal() }, "Forget…")
 
   void pages.loadEarlier()
-  const composer = h("form", { class: "composer", onsubmit: (event) => { event.preventDefault(); void sendMessage() } },
+  const composer = h("form", { class: "composer", onsubmit: (event) => { event.preventDefault(); sendMessage() } },
     h("label", {}, `Message to ${id} (Enter sends, Shift+Enter a new line, Escape cancels)`, text),
     h("div", { class: "row" }, send, cancel))
   const view = h("section", { "aria-labelledby": "chat-title" },
@@ -193,7 +108,7 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
   const onKey = (event: KeyboardEvent) => {
     if (!view.isConnected) return document.removeEventListener("keydown", onKey)
     if (event.key !== "Escape" || event.defaultPrevented || document.querySelector("dialog[open]") !== null) return
-    void cancelIt()
+    void turns.cancel()
   }
   document.addEventListener("keydown", onKey)
   return view

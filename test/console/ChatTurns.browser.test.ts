@@ -1,14 +1,18 @@
 /**
  * The console's turns, in chromium (test/support/ConsoleBrowser.ts) against
- * the built `serve`. A model's reply starting with "Cancelled:" is an
- * answer, not a cancelled turn, and text told around a tool line is shown
- * once. Escape cancels a turn sent with the Send button, wherever the focus
- * is, but not from the Forget dialog, which it closes.
+ * the built `serve`: a turn cut by a stop is not told as not sent (after its
+ * 200 the page knows the agent took it; before, that it may have), and
+ * Retry after the next start shows its reply once, under the same
+ * Idempotency-Key: the reply kept, no second turn. A
+ * model's reply starting with "Cancelled:" is an answer, not a cancelled
+ * turn, and text told around a tool line is shown once. Escape cancels a
+ * turn sent with the Send button, wherever the focus is, but not from the
+ * Forget dialog, which it closes.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Deferred, Effect } from "effect"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
 import * as ConsoleBrowser from "../support/ConsoleBrowser.js"
@@ -34,6 +38,76 @@ const stored = (agents: string, id: string) =>
   })
 
 describe("the console's turns in chromium", () => {
+  it.live("a turn cut by a stop is not told as not sent; Retry after the restart shows its reply once, without a second turn", () =>
+    Effect.gen(function*() {
+      // The first answer to "book the table" never comes; the first to "and a taxi" stops after its first words, for good.
+      const never = yield* Deferred.make<void>()
+      const cut = new Set<string>()
+      const { agents, box, env, server } = yield* setup((request) => {
+        if (AnthropicServer.isCompaction(request)) return AnthropicServer.listingSummary(request)
+        const said = AnthropicServer.lastUserText(request.body)
+        const firstTime = !cut.has(said)
+        cut.add(said)
+        if (said === "book the table" && firstTime) return LoopbackHttp.hang
+        if (said === "and a taxi" && firstTime) {
+          const [start, ping, ...rest] = AnthropicServer.streamEvents([{ type: "text", pieces: ["Let me see. ", "re: and a taxi"] }])
+          return LoopbackHttp.events([start!, ping!, rest[0]!, rest[1]!, never])
+        }
+        return AnthropicServer.text(`re: ${said}`)
+      }, { PLANCKCLAW_STOP_GRACE: "1" })
+      const asked = (text: string) =>
+        Effect.runSync(server.requests).filter((request) => !AnthropicServer.isCompaction(request) && AnthropicServer.lastUserText(request.body) === text).length
+      const port = yield* LoopbackHttp.unusedPort
+      let serve = yield* serveOn(port, box.dir, env)
+      // A stop (SIGTERM): the turn outlives the grace, the connection is closed; the message stays journaled.
+      const stop = Effect.suspend(() => {
+        serve.process.kill("SIGTERM")
+        return serve.done
+      })
+      const page = yield* ConsoleBrowser.page()
+      yield* step(() => page.goto(`http://127.0.0.1:${port}/`))
+      yield* step(() => page.getByLabel("Agent id (a new one starts a new agent)").fill("bob"))
+      yield* step(() => page.keyboard.press("Enter"))
+      const message = page.getByLabel(/Message to bob/)
+      const sendText = (text: string) => Effect.andThen(step(() => message.fill(text)), step(() => message.press("Enter")))
+      const noAnswer = page.locator(".log > .tool", { hasText: "bob may not have the message, or may be answering it" })
+      const lost = page.locator(".log > .tool", { hasText: "bob took the message and keeps its reply" })
+
+      // Stopped before the turn told anything: no response came, though the agent journaled the message.
+      yield* sendText("book the table")
+      yield* eventually("the hanging brain call", () => asked("book the table") === 1 || undefined)
+      yield* stop
+      yield* step(() => noAnswer.waitFor())
+      expect((yield* logLines(page)).join("\n")).not.toContain("Not sent")
+      serve = yield* serveOn(port, box.dir, env)
+      yield* step(() => noAnswer.getByRole("button", { name: "Retry" }).click())
+      yield* step(() => page.locator(".msg.assistant", { hasText: "re: book the table" }).waitFor())
+
+      // Stopped after the turn's first words: the page knows the agent took it.
+      yield* sendText("and a taxi")
+      yield* step(() => page.locator(".msg.assistant", { hasText: "Let me see." }).waitFor())
+      yield* stop
+      yield* step(() => lost.waitFor())
+      expect(yield* step(() => page.locator("#status").textContent())).toMatch(/^The connection to bob was lost, but it took the message/)
+      // Sent while the server is down: no response either, retried the same way.
+      yield* sendText("are you there?")
+      yield* step(() => noAnswer.waitFor())
+      expect((yield* logLines(page)).join("\n")).not.toContain("Not sent")
+
+      serve = yield* serveOn(port, box.dir, env)
+      yield* step(() => lost.getByRole("button", { name: "Retry" }).click())
+      yield* step(() => page.locator(".msg.assistant", { hasText: "re: and a taxi" }).waitFor())
+      yield* step(() => noAnswer.getByRole("button", { name: "Retry" }).click())
+      yield* step(() => page.locator(".msg.assistant", { hasText: "re: are you there?" }).waitFor())
+      yield* step(() => page.getByText("bob answered.").waitFor())
+      // Each reply once, where its message is (the cut words gone with the line that said it was cut).
+      const exchanges = ["book the table", "and a taxi", "are you there?"]
+      expect(yield* logLines(page)).toEqual(exchanges.flatMap((said) => [`You:${said}`, `Agent:re: ${said}`]))
+      // Answered once each, the cut ones at the next start: the retries got the replies kept under their keys.
+      expect(exchanges.map(asked)).toEqual([2, 2, 1])
+      expect(stored(agents, "bob")).toEqual(exchanges.flatMap((said) => [`user: ${said}`, `assistant: re: ${said}`]))
+    }), 120_000)
+
   it.live("a stored reply starting with 'Cancelled:' is an answer, and the text around its tool line is shown once", () =>
     Effect.gen(function*() {
       const asked = "is my dentist appointment still on?"
