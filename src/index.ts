@@ -17,6 +17,8 @@ export * as Interact from "./ports/Interact.js"
 export * as FoldStore from "./memory/FoldStore.js"
 export * as Inbox from "./memory/Inbox.js"
 export * as Memory from "./memory/Memory.js"
+// Its run lock: one process (one agent) at a time writes a memory directory; MemoryInUse refuses a second.
+export * as MemoryHold from "./memory/MemoryHold.js"
 
 // In-memory adapters, for a host's own transports and its tests.
 export * as InMemoryClaws from "./claws/InMemoryClaws.js"

@@ -1,14 +1,15 @@
 /**
  * Host programs embedding the agent through the package's public entry
  * point, with their own in-memory transports: the example of
- * docs/embedding.md, read from the page and run as written, and a host that
- * also runs a tool.
+ * docs/embedding.md, read from the page and run as written, a host that
+ * also runs a tool, one that starts a second agent on a directory in use,
+ * and one hosting many agents.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Layer, Queue } from "effect"
-import { Agent, AgentHost, Brain, InMemoryClaws, InMemoryInteract, ScriptedBrain } from "../src/index.js"
+import { ConfigProvider, Context, Deferred, Effect, Exit, Fiber, Layer, Queue, Scope } from "effect"
+import { Agent, AgentHost, Brain, Inbox, InMemoryClaws, InMemoryInteract, MemoryHold, ScriptedBrain } from "../src/index.js"
 import { tempDir } from "./support/Sandbox.js"
 
 /** The first ```ts block of docs/embedding.md. */
@@ -70,6 +71,43 @@ it.effect("runs the agent inside a host Effect program with in-memory transports
     expect(fs.readFileSync(path.join(memoryDir, "history.jsonl"), "utf8")).toBe(
       "{\"role\":\"user\",\"content\":\"say hello\"}\n{\"role\":\"assistant\",\"content\":\"The tool said: hello, host\"}\n"
     )
+  }))
+
+it.effect("a second agent on a memory directory in use is refused with MemoryHold.MemoryInUse; released, the first's accepted message is recovered at the next start", () =>
+  Effect.gen(function*() {
+    const memoryDir = yield* tempDir("planckclaw-embed-held-")
+    const agentOn = (brain: ScriptedBrain.ScriptedBrain) =>
+      Agent.layerWithMemory.pipe(
+        Layer.provide(Layer.merge(ScriptedBrain.layer(brain), InMemoryClaws.layer([]))),
+        Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ PLANCKCLAW_DIR: memoryDir })))
+      )
+    // The first agent accepts a message and is asked about it; its reply never comes.
+    const asked = yield* Deferred.make<void>()
+    const first = yield* Scope.make()
+    const users = yield* InMemoryInteract.make
+    const built = yield* Layer.buildWithScope(agentOn(yield* ScriptedBrain.make([() => Effect.andThen(Deferred.succeed(asked, undefined), Effect.never)])), first)
+    const serving = yield* Agent.serve.pipe(
+      Effect.provide(Layer.merge(Layer.succeedContext(built), InMemoryInteract.layer(users))),
+      Effect.forkIn(first)
+    )
+    yield* users.offer({ channel: "me", text: "accepted, not yet answered" })
+    yield* Deferred.await(asked)
+
+    // A second agent on the same directory, in the same process: refused, a tag the host can branch on.
+    const second = yield* Effect.flip(Effect.scoped(Layer.build(agentOn(yield* ScriptedBrain.make([])))))
+    expect(second).toBeInstanceOf(MemoryHold.MemoryInUse)
+    const branched = yield* Effect.scoped(Layer.build(agentOn(yield* ScriptedBrain.make([])))).pipe(
+      Effect.as("started"),
+      Effect.catchTag("MemoryInUse", (error) => Effect.succeed(`in use by pid ${error.pid}`))
+    )
+    expect(branched).toBe(`in use by pid ${process.pid}`)
+
+    // The first stops before its reply; its directory is let go with its scope, and the message waits in the journal.
+    yield* Fiber.interrupt(serving)
+    yield* Scope.close(first, Exit.void)
+    const next = yield* Effect.scoped(Effect.map(Layer.build(agentOn(yield* ScriptedBrain.make([]))), (context) =>
+      Context.get(context, Inbox.Inbox).recovered.map((pending) => pending.text)))
+    expect(next).toEqual(["accepted, not yet answered"])
   }))
 
 it.effect("hosts many agents without the command line: send to an agent by id, list them, compact one", () =>

@@ -35,6 +35,7 @@ const MAIN_ENTRY = [
   "Inbox",
   "Interact",
   "Memory",
+  "MemoryHold",
   "MissingSetting",
   "OpenAiBrain",
   "ScriptClaws",

@@ -31,6 +31,7 @@ import * as InboxStore from "../memory/Inbox.js"
 import { Inbox, type Pending } from "../memory/Inbox.js"
 import * as MemoryStore from "../memory/Memory.js"
 import { type HistoryEntry, Memory, type MemorySnapshot } from "../memory/Memory.js"
+import * as MemoryHold from "../memory/MemoryHold.js"
 import * as UsageLedger from "../usage/UsageLedger.js"
 import { promptMemo } from "./Prompt.js"
 import * as Tracing from "../runtime/Tracing.js"
@@ -311,19 +312,31 @@ export const fromPorts = (): Layer.Layer<Agent | Compactor, ConfigError.ConfigEr
   Layer.effectContext(makeFromPorts)
 
 /**
- * The agent with its memory (PLANCKCLAW_DIR), compaction and usage ledger: what a host
- * needs to provide is a Brain and Claws, then run `Intake.run` (or `serve`)
- * with an Interact.
+ * `layerWithMemory` on a PLANCKCLAW_DIR its caller already holds
+ * (MemoryHold.layer), as `run` holds it before its bridges start.
  */
-export const layerWithMemory: Layer.Layer<
+export const layerOnHeldMemory: Layer.Layer<
   Agent | Compactor | Memory | Inbox,
   ConfigError.ConfigError | MemoryStore.MemoryError,
-  Brain | Claws
+  Brain | Claws | MemoryHold.MemoryHeld
 > = fromPorts().pipe(
   // Every answer the turns and the compactions get is counted in usage.jsonl.
   Layer.provide(Layer.merge(UsageLedger.layer, FoldStore.layer)),
   Layer.provideMerge(Layer.merge(MemoryStore.layer, InboxStore.layer))
 )
+
+/**
+ * The agent with its memory (PLANCKCLAW_DIR), compaction and usage ledger: what a host
+ * needs to provide is a Brain and Claws, then run `Intake.run` (or `serve`)
+ * with an Interact. It holds the directory first, for its scope, as `run`
+ * does: the inbox journal must have one writer, so beside a live `run`, a
+ * serve's agent or another layerWithMemory on it, it fails with MemoryHold.MemoryInUse.
+ */
+export const layerWithMemory: Layer.Layer<
+  Agent | Compactor | Memory | Inbox,
+  ConfigError.ConfigError | MemoryStore.MemoryError | MemoryHold.MemoryInUse | MemoryHold.MemoryLockFailed,
+  Brain | Claws
+> = layerOnHeldMemory.pipe(Layer.provide(MemoryHold.layer))
 
 /** Serving a bridge's messages; the name embedding hosts know (see Intake.run). */
 export { run as serve } from "./Intake.js"

@@ -1,5 +1,6 @@
 /**
- * A run holds its memory directory for its whole life: checked writable,
+ * A run holds its memory directory for its whole life (as an embedder's
+ * Agent.layerWithMemory does for its scope): checked writable,
  * then locked against a second run (a compaction is not a run: it takes the
  * write lock only to plan and commit, see Compactor). Holding it makes this
  * run the directory's only appender, so its appends skip the per-append
@@ -8,6 +9,7 @@
  */
 import * as path from "node:path"
 import type * as ConfigError from "effect/Config"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -33,9 +35,16 @@ export class MemoryLockFailed extends Data.TaggedError("MemoryLockFailed")<{
 
 export const runLockName = ".planckclaw-run.lock"
 
-/** Checks and holds PLANCKCLAW_DIR for the scope. */
+/**
+ * Proof that this process holds PLANCKCLAW_DIR's run lock (`layer`): what
+ * an agent on a held directory needs (Agent.layerOnHeldMemory), as its
+ * inbox journal assumes it is the directory's only writer.
+ */
+export class MemoryHeld extends Context.Service<MemoryHeld, { readonly directory: string }>()("planckclaw/MemoryHeld") {}
+
+/** Checks and holds PLANCKCLAW_DIR for the scope; the directory held. */
 export const hold: Effect.Effect<
-  void,
+  string,
   ConfigError.ConfigError | Memory.MemoryError | MemoryInUse | MemoryLockFailed,
   Scope.Scope
 > = Effect.gen(function*() {
@@ -61,6 +70,7 @@ export const hold: Effect.Effect<
   // This run is now the directory's only appender: its appends go without the write lock file.
   // Its other locks are hard links to this one (MemoryDir), which names this process.
   yield* Effect.acquireRelease(Effect.sync(() => RunHeld.holdForRun(directory, lockFile)), (release) => Effect.sync(release))
+  return directory
 })
 
 /**
@@ -81,7 +91,9 @@ export const holdAgent = (
   const key = path.resolve(directory)
   return Effect.acquireRelease(
     Effect.suspend(() => {
-      if (RunHeld.heldByRun(key)) return Effect.succeed(RunHeld.holdForRun(directory))
+      // Shared with this process's other holders of the agent only: a `hold` here (an embedder's
+      // Agent.layerWithMemory) names its lock file, and refuses the agent below as another process would.
+      if (RunHeld.heldByRun(key) && RunHeld.runLockFile(key) === undefined) return Effect.succeed(RunHeld.holdForRun(directory))
       const taken = FileLock.tryTakeSync(lock, { link: true, ownerFile })
       if (Result.isFailure(taken)) {
         const error = taken.failure
@@ -108,5 +120,11 @@ export const holdAgent = (
   )
 }
 
-export const layer: Layer.Layer<never, ConfigError.ConfigError | Memory.MemoryError | MemoryInUse | MemoryLockFailed> =
-  Layer.effectDiscard(hold)
+/**
+ * PLANCKCLAW_DIR held for the layer's scope: a second holder, in this
+ * process or another, is refused with MemoryInUse. What `run` takes before
+ * anything else, and what Agent.layerWithMemory takes; a host pairing
+ * Memory.layer and Inbox.layer itself provides it before them.
+ */
+export const layer: Layer.Layer<MemoryHeld, ConfigError.ConfigError | Memory.MemoryError | MemoryInUse | MemoryLockFailed> =
+  Layer.effect(MemoryHeld, Effect.map(hold, (directory) => ({ directory })))

@@ -13,7 +13,6 @@ import * as Layer from "effect/Layer"
 import * as Agent from "../../agent/Agent.js"
 import * as ClawsWithMcp from "../../claws/mcp/ClawsWithMcp.js"
 import * as ScriptClaws from "../../claws/ScriptClaws.js"
-import * as MemoryHold from "../../memory/MemoryHold.js"
 import * as Bridges from "../../pipes/Bridges.js"
 import { debugOption, modelOption } from "../CliFlags.js"
 import { runFlags, withSettings } from "../CliSettings.js"
@@ -40,11 +39,8 @@ export const mcp = Command.make("mcp", { brain: brainOption, model: modelOption,
   Effect.gen(function*() {
     const brain = yield* inProcessBrain
     const claws = yield* Effect.flatMap(ScriptClaws.ScriptsConfig, (config) => ScriptClaws.makeWatched(config))
-    // The agent ask_agent talks to, as `run` makes it: holding the memory directory, the claws and MCP servers beside.
-    const agentLayer = Agent.layerWithMemory.pipe(
-      Layer.provide(Layer.merge(brain, ClawsWithMcp.layer)),
-      Layer.provideMerge(MemoryHold.layer)
-    )
+    // The agent ask_agent talks to, holding the memory directory as `run` does; the claws and MCP servers beside.
+    const agentLayer = Agent.layerWithMemory.pipe(Layer.provide(Layer.merge(brain, ClawsWithMcp.layer)))
     // effect/ai's server is loaded only by this command, not at every start of the others.
     const McpStdio = yield* Effect.promise(() => import("../../hosts/mcp/McpStdio.js"))
     yield* McpStdio.serve(claws, agentLayer)

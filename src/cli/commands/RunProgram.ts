@@ -62,7 +62,8 @@ const nearEnds = (
     const streaming = shown ? farEnds.brain.events : undefined
     // The near ends stay in the context too: the start line asks the claws' catalogue (StartLine).
     // The agent's claws have the schedule tools beside them (RunSchedule); the start line counts the claws' own.
-    return Agent.layerWithMemory.pipe(
+    // The memory directory is held already, before the bridges started (runLayer).
+    return Agent.layerOnHeldMemory.pipe(
       Layer.provide(RunSchedule.claws(schedule)),
       Layer.provideMerge(Layer.mergeAll(
         FifoBrain.layer({
