@@ -5,10 +5,11 @@
  * typescript and @types/node at this lock file's versions, gets one copy of effect,
  * typechecks and runs the embedding example (the first ```ts block under
  * "## Embedding", in README.md or docs/embedding.md) and a TestClock test of
- * its own. The install's packages come from a registry on loopback serving
- * this lock file's (test/support/LoopbackRegistry.ts), with npm's proxy a
- * closed loopback port, so that any attempt to reach another address fails
- * the test.
+ * its own, and typechecks and loads docs/embedding.md's built-in adapters (no
+ * `redis` installed, as with legacy-peer-deps). The install's packages come
+ * from a registry on loopback serving this lock file's
+ * (test/support/LoopbackRegistry.ts), with npm's proxy a closed loopback
+ * port, so that any attempt to reach another address fails the test.
  */
 import * as child from "node:child_process"
 import * as fs from "node:fs"
@@ -50,6 +51,14 @@ const embeddingExample = (): string => {
   const block = /```ts\n([\s\S]*?)```/.exec(section)
   if (block === null) throw new Error("no ts block under ## Embedding")
   return block[1]!
+}
+
+/** docs/embedding.md's block of the built-in adapters: the one importing @effect/platform-node. */
+const adaptersExample = (): string => {
+  const page = fs.readFileSync(path.join(root, "docs", "embedding.md"), "utf8")
+  const block = [...page.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]!).find((text) => text.includes("@effect/platform-node"))
+  if (block === undefined) throw new Error("docs/embedding.md has no ts block importing @effect/platform-node")
+  return block
 }
 
 const lockVersion = (name: string): string => {
@@ -138,6 +147,7 @@ describe("a host project on the Effect 4.1 line (after npm run build)", () => {
     fs.writeFileSync(path.join(host, "example.ts"), embeddingExample())
     fs.writeFileSync(path.join(host, "run-example.ts"), runner)
     fs.writeFileSync(path.join(host, "host.test.ts"), hostTest)
+    fs.writeFileSync(path.join(host, "adapters.ts"), adaptersExample())
     // --legacy-peer-deps for @effect/platform-node's own peer, redis (not optional there, not in this lock
     // file): a host online without it gets redis from that package, not from planckclaw's optional peers.
     const registry = await LoopbackRegistry.start(root)
@@ -175,7 +185,7 @@ describe("a host project on the Effect 4.1 line (after npm run build)", () => {
     expect(fs.existsSync(path.join(host, "node_modules", "planckclaw", "dist", "index.js"))).toBe(true)
   })
 
-  it("typechecks the embedding example, its runner and the host's TestClock test against the installed package", () => {
+  it("typechecks the embedding example, its runner, the adapters and the host's TestClock test against the installed package", () => {
     expect(fs.readFileSync(path.join(host, "example.ts"), "utf8")).toContain(`from "planckclaw"`)
     sh("tsc", process.execPath, [path.join(host, "node_modules", "typescript", "bin", "tsc"), "-p", host])
   }, 120_000)
@@ -183,6 +193,12 @@ describe("a host project on the Effect 4.1 line (after npm run build)", () => {
   it("runs the embedding example with node", () => {
     const output = sh("example", process.execPath, ["run-example.ts"])
     expect(JSON.parse(output.trim().split("\n").at(-1)!)).toMatchObject({ channel: "me", text: "Hello from the agent" })
+  }, 60_000)
+
+  it("loads docs/embedding.md's adapters with node, without redis (the HTTP client imported by its path)", () => {
+    expect(fs.existsSync(path.join(host, "node_modules", "redis"))).toBe(false)
+    expect(fs.readFileSync(path.join(host, "adapters.ts"), "utf8")).toContain(`from "planckclaw"`)
+    sh("adapters", process.execPath, ["adapters.ts"])
   }, 60_000)
 
   it("runs the host's TestClock test with vitest", () => {
