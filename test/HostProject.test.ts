@@ -5,9 +5,10 @@
  * typescript and @types/node at this lock file's versions, gets one copy of effect,
  * typechecks and runs the embedding example (the first ```ts block under
  * "## Embedding", in README.md or docs/embedding.md) and a TestClock test of
- * its own, and typechecks and loads docs/embedding.md's built-in adapters (no
- * `redis` installed, as with legacy-peer-deps). The install's packages come
- * from a registry on loopback serving this lock file's
+ * its own, typechecks and loads docs/embedding.md's built-in adapters (no
+ * `redis` installed, as with legacy-peer-deps), and writes the types of
+ * what it assembles with the package's names alone. The install's packages
+ * come from a registry on loopback serving this lock file's
  * (test/support/LoopbackRegistry.ts), with npm's proxy a closed loopback
  * port, so that any attempt to reach another address fails the test.
  */
@@ -107,6 +108,25 @@ it.effect("a slow brain's reply comes when the test clock reaches it", () =>
   }))
 `
 
+/** The types of what a host assembles, written with the package's names (a requirement a host cannot name fails tsc). */
+const namedTypes = `import type { Config, Layer } from "effect"
+import { Agent, ScriptClaws } from "planckclaw"
+import type { Brain, Claws, Compactor, Inbox, Memory, MemoryHold } from "planckclaw"
+
+export const claws: Layer.Layer<Claws.Claws, Config.ConfigError, ScriptClaws.SpawnHelper> = ScriptClaws.layer
+export const processes: Layer.Layer<ScriptClaws.SpawnHelper | ScriptClaws.Watchdog> = ScriptClaws.processesLayer
+export const agent: Layer.Layer<
+  Agent.Agent | Compactor.Compactor | Memory.Memory | Inbox.Inbox,
+  Config.ConfigError | Memory.MemoryError | MemoryHold.MemoryInUse | MemoryHold.MemoryLockFailed,
+  Brain.Brain | Claws.Claws
+> = Agent.layerWithMemory
+export const onHeld: Layer.Layer<
+  Agent.Agent | Compactor.Compactor | Memory.Memory | Inbox.Inbox,
+  Config.ConfigError | Memory.MemoryError,
+  Brain.Brain | Claws.Claws | MemoryHold.MemoryHeld
+> = Agent.layerOnHeldMemory
+`
+
 const runner = `import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -148,6 +168,7 @@ describe("a host project on the Effect 4.1 line (after npm run build)", () => {
     fs.writeFileSync(path.join(host, "run-example.ts"), runner)
     fs.writeFileSync(path.join(host, "host.test.ts"), hostTest)
     fs.writeFileSync(path.join(host, "adapters.ts"), adaptersExample())
+    fs.writeFileSync(path.join(host, "named-types.ts"), namedTypes)
     // --legacy-peer-deps for @effect/platform-node's own peer, redis (not optional there, not in this lock
     // file): a host online without it gets redis from that package, not from planckclaw's optional peers.
     const registry = await LoopbackRegistry.start(root)
@@ -185,7 +206,7 @@ describe("a host project on the Effect 4.1 line (after npm run build)", () => {
     expect(fs.existsSync(path.join(host, "node_modules", "planckclaw", "dist", "index.js"))).toBe(true)
   })
 
-  it("typechecks the embedding example, its runner, the adapters and the host's TestClock test against the installed package", () => {
+  it("typechecks the embedding example, its runner, the adapters, the named types and the host's TestClock test against the installed package", () => {
     expect(fs.readFileSync(path.join(host, "example.ts"), "utf8")).toContain(`from "planckclaw"`)
     sh("tsc", process.execPath, [path.join(host, "node_modules", "typescript", "bin", "tsc"), "-p", host])
   }, 120_000)

@@ -1,6 +1,7 @@
 /**
  * The public API, pinned: the names `planckclaw` and `planckclaw/cluster`
  * export (a change to either list here is a deliberate change of the API),
+ * which name every service and error in their layers' and effects' types,
  * and the programs written against it, docs/embedding.md's example and
  * test/Embedding.test.ts, typecheck through the entry alone (the example as
  * written, `planckclaw` resolved to src/index.ts) and import nothing else of
@@ -101,6 +102,53 @@ const typeErrors = (files: Record<string, string>, previous?: ts.Program): { err
   return { errors, program }
 }
 
+/**
+ * The services a public layer provides or requires, and the errors a public
+ * layer or effect fails with (or a function returning one), that no public
+ * module exports: a host could not write the type of what it assembles.
+ */
+const unnamedInSignatures = (): Array<string> => {
+  const config = ts.getParsedCommandLineOfConfigFile(path.join(root, "tsconfig.json"), {}, {
+    ...ts.sys,
+    onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+      throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n"))
+    }
+  })!
+  const entries = [path.join(root, "src", "index.ts"), path.join(root, "src", "hosts", "cluster", "index.ts")]
+  const program = ts.createProgram({ rootNames: entries, options: { ...config.options, noEmit: true } })
+  const checker = program.getTypeChecker()
+  const resolved = (symbol: ts.Symbol) => (symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol)
+  const modules = entries.flatMap((entry) => checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(entry)!)!).map(resolved))
+  const nameable = new Set(modules.flatMap((module) => checker.getExportsOfModule(module).map(resolved)))
+  const declaredIn = (symbol: ts.Symbol | undefined) => symbol?.declarations?.[0]?.getSourceFile().fileName ?? ""
+  const unnamed = new Set<string>()
+  const check = (type: ts.Type, where: string) => {
+    for (const member of type.isUnion() ? type.types : [type]) {
+      const symbol = member.getSymbol()
+      if (symbol !== undefined && declaredIn(symbol).startsWith(path.join(root, "src")) && !nameable.has(symbol)) {
+        unnamed.add(`${where}: ${symbol.name} (${path.relative(root, declaredIn(symbol))})`)
+      }
+    }
+  }
+  const visit = (type: ts.Type, where: string) => {
+    const name = type.getSymbol()?.name
+    if ((name === "Layer" || name === "Effect") && declaredIn(type.getSymbol()).includes("/node_modules/effect/")) {
+      const [out, error, requirement] = checker.getTypeArguments(type as ts.TypeReference)
+      if (name === "Layer") check(out!, where)
+      check(error!, where)
+      check(requirement!, where)
+    }
+    for (const signature of type.getCallSignatures()) visit(signature.getReturnType(), where)
+  }
+  for (const module of modules) {
+    for (const exported of checker.getExportsOfModule(module)) {
+      const symbol = resolved(exported)
+      if (symbol.flags & (ts.SymbolFlags.Variable | ts.SymbolFlags.Function)) visit(checker.getTypeOfSymbol(symbol), `${path.relative(root, declaredIn(module))} ${exported.name}`)
+    }
+  }
+  return [...unnamed]
+}
+
 describe("the public API", () => {
   it("planckclaw exports these names and no others", () => {
     expect(Object.keys(PublicApi).sort()).toEqual(MAIN_ENTRY)
@@ -118,6 +166,10 @@ describe("the public API", () => {
       "./cluster": "./dist/hosts/cluster/index.js"
     })
   })
+
+  it("every service a public layer provides or requires, and every error it fails with, is exported by a public module", () => {
+    expect(unnamedInSignatures()).toEqual([])
+  }, 60_000)
 
   it("the embedding example and test/Embedding.test.ts take only exported names, from the entry alone", () => {
     const example = importsOf(embeddingExample(), "planckclaw")

@@ -292,6 +292,9 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps, 
  * provides it at its entry; an embedder beside `layer`).
  */
 export const processesLayer = SpawnHelper.layer
+// Named here so a host can write the types of `layer` and `processesLayer`.
+export type { SpawnHelper } from "../runtime/process/SpawnHelper.js"
+export type { Watchdog } from "../runtime/process/Watchdog.js"
 
 /** Needs the spawn helper its claws start from (processesLayer). */
 export const layer: Layer.Layer<Claws, Config.ConfigError, SpawnHelper.SpawnHelper> = Layer.effect(

@@ -225,6 +225,9 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService, cancels: TurnCance
     return { send, compact } satisfies StartedAgent
   })
 
+// Named here so a host can write the type of `layer` (ClusterServe.hostLayer provides it).
+export type { TurnJournal } from "./TurnJournal.js"
+
 /**
  * The entity's behaviour on this runner. Brain calls in flight across all
  * its agents are bounded by PLANCKCLAW_MAX_CONCURRENT_TURNS, as in

@@ -218,3 +218,8 @@ export const serve = (listen: HttpApi.Listen, options: { readonly discord: boole
 
 /** Brain and Claws come from the command, built once and shared by every agent of this runner. */
 export type Requirements = Brain | Claws
+
+// Named here so a host can write the types it assembles: the store postgresStoreLayer makes and
+// hostLayer (as ClusterHost and AgentEntity) needs, an error `serve` fails with.
+export type { AgentStore } from "./AgentStore.js"
+export type { DiscordRefused } from "../../interact/discord/DiscordRefused.js"
