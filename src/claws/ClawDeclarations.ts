@@ -36,7 +36,25 @@ export interface Catalog extends ToolCatalog {
 }
 
 const decodeTool = madeOnFirstCall(() => Schema.decodeUnknownResult(ToolDefinitionSchema))
-const formatIssue = madeOnFirstCall(() => SchemaIssue.makeFormatterDefault())
+const formatIssues = madeOnFirstCall(() => SchemaIssue.makeFormatterStandardSchemaV1())
+
+/** Where in a declaration a problem is: `input_schema.required[1]`, a key that is no identifier quoted. */
+const pathOf = (path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }>): string =>
+  path.reduce<string>((where, segment) => {
+    const key = typeof segment === "object" ? segment.key : segment
+    if (typeof key === "number") return `${where}[${key}]`
+    // Quoted, not JSON-escaped: the reason is made printable once, whole.
+    const name = typeof key === "string" && /^[A-Za-z_$][\w$]*$/.test(key) ? key : `"${String(key)}"`
+    return where === "" ? name : `${where}.${name}`
+  }, "")
+
+/** The first problem of a declaration, on one line: what is wrong, and where. */
+const formatIssue = (issue: SchemaIssue.Issue): string => {
+  const first = formatIssues(issue).issues[0]
+  if (first === undefined) return "it could not be read"
+  const where = first.path === undefined || first.path.length === 0 ? "" : ` (at ${pathOf(first.path)})`
+  return printable(`${first.message}${where}`)
+}
 
 export const parseClawFile = (displayPath: string, text: string): ParsedFile => {
   const declarations: Array<Declaration> = []

@@ -14,6 +14,34 @@ export const ToolName = Schema.String.check(
 
 const DefaultInputSchema = { type: "object", properties: {} } as const
 
+const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
+
+/**
+ * A tool's input schema: a JSON Schema whose root is an object, its
+ * `properties` schemas (objects or booleans), its `required` names. The
+ * shape MCP's Tool takes (effect/ai's McpSchema.ToolJson, matched here so
+ * that every start does not load effect/ai), and what the model APIs need:
+ * a declaration that is not refused here would stop `planckclaw mcp`, and
+ * every turn would be refused.
+ */
+const InputSchema = Schema.StructWithRest(
+  Schema.Struct({
+    type: Schema.Literal("object").annotate({ message: "input_schema's \"type\" must be \"object\"" })
+      .annotateKey({ messageMissingKey: "input_schema needs \"type\": \"object\"" }),
+    properties: Schema.optionalKey(
+      Schema.Record(
+        Schema.String,
+        Schema.Union([JsonObject, Schema.Boolean]).annotate({ message: "a property's schema must be a JSON object or a boolean" })
+      ).annotate({ message: "\"properties\" must be a JSON object of property schemas" })
+    ),
+    required: Schema.optionalKey(
+      Schema.Array(Schema.String.annotate({ message: "\"required\" may hold only property names (strings)" }))
+        .annotate({ message: "\"required\" must be an array of property names" })
+    )
+  }),
+  [JsonObject]
+).annotate({ message: "input_schema must be a JSON object (a JSON Schema whose \"type\" is \"object\")" })
+
 /**
  * A tool declaration as a claw writes it. The original shell claws sometimes
  * omit `input_schema` or `description`; both get safe defaults.
@@ -21,10 +49,7 @@ const DefaultInputSchema = { type: "object", properties: {} } as const
 export const ToolDefinition = Schema.Struct({
   name: ToolName,
   description: Schema.String.pipe(Schema.withDecodingDefaultType(Effect.succeed(""))),
-  input_schema: Schema.StructWithRest(
-    Schema.Struct({ type: Schema.Literal("object") }),
-    [Schema.Record(Schema.String, Schema.Unknown)]
-  ).pipe(Schema.withDecodingDefaultType(Effect.succeed(DefaultInputSchema)))
+  input_schema: InputSchema.pipe(Schema.withDecodingDefaultTypeKey(Effect.succeed(DefaultInputSchema)))
 })
 export type ToolDefinition = typeof ToolDefinition.Type
 

@@ -141,7 +141,7 @@ describe("Scripts claws: discovery", () => {
       expect(crlf).toContain("Windows line endings (CRLF)")
       expect(json).toMatch(/^invalid JSON after #TOOLS:/)
       expect(badName).toContain("tool name must match ^[A-Za-z0-9_-]{1,64}$")
-      expect(missingName).toMatch(/Missing key[\s\S]*\["name"\]/)
+      expect(missingName).toBe("invalid tool definition: Missing key (at name)")
       expect(badItem).toMatch(/^item 2: invalid tool definition:[\s\S]*tool name must match/)
       expect(notObject).toMatch(/^invalid tool definition:[\s\S]*Expected/)
     }))

@@ -87,6 +87,20 @@ describe("planckclaw mcp (stdio MCP server)", () => {
       running.process.kill("SIGTERM")
     }), 60_000)
 
+  it.live("skips a claw whose input schema MCP refuses, with a warning naming its file and line; the other claws and ask_agent are offered", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox({ ANTHROPIC_API_KEY: "test-key-not-secret" }, "planckclaw-mcp-bad-schema-")
+      box.claw("hello.sh", `#TOOLS:{"name":"hello","description":"say hello"}\necho hello\n`)
+      // `required` a string, not an array: MCP's Tool would refuse it, and so would the model's API.
+      box.claw("weather.sh", `#TOOLS:{"name":"weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":"city"}}\necho sunny\n`)
+      const { client, stderr } = yield* connect({ ...box.env, PLANCKCLAW_HOME: box.dir }, box.dir)
+      const { tools } = yield* Effect.promise(() => client.listTools())
+      expect(tools.map((tool) => tool.name).sort()).toEqual(["ask_agent", "hello"])
+      const warning = `planckclaw warn: claw problem at ${box.path("claws/weather.sh")}:3: ` +
+        `invalid tool definition: "required" must be an array of property names (at input_schema.required)`
+      expect(stderr().split("\n").filter((line) => line.includes("claw problem"))).toEqual([warning])
+    }), 60_000)
+
   it.live("writes only the protocol on stdout, and exits 0 when the client closes its input", () =>
     Effect.gen(function*() {
       const box = yield* sandbox({}, "planckclaw-mcp-eof-")

@@ -32,4 +32,16 @@ describe("planckclaw tools", () => {
       ])
       expect(result.stderr).toBe("")
     }), 30_000)
+
+  it.live("lists a declaration whose input schema MCP and the model APIs refuse as skipped, with its line and what is wrong", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox({}, "planckclaw-tools-bad-schema-")
+      box.claw("weather.sh", `#TOOLS:{"name":"weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":"city"}}\necho sunny\n`)
+      const result = yield* Cli.run(["tools"], { cwd: box.dir, env: box.env })
+      const lines = result.stdout.split("\n")
+      expect(lines.slice(lines.indexOf("Skipped 1 declaration:"), lines.indexOf("Skipped 1 declaration:") + 2)).toEqual([
+        "Skipped 1 declaration:",
+        `  ${box.path("claws/weather.sh")}:3: invalid tool definition: "required" must be an array of property names (at input_schema.required)`
+      ])
+    }), 30_000)
 })

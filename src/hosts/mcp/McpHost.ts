@@ -18,12 +18,16 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import { Agent } from "../../agent/Agent.js"
 import { Inbox } from "../../memory/Inbox.js"
 import type { ClawsService, ToolDefinition, ToolResult } from "../../ports/Claws.js"
 import { describeError } from "../../runtime/Errors.js"
+import { printable } from "../../runtime/Printable.js"
 
 export const askToolName = "ask_agent"
 
@@ -33,17 +37,54 @@ export const defaultChannel = "mcp"
 export const text = (result: ToolResult): McpSchema.CallToolResult =>
   new McpSchema.CallToolResult({ isError: result.isError, content: [{ type: "text", text: result.content }] })
 
-export const clawTool = (claws: ClawsService, definition: ToolDefinition) => ({
-  tool: new McpSchema.Tool({
-    name: definition.name,
-    description: definition.description,
-    inputSchema: definition.input_schema as McpSchema.Tool["inputSchema"]
-  }),
-  annotations: Context.empty(),
-  handle: (payload: unknown) => Effect.map(claws.call(definition.name, payload ?? {}), text).pipe(
-    Effect.catch((error) => Effect.succeed(text({ content: `Tool ${definition.name} failed: ${error.message}`, isError: true })))
-  )
-})
+const decodeTool = Schema.decodeUnknownResult(McpSchema.Tool)
+const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** What MCP's Tool refused first, and where: `Expected array (at inputSchema.required)`. */
+const toolProblem = (issue: SchemaIssue.Issue): string => {
+  const first = formatIssue(issue).issues[0]
+  if (first === undefined) return "MCP's Tool refused it"
+  const where = (first.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment)).join(".")
+  return where === "" ? first.message : `${first.message} (at ${where})`
+}
+
+/** A claw's tool as an MCP tool; what MCP's Tool refuses of its declaration, if discovery let it through. */
+export const clawTool = (claws: ClawsService, definition: ToolDefinition) =>
+  Result.mapBoth(decodeTool({ name: definition.name, description: definition.description, inputSchema: definition.input_schema }), {
+    onFailure: ({ issue }) => toolProblem(issue),
+    onSuccess: (tool) => ({
+      tool,
+      annotations: Context.empty(),
+      handle: (payload: unknown) => Effect.map(claws.call(definition.name, payload ?? {}), text).pipe(
+        Effect.catch((error) => Effect.succeed(text({ content: `Tool ${definition.name} failed: ${error.message}`, isError: true })))
+      )
+    })
+  })
+
+/**
+ * Offers each tool of `tools` on the MCP server, but one named as the ask
+ * tool, and one MCP's Tool refuses: each of those is skipped with a warning,
+ * so one declaration never stops the server.
+ */
+export const addClawTools = (
+  claws: ClawsService,
+  tools: ReadonlyArray<ToolDefinition>
+): Effect.Effect<void, never, McpServer.McpServer> =>
+  Effect.gen(function*() {
+    const server = yield* McpServer.McpServer
+    for (const definition of tools) {
+      if (definition.name === askToolName) {
+        yield* Effect.logWarning(`claw tool ${askToolName} is not offered over MCP: the name is the agent's ask tool`)
+        continue
+      }
+      const registration = clawTool(claws, definition)
+      if (Result.isFailure(registration)) {
+        yield* Effect.logWarning(printable(`claw tool ${definition.name} is not offered over MCP: ${registration.failure}`))
+        continue
+      }
+      yield* server.addTool(registration.success)
+    }
+  })
 
 const askTool = new McpSchema.Tool({
   name: askToolName,
@@ -117,14 +158,8 @@ export const registrations = (
   Layer.effectDiscard(Effect.gen(function*() {
     const server = yield* McpServer.McpServer
     const catalog = yield* Effect.orElseSucceed(claws.list, () => ({ tools: [], problems: [] }))
-    for (const problem of catalog.problems) yield* Effect.logWarning(`claw problem at ${problem.source}: ${problem.reason}`)
-    for (const definition of catalog.tools) {
-      if (definition.name === askToolName) {
-        yield* Effect.logWarning(`claw tool ${askToolName} is not offered over MCP: the name is the agent's ask tool`)
-        continue
-      }
-      yield* server.addTool(clawTool(claws, definition))
-    }
+    // Each of the catalogue's problems is logged by the claws themselves (ScriptClaws), once.
+    yield* addClawTools(claws, catalog.tools)
     const lock = yield* Semaphore.make(1)
     yield* server.addTool({ tool: askTool, annotations: Context.empty(), handle: ask(agentContext, lock) })
   }))

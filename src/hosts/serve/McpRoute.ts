@@ -18,7 +18,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { packageVersion } from "../../config/PackageRoot.js"
 import { Claws } from "../../ports/Claws.js"
-import { askToolName, clawTool, defaultChannel, text } from "../mcp/McpHost.js"
+import { addClawTools, askToolName, defaultChannel, text } from "../mcp/McpHost.js"
 import { AgentHost, type AgentHostService } from "./AgentHost.js"
 
 export const mcpPath = "/v1/mcp"
@@ -59,9 +59,7 @@ const registrations = Layer.effectDiscard(Effect.gen(function*() {
   const claws = yield* Effect.serviceOption(Claws)
   if (Option.isSome(claws)) {
     const catalog = yield* Effect.orElseSucceed(claws.value.list, () => ({ tools: [], problems: [] }))
-    for (const definition of catalog.tools) {
-      if (definition.name !== askToolName) yield* server.addTool(clawTool(claws.value, definition))
-    }
+    yield* addClawTools(claws.value, catalog.tools)
   }
   yield* server.addTool({ tool: askTool, annotations: Context.empty(), handle: ask(host) })
 }))

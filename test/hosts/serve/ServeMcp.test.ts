@@ -65,4 +65,22 @@ describe("planckclaw serve: POST /v1/mcp", () => {
       expect(badId.isError).toBe(true)
       running.process.kill("SIGTERM")
     }), 60_000)
+
+  it.live("starts with a claw whose input schema MCP refuses, offering the others", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox({ ANTHROPIC_API_KEY: "test-key-not-secret", PLANCKCLAW_HTTP_TOKEN: token }, "planckclaw-serve-mcp-bad-schema-")
+      box.claw("hello.sh", `#TOOLS:{"name":"hello","description":"say hello"}\necho hello\n`)
+      // `properties` holding a string where a schema goes: MCP's Tool would refuse it (its route is built at start).
+      box.claw("weather.sh", `#TOOLS:{"name":"weather","input_schema":{"type":"object","properties":{"city":"string"}}}\necho sunny\n`)
+      const running = yield* Cli.start(["serve", "--http", "127.0.0.1:0"], { cwd: box.dir, env: box.envWith({ PLANCKCLAW_AGENTS_DIR: box.path("agents") }) })
+      const port = yield* eventually("serve to say where it listens", () =>
+        /HTTP API on 127\.0\.0\.1:(\d+)/.exec(Effect.runSync(running.stderrSoFar))?.[1])
+      const client = yield* connect(`http://127.0.0.1:${port}`, token)
+      const { tools } = yield* Effect.promise(() => client.listTools())
+      expect(tools.map((tool) => tool.name).sort()).toEqual(["ask_agent", "hello"])
+      expect(Effect.runSync(running.stderrSoFar)).toContain(
+        `weather.sh:3: invalid tool definition: a property's schema must be a JSON object or a boolean (at input_schema.properties.city)`
+      )
+      running.process.kill("SIGTERM")
+    }), 60_000)
 })

@@ -190,15 +190,17 @@ describe("doctor: claws, memory, runtime", () => {
     Effect.gen(function*() {
       const box = yield* sandbox()
       box.claw("dice.sh", `${tool("roll_dice")}\n${tool("flip_coin")}\necho 4\n`)
-      box.claw("broken.sh", `${tool("fine")}\n#TOOLS:{"name": "broken"\n`)
+      box.claw("broken.sh", `${tool("fine")}\n#TOOLS:{"name": "broken"\n#TOOLS:{"name":"weather","input_schema":{"type":"object","required":"city"}}\n`)
       box.claw("helper.sh", "echo helper\n")
       const findings = yield* ClawsCheck.check.pipe(withSettings({ CLAWS_DIR: box.claws }))
       expect(lines(findings)).toEqual([
-        `✔ claws: ${box.claws}: 3 tools from 3 claws, 1 declaration skipped`,
+        `✔ claws: ${box.claws}: 3 tools from 3 claws, 2 declarations skipped`,
         "✔ claw broken.sh: fine",
         expect.stringMatching(
           new RegExp(`^✘ claw broken\\.sh: ${box.claws}/broken\\.sh:4: invalid JSON after #TOOLS: .* → fix that #TOOLS: line`)
         ),
+        `✘ claw broken.sh: ${box.claws}/broken.sh:5: invalid tool definition: "required" must be an array of property names ` +
+        "(at input_schema.required) → fix that #TOOLS: line (one JSON tool declaration)",
         "✔ claw dice.sh: roll_dice, flip_coin",
         "– claw helper.sh: declares no tools (no #TOOLS: line)",
         // Tried for real, by a helper of the check's own.
