@@ -10,6 +10,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { ONLY_CONTROLS } from "../../src/agent/Agent.js"
+import { APOLOGY } from "../../src/agent/Turn.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
 import { line } from "../support/Harness.js"
@@ -99,6 +101,34 @@ describe("planckclaw mcp (stdio MCP server)", () => {
       const warning = `planckclaw warn: claw problem at ${box.path("claws/weather.sh")}:3: ` +
         `invalid tool definition: "required" must be an array of property names (at input_schema.required)`
       expect(stderr().split("\n").filter((line) => line.includes("claw problem"))).toEqual([warning])
+    }), 60_000)
+
+  it.live("ask_agent answers as errors what the agent refuses or cannot answer, and a channel serve refuses, which forges no log line", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox({
+        ANTHROPIC_API_KEY: "test-key-not-secret",
+        ANTHROPIC_BASE_URL: "http://127.0.0.1:9",
+        PLANCKCLAW_BRAIN_RETRIES: "0",
+        PLANCKCLAW_MAX_MESSAGE_BYTES: "100"
+      }, "planckclaw-mcp-ask-refused-")
+      const { client, stderr } = yield* connect({ ...box.env, PLANCKCLAW_HOME: box.dir }, box.dir)
+      const ask = (args: Record<string, unknown>) =>
+        Effect.map(Effect.promise(() => client.callTool({ name: "ask_agent", arguments: args })), (result) => ({
+          isError: result.isError,
+          text: (result.content as Array<{ text: string }>)[0]!.text
+        }))
+      expect(yield* ask({ message: "x".repeat(101) })).toEqual({
+        isError: true,
+        text: "ask_agent: the message is 101 bytes; the limit is 100 (the host's PLANCKCLAW_MAX_MESSAGE_BYTES)"
+      })
+      expect(yield* ask({ message: "hi", channel: "a\nplanckclaw error: forged line" })).toEqual({
+        isError: true,
+        text: "ask_agent: channel must be 1 to 256 characters without control characters"
+      })
+      expect(yield* ask({ message: "\u0001\u0002" })).toEqual({ isError: true, text: ONLY_CONTROLS })
+      // No brain answers: the apology, an error too.
+      expect(yield* ask({ message: "hello", channel: "desk" })).toEqual({ isError: true, text: APOLOGY })
+      expect(stderr().split("\n")).not.toContain("planckclaw error: forged line")
     }), 60_000)
 
   it.live("writes only the protocol on stdout, and exits 0 when the client closes its input", () =>

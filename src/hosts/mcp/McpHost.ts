@@ -23,11 +23,13 @@ import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
-import { Agent } from "../../agent/Agent.js"
+import { Agent, ONLY_CONTROLS } from "../../agent/Agent.js"
+import { isFailureReply } from "../../agent/Turn.js"
 import { Inbox } from "../../memory/Inbox.js"
 import type { ClawsService, ToolDefinition, ToolResult } from "../../ports/Claws.js"
 import { describeError } from "../../runtime/Errors.js"
 import { printable } from "../../runtime/Printable.js"
+import * as HostMessage from "../serve/HostMessage.js"
 
 export const askToolName = "ask_agent"
 
@@ -36,6 +38,39 @@ export const defaultChannel = "mcp"
 
 export const text = (result: ToolResult): McpSchema.CallToolResult =>
   new McpSchema.CallToolResult({ isError: result.isError, content: [{ type: "text", text: result.content }] })
+
+/**
+ * Whether ask_agent answers a reply of the agent as an error, in both MCP
+ * servers: the agent could not answer (the apology, a brain or memory to
+ * fix: Turn.isFailureReply) or refused a message of control characters
+ * alone. Its other refusals (too large, a lone surrogate) are HostMessage's
+ * checks, made before the message reaches it.
+ */
+export const isErrorReply = (reply: string): boolean => isFailureReply(reply) || reply === ONLY_CONTROLS
+
+/** ask_agent's result for a reply of the agent. */
+export const replyResult = (reply: string): McpSchema.CallToolResult => text({ content: reply, isError: isErrorReply(reply) })
+
+const checkChannel = Schema.decodeUnknownResult(HostMessage.Channel)
+
+/**
+ * ask_agent's `message` and `channel` (the default when it names none, else
+ * checked by HostMessage's rule, as serve checks a message's), or what is
+ * wrong with them, as the error result to answer.
+ */
+export const askArguments = (
+  payload: unknown
+): Result.Result<{ readonly text: string; readonly channel: string }, McpSchema.CallToolResult> => {
+  const input = (payload ?? {}) as { readonly message?: unknown; readonly channel?: unknown }
+  if (typeof input.message !== "string" || input.message.trim() === "") {
+    return Result.fail(text({ content: `${askToolName}: "message" must be a non-empty string`, isError: true }))
+  }
+  if (input.channel === undefined) return Result.succeed({ text: input.message, channel: defaultChannel })
+  return Result.mapBoth(checkChannel(input.channel), {
+    onFailure: ({ issue }) => text({ content: `${askToolName}: ${HostMessage.firstIssue(issue).message}`, isError: true }),
+    onSuccess: (channel) => ({ text: input.message as string, channel })
+  })
+}
 
 const decodeTool = Schema.decodeUnknownResult(McpSchema.Tool)
 const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
@@ -122,25 +157,28 @@ export const lazyAgent = <E, R>(
     }))
   })
 
-/** One ask: the message accepted, answered and remembered; the reply as the tool's result. */
-const ask = (agentContext: Effect.Effect<Context.Context<Agent | Inbox>, string>, lock: Semaphore.Semaphore) =>
+/** One ask: the message checked as serve checks one, accepted, answered and remembered; the reply as the tool's result. */
+const ask = (
+  agentContext: Effect.Effect<Context.Context<Agent | Inbox>, string>,
+  lock: Semaphore.Semaphore,
+  checkParts: ReturnType<typeof HostMessage.partsChecker>
+) =>
 (payload: unknown): Effect.Effect<McpSchema.CallToolResult> => {
-  const input = (payload ?? {}) as { readonly message?: unknown; readonly channel?: unknown }
-  if (typeof input.message !== "string" || input.message.trim() === "") {
-    return Effect.succeed(text({ content: `${askToolName}: "message" must be a non-empty string`, isError: true }))
-  }
-  const message = input.message
-  const channel = typeof input.channel === "string" && input.channel !== "" ? input.channel : defaultChannel
+  const input = askArguments(payload)
+  if (Result.isFailure(input)) return Effect.succeed(input.failure)
+  const checked = checkParts(input.success)
+  if (Result.isFailure(checked)) return Effect.succeed(text({ content: `${askToolName}: ${checked.failure.message}`, isError: true }))
+  const message = input.success
   return lock.withPermits(1)(Effect.gen(function*() {
     const context = yield* agentContext
     const agent = Context.get(context, Agent)
     const inbox = Context.get(context, Inbox)
-    const pending = yield* inbox.accept({ channel, text: message })
+    const pending = yield* inbox.accept(message)
     const outcome = yield* agent.respond(pending)
     yield* agent.delivered(pending, outcome)
     return Option.match(outcome, {
       onNone: () => text({ content: "(no reply: the message was blank)", isError: true }),
-      onSome: (answer) => text({ content: answer.reply, isError: false })
+      onSome: (answer) => replyResult(answer.reply)
     })
   })).pipe(
     Effect.catch((reason) => Effect.succeed(text({ content: `${askToolName}: the agent cannot answer: ${reason}`, isError: true })))
@@ -149,11 +187,13 @@ const ask = (agentContext: Effect.Effect<Context.Context<Agent | Inbox>, string>
 
 /**
  * The registrations of the MCP server: every claw of `claws`' catalogue
- * now, and ask_agent on `agentContext`.
+ * now, and ask_agent on `agentContext`, refusing a message over
+ * `maxMessageBytes` (PLANCKCLAW_MAX_MESSAGE_BYTES) as the agent would.
  */
 export const registrations = (
   claws: ClawsService,
-  agentContext: Effect.Effect<Context.Context<Agent | Inbox>, string>
+  agentContext: Effect.Effect<Context.Context<Agent | Inbox>, string>,
+  maxMessageBytes: number
 ): Layer.Layer<never, never, McpServer.McpServer> =>
   Layer.effectDiscard(Effect.gen(function*() {
     const server = yield* McpServer.McpServer
@@ -161,5 +201,6 @@ export const registrations = (
     // Each of the catalogue's problems is logged by the claws themselves (ScriptClaws), once.
     yield* addClawTools(claws, catalog.tools)
     const lock = yield* Semaphore.make(1)
-    yield* server.addTool({ tool: askTool, annotations: Context.empty(), handle: ask(agentContext, lock) })
+    const checkParts = HostMessage.partsChecker(maxMessageBytes)
+    yield* server.addTool({ tool: askTool, annotations: Context.empty(), handle: ask(agentContext, lock, checkParts) })
   }))

@@ -10,6 +10,7 @@ import * as McpServer from "effect/ai/McpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Agent } from "../../agent/Agent.js"
+import { AgentConfig } from "../../config/AgentConfig.js"
 import { packageVersion } from "../../config/PackageRoot.js"
 import type { Inbox } from "../../memory/Inbox.js"
 import type { ClawsService } from "../../ports/Claws.js"
@@ -22,12 +23,13 @@ const protocols = [McpProtocol.v2025_11_25, McpProtocol.v2025_06_18, McpProtocol
 export const serve = <E, R>(claws: ClawsService, agentLayer: Layer.Layer<Agent | Inbox, E, R>) =>
   Effect.gen(function*() {
     const agent = yield* McpHost.lazyAgent(agentLayer, yield* Effect.scope)
+    const { maxMessageBytes } = yield* AgentConfig
     return yield* Layer.launch(
       McpServer.layerStdio({
         name: "planckclaw",
         version: packageVersion(),
         protocols,
-        registrations: McpHost.registrations(claws, agent)
+        registrations: McpHost.registrations(claws, agent, maxMessageBytes)
       }).pipe(Layer.provide(NodeStdio.layer))
     )
   })

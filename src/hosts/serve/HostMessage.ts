@@ -115,21 +115,35 @@ export const refusalOf = (issue: SchemaIssue.Issue): HostErrorReason | undefined
   return inner === undefined || typeof inner !== "object" ? undefined : refusalOf(inner as SchemaIssue.Issue)
 }
 
-/** The checks of a message sent by a bridge or an embedder: the same Schemas, refused as a host refuses. */
-export const decoder = (maxBytes: number) => {
+/** Why a message's parts were refused: the refusal a host answers, and what was wrong. */
+export interface PartsRefused {
+  readonly reason: HostErrorReason
+  readonly message: string
+}
+
+/**
+ * The checks of a message's text, channel and key, without its agent: what
+ * `decoder` checks after the id, and all that `planckclaw mcp`'s ask_agent
+ * (one agent, no id) checks.
+ */
+export const partsChecker = (maxBytes: number) => {
   const decodeParts = Schema.decodeUnknownResult(Schema.Struct({
     text: Text(maxBytes),
     channel: Schema.optional(Channel),
     idempotencyKey: Schema.optional(IdempotencyKey)
   }))
+  return (message: SendOptions): Result.Result<SendOptions, PartsRefused> =>
+    Result.mapError(decodeParts(message), ({ issue }) => ({ reason: refusalOf(issue) ?? "bad-input", message: firstIssue(issue).message }))
+}
+
+/** The checks of a message sent by a bridge or an embedder: the same Schemas, refused as a host refuses. */
+export const decoder = (maxBytes: number) => {
+  const checkParts = partsChecker(maxBytes)
   return (rawId: string, message: SendOptions): Effect.Effect<HostMessage, HostError> => {
     const id = AgentId.parse(rawId)
     if (Result.isFailure(id)) return Effect.fail(new HostError({ reason: "bad-id", id: rawId, message: id.failure.message }))
-    const parts = decodeParts(message)
-    if (Result.isFailure(parts)) {
-      const { issue } = parts.failure
-      return Effect.fail(new HostError({ reason: refusalOf(issue) ?? "bad-input", id: id.success, message: firstIssue(issue).message }))
-    }
+    const parts = checkParts(message)
+    if (Result.isFailure(parts)) return Effect.fail(new HostError({ ...parts.failure, id: id.success }))
     return Effect.succeed(ofCheckedParts(id.success, parts.success, parts.success.idempotencyKey))
   }
 }

@@ -16,9 +16,10 @@ import * as HttpRouter from "effect/http/HttpRouter"
 import * as HttpServer from "effect/http/HttpServer"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import { packageVersion } from "../../config/PackageRoot.js"
 import { Claws } from "../../ports/Claws.js"
-import { addClawTools, askToolName, defaultChannel, text } from "../mcp/McpHost.js"
+import { addClawTools, askArguments, askToolName, defaultChannel, replyResult, text } from "../mcp/McpHost.js"
 import { AgentHost, type AgentHostService } from "./AgentHost.js"
 
 export const mcpPath = "/v1/mcp"
@@ -41,14 +42,16 @@ const askTool = new McpSchema.Tool({
   }
 })
 
+/** One ask: ask_agent's arguments as `planckclaw mcp` reads them, the message checked by the host; isError by McpHost's rule. */
 const ask = (host: AgentHostService) => (payload: unknown): Effect.Effect<McpSchema.CallToolResult> => {
-  const input = (payload ?? {}) as { readonly agent?: unknown; readonly message?: unknown; readonly channel?: unknown }
-  if (typeof input.agent !== "string" || typeof input.message !== "string" || input.message.trim() === "") {
+  const agent = (payload as { readonly agent?: unknown } | undefined)?.agent
+  if (typeof agent !== "string") {
     return Effect.succeed(text({ content: `${askToolName}: "agent" and a non-empty "message" are required strings`, isError: true }))
   }
-  const channel = typeof input.channel === "string" && input.channel !== "" ? input.channel : defaultChannel
-  return host.send(input.agent, { text: input.message, channel }).pipe(
-    Effect.map((answer) => text({ content: answer.reply, isError: false })),
+  const input = askArguments(payload)
+  if (Result.isFailure(input)) return Effect.succeed(input.failure)
+  return host.send(agent, input.success).pipe(
+    Effect.map((answer) => replyResult(answer.reply)),
     Effect.catch((error) => Effect.succeed(text({ content: `${askToolName}: ${error.message}`, isError: true })))
   )
 }

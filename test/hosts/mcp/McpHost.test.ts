@@ -1,12 +1,15 @@
 /**
  * What both MCP servers (`planckclaw mcp`, serve's POST /v1/mcp) share:
- * which claws they offer.
+ * which claws they offer, how ask_agent reads its arguments, and which of
+ * the agent's replies it answers as an error.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import * as McpServer from "effect/ai/McpServer"
+import { ONLY_CONTROLS } from "../../../src/agent/Agent.js"
+import { APOLOGY, memoryUnusableReply, misconfiguredReply } from "../../../src/agent/Turn.js"
 import * as InMemoryClaws from "../../../src/claws/InMemoryClaws.js"
-import { addClawTools } from "../../../src/hosts/mcp/McpHost.js"
+import { addClawTools, askArguments, isErrorReply } from "../../../src/hosts/mcp/McpHost.js"
 import type { ToolDefinition } from "../../../src/ports/Claws.js"
 import { captureLogs } from "../../support/LogCapture.js"
 
@@ -38,4 +41,24 @@ describe("the MCP servers' claws and ask_agent", () => {
         "WARN claw tool ask_agent is not offered over MCP: the name is the agent's ask tool"
       ])
     }))
+
+  it("ask_agent's channel is checked by serve's rule, and defaults to mcp", () => {
+    const refused = (payload: unknown) =>
+      Result.match(askArguments(payload), { onFailure: (result) => result.content[0], onSuccess: (input) => input })
+    expect(refused({ message: "hi" })).toEqual({ text: "hi", channel: "mcp" })
+    expect(refused({ message: "hi", channel: "desk" })).toEqual({ text: "hi", channel: "desk" })
+    const rule = "ask_agent: channel must be 1 to 256 characters without control characters"
+    expect(refused({ message: "hi", channel: "a\nplanckclaw error: forged line" })).toMatchObject({ text: rule })
+    expect(refused({ message: "hi", channel: "" })).toMatchObject({ text: rule })
+    expect(refused({ message: "hi", channel: "c".repeat(257) })).toMatchObject({ text: rule })
+    expect(refused({ message: "hi", channel: 5 })).toMatchObject({ text: "ask_agent: \"channel\" must be a string" })
+    expect(refused({ message: " " })).toMatchObject({ text: "ask_agent: \"message\" must be a non-empty string" })
+    expect(refused(undefined)).toMatchObject({ text: "ask_agent: \"message\" must be a non-empty string" })
+  })
+
+  it("an error result: the agent's refusal of control characters alone, and every reply saying it could not answer", () => {
+    expect([ONLY_CONTROLS, APOLOGY, misconfiguredReply("the key was refused"), memoryUnusableReply("the soul is too large")].map(isErrorReply))
+      .toEqual([true, true, true, true])
+    expect(["Hello.", "Conversation history cleared.", ""].map(isErrorReply)).toEqual([false, false, false])
+  })
 })

@@ -10,6 +10,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { ONLY_CONTROLS } from "../../../src/agent/Agent.js"
 import * as AnthropicServer from "../../support/AnthropicServer.js"
 import * as Cli from "../../support/Cli.js"
 import { line } from "../../support/Harness.js"
@@ -66,7 +67,7 @@ describe("planckclaw serve: POST /v1/mcp", () => {
       running.process.kill("SIGTERM")
     }), 60_000)
 
-  it.live("starts with a claw whose input schema MCP refuses, offering the others", () =>
+  it.live("starts with a claw whose input schema MCP refuses, offering the others; ask_agent answers a refusal as an error", () =>
     Effect.gen(function*() {
       const box = yield* sandbox({ ANTHROPIC_API_KEY: "test-key-not-secret", PLANCKCLAW_HTTP_TOKEN: token }, "planckclaw-serve-mcp-bad-schema-")
       box.claw("hello.sh", `#TOOLS:{"name":"hello","description":"say hello"}\necho hello\n`)
@@ -81,6 +82,16 @@ describe("planckclaw serve: POST /v1/mcp", () => {
       expect(Effect.runSync(running.stderrSoFar)).toContain(
         `weather.sh:3: invalid tool definition: a property's schema must be a JSON object or a boolean (at input_schema.properties.city)`
       )
+      const ask = (args: Record<string, unknown>) =>
+        Effect.map(Effect.promise(() => client.callTool({ name: "ask_agent", arguments: args })), (result) => ({
+          isError: result.isError,
+          text: (result.content as Array<{ text: string }>)[0]!.text
+        }))
+      expect(yield* ask({ agent: "alice", message: "\u0001\u0002" })).toEqual({ isError: true, text: ONLY_CONTROLS })
+      expect(yield* ask({ agent: "alice", message: "hi", channel: "a\nb" })).toEqual({
+        isError: true,
+        text: "ask_agent: channel must be 1 to 256 characters without control characters"
+      })
       running.process.kill("SIGTERM")
     }), 60_000)
 })
