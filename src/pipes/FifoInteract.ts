@@ -27,6 +27,7 @@ import * as SubscriptionRef from "effect/SubscriptionRef"
 import { listenReader, openWriter } from "./PipeEnd.js"
 import { type FifoError, type FifoPaths } from "./RuntimeDir.js"
 import * as Handover from "./Handover.js"
+import * as OversizedLine from "./OversizedLine.js"
 import { type InboundMessage, Interact, InteractError, type InteractService } from "../ports/Interact.js"
 import { defaultMaxLineBytes, type Frame, type FrameTooLarge, makeLineFramer } from "../runtime/Framing.js"
 import { decodeInteractLine, encodeEventLine, encodeInteractLine, eventsOptInChannel } from "./InteractLine.js"
@@ -62,10 +63,7 @@ export interface FifoInteractOptions {
   readonly eventsOnRequest?: boolean
 }
 
-/** What the sender of a line longer than the pipe accepts is told. */
-export const oversizedReply = (limit: number): string =>
-  `Your message is more than ${limit} bytes long, more than this agent accepts. ` +
-  "Nothing was processed: please send it in smaller parts."
+export { oversizedReply } from "./OversizedLine.js"
 
 /**
  * How long part of a line may wait for the rest while the reader takes
@@ -108,20 +106,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
           )
       })
 
-    // A line too long to hold never reaches the agent, so its sender is told
-    // here (its channel is in the line's first bytes): never a silent drop.
-    const refuseOversized = (error: FrameTooLarge) => {
-      const head = error.head ?? ""
-      const tab = head.indexOf("\t")
-      if (tab === -1) {
-        return Effect.logWarning(`ignored a line on interact_in with no channel in its first bytes: ${error.message}`)
-      }
-      const channel = head.slice(0, tab)
-      return Effect.logWarning(`refused a line on interact_in from ${channel}: ${error.message}`).pipe(
-        Effect.andThen(send({ channel, text: oversizedReply(error.limit) })),
-        Effect.catch((failure) => Effect.logWarning(`could not tell ${channel} its message was refused: ${failure.message}`))
-      )
-    }
+    const refuseOversized = (error: FrameTooLarge) => OversizedLine.refuse(error, send)
     const countRead = (lines: number) => {
       if (handover !== undefined && lines > 0) background(SubscriptionRef.update(handover.read, (n) => n + lines))
     }

@@ -18,13 +18,14 @@ export class FrameTooLarge extends Data.TaggedError("FrameTooLarge")<{
   readonly limit: number
   readonly message: string
   /**
-   * The first bytes of a skipped line (up to `headBytes`, decoded), so a
-   * reader can still tell who sent it: an interact line's channel.
+   * The start of a skipped line, decoded, so a reader can still tell who
+   * sent it: up to its first tab (an interact line's channel, however long,
+   * as long as it ends within the limit), else its first `headBytes`.
    */
   readonly head?: string
 }> {}
 
-/** How much of a skipped line `FrameTooLarge.head` keeps. */
+/** How much of a skipped line with no tab within the limit `FrameTooLarge.head` keeps. */
 export const headBytes = 1024
 
 export const compactJson = (value: unknown): Result.Result<string, MalformedMessage> => {
@@ -67,17 +68,35 @@ const tooLarge = (what: string, limit: number, head?: Uint8Array) =>
     ...(head === undefined ? {} : { head: utf8.decode(head) })
   })
 
-/** The first `headBytes` of a line cut short: what was buffered, then the piece that overflowed. */
-const headOf = (parts: ReadonlyArray<Uint8Array>, piece: Uint8Array): Uint8Array => {
-  const head = new Uint8Array(headBytes)
+const tab = 0x09
+
+/**
+ * The start of a line cut short (what was buffered, then the piece that
+ * overflowed, together past `limit`): up to and with a tab within its first
+ * `limit` bytes, else its first `headBytes`. Looked for only when a line
+ * overflows, in bytes held then anyway.
+ */
+const headOf = (parts: ReadonlyArray<Uint8Array>, piece: Uint8Array, limit: number): Uint8Array => {
+  const held = [...parts, piece]
+  let length: number | undefined
+  let offset = 0
+  for (const part of held) {
+    const found = offset < limit ? part.subarray(0, limit - offset).indexOf(tab) : -1
+    if (found !== -1) {
+      length = offset + found + 1
+      break
+    }
+    offset += part.length
+  }
+  const head = new Uint8Array(length ?? Math.min(headBytes, offset))
   let size = 0
-  for (const part of [...parts, piece]) {
-    if (size === headBytes) break
-    const taken = part.subarray(0, headBytes - size)
+  for (const part of held) {
+    if (size === head.length) break
+    const taken = part.subarray(0, head.length - size)
     head.set(taken, size)
     size += taken.length
   }
-  return head.subarray(0, size)
+  return head
 }
 
 /**
@@ -111,7 +130,7 @@ const makeLineSplitter = (
       const length = end - start
       if (!skipping) {
         if (size + length > maxLineBytes) {
-          onTooLarge(tooLarge("line", maxLineBytes, headOf(parts, chunk.subarray(start, end))))
+          onTooLarge(tooLarge("line", maxLineBytes, headOf(parts, chunk.subarray(start, end), maxLineBytes)))
           skipping = true
           parts.length = 0
           size = 0

@@ -58,6 +58,19 @@ describe("faults: interact", () => {
       expect(agent.box.memoryFile("history.jsonl")).toBe(answered(["after", "re: after"]))
     }), TIMEOUT)
 
+  it.live("interact: a line over 1 MiB from a channel of 2000 bytes → that channel is told, as for its short lines", () =>
+    Effect.gen(function*() {
+      const agent = yield* fifoAgent(echo)
+      const channel = "c".repeat(2000)
+      yield* agent.client.send("short", channel)
+      expect(yield* agent.client.reply).toEqual({ channel, text: "re: short" })
+      yield* agent.client.send("x".repeat(1024 * 1024), channel)
+      const refusal = yield* agent.client.reply
+      expect(refusal.channel).toBe(channel)
+      expect(refusal.text).toMatch(/^Your message is more than 1048576 bytes.*Nothing was processed/)
+      expect((yield* agent.server.requests).length).toBe(1)
+    }), TIMEOUT)
+
   it.live("interact: invalid UTF-8 → replacement characters, answered and stored as valid JSON", () =>
     Effect.gen(function*() {
       const agent = yield* fifoAgent(echo)

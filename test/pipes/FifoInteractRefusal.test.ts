@@ -30,6 +30,20 @@ describe("FIFO interact, lines from the data events", () => {
       expect(yield* takeN(replies, 2)).toEqual([`big\t${InteractFifo.oversizedReply(32)}`, "small\tanswer"])
     }))
 
+  it.effect("refuses an oversized line to its channel however long the channel, when it ends within the limit", () =>
+    Effect.gen(function*() {
+      const paths = yield* makeRuntimeDir(path.join(yield* tempDir, "run"))
+      const interact = yield* InteractFifo.make({ paths, maxLineBytes: 4096 })
+      const toAgent = yield* openWriter(paths.interactIn)
+      const replies = yield* linesFrom(paths.interactOut)
+      // Longer than the start of a line kept for any other purpose (Framing.headBytes).
+      const channel = "c".repeat(2000)
+      yield* toAgent.write(`${channel}\t${"x".repeat(5000)}\n${channel}\tafter\n`)
+      const [message] = yield* interact.messages.pipe(Stream.take(1), Stream.runCollect)
+      expect(message).toEqual({ channel, text: "after" })
+      expect(yield* takeN(replies, 1)).toEqual([`${channel}\t${InteractFifo.oversizedReply(4096)}`])
+    }))
+
   it.effect("hands over every line of a burst larger than its read-ahead, in order, to consumers one after another", () =>
     Effect.gen(function*() {
       const { interact, toAgent } = yield* setup

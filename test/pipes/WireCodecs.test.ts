@@ -4,7 +4,7 @@ import fc from "fast-check"
 import { MessagesResponse } from "../../src/ports/Brain.js"
 import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame, plainBrainAnswer } from "../../src/pipes/BrainFrame.js"
 import { decodeClawAnswer, decodeClawRequest, encodeClawAnswer, encodeClawCall } from "../../src/pipes/ClawFrame.js"
-import { type Frame, FrameTooLarge, framed, makeBlockFramer, makeLineFramer, MalformedMessage } from "../../src/runtime/Framing.js"
+import { type Frame, FrameTooLarge, framed, headBytes, makeBlockFramer, makeLineFramer, MalformedMessage } from "../../src/runtime/Framing.js"
 import { decodeInteractLine, encodeInteractLine, escapeText, unescapeText } from "../../src/pipes/InteractLine.js"
 import { cancelFor } from "../../src/ports/Interact.js"
 
@@ -226,6 +226,17 @@ describe("line framing", () => {
     expect(Result.getOrThrow(frames[0]!)).toBe("short")
     expect(Result.isFailure(frames[1]!) && frames[1].failure instanceof FrameTooLarge).toBe(true)
     expect(Result.getOrThrow(frames[2]!)).toBe("ok")
+  })
+
+  it("keeps a skipped line's start up to its first tab within the limit, however long, else its first headBytes", () => {
+    const headOf = (frames: ReadonlyArray<Frame>) => frames.flatMap((frame) => Result.isFailure(frame) ? [frame.failure.head] : [])
+    const channel = "c".repeat(headBytes + 976)
+    // The channel in the line's first piece, and over several.
+    expect(headOf(makeLineFramer(4096).push(bytes(`${channel}\t${"x".repeat(5000)}\n`)))).toEqual([`${channel}\t`])
+    expect(headOf(feed(makeLineFramer(4096), [bytes(channel.slice(0, 1500)), bytes(`${channel.slice(1500)}\t`), bytes(`${"x".repeat(5000)}\n`)])))
+      .toEqual([`${channel}\t`])
+    // No tab within the limit: its first headBytes, and no channel.
+    expect(headOf(makeLineFramer(4096).push(bytes(`${"c".repeat(4096)}\tx\n`)))).toEqual(["c".repeat(headBytes)])
   })
 })
 
