@@ -19,7 +19,14 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { Agent } from "./AgentService.js"
-import { CANCELLED, Interact, type InteractError, type InteractService, type OutboundMessage } from "../ports/Interact.js"
+import {
+  CANCELLED,
+  type InboundMessage,
+  Interact,
+  type InteractError,
+  type InteractService,
+  type OutboundMessage
+} from "../ports/Interact.js"
 import * as Logging from "../runtime/Logging.js"
 import { Inbox, type Pending } from "../memory/Inbox.js"
 import { APOLOGY, type TurnOutcome } from "./Turn.js"
@@ -80,11 +87,37 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
       cancelled.add(current.pending.id)
       return Fiber.interrupt(current.fiber)
     })
-  // Every message of the bridge's stream, journaled as it is read; the stream's end ends it.
-  const readAll: Effect.Effect<void, InteractError> = Stream.runForEach(
-    interact.messages,
-    (message) => message.cancel === true ? cancel(message.channel) : Effect.map(inbox.accept(message), put)
-  )
+  // Messages an adapter that reads ahead gives as it reads them (keepOnRead):
+  // journaled there, all of one read in one write, so that neither a stop nor
+  // a kill loses what it read; each is put in order once the stream brings it.
+  const journaledOnRead = new Map<InboundMessage, Pending>()
+  const acceptAll = inbox.acceptAll
+  if (interact.keepOnRead !== undefined && acceptAll !== undefined) {
+    const context = yield* Effect.context<never>()
+    const journal = Effect.runSyncExitWith(context)
+    yield* interact.keepOnRead((read) => {
+      // A cancel is no message: it acts when the stream brings it.
+      const messages = read.every((message) => message.cancel !== true) ? read : read.filter((message) => message.cancel !== true)
+      if (messages.length === 0) return
+      const accepted = journal(acceptAll(messages))
+      if (Exit.isSuccess(accepted)) {
+        accepted.value.forEach((pending, at) => journaledOnRead.set(messages[at]!, pending))
+        return
+      }
+      // A bug: then each is journaled when the stream brings it, as from any adapter.
+      Effect.runForkWith(context)(Effect.logError("could not journal messages as they were read", accepted.cause))
+    })
+  }
+  // Every message of the bridge's stream, journaled as it is read (if not already); the stream's end ends it.
+  const take = (message: InboundMessage) => {
+    if (message.cancel === true) return cancel(message.channel)
+    const journaled = journaledOnRead.get(message)
+    return journaled === undefined ? Effect.map(inbox.accept(message), put) : Effect.sync(() => {
+      journaledOnRead.delete(message)
+      put(journaled)
+    })
+  }
+  const readAll: Effect.Effect<void, InteractError> = Stream.runForEach(interact.messages, take)
   yield* readAll.pipe(
     Effect.catch((error) => Effect.logError(`the interact bridge stopped: ${error.message}`)),
     // A defect while reading is a bug, not the end of input: read again, after a pause that grows.

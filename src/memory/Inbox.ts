@@ -44,6 +44,12 @@ export interface InboxService {
   /** Messages a previous run accepted and did not finish, oldest first. */
   readonly recovered: ReadonlyArray<Pending>
   readonly accept: (message: Accepting) => Effect.Effect<Pending>
+  /**
+   * Accepts several messages, in order, with one journal write. Present
+   * where that is synchronous (a local file): the intake runs it in an
+   * adapter's read callback (InteractService.keepOnRead).
+   */
+  readonly acceptAll?: (messages: ReadonlyArray<Accepting>) => Effect.Effect<ReadonlyArray<Pending>>
   readonly answered: (pending: Pending, reply: string, stored: boolean) => Effect.Effect<void>
   /**
    * The exchange could not be stored: it is kept until `stored`, even once
@@ -213,6 +219,13 @@ const open = (directory: string, madeNow: boolean): Effect.Effect<{ readonly ser
           const written = append(acceptedRecord(pending))
           entries.set(pending.id, fresh(pending, Result.isSuccess(written)))
           return outcome(written).pipe(Effect.as(pending))
+        }),
+      acceptAll: (messages) =>
+        Effect.suspend(() => {
+          const pendings = messages.map(newPending)
+          const written = append(...pendings.map(acceptedRecord))
+          for (const pending of pendings) entries.set(pending.id, fresh(pending, Result.isSuccess(written)))
+          return outcome(written).pipe(Effect.as(pendings))
         }),
       acceptJournaled: (message) =>
         Effect.suspend(() => {

@@ -8,7 +8,9 @@
  * was refused. Part of a line that waits `unterminatedWait` for its newline
  * while the pipe flows is taken as a whole line: its writer closed without
  * one, and the next writer's line must not be glued to it (it could name
- * another channel, whose words would go to the first).
+ * another channel, whose words would go to the first). What is read goes
+ * at once to the agent's journal (keepOnRead), and what is still unread
+ * when that ends, at a stop, is taken out of the pipe for it (UnreadMessages).
  */
 import type * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
@@ -31,6 +33,7 @@ import * as OversizedLine from "./OversizedLine.js"
 import { type InboundMessage, Interact, InteractError, type InteractService } from "../ports/Interact.js"
 import { defaultMaxLineBytes, type Frame, type FrameTooLarge, makeLineFramer } from "../runtime/Framing.js"
 import { decodeInteractLine, encodeEventLine, encodeInteractLine, eventsOptInChannel } from "./InteractLine.js"
+import * as UnreadMessages from "./UnreadMessages.js"
 import * as UnreadReplies from "./UnreadReplies.js"
 
 /** One pull of the message stream: the next message, or its end (`Cause.Done`) or failure. */
@@ -72,7 +75,11 @@ export { oversizedReply } from "./OversizedLine.js"
  */
 export const unterminatedWait = Duration.seconds(2)
 
-/** Messages read ahead of the agent at most (more only within one read): then the reader pauses. */
+/**
+ * Messages read ahead of the agent at most (more only within one read): then
+ * the reader pauses. Not once they are kept as read (keepOnRead): the pipe
+ * loses what it holds in a crash, the journal does not.
+ */
 const inboxLimit = 64
 
 export const make = (options: FifoInteractOptions): Effect.Effect<InteractService, FifoError, Scope.Scope> =>
@@ -115,17 +122,19 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     // data events, so a line is never half-read by a consumer that stops:
     // every run of `messages` takes from it. `undefined` marks the end of
     // input (after every message read before it). Reading starts when
-    // `messages` is first pulled, and pauses while the inbox is full: until
-    // the agent is ready to journal them, lines wait in the pipe instead of
-    // in memory.
+    // `messages` is first pulled, and pauses while the inbox is full (lines
+    // wait in the pipe instead of in memory), unless what is read is kept at
+    // once (keepOnRead): then it starts there, never pauses, and stops for
+    // good when that ends.
     const inbox: Array<InboundMessage | undefined> = []
     // A taker finding nothing closes the latch and waits for a delivery to
     // open it, then looks again: woken, not handed a line, so one
     // interrupted meanwhile takes nothing.
     const delivered = Latch.makeUnsafe(false)
     let broken: InteractError | undefined
-    let started = false
+    let reading: "not yet" | "started" | "stopped" = "not yet"
     let paused = true
+    let keep: ((read: ReadonlyArray<InboundMessage>) => void) | undefined
     // While a refusal is being sent, no later line reaches the agent, so the
     // refusal goes out before any reply to a line that followed it.
     let refusing = 0
@@ -140,7 +149,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
       return broken === undefined ? undefined : Effect.fail(broken)
     }
     const openValve = () => {
-      if (paused && started && inbox.length < inboxLimit) {
+      if (paused && reading === "started" && (keep !== undefined || inbox.length < inboxLimit)) {
         paused = false
         valve.resume()
         watchUnterminated()
@@ -157,6 +166,9 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
 
     const framer = makeLineFramer(maxLineBytes)
     const onFrames = (frames: ReadonlyArray<Frame>) => {
+      // This read's messages, when they are kept as read.
+      const keeping = keep
+      const read: Array<InboundMessage> | undefined = keeping === undefined ? undefined : []
       let counted = 0
       for (const line of frames) {
         const optIn = Result.isSuccess(line) ? eventsOptInChannel(line.success) : undefined
@@ -181,11 +193,16 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
         }
         const message = decodeInteractLine(line.success)
         if (Result.isFailure(message)) background(Effect.logWarning(`ignored a line on interact_in: ${message.failure.message}`))
-        else inbox.push(message.success)
+        else {
+          inbox.push(message.success)
+          read?.push(message.success)
+        }
         counted += 1
       }
+      // Kept before anything else runs: a stop or a kill from here on loses none of them.
+      if (keeping !== undefined && read !== undefined && read.length > 0) keeping(read)
       countRead(counted)
-      if (inbox.length >= inboxLimit) {
+      if (keeping === undefined && inbox.length >= inboxLimit) {
         paused = true
         valve.pause()
       }
@@ -240,7 +257,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
 
     // One message per pull: a consumer that stops after n messages takes exactly n.
     const take: MessagePull<InteractError> = Effect.suspend(() => {
-      started = true
+      if (reading === "not yet") reading = "started"
       const now = takeNow()
       if (now === undefined) delivered.closeUnsafe()
       openValve()
@@ -248,14 +265,34 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     })
     const messages: InteractService["messages"] = Stream.fromPull(Effect.succeed(take))
 
+    // At the end, what the pipe still holds is kept too: the run removes it.
+    const keepOnRead: NonNullable<InteractService["keepOnRead"]> = (given) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          keep = given
+          if (reading === "not yet") reading = "started"
+          openValve()
+        }),
+        () =>
+          Effect.suspend(() => {
+            reading = "stopped"
+            keep = undefined
+            paused = true
+            valve.pause()
+            return Effect.map(UnreadMessages.take(options.paths.interactIn, framer), (unread) => {
+              if (unread.length > 0) given(unread)
+            })
+          })
+      )
+
     // Events only to a bridge that shows them: an executable bridge may be the original's, which would print them.
     const event: InteractService["event"] = (channel, turnEvent) =>
       eventsOnRequest && !optedIn.has(channel) ? Effect.void : Result.match(encodeEventLine(channel, turnEvent), {
         onFailure: (error) => new InteractError({ message: `cannot send event: ${error.message}` }),
         onSuccess: write
       })
-    if (eventsOnRequest) return { messages, send, event, showsEvents: (channel) => optedIn.has(channel) }
-    return handover?.events === true ? { messages, send, event } : { messages, send }
+    if (eventsOnRequest) return { messages, keepOnRead, send, event, showsEvents: (channel) => optedIn.has(channel) }
+    return handover?.events === true ? { messages, keepOnRead, send, event } : { messages, keepOnRead, send }
   })
 
 export const layer = (options: FifoInteractOptions): Layer.Layer<Interact, FifoError> =>

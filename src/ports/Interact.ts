@@ -7,6 +7,7 @@ import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import type * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 
 /** A message from a user, tagged with the channel the reply must go back to. */
@@ -62,6 +63,16 @@ export interface InteractService {
    * when the adapter has no more input (for example stdin closed).
    */
   readonly messages: Stream.Stream<InboundMessage, InteractError>
+  /**
+   * For an adapter that reads ahead of `messages` (a pipe: every line one
+   * read brings): from now on `keep` gets the messages of each read at once,
+   * in order, before `messages` hands them on (the same objects, which it
+   * still does), so the agent journals them there and a stop or a kill
+   * before it takes them loses nothing read. At the scope's close, what is
+   * still unread (a pipe loses it when it closes) is read and given to
+   * `keep` alone, and reading stops.
+   */
+  readonly keepOnRead?: (keep: (read: ReadonlyArray<InboundMessage>) => void) => Effect.Effect<void, never, Scope.Scope>
   /** Delivers one reply; fails only when it finally cannot be delivered. */
   readonly send: (message: OutboundMessage) => Effect.Effect<void, InteractError>
   /**

@@ -46,6 +46,27 @@ describe("Inbox journal", () => {
       ])
     }))
 
+  it.effect("accepts several messages at once, in order, each with an id and key of its own, and a next start has them", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const inbox = yield* Inbox.make(directory)
+      const first = yield* inbox.accept({ channel: "cli", text: "before" })
+      const read = yield* inbox.acceptAll!([{ channel: "cli", text: "one" }, { channel: "b", text: "two" }, { channel: "cli", text: "three" }])
+      expect(read.map((p) => p.id)).toEqual([first.id + 1, first.id + 2, first.id + 3])
+      expect(new Set([first, ...read].map((p) => p.key)).size).toBe(4)
+      yield* inbox.delivered(read[1]!)
+      const records = fs.readFileSync(path.join(directory, ".inbox.jsonl"), "utf8").split("\n").slice(0, -1).map((record) => JSON.parse(record))
+      expect(records).toMatchObject([
+        { accepted: first.id, text: "before" },
+        { accepted: read[0]!.id, channel: "cli", text: "one", key: read[0]!.key },
+        { accepted: read[1]!.id, channel: "b", text: "two" },
+        { accepted: read[2]!.id, channel: "cli", text: "three" },
+        { delivered: read[1]!.id }
+      ])
+      const restarted = yield* Inbox.make(directory)
+      expect(restarted.recovered.map((p) => p.text)).toEqual(["before", "one", "three"])
+    }))
+
   it.effect("a journal torn by a crash is cut back to its last whole record at start, and the next record follows it", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
