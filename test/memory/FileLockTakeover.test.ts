@@ -5,12 +5,11 @@
  */
 import * as child from "node:child_process"
 import * as fs from "node:fs"
-import fsModule from "node:fs"
-import { syncBuiltinESMExports } from "node:module"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Result } from "effect"
 import * as FileLock from "../../src/memory/FileLock.js"
+import { patchFs } from "../support/PatchedFs.js"
 import { tempDir } from "../support/Sandbox.js"
 
 /** The pid of a process that has exited: a lock naming it is stale. */
@@ -35,24 +34,17 @@ describe("taking over a stale lock", () => {
       const other = yield* otherProcess
       // Right after this process read the dead owner, the other process (which
       // found it dead too) removes the stale lock and takes its own.
-      const realReadlink = fsModule.readlinkSync
       let raced = false
-      fsModule.readlinkSync = ((target: fs.PathLike, ...rest: Array<any>) => {
-        const read = (realReadlink as any)(target, ...rest)
-        if (!raced && String(target) === lock) {
-          raced = true
-          fs.unlinkSync(lock)
-          fs.symlinkSync(String(other.pid), lock)
-        }
-        return read
-      }) as typeof fsModule.readlinkSync
-      syncBuiltinESMExports()
-      yield* Effect.addFinalizer(() =>
-        Effect.sync(() => {
-          fsModule.readlinkSync = realReadlink
-          syncBuiltinESMExports()
-        })
-      )
+      yield* patchFs("readlinkSync", (real) =>
+        ((target: fs.PathLike, ...rest: Array<any>) => {
+          const read = (real as any)(target, ...rest)
+          if (!raced && String(target) === lock) {
+            raced = true
+            fs.unlinkSync(lock)
+            fs.symlinkSync(String(other.pid), lock)
+          }
+          return read
+        }) as typeof fs.readlinkSync)
       const taken = FileLock.tryTakeSync(lock)
       expect(raced).toBe(true)
       expect(Result.isFailure(taken) && taken.failure._tag === "LockHeld" && taken.failure.ownerPid).toBe(other.pid)

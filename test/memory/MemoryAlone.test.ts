@@ -8,14 +8,13 @@
  */
 import * as child from "node:child_process"
 import * as fs from "node:fs"
-import fsModule from "node:fs"
-import { syncBuiltinESMExports } from "node:module"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import * as FoldStore from "../../src/memory/FoldStore.js"
 import * as Memory from "../../src/memory/Memory.js"
 import * as RunHeld from "../../src/memory/RunHeld.js"
+import { patchFs } from "../support/PatchedFs.js"
 import { tempDir } from "../support/Sandbox.js"
 
 const line = (role: "user" | "assistant", content: string) => `${JSON.stringify({ role, content })}\n`
@@ -156,28 +155,21 @@ describe("a run's appends without the write lock file", () => {
       // The other process, at the worst instants: its read of the kept tail just
       // before the run's write(2) of history, its renames and the release of its
       // compaction lock just after it, before the run looks for that lock.
-      const realWrite = fsModule.writeSync
       let interleaved = false
-      fsModule.writeSync = ((fd: number, buffer: any, ...rest: Array<any>) => {
-        if (interleaved || !Buffer.isBuffer(buffer) || !buffer.toString("utf8").includes("\"q4\"")) {
-          return (realWrite as any)(fd, buffer, ...rest)
-        }
-        interleaved = true
-        const kept = fs.readFileSync(file("history.jsonl")).subarray(Buffer.byteLength(lines(1)))
-        const wrote = (realWrite as any)(fd, buffer, ...rest)
-        fs.writeFileSync(file(".summary.md.next"), "folded q1\n")
-        fs.writeFileSync(file(".history.jsonl.next"), kept)
-        fs.renameSync(file(".summary.md.next"), file("summary.md"))
-        fs.renameSync(file(".history.jsonl.next"), file("history.jsonl"))
-        return wrote
-      }) as typeof fsModule.writeSync
-      syncBuiltinESMExports()
-      yield* Effect.addFinalizer(() =>
-        Effect.sync(() => {
-          fsModule.writeSync = realWrite
-          syncBuiltinESMExports()
-        })
-      )
+      yield* patchFs("writeSync", (real) =>
+        ((fd: number, buffer: any, ...rest: Array<any>) => {
+          if (interleaved || !Buffer.isBuffer(buffer) || !buffer.toString("utf8").includes("\"q4\"")) {
+            return (real as any)(fd, buffer, ...rest)
+          }
+          interleaved = true
+          const kept = fs.readFileSync(file("history.jsonl")).subarray(Buffer.byteLength(lines(1)))
+          const wrote = (real as any)(fd, buffer, ...rest)
+          fs.writeFileSync(file(".summary.md.next"), "folded q1\n")
+          fs.writeFileSync(file(".history.jsonl.next"), kept)
+          fs.renameSync(file(".summary.md.next"), file("summary.md"))
+          fs.renameSync(file(".history.jsonl.next"), file("history.jsonl"))
+          return wrote
+        }) as typeof fs.writeSync)
       yield* memory.append(exchange(4), { exchange: "k4" })
       expect(interleaved).toBe(true)
       yield* memory.append(exchange(5), { exchange: "k5" })
