@@ -6,10 +6,10 @@
  * until it is (`stored`). The journal is emptied whenever nothing is left,
  * so it stays tiny. Each message carries a random key: the identity under
  * which history knows whether its exchange is stored (see memory/Ledger.ts).
- * The records and their replay are InboxJournal.ts. `run` answers a message
- * the journal could not take; serve refuses it (FileInbox.acceptJournaled).
+ * The records and their replay are InboxJournal.ts, its descriptor
+ * InboxJournalFile.ts. `run` answers a message the journal could not take;
+ * serve refuses it (FileInbox.acceptJournaled).
  */
-import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -30,8 +30,10 @@ import {
   updateEntry
 } from "./InboxJournal.js"
 import { MemoryConfig, MemoryError } from "./Memory.js"
+import * as InboxJournalFile from "./InboxJournalFile.js"
 import { newKey } from "./MessageKeys.js"
 import * as SafeFile from "../runtime/SafeFile.js"
+import * as SafeJournal from "../runtime/SafeJournal.js"
 
 export { type Pending, replay } from "./InboxJournal.js"
 
@@ -104,7 +106,7 @@ const open = (directory: string, madeNow: boolean): Effect.Effect<{ readonly ser
       })
     // Only a regular file of this user, never through a link; a torn last record is cut off.
     // A directory made just now has no journal yet: the first record makes it.
-    const opened = madeNow ? Result.succeed(undefined) : SafeFile.openJournal(file)
+    const opened = madeNow ? Result.succeed(undefined) : SafeJournal.open(file)
     if (Result.isFailure(opened)) return Effect.fail(refused(opened.failure))
     const entries = replayEntries(opened.success?.text ?? "")
     let nextId = [...entries.keys()].reduce((max, id) => Math.max(max, id), 0) + 1
@@ -129,43 +131,7 @@ const open = (directory: string, madeNow: boolean): Effect.Effect<{ readonly ser
     const outcome = (result: Result.Result<void, SafeFile.MemoryFileError>) =>
       Result.match(result, { onFailure: report, onSuccess: () => worked })
 
-    // One descriptor for the run (O_APPEND, checked once when opened): each
-    // record is one write(2), emptying is one ftruncate(2). The run lock
-    // (MemoryHold.ts: a run's, or a started agent's in serve) makes this
-    // process the journal's only writer, so its size is
-    // known here, for cutting back a write that did not land whole.
-    // Kept from the read above when there was a journal; else made by the first record.
-    let journal: { readonly fd: number; size: number } | undefined = opened.success === undefined
-      ? undefined
-      : { fd: opened.success.fd, size: opened.success.size }
-    const held = (): Result.Result<{ readonly fd: number; size: number }, SafeFile.MemoryFileError> => {
-      if (journal !== undefined) return Result.succeed(journal)
-      return Result.map(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => {
-        journal = { fd, size: stat.size }
-        return journal
-      })
-    }
-    /** After a failure the descriptor is dropped: the next record opens (and checks) the file again. */
-    const drop = () => {
-      if (journal !== undefined) Result.try(() => fs.closeSync(journal!.fd))
-      journal = undefined
-    }
-    const append = (...records: ReadonlyArray<object>): Result.Result<void, SafeFile.MemoryFileError> =>
-      Result.flatMap(held(), (target) => {
-        const text = records.map((record) => `${JSON.stringify(record)}\n`).join("")
-        const bytes = Buffer.from(text, "utf8")
-        const written = SafeFile.appendAll(target.fd, file, bytes, target.size)
-        if (Result.isSuccess(written)) target.size += bytes.length
-        else drop()
-        return written
-      })
-    const truncate = (): Result.Result<void, SafeFile.MemoryFileError> =>
-      Result.flatMap(held(), (target) => {
-        const cut = Result.try({ try: () => fs.ftruncateSync(target.fd, 0), catch: (error) => SafeFile.failed(file, error) })
-        if (Result.isSuccess(cut)) target.size = 0
-        else drop()
-        return cut
-      })
+    const { append, truncate, drop } = InboxJournalFile.make(file, opened.success)
     const write = (...records: ReadonlyArray<object>) => Effect.suspend(() => outcome(append(...records)))
 
     // Nothing left: start the journal afresh instead of growing it (truncating needs no space).

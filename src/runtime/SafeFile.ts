@@ -190,33 +190,6 @@ export const withFileIfPresent = <A, E, B>(
 export const read = (path: string): Result.Result<string | undefined, MemoryFileError> =>
   withFileIfPresent(path, flags.read, undefined, (fd) => Result.succeed(fs.readFileSync(fd, "utf8")))
 
-/**
- * An append-only journal's complete records ("" when there is no file). A
- * torn last record (power loss, full disk) is cut off: that needs no free space.
- */
-export const readJournal = (path: string): Result.Result<string, MemoryFileError> =>
-  withFileIfPresent(path, fs.constants.O_RDWR, "", (fd, stat) => Result.succeed(completeRecords(fd, stat.size).text))
-
-/** `readJournal`'s records and the file left open for appending (O_APPEND) at their end; undefined when there is no file. */
-export const openJournal = (
-  path: string
-): Result.Result<{ readonly text: string; readonly fd: number; readonly size: number } | undefined, MemoryFileError> =>
-  Result.flatMap(openIfPresent(path, fs.constants.O_RDWR | fs.constants.O_APPEND), (opened) => {
-    if (opened === undefined) return Result.succeed(undefined)
-    const read = Result.try({ try: () => completeRecords(opened.fd, opened.stat.size), catch: (error) => failed(path, error) })
-    if (Result.isSuccess(read)) return Result.succeed({ ...read.success, fd: opened.fd })
-    Result.try(() => fs.closeSync(opened.fd))
-    return Result.fail(read.failure)
-  })
-
-/** A journal's complete records, `size` bytes long as its open found it (this process its only writer); a torn last one cut off. */
-const completeRecords = (fd: number, size: number): { readonly text: string; readonly size: number } => {
-  const bytes = readUpTo(fd, size)
-  const end = bytes.lastIndexOf(0x0a) + 1
-  if (end < bytes.length) fs.ftruncateSync(fd, end)
-  return { text: bytes.toString("utf8", 0, end), size: end }
-}
-
 /** The first `size` bytes of `fd` (fewer if it ends sooner), without a status of its own as readFileSync takes. */
 export const readUpTo = (fd: number, size: number): Buffer => {
   const bytes = Buffer.allocUnsafe(size)

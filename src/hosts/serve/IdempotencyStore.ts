@@ -21,6 +21,7 @@ import { numberOf } from "../../config/ConfigRange.js"
 import { IdempotencyKeys } from "../../config/settings/Serve.js"
 import { madeOnFirstCall } from "../../runtime/FirstCall.js"
 import * as SafeFile from "../../runtime/SafeFile.js"
+import * as SafeJournal from "../../runtime/SafeJournal.js"
 
 /** How many keys each agent remembers (the oldest are forgotten first). */
 export const IdempotencyConfig = numberOf(IdempotencyKeys)
@@ -81,7 +82,7 @@ export const open = (directory: string, keep: number, fresh = false): Effect.Eff
     // Never through a link, only a regular file of this user; a torn last line is cut off.
     const loaded = fresh
       ? Result.succeed("")
-      : Result.mapError(SafeFile.readJournal(file), (error) => new IdempotencyStoreError({ message: `cannot read ${file}: ${error.message}` }))
+      : Result.mapError(SafeJournal.read(file), (error) => new IdempotencyStoreError({ message: `cannot read ${file}: ${error.message}` }))
     if (Result.isFailure(loaded)) return Effect.fail(loaded.failure)
     // A Map keeps insertion order: the first entries are the oldest.
     const entries = new Map<string, Remembered>()

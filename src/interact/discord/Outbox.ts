@@ -36,6 +36,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as SafeFile from "../../runtime/SafeFile.js"
+import * as SafeJournal from "../../runtime/SafeJournal.js"
 import type { ReplyTarget } from "./ReplyTargets.js"
 
 export const outboxFileName = ".discord-outbox.jsonl"
@@ -272,7 +273,7 @@ export const make = (directory: string): Effect.Effect<Outbox, never, Scope.Scop
     const file = path.join(directory, outboxFileName)
     // A bridge process of its own may start before any run made the directory; a failure shows on the first write.
     Result.try(() => fs.mkdirSync(directory, { recursive: true, mode: 0o700 }))
-    const text = SafeFile.readJournal(file)
+    const text = SafeJournal.read(file)
     if (Result.isFailure(text)) {
       yield* Effect.logError(`cannot read the Discord outbox: ${text.failure.message}; replies it held are not resent`)
     }

@@ -18,6 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SafeFile from "../../runtime/SafeFile.js"
+import * as SafeJournal from "../../runtime/SafeJournal.js"
 import type { DiscordMessage } from "./Inbound.js"
 import { questionId } from "./ReplyTargets.js"
 
@@ -73,7 +74,7 @@ const parseLine = (text: string): { readonly done: string } | { readonly owed: D
 export const make = (directory: string): Effect.Effect<OwedReplies, { readonly message: string }> =>
   Effect.suspend(() => {
     const file = path.join(directory, FILE)
-    const loaded = SafeFile.readJournal(file)
+    const loaded = SafeJournal.read(file)
     if (Result.isFailure(loaded)) return Effect.fail({ message: `cannot read ${file}: ${loaded.failure.message}` })
     // By key, oldest first: a Map keeps insertion order.
     const owed = new Map<string, DiscordMessage>()
