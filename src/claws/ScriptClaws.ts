@@ -31,6 +31,7 @@ import * as SpawnHelper from "../runtime/process/SpawnHelper.js"
 import { nextTurn } from "../runtime/process/NextTurn.js"
 import * as Tracing from "../runtime/Tracing.js"
 import { type Catalog, type Discovery, makeDiscovery, type WatchDirectory } from "./ClawDiscovery.js"
+import { formatOutcome } from "./ClawOutcome.js"
 
 /** Seconds before a claw's whole session is killed; also read by the agent's patience on the claw pipes (Bridges). */
 export const ClawTimeoutConfig = numberOf(ClawTimeout)
@@ -44,46 +45,14 @@ export const ScriptsConfig = Config.all({
 })
 export type ScriptsConfig = Config.Success<typeof ScriptsConfig>
 
+/** Stderr kept for the excerpt in an error result. */
 const stderrExcerptMax = 2048
+/** Bytes past what is kept of stdout or stderr before the claw is stopped as a flood (ChildProcess.RunRequest). */
 const floodAllowance = 1024 * 1024
 
 const isExecutable = (path: string): boolean => Result.isSuccess(Result.try(() => Fs.accessSync(path, Fs.constants.X_OK)))
 
-/** Drops a multi-byte UTF-8 sequence cut short by the output cap. */
-const dropIncompleteTail = (bytes: Uint8Array): Uint8Array => {
-  for (let back = 1; back <= Math.min(4, bytes.length); back++) {
-    const byte = bytes[bytes.length - back] ?? 0
-    if ((byte & 0xc0) === 0x80) continue // continuation byte: keep looking for the lead
-    const length = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1
-    return length > back ? bytes.subarray(0, bytes.length - back) : bytes
-  }
-  return bytes
-}
-
-// Invalid UTF-8 becomes U+FFFD rather than an error.
-const utf8 = new TextDecoder("utf-8", { fatal: false })
-
 const problemKey = (problem: ToolProblem): string => `${problem.source}\u0000${problem.reason}`
-
-const formatOutcome = (name: string, outcome: ChildProcess.RunOutcome, outputMax: number): ToolResult => {
-  const stdout = utf8.decode(outcome.stdoutTruncated ? dropIncompleteTail(outcome.stdout) : outcome.stdout).trimEnd()
-  const truncation = outcome.stdoutTruncated ? `\n[output truncated at ${outputMax} bytes]` : ""
-  // The group was killed by us for flooding: its exit status says nothing about the tool.
-  if (outcome.flooded || outcome.exitCode === 0) {
-    // An empty result would be an empty frame on the claw FIFO and says nothing to the model.
-    return { content: stdout === "" && truncation === "" ? "(no output)" : `${stdout}${truncation}`, isError: false }
-  }
-  const stderr = utf8.decode(outcome.stderrTruncated ? dropIncompleteTail(outcome.stderr) : outcome.stderr).trim()
-  const status = outcome.exitCode !== null
-    ? `[tool ${name} exited with code ${outcome.exitCode}]`
-    : `[tool ${name} was killed by ${outcome.signal ?? "a signal"}]`
-  const parts = [
-    stdout === "" ? "" : `${stdout}${truncation}`,
-    stderr === "" ? "" : `stderr: ${stderr}${outcome.stderrTruncated ? " […]" : ""}`,
-    status
-  ]
-  return { content: parts.filter((part) => part !== "").join("\n"), isError: true }
-}
 
 /**
  * The wait before a watched scan, so that the inotify event of every change
@@ -246,7 +215,7 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps, 
             content: `Tool ${name} timed out after ${Duration.format(config.timeout)}`,
             isError: true
           }),
-          onSome: (outcome) => formatOutcome(name, outcome, config.outputMax)
+          onSome: (outcome) => formatOutcome(name, outcome, request)
         })),
         Effect.catchTag("SpawnError", (error) => {
           // The input travels as one argv string, which Linux caps at 128 KiB.

@@ -394,6 +394,26 @@ describe("Scripts claws: calls", () => {
       expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
     }))
 
+  it.effect("stops a claw that floods stderr at once, not at its timeout, and says so with the stdout it printed", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const pidFile = Path.join(dir, "pid")
+      yield* writeClaw(dir, "noisy.sh", `#!/bin/sh\n${tool("noisy")}\necho $$ > ${pidFile}\necho started\nyes complaint >&2\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      const fiber = yield* Effect.forkChild(claws.call("noisy", {}))
+      // The TestClock never moves: only the flood can end the call (the bound is real time, a hang's readable failure).
+      const result = yield* Sandbox.onLiveClock(Sandbox.within("the answer of a claw flooding stderr")(Fiber.join(fiber)))
+      expect(result.isError).toBe(true)
+      // What it printed, the first 2 KiB of its stderr (marked as cut), and why it was stopped.
+      expect(result.content.startsWith("started\nstderr: complaint\ncomplaint\n")).toBe(true)
+      const lines = result.content.split("\n")
+      expect(lines.at(-2)?.endsWith(" […]")).toBe(true)
+      expect(lines.at(-1)).toBe(`[tool noisy was stopped: it wrote more than ${2048 + 1024 * 1024} bytes to stderr]`)
+      expect(result.content.length).toBeLessThan(4096)
+      const pgid = Number(Fs.readFileSync(pidFile, "utf8").trim())
+      expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
+    }))
+
   it.effect("decodes invalid UTF-8 with replacement characters and never cuts a character in half", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir

@@ -70,6 +70,21 @@ describe("faults: claws", () => {
       yield* gone("the flooding claw", yield* pidIn(t.box.path("flood.pid")))
     }), TIMEOUT)
 
+  it.live("claws: a claw that floods its stderr → stopped at once with an error result saying so, the writer killed", () =>
+    Effect.gen(function*() {
+      // The default 30 s timeout: only the flood's stop can give this answer.
+      const t = yield* session(callOnce("noisy"), {}, ["first", "second"], (box) => {
+        box.claw("noisy.sh", `${tool("noisy")}\necho $$ > "$D/noisy.pid"\necho started\nexec yes complaining >&2\n`)
+      })
+      expect(t.replies).toEqual(["Let me check.", "", "Here is what the tool said.", "B"])
+      const [result] = resultsIn(t.requests, 1)
+      expect(result!.is_error).toBe(true)
+      expect(result!.content).toMatch(
+        /^Error: started\nstderr: (complaining\n)+[a-z]* \[…\]\n\[tool noisy was stopped: it wrote more than 1050624 bytes to stderr\]$/
+      )
+      yield* gone("the claw flooding stderr", yield* pidIn(t.box.path("noisy.pid")))
+    }), TIMEOUT)
+
   it.live("claws: a claw that exits non-zero or dies by a signal → an error result with its stderr", () =>
     Effect.gen(function*() {
       const handler = replies(

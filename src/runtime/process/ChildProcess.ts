@@ -7,8 +7,8 @@
  * group, and any group made within the session (GNU `timeout` makes one).
  * The session gets SIGKILL when the main process exits (so a forgotten
  * `sleep 1000 &` that still holds stdout cannot keep the call waiting),
- * when it floods stdout, and when the run is interrupted (a caller's
- * timeout, agent shutdown): the release waits until Node has reaped the
+ * when it floods stdout or stderr, and when the run is interrupted (a
+ * caller's timeout, agent shutdown): the release waits until Node has reaped the
  * main process, so no zombie is left behind by us. Grandchildren are
  * reparented to init, which reaps them. Once the main process has exited
  * and its session is killed, whatever still holds its stdout or stderr is
@@ -50,12 +50,16 @@ export interface RunRequest {
   /** Stderr bytes kept, for an excerpt in error reports. */
   readonly stderrMax: number
   /**
-   * Stdout bytes tolerated past `stdoutMax` before the group is killed: a
-   * tool that prints a little too much still finishes and keeps its exit
-   * status, an endless writer is stopped.
+   * Bytes tolerated on a stream past what is kept of it before the group is
+   * killed: a tool that prints a little too much still finishes with its
+   * exit status; an endless writer (read even to discard: half a core at
+   * 1 GB/s here) is stopped.
    */
   readonly floodAllowance: number
 }
+
+/** The stream whose flood got the group killed. */
+export type Flooded = "stdout" | "stderr"
 
 export interface RunOutcome {
   readonly stdout: Uint8Array
@@ -65,8 +69,8 @@ export interface RunOutcome {
   /** `null` when the process ended by a signal. */
   readonly exitCode: number | null
   readonly signal: NodeJS.Signals | null
-  /** The group was killed because stdout went past `stdoutMax + floodAllowance`. */
-  readonly flooded: boolean
+  /** The group was killed because this stream went past what is kept of it plus `floodAllowance`; `null` if not. */
+  readonly flooded: Flooded | null
 }
 
 export class SpawnError extends Data.TaggedError("SpawnError")<{
@@ -136,7 +140,7 @@ const start = (
     Result.map((child): Running => {
       const stdout = new CappedBytes(request.stdoutMax)
       const stderr = new CappedBytes(request.stderrMax)
-      let flooded = false
+      let flooded: Flooded | null = null
       let exitStatus: { readonly code: number | null; readonly signal: NodeJS.Signals | null } = { code: null, signal: null }
       const outcome = (exitCode: number | null, signal: NodeJS.Signals | null): RunOutcome => ({
         stdout: stdout.bytes(),
@@ -153,14 +157,15 @@ const start = (
         exited: false
       }
 
-      child.stdout?.on("data", (chunk: Buffer) => {
-        stdout.push(chunk)
-        if (!flooded && stdout.seen > request.stdoutMax + request.floodAllowance && child.pid !== undefined) {
-          flooded = true
+      const capped = (stream: Flooded, bytes: CappedBytes, max: number) => (chunk: Buffer) => {
+        bytes.push(chunk)
+        if (flooded === null && bytes.seen > max + request.floodAllowance && child.pid !== undefined) {
+          flooded = stream
           signalSession(child.pid, "SIGKILL")
         }
-      })
-      child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk))
+      }
+      child.stdout?.on("data", capped("stdout", stdout, request.stdoutMax))
+      child.stderr?.on("data", capped("stderr", stderr, request.stderrMax))
       child.on("exit", (code: number | null, signal: NodeJS.Signals | null) => {
         running.exited = true
         exitStatus = { code, signal }

@@ -40,7 +40,7 @@ export const DoneLine = Schema.TaggedStruct("Done", {
   stderrTruncated: Schema.Boolean,
   exitCode: Schema.NullOr(Schema.Number),
   signal: Schema.NullOr(Schema.String),
-  flooded: Schema.Boolean,
+  flooded: Schema.NullOr(Schema.Literals(["stdout", "stderr"])),
   warnings: Warnings
 })
 

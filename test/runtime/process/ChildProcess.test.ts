@@ -76,7 +76,7 @@ describe.each(runs)("$where", ({ clocked, run }) => {
       expect(outcome.exitCode).toBe(7)
       expect(outcome.signal).toBeNull()
       expect(outcome.stdoutTruncated).toBe(false)
-      expect(outcome.flooded).toBe(false)
+      expect(outcome.flooded).toBeNull()
     }))
 
   it.effect("reports a signal death", () =>
@@ -97,7 +97,7 @@ describe.each(runs)("$where", ({ clocked, run }) => {
       const outcome = yield* run(shell("head -c 1500 /dev/zero | tr '\\0' a; exit 2"))
       expect(outcome.stdout.length).toBe(1024)
       expect(outcome.stdoutTruncated).toBe(true)
-      expect(outcome.flooded).toBe(false)
+      expect(outcome.flooded).toBeNull()
       expect(outcome.exitCode).toBe(2)
     }))
 
@@ -106,11 +106,34 @@ describe.each(runs)("$where", ({ clocked, run }) => {
       const dir = yield* tempDir
       const pidFile = Path.join(dir, "pid")
       const outcome = yield* run(shell(`echo $$ > ${pidFile}; yes flood & yes flood; wait`))
-      expect(outcome.flooded).toBe(true)
+      expect(outcome.flooded).toBe("stdout")
       expect(outcome.stdout.length).toBe(1024)
       expect(text(outcome.stdout).startsWith("flood\nflood\n")).toBe(true)
       const pgid = Number(Fs.readFileSync(pidFile, "utf8").trim())
       expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
+    }))
+
+  it.effect("kills the whole group of an endless stderr writer, its stderr kept to the cap", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const pidFile = Path.join(dir, "pid")
+      const outcome = yield* run(shell(`echo $$ > ${pidFile}; printf out; yes noise >&2 & yes noise >&2; wait`))
+      expect(outcome.flooded).toBe("stderr")
+      expect(text(outcome.stdout)).toBe("out")
+      expect(outcome.stderr.length).toBe(1024)
+      expect(outcome.stderrTruncated).toBe(true)
+      expect(text(outcome.stderr).startsWith("noise\nnoise\n")).toBe(true)
+      const pgid = Number(Fs.readFileSync(pidFile, "utf8").trim())
+      expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
+    }))
+
+  it.effect("keeps the exit status of a command a little past the stderr cap", () =>
+    Effect.gen(function*() {
+      const outcome = yield* run(shell("head -c 3000 /dev/zero | tr '\\0' e >&2; exit 4"))
+      expect(outcome.flooded).toBeNull()
+      expect(outcome.stderr.length).toBe(1024)
+      expect(outcome.stderrTruncated).toBe(true)
+      expect(outcome.exitCode).toBe(4)
     }))
 
   it.effect("does not wait for a background child that still holds stdout, and kills it", () =>
