@@ -25,7 +25,7 @@ import * as UsageLedger from "../usage/UsageLedger.js"
 
 export { make, ONLY_CONTROLS } from "./AgentCore.js"
 export { Agent, type AgentService } from "./AgentService.js"
-export { APOLOGY, type ToolCallMade, type TurnEvent, type TurnOutcome, type TurnUsage } from "./Turn.js"
+export { APOLOGY, type NotAnswered, type ToolCallMade, type TurnEvent, type TurnOutcome, type TurnUsage } from "./Turn.js"
 
 // Logs of start-up (a stored backlog) go to stderr, as the intake loop's do.
 // Scoped: its release waits for (or, on shutdown, stops) the compaction in flight.

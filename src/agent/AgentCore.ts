@@ -94,7 +94,11 @@ export const make = Effect.gen(function*() {
       Effect.catch((error) =>
         Effect.logError(`turn failed: ${error.message}`).pipe(
           // A file to fix (a soul over its limit) is said as such: asking again would meet it again.
-          Effect.as(error.problem === undefined ? Turn.failed : Turn.withoutTurn({ reply: Turn.memoryUnusableReply(error.problem), stored: false }))
+          Effect.as(
+            error.problem === undefined
+              ? Turn.failed
+              : Turn.withoutTurn({ reply: Turn.memoryUnusableReply(error.problem), stored: false, notAnswered: "failed" })
+          )
         )
       ),
       Effect.catchDefect((defect) =>
@@ -122,6 +126,8 @@ export const make = Effect.gen(function*() {
     onEvent?: Turn.TurnListener
   ): Effect.Effect<A> => {
     if (Option.isSome(pending.reply)) {
+      // Decided before a restart: the journal keeps its text and `stored`, not
+      // `notAnswered` (what delivers it, a bridge or serve, goes by the text).
       const decided = pending.reply.value
       return then(Turn.withoutTurn({ reply: decided.text, stored: decided.stored }))
     }
@@ -130,6 +136,7 @@ export const make = Effect.gen(function*() {
       return Effect.flatMap(Effect.logWarning(`rejected a ${size}-byte message from ${pending.channel}`), () =>
         then(Turn.withoutTurn({
           stored: false,
+          notAnswered: "refused",
           reply: `Your message is ${size} bytes; the limit is ${config.maxMessageBytes} bytes ` +
             "(PLANCKCLAW_MAX_MESSAGE_BYTES). Nothing was processed: please send it in smaller parts."
         })))
@@ -138,11 +145,12 @@ export const make = Effect.gen(function*() {
     const refusal = loneSurrogateRefusal(pending.text)
     if (refusal !== undefined) {
       return Effect.flatMap(Effect.logWarning(`refused a message from ${pending.channel} holding a lone UTF-16 surrogate`), () =>
-        then(Turn.withoutTurn({ stored: false, reply: refusal })))
+        then(Turn.withoutTurn({ stored: false, notAnswered: "refused", reply: refusal })))
     }
     return Option.match(sanitize(pending.text), {
       // Blank: no reply. Control characters alone: refused, so a bridge waiting for a reply gets one.
-      onNone: () => isBlank(pending.text) ? none() : then(Turn.withoutTurn({ stored: false, reply: ONLY_CONTROLS })),
+      onNone: () =>
+        isBlank(pending.text) ? none() : then(Turn.withoutTurn({ stored: false, notAnswered: "refused", reply: ONLY_CONTROLS })),
       onSome: (text) =>
         Effect.flatMap(
           Option.match(Commands.parse(text), {

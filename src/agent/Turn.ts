@@ -49,6 +49,7 @@ import {
 export {
   type Answer,
   NO_TOOL_CALLS,
+  type NotAnswered,
   NO_USAGE,
   type ToolCallMade,
   type TurnEvent,
@@ -82,7 +83,7 @@ export interface TurnInput {
 }
 
 /** The answer for a turn that could not be completed; not stored. */
-export const failed: TurnOutcome = withoutTurn({ reply: APOLOGY, stored: false })
+export const failed: TurnOutcome = withoutTurn({ reply: APOLOGY, stored: false, notAnswered: "failed" })
 
 const toolUsesOf = (response: MessagesResponse): Array<ToolUseBlock> =>
   response.content.filter((block): block is ToolUseBlock => block.type === "tool_use" && "id" in block)
@@ -175,7 +176,13 @@ const MEMORY_UNUSABLE = "I can't answer: a file of my memory is unusable ("
 export const memoryUnusableReply = (problem: string): string =>
   `${MEMORY_UNUSABLE}${problem}). The log names the file to fix.`
 
-/** A reply that says the brain could not answer (an outage, a setting or file to fix): asking again may get an answer. */
+/**
+ * A reply that says the brain could not answer (an outage, a setting or file
+ * to fix): asking again may get an answer. Known by its words, for what
+ * holds the reply's text alone (a bridge, serve's replies and idempotency
+ * records, the cluster's); a model that says the same words is taken for
+ * it. Where the outcome is at hand, its `notAnswered` says it exactly.
+ */
 export const isFailureReply = (reply: string): boolean =>
   reply === APOLOGY || reply.startsWith(MISCONFIGURED) || reply.startsWith(MEMORY_UNUSABLE)
 
@@ -190,7 +197,7 @@ const unavailable = (error: BrainError) =>
     ? Effect.logWarning(`brain ${error.reason === "timeout" ? "gave up for now" : "failed"}: ${error.detail}`).pipe(Effect.as(failed))
     : Effect.logError(
       `brain is misconfigured (${error.misconfigured.problem}): fix ${error.misconfigured.setting}; ${error.detail}`
-    ).pipe(Effect.as<Answer>({ reply: misconfiguredReply(error.misconfigured.problem), stored: false }))
+    ).pipe(Effect.as<Answer>({ reply: misconfiguredReply(error.misconfigured.problem), stored: false, notAnswered: "failed" }))
 
 /** What a turn runs on: the two ports, and the agent's memo of what its last turn sent (see Prompt.promptMemo). */
 export interface TurnPorts {
@@ -258,7 +265,10 @@ export const runWith = (ports: TurnPorts, { config, onEvent, snapshot, text }: T
     )
     return Effect.map(
       Tracing.span(turn, recording, "Turn.run"),
-      (answer): TurnOutcome => ({ reply: answer.reply, stored: answer.stored, toolCalls, usage })
+      (answer): TurnOutcome =>
+        answer.notAnswered === undefined
+          ? { reply: answer.reply, stored: answer.stored, toolCalls, usage }
+          : { reply: answer.reply, stored: answer.stored, notAnswered: answer.notAnswered, toolCalls, usage }
     )
   })
 

@@ -4,10 +4,24 @@
  */
 import type * as Effect from "effect/Effect"
 
+/**
+ * Why a reply is not an answer: "failed" when the agent could not answer
+ * (the apology, a brain setting or memory file to fix), "refused" when it
+ * would not process the message (too large, a lone surrogate, control
+ * characters alone).
+ */
+export type NotAnswered = "failed" | "refused"
+
 /** A reply, and whether the exchange belongs in history (failed turns store nothing). */
 export interface Answer {
   readonly reply: string
   readonly stored: boolean
+  /**
+   * Set where a reply that is no answer is made, so that a host holding
+   * the outcome need not know it by its words (a model may say them too).
+   * Absent for an answer: the model's, whatever it says, or a command's.
+   */
+  readonly notAnswered?: NotAnswered
 }
 
 /** One tool call a turn made: the tool's name, and whether it gave a result (not an error). */

@@ -12,6 +12,8 @@ import * as Agent from "../../src/agent/Agent.js"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
 import { Inbox } from "../../src/memory/Inbox.js"
+import { PROMPT_FILE_MAX_BYTES } from "../../src/memory/PromptFiles.js"
+import { BrainError } from "../../src/ports/Brain.js"
 import * as Turn from "../../src/agent/Turn.js"
 import { tempDir } from "../support/Sandbox.js"
 
@@ -72,10 +74,35 @@ describe("Agent.respond", () => {
       const directory = yield* tempDir("planckclaw-respond-")
       const { agent, brain, inbox } = yield* agentIn(directory, [])
       const refused = yield* agent.respond(yield* inbox.accept({ channel: "me", text: "\u0001\u0002" }))
-      expect(refused).toEqual(Option.some({ reply: Agent.ONLY_CONTROLS, stored: false, toolCalls: [], usage: Turn.NO_USAGE }))
+      expect(refused).toEqual(Option.some({ reply: Agent.ONLY_CONTROLS, stored: false, notAnswered: "refused", toolCalls: [], usage: Turn.NO_USAGE }))
       expect(yield* agent.respond(yield* inbox.accept({ channel: "me", text: "  \n" }))).toEqual(Option.none())
       expect(yield* brain.requests).toEqual([])
       expect(fs.existsSync(path.join(directory, "history.jsonl")) ? fs.readFileSync(path.join(directory, "history.jsonl"), "utf8") : "").toBe("")
+    })))
+
+  it.effect("a reply that is no answer says so (notAnswered), wherever it is made; an answer never does, whatever it says", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const directory = yield* tempDir("planckclaw-respond-")
+      const { agent, inbox } = yield* agentIn(directory, [
+        ScriptedBrain.text(Turn.APOLOGY),
+        new BrainError({ reason: "timeout", detail: "test" }),
+        new BrainError({ reason: "fatal", detail: "test", misconfigured: { problem: "the key was refused", setting: "ANTHROPIC_API_KEY" } })
+      ])
+      const said = (text: string) =>
+        Effect.map(
+          Effect.flatMap(inbox.accept({ channel: "me", text }), agent.respond),
+          Option.map((outcome) => [outcome.reply.slice(0, 30), outcome.notAnswered])
+        )
+      // The model saying the apology's words answered; a command's reply is an answer too.
+      expect(yield* said("say you are unavailable")).toEqual(Option.some([Turn.APOLOGY.slice(0, 30), undefined]))
+      expect(yield* said("/help")).toMatchObject(Option.some([expect.any(String), undefined]))
+      expect(yield* said("hello")).toEqual(Option.some([Turn.APOLOGY.slice(0, 30), "failed"]))
+      expect(yield* said("hello")).toEqual(Option.some([Turn.misconfiguredReply("").slice(0, 30), "failed"]))
+      expect(yield* said("x".repeat(70_000))).toEqual(Option.some(["Your message is 70000 bytes; t", "refused"]))
+      expect(yield* said("a \ud800 b")).toMatchObject(Option.some([expect.any(String), "refused"]))
+      expect(yield* said("\u0001")).toEqual(Option.some([Agent.ONLY_CONTROLS.slice(0, 30), "refused"]))
+      fs.writeFileSync(path.join(directory, "soul.md"), "x".repeat(PROMPT_FILE_MAX_BYTES + 1))
+      expect(yield* said("hello")).toEqual(Option.some([Turn.memoryUnusableReply("").slice(0, 30), "failed"]))
     })))
 
   it.effect("a reply decided before a crash is given again, stored once, with no second turn", () =>

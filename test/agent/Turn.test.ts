@@ -81,7 +81,7 @@ describe("Turn.run", () => {
   it.effect("answers with the apology, not stored, when the brain gives up", () =>
     Effect.gen(function*() {
       const { exit } = yield* turn([new BrainError({ reason: "fatal", detail: "test" })])
-      expect(exit).toEqual(Exit.succeed({ reply: Turn.APOLOGY, stored: false, toolCalls: [], usage: Turn.NO_USAGE }))
+      expect(exit).toEqual(Exit.succeed({ reply: Turn.APOLOGY, stored: false, notAnswered: "failed", toolCalls: [], usage: Turn.NO_USAGE }))
     }))
 
   it.effect("logs what the brain said, not \"timeout\", for a failure that may pass (a 429 after its retries)", () =>

@@ -150,7 +150,7 @@ describe("a turn as it goes", () => {
       yield* Fiber.join(fiber)
       expect(yield* Queue.takeAll(arrived)).toEqual([
         { _tag: "TextDelta", text: "Half an " },
-        { _tag: "End", reply: Agent.APOLOGY, stored: false, toolCalls: [], usage: { input: 0, output: 0, cacheWrite: 0, cacheRead: 0 } }
+        { _tag: "End", reply: Agent.APOLOGY, stored: false, notAnswered: "failed", toolCalls: [], usage: { input: 0, output: 0, cacheWrite: 0, cacheRead: 0 } }
       ])
       expect(h.read("history.jsonl")).toBe("")
       // Not asked again: the text was already told.

@@ -24,7 +24,7 @@ import * as SchemaIssue from "effect/SchemaIssue"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import { Agent, ONLY_CONTROLS } from "../../agent/Agent.js"
-import { isFailureReply } from "../../agent/Turn.js"
+import { type Answer, isFailureReply } from "../../agent/Turn.js"
 import { Inbox } from "../../memory/Inbox.js"
 import type { ClawsService, ToolDefinition, ToolResult } from "../../ports/Claws.js"
 import { describeError } from "../../runtime/Errors.js"
@@ -40,16 +40,25 @@ export const text = (result: ToolResult): McpSchema.CallToolResult =>
   new McpSchema.CallToolResult({ isError: result.isError, content: [{ type: "text", text: result.content }] })
 
 /**
- * Whether ask_agent answers a reply of the agent as an error, in both MCP
- * servers: the agent could not answer (the apology, a brain or memory to
- * fix: Turn.isFailureReply) or refused a message of control characters
- * alone. Its other refusals (too large, a lone surrogate) are HostMessage's
- * checks, made before the message reaches it.
+ * Whether serve's ask_agent answers a reply of an agent as an error: the
+ * agent could not answer (the apology, a brain or memory to fix:
+ * Turn.isFailureReply) or refused a message of control characters alone.
+ * Its other refusals (too large, a lone surrogate) are HostMessage's checks,
+ * made before the message reaches it. By the reply's words, as serve's
+ * replies carry nothing else (see answerResult).
  */
 export const isErrorReply = (reply: string): boolean => isFailureReply(reply) || reply === ONLY_CONTROLS
 
-/** ask_agent's result for a reply of the agent. */
+/** Serve's ask_agent result for a reply of an agent, known by its words (isErrorReply). */
 export const replyResult = (reply: string): McpSchema.CallToolResult => text({ content: reply, isError: isErrorReply(reply) })
+
+/**
+ * `planckclaw mcp`'s ask_agent result for the agent's outcome, which it
+ * holds: an error when the agent said it did not answer (`notAnswered`),
+ * never for what a model's reply says.
+ */
+export const answerResult = (answer: Answer): McpSchema.CallToolResult =>
+  text({ content: answer.reply, isError: answer.notAnswered !== undefined })
 
 const checkChannel = Schema.decodeUnknownResult(HostMessage.Channel)
 
@@ -178,7 +187,7 @@ const ask = (
     yield* agent.delivered(pending, outcome)
     return Option.match(outcome, {
       onNone: () => text({ content: "(no reply: the message was blank)", isError: true }),
-      onSome: (answer) => replyResult(answer.reply)
+      onSome: answerResult
     })
   })).pipe(
     Effect.catch((reason) => Effect.succeed(text({ content: `${askToolName}: the agent cannot answer: ${reason}`, isError: true })))

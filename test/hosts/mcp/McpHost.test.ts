@@ -4,14 +4,43 @@
  * the agent's replies it answers as an error.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Result } from "effect"
+import { ConfigProvider, Context, Effect, Layer, Result } from "effect"
+import type * as McpSchema from "effect/ai/McpSchema"
 import * as McpServer from "effect/ai/McpServer"
+import * as Agent from "../../../src/agent/Agent.js"
 import { ONLY_CONTROLS } from "../../../src/agent/Agent.js"
 import { APOLOGY, memoryUnusableReply, misconfiguredReply } from "../../../src/agent/Turn.js"
+import * as ScriptedBrain from "../../../src/brain/ScriptedBrain.js"
 import * as InMemoryClaws from "../../../src/claws/InMemoryClaws.js"
-import { addClawTools, askArguments, isErrorReply } from "../../../src/hosts/mcp/McpHost.js"
+import { addClawTools, askArguments, isErrorReply, registrations } from "../../../src/hosts/mcp/McpHost.js"
+import { Inbox } from "../../../src/memory/Inbox.js"
+import { BrainError } from "../../../src/ports/Brain.js"
 import type { ToolDefinition } from "../../../src/ports/Claws.js"
 import { captureLogs } from "../../support/LogCapture.js"
+import { tempDir } from "../../support/Sandbox.js"
+
+/** `planckclaw mcp`'s ask_agent, on an agent of `script` over a fresh memory directory. */
+const askOn = (script: ReadonlyArray<ScriptedBrain.ScriptStep>) =>
+  Effect.gen(function*() {
+    const directory = yield* tempDir("planckclaw-mcp-ask-")
+    const brain = yield* ScriptedBrain.make(script)
+    const context = yield* Layer.build(Agent.layerWithMemory.pipe(
+      Layer.provide(Layer.merge(ScriptedBrain.layer(brain), InMemoryClaws.layer([]))),
+      Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ PLANCKCLAW_DIR: directory }, { preserveEmptyStrings: true })))
+    ))
+    const handlers = new Map<string, (payload: unknown) => Effect.Effect<McpSchema.CallToolResult>>()
+    const server = {
+      addTool: (options: { readonly tool: { readonly name: string }; readonly handle: (payload: unknown) => Effect.Effect<McpSchema.CallToolResult> }) =>
+        Effect.sync(() => void handlers.set(options.tool.name, options.handle))
+    }
+    yield* Layer.build(registrations(InMemoryClaws.make([]), Effect.succeed(Context.pick(Agent.Agent, Inbox)(context)), 1000).pipe(
+      Layer.provide(Layer.succeed(McpServer.McpServer, server as unknown as McpServer.McpServer["Service"]))
+    ))
+    const ask = handlers.get("ask_agent")
+    expect(ask).toBeDefined()
+    return (message: string) =>
+      Effect.map(ask!({ message }), (result) => ({ isError: result.isError, text: (result.content[0] as { readonly text: string }).text }))
+  })
 
 const tool = (definition: ToolDefinition): InMemoryClaws.InMemoryTool => ({
   definition,
@@ -56,7 +85,23 @@ describe("the MCP servers' claws and ask_agent", () => {
     expect(refused(undefined)).toMatchObject({ text: "ask_agent: \"message\" must be a non-empty string" })
   })
 
-  it("an error result: the agent's refusal of control characters alone, and every reply saying it could not answer", () => {
+  it.effect("ask_agent answers an error when the agent could not answer or refused, never because of what a model's reply says", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const ask = yield* askOn([
+        ScriptedBrain.text(APOLOGY),
+        ScriptedBrain.text(misconfiguredReply("a model's words")),
+        new BrainError({ reason: "timeout", detail: "test" })
+      ])
+      // The model said the words of a failure: it answered all the same.
+      expect(yield* ask("say you are unavailable")).toEqual({ isError: false, text: APOLOGY })
+      expect(yield* ask("say your brain is misconfigured")).toEqual({ isError: false, text: misconfiguredReply("a model's words") })
+      // The brain gave up: the same words, now an error.
+      expect(yield* ask("hello")).toEqual({ isError: true, text: APOLOGY })
+      expect(yield* ask("\u0001\u0002")).toEqual({ isError: true, text: ONLY_CONTROLS })
+      expect(yield* ask("/help")).toMatchObject({ isError: false })
+    })))
+
+  it("serve's ask_agent, by the reply's words: an error for the refusal of control characters alone and every reply saying it could not answer", () => {
     expect([ONLY_CONTROLS, APOLOGY, misconfiguredReply("the key was refused"), memoryUnusableReply("the soul is too large")].map(isErrorReply))
       .toEqual([true, true, true, true])
     expect(["Hello.", "Conversation history cleared.", ""].map(isErrorReply)).toEqual([false, false, false])
