@@ -1,6 +1,6 @@
 /**
  * One MCP server from mcp.json, supervised, through effect/ai's McpClient
- * (its stdio transport starts the process through effect's
+ * (McpTransport: its stdio transport starts the process through effect's
  * ChildProcessSpawner; its HTTP transport posts through HttpClient).
  *
  * Started on first use (a list or a call), not when the agent starts. A
@@ -14,31 +14,24 @@
  * (which few servers speak yet) that effect/ai's McpClient speaks: a server
  * that insists on an older one is refused, with why (docs/mcp.md).
  */
-import * as McpClient from "effect/ai/McpClient"
-import type { McpClientError } from "effect/ai/McpClientError"
-import * as McpProtocol from "effect/ai/McpProtocol"
+import type * as McpClient from "effect/ai/McpClient"
 import type * as McpSchema from "effect/ai/McpSchema"
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as HttpClient from "effect/http/HttpClient"
 import * as Option from "effect/Option"
-import * as ChildProcess from "effect/process/ChildProcess"
 import * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
 import type * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
 import type { ToolResult } from "../../ports/Claws.js"
-import { describeError } from "../../runtime/Errors.js"
 import { printable } from "../../runtime/Printable.js"
 import { nextTurn } from "../../runtime/process/NextTurn.js"
 import type { ServerEntry } from "./McpConfig.js"
-import { serverEnvironment } from "./McpEnvironment.js"
 import { toToolResult } from "./McpResult.js"
+import { connect, isTransportFailure, type ProcessNotes, type Reach } from "./McpTransport.js"
 
 /** How long a server must have been up for its death to restart it at once, on a fresh backoff. */
 export const healthyLife = Duration.minutes(1)
@@ -84,26 +77,12 @@ export interface Connection {
 /** How long a server whose start failed is given to exit, so its exit and stderr say why. */
 const exitGrace = Duration.millis(500)
 
-/** The last bytes a server wrote to stderr, said when it fails. */
-const stderrTailMax = 1024
-
 interface Up {
   readonly client: McpClient.McpClient
   readonly tools: ReadonlyArray<McpSchema.Tool>
   /** Completed with why, when the server is found dead. */
   readonly died: Deferred.Deferred<string>
 }
-
-/** The error's words, and its cause's (why a spawn failed: ENOENT...) when it has one. */
-const describeClientError = (error: McpClientError): string => {
-  const cause = "cause" in error.reason ? error.reason.cause : undefined
-  return cause === undefined ? error.message : `${error.message}: ${describeError(cause)}`
-}
-
-/** A failure that says the server is gone, not that one call went wrong. */
-const isTransportFailure = (error: McpClientError): boolean =>
-  error.reason._tag === "TransportError" || error.reason._tag === "ClosedError" ||
-  (error.reason._tag === "HttpError" && error.reason.status === 404)
 
 export const make = (
   entry: ServerEntry,
@@ -117,8 +96,8 @@ export const make = (
     let state: ConnectionState = { _tag: "Idle" }
     let up: Up | undefined
     let lastTools: ReadonlyArray<McpSchema.Tool> = []
-    let pid: number | undefined
-    let stderrTail = ""
+    const notes: ProcessNotes = { pid: undefined, stderrTail: "" }
+    const reach: Reach = { entry, timeout: settings.timeout, withheldSecrets: settings.withheldSecrets, spawner, httpClient, notes }
     /** Set once the scope closes: the server's exit is then ours, not a failure. */
     let stopping = false
     /** Completed when the start under way ends, up or down. */
@@ -134,55 +113,8 @@ export const make = (
         return Deferred.succeed(settled, undefined)
       })
 
-    /** The spawner the stdio transport uses: it notes the process and keeps the end of its stderr. */
-    const noting = (died: Deferred.Deferred<string>) =>
-      ChildProcessSpawner.make((command) =>
-        spawner.spawn(command).pipe(Effect.map((handle) => {
-          pid = handle.pid
-          return ChildProcessSpawner.makeHandle({
-            ...handle,
-            // A signal makes exitCode fail (effect's Node spawner): either way the server is gone,
-            // unless the wait was only interrupted (the scope closing).
-            exitCode: handle.exitCode.pipe(Effect.onExit((exit) =>
-              Exit.isSuccess(exit)
-                ? Deferred.succeed(died, `exited with code ${exit.value}`)
-                : Cause.hasInterruptsOnly(exit.cause)
-                ? Effect.void
-                : Deferred.succeed(died, "was killed by a signal")
-            )),
-            stderr: handle.stderr.pipe(Stream.tap((chunk) =>
-              Effect.sync(() => {
-                stderrTail = (stderrTail + Buffer.from(chunk).toString("utf8")).slice(-stderrTailMax)
-              })
-            ))
-          })
-        }))
-      )
-
-    const transport = (died: Deferred.Deferred<string>) =>
-      entry._tag === "Stdio"
-        ? McpClient.stdio({
-          command: ChildProcess.make(entry.command, [...entry.args], {
-            cwd: entry.cwd,
-            env: serverEnvironment(entry.env, settings.withheldSecrets).env,
-            extendEnv: false
-          }),
-          protocol: McpProtocol.v2025_11_25
-        }).pipe(Effect.provideService(ChildProcessSpawner.ChildProcessSpawner, noting(died)))
-        : McpClient.http({ url: entry.url, headers: entry.headers, protocol: McpProtocol.v2025_11_25 })
-
-    /** A client, in `session`'s scope; fails with why not. */
-    const connect = (died: Deferred.Deferred<string>) =>
-      Effect.flatMap(transport(died), (connected) =>
-        McpClient.make({ name: "planckclaw", version: "0.1.0", timeout: settings.timeout }).pipe(
-          Effect.provideService(McpClient.Transport, connected)
-        )).pipe(
-          Effect.mapError(describeClientError),
-          Effect.provideService(HttpClient.HttpClient, httpClient)
-        )
-
     const withStderr = (reason: string): string => {
-      const tail = stderrTail.trim()
+      const tail = notes.stderrTail.trim()
       return printable(tail === "" ? reason : `${reason}; its stderr ends: ${tail.slice(-300)}`)
     }
 
@@ -193,7 +125,7 @@ export const make = (
      */
     const startFailure = (reason: string, died: Deferred.Deferred<string>) =>
       Effect.gen(function*() {
-        if (entry._tag !== "Stdio" || pid === undefined) return yield* Effect.fail(reason)
+        if (entry._tag !== "Stdio" || notes.pid === undefined) return yield* Effect.fail(reason)
         const exit = yield* Deferred.await(died).pipe(Effect.timeoutOption(exitGrace))
         yield* nextTurn
         return yield* Effect.fail(Option.getOrElse(exit, () => reason))
@@ -206,10 +138,10 @@ export const make = (
      * once a day is not left a minute down each time).
      */
     const session = Effect.gen(function*() {
-      stderrTail = ""
-      pid = undefined
+      notes.stderrTail = ""
+      notes.pid = undefined
       const died = yield* Deferred.make<string>()
-      const client = yield* connect(died).pipe(Effect.catch((reason) => startFailure(reason, died)))
+      const client = yield* connect(reach, died).pipe(Effect.catch((reason) => startFailure(reason, died)))
       const tools = yield* client.listTools().pipe(Effect.mapError((error) => `cannot list its tools: ${error.message}`))
       up = { client, tools, died }
       lastTools = tools
@@ -225,7 +157,7 @@ export const make = (
       Effect.suspend(() => {
         if (stopping) return Effect.interrupt
         up = undefined
-        pid = undefined
+        notes.pid = undefined
         const why = withStderr(reason)
         return Effect.andThen(
           settings.logDown === false
@@ -303,5 +235,5 @@ export const make = (
         })))
       )
 
-    return { entry, tools, call, state: () => state, pid: () => pid }
+    return { entry, tools, call, state: () => state, pid: () => notes.pid }
   })

@@ -1,0 +1,106 @@
+/**
+ * How an MCP server is reached (McpConnection supervises it): a client of
+ * effect/ai's McpClient over its stdio transport (the process started
+ * through effect's ChildProcessSpawner, noted as it runs: its pid, its
+ * exit, the end of its stderr) or its HTTP transport (posted through
+ * HttpClient), at protocol revision 2025-11-25.
+ */
+import * as McpClient from "effect/ai/McpClient"
+import type { McpClientError } from "effect/ai/McpClientError"
+import * as McpProtocol from "effect/ai/McpProtocol"
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as HttpClient from "effect/http/HttpClient"
+import * as ChildProcess from "effect/process/ChildProcess"
+import * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
+import type * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { describeError } from "../../runtime/Errors.js"
+import type { ServerEntry } from "./McpConfig.js"
+import { serverEnvironment } from "./McpEnvironment.js"
+
+/** The last bytes a server wrote to stderr, said when it fails. */
+const stderrTailMax = 1024
+
+/** What is known of a stdio server's process in its current life; McpConnection resets it at each start. */
+export interface ProcessNotes {
+  pid: number | undefined
+  stderrTail: string
+}
+
+/** The error's words, and its cause's (why a spawn failed: ENOENT...) when it has one. */
+const describeClientError = (error: McpClientError): string => {
+  const cause = "cause" in error.reason ? error.reason.cause : undefined
+  return cause === undefined ? error.message : `${error.message}: ${describeError(cause)}`
+}
+
+/** A failure that says the server is gone, not that one call went wrong. */
+export const isTransportFailure = (error: McpClientError): boolean =>
+  error.reason._tag === "TransportError" || error.reason._tag === "ClosedError" ||
+  (error.reason._tag === "HttpError" && error.reason.status === 404)
+
+/** What a connection's clients are made with: the services they use, and where they note their process. */
+export interface Reach {
+  readonly entry: ServerEntry
+  /** How long a request may take (the claws' timeout). */
+  readonly timeout: Duration.Duration
+  /** Values no server may be given, whatever variable its entry puts them in. */
+  readonly withheldSecrets: ReadonlyArray<Redacted.Redacted<string>>
+  readonly spawner: ChildProcessSpawner.ChildProcessSpawner["Service"]
+  readonly httpClient: HttpClient.HttpClient
+  readonly notes: ProcessNotes
+}
+
+/** The spawner the stdio transport uses: it notes the process and keeps the end of its stderr. */
+const noting = ({ notes, spawner }: Reach, died: Deferred.Deferred<string>) =>
+  ChildProcessSpawner.make((command) =>
+    spawner.spawn(command).pipe(Effect.map((handle) => {
+      notes.pid = handle.pid
+      return ChildProcessSpawner.makeHandle({
+        ...handle,
+        // A signal makes exitCode fail (effect's Node spawner): either way the server is gone,
+        // unless the wait was only interrupted (the scope closing).
+        exitCode: handle.exitCode.pipe(Effect.onExit((exit) =>
+          Exit.isSuccess(exit)
+            ? Deferred.succeed(died, `exited with code ${exit.value}`)
+            : Cause.hasInterruptsOnly(exit.cause)
+            ? Effect.void
+            : Deferred.succeed(died, "was killed by a signal")
+        )),
+        stderr: handle.stderr.pipe(Stream.tap((chunk) =>
+          Effect.sync(() => {
+            notes.stderrTail = (notes.stderrTail + Buffer.from(chunk).toString("utf8")).slice(-stderrTailMax)
+          })
+        ))
+      })
+    }))
+  )
+
+const transport = (reach: Reach, died: Deferred.Deferred<string>) =>
+  reach.entry._tag === "Stdio"
+    ? McpClient.stdio({
+      command: ChildProcess.make(reach.entry.command, [...reach.entry.args], {
+        cwd: reach.entry.cwd,
+        env: serverEnvironment(reach.entry.env, reach.withheldSecrets).env,
+        extendEnv: false
+      }),
+      protocol: McpProtocol.v2025_11_25
+    }).pipe(Effect.provideService(ChildProcessSpawner.ChildProcessSpawner, noting(reach, died)))
+    : McpClient.http({ url: reach.entry.url, headers: reach.entry.headers, protocol: McpProtocol.v2025_11_25 })
+
+/**
+ * A client, in the caller's scope (one life of the server); fails with why
+ * not. `died` is completed with why, should its process exit.
+ */
+export const connect = (reach: Reach, died: Deferred.Deferred<string>): Effect.Effect<McpClient.McpClient, string, Scope.Scope> =>
+  Effect.flatMap(transport(reach, died), (connected) =>
+    McpClient.make({ name: "planckclaw", version: "0.1.0", timeout: reach.timeout }).pipe(
+      Effect.provideService(McpClient.Transport, connected)
+    )).pipe(
+      Effect.mapError(describeClientError),
+      Effect.provideService(HttpClient.HttpClient, reach.httpClient)
+    )
