@@ -6,8 +6,10 @@
  * `message_delta` brings the stop reason and the final counts (they are
  * totals, not increments: the last one stands), `message_stop` ends it.
  * Text is passed on as it comes; `ping` and event types this version does
- * not know are skipped. An `error` event fails the answer, and so does a
- * stream that ends before `message_stop`: half an answer is never one.
+ * not know are skipped, and do not count as the answer going on (the
+ * brain's timeout is not restarted by them). An `error` event fails the
+ * answer, and so does a stream that ends before `message_stop`: half an
+ * answer is never one.
  */
 import * as Effect from "effect/Effect"
 import type * as Sse from "effect/encoding/Sse"
@@ -52,7 +54,7 @@ export const assembly = (
   const blocks: Array<JsonObject | undefined> = []
   const inputs: Array<string | undefined> = []
 
-  const take = (event: Sse.Event, out: Array<BrainEvent>): BrainError | undefined => {
+  const take = (event: Sse.Event, out: Array<BrainEvent>): BrainError | boolean => {
     const data = dataOf(event)
     if (!isJsonObject(data)) {
       return new BrainError({ reason: "fatal", detail: `an event of the answer is not JSON: ${preview(scrub(event.data))}` })
@@ -60,46 +62,49 @@ export const assembly = (
     const index = typeof data.index === "number" ? data.index : -1
     switch (data.type) {
       case "message_start": {
-        if (!isJsonObject(data.message)) return undefined
+        if (!isJsonObject(data.message)) return false
         const { content: _content, usage: started, ...rest } = data.message
         message = rest
         usage = isJsonObject(started) ? { ...started } : undefined
         if ("stop_reason" in rest) stopReason = rest.stop_reason
-        return undefined
+        return true
       }
       case "content_block_start": {
-        if (index < 0 || !isJsonObject(data.content_block)) return undefined
+        if (index < 0 || !isJsonObject(data.content_block)) return false
         const block = { ...data.content_block }
         blocks[index] = block
         if (block.type === "tool_use") inputs[index] = ""
         if (block.type === "text" && typeof block.text === "string" && block.text !== "") out.push(textDelta(block.text))
-        return undefined
+        return true
       }
       case "content_block_delta": {
         const block = blocks[index]
         const delta = data.delta
-        if (block === undefined || !isJsonObject(delta)) return undefined
+        if (block === undefined || !isJsonObject(delta)) return false
         if (delta.type === "text_delta" && typeof delta.text === "string") {
           block.text = `${typeof block.text === "string" ? block.text : ""}${delta.text}`
           out.push(textDelta(delta.text))
-          return undefined
+          return true
         }
         if (delta.type === "input_json_delta" && typeof delta.partial_json === "string") {
           inputs[index] = `${inputs[index] ?? ""}${delta.partial_json}`
         }
-        return undefined
+        // Any delta of a block is the model writing (its thinking too), even one not kept.
+        return true
       }
+      case "content_block_stop":
+        return true
       case "message_delta": {
         if (isJsonObject(data.delta) && "stop_reason" in data.delta) stopReason = data.delta.stop_reason
         if (isJsonObject(data.usage)) {
           const counts = data.usage
           usage = { ...usage, ...Object.fromEntries(Object.entries(counts).filter(([, value]) => value !== null && value !== undefined)) }
         }
-        return undefined
+        return true
       }
       case "message_stop":
         stopped = true
-        return undefined
+        return true
       case "error": {
         const error = isJsonObject(data.error) ? data.error : {}
         const words = [error.type, error.message].filter((part): part is string => typeof part === "string").join(": ")
@@ -109,7 +114,7 @@ export const assembly = (
         })
       }
       default:
-        return undefined
+        return false
     }
   }
 

@@ -7,7 +7,10 @@
  * piece, the arguments in pieces), or, without one, by their id and name.
  * The usage comes in a last chunk with no choices. `data: [DONE]` ends it;
  * a stream that ends without it and without a finish reason was cut, and
- * fails: half an answer is never one.
+ * fails: half an answer is never one. Keep-alives (comment lines, which the
+ * SSE parser drops, and chunks that carry nothing: no choices, an empty
+ * delta, empty text) do not count as the answer going on: the brain's
+ * timeout is not restarted by them.
  */
 import * as Effect from "effect/Effect"
 import type * as Sse from "effect/encoding/Sse"
@@ -22,6 +25,20 @@ interface CallPieces {
   id?: string
   name?: string
   arguments: unknown
+}
+
+/**
+ * Whether a delta carries any of the answer: a non-empty string (text, a
+ * refusal, reasoning, as some servers name it), a call, anything but its
+ * role. A loop over its keys, not a list of them: this runs for every chunk.
+ */
+const carries = (delta: Record<string, unknown>): boolean => {
+  for (const key in delta) {
+    if (key === "role") continue
+    const value = delta[key]
+    if (typeof value === "string" ? value !== "" : Array.isArray(value) ? value.length > 0 : isJsonObject(value)) return true
+  }
+  return false
 }
 
 /** The words of an error object a server put in its stream. */
@@ -48,6 +65,8 @@ export const assembly = (
   let finishReason: unknown
   let usage: unknown
   let done = false
+  // The first chunk with a role starts the answer, as message_start does on the Messages API.
+  let started = false
   const calls: Array<CallPieces> = []
 
   /**
@@ -82,10 +101,10 @@ export const assembly = (
     }
   }
 
-  const take = (event: Sse.Event, out: Array<BrainEvent>): BrainError | undefined => {
+  const take = (event: Sse.Event, out: Array<BrainEvent>): BrainError | boolean => {
     if (event.data.trim() === "[DONE]") {
       done = true
-      return undefined
+      return true
     }
     const chunk = dataOf(event)
     if (!isJsonObject(chunk)) {
@@ -99,20 +118,28 @@ export const assembly = (
     }
     id ??= chunk.id
     model ??= chunk.model
-    if (isJsonObject(chunk.usage)) usage = chunk.usage
+    let carried = false
+    if (isJsonObject(chunk.usage)) {
+      usage = chunk.usage
+      carried = true
+    }
     const choice = Array.isArray(chunk.choices)
       ? chunk.choices.find((each) => isJsonObject(each) && (each.index === undefined || each.index === 0))
       : undefined
-    if (!isJsonObject(choice)) return undefined
-    if (typeof choice.finish_reason === "string") finishReason = choice.finish_reason
+    if (!isJsonObject(choice)) return carried
+    if (typeof choice.finish_reason === "string") {
+      finishReason = choice.finish_reason
+      carried = true
+    }
     const delta = choice.delta
-    if (!isJsonObject(delta)) return undefined
+    if (!isJsonObject(delta)) return carried
+    if (!started && typeof delta.role === "string") started = carried = true
     if (typeof delta.refusal === "string") refusal += delta.refusal
     if (Array.isArray(delta.tool_calls)) delta.tool_calls.forEach(addCall)
-    if (typeof delta.content !== "string" || delta.content === "") return undefined
+    if (typeof delta.content !== "string" || delta.content === "") return carried || carries(delta)
     content += delta.content
     out.push(textDelta(delta.content))
-    return undefined
+    return true
   }
 
   const finish = (): Effect.Effect<BrainEvent, BrainError> => {

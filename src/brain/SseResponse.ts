@@ -9,9 +9,10 @@
  *
  * The retries (BrainRetry) cover the exchange up to those headers; once the
  * events flow, nothing is asked again, so no text reaches a listener twice.
- * A stream that stops short (the server closes, nothing arrives within the
- * timeout) fails as a transient BrainError ("timeout"): the turn answers
- * with the apology and stores nothing of the half answer.
+ * A stream that stops short (the server closes, no more of the answer
+ * arrives within the timeout, keep-alives or not) fails as a transient
+ * BrainError ("timeout"): the turn answers with the apology and stores
+ * nothing of the half answer.
  */
 import * as HttpClient from "effect/http/HttpClient"
 import type * as HttpClientError from "effect/http/HttpClientError"
@@ -42,7 +43,7 @@ export const eventsOf = (answer: HttpAnswer): Stream.Stream<BrainEvent, BrainErr
 
 /** How a stream that stops short is told. */
 export interface StreamWords {
-  /** The detail when nothing arrives for `timeout`. */
+  /** The detail when no more of the answer arrives for `timeout`. */
   readonly silent: string
   readonly scrub: (text: string) => string
 }
@@ -55,11 +56,13 @@ const absolute = (location: string | undefined, base: string): string | undefine
 
 /**
  * How one API's events make brain events, made afresh for each answer:
- * `take` adds what an event makes (most make nothing) to `out`, or says why
- * the answer fails there; `finish` is the whole answer once the events end.
+ * `take` adds what an event makes (most make nothing) to `out`, and says
+ * whether the event carried any of the answer (`true`) or nothing (`false`:
+ * a keep-alive, a type this version does not know), or why the answer fails
+ * there; `finish` is the whole answer once the events end.
  */
 export interface Assembly {
-  readonly take: (event: Sse.Event, out: Array<BrainEvent>) => BrainError | undefined
+  readonly take: (event: Sse.Event, out: Array<BrainEvent>) => BrainError | boolean
   readonly finish: () => Effect.Effect<BrainEvent, BrainError>
 }
 
@@ -75,8 +78,10 @@ const ENDED: ReadonlyArray<Uint8Array> = []
 /**
  * The brain events of a body: its bytes counted against ANSWER_MAX_BYTES,
  * decoded as UTF-8, parsed by Effect's SSE parser (`retry:` directives are
- * for browsers reconnecting, and ignored) and assembled (`assembly`), each
- * read of the body bounded by `timeout`.
+ * for browsers reconnecting, and ignored) and assembled (`assembly`), the
+ * wait for each event that carries the answer bounded by `timeout`: a
+ * server's keep-alives (comments, pings, empty chunks) do not extend it, or
+ * a server that pings forever would hold the turn forever.
  *
  * One step per read of the body, written here rather than as Effect's
  * stream operators (mapError, timeoutOrElse, tap, decodeText, mapEffect,
@@ -85,9 +90,9 @@ const ENDED: ReadonlyArray<Uint8Array> = []
  * answer spent ≈ 930 µs of CPU in them against a canned client (issue 52;
  * Stream.timeoutOrElse alone ≈ 120 µs, as it merges the stream with a timer
  * fiber). The silence is watched by one fiber for the whole answer, which
- * ends the request (`request.abort`) once a read has waited `timeout`: an
- * Effect.timeout on each read raced a timer fiber against it, about 24 µs
- * of every read of a streamed answer.
+ * ends the request (`request.abort`) once the reads since the answer's last
+ * event have waited `timeout`: an Effect.timeout on each read raced a timer
+ * fiber against it, about 24 µs of every read of a streamed answer.
  */
 const answerEvents = (
   bytes: Stream.Stream<Uint8Array, HttpClientError.HttpClientError>,
@@ -104,12 +109,20 @@ const answerEvents = (
       let failure: BrainError | undefined
       let size = 0
       let ended = false
+      // Whether an event of the last read carried the answer; whether bytes came in the wait (keep-alives).
+      let carried = false
+      let heard = false
       const parser = Sse.makeParser((event) => {
-        if (failure === undefined && event._tag === "Event") failure = assembling.take(event, out)
+        if (failure !== undefined || event._tag !== "Event") return
+        const taken = assembling.take(event, out)
+        if (taken === true) carried = true
+        else if (taken !== false) failure = taken
       }, { maxEventSize: ANSWER_MAX_BYTES })
 
-      // When the read now under way began (Effect's clock), undefined between reads: a consumer
-      // slow to pull is not a silent server. Past `timeout`, the watchdog ends the request.
+      // When the wait for the answer's next event began (Effect's clock): set by the first read
+      // after one that carried the answer, kept across reads that bring only keep-alives, and
+      // undefined while the consumer holds what came (a consumer slow to pull is not a silent
+      // server). Past `timeout`, the watchdog ends the request.
       const clock = yield* Clock.Clock
       const timeoutMillis = Duration.toMillis(timeout)
       let waitingSince: number | undefined
@@ -124,17 +137,21 @@ const answerEvents = (
       yield* Effect.forkIn(watch, scope)
 
       const read = Effect.suspend(() => {
-        waitingSince = clock.currentTimeMillisUnsafe()
+        waitingSince ??= clock.currentTimeMillisUnsafe()
         return upstream
       }).pipe(
-        Effect.onExit(() => Effect.sync(() => waitingSince = undefined)),
         Effect.mapError((error) =>
           Cause.isDone(error) ? error : new BrainError({
             reason: "timeout",
-            detail: silent ? words.silent : `the answer broke off: ${preview(words.scrub(rootCause(error.cause ?? error)))}`
+            detail: !silent
+              ? `the answer broke off: ${preview(words.scrub(rootCause(error.cause ?? error)))}`
+              : heard
+              ? `${words.silent} (the server sent only keep-alives)`
+              : words.silent
           })
         ),
         Pull.catchDone(() => {
+          waitingSince = undefined
           request.bodyRead()
           return Effect.succeed(ENDED)
         })
@@ -167,6 +184,11 @@ const answerEvents = (
           }
           if (failure !== undefined) break
         }
+        if (carried) {
+          carried = false
+          heard = false
+          waitingSince = undefined
+        } else heard = true
         return next()
       }
 
@@ -183,8 +205,9 @@ const answerEvents = (
 
 /**
  * POSTs a JSON `body`; an event stream is answered at its headers, with its
- * events (assembled by `assembly`) bounded by `timeout` between reads,
- * anything else read whole. A redirect is an answer, never followed (PostJson).
+ * events (assembled by `assembly`) bounded by `timeout` between those that
+ * carry the answer, anything else read whole. A redirect is an answer, never
+ * followed (PostJson).
  *
  * The request belongs to a scope of its own, closed (which aborts it) when
  * the answer falls silent (answerEvents), fails, or is left unread when the

@@ -39,6 +39,17 @@ const collect = (config: Anthropic.AnthropicConfig) =>
 
 const { answerOf, deltas } = BrainStreams
 
+/**
+ * How a stream under test failed; a stream still open once real seconds
+ * have passed fails the test readably (no assertion depends on real time).
+ */
+const failureOf = <A, E>(fiber: Fiber.Fiber<A, E>) =>
+  Effect.flip(Fiber.join(fiber)).pipe(
+    Effect.raceFirst(TestClock.withLive(Effect.sleep("5 seconds")).pipe(
+      Effect.andThen(Effect.die(new Error("the stream is still open after its timeout")))
+    ))
+  )
+
 describe("Anthropic brain, streamed", () => {
   it.effect("asks for a stream with the same request and cache breakpoints, and passes text on before the answer ends", () =>
     withRealHttp(Effect.gen(function*() {
@@ -198,6 +209,60 @@ describe("Anthropic brain, streamed", () => {
       expect(error.detail).toBe("no more of the answer within 10s")
       expect(yield* server.requests).toHaveLength(1)
       // The request is ended, not left holding a connection.
+      yield* server.hungUp(0)
+    })))
+
+  it.effect("pings do not keep a stream alive: no more of the answer within the timeout fails it, whatever pings came", () =>
+    withRealHttp(Effect.gen(function*() {
+      const sixSeconds = yield* Deferred.make<void>()
+      const nineSeconds = yield* Deferred.make<void>()
+      const ping = sse({ type: "ping" })
+      const begun = [messageStart(), ...blockEvents({ type: "text", pieces: ["Then "] }, 0).slice(0, 2)]
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(events(
+        [...begun, ping, sixSeconds, ping, ping, nineSeconds, ping],
+        "hang"
+      )))
+      const { arrived, fiber } = yield* startStream(settings(server.url, { timeout: Duration.seconds(10) }))
+      expect(yield* Queue.take(arrived)).toEqual({ _tag: "TextDelta", text: "Then " })
+      yield* awaitPendingSleep(10_000)
+      yield* TestClock.adjust(Duration.seconds(6))
+      yield* Deferred.succeed(sixSeconds, undefined)
+      for (let pass = 0; pass < 20; pass++) yield* yieldToEventLoop
+      yield* TestClock.adjust(Duration.seconds(3))
+      yield* Deferred.succeed(nineSeconds, undefined)
+      for (let pass = 0; pass < 20; pass++) yield* yieldToEventLoop
+      // 10 s after the last piece of the answer, 1 s after the last ping.
+      yield* advanceTo(10_000)
+      const error = yield* failureOf(fiber)
+      expect(error.reason).toBe("timeout")
+      expect(error.detail).toBe("no more of the answer within 10s (the server sent only keep-alives)")
+      expect(yield* Queue.clear(arrived)).toEqual([])
+      expect(yield* server.requests).toHaveLength(1)
+      yield* server.hungUp(0)
+    })))
+
+  it.effect("a stream of pings alone, not one event of the answer, fails at the timeout", () =>
+    withRealHttp(Effect.gen(function*() {
+      const headers = yield* Deferred.make<void>()
+      const later = yield* Deferred.make<void>()
+      const ping = sse({ type: "ping" })
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(
+        AnthropicServer.gated(headers, events([ping, ping, later, ping], "hang"))
+      ))
+      const { arrived, fiber } = yield* startStream(settings(server.url, { timeout: Duration.seconds(10) }))
+      yield* server.awaitRequests(1)
+      // The answer begins at 2 s, so its wait (until 12 s) is told from the exchange's own (until 10 s).
+      yield* TestClock.adjust(Duration.seconds(2))
+      yield* Deferred.succeed(headers, undefined)
+      yield* awaitPendingSleep(12_000)
+      yield* TestClock.adjust(Duration.seconds(8))
+      yield* Deferred.succeed(later, undefined)
+      for (let pass = 0; pass < 20; pass++) yield* yieldToEventLoop
+      yield* advanceTo(12_000)
+      const error = yield* failureOf(fiber)
+      expect(error.reason).toBe("timeout")
+      expect(error.detail).toBe("no more of the answer within 10s (the server sent only keep-alives)")
+      expect(yield* Queue.clear(arrived)).toEqual([])
       yield* server.hungUp(0)
     })))
 

@@ -1,13 +1,14 @@
 import { FetchHttpClient } from "effect/http"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, Fiber, Option, Redacted } from "effect"
+import { ConfigProvider, Deferred, Duration, Effect, Fiber, Option, Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import { Brain, type BrainError, type MessagesRequest } from "../../src/ports/Brain.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import { MissingSetting } from "../../src/config/MissingSetting.js"
 import * as Server from "../support/ChatCompletionsServer.js"
 import { withPinnedJitter, withRealHttp } from "../support/TestClockHttp.js"
-import { advanceTo, awaitPendingSleep } from "../support/TestClockWait.js"
+import { advanceTo, awaitPendingSleep, yieldToEventLoop } from "../support/TestClockWait.js"
 
 const fakeKey = "sk-test-not-secret"
 
@@ -160,6 +161,24 @@ describe("OpenAI-compatible brain over HTTP", () => {
       yield* advanceTo(13_000) // the drop, then a 2s backoff
       expect((yield* Fiber.join(fiber)).content).toEqual([{ type: "text", text: "Late." }])
       expect(yield* server.requests).toHaveLength(3)
+    })))
+
+  it.effect("a whole answer whose body only trickles keep-alive whitespace ends at the timeout, not later", () =>
+    withRealHttp(Effect.gen(function*() {
+      const threeSeconds = yield* Deferred.make<void>()
+      // JSON may begin with whitespace: some servers send it to keep a slow answer's connection open.
+      const server = yield* Server.make(Server.replies(Server.events([" \n", threeSeconds, " \n"], "hang")))
+      const fiber = yield* start(settings(server.url, { timeout: Duration.seconds(5), retries: 0 }))
+      yield* server.awaitRequests(1)
+      yield* awaitPendingSleep(5_000)
+      yield* TestClock.adjust(Duration.seconds(3))
+      yield* Deferred.succeed(threeSeconds, undefined)
+      for (let pass = 0; pass < 20; pass++) yield* yieldToEventLoop
+      // The whole exchange is bounded, not each read of its body.
+      yield* advanceTo(5_000)
+      const error = yield* failureOf(fiber)
+      expect(error).toMatchObject({ reason: "timeout", detail: `gave up after 1 attempt: no answer from ${server.host} within 5s` })
+      yield* server.hungUp(0)
     })))
 
   it.effect("every attempt hanging gives timeout naming the host", () =>

@@ -5,7 +5,8 @@ import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import * as Server from "../support/ChatCompletionsServer.js"
 import * as BrainStreams from "../support/BrainStreams.js"
 import { withRealHttp } from "../support/TestClockHttp.js"
-import { advanceTo } from "../support/TestClockWait.js"
+import { TestClock } from "effect/testing"
+import { advanceTo, awaitPendingSleep, yieldToEventLoop } from "../support/TestClockWait.js"
 
 const { chunk, DONE, events, streamChunks, usageChunk } = Server
 
@@ -30,6 +31,32 @@ const startStream = (config: OpenAi.OpenAiConfig) => BrainStreams.startStream(Op
 const collect = (config: OpenAi.OpenAiConfig) => Effect.flatMap(OpenAi.make(config), (brain) => Stream.runCollect(brain.stream!(request)))
 
 const { answerOf, deltas } = BrainStreams
+
+/**
+ * How a stream under test failed; a stream still open once real seconds
+ * have passed fails the test readably (no assertion depends on real time).
+ */
+const failureOf = <A, E>(fiber: Fiber.Fiber<A, E>) =>
+  Effect.flip(Fiber.join(fiber)).pipe(
+    Effect.raceFirst(TestClock.withLive(Effect.sleep("5 seconds")).pipe(
+      Effect.andThen(Effect.die(new Error("the stream is still open after its timeout")))
+    ))
+  )
+
+/** Lets the client read what the server has just sent (no timer involved). */
+const letArrive = Effect.gen(function*() {
+  for (let pass = 0; pass < 20; pass++) yield* yieldToEventLoop
+})
+
+/** Keep-alives as servers send them: SSE comments (OpenRouter, llama.cpp), chunks that carry nothing. */
+const keepAlives = [
+  ": keep-alive\n\n",
+  ": OPENROUTER PROCESSING\n\n",
+  chunk({}),
+  chunk({ content: "" }),
+  chunk({ role: "assistant", content: null }),
+  `data: ${JSON.stringify({ id: "chatcmpl-stream", object: "chat.completion.chunk", model: "gpt-test", choices: [] })}\n\n`
+]
 
 describe("OpenAI-compatible brain, streamed", () => {
   it.effect("asks for a stream with usage, and passes text on before the answer ends", () =>
@@ -204,5 +231,67 @@ describe("OpenAI-compatible brain, streamed", () => {
       const error = yield* Effect.flip(collect(settings(server.url)))
       expect(error.reason).toBe("timeout")
       expect(error.detail).toBe("the server broke off its answer with an error: model crashed")
+    })))
+
+  it.effect("keep-alives do not keep a stream alive: no more of the answer within the timeout fails it, whatever came", () =>
+    withRealHttp(Effect.gen(function*() {
+      const sixSeconds = yield* Deferred.make<void>()
+      const nineSeconds = yield* Deferred.make<void>()
+      const server = yield* Server.make(Server.replies(events(
+        [chunk({ role: "assistant", content: "" }), chunk({ content: "Then " }), ...keepAlives, sixSeconds, ...keepAlives, nineSeconds, ...keepAlives],
+        "hang"
+      )))
+      const { arrived, fiber } = yield* startStream(settings(server.url, { timeout: Duration.seconds(10) }))
+      expect(yield* Queue.take(arrived)).toEqual({ _tag: "TextDelta", text: "Then " })
+      yield* awaitPendingSleep(10_000)
+      yield* TestClock.adjust(Duration.seconds(6))
+      yield* Deferred.succeed(sixSeconds, undefined)
+      yield* letArrive
+      yield* TestClock.adjust(Duration.seconds(3))
+      yield* Deferred.succeed(nineSeconds, undefined)
+      yield* letArrive
+      // 10 s after the last piece of the answer, 1 s after the last keep-alive.
+      yield* advanceTo(10_000)
+      const error = yield* failureOf(fiber)
+      expect(error.reason).toBe("timeout")
+      expect(error.detail).toBe(`no more of the answer from 127.0.0.1:${server.port} within 10s (the server sent only keep-alives)`)
+      expect(yield* Queue.clear(arrived)).toEqual([])
+      expect(yield* server.requests).toHaveLength(1)
+      yield* server.hungUp(0)
+    })))
+
+  it.effect("reasoning, a tool call's pieces and the usage each count as the answer going on", () =>
+    withRealHttp(Effect.gen(function*() {
+      const gates = [yield* Deferred.make<void>(), yield* Deferred.make<void>(), yield* Deferred.make<void>()] as const
+      const server = yield* Server.make(Server.replies(events([
+        chunk({ role: "assistant", content: "" }),
+        chunk({ content: "Let me check." }),
+        ...keepAlives,
+        gates[0],
+        chunk({ content: null, reasoning_content: "The user wants weather." }),
+        ...keepAlives,
+        gates[1],
+        chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "weather", arguments: "" } }] }),
+        ...keepAlives,
+        gates[2],
+        chunk({ tool_calls: [{ index: 0, function: { arguments: "{}" } }] }, "tool_calls"),
+        usageChunk(),
+        DONE
+      ])))
+      const { arrived, fiber } = yield* startStream(settings(server.url, { timeout: Duration.seconds(10) }))
+      expect(yield* Queue.take(arrived)).toEqual({ _tag: "TextDelta", text: "Let me check." })
+      yield* awaitPendingSleep(10_000)
+      // Each piece comes 8 s after the one before: 24 s in all, never 10 s without the answer going on.
+      for (const gate of gates) {
+        yield* TestClock.adjust(Duration.seconds(8))
+        expect(fiber.pollUnsafe()).toBeUndefined()
+        yield* Deferred.succeed(gate, undefined)
+        yield* letArrive
+      }
+      yield* Fiber.join(fiber)
+      expect(answerOf(yield* Queue.clear(arrived)).content).toEqual([
+        { type: "text", text: "Let me check." },
+        { type: "tool_use", id: "call_1", name: "weather", input: {} }
+      ])
     })))
 })
