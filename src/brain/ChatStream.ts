@@ -1,7 +1,7 @@
 /**
  * A Chat Completions stream (`stream: true`, usage asked for with
  * `stream_options.include_usage`), assembled into the response the server
- * would have sent whole, then read as one (ChatCompletions). Each chunk's
+ * would have sent whole, then read as one (ChatResponse). Each chunk's
  * delta adds to the first choice: its text (passed on as it comes), its
  * refusal, its tool calls by their `index` (the id and name in the first
  * piece, the arguments in pieces), or, without one, by their id and name.

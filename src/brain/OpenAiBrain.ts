@@ -2,7 +2,8 @@
  * The Brain over an OpenAI-compatible Chat Completions API (OpenAI,
  * OpenRouter, Ollama, llama.cpp's server, vLLM, LM Studio): one
  * `POST {OPENAI_BASE_URL}/chat/completions` per request, translated by
- * ChatCompletions, with the HTTP brains' shared timeout and retries (BrainRetry).
+ * ChatRequest and ChatResponse, with the HTTP brains' shared timeout and
+ * retries (BrainRetry).
  * Permanent answers (400, 401, 403, 404, …) fail at once with
  * `BrainError("fatal")` and a detail naming the setting to fix. `stream`
  * asks for the answer as it is written (ChatStream, SseResponse); a server
@@ -51,7 +52,8 @@ import * as ModelList from "./ModelList.js"
 import { type HttpAnswer, postJson } from "./PostJson.js"
 import { assembly, streamingRequest } from "./ChatStream.js"
 import { eventsOf, postForEvents } from "./SseResponse.js"
-import { type ChatRequest, chatConversions, decodeChatResponse, fromChatResponse, toChatRequest } from "./ChatCompletions.js"
+import { type ChatRequest, chatConversions, toChatRequest } from "./ChatRequest.js"
+import { decodeChatResponse, fromChatResponse } from "./ChatResponse.js"
 import * as TokenField from "./TokenField.js"
 import * as Tracing from "../runtime/Tracing.js"
 import { Model, OpenAiApiKey, OpenAiBaseUrl } from "../config/settings/Brain.js"

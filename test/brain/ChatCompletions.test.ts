@@ -1,14 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import type { MessagesRequest } from "../../src/ports/Brain.js"
-import {
-  type ChatResponse,
-  decodeChatResponse,
-  fromChatResponse,
-  invalidArgumentsMessage,
-  toChatRequest,
-  usageOf
-} from "../../src/brain/ChatCompletions.js"
+import { invalidArgumentsMessage, toChatRequest } from "../../src/brain/ChatRequest.js"
+import { type ChatResponse, decodeChatResponse, fromChatResponse, usageOf } from "../../src/brain/ChatResponse.js"
 
 const weather = {
   name: "weather",

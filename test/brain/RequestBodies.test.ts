@@ -11,7 +11,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option, Redacted, Stream } from "effect"
 import * as Anthropic from "../../src/brain/AnthropicBrain.js"
-import { toChatRequest } from "../../src/brain/ChatCompletions.js"
+import { toChatRequest } from "../../src/brain/ChatRequest.js"
 import { streamingRequest } from "../../src/brain/ChatStream.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import { promptMemo } from "../../src/agent/Prompt.js"

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Option, Redacted } from "effect"
 import type { MessagesRequest } from "../../src/ports/Brain.js"
-import { toChatRequest } from "../../src/brain/ChatCompletions.js"
+import { toChatRequest } from "../../src/brain/ChatRequest.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import * as TokenField from "../../src/brain/TokenField.js"
 import * as Server from "../support/ChatCompletionsServer.js"
