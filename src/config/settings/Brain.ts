@@ -73,7 +73,7 @@ export const BrainTimeout = {
   min: 0.1,
   max: 3600,
   default: 60,
-  description: "seconds per HTTP attempt before it is abandoned and retried"
+  description: "seconds an HTTP attempt may wait for (more of) the answer before it is abandoned and retried; keep-alives do not count"
 } as const satisfies NumberSetting
 
 export const BrainRetries = {
