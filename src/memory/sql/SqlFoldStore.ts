@@ -31,6 +31,7 @@ import * as Stream from "effect/Stream"
 import type { FoldPlan, FoldResult, FoldStoreService } from "../FoldStore.js"
 import { CompactionBusy, MemoryError } from "../MemoryDir.js"
 import { CompactionLocks } from "./SqlCompactionLocks.js"
+import { jsonOf, storable } from "./SqlExactText.js"
 import { type HistoryRow, lineOfRow } from "./SqlHistoryRows.js"
 import { defaultRetry, resilient } from "./SqlResilience.js"
 
@@ -148,7 +149,9 @@ export const make = (
           if (Number(agents[0]?.epoch ?? -1) !== plan.inode) return Result.fail(refused("replaced"))
           if (Option.isNone(token) || agents[0]?.compacting_by !== token.value) return Result.fail(refused("locked"))
           yield* sql`DELETE FROM planckclaw_history WHERE agent_id = ${agentId} AND seq < ${plan.splitOffset}`
-          yield* sql`UPDATE planckclaw_agents SET summary = ${summaryText} WHERE agent_id = ${agentId}`
+          // Exactly, a NUL included (a model can answer one): else every compaction would fail on it.
+          yield* sql`UPDATE planckclaw_agents SET summary = ${storable(summaryText)}, summary_json = ${jsonOf(summaryText)}::text
+            WHERE agent_id = ${agentId}`
           yield* sql`DELETE FROM planckclaw_exchanges WHERE agent_id = ${agentId} AND stored < (
             SELECT stored FROM planckclaw_exchanges WHERE agent_id = ${agentId}
             ORDER BY stored DESC OFFSET ${EXCHANGES_KEPT} LIMIT 1)`

@@ -22,6 +22,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { ForgetPreview, Forgotten } from "../Forget.js"
+import { jsonOf, storable, textOf } from "./SqlExactText.js"
 
 /** What the archive's parts are called in a Forgotten (the files' names would say files that do not exist). */
 export const PARTS = { summary: "summary", history: "history" } as const
@@ -43,11 +44,20 @@ const forgottenOf = (stamp: string, summary: boolean, historyLines: number): For
  */
 export const preview = (sql: SqlClient.SqlClient, agentId: string): Effect.Effect<ForgetPreview, SqlError> =>
   Effect.map(
-    sql<{ readonly lines: bigint; readonly bytes: bigint; readonly summary_bytes: number | null; readonly unterminated: boolean | null }>`
+    sql<{
+      readonly lines: bigint
+      readonly bytes: bigint
+      readonly summary_bytes: number | null
+      readonly summary: string | null
+      readonly summary_json: string | null
+      readonly unterminated: boolean | null
+    }>`
       SELECT count(*) AS lines,
         coalesce(sum(coalesce(octet_length(line),
           20 + CASE WHEN role = 'assistant' THEN 11 ELSE 6 END + octet_length(to_json(coalesce(content, ''))::text)) + 1), 0) AS bytes,
         (SELECT coalesce(octet_length(summary), 0) FROM planckclaw_agents WHERE agent_id = ${agentId}) AS summary_bytes,
+        (SELECT summary FROM planckclaw_agents WHERE agent_id = ${agentId} AND summary_json IS NOT NULL) AS summary,
+        (SELECT summary_json FROM planckclaw_agents WHERE agent_id = ${agentId}) AS summary_json,
         (SELECT history_unterminated FROM planckclaw_agents WHERE agent_id = ${agentId}) AS unterminated
       FROM planckclaw_history WHERE agent_id = ${agentId}`,
     (rows) => {
@@ -55,7 +65,10 @@ export const preview = (sql: SqlClient.SqlClient, agentId: string): Effect.Effec
       const historyLines = Number(row?.lines ?? 0)
       // An imported history.jsonl whose last line had no newline.
       const historyBytes = Math.max(0, Number(row?.bytes ?? 0) - (historyLines > 0 && row?.unterminated === true ? 1 : 0))
-      return { historyLines, historyBytes, summaryBytes: Number(row?.summary_bytes ?? 0), location: "an archive in the database" }
+      // A summary holding a NUL: its own bytes, not those of the U+FFFD its plain column has for each NUL.
+      const exact = row === undefined || row.summary_json === null ? null : textOf(row.summary, row.summary_json)
+      const summaryBytes = exact === null ? Number(row?.summary_bytes ?? 0) : Buffer.byteLength(exact, "utf8")
+      return { historyLines, historyBytes, summaryBytes, location: "an archive in the database" }
     }
   )
 
@@ -75,8 +88,8 @@ const freeStamp = (stamp: string, taken: ReadonlySet<string>): string => {
 const move = (sql: SqlClient.SqlClient, agentId: string, stamp: string, request: string) =>
   Effect.gen(function*() {
     // The agent's row, locked: appends, compactions, imports and forgets of this agent take turns here.
-    const agents = yield* sql<{ readonly summary: string | null; readonly history_unterminated: boolean }>`
-      SELECT summary, history_unterminated FROM planckclaw_agents WHERE agent_id = ${agentId} FOR UPDATE`
+    const agents = yield* sql<{ readonly summary: string | null; readonly summary_json: string | null; readonly history_unterminated: boolean }>`
+      SELECT summary, summary_json, history_unterminated FROM planckclaw_agents WHERE agent_id = ${agentId} FOR UPDATE`
     const done = yield* sql<{ readonly stamp: string; readonly summarised: boolean; readonly history_lines: bigint }>`
       SELECT stamp, summary IS NOT NULL AS summarised, history_lines FROM planckclaw_archives
       WHERE agent_id = ${agentId} AND request = ${request}`
@@ -84,7 +97,7 @@ const move = (sql: SqlClient.SqlClient, agentId: string, stamp: string, request:
       return Option.some(forgottenOf(done[0].stamp, done[0].summarised, Number(done[0].history_lines)))
     }
     const agent = agents[0]
-    const summary = agent?.summary ?? null
+    const summary = textOf(agent?.summary ?? null, agent?.summary_json)
     const rows = yield* sql<{ readonly any: boolean }>`SELECT EXISTS (SELECT 1 FROM planckclaw_history
       WHERE agent_id = ${agentId}) AS any`
     if (rows[0]?.any !== true && (summary === null || summary.length === 0)) return Option.none<Forgotten>()
@@ -92,8 +105,9 @@ const move = (sql: SqlClient.SqlClient, agentId: string, stamp: string, request:
     const taken = yield* sql<{ readonly stamp: string }>`SELECT stamp FROM planckclaw_archives
       WHERE agent_id = ${agentId} AND (stamp = ${stamp} OR starts_with(stamp, ${`${stamp}-`}))`
     const name = freeStamp(stamp, new Set(taken.map((row) => row.stamp)))
-    yield* sql`INSERT INTO planckclaw_archives (agent_id, stamp, request, summary, history_unterminated)
-      VALUES (${agentId}, ${name}, ${request}, ${summary}, ${agent?.history_unterminated ?? false})`
+    yield* sql`INSERT INTO planckclaw_archives (agent_id, stamp, request, summary, summary_json, history_unterminated)
+      VALUES (${agentId}, ${name}, ${request}, ${summary === null ? null : storable(summary)}, ${jsonOf(summary)}::text,
+        ${agent?.history_unterminated ?? false})`
     // One statement deletes the rows and archives exactly those.
     const moved = yield* sql<{ readonly n: bigint }>`
       WITH moved AS (
@@ -104,7 +118,7 @@ const move = (sql: SqlClient.SqlClient, agentId: string, stamp: string, request:
       SELECT count(*) AS n FROM archived`
     const historyLines = Number(moved[0]?.n ?? 0)
     yield* sql`UPDATE planckclaw_archives SET history_lines = ${historyLines} WHERE agent_id = ${agentId} AND stamp = ${name}`
-    yield* sql`UPDATE planckclaw_agents SET summary = NULL, history_unterminated = false, epoch = epoch + 1
+    yield* sql`UPDATE planckclaw_agents SET summary = NULL, summary_json = NULL, history_unterminated = false, epoch = epoch + 1
       WHERE agent_id = ${agentId}`
     return Option.some(forgottenOf(name, summary !== null, historyLines))
   })
@@ -124,9 +138,17 @@ export const commit = (
  */
 export const readArchive = (sql: SqlClient.SqlClient, agentId: string, stamp: string) =>
   Effect.all({
-    archive: sql<{ readonly summary: string | null; readonly history_lines: bigint; readonly history_unterminated: boolean }>`
-      SELECT summary, history_lines, history_unterminated FROM planckclaw_archives
-      WHERE agent_id = ${agentId} AND stamp = ${stamp}`,
+    archive: Effect.map(
+      sql<{
+        readonly summary: string | null
+        readonly summary_json: string | null
+        readonly history_lines: bigint
+        readonly history_unterminated: boolean
+      }>`SELECT summary, summary_json, history_lines, history_unterminated FROM planckclaw_archives
+        WHERE agent_id = ${agentId} AND stamp = ${stamp}`,
+      (rows) =>
+        rows.map(({ summary, summary_json, ...rest }) => ({ summary: textOf(summary, summary_json), ...rest }))
+    ),
     rows: sql<{ readonly seq: bigint; readonly role: string | null; readonly content: string | null; readonly line: string | null }>`
       SELECT seq, role, content, line FROM planckclaw_archived_history
       WHERE agent_id = ${agentId} AND stamp = ${stamp} ORDER BY seq`

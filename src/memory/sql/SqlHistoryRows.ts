@@ -7,14 +7,13 @@
  */
 import * as Option from "effect/Option"
 import { encodeEntry, type HistoryEntry, parseLine } from "../HistoryFile.js"
+import { holdsNul } from "./SqlExactText.js"
 
 export interface HistoryRow {
   readonly role: string | null
   readonly content: string | null
   readonly line: string | null
 }
-
-const holdsNul = (text: string) => text.includes("\u0000")
 
 /** The row for an entry this program appends. */
 export const rowOfEntry = (entry: HistoryEntry): HistoryRow =>

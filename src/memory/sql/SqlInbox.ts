@@ -9,6 +9,9 @@
  * instead of asking the brain again, and history stores it once (by key).
  * Delivered rows stay for those lookups; the oldest beyond KEPT go.
  *
+ * A message's text and channel and its reply are kept exactly, a NUL
+ * included (SqlExactText.ts).
+ *
  * Writes wait for a database that went away; one that stays away is
  * logged, and the message is still answered in this process, only not
  * crash-safe (as with a full disk under the files' journal).
@@ -20,6 +23,7 @@ import * as Option from "effect/Option"
 import type * as Schedule from "effect/Schedule"
 import type { Accepting, InboxService, Pending } from "../Inbox.js"
 import type { MemoryError } from "../MemoryDir.js"
+import { holdsNul, jsonOf, storable, textOf } from "./SqlExactText.js"
 import { defaultRetry, resilient } from "./SqlResilience.js"
 
 /** Finished messages kept per agent for Idempotency-Key lookups. */
@@ -30,8 +34,11 @@ interface Row {
   readonly key: string
   readonly idempotency_key: string | null
   readonly channel: string
+  readonly channel_json: string | null
   readonly text: string
+  readonly text_json: string | null
   readonly reply: string | null
+  readonly reply_json: string | null
   readonly stored: boolean
   readonly unstored: boolean
   readonly delivered: boolean
@@ -41,9 +48,9 @@ const pendingOf = (row: Row): Pending => ({
   id: Number(row.id),
   key: row.key,
   ...(row.idempotency_key === null ? {} : { idempotencyKey: row.idempotency_key }),
-  channel: row.channel,
-  text: row.text,
-  reply: row.reply === null ? Option.none() : Option.some({ text: row.reply, stored: row.stored })
+  channel: textOf(row.channel, row.channel_json),
+  text: textOf(row.text, row.text_json),
+  reply: row.reply === null ? Option.none() : Option.some({ text: textOf(row.reply, row.reply_json), stored: row.stored })
 })
 
 export interface SqlInboxOptions {
@@ -61,7 +68,7 @@ export const make = (agentId: string, options: SqlInboxOptions = {}): Effect.Eff
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const retry = options.retry ?? defaultRetry
-    const columns = sql`id, key, idempotency_key, channel, text, reply, stored, unstored, delivered`
+    const columns = sql`id, key, idempotency_key, channel, channel_json, text, text_json, reply, reply_json, stored, unstored, delivered`
     const open = yield* sql<Row>`SELECT ${columns} FROM planckclaw_inbox
       WHERE agent_id = ${agentId} AND (NOT delivered OR unstored) ORDER BY id`.pipe(
       resilient(`reading the inbox of agent ${agentId}`, retry)
@@ -87,32 +94,40 @@ export const make = (agentId: string, options: SqlInboxOptions = {}): Effect.Eff
       Effect.asVoid(written(what, statement))
 
     const insert = (message: Accepting) =>
-      sql<Row>`INSERT INTO planckclaw_inbox (agent_id, key, idempotency_key, channel, text)
-        VALUES (${agentId}, ${crypto.randomUUID()}, ${message.idempotencyKey ?? null}, ${message.channel}, ${message.text})
+      sql<Row>`INSERT INTO planckclaw_inbox (agent_id, key, idempotency_key, channel, channel_json, text, text_json)
+        VALUES (${agentId}, ${crypto.randomUUID()}, ${message.idempotencyKey ?? null}, ${storable(message.channel)},
+          ${jsonOf(message.channel)}::text, ${storable(message.text)}, ${jsonOf(message.text)}::text)
         ON CONFLICT (agent_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING ${columns}`
 
     const existing = (idempotencyKey: string) =>
       sql<Row>`SELECT ${columns} FROM planckclaw_inbox WHERE agent_id = ${agentId} AND idempotency_key = ${idempotencyKey}`
 
+    // Answered anyway, under an id no row has: not crash-safe, never lost in this process.
+    const unjournaled = (message: Accepting, why: string) =>
+      Effect.as(Effect.logError(`${why}; the message is answered but not crash-safe`), {
+        id: -++localIds,
+        key: crypto.randomUUID(),
+        ...(message.idempotencyKey === undefined ? {} : { idempotencyKey: message.idempotencyKey }),
+        channel: message.channel,
+        text: message.text,
+        reply: Option.none()
+      } satisfies Pending)
+
     const accept = (message: Accepting) =>
-      Effect.flatMap(insert(message), (rows) =>
-        rows[0] !== undefined || message.idempotencyKey === undefined ? Effect.succeed(rows) : existing(message.idempotencyKey)).pipe(
-          resilient(`journaling a message (inbox of agent ${agentId})`, retry),
-          Effect.flatMap((rows) =>
-            rows[0] === undefined ? Effect.die(new Error("inbox: the accepted row vanished")) : Effect.succeed(pendingOf(rows[0]))),
-          Effect.catch((error) =>
-            // Answered anyway, under an id no row has: not crash-safe, never lost in this process.
-            Effect.as(Effect.logError(`${error.message}; the message is answered but not crash-safe`), {
-              id: -++localIds,
-              key: crypto.randomUUID(),
-              ...(message.idempotencyKey === undefined ? {} : { idempotencyKey: message.idempotencyKey }),
-              channel: message.channel,
-              text: message.text,
-              reply: Option.none()
-            } satisfies Pending)
-          )
+      // A key is looked up as it is: one changed to fit a text column could be another message's. No host sends one.
+      message.idempotencyKey !== undefined && holdsNul(message.idempotencyKey)
+        ? unjournaled(
+          message,
+          `inbox of agent ${agentId}: the message's Idempotency-Key holds a NUL character, which PostgreSQL text cannot store`
         )
+        : Effect.flatMap(insert(message), (rows) =>
+          rows[0] !== undefined || message.idempotencyKey === undefined ? Effect.succeed(rows) : existing(message.idempotencyKey)).pipe(
+            resilient(`journaling a message (inbox of agent ${agentId})`, retry),
+            Effect.flatMap((rows) =>
+              rows[0] === undefined ? Effect.die(new Error("inbox: the accepted row vanished")) : Effect.succeed(pendingOf(rows[0]))),
+            Effect.catch((error) => unjournaled(message, error.message))
+          )
 
     const service: InboxService = {
       recovered: options.recover === false ? [] : open.filter((row) => !row.delivered).map(pendingOf),
@@ -120,7 +135,11 @@ export const make = (agentId: string, options: SqlInboxOptions = {}): Effect.Eff
       closeFiles: Effect.void,
       accept,
       answered: (pending, reply, stored) =>
-        write("recording a reply", sql`UPDATE planckclaw_inbox SET reply = ${reply}, stored = ${stored} WHERE id = ${pending.id}`),
+        write(
+          "recording a reply",
+          sql`UPDATE planckclaw_inbox SET reply = ${storable(reply)}, reply_json = ${jsonOf(reply)}::text, stored = ${stored}
+            WHERE id = ${pending.id}`
+        ),
       unstored: (pending, reply) =>
         Effect.suspend(() => {
           unstored.set(pending.id, {
@@ -129,7 +148,8 @@ export const make = (agentId: string, options: SqlInboxOptions = {}): Effect.Eff
           })
           return written(
             "noting an exchange not stored",
-            sql`UPDATE planckclaw_inbox SET reply = ${reply}, stored = true, unstored = true WHERE id = ${pending.id}`
+            sql`UPDATE planckclaw_inbox SET reply = ${storable(reply)}, reply_json = ${jsonOf(reply)}::text, stored = true,
+              unstored = true WHERE id = ${pending.id}`
           )
         }),
       stored: (pending) =>

@@ -31,6 +31,7 @@ import { MemoryError } from "../MemoryDir.js"
 import type * as MemoryDir from "../MemoryDir.js"
 import * as FallbackSoul from "../FallbackSoul.js"
 import * as SqlForget from "./SqlForget.js"
+import { textOf } from "./SqlExactText.js"
 import { entryOfRow, type HistoryRow, rowOfEntry } from "./SqlHistoryRows.js"
 import { defaultRetry, resilient } from "./SqlResilience.js"
 
@@ -133,8 +134,8 @@ export const make = (
 
     const snapshot = (keep: number) =>
       Effect.all([
-        sql<{ readonly summary: string | null; readonly soul: string | null }>`SELECT summary, soul FROM planckclaw_agents
-          WHERE agent_id = ${agentId}`,
+        sql<{ readonly summary: string | null; readonly summary_json: string | null; readonly soul: string | null }>`
+          SELECT summary, summary_json, soul FROM planckclaw_agents WHERE agent_id = ${agentId}`,
         tail(sql, agentId, keep)
       ], { concurrency: 2 }).pipe(
         resilient(`reading the memory of agent ${agentId}`, retry),
@@ -144,7 +145,7 @@ export const make = (
           if (Result.isFailure(soul)) return Effect.fail(soul.failure)
           return Effect.as(reportSkipped(rows.length - history.length), {
             soul: soul.success,
-            summary: (agents[0]?.summary ?? "").trim(),
+            summary: (textOf(agents[0]?.summary ?? null, agents[0]?.summary_json) ?? "").trim(),
             history
           })
         })

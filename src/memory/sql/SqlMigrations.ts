@@ -20,6 +20,9 @@
  *   the history rows as they were (SqlForget.ts).
  * - `planckclaw_schedules` (3): one row per agent with a schedule: its
  *   entries as schedules.json holds them (hosts/cluster/ClusterSchedules.ts).
+ * - (4) `summary_json` (agents, archives) and `text_json`, `channel_json`,
+ *   `reply_json` (inbox): a text holding a NUL, which a text column refuses,
+ *   as its JSON string beside the column (SqlExactText.ts).
  */
 import * as Migrator from "effect/sql/Migrator"
 import * as SqlClient from "effect/sql/SqlClient"
@@ -128,10 +131,20 @@ const createSchedules = Effect.gen(function*() {
   )`
 })
 
+// Added columns only: a runner of an earlier version goes on reading and writing the plain ones.
+const addExactTexts = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE planckclaw_agents ADD COLUMN IF NOT EXISTS summary_json text`
+  yield* sql`ALTER TABLE planckclaw_archives ADD COLUMN IF NOT EXISTS summary_json text`
+  yield* sql`ALTER TABLE planckclaw_inbox ADD COLUMN IF NOT EXISTS text_json text,
+    ADD COLUMN IF NOT EXISTS channel_json text, ADD COLUMN IF NOT EXISTS reply_json text`
+})
+
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "1_memory": createTables,
   "2_forget_archive": createArchives,
-  "3_schedules": createSchedules
+  "3_schedules": createSchedules,
+  "4_exact_texts": addExactTexts
 }
 
 /**

@@ -3,7 +3,8 @@
  * and summary.md, with soul.md and usage.jsonl when present) and the
  * database, exactly: history.jsonl, summary.md and soul.md come back byte
  * for byte (lines that are not entries, odd spacing or escapes, a missing
- * final newline included). usage.jsonl moves its well-formed lines.
+ * final newline included; a NUL in summary.md too, SqlExactText.ts).
+ * usage.jsonl moves its well-formed lines.
  *
  * An import is one transaction: the agent's memory in the database is all
  * of the files or unchanged. It refuses to overwrite memory already there
@@ -22,6 +23,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { MemoryError } from "../MemoryDir.js"
 import * as UsageLedger from "../../usage/UsageLedger.js"
+import { holdsNul, jsonOf, storable, textOf } from "./SqlExactText.js"
 import { type HistoryRow, lineOfRow, rowOfLine } from "./SqlHistoryRows.js"
 import { resilient, toMemoryError } from "./SqlResilience.js"
 import * as SqlUsageLedger from "../../usage/SqlUsageLedger.js"
@@ -48,7 +50,8 @@ const readIfPresent = (file: string): Result.Result<string | undefined, MemoryEr
   const text = bytes.success.toString("utf8")
   // Byte for byte or not at all: a file that is not UTF-8 would come back changed.
   if (!Buffer.from(text, "utf8").equals(bytes.success)) return refuse("it is not valid UTF-8")
-  if (text.includes("\u0000") && !file.endsWith(FILES.history)) return refuse("it holds a NUL byte, which PostgreSQL text cannot store")
+  // history.jsonl's lines and summary.md are kept exactly, a NUL included (SqlHistoryRows, SqlExactText).
+  if (holdsNul(text) && file.endsWith(FILES.soul)) return refuse("it holds a NUL byte, which PostgreSQL text cannot store")
   return Result.succeed(text)
 }
 
@@ -96,9 +99,10 @@ export const importAgent = (
           `agent ${agentId} already has memory in the database; export it first, or import with --replace to overwrite it`
         )
       }
-      yield* sql`INSERT INTO planckclaw_agents (agent_id, summary, soul, history_unterminated, next_seq)
-        VALUES (${agentId}, ${summary ?? null}, ${soul ?? null}, ${unterminated}, ${rows.length + 1})
-        ON CONFLICT (agent_id) DO UPDATE SET summary = excluded.summary, soul = excluded.soul,
+      yield* sql`INSERT INTO planckclaw_agents (agent_id, summary, summary_json, soul, history_unterminated, next_seq)
+        VALUES (${agentId}, ${summary === undefined ? null : storable(summary)}, ${jsonOf(summary)}::text, ${soul ?? null},
+          ${unterminated}, ${rows.length + 1})
+        ON CONFLICT (agent_id) DO UPDATE SET summary = excluded.summary, summary_json = excluded.summary_json, soul = excluded.soul,
           history_unterminated = excluded.history_unterminated, next_seq = excluded.next_seq,
           epoch = planckclaw_agents.epoch + 1`
       yield* sql`DELETE FROM planckclaw_history WHERE agent_id = ${agentId}`
@@ -148,8 +152,12 @@ export const exportAgent = (
 ): Effect.Effect<TransferReport, MemoryError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const agents = yield* sql<{ readonly summary: string | null; readonly soul: string | null; readonly history_unterminated: boolean }>`
-      SELECT summary, soul, history_unterminated FROM planckclaw_agents WHERE agent_id = ${agentId}`.pipe(
+    const agents = yield* sql<{
+      readonly summary: string | null
+      readonly summary_json: string | null
+      readonly soul: string | null
+      readonly history_unterminated: boolean
+    }>`SELECT summary, summary_json, soul, history_unterminated FROM planckclaw_agents WHERE agent_id = ${agentId}`.pipe(
       Effect.mapError(toMemoryError(`exporting agent ${agentId}`))
     )
     const agent = agents[0]
@@ -183,7 +191,7 @@ export const exportAgent = (
         }
         if (lines > 0 && !agent.history_unterminated) yield* write("\n")
       }))
-    const texts = [[FILES.summary, agent.summary], [FILES.soul, agent.soul]] as const
+    const texts = [[FILES.summary, textOf(agent.summary, agent.summary_json)], [FILES.soul, agent.soul]] as const
     for (const [name, text] of texts) {
       if (text !== null) yield* writeWhole(path.join(directory, name), (write) => write(text))
     }

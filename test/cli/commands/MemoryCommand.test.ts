@@ -81,6 +81,20 @@ describe("memory export/import", () => {
       expect(fs.readFileSync(path.join(root, "out", "usage.jsonl"), "utf8")).toBe(usage)
     })))
 
+  it.effect("a summary.md holding a NUL comes back byte for byte; a soul.md holding one is refused", () =>
+    inDatabase(Effect.gen(function*() {
+      const root = yield* tempDir()
+      const summary = "Marc likes dice.\u0000 (a NUL a model answered)\n"
+      writeFiles(path.join(root, "in"), { "summary.md": summary })
+      yield* SqlTransfer.importAgent("erin", path.join(root, "in"))
+      expect((yield* (yield* SqlMemory.make("erin")).snapshot(0)).summary).toBe(summary.trim())
+      yield* SqlTransfer.exportAgent("erin", path.join(root, "out"))
+      expect(fs.readFileSync(path.join(root, "out", "summary.md"), "utf8")).toBe(summary)
+      writeFiles(path.join(root, "souled"), { "summary.md": "s\n", "soul.md": "You are\u0000 Ada.\n" })
+      const refused = yield* Effect.flip(SqlTransfer.importAgent("fred", path.join(root, "souled")))
+      expect(refused.message).toContain("soul.md: it holds a NUL byte, which PostgreSQL text cannot store")
+    })))
+
   it.effect("refuses, changing nothing: memory already there, a directory holding memory, a file that is not UTF-8", () =>
     inDatabase(Effect.gen(function*() {
       const root = yield* tempDir()
