@@ -13,10 +13,21 @@ import type * as Schedule from "effect/Schedule"
 import { Brain, type BrainService, tapAnswers } from "../ports/Brain.js"
 import { BrainLabelConfig } from "../config/BrainChoice.js"
 import { lineOf, type UsageLine } from "./UsageLedger.js"
+import { holdsNul, storable } from "../memory/sql/SqlExactText.js"
 import { defaultRetry, resilient } from "../memory/sql/SqlResilience.js"
 
+/**
+ * The line as its row holds it: a brain or model name holding a NUL (only a
+ * broken backend sends one) with U+FFFD in its place, which a text column
+ * can hold, rather than the row lost. They are names to sum and price by,
+ * not texts to give back, so they are not kept twice as a summary or a
+ * reply is (SqlExactText.ts); usage.jsonl keeps them as they came.
+ */
+export const storableLine = (line: UsageLine): UsageLine =>
+  holdsNul(line.brain) || holdsNul(line.model) ? { ...line, brain: storable(line.brain), model: storable(line.model) } : line
+
 export const insert = (sql: SqlClient.SqlClient, agentId: string, lines: ReadonlyArray<UsageLine>) => {
-  const rows = lines.map((line) => ({ agent_id: agentId, ...line }))
+  const rows = lines.map((line) => ({ agent_id: agentId, ...storableLine(line) }))
   return Arr.isArrayNonEmpty(rows) ? Effect.asVoid(sql`INSERT INTO planckclaw_usage ${sql.insert(rows)}`) : Effect.void
 }
 

@@ -4,7 +4,8 @@
  * database, exactly: history.jsonl, summary.md and soul.md come back byte
  * for byte (lines that are not entries, odd spacing or escapes, a missing
  * final newline included; a NUL in summary.md too, SqlExactText.ts).
- * usage.jsonl moves its well-formed lines.
+ * usage.jsonl moves its well-formed lines (a NUL in a brain or model name
+ * as U+FFFD: SqlUsageLedger.storableLine).
  *
  * An import is one transaction: the agent's memory in the database is all
  * of the files or unchanged. It refuses to overwrite memory already there

@@ -3,8 +3,9 @@
  * refuse one: a compaction's summary (a model can answer one), a message,
  * its channel and its reply in the inbox are stored and read back exactly,
  * as the files keep them; an exchange holding one is stored and replayed
- * exactly. A database an earlier version made gets the new columns, and
- * its rows read as they were written.
+ * exactly; a brain or model name holding one is kept with U+FFFD rather
+ * than its usage row lost. A database an earlier version made gets the new
+ * columns, and its rows read as they were written.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -25,6 +26,7 @@ import * as SqlInbox from "../../../src/memory/sql/SqlInbox.js"
 import * as SqlMemory from "../../../src/memory/sql/SqlMemory.js"
 import * as SqlMigrations from "../../../src/memory/sql/SqlMigrations.js"
 import * as SqlTransfer from "../../../src/memory/sql/SqlTransfer.js"
+import * as SqlUsageLedger from "../../../src/usage/SqlUsageLedger.js"
 import { usePostgres } from "../../support/Postgres.js"
 import { tempDir } from "../../support/Sandbox.js"
 import { clientLayer, freshDatabase, migrated, withSql } from "./SqlKit.js"
@@ -145,6 +147,24 @@ describe("SQL memory: texts holding a NUL", () => {
       expect(keyed.idempotencyKey).toBe(`k${NUL}`)
       const rows = yield* withSql((sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM planckclaw_inbox`)
       expect(rows).toEqual([{ n: 2 }])
+    })))
+
+  it.live("usage: a brain or model name holding one is kept with U+FFFD, by the recording brain and by an import", () =>
+    inFreshDatabase(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const answering = yield* ScriptedBrain.make([{ ...text("hi"), model: `broken${NUL}model` }])
+      const recording = yield* SqlUsageLedger.recording(answering.service, "alice", `label${NUL}`)
+      yield* recording.complete({ model: "m", max_tokens: 10, messages: [{ role: "user", content: "hi" }] })
+      expect((yield* SqlUsageLedger.read(sql, "alice")).map((line) => [line.brain, line.model])).toEqual([
+        ["label\uFFFD", "broken\uFFFDmodel"]
+      ])
+
+      const dir = yield* tempDir()
+      const usage = { at: "2026-11-30T10:00:00.123Z", kind: "turn", brain: "b", model: `m${NUL}`, ms: 1, input: 1, output: 1, cache_write: 0, cache_read: 0 }
+      fs.writeFileSync(path.join(dir, "history.jsonl"), "")
+      fs.writeFileSync(path.join(dir, "usage.jsonl"), `${JSON.stringify(usage)}\n`)
+      expect((yield* SqlTransfer.importAgent("bob", dir)).usage).toBe(1)
+      expect((yield* SqlUsageLedger.read(sql, "bob")).map((line) => line.model)).toEqual(["m\uFFFD"])
     })))
 
   it.effect("a database an earlier version made gets the new columns; its rows read as they were written", () =>
