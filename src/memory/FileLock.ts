@@ -14,9 +14,10 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import { describeError, errnoCode } from "../runtime/Errors.js"
+import { errnoCode } from "../runtime/Errors.js"
 import { readPidFileSync } from "../runtime/process/PidFile.js"
 import { heldBy } from "../runtime/process/PidLiveness.js"
+import * as Takeover from "../runtime/process/Takeover.js"
 
 export class LockHeld extends Data.TaggedError("LockHeld")<{
   readonly path: string
@@ -39,12 +40,6 @@ const readOwner = (path: string): number => readPidFileSync(path) ?? Number.NaN
 
 /** The pid a lock names; NaN when none can be read (absent, or being written). */
 export const ownerOf = readOwner
-
-/** How long an empty lock file counts as being written by its creator, not left by one killed while writing it. */
-const BEING_WRITTEN_MS = 1000
-
-/** Errors of a disk with no room for the pid: a link still fits, its target lives in the inode. */
-const noRoom = new Set(["ENOSPC", "EDQUOT", "EFBIG"])
 
 /**
  * The locks this process holds now, by absolute path. A lock naming this
@@ -79,31 +74,9 @@ export interface TakeOptions {
   readonly now?: number
 }
 
-const createFile = (path: string): Result.Result<void, LockFailed | "exists"> => {
-  const created = Result.try(() => fs.openSync(path, "wx", 0o600))
-  if (Result.isFailure(created)) {
-    const code = errnoCode(created.failure)
-    return code === "EEXIST" ? Result.fail("exists") : Result.fail(new LockFailed({ path, code, message: describeError(created.failure) }))
-  }
-  const fd = created.success
-  const content = Buffer.from(`${process.pid}\n`)
-  const written = Result.try(() => fs.writeSync(fd, content))
-  Result.try(() => fs.closeSync(fd))
-  if (Result.isSuccess(written) && written.success === content.length) return Result.succeed(undefined)
-  // A full disk: an empty lock would look "being written" to others for a second; remove it.
-  Result.try(() => fs.unlinkSync(path))
-  const cause = Result.isFailure(written) ? written.failure : undefined
-  const code = cause === undefined ? "ENOSPC" : errnoCode(cause) ?? "ENOSPC"
-  if (noRoom.has(code)) {
-    // Taking the lock must not need free space: the pid as a symbolic link's target does not.
-    const linked = Result.try(() => fs.symlinkSync(String(process.pid), path))
-    if (Result.isSuccess(linked)) return Result.succeed(undefined)
-    if (errnoCode(linked.failure) === "EEXIST") return Result.fail("exists")
-  }
-  return Result.fail(
-    new LockFailed({ path, code, message: cause === undefined ? "the lock file was written short" : describeError(cause) })
-  )
-}
+/** A lock file holding our pid (Takeover.createPidFileSync), its failure named for the lock. */
+const createFile = (path: string): Result.Result<void, LockFailed | "exists"> =>
+  Result.mapError(Takeover.createPidFileSync(path), (failure) => failure === "exists" ? failure : new LockFailed({ path, ...failure }))
 
 const create = (path: string, options: TakeOptions | undefined): Result.Result<void, LockFailed | "exists"> => {
   const ownerFile = options?.ownerFile
@@ -134,35 +107,32 @@ const heldNow = (path: string, now: number | undefined): LockHeld | undefined =>
   if (Number.isNaN(owner)) {
     // Being written right now by its creator, or truncated by a crash:
     // only a file older than a second is treated as stale.
-    const stat = Result.try(() => fs.lstatSync(path))
-    if (Result.isSuccess(stat) && (now ?? Date.now()) - stat.success.mtimeMs < BEING_WRITTEN_MS) {
-      return new LockHeld({ path, ownerPid: owner })
-    }
+    if (Takeover.beingWritten(path, now)) return new LockHeld({ path, ownerPid: owner })
   }
   return undefined
 }
 
 /**
- * Removes a stale lock, one process at a time: two that both found it
- * stale would otherwise race, and the later unlink would remove the lock
- * the earlier had just taken, so both would hold it. The remover holds
- * `<lock>.takeover` and judges the lock again under it. While another
- * process is taking over, the lock reads as being written (a wait, then
- * its new owner). A guard left by a killed taker is judged like a lock.
+ * Removes a stale lock, one process at a time (Takeover): the lock is judged
+ * again under `<lock>.takeover`. While another process is taking over, the
+ * lock reads as being written (a wait, then its new owner).
  */
 const removeStale = (path: string, now: number | undefined): LockHeld | LockFailed | undefined => {
-  const guard = `${path}.takeover`
-  const guarded = createFile(guard)
-  if (Result.isFailure(guarded)) {
-    if (guarded.failure !== "exists") return guarded.failure
-    if (heldNow(guard, now) !== undefined) return new LockHeld({ path, ownerPid: Number.NaN })
-    Result.try(() => fs.unlinkSync(guard))
-    return undefined
+  const entry = Takeover.enterSync(path, now)
+  switch (entry._tag) {
+    case "Failed":
+      return new LockFailed({ path: entry.guard, ...entry.failure })
+    case "Busy":
+      return new LockHeld({ path, ownerPid: Number.NaN })
+    case "Cleared":
+      return undefined
+    case "Entered": {
+      const held = heldNow(path, now)
+      if (held === undefined) Result.try(() => fs.unlinkSync(path))
+      Takeover.leaveSync(entry.guard)
+      return held
+    }
   }
-  const held = heldNow(path, now)
-  if (held === undefined) Result.try(() => fs.unlinkSync(path))
-  Result.try(() => fs.unlinkSync(guard))
-  return held
 }
 
 /** One attempt: take the lock, or say who holds it. Synchronous. */
@@ -185,7 +155,9 @@ const tryTake = (path: string, options?: TakeOptions): Effect.Effect<void, LockH
 
 /** A lock naming no pid yet: asked again until it is old enough to be a killed creator's, then taken over. */
 const beingWritten = (error: LockHeld | LockFailed) => error._tag === "LockHeld" && Number.isNaN(error.ownerPid)
-const untilWritten = Schedule.spaced(Duration.millis(50)).pipe(Schedule.upTo({ duration: Duration.millis(BEING_WRITTEN_MS + 200) }))
+const untilWritten = Schedule.spaced(Duration.millis(50)).pipe(
+  Schedule.upTo({ duration: Duration.millis(Takeover.BEING_WRITTEN_MS + 200) })
+)
 
 /**
  * Releases a lock this process holds. Synchronous. The owner is read back
