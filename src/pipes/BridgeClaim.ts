@@ -7,7 +7,8 @@
  * `claw-bridge.pid`): a run for the bridges it serves itself (built in or
  * executables it starts), a `planckclaw bridge NAME` process for its own.
  * A second claim is refused while the holder lives; a holder that is gone
- * (killed) is replaced. Released with the scope. A process outside
+ * (killed) is replaced, one claimant at a time (ClaimGuard). Released with
+ * the scope. A process outside
  * planckclaw reading the pipes (`cat interact_out` beside `--bridge none`)
  * claims nothing: nothing can stop it.
  */
@@ -20,6 +21,7 @@ import type * as Scope from "effect/Scope"
 import { errnoCode } from "../runtime/Errors.js"
 import { readPidFileSync } from "../runtime/process/PidFile.js"
 import { heldBy } from "../runtime/process/PidLiveness.js"
+import * as ClaimGuard from "./ClaimGuard.js"
 import { attempt, ignoringMissing, lstatOption, refuse } from "./RuntimeDirChecks.js"
 import type { RuntimeDirError } from "./RuntimeDirError.js"
 
@@ -54,7 +56,11 @@ const refusal = (runDir: string, role: Role, pid: number | undefined, runPid: nu
 const create = (file: string): Effect.Effect<boolean, RuntimeDirError> =>
   attempt(`cannot write ${file}`, () => fs.writeFileSync(file, `${process.pid}\n`, { flag: "wx", mode: 0o600 })).pipe(
     Effect.as(true),
-    Effect.catchIf((error) => errnoCode(error.cause) === "EEXIST", () => Effect.succeed(false))
+    Effect.catch((error) =>
+      errnoCode(error.cause) === "EEXIST"
+        ? Effect.succeed(false)
+        // Made, then cut short (a full disk): no empty claim is left behind.
+        : Effect.andThen(Effect.ignore(attempt("unlink", () => fs.unlinkSync(file))), Effect.fail(error)))
   )
 
 /** Removes the claim if it is still ours. */
@@ -64,21 +70,29 @@ const release = (file: string): Effect.Effect<void> =>
   ).pipe(Effect.catch((error) => Effect.logWarning(error.message)))
 
 /**
- * Removes the claim of a holder that is gone (or the empty file of a start
- * killed while writing it); a live holder's is refused, and so is a file
- * that is not ours to judge (a link, a directory).
+ * Whether there is a claim to remove: one of a holder that is gone (or the
+ * empty file of a start killed while writing it, or one holding no pid). A
+ * live holder's is refused, and so is a file that is not ours to judge (a
+ * link, a directory).
  */
-const clearStale = (runDir: string, role: Role, runPid: number | undefined): Effect.Effect<void, RuntimeDirError> =>
+const staleClaim = (runDir: string, role: Role, runPid: number | undefined): Effect.Effect<boolean, RuntimeDirError> =>
   Effect.gen(function*() {
     const file = path.join(runDir, claimFileName(role))
     const found = yield* lstatOption(file)
-    if (found._tag === "None") return
+    if (found._tag === "None") return false
     if (!found.value.isFile()) {
       return yield* refuse("foreign-entry", `${file} is not a file planckclaw wrote: remove it or choose another PLANCKCLAW_RUN_DIR`)
     }
     const pid = holder(runDir, role)
     if (pid !== undefined) return yield* refusal(runDir, role, pid, runPid)
-    yield* ignoringMissing(attempt(`cannot remove stale ${file}`, () => fs.unlinkSync(file)))
+    return true
+  })
+
+/** Removes a stale claim (see staleClaim); to be run under its guard, where it is judged again. */
+const clearStale = (runDir: string, role: Role, runPid: number | undefined): Effect.Effect<void, RuntimeDirError> =>
+  Effect.flatMap(staleClaim(runDir, role, runPid), (stale) => {
+    const file = path.join(runDir, claimFileName(role))
+    return stale ? ignoringMissing(attempt(`cannot remove stale ${file}`, () => fs.unlinkSync(file))) : Effect.void
   })
 
 /**
@@ -94,22 +108,35 @@ export const othersReleased = (runDir: string, bound: Duration.Input = "3 second
     Effect.asVoid
   )
 
-/** Removes the claims in `runDir` of holders that are gone (a run lays its directory out), leaving any other. */
+/**
+ * Removes the claims in `runDir` of holders that are gone (a run lays its
+ * directory out), leaving any other, and any a bridge is claiming right now.
+ */
 export const clearDead = (runDir: string): Effect.Effect<void> =>
-  Effect.forEach(roles, (role) => Effect.ignore(clearStale(runDir, role, undefined)), { discard: true })
+  Effect.forEach(
+    roles,
+    (role) => Effect.ignore(ClaimGuard.guarded(path.join(runDir, claimFileName(role)), clearStale(runDir, role, undefined))),
+    { discard: true }
+  )
 
 /**
  * Claims `role` in `runDir` for this process, for the scope. `runPid`: the
  * run whose pipes these are, so a refusal can say the run serves the role
  * itself. Refused (RuntimeDirError `in-use`) while a live process holds it.
+ * A holder's claim is looked at first (a live one is refused at once), then
+ * judged again, removed if stale and ours made under its guard (ClaimGuard):
+ * of two claims racing over a dead holder's, one wins and the other is
+ * refused naming it.
  */
 export const claim = (runDir: string, role: Role, runPid: number | undefined): Effect.Effect<void, RuntimeDirError, Scope.Scope> =>
   Effect.gen(function*() {
     const file = path.join(runDir, claimFileName(role))
-    yield* clearStale(runDir, role, runPid)
-    const made = yield* create(file)
+    yield* staleClaim(runDir, role, runPid)
+    const made = yield* ClaimGuard.guardedPatiently(file, Effect.andThen(clearStale(runDir, role, runPid), create(file))).pipe(
+      Effect.catchTag("ClaimBusy", (busy) => refusal(runDir, role, busy.takerPid, runPid))
+    )
     if (!made) {
-      // Claimed between our look and our write: whoever did holds it now.
+      // Made by a start that does not take the guard, between our look and our write: it holds it now.
       return yield* refusal(runDir, role, holder(runDir, role), runPid)
     }
     yield* Effect.addFinalizer(() => release(file))

@@ -16,6 +16,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { describeError, errnoCode } from "../runtime/Errors.js"
+import { readPidFileSync } from "../runtime/process/PidFile.js"
+import * as ClaimGuard from "./ClaimGuard.js"
 import { type FifoPaths, fifoKeys, fifoPaths, fifoPathsConfig, pidFileName } from "./FifoPaths.js"
 import {
   attempt,
@@ -45,12 +47,47 @@ export {
 } from "./FifoPaths.js"
 export { RuntimeDirError } from "./RuntimeDirError.js"
 
-/** Writes our pid with O_EXCL. */
-const writePidFile = (dir: string, pidFile: string): Effect.Effect<string, RuntimeDirError> =>
+/** Writes our pid with O_EXCL (under the guard: a file there now was made by a start that does not take it). */
+const writePidFile = (dir: string, pidFile: string): Effect.Effect<void, RuntimeDirError> =>
   attempt(`cannot write ${pidFile}`, () => fs.writeFileSync(pidFile, `${process.pid}\n`, { flag: "wx", mode: 0o600 })).pipe(
-    Effect.as(pidFile),
-    Effect.catchIf((error) => errnoCode(error.cause) === "EEXIST", () =>
-      refuse("in-use", `runtime directory ${dir} was claimed by another run starting at the same time; ${useAnother}`))
+    Effect.catch((error) =>
+      errnoCode(error.cause) === "EEXIST"
+        ? claimedMeanwhile(dir, readPidFileSync(pidFile))
+        // Made, then cut short (a full disk): no empty pid file is left behind.
+        : Effect.andThen(Effect.ignore(attempt("unlink", () => fs.unlinkSync(pidFile))), Effect.fail(error)))
+  )
+
+const claimedMeanwhile = (dir: string, pid: number | undefined) =>
+  refuse(
+    "in-use",
+    `runtime directory ${dir} was claimed by another run starting at the same time` +
+      `${pid === undefined ? "" : ` (pid ${pid})`}; stop it or ${useAnother}`,
+    pid
+  )
+
+/**
+ * Claims the directory with our pid file, replacing a dead run's (see
+ * ClaimGuard): looked at first (a live run or a file not ours is refused at
+ * once), then judged again, removed and written under the guard, since
+ * another start may have taken it over since. The pipes a dead run left, to
+ * be replaced.
+ */
+const claimPidFile = (paths: FifoPaths, pidFile: string): Effect.Effect<ReadonlyArray<string>, RuntimeDirError> =>
+  Effect.andThen(
+    previousRun(paths.runDir, pidFile),
+    ClaimGuard.guardedPatiently(
+      pidFile,
+      Effect.gen(function*() {
+        const dead = yield* previousRun(paths.runDir, pidFile)
+        const stale = yield* leftoverPipes(paths, Option.isSome(dead))
+        if (Option.isSome(dead)) {
+          yield* Effect.logWarning(`removing stale run state in ${paths.runDir} left by pid ${dead.value}`)
+          yield* ignoringMissing(attempt(`cannot remove stale ${pidFile}`, () => fs.unlinkSync(pidFile)))
+        }
+        yield* writePidFile(paths.runDir, pidFile)
+        return stale
+      })
+    ).pipe(Effect.catchTag("ClaimBusy", (busy) => claimedMeanwhile(paths.runDir, busy.takerPid)))
   )
 
 const releasePidFile = (pidFile: string): Effect.Effect<void> =>
@@ -193,13 +230,7 @@ export const makeRuntimeDir = (
       (made) => made.length === 0 ? Effect.void : Effect.andThen(BridgeClaim.othersReleased(paths.runDir), removeMade(made))
     )
     const pidFile = path.join(paths.runDir, pidFileName)
-    const dead = yield* previousRun(paths.runDir, pidFile)
-    const stale = yield* leftoverPipes(paths, Option.isSome(dead))
-    if (Option.isSome(dead)) {
-      yield* Effect.logWarning(`removing stale run state in ${paths.runDir} left by pid ${dead.value}`)
-      yield* ignoringMissing(attempt(`cannot remove stale ${pidFile}`, () => fs.unlinkSync(pidFile)))
-    }
-    yield* Effect.acquireRelease(writePidFile(paths.runDir, pidFile), releasePidFile)
+    const stale = yield* Effect.acquireRelease(claimPidFile(paths, pidFile), () => releasePidFile(pidFile))
     // Before the FIFOs: a bridge process joins a run only once they are there (RunningAgent).
     yield* BridgeClaim.clearDead(paths.runDir)
     for (const role of served) yield* BridgeClaim.claim(paths.runDir, role, process.pid)

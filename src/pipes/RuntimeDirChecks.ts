@@ -4,7 +4,8 @@
  * made private (with any missing parents) and removed after; an existing one
  * is used only if it is private already, and never chmod-ed. Nothing it did
  * not create is removed, except the pid file and FIFOs of a run that is
- * provably dead, found in a directory that is private to this user.
+ * provably dead, found in a directory that is private to this user (and the
+ * takeover guard a start killed meanwhile left, see ClaimGuard).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"

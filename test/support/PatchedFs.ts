@@ -9,7 +9,7 @@ import { syncBuiltinESMExports } from "node:module"
 import { Effect } from "effect"
 import type * as Scope from "effect/Scope"
 
-type FsFunction = "readlinkSync" | "writeSync" | "unlinkSync"
+type FsFunction = "readlinkSync" | "readFileSync" | "writeSync" | "unlinkSync"
 
 /** `fs[name]` is `replace(real)` for the scope: `replace` gets the real one to call through. */
 export const patchFs = <K extends FsFunction>(
