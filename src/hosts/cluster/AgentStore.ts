@@ -15,6 +15,7 @@ import { BrainLabelConfig } from "../../config/BrainChoice.js"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { FoldStore } from "../../memory/FoldStore.js"
 import { CompactionLocks, type CompactionLocksService } from "../../memory/sql/SqlCompactionLocks.js"
+import { textOf } from "../../memory/sql/SqlExactText.js"
 import * as SqlAgentMemory from "./SqlAgentMemory.js"
 import * as Memory from "../../memory/Memory.js"
 import * as AgentId from "../serve/AgentId.js"
@@ -127,6 +128,8 @@ export const postgres = (options: {
       sql<StatusRow>`SELECT
           (SELECT count(*) FROM planckclaw_history WHERE agent_id = ${id}) AS lines,
           (SELECT octet_length(summary) FROM planckclaw_agents WHERE agent_id = ${id}) AS summary_bytes,
+          (SELECT summary FROM planckclaw_agents WHERE agent_id = ${id} AND summary_json IS NOT NULL) AS nul_summary,
+          (SELECT summary_json FROM planckclaw_agents WHERE agent_id = ${id}) AS summary_json,
           (SELECT created FROM planckclaw_history WHERE agent_id = ${id} ORDER BY seq DESC LIMIT 1) AS last`.pipe(
         Effect.map((rows) => statusOf(id, rows[0], running)),
         Effect.mapError(databaseError(`agent ${id}`))
@@ -136,6 +139,7 @@ export const postgres = (options: {
       sql<StatusRow & { readonly agent_id: string }>`SELECT a.agent_id,
           (SELECT count(*) FROM planckclaw_history h WHERE h.agent_id = a.agent_id) AS lines,
           octet_length(a.summary) AS summary_bytes,
+          CASE WHEN a.summary_json IS NULL THEN NULL ELSE a.summary END AS nul_summary, a.summary_json,
           (SELECT h.created FROM planckclaw_history h WHERE h.agent_id = a.agent_id ORDER BY h.seq DESC LIMIT 1) AS last
         FROM planckclaw_agents a
         WHERE a.agent_id COLLATE "C" > ${after ?? ""}
@@ -158,13 +162,26 @@ export const postgres = (options: {
 interface StatusRow {
   readonly lines: bigint
   readonly summary_bytes: number | null
+  /** The summary, only when it holds a NUL (its JSON is there): most rows bring no text. */
+  readonly nul_summary: string | null
+  readonly summary_json: string | null
   readonly last: Date | null
+}
+
+/**
+ * The summary's size as summary.md would have it: a summary holding a NUL
+ * is measured as its exact text, not as the plain column's U+FFFD for each
+ * NUL (3 bytes where the NUL is 1).
+ */
+const summaryBytesOf = (row: StatusRow | undefined): number => {
+  const exact = row === undefined || row.nul_summary === null ? null : textOf(row.nul_summary, row.summary_json)
+  return exact === null ? Number(row?.summary_bytes ?? 0) : Buffer.byteLength(exact, "utf8")
 }
 
 const statusOf = (id: string, row: StatusRow | undefined, running: boolean): AgentStatus.AgentInfo => ({
   id,
   historyLines: Number(row?.lines ?? 0),
-  summaryBytes: Number(row?.summary_bytes ?? 0),
+  summaryBytes: summaryBytesOf(row),
   lastMessageAt: row?.last ? new Date(row.last).toISOString() : null,
   state: running ? "running" : "released"
 })

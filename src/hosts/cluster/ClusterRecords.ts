@@ -18,6 +18,7 @@ import type * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type * as FallbackSoul from "../../memory/FallbackSoul.js"
 import { entryOfRow, type HistoryRow } from "../../memory/sql/SqlHistoryRows.js"
+import { textOf } from "../../memory/sql/SqlExactText.js"
 import { describe } from "../../memory/sql/SqlResilience.js"
 import type { PriceTable } from "../../usage/Prices.js"
 import * as UsageReport from "../../usage/UsageReport.js"
@@ -136,15 +137,17 @@ export const make = (options: {
     )
 
   const memory: ClusterRecords["memory"] = (id) =>
-    sql<{ readonly soul: string | null; readonly summary: string | null }>`SELECT soul, summary FROM planckclaw_agents
-      WHERE agent_id = ${id}`.pipe(
+    sql<{ readonly soul: string | null; readonly summary: string | null; readonly summary_json: string | null }>`SELECT soul,
+        summary, summary_json FROM planckclaw_agents WHERE agent_id = ${id}`.pipe(
       Effect.mapError(databaseError(`agent ${id}`, id)),
-      Effect.flatMap((rows) =>
-        Result.match(AgentRecords.memoryTextOf(rows[0]?.soul, rows[0]?.summary, options.hostSoul), {
+      Effect.flatMap(([row]) => {
+        // The summary exactly, a NUL included (SqlExactText), as summary.md gives it.
+        const summary = row === undefined ? undefined : textOf(row.summary, row.summary_json)
+        return Result.match(AgentRecords.memoryTextOf(row?.soul, summary, options.hostSoul), {
           onFailure: (message) => Effect.fail(new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })),
           onSuccess: Effect.succeed
         })
-      )
+      })
     )
 
   return { history, usage, usageAll, memory }

@@ -17,6 +17,7 @@ import type * as SqlClient from "effect/sql/SqlClient"
 import * as FallbackSoul from "../../memory/FallbackSoul.js"
 import type { MemoryService, MemorySnapshot } from "../../memory/Memory.js"
 import { entryOfRow, type HistoryRow } from "../../memory/sql/SqlHistoryRows.js"
+import { textOf } from "../../memory/sql/SqlExactText.js"
 import { defaultRetry, resilient } from "../../memory/sql/SqlResilience.js"
 import { type Decided, decidedOf } from "./DecidedRows.js"
 import type { Sizes } from "./TurnWrites.js"
@@ -27,6 +28,8 @@ interface Row {
   readonly decided_request: string | null
   readonly decided_stored: boolean | null
   readonly summary: string | null
+  /** The summary's JSON when it holds a NUL (SqlExactText). */
+  readonly summary_json: string | null
   readonly soul: string | null
   /** The history tail, newest first, as JSON [role, content, line] triples; null when not asked or empty. */
   readonly tail: string | null
@@ -37,7 +40,7 @@ export const statement = (sql: SqlClient.SqlClient, agentId: string, key: string
   const tail = keep === undefined || keep <= 0 ? sql`NULL::text` : sql`(SELECT json_agg(json_build_array(h.role, h.content, h.line))::text
       FROM (SELECT role, content, line FROM planckclaw_history WHERE agent_id = ${agentId} ORDER BY seq DESC LIMIT ${keep}) h)`
   return sql<Row>`SELECT t.reply AS decided_reply, t.reply_json AS decided_reply_json,
-      t.request AS decided_request, t.stored AS decided_stored, a.summary, a.soul, ${tail} AS tail
+      t.request AS decided_request, t.stored AS decided_stored, a.summary, a.summary_json, a.soul, ${tail} AS tail
     FROM (SELECT 1) AS one
     LEFT JOIN planckclaw_cluster_turns t ON t.agent_id = ${agentId} AND t.message_key = ${key}
     LEFT JOIN planckclaw_agents a ON a.agent_id = ${agentId}`
@@ -76,7 +79,8 @@ export const make = (
             if (history.length === rows.length && Result.isSuccess(soul)) {
               brought = {
                 keep: asked,
-                snapshot: { soul: soul.success, summary: (row.summary ?? "").trim(), history }
+                // As SqlMemory reads it: exactly, a NUL included.
+                snapshot: { soul: soul.success, summary: (textOf(row.summary, row.summary_json) ?? "").trim(), history }
               }
             }
           }

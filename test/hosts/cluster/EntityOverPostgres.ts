@@ -26,7 +26,8 @@ import * as ReplyStatement from "../../../src/hosts/cluster/ReplyStatement.js"
 import * as TurnJournal from "../../../src/hosts/cluster/TurnJournal.js"
 import * as SqlCompactionLocks from "../../../src/memory/sql/SqlCompactionLocks.js"
 
-const provider = ConfigProvider.fromEnvRecord({}, { preserveEmptyStrings: true })
+/** The agents' settings: the defaults, but for those a test gives (HISTORY_KEEP, …). */
+const providerOf = (settings: Record<string, string> = {}) => ConfigProvider.fromEnvRecord(settings, { preserveEmptyStrings: true })
 
 /** One runner whose messages are in the database (as `serve --cluster` keeps them), alone with every shard. */
 const runnerOnPostgres = Sharding.layer.pipe(
@@ -36,7 +37,8 @@ const runnerOnPostgres = Sharding.layer.pipe(
   Layer.provide([ShardingConfig.layer(), NodeCrypto.layerDigest])
 )
 
-const parts = (sql: SqlClient.SqlClient, brain: BrainService) => {
+const parts = (sql: SqlClient.SqlClient, brain: BrainService, options: Options) => {
+  const provider = providerOf(options.settings)
   const store = Layer.effect(
     AgentStore.AgentStore,
     Effect.map(SqlCompactionLocks.make, (compactionLocks) => AgentStore.postgres({ where: "test", defaultSoulFile: "", provider, sql, compactionLocks }))
@@ -49,20 +51,22 @@ const parts = (sql: SqlClient.SqlClient, brain: BrainService) => {
 
 export interface Options {
   readonly messages?: "memory" | "postgres"
+  /** Settings of the agents over the defaults, as environment variables. */
+  readonly settings?: Record<string, string>
 }
 
 const runner = (options: Options) => options.messages === "postgres" ? runnerOnPostgres : TestRunner.layer
 
 /** The entity (and the cluster's client of it) over `sql`. */
 export const entity = (sql: SqlClient.SqlClient, brain: BrainService, options: Options = {}) =>
-  AgentEntity.layer.pipe(Layer.provideMerge(runner(options)), Layer.provide(parts(sql, brain)))
+  AgentEntity.layer.pipe(Layer.provideMerge(runner(options)), Layer.provide(parts(sql, brain, options)))
 
 /** The cluster's AgentHost over the entity. */
 export const host = (sql: SqlClient.SqlClient, brain: BrainService, options: Options = {}) =>
   ClusterHost.layer({ sendTimeoutSeconds: 30 }).pipe(
     Layer.provideMerge(AgentEntity.layer),
     Layer.provideMerge(runner(options)),
-    Layer.provide(parts(sql, brain))
+    Layer.provide(parts(sql, brain, options))
   )
 
 /** Sends `text` to agent `id` under Idempotency-Key `key`, to the entity itself. */
