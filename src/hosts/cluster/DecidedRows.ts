@@ -1,22 +1,22 @@
 /**
  * A decided reply as a row of planckclaw_cluster_turns holds it, and back,
  * exactly. A TEXT column cannot hold a NUL character, and a reply can carry
- * one (a model echoing a tool's output): such a reply is kept as its JSON
- * string in `reply_json`, with `reply` holding it with each NUL as U+FFFD,
- * which is what a runner of an earlier version (it reads `reply` only)
- * answers. `request` names the message the reply answers
- * (IdempotencyStore.requestOf), so a reply is never taken for another
- * message sent under the same key.
+ * one (a model echoing a tool's output): such a reply is kept as SQL memory
+ * keeps such a text (SqlExactText), as its JSON string in `reply_json`, with
+ * `reply` holding it with each NUL as U+FFFD, which is what a runner of an
+ * earlier version (it reads `reply` only) answers. `request` names the
+ * message the reply answers (IdempotencyStore.requestOf), so a reply is
+ * never taken for another message sent under the same key.
  *
  * The usage rows a turn writes go in TEXT columns too: a brain or model name
  * holding a NUL (only a broken backend sends one) is kept with U+FFFD in its
- * place, rather than failing the turn's one statement.
+ * place (SqlUsageLedger.storableLine), rather than failing the turn's one
+ * statement.
  */
 import * as Migrator from "effect/sql/Migrator"
 import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
-import type { UsageLine } from "../../usage/UsageLedger.js"
+import { jsonOf, storable, textOf } from "../../memory/sql/SqlExactText.js"
 
 /** A message's reply as decided: what it answers, whether its exchange is stored, and (when known) the message it answers. */
 export interface Decided {
@@ -25,11 +25,6 @@ export interface Decided {
   /** IdempotencyStore.requestOf of the message; absent in rows written before it was kept. */
   readonly request?: string | undefined
 }
-
-const NUL = "\u0000"
-
-/** `text` as a TEXT column can hold it: each NUL as U+FFFD. */
-export const storable = (text: string): string => text.includes(NUL) ? text.replaceAll(NUL, "\uFFFD") : text
 
 /** The columns of a decided reply. */
 export interface Columns {
@@ -40,20 +35,13 @@ export interface Columns {
 
 export const columnsOf = (decided: Decided): Columns => ({
   reply: storable(decided.reply),
-  reply_json: decided.reply.includes(NUL) ? JSON.stringify(decided.reply) : null,
+  reply_json: jsonOf(decided.reply),
   request: decided.request ?? null
 })
 
-/** The reply the columns hold: `reply_json` when there is one (and it reads as a string), else `reply`. */
-export const replyOf = (columns: { readonly reply: string; readonly reply_json: string | null }): string => {
-  if (columns.reply_json === null) return columns.reply
-  const parsed = Result.try(() => JSON.parse(columns.reply_json!) as unknown)
-  return Result.isSuccess(parsed) && typeof parsed.success === "string" ? parsed.success : columns.reply
-}
-
-/** The decided reply of a row. */
+/** The decided reply of a row: `reply_json`'s when it matches `reply` (both are written together), else `reply`. */
 export const decidedOf = (row: Columns & { readonly stored: boolean }): Decided => ({
-  reply: replyOf(row),
+  reply: textOf(row.reply, row.reply_json),
   stored: row.stored,
   ...(row.request === null ? {} : { request: row.request })
 })
@@ -61,10 +49,6 @@ export const decidedOf = (row: Columns & { readonly stored: boolean }): Decided 
 /** Whether `decided` was kept for another message than the one `request` names (a key reused). */
 export const answersAnother = (decided: Decided, request: string): boolean =>
   decided.request !== undefined && decided.request !== request
-
-/** A usage line whose texts a TEXT column can hold. */
-export const storableUsage = (line: UsageLine): UsageLine =>
-  line.brain.includes(NUL) || line.model.includes(NUL) ? { ...line, brain: storable(line.brain), model: storable(line.model) } : line
 
 /**
  * The table's migrations, in planckclaw_cluster_migrations: they only ever

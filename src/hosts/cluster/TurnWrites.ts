@@ -30,7 +30,7 @@ import { defaultRetry, resilient } from "../../memory/sql/SqlResilience.js"
 import { type BrainService, tapAnswers } from "../../ports/Brain.js"
 import * as SqlUsageLedger from "../../usage/SqlUsageLedger.js"
 import { lineOf, type UsageLine } from "../../usage/UsageLedger.js"
-import { columnsOf, type Decided, storableUsage } from "./DecidedRows.js"
+import { columnsOf, type Decided } from "./DecidedRows.js"
 
 export type { Decided } from "./DecidedRows.js"
 
@@ -108,7 +108,7 @@ export const appendTurn = (
       SELECT ${agentId}, v.at::timestamptz, v.kind, v.brain, v.model, v.ms::float8, v.input::bigint, v.output::bigint,
         v.cache_write::bigint, v.cache_read::bigint
       FROM (VALUES ${
-      sql.join(", ", false)(usage.map(storableUsage).map((line) =>
+      sql.join(", ", false)(usage.map(SqlUsageLedger.storableLine).map((line) =>
         sql`(${line.at}, ${line.kind}::text, ${line.brain}::text, ${line.model}::text, ${line.ms}, ${line.input}, ${line.output}, ${line.cache_write}, ${line.cache_read})`
       ))
     }) AS v(at, kind, brain, model, ms, input, output, cache_write, cache_read)
@@ -210,7 +210,7 @@ export const recordingBrain = (
     Effect.flatMap(Clock.currentTimeMillis, (ended) => {
       const line = lineOf(request, response, label, started, ended)
       if (line.kind === "turn") return Effect.sync(() => void writes.usage.push(line))
-      return SqlUsageLedger.insert(sql, agentId, [storableUsage(line)]).pipe(
+      return SqlUsageLedger.insert(sql, agentId, [line]).pipe(
         resilient(`recording usage of agent ${agentId}`, retry),
         Effect.catch((error) => {
           if (warned) return Effect.void
@@ -236,7 +236,7 @@ export const flush = (
     const reply = key === undefined || decided === undefined
       ? Effect.void
       : Effect.tap(record(key, decided), () => Effect.sync(() => void writes.decided.delete(key)))
-    const used = usage.length === 0 ? Effect.void : SqlUsageLedger.insert(sql, agentId, usage.map(storableUsage)).pipe(
+    const used = usage.length === 0 ? Effect.void : SqlUsageLedger.insert(sql, agentId, usage).pipe(
       resilient(`recording usage of agent ${agentId}`, retry),
       Effect.catch((error) => Effect.logWarning(`usage ledger not written (${error.message}); turns go on without it`))
     )
