@@ -69,9 +69,10 @@ const parseEvents = (block: string): TurnEvent | undefined => {
 }
 
 /**
- * The stream of a message cut after the agent took it (its 200 came): the
- * message is journaled and will be answered, only this page lost its turn.
- * Sent again under its Idempotency-Key, it gets that reply.
+ * The stream of a message cut after its 200, before its `end`. Its
+ * `accepted` event, first, says whether the message is journaled: then it
+ * will be answered, only this page lost its turn, and sent again under its
+ * Idempotency-Key it gets that reply.
  */
 export class StreamCut extends Error {}
 

@@ -2,16 +2,18 @@
  * The chat's messages and their replies as the agent writes them (the
  * message route as server-sent events): a piece of text per round, each
  * tool call a line with its outcome, and a turn that can be cancelled.
- * Each message keeps its Idempotency-Key until it is settled. A stream cut
- * after the agent took the message (its 200 came: a stop, a restart, a lost
- * connection) is said so: the agent answers it anyway, at its next start if
- * it was stopped, and keeps the reply under the key; Retry sends it again
- * under that key, which gets the kept reply, or waits for the turn still
- * running, never a second turn. A message with no response at all may or
- * may not have been taken (the 200 goes out with the turn's first event),
- * and is retried the same way; only a refusal is "not sent".
+ * Each message keeps its Idempotency-Key until it is settled. Whether the
+ * agent took it is the stream's `accepted` event, which the server sends
+ * once the message is journaled: a stream cut after it (a stop, a restart, a
+ * lost connection) is said so, the agent answers the message anyway (at its
+ * next start if it was stopped) and keeps the reply under the key; Retry
+ * sends it again under that key, which gets the kept reply, or waits for the
+ * turn still running, never a second turn. Without it the message is not
+ * sent: a refusal is final, anything else (no connection, one lost before
+ * the acknowledgement) is retried the same way, answered once even had it
+ * arrived just as the connection broke.
  */
-import { ApiError, cancelTurn, StreamCut, streamMessage } from "./api.js"
+import { ApiError, cancelTurn, streamMessage } from "./api.js"
 import { h, messageLine, say } from "./dom.js"
 import { beyondTold, isCancelled } from "./replies.js"
 
@@ -23,7 +25,7 @@ interface Exchange {
   readonly end: Comment
   /** What its last attempt showed: a retry shows the reply in their place. */
   placed: Array<HTMLElement>
-  /** An attempt got the 200: the agent journaled the message. */
+  /** An attempt got the `accepted` event: the agent journaled the message. */
   accepted: boolean
 }
 
@@ -94,8 +96,10 @@ export const exchanges = (id: string, log: HTMLElement, controls: Controls): Exc
     let settled = true
     try {
       await streamMessage(id, exchange.said, exchange.key, running.signal, (event) => {
-        exchange.accepted = true
         switch (event.event) {
+          case "accepted":
+            exchange.accepted = true
+            break
           case "text":
             told += event.data.text
             writing().textContent += event.data.text
@@ -141,16 +145,15 @@ export const exchanges = (id: string, log: HTMLElement, controls: Controls): Exc
         say(`The message was not answered: ${said}`, true)
       } else {
         settled = false
-        if (error instanceof StreamCut) exchange.accepted = true
         const retry = h("button", { type: "button", onclick: () => void attempt(exchange) }, "Retry")
         if (exchange.accepted) {
           line(h("div", { class: "tool failed" }, `Connection lost (${said}): ${id} took the message and keeps its reply. `, retry))
           say(`The connection to ${id} was lost, but it took the message: it answers it (at its next start, if it was stopped) and keeps the reply; Retry shows it without a second turn.`, true)
         } else {
-          // No response: a refused connection, or one lost before the turn told anything (the stream's 200 goes out
-          // with its first event), when the agent had journaled the message. The same key makes a retry safe in both.
-          line(h("div", { class: "tool failed" }, `No answer (${said}): ${id} may not have the message, or may be answering it. `, retry))
-          say(`No answer came from ${id} (${said}): the message may not have reached it, or it took it and answers it (at its next start, if it was stopped). Retry sends it again under the same key: it is answered once either way.`, true)
+          // No acknowledgement: no connection, or one lost before the journal's write was told (a moment's window,
+          // in which the agent may have it after all). The same key makes a retry safe in both.
+          line(h("div", { class: "tool failed" }, `Not sent (${said}): ${id} did not acknowledge it. `, retry))
+          say(`${id} did not acknowledge the message (${said}). Retry sends it again under the same key: it is answered once, even had it arrived.`, true)
         }
       }
     } finally {

@@ -1,9 +1,9 @@
 /**
  * The console's turns, in chromium (test/support/ConsoleBrowser.ts) against
- * the built `serve`: a turn cut by a stop is not told as not sent (after its
- * 200 the page knows the agent took it; before, that it may have), and
- * Retry after the next start shows its reply once, under the same
- * Idempotency-Key: the reply kept, no second turn. A
+ * the built `serve`: a turn cut by a stop is told as taken once the stream's
+ * `accepted` event came, even before the turn told anything, and a message
+ * without it as not sent; Retry after the next start shows each reply once,
+ * under the same Idempotency-Key: the reply kept, no second turn. A
  * model's reply starting with "Cancelled:" is an answer, not a cancelled
  * turn, and text told around a tool line is shown once. Escape cancels a
  * turn sent with the Send button, wherever the focus is, but not from the
@@ -38,7 +38,7 @@ const stored = (agents: string, id: string) =>
   })
 
 describe("the console's turns in chromium", () => {
-  it.live("a turn cut by a stop is not told as not sent; Retry after the restart shows its reply once, without a second turn", () =>
+  it.live("a message acknowledged is told as taken, even cut before the turn told anything, one not acknowledged as not sent; Retry after the restart shows each reply once, without a second turn", () =>
     Effect.gen(function*() {
       // The first answer to "book the table" never comes; the first to "and a taxi" stops after its first words, for good.
       const never = yield* Deferred.make<void>()
@@ -70,34 +70,35 @@ describe("the console's turns in chromium", () => {
       yield* step(() => page.keyboard.press("Enter"))
       const message = page.getByLabel(/Message to bob/)
       const sendText = (text: string) => Effect.andThen(step(() => message.fill(text)), step(() => message.press("Enter")))
-      const noAnswer = page.locator(".log > .tool", { hasText: "bob may not have the message, or may be answering it" })
+      const notSent = page.locator(".log > .tool", { hasText: "Not sent" })
       const lost = page.locator(".log > .tool", { hasText: "bob took the message and keeps its reply" })
 
-      // Stopped before the turn told anything: no response came, though the agent journaled the message.
+      // Stopped before the turn told anything: the stream's `accepted` had come, so the page knows the agent took it.
       yield* sendText("book the table")
       yield* eventually("the hanging brain call", () => asked("book the table") === 1 || undefined)
       yield* stop
-      yield* step(() => noAnswer.waitFor())
+      yield* step(() => lost.waitFor())
+      expect(yield* step(() => page.locator("#status").textContent())).toMatch(/^The connection to bob was lost, but it took the message/)
       expect((yield* logLines(page)).join("\n")).not.toContain("Not sent")
       serve = yield* serveOn(port, box.dir, env)
-      yield* step(() => noAnswer.getByRole("button", { name: "Retry" }).click())
+      yield* step(() => lost.getByRole("button", { name: "Retry" }).click())
       yield* step(() => page.locator(".msg.assistant", { hasText: "re: book the table" }).waitFor())
 
-      // Stopped after the turn's first words: the page knows the agent took it.
+      // Stopped after the turn's first words: taken too.
       yield* sendText("and a taxi")
       yield* step(() => page.locator(".msg.assistant", { hasText: "Let me see." }).waitFor())
       yield* stop
       yield* step(() => lost.waitFor())
-      expect(yield* step(() => page.locator("#status").textContent())).toMatch(/^The connection to bob was lost, but it took the message/)
-      // Sent while the server is down: no response either, retried the same way.
+      // Sent while the server is down: no acknowledgement, so not sent; retried the same way.
       yield* sendText("are you there?")
-      yield* step(() => noAnswer.waitFor())
-      expect((yield* logLines(page)).join("\n")).not.toContain("Not sent")
+      yield* step(() => notSent.waitFor())
+      expect(yield* step(() => notSent.textContent())).toMatch(/^Not sent \(.+\): bob did not acknowledge it\. Retry$/)
+      expect(yield* step(() => page.locator("#status").textContent())).toMatch(/^bob did not acknowledge the message/)
 
       serve = yield* serveOn(port, box.dir, env)
       yield* step(() => lost.getByRole("button", { name: "Retry" }).click())
       yield* step(() => page.locator(".msg.assistant", { hasText: "re: and a taxi" }).waitFor())
-      yield* step(() => noAnswer.getByRole("button", { name: "Retry" }).click())
+      yield* step(() => notSent.getByRole("button", { name: "Retry" }).click())
       yield* step(() => page.locator(".msg.assistant", { hasText: "re: are you there?" }).waitFor())
       yield* step(() => page.getByText("bob answered.").waitFor())
       // Each reply once, where its message is (the cut words gone with the line that said it was cut).

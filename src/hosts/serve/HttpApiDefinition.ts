@@ -68,8 +68,18 @@ export const Reply = Schema.Struct({
 const sseEvent = <const Name extends string, S extends Schema.Top>(event: Name, data: S, description: string) =>
   Schema.Struct({ event: Schema.Literal(event), data: Schema.fromJsonString(Schema.toCodecJson(data)) }).annotate({ description })
 
+/** The first event of a message's stream: the agent has taken the message. */
+export const Accepted = Schema.Struct({
+  key: Schema.NullOr(Schema.String).annotate({ description: "The Idempotency-Key it was sent under (null: none), under which a retry gets its reply" })
+})
+
 /** What POST /v1/agents/{id}/messages tells, with `Accept: text/event-stream`, as the turn goes. */
 export const MessageEvent = Schema.Union([
+  sseEvent(
+    "accepted",
+    Accepted,
+    "Always first, sent (with the 200) as soon as the message is journaled: it will be answered, also after a stop or a lost connection"
+  ),
   sseEvent("text", Schema.Struct({ text: Schema.String }), "Text the model wrote, as it writes it"),
   sseEvent("tool", Schema.Struct({ name: Schema.String, input: Schema.Unknown }), "A tool call the model made, before it runs"),
   sseEvent("tool-result", Schema.Struct({ name: Schema.String, ok: Schema.Boolean, ms: Schema.Finite }), "A tool call's outcome and duration"),

@@ -146,13 +146,21 @@ const onTheWire = (event: Told): MessageEvent => {
   }
 }
 
-/** The turn's events, then `end` with its reply; a refusal (before the agent took it) is answered as for JSON. */
+/**
+ * `accepted`, the turn's events, then `end` with its reply; a refusal (before the agent took it) is answered as
+ * for JSON. The host answers once the message is journaled, and `accepted` is written at once: the 200 goes out
+ * with it (Node sends a response's head with its first bytes), so a client cut after it knows the message was
+ * taken, rather than waiting for the turn's first event.
+ */
 const streamed = (host: AgentHostService, message: HostMessage.HostMessage) =>
   Effect.map(
-    // A host that cannot tell the turn as it goes: its reply alone.
+    // A host that cannot tell the turn as it goes: its reply alone, once the turn ended.
     host.streamChecked?.(message) ?? Effect.map(host.sendChecked(message), (reply) => ({ events: Stream.empty, reply: Effect.succeed(reply) })),
     ({ events, reply }): Stream.Stream<MessageEvent> =>
-      Stream.concat(Stream.map(events, onTheWire), Stream.fromEffect(Effect.map(reply, (data): MessageEvent => ({ event: "end", data }))))
+      Stream.succeed<MessageEvent>({ event: "accepted", data: { key: message.idempotencyKey ?? null } }).pipe(
+        Stream.concat(Stream.map(events, onTheWire)),
+        Stream.concat(Stream.fromEffect(Effect.map(reply, (data): MessageEvent => ({ event: "end", data }))))
+      )
   )
 
 const health = HttpApiBuilder.group(Api, "health", (handlers) => handlers.handle("health", () => Effect.succeed({ status: "ok" as const })))

@@ -35,6 +35,7 @@ export interface Reply {
 
 /** One server-sent event of POST /v1/agents/{id}/messages with `Accept: text/event-stream`. */
 export type TurnEvent =
+  | { readonly event: "accepted"; readonly data: { readonly key: string | null } }
   | { readonly event: "text"; readonly data: { readonly text: string } }
   | { readonly event: "tool"; readonly data: { readonly name: string; readonly input: unknown } }
   | { readonly event: "tool-result"; readonly data: { readonly name: string; readonly ok: boolean; readonly ms: number } }

@@ -4,7 +4,9 @@
  * loopback stand-in held at a gate, and a plain node:http client reading
  * the events as they arrive.
  */
+import * as fs from "node:fs"
 import * as http from "node:http"
+import * as path from "node:path"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import { type Cause, Context, Deferred, Duration, Effect, Layer, Queue, Redacted } from "effect"
@@ -16,7 +18,7 @@ import * as HttpApi from "../../../src/hosts/serve/HttpApi.js"
 import { Brain } from "../../../src/ports/Brain.js"
 import * as AnthropicServer from "../../support/AnthropicServer.js"
 import { timeTool } from "../../support/Harness.js"
-import { eventually } from "../../support/Sandbox.js"
+import { eventually, within } from "../../support/Sandbox.js"
 import { historyOf, settings, tempDir } from "./Kit.js"
 
 const { blockEvents, events, messageEnd, messageStart, streamEvents } = AnthropicServer
@@ -111,6 +113,9 @@ const toolThenGated = (gate: Deferred.Deferred<void>) =>
 
 const REPLY = "Let me check.\n\nIt is noon."
 
+/** The agent's inbox journal as text: what it has taken and not yet let go. */
+const journalOf = (root: string, id: string) => fs.readFileSync(path.join(root, "agents", id, ".inbox.jsonl"), "utf8")
+
 describe("a message answered as server-sent events", () => {
   it.live("tells the text, the tool call and its result as the turn goes, before the brain has finished, then ends with the reply", () =>
     Effect.gen(function*() {
@@ -119,6 +124,7 @@ describe("a message answered as server-sent events", () => {
       const { port, root } = yield* serve(server.url)
       const client = yield* streamMessage(port, "alice", "What time is it?")
       expect(yield* client.answer).toEqual({ status: 200, contentType: "text/event-stream" })
+      expect(yield* Queue.take(client.arrived)).toEqual({ event: "accepted", data: { key: null } })
 
       // Everything up to "It is ", while the brain still holds "noon." back.
       const told: Array<SseEvent> = []
@@ -139,6 +145,36 @@ describe("a message answered as server-sent events", () => {
         { event: "end", data: { reply: REPLY, stored: true } }
       ])
       expect(historyOf(root, "alice")).toEqual([{ role: "user", content: "What time is it?" }, { role: "assistant", content: REPLY }])
+    }))
+
+  it.live("the 200 goes out with an `accepted` event once the message is journaled, before the brain has answered anything", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.gated(gate, AnthropicServer.streamedText("Noon."))))
+      const { port, root } = yield* serve(server.url)
+      // Run first at the end: a failed wait leaves no turn for the host's stop to wait on.
+      yield* Effect.addFinalizer(() => Deferred.succeed(gate, undefined))
+      const key = { "idempotency-key": "msg-7" }
+      const client = yield* streamMessage(port, "dora", "What time is it?", key)
+      // Bounded: before the acknowledgement, the 200 waited for the turn's first event, which the brain holds back.
+      expect(yield* within("the stream's 200 while the brain holds its answer", "10 seconds")(client.answer))
+        .toEqual({ status: 200, contentType: "text/event-stream" })
+      expect(yield* Queue.take(client.arrived)).toEqual({ event: "accepted", data: { key: "msg-7" } })
+      // Acknowledged means durable: the message is in the agent's journal; nothing is answered yet.
+      expect(journalOf(root, "dora")).toContain("What time is it?")
+      expect(historyOf(root, "dora")).toEqual([])
+
+      // The client goes with nothing but the acknowledgement: the turn is answered anyway, and a retry gets it.
+      yield* client.cut
+      yield* server.awaitRequests(1).pipe(within("the turn's brain call"))
+      yield* Deferred.succeed(gate, undefined)
+      yield* eventually("the turn to be stored", () => historyOf(root, "dora").length === 2 ? true : undefined)
+      const retried = yield* streamMessage(port, "dora", "What time is it?", key)
+      expect(yield* Queue.collect(retried.arrived)).toEqual([
+        { event: "accepted", data: { key: "msg-7" } },
+        { event: "end", data: { reply: "Noon.", stored: true } }
+      ])
+      expect(yield* server.turns).toHaveLength(1)
     }))
 
   it.live("without Accept: text/event-stream the answer is the JSON reply, as before", () =>
@@ -163,6 +199,7 @@ describe("a message answered as server-sent events", () => {
       const { port, root } = yield* serve(server.url)
       const key = { "idempotency-key": "msg-1" }
       const client = yield* streamMessage(port, "carol", "What time is it?", key)
+      expect(yield* Queue.take(client.arrived)).toEqual({ event: "accepted", data: { key: "msg-1" } })
       expect(yield* Queue.take(client.arrived)).toEqual({ event: "text", data: { text: "Let me " } })
       yield* client.cut
       // The health route answered on a new connection: the server has read the cut one's close by then.
@@ -173,14 +210,17 @@ describe("a message answered as server-sent events", () => {
       yield* eventually("the turn to be stored", () => historyOf(root, "carol").length === 2 ? true : undefined)
       expect(historyOf(root, "carol")).toEqual(exchange)
 
-      // Retried as JSON, then as a stream: the kept reply, as JSON and as one `end` event.
+      // Retried as JSON, then as a stream: the kept reply, as JSON and as the stream's `end` after its `accepted`.
       expect(yield* postJson(port, "carol", "What time is it?", key)).toEqual({
         status: 200,
         contentType: "application/json",
         body: { reply: REPLY, stored: true }
       })
       const retried = yield* streamMessage(port, "carol", "What time is it?", key)
-      expect(yield* Queue.collect(retried.arrived)).toEqual([{ event: "end", data: { reply: REPLY, stored: true } }])
+      expect(yield* Queue.collect(retried.arrived)).toEqual([
+        { event: "accepted", data: { key: "msg-1" } },
+        { event: "end", data: { reply: REPLY, stored: true } }
+      ])
       // Two brain calls, both of the first turn (the tool call, then the answer).
       expect(yield* server.turns).toHaveLength(2)
       expect(historyOf(root, "carol")).toEqual(exchange)
