@@ -1,19 +1,15 @@
 /**
  * How the console reads a turn's `end`: whether the turn was cancelled, and
  * what of the reply its streamed text had not shown yet. No DOM here, so
- * test/console/TurnEnd.test.ts checks it in node against the server's.
+ * test/console/TurnEnd.test.ts checks it in node.
  */
+import type { End } from "../../src/hosts/serve/WireShapes.js"
 
 /**
- * The reply of a cancelled turn: the server's TurnCancels.CANCELLED, by
- * which it tells a cancel itself (copied: nothing of the server is bundled;
- * the test keeps the two equal).
+ * Whether `end` answers a cancelled turn: the server says so in `cancelled`.
+ * Never read from the reply: a model may write the cancellation's very words.
  */
-export const CANCELLED = "Cancelled: the turn was stopped before it finished; nothing was stored."
-
-/** Whether `end` answers a cancelled turn: a reply the model wrote may start with "Cancelled:" too, and is stored. */
-export const isCancelled = (end: { readonly reply: string; readonly stored: boolean }): boolean =>
-  !end.stored && end.reply === CANCELLED
+export const isCancelled = (end: End): boolean => end.cancelled
 
 /**
  * What `reply` says beyond the text already `told` by the stream (the whole

@@ -1,19 +1,18 @@
 /**
  * How the console reads a turn's `end` (console/src/replies.ts): a turn is
- * cancelled only when its reply is the server's own cancellation, unstored;
- * a reply that was streamed adds only what the stream did not tell.
+ * cancelled when the server says so in `cancelled`, whatever its reply's
+ * words; a reply that was streamed adds only what the stream did not tell.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { beyondTold, CANCELLED, isCancelled } from "../../console/src/replies.js"
+import { beyondTold, isCancelled } from "../../console/src/replies.js"
 import * as TurnCancels from "../../src/hosts/serve/TurnCancels.js"
 
 describe("the console's reading of a turn's end", () => {
-  it("knows a cancel by the server's own text, unstored", () => {
-    expect(CANCELLED).toBe(TurnCancels.CANCELLED)
-    expect(isCancelled({ reply: TurnCancels.CANCELLED, stored: false })).toBe(true)
-    expect(isCancelled({ reply: "Cancelled: your 9am dentist appointment is off.", stored: true })).toBe(false)
-    expect(isCancelled({ reply: "Cancelled: your 9am dentist appointment is off.", stored: false })).toBe(false)
-    expect(isCancelled({ reply: TurnCancels.CANCELLED, stored: true })).toBe(false)
+  it("knows a cancel by the server's `cancelled`, not by the reply's words", () => {
+    expect(isCancelled({ reply: TurnCancels.CANCELLED, stored: false, cancelled: true })).toBe(true)
+    // A model that wrote the cancellation's very words, its exchange not stored: an answer.
+    expect(isCancelled({ reply: TurnCancels.CANCELLED, stored: false, cancelled: false })).toBe(false)
+    expect(isCancelled({ reply: "Cancelled: your 9am dentist appointment is off.", stored: true, cancelled: false })).toBe(false)
   })
 
   it("adds to a streamed reply only what the stream did not tell", () => {

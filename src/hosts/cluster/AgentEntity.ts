@@ -69,13 +69,16 @@ export class CompactionRefused extends Schema.TaggedError<CompactionRefused>()("
  * another attempt's failure stored under its key knows it was not this one's
  * (see retryKey). `request` names the message it answered
  * (IdempotencyStore.requestOf): a key sent again with another message is
- * refused, not answered with this reply.
+ * refused, not answered with this reply. `cancelled` marks the answer of a
+ * turn cancelled by its key (TurnCancels.CANCELLED, whose words a model may
+ * also write); optional, as replies stored before it was added lack it.
  */
 export const Outcome = Schema.Struct({
   reply: Schema.String,
   stored: Schema.Boolean,
   attempt: Schema.optional(Schema.String),
-  request: Schema.optional(Schema.String)
+  request: Schema.optional(Schema.String),
+  cancelled: Schema.optional(Schema.Boolean)
 })
 export type Outcome = typeof Outcome.Type
 
@@ -200,7 +203,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService, cancels: TurnCance
         yield* agent.delivered(pending, outcome)
         const answered: Outcome = Option.isNone(ran)
           // Answered as `serve` answers a cancelled turn; ClusterHost keeps no such reply under the key.
-          ? { reply: TurnCancels.CANCELLED, stored: false, request }
+          ? { reply: TurnCancels.CANCELLED, stored: false, request, cancelled: true }
           : Option.match(outcome, {
             // A blank message: no reply.
             onNone: () => ({ reply: "", stored: false, request }),

@@ -120,7 +120,7 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
     const sendChecked = (message: HostMessage.HostMessage) => {
       const { id, payload } = prepare(message)
       return sendFrom(id, { ...payload, attempt: crypto.randomUUID() }).pipe(
-        Effect.map(({ reply, stored }) => ({ reply, stored })),
+        Effect.map(({ cancelled, reply, stored }) => ({ reply, stored, ...(cancelled === true ? { cancelled } : {}) })),
         Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
         Effect.catch(clusterError(id))
       )

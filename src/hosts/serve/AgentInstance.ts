@@ -63,6 +63,9 @@ const journalKey = (pending: Inbox.Pending) => pending.key ?? `unkeyed-${pending
 /** The reply to a message the agent does not answer (a blank one): the caller still hears back. */
 const NOTHING: Reply = { reply: "", stored: false }
 
+/** The reply to a message whose turn was cancelled by its key. */
+const CANCELLED: Reply = { reply: TurnCancels.CANCELLED, stored: false, cancelled: true }
+
 /**
  * The journal's recovered messages, each with its caller: the one handed
  * over for its journal line, else a new Deferred. A caller handed over but
@@ -175,8 +178,8 @@ export const make = (options: {
         if (yield* Deferred.isDone(deferred)) return yield* answer(next, reply)
         const key = pending.idempotencyKey
         if (key !== undefined) {
-          // A failure is not kept: the retry its reply asks for must get a turn, not the failure again.
-          if (!Turn.isFailureReply(reply.reply) && reply.reply !== TurnCancels.CANCELLED) {
+          // A failure or a cancel is not kept: the retry its reply asks for (the key sent again) must get a turn.
+          if (!Turn.isFailureReply(reply.reply) && reply.cancelled !== true) {
             yield* idempotency.remember(key, { ...reply, request: IdempotencyStore.requestOf(pending) })
           }
           inFlight.settle(key, deferred)
@@ -198,7 +201,7 @@ export const make = (options: {
         const ran = yield* cancels.run(pending.idempotencyKey, next.events === undefined ? agent.respond(pending) : respondTelling(agent, pending, next.events))
         if (Option.isNone(ran)) {
           // Cancelled: nothing was stored, and the journal lets the message go.
-          yield* finish(next, { reply: TurnCancels.CANCELLED, stored: false })
+          yield* finish(next, CANCELLED)
           yield* inbox.delivered(pending)
           return true
         }

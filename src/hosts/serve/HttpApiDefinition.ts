@@ -68,6 +68,14 @@ export const Reply = Schema.Struct({
 const sseEvent = <const Name extends string, S extends Schema.Top>(event: Name, data: S, description: string) =>
   Schema.Struct({ event: Schema.Literal(event), data: Schema.fromJsonString(Schema.toCodecJson(data)) }).annotate({ description })
 
+/** The stream's last event: the reply, and whether its turn was cancelled. */
+export const End = Schema.Struct({
+  ...Reply.fields,
+  cancelled: Schema.Boolean.annotate({
+    description: "Whether the turn was cancelled (POST /v1/agents/{id}/cancel): a model's reply with the same words is not"
+  })
+})
+
 /** The first event of a message's stream: the agent has taken the message. */
 export const Accepted = Schema.Struct({
   key: Schema.NullOr(Schema.String).annotate({ description: "The Idempotency-Key it was sent under (null: none), under which a retry gets its reply" })
@@ -83,12 +91,13 @@ export const MessageEvent = Schema.Union([
   sseEvent("text", Schema.Struct({ text: Schema.String }), "Text the model wrote, as it writes it"),
   sseEvent("tool", Schema.Struct({ name: Schema.String, input: Schema.Unknown }), "A tool call the model made, before it runs"),
   sseEvent("tool-result", Schema.Struct({ name: Schema.String, ok: Schema.Boolean, ms: Schema.Finite }), "A tool call's outcome and duration"),
-  sseEvent("end", Reply, "The reply, as the JSON answer gives it: always the last event")
+  sseEvent("end", End, "The reply, as the JSON answer gives it, and whether the turn was cancelled: always the last event")
 ])
 export type MessageEvent = typeof MessageEvent.Type
 
 // The web console reads these answers as WireShapes' types: a change here must be made there too.
 true satisfies WireShapes.Same<typeof Reply.Type, WireShapes.Reply>
+true satisfies WireShapes.Same<typeof End.Type, WireShapes.End>
 true satisfies WireShapes.Same<MessageEvent, WireShapes.TurnEvent>
 
 /** The message's answer as server-sent events; a comment every 15 s keeps a quiet connection (a long tool call) open. */

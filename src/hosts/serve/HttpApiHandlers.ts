@@ -159,7 +159,10 @@ const streamed = (host: AgentHostService, message: HostMessage.HostMessage) =>
     ({ events, reply }): Stream.Stream<MessageEvent> =>
       Stream.succeed<MessageEvent>({ event: "accepted", data: { key: message.idempotencyKey ?? null } }).pipe(
         Stream.concat(Stream.map(events, onTheWire)),
-        Stream.concat(Stream.fromEffect(Effect.map(reply, (data): MessageEvent => ({ event: "end", data }))))
+        Stream.concat(Stream.fromEffect(Effect.map(reply, (answer): MessageEvent => ({
+          event: "end",
+          data: { reply: answer.reply, stored: answer.stored, cancelled: answer.cancelled === true }
+        }))))
       )
   )
 

@@ -2,8 +2,9 @@
  * Cancelling a turn by its message's Idempotency-Key: a turn running is
  * interrupted (as a stop interrupts it: its brain call and tool calls end
  * with their scopes, nothing is stored), a message still queued is
- * answered without a turn. Either way its caller gets CANCELLED, which is
- * not kept under the key, so the same key may be sent again for a turn.
+ * answered without a turn. Either way its caller gets CANCELLED, its reply
+ * marked `cancelled` (a model may write the same words, and that answer is
+ * kept), which is not kept under the key, so the same key may be sent again for a turn.
  * Once the turn has begun to commit its reply (TurnCommit: journaled, then
  * stored) it is too late: the cancel answers false and the reply comes, so
  * CANCELLED never goes with an exchange that was stored.

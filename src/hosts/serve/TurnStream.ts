@@ -21,6 +21,11 @@ import type { HostError } from "./HostError.js"
 export interface Reply {
   readonly reply: string
   readonly stored: boolean
+  /**
+   * True for the answer of a turn cancelled by its key (TurnCancels.CANCELLED, whose words a model may also
+   * write): told apart by this, never by its text.
+   */
+  readonly cancelled?: boolean | undefined
 }
 
 /** A journaled message in the mailbox, with its caller's reply to complete and, when asked for, its event sink. */

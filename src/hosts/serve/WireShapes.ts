@@ -33,13 +33,18 @@ export interface Reply {
   readonly stored: boolean
 }
 
+/** The stream's last event: the reply, and whether its turn was cancelled (never told by the reply's text). */
+export interface End extends Reply {
+  readonly cancelled: boolean
+}
+
 /** One server-sent event of POST /v1/agents/{id}/messages with `Accept: text/event-stream`. */
 export type TurnEvent =
   | { readonly event: "accepted"; readonly data: { readonly key: string | null } }
   | { readonly event: "text"; readonly data: { readonly text: string } }
   | { readonly event: "tool"; readonly data: { readonly name: string; readonly input: unknown } }
   | { readonly event: "tool-result"; readonly data: { readonly name: string; readonly ok: boolean; readonly ms: number } }
-  | { readonly event: "end"; readonly data: Reply }
+  | { readonly event: "end"; readonly data: End }
 
 /** A usage row's counts and estimated cost (null: a model without a price). */
 export interface UsageCounts {

@@ -5,7 +5,8 @@
  * nothing is stored, and the key sent again gets a fresh turn; a message
  * waiting behind it never runs. In the cluster the message goes through
  * one runner and the cancel through the other, to the agent's runner. The
- * same exchanges against both hosts (BothHosts) get the same JSON.
+ * same exchanges against both hosts (BothHosts) get the same JSON, and the
+ * same events to a sender reading the turn as server-sent events.
  */
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
@@ -18,6 +19,20 @@ const postgres = usePostgres({ database: "cluster_cancel" })
 const both = useBothHosts(postgres)
 
 const CANCELLED = "Cancelled: the turn was stopped before it finished; nothing was stored."
+
+/** A message sent with `Accept: text/event-stream`: its status and its events, read once the stream has ended. */
+const streamed = async (base: string, id: string, options: { readonly key: string; readonly text: string }) => {
+  const response = await fetch(`${base}/v1/agents/${id}/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "text/event-stream", "idempotency-key": options.key },
+    body: JSON.stringify({ text: options.text })
+  })
+  const events = (await response.text()).split("\n\n").filter((block) => block.startsWith("event:")).map((block) => {
+    const [event, data] = block.split("\n").map((line) => line.slice(line.indexOf(":") + 1).trim())
+    return { event, data: JSON.parse(data!) }
+  })
+  return { status: response.status, events }
+}
 
 describe("serve --cluster's cancel over HTTP, as serve's", () => {
   it("stops a turn held in its brain call: its sender told, nothing stored, the key sent again gets a turn", async () => {
@@ -75,7 +90,7 @@ describe("serve --cluster's cancel over HTTP, as serve's", () => {
       const asked = (await Effect.runPromise(host.brain.requests)).length
       const held = call(a, "POST", `/v1/agents/${id}/messages`, { key: "k-first", text: "hold on" })
       await Effect.runPromise(host.brain.awaitRequests(asked + 1).pipe(within("the held brain call")))
-      const waiting = call(b, "POST", `/v1/agents/${id}/messages`, { key: "k-waiting", text: "waiting" })
+      const waiting = streamed(b, id, { key: "k-waiting", text: "waiting" })
       // Cancellable once it has reached the agent (its runner, in the cluster): until then, false.
       const deadline = Date.now() + 20_000
       let cancelledWaiting = await call(b, "POST", `/v1/agents/${id}/cancel`, { key: "k-waiting" })
@@ -97,7 +112,10 @@ describe("serve --cluster's cancel over HTTP, as serve's", () => {
     })
     expect(cluster).toEqual(serve)
     expect([serve.cancelledWaiting, serve.cancelledHeld]).toEqual([{ status: 200, body: { cancelled: true } }, { status: 200, body: { cancelled: true } }])
-    expect(serve.answers).toEqual([{ status: 200, body: { reply: CANCELLED, stored: false } }, { status: 200, body: { reply: CANCELLED, stored: false } }])
+    expect(serve.answers).toEqual([{ status: 200, body: { reply: CANCELLED, stored: false } }, {
+      status: 200,
+      events: [{ event: "accepted", data: { key: "k-waiting" } }, { event: "end", data: { reply: CANCELLED, stored: false, cancelled: true } }]
+    }])
     // The waiting message never reached the brain.
     expect(serve.asked).toEqual(["hold on"])
     expect(serve.history).toEqual({ entries: [], next: null })

@@ -132,7 +132,7 @@ describe("the HTTP API's contract", () => {
         (stream.schema.anyOf as Array<{ properties: { event: { enum: Array<string> }; data: { contentSchema: { required: Array<string> } } } }>)
           .map(({ properties }) => [properties.event.enum.join(), properties.data.contentSchema.required])
       )
-      expect(told).toEqual({ accepted: ["key"], text: ["text"], tool: ["name", "input"], "tool-result": ["name", "ok", "ms"], end: ["reply", "stored"] })
+      expect(told).toEqual({ accepted: ["key"], text: ["text"], tool: ["name", "input"], "tool-result": ["name", "ok", "ms"], end: ["reply", "stored", "cancelled"] })
       for (const ref of refsIn(spec)) {
         expect(ref, ref).toMatch(/^#\/components\/schemas\//)
         expect(spec.components.schemas[ref.slice("#/components/schemas/".length)], ref).toBeDefined()

@@ -15,6 +15,7 @@ import * as Anthropic from "../../../src/brain/AnthropicBrain.js"
 import * as InMemoryClaws from "../../../src/claws/InMemoryClaws.js"
 import * as AgentHost from "../../../src/hosts/serve/AgentHost.js"
 import * as HttpApi from "../../../src/hosts/serve/HttpApi.js"
+import * as TurnCancels from "../../../src/hosts/serve/TurnCancels.js"
 import { Brain } from "../../../src/ports/Brain.js"
 import * as AnthropicServer from "../../support/AnthropicServer.js"
 import { timeTool } from "../../support/Harness.js"
@@ -95,6 +96,13 @@ const postJson = (port: number, id: string, text: string, headers: Record<string
     }).then(async (response) => ({ status: response.status, contentType: response.headers.get("content-type"), body: await response.json() }))
   )
 
+/** POST /v1/agents/{id}/cancel under `key`: its JSON answer. */
+const cancel = (port: number, id: string, key: string) =>
+  Effect.tryPromise(() =>
+    fetch(`http://127.0.0.1:${port}/v1/agents/${id}/cancel`, { method: "POST", headers: { "idempotency-key": key } })
+      .then((response) => response.json())
+  )
+
 /** The first answer calls the time tool after a line of text; the second writes "It is " and holds "noon." until `gate`. */
 const toolThenGated = (gate: Deferred.Deferred<void>) =>
   AnthropicServer.replies(
@@ -142,7 +150,7 @@ describe("a message answered as server-sent events", () => {
       yield* Deferred.succeed(gate, undefined)
       expect(yield* Queue.collect(client.arrived)).toEqual([
         { event: "text", data: { text: "noon." } },
-        { event: "end", data: { reply: REPLY, stored: true } }
+        { event: "end", data: { reply: REPLY, stored: true, cancelled: false } }
       ])
       expect(historyOf(root, "alice")).toEqual([{ role: "user", content: "What time is it?" }, { role: "assistant", content: REPLY }])
     }))
@@ -172,9 +180,36 @@ describe("a message answered as server-sent events", () => {
       const retried = yield* streamMessage(port, "dora", "What time is it?", key)
       expect(yield* Queue.collect(retried.arrived)).toEqual([
         { event: "accepted", data: { key: "msg-7" } },
-        { event: "end", data: { reply: "Noon.", stored: true } }
+        { event: "end", data: { reply: "Noon.", stored: true, cancelled: false } }
       ])
       expect(yield* server.turns).toHaveLength(1)
+    }))
+
+  it.live("`end` says whether the turn was cancelled; a model's reply of the cancellation's very text is an answer, kept under its key", () =>
+    Effect.gen(function*() {
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.hang, AnthropicServer.streamedText(TurnCancels.CANCELLED)))
+      const { port, root } = yield* serve(server.url)
+      const held = yield* streamMessage(port, "erin", "Book the table.", { "idempotency-key": "book" })
+      expect(yield* Queue.take(held.arrived)).toEqual({ event: "accepted", data: { key: "book" } })
+      yield* server.awaitRequests(1).pipe(within("the turn's brain call"))
+      expect(yield* cancel(port, "erin", "book")).toEqual({ cancelled: true })
+      expect(yield* Queue.collect(held.arrived)).toEqual([
+        { event: "end", data: { reply: TurnCancels.CANCELLED, stored: false, cancelled: true } }
+      ])
+
+      // The same words written by the model: an answer, stored, and kept like any other.
+      const said = { "idempotency-key": "say" }
+      const answered = yield* streamMessage(port, "erin", "Say the cancellation line.", said)
+      const end = { event: "end", data: { reply: TurnCancels.CANCELLED, stored: true, cancelled: false } }
+      expect((yield* Queue.collect(answered.arrived)).at(-1)).toEqual(end)
+      expect(historyOf(root, "erin")).toEqual([
+        { role: "user", content: "Say the cancellation line." },
+        { role: "assistant", content: TurnCancels.CANCELLED }
+      ])
+      const retried = yield* streamMessage(port, "erin", "Say the cancellation line.", said)
+      expect(yield* Queue.collect(retried.arrived)).toEqual([{ event: "accepted", data: { key: "say" } }, end])
+      // The held turn and the answer: the retry got the kept reply, not a second turn.
+      expect(yield* server.turns).toHaveLength(2)
     }))
 
   it.live("without Accept: text/event-stream the answer is the JSON reply, as before", () =>
@@ -219,7 +254,7 @@ describe("a message answered as server-sent events", () => {
       const retried = yield* streamMessage(port, "carol", "What time is it?", key)
       expect(yield* Queue.collect(retried.arrived)).toEqual([
         { event: "accepted", data: { key: "msg-1" } },
-        { event: "end", data: { reply: REPLY, stored: true } }
+        { event: "end", data: { reply: REPLY, stored: true, cancelled: false } }
       ])
       // Two brain calls, both of the first turn (the tool call, then the answer).
       expect(yield* server.turns).toHaveLength(2)
