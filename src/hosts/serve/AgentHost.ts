@@ -3,14 +3,14 @@
  * PLANCKCLAW_AGENTS_DIR named by its id; it is started on its first message
  * and released after PLANCKCLAW_AGENT_IDLE without one (a LayerMap keyed by
  * id, each agent built by Agent.makeFromPorts inside AgentInstance). Agents run concurrently; brain calls in flight across all of them are
- * bounded by PLANCKCLAW_MAX_CONCURRENT_TURNS. Brain and Claws are shared.
+ * bounded by PLANCKCLAW_MAX_CONCURRENT_TURNS. Brain and Claws are shared,
+ * with what else every agent shares (HostShared).
  * From start-up on, agents that left messages unanswered are found in the
  * background and started to answer them.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as Config from "effect/Config"
-import * as ConfigProvider from "effect/ConfigProvider"
+import type * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -22,29 +22,21 @@ import * as LayerMap from "effect/LayerMap"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Agent from "../../agent/Agent.js"
-import { AgentConfig } from "../../config/AgentConfig.js"
-import { BrainLabelConfig } from "../../config/BrainChoice.js"
-import { Brain, type BrainService, limitedBy } from "../../ports/Brain.js"
-import { Claws } from "../../ports/Claws.js"
+import type { Brain } from "../../ports/Brain.js"
+import type { Claws } from "../../ports/Claws.js"
 import * as Logging from "../../runtime/Logging.js"
 import { errnoCode } from "../../runtime/Errors.js"
-import { ensureWritable } from "../../memory/Memory.js"
-import * as OwnerFile from "../../memory/OwnerFile.js"
 import * as AgentId from "./AgentId.js"
-import * as Prices from "../../usage/Prices.js"
 import * as AgentInstance from "./AgentInstance.js"
 import type { Life } from "./AgentInstanceService.js"
 import * as AgentRecords from "./AgentRecords.js"
-import * as AgentSettings from "./AgentSettings.js"
 import * as AgentStatus from "./AgentStatus.js"
 import { AgentHost, type AgentHostService, awaitReply, type CompactResult, parseId, refuse } from "./AgentHostService.js"
 import type { HostError } from "./HostError.js"
 import { HostConfig } from "./HostConfig.js"
 import * as HostMessage from "./HostMessage.js"
-import * as OpenFiles from "./OpenFiles.js"
+import * as HostShared from "./HostShared.js"
 import * as TurnStream from "./TurnStream.js"
-import * as McpPool from "./McpPool.js"
-import * as FallbackSoul from "../../memory/FallbackSoul.js"
 
 export type { AgentInfo } from "./AgentStatus.js"
 export type { Reply } from "./AgentInstance.js"
@@ -62,50 +54,16 @@ const ACCEPTS_AT_ONCE = 8
 
 export type { SendOptions } from "./HostMessage.js"
 
-/** The pool of the agents' own MCP servers (cheap: the MCP client loads with a first server). */
-const makeMcpPool = McpPool.fromSettings({ logDown: true })
-
 export const make = Effect.gen(function*() {
   const config = yield* HostConfig
-  const hostProvider = yield* ConfigProvider.ConfigProvider
-  const brain = yield* Brain
-  const claws = yield* Claws
-  const permits = yield* Semaphore.make(config.maxConcurrentTurns)
-  const limited: BrainService = limitedBy(brain, permits)
+  // What every agent shares, made once (HostShared): the agents directory checked before any agent starts.
+  const shared = yield* HostShared.make
+  const { defaultSoul, prices } = shared
   // Messages are accepted a few at a time, in the order they came. Ten thousand accepted all at once
   // would share the thread step by step, each step of each waiting behind the same step of all the
   // others, and the first reply would come only when the last message had been journaled; this way
   // the first agents answer while later messages are still being accepted.
   const accepting = yield* Semaphore.make(ACCEPTS_AT_ONCE)
-  const made = Result.try(() => fs.mkdirSync(config.agentsDir, { recursive: true, mode: 0o700 }))
-  if (Result.isFailure(made) || !AgentStatus.isAgentDirectory(config.agentsDir)) {
-    return yield* refuse("unavailable", `PLANCKCLAW_AGENTS_DIR ${config.agentsDir} is not a directory this process can use`)
-  }
-  // Probed once for every agent (they share its filesystem) rather than at each agent's start;
-  // each memory file is still opened only if it is a regular file of this user, never through a link.
-  yield* ensureWritable(config.agentsDir).pipe(
-    Effect.catch((error) => refuse("unavailable", `PLANCKCLAW_AGENTS_DIR: ${error.message}`))
-  )
-  yield* AgentStatus.warnIfOthersCanWrite(`PLANCKCLAW_AGENTS_DIR ${config.agentsDir}`, config.agentsDir, "every agent's")
-  const agentConfig = yield* AgentConfig
-  const prices = yield* Prices.PricesConfig.pipe(Effect.catchTag("PricesError", (error) => refuse("unavailable", error.message)))
-  // Its removal is registered before the agents, so it runs after they let go: their locks are links to it.
-  const ownerFile = yield* OwnerFile.onFirstUse(config.agentsDir)
-  const defaultSoulFile = path.join(config.defaultDir, "soul.md")
-  const defaultSoul = FallbackSoul.reader(defaultSoulFile)
-  const shared: AgentInstance.Shared = {
-    brain: limited,
-    claws,
-    provider: hostProvider,
-    settings: AgentSettings.withParsed(agentConfig, hostProvider),
-    prices,
-    defaultSoul,
-    idempotencyKeys: config.idempotencyKeys,
-    openFiles: OpenFiles.make(config.agentsHoldingFiles),
-    ownerFile,
-    brainLabel: yield* BrainLabelConfig,
-    mcpPool: yield* makeMcpPool
-  }
   const scope = yield* Effect.scope
   const hostContext = yield* Effect.context<never>()
   const running = new Set<string>()

@@ -1,10 +1,11 @@
 /**
- * One running agent in the host: its memory and inbox made directly, its
- * agent and compactor from them by Agent.makeFromPorts (the one composition of
- * an agent), under the agent's own settings, and a mailbox answering its messages one at a time, in arrival order, by a fiber that
- * runs only while messages wait. Everything lives in the scope the host's
- * LayerMap gives it: closing it releases the fiber, the caches and the file
- * handles (already closed whenever the mailbox is empty).
+ * One running agent in the host: its parts (AgentParts: memory, inbox,
+ * agent and compactor by Agent.makeFromPorts, the one composition of an
+ * agent, under the agent's own settings), and a mailbox answering its
+ * messages one at a time, in arrival order, by a fiber that runs only while
+ * messages wait. Everything lives in the scope the host's LayerMap gives it:
+ * closing it releases the fiber, the caches and the file handles (already
+ * closed whenever the mailbox is empty).
  *
  * Each message goes into the mailbox with the Deferred its caller waits on
  * (`Waiting`), and its outcome is given to that Deferred. An instance stopped
@@ -14,9 +15,6 @@
  * (an SSE request) adds an event sink: the turn's events go to it as they
  * come, and it is ended once the reply is given (`answer`).
  */
-import * as path from "node:path"
-import * as ConfigProvider from "effect/ConfigProvider"
-import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -26,26 +24,12 @@ import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Agent from "../../agent/Agent.js"
-import { ParsedAgentConfig } from "../../config/AgentConfig.js"
 import * as Turn from "../../agent/Turn.js"
-import { Brain } from "../../ports/Brain.js"
-import { Claws } from "../../ports/Claws.js"
-import * as ScheduleStore from "../../schedule/ScheduleStore.js"
-import * as ScheduleTool from "../../schedule/ScheduleTool.js"
 import * as Logging from "../../runtime/Logging.js"
-import * as MemoryHold from "../../memory/MemoryHold.js"
-import * as Compactor from "../../agent/Compactor.js"
-import * as EnsureWritable from "../../memory/EnsureWritable.js"
-import * as FoldStore from "../../memory/FoldStore.js"
 import * as Inbox from "../../memory/Inbox.js"
-import * as Layout from "../../memory/Layout.js"
-import * as Memory from "../../memory/Memory.js"
-import { ParsedPrices } from "../../usage/Prices.js"
-import * as UsageLedger from "../../usage/UsageLedger.js"
-import * as AgentInbox from "./AgentInbox.js"
-import * as AgentMcp from "./AgentMcp.js"
+import type * as Memory from "../../memory/Memory.js"
 import type { InstanceService, Message, Shared } from "./AgentInstanceService.js"
-import * as AgentSettings from "./AgentSettings.js"
+import * as AgentParts from "./AgentParts.js"
 import { HostError } from "./HostError.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as KeysInFlight from "./KeysInFlight.js"
@@ -106,7 +90,6 @@ export const make = (options: {
   Effect.gen(function*() {
     const { directory, id, shared } = options
     const fresh = options.fresh === true
-    const unavailable = (message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
     const notJournaled = (error: Memory.MemoryError) =>
       new HostError({
         reason: Inbox.noRoom(error) ? "no-space" : "unavailable",
@@ -114,52 +97,8 @@ export const make = (options: {
         message: `agent ${id}: ${Inbox.noRoom(error) ? "the disk is full: " : ""}${error.message}; ` +
           "nothing was processed: send it again once it can be written"
       })
-    const settings = yield* AgentSettings.forAgent(id, directory, shared.provider, shared.settings, fresh)
-    const overOwnLimit = yield* AgentSettings.ownMessageLimit(id, settings, shared.settings)
-    // Held while started: this process is then the only writer of the agent's journal and history.
-    const ownerFile = shared.ownerFile()
-    yield* MemoryHold.holdAgent(directory, ownerFile).pipe(Effect.mapError((error) => unavailable(error.message)))
-    // A planted link or directory refuses the agent now, before a message is accepted (a run exits 1).
-    if (!fresh) yield* Effect.mapError(Effect.fromResult(EnsureWritable.checkFiles(Layout.files(directory))), (error) => unavailable(error.message))
-    // Memory and inbox built directly rather than from layers: an agent's start is most of the cost of its
-    // first message, and these take the host's shared parts (the owner file, the default soul). Without a soul.md of its own, the agent speaks with the host's default soul.
-    const memory = yield* Memory.make(directory, { fallbackSoul: shared.defaultSoul, ownerFile, fresh })
-    const inbox = yield* Inbox.make(directory, { fresh }).pipe(Effect.mapError((error) => unavailable(error.message)))
-    const idempotency = yield* IdempotencyStore.open(directory, shared.idempotencyKeys, fresh).pipe(
-      Effect.mapError((error) => unavailable(error.message))
-    )
-    // Keys not recorded yet held in the journal (AgentInbox.ts).
-    const tracked = yield* AgentInbox.make(inbox, idempotency)
-    // Every answer of its turns and compactions counted in its own usage.jsonl, as `run` counts them.
-    const usage = shared.brainLabel === undefined
-      ? { brain: shared.brain, closeFile: Effect.void }
-      : yield* UsageLedger.recorder(shared.brain, path.join(directory, UsageLedger.FILE_NAME), shared.brainLabel)
-    const brain = usage.brain
-    // Its own mcp.json's servers beside the host's claws, held while it is started.
-    const claws = yield* AgentMcp.clawsFor({ directory, base: shared.claws, pool: shared.mcpPool, fresh })
-    const ports = Context.make(Memory.Memory, memory).pipe(
-      Context.add(Inbox.Inbox, tracked),
-      Context.add(Brain, brain),
-      // The schedule tools beside the claws, on the agent's schedules.json (fired by ServeSchedules).
-      Context.add(Claws, ScheduleTool.withScheduleTools(claws, {
-        store: ScheduleStore.fileStore(ScheduleStore.fileIn(directory)),
-        changed: Effect.void,
-        defaultTo: "none",
-        discord: false
-      })),
-      Context.add(FoldStore.FoldStore, FoldStore.make(memory.memoryDir))
-    )
-    // The agent as every host composes it (Agent.makeFromPorts), under the agent's own settings.
-    const built = yield* Agent.makeFromPorts.pipe(
-      Effect.provideContext(ports),
-      Effect.provideService(ConfigProvider.ConfigProvider, settings.provider),
-      // Parsed once already (AgentSettings, the host): not again by the agent and its compactor.
-      Effect.provideService(ParsedAgentConfig, settings.config),
-      Effect.provideService(ParsedPrices, shared.prices),
-      Effect.mapError((error) => unavailable(String(error)))
-    )
-    const agent = Context.get(built, Agent.Agent)
-    const compactor = Context.get(built, Compactor.Compactor)
+    // Its parts, made from its directory and the host's (AgentParts).
+    const { agent, closeFiles, compactor, idempotency, inbox, overOwnLimit } = yield* AgentParts.make({ id, directory, shared, fresh })
 
     // The messages being answered, by Idempotency-Key: a request sent again under one waits for its reply.
     const inFlight = KeysInFlight.make<Reply>()
@@ -223,7 +162,6 @@ export const make = (options: {
     // Its files stay open while it is among the agents used most recently
     // (OpenFiles), so thousands of idle agents hold no descriptors.
     const holder = {}
-    const closeFiles = Effect.andThen(memory.closeFiles, Effect.andThen(inbox.closeFiles, usage.closeFile))
     yield* Effect.addFinalizer(() => Effect.sync(() => shared.openFiles.forget(holder)))
     // Started again, it holds the journal it read (Inbox): counted among the agents keeping files from now.
     if (!fresh) yield* shared.openFiles.used(holder, closeFiles)
