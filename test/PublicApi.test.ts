@@ -149,6 +149,53 @@ const unnamedInSignatures = (): Array<string> => {
   return [...unnamed]
 }
 
+/**
+ * The types of AgentHostService's members that no public module exports: what
+ * each takes and what its effect succeeds or fails with (a union's members,
+ * an array's elements), declared in src/ under a name (a type literal is
+ * written in place). An embedder holding the service could not name them.
+ */
+const unnamedInHostService = (): Array<string> => {
+  const config = ts.getParsedCommandLineOfConfigFile(path.join(root, "tsconfig.json"), {}, {
+    ...ts.sys,
+    onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+      throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n"))
+    }
+  })!
+  const entry = path.join(root, "src", "index.ts")
+  const program = ts.createProgram({ rootNames: [entry], options: { ...config.options, noEmit: true } })
+  const checker = program.getTypeChecker()
+  const resolved = (symbol: ts.Symbol) => (symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol)
+  const modules = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(entry)!)!).map(resolved)
+  const nameable = new Set(modules.flatMap((module) => checker.getExportsOfModule(module).map(resolved)))
+  const declaredIn = (symbol: ts.Symbol | undefined) => symbol?.declarations?.[0]?.getSourceFile().fileName ?? ""
+  const agentHost = modules.find((module) => module.name.endsWith("AgentHost\""))!
+  const service = checker.getExportsOfModule(agentHost).map(resolved).find((symbol) => symbol.name === "AgentHostService")!
+  const unnamed = new Set<string>()
+  const check = (type: ts.Type, where: string): void => {
+    for (const member of type.isUnion() ? type.types : [type]) {
+      if (checker.isArrayType(member)) {
+        for (const element of checker.getTypeArguments(member as ts.TypeReference)) check(element, where)
+        continue
+      }
+      const symbol = member.aliasSymbol ?? member.getSymbol()
+      if (symbol === undefined || symbol.name.startsWith("__") || !declaredIn(symbol).startsWith(path.join(root, "src"))) continue
+      if (!nameable.has(symbol)) unnamed.add(`${where}: ${symbol.name} (${path.relative(root, declaredIn(symbol))})`)
+    }
+  }
+  for (const member of checker.getPropertiesOfType(checker.getDeclaredTypeOfSymbol(service))) {
+    const type = checker.getNonNullableType(checker.getTypeOfSymbol(member))
+    for (const signature of type.getCallSignatures()) {
+      for (const parameter of signature.getParameters()) check(checker.getNonNullableType(checker.getTypeOfSymbol(parameter)), member.name)
+      const result = signature.getReturnType()
+      const isEffect = result.getSymbol()?.name === "Effect" && declaredIn(result.getSymbol()).includes("/node_modules/effect/")
+      if (!isEffect) check(result, member.name)
+      else for (const argument of checker.getTypeArguments(result as ts.TypeReference).slice(0, 2)) check(argument, member.name)
+    }
+  }
+  return [...unnamed].sort()
+}
+
 describe("the public API", () => {
   it("planckclaw exports these names and no others", () => {
     expect(Object.keys(PublicApi).sort()).toEqual(MAIN_ENTRY)
@@ -169,6 +216,10 @@ describe("the public API", () => {
 
   it("every service a public layer provides or requires, and every error it fails with, is exported by a public module", () => {
     expect(unnamedInSignatures()).toEqual([])
+  }, 60_000)
+
+  it("what the AgentHost service's members take and answer can be named from the entry", () => {
+    expect(unnamedInHostService()).toEqual([])
   }, 60_000)
 
   it("the embedding example and test/Embedding.test.ts take only exported names, from the entry alone", () => {

@@ -38,11 +38,18 @@ import * as HostMessage from "./HostMessage.js"
 import * as HostShared from "./HostShared.js"
 import * as TurnStream from "./TurnStream.js"
 
-export type { AgentInfo } from "./AgentStatus.js"
+export type { AgentInfo, AgentList, ListPage } from "./AgentStatus.js"
 export type { Reply } from "./AgentInstance.js"
 export { HostError } from "./HostError.js"
 export { HostConfig } from "./HostConfig.js"
 export { AgentHost, type AgentHostService, awaitReply, type CompactResult, parseId, refuse } from "./AgentHostService.js"
+// What the service's members take and answer, so an embedder can write their types.
+export type { AllUsage, HistoryEntryAt, HistoryPage, MemoryText, Period } from "./AgentRecords.js"
+export type { ScheduleList } from "./AgentSchedules.js"
+export type { HostMessage } from "./HostMessage.js"
+export type { Streaming, Told } from "./TurnStream.js"
+export type { AgentDay as UsageAgentDay, Report as UsageReport, Totals as UsageTotals } from "../../usage/UsageReport.js"
+export type { Activity } from "../../runtime/process/IdleCollection.js"
 
 /**
  * Messages being accepted at once: their agent started if it was not, the
