@@ -23,6 +23,8 @@ import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { MemoryError } from "../MemoryDir.js"
+import { describeError, errnoCode } from "../../runtime/Errors.js"
+import * as SafeFile from "../../runtime/SafeFile.js"
 import * as UsageLedger from "../../usage/UsageLedger.js"
 import { holdsNul, jsonOf, storable, textOf } from "./SqlExactText.js"
 import { type HistoryRow, lineOfRow, rowOfLine } from "./SqlHistoryRows.js"
@@ -43,11 +45,41 @@ export interface TransferReport {
 
 const ioError = (message: string, cause?: unknown) => new MemoryError({ reason: "io", message, cause })
 
+/**
+ * The most an import reads of one file: each is read whole, and a history
+ * this long is better compacted first (PostgreSQL or not, a turn reads its
+ * tail only).
+ */
+export const MAX_IMPORT_BYTES = 256 * 1024 * 1024
+
+const { O_NOFOLLOW, O_NONBLOCK, O_RDONLY } = fs.constants
+
 const readIfPresent = (file: string): Result.Result<string | undefined, MemoryError> => {
   const refuse = (why: string, cause?: unknown) => Result.fail(ioError(`cannot import ${file}: ${why}`, cause))
-  if (!fs.existsSync(file)) return Result.succeed(undefined)
-  const bytes = Result.try(() => fs.readFileSync(file))
-  if (Result.isFailure(bytes)) return refuse(String(bytes.failure), bytes.failure)
+  // Never through a link, never blocking on a FIFO: what is imported is the file in the directory.
+  const opened = Result.try(() => fs.openSync(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK))
+  if (Result.isFailure(opened)) {
+    const code = errnoCode(opened.failure)
+    if (code === "ENOENT") return Result.succeed(undefined)
+    return code === "ELOOP"
+      ? refuse("it is a symbolic link; refusing to follow it (put a copy of the file it points to in its place)")
+      : refuse(describeError(opened.failure), opened.failure)
+  }
+  const fd = opened.success
+  const bytes = Result.try(() => {
+    try {
+      const stat = fs.fstatSync(fd)
+      if (!stat.isFile()) return "it is not a regular file"
+      if (stat.size > MAX_IMPORT_BYTES) {
+        return `it holds ${stat.size} bytes, over the ${MAX_IMPORT_BYTES / 1024 / 1024} MiB an import reads (compact the agent's memory first)`
+      }
+      return SafeFile.readUpTo(fd, stat.size)
+    } finally {
+      fs.closeSync(fd)
+    }
+  })
+  if (Result.isFailure(bytes)) return refuse(describeError(bytes.failure), bytes.failure)
+  if (typeof bytes.success === "string") return refuse(bytes.success)
   const text = bytes.success.toString("utf8")
   // Byte for byte or not at all: a file that is not UTF-8 would come back changed.
   if (!Buffer.from(text, "utf8").equals(bytes.success)) return refuse("it is not valid UTF-8")

@@ -1,3 +1,4 @@
+import * as child from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
@@ -113,6 +114,33 @@ describe("memory export/import", () => {
       yield* SqlTransfer.importAgent("carol", path.join(root, "two"), { replace: true })
       yield* SqlTransfer.exportAgent("carol", path.join(root, "check"))
       expect(fs.readFileSync(path.join(root, "check", "history.jsonl"), "utf8")).toBe(`{"role":"user","content":"two"}\n`)
+    })))
+  it.effect("refuses, reading nothing it should not: a symbolic link, a FIFO, a directory, a file over the size an import reads", () =>
+    inDatabase(Effect.gen(function*() {
+      const root = yield* tempDir()
+      const elsewhere = path.join(root, "elsewhere.jsonl")
+      fs.writeFileSync(elsewhere, `{"role":"user","content":"not this directory's"}\n`)
+      const cases: Array<[string, (file: string) => void, string]> = [
+        ["linked", (file) => fs.symlinkSync(elsewhere, file), "it is a symbolic link; refusing to follow it"],
+        // A FIFO would block a plain read forever, with no writer ever coming.
+        ["fifo", (file) => child.execFileSync("mkfifo", [file]), "it is not a regular file"],
+        ["folder", (file) => fs.mkdirSync(file), "it is not a regular file"],
+        // Sparse: its size is all that is read.
+        ["huge", (file) => {
+          fs.writeFileSync(file, "")
+          fs.truncateSync(file, SqlTransfer.MAX_IMPORT_BYTES + 1)
+        }, `it holds ${SqlTransfer.MAX_IMPORT_BYTES + 1} bytes, over the 256 MiB an import reads`]
+      ]
+      for (const [name, make, why] of cases) {
+        const directory = path.join(root, name)
+        fs.mkdirSync(directory)
+        make(path.join(directory, "history.jsonl"))
+        const refused = yield* Effect.flip(SqlTransfer.importAgent(name, directory))
+        expect(refused.message).toContain(`cannot import ${path.join(directory, "history.jsonl")}: ${why}`)
+        // Refused before the transaction: the agent has no memory in the database.
+        const none = yield* Effect.flip(SqlTransfer.exportAgent(name, path.join(root, `${name}-out`)))
+        expect(none.message).toBe(`agent ${name} has no memory in the database`)
+      }
     })))
 })
 
