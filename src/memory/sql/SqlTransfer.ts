@@ -17,6 +17,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as SqlClient from "effect/sql/SqlClient"
+import { SqlError } from "effect/sql/SqlError"
 import * as Arr from "effect/Array"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -179,12 +180,35 @@ const writeWhole = (
   )
 }
 
+/**
+ * Every read of an export sees one snapshot (a REPEATABLE READ transaction):
+ * a compaction or a forget committing meanwhile, beside a live runner, is
+ * either all in the export or not at all, never its old summary with its
+ * folded lines already gone.
+ */
 export const exportAgent = (
   agentId: string,
   directory: string
 ): Effect.Effect<TransferReport, MemoryError, SqlClient.SqlClient> =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.andThen(
+        sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`.pipe(Effect.mapError(toMemoryError(`exporting agent ${agentId}`))),
+        exportFrom(sql, agentId, directory)
+      )
+    ).pipe(
+      Effect.catchTag("SqlError", (error) => Effect.fail(toMemoryError(`exporting agent ${agentId}`)(error))),
+      // effect/sql turns a failed COMMIT (the connection died) into a defect.
+      Effect.catchDefect((defect) =>
+        defect instanceof SqlError ? Effect.fail(toMemoryError(`exporting agent ${agentId}`)(defect)) : Effect.die(defect))
+    ))
+
+const exportFrom = (
+  sql: SqlClient.SqlClient,
+  agentId: string,
+  directory: string
+): Effect.Effect<TransferReport, MemoryError> =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const agents = yield* sql<{
       readonly summary: string | null
       readonly summary_json: string | null
