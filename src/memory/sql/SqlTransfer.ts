@@ -29,6 +29,7 @@ import * as SafeFile from "../../runtime/SafeFile.js"
 import * as UsageLedger from "../../usage/UsageLedger.js"
 import { holdsNul, jsonOf, storable, textOf } from "./SqlExactText.js"
 import { type HistoryRow, lineOfRow, rowOfLine } from "./SqlHistoryRows.js"
+import * as SqlMemory from "./SqlMemory.js"
 import { resilient, toMemoryError } from "./SqlResilience.js"
 import * as SqlUsageLedger from "../../usage/SqlUsageLedger.js"
 
@@ -124,6 +125,10 @@ export const importAgent = (
     ))
 
     yield* sql.withTransaction(Effect.gen(function*() {
+      // The agent's row locked first, as an append locks it (SqlMemory.allocate): an exchange committing
+      // meanwhile is seen below, and refused rather than deleted; one coming after waits for the import.
+      yield* SqlMemory.ensureAgent(sql, agentId)
+      yield* sql`SELECT 1 FROM planckclaw_agents WHERE agent_id = ${agentId} FOR UPDATE`
       const existing: ReadonlyArray<{ readonly lines: number; readonly summary: string | null }> = yield* sql<{ readonly lines: number; readonly summary: string | null }>`
         SELECT (SELECT count(*)::int FROM (SELECT 1 FROM planckclaw_history WHERE agent_id = ${agentId} LIMIT 1) AS found) AS lines,
                (SELECT summary FROM planckclaw_agents WHERE agent_id = ${agentId}) AS summary`

@@ -8,8 +8,9 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber } from "effect"
+import { Deferred, Effect, Fiber, Result } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
+import * as SqlMemory from "../../../src/memory/sql/SqlMemory.js"
 import * as SqlTransfer from "../../../src/memory/sql/SqlTransfer.js"
 import { usePostgres } from "../../support/Postgres.js"
 import { tempDir } from "../../support/Sandbox.js"
@@ -89,5 +90,28 @@ describe("memory export and import beside a live agent", () => {
       expect({ summary, history }).toEqual(
         summary === "before\n" ? { summary, history: all } : { summary: "after: lines 1 to 6", history: all.slice(6) }
       )
+    })))
+
+  it.live("an import without --replace while the agent's first exchange commits is refused, and the exchange is kept", () =>
+    inDatabase(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const root = yield* tempDir()
+      const source = path.join(root, "source")
+      fs.mkdirSync(source)
+      fs.writeFileSync(path.join(source, "history.jsonl"), `${line(1)}\n`)
+      // The agent's first exchange, as SqlMemory appends it, commits once the import waits on it.
+      const imported = yield* whileHeld(
+        Effect.flatMap(SqlMemory.allocate(sql, "bo", 2), (first) =>
+          sql`INSERT INTO planckclaw_history ${sql.insert([
+            { agent_id: "bo", seq: first, role: "user", content: "acknowledged", line: null },
+            { agent_id: "bo", seq: first + 1, role: "assistant", content: "stored", line: null }
+          ])}`),
+        SqlTransfer.importAgent("bo", source),
+        Effect.void
+      )
+      expect(imported._tag).toBe("Failure")
+      expect(String(Result.isFailure(imported) ? imported.failure.message : "")).toContain("agent bo already has memory in the database")
+      const rows = yield* sql<{ readonly content: string }>`SELECT content FROM planckclaw_history WHERE agent_id = 'bo' ORDER BY seq`
+      expect(rows.map((row) => row.content)).toEqual(["acknowledged", "stored"])
     })))
 })
