@@ -10,42 +10,29 @@
  * An import is one transaction: the agent's memory in the database is all
  * of the files or unchanged. It refuses to overwrite memory already there
  * unless asked to replace it (which bumps the history's epoch, so a
- * compaction planned before cannot commit). An export refuses a directory
- * that already holds memory files, and writes each file beside its name
- * first, renaming it into place once whole.
+ * compaction planned before cannot commit). It refuses a directory an
+ * export did not finish writing (SqlExport.ts).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as SqlClient from "effect/sql/SqlClient"
-import { SqlError } from "effect/sql/SqlError"
 import * as Arr from "effect/Array"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
-import { MemoryError } from "../MemoryDir.js"
+import type { MemoryError } from "../MemoryDir.js"
 import { describeError, errnoCode } from "../../runtime/Errors.js"
 import * as SafeFile from "../../runtime/SafeFile.js"
 import * as UsageLedger from "../../usage/UsageLedger.js"
-import { holdsNul, jsonOf, storable, textOf } from "./SqlExactText.js"
-import { type HistoryRow, lineOfRow, rowOfLine } from "./SqlHistoryRows.js"
+import { holdsNul, jsonOf, storable } from "./SqlExactText.js"
+import { BATCH, FILES, ioError, type TransferReport, UNFINISHED } from "./SqlExport.js"
+import { rowOfLine } from "./SqlHistoryRows.js"
 import * as SqlMemory from "./SqlMemory.js"
-import { resilient, toMemoryError } from "./SqlResilience.js"
+import { resilient } from "./SqlResilience.js"
 import * as SqlUsageLedger from "../../usage/SqlUsageLedger.js"
 
-export const FILES = { history: "history.jsonl", summary: "summary.md", soul: "soul.md", usage: "usage.jsonl" } as const
-
-/** Rows per INSERT on import and per SELECT on export. */
-const BATCH = 2000
-
-export interface TransferReport {
-  readonly lines: number
-  readonly summary: boolean
-  readonly soul: boolean
-  readonly usage: number
-}
-
-const ioError = (message: string, cause?: unknown) => new MemoryError({ reason: "io", message, cause })
+export { exportAgent, FILES, type TransferReport } from "./SqlExport.js"
 
 /**
  * The most an import reads of one file: each is read whole, and a history
@@ -104,6 +91,16 @@ export const importAgent = (
 ): Effect.Effect<TransferReport, MemoryError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    // A kill between an export's renames leaves some files in place and the others beside: not a whole memory.
+    const unfinished = Object.values(FILES).map((name) => `${name}${UNFINISHED}`).filter((name) =>
+      Result.getOrElse(Result.try(() => fs.lstatSync(path.join(directory, name), { throwIfNoEntry: false }) !== undefined), () => false)
+    )
+    if (unfinished.length > 0) {
+      return yield* ioError(
+        `cannot import ${directory}: an export into it did not finish (${unfinished.join(", ")} ${unfinished.length === 1 ? "is" : "are"} left); ` +
+          "export again into a new directory"
+      )
+    }
     const history = yield* Effect.fromResult(readIfPresent(path.join(directory, FILES.history)))
     const summary = yield* Effect.fromResult(readIfPresent(path.join(directory, FILES.summary)))
     const soul = yield* Effect.fromResult(readIfPresent(path.join(directory, FILES.soul)))
@@ -155,114 +152,4 @@ export const importAgent = (
       }
     })).pipe(resilient(`importing agent ${agentId}`, options.retry ?? Schedule.recurs(0)))
     return { lines: rows.length, summary: summary !== undefined, soul: soul !== undefined, usage: usage.lines.length }
-  })
-
-/** Writes `file` through a temporary name beside it, from the texts `fill` hands `write` in order. */
-const writeWhole = (
-  file: string,
-  fill: (write: (text: string) => Effect.Effect<void, MemoryError>) => Effect.Effect<void, MemoryError>
-): Effect.Effect<void, MemoryError> => {
-  const temporary = `${file}.exporting`
-  const failed = (error: unknown) => ioError(`cannot write ${file}: ${String(error)}`, error)
-  return Effect.acquireUseRelease(
-    Effect.try({ try: () => fs.openSync(temporary, "wx", 0o600), catch: failed }),
-    (fd) =>
-      Effect.andThen(
-        fill((text) => Effect.try({ try: () => void fs.writeSync(fd, text), catch: failed })),
-        Effect.try({
-          try: () => {
-            fs.fsyncSync(fd)
-            fs.renameSync(temporary, file)
-          },
-          catch: failed
-        })
-      ),
-    (fd) =>
-      Effect.sync(() => {
-        Result.try(() => fs.closeSync(fd))
-        Result.try(() => fs.rmSync(temporary, { force: true }))
-      })
-  )
-}
-
-/**
- * Every read of an export sees one snapshot (a REPEATABLE READ transaction):
- * a compaction or a forget committing meanwhile, beside a live runner, is
- * either all in the export or not at all, never its old summary with its
- * folded lines already gone.
- */
-export const exportAgent = (
-  agentId: string,
-  directory: string
-): Effect.Effect<TransferReport, MemoryError, SqlClient.SqlClient> =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.andThen(
-        sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`.pipe(Effect.mapError(toMemoryError(`exporting agent ${agentId}`))),
-        exportFrom(sql, agentId, directory)
-      )
-    ).pipe(
-      Effect.catchTag("SqlError", (error) => Effect.fail(toMemoryError(`exporting agent ${agentId}`)(error))),
-      // effect/sql turns a failed COMMIT (the connection died) into a defect.
-      Effect.catchDefect((defect) =>
-        defect instanceof SqlError ? Effect.fail(toMemoryError(`exporting agent ${agentId}`)(defect)) : Effect.die(defect))
-    ))
-
-const exportFrom = (
-  sql: SqlClient.SqlClient,
-  agentId: string,
-  directory: string
-): Effect.Effect<TransferReport, MemoryError> =>
-  Effect.gen(function*() {
-    const agents = yield* sql<{
-      readonly summary: string | null
-      readonly summary_json: string | null
-      readonly soul: string | null
-      readonly history_unterminated: boolean
-    }>`SELECT summary, summary_json, soul, history_unterminated FROM planckclaw_agents WHERE agent_id = ${agentId}`.pipe(
-      Effect.mapError(toMemoryError(`exporting agent ${agentId}`))
-    )
-    const agent = agents[0]
-    if (agent === undefined) return yield* ioError(`agent ${agentId} has no memory in the database`)
-    const present = Object.values(FILES).filter((name) => fs.existsSync(path.join(directory, name)))
-    if (present.length > 0) {
-      return yield* ioError(`${directory} already holds ${present.join(", ")}: export into an empty or new directory`)
-    }
-    yield* Effect.try({
-      try: () => fs.mkdirSync(directory, { recursive: true, mode: 0o700 }),
-      catch: (error) => ioError(`cannot create ${directory}: ${String(error)}`, error)
-    })
-
-    // Pages by sequence number (the primary key's order), so a long history is never all in memory.
-    let lines = 0
-    yield* writeWhole(path.join(directory, FILES.history), (write) =>
-      Effect.gen(function*() {
-        let after = 0
-        let first = true
-        while (true) {
-          const page = yield* sql<HistoryRow & { readonly seq: bigint }>`SELECT seq, role, content, line
-            FROM planckclaw_history WHERE agent_id = ${agentId} AND seq > ${after} ORDER BY seq LIMIT ${BATCH}`.pipe(
-            Effect.mapError(toMemoryError(`exporting agent ${agentId}`))
-          )
-          if (page.length === 0) break
-          // Newline-separated; the last line is terminated unless the imported file's was not.
-          yield* write((first ? "" : "\n") + page.map(lineOfRow).join("\n"))
-          first = false
-          lines += page.length
-          after = Number(page[page.length - 1]!.seq)
-        }
-        if (lines > 0 && !agent.history_unterminated) yield* write("\n")
-      }))
-    const texts = [[FILES.summary, textOf(agent.summary, agent.summary_json)], [FILES.soul, agent.soul]] as const
-    for (const [name, text] of texts) {
-      if (text !== null) yield* writeWhole(path.join(directory, name), (write) => write(text))
-    }
-    const usage = yield* SqlUsageLedger.read(sql, agentId).pipe(Effect.mapError(toMemoryError(`exporting agent ${agentId}`)))
-    if (usage.length > 0) {
-      yield* writeWhole(
-        path.join(directory, FILES.usage),
-        (write) => write(usage.map((line) => `${JSON.stringify(line)}\n`).join(""))
-      )
-    }
-    return { lines, summary: agent.summary !== null, soul: agent.soul !== null, usage: usage.length }
   })

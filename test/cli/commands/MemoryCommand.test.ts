@@ -142,6 +142,25 @@ describe("memory export/import", () => {
         expect(none.message).toBe(`agent ${name} has no memory in the database`)
       }
     })))
+  it.effect("an export killed before its last rename is never imported as whole, and exporting again replaces what it left", () =>
+    inDatabase(Effect.gen(function*() {
+      const root = yield* tempDir()
+      writeFiles(path.join(root, "in"), { "history.jsonl": `{"role":"user","content":"a"}\n`, "summary.md": "kept\n" })
+      yield* SqlTransfer.importAgent("gus", path.join(root, "in"))
+      // What a kill leaves: history.jsonl renamed into place, summary.md still under its temporary name.
+      const cut = path.join(root, "cut")
+      writeFiles(cut, { "history.jsonl": `{"role":"user","content":"a"}\n`, "summary.md.exporting": "kept\n" })
+      const refused = yield* Effect.flip(SqlTransfer.importAgent("hal", cut))
+      expect(refused.message).toBe(
+        `cannot import ${cut}: an export into it did not finish (summary.md.exporting is left); export again into a new directory`
+      )
+      // A kill before any rename leaves temporaries only: the next export writes over them.
+      const early = path.join(root, "early")
+      writeFiles(early, { "history.jsonl.exporting": "half a li" })
+      expect(yield* SqlTransfer.exportAgent("gus", early)).toEqual({ lines: 1, summary: true, soul: false, usage: 0 })
+      expect(fs.readdirSync(early).sort()).toEqual(["history.jsonl", "summary.md"])
+      expect(fs.readFileSync(path.join(early, "history.jsonl"), "utf8")).toBe(`{"role":"user","content":"a"}\n`)
+    })))
 })
 
 describe("planckclaw memory (the built command)", () => {
