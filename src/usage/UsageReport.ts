@@ -27,6 +27,12 @@ export const parseSince = (value: string, name = "--since"): Result.Result<strin
     new UsageSinceError({ reason: "invalid", message: `${name} ${JSON.stringify(value)}: expected a date as YYYY-MM-DD` })
   )
 
+/** Why a period from `since` to `until` (days, both included) is refused: it ends before it begins. */
+export const periodProblem = (since: string | undefined, until: string | undefined, names = { since: "--since", until: "--until" }): string | undefined =>
+  since !== undefined && until !== undefined && since > until
+    ? `${names.since} ${since} is after ${names.until} ${until}: the period would be empty (both days are included)`
+    : undefined
+
 export interface Totals {
   readonly requests: number
   readonly input: number

@@ -122,12 +122,19 @@ describe("planckclaw usage (built command)", () => {
       })
     }))
 
-  it.live("refuses a bad --since and a bad PLANCKCLAW_PRICES with one line and exit 2", () =>
+  it.live("refuses a bad --since, a period that ends before it begins and a bad PLANCKCLAW_PRICES with one line and exit 2", () =>
     Effect.gen(function*() {
       const box = yield* sandbox({}, "planckclaw-usage-")
       const since = yield* Cli.run(["usage", "--since", "2025-02-30"], { cwd: box.dir, env: box.env })
       expect(since.code).toBe(2)
       expect(since.stderr).toBe("planckclaw: --since \"2025-02-30\": expected a date as YYYY-MM-DD\n")
+      const backwards = yield* Cli.run(["usage", "--since", "2026-02-01", "--until", "2026-01-01"], { cwd: box.dir, env: box.env })
+      expect([backwards.code, backwards.stderr]).toEqual([
+        2,
+        "planckclaw: --since 2026-02-01 is after --until 2026-01-01: the period would be empty (both days are included)\n"
+      ])
+      const oneDay = yield* Cli.run(["usage", "--since", "2026-01-01", "--until", "2026-01-01"], { cwd: box.dir, env: box.env })
+      expect(oneDay.code).toBe(0)
       fs.writeFileSync(box.path("prices.json"), JSON.stringify({ "gpt-x": { input: -1, output: 2, cache_write: 1, cache_read: 0.5 } }))
       const prices = yield* Cli.run(["usage"], { cwd: box.dir, env: box.envWith({ PLANCKCLAW_PRICES: box.path("prices.json") }) })
       expect(prices.code).toBe(2)

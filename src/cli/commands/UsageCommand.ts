@@ -35,6 +35,8 @@ export const usage = Command.make(
     Effect.gen(function*() {
       const since = Option.isSome(options.since) ? yield* Effect.fromResult(UsageReport.parseSince(options.since.value)) : undefined
       const until = Option.isSome(options.until) ? yield* Effect.fromResult(UsageReport.parseSince(options.until.value, "--until")) : undefined
+      const backwards = UsageReport.periodProblem(since, until)
+      if (backwards !== undefined) return yield* Effect.fail(new UsageReport.UsageSinceError({ reason: "invalid", message: backwards }))
       const prices = yield* Prices.PricesConfig
       const file = path.join(yield* ledgerDirectory(options.agent), UsageLedger.FILE_NAME)
       const ledger = yield* Effect.mapError(

@@ -35,6 +35,7 @@ const day = (name: string) =>
 
 export const PeriodQuery = Schema.Struct({ since: Schema.optionalKey(day("since")), until: Schema.optionalKey(day("until")) })
   .annotate({ messageUnexpectedKey: "unknown query parameter: this route takes since and until" })
+  .check(Schema.makeFilter((query) => UsageReport.periodProblem(query.since, query.until, { since: "since", until: "until" }) ?? true))
 
 export const HistoryQuery = Schema.Struct({ before: Schema.optionalKey(before), limit: Schema.optionalKey(historyLimit) })
   .annotate({ messageUnexpectedKey: "unknown query parameter: this route takes before and limit" })

@@ -69,6 +69,7 @@ describe("serve's usage ledgers and history pages (built command)", () => {
       for (const [query, message] of [
         ["since=yesterday", "since must be a date as YYYY-MM-DD"],
         ["until=2025-02-30", "until must be a date as YYYY-MM-DD"],
+        ["since=2026-02-01&until=2026-01-01", "since 2026-02-01 is after until 2026-01-01"],
         ["from=2025-01-01", "unknown query parameter"]
       ] as const) {
         const refused = yield* getJson(serve.base, `/v1/usage?${query}`)
