@@ -21,6 +21,7 @@
  *   may read our terminal without being stopped by job control.
  */
 import * as fs from "node:fs"
+import * as path from "node:path"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
@@ -141,14 +142,48 @@ interface RunningChild {
   readonly exited: Deferred.Deferred<BridgeExit>
 }
 
+/**
+ * The interpreter a script's `#!` line names, as the kernel reads it: after
+ * `#!` and any blanks, up to the next blank or newline (a CR is part of the
+ * name). Undefined for a file that does not start with `#!` or names none.
+ */
+const interpreterOf = (file: string): string | undefined => {
+  const head = Result.flatMap(Result.try(() => fs.openSync(file, "r")), (fd) => {
+    const buffer = Buffer.alloc(256)
+    const read = Result.try(() => fs.readSync(fd, buffer, 0, buffer.length, 0))
+    Result.try(() => fs.closeSync(fd))
+    return Result.map(read, (bytes) => buffer.subarray(0, bytes).toString("latin1"))
+  })
+  // A file we cannot read is the kernel's to judge: a binary needs only its execute bit.
+  if (Result.isFailure(head) || !head.success.startsWith("#!")) return undefined
+  const name = /^#![ \t]*([^ \t\n]*)/.exec(head.success)?.[1]
+  return name === undefined || name === "" ? undefined : name
+}
+
+const isExecutableFile = (file: string): boolean =>
+  Result.isSuccess(Result.try(() => fs.accessSync(file, fs.constants.X_OK))) &&
+  Result.getOrElse(Result.try(() => fs.statSync(file).isFile()), () => false)
+
+/**
+ * What stops `command` (a path) from being started, in words for its user;
+ * undefined when nothing does. A script whose `#!` interpreter is missing
+ * would fail every restart with a shell's "not found" for a file that is
+ * there, so it is named here.
+ */
+export const executableProblem = (command: string): string | undefined => {
+  if (!isExecutableFile(command)) return `bridge ${command} is not an executable file`
+  const interpreter = interpreterOf(command)
+  if (interpreter === undefined || isExecutableFile(path.resolve(interpreter))) return undefined
+  const crlf = interpreter.endsWith("\r") ? " (the file has Windows line endings: convert them, e.g. with dos2unix)" : ""
+  return `bridge ${command} names ${JSON.stringify(interpreter)} on its #! line, which is not an executable file${crlf}`
+}
+
 /** Checks up front that a path command can be executed, so a typo fails the start instead of looping restarts. */
 const checkExecutable = (command: string): Effect.Effect<void, ExternalBridgeError> =>
-  command.includes("/")
-    ? Effect.tryPromise({
-      try: () => fs.promises.access(command, fs.constants.X_OK),
-      catch: (cause) => new ExternalBridgeError({ message: `bridge ${command} is not an executable file`, cause })
-    })
-    : Effect.void
+  Effect.suspend(() => {
+    const problem = command.includes("/") ? executableProblem(command) : undefined
+    return problem === undefined ? Effect.void : Effect.fail(new ExternalBridgeError({ message: problem }))
+  })
 
 export const make = (
   options: ExternalBridgeOptions

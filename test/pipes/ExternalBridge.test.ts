@@ -266,4 +266,27 @@ describe("ExternalBridge", () => {
       expect(error._tag).toBe("ExternalBridgeError")
       expect(error.message).toContain("not an executable file")
     }))
+
+  it.effect("fails at once, naming it, when the script's #! line names an interpreter that cannot run", () =>
+    Effect.gen(function*() {
+      const { dir, paths } = yield* setup
+      const script = (name: string, firstLine: string) =>
+        Effect.promise(async () => {
+          const file = path.join(dir, name)
+          await fs.promises.writeFile(file, `${firstLine}\necho never\n`, { mode: 0o755 })
+          return file
+        })
+      const missing = yield* script("missing-interpreter.sh", "#!/nonexistent/interpreter -e")
+      const missingError = yield* Effect.flip(make({ name: "brain", command: missing, paths }))
+      expect(missingError.message).toBe(
+        `bridge ${missing} names "/nonexistent/interpreter" on its #! line, which is not an executable file`
+      )
+      // Saved with Windows line endings: the CR is part of the interpreter's name, and the message says so.
+      const crlf = yield* script("crlf.sh", "#!/bin/sh\r")
+      const crlfError = yield* Effect.flip(make({ name: "brain", command: crlf, paths }))
+      expect(crlfError.message).toBe(
+        `bridge ${crlf} names "/bin/sh\\r" on its #! line, which is not an executable file ` +
+          "(the file has Windows line endings: convert them, e.g. with dos2unix)"
+      )
+    }))
 })
