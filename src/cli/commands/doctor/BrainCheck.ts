@@ -18,6 +18,7 @@ import * as ModelList from "../../../brain/ModelList.js"
 import * as OpenAiBrain from "../../../brain/OpenAiBrain.js"
 import * as Unreachable from "../../../brain/Unreachable.js"
 import * as Bridges from "../../../pipes/Bridges.js"
+import * as ExternalBridge from "../../../pipes/ExternalBridge.js"
 import * as ConfigErrors from "../../../config/ConfigErrors.js"
 import { AnthropicApiKey, AnthropicBaseUrl, OpenAiBaseUrl } from "../../../config/settings/Brain.js"
 import { isJsonObject } from "../../../runtime/Json.js"
@@ -164,8 +165,18 @@ export const check: Effect.Effect<ReadonlyArray<Finding>, never, HttpClient.Http
   switch (choice.success._tag) {
     case "None":
       return [skip("brain", "not checked: none was chosen (an outside process serves the brain pipes)")]
-    case "External":
-      return [skip("brain", `served by ${choice.success.path}; not checked`)]
+    case "External": {
+      // Not asked (that would be a turn), but one a run would refuse at start fails here too.
+      const problem = ExternalBridge.executableProblem(choice.success.path)
+      return problem === undefined ? [skip("brain", `served by ${choice.success.path}; not checked`)] : [
+        fail(
+          "brain",
+          problem,
+          "make it an executable file (chmod +x, a #! line naming an installed interpreter) " +
+            "or set PLANCKCLAW_BRAIN to anthropic, openai, none or another executable"
+        )
+      ]
+    }
     case "Builtin":
       return yield* (choice.success.name === "anthropic" ? anthropic : openai)
   }

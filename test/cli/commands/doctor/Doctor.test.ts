@@ -183,6 +183,29 @@ describe("doctor: the brain", () => {
       const findings = yield* brain({ PLANCKCLAW_BRAIN: "none" })
       expect(findings).toEqual([expect.objectContaining({ subject: "brain", status: "skip" })])
     }))
+
+  it.effect("a brain executable is not asked, but one a run would refuse is ✘ with why: no execute bit, a #! interpreter that is none", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox()
+      const script = (name: string, text: string, mode: number) => {
+        const file = path.join(box.dir, name)
+        fs.writeFileSync(file, text, { mode })
+        return file
+      }
+      const usable = script("brain.sh", "#!/bin/sh\nexit 0\n", 0o755)
+      expect(lines(yield* brain({ PLANCKCLAW_BRAIN: usable }))).toEqual([`– brain: served by ${usable}; not checked`])
+      const remedy = "make it an executable file (chmod +x, a #! line naming an installed interpreter) " +
+        "or set PLANCKCLAW_BRAIN to anthropic, openai, none or another executable"
+      const plain = script("plain.sh", "#!/bin/sh\nexit 0\n", 0o644)
+      expect(lines(yield* brain({ PLANCKCLAW_BRAIN: plain }))).toEqual([
+        `✘ brain: bridge ${plain} is not an executable file → ${remedy}`
+      ])
+      const crlf = script("crlf.sh", "#!/bin/sh\r\nexit 0\r\n", 0o755)
+      expect(lines(yield* brain({ PLANCKCLAW_BRAIN: crlf }))).toEqual([
+        `✘ brain: bridge ${crlf} names "/bin/sh\\r" on its #! line, which is not an executable file ` +
+          `(the file has Windows line endings: convert them, e.g. with dos2unix) → ${remedy}`
+      ])
+    }))
 })
 
 describe("doctor: claws, memory, runtime", () => {
