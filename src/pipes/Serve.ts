@@ -22,7 +22,7 @@ import { loneSurrogateRefusal } from "../runtime/WellFormed.js"
 import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame } from "./BrainFrame.js"
 import { defaultMaxBlockBytes, defaultMaxLineBytes, type Frame, framed, makeBlockFramer, makeLineFramer } from "../runtime/Framing.js"
 import { decodeOutboundLine, encodeEventsOptIn, encodeInteractLine } from "./InteractLine.js"
-import { openReader, openWriter } from "./PipeEnd.js"
+import { openReader, openWriter, takeUnread } from "./PipeEnd.js"
 import { type FifoError, type FifoPaths } from "./FifoPaths.js"
 import type * as Handover from "./Handover.js"
 
@@ -114,6 +114,29 @@ const sendLogged = (interact: InteractService, reply: OutboundMessage) =>
     Effect.catchDefect(deliveryDefect(reply))
   )
 
+interface LinesWaiting {
+  readonly bytes: ReadonlyArray<Uint8Array>
+  /** The lines they begin (the last may end in what follows): none answers a message sent after. */
+  readonly lines: number
+}
+
+const noLines: LinesWaiting = { bytes: [], lines: 0 }
+
+/**
+ * What interact_out holds before a bridge process forwards anything, framed
+ * as serving will frame it. If it cannot be read now, nothing (with a
+ * warning): the reader opened next says why.
+ */
+const linesWaiting = (file: string, maxLineBytes: number): Effect.Effect<LinesWaiting> =>
+  Result.match(takeUnread(file), {
+    onFailure: (error) => Effect.as(Effect.logWarning(error.message), noLines),
+    onSuccess: (bytes) => {
+      if (bytes.length === 0) return Effect.succeed(noLines)
+      const framer = makeLineFramer(maxLineBytes)
+      return Effect.succeed({ bytes: [bytes], lines: framer.push(bytes).length + (framer.holding() ? 1 : 0) })
+    }
+  })
+
 /**
  * Forwards the service's messages to interact_in and delivers the lines of
  * interact_out through `send`.
@@ -124,7 +147,8 @@ const sendLogged = (interact: InteractService, reply: OutboundMessage) =>
  * Without one (a bridge process of its own, which cannot see the agent) it
  * completes once the input has ended and as many replies have been
  * delivered as messages were forwarded, so a bridge whose input closed
- * still shows the last answers.
+ * still shows the last answers; replies already waiting in interact_out
+ * when it came are shown first and not counted.
  */
 export const serveInteract = (
   interact: InteractService,
@@ -133,6 +157,10 @@ export const serveInteract = (
 ): Effect.Effect<void, FifoError | InteractError> =>
   Effect.scoped(Effect.gen(function*() {
     const toAgent = yield* openWriter(paths.interactIn)
+    const maxLineBytes = options.maxRequestBytes ?? defaultMaxLineBytes
+    // Without a handover, replies are counted against the messages forwarded: those already waiting
+    // (a killed bridge's, or kept from the last run) answer none of ours, so they are shown uncounted.
+    const waiting = options.handover === undefined ? yield* linesWaiting(paths.interactOut, maxLineBytes) : noLines
     const fromAgent = yield* openReader(paths.interactOut)
     const forwarded = yield* Ref.make(0)
     const delivered = options.handover?.delivered ?? (yield* SubscriptionRef.make(0))
@@ -142,32 +170,34 @@ export const serveInteract = (
 
     // An adapter with a journal of its own keeps the reply at once and
     // delivers it in the background; any other delivers it before the next line.
-    const deliverReply = (reply: OutboundMessage) =>
+    const deliverReply = (reply: OutboundMessage, count: Effect.Effect<void>) =>
       interact.accept === undefined
         ? sendLogged(interact, reply).pipe(
           Effect.andThen(kept),
-          Effect.andThen(countDelivered)
+          Effect.andThen(count)
         )
         : interact.accept(reply).pipe(
           Effect.tap(() => kept),
           Effect.flatMap((delivery) =>
-            Effect.forkScoped(Effect.andThen(delivery.pipe(Effect.catchDefect(deliveryDefect(reply))), countDelivered))
+            Effect.forkScoped(Effect.andThen(delivery.pipe(Effect.catchDefect(deliveryDefect(reply))), count))
           )
         )
 
-    const deliverReplies = fromAgent.chunks.pipe(
-      framed(() => makeLineFramer(options.maxRequestBytes ?? defaultMaxLineBytes)),
-      Stream.runForEach((line) =>
-        Result.match(Result.flatMap(line, decodeOutboundLine), {
+    let lines = 0
+    const deliverReplies = Stream.concat(Stream.fromIterable(waiting.bytes), fromAgent.chunks).pipe(
+      framed(() => makeLineFramer(maxLineBytes)),
+      Stream.runForEach((line) => {
+        const count = lines++ < waiting.lines ? Effect.void : countDelivered
+        return Result.match(Result.flatMap(line, decodeOutboundLine), {
           onFailure: (error) =>
             Effect.logWarning(`ignored a line on interact_out: ${error.message}`).pipe(
               Effect.andThen(kept),
-              Effect.andThen(countDelivered)
+              Effect.andThen(count)
             ),
           // An event is no reply: shown if the adapter shows them, and counted on neither end.
           onSuccess: (read) =>
             read._tag === "Reply"
-              ? deliverReply(read.reply)
+              ? deliverReply(read.reply, count)
               : read._tag === "UnknownEvent"
               ? Effect.logDebug(`skipped an event on interact_out: ${read.problem}`)
               : interact.event === undefined
@@ -175,7 +205,8 @@ export const serveInteract = (
               : interact.event(read.channel, read.event).pipe(
                 Effect.catch((error) => Effect.logWarning(`event for ${read.channel} not shown: ${error.message}`))
               )
-        }).pipe(Effect.asVoid)),
+        }).pipe(Effect.asVoid)
+      }),
       Effect.andThen(Effect.never)
     )
 

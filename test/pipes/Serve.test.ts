@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Effect, Fiber, Queue, Stream } from "effect"
+import { Effect, Fiber, Option, Queue, Stream } from "effect"
 import { BrainError } from "../../src/ports/Brain.js"
 import { CANCELLED, cancelFor, type OutboundMessage } from "../../src/ports/Interact.js"
 import * as BrainFifo from "../../src/pipes/FifoBrain.js"
@@ -141,6 +141,24 @@ describe("serveInteract", () => {
       yield* agentSide.send({ channel: "cli", text: "answer two" })
       expect(yield* Queue.take(user.replies)).toEqual({ channel: "cli", text: "answer two" })
       yield* Fiber.join(serving)
+    }))
+
+  it.effect("a bridge process does not count the replies waiting in interact_out when it came: it shows them, and ends after its own", () =>
+    Effect.gen(function*() {
+      const paths = yield* runtime
+      const user = yield* InMemoryInteract.make
+      const agentSide = yield* InteractFifo.make({ paths })
+      // Written before this bridge came (a killed bridge's, or kept from the last run): no answer to its message.
+      yield* agentSide.send({ channel: "cli", text: "an older answer" })
+      yield* user.offer({ channel: "cli", text: "mine" })
+      yield* user.end
+      const serving = yield* Effect.forkScoped(serveInteract(user.service, paths))
+      const inbound = yield* agentSide.messages.pipe(Stream.take(1), Stream.runCollect)
+      expect([...inbound]).toEqual([{ channel: "cli", text: "mine" }])
+      expect((yield* Queue.take(user.replies)).text).toBe("an older answer")
+      yield* agentSide.send({ channel: "cli", text: "my answer" })
+      yield* Fiber.join(serving)
+      expect(yield* Queue.poll(user.replies)).toEqual(Option.some({ channel: "cli", text: "my answer" }))
     }))
 
   it.effect("carries a cancel as its line, and owes no reply for it: a bridge process ends once the message is answered", () =>
