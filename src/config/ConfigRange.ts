@@ -83,10 +83,24 @@ export const optionalNumberOf = (setting: NumberSetting & { readonly kind: "inte
 /** An on/off setting, its default when unset. */
 export const switchOf = (setting: SwitchSetting): Config.Config<boolean> => onOff(setting.key, setting.default)
 
-/** One of a setting's words, its default when unset. */
+/** `channel, user, server or one`. */
+const wordList = (words: ReadonlyArray<string>): string =>
+  words.length < 2 ? words.join("") : `${words.slice(0, -1).join(", ")} or ${words[words.length - 1]}`
+
+/**
+ * One of a setting's words (the spaces around it ignored), its default when
+ * unset. Not Config.Literals: its refusal is an issue with no message of
+ * its own, which ConfigErrors would turn into an empty line.
+ */
 export const choiceOf = <const Choice extends string>(
   setting: ChoiceSetting & { readonly choices: ReadonlyArray<Choice>; readonly default: Choice }
-): Config.Config<Choice> => Config.Literals(setting.choices, setting.key).pipe(Config.withDefault(setting.default))
+): Config.Config<Choice> => {
+  const choices: ReadonlyArray<Choice> = setting.choices
+  return checkedString(setting.key, (raw): { readonly value: Choice } | string => {
+    const word = choices.find((choice) => choice === raw.trim())
+    return word === undefined ? `expected ${wordList(choices)}, got ${shown(raw)}` : { value: word }
+  }).pipe(Config.withDefault(setting.default))
+}
 
 /**
  * A text setting, checked by `check` (a value, or the reason it is refused,

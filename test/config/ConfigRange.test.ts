@@ -14,6 +14,7 @@ import { BrainRetriesConfig, BrainTimeoutConfig } from "../../src/brain/BrainRet
 import { ClawTimeoutConfig, ScriptsConfig } from "../../src/claws/ScriptClaws.js"
 import * as ConfigErrors from "../../src/config/ConfigErrors.js"
 import { DebugConfig } from "../../src/runtime/Logging.js"
+import { AgentPerConfig } from "../../src/hosts/serve/DiscordRoutes.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
 import { tempDir } from "../support/Sandbox.js"
@@ -146,6 +147,20 @@ describe("numeric settings have ranges", () => {
       for (const value of ["abc", "2", "yes", "on", "1.0"]) {
         expect(yield* attempt(DebugConfig, { PLANCKCLAW_DEBUG: value })).toEqual(
           Result.fail(`configuration error: PLANCKCLAW_DEBUG: expected 1, 0, true or false, got "${value}"`)
+        )
+      }
+    }))
+})
+
+describe("settings of a few words", () => {
+  it.effect("DISCORD_AGENT_PER names the key, the words it takes and what it got", () =>
+    Effect.gen(function*() {
+      expect(yield* attempt(AgentPerConfig, {})).toEqual(Result.succeed("channel"))
+      expect(yield* attempt(AgentPerConfig, { DISCORD_AGENT_PER: "user" })).toEqual(Result.succeed("user"))
+      expect(yield* attempt(AgentPerConfig, { DISCORD_AGENT_PER: " server " })).toEqual(Result.succeed("server"))
+      for (const value of ["guild", "Channel", "1"]) {
+        expect(yield* attempt(AgentPerConfig, { DISCORD_AGENT_PER: value })).toEqual(
+          Result.fail(`configuration error: DISCORD_AGENT_PER: expected channel, user, server or one, got "${value}"`)
         )
       }
     }))
