@@ -2,7 +2,8 @@
  * One line of config.env read the way `sh` would read an assignment, without
  * ever running anything: `export` optional, single quotes literal, double
  * quotes with `\"` `\\` `\$` `` \` `` escapes, `$VAR` and `${VAR}` (also
- * `${VAR:-default}` and `${VAR-default}`) expanded, a `#` after a space
+ * `${VAR:-default}` and `${VAR-default}`) expanded, an unquoted `~` at the
+ * start of the value or after a `:` read as `$HOME`, a `#` after a space
  * starting a comment. Command substitution (`$(...)`, backticks) is refused:
  * the file is data, and a line that would run a program in a shell must not
  * silently mean something else here.
@@ -27,14 +28,30 @@ const NAME_CHAR = /[A-Za-z0-9_]/
 
 const substitution = "command substitution ($(...) or backticks) is never run: write the value itself"
 
+/**
+ * The `~` at `text[at]` as a shell reads it in an assignment: alone (before
+ * `/`, `:` or the end) it is $HOME; `~NAME` would be another user's home,
+ * which is not looked up. Its expansion and where it ends, or why not.
+ */
+const tilde = (text: string, at: number, lookup: Lookup): Result.Result<{ readonly home: string; readonly end: number }, string> => {
+  let end = at + 1
+  while (end < text.length && !/[/:\s]/.test(text[end]!)) end++
+  if (end > at + 1) return Result.fail("~NAME (another user's home) is not expanded here: write the path")
+  const home = lookup("HOME")
+  return home === undefined || home === "" ? Result.fail("~ stands for $HOME, which is not set: write the path") : Result.succeed({ home, end })
+}
+
 interface Scan {
   readonly text: string
   index: number
   value: string
 }
 
-/** Reads `$…` at `scan.index` and appends what it expands to; the problem, if any. */
-const expand = (scan: Scan, lookup: Lookup): string | undefined => {
+/**
+ * Reads `$…` at `scan.index` and appends what it expands to; the problem, if
+ * any. `quoted`: inside double quotes, where a default's `~` stays as it is.
+ */
+const expand = (scan: Scan, lookup: Lookup, quoted: boolean): string | undefined => {
   const next = scan.text[scan.index + 1]
   if (next === "(") return substitution
   if (next === "{") {
@@ -43,12 +60,19 @@ const expand = (scan: Scan, lookup: Lookup): string | undefined => {
     const inner = /^([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)(.*))?$/s.exec(scan.text.slice(scan.index + 2, close))
     if (inner === null) return "unsupported ${...} form: use ${NAME}, ${NAME:-default} or ${NAME-default}"
     const [, name, operator, fallback] = inner
-    if (fallback !== undefined && /\$|`/.test(fallback)) {
-      return "the default of ${NAME:-default} must be plain text"
+    // A shell would expand, unquote or unescape these: read literally, the value would silently differ.
+    if (fallback !== undefined && /[$`"'\\]/.test(fallback)) {
+      return "the default of ${NAME:-default} must be plain text: no quotes, $, backticks or backslashes"
     }
     const found = lookup(name!)
     const useFallback = operator === ":-" ? found === undefined || found === "" : operator === "-" && found === undefined
-    scan.value += useFallback ? fallback ?? "" : found ?? ""
+    if (useFallback && !quoted && fallback?.startsWith("~") === true) {
+      const expanded = tilde(fallback, 0, lookup)
+      if (Result.isFailure(expanded)) return expanded.failure
+      scan.value += expanded.success.home + fallback.slice(expanded.success.end)
+    } else {
+      scan.value += useFallback ? fallback ?? "" : found ?? ""
+    }
     scan.index = close + 1
     return undefined
   }
@@ -75,7 +99,7 @@ const doubleQuoted = (scan: Scan, lookup: Lookup): string | undefined => {
     }
     if (c === "`") return substitution
     if (c === "$") {
-      const problem = expand(scan, lookup)
+      const problem = expand(scan, lookup, true)
       if (problem !== undefined) return problem
       continue
     }
@@ -93,8 +117,18 @@ const doubleQuoted = (scan: Scan, lookup: Lookup): string | undefined => {
 /** The value after `KEY=`: quoted and unquoted parts joined, up to a space or the end. */
 const value = (text: string, lookup: Lookup): Result.Result<string, string> => {
   const scan: Scan = { text, index: 0, value: "" }
+  // Where an unquoted `~` is a tilde-prefix: the start of the value, and after an unquoted `:`.
+  let wordStart = true
   while (scan.index < text.length) {
     const c = text[scan.index]!
+    if (wordStart && c === "~") {
+      const expanded = tilde(text, scan.index, lookup)
+      if (Result.isFailure(expanded)) return Result.fail(expanded.failure)
+      scan.value += expanded.success.home
+      scan.index = expanded.success.end
+      continue
+    }
+    wordStart = false
     if (c === " " || c === "\t") {
       const rest = text.slice(scan.index).trimStart()
       if (rest === "" || rest.startsWith("#")) break
@@ -111,7 +145,7 @@ const value = (text: string, lookup: Lookup): Result.Result<string, string> => {
     } else if (c === "`") {
       return Result.fail(substitution)
     } else if (c === "$") {
-      const problem = expand(scan, lookup)
+      const problem = expand(scan, lookup, false)
       if (problem !== undefined) return Result.fail(problem)
     } else if (c === "\\") {
       if (scan.index + 1 >= text.length) return Result.fail("a line ending in \\ (a continuation) is not supported")
@@ -122,6 +156,7 @@ const value = (text: string, lookup: Lookup): Result.Result<string, string> => {
     } else {
       scan.value += c
       scan.index++
+      wordStart = c === ":"
     }
   }
   return Result.succeed(scan.value)

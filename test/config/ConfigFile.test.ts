@@ -92,6 +92,51 @@ describe("config.env", () => {
     })
   })
 
+  it("reads ~ as a shell reads it in an assignment: $HOME at the start of the value or after a colon, unquoted", () => {
+    const parsed = ConfigFile.parse([
+      "CLAWS_DIR=~/claws",
+      "ALONE=~",
+      "LIST=/a:~/b",
+      "FALLBACK=${NOPE:-~/memory}",
+      "QUOTED=\"~/x\"",
+      "SINGLE='~'",
+      "QUOTED_FALLBACK=\"${NOPE:-~/y}\"",
+      "INSIDE=a~b",
+      "HOME=/elsewhere",
+      "AFTER=~/z"
+    ].join("\n"), "config.env", { HOME: "/home/me" })
+    expect(Object.fromEntries(Result.getOrThrow(parsed))).toMatchObject({
+      CLAWS_DIR: "/home/me/claws",
+      ALONE: "/home/me",
+      LIST: "/a:/home/me/b",
+      FALLBACK: "/home/me/memory",
+      QUOTED: "~/x",
+      SINGLE: "~",
+      QUOTED_FALLBACK: "~/y",
+      INSIDE: "a~b",
+      AFTER: "/elsewhere/z"
+    })
+    const problem = (text: string, environment: Record<string, string> = { HOME: "/home/me" }) =>
+      Result.getFailure(ConfigFile.parse(text, "config.env", environment)).pipe(Option.getOrElse(() => "accepted"))
+    expect(problem("A=~bob/notes")).toBe(
+      "config.env:1: ~NAME (another user's home) is not expanded here: write the path; the line is not shown, as it may hold a secret"
+    )
+    expect(problem("A=~/notes", {})).toBe(
+      "config.env:1: ~ stands for $HOME, which is not set: write the path; the line is not shown, as it may hold a secret"
+    )
+  })
+
+  it("refuses a ${NAME:-default} whose default a shell would read otherwise (quotes, backslashes)", () => {
+    const problem = (text: string) => Result.getFailure(ConfigFile.parse(text)).pipe(Option.getOrElse(() => "accepted"))
+    for (const line of ["A=${NOPE:-\"q\"}", "A=${NOPE:-'q'}", "A=\"${NOPE:-\"q\"}\"", "A=${NOPE:-a\\}b}", "A=${NOPE-$X}"]) {
+      expect([line, problem(line)]).toEqual([
+        line,
+        "config.env:1: the default of ${NAME:-default} must be plain text: no quotes, $, backticks or backslashes; " +
+          "the line is not shown, as it may hold a secret"
+      ])
+    }
+  })
+
   it("refuses command substitution with its line number, and runs nothing", () => {
     const marker = path.join(os.tmpdir(), `planckclaw-substitution-${process.pid}`)
     for (const line of [`X=$(touch ${marker})`, `X="$(touch ${marker})"`, `X=\`touch ${marker}\``, `X="a\`touch ${marker}\`"`, "X=$((1+2))"]) {
