@@ -48,15 +48,20 @@ export const StartupConfig = Config.all([
 ])
 
 const knownKeys: ReadonlySet<string> = new Set(AllSettings.all.map((setting) => setting.key))
+const environmentOnlyKeys: ReadonlySet<string> = new Set(
+  AllSettings.all.flatMap((setting) => setting.environmentOnly === true ? [setting.key] : [])
+)
 const ourPrefix = /^(PLANCKCLAW_|HISTORY_|CLAWS_|ANTHROPIC_|OPENAI_|DISCORD_)/
 
 /**
- * A key of ours config.env sets that nothing reads (a typo, most likely),
- * with the known key it is closest to; other names are the user's own
- * variables (for `$VAR`), left alone.
+ * A key of ours config.env sets that nothing reads: a typo, most likely,
+ * named with the known key it is closest to, or a key read from the
+ * environment only (PLANCKCLAW_HOME, which finds config.env). Other names
+ * are the user's own variables (for `$VAR`), left alone.
  */
 export const unknownKeys = (file: ReadonlyMap<string, string>): Array<string> =>
-  [...file.keys()].filter((key) => !knownKeys.has(key)).flatMap((key) => {
+  [...file.keys()].filter((key) => !knownKeys.has(key) || environmentOnlyKeys.has(key)).flatMap((key) => {
+    if (environmentOnlyKeys.has(key)) return [`${key} (read from the environment only, before config.env is found)`]
     const closest = [...knownKeys].sort((a, b) => HelpText.distance(key, a) - HelpText.distance(key, b))[0]!
     const near = HelpText.distance(key, closest) <= 3
     return near ? [`${key} (did you mean ${closest}?)`] : ourPrefix.test(key) ? [key] : []

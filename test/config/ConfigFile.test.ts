@@ -189,6 +189,12 @@ describe("config.env", () => {
     ])
   })
 
+  it("names PLANCKCLAW_HOME set in config.env: it is read from the environment only, before config.env is found", () => {
+    expect(unknownKeys(new Map([["PLANCKCLAW_HOME", "/elsewhere"], ["HISTORY_MAX", "10"]]))).toEqual([
+      "PLANCKCLAW_HOME (read from the environment only, before config.env is found)"
+    ])
+  })
+
   it.effect("calls a config.env that is a link to nothing or a loop unreadable, not absent", () =>
     Effect.gen(function*() {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-config-"))
