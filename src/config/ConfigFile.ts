@@ -51,11 +51,16 @@ const nonEmpty = (entries: Iterable<readonly [string, string | undefined]>): Map
   return map
 }
 
+const unreadable = (file: string, error: unknown) =>
+  Effect.fail(new ConfigFileError({ reason: "unreadable", file, message: `cannot read ${file}: ${describeError(error)}` }))
+
 /**
  * Reads config.env if present; a missing file is no settings. Present means
  * any directory entry: a symbolic link to nothing (or in a loop) is an
  * unreadable config.env, not an absent one, or its settings would be
- * silently missing and `init` would see nothing to make.
+ * silently missing and `init` would see nothing to make. Only "no such
+ * entry" is absent: a home that cannot be searched (EACCES) or is no
+ * directory (ENOTDIR) leaves config.env unreadable, for the same reason.
  */
 export const read = (
   file: string,
@@ -63,13 +68,10 @@ export const read = (
 ): Effect.Effect<Map<string, string>, ConfigFileError> =>
   Effect.suspend(() => {
     const entry = Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false }))
-    if (Result.isFailure(entry) || entry.success === undefined) return Effect.succeed(new Map())
+    if (Result.isFailure(entry)) return unreadable(file, entry.failure)
+    if (entry.success === undefined) return Effect.succeed(new Map())
     const text = Result.try(() => fs.readFileSync(file, "utf8"))
-    if (Result.isFailure(text)) {
-      return Effect.fail(
-        new ConfigFileError({ reason: "unreadable", file, message: `cannot read ${file}: ${describeError(text.failure)}` })
-      )
-    }
+    if (Result.isFailure(text)) return unreadable(file, text.failure)
     return Result.match(parse(text.success, file, environment), {
       onFailure: (message) => Effect.fail(new ConfigFileError({ reason: "syntax", file, message })),
       onSuccess: (values) => Effect.succeed(nonEmpty(values))

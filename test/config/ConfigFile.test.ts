@@ -211,6 +211,17 @@ describe("config.env", () => {
       expect((yield* ConfigFile.read(path.join(dir, "absent.env"), {})).size).toBe(0)
     }))
 
+  it.effect("calls a config.env that cannot be looked up (its home is a file; EACCES alike) unreadable, not absent", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-config-"))
+      const home = path.join(dir, "home-is-a-file")
+      fs.writeFileSync(home, "")
+      const file = path.join(home, "config.env")
+      const error = yield* Effect.flip(ConfigFile.read(file, {}))
+      expect(error.reason).toBe("unreadable")
+      expect(error.message).toBe(`cannot read ${file}: ENOTDIR: not a directory, lstat '${file}'`)
+    }))
+
   it.effect("lets flags override the environment, and the environment override the file", () =>
     Effect.gen(function*() {
       const provider = ConfigFile.provider({
