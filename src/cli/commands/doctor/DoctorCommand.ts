@@ -112,7 +112,12 @@ export const doctor = Command.make("doctor", {
     const colour = colourWanted(process.stdout, process.env)
     // `--brain` checks the brain a `run --brain …` would use.
     return withSettings(runFlags({ debug: false, brain }))(runChecks(colour, Option.getOrUndefined(agent))).pipe(
-      Effect.catchTag("ConfigFileError", (error) => unreadableSettings(error.message, "fix that line of config.env", colour)),
+      Effect.catchTag("ConfigFileError", (error) =>
+        unreadableSettings(
+          error.message,
+          error.reason === "syntax" ? "fix that line of config.env" : "make config.env readable, or remove it",
+          colour
+        )),
       // withSettings reads PLANCKCLAW_DEBUG before anything else.
       Effect.catchTag("ConfigError", (error) =>
         unreadableSettings(ConfigErrors.describe(error).replace(/^configuration error: /, ""), "fix that setting", colour))

@@ -106,6 +106,15 @@ describe("planckclaw doctor (built command)", () => {
       expect(result.code).toBe(1)
     }))
 
+  it.live("a config.env that cannot be read is the one ✘ line, with a remedy for the file, not for a line of it", () =>
+    Effect.gen(function*() {
+      const { box } = yield* setup({})
+      fs.symlinkSync(box.path("nowhere.env"), box.path("config.env"))
+      const result = yield* Cli.run(["doctor"], { cwd: box.dir, env: { ...box.env, PLANCKCLAW_HOME: box.dir } })
+      expect(result.stdout).toMatch(/^✘ configuration: cannot read .*config\.env: ENOENT[^\n]* → make config\.env readable, or remove it\n$/)
+      expect(result.code).toBe(1)
+    }))
+
   it.live("an installation without the spawn helper's program: ✘ claw starter, saying what it costs and what to do, exit 1", () =>
     Effect.gen(function*() {
       const { box } = yield* setup({ ANTHROPIC_API_KEY: key })
