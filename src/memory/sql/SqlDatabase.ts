@@ -10,21 +10,36 @@ import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import { checkedString } from "../../config/ConfigRange.js"
 import { DatabaseUrl } from "../../config/settings/Cluster.js"
 import { MemoryError } from "../MemoryDir.js"
 import * as SqlMigrations from "./SqlMigrations.js"
 import { describe } from "./SqlResilience.js"
 
-/** Read as a string and redacted at once: unset, it is reported as not set (Config.Redacted's refusal says "Expected string"). */
-export const DatabaseUrlConfig: Config.Config<Redacted.Redacted<string>> = Config.String(DatabaseUrl.key).pipe(
-  Config.map((url) => Redacted.make(url))
+/** The URL parsed, when it is a postgres:// (or postgresql://) one. */
+const postgresUrl = (raw: string): URL | undefined => {
+  const parsed = URL.canParse(raw) ? new URL(raw) : undefined
+  return parsed !== undefined && (parsed.protocol === "postgres:" || parsed.protocol === "postgresql:") ? parsed : undefined
+}
+
+/**
+ * Read as a string and redacted at once: unset, it is reported as not set (Config.Redacted's refusal says
+ * "Expected string"). Anything but a postgres:// URL is refused without being shown: `bob:pw@host/db`
+ * parses as a URL of scheme `bob:` whose path holds the password.
+ */
+export const DatabaseUrlConfig: Config.Config<Redacted.Redacted<string>> = checkedString(
+  DatabaseUrl.key,
+  (raw) =>
+    postgresUrl(raw) === undefined
+      ? "expected a postgres:// URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE); the value is not shown, as it may hold a password"
+      : { value: Redacted.make(raw) }
 )
 
 /** Where the URL points, for messages: host, port and database, never the user's password. */
 export const describeUrl = (url: Redacted.Redacted<string>): string => {
-  const parsed = URL.canParse(Redacted.value(url)) ? new URL(Redacted.value(url)) : undefined
+  const parsed = postgresUrl(Redacted.value(url))
   return parsed === undefined
-    ? "PLANCKCLAW_DATABASE_URL (not a URL)"
+    ? "PLANCKCLAW_DATABASE_URL (not a postgres:// URL)"
     : `PostgreSQL at ${parsed.hostname}${parsed.port === "" ? "" : `:${parsed.port}`}${parsed.pathname}`
 }
 

@@ -1,6 +1,7 @@
 /**
  * `planckclaw serve --cluster` as built, refusing what it cannot run on:
- * missing settings name their keys (exit 2), and a database it cannot reach
+ * missing settings name their keys (exit 2), a database URL that is not a
+ * postgres:// one is refused unshown (exit 2), and a database it cannot reach
  * is named without its password (exit 1).
  */
 import * as fs from "node:fs"
@@ -41,6 +42,16 @@ describe("planckclaw serve --cluster (built command)", () => {
       expect(badAddress.code).toBe(2)
       expect(badAddress.stderr).toContain("PLANCKCLAW_RUNNER_ADDRESS expects HOST:PORT")
       expect(badAddress.stderr).not.toContain("hunter2-secret")
+
+      // No scheme: `new URL` reads `planck:` as one and the password as the path.
+      const noScheme = yield* Cli.run(["serve", "--cluster"], {
+        cwd,
+        env: { ...env, PLANCKCLAW_DATABASE_URL: "planck:hunter2-secret@127.0.0.1/agents", PLANCKCLAW_RUNNER_ADDRESS: "127.0.0.1:1" }
+      })
+      expect(noScheme.code).toBe(2)
+      expect(noScheme.stderr).toContain("PLANCKCLAW_DATABASE_URL")
+      expect(noScheme.stderr).toContain("expected a postgres:// URL")
+      expect(noScheme.stderr + noScheme.stdout).not.toContain("hunter2-secret")
       fs.rmSync(cwd, { recursive: true, force: true })
     }), 60_000)
 })
