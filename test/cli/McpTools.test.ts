@@ -18,7 +18,9 @@ const home = Effect.gen(function*() {
       missing: { command: box.path("no-such-server") },
       crashy: { command: "/bin/sh", args: ["-c", "echo cannot open the database >&2; exit 3"] },
       leaky: { ...McpServers.everything({ ANTHROPIC_API_KEY: "copied-by-mistake" }) },
-      bad: { url: "ftp://example.test" }
+      bad: { url: "ftp://example.test" },
+      // Nothing listens on port 9; the URL's password and query token must show nowhere.
+      locked: { url: "http://mcp-user:UrlPassSecret@127.0.0.1:9/mcp?token=QueryTokenSecret" }
     }
   }))
   return { box, env: { ...box.env, PLANCKCLAW_HOME: box.dir } }
@@ -36,6 +38,8 @@ describe("MCP servers in tools and doctor", () => {
       expect(result.stdout).toContain("MCP server crashy (/bin/sh -c echo cannot open the database >&2; exit 3) is not running:")
       expect(result.stdout).toContain("is not running: exited with code 3; its stderr ends: cannot open the database")
       expect(result.stdout).toContain(`${box.path("mcp.json")}: server "bad": must be an http:// or https:// URL`)
+      expect(result.stdout).toContain("MCP server locked (http://127.0.0.1:9/mcp?…) is not running")
+      expect(result.stdout + result.stderr).not.toMatch(/UrlPassSecret|QueryTokenSecret/)
       expect(result.stderr).toBe("")
     }), 60_000)
 
@@ -52,6 +56,8 @@ describe("MCP servers in tools and doctor", () => {
       expect(lines).toContainEqual(
         "✘ mcp server leaky: its env names ANTHROPIC_API_KEY, which hold the agent's secrets: not passed → remove them from its entry"
       )
+      expect(lines).toContainEqual(expect.stringMatching(/^✘ mcp server locked: http:\/\/127\.0\.0\.1:9\/mcp\?…: /))
+      expect(result.stdout + result.stderr).not.toMatch(/UrlPassSecret|QueryTokenSecret/)
       expect(result.stderr).not.toContain("is down")
     }), 60_000)
 })

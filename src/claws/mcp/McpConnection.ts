@@ -30,6 +30,7 @@ import type { ToolResult } from "../../ports/Claws.js"
 import { printable } from "../../runtime/Printable.js"
 import { nextTurn } from "../../runtime/process/NextTurn.js"
 import type { ServerEntry } from "./McpConfig.js"
+import { hidingUrlSecrets } from "./McpNames.js"
 import { toToolResult } from "./McpResult.js"
 import { connect, isTransportFailure, type ProcessNotes, type Reach } from "./McpTransport.js"
 
@@ -113,9 +114,10 @@ export const make = (
         return Deferred.succeed(settled, undefined)
       })
 
+    const hidden = hidingUrlSecrets(entry)
     const withStderr = (reason: string): string => {
       const tail = notes.stderrTail.trim()
-      return printable(tail === "" ? reason : `${reason}; its stderr ends: ${tail.slice(-300)}`)
+      return printable(hidden(tail === "" ? reason : `${reason}; its stderr ends: ${tail.slice(-300)}`))
     }
 
     /**
@@ -142,7 +144,7 @@ export const make = (
       notes.pid = undefined
       const died = yield* Deferred.make<string>()
       const client = yield* connect(reach, died).pipe(Effect.catch((reason) => startFailure(reason, died)))
-      const tools = yield* client.listTools().pipe(Effect.mapError((error) => `cannot list its tools: ${error.message}`))
+      const tools = yield* client.listTools().pipe(Effect.mapError((error) => `cannot list its tools: ${hidden(error.message)}`))
       up = { client, tools, died }
       lastTools = tools
       yield* settle({ _tag: "Up", tools })
@@ -224,8 +226,8 @@ export const make = (
         const outcome = yield* Effect.result(now.client.callTool({ tool, arguments: input }))
         if (outcome._tag === "Success") return toToolResult(outcome.success, settings.outputMax)
         const error = outcome.failure
-        if (!isTransportFailure(error)) return { content: printable(`Tool ${name} failed: ${error.message}`), isError: true }
-        yield* Deferred.succeed(now.died, error.message)
+        if (!isTransportFailure(error)) return { content: printable(hidden(`Tool ${name} failed: ${error.message}`)), isError: true }
+        yield* Deferred.succeed(now.died, hidden(error.message))
         return downResult(name, withStderr(error.message))
       }).pipe(
         Effect.timeoutOption(settings.timeout),

@@ -68,6 +68,16 @@ describe("mcp.json", () => {
     }
   })
 
+  it("shows an HTTP server's URL without its user, password, query or fragment, and hides them in its errors' words", () => {
+    const entry = { _tag: "Http", name: "remote", url: "https://bob:S3cretPass@mcp.example.test/v1?api_key=K3yValue#frag", headers: {} } as const
+    expect(McpNames.describeServer(entry)).toBe("https://mcp.example.test/v1?…")
+    const hidden = McpNames.hidingUrlSecrets(entry)
+    const said = hidden(`Transport error (POST ${entry.url}); as REDACTED:REDACTED@mcp.example.test; password S3cretPass`)
+    expect(said).toBe("Transport error (POST https://…@mcp.example.test/v1?…#…); as REDACTED:REDACTED@mcp.example.test; password …")
+    const plain = { _tag: "Http", name: "plain", url: "https://mcp.example.test/v1", headers: {} } as const
+    expect([McpNames.describeServer(plain), McpNames.hidingUrlSecrets(plain)("as is")]).toEqual(["https://mcp.example.test/v1", "as is"])
+  })
+
   it("refuses a file that is no JSON, or not in the mcpServers format, naming the file", () => {
     expect(McpConfig.parse(file, "{ nope").problems).toEqual([{ source: file, reason: expect.stringMatching(/^not JSON: /) }])
     expect(McpConfig.parse(file, "{\"servers\": {}}").problems[0]?.reason).toMatch(/no "mcpServers" object/)
