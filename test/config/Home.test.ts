@@ -89,6 +89,25 @@ describe("planckclaw init, refused", () => {
       )
     }))
 
+  it.live("stopped part-way (memory is a file): the line says what it made already; a config.env that is a link to nothing is kept with a warning", () =>
+    Effect.gen(function*() {
+      const w = yield* world
+      const target = path.join(w.root, "half")
+      fs.mkdirSync(target)
+      fs.writeFileSync(path.join(target, "memory"), "")
+      const result = yield* Cli.run(["init", target], { cwd: w.elsewhere, env: w.env })
+      expect(result.code).toBe(1)
+      expect(result.stderr).toMatch(new RegExp(`^planckclaw: init: cannot create ${target}/memory: .*\\(already created in ${target}: config\\.env\\)\\n$`))
+
+      const linked = path.join(w.root, "linked")
+      fs.mkdirSync(linked)
+      fs.symlinkSync(path.join(w.root, "nowhere.env"), path.join(linked, "config.env"))
+      const kept = yield* Cli.run(["init", linked], { cwd: w.elsewhere, env: w.env })
+      expect(kept.code).toBe(0)
+      expect(kept.stdout).toContain(`Warning: ${linked}/config.env is a link to nothing, kept as it is; remove it and run init again`)
+      expect(fs.existsSync(path.join(w.root, "nowhere.env"))).toBe(false)
+    }))
+
   it.live("--wizard (effect/cli's question mode, never documented) is no option: refused at once (exit 2), never waiting for answers", () =>
     Effect.gen(function*() {
       const w = yield* world

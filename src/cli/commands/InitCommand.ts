@@ -47,10 +47,19 @@ const templates = (root: string): Array<Template> => [
 const attempt = <A>(what: string, run: () => A): Result.Result<A, InitError> =>
   Result.mapError(Result.try(run), (error) => new InitError({ reason: "io", message: `${what}: ${describeError(error)}` }))
 
+/** Why a path already there cannot serve as the file it is kept for; undefined when it can (a file, or a link to one). */
+const unusable = (target: string): string | undefined => {
+  const found = Result.getOrUndefined(Result.try(() => fs.lstatSync(target, { throwIfNoEntry: false })))
+  if (found === undefined) return undefined
+  const seen = found.isSymbolicLink() ? Result.getOrUndefined(Result.try(() => fs.statSync(target, { throwIfNoEntry: false }))) : found
+  if (seen === undefined) return "a link to nothing"
+  return seen.isFile() ? undefined : seen.isDirectory() ? "a directory" : "not a regular file"
+}
+
 /** Copies `template` unless its target exists; true when it created it. */
 const place = (root: string, dir: string, template: Template): Result.Result<boolean, InitError> => {
   const target = path.join(dir, template.to)
-  if (fs.existsSync(target)) return Result.succeed(false)
+  if (fs.existsSync(target) || unusable(target) !== undefined) return Result.succeed(false)
   return Result.gen(function*() {
     yield* attempt(`cannot create ${path.dirname(target)}`, () => fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 }))
     const text = yield* attempt(`cannot read the template ${template.from}`, () => fs.readFileSync(path.join(root, template.from)))
@@ -87,7 +96,14 @@ export const init = (target: Option.Option<string>) =>
     const created: Array<Template> = []
     const kept: Array<Template> = []
     for (const template of all) {
-      const made = yield* Effect.fromResult(place(root, dir, template))
+      const made = yield* Effect.fromResult(place(root, dir, template)).pipe(
+        // Stopped part-way: say what this run made already, so the user knows what is theirs to keep or remove.
+        Effect.mapError((error) =>
+          created.length === 0
+            ? error
+            : new InitError({ reason: error.reason, message: `${error.message} (already created in ${dir}: ${created.map((made) => made.to).join(", ")})` })
+        )
+      )
       ;(made ? created : kept).push(template)
     }
     const width = Math.max(...all.map((template) => template.to.length)) + 2
@@ -97,6 +113,10 @@ export const init = (target: Option.Option<string>) =>
       yield* Console.log(`Created in ${dir}:`)
       for (const template of created) yield* Console.log(`  ${template.to.padEnd(width)}${template.what}`)
       if (kept.length > 0) yield* Console.log(`Kept as they were: ${kept.map((template) => template.to).join(", ")}`)
+    }
+    for (const template of kept) {
+      const why = unusable(path.join(dir, template.to))
+      if (why !== undefined) yield* Console.log(`Warning: ${path.join(dir, template.to)} is ${why}, kept as it is; remove it and run init again for ${template.what}.`)
     }
     yield* Console.log(howToUse(dir))
     // Without DIR, a config.env of ours here that is no home's was passed over for the default: say so.
