@@ -25,7 +25,10 @@ const described = (report: SqlTransfer.TransferReport) =>
     `${report.lines} history line(s)`,
     report.summary ? "the summary" : "no summary",
     ...(report.soul ? ["soul.md"] : []),
-    ...(report.usage > 0 ? [`${report.usage} usage line(s)`] : [])
+    ...(report.usage > 0 ? [`${report.usage} usage line(s)`] : []),
+    ...(report.usageSkipped !== undefined && report.usageSkipped > 0
+      ? [`${report.usageSkipped} usage line(s) left out (torn, or not a usage line)`]
+      : [])
   ].join(", ")
 
 /** The PostgreSQL client is loaded only by these commands: every other command starts without it. */

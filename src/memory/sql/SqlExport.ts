@@ -32,6 +32,8 @@ export interface TransferReport {
   readonly summary: boolean
   readonly soul: boolean
   readonly usage: number
+  /** Usage lines left out on import: torn or not a usage line (an export writes none). */
+  readonly usageSkipped?: number
 }
 
 export const ioError = (message: string, cause?: unknown) => new MemoryError({ reason: "io", message, cause })

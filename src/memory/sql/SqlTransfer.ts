@@ -151,5 +151,5 @@ export const importAgent = (
         yield* SqlUsageLedger.insert(sql, agentId, usage.lines.slice(start, start + BATCH))
       }
     })).pipe(resilient(`importing agent ${agentId}`, options.retry ?? Schedule.recurs(0)))
-    return { lines: rows.length, summary: summary !== undefined, soul: soul !== undefined, usage: usage.lines.length }
+    return { lines: rows.length, summary: summary !== undefined, soul: soul !== undefined, usage: usage.lines.length, usageSkipped: usage.skipped }
   })

@@ -48,7 +48,7 @@ describe("memory export/import", () => {
       const source = path.join(root, "source")
       writeFiles(source, { "history.jsonl": oddHistory, "summary.md": summaryText, "soul.md": "You are Ada.\n" })
       const imported = yield* SqlTransfer.importAgent("alice", source)
-      expect(imported).toEqual({ lines: 12, summary: true, soul: true, usage: 0 })
+      expect(imported).toEqual({ lines: 12, summary: true, soul: true, usage: 0, usageSkipped: 0 })
 
       const back = path.join(root, "back")
       expect((yield* SqlTransfer.exportAgent("alice", back)).lines).toBe(12)
@@ -74,8 +74,11 @@ describe("memory export/import", () => {
     inDatabase(Effect.gen(function*() {
       const root = yield* tempDir()
       const usage = `{"at":"2026-11-30T10:00:00.123Z","kind":"turn","brain":"anthropic","model":"m","ms":812,"input":10,"output":5,"cache_write":0,"cache_read":3}\n`
-      writeFiles(path.join(root, "in"), { "history.jsonl": `{"role":"user","content":"a"}\n{"role":"assistant","content":"b"}`, "usage.jsonl": usage })
-      yield* SqlTransfer.importAgent("bob", path.join(root, "in"))
+      writeFiles(path.join(root, "in"), {
+        "history.jsonl": `{"role":"user","content":"a"}\n{"role":"assistant","content":"b"}`,
+        "usage.jsonl": `${usage}not a usage line\n`
+      })
+      expect(yield* SqlTransfer.importAgent("bob", path.join(root, "in"))).toMatchObject({ usage: 1, usageSkipped: 1 })
       yield* SqlTransfer.exportAgent("bob", path.join(root, "out"))
       expect(fs.readFileSync(path.join(root, "out", "history.jsonl"), "utf8")).toBe(`{"role":"user","content":"a"}\n{"role":"assistant","content":"b"}`)
       expect(fs.existsSync(path.join(root, "out", "summary.md"))).toBe(false)
@@ -168,10 +171,11 @@ describe("planckclaw memory (the built command)", () => {
     Effect.gen(function*() {
       const url = yield* freshDatabase(yield* server)
       const root = yield* tempDir()
-      writeFiles(path.join(root, "in"), { "history.jsonl": oddHistory, "summary.md": summaryText })
+      writeFiles(path.join(root, "in"), { "history.jsonl": oddHistory, "summary.md": summaryText, "usage.jsonl": "{\"torn\":\n" })
       const env = Cli.baseEnv({ PLANCKCLAW_DATABASE_URL: url })
       const imported = yield* Cli.run(["memory", "import", "--agent", "alice", path.join(root, "in")], { cwd: root, env })
       expect(imported.stdout).toContain("imported agent alice")
+      expect(imported.stdout).toContain("1 usage line(s) left out (torn, or not a usage line)")
       expect(imported.code).toBe(0)
       const exported = yield* Cli.run(["memory", "export", "--agent", "alice", path.join(root, "out")], { cwd: root, env })
       expect(exported.code).toBe(0)
