@@ -69,9 +69,10 @@ export class CompactionRefused extends Schema.TaggedError<CompactionRefused>()("
  * another attempt's failure stored under its key knows it was not this one's
  * (see retryKey). `request` names the message it answered
  * (IdempotencyStore.requestOf): a key sent again with another message is
- * refused, not answered with this reply. `cancelled` marks the answer of a
- * turn cancelled by its key (TurnCancels.CANCELLED, whose words a model may
- * also write); optional, as replies stored before it was added lack it.
+ * refused, not answered with this reply. `cancelled` says whether it
+ * answers a turn cancelled by its key (TurnCancels.CANCELLED, whose words a
+ * model may also write): written on every outcome, so that one without it
+ * was stored before it was added (ClusterSends.notKept reads those).
  */
 export const Outcome = Schema.Struct({
   reply: Schema.String,
@@ -187,7 +188,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService, cancels: TurnCance
         // Decided for another message under this key (its own pruned before it): that message's answer, with its
         // request, which ClusterHost refuses for this one (key-reused), and no attempt of this one (a failure it
         // answered is another attempt's). Nothing runs, nothing is stored.
-        if (Option.isSome(decided) && answersAnother(decided.value, request)) return decided.value
+        if (Option.isSome(decided) && answersAnother(decided.value, request)) return { ...decided.value, cancelled: false }
         const pending: Pending = {
           id: nextId++,
           key: message.key,
@@ -206,8 +207,8 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService, cancels: TurnCance
           ? { reply: TurnCancels.CANCELLED, stored: false, request, cancelled: true }
           : Option.match(outcome, {
             // A blank message: no reply.
-            onNone: () => ({ reply: "", stored: false, request }),
-            onSome: ({ reply, stored }) => ({ reply, stored, request })
+            onNone: () => ({ reply: "", stored: false, request, cancelled: false }),
+            onSome: ({ reply, stored }) => ({ reply, stored, request, cancelled: false })
           })
         return message.attempt === undefined ? answered : { ...answered, attempt: message.attempt }
       })

@@ -10,20 +10,17 @@
 import * as crypto from "node:crypto"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Sharding from "effect/cluster/Sharding"
 import { SqlError } from "effect/sql/SqlError"
 import { describe } from "../../memory/sql/SqlResilience.js"
-import * as Turn from "../../agent/Turn.js"
 import * as AgentHost from "../serve/AgentHost.js"
 import type * as AgentRecords from "../serve/AgentRecords.js"
 import type { HostError } from "../serve/HostError.js"
 import * as HostMessage from "../serve/HostMessage.js"
-import * as IdempotencyStore from "../serve/IdempotencyStore.js"
-import * as TurnCancels from "../serve/TurnCancels.js"
 import * as AgentEntity from "./AgentEntity.js"
 import { AgentStore } from "./AgentStore.js"
+import * as ClusterSends from "./ClusterSends.js"
 
 /** What the database said, without the engine's wrapping (never the URL: SqlResilience.describe). */
 const databaseProblem = (error: { readonly cause?: unknown }): string =>
@@ -32,11 +29,22 @@ const databaseProblem = (error: { readonly cause?: unknown }): string =>
 // The refusals are AgentHost's, so serve and the cluster answer bad input alike.
 const { parseId, refuse } = AgentHost
 
-/** A reply that answers its attempt only, as `serve` keeps none under a key: a failure, a cancelled turn. */
-const notKept = (reply: string) => Turn.isFailureReply(reply) || reply === TurnCancels.CANCELLED
-
 /** How many times one Idempotency-Key answered with a failure is given a new turn (AgentEntity.retryKey). */
-export const MAX_RETRIES = 20
+export const MAX_RETRIES = ClusterSends.MAX_RETRIES
+
+/** The caller's answer of an entity's outcome: `cancelled` only on a cancel's, as `serve` answers. */
+const replyOf = ({ cancelled, reply, stored }: AgentEntity.Outcome): AgentHost.Reply => ({
+  reply,
+  stored,
+  ...(cancelled === true ? { cancelled } : {})
+})
+
+/** A message accepted whose reply could not be awaited here: said in its reply. */
+const unanswered = (id: string) => (refused: HostError) =>
+  Effect.as(Effect.logWarning(`agent ${id} could not answer a message: ${refused.message}`), {
+    reply: `Sorry, I could not answer that message: ${refused.message}`,
+    stored: false
+  })
 
 export const make = (options: { readonly sendTimeoutSeconds: number }) =>
   Effect.gen(function*() {
@@ -44,6 +52,7 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
     const store = yield* AgentStore
     const running = yield* AgentEntity.RunningAgents
     const client = yield* AgentEntity.Agent.client
+    const sends = ClusterSends.make(client)
     const timeout = `${options.sendTimeoutSeconds} s (PLANCKCLAW_CLUSTER_SEND_TIMEOUT)`
 
     /** The cluster's errors as the host's: the runner or the database is not there now. */
@@ -91,36 +100,10 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
       }
     })
 
-    /**
-     * Sends under the key's retries until one is not an earlier attempt's
-     * failure (see AgentEntity.retryKey): a failure is the answer only to the
-     * attempt that met it, as `serve` keeps no failure under a key, so the
-     * retry its reply asks for gets a turn. Past MAX_RETRIES the last failure
-     * is the answer.
-     */
-    const sendFrom = (id: string, payload: AgentEntity.SendPayload) =>
-      Effect.gen(function*() {
-        for (let retry = 0;; retry++) {
-          const result = yield* Effect.result(client(id).Send({ ...payload, key: AgentEntity.retryKey(payload.key, retry) }))
-          // Replies stored before `request` was kept cannot tell: they answer. A failure or a cancel is no
-          // answer to keep (as in serve): another message after it goes on to the next retry key.
-          const request = Result.isSuccess(result) && !notKept(result.success.reply) ? result.success.request : undefined
-          if (payload.idempotencyKey !== undefined && request !== undefined && request !== IdempotencyStore.requestOf(payload)) {
-            return yield* refuse("key-reused", IdempotencyStore.reusedKey(payload.idempotencyKey), id)
-          }
-          const answered = Result.match(result, {
-            onFailure: (error) => error._tag === "AgentUnavailable" ? error.attempt : payload.attempt,
-            onSuccess: (outcome) => notKept(outcome.reply) ? outcome.attempt : payload.attempt
-          })
-          const earlierFailure = payload.idempotencyKey !== undefined && answered !== payload.attempt
-          if (!earlierFailure || retry === MAX_RETRIES) return yield* Effect.fromResult(result)
-        }
-      })
-
     const sendChecked = (message: HostMessage.HostMessage) => {
       const { id, payload } = prepare(message)
-      return sendFrom(id, { ...payload, attempt: crypto.randomUUID() }).pipe(
-        Effect.map(({ cancelled, reply, stored }) => ({ reply, stored, ...(cancelled === true ? { cancelled } : {}) })),
+      return sends.sendFrom(id, { ...payload, attempt: crypto.randomUUID() }).pipe(
+        Effect.map(replyOf),
         Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
         Effect.catch(clusterError(id))
       )
@@ -143,13 +126,9 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
         )
         const done = yield* Deferred.make<AgentHost.Reply>()
         yield* client(id).Send(payload).pipe(
+          Effect.map(replyOf),
           Effect.catch(clusterError(id)),
-          Effect.catch((refused) =>
-            Effect.as(Effect.logWarning(`agent ${id} could not answer a message: ${refused.message}`), {
-              reply: `Sorry, I could not answer that message: ${refused.message}`,
-              stored: false
-            })
-          ),
+          Effect.catch(unanswered(id)),
           Effect.flatMap((reply) => Deferred.succeed(done, reply)),
           Effect.forkScoped
         )

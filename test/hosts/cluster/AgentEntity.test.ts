@@ -23,6 +23,7 @@ import * as Memory from "../../../src/memory/Memory.js"
 import * as ClusterHost from "../../../src/hosts/cluster/ClusterHost.js"
 import * as AgentHost from "../../../src/hosts/serve/AgentHost.js"
 import * as IdempotencyStore from "../../../src/hosts/serve/IdempotencyStore.js"
+import * as TurnCancels from "../../../src/hosts/serve/TurnCancels.js"
 import { HostError } from "../../../src/hosts/serve/HostError.js"
 import * as Turn from "../../../src/agent/Turn.js"
 
@@ -41,7 +42,8 @@ const setup = (journaled: Map<string, Decided>) => {
           failing.brain--
           return Effect.fail(new BrainError({ reason: "timeout", detail: "the test's outage" }))
         }
-        return Effect.succeed(ScriptedBrain.text(`reply to ${text}`))
+        // A model that writes what it is told to: "say: X" is answered X.
+        return Effect.succeed(ScriptedBrain.text(text.startsWith("say: ") ? text.slice(5) : `reply to ${text}`))
       })
   })
   const store = Layer.succeed(AgentStore, {
@@ -88,7 +90,8 @@ describe("the Agent entity", () => {
         reply: `reply to ${text}`,
         stored: true,
         // Which message each reply answered: a key sent again with another is refused by ClusterHost.
-        request: IdempotencyStore.requestOf({ channel: "http", text })
+        request: IdempotencyStore.requestOf({ channel: "http", text }),
+        cancelled: false
       })))
       expect(kit.history("ann").map((line: { content: string }) => line.content)).toEqual([
         "one", "reply to one", "two", "reply to two", "three", "reply to three"
@@ -136,6 +139,19 @@ describe("the cluster's AgentHost over the Agent entity", () => {
       expect(yield* agents.send("dee", { text: "hello", idempotencyKey: "k-2" })).toEqual({ reply: "reply to hello", stored: true })
       expect(kit.asked).toEqual(["hello", "hello"])
       expect(kit.history("dee")).toEqual([{ role: "user", content: "hello" }, { role: "assistant", content: "reply to hello" }])
+    }).pipe(Effect.provide(withHost(kit)), Effect.scoped)
+  })
+
+  it.live("keeps a model's reply of the cancellation's very words under its key: sent again, it gets that reply, no second turn", () => {
+    const kit = setup(new Map())
+    return Effect.gen(function*() {
+      const agents = yield* AgentHost.AgentHost
+      const message = { text: `say: ${TurnCancels.CANCELLED}`, idempotencyKey: "k-10" }
+      const answer = { reply: TurnCancels.CANCELLED, stored: true }
+      expect(yield* agents.send("ivy", message)).toEqual(answer)
+      expect(yield* agents.send("ivy", message)).toEqual(answer)
+      expect(kit.asked).toEqual([message.text])
+      expect(kit.history("ivy")).toHaveLength(2)
     }).pipe(Effect.provide(withHost(kit)), Effect.scoped)
   })
 
