@@ -5,13 +5,18 @@
  * PLANCKCLAW_CLUSTER_SEND_TIMEOUT (the entity's runner may be dead and its
  * shard not moved yet); past it the caller gets `unavailable` (HTTP 503),
  * and the message, already stored by the cluster, is still answered: a retry
- * with the same Idempotency-Key returns that answer.
+ * with the same Idempotency-Key returns that answer. A streamed send has
+ * that bound only until its message is taken (stored to be answered,
+ * ClusterSends.take, the stream's `accepted`); then it waits for the reply
+ * however long the turn and a failover take, as `serve`'s stream does.
  */
 import * as crypto from "node:crypto"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as MessageStorage from "effect/cluster/MessageStorage"
 import * as Sharding from "effect/cluster/Sharding"
+import * as Stream from "effect/Stream"
 import { SqlError } from "effect/sql/SqlError"
 import { describe } from "../../memory/sql/SqlResilience.js"
 import * as AgentHost from "../serve/AgentHost.js"
@@ -21,6 +26,8 @@ import * as HostMessage from "../serve/HostMessage.js"
 import * as AgentEntity from "./AgentEntity.js"
 import { AgentStore } from "./AgentStore.js"
 import * as ClusterSends from "./ClusterSends.js"
+import * as HeldMessages from "./HeldMessages.js"
+import type { TurnJournal } from "./TurnJournal.js"
 
 /** What the database said, without the engine's wrapping (never the URL: SqlResilience.describe). */
 const databaseProblem = (error: { readonly cause?: unknown }): string =>
@@ -39,7 +46,7 @@ const replyOf = ({ cancelled, reply, stored }: AgentEntity.Outcome): AgentHost.R
   ...(cancelled === true ? { cancelled } : {})
 })
 
-/** A message accepted whose reply could not be awaited here: said in its reply. */
+/** A message taken whose reply could not be awaited here: said in its reply, as its stream has begun. */
 const unanswered = (id: string) => (refused: HostError) =>
   Effect.as(Effect.logWarning(`agent ${id} could not answer a message: ${refused.message}`), {
     reply: `Sorry, I could not answer that message: ${refused.message}`,
@@ -52,7 +59,7 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
     const store = yield* AgentStore
     const running = yield* AgentEntity.RunningAgents
     const client = yield* AgentEntity.Agent.client
-    const sends = ClusterSends.make(client)
+    const sends = ClusterSends.make(client, yield* HeldMessages.make)
     const timeout = `${options.sendTimeoutSeconds} s (PLANCKCLAW_CLUSTER_SEND_TIMEOUT)`
 
     /** The cluster's errors as the host's: the runner or the database is not there now. */
@@ -106,6 +113,29 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
         Effect.map(replyOf),
         Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
         Effect.catch(clusterError(id))
+      )
+    }
+
+    /**
+     * `sendChecked` for the message stream: it succeeds (the stream's
+     * `accepted`) once the message is taken, stored in PostgreSQL to be
+     * answered (ClusterSends.take), or answered already (a kept reply), and
+     * is refused before as `sendChecked` is. The turn's events are not told
+     * across runners: its reply alone follows, awaited without a bound, and
+     * a failure to await it is said in the reply.
+     */
+    const streamChecked = (message: HostMessage.HostMessage) => {
+      const { id, payload: prepared } = prepare(message)
+      const payload = { ...prepared, attempt: crypto.randomUUID() }
+      return sends.take(id, payload).pipe(
+        Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
+        Effect.catch(clusterError(id)),
+        Effect.map((taken) => ({
+          events: Stream.empty,
+          reply: taken._tag === "Answered"
+            ? Effect.succeed(replyOf(taken.outcome))
+            : sends.sendFrom(id, payload, taken.retry).pipe(Effect.map(replyOf), Effect.catch(clusterError(id)), Effect.catch(unanswered(id)))
+        }))
       )
     }
 
@@ -164,6 +194,7 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
     return {
       directory: store.where,
       sendChecked,
+      streamChecked,
       send: (raw, message) => Effect.flatMap(check(raw, message), sendChecked),
       accept,
       list: (page) => store.page(page, (id) => running.has(id)),
@@ -184,5 +215,5 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
 export const layer = (options: { readonly sendTimeoutSeconds: number }): Layer.Layer<
   AgentHost.AgentHost,
   import("effect/Config").ConfigError,
-  AgentStore | AgentEntity.RunningAgents | Sharding.Sharding
+  AgentStore | AgentEntity.RunningAgents | Sharding.Sharding | MessageStorage.MessageStorage | TurnJournal
 > => Layer.effect(AgentHost.AgentHost, make(options))

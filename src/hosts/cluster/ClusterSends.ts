@@ -13,6 +13,7 @@ import { refuse } from "../serve/AgentHost.js"
 import * as IdempotencyStore from "../serve/IdempotencyStore.js"
 import * as TurnCancels from "../serve/TurnCancels.js"
 import * as AgentEntity from "./AgentEntity.js"
+import type { Held } from "./HeldMessages.js"
 
 /** How many times one Idempotency-Key answered with a failure is given a new turn (AgentEntity.retryKey). */
 export const MAX_RETRIES = 20
@@ -29,7 +30,7 @@ export const notKept = (outcome: Pick<AgentEntity.Outcome, "reply" | "stored" | 
 /** The entity's client, as `AgentEntity.Agent.client` makes it. */
 type Client = Effect.Success<typeof AgentEntity.Agent.client>
 
-export const make = (client: Client) => {
+export const make = (client: Client, held: (id: string, key: string) => Effect.Effect<Held, { readonly _tag: string }>) => {
   const sendOne = (id: string, payload: AgentEntity.SendPayload) => client(id).Send(payload)
   type Sent = ReturnType<typeof sendOne>
 
@@ -62,5 +63,27 @@ export const make = (client: Client) => {
       }
     })
 
-  return { sendFrom }
+  /**
+   * Takes `payload` for its turn without waiting for it: under each retry
+   * `sendFrom` would send, the message is sent with `discard`, which returns
+   * once the cluster's storage holds it (or another under its key), and what
+   * the key holds is read. This message waiting there is taken: it will be
+   * answered, whatever becomes of a runner. A reply there, or another
+   * message's turn, is waited for and judged as `sendFrom` judges it: the
+   * answer (a kept reply, a refusal), or the next retry.
+   */
+  const take = (id: string, payload: AgentEntity.SendPayload) =>
+    Effect.gen(function*() {
+      const request = IdempotencyStore.requestOf(payload)
+      for (let retry = 0;; retry++) {
+        const sent = { ...payload, key: AgentEntity.retryKey(payload.key, retry) }
+        yield* client(id).Send(sent, { discard: true })
+        const there = yield* held(id, sent.key)
+        if (there._tag === "Waiting" && there.request === request) return { _tag: "Taken", retry } as const
+        const answer = judged(id, payload, retry, yield* Effect.result(sendOne(id, sent)))
+        if (answer !== undefined) return { _tag: "Answered", outcome: yield* answer } as const
+      }
+    })
+
+  return { sendFrom, take }
 }

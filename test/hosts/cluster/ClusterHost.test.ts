@@ -15,8 +15,10 @@ import { TestClock } from "effect/testing"
 import * as AgentEntity from "../../../src/hosts/cluster/AgentEntity.js"
 import { AgentStore } from "../../../src/hosts/cluster/AgentStore.js"
 import * as ClusterHost from "../../../src/hosts/cluster/ClusterHost.js"
+import { TurnJournal } from "../../../src/hosts/cluster/TurnJournal.js"
 import { AgentHost } from "../../../src/hosts/serve/AgentHost.js"
 import { HostError } from "../../../src/hosts/serve/HostError.js"
+import * as HostMessage from "../../../src/hosts/serve/HostMessage.js"
 import * as Runners from "./Runners.js"
 
 const noStore = Layer.succeed(AgentStore, {
@@ -28,7 +30,12 @@ const noStore = Layer.succeed(AgentStore, {
 })
 
 const host = ClusterHost.layer({ sendTimeoutSeconds: 30 }).pipe(
-  Layer.provide(Layer.mergeAll(noStore, Layer.succeed(AgentEntity.RunningAgents, new Set()), TestRunner.layer)),
+  Layer.provide(Layer.mergeAll(
+    noStore,
+    Layer.succeed(AgentEntity.RunningAgents, new Set()),
+    Layer.succeed(TurnJournal, { lookup: () => Effect.succeedNone, record: () => Effect.void }),
+    TestRunner.layer
+  )),
   Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(Object.fromEntries(new Map([["PLANCKCLAW_MAX_MESSAGE_BYTES", "100"]])), { preserveEmptyStrings: true })))
 )
 
@@ -49,6 +56,19 @@ describe("the cluster's AgentHost", () => {
       expect(error.reason).toBe("unavailable")
       expect(error.message).toContain("did not answer within 30 s (PLANCKCLAW_CLUSTER_SEND_TIMEOUT)")
       expect(error.message).toContain("same Idempotency-Key")
+    }).pipe(Effect.provide(host)))
+
+  it.effect("refuses a streamed message with the same 503 when it cannot be taken within the timeout: no stream begins", () =>
+    Effect.gen(function*() {
+      const agents = yield* AgentHost
+      const message = HostMessage.ofCheckedParts("alice", { text: "hello" }, "k-2")
+      const fiber = yield* Effect.forkChild(agents.streamChecked!(message))
+      yield* TestClock.adjust("29 seconds")
+      expect(fiber.pollUnsafe()).toBeUndefined()
+      yield* TestClock.adjust("2 seconds")
+      const error = yield* Effect.flip(Fiber.join(fiber))
+      expect(error.reason).toBe("unavailable")
+      expect(error.message).toContain("did not answer within 30 s (PLANCKCLAW_CLUSTER_SEND_TIMEOUT)")
     }).pipe(Effect.provide(host)))
 
   it.effect("refuses a bad id, channel, key or size before the cluster sees the message", () =>

@@ -36,7 +36,7 @@ const entityWith = (record: Omit<AgentEntity.Outcome, "attempt" | "request">, ke
 const sentAgain = (record: Omit<AgentEntity.Outcome, "attempt" | "request">) => {
   const keys: Array<string> = []
   return Effect.gen(function*() {
-    const sends = ClusterSends.make(yield* AgentEntity.Agent.client)
+    const sends = ClusterSends.make(yield* AgentEntity.Agent.client, () => Effect.succeed({ _tag: "Other" }))
     const outcome = yield* sends.sendFrom("ann", { text: TEXT, channel: "http", key: AgentEntity.messageKey("k"), idempotencyKey: "k", attempt: "this attempt" })
     return { reply: outcome.reply, keys }
   }).pipe(Effect.provide(entityWith(record, keys)))
