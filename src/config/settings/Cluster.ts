@@ -69,7 +69,7 @@ export const SendTimeout = {
   max: 3600,
   default: 60,
   description: "seconds an HTTP message waits for its agent (maybe failing over) before a 503",
-  details: "The message is kept and still answered."
+  details: "The message is kept and still answered. A streamed message is bounded only until it is taken (its `accepted` event); its reply is then awaited however long the turn takes."
 } as const satisfies NumberSetting
 
 export const Retention = {
