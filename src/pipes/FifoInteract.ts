@@ -5,16 +5,15 @@
  * and a reader of interact_out may come and go: replies wait in the pipe.
  * A line longer than `maxLineBytes` is never buffered whole nor passed on
  * cut short: its sender (the channel at the start of the line) is told it
- * was refused. Part of a line that waits `unterminatedWait` for its newline
- * while the pipe flows is taken as a whole line: its writer closed without
- * one, and the next writer's line must not be glued to it (it could name
- * another channel, whose words would go to the first). What is read goes
+ * was refused. Part of a line whose writer went away without its newline
+ * (nothing more for `unterminatedWait`, or the bridge process exited) is
+ * taken as a whole line, so the next writer's line is not glued to it
+ * (UnterminatedLine). What is read goes
  * at once to the agent's journal (keepOnRead), and what is still unread
  * when that ends, at a stop, is taken out of the pipe for it (UnreadMessages).
  */
 import type * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as FiberSet from "effect/FiberSet"
@@ -35,6 +34,8 @@ import { defaultMaxLineBytes, type Frame, type FrameTooLarge, makeLineFramer } f
 import { decodeInteractLine, encodeEventLine, encodeInteractLine, eventsOptInChannel } from "./InteractLine.js"
 import * as UnreadMessages from "./UnreadMessages.js"
 import * as UnreadReplies from "./UnreadReplies.js"
+import type { FarEndExits } from "./Exchange.js"
+import * as UnterminatedLine from "./UnterminatedLine.js"
 
 /** One pull of the message stream: the next message, or its end (`Cause.Done`) or failure. */
 type MessagePull<E> = Pull.Pull<Arr.NonEmptyReadonlyArray<InboundMessage>, E>
@@ -64,16 +65,16 @@ export interface FifoInteractOptions {
    * channels, and a bridge that never asks, see replies alone.
    */
   readonly eventsOnRequest?: boolean
+  /**
+   * Where to hear that the process writing interact_in exited (an
+   * executable bridge of the run): part of a line it left is ended then,
+   * before the restarted bridge's first line can join it.
+   */
+  readonly farEndExits?: FarEndExits
 }
 
 export { oversizedReply } from "./OversizedLine.js"
-
-/**
- * How long part of a line may wait for the rest while the reader takes
- * what comes: a writer sends a line in one write, or in pieces microseconds
- * apart, so a line still open after this was left without its newline.
- */
-export const unterminatedWait = Duration.seconds(2)
+export { unterminatedWait } from "./UnterminatedLine.js"
 
 /**
  * Messages read ahead of the agent at most (more only within one read): then
@@ -138,6 +139,8 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     // While a refusal is being sent, no later line reaches the agent, so the
     // refusal goes out before any reply to a line that followed it.
     let refusing = 0
+    // While a bridge that exited is drained (UnterminatedLine.writerExited), the reader does not pause.
+    let draining = false
 
     /** What a take gets now: the next line, the end of input, or the break; undefined: it waits. */
     const takeNow = (): MessagePull<InteractError> | undefined => {
@@ -152,7 +155,7 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
       if (paused && reading === "started" && (keep !== undefined || inbox.length < inboxLimit)) {
         paused = false
         valve.resume()
-        watchUnterminated()
+        unterminated.watch()
       }
     }
     const deliver = () => {
@@ -202,48 +205,43 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
       // Kept before anything else runs: a stop or a kill from here on loses none of them.
       if (keeping !== undefined && read !== undefined && read.length > 0) keeping(read)
       countRead(counted)
-      if (keeping === undefined && inbox.length >= inboxLimit) {
+      if (keeping === undefined && inbox.length >= inboxLimit && !draining) {
         paused = true
         valve.pause()
       }
       deliver()
     }
 
-    // Each chunk is a new generation: a line left open is ended only if nothing came for a whole wait.
-    // Not while paused: the rest of the line is then in the pipe, waiting for us.
-    let generation = 0
-    let watching = false
-    const watchUnterminated = () => {
-      if (watching || paused || !framer.holding()) return
-      watching = true
-      const seen = generation
-      background(Effect.sleep(unterminatedWait).pipe(Effect.andThen(Effect.suspend(() => {
-        watching = false
-        if (seen !== generation || paused) {
-          watchUnterminated()
-          return Effect.void
-        }
-        const frames = framer.end()
-        if (frames.length === 0) return Effect.void
-        onFrames(frames)
-        return Effect.logWarning(
-          `a line on interact_in had no newline after ${Duration.format(unterminatedWait)} with nothing more: ` +
-            "taken as a whole line (a writer must end each line with \\n)"
-        )
-      }))))
-    }
-    const onChunk = (chunk: Uint8Array) => {
-      generation++
-      onFrames(framer.push(chunk))
-      if (!watching && framer.holding()) watchUnterminated()
-    }
+    const unterminated = UnterminatedLine.make({
+      pipe: options.paths.interactIn,
+      framer,
+      onFrames,
+      background,
+      paused: () => paused,
+      startDrain: () => {
+        if (reading === "stopped" || broken !== undefined) return false
+        draining = true
+        valve.resume()
+        return true
+      },
+      // Paused again, then opened if the agent reads and has room, as at any delivery.
+      endDrain: () => {
+        draining = false
+        paused = true
+        valve.pause()
+        openValve()
+        return reading !== "stopped" && broken === undefined
+      }
+    })
     const valve = yield* listenReader(options.paths.interactIn, {
-      onChunk,
+      onChunk: unterminated.push,
       onFailure: (error) => {
         broken = new InteractError({ message: error.message, cause: error })
         deliver()
       }
     }, { paused: true })
+
+    if (options.farEndExits !== undefined) yield* options.farEndExits(unterminated.writerExited)
 
     if (handover !== undefined) {
       yield* Handover.inputConsumed(handover).pipe(

@@ -80,7 +80,8 @@ const nearEnds = (
           abandon: farEnds.claws.abandon
         })
       )),
-      Layer.merge(FifoInteract.layer({ paths, ...shared }))
+      // An executable bridge's exit ends the line it left open, before its restart writes (FifoInteract).
+      Layer.merge(FifoInteract.layer({ paths, farEndExits: farEnds.interact.exits, ...shared }))
     )
   }))
 
