@@ -26,7 +26,7 @@ import {
   textDelta
 } from "../ports/Brain.js"
 import type { AbandonRequests } from "./Abandon.js"
-import { askOnceMore, type FarEndExited, type FarEndExits, farEndExited, makeExchange } from "./Exchange.js"
+import { askOnceMore, type AskError, type FarEndExited, type FarEndExits, farEndExited, makeExchange } from "./Exchange.js"
 import { eventText, interimKind } from "./BrainStreamFrame.js"
 import { type FifoError, type FifoPaths } from "./RuntimeDir.js"
 import { makeRequestFrameEncoder, plainBrainAnswer } from "./BrainFrame.js"
@@ -47,8 +47,9 @@ export interface FifoBrainOptions {
    * Whether to ask the bridge for the answer as it is written (the Brain's
    * `stream`): `builtin`, a bridge of this run that streams when asked;
    * `announced`, an executable told it may, once it has said it can (its
-   * hello frame; until then a request is answered whole). Absent: never
-   * asked, as the original's bridges are.
+   * hello frame; until then a request is answered whole), and again after
+   * each restart (`farEndExits`). Absent: never asked, as the original's
+   * bridges are.
    */
   readonly streaming?: "builtin" | "announced"
 }
@@ -84,6 +85,11 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
       ...(options.farEndExits === undefined ? {} : { farEndExits: options.farEndExits }),
       ...(options.abandon === undefined ? {} : { abandon: options.abandon })
     })
+    // A restarted executable is another process, maybe another program: it streams once it says so.
+    // Heard after the exchange's own (registered first), so a hello the dead one left unread counts for nothing.
+    if (options.farEndExits !== undefined && options.streaming === "announced") {
+      yield* options.farEndExits(Effect.sync(() => void (streams = false)))
+    }
     // Each turn resends the same history messages and tool specs: their JSON is kept.
     const encodeRequest = makeRequestFrameEncoder()
     // Made once: a turn's path builds no handler objects or generators of its own.
@@ -126,7 +132,14 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
         }
         const ask = exchange.ask(frame.success, timeout, onEvent)
         // Asked once more of a restarted bridge only if none of its text was shown: none is ever shown twice.
-        const asked = Effect.catchIf(ask, (error) => farEndExited(error) && !told, () => exchange.ask(frame.success, timeout, onEvent))
+        // Whole: it goes out before the restarted bridge can have said it streams.
+        const askWhole = Effect.suspend((): Effect.Effect<string, AskError | BrainError> => {
+          const whole = encodeRequest(request)
+          return Result.isFailure(whole)
+            ? Effect.fail(new BrainError({ reason: "fatal", detail: whole.failure.message }))
+            : exchange.ask(whole.success, timeout, onEvent)
+        })
+        const asked = Effect.catchIf(ask, (error) => farEndExited(error) && !told, () => askWhole)
         const failures = {
           ...exchangeFailures,
           FarEndExited: (error: FarEndExited) =>
