@@ -78,8 +78,11 @@ export const farEndExited = isFarEndExited
  * the wire). A request that timed out (or was interrupted) still owes an
  * answer: before the next request is written, owed answers are awaited (up
  * to that request's timeout, afresh after each one that comes) and
- * discarded, so a late answer is never handed to the wrong request. Answers
- * that nobody asked for are dropped with a warning as they arrive. When the
+ * discarded, so a late answer is never handed to the wrong request. Owed
+ * answers that do not come in that time are assumed lost, and their
+ * requests still unread in the pipe are taken out of it: a bridge that comes
+ * later must not run them and hand their answers to the request then
+ * waiting. Answers that nobody asked for are dropped with a warning as they arrive. When the
  * answer pipe breaks, the request in flight and every later one fail with
  * its error.
  *
@@ -165,6 +168,18 @@ export const makeExchange = (options: {
     let framer = makeBlockFramer(options.maxAnswerBytes)
     const writer = yield* openWriter(options.requestPath)
 
+    /**
+     * Takes out the requests no answer will come for, still queued for the
+     * pipe or unread in it, so that a bridge that reads them later does not
+     * run them as new and answer the request then waiting; how many bytes
+     * of theirs the pipe held.
+     */
+    const dropUnread = (): number => {
+      const dropped = Result.flatMap(writer.dropQueued(), () => takeUnread(options.requestPath))
+      if (Result.isFailure(dropped)) warn(dropped.failure.message)
+      return Result.isSuccess(dropped) ? dropped.success.length : 0
+    }
+
     const farEndLost = () => {
       if (broken !== undefined) return
       // Answers it wrote before it died and still in the pipe are still its answers (our socket
@@ -178,8 +193,7 @@ export const makeExchange = (options: {
       owed = 0
       givenUp = 0
       // What it read will never be answered, and what it left unread must not be answered as new.
-      const dropped = Result.flatMap(writer.dropQueued(), () => takeUnread(options.requestPath))
-      if (Result.isFailure(dropped)) warn(dropped.failure.message)
+      dropUnread()
       warn(`the bridge on ${where} exited owing ${lost} answer(s); its unanswered request(s) are dropped`)
       answer(Exit.fail(new FarEndExited({ message: `the bridge on ${where} exited before it answered` })))
       // A request waiting for the owed answers goes out at once.
@@ -215,7 +229,12 @@ export const makeExchange = (options: {
         return Effect.flatMap(waited, (woken) => {
           // Woken by an answer that came or a far end that died: wait for the rest, afresh.
           if (woken) return settle(timeout)
-          if (owed > 0) warn(`no answer on ${where} to ${owed} request(s) that timed out; assuming they were dropped`)
+          if (owed > 0) {
+            // Those still in the pipe were read by no one (a bridge gone, the next not come yet).
+            const unread = dropUnread()
+            const alsoUnread = unread > 0 ? `; the ${unread} byte(s) of them still unread in ${options.requestPath} are dropped too` : ""
+            warn(`no answer on ${where} to ${owed} request(s) that timed out; assuming they were dropped${alsoUnread}`)
+          }
           owed = 0
           givenUp = 0
           return Effect.void
