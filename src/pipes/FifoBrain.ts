@@ -113,6 +113,13 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
       // A bridge that crashed with the request is restarted: the request goes once more, to the new one.
       return Effect.flatMap(Effect.catchTags(askOnceMore(exchange, frame.success, timeout), exchangeFailures), readAnswer)
     }
+    // A streamed request asked once more of a restarted bridge goes whole: it is written before that one can have said it streams.
+    const askWhole = (request: MessagesRequest): Effect.Effect<string, AskError | BrainError> => {
+      const whole = encodeRequest(request)
+      return Result.isFailure(whole)
+        ? Effect.fail(new BrainError({ reason: "fatal", detail: whole.failure.message }))
+        : exchange.ask(whole.success, timeout)
+    }
     const stream = (request: MessagesRequest): Stream.Stream<BrainEvent, BrainError> =>
       Stream.callback<BrainEvent, BrainError>((queue) => {
         if (!streams) {
@@ -132,14 +139,7 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
         }
         const ask = exchange.ask(frame.success, timeout, onEvent)
         // Asked once more of a restarted bridge only if none of its text was shown: none is ever shown twice.
-        // Whole: it goes out before the restarted bridge can have said it streams.
-        const askWhole = Effect.suspend((): Effect.Effect<string, AskError | BrainError> => {
-          const whole = encodeRequest(request)
-          return Result.isFailure(whole)
-            ? Effect.fail(new BrainError({ reason: "fatal", detail: whole.failure.message }))
-            : exchange.ask(whole.success, timeout, onEvent)
-        })
-        const asked = Effect.catchIf(ask, (error) => farEndExited(error) && !told, () => askWhole)
+        const asked = Effect.catchIf(ask, (error) => farEndExited(error) && !told, () => askWhole(request))
         const failures = {
           ...exchangeFailures,
           FarEndExited: (error: FarEndExited) =>
