@@ -117,51 +117,48 @@ export const make = (options: { readonly sendTimeoutSeconds: number }) =>
     }
 
     /**
-     * `sendChecked` for the message stream: it succeeds (the stream's
-     * `accepted`) once the message is taken, stored in PostgreSQL to be
-     * answered (ClusterSends.take), or answered already (a kept reply), and
-     * is refused before as `sendChecked` is. The turn's events are not told
-     * across runners: its reply alone follows, awaited without a bound, and
-     * a failure to await it is said in the reply.
+     * The message taken, stored in PostgreSQL to be answered
+     * (ClusterSends.take), or answered already (a kept reply), refused before
+     * as `sendChecked` is (a reused key, the send timeout); then the wait for
+     * its reply, without a bound (the turn and a failover may take long), a
+     * failure to await it said in the reply.
      */
-    const streamChecked = (message: HostMessage.HostMessage) => {
+    const taken = (message: HostMessage.HostMessage) => {
       const { id, payload: prepared } = prepare(message)
       const payload = { ...prepared, attempt: crypto.randomUUID() }
       return sends.take(id, payload).pipe(
         Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
         Effect.catch(clusterError(id)),
-        Effect.map((taken) => ({
-          events: Stream.empty,
-          reply: taken._tag === "Answered"
-            ? Effect.succeed(replyOf(taken.outcome))
-            : sends.sendFrom(id, payload, taken.retry).pipe(Effect.map(replyOf), Effect.catch(clusterError(id)), Effect.catch(unanswered(id)))
-        }))
+        Effect.map((took) =>
+          took._tag === "Answered"
+            ? Effect.succeed(replyOf(took.outcome))
+            : sends.sendFrom(id, payload, took.retry).pipe(Effect.map(replyOf), Effect.catch(clusterError(id)), Effect.catch(unanswered(id)))
+        )
       )
     }
 
     /**
-     * Accepting is the cluster storing the message: sent with `discard`, it
-     * returns once PostgreSQL holds it, so a caller's next message is stored
-     * after it. The reply is awaited in the background by sending the same
-     * message again under its key, which the cluster answers with the first
-     * one's reply wherever the entity runs, so the caller meanwhile hands
-     * over messages for other agents (the Discord routes).
+     * `sendChecked` for the message stream: it succeeds (the stream's
+     * `accepted`) once the message is `taken`. The turn's events are not
+     * told across runners: its reply alone follows.
+     */
+    const streamChecked = (message: HostMessage.HostMessage) =>
+      Effect.map(taken(message), (reply) => ({ events: Stream.empty, reply }))
+
+    /**
+     * Accepting is the cluster storing the message (`taken`): it returns once
+     * PostgreSQL holds it, so a caller's next message is stored after it. Its
+     * key is answered as `sendChecked` answers it: a message handed over
+     * again after a failure (a takeover, a redelivery) gets a turn under the
+     * key's next retry, and a key holding another message is refused. The
+     * reply is awaited in the background, wherever the entity runs, so the
+     * caller meanwhile hands over messages for other agents (the Discord routes).
      */
     const accept = (raw: string, message: AgentHost.SendOptions) =>
       Effect.gen(function*() {
-        const { id, payload } = prepare(yield* check(raw, message))
-        yield* client(id).Send(payload, { discard: true }).pipe(
-          Effect.timeout(`${options.sendTimeoutSeconds} seconds`),
-          Effect.catch(clusterError(id))
-        )
+        const reply = yield* taken(yield* check(raw, message))
         const done = yield* Deferred.make<AgentHost.Reply>()
-        yield* client(id).Send(payload).pipe(
-          Effect.map(replyOf),
-          Effect.catch(clusterError(id)),
-          Effect.catch(unanswered(id)),
-          Effect.flatMap((reply) => Deferred.succeed(done, reply)),
-          Effect.forkScoped
-        )
+        yield* reply.pipe(Effect.flatMap((answer) => Deferred.succeed(done, answer)), Effect.forkScoped)
         return done
       })
 
