@@ -11,46 +11,15 @@
  */
 import * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect } from "effect"
-import { BrainError, type BrainService } from "../../../src/ports/Brain.js"
-import * as ScriptedBrain from "../../../src/brain/ScriptedBrain.js"
+import { Deferred, Effect, type Layer } from "effect"
 import * as Turn from "../../../src/agent/Turn.js"
 import { AgentHost, awaitReply } from "../../../src/hosts/serve/AgentHost.js"
 import { usePostgres } from "../../support/Postgres.js"
 import { eventually, within } from "../../support/Sandbox.js"
-import { freshDatabase, migrated } from "../../memory/sql/SqlKit.js"
-import { host } from "./EntityOverPostgres.js"
+import type { host } from "./EntityOverPostgres.js"
+import { type HeldKit, stored, withHeldHost } from "./HeldHost.js"
 
 const server = usePostgres()
-
-/** Answers `reply to TEXT`; a text starting "hold" once `gate` opens; fails the next `failing.count` calls. */
-const testBrain = (gate: Deferred.Deferred<void>) => {
-  const asked: Array<string> = []
-  const failing = { count: 0 }
-  const brain: BrainService = {
-    complete: (request) =>
-      Effect.suspend(() => {
-        const last = request.messages[request.messages.length - 1]!
-        const text = typeof last.content === "string" ? last.content : ""
-        asked.push(text)
-        if (failing.count > 0) {
-          failing.count--
-          return Effect.fail(new BrainError({ reason: "timeout", detail: "the test's outage" }))
-        }
-        const answer = Effect.succeed(ScriptedBrain.text(`reply to ${text}`))
-        return text.startsWith("hold") ? Effect.andThen(Deferred.await(gate), answer) : answer
-      })
-  }
-  return { brain, asked, failing }
-}
-
-/** The cluster's message rows under agent `id`'s keys: key and whether answered. */
-const stored = (sql: SqlClient.SqlClient, id: string) =>
-  Effect.map(
-    sql<{ message_id: string; processed: boolean }>`SELECT message_id, processed FROM cluster_messages
-      WHERE entity_id = ${id} AND kind = 0 ORDER BY id`,
-    (rows) => rows.map((row) => ({ key: row.message_id.slice(`Agent/${id}/Send/`.length), answered: row.processed }))
-  )
 
 /** A Discord message as the routes hand it over: its text, its channel, its Discord id as key. */
 const discord = (text: string, key: string) => ({ text, channel: "300000000000000010", idempotencyKey: key })
@@ -59,23 +28,8 @@ const discord = (text: string, key: string) => ({ text, channel: "30000000000000
 const acceptAndAwait = (id: string, message: ReturnType<typeof discord>) =>
   Effect.scoped(Effect.flatMap(AgentHost, (agents) => Effect.flatMap(agents.accept(id, message), awaitReply)))
 
-const withHost = (
-  test: (kit: ReturnType<typeof testBrain> & { readonly gate: Deferred.Deferred<void>; readonly sql: SqlClient.SqlClient }) => Effect.Effect<
-    void,
-    unknown,
-    AgentHost | SqlClient.SqlClient
-  >
-) =>
-  Effect.gen(function*() {
-    const url = yield* Effect.flatMap(server, freshDatabase)
-    yield* Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const gate = yield* Deferred.make<void>()
-      const kit = testBrain(gate)
-      yield* Effect.addFinalizer(() => Deferred.succeed(gate, undefined))
-      yield* test({ ...kit, gate, sql }).pipe(Effect.provide(host(sql, kit.brain, { messages: "postgres" })))
-    }).pipe(Effect.provide(migrated(url)), Effect.scoped)
-  })
+const withHost = <A, E>(test: (kit: HeldKit) => Effect.Effect<A, E, Layer.Success<ReturnType<typeof host>> | SqlClient.SqlClient>) =>
+  withHeldHost(server, test)
 
 describe("a Discord message accepted by a cluster agent", () => {
   it.live("handed over again after its first answer was a failure, gets a turn under the key's next retry", () =>

@@ -10,8 +10,6 @@
 import * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, type Layer } from "effect"
-import { BrainError, type BrainService } from "../../../src/ports/Brain.js"
-import * as ScriptedBrain from "../../../src/brain/ScriptedBrain.js"
 import * as Turn from "../../../src/agent/Turn.js"
 import * as AgentEntity from "../../../src/hosts/cluster/AgentEntity.js"
 import * as ClusterSends from "../../../src/hosts/cluster/ClusterSends.js"
@@ -22,60 +20,15 @@ import * as HostMessage from "../../../src/hosts/serve/HostMessage.js"
 import * as IdempotencyStore from "../../../src/hosts/serve/IdempotencyStore.js"
 import { usePostgres } from "../../support/Postgres.js"
 import { eventually, within } from "../../support/Sandbox.js"
-import { freshDatabase, migrated } from "../../memory/sql/SqlKit.js"
-import { host } from "./EntityOverPostgres.js"
+import type { host } from "./EntityOverPostgres.js"
+import { type HeldKit, stored, withHeldHost } from "./HeldHost.js"
 
 const server = usePostgres()
 
-/** Answers `reply to TEXT`; a text starting "hold" once `gate` opens; fails the next `failing.count` calls. */
-const heldBrain = (gate: Deferred.Deferred<void>) => {
-  const asked: Array<string> = []
-  const failing = { count: 0 }
-  const brain: BrainService = {
-    complete: (request) =>
-      Effect.suspend(() => {
-        const last = request.messages[request.messages.length - 1]!
-        const text = typeof last.content === "string" ? last.content : ""
-        asked.push(text)
-        if (failing.count > 0) {
-          failing.count--
-          return Effect.fail(new BrainError({ reason: "timeout", detail: "the test's outage" }))
-        }
-        const answer = Effect.succeed(ScriptedBrain.text(`reply to ${text}`))
-        return text.startsWith("hold") ? Effect.andThen(Deferred.await(gate), answer) : answer
-      })
-  }
-  return { brain, asked, failing }
-}
-
-/** The cluster's message rows under agent `id`'s keys: key and whether answered. */
-const stored = (sql: SqlClient.SqlClient, id: string) =>
-  Effect.map(
-    sql<{ message_id: string; processed: boolean }>`SELECT message_id, processed FROM cluster_messages
-      WHERE entity_id = ${id} AND kind = 0 ORDER BY id`,
-    (rows) => rows.map((row) => ({ key: row.message_id.slice(`Agent/${id}/Send/`.length), answered: row.processed }))
-  )
-
 const message = (id: string, text: string, key: string) => HostMessage.ofCheckedParts(id, { text }, key)
 
-/** Runs `test` with the host over a fresh database, its brain held at a gate opened when the test ends. */
-const withHost = <A, E>(
-  test: (kit: ReturnType<typeof heldBrain> & { readonly gate: Deferred.Deferred<void>; readonly sql: SqlClient.SqlClient }) => Effect.Effect<
-    A,
-    E,
-    Layer.Success<ReturnType<typeof host>> | SqlClient.SqlClient
-  >
-) =>
-  Effect.gen(function*() {
-    const url = yield* Effect.flatMap(server, freshDatabase)
-    yield* Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const gate = yield* Deferred.make<void>()
-      const kit = heldBrain(gate)
-      yield* Effect.addFinalizer(() => Deferred.succeed(gate, undefined))
-      yield* test({ ...kit, gate, sql }).pipe(Effect.provide(host(sql, kit.brain, { messages: "postgres" })))
-    }).pipe(Effect.provide(migrated(url)), Effect.scoped)
-  })
+const withHost = <A, E>(test: (kit: HeldKit) => Effect.Effect<A, E, Layer.Success<ReturnType<typeof host>> | SqlClient.SqlClient>) =>
+  withHeldHost(server, test)
 
 describe("a streamed message to a cluster agent", () => {
   it.live("is taken once stored, while its turn is held in the brain; its reply follows", () =>
