@@ -11,6 +11,7 @@ import { Effect, Result } from "effect"
 import * as FileLock from "../../src/memory/FileLock.js"
 import { patchFs } from "../support/PatchedFs.js"
 import { tempDir } from "../support/Sandbox.js"
+import { otherTakesOverAfterFirstRead } from "../pipes/TakeoverKit.js"
 
 /** The pid of a process that has exited: a lock naming it is stale. */
 const deadPid = Effect.callback<number>((resume) => {
@@ -64,13 +65,33 @@ describe("taking over a stale lock", () => {
       expect([fs.readlinkSync(lock), fs.readlinkSync(`${lock}.takeover`)]).toEqual([expect.any(String), String(other.pid)])
     }))
 
+  it.effect("of two processes that both found a killed taker's guard stale, the one that replaced it first keeps it", () =>
+    Effect.gen(function*() {
+      const lock = yield* lockIn
+      const guard = `${lock}.takeover`
+      fs.writeFileSync(lock, `${yield* deadPid}\n`)
+      fs.writeFileSync(guard, `${yield* deadPid}\n`)
+      const other = yield* otherProcess
+      // Right after this process read the dead taker in the guard, the other
+      // (which found it dead too) replaces it with its own and is inside.
+      const race = yield* otherTakesOverAfterFirstRead(guard, other.pid!)
+      const taken = FileLock.tryTakeSync(lock)
+      expect(race).toEqual({ raced: true, otherHolds: true })
+      expect(Result.isFailure(taken) && taken.failure._tag === "LockHeld" && Number.isNaN(taken.failure.ownerPid)).toBe(true)
+      expect(fs.readFileSync(guard, "utf8")).toBe(`${other.pid}\n`)
+      expect(fs.existsSync(lock)).toBe(true)
+    }))
+
   it.effect("a takeover cut short by a kill (its guard left behind) does not keep the lock from being taken", () =>
     Effect.gen(function*() {
       const lock = yield* lockIn
       fs.writeFileSync(lock, `${yield* deadPid}\n`)
       fs.writeFileSync(`${lock}.takeover`, `${yield* deadPid}\n`)
+      // And one killed while removing that guard (under its own guard), on a full disk.
+      fs.symlinkSync(String(yield* deadPid), `${lock}.takeover.takeover`)
       const taken = FileLock.tryTakeSync(lock)
       expect(Result.isSuccess(taken)).toBe(true)
+      expect(fs.readdirSync(path.dirname(lock))).toEqual([path.basename(lock)])
       expect(fs.readFileSync(lock, "utf8").trim()).toBe(String(process.pid))
       expect(fs.existsSync(`${lock}.takeover`)).toBe(false)
       FileLock.releaseSync(lock)

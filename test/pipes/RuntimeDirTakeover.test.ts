@@ -56,16 +56,38 @@ describe("a dead run's pid file", () => {
       expect([fs.readFileSync(guard, "utf8"), fs.existsSync(pidFile)]).toEqual([`${other}\n`, true])
     }))
 
-  it.effect("a takeover cut short by a kill (its guard left behind) keeps nobody out", () =>
+  it.effect("a takeover cut short by a kill (its guard, and the guard of that guard, left behind) keeps nobody out", () =>
     Effect.gen(function*() {
       const { guard, pidFile, runDir } = yield* runDirWith(`${yield* deadPid}\n`)
       fs.writeFileSync(guard, `${yield* deadPid}\n`)
+      // And a start killed while removing that guard (under its own guard).
+      fs.writeFileSync(`${guard}.takeover`, `${yield* deadPid}\n`)
       yield* Effect.scoped(Effect.gen(function*() {
         yield* makeRuntimeDir(runDir)
         expect(fs.readFileSync(pidFile, "utf8")).toBe(`${process.pid}\n`)
         expect(fs.existsSync(guard)).toBe(false)
       }))
       expect(fs.readdirSync(runDir)).toEqual([])
+    }))
+
+  it.effect("of two starts that both found a killed start's guard stale, the one that replaced it first keeps it", () =>
+    Effect.gen(function*() {
+      const { guard, runDir } = yield* runDirWith(`${yield* deadPid}\n`)
+      fs.writeFileSync(guard, `${yield* deadPid}\n`)
+      const other = yield* otherProcess
+      // Right after this start read the dead taker in the guard, the other
+      // start (which found it dead too) replaces it with its own and is inside.
+      const race = yield* otherTakesOverAfterFirstRead(guard, other)
+      const start = yield* Effect.forkChild(Effect.flip(Effect.scoped(makeRuntimeDir(runDir))))
+      yield* awaitPendingSleep(20)
+      yield* TestClock.adjust("2 seconds")
+      const refused = yield* Fiber.join(start)
+      expect(race).toEqual({ raced: true, otherHolds: true })
+      expect(refused.reason).toBe("in-use")
+      expect(refused.pid).toBe(other)
+      // The other's guard, and the pid file it is replacing, are untouched.
+      expect(fs.readFileSync(guard, "utf8")).toBe(`${other}\n`)
+      expect(fs.readdirSync(runDir).sort()).toEqual([pidFileName, `${pidFileName}.takeover`])
     }))
 
   it.effect("a guard left empty by a start killed while writing it holds a start back for a second, no longer", () =>

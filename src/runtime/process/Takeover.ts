@@ -6,8 +6,10 @@
  * removing the file the earlier had just made, and both would hold it.
  * Whoever judges and removes a stale file holds `<file>.takeover` (made
  * like the file itself) meanwhile, and judges the file again under it. A
- * guard left by a killed taker is judged as a claim: stale once its pid is
- * dead, or once it is empty and older than a second.
+ * guard left by a killed taker is judged as a claim (stale once its pid is
+ * dead, or once it is empty and older than a second) and removed the same
+ * way, under its own guard `<file>.takeover.takeover`: two takers that both
+ * found it stale would otherwise race just as over the file.
  */
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
@@ -82,8 +84,20 @@ export type Entry =
   | { readonly _tag: "Cleared"; readonly guard: string }
   | { readonly _tag: "Failed"; readonly guard: string; readonly failure: CreateFailed }
 
-/** One attempt at the guard of `file`. `now`: the present in ms since the epoch (Effect's Clock where there is one). */
-export const enterSync = (file: string, now?: number): Entry => {
+/**
+ * How many guards of guards deep a stale one is still removed: each level
+ * is left only by a taker killed inside the one below, so a few suffice.
+ */
+const MAX_DEPTH = 4
+
+/** Whether `guard` is held by a live taker (or being written by one): its pid, when it names one. */
+const heldNow = (guard: string, now: number | undefined): { readonly held: boolean; readonly takerPid: number | undefined } => {
+  const taker = readPidFileSync(guard)
+  const live = taker === process.pid ? entered.has(nodePath.resolve(guard)) : taker !== undefined && heldBy(taker, guard)
+  return { held: live || (taker === undefined && beingWritten(guard, now)), takerPid: taker }
+}
+
+const enterAt = (file: string, now: number | undefined, depth: number): Entry => {
   const guard = guardOf(file)
   const created = createPidFileSync(guard)
   if (Result.isSuccess(created)) {
@@ -91,12 +105,41 @@ export const enterSync = (file: string, now?: number): Entry => {
     return { _tag: "Entered", guard }
   }
   if (created.failure !== "exists") return { _tag: "Failed", guard, failure: created.failure }
-  const taker = readPidFileSync(guard)
-  const live = taker === process.pid ? entered.has(nodePath.resolve(guard)) : taker !== undefined && heldBy(taker, guard)
-  if (live || (taker === undefined && beingWritten(guard, now))) return { _tag: "Busy", guard, takerPid: taker }
-  Result.try(() => fs.unlinkSync(guard))
-  return { _tag: "Cleared", guard }
+  const { held, takerPid } = heldNow(guard, now)
+  if (held) return { _tag: "Busy", guard, takerPid }
+  return removeStaleGuard(guard, now, depth + 1)
 }
+
+/**
+ * Removes the stale `guard` under its own guard, where it is judged again:
+ * another taker that found it stale too may have removed it and made its
+ * own meanwhile, which must stay.
+ */
+const removeStaleGuard = (guard: string, now: number | undefined, depth: number): Entry => {
+  if (depth > MAX_DEPTH) {
+    const message = `takeover guards left by killed takers are nested ${MAX_DEPTH} deep; remove ${guard} and its .takeover files`
+    return { _tag: "Failed", guard, failure: { code: undefined, message } }
+  }
+  let outer = enterAt(guard, now, depth)
+  for (let cleared = 0; outer._tag === "Cleared" && cleared < 3; cleared++) outer = enterAt(guard, now, depth)
+  switch (outer._tag) {
+    case "Failed":
+      return outer
+    case "Busy":
+    case "Cleared":
+      // Another taker is removing it now.
+      return { _tag: "Busy", guard, takerPid: outer._tag === "Busy" ? outer.takerPid : undefined }
+    case "Entered": {
+      const { held, takerPid } = heldNow(guard, now)
+      if (!held) Result.try(() => fs.unlinkSync(guard))
+      leaveSync(outer.guard)
+      return held ? { _tag: "Busy", guard, takerPid } : { _tag: "Cleared", guard }
+    }
+  }
+}
+
+/** One attempt at the guard of `file`. `now`: the present in ms since the epoch (Effect's Clock where there is one). */
+export const enterSync = (file: string, now?: number): Entry => enterAt(file, now, 0)
 
 /** Gives the guard up (after judging, and replacing, the file). */
 export const leaveSync = (guard: string): void => {
