@@ -97,4 +97,17 @@ describe("taking over a stale lock", () => {
       FileLock.releaseSync(lock)
       expect(fs.existsSync(lock)).toBe(false)
     }))
+
+  it.effect("takeover guards nested deeper than any run of kills could leave them are refused, named", () =>
+    Effect.gen(function*() {
+      const lock = yield* lockIn
+      fs.writeFileSync(lock, `${yield* deadPid}\n`)
+      const dead = yield* deadPid
+      for (let level = 1; level <= 5; level++) fs.writeFileSync(lock + ".takeover".repeat(level), `${dead}\n`)
+      const taken = FileLock.tryTakeSync(lock)
+      const deepest = lock + ".takeover".repeat(5)
+      expect(Result.isFailure(taken) && taken.failure._tag === "LockFailed" && taken.failure.message).toBe(
+        `takeover guards left by killed takers are nested more than 4 deep; remove ${deepest} and its .takeover files`
+      )
+    }))
 })

@@ -117,7 +117,7 @@ const enterAt = (file: string, now: number | undefined, depth: number): Entry =>
  */
 const removeStaleGuard = (guard: string, now: number | undefined, depth: number): Entry => {
   if (depth > MAX_DEPTH) {
-    const message = `takeover guards left by killed takers are nested ${MAX_DEPTH} deep; remove ${guard} and its .takeover files`
+    const message = `takeover guards left by killed takers are nested more than ${MAX_DEPTH} deep; remove ${guard} and its .takeover files`
     return { _tag: "Failed", guard, failure: { code: undefined, message } }
   }
   let outer = enterAt(guard, now, depth)
