@@ -39,7 +39,7 @@ export const DirectMessages = {
 export const ApiUrl = {
   key: "DISCORD_API_URL",
   kind: "text",
-  accepts: "http(s) URL",
+  accepts: "http(s) URL, no credentials or query",
   default: "https://discord.com/api",
   description: "REST base; the gateway URL is learned from it"
 } as const satisfies TextSetting

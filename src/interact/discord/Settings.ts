@@ -87,10 +87,15 @@ const parseCatchUp = (raw: string): Result.Result<CatchUpBounds, string> => {
 
 const parseApiUrl = (raw: string): Result.Result<string, string> => {
   const url = raw.trim() === "" ? ApiUrl.default : raw.trim()
+  const parsed = /^https?:\/\/\S+$/.test(url) && URL.canParse(url) ? new URL(url) : undefined
+  // A value that may hold a password is not repeated in the refusal.
+  if (parsed === undefined) return Result.fail(url.includes("@") ? "not an http(s) URL" : `"${raw}" is not an http(s) URL`)
+  // Credentials or a query would be sent to Discord and shown by `doctor` and the logs: the token has its own setting.
+  if (parsed.username !== "" || parsed.password !== "" || parsed.search !== "" || parsed.hash !== "") {
+    return Result.fail("expected an http(s) URL without user:password@, query or fragment (the bot token is DISCORD_BOT_TOKEN)")
+  }
   // discord.js adds the version itself, so one given here is dropped.
-  return /^https?:\/\/\S+$/.test(url)
-    ? Result.succeed(url.replace(/\/+$/, "").replace(/\/v\d+$/, ""))
-    : Result.fail(`"${raw}" is not an http(s) URL`)
+  return Result.succeed(url.replace(/\/+$/, "").replace(/\/v\d+$/, ""))
 }
 
 /**

@@ -548,6 +548,16 @@ describe("Discord bridge: configuration", () => {
       expect(message).toContain("configuration error: DISCORD_CHANNEL_ID: \"general\" is not a Discord id")
     }))
 
+  it.effect("refuses a DISCORD_API_URL holding credentials or a query, without repeating it", () =>
+    Effect.gen(function*() {
+      for (const url of ["https://bot:Hunter2Secret@discord.example/api", "https://discord.example/api?token=Hunter2Secret", "bot:Hunter2Secret@discord"]) {
+        const config = yield* load({ DISCORD_CHANNEL_ID: channelA, DISCORD_API_URL: url })
+        const message = Result.isFailure(config) ? ConfigErrors.describe(config.failure) : ""
+        expect(message, url).toContain("DISCORD_API_URL")
+        expect(message, url).not.toContain("Hunter2Secret")
+      }
+    }))
+
   it.effect("builds the Interact layer from configuration", () =>
     Effect.gen(function*() {
       const fake = yield* startFake()
