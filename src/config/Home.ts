@@ -20,6 +20,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as Result from "effect/Result"
 import * as Settings from "./settings/All.js"
 import { RunDir } from "./settings/Agent.js"
 import { BrainChoice } from "./settings/Brain.js"
@@ -47,20 +48,24 @@ export const homeParts = ["memory", "claws", "agents"] as const
 
 const isDirectory = (file: string): boolean => fs.statSync(file, { throwIfNoEntry: false })?.isDirectory() === true
 
-/** Whether `dir` is a PlanckClaw home: its config.env beside a memory/, claws/ or agents/ directory. */
+/** Anything at `file`, even a link to nothing; false when it cannot even be looked at. */
+const present = (file: string): boolean =>
+  Result.getOrElse(Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false }) !== undefined), () => false)
+
+/**
+ * Whether `dir` is a PlanckClaw home: its config.env beside a memory/, claws/
+ * or agents/ directory. A config.env that is a link to nothing counts: the
+ * user meant this home, and reading it then says what is wrong.
+ */
 export const isHome = (dir: string): boolean =>
-  fs.existsSync(path.join(dir, "config.env")) && homeParts.some((part) => isDirectory(path.join(dir, part)))
+  present(path.join(dir, "config.env")) && homeParts.some((part) => isDirectory(path.join(dir, part)))
 
 // A line that sets one of our keys (`export` optional): the file was meant for planckclaw.
 const ourKey = /^[ \t]*(?:export[ \t]+)?(?:PLANCKCLAW_|ANTHROPIC_|OPENAI_|DISCORD_|HISTORY_|CLAWS_DIR\b)/m
 
-const setsOurKeys = (file: string): boolean => {
-  try {
-    return ourKey.test(fs.readFileSync(file, "utf8"))
-  } catch {
-    return false
-  }
-}
+// Unreadable (absent, a directory, a link to nothing): it sets nothing.
+const setsOurKeys = (file: string): boolean =>
+  Result.getOrElse(Result.try(() => ourKey.test(fs.readFileSync(file, "utf8"))), () => false)
 
 /** `~/.planckclaw`: the home of a user who names none. */
 export const defaultHomeDir = (): string => path.join(os.homedir(), ".planckclaw")
@@ -83,13 +88,7 @@ export const configFile = (home: Home): string => path.join(home.dir, "config.en
 export const originalRunDir = "/tmp/planckclaw"
 
 /** `dir` with its symbolic links resolved when it exists, so one home has one name. */
-const canonical = (dir: string): string => {
-  try {
-    return fs.realpathSync(dir)
-  } catch {
-    return path.resolve(dir)
-  }
-}
+const canonical = (dir: string): string => Result.getOrElse(Result.try(() => fs.realpathSync(dir)), () => path.resolve(dir))
 
 /** FNV-1a of `text`, base 36: a short, stable tag (a start loads no node:crypto for it). */
 const shortHash = (text: string): string => {

@@ -72,6 +72,19 @@ describe("which folder is the home (built command)", () => {
       expect(fs.existsSync(path.join(w.defaultHome, "memory"))).toBe(false)
     }))
 
+  it.live("a home whose config.env is a link to nothing is still that home: the start refuses it, naming it, and never falls back to the default", () =>
+    Effect.gen(function*() {
+      const server = yield* AnthropicServer.make(AnthropicServer.echo)
+      const w = yield* world(server.url)
+      fs.mkdirSync(path.join(w.folder, "memory"))
+      fs.symlinkSync(path.join(w.root, "moved-away.env"), path.join(w.folder, "config.env"))
+      const result = yield* Cli.run(["run"], { cwd: w.folder, env: w.env, input: "hello\n" })
+      expect(result.code).not.toBe(0)
+      expect(result.stderr).toContain(path.join(w.folder, "config.env"))
+      expect(fs.existsSync(path.join(w.defaultHome, "memory"))).toBe(false)
+      expect((yield* server.requests).length).toBe(0)
+    }))
+
   it.live("a start says which home is in use and why, and where its pipes are: a debug line when piped", () =>
     Effect.gen(function*() {
       const server = yield* AnthropicServer.make(AnthropicServer.echo)
