@@ -12,12 +12,11 @@ import * as SqlClient from "effect/sql/SqlClient"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import { afterAll, beforeAll } from "vitest"
 import * as AnthropicServer from "../../support/AnthropicServer.js"
-import * as Cli from "../../support/Cli.js"
 import * as LoopbackHttp from "../../support/LoopbackHttp.js"
 import type { PostgresServer } from "../../support/Postgres.js"
 import { sandbox } from "../../support/Sandbox.js"
 import { startServe } from "../../support/ServeKit.js"
-import { onFreeRunnerPort, placement, SHARDS, shardsSpread, spawnListening } from "./Runners.js"
+import { builtRunner, placement, shardsSpread } from "./Runners.js"
 
 export const HOST_SOUL = "You are the host's soul, for these tests."
 
@@ -106,19 +105,7 @@ export const useBothHosts = (postgres: Effect.Effect<PostgresServer>) => {
       const clusterBrain = yield* AnthropicServer.make(brain())
       const clusterBox = yield* sandbox({ ANTHROPIC_API_KEY: "test-key-not-secret", ANTHROPIC_BASE_URL: clusterBrain.url, HISTORY_KEEP: "2" }, "planckclaw-both-")
       clusterBox.writeMemory("soul.md", HOST_SOUL)
-      const runner = Effect.acquireRelease(
-        Effect.promise(() =>
-          onFreeRunnerPort((runnerPort) =>
-            spawnListening([Cli.BIN, "serve", "--cluster", "--http", "127.0.0.1:0"], clusterBox.envWith({
-              PLANCKCLAW_DATABASE_URL: server.url,
-              PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`,
-              PLANCKCLAW_CLUSTER_LOCK_EXPIRATION: "6",
-              PLANCKCLAW_CLUSTER_POLL: "0.2",
-              PLANCKCLAW_CLUSTER_SHARDS: String(SHARDS)
-            })).then((listening) => ({ ...listening, runnerPort })))
-        ),
-        (started) => Effect.promise(() => started.kill("SIGKILL"))
-      )
+      const runner = builtRunner(clusterBox.envWith, server.url)
       const a = yield* runner
       const b = yield* runner
       yield* shardsSpread(server.url, 2)

@@ -13,11 +13,10 @@ import * as SqlClient from "effect/sql/SqlClient"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as AnthropicServer from "../../support/AnthropicServer.js"
-import * as Cli from "../../support/Cli.js"
 import { usePostgres } from "../../support/Postgres.js"
 import { sandbox, within } from "../../support/Sandbox.js"
 import { brain, call, HOST_SOUL } from "./BothHosts.js"
-import { type Listening, onFreeRunnerPort, placement, SHARDS, shardsSpread, spawnListening } from "./Runners.js"
+import { builtRunner, type Listening, placement, shardsSpread } from "./Runners.js"
 
 const postgres = usePostgres({ database: "cluster_accepted" })
 
@@ -39,19 +38,7 @@ beforeAll(async () => {
     const stand = yield* AnthropicServer.make(brain())
     const box = yield* sandbox({ ANTHROPIC_API_KEY: "test-key-not-secret", ANTHROPIC_BASE_URL: stand.url }, "planckclaw-accepted-")
     box.writeMemory("soul.md", HOST_SOUL)
-    const runner = Effect.acquireRelease(
-      Effect.promise(() =>
-        onFreeRunnerPort((runnerPort) =>
-          spawnListening([Cli.BIN, "serve", "--cluster", "--http", "127.0.0.1:0"], box.envWith({
-            PLANCKCLAW_DATABASE_URL: server.url,
-            PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`,
-            PLANCKCLAW_CLUSTER_LOCK_EXPIRATION: "6",
-            PLANCKCLAW_CLUSTER_POLL: "0.2",
-            PLANCKCLAW_CLUSTER_SHARDS: String(SHARDS)
-          })).then((listening) => ({ ...listening, runnerPort })))
-      ),
-      (started) => Effect.promise(() => started.kill("SIGKILL"))
-    )
+    const runner = builtRunner(box.envWith, server.url)
     const first = yield* runner
     const second = yield* runner
     yield* shardsSpread(server.url, 2)

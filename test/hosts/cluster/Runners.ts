@@ -13,7 +13,7 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "effect/sql/SqlClient"
 import { Effect, HashRing, Redacted, Schedule } from "effect"
 import { ENGINE_LOCK_NAMESPACE } from "../../../src/memory/sql/SqlCompactionLocks.js"
-import { baseEnv } from "../../support/Cli.js"
+import { baseEnv, BIN } from "../../support/Cli.js"
 
 export const RUNNER = path.join(import.meta.dirname, "runner.mjs")
 
@@ -236,4 +236,24 @@ export const runnersFor = (env: Record<string, string>, count: number) =>
   Effect.acquireRelease(
     Effect.promise(() => Promise.all(Array.from({ length: count }, () => startRunner(env)))),
     (runners) => Effect.promise(() => Promise.all(runners.map((runner) => runner.kill("SIGKILL"))))
+  )
+
+/**
+ * A runner of the built command (`serve --cluster`, HTTP on a free port) on
+ * `databaseUrl`, with `env` (a sandbox's, naming the brain); SIGKILLed when
+ * its scope closes, as a crash: what the failover tests need.
+ */
+export const builtRunner = (env: (extra: Record<string, string>) => NodeJS.ProcessEnv, databaseUrl: string) =>
+  Effect.acquireRelease(
+    Effect.promise(() =>
+      onFreeRunnerPort((runnerPort) =>
+        spawnListening([BIN, "serve", "--cluster", "--http", "127.0.0.1:0"], env({
+          PLANCKCLAW_DATABASE_URL: databaseUrl,
+          PLANCKCLAW_RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`,
+          PLANCKCLAW_CLUSTER_LOCK_EXPIRATION: "6",
+          PLANCKCLAW_CLUSTER_POLL: "0.2",
+          PLANCKCLAW_CLUSTER_SHARDS: String(SHARDS)
+        })).then((listening) => ({ ...listening, runnerPort })))
+    ),
+    (started) => Effect.promise(() => started.kill("SIGKILL"))
   )
