@@ -6,7 +6,7 @@ import * as AnthropicServer from "../support/AnthropicServer.js"
 import { TestClock } from "effect/testing"
 import * as BrainStreams from "../support/BrainStreams.js"
 import { withRealHttp } from "../support/TestClockHttp.js"
-import { advanceTo, awaitPendingSleep, yieldToEventLoop } from "../support/TestClockWait.js"
+import { advanceTo, awaitPendingSleep, letArrive } from "../support/TestClockWait.js"
 
 const { blockEvents, events, messageEnd, messageStart, sse, streamEvents } = AnthropicServer
 
@@ -187,7 +187,7 @@ describe("Anthropic brain, streamed", () => {
       expect(yield* Queue.take(arrived)).toEqual({ _tag: "TextDelta", text: "two, " })
       // 12 s after the answer began, 6 s after its last piece: not silent for the timeout.
       yield* TestClock.adjust(Duration.seconds(6))
-      for (let pass = 0; pass < 20; pass++) yield* yieldToEventLoop
+      yield* letArrive
       expect(fiber.pollUnsafe()).toBeUndefined()
       yield* Deferred.succeed(third, undefined)
       yield* Fiber.join(fiber)
@@ -227,10 +227,10 @@ describe("Anthropic brain, streamed", () => {
       yield* awaitPendingSleep(10_000)
       yield* TestClock.adjust(Duration.seconds(6))
       yield* Deferred.succeed(sixSeconds, undefined)
-      for (let pass = 0; pass < 20; pass++) yield* yieldToEventLoop
+      yield* letArrive
       yield* TestClock.adjust(Duration.seconds(3))
       yield* Deferred.succeed(nineSeconds, undefined)
-      for (let pass = 0; pass < 20; pass++) yield* yieldToEventLoop
+      yield* letArrive
       // 10 s after the last piece of the answer, 1 s after the last ping.
       yield* advanceTo(10_000)
       const error = yield* failureOf(fiber)
@@ -257,7 +257,7 @@ describe("Anthropic brain, streamed", () => {
       yield* awaitPendingSleep(12_000)
       yield* TestClock.adjust(Duration.seconds(8))
       yield* Deferred.succeed(later, undefined)
-      for (let pass = 0; pass < 20; pass++) yield* yieldToEventLoop
+      yield* letArrive
       yield* advanceTo(12_000)
       const error = yield* failureOf(fiber)
       expect(error.reason).toBe("timeout")

@@ -8,7 +8,7 @@ import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import { MissingSetting } from "../../src/config/MissingSetting.js"
 import * as Server from "../support/ChatCompletionsServer.js"
 import { withPinnedJitter, withRealHttp } from "../support/TestClockHttp.js"
-import { advanceTo, awaitPendingSleep, yieldToEventLoop } from "../support/TestClockWait.js"
+import { advanceTo, awaitPendingSleep, letArrive } from "../support/TestClockWait.js"
 
 const fakeKey = "sk-test-not-secret"
 
@@ -173,7 +173,7 @@ describe("OpenAI-compatible brain over HTTP", () => {
       yield* awaitPendingSleep(5_000)
       yield* TestClock.adjust(Duration.seconds(3))
       yield* Deferred.succeed(threeSeconds, undefined)
-      for (let pass = 0; pass < 20; pass++) yield* yieldToEventLoop
+      yield* letArrive
       // The whole exchange is bounded, not each read of its body.
       yield* advanceTo(5_000)
       const error = yield* failureOf(fiber)

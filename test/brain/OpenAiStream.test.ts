@@ -6,7 +6,7 @@ import * as Server from "../support/ChatCompletionsServer.js"
 import * as BrainStreams from "../support/BrainStreams.js"
 import { withRealHttp } from "../support/TestClockHttp.js"
 import { TestClock } from "effect/testing"
-import { advanceTo, awaitPendingSleep, yieldToEventLoop } from "../support/TestClockWait.js"
+import { advanceTo, awaitPendingSleep, letArrive } from "../support/TestClockWait.js"
 
 const { chunk, DONE, events, streamChunks, usageChunk } = Server
 
@@ -42,11 +42,6 @@ const failureOf = <A, E>(fiber: Fiber.Fiber<A, E>) =>
       Effect.andThen(Effect.die(new Error("the stream is still open after its timeout")))
     ))
   )
-
-/** Lets the client read what the server has just sent (no timer involved). */
-const letArrive = Effect.gen(function*() {
-  for (let pass = 0; pass < 20; pass++) yield* yieldToEventLoop
-})
 
 /** Keep-alives as servers send them: SSE comments (OpenRouter, llama.cpp), chunks that carry nothing. */
 const keepAlives = [

@@ -16,6 +16,11 @@ export const yieldToEventLoop = Effect.callback<void>((resume) => {
   return Effect.sync(() => clearImmediate(handle))
 })
 
+/** Lets a client read what a server on loopback has just sent: a few passes of the event loop, no timer involved. */
+export const letArrive = Effect.gen(function*() {
+  for (let pass = 0; pass < 20; pass++) yield* yieldToEventLoop
+})
+
 /**
  * Waits until something is asleep on the TestClock until `deadline` (in test
  * clock millis). Code under test registers its sleeps only after real I/O (an
