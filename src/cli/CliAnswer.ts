@@ -23,6 +23,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
+import { wordList } from "../config/ConfigRange.js"
 import { packageVersion } from "../config/PackageRoot.js"
 import * as HelpText from "./HelpText.js"
 import * as PlainConsole from "./PlainConsole.js"
@@ -40,9 +41,6 @@ const choicesOf = (expected: string): ReadonlyArray<string> | undefined => {
   const names = expected.replace(/^Expected:?\s*/, "").split(" | ").map((name) => name.replace(/^"(.*)"$/, "$1"))
   return names.length > 1 ? names : undefined
 }
-
-const either = (names: ReadonlyArray<string>): string =>
-  names.length === 1 ? names[0]! : `${names.slice(0, -1).join(", ")} or ${names.at(-1)}`
 
 /**
  * A usage mistake as planckclaw words it: what was wrong, and the nearest
@@ -65,11 +63,11 @@ export const usageMessage = (error: CliError.NonShowHelpErrors, command: string)
       return `${command} needs ${error.argument}`
     case "InvalidValue": {
       const names = choicesOf(error.expected)
-      if (error.kind === "flag" && error.value === "") return `--${error.option} needs a value${names === undefined ? "" : `: ${either(names)}`}`
+      if (error.kind === "flag" && error.value === "") return `--${error.option} needs a value${names === undefined ? "" : `: ${wordList(names)}`}`
       const what = error.kind === "flag" ? `value '${error.value}' for --${error.option}` : `${error.option} '${error.value}'${of}`
       return names === undefined
         ? `invalid ${what}: ${error.expected.replace(/^Expected:?\s*/, "expected ")}`
-        : `invalid ${what}: expected ${either(names)}${HelpText.didYouMean(error.value, names)}`
+        : `invalid ${what}: expected ${wordList(names)}${HelpText.didYouMean(error.value, names)}`
     }
     default:
       return error.message

@@ -83,8 +83,8 @@ export const optionalNumberOf = (setting: NumberSetting & { readonly kind: "inte
 /** An on/off setting, its default when unset. */
 export const switchOf = (setting: SwitchSetting): Config.Config<boolean> => onOff(setting.key, setting.default)
 
-/** `channel, user, server or one`. */
-const wordList = (words: ReadonlyArray<string>): string =>
+/** `channel, user, server or one` (also the command line's "expected a, b or c"). */
+export const wordList = (words: ReadonlyArray<string>): string =>
   words.length < 2 ? words.join("") : `${words.slice(0, -1).join(", ")} or ${words[words.length - 1]}`
 
 /**
