@@ -74,7 +74,7 @@ const parseEvents = (block: string): TurnEvent | undefined => {
  * will be answered, only this page lost its turn, and sent again under its
  * Idempotency-Key it gets that reply.
  */
-export class StreamCut extends Error {}
+class StreamCut extends Error {}
 
 /**
  * Sends a message and calls `onEvent` for each event of its turn, until `end`

@@ -74,7 +74,7 @@ export type AttemptFailure = RetryableFailure | BrainError
  * 520-524), and local servers odd ones (501 while loading a model); a 501
  * that means it for good costs the retries, then the apology.
  */
-export const isRetryableStatus = (status: number): boolean =>
+const isRetryableStatus = (status: number): boolean =>
   status === 408 || status === 429 || (status >= 500 && status < 600)
 
 export const BACKOFF_BASE = Duration.seconds(1)

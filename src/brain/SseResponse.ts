@@ -109,7 +109,8 @@ const answerEvents = (
       let failure: BrainError | undefined
       let size = 0
       let ended = false
-      // Whether an event of the last read carried the answer; whether bytes came in the wait (keep-alives).
+      // Whether an event of the last read carried the answer; whether bytes came in the wait that carried none
+      // of it (keep-alives, or an event the server never finished: the words below say keep-alives for both).
       let carried = false
       let heard = false
       const parser = Sse.makeParser((event) => {

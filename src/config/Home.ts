@@ -49,7 +49,7 @@ export const homeParts = ["memory", "claws", "agents"] as const
 const isDirectory = (file: string): boolean => fs.statSync(file, { throwIfNoEntry: false })?.isDirectory() === true
 
 /** Anything at `file`, even a link to nothing; false when it cannot even be looked at. */
-const present = (file: string): boolean =>
+export const present = (file: string): boolean =>
   Result.getOrElse(Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false }) !== undefined), () => false)
 
 /**

@@ -31,7 +31,7 @@ export const make = (file: string, opened: { readonly fd: number; readonly size:
     })
   }
   const drop = () => {
-    if (journal !== undefined) Result.try(() => fs.closeSync(journal!.fd))
+    SafeFile.closeHeld(journal)
     journal = undefined
   }
   const append = (...records: ReadonlyArray<object>): Result.Result<void, SafeFile.MemoryFileError> =>

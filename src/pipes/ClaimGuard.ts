@@ -18,18 +18,12 @@ import { RuntimeDirError } from "./RuntimeDirError.js"
 
 /** Another live process holds the guard: it is claiming the file now (`takerPid`, unknown while its guard is being written). */
 export class ClaimBusy extends Data.TaggedError("ClaimBusy")<{
-  readonly guard: string
   readonly takerPid: number | undefined
 }> {}
 
 /** The guard of `file`, asked again at once after removing a killed taker's. */
 const enter = (file: string): Effect.Effect<Takeover.Entry> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    Effect.sync(() => {
-      let entry = Takeover.enterSync(file, now)
-      for (let cleared = 0; entry._tag === "Cleared" && cleared < 3; cleared++) entry = Takeover.enterSync(file, now)
-      return entry
-    }))
+  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => Takeover.enterClearingSync(file, now)))
 
 /** `judge` (which may remove `file` and make our own) run under the guard of `file`; ClaimBusy while another process holds it. */
 export const guarded = <A, E, R>(
@@ -43,9 +37,9 @@ export const guarded = <A, E, R>(
         case "Entered":
           return judge
         case "Busy":
-          return Effect.fail(new ClaimBusy({ guard: entry.guard, takerPid: entry.takerPid }))
+          return Effect.fail(new ClaimBusy({ takerPid: entry.takerPid }))
         case "Cleared":
-          return Effect.fail(new ClaimBusy({ guard: entry.guard, takerPid: undefined }))
+          return Effect.fail(new ClaimBusy({ takerPid: undefined }))
         case "Failed":
           return Effect.fail(
             new RuntimeDirError({ reason: "io", message: `cannot create ${entry.guard}: ${entry.failure.message}`, cause: entry.failure })

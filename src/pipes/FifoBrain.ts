@@ -107,19 +107,18 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
       const plain = Result.isSuccess(json) ? plainBrainAnswer(json.success) : undefined
       return plain !== undefined ? Effect.succeed(plain) : decodeBrainAnswer(answer)
     }
+    /** The request's frame; one that cannot be encoded is a fatal BrainError. */
+    const frameOf = (request: MessagesRequest): Result.Result<string, BrainError> =>
+      Result.mapError(encodeRequest(request), (error) => new BrainError({ reason: "fatal", detail: error.message }))
     const complete: BrainService["complete"] = (request) => {
-      const frame = encodeRequest(request)
-      if (Result.isFailure(frame)) return Effect.fail(new BrainError({ reason: "fatal", detail: frame.failure.message }))
+      const frame = frameOf(request)
+      if (Result.isFailure(frame)) return Effect.fail(frame.failure)
       // A bridge that crashed with the request is restarted: the request goes once more, to the new one.
       return Effect.flatMap(Effect.catchTags(askOnceMore(exchange, frame.success, timeout), exchangeFailures), readAnswer)
     }
     // A streamed request asked once more of a restarted bridge goes whole: it is written before that one can have said it streams.
-    const askWhole = (request: MessagesRequest): Effect.Effect<string, AskError | BrainError> => {
-      const whole = encodeRequest(request)
-      return Result.isFailure(whole)
-        ? Effect.fail(new BrainError({ reason: "fatal", detail: whole.failure.message }))
-        : exchange.ask(whole.success, timeout)
-    }
+    const askWhole = (request: MessagesRequest): Effect.Effect<string, AskError | BrainError> =>
+      Effect.flatMap(Effect.fromResult(frameOf(request)), (whole) => exchange.ask(whole, timeout))
     const stream = (request: MessagesRequest): Stream.Stream<BrainEvent, BrainError> =>
       Stream.callback<BrainEvent, BrainError>((queue) => {
         if (!streams) {
@@ -128,8 +127,8 @@ export const make = (options: FifoBrainOptions): Effect.Effect<BrainService, Fif
             onSuccess: (answer) => Effect.andThen(Queue.offer(queue, answerEvent(answer)), Queue.end(queue))
           })
         }
-        const frame = encodeRequest({ ...request, stream: true } as MessagesRequest)
-        if (Result.isFailure(frame)) return Queue.fail(queue, new BrainError({ reason: "fatal", detail: frame.failure.message }))
+        const frame = frameOf({ ...request, stream: true } as MessagesRequest)
+        if (Result.isFailure(frame)) return Queue.fail(queue, frame.failure)
         let told = false
         const onEvent = (event: string) => {
           const text = eventText(event)

@@ -59,7 +59,7 @@ const unusable = (target: string): string | undefined => {
 /** Copies `template` unless its target exists; true when it created it. */
 const place = (root: string, dir: string, template: Template): Result.Result<boolean, InitError> => {
   const target = path.join(dir, template.to)
-  if (fs.existsSync(target) || unusable(target) !== undefined) return Result.succeed(false)
+  if (Home.present(target)) return Result.succeed(false)
   return Result.gen(function*() {
     yield* attempt(`cannot create ${path.dirname(target)}`, () => fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 }))
     const text = yield* attempt(`cannot read the template ${template.from}`, () => fs.readFileSync(path.join(root, template.from)))

@@ -202,14 +202,13 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService, cancels: TurnCance
         // None when cancelled (nothing stored, nothing decided) or for a blank message.
         const outcome = Option.flatten(ran)
         yield* agent.delivered(pending, outcome)
-        const answered: Outcome = Option.isNone(ran)
+        const cancelled = Option.isNone(ran)
+        const { reply, stored } = cancelled
           // Answered as `serve` answers a cancelled turn; ClusterHost keeps no such reply under the key.
-          ? { reply: TurnCancels.CANCELLED, stored: false, request, cancelled: true }
-          : Option.match(outcome, {
-            // A blank message: no reply.
-            onNone: () => ({ reply: "", stored: false, request, cancelled: false }),
-            onSome: ({ reply, stored }) => ({ reply, stored, request, cancelled: false })
-          })
+          ? { reply: TurnCancels.CANCELLED, stored: false }
+          // None: a blank message, no reply.
+          : Option.getOrElse(outcome, () => ({ reply: "", stored: false }))
+        const answered: Outcome = { reply, stored, request, cancelled }
         return message.attempt === undefined ? answered : { ...answered, attempt: message.attempt }
       })
 

@@ -50,19 +50,19 @@ export const make = Effect.gen(function*() {
       })
       const requestId = yield* storage.requestIdForPrimaryKey({ address, tag: AgentEntity.Send._tag, id: key })
       if (Option.isNone(requestId)) return other
-      const replies = yield* storage.repliesForUnfiltered([requestId.value])
-      if (replies.some((reply) => reply._tag === "WithExit")) return other
-      // Answered between the two reads: not found here.
+      // Answered already (a final reply stored, which the storage reads as processed): not found here.
       const [message] = yield* storage.unprocessedMessagesById([requestId.value])
       if (message === undefined || message._tag !== "IncomingRequest") return other
       const request = Option.match(decodeRequest(message.envelope.payload), {
         onNone: () => undefined,
         onSome: IdempotencyStore.requestOf
       })
+      // Unreadable: not this message, whatever the journal holds (ClusterSends.take compares the request).
+      if (request === undefined) return { _tag: "Waiting", request } satisfies Held
       // A reply decided for another message under this key (its message pruned before): the turn answers with
       // it, and ClusterHost refuses this message (key-reused).
       const decided = yield* journal.lookup(id, key)
-      if (Option.isSome(decided) && request !== undefined && answersAnother(decided.value, request)) return other
+      if (Option.isSome(decided) && answersAnother(decided.value, request)) return other
       return { _tag: "Waiting", request } satisfies Held
     })
 })

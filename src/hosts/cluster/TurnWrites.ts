@@ -32,7 +32,6 @@ import * as SqlUsageLedger from "../../usage/SqlUsageLedger.js"
 import { lineOf, type UsageLine } from "../../usage/UsageLedger.js"
 import { columnsOf, type Decided } from "./DecidedRows.js"
 
-export type { Decided } from "./DecidedRows.js"
 
 /** What waits for the turn's exchange, per agent (its turns run one at a time). */
 export interface TurnWrites {

@@ -35,10 +35,10 @@ export interface AgentHostService extends Partial<AgentRecords.Records> {
    */
   readonly sendChecked: (message: HostMessage.HostMessage) => Effect.Effect<AgentInstance.Reply, HostError>
   /**
-   * `sendChecked` telling the turn as it goes (TurnStream.streaming: a caller gone loses nothing).
-   * Absent from a host that cannot (the cluster's): the HTTP API then streams its reply alone.
+   * `sendChecked` telling the turn as it goes (TurnStream.streaming: a caller gone loses nothing): it
+   * succeeds once the message is taken (journaled, or stored by the cluster, which tells its reply alone).
    */
-  readonly streamChecked?: (message: HostMessage.HostMessage) => Effect.Effect<TurnStream.Streaming, HostError>
+  readonly streamChecked: (message: HostMessage.HostMessage) => Effect.Effect<TurnStream.Streaming, HostError>
   /** `sendChecked` of a message given as it came (an embedder's): checked first, by HostMessage.decoder. */
   readonly send: (id: string, message: HostMessage.SendOptions) => Effect.Effect<AgentInstance.Reply, HostError>
   /**

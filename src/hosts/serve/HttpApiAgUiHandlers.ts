@@ -10,7 +10,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
-import * as Stream from "effect/Stream"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { AgentHost } from "./AgentHost.js"
@@ -68,9 +67,7 @@ export const group = (options: { readonly maxMessageBytes: number }) =>
         const key = runKey(payload.runId)
         if (Result.isFailure(key)) return yield* new Errors.BadRequest({ error: "bad-input", message: key.failure })
         const message = yield* check(params.id, { text, channel: "ag-ui", idempotencyKey: key.success })
-        const turn = host.streamChecked === undefined
-          ? yield* Effect.map(host.sendChecked(message), (reply) => ({ events: Stream.empty, reply: Effect.succeed(reply) }))
-          : yield* host.streamChecked(message)
+        const turn = yield* host.streamChecked(message)
         return yield* HttpApiAgUi.respond(payload, HttpApiAgUi.toAgUi(payload.runId, turn.events, turn.reply))
       }).pipe(Effect.catchTag("HostError", Errors.fromHostAmong(Errors.SendErrors))))
   }))

@@ -154,8 +154,7 @@ const onTheWire = (event: Told): MessageEvent => {
  */
 const streamed = (host: AgentHostService, message: HostMessage.HostMessage) =>
   Effect.map(
-    // A host that cannot tell the turn as it goes: its reply alone, once the turn ended.
-    host.streamChecked?.(message) ?? Effect.map(host.sendChecked(message), (reply) => ({ events: Stream.empty, reply: Effect.succeed(reply) })),
+    host.streamChecked(message),
     ({ events, reply }): Stream.Stream<MessageEvent> =>
       Stream.succeed<MessageEvent>({ event: "accepted", data: { key: message.idempotencyKey ?? null } }).pipe(
         Stream.concat(Stream.map(events, onTheWire)),

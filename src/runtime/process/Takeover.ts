@@ -65,7 +65,7 @@ export const beingWritten = (path: string, now: number | undefined): boolean => 
   return Result.isSuccess(stat) && (now ?? Date.now()) - stat.success.mtimeMs < BEING_WRITTEN_MS
 }
 
-export const guardOf = (file: string): string => `${file}.takeover`
+const guardOf = (file: string): string => `${file}.takeover`
 
 /**
  * The guards this process holds, by absolute path: one naming this pid is
@@ -120,8 +120,7 @@ const removeStaleGuard = (guard: string, now: number | undefined, depth: number)
     const message = `takeover guards left by killed takers are nested more than ${MAX_DEPTH} deep; remove ${guard} and its .takeover files`
     return { _tag: "Failed", guard, failure: { code: undefined, message } }
   }
-  let outer = enterAt(guard, now, depth)
-  for (let cleared = 0; outer._tag === "Cleared" && cleared < 3; cleared++) outer = enterAt(guard, now, depth)
+  const outer = enterClearing(guard, now, depth)
   switch (outer._tag) {
     case "Failed":
       return outer
@@ -138,8 +137,18 @@ const removeStaleGuard = (guard: string, now: number | undefined, depth: number)
   }
 }
 
+/** `enterAt`, asked again at once (a few times) after removing a killed taker's guard. */
+const enterClearing = (file: string, now: number | undefined, depth: number): Entry => {
+  let entry = enterAt(file, now, depth)
+  for (let cleared = 0; entry._tag === "Cleared" && cleared < 3; cleared++) entry = enterAt(file, now, depth)
+  return entry
+}
+
 /** One attempt at the guard of `file`. `now`: the present in ms since the epoch (Effect's Clock where there is one). */
 export const enterSync = (file: string, now?: number): Entry => enterAt(file, now, 0)
+
+/** `enterSync`, asked again at once after removing a killed taker's guard: Cleared only if guards keep being left. */
+export const enterClearingSync = (file: string, now?: number): Entry => enterClearing(file, now, 0)
 
 /** Gives the guard up (after judging, and replacing, the file). */
 export const leaveSync = (guard: string): void => {

@@ -62,7 +62,7 @@ describe("the cluster's AgentHost", () => {
     Effect.gen(function*() {
       const agents = yield* AgentHost
       const message = HostMessage.ofCheckedParts("alice", { text: "hello" }, "k-2")
-      const fiber = yield* Effect.forkChild(agents.streamChecked!(message))
+      const fiber = yield* Effect.forkChild(agents.streamChecked(message))
       yield* TestClock.adjust("29 seconds")
       expect(fiber.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust("2 seconds")

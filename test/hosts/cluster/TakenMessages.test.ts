@@ -36,7 +36,7 @@ describe("a streamed message to a cluster agent", () => {
       Effect.gen(function*() {
         const agents = yield* AgentHost
         // Taken while the brain holds the turn (the gate opens only below).
-        const taken = yield* agents.streamChecked!(message("amy", "hold the line", "k-1")).pipe(within("the message to be taken"))
+        const taken = yield* agents.streamChecked(message("amy", "hold the line", "k-1")).pipe(within("the message to be taken"))
         yield* eventually("the turn's brain call", () => asked.includes("hold the line") || undefined)
         // In the cluster's storage, not answered.
         expect(yield* stored(sql, "amy")).toEqual([{ key: "idem:k-1", answered: false }])
@@ -44,7 +44,7 @@ describe("a streamed message to a cluster agent", () => {
         expect(yield* taken.reply.pipe(within("the reply"))).toEqual({ reply: "reply to hold the line", stored: true })
         expect(asked).toEqual(["hold the line"])
         // Sent again: taken at once (a kept reply), no second turn.
-        const again = yield* agents.streamChecked!(message("amy", "hold the line", "k-1"))
+        const again = yield* agents.streamChecked(message("amy", "hold the line", "k-1"))
         expect(yield* again.reply).toEqual({ reply: "reply to hold the line", stored: true })
         expect(asked).toEqual(["hold the line"])
       })), 60_000)
@@ -55,7 +55,7 @@ describe("a streamed message to a cluster agent", () => {
         const agents = yield* AgentHost
         failing.count = 1
         expect(yield* agents.sendChecked(message("bo", "hello", "k-2"))).toEqual({ reply: Turn.APOLOGY, stored: false })
-        const taken = yield* agents.streamChecked!(message("bo", "hello", "k-2"))
+        const taken = yield* agents.streamChecked(message("bo", "hello", "k-2"))
         expect((yield* stored(sql, "bo")).map((row) => row.key)).toEqual(["idem:k-2", "idem:k-2 retry 1"])
         expect(yield* taken.reply).toEqual({ reply: "reply to hello", stored: true })
         expect(asked).toEqual(["hello", "hello"])
@@ -66,7 +66,7 @@ describe("a streamed message to a cluster agent", () => {
       Effect.gen(function*() {
         const agents = yield* AgentHost
         expect(yield* agents.sendChecked(message("cy", "pay 10", "k-3"))).toEqual({ reply: "reply to pay 10", stored: true })
-        expect((yield* Effect.flip(agents.streamChecked!(message("cy", "pay 1000", "k-3")))).reason).toBe("key-reused")
+        expect((yield* Effect.flip(agents.streamChecked(message("cy", "pay 1000", "k-3")))).reason).toBe("key-reused")
         expect(asked).toEqual(["pay 10"])
       })), 60_000)
 
@@ -102,7 +102,7 @@ describe("a streamed message to a cluster agent", () => {
         const request = IdempotencyStore.requestOf({ channel: "http", text: "pay 10" })
         yield* sql`INSERT INTO planckclaw_cluster_turns (agent_id, message_key, reply, stored, request)
           VALUES ('dee', 'idem:k-5', 'reply to pay 10', TRUE, ${request})`
-        expect((yield* Effect.flip(agents.streamChecked!(message("dee", "pay 1000", "k-5")))).reason).toBe("key-reused")
+        expect((yield* Effect.flip(agents.streamChecked(message("dee", "pay 1000", "k-5")))).reason).toBe("key-reused")
         expect(asked).toEqual([])
       })), 60_000)
 })
