@@ -38,9 +38,26 @@ const sqlOf = <E>(layer: Layer.Layer<SqlClient.SqlClient, E>) =>
 const runnerAt = (port: number) =>
   new Runner.Runner({ address: RunnerAddress.make("127.0.0.1", port), groups: ["default"], weight: 1 })
 
+/**
+ * Until the sessions of an earlier call have left pg_stat_activity: a closed
+ * client's backend exits a moment after its scope, and one still listed
+ * would count as a runner's session in the next call.
+ */
+const noRunnerSessions = (url: string) =>
+  Effect.gen(function*() {
+    const sql = yield* sqlOf(client(url, "planckclaw test reader"))
+    for (let tries = 0; tries < 200; tries++) {
+      const rows = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE application_name LIKE 'planckclaw runner %'`
+      if (rows[0]!.n === 0) return
+      yield* Effect.sleep("25 millis")
+    }
+  }).pipe(Effect.scoped, Effect.orDie)
+
 /** The ports of the runners `present` over a memory storage holding runners at 1 and 2 reads, with `sessions` open. */
 const presentPorts = (url: string, sessions: ReadonlyArray<string>) =>
   Effect.gen(function*() {
+    yield* noRunnerSessions(url)
     const storage = yield* RunnerStorage.makeMemory
     yield* storage.register(runnerAt(1), true)
     yield* storage.register(runnerAt(2), true)
