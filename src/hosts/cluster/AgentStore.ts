@@ -15,7 +15,7 @@ import { BrainLabelConfig } from "../../config/BrainChoice.js"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { FoldStore } from "../../memory/FoldStore.js"
 import { CompactionLocks, type CompactionLocksService } from "../../memory/sql/SqlCompactionLocks.js"
-import { textOf } from "../../memory/sql/SqlExactText.js"
+import { exactBytes } from "../../memory/sql/SqlExactText.js"
 import * as SqlAgentMemory from "./SqlAgentMemory.js"
 import * as Memory from "../../memory/Memory.js"
 import * as AgentId from "../serve/AgentId.js"
@@ -168,20 +168,11 @@ interface StatusRow {
   readonly last: Date | null
 }
 
-/**
- * The summary's size as summary.md would have it: a summary holding a NUL
- * is measured as its exact text, not as the plain column's U+FFFD for each
- * NUL (3 bytes where the NUL is 1).
- */
-const summaryBytesOf = (row: StatusRow | undefined): number => {
-  const exact = row === undefined || row.nul_summary === null ? null : textOf(row.nul_summary, row.summary_json)
-  return exact === null ? Number(row?.summary_bytes ?? 0) : Buffer.byteLength(exact, "utf8")
-}
-
 const statusOf = (id: string, row: StatusRow | undefined, running: boolean): AgentStatus.AgentInfo => ({
   id,
   historyLines: Number(row?.lines ?? 0),
-  summaryBytes: summaryBytesOf(row),
+  // The summary's size as summary.md would have it (a NUL counted as itself, not as U+FFFD).
+  summaryBytes: row === undefined ? 0 : exactBytes(row.summary_bytes, row.nul_summary, row.summary_json),
   lastMessageAt: row?.last ? new Date(row.last).toISOString() : null,
   state: running ? "running" : "released"
 })

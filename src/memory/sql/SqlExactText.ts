@@ -33,3 +33,14 @@ export const textOf = <Plain extends string | null>(plain: Plain, json: string |
     ? parsed.success
     : plain
 }
+
+/**
+ * The UTF-8 bytes of the text the two columns hold, from the plain column's
+ * size as the server counted it (`plainBytes`) and, beside a JSON, the plain
+ * text itself (a query reads it only then: most rows bring no text). A NUL
+ * is 1 byte where the plain column's U+FFFD is 3.
+ */
+export const exactBytes = (plainBytes: number | null, plain: string | null, json: string | null | undefined): number => {
+  if (plain === null || json === null || json === undefined) return Number(plainBytes ?? 0)
+  return Buffer.byteLength(textOf(plain, json), "utf8")
+}

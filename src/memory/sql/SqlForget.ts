@@ -22,7 +22,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { ForgetPreview, Forgotten } from "../Forget.js"
-import { jsonOf, storable, textOf } from "./SqlExactText.js"
+import { exactBytes, jsonOf, storable, textOf } from "./SqlExactText.js"
 
 /** What the archive's parts are called in a Forgotten (the files' names would say files that do not exist). */
 export const PARTS = { summary: "summary", history: "history" } as const
@@ -66,8 +66,7 @@ export const preview = (sql: SqlClient.SqlClient, agentId: string): Effect.Effec
       // An imported history.jsonl whose last line had no newline.
       const historyBytes = Math.max(0, Number(row?.bytes ?? 0) - (historyLines > 0 && row?.unterminated === true ? 1 : 0))
       // A summary holding a NUL: its own bytes, not those of the U+FFFD its plain column has for each NUL.
-      const exact = row === undefined || row.summary_json === null ? null : textOf(row.summary, row.summary_json)
-      const summaryBytes = exact === null ? Number(row?.summary_bytes ?? 0) : Buffer.byteLength(exact, "utf8")
+      const summaryBytes = row === undefined ? 0 : exactBytes(row.summary_bytes, row.summary, row.summary_json)
       return { historyLines, historyBytes, summaryBytes, location: "an archive in the database" }
     }
   )
