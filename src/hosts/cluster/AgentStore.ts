@@ -125,12 +125,13 @@ export const postgres = (options: {
         Effect.mapError(databaseError(`agent ${id}`))
       ),
     status: (id, running) =>
+      // The agent's row read once, joined to the one row asked for: an agent with history but no row still has a status.
       sql<StatusRow>`SELECT
-          (SELECT count(*) FROM planckclaw_history WHERE agent_id = ${id}) AS lines,
-          (SELECT octet_length(summary) FROM planckclaw_agents WHERE agent_id = ${id}) AS summary_bytes,
-          (SELECT summary FROM planckclaw_agents WHERE agent_id = ${id} AND summary_json IS NOT NULL) AS nul_summary,
-          (SELECT summary_json FROM planckclaw_agents WHERE agent_id = ${id}) AS summary_json,
-          (SELECT created FROM planckclaw_history WHERE agent_id = ${id} ORDER BY seq DESC LIMIT 1) AS last`.pipe(
+          (SELECT count(*) FROM planckclaw_history h WHERE h.agent_id = wanted.id) AS lines,
+          octet_length(a.summary) AS summary_bytes,
+          CASE WHEN a.summary_json IS NULL THEN NULL ELSE a.summary END AS nul_summary, a.summary_json,
+          (SELECT h.created FROM planckclaw_history h WHERE h.agent_id = wanted.id ORDER BY h.seq DESC LIMIT 1) AS last
+        FROM (VALUES (${id}::text)) AS wanted (id) LEFT JOIN planckclaw_agents a ON a.agent_id = wanted.id`.pipe(
         Effect.map((rows) => statusOf(id, rows[0], running)),
         Effect.mapError(databaseError(`agent ${id}`))
       ),
