@@ -33,11 +33,19 @@ export interface Columns {
   readonly request: string | null
 }
 
-export const columnsOf = (decided: Decided): Columns => ({
+const columnsOf = (decided: Decided): Columns => ({
   reply: storable(decided.reply),
   reply_json: jsonOf(decided.reply),
   request: decided.request ?? null
 })
+
+/** The decided reply of message `key` as its row, unless the message has one already. */
+export const insertTurn = (sql: SqlClient.SqlClient, agentId: string, key: string, decided: Decided) => {
+  const columns = columnsOf(decided)
+  return sql`INSERT INTO planckclaw_cluster_turns (agent_id, message_key, reply, reply_json, request, stored)
+    VALUES (${agentId}, ${key}, ${columns.reply}, ${columns.reply_json}::text, ${columns.request}::text, ${decided.stored})
+    ON CONFLICT (agent_id, message_key) DO NOTHING`
+}
 
 /** The decided reply of a row: `reply_json`'s when it matches `reply` (both are written together), else `reply`. */
 export const decidedOf = (row: Columns & { readonly stored: boolean }): Decided => ({

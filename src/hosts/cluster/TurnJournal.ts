@@ -23,7 +23,7 @@ import type { InboxService, Pending } from "../../memory/Inbox.js"
 import type { MemoryError } from "../../memory/MemoryDir.js"
 import { resilient } from "../../memory/sql/SqlResilience.js"
 import * as IdempotencyStore from "../serve/IdempotencyStore.js"
-import { type Columns, type Decided, decidedOf, migrations } from "./DecidedRows.js"
+import { type Columns, type Decided, decidedOf, insertTurn, migrations } from "./DecidedRows.js"
 import * as TurnWrites from "./TurnWrites.js"
 
 export type { Decided } from "./DecidedRows.js"
@@ -50,7 +50,7 @@ export const make = Effect.gen(function*() {
         resilient(`reading the decided reply of a message to agent ${agentId}`)
       ),
     record: (agentId, key, decided) =>
-      TurnWrites.insertTurn(sql, agentId, key, decided).pipe(
+      insertTurn(sql, agentId, key, decided).pipe(
         Effect.asVoid,
         resilient(`recording the decided reply of a message to agent ${agentId}`)
       )

@@ -30,8 +30,7 @@ import { defaultRetry, resilient } from "../../memory/sql/SqlResilience.js"
 import { type BrainService, tapAnswers } from "../../ports/Brain.js"
 import * as SqlUsageLedger from "../../usage/SqlUsageLedger.js"
 import { lineOf, type UsageLine } from "../../usage/UsageLedger.js"
-import { columnsOf, type Decided } from "./DecidedRows.js"
-
+import { type Decided, insertTurn } from "./DecidedRows.js"
 
 /** What waits for the turn's exchange, per agent (its turns run one at a time). */
 export interface TurnWrites {
@@ -61,14 +60,6 @@ export const takeUsage = (writes: TurnWrites): ReadonlyArray<UsageLine> => {
   const taken = writes.usage
   writes.usage = []
   return taken
-}
-
-/** The decided reply of message `key` as its row (DecidedRows), unless the message has one already. */
-export const insertTurn = (sql: SqlClient.SqlClient, agentId: string, key: string, decided: Decided) => {
-  const columns = columnsOf(decided)
-  return sql`INSERT INTO planckclaw_cluster_turns (agent_id, message_key, reply, reply_json, request, stored)
-    VALUES (${agentId}, ${key}, ${columns.reply}, ${columns.reply_json}::text, ${columns.request}::text, ${decided.stored})
-    ON CONFLICT (agent_id, message_key) DO NOTHING`
 }
 
 /** Where the statement leaves the answer to "more than `limit` lines?", for the compaction that asks next. */
