@@ -112,36 +112,39 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
       : directTypes.has(info.type) && settings.directMessages
       ? "direct"
       : null
-  /** Notes the server of `info` when it is one of the adapter's; `guildId`: the server of a listing that leaves it out. */
-  const noteGuild = (info: ChannelInfo, guildId?: string) => {
+  /** Notes the server of `info` (of kind `kind`) when it is one of the adapter's; `guildId`: a listing's, which leaves it out. */
+  const noteGuild = (info: ChannelInfo, kind: ChannelKind | null, guildId?: string) => {
     const guild = info.guild_id ?? guildId
-    if (guild !== undefined && isGuildKind(kindOf(info))) guilds.set(info.id, guild)
+    if (guild !== undefined && isGuildKind(kind)) guilds.set(info.id, guild)
   }
   const remember = (info: ChannelInfo, guildId?: string) => {
     const kind = kindOf(info)
     // A DM's kind follows the settings; only guild channels are worth keeping.
     if (kind !== "direct") known.set(info.id, kind)
-    noteGuild(info, guildId)
+    noteGuild(info, kind, guildId)
     return kind
   }
   const learn = (channel: unknown, guildId?: string) =>
     Effect.sync(() => Result.map(decodeChannel(channel), (info) => remember(info, guildId)))
 
-  const lookup = (channelId: string) =>
-    rest.get(Routes.channel(channelId)).pipe(
-      Effect.flatMap((body) =>
-        Result.match(decodeChannel(body), {
-          onFailure: (error) => Effect.fail(error),
-          onSuccess: Effect.succeed
-        })
-      ),
-      Effect.tap((info) => Effect.sync(() => noteGuild(info)))
-    )
+  /** GET /channels/{id}, decoded; nothing noted. */
+  const fetchChannel = (channelId: string) =>
+    Effect.flatMap(rest.get(Routes.channel(channelId)), (body) =>
+      Result.match(decodeChannel(body), {
+        onFailure: (error) => Effect.fail(error),
+        onSuccess: Effect.succeed
+      }))
 
-  /** A lookup retried while a retry may help; Discord's definite refusal (403, 404) is a success here: undefined. */
-  const lookupRetried = (channelId: string) =>
+  const lookup = (channelId: string) =>
+    Effect.tap(fetchChannel(channelId), (info) => Effect.sync(() => noteGuild(info, kindOf(info))))
+
+  /**
+   * A lookup (`get`) retried while a retry may help; Discord's definite
+   * refusal (403, 404) is a success here: undefined.
+   */
+  const lookupRetried = (channelId: string, get: typeof fetchChannel) =>
     Effect.gen(function*() {
-      const info = yield* lookup(channelId).pipe(
+      const info = yield* get(channelId).pipe(
         Effect.retry({ schedule: lookupRetries, while: (cause) => !isDefinite(cause) }),
         Effect.result
       )
@@ -156,8 +159,9 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
       const seen = known.get(channelId)
       if (seen !== undefined) return seen ?? undefined
       // Not seen before: looked up, and remembered once Discord has said what it is. A failure that
-      // may pass is not remembered: it would drop every later message of the thread.
-      const info = yield* lookupRetried(channelId)
+      // may pass is not remembered: it would drop every later message of the thread. `remember` notes
+      // its server with the kind it works out, so the lookup notes nothing (the kind is worked out once).
+      const info = yield* lookupRetried(channelId, fetchChannel)
       if (info !== undefined) return remember(info) ?? undefined
       yield* Effect.logDebug(`Discord channel ${channelId} is not the bot's to see; its messages are ignored`)
       known.set(channelId, null)
@@ -167,7 +171,7 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
   const guildOf = (channelId: string) =>
     Effect.suspend(() => {
       const seen = guilds.get(channelId)
-      return seen !== undefined ? Effect.succeed(seen) : Effect.map(lookupRetried(channelId), (info) => info?.guild_id)
+      return seen !== undefined ? Effect.succeed(seen) : Effect.map(lookupRetried(channelId, lookup), (info) => info?.guild_id)
     })
 
   return {
