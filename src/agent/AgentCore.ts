@@ -127,7 +127,7 @@ export const make = Effect.gen(function*() {
   ): Effect.Effect<A> => {
     if (Option.isSome(pending.reply)) {
       // Decided before a restart: the journal keeps its text and `stored`, not
-      // `notAnswered` (what delivers it, a bridge or serve, goes by the text).
+      // `notAnswered` (a bridge goes by the text; serve's ask_agent takes it for an answer).
       const decided = pending.reply.value
       return then(Turn.withoutTurn({ reply: decided.text, stored: decided.stored }))
     }

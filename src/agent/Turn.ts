@@ -179,8 +179,8 @@ export const memoryUnusableReply = (problem: string): string =>
 /**
  * A reply that says the brain could not answer (an outage, a setting or file
  * to fix): asking again may get an answer. Known by its words, for what
- * holds the reply's text alone (a bridge, serve's replies and idempotency
- * records, the cluster's); a model that says the same words is taken for
+ * holds the reply's text alone (a bridge, serve's idempotency records, the
+ * cluster's kept replies); a model that says the same words is taken for
  * it. Where the outcome is at hand, its `notAnswered` says it exactly.
  */
 export const isFailureReply = (reply: string): boolean =>

@@ -73,13 +73,17 @@ export class CompactionRefused extends Schema.TaggedError<CompactionRefused>()("
  * answers a turn cancelled by its key (TurnCancels.CANCELLED, whose words a
  * model may also write): written on every outcome, so that one without it
  * was stored before it was added (ClusterSends.notKept reads those).
+ * `notAnswered` is the turn's (TurnOutcome), where it has one: what serve's
+ * /v1/mcp answers as an error. Absent on a reply decided before a failover
+ * (the journal keeps its text) and on one stored before it was added.
  */
 export const Outcome = Schema.Struct({
   reply: Schema.String,
   stored: Schema.Boolean,
   attempt: Schema.optional(Schema.String),
   request: Schema.optional(Schema.String),
-  cancelled: Schema.optional(Schema.Boolean)
+  cancelled: Schema.optional(Schema.Boolean),
+  notAnswered: Schema.optional(Schema.Literals(["failed", "refused"]))
 })
 export type Outcome = typeof Outcome.Type
 
@@ -203,12 +207,14 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService, cancels: TurnCance
         const outcome = Option.flatten(ran)
         yield* agent.delivered(pending, outcome)
         const cancelled = Option.isNone(ran)
-        const { reply, stored } = cancelled
+        const { notAnswered, reply, stored }: Pick<AgentLoop.TurnOutcome, "reply" | "stored" | "notAnswered"> = cancelled
           // Answered as `serve` answers a cancelled turn; ClusterHost keeps no such reply under the key.
           ? { reply: TurnCancels.CANCELLED, stored: false }
           // None: a blank message, no reply.
           : Option.getOrElse(outcome, () => ({ reply: "", stored: false }))
-        const answered: Outcome = { reply, stored, request, cancelled }
+        const answered: Outcome = notAnswered === undefined
+          ? { reply, stored, request, cancelled }
+          : { reply, stored, request, cancelled, notAnswered }
         return message.attempt === undefined ? answered : { ...answered, attempt: message.attempt }
       })
 

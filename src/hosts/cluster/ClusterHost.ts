@@ -39,18 +39,20 @@ const { parseId, refuse } = AgentHost
 /** How many times one Idempotency-Key answered with a failure is given a new turn (AgentEntity.retryKey). */
 export const MAX_RETRIES = ClusterSends.MAX_RETRIES
 
-/** The caller's answer of an entity's outcome: `cancelled` only on a cancel's, as `serve` answers. */
-const replyOf = ({ cancelled, reply, stored }: AgentEntity.Outcome): AgentHost.Reply => ({
+/** The caller's answer of an entity's outcome: `cancelled` only on a cancel's, `notAnswered` where it has one, as `serve` answers. */
+const replyOf = ({ cancelled, notAnswered, reply, stored }: AgentEntity.Outcome): AgentHost.Reply => ({
   reply,
   stored,
-  ...(cancelled === true ? { cancelled } : {})
+  ...(cancelled === true ? { cancelled } : {}),
+  ...(notAnswered === undefined ? {} : { notAnswered })
 })
 
 /** A message taken whose reply could not be awaited here: said in its reply, as its stream has begun. */
 const unanswered = (id: string) => (refused: HostError) =>
   Effect.as(Effect.logWarning(`agent ${id} could not answer a message: ${refused.message}`), {
     reply: `Sorry, I could not answer that message: ${refused.message}`,
-    stored: false
+    stored: false,
+    notAnswered: "failed" as const
   })
 
 export const make = (options: { readonly sendTimeoutSeconds: number }) =>

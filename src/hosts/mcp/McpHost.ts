@@ -23,8 +23,8 @@ import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
-import { Agent, ONLY_CONTROLS } from "../../agent/Agent.js"
-import { type Answer, isFailureReply } from "../../agent/Turn.js"
+import { Agent } from "../../agent/Agent.js"
+import type { NotAnswered } from "../../agent/Turn.js"
 import { Inbox } from "../../memory/Inbox.js"
 import type { ClawsService, ToolDefinition, ToolResult } from "../../ports/Claws.js"
 import { describeError } from "../../runtime/Errors.js"
@@ -40,24 +40,12 @@ export const text = (result: ToolResult): McpSchema.CallToolResult =>
   new McpSchema.CallToolResult({ isError: result.isError, content: [{ type: "text", text: result.content }] })
 
 /**
- * Whether serve's ask_agent answers a reply of an agent as an error: the
- * agent could not answer (the apology, a brain or memory to fix:
- * Turn.isFailureReply) or refused a message of control characters alone.
- * Its other refusals (too large, a lone surrogate) are HostMessage's checks,
- * made before the message reaches it. By the reply's words, as serve's
- * replies carry nothing else (see answerResult).
+ * ask_agent's result for the agent's outcome (`planckclaw mcp`'s) or a
+ * reply of serve's host, which carries the outcome's `notAnswered`: an error
+ * when the agent said it did not answer (it could not, or refused the
+ * message), never for what a model's reply says.
  */
-export const isErrorReply = (reply: string): boolean => isFailureReply(reply) || reply === ONLY_CONTROLS
-
-/** Serve's ask_agent result for a reply of an agent, known by its words (isErrorReply). */
-export const replyResult = (reply: string): McpSchema.CallToolResult => text({ content: reply, isError: isErrorReply(reply) })
-
-/**
- * `planckclaw mcp`'s ask_agent result for the agent's outcome, which it
- * holds: an error when the agent said it did not answer (`notAnswered`),
- * never for what a model's reply says.
- */
-export const answerResult = (answer: Answer): McpSchema.CallToolResult =>
+export const answerResult = (answer: { readonly reply: string; readonly notAnswered?: NotAnswered | undefined }): McpSchema.CallToolResult =>
   text({ content: answer.reply, isError: answer.notAnswered !== undefined })
 
 const checkChannel = Schema.decodeUnknownResult(HostMessage.Channel)

@@ -21,7 +21,6 @@ import * as Option from "effect/Option"
 import * as LayerMap from "effect/LayerMap"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
-import * as Agent from "../../agent/Agent.js"
 import type { Brain } from "../../ports/Brain.js"
 import type { Claws } from "../../ports/Claws.js"
 import * as Logging from "../../runtime/Logging.js"
@@ -91,7 +90,7 @@ export const make = Effect.gen(function*() {
       return yield* startAfter(id, handedOver).pipe(
         // The journal keeps their messages for a later start; their callers hear back now rather than never.
         Effect.onError(() =>
-          Effect.forEach(handedOver, (left) => TurnStream.answer(left, { reply: Agent.APOLOGY, stored: false }), { discard: true })
+          Effect.forEach(handedOver, (left) => TurnStream.answer(left, TurnStream.FAILED), { discard: true })
         )
       )
     }).pipe(Effect.annotateLogs("agent", id), Logging.toStderr)

@@ -23,7 +23,6 @@ import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
-import * as Agent from "../../agent/Agent.js"
 import * as Turn from "../../agent/Turn.js"
 import * as Logging from "../../runtime/Logging.js"
 import * as Inbox from "../../memory/Inbox.js"
@@ -34,7 +33,7 @@ import { HostError } from "./HostError.js"
 import * as IdempotencyStore from "./IdempotencyStore.js"
 import * as KeysInFlight from "./KeysInFlight.js"
 import * as TurnCancels from "./TurnCancels.js"
-import { answer, endWithout, type EventSink, type Reply, respondTelling, type Waiting } from "./TurnStream.js"
+import { answer, endWithout, type EventSink, FAILED, type Reply, respondTelling, type Waiting } from "./TurnStream.js"
 
 export { Instance, type InstanceService, type Message, type Shared } from "./AgentInstanceService.js"
 
@@ -46,6 +45,10 @@ const journalKey = (pending: Inbox.Pending) => pending.key ?? `unkeyed-${pending
 
 /** The reply to a message the agent does not answer (a blank one): the caller still hears back. */
 const NOTHING: Reply = { reply: "", stored: false }
+
+/** A caller's reply of the agent's outcome: its `notAnswered` only where it has one. */
+const replyOf = ({ notAnswered, reply, stored }: Turn.TurnOutcome): Reply =>
+  notAnswered === undefined ? { reply, stored } : { reply, stored, notAnswered }
 
 /** The reply to a message whose turn was cancelled by its key. */
 const CANCELLED: Reply = { reply: TurnCancels.CANCELLED, stored: false, cancelled: true }
@@ -72,7 +75,7 @@ const waitersOf = (
           ? Effect.map(Deferred.make<Reply>(), (reply) => waiting(pending, reply))
           : Effect.succeed(waiting(pending, handed.reply, handed.events))
       }))
-    yield* Effect.forEach(callers.values(), (left) => answer(left, { reply: Agent.APOLOGY, stored: false }), { discard: true })
+    yield* Effect.forEach(callers.values(), (left) => answer(left, FAILED), { discard: true })
     return found
   })
 
@@ -145,14 +148,14 @@ export const make = (options: {
           return true
         }
         const outcome = ran.value
-        yield* finish(next, Option.match(outcome, { onNone: () => NOTHING, onSome: ({ reply, stored }) => ({ reply, stored }) }))
+        yield* finish(next, Option.match(outcome, { onNone: () => NOTHING, onSome: replyOf }))
         yield* agent.delivered(pending, outcome)
         return true
       }).pipe(
         Effect.catchDefect((defect) =>
           Effect.gen(function*() {
             yield* Effect.logError(`agent ${id} hit an internal error; it answers with an apology and restarts`, defect)
-            yield* finish(next, { reply: Agent.APOLOGY, stored: false })
+            yield* finish(next, FAILED)
             yield* inbox.delivered(next.pending)
             return false
           })

@@ -19,7 +19,7 @@ import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import { packageVersion } from "../../config/PackageRoot.js"
 import { Claws } from "../../ports/Claws.js"
-import { addClawTools, askArguments, askToolName, defaultChannel, replyResult, text } from "../mcp/McpHost.js"
+import { addClawTools, answerResult, askArguments, askToolName, defaultChannel, text } from "../mcp/McpHost.js"
 import { AgentHost, type AgentHostService } from "./AgentHost.js"
 
 export const mcpPath = "/v1/mcp"
@@ -42,7 +42,12 @@ const askTool = new McpSchema.Tool({
   }
 })
 
-/** One ask: ask_agent's arguments as `planckclaw mcp` reads them, the message checked by the host; isError by McpHost's rule. */
+/**
+ * One ask: ask_agent's arguments as `planckclaw mcp` reads them, the message
+ * checked by the host; isError by the turn's `notAnswered`, which the reply
+ * carries, as `planckclaw mcp` decides it (answerResult). Sent without an
+ * Idempotency-Key, an ask is never cancelled.
+ */
 const ask = (host: AgentHostService) => (payload: unknown): Effect.Effect<McpSchema.CallToolResult> => {
   const agent = (payload as { readonly agent?: unknown } | undefined)?.agent
   if (typeof agent !== "string") {
@@ -51,7 +56,7 @@ const ask = (host: AgentHostService) => (payload: unknown): Effect.Effect<McpSch
   const input = askArguments(payload)
   if (Result.isFailure(input)) return Effect.succeed(input.failure)
   return host.send(agent, input.success).pipe(
-    Effect.map((answer) => replyResult(answer.reply)),
+    Effect.map(answerResult),
     Effect.catch((error) => Effect.succeed(text({ content: `${askToolName}: ${error.message}`, isError: true })))
   )
 }

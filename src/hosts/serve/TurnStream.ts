@@ -12,7 +12,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type * as Agent from "../../agent/Agent.js"
+import * as Agent from "../../agent/Agent.js"
 import type * as Turn from "../../agent/Turn.js"
 import type * as Inbox from "../../memory/Inbox.js"
 import type { HostError } from "./HostError.js"
@@ -26,7 +26,15 @@ export interface Reply {
    * write): told apart by this, never by its text.
    */
   readonly cancelled?: boolean | undefined
+  /**
+   * The turn's `notAnswered` (TurnOutcome): why the reply is no answer, where the agent (or the host, for a
+   * turn it lost) said so; absent for an answer, whatever its words. Not kept under an Idempotency-Key.
+   */
+  readonly notAnswered?: Turn.NotAnswered | undefined
 }
+
+/** The reply to a message the agent could not answer (a start that failed, a defect, a hand-over lost). */
+export const FAILED: Reply = { reply: Agent.APOLOGY, stored: false, notAnswered: "failed" }
 
 /** A journaled message in the mailbox, with its caller's reply to complete and, when asked for, its event sink. */
 export interface Waiting {

@@ -36,7 +36,7 @@ describe("a Discord message accepted by a cluster agent", () => {
     withHost(({ asked, failing, sql }) =>
       Effect.gen(function*() {
         failing.count = 1
-        expect(yield* acceptAndAwait("ann", discord("Alice: hello", "discord-1"))).toEqual({ reply: Turn.APOLOGY, stored: false })
+        expect(yield* acceptAndAwait("ann", discord("Alice: hello", "discord-1"))).toEqual({ reply: Turn.APOLOGY, stored: false, notAnswered: "failed" })
         expect(yield* acceptAndAwait("ann", discord("Alice: hello", "discord-1"))).toEqual({ reply: "reply to Alice: hello", stored: true })
         expect(asked).toEqual(["Alice: hello", "Alice: hello"])
         expect((yield* stored(sql, "ann")).map((row) => row.key)).toEqual(["idem:discord-1", "idem:discord-1 retry 1"])

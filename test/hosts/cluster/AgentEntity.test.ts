@@ -133,7 +133,7 @@ describe("the cluster's AgentHost over the Agent entity", () => {
     kit.failing.brain = 1
     return Effect.gen(function*() {
       const agents = yield* AgentHost.AgentHost
-      expect(yield* agents.send("dee", { text: "hello", idempotencyKey: "k-2" })).toEqual({ reply: Turn.APOLOGY, stored: false })
+      expect(yield* agents.send("dee", { text: "hello", idempotencyKey: "k-2" })).toEqual({ reply: Turn.APOLOGY, stored: false, notAnswered: "failed" })
       expect(yield* agents.send("dee", { text: "hello", idempotencyKey: "k-2" })).toEqual({ reply: "reply to hello", stored: true })
       // Answered now: the reply is kept, through the failure stored before it, with no third turn.
       expect(yield* agents.send("dee", { text: "hello", idempotencyKey: "k-2" })).toEqual({ reply: "reply to hello", stored: true })
@@ -211,9 +211,9 @@ describe("the cluster's AgentHost over the Agent entity", () => {
     return Effect.gen(function*() {
       const agents = yield* AgentHost.AgentHost
       for (let n = 0; n <= ClusterHost.MAX_RETRIES; n++) {
-        expect(yield* agents.send("fay", { text: "again", idempotencyKey: "k-4" })).toEqual({ reply: Turn.APOLOGY, stored: false })
+        expect(yield* agents.send("fay", { text: "again", idempotencyKey: "k-4" })).toEqual({ reply: Turn.APOLOGY, stored: false, notAnswered: "failed" })
       }
-      expect(yield* agents.send("fay", { text: "again", idempotencyKey: "k-4" })).toEqual({ reply: Turn.APOLOGY, stored: false })
+      expect(yield* agents.send("fay", { text: "again", idempotencyKey: "k-4" })).toEqual({ reply: Turn.APOLOGY, stored: false, notAnswered: "failed" })
       expect(kit.asked).toHaveLength(ClusterHost.MAX_RETRIES + 1)
     }).pipe(Effect.provide(withHost(kit)), Effect.scoped)
   })

@@ -54,7 +54,7 @@ describe("a streamed message to a cluster agent", () => {
       Effect.gen(function*() {
         const agents = yield* AgentHost
         failing.count = 1
-        expect(yield* agents.sendChecked(message("bo", "hello", "k-2"))).toEqual({ reply: Turn.APOLOGY, stored: false })
+        expect(yield* agents.sendChecked(message("bo", "hello", "k-2"))).toEqual({ reply: Turn.APOLOGY, stored: false, notAnswered: "failed" })
         const taken = yield* agents.streamChecked(message("bo", "hello", "k-2"))
         expect((yield* stored(sql, "bo")).map((row) => row.key)).toEqual(["idem:k-2", "idem:k-2 retry 1"])
         expect(yield* taken.reply).toEqual({ reply: "reply to hello", stored: true })

@@ -1,7 +1,8 @@
 /**
  * What both MCP servers (`planckclaw mcp`, serve's POST /v1/mcp) share:
  * which claws they offer, how ask_agent reads its arguments, and which of
- * the agent's replies it answers as an error.
+ * the agent's replies it answers as an error (serve's, over HTTP:
+ * test/hosts/serve/ServeMcpErrors.test.ts).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Layer, Result } from "effect"
@@ -9,10 +10,10 @@ import type * as McpSchema from "effect/ai/McpSchema"
 import * as McpServer from "effect/ai/McpServer"
 import * as Agent from "../../../src/agent/Agent.js"
 import { ONLY_CONTROLS } from "../../../src/agent/Agent.js"
-import { APOLOGY, memoryUnusableReply, misconfiguredReply } from "../../../src/agent/Turn.js"
+import { APOLOGY, misconfiguredReply } from "../../../src/agent/Turn.js"
 import * as ScriptedBrain from "../../../src/brain/ScriptedBrain.js"
 import * as InMemoryClaws from "../../../src/claws/InMemoryClaws.js"
-import { addClawTools, askArguments, isErrorReply, registrations } from "../../../src/hosts/mcp/McpHost.js"
+import { addClawTools, askArguments, registrations } from "../../../src/hosts/mcp/McpHost.js"
 import { Inbox } from "../../../src/memory/Inbox.js"
 import { BrainError } from "../../../src/ports/Brain.js"
 import type { ToolDefinition } from "../../../src/ports/Claws.js"
@@ -100,10 +101,4 @@ describe("the MCP servers' claws and ask_agent", () => {
       expect(yield* ask("\u0001\u0002")).toEqual({ isError: true, text: ONLY_CONTROLS })
       expect(yield* ask("/help")).toMatchObject({ isError: false })
     })))
-
-  it("serve's ask_agent, by the reply's words: an error for the refusal of control characters alone and every reply saying it could not answer", () => {
-    expect([ONLY_CONTROLS, APOLOGY, misconfiguredReply("the key was refused"), memoryUnusableReply("the soul is too large")].map(isErrorReply))
-      .toEqual([true, true, true, true])
-    expect(["Hello.", "Conversation history cleared.", ""].map(isErrorReply)).toEqual([false, false, false])
-  })
 })

@@ -355,7 +355,7 @@ describe("AgentHost", () => {
       const brain = echoBrain(() => down ? Effect.die("the brain is down") : undefined)
       const agents = yield* startHost(root, brain.layer)
       const failed = yield* agents.send("flaky", { text: "hello", idempotencyKey: "f-1" })
-      expect(failed).toEqual({ reply: Agent.APOLOGY, stored: false })
+      expect(failed).toEqual({ reply: Agent.APOLOGY, stored: false, notAnswered: "failed" })
       down = false
       expect(yield* agents.send("flaky", { text: "hello", idempotencyKey: "f-1" })).toEqual({ reply: "echo hello", stored: true })
       expect(yield* agents.send("flaky", { text: "hello", idempotencyKey: "f-1" })).toEqual({ reply: "echo hello", stored: true })
@@ -395,7 +395,7 @@ describe("AgentHost", () => {
         JSON.stringify(request.messages).includes("explode") ? Effect.die("turn bug") : undefined
       )
       const agents = yield* startHost(root, brain.layer)
-      expect(yield* agents.send("fragile", { text: "explode" })).toEqual({ reply: Agent.APOLOGY, stored: false })
+      expect(yield* agents.send("fragile", { text: "explode" })).toEqual({ reply: Agent.APOLOGY, stored: false, notAnswered: "failed" })
       const [fragile, steady] = yield* Effect.all([
         Effect.all([agents.send("fragile", { text: "a" }), agents.send("fragile", { text: "b" }), agents.send("fragile", { text: "c" })], { concurrency: "unbounded" }),
         agents.send("steady", { text: "hello" })

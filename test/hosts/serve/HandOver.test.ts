@@ -46,7 +46,7 @@ describe("an agent instance started after one a defect stopped", () => {
       expect(instance.recovered).toEqual([callers.one, callers.two])
       expect(yield* Deferred.await(callers.one)).toEqual({ reply: "echo one", stored: true })
       expect(yield* Deferred.await(callers.two)).toEqual({ reply: "echo two", stored: true })
-      expect(yield* Deferred.await(callers.lost)).toEqual({ reply: Agent.APOLOGY, stored: false })
+      expect(yield* Deferred.await(callers.lost)).toEqual({ reply: Agent.APOLOGY, stored: false, notAnswered: "failed" })
       // The key of the one handed over is recorded: sent again, it gets that reply without a turn.
       const again = yield* instance.submit({ text: "two", channel: "http", idempotencyKey: "k-2" })
       expect(Option.isSome(again) && (yield* Deferred.await(again.value))).toEqual({ reply: "echo two", stored: true })
