@@ -48,13 +48,20 @@ const pathOf = (path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }>
     return where === "" ? name : `${where}.${name}`
   }, "")
 
-/** The first problem of a declaration, on one line: what is wrong, and where. */
-const formatIssue = (issue: SchemaIssue.Issue): string => {
+/**
+ * What a schema refused first in a tool's declaration, on one line, and
+ * where: `Expected array (at inputSchema.required)`; undefined when the
+ * issue says nothing. Discovery's and MCP's Tool's (McpHost), so both name a
+ * place alike. Not made printable: the caller makes its whole line so, once.
+ */
+export const firstProblem = (issue: SchemaIssue.Issue): string | undefined => {
   const first = formatIssues(issue).issues[0]
-  if (first === undefined) return "it could not be read"
-  const where = first.path === undefined || first.path.length === 0 ? "" : ` (at ${pathOf(first.path)})`
-  return printable(`${first.message}${where}`)
+  if (first === undefined) return undefined
+  return first.path === undefined || first.path.length === 0 ? first.message : `${first.message} (at ${pathOf(first.path)})`
 }
+
+/** The first problem of a declaration, on one line: what is wrong, and where. */
+const formatIssue = (issue: SchemaIssue.Issue): string => printable(firstProblem(issue) ?? "it could not be read")
 
 export const parseClawFile = (displayPath: string, text: string): ParsedFile => {
   const declarations: Array<Declaration> = []

@@ -24,6 +24,7 @@ import * as SchemaIssue from "effect/SchemaIssue"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import { Agent } from "../../agent/Agent.js"
+import { firstProblem } from "../../claws/ClawDeclarations.js"
 import type { NotAnswered } from "../../agent/Turn.js"
 import { Inbox } from "../../memory/Inbox.js"
 import type { ClawsService, ToolDefinition, ToolResult } from "../../ports/Claws.js"
@@ -70,15 +71,9 @@ export const askArguments = (
 }
 
 const decodeTool = Schema.decodeUnknownResult(McpSchema.Tool)
-const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
 
-/** What MCP's Tool refused first, and where: `Expected array (at inputSchema.required)`. */
-const toolProblem = (issue: SchemaIssue.Issue): string => {
-  const first = formatIssue(issue).issues[0]
-  if (first === undefined) return "MCP's Tool refused it"
-  const where = (first.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment)).join(".")
-  return where === "" ? first.message : `${first.message} (at ${where})`
-}
+/** What MCP's Tool refused first, and where, as discovery says it of a declaration. */
+const toolProblem = (issue: SchemaIssue.Issue): string => firstProblem(issue) ?? "MCP's Tool refused it"
 
 /** A claw's tool as an MCP tool; what MCP's Tool refuses of its declaration, if discovery let it through. */
 export const clawTool = (claws: ClawsService, definition: ToolDefinition) =>
