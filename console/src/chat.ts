@@ -20,11 +20,10 @@ export const chatView = (id: string, back: () => void): HTMLElement => {
   const turns = exchanges(id, log, { text, send, cancel })
   const pages = history(id, log, turns.unsettled)
 
+  // The text stays in the box when no message was sent (a turn is running: Enter bypasses the disabled Send).
   const sendMessage = () => {
     const said = text.value.trim()
-    if (said === "" || turns.running()) return
-    text.value = ""
-    void turns.send(said)
+    if (said !== "" && turns.send(said)) text.value = ""
   }
   cancel.addEventListener("click", () => void turns.cancel())
   text.addEventListener("keydown", (event) => {

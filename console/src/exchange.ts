@@ -30,10 +30,10 @@ interface Exchange {
 }
 
 export interface Exchanges {
-  readonly send: (said: string) => Promise<void>
+  /** Sends a new message, unless a turn is running: whether it did (its exchange then goes on by itself). */
+  readonly send: (said: string) => boolean
   /** Cancels the turn running, if any. */
   readonly cancel: () => Promise<void>
-  readonly running: () => boolean
   /** The log's nodes of the exchanges not settled yet (running, or waiting for a retry), in order. */
   readonly unsettled: () => ReadonlyArray<Node>
 }
@@ -165,16 +165,17 @@ export const exchanges = (id: string, log: HTMLElement, controls: Controls): Exc
     }
   }
 
-  const send = async (said: string) => {
-    if (turn !== undefined) return
+  const send = (said: string) => {
+    if (turn !== undefined) return false
     const user = messageLine("user", said)
     const end = document.createComment("")
     log.append(user, end)
     const exchange: Exchange = { said, key: `console-${crypto.randomUUID()}`, user, end, placed: [], accepted: false }
     open.add(exchange)
-    await attempt(exchange)
+    void attempt(exchange)
+    return true
   }
 
   const unsettled = () => [...open].flatMap((exchange): Array<Node> => [exchange.user, ...exchange.placed, exchange.end])
-  return { send, cancel, running: () => turn !== undefined, unsettled }
+  return { send, cancel, unsettled }
 }
