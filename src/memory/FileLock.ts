@@ -16,7 +16,6 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { errnoCode } from "../runtime/Errors.js"
 import { readPidFileSync } from "../runtime/process/PidFile.js"
-import { heldBy } from "../runtime/process/PidLiveness.js"
 import * as Takeover from "../runtime/process/Takeover.js"
 
 export class LockHeld extends Data.TaggedError("LockHeld")<{
@@ -93,23 +92,10 @@ const create = (path: string, options: TakeOptions | undefined): Result.Result<v
   return createFile(path)
 }
 
-/** Why a lock that exists is not stale: held (by whom), or undefined when it may be taken over. */
+/** Why a lock that exists is not stale: held (by whom; NaN while being written), or undefined when it may be taken over. */
 const heldNow = (path: string, now: number | undefined): LockHeld | undefined => {
-  const owner = readOwner(path)
-  if (owner === process.pid) {
-    // Held by this very process (another fiber, another store of the same directory): never stale.
-    if (heldHere.has(nodePath.resolve(path))) return new LockHeld({ path, ownerPid: owner })
-    // Our own pid on a file this process does not hold: left by an earlier
-    // process that had the same pid (containers reuse low pids).
-  } else if (heldBy(owner, path)) {
-    return new LockHeld({ path, ownerPid: owner })
-  }
-  if (Number.isNaN(owner)) {
-    // Being written right now by its creator, or truncated by a crash:
-    // only a file older than a second is treated as stale.
-    if (Takeover.beingWritten(path, now)) return new LockHeld({ path, ownerPid: owner })
-  }
-  return undefined
+  const { held, pid } = Takeover.judge(path, heldHere, now)
+  return held ? new LockHeld({ path, ownerPid: pid ?? Number.NaN }) : undefined
 }
 
 /**

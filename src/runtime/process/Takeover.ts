@@ -60,7 +60,7 @@ export const createPidFileSync = (path: string): Result.Result<void, CreateFaile
 }
 
 /** Whether an empty (or unreadable) claim file is young enough to be its creator's, between creating and writing it. */
-export const beingWritten = (path: string, now: number | undefined): boolean => {
+const beingWritten = (path: string, now: number | undefined): boolean => {
   const stat = Result.try(() => fs.lstatSync(path))
   return Result.isSuccess(stat) && (now ?? Date.now()) - stat.success.mtimeMs < BEING_WRITTEN_MS
 }
@@ -90,11 +90,23 @@ export type Entry =
  */
 const MAX_DEPTH = 4
 
-/** Whether `guard` is held by a live taker (or being written by one): its pid, when it names one. */
-const heldNow = (guard: string, now: number | undefined): { readonly held: boolean; readonly takerPid: number | undefined } => {
-  const taker = readPidFileSync(guard)
-  const live = taker === process.pid ? entered.has(nodePath.resolve(guard)) : taker !== undefined && heldBy(taker, guard)
-  return { held: live || (taker === undefined && beingWritten(guard, now)), takerPid: taker }
+/** Whether a pid file (a lock, a guard) is held, and the pid it names: undefined when none can be read. */
+export interface Judgement {
+  readonly held: boolean
+  readonly pid: number | undefined
+}
+
+/**
+ * Whether the pid file at `file` is held, or stale and may be replaced. Held:
+ * by the live process that wrote it; naming this process, only while
+ * `heldHere` (absolute paths) has it, since an earlier process with the same
+ * pid left it otherwise (containers reuse low pids); naming none, while young
+ * enough to be its creator's between creating and writing it.
+ */
+export const judge = (file: string, heldHere: ReadonlySet<string>, now: number | undefined): Judgement => {
+  const pid = readPidFileSync(file)
+  const live = pid === process.pid ? heldHere.has(nodePath.resolve(file)) : pid !== undefined && heldBy(pid, file)
+  return { held: live || (pid === undefined && beingWritten(file, now)), pid }
 }
 
 const enterAt = (file: string, now: number | undefined, depth: number): Entry => {
@@ -105,8 +117,8 @@ const enterAt = (file: string, now: number | undefined, depth: number): Entry =>
     return { _tag: "Entered", guard }
   }
   if (created.failure !== "exists") return { _tag: "Failed", guard, failure: created.failure }
-  const { held, takerPid } = heldNow(guard, now)
-  if (held) return { _tag: "Busy", guard, takerPid }
+  const { held, pid } = judge(guard, entered, now)
+  if (held) return { _tag: "Busy", guard, takerPid: pid }
   return removeStaleGuard(guard, now, depth + 1)
 }
 
@@ -129,10 +141,10 @@ const removeStaleGuard = (guard: string, now: number | undefined, depth: number)
       // Another taker is removing it now.
       return { _tag: "Busy", guard, takerPid: outer._tag === "Busy" ? outer.takerPid : undefined }
     case "Entered": {
-      const { held, takerPid } = heldNow(guard, now)
+      const { held, pid } = judge(guard, entered, now)
       if (!held) Result.try(() => fs.unlinkSync(guard))
       leaveSync(outer.guard)
-      return held ? { _tag: "Busy", guard, takerPid } : { _tag: "Cleared", guard }
+      return held ? { _tag: "Busy", guard, takerPid: pid } : { _tag: "Cleared", guard }
     }
   }
 }
