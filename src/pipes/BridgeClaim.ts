@@ -18,10 +18,10 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import { errnoCode } from "../runtime/Errors.js"
 import { readPidFileSync } from "../runtime/process/PidFile.js"
 import { heldBy } from "../runtime/process/PidLiveness.js"
 import * as ClaimGuard from "./ClaimGuard.js"
+import { releaseIfOurs, writeOwnPid } from "./OwnPidFile.js"
 import { attempt, ignoringMissing, lstatOption, refuse } from "./RuntimeDirChecks.js"
 import type { RuntimeDirError } from "./RuntimeDirError.js"
 
@@ -51,23 +51,6 @@ const refusal = (runDir: string, role: Role, pid: number | undefined, runPid: nu
         "and one bridge per role may: stop that one first",
     pid
   )
-
-/** Writes our pid with O_EXCL; false when the file is there already. */
-const create = (file: string): Effect.Effect<boolean, RuntimeDirError> =>
-  attempt(`cannot write ${file}`, () => fs.writeFileSync(file, `${process.pid}\n`, { flag: "wx", mode: 0o600 })).pipe(
-    Effect.as(true),
-    Effect.catch((error) =>
-      errnoCode(error.cause) === "EEXIST"
-        ? Effect.succeed(false)
-        // Made, then cut short (a full disk): no empty claim is left behind.
-        : Effect.andThen(Effect.ignore(attempt("unlink", () => fs.unlinkSync(file))), Effect.fail(error)))
-  )
-
-/** Removes the claim if it is still ours. */
-const release = (file: string): Effect.Effect<void> =>
-  Effect.suspend(() =>
-    readPidFileSync(file) === process.pid ? ignoringMissing(attempt(`cannot remove ${file}`, () => fs.unlinkSync(file))) : Effect.void
-  ).pipe(Effect.catch((error) => Effect.logWarning(error.message)))
 
 /**
  * Whether there is a claim to remove: one of a holder that is gone (or the
@@ -132,12 +115,12 @@ export const claim = (runDir: string, role: Role, runPid: number | undefined): E
   Effect.gen(function*() {
     const file = path.join(runDir, claimFileName(role))
     yield* staleClaim(runDir, role, runPid)
-    const made = yield* ClaimGuard.guardedPatiently(file, Effect.andThen(clearStale(runDir, role, runPid), create(file))).pipe(
+    const made = yield* ClaimGuard.guardedPatiently(file, Effect.andThen(clearStale(runDir, role, runPid), writeOwnPid(file))).pipe(
       Effect.catchTag("ClaimBusy", (busy) => refusal(runDir, role, busy.takerPid, runPid))
     )
     if (!made) {
       // Made by a start that does not take the guard, between our look and our write: it holds it now.
       return yield* refusal(runDir, role, holder(runDir, role), runPid)
     }
-    yield* Effect.addFinalizer(() => release(file))
+    yield* Effect.addFinalizer(() => releaseIfOurs(file, Effect.sync(() => readPidFileSync(file))))
   })

@@ -19,6 +19,7 @@ import { describeError, errnoCode } from "../runtime/Errors.js"
 import { readPidFileSync } from "../runtime/process/PidFile.js"
 import * as ClaimGuard from "./ClaimGuard.js"
 import { type FifoPaths, fifoKeys, fifoPaths, fifoPathsConfig, pidFileName } from "./FifoPaths.js"
+import { releaseIfOurs, writeOwnPid } from "./OwnPidFile.js"
 import {
   attempt,
   claimDirectory,
@@ -49,13 +50,7 @@ export { RuntimeDirError } from "./RuntimeDirError.js"
 
 /** Writes our pid with O_EXCL (under the guard: a file there now was made by a start that does not take it). */
 const writePidFile = (dir: string, pidFile: string): Effect.Effect<void, RuntimeDirError> =>
-  attempt(`cannot write ${pidFile}`, () => fs.writeFileSync(pidFile, `${process.pid}\n`, { flag: "wx", mode: 0o600 })).pipe(
-    Effect.catch((error) =>
-      errnoCode(error.cause) === "EEXIST"
-        ? claimedMeanwhile(dir, readPidFileSync(pidFile))
-        // Made, then cut short (a full disk): no empty pid file is left behind.
-        : Effect.andThen(Effect.ignore(attempt("unlink", () => fs.unlinkSync(pidFile))), Effect.fail(error)))
-  )
+  Effect.flatMap(writeOwnPid(pidFile), (written) => written ? Effect.void : claimedMeanwhile(dir, readPidFileSync(pidFile)))
 
 const claimedMeanwhile = (dir: string, pid: number | undefined) =>
   refuse(
@@ -91,15 +86,7 @@ const claimPidFile = (paths: FifoPaths, pidFile: string): Effect.Effect<Readonly
   )
 
 const releasePidFile = (pidFile: string): Effect.Effect<void> =>
-  attempt(`cannot read ${pidFile}`, () => fs.readFileSync(pidFile, "utf8")).pipe(
-    Effect.flatMap((text) =>
-      Number(text.trim()) === process.pid
-        ? attempt(`cannot remove ${pidFile}`, () => fs.unlinkSync(pidFile))
-        : Effect.void
-    ),
-    ignoringMissing,
-    Effect.catch((error) => Effect.logWarning(error.message))
-  )
+  releaseIfOurs(pidFile, attempt(`cannot read ${pidFile}`, () => Number(fs.readFileSync(pidFile, "utf8").trim())))
 
 /**
  * Where mkfifo is tried, in order: the usual path first, which spares the
