@@ -126,5 +126,28 @@ export const make = (options: RunnerOptions, wake?: Latch.Latch): Effect.Effect<
     return { run: loop, changed: wake.open.pipe(Effect.asVoid) }
   })
 
+/** Says that entry `name`'s occurrence at `occurrenceMs` is skipped, its run at `earlierMs` being still answered. */
+export const skippedWhileAnswering = (name: string, earlierMs: number, occurrenceMs: number) =>
+  Effect.logWarning(`schedule ${name}: its run at ${iso(earlierMs)} is still being answered: its run at ${iso(occurrenceMs)} is skipped`)
+
+/**
+ * Answers an entry's firings one occurrence at a time: `answering(key, name,
+ * occurrenceMs, answer)` runs `answer` (the firing's whole turn, its reply
+ * delivered) unless the entry `key` is still answering an earlier one (a
+ * model slower than the entry, or unreachable for hours); that occurrence
+ * is then skipped and said, naming the entry `name`, rather than queued
+ * behind it: no backlog of the same message piles up to be answered in a burst.
+ */
+export const oneAtATime = () => {
+  const answering = new Map<string, number>()
+  return <R>(key: string, name: string, occurrenceMs: number, answer: Effect.Effect<void, never, R>): Effect.Effect<void, never, R> =>
+    Effect.suspend(() => {
+      const earlier = answering.get(key)
+      if (earlier !== undefined) return skippedWhileAnswering(name, earlier, occurrenceMs)
+      answering.set(key, occurrenceMs)
+      return Effect.ensuring(answer, Effect.sync(() => void answering.delete(key)))
+    })
+}
+
 /** PLANCKCLAW_SCHEDULE_GRACE, in milliseconds. */
 export const GraceConfig = Config.map(numberOf(ScheduleGrace), (seconds) => seconds * 1000)

@@ -33,15 +33,24 @@ export const withSchedule = (
 ): Effect.Effect<{ readonly interact: InteractService; readonly changed: Effect.Effect<void> }, never, Scope.Scope> =>
   Effect.gen(function*() {
     const fired = yield* Queue.unbounded<InboundMessage>()
+    // The occurrence each entry fired for and is not answered yet (every message gets a reply on its channel:
+    // the turn's, or an apology). Another occurrence meanwhile (a model slower than the entry, or unreachable
+    // for hours) is skipped and said, rather than queued behind it to be answered in a burst.
+    const answering = new Map<string, number>()
     const runner = yield* ScheduleRunner.make({
       store: ScheduleRunner.fromStore(ScheduleStore.fileStore(options.file)),
       graceMs: options.graceMs,
       pollMs: options.pollMs,
       fire: (entry, occurrenceMs) =>
-        Effect.andThen(
-          Effect.logDebug(`schedule ${entry.id}: firing for ${formatInstant(occurrenceMs)}`),
-          Queue.offer(fired, { channel: ScheduleDelivery.channelOf(entry), text: ScheduleDelivery.messageOf(entry) })
-        )
+        Effect.suspend(() => {
+          const earlier = answering.get(entry.id)
+          if (earlier !== undefined) return ScheduleRunner.skippedWhileAnswering(entry.id, earlier, occurrenceMs)
+          answering.set(entry.id, occurrenceMs)
+          return Effect.andThen(
+            Effect.logDebug(`schedule ${entry.id}: firing for ${formatInstant(occurrenceMs)}`),
+            Queue.offer(fired, { channel: ScheduleDelivery.channelOf(entry), text: ScheduleDelivery.messageOf(entry) })
+          )
+        })
     }, options.wake)
     yield* Effect.forkScoped(runner.run)
     // A webhook's delivery (retried, a slow receiver) runs beside the intake: the next message is not held up by
@@ -49,9 +58,13 @@ export const withSchedule = (
     const deliveries = yield* FiberSet.make()
     yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(deliveries))
     const deliver = (channel: string, text: string) =>
-      ScheduleDelivery.parseChannel(channel)?.to.startsWith("webhook:") === true
-        ? Effect.asVoid(FiberSet.run(deliveries, ScheduleDelivery.deliver(options.routes, channel, text), { startImmediately: true }))
-        : ScheduleDelivery.deliver(options.routes, channel, text)
+      Effect.suspend(() => {
+        const named = ScheduleDelivery.parseChannel(channel)
+        if (named !== undefined) answering.delete(named.id)
+        return named?.to.startsWith("webhook:") === true
+          ? Effect.asVoid(FiberSet.run(deliveries, ScheduleDelivery.deliver(options.routes, channel, text), { startImmediately: true }))
+          : ScheduleDelivery.deliver(options.routes, channel, text)
+      })
     const interact: InteractService = {
       ...near,
       messages: Stream.merge(near.messages, Stream.fromQueue(fired), { haltStrategy: "left" }),

@@ -7,15 +7,16 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Deferred, Effect } from "effect"
 import { TestClock } from "effect/testing"
 import * as AgentHost from "../../src/hosts/serve/AgentHost.js"
 import * as ServeSchedules from "../../src/hosts/serve/ServeSchedules.js"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import { echoBrain, historyOf, settings, startHost, tempDir } from "../hosts/serve/Kit.js"
 import * as FakeDiscord from "../support/FakeDiscord.js"
+import { captureLogs } from "../support/LogCapture.js"
 import * as LoopbackHttp from "../support/LoopbackHttp.js"
-import { advanceTo, yieldToEventLoop } from "../support/TestClockWait.js"
+import { advanceTo, letArrive, yieldToEventLoop } from "../support/TestClockWait.js"
 
 const T0 = Date.parse("2026-06-01T08:00:00Z")
 const HOUR = 3_600_000
@@ -92,5 +93,34 @@ describe("serve's schedules", () => {
         fake.rest().find((record) => record.method === "POST" && record.path === `/api/v10/channels/${channel}/messages`))
       expect((posted.body as { content: string }).content).toBe("echo [scheduled d1] morning digest")
       expect(posted.authorization).toBe("Bot test-bot-token")
+    }))
+  it.effect("an entry still being answered (a slow or unreachable model) skips its next runs, said each time; no backlog piles up", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      fs.mkdirSync(path.join(root, "agents", "erin"), { recursive: true })
+      fs.writeFileSync(path.join(root, "agents", "erin", "schedules.json"), JSON.stringify({
+        entries: [{ id: "e1", when: { _tag: "Every", seconds: 60 }, text: "check the build", to: "none", created: new Date(T0).toISOString() }]
+      }))
+      yield* TestClock.setTime(T0)
+      // The model answers the first scheduled turn only once the gate opens (an outage), the later ones at once.
+      const gate = yield* Deferred.make<void>()
+      const brain = echoBrain((request) => request.messages.length === 1 ? Deferred.await(gate).pipe(Effect.andThen(Effect.succeed(ScriptedBrain.text("late")))) : undefined)
+      const host = yield* startHost(root, brain.layer)
+      const logs = yield* captureLogs
+      yield* Effect.forkScoped(ServeSchedules.run({ pollMs: HOUR }).pipe(Effect.provideService(AgentHost.AgentHost, host), Effect.provide(logs.layer)))
+      for (let minute = 1; minute <= 5; minute++) yield* advanceTo(T0 + minute * 60_000)
+      yield* Deferred.succeed(gate, undefined)
+      while (historyOf(root, "erin").length < 2) yield* yieldToEventLoop
+      yield* advanceTo(T0 + 6 * 60_000)
+      while (historyOf(root, "erin").length < 4) yield* yieldToEventLoop
+      yield* letArrive
+      // The runs at minutes 2 to 5 came while the first was being answered: skipped, not queued behind it.
+      expect(historyOf(root, "erin").map((line) => line.content)).toEqual([
+        "[scheduled e1] check the build", "late", "[scheduled e1] check the build", "echo [scheduled e1] check the build"
+      ])
+      expect(logs.lines.filter((line) => line.includes("still being answered"))).toEqual([2, 3, 4, 5].map((minute) =>
+        `WARN schedule e1 of agent erin: its run at ${new Date(T0 + 60_000).toISOString()} is still being answered: ` +
+        `its run at ${new Date(T0 + minute * 60_000).toISOString()} is skipped`
+      ))
     }))
 })

@@ -113,6 +113,7 @@ const fireAll = (pollMs: number) =>
     // Discord channels get their replies over REST with the bot's token, when there is one (ScheduleDiscord).
     const discord = yield* ScheduleDiscord.make
     const turns = yield* FiberSet.make()
+    const answering = ScheduleRunner.oneAtATime()
     const runner = yield* ScheduleRunner.make({
       store: everyAgent(sql),
       graceMs,
@@ -120,15 +121,15 @@ const fireAll = (pollMs: number) =>
       fire: (keyed, occurrenceMs) => {
         const { agent, id } = split(keyed.id)
         const entry = { ...keyed, id }
-        // The turn runs beside the runner: a long one holds back no other entry.
-        return FiberSet.run(turns, Effect.gen(function*() {
+        // The turn runs beside the runner: a long one holds back no other entry, and skips its own next runs.
+        return FiberSet.run(turns, answering(keyed.id, `${id} of agent ${agent}`, occurrenceMs, Effect.gen(function*() {
           const reply = yield* host.send(agent, {
             text: ScheduleDelivery.messageOf(entry),
             channel: `schedule/${id}`,
             idempotencyKey: `schedule-${id}-${occurrenceMs}`
           })
           yield* ScheduleDelivery.deliverTo({ agent, discord }, id, entry.to, reply.reply)
-        }).pipe(Effect.catch((error) => Effect.logError(`schedule ${id} of agent ${agent}: ${error.message}`))), {
+        }).pipe(Effect.catch((error) => Effect.logError(`schedule ${id} of agent ${agent}: ${error.message}`)))), {
           startImmediately: true
         }).pipe(Effect.asVoid)
       }

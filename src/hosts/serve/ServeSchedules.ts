@@ -16,6 +16,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDelivery from "../../schedule/ScheduleDelivery.js"
+import type { Entry } from "../../schedule/ScheduleEntry.js"
 import * as ScheduleRunner from "../../schedule/ScheduleRunner.js"
 import * as ScheduleStore from "../../schedule/ScheduleStore.js"
 import * as AgentHost from "./AgentHost.js"
@@ -40,23 +41,28 @@ export const run = (options: { readonly pollMs?: number } = {}) =>
     const discord = yield* ScheduleDiscord.make
     const runners = yield* FiberMap.make<string>()
     const turns = yield* FiberSet.make()
+    const answering = ScheduleRunner.oneAtATime()
+    const answer = (id: string, entry: Entry, occurrenceMs: number) =>
+      Effect.gen(function*() {
+        yield* Effect.logInfo(`schedule ${entry.id} of agent ${id}: firing for ${new Date(occurrenceMs).toISOString()}`)
+        const reply = yield* host.send(id, {
+          text: ScheduleDelivery.messageOf(entry),
+          channel: `schedule/${entry.id}`,
+          idempotencyKey: `schedule-${entry.id}-${occurrenceMs}`
+        })
+        yield* ScheduleDelivery.deliverTo({ agent: id, discord }, entry.id, entry.to, reply.reply)
+      }).pipe(Effect.catch((error) => Effect.logError(`schedule ${entry.id} of agent ${id}: ${error.message}`)))
     const start = (id: string) =>
       Effect.flatMap(
         ScheduleRunner.make({
           store: ScheduleRunner.fromStore(ScheduleStore.fileStore(ScheduleStore.fileIn(path.join(host.directory, id)))),
           graceMs,
           pollMs,
-          // The turn runs beside the runner: a long one holds back no other entry.
+          // The turn runs beside the runner: a long one holds back no other entry, and skips its own next runs.
           fire: (entry, occurrenceMs) =>
-            FiberSet.run(turns, Effect.gen(function*() {
-              yield* Effect.logInfo(`schedule ${entry.id} of agent ${id}: firing for ${new Date(occurrenceMs).toISOString()}`)
-              const reply = yield* host.send(id, {
-                text: ScheduleDelivery.messageOf(entry),
-                channel: `schedule/${entry.id}`,
-                idempotencyKey: `schedule-${entry.id}-${occurrenceMs}`
-              })
-              yield* ScheduleDelivery.deliverTo({ agent: id, discord }, entry.id, entry.to, reply.reply)
-            }).pipe(Effect.catch((error) => Effect.logError(`schedule ${entry.id} of agent ${id}: ${error.message}`))), { startImmediately: true }).pipe(Effect.asVoid)
+            FiberSet.run(turns, answering(`${id}/${entry.id}`, `${entry.id} of agent ${id}`, occurrenceMs, answer(id, entry, occurrenceMs)), {
+              startImmediately: true
+            }).pipe(Effect.asVoid)
         }),
         (runner) => FiberMap.run(runners, id, runner.run, { onlyIfMissing: true })
       )
