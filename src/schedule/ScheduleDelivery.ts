@@ -53,7 +53,28 @@ export interface WebhookBody {
 // A receiver briefly down gets the reply a little later: three more tries, 1 s, 2 s, 4 s apart.
 const webhookRetries = Schedule.max([Schedule.exponential(Duration.seconds(1)), Schedule.recurs(3)])
 
-/** POSTs `body` to `url` as JSON; fails with the reason when no 2xx answer comes. */
+/**
+ * A webhook's URL as logs show it: its scheme and host, the rest as `…`.
+ * The path and query are where receivers keep their token (Slack's and
+ * Discord's webhooks are a secret path), and logs must not carry it.
+ */
+export const shownWebhook = (url: string): string => {
+  if (!URL.canParse(url)) return "(a URL that does not parse)"
+  const parsed = new URL(url)
+  return `${parsed.protocol}//${parsed.host}/${parsed.pathname !== "/" || parsed.search !== "" || parsed.hash !== "" ? "…" : ""}`
+}
+
+/** `text` (an HTTP client's error, which quotes the URL whole) with `url` shown as shownWebhook shows it. */
+const hidingWebhook = (url: string, text: string): string => {
+  if (!URL.canParse(url)) return text
+  const parsed = new URL(url)
+  const hidden = [url, parsed.href].reduce((hiding, written) => hiding.replaceAll(written, shownWebhook(url)), text)
+  // Its parts alone too, when long enough not to be mistaken for ordinary words.
+  const parts = [`${parsed.pathname}${parsed.search}${parsed.hash}`, parsed.search, parsed.hash, parsed.pathname].filter((part) => part.length >= 4)
+  return parts.reduce((hiding, part) => hiding.replaceAll(part, "…"), hidden)
+}
+
+/** POSTs `body` to `url` as JSON; fails with the reason (the URL not in it) when no 2xx answer comes. */
 export const postWebhook = (url: string, body: WebhookBody): Effect.Effect<void, string> =>
   Effect.gen(function*() {
     const client = yield* HttpClient.HttpClient
@@ -61,11 +82,11 @@ export const postWebhook = (url: string, body: WebhookBody): Effect.Effect<void,
       HttpClientRequest.bodyText(JSON.stringify(body), "application/json"),
       client.execute,
       Effect.provideService(HttpClient.TracerPropagationEnabled, false),
-      Effect.mapError((error) => `webhook ${url}: ${error.message}`)
+      Effect.mapError((error) => hidingWebhook(url, error.message))
     )
-    if (response.status < 200 || response.status > 299) return yield* Effect.fail(`webhook ${url} answered HTTP ${response.status}`)
+    if (response.status < 200 || response.status > 299) return yield* Effect.fail(`the receiver answered HTTP ${response.status}`)
   }).pipe(
-    Effect.timeoutOrElse({ duration: Duration.seconds(30), orElse: () => Effect.fail(`webhook ${url}: no answer within 30 s`) }),
+    Effect.timeoutOrElse({ duration: Duration.seconds(30), orElse: () => Effect.fail("no answer within 30 s") }),
     Effect.retry(webhookRetries),
     Effect.provide(FetchHttpClient.layer)
   )
@@ -81,9 +102,10 @@ export const deliverTo = (routes: Routes, id: string, to: string, reply: string)
   const destination = parseDestination(to)
   const kept = (why: string) => Effect.logWarning(`schedule ${id}: ${why}; the reply is in memory only`)
   if (Result.isFailure(destination)) return kept(destination.failure)
-  const failed = (error: { readonly message: string } | string) =>
-    Effect.logError(`schedule ${id}: could not deliver its reply to ${to}: ${typeof error === "string" ? error : error.message}`)
   const target = destination.success
+  const shown = target._tag === "Webhook" ? `webhook:${shownWebhook(target.url)}` : to
+  const failed = (error: { readonly message: string } | string) =>
+    Effect.logError(`schedule ${id}: could not deliver its reply to ${shown}: ${typeof error === "string" ? error : error.message}`)
   switch (target._tag) {
     case "None":
       return Effect.void

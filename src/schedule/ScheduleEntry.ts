@@ -56,9 +56,13 @@ export const parseDestination = (text: string): Result.Result<Destination, strin
   if (text.startsWith("webhook:")) {
     const url = text.slice("webhook:".length)
     const parsed = Result.try(() => new URL(url))
-    return Result.isSuccess(parsed) && (parsed.success.protocol === "http:" || parsed.success.protocol === "https:")
-      ? Result.succeed({ _tag: "Webhook", url })
-      : Result.fail(`"${text}": a webhook is an http:// or https:// URL (webhook:https://example.com/hook)`)
+    if (Result.isFailure(parsed) || (parsed.success.protocol !== "http:" && parsed.success.protocol !== "https:")) {
+      return Result.fail(`"${text}": a webhook is an http:// or https:// URL (webhook:https://example.com/hook)`)
+    }
+    // fetch refuses such a URL, so nothing could ever be delivered; and the password is not repeated here.
+    return parsed.success.username !== "" || parsed.success.password !== ""
+      ? Result.fail("a webhook URL cannot hold a user and password (user:password@), as HTTP clients refuse to send it: put the token in its path or query")
+      : Result.succeed({ _tag: "Webhook", url })
   }
   return Result.fail(`unknown destination "${text}": one of ${DESTINATIONS}`)
 }
