@@ -12,6 +12,7 @@
  * entity per job; these entries are added and removed while the cluster
  * runs, each with its own cron, interval or time.
  */
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
 import * as Result from "effect/Result"
@@ -123,11 +124,13 @@ const fireAll = (pollMs: number) =>
         const entry = { ...keyed, id }
         // The turn runs beside the runner: a long one holds back no other entry, and skips its own next runs.
         return FiberSet.run(turns, answering(keyed.id, `${id} of agent ${agent}`, occurrenceMs, Effect.gen(function*() {
-          const reply = yield* host.send(agent, {
+          // Accepted (stored), then its reply awaited however long the turn takes: `send` gives up after
+          // PLANCKCLAW_CLUSTER_SEND_TIMEOUT, an HTTP client's bound, though the message is answered all the same.
+          const reply = yield* Effect.scoped(Effect.flatMap(host.accept(agent, {
             text: ScheduleDelivery.messageOf(entry),
             channel: `schedule/${id}`,
             idempotencyKey: `schedule-${id}-${occurrenceMs}`
-          })
+          }), Deferred.await))
           yield* ScheduleDelivery.deliverTo({ agent, discord }, id, entry.to, reply.reply)
         }).pipe(Effect.catch((error) => Effect.logError(`schedule ${id} of agent ${agent}: ${error.message}`)))), {
           startImmediately: true
