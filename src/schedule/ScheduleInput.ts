@@ -21,18 +21,28 @@ export interface WhenInput {
   readonly at?: string | undefined
 }
 
-let lastZone: { readonly tz: string | undefined; readonly name: string } | undefined
+let lastZone: { readonly tz: string | undefined; readonly name: string | undefined } | undefined
 
 /**
- * This machine's time zone, by name (UTC when it has none). Asking Intl for
- * it costs about 250 µs, and every agent `serve` starts asks once: it is
+ * This machine's time zone, by its IANA name; undefined when it has none a
+ * cron can be read in (TZ set to a POSIX rule such as `UTC+3`, or to an
+ * unknown name: Intl then names it `undefined` or `Etc/Unknown`), so that a
+ * time that needs a zone asks for one rather than storing none. Asking Intl
+ * for it costs about 250 µs, and every agent `serve` starts asks once: it is
  * kept while TZ stays what it was.
  */
-export const localZone = (): string => {
+export const localZone = (): string | undefined => {
   const tz = process.env.TZ
-  if (lastZone === undefined || lastZone.tz !== tz) lastZone = { tz, name: DateTime.zoneToString(DateTime.zoneMakeLocal()) }
+  if (lastZone === undefined || lastZone.tz !== tz) {
+    const name: unknown = DateTime.zoneToString(DateTime.zoneMakeLocal())
+    lastZone = { tz, name: typeof name === "string" && Option.isSome(DateTime.zoneFromString(name)) ? name : undefined }
+  }
   return lastZone.name
 }
+
+/** Why a time cannot be read in this machine's zone: it has no IANA name. */
+const noLocalZone = () =>
+  `this machine's time zone (TZ=${JSON.stringify(process.env.TZ ?? "")}) has no IANA name: give one with --tz (Europe/Paris, UTC)`
 
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 }
 const COMPACT = /^(?:\d+[smhdw])+$/
@@ -108,7 +118,7 @@ const fieldsOf = (text: string, groups: ReadonlyArray<string | undefined>): Resu
  * 8601 instant with its offset (`2026-12-24T08:00:00Z`). Past times, and
  * times past the year 9999, are refused.
  */
-export const parseAt = (text: string, zone: string, nowMs: number): Result.Result<number, string> => {
+export const parseAt = (text: string, zone: string | undefined, nowMs: number): Result.Result<number, string> => {
   const trimmed = text.trim()
   const relative = /^(?:\+|in\s+)(.+)$/i.exec(trimmed)
   const resolved: Result.Result<number, string> = relative !== null
@@ -123,21 +133,22 @@ export const parseAt = (text: string, zone: string, nowMs: number): Result.Resul
   })
 }
 
-const wallOrInstant = (text: string, zone: string, nowMs: number): Result.Result<number, string> => {
+const wallOrInstant = (text: string, zone: string | undefined, nowMs: number): Result.Result<number, string> => {
   const time = WALL_TIME.exec(text)
+  const wall = WALL_DATE_TIME.exec(text)
+  if ((time !== null || wall !== null) && zone === undefined) return Result.fail(noLocalZone())
   if (time !== null) {
     const [, hour, minute, second] = time
     if (Number(hour) > 23 || Number(minute) > 59 || Number(second ?? 0) > 59) return Result.fail(`bad time of day "${text}"`)
     // Its next coming in the zone: a daily cron finds it, across a change of daylight-saving time too.
-    return Result.flatMap(cronOf(`${Number(second ?? 0)} ${Number(minute)} ${Number(hour)} * * *`, zone), (cron) =>
+    return Result.flatMap(cronOf(`${Number(second ?? 0)} ${Number(minute)} ${Number(hour)} * * *`, zone!), (cron) =>
       Result.succeed(Cron.next(cron, new Date(nowMs)).getTime()))
   }
-  const wall = WALL_DATE_TIME.exec(text)
   if (wall !== null) {
-    if (Option.isNone(DateTime.zoneFromString(zone))) return Result.fail(`unknown time zone "${zone}"`)
+    if (Option.isNone(DateTime.zoneFromString(zone!))) return Result.fail(`unknown time zone "${zone}"`)
     // A time the zone skips (02:30 as clocks go forward) is moved forward by the gap; one it has twice is the first.
     return Result.flatMap(fieldsOf(text, wall), (fields) =>
-      Option.match(DateTime.makeZoned({ ...fields, millisecond: 0 }, { timeZone: zone, adjustForTimeZone: true }), {
+      Option.match(DateTime.makeZoned({ ...fields, millisecond: 0 }, { timeZone: zone!, adjustForTimeZone: true }), {
         onNone: () => Result.fail(`bad date and time "${text}"`),
         onSome: (zoned) => Result.succeed(DateTime.toEpochMillis(zoned))
       }))
@@ -159,6 +170,7 @@ export const parseWhen = (input: WhenInput, nowMs: number): Result.Result<When, 
   if (given !== 1) return Result.fail("say when with exactly one of --cron, --every or --at")
   const zone = input.tz ?? localZone()
   if (input.cron !== undefined) {
+    if (zone === undefined) return Result.fail(noLocalZone())
     const expression = input.cron.trim()
     return Result.flatMap(cronOf(expression, zone), (): Result.Result<When, string> => {
       const when: When = { _tag: "Cron", expression, zone }

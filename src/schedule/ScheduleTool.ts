@@ -32,7 +32,7 @@ export interface ToolOptions {
 const text = (description: string) => ({ type: "string", description })
 
 /** The tools' declarations, as the model sees them. */
-export const definitions = (zone: string): ReadonlyArray<ToolDefinition> => [
+export const definitions = (zone: string | undefined): ReadonlyArray<ToolDefinition> => [
   {
     name: ADD,
     description: "Schedule a message to yourself: at that time you receive `text` as a new message and your reply " +
@@ -45,7 +45,7 @@ export const definitions = (zone: string): ReadonlyArray<ToolDefinition> => [
         cron: text("a cron expression: 5 fields (minute hour day month weekday) or 6 with seconds first"),
         every: text("an interval from now: 30s, 5m, 1h30m, 2d"),
         at: text("once: +10m (from now), 09:00 (its next coming), 2026-12-24 09:00, or an ISO 8601 instant with offset"),
-        tz: text(`the IANA time zone of cron or of a wall-clock at; default ${zone}`),
+        tz: text(`the IANA time zone of cron or of a wall-clock at; ${zone === undefined ? "needed for them: this machine's zone has no IANA name" : `default ${zone}`}`),
         to: text("where the reply goes: terminal, discord:CHANNEL_ID, webhook:URL or none (memory only); default: where this host talks")
       },
       required: ["text"]
@@ -88,7 +88,7 @@ const run = (options: ToolOptions, name: string, input: unknown): Effect.Effect<
     if (name === LIST) {
       const entries = yield* options.store.read
       const lines = entries.length === 0 ? ["no scheduled messages"] : entries.map((entry) => describeEntry(entry, now))
-      return ok([`now: ${iso(now)} (this machine's zone: ${ScheduleInput.localZone()})`, ...lines].join("\n"))
+      return ok([`now: ${iso(now)} (this machine's zone: ${ScheduleInput.localZone() ?? "one with no IANA name: give tz"})`, ...lines].join("\n"))
     }
     if (name === REMOVE) {
       const decoded = Schema.decodeUnknownResult(RemoveInput)(input)
@@ -101,7 +101,7 @@ const run = (options: ToolOptions, name: string, input: unknown): Effect.Effect<
     if (Result.isFailure(decoded)) return refused("schedule_add needs {\"text\": \"...\"} and one of cron, every, at, as strings")
     const request = decoded.success
     const when = ScheduleInput.parseWhen(request, now)
-    if (Result.isFailure(when)) return refused(when.failure.replace("--cron, --every or --at", "cron, every or at"))
+    if (Result.isFailure(when)) return refused(when.failure.replace("--cron, --every or --at", "cron, every or at").replace("--tz", "tz"))
     const to = request.to ?? options.defaultTo
     const destination = ScheduleEntry.parseDestination(to)
     if (Result.isFailure(destination)) return refused(destination.failure)
@@ -113,7 +113,7 @@ const run = (options: ToolOptions, name: string, input: unknown): Effect.Effect<
     return ok(`scheduled ${describeEntry(entry, now)} (now: ${iso(now)})`)
   }).pipe(Effect.catchTag("ScheduleError", (error) => Effect.succeed(refused(error.message))))
 
-let lastDefinitions: { readonly zone: string; readonly tools: ReadonlyArray<ToolDefinition>; readonly names: ReadonlySet<string> } | undefined
+let lastDefinitions: { readonly zone: string | undefined; readonly tools: ReadonlyArray<ToolDefinition>; readonly names: ReadonlySet<string> } | undefined
 
 /** `definitions` of the machine's zone, the same objects for every agent while the zone is the same (their specs' JSON is then made once). */
 const localDefinitions = () => {

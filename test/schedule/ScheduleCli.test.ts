@@ -103,6 +103,28 @@ describe("planckclaw schedule", () => {
       expect({ code: listed.code, stderr: listed.stderr }).toEqual({ code: 2, stderr: expect.stringContaining("entry big: every 8639999999913600 s is over 100 years") })
     }))
 
+  it.effect("a machine whose time zone has no IANA name (TZ=UTC+3): a cron or wall-clock time without --tz is refused, asking for one; the file stays good", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir()
+      const memory = path.join(cwd, "memory")
+      const env = Cli.baseEnv({ PLANCKCLAW_HOME: cwd, PLANCKCLAW_DIR: memory, TZ: "UTC+3" })
+      const schedule = (...args: Array<string>) => Cli.run(["schedule", ...args], { cwd, env })
+      for (const when of [["--cron", "0 9 * * *"], ["--at", "09:00"], ["--at", "2030-01-01 09:00"]]) {
+        const refused = yield* schedule("add", ...when, "x")
+        expect({ code: refused.code, stderr: refused.stderr }, when.join(" ")).toEqual({
+          code: 2,
+          stderr: expect.stringContaining('this machine\'s time zone (TZ="UTC+3") has no IANA name: give one with --tz (Europe/Paris, UTC)')
+        })
+      }
+      // What needs no zone is added; with --tz, so is the cron; and the file decodes.
+      for (const when of [["--every", "5m"], ["--at", "+10m"], ["--cron", "0 9 * * *", "--tz", "UTC"]]) {
+        expect((yield* schedule("add", ...when, "x")).code, when.join(" ")).toBe(0)
+      }
+      const listed = yield* schedule("list", "--json")
+      expect(listed.code).toBe(0)
+      expect(JSON.parse(listed.stdout)).toHaveLength(3)
+    }))
+
   it.effect("--agent ID: the schedule of that agent of serve; its default destination is memory only, and terminal is refused", () =>
     Effect.gen(function*() {
       const cwd = yield* tempDir()
