@@ -22,9 +22,13 @@ export type Attachment = typeof Attachment.Type
 const textTypes = /^(text\/|application\/(json|xml|yaml|x-yaml|toml|javascript|x-sh|x-python|sql|csv)\b)|\+(json|xml)\b/i
 const textExtensions = /\.(txt|md|markdown|json|jsonl|csv|tsv|log|xml|ya?ml|toml|ini|cfg|conf|env|sh|py|js|mjs|ts|tsx|jsx|rs|go|java|c|h|cpp|hpp|rb|php|sql|html|css)$/i
 
-/** Text we can read: by its content type, or by its name when Discord gives no type. */
+/**
+ * Text we can read: by its content type, or by its name, whatever its type says: the uploader's guess
+ * labels TypeScript an MPEG video (video/mp2t) and PHP or Ruby application types. A binary file so named
+ * fails the UTF-8 check, and is named as not read.
+ */
 export const isText = (attachment: Attachment): boolean =>
-  attachment.content_type === undefined ? textExtensions.test(attachment.filename) : textTypes.test(attachment.content_type)
+  textTypes.test(attachment.content_type ?? "") || textExtensions.test(attachment.filename)
 
 /** A long wait for one file: Discord's CDN answers in well under a second. */
 const fetchDeadline = Duration.seconds(20)

@@ -187,6 +187,24 @@ describe("Discord inbound: threads, mentions, attachments", () => {
         "notes.txt"
       ])
     }))
+
+  it.effect("reads a code file by its name when its type says otherwise (.ts as video/mp2t), names a real video", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake()
+      const bridge = yield* Discord.make(settingsFor(fake, { attachmentBytes: 1024 }))
+      // Browsers and Discord label TypeScript as an MPEG transport stream, and PHP, Ruby as application types.
+      const code = fake.attachment("main.ts", "video/mp2t", "export const x = 1\n")
+      const php = fake.attachment("index.php", "application/x-httpd-php", "<?php echo 1;\n")
+      const clip = fake.attachment("clip.ts", "video/mp2t", Buffer.from([0x47, 0x40, 0x11, 0x10, 0xff, 0xfe, 0x80]))
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "review", attachments: [code, php, clip] })
+      const [message] = yield* take(bridge.messages, 1)
+      expect(message!.text).toBe([
+        "review",
+        "[attachment main.ts]\nexport const x = 1\n[end of main.ts]",
+        "[attachment index.php]\n<?php echo 1;\n[end of index.php]",
+        "[attachment clip.ts (video/mp2t, 7 bytes): could not be read (not UTF-8 text)]"
+      ].join("\n\n"))
+    }))
 })
 
 describe("Discord inbound: slash commands", () => {
