@@ -70,6 +70,8 @@ export interface MessageFields {
   /** False: kept in the channel's history (REST) without a MESSAGE_CREATE, as if the gateway lost it. */
   readonly dispatch?: boolean
   readonly attachments?: ReadonlyArray<FakeAttachment>
+  /** A forward: Discord sends it with no content of its own, the forwarded message in a snapshot. */
+  readonly forwarded?: { readonly content: string; readonly attachments?: ReadonlyArray<FakeAttachment> }
   /** The author's server nickname and display name. */
   readonly nick?: string
   readonly globalName?: string
@@ -593,7 +595,13 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
             },
             content: fields.content,
             ...plainMessageFields(),
-            attachments: fields.attachments ?? []
+            attachments: fields.attachments ?? [],
+            ...(fields.forwarded === undefined ? {} : {
+              message_reference: { type: 1, channel_id: fields.channelId, message_id: String(nextSnowflake++) },
+              message_snapshots: [{
+                message: { ...plainMessageFields(), content: fields.forwarded.content, attachments: fields.forwarded.attachments ?? [] }
+              }]
+            })
           }
           // REST history has no guild_id nor member, as in Discord.
           remember(message)

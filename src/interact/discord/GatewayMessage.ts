@@ -21,7 +21,17 @@ export const GatewayMessage = Schema.Struct({
     bot: nullableOr(Schema.Boolean, false)
   }),
   member: nullable(Schema.Struct({ nick: nullable(Schema.String) })),
-  attachments: nullableOr(Schema.Array(Attachment), [])
+  attachments: nullableOr(Schema.Array(Attachment), []),
+  // A forward: no content of its own, the forwarded message's text and files in a snapshot.
+  message_snapshots: nullableOr(
+    Schema.Array(Schema.Struct({
+      message: Schema.Struct({
+        content: nullableOr(Schema.String, ""),
+        attachments: nullableOr(Schema.Array(Attachment), [])
+      })
+    })),
+    []
+  )
 })
 export type GatewayMessage = typeof GatewayMessage.Type
 

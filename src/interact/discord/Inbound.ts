@@ -56,6 +56,24 @@ const mentionOf = (botUserId: string) => new RegExp(` ?<@!?${botUserId}> ?`, "g"
 const withoutMention = (content: string, botUserId: string | undefined): string =>
   botUserId === undefined ? content : content.replace(mentionOf(botUserId), " ")
 
+/** The messages a forward carries, those with text or files. */
+const forwardedIn = (message: GatewayMessage) =>
+  message.message_snapshots.map((snapshot) => snapshot.message).filter((forwarded) =>
+    forwarded.content.trim() !== "" || forwarded.attachments.length > 0
+  )
+
+/** What the agent reads: the message's text and files, then each message it forwards, in a block of its own. */
+const textFor = (text: string, message: GatewayMessage, attachmentBytes: number) =>
+  Effect.gen(function*() {
+    const own = yield* withAttachments(text, message.attachments, attachmentBytes)
+    const forwarded = yield* Effect.forEach(forwardedIn(message), (forwarded) =>
+      Effect.map(
+        withAttachments(forwarded.content.trim(), forwarded.attachments, attachmentBytes),
+        (body) => `[forwarded message]\n${body}\n[end of forwarded message]`
+      ))
+    return [own, ...forwarded].filter((part) => part !== "").join("\n\n")
+  })
+
 export interface Inbound {
   /** Accepted messages, each channel's in order; shut down with the scope. */
   readonly messages: Queue.Dequeue<DiscordMessage>
@@ -123,7 +141,7 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
         const text = withoutMention(message.content, bot?.id).trim()
         const mentioned = bot !== undefined && message.content.trim() !== "" && mentionOf(bot.id).test(message.content)
         const talk = fromSomeoneAllowed(message) && message.author.id !== bot?.id &&
-          (text !== "" || mentioned || message.attachments.length > 0)
+          (text !== "" || mentioned || message.attachments.length > 0 || forwardedIn(message).length > 0)
         const queued = talk && (yield* fresh(message.id))
         if (!queued) yield* checkpoints.passed(message.channel_id, message.id)
         else {
@@ -134,7 +152,7 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
             guildId: message.guild_id,
             authorId: message.author.id,
             authorName: message.member?.nick ?? message.author.global_name ?? message.author.username,
-            text: yield* withAttachments(text === "" && mentioned ? bareMentionText : text, message.attachments, attachmentBytes),
+            text: yield* textFor(text === "" && mentioned ? bareMentionText : text, message, attachmentBytes),
             target: { _tag: "Message", messageId: message.id }
           })
         }

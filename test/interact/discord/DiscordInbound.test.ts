@@ -205,6 +205,21 @@ describe("Discord inbound: threads, mentions, attachments", () => {
         "[attachment clip.ts (video/mp2t, 7 bytes): could not be read (not UTF-8 text)]"
       ].join("\n\n"))
     }))
+
+  it.effect("hands on a forwarded message, its text and files in a block of their own", () =>
+    Effect.gen(function*() {
+      const fake = yield* startFake()
+      const bridge = yield* Discord.make(settingsFor(fake))
+      const notes = fake.attachment("notes.txt", "text/plain", "the notes")
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "", forwarded: { content: "meeting moved to 3pm" } })
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "", forwarded: { content: "", attachments: [notes] } })
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "after" })
+      expect((yield* takePlain(bridge.messages, 3)).map((message) => message.text)).toEqual([
+        "[forwarded message]\nmeeting moved to 3pm\n[end of forwarded message]",
+        "[forwarded message]\n[attachment notes.txt]\nthe notes\n[end of notes.txt]\n[end of forwarded message]",
+        "after"
+      ])
+    }))
 })
 
 describe("Discord inbound: slash commands", () => {
