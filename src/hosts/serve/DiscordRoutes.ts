@@ -23,6 +23,7 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as SlashCommands from "../../agent/SlashCommands.js"
 import { choiceOf } from "../../config/ConfigRange.js"
 import type { MissingSetting } from "../../config/MissingSetting.js"
 import * as DiscordSetting from "../../config/settings/Discord.js"
@@ -53,9 +54,14 @@ export const agentFor = (per: AgentPer, message: Discord.DiscordMessage): string
   }
 }
 
-/** What the agent reads: who speaks, then what they said; a command stays a command. */
+/**
+ * What the agent reads: who speaks, then what they said; a command stays a command. Only what the agent
+ * takes as one: "/etc/hosts is empty" is a message, and the agent must know who wrote it.
+ */
 export const textFor = (message: Discord.DiscordMessage): string =>
-  message.text.startsWith("/") ? message.text : `${message.authorName.replace(/[\r\n]+/g, " ")}: ${message.text}`
+  Option.isSome(SlashCommands.parse(message.text))
+    ? message.text
+    : `${message.authorName.replace(/[\r\n]+/g, " ")}: ${message.text}`
 
 // The Idempotency-Key of a Discord message or slash command (its Discord id), and where messages owed a reply
 // are noted (a file, the cluster's database): the bridge's, which keeps the same for `run`.

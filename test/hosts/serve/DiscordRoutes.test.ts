@@ -112,7 +112,7 @@ describe("Discord in serve: one agent per channel, user, server or one; DMs to t
       expect(String(failure)).toContain("DISCORD_AGENT_PER")
     }))
 
-  it("keeps commands as they are and names the speaker otherwise", () => {
+  it("keeps commands as they are and names the speaker otherwise, a message opening with a path included", () => {
     const message = {
       channel: channelA,
       kind: "channel" as const,
@@ -123,5 +123,7 @@ describe("Discord in serve: one agent per channel, user, server or one; DMs to t
     }
     expect(DiscordRoutes.textFor({ ...message, text: "/forget confirm" })).toBe("/forget confirm")
     expect(DiscordRoutes.textFor({ ...message, text: "hi" })).toBe("Alice Evil: hi")
+    // A path is no command: the agent takes it as a message, and must know who wrote it.
+    expect(DiscordRoutes.textFor({ ...message, text: "/etc/hosts is empty, why?" })).toBe("Alice Evil: /etc/hosts is empty, why?")
   })
 })
