@@ -29,6 +29,8 @@ export interface FakeDiscordOptions {
   readonly applicationFlags?: number
   /** Channels the bot may not see: GET /channels/{id} answers 403 Missing Access. */
   readonly hiddenChannelIds?: ReadonlyArray<string>
+  /** Categories of the guild (type 4): GET /channels/{id} describes them; they hold no messages. */
+  readonly categoryIds?: ReadonlyArray<string>
 }
 
 export interface RestRecord {
@@ -249,6 +251,7 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
         return { id, type: 11, guild_id: options.guildId, parent_id: parent, name: `thread-${id}`, last_message_id: last }
       }
       if (directChannels.has(id)) return { id, type: 1, last_message_id: last, recipients: [] }
+      if (options.categoryIds?.includes(id) === true) return { ...channel(id), type: 4, name: `category-${id}` }
       return undefined
     }
     const inboundRoute = (

@@ -68,6 +68,9 @@ export const gapRetries = Schedule.exponential("1 second").pipe(
   Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.minutes(1))))
 )
 
+/** A server category: it groups channels, and holds no messages of its own. */
+const categoryType = 4
+
 const before = (id: string): string | undefined => /^\d{1,20}$/.test(id) ? String(BigInt(id) - 1n) : undefined
 
 export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatchUp, never, Scope.Scope> =>
@@ -192,6 +195,13 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
       kinds.lookup(channelId).pipe(
         Effect.flatMap((info) =>
           Effect.gen(function*() {
+            // The id Discord's "Copy Channel ID" gives for a category too: the bot would answer nothing there.
+            if (info.type === categoryType) {
+              yield* Effect.logWarning(
+                `DISCORD_CHANNEL_ID: ${channelId} is a category, which holds no messages; give the ids of the channels ` +
+                  "in it instead (right-click each channel → Copy Channel ID)"
+              )
+            }
             const seeded = Option.isNone(yield* state.last(channelId))
             if (seeded) yield* state.record(channelId, info.last_message_id ?? "0")
             if (info.guild_id !== undefined && applicationId !== undefined && !commandGuilds.has(info.guild_id)) {

@@ -126,6 +126,18 @@ describe("Discord inbound: start-up and fatal errors", () => {
       expect(unknown).toContain("404")
       expect(logs.lines.some((line) => line.includes(`cannot see channel ${channelA}`))).toBe(false)
     }))
+
+  it.effect("warns at ready about a configured category, which never holds a message to answer", () =>
+    Effect.gen(function*() {
+      const logs = yield* captureLogs
+      const category = "300000000000000050"
+      const fake = yield* startFake({ categoryIds: [category] })
+      yield* Discord.make(settingsFor(fake, { channelIds: [channelA, category] })).pipe(Effect.provide(logs.layer))
+      const warning = yield* logs.waitFor(/300000000000000050 is a category/)
+      expect(warning).toMatch(/^WARN DISCORD_CHANNEL_ID: 300000000000000050 is a category/)
+      expect(warning).toContain("Copy Channel ID")
+      expect(logs.lines.some((line) => line.includes(`${channelA} is a category`))).toBe(false)
+    }))
 })
 
 describe("Discord inbound: threads, mentions, attachments", () => {

@@ -21,6 +21,9 @@ export const GatewayMessageContentLimited = 1 << 19
 
 const portal = "https://discord.com/developers/applications"
 
+/** A server category (channel type 4): it groups channels, and holds no messages of its own. */
+const categoryType = 4
+
 const unreachable = (subject: string, shown: string, result: Exclude<HttpProbe.ProbeResult, { _tag: "Answered" }>) =>
   fail(
     subject,
@@ -72,7 +75,14 @@ const withSettings = (settings: DiscordSettings): Effect.Effect<ReadonlyArray<Fi
         if (result._tag !== "Answered") return unreachable(`discord channel ${id}`, shown, result)
         if (result.status === 200) {
           const channelName = field(result.body, "name")
-          return pass(`discord channel ${id}`, typeof channelName === "string" ? `#${channelName} visible to the bot` : "visible to the bot")
+          const named = typeof channelName === "string" ? `#${channelName} ` : ""
+          return field(result.body, "type") === categoryType
+            ? fail(
+              `discord channel ${id}`,
+              `${named}is a category, which holds no messages`,
+              "give the ids of the channels in it instead (right-click each channel → Copy Channel ID)"
+            )
+            : pass(`discord channel ${id}`, `${named}visible to the bot`)
         }
         return fail(
           `discord channel ${id}`,

@@ -341,6 +341,16 @@ describe("doctor: Discord", () => {
       ])
     }))
 
+  it.live("a category given as a channel fails: it holds no messages", () =>
+    Effect.gen(function*() {
+      const category = "300000000000000050"
+      const server = yield* fake({ categoryIds: [category] })
+      const findings = yield* discord({ DISCORD_BOT_TOKEN: token, DISCORD_CHANNEL_ID: category, DISCORD_API_URL: server.apiUrl })
+      expect(lines(findings)[2]).toMatch(
+        /^✘ discord channel 300000000000000050: #category-300000000000000050 is a category, which holds no messages → .*Copy Channel ID/
+      )
+    }))
+
   it.effect("not configured: one skipped line; a bad setting is named", () =>
     Effect.gen(function*() {
       expect(lines(yield* discord({}))).toEqual(["– discord: not configured (DISCORD_BOT_TOKEN is not set)"])
