@@ -2,6 +2,7 @@
  * A message as MESSAGE_CREATE and GET /channels/{id}/messages describe it,
  * decoded with Schema: one that does not decode is ignored, never thrown.
  */
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { Attachment } from "./Attachments.js"
 import { nullable, nullableOr } from "./Nullable.js"
@@ -22,17 +23,30 @@ export const GatewayMessage = Schema.Struct({
   }),
   member: nullable(Schema.Struct({ nick: nullable(Schema.String) })),
   attachments: nullableOr(Schema.Array(Attachment), []),
-  // A forward: no content of its own, the forwarded message's text and files in a snapshot.
-  message_snapshots: nullableOr(
-    Schema.Array(Schema.Struct({
-      message: Schema.Struct({
-        content: nullableOr(Schema.String, ""),
-        attachments: nullableOr(Schema.Array(Attachment), [])
-      })
-    })),
-    []
-  )
+  // A forward: no content of its own, the forwarded message's text and files in a snapshot (see forwardedIn).
+  message_snapshots: nullableOr(Schema.Array(Schema.Unknown), [])
 })
 export type GatewayMessage = typeof GatewayMessage.Type
 
 export const decodeMessage = Schema.decodeUnknownResult(GatewayMessage)
+
+const Snapshot = Schema.Struct({
+  message: Schema.Struct({
+    content: nullableOr(Schema.String, ""),
+    attachments: nullableOr(Schema.Array(Attachment), [])
+  })
+})
+const decodeSnapshot = Schema.decodeUnknownResult(Snapshot)
+
+/**
+ * The messages a forward carries that have text or files. Each snapshot is decoded on its own: one of
+ * a shape Discord may add later is left out, and never costs the message it came in.
+ */
+export const forwardedIn = (message: GatewayMessage) =>
+  message.message_snapshots.flatMap((raw) =>
+    Result.match(decodeSnapshot(raw), {
+      onFailure: () => [],
+      onSuccess: ({ message: forwarded }) =>
+        forwarded.content.trim() !== "" || forwarded.attachments.length > 0 ? [forwarded] : []
+    })
+  )

@@ -23,7 +23,7 @@ import * as ChannelCatchUp from "./ChannelCatchUp.js"
 import * as Checkpoints from "./Checkpoints.js"
 import type { DiscordMessage } from "./DiscordBridge.js"
 import type { DiscordRest } from "./DiscordRest.js"
-import { decodeMessage, type GatewayMessage } from "./GatewayMessage.js"
+import { decodeMessage, forwardedIn, type GatewayMessage } from "./GatewayMessage.js"
 import { handleInteraction } from "./HandleInteraction.js"
 import * as Lanes from "./Lanes.js"
 import { defaultAttachmentBytes, type DiscordSettings, isAllowed } from "./Settings.js"
@@ -55,12 +55,6 @@ const mentionOf = (botUserId: string) => new RegExp(` ?<@!?${botUserId}> ?`, "g"
 
 const withoutMention = (content: string, botUserId: string | undefined): string =>
   botUserId === undefined ? content : content.replace(mentionOf(botUserId), " ")
-
-/** The messages a forward carries, those with text or files. */
-const forwardedIn = (message: GatewayMessage) =>
-  message.message_snapshots.map((snapshot) => snapshot.message).filter((forwarded) =>
-    forwarded.content.trim() !== "" || forwarded.attachments.length > 0
-  )
 
 /** What the agent reads: the message's text and files, then each message it forwards, in a block of its own. */
 const textFor = (text: string, message: GatewayMessage, attachmentBytes: number) =>

@@ -225,10 +225,20 @@ describe("Discord inbound: threads, mentions, attachments", () => {
       const notes = fake.attachment("notes.txt", "text/plain", "the notes")
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "", forwarded: { content: "meeting moved to 3pm" } })
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "", forwarded: { content: "", attachments: [notes] } })
+      // A snapshot of a shape Discord may add later does not cost the message its text.
+      yield* fake.dispatch("MESSAGE_CREATE", {
+        id: "900000000000000001",
+        channel_id: channelA,
+        guild_id: guildId,
+        author: { id: alice, username: "alice" },
+        content: "with a strange snapshot",
+        message_snapshots: [{ message: null }, { other: 1 }]
+      })
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "after" })
-      expect((yield* takePlain(bridge.messages, 3)).map((message) => message.text)).toEqual([
+      expect((yield* takePlain(bridge.messages, 4)).map((message) => message.text)).toEqual([
         "[forwarded message]\nmeeting moved to 3pm\n[end of forwarded message]",
         "[forwarded message]\n[attachment notes.txt]\nthe notes\n[end of notes.txt]\n[end of forwarded message]",
+        "with a strange snapshot",
         "after"
       ])
     }))
