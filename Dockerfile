@@ -1,22 +1,26 @@
 # PlanckClaw in a container: the agent runs as the unprivileged user `node`
 # (uid 1000), and its home (config.env, memory/, claws/, agents/) is the
-# volume /home/node/planckclaw. See the README, "Installing".
+# volume /home/node/planckclaw. See docs/install.md.
 #
 #   docker build -t planckclaw .
 #   docker run --rm -v planckclaw:/home/node/planckclaw planckclaw init
 #   docker run -it --rm -v planckclaw:/home/node/planckclaw planckclaw run
 
-FROM node:20-bookworm-slim AS build
+# Node 24: bin/planckclaw refuses a Node older than 22.19.
+FROM node:24-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # Sources come next: `prepare` (the build) runs explicitly below.
 RUN npm ci --ignore-scripts && npm rebuild esbuild
 COPY tsconfig.json tsconfig.build.json ./
 COPY src src
+# The build reads these too: build/bundle.mjs imports bin/code-cache.mjs and bundles the web console.
+COPY bin bin
+COPY console console
 COPY build build
 RUN npm run build
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     PLANCKCLAW_HOME=/home/node/planckclaw \
     PLANCKCLAW_RUN_DIR=/tmp/planckclaw

@@ -149,6 +149,22 @@ describe("the published package (npm pack, after npm run build)", () => {
     expect(unit).toMatch(/^Environment=PLANCKCLAW_HOME=\/var\/lib\/planckclaw$/m)
     expect(unit).toMatch(/^ExecStart=\S+planckclaw run --bridge discord$/m)
   })
+
+  it("the container builds from every folder the build reads, on a Node the command starts on", () => {
+    const docker = fs.readFileSync(path.join(root, "Dockerfile"), "utf8")
+    // bin/planckclaw refuses a Node below engines (22.19): an image on an older one would never start.
+    const majors = [...docker.matchAll(/^FROM node:(\d+)/gm)].map((match) => Number(match[1]))
+    expect(majors.length).toBeGreaterThan(0)
+    for (const major of majors) expect(major, `FROM node:${major}`).toBeGreaterThanOrEqual(22)
+    // `npm run build` compiles tsconfig.build.json's folders, then build/bundle.mjs imports from ../bin/ and bundles console/.
+    const bundle = fs.readFileSync(path.join(root, "build/bundle.mjs"), "utf8")
+    const include = (JSON.parse(fs.readFileSync(path.join(root, "tsconfig.build.json"), "utf8")) as { include: Array<string> }).include
+    const reads = new Set(["build", ...include, ...[...bundle.matchAll(/from "\.\.\/(\w+)\//g)].map((match) => match[1]!),
+      ...[...bundle.matchAll(/"(\w+)\/src\/[\w/]+\.ts"/g)].map((match) => match[1]!)])
+    expect([...reads]).toEqual(expect.arrayContaining(["src", "bin", "console"]))
+    const buildStage = docker.split(/^FROM /m)[1]!
+    for (const folder of reads) expect(buildStage, `the build stage copies ${folder}/`).toMatch(new RegExp(`^COPY ${folder} ${folder}$`, "m"))
+  })
 })
 
 /** npm as a user runs it: none of the npm_config_* this repository's npm passes its scripts (its .npmrc's legacy-peer-deps). */
