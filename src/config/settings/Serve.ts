@@ -104,7 +104,7 @@ export const StopGrace = {
   min: 0,
   max: 3600,
   default: 30,
-  description: "seconds a stop (SIGTERM, SIGINT) gives the requests in flight; then their connections close, " +
+  description: "seconds a stop (SIGTERM, SIGINT, SIGHUP) gives the requests in flight; then their connections close, " +
     "and accepted messages are answered at the next start",
   details: "see [`planckclaw serve`](serve.md)"
 } as const satisfies NumberSetting
