@@ -35,8 +35,9 @@ export const Events = {
   key: "PLANCKCLAW_EVENTS",
   kind: "switch",
   default: true,
-  description: "1: an executable bridge a run starts is offered the turns' events (text as it is written, tool calls) " +
-    "and gets PLANCKCLAW_EVENTS=1; 0: none is",
+  description: "1: a run's interact and brain bridges (an executable it starts, which gets PLANCKCLAW_EVENTS=1, or a process " +
+    "on the pipes of a --bridge none or --brain none run) are offered the turns' events (text as it is written, tool calls); " +
+    "0: none is offered them",
   details: "it opts in as [the pipes](pipes.md#streaming-events-opt-in) say; the original's bridges never do"
 } as const satisfies SwitchSetting
 
