@@ -82,7 +82,7 @@ export const BrainRetries = {
   min: 0,
   max: 100,
   default: 4,
-  description: "retries after the first attempt (connection errors, timeouts, 408/429/5xx/529)"
+  description: "retries after the first attempt (dropped connections, timeouts, 408/429/5xx; a refused connection or unknown host too, but not in run, which says it at once)"
 } as const satisfies NumberSetting
 
 export const PromptCache = {
