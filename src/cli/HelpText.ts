@@ -21,7 +21,10 @@ export const colorAllowed = (
 
 const heading = (text: string, color: boolean) => (color ? `\u001b[1m${text}\u001b[0m` : text)
 
-/** Wraps `first` + `text` to `width` columns, every line after the first indented by `indent`. */
+/**
+ * Wraps `first` + `text` to `width` columns, every line after the first indented by `indent`.
+ * A `first` ending in a space (a name padded to the description's column) is followed at once.
+ */
 const wrap = (text: string, width: number, indent: string, first = ""): string => {
   const lines: Array<string> = []
   let line = first
@@ -29,7 +32,7 @@ const wrap = (text: string, width: number, indent: string, first = ""): string =
     if (line.trim() !== "" && line.length + 1 + word.length > width) {
       lines.push(line)
       line = indent + word
-    } else line = line.trim() === "" ? line + word : `${line} ${word}`
+    } else line = line.trim() === "" || line.endsWith(" ") ? line + word : `${line} ${word}`
   }
   lines.push(line)
   return lines.join("\n")

@@ -47,6 +47,26 @@ describe("help entries", () => {
     }
   })
 
+  it("a description that wraps goes on in the column it starts in", () => {
+    const pages = [HelpText.overview(false), ...HelpText.commands.map((command) => HelpText.commandHelp(command, false))]
+    let continued = 0
+    for (const page of pages) {
+      const lines = page.split("\n")
+      lines.forEach((line, index) => {
+        // An entry: two spaces, its name, then its description after two spaces or more.
+        const entry = /^(  \S.*?\s{2,})\S/.exec(line)
+        if (entry === null || line.startsWith("  $ ")) return
+        const column = entry[1]!.length
+        for (const next of lines.slice(index + 1)) {
+          if (!/^\s+\S/.test(next) || /^  \S/.test(next)) break
+          continued++
+          expect(next.length - next.trimStart().length, `${line}\n${next}`).toBe(column)
+        }
+      })
+    }
+    expect(continued).toBeGreaterThan(10)
+  })
+
   it("colour only on a terminal without NO_COLOR", () => {
     expect(HelpText.colorAllowed({ isTTY: true }, {})).toBe(true)
     expect(HelpText.colorAllowed({ isTTY: false }, {})).toBe(false)
