@@ -36,6 +36,7 @@ import { messageBodyLimit, tooLarge as tooLargeBody } from "./HttpBodyLimits.js"
 import * as HttpConnections from "./HttpConnections.js"
 import type { Told } from "./TurnStream.js"
 import { credentialMatches, problem, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
+import { packageVersion } from "../../config/PackageRoot.js"
 
 export interface Options {
   readonly token: Option.Option<Redacted.Redacted<string>>
@@ -205,7 +206,12 @@ const docs = HttpApiBuilder.group(Api, "docs", (handlers) => {
   let spec: OpenApi.OpenAPISpec | undefined
   let document: HttpServerResponse.HttpServerResponse | undefined
   let reference: HttpServerResponse.HttpServerResponse | undefined
-  const specOnce = () => spec ??= OpenApi.fromApi(Api)
+  // Versioned as the package is (effect's default would say 0.0.1), as the MCP routes' serverInfo is.
+  const specOnce = () => {
+    if (spec !== undefined) return spec
+    const made = OpenApi.fromApi(Api)
+    return spec = { ...made, info: { ...made.info, version: packageVersion() } }
+  }
   return handlers
     .handle("openapi", () => Effect.sync(() => document ??= HttpServerResponse.jsonUnsafe(specOnce())))
     .handle("reference", () => Effect.sync(() => reference ??= HttpApiDocs.response(specOnce())))

@@ -3,7 +3,9 @@
  * its statuses, its reference page is self-contained and behind the token,
  * and the exported typed client talks to a real `serve` on loopback.
  */
+import * as fs from "node:fs"
 import * as http from "node:http"
+import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import * as FetchHttpClient from "effect/http/FetchHttpClient"
@@ -13,6 +15,8 @@ import * as HttpApi from "../../../src/hosts/serve/HttpApi.js"
 import { echoBrain, hostLayer, settings, tempDir } from "./Kit.js"
 
 // Built at run time: no token-looking literal in the source.
+const packageJson = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, "..", "..", "..", "package.json"), "utf8")) as { version: string }
+
 const TOKEN = `test-token-${Math.random().toString(36).slice(2)}`
 
 const serve = (values: Record<string, string>) =>
@@ -101,7 +105,8 @@ describe("the HTTP API's contract", () => {
       const spec = JSON.parse(answer.text)
       expect(spec.openapi).toMatch(/^3\.\d+\.\d+$/)
       expect(typeof spec.info.title).toBe("string")
-      expect(typeof spec.info.version).toBe("string")
+      // The package's version, as `planckclaw --version` and the MCP routes' serverInfo give it: not effect's default.
+      expect(spec.info.version).toBe(packageJson.version)
       const listed = Object.entries(spec.paths as Record<string, Record<string, unknown>>).flatMap(([path, item]) =>
         Object.keys(item).filter((method) => ["get", "post", "put", "patch", "delete"].includes(method)).map((method) => `${method} ${path}`)
       )
