@@ -1,9 +1,11 @@
 /**
  * The MCP servers the tests run, from node_modules (devDependencies; never
  * fetched at test time): the reference servers "everything" and
- * "filesystem", started with this Node.
+ * "filesystem", and scripted ones on the official SDK's Server (a server
+ * that misbehaves as real ones do), started with this Node.
  */
 import * as Child from "node:child_process"
+import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Net from "node:net"
 import * as Path from "node:path"
@@ -50,3 +52,41 @@ export const httpEverything = (port: number) =>
     }),
     (child) => Effect.sync(() => child.kill("SIGKILL"))
   )
+
+/** What a scripted server answers a call of one of its tools. */
+export interface ScriptedAnswer {
+  /** A line printed to stdout first, outside the protocol (a server's stray debug print). */
+  readonly print?: string
+  readonly text?: string
+}
+
+/** A server on the official SDK's low-level Server: `tools` listed as given (duplicates included), each call answered by `answers`. */
+export interface ScriptedServer {
+  readonly tools: ReadonlyArray<{ readonly name: string; readonly inputSchema: Record<string, unknown> }>
+  readonly answers?: Readonly<Record<string, ScriptedAnswer>>
+  /** A line printed to stdout before the server connects (a banner). */
+  readonly banner?: string
+}
+
+const scriptedSource = `
+const { Server } = require(${JSON.stringify(require.resolve("@modelcontextprotocol/sdk/server/index.js"))})
+const { StdioServerTransport } = require(${JSON.stringify(require.resolve("@modelcontextprotocol/sdk/server/stdio.js"))})
+const { CallToolRequestSchema, ListToolsRequestSchema } = require(${JSON.stringify(require.resolve("@modelcontextprotocol/sdk/types.js"))})
+const spec = JSON.parse(process.argv[2])
+const server = new Server({ name: "scripted", version: "1.0.0" }, { capabilities: { tools: {} } })
+server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: spec.tools }))
+server.setRequestHandler(CallToolRequestSchema, (request) => {
+  const answer = (spec.answers ?? {})[request.params.name] ?? {}
+  if (answer.print !== undefined) process.stdout.write(answer.print + "\\n")
+  return { content: [{ type: "text", text: answer.text ?? "ok" }] }
+})
+if (spec.banner !== undefined) process.stdout.write(spec.banner + "\\n")
+server.connect(new StdioServerTransport())
+`
+
+/** An mcp.json entry that starts a scripted server (its script written in `dir`). */
+export const scripted = (dir: string, spec: ScriptedServer) => {
+  const script = Path.join(dir, "scripted-mcp-server.cjs")
+  Fs.writeFileSync(script, scriptedSource)
+  return { command: process.execPath, args: [script, JSON.stringify(spec)] }
+}

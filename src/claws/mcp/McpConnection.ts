@@ -98,7 +98,15 @@ export const make = (
     let up: Up | undefined
     let lastTools: ReadonlyArray<McpSchema.Tool> = []
     const notes: ProcessNotes = { pid: undefined, stderrTail: "" }
-    const reach: Reach = { entry, timeout: settings.timeout, withheldSecrets: settings.withheldSecrets, spawner, httpClient, notes }
+    const reach: Reach = {
+      entry,
+      timeout: settings.timeout,
+      withheldSecrets: settings.withheldSecrets,
+      spawner,
+      httpClient,
+      notes,
+      logStray: settings.logDown !== false
+    }
     /** Set once the scope closes: the server's exit is then ours, not a failure. */
     let stopping = false
     /** Completed when the start under way ends, up or down. */
@@ -226,9 +234,12 @@ export const make = (
         const outcome = yield* Effect.result(now.client.callTool({ tool, arguments: input }))
         if (outcome._tag === "Success") return toToolResult(outcome.success, settings.outputMax)
         const error = outcome.failure
-        if (!isTransportFailure(error)) return { content: printable(hidden(`Tool ${name} failed: ${error.message}`)), isError: true }
+        // A stdio transport that closed under the call has said so in `died` already (McpTransport).
+        if (!isTransportFailure(error) && !(yield* Deferred.isDone(now.died))) {
+          return { content: printable(hidden(`Tool ${name} failed: ${error.message}`)), isError: true }
+        }
         yield* Deferred.succeed(now.died, hidden(error.message))
-        return downResult(name, withStderr(error.message))
+        return downResult(name, withStderr(yield* Deferred.await(now.died)))
       }).pipe(
         Effect.timeoutOption(settings.timeout),
         Effect.map(Option.getOrElse((): ToolResult => ({

@@ -19,9 +19,12 @@ import * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import type { PlatformError } from "effect/PlatformError"
 import { describeError } from "../../runtime/Errors.js"
+import { printable } from "../../runtime/Printable.js"
 import type { ServerEntry } from "./McpConfig.js"
 import { serverEnvironment } from "./McpEnvironment.js"
+import * as McpStdoutLines from "./McpStdoutLines.js"
 
 /** The last bytes a server wrote to stderr, said when it fails. */
 const stderrTailMax = 1024
@@ -53,15 +56,35 @@ export interface Reach {
   readonly spawner: ChildProcessSpawner.ChildProcessSpawner["Service"]
   readonly httpClient: HttpClient.HttpClient
   readonly notes: ProcessNotes
+  /** Log the first line a stdio server prints outside the protocol (the agent; doctor and `tools` do not). */
+  readonly logStray: boolean
 }
 
-/** The spawner the stdio transport uses: it notes the process and keeps the end of its stderr. */
-const noting = ({ notes, spawner }: Reach, died: Deferred.Deferred<string>) =>
+/** Its stdout without the lines that are no MCP message (McpStdoutLines); the first such line logged. */
+const messagesOf = ({ entry, logStray }: Reach, stdout: Stream.Stream<Uint8Array, PlatformError>) => {
+  const lines = McpStdoutLines.make()
+  return stdout.pipe(
+    Stream.map(lines.keep),
+    Stream.tap(() => {
+      const stray = lines.firstDropped()
+      return stray === undefined || !logStray ? Effect.void : Effect.logWarning(printable(
+        `MCP server ${entry.name} printed a line that is no MCP message to its stdout (ignored, and any more; ` +
+          `a server's logs belong on stderr): ${stray}`
+      ))
+    }),
+    Stream.filter((chunk) => chunk.length > 0)
+  )
+}
+
+/** The spawner the stdio transport uses: it notes the process, keeps the end of its stderr and drops stray output. */
+const noting = (reach: Reach, died: Deferred.Deferred<string>) =>
   ChildProcessSpawner.make((command) =>
-    spawner.spawn(command).pipe(Effect.map((handle) => {
+    reach.spawner.spawn(command).pipe(Effect.map((handle) => {
+      const notes = reach.notes
       notes.pid = handle.pid
       return ChildProcessSpawner.makeHandle({
         ...handle,
+        stdout: messagesOf(reach, handle.stdout),
         // A signal makes exitCode fail (effect's Node spawner): either way the server is gone,
         // unless the wait was only interrupted (the scope closing).
         exitCode: handle.exitCode.pipe(Effect.onExit((exit) =>
@@ -80,6 +103,23 @@ const noting = ({ notes, spawner }: Reach, died: Deferred.Deferred<string>) =>
     }))
   )
 
+/**
+ * A stdio transport fails a request only once it is closed for good. Its
+ * process gone (a TransportError), `died` hears of it from the exit; but its
+ * reader may have stopped at a line that is no JSON-RPC message, or at one
+ * over the message limit, while the process runs on, deaf: that is said in
+ * `died` here, so that the server is down and started again.
+ */
+const downOnFailure = (transport: McpClient.Transport, died: Deferred.Deferred<string>): McpClient.Transport => ({
+  ...transport,
+  request: (message, tool) =>
+    transport.request(message, tool).pipe(Effect.tapError((error) =>
+      error.reason._tag === "ProtocolError" || error.reason._tag === "LimitError"
+        ? Deferred.succeed(died, describeClientError(error))
+        : Effect.void
+    ))
+})
+
 const transport = (reach: Reach, died: Deferred.Deferred<string>) =>
   reach.entry._tag === "Stdio"
     ? McpClient.stdio({
@@ -89,12 +129,16 @@ const transport = (reach: Reach, died: Deferred.Deferred<string>) =>
         extendEnv: false
       }),
       protocol: McpProtocol.v2025_11_25
-    }).pipe(Effect.provideService(ChildProcessSpawner.ChildProcessSpawner, noting(reach, died)))
+    }).pipe(
+      Effect.map((stdio) => downOnFailure(stdio, died)),
+      Effect.provideService(ChildProcessSpawner.ChildProcessSpawner, noting(reach, died))
+    )
     : McpClient.http({ url: reach.entry.url, headers: reach.entry.headers, protocol: McpProtocol.v2025_11_25 })
 
 /**
  * A client, in the caller's scope (one life of the server); fails with why
- * not. `died` is completed with why, should its process exit.
+ * not. `died` is completed with why, should its process exit (or, over
+ * stdio, its transport close: downOnFailure).
  */
 export const connect = (reach: Reach, died: Deferred.Deferred<string>): Effect.Effect<McpClient.McpClient, string, Scope.Scope> =>
   Effect.flatMap(transport(reach, died), (connected) =>

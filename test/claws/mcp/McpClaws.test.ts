@@ -12,6 +12,7 @@ import { Duration, Effect, Exit, Fiber, Redacted, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as McpClaws from "../../../src/claws/mcp/McpClaws.js"
 import * as McpConfig from "../../../src/claws/mcp/McpConfig.js"
+import { captureLogs } from "../../support/LogCapture.js"
 import { advanceTo, awaitPendingSleep, yieldToEventLoop } from "../../support/TestClockWait.js"
 import * as McpServers from "../../support/McpServers.js"
 import * as Sandbox from "../../support/Sandbox.js"
@@ -112,6 +113,55 @@ describe("MCP servers as claws", () => {
       // No clock moved: up again without a backoff.
       yield* until("the server to be started again", () => connection.state()._tag === "Up" && connection.pid() !== first)
       expect((yield* mcp.call("mcp__everything__echo", { message: "two" })).content).toBe("Echo: two")
+    }), 60_000)
+
+  it.live("drops what a server prints to its stdout outside the protocol, says so once, and goes on answering", () =>
+    Effect.gen(function*() {
+      const dir = yield* Sandbox.tempDir("planckclaw-mcp-chatty-")
+      const logs = yield* captureLogs
+      const mcp = yield* start({
+        chatty: McpServers.scripted(dir, {
+          banner: "Chatty MCP server running on stdio",
+          tools: [{ name: "greet", inputSchema: { type: "object" } }],
+          answers: { greet: { print: "debug: greet called", text: "hello" } }
+        })
+      })
+      const connection = mcp.connections.get("chatty")!
+      const greet = mcp.call("mcp__chatty__greet", {}).pipe(Effect.provide(logs.layer))
+      expect(yield* greet).toEqual({ content: "hello", isError: false })
+      const first = connection.pid()
+      expect(yield* greet).toEqual({ content: "hello", isError: false })
+      expect(connection.state()._tag).toBe("Up")
+      expect(connection.pid()).toBe(first)
+      expect(logs.lines.filter((line) => line.includes("stdout"))).toEqual([
+        "WARN MCP server chatty printed a line that is no MCP message to its stdout (ignored, and any more; " +
+        "a server's logs belong on stderr): Chatty MCP server running on stdio"
+      ])
+    }), 60_000)
+
+  it.effect("a server whose stdout breaks the protocol under a call is restarted, not left deaf with its process alive", () =>
+    Effect.gen(function*() {
+      const dir = yield* Sandbox.tempDir("planckclaw-mcp-deaf-")
+      const mcp = yield* start({
+        logger: McpServers.scripted(dir, {
+          tools: [{ name: "work", inputSchema: { type: "object" } }, { name: "echo", inputSchema: { type: "object" } }],
+          // A JSON log line on stdout: an object, but no JSON-RPC message (its stdio transport closes).
+          answers: { work: { print: `{"level":"info","msg":"working"}` }, echo: { text: "echoed" } }
+        })
+      })
+      const connection = mcp.connections.get("logger")!
+      expect(yield* mcp.call("mcp__logger__echo", {})).toEqual({ content: "echoed", isError: false })
+      const first = connection.pid()!
+      const broken = yield* mcp.call("mcp__logger__work", {})
+      expect(broken.isError).toBe(true)
+      expect(broken.content).toMatch(/^Tool work: MCP server logger is not running \(Invalid JSON-RPC message/)
+      yield* until("the server to be found down", () => connection.state()._tag === "Down")
+      yield* awaitPendingSleep(1000)
+      yield* advanceTo(1000)
+      yield* until("the server to be up again", () => connection.state()._tag === "Up")
+      expect(yield* mcp.call("mcp__logger__echo", {})).toEqual({ content: "echoed", isError: false })
+      expect(connection.pid()).not.toBe(first)
+      yield* Sandbox.gone("the deaf server", first)
     }), 60_000)
 
   it.effect("a server that hangs at its start holds the first message for the timeout only, not every one after", () =>

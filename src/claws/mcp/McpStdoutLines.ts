@@ -1,0 +1,70 @@
+/**
+ * A stdio server's output as MCP reads it: each message is a JSON object on
+ * a line of its own, so a line that does not start with `{` is something
+ * else the server printed (a banner, a debug line), dropped here as the
+ * official SDK's client drops it (Claude Desktop and Cursor run such
+ * servers), not taken for a broken protocol, which closes effect/ai's
+ * stdio transport. Filtered as the bytes stream, no line held whole.
+ */
+
+const newline = 0x0a
+const openBrace = 0x7b
+/** What may come before a line's `{` (or make a blank line): space, tab, CR. */
+const isBlank = (byte: number) => byte === 0x20 || byte === 0x09 || byte === 0x0d
+
+/** How much of a dropped line is kept to say what it was. */
+const shownMax = 200
+
+export interface StdoutLines {
+  /** The chunk's bytes of message lines, in order (the chunk itself when it is all of them). */
+  readonly keep: (chunk: Uint8Array) => Uint8Array
+  /** The first line dropped (its start), once it has been read; said once, then undefined. */
+  readonly firstDropped: () => string | undefined
+}
+
+export const make = (): StdoutLines => {
+  let line: "start" | "message" | "other" = "start"
+  /** The first dropped line's bytes, while it is read; then read (or long enough), then said. */
+  let first: { readonly bytes: Array<number>; read: boolean; said: boolean } | undefined
+
+  const keep = (chunk: Uint8Array): Uint8Array => {
+    const ranges: Array<readonly [number, number]> = []
+    let from = 0
+    for (let at = 0; at < chunk.length; at++) {
+      const byte = chunk[at]!
+      if (line === "start") {
+        if (byte === openBrace) {
+          line = "message"
+          from = at
+        } else if (byte !== newline && !isBlank(byte)) {
+          line = "other"
+          first ??= { bytes: [], read: false, said: false }
+        }
+      }
+      if (line === "other" && first !== undefined && !first.read) {
+        if (byte === newline || first.bytes.length === shownMax) first.read = true
+        else first.bytes.push(byte)
+      }
+      if (byte !== newline) continue
+      if (line === "message") ranges.push([from, at + 1])
+      line = "start"
+    }
+    if (line === "message") ranges.push([from, chunk.length])
+    if (ranges.length === 1 && ranges[0]![0] === 0 && ranges[0]![1] === chunk.length) return chunk
+    const kept = new Uint8Array(ranges.reduce((total, [start, end]) => total + end - start, 0))
+    let to = 0
+    for (const [start, end] of ranges) {
+      kept.set(chunk.subarray(start, end), to)
+      to += end - start
+    }
+    return kept
+  }
+
+  const firstDropped = () => {
+    if (first === undefined || !first.read || first.said) return undefined
+    first.said = true
+    return Buffer.from(first.bytes).toString("utf8")
+  }
+
+  return { keep, firstDropped }
+}

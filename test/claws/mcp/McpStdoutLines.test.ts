@@ -1,0 +1,45 @@
+/**
+ * A stdio server's stdout as MCP reads it: message lines kept whole,
+ * whatever the chunks they arrive in; any other line dropped, the first
+ * one said once.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as McpStdoutLines from "../../../src/claws/mcp/McpStdoutLines.js"
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+
+/** `text` fed in chunks of `size` bytes; what is kept, as text. */
+const keptOf = (text: string, size: number) => {
+  const lines = McpStdoutLines.make()
+  const bytes = encoder.encode(text)
+  const kept: Array<Uint8Array> = []
+  for (let at = 0; at < bytes.length; at += size) kept.push(lines.keep(bytes.subarray(at, at + size)))
+  return { kept: decoder.decode(Buffer.concat(kept)), lines }
+}
+
+describe("a stdio server's stdout lines", () => {
+  it("keeps each message line whole and drops the others, however the bytes are chunked", () => {
+    const output = 'Server running on stdio\n{"jsonrpc":"2.0","id":1,"result":{"text":"héllo ✓"}}\n\n' +
+      '  debug: {"not":"at the start"}\n\t{"jsonrpc":"2.0","method":"notifications/progress"}\r\nbye'
+    const messages = '{"jsonrpc":"2.0","id":1,"result":{"text":"héllo ✓"}}\n{"jsonrpc":"2.0","method":"notifications/progress"}\r\n'
+    for (const size of [1, 2, 3, 7, 64, 4096]) expect(keptOf(output, size).kept).toBe(messages)
+  })
+
+  it("gives back a chunk of message lines alone as it is", () => {
+    const lines = McpStdoutLines.make()
+    const chunk = encoder.encode('{"jsonrpc":"2.0","id":1,"result":{}}\n')
+    expect(lines.keep(chunk)).toBe(chunk)
+  })
+
+  it("says the first dropped line once it is read, cut at 200 bytes, and only once", () => {
+    const { lines } = keptOf(`${"x".repeat(300)}\nsecond stray line\n`, 5)
+    expect(lines.firstDropped()).toBe("x".repeat(200))
+    expect(lines.firstDropped()).toBeUndefined()
+    const partial = McpStdoutLines.make()
+    partial.keep(encoder.encode("starting up"))
+    expect(partial.firstDropped()).toBeUndefined()
+    partial.keep(encoder.encode("...\n"))
+    expect(partial.firstDropped()).toBe("starting up...")
+  })
+})
