@@ -2,7 +2,7 @@
  * The tools of the MCP servers in mcp.json as claws, each named
  * `mcp__SERVER__TOOL` (McpNames). A tool whose full name would not be a
  * valid tool name (more than 64 characters, or characters outside letters,
- * digits, `_` and `-`) is left out, with why. Loaded only when mcp.json
+ * digits, `_` and `-`), or that the server lists again, is left out, with why. Loaded only when mcp.json
  * names a server (ClawsWithMcp imports it then): the MCP client is a good
  * part of a start's evaluation otherwise.
  */
@@ -53,6 +53,11 @@ const definitions = (server: string, connection: McpConnection.Connection, file:
           source,
           reason: printable(`tool "${tool.name}" left out: ${name} is not a valid tool name (at most 64 letters, digits, _ or -)`)
         })
+        continue
+      }
+      // A model's API refuses a request whose tools share a name: every turn would fail.
+      if (defined.some((earlier) => earlier.name === name)) {
+        problems.push({ source, reason: printable(`tool "${tool.name}" is listed twice by the server; the first is offered`) })
         continue
       }
       defined.push({ name, description: tool.description ?? tool.title ?? "", input_schema: inputSchemaOf(tool.inputSchema) })

@@ -164,6 +164,28 @@ describe("MCP servers as claws", () => {
       yield* Sandbox.gone("the deaf server", first)
     }), 60_000)
 
+  it.live("offers a tool its server lists twice once, and says so (a model's API refuses tools of one name)", () =>
+    Effect.gen(function*() {
+      const dir = yield* Sandbox.tempDir("planckclaw-mcp-twice-")
+      const mcp = yield* start({
+        twice: McpServers.scripted(dir, {
+          tools: [
+            { name: "look", inputSchema: { type: "object", properties: { where: { type: "string" } } } },
+            { name: "look", inputSchema: { type: "object" } }
+          ],
+          answers: { look: { text: "seen" } }
+        })
+      })
+      const listed = yield* mcp.list
+      expect(listed.tools.map((tool) => tool.name)).toEqual(["mcp__twice__look"])
+      expect(listed.tools[0]?.input_schema).toMatchObject({ properties: { where: { type: "string" } } })
+      expect(listed.problems).toEqual([{
+        source: '/tmp/mcp.json: server "twice"',
+        reason: 'tool "look" is listed twice by the server; the first is offered'
+      }])
+      expect(yield* mcp.call("mcp__twice__look", { where: "here" })).toEqual({ content: "seen", isError: false })
+    }), 60_000)
+
   it.effect("a server that hangs at its start holds the first message for the timeout only, not every one after", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
