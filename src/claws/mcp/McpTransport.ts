@@ -19,7 +19,7 @@ import * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type { PlatformError } from "effect/PlatformError"
+import * as PlatformError from "effect/PlatformError"
 import { describeError } from "../../runtime/Errors.js"
 import { printable } from "../../runtime/Printable.js"
 import type { ServerEntry } from "./McpConfig.js"
@@ -35,10 +35,23 @@ export interface ProcessNotes {
   stderrTail: string
 }
 
+/**
+ * Why the server's process failed (its spawn: NotFound...), naming its
+ * program without its arguments, which effect's spawner quotes whole and
+ * which may hold a key (`--api-key KEY`): these words go to the log and to
+ * the model.
+ */
+const describeCause = (cause: unknown, entry: ServerEntry): string => {
+  if (!PlatformError.isPlatformError(cause) || !(cause.reason instanceof PlatformError.SystemError)) return describeError(cause)
+  const { _tag, description, method, module } = cause.reason
+  if (module !== "ChildProcess" || entry._tag !== "Stdio") return describeError(cause)
+  return `${_tag}: ${module}.${method} (${entry.command})${description === undefined || description === "" ? "" : `: ${description}`}`
+}
+
 /** The error's words, and its cause's (why a spawn failed: ENOENT...) when it has one. */
-const describeClientError = (error: McpClientError): string => {
+const describeClientError = (error: McpClientError, entry: ServerEntry): string => {
   const cause = "cause" in error.reason ? error.reason.cause : undefined
-  return cause === undefined ? error.message : `${error.message}: ${describeError(cause)}`
+  return cause === undefined ? error.message : `${error.message}: ${describeCause(cause, entry)}`
 }
 
 /** A failure that says the server is gone, not that one call went wrong. */
@@ -61,7 +74,7 @@ export interface Reach {
 }
 
 /** Its stdout without the lines that are no MCP message (McpStdoutLines); the first such line logged. */
-const messagesOf = ({ entry, logStray }: Reach, stdout: Stream.Stream<Uint8Array, PlatformError>) => {
+const messagesOf = ({ entry, logStray }: Reach, stdout: Stream.Stream<Uint8Array, PlatformError.PlatformError>) => {
   const lines = McpStdoutLines.make()
   return stdout.pipe(
     Stream.map(lines.keep),
@@ -110,12 +123,16 @@ const noting = (reach: Reach, died: Deferred.Deferred<string>) =>
  * over the message limit, while the process runs on, deaf: that is said in
  * `died` here, so that the server is down and started again.
  */
-const downOnFailure = (transport: McpClient.Transport, died: Deferred.Deferred<string>): McpClient.Transport => ({
+const downOnFailure = (
+  transport: McpClient.Transport,
+  entry: ServerEntry,
+  died: Deferred.Deferred<string>
+): McpClient.Transport => ({
   ...transport,
   request: (message, tool) =>
     transport.request(message, tool).pipe(Effect.tapError((error) =>
       error.reason._tag === "ProtocolError" || error.reason._tag === "LimitError"
-        ? Deferred.succeed(died, describeClientError(error))
+        ? Deferred.succeed(died, describeClientError(error, entry))
         : Effect.void
     ))
 })
@@ -130,7 +147,7 @@ const transport = (reach: Reach, died: Deferred.Deferred<string>) =>
       }),
       protocol: McpProtocol.v2025_11_25
     }).pipe(
-      Effect.map((stdio) => downOnFailure(stdio, died)),
+      Effect.map((stdio) => downOnFailure(stdio, reach.entry, died)),
       Effect.provideService(ChildProcessSpawner.ChildProcessSpawner, noting(reach, died))
     )
     : McpClient.http({ url: reach.entry.url, headers: reach.entry.headers, protocol: McpProtocol.v2025_11_25 })
@@ -145,6 +162,6 @@ export const connect = (reach: Reach, died: Deferred.Deferred<string>): Effect.E
     McpClient.make({ name: "planckclaw", version: "0.1.0", timeout: reach.timeout }).pipe(
       Effect.provideService(McpClient.Transport, connected)
     )).pipe(
-      Effect.mapError(describeClientError),
+      Effect.mapError((error) => describeClientError(error, reach.entry)),
       Effect.provideService(HttpClient.HttpClient, reach.httpClient)
     )

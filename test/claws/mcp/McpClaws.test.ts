@@ -234,6 +234,22 @@ describe("MCP servers as claws", () => {
       expect(outside.content).toMatch(/Access denied|outside allowed directories/i)
     }), 60_000)
 
+  it.live("says why a server cannot start naming its program, never its arguments (a key may be one), in the log, the listing and the model's result", () =>
+    Effect.gen(function*() {
+      const logs = yield* captureLogs
+      const mcp = yield* start({ missing: { command: "no-such-mcp-server", args: ["--api-key", "sk-test-ArgSecret"] } })
+      const listed = yield* mcp.list.pipe(Effect.provide(logs.layer))
+      expect(listed.problems[0]?.reason).toBe("not running: Cannot spawn MCP server: NotFound: ChildProcess.spawn (no-such-mcp-server)")
+      const called = yield* mcp.call("mcp__missing__search", {})
+      expect(called.content).toBe(
+        "Tool search: MCP server missing is not running (Cannot spawn MCP server: NotFound: ChildProcess.spawn (no-such-mcp-server)); " +
+          "it is being restarted, try again shortly"
+      )
+      yield* logs.waitFor(/MCP server missing is down/).pipe(Sandbox.within("the failed start to be logged"))
+      expect(logs.lines.join("\n")).toContain("ChildProcess.spawn (no-such-mcp-server)")
+      expect(logs.lines.join("\n")).not.toContain("ArgSecret")
+    }), 60_000)
+
   it.live("gives a server only its entry's variables and the basics, never a secret", () =>
     Effect.gen(function*() {
       const secret = `test-key-${Math.random().toString(36).slice(2)}`
