@@ -58,6 +58,8 @@ export interface ScriptedAnswer {
   /** A line printed to stdout first, outside the protocol (a server's stray debug print). */
   readonly print?: string
   readonly text?: string
+  /** Dies instead of answering: this written to stderr, then exit with `code`. */
+  readonly exit?: { readonly stderr: string; readonly code: number }
 }
 
 /** A server on the official SDK's low-level Server: `tools` listed as given (duplicates included), each call answered by `answers`. */
@@ -78,6 +80,8 @@ server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: spec.tools }))
 server.setRequestHandler(CallToolRequestSchema, (request) => {
   const answer = (spec.answers ?? {})[request.params.name] ?? {}
   if (answer.print !== undefined) process.stdout.write(answer.print + "\\n")
+  if (answer.exit !== undefined) process.stderr.write(answer.exit.stderr + "\\n", () => process.exit(answer.exit.code))
+  if (answer.exit !== undefined) return new Promise(() => {})
   return { content: [{ type: "text", text: answer.text ?? "ok" }] }
 })
 if (spec.banner !== undefined) process.stdout.write(spec.banner + "\\n")

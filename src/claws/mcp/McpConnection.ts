@@ -129,17 +129,19 @@ export const make = (
     }
 
     /**
-     * Why a start failed, in the process's own words when it exited: its
-     * exit and the end of its stderr (read a moment after, as a write to a
-     * closed stdin is often seen before the exit), not the broken pipe.
+     * Why a start or a call failed, in the process's own words when it
+     * exited: its exit and the end of its stderr (read a moment after, as a
+     * write to a closed stdin or a closed stdout is often seen before the
+     * exit), not the broken pipe.
      */
-    const startFailure = (reason: string, died: Deferred.Deferred<string>) =>
+    const exitOr = (reason: string, died: Deferred.Deferred<string>) =>
       Effect.gen(function*() {
-        if (entry._tag !== "Stdio" || notes.pid === undefined) return yield* Effect.fail(reason)
+        if (entry._tag !== "Stdio" || notes.pid === undefined) return reason
         const exit = yield* Deferred.await(died).pipe(Effect.timeoutOption(exitGrace))
         yield* nextTurn
-        return yield* Effect.fail(Option.getOrElse(exit, () => reason))
+        return Option.getOrElse(exit, () => reason)
       })
+    const startFailure = (reason: string, died: Deferred.Deferred<string>) => Effect.flip(exitOr(reason, died))
 
     /**
      * One life of the server: started, up until found dead. Fails with why
@@ -238,7 +240,8 @@ export const make = (
         if (!isTransportFailure(error) && !(yield* Deferred.isDone(now.died))) {
           return { content: printable(hidden(`Tool ${name} failed: ${error.message}`)), isError: true }
         }
-        yield* Deferred.succeed(now.died, hidden(error.message))
+        // Gone under the call, as at a start: its exit says why better than the closed pipe.
+        yield* Deferred.succeed(now.died, hidden(yield* exitOr(error.message, now.died)))
         return downResult(name, withStderr(yield* Deferred.await(now.died)))
       }).pipe(
         Effect.timeoutOption(settings.timeout),

@@ -102,6 +102,22 @@ describe("MCP servers as claws", () => {
       yield* Sandbox.gone("the killed server", first)
     }), 60_000)
 
+  it.live("a server that dies under a call says why as it exited: its exit code and the end of its stderr", () =>
+    Effect.gen(function*() {
+      const dir = yield* Sandbox.tempDir("planckclaw-mcp-crash-")
+      const mcp = yield* start({
+        crashy: McpServers.scripted(dir, {
+          tools: [{ name: "boom", inputSchema: { type: "object" } }],
+          answers: { boom: { exit: { stderr: "fatal: out of memory", code: 1 } } }
+        })
+      })
+      expect(yield* mcp.call("mcp__crashy__boom", {})).toEqual({
+        content: "Tool boom: MCP server crashy is not running (exited with code 1; its stderr ends: fatal: out of memory); " +
+          "it is being restarted, try again shortly",
+        isError: true
+      })
+    }), 60_000)
+
   it.effect("a server that dies after a long healthy life is started again at once, the backoff starting over", () =>
     Effect.gen(function*() {
       const mcp = yield* start({ everything: McpServers.everything() })
