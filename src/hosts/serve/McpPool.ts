@@ -12,6 +12,8 @@
 import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Equal from "effect/Equal"
+import * as Hash from "effect/Hash"
 import * as RcMap from "effect/RcMap"
 import type * as Scope from "effect/Scope"
 import type { ServerEntry } from "../../claws/mcp/McpConfig.js"
@@ -36,29 +38,42 @@ export const identity = (entry: ServerEntry): string =>
     ? JSON.stringify(["stdio", entry.command, entry.args, sorted(entry.env), entry.cwd])
     : JSON.stringify(["http", entry.url, sorted(entry.headers)])
 
+/**
+ * A server as the pool's key: equal to any entry of the same identity,
+ * whatever its name. The pool keeps the key of the acquire that started the
+ * server, and forgets it with the server: its entry (the first name, in its
+ * log lines) lives as long as the process, not as long as the host.
+ */
+class ServerKey implements Equal.Equal {
+  readonly id: string
+  constructor(readonly entry: ServerEntry) {
+    this.id = identity(entry)
+  }
+  [Equal.symbol](that: Equal.Equal): boolean {
+    return that instanceof ServerKey && that.id === this.id
+  }
+  [Hash.symbol](): number {
+    return Hash.string(this.id)
+  }
+}
+
 export const make = (options: {
   readonly capacity: number
   readonly idle?: Duration.Duration
   readonly connection: ConnectionSettings
 }): Effect.Effect<McpPool, never, Scope.Scope> =>
   Effect.gen(function*() {
-    // The entry a key was first asked with (the same server whatever its name: the first name is in its log lines).
-    const entries = new Map<string, ServerEntry>()
     const servers = yield* RcMap.make({
-      lookup: (key: string) =>
+      lookup: (key: ServerKey) =>
         Effect.flatMap(
           Effect.promise(() => import("../../claws/mcp/McpClaws.js")),
-          (McpClaws) => McpClaws.connectOnPlatform(entries.get(key)!, options.connection)
+          (McpClaws) => McpClaws.connectOnPlatform(key.entry, options.connection)
         ),
       capacity: options.capacity,
       idleTimeToLive: options.idle ?? idleRelease
     })
     const acquire = (entry: ServerEntry) =>
-      Effect.suspend(() => {
-        const key = identity(entry)
-        if (!entries.has(key)) entries.set(key, entry)
-        return RcMap.get(servers, key)
-      }).pipe(Effect.mapError((error) =>
+      Effect.suspend(() => RcMap.get(servers, new ServerKey(entry))).pipe(Effect.mapError((error) =>
         Cause.isExceededCapacityError(error)
           ? `refused: ${options.capacity} MCP servers already run for the agents (${McpServersMax.key}); ` +
             "it starts once one of them is no longer used"

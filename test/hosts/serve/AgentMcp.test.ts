@@ -12,6 +12,7 @@ import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Result, Scope } from "effect"
 import { TestClock } from "effect/testing"
+import * as McpConfig from "../../../src/claws/mcp/McpConfig.js"
 import * as AgentMcp from "../../../src/hosts/serve/AgentMcp.js"
 import * as McpPool from "../../../src/hosts/serve/McpPool.js"
 import type { ClawsService } from "../../../src/ports/Claws.js"
@@ -169,4 +170,23 @@ describe("serve: each agent's own mcp.json", () => {
       yield* TestClock.adjust(McpPool.idleRelease)
       yield* Sandbox.gone("the server no agent uses", pid!).pipe(Sandbox.onLiveClock)
     }), 60_000)
+
+  it.effect("a server stopped after its idle time is forgotten with it: started again, it has the name its new first agent gives", () =>
+    Effect.gen(function*() {
+      const pool = yield* McpPool.make({ capacity: 4, connection: settings })
+      // The same server (command, args, env and cwd) under two names; never started, as no tool of it is used.
+      const entryNamed = (name: string) => McpConfig.parse("/srv/agents/a/mcp.json", fileOf({ [name]: marked("never-started") })).servers[0]!
+      const firstScope = yield* Scope.make()
+      const first = yield* pool.acquire(entryNamed("notes")).pipe(Scope.provide(firstScope))
+      expect(first.entry.name).toBe("notes")
+      // Held meanwhile under another name: the same server, the first name.
+      const heldScope = yield* Scope.make()
+      expect((yield* pool.acquire(entryNamed("jotter")).pipe(Scope.provide(heldScope))).entry.name).toBe("notes")
+      yield* Scope.close(firstScope, Exit.void)
+      yield* Scope.close(heldScope, Exit.void)
+      yield* TestClock.adjust(McpPool.idleRelease)
+      const again = yield* pool.acquire(entryNamed("jotter")).pipe(Scope.provide(yield* Scope.make()))
+      expect(again).not.toBe(first)
+      expect(again.entry.name).toBe("jotter")
+    }))
 })
