@@ -30,7 +30,7 @@ import type { ToolResult } from "../../ports/Claws.js"
 import { printable } from "../../runtime/Printable.js"
 import { nextTurn } from "../../runtime/process/NextTurn.js"
 import type { ServerEntry } from "./McpConfig.js"
-import { hidingUrlSecrets } from "./McpNames.js"
+import { hidingSecrets } from "./McpNames.js"
 import { toToolResult } from "./McpResult.js"
 import { connect, isTransportFailure, type ProcessNotes, type Reach } from "./McpTransport.js"
 
@@ -122,9 +122,10 @@ export const make = (
         return Deferred.succeed(settled, undefined)
       })
 
-    const hidden = hidingUrlSecrets(entry)
+    const hidden = hidingSecrets(entry)
     const withStderr = (reason: string): string => {
-      const tail = notes.stderrTail.trim()
+      // Hidden before it is cut, so that no piece of a secret is left at the cut.
+      const tail = hidden(notes.stderrTail).trim()
       return printable(hidden(tail === "" ? reason : `${reason}; its stderr ends: ${tail.slice(-300)}`))
     }
 

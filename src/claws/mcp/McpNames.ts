@@ -33,20 +33,36 @@ const shownUrl = (url: string): string => {
   return `${parsed.protocol}//${parsed.host}${parsed.pathname}${hidden ? "?…" : ""}`
 }
 
+/** How long a value of an entry's `env` or `headers` must be to be hidden: shorter ones are ordinary words ("1", "true"). */
+export const hiddenValueLength = 8
+
+/** The values an entry's `env` or `headers` give, and the credential after a scheme (`Bearer TOKEN`) alone. */
+const entryValues = (entry: ServerEntry): Array<string> =>
+  Object.values(entry._tag === "Stdio" ? entry.env : entry.headers).flatMap((value) => {
+    const bare = value.trim()
+    const credential = bare.split(/\s+/).at(-1) ?? ""
+    return credential === bare ? [bare] : [bare, credential]
+  }).filter((value) => value.length >= hiddenValueLength)
+
 /**
- * Text about a server (an error from its client, which quotes the URL whole)
- * with its URL's user, password, query and fragment left out: such words go
- * to logs, to `doctor` and to the model as a tool's failure.
+ * Text about a server (an error from its client, which quotes the URL whole;
+ * the end of its stderr; a server's error, which may echo its key) with its
+ * URL's user, password, query and fragment left out, and the values its
+ * entry's `env` or `headers` give it (a token, a key): such words go to
+ * logs, to `doctor` and to the model as a tool's failure.
  */
-export const hidingUrlSecrets = (entry: ServerEntry): (text: string) => string => {
-  if (entry._tag === "Stdio" || !URL.canParse(entry.url)) return (text) => text
-  const parsed = new URL(entry.url)
-  const secrets: Array<readonly [string, string]> = []
-  if (parsed.search !== "") secrets.push([parsed.search, "?…"])
-  if (parsed.hash !== "") secrets.push([parsed.hash, "#…"])
-  if (parsed.username !== "" || parsed.password !== "") secrets.push([`${parsed.username}:${parsed.password}@`, "…@"])
-  // Alone too, when long enough not to be mistaken for ordinary words.
-  for (const part of [parsed.password, parsed.username]) if (part.length >= 4) secrets.push([part, "…"])
+export const hidingSecrets = (entry: ServerEntry): (text: string) => string => {
+  const secrets: Array<readonly [string, string]> = entryValues(entry).map((value) => [value, "…"])
+  if (entry._tag === "Http" && URL.canParse(entry.url)) {
+    const parsed = new URL(entry.url)
+    if (parsed.search !== "") secrets.push([parsed.search, "?…"])
+    if (parsed.hash !== "") secrets.push([parsed.hash, "#…"])
+    if (parsed.username !== "" || parsed.password !== "") secrets.push([`${parsed.username}:${parsed.password}@`, "…@"])
+    // Alone too, when long enough not to be mistaken for ordinary words.
+    for (const part of [parsed.password, parsed.username]) if (part.length >= 4) secrets.push([part, "…"])
+  }
+  // The longest first, so that no part of one is left where a shorter one inside it was hidden.
+  secrets.sort(([a], [b]) => b.length - a.length)
   return secrets.length === 0 ? (text) => text : (text) => secrets.reduce((hidden, [secret, shown]) => hidden.replaceAll(secret, shown), text)
 }
 

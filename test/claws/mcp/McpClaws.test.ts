@@ -118,6 +118,29 @@ describe("MCP servers as claws", () => {
       })
     }), 60_000)
 
+  it.live("a server that echoes the key its entry gives it, dying, has it hidden from the model and the log", () =>
+    Effect.gen(function*() {
+      const dir = yield* Sandbox.tempDir("planckclaw-mcp-echoing-")
+      const logs = yield* captureLogs
+      const key = "sk-test-EnvSecret123"
+      const mcp = yield* start({
+        keyed: {
+          ...McpServers.scripted(dir, {
+            tools: [{ name: "search", inputSchema: { type: "object" } }],
+            answers: { search: { exit: { stderr: `fatal: the API refused the key ${key}`, code: 1 } } }
+          }),
+          env: { SEARCH_API_KEY: key }
+        }
+      })
+      const called = yield* mcp.call("mcp__keyed__search", {}).pipe(Effect.provide(logs.layer))
+      expect(called.content).toBe(
+        "Tool search: MCP server keyed is not running (exited with code 1; its stderr ends: fatal: the API refused the key …); " +
+          "it is being restarted, try again shortly"
+      )
+      yield* logs.waitFor(/MCP server keyed is down/).pipe(Sandbox.within("the death to be logged"))
+      expect(logs.lines.join("\n")).not.toContain("EnvSecret")
+    }), 60_000)
+
   it.effect("a server that dies after a long healthy life is started again at once, the backoff starting over", () =>
     Effect.gen(function*() {
       const mcp = yield* start({ everything: McpServers.everything() })

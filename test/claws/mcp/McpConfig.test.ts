@@ -71,11 +71,33 @@ describe("mcp.json", () => {
   it("shows an HTTP server's URL without its user, password, query or fragment, and hides them in its errors' words", () => {
     const entry = { _tag: "Http", name: "remote", url: "https://bob:S3cretPass@mcp.example.test/v1?api_key=K3yValue#frag", headers: {} } as const
     expect(McpNames.describeServer(entry)).toBe("https://mcp.example.test/v1?…")
-    const hidden = McpNames.hidingUrlSecrets(entry)
+    const hidden = McpNames.hidingSecrets(entry)
     const said = hidden(`Transport error (POST ${entry.url}); as REDACTED:REDACTED@mcp.example.test; password S3cretPass`)
     expect(said).toBe("Transport error (POST https://…@mcp.example.test/v1?…#…); as REDACTED:REDACTED@mcp.example.test; password …")
     const plain = { _tag: "Http", name: "plain", url: "https://mcp.example.test/v1", headers: {} } as const
-    expect([McpNames.describeServer(plain), McpNames.hidingUrlSecrets(plain)("as is")]).toEqual(["https://mcp.example.test/v1", "as is"])
+    expect([McpNames.describeServer(plain), McpNames.hidingSecrets(plain)("as is")]).toEqual(["https://mcp.example.test/v1", "as is"])
+  })
+
+  it("hides the values an entry's env or headers give (a key, a token after its scheme) in its errors' words, but not short ones", () => {
+    const stdio = {
+      _tag: "Stdio",
+      name: "github",
+      command: "github-mcp-server",
+      args: [],
+      env: { GITHUB_TOKEN: "ghp_TestToken123", DEBUG: "1", KEYS: "sk-Short-1 sk-Short-1-and-longer" },
+      cwd: "/"
+    } as const
+    expect(McpNames.hidingSecrets(stdio)("Bad credentials: ghp_TestToken123 (DEBUG=1)")).toBe("Bad credentials: … (DEBUG=1)")
+    // The longer value hidden whole, not left half shown around a shorter one inside it.
+    expect(McpNames.hidingSecrets(stdio)("keys: sk-Short-1 sk-Short-1-and-longer")).toBe("keys: …")
+    const http = {
+      _tag: "Http",
+      name: "docs",
+      url: "https://mcp.example.test/mcp",
+      headers: { Authorization: "Bearer TestBearer456", "X-Api-Key": " TestApiKey789 ", "X-Team": "ops" }
+    } as const
+    expect(McpNames.hidingSecrets(http)("MCP HTTP status 401: token TestBearer456 refused; key TestApiKey789; team ops"))
+      .toBe("MCP HTTP status 401: token … refused; key …; team ops")
   })
 
   it("refuses a file that is no JSON, or not in the mcpServers format, naming the file", () => {
