@@ -24,6 +24,7 @@ import { describeError } from "../../runtime/Errors.js"
 import { printable } from "../../runtime/Printable.js"
 import type { ServerEntry } from "./McpConfig.js"
 import { serverEnvironment } from "./McpEnvironment.js"
+import { hidingSecrets } from "./McpNames.js"
 import * as McpStdoutLines from "./McpStdoutLines.js"
 
 /** The last bytes a server wrote to stderr, said when it fails. */
@@ -76,13 +77,14 @@ export interface Reach {
 /** Its stdout without the lines that are no MCP message (McpStdoutLines); the first such line logged. */
 const messagesOf = ({ entry, logStray }: Reach, stdout: Stream.Stream<Uint8Array, PlatformError.PlatformError>) => {
   const lines = McpStdoutLines.make()
+  const hidden = hidingSecrets(entry)
   return stdout.pipe(
     Stream.map(lines.keep),
     Stream.tap(() => {
       const stray = lines.firstDropped()
       return stray === undefined || !logStray ? Effect.void : Effect.logWarning(printable(
         `MCP server ${entry.name} printed a line that is no MCP message to its stdout (ignored, and any more; ` +
-          `a server's logs belong on stderr): ${stray}`
+          `a server's logs belong on stderr): ${hidden(stray)}`
       ))
     }),
     Stream.filter((chunk) => chunk.length > 0)

@@ -159,11 +159,14 @@ describe("MCP servers as claws", () => {
       const dir = yield* Sandbox.tempDir("planckclaw-mcp-chatty-")
       const logs = yield* captureLogs
       const mcp = yield* start({
-        chatty: McpServers.scripted(dir, {
-          banner: "Chatty MCP server running on stdio",
-          tools: [{ name: "greet", inputSchema: { type: "object" } }],
-          answers: { greet: { print: "debug: greet called", text: "hello" } }
-        })
+        chatty: {
+          ...McpServers.scripted(dir, {
+            banner: "Chatty MCP server running on stdio with the key sk-test-BannerKey1",
+            tools: [{ name: "greet", inputSchema: { type: "object" } }],
+            answers: { greet: { print: "debug: greet called", text: "hello" } }
+          }),
+          env: { CHATTY_KEY: "sk-test-BannerKey1" }
+        }
       })
       const connection = mcp.connections.get("chatty")!
       const greet = mcp.call("mcp__chatty__greet", {}).pipe(Effect.provide(logs.layer))
@@ -174,7 +177,7 @@ describe("MCP servers as claws", () => {
       expect(connection.pid()).toBe(first)
       expect(logs.lines.filter((line) => line.includes("stdout"))).toEqual([
         "WARN MCP server chatty printed a line that is no MCP message to its stdout (ignored, and any more; " +
-        "a server's logs belong on stderr): Chatty MCP server running on stdio"
+        "a server's logs belong on stderr): Chatty MCP server running on stdio with the key …"
       ])
     }), 60_000)
 
