@@ -76,6 +76,30 @@ const formatIssue = (issue: SchemaIssue.Issue): string => SchemaIssue.makeFormat
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
+/** An HTTP header's name: a token (RFC 9110). */
+const headerName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+
+/**
+ * What makes a header one fetch would refuse at every request (a "Transport
+ * error" that does not say why), in words that never show its value, which
+ * is often a token: a value holds tabs, visible ASCII and Latin-1 alone (a
+ * token pasted with a curly quote or a zero-width space does not).
+ */
+const headerProblem = (name: string, value: string): string | undefined => {
+  if (!headerName.test(name)) return `header ${JSON.stringify(name)}: not a header name (letters, digits and !#$%&'*+-.^_\`|~)`
+  for (let index = 0; index < value.length; index++) {
+    const code = value.charCodeAt(index)
+    if (code === 0x09 || (code >= 0x20 && code <= 0x7e) || (code >= 0x80 && code <= 0xff)) continue
+    const what = code === 0x0a || code === 0x0d
+      ? "a line break"
+      : code < 0x20 || code === 0x7f
+      ? "a control character"
+      : "outside Latin-1"
+    return `header ${JSON.stringify(name)}: character ${index + 1} of its value is ${what}, which an HTTP header cannot carry`
+  }
+  return undefined
+}
+
 /** One entry, or why it is refused. `baseDir`: where a relative `cwd` is taken from. */
 const decodeEntry = (name: string, entry: unknown, baseDir: string): Result.Result<ServerEntry | undefined, string> => {
   const named = Schema.decodeUnknownResult(ServerName)(name)
@@ -86,7 +110,12 @@ const decodeEntry = (name: string, entry: unknown, baseDir: string): Result.Resu
     const decoded = Schema.decodeUnknownResult(HttpEntry)(entry)
     if (Result.isFailure(decoded)) return Result.fail(formatIssue(decoded.failure.issue))
     if (decoded.success.disabled === true) return Result.succeed(undefined)
-    return Result.succeed({ _tag: "Http", name, url: decoded.success.url, headers: decoded.success.headers ?? {} })
+    const headers = decoded.success.headers ?? {}
+    for (const [header, value] of Object.entries(headers)) {
+      const problem = headerProblem(header, value)
+      if (problem !== undefined) return Result.fail(problem)
+    }
+    return Result.succeed({ _tag: "Http", name, url: decoded.success.url, headers })
   }
   if (!("command" in entry)) return Result.fail("an entry needs \"command\" (a server started over stdio) or \"url\" (one reached over HTTP)")
   const decoded = Schema.decodeUnknownResult(StdioEntry)(entry)

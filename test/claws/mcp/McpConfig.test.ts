@@ -52,6 +52,26 @@ describe("mcp.json", () => {
     expect(reasons[`${file}: server "ftp"`]).toMatch(/http:\/\/ or https:\/\//)
   })
 
+  it("refuses a header fetch could never send, saying which and why without its value (a pasted token's curly quote or zero-width space)", () => {
+    const read = McpConfig.parse(file, JSON.stringify({
+      mcpServers: {
+        quoted: { url: "https://example.test/mcp", headers: { Authorization: "Bearer \u201csk-Quoted-Token\u201d" } },
+        invisible: { url: "https://example.test/mcp", headers: { "X-Api-Key": "sk-Pasted\u200bToken" } },
+        broken: { url: "https://example.test/mcp", headers: { "X-Api-Key": "sk-one\nX-Other: two" } },
+        spaced: { url: "https://example.test/mcp", headers: { "Api Key": "abc" } },
+        latin: { url: "https://example.test/mcp", headers: { "X-Team": "caf\u00e9\tops" } }
+      }
+    }))
+    expect(read.servers.map((server) => server.name)).toEqual(["latin"])
+    expect(read.problems.map((problem) => problem.reason)).toEqual([
+      'header "Authorization": character 8 of its value is outside Latin-1, which an HTTP header cannot carry',
+      'header "X-Api-Key": character 10 of its value is outside Latin-1, which an HTTP header cannot carry',
+      'header "X-Api-Key": character 7 of its value is a line break, which an HTTP header cannot carry',
+      "header \"Api Key\": not a header name (letters, digits and !#$%&'*+-.^_`|~)"
+    ])
+    expect(JSON.stringify(read.problems)).not.toMatch(/Quoted-Token|Pasted|sk-one/)
+  })
+
   it("refuses a server name ending in _, whose tools' names would read as another server's; every name kept reads back whole", () => {
     const read = McpConfig.parse(file, JSON.stringify({
       mcpServers: { files_: { command: "ok" }, files: { command: "ok" }, _lead: { command: "ok" }, "a_b-c": { command: "ok" }, _: { command: "ok" } }
