@@ -9,6 +9,7 @@ import { type ToolCatalog, type ToolDefinition, ToolDefinition as ToolDefinition
 import { describeError } from "../runtime/Errors.js"
 import { madeOnFirstCall } from "../runtime/FirstCall.js"
 import { printable } from "../runtime/Printable.js"
+import { reservedReason, toolPrefix } from "./mcp/McpNames.js"
 
 const toolsPrefix = "#TOOLS:"
 
@@ -113,7 +114,10 @@ export const parseClawFile = (displayPath: string, text: string): ParsedFile => 
   return { declarations, problems }
 }
 
-/** The claws' declarations in file order; when two declare the same tool, the first wins. */
+/**
+ * The claws' declarations in file order; when two declare the same tool, the
+ * first wins. A name starting `mcp__` is the MCP servers' (McpNames), left out.
+ */
 export const merge = (files: Iterable<ParsedFile & { readonly path: string }>): Catalog => {
   const tools: Array<ToolDefinition> = []
   const problems: Array<ToolProblem> = []
@@ -122,6 +126,11 @@ export const merge = (files: Iterable<ParsedFile & { readonly path: string }>): 
   for (const file of files) {
     problems.push(...file.problems)
     for (const declaration of file.declarations) {
+      // Reserved with an mcp.json or without one: adding one later must not take a claw's tool away.
+      if (declaration.tool.name.startsWith(toolPrefix)) {
+        problems.push({ source: declaration.source, reason: reservedReason(declaration.tool.name) })
+        continue
+      }
       const earlier = firstSource.get(declaration.tool.name)
       if (earlier !== undefined) {
         problems.push({

@@ -173,6 +173,20 @@ describe("Scripts claws: discovery", () => {
       expect(yield* claws.call("dup", {})).toEqual({ content: "from-a", isError: false })
     }))
 
+  it.effect("leaves out a tool named as an MCP server's (mcp__...), with why, though no mcp.json names a server", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeClaw(dir, "a.sh", `#!/bin/sh\n${tool("mcp__files__read")}\n${tool("read")}\necho from-a\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      const catalog = yield* claws.list
+      expect(names(catalog)).toEqual(["read"])
+      expect(catalog.problems).toEqual([{
+        source: `${Path.join(dir, "a.sh")}:2`,
+        reason: `tool "mcp__files__read" left out: names starting mcp__ are the MCP servers' (mcp.json)`
+      }])
+      expect(yield* claws.call("mcp__files__read", {})).toEqual(unknownTool("mcp__files__read"))
+    }))
+
   // The running agent watches the directory; `planckclaw tools` stats it all.
   for (const [how, make] of [["stat scan", Scripts.make], ["watched", Scripts.makeWatched]] as const) {
     it.effect(`${how}: sees an added, an edited and a removed claw on the very next list`, () =>

@@ -17,16 +17,17 @@ import type * as SpawnHelper from "../../runtime/process/SpawnHelper.js"
 import * as ScriptClaws from "../ScriptClaws.js"
 import type { McpClaws } from "./McpClaws.js"
 import * as McpConfig from "./McpConfig.js"
-import { toolPrefix } from "./McpNames.js"
+import { reservedReason, toolPrefix } from "./McpNames.js"
 
 export const McpConfigFile = textOf(McpConfigSetting, (file) => file.length > 0 ? { value: file } : "must not be empty")
 
-const reserved = (source: string, name: string): ToolProblem => ({
-  source,
-  reason: `tool "${name}" left out: names starting ${toolPrefix} are the MCP servers' (mcp.json)`
-})
+const reserved = (source: string, name: string): ToolProblem => ({ source, reason: reservedReason(name) })
 
-/** `scripts` and `mcp` as one service; a claw that declares an `mcp__` name is left out, with why. */
+/**
+ * `scripts` and `mcp` as one service; a claw that declares an `mcp__` name is
+ * left out, with why (the script claws' discovery has left theirs out
+ * already: ClawDeclarations; an embedder's claws may hold one).
+ */
 export const withMcp = (scripts: ClawsService, mcp: ClawsService): ClawsService => {
   // The same two catalogues give the same object (the agent's warm path compares them).
   let last: { readonly scripts: ToolCatalog; readonly mcp: ToolCatalog; readonly merged: ToolCatalog } | undefined

@@ -13,6 +13,10 @@ export const toolPrefix = "mcp__"
 
 export const toolName = (server: string, tool: string): string => `${toolPrefix}${server}__${tool}`
 
+/** Why a claw's tool `name` is left out when it starts with the MCP servers' prefix. */
+export const reservedReason = (name: string): string =>
+  `tool "${name}" left out: names starting ${toolPrefix} are the MCP servers' (mcp.json)`
+
 /** The server and the tool a full name stands for; undefined when it is no MCP tool's name. */
 export const parseToolName = (name: string): { readonly server: string; readonly tool: string } | undefined => {
   if (!name.startsWith(toolPrefix)) return undefined
