@@ -4,7 +4,8 @@
  * `{"mcpServers": {"NAME": {"command", "args", "env", "cwd"}}}` for a server
  * started over stdio, `{"url", "headers"}` for one reached over HTTP. Keys
  * other clients add (`type`, `disabled`...) are ignored, except `disabled:
- * true`, which leaves the server out. A bad entry is refused on its own,
+ * true`, which leaves the server out, and `type: "sse"`, a transport not
+ * spoken here, which refuses it. A bad entry is refused on its own,
  * with the file and the reason; a file that is no JSON object refuses them
  * all. Either way the claws still work.
  */
@@ -106,6 +107,13 @@ const decodeEntry = (name: string, entry: unknown, baseDir: string): Result.Resu
   if (Result.isFailure(named)) return Result.fail(formatIssue(named.failure.issue))
   if (!isObject(entry)) return Result.fail("an entry must be a JSON object with \"command\" (stdio) or \"url\" (HTTP)")
   if ("command" in entry && "url" in entry) return Result.fail("an entry has \"command\" (stdio) or \"url\" (HTTP), not both")
+  // Its URL is the old transport's (a GET stream, often /sse): every start would fail with a bare HTTP status.
+  if (entry.type === "sse") {
+    return Result.fail(
+      "\"type\": \"sse\" (the older HTTP+SSE transport) is not spoken here: give the server's Streamable HTTP endpoint " +
+        "(often /mcp) as \"url\", without \"type\" or with \"type\": \"http\""
+    )
+  }
   if ("url" in entry) {
     const decoded = Schema.decodeUnknownResult(HttpEntry)(entry)
     if (Result.isFailure(decoded)) return Result.fail(formatIssue(decoded.failure.issue))

@@ -40,16 +40,22 @@ describe("mcp.json", () => {
         noCommand: { args: ["x"] },
         badArgs: { command: "x", args: "not a list" },
         both: { command: "x", url: "http://x" },
-        ftp: { url: "ftp://x" }
+        ftp: { url: "ftp://x" },
+        legacy: { type: "sse", url: "https://example.test/sse" },
+        streamable: { type: "http", url: "https://example.test/mcp" }
       }
     }))
-    expect(read.servers.map((server) => server.name)).toEqual(["good"])
+    expect(read.servers.map((server) => server.name)).toEqual(["good", "streamable"])
     const reasons = Object.fromEntries(read.problems.map((problem) => [problem.source, problem.reason]))
     expect(reasons[`${file}: server "two__parts"`]).toMatch(/without __/)
     expect(reasons[`${file}: server "noCommand"`]).toMatch(/needs "command".*or "url"/)
     expect(reasons[`${file}: server "badArgs"`]).toMatch(/args/)
     expect(reasons[`${file}: server "both"`]).toMatch(/not both/)
     expect(reasons[`${file}: server "ftp"`]).toMatch(/http:\/\/ or https:\/\//)
+    expect(reasons[`${file}: server "legacy"`]).toBe(
+      '"type": "sse" (the older HTTP+SSE transport) is not spoken here: give the server\'s Streamable HTTP endpoint ' +
+        '(often /mcp) as "url", without "type" or with "type": "http"'
+    )
   })
 
   it("refuses a header fetch could never send, saying which and why without its value (a pasted token's curly quote or zero-width space)", () => {
