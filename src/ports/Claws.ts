@@ -93,4 +93,12 @@ export interface ClawsService {
 
 export class Claws extends Context.Service<Claws, ClawsService>()("planckclaw/Claws") {}
 
+/**
+ * The claws a host offers onward to MCP clients (serve's POST /v1/mcp, as
+ * `planckclaw mcp` offers them): the scripts alone, beside Claws where Claws
+ * also holds the MCP servers' tools, so that listing them starts no server.
+ * Absent: Claws is offered.
+ */
+export class OfferedClaws extends Context.Service<OfferedClaws, ClawsService>()("planckclaw/OfferedClaws") {}
+
 export const unknownTool = (name: string): ToolResult => ({ content: `Unknown tool: ${name}`, isError: true })

@@ -6,13 +6,14 @@
  * problem with its source. Without servers (no mcp.json, or none usable)
  * the scripts are the service, as before.
  */
-import * as Config from "effect/Config"
+import type * as Config from "effect/Config"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { textOf } from "../../config/ConfigRange.js"
 import { McpConfig as McpConfigSetting } from "../../config/settings/Claws.js"
-import { Claws, type ClawsService, type ToolCatalog, type ToolProblem, unknownTool } from "../../ports/Claws.js"
+import { Claws, type ClawsService, OfferedClaws, type ToolCatalog, type ToolProblem, unknownTool } from "../../ports/Claws.js"
 import type * as SpawnHelper from "../../runtime/process/SpawnHelper.js"
 import * as ScriptClaws from "../ScriptClaws.js"
 import type { McpClaws } from "./McpClaws.js"
@@ -78,14 +79,27 @@ export const makeMcp = (options: { readonly logDown: boolean }) =>
     return { servers, mcp }
   })
 
+/** The watched scripts alone, and with the MCP servers' tools beside them (the running agent's). */
+const makeBoth = Effect.gen(function*() {
+  const scripts = yield* Effect.flatMap(ScriptClaws.ScriptsConfig, (config) => ScriptClaws.makeWatched(config))
+  const { mcp, servers } = yield* makeMcp({ logDown: true })
+  for (const problem of servers.problems) yield* Effect.logWarning(`MCP problem at ${problem.source}: ${problem.reason}`)
+  return { scripts, claws: servers.servers.length === 0 && servers.problems.length === 0 ? scripts : withMcp(scripts, mcp) }
+})
+
 /** The watched scripts with the MCP servers' tools beside them (the running agent). */
-export const makeWatched: Effect.Effect<ClawsService, Config.ConfigError, Scope.Scope | SpawnHelper.SpawnHelper> = Effect
-  .gen(function*() {
-    const scripts = yield* Effect.flatMap(ScriptClaws.ScriptsConfig, (config) => ScriptClaws.makeWatched(config))
-    const { mcp, servers } = yield* makeMcp({ logDown: true })
-    for (const problem of servers.problems) yield* Effect.logWarning(`MCP problem at ${problem.source}: ${problem.reason}`)
-    return servers.servers.length === 0 && servers.problems.length === 0 ? scripts : withMcp(scripts, mcp)
-  })
+export const makeWatched: Effect.Effect<ClawsService, Config.ConfigError, Scope.Scope | SpawnHelper.SpawnHelper> = Effect.map(
+  makeBoth,
+  ({ claws }) => claws
+)
 
 /** ScriptClaws.layer with the MCP servers of mcp.json: needs the spawn helper its claws start from. */
 export const layer: Layer.Layer<Claws, Config.ConfigError, SpawnHelper.SpawnHelper> = Layer.effect(Claws, makeWatched)
+
+/**
+ * `layer`, and the scripts alone as OfferedClaws: serve offers those over
+ * MCP, and building its route then starts no MCP server (they start on an
+ * agent's first use, not when serve starts).
+ */
+export const layerOffering: Layer.Layer<Claws | OfferedClaws, Config.ConfigError, SpawnHelper.SpawnHelper> = Layer
+  .effectContext(Effect.map(makeBoth, ({ claws, scripts }) => Context.make(Claws, claws).pipe(Context.add(OfferedClaws, scripts))))

@@ -119,7 +119,7 @@ export const serve = Command.make("serve", {
         Layer.Error<ReturnType<typeof HttpApi.layer>> | HostError | ClusterStartError | Effect.Error<ReturnType<typeof DiscordRoutes.run>>,
         Brain | Claws
       > = cluster.serve(listen, { discord: options.bridge === "discord" })
-      return yield* tunedV8(served).pipe(Effect.provide(Layer.merge(brain, ClawsWithMcp.layer)))
+      return yield* tunedV8(served).pipe(Effect.provide(Layer.merge(brain, ClawsWithMcp.layerOffering)))
     }
     // One host for both: Discord's agents are the HTTP API's too. A fatal Discord refusal ends the service.
     // The agents' schedules fire beside it (ServeSchedules), through the same host.
@@ -140,8 +140,8 @@ export const serve = Command.make("serve", {
       return yield* routes.run({ owed })
     })
     yield* tunedV8(options.bridge === "discord" ? Effect.raceFirst(http, discord) : http).pipe(
-      // The claws stay in the context too: POST /v1/mcp offers them (McpRoute).
-      Effect.provide(AgentHost.layer.pipe(Layer.provideMerge(Layer.merge(brain, ClawsWithMcp.layer))))
+      // The claws stay in the context too: POST /v1/mcp offers the scripts among them (OfferedClaws, McpRoute).
+      Effect.provide(AgentHost.layer.pipe(Layer.provideMerge(Layer.merge(brain, ClawsWithMcp.layerOffering))))
     )
   }).pipe(withSettings(
     new Map([...runFlags(options), ...(options.noConsole ? [[WebConsole.key, "0"] as const] : [])]),

@@ -36,6 +36,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { AgentConfig } from "../../config/AgentConfig.js"
 import { switchOf } from "../../config/ConfigRange.js"
 import { WebConsole as WebConsoleSetting } from "../../config/settings/Serve.js"
+import { Claws, OfferedClaws } from "../../ports/Claws.js"
 import * as Logging from "../../runtime/Logging.js"
 import type { AgentHost } from "./AgentHost.js"
 import * as HttpApiHandlers from "./HttpApiHandlers.js"
@@ -119,8 +120,14 @@ export const appStoppingOn = (stopping: Effect.Effect<void>) => Effect.gen(funct
     `an MCP request may be as large as a message's body: 6 × PLANCKCLAW_MAX_MESSAGE_BYTES (${config.maxMessageBytes}) + 4096 bytes`
   )
   // POST /v1/mcp (McpRoute), loaded here: effect/ai's server is no part of the other commands' start.
+  // It offers the claws it finds now: the scripts alone where the host has them apart (OfferedClaws),
+  // as listing the MCP servers' tools would start them and wait for them before serve listens.
+  const offered = yield* Effect.serviceOption(OfferedClaws)
   const mcp = yield* Effect.flatMap(Effect.promise(() => import("./McpRoute.js")), (route) =>
-    Effect.map(route.make, (handler) => ({ isMcpUrl: route.isMcpUrl, handler })))
+    Effect.map(
+      Option.isSome(offered) ? Effect.provideService(route.make, Claws, offered.value) : route.make,
+      (handler) => ({ isMcpUrl: route.isMcpUrl, handler })
+    ))
   return Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     // The console's files hold nothing secret: served to anyone, the page then asks for the token.

@@ -14,7 +14,8 @@ import { ONLY_CONTROLS } from "../../../src/agent/Agent.js"
 import * as AnthropicServer from "../../support/AnthropicServer.js"
 import * as Cli from "../../support/Cli.js"
 import { line } from "../../support/Harness.js"
-import { eventually, sandbox } from "../../support/Sandbox.js"
+import * as McpServers from "../../support/McpServers.js"
+import { eventually, processesMentioning, sandbox } from "../../support/Sandbox.js"
 
 const token = `token-${Math.random().toString(36).slice(2)}`
 
@@ -92,6 +93,29 @@ describe("planckclaw serve: POST /v1/mcp", () => {
         isError: true,
         text: "ask_agent: channel must be 1 to 256 characters without control characters"
       })
+      running.process.kill("SIGTERM")
+    }), 60_000)
+
+  it.live("listens without starting the home's MCP servers, and offers over MCP the claws, not those servers' tools", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox({ ANTHROPIC_API_KEY: "test-key-not-secret", PLANCKCLAW_HTTP_TOKEN: token }, "planckclaw-serve-mcp-servers-")
+      box.claw("hello.sh", `#TOOLS:{"name":"hello","description":"say hello"}\necho hello\n`)
+      const marker = `stuck-mcp-${Math.random().toString(36).slice(2)}`
+      // A server that would hang at its start: listing its tools waits PLANCKCLAW_CLAW_TIMEOUT for it.
+      fs.writeFileSync(box.path("mcp.json"), JSON.stringify({
+        mcpServers: { everything: McpServers.everything(), stuck: { command: "/bin/sh", args: ["-c", "exec sleep 600", marker] } }
+      }))
+      const running = yield* Cli.start(["serve", "--http", "127.0.0.1:0"], {
+        cwd: box.dir,
+        env: box.envWith({ PLANCKCLAW_AGENTS_DIR: box.path("agents"), PLANCKCLAW_HOME: box.dir, PLANCKCLAW_CLAW_TIMEOUT: "600" })
+      })
+      const port = yield* eventually("serve to say where it listens", () =>
+        /HTTP API on 127\.0\.0\.1:(\d+)/.exec(Effect.runSync(running.stderrSoFar))?.[1])
+      const client = yield* connect(`http://127.0.0.1:${port}`, token)
+      const { tools } = yield* Effect.promise(() => client.listTools())
+      expect(tools.map((tool) => tool.name).sort()).toEqual(["ask_agent", "hello"])
+      // Started on an agent's first use, not by serve's start nor by its MCP route.
+      expect(processesMentioning(marker)).toEqual([])
       running.process.kill("SIGTERM")
     }), 60_000)
 })
