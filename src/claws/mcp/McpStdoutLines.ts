@@ -9,8 +9,12 @@
 
 const newline = 0x0a
 const openBrace = 0x7b
-/** What may come before a line's `{` (or make a blank line): space, tab, CR. */
-const isBlank = (byte: number) => byte === 0x20 || byte === 0x09 || byte === 0x0d
+/**
+ * What may come before a line's `{` (or make a blank line): space, tab, CR,
+ * and the bytes of a UTF-8 byte order mark, which some servers write first
+ * (the transport's decoder would drop it; no other line starts with them).
+ */
+const isBlank = (byte: number) => byte === 0x20 || byte === 0x09 || byte === 0x0d || byte === 0xef || byte === 0xbb || byte === 0xbf
 
 /** How much of a dropped line is kept to say what it was. */
 const shownMax = 200

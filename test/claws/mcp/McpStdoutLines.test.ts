@@ -26,6 +26,11 @@ describe("a stdio server's stdout lines", () => {
     for (const size of [1, 2, 3, 7, 64, 4096]) expect(keptOf(output, size).kept).toBe(messages)
   })
 
+  it("keeps a first message line behind a UTF-8 byte order mark, without the mark", () => {
+    const message = '{"jsonrpc":"2.0","id":1,"result":{}}\n'
+    for (const size of [1, 2, 64]) expect(keptOf(`\ufeff${message}`, size).kept).toBe(message)
+  })
+
   it("gives back a chunk of message lines alone as it is", () => {
     const lines = McpStdoutLines.make()
     const chunk = encoder.encode('{"jsonrpc":"2.0","id":1,"result":{}}\n')
