@@ -10,7 +10,7 @@ import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
-import { cronOf, formatInstant, instantProblem, intervalProblem, occurrenceAfter, type When } from "./ScheduleEntry.js"
+import { cronDateProblem, cronOf, formatInstant, instantProblem, intervalProblem, occurrenceAfter, type When } from "./ScheduleEntry.js"
 
 /** The three ways to say when; exactly one is given. */
 export interface WhenInput {
@@ -172,8 +172,11 @@ export const parseWhen = (input: WhenInput, nowMs: number): Result.Result<When, 
   if (input.cron !== undefined) {
     if (zone === undefined) return Result.fail(noLocalZone())
     const expression = input.cron.trim()
-    return Result.flatMap(cronOf(expression, zone), (): Result.Result<When, string> => {
+    return Result.flatMap(cronOf(expression, zone), (cron): Result.Result<When, string> => {
+      const never = cronDateProblem(cron, expression)
+      if (never !== undefined) return Result.fail(never)
       const when: When = { _tag: "Cron", expression, zone }
+      // One with a date Cron finds too rarely to reach (it gives up after 10,000 steps) has none either.
       return occurrenceAfter(when, nowMs, nowMs) === undefined
         ? Result.fail(`cron "${expression}" never fires (no such date)`)
         : Result.succeed(when)

@@ -175,7 +175,9 @@ describe("schedules.json", () => {
         // What an older build stored for --every 99999999999d and --at +99999999999d, whose times no Date can format.
         [JSON.stringify({ entries: [{ id: "big", when: { _tag: "Every", seconds: 8_639_999_999_913_600 }, text: "x", to: "none", created: "2026-03-07T12:00:00Z" }] }), "entry big: every 8639999999913600 s is over 100 years"],
         [JSON.stringify({ entries: [{ id: "far", when: { _tag: "At", at: "+100000-01-01T00:00:00Z" }, text: "x", to: "none", created: "2026-03-07T12:00:00Z" }] }), 'entry far: at "+100000-01-01T00:00:00Z" is past the year 9999'],
-        [JSON.stringify({ entries: [{ id: "late", when: { _tag: "Every", seconds: 5 }, text: "x", to: "none", created: "2026-03-07T12:00:00Z", lastRun: "+100000-01-01T00:00:00Z" }] }), 'entry late: lastRun "+100000-01-01T00:00:00Z" is past the year 9999']
+        [JSON.stringify({ entries: [{ id: "late", when: { _tag: "Every", seconds: 5 }, text: "x", to: "none", created: "2026-03-07T12:00:00Z", lastRun: "+100000-01-01T00:00:00Z" }] }), 'entry late: lastRun "+100000-01-01T00:00:00Z" is past the year 9999'],
+        // A hand-edited cron that matches no date (31 April), which `add` refuses.
+        [JSON.stringify({ entries: [{ id: "apr31", when: { _tag: "Cron", expression: "0 9 31 4 *", zone: "Europe/Paris" }, text: "x", to: "none", created: "2026-03-07T12:00:00Z" }] }), 'entry apr31: cron "0 9 31 4 *" never fires (no such date)']
       ]
       for (const [text, reason] of cases) {
         fs.writeFileSync(file, text)
@@ -188,4 +190,27 @@ describe("schedules.json", () => {
         expect(fs.readFileSync(file, "utf8")).toBe(text)
       }
     }))
+
+  it("a cron that matches no date is refused from its fields, cheaply (a file is decoded at every look); one a weekday or another month lets fire is kept", () => {
+    const entryOf = (expression: string) => ({
+      entries: [{ id: "c1", when: { _tag: "Cron", expression, zone: "Europe/Paris" }, text: "x", to: "none", created: "2026-03-07T12:00:00Z" }]
+    })
+    const decoded = (expression: string) => ScheduleStore.decode("schedules.json", JSON.stringify(entryOf(expression)))
+    const refusal = (expression: string) => {
+      const result = decoded(expression)
+      return Result.isFailure(result) ? result.failure.message : "kept"
+    }
+    for (const never of ["0 9 31 4 *", "0 0 30 2 *", "0 9 31 4,6,9,11 *", "0 0 9 31 4 *", "0 9 31 4 */2"]) {
+      expect(refusal(never), never).toBe(`schedules.json is refused: entry c1: cron "${never}" never fires (no such date) (fix or remove it)`)
+    }
+    // 29 February (leap years), 31 May, and Mondays of April (day or weekday: either matches) all come.
+    for (const fires of ["0 0 29 2 *", "0 9 31 4,5 *", "0 9 31 4 1", "0 9 * * *", "0 9 1-31 4 *"]) {
+      expect(refusal(fires), fires).toBe("kept")
+    }
+    // Searching for its next run takes Cron 10,000 steps (up to 170 ms in Paris, with its daylight-saving time):
+    // read from its fields, 50 decodes take less than two searches.
+    const started = performance.now()
+    for (let i = 0; i < 50; i++) decoded("0 9 31 4 *")
+    expect(performance.now() - started).toBeLessThan(250)
+  })
 })
