@@ -15,6 +15,7 @@ import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type { InteractError } from "../ports/Interact.js"
+import * as ScheduleEntry from "./ScheduleEntry.js"
 import { type Entry, parseDestination } from "./ScheduleEntry.js"
 
 const PREFIX = "schedule/"
@@ -31,7 +32,7 @@ export const parseChannel = (channel: string): { readonly id: string; readonly t
 }
 
 /** The text the agent receives (and history keeps) for a firing of `entry`. */
-export const messageOf = (entry: Entry): string => `[scheduled ${entry.id}] ${entry.text}`
+export const messageOf: (entry: Entry) => string = ScheduleEntry.messageOf
 
 /** How a host reaches each destination; a destination it has none for is logged and kept in memory only. */
 export interface Routes {

@@ -34,6 +34,23 @@ export const Entry = Schema.Struct({
 })
 export type Entry = typeof Entry.Type
 
+/** The text the agent receives (and history keeps) for a firing of `entry`. */
+export const messageOf = (entry: Pick<Entry, "id" | "text">): string => `[scheduled ${entry.id}] ${entry.text}`
+
+/**
+ * Why `entry`'s message is over `maxBytes` (PLANCKCLAW_MAX_MESSAGE_BYTES of
+ * the agent that fires it), which would refuse it at every firing; or
+ * undefined. Counted as the agent receives it, with its mark (messageOf).
+ */
+export const sizeProblem = (entry: Pick<Entry, "id" | "text">, maxBytes: number): string | undefined => {
+  const size = Buffer.byteLength(messageOf(entry), "utf8")
+  if (size <= maxBytes) return undefined
+  const text = Buffer.byteLength(entry.text, "utf8")
+  return `the message is ${text} bytes; the agent takes at most ${maxBytes} (PLANCKCLAW_MAX_MESSAGE_BYTES), ` +
+    `the ${size - text} bytes of its mark "[scheduled ${entry.id}] " included, so it would be refused at every firing: ` +
+    `write at most ${Math.max(0, maxBytes - (size - text))} bytes`
+}
+
 /** Where a scheduled message's reply goes. */
 export type Destination =
   | { readonly _tag: "Terminal" }

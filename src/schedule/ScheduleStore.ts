@@ -16,7 +16,7 @@ import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as FileLock from "../memory/FileLock.js"
 import * as SafeFile from "../runtime/SafeFile.js"
-import { Entry, formatInstant, isAheadOf, problem, type When } from "./ScheduleEntry.js"
+import { Entry, formatInstant, isAheadOf, problem, sizeProblem, type When } from "./ScheduleEntry.js"
 
 export const FILE_NAME = "schedules.json"
 
@@ -118,13 +118,17 @@ export interface Store {
 /** The schedule in the file `file`. */
 export const fileStore = (file: string): Store => ({ read: read(file), modify: (change) => modify(file, change) })
 
-/** Adds an entry made at `nowMs`; the entry as stored. */
-export const adding = (draft: Draft, nowMs: number): Change<Entry> => (entries) => {
+/**
+ * Adds an entry made at `nowMs`; the entry as stored. `maxMessageBytes` is
+ * the limit of the agent that fires it (PLANCKCLAW_MAX_MESSAGE_BYTES): a
+ * message over it is refused now, not at every firing.
+ */
+export const adding = (draft: Draft, nowMs: number, maxMessageBytes: number): Change<Entry> => (entries) => {
   if (draft.text.trim() === "") return Result.fail(new ScheduleError({ reason: "Refused", message: "the message is empty" }))
   // Whole seconds: intervals count from it, and the list reads better.
   const created = formatInstant(Math.floor(nowMs / 1000) * 1000)
   const entry: Entry = { id: newId(entries), when: draft.when, text: draft.text, to: draft.to, created }
-  const wrong = problem(entry)
+  const wrong = problem(entry) ?? sizeProblem(entry, maxMessageBytes)
   return wrong !== undefined
     ? Result.fail(new ScheduleError({ reason: "Refused", message: wrong }))
     : Result.succeed({ entries: [...entries, entry], value: entry })
@@ -173,7 +177,8 @@ export const rewinding = (id: string, nowMs: number): Change<boolean> => (entrie
   return Result.succeed({ entries: entries.map((entry) => entry === found ? rewound : entry), value: true })
 }
 
-export const add = (file: string, draft: Draft, nowMs: number): Effect.Effect<Entry, ScheduleError> => modify(file, adding(draft, nowMs))
+export const add = (file: string, draft: Draft, nowMs: number, maxMessageBytes: number): Effect.Effect<Entry, ScheduleError> =>
+  modify(file, adding(draft, nowMs, maxMessageBytes))
 
 export const remove = (file: string, id: string): Effect.Effect<Entry, ScheduleError> => modify(file, removing(id, file))
 

@@ -27,6 +27,8 @@ export interface ToolOptions {
   readonly defaultTo: string
   /** Whether this host can deliver to a Discord channel (it has a Discord bridge). */
   readonly discord: boolean
+  /** The agent's PLANCKCLAW_MAX_MESSAGE_BYTES (its host's, if lower): a longer scheduled message is refused when added. */
+  readonly maxMessageBytes: number
 }
 
 const text = (description: string) => ({ type: "string", description })
@@ -108,7 +110,7 @@ const run = (options: ToolOptions, name: string, input: unknown): Effect.Effect<
     if (destination.success._tag === "Discord" && !options.discord) {
       return refused(`${to}: this agent runs without a Discord bridge, so nothing could deliver there`)
     }
-    const entry = yield* options.store.modify(ScheduleStore.adding({ when: when.success, text: request.text, to }, now))
+    const entry = yield* options.store.modify(ScheduleStore.adding({ when: when.success, text: request.text, to }, now, options.maxMessageBytes))
     yield* options.changed
     return ok(`scheduled ${describeEntry(entry, now)} (now: ${iso(now)})`)
   }).pipe(Effect.catchTag("ScheduleError", (error) => Effect.succeed(refused(error.message))))

@@ -64,7 +64,7 @@ describe("a scheduled turn of the cluster longer than PLANCKCLAW_CLUSTER_SEND_TI
         when: { _tag: "At", at: new Date(Date.now() + 1000).toISOString() },
         text: "the slow digest",
         to: hook
-      }, Date.now()))
+      }, Date.now(), 65_536))
     }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url) }))))
     await Effect.runPromise(eventually("the webhook post", () => posted.length >= 1 ? true : undefined, "30 seconds"))
     expect(posted).toEqual([{ agent: "hal", schedule: entry.id, reply: `reply to [scheduled ${entry.id}] the slow digest` }])

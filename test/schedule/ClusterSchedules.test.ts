@@ -55,7 +55,7 @@ const database = () => Layer.unwrap(Effect.map(postgres, (server) => PgClient.la
 const add = (agent: string, draft: ScheduleStore.Draft) =>
   Effect.runPromise(Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    return yield* ClusterSchedules.sqlStore(sql, agent).modify(ScheduleStore.adding(draft, Date.now()))
+    return yield* ClusterSchedules.sqlStore(sql, agent).modify(ScheduleStore.adding(draft, Date.now(), 65_536))
   }).pipe(Effect.provide(database())))
 
 const scheduledLines = (lines: ReadonlyArray<{ role: string; content: string }> | undefined, id: string) =>

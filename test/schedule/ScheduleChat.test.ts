@@ -45,7 +45,8 @@ const agentWithSchedule = (script: ReadonlyArray<ScriptedBrain.ScriptStep>) =>
       store: ScheduleStore.fileStore(file),
       changed: Effect.asVoid(wake.open),
       defaultTo: "terminal",
-      discord: false
+      discord: false,
+      maxMessageBytes: 65_536
     })
     const scheduled = yield* ScheduledInteract.withSchedule(user.service, {
       file,
@@ -145,12 +146,32 @@ describe("the schedule tools, called by the model", () => {
         store: ScheduleStore.fileStore(file),
         changed: Effect.void,
         defaultTo: "none",
-        discord: false
+        discord: false,
+        maxMessageBytes: 65_536
       })
       const refusal = { isError: true, content: expect.stringContaining("entry big: every 8639999999913600 s is over 100 years") }
       expect(yield* claws.call("schedule_list", {})).toEqual(refusal)
       expect(yield* claws.call("schedule_add", { text: "x", every: "5m" })).toEqual(refusal)
       expect(yield* claws.call("schedule_remove", { id: "big" })).toEqual(refusal)
+    }))
+
+  it.effect("a message over the agent's PLANCKCLAW_MAX_MESSAGE_BYTES is a tool error saying the limit, not an entry refused at every firing", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const file = ScheduleStore.fileIn(yield* tempDir())
+      const claws = ScheduleTool.withScheduleTools(InMemoryClaws.make([]), {
+        store: ScheduleStore.fileStore(file),
+        changed: Effect.void,
+        defaultTo: "none",
+        discord: false,
+        maxMessageBytes: 100
+      })
+      expect(yield* claws.call("schedule_add", { text: "x".repeat(100), every: "1h" })).toEqual({
+        isError: true,
+        content: expect.stringMatching(/^the message is 100 bytes; the agent takes at most 100 \(PLANCKCLAW_MAX_MESSAGE_BYTES\), .*write at most 79 bytes$/)
+      })
+      expect(fs.existsSync(file)).toBe(false)
+      expect(yield* claws.call("schedule_add", { text: "x".repeat(79), every: "1h" })).toMatchObject({ isError: false })
     }))
 
   it.effect("a reminder whose destination is a webhook is POSTed to a receiver on loopback as {agent, schedule, reply}", () =>

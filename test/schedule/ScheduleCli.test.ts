@@ -125,6 +125,30 @@ describe("planckclaw schedule", () => {
       expect(JSON.parse(listed.stdout)).toHaveLength(3)
     }))
 
+  it.effect("a message over PLANCKCLAW_MAX_MESSAGE_BYTES (an agent's own config.env's, when lower) is refused saying the limit, exit 2, nothing written", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir()
+      const memory = path.join(cwd, "memory")
+      const agents = path.join(cwd, "agents")
+      const env = Cli.baseEnv({ PLANCKCLAW_HOME: cwd, PLANCKCLAW_DIR: memory, PLANCKCLAW_AGENTS_DIR: agents, PLANCKCLAW_MAX_MESSAGE_BYTES: "100" })
+      const schedule = (...args: Array<string>) => Cli.run(["schedule", "add", "--every", "1h", ...args], { cwd, env })
+      const long = yield* schedule("x".repeat(80))
+      expect({ code: long.code, stderr: long.stderr }).toEqual({
+        code: 2,
+        stderr: expect.stringContaining("the message is 80 bytes; the agent takes at most 100 (PLANCKCLAW_MAX_MESSAGE_BYTES)")
+      })
+      expect(long.stderr).toContain("write at most 79 bytes")
+      expect(fs.existsSync(path.join(memory, "schedules.json"))).toBe(false)
+      expect((yield* schedule("x".repeat(79))).code).toBe(0)
+      // An agent of serve whose config.env lowers it is held to its own.
+      fs.mkdirSync(path.join(agents, "alice"), { recursive: true })
+      fs.writeFileSync(path.join(agents, "alice", "config.env"), "PLANCKCLAW_MAX_MESSAGE_BYTES=50\n")
+      const own = yield* schedule("--agent", "alice", "x".repeat(30))
+      expect({ code: own.code, stderr: own.stderr }).toEqual({ code: 2, stderr: expect.stringContaining("the agent takes at most 50 (PLANCKCLAW_MAX_MESSAGE_BYTES)") })
+      expect(fs.existsSync(path.join(agents, "alice", "schedules.json"))).toBe(false)
+      expect((yield* schedule("--agent", "alice", "x".repeat(29))).code).toBe(0)
+    }))
+
   it.effect("--agent ID: the schedule of that agent of serve; its default destination is memory only, and terminal is refused", () =>
     Effect.gen(function*() {
       const cwd = yield* tempDir()

@@ -83,7 +83,7 @@ describe("the schedule runner", () => {
       const { changed, run } = yield* runner(file, fired)
       const fiber = yield* Effect.forkChild(run)
       yield* TestClock.adjust(Duration.minutes(1))
-      const entry = yield* ScheduleStore.add(file, { when: { _tag: "Every", seconds: 5 }, text: "tick", to: "none" }, T0 + 60_000)
+      const entry = yield* ScheduleStore.add(file, { when: { _tag: "Every", seconds: 5 }, text: "tick", to: "none" }, T0 + 60_000, 65_536)
       yield* changed
       yield* TestClock.adjust(Duration.seconds(12))
       yield* Fiber.interrupt(fiber)
@@ -164,7 +164,7 @@ describe("the schedule runner", () => {
       yield* Fiber.interrupt(ahead)
       expect(fired.map((firing) => firing.occurrence)).toEqual([iso(T0 + YEAR)])
       fired.length = 0
-      yield* ScheduleStore.add(file, { when: { _tag: "Every", seconds: 300 }, text: "check", to: "none" }, T0 + YEAR + 1000)
+      yield* ScheduleStore.add(file, { when: { _tag: "Every", seconds: 300 }, text: "check", to: "none" }, T0 + YEAR + 1000, 65_536)
       // The clock is set right; the agent restarts; ten minutes pass.
       yield* TestClock.setTime(T0 + 2 * 60_000)
       const set = yield* Effect.forkChild(Effect.provide((yield* runner(file, fired, 0)).run, logs.layer))

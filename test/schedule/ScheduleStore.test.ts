@@ -8,6 +8,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Result } from "effect"
+import * as ScheduleDelivery from "../../src/schedule/ScheduleDelivery.js"
 import * as ScheduleEntry from "../../src/schedule/ScheduleEntry.js"
 import * as ScheduleInput from "../../src/schedule/ScheduleInput.js"
 import * as ScheduleStore from "../../src/schedule/ScheduleStore.js"
@@ -110,7 +111,7 @@ describe("schedules.json", () => {
     Effect.gen(function*() {
       const file = ScheduleStore.fileIn(yield* tempDir())
       expect(yield* ScheduleStore.read(file)).toEqual([])
-      const entry = yield* ScheduleStore.add(file, draft, now)
+      const entry = yield* ScheduleStore.add(file, draft, now, 65_536)
       expect(entry).toMatchObject({ text: "check the build", to: "none", created: "2026-03-07T12:00:00.000Z" })
       expect(entry.id).toMatch(/^[0-9a-f]{8}$/)
       expect(JSON.parse(fs.readFileSync(file, "utf8"))).toEqual({ entries: [entry] })
@@ -130,7 +131,7 @@ describe("schedules.json", () => {
   it.effect("a single time is removed once it has fired", () =>
     Effect.gen(function*() {
       const file = ScheduleStore.fileIn(yield* tempDir())
-      const entry = yield* ScheduleStore.add(file, { ...draft, when: { _tag: "At", at: "2026-03-07T12:05:00.000Z" } }, now)
+      const entry = yield* ScheduleStore.add(file, { ...draft, when: { _tag: "At", at: "2026-03-07T12:05:00.000Z" } }, now, 65_536)
       expect(yield* ScheduleStore.markRun(file, entry.id, Date.parse("2026-03-07T12:05:00Z"))).toBe(true)
       expect(yield* ScheduleStore.read(file)).toEqual([])
     }))
@@ -138,7 +139,7 @@ describe("schedules.json", () => {
   it.effect("a last run later than now (the clock went back) counts from now; one under a minute ahead (clocks of a cluster differ) is kept", () =>
     Effect.gen(function*() {
       const file = ScheduleStore.fileIn(yield* tempDir())
-      const entry = yield* ScheduleStore.add(file, draft, now)
+      const entry = yield* ScheduleStore.add(file, draft, now, 65_536)
       yield* ScheduleStore.markRun(file, entry.id, now + 30_000)
       // 30 s ahead: trusted, so an occurrence already fired by a runner whose clock is ahead does not fire again.
       expect(yield* ScheduleStore.modify(file, ScheduleStore.rewinding(entry.id, now))).toBe(false)
@@ -156,10 +157,25 @@ describe("schedules.json", () => {
   it.effect("an entry with an unknown destination is refused with the reason, and nothing is written", () =>
     Effect.gen(function*() {
       const file = ScheduleStore.fileIn(yield* tempDir())
-      const refused = yield* Effect.flip(ScheduleStore.add(file, { ...draft, to: "pager:42" }, now))
+      const refused = yield* Effect.flip(ScheduleStore.add(file, { ...draft, to: "pager:42" }, now, 65_536))
       expect(refused).toMatchObject({ reason: "Refused" })
       expect(refused.message).toContain('unknown destination "pager:42"')
       expect(fs.existsSync(file)).toBe(false)
+    }))
+
+  it.effect("a message over PLANCKCLAW_MAX_MESSAGE_BYTES, its mark counted, is refused when added, saying the limit, rather than at every firing; nothing is written", () =>
+    Effect.gen(function*() {
+      const file = ScheduleStore.fileIn(yield* tempDir())
+      // "[scheduled 0123abcd] " is 21 bytes: 79 bytes of text make 100, the limit; "é" is two bytes.
+      const refused = yield* Effect.flip(ScheduleStore.add(file, { ...draft, text: "é".repeat(40) }, now, 100))
+      expect(refused.reason).toBe("Refused")
+      expect(refused.message).toMatch(
+        /^the message is 80 bytes; the agent takes at most 100 \(PLANCKCLAW_MAX_MESSAGE_BYTES\), the 21 bytes of its mark "\[scheduled [0-9a-f]{8}\] " included, so it would be refused at every firing: write at most 79 bytes$/
+      )
+      expect(fs.existsSync(file)).toBe(false)
+      const fits = yield* ScheduleStore.add(file, { ...draft, text: "x".repeat(79) }, now, 100)
+      expect(Buffer.byteLength(ScheduleDelivery.messageOf(fits))).toBe(100)
+      expect(yield* ScheduleStore.read(file)).toEqual([fits])
     }))
 
   it.effect("a file that does not decode is refused with the file and the reason, and left as it was", () =>
@@ -186,7 +202,7 @@ describe("schedules.json", () => {
         expect(refused.message).toContain(`${file} is refused`)
         expect(refused.message).toContain(reason)
         // Refused for a change too, and not overwritten.
-        yield* Effect.flip(ScheduleStore.add(file, draft, now))
+        yield* Effect.flip(ScheduleStore.add(file, draft, now, 65_536))
         expect(fs.readFileSync(file, "utf8")).toBe(text)
       }
     }))

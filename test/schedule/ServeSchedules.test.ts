@@ -73,6 +73,26 @@ describe("serve's schedules", () => {
       expect(posted!.body).toEqual({ agent: "carol", schedule: entries[0].id, reply: "echo [scheduled " + entries[0].id + "] Check the build." })
     }))
 
+  it.effect("the tool refuses a message over the agent's own PLANCKCLAW_MAX_MESSAGE_BYTES (its config.env's, lower than the host's), saying the limit", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      fs.mkdirSync(path.join(root, "agents", "fay"), { recursive: true })
+      fs.writeFileSync(path.join(root, "agents", "fay", "config.env"), "PLANCKCLAW_MAX_MESSAGE_BYTES=60\n")
+      yield* TestClock.setTime(T0)
+      const brain = echoBrain((request) => {
+        const last = request.messages.at(-1)!
+        if (typeof last.content === "string") {
+          return Effect.succeed(ScriptedBrain.toolUse([{ id: "t1", name: "schedule_add", input: { text: "x".repeat(40), every: "1h" } }]))
+        }
+        return Effect.succeed(ScriptedBrain.text(JSON.stringify(last.content)))
+      })
+      const host = yield* startHost(root, brain.layer)
+      const reply = (yield* host.send("fay", { text: "remind me every hour" })).reply
+      expect(reply).toContain("the message is 40 bytes; the agent takes at most 60 (PLANCKCLAW_MAX_MESSAGE_BYTES)")
+      expect(reply).toContain('"is_error":true')
+      expect(fs.existsSync(path.join(root, "agents", "fay", "schedules.json"))).toBe(false)
+    }))
+
   it.live("a reply to discord:CHANNEL is posted in the channel over Discord's REST API with the bot's token", () =>
     Effect.gen(function*() {
       const channel = "200000000000000001"

@@ -10,6 +10,8 @@ import * as Effect from "effect/Effect"
 import * as Latch from "effect/Latch"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import { numberOf } from "../../config/ConfigRange.js"
+import { MaxMessageBytes } from "../../config/settings/Agent.js"
 import { ChannelId } from "../../config/settings/Discord.js"
 import * as MemoryFiles from "../../memory/MemoryFiles.js"
 import { Claws } from "../../ports/Claws.js"
@@ -48,7 +50,8 @@ export const claws = (schedule: RunSchedule): Layer.Layer<Claws, Config.ConfigEr
         store: ScheduleStore.fileStore(file),
         changed: Effect.asVoid(schedule.wake.open),
         defaultTo: schedule.bridge === "discord" ? Option.match(firstChannel, { onNone: () => "none", onSome: (id) => `discord:${id}` }) : "terminal",
-        discord: schedule.bridge === "discord"
+        discord: schedule.bridge === "discord",
+        maxMessageBytes: yield* numberOf(MaxMessageBytes)
       })
     })
   )

@@ -8,12 +8,16 @@ import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as SqlClient from "effect/sql/SqlClient"
+import { numberOf } from "../../config/ConfigRange.js"
+import { MaxMessageBytes } from "../../config/settings/Agent.js"
 import { BotToken } from "../../config/settings/Discord.js"
 import * as AgentId from "../../hosts/serve/AgentId.js"
+import * as AgentSettings from "../../hosts/serve/AgentSettings.js"
 import * as AgentStatus from "../../hosts/serve/AgentStatus.js"
 import * as Memory from "../../memory/Memory.js"
 import * as ScheduleEntry from "../../schedule/ScheduleEntry.js"
@@ -76,6 +80,20 @@ const checkDestination = (to: string) =>
     }
   })
 
+/**
+ * The PLANCKCLAW_MAX_MESSAGE_BYTES the entry's agent is held to: this home's
+ * settings'; for an agent of serve (--agent without --cluster), its own
+ * config.env's when lower, as serve holds it. A longer message is refused now.
+ */
+const messageLimit = (options: { readonly agent: Option.Option<string>; readonly cluster: boolean }) =>
+  Effect.gen(function*() {
+    const host = yield* numberOf(MaxMessageBytes)
+    if (options.cluster || Option.isNone(options.agent)) return host
+    const { directory, id } = yield* AgentStatus.existingAgent(options.agent.value)
+    const provider = yield* AgentSettings.provider(id, directory, yield* ConfigProvider.ConfigProvider)
+    return Math.min(host, yield* Effect.provideService(numberOf(MaxMessageBytes), ConfigProvider.ConfigProvider, provider))
+  })
+
 const nextText = (next: number | undefined) => next === undefined ? "none" : ScheduleEntry.formatInstant(next)
 
 /** An entry's line in `list`: id, when, next run, last run, destination, text. */
@@ -111,7 +129,8 @@ const addCommand = Command.make("add", {
       return yield* refused(`--to terminal: agent ${options.agent.value} is served by serve, which has no terminal (webhook:URL, discord:CHANNEL or none)`)
     }
     yield* checkDestination(to)
-    const entry = yield* withStore(options, (store) => store.modify(ScheduleStore.adding({ when, text: options.text, to }, now)))
+    const maxMessageBytes = yield* messageLimit(options)
+    const entry = yield* withStore(options, (store) => store.modify(ScheduleStore.adding({ when, text: options.text, to }, now, maxMessageBytes)))
     yield* Console.log(`added ${entry.id}: ${ScheduleEntry.describeWhen(entry.when)}, next ${nextText(ScheduleEntry.nextOf(entry, now))}, to ${entry.to}`)
   }).pipe(withSettings(new Map()))).pipe(Command.withDescription("Add an entry: when it fires, where the reply goes, and TEXT."))
 

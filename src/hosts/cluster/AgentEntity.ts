@@ -150,7 +150,7 @@ interface StartedAgent {
 }
 
 /** One agent, built when its entity starts on this runner. */
-const startAgent = (id: AgentId.AgentId, brain: BrainService, cancels: TurnCancels.TurnCancels) =>
+const startAgent = (id: AgentId.AgentId, brain: BrainService, cancels: TurnCancels.TurnCancels, maxMessageBytes: number) =>
   Effect.gen(function*() {
     const store = yield* AgentStore
     const journal = yield* TurnJournal
@@ -160,7 +160,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService, cancels: TurnCance
     const claws = Option.match(sql, {
       onNone: () => shared,
       onSome: (client) =>
-        ScheduleTool.withScheduleTools(shared, { store: ClusterSchedules.sqlStore(client, id), changed: Effect.void, defaultTo: "none", discord: false })
+        ScheduleTool.withScheduleTools(shared, { store: ClusterSchedules.sqlStore(client, id), changed: Effect.void, defaultTo: "none", discord: false, maxMessageBytes })
     })
     const parts = yield* store.open(id, brain)
     const inbox = Option.match(sql, {
@@ -269,7 +269,7 @@ export const layer = Layer.unwrap(Effect.gen(function*() {
         return Effect.gen(function*() {
           // Its own scope, closed at once if the start fails, so a failed start holds nothing.
           const own = yield* Scope.fork(scope, "sequential")
-          const made = yield* startAgent(raw, limited, cancels).pipe(
+          const made = yield* startAgent(raw, limited, cancels, config.maxMessageBytes).pipe(
             Scope.provide(own),
             Effect.onExit((exit) => Exit.isFailure(exit) ? Scope.close(own, exit) : Effect.void),
             Effect.mapError((error) => error instanceof AgentUnavailable ? error : new AgentUnavailable({ message: error.message })),

@@ -86,7 +86,9 @@ export const make = (options: {
         store: ScheduleStore.fileStore(ScheduleStore.fileIn(directory)),
         changed: Effect.void,
         defaultTo: "none",
-        discord: false
+        discord: false,
+        // What the host would refuse of its message at every firing: its own limit, or the agent's lower one.
+        maxMessageBytes: Math.min(settings.config.maxMessageBytes, shared.settings.config.maxMessageBytes)
       })),
       Context.add(FoldStore.FoldStore, FoldStore.make(memory.memoryDir))
     )

@@ -45,7 +45,7 @@ describe("planckclaw serve --cluster: an agent's schedule over HTTP", () => {
     const now = Date.now()
     const at = new Date(Math.floor((now + 86_400_000) / 1000) * 1000).toISOString()
     const entry = await inDatabase(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-      ClusterSchedules.sqlStore(sql, "ann").modify(ScheduleStore.adding({ when: { _tag: "At", at }, text: "call the bank", to: "none" }, now))))
+      ClusterSchedules.sqlStore(sql, "ann").modify(ScheduleStore.adding({ when: { _tag: "At", at }, text: "call the bank", to: "none" }, now, 65_536))))
     await inDatabase(Effect.flatMap(SqlClient.SqlClient, (sql) =>
       sql`INSERT INTO planckclaw_schedules (agent_id, entries) VALUES ('cid', '{"entries": [{"id": "x1", "when": {"_tag": "Every", "seconds": 0}}]}')`))
 
