@@ -29,6 +29,7 @@ import * as Tracing from "../runtime/Tracing.js"
 import * as Turn from "./Turn.js"
 import { TurnCommit } from "./TurnCommit.js"
 import * as Prices from "../usage/Prices.js"
+import { shownChannel } from "../runtime/ShownUrl.js"
 import { loneSurrogateRefusal } from "../runtime/WellFormed.js"
 
 /** The reply to a message that held only control characters (which are removed from every message). */
@@ -133,7 +134,7 @@ export const make = Effect.gen(function*() {
     }
     const size = Buffer.byteLength(pending.text, "utf8")
     if (size > config.maxMessageBytes) {
-      return Effect.flatMap(Effect.logWarning(`rejected a ${size}-byte message from ${pending.channel}`), () =>
+      return Effect.flatMap(Effect.logWarning(`rejected a ${size}-byte message from ${shownChannel(pending.channel)}`), () =>
         then(Turn.withoutTurn({
           stored: false,
           notAnswered: "refused",
@@ -144,7 +145,7 @@ export const make = Effect.gen(function*() {
     // Refused whatever the bridge (Discord, HTTP, an embedding host): the model's API would refuse it, every turn.
     const refusal = loneSurrogateRefusal(pending.text)
     if (refusal !== undefined) {
-      return Effect.flatMap(Effect.logWarning(`refused a message from ${pending.channel} holding a lone UTF-16 surrogate`), () =>
+      return Effect.flatMap(Effect.logWarning(`refused a message from ${shownChannel(pending.channel)} holding a lone UTF-16 surrogate`), () =>
         then(Turn.withoutTurn({ stored: false, notAnswered: "refused", reply: refusal })))
     }
     return Option.match(sanitize(pending.text), {

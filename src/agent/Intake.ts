@@ -28,15 +28,16 @@ import {
   type OutboundMessage
 } from "../ports/Interact.js"
 import * as Logging from "../runtime/Logging.js"
+import { shownChannel } from "../runtime/ShownUrl.js"
 import { Inbox, type Pending } from "../memory/Inbox.js"
 import { APOLOGY, type TurnOutcome } from "./Turn.js"
 
 /** Delivers one reply; a failure is logged, and the next message is taken all the same. */
 const deliver = (interact: InteractService, message: OutboundMessage) =>
   interact.send(message).pipe(
-    Effect.catch((error) => Effect.logError(`could not deliver a reply to channel ${message.channel}: ${error.message}`)),
+    Effect.catch((error) => Effect.logError(`could not deliver a reply to channel ${shownChannel(message.channel)}: ${error.message}`)),
     // A bridge bug must not cost the next message: the exchange is already remembered.
-    Effect.catchDefect((defect) => Effect.logError(`could not deliver a reply to channel ${message.channel}: ${String(defect)}`))
+    Effect.catchDefect((defect) => Effect.logError(`could not deliver a reply to channel ${shownChannel(message.channel)}: ${String(defect)}`))
   )
 
 /** Restarts of a bridge's message stream after a defect: quick at first, then every 30 s at most. */
@@ -159,7 +160,7 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
           if (event._tag !== "End") {
             // Only what is shown is lost when the adapter fails: the reply comes all the same.
             return show(pending.channel, event).pipe(
-              Effect.catch((error) => Effect.logDebug(`could not show an event to channel ${pending.channel}: ${error.message}`))
+              Effect.catch((error) => Effect.logDebug(`could not show an event to channel ${shownChannel(pending.channel)}: ${error.message}`))
             )
           }
           const { _tag, ...decided } = event

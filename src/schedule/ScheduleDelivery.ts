@@ -15,6 +15,7 @@ import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type { InteractError } from "../ports/Interact.js"
+import { shownChannel, shownUrl } from "../runtime/ShownUrl.js"
 import * as ScheduleEntry from "./ScheduleEntry.js"
 import { type Entry, parseDestination } from "./ScheduleEntry.js"
 
@@ -59,11 +60,7 @@ const webhookRetries = Schedule.max([Schedule.exponential(Duration.seconds(1)), 
  * The path and query are where receivers keep their token (Slack's and
  * Discord's webhooks are a secret path), and logs must not carry it.
  */
-export const shownWebhook = (url: string): string => {
-  if (!URL.canParse(url)) return "(a URL that does not parse)"
-  const parsed = new URL(url)
-  return `${parsed.protocol}//${parsed.host}/${parsed.pathname !== "/" || parsed.search !== "" || parsed.hash !== "" ? "…" : ""}`
-}
+export const shownWebhook: (url: string) => string = shownUrl
 
 /** `text` (an HTTP client's error, which quotes the URL whole) with `url` shown as shownWebhook shows it. */
 const hidingWebhook = (url: string, text: string): string => {
@@ -95,7 +92,7 @@ export const postWebhook = (url: string, body: WebhookBody): Effect.Effect<void,
 /** Delivers the reply to a scheduled message (its channel from `channelOf`); every failure is logged, never raised. */
 export const deliver = (routes: Routes, channel: string, reply: string): Effect.Effect<void> => {
   const named = parseChannel(channel)
-  return named === undefined ? Effect.logError(`not a scheduled message's channel: ${channel}`) : deliverTo(routes, named.id, named.to, reply)
+  return named === undefined ? Effect.logError(`not a scheduled message's channel: ${shownChannel(channel)}`) : deliverTo(routes, named.id, named.to, reply)
 }
 
 /** Delivers the reply to a firing of entry `id` to `to`; every failure is logged, never raised. */

@@ -19,13 +19,16 @@ import type { MessagesRequest } from "../../src/ports/Brain.js"
 import { Claws } from "../../src/ports/Claws.js"
 import { Interact } from "../../src/ports/Interact.js"
 import * as ScheduledInteract from "../../src/schedule/ScheduledInteract.js"
+import type * as ScheduleEntry from "../../src/schedule/ScheduleEntry.js"
 import * as ScheduleStore from "../../src/schedule/ScheduleStore.js"
 import * as ScheduleTool from "../../src/schedule/ScheduleTool.js"
+import { captureLogs } from "../support/LogCapture.js"
 import * as LoopbackHttp from "../support/LoopbackHttp.js"
 import { advanceTo } from "../support/TestClockWait.js"
 import { tempDir } from "../support/Sandbox.js"
 
 const T0 = Date.parse("2026-06-01T08:00:00Z")
+const SECRET = "T0KEN-not-a-real-one"
 
 /** The text of the last user message of a request (a string or the first text block). */
 const lastUserText = (request: MessagesRequest): string => {
@@ -34,10 +37,15 @@ const lastUserText = (request: MessagesRequest): string => {
 }
 
 /** The real agent over a scripted brain, with the schedule tools beside no claws and the schedule fired into its intake. */
-const agentWithSchedule = (script: ReadonlyArray<ScriptedBrain.ScriptStep>) =>
+const agentWithSchedule = (
+  script: ReadonlyArray<ScriptedBrain.ScriptStep>,
+  env: Record<string, string> = {},
+  entries: ReadonlyArray<ScheduleEntry.Entry> = []
+) =>
   Effect.gen(function*() {
     const directory = yield* tempDir()
     const file = ScheduleStore.fileIn(directory)
+    if (entries.length > 0) fs.writeFileSync(file, ScheduleStore.encode(entries))
     const brain = yield* ScriptedBrain.make(script)
     const user = yield* InMemoryInteract.make
     const wake = yield* Latch.make(false)
@@ -55,7 +63,7 @@ const agentWithSchedule = (script: ReadonlyArray<ScriptedBrain.ScriptStep>) =>
       wake,
       routes: { agent: "alice", terminal: (text) => user.service.send({ channel: "cli", text }) }
     })
-    const provider = ConfigProvider.fromEnvRecord({ PLANCKCLAW_DIR: directory, PLANCKCLAW_MODEL: "test-model" })
+    const provider = ConfigProvider.fromEnvRecord({ PLANCKCLAW_DIR: directory, PLANCKCLAW_MODEL: "test-model", ...env })
     const layer = Agent.layerWithMemory.pipe(
       Layer.provide(Layer.merge(ScriptedBrain.layer(brain), Layer.succeed(Claws, claws))),
       Layer.provideMerge(Layer.succeed(Interact, scheduled.interact)),
@@ -172,6 +180,25 @@ describe("the schedule tools, called by the model", () => {
       })
       expect(fs.existsSync(file)).toBe(false)
       expect(yield* claws.call("schedule_add", { text: "x".repeat(79), every: "1h" })).toMatchObject({ isError: false })
+    }))
+
+  it.effect("a firing refused as too large is logged with its webhook as scheme and host, never the token in the URL's path", () =>
+    Effect.gen(function*() {
+      const receiver = yield* LoopbackHttp.serve(() => LoopbackHttp.respond(204, ""), (raw) => JSON.parse(raw) as unknown)
+      const logs = yield* captureLogs
+      yield* TestClock.setTime(T0)
+      // Written by hand (or before the limit was lowered): `add` refuses such an entry now.
+      yield* agentWithSchedule([], { PLANCKCLAW_MAX_MESSAGE_BYTES: "40" }, [{
+        id: "big1", when: { _tag: "Every", seconds: 30 }, text: "x".repeat(40), to: `webhook:http://127.0.0.1:${receiver.port}/services/${SECRET}`,
+        created: new Date(T0).toISOString()
+      }]).pipe(Effect.provide(logs.layer))
+      yield* advanceTo(T0 + 30_000)
+      const [posted] = yield* receiver.awaitRequests(1)
+      expect(posted!.body).toMatchObject({ schedule: "big1", reply: expect.stringContaining("the limit is 40 bytes") })
+      expect(logs.lines.filter((line) => line.includes("byte message"))).toEqual([
+        `WARN rejected a 57-byte message from schedule/big1/webhook:http://127.0.0.1:${receiver.port}/…`
+      ])
+      expect(logs.lines.join("\n")).not.toContain(SECRET)
     }))
 
   it.effect("a reminder whose destination is a webhook is POSTed to a receiver on loopback as {agent, schedule, reply}", () =>

@@ -4,10 +4,12 @@
  * seconds later; one that never answers 2xx is logged without the secret
  * a webhook's URL carries in its path or query (Slack's and Discord's
  * tokens are there); a URL holding a user and password, which fetch refuses
- * to send, is refused when the entry is made.
+ * to send, is refused when the entry is made; a scheduled message's channel,
+ * as log lines name it, shows its webhook so too.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Fiber, Result } from "effect"
+import { shownChannel } from "../../src/runtime/ShownUrl.js"
 import * as ScheduleDelivery from "../../src/schedule/ScheduleDelivery.js"
 import * as ScheduleEntry from "../../src/schedule/ScheduleEntry.js"
 import { captureLogs } from "../support/LogCapture.js"
@@ -64,5 +66,12 @@ describe("a scheduled reply's webhook", () => {
     expect(Result.isFailure(refused) && refused.failure).toBe(
       "a webhook URL cannot hold a user and password (user:password@), as HTTP clients refuse to send it: put the token in its path or query"
     )
+  })
+
+  it("a scheduled message's channel, as log lines name it, shows its webhook's scheme and host only; other channels as they are", () => {
+    expect(shownChannel(`schedule/w1/webhook:https://hooks.slack.com/services/${SECRET}?key=${SECRET}`)).toBe("schedule/w1/webhook:https://hooks.slack.com/…")
+    expect(shownChannel("schedule/w1/webhook:http://127.0.0.1:8080")).toBe("schedule/w1/webhook:http://127.0.0.1:8080/")
+    for (const plain of ["cli", "discord:123456789012345678", "schedule/t1/terminal", "schedule/d1/discord:123"]) expect(shownChannel(plain)).toBe(plain)
+    expect(ScheduleDelivery.shownWebhook(`https://discord.com/api/webhooks/1/${SECRET}`)).toBe("https://discord.com/…")
   })
 })
