@@ -207,7 +207,7 @@ describe("schedules.json", () => {
       }
     }))
 
-  it("a cron that matches no date is refused from its fields, cheaply (a file is decoded at every look); one a weekday or another month lets fire is kept", () => {
+  it("a cron that matches no date is refused from its fields (a file is decoded at every look); one a weekday or another month lets fire is kept", () => {
     const entryOf = (expression: string) => ({
       entries: [{ id: "c1", when: { _tag: "Cron", expression, zone: "Europe/Paris" }, text: "x", to: "none", created: "2026-03-07T12:00:00Z" }]
     })
@@ -223,10 +223,5 @@ describe("schedules.json", () => {
     for (const fires of ["0 0 29 2 *", "0 9 31 4,5 *", "0 9 31 4 1", "0 9 * * *", "0 9 1-31 4 *"]) {
       expect(refusal(fires), fires).toBe("kept")
     }
-    // Searching for its next run takes Cron 10,000 steps (up to 170 ms in Paris, with its daylight-saving time):
-    // read from its fields, 50 decodes take less than two searches.
-    const started = performance.now()
-    for (let i = 0; i < 50; i++) decoded("0 9 31 4 *")
-    expect(performance.now() - started).toBeLessThan(250)
   })
 })
