@@ -9,6 +9,12 @@
  * Also the server of each of the adapter's channels, learnt where Discord
  * says it (a live message, a lookup, THREAD_CREATE, GUILD_CREATE): a message
  * read over REST (catch-up) does not name its server.
+ *
+ * Both are forgotten when Discord deletes the channel or thread (or its
+ * parent), or the bot leaves the server, and only the most recently used
+ * `rememberedChannels` are kept: a bot that runs for months sees every
+ * thread made in every server it is in. What is forgotten is looked up again
+ * if it is ever needed, as after a restart, so no answer changes.
  */
 import { DiscordAPIError, Routes } from "discord.js"
 import * as Data from "effect/Data"
@@ -17,6 +23,7 @@ import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { DiscordRest } from "./DiscordRest.js"
+import * as RecentlyUsed from "./RecentlyUsed.js"
 import { describeRestError } from "./Refusals.js"
 import type { DiscordSettings } from "./Settings.js"
 import { nullable } from "./Nullable.js"
@@ -42,6 +49,15 @@ const GuildThreads = Schema.Struct({
   threads: Schema.Array(Schema.Unknown).pipe(Schema.withDecodingDefaultType(Effect.succeed([])))
 })
 const decodeGuildThreads = Schema.decodeUnknownResult(GuildThreads)
+// THREAD_DELETE, CHANNEL_DELETE (a channel object) and GUILD_DELETE (unavailable: an outage, not a departure).
+const Gone = Schema.Struct({ id: Schema.String, unavailable: nullable(Schema.Boolean) })
+const decodeGone = Schema.decodeUnknownResult(Gone)
+
+/**
+ * Channels and threads remembered at most (and as many servers of the adapter's own), the most recently
+ * used: far more than a session touches, a few megabytes at most.
+ */
+export const rememberedChannels = 10_000
 
 const threadTypes = new Set([10, 11, 12])
 const directTypes = new Set([1])
@@ -95,14 +111,28 @@ export interface ChannelKinds {
    * Discord names none or will not say (403, 404).
    */
   readonly guildOf: (channelId: string) => Effect.Effect<string | undefined, ChannelLookupFailed>
+  /**
+   * The channels and threads a THREAD_DELETE, CHANNEL_DELETE (with its threads) or GUILD_DELETE (the bot
+   * left the server) makes gone, of those remembered; to `forget`, each after its lane's earlier work.
+   */
+  readonly goneWith: (event: "THREAD_DELETE" | "CHANNEL_DELETE" | "GUILD_DELETE", payload: unknown) => ReadonlyArray<string>
+  /** Forgets what was learnt of a channel or thread: looked up again if it is ever needed. */
+  readonly forget: (channelId: string) => Effect.Effect<void>
+}
+
+/** What a channel or thread is to the adapter (null: none of its business), and where it is, for forgetting it. */
+interface Known {
+  readonly kind: ChannelKind | null
+  readonly guild: string | undefined
+  readonly parent: string | undefined
 }
 
 export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds => {
   const configured = new Set(settings.channelIds)
-  // Threads and channels seen; null for one that is not ours. Threads under a configured channel are few.
-  const known = new Map<string, ChannelKind | null>()
-  // The server of each channel and thread of the adapter's (no others: as few as they are).
-  const guilds = new Map<string, string>()
+  // Threads and channels seen, ours or not.
+  const known = RecentlyUsed.make<Known>(rememberedChannels)
+  // The server of each channel and thread of the adapter's (no others).
+  const guilds = RecentlyUsed.make<string>(rememberedChannels)
   const isGuildKind = (kind: ChannelKind | null | undefined) => kind === "channel" || kind === "thread"
   const kindOf = (info: ChannelInfo): ChannelKind | null =>
     configured.has(info.id)
@@ -120,7 +150,7 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
   const remember = (info: ChannelInfo, guildId?: string) => {
     const kind = kindOf(info)
     // A DM's kind follows the settings; only guild channels are worth keeping.
-    if (kind !== "direct") known.set(info.id, kind)
+    if (kind !== "direct") known.set(info.id, { kind, guild: info.guild_id ?? guildId, parent: info.parent_id })
     noteGuild(info, kind, guildId)
     return kind
   }
@@ -157,14 +187,14 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
     Effect.gen(function*() {
       if (configured.has(channelId)) return "channel" as const
       const seen = known.get(channelId)
-      if (seen !== undefined) return seen ?? undefined
+      if (seen !== undefined) return seen.kind ?? undefined
       // Not seen before: looked up, and remembered once Discord has said what it is. A failure that
       // may pass is not remembered: it would drop every later message of the thread. `remember` notes
       // its server with the kind it works out, so the lookup notes nothing (the kind is worked out once).
       const info = yield* lookupRetried(channelId, fetchChannel)
       if (info !== undefined) return remember(info) ?? undefined
       yield* Effect.logDebug(`Discord channel ${channelId} is not the bot's to see; its messages are ignored`)
-      known.set(channelId, null)
+      known.set(channelId, { kind: null, guild: undefined, parent: undefined })
       return undefined
     })
 
@@ -174,7 +204,32 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
       return seen !== undefined ? Effect.succeed(seen) : Effect.map(lookupRetried(channelId, lookup), (info) => info?.guild_id)
     })
 
+  const goneWith: ChannelKinds["goneWith"] = (event, payload) =>
+    Result.match(decodeGone(payload), {
+      onFailure: () => [],
+      onSuccess: ({ id, unavailable }) => {
+        switch (event) {
+          case "THREAD_DELETE":
+            return [id]
+          case "CHANNEL_DELETE":
+            // Discord sends no THREAD_DELETE for the threads of a channel it deletes.
+            return [id, ...known.keysWhere((entry) => entry.parent === id)]
+          case "GUILD_DELETE":
+            // An unavailable server comes back with a GUILD_CREATE; only one the bot left is gone.
+            return unavailable === true
+              ? []
+              : [...new Set([...known.keysWhere((entry) => entry.guild === id), ...guilds.keysWhere((guild) => guild === id)])]
+        }
+      }
+    })
+
   return {
+    goneWith,
+    forget: (channelId) =>
+      Effect.sync(() => {
+        known.delete(channelId)
+        guilds.delete(channelId)
+      }),
     learn: (channel) => learn(channel),
     lookup,
     guildOf,

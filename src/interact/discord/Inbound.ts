@@ -199,6 +199,12 @@ export const makeInbound = (options: InboundOptions): Effect.Effect<Inbound, nev
           )
         case "THREAD_LIST_SYNC":
           return kinds.learnThreadsOf(payload.d)
+        case "THREAD_DELETE":
+        case "CHANNEL_DELETE":
+        case "GUILD_DELETE":
+          // In each channel's lane: a message there still waiting is handled as it would have been.
+          return Effect.forEach(kinds.goneWith(payload.t, payload.d), (channel) =>
+            inLane(channel, `forgetting Discord channel ${channel}`, kinds.forget(channel)), { discard: true })
         default:
           return Effect.void
       }
