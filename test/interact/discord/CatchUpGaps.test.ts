@@ -10,6 +10,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Option, Redacted, Stream } from "effect"
+import { TestClock } from "effect/testing"
+import { snowflakeAt } from "../../../src/interact/discord/CatchUp.js"
 import * as ChannelKinds from "../../../src/interact/discord/ChannelKinds.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as DiscordRest from "../../../src/interact/discord/DiscordRest.js"
@@ -190,5 +192,30 @@ describe("Discord catch-up state: moved only past what is held", () => {
       expect(checkpointIn(dir, channelA)).toBe(beforeFirst)
       yield* bridge.held(one!)
       expect(checkpointIn(dir, channelA)).toBe(second)
+    }))
+})
+
+describe("Discord catch-up state: an entry older than the window", () => {
+  const dmChannel = "300000000000000077"
+  const millisOf = (snowflake: string) => Number(BigInt(snowflake) >> 22n) + 1_420_070_400_000
+
+  // Nothing else finds a conversation with new messages: Discord lists no bot's direct messages, and a
+  // session's GUILD_CREATE lists active threads only. Its entry, however old, must stay.
+  it.effect("still catches up a direct message sent while away, after a conversation quiet longer than the window", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
+      const missed = yield* fake.messageCreate({ channelId: dmChannel, authorId: alice, content: "while away", direct: true, dispatch: false })
+      // The bridge last handled a message there three days before; the window is one hour.
+      const now = millisOf(missed) + 60_000
+      yield* TestClock.setTime(now)
+      const quietSince = snowflakeAt(now - 3 * 24 * 3_600_000)
+      fs.writeFileSync(path.join(dir, "discord-catch-up.json"), JSON.stringify({ version: 1, channels: { [dmChannel]: quietSince } }))
+      const bridge = yield* Discord.connect(
+        { ...settingsFor(fake), directMessages: true, catchUp: { messages: 50, hours: 1 } },
+        { stateDirectory: dir }
+      )
+      const got = yield* take(bridge.messages, 1)
+      expect(got.map((message) => [message.channel, message.kind, message.text])).toEqual([[dmChannel, "direct", "while away"]])
     }))
 })
