@@ -149,8 +149,9 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
   }
   const remember = (info: ChannelInfo, guildId?: string) => {
     const kind = kindOf(info)
-    // A DM's kind follows the settings; only guild channels are worth keeping.
-    if (kind !== "direct") known.set(info.id, { kind, guild: info.guild_id ?? guildId, parent: info.parent_id })
+    // A DM's too (its kind follows the settings, fixed for the process): a conversation in the catch-up
+    // state is then looked up once, not at every new session.
+    known.set(info.id, { kind, guild: info.guild_id ?? guildId, parent: info.parent_id })
     noteGuild(info, kind, guildId)
     return kind
   }

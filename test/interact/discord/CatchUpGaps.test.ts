@@ -195,7 +195,7 @@ describe("Discord catch-up state: moved only past what is held", () => {
     }))
 })
 
-describe("Discord catch-up state: an entry older than the window", () => {
+describe("Discord catch-up of direct messages", () => {
   const dmChannel = "300000000000000077"
   const millisOf = (snowflake: string) => Number(BigInt(snowflake) >> 22n) + 1_420_070_400_000
 
@@ -217,5 +217,24 @@ describe("Discord catch-up state: an entry older than the window", () => {
       )
       const got = yield* take(bridge.messages, 1)
       expect(got.map((message) => [message.channel, message.kind, message.text])).toEqual([[dmChannel, "direct", "while away"]])
+    }))
+
+  it.effect("looks a conversation up once per process, not at every new session", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
+      const bridge = yield* Discord.connect({ ...settingsFor(fake), directMessages: true }, { stateDirectory: dir })
+      yield* fake.messageCreate({ channelId: dmChannel, authorId: alice, content: "hello", direct: true })
+      yield* Effect.forEach(yield* take(bridge.messages, 1), bridge.held)
+      for (const session of [2, 3]) {
+        yield* fake.invalidateSession(false)
+        yield* fake.messageCreate({ channelId: dmChannel, authorId: alice, content: `missed before session ${session}`, direct: true, dispatch: false })
+        yield* TestClock.adjust("6 seconds")
+        const got = yield* take(bridge.messages, 1)
+        expect(got.map((message) => [message.channel, message.text])).toEqual([[dmChannel, `missed before session ${session}`]])
+        yield* Effect.forEach(got, bridge.held)
+      }
+      const lookups = fake.rest().filter((record) => record.method === "GET" && record.path === `/api/v10/channels/${dmChannel}`)
+      expect(lookups.map((record) => record.status)).toEqual([200])
     }))
 })
