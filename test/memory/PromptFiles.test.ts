@@ -52,7 +52,8 @@ describe("a soul or summary over its limit while running", () => {
       const refused = yield* agents.send("alice", { text: "again" })
       expect(refused).toEqual({
         reply: "I can't answer: a file of my memory is unusable (soul.md is 257 KiB, over the 256 KiB limit). The log names the file to fix.",
-        stored: false
+        stored: false,
+        notAnswered: "failed"
       })
       expect(brain.requests).toHaveLength(1)
     }))
