@@ -2,8 +2,11 @@
  * An agent's schedule as the host shows it (GET /v1/agents/{id}/schedules,
  * the console): each entry of its schedules.json as written, with its last
  * run and its next one (ScheduleEntry.nextOf: the occurrence after the last
- * run, or after its creation). Read, never changed: the runner keeps it.
+ * run, or after its creation, counted from now when those are later than now
+ * (the clock went back), as `schedule list` and the runner count). Read,
+ * never changed: the runner keeps it.
  */
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as ScheduleEntry from "../../schedule/ScheduleEntry.js"
 import * as ScheduleStore from "../../schedule/ScheduleStore.js"
@@ -25,8 +28,9 @@ export interface ScheduleList {
   readonly entries: ReadonlyArray<ScheduleView>
 }
 
-export const viewOf = (entry: ScheduleEntry.Entry): ScheduleView => {
-  const next = ScheduleEntry.nextOf(entry)
+/** `entry` as shown at `nowMs`. */
+export const viewOf = (entry: ScheduleEntry.Entry, nowMs: number): ScheduleView => {
+  const next = ScheduleEntry.nextOf(entry, nowMs)
   return {
     id: entry.id,
     when: entry.when,
@@ -35,13 +39,14 @@ export const viewOf = (entry: ScheduleEntry.Entry): ScheduleView => {
     to: entry.to,
     created: entry.created,
     lastRun: entry.lastRun ?? null,
-    nextRun: next === undefined ? null : new Date(next).toISOString()
+    nextRun: next === undefined ? null : ScheduleEntry.formatInstant(next)
   }
 }
 
 /** The schedule a store holds (its file, or the cluster's row), shown. */
 export const listOf = (store: ScheduleStore.Store): Effect.Effect<ScheduleList, ScheduleStore.ScheduleError> =>
-  Effect.map(store.read, (entries) => ({ entries: entries.map(viewOf) }))
+  Effect.flatMap(store.read, (entries) =>
+    Effect.map(Clock.currentTimeMillis, (now) => ({ entries: entries.map((entry) => viewOf(entry, now)) })))
 
 /** The schedule of the agent whose directory is `directory`: none without a schedules.json; a file that does not decode is refused with its path and reason. */
 export const schedulesOf = (directory: string): Effect.Effect<ScheduleList, ScheduleStore.ScheduleError> =>

@@ -90,7 +90,7 @@ export const ScheduleList = Schema.Struct({
     created: Schema.String,
     lastRun: Schema.NullOr(Schema.String).annotate({ description: "The occurrence it last fired for or skipped past (ISO 8601); null before its first" }),
     nextRun: Schema.NullOr(Schema.String).annotate({
-      description: "The occurrence after the last run, or after its creation (ISO 8601); in the past when no host fired it then; null when there is none"
+      description: "The occurrence after the last run, or after its creation, counted from now when those are later than now (the clock went back) (ISO 8601); in the past when no host fired it then; null when there is none"
     })
   })).annotate({ description: "In the file's order; empty when the agent has no schedules.json" })
 })
