@@ -27,6 +27,8 @@ export interface ToolOptions {
   readonly defaultTo: string
   /** Whether this host can deliver to a Discord channel (it has a Discord bridge). */
   readonly discord: boolean
+  /** Whether this host has a terminal to print a reply on (`run` on the terminal; not serve, the cluster or another bridge). */
+  readonly terminal: boolean
   /** The agent's PLANCKCLAW_MAX_MESSAGE_BYTES (its host's, if lower): a longer scheduled message is refused when added. */
   readonly maxMessageBytes: number
 }
@@ -104,9 +106,16 @@ const run = (options: ToolOptions, name: string, input: unknown): Effect.Effect<
     const request = decoded.success
     const when = ScheduleInput.parseWhen(request, now)
     if (Result.isFailure(when)) return refused(when.failure.replace("--cron, --every or --at", "cron, every or at").replace("--tz", "tz"))
+    // As `schedule add --tz` with `--every`: a zone the entry would not keep is refused, not silently dropped.
+    if (request.tz !== undefined && when.success._tag === "Every") {
+      return refused("tz goes with cron or a wall-clock at, not every (an interval counts from now, whatever the zone): leave tz out, or use cron with tz")
+    }
     const to = request.to ?? options.defaultTo
     const destination = ScheduleEntry.parseDestination(to)
     if (Result.isFailure(destination)) return refused(destination.failure)
+    if (destination.success._tag === "Terminal" && !options.terminal) {
+      return refused(`${to}: this agent has no terminal to print the reply on: use to ${options.discord ? "discord:CHANNEL_ID, " : ""}webhook:URL or none (memory only)`)
+    }
     if (destination.success._tag === "Discord" && !options.discord) {
       return refused(`${to}: this agent runs without a Discord bridge, so nothing could deliver there`)
     }

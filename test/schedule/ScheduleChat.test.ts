@@ -54,6 +54,7 @@ const agentWithSchedule = (
       changed: Effect.asVoid(wake.open),
       defaultTo: "terminal",
       discord: false,
+      terminal: true,
       maxMessageBytes: 65_536
     })
     const scheduled = yield* ScheduledInteract.withSchedule(user.service, {
@@ -155,12 +156,39 @@ describe("the schedule tools, called by the model", () => {
         changed: Effect.void,
         defaultTo: "none",
         discord: false,
+        terminal: false,
         maxMessageBytes: 65_536
       })
       const refusal = { isError: true, content: expect.stringContaining("entry big: every 8639999999913600 s is over 100 years") }
       expect(yield* claws.call("schedule_list", {})).toEqual(refusal)
       expect(yield* claws.call("schedule_add", { text: "x", every: "5m" })).toEqual(refusal)
       expect(yield* claws.call("schedule_remove", { id: "big" })).toEqual(refusal)
+    }))
+
+  it.effect("under serve: to terminal and tz with every are tool errors saying what to use instead, and nothing is stored", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const file = ScheduleStore.fileIn(yield* tempDir())
+      // As serve and the cluster offer the tools: no terminal, no Discord bridge, memory only by default.
+      const claws = ScheduleTool.withScheduleTools(InMemoryClaws.make([]), {
+        store: ScheduleStore.fileStore(file),
+        changed: Effect.void,
+        defaultTo: "none",
+        discord: false,
+        terminal: false,
+        maxMessageBytes: 65_536
+      })
+      expect(yield* claws.call("schedule_add", { text: "remind me", at: "+10m", to: "terminal" })).toEqual({
+        isError: true,
+        content: "terminal: this agent has no terminal to print the reply on: use to webhook:URL or none (memory only)"
+      })
+      expect(yield* claws.call("schedule_add", { text: "check the build", every: "1h", tz: "Europe/Paris" })).toEqual({
+        isError: true,
+        content: "tz goes with cron or a wall-clock at, not every (an interval counts from now, whatever the zone): leave tz out, or use cron with tz"
+      })
+      expect(fs.existsSync(file)).toBe(false)
+      expect(yield* claws.call("schedule_add", { text: "check the build", every: "1h" })).toMatchObject({ isError: false })
+      expect(yield* ScheduleStore.read(file)).toMatchObject([{ to: "none", when: { _tag: "Every", seconds: 3600 } }])
     }))
 
   it.effect("a message over the agent's PLANCKCLAW_MAX_MESSAGE_BYTES is a tool error saying the limit, not an entry refused at every firing", () =>
@@ -172,6 +200,7 @@ describe("the schedule tools, called by the model", () => {
         changed: Effect.void,
         defaultTo: "none",
         discord: false,
+        terminal: false,
         maxMessageBytes: 100
       })
       expect(yield* claws.call("schedule_add", { text: "x".repeat(100), every: "1h" })).toEqual({

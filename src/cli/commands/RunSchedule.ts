@@ -51,6 +51,8 @@ export const claws = (schedule: RunSchedule): Layer.Layer<Claws, Config.ConfigEr
         changed: Effect.asVoid(schedule.wake.open),
         defaultTo: schedule.bridge === "discord" ? Option.match(firstChannel, { onNone: () => "none", onSome: (id) => `discord:${id}` }) : "terminal",
         discord: schedule.bridge === "discord",
+        // Only the terminal bridge prints a reply (interact's routes below).
+        terminal: schedule.bridge === "cli",
         maxMessageBytes: yield* numberOf(MaxMessageBytes)
       })
     })

@@ -160,7 +160,7 @@ const startAgent = (id: AgentId.AgentId, brain: BrainService, cancels: TurnCance
     const claws = Option.match(sql, {
       onNone: () => shared,
       onSome: (client) =>
-        ScheduleTool.withScheduleTools(shared, { store: ClusterSchedules.sqlStore(client, id), changed: Effect.void, defaultTo: "none", discord: false, maxMessageBytes })
+        ScheduleTool.withScheduleTools(shared, { store: ClusterSchedules.sqlStore(client, id), changed: Effect.void, defaultTo: "none", discord: false, terminal: false, maxMessageBytes })
     })
     const parts = yield* store.open(id, brain)
     const inbox = Option.match(sql, {

@@ -87,6 +87,7 @@ export const make = (options: {
         changed: Effect.void,
         defaultTo: "none",
         discord: false,
+        terminal: false,
         // What the host would refuse of its message at every firing: its own limit, or the agent's lower one.
         maxMessageBytes: Math.min(settings.config.maxMessageBytes, shared.settings.config.maxMessageBytes)
       })),
