@@ -2,6 +2,8 @@
  * Intake: serves an interact adapter's messages to the agent. Messages are
  * journaled as soon as they are read, so what arrives during a turn waits in
  * order and survives a crash; the agent takes them one at a time, in order.
+ * Every message read gets a reply on its channel: the turn's, or the
+ * apology (a defect in its turn, or in journaling it).
  * A cancel from a channel (Ctrl-C on the terminal) closes that channel's
  * messages not yet answered, interrupting the turn running for one of them.
  *
@@ -40,6 +42,16 @@ const deliver = (interact: InteractService, message: OutboundMessage) =>
     Effect.catchDefect((defect) => Effect.logError(`could not deliver a reply to channel ${shownChannel(message.channel)}: ${String(defect)}`))
   )
 
+/**
+ * A message read whose journaling hit a bug: it is answered with the
+ * apology in its turn (so its channel's replies stay in order), as a turn's
+ * defect is; a bridge, or the schedule waiting for a firing's reply, is
+ * never left without one.
+ */
+interface Unjournaled {
+  readonly unjournaled: InboundMessage
+}
+
 /** Restarts of a bridge's message stream after a defect: quick at first, then every 30 s at most. */
 const intakeRestarts = Schedule.min([Schedule.exponential("100 millis"), Schedule.spaced("30 seconds")]).pipe(
   Schedule.jittered
@@ -64,13 +76,13 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
   // more will come. The loop, finding none, closes the latch and waits for
   // a `put` to open it (which resumes it at once, as a Queue's wake-up on the
   // next tick of the scheduler would not).
-  const ready: Array<Pending | undefined> = [...inbox.recovered]
+  const ready: Array<Pending | Unjournaled | undefined> = [...inbox.recovered]
   const arrived = Latch.makeUnsafe(false)
-  const put = (item: Pending | undefined) => {
+  const put = (item: Pending | Unjournaled | undefined) => {
     ready.push(item)
     arrived.openUnsafe()
   }
-  const next: Effect.Effect<Pending | undefined> = Effect.suspend(() => {
+  const next: Effect.Effect<Pending | Unjournaled | undefined> = Effect.suspend(() => {
     if (ready.length > 0) return Effect.succeed(ready.shift())
     arrived.closeUnsafe()
     return Effect.andThen(arrived.await, next)
@@ -82,7 +94,7 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
   let running: { readonly pending: Pending; readonly fiber: Fiber.Fiber<Option.Option<TurnOutcome>> } | undefined
   const cancel = (channel: string): Effect.Effect<void> =>
     Effect.suspend(() => {
-      for (const waiting of ready) if (waiting !== undefined && waiting.channel === channel) cancelled.add(waiting.id)
+      for (const waiting of ready) if (waiting !== undefined && "id" in waiting && waiting.channel === channel) cancelled.add(waiting.id)
       const current = running
       if (current === undefined || current.pending.channel !== channel) return Effect.void
       cancelled.add(current.pending.id)
@@ -113,7 +125,11 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
   const take = (message: InboundMessage) => {
     if (message.cancel === true) return cancel(message.channel)
     const journaled = journaledOnRead.get(message)
-    return journaled === undefined ? Effect.map(inbox.accept(message), put) : Effect.sync(() => {
+    return journaled === undefined ? inbox.accept(message).pipe(Effect.map(put), Effect.catchDefect((defect) =>
+      Effect.andThen(
+        Effect.logError(`could not journal a message from channel ${shownChannel(message.channel)} (an internal error): it is answered with the apology`, defect),
+        Effect.sync(() => put({ unjournaled: message }))
+      ))) : Effect.sync(() => {
       journaledOnRead.delete(message)
       put(journaled)
     })
@@ -190,6 +206,10 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
   while (true) {
     const pending = yield* next
     if (pending === undefined) return
+    if ("unjournaled" in pending) {
+      yield* deliver(interact, { channel: pending.unjournaled.channel, text: APOLOGY })
+      continue
+    }
     const settle = cancelled.has(pending.id) ? closeCancelled(pending) : answer(pending)
     yield* settle.pipe(
       Effect.ensuring(Effect.sync(() => cancelled.delete(pending.id))),

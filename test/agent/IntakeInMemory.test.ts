@@ -17,6 +17,9 @@ import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
 import * as Intake from "../../src/agent/Intake.js"
 import { Interact, type OutboundMessage } from "../../src/ports/Interact.js"
 import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
+import { Inbox } from "../../src/memory/Inbox.js"
+import { APOLOGY } from "../../src/agent/Turn.js"
+import { yieldToEventLoop } from "../support/TestClockWait.js"
 
 describe("the in-memory adapter's message stream, pulled", () => {
   it.effect("pulls one message at a time, in order, waits for the next, and ends with Done", () =>
@@ -59,6 +62,40 @@ describe("Intake over any stream", () => {
       expect(sent.map(({ channel, text }) => ({ channel, text }))).toEqual([
         { channel: "a", text: "first" },
         { channel: "b", text: "second" }
+      ])
+    }))
+
+  it.effect("a message it could not journal (an internal error) is answered with the apology in its turn, and the next are answered", () =>
+    Effect.gen(function*() {
+      const directory = yield* Effect.acquireRelease(
+        Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-intake-"))),
+        (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+      )
+      const replies = yield* Queue.unbounded<OutboundMessage>()
+      const interact = Layer.succeed(Interact, {
+        messages: Stream.make({ channel: "a", text: "one" }, { channel: "a", text: "two" }, { channel: "b", text: "three" }),
+        send: (message) => Queue.offer(replies, message)
+      })
+      const brain = yield* ScriptedBrain.make([text("first"), text("third")])
+      const context = yield* Layer.build(Agent.layerWithMemory.pipe(
+        Layer.provideMerge(interact),
+        Layer.provide(Layer.merge(ScriptedBrain.layer(brain), InMemoryClaws.layer([]))),
+        Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ PLANCKCLAW_DIR: directory }, { preserveEmptyStrings: true })))
+      ))
+      // The journal dies on "two" (a bug).
+      const faulty = Effect.map(Effect.service(Inbox), (inbox) => ({
+        ...inbox,
+        accept: (message: Parameters<typeof inbox.accept>[0]) =>
+          message.text === "two" ? Effect.die(new Error("a bug journaling it")) : inbox.accept(message)
+      }))
+      // Before, the defect restarted reading, which waited on the (test) clock: so a bounded wait, not a join.
+      yield* Intake.run.pipe(Effect.provideServiceEffect(Inbox, faulty), Effect.provide(context), Effect.forkScoped)
+      for (let pass = 0; pass < 200 && (yield* Queue.size(replies)) < 3; pass++) yield* yieldToEventLoop
+      const sent = yield* Queue.clear(replies)
+      expect(sent.map(({ channel, text }) => ({ channel, text }))).toEqual([
+        { channel: "a", text: "first" },
+        { channel: "a", text: APOLOGY },
+        { channel: "b", text: "third" }
       ])
     }))
 })

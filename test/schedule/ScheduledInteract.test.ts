@@ -3,19 +3,29 @@
  * TestClock: an entry whose firing is not answered yet (a model slower
  * than the entry, or unreachable for hours) skips its next occurrences,
  * each said on standard error, rather than queueing them to be answered in
- * a burst; once its reply is delivered, it fires again at its next one.
+ * a burst; once its reply is delivered, it fires again at its next one. A
+ * firing the agent could not journal (an internal error) is answered with
+ * the apology, so the entry is not held back for ever.
  */
 import * as fs from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
+import { ConfigProvider, Effect, Layer, Queue, Stream } from "effect"
 import { TestClock } from "effect/testing"
+import * as Agent from "../../src/agent/Agent.js"
+import * as Intake from "../../src/agent/Intake.js"
+import { APOLOGY } from "../../src/agent/Turn.js"
+import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
+import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
 import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
-import type { InboundMessage } from "../../src/ports/Interact.js"
+import { Inbox } from "../../src/memory/Inbox.js"
+import type { MessagesRequest } from "../../src/ports/Brain.js"
+import { Claws } from "../../src/ports/Claws.js"
+import { type InboundMessage, Interact } from "../../src/ports/Interact.js"
 import * as ScheduledInteract from "../../src/schedule/ScheduledInteract.js"
 import * as ScheduleStore from "../../src/schedule/ScheduleStore.js"
 import { captureLogs } from "../support/LogCapture.js"
 import { tempDir } from "../support/Sandbox.js"
-import { advanceTo } from "../support/TestClockWait.js"
+import { advanceTo, letArrive } from "../support/TestClockWait.js"
 
 const T0 = Date.parse("2026-06-01T08:00:00Z")
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -48,5 +58,54 @@ describe("run's schedule beside its bridge", () => {
       yield* advanceTo(T0 + 6 * 60_000)
       expect(received).toHaveLength(2)
       expect(JSON.parse(fs.readFileSync(file, "utf8")).entries[0].lastRun).toBe(iso(T0 + 6 * 60_000))
+    }))
+
+  it.effect("a firing the agent could not journal (an internal error) is answered with the apology, and the entry fires at its next run", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const file = ScheduleStore.fileIn(directory)
+      fs.writeFileSync(file, JSON.stringify({
+        entries: [{ id: "m1", when: { _tag: "Every", seconds: 60 }, text: "check the build", to: "terminal", created: iso(T0) }]
+      }))
+      yield* TestClock.setTime(T0)
+      const logs = yield* captureLogs
+      const asked: Array<string> = []
+      const answer = (request: MessagesRequest) =>
+        Effect.sync(() => void asked.push(JSON.stringify(request.messages.at(-1)!.content))).pipe(Effect.as(ScriptedBrain.text("the build is green")))
+      const brain = yield* ScriptedBrain.make([answer, answer])
+      const user = yield* InMemoryInteract.make
+      const { interact } = yield* ScheduledInteract.withSchedule(user.service, {
+        file,
+        graceMs: 600_000,
+        pollMs: 3_600_000,
+        routes: { agent: "run", terminal: (text) => user.service.send({ channel: "cli", text }) }
+      }).pipe(Effect.provide(logs.layer))
+      const layer = Agent.layerWithMemory.pipe(
+        Layer.provide(Layer.merge(ScriptedBrain.layer(brain), Layer.succeed(Claws, InMemoryClaws.make([])))),
+        Layer.provideMerge(Layer.succeed(Interact, interact)),
+        Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ PLANCKCLAW_DIR: directory, PLANCKCLAW_MODEL: "test-model" })))
+      )
+      // The journal's first write dies (a bug): the firing at minute 1 is read but never journaled.
+      let broken = false
+      const faulty = Effect.map(Effect.service(Inbox), (inbox) => ({
+        ...inbox,
+        accept: (message: Parameters<typeof inbox.accept>[0]) =>
+          broken ? inbox.accept(message) : Effect.suspend(() => {
+            broken = true
+            return Effect.die(new Error("a bug journaling it"))
+          })
+      }))
+      yield* Intake.run.pipe(Effect.provideServiceEffect(Inbox, faulty), Effect.provide(layer), Effect.provide(logs.layer), Effect.forkScoped)
+      yield* advanceTo(T0 + 60_000)
+      yield* letArrive
+      expect(yield* Queue.clear(user.replies)).toMatchObject([{ channel: "cli", text: `[schedule m1] ${APOLOGY}` }])
+      expect(asked).toEqual([])
+      yield* advanceTo(T0 + 120_000)
+      expect(yield* Queue.take(user.replies)).toMatchObject({ channel: "cli", text: "[schedule m1] the build is green" })
+      expect(asked).toEqual([JSON.stringify("[scheduled m1] check the build")])
+      expect(logs.lines.filter((line) => line.includes("still being answered"))).toEqual([])
+      expect(logs.lines.filter((line) => line.includes("could not journal"))).toEqual([
+        "ERROR could not journal a message from channel schedule/m1/terminal (an internal error): it is answered with the apology Error: a bug journaling it"
+      ])
     }))
 })
