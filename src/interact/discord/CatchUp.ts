@@ -15,7 +15,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SafeFile from "../../runtime/SafeFile.js"
 import type { DiscordRest } from "./DiscordRest.js"
-import { describeRestError, isPermanent } from "./Refusals.js"
+import { describeRestError, isPermanent, rateLimitWait } from "./Refusals.js"
 import type { CatchUpBounds } from "./Settings.js"
 
 /** The state file's name, in PLANCKCLAW_DIR (run) or PLANCKCLAW_AGENTS_DIR (serve). */
@@ -92,6 +92,8 @@ export class HistoryReadFailed extends Data.TaggedError("HistoryReadFailed")<{
   readonly message: string
   /** Discord refused (403, 404, a 4xx): asking again cannot help. */
   readonly permanent: boolean
+  /** How long (ms) a 429 asked to wait before asking again; 0 for another failure. */
+  readonly retryAfter: number
 }> {}
 
 /** A page of GET /channels/{id}/messages, Discord's largest. */
@@ -162,7 +164,11 @@ export const missedMessages = <A>(
         ? { limit: String(pageSize) }
         : { before, limit: String(pageSize) }
       const body = yield* rest.get(Routes.channelMessages(channel), query).pipe(
-        Effect.mapError((cause) => new HistoryReadFailed({ message: describeRestError(cause), permanent: isPermanent(cause) }))
+        Effect.mapError((cause) => new HistoryReadFailed({
+          message: describeRestError(cause),
+          permanent: isPermanent(cause),
+          retryAfter: rateLimitWait(cause)
+        }))
       )
       const messages = (Array.isArray(body) ? body : []).flatMap((message: unknown) => {
         const id = idOf(message)

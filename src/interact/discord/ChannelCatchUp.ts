@@ -9,7 +9,8 @@
  * catch-up state never moves past it. The gap is tried again with each of
  * the channel's messages (which it then includes) and on a schedule (1 s,
  * doubling to a minute) until Discord answers; only a refusal (403, 404)
- * ends it unfetched.
+ * ends it unfetched. After a long 429 (DiscordRest hands it back), nothing
+ * is asked there until the wait Discord gave is over.
  *
  * A message read over REST does not name its server: it is given its
  * channel's (ChannelKinds.guildOf), so it reaches the agent a live one
@@ -17,6 +18,7 @@
  * a gap, as a failed read does; one it will not say leaves the messages
  * unanswered, logged, rather than sent to the wrong agent.
  */
+import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -26,12 +28,11 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as ChannelKinds from "./ChannelKinds.js"
+import * as ConfiguredChannels from "./ConfiguredChannels.js"
 import { type CatchUpState, HistoryReadFailed, maxPages, missedMessages } from "./CatchUp.js"
 import type { DiscordRest } from "./DiscordRest.js"
 import { decodeMessage, type GatewayMessage } from "./GatewayMessage.js"
-import { describeRestError } from "./Refusals.js"
 import { type CatchUpBounds, defaultCatchUp, type DiscordSettings } from "./Settings.js"
-import * as SlashCommands from "./SlashCommands.js"
 
 export interface ChannelCatchUpOptions {
   readonly settings: DiscordSettings
@@ -63,13 +64,16 @@ export interface ChannelCatchUp {
   readonly newThreadsWork: (guildCreate: unknown) => ReadonlyArray<readonly [string, Effect.Effect<void>]>
 }
 
-/** Tries of a gap after the first failure: 1 s, doubling to a minute, while it lasts. */
+/**
+ * Tries of a gap after the first failure: 1 s, doubling to a minute, while it lasts; each at least as
+ * long as Discord's last 429 asked (the input: what is left of that wait, in ms).
+ */
 export const gapRetries = Schedule.exponential("1 second").pipe(
-  Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.minutes(1))))
+  Schedule.setInputType<number>(),
+  Schedule.modifyDelay(({ duration, input }) =>
+    Effect.succeed(Duration.max(Duration.min(duration, Duration.minutes(1)), Duration.millis(input)))
+  )
 )
-
-/** A server category: it groups channels, and holds no messages of its own. */
-const categoryType = 4
 
 const before = (id: string): string | undefined => /^\d{1,20}$/.test(id) ? String(BigInt(id) - 1n) : undefined
 
@@ -87,8 +91,18 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
     // Channels with a gap, each with the id just before its first message not handled. Read and
     // changed only in the channel's lane.
     const gaps = new Map<string, string>()
+    // When a channel's gap may be asked for again, after a 429 (Clock millis): until then, nothing is asked.
+    const notBefore = new Map<string, number>()
+    /** What is left (ms) of the wait Discord asked for in the channel; 0 once over. */
+    const waitLeft = (channelId: string) =>
+      Effect.map(Clock.currentTimeMillis, (now) => Math.max(0, (notBefore.get(channelId) ?? 0) - now))
+    /** Notes the wait a failure asked for, if any. */
+    const noteWait = (channelId: string, failure: { readonly retryAfter: number }) =>
+      failure.retryAfter <= 0
+        ? Effect.void
+        : Effect.map(Clock.currentTimeMillis, (now) => void notBefore.set(channelId, now + failure.retryAfter))
     const retrying = yield* FiberMap.make<string>()
-    const commandGuilds = new Set<string>()
+    const configuredChannels = yield* ConfiguredChannels.make({ rest, kinds, state, inLane })
     // The state as the current session began, and the threads it caught up that the state did not name.
     let sessionStart: ReadonlyMap<string, string> = new Map()
     const newThreadsCaughtUp = new Set<string>()
@@ -99,7 +113,7 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
         if (kind === "direct" || found.every((message) => message.guild_id !== undefined)) return undefined
         const guild = yield* kinds.guildOf(channelId)
         if (guild !== undefined) return guild
-        return yield* new HistoryReadFailed({ message: "Discord would not say which server the channel is in", permanent: true })
+        return yield* new HistoryReadFailed({ message: "Discord would not say which server the channel is in", permanent: true, retryAfter: 0 })
       })
 
     /** Answers what `channelId` got after `after`, in order, once, and says how much it found. */
@@ -126,13 +140,17 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
       Effect.gen(function*() {
         const after = gaps.get(channelId)
         if (after === undefined) return true
+        if ((yield* waitLeft(channelId)) > 0) return false
         const kind = yield* Effect.result(kinds.ofId(channelId))
-        if (Result.isFailure(kind)) return false
+        if (Result.isFailure(kind)) return yield* Effect.as(noteWait(channelId, kind.failure), false)
         const fetched = kind.success === undefined
           ? Result.succeed(undefined)
           : yield* Effect.result(catchUpChannel(channelId, after, kind.success, gapBounds))
-        if (Result.isFailure(fetched) && (fetched.failure._tag === "ChannelLookupFailed" || !fetched.failure.permanent)) return false
+        if (Result.isFailure(fetched) && (fetched.failure._tag === "ChannelLookupFailed" || !fetched.failure.permanent)) {
+          return yield* Effect.as(noteWait(channelId, fetched.failure), false)
+        }
         gaps.delete(channelId)
+        notBefore.delete(channelId)
         if (Result.isFailure(fetched)) {
           yield* Effect.logWarning(
             `Discord refused the messages missed in channel ${channelId} (${fetched.failure.message}); they are not answered`
@@ -141,23 +159,25 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
         return true
       })
 
-    /** One try of the gap in the channel's lane; fails while the gap stays open. */
+    /** One try of the gap in the channel's lane; fails while the gap stays open, with what is left of a 429's wait. */
     const tryGap = (channelId: string) =>
       Effect.gen(function*() {
         const closed = yield* Deferred.make<boolean>()
         yield* inLane(channelId, `fetching the gap in Discord channel ${channelId}`, Effect.flatMap(fillGap(channelId), (done) => Deferred.succeed(closed, done)))
-        if (!(yield* Deferred.await(closed))) return yield* Effect.fail("still open")
+        if (!(yield* Deferred.await(closed))) return yield* Effect.fail(yield* waitLeft(channelId))
       })
 
     /** Remembers the gap (the earliest, if one is open already) and tries it again on the schedule. */
-    const openGap = (channelId: string, after: string, why: string) =>
+    const openGap = (channelId: string, after: string, failure: { readonly retryAfter: number }, why: string) =>
       Effect.gen(function*() {
         if (!gaps.has(channelId)) gaps.set(channelId, after)
+        yield* noteWait(channelId, failure)
         yield* Effect.logWarning(why)
+        const firstTry = Duration.max(Duration.seconds(1), Duration.millis(yield* waitLeft(channelId)))
         yield* FiberMap.run(
           retrying,
           channelId,
-          tryGap(channelId).pipe(Effect.delay("1 second"), Effect.retry({ schedule: gapRetries }), Effect.ignore),
+          tryGap(channelId).pipe(Effect.delay(firstTry), Effect.retry({ schedule: gapRetries }), Effect.ignore),
           { onlyIfMissing: true }
         )
       })
@@ -180,47 +200,10 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
           if (gap === undefined) return
           // The state notes the channel from here on, so a restart catches it up too.
           if (Option.isNone(yield* state.last(channelId))) yield* state.record(channelId, gap)
-          return yield* openGap(channelId, gap, `${gapWarning(channelId, kind.failure)}; message ${message.id} there is answered once it can be`)
+          return yield* openGap(channelId, gap, kind.failure, `${gapWarning(channelId, kind.failure)}; message ${message.id} there is answered once it can be`)
         }
         if (kind.success !== undefined) yield* accept(message, kind.success)
       })
-
-    /**
-     * At the first READY, a configured channel is looked up: a warning if the bot cannot see it, the commands
-     * registered in its server. Where nothing was handled yet, catch-up starts from the channel's latest message
-     * (an empty channel: from its start), so what is sent during the next outage is not lost; nothing can have
-     * been missed there yet. True when the channel was seeded so.
-     */
-    const checkChannel = (channelId: string, applicationId: string | undefined) =>
-      kinds.lookup(channelId).pipe(
-        Effect.flatMap((info) =>
-          Effect.gen(function*() {
-            // The id Discord's "Copy Channel ID" gives for a category too: the bot would answer nothing there.
-            if (info.type === categoryType) {
-              yield* Effect.logWarning(
-                `DISCORD_CHANNEL_ID: ${channelId} is a category, which holds no messages; give the ids of the channels ` +
-                  "in it instead (right-click each channel → Copy Channel ID)"
-              )
-            }
-            const seeded = Option.isNone(yield* state.last(channelId))
-            if (seeded) yield* state.record(channelId, info.last_message_id ?? "0")
-            if (info.guild_id !== undefined && applicationId !== undefined && !commandGuilds.has(info.guild_id)) {
-              commandGuilds.add(info.guild_id)
-              yield* SlashCommands.registerCommands(rest, applicationId, info.guild_id)
-            }
-            return seeded
-          })
-        ),
-        Effect.catch((cause) =>
-          Effect.as(
-            Effect.logWarning(
-              `DISCORD_CHANNEL_ID: the bot cannot see channel ${channelId} (${describeRestError(cause)}); ` +
-                "invite it to that server and give it View Channel, Read Message History and Send Messages there"
-            ),
-            false
-          )
-        )
-      )
 
     /** Answers what the channel got after `after` while the bridge was away, in order, once; else leaves a gap. */
     const catchUpFrom = (channelId: string, after: string) =>
@@ -234,7 +217,7 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
         if (caught.failure._tag === "HistoryReadFailed" && caught.failure.permanent) {
           return yield* Effect.logWarning(`${gapWarning(channelId, caught.failure)}; they are not answered`)
         }
-        yield* openGap(channelId, after, `${gapWarning(channelId, caught.failure)}; fetched once Discord answers`)
+        yield* openGap(channelId, after, caught.failure, `${gapWarning(channelId, caught.failure)}; fetched once Discord answers`)
       })
 
     const sessionWork: ChannelCatchUp["sessionWork"] = (first, applicationId) =>
@@ -248,7 +231,7 @@ export const make = (options: ChannelCatchUpOptions): Effect.Effect<ChannelCatch
             const after = handled.get(channelId)
             work.set(
               channelId,
-              Effect.flatMap(checkChannel(channelId, applicationId), (seeded) =>
+              Effect.flatMap(configuredChannels.check(channelId, applicationId), (seeded) =>
                 seeded || !catchingUp || after === undefined ? Effect.void : catchUpFrom(channelId, after))
             )
           }

@@ -24,7 +24,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { DiscordRest } from "./DiscordRest.js"
 import * as RecentlyUsed from "./RecentlyUsed.js"
-import { describeRestError } from "./Refusals.js"
+import { describeRestError, rateLimitWait } from "./Refusals.js"
 import type { DiscordSettings } from "./Settings.js"
 import { nullable } from "./Nullable.js"
 
@@ -82,11 +82,14 @@ export class ChannelLookupFailed extends Data.TaggedError("ChannelLookupFailed")
   readonly channelId: string
   /** What the last attempt got, for the log. */
   readonly message: string
+  /** How long (ms) a 429 asked to wait before asking again; 0 for another failure. */
+  readonly retryAfter: number
 }> {}
 
 /**
  * Retries of a failed lookup: 1 s, 2 s, 4 s, 8 s (15 s in all, besides the
  * requests). Dispatches wait meanwhile, so a thread's messages stay in order.
+ * A long 429 is not retried so soon: the caller waits as long as it asked.
  */
 export const lookupRetries = Schedule.exponential("1 second").pipe(Schedule.upTo({ times: 4 }))
 
@@ -176,12 +179,16 @@ export const make = (settings: DiscordSettings, rest: DiscordRest): ChannelKinds
   const lookupRetried = (channelId: string, get: typeof fetchChannel) =>
     Effect.gen(function*() {
       const info = yield* get(channelId).pipe(
-        Effect.retry({ schedule: lookupRetries, while: (cause) => !isDefinite(cause) }),
+        Effect.retry({ schedule: lookupRetries, while: (cause) => !isDefinite(cause) && rateLimitWait(cause) === 0 }),
         Effect.result
       )
       if (Result.isSuccess(info)) return info.success
       if (isDefinite(info.failure)) return undefined
-      return yield* new ChannelLookupFailed({ channelId, message: describeRestError(info.failure) })
+      return yield* new ChannelLookupFailed({
+        channelId,
+        message: describeRestError(info.failure),
+        retryAfter: rateLimitWait(info.failure)
+      })
     })
 
   const ofGuildChannel = (channelId: string) =>

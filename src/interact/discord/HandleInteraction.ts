@@ -40,7 +40,7 @@ export const handleInteraction = ({ deliver, fresh, kinds, rest, settings }: Int
       Effect.timeoutOrElse({
         duration: lookupDeadline,
         orElse: () =>
-          Effect.fail(new ChannelKinds.ChannelLookupFailed({ channelId, message: `no answer within ${Duration.format(lookupDeadline)}` }))
+          Effect.fail(new ChannelKinds.ChannelLookupFailed({ channelId, message: `no answer within ${Duration.format(lookupDeadline)}`, retryAfter: 0 }))
       }),
       Effect.catchTag("ChannelLookupFailed", (failed) =>
         Effect.as(Effect.logWarning(`Discord channel ${channelId} could not be looked up (${failed.message})`), "unchecked" as const))

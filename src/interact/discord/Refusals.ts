@@ -51,6 +51,13 @@ export const isTokenRejected = (cause: unknown): boolean =>
 /** Discord refused the request (4xx): retrying cannot help. A 429 is not a refusal: it says when to try again. */
 export const isPermanent = (cause: unknown): boolean => cause instanceof DiscordAPIError
 
+/**
+ * How long a 429 asked to wait (ms): 0 for anything else, or a 429 without
+ * Retry-After. A retry waits at least this long.
+ */
+export const rateLimitWait = (cause: unknown): number =>
+  cause instanceof RateLimitError && cause.retryAfter > 0 ? cause.retryAfter : 0
+
 /** One line for the log, with a hint where the usual fix is known. */
 export const describeRestError = (cause: unknown): string => {
   if (cause instanceof DiscordAPIError) {

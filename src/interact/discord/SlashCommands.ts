@@ -10,7 +10,7 @@ import { Routes } from "discord.js"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { DiscordRest } from "./DiscordRest.js"
-import { describeRestError } from "./Refusals.js"
+import { describeRestError, isPermanent } from "./Refusals.js"
 import { nullable, nullableOr } from "./Nullable.js"
 
 const stringOption = 3
@@ -110,14 +110,18 @@ export const refuseEphemerally = (rest: DiscordRest, interaction: Interaction, c
     Effect.catch((why) => Effect.logWarning(`Discord interaction ${interaction.id} could not be refused: ${why}`))
   )
 
-/** Registers the commands in a guild; a bot invited without the applications.commands scope is told so. */
-export const registerCommands = (rest: DiscordRest, applicationId: string, guildId: string) =>
+/**
+ * Registers the commands in a guild. Discord's refusal (a 4xx: a bot invited
+ * without the applications.commands scope) is told with what to do, and is
+ * final; a failure of Discord's (5xx, 429, network) is the error, to try
+ * again later.
+ */
+export const registerCommands = (rest: DiscordRest, applicationId: string, guildId: string): Effect.Effect<void, unknown> =>
   rest.put(Routes.applicationGuildCommands(applicationId, guildId), commandDefinitions).pipe(
     Effect.andThen(Effect.logDebug(`Discord slash commands registered in server ${guildId}`)),
-    Effect.catch((cause) =>
+    Effect.catchIf(isPermanent, (cause) =>
       Effect.logWarning(
         `Discord slash commands could not be registered in server ${guildId} (${describeRestError(cause)}); ` +
           "re-invite the bot with the applications.commands scope to use /ask, /compact, /usage and /forget"
-      )
-    )
+      ))
   )

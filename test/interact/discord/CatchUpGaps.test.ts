@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Option, Redacted, Stream } from "effect"
+import { Clock, Effect, Option, Redacted, References, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { snowflakeAt } from "../../../src/interact/discord/CatchUp.js"
 import * as ChannelKinds from "../../../src/interact/discord/ChannelKinds.js"
@@ -112,6 +112,46 @@ describe("Discord catch-up: a history read that fails", () => {
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "Discord is back" })
       const got = yield* take(bridge.messages, 3)
       expect(got.map((message) => message.text)).toEqual(["missed 1", "missed 2", "Discord is back"])
+    }))
+})
+
+describe("Discord catch-up: a history read Discord rate-limits for long", () => {
+  /** A 429 asking for `seconds`, for this bucket only. */
+  const rateLimited = (seconds: number) => ({
+    status: 429,
+    headers: { "retry-after": String(seconds), "x-ratelimit-scope": "user" },
+    body: { message: "You are being rate limited.", retry_after: seconds, global: false }
+  })
+  /** discord.js adds its 50 ms offset to Retry-After. */
+  const offset = 50
+
+  it.effect("is logged once, saying how long; the messages are fetched, none dropped, once the wait is over", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const logs = yield* captureLogs
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
+      const seen = yield* stoppedAfterOne(fake, dir)
+      yield* fake.script("GET", new RegExp(`/channels/${channelA}/messages$`), [rateLimited(600)])
+      const started = yield* Clock.currentTimeMillis
+      const bridge = yield* Discord.connect(settingsFor(fake), { stateDirectory: dir }).pipe(
+        Effect.provide(logs.layer),
+        // The debug line that says a live message waits for the gap.
+        Effect.provideService(References.MinimumLogLevel, "Debug")
+      )
+      const warning = yield* logs.waitFor(/could not be fetched/)
+      expect(warning).toContain("rate limited by Discord for 601 s")
+
+      // A live message meanwhile waits with the gap, and asks Discord nothing before the wait is over.
+      const live = yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "live during the wait" })
+      yield* logs.waitFor(new RegExp(`${live} waits for the gap`))
+      expect(historyReads(fake, channelA).map((record) => record.status)).toEqual([429])
+      expect(checkpointIn(dir, channelA)).toBe(seen)
+
+      yield* advanceTo(started + 600_000 + offset)
+      const got = yield* take(bridge.messages, 3)
+      expect(got.map((message) => message.text)).toEqual(["missed 1", "missed 2", "live during the wait"])
+      expect(historyReads(fake, channelA).map((record) => record.status)).toEqual([429, 200])
+      expect(logs.lines.filter((line) => line.startsWith("WARN") && line.includes("rate limited"))).toHaveLength(1)
     }))
 })
 
