@@ -84,6 +84,14 @@ const withSettings = (settings: DiscordSettings): Effect.Effect<ReadonlyArray<Fi
             )
             : pass(`discord channel ${id}`, `${named}visible to the bot`)
         }
+        // Only 403 and 404 are about the bot's access; a 5xx or a 429 is Discord failing, not a reason to re-invite.
+        if (result.status !== 403 && result.status !== 404) {
+          return fail(
+            `discord channel ${id}`,
+            `${shown} answered ${result.status}: ${HttpProbe.apiWords(result.body, (text) => HttpProbe.scrub(text, secret))}`,
+            "try again later"
+          )
+        }
         return fail(
           `discord channel ${id}`,
           `the bot cannot see this channel (${result.status})`,

@@ -341,6 +341,21 @@ describe("doctor: Discord", () => {
       ])
     }))
 
+  it.live("a channel Discord fails to describe (5xx, 429) is Discord's failure, not the bot's access", () =>
+    Effect.gen(function*() {
+      const server = yield* fake()
+      yield* server.script("GET", new RegExp(`/channels/${channel}$`), [
+        { status: 503, body: { message: "Service Unavailable" } },
+        { status: 429, headers: { "retry-after": "30" }, body: { message: "You are being rate limited.", retry_after: 30, global: false } }
+      ])
+      for (const status of [503, 429]) {
+        const findings = yield* discord({ DISCORD_BOT_TOKEN: token, DISCORD_CHANNEL_ID: channel, DISCORD_API_URL: server.apiUrl })
+        const line = lines(findings)[2]!
+        expect(line).toMatch(new RegExp(`^✘ discord channel ${channel}: .*answered ${status}.* → try again later`))
+        expect(line).not.toMatch(/cannot see|invite/)
+      }
+    }))
+
   it.live("a category given as a channel fails: it holds no messages", () =>
     Effect.gen(function*() {
       const category = "300000000000000050"
