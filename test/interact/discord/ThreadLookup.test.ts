@@ -1,5 +1,5 @@
 /**
- * A thread's lookup that fails for a while (5xx): its messages are not lost,
+ * A thread's lookup that fails for a while (5xx, a long 429): its messages are not lost,
  * only delayed, and the thread is not taken for another's. Time under TestClock.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -78,5 +78,29 @@ describe("Discord inbound: a thread's lookup failing for a while", () => {
       ])
       // Looked up again once, then known.
       expect(lookupsOf(fake, thread).filter((status) => status === 200)).toEqual([200])
+    }))
+
+  it.effect("a long 429 is logged once, saying how long; the thread's messages wait for it and are answered after", () =>
+    Effect.gen(function*() {
+      const { bridge, fake, logs, thread } = yield* start
+      const rateLimited = {
+        status: 429,
+        headers: { "retry-after": "300", "x-ratelimit-scope": "user" },
+        body: { message: "You are being rate limited.", retry_after: 300, global: false }
+      }
+      yield* fake.script("GET", new RegExp(`/channels/${thread}$`), [rateLimited])
+      const started = yield* Clock.currentTimeMillis
+      yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "during the wait" })
+      const warning = yield* logs.waitFor(/could not be looked up/)
+      expect(warning).toContain("rate limited by Discord for 301 s")
+      // Not asked again within the wait: the lookup's 1-8 s retries skip a long 429.
+      expect(lookupsOf(fake, thread)).toEqual([429])
+      // discord.js adds its 50 ms offset to Retry-After.
+      yield* advanceTo(started + 300_050)
+      yield* fake.messageCreate({ channelId: thread, authorId: alice, content: "after it" })
+      const got = yield* take(bridge.messages, 2)
+      expect(got.map((m) => [m.channel, m.text])).toEqual([[thread, "during the wait"], [thread, "after it"]])
+      expect(lookupsOf(fake, thread)).toEqual([429, 200])
+      expect(logs.lines.filter((line) => line.includes("rate limited"))).toHaveLength(1)
     }))
 })
