@@ -7,7 +7,6 @@
  * a throwaway PostgreSQL; the model answers after 2.5 s, the timeout is 1 s.
  */
 import * as fs from "node:fs"
-import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as PgClient from "@effect/sql-pg/PgClient"
@@ -19,6 +18,7 @@ import * as ScheduleStore from "../../src/schedule/ScheduleStore.js"
 import { brainCalls } from "../hosts/cluster/ClusterKit.js"
 import { type Runner, startRunner } from "../hosts/cluster/Runners.js"
 import { usePostgres } from "../support/Postgres.js"
+import * as WebhookReceiver from "../support/WebhookReceiver.js"
 import { eventually } from "../support/Sandbox.js"
 
 const postgres = usePostgres({ database: "cluster_schedule_slow_turn" })
@@ -26,18 +26,11 @@ const postgres = usePostgres({ database: "cluster_schedule_slow_turn" })
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-cluster-slow-turn-"))
 const calls = path.join(work, "calls.log")
 let runner: Runner | undefined
-const posted: Array<unknown> = []
-const receiver = http.createServer((req, res) => {
-  let body = ""
-  req.on("data", (chunk: Buffer) => body += chunk.toString("utf8"))
-  req.on("end", () => {
-    posted.push(JSON.parse(body))
-    res.writeHead(204).end()
-  })
-})
+const receiver = WebhookReceiver.make()
+const posted = receiver.posted
 
 beforeAll(async () => {
-  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+  await receiver.listen()
   const server = await Effect.runPromise(postgres)
   runner = await startRunner({
     PLANCKCLAW_DATABASE_URL: server.url,
@@ -57,7 +50,7 @@ afterAll(async () => {
 describe("a scheduled turn of the cluster longer than PLANCKCLAW_CLUSTER_SEND_TIMEOUT", () => {
   it("is answered once, and its reply reaches the webhook", async () => {
     const url = await Effect.runPromise(Effect.map(postgres, (server) => server.url))
-    const hook = `webhook:http://127.0.0.1:${(receiver.address() as { port: number }).port}/h`
+    const hook = receiver.hook("/h")
     const entry = await Effect.runPromise(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       return yield* ClusterSchedules.sqlStore(sql, "hal").modify(ScheduleStore.adding({

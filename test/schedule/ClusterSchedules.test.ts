@@ -5,7 +5,6 @@
  * and an entry every second fires once per occurrence, never twice.
  */
 import * as fs from "node:fs"
-import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as PgClient from "@effect/sql-pg/PgClient"
@@ -17,6 +16,7 @@ import * as ScheduleStore from "../../src/schedule/ScheduleStore.js"
 import { histories, brainCalls } from "../hosts/cluster/ClusterKit.js"
 import { post, type Runner, startRunner } from "../hosts/cluster/Runners.js"
 import { usePostgres } from "../support/Postgres.js"
+import * as WebhookReceiver from "../support/WebhookReceiver.js"
 import { eventually } from "../support/Sandbox.js"
 import * as Cli from "../support/Cli.js"
 import { baseEnv } from "../support/Cli.js"
@@ -26,18 +26,11 @@ const postgres = usePostgres({ database: "cluster_schedules" })
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-cluster-schedules-"))
 const calls = path.join(work, "calls.log")
 let runners: Array<Runner> = []
-const posted: Array<{ agent: string; schedule: string; reply: string }> = []
-const receiver = http.createServer((req, res) => {
-  let body = ""
-  req.on("data", (chunk: Buffer) => body += chunk.toString("utf8"))
-  req.on("end", () => {
-    posted.push(JSON.parse(body))
-    res.writeHead(204).end()
-  })
-})
+const receiver = WebhookReceiver.make<{ agent: string; schedule: string; reply: string }>()
+const posted = receiver.posted
 
 beforeAll(async () => {
-  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+  await receiver.listen()
   const server = await Effect.runPromise(postgres)
   const env = { PLANCKCLAW_DATABASE_URL: server.url, PLANCKCLAW_DIR: path.join(work, "memory"), RUNNER_CALLS: calls }
   runners = await Promise.all([startRunner(env), startRunner(env)])
@@ -64,7 +57,7 @@ const scheduledLines = (lines: ReadonlyArray<{ role: string; content: string }> 
 describe("planckclaw serve --cluster, two runners, with schedules", () => {
   it("fires each occurrence once across the runners, through the agents' entities; webhooks get the replies", async () => {
     const url = await Effect.runPromise(Effect.map(postgres, (server) => server.url))
-    const hook = `webhook:http://127.0.0.1:${(receiver.address() as { port: number }).port}/h`
+    const hook = receiver.hook("/h")
     const at = new Date(Date.now() + 1500).toISOString()
     const once = await Promise.all(["ann", "ben", "cat"].map((agent) => add(agent, { when: { _tag: "At", at }, text: `remind ${agent}`, to: hook })))
     const tick = await add("dee", { when: { _tag: "Every", seconds: 1 }, text: "tick", to: "none" })
@@ -108,7 +101,7 @@ describe("planckclaw serve --cluster, two runners, with schedules", () => {
 
   it("planckclaw schedule add|list|remove --agent ID --cluster: the entry in the database, fired by the cluster", async () => {
     const url = await Effect.runPromise(Effect.map(postgres, (server) => server.url))
-    const hook = `webhook:http://127.0.0.1:${(receiver.address() as { port: number }).port}/h`
+    const hook = receiver.hook("/h")
     const env = baseEnv({ PLANCKCLAW_HOME: work, PLANCKCLAW_DIR: path.join(work, "cli-memory"), PLANCKCLAW_DATABASE_URL: url })
     const schedule = (...args: Array<string>) => Effect.runPromise(Cli.run(["schedule", ...args], { cwd: work, env }))
     const later = await schedule("add", "--agent", "eve", "--cluster", "--at", "+1h", "--to", "none", "later")
@@ -131,7 +124,7 @@ describe("planckclaw serve --cluster, two runners, with schedules", () => {
   }, 90_000)
 
   it("an agent of the cluster sets its own reminder with the tool (in chat, through any runner); the cluster fires it once", async () => {
-    const hook = `webhook:http://127.0.0.1:${(receiver.address() as { port: number }).port}/h`
+    const hook = receiver.hook("/h")
     const asked = await post(runners[1]!.httpPort, "fay", `schedule_add ${JSON.stringify({ text: "remind fay", at: "+2s", to: hook })}`)
     expect(asked.status).toBe(200)
     const reply = (asked.body as { reply: string }).reply
