@@ -60,6 +60,8 @@ export interface ScriptedAnswer {
   readonly text?: string
   /** Dies instead of answering: this written to stderr, then exit with `code`. */
   readonly exit?: { readonly stderr: string; readonly code: number }
+  /** Answers a text of this many bytes ("x"s), instead of `text`. */
+  readonly bytes?: number
 }
 
 /** A server on the official SDK's low-level Server: `tools` listed as given (duplicates included), each call answered by `answers`. */
@@ -82,7 +84,7 @@ server.setRequestHandler(CallToolRequestSchema, (request) => {
   if (answer.print !== undefined) process.stdout.write(answer.print + "\\n")
   if (answer.exit !== undefined) process.stderr.write(answer.exit.stderr + "\\n", () => process.exit(answer.exit.code))
   if (answer.exit !== undefined) return new Promise(() => {})
-  return { content: [{ type: "text", text: answer.text ?? "ok" }] }
+  return { content: [{ type: "text", text: answer.bytes !== undefined ? "x".repeat(answer.bytes) : answer.text ?? "ok" }] }
 })
 if (spec.banner !== undefined) process.stdout.write(spec.banner + "\\n")
 server.connect(new StdioServerTransport())

@@ -32,7 +32,7 @@ import { nextTurn } from "../../runtime/process/NextTurn.js"
 import type { ServerEntry } from "./McpConfig.js"
 import { hidingSecrets } from "./McpNames.js"
 import { toToolResult } from "./McpResult.js"
-import { connect, isTransportFailure, type ProcessNotes, type Reach } from "./McpTransport.js"
+import { connect, describeClientError, isTransportFailure, type ProcessNotes, type Reach } from "./McpTransport.js"
 
 /** How long a server must have been up for its death to restart it at once, on a fresh backoff. */
 export const healthyLife = Duration.minutes(1)
@@ -155,7 +155,9 @@ export const make = (
       notes.pid = undefined
       const died = yield* Deferred.make<string>()
       const client = yield* connect(reach, died).pipe(Effect.catch((reason) => startFailure(reason, died)))
-      const tools = yield* client.listTools().pipe(Effect.mapError((error) => `cannot list its tools: ${hidden(error.message)}`))
+      const tools = yield* client.listTools().pipe(
+        Effect.mapError((error) => `cannot list its tools: ${hidden(describeClientError(error, entry))}`)
+      )
       up = { client, tools, died }
       lastTools = tools
       yield* settle({ _tag: "Up", tools })
@@ -239,7 +241,7 @@ export const make = (
         const error = outcome.failure
         // A stdio transport that closed under the call has said so in `died` already (McpTransport).
         if (!isTransportFailure(error) && !(yield* Deferred.isDone(now.died))) {
-          return { content: printable(hidden(`Tool ${name} failed: ${error.message}`)), isError: true }
+          return { content: printable(hidden(`Tool ${name} failed: ${describeClientError(error, entry)}`)), isError: true }
         }
         // Gone under the call, as at a start: its exit says why better than the closed pipe.
         yield* Deferred.succeed(now.died, hidden(yield* exitOr(error.message, now.died)))

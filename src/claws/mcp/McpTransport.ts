@@ -30,6 +30,12 @@ import * as McpStdoutLines from "./McpStdoutLines.js"
 /** The last bytes a server wrote to stderr, said when it fails. */
 const stderrTailMax = 1024
 
+/**
+ * The most one MCP message may hold, either way (effect/ai's default, given
+ * here so that what a refusal says is the limit applied).
+ */
+export const messageMaxBytes = 16 * 1024 * 1024
+
 /** What is known of a stdio server's process in its current life; McpConnection resets it at each start. */
 export interface ProcessNotes {
   pid: number | undefined
@@ -49,8 +55,16 @@ const describeCause = (cause: unknown, entry: ServerEntry): string => {
   return `${_tag}: ${module}.${method} (${entry.command})${description === undefined || description === "" ? "" : `: ${description}`}`
 }
 
-/** The error's words, and its cause's (why a spawn failed: ENOENT...) when it has one. */
-const describeClientError = (error: McpClientError, entry: ServerEntry): string => {
+/**
+ * The error's words, and its cause's (why a spawn failed: ENOENT...) when it
+ * has one; a message over the limit said in words a user can act on (effect/ai
+ * names its option, maxMessageBytes, which is no setting of ours).
+ */
+export const describeClientError = (error: McpClientError, entry: ServerEntry): string => {
+  if (error.reason._tag === "LimitError" && error.reason.description.includes("maxMessageBytes")) {
+    return `the server sent a message over ${messageMaxBytes / 1024 / 1024} MiB, the most one MCP message may hold: ` +
+      "a tool's result or tool list that large is refused"
+  }
   const cause = "cause" in error.reason ? error.reason.cause : undefined
   return cause === undefined ? error.message : `${error.message}: ${describeCause(cause, entry)}`
 }
@@ -147,12 +161,18 @@ const transport = (reach: Reach, died: Deferred.Deferred<string>) =>
         env: serverEnvironment(reach.entry.env, reach.withheldSecrets).env,
         extendEnv: false
       }),
-      protocol: McpProtocol.v2025_11_25
+      protocol: McpProtocol.v2025_11_25,
+      maxMessageBytes: messageMaxBytes
     }).pipe(
       Effect.map((stdio) => downOnFailure(stdio, reach.entry, died)),
       Effect.provideService(ChildProcessSpawner.ChildProcessSpawner, noting(reach, died))
     )
-    : McpClient.http({ url: reach.entry.url, headers: reach.entry.headers, protocol: McpProtocol.v2025_11_25 })
+    : McpClient.http({
+      url: reach.entry.url,
+      headers: reach.entry.headers,
+      protocol: McpProtocol.v2025_11_25,
+      maxMessageBytes: messageMaxBytes
+    })
 
 /**
  * A client, in the caller's scope (one life of the server); fails with why

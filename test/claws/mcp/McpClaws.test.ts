@@ -206,6 +206,22 @@ describe("MCP servers as claws", () => {
       yield* Sandbox.gone("the deaf server", first)
     }), 60_000)
 
+  it.live("a reply over the MCP message limit says what was too large and what the limit is", () =>
+    Effect.gen(function*() {
+      const dir = yield* Sandbox.tempDir("planckclaw-mcp-huge-")
+      const mcp = yield* start({
+        huge: McpServers.scripted(dir, {
+          tools: [{ name: "dump", inputSchema: { type: "object" } }],
+          answers: { dump: { bytes: 17 * 1024 * 1024 } }
+        })
+      })
+      expect(yield* mcp.call("mcp__huge__dump", {})).toEqual({
+        content: "Tool dump: MCP server huge is not running (the server sent a message over 16 MiB, the most one MCP message " +
+          "may hold: a tool's result or tool list that large is refused); it is being restarted, try again shortly",
+        isError: true
+      })
+    }), 60_000)
+
   it.live("offers a tool its server lists twice once, and says so (a model's API refuses tools of one name)", () =>
     Effect.gen(function*() {
       const dir = yield* Sandbox.tempDir("planckclaw-mcp-twice-")
