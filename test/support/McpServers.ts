@@ -60,8 +60,12 @@ export interface ScriptedAnswer {
   readonly text?: string
   /** Dies instead of answering: this written to stderr, then exit with `code`. */
   readonly exit?: { readonly stderr: string; readonly code: number }
+  /** Never answers (the process stays up, reading on). */
+  readonly hang?: boolean
   /** Answers a text of this many bytes ("x"s), instead of `text`. */
   readonly bytes?: number
+  /** Answers the tool's own error result, with this text. */
+  readonly error?: string
 }
 
 /** A server on the official SDK's low-level Server: `tools` listed as given (duplicates included), each call answered by `answers`. */
@@ -83,7 +87,8 @@ server.setRequestHandler(CallToolRequestSchema, (request) => {
   const answer = (spec.answers ?? {})[request.params.name] ?? {}
   if (answer.print !== undefined) process.stdout.write(answer.print + "\\n")
   if (answer.exit !== undefined) process.stderr.write(answer.exit.stderr + "\\n", () => process.exit(answer.exit.code))
-  if (answer.exit !== undefined) return new Promise(() => {})
+  if (answer.exit !== undefined || answer.hang === true) return new Promise(() => {})
+  if (answer.error !== undefined) return { content: [{ type: "text", text: answer.error }], isError: true }
   return { content: [{ type: "text", text: answer.bytes !== undefined ? "x".repeat(answer.bytes) : answer.text ?? "ok" }] }
 })
 if (spec.banner !== undefined) process.stdout.write(spec.banner + "\\n")

@@ -7,7 +7,10 @@
  * server whose process exits, or whose transport fails under a call, is
  * down: its tools answer an error result at once (the turn goes on), and it
  * is started again after a backoff (restartSchedule: 1 s doubling to a
- * minute). A start that fails is retried the same way, so a server that
+ * minute). One that leaves a call unanswered for the timeout is hung: it is
+ * stopped (its process killed, as a claw's session is; over HTTP, its
+ * connection dropped) and started again at once, as the wait spaced the
+ * restarts already. A start that fails is retried the same way, so a server that
  * cannot start costs one attempt a minute, not one per message.
  *
  * The protocol revision is 2025-11-25, the one revision before 2026-07-28
@@ -83,6 +86,8 @@ interface Up {
   readonly tools: ReadonlyArray<McpSchema.Tool>
   /** Completed with why, when the server is found dead. */
   readonly died: Deferred.Deferred<string>
+  /** Set when it died of a call left unanswered: stopped, then started again at once. */
+  unanswered: boolean
 }
 
 export const make = (
@@ -97,7 +102,7 @@ export const make = (
     let state: ConnectionState = { _tag: "Idle" }
     let up: Up | undefined
     let lastTools: ReadonlyArray<McpSchema.Tool> = []
-    const notes: ProcessNotes = { pid: undefined, stderrTail: "" }
+    const notes: ProcessNotes = { pid: undefined, stderrTail: "", kill: undefined }
     const reach: Reach = {
       entry,
       timeout: settings.timeout,
@@ -142,6 +147,8 @@ export const make = (
         yield* nextTurn
         return Option.getOrElse(exit, () => reason)
       })
+    /** A stdio server's process group killed, and waited for; nothing over HTTP (closing the client drops its connection). */
+    const killProcess = Effect.suspend(() => notes.kill ?? Effect.void)
     const startFailure = (reason: string, died: Deferred.Deferred<string>) => Effect.flip(exitOr(reason, died))
 
     /**
@@ -153,31 +160,36 @@ export const make = (
     const session = Effect.gen(function*() {
       notes.stderrTail = ""
       notes.pid = undefined
+      notes.kill = undefined
       const died = yield* Deferred.make<string>()
       const client = yield* connect(reach, died).pipe(Effect.catch((reason) => startFailure(reason, died)))
       const tools = yield* client.listTools().pipe(
         Effect.mapError((error) => `cannot list its tools: ${hidden(describeClientError(error, entry))}`)
       )
-      up = { client, tools, died }
+      const life: Up = { client, tools, died, unanswered: false as boolean }
+      up = life
       lastTools = tools
       yield* settle({ _tag: "Up", tools })
       const upAt = yield* Clock.currentTimeMillis
       const reason = yield* Deferred.await(died)
+      // Hung: killed now, not left 10 s to McpClient's close (stdin closed, then SIGTERM), which a hung server ignores.
+      if (life.unanswered) yield* killProcess
       const lived = (yield* Clock.currentTimeMillis) - upAt
-      return lived >= Duration.toMillis(healthyLife) ? reason : yield* Effect.fail(reason)
+      return lived >= Duration.toMillis(healthyLife) || life.unanswered ? reason : yield* Effect.fail(reason)
     }).pipe(Effect.scoped)
 
     /** Down for `reason`: said (unless the scope is closing), its calls answered at once until it is started again. */
-    const down = (reason: string) =>
+    const down = (when: "at once" | "after a backoff") => (reason: string) =>
       Effect.suspend(() => {
         if (stopping) return Effect.interrupt
         up = undefined
         notes.pid = undefined
+        notes.kill = undefined
         const why = withStderr(reason)
         return Effect.andThen(
           settings.logDown === false
             ? Effect.void
-            : Effect.logWarning(`MCP server ${entry.name} is down (${why}); starting it again after a backoff`),
+            : Effect.logWarning(`MCP server ${entry.name} is down (${why}); starting it again ${when}`),
           Effect.andThen(settle({ _tag: "Down", reason: why }), Effect.sync(() => {
             settled = Deferred.makeUnsafe<void>()
           }))
@@ -187,11 +199,11 @@ export const make = (
     const attempt = Effect.suspend(() => {
       state = { _tag: "Starting" }
       return session
-    }).pipe(Effect.tapError(down))
+    }).pipe(Effect.tapError(down("after a backoff")))
 
-    // Retried on the schedule while it fails; after a long life, started again at once, on a fresh schedule.
+    // Retried on the schedule while it fails; after a long life or a hang, started again at once, on a fresh schedule.
     const supervise = Effect.forever(
-      attempt.pipe(Effect.retry(settings.restartSchedule ?? restartSchedule), Effect.flatMap(down))
+      attempt.pipe(Effect.retry(settings.restartSchedule ?? restartSchedule), Effect.flatMap(down("at once")))
     )
 
     const ensureStarted = Effect.suspend(() => {
@@ -236,7 +248,12 @@ export const make = (
         if (typeof now === "string") return downResult(name, now)
         const tool = now.tools.find((candidate) => candidate.name === name)
         if (tool === undefined) return { content: `Unknown tool: ${name} (MCP server ${entry.name} offers no such tool)`, isError: true }
-        const outcome = yield* Effect.result(now.client.callTool({ tool, arguments: input }))
+        // Timed from when it is sent: the wait for a first start (current) has its own bound.
+        const answered = yield* Effect.result(now.client.callTool({ tool, arguments: input })).pipe(
+          Effect.timeoutOption(settings.timeout)
+        )
+        if (Option.isNone(answered)) return yield* unanswered(now, name)
+        const outcome = answered.value
         if (outcome._tag === "Success") return toToolResult(outcome.success, settings.outputMax)
         const error = outcome.failure
         // A stdio transport that closed under the call has said so in `died` already (McpTransport).
@@ -246,13 +263,26 @@ export const make = (
         // Gone under the call, as at a start: its exit says why better than the closed pipe.
         yield* Deferred.succeed(now.died, hidden(yield* exitOr(error.message, now.died)))
         return downResult(name, withStderr(yield* Deferred.await(now.died)))
-      }).pipe(
-        Effect.timeoutOption(settings.timeout),
-        Effect.map(Option.getOrElse((): ToolResult => ({
-          content: `Tool ${name} timed out after ${Duration.format(settings.timeout)}`,
+      })
+
+    /**
+     * A call with no answer within the timeout: the server is taken for hung
+     * (a tool's own error is an answer), so it is stopped and started again,
+     * and the calls still waiting on it are answered that it was.
+     */
+    const unanswered = (now: Up, name: string) =>
+      Effect.gen(function*() {
+        const waited = Duration.format(settings.timeout)
+        // Marked before `died` is completed: the session reads the mark as soon as it is.
+        if (!(yield* Deferred.isDone(now.died))) {
+          now.unanswered = true
+          yield* Deferred.succeed(now.died, `it left a call of ${name} unanswered for ${waited}, so it was stopped`)
+        }
+        return {
+          content: `Tool ${name} timed out after ${waited}; MCP server ${entry.name} did not answer, so it is being restarted`,
           isError: true
-        })))
-      )
+        } satisfies ToolResult
+      })
 
     return { entry, tools, call, state: () => state, pid: () => notes.pid }
   })

@@ -10,7 +10,7 @@ import type { McpClientError } from "effect/ai/McpClientError"
 import * as McpProtocol from "effect/ai/McpProtocol"
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as HttpClient from "effect/http/HttpClient"
@@ -36,10 +36,15 @@ const stderrTailMax = 1024
  */
 export const messageMaxBytes = 16 * 1024 * 1024
 
+/** How long a kill of a hung server's process is waited for, before it is started again all the same. */
+const killWait = Duration.seconds(5)
+
 /** What is known of a stdio server's process in its current life; McpConnection resets it at each start. */
 export interface ProcessNotes {
   pid: number | undefined
   stderrTail: string
+  /** Kills its process group (SIGKILL) and waits for it, while it runs. */
+  kill: Effect.Effect<void> | undefined
 }
 
 /**
@@ -111,6 +116,8 @@ const noting = (reach: Reach, died: Deferred.Deferred<string>) =>
     reach.spawner.spawn(command).pipe(Effect.map((handle) => {
       const notes = reach.notes
       notes.pid = handle.pid
+      // Bounded: a process stuck in the kernel (state D) may outlive even SIGKILL a while.
+      notes.kill = handle.kill({ killSignal: "SIGKILL" }).pipe(Effect.ignore, Effect.timeoutOption(killWait), Effect.asVoid)
       return ChildProcessSpawner.makeHandle({
         ...handle,
         stdout: messagesOf(reach, handle.stdout),
