@@ -30,6 +30,13 @@ export const make = (): StdoutLines => {
   let line: "start" | "message" | "other" = "start"
   /** The first dropped line's bytes, while it is read; then read (or long enough), then said. */
   let first: { readonly bytes: Array<number>; read: boolean; said: boolean } | undefined
+  /**
+   * The mark's bytes a line began with (at most as many as are said), kept
+   * until the first dropped line is found: a character from U+F000 to
+   * U+FFFF starts with a byte a mark's does, and is said whole (a leading
+   * mark is left out when said).
+   */
+  let lead: Array<number> = []
 
   const keep = (chunk: Uint8Array): Uint8Array => {
     const ranges: Array<readonly [number, number]> = []
@@ -40,10 +47,16 @@ export const make = (): StdoutLines => {
         if (byte === openBrace) {
           line = "message"
           from = at
-        } else if (byte !== newline && !isBlank(byte)) {
+          if (lead.length > 0) lead = []
+        } else if (byte === newline) {
+          if (lead.length > 0) lead = []
+        } else if (!isBlank(byte)) {
           line = "other"
-          first ??= { bytes: [], read: false, said: false }
-        }
+          if (first === undefined) {
+            first = { bytes: lead, read: false, said: false }
+            lead = []
+          }
+        } else if (first === undefined && byte > 0x7f && lead.length < shownMax) lead.push(byte)
       }
       if (line === "other" && first !== undefined && !first.read) {
         if (byte === newline || first.bytes.length === shownMax) first.read = true
@@ -67,7 +80,8 @@ export const make = (): StdoutLines => {
   const firstDropped = () => {
     if (first === undefined || !first.read || first.said) return undefined
     first.said = true
-    return Buffer.from(first.bytes).toString("utf8")
+    // The decoder leaves out a leading byte order mark.
+    return new TextDecoder().decode(Uint8Array.from(first.bytes)).trimStart()
   }
 
   return { keep, firstDropped }

@@ -47,4 +47,12 @@ describe("a stdio server's stdout lines", () => {
     partial.keep(encoder.encode("...\n"))
     expect(partial.firstDropped()).toBe("starting up...")
   })
+
+  it("says a first dropped line that starts with a character of U+F000 to U+FFFF whole, its leading mark and blanks left out", () => {
+    // Such a character's first byte (0xEF) is also a byte order mark's: it must not be lost with the blanks.
+    for (const size of [1, 2, 64]) {
+      expect(keptOf("ｓｔａｒｔｅｄ on stdio\n", size).lines.firstDropped()).toBe("ｓｔａｒｔｅｄ on stdio")
+      expect(keptOf("\ufeff  ready\n", size).lines.firstDropped()).toBe("ready")
+    }
+  })
 })
