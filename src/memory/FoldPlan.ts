@@ -8,6 +8,12 @@
 export interface FoldPlan {
   readonly splitOffset: number
   readonly inode: number
+  /**
+   * summary.md's status when the plan was made (files only): a commit finding
+   * another refuses, so a hand edit meanwhile is not overwritten by a summary
+   * built from the text before it.
+   */
+  readonly summaryStamp?: string
 }
 
 export interface FoldResult {

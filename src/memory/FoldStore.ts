@@ -101,15 +101,23 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
       )
     )
 
+  // Inode, size, and modification and change times to the nanosecond: any write, by an editor in place or by a rename, changes one.
+  const summaryStamp = (): Result.Result<string, MemoryError> => {
+    const stat = Result.try(() => fs.lstatSync(paths.summary, { bigint: true, throwIfNoEntry: false }))
+    if (Result.isFailure(stat)) return Result.fail(fromFileError(SafeFile.failed(paths.summary, stat.failure)))
+    const found = stat.success
+    return Result.succeed(found === undefined ? "absent" : `${found.ino}:${found.size}:${found.mtimeNs}:${found.ctimeNs}`)
+  }
+
   const planFold = (keep: number) =>
     locked("planning compaction", () =>
-      withHistory(paths.history, SafeFile.flags.read, Option.none<FoldPlan>(), (fd, stat) => {
+      Result.flatMap(summaryStamp(), (stamp) => withHistory(paths.history, SafeFile.flags.read, Option.none<FoldPlan>(), (fd, stat) => {
         const tail = scanTail(fd, keep, stat.size)
         const inode = stat.ino
         // keep = 0 folds everything; otherwise a short history has nothing older.
         const older = keep === 0 ? tail.offset > 0 : tail.count === keep && tail.offset > 0
-        return Result.succeed(older ? Option.some({ splitOffset: tail.offset, inode }) : Option.none<FoldPlan>())
-      }))
+        return Result.succeed(older ? Option.some({ splitOffset: tail.offset, inode, summaryStamp: stamp }) : Option.none<FoldPlan>())
+      })))
 
   // The usual fold (a few hundred lines) is read in one go; a backlog in blocks, so it never sits whole in memory.
   const readLinesToFold = (plan: FoldPlan) =>
@@ -176,6 +184,13 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
 
   /** The part of history the fold keeps: from the split to the end, as it is now (under the lock). */
   const readRest = (plan: FoldPlan): Result.Result<{ readonly buffer: Buffer; readonly size: number }, MemoryError> => {
+    const stamp = summaryStamp()
+    if (Result.isFailure(stamp)) return Result.fail(stamp.failure)
+    if (plan.summaryStamp !== undefined && stamp.success !== plan.summaryStamp) {
+      return Result.fail(
+        new MemoryError({ reason: "replaced", message: "summary.md was changed during compaction; nothing changed" })
+      )
+    }
     const rest = withHistory(paths.history, SafeFile.flags.read, undefined, (fd, stat) => {
       if (stat.ino !== plan.inode || stat.size < plan.splitOffset) return Result.succeed(undefined)
       const buffer = Buffer.allocUnsafe(stat.size - plan.splitOffset)

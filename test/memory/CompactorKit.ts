@@ -4,7 +4,7 @@
  * at HISTORY_MAX 4 and HISTORY_KEEP 2.
  */
 import { ConfigProvider, Context, Effect } from "effect"
-import { Brain, type MessagesResponse } from "../../src/ports/Brain.js"
+import { Brain } from "../../src/ports/Brain.js"
 import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import * as Compactor from "../../src/agent/Compactor.js"
 import * as FoldStore from "../../src/memory/FoldStore.js"
@@ -15,11 +15,11 @@ import { line } from "../support/Harness.js"
 export const history = (lines: number) =>
   Array.from({ length: lines }, (_, n) => line(n % 2 === 0 ? "user" : "assistant", `m${n}`)).join("")
 
-/** The compactor over `memory` and `folds`, its brain answering `summaries` in order (a text, or a whole answer). */
+/** The compactor over `memory` and `folds`, its brain answering `summaries` in order (a text, a whole answer, or a step that sees the request). */
 export const compactorOver = (
   memory: Memory.MemoryService,
   folds: FoldStore.FoldStoreService,
-  summaries: ReadonlyArray<string | MessagesResponse>
+  summaries: ReadonlyArray<string | ScriptedBrain.ScriptStep>
 ) =>
   Effect.flatMap(ScriptedBrain.make(summaries.map((summary) => typeof summary === "string" ? ScriptedBrain.text(summary) : summary)), (brain) =>
     Compactor.make.pipe(
