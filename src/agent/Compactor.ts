@@ -186,6 +186,14 @@ export const make = Effect.gen(function*() {
       yield* Effect.logInfo(
         `compaction: summarised ${report.summarised} lines, kept ${report.kept}, summary ${report.summaryBytes} bytes`
       )
+      // The turns read only the tail, so nothing else ever says that these lines are gone.
+      if (report.skipped > 0) {
+        yield* Effect.logWarning(
+          `compaction: dropped ${report.skipped} line${report.skipped === 1 ? "" : "s"} of history.jsonl that did not decode ` +
+            "(not a JSON line of a user's or an assistant's message); " +
+            `${report.skipped === 1 ? "it is" : "they are"} in neither summary.md nor history.jsonl now`
+        )
+      }
       // The compaction lock's release and the span's end: a step of their own, apart from the log line.
       yield* gate.step
       return Option.some(report)
