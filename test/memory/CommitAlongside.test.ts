@@ -46,7 +46,7 @@ const setup = (heldByRun: boolean) =>
         return yield* Effect.forkChild(folds.commitFold(plan, "the summary", gate.step))
       })
     const mirrorInstalled = Effect.suspend(() => Effect.succeed(memory.memoryDir.mirror?.() !== undefined))
-    return { directory, memory, read, exists, commitForked, commitGated, mirrorInstalled }
+    return { directory, memory, folds, read, exists, commitForked, commitGated, mirrorInstalled }
   })
 
 /** The pid of a process that has exited: a write lock naming it is taken over (and removed) by the next locked section. */
@@ -159,6 +159,20 @@ describe("a run's compaction commit alongside its appends", () => {
       const again = yield* Fiber.join(yield* h.commitForked)
       expect(again.kept).toBe(4)
       expect(h.read("history.jsonl")).toBe(lines(5, 6))
+    }))
+
+  it.effect("a summary.md edited by hand after the plan is kept: the commit is refused, its next files go, history is as it was", () =>
+    Effect.gen(function*() {
+      const h = yield* setup(true)
+      const plan = Option.getOrThrow(yield* h.folds.planFold(4))
+      fs.writeFileSync(path.join(h.directory, "summary.md"), "Written by hand.\n")
+      const refused = yield* Effect.flip(h.folds.commitFold(plan, "the summary"))
+      expect(refused.message).toBe("summary.md was changed during compaction; nothing changed")
+      expect(h.read("summary.md")).toBe("Written by hand.\n")
+      expect(h.read("history.jsonl")).toBe(lines(1, 2, 3, 4))
+      for (const leftover of [".compaction-commit", ".summary.md.next", ".history.jsonl.next", ".history-ledger.json.next"]) {
+        expect(h.exists(leftover)).toBe(false)
+      }
     }))
 
   it.effect("without the run lock the commit holds appends back until it has committed", () =>
