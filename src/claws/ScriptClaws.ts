@@ -29,8 +29,10 @@ import { describeJsonType, isJsonObject } from "../runtime/Json.js"
 import * as ChildProcess from "../runtime/process/ChildProcess.js"
 import * as SpawnHelper from "../runtime/process/SpawnHelper.js"
 import { nextTurn } from "../runtime/process/NextTurn.js"
+import { printable } from "../runtime/Printable.js"
 import * as Tracing from "../runtime/Tracing.js"
 import { type Catalog, type Discovery, makeDiscovery, type WatchDirectory } from "./ClawDiscovery.js"
+import { interpreterProblem } from "./ClawInterpreter.js"
 import { formatOutcome } from "./ClawOutcome.js"
 
 /** Seconds before a claw's whole session is killed; also read by the agent's patience on the claw pipes (Bridges). */
@@ -208,24 +210,33 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps, 
         stderrMax: stderrExcerptMax,
         floodAllowance
       }
+      const notStarted = (reason: string, logged: string) =>
+        Effect.logWarning(`claw ${name} could not be started: ${logged}`).pipe(
+          Effect.as<ToolResult>({ content: `Tool ${name} could not be started: ${reason}`, isError: true })
+        )
       return helper.run(request).pipe(
         Effect.timeoutOption(config.timeout),
-        Effect.map(Option.match({
-          onNone: (): ToolResult => ({
-            content: `Tool ${name} timed out after ${Duration.format(config.timeout)}`,
-            isError: true
-          }),
-          onSome: (outcome) => formatOutcome(name, outcome, request)
+        Effect.flatMap(Option.match({
+          onNone: () =>
+            Effect.succeed<ToolResult>({
+              content: `Tool ${name} timed out after ${Duration.format(config.timeout)}`,
+              isError: true
+            }),
+          onSome: (outcome) => {
+            // How the shell that execs the claw ends when the exec failed: only then is its #! line read.
+            const execFailed = executable && outcome.stdout.length === 0 && (outcome.exitCode === 126 || outcome.exitCode === 127)
+            const problem = execFailed ? interpreterProblem(file) : undefined
+            return problem === undefined
+              ? Effect.succeed(formatOutcome(name, outcome, request))
+              : notStarted(problem, `${problem} (${printable(file)})`)
+          }
         })),
-        Effect.catchTag("SpawnError", (error) => {
+        Effect.catchTag("SpawnError", (error) =>
           // The input travels as one argv string, which Linux caps at 128 KiB.
-          const reason = errnoCode(error.cause) === "E2BIG"
-            ? "its input is too large to pass as a command-line argument"
-            : error.message
-          return Effect.logWarning(`claw ${name} could not be started: ${error.message}`).pipe(
-            Effect.as<ToolResult>({ content: `Tool ${name} could not be started: ${reason}`, isError: true })
-          )
-        })
+          notStarted(
+            errnoCode(error.cause) === "E2BIG" ? "its input is too large to pass as a command-line argument" : error.message,
+            error.message
+          ))
       )
     })
 

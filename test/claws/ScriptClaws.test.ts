@@ -347,6 +347,36 @@ describe("Scripts claws: calls", () => {
       expect(yield* claws.call("plain", {})).toEqual({ content: "sh ran plain", isError: false })
     }))
 
+  it.effect("says which #! line keeps a claw from starting, not the shell's \"not found\" about the claw", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const logs = yield* captureLogs
+      yield* writeClaw(dir, "missing.sh", `#!/nonexistent/bash\n${tool("missing")}\necho hi\n`)
+      yield* writeClaw(dir, "relative.sh", `#! bash -e\n${tool("relative")}\necho hi\n`)
+      yield* writeClaw(dir, "crlf.sh", `#!/bin/sh\r\n${tool("crlf")}\r\necho hi\r\n`)
+      yield* writeClaw(dir, "notexec.sh", `#!${Path.join(dir, "data")}\n${tool("notexec")}\necho hi\n`)
+      Fs.writeFileSync(Path.join(dir, "data"), "plain data\n", { mode: 0o644 })
+      // A claw whose own command is missing exits 127 too: its interpreter is fine, its stderr says what was not found.
+      yield* writeClaw(dir, "inner.sh", `#!/bin/sh\n${tool("inner")}\nno-such-command-here\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      const call = (name: string) => claws.call(name, {}).pipe(Effect.provide(logs.layer))
+      const notStarted = (name: string, reason: string) => ({ content: `Tool ${name} could not be started: ${reason}`, isError: true })
+      expect(yield* call("missing")).toEqual(
+        notStarted("missing", "the interpreter on its #! line, /nonexistent/bash, does not exist")
+      )
+      expect(yield* call("relative")).toEqual(notStarted("relative", "the interpreter on its #! line, bash, is not an absolute path"))
+      expect(yield* call("crlf")).toEqual(
+        notStarted("crlf", "its #! line ends with a carriage return (Windows line endings): convert them (dos2unix, or sed -i 's/\\r$//')")
+      )
+      const notExec = yield* call("notexec")
+      expect(notExec.content).toMatch(/^Tool notexec could not be started: the interpreter on its #! line, .*\/data, cannot be executed \(EACCES/)
+      const inner = yield* call("inner")
+      expect(inner.isError).toBe(true)
+      expect(inner.content).toMatch(/no-such-command-here: not found\n\[tool inner exited with code 127\]$/)
+      // The log names the claw's file, for the user who has to fix it.
+      expect(logs.lines.some((line) => line.includes("claw missing could not be started") && line.includes("missing.sh"))).toBe(true)
+    }))
+
   it.effect("gives an empty output a visible placeholder", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir

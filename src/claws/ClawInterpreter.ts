@@ -1,0 +1,48 @@
+/**
+ * Why an executable claw the system could not run did not start, when its
+ * `#!` line is at fault: an interpreter that does not exist (`#!/bin/bash`
+ * where there is no bash), is no absolute path, cannot be executed, or a
+ * line ending in a carriage return (saved with Windows line endings). The
+ * shell that starts the claw says only `exec: CLAW: not found` (exit 127)
+ * or `Permission denied` (126), naming the claw, which exists; read only
+ * after such an exit, so a call that ran costs nothing more.
+ */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import * as Result from "effect/Result"
+import { describeError, errnoCode } from "../runtime/Errors.js"
+import { printable } from "../runtime/Printable.js"
+
+/** What Linux reads of a `#!` line (BINPRM_BUF_SIZE). */
+const shebangBytes = 256
+
+/** The claw's first bytes, or undefined when it cannot be read (the outcome then says what it can). */
+const head = (file: string): string | undefined => {
+  const opened = Result.try(() => Fs.openSync(file, "r"))
+  if (Result.isFailure(opened)) return undefined
+  const buffer = Buffer.alloc(shebangBytes)
+  const read = Result.try(() => Fs.readSync(opened.success, buffer, 0, shebangBytes, 0))
+  Result.try(() => Fs.closeSync(opened.success))
+  return Result.isSuccess(read) ? buffer.subarray(0, read.success).toString("utf8") : undefined
+}
+
+/** What keeps the `#!` line of `file` from starting it, or undefined when the line is not at fault. */
+export const interpreterProblem = (file: string): string | undefined => {
+  const text = head(file)
+  if (text === undefined || !text.startsWith("#!")) return undefined
+  const line = text.slice(2).split("\n")[0] ?? ""
+  if (line.endsWith("\r")) {
+    return "its #! line ends with a carriage return (Windows line endings): convert them (dos2unix, or sed -i 's/\\r$//')"
+  }
+  // The kernel's split: blanks before the interpreter, the first blank after it ends it.
+  const interpreter = line.replace(/^[ \t]+/, "").split(/[ \t]/)[0] ?? ""
+  if (interpreter === "") return undefined
+  const named = `the interpreter on its #! line, ${printable(interpreter)},`
+  // Relative to the claw's private working directory, where nothing is.
+  if (!Path.isAbsolute(interpreter)) return `${named} is not an absolute path`
+  const access = Result.try(() => Fs.accessSync(interpreter, Fs.constants.X_OK))
+  if (Result.isSuccess(access)) return undefined
+  return errnoCode(access.failure) === "ENOENT"
+    ? `${named} does not exist`
+    : `${named} cannot be executed (${printable(describeError(access.failure))})`
+}
