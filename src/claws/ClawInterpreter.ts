@@ -5,7 +5,8 @@
  * line ending in a carriage return (saved with Windows line endings). The
  * shell that starts the claw says only `exec: CLAW: not found` (exit 127)
  * or `Permission denied` (126), naming the claw, which exists; read only
- * after such an exit, so a call that ran costs nothing more.
+ * after such an exit, so a call that ran costs nothing more. Likewise
+ * after a failure of a claw without the execute bit, run with /bin/sh.
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -26,11 +27,28 @@ const head = (file: string): string | undefined => {
   return Result.isSuccess(read) ? buffer.subarray(0, read.success).toString("utf8") : undefined
 }
 
+/** What follows `#!` on the first line of `file`, or undefined when it has none (or cannot be read). */
+const shebang = (file: string): string | undefined => {
+  const text = head(file)
+  return text === undefined || !text.startsWith("#!") ? undefined : text.slice(2).split("\n")[0] ?? ""
+}
+
+/**
+ * Why a claw without the execute bit that failed may have failed: it ran
+ * with /bin/sh, as one without it does, though its `#!` line names another
+ * interpreter (a Python claw whose mode a copy lost). Undefined when it has
+ * no such line.
+ */
+export const ranWithShHint = (file: string): string | undefined => {
+  const line = shebang(file)?.trim()
+  if (line === undefined || line === "" || line === "/bin/sh") return undefined
+  return `it is not executable, so it ran with /bin/sh, not with its #! line (${printable(line)}): make it executable (chmod +x)`
+}
+
 /** What keeps the `#!` line of `file` from starting it, or undefined when the line is not at fault. */
 export const interpreterProblem = (file: string): string | undefined => {
-  const text = head(file)
-  if (text === undefined || !text.startsWith("#!")) return undefined
-  const line = text.slice(2).split("\n")[0] ?? ""
+  const line = shebang(file)
+  if (line === undefined) return undefined
   if (line.endsWith("\r")) {
     return "its #! line ends with a carriage return (Windows line endings): convert them (dos2unix, or sed -i 's/\\r$//')"
   }

@@ -32,7 +32,7 @@ import { nextTurn } from "../runtime/process/NextTurn.js"
 import { printable } from "../runtime/Printable.js"
 import * as Tracing from "../runtime/Tracing.js"
 import { type Catalog, type Discovery, makeDiscovery, type WatchDirectory } from "./ClawDiscovery.js"
-import { interpreterProblem } from "./ClawInterpreter.js"
+import { interpreterProblem, ranWithShHint } from "./ClawInterpreter.js"
 import { formatOutcome } from "./ClawOutcome.js"
 
 /** Seconds before a claw's whole session is killed; also read by the agent's patience on the claw pipes (Bridges). */
@@ -226,9 +226,10 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps, 
             // How the shell that execs the claw ends when the exec failed: only then is its #! line read.
             const execFailed = executable && outcome.stdout.length === 0 && (outcome.exitCode === 126 || outcome.exitCode === 127)
             const problem = execFailed ? interpreterProblem(file) : undefined
-            return problem === undefined
-              ? Effect.succeed(formatOutcome(name, outcome, request))
-              : notStarted(problem, `${problem} (${printable(file)})`)
+            if (problem !== undefined) return notStarted(problem, `${problem} (${printable(file)})`)
+            const result = formatOutcome(name, outcome, request)
+            const hint = !executable && result.isError && outcome.flooded === null ? ranWithShHint(file) : undefined
+            return Effect.succeed(hint === undefined ? result : { ...result, content: `${result.content}\n[tool ${name}: ${hint}]` })
           }
         })),
         Effect.catchTag("SpawnError", (error) =>

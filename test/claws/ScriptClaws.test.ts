@@ -347,6 +347,22 @@ describe("Scripts claws: calls", () => {
       expect(yield* claws.call("plain", {})).toEqual({ content: "sh ran plain", isError: false })
     }))
 
+  it.effect("tells a failed claw without the execute bit that it ran with /bin/sh, not its #! line", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      // Python, as a copy that lost the mode leaves it: sh fails on its first statement.
+      yield* writeClaw(dir, "py.sh", `#!/usr/bin/env python3\n${tool("py")}\nimport sys\nprint(sys.argv[1])\n`, { executable: false })
+      yield* writeClaw(dir, "sh.sh", `#!/bin/sh\n${tool("plain_fail")}\nexit 4\n`, { executable: false })
+      const claws = yield* Scripts.make(settings(dir))
+      const py = yield* claws.call("py", {})
+      expect(py.isError).toBe(true)
+      expect(py.content.split("\n").pop()).toBe(
+        "[tool py: it is not executable, so it ran with /bin/sh, not with its #! line (/usr/bin/env python3): make it executable (chmod +x)]"
+      )
+      // A shell script needs no hint: /bin/sh is what its line names.
+      expect(yield* claws.call("plain_fail", {})).toEqual({ content: "[tool plain_fail exited with code 4]", isError: true })
+    }))
+
   it.effect("says which #! line keeps a claw from starting, not the shell's \"not found\" about the claw", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
