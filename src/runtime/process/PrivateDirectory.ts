@@ -8,7 +8,7 @@ import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
-import { describeError } from "../Errors.js"
+import { describeError, errnoCode } from "../Errors.js"
 import { SpawnError } from "./ChildRun.js"
 import { heldBy } from "./PidLiveness.js"
 
@@ -18,6 +18,25 @@ import { heldBy } from "./PidLiveness.js"
  * processes, now dead, and is the same whichever scope of this one sweeps.
  */
 const swept = new Set<string>()
+
+/**
+ * Lets the owner into every directory of the tree (mode 0700), without
+ * following links: a run may leave one it cannot write (a tarball's 0555
+ * directories, `chmod -w`), which `rm -rf` cannot empty.
+ */
+const openUp = (directory: string): void => {
+  Result.try(() => fs.chmodSync(directory, 0o700))
+  const entries = Result.getOrElse(Result.try(() => fs.readdirSync(directory, { withFileTypes: true })), (): Array<fs.Dirent> => [])
+  for (const entry of entries) if (entry.isDirectory()) openUp(path.join(directory, entry.name))
+}
+
+/** Removes `directory` and everything in it, opening up what a run made read-only when that is what stops it. */
+const removeTree = (directory: string): Result.Result<void, unknown> => {
+  const removed = Result.try(() => fs.rmSync(directory, { recursive: true, force: true }))
+  if (Result.isSuccess(removed) || !["EACCES", "EPERM", "ENOTEMPTY", "ENOTDIR"].includes(errnoCode(removed.failure) ?? "")) return removed
+  openUp(directory)
+  return Result.try(() => fs.rmSync(directory, { recursive: true, force: true }))
+}
 
 /**
  * Removes the private directories in `parent` that a process killed while a
@@ -40,7 +59,7 @@ const sweepLeftovers = (parent: string, prefix: string): void => {
     const stat = Result.getOrUndefined(Result.try(() => fs.lstatSync(directory)))
     if (stat === undefined || !stat.isDirectory() || (uid !== undefined && stat.uid !== uid) || heldBy(pid, directory)) continue
     // Another process may be sweeping it too: whatever it fails to remove, the next sweep tries again.
-    Result.try(() => fs.rmSync(directory, { recursive: true, force: true }))
+    removeTree(directory)
   }
 }
 
@@ -62,7 +81,7 @@ export const privateDirectory = (parent: string, prefix: string): Effect.Effect<
         new SpawnError({ message: `cannot create a working directory in ${parent}: ${describeError(cause)}`, cause })
     }),
     (directory) =>
-      Result.match(Result.try(() => fs.rmSync(directory, { recursive: true, force: true })), {
+      Result.match(removeTree(directory), {
         onFailure: (cause) => Effect.logWarning(`cannot remove the working directory ${directory}: ${describeError(cause)}`),
         onSuccess: () => Effect.void
       })

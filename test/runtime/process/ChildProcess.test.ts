@@ -35,12 +35,13 @@ const eventually = (check: () => boolean) => Sandbox.settles(check, "50 millis")
 const quietTestClock = Effect.provide(TestClock.layer({ warningDelay: Sandbox.defaultBound }))
 
 /**
- * A claw's shell step that leaves a file its private directory's removal
- * cannot delete: immutable where the claw may set that (root), else in a
- * directory it may not write (anyone else). A tree deeper than PATH_MAX no
- * longer does it: Node 24's recursive removal reaches the bottom.
+ * A claw's shell step that leaves a private directory its removal cannot
+ * delete: a file in it immutable where the claw may set that (root), else
+ * the parent made read-only (anyone else; a read-only directory inside is
+ * opened up and removed). A tree deeper than PATH_MAX no longer does it:
+ * Node 24's recursive removal reaches the bottom.
  */
-const stuckFile = "mkdir stuck && touch stuck/file && (chattr +i stuck/file 2>/dev/null || chmod 500 stuck)"
+const stuckFile = "mkdir stuck && touch stuck/file && (chattr +i stuck/file 2>/dev/null || chmod 500 ..)"
 
 /** A parent for private directories, emptied at the end whatever a claw left stuck in it. */
 const unremovableParent = Effect.tap(tempDir, (parent) =>
