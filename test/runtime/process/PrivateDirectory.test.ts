@@ -12,11 +12,29 @@ import * as Sandbox from "../../support/Sandbox.js"
 
 const helperScript = fileURLToPath(new URL("../../../dist/cli/spawn-helper.cjs", import.meta.url))
 
-/** The helper's command line, unprivileged: as this user, or as nobody when this is root. */
-const unprivileged = (): ReadonlyArray<string> =>
-  process.getuid?.() === 0
-    ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, helperScript]
-    : [process.execPath, helperScript]
+const asNobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+/** Whether nobody can run `node` (it may live under a home that only root may enter, as /root/.cache). */
+const nobodyRuns = (node: string): boolean => childProcess.spawnSync(asNobody[0]!, [...asNobody.slice(1), node, "-e", "0"]).status === 0
+
+/**
+ * The helper's command line, unprivileged: as this user, or as nobody when
+ * this is root. As nobody, the helper's script (a bundle) is run from a
+ * copy in `parent`, and node too when nobody cannot reach this one, so that
+ * where the checkout and node live does not matter.
+ */
+const unprivileged = (parent: string): ReadonlyArray<string> => {
+  if (process.getuid?.() !== 0) return [process.execPath, helperScript]
+  const script = `${parent}/.spawn-helper.cjs`
+  Fs.copyFileSync(helperScript, script)
+  let node = process.execPath
+  if (!nobodyRuns(node)) {
+    node = `${parent}/.node`
+    Fs.copyFileSync(process.execPath, node)
+    Fs.chmodSync(node, 0o755)
+  }
+  return [...asNobody, node, script]
+}
 
 /** A parent the unprivileged helper may write in, removed (as root may) at the end. */
 const sharedParent = Effect.acquireRelease(
@@ -35,7 +53,7 @@ const sharedParent = Effect.acquireRelease(
 /** Runs `script` through the helper in a private directory of `parent`; its answer line, parsed. */
 const runInUnprivilegedHelper = (parent: string, script: string) =>
   Effect.callback<Record<string, unknown>>((resume) => {
-    const [command, ...args] = unprivileged()
+    const [command, ...args] = unprivileged(parent)
     const helper = childProcess.spawn(command!, args, { stdio: ["pipe", "pipe", "inherit"], env: { PATH: "/usr/bin:/bin" } })
     let out = ""
     helper.stdout.setEncoding("utf8")
@@ -71,6 +89,7 @@ describe("private working directory", () => {
       expect(answer["_tag"]).toBe("Done")
       expect(Buffer.from(String(answer["stdout"]), "base64").toString()).toBe("made\n")
       expect(answer["warnings"]).toBeUndefined()
-      expect(Fs.readdirSync(parent)).toEqual([])
+      // Only the copies made to run the helper as nobody are left.
+      expect(Fs.readdirSync(parent).filter((name) => !name.startsWith("."))).toEqual([])
     }))
 })
