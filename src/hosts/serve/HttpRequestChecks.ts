@@ -30,6 +30,7 @@ import * as Redacted from "effect/Redacted"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import type { HttpApiSchemaError } from "effect/http-api/HttpApiError"
 import { invalidSetting } from "../../config/ConfigRange.js"
+import { firstProblem } from "../../claws/ClawDeclarations.js"
 import { unpadded } from "../../config/Secrets.js"
 import { HttpToken } from "../../config/settings/Serve.js"
 import * as AgentId from "./AgentId.js"
@@ -198,7 +199,8 @@ export const schemaProblem = (error: HttpApiSchemaError): HttpServerResponse.Htt
     case "Headers":
       return problem(400, "bad-input", message)
     case "Payload":
-      return problem(400, "bad-body", message)
+      // The message route's words name their field ("channel" must be...); a bare one (AG-UI's "Missing key") says where.
+      return problem(400, "bad-body", key !== undefined && message.includes(JSON.stringify(key)) ? message : (firstProblem(error.cause.issue) ?? message).slice(0, 500))
     default:
       // An answer that does not fit its own Schema: ours to mend, not the client's.
       return problem(500, "internal", `the answer could not be encoded (${error.kind})`)

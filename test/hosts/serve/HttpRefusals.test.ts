@@ -121,4 +121,23 @@ describe("HTTP API refusals (docs/serve.md, Errors)", () => {
       expect(longest.status).toBe(200)
       expect(longest.text).toContain("echo hello")
     }))
+
+  it.live("an AG-UI run missing a field or holding one of the wrong type is refused naming where, as the message route names its field", () =>
+    Effect.gen(function*() {
+      const { brain, port } = yield* serve()
+      const run = JSON.parse(agUiRun("r1")) as Record<string, unknown>
+      const { threadId: _threadId, ...withoutThread } = run
+      const refusal = (body: unknown) =>
+        Effect.map(call(port, "POST", "/v1/agents/a/ag-ui", { body: JSON.stringify(body), headers: { "content-type": "application/json" } }), problemOf)
+      expect(yield* refusal(withoutThread)).toEqual({ status: 400, error: "bad-body", message: "Missing key (at threadId)" })
+      expect(yield* refusal({ ...run, messages: [{ id: "m1", role: "user", content: 5 }] })).toMatchObject({
+        status: 400,
+        error: "bad-body",
+        message: expect.stringMatching(/\(at messages\[0\](\.content)?\)$/)
+      })
+      expect(brain.requests).toEqual([])
+      // The message route's own words, which name their field, are left as they are.
+      expect(yield* Effect.map(call(port, "POST", "/v1/agents/a/messages", { body: JSON.stringify({ text: "hi", channel: 5 }), headers: { "content-type": "application/json" } }), problemOf))
+        .toEqual({ status: 400, error: "bad-body", message: "\"channel\" must be a string" })
+    }))
 })
