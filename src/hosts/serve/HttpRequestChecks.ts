@@ -12,8 +12,8 @@
  *   loopback address or `localhost`: a page whose name was rebound to
  *   127.0.0.1 (DNS rebinding) sends its own name there.
  * - The bearer token's scheme is read case-insensitively, as HTTP says; a
- *   PLANCKCLAW_HTTP_TOKEN no client could send (white space only) is refused
- *   at start.
+ *   PLANCKCLAW_HTTP_TOKEN that clients could not all send (white space
+ *   only, or beyond printable ASCII) is refused at start.
  * - A known path (any of HttpApiDefinition's endpoints) asked with a
  *   method it does not take is a 405 with `Allow`; one whose id could not
  *   be read at all (broken percent-encoding, too long for the router) is a
@@ -84,8 +84,8 @@ export const refusedOrigin = (
 /**
  * The bearer token: empty is none. One of white space only is refused, as no
  * client could send it (HTTP drops the spaces around a header's value, so
- * nobody could authenticate); the spaces around any other are dropped for
- * the same reason (Secrets.unpadded).
+ * nobody could authenticate), and so is one beyond printable ASCII; the
+ * spaces around any other are dropped for the same reason (Secrets.unpadded).
  */
 export const HttpTokenConfig = Config.option(Config.String(HttpToken.key)).pipe(
   Config.mapEffect((token) => {
@@ -94,6 +94,16 @@ export const HttpTokenConfig = Config.option(Config.String(HttpToken.key)).pipe(
       return Effect.fail(invalidSetting(
         HttpToken.key,
         "is only white space, which no client can send in a header; set a real token, or leave it empty to serve loopback only"
+      ))
+    }
+    // Node reads a header as Latin-1 bytes while clients send UTF-8 (curl) or Latin-1 (a browser), or nothing
+    // past U+00FF: a token beyond printable ASCII would be refused to some clients, or all, without saying why.
+    const unsendable = unpadded(token.value).search(/[^\x20-\x7e\t]/)
+    if (unsendable !== -1) {
+      return Effect.fail(invalidSetting(
+        HttpToken.key,
+        `holds a character at position ${unsendable + 1} that is not printable ASCII, which HTTP clients do not send ` +
+          "alike in a header (or at all); use letters, digits and ASCII punctuation (openssl rand -hex 32 makes one)"
       ))
     }
     return Effect.succeed(Option.some(Redacted.make(unpadded(token.value))))

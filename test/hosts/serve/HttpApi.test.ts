@@ -235,6 +235,20 @@ describe("HTTP API", () => {
       expect(open._tag).toBe("HttpListenRefused")
     }))
 
+  it.effect("refuses a token beyond printable ASCII, which clients send differently in a header or not at all, naming the setting but not the token", () =>
+    Effect.gen(function*() {
+      for (const [token, position] of [["pässwort", 2], ["Ωmega-key", 1], ["key\u0000tail", 4], ["two\nlines", 4]] as const) {
+        const refused = yield* Effect.flip(HttpApi.guard({ host: "0.0.0.0", port: 0 }).pipe(Effect.provide(settings({ PLANCKCLAW_HTTP_TOKEN: token }))))
+        expect(refused._tag).toBe("ConfigError")
+        const said = describeConfigError(refused as Config.ConfigError)
+        expect(said).toMatch(new RegExp(`^configuration error: PLANCKCLAW_HTTP_TOKEN: holds a character at position ${position} that is not printable ASCII`))
+        expect(said).not.toContain(token)
+      }
+      // Spaces and ASCII punctuation inside it are sent alike by every client: taken.
+      const taken = yield* Effect.exit(HttpApi.guard({ host: "0.0.0.0", port: 0 }).pipe(Effect.provide(settings({ PLANCKCLAW_HTTP_TOKEN: "my s3cret: ~!{}" }))))
+      expect(taken._tag).toBe("Success")
+    }))
+
   it.live("drops the spaces around the token, as HTTP drops them around the header's value", () =>
     Effect.gen(function*() {
       const { port } = yield* serve({ PLANCKCLAW_HTTP_TOKEN: " s3cret  " })
