@@ -202,8 +202,11 @@ export const schemaProblem = (error: HttpApiSchemaError): HttpServerResponse.Htt
       return problem(
         400,
         "bad-query",
-        message === UNKNOWN_QUERY_PARAMETER
-          ? `unknown query parameter ${JSON.stringify((key ?? "").slice(0, 40))}; GET /v1/agents takes limit, after and search`
+        // Named: a typo (`untill=`) is seen at once. GET /v1/agents's says what it takes here, the others' after the colon.
+        message.startsWith(UNKNOWN_QUERY_PARAMETER) && key !== undefined
+          ? `${UNKNOWN_QUERY_PARAMETER} ${JSON.stringify(key.slice(0, 40))}${
+            message === UNKNOWN_QUERY_PARAMETER ? "; GET /v1/agents takes limit, after and search" : message.slice(UNKNOWN_QUERY_PARAMETER.length)
+          }`
           : message
       )
     case "Headers":

@@ -123,6 +123,21 @@ describe("HTTP API", () => {
       expect((yield* call(port, "GET", "/v1/agents?limit=1000")).body).toEqual({ agents: [], next: null })
     }))
 
+  it.live("an unknown query parameter of the history and usage routes is named, with what the route takes", () =>
+    Effect.gen(function*() {
+      const { port } = yield* serve()
+      expect((yield* post(port, "/v1/agents/a/messages", { text: "hi" })).status).toBe(200)
+      const cases: Array<[string, string]> = [
+        ["/v1/agents/a/history?page=2", "unknown query parameter \"page\": this route takes before and limit"],
+        ["/v1/agents/a/usage?untill=2026-01-01", "unknown query parameter \"untill\": this route takes since and until"],
+        ["/v1/usage?from=2026-01-01", "unknown query parameter \"from\": this route takes since and until"]
+      ]
+      for (const [target, message] of cases) {
+        const answer = yield* call(port, "GET", target)
+        expect([answer.status, answer.body.error, answer.body.message], target).toEqual([400, "bad-query", message])
+      }
+    }))
+
   it.live("refuses bad input with a JSON error and leaves memory untouched", () =>
     Effect.gen(function*() {
       const { brain, port, root } = yield* serve({ PLANCKCLAW_MAX_MESSAGE_BYTES: "100" })
