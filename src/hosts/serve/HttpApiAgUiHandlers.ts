@@ -64,6 +64,13 @@ export const group = (options: { readonly maxMessageBytes: number }) =>
         if (text === undefined) {
           return yield* new Errors.BadRequest({ error: "bad-input", message: "the run has no user message to send to the agent" })
         }
+        // Said in the run's terms: it has no `text` field, and an image or a file alone is no text for the agent.
+        if (text.trim() === "") {
+          return yield* new Errors.BadRequest({
+            error: "bad-input",
+            message: "the run's last user message holds no text (the agent reads text only, not an image or a file alone)"
+          })
+        }
         const key = runKey(payload.runId)
         if (Result.isFailure(key)) return yield* new Errors.BadRequest({ error: "bad-input", message: key.failure })
         const message = yield* check(params.id, { text, channel: "ag-ui", idempotencyKey: key.success })

@@ -140,4 +140,19 @@ describe("HTTP API refusals (docs/serve.md, Errors)", () => {
       expect(yield* Effect.map(call(port, "POST", "/v1/agents/a/messages", { body: JSON.stringify({ text: "hi", channel: 5 }), headers: { "content-type": "application/json" } }), problemOf))
         .toEqual({ status: 400, error: "bad-body", message: "\"channel\" must be a string" })
     }))
+
+  it.live("an AG-UI run whose last user message holds no text (blank, or an image alone) is refused in the run's terms, not as a blank `text`", () =>
+    Effect.gen(function*() {
+      const { brain, port } = yield* serve()
+      const run = JSON.parse(agUiRun("r1")) as Record<string, unknown>
+      for (const content of ["   ", [{ type: "binary", mimeType: "image/png", data: "AAAA" }]]) {
+        const body = JSON.stringify({ ...run, messages: [{ id: "m1", role: "user", content }] })
+        expect(problemOf(yield* call(port, "POST", "/v1/agents/a/ag-ui", { body, headers: { "content-type": "application/json" } }))).toEqual({
+          status: 400,
+          error: "bad-input",
+          message: "the run's last user message holds no text (the agent reads text only, not an image or a file alone)"
+        })
+      }
+      expect(brain.requests).toEqual([])
+    }))
 })
