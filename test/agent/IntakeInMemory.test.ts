@@ -5,9 +5,6 @@
  * the same way. (Before, Intake took the in-memory and FIFO adapters' own
  * pull past the stream, DirectPull, and any other stream through its pull.)
  */
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, ConfigProvider, Effect, Exit, Fiber, Layer, Queue, Stream } from "effect"
 import * as Agent from "../../src/agent/Agent.js"
@@ -19,6 +16,7 @@ import { Interact, type OutboundMessage } from "../../src/ports/Interact.js"
 import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
 import { Inbox } from "../../src/memory/Inbox.js"
 import { APOLOGY } from "../../src/agent/Turn.js"
+import { tempDir } from "../support/Sandbox.js"
 import { yieldToEventLoop } from "../support/TestClockWait.js"
 
 describe("the in-memory adapter's message stream, pulled", () => {
@@ -41,10 +39,7 @@ describe("the in-memory adapter's message stream, pulled", () => {
 describe("Intake over any stream", () => {
   it.effect("answers a plain stream's messages in order and ends with it", () =>
     Effect.gen(function*() {
-      const directory = yield* Effect.acquireRelease(
-        Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-intake-"))),
-        (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-      )
+      const directory = yield* tempDir("planckclaw-intake-")
       const replies = yield* Queue.unbounded<OutboundMessage>()
       const interact = Layer.succeed(Interact, {
         messages: Stream.make({ channel: "a", text: "one" }, { channel: "b", text: "two" }),
@@ -67,10 +62,7 @@ describe("Intake over any stream", () => {
 
   it.effect("a message it could not journal (an internal error) is answered with the apology in its turn, and the next are answered", () =>
     Effect.gen(function*() {
-      const directory = yield* Effect.acquireRelease(
-        Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "planckclaw-intake-"))),
-        (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-      )
+      const directory = yield* tempDir("planckclaw-intake-")
       const replies = yield* Queue.unbounded<OutboundMessage>()
       const interact = Layer.succeed(Interact, {
         messages: Stream.make({ channel: "a", text: "one" }, { channel: "a", text: "two" }, { channel: "b", text: "three" }),

@@ -30,6 +30,17 @@ import { tempDir } from "../support/Sandbox.js"
 const T0 = Date.parse("2026-06-01T08:00:00Z")
 const SECRET = "T0KEN-not-a-real-one"
 
+/** The schedule tools as serve and the cluster offer them: no terminal, no Discord bridge, memory only by default. */
+const servedTools = (file: string, maxMessageBytes: number) =>
+  ScheduleTool.withScheduleTools(InMemoryClaws.make([]), {
+    store: ScheduleStore.fileStore(file),
+    changed: Effect.void,
+    defaultTo: "none",
+    discord: false,
+    terminal: false,
+    maxMessageBytes
+  })
+
 /** The text of the last user message of a request (a string or the first text block). */
 const lastUserText = (request: MessagesRequest): string => {
   const last = request.messages.at(-1)!
@@ -151,14 +162,7 @@ describe("the schedule tools, called by the model", () => {
       fs.writeFileSync(file, JSON.stringify({ entries: [
         { id: "big", when: { _tag: "Every", seconds: 8_639_999_999_913_600 }, text: "x", to: "none", created: new Date(T0).toISOString() }
       ] }))
-      const claws = ScheduleTool.withScheduleTools(InMemoryClaws.make([]), {
-        store: ScheduleStore.fileStore(file),
-        changed: Effect.void,
-        defaultTo: "none",
-        discord: false,
-        terminal: false,
-        maxMessageBytes: 65_536
-      })
+      const claws = servedTools(file, 65_536)
       const refusal = { isError: true, content: expect.stringContaining("entry big: every 8639999999913600 s is over 100 years") }
       expect(yield* claws.call("schedule_list", {})).toEqual(refusal)
       expect(yield* claws.call("schedule_add", { text: "x", every: "5m" })).toEqual(refusal)
@@ -169,15 +173,7 @@ describe("the schedule tools, called by the model", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)
       const file = ScheduleStore.fileIn(yield* tempDir())
-      // As serve and the cluster offer the tools: no terminal, no Discord bridge, memory only by default.
-      const claws = ScheduleTool.withScheduleTools(InMemoryClaws.make([]), {
-        store: ScheduleStore.fileStore(file),
-        changed: Effect.void,
-        defaultTo: "none",
-        discord: false,
-        terminal: false,
-        maxMessageBytes: 65_536
-      })
+      const claws = servedTools(file, 65_536)
       expect(yield* claws.call("schedule_add", { text: "remind me", at: "+10m", to: "terminal" })).toEqual({
         isError: true,
         content: "terminal: this agent has no terminal to print the reply on: use to webhook:URL or none (memory only)"
@@ -195,14 +191,7 @@ describe("the schedule tools, called by the model", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)
       const file = ScheduleStore.fileIn(yield* tempDir())
-      const claws = ScheduleTool.withScheduleTools(InMemoryClaws.make([]), {
-        store: ScheduleStore.fileStore(file),
-        changed: Effect.void,
-        defaultTo: "none",
-        discord: false,
-        terminal: false,
-        maxMessageBytes: 100
-      })
+      const claws = servedTools(file, 100)
       expect(yield* claws.call("schedule_add", { text: "x".repeat(100), every: "1h" })).toEqual({
         isError: true,
         content: expect.stringMatching(/^the message is 100 bytes; the agent takes at most 100 \(PLANCKCLAW_MAX_MESSAGE_BYTES\), .*write at most 79 bytes$/)
