@@ -11,7 +11,8 @@
  * turn still running, never a second turn. Without it the message is not
  * sent: a refusal is final, anything else (no connection, one lost before
  * the acknowledgement) is retried the same way, answered once even had it
- * arrived just as the connection broke.
+ * arrived just as the connection broke. A cancel asked before `accepted`
+ * is asked again when it comes: the message is taken, then cancelled.
  */
 import { ApiError, cancelTurn, streamMessage } from "./api.js"
 import { h, messageLine, say } from "./dom.js"
@@ -27,6 +28,13 @@ interface Exchange {
   placed: Array<HTMLElement>
   /** An attempt got the `accepted` event: the agent journaled the message. */
   accepted: boolean
+}
+
+interface Turn {
+  readonly stop: AbortController
+  readonly exchange: Exchange
+  /** Cancel was asked: once the agent takes the message (`accepted`), it is asked again if it had found no turn. */
+  cancelling: boolean
 }
 
 export interface Exchanges {
@@ -47,15 +55,21 @@ export interface Controls {
 
 export const exchanges = (id: string, log: HTMLElement, controls: Controls): Exchanges => {
   const open = new Set<Exchange>()
-  let turn: { readonly stop: AbortController; readonly key: string } | undefined
+  let turn: Turn | undefined
 
-  // The agent stops the turn and answers its stream with the cancellation; if it had none to stop, the page stops listening.
+  // The agent stops the turn and answers its stream with the cancellation; if it had none to stop, the page stops
+  // listening, but for a message it has not taken yet (no `accepted`: it may be finishing a compaction first): stopping
+  // then would leave it to be answered unseen, so the cancel is asked again once the agent takes it.
   const cancel = async () => {
     const running = turn
-    if (running === undefined) return
+    if (running === undefined || running.cancelling) return
+    running.cancelling = true
     controls.cancel.disabled = true
-    const stopped = await cancelTurn(id, running.key).catch(() => false)
-    if (!stopped) running.stop.abort()
+    const taken = running.exchange.accepted
+    const stopped = await cancelTurn(id, running.exchange.key).catch(() => false)
+    if (stopped) return
+    if (taken) running.stop.abort()
+    else if (!running.exchange.accepted) say(`${id} has not taken the message yet: it is cancelled as soon as it does.`)
   }
 
   const attempt = async (exchange: Exchange): Promise<void> => {
@@ -86,7 +100,8 @@ export const exchanges = (id: string, log: HTMLElement, controls: Controls): Exc
       place(element)
     }
     const running = new AbortController()
-    turn = { stop: running, key: exchange.key }
+    const current: Turn = { stop: running, exchange, cancelling: false }
+    turn = current
     controls.send.disabled = true
     controls.cancel.disabled = false
     // Not left on a button now disabled (or removed, Retry's): Escape and the next message start from the box.
@@ -99,6 +114,8 @@ export const exchanges = (id: string, log: HTMLElement, controls: Controls): Exc
         switch (event.event) {
           case "accepted":
             exchange.accepted = true
+            // Cancelled before it was taken: the turn is cancelled now (or, already committing, its reply comes).
+            if (current.cancelling) void cancelTurn(id, exchange.key).catch(() => false)
             break
           case "text":
             told += event.data.text

@@ -7,7 +7,8 @@
  * model's reply starting with "Cancelled:" is an answer, not a cancelled
  * turn, and text told around a tool line is shown once. Escape cancels a
  * turn sent with the Send button, wherever the focus is, but not from the
- * Forget dialog, which it closes.
+ * Forget dialog, which it closes. Cancelled before the agent took the
+ * message (no `accepted` yet), the turn is cancelled once it does.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -174,5 +175,34 @@ describe("the console's turns in chromium", () => {
       expect(yield* focused()).not.toBe("TEXTAREA")
       yield* step(() => page.keyboard.press("Escape"))
       yield* step(() => page.getByText("Turn cancelled: nothing was stored.").waitFor())
+    }), 120_000)
+  it.live("Cancel turn before the agent took the message cancels it once taken: the page does not stop listening and drop it", () =>
+    Effect.gen(function*() {
+      const { agents, box, env, server } = yield* setup((request) => {
+        if (AnthropicServer.isCompaction(request)) return AnthropicServer.listingSummary(request)
+        return AnthropicServer.lastUserText(request.body) === "hold on" ? LoopbackHttp.hang : AnthropicServer.text("ok")
+      })
+      const port = yield* LoopbackHttp.unusedPort
+      yield* serveOn(port, box.dir, env)
+      const page = yield* ConsoleBrowser.page()
+      // The message's request is held in the page until released: the agent has not taken it (as while it compacts).
+      const release = yield* Deferred.make<void>()
+      const held = yield* Deferred.make<void>()
+      yield* step(() =>
+        page.route("**/v1/agents/erin/messages", (route) =>
+          Effect.runPromise(Deferred.succeed(held, undefined).pipe(Effect.andThen(Deferred.await(release)))).then(() => route.continue())))
+      yield* step(() => page.goto(`http://127.0.0.1:${port}/`))
+      yield* step(() => page.getByLabel("Agent id (a new one starts a new agent)").fill("erin"))
+      yield* step(() => page.keyboard.press("Enter"))
+      yield* step(() => page.getByLabel(/Message to erin/).fill("hold on"))
+      yield* step(() => page.keyboard.press("Enter"))
+      yield* Deferred.await(held)
+      yield* step(() => page.getByRole("button", { name: "Cancel turn" }).click())
+      yield* step(() => page.getByText("erin has not taken the message yet: it is cancelled as soon as it does.").waitFor())
+      yield* Deferred.succeed(release, undefined)
+      yield* step(() => page.getByText("Turn cancelled: nothing was stored.").waitFor())
+      expect(yield* logLines(page)).toEqual(["You:hold on", "Agent:Cancelled: the turn was stopped before it finished; nothing was stored."])
+      expect(Effect.runSync(server.requests).filter((request) => !AnthropicServer.isCompaction(request)).length).toBeLessThanOrEqual(1)
+      expect(fs.existsSync(path.join(agents, "erin", "history.jsonl")) ? stored(agents, "erin") : []).toEqual([])
     }), 120_000)
 })
