@@ -16,7 +16,7 @@
  * thread made in every server it is in. What is forgotten is looked up again
  * if it is ever needed, as after a restart, so no answer changes.
  */
-import { DiscordAPIError, Routes } from "discord.js"
+import { Routes } from "discord.js"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -24,7 +24,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { DiscordRest } from "./DiscordRest.js"
 import * as RecentlyUsed from "./RecentlyUsed.js"
-import { describeRestError, rateLimitWait } from "./Refusals.js"
+import { describeRestError, isNotVisible, rateLimitWait } from "./Refusals.js"
 import type { DiscordSettings } from "./Settings.js"
 import { nullable } from "./Nullable.js"
 
@@ -94,8 +94,7 @@ export class ChannelLookupFailed extends Data.TaggedError("ChannelLookupFailed")
 export const lookupRetries = Schedule.exponential("1 second").pipe(Schedule.upTo({ times: 4 }))
 
 /** Discord's own answer that the channel is not the bot's to see (or a 200 that is no channel): as final as a channel. */
-const isDefinite = (cause: unknown): boolean =>
-  (cause instanceof DiscordAPIError && (cause.status === 403 || cause.status === 404)) || Schema.isSchemaError(cause)
+const isDefinite = (cause: unknown): boolean => isNotVisible(cause) || Schema.isSchemaError(cause)
 
 export interface ChannelKinds {
   /** What the channel is to the adapter; undefined when it is none of its business. */

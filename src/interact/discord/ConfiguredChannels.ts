@@ -10,7 +10,6 @@
  * minute, or as long as a 429 asked), until Discord answers, rather than
  * left until the next restart.
  */
-import { DiscordAPIError } from "discord.js"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -23,7 +22,7 @@ import type * as Scope from "effect/Scope"
 import type { CatchUpState } from "./CatchUp.js"
 import type { ChannelInfo, ChannelKinds } from "./ChannelKinds.js"
 import type { DiscordRest } from "./DiscordRest.js"
-import { describeRestError, isPermanent, rateLimitWait } from "./Refusals.js"
+import { describeRestError, isNotVisible, isPermanent, rateLimitWait } from "./Refusals.js"
 import * as SlashCommands from "./SlashCommands.js"
 
 /** Tries after Discord failed: 1 s doubling to a minute, each at least as long as a 429 asked. */
@@ -39,10 +38,6 @@ const categoryType = 4
 
 /** Discord's own answer (a 4xx, or a 200 that is no channel): asking again cannot help. */
 const isRefusal = (cause: unknown): boolean => isPermanent(cause) || Schema.isSchemaError(cause)
-
-/** The bot's own access: the channel is not its to see, or no longer exists. */
-const notSeen = (cause: unknown): boolean =>
-  cause instanceof DiscordAPIError && (cause.status === 403 || cause.status === 404)
 
 /** The first wait after Discord failed with `cause`: a second, or as long as its 429 asked. */
 const firstWait = (cause: unknown) => Duration.max(Duration.seconds(1), Duration.millis(rateLimitWait(cause)))
@@ -113,7 +108,7 @@ export const make = (options: ConfiguredChannelsOptions): Effect.Effect<Configur
 
     const onRefused = (channelId: string, cause: unknown) =>
       Effect.logWarning(
-        notSeen(cause)
+        isNotVisible(cause)
           ? `DISCORD_CHANNEL_ID: the bot cannot see channel ${channelId} (${describeRestError(cause)}); ` +
             "invite it to that server and give it View Channel, Read Message History and Send Messages there"
           : `DISCORD_CHANNEL_ID: Discord refused to describe channel ${channelId} (${describeRestError(cause)})`

@@ -51,6 +51,10 @@ export const isTokenRejected = (cause: unknown): boolean =>
 /** Discord refused the request (4xx): retrying cannot help. A 429 is not a refusal: it says when to try again. */
 export const isPermanent = (cause: unknown): boolean => cause instanceof DiscordAPIError
 
+/** Discord's answer that a channel is not the bot's to see, or no longer exists (403, 404): its access, not an outage. */
+export const isNotVisible = (cause: unknown): boolean =>
+  cause instanceof DiscordAPIError && (cause.status === 403 || cause.status === 404)
+
 /**
  * How long a 429 asked to wait (ms): 0 for anything else, or a 429 without
  * Retry-After. A retry waits at least this long.
