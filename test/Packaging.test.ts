@@ -121,6 +121,17 @@ describe("the published package (npm pack, after npm run build)", () => {
       const { sources } = JSON.parse(fs.readFileSync(path.join(root, map), "utf8")) as { sources: Array<string> }
       for (const source of sources) expect(files, `${map} -> ${source}`).toContain(path.posix.join(path.posix.dirname(map), source))
     }
+
+    // The command runs from its bundles: of the command's own modules only the help's (bin/planckclaw reads it
+    // without a bundle) ship, and every module shipped finds each module it imports.
+    expect(files.filter((file) => file.startsWith("dist/cli/") && !file.endsWith(".cjs")).sort())
+      .toEqual(["dist/cli/HelpCommands.js", "dist/cli/HelpConfig.js", "dist/cli/HelpText.js"])
+    for (const module of files.filter((file) => /\.(js|d\.ts)$/.test(file) && file.startsWith("dist/"))) {
+      const text = fs.readFileSync(path.join(root, module), "utf8")
+      for (const [, imported] of text.matchAll(/(?:from|import)\s*\(?\s*"(\.\.?\/[^"]+)"/g)) {
+        expect(files, `${module} imports ${imported}`).toContain(path.posix.join(path.posix.dirname(module), imported!))
+      }
+    }
   })
 
   it("claims the Node lines it is tested on, and reviews every install script in the lock file", () => {
