@@ -39,6 +39,12 @@ export interface OutboundMessage {
    * second send of one reply a no-op uses it (Discord: as the parts' nonces).
    */
   readonly key?: string | undefined
+  /**
+   * Sent by the agent on its own (a scheduled message), not a reply to a
+   * message this bridge delivered: a bridge that shows a reply is coming
+   * (Discord's typing indicator) leaves that showing for the replies still due.
+   */
+  readonly unprompted?: boolean | undefined
 }
 
 /**

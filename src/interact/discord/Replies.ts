@@ -96,7 +96,8 @@ export const makeSend = (
     const take = (message: OutboundMessage, target: Option.Option<ReplyTarget>, report: boolean) =>
       Effect.gen(function*() {
         const { channel } = message
-        const end = typing.end(channel)
+        // A message sent unprompted answers none this bridge began typing for: the channel's typing stays as it is.
+        const end = message.unprompted === true ? Effect.void : typing.end(channel)
         if (!isDiscordId(channel)) {
           yield* end
           return yield* new InteractError({ message: `Cannot send to Discord channel "${channel}": not a channel id` })

@@ -119,8 +119,9 @@ export const make = (bridge: DiscordBridge, beside: Option.Option<BesideAgent>):
         ? Option.some({ _tag: "Message", messageId: question.id })
         : Option.none()
       // Keyed by its question, as serve's replies are: its nonces are the same whoever sends it, and the
-      // outbox takes it once.
-      return { outbound: { ...reply, channel, key: key ?? reply.key }, target, message }
+      // outbox takes it once. One naming no question answers none of the bridge's messages (a scheduled
+      // post): the typing shown for the channel's messages still due stays.
+      return { outbound: { ...reply, channel, key: key ?? reply.key, unprompted: question === undefined }, target, message }
     }
     /** Its reply is in the outbox (or was refused): the message is no longer owed. */
     const answered = (message: DiscordMessage | undefined) =>

@@ -54,6 +54,10 @@ const nextMessages = (bridge: InteractService, count: number) =>
     Effect.map((messages) => messages.map((message) => ({ ...message, channel: parseAddress(message.channel).channel })))
   )
 
+/** The next message as the agent gets it: on the address naming its question, which its reply goes back on. */
+const nextAddressed = (bridge: InteractService) =>
+  bridge.messages.pipe(Stream.take(1), Stream.runCollect, Effect.map((messages) => messages[0]!))
+
 const restTo = (fake: FakeDiscord.FakeDiscord, method: string, path: string) =>
   fake.rest().filter((record) => record.method === method && record.path === path)
 
@@ -464,8 +468,8 @@ describe("Discord bridge: typing indicator", () => {
       yield* waitForRest(fake, "POST", typingPath(channelA), 2)
       yield* TestClock.adjust("8 seconds")
       yield* waitForRest(fake, "POST", typingPath(channelA), 3)
-      const [message] = yield* nextMessages(bridge, 1)
-      yield* bridge.send({ channel: message!.channel, text: "done thinking" })
+      const message = yield* nextAddressed(bridge)
+      yield* bridge.send({ channel: message.channel, text: "done thinking" })
       yield* TestClock.adjust("1 minute")
       yield* typingStartedLater(fake, channelB)
       expect(restTo(fake, "POST", typingPath(channelA)).length).toBe(3)
@@ -477,11 +481,28 @@ describe("Discord bridge: typing indicator", () => {
       yield* fake.script("POST", /\/messages$/, [{ status: 404, body: { message: "Unknown Channel", code: 10003 } }])
       yield* fake.messageCreate({ channelId: channelB, authorId: alice, content: "hello?" })
       yield* waitForRest(fake, "POST", typingPath(channelB), 1)
-      const [message] = yield* nextMessages(bridge, 1)
-      yield* bridge.send({ channel: message!.channel, text: "lost" }).pipe(Effect.flip)
+      const message = yield* nextAddressed(bridge)
+      yield* bridge.send({ channel: message.channel, text: "lost" }).pipe(Effect.flip)
       yield* TestClock.adjust("1 minute")
       yield* typingStartedLater(fake, channelA)
       expect(restTo(fake, "POST", typingPath(channelB)).length).toBe(1)
+    }))
+
+  it.effect("keeps typing for a message still due when the agent posts on its own in its channel (a schedule's post)", () =>
+    Effect.gen(function*() {
+      const { bridge, fake } = yield* connect()
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "think hard" })
+      yield* waitForRest(fake, "POST", typingPath(channelA), 1)
+      const message = yield* nextAddressed(bridge)
+      // The channel alone, naming no message of the bridge: what a scheduled entry's reply comes back on.
+      yield* bridge.send({ channel: channelA, text: "your daily reminder" })
+      yield* waitForRest(fake, "POST", messagesPath(channelA), 1)
+      yield* TestClock.adjust("8 seconds")
+      yield* waitForRest(fake, "POST", typingPath(channelA), 2)
+      yield* bridge.send({ channel: message.channel, text: "done thinking" })
+      yield* TestClock.adjust("1 minute")
+      yield* typingStartedLater(fake, channelB)
+      expect(restTo(fake, "POST", typingPath(channelA)).length).toBe(2)
     }))
 })
 
