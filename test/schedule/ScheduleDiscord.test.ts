@@ -16,10 +16,9 @@ import * as Cli from "../support/Cli.js"
 import * as FakeDiscord from "../support/FakeDiscord.js"
 import { sandbox } from "../support/Sandbox.js"
 
-const botUserId = "100000000000000001"
+const { botUserId, token } = FakeDiscord.ids
 const guildId = "400000000000000001"
 const channel = "200000000000000001"
-const token = "test-bot-token"
 
 const linkedModules = fs.lstatSync(path.join(Cli.REPO, "node_modules")).isSymbolicLink()
   ? { NODE_OPTIONS: "--preserve-symlinks" }

@@ -16,6 +16,21 @@ import type { AddressInfo } from "node:net"
 import { Effect, type Scope } from "effect"
 import { type WebSocket, WebSocketServer } from "ws"
 
+/**
+ * The ids most tests use: the bot's token and user, its server, two channels
+ * and two people. Snowflakes of the right shape (the bridge checks them); none
+ * is a real one.
+ */
+export const ids = {
+  token: "test-bot-token",
+  botUserId: "100000000000000001",
+  guildId: "200000000000000001",
+  channelA: "300000000000000001",
+  channelB: "300000000000000002",
+  alice: "400000000000000001",
+  bob: "400000000000000002"
+} as const
+
 export interface FakeDiscordOptions {
   /** The only token accepted, on REST and in IDENTIFY. */
   readonly token: string

@@ -23,10 +23,7 @@ import { freePortWhere, get, onFreeRunnerPort, placement, PORT_TAKEN, type Runne
 const postgres = usePostgres({ database: "cluster_discord" })
 const DISCORD_RUNNER = path.join(import.meta.dirname, "discord-runner.mjs")
 
-const token = "test-bot-token"
-const botUserId = "100000000000000001"
-const guildId = "200000000000000001"
-const alice = "400000000000000001"
+const { token, botUserId, guildId, alice } = FakeDiscord.ids
 // Twelve channels, so their agents (one per channel) land on both runners.
 const channels = Array.from({ length: 12 }, (_, index) => `3000000000000000${String(index + 10)}`)
 const agentIds = channels.map((channel) => `discord-c${channel}`)

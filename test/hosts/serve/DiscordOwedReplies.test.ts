@@ -16,11 +16,8 @@ import * as DiscordRoutes from "../../../src/hosts/serve/DiscordRoutes.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { echoBrain, hostLayer, tempDir } from "./Kit.js"
 
-const token = "test-bot-token"
-const botUserId = "100000000000000001"
-const guildId = "200000000000000001"
+const { token, botUserId, guildId, alice } = FakeDiscord.ids
 const channel = "300000000000000001"
-const alice = "400000000000000001"
 
 /** Owed replies that are never noted done: the holder always "dies" before it can. */
 const neverDone = () => {

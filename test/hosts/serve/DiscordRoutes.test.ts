@@ -6,14 +6,8 @@ import * as DiscordRoutes from "../../../src/hosts/serve/DiscordRoutes.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { echoBrain, historyOf, hostLayer, tempDir } from "./Kit.js"
 
-const token = "test-bot-token"
-const botUserId = "100000000000000001"
-const guildId = "200000000000000001"
-const channelA = "300000000000000001"
-const channelB = "300000000000000002"
+const { token, botUserId, guildId, channelA, channelB, alice, bob } = FakeDiscord.ids
 const dmChannel = "300000000000000077"
-const alice = "400000000000000001"
-const bob = "400000000000000002"
 
 /** The host and Discord routed into it, as `serve --bridge discord` runs them. */
 const serveDiscord = (per: string) =>

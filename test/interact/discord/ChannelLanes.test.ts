@@ -10,12 +10,7 @@ import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { advanceTo } from "../../support/TestClockWait.js"
 
-const token = "test-bot-token"
-const botUserId = "100000000000000001"
-const guildId = "200000000000000001"
-const channelA = "300000000000000001"
-const channelB = "300000000000000002"
-const alice = "400000000000000001"
+const { token, botUserId, guildId, channelA, channelB, alice } = FakeDiscord.ids
 
 const take = <A, E>(messages: Stream.Stream<A, E>, count: number) =>
   messages.pipe(Stream.take(count), Stream.runCollect)

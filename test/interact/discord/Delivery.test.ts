@@ -19,10 +19,7 @@ import { tempDir } from "../../support/Sandbox.js"
 import { withPinnedJitter } from "../../support/TestClockHttp.js"
 import { advanceTo } from "../../support/TestClockWait.js"
 
-const token = "test-bot-token"
-const botUserId = "100000000000000001"
-const channelA = "300000000000000001"
-const channelB = "300000000000000002"
+const { token, botUserId, channelA, channelB } = FakeDiscord.ids
 
 const startFake = FakeDiscord.make({ token, botUserId, guildId: "200000000000000001", channelIds: [channelA, channelB] })
 

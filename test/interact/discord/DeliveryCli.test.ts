@@ -11,8 +11,7 @@ import * as Cli from "../../support/Cli.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { eventually, sandbox } from "../../support/Sandbox.js"
 
-const token = "test-bot-token"
-const botUserId = "100000000000000001"
+const { token, botUserId } = FakeDiscord.ids
 const channel = "200000000000000001"
 const alice = "300000000000000001"
 

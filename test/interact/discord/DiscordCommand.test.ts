@@ -13,11 +13,10 @@ import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { line } from "../../support/Harness.js"
 import { eventually, sandbox } from "../../support/Sandbox.js"
 
-const botUserId = "100000000000000001"
+const { botUserId, token } = FakeDiscord.ids
 const guildId = "400000000000000001"
 const channel = "200000000000000001"
 const alice = "300000000000000001"
-const token = "test-bot-token"
 
 /**
  * In a git worktree whose node_modules is a link to another checkout's, Node

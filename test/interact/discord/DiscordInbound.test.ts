@@ -11,14 +11,9 @@ import type { DiscordSettings } from "../../../src/interact/discord/Settings.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { captureLogs } from "../../support/LogCapture.js"
 
-const token = "test-bot-token"
-const botUserId = "100000000000000001"
-const guildId = "200000000000000001"
-const channelA = "300000000000000001"
-const channelB = "300000000000000002"
+const { token, botUserId, guildId, channelA, channelB, alice } = FakeDiscord.ids
 const elsewhere = "300000000000000009"
 const dmChannel = "300000000000000077"
-const alice = "400000000000000001"
 const mallory = "400000000000000002"
 
 const startFake = (options: Partial<FakeDiscord.FakeDiscordOptions> = {}) =>

@@ -16,13 +16,9 @@ import { advanceTo } from "../../support/TestClockWait.js"
 const token = "test-token-not-secret"
 /** A second login's token, so its requests tell apart from the first's. */
 const laterToken = "later-token-not-secret"
-const botUserId = "100000000000000001"
-const guildId = "200000000000000001"
-const channelA = "300000000000000001"
-const channelB = "300000000000000002"
+const { botUserId, guildId, channelA, channelB, alice } = FakeDiscord.ids
 const elsewhere = "300000000000000009"
 const dmChannel = "300000000000000077"
-const alice = "400000000000000001"
 const mallory = "400000000000000002"
 
 const intentsWithoutDms = 1 + 512 + 32768 // Guilds, GuildMessages, MessageContent: DMs are off by default

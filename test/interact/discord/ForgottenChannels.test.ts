@@ -12,12 +12,7 @@ import * as DiscordRest from "../../../src/interact/discord/DiscordRest.js"
 import type { DiscordSettings } from "../../../src/interact/discord/Settings.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 
-const token = "test-bot-token"
-const botUserId = "100000000000000001"
-const guildId = "200000000000000001"
-const channelA = "300000000000000001"
-const channelB = "300000000000000002"
-const alice = "400000000000000001"
+const { token, botUserId, guildId, channelA, channelB, alice } = FakeDiscord.ids
 
 const settingsFor = (fake: FakeDiscord.FakeDiscord): DiscordSettings => ({
   token: Redacted.make(token),

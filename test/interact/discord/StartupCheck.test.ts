@@ -16,10 +16,7 @@ import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { captureLogs } from "../../support/LogCapture.js"
 import { advanceTo } from "../../support/TestClockWait.js"
 
-const token = "test-bot-token"
-const botUserId = "100000000000000001"
-const guildId = "200000000000000001"
-const channelA = "300000000000000001"
+const { token, botUserId, guildId, channelA } = FakeDiscord.ids
 
 const unavailable = { status: 503, body: { message: "Service Unavailable" } }
 /** A 429 asking for `seconds`, for this bucket only. */

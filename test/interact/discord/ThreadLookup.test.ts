@@ -9,11 +9,7 @@ import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { captureLogs } from "../../support/LogCapture.js"
 import { advanceTo } from "../../support/TestClockWait.js"
 
-const token = "test-bot-token"
-const botUserId = "100000000000000001"
-const guildId = "200000000000000001"
-const channelA = "300000000000000001"
-const alice = "400000000000000001"
+const { token, botUserId, guildId, channelA, alice } = FakeDiscord.ids
 
 const badGateway = { status: 502, body: { message: "Bad Gateway" } }
 
