@@ -52,14 +52,17 @@ export const preview = (sql: SqlClient.SqlClient, agentId: string): Effect.Effec
       readonly summary_json: string | null
       readonly unterminated: boolean | null
     }>`
-      SELECT count(*) AS lines,
-        coalesce(sum(coalesce(octet_length(line),
-          20 + CASE WHEN role = 'assistant' THEN 11 ELSE 6 END + octet_length(to_json(coalesce(content, ''))::text)) + 1), 0) AS bytes,
-        (SELECT coalesce(octet_length(summary), 0) FROM planckclaw_agents WHERE agent_id = ${agentId}) AS summary_bytes,
-        (SELECT summary FROM planckclaw_agents WHERE agent_id = ${agentId} AND summary_json IS NOT NULL) AS summary,
-        (SELECT summary_json FROM planckclaw_agents WHERE agent_id = ${agentId}) AS summary_json,
-        (SELECT history_unterminated FROM planckclaw_agents WHERE agent_id = ${agentId}) AS unterminated
-      FROM planckclaw_history WHERE agent_id = ${agentId}`,
+      SELECT history.lines, history.bytes,
+        coalesce(octet_length(agent.summary), 0) AS summary_bytes,
+        CASE WHEN agent.summary_json IS NOT NULL THEN agent.summary END AS summary,
+        agent.summary_json, agent.history_unterminated AS unterminated
+      FROM (
+        SELECT count(*) AS lines,
+          coalesce(sum(coalesce(octet_length(line),
+            20 + CASE WHEN role = 'assistant' THEN 11 ELSE 6 END + octet_length(to_json(coalesce(content, ''))::text)) + 1), 0) AS bytes
+        FROM planckclaw_history WHERE agent_id = ${agentId}
+      ) AS history
+      LEFT JOIN planckclaw_agents AS agent ON agent.agent_id = ${agentId}`,
     (rows) => {
       const row = rows[0]
       const historyLines = Number(row?.lines ?? 0)
