@@ -95,7 +95,7 @@ export interface Reach {
 
 /** Its stdout without the lines that are no MCP message (McpStdoutLines); the first such line logged. */
 const messagesOf = ({ entry, logStray }: Reach, stdout: Stream.Stream<Uint8Array, PlatformError.PlatformError>) => {
-  const lines = McpStdoutLines.make()
+  const lines = McpStdoutLines.make(messageMaxBytes)
   const hidden = hidingSecrets(entry)
   return stdout.pipe(
     Stream.map(lines.keep),
@@ -142,8 +142,9 @@ const noting = (reach: Reach, died: Deferred.Deferred<string>) =>
 /**
  * A stdio transport fails a request only once it is closed for good. Its
  * process gone (a TransportError), `died` hears of it from the exit; but its
- * reader may have stopped at a line that is no JSON-RPC message, or at one
- * over the message limit, while the process runs on, deaf: that is said in
+ * reader may have stopped at a JSON-RPC message it refuses (McpStdoutLines
+ * drops the lines that claim no JSON-RPC), or at one over the message
+ * limit, while the process runs on, deaf: that is said in
  * `died` here, so that the server is down and started again.
  */
 const downOnFailure = (

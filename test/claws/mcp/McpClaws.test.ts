@@ -159,27 +159,50 @@ describe("MCP servers as claws", () => {
       ])
     }), 60_000)
 
+  it.live("drops a JSON line on stdout that is no JSON-RPC message (a server logging JSON), says so once, and keeps the server up", () =>
+    Effect.gen(function*() {
+      const dir = yield* Sandbox.tempDir("planckclaw-mcp-json-log-")
+      const logs = yield* captureLogs
+      const mcp = yield* start({
+        logger: McpServers.scripted(dir, {
+          tools: [{ name: "work", inputSchema: { type: "object" } }],
+          answers: { work: { print: `{"level":"info","msg":"working"}`, text: "done" } }
+        })
+      })
+      const connection = mcp.connections.get("logger")!
+      const work = mcp.call("mcp__logger__work", {}).pipe(Effect.provide(logs.layer))
+      expect(yield* work).toEqual({ content: "done", isError: false })
+      const first = connection.pid()
+      expect(yield* work).toEqual({ content: "done", isError: false })
+      expect(connection.state()._tag).toBe("Up")
+      expect(connection.pid()).toBe(first)
+      expect(logs.lines.filter((line) => line.includes("stdout"))).toEqual([
+        "WARN MCP server logger printed a line that is no MCP message to its stdout (ignored, and any more; " +
+        `a server's logs belong on stderr): {"level":"info","msg":"working"}`
+      ])
+    }), 60_000)
+
   it.effect("a server whose stdout breaks the protocol under a call is restarted, not left deaf with its process alive", () =>
     Effect.gen(function*() {
       const dir = yield* Sandbox.tempDir("planckclaw-mcp-deaf-")
       const mcp = yield* start({
-        logger: McpServers.scripted(dir, {
+        broken: McpServers.scripted(dir, {
           tools: [{ name: "work", inputSchema: { type: "object" } }, { name: "echo", inputSchema: { type: "object" } }],
-          // A JSON log line on stdout: an object, but no JSON-RPC message (its stdio transport closes).
-          answers: { work: { print: `{"level":"info","msg":"working"}` }, echo: { text: "echoed" } }
+          // A JSON-RPC error that answers no request: no pending call's answer can be trusted after it.
+          answers: { work: { print: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}` }, echo: { text: "echoed" } }
         })
       })
-      const connection = mcp.connections.get("logger")!
-      expect(yield* mcp.call("mcp__logger__echo", {})).toEqual({ content: "echoed", isError: false })
+      const connection = mcp.connections.get("broken")!
+      expect(yield* mcp.call("mcp__broken__echo", {})).toEqual({ content: "echoed", isError: false })
       const first = connection.pid()!
-      const broken = yield* mcp.call("mcp__logger__work", {})
+      const broken = yield* mcp.call("mcp__broken__work", {})
       expect(broken.isError).toBe(true)
-      expect(broken.content).toMatch(/^Tool work: MCP server logger is not running \(Invalid JSON-RPC message/)
+      expect(broken.content).toMatch(/^Tool work: MCP server broken is not running \(.*uncorrelated JSON-RPC error/)
       yield* until("the server to be found down", () => connection.state()._tag === "Down")
       yield* awaitPendingSleep(1000)
       yield* advanceTo(1000)
       yield* until("the server to be up again", () => connection.state()._tag === "Up")
-      expect(yield* mcp.call("mcp__logger__echo", {})).toEqual({ content: "echoed", isError: false })
+      expect(yield* mcp.call("mcp__broken__echo", {})).toEqual({ content: "echoed", isError: false })
       expect(connection.pid()).not.toBe(first)
       yield* Sandbox.gone("the deaf server", first)
     }), 60_000)

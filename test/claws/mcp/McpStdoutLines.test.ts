@@ -1,7 +1,7 @@
 /**
- * A stdio server's stdout as MCP reads it: message lines kept whole,
- * whatever the chunks they arrive in; any other line dropped, the first
- * one said once.
+ * A stdio server's stdout as MCP reads it: JSON-RPC message lines kept
+ * whole, whatever the chunks they arrive in; any other line (JSON that is
+ * no JSON-RPC message included) dropped, the first one said once.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as McpStdoutLines from "../../../src/claws/mcp/McpStdoutLines.js"
@@ -10,8 +10,8 @@ const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
 /** `text` fed in chunks of `size` bytes; what is kept, as text. */
-const keptOf = (text: string, size: number) => {
-  const lines = McpStdoutLines.make()
+const keptOf = (text: string, size: number, maxLineBytes = 1024 * 1024) => {
+  const lines = McpStdoutLines.make(maxLineBytes)
   const bytes = encoder.encode(text)
   const kept: Array<Uint8Array> = []
   for (let at = 0; at < bytes.length; at += size) kept.push(lines.keep(bytes.subarray(at, at + size)))
@@ -26,13 +26,39 @@ describe("a stdio server's stdout lines", () => {
     for (const size of [1, 2, 3, 7, 64, 4096]) expect(keptOf(output, size).kept).toBe(messages)
   })
 
+  it("drops a JSON line that is no JSON-RPC message (a log record, an object without a message's shape), however the bytes are chunked", () => {
+    const output = '{"level":"info","msg":"ready"}\n{"jsonrpc":"2.0","id":1,"result":{}}\n' +
+      '{"jsonrpc":"1.0","method":"x"}\n{"jsonrpc":"2.0","level":"debug"}\n[1,2]\n{not json at all\n' +
+      '{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}}\n{"jsonrpc":"2.0","method":"notifications/message"}\n'
+    const messages = '{"jsonrpc":"2.0","id":1,"result":{}}\n{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}}\n' +
+      '{"jsonrpc":"2.0","method":"notifications/message"}\n'
+    for (const size of [1, 2, 5, 64, 4096]) {
+      const { kept, lines } = keptOf(output, size)
+      expect(kept).toBe(messages)
+      expect(lines.firstDropped()).toBe('{"level":"info","msg":"ready"}')
+      expect(lines.firstDropped()).toBeUndefined()
+    }
+  })
+
+  it("passes on a message that claims JSON-RPC though it breaks the protocol: the transport refuses it, and its call is not left waiting", () => {
+    const broken = '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n'
+    expect(keptOf(broken, 7).kept).toBe(broken)
+  })
+
+  it("passes on a line held past the limit unjudged, for the transport to refuse for its size", () => {
+    const long = `{"level":"info","msg":"${"x".repeat(100)}"}\n`
+    for (const size of [1, 16, 4096]) expect(keptOf(`${long}{"jsonrpc":"2.0","method":"m"}\n`, size, 50).kept).toBe(`${long}{"jsonrpc":"2.0","method":"m"}\n`)
+    const lines = McpStdoutLines.make(50)
+    expect(lines.keep(encoder.encode(long))).toHaveLength(long.length)
+  })
+
   it("keeps a first message line behind a UTF-8 byte order mark, without the mark", () => {
     const message = '{"jsonrpc":"2.0","id":1,"result":{}}\n'
     for (const size of [1, 2, 64]) expect(keptOf(`\ufeff${message}`, size).kept).toBe(message)
   })
 
   it("gives back a chunk of message lines alone as it is", () => {
-    const lines = McpStdoutLines.make()
+    const lines = McpStdoutLines.make(1024)
     const chunk = encoder.encode('{"jsonrpc":"2.0","id":1,"result":{}}\n')
     expect(lines.keep(chunk)).toBe(chunk)
   })
@@ -41,7 +67,7 @@ describe("a stdio server's stdout lines", () => {
     const { lines } = keptOf(`${"x".repeat(300)}\nsecond stray line\n`, 5)
     expect(lines.firstDropped()).toBe("x".repeat(200))
     expect(lines.firstDropped()).toBeUndefined()
-    const partial = McpStdoutLines.make()
+    const partial = McpStdoutLines.make(1024)
     partial.keep(encoder.encode("starting up"))
     expect(partial.firstDropped()).toBeUndefined()
     partial.keep(encoder.encode("...\n"))
