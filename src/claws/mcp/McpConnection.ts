@@ -35,7 +35,7 @@ import { nextTurn } from "../../runtime/process/NextTurn.js"
 import type { ServerEntry } from "./McpConfig.js"
 import { hidingSecrets } from "./McpNames.js"
 import { toToolResult } from "./McpResult.js"
-import { connect, describeClientError, isTransportFailure, type ProcessNotes, type Reach } from "./McpTransport.js"
+import { connect, describeClientError, isTransportFailure, oversizedCall, type ProcessNotes, type Reach } from "./McpTransport.js"
 
 /** How long a server must have been up for its death to restart it at once, on a fresh backoff. */
 export const healthyLife = Duration.minutes(1)
@@ -248,6 +248,8 @@ export const make = (
         if (typeof now === "string") return downResult(name, now)
         const tool = now.tools.find((candidate) => candidate.name === name)
         if (tool === undefined) return { content: `Unknown tool: ${name} (MCP server ${entry.name} offers no such tool)`, isError: true }
+        const tooLarge = oversizedCall(name, input)
+        if (tooLarge !== undefined) return { content: `Tool ${name}: ${tooLarge}`, isError: true }
         // Timed from when it is sent: the wait for a first start (current) has its own bound.
         const answered = yield* Effect.result(now.client.callTool({ tool, arguments: input })).pipe(
           Effect.timeoutOption(settings.timeout)

@@ -20,6 +20,7 @@ import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as PlatformError from "effect/PlatformError"
+import * as Result from "effect/Result"
 import { describeError } from "../../runtime/Errors.js"
 import { printable } from "../../runtime/Printable.js"
 import type { ServerEntry } from "./McpConfig.js"
@@ -72,6 +73,25 @@ export const describeClientError = (error: McpClientError, entry: ServerEntry): 
   }
   const cause = "cause" in error.reason ? error.reason.cause : undefined
   return cause === undefined ? error.message : `${error.message}: ${describeCause(cause, entry)}`
+}
+
+/**
+ * Why a call of `tool` with `input` is not sent, if its request would be
+ * over the message limit: effect/ai's stdio transport closes on it (the
+ * server would be restarted for the model's input), and a server's reader
+ * refuses such a line too.
+ */
+export const oversizedCall = (tool: string, input: Readonly<Record<string, unknown>>): string | undefined => {
+  // The request as effect/ai writes it, its id at its longest.
+  const request = Result.try(() =>
+    JSON.stringify({ jsonrpc: "2.0", id: Number.MAX_SAFE_INTEGER, method: "tools/call", params: { name: tool, arguments: input } })
+  )
+  // Input that is no JSON is the transport's to refuse, as any other call's.
+  if (Result.isFailure(request)) return undefined
+  const bytes = Buffer.byteLength(request.success)
+  if (bytes <= messageMaxBytes) return undefined
+  return `its input is too large: ${bytes} bytes as an MCP request, over the ${messageMaxBytes / 1024 / 1024} MiB ` +
+    `(${messageMaxBytes} bytes) one MCP message may hold; it was not sent`
 }
 
 /** A failure that says the server is gone, not that one call went wrong. */

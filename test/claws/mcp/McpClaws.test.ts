@@ -223,6 +223,25 @@ describe("MCP servers as claws", () => {
       })
     }), 60_000)
 
+  it.live("refuses a call whose input would make a message over the MCP limit before sending it, and keeps the server up", () =>
+    Effect.gen(function*() {
+      const dir = yield* Sandbox.tempDir("planckclaw-mcp-huge-input-")
+      const mcp = yield* start({
+        notes: McpServers.scripted(dir, { tools: [{ name: "save", inputSchema: { type: "object" } }], answers: { save: { text: "saved" } } })
+      })
+      const connection = mcp.connections.get("notes")!
+      expect(yield* mcp.call("mcp__notes__save", { text: "small" })).toEqual({ content: "saved", isError: false })
+      const first = connection.pid()
+      const refused = yield* mcp.call("mcp__notes__save", { text: "x".repeat(16 * 1024 * 1024) })
+      expect(refused.isError).toBe(true)
+      expect(refused.content).toMatch(
+        /^Tool save: its input is too large: \d+ bytes as an MCP request, over the 16 MiB \(16777216 bytes\) one MCP message may hold; it was not sent$/
+      )
+      expect(connection.state()._tag).toBe("Up")
+      expect(yield* mcp.call("mcp__notes__save", { text: "small again" })).toEqual({ content: "saved", isError: false })
+      expect(connection.pid()).toBe(first)
+    }), 60_000)
+
   it.live("offers a tool its server lists twice once, and says so (a model's API refuses tools of one name)", () =>
     Effect.gen(function*() {
       const dir = yield* Sandbox.tempDir("planckclaw-mcp-twice-")
