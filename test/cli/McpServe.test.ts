@@ -15,6 +15,7 @@ import { APOLOGY } from "../../src/agent/Turn.js"
 import * as AnthropicServer from "../support/AnthropicServer.js"
 import * as Cli from "../support/Cli.js"
 import { line } from "../support/Harness.js"
+import * as Sandbox from "../support/Sandbox.js"
 import { sandbox } from "../support/Sandbox.js"
 
 const connect = (env: NodeJS.ProcessEnv, cwd: string) =>
@@ -129,6 +130,31 @@ describe("planckclaw mcp (stdio MCP server)", () => {
       // No brain answers: the apology, an error too.
       expect(yield* ask({ message: "hello", channel: "desk" })).toEqual({ isError: true, text: APOLOGY })
       expect(stderr().split("\n")).not.toContain("planckclaw error: forged line")
+    }), 60_000)
+
+  it.live("stops at once when the client closes its input under a claw's call: the call stopped and its processes killed, not waited for", () =>
+    Effect.gen(function*() {
+      // A claw timeout far past the wait's bound: the stop must not be the timeout's.
+      const box = yield* sandbox({ PLANCKCLAW_CLAW_TIMEOUT: "3600" }, "planckclaw-mcp-gone-")
+      box.claw("slow.sh", [
+        `#TOOLS:{"name":"slow","description":"takes its time"}`,
+        `sleep 3600 & echo $! > "${box.path("child.pid")}"`,
+        `echo $$ > "${box.path("claw.pid")}"`,
+        "wait"
+      ].join("\n") + "\n")
+      const running = yield* Cli.start(["mcp"], { cwd: box.dir, env: { ...box.env, PLANCKCLAW_HOME: box.dir } })
+      const send = (message: unknown) => running.write(`${JSON.stringify(message)}\n`)
+      yield* send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } })
+      yield* running.lines(1).pipe(Sandbox.within("the initialize answer"))
+      yield* send({ jsonrpc: "2.0", method: "notifications/initialized" })
+      yield* send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "slow", arguments: {} } })
+      const claw = yield* Sandbox.pidIn(box.path("claw.pid"))
+      const child = yield* Sandbox.pidIn(box.path("child.pid"))
+      yield* running.closeInput
+      const result = yield* running.done.pipe(Sandbox.within("planckclaw mcp to exit once its input closed"))
+      expect(result.code).toBe(0)
+      yield* Sandbox.gone("the claw", claw)
+      yield* Sandbox.gone("the claw's child", child)
     }), 60_000)
 
   it.live("writes only the protocol on stdout, and exits 0 when the client closes its input", () =>

@@ -75,15 +75,30 @@ const decodeTool = Schema.decodeUnknownResult(McpSchema.Tool)
 /** What MCP's Tool refused first, and where, as discovery says it of a declaration. */
 const toolProblem = (issue: SchemaIssue.Issue): string => firstProblem(issue) ?? "MCP's Tool refused it"
 
+/** What a call still running when `planckclaw mcp`'s client closed its input answers (written, though nobody reads it). */
+const clientGoneResult = text({ content: "the MCP client closed its input, so the call was stopped", isError: true })
+
+/**
+ * `handle`, stopped once `clientGone` completes: its work interrupted (a
+ * claw's session killed, an ask's turn cut), as nobody is left to read the
+ * answer; never, for serve's MCP route.
+ */
+const untilGone = (clientGone: Effect.Effect<void>) =>
+(handle: (payload: unknown) => Effect.Effect<McpSchema.CallToolResult>) =>
+(payload: unknown): Effect.Effect<McpSchema.CallToolResult> =>
+  Effect.raceFirst(handle(payload), Effect.as(clientGone, clientGoneResult))
+
 /** A claw's tool as an MCP tool; what MCP's Tool refuses of its declaration, if discovery let it through. */
-export const clawTool = (claws: ClawsService, definition: ToolDefinition) =>
+export const clawTool = (claws: ClawsService, definition: ToolDefinition, clientGone: Effect.Effect<void> = Effect.never) =>
   Result.mapBoth(decodeTool({ name: definition.name, description: definition.description, inputSchema: definition.input_schema }), {
     onFailure: ({ issue }) => toolProblem(issue),
     onSuccess: (tool) => ({
       tool,
       annotations: Context.empty(),
-      handle: (payload: unknown) => Effect.map(claws.call(definition.name, payload ?? {}), text).pipe(
-        Effect.catch((error) => Effect.succeed(text({ content: `Tool ${definition.name} failed: ${error.message}`, isError: true })))
+      handle: untilGone(clientGone)((payload) =>
+        Effect.map(claws.call(definition.name, payload ?? {}), text).pipe(
+          Effect.catch((error) => Effect.succeed(text({ content: `Tool ${definition.name} failed: ${error.message}`, isError: true })))
+        )
       )
     })
   })
@@ -91,11 +106,13 @@ export const clawTool = (claws: ClawsService, definition: ToolDefinition) =>
 /**
  * Offers each tool of `tools` on the MCP server, but one named as the ask
  * tool, and one MCP's Tool refuses: each of those is skipped with a warning,
- * so one declaration never stops the server.
+ * so one declaration never stops the server. A call is stopped once
+ * `clientGone` completes.
  */
 export const addClawTools = (
   claws: ClawsService,
-  tools: ReadonlyArray<ToolDefinition>
+  tools: ReadonlyArray<ToolDefinition>,
+  clientGone: Effect.Effect<void> = Effect.never
 ): Effect.Effect<void, never, McpServer.McpServer> =>
   Effect.gen(function*() {
     const server = yield* McpServer.McpServer
@@ -104,7 +121,7 @@ export const addClawTools = (
         yield* Effect.logWarning(`claw tool ${askToolName} is not offered over MCP: the name is the agent's ask tool`)
         continue
       }
-      const registration = clawTool(claws, definition)
+      const registration = clawTool(claws, definition, clientGone)
       if (Result.isFailure(registration)) {
         yield* Effect.logWarning(printable(`claw tool ${definition.name} is not offered over MCP: ${registration.failure}`))
         continue
@@ -180,19 +197,22 @@ const ask = (
 /**
  * The registrations of the MCP server: every claw of `claws`' catalogue
  * now, and ask_agent on `agentContext`, refusing a message over
- * `maxMessageBytes` (PLANCKCLAW_MAX_MESSAGE_BYTES) as the agent would.
+ * `maxMessageBytes` (PLANCKCLAW_MAX_MESSAGE_BYTES) as the agent would. A
+ * call still running when `clientGone` completes (the client closed its
+ * input) is stopped.
  */
 export const registrations = (
   claws: ClawsService,
   agentContext: Effect.Effect<Context.Context<Agent | Inbox>, string>,
-  maxMessageBytes: number
+  maxMessageBytes: number,
+  clientGone: Effect.Effect<void> = Effect.never
 ): Layer.Layer<never, never, McpServer.McpServer> =>
   Layer.effectDiscard(Effect.gen(function*() {
     const server = yield* McpServer.McpServer
     const catalog = yield* Effect.orElseSucceed(claws.list, () => ({ tools: [], problems: [] }))
     // Each of the catalogue's problems is logged by the claws themselves (ScriptClaws), once.
-    yield* addClawTools(claws, catalog.tools)
+    yield* addClawTools(claws, catalog.tools, clientGone)
     const lock = yield* Semaphore.make(1)
     const checkParts = HostMessage.partsChecker(maxMessageBytes)
-    yield* server.addTool({ tool: askTool, annotations: Context.empty(), handle: ask(agentContext, lock, checkParts) })
+    yield* server.addTool({ tool: askTool, annotations: Context.empty(), handle: untilGone(clientGone)(ask(agentContext, lock, checkParts)) })
   }))

@@ -5,7 +5,7 @@
  * test/hosts/serve/ServeMcpErrors.test.ts).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Layer, Result } from "effect"
+import { ConfigProvider, Context, Deferred, Effect, Fiber, Layer, Result } from "effect"
 import type * as McpSchema from "effect/ai/McpSchema"
 import * as McpServer from "effect/ai/McpServer"
 import * as Agent from "../../../src/agent/Agent.js"
@@ -101,4 +101,32 @@ describe("the MCP servers' claws and ask_agent", () => {
       expect(yield* ask("\u0001\u0002")).toEqual({ isError: true, text: ONLY_CONTROLS })
       expect(yield* ask("/help")).toMatchObject({ isError: false })
     })))
+
+  it.effect("a claw's call and an ask still running when the client leaves are stopped then, answering that the client is gone", () =>
+    Effect.gen(function*() {
+      const gone = yield* Deferred.make<void>()
+      const started = yield* Deferred.make<void>()
+      let interrupted = false
+      const claws = InMemoryClaws.make([{
+        definition: { name: "slow", description: "", input_schema: { type: "object" } },
+        run: () => Deferred.succeed(started, undefined).pipe(Effect.andThen(Effect.never), Effect.onInterrupt(() => Effect.sync(() => void (interrupted = true))))
+      }])
+      const handlers = new Map<string, (payload: unknown) => Effect.Effect<McpSchema.CallToolResult>>()
+      const server = {
+        addTool: (options: { readonly tool: { readonly name: string }; readonly handle: (payload: unknown) => Effect.Effect<McpSchema.CallToolResult> }) =>
+          Effect.sync(() => void handlers.set(options.tool.name, options.handle))
+      }
+      // An agent still starting: the ask waits on it.
+      yield* Layer.build(registrations(claws, Effect.never, 1000, Deferred.await(gone)).pipe(
+        Layer.provide(Layer.succeed(McpServer.McpServer, server as unknown as McpServer.McpServer["Service"]))
+      ))
+      const call = yield* Effect.forkChild(handlers.get("slow")!({}))
+      const ask = yield* Effect.forkChild(handlers.get("ask_agent")!({ message: "hello" }))
+      yield* Deferred.await(started)
+      yield* Deferred.succeed(gone, undefined)
+      const stopped = { isError: true, content: [{ type: "text", text: "the MCP client closed its input, so the call was stopped" }] }
+      expect(yield* Fiber.join(call)).toMatchObject(stopped)
+      expect(yield* Fiber.join(ask)).toMatchObject(stopped)
+      expect(interrupted).toBe(true)
+    }))
 })
