@@ -77,20 +77,18 @@ const parseEvents = (block: string): TurnEvent | undefined => {
 class StreamCut extends Error {}
 
 /**
- * Sends a message and calls `onEvent` for each event of its turn, until `end`
- * or `signal` aborts. A failure before the response is the fetch's (or an
- * ApiError); one after it, a stream ending without `end` included, a StreamCut.
+ * Sends a message and calls `onEvent` for each event of its turn, until
+ * `end`. A failure before the response is the fetch's (or an ApiError); one
+ * after it, a stream ending without `end` included, a StreamCut.
  */
 export const streamMessage = async (
   id: string,
   text: string,
   key: string,
-  signal: AbortSignal,
   onEvent: (event: TurnEvent) => void
 ): Promise<void> => {
   const response = await fetch(`${agentPath(id)}/messages`, {
     method: "POST",
-    signal,
     headers: headers({ "content-type": "application/json", accept: "text/event-stream", "idempotency-key": key }),
     body: JSON.stringify({ text, channel: "console" })
   })
@@ -100,7 +98,7 @@ export const streamMessage = async (
     try {
       return await reader.read()
     } catch (error) {
-      throw signal.aborted ? error : new StreamCut((error as Error).message)
+      throw new StreamCut((error as Error).message)
     }
   }
   let buffered = ""
@@ -118,9 +116,14 @@ export const streamMessage = async (
   }
 }
 
-/** Asks the agent to cancel the turn of the message sent under `key`: whether it had one running or queued. */
+/**
+ * Asks the agent to cancel the turn of the message sent under `key`: whether
+ * it had one running or queued. An agent not made yet (404: its first
+ * message not taken) has none.
+ */
 export const cancelTurn = async (id: string, key: string): Promise<boolean> => {
   const response = await fetch(`${agentPath(id)}/cancel`, { method: "POST", headers: headers({ "idempotency-key": key }) })
+  if (response.status === 404) return false
   if (!response.ok) throw await failure(response)
   return ((await response.json()) as { cancelled: boolean }).cancelled
 }

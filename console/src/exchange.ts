@@ -12,7 +12,9 @@
  * sent: a refusal is final, anything else (no connection, one lost before
  * the acknowledgement) is retried the same way, answered once even had it
  * arrived just as the connection broke. A cancel asked before `accepted`
- * is asked again when it comes: the message is taken, then cancelled.
+ * is asked again when it comes: the message is taken, then cancelled. One
+ * the agent refuses (the turn had ended, or was storing its reply) leaves
+ * the page listening: the reply comes (or, the stream cut, Retry gets it).
  */
 import { ApiError, cancelTurn, streamMessage } from "./api.js"
 import { h, messageLine, say } from "./dom.js"
@@ -31,7 +33,6 @@ interface Exchange {
 }
 
 interface Turn {
-  readonly stop: AbortController
   readonly exchange: Exchange
   /** Cancel was asked: once the agent takes the message (`accepted`), it is asked again if it had found no turn. */
   cancelling: boolean
@@ -57,18 +58,26 @@ export const exchanges = (id: string, log: HTMLElement, controls: Controls): Exc
   const open = new Set<Exchange>()
   let turn: Turn | undefined
 
-  // The agent stops the turn and answers its stream with the cancellation; if it had none to stop, the page stops
-  // listening, but for a message it has not taken yet (no `accepted`: it may be finishing a compaction first): stopping
-  // then would leave it to be answered unseen, so the cancel is asked again once the agent takes it.
+  // The agent stops the turn and answers its stream with the cancellation. When it had none to stop, the page goes on
+  // listening: a turn already storing its reply (or ended) sends it, which stopping would leave unseen until a reload;
+  // a message not taken yet (no `accepted`: the agent may be finishing a compaction first) is asked again once taken.
   const cancel = async () => {
     const running = turn
     if (running === undefined || running.cancelling) return
     running.cancelling = true
     controls.cancel.disabled = true
     const taken = running.exchange.accepted
-    const stopped = await cancelTurn(id, running.exchange.key).catch(() => false)
-    if (stopped) return
-    if (taken) running.stop.abort()
+    const asked = await cancelTurn(id, running.exchange.key).then(
+      (stopped) => ({ stopped, failure: undefined }),
+      (error: Error) => ({ stopped: false, failure: error.message })
+    )
+    if (asked.stopped || turn !== running) return
+    if (asked.failure !== undefined) {
+      // Not asked: the turn goes on, and Cancel may be tried again.
+      running.cancelling = false
+      controls.cancel.disabled = false
+      say(`The turn could not be cancelled (${asked.failure}): ${id} goes on with it.`, true)
+    } else if (taken) say(`Too late to cancel: ${id} had begun to store its reply, which follows.`)
     else if (!running.exchange.accepted) say(`${id} has not taken the message yet: it is cancelled as soon as it does.`)
   }
 
@@ -99,8 +108,7 @@ export const exchanges = (id: string, log: HTMLElement, controls: Controls): Exc
       segment = undefined
       place(element)
     }
-    const running = new AbortController()
-    const current: Turn = { stop: running, exchange, cancelling: false }
+    const current: Turn = { exchange, cancelling: false }
     turn = current
     controls.send.disabled = true
     controls.cancel.disabled = false
@@ -110,7 +118,7 @@ export const exchanges = (id: string, log: HTMLElement, controls: Controls): Exc
     const pending: Array<{ name: string; line: HTMLElement }> = []
     let settled = true
     try {
-      await streamMessage(id, exchange.said, exchange.key, running.signal, (event) => {
+      await streamMessage(id, exchange.said, exchange.key, (event) => {
         switch (event.event) {
           case "accepted":
             exchange.accepted = true
@@ -153,10 +161,7 @@ export const exchanges = (id: string, log: HTMLElement, controls: Controls): Exc
       })
     } catch (error) {
       const said = (error as Error).message
-      if (running.signal.aborted) {
-        line(h("div", { class: "tool failed" }, "This page stopped listening: the turn had ended, or the agent could not stop it (it then finishes it and keeps it)."))
-        say("Stopped listening.")
-      } else if (error instanceof ApiError && !exchange.accepted) {
+      if (error instanceof ApiError && !exchange.accepted) {
         // Refused: the same message would be refused again.
         line(h("div", { class: "tool failed" }, `Not sent: ${said}`))
         say(`The message was not answered: ${said}`, true)

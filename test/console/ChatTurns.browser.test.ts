@@ -8,7 +8,9 @@
  * turn, and text told around a tool line is shown once. Escape cancels a
  * turn sent with the Send button, wherever the focus is, but not from the
  * Forget dialog, which it closes. Cancelled before the agent took the
- * message (no `accepted` yet), the turn is cancelled once it does.
+ * message (no `accepted` yet), the turn is cancelled once it does; refused
+ * as too late (the agent already committing its reply), the page keeps
+ * listening and shows the reply.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -204,5 +206,34 @@ describe("the console's turns in chromium", () => {
       expect(yield* logLines(page)).toEqual(["You:hold on", "Agent:Cancelled: the turn was stopped before it finished; nothing was stored."])
       expect(Effect.runSync(server.requests).filter((request) => !AnthropicServer.isCompaction(request)).length).toBeLessThanOrEqual(1)
       expect(fs.existsSync(path.join(agents, "erin", "history.jsonl")) ? stored(agents, "erin") : []).toEqual([])
+    }), 120_000)
+
+  it.live("Cancel turn refused as too late (the agent committing its reply) keeps the page listening: the reply shows, no reload needed", () =>
+    Effect.gen(function*() {
+      // The answer's last words wait for the test: the cancel is answered meanwhile.
+      const rest = yield* Deferred.make<void>()
+      const { agents, box, env } = yield* setup((request) => {
+        if (AnthropicServer.isCompaction(request)) return AnthropicServer.listingSummary(request)
+        const [start, ping, ...more] = AnthropicServer.streamEvents([{ type: "text", pieces: ["Booked ", "for eight."] }])
+        return LoopbackHttp.events([start!, ping!, more[0]!, more[1]!, rest, ...more.slice(2)])
+      })
+      const port = yield* LoopbackHttp.unusedPort
+      yield* serveOn(port, box.dir, env)
+      const page = yield* ConsoleBrowser.page()
+      // The server's answer to a cancel that comes once the turn commits its reply (TurnCancels); the window between
+      // that commit and the stream's `end` is too short to hit from here, so the page's cancel is answered by the route.
+      yield* step(() => page.route("**/v1/agents/fay/cancel", (route) => route.fulfill({ status: 200, contentType: "application/json", body: "{\"cancelled\":false}" })))
+      yield* step(() => page.goto(`http://127.0.0.1:${port}/`))
+      yield* step(() => page.getByLabel("Agent id (a new one starts a new agent)").fill("fay"))
+      yield* step(() => page.keyboard.press("Enter"))
+      yield* step(() => page.getByLabel(/Message to fay/).fill("book the table"))
+      yield* step(() => page.keyboard.press("Enter"))
+      yield* step(() => page.locator(".msg.assistant", { hasText: "Booked" }).waitFor())
+      yield* step(() => page.getByRole("button", { name: "Cancel turn" }).click())
+      yield* step(() => page.getByText("Too late to cancel: fay had begun to store its reply, which follows.").waitFor())
+      yield* Deferred.succeed(rest, undefined)
+      yield* step(() => page.getByText("fay answered.").waitFor())
+      expect(yield* logLines(page)).toEqual(["You:book the table", "Agent:Booked for eight."])
+      expect(stored(agents, "fay")).toEqual(["user: book the table", "assistant: Booked for eight."])
     }), 120_000)
 })
