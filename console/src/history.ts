@@ -2,13 +2,14 @@
  * An agent's earlier exchanges in the chat's log, a page at a time as it is
  * scrolled up (GET …/history?before=). A page's cursor is a position in the
  * history file, which a compaction rewrites: after one, an old cursor points
- * elsewhere in the shorter file (or past its end, where the server counts
- * from the end: the newest entries again). So each earlier page is asked
- * from the second-oldest entry shown, one entry more: its newest entry must
- * be the oldest shown. When it is not (the agent compacted on its own,
- * unseen by this page), the log starts again from the newest page rather
- * than show entries twice or out of place; after the page's own Compact
- * now it starts again at once.
+ * elsewhere in the shorter file (inside a line, which the server refuses,
+ * or past its end, where it counts from the end: the newest entries again).
+ * So each earlier page is asked from the second-oldest entry shown, one
+ * entry more: its newest entry must be the oldest shown. When it is not, or
+ * the cursor is refused (the agent compacted on its own, unseen by this
+ * page), the log starts again from the newest page rather than show
+ * entries twice or out of place; after the page's own Compact now it
+ * starts again at once.
  */
 import { agentPath, ApiError, getJson, type HistoryEntry } from "./api.js"
 import { h, messageLine, say } from "./dom.js"
@@ -82,6 +83,11 @@ export const history = (id: string, log: HTMLElement, live: () => ReadonlyArray<
       return true
     } catch (error) {
       if (asked !== generation) return false
+      // The cursor falls inside a line of the rewritten file: compacted, as when the page does not go on.
+      if (from !== "newest" && error instanceof ApiError && error.code === "bad-query") {
+        void reload(`${id}'s history was compacted meanwhile: its newest messages are shown again.`)
+        return false
+      }
       // A new agent has no history yet.
       if (!(error instanceof ApiError && error.status === 404)) say(`History could not be read: ${(error as Error).message}`, true)
       cursor = "start"

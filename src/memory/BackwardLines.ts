@@ -81,5 +81,13 @@ export const pageBackward = <A>(
   return { items, next: stopped && oldest > 0 ? oldest : null }
 }
 
+/** Whether a line starts at `offset` of a file of `size` bytes: its start, its end, or just after a newline. */
+export const startsLine = (fd: number, offset: number, size: number): boolean => {
+  if (offset <= 0 || offset >= size) return true
+  const byte = Buffer.allocUnsafe(1)
+  fs.readSync(fd, byte, 0, 1, offset - 1)
+  return byte[0] === 0x0a
+}
+
 /** The size of an open file. */
 export const sizeOf = (fd: number): number => fs.fstatSync(fd).size

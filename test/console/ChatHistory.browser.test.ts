@@ -4,8 +4,9 @@
  * positions earlier pages are asked from point elsewhere in it. After the
  * page's own Compact now the log starts again from the newest page; after a
  * compaction it did not see (the agent's own, or another client's), the next
- * earlier page tells it and the log starts again too. Either way the log
- * shows the history file's entries once each, in order.
+ * earlier page tells it (it does not go on from the log, or its cursor,
+ * inside a line of the new file, is refused) and the log starts again too.
+ * Either way the log shows the history file's entries once each, in order.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -64,5 +65,30 @@ describe("the console's chat log after a compaction", () => {
       yield* step(() => page.getByRole("button", { name: "Load earlier messages" }).click())
       yield* shownAtLeast(40)
       expect(yield* shown()).toEqual(fileLines())
+    }), 120_000)
+
+  it.live("a cursor the server refuses as inside a line (left by a compaction the page did not see) starts the log again from the newest page", () =>
+    Effect.gen(function*() {
+      const { box, env } = yield* setup(AnthropicServer.echo)
+      const serve = yield* startServe(box.dir, env)
+      for (let n = 0; n < 20; n++) yield* postMessage(serve.base, "bea", `note ${n}`)
+      const page = yield* ConsoleBrowser.page()
+      const log = page.getByRole("log", { name: "Conversation with bea" })
+      const shown = () => step(() => log.locator(".msg").allTextContents())
+      const newest = Array.from({ length: 15 }, (_, i) => i + 5).flatMap((n) => [`You:note ${n}`, `Agent:re: note ${n}`])
+      yield* step(() => page.goto(`${serve.base}/`))
+      yield* step(() => page.getByRole("button", { name: "Chat with bea" }).click())
+      yield* step(() => log.getByText("re: note 19").waitFor())
+      expect(yield* shown()).toEqual(newest)
+      // The next page's cursor lands inside the first line, as one taken before a compaction can: the server refuses it.
+      const earlier = "**/v1/agents/bea/history?*before=*"
+      yield* step(() => page.route(earlier, (route) => route.continue({ url: route.request().url().replace(/before=\d+/u, "before=1") })))
+      yield* step(() => page.getByRole("button", { name: "Load earlier messages" }).click())
+      yield* step(() => page.getByText("bea's history was compacted meanwhile: its newest messages are shown again.").waitFor())
+      expect(yield* shown()).toEqual(newest)
+      yield* step(() => page.unroute(earlier))
+      yield* step(() => page.getByRole("button", { name: "Load earlier messages" }).click())
+      yield* step(() => page.getByRole("button", { name: "No earlier messages" }).waitFor())
+      expect(yield* shown()).toEqual(Array.from({ length: 20 }, (_, n) => [`You:note ${n}`, `Agent:re: note ${n}`]).flat())
     }), 120_000)
 })

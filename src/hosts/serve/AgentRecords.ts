@@ -39,31 +39,46 @@ export interface HistoryPage {
   readonly next: number | null
 }
 
+/** Why a history page is not given: a cursor that is no line's start (a bad query), or a file that cannot be read. */
+export interface HistoryRefused {
+  readonly reason: "bad-query" | "unavailable"
+  readonly message: string
+}
+
 /**
  * Up to `limit` lines of `directory`'s history that start before byte
  * `before` (the whole file when absent; a `before` past its end counts from
  * its end), newest first. Lines that do not decode are passed over. A
+ * `before` inside a line is refused: no page gives it, and the lines before
+ * it would be answered as if it were one (or nothing, in the first line). A
  * compaction rewrites the file, so a cursor taken before it points into the
- * new file: a client then starts again from the newest page.
+ * new file (refused, or a page that does not go on from the last one): a
+ * client then starts again from the newest page.
  */
-export const historyPage = (directory: string, before: number | undefined, limit: number): Result.Result<HistoryPage, string> =>
-  Result.try({
-    try: () => {
+export const historyPage = (directory: string, before: number | undefined, limit: number): Result.Result<HistoryPage, HistoryRefused> =>
+  Result.flatMap(Result.try({
+    try: (): Result.Result<HistoryPage, HistoryRefused> => {
       const file = path.join(directory, "history.jsonl")
       const fd = Result.try(() => fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK))
-      if (Result.isFailure(fd)) return { entries: [], next: null }
+      if (Result.isFailure(fd)) return Result.succeed({ entries: [], next: null })
       try {
         const size = BackwardLines.sizeOf(fd.success)
+        if (before !== undefined && !BackwardLines.startsLine(fd.success, before, size)) {
+          return Result.fail({
+            reason: "bad-query",
+            message: `before=${before} does not point at the start of a line of the history: give an entry's \`at\` or a page's \`next\` (after a compaction, start again from the newest page)`
+          })
+        }
         const end = before === undefined ? size : Math.min(before, size)
         const page = BackwardLines.pageBackward(fd.success, end, limit, ({ line, offset }) =>
           Option.getOrUndefined(Option.map(parseLine(line), (entry): HistoryEntryAt => ({ at: offset, ...entry }))))
-        return { entries: page.items, next: page.next }
+        return Result.succeed({ entries: page.items, next: page.next })
       } finally {
         fs.closeSync(fd.success)
       }
     },
-    catch: (error) => `cannot read the history: ${String(error)}`
-  })
+    catch: (error): HistoryRefused => ({ reason: "unavailable", message: `cannot read the history: ${String(error)}` })
+  }), (read) => read)
 
 /** A period of days (UTC), both ends included; either may be open. */
 export interface Period {
@@ -179,12 +194,15 @@ export const forHost = (host: {
   readonly prices: PriceTable
   readonly hostSoul: FallbackSoul.Reader
 }): Records => {
-  const readOf = <A>(id: AgentId, read: Result.Result<A, string>) =>
+  const readOf = <A>(id: AgentId, read: Result.Result<A, string | HistoryRefused>) =>
     Result.match(read, {
-      onFailure: (message) => Effect.fail(new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })),
+      onFailure: (refused) => {
+        const { reason, message } = typeof refused === "string" ? { reason: "unavailable" as const, message: refused } : refused
+        return Effect.fail(new HostError({ reason, id, message: `agent ${id}: ${message}` }))
+      },
       onSuccess: Effect.succeed
     })
-  const inAgent = <A>(raw: string, read: (directory: string) => Result.Result<A, string>) =>
+  const inAgent = <A>(raw: string, read: (directory: string) => Result.Result<A, string | HistoryRefused>) =>
     Effect.flatMap(host.existing(raw), (id) => readOf(id, read(host.directoryOf(id))))
   return {
     history: (raw, page) => inAgent(raw, (directory) => historyPage(directory, page.before, page.limit)),

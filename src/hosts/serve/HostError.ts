@@ -9,6 +9,8 @@ export type HostErrorReason =
   | "bad-id"
   /** The message is malformed: a channel or Idempotency-Key that is not allowed. */
   | "bad-input"
+  /** A query the route cannot answer as asked: a history cursor inside a line. */
+  | "bad-query"
   /** The message is over PLANCKCLAW_MAX_MESSAGE_BYTES. */
   | "too-large"
   /** No agent directory of that id (list, get, compact). */

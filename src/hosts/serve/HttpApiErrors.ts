@@ -100,6 +100,7 @@ export const fromHost = (error: HostError): HostProblem => {
   switch (error.reason) {
     case "bad-id":
     case "bad-input":
+    case "bad-query":
       return new BadRequest({ error: error.reason, message })
     case "too-large":
       return new PayloadTooLarge({ error: "too-large", message })

@@ -24,7 +24,7 @@ const historyLimit = once("limit").check(Schema.makeFilter((raw) => {
 
 const before = once("before").check(Schema.makeFilter(
   (raw) => /^\d{1,15}$/.test(raw) || `before must be the \`next\` of a page (a whole number), got ${JSON.stringify(raw.slice(0, 40))}`,
-  { description: "The `next` of the previous page: the entries before that position", toJsonSchema: () => ({ pattern: "^[0-9]{1,15}$" }) }
+  { description: "The `next` of the previous page (or an entry's `at`): the entries before that position (without --cluster, one inside a line of history.jsonl is a 400)", toJsonSchema: () => ({ pattern: "^[0-9]{1,15}$" }) }
 ))
 
 const day = (name: string) =>

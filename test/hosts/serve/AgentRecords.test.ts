@@ -65,4 +65,21 @@ describe("AgentRecords", () => {
     expect([rest.entries.map((entry) => [entry.at, entry.content]), rest.next]).toEqual([[[0, "one"]], null])
     expect(Result.getOrThrow(AgentRecords.historyPage(path.join(dir, "none"), undefined, 5))).toEqual({ entries: [], next: null })
   })
+
+  it("a history cursor inside a line is refused as a bad query, naming it; one at a line's start, 0 or the end is a page", () => {
+    const dir = tempDir()
+    const lines = [JSON.stringify({ role: "user", content: "one" }), JSON.stringify({ role: "assistant", content: "two" })]
+    fs.writeFileSync(path.join(dir, "history.jsonl"), lines.join("\n") + "\n")
+    const second = lines[0]!.length + 1
+    const size = second + lines[1]!.length + 1
+    for (const inside of [1, second - 1, second + 5, size - 1]) {
+      const refused = AgentRecords.historyPage(dir, inside, 5)
+      expect(Result.isFailure(refused) && refused.failure).toEqual({
+        reason: "bad-query",
+        message: expect.stringContaining(`before=${inside} does not point at the start of a line`)
+      })
+    }
+    const contents = (before: number) => Result.getOrThrow(AgentRecords.historyPage(dir, before, 5)).entries.map((entry) => entry.content)
+    expect([contents(0), contents(second), contents(size), contents(size + 100)]).toEqual([[], ["one"], ["two", "one"], ["two", "one"]])
+  })
 })

@@ -113,6 +113,13 @@ describe("serve's usage ledgers and history pages (built command)", () => {
         const refused = yield* getJson(serve.base, `/v1/agents/carol/history?${query}`)
         expect([refused.status, refused.body.message]).toEqual([400, expect.stringContaining(message)])
       }
+      // A cursor inside a line (stale, or made by hand) is refused, saying so, rather than answered with a wrong page.
+      const second = fs.readFileSync(file, "utf8").indexOf("\n") + 1
+      for (const inside of [1, second + 3]) {
+        const refused = yield* getJson(serve.base, `/v1/agents/carol/history?before=${inside}`)
+        expect([refused.status, refused.body.error, refused.body.message]).toEqual([400, "bad-query", expect.stringContaining("does not point at the start of a line")])
+      }
+      expect((yield* getJson(serve.base, `/v1/agents/carol/history?before=${second}`)).body.entries).toEqual([{ at: 0, ...lines[0] }])
       expect((yield* getJson(serve.base, "/v1/agents/nobody/history")).status).toBe(404)
     }))
 })
