@@ -10,7 +10,8 @@
  * Forget dialog, which it closes. Cancelled before the agent took the
  * message (no `accepted` yet), the turn is cancelled once it does; refused
  * as too late (the agent already committing its reply), the page keeps
- * listening and shows the reply.
+ * listening and shows the reply; one that could not be asked says so and
+ * may be asked again.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -235,5 +236,35 @@ describe("the console's turns in chromium", () => {
       yield* step(() => page.getByText("fay answered.").waitFor())
       expect(yield* logLines(page)).toEqual(["You:book the table", "Agent:Booked for eight."])
       expect(stored(agents, "fay")).toEqual(["user: book the table", "assistant: Booked for eight."])
+    }), 120_000)
+
+  it.live("a Cancel turn that could not be asked (the connection failed) says so and may be pressed again, which cancels the turn", () =>
+    Effect.gen(function*() {
+      // The answer's last words never come: only a cancel ends the turn.
+      const never = yield* Deferred.make<void>()
+      const { agents, box, env } = yield* setup((request) => {
+        if (AnthropicServer.isCompaction(request)) return AnthropicServer.listingSummary(request)
+        const [start, ping, ...more] = AnthropicServer.streamEvents([{ type: "text", pieces: ["Thinking ", "about it."] }])
+        return LoopbackHttp.events([start!, ping!, more[0]!, more[1]!, never, ...more.slice(2)])
+      })
+      const port = yield* LoopbackHttp.unusedPort
+      yield* serveOn(port, box.dir, env)
+      const page = yield* ConsoleBrowser.page()
+      // The first cancel is lost on the way (the connection fails); the next reaches the server.
+      let asked = 0
+      yield* step(() => page.route("**/v1/agents/gus/cancel", (route) => ++asked === 1 ? route.abort("connectionfailed") : route.continue()))
+      yield* step(() => page.goto(`http://127.0.0.1:${port}/`))
+      yield* step(() => page.getByLabel("Agent id (a new one starts a new agent)").fill("gus"))
+      yield* step(() => page.keyboard.press("Enter"))
+      yield* step(() => page.getByLabel(/Message to gus/).fill("take your time"))
+      yield* step(() => page.keyboard.press("Enter"))
+      yield* step(() => page.locator(".msg.assistant", { hasText: "Thinking" }).waitFor())
+      yield* step(() => page.getByRole("button", { name: "Cancel turn" }).click())
+      yield* step(() => page.getByText(/^The turn could not be cancelled \(.+\): gus goes on with it\.$/).waitFor())
+      expect(yield* step(() => page.getByRole("button", { name: "Cancel turn" }).isEnabled())).toBe(true)
+      yield* step(() => page.getByRole("button", { name: "Cancel turn" }).click())
+      yield* step(() => page.getByText("Turn cancelled: nothing was stored.").waitFor())
+      expect(asked).toBe(2)
+      expect(fs.existsSync(path.join(agents, "gus", "history.jsonl")) ? stored(agents, "gus") : []).toEqual([])
     }), 120_000)
 })
