@@ -16,5 +16,5 @@ export const shownUrl = (url: string): string => {
 // A URL runs to the next space: a channel holds no spaces, and a webhook URL none either.
 const URLS = /https?:\/\/\S+/gi
 
-/** `channel` with each http(s) URL in it shown as shownUrl shows it (`schedule/ID/webhook:URL`, under `run`). */
+/** `channel` with each http(s) URL in it shown as shownUrl shows it (`schedule/ID@OCCURRENCE/webhook:URL`, under `run`). */
 export const shownChannel = (channel: string): string => channel.replace(URLS, shownUrl)

@@ -21,15 +21,28 @@ import { type Entry, parseDestination } from "./ScheduleEntry.js"
 
 const PREFIX = "schedule/"
 
-/** The channel a scheduled message of `entry` is journaled and answered under. */
-export const channelOf = (entry: Entry): string => `${PREFIX}${entry.id}/${entry.to}`
+/**
+ * The channel the firing of `entry` for its occurrence at `occurrenceMs` is
+ * journaled and answered under: `schedule/ID@OCCURRENCE/TO`. The occurrence
+ * tells its reply from the reply to another firing of the entry (one
+ * recovered after a restart), so that only its own reply ends its turn.
+ */
+export const channelOf = (entry: Entry, occurrenceMs: number): string =>
+  `${PREFIX}${entry.id}@${ScheduleEntry.formatInstant(occurrenceMs)}/${entry.to}`
 
-/** The entry id and destination a scheduled message's channel names; undefined for any other channel. */
-export const parseChannel = (channel: string): { readonly id: string; readonly to: string } | undefined => {
+/**
+ * The entry id, occurrence and destination a scheduled message's channel
+ * names; undefined for any other channel. A channel an older build journaled
+ * (`schedule/ID/TO`) names no occurrence.
+ */
+export const parseChannel = (channel: string): { readonly id: string; readonly occurrenceMs: number | undefined; readonly to: string } | undefined => {
   if (!channel.startsWith(PREFIX)) return undefined
   const rest = channel.slice(PREFIX.length)
   const slash = rest.indexOf("/")
-  return slash <= 0 ? undefined : { id: rest.slice(0, slash), to: rest.slice(slash + 1) }
+  if (slash <= 0) return undefined
+  const [id, at] = rest.slice(0, slash).split("@", 2) as [string, string | undefined]
+  const occurrenceMs = at === undefined ? undefined : Date.parse(at)
+  return { id, occurrenceMs: occurrenceMs === undefined || Number.isNaN(occurrenceMs) ? undefined : occurrenceMs, to: rest.slice(slash + 1) }
 }
 
 /** The text the agent receives (and history keeps) for a firing of `entry`. */

@@ -48,7 +48,7 @@ export const withSchedule = (
           answering.set(entry.id, occurrenceMs)
           return Effect.andThen(
             Effect.logDebug(`schedule ${entry.id}: firing for ${formatInstant(occurrenceMs)}`),
-            Queue.offer(fired, { channel: ScheduleDelivery.channelOf(entry), text: ScheduleDelivery.messageOf(entry) })
+            Queue.offer(fired, { channel: ScheduleDelivery.channelOf(entry, occurrenceMs), text: ScheduleDelivery.messageOf(entry) })
           )
         })
     }, options.wake)
@@ -60,7 +60,10 @@ export const withSchedule = (
     const deliver = (channel: string, text: string) =>
       Effect.suspend(() => {
         const named = ScheduleDelivery.parseChannel(channel)
-        if (named !== undefined) answering.delete(named.id)
+        // Only the reply to the firing that is being answered ends it: not one to a firing recovered after a restart.
+        if (named !== undefined && named.occurrenceMs !== undefined && answering.get(named.id) === named.occurrenceMs) {
+          answering.delete(named.id)
+        }
         return named?.to.startsWith("webhook:") === true
           ? Effect.asVoid(FiberSet.run(deliveries, ScheduleDelivery.deliver(options.routes, channel, text), { startImmediately: true }))
           : ScheduleDelivery.deliver(options.routes, channel, text)

@@ -214,7 +214,7 @@ describe("the schedule tools, called by the model", () => {
       const [posted] = yield* receiver.awaitRequests(1)
       expect(posted!.body).toMatchObject({ schedule: "big1", reply: expect.stringContaining("the limit is 40 bytes") })
       expect(logs.lines.filter((line) => line.includes("byte message"))).toEqual([
-        `WARN rejected a 57-byte message from schedule/big1/webhook:http://127.0.0.1:${receiver.port}/…`
+        `WARN rejected a 57-byte message from schedule/big1@${new Date(T0 + 30_000).toISOString()}/webhook:http://127.0.0.1:${receiver.port}/…`
       ])
       expect(logs.lines.join("\n")).not.toContain(SECRET)
     }))

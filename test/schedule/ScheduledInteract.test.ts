@@ -5,7 +5,8 @@
  * each said on standard error, rather than queueing them to be answered in
  * a burst; once its reply is delivered, it fires again at its next one. A
  * firing the agent could not journal (an internal error) is answered with
- * the apology, so the entry is not held back for ever.
+ * the apology, so the entry is not held back for ever. The reply to a
+ * firing recovered after a restart does not end the newer firing's turn.
  */
 import * as fs from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
@@ -50,11 +51,12 @@ describe("run's schedule beside its bridge", () => {
       yield* Effect.forkScoped(Stream.runForEach(interact.messages, (message) => Effect.sync(() => void received.push(message))))
       for (let minute = 1; minute <= 5; minute++) yield* advanceTo(T0 + minute * 60_000)
       // The agent has not answered the run at minute 1: the four after it are skipped, not queued.
-      expect(received).toEqual([{ channel: "schedule/m1/none", text: "[scheduled m1] check the build" }])
+      const firstRun = `schedule/m1@${iso(T0 + 60_000)}/none`
+      expect(received).toEqual([{ channel: firstRun, text: "[scheduled m1] check the build" }])
       expect(logs.lines.filter((line) => line.includes("still being answered"))).toEqual([2, 3, 4, 5].map((minute) =>
         `WARN schedule m1: its run at ${iso(T0 + 60_000)} is still being answered: its run at ${iso(T0 + minute * 60_000)} is skipped`
       ))
-      yield* interact.send({ channel: "schedule/m1/none", text: "the build is green" })
+      yield* interact.send({ channel: firstRun, text: "the build is green" })
       yield* advanceTo(T0 + 6 * 60_000)
       expect(received).toHaveLength(2)
       expect(JSON.parse(fs.readFileSync(file, "utf8")).entries[0].lastRun).toBe(iso(T0 + 6 * 60_000))
@@ -105,7 +107,41 @@ describe("run's schedule beside its bridge", () => {
       expect(asked).toEqual([JSON.stringify("[scheduled m1] check the build")])
       expect(logs.lines.filter((line) => line.includes("still being answered"))).toEqual([])
       expect(logs.lines.filter((line) => line.includes("could not journal"))).toEqual([
-        "ERROR could not journal a message from channel schedule/m1/terminal (an internal error): it is answered with the apology Error: a bug journaling it"
+        `ERROR could not journal a message from channel schedule/m1@${iso(T0 + 60_000)}/terminal (an internal error): it is answered with the apology Error: a bug journaling it`
       ])
+    }))
+
+  it.effect("the reply to a firing recovered after a restart leaves the newer firing being answered: its next run is still skipped", () =>
+    Effect.gen(function*() {
+      const file = ScheduleStore.fileIn(yield* tempDir())
+      fs.writeFileSync(file, JSON.stringify({
+        entries: [{ id: "m1", when: { _tag: "Every", seconds: 60 }, text: "check the build", to: "none", created: iso(T0) }]
+      }))
+      yield* TestClock.setTime(T0)
+      const logs = yield* captureLogs
+      const user = yield* InMemoryInteract.make
+      const { interact } = yield* ScheduledInteract.withSchedule(user.service, {
+        file,
+        graceMs: 600_000,
+        pollMs: 3_600_000,
+        routes: { agent: "run" }
+      }).pipe(Effect.provide(logs.layer))
+      const received: Array<InboundMessage> = []
+      yield* Effect.forkScoped(Stream.runForEach(interact.messages, (message) => Effect.sync(() => void received.push(message))))
+      yield* advanceTo(T0 + 60_000)
+      expect(received.map((message) => message.channel)).toEqual([`schedule/m1@${iso(T0 + 60_000)}/none`])
+      // The previous run's firings, journaled before it stopped, answered by the agent first: one of this
+      // build (an earlier occurrence named) and one of an older build (none named).
+      yield* interact.send({ channel: `schedule/m1@${iso(T0)}/none`, text: "the build was green" })
+      yield* interact.send({ channel: "schedule/m1/none", text: "the build was green" })
+      yield* advanceTo(T0 + 120_000)
+      expect(received).toHaveLength(1)
+      expect(logs.lines.filter((line) => line.includes("still being answered"))).toEqual([
+        `WARN schedule m1: its run at ${iso(T0 + 60_000)} is still being answered: its run at ${iso(T0 + 120_000)} is skipped`
+      ])
+      // Its own reply ends it: the entry fires at its next run.
+      yield* interact.send({ channel: `schedule/m1@${iso(T0 + 60_000)}/none`, text: "the build is green" })
+      yield* advanceTo(T0 + 180_000)
+      expect(received.map((message) => message.channel)).toEqual([`schedule/m1@${iso(T0 + 60_000)}/none`, `schedule/m1@${iso(T0 + 180_000)}/none`])
     }))
 })
