@@ -211,7 +211,7 @@ export const commands: ReadonlyArray<CommandHelp> = [
       { name: "--every DURATION", description: "an interval from now: 30s, 5m, 1h30m, 2d (whole seconds, at least 1s, at most 36500d)" },
       { name: "--at TIME", description: "once: +10m, 09:00 (its next coming), 2026-12-24 09:00, or 2026-12-24T08:00:00Z; a date that exists, after now and before the year 10000" },
       { name: "--to WHERE", description: "where the reply goes: terminal (the run's; the default without --agent), discord:CHANNEL_ID, webhook:URL (POST of {agent, schedule, reply}) or none (memory only; the default with --agent)" },
-      { name: "--json", description: "list: print the entries as JSON, each with its next run" }
+      { name: "--json", description: "list: print the entries as JSON, each with its next run, and why the agent would refuse its message (refused), or null" }
     ],
     examples: [
       "planckclaw schedule add --at 09:00 'remind me to call the bank'",

@@ -36,6 +36,13 @@ export interface RunnerOptions {
   readonly pollMs: number
   /** Hands the entry's message to the agent, for its occurrence at `occurrenceMs`. */
   readonly fire: (entry: Entry, occurrenceMs: number) => Effect.Effect<void>
+  /**
+   * Why the agent would refuse the entry's message at every firing (over its
+   * PLANCKCLAW_MAX_MESSAGE_BYTES: an entry written by hand, or before the
+   * limit was lowered), or undefined. Such an entry is warned of when it is
+   * first read, not first at its firing; the others are not held back by it.
+   */
+  readonly refusedMessage?: ((entry: Entry) => string | undefined) | undefined
 }
 
 /** The entries a runner fires, and how it records a firing (false: already recorded, by another). */
@@ -104,9 +111,35 @@ const pass = (options: RunnerOptions, now: number): Effect.Effect<number | undef
     return soonest
   })
 
+/**
+ * The entries' reads, each entry whose message the agent would refuse
+ * (RunnerOptions.refusedMessage) warned of once: again only once its reason
+ * changes, or after it was fixed and broken again.
+ */
+const warningRefused = (options: RunnerOptions): RunnerStore => {
+  const refusedMessage = options.refusedMessage
+  if (refusedMessage === undefined) return options.store
+  const said = new Map<string, string>()
+  const warn = (entries: ReadonlyArray<Entry>) =>
+    Effect.suspend(() => {
+      const refused = new Map<string, string>()
+      for (const entry of entries) {
+        const reason = refusedMessage(entry)
+        if (reason !== undefined) refused.set(entry.id, reason)
+      }
+      const fresh = [...refused].filter(([id, reason]) => said.get(id) !== reason)
+      said.clear()
+      for (const [id, reason] of refused) said.set(id, reason)
+      return Effect.forEach(fresh, ([id, reason]) =>
+        Effect.logWarning(`schedule ${id}: ${reason}; the other entries fire as usual`), { discard: true })
+    })
+  return { ...options.store, read: Effect.tap(options.store.read, warn) }
+}
+
 /** A runner; `wake`, when given, is the latch a change is signalled on (shared with the schedule tool). */
-export const make = (options: RunnerOptions, wake?: Latch.Latch): Effect.Effect<Runner> =>
+export const make = (given: RunnerOptions, wake?: Latch.Latch): Effect.Effect<Runner> =>
   Effect.map(wake === undefined ? Latch.make(false) : Effect.succeed(wake), (wake) => {
+    const options: RunnerOptions = { ...given, store: warningRefused(given) }
     // A schedule that cannot be used (a bad file) is said once, not at every look, and again once it changes.
     let said: string | undefined
     const refused = (message: string) =>

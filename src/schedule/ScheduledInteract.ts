@@ -13,7 +13,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { InboundMessage, InteractService } from "../ports/Interact.js"
 import * as ScheduleDelivery from "./ScheduleDelivery.js"
-import { formatInstant } from "./ScheduleEntry.js"
+import { formatInstant, sizeProblem } from "./ScheduleEntry.js"
 import * as ScheduleRunner from "./ScheduleRunner.js"
 import * as ScheduleStore from "./ScheduleStore.js"
 
@@ -22,6 +22,8 @@ export interface ScheduledOptions {
   readonly graceMs: number
   readonly pollMs: number
   readonly routes: ScheduleDelivery.Routes
+  /** The agent's PLANCKCLAW_MAX_MESSAGE_BYTES: an entry whose message is over it is warned of when read. */
+  readonly maxMessageBytes: number
   /** The latch the schedule tool signals a change on, when the host offers it. */
   readonly wake?: Latch.Latch | undefined
 }
@@ -41,6 +43,7 @@ export const withSchedule = (
       store: ScheduleRunner.fromStore(ScheduleStore.fileStore(options.file)),
       graceMs: options.graceMs,
       pollMs: options.pollMs,
+      refusedMessage: (entry) => sizeProblem(entry, options.maxMessageBytes),
       fire: (entry, occurrenceMs) =>
         Effect.suspend(() => {
           const earlier = answering.get(entry.id)

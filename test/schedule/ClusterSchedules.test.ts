@@ -2,7 +2,8 @@
  * Schedules in the cluster (issue 51): two runner processes on loopback
  * against a throwaway PostgreSQL, the entries in planckclaw_schedules. Each
  * single time fires once across both runners (one turn, one webhook POST),
- * and an entry every second fires once per occurrence, never twice.
+ * and an entry every second fires once per occurrence, never twice. An
+ * entry over the runners' PLANCKCLAW_MAX_MESSAGE_BYTES is warned of when read.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -32,7 +33,8 @@ const posted = receiver.posted
 beforeAll(async () => {
   await receiver.listen()
   const server = await Effect.runPromise(postgres)
-  const env = { PLANCKCLAW_DATABASE_URL: server.url, PLANCKCLAW_DIR: path.join(work, "memory"), RUNNER_CALLS: calls }
+  // The runners' own limit, lower than the CLI's (the default): the database does not hold it.
+  const env = { PLANCKCLAW_DATABASE_URL: server.url, PLANCKCLAW_DIR: path.join(work, "memory"), RUNNER_CALLS: calls, PLANCKCLAW_MAX_MESSAGE_BYTES: "1000" }
   runners = await Promise.all([startRunner(env), startRunner(env)])
 }, 90_000)
 
@@ -133,6 +135,23 @@ describe("planckclaw serve --cluster, two runners, with schedules", () => {
     await Effect.runPromise(eventually("fay's reminder", () => posted.find((one) => one.agent === "fay"), "30 seconds"))
     expect(posted.filter((one) => one.agent === "fay")).toEqual([{ agent: "fay", schedule: id, reply: `reply to [scheduled ${id}] remind fay` }])
     expect(brainCalls(calls).get(`[scheduled ${id}] remind fay`)).toBe(1)
+  }, 90_000)
+
+  it("schedule add --cluster holds a message to the command's own PLANCKCLAW_MAX_MESSAGE_BYTES; the runner firing the schedules warns of one over its own when it reads it", async () => {
+    const url = await Effect.runPromise(Effect.map(postgres, (server) => server.url))
+    const env = baseEnv({ PLANCKCLAW_HOME: work, PLANCKCLAW_DIR: path.join(work, "cli-memory"), PLANCKCLAW_DATABASE_URL: url })
+    const before = runners.map((runner) => runner.output().length)
+    // The command's limit is its own (64 KiB by default): it cannot know the runners' 1000 bytes.
+    const added = await Effect.runPromise(Cli.run(["schedule", "add", "--agent", "hal", "--cluster", "--every", "1h", "--to", "none", "x".repeat(2000)], { cwd: work, env }))
+    expect(added.code).toBe(0)
+    const id = /^added ([0-9a-f]{8}):/.exec(added.stdout)![1]!
+    const warning = `schedule hal/${id}: the message is 2000 bytes; the agent takes at most 1000 (PLANCKCLAW_MAX_MESSAGE_BYTES), the 21 bytes of its mark ` +
+      `"[scheduled ${id}] " included, so it would be refused at every firing: write at most 979 bytes; the other entries fire as usual`
+    const said = () => runners.flatMap((runner, index) => runner.output().slice(before[index]).split("\n").filter((line) => line.includes(`hal/${id}`)))
+    // Told within a look at the table (2 s), an hour before it would first fire.
+    await Effect.runPromise(eventually("the runner's warning", () => said().length > 0 ? true : undefined, "30 seconds"))
+    expect(said()).toHaveLength(1)
+    expect(said()[0]).toContain(warning)
   }, 90_000)
 
   // Last: it kills a runner.

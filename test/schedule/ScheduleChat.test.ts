@@ -72,6 +72,7 @@ const agentWithSchedule = (
       file,
       graceMs: 600_000,
       pollMs: 3_600_000,
+      maxMessageBytes: Number(env.PLANCKCLAW_MAX_MESSAGE_BYTES ?? 65_536),
       wake,
       routes: { agent: "alice", terminal: (text) => user.service.send({ channel: "cli", text }) }
     })

@@ -4,7 +4,8 @@
  * listed with their next run, removed by id; bad expressions, past times,
  * dates that do not exist, intervals no date can hold, unknown destinations
  * and a Discord destination without a bot refused with the reason (exit 2),
- * nothing written.
+ * nothing written; an entry written by hand whose message the agent would
+ * refuse is named by list.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -125,7 +126,7 @@ describe("planckclaw schedule", () => {
       expect(JSON.parse(listed.stdout)).toHaveLength(3)
     }))
 
-  it.effect("a message over PLANCKCLAW_MAX_MESSAGE_BYTES (an agent's own config.env's, when lower) is refused saying the limit, exit 2, nothing written", () =>
+  it.effect("a message over PLANCKCLAW_MAX_MESSAGE_BYTES (an agent's own config.env's, when lower) is refused saying the limit, exit 2, nothing written; one written by hand is named by list", () =>
     Effect.gen(function*() {
       const cwd = yield* tempDir()
       const memory = path.join(cwd, "memory")
@@ -147,6 +148,26 @@ describe("planckclaw schedule", () => {
       expect({ code: own.code, stderr: own.stderr }).toEqual({ code: 2, stderr: expect.stringContaining("the agent takes at most 50 (PLANCKCLAW_MAX_MESSAGE_BYTES)") })
       expect(fs.existsSync(path.join(agents, "alice", "schedules.json"))).toBe(false)
       expect((yield* schedule("--agent", "alice", "x".repeat(29))).code).toBe(0)
+      // One written by hand (or before the limit was lowered) is named by list, its text and JSON; the others are not.
+      const file = path.join(memory, "schedules.json")
+      const written = JSON.parse(fs.readFileSync(file, "utf8"))
+      const created = new Date().toISOString()
+      written.entries.push({ id: "big1", when: { _tag: "Every", seconds: 3600 }, text: "x".repeat(90), to: "none", created })
+      fs.writeFileSync(file, JSON.stringify(written))
+      const refusal = "the message is 90 bytes; the agent takes at most 100 (PLANCKCLAW_MAX_MESSAGE_BYTES), the 17 bytes of its mark " +
+        '"[scheduled big1] " included, so it would be refused at every firing: write at most 83 bytes'
+      const listed = yield* Cli.run(["schedule", "list"], { cwd, env })
+      expect(listed.code).toBe(0)
+      const lines = listed.stdout.trim().split("\n")
+      expect(lines).toHaveLength(2)
+      expect(lines[0]).not.toContain("REFUSED")
+      expect(lines[1]).toMatch(/^big1 .*"x{90}"  REFUSED: /)
+      expect(lines[1]!.endsWith(`REFUSED: ${refusal}`)).toBe(true)
+      const json = JSON.parse((yield* Cli.run(["schedule", "list", "--json"], { cwd, env })).stdout) as ReadonlyArray<{ id: string; refused: string | null }>
+      expect(json.map((entry) => entry.refused)).toEqual([null, refusal])
+      // Held to the agent's own lower limit, as serve holds it.
+      const alice = JSON.parse((yield* Cli.run(["schedule", "list", "--agent", "alice", "--json"], { cwd, env })).stdout) as ReadonlyArray<{ refused: string | null }>
+      expect(alice.map((entry) => entry.refused)).toEqual([null])
     }))
 
   it.effect("--agent ID: the schedule of that agent of serve; its default destination is memory only, and terminal is refused", () =>

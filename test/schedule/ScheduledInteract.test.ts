@@ -45,6 +45,7 @@ describe("run's schedule beside its bridge", () => {
         file,
         graceMs: 600_000,
         pollMs: 3_600_000,
+        maxMessageBytes: 65_536,
         routes: { agent: "run" }
       }).pipe(Effect.provide(logs.layer))
       const received: Array<InboundMessage> = []
@@ -80,6 +81,7 @@ describe("run's schedule beside its bridge", () => {
         file,
         graceMs: 600_000,
         pollMs: 3_600_000,
+        maxMessageBytes: 65_536,
         routes: { agent: "run", terminal: (text) => user.service.send({ channel: "cli", text }) }
       }).pipe(Effect.provide(logs.layer))
       const layer = Agent.layerWithMemory.pipe(
@@ -124,6 +126,7 @@ describe("run's schedule beside its bridge", () => {
         file,
         graceMs: 600_000,
         pollMs: 3_600_000,
+        maxMessageBytes: 65_536,
         routes: { agent: "run" }
       }).pipe(Effect.provide(logs.layer))
       const received: Array<InboundMessage> = []
@@ -143,5 +146,39 @@ describe("run's schedule beside its bridge", () => {
       yield* interact.send({ channel: `schedule/m1@${iso(T0 + 60_000)}/none`, text: "the build is green" })
       yield* advanceTo(T0 + 180_000)
       expect(received.map((message) => message.channel)).toEqual([`schedule/m1@${iso(T0 + 60_000)}/none`, `schedule/m1@${iso(T0 + 180_000)}/none`])
+    }))
+
+  it.effect("an entry whose message is over PLANCKCLAW_MAX_MESSAGE_BYTES (written by hand) is warned of when the file is read, once; the others fire", () =>
+    Effect.gen(function*() {
+      const file = ScheduleStore.fileIn(yield* tempDir())
+      const created = iso(T0)
+      fs.writeFileSync(file, JSON.stringify({
+        entries: [
+          { id: "big1", when: { _tag: "Every", seconds: 3600 }, text: "x".repeat(40), to: "none", created },
+          { id: "ok1", when: { _tag: "Every", seconds: 60 }, text: "check the build", to: "none", created }
+        ]
+      }))
+      yield* TestClock.setTime(T0)
+      const logs = yield* captureLogs
+      const user = yield* InMemoryInteract.make
+      const { interact } = yield* ScheduledInteract.withSchedule(user.service, {
+        file,
+        graceMs: 600_000,
+        pollMs: 2_000,
+        maxMessageBytes: 40,
+        routes: { agent: "run" }
+      }).pipe(Effect.provide(logs.layer))
+      const received: Array<InboundMessage> = []
+      yield* Effect.forkScoped(Stream.runForEach(interact.messages, (message) => Effect.sync(() => void received.push(message))))
+      const warned = [
+        `WARN schedule big1: the message is 40 bytes; the agent takes at most 40 (PLANCKCLAW_MAX_MESSAGE_BYTES), the 17 bytes of its mark ` +
+        `"[scheduled big1] " included, so it would be refused at every firing: write at most 23 bytes; the other entries fire as usual`
+      ]
+      // At load, an hour before its first firing; not again at each look at the file.
+      yield* advanceTo(T0 + 2_000)
+      expect(logs.lines.filter((line) => line.includes("big1"))).toEqual(warned)
+      for (let look = 2; look <= 30; look++) yield* advanceTo(T0 + look * 2_000)
+      expect(logs.lines.filter((line) => line.includes("big1"))).toEqual(warned)
+      expect(received.map((message) => message.text)).toEqual(["[scheduled ok1] check the build"])
     }))
 })

@@ -50,6 +50,27 @@ describe("serve's schedules", () => {
       expect(JSON.parse(fs.readFileSync(path.join(root, "agents", "bob", "schedules.json"), "utf8")).entries).toEqual([])
     }))
 
+  it.effect("an entry over its agent's own PLANCKCLAW_MAX_MESSAGE_BYTES (config.env) is warned of when its file is read, naming the agent's limit", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const created = new Date(T0).toISOString()
+      fs.mkdirSync(path.join(root, "agents", "alice"), { recursive: true })
+      fs.writeFileSync(path.join(root, "agents", "alice", "config.env"), "PLANCKCLAW_MAX_MESSAGE_BYTES=50\n")
+      fs.writeFileSync(path.join(root, "agents", "alice", "schedules.json"), JSON.stringify({ entries: [
+        { id: "big1", when: { _tag: "Every", seconds: 3600 }, text: "x".repeat(40), to: "none", created },
+        { id: "ok1", when: { _tag: "Every", seconds: 3600 }, text: "x".repeat(33), to: "none", created }
+      ] }))
+      yield* TestClock.setTime(T0)
+      const logs = yield* captureLogs
+      const host = yield* startHost(root, echoBrain().layer)
+      yield* Effect.forkScoped(ServeSchedules.run({ pollMs: HOUR }).pipe(Effect.provideService(AgentHost.AgentHost, host), Effect.provide(logs.layer)))
+      while (!logs.lines.some((line) => line.includes("big1"))) yield* yieldToEventLoop
+      expect(logs.lines.filter((line) => line.includes("PLANCKCLAW_MAX_MESSAGE_BYTES"))).toEqual([
+        `WARN schedule big1: the message is 40 bytes; the agent takes at most 50 (PLANCKCLAW_MAX_MESSAGE_BYTES), the 17 bytes of its mark ` +
+        `"[scheduled big1] " included, so it would be refused at every firing: write at most 33 bytes; the other entries fire as usual`
+      ])
+    }))
+
   it.effect("an agent of serve schedules its own reminder with the tool; serve fires it", () =>
     Effect.gen(function*() {
       const receiver = yield* LoopbackHttp.serve(() => LoopbackHttp.respond(204, ""), (raw) => JSON.parse(raw) as unknown)

@@ -68,6 +68,7 @@ export const interact = (schedule: RunSchedule, near: InteractService) =>
       graceMs,
       pollMs: POLL_MS,
       wake: schedule.wake,
+      maxMessageBytes: yield* numberOf(MaxMessageBytes),
       routes: {
         agent: AGENT_NAME,
         terminal: schedule.bridge === "cli" ? (text) => near.send({ channel: TERMINAL_CHANNEL, text }) : undefined,

@@ -96,10 +96,11 @@ const messageLimit = (options: { readonly agent: Option.Option<string>; readonly
 
 const nextText = (next: number | undefined) => next === undefined ? "none" : ScheduleEntry.formatInstant(next)
 
-/** An entry's line in `list`: id, when, next run, last run, destination, text. */
-const line = (entry: ScheduleEntry.Entry, next: number | undefined) =>
+/** An entry's line in `list`: id, when, next run, last run, destination, text; and why its firings are refused, if they are. */
+const line = (entry: ScheduleEntry.Entry, next: number | undefined, refused: string | undefined) =>
   `${entry.id}  ${ScheduleEntry.describeWhen(entry.when)}  next ${nextText(next)}` +
-  `  last ${entry.lastRun ?? "never"}  to ${entry.to}  ${JSON.stringify(entry.text)}`
+  `  last ${entry.lastRun ?? "never"}  to ${entry.to}  ${JSON.stringify(entry.text)}` +
+  (refused === undefined ? "" : `  REFUSED: ${refused}`)
 
 const addCommand = Command.make("add", {
   agent: agentOption,
@@ -142,12 +143,19 @@ const listCommand = Command.make("list", {
   Effect.gen(function*() {
     const entries = yield* withStore(options, (store) => store.read)
     const now = yield* Clock.currentTimeMillis
-    const rows = entries.map((entry) => ({ entry, next: ScheduleEntry.nextOf(entry, now) }))
+    // An entry written by hand (or before the limit was lowered) whose message the agent would refuse at every
+    // firing is named here too, not only when it fires. A limit that cannot be read (a bad config.env) checks none.
+    const limit = yield* Effect.orElseSucceed(messageLimit(options), () => undefined)
+    const rows = entries.map((entry) => ({
+      entry,
+      next: ScheduleEntry.nextOf(entry, now),
+      refused: limit === undefined ? undefined : ScheduleEntry.sizeProblem(entry, limit)
+    }))
     if (options.json) {
-      const json = rows.map(({ entry, next }) => ({ ...entry, next: next === undefined ? null : ScheduleEntry.formatInstant(next) }))
+      const json = rows.map(({ entry, next, refused }) => ({ ...entry, next: next === undefined ? null : ScheduleEntry.formatInstant(next), refused: refused ?? null }))
       return yield* Console.log(JSON.stringify(json, null, 2))
     }
-    yield* Console.log(rows.length === 0 ? "no schedule entries" : rows.map(({ entry, next }) => line(entry, next)).join("\n"))
+    yield* Console.log(rows.length === 0 ? "no schedule entries" : rows.map(({ entry, next, refused }) => line(entry, next, refused)).join("\n"))
   }).pipe(withSettings(new Map()))).pipe(Command.withDescription("List the entries, each with its next and last run."))
 
 const removeCommand = Command.make("remove", {

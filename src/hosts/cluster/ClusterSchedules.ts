@@ -19,7 +19,10 @@ import * as Result from "effect/Result"
 import * as Singleton from "effect/cluster/Singleton"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
+import { numberOf } from "../../config/ConfigRange.js"
+import { MaxMessageBytes } from "../../config/settings/Agent.js"
 import * as ScheduleDelivery from "../../schedule/ScheduleDelivery.js"
+import { sizeProblem } from "../../schedule/ScheduleEntry.js"
 import * as ScheduleRunner from "../../schedule/ScheduleRunner.js"
 import * as ScheduleStore from "../../schedule/ScheduleStore.js"
 import * as AgentHost from "../serve/AgentHost.js"
@@ -111,6 +114,8 @@ const fireAll = (pollMs: number) =>
     yield* Effect.logInfo("the cluster's schedules fire on this runner")
     yield* Effect.addFinalizer(() => Effect.logInfo("the cluster's schedules no longer fire on this runner"))
     const graceMs = yield* Effect.orDie(ScheduleRunner.GraceConfig)
+    // This runner's limit: the database holds none, and the runners are meant to share their settings.
+    const messageLimit = yield* Effect.orDie(numberOf(MaxMessageBytes))
     // Discord channels get their replies over REST with the bot's token, when there is one (ScheduleDiscord).
     const discord = yield* ScheduleDiscord.make
     const turns = yield* FiberSet.make()
@@ -119,6 +124,7 @@ const fireAll = (pollMs: number) =>
       store: everyAgent(sql),
       graceMs,
       pollMs,
+      refusedMessage: (keyed) => sizeProblem({ id: split(keyed.id).id, text: keyed.text }, messageLimit),
       fire: (keyed, occurrenceMs) => {
         const { agent, id } = split(keyed.id)
         const entry = { ...keyed, id }

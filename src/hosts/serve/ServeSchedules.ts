@@ -10,17 +10,21 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as FiberMap from "effect/FiberMap"
 import * as FiberSet from "effect/FiberSet"
 import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
+import { numberOf } from "../../config/ConfigRange.js"
+import { MaxMessageBytes } from "../../config/settings/Agent.js"
 import * as ScheduleDelivery from "../../schedule/ScheduleDelivery.js"
-import type { Entry } from "../../schedule/ScheduleEntry.js"
+import { type Entry, sizeProblem } from "../../schedule/ScheduleEntry.js"
 import * as ScheduleRunner from "../../schedule/ScheduleRunner.js"
 import * as ScheduleStore from "../../schedule/ScheduleStore.js"
 import * as AgentHost from "./AgentHost.js"
 import * as AgentId from "./AgentId.js"
+import * as AgentSettings from "./AgentSettings.js"
 import * as ScheduleDiscord from "./ScheduleDiscord.js"
 
 /** How often the agents' directory and each schedule file are looked at again. */
@@ -52,18 +56,29 @@ export const run = (options: { readonly pollMs?: number } = {}) =>
         })
         yield* ScheduleDelivery.deliverTo({ agent: id, discord }, entry.id, entry.to, reply.reply)
       }).pipe(Effect.catch((error) => Effect.logError(`schedule ${entry.id} of agent ${id}: ${error.message}`)))
+    const hostLimit = yield* numberOf(MaxMessageBytes)
+    const hostProvider = yield* ConfigProvider.ConfigProvider
+    // The agent's own config.env may lower the host's limit, as its messages are held to (AgentSettings.ownMessageLimit);
+    // one that cannot be read is its start's to refuse, not the schedule's.
+    const messageLimitOf = (id: string) =>
+      AgentSettings.provider(id, path.join(host.directory, id), hostProvider).pipe(
+        Effect.flatMap((provider) => Effect.provideService(numberOf(MaxMessageBytes), ConfigProvider.ConfigProvider, provider)),
+        Effect.map((own) => Math.min(own, hostLimit)),
+        Effect.orElseSucceed(() => hostLimit)
+      )
     const start = (id: string) =>
       Effect.flatMap(
-        ScheduleRunner.make({
+        Effect.flatMap(messageLimitOf(id), (limit) => ScheduleRunner.make({
           store: ScheduleRunner.fromStore(ScheduleStore.fileStore(ScheduleStore.fileIn(path.join(host.directory, id)))),
           graceMs,
           pollMs,
+          refusedMessage: (entry) => sizeProblem(entry, limit),
           // The turn runs beside the runner: a long one holds back no other entry, and skips its own next runs.
           fire: (entry, occurrenceMs) =>
             FiberSet.run(turns, answering(`${id}/${entry.id}`, `${entry.id} of agent ${id}`, occurrenceMs, answer(id, entry, occurrenceMs)), {
               startImmediately: true
             }).pipe(Effect.asVoid)
-        }),
+        })),
         (runner) => FiberMap.run(runners, id, runner.run, { onlyIfMissing: true })
       )
     const look = Effect.suspend(() =>
