@@ -6,7 +6,7 @@
  * A call runs `CLAW NAME INPUT_JSON` with stdin on /dev/null, in a fresh
  * private directory removed after the call (not the agent's working
  * directory, where config.env and its secrets live), with the agent's
- * environment minus its secrets. The result never ends with
+ * environment minus its secrets (PWD naming that directory, no OLDPWD). The result never ends with
  * whitespace: trailing newlines are trimmed so a result cannot end in the
  * empty line that frames answers on the claw FIFO.
  */

@@ -339,6 +339,25 @@ describe("Scripts claws: calls", () => {
       expect(Fs.readdirSync(tmp)).toEqual([])
     }))
 
+  it.effect("tells a claw its working directory in PWD, and passes no OLDPWD of the agent's", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      // A directory of the agent's, which a claw that trusts $OLDPWD (`cd -`) would act on.
+      yield* withEnv({ OLDPWD: dir })
+      // awk, not a shell: a shell would put PWD right itself, and a claw in another language reads what it was given.
+      const environ = 'BEGIN { print ENVIRON["PWD"]; print ("OLDPWD" in ENVIRON) ? "OLDPWD=" ENVIRON["OLDPWD"] : "no OLDPWD" }'
+      yield* writeClaw(dir, "environ.sh", `#!/usr/bin/awk -f\n${tool("environ")}\n${environ}\n`)
+      yield* writeClaw(dir, "where.sh", `#!/bin/sh\n${tool("where")}\ncd "$PWD" && pwd -P\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      const environResult = yield* claws.call("environ", {})
+      const where = yield* claws.call("where", {})
+      expect(environResult.isError).toBe(false)
+      const [pwd, oldpwd] = environResult.content.split("\n")
+      expect(Path.basename(pwd!)).toMatch(/^planckclaw-claw-\d+-/)
+      expect(oldpwd).toBe("no OLDPWD")
+      expect(where.content).toMatch(/\/planckclaw-claw-\d+-[^/]+$/)
+    }))
+
   it.effect("runs a claw without the execute bit through /bin/sh", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir

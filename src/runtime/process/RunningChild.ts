@@ -4,6 +4,7 @@
  * when the main process exits, and killed then reaped when the run stops.
  */
 import type * as NodeChildProcess from "node:child_process"
+import * as Path from "node:path"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -60,6 +61,16 @@ export interface Running {
 }
 
 /**
+ * The child's environment in `cwd`: PWD names it and OLDPWD is gone, as in a
+ * shell started there. Inherited, they named this process's directories, and
+ * a script that trusts `$PWD` (`cd "$PWD/data"`) would act there.
+ */
+const environmentIn = (env: Readonly<Record<string, string>>, cwd: string): Record<string, string> => {
+  const { OLDPWD: _oldpwd, ...rest } = env
+  return { ...rest, PWD: Path.resolve(cwd) }
+}
+
+/**
  * Spawns (through the watchdog's gate) and wires every listener in one
  * synchronous step, so no event can fire between the spawn and the listener
  * that must see it.
@@ -70,7 +81,7 @@ export const start = (
   cwd: string,
   { done, exit }: Ends
 ): Result.Result<Running, SpawnError> =>
-  spawnGuarded(request.command, request.args, { cwd, env: request.env, stdio: ["ignore", "pipe", "pipe"] }).pipe(
+  spawnGuarded(request.command, request.args, { cwd, env: environmentIn(request.env, cwd), stdio: ["ignore", "pipe", "pipe"] }).pipe(
     Result.mapError((failed) =>
       new SpawnError({ message: printable(`cannot start ${request.command}: ${failed.message}`), cause: failed.cause })
     ),

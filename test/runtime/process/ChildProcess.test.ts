@@ -232,6 +232,23 @@ describe.each(runs)("$where", ({ clocked, run }) => {
       expect(Fs.readdirSync(parent)).toEqual([])
     }))
 
+  it.effect("tells the command its private directory in PWD, whatever PWD and OLDPWD it was given", () =>
+    Effect.gen(function*() {
+      const parent = yield* tempDir
+      // env, not a shell, prints what it was given: no PWD at all, as from an agent started without one.
+      const given = yield* run(shell("", { command: "/usr/bin/env", args: [], cwd: { privateIn: parent, prefix: "p-" } }))
+      const misled = yield* run(
+        shell("", { command: "/usr/bin/env", args: [], cwd: { privateIn: parent, prefix: "p-" }, env: { PWD: "/", OLDPWD: "/" } })
+      )
+      for (const outcome of [given, misled]) {
+        const lines = text(outcome.stdout).split("\n")
+        const pwd = lines.find((line) => line.startsWith("PWD="))?.slice("PWD=".length) ?? "(none)"
+        expect(Path.dirname(pwd)).toBe(parent)
+        expect(Path.basename(pwd)).toMatch(/^p-\d+-/)
+        expect(lines.filter((line) => line.startsWith("OLDPWD="))).toEqual([])
+      }
+    }))
+
   it.effect("first removes what processes now dead left in the parent, and nothing else", () =>
     Effect.gen(function*() {
       const parent = yield* tempDir
