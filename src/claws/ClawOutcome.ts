@@ -2,7 +2,8 @@
  * What the model is told of a claw's run (ScriptClaws): its stdout as the
  * result, cut at the output cap with the cut marked; on a non-zero exit, a
  * signal or a stderr flood, an error with what it printed, an excerpt of its
- * stderr and what ended it. Invalid UTF-8 is replaced, never fatal.
+ * stderr and what ended it. Invalid UTF-8 is replaced, never fatal. A run
+ * the spawn helper's death cut short says so.
  */
 import type { ToolResult } from "../ports/Claws.js"
 import type * as ChildProcess from "../runtime/process/ChildProcess.js"
@@ -47,3 +48,14 @@ export const formatOutcome = (name: string, outcome: ChildProcess.RunOutcome, re
   ]
   return { content: parts.filter((part) => part !== "").join("\n"), isError: true }
 }
+
+/**
+ * A call the spawn helper's death cut short (the OOM killer): the claw may
+ * have run, so not "could not be started"; the helper's words and the
+ * claw's path are for the log.
+ */
+export const cutShort = (name: string, helperEnded: string): ToolResult => ({
+  content: `Tool ${name} was cut short: the process that runs claws (planckclaw's spawn helper) ${helperEnded} ` +
+    `during the call, and what the claw started was stopped with it; it may have done part of its work`,
+  isError: true
+})

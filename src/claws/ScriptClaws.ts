@@ -33,7 +33,7 @@ import { printable } from "../runtime/Printable.js"
 import * as Tracing from "../runtime/Tracing.js"
 import { type Catalog, type Discovery, makeDiscovery, type WatchDirectory } from "./ClawDiscovery.js"
 import { interpreterProblem, ranWithShHint } from "./ClawInterpreter.js"
-import { formatOutcome } from "./ClawOutcome.js"
+import { cutShort, formatOutcome } from "./ClawOutcome.js"
 
 /** Seconds before a claw's whole session is killed; also read by the agent's patience on the claw pipes (Bridges). */
 export const ClawTimeoutConfig = numberOf(ClawTimeout)
@@ -237,7 +237,9 @@ const build = (config: ScriptsConfig, discovery: Discovery, catchUps: CatchUps, 
           notStarted(
             errnoCode(error.cause) === "E2BIG" ? "its input is too large to pass as a command-line argument" : error.message,
             error.message
-          ))
+          )),
+        Effect.catchTag("SpawnHelperDied", (error) =>
+          Effect.as(Effect.logWarning(`claw ${name} was cut short (${printable(file)}): ${error.message}`), cutShort(name, error.ended)))
       )
     })
 

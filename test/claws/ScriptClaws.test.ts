@@ -2,7 +2,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect } from "@effect/vitest"
-import { it } from "../support/ProcessServices.js"
+import { helperPid, it } from "../support/ProcessServices.js"
 import { Config, ConfigProvider, Duration, Effect, Result, Fiber, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { unknownTool } from "../../src/ports/Claws.js"
@@ -543,6 +543,27 @@ describe("Scripts claws: calls", () => {
       const fiber = yield* Effect.forkChild(claws.call("hang", {}))
       const pgid = yield* readPid(pidFile)
       yield* Fiber.interrupt(fiber)
+      expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
+    }))
+
+  it.effect("tells the model a claw was cut short when the spawn helper running it dies, naming the signal, not the claw's path", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const logs = yield* captureLogs
+      const pidFile = Path.join(dir, "pid")
+      yield* writeClaw(dir, "hang.sh", `#!/bin/sh\n${tool("hang")}\necho $$ > ${pidFile}\nsleep 1000\n`)
+      const claws = yield* Scripts.make(settings(dir))
+      const fiber = yield* Effect.forkChild(claws.call("hang", {}).pipe(Effect.provide(logs.layer)))
+      const pgid = yield* readPid(pidFile)
+      // As the OOM killer would.
+      process.kill((yield* helperPid)!, "SIGKILL")
+      expect(yield* Fiber.join(fiber)).toEqual({
+        content: "Tool hang was cut short: the process that runs claws (planckclaw's spawn helper) was killed by SIGKILL " +
+          "during the call, and what the claw started was stopped with it; it may have done part of its work",
+        isError: true
+      })
+      // The log names the file, for the user.
+      expect(logs.lines.some((line) => line.includes("claw hang was cut short") && line.includes(Path.join(dir, "hang.sh")))).toBe(true)
       expect(yield* eventually(() => Sandbox.groupGone(pgid))).toBe(true)
     }))
 

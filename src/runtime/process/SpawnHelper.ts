@@ -34,8 +34,10 @@ import type * as Scope from "effect/Scope"
 import { printable } from "../Printable.js"
 import * as ChildProcess from "./ChildProcess.js"
 import * as Watchdog from "./Watchdog.js"
-import { current, type Helper, hold, logged, type Pending, send, type State } from "./SpawnHelperProcess.js"
+import { current, type Helper, hold, logged, type Pending, send, type SpawnHelperDied, type State } from "./SpawnHelperProcess.js"
 import { maxLineBytes, type ToHelper } from "./SpawnWire.js"
+
+export { SpawnHelperDied } from "./SpawnHelperProcess.js"
 
 /** How long an interrupted run waits for the helper to say its group is gone. */
 const stopBound = Duration.seconds(5)
@@ -64,7 +66,7 @@ const inHelper = (helper: Helper, request: ChildProcess.RunRequest) =>
   })
 
 const sent = (helper: Helper, id: number, command: string, line: string) =>
-  Effect.callback<ChildProcess.RunOutcome, ChildProcess.SpawnError>((resume) => {
+  Effect.callback<ChildProcess.RunOutcome, ChildProcess.SpawnError | SpawnHelperDied>((resume) => {
     const pending: Pending = { command, resume }
     helper.pending.set(id, pending)
     if (helper.pending.size === 1) hold(helper, true)
@@ -91,7 +93,9 @@ export interface SpawnHelperService {
    * ChildProcess.run, from the spawn helper. Interrupting it kills the whole
    * group and returns once the helper has reaped it, as ChildProcess.run does.
    */
-  readonly run: (request: ChildProcess.RunRequest) => Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError>
+  readonly run: (
+    request: ChildProcess.RunRequest
+  ) => Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError | SpawnHelperDied>
   /**
    * Whether claws would start from the helper (`planckclaw doctor`): a
    * command that does nothing, run through it. Its pid, or why claws start
@@ -119,7 +123,7 @@ export const make: Effect.Effect<SpawnHelperService, never, Scope.Scope | Watchd
     })
   )
 
-  const run = (request: ChildProcess.RunRequest): Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError> =>
+  const run = (request: ChildProcess.RunRequest): Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError | SpawnHelperDied> =>
     Effect.suspend(() => {
       const running = current(state)
       if (Result.isSuccess(running)) return inHelper(running.success, request)

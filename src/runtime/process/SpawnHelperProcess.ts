@@ -7,6 +7,7 @@
 import { type ChildProcess as NodeChild, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import { describeError } from "../Errors.js"
@@ -16,7 +17,19 @@ import { packageRoot } from "../../config/PackageRoot.js"
 import * as ChildProcess from "./ChildProcess.js"
 import { decodeFromHelper, type FromHelper, maxLineBytes, type ToHelper } from "./SpawnWire.js"
 
-type Resume = (effect: Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError>) => void
+/**
+ * The helper ended while it held the run: the command may have started and
+ * done part of its work (its watchdog kills what it started), so this is no
+ * SpawnError, which says it never ran.
+ */
+export class SpawnHelperDied extends Data.TaggedError("SpawnHelperDied")<{
+  /** For the log: the command, how the helper ended and what it said on stderr. */
+  readonly message: string
+  /** How it ended, to follow its name: `was killed by SIGKILL`, `exited with code 70`. */
+  readonly ended: string
+}> {}
+
+type Resume = (effect: Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError | SpawnHelperDied>) => void
 
 export interface Pending {
   readonly command: string
@@ -113,6 +126,11 @@ const onLine = (running: Helper, frame: Framing.Frame): void => {
 const onExit = (state: State, running: Helper, code: number | null, signal: NodeJS.Signals | null): void => {
   if (state.helper === running) state.helper = undefined
   const how = running.killedBecause ?? (signal !== null ? `killed by ${signal}` : `exit code ${code}`)
+  const ended = running.killedBecause !== undefined
+    ? `was killed by planckclaw (${running.killedBecause})`
+    : signal !== null
+    ? `was killed by ${signal}`
+    : `exited with code ${code}`
   const said = running.stderr.trim() === "" ? "" : `: ${running.stderr.trim().slice(0, 500)}`
   // One that ended by itself (or said what it should not) before any answer will not do better next time;
   // one killed by a signal (the OOM killer) may.
@@ -122,8 +140,9 @@ const onExit = (state: State, running: Helper, code: number | null, signal: Node
     const pending = settle(running, id)!
     if (pending.onStopped !== undefined) pending.onStopped(undefined)
     else {
-      const message = `cannot run ${printable(pending.command)}: the spawn helper ended (${how}${said}); its watchdog kills what it started`
-      pending.resume(Effect.fail(new ChildProcess.SpawnError({ message, cause: undefined })))
+      const message = `${printable(pending.command)} was cut short: the spawn helper ended (${how}${said}) while it held the run; ` +
+        `its watchdog kills what it started`
+      pending.resume(Effect.fail(new SpawnHelperDied({ message, ended })))
     }
   }
 }

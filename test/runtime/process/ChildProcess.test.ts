@@ -6,6 +6,7 @@ import { it, type ProcessServices, runInHelper } from "../../support/ProcessServ
 import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as ChildProcess from "../../../src/runtime/process/ChildProcess.js"
+import type { SpawnHelperDied } from "../../../src/runtime/process/SpawnHelper.js"
 import { captureLogs } from "../../support/LogCapture.js"
 import * as Sandbox from "../../support/Sandbox.js"
 import { awaitPendingSleep } from "../../support/TestClockWait.js"
@@ -61,7 +62,9 @@ const readPid = (file: string) =>
 // The grace for output held open is this test's TestClock in this process; in the helper, its real clock.
 const runs: ReadonlyArray<{
   readonly where: string
-  readonly run: (request: ChildProcess.RunRequest) => Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError, ProcessServices>
+  readonly run: (
+    request: ChildProcess.RunRequest
+  ) => Effect.Effect<ChildProcess.RunOutcome, ChildProcess.SpawnError | SpawnHelperDied, ProcessServices>
   readonly clocked: boolean
 }> = [
   // With the test's watchdog (support/ProcessServices), as a command's.

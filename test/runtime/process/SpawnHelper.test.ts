@@ -76,7 +76,7 @@ describe("SpawnHelper.run", () => {
       )
     }))
 
-  it.live("a helper killed while a run waits: the run fails saying so, its group goes, the next run gets a new helper", () =>
+  it.live("a helper killed while a run waits: the run fails saying it was cut short and by what, its group goes, the next run gets a new helper", () =>
     Effect.gen(function*() {
       const dir = yield* Sandbox.tempDir("planckclaw-helper-")
       const pidFile = path.join(dir, "pid")
@@ -87,7 +87,10 @@ describe("SpawnHelper.run", () => {
       const exit = yield* Fiber.await(fiber)
       expect(Exit.isFailure(exit)).toBe(true)
       const error = yield* Effect.flip(exit)
+      // Not a SpawnError: the command had started.
+      expect(error._tag).toBe("SpawnHelperDied")
       expect(error.message).toContain("the spawn helper ended (killed by SIGKILL)")
+      expect(error._tag === "SpawnHelperDied" && error.ended).toBe("was killed by SIGKILL")
       // The helper's watchdog: SIGTERM to the group, SIGKILL two seconds on.
       yield* groupGoes(pgid)
       expect(stdoutOf(yield* runInHelper(shell("echo again")))).toBe("again")
