@@ -33,6 +33,19 @@ export { type Catalog, parseClawFile } from "./ClawDeclarations.js"
  */
 const settleMillis = 2000
 
+/**
+ * Whether a version (a claw's, the directory's) changed within `settleMillis`
+ * of `now`, so that a second change could leave its identity as it is. The
+ * ctime is the kernel's stamp of the last change, which no call can set: one
+ * ahead of this clock means the filesystem's clock is ahead, and the change
+ * may be current. The mtime counts only near this clock (vfat's ctime is the
+ * creation time): one further ahead was set, not written (a tarball's
+ * dates, `touch -d`, a copy from a machine whose clock is ahead), and a
+ * later write stamps the time of writing, which changes the identity.
+ */
+const changedRecently = (stat: { readonly mtimeMs: number; readonly ctimeMs: number }, now: number): boolean =>
+  now - stat.ctimeMs <= settleMillis || Math.abs(now - stat.mtimeMs) <= settleMillis
+
 /** What one claw declared, with the identity of the file version it came from. */
 interface CachedFile extends ParsedFile {
   readonly path: string
@@ -80,12 +93,13 @@ const isSameVersion = (cached: CachedFile | undefined, stat: Result.Result<Fs.St
  * `stat` costs a few microseconds this way, far less than a round trip
  * through the libuv thread pool, and the pool is left to the FIFOs.
  */
-export const makeDiscovery = (directory: string, startWatch: WatchDirectory = watchDirectory) => {
+// `wallClock`: what file times are compared with (Date.now, not Clock: they are wall-clock times), unless a test moves it on.
+export const makeDiscovery = (directory: string, startWatch: WatchDirectory = watchDirectory, wallClock: () => number = Date.now) => {
   const absoluteDir = Path.resolve(directory)
   const baseName = Path.basename(absoluteDir)
   let cache = new Map<string, CachedFile>()
   let last: Catalog | undefined
-  const counts = { directoryStats: 0, fileStats: 0, fileReads: 0, fullScans: 0 }
+  const counts = { directoryStats: 0, listings: 0, fileStats: 0, fileReads: 0, fullScans: 0 }
 
   const load = (name: string, path: string): CachedFile => {
     counts.fileStats++
@@ -103,35 +117,36 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
     counts.fileReads++
     const text = Result.try(() => Fs.readFileSync(path, "utf8"))
     if (Result.isFailure(text)) return unreadable(path, displayPath, `cannot read: ${describeError(text.failure)}`)
-    // Date.now, not Clock: it is compared with the filesystem's wall-clock times.
-    const settled = Date.now() - Math.max(mtimeMs, ctimeMs) > settleMillis
+    const settled = !changedRecently(stat.success, wallClock())
     return { ...parseClawFile(displayPath, text.success), path, ino, size, mtimeMs, ctimeMs, settled }
   }
 
   // The listing is read again only when the directory changed (adding,
-  // removing or renaming a claw changes its mtime), or changed too recently
-  // to trust its mtime, as for files.
-  let listed: { readonly ino: number; readonly mtimeMs: number; readonly names: ReadonlyArray<string> } | undefined
+  // removing or renaming a claw changes its mtime and ctime; the ctime too
+  // when `tar x` puts the mtime back), or changed too recently to trust its
+  // times, as for files.
+  let listed: { readonly ino: number; readonly mtimeMs: number; readonly ctimeMs: number; readonly names: ReadonlyArray<string> } | undefined
   /** Claws that are symlinks: an edit of their target is no event here, so they are statted on every scan. */
   let symlinks = new Set<string>()
 
   /** The claw names, and whether the listing was read again. */
   const listNames = (dir: Fs.Stats): Result.Result<ReadonlyArray<string>, unknown> => {
     if (
-      listed !== undefined && listed.ino === dir.ino && listed.mtimeMs === dir.mtimeMs &&
-      Date.now() - dir.mtimeMs > settleMillis
+      listed !== undefined && listed.ino === dir.ino && listed.mtimeMs === dir.mtimeMs && listed.ctimeMs === dir.ctimeMs &&
+      !changedRecently(dir, wallClock())
     ) {
       return Result.succeed(listed.names)
     }
     return Result.map(readListing(), (listing) => {
       symlinks = listing.symlinks
-      listed = { ino: dir.ino, mtimeMs: dir.mtimeMs, names: listing.names }
+      listed = { ino: dir.ino, mtimeMs: dir.mtimeMs, ctimeMs: dir.ctimeMs, names: listing.names }
       return listing.names
     })
   }
 
-  const readListing = () =>
-    Result.map(Result.try(() => Fs.readdirSync(absoluteDir, { withFileTypes: true })), (entries) => {
+  const readListing = () => {
+    counts.listings++
+    return Result.map(Result.try(() => Fs.readdirSync(absoluteDir, { withFileTypes: true })), (entries) => {
       // No recursion, sorted by UTF-16 code units, which for ASCII names is
       // the `LC_ALL=C` order of the shell glob.
       const claws = entries.filter((entry) => isClawName(entry.name))
@@ -140,6 +155,7 @@ export const makeDiscovery = (directory: string, startWatch: WatchDirectory = wa
         symlinks: new Set(claws.filter((entry) => entry.isSymbolicLink()).map((entry) => entry.name))
       }
     })
+  }
 
   // The watcher's view: the names it reported since the last scan, or "all"
   // when it cannot say which (not started yet, failed, restarted).

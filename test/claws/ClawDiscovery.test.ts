@@ -64,7 +64,8 @@ describe("Claw discovery with change notification", () => {
         yield* letEventsIn
         expect(names(discovery.scan())).toHaveLength(20)
       }
-      expect(discovery.counts()).toEqual({ ...after, directoryStats: after.directoryStats + 10 })
+      // (Its listing is read again while the directory's last change is recent: see "which versions a scan trusts".)
+      expect(discovery.counts()).toEqual({ ...after, directoryStats: after.directoryStats + 10, listings: expect.any(Number) })
 
       yield* writeOld(dir, "c7.sh", "edited_7")
       yield* letEventsIn
@@ -265,5 +266,91 @@ describe("Claw discovery with change notification", () => {
         expect(inotifyWatchesOn(ino)).toBe(1)
       }))
       expect(inotifyWatchesOn(ino)).toBe(0)
+    }))
+})
+
+describe("Claw discovery: which versions a scan trusts", () => {
+  const inADay = () => new Date(Date.now() + 24 * 60 * 60 * 1000)
+  /** The wall clock 10 s on: what was changed now is no longer recent (the clock is the discovery's, not the test's). */
+  const tenSecondsOn = () => Date.now() + 10_000
+
+  it.effect("a claw and a directory dated in the future (a tarball's dates) are read again only when they change", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const file = Path.join(dir, "future.sh")
+      const future = inADay()
+      yield* Effect.sync(() => {
+        Fs.writeFileSync(file, `#!/bin/sh\n${tool("aaaa")}\n`, { mode: 0o755 })
+        Fs.utimesSync(file, future, future)
+        Fs.utimesSync(dir, future, future)
+      })
+      // No watch: every scan stats every claw, as `planckclaw tools` does.
+      const discovery = makeDiscovery(dir, undefined, tenSecondsOn)
+      for (let i = 0; i < 3; i++) expect(names(discovery.scan())).toEqual(["aaaa"])
+      expect(discovery.counts()).toMatchObject({ fullScans: 3, fileReads: 1, listings: 1 })
+
+      // The same size, the same future mtime put back: the ctime, which only the kernel sets, moved.
+      yield* Effect.sync(() => {
+        Fs.writeFileSync(file, `#!/bin/sh\n${tool("bbbb")}\n`)
+        Fs.utimesSync(file, future, future)
+      })
+      expect(names(discovery.scan())).toEqual(["bbbb"])
+      expect(discovery.counts()).toMatchObject({ fileReads: 2, listings: 1 })
+      // A claw added, the directory's future mtime put back (as tar x does once it has filled it).
+      yield* Effect.sync(() => {
+        Fs.writeFileSync(Path.join(dir, "added.sh"), `#!/bin/sh\n${tool("added")}\n`, { mode: 0o755 })
+        Fs.utimesSync(dir, future, future)
+      })
+      expect(names(discovery.scan())).toEqual(["added", "bbbb"])
+      expect(discovery.scan().tools).toHaveLength(2)
+      expect(discovery.counts()).toMatchObject({ fileReads: 3, listings: 2 })
+    }))
+
+  it.effect("a claw dated in the future but just changed is still read at every scan until its change is old", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const file = Path.join(dir, "future.sh")
+      const future = inADay()
+      yield* Effect.sync(() => {
+        Fs.writeFileSync(file, `#!/bin/sh\n${tool("aaaa")}\n`, { mode: 0o755 })
+        Fs.utimesSync(file, future, future)
+      })
+      let clock = Date.now()
+      const discovery = makeDiscovery(dir, undefined, () => clock)
+      // Changed within the filesystem's timestamp granularity: a second edit could leave its identity as it is.
+      discovery.scan()
+      discovery.scan()
+      expect(discovery.counts().fileReads).toBe(2)
+      clock += 10_000
+      discovery.scan()
+      discovery.scan()
+      expect(discovery.counts().fileReads).toBe(3)
+    }))
+
+  it.effect("the safety pass of a watched directory does not name a claw dated in the future to every next list", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const file = Path.join(dir, "future.sh")
+      const future = inADay()
+      yield* writeOld(dir, "old.sh", "old")
+      yield* Effect.sync(() => {
+        Fs.writeFileSync(file, `#!/bin/sh\n${tool("future")}\n`, { mode: 0o755 })
+        Fs.utimesSync(file, future, future)
+      })
+      const discovery = yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          const made = makeDiscovery(dir, undefined, tenSecondsOn)
+          return { discovery: made, stop: made.watch() }
+        }),
+        ({ stop }) => Effect.sync(stop)
+      ).pipe(Effect.map(({ discovery }) => discovery))
+      expect(names(discovery.scan())).toEqual(["future", "old"])
+      const read = discovery.counts().fileReads
+      for (let i = 0; i < 3; i++) {
+        expect(discovery.verify(0, 64)).toBeUndefined()
+        yield* letEventsIn
+        discovery.scan()
+      }
+      expect(discovery.counts()).toMatchObject({ fileReads: read, fileStats: 2 + 3 * 2 })
     }))
 })
