@@ -21,7 +21,6 @@
  *   may read our terminal without being stopped by job control.
  */
 import * as fs from "node:fs"
-import * as path from "node:path"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
@@ -34,6 +33,7 @@ import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import { readShebang } from "../claws/ClawInterpreter.js"
 import { isSecretName, type SecretName, secretNames } from "../config/Secrets.js"
 import { type FifoPaths, fifoEnvNames } from "./FifoPaths.js"
 import * as ProcessGroup from "../runtime/process/ProcessGroup.js"
@@ -142,25 +142,8 @@ interface RunningChild {
   readonly exited: Deferred.Deferred<BridgeExit>
 }
 
-/**
- * The interpreter a script's `#!` line names, as the kernel reads it: after
- * `#!` and any blanks, up to the next blank or newline (a CR is part of the
- * name). Undefined for a file that does not start with `#!` or names none.
- */
-const interpreterOf = (file: string): string | undefined => {
-  const head = Result.flatMap(Result.try(() => fs.openSync(file, "r")), (fd) => {
-    const buffer = Buffer.alloc(256)
-    const read = Result.try(() => fs.readSync(fd, buffer, 0, buffer.length, 0))
-    Result.try(() => fs.closeSync(fd))
-    return Result.map(read, (bytes) => buffer.subarray(0, bytes).toString("latin1"))
-  })
-  // A file we cannot read is the kernel's to judge: a binary needs only its execute bit.
-  if (Result.isFailure(head) || !head.success.startsWith("#!")) return undefined
-  const name = /^#![ \t]*([^ \t\n]*)/.exec(head.success)?.[1]
-  return name === undefined || name === "" ? undefined : name
-}
-
-const isExecutableFile = (file: string): boolean =>
+// A Buffer path: a `#!` interpreter's bytes, whatever their encoding (relative ones resolve against our directory, the bridge's).
+const isExecutableFile = (file: string | Buffer): boolean =>
   Result.isSuccess(Result.try(() => fs.accessSync(file, fs.constants.X_OK))) &&
   Result.getOrElse(Result.try(() => fs.statSync(file).isFile()), () => false)
 
@@ -172,10 +155,12 @@ const isExecutableFile = (file: string): boolean =>
  */
 export const executableProblem = (command: string): string | undefined => {
   if (!isExecutableFile(command)) return `bridge ${command} is not an executable file`
-  const interpreter = interpreterOf(command)
-  if (interpreter === undefined || isExecutableFile(path.resolve(interpreter))) return undefined
-  const crlf = interpreter.endsWith("\r") ? " (the file has Windows line endings: convert them, e.g. with dos2unix)" : ""
-  return `bridge ${command} names ${JSON.stringify(interpreter)} on its #! line, which is not an executable file${crlf}`
+  // A file we cannot read is the kernel's to judge: a binary needs only its execute bit.
+  const interpreter = readShebang(command)?.interpreter
+  if (interpreter === undefined || interpreter.length === 0 || isExecutableFile(interpreter)) return undefined
+  const name = interpreter.toString("utf8")
+  const crlf = name.endsWith("\r") ? " (the file has Windows line endings: convert them, e.g. with dos2unix)" : ""
+  return `bridge ${command} names ${JSON.stringify(name)} on its #! line, which is not an executable file${crlf}`
 }
 
 /** Checks up front that a path command can be executed, so a typo fails the start instead of looping restarts. */

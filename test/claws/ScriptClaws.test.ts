@@ -9,6 +9,7 @@ import { unknownTool } from "../../src/ports/Claws.js"
 import * as ConfigErrors from "../../src/config/ConfigErrors.js"
 import * as ChildProcess from "../../src/runtime/process/ChildProcess.js"
 import * as Scripts from "../../src/claws/ScriptClaws.js"
+import { executableProblem } from "../../src/pipes/ExternalBridge.js"
 import { captureLogs } from "../support/LogCapture.js"
 import * as Sandbox from "../support/Sandbox.js"
 
@@ -410,6 +411,41 @@ describe("Scripts claws: calls", () => {
       expect(inner.content).toMatch(/no-such-command-here: not found\n\[tool inner exited with code 127\]$/)
       // The log names the claw's file, for the user who has to fix it.
       expect(logs.lines.some((line) => line.includes("claw missing could not be started") && line.includes("missing.sh"))).toBe(true)
+    }))
+
+  it.effect("reads a #! line as the bytes the kernel execs, as a bridge's is read: a name in UTF-8 or in none", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const bytes = (...parts: ReadonlyArray<string | Uint8Array | ReadonlyArray<number>>) =>
+        Buffer.concat(parts.map((part) => typeof part === "string" ? Buffer.from(part) : Uint8Array.from(part)))
+      // /bin/sh under two names: é in UTF-8, and é in Latin-1 (the byte 0xE9, which is no UTF-8).
+      const interpreters = [bytes(dir, "/intérp"), bytes(dir, "/int", [0xe9], "rp")].map((directory) => {
+        Fs.mkdirSync(directory)
+        const sh = bytes(directory, "/sh")
+        Fs.symlinkSync("/bin/sh", sh)
+        return sh
+      })
+      const script = (file: string, interpreter: Buffer, body: string) => {
+        Fs.writeFileSync(Path.join(dir, file), bytes("#!", interpreter, `\n${body}`), { mode: 0o755 })
+        return Path.join(dir, file)
+      }
+      for (const [index, interpreter] of interpreters.entries()) {
+        // A claw that ran and exited 127 itself: its own error, not its interpreter's.
+        script(`claw${index}.sh`, interpreter, `${tool(`runs_${index}`)}\nno-such-command-here\n`)
+        expect(executableProblem(script(`bridge${index}.sh`, interpreter, "exit 0\n"))).toBeUndefined()
+      }
+      const missing = bytes("/nonexistent/intérp")
+      script("missing.sh", missing, `${tool("missing")}\necho never\n`)
+      const bridge = script("missing-bridge.sh", missing, "exit 0\n")
+      const claws = yield* Scripts.make(settings(dir))
+      for (const name of ["runs_0", "runs_1"]) {
+        expect((yield* claws.call(name, {})).content).toMatch(/no-such-command-here: not found\n\[tool runs_\d exited with code 127\]$/)
+      }
+      // The same name in both messages.
+      expect((yield* claws.call("missing", {})).content).toBe(
+        "Tool missing could not be started: the interpreter on its #! line, /nonexistent/intérp, does not exist"
+      )
+      expect(executableProblem(bridge)).toBe(`bridge ${bridge} names "/nonexistent/intérp" on its #! line, which is not an executable file`)
     }))
 
   it.effect("gives an empty output a visible placeholder", () =>
