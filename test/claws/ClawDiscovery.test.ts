@@ -273,17 +273,22 @@ describe("Claw discovery: which versions a scan trusts", () => {
   const inADay = () => new Date(Date.now() + 24 * 60 * 60 * 1000)
   /** The wall clock 10 s on: what was changed now is no longer recent (the clock is the discovery's, not the test's). */
   const tenSecondsOn = () => Date.now() + 10_000
+  /** A claw (tool aaaa) dated a day ahead, in a directory of its own. */
+  const futureClaw = Effect.gen(function*() {
+    const dir = yield* tempDir
+    const file = Path.join(dir, "future.sh")
+    const future = inADay()
+    yield* Effect.sync(() => {
+      Fs.writeFileSync(file, `#!/bin/sh\n${tool("aaaa")}\n`, { mode: 0o755 })
+      Fs.utimesSync(file, future, future)
+    })
+    return { dir, file, future }
+  })
 
   it.effect("a claw and a directory dated in the future (a tarball's dates) are read again only when they change", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const file = Path.join(dir, "future.sh")
-      const future = inADay()
-      yield* Effect.sync(() => {
-        Fs.writeFileSync(file, `#!/bin/sh\n${tool("aaaa")}\n`, { mode: 0o755 })
-        Fs.utimesSync(file, future, future)
-        Fs.utimesSync(dir, future, future)
-      })
+      const { dir, file, future } = yield* futureClaw
+      yield* Effect.sync(() => Fs.utimesSync(dir, future, future))
       // No watch: every scan stats every claw, as `planckclaw tools` does.
       const discovery = makeDiscovery(dir, undefined, tenSecondsOn)
       for (let i = 0; i < 3; i++) expect(names(discovery.scan())).toEqual(["aaaa"])
@@ -308,13 +313,7 @@ describe("Claw discovery: which versions a scan trusts", () => {
 
   it.effect("a claw dated in the future but just changed is still read at every scan until its change is old", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const file = Path.join(dir, "future.sh")
-      const future = inADay()
-      yield* Effect.sync(() => {
-        Fs.writeFileSync(file, `#!/bin/sh\n${tool("aaaa")}\n`, { mode: 0o755 })
-        Fs.utimesSync(file, future, future)
-      })
+      const { dir } = yield* futureClaw
       let clock = Date.now()
       const discovery = makeDiscovery(dir, undefined, () => clock)
       // Changed within the filesystem's timestamp granularity: a second edit could leave its identity as it is.

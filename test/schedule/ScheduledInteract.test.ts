@@ -31,25 +31,36 @@ import { advanceTo, letArrive } from "../support/TestClockWait.js"
 const T0 = Date.parse("2026-06-01T08:00:00Z")
 const iso = (ms: number) => new Date(ms).toISOString()
 
+/**
+ * run's schedule of `entries`, from T0, beside an in-memory bridge: the file, the interact the agent reads,
+ * the messages fired into it, and the logs.
+ */
+const besideBridge = (
+  entries: ReadonlyArray<object>,
+  options: { readonly pollMs?: number; readonly maxMessageBytes?: number } = {}
+) =>
+  Effect.gen(function*() {
+    const file = ScheduleStore.fileIn(yield* tempDir())
+    fs.writeFileSync(file, JSON.stringify({ entries }))
+    yield* TestClock.setTime(T0)
+    const logs = yield* captureLogs
+    const user = yield* InMemoryInteract.make
+    const { interact } = yield* ScheduledInteract.withSchedule(user.service, {
+      file,
+      graceMs: 600_000,
+      pollMs: options.pollMs ?? 3_600_000,
+      maxMessageBytes: options.maxMessageBytes ?? 65_536,
+      routes: { agent: "run" }
+    }).pipe(Effect.provide(logs.layer))
+    const received: Array<InboundMessage> = []
+    yield* Effect.forkScoped(Stream.runForEach(interact.messages, (message) => Effect.sync(() => void received.push(message))))
+    return { file, interact, logs, received }
+  })
+
 describe("run's schedule beside its bridge", () => {
   it.effect("an entry not answered yet skips its next runs, said each time; answered, it fires at its next one", () =>
     Effect.gen(function*() {
-      const file = ScheduleStore.fileIn(yield* tempDir())
-      fs.writeFileSync(file, JSON.stringify({
-        entries: [{ id: "m1", when: { _tag: "Every", seconds: 60 }, text: "check the build", to: "none", created: iso(T0) }]
-      }))
-      yield* TestClock.setTime(T0)
-      const logs = yield* captureLogs
-      const user = yield* InMemoryInteract.make
-      const { interact } = yield* ScheduledInteract.withSchedule(user.service, {
-        file,
-        graceMs: 600_000,
-        pollMs: 3_600_000,
-        maxMessageBytes: 65_536,
-        routes: { agent: "run" }
-      }).pipe(Effect.provide(logs.layer))
-      const received: Array<InboundMessage> = []
-      yield* Effect.forkScoped(Stream.runForEach(interact.messages, (message) => Effect.sync(() => void received.push(message))))
+      const { file, interact, logs, received } = yield* besideBridge([{ id: "m1", when: { _tag: "Every", seconds: 60 }, text: "check the build", to: "none", created: iso(T0) }])
       for (let minute = 1; minute <= 5; minute++) yield* advanceTo(T0 + minute * 60_000)
       // The agent has not answered the run at minute 1: the four after it are skipped, not queued.
       const firstRun = `schedule/m1@${iso(T0 + 60_000)}/none`
@@ -115,22 +126,7 @@ describe("run's schedule beside its bridge", () => {
 
   it.effect("the reply to a firing recovered after a restart leaves the newer firing being answered: its next run is still skipped", () =>
     Effect.gen(function*() {
-      const file = ScheduleStore.fileIn(yield* tempDir())
-      fs.writeFileSync(file, JSON.stringify({
-        entries: [{ id: "m1", when: { _tag: "Every", seconds: 60 }, text: "check the build", to: "none", created: iso(T0) }]
-      }))
-      yield* TestClock.setTime(T0)
-      const logs = yield* captureLogs
-      const user = yield* InMemoryInteract.make
-      const { interact } = yield* ScheduledInteract.withSchedule(user.service, {
-        file,
-        graceMs: 600_000,
-        pollMs: 3_600_000,
-        maxMessageBytes: 65_536,
-        routes: { agent: "run" }
-      }).pipe(Effect.provide(logs.layer))
-      const received: Array<InboundMessage> = []
-      yield* Effect.forkScoped(Stream.runForEach(interact.messages, (message) => Effect.sync(() => void received.push(message))))
+      const { interact, logs, received } = yield* besideBridge([{ id: "m1", when: { _tag: "Every", seconds: 60 }, text: "check the build", to: "none", created: iso(T0) }])
       yield* advanceTo(T0 + 60_000)
       expect(received.map((message) => message.channel)).toEqual([`schedule/m1@${iso(T0 + 60_000)}/none`])
       // The previous run's firings, journaled before it stopped, answered by the agent first: one of this
@@ -150,26 +146,11 @@ describe("run's schedule beside its bridge", () => {
 
   it.effect("an entry whose message is over PLANCKCLAW_MAX_MESSAGE_BYTES (written by hand) is warned of when the file is read, once; the others fire", () =>
     Effect.gen(function*() {
-      const file = ScheduleStore.fileIn(yield* tempDir())
       const created = iso(T0)
-      fs.writeFileSync(file, JSON.stringify({
-        entries: [
-          { id: "big1", when: { _tag: "Every", seconds: 3600 }, text: "x".repeat(40), to: "none", created },
-          { id: "ok1", when: { _tag: "Every", seconds: 60 }, text: "check the build", to: "none", created }
-        ]
-      }))
-      yield* TestClock.setTime(T0)
-      const logs = yield* captureLogs
-      const user = yield* InMemoryInteract.make
-      const { interact } = yield* ScheduledInteract.withSchedule(user.service, {
-        file,
-        graceMs: 600_000,
-        pollMs: 2_000,
-        maxMessageBytes: 40,
-        routes: { agent: "run" }
-      }).pipe(Effect.provide(logs.layer))
-      const received: Array<InboundMessage> = []
-      yield* Effect.forkScoped(Stream.runForEach(interact.messages, (message) => Effect.sync(() => void received.push(message))))
+      const { logs, received } = yield* besideBridge([
+        { id: "big1", when: { _tag: "Every", seconds: 3600 }, text: "x".repeat(40), to: "none", created },
+        { id: "ok1", when: { _tag: "Every", seconds: 60 }, text: "check the build", to: "none", created }
+      ], { pollMs: 2_000, maxMessageBytes: 40 })
       const warned = [
         `WARN schedule big1: the message is 40 bytes; the agent takes at most 40 (PLANCKCLAW_MAX_MESSAGE_BYTES), the 17 bytes of its mark ` +
         `"[scheduled big1] " included, so it would be refused at every firing: write at most 23 bytes; the other entries fire as usual`
