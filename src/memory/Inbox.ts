@@ -131,9 +131,6 @@ const open = (directory: string, madeNow: boolean): Effect.Effect<{ readonly ser
     const outcome = (result: Result.Result<void, SafeFile.MemoryFileError>) =>
       Result.match(result, { onFailure: report, onSuccess: () => worked })
 
-    const { append, truncate, drop } = InboxJournalFile.make(file, opened.success)
-    const write = (...records: ReadonlyArray<object>) => Effect.suspend(() => outcome(append(...records)))
-
     // Nothing left: start the journal afresh instead of growing it (truncating needs no space).
     const resetOr = (record: object) =>
       Effect.suspend(() =>
@@ -151,7 +148,24 @@ const open = (directory: string, madeNow: boolean): Effect.Effect<{ readonly ser
       text: message.text,
       reply: Option.none()
     })
+    /** The records that replay `entry` as it is now (a delivery kept back by `deliveredKept` is not one yet). */
+    const recordsOf = (entry: Entry): Array<object> => [
+      acceptedRecord(entry.pending),
+      ...Option.match(entry.pending.reply, { onNone: () => [], onSome: (reply) => [{ answered: entry.pending.id, reply: reply.text, stored: reply.stored }] }),
+      ...(entry.unstored ? [{ unstored: entry.pending.id }] : []),
+      ...(entry.delivered && !entry.held ? [{ delivered: entry.pending.id }] : [])
+    ]
+    const journaledNow = (entry: Entry) => ({ journaled: true, answerJournaled: Option.isSome(entry.pending.reply), unstoredJournaled: entry.unstored })
     const replyOf = (entry: Entry) => Option.match(entry.pending.reply, { onNone: () => "", onSome: (reply) => reply.text })
+
+    // A journal opened on a new file (the old one removed by hand) starts with every message still pending.
+    const { append, truncate, drop } = InboxJournalFile.make(file, opened.success, {
+      records: () => [...entries.values()].flatMap(recordsOf),
+      kept: () => {
+        for (const entry of [...entries.values()]) change(entry.pending.id, (kept) => ({ ...kept, ...journaledNow(kept) }))
+      }
+    })
+    const write = (...records: ReadonlyArray<object>) => Effect.suspend(() => outcome(append(...records)))
 
     // Exchanges answered while neither history nor the journal took them live only in this process: at a stop,
     // written to the journal if there is room now, else said to be lost (never in silence). One whose message the

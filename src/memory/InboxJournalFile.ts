@@ -4,6 +4,13 @@
  * The run lock (MemoryHold.ts: a run's, or a started agent's in serve)
  * makes this process the journal's only writer, so its size is known here,
  * for cutting back a write that did not land whole.
+ *
+ * Each record first looks (one lstat) whether the path is still the file
+ * held: a journal removed or replaced while the agent runs (the memory
+ * directory deleted by hand, and made again by the next append to history)
+ * would otherwise take every later record into an unlinked file, lost at
+ * the next crash. A journal opened on another file than the one last
+ * written starts with the records of the messages still pending (`live`).
  */
 import * as fs from "node:fs"
 import * as Result from "effect/Result"
@@ -18,37 +25,76 @@ export interface InboxJournalFile {
   readonly drop: () => void
 }
 
+/** What a journal on a new file must hold first, and what to do once it does. */
+export interface Pending {
+  /** The records of every message still pending, as a replay would need them. */
+  readonly records: () => ReadonlyArray<object>
+  /** They landed in the new file. */
+  readonly kept: () => void
+}
+
 /** `opened`: the descriptor the journal's read left open at its end; absent, the first record makes the file. */
-export const make = (file: string, opened: { readonly fd: number; readonly size: number } | undefined): InboxJournalFile => {
-  let journal: { readonly fd: number; size: number } | undefined = opened === undefined
+export const make = (
+  file: string,
+  opened: { readonly fd: number; readonly size: number; readonly ino: number } | undefined,
+  pending: Pending
+): InboxJournalFile => {
+  let journal: { readonly fd: number; size: number; readonly ino: number } | undefined = opened === undefined
     ? undefined
-    : { fd: opened.fd, size: opened.size }
-  const held = (): Result.Result<{ readonly fd: number; size: number }, SafeFile.MemoryFileError> => {
-    if (journal !== undefined) return Result.succeed(journal)
-    return Result.map(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => {
-      journal = { fd, size: stat.size }
-      return journal
-    })
-  }
+    : { fd: opened.fd, size: opened.size, ino: opened.ino }
+  // The file as the records last left it: a journal opened on another (or found shorter) starts with what is pending.
+  let last: { readonly ino: number; readonly size: number } | undefined = journal
   const drop = () => {
     SafeFile.closeHeld(journal)
     journal = undefined
   }
+  /** The path as it is now; undefined when absent, or when it cannot be looked at (the open then says why). */
+  const lookNow = () => Result.getOrUndefined(Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false })))
+  const held = (): Result.Result<{ readonly fd: number; readonly size: number; readonly fresh: boolean }, SafeFile.MemoryFileError> => {
+    if (journal !== undefined) {
+      const now = lookNow()
+      if (now !== undefined && now.ino === journal.ino && now.size === journal.size) return Result.succeed({ ...journal, fresh: false })
+      // Removed, replaced or cut by hand: what it held is gone, even should a new file get the same inode.
+      last = undefined
+      drop()
+    }
+    return Result.map(SafeFile.openWithStat(file, SafeFile.flags.append), ({ fd, stat }) => {
+      journal = { fd, size: stat.size, ino: stat.ino }
+      return { ...journal, fresh: last === undefined || last.ino !== stat.ino || stat.size < last.size }
+    })
+  }
   const append = (...records: ReadonlyArray<object>): Result.Result<void, SafeFile.MemoryFileError> =>
     Result.flatMap(held(), (target) => {
-      const text = records.map((record) => `${JSON.stringify(record)}\n`).join("")
+      const first = target.fresh ? pending.records() : []
+      const text = [...first, ...records].map((record) => `${JSON.stringify(record)}\n`).join("")
       const bytes = Buffer.from(text, "utf8")
       const written = SafeFile.appendAll(target.fd, file, bytes, target.size)
-      if (Result.isSuccess(written)) target.size += bytes.length
-      else drop()
+      if (Result.isFailure(written)) {
+        drop()
+        return written
+      }
+      journal!.size = target.size + bytes.length
+      last = { ino: journal!.ino, size: journal!.size }
+      if (first.length > 0) pending.kept()
       return written
     })
-  const truncate = (): Result.Result<void, SafeFile.MemoryFileError> =>
-    Result.flatMap(held(), (target) => {
+  const truncate = (): Result.Result<void, SafeFile.MemoryFileError> => {
+    // Nothing is pending when the journal is emptied: a journal gone is as good as an empty one.
+    if (lookNow() === undefined) {
+      drop()
+      last = undefined
+      return Result.succeed(undefined)
+    }
+    return Result.flatMap(held(), (target) => {
       const cut = Result.try({ try: () => fs.ftruncateSync(target.fd, 0), catch: (error) => SafeFile.failed(file, error) })
-      if (Result.isSuccess(cut)) target.size = 0
-      else drop()
+      if (Result.isFailure(cut)) {
+        drop()
+        return cut
+      }
+      journal!.size = 0
+      last = { ino: journal!.ino, size: 0 }
       return cut
     })
+  }
   return { append, truncate, drop }
 }

@@ -17,11 +17,11 @@ export const read = (path: string): Result.Result<string, MemoryFileError> =>
 /** `read`'s records and the file left open for appending (O_APPEND) at their end; undefined when there is no file. */
 export const open = (
   path: string
-): Result.Result<{ readonly text: string; readonly fd: number; readonly size: number } | undefined, MemoryFileError> =>
+): Result.Result<{ readonly text: string; readonly fd: number; readonly size: number; readonly ino: number } | undefined, MemoryFileError> =>
   Result.flatMap(openIfPresent(path, fs.constants.O_RDWR | fs.constants.O_APPEND), (opened) => {
     if (opened === undefined) return Result.succeed(undefined)
     const records = Result.try({ try: () => completeRecords(opened.fd, opened.stat.size), catch: (error) => failed(path, error) })
-    if (Result.isSuccess(records)) return Result.succeed({ ...records.success, fd: opened.fd })
+    if (Result.isSuccess(records)) return Result.succeed({ ...records.success, fd: opened.fd, ino: opened.stat.ino })
     Result.try(() => fs.closeSync(opened.fd))
     return Result.fail(records.failure)
   })

@@ -119,6 +119,58 @@ describe("Inbox journal", () => {
     }))
 })
 
+describe("a journal removed or cut while the agent runs", () => {
+  it.effect("is made again holding every message still pending, each as far as it got, before the next record", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const file = path.join(directory, ".inbox.jsonl")
+      const inbox = yield* Inbox.make(directory)
+      const answered = yield* inbox.accept({ channel: "c", text: "answered before" })
+      yield* inbox.answered(answered, "its reply", true)
+      const waiting = yield* inbox.accept({ channel: "c", text: "waiting before" })
+      const done = yield* inbox.accept({ channel: "c", text: "done before" })
+      yield* inbox.delivered(done)
+      fs.rmSync(file)
+      const after = yield* inbox.accept({ channel: "c", text: "after" })
+      const restarted = yield* Inbox.make(directory)
+      expect(restarted.recovered.map((p) => [p.text, p.reply])).toEqual([
+        ["answered before", Option.some({ text: "its reply", stored: true })],
+        ["waiting before", Option.none()],
+        ["after", Option.none()]
+      ])
+      expect(restarted.recovered.map((p) => p.key)).toEqual([answered.key, waiting.key, after.key])
+    }))
+
+  it.effect("with the memory directory removed, what is accepted meanwhile is journaled once the directory is made again", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const inbox = yield* Inbox.make(directory)
+      yield* inbox.accept({ channel: "c", text: "before" })
+      fs.rmSync(directory, { recursive: true })
+      // No directory: this record cannot be written (logged), the message is kept in the process.
+      const meanwhile = yield* inbox.accept({ channel: "c", text: "meanwhile" })
+      // Made again, as the next append to history does.
+      fs.mkdirSync(directory, { mode: 0o700 })
+      yield* inbox.answered(meanwhile, "answer", true)
+      const restarted = yield* Inbox.make(directory)
+      expect(restarted.recovered.map((p) => p.text)).toEqual(["before", "meanwhile"])
+    }))
+
+  it.effect("emptied by hand, it is written again from its start, not after a gap where the old records were", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const file = path.join(directory, ".inbox.jsonl")
+      const inbox = yield* Inbox.make(directory)
+      yield* inbox.accept({ channel: "c", text: "first" })
+      fs.truncateSync(file, 0)
+      yield* inbox.accept({ channel: "c", text: "second" })
+      expect(fs.readFileSync(file, "utf8").split("\n").slice(0, -1).map((record) => JSON.parse(record))).toMatchObject([
+        { accepted: 1, text: "first" },
+        { accepted: 2, text: "second" }
+      ])
+    }))
+})
+
 describe("after a crash", () => {
   it.effect("answers a message the previous run accepted but never answered, before new ones", () =>
     Effect.gen(function*() {
