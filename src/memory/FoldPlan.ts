@@ -14,6 +14,13 @@ export interface FoldPlan {
    * built from the text before it.
    */
   readonly summaryStamp?: string
+  /**
+   * history.jsonl's bytes around `splitOffset` when the plan was made (files
+   * only): a commit finding others refuses, so a hand edit that moved the
+   * lines meanwhile (one removed in place, as nano saves) does not make it
+   * keep a tail that starts in the middle of a line.
+   */
+  readonly splitBytes?: Buffer
 }
 
 export interface FoldResult {

@@ -36,6 +36,21 @@ export { CompactionBusy } from "./MemoryDir.js"
 /** Folds up to this size are read whole: far above HISTORY_MAX's usual lines, far below a backlog's. */
 const WHOLE_READ_BYTES = 1024 * 1024
 
+/** Bytes each side of the split a plan remembers (FoldPlan.splitBytes): enough to see lines moved by an edit. */
+const AROUND_SPLIT = 256
+
+/** The bytes of [start, end) of `fd`, fewer if the file ends sooner. */
+const bytesAt = (fd: number, start: number, end: number): Buffer => {
+  const bytes = Buffer.alloc(Math.max(0, end - start))
+  let read = 0
+  while (read < bytes.length) {
+    const n = fs.readSync(fd, bytes, read, bytes.length - read, start + read)
+    if (n === 0) break
+    read += n
+  }
+  return bytes.subarray(0, read)
+}
+
 /** The three next files of a commit, staged (written, open, not yet synced). */
 interface NextFiles {
   readonly summary: CommitAsync.Staged
@@ -116,7 +131,9 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
         const inode = stat.ino
         // keep = 0 folds everything; otherwise a short history has nothing older.
         const older = keep === 0 ? tail.offset > 0 : tail.count === keep && tail.offset > 0
-        return Result.succeed(older ? Option.some({ splitOffset: tail.offset, inode, summaryStamp: stamp }) : Option.none<FoldPlan>())
+        if (!older) return Result.succeed(Option.none<FoldPlan>())
+        const splitBytes = bytesAt(fd, Math.max(0, tail.offset - AROUND_SPLIT), Math.min(stat.size, tail.offset + AROUND_SPLIT))
+        return Result.succeed(Option.some({ splitOffset: tail.offset, inode, summaryStamp: stamp, splitBytes }))
       })))
 
   // The usual fold (a few hundred lines) is read in one go; a backlog in blocks, so it never sits whole in memory.
@@ -193,6 +210,13 @@ export const make = (memoryDir: MemoryDir): FoldStoreService => {
     }
     const rest = withHistory(paths.history, SafeFile.flags.read, undefined, (fd, stat) => {
       if (stat.ino !== plan.inode || stat.size < plan.splitOffset) return Result.succeed(undefined)
+      // Appends leave these bytes as they were; an edit before the split moves them.
+      if (plan.splitBytes !== undefined) {
+        const from = Math.max(0, plan.splitOffset - AROUND_SPLIT)
+        if (!bytesAt(fd, from, from + plan.splitBytes.length).equals(plan.splitBytes)) {
+          return Result.fail(new MemoryError({ reason: "replaced", message: "history.jsonl was edited during compaction; nothing changed" }))
+        }
+      }
       const buffer = Buffer.allocUnsafe(stat.size - plan.splitOffset)
       fs.readSync(fd, buffer, 0, buffer.length, plan.splitOffset)
       return Result.succeed({ buffer, size: stat.size })

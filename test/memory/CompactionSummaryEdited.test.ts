@@ -3,7 +3,9 @@
  * for it). An edit made while a compaction waits on the brain must not be
  * overwritten by a summary built from the text before it: the commit is
  * refused, both files stay as they are, and the next compaction folds from
- * the edited summary.
+ * the edited summary. So with history.jsonl edited in place (nano saves so)
+ * in a way that moves its lines: the commit must not keep a tail cut at the
+ * plan's offset, which now falls in the middle of a line.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -54,5 +56,45 @@ describe("summary.md edited by hand during a compaction", () => {
       expect(foldedFrom[0]).toContain("EXISTING SUMMARY:\nLikes coffee now, not tea.\n")
       expect(fs.readFileSync(summaryPath, "utf8")).toBe("Likes coffee.\n")
       expect(fs.readFileSync(historyPath, "utf8").split("\n").filter((text) => text.length > 0)).toHaveLength(2)
+    }))
+})
+
+describe("history.jsonl edited in place during a compaction", () => {
+  it.effect("a line removed before the kept tail: nothing is committed, no line is cut, and the next compaction folds the edited history", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const historyPath = path.join(directory, "history.jsonl")
+      fs.writeFileSync(historyPath, history(6))
+      const memory = yield* Memory.make(directory)
+      const store = FoldStore.make(memory.memoryDir)
+      const edited = history(6).split("\n").filter((text) => !text.includes("\"m0\"")).join("\n")
+      let edits = 0
+      // The first line removed in place (same inode, file rewritten from its start) while the brain summarised.
+      const folds: FoldStore.FoldStoreService = {
+        ...store,
+        commitFold: (plan, summary, between) =>
+          Effect.andThen(
+            Effect.sync(() => {
+              if (edits++ > 0) return
+              const inode = fs.statSync(historyPath).ino
+              const fd = fs.openSync(historyPath, "r+")
+              fs.ftruncateSync(fd, 0)
+              fs.writeSync(fd, edited, 0)
+              fs.closeSync(fd)
+              expect(fs.statSync(historyPath).ino).toBe(inode)
+            }),
+            store.commitFold(plan, summary, between)
+          )
+      }
+      const compactor = yield* compactorOver(memory, folds, ["From m0 to m3.", "From m1 to m3."])
+
+      const refused = yield* Effect.flip(compactor.compactNow)
+      expect(refused.message).toBe("history.jsonl was edited during compaction; nothing changed")
+      expect(fs.readFileSync(historyPath, "utf8")).toBe(edited)
+      expect(fs.existsSync(path.join(directory, "summary.md"))).toBe(false)
+
+      const report = yield* compactor.compactNow
+      expect(Option.map(report, (done) => done.summarised)).toEqual(Option.some(3))
+      expect(fs.readFileSync(historyPath, "utf8")).toBe(history(6).split("\n").slice(4).join("\n"))
     }))
 })
