@@ -21,6 +21,8 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
+import { replayEntries } from "../InboxJournal.js"
+import * as Layout from "../Layout.js"
 import type { MemoryError } from "../MemoryDir.js"
 import { describeError, errnoCode } from "../../runtime/Errors.js"
 import * as SafeFile from "../../runtime/SafeFile.js"
@@ -99,6 +101,17 @@ export const importAgent = (
       return yield* ioError(
         `cannot import ${directory}: an export into it did not finish (${unfinished.join(", ")} ${unfinished.length === 1 ? "is" : "are"} left); ` +
           "export again into a new directory"
+      )
+    }
+    // Messages a run accepted and did not finish are answered (and stored) by that directory's next run, never by the database's.
+    const inbox = Layout.files(directory).inbox
+    const journal = yield* Effect.fromResult(Result.mapError(SafeFile.read(inbox), (error) => ioError(`cannot import ${directory}: ${error.message}`, error)))
+    const unfinishedMessages = journal === undefined ? 0 : replayEntries(journal).size
+    if (unfinishedMessages > 0) {
+      return yield* ioError(
+        `cannot import ${directory}: its inbox journal (${path.basename(inbox)}) holds ${unfinishedMessages} message(s) a run accepted ` +
+          "and did not finish (not answered yet, or answered and not yet in history); start planckclaw run on it once, " +
+          "stop it when they are answered, then import"
       )
     }
     const history = yield* Effect.fromResult(readIfPresent(path.join(directory, FILES.history)))

@@ -145,6 +145,37 @@ describe("memory export/import", () => {
         expect(none.message).toBe(`agent ${name} has no memory in the database`)
       }
     })))
+  it.effect("refuses a directory whose inbox journal holds messages a run did not finish; one left empty or finished is imported", () =>
+    inDatabase(Effect.gen(function*() {
+      const root = yield* tempDir()
+      const record = (value: object) => `${JSON.stringify(value)}\n`
+      const history = `{"role":"user","content":"hi"}\n`
+      // What a clean stop leaves: a message taken from the pipe for the next start to answer, and
+      // an exchange answered on a full disk that waits for room in history.
+      const pending = path.join(root, "pending")
+      writeFiles(pending, {
+        "history.jsonl": history,
+        ".inbox.jsonl": record({ accepted: 1, key: "k1", channel: "cli", text: "still to answer" }) +
+          record({ accepted: 2, key: "k2", channel: "cli", text: "answered" }) + record({ answered: 2, reply: "r", stored: true }) +
+          record({ unstored: 2 }) + record({ delivered: 2 })
+      })
+      const refused = yield* Effect.flip(SqlTransfer.importAgent("ivy", pending))
+      expect(refused.message).toBe(
+        `cannot import ${pending}: its inbox journal (.inbox.jsonl) holds 2 message(s) a run accepted and did not finish ` +
+          "(not answered yet, or answered and not yet in history); start planckclaw run on it once, stop it when they are answered, then import"
+      )
+      const none = yield* Effect.flip(SqlTransfer.exportAgent("ivy", path.join(root, "ivy-out")))
+      expect(none.message).toBe("agent ivy has no memory in the database")
+      // Finished (or emptied, as an idle run leaves it): imported.
+      const finished = path.join(root, "finished")
+      writeFiles(finished, {
+        "history.jsonl": history,
+        ".inbox.jsonl": record({ accepted: 1, key: "k1", channel: "cli", text: "done" }) + record({ delivered: 1 })
+      })
+      expect((yield* SqlTransfer.importAgent("jay", finished)).lines).toBe(1)
+      writeFiles(path.join(root, "idle"), { "history.jsonl": history, ".inbox.jsonl": "" })
+      expect((yield* SqlTransfer.importAgent("kim", path.join(root, "idle"))).lines).toBe(1)
+    })))
   it.effect("an export killed before its last rename is never imported as whole, and exporting again replaces what it left", () =>
     inDatabase(Effect.gen(function*() {
       const root = yield* tempDir()
