@@ -43,7 +43,7 @@ export const make = (
     ? undefined
     : { fd: opened.fd, size: opened.size, ino: opened.ino }
   // The file as the records last left it: a journal opened on another (or found shorter) starts with what is pending.
-  let last: { readonly ino: number; readonly size: number } | undefined = journal
+  let last: { readonly ino: number; readonly size: number } | undefined = opened === undefined ? undefined : { ino: opened.ino, size: opened.size }
   const drop = () => {
     SafeFile.closeHeld(journal)
     journal = undefined
@@ -53,7 +53,11 @@ export const make = (
   const held = (): Result.Result<{ readonly fd: number; readonly size: number; readonly fresh: boolean }, SafeFile.MemoryFileError> => {
     if (journal !== undefined) {
       const now = lookNow()
-      if (now !== undefined && now.ino === journal.ino && now.size === journal.size) return Result.succeed({ ...journal, fresh: false })
+      // Grown, it holds what it held (a serve agent's instance closing while its successor starts appends too).
+      if (now !== undefined && now.ino === journal.ino && now.size >= journal.size) {
+        journal.size = now.size
+        return Result.succeed({ ...journal, fresh: false })
+      }
       // Removed, replaced or cut by hand: what it held is gone, even should a new file get the same inode.
       last = undefined
       drop()

@@ -156,6 +156,22 @@ describe("a journal removed or cut while the agent runs", () => {
       expect(restarted.recovered.map((p) => p.text)).toEqual(["before", "meanwhile"])
     }))
 
+  it.effect("grown by another inbox on it (a serve agent's instance closing while its successor starts) is appended to as it is, nothing written twice", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir()
+      const file = path.join(directory, ".inbox.jsonl")
+      const closing = yield* Inbox.make(directory)
+      const first = yield* closing.accept({ channel: "c", text: "one" })
+      const starting = yield* Inbox.make(directory)
+      yield* closing.answered(first, "r", true)
+      yield* starting.accept({ channel: "c", text: "two" })
+      expect(fs.readFileSync(file, "utf8").split("\n").slice(0, -1).map((record) => JSON.parse(record))).toMatchObject([
+        { accepted: 1, text: "one" },
+        { answered: 1, reply: "r" },
+        { accepted: 2, text: "two" }
+      ])
+    }))
+
   it.effect("emptied by hand, it is written again from its start, not after a gap where the old records were", () =>
     Effect.gen(function*() {
       const directory = yield* tempDir()
