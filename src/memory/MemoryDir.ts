@@ -109,6 +109,9 @@ export const make = (
         if (Result.isFailure(taken) && taken.failure._tag === "LockFailed" && !fs.existsSync(directory)) {
           // Removed under a running agent (by hand): make it again rather than fail every turn.
           Result.try(() => Layout.makeDirectories(directory))
+          // The run's lock went with it: taken again, or a second run would start on the directory.
+          const runLock = runLockFile(runKey)
+          if (runLock !== undefined) FileLock.tryTakeSync(runLock)
           taken = FileLock.tryTakeSync(paths.writeLock, asLink())
         }
         // The usual case, a free lock: take it, work and release in one synchronous step.

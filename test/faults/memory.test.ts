@@ -270,6 +270,8 @@ describe("faults: memory", () => {
       fs.rmSync(box.memory, { recursive: true, force: true })
       yield* proc.write("second\n")
       expect(yield* proc.awaitLines(2)).toEqual(["re: first", "re: second"])
+      // The run's lock is made again with it: a second run on the directory is refused, as before.
+      expect(fs.readFileSync(path.join(box.memory, ".planckclaw-run.lock"), "utf8").trim()).toBe(String(proc.pid))
       yield* proc.closeInput
       expect((yield* proc.ended).code).toBe(0)
       expect(box.memoryFile("history.jsonl")).toBe(answered(["second", "re: second"]))
