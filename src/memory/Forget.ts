@@ -102,6 +102,21 @@ export const commit = (directory: string, paths: Layout.Paths, stamp: string): R
   const made = makeArchive(directory, stamp)
   if (Result.isFailure(made)) return Result.fail(made.failure)
   const archive = made.success
+  // The files go by rename, which cannot cross into another file system (archive/ a link or a mount there):
+  // refused now, before the commit point, rather than a journal whose renames fail at every locked section after it.
+  const elsewhere = Result.try(() => fs.statSync(path.join(directory, archive)).dev !== fs.statSync(directory).dev)
+  if (Result.isFailure(elsewhere) || elsewhere.success) {
+    Result.try(() => fs.rmdirSync(path.join(directory, archive)))
+    return Result.fail(
+      new MemoryError({
+        reason: "io",
+        message: Result.isFailure(elsewhere)
+          ? `cannot look at ${path.join(directory, archive)}: ${describeError(elsewhere.failure)}`
+          : `${path.join(directory, Layout.ARCHIVE_DIR)} is on another file system than ${directory} (a link or a mount), ` +
+            "and forgetting moves the files there by rename: make it a directory of the memory directory's own file system"
+      })
+    )
+  }
   // A compaction's leftovers (no journal: never committed) must not be read as part of this commit.
   for (const next of [paths.nextSummary, paths.nextHistory, paths.nextLedger]) Result.try(() => fs.unlinkSync(next))
   const files = Layout.forgotten(paths).filter((file) => fs.existsSync(file)).map((file) => path.basename(file))

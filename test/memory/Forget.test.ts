@@ -57,6 +57,32 @@ describe("Forget", () => {
       expect(yield* memory.forget("2026-11-30T19-00-00Z")).toEqual(Option.none())
     }))
 
+  it.effect("an archive/ on another file system (a link to it) is refused before the commit: memory stays usable, and forgets once it is a plain directory", () =>
+    Effect.gen(function*() {
+      const directory = yield* memoryDir
+      // tmpfs: another file system than the test's temporary directory.
+      const elsewhere = yield* Effect.acquireRelease(
+        Effect.sync(() => fs.mkdtempSync("/dev/shm/planckclaw-archive-")),
+        (made) => Effect.sync(() => fs.rmSync(made, { recursive: true, force: true }))
+      )
+      expect(fs.statSync(elsewhere).dev).not.toBe(fs.statSync(directory).dev)
+      fs.symlinkSync(elsewhere, path.join(directory, "archive"))
+      const memory = yield* Memory.make(directory)
+      const refused = yield* Effect.flip(memory.forget("2026-11-30T19-00-00Z"))
+      expect(refused.message).toBe(
+        `${path.join(directory, "archive")} is on another file system than ${directory} (a link or a mount), ` +
+          "and forgetting moves the files there by rename: make it a directory of the memory directory's own file system"
+      )
+      expect(fs.readdirSync(elsewhere)).toEqual([])
+      expect(fs.existsSync(path.join(directory, ".compaction-commit"))).toBe(false)
+      // Nothing moved, nothing left half done: turns read and store as before.
+      expect((yield* memory.snapshot(10)).history).toHaveLength(2)
+      yield* memory.append([{ role: "user", content: "u2" }, { role: "assistant", content: "a2" }])
+      expect(fs.readFileSync(path.join(directory, "history.jsonl"), "utf8")).toBe(HISTORY + line("user", "u2") + line("assistant", "a2"))
+      fs.unlinkSync(path.join(directory, "archive"))
+      expect(Option.map(yield* memory.forget("2026-11-30T19-00-00Z"), (done) => done.archive)).toEqual(Option.some(ARCHIVE))
+    }))
+
   it.effect("a kill before the journal leaves the old memory (and an empty archive directory)", () =>
     Effect.gen(function*() {
       const directory = yield* memoryDir
