@@ -8,7 +8,7 @@
  * Crash-safe like history: a line is appended whole or cut back
  * (SafeFile.appendAll); a line torn by a crash is left as it is, the next
  * one starts on a line of its own, and the reader skips it. Writing the
- * ledger never fails a turn: a failure is logged once.
+ * ledger never fails a turn: a failure is logged once until a write works again.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -128,7 +128,7 @@ export const read = (file: string): Result.Result<{ readonly lines: Array<UsageL
   })
 
 /**
- * `brain` with every answer recorded in `file`; a failed write is logged once and never fails the call.
+ * `brain` with every answer recorded in `file`; a failed write never fails the call, and is logged once until one works again.
  * The ledger stays open between answers; `closeFile` closes it (the next answer opens it again): `serve`
  * closes it with an agent's other files when the agent is no longer among those keeping theirs open
  * (OpenFiles). The scope closes it for good.
@@ -145,9 +145,15 @@ export const recorder = (
     const recorded = tapAnswers(brain, (request, started, response) =>
       Effect.flatMap(Clock.currentTimeMillis, (ended) => {
         const written = ledger.append([lineOf(request, response, label, started, ended)])
-        if (Result.isSuccess(written) || warned) return Effect.void
+        // Once per outage, not once per process: a later one (months on) is said too, and its end.
+        if (Result.isSuccess(written)) {
+          if (!warned) return Effect.void
+          warned = false
+          return Effect.logInfo(`usage ledger ${file} is written again`)
+        }
+        if (warned) return Effect.void
         warned = true
-        return Effect.logWarning(`usage ledger not written (${written.failure.message}); turns go on without it`)
+        return Effect.logWarning(`usage ledger not written (${written.failure.message}); turns go on without it (logged once until it is written again)`)
       }))
     return { brain: recorded, closeFile: Effect.sync(ledger.close) }
   })

@@ -8,9 +8,11 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Result } from "effect"
 import type { MessagesResponse } from "../../src/ports/Brain.js"
+import * as ScriptedBrain from "../../src/brain/ScriptedBrain.js"
 import * as UsageLedger from "../../src/usage/UsageLedger.js"
 import * as Cli from "../support/Cli.js"
 import { harness, line } from "../support/Harness.js"
+import { captureLogs } from "../support/LogCapture.js"
 import { sandbox, tempDir } from "../support/Sandbox.js"
 
 const answer = (text: string, usage: MessagesResponse["usage"]): MessagesResponse => ({
@@ -79,6 +81,32 @@ describe("usage.jsonl held open between answers", () => {
       fs.appendFileSync(file, encoded(4))
       expect(Result.isSuccess(ledger.append([entry(5)]))).toBe(true)
       expect(fs.readFileSync(file, "utf8")).toBe(encoded(3, 4, 5))
+    }))
+})
+
+describe("usage.jsonl that cannot be written", () => {
+  it.effect("is said once per outage, and its end, so a second outage months later is not silent", () =>
+    Effect.gen(function*() {
+      const logs = yield* captureLogs
+      const directory = yield* tempDir()
+      const inside = path.join(directory, "memory")
+      const scripted = yield* ScriptedBrain.make(Array.from({ length: 5 }, () => ScriptedBrain.text("ok")))
+      const brain = yield* UsageLedger.recording(scripted.service, path.join(inside, "usage.jsonl"), "test")
+      const ask = brain.complete({ model: "m", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }).pipe(Effect.provide(logs.layer))
+      const said = () => logs.lines.filter((entry) => entry.includes("usage ledger"))
+      // No directory for it: the first answer is said, the second is not.
+      yield* ask
+      yield* ask
+      expect(said()).toHaveLength(1)
+      expect(said()[0]).toMatch(/^WARN usage ledger not written \(.*ENOENT.*\); turns go on without it \(logged once until it is written again\)$/)
+      fs.mkdirSync(inside)
+      yield* ask
+      expect(said()[1]).toBe(`INFO usage ledger ${path.join(inside, "usage.jsonl")} is written again`)
+      fs.rmSync(inside, { recursive: true })
+      yield* ask
+      yield* ask
+      expect(said()).toHaveLength(3)
+      expect(said()[2]).toMatch(/^WARN usage ledger not written/)
     }))
 })
 
