@@ -5,12 +5,14 @@
  * makes this process the journal's only writer, so its size is known here,
  * for cutting back a write that did not land whole.
  *
- * Each record first looks (one lstat) whether the path is still the file
- * held: a journal removed or replaced while the agent runs (the memory
- * directory deleted by hand, and made again by the next append to history)
- * would otherwise take every later record into an unlinked file, lost at
- * the next crash. A journal opened on another file than the one last
- * written starts with the records of the messages still pending (`live`).
+ * Each record first looks (one fstat of the descriptor: a few times
+ * cheaper than an lstat of the path, on every turn) whether the file held
+ * is still linked and as long: a journal removed or replaced while the
+ * agent runs (the memory directory deleted by hand, and made again by the
+ * next append to history) has no link left, and would otherwise take every
+ * later record into an unlinked file, lost at the next crash. A journal
+ * opened on another file than the one last written starts with the records
+ * of the messages still pending (`pending`).
  */
 import * as fs from "node:fs"
 import * as Result from "effect/Result"
@@ -50,12 +52,17 @@ export const make = (
   }
   /** The path as it is now; undefined when absent, or when it cannot be looked at (the open then says why). */
   const lookNow = () => Result.getOrUndefined(Result.try(() => fs.lstatSync(file, { throwIfNoEntry: false })))
+  /** The held file's size when it is still linked and holds at least what it held; undefined when it is not (or cannot say). */
+  const stillHeld = (held: { readonly fd: number; readonly size: number }) => {
+    const now = Result.getOrUndefined(Result.try(() => fs.fstatSync(held.fd)))
+    return now !== undefined && now.nlink > 0 && now.size >= held.size ? now.size : undefined
+  }
   const held = (): Result.Result<{ readonly fd: number; readonly size: number; readonly fresh: boolean }, SafeFile.MemoryFileError> => {
     if (journal !== undefined) {
-      const now = lookNow()
       // Grown, it holds what it held (a serve agent's instance closing while its successor starts appends too).
-      if (now !== undefined && now.ino === journal.ino && now.size >= journal.size) {
-        journal.size = now.size
+      const size = stillHeld(journal)
+      if (size !== undefined) {
+        journal.size = size
         return Result.succeed({ ...journal, fresh: false })
       }
       // Removed, replaced or cut by hand: what it held is gone, even should a new file get the same inode.
@@ -82,23 +89,26 @@ export const make = (
       if (first.length > 0) pending.kept()
       return written
     })
+  const cut = (target: { readonly fd: number }): Result.Result<void, SafeFile.MemoryFileError> => {
+    const cutDone = Result.try({ try: () => fs.ftruncateSync(target.fd, 0), catch: (error) => SafeFile.failed(file, error) })
+    if (Result.isFailure(cutDone)) {
+      drop()
+      return cutDone
+    }
+    journal!.size = 0
+    last = { ino: journal!.ino, size: 0 }
+    return cutDone
+  }
   const truncate = (): Result.Result<void, SafeFile.MemoryFileError> => {
-    // Nothing is pending when the journal is emptied: a journal gone is as good as an empty one.
-    if (lookNow() === undefined) {
+    // Nothing is pending when the journal is emptied: a journal gone (no file, or the one held unlinked) is as good as
+    // an empty one.
+    const gone = journal === undefined ? lookNow() === undefined : stillHeld({ fd: journal.fd, size: 0 }) === undefined
+    if (gone) {
       drop()
       last = undefined
       return Result.succeed(undefined)
     }
-    return Result.flatMap(held(), (target) => {
-      const cut = Result.try({ try: () => fs.ftruncateSync(target.fd, 0), catch: (error) => SafeFile.failed(file, error) })
-      if (Result.isFailure(cut)) {
-        drop()
-        return cut
-      }
-      journal!.size = 0
-      last = { ino: journal!.ino, size: 0 }
-      return cut
-    })
+    return journal === undefined ? Result.flatMap(held(), cut) : cut(journal)
   }
   return { append, truncate, drop }
 }
