@@ -15,6 +15,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -199,8 +200,28 @@ export const make = Effect.gen(function*() {
 
   const check = HostMessage.decoder(config.maxMessageBytes)
   const acceptChecked = ({ id, ...message }: HostMessage.HostMessage) => submit(id, message)
-  // The caller holds the agent started until its reply comes.
-  const sendChecked = (message: HostMessage.HostMessage) => Effect.scoped(Effect.flatMap(acceptChecked(message), awaitReply))
+
+  /**
+   * Holds agent `id` started until `reply` is given, in the host's scope: taken while the caller still holds
+   * it, so it is never released between the two (its idle time would otherwise pass mid-turn, and the release
+   * cut the turn, to be run again from the journal at its next start).
+   */
+  const holdUntilAnswered = (id: AgentId.AgentId, reply: Deferred.Deferred<AgentInstance.Reply>) =>
+    Effect.gen(function*() {
+      const held = yield* Scope.make()
+      const holding = yield* Effect.exit(Scope.provide(started(id), held))
+      if (Exit.isFailure(holding)) return yield* Scope.close(held, Exit.void)
+      yield* Effect.forkIn(Effect.ensuring(Deferred.await(reply), Scope.close(held, Exit.void)), scope)
+    })
+
+  // The caller holds the agent started until its reply comes; a caller gone (a client disconnected) hands that
+  // over. Its message is taken whole or not at all, as a stream's is (TurnStream.streaming): a caller gone just
+  // as it was journaled would otherwise leave it answered with the agent free to go idle mid-turn.
+  const sendChecked = (message: HostMessage.HostMessage) =>
+    Effect.scoped(Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(acceptChecked(message), (reply) =>
+        restore(awaitReply(reply)).pipe(Effect.onInterrupt(() => holdUntilAnswered(message.id, reply))))
+    ))
   const streamChecked = ({ id, ...message }: HostMessage.HostMessage) =>
     TurnStream.streaming((events) => submit(id, message, events), scope, awaitReply)
 

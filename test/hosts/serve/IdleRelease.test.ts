@@ -5,6 +5,8 @@
  * removed the compaction's staged files and lost the exchanges appended
  * meanwhile). The release waits for the compaction; the next message is
  * answered after it, and every exchange is in history or summary.
+ * And an agent whose caller went away mid-turn (a client disconnected) is
+ * not idle: it is released after the turn, not in the middle of it.
  * TestClock: the idle time passes by the test's hand, the summary by a latch.
  */
 import * as fs from "node:fs"
@@ -79,5 +81,41 @@ describe("AgentHost: released while compacting", () => {
         expect(fs.readdirSync(directory).filter((name) => name.endsWith(".next"))).toEqual([])
         expect(logs.lines.filter((line) => /compaction did not run|ENOENT/.test(line))).toEqual([])
       }).pipe(Effect.provide(logs.layer))
+    }).pipe(Effect.scoped))
+})
+
+describe("AgentHost: released only when idle", () => {
+  it.effect("a caller gone mid-turn does not let the agent go idle: the turn ends and is kept, the release comes after it (TestClock)", () =>
+    Effect.gen(function*() {
+      const root = tempDir()
+      const asked = yield* Deferred.make<void>()
+      const answer = yield* Deferred.make<void>()
+      const brain = echoBrain((request) =>
+        lastUserText(request) === "slow"
+          ? Deferred.succeed(asked, undefined).pipe(Effect.andThen(Deferred.await(answer)), Effect.as(ScriptedBrain.text("echo slow")))
+          : undefined
+      )
+      const agents = yield* startHost(root, brain.layer, { PLANCKCLAW_AGENT_IDLE: "60" })
+      yield* Effect.addFinalizer(() => Deferred.succeed(answer, undefined))
+      // A client that went away (its request interrupted) once the message was taken and its turn began.
+      const caller = yield* Effect.forkChild(agents.send("patient", { text: "slow", idempotencyKey: "k-1" }))
+      yield* Deferred.await(asked)
+      yield* Fiber.interrupt(caller)
+      yield* settle
+      // Longer than PLANCKCLAW_AGENT_IDLE with the turn still on: the agent is not idle, and stays.
+      yield* TestClock.adjust("61 seconds")
+      yield* settle
+      expect((yield* agents.get("patient")).state).toBe("running")
+      yield* Deferred.succeed(answer, undefined)
+      yield* settle
+      expect(historyOf(root, "patient").map((line) => line.content)).toEqual(["slow", "echo slow"])
+      expect(fs.readFileSync(path.join(root, "agents", "patient", ".inbox.jsonl"), "utf8")).toBe("")
+      // The retry under its key gets the reply kept, without a second turn.
+      expect(yield* agents.send("patient", { text: "slow", idempotencyKey: "k-1" })).toEqual({ reply: "echo slow", stored: true })
+      expect(brain.requests).toHaveLength(1)
+      // Idle from then on: released after its idle time.
+      yield* TestClock.adjust("61 seconds")
+      yield* settle
+      expect((yield* agents.get("patient")).state).toBe("released")
     }).pipe(Effect.scoped))
 })
