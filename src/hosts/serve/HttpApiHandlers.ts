@@ -32,7 +32,7 @@ import * as HostMessage from "./HostMessage.js"
 import { Api, Authorization, type MessageEvent } from "./HttpApiDefinition.js"
 import * as HttpApiDocs from "./HttpApiDocs.js"
 import * as Errors from "./HttpApiErrors.js"
-import { messageBodyLimit, tooLarge as tooLargeBody } from "./HttpBodyLimits.js"
+import { messageBodyLimit, tooLarge as tooLargeBody, utf8Text } from "./HttpBodyLimits.js"
 import * as HttpConnections from "./HttpConnections.js"
 import type { Told } from "./TurnStream.js"
 import { credentialMatches, problem, unauthorized, unsupportedMedia } from "./HttpRequestChecks.js"
@@ -45,9 +45,9 @@ export interface Options {
   readonly stopping: Effect.Effect<void>
 }
 
-/** The body as text, read only up to `limit` bytes (None past it). */
+/** The body's bytes, read only up to `limit` (None past it). */
 const readLimited = (source: http.IncomingMessage | http2.Http2ServerRequest, limit: number) =>
-  Effect.callback<Option.Option<string>, string>((resume) => {
+  Effect.callback<Option.Option<Buffer>, string>((resume) => {
     const chunks: Array<Buffer> = []
     let bytes = 0
     const onData = (chunk: Buffer) => {
@@ -60,7 +60,7 @@ const readLimited = (source: http.IncomingMessage | http2.Http2ServerRequest, li
     }
     const onEnd = () => {
       done()
-      resume(Effect.succeed(Option.some(Buffer.concat(chunks).toString("utf8"))))
+      resume(Effect.succeed(Option.some(Buffer.concat(chunks))))
     }
     const onError = (error: Error) => {
       done()
@@ -109,11 +109,13 @@ const readMessage = (
     )
     // A body still arriving is raced against a stop; one received whole (a message's usual body, parsed
     // with its headers) cannot keep the stop waiting, and is read without the race's two fibers.
-    const text = yield* incoming.complete
+    const body = yield* incoming.complete
       ? read
       : Effect.raceFirst(read, Effect.andThen(options.stopping, Effect.failSync(HttpConnections.stoppingAnswer)))
-    if (Option.isNone(text)) return yield* Effect.fail(tooLarge())
-    const json = Result.try(() => JSON.parse(text.value) as unknown)
+    if (Option.isNone(body)) return yield* Effect.fail(tooLarge())
+    const text = utf8Text(body.value)
+    if (Result.isFailure(text)) return yield* Effect.fail(text.failure)
+    const json = Result.try(() => JSON.parse(text.success) as unknown)
     if (Result.isFailure(json)) return yield* Effect.fail(problem(400, "bad-json", "the body is not JSON"))
     const message = decodeMessage(json.success)
     if (Result.isFailure(message)) return yield* Effect.fail(refusedBody(message.failure.issue))

@@ -37,6 +37,18 @@ export const mcpBodyLimit = messageBodyLimit
 export const tooLarge = (limit: number, why: string) =>
   problem(413, "too-large", `the body is over ${limit} bytes; ${why}`, { connection: "close" })
 
+/** JSON's one encoding, strictly: a byte of another (Latin-1's é) would otherwise become U+FFFD in the agent's memory. */
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
+
+/** A body's text, or None when its bytes are not UTF-8; a byte order mark before it is dropped, as JSON readers may. */
+export const utf8Text = (body: Uint8Array): Result.Result<string, HttpServerResponse.HttpServerResponse> =>
+  Result.mapError(Result.try(() => strictUtf8.decode(body)), () =>
+    problem(
+      400,
+      "bad-body",
+      "the body is not valid UTF-8 (a byte of another encoding, such as Latin-1 or Windows-1252): send the JSON in UTF-8"
+    ))
+
 /** Whether a body read failed for passing MaxBodySize (Effect reads up to the cap, then drains the rest unkept). */
 const overTheCap = (error: unknown) =>
   HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge"
@@ -63,5 +75,7 @@ export const limited = (limit: number, why: string) =>
         ? tooLarge(limit, why)
         : problem(400, "bad-body", `the body could not be read: ${body.failure.message}`)
     }
+    const text = utf8Text(new Uint8Array(body.success))
+    if (Result.isFailure(text)) return text.failure
     return yield* handler
   }).pipe(Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit)))

@@ -4,7 +4,8 @@
  * problem answered before the body is read whole, whether its size was
  * declared or it comes in chunks; the host's PLANCKCLAW_MAX_MESSAGE_BYTES
  * caps every message, and an agent's own config.env may lower it (a 413
- * naming it), never raise it.
+ * naming it), never raise it. A body must be UTF-8, JSON's encoding: one
+ * that is not is refused, never read with its bytes replaced.
  */
 import * as fs from "node:fs"
 import * as http from "node:http"
@@ -62,7 +63,7 @@ const postUnfinished = (port: number, target: string, options: { readonly sent: 
     return Effect.sync(() => request.destroy())
   })
 
-const post = (port: number, target: string, body: string) =>
+const post = (port: number, target: string, body: string | Buffer) =>
   Effect.callback<Answer>((resume) => {
     const request = http.request(
       { host: "127.0.0.1", port, method: "POST", path: target, headers: { "content-type": "application/json" }, agent: false },
@@ -145,5 +146,31 @@ describe("HTTP body limits", () => {
           "its messages are held to 1000 bytes (an agent's own value can only lower the host's)"
         ])
       }).pipe(Effect.scoped, Effect.provide(logs.layer))
+    }))
+
+  it.live("a body that is not UTF-8 (Latin-1's é) is a 400 bad-body on every route that reads one, nothing journaled; one led by a byte order mark is read", () =>
+    Effect.gen(function*() {
+      const { brain, port, root } = yield* serve({})
+      const latin1 = (json: string) => Buffer.from(json, "latin1")
+      const run = JSON.stringify({
+        threadId: "t", runId: "r1", state: {}, tools: [], context: [], forwardedProps: {},
+        messages: [{ id: "m1", role: "user", content: "café" }]
+      })
+      const ask = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "ask_agent", arguments: { agent: "cafe", text: "café" } } })
+      for (const [target, body] of [["/v1/agents/cafe/messages", JSON.stringify({ text: "café" })], ["/v1/agents/cafe/ag-ui", run], ["/v1/mcp", ask]]) {
+        const answer = yield* post(port, target!, latin1(body!))
+        expect(answer.status, target).toBe(400)
+        expect(JSON.parse(answer.text), target).toEqual({
+          error: "bad-body",
+          message: "the body is not valid UTF-8 (a byte of another encoding, such as Latin-1 or Windows-1252): send the JSON in UTF-8"
+        })
+      }
+      expect(brain.requests).toEqual([])
+      expect(historyOf(root, "cafe")).toEqual([])
+      // The same text in UTF-8, and after a byte order mark (as some Windows tools write it): read as sent.
+      expect(yield* post(port, "/v1/agents/cafe/messages", JSON.stringify({ text: "café" }))).toEqual({ status: 200, text: JSON.stringify({ reply: "echo café", stored: true }) })
+      const marked = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ text: "thé" }))])
+      expect(yield* post(port, "/v1/agents/cafe/messages", marked)).toEqual({ status: 200, text: JSON.stringify({ reply: "echo thé", stored: true }) })
+      expect(historyOf(root, "cafe").map((entry) => entry.content)).toEqual(["café", "echo café", "thé", "echo thé"])
     }))
 })
