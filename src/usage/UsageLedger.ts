@@ -176,25 +176,44 @@ export const layer: Layer.Layer<Brain, ConfigError.ConfigError, Brain | Memory> 
   })
 )
 
+/** The lines of the open ledger `fd` from day `since` on, read backwards from its end to the first line of an earlier day. */
+const linesFromDay = (fd: number, since: string): { readonly lines: Array<UsageLine>; readonly skipped: number } => {
+  const lines: Array<UsageLine> = []
+  let skipped = 0
+  BackwardLines.visitBackward(fd, BackwardLines.sizeOf(fd), ({ line }) => {
+    const decoded = decodeLine(line)
+    if (Option.isNone(decoded)) {
+      skipped++
+      return true
+    }
+    if (decoded.value.at.slice(0, 10) < since) return false
+    lines.push(decoded.value)
+    return true
+  })
+  return { lines: lines.reverse(), skipped }
+}
+
 /**
  * The lines of the ledger from day `since` (YYYY-MM-DD, UTC) on, read
  * backwards from the end (the ledger is appended in time order): today's
  * usage of an agent costs the same with a year of lines before it.
  */
 export const readSinceDay = (file: string, since: string): Array<UsageLine> => {
-  const lines: Array<UsageLine> = []
   const opened = Result.try(() => fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW))
-  if (Result.isFailure(opened)) return lines
-  const fd = opened.success
-  Result.try(() =>
-    BackwardLines.visitBackward(fd, BackwardLines.sizeOf(fd), ({ line }) => {
-      const decoded = decodeLine(line)
-      if (Option.isNone(decoded)) return true
-      if (decoded.value.at.slice(0, 10) < since) return false
-      lines.push(decoded.value)
-      return true
-    })
-  )
-  Result.try(() => fs.closeSync(fd))
-  return lines.reverse()
+  if (Result.isFailure(opened)) return []
+  const read = Result.try(() => linesFromDay(opened.success, since).lines)
+  Result.try(() => fs.closeSync(opened.success))
+  return Result.getOrElse(read, () => [])
 }
+
+/**
+ * `read` of the lines from day `since` on only, as `readSinceDay` reads them (refused as `read` refuses a
+ * file): a period's usage costs its own lines, not the months of ledger before it, which read whole held
+ * every other agent's turn (seconds for a busy agent's year) and past 512 MiB could not be read at all.
+ * `skipped` counts the lines that could not be read among those.
+ */
+export const readFromDay = (
+  file: string,
+  since: string
+): Result.Result<{ readonly lines: Array<UsageLine>; readonly skipped: number }, SafeFile.MemoryFileError> =>
+  SafeFile.withFileIfPresent(file, SafeFile.flags.read, { lines: [], skipped: 0 }, (fd) => Result.succeed(linesFromDay(fd, since)))

@@ -86,12 +86,17 @@ export interface Period {
   readonly until?: string | undefined
 }
 
-/** One agent's ledger summed per day and model for `period`, as `planckclaw usage` reports it. */
-export const usageOf = (directory: string, prices: PriceTable, period: Period): Result.Result<UsageReport.Report, string> =>
-  Result.map(
-    Result.mapError(UsageLedger.read(path.join(directory, UsageLedger.FILE_NAME)), (error) => error.message),
+/**
+ * One agent's ledger summed per day and model for `period`, as `planckclaw usage` reports it; a period with
+ * a first day is read from the ledger's end back to that day only (UsageLedger.readFromDay).
+ */
+export const usageOf = (directory: string, prices: PriceTable, period: Period): Result.Result<UsageReport.Report, string> => {
+  const file = path.join(directory, UsageLedger.FILE_NAME)
+  return Result.map(
+    Result.mapError(period.since === undefined ? UsageLedger.read(file) : UsageLedger.readFromDay(file, period.since), (error) => error.message),
     (ledger) => UsageReport.report(ledger.lines, ledger.skipped, prices, period.since, period.until)
   )
+}
 
 export interface AllUsage {
   readonly since: string | null

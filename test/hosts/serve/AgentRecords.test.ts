@@ -2,7 +2,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { Result } from "effect"
+import { Effect, Result } from "effect"
 import * as AgentRecords from "../../../src/hosts/serve/AgentRecords.js"
 import * as AgentStatus from "../../../src/hosts/serve/AgentStatus.js"
 import * as FallbackSoul from "../../../src/memory/FallbackSoul.js"
@@ -30,6 +30,23 @@ describe("AgentRecords", () => {
     // A model without a price: no cost rather than 0.
     fs.writeFileSync(path.join(dir, "usage.jsonl"), line("2026-01-03T01:00:00.000Z", 5).replace("claude-haiku-4-5-20251001", "mystery") + "\n")
     expect(AgentStatus.todayOf(dir, PRICES, new Date("2026-01-03T02:00:00Z"))).toEqual({ tokens: 6, cost: null })
+  })
+
+  it("a period's usage is read from the ledger's end back to its first day: months of older lines, over what one read can hold, are not read", () => {
+    const dir = tempDir()
+    const file = path.join(dir, "usage.jsonl")
+    // 540 MB before the period (a sparse file: no disk): more than one string can hold, as a busy agent's ledger grows to.
+    fs.writeFileSync(file, "")
+    fs.truncateSync(file, 540_000_000)
+    fs.appendFileSync(file, "\n" + [line("2026-01-01T10:00:00.000Z", 1000), line("2026-03-02T08:00:00.000Z", 7), line("2026-03-03T08:00:00.000Z", 9)].join("\n") + "\n")
+    try {
+      const period = Result.getOrThrow(AgentRecords.usageOf(dir, PRICES, { since: "2026-03-02", until: "2026-03-02" }))
+      expect([period.rows.map((row) => [row.day, row.input]), period.skipped]).toEqual([[["2026-03-02", 7]], 0])
+      const all = Effect.runSync(AgentRecords.usageOfAll(["one"], () => dir, PRICES, { since: "2026-03-01" }))
+      expect(all.rows.map((row) => [row.agent, row.day, row.input])).toEqual([["one", "2026-03-02", 7], ["one", "2026-03-03", 9]])
+    } finally {
+      fs.rmSync(file)
+    }
   })
 
   it("the soul is the agent's own, else the host's as its turns read it, else the built-in one; the summary as it is", () => {
