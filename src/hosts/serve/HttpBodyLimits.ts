@@ -14,6 +14,7 @@
  * The last two are read by Effect (HttpApiBuilder, McpServer), so `limited`
  * holds them to their cap with Effect's own MaxBodySize.
  */
+import { isUtf8 } from "node:buffer"
 import * as ByteSize from "effect/ByteSize"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -40,14 +41,12 @@ export const tooLarge = (limit: number, why: string) =>
 /** JSON's one encoding, strictly: a byte of another (Latin-1's é) would otherwise become U+FFFD in the agent's memory. */
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
 
-/** A body's text, or None when its bytes are not UTF-8; a byte order mark before it is dropped, as JSON readers may. */
+const notUtf8 = () =>
+  problem(400, "bad-body", "the body is not valid UTF-8 (a byte of another encoding, such as Latin-1 or Windows-1252): send the JSON in UTF-8")
+
+/** A body's text, or the 400 saying its bytes are not UTF-8; a byte order mark before it is dropped, as JSON readers may. */
 export const utf8Text = (body: Uint8Array): Result.Result<string, HttpServerResponse.HttpServerResponse> =>
-  Result.mapError(Result.try(() => strictUtf8.decode(body)), () =>
-    problem(
-      400,
-      "bad-body",
-      "the body is not valid UTF-8 (a byte of another encoding, such as Latin-1 or Windows-1252): send the JSON in UTF-8"
-    ))
+  Result.mapError(Result.try(() => strictUtf8.decode(body)), notUtf8)
 
 /** Whether a body read failed for passing MaxBodySize (Effect reads up to the cap, then drains the rest unkept). */
 const overTheCap = (error: unknown) =>
@@ -75,7 +74,7 @@ export const limited = (limit: number, why: string) =>
         ? tooLarge(limit, why)
         : problem(400, "bad-body", `the body could not be read: ${body.failure.message}`)
     }
-    const text = utf8Text(new Uint8Array(body.success))
-    if (Result.isFailure(text)) return text.failure
+    // Checked here, decoded by the handler (Effect's reader would replace the bytes that are not UTF-8).
+    if (!isUtf8(body.success)) return notUtf8()
     return yield* handler
   }).pipe(Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit)))
