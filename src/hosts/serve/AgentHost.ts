@@ -177,6 +177,20 @@ export const make = Effect.gen(function*() {
     Effect.flatMap(parseId(raw), (id) =>
       AgentStatus.isAgentDirectory(directoryOf(id)) ? Effect.succeed(id) : refuse("not-found", `no agent ${id}`, id))
 
+  /**
+   * Holds agent `id` started until `reply` is given, in the host's scope: taken as the message is accepted,
+   * while its caller still holds the agent, so it is never idle between the two. A caller gone (a client
+   * disconnected) would otherwise let its idle time pass mid-turn, and the release cut the turn, to be run
+   * again from the journal at its next start.
+   */
+  const holdUntilAnswered = (id: AgentId.AgentId, reply: Deferred.Deferred<AgentInstance.Reply>) =>
+    Effect.gen(function*() {
+      const held = yield* Scope.make()
+      const holding = yield* Effect.exit(Scope.provide(started(id), held))
+      if (Exit.isFailure(holding)) return yield* Scope.close(held, Exit.void)
+      yield* Effect.forkIn(Effect.ensuring(Deferred.await(reply), Scope.close(held, Exit.void)), scope)
+    })
+
   /** Submits, retrying when it reached an instance stopping after a defect. */
   const submit = (id: AgentId.AgentId, message: AgentInstance.Message, events?: AgentInstance.EventSink) =>
     Effect.gen(function*() {
@@ -184,7 +198,11 @@ export const make = Effect.gen(function*() {
         // An instance still closing (its compaction settling) is waited for here, holding no permit.
         const before = lives.get(id)
         if (before !== undefined && before.closing && !before.restarting) yield* Deferred.await(before.closed)
-        const submitted = yield* Effect.flatMap(started(id), (instance) => instance.submit(message, events)).pipe(
+        const submitted = yield* Effect.flatMap(started(id), (instance) =>
+          instance.submit(message, events).pipe(
+            Effect.tap((accepted) => Option.isSome(accepted) ? holdUntilAnswered(id, accepted.value) : Effect.void),
+            Effect.uninterruptible
+          )).pipe(
           // A permit passes straight to the next message waiting: without a yield here, every message
           // would be accepted before any agent's turn began.
           Effect.tap(() => Effect.yieldNow),
@@ -201,27 +219,8 @@ export const make = Effect.gen(function*() {
   const check = HostMessage.decoder(config.maxMessageBytes)
   const acceptChecked = ({ id, ...message }: HostMessage.HostMessage) => submit(id, message)
 
-  /**
-   * Holds agent `id` started until `reply` is given, in the host's scope: taken while the caller still holds
-   * it, so it is never released between the two (its idle time would otherwise pass mid-turn, and the release
-   * cut the turn, to be run again from the journal at its next start).
-   */
-  const holdUntilAnswered = (id: AgentId.AgentId, reply: Deferred.Deferred<AgentInstance.Reply>) =>
-    Effect.gen(function*() {
-      const held = yield* Scope.make()
-      const holding = yield* Effect.exit(Scope.provide(started(id), held))
-      if (Exit.isFailure(holding)) return yield* Scope.close(held, Exit.void)
-      yield* Effect.forkIn(Effect.ensuring(Deferred.await(reply), Scope.close(held, Exit.void)), scope)
-    })
-
-  // The caller holds the agent started until its reply comes; a caller gone (a client disconnected) hands that
-  // over. Its message is taken whole or not at all, as a stream's is (TurnStream.streaming): a caller gone just
-  // as it was journaled would otherwise leave it answered with the agent free to go idle mid-turn.
-  const sendChecked = (message: HostMessage.HostMessage) =>
-    Effect.scoped(Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(acceptChecked(message), (reply) =>
-        restore(awaitReply(reply)).pipe(Effect.onInterrupt(() => holdUntilAnswered(message.id, reply))))
-    ))
+  // The caller holds the agent started until its reply comes (as submit does, for a caller that goes away).
+  const sendChecked = (message: HostMessage.HostMessage) => Effect.scoped(Effect.flatMap(acceptChecked(message), awaitReply))
   const streamChecked = ({ id, ...message }: HostMessage.HostMessage) =>
     TurnStream.streaming((events) => submit(id, message, events), scope, awaitReply)
 
