@@ -64,7 +64,7 @@ export const AgentUsage = Schema.Struct({
   since: Schema.NullOr(Schema.String),
   rows: Schema.Array(Schema.Struct({ day: Schema.String, model: Schema.String, ...counts })),
   total: Schema.Struct({ ...counts, cache_share: Schema.Number, unpriced: Schema.Array(Schema.String) }),
-  skipped: Schema.Int.annotate({ description: "Ledger lines that could not be read" })
+  skipped: Schema.Int.annotate({ description: "Ledger lines that could not be read (with a `since`, among those read: from the end back to that day)" })
 })
 
 export const AllUsage = Schema.Struct({
