@@ -104,6 +104,11 @@ const readMessage = (
     const declared = request.headers["content-length"]
     if (declared !== undefined && Number(declared) > limit) return yield* Effect.fail(tooLarge())
     const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    // A client that waits to be told to send its body (Expect: 100-continue, as curl sends with a large one) is
+    // told now, as Effect's own body readers tell it; else it would wait for its own timeout, or the server's (408).
+    if (!incoming.complete && request.headers["expect"]?.toLowerCase() === "100-continue") {
+      NodeHttpServerRequest.toServerResponse(request).writeContinue()
+    }
     const read = readLimited(incoming, limit).pipe(
       Effect.mapError((message) => problem(400, "bad-body", `the body could not be read: ${message}`))
     )

@@ -5,7 +5,8 @@
  * declared or it comes in chunks; the host's PLANCKCLAW_MAX_MESSAGE_BYTES
  * caps every message, and an agent's own config.env may lower it (a 413
  * naming it), never raise it. A body must be UTF-8, JSON's encoding: one
- * that is not is refused, never read with its bytes replaced.
+ * that is not is refused, never read with its bytes replaced. A client
+ * that waits for `100 Continue` before sending its body is told at once.
  */
 import * as fs from "node:fs"
 import * as http from "node:http"
@@ -16,6 +17,7 @@ import * as HttpServer from "effect/http/HttpServer"
 import * as HttpApi from "../../../src/hosts/serve/HttpApi.js"
 import { agUiBodyLimit, mcpBodyLimit } from "../../../src/hosts/serve/HttpBodyLimits.js"
 import { captureLogs } from "../../support/LogCapture.js"
+import { within } from "../../support/Sandbox.js"
 import { echoBrain, historyOf, hostLayer, settings, tempDir } from "./Kit.js"
 
 interface Answer {
@@ -75,6 +77,35 @@ const post = (port: number, target: string, body: string | Buffer) =>
     )
     request.on("error", (error) => resume(Effect.die(error)))
     request.end(body)
+  })
+
+/**
+ * A POST whose body is sent only once the server says to (Expect: 100-continue, as curl asks with a large
+ * body): without a `100 Continue` it is never sent, and the server's request timeout answers.
+ */
+const postExpecting = (port: number, target: string, body: string, headers: Record<string, string> = {}) =>
+  Effect.callback<Answer & { readonly continued: boolean }>((resume) => {
+    let continued = false
+    const request = http.request({
+      host: "127.0.0.1",
+      port,
+      method: "POST",
+      path: target,
+      headers: { "content-type": "application/json", expect: "100-continue", ...headers },
+      agent: false
+    }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () => resume(Effect.succeed({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8"), continued })))
+    })
+    request.on("continue", () => {
+      continued = true
+      request.end(body)
+    })
+    // Refused on its headers, the body is never asked for: the connection closes after the answer.
+    request.on("error", () => {})
+    request.flushHeaders()
+    return Effect.sync(() => request.destroy())
   })
 
 const tooLarge = (answer: Answer) => {
@@ -172,5 +203,16 @@ describe("HTTP body limits", () => {
       const marked = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ text: "thé" }))])
       expect(yield* post(port, "/v1/agents/cafe/messages", marked)).toEqual({ status: 200, text: JSON.stringify({ reply: "echo thé", stored: true }) })
       expect(historyOf(root, "cafe").map((entry) => entry.content)).toEqual(["café", "echo café", "thé", "echo thé"])
+    }))
+
+  it.live("a client waiting for 100 Continue before its body (Expect: 100-continue) is told at once and answered; one announcing a body over the limit gets the 413 instead", () =>
+    Effect.gen(function*() {
+      const { port } = yield* serve({ PLANCKCLAW_MAX_MESSAGE_BYTES: "1000" })
+      const sent = yield* within("the message's answer")(postExpecting(port, "/v1/agents/eager/messages", JSON.stringify({ text: "y".repeat(900) })))
+      expect(sent).toEqual({ status: 200, text: JSON.stringify({ reply: `echo ${"y".repeat(900)}`, stored: true }), continued: true })
+      const over = yield* within("the refusal")(
+        postExpecting(port, "/v1/agents/eager/messages", "{}", { "content-length": String(300 * 1024 * 1024) })
+      )
+      expect([over.status, over.continued, JSON.parse(over.text).error]).toEqual([413, false, "too-large"])
     }))
 })
