@@ -49,7 +49,7 @@ export const runBody = (options: { readonly maxMessageBytes: number }) => {
   )
   return Layer.succeed(HttpApiAgUi.RunBody, (run) =>
     Effect.gen(function*() {
-      const media = unsupportedMedia((yield* HttpServerRequest.HttpServerRequest).headers["content-type"])
+      const media = unsupportedMedia((yield* HttpServerRequest.HttpServerRequest).headers)
       return Option.isSome(media) ? media.value : yield* held(run)
     }))
 }

@@ -50,7 +50,7 @@ export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLa
 export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("UnsupportedMediaType")({
   error: Schema.Literal("unsupported-media-type"),
   message
-}, { httpApiStatus: 415, description: "The body is not sent as application/json (UTF-8)" }) {}
+}, { httpApiStatus: 415, description: "The body is not sent as application/json (UTF-8), or is sent compressed (a Content-Encoding)" }) {}
 
 export class UnprocessableEntity extends Schema.Error<UnprocessableEntity>("UnprocessableEntity")({
   error: Schema.Literal("key-reused"),

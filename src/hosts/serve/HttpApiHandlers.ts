@@ -97,7 +97,7 @@ const readMessage = (
   decodeMessage: (body: unknown) => Result.Result<{ readonly text: string; readonly channel?: string }, Schema.SchemaError>
 ) =>
   Effect.gen(function*() {
-    const media = unsupportedMedia(request.headers["content-type"])
+    const media = unsupportedMedia(request.headers)
     if (Option.isSome(media)) return yield* Effect.fail(media.value)
     const limit = messageBodyLimit(options.maxMessageBytes)
     const tooLarge = () => tooLargeBody(limit, `a message may hold at most ${options.maxMessageBytes} bytes of text (the host's PLANCKCLAW_MAX_MESSAGE_BYTES)`)

@@ -179,10 +179,22 @@ export const noRoute = (method: string, url: string): HttpServerResponse.HttpSer
   return problem(404, "not-found", `no route ${method} ${url.slice(0, 200)}`)
 }
 
-/** The messages route's body must be JSON (UTF-8, the only charset JSON has): a 415 otherwise. */
-export const unsupportedMedia = (contentType: string | undefined): Option.Option<HttpServerResponse.HttpServerResponse> => {
+/**
+ * The messages route's body must be JSON (UTF-8, the only charset JSON has), sent as it is: a 415 otherwise. A
+ * compressed one (Content-Encoding: gzip) would be read as its compressed bytes, and refused as not UTF-8.
+ */
+export const unsupportedMedia = (headers: Readonly<Record<string, string | undefined>>): Option.Option<HttpServerResponse.HttpServerResponse> => {
+  const contentType = headers["content-type"]
   const [type, ...parameters] = (contentType ?? "").split(";").map((part) => part.trim().toLowerCase())
   const charset = parameters.find((parameter) => parameter.startsWith("charset="))?.slice("charset=".length).replace(/"/g, "")
+  const encoding = (headers["content-encoding"] ?? "").trim().toLowerCase()
+  if (encoding !== "" && encoding !== "identity") {
+    return Option.some(problem(
+      415,
+      "unsupported-media-type",
+      `the body must be sent as it is, without Content-Encoding (got ${JSON.stringify(encoding.slice(0, 100))})`
+    ))
+  }
   if (type === "application/json" && (charset === undefined || charset === "utf-8" || charset === "utf8")) return Option.none()
   return Option.some(problem(
     415,

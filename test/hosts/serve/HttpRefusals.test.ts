@@ -3,9 +3,11 @@
  * with another method is a 405 with `Allow`, an id that is not valid
  * percent-encoding a 400 `bad-id` (the routes read from the API's
  * definition, so a route added there cannot be left out); and the refusals
- * of the cancel and AG-UI routes say, as JSON, what the client sent wrong.
+ * of the cancel and AG-UI routes say, as JSON, what the client sent wrong;
+ * a body sent compressed is refused naming its encoding.
  */
 import * as http from "node:http"
+import * as zlib from "node:zlib"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import * as HttpServer from "effect/http/HttpServer"
@@ -19,7 +21,7 @@ interface Answer {
   readonly headers: http.IncomingHttpHeaders
 }
 
-const call = (port: number, method: string, target: string, options: { body?: string; headers?: Record<string, string> } = {}) =>
+const call = (port: number, method: string, target: string, options: { body?: string | Buffer; headers?: Record<string, string> } = {}) =>
   Effect.callback<Answer>((resume) => {
     const request = http.request({ host: "127.0.0.1", port, method, path: target, headers: options.headers, agent: false }, (response) => {
       const chunks: Array<Buffer> = []
@@ -105,6 +107,29 @@ describe("HTTP API refusals (docs/serve.md, Errors)", () => {
         expect(problemOf(answer)).toMatchObject({ status: 415, error: "unsupported-media-type" })
       }
       expect(brain.requests).toEqual([])
+    }))
+
+  it.live("a body sent compressed (Content-Encoding: gzip) is a 415 naming the encoding, on the message and AG-UI routes, not read as its bytes", () =>
+    Effect.gen(function*() {
+      const { brain, port } = yield* serve()
+      for (const [target, body] of [["/v1/agents/a/messages", JSON.stringify({ text: "hello" })], ["/v1/agents/a/ag-ui", agUiRun("r1")]] as const) {
+        const answer = yield* call(port, "POST", target, {
+          body: zlib.gzipSync(body),
+          headers: { "content-type": "application/json", "content-encoding": "gzip" }
+        })
+        expect(problemOf(answer), target).toEqual({
+          status: 415,
+          error: "unsupported-media-type",
+          message: "the body must be sent as it is, without Content-Encoding (got \"gzip\")"
+        })
+      }
+      expect(brain.requests).toEqual([])
+      // identity is no encoding: read as it is.
+      const plain = yield* call(port, "POST", "/v1/agents/a/messages", {
+        body: JSON.stringify({ text: "hello" }),
+        headers: { "content-type": "application/json", "content-encoding": "identity" }
+      })
+      expect([plain.status, JSON.parse(plain.text)]).toEqual([200, { reply: "echo hello", stored: true }])
     }))
 
   it.live("an AG-UI runId that cannot make its Idempotency-Key is refused naming runId, not a header the client never sent", () =>
