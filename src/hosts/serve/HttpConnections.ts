@@ -56,6 +56,23 @@ const overCapAnswer = (cap: number): HttpServerResponse.HttpServerResponse =>
 
 const millis = (seconds: number) => Math.round(seconds * 1000)
 
+/**
+ * What Node answers itself to a request it cannot read (its default `clientError`: the same statuses, with
+ * an empty body), as the API's JSON problems: what was wrong, not a bare status.
+ */
+const unreadableAnswer = (code: string | undefined, requestSeconds: number): string => {
+  const [status, reason, error, message] = code === "HPE_HEADER_OVERFLOW"
+    ? [431, "Request Header Fields Too Large", "headers-too-large", `the request's headers are over ${http.maxHeaderSize} bytes, the server's limit`]
+    : code === "HPE_CHUNK_EXTENSIONS_OVERFLOW"
+    ? [413, "Payload Too Large", "too-large", "the body's chunk extensions are over the server's limit"]
+    : code === "ERR_HTTP_REQUEST_TIMEOUT"
+    ? [408, "Request Timeout", "request-timeout", `the request was not sent whole within ${requestSeconds} s (PLANCKCLAW_HTTP_REQUEST_TIMEOUT)`]
+    : [400, "Bad Request", "bad-request", `the request is not HTTP/1.1 this server can read (${code ?? "malformed"})`]
+  const body = JSON.stringify({ error, message })
+  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `Connection: close\r\n\r\n${body}`
+}
+
 /** A Node server with the limits' timeouts and cap, and what a stop does with it. */
 export const make = (limits: Limits): Effect.Effect<Connections> =>
   Effect.gen(function*() {
@@ -97,12 +114,21 @@ export const make = (limits: Limits): Effect.Effect<Connections> =>
 
     let stopping = false
     const stopped = yield* Deferred.make<void>()
+    // The response each connection is sending, until it is finished: a request it cannot read is answered only
+    // where no response has begun (Node's own rule), or its answer would land inside that one.
+    const answering = new WeakMap<net.Socket, http.ServerResponse>()
     // A response finished during a stop leaves its connection idle: closed then, not at its keep-alive timeout.
     server.on("request", (request: http.IncomingMessage, response: http.ServerResponse) => {
       asked.add(request.socket)
+      answering.set(request.socket, response)
       response.once("finish", () => {
+        if (answering.get(request.socket) === response) answering.delete(request.socket)
         if (stopping) server.closeIdleConnections()
       })
+    })
+    server.on("clientError", (error: NodeJS.ErrnoException, socket: net.Socket) => {
+      if (socket.writable && answering.get(socket)?.headersSent !== true) socket.write(unreadableAnswer(error.code, limits.requestSeconds))
+      socket.destroy(error)
     })
 
     const admit = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>

@@ -4,7 +4,8 @@
  * percent-encoding a 400 `bad-id` (the routes read from the API's
  * definition, so a route added there cannot be left out); and the refusals
  * of the cancel and AG-UI routes say, as JSON, what the client sent wrong;
- * a body sent compressed is refused naming its encoding.
+ * a body sent compressed is refused naming its encoding; a request Node
+ * cannot read gets a JSON problem too.
  */
 import * as http from "node:http"
 import * as zlib from "node:zlib"
@@ -13,6 +14,8 @@ import { Context, Effect, Layer } from "effect"
 import * as HttpServer from "effect/http/HttpServer"
 import * as HttpApi from "../../../src/hosts/serve/HttpApi.js"
 import { Api } from "../../../src/hosts/serve/HttpApiDefinition.js"
+import * as RawHttp from "../../support/RawHttp.js"
+import { within } from "../../support/Sandbox.js"
 import { echoBrain, hostLayer, settings, tempDir } from "./Kit.js"
 
 interface Answer {
@@ -108,6 +111,31 @@ describe("HTTP API refusals (docs/serve.md, Errors)", () => {
       }
       expect(brain.requests).toEqual([])
     }))
+
+  it.live("a request Node cannot read (headers over its limit, not HTTP at all) is answered with its status and a JSON problem saying what was wrong", () =>
+    Effect.gen(function*() {
+      const { brain, port } = yield* serve()
+      const answerTo = (wire: string) =>
+        Effect.gen(function*() {
+          const connection = yield* RawHttp.connect(port)
+          yield* connection.write(wire)
+          const text = yield* within("the answer and the close")(connection.closed)
+          const [head = "", body = ""] = text.split("\r\n\r\n")
+          return { status: RawHttp.statuses(head), type: /content-type: (.*)/i.exec(head)?.[1], body: JSON.parse(body) as unknown }
+        })
+      expect(yield* answerTo(RawHttp.request("POST", "/v1/agents/a/messages", JSON.stringify({ text: "hi" }), { "x-padding": "p".repeat(20_000) })))
+        .toEqual({
+          status: [431],
+          type: "application/json",
+          body: { error: "headers-too-large", message: `the request's headers are over ${http.maxHeaderSize} bytes, the server's limit` }
+        })
+      expect(yield* answerTo("HELLO THERE\r\n\r\n")).toEqual({
+        status: [400],
+        type: "application/json",
+        body: { error: "bad-request", message: "the request is not HTTP/1.1 this server can read (HPE_INVALID_METHOD)" }
+      })
+      expect(brain.requests).toEqual([])
+    }).pipe(Effect.scoped))
 
   it.live("a body sent compressed (Content-Encoding: gzip) is a 415 naming the encoding, on the message and AG-UI routes, not read as its bytes", () =>
     Effect.gen(function*() {

@@ -92,7 +92,9 @@ describe("planckclaw serve's connections (built command)", () => {
       const halfBody = yield* RawHttp.connect(serve.port)
       yield* halfBody.write(RawHttp.request("POST", "/v1/agents/bob/messages", JSON.stringify({ text: "never finished" })).slice(0, -5))
       for (const slow of [silent, halfHeaders, halfBody]) {
-        expect(RawHttp.statuses(yield* within("a slow connection to be timed out")(slow.closed))).toEqual([408])
+        const text = yield* within("a slow connection to be timed out")(slow.closed)
+        expect(RawHttp.statuses(text)).toEqual([408])
+        expect(text).toContain("{\"error\":\"request-timeout\",\"message\":\"the request was not sent whole within 0.3 s (PLANCKCLAW_HTTP_REQUEST_TIMEOUT)\"}")
       }
       const keptAlive = yield* RawHttp.connect(serve.port)
       yield* keptAlive.write(RawHttp.request("GET", "/v1/health"))
