@@ -150,6 +150,20 @@ describe("planckclaw usage (built command)", () => {
       })
     }))
 
+  it.live("--since reads the ledger from its end back to that day: months of lines before it, over what one read can hold, are not read", () =>
+    Effect.gen(function*() {
+      const box = yield* sandbox({}, "planckclaw-usage-")
+      box.writeMemory("usage.jsonl", "")
+      const file = path.join(box.memory, "usage.jsonl")
+      // 540 MB before the period (a sparse file: no disk), as a busy agent's ledger grows to in a year or two.
+      fs.truncateSync(file, 540_000_000)
+      fs.appendFileSync(file, `\n${ledger}\n`)
+      const period = yield* Cli.run(["usage", "--since", "2025-06-02", "--json"], { cwd: box.dir, env: box.env })
+      expect([period.code, period.stderr]).toEqual([0, ""])
+      expect(JSON.parse(period.stdout)).toMatchObject({ since: "2025-06-02", rows: [{ day: "2025-06-02", model: "qwen3:8b", requests: 1, input: 300 }], skipped: 1 })
+      fs.rmSync(file)
+    }))
+
   it.live("refuses a bad --since, a period that ends before it begins and a bad PLANCKCLAW_PRICES with one line and exit 2", () =>
     Effect.gen(function*() {
       const box = yield* sandbox({}, "planckclaw-usage-")

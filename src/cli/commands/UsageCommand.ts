@@ -40,7 +40,8 @@ export const usage = Command.make(
       const prices = yield* Prices.PricesConfig
       const file = path.join(yield* ledgerDirectory(options.agent), UsageLedger.FILE_NAME)
       const ledger = yield* Effect.mapError(
-        Effect.fromResult(UsageLedger.read(file)),
+        // With --since, only the lines from that day on are read, from the ledger's end back (months before it cost nothing).
+        Effect.fromResult(since === undefined ? UsageLedger.read(file) : UsageLedger.readFromDay(file, since)),
         (error) => new Memory.MemoryError({ reason: "io", message: `cannot read ${file}: ${error.message}` })
       )
       const report = UsageReport.report(ledger.lines, ledger.skipped, prices, since, until)
