@@ -54,6 +54,8 @@ export interface Exchange {
     /** Given each interim frame (see `interim`) that comes for this request before its answer. */
     onInterim?: (frame: string) => void
   ) => Effect.Effect<string, AskError>
+  /** Answers still due: the request in flight and those that timed out with their answer not come yet. */
+  readonly unanswered: () => number
 }
 
 export type AskError = FrameTooLarge | ExchangeTimeout | FarEndExited | FifoError
@@ -282,5 +284,5 @@ export const makeExchange = (options: {
         const patience = Duration.fromInputUnsafe(timeout)
         return onTheWire.withPermits(1)(Effect.andThen(settle(patience), send(request, patience, onInterim)))
       })
-    return { ask }
+    return { ask, unanswered: () => owed }
   })

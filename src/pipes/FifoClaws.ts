@@ -4,6 +4,7 @@
  * tool definitions; a call answers text, and `Unknown tool: NAME` or a text
  * beginning with `Error:` marks a failed tool.
  */
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -45,6 +46,17 @@ export interface FifoClawsOptions {
 
 export const defaultListTimeout = Duration.seconds(30)
 export const defaultCallTimeout = Duration.minutes(2)
+
+/**
+ * How long discovery is not asked again while one that timed out still
+ * owes its answer. Asked anyway, each would first wait out the owed answer,
+ * then its own timeout: a minute before every message with nobody on the
+ * claw pipes (`--claw none` alone). It fails at once instead (the agent
+ * answers without tools), and the request left in the pipe is answered by
+ * a bridge that comes, which ends this. Asked again past this time, in case
+ * the process that took it died unseen (one the run did not start).
+ */
+export const rediscoverAfter = Duration.minutes(5)
 
 const decodeTool = madeOnFirstCall(() => Schema.decodeUnknownResult(ToolDefinition))
 const isToolName = madeOnFirstCall(() => Schema.is(ToolName))
@@ -115,17 +127,37 @@ export const make = (options: FifoClawsOptions): Effect.Effect<ClawsService, Fif
       return decoded
     }
 
+    /** When the last discovery timed out, while its answer is still owed (see rediscoverAfter). */
+    let unansweredSince: number | undefined
     // Discovery changes nothing: after a crash of the bridge it is asked once more, of the restarted one.
-    const list: ClawsService["list"] = Effect.flatMap(
-      Effect.mapError(askOnceMore(exchange, listToolsRequest, listTimeout), (error) =>
-        new ClawsError({
-          message: error._tag === "ExchangeTimeout"
-            ? `claw bridge did not answer discovery within ${Duration.format(listTimeout)}`
-            : `claw bridge discovery failed: ${error.message}`,
-          cause: error
-        })),
+    const ask = Effect.flatMap(
+      askOnceMore(exchange, listToolsRequest, listTimeout).pipe(
+        Effect.tap(() => Effect.sync(() => void (unansweredSince = undefined))),
+        Effect.tapErrorTag("ExchangeTimeout", () =>
+          Effect.map(Clock.currentTimeMillis, (now) => void (unansweredSince = now))),
+        Effect.mapError((error) =>
+          new ClawsError({
+            message: error._tag === "ExchangeTimeout"
+              ? `claw bridge did not answer discovery within ${Duration.format(listTimeout)}`
+              : `claw bridge discovery failed: ${error.message}`,
+            cause: error
+          }))
+      ),
       (answer) => Effect.fromResult(decodeOnce(answer))
     )
+    const rediscoverMillis = Duration.toMillis(rediscoverAfter)
+    const list: ClawsService["list"] = Effect.suspend(() => {
+      const since = unansweredSince
+      // The owed answer came late (and was discarded), or the bridge that owed it exited: ask again.
+      if (since === undefined || exchange.unanswered() === 0) return ask
+      return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        now - since >= rediscoverMillis ? ask : Effect.fail(
+          new ClawsError({
+            message: `claw bridge has not answered discovery yet (none came within ${Duration.format(listTimeout)}); ` +
+              `asked again once it answers, or ${Duration.format(rediscoverAfter)} after`
+          })
+        ))
+    })
 
     // Made once: a call's path builds no handler objects or generators of its own (issue 11).
     const callFailures = (name: string) => ({

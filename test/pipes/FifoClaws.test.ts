@@ -1,11 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as path from "node:path"
-import { Effect, Fiber, Queue } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, Queue } from "effect"
+import { TestClock } from "effect/testing"
 import * as ClawsFifo from "../../src/pipes/FifoClaws.js"
 import { openWriter } from "../../src/pipes/PipeEnd.js"
 import { makeRuntimeDir } from "../../src/pipes/RuntimeDir.js"
 import { linesFrom, spawnScoped, tempDir, writeScript } from "../support/FifoKit.js"
-import { advanceTo } from "../support/TestClockWait.js"
+import { advanceTo, letArrive } from "../support/TestClockWait.js"
 
 // Plays the original bridge_claw.sh: one read loop over claw_in, and claw_out
 // reopened for every answer.
@@ -118,5 +119,49 @@ describe("FIFO claws failures", () => {
       expect(yield* Queue.take(requests)).toBe("__list_tools__")
       yield* advanceTo(10_000) // the discovery timeout
       expect((yield* Effect.flip(Fiber.join(listing))).message).toContain("did not answer discovery within 10s")
+    }))
+
+  const catalog = "[{\"name\":\"get_time\"}]\n\n"
+
+  it.effect("after a discovery that timed out, the next fail at once until its late answer comes, then ask again", () =>
+    Effect.gen(function*() {
+      const { answers, claws, requests } = yield* withTestBridge
+      const first = yield* Effect.forkChild(claws.list)
+      expect(yield* Queue.take(requests)).toBe("__list_tools__")
+      yield* advanceTo(10_000)
+      expect((yield* Effect.flip(Fiber.join(first))).message).toContain("did not answer discovery within 10s")
+
+      // Not a wait for the owed answer and then for its own (20 s a message): refused with the clock standing still.
+      const second = yield* Effect.forkChild(claws.list)
+      yield* letArrive
+      const refused = second.pollUnsafe()
+      expect(refused !== undefined && Exit.isFailure(refused) ? Cause.squash(refused.cause) : refused).toMatchObject({
+        message: expect.stringContaining("has not answered discovery yet")
+      })
+      expect(yield* Queue.size(requests)).toBe(0)
+
+      // The stalled bridge answers at last: that answer is discarded, and the next discovery is asked anew.
+      yield* answers.write(catalog)
+      yield* letArrive
+      const third = yield* Effect.forkChild(claws.list)
+      expect(yield* Queue.take(requests)).toBe("__list_tools__")
+      yield* answers.write(catalog)
+      expect((yield* Fiber.join(third)).tools.map((tool) => tool.name)).toEqual(["get_time"])
+    }))
+
+  it.effect("a discovery that timed out is asked again after a while, in case whoever took it died unseen", () =>
+    Effect.gen(function*() {
+      const { answers, claws, requests } = yield* withTestBridge
+      const first = yield* Effect.forkChild(claws.list)
+      expect(yield* Queue.take(requests)).toBe("__list_tools__")
+      yield* advanceTo(10_000)
+      yield* Effect.flip(Fiber.join(first))
+      yield* TestClock.adjust(ClawsFifo.rediscoverAfter)
+      // Asked again: the owed answer is waited for as any other, then given up, and the request sent anew.
+      const again = yield* Effect.forkChild(claws.list)
+      yield* advanceTo(10_000 + Duration.toMillis(ClawsFifo.rediscoverAfter) + 10_000)
+      expect(yield* Queue.take(requests)).toBe("__list_tools__")
+      yield* answers.write(catalog)
+      expect((yield* Fiber.join(again)).tools.map((tool) => tool.name)).toEqual(["get_time"])
     }))
 })
