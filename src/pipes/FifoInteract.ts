@@ -242,6 +242,8 @@ export const make = (options: FifoInteractOptions): Effect.Effect<InteractServic
     }, { paused: true })
 
     if (options.farEndExits !== undefined) yield* options.farEndExits(unterminated.writerExited)
+    // After that drain (it may hold the dead bridge's opt-ins): the restart may be another program, which must ask anew.
+    if (options.farEndExits !== undefined && eventsOnRequest) yield* options.farEndExits(Effect.sync(() => optedIn.clear()))
 
     if (handover !== undefined) {
       yield* Handover.inputConsumed(handover).pipe(

@@ -73,4 +73,36 @@ describe("an executable interact bridge and the turn's events", () => {
       // One message, one turn: two brain requests (the tool round and the answer), none for the opt-in.
       expect((yield* server.requests).map((request) => AnthropicServer.lastUserText(request.body))).toEqual(["time?", "time?"])
     }))
+
+  // Its first start opts in, reads up to its reply, and fails; the restart asks for nothing and logs the first line it reads.
+  const optsInThenNot = `
+if [ ! -e "$MARK" ]; then
+  : > "$MARK"
+  printf 'cli\\t\\tevents\\n' > "$PLANCKCLAW_INTERACT_IN"
+  printf 'cli\\tfirst\\n' > "$PLANCKCLAW_INTERACT_IN"
+  while IFS= read -r line; do
+    case "$line" in
+      "cli		"*) ;;
+      *) break ;;
+    esac
+  done < "$PLANCKCLAW_INTERACT_OUT"
+  exit 1
+fi
+printf 'cli\\tsecond\\n' > "$PLANCKCLAW_INTERACT_IN"
+IFS= read -r line < "$PLANCKCLAW_INTERACT_OUT"
+printf '%s\\n' "$line" > "$LOG"
+`
+
+  it.live("a restarted bridge gets events only once it asks anew: the one before may have been another program", () =>
+    Effect.gen(function*() {
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.text("One."), AnthropicServer.text("Two.")))
+      const cwd = yield* tempDir("planckclaw-events-restart-")
+      const script = yield* writeScript(cwd, "bridge.sh", optsInThenNot)
+      const log = path.join(cwd, "bridge.log")
+      const env = Cli.runEnv(cwd, server.url, { LOG: log, MARK: path.join(cwd, "started") })
+      const result = yield* Cli.run(["run", "--bridge", script], { cwd, env })
+      expect(result.code).toBe(0)
+      // The reply itself, not an event line meant for the bridge that asked.
+      expect(fs.readFileSync(log, "utf8")).toBe("cli\tTwo.\n")
+    }))
 })
