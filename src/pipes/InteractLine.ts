@@ -30,12 +30,19 @@ export const encodeInteractLine = (message: OutboundMessage | InboundMessage): R
     : Result.succeed(`${message.channel}\t${"cancel" in message && message.cancel === true ? CANCEL_TEXT : escapeText(message.text)}\n`)
 
 /**
+ * The line without the CR of a CR LF ending (a bridge that writes them): no
+ * encoded line holds a raw CR, and a cancel or an opt-in must stay one.
+ */
+const withoutCr = (line: string): string => line.endsWith("\r") ? line.slice(0, -1) : line
+
+/**
  * Decodes one interact line (without its `\n`): the channel runs up to the
  * first tab. Bytes that were not UTF-8 arrive as U+FFFD: in the text that
  * costs a character, in the channel the way back, since a reply on the
  * changed name would reach no one; such a line is refused.
  */
-export const decodeInteractLine = (line: string): Result.Result<InboundMessage, MalformedMessage> => {
+export const decodeInteractLine = (rawLine: string): Result.Result<InboundMessage, MalformedMessage> => {
+  const line = withoutCr(rawLine)
   const tab = line.indexOf("\t")
   if (tab === -1) {
     return Result.fail(new MalformedMessage({ message: `interact line has no tab between channel and text: ${excerpt(line)}` }))
@@ -77,7 +84,8 @@ const EVENTS_TEXT = "\tevents"
 export const encodeEventsOptIn = (channel: string): string => `${channel}\t${EVENTS_TEXT}\n`
 
 /** The channel an interact_in line (without its `\n`) opts in to events for; undefined for any other line. */
-export const eventsOptInChannel = (line: string): string | undefined => {
+export const eventsOptInChannel = (rawLine: string): string | undefined => {
+  const line = withoutCr(rawLine)
   if (!line.endsWith(EVENTS_TEXT)) return undefined
   const tab = line.indexOf("\t")
   return tab === line.length - EVENTS_TEXT.length - 1 && tab > 0 ? line.slice(0, tab) : undefined
@@ -107,7 +115,8 @@ const eventOf = (kind: string, payload: string): InteractEvent | undefined => {
  * Decodes one interact_out line (without its `\n`). An event this bridge
  * cannot read is told apart, to be skipped: later agents may send more kinds.
  */
-export const decodeOutboundLine = (line: string): Result.Result<OutboundLine, MalformedMessage> => {
+export const decodeOutboundLine = (rawLine: string): Result.Result<OutboundLine, MalformedMessage> => {
+  const line = withoutCr(rawLine)
   const tab = line.indexOf("\t")
   if (tab === -1 || line[tab + 1] !== "\t") {
     return Result.map(decodeInteractLine(line), (reply) => ({ _tag: "Reply", reply }) as const)

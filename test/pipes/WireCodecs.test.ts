@@ -5,7 +5,7 @@ import { MessagesResponse } from "../../src/ports/Brain.js"
 import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame, plainBrainAnswer } from "../../src/pipes/BrainFrame.js"
 import { decodeClawAnswer, decodeClawRequest, encodeClawAnswer, encodeClawCall } from "../../src/pipes/ClawFrame.js"
 import { type Frame, FrameTooLarge, framed, headBytes, makeBlockFramer, makeLineFramer, MalformedMessage } from "../../src/runtime/Framing.js"
-import { decodeInteractLine, encodeInteractLine, escapeText, unescapeText } from "../../src/pipes/InteractLine.js"
+import { decodeInteractLine, encodeInteractLine, escapeText, eventsOptInChannel, unescapeText } from "../../src/pipes/InteractLine.js"
 import { cancelFor } from "../../src/ports/Interact.js"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
@@ -92,6 +92,14 @@ describe("interact escaping", () => {
     expect(Result.getOrThrow(decodeInteractLine(tab.slice(0, -1)))).toEqual({ channel: "cli", text: "\t" })
     // Two raw tabs and more text is a message, as before.
     expect(Result.getOrThrow(decodeInteractLine("cli\t\tx"))).toEqual({ channel: "cli", text: "\tx" })
+  })
+
+  it("reads a line a bridge ended with CR LF as the line itself: a raw CR is never part of an encoded one", () => {
+    expect(Result.getOrThrow(decodeInteractLine("cli\thello\r"))).toEqual({ channel: "cli", text: "hello" })
+    expect(Result.getOrThrow(decodeInteractLine("cli\t\t\r"))).toEqual(cancelFor("cli"))
+    expect(eventsOptInChannel("cli\t\tevents\r")).toBe("cli")
+    // One CR only, the line ending's: an escaped CR in the text stays.
+    expect(Result.getOrThrow(decodeInteractLine("cli\tend\\r\r"))).toEqual({ channel: "cli", text: "end\r" })
   })
 
   it("refuses a channel that would break the line", () => {
