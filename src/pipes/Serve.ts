@@ -20,7 +20,15 @@ import type * as Abandon from "./Abandon.js"
 import type { InteractError, InteractService, OutboundMessage } from "../ports/Interact.js"
 import { loneSurrogateRefusal } from "../runtime/WellFormed.js"
 import { brainErrorFrame, decodeBrainRequest, encodeBrainFrame } from "./BrainFrame.js"
-import { defaultMaxBlockBytes, defaultMaxLineBytes, type Frame, framed, makeBlockFramer, makeLineFramer } from "../runtime/Framing.js"
+import {
+  defaultMaxBlockBytes,
+  defaultMaxLineBytes,
+  type Frame,
+  framed,
+  type FrameTooLarge,
+  makeBlockFramer,
+  makeLineFramer
+} from "../runtime/Framing.js"
 import { decodeOutboundLine, encodeEventsOptIn, encodeInteractLine } from "./InteractLine.js"
 import { openReader, openWriter, takeUnread } from "./PipeEnd.js"
 import { type FifoError, type FifoPaths } from "./FifoPaths.js"
@@ -114,6 +122,23 @@ const sendLogged = (interact: InteractService, reply: OutboundMessage) =>
     Effect.catchDefect(deliveryDefect(reply))
   )
 
+/**
+ * The longest reply line a bridge reads from interact_out: the agent writes
+ * what its brain answered (an answer frame holds up to 16 MiB), which
+ * escaping may double. A longer line is not shown: its channel is told.
+ */
+const maxReplyLineBytes = 2 * defaultMaxBlockBytes + defaultMaxLineBytes
+
+/** What a channel is shown in place of a reply line too long to read. */
+export const oversizedReplyNotice = (limit: number): string =>
+  `(A reply here was more than ${limit} bytes long, more than this bridge reads: it was not shown.)`
+
+/** The channel a line too long to read was for, when its start names one (Framing's FrameTooLarge.head). */
+const channelOf = (error: FrameTooLarge): string | undefined => {
+  const tab = error.head?.indexOf("\t") ?? -1
+  return tab > 0 ? error.head?.slice(0, tab) : undefined
+}
+
 interface LinesWaiting {
   readonly bytes: ReadonlyArray<Uint8Array>
   /** The lines they begin (the last may end in what follows): none answers a message sent after. */
@@ -157,7 +182,7 @@ export const serveInteract = (
 ): Effect.Effect<void, FifoError | InteractError> =>
   Effect.scoped(Effect.gen(function*() {
     const toAgent = yield* openWriter(paths.interactIn)
-    const maxLineBytes = options.maxRequestBytes ?? defaultMaxLineBytes
+    const maxLineBytes = options.maxRequestBytes ?? maxReplyLineBytes
     // Without a handover, replies are counted against the messages forwarded: those already waiting
     // (a killed bridge's, or kept from the last run) answer none of ours, so they are shown uncounted.
     const waiting = options.handover === undefined ? yield* linesWaiting(paths.interactOut, maxLineBytes) : noLines
@@ -189,11 +214,14 @@ export const serveInteract = (
       Stream.runForEach((line) => {
         const count = lines++ < waiting.lines ? Effect.void : countDelivered
         return Result.match(Result.flatMap(line, decodeOutboundLine), {
-          onFailure: (error) =>
-            Effect.logWarning(`ignored a line on interact_out: ${error.message}`).pipe(
-              Effect.andThen(kept),
-              Effect.andThen(count)
-            ),
+          onFailure: (error) => {
+            const channel = error._tag === "FrameTooLarge" ? channelOf(error) : undefined
+            const warned = Effect.logWarning(`ignored a line on interact_out: ${error.message}`)
+            // A reply too long to read is never dropped unsaid: its channel hears of it.
+            return channel === undefined || error._tag !== "FrameTooLarge"
+              ? warned.pipe(Effect.andThen(kept), Effect.andThen(count))
+              : Effect.andThen(warned, deliverReply({ channel, text: oversizedReplyNotice(error.limit) }, count))
+          },
           // An event is no reply: shown if the adapter shows them, and counted on neither end.
           onSuccess: (read) =>
             read._tag === "Reply"

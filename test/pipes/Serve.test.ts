@@ -9,7 +9,7 @@ import * as ClawsFifo from "../../src/pipes/FifoClaws.js"
 import * as InMemoryClaws from "../../src/claws/InMemoryClaws.js"
 import { openWriter } from "../../src/pipes/PipeEnd.js"
 import { makeRuntimeDir } from "../../src/pipes/RuntimeDir.js"
-import { serveBrain, serveClaws, serveInteract } from "../../src/pipes/Serve.js"
+import { oversizedReplyNotice, serveBrain, serveClaws, serveInteract } from "../../src/pipes/Serve.js"
 import * as InteractFifo from "../../src/pipes/FifoInteract.js"
 import * as InMemoryInteract from "../../src/interact/InMemoryInteract.js"
 import { blocksFrom, sh, tempDir } from "../support/FifoKit.js"
@@ -201,5 +201,39 @@ describe("serveInteract", () => {
       expect(logs.lines.filter((line) => line.startsWith("ERROR"))).toEqual([
         expect.stringContaining("reply to cli not delivered: the bridge failed on an internal error")
       ])
+    }))
+
+  it.effect("shows a reply longer than a message line may be: the agent writes what its brain answered, whole", () =>
+    Effect.gen(function*() {
+      const paths = yield* runtime
+      const user = yield* InMemoryInteract.make
+      const agentSide = yield* InteractFifo.make({ paths })
+      yield* user.offer({ channel: "cli", text: "write me a book" })
+      yield* user.end
+      const serving = yield* Effect.forkScoped(serveInteract(user.service, paths))
+      yield* agentSide.messages.pipe(Stream.take(1), Stream.runDrain)
+      // Past the 1 MiB of a message line once escaped (each line break takes two bytes).
+      const book = "a line of the book\n".repeat(60_000)
+      yield* agentSide.send({ channel: "cli", text: book })
+      expect(yield* Queue.take(user.replies)).toEqual({ channel: "cli", text: book })
+      yield* Fiber.join(serving)
+    }))
+
+  it.effect("tells a channel of a reply line too long to read instead of dropping it unsaid, and goes on", () =>
+    Effect.gen(function*() {
+      const paths = yield* runtime
+      const user = yield* InMemoryInteract.make
+      const agentSide = yield* InteractFifo.make({ paths })
+      yield* user.offer({ channel: "cli", text: "first" })
+      yield* user.offer({ channel: "cli", text: "second" })
+      yield* user.end
+      const serving = yield* Effect.forkScoped(serveInteract(user.service, paths, { maxRequestBytes: 64 }))
+      yield* agentSide.messages.pipe(Stream.take(2), Stream.runDrain)
+      yield* agentSide.send({ channel: "cli", text: "x".repeat(100) })
+      yield* agentSide.send({ channel: "cli", text: "short" })
+      expect(yield* Queue.take(user.replies)).toEqual({ channel: "cli", text: oversizedReplyNotice(64) })
+      expect(yield* Queue.take(user.replies)).toEqual({ channel: "cli", text: "short" })
+      // Both count as the replies owed: the bridge process ends.
+      yield* Fiber.join(serving)
     }))
 })
