@@ -91,6 +91,16 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
   // before it and not answered yet are cancelled, the running turn among
   // them interrupted. A reply decided meanwhile is delivered all the same.
   const cancelled = new Set<number>()
+  // The message being answered, until its reply is settled: a stop meanwhile leaves it to the next start.
+  let answering: Pending | undefined
+  yield* Effect.addFinalizer(() =>
+    Effect.suspend(() => {
+      const left = ready.filter((item) => item !== undefined && "id" in item).length + (answering === undefined ? 0 : 1)
+      return left === 0 ? Effect.void : Effect.logInfo(
+        `stopped with ${left} message(s) read and not answered yet: they are kept, and the next start answers them`
+      )
+    })
+  )
   let running: { readonly pending: Pending; readonly fiber: Fiber.Fiber<Option.Option<TurnOutcome>> } | undefined
   const cancel = (channel: string): Effect.Effect<void> =>
     Effect.suspend(() => {
@@ -211,6 +221,7 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
       continue
     }
     const settle = cancelled.has(pending.id) ? closeCancelled(pending) : answer(pending)
+    answering = pending
     yield* settle.pipe(
       Effect.ensuring(Effect.sync(() => cancelled.delete(pending.id))),
       Effect.catchDefect((defect) =>
@@ -225,6 +236,7 @@ export const run: Effect.Effect<void, never, Agent | Interact | Inbox> = Effect.
         )
       )
     )
+    answering = undefined
   }
 })).pipe(Logging.toStderr)
 

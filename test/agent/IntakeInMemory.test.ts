@@ -18,6 +18,7 @@ import { Inbox } from "../../src/memory/Inbox.js"
 import { APOLOGY } from "../../src/agent/Turn.js"
 import { tempDir } from "../support/Sandbox.js"
 import { yieldToEventLoop } from "../support/TestClockWait.js"
+import { captureLogs } from "../support/LogCapture.js"
 
 describe("the in-memory adapter's message stream, pulled", () => {
   it.effect("pulls one message at a time, in order, waits for the next, and ends with Done", () =>
@@ -89,5 +90,29 @@ describe("Intake over any stream", () => {
         { channel: "a", text: APOLOGY },
         { channel: "b", text: "third" }
       ])
+    }))
+
+  it.effect("a stop says how many messages it read and left unanswered, which the next start answers", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDir("planckclaw-intake-")
+      const logs = yield* captureLogs
+      const interact = Layer.succeed(Interact, {
+        messages: Stream.concat(Stream.make({ channel: "a", text: "one" }, { channel: "a", text: "two" }), Stream.never),
+        send: () => Effect.void
+      })
+      // The brain never answers "one": the stop comes during its turn, with "two" waiting.
+      const brain = yield* ScriptedBrain.make([() => Effect.never])
+      const context = yield* Layer.build(Agent.layerWithMemory.pipe(
+        Layer.provideMerge(interact),
+        Layer.provide(Layer.merge(ScriptedBrain.layer(brain), InMemoryClaws.layer([]))),
+        Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ PLANCKCLAW_DIR: directory }, { preserveEmptyStrings: true })))
+      ))
+      const serving = yield* Intake.run.pipe(Effect.provide(context), Effect.provide(logs.layer), Effect.forkChild)
+      for (let pass = 0; pass < 200 && (yield* brain.requests).length === 0; pass++) yield* yieldToEventLoop
+      expect((yield* brain.requests).length).toBe(1)
+      yield* Fiber.interrupt(serving)
+      expect(logs.lines).toContainEqual(
+        "INFO stopped with 2 message(s) read and not answered yet: they are kept, and the next start answers them"
+      )
     }))
 })
