@@ -24,6 +24,10 @@ export const refuse = (
     return Effect.logWarning(`ignored a line on interact_in with no tab (so no channel to answer) within the limit: ${error.message}`)
   }
   const channel = head.slice(0, tab)
+  // Bytes that were not UTF-8: a reply on the changed name would reach no one (as InteractLine refuses such a line).
+  if (channel.includes("\uFFFD")) {
+    return Effect.logWarning(`ignored a line on interact_in whose channel is not valid UTF-8 (a reply could not name it): ${error.message}`)
+  }
   return Effect.logWarning(`refused a line on interact_in from ${channel}: ${error.message}`).pipe(
     Effect.andThen(send({ channel, text: oversizedReply(error.limit) })),
     Effect.catch((failure) => Effect.logWarning(`could not tell ${channel} its message was refused: ${failure.message}`))

@@ -44,6 +44,17 @@ describe("FIFO interact, lines from the data events", () => {
       expect(yield* takeN(replies, 1)).toEqual([`${channel}\t${InteractFifo.oversizedReply(4096)}`])
     }))
 
+  it.effect("answers no channel for an oversized line whose channel is not valid UTF-8, as for any line: a reply could not name it", () =>
+    Effect.gen(function*() {
+      const { interact, replies, toAgent } = yield* setup
+      yield* toAgent.write(Buffer.concat([Buffer.from([0xff]), Buffer.from(`big\t${"x".repeat(100)}\nsmall\tafter\n`)]))
+      const [message] = yield* interact.messages.pipe(Stream.take(1), Stream.runCollect)
+      expect(message).toEqual({ channel: "small", text: "after" })
+      yield* interact.send({ channel: "small", text: "answer" })
+      // The refusal would have gone first, to a channel "\uFFFDbig" no bridge knows.
+      expect(yield* takeN(replies, 1)).toEqual(["small\tanswer"])
+    }))
+
   it.effect("hands over every line of a burst larger than its read-ahead, in order, to consumers one after another", () =>
     Effect.gen(function*() {
       const { interact, toAgent } = yield* setup
