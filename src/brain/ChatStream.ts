@@ -2,9 +2,10 @@
  * A Chat Completions stream (`stream: true`, usage asked for with
  * `stream_options.include_usage`), assembled into the response the server
  * would have sent whole, then read as one (ChatResponse). Each chunk's
- * delta adds to the first choice: its text (passed on as it comes), its
- * refusal, its tool calls by their `index` (the id and name in the first
- * piece, the arguments in pieces), or, without one, by their id and name.
+ * delta adds to the first choice: its text (passed on as it comes; a
+ * string, or the text parts of a list), its refusal, its tool calls by
+ * their `index` (the id and name in the first piece, the arguments in
+ * pieces), or, without one, by their id and name.
  * The usage comes in a last chunk with no choices. `data: [DONE]` ends it;
  * a stream that ends without it and without a finish reason was cut, and
  * fails: half an answer is never one. Keep-alives (comment lines, which the
@@ -39,6 +40,21 @@ const carries = (delta: Record<string, unknown>): boolean => {
     if (typeof value === "string" ? value !== "" : Array.isArray(value) ? value.length > 0 : isJsonObject(value)) return true
   }
   return false
+}
+
+/**
+ * A delta's text: a string, or the `text` parts of a list of content parts
+ * (Mistral sends its answer so, beside `thinking` parts that are not the
+ * answer), as a whole answer's content is read (ChatResponse).
+ */
+const textOf = (content: unknown): string => {
+  if (typeof content === "string") return content
+  if (!Array.isArray(content)) return ""
+  let text = ""
+  for (const part of content) {
+    if (isJsonObject(part) && part.type === "text" && typeof part.text === "string") text += part.text
+  }
+  return text
 }
 
 /** The words of an error object a server put in its stream. */
@@ -136,9 +152,10 @@ export const assembly = (
     if (!started && typeof delta.role === "string") started = carried = true
     if (typeof delta.refusal === "string") refusal += delta.refusal
     if (Array.isArray(delta.tool_calls)) delta.tool_calls.forEach(addCall)
-    if (typeof delta.content !== "string" || delta.content === "") return carried || carries(delta)
-    content += delta.content
-    out.push(textDelta(delta.content))
+    const text = textOf(delta.content)
+    if (text === "") return carried || carries(delta)
+    content += text
+    out.push(textDelta(text))
     return true
   }
 

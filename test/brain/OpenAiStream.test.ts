@@ -162,6 +162,22 @@ describe("OpenAI-compatible brain, streamed", () => {
       expect(error.detail).toContain("Missing key")
     })))
 
+  it.effect("text sent as content parts (Mistral) is passed on and kept; a thinking part is not the answer's text", () =>
+    withRealHttp(Effect.gen(function*() {
+      const server = yield* Server.make(Server.replies(events([
+        chunk({ role: "assistant", content: "" }),
+        chunk({ content: [{ type: "thinking", thinking: [{ type: "text", text: "The user greets me." }] }] }),
+        chunk({ content: [{ type: "text", text: "Hel" }] }),
+        chunk({ content: [{ type: "text", text: "lo" }, { type: "text", text: "." }] }),
+        chunk({}, "stop"),
+        usageChunk(),
+        DONE
+      ])))
+      const all = yield* collect(settings(server.url))
+      expect(deltas(all)).toEqual(["Hel", "lo."])
+      expect(answerOf(all).content).toEqual([{ type: "text", text: "Hello." }])
+    })))
+
   it.effect("a server that ignores stream and answers JSON is read as one answer, nothing lost", () =>
     withRealHttp(Effect.gen(function*() {
       for (const flavor of ["openai", "ollama", "llamacpp"] as const) {
