@@ -136,6 +136,7 @@ export const make = (config: AnthropicConfig): Effect.Effect<BrainService, never
       decode: (body) => decodeBrainAnswer(body, scrub),
       said: (body) => describeErrorBody(body, scrub),
       baseUrlSetting: AnthropicBaseUrl.key,
+      keySetting: AnthropicApiKey.key,
       scrub,
       // Built when a 404 asks for it, not for every call.
       models: {

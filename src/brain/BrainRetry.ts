@@ -21,6 +21,7 @@ import { numberOf, textOf } from "../config/ConfigRange.js"
 import type { TextSetting } from "../config/Setting.js"
 import { BrainRetries, BrainTimeout, Model } from "../config/settings/Brain.js"
 import { rootCause } from "../runtime/Errors.js"
+import { isJsonObject } from "../runtime/Json.js"
 import type { HttpAnswer } from "./PostJson.js"
 import * as ModelList from "./ModelList.js"
 import * as Unreachable from "./Unreachable.js"
@@ -76,6 +77,29 @@ export type AttemptFailure = RetryableFailure | BrainError
  */
 const isRetryableStatus = (status: number): boolean =>
   status === 408 || status === 429 || (status >= 500 && status < 600)
+
+/** Error types and codes that say the account is out of credit (OpenAI's quota, a billing error). */
+const BILLING_ERRORS: ReadonlySet<unknown> = new Set(["insufficient_quota", "billing_error"])
+
+/**
+ * Whether a failed answer says the account behind the key is out of credit
+ * or quota, which no wait will end: 402 Payment Required (OpenRouter), an
+ * error typed or coded `insufficient_quota` (OpenAI's 429) or
+ * `billing_error`, or a 400/403 whose words say the credit is too low
+ * (Anthropic's "Your credit balance is too low"). A 429's words alone do not
+ * count: Gemini says "You exceeded your current quota" of a quota per
+ * minute, which passes.
+ */
+export const saysOutOfCredit = (status: number, body: string): boolean => {
+  if (status === 402) return true
+  if (status !== 400 && status !== 403 && status !== 429) return false
+  const parsed = Result.getOrUndefined(Result.try(() => JSON.parse(body) as unknown))
+  const error = isJsonObject(parsed) ? parsed.error : undefined
+  if (!isJsonObject(error)) return false
+  if (BILLING_ERRORS.has(error.code) || BILLING_ERRORS.has(error.type)) return true
+  return status !== 429 && typeof error.message === "string" &&
+    /credit balance is too low|insufficient (credits|balance|funds)/i.test(error.message)
+}
 
 export const BACKOFF_BASE = Duration.seconds(1)
 export const BACKOFF_CAP = Duration.seconds(30)
@@ -188,6 +212,8 @@ export interface AnswerReading<A> {
   readonly said: (body: string) => string
   /** The setting that holds the API's address, named when it answers with a redirect. */
   readonly baseUrlSetting: string
+  /** The setting that holds the API key, named when its account is out of credit. */
+  readonly keySetting: string
   readonly scrub: (text: string) => string
   /** For a status that will not change its mind: what to fix, and which setting is wrong. */
   readonly permanent: (status: number) => { readonly fix?: string; readonly misconfigured?: Misconfigured }
@@ -197,7 +223,8 @@ export interface AnswerReading<A> {
 
 /**
  * One answer judged the same way for every HTTP brain: 2xx is decoded, a
- * transient status retried (honouring retry-after), a redirect a fatal
+ * transient status retried (honouring retry-after) unless it says the
+ * account is out of credit (saysOutOfCredit: fatal, naming the key), a redirect a fatal
  * misconfiguration of the base URL, anything else a fatal BrainError that
  * says what to fix, never a secret; a 404 about the model says the models
  * the server offers, when it lists them (ModelList).
@@ -226,6 +253,13 @@ export const judgeAnswer = <A>(
     }
     const detail = `HTTP ${status}: ${reading.said(answer.body)}`
     yield* debug(`${after}: ${detail}`)
+    if (saysOutOfCredit(status, answer.body)) {
+      return yield* new BrainError({
+        reason: "fatal",
+        detail: `${detail} (the account behind ${reading.keySetting} is out of credit or quota: add credit or raise its limit with the provider)`,
+        misconfigured: { problem: "the API account is out of credit or quota", setting: reading.keySetting }
+      })
+    }
     if (isRetryableStatus(status)) {
       return yield* new RetryableFailure({ detail, retryAfter: parseRetryAfter(retryAfter, nowMillis) })
     }

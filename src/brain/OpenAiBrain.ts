@@ -178,6 +178,7 @@ export const make = (
       decode,
       said: (body) => apiMessage(body, scrub),
       baseUrlSetting: OpenAiBaseUrl.key,
+      keySetting: OpenAiApiKey.key,
       scrub,
       // Built when a 404 asks for it, not for every call.
       models: {

@@ -85,6 +85,53 @@ describe("permanent answers are not retried, and say which setting to fix", () =
       })))
   }
 
+  it.effect("an account out of credit or quota is not retried: misconfigured, naming the key whose account to top up", () =>
+    withRealHttp(Effect.gen(function*() {
+      const problem = "the API account is out of credit or quota"
+      const a = yield* AnthropicServer.make(AnthropicServer.replies(AnthropicServer.apiError(
+        400,
+        "invalid_request_error",
+        "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."
+      )))
+      const aError = yield* Effect.flip((yield* anthropic(a.url)).complete(request))
+      expect(aError).toMatchObject({ reason: "fatal", misconfigured: { problem, setting: "ANTHROPIC_API_KEY" } })
+      expect(aError.detail).toContain("credit balance is too low")
+      expect(aError.detail).not.toContain("PLANCKCLAW_MODEL")
+      expect(yield* a.requests).toHaveLength(1)
+
+      const answers = [
+        // OpenAI: a 429 that no wait will end.
+        ChatServer.respond(429, {
+          error: { message: "You exceeded your current quota, please check your plan and billing details.", type: "insufficient_quota", param: null, code: "insufficient_quota" }
+        }),
+        // OpenRouter: 402 Payment Required.
+        ChatServer.respond(402, { error: { code: 402, message: "Insufficient credits. Add more using https://openrouter.ai/settings/credits" } })
+      ]
+      for (const answer of answers) {
+        const o = yield* ChatServer.make(ChatServer.replies(answer))
+        const oError = yield* Effect.flip((yield* openai(o.url)).complete(request))
+        expect(oError).toMatchObject({ reason: "fatal", misconfigured: { problem, setting: "OPENAI_API_KEY" } })
+        expect(oError.detail).not.toContain("OPENAI_BASE_URL")
+        expect(oError.detail).not.toContain("test-not-a-key")
+        expect(yield* o.requests).toHaveLength(1)
+      }
+    })))
+
+  it.effect("a 429 about a quota per minute (Gemini's words, no insufficient_quota code) keeps the retry schedule", () =>
+    withRealHttp(Effect.gen(function*() {
+      const o = yield* ChatServer.make(ChatServer.replies(
+        ChatServer.respond(429, [{
+          error: { code: 429, message: "You exceeded your current quota, please check your plan and billing details. Please retry in 1s.", status: "RESOURCE_EXHAUSTED" }
+        }]),
+        ChatServer.text("Recovered.")
+      ))
+      const fiber = yield* Effect.forkChild((yield* openai(o.url)).complete(request))
+      yield* o.awaitRequests(1)
+      yield* advanceTo(1_000)
+      expect((yield* Fiber.join(fiber)).content).toEqual([{ type: "text", text: "Recovered." }])
+      expect(yield* o.requests).toHaveLength(2)
+    })))
+
   it.effect("a refused connection is retried and names the URL it tried, on both brains", () =>
     withRealHttp(Effect.gen(function*() {
       for (const [url, make] of [[yield* AnthropicServer.unusedUrl, anthropic], [`${yield* ChatServer.unusedUrl}/v1`, openai]] as const) {
