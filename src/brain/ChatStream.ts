@@ -5,7 +5,8 @@
  * delta adds to the first choice: its text (passed on as it comes; a
  * string, or the text parts of a list), its refusal, its tool calls by
  * their `index` (the id and name in the first piece, the arguments in
- * pieces), or, without one, by their id and name.
+ * pieces; an index that brings another id starts another call), or,
+ * without one, by their id and name.
  * The usage comes in a last chunk with no choices. `data: [DONE]` ends it;
  * a stream that ends without it and without a finish reason was cut, and
  * fails: half an answer is never one. Keep-alives (comment lines, which the
@@ -102,9 +103,21 @@ export const assembly = (
     return named && current.name !== undefined ? calls.length : last
   }
 
+  // Where a wire index writes: its own slot, until a piece at it brings another call's id (Ollama, some
+  // gateways give every call index 0); then the new call's, so the pieces after it without an id go there.
+  const slots = new Map<number, number>()
+
+  const indexedSlot = (index: number, id: unknown): number => {
+    const slot = slots.get(index) ?? index
+    const held = calls[slot]
+    if (held?.id === undefined || typeof id !== "string" || id === "" || id === held.id) return slot
+    slots.set(index, calls.length)
+    return calls.length
+  }
+
   const addCall = (piece: unknown): void => {
     if (!isJsonObject(piece)) return
-    const index = typeof piece.index === "number" ? piece.index : unindexedSlot(piece)
+    const index = typeof piece.index === "number" ? indexedSlot(piece.index, piece.id) : unindexedSlot(piece)
     const call = calls[index] ??= { arguments: "" }
     if (typeof piece.id === "string" && piece.id !== "") call.id = piece.id
     const fn = piece.function

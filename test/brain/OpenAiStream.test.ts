@@ -148,6 +148,25 @@ describe("OpenAI-compatible brain, streamed", () => {
       expect(rest).toEqual([])
     })))
 
+  it.effect("calls that reuse one index (Ollama gives every call index 0) stay apart when each brings its own id", () =>
+    withRealHttp(Effect.gen(function*() {
+      const piece = (fn: { name?: string; arguments: string }, id?: string) =>
+        chunk({ tool_calls: [{ index: 0, ...(id === undefined ? {} : { id, type: "function" }), function: fn }] })
+      const server = yield* Server.make(Server.replies(events([
+        chunk({ role: "assistant", content: "" }),
+        piece({ name: "file_write", arguments: "{\"path\":\"hello.py\"}" }, "call_a"),
+        piece({ name: "file_write", arguments: "{\"path\":" }, "call_b"),
+        piece({ arguments: "\"world.py\"}" }), // no id: the call its index now stands for
+        piece({ arguments: "" }, "call_b"), // its own id again: the same call
+        chunk({}, "tool_calls"),
+        DONE
+      ])))
+      expect(answerOf(yield* collect(settings(server.url, { retries: 0 }))).content).toEqual([
+        { type: "tool_use", id: "call_a", name: "file_write", input: { path: "hello.py" } },
+        { type: "tool_use", id: "call_b", name: "file_write", input: { path: "world.py" } }
+      ])
+    })))
+
   it.effect("a streamed tool call that never names its function is refused as the whole answer would be, naming what is missing", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(events([
