@@ -113,11 +113,14 @@ const answerEvents = (
       // of it (keep-alives, or an event the server never finished: the words below say keep-alives for both).
       let carried = false
       let heard = false
+      // Whether the body has ended: an event still pending then is the last one, sent without its blank line.
+      let flushing = false
       const parser = Sse.makeParser((event) => {
         if (failure !== undefined || event._tag !== "Event") return
         const taken = assembling.take(event, out)
         if (taken === true) carried = true
-        else if (taken !== false) failure = taken
+        // A last event cut short is not JSON: it is dropped, and `finish` says the answer ended before its end.
+        else if (taken !== false && !(flushing && dataOf(event) === undefined)) failure = taken
       }, { maxEventSize: ANSWER_MAX_BYTES })
 
       // When the wait for the answer's next event began (Effect's clock): set by the first read
@@ -193,8 +196,14 @@ const answerEvents = (
         return next()
       }
 
+      // A server (or a gateway before it) may close right after its last event, without the blank line
+      // that ends it: that event is taken, as the OpenAI SDK takes it, rather than the whole answer lost.
       const end = () => {
         ended = true
+        flushing = true
+        const tooLong = parser.feed(`${decoder.decode()}\n\n`)
+        if (tooLong !== undefined) failure ??= new BrainError({ reason: "fatal", detail: tooLong.message })
+        if (failure !== undefined) return next()
         return Effect.flatMap(assembling.finish(), (answer) => {
           out.push(answer)
           return next()

@@ -158,6 +158,31 @@ describe("Anthropic brain, streamed", () => {
       }
     })))
 
+  it.effect("a stream that closes right after its last event, without the blank line that ends it, is whole", () =>
+    withRealHttp(Effect.gen(function*() {
+      for (const ending of ["\n", ""]) {
+        const all = streamEvents([{ type: "text", pieces: ["Done", "."] }])
+        const last = all.length - 1
+        all[last] = `${all[last]?.trimEnd()}${ending}`
+        const server = yield* AnthropicServer.make(AnthropicServer.replies(events(all)))
+        const answer = answerOf(yield* collect(settings(server.url)))
+        expect(answer.content).toEqual([{ type: "text", text: "Done." }])
+        expect(answer.stop_reason).toBe("end_turn")
+      }
+    })))
+
+  it.effect("a stream cut inside its last event still fails as one that ended before its end", () =>
+    withRealHttp(Effect.gen(function*() {
+      const cut = sse({ type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 7 } }).slice(0, 40)
+      const server = yield* AnthropicServer.make(AnthropicServer.replies(events([
+        messageStart(),
+        ...blockEvents({ type: "text", pieces: ["Half"] }, 0),
+        cut
+      ])))
+      const error = yield* Effect.flip(collect(settings(server.url)))
+      expect(error).toMatchObject({ reason: "timeout", detail: "the answer stream ended before the answer was complete" })
+    })))
+
   it.effect("an overloaded error in the stream is transient; an invalid request is fatal", () =>
     withRealHttp(Effect.gen(function*() {
       for (const [type, reason] of [["overloaded_error", "timeout"], ["invalid_request_error", "fatal"]] as const) {

@@ -252,6 +252,26 @@ describe("OpenAI-compatible brain, streamed", () => {
       }
     })))
 
+  it.effect("a stream that closes right after its last chunk, without the blank line that ends it, is whole", () =>
+    withRealHttp(Effect.gen(function*() {
+      for (const ending of ["\n", ""]) {
+        const server = yield* Server.make(Server.replies(events([
+          chunk({ role: "assistant", content: "Done." }),
+          `${chunk({}, "stop").trimEnd()}${ending}`
+        ])))
+        const answer = answerOf(yield* collect(settings(server.url)))
+        expect(answer.content).toEqual([{ type: "text", text: "Done." }])
+        expect(answer.stop_reason).toBe("end_turn")
+      }
+    })))
+
+  it.effect("a stream cut inside its last chunk still fails as one that ended before its end", () =>
+    withRealHttp(Effect.gen(function*() {
+      const server = yield* Server.make(Server.replies(events([chunk({ content: "Half" }), chunk({ content: " more" }).slice(0, 40)])))
+      const error = yield* Effect.flip(collect(settings(server.url)))
+      expect(error).toMatchObject({ reason: "timeout", detail: "the answer stream ended before the answer was complete" })
+    })))
+
   it.effect("an error the server puts in its stream fails the answer", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(events([
