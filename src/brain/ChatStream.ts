@@ -20,8 +20,18 @@ import { answersError, type BrainEvent, BrainError, preview, type Scrub, textDel
 import { isJsonObject } from "../runtime/Json.js"
 import { type Assembly, dataOf } from "./SseResponse.js"
 
-/** The request of `chat`, asking for a stream whose last chunk counts the tokens. */
-export const streamingRequest = <R extends object>(chat: R) => ({ ...chat, stream: true, stream_options: { include_usage: true } })
+/** The request of `chat`, asking for a stream whose last chunk counts the tokens (`withUsage`, unless the server refuses it). */
+export const streamingRequest = <R extends object>(chat: R, withUsage = true) =>
+  withUsage ? { ...chat, stream: true, stream_options: { include_usage: true } } : { ...chat, stream: true }
+
+/**
+ * Whether an answer refuses `stream_options`: a 400 or 422 that names it
+ * (Azure AI Foundry's "Extra parameters ['stream_options'] are not
+ * allowed", Azure's "Unrecognized request argument supplied"). Without it,
+ * the answer comes all the same, its usage uncounted.
+ */
+export const refusesStreamOptions = (status: number, body: string): boolean =>
+  (status === 400 || status === 422) && body.includes("stream_options")
 
 interface CallPieces {
   id?: string

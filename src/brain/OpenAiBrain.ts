@@ -50,7 +50,7 @@ import {
 } from "./BrainRetry.js"
 import * as ModelList from "./ModelList.js"
 import { type HttpAnswer, postJson } from "./PostJson.js"
-import { assembly, streamingRequest } from "./ChatStream.js"
+import { assembly, refusesStreamOptions, streamingRequest } from "./ChatStream.js"
 import { eventsOf, postForEvents } from "./SseResponse.js"
 import { type ChatRequest, chatConversions, toChatRequest } from "./ChatRequest.js"
 import { decodeChatResponse, fromChatResponse } from "./ChatResponse.js"
@@ -200,6 +200,11 @@ export const make = (
     interface Way<A, R = never> {
       readonly post: (body: string) => Effect.Effect<HttpAnswer, HttpClientError.HttpClientError | BrainError, R>
       readonly bodyOf: (request: MessagesRequest, field: TokenField.TokenField) => string
+      /**
+       * Whether `answer` refuses a field this way adds that the answer can do without; if so, the way
+       * leaves it out from then on, and says which field it was.
+       */
+      readonly dropsRefused?: (answer: HttpAnswer) => string | undefined
       readonly answered: (
         judge: ReturnType<typeof judgeAnswer<MessagesResponse>>
       ) => (answer: HttpAnswer, nowMillis: number, after: string) => Effect.Effect<A, AttemptFailure>
@@ -219,11 +224,18 @@ export const make = (
       )
 
     const words = { silent: `no more of the answer from ${base.host} within ${Duration.toSeconds(config.timeout)}s`, scrub }
+    // Until the server refuses `stream_options` (Azure AI Foundry does): the usage is then not counted, the answer kept.
+    let asksStreamUsage = true
     // Its request lives in the stream's scope (SseResponse.postForEvents).
     const streamed: Way<Stream.Stream<BrainEvent, BrainError>, Scope.Scope> = {
       post: (body) =>
         postForEvents(client, url, headers, body, config.timeout, words, () => assembly(decodeStreamed, scrub)),
-      bodyOf: (request, field) => chatBody(streamingRequest(toChatRequest(request, field, conversions))),
+      bodyOf: (request, field) => chatBody(streamingRequest(toChatRequest(request, field, conversions), asksStreamUsage)),
+      dropsRefused: (answer) => {
+        if (!asksStreamUsage || !refusesStreamOptions(answer.status, answer.body)) return undefined
+        asksStreamUsage = false
+        return "stream_options"
+      },
       answered: (judge) => (answer, nowMillis, after) => {
         const events = eventsOf(answer)
         if (events === undefined) return Effect.map(judge(answer, nowMillis, after), (response) => Stream.make(answerEvent(response)))
@@ -235,26 +247,40 @@ export const make = (
      * One attempt with the length cap in the field this server takes; when
      * it refuses that field, the same attempt asks once more with the other,
      * and the server's choice is kept by this brain (TokenField.makeMemory).
+     * A field the way can do without (`dropsRefused`) is left out the same way.
      */
     const attempt = <A, R>(way: Way<A, R>, request: MessagesRequest, number: number) =>
       Effect.suspend(() => {
         const { model } = request
-        const field = fields.fieldFor(model)
         const answered = way.answered(judgeAnswer(reading(model), debug))
-        const exchange = (
-          body: string,
-          then: (answer: HttpAnswer, nowMillis: number, after: string) => Effect.Effect<A, AttemptFailure, R>
-        ): Effect.Effect<A, AttemptFailure, R> => attemptExchange(way.post(body), config.timeout, number, report, then)
-        return exchange(way.bodyOf(request, field), (answer, nowMillis, after) => {
-          if (!TokenField.refuses(answer.status, answer.body, field)) return answered(answer, nowMillis, after)
+        type Then = (answer: HttpAnswer, nowMillis: number, after: string) => Effect.Effect<A, AttemptFailure, R>
+        const exchange = (body: string, then: Then): Effect.Effect<A, AttemptFailure, R> =>
+          attemptExchange(way.post(body), config.timeout, number, report, then)
+        const askAgain = (after: string, why: string, body: string, then: Then) =>
+          debug(`${after}: ${why}`).pipe(Effect.andThen(debug(`request ${body}`)), Effect.andThen(exchange(body, then)))
+        // Each refusal is answered once per attempt: the field, then what the way can do without, in either order.
+        const judged = (field: TokenField.TokenField, fieldAsked: boolean, dropAsked: boolean): Then => (answer, nowMillis, after) => {
+          const dropped = dropAsked ? undefined : way.dropsRefused?.(answer)
+          if (dropped !== undefined) {
+            return askAgain(
+              after,
+              `HTTP ${answer.status}: the server refuses ${dropped}: asking again without it`,
+              way.bodyOf(request, field),
+              judged(field, fieldAsked, true)
+            )
+          }
+          if (fieldAsked || !TokenField.refuses(answer.status, answer.body, field)) return answered(answer, nowMillis, after)
           const other = TokenField.otherField(field)
-          const body = way.bodyOf(request, other)
-          return debug(`${after}: HTTP ${answer.status}: the server refuses ${field}: asking again with ${other}`).pipe(
-            Effect.andThen(Effect.sync(() => fields.learn(model, other))),
-            Effect.andThen(debug(`request ${body}`)),
-            Effect.andThen(exchange(body, answered))
+          fields.learn(model, other)
+          return askAgain(
+            after,
+            `HTTP ${answer.status}: the server refuses ${field}: asking again with ${other}`,
+            way.bodyOf(request, other),
+            judged(other, true, dropAsked)
           )
-        })
+        }
+        const field = fields.fieldFor(model)
+        return exchange(way.bodyOf(request, field), judged(field, false, false))
       })
 
     const call = <A, R>(way: Way<A, R>, request: MessagesRequest) =>

@@ -239,6 +239,41 @@ describe("OpenAI-compatible brain, streamed", () => {
       expect(asked?.body).toMatchObject({ max_completion_tokens: 256, stream: true, stream_options: { include_usage: true } })
     })))
 
+  it.effect("a server that refuses stream_options (Azure AI Foundry) is asked again without it, and never again with it", () =>
+    withRealHttp(Effect.gen(function*() {
+      const refusal = Server.respond(400, {
+        detail: "Extra parameters ['stream_options'] are not allowed when extra-parameters is not set or set to be 'error'. " +
+          "Set extra-parameters to 'pass-through' to pass to the model."
+      })
+      const server = yield* Server.make((request) =>
+        typeof request.body === "object" && request.body !== null && "stream_options" in request.body
+          ? refusal
+          : events(streamChunks(["Fine."]).filter((piece) => !piece.includes("\"usage\"")))
+      )
+      const brain = yield* OpenAi.make(settings(server.url, { retries: 0 }))
+      for (const _ of [1, 2]) {
+        expect(answerOf(yield* Stream.runCollect(brain.stream!(request))).content).toEqual([{ type: "text", text: "Fine." }])
+      }
+      const [refused, asked, next, ...rest] = yield* server.requests
+      expect(refused?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } })
+      expect(asked?.body).toMatchObject({ max_tokens: 256, stream: true })
+      expect(asked?.body).not.toHaveProperty("stream_options")
+      expect(next?.body).not.toHaveProperty("stream_options")
+      expect(rest).toEqual([])
+    })))
+
+  it.effect("a server that refuses both stream_options and max_tokens is asked without the one and with the other field", () =>
+    withRealHttp(Effect.gen(function*() {
+      const refusal = Server.respond(422, { error: "Unrecognized request argument supplied: stream_options" })
+      const server = yield* Server.make(Server.refusing(["max_tokens"], (request) =>
+        typeof request.body === "object" && request.body !== null && "stream_options" in request.body ? refusal : Server.streamedText("Both.")))
+      expect(answerOf(yield* collect(settings(server.url, { retries: 0 }))).content).toEqual([{ type: "text", text: "Both." }])
+      const sent = (yield* server.requests).map((each) => each.body)
+      expect(sent.at(-1)).toMatchObject({ max_completion_tokens: 256, stream: true })
+      expect(sent.at(-1)).not.toHaveProperty("stream_options")
+      expect(sent).toHaveLength(3)
+    })))
+
   it.effect("a stream the server cuts mid-way fails as a transient brain error, and is not asked again", () =>
     withRealHttp(Effect.gen(function*() {
       for (const end of ["drop", "end"] as const) {
