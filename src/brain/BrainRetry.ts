@@ -19,7 +19,8 @@ import * as Schedule from "effect/Schedule"
 import { BrainError, type Misconfigured, preview } from "../ports/Brain.js"
 import { numberOf, textOf } from "../config/ConfigRange.js"
 import type { TextSetting } from "../config/Setting.js"
-import { BrainRetries, BrainTimeout, Model } from "../config/settings/Brain.js"
+import { BrainRetries, BrainTimeout, MaxTokens, Model } from "../config/settings/Brain.js"
+import { HistoryKeep } from "../config/settings/Memory.js"
 import { rootCause } from "../runtime/Errors.js"
 import { isJsonObject } from "../runtime/Json.js"
 import type { HttpAnswer } from "./PostJson.js"
@@ -100,6 +101,25 @@ export const saysOutOfCredit = (status: number, body: string): boolean => {
   return status !== 429 && typeof error.message === "string" &&
     /credit balance is too low|insufficient (credits|balance|funds)/i.test(error.message)
 }
+
+/** The words of an error body: its error's message, code and type, or a root message or detail (vLLM, FastAPI). */
+const errorWords = (body: string): string => {
+  const parsed = Result.getOrUndefined(Result.try(() => JSON.parse(body) as unknown))
+  if (!isJsonObject(parsed)) return ""
+  const error = parsed.error
+  const parts = isJsonObject(error) ? [error.message, error.code, error.type] : [error]
+  return [...parts, parsed.message, parsed.detail].filter((part): part is string => typeof part === "string").join(" ")
+}
+
+/**
+ * Whether a 400 (413, 422) says the request does not fit the model's
+ * context window: Anthropic's "prompt is too long", OpenAI's
+ * `context_length_exceeded`, vLLM's "maximum context length", llama.cpp's
+ * `exceed_context_size_error`. The same request will fail again.
+ */
+export const saysContextTooLong = (status: number, body: string): boolean =>
+  (status === 400 || status === 413 || status === 422) &&
+  /prompt is too long|context_length_exceeded|exceed_context_size|maximum context length|exceeds the (available )?context/i.test(errorWords(body))
 
 export const BACKOFF_BASE = Duration.seconds(1)
 export const BACKOFF_CAP = Duration.seconds(30)
@@ -253,6 +273,14 @@ export const judgeAnswer = <A>(
     }
     const detail = `HTTP ${status}: ${reading.said(answer.body)}`
     yield* debug(`${after}: ${detail}`)
+    if (saysContextTooLong(status, answer.body)) {
+      return yield* new BrainError({
+        reason: "fatal",
+        detail: `${detail} (the conversation and the answer's cap do not fit the model's context window: send /compact, ` +
+          `lower ${HistoryKeep.key} or ${MaxTokens.key}, or give a local model server a larger context)`,
+        misconfigured: { problem: "the conversation is longer than the model's context window", setting: HistoryKeep.key }
+      })
+    }
     if (saysOutOfCredit(status, answer.body)) {
       return yield* new BrainError({
         reason: "fatal",

@@ -132,6 +132,36 @@ describe("permanent answers are not retried, and say which setting to fix", () =
       expect(yield* o.requests).toHaveLength(2)
     })))
 
+  it.effect("a conversation longer than the model's context window is not retried: misconfigured, naming HISTORY_KEEP", () =>
+    withRealHttp(Effect.gen(function*() {
+      const problem = "the conversation is longer than the model's context window"
+      const a = yield* AnthropicServer.make(AnthropicServer.replies(
+        AnthropicServer.apiError(400, "invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum")
+      ))
+      const aError = yield* Effect.flip((yield* anthropic(a.url)).complete(request))
+      expect(aError).toMatchObject({ reason: "fatal", misconfigured: { problem, setting: "HISTORY_KEEP" } })
+      expect(aError.detail).toContain("prompt is too long")
+      expect(aError.detail).toContain("/compact")
+      expect(aError.detail).not.toContain("check PLANCKCLAW_MODEL")
+      expect(yield* a.requests).toHaveLength(1)
+
+      const answers = [
+        // OpenAI
+        ChatServer.apiError(400, "This model's maximum context length is 128000 tokens. However, your messages resulted in 130012 tokens.", "openai", "context_length_exceeded"),
+        // vLLM
+        ChatServer.respond(400, { object: "error", message: "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens (7976 in the messages, 1024 in the completion).", type: "BadRequestError", code: 400 }),
+        // llama.cpp's server
+        ChatServer.respond(400, { error: { code: 400, message: "the request exceeds the available context size, try increasing it", type: "exceed_context_size_error" } })
+      ]
+      for (const answer of answers) {
+        const o = yield* ChatServer.make(ChatServer.replies(answer))
+        const oError = yield* Effect.flip((yield* openai(o.url)).complete(request))
+        expect(oError).toMatchObject({ reason: "fatal", misconfigured: { problem, setting: "HISTORY_KEEP" } })
+        expect(oError.detail).not.toContain("supports tool calls")
+        expect(yield* o.requests).toHaveLength(1)
+      }
+    })))
+
   it.effect("a refused connection is retried and names the URL it tried, on both brains", () =>
     withRealHttp(Effect.gen(function*() {
       for (const [url, make] of [[yield* AnthropicServer.unusedUrl, anthropic], [`${yield* ChatServer.unusedUrl}/v1`, openai]] as const) {
