@@ -231,8 +231,9 @@ export const make = (
       post: (body) =>
         postForEvents(client, url, headers, body, config.timeout, words, () => assembly(decodeStreamed, scrub)),
       bodyOf: (request, field) => chatBody(streamingRequest(toChatRequest(request, field, conversions), asksStreamUsage)),
+      // Whatever the flag said when the request left: requests made at once are each asked again.
       dropsRefused: (answer) => {
-        if (!asksStreamUsage || !refusesStreamOptions(answer.status, answer.body)) return undefined
+        if (!refusesStreamOptions(answer.status, answer.body)) return undefined
         asksStreamUsage = false
         return "stream_options"
       },

@@ -3,6 +3,7 @@ import { Deferred, Duration, Effect, Fiber, Option, Queue, Redacted, Stream } fr
 import { type MessagesRequest } from "../../src/ports/Brain.js"
 import * as OpenAi from "../../src/brain/OpenAiBrain.js"
 import * as Server from "../support/ChatCompletionsServer.js"
+import * as LoopbackHttp from "../support/LoopbackHttp.js"
 import * as BrainStreams from "../support/BrainStreams.js"
 import { withRealHttp } from "../support/TestClockHttp.js"
 import { TestClock } from "effect/testing"
@@ -260,6 +261,20 @@ describe("OpenAI-compatible brain, streamed", () => {
       expect(asked?.body).not.toHaveProperty("stream_options")
       expect(next?.body).not.toHaveProperty("stream_options")
       expect(rest).toEqual([])
+    })))
+
+  it.effect("streams asked at once of a server that refuses stream_options are each asked again without it", () =>
+    withRealHttp(Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const refusal = LoopbackHttp.gated(gate, Server.respond(422, { error: "Unrecognized request argument supplied: stream_options" }))
+      const server = yield* Server.make((request) =>
+        typeof request.body === "object" && request.body !== null && "stream_options" in request.body ? refusal : Server.streamedText("Each."))
+      const brain = yield* OpenAi.make(settings(server.url, { retries: 0 }))
+      const both = yield* Effect.forkChild(Effect.all([1, 2].map(() => Stream.runCollect(brain.stream!(request))), { concurrency: 2 }))
+      yield* server.awaitRequests(2)
+      yield* Deferred.succeed(gate, undefined)
+      for (const all of yield* Fiber.join(both)) expect(answerOf(all).content).toEqual([{ type: "text", text: "Each." }])
+      expect(yield* server.requests).toHaveLength(4)
     })))
 
   it.effect("a server that refuses both stream_options and max_tokens is asked without the one and with the other field", () =>
