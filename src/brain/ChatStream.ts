@@ -16,6 +16,7 @@
  */
 import * as Effect from "effect/Effect"
 import type * as Sse from "effect/encoding/Sse"
+import * as Result from "effect/Result"
 import { answersError, type BrainEvent, BrainError, preview, type Scrub, textDelta } from "../ports/Brain.js"
 import { isJsonObject } from "../runtime/Json.js"
 import { type Assembly, dataOf } from "./SseResponse.js"
@@ -68,6 +69,10 @@ const textOf = (content: unknown): string => {
   return text
 }
 
+/** Whether a call's arguments so far are whole: an object a server sent, or text that parses as JSON. */
+const isWhole = (args: unknown): boolean =>
+  typeof args !== "string" || (args.trim() !== "" && Result.isSuccess(Result.try(() => JSON.parse(args) as unknown)))
+
 /** The words of an error object a server put in its stream. */
 const errorWords = (error: unknown): string =>
   typeof error === "string"
@@ -113,14 +118,16 @@ export const assembly = (
     return named && current.name !== undefined ? calls.length : last
   }
 
-  // Where a wire index writes: its own slot, until a piece at it brings another call's id (Ollama, some
-  // gateways give every call index 0); then the new call's, so the pieces after it without an id go there.
+  // Where a wire index writes: its own slot, until a piece at it brings another call's id once the call
+  // there is whole (Ollama, some gateways give every call index 0); then the new call's, so the pieces
+  // after it without an id go there. A new id before the arguments are whole (a gateway that names each
+  // piece afresh) continues the call.
   const slots = new Map<number, number>()
 
   const indexedSlot = (index: number, id: unknown): number => {
     const slot = slots.get(index) ?? index
     const held = calls[slot]
-    if (held?.id === undefined || typeof id !== "string" || id === "" || id === held.id) return slot
+    if (held?.id === undefined || typeof id !== "string" || id === "" || id === held.id || !isWhole(held.arguments)) return slot
     slots.set(index, calls.length)
     return calls.length
   }

@@ -168,6 +168,22 @@ describe("OpenAI-compatible brain, streamed", () => {
       ])
     })))
 
+  it.effect("a piece that brings a new id at its index before the call's arguments are whole continues that call", () =>
+    withRealHttp(Effect.gen(function*() {
+      const piece = (id: string, fn: { name?: string; arguments: string }) =>
+        chunk({ tool_calls: [{ index: 0, id, type: "function", function: fn }] })
+      const server = yield* Server.make(Server.replies(events([
+        piece("call_1", { name: "weather", arguments: "" }),
+        piece("call_2", { arguments: "{\"city\":" }), // a gateway that names each piece afresh
+        piece("call_3", { arguments: "\"Lyon\"}" }),
+        chunk({}, "tool_calls"),
+        DONE
+      ])))
+      const [only, ...rest] = answerOf(yield* collect(settings(server.url, { retries: 0 }))).content
+      expect(only).toMatchObject({ type: "tool_use", name: "weather", input: { city: "Lyon" } })
+      expect(rest).toEqual([])
+    })))
+
   it.effect("a streamed tool call that never names its function is refused as the whole answer would be, naming what is missing", () =>
     withRealHttp(Effect.gen(function*() {
       const server = yield* Server.make(Server.replies(events([
