@@ -10,6 +10,7 @@ import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Result from "effect/Result"
 import { checkedString } from "../../config/ConfigRange.js"
 import { DatabaseUrl } from "../../config/settings/Cluster.js"
 import { MemoryError } from "../MemoryDir.js"
@@ -29,18 +30,38 @@ const postgresUrl = (raw: string): URL | undefined => {
  */
 export const DatabaseUrlConfig: Config.Config<Redacted.Redacted<string>> = checkedString(
   DatabaseUrl.key,
-  (raw) =>
-    postgresUrl(raw) === undefined
-      ? "expected a postgres:// URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE); the value is not shown, as it may hold a password"
+  (raw) => {
+    const parsed = postgresUrl(raw)
+    if (parsed === undefined) {
+      return "expected a postgres:// URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE); the value is not shown, as it may hold a password"
+    }
+    // `user:1234/pw@host/db` is host `user`, port 1234 and database `pw@host/db`: the password would be named as the server.
+    const splitEarly = parsed.pathname.includes("@") || parsed.hash.includes("@") ||
+      [...parsed.searchParams.keys()].some((name) => name.includes("@"))
+    return splitEarly
+      ? "its password holds an unescaped /, ? or #, which ends the URL's user and password early: percent-encode them " +
+        "(%2F, %3F, %23); the value is not shown, as it may hold a password"
       : { value: Redacted.make(raw) }
+  }
 )
 
-/** Where the URL points, for messages: host, port and database, never the user's password. */
+/** A URL's component as the driver reads it: percent-decoded, or as it is when that fails. */
+const decoded = (component: string): string => {
+  const result = Result.try(() => decodeURIComponent(component))
+  return Result.isSuccess(result) ? result.success : component
+}
+
+/**
+ * Where the URL points, for messages: the host, port and database the driver connects to (its `host`, `port`
+ * and `dbname` parameters win, as in libpq), never the user or the password.
+ */
 export const describeUrl = (url: Redacted.Redacted<string>): string => {
   const parsed = postgresUrl(Redacted.value(url))
-  return parsed === undefined
-    ? "PLANCKCLAW_DATABASE_URL (not a postgres:// URL)"
-    : `PostgreSQL at ${parsed.hostname}${parsed.port === "" ? "" : `:${parsed.port}`}${parsed.pathname}`
+  if (parsed === undefined) return "PLANCKCLAW_DATABASE_URL (not a postgres:// URL)"
+  const host = parsed.searchParams.get("host") ?? decoded(parsed.hostname)
+  const port = parsed.searchParams.get("port") ?? parsed.port
+  const database = parsed.searchParams.get("dbname") ?? decoded(parsed.pathname.replace(/^\//, ""))
+  return `PostgreSQL at ${host}${port === "" ? "" : `:${port}`}/${database}`
 }
 
 /** The client on `url`, migrated; a failure to connect or migrate is a MemoryError naming the server, not the password. */
