@@ -16,6 +16,7 @@
  * decides, as before. Nothing becomes less safe: a runner still holds only the
  * shards whose locks it took, and a live runner counted out keeps its locks.
  */
+import * as crypto from "node:crypto"
 import * as RunnerStorage from "effect/cluster/RunnerStorage"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -23,12 +24,28 @@ import * as SqlClient from "effect/sql/SqlClient"
 
 const PREFIX = "planckclaw runner "
 
-/** PostgreSQL keeps the first 63 bytes of a session's name; addresses are ASCII. */
+/** PostgreSQL keeps the first 63 bytes of a session's name, and rewrites any byte that is not printable ASCII. */
 const NAME_BYTES = 63
+/** Hex digits of the whole address's digest that end a name too long to be kept whole. */
+const DIGEST_CHARS = 12
 
-/** The name of a runner's connections to the database (application_name), as PostgreSQL keeps it. */
-export const applicationName = (address: { readonly host: string; readonly port: number }): string =>
-  `${PREFIX}${address.host}:${address.port}`.slice(0, NAME_BYTES)
+/** Anything but printable ASCII (and `%`) as its UTF-8 bytes' percent-escapes: what PostgreSQL keeps as given. */
+const printable = (text: string): string =>
+  text.replace(/[^\x20-\x24\x26-\x7e]/gu, (char) => [...Buffer.from(char, "utf8")].map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, "0")}`).join(""))
+
+/**
+ * The name of a runner's connections to the database (application_name), as
+ * PostgreSQL keeps it, and another runner's never: an address too long to be
+ * kept whole (two runners of one long host name would differ only past the
+ * cut) is cut shorter and ends with a digest of the whole address.
+ */
+export const applicationName = (address: { readonly host: string; readonly port: number }): string => {
+  const full = `${address.host}:${address.port}`
+  const name = `${PREFIX}${printable(full)}`
+  if (name.length <= NAME_BYTES) return name
+  const digest = crypto.createHash("sha256").update(full).digest("hex").slice(0, DIGEST_CHARS)
+  return `${name.slice(0, NAME_BYTES - DIGEST_CHARS - 1)}~${digest}`
+}
 
 /** `storage` whose `getRunners` leaves out runners without an open session. */
 export const present = (

@@ -54,13 +54,12 @@ const noRunnerSessions = (url: string) =>
     }
   }).pipe(Effect.scoped, Effect.orDie)
 
-/** The ports of the runners `present` over a memory storage holding runners at 1 and 2 reads, with `sessions` open. */
-const presentPorts = (url: string, sessions: ReadonlyArray<string>) =>
+/** The ports of the runners `present` over a memory storage holding `registered` (at 1 and 2) reads, with `sessions` open. */
+const presentPorts = (url: string, sessions: ReadonlyArray<string>, registered = [runnerAt(1), runnerAt(2)]) =>
   Effect.gen(function*() {
     yield* noRunnerSessions(url)
     const storage = yield* RunnerStorage.makeMemory
-    yield* storage.register(runnerAt(1), true)
-    yield* storage.register(runnerAt(2), true)
+    for (const runner of registered) yield* storage.register(runner, true)
     // Each session stays open while the scope does: a connection is taken from each named client.
     for (const name of sessions) {
       const sql = yield* sqlOf(client(url, name))
@@ -87,6 +86,21 @@ describe("RunnerPresence", () => {
     expect(await Effect.runPromise(presentPorts(server.url, [one, two]))).toEqual([1, 2])
     // No runner's name among the sessions (a pooler that renames them): the heartbeat alone decides.
     expect(await Effect.runPromise(presentPorts(server.url, []))).toEqual([1, 2])
+  }, 30_000)
+
+  it("tells apart runners whose addresses PostgreSQL would cut or rewrite in a session's name", async () => {
+    const server = await Effect.runPromise(postgres)
+    // 63 bytes are kept: the ports of two runners on one long host name would be cut off, and both names be one.
+    const long = "ip-10-0-12-34.eu-west-1.compute.internal.example"
+    // PostgreSQL keeps printable ASCII only: a name holding anything else is not the name the runner gave.
+    const unicode = "rünner.example"
+    for (const host of [long, unicode]) {
+      const at = (port: number) => new Runner.Runner({ address: RunnerAddress.make(host, port), groups: ["default"], weight: 1 })
+      const one = RunnerPresence.applicationName(at(34431).address)
+      const two = RunnerPresence.applicationName(at(34432).address)
+      expect(await Effect.runPromise(presentPorts(server.url, [one], [at(34431), at(34432)]))).toEqual([34431])
+      expect(await Effect.runPromise(presentPorts(server.url, [two], [at(34431), at(34432)]))).toEqual([34432])
+    }
   }, 30_000)
 
   it("moves a SIGKILLed runner's agents long before its heartbeat expires", async () => {
