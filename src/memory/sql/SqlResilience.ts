@@ -34,14 +34,15 @@ const detailOf = (error: SqlError): { readonly code: string | undefined; readonl
   }
 }
 
-/** Lost or refused connections, and a server shutting down or starting up: worth waiting for. */
+/** Lost or refused connections, and a server shutting down, starting up or full of clients: worth waiting for. */
 export const isTransient = (error: SqlError): boolean => {
   // The driver's own verdict: a connection that failed, was lost, timed out or could not be had from the pool.
   if (error.reason._tag === "ConnectionError") return true
   const { code } = detailOf(error)
   if (code === undefined) return false
-  // 08: connection exceptions; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now.
-  return code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03" ||
+  // 08: connection exceptions; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now; 53300: too many
+  // connections (max_connections, or the role's CONNECTION LIMIT, reached: runners' pools together may ask more).
+  return code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03" || code === "53300" ||
     ["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "ENOENT"].includes(code)
 }
 
