@@ -13,9 +13,11 @@ import type * as Scope from "effect/Scope"
 import type { BrainService } from "../../ports/Brain.js"
 import { BrainLabelConfig } from "../../config/BrainChoice.js"
 import * as SqlClient from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
 import type { FoldStore } from "../../memory/FoldStore.js"
 import { CompactionLocks, type CompactionLocksService } from "../../memory/sql/SqlCompactionLocks.js"
 import { exactBytes } from "../../memory/sql/SqlExactText.js"
+import { describe } from "../../memory/sql/SqlResilience.js"
 import * as SqlAgentMemory from "./SqlAgentMemory.js"
 import * as Memory from "../../memory/Memory.js"
 import * as AgentId from "../serve/AgentId.js"
@@ -65,8 +67,9 @@ export class AgentStore extends Context.Service<AgentStore, AgentStoreService>()
 
 const unavailable = (id: string, message: string) => new HostError({ reason: "unavailable", id, message: `agent ${id}: ${message}` })
 
-const databaseError = (what: string) => (error: { readonly message: string }) =>
-  new HostError({ reason: "unavailable", message: `${what}: the database did not answer: ${error.message}` })
+// The driver's own words (a refused connection...): the SqlError's message is only that a statement failed.
+const databaseError = (what: string) => (error: SqlError) =>
+  new HostError({ reason: "unavailable", message: `${what}: the database did not answer: ${describe(error)}` })
 
 /** The agents in PostgreSQL (the tables of SqlMigrations.ts), as `memory import` leaves them. */
 export const postgres = (options: {

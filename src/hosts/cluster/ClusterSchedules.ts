@@ -21,6 +21,7 @@ import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { numberOf } from "../../config/ConfigRange.js"
 import { MaxMessageBytes } from "../../config/settings/Agent.js"
+import { describe } from "../../memory/sql/SqlResilience.js"
 import * as ScheduleDelivery from "../../schedule/ScheduleDelivery.js"
 import { sizeProblem } from "../../schedule/ScheduleEntry.js"
 import * as ScheduleRunner from "../../schedule/ScheduleRunner.js"
@@ -36,7 +37,7 @@ const EMPTY = ScheduleStore.encode([])
 const where = (agent: string) => `planckclaw_schedules (agent ${agent})`
 
 const failed = (agent: string) => (error: SqlError) =>
-  new ScheduleStore.ScheduleError({ reason: "Io", message: `cannot use ${where(agent)}: ${error.message}` })
+  new ScheduleStore.ScheduleError({ reason: "Io", message: `cannot use ${where(agent)}: ${describe(error)}` })
 
 /** Agent `agent`'s schedule in the database: read whole, changed under its row's lock. */
 export const sqlStore = (sql: SqlClient.SqlClient, agent: string): ScheduleStore.Store => {
