@@ -139,14 +139,17 @@ export const postgres = (options: {
         Effect.mapError(databaseError(`agent ${id}`))
       ),
     // Ordered byte by byte (COLLATE "C"), as the file host sorts its ids: a page's `after` means the same in both.
-    page: ({ after, limit }, isRunning) =>
-      sql<StatusRow & { readonly agent_id: string }>`SELECT a.agent_id,
+    // `search` as serve's: the ids holding the text as it is (strpos, not a LIKE pattern). A NUL, which a text
+    // parameter cannot carry, is in no id: a search holding one finds none, and the ids after `x\0…` are those after `x`.
+    page: ({ after, limit, search }, isRunning) =>
+      search?.includes("\u0000") === true ? Effect.succeed({ agents: [], next: null }) : sql<StatusRow & { readonly agent_id: string }>`SELECT a.agent_id,
           (SELECT count(*) FROM planckclaw_history h WHERE h.agent_id = a.agent_id) AS lines,
           octet_length(a.summary) AS summary_bytes,
           CASE WHEN a.summary_json IS NULL THEN NULL ELSE a.summary END AS nul_summary, a.summary_json,
           (SELECT h.created FROM planckclaw_history h WHERE h.agent_id = a.agent_id ORDER BY h.seq DESC LIMIT 1) AS last
         FROM planckclaw_agents a
-        WHERE a.agent_id COLLATE "C" > ${after ?? ""}
+        WHERE a.agent_id COLLATE "C" > ${(after ?? "").split("\u0000")[0]!}
+          ${search === undefined || search === "" ? sql`` : sql`AND strpos(a.agent_id, ${search}) > 0`}
         ORDER BY a.agent_id COLLATE "C"
         LIMIT ${limit + 1}`.pipe(
         Effect.map((rows): AgentStatus.AgentList => ({

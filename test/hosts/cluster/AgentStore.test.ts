@@ -72,4 +72,21 @@ describe("AgentStore.postgres: the listing", () => {
       for (const agent of all.agents) expect(yield* agents.status(agent.id as never, agent.state === "running")).toEqual(agent)
       expect(yield* agents.page({ after: "c", limit: 5 }, () => false)).toEqual({ agents: [], next: null })
     }))
+
+  it.effect("keeps, with search, the agents whose id holds the text, as serve's listing does, a page at a time", () =>
+    Effect.gen(function*() {
+      const { agents, sql } = yield* store
+      for (const id of ["bob", "alice", "bobby", "rob", "b_b", "bxb"]) yield* sql`INSERT INTO planckclaw_agents (agent_id) VALUES (${id})`
+      const ids = (list: { readonly agents: ReadonlyArray<{ readonly id: string }> }) => list.agents.map((agent) => agent.id)
+      const first = yield* agents.page({ limit: 2, search: "ob" }, () => false)
+      expect([ids(first), first.next]).toEqual([["bob", "bobby"], "bobby"])
+      const second = yield* agents.page({ after: "bobby", limit: 2, search: "ob" }, () => false)
+      expect([ids(second), second.next]).toEqual([["rob"], null])
+      // The text as it is, not a pattern: _ is itself.
+      expect(ids(yield* agents.page({ limit: 10, search: "_" }, () => false))).toEqual(["b_b"])
+      expect(ids(yield* agents.page({ limit: 10, search: "" }, () => false))).toHaveLength(6)
+      // A NUL, which PostgreSQL text refuses, is in no id: it finds none, and an `after` holding one is the id before it.
+      expect(yield* agents.page({ limit: 10, search: "b\u0000" }, () => false)).toEqual({ agents: [], next: null })
+      expect(ids(yield* agents.page({ after: "bob\u0000x", limit: 10, search: "ob" }, () => false))).toEqual(["bobby", "rob"])
+    }))
 })
