@@ -40,7 +40,7 @@ export const DatabaseUrlConfig: Config.Config<Redacted.Redacted<string>> = check
       [...parsed.searchParams.keys()].some((name) => name.includes("@"))
     return splitEarly
       ? "its password holds an unescaped /, ? or #, which ends the URL's user and password early: percent-encode them " +
-        "(%2F, %3F, %23); the value is not shown, as it may hold a password"
+        "(%2F, %3F, %23; an @ in the database name as %40); the value is not shown, as it may hold a password"
       : { value: Redacted.make(raw) }
   }
 )

@@ -41,5 +41,7 @@ describe("PLANCKCLAW_DATABASE_URL in messages", () => {
       }
       const encoded = yield* read("postgres://planck:1234%2Fhunter2@db.example/agents")
       expect(Result.isSuccess(encoded) ? describeUrl(encoded.success) : "refused").toBe("PostgreSQL at db.example/agents")
+      const atInName = yield* read("postgres://planck:hunter2@db.example/team%40ops")
+      expect(Result.isSuccess(atInName) ? describeUrl(atInName.success) : "refused").toBe("PostgreSQL at db.example/team@ops")
     }))
 })
