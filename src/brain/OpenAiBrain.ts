@@ -34,12 +34,10 @@ import {
   decodeSparingUsage,
   type Misconfigured,
   oneLine,
-  preview,
-  type Scrub
+  preview
 } from "../ports/Brain.js"
 import type { MissingSetting } from "../config/MissingSetting.js"
 import * as Secrets from "../config/Secrets.js"
-import { isJsonObject } from "../runtime/Json.js"
 import * as KeptJson from "../runtime/KeptJson.js"
 import {
   type AnswerReading,
@@ -48,6 +46,7 @@ import {
   judgeAnswer,
   withRetries
 } from "./BrainRetry.js"
+import { openAiMessage } from "./FailedAnswers.js"
 import * as ModelList from "./ModelList.js"
 import { type HttpAnswer, postJson } from "./PostJson.js"
 import { assembly, refusesStreamOptions, streamingRequest } from "./ChatStream.js"
@@ -69,22 +68,6 @@ export {
   OpenAiConfig,
   requireKey
 } from "./OpenAiSettings.js"
-
-/**
- * The API's own words from an OpenAI-style error body (`{"error":{"message","type","code"}}`), or an excerpt;
- * scrubbed before the cut, which would leave a key straddling it unmatched.
- */
-const apiMessage = (body: string, scrub: Scrub): string => {
-  const parsed = Result.getOrUndefined(Result.try(() => JSON.parse(body) as unknown))
-  const error = isJsonObject(parsed) ? parsed.error : undefined
-  if (typeof error === "string") return preview(scrub(error))
-  if (isJsonObject(error)) {
-    const { code, message } = error
-    const words = [typeof code === "string" ? code : undefined, message].filter((w): w is string => typeof w === "string")
-    if (words.length > 0) return preview(scrub(words.join(": ")))
-  }
-  return body.trim() === "" ? "(empty body)" : preview(scrub(body))
-}
 
 export const make = (
   config: OpenAiConfig,
@@ -155,7 +138,7 @@ export const make = (
     /** An answer already parsed (`text`: its JSON, written again only when an error must quote it). */
     const decodeJson = (json: unknown, text?: string): Effect.Effect<MessagesResponse, BrainError> => {
       if (answersError(json)) {
-        return fatal(`server answered error: ${apiMessage(text ?? JSON.stringify(json), scrub)}`)
+        return fatal(`server answered error: ${openAiMessage(text ?? JSON.stringify(json), scrub)}`)
       }
       const decoded = decodeSparingUsage(decodeChatResponse, json, scrub)
       if (Result.isFailure(decoded)) return fatal(`answer is not a Chat Completions response: ${oneLine(decoded.failure, scrub)}`)
@@ -176,7 +159,7 @@ export const make = (
 
     const reading = (model: string): AnswerReading<MessagesResponse> => ({
       decode,
-      said: (body) => apiMessage(body, scrub),
+      said: (body) => openAiMessage(body, scrub),
       baseUrlSetting: OpenAiBaseUrl.key,
       keySetting: OpenAiApiKey.key,
       scrub,
