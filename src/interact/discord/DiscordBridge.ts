@@ -37,6 +37,6 @@ export interface DiscordBridge {
   readonly replyTaken: (key: string) => boolean
   /** A message of `messages` is held durably by its taker: catch-up may pass it (see Checkpoints). */
   readonly held: (message: DiscordMessage) => Effect.Effect<void>
-  /** A message of `messages` its taker will not answer (answered before): catch-up may pass it, typing ends. */
+  /** A message of `messages` its taker will not answer (answered before, or a second delivery of one it has): catch-up may pass it, typing ends. */
   readonly dropped: (message: DiscordMessage) => Effect.Effect<void>
 }

@@ -55,9 +55,16 @@ export const make = (bridge: DiscordBridge, beside: Option.Option<BesideAgent>):
     // Messages handed to the agent whose reply has not come, by key: a slash command's reply needs its token,
     // which never goes through the pipes.
     const asked = new Map<string, DiscordMessage>()
+    // Messages whose typing this process shows, by key (each delivered one began it): only the reply to one of
+    // them ends it. A message the last run took (handed again, or held by the agent's journal) shows none.
+    const typing = new Set<string>()
     const remember = (message: DiscordMessage) => {
       asked.set(keyFor(message), message)
-      if (asked.size > keptQuestions) asked.delete(asked.keys().next().value!)
+      if (asked.size > keptQuestions) {
+        const oldest = asked.keys().next().value!
+        asked.delete(oldest)
+        typing.delete(oldest)
+      }
     }
     const owed = Option.map(beside, (b) => b.owed)
 
@@ -84,18 +91,22 @@ export const make = (bridge: DiscordBridge, beside: Option.Option<BesideAgent>):
     /** Notes the message owed (beside the agent), then lets catch-up pass it; none for one taken already. */
     const handOn = (message: DiscordMessage): Effect.Effect<Option.Option<InboundMessage>> =>
       Effect.gen(function*() {
+        const key = keyFor(message)
         if (Option.isNone(owed)) {
           remember(message)
+          typing.add(key)
           yield* bridge.held(message)
           return Option.some(lineFor(message))
         }
-        const key = keyFor(message)
         // Fetched again by a catch-up that could not pass it: answered already, or with the agent (its reply to come).
         if (bridge.replyTaken(key)) {
           yield* bridge.dropped(message)
           return Option.none()
         }
         if (asked.has(key)) {
+          // Typing shown for it already: this delivery's is ended. Else (the last run's) it shows until its reply.
+          if (typing.has(key)) return yield* Effect.as(bridge.dropped(message), Option.none())
+          typing.add(key)
           yield* bridge.held(message)
           return Option.none()
         }
@@ -104,6 +115,7 @@ export const make = (bridge: DiscordBridge, beside: Option.Option<BesideAgent>):
           Effect.catch((error) => Effect.logError(`Discord message ${key} could not be noted owed: ${error.message}`))
         )
         remember(message)
+        typing.add(key)
         yield* bridge.held(message)
         return Option.some(lineFor(message))
       })
@@ -119,9 +131,10 @@ export const make = (bridge: DiscordBridge, beside: Option.Option<BesideAgent>):
         ? Option.some({ _tag: "Message", messageId: question.id })
         : Option.none()
       // Keyed by its question, as serve's replies are: its nonces are the same whoever sends it, and the
-      // outbox takes it once. One naming no question answers none of the bridge's messages (a scheduled
-      // post): the typing shown for the channel's messages still due stays.
-      return { outbound: { ...reply, channel, key: key ?? reply.key, unprompted: question === undefined }, target, message }
+      // outbox takes it once. One answering no message this process shows typing for (a scheduled post on a
+      // bare channel, the reply to a message the last run took) leaves the channel's typing as it is.
+      const unprompted = key === undefined || !typing.delete(key)
+      return { outbound: { ...reply, channel, key: key ?? reply.key, unprompted }, target, message }
     }
     /** Its reply is in the outbox (or was refused): the message is no longer owed. */
     const answered = (message: DiscordMessage | undefined) =>

@@ -10,6 +10,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Redacted, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import type { InteractService } from "../../../src/ports/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as OwedMessages from "../../../src/interact/discord/OwedMessages.js"
@@ -78,5 +79,41 @@ describe("Discord in run, beside the agent: messages noted owed", () => {
       expect(fake.created()[1]!.interactionToken).toBe(first.ask.token)
       // Each reply is in the outbox: nothing is owed any more.
       expect(yield* Effect.flatMap(OwedMessages.make(dir), (owed) => owed.pending)).toEqual([])
+    }))
+
+  it.effect("the reply to a message the last run took ends no typing: a new message's typing shows until its own reply", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const agentInbox = path.join(dir, ".inbox.jsonl")
+      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
+      const settings: DiscordSettings = {
+        token: Redacted.make(token),
+        channelIds: [channelA],
+        allowedUsers: Option.none(),
+        directMessages: false,
+        apiUrl: fake.apiUrl
+      }
+      const options = { stateDirectory: dir, agentInbox }
+      const typingPosts = () => fake.rest().filter((record) => record.method === "POST" && record.path === `/api/v10/channels/${channelA}/typing`).length
+      const [old] = yield* Effect.scoped(Effect.gen(function*() {
+        const bridge = yield* Discord.make(settings, options)
+        yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "old" })
+        return yield* take(bridge, 1)
+      }))
+      // The agent journaled it before the kill: it answers it itself after the restart.
+      fs.writeFileSync(agentInbox, `${JSON.stringify({ accepted: 1, key: "k1", channel: old!.channel, text: "old" })}\n`)
+
+      const bridge = yield* Discord.make(settings, options)
+      const before = typingPosts()
+      yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "new" })
+      const [fresh] = yield* take(bridge, 1)
+      yield* fake.waitFor(() => typingPosts() > before ? true : undefined)
+      yield* Effect.flatten(bridge.accept!({ channel: old!.channel, text: "re: old" }))
+      // Still typing for "new": refreshed 8 s on.
+      const shown = typingPosts()
+      yield* TestClock.adjust("8 seconds")
+      yield* fake.waitFor(() => typingPosts() > shown ? true : undefined)
+      yield* Effect.flatten(bridge.accept!({ channel: fresh!.channel, text: "re: new" }))
+      expect(fake.created().map((message) => message.content)).toEqual(["re: old", "re: new"])
     }))
 })
