@@ -13,7 +13,8 @@
  */
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import { Effect, type Scope } from "effect"
+import { Effect, Option, Redacted, type Scope } from "effect"
+import type { DiscordSettings } from "../../src/interact/discord/Settings.js"
 import { type WebSocket, WebSocketServer } from "ws"
 
 /**
@@ -30,6 +31,19 @@ export const ids = {
   alice: "400000000000000001",
   bob: "400000000000000002"
 } as const
+
+/**
+ * The bridge's settings for `fake`: its token and channels, no allow list, no direct messages; `overrides`
+ * on top (another channel list, a catch-up bound).
+ */
+export const settingsFor = (fake: FakeDiscord, overrides: Partial<DiscordSettings> = {}): DiscordSettings => ({
+  token: Redacted.make(fake.token),
+  channelIds: fake.channelIds,
+  allowedUsers: Option.none(),
+  directMessages: false,
+  apiUrl: fake.apiUrl,
+  ...overrides
+})
 
 export interface FakeDiscordOptions {
   /** The only token accepted, on REST and in IDENTIFY. */
@@ -115,6 +129,9 @@ export interface InteractionFields {
 export interface FakeDiscord {
   /** Value for DISCORD_API_URL. */
   readonly apiUrl: string
+  /** The token it accepts, and its guild's text channels (as made). */
+  readonly token: string
+  readonly channelIds: ReadonlyArray<string>
   readonly gatewayUrl: string
   readonly rest: () => ReadonlyArray<RestRecord>
   readonly gateway: () => ReadonlyArray<GatewayRecord>
@@ -571,6 +588,8 @@ export const make = (options: FakeDiscordOptions): Effect.Effect<FakeDiscord, ne
 
     return {
       apiUrl: `http://127.0.0.1:${restPort}/api`,
+      token: options.token,
+      channelIds: options.channelIds,
       gatewayUrl,
       rest: () => [...restLog],
       gateway: () => [...gatewayLog],

@@ -6,9 +6,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Redacted, Stream } from "effect"
+import { Effect, Stream } from "effect"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
-import type { DiscordSettings } from "../../../src/interact/discord/Settings.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { captureLogs } from "../../support/LogCapture.js"
 
@@ -31,14 +30,7 @@ describe("Discord inbound: catch-up of a flood", () => {
       const dir = yield* tempDir
       const logs = yield* captureLogs
       const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
-      const settings: DiscordSettings = {
-        token: Redacted.make(token),
-        channelIds: [channelA],
-        allowedUsers: Option.none(),
-        directMessages: false,
-        apiUrl: fake.apiUrl,
-        catchUp: { messages: 150, hours: 24 }
-      }
+      const settings = FakeDiscord.settingsFor(fake, { catchUp: { messages: 150, hours: 24 } })
       yield* Effect.scoped(Effect.gen(function*() {
         const bridge = yield* Discord.connect(settings, { stateDirectory: dir })
         yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "seen" })

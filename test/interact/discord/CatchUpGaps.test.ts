@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Option, Redacted, References, Stream } from "effect"
+import { Clock, Effect, References, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { snowflakeAt } from "../../../src/interact/discord/CatchUp.js"
 import * as ChannelKinds from "../../../src/interact/discord/ChannelKinds.js"
@@ -42,13 +42,7 @@ const checkpointIn = (dir: string, channel: string): string | undefined => {
     : undefined
 }
 
-const settingsFor = (fake: FakeDiscord.FakeDiscord): DiscordSettings => ({
-  token: Redacted.make(token),
-  channelIds: [channelA],
-  allowedUsers: Option.none(),
-  directMessages: false,
-  apiUrl: fake.apiUrl
-})
+const settingsFor = (fake: FakeDiscord.FakeDiscord): DiscordSettings => FakeDiscord.settingsFor(fake, { channelIds: [channelA] })
 
 /** A bridge that handled one message and stopped, and messages sent in `channel` while it was away. */
 const stoppedAfterOne = (fake: FakeDiscord.FakeDiscord, dir: string) =>

@@ -5,7 +5,7 @@
  * on, while the download still hangs.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Option, Redacted, Stream } from "effect"
+import { Clock, Effect, Stream } from "effect"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { advanceTo } from "../../support/TestClockWait.js"
@@ -19,13 +19,7 @@ describe("Discord inbound: each channel in its own lane", () => {
   it.effect("a download that hangs in one channel holds up neither a slash command's acknowledgement nor a message in another", () =>
     Effect.gen(function*() {
       const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA, channelB] })
-      const bridge = yield* Discord.connect({
-        token: Redacted.make(token),
-        channelIds: [channelA, channelB],
-        allowedUsers: Option.none(),
-        directMessages: false,
-        apiUrl: fake.apiUrl
-      })
+      const bridge = yield* Discord.connect(FakeDiscord.settingsFor(fake))
       const stalled = fake.stalledAttachment("notes.txt", "text/plain", "the notes")
       yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "read this", attachments: [stalled.attachment] })
       yield* fake.waitFor(() => fake.rest().find((record) => record.path.startsWith("/attachments/")))
@@ -59,13 +53,7 @@ describe("Discord slash commands: within Discord's three seconds", () => {
   it.effect("a command from a thread Discord is slow to describe is refused, try again, after two seconds rather than fifteen", () =>
     Effect.gen(function*() {
       const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
-      yield* Discord.connect({
-        token: Redacted.make(token),
-        channelIds: [channelA],
-        allowedUsers: Option.none(),
-        directMessages: false,
-        apiUrl: fake.apiUrl
-      })
+      yield* Discord.connect(FakeDiscord.settingsFor(fake))
       const thread = yield* fake.createThread(channelA, { announce: false })
       yield* fake.script("GET", new RegExp(`/channels/${thread}$`), Array.from({ length: 10 }, () => ({ status: 502, body: {} })))
       const started = yield* Clock.currentTimeMillis

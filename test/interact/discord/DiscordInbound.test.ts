@@ -19,14 +19,9 @@ const mallory = "400000000000000002"
 const startFake = (options: Partial<FakeDiscord.FakeDiscordOptions> = {}) =>
   FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA, channelB], ...options })
 
-const settingsFor = (fake: FakeDiscord.FakeDiscord, overrides: Partial<DiscordSettings> = {}): DiscordSettings => ({
-  token: Redacted.make(token),
-  channelIds: [channelA, channelB],
-  allowedUsers: Option.none(),
-  directMessages: false,
-  apiUrl: fake.apiUrl,
-  ...overrides
-})
+/** The fake's settings with this file's token and channels: a test may start a fake that refuses the token. */
+const settingsFor = (fake: FakeDiscord.FakeDiscord, overrides: Partial<DiscordSettings> = {}): DiscordSettings =>
+  FakeDiscord.settingsFor(fake, { token: Redacted.make(token), channelIds: [channelA, channelB], ...overrides })
 
 const take = <A, E>(messages: Stream.Stream<A, E>, count: number) =>
   messages.pipe(Stream.take(count), Stream.runCollect)

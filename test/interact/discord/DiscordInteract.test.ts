@@ -23,14 +23,9 @@ const mallory = "400000000000000002"
 
 const intentsWithoutDms = 1 + 512 + 32768 // Guilds, GuildMessages, MessageContent: DMs are off by default
 
-const settings = (fake: FakeDiscord.FakeDiscord, overrides: Partial<Discord.DiscordSettings> = {}) => ({
-  token: Redacted.make(token),
-  channelIds: [channelA, channelB],
-  allowedUsers: Option.none(),
-  directMessages: false,
-  apiUrl: fake.apiUrl,
-  ...overrides
-})
+/** The fake's settings with this file's token and channels: a test may start a fake that refuses the token. */
+const settings = (fake: FakeDiscord.FakeDiscord, overrides: Partial<Discord.DiscordSettings> = {}) =>
+  FakeDiscord.settingsFor(fake, { token: Redacted.make(token), channelIds: [channelA, channelB], ...overrides })
 
 const startFake = (options: Partial<FakeDiscord.FakeDiscordOptions> = {}) =>
   FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA, channelB], ...options })

@@ -5,7 +5,7 @@
  * is forgotten is looked up again if it is ever needed, with the same answer.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Redacted, Stream } from "effect"
+import { Effect, Stream } from "effect"
 import * as ChannelKinds from "../../../src/interact/discord/ChannelKinds.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as DiscordRest from "../../../src/interact/discord/DiscordRest.js"
@@ -14,13 +14,7 @@ import * as FakeDiscord from "../../support/FakeDiscord.js"
 
 const { token, botUserId, guildId, channelA, channelB, alice } = FakeDiscord.ids
 
-const settingsFor = (fake: FakeDiscord.FakeDiscord): DiscordSettings => ({
-  token: Redacted.make(token),
-  channelIds: [channelA, channelB],
-  allowedUsers: Option.none(),
-  directMessages: false,
-  apiUrl: fake.apiUrl
-})
+const settingsFor = (fake: FakeDiscord.FakeDiscord): DiscordSettings => FakeDiscord.settingsFor(fake, { channelIds: [channelA, channelB] })
 
 const take = <A, E>(messages: Stream.Stream<A, E>, count: number) =>
   messages.pipe(Stream.take(count), Stream.runCollect)

@@ -7,9 +7,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Redacted, Stream } from "effect"
+import { Effect, Stream } from "effect"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
-import type { DiscordSettings } from "../../../src/interact/discord/Settings.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 
 const { token, botUserId, guildId, channelA, alice } = FakeDiscord.ids
@@ -27,13 +26,7 @@ describe("Discord replies across a restart", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir
       const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
-      const settings: DiscordSettings = {
-        token: Redacted.make(token),
-        channelIds: [channelA],
-        allowedUsers: Option.none(),
-        directMessages: false,
-        apiUrl: fake.apiUrl
-      }
+      const settings = FakeDiscord.settingsFor(fake)
       const question = yield* fake.messageCreate({ channelId: channelA, authorId: alice, content: "hello", dispatch: false })
       const address = `${channelA}/m${question}`
       // The reply is delivered; the agent's note that the bridge kept it dies with the process.

@@ -9,12 +9,11 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Redacted, Stream } from "effect"
+import { Effect, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import type { InteractService } from "../../../src/ports/Interact.js"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as OwedMessages from "../../../src/interact/discord/OwedMessages.js"
-import type { DiscordSettings } from "../../../src/interact/discord/Settings.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 
 const { token, botUserId, guildId, channelA, alice } = FakeDiscord.ids
@@ -24,23 +23,21 @@ const tempDir = Effect.acquireRelease(
   (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
 )
 
+/** A fake Discord and the bridge's settings, in a state directory beside the agent's inbox journal. */
+const besideAgent = Effect.gen(function*() {
+  const dir = yield* tempDir
+  const agentInbox = path.join(dir, ".inbox.jsonl")
+  const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
+  return { agentInbox, dir, fake, options: { stateDirectory: dir, agentInbox }, settings: FakeDiscord.settingsFor(fake) }
+})
+
 const take = (bridge: InteractService, count: number) =>
   bridge.messages.pipe(Stream.take(count), Stream.runCollect)
 
 describe("Discord in run, beside the agent: messages noted owed", () => {
   it.effect("after a kill, hands the agent again what its inbox did not hold, and answers each on its own question", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const agentInbox = path.join(dir, ".inbox.jsonl")
-      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
-      const settings: DiscordSettings = {
-        token: Redacted.make(token),
-        channelIds: [channelA],
-        allowedUsers: Option.none(),
-        directMessages: false,
-        apiUrl: fake.apiUrl
-      }
-      const options = { stateDirectory: dir, agentInbox }
+      const { agentInbox, dir, fake, options, settings } = yield* besideAgent
 
       const first = yield* Effect.scoped(Effect.gen(function*() {
         const bridge = yield* Discord.make(settings, options)
@@ -83,17 +80,7 @@ describe("Discord in run, beside the agent: messages noted owed", () => {
 
   it.effect("the reply to a message the last run took ends no typing: a new message's typing shows until its own reply", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const agentInbox = path.join(dir, ".inbox.jsonl")
-      const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
-      const settings: DiscordSettings = {
-        token: Redacted.make(token),
-        channelIds: [channelA],
-        allowedUsers: Option.none(),
-        directMessages: false,
-        apiUrl: fake.apiUrl
-      }
-      const options = { stateDirectory: dir, agentInbox }
+      const { agentInbox, fake, options, settings } = yield* besideAgent
       const typingPosts = () => fake.rest().filter((record) => record.method === "POST" && record.path === `/api/v10/channels/${channelA}/typing`).length
       const [old] = yield* Effect.scoped(Effect.gen(function*() {
         const bridge = yield* Discord.make(settings, options)

@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Option, Redacted } from "effect"
+import { Clock, Effect } from "effect"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import type { DiscordSettings } from "../../../src/interact/discord/Settings.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
@@ -33,13 +33,7 @@ const tempDir = Effect.acquireRelease(
   (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
 )
 
-const settingsFor = (fake: FakeDiscord.FakeDiscord): DiscordSettings => ({
-  token: Redacted.make(token),
-  channelIds: [channelA],
-  allowedUsers: Option.none(),
-  directMessages: false,
-  apiUrl: fake.apiUrl
-})
+const settingsFor = (fake: FakeDiscord.FakeDiscord): DiscordSettings => FakeDiscord.settingsFor(fake, { channelIds: [channelA] })
 
 const lookups = (fake: FakeDiscord.FakeDiscord) =>
   fake.rest().filter((record) => record.method === "GET" && record.path === `/api/v10/channels/${channelA}`)

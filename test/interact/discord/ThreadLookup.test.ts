@@ -3,7 +3,7 @@
  * only delayed, and the thread is not taken for another's. Time under TestClock.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Option, Redacted, Stream } from "effect"
+import { Clock, Effect, Stream } from "effect"
 import * as Discord from "../../../src/interact/discord/DiscordInteract.js"
 import * as FakeDiscord from "../../support/FakeDiscord.js"
 import { captureLogs } from "../../support/LogCapture.js"
@@ -16,13 +16,7 @@ const badGateway = { status: 502, body: { message: "Bad Gateway" } }
 const start = Effect.gen(function*() {
   const logs = yield* captureLogs
   const fake = yield* FakeDiscord.make({ token, botUserId, guildId, channelIds: [channelA] })
-  const bridge = yield* Discord.connect({
-    token: Redacted.make(token),
-    channelIds: [channelA],
-    allowedUsers: Option.none(),
-    directMessages: false,
-    apiUrl: fake.apiUrl
-  }).pipe(Effect.provide(logs.layer))
+  const bridge = yield* Discord.connect(FakeDiscord.settingsFor(fake)).pipe(Effect.provide(logs.layer))
   // A thread the bridge has not heard of: its first message needs a lookup.
   const thread = yield* fake.createThread(channelA, { announce: false })
   return { bridge, fake, logs, thread }
