@@ -219,10 +219,10 @@ export const make = Effect.gen(function*() {
   const check = HostMessage.decoder(config.maxMessageBytes)
   const acceptChecked = ({ id, ...message }: HostMessage.HostMessage) => submit(id, message)
 
-  // The caller holds the agent started until its reply comes (as submit does, for a caller that goes away).
-  const sendChecked = (message: HostMessage.HostMessage) => Effect.scoped(Effect.flatMap(acceptChecked(message), awaitReply))
+  // submit holds the agent started until the reply is given, whether its caller waits for it or goes away.
+  const sendChecked = (message: HostMessage.HostMessage) => Effect.flatMap(Effect.scoped(acceptChecked(message)), awaitReply)
   const streamChecked = ({ id, ...message }: HostMessage.HostMessage) =>
-    TurnStream.streaming((events) => submit(id, message, events), scope, awaitReply)
+    TurnStream.streaming((events) => submit(id, message, events), awaitReply)
 
   const statusReader = AgentStatus.makeReader(prices)
   const status = (id: AgentId.AgentId) => statusReader.read(id, directoryOf(id), running.has(id))

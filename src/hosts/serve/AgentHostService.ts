@@ -44,7 +44,7 @@ export interface AgentHostService extends Partial<AgentRecords.Records> {
   /**
    * `send` in two steps (Discord's routes): the message is checked as `send`
    * checks it and journaled once this succeeds, and its reply completes the
-   * Deferred; the agent stays started while the scope is open.
+   * Deferred; the agent stays started until the reply is given, and while the scope is open.
    */
   readonly accept: (
     id: string,

@@ -7,7 +7,6 @@
 import type * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
@@ -76,20 +75,17 @@ export interface Streaming {
 }
 
 /**
- * Submits a message with a sink of its own. The agent is held started by a
- * scope closed when the reply is given (a fiber of `hostScope` waits for
- * it), not when the caller goes: a caller that stops reading loses nothing.
+ * Submits a message with a sink of its own. The agent stays started until
+ * the reply is given, not until the caller goes (the host's submit holds it
+ * from the message's acceptance): a caller that stops reading loses nothing.
  */
 export const streaming = (
   submit: (events: EventSink) => Effect.Effect<Deferred.Deferred<Reply>, HostError, Scope.Scope>,
-  hostScope: Scope.Scope,
   awaitReply: (reply: Deferred.Deferred<Reply>) => Effect.Effect<Reply>
 ): Effect.Effect<Streaming, HostError> =>
   Effect.gen(function*() {
     const events = yield* Queue.unbounded<Told, Cause.Done>()
-    const held = yield* Scope.make()
-    const reply = yield* submit(events).pipe(Scope.provide(held), Effect.onError(() => Scope.close(held, Exit.void)))
-    yield* Effect.forkIn(Effect.ensuring(Deferred.await(reply), Scope.close(held, Exit.void)), hostScope)
+    const reply = yield* Effect.scoped(submit(events))
     // A caller gone: what the turn says next is not kept for nobody.
     const told = Stream.fromQueue(events).pipe(Stream.ensuring(Queue.shutdown(events)))
     return { events: told, reply: awaitReply(reply) }
