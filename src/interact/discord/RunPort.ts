@@ -53,18 +53,13 @@ const lineFor = (message: DiscordMessage): InboundMessage => ({ channel: address
 export const make = (bridge: DiscordBridge, beside: Option.Option<BesideAgent>): Effect.Effect<InteractService> =>
   Effect.gen(function*() {
     // Messages handed to the agent whose reply has not come, by key: a slash command's reply needs its token,
-    // which never goes through the pipes.
-    const asked = new Map<string, DiscordMessage>()
-    // Messages whose typing this process shows, by key (each delivered one began it): only the reply to one of
-    // them ends it. A message the last run took (handed again, or held by the agent's journal) shows none.
-    const typing = new Set<string>()
-    const remember = (message: DiscordMessage) => {
-      asked.set(keyFor(message), message)
-      if (asked.size > keptQuestions) {
-        const oldest = asked.keys().next().value!
-        asked.delete(oldest)
-        typing.delete(oldest)
-      }
+    // which never goes through the pipes. `typing`: this process shows typing for it (each message delivered
+    // began it), which only its reply ends; a message the last run took (handed again, or held by the agent's
+    // journal) shows none.
+    const asked = new Map<string, { readonly message: DiscordMessage; typing: boolean }>()
+    const remember = (message: DiscordMessage, typing: boolean) => {
+      asked.set(keyFor(message), { message, typing })
+      if (asked.size > keptQuestions) asked.delete(asked.keys().next().value!)
     }
     const owed = Option.map(beside, (b) => b.owed)
 
@@ -80,7 +75,7 @@ export const make = (bridge: DiscordBridge, beside: Option.Option<BesideAgent>):
           yield* beside.value.owed.done(message)
           continue
         }
-        remember(message)
+        remember(message, false)
         if (!agentHolds.has(key)) again.push(message)
       }
       if (again.length > 0) {
@@ -93,8 +88,7 @@ export const make = (bridge: DiscordBridge, beside: Option.Option<BesideAgent>):
       Effect.gen(function*() {
         const key = keyFor(message)
         if (Option.isNone(owed)) {
-          remember(message)
-          typing.add(key)
+          remember(message, true)
           yield* bridge.held(message)
           return Option.some(lineFor(message))
         }
@@ -103,10 +97,11 @@ export const make = (bridge: DiscordBridge, beside: Option.Option<BesideAgent>):
           yield* bridge.dropped(message)
           return Option.none()
         }
-        if (asked.has(key)) {
+        const kept = asked.get(key)
+        if (kept !== undefined) {
           // Typing shown for it already: this delivery's is ended. Else (the last run's) it shows until its reply.
-          if (typing.has(key)) return yield* Effect.as(bridge.dropped(message), Option.none())
-          typing.add(key)
+          if (kept.typing) return yield* Effect.as(bridge.dropped(message), Option.none())
+          kept.typing = true
           yield* bridge.held(message)
           return Option.none()
         }
@@ -114,8 +109,7 @@ export const make = (bridge: DiscordBridge, beside: Option.Option<BesideAgent>):
         yield* owed.value.record(message).pipe(
           Effect.catch((error) => Effect.logError(`Discord message ${key} could not be noted owed: ${error.message}`))
         )
-        remember(message)
-        typing.add(key)
+        remember(message, true)
         yield* bridge.held(message)
         return Option.some(lineFor(message))
       })
@@ -124,7 +118,8 @@ export const make = (bridge: DiscordBridge, beside: Option.Option<BesideAgent>):
     const answering = (reply: OutboundMessage) => {
       const { channel, question } = parseAddress(reply.channel)
       const key = question === undefined ? undefined : `discord-${question.id}`
-      const message = key === undefined ? undefined : asked.get(key)
+      const kept = key === undefined ? undefined : asked.get(key)
+      const message = kept?.message
       const target: Option.Option<ReplyTarget> = message !== undefined
         ? Option.some(message.target)
         : question?._tag === "Message"
@@ -133,7 +128,8 @@ export const make = (bridge: DiscordBridge, beside: Option.Option<BesideAgent>):
       // Keyed by its question, as serve's replies are: its nonces are the same whoever sends it, and the
       // outbox takes it once. One answering no message this process shows typing for (a scheduled post on a
       // bare channel, the reply to a message the last run took) leaves the channel's typing as it is.
-      const unprompted = key === undefined || !typing.delete(key)
+      const unprompted = kept?.typing !== true
+      if (kept !== undefined) kept.typing = false
       return { outbound: { ...reply, channel, key: key ?? reply.key, unprompted }, target, message }
     }
     /** Its reply is in the outbox (or was refused): the message is no longer owed. */
